@@ -1,0 +1,30 @@
+# The two commands of the README: `make demo` runs the product, `make test` its tests.
+# Everything they need is installed here, into .venv, from PyPI (and Debian's chromium
+# when Playwright's own browser cannot be downloaded).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test demo down bench clean
+
+install: $(STAMP) $(VENV)/.browser
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+$(VENV)/.browser: $(STAMP) scripts/install_browser.py
+	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) bench/parse.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

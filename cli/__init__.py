@@ -1,0 +1,1 @@
+"""The ``starter.py`` command line: argument parsing, loading plans, rendering output."""

@@ -1,0 +1,48 @@
+"""``starter.py``: argument parsing and dispatch. Each command lives in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from cli.plans import UsageError
+from cli.render import err
+from xsky.errors import PlanError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="starter.py",
+        description="xsky: durable AI-agent workflows on Temporal.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    from cli import validate_cmd
+
+    validate_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except UsageError as e:
+        err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+        return 2
+    except PlanError as e:
+        err.print(f"[red]error:[/] {e}")
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""``starter.py validate PLAN.xml``: the plan as a tree, or every problem with file:line:col."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.args import parse_pairs
+from cli.plans import load_plan
+from cli.render import out, plan_summary, plan_tree, print_json, print_problems
+from xsky.errors import PlanError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("validate", help="check a workflow XML and show it as a tree")
+    p.add_argument("plan", help="path of the workflow XML file")
+    p.add_argument("--var", action="append", default=[], metavar="K=V", help="a workflow variable the run will get")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    variables = parse_pairs(args.var, "--var")
+    try:
+        plan = load_plan(args.plan, variables=variables)
+    except PlanError as e:
+        if args.json:
+            print_json({"valid": False, "problems": [p.format(args.plan) for p in e.problems]})
+        else:
+            print_problems(e, args.plan)
+        return 2
+    if args.json:
+        print_json({"valid": True, **plan_summary(plan.workflow)})
+    else:
+        out.print(plan_tree(plan.workflow))
+    return 0

@@ -1,0 +1,58 @@
+"""Hypothesis strategies for valid plans (shared by property tests)."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import strategies as st
+
+from xsky.models import Workflow, WorkflowAgent
+
+# Anything XML 1.0 can carry: no C0 controls but tab/newline/CR, no surrogates, no U+FFFE/F.
+_xml_char = st.characters(
+    blacklist_categories=("Cs",),
+    blacklist_characters="".join(chr(c) for c in range(0x20) if c not in (9, 10, 13)) + "\ufffe\uffff",
+)
+xml_text = st.text(_xml_char, max_size=80)
+nonblank_text = xml_text.filter(lambda s: s.strip() != "")
+# Text biased toward what breaks naive writers: markup, entities, CDATA ends, edge whitespace.
+tricky = st.sampled_from(["&", "<", ">", '"', "'", "]]>", "{{x}}", "\r\n", "\r", "  ", "\n", "\t", "&amp;", "<![CDATA[", "😀", "\u2028"])
+rich_text = st.lists(st.one_of(xml_text, tricky), max_size=6).map("".join)
+rich_nonblank = rich_text.filter(lambda s: s.strip() != "")
+
+agent_ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,10}\Z")
+agent_names = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_-]{0,10}\Z")
+var_names = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,10}\Z")
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False, allow_infinity=False) | rich_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(rich_text, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def workflows(draw: st.DrawFn) -> Workflow:
+    ids = draw(st.lists(agent_ids, min_size=1, max_size=8, unique=True))
+    agents = []
+    for agent_id in ids:
+        agents.append(
+            WorkflowAgent(
+                id=agent_id,
+                name=draw(agent_names),
+                task=draw(rich_nonblank),
+                input=draw(st.none() | rich_text),
+                config=draw(st.none() | st.dictionaries(rich_text, json_values, max_size=4)),
+                depends=draw(st.lists(st.sampled_from(ids), max_size=3)),
+                status=draw(st.sampled_from(["init", "running", "done", "error"])),
+                result=draw(st.none() | rich_text),
+            )
+        )
+    return Workflow(
+        name=draw(rich_text),
+        task_id=draw(st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=36)),
+        task_prompt=draw(st.none() | rich_text),
+        agents=agents,
+        modified=draw(st.booleans()),
+        variables=draw(st.dictionaries(var_names, rich_text, max_size=3)),
+    )

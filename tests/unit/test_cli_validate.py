@@ -1,0 +1,65 @@
+"""`starter.py validate`: a tree for good plans, every problem with file:line:col for bad ones."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+VALID = sorted(p for p in (ROOT / "examples").glob("*.xml"))
+INVALID = sorted((ROOT / "examples" / "invalid").glob("*.xml"))
+
+
+def starter(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "starter.py"), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_there_are_at_least_three_valid_and_several_invalid_examples():
+    assert len(VALID) >= 3 and len(INVALID) >= 4
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_valid_examples_print_a_tree_with_levels_and_critical_path(path):
+    res = starter("validate", str(path))
+    assert res.returncode == 0, res.stderr
+    assert "level 0" in res.stdout and "critical path" in res.stdout
+    data = json.loads(starter("validate", str(path), "--json").stdout)
+    assert data["valid"] is True and data["agents"] >= 3
+    assert data["criticalPath"]["length"] == len(data["levels"])
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
+def test_invalid_examples_exit_2_with_file_line_col(path):
+    res = starter("validate", str(path))
+    assert res.returncode == 2
+    rel = str(path)
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith(rel + ":")]
+    assert lines, res.stderr
+    for ln in lines[1:] if lines[0].endswith(("problem", "problems")) else lines:
+        head = ln[len(rel) + 1 :].split(":", 2)
+        assert head[0].isdigit() and head[1].isdigit(), ln
+    assert "Traceback" not in res.stderr
+
+
+def test_many_problems_are_all_listed_with_their_lines():
+    res = starter("validate", str(ROOT / "examples/invalid/many_problems.xml"))
+    found = [ln.split(":")[1] for ln in res.stderr.splitlines() if "many_problems.xml:" in ln and ": " in ln][1:]
+    assert found == ["3", "4", "5", "6", "7", "7"]
+
+
+def test_a_variable_given_on_the_command_line_satisfies_the_check(tmp_path):
+    plan = tmp_path / "p.xml"
+    plan.write_text('<workflow name="v" taskId="t"><agent name="llm" id="1"><task>About {{topic}}</task></agent></workflow>')
+    assert starter("validate", str(plan)).returncode == 2
+    assert starter("validate", str(plan), "--var", "topic=AI").returncode == 0
+
+
+def test_missing_file_and_bad_var_are_usage_errors_without_traceback(tmp_path):
+    res = starter("validate", str(tmp_path / "nope.xml"))
+    assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
+    res = starter("validate", str(VALID[0]), "--var", "novalue")
+    assert res.returncode == 2 and "--var name=value" in res.stderr

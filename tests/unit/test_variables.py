@@ -1,0 +1,85 @@
+"""`{{…}}` references: checked statically against dependencies and names, rendered purely."""
+
+from __future__ import annotations
+
+import pytest
+
+from xsky import dag
+from xsky.models import Workflow, WorkflowAgent
+from xsky.variables import RenderError, find_references, render, render_config
+
+
+def wf(*agents: WorkflowAgent, variables: dict[str, str] | None = None) -> Workflow:
+    return Workflow(name="v", task_id="t", agents=list(agents), variables=variables or {})
+
+
+def a(agent_id: str, task: str, depends: str = "", **kw) -> WorkflowAgent:
+    return WorkflowAgent(id=agent_id, name="llm", task=task, depends=[d for d in depends.split(",") if d], **kw)
+
+
+def problems(w: Workflow, **kw) -> list[str]:
+    return [p.message for p in dag.validate(w, ["llm"], **kw)]
+
+
+def test_finds_the_three_kinds():
+    refs = find_references("{{agent_3_result}} {{ topic }} {{context.user_input}} {{ not a ref }}")
+    assert [(r.kind, r.key) for r in refs] == [("agent", "3"), ("variable", "topic"), ("context", "user_input")]
+
+
+def test_a_direct_or_transitive_dependency_may_be_referenced():
+    w = wf(a("1", "x"), a("2", "y", "1"), a("3", "{{agent_1_result}} and {{agent_2_result}}", "2"))
+    assert problems(w) == []
+
+
+def test_referencing_a_non_dependency_is_an_error():
+    w = wf(a("1", "x"), a("2", "y"), a("3", "use {{agent_2_result}}", "1"))
+    assert problems(w) == ["agent 3: {{agent_2_result}} is used but agent 3 does not depend on agent 2; add 2 to its depends"]
+
+
+def test_references_in_input_and_config_are_checked_too():
+    w = wf(a("1", "x"), a("2", "y", input="{{agent_9_result}}", config={"cmd": ["{{agent_1_result}}"]}))
+    msgs = problems(w)
+    assert any("agent_9_result" in m and "names no agent" in m for m in msgs)
+    assert any("agent_1_result" in m and "does not depend" in m for m in msgs)
+
+
+def test_unknown_variable_lists_what_is_available():
+    w = wf(a("1", "x"), a("2", "about {{topc}}", "1"), variables={"topic": "AI"})
+    (msg,) = problems(w, variables=["lang"])
+    assert msg == "agent 2: unknown variable {{topc}}; available: agent_1_result, lang, topic (declare it in <variables> or pass --var topc=…)"
+
+
+def test_context_keys_are_checked_only_when_given():
+    w = wf(a("1", "{{context.user}}"))
+    assert problems(w) == []
+    (msg,) = problems(w, context_keys=["lang"])
+    assert "unknown context key {{context.user}}" in msg and "context.lang" in msg
+
+
+def test_render_substitutes_results_variables_and_context():
+    text = "R={{agent_1_result}} V={{ topic }} C={{context.user.name}} N={{context.n}} keep {{ two words }}"
+    out = render(text, {"1": "done"}, {"topic": "AI"}, {"user": {"name": "Ada"}, "n": 3})
+    assert out == "R=done V=AI C=Ada N=3 keep {{ two words }}"
+
+
+def test_render_is_pure_and_repeatable():
+    args = ("{{agent_1_result}}{{x}}", {"1": "a"}, {"x": "b"}, {})
+    assert render(*args) == render(*args) == "ab"
+
+
+def test_rendering_a_result_does_not_re_render_what_it_contains():
+    assert render("{{agent_1_result}}", {"1": "{{x}}"}, {"x": "boom"}, {}) == "{{x}}"
+
+
+def test_render_config_reaches_nested_strings():
+    cfg = {"tool": "shell", "command": "echo {{agent_1_result}}", "env": [{"v": "{{x}}"}], "n": 1}
+    assert render_config(cfg, {"1": "hi"}, {"x": "y"}, {}) == {"tool": "shell", "command": "echo hi", "env": [{"v": "y"}], "n": 1}
+
+
+def test_render_with_a_missing_value_raises_render_error():
+    with pytest.raises(RenderError, match="agent 2 has not completed"):
+        render("{{agent_2_result}}", {}, {}, {})
+    with pytest.raises(RenderError, match="--var x="):
+        render("{{x}}", {}, {}, {})
+    with pytest.raises(RenderError, match="context"):
+        render("{{context.k}}", {}, {}, {})

@@ -1,0 +1,59 @@
+"""Errors about plans that a person can act on.
+
+Every problem carries where it is (line and column when it came from XML text, the
+agent when it is about one) and a message that says what to change. A plan error holds
+all the problems found, not only the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    line: int | None = None
+    column: int | None = None
+    agent_index: int | None = None  # position of the agent in the plan, when about one
+    agent_id: str | None = None
+
+    def located(self, line: int | None, column: int | None) -> Problem:
+        return replace(self, line=line, column=column)
+
+    def format(self, source: str = "<plan>") -> str:
+        where = source
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}"
+
+
+class PlanError(Exception):
+    """Base for everything wrong with a plan; ``problems`` lists each finding."""
+
+    def __init__(self, problems: list[Problem]):
+        if not problems:
+            raise ValueError("PlanError needs at least one problem")
+        self.problems = problems
+        super().__init__("; ".join(p.format() for p in problems))
+
+    @property
+    def line(self) -> int | None:
+        return self.problems[0].line
+
+    @property
+    def column(self) -> int | None:
+        return self.problems[0].column
+
+    def format(self, source: str = "<plan>") -> str:
+        return "\n".join(p.format(source) for p in self.problems)
+
+
+class WorkflowXMLError(PlanError):
+    """The workflow XML cannot be read: syntax, forbidden constructs, missing parts."""
+
+
+class WorkflowValidationError(PlanError):
+    """The plan reads fine but cannot run: cycles, unknown ids, names or variables."""

@@ -1,0 +1,201 @@
+"""``{{…}}`` references in a plan: finding, checking and rendering them.
+
+Three kinds, all written ``{{ … }}`` (spaces inside the braces are allowed):
+
+* ``{{agent_3_result}}`` — the result of agent 3, which the agent must depend on
+  (directly or transitively);
+* ``{{topic}}`` — a workflow variable, declared in ``<variables>`` or given with ``--var``;
+* ``{{context.user_input}}`` — a value from the run's context (dots reach nested keys).
+
+Only the ``task``, ``input`` and the string values of ``config`` are rendered. Text like
+``{{ not a name }}`` that is not a single name is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from xsky.errors import Problem
+from xsky.models import Workflow, WorkflowAgent
+
+REF_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+_AGENT_REF = re.compile(r"^agent_(.+)_result$")
+
+RefKind = Literal["agent", "variable", "context"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: RefKind
+    key: str  # agent id, variable name or context key
+    text: str  # as written, e.g. "{{agent_3_result}}"
+
+
+class RenderError(ValueError):
+    """A reference has no value at render time."""
+
+
+def classify(name: str, text: str) -> Reference:
+    m = _AGENT_REF.match(name)
+    if m:
+        return Reference("agent", m.group(1), text)
+    if name.startswith("context."):
+        return Reference("context", name[len("context.") :], text)
+    return Reference("variable", name, text)
+
+
+def find_references(text: str) -> list[Reference]:
+    return [classify(m.group(1), m.group(0)) for m in REF_RE.finditer(text)]
+
+
+def _config_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _config_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _config_strings(v)
+
+
+def agent_references(agent: WorkflowAgent) -> list[Reference]:
+    """Every reference in the rendered fields of one agent, in order of appearance."""
+    refs = find_references(agent.task)
+    if agent.input:
+        refs += find_references(agent.input)
+    if agent.config:
+        for s in _config_strings(agent.config):
+            refs += find_references(s)
+    return refs
+
+
+def check_references(
+    workflow: Workflow,
+    variables: Collection[str],
+    context_keys: Collection[str] | None = None,
+) -> list[Problem]:
+    """Static check: agent results only from dependencies; known variables and context keys."""
+    problems: list[Problem] = []
+    by_id = {a.id: a for a in workflow.agents}
+    var_names = sorted(set(variables))
+    for i, agent in enumerate(workflow.agents):
+        seen: set[str] = set()
+        for ref in agent_references(agent):
+            if ref.text in seen:
+                continue
+            seen.add(ref.text)
+            msg = _check_one(ref, agent, by_id, var_names, context_keys)
+            if msg:
+                problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
+    return problems
+
+
+def _check_one(
+    ref: Reference,
+    agent: WorkflowAgent,
+    by_id: Mapping[str, WorkflowAgent],
+    var_names: list[str],
+    context_keys: Collection[str] | None,
+) -> str | None:
+    if ref.kind == "agent":
+        if ref.key not in by_id:
+            return f"{ref.text} names no agent of this plan (ids: {', '.join(list(by_id)[:12])})"
+        if ref.key == agent.id:
+            return f"{ref.text} is this agent's own result; an agent can only use results of agents it depends on"
+        if not _depends_on(agent, ref.key, by_id):
+            return f"{ref.text} is used but agent {agent.id} does not depend on agent {ref.key}; add {ref.key} to its depends"
+        return None
+    if ref.kind == "context":
+        if context_keys is not None and ref.key.split(".")[0] not in set(context_keys):
+            have = ", ".join(f"context.{k}" for k in sorted(context_keys)) or "none given"
+            return f"unknown context key {ref.text}; available: {have} (pass --context {ref.key}=…)"
+        return None
+    if ref.key not in var_names:
+        available = [f"agent_{d}_result" for d in agent.depends] + var_names
+        return (
+            f"unknown variable {ref.text}; available: {', '.join(available) or 'none'}"
+            f" (declare it in <variables> or pass --var {ref.key}=…)"
+        )
+    return None
+
+
+def _depends_on(agent: WorkflowAgent, target: str, by_id: Mapping[str, WorkflowAgent]) -> bool:
+    if target in agent.depends:  # the common case, O(1)-ish
+        return True
+    seen: set[str] = set()
+    todo = list(agent.depends)
+    while todo:
+        d = todo.pop()
+        if d == target:
+            return True
+        if d in seen or d not in by_id:
+            continue
+        seen.add(d)
+        todo.extend(by_id[d].depends)
+    return False
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _lookup_context(context: Mapping[str, Any], key: str) -> Any:
+    if key in context:
+        return context[key]
+    value: Any = context
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise RenderError(f"{{{{context.{key}}}}} has no value in the run's context")
+        value = value[part]
+    return value
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def render(
+    text: str,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> str:
+    """Replace every reference in ``text``. Pure: same inputs, same output."""
+
+    def sub(m: re.Match[str]) -> str:
+        ref = classify(m.group(1), m.group(0))
+        if ref.kind == "agent":
+            if ref.key not in results:
+                raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
+            return results[ref.key]
+        if ref.kind == "context":
+            return _as_text(_lookup_context(context, ref.key))
+        if ref.key not in variables:
+            raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
+        return variables[ref.key]
+
+    return REF_RE.sub(sub, text)
+
+
+def render_config(value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> Any:
+    """``render`` applied to every string inside a JSON-like config value."""
+    if isinstance(value, str):
+        return render(value, results, variables, context)
+    if isinstance(value, dict):
+        return {k: render_config(v, results, variables, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_config(v, results, variables, context) for v in value]
+    return value
+
+
+def referenced_agents(agent: WorkflowAgent) -> list[str]:
+    """Ids whose results this agent's fields use, without repeats, in order."""
+    out: dict[str, None] = {}
+    for ref in agent_references(agent):
+        if ref.kind == "agent":
+            out.setdefault(ref.key)
+    return list(out)
