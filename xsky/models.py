@@ -9,9 +9,9 @@ checks (cycles, unknown ids) live in :mod:`xsky.dag`.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 AgentStatus = Literal["init", "running", "done", "error"]
@@ -26,11 +26,6 @@ VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 # Characters XML 1.0 cannot carry at all, even escaped.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def xml_illegal_chars(text: str) -> list[str]:
-    """The characters of ``text`` that no XML 1.0 document can hold."""
-    return sorted(set(_XML_ILLEGAL.findall(text)))
 
 
 def scrub_xml_illegal(text: str) -> str:
@@ -51,68 +46,54 @@ class _Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def _check_text(value: str, what: str) -> str:
-    bad = xml_illegal_chars(value)
-    if bad:
-        shown = ", ".join(f"U+{ord(c):04X}" for c in bad)
-        raise ValueError(f"{what} contains characters XML cannot carry ({shown}); remove them")
-    return value
+# Field shapes checked in pydantic-core (Rust regex): plans can hold 10,000 agents.
+_ILLEGAL_CLASS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\ufffe\\uffff"
+AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_RE.pattern)]
+AgentName = Annotated[str, StringConstraints(pattern=AGENT_NAME_RE.pattern)]
+XmlText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*$")]
+TaskText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*[^\\s{_ILLEGAL_CLASS}][^{_ILLEGAL_CLASS}]*$")]
+
+# What each pattern means, for error messages a person can act on.
+FIELD_HINTS = {
+    "id": "an agent id uses 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit "
+    '(e.g. id="3" or id="search")',
+    "depends": "depends lists agent ids separated by commas, e.g. depends=\"1,3\"",
+    "name": "an agent name is a role or agent kind such as browser, llm, file or shell (letters, "
+    "digits, '_' or '-', starting with a letter)",
+    "task": "the task says what the agent should do: it cannot be empty, nor hold characters XML cannot carry",
+    "input": "the input cannot hold characters XML cannot carry (control characters)",
+}
+
+
+def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value: object) -> str:
+    """Turn a pydantic error into a sentence that says what to change."""
+    field = next((str(part) for part in reversed(loc) if isinstance(part, str)), "")
+    if pydantic_type == "string_pattern_mismatch":
+        if loc and loc[0] == "agents" and field in FIELD_HINTS:
+            return f"{field} {value!r} is not valid: {FIELD_HINTS[field]}"
+        if loc and loc[0] == "variables" and field == "[key]":
+            return f"variable name {value!r} is not valid: use letters, digits and '_', starting with a letter or '_'"
+        return f"{field} holds characters XML cannot carry (control characters); remove them"
+    return f"{field or 'value'}: {msg.removeprefix('Value error, ')}"
 
 
 class WorkflowAgent(_Model):
     """One agent of a plan. ``name`` is the agent kind or role; ``id`` is unique in the plan."""
 
-    id: str
-    name: str
-    task: str
-    input: str | None = None
+    id: AgentId
+    name: AgentName
+    task: TaskText
+    input: XmlText | None = None
     config: dict[str, Any] | None = None
-    depends: list[str] = Field(default_factory=list)
+    depends: list[AgentId] = Field(default_factory=list)
     status: AgentStatus = "init"
     result: str | None = None
-
-    @field_validator("id")
-    @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not AGENT_ID_RE.match(v):
-            raise ValueError(
-                f"agent id {v!r} is not valid: use 1-64 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit (e.g. id=\"3\" or id=\"search\")"
-            )
-        return v
-
-    @field_validator("name")
-    @classmethod
-    def _name_shape(cls, v: str) -> str:
-        if not AGENT_NAME_RE.match(v):
-            raise ValueError(
-                f"agent name {v!r} is not valid: use a role or agent kind such as browser, "
-                "llm, file or shell (letters, digits, '_' or '-', starting with a letter)"
-            )
-        return v
-
-    @field_validator("task")
-    @classmethod
-    def _task_text(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("task is empty: say what the agent should do")
-        return _check_text(v, "task")
-
-    @field_validator("input")
-    @classmethod
-    def _input_text(cls, v: str | None) -> str | None:
-        return None if v is None else _check_text(v, "input")
 
     @field_validator("depends")
     @classmethod
     def _depends_unique(cls, v: list[str]) -> list[str]:
         # A repeated dependency means nothing more than a single one; keep first order.
-        seen: dict[str, None] = {}
-        for dep in v:
-            if not AGENT_ID_RE.match(dep):
-                raise ValueError(f"depends entry {dep!r} is not a valid agent id")
-            seen.setdefault(dep, None)
-        return list(seen)
+        return list(dict.fromkeys(v)) if len(v) > 1 else v
 
     @field_validator("result")
     @classmethod
@@ -121,38 +102,19 @@ class WorkflowAgent(_Model):
         return None if v is None else scrub_xml_illegal(v)
 
 
+VariableName = Annotated[str, StringConstraints(pattern=VARIABLE_NAME_RE.pattern)]
+
+
 class Workflow(_Model):
     """A plan: a named set of agents with dependencies."""
 
-    name: str
-    task_id: str
-    task_prompt: str | None = None
+    name: XmlText
+    task_id: XmlText
+    task_prompt: XmlText | None = None
     agents: list[WorkflowAgent] = Field(default_factory=list)
     modified: bool = False
     # Workflow variables the plan declares, with their default values; `--var` overrides.
-    variables: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("name", "task_id")
-    @classmethod
-    def _attr_text(cls, v: str) -> str:
-        return _check_text(v, "workflow attribute")
-
-    @field_validator("task_prompt")
-    @classmethod
-    def _prompt_text(cls, v: str | None) -> str | None:
-        return None if v is None else _check_text(v, "taskPrompt")
-
-    @field_validator("variables")
-    @classmethod
-    def _variable_names(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, value in v.items():
-            if not VARIABLE_NAME_RE.match(key):
-                raise ValueError(
-                    f"variable name {key!r} is not valid: use letters, digits and '_', "
-                    "starting with a letter or '_'"
-                )
-            _check_text(value, f"variable {key}")
-        return v
+    variables: dict[VariableName, XmlText] = Field(default_factory=dict)
 
     def agent(self, agent_id: str) -> WorkflowAgent:
         for a in self.agents:

@@ -65,13 +65,7 @@ def _config_strings(value: Any) -> Iterator[str]:
 
 def agent_references(agent: WorkflowAgent) -> list[Reference]:
     """Every reference in the rendered fields of one agent, in order of appearance."""
-    refs = find_references(agent.task)
-    if agent.input:
-        refs += find_references(agent.input)
-    if agent.config:
-        for s in _config_strings(agent.config):
-            refs += find_references(s)
-    return refs
+    return [ref for text in _rendered_texts(agent) for ref in find_references(text)]
 
 
 def check_references(
@@ -85,14 +79,28 @@ def check_references(
     var_names = sorted(set(variables))
     for i, agent in enumerate(workflow.agents):
         seen: set[str] = set()
-        for ref in agent_references(agent):
-            if ref.text in seen:
+        for text in _rendered_texts(agent):
+            if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
-            seen.add(ref.text)
-            msg = _check_one(ref, agent, by_id, var_names, context_keys)
-            if msg:
-                problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
+            for m in REF_RE.finditer(text):
+                name = m.group(1)
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name.startswith("agent_") and name.endswith("_result") and name[6:-7] in agent.depends:
+                    continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
+                msg = _check_one(classify(name, m.group(0)), agent, by_id, var_names, context_keys)
+                if msg:
+                    problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
     return problems
+
+
+def _rendered_texts(agent: WorkflowAgent) -> Iterator[str]:
+    yield agent.task
+    if agent.input:
+        yield agent.input
+    if agent.config:
+        yield from _config_strings(agent.config)
 
 
 def _check_one(

@@ -30,7 +30,7 @@ from lxml import etree
 from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
-from xsky.models import Workflow, WorkflowAgent
+from xsky.models import Workflow, WorkflowAgent, friendly_error
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 
@@ -40,6 +40,8 @@ _WORKFLOW_ATTRS = ("name", "taskId", "modified")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "agent")
 _AGENT_ATTRS = ("name", "id", "depends", "status")
 _AGENT_CHILDREN = ("task", "input", "config", "result")
+_AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
+_AGENT_CHILD_SET = frozenset(_AGENT_CHILDREN)
 _STATUSES = ("init", "running", "done", "error")
 
 # One parser per process is enough: lxml parsers are reusable, and building one per call
@@ -184,7 +186,11 @@ def _clean_text(text: str) -> str:
 
 
 def _element_text(el: etree._Element) -> str:
-    raw = el.text or ""
+    raw = el.text
+    if not raw:
+        return ""
+    if "\n" not in raw and not raw[0].isspace() and not raw[-1].isspace():
+        return raw  # nothing to tidy, so xml:space cannot matter: the common case
     if el.get(_XML_SPACE) == "preserve":
         return raw
     return _clean_text(raw)
@@ -274,52 +280,60 @@ class _Reader:
         return ParsedWorkflow(workflow, self, agent_els)
 
     def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
-        self._check_attrs(el, _AGENT_ATTRS, "agent", index)
-        self._check_no_text(el, "agent", index)
+        # The hot loop for big plans: read attributes as one dict, children in one pass,
+        # and only look closer when something is off.
+        attrs = dict(el.attrib)
+        if not attrs.keys() <= _AGENT_ATTR_SET:
+            self._check_attrs(el, _AGENT_ATTRS, "agent", index)
         agent: dict[str, Any] = {}
-        agent_id = el.get("id")
-        name = el.get("name")
+        agent_id = attrs.get("id")
         label = f"agent {agent_id}" if agent_id else f"agent #{index + 1}"
         if agent_id is None:
             self.problem(el, f"{label} has no id attribute; add id=\"…\" (unique in the plan)", index)
         else:
             agent["id"] = agent_id
+        name = attrs.get("name")
         if name is None:
             self.problem(el, f"{label} has no name attribute; add name=\"llm\" (or browser, file, shell, a role)", index)
         else:
             agent["name"] = name
-        depends = el.get("depends")
-        if depends is not None:
+        depends = attrs.get("depends")
+        if depends:
             agent["depends"] = [d.strip() for d in depends.split(",") if d.strip()]
-        status = el.get("status")
+        status = attrs.get("status")
         if status is not None:
             if status not in _STATUSES:
                 self.problem(el, f'{label}: status="{status}" must be one of {", ".join(_STATUSES)}', index)
             else:
                 agent["status"] = status
 
-        seen: set[str] = set()
+        stray = bool(el.text and not el.text.isspace())
         for child in el:
             tag = child.tag
-            if tag not in _AGENT_CHILDREN:
+            tail = child.tail
+            if tail and not stray and not tail.isspace():
+                stray = True
+            if tag not in _AGENT_CHILD_SET:
                 self._unknown_child(child, "agent", _AGENT_CHILDREN, index)
                 continue
-            if tag in seen:
+            if tag in agent:
                 self.problem(child, f"{label} has more than one <{tag}>; keep one", index)
                 continue
-            seen.add(tag)
             if len(child):
                 self.problem(
                     child,
                     f"<{tag}> of {label} contains elements; write text only (escape '<' as &lt; or use CDATA)",
                     index,
                 )
+                agent[tag] = None
                 continue
             if tag == "config":
                 agent["config"] = self._read_config(child, label, index)
             else:
                 agent[tag] = _element_text(child)
-        if "task" not in seen:
+        if stray:
+            self.problem(el, f"<agent> {label} holds loose text; put text inside <task> or <input>", index)
+        if "task" not in agent:
             self.problem(el, f"{label} has no <task>; add <task>what this agent should do</task>", index)
         return agent
 
@@ -368,6 +382,8 @@ class _Reader:
         return variables
 
     def _check_attrs(self, el: etree._Element, allowed: tuple[str, ...], what: str, index: int | None = None) -> None:
+        if len(el.attrib) <= len(allowed) and all(k in allowed for k in el.attrib):
+            return
         for key in el.keys():
             if key == _XML_SPACE:
                 continue
@@ -376,10 +392,10 @@ class _Reader:
                     el, f"unknown attribute {key!r} on <{what}>; allowed: {', '.join(allowed)}", index
                 )
 
-    def _check_no_text(self, el: etree._Element, what: str, index: int | None = None) -> None:
+    def _check_no_text(self, el: etree._Element, what: str) -> None:
         stray = [(el.text or "")] + [(c.tail or "") for c in el]
         if any(s.strip() for s in stray):
-            self.problem(el, f"<{what}> holds loose text; put text inside <task>, <input> or <taskPrompt>", index)
+            self.problem(el, f"<{what}> holds loose text; put text inside <task>, <input> or <taskPrompt>")
 
     def _unknown_child(self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None) -> None:
         tag = el.tag if isinstance(el.tag, str) else "entity reference"
@@ -388,14 +404,14 @@ class _Reader:
     def _validation_problems(self, e: ValidationError, root: etree._Element, agents: list[etree._Element]) -> None:
         for err in e.errors():
             loc = err["loc"]
-            msg = err["msg"].removeprefix("Value error, ")
+            msg = friendly_error(loc, err["type"], err["msg"], err.get("input"))
             if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], int):
                 index = loc[1]
                 el = agents[index]
                 agent_id = el.get("id") or f"#{index + 1}"
                 self.problem(el, f"agent {agent_id}: {msg}", index)
             else:
-                self.problem(root, f"<workflow> {'.'.join(map(str, loc))}: {msg}")
+                self.problem(root, f"<workflow>: {msg}")
 
 
 def _reject_constant(name: str) -> Any:

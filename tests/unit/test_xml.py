@@ -139,7 +139,7 @@ BAD_INPUTS = {
     "agent without id": ('<workflow name="x">\n  <agent name="llm"><task>x</task></agent>\n</workflow>', 2, "no id"),
     "agent without name": ('<workflow name="x">\n\n  <agent id="1"><task>x</task></agent></workflow>', 3, "no name"),
     "task missing": ('<workflow name="x">\n  <agent name="llm" id="1"><input>x</input></agent></workflow>', 2, "no <task>"),
-    "empty task": ('<workflow name="x"><agent name="llm" id="1"><task>   </task></agent></workflow>', 1, "task is empty"),
+    "empty task": ('<workflow name="x"><agent name="llm" id="1"><task>   </task></agent></workflow>', 1, "the task says what the agent should do"),
     "unclosed tag": ('<workflow name="x">\n<agent name="llm" id="1"><task>x</task>\n</workflow>', 3, "matching"),
     "no agents": ('<workflow name="x" taskId="t"/>', 1, "no <agent>"),
     "unknown element": ('<workflow name="x"><agent name="llm" id="1"><task>x</task><thought>hm</thought></agent></workflow>', 1, "unknown element <thought>"),

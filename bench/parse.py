@@ -1,0 +1,111 @@
+"""Benchmark: parse + validate a 10,000-agent plan, against the seed's minidom approach.
+
+Both sides build the same `Workflow` objects from the same XML text in the same run;
+best of N repetitions each (the minimum is the least noisy estimate on a shared machine).
+
+    python bench/parse.py [--agents 10000] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+from xml.dom import minidom
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from xsky import dag  # noqa: E402
+from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
+from xsky.models import Workflow, WorkflowAgent  # noqa: E402
+from xsky.xml import parse_workflow, workflow_to_xml  # noqa: E402
+
+
+def random_plan(n: int, seed: int = 7) -> Workflow:
+    rng = random.Random(seed)
+    agents = []
+    for i in range(n):
+        deps = sorted({str(rng.randrange(i)) for _ in range(rng.randint(0, 3))}, key=int) if i else []
+        inp = " ".join(f"{{{{agent_{d}_result}}}}" for d in deps) or None
+        agents.append(
+            WorkflowAgent(
+                id=str(i),
+                name=rng.choice(TOOL_AGENT_KINDS),
+                task=f"Step {i}: process the inputs & write a short report about <topic {i % 97}>",
+                input=inp,
+                config={"tool": "shell", "command": f"echo {i}"} if i % 5 == 0 else None,
+                depends=deps,
+            )
+        )
+    return Workflow(name="bench", task_id=str(uuid.UUID(int=seed)), agents=agents)
+
+
+def _text(el: minidom.Element, tag: str) -> str | None:
+    found = el.getElementsByTagName(tag)
+    if not found:
+        return None
+    return "".join(n.data for n in found[0].childNodes if n.nodeType in (n.TEXT_NODE, n.CDATA_SECTION_NODE)).strip()
+
+
+def parse_minidom(text: str) -> Workflow:
+    """The seed's sketch in Python's stdlib: DOM + getElementsByTagName, same objects."""
+    doc = minidom.parseString(text)
+    wf_el = doc.getElementsByTagName("workflow")[0]
+    agents = []
+    for el in wf_el.getElementsByTagName("agent"):
+        depends = el.getAttribute("depends")
+        config = _text(el, "config")
+        agents.append(
+            WorkflowAgent(
+                id=el.getAttribute("id"),
+                name=el.getAttribute("name"),
+                task=_text(el, "task") or "",
+                input=_text(el, "input"),
+                config=json.loads(config) if config else None,
+                depends=[d.strip() for d in depends.split(",") if d.strip()] if depends else [],
+            )
+        )
+    return Workflow(name=wf_el.getAttribute("name"), task_id=wf_el.getAttribute("taskId") or str(uuid.uuid4()), agents=agents)
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--agents", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+
+    wf = random_plan(args.agents)
+    text = workflow_to_xml(wf)
+    assert parse_workflow(text) == wf and parse_minidom(text) == wf, "both sides must build the same objects"
+    assert dag.validate(wf, TOOL_AGENT_KINDS) == []
+
+    ours_parse = best_of(lambda: parse_workflow(text), args.repeat)
+    ours_total = best_of(lambda: dag.validate(parse_workflow(text), TOOL_AGENT_KINDS), args.repeat)
+    mini_parse = best_of(lambda: parse_minidom(text), args.repeat)
+    mini_total = best_of(lambda: dag.validate(parse_minidom(text), TOOL_AGENT_KINDS), args.repeat)
+
+    print(f"plan: {args.agents:,} agents, {sum(len(a.depends) for a in wf.agents):,} dependencies, {len(text) / 1e6:.2f} MB of XML; best of {args.repeat}")
+    print(f"{'':28}{'xsky (lxml)':>14}{'minidom':>14}{'ratio':>9}")
+    print(f"{'parse → Workflow':28}{ours_parse * 1e3:>11.1f} ms{mini_parse * 1e3:>11.1f} ms{mini_parse / ours_parse:>8.1f}×")
+    print(f"{'parse + validate':28}{ours_total * 1e3:>11.1f} ms{mini_total * 1e3:>11.1f} ms{mini_total / ours_total:>8.1f}×")
+    target = ours_total <= 0.150 and mini_total / ours_total >= 3
+    print(f"target (≤ 150 ms and ≥ 3× faster): {'met' if target else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
