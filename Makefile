@@ -28,3 +28,9 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+demo: install
+	$(PY) starter.py demo
+
+down:
+	@test -x $(PY) && $(PY) starter.py down || echo "nothing to stop"

@@ -14,8 +14,9 @@ from xsky import dag
 from xsky.errors import PlanError
 from xsky.models import Workflow
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Piped output gets a generous width instead of rich's 80 columns, so lines are not cut.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 
 def one_line(text: str, width: int = 72) -> str:

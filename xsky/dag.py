@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xsky.agent_config import config_problems
 from xsky.errors import Problem, WorkflowValidationError
 from xsky.models import Workflow, WorkflowAgent, WorkflowNode
 from xsky.variables import check_references
@@ -75,6 +76,10 @@ def validate(
                         agent_id=agent.id,
                     )
                 )
+
+    for i, agent in enumerate(workflow.agents):
+        for msg in config_problems(agent.config):
+            problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
 
     for cycle in find_cycles(workflow.agents) if _has_cycle(workflow.agents) else []:
         first = cycle[0]

@@ -33,7 +33,9 @@ def scrub_xml_illegal(text: str) -> str:
     return _XML_ILLEGAL.sub("\ufffd", text)
 
 
-class _Model(BaseModel):
+class WireModel(BaseModel):
+    """Base of every model: camelCase on the wire, strict fields, checked assignments."""
+
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
@@ -77,7 +79,7 @@ def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value:
     return f"{field or 'value'}: {msg.removeprefix('Value error, ')}"
 
 
-class WorkflowAgent(_Model):
+class WorkflowAgent(WireModel):
     """One agent of a plan. ``name`` is the agent kind or role; ``id`` is unique in the plan."""
 
     id: AgentId
@@ -105,7 +107,7 @@ class WorkflowAgent(_Model):
 VariableName = Annotated[str, StringConstraints(pattern=VARIABLE_NAME_RE.pattern)]
 
 
-class Workflow(_Model):
+class Workflow(WireModel):
     """A plan: a named set of agents with dependencies."""
 
     name: XmlText
@@ -123,7 +125,7 @@ class Workflow(_Model):
         raise KeyError(agent_id)
 
 
-class WorkflowNode(_Model):
+class WorkflowNode(WireModel):
     """A node of the seed's agent tree: one agent, or agents run in parallel, then next."""
 
     type: NodeType

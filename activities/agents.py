@@ -1,0 +1,188 @@
+"""``run_agent``: one agent attempt, as a Temporal activity.
+
+Direct-tool mode when the agent's ``<config>`` names a tool (deterministic, no LLM);
+otherwise the agent's kind decides: ``llm`` agents answer through the configured provider
+(the offline provider when no model is configured). Every result is written to the
+artifact store; small ones also travel inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.artifacts import ArtifactStore
+from activities.browser import BrowserPool
+from activities.tools import Tool, ToolContext, ToolError, ToolResult
+from activities.tools.files import file_list, file_read, file_write
+from activities.tools.http import http_get
+from activities.tools.shell import shell
+from activities.tools.web import browser_navigate
+from xsky import offline
+from xsky.agent_config import tool_arguments, tool_name
+from xsky.artifacts import safe_component
+from xsky.config import Settings
+from xsky.runs import AgentInput, AgentOutcome, ProgressReport
+
+log = logging.getLogger("xsky.agents")
+
+
+async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Does nothing and returns ``result`` (default "ok"): for benchmarks and dry runs."""
+    value = args.get("result", "ok")
+    return ToolResult(value if isinstance(value, str) else str(value))
+
+
+async def _offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return ToolResult(offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER})
+
+
+DIRECT_TOOLS: dict[str, Tool] = {
+    "shell": shell,
+    "file_read": file_read,
+    "file_write": file_write,
+    "file_list": file_list,
+    "browser_navigate": browser_navigate,
+    "http_get": http_get,
+    "llm": _offline_llm,
+    "noop": _noop,
+}
+
+
+class _Beat:
+    """Heartbeats in the background while the agent works, and tells the leader it started.
+
+    The first report goes out only once the agent has worked for one interval, so quick
+    agents cost the leader no extra signal.
+    """
+
+    def __init__(self, inp: AgentInput):
+        self.inp = inp
+        self.note = "working"
+        self.reported = False
+
+    def __call__(self, note: str) -> None:
+        self.note = note
+        activity.heartbeat(note)
+
+    async def _report(self) -> None:
+        info = activity.info()
+        report = ProgressReport(
+            task_id=self.inp.task_id,
+            dispatch=self.inp.dispatch,
+            message=self.note,
+            activity_attempt=info.attempt,
+        )
+        try:
+            await activity.client().get_workflow_handle(info.workflow_id).signal("report_progress", report)
+        except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
+            log.warning("could not report progress of %s: %s", self.inp.task_id, e)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.inp.heartbeat_interval)
+                activity.heartbeat(self.note)
+                if not self.reported:
+                    self.reported = True
+                    await self._report()
+
+        task = asyncio.create_task(loop())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class AgentActivities:
+    """Activities with the worker's shared resources: settings, artifact store, browsers."""
+
+    def __init__(self, settings: Settings, browsers: BrowserPool | None = None):
+        self.settings = settings
+        self.store = ArtifactStore(settings.artifacts)
+        self.browsers = browsers or BrowserPool()
+
+    def workspace_for(self, inp: AgentInput) -> Path:
+        if inp.workspace:
+            return Path(inp.workspace)
+        return self.settings.runs / safe_component(inp.run_id) / "workspace"
+
+    @activity.defn(name="run_agent")
+    async def run_agent(self, inp: AgentInput) -> AgentOutcome:
+        started = datetime.now(timezone.utc)
+        agent = inp.agent
+        workspace = self.workspace_for(inp)
+        workspace.mkdir(parents=True, exist_ok=True)
+        beat = _Beat(inp)
+        prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
+        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix)
+
+        # The leader renders large results as markers; swap them for the stored text here.
+        try:
+            task = self.store.expand_markers(agent.task)
+            input_text = self.store.expand_markers(agent.input) if agent.input else None
+            config = _expand_config(self.store, agent.config)
+        except FileNotFoundError as e:
+            raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
+
+        tool = tool_name(config)
+        if tool is not None:
+            args = tool_arguments(config)
+            fn = DIRECT_TOOLS.get(tool)
+            if fn is None:
+                raise ApplicationError(
+                    f"agent {agent.id}: unknown tool {tool!r}; direct tools are {', '.join(sorted(DIRECT_TOOLS))}",
+                    type="AgentConfigError",
+                    non_retryable=True,
+                )
+            if tool == "llm":
+                args = {"task": task, "input": input_text}
+        elif agent.name == "llm":
+            fn, args = _offline_llm, {"task": task, "input": input_text}
+        else:
+            raise ApplicationError(
+                f"agent {agent.id} ({agent.name}) has no tool in its <config> and no model is configured; add e.g. "
+                '<config>{"tool": "shell", "command": "ls"}</config>',
+                type="AgentConfigError",
+                non_retryable=True,
+            )
+
+        async with beat.running():
+            try:
+                out = await fn(ctx, args)
+            except ToolError as e:
+                raise ApplicationError(
+                    f"agent {agent.id}: {e}", e.details, type="ToolError", non_retryable=not e.retryable
+                ) from None
+
+        ref = self.store.put_text(inp.run_id, agent.id, f"{prefix}result.txt", out.text)
+        inline = out.text if len(out.text.encode("utf-8")) <= inp.artifact_threshold else None
+        return AgentOutcome(
+            result=inline,
+            result_ref=ref,
+            artifacts=out.artifacts,
+            details=out.details,
+            provider=out.details.get("provider"),
+            started_at=started,
+        )
+
+
+def _expand_config(store: ArtifactStore, value: Any) -> Any:
+    if isinstance(value, str):
+        return store.expand_markers(value)
+    if isinstance(value, dict):
+        return {k: _expand_config(store, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_config(store, v) for v in value]
+    return value

@@ -1,0 +1,65 @@
+"""The artifact store: a directory holding results and files too large for history.
+
+Writes are atomic (temp file + rename) and idempotent: a retried activity rewrites the
+same path with the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
+from xsky.runs import ArtifactRef
+
+PREVIEW_CHARS = 240
+
+
+class ArtifactStore:
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+
+    def put_bytes(self, run_id: str, agent_id: str, filename: str, data: bytes, media_type: str, preview: str = "") -> ArtifactRef:
+        rel = artifact_path(run_id, agent_id, filename)
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return ArtifactRef(
+            uri=URI_PREFIX + rel,
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            preview=preview,
+            media_type=media_type,
+        )
+
+    def put_text(self, run_id: str, agent_id: str, filename: str, text: str) -> ArtifactRef:
+        preview = text[:PREVIEW_CHARS]
+        return self.put_bytes(run_id, agent_id, filename, text.encode("utf-8"), "text/plain; charset=utf-8", preview)
+
+    def path(self, ref_or_uri: ArtifactRef | str) -> Path:
+        uri = ref_or_uri.uri if isinstance(ref_or_uri, ArtifactRef) else ref_or_uri
+        return self.root / uri_path(uri)
+
+    def read_text(self, ref_or_uri: ArtifactRef | str) -> str:
+        try:
+            return self.path(ref_or_uri).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            uri = ref_or_uri.uri if isinstance(ref_or_uri, ArtifactRef) else ref_or_uri
+            raise FileNotFoundError(
+                f"artifact {uri} is not in the store at {self.root}; is XSKY_ARTIFACTS the same for this process and the workers?"
+            ) from None
+
+    def expand_markers(self, text: str) -> str:
+        """Swap every ``⟦artifact:…⟧`` marker for the stored text it stands for."""
+        if "⟦artifact:" not in text:
+            return text
+        return MARKER_RE.sub(lambda m: self.read_text(URI_PREFIX + m.group(1)), text)

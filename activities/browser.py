@@ -1,0 +1,100 @@
+"""Chromium for browser agents: one browser process per worker, a fresh context per agent.
+
+Each agent gets its own browser context and page (its own cookies, storage and tab), so
+parallel browser agents never share a page — unlike Eko, where they share one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+# Without these, Chromium's background calls are refused by closed networks, one by one.
+CHROMIUM_ARGS = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+
+
+def chromium_executable(playwright_default: str | None) -> str | None:
+    """XSKY_CHROMIUM, else Playwright's own Chromium if installed, else a system Chromium."""
+    explicit = os.environ.get("XSKY_CHROMIUM")
+    if explicit:
+        return explicit
+    if playwright_default and Path(playwright_default).exists():
+        return None  # let Playwright use its own
+    for path in SYSTEM_CHROMIUM:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+class BrowserUnavailable(RuntimeError):
+    pass
+
+
+class BrowserPool:
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._pw: Any = None
+        self._browser: Any = None
+
+    async def _ensure(self) -> Any:
+        async with self._lock:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            from playwright.async_api import async_playwright
+
+            if self._pw is None:
+                self._pw = await async_playwright().start()
+            default = None
+            try:
+                default = self._pw.chromium.executable_path
+            except Exception:  # noqa: BLE001 - older Playwright versions may raise here
+                default = None
+            executable = chromium_executable(default)
+            if executable is None and not (default and Path(default).exists()):
+                raise BrowserUnavailable(
+                    "no Chromium found: install Debian's 'chromium' package, run `python -m playwright install chromium`, "
+                    "or set XSKY_CHROMIUM to a Chromium executable"
+                )
+            args = list(CHROMIUM_ARGS)
+            if os.geteuid() == 0:
+                args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+            self._browser = await self._pw.chromium.launch(executable_path=executable, args=args, headless=True)
+            return self._browser
+
+    @asynccontextmanager
+    async def page(self) -> AsyncIterator[Any]:
+        """A new page in a new context, closed afterwards whatever happens."""
+        browser = await self._ensure()
+        context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            yield await context.new_page()
+        finally:
+            try:
+                await context.close()
+            except Exception:  # noqa: BLE001 - the browser may already be gone
+                pass
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._browser is not None:
+                try:
+                    await self._browser.close()
+                except Exception:  # noqa: BLE001
+                    pass
+                self._browser = None
+            if self._pw is not None:
+                await self._pw.stop()
+                self._pw = None

@@ -1,0 +1,69 @@
+"""Tools agents use, each an async function over a :class:`ToolContext`.
+
+A tool returns a :class:`ToolResult` or raises :class:`ToolError` with a message the
+agent (or the person reading the run) can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xsky.runs import ArtifactRef
+
+if TYPE_CHECKING:
+    from activities.artifacts import ArtifactStore
+    from activities.browser import BrowserPool
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked. ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.details = details or {}
+
+
+@dataclass
+class ToolResult:
+    text: str
+    details: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[ArtifactRef] = field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    run_id: str
+    agent_id: str
+    workspace: Path
+    store: ArtifactStore
+    browsers: BrowserPool
+    heartbeat: Callable[[str], None]  # say "still working" (with a short note)
+    file_prefix: str = ""  # e.g. "v1-d2-" so artifacts of different attempts do not clash
+
+
+Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
+
+
+def cap_text(text: str, limit: int, what: str = "output") -> tuple[str, bool]:
+    """At most ``limit`` characters, with a note saying how much was cut."""
+    if len(text) <= limit:
+        return text, False
+    return text[:limit] + f"\n[… {what} cut: {len(text) - limit:,} more characters not shown]", True
+
+
+def require_str(args: dict[str, Any], key: str, tool: str, example: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{tool} needs a {key!r} string argument, e.g. {example}")
+    return value
+
+
+def optional_number(args: dict[str, Any], key: str, default: float, low: float, high: float, tool: str) -> float:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ToolError(f"{tool}: {key} must be a number from {low:g} to {high:g}, not {value!r}")
+    return float(value)

@@ -1,0 +1,84 @@
+"""File tools confined to the run's workspace: read, write, list."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any
+
+from activities.sandbox import confine
+from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
+
+DEFAULT_MAX_READ = 10 * 1024 * 1024
+MAX_LIST = 2000
+
+
+async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = require_str(args, "path", "file_read", '{"tool": "file_read", "path": "notes.txt"}')
+    limit = int(optional_number(args, "maxBytes", DEFAULT_MAX_READ, 1, 256 * 1024 * 1024, "file_read"))
+    target = confine(ctx.workspace, path)
+    if not target.exists():
+        raise ToolError(f"{path!r} does not exist in the workspace; list it with file_list to see what is there")
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a directory; use file_list to see its files")
+    size = target.stat().st_size
+    with target.open("rb") as fh:
+        data = fh.read(limit)
+    text = data.decode("utf-8", errors="replace")
+    if size > limit:
+        text += f"\n[… file cut: {size - limit:,} more bytes not shown]"
+    return ToolResult(text, {"path": path, "bytes": size})
+
+
+async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = require_str(args, "path", "file_write", '{"tool": "file_write", "path": "out.txt", "content": "…"}')
+    content = args.get("content")
+    if not isinstance(content, str):
+        raise ToolError('file_write needs a "content" string (the text to write)')
+    append = bool(args.get("append", False))
+    target = confine(ctx.workspace, path, write=True)
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a directory; name a file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    with target.open("ab" if append else "wb") as fh:
+        fh.write(data)
+    verb = "appended" if append else "wrote"
+    return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})
+
+
+async def file_list(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = args.get("path", ".")
+    if not isinstance(path, str):
+        raise ToolError("file_list: path must be a string")
+    pattern = args.get("pattern", "*")
+    recursive = bool(args.get("recursive", False))
+    target = confine(ctx.workspace, path)
+    if not target.exists():
+        raise ToolError(f"{path!r} does not exist in the workspace")
+    if not target.is_dir():
+        raise ToolError(f"{path!r} is a file, not a directory")
+    root = ctx.workspace.resolve()
+    entries: list[str] = []
+    walker = os.walk(target) if recursive else [(str(target), *_split_dir(target))]
+    for dirpath, dirnames, filenames in walker:
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".xsky"))
+        for name in sorted(dirnames) + sorted(filenames):
+            if not fnmatch.fnmatch(name, pattern):
+                continue
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            entries.append(rel + ("/" if os.path.isdir(full) else ""))
+            if len(entries) >= MAX_LIST:
+                break
+    text = "\n".join(entries) if entries else "(empty)"
+    if len(entries) >= MAX_LIST:
+        text += f"\n[… listing cut at {MAX_LIST} entries]"
+    return ToolResult(text, {"path": path, "entries": len(entries)})
+
+
+def _split_dir(target: Any) -> tuple[list[str], list[str]]:
+    dirs, files = [], []
+    for entry in os.scandir(target):
+        (dirs if entry.is_dir() else files).append(entry.name)
+    return dirs, files

@@ -1,0 +1,40 @@
+"""http_get: fetch a URL (text), with a size cap and a timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
+
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+
+
+async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    url = require_str(args, "url", "http_get", '{"tool": "http_get", "url": "https://example.com"}')
+    if not url.startswith(("http://", "https://")):
+        raise ToolError(f"http_get only fetches http:// and https:// URLs, not {url!r}")
+    timeout = optional_number(args, "timeout", 30, 0.1, 600, "http_get")
+    limit = int(optional_number(args, "maxBytes", DEFAULT_MAX_BYTES, 1, 64 * 1024 * 1024, "http_get"))
+    allow_failure = bool(args.get("allowFailure", False))
+    ctx.heartbeat(f"GET {url}")
+    try:
+        async with httpx.AsyncClient(follow_redirects=True, timeout=timeout, trust_env=False) as client:
+            async with client.stream("GET", url, headers={"User-Agent": "xsky-agent/0.1"}) as resp:
+                body = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    body += chunk
+                    if len(body) > limit:
+                        break
+                status, ctype, final_url = resp.status_code, resp.headers.get("content-type", ""), str(resp.url)
+                encoding = resp.encoding or "utf-8"
+    except httpx.TimeoutException:
+        raise ToolError(f"GET {url} timed out after {timeout:g}s", retryable=True) from None
+    except httpx.HTTPError as e:
+        raise ToolError(f"GET {url} failed: {e}", retryable=True) from None
+    text, _ = cap_text(bytes(body[:limit]).decode(encoding, errors="replace"), limit, "body")
+    details = {"status": status, "contentType": ctype, "url": final_url, "bytes": len(body)}
+    if status >= 400 and not allow_failure:
+        raise ToolError(f"GET {url} answered HTTP {status}", retryable=status >= 500 or status == 429, details=details)
+    return ToolResult(text, details)

@@ -1,0 +1,128 @@
+"""The shell tool: one command in the run's workspace, with a timeout and capped output.
+
+The command runs in its own process group so a timeout or a cancellation kills
+everything it started, not only the shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+from activities.sandbox import scrubbed_env
+from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
+
+DEFAULT_MAX_OUTPUT = 1024 * 1024
+
+
+class _Capture(asyncio.SubprocessProtocol):
+    """Collects output up to a limit (the rest is counted) and notices exit at once.
+
+    asyncio's ``Process.wait()`` only returns once every pipe is closed, so a background
+    child holding stdout would keep it waiting; ``process_exited`` fires on exit itself.
+    """
+
+    def __init__(self, limit: int):
+        loop = asyncio.get_running_loop()
+        self.limit = limit
+        self.buffers = {1: bytearray(), 2: bytearray()}
+        self.dropped = {1: 0, 2: 0}
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        buf = self.buffers[fd]
+        room = self.limit - len(buf)
+        if room > 0:
+            buf += data[:room]
+        self.dropped[fd] += max(0, len(data) - max(room, 0))
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def text(self, fd: int, what: str) -> str:
+        text = bytes(self.buffers[fd]).decode("utf-8", errors="replace")
+        if self.dropped[fd]:
+            text += f"\n[… {what} cut: {self.dropped[fd]:,} more bytes not shown]"
+        return text
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
+    command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
+    timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
+    limit = int(optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell"))
+    allow_failure = bool(args.get("allowFailure", False))
+
+    ctx.workspace.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    loop = asyncio.get_running_loop()
+    transport, capture = await loop.subprocess_exec(
+        lambda: _Capture(limit),
+        "bash",
+        "-c",
+        command,
+        cwd=ctx.workspace,
+        env=scrubbed_env(ctx.workspace),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group: we can kill all of it
+    )
+    pid = transport.get_pid()
+    timed_out = False
+    try:
+        while not capture.exited.done():
+            left = timeout - (time.monotonic() - started)
+            if left <= 0:
+                timed_out = True
+                break
+            done, _ = await asyncio.wait([capture.exited], timeout=min(5.0, left))
+            if not done:
+                ctx.heartbeat(f"shell running for {time.monotonic() - started:.0f}s")
+    except BaseException:
+        _kill_group(pid)  # cancelled (run cancelled, worker shutting down): leave nothing behind
+        transport.close()
+        raise
+    # Done or timed out: whatever the command left running goes with it.
+    _kill_group(pid)
+    if timed_out:
+        await asyncio.wait([capture.exited], timeout=5)
+    # Pipes close once the group is gone; a process that escaped it (setsid) is not waited for.
+    await asyncio.wait([capture.closed], timeout=2)
+    transport.close()
+    returncode = transport.get_returncode()
+    stdout = capture.text(1, "stdout")
+    stderr = capture.text(2, "stderr")
+    details = {
+        "exitCode": returncode,
+        "stderr": stderr[-4000:],
+        "seconds": round(time.monotonic() - started, 3),
+        "timedOut": timed_out,
+    }
+    if timed_out:
+        raise ToolError(f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}", details=details)
+    if returncode != 0 and not allow_failure:
+        tail = (stderr.strip() or stdout.strip())[-1500:]
+        raise ToolError(
+            f"the command exited with status {returncode}: {command[:200]}\n{tail}".rstrip(),
+            retryable=True,
+            details=details,
+        )
+    return ToolResult(stdout.rstrip("\n"), details)

@@ -1,0 +1,65 @@
+"""browser_navigate in direct mode: open a URL; return its title, text and links; screenshot it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from activities.browser import BrowserUnavailable
+from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
+
+MAX_TEXT = 200_000
+MAX_LINKS = 200
+
+
+async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    url = require_str(args, "url", "browser_navigate", '{"tool": "browser_navigate", "url": "https://example.com"}')
+    if not url.startswith(("http://", "https://", "file://", "data:")):
+        raise ToolError(f"browser_navigate needs an http(s) URL, not {url!r}")
+    timeout = optional_number(args, "timeout", 30, 1, 600, "browser_navigate")
+    fmt = args.get("format", "text")
+    if fmt not in ("text", "json"):
+        raise ToolError('browser_navigate: format must be "text" or "json"')
+    want_screenshot = bool(args.get("screenshot", True))
+    selector = args.get("selector")
+
+    ctx.heartbeat(f"opening {url}")
+    try:
+        async with ctx.browsers.page() as page:
+            try:
+                response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
+            except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
+                raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}", retryable=True) from None
+            status = response.status if response is not None else None
+            title = await page.title()
+            if selector:
+                el = await page.query_selector(selector)
+                if el is None:
+                    raise ToolError(f"no element matches selector {selector!r} on {url}")
+                text = await el.inner_text()
+            else:
+                text = await page.inner_text("body") if await page.query_selector("body") else ""
+            links = await page.eval_on_selector_all(
+                "a[href]",
+                "els => els.map(a => ({text: (a.innerText || a.title || '').trim(), href: a.href}))",
+            )
+            artifacts = []
+            if want_screenshot:
+                ctx.heartbeat("taking a screenshot")
+                png = await page.screenshot(full_page=False)
+                artifacts.append(
+                    ctx.store.put_bytes(ctx.run_id, ctx.agent_id, f"{ctx.file_prefix}screenshot.png", png, "image/png", f"screenshot of {url}")
+                )
+            final_url = page.url
+    except BrowserUnavailable as e:
+        raise ToolError(str(e)) from None
+
+    text, _ = cap_text(text.strip(), MAX_TEXT, "page text")
+    links = [{"text": " ".join(link["text"].split())[:120], "href": link["href"]} for link in links[:MAX_LINKS]]
+    details = {"url": final_url, "status": status, "title": title, "links": len(links)}
+    if fmt == "json":
+        body = json.dumps({"url": final_url, "title": title, "text": text, "links": links}, ensure_ascii=False, indent=2)
+    else:
+        link_lines = "\n".join(f"- {link['text'] or '(no text)'} → {link['href']}" for link in links)
+        body = f"# {title}\nURL: {final_url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
+    return ToolResult(body, details, artifacts)

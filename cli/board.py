@@ -1,0 +1,77 @@
+"""The task board and run results for people (rich tables) and for scripts (JSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from cli.render import one_line
+from xsky.board import TaskView, format_duration
+from xsky.runs import ArtifactRef, RunResult
+
+STATUS_STYLE = {
+    "pending": "dim",
+    "dispatched": "cyan",
+    "in_progress": "bold cyan",
+    "completed": "green",
+    "failed": "bold red",
+    "blocked": "yellow",
+    "cancelled": "magenta",
+    "skipped": "blue",
+}
+
+
+def board_table(tasks: list[TaskView], title: str = "") -> Table:
+    table = Table(title=title or None, title_justify="left", expand=False)
+    for col in ("task", "agent", "status", "duration", "tries", "subject", "note"):
+        table.add_column(col, overflow="fold" if col in ("subject", "note") else "ellipsis", no_wrap=col not in ("subject", "note"))
+    for t in tasks:
+        note = t.error or t.blocked_reason or t.last_progress or ""
+        if t.tokens:
+            note = f"{note} ({t.tokens} tokens)".strip()
+        table.add_row(
+            t.id,
+            escape(t.assigned_agent),
+            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            format_duration(t.duration_s),
+            str(t.attempt),
+            escape(one_line(t.subject, 48)),
+            escape(one_line(note, 70)),
+        )
+    return table
+
+
+def tally(tasks: list[TaskView]) -> str:
+    counts: dict[str, int] = {}
+    for t in tasks:
+        counts[t.status] = counts.get(t.status, 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any) -> str:
+    """The full result: inline, else read from the artifact store, else the preview."""
+    if result is not None:
+        return result
+    if ref is None:
+        return ""
+    try:
+        return read_artifact(ref)
+    except (FileNotFoundError, ValueError, OSError):
+        return f"{ref.preview}… [stored as {ref.uri}, {ref.size:,} bytes; not readable from here]"
+
+
+def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Table:
+    table = Table(title=f"{escape(result.name or result.workflow_id)} — {result.status}: {escape(result.summary)}", title_justify="left")
+    table.add_column("task", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("result / error", overflow="fold")
+    for a in result.agents:
+        text = a.error if a.status != "completed" and a.error else result_text(a.result, a.result_ref, read_artifact)
+        shown = text if len(text) <= width else text[:width] + f"… [{len(text):,} characters; `starter.py result {result.workflow_id} --agent {a.id}` shows all]"
+        for art in a.artifacts:
+            shown += f"\n[{art.media_type}: {art.uri}]"
+        table.add_row(a.task_id, Text(a.status, style=STATUS_STYLE.get(a.status, "")), escape(shown))
+    return table

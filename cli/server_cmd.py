@@ -1,0 +1,151 @@
+"""``server``, ``up``, ``down``: the local Temporal dev server and a background worker."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cli.devserver import DevServer, is_listening, stop_pid
+from cli.plans import UsageError
+from cli.render import out
+from xsky.config import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("server", help="start (or --stop) the local Temporal dev server")
+    p.add_argument("--stop", action="store_true", help="stop the server this command started")
+    p.add_argument("--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)")
+    p.add_argument("--ui-port", type=int, default=int(os.environ.get("XSKY_UI_PORT", "8233")), help="Web UI port (default 8233)")
+    p.set_defaults(handler=cmd_server)
+
+    p = sub.add_parser("up", help="start the server and a worker in the background, if they are not up")
+    p.set_defaults(handler=cmd_up)
+
+    p = sub.add_parser("down", help="stop the worker and the server that `up` started")
+    p.set_defaults(handler=cmd_down)
+
+
+def _host_port(settings: Settings) -> tuple[str, int]:
+    host, _, port = settings.address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"TEMPORAL_ADDRESS={settings.address!r} should look like localhost:7233")
+    return ("127.0.0.1" if host == "localhost" else host), int(port)
+
+
+def _pid_file(settings: Settings, name: str) -> Path:
+    return settings.home / f"{name}.pid"
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        pid = int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        path.unlink(missing_ok=True)
+        return None
+    except PermissionError:
+        pass
+    return pid
+
+
+def ensure_server(settings: Settings, db: str | None = None, ui_port: int = 8233) -> bool:
+    """Start the dev server unless one answers already. True if it was started now."""
+    host, port = _host_port(settings)
+    if is_listening(host, port):
+        out.print(f"Temporal is already up at {settings.address} (Web UI {settings.ui_url})")
+        return False
+    if host not in ("127.0.0.1", "0.0.0.0"):
+        raise UsageError(f"nothing answers at {settings.address}, and a local server cannot be started for a remote host")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    server = DevServer(
+        db_path=Path(db) if db else settings.home / "temporal.db",
+        port=port,
+        ui_port=ui_port,
+        ip=host,
+        log_path=settings.home / "temporal.log",
+    )
+    server.start(detach=True)
+    assert server.process is not None
+    _pid_file(settings, "server").write_text(str(server.process.pid))
+    out.print(
+        f"Temporal dev server started at {settings.address}, Web UI http://localhost:{ui_port}, "
+        f"state in {server.db_path} (log {server.log_path})"
+    )
+    return True
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if args.stop:
+        pid = _read_pid(_pid_file(settings, "server"))
+        if pid is None:
+            out.print(f"no server started by xsky is running (no live pid in {_pid_file(settings, 'server')})")
+            return 0
+        stop_pid(pid)
+        _pid_file(settings, "server").unlink(missing_ok=True)
+        out.print(f"stopped the Temporal dev server (pid {pid}); its state stays in {settings.home / 'temporal.db'}")
+        return 0
+    ensure_server(settings, args.db, args.ui_port)
+    return 0
+
+
+def ensure_worker(settings: Settings, timeout: float = 60.0) -> bool:
+    """Start ``worker.py`` in the background unless ours is running. True if started now."""
+    pid_path = _pid_file(settings, "worker")
+    pid = _read_pid(pid_path)
+    if pid is not None:
+        out.print(f"the worker is already running (pid {pid}, log {settings.home / 'worker.log'})")
+        return False
+    log_path = settings.home / "worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start_size = log_path.stat().st_size if log_path.exists() else 0
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "worker.py")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=os.getcwd(),
+        )
+    pid_path.write_text(str(proc.pid))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UsageError(f"the worker exited at once (status {proc.returncode}); see {log_path}")
+        with open(log_path, "rb") as fh:
+            fh.seek(start_size)
+            if b"serving" in fh.read():
+                out.print(f"worker started (pid {proc.pid}, log {log_path})")
+                return True
+        time.sleep(0.2)
+    raise UsageError(f"the worker did not report ready within {timeout:g}s; see {log_path}")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    ensure_server(settings)
+    ensure_worker(settings)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    for name in ("worker", "server"):
+        pid = _read_pid(_pid_file(settings, name))
+        if pid is None:
+            out.print(f"{name}: not running (nothing started by `up`)")
+            continue
+        stop_pid(pid)
+        _pid_file(settings, name).unlink(missing_ok=True)
+        out.print(f"{name}: stopped (pid {pid})")
+    return 0

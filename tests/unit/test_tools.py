@@ -1,0 +1,172 @@
+"""Direct tools without Temporal: shell, files, http_get, browser, the artifact store."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from activities.artifacts import ArtifactStore
+from activities.browser import BrowserPool
+from activities.tools import ToolContext, ToolError
+from activities.tools.files import file_list, file_read, file_write
+from activities.tools.http import http_get
+from activities.tools.shell import shell
+from activities.tools.web import browser_navigate
+from xsky.artifacts import marker
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            state = next(line for line in fh if line.startswith("State:"))
+    except FileNotFoundError:
+        return False
+    return "Z" not in state.split()[1]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    beats: list[str] = []
+    c = ToolContext("run-1", "a1", ws, ArtifactStore(tmp_path / "artifacts"), BrowserPool(), beats.append)
+    c.beats = beats  # type: ignore[attr-defined]
+    return c
+
+
+async def test_shell_returns_stdout_and_runs_in_the_workspace(ctx):
+    out = await shell(ctx, {"command": "pwd; echo hi"})
+    assert out.text == f"{ctx.workspace}\nhi" and out.details["exitCode"] == 0
+
+
+async def test_shell_nonzero_exit_fails_with_stderr_unless_allowed(ctx):
+    with pytest.raises(ToolError, match="exited with status 2") as info:
+        await shell(ctx, {"command": "echo oops >&2; exit 2"})
+    assert "oops" in str(info.value) and info.value.details["exitCode"] == 2
+    out = await shell(ctx, {"command": "exit 2", "allowFailure": True})
+    assert out.details["exitCode"] == 2
+
+
+async def test_shell_output_is_capped_with_a_note(ctx):
+    out = await shell(ctx, {"command": "head -c 5000 /dev/zero | tr '\\0' x", "maxOutputBytes": 1024})
+    assert out.text.startswith("x" * 1024) and "3,976 more bytes not shown" in out.text
+
+
+async def test_shell_timeout_kills_the_whole_process_group(ctx, tmp_path):
+    marker_file = tmp_path / "child.pid"
+    start = time.monotonic()
+    with pytest.raises(ToolError, match="timeout"):
+        await shell(ctx, {"command": f"(sleep 30 & echo $! > {marker_file}; wait)", "timeout": 0.5})
+    assert time.monotonic() - start < 5
+    child = int(marker_file.read_text())
+    await asyncio.sleep(0.1)
+    assert not alive(child)
+
+
+async def test_shell_background_children_do_not_outlive_the_command(ctx, tmp_path):
+    pid_file = tmp_path / "bg.pid"
+    await shell(ctx, {"command": f"sleep 30 & echo $! > {pid_file}; echo done"})
+    await asyncio.sleep(0.1)
+    assert not alive(int(pid_file.read_text()))
+
+
+async def test_shell_environment_has_no_secrets(ctx, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    out = await shell(ctx, {"command": "env"})
+    assert "sk-secret" not in out.text and "ghp-secret" not in out.text and "PATH=" in out.text
+
+
+async def test_files_write_read_list_inside_the_workspace(ctx):
+    await file_write(ctx, {"path": "notes/a.txt", "content": "héllo\n"})
+    await file_write(ctx, {"path": "notes/a.txt", "content": "more", "append": True})
+    assert (await file_read(ctx, {"path": "notes/a.txt"})).text == "héllo\nmore"
+    assert (await file_list(ctx, {"path": ".", "recursive": True})).text == "notes/\nnotes/a.txt"
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "/etc/passwd", "notes/../../x"])
+async def test_files_refuse_paths_outside_the_workspace(ctx, path):
+    with pytest.raises(ToolError, match="outside the run's workspace"):
+        await file_read(ctx, {"path": path})
+
+
+async def test_files_refuse_a_symlink_pointing_out_and_writes_into_git(ctx, tmp_path):
+    (tmp_path / "secret.txt").write_text("s")
+    (ctx.workspace / "link").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(ToolError, match="outside"):
+        await file_read(ctx, {"path": "link"})
+    with pytest.raises(ToolError, match=r"into \.git"):
+        await file_write(ctx, {"path": ".git/config", "content": "x"})
+
+
+async def test_missing_arguments_say_what_to_write(ctx):
+    with pytest.raises(ToolError, match='"tool": "file_read", "path"'):
+        await file_read(ctx, {})
+
+
+def test_artifact_store_round_trip_and_markers(tmp_path):
+    store = ArtifactStore(tmp_path)
+    ref = store.put_text("xsky-run/1", "7", "result.txt", "big " * 1000)
+    assert ref.uri == "artifact:xsky-run_1/7/result.txt" and ref.size == 4000 and len(ref.sha256) == 64
+    assert store.expand_markers(f"before {marker(ref)} after") == f"before {'big ' * 1000} after"
+    with pytest.raises(ValueError):
+        store.read_text("artifact:../../etc/passwd")
+    with pytest.raises(FileNotFoundError, match="XSKY_ARTIFACTS"):
+        store.read_text("artifact:nope/1/x.txt")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    (root / "index.html").write_text(
+        "<html><head><title>Test page</title></head><body><h1>Price</h1><p id='v'>42 coins</p>"
+        "<a href='/other.html'>Other</a></body></html>"
+    )
+    (root / "data.txt").write_text("plain data")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root)))
+    server.RequestHandlerClass.log_message = lambda *a: None  # type: ignore[method-assign]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+async def test_http_get_fetches_and_reports_errors(ctx, site):
+    out = await http_get(ctx, {"url": f"{site}/data.txt"})
+    assert out.text == "plain data" and out.details["status"] == 200
+    with pytest.raises(ToolError, match="HTTP 404"):
+        await http_get(ctx, {"url": f"{site}/missing"})
+    with pytest.raises(ToolError, match="only fetches http"):
+        await http_get(ctx, {"url": "file:///etc/passwd"})
+
+
+@pytest.mark.browser
+async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, site):
+    try:
+        out = await browser_navigate(ctx, {"url": f"{site}/index.html"})
+        assert out.text.startswith("# Test page") and "42 coins" in out.text
+        assert f"Other → {site}/other.html" in out.text
+        (shot,) = out.artifacts
+        assert shot.media_type == "image/png" and ctx.store.path(shot).read_bytes()[:4] == b"\x89PNG"
+        value = await browser_navigate(ctx, {"url": f"{site}/index.html", "selector": "#v", "screenshot": False})
+        assert "42 coins" in value.text and not value.artifacts
+    finally:
+        await ctx.browsers.close()
+
+
+@pytest.mark.browser
+async def test_parallel_browser_agents_get_separate_pages(ctx, site):
+    try:
+        async def one(path: str) -> str:
+            return (await browser_navigate(ctx, {"url": f"{site}/{path}", "screenshot": False})).text
+
+        a, b = await asyncio.gather(one("index.html"), one("data.txt"))
+        assert "42 coins" in a and "plain data" in b and "42 coins" not in b
+    finally:
+        await ctx.browsers.close()

@@ -1,0 +1,104 @@
+"""Run an xsky worker: leader workflows and the agents of the chosen kinds.
+
+    python worker.py                      # everything: leader workflows + all agent kinds
+    python worker.py --kinds browser      # only browser agents (e.g. on a machine with Chromium)
+    python worker.py --kinds shell,file --no-leader
+
+Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers for one
+kind can be added anywhere. SIGINT/SIGTERM shut down gracefully: running agents get
+``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from datetime import timedelta
+
+from temporalio.worker import Worker
+
+from activities.agents import AgentActivities
+from cli.connect import ConnectError, connect
+from workflows.leader import LeaderWorkflow
+from xsky.config import Settings, load_settings
+from xsky.kinds import TOOL_AGENT_KINDS
+
+log = logging.getLogger("xsky.worker")
+
+
+def parse_kinds(raw: str | None) -> list[str]:
+    if not raw:
+        return list(TOOL_AGENT_KINDS)
+    kinds = [k.strip() for k in raw.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in TOOL_AGENT_KINDS]
+    if unknown:
+        raise SystemExit(f"worker.py: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(TOOL_AGENT_KINDS)}")
+    return kinds
+
+
+def build_workers(client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities) -> list[Worker]:  # type: ignore[no-untyped-def]
+    workers = []
+    if leader:
+        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow]))
+    for kind in kinds:
+        workers.append(
+            Worker(
+                client,
+                task_queue=settings.kind_queue(kind),
+                activities=[activities.run_agent],
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+            )
+        )
+    return workers
+
+
+async def serve(kinds: list[str], leader: bool, grace: float) -> None:
+    settings = load_settings()
+    client = await connect(settings)
+    activities = AgentActivities(settings)
+    workers = build_workers(client, settings, kinds, leader, grace, activities)
+    served = ([f"leader workflows on '{settings.task_queue}'"] if leader else []) + [
+        f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds
+    ]
+    log.info("xsky worker at %s (namespace %s) serving %s", settings.address, settings.namespace, "; ".join(served))
+    log.info("artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve())
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    running = [asyncio.create_task(w.run()) for w in workers]
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
+    if stopper in done:
+        log.info("shutting down: running agents get %.0fs to finish, then go back to Temporal", grace)
+    await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+    for task in running:
+        if task.done() and task.exception():
+            log.error("worker stopped with an error: %s", task.exception())
+    await activities.browsers.close()
+    log.info("worker stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Run an xsky worker.")
+    ap.add_argument("--kinds", help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})")
+    ap.add_argument("--no-leader", action="store_true", help="do not run leader workflows here")
+    ap.add_argument("--grace", type=float, default=10.0, help="seconds running agents get to finish on shutdown")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    kinds = parse_kinds(args.kinds) if args.kinds is not None else list(TOOL_AGENT_KINDS)
+    try:
+        asyncio.run(serve(kinds, not args.no_leader, args.grace))
+    except ConnectError as e:
+        print(f"worker.py: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

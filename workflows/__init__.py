@@ -1,0 +1,1 @@
+"""Deterministic orchestration: the leader workflow. Imports only xsky/ and temporalio."""

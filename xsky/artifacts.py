@@ -1,0 +1,41 @@
+"""Naming of artifacts: where a run's blobs live and how a reference travels in text.
+
+Large results never enter workflow history. The workflow renders ``{{agent_2_result}}``
+for a large result as a marker ``⟦artifact:<uri>⟧``; the activity that receives the
+rendered text swaps each marker for the stored text (activities/artifacts.py). Layout
+under the artifact root: ``<run>/<agent>/<file>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xsky.runs import ArtifactRef
+
+URI_PREFIX = "artifact:"
+MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)⟧")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_component(name: str, limit: int = 120) -> str:
+    """A path component that cannot climb out of its directory or clash with the layout."""
+    cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
+    return cleaned[:limit]
+
+
+def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
+    """Relative path of an artifact in the store, laid out per run and agent."""
+    return "/".join((safe_component(run_id), safe_component(agent_id), safe_component(filename)))
+
+
+def marker(ref: ArtifactRef) -> str:
+    return f"⟦{ref.uri}⟧"
+
+
+def uri_path(uri: str) -> str:
+    if not uri.startswith(URI_PREFIX):
+        raise ValueError(f"not an artifact uri: {uri!r}")
+    path = uri[len(URI_PREFIX) :]
+    if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
+        raise ValueError(f"artifact uri {uri!r} does not name a file inside the store")
+    return path

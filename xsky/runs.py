@@ -1,0 +1,122 @@
+"""Inputs and outputs of the Temporal entry points: one model each, plain JSON on the wire.
+
+Field names are camelCase on the wire (so the stock ``temporal`` CLI and the Web UI show
+the seed's style), snake_case in Python. New fields always get defaults, so a running
+workflow can read what an older client sent.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from xsky.models import WireModel as Wire
+from xsky.models import Workflow, WorkflowAgent
+
+
+class RetryOptions(Wire):
+    """Bounded retries for one agent's activity (Temporal's default retries forever)."""
+
+    maximum_attempts: int = Field(3, ge=1, le=50)
+    initial_interval: float = Field(1.0, gt=0, le=3600, description="seconds")
+    backoff_coefficient: float = Field(2.0, ge=1, le=10)
+    maximum_interval: float = Field(30.0, gt=0, le=86400, description="seconds")
+
+
+class RunOptions(Wire):
+    max_parallel: int = Field(8, ge=1, le=1000)
+    start_to_close_timeout: float = Field(600.0, gt=0, description="seconds, per agent attempt")
+    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds without a heartbeat before an attempt is lost")
+    retry: RetryOptions = Field(default_factory=RetryOptions)
+    artifact_threshold: int = Field(8192, ge=256, description="results larger than this many bytes travel as references")
+    workspace: str | None = Field(None, description="directory agents work in; default .xsky/runs/<id>/workspace")
+
+
+class RunInput(Wire):
+    """The one input of ``LeaderWorkflow.run``."""
+
+    workflow: Workflow
+    variables: dict[str, str] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+    options: RunOptions = Field(default_factory=RunOptions)
+
+
+class ArtifactRef(Wire):
+    """A stored blob (large result, screenshot): where it is, how big, what it starts with."""
+
+    uri: str  # "artifact:<run>/<agent>/<file>", relative to the artifact root
+    size: int
+    sha256: str
+    preview: str = ""
+    media_type: str = "text/plain"
+
+
+class AgentInput(Wire):
+    """The one input of the ``run_agent`` activity: the agent with references rendered."""
+
+    run_id: str
+    task_id: str
+    agent: WorkflowAgent
+    plan_version: int = 1
+    dispatch: int = 1
+    workspace: str | None = None
+    artifact_threshold: int = 8192
+    heartbeat_interval: float = 10.0
+
+
+OutcomeKind = Literal["completed", "question", "needs_approval"]
+
+
+class AgentOutcome(Wire):
+    """What an agent attempt ended with. Failures are raised, not returned."""
+
+    kind: OutcomeKind = "completed"
+    result: str | None = None  # inline when at most the threshold
+    result_ref: ArtifactRef | None = None  # always set for a completed agent: the stored full text
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+    tokens: int = 0
+    iterations: int = 0
+    provider: str | None = None
+    started_at: datetime | None = None  # when this attempt began working (activity clock)
+
+
+class ProgressReport(Wire):
+    """Signal ``report_progress``: a running agent says it is alive and moving."""
+
+    task_id: str
+    dispatch: int
+    message: str = ""
+    iteration: int = 0
+    tokens: int = 0
+    activity_attempt: int = 1
+
+
+RunStatus = Literal["completed", "failed", "cancelled"]
+
+
+class AgentReport(Wire):
+    id: str
+    task_id: str
+    name: str
+    status: str
+    result: str | None = None
+    result_ref: ArtifactRef | None = None
+    error: str | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+
+
+class RunResult(Wire):
+    workflow_id: str
+    name: str
+    status: RunStatus
+    summary: str
+    agents: list[AgentReport]
+    plan_version: int = 1
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
