@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
-from activities.tools import Tool, ToolContext, ToolError, ToolResult
+from activities.tools import Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
 from activities.tools.shell import shell
@@ -36,7 +36,10 @@ log = logging.getLogger("xsky.agents")
 
 
 async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    """Does nothing and returns ``result`` (default "ok"): for benchmarks and dry runs."""
+    """Returns ``result`` (default "ok") after ``seconds`` (default 0): benchmarks, dry runs."""
+    seconds = optional_number(args, "seconds", 0, 0, 24 * 3600, "noop")
+    if seconds:
+        await asyncio.sleep(seconds)
     value = args.get("result", "ok")
     return ToolResult(value if isinstance(value, str) else str(value))
 

@@ -1,0 +1,55 @@
+"""Baselines the benchmarks compare xsky against, running the same activity.
+
+* ``MinimalDagWorkflow`` — the least a hand-written Temporal workflow must do: start each
+  node's activity once its dependencies' activities are done. No board, no queries.
+* ``LevelByLevelWorkflow`` — the seed's executor shape: run a whole level, wait for all of
+  it, then the next level (Eko's tree of `normal`/`parallel` nodes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from xsky.dag import levels
+    from xsky.models import Workflow
+    from xsky.runs import AgentInput, AgentOutcome
+
+_OPTS = dict(start_to_close_timeout=timedelta(minutes=5), heartbeat_timeout=timedelta(seconds=60), result_type=AgentOutcome)
+
+
+def _input(wf: Workflow, agent_id: str) -> AgentInput:
+    return AgentInput(run_id=workflow.info().workflow_id, task_id=f"T-{agent_id}", agent=wf.agent(agent_id))
+
+
+@workflow.defn
+class MinimalDagWorkflow:
+    @workflow.run
+    async def run(self, wf: Workflow) -> int:
+        queue = f"{workflow.info().task_queue}-llm"
+        done: dict[str, asyncio.Task[AgentOutcome]] = {}
+
+        async def node(agent_id: str, deps: list[str]) -> AgentOutcome:
+            for d in deps:
+                await done[d]
+            return await workflow.execute_activity("run_agent", _input(wf, agent_id), task_queue=queue, **_OPTS)
+
+        for agent in wf.agents:
+            done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))
+        await asyncio.gather(*done.values())
+        return len(done)
+
+
+@workflow.defn
+class LevelByLevelWorkflow:
+    @workflow.run
+    async def run(self, wf: Workflow) -> int:
+        queue = f"{workflow.info().task_queue}-llm"
+        for level in levels(wf):
+            await asyncio.gather(
+                *(workflow.execute_activity("run_agent", _input(wf, a), task_queue=queue, **_OPTS) for a in level)
+            )
+        return len(wf.agents)

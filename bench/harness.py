@@ -1,0 +1,98 @@
+"""Shared set-up for the Temporal benchmarks: a dev server on free ports, in-process workers.
+
+Both sides of every comparison run on the same server, the same workers and the same
+`run_agent` activity, in the same process, interleaved round by round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from temporalio.client import Client  # noqa: E402
+from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from activities.agents import AgentActivities  # noqa: E402
+from bench.baselines import LevelByLevelWorkflow, MinimalDagWorkflow  # noqa: E402
+from cli.devserver import DevServer, free_port  # noqa: E402
+from workflows.leader import LeaderWorkflow  # noqa: E402
+from xsky.config import load_settings  # noqa: E402
+from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
+from xsky.models import Workflow, WorkflowAgent  # noqa: E402
+
+
+@asynccontextmanager
+async def temporal() -> AsyncIterator[tuple[Client, str]]:
+    tmp = Path(tempfile.mkdtemp(prefix="xsky-bench-"))
+    os.environ["XSKY_HOME"] = str(tmp / "home")
+    queue = f"bench-{uuid.uuid4().hex[:6]}"
+    os.environ["XSKY_TASK_QUEUE"] = queue
+    server = DevServer(db_path=tmp / "bench.db", port=free_port(), headless=True)
+    server.start(timeout=90)
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        settings = load_settings()
+        acts = AgentActivities(settings)
+        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow], max_cached_workflows=100)]
+        workers += [
+            Worker(client, task_queue=settings.kind_queue(k), activities=[acts.run_agent], max_concurrent_activities=400)
+            for k in TOOL_AGENT_KINDS
+        ]
+        tasks = [asyncio.create_task(w.run()) for w in workers]
+        try:
+            yield client, queue
+        finally:
+            await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+            for t in tasks:
+                t.cancel()
+    finally:
+        server.stop()
+
+
+def noop_agent(agent_id: str, depends: list[str], seconds: float = 0.0) -> WorkflowAgent:
+    config: dict[str, object] = {"tool": "noop"}
+    if seconds:
+        config["seconds"] = round(seconds, 3)
+    return WorkflowAgent(id=agent_id, name="llm", task=f"no-op {agent_id}", config=config, depends=depends)
+
+
+def chain(n: int) -> Workflow:
+    return Workflow(name=f"chain-{n}", task_id="chain", agents=[noop_agent(str(i), [str(i - 1)] if i else []) for i in range(n)])
+
+
+def fan_out(n: int) -> Workflow:
+    agents = [noop_agent("root", [])] + [noop_agent(str(i), ["root"]) for i in range(n - 2)]
+    agents.append(noop_agent("sink", [str(i) for i in range(n - 2)]))
+    return Workflow(name=f"fanout-{n}", task_id="fanout", agents=agents)
+
+
+def random_dag(n: int, seed: int, durations: Callable[[random.Random], float] | None = None, max_deps: int = 3) -> Workflow:
+    rng = random.Random(seed)
+    agents = []
+    for i in range(n):
+        deps = sorted({str(rng.randrange(max(0, i - 20), i)) for _ in range(rng.randint(0, max_deps))}, key=int) if i else []
+        agents.append(noop_agent(str(i), deps, durations(rng) if durations else 0.0))
+    return Workflow(name=f"random-{n}", task_id=f"random-{seed}", agents=agents)
+
+
+async def timed(fn: Callable[[], Awaitable[object]]) -> float:
+    start = time.perf_counter()
+    await fn()
+    return time.perf_counter() - start
+
+
+def summary(samples: list[float]) -> float:
+    return statistics.median(samples)
