@@ -25,6 +25,8 @@ test: install
 
 bench: install
 	$(PY) bench/parse.py
+	$(PY) bench/overhead.py
+	$(PY) bench/makespan.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
