@@ -21,6 +21,7 @@ from datetime import timedelta
 from temporalio.worker import Worker
 
 from activities.agents import AgentActivities
+from activities.planner import PlannerActivities
 from cli.connect import ConnectError, connect
 from workflows.leader import LeaderWorkflow
 from xsky.config import Settings, load_settings
@@ -43,12 +44,15 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
     workers = []
     if leader:
         workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow]))
+    planner = PlannerActivities()
     for kind in kinds:
+        # The planner needs what llm agents need (a model, or the offline provider).
+        extra = [planner.plan_workflow] if kind == "llm" else []
         workers.append(
             Worker(
                 client,
                 task_queue=settings.kind_queue(kind),
-                activities=[activities.run_agent],
+                activities=[activities.run_agent, *extra],
                 graceful_shutdown_timeout=timedelta(seconds=grace),
             )
         )

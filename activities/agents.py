@@ -21,16 +21,17 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
-from activities.tools import Tool, ToolContext, ToolError, ToolResult, optional_number
+from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
+from activities.tools.human import ask_user
 from activities.tools.shell import shell
 from activities.tools.web import browser_navigate
 from xsky import offline
 from xsky.agent_config import tool_arguments, tool_name
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.runs import AgentInput, AgentOutcome, ProgressReport
+from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
 
 log = logging.getLogger("xsky.agents")
 
@@ -56,48 +57,79 @@ DIRECT_TOOLS: dict[str, Tool] = {
     "browser_navigate": browser_navigate,
     "http_get": http_get,
     "llm": _offline_llm,
+    "ask_user": ask_user,
     "noop": _noop,
 }
 
 
 class _Beat:
-    """Heartbeats in the background while the agent works, and tells the leader it started.
+    """Liveness and progress for one attempt.
 
-    The first report goes out only once the agent has worked for one interval, so quick
-    agents cost the leader no extra signal.
+    Heartbeats (liveness, to Temporal) go out in the background while the agent works.
+    Progress reports (to the leader, which runs the stall ladder on them) are signals,
+    throttled to one per ``progress_interval``; the first, "started", goes out only once
+    the agent has worked for one heartbeat interval, so quick agents cost no signal.
     """
 
     def __init__(self, inp: AgentInput):
         self.inp = inp
         self.note = "working"
-        self.reported = False
+        self.started_sent = False
+        self.pending = False  # progress made since the last report
+        self.last_report = float("-inf")
+        self.iteration = 0
+        self.tokens = 0
+        self.nudges_seen = 0
 
     def __call__(self, note: str) -> None:
         self.note = note
         activity.heartbeat(note)
 
-    async def _report(self) -> None:
+    def progress(self, note: str) -> None:
+        self.note = note
+        self.pending = True
+        activity.heartbeat(note)
+
+    async def _send(self, progress: bool) -> None:
         info = activity.info()
         report = ProgressReport(
             task_id=self.inp.task_id,
             dispatch=self.inp.dispatch,
             message=self.note,
+            iteration=self.iteration,
+            tokens=self.tokens,
             activity_attempt=info.attempt,
+            nudges_seen=self.nudges_seen,
+            progress=progress,
         )
         try:
             await activity.client().get_workflow_handle(info.workflow_id).signal("report_progress", report)
         except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
             log.warning("could not report progress of %s: %s", self.inp.task_id, e)
 
+    async def flush(self) -> None:
+        """Send a pending progress report now, unless one went out too recently."""
+        loop = asyncio.get_running_loop()
+        if self.pending and loop.time() - self.last_report >= self.inp.progress_interval:
+            self.pending = False
+            self.started_sent = True
+            self.last_report = loop.time()
+            await self._send(progress=True)
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async def loop() -> None:
+            tick = max(0.05, min(self.inp.heartbeat_interval, self.inp.progress_interval))
+            waited = 0.0
             while True:
-                await asyncio.sleep(self.inp.heartbeat_interval)
+                await asyncio.sleep(tick)
+                waited += tick
                 activity.heartbeat(self.note)
-                if not self.reported:
-                    self.reported = True
-                    await self._report()
+                if self.pending:
+                    await self.flush()
+                elif not self.started_sent and waited >= self.inp.heartbeat_interval:
+                    self.started_sent = True
+                    await self._send(progress=False)
 
         task = asyncio.create_task(loop())
         try:
@@ -129,7 +161,7 @@ class AgentActivities:
         workspace.mkdir(parents=True, exist_ok=True)
         beat = _Beat(inp)
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
-        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix)
+        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers)
 
         # The leader renders large results as markers; swap them for the stored text here.
         try:
@@ -168,6 +200,12 @@ class AgentActivities:
                 raise ApplicationError(
                     f"agent {agent.id}: {e}", e.details, type="ToolError", non_retryable=not e.retryable
                 ) from None
+            except NeedsHuman as need:
+                return AgentOutcome(
+                    kind="question" if need.kind == "question" else "needs_approval",
+                    request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
+                    started_at=started,
+                )
 
         ref = self.store.put_text(inp.run_id, agent.id, f"{prefix}result.txt", out.text)
         inline = out.text if len(out.text.encode("utf-8")) <= inp.artifact_threshold else None

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
-from xsky.runs import ArtifactRef
+from xsky.artifacts import ArtifactRef
 
 PREVIEW_CHARS = 240
 

@@ -10,7 +10,8 @@ from rich.text import Text
 
 from cli.render import one_line
 from xsky.board import TaskView, format_duration
-from xsky.runs import ArtifactRef, RunResult
+from xsky.artifacts import ArtifactRef
+from xsky.runs import RunResult
 
 STATUS_STYLE = {
     "pending": "dim",

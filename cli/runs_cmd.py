@@ -8,6 +8,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
 from rich.live import Live
 from rich.table import Table
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -38,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--id", help="workflow id (default: xsky-<taskId>)")
     p.add_argument("--follow", action="store_true", help="show a live task board until the run ends, then the results")
     p.add_argument("--max-parallel", type=int, help="agents running at once (default 8)")
+    p.add_argument("--review", action="store_true", help="wait for approve-plan (or a replan) before any agent starts")
+    p.add_argument("--review-timeout", type=float, help="seconds to wait for the review (default 3600)")
+    p.add_argument("--on-review-timeout", choices=["approve", "cancel"], help="what a review timeout does (default cancel)")
+    p.add_argument("--max-replans", type=int, help="automatic replans on failures and stalls (default 2)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
@@ -89,11 +94,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         print_problems(e, args.plan)
         err.print("nothing was started")
         return 2
-    options = RunOptions()
-    if args.max_parallel is not None:
-        if args.max_parallel < 1:
-            raise UsageError("--max-parallel must be at least 1")
-        options.max_parallel = args.max_parallel
+    options = run_options(args)
     workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
     client = await connect(settings)
     handle = await start_run(client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options), workflow_id)
@@ -104,10 +105,28 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if not args.json:
         out.print(f"started [bold]{workflow_id}[/] ({len(plan.workflow.agents)} agents)")
         out.print(f"Web UI: {link}")
+        if options.review:
+            out.print(f"waiting for review: `starter.py plan {workflow_id}`, then `starter.py approve-plan {workflow_id}`")
     if not args.follow:
         return 0
     result = await follow(handle, quiet=args.json)
     return print_result(result, settings, args.json)
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """RunOptions from the command line; bad values are usage errors."""
+    values: dict[str, Any] = {}
+    for flag, key in (("max_parallel", "max_parallel"), ("review_timeout", "review_timeout"),
+                      ("on_review_timeout", "review_timeout_action"), ("max_replans", "max_auto_replans")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            values[key] = value
+    if getattr(args, "review", False):
+        values["review"] = True
+    try:
+        return RunOptions.model_validate(values)
+    except ValidationError as e:
+        raise UsageError("; ".join(f"--{'-'.join(str(err['loc'][0]).split('_'))}: {err['msg']}" for err in e.errors())) from None
 
 
 async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_id: str) -> WorkflowHandle[Any, RunResult]:

@@ -6,6 +6,8 @@ Reserved keys (camelCase, as on the wire):
 * ``startToCloseTimeout``, ``heartbeatTimeout`` — seconds, per attempt;
 * ``retry`` — ``{"maximumAttempts": 3, "initialInterval": 1, "backoffCoefficient": 2,
   "maximumInterval": 30}``;
+* ``stall`` — ``false`` to switch the stall ladder off for this agent, or
+  ``{"nudgeAfter": 180, "restartAfter": 420}`` (seconds without progress);
 * ``model``, ``maxIterations``, ``temperature`` — for LLM agents.
 """
 
@@ -16,12 +18,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xsky.leader_state import StallWindows
 from xsky.runs import RetryOptions, RunOptions
 
 RESERVED_KEYS = frozenset(
-    {"tool", "startToCloseTimeout", "heartbeatTimeout", "retry", "model", "maxIterations", "temperature"}
+    {"tool", "startToCloseTimeout", "heartbeatTimeout", "retry", "stall", "model", "maxIterations", "temperature"}
 )
-DIRECT_TOOLS = ("shell", "file_read", "file_write", "file_list", "browser_navigate", "http_get", "llm", "noop")
+DIRECT_TOOLS = ("shell", "file_read", "file_write", "file_list", "browser_navigate", "http_get", "llm", "ask_user", "noop")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,16 @@ def activity_settings(config: dict[str, Any] | None, options: RunOptions) -> Act
     )
 
 
+def stall_windows(config: dict[str, Any] | None, default: StallWindows) -> StallWindows:
+    """The agent's stall windows: its config's ``stall`` over the run's."""
+    value = (config or {}).get("stall")
+    if value is None:
+        return default
+    if value is False:
+        return default.model_copy(update={"enabled": False})
+    return StallWindows.model_validate({**default.model_dump(by_alias=True), **value})
+
+
 def config_problems(config: dict[str, Any] | None) -> list[str]:
     """What is wrong with the reserved keys of one agent's config (empty when fine)."""
     if not config:
@@ -80,6 +93,16 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
             except ValidationError as e:
                 detail = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
                 problems.append(f"config retry is not valid ({detail})")
+    if "stall" in config:
+        value = config["stall"]
+        if value is not False and not isinstance(value, dict):
+            problems.append('config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}')
+        elif isinstance(value, dict):
+            try:
+                StallWindows.model_validate(value)
+            except ValidationError as e:
+                detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'stall'}: {err['msg']}" for err in e.errors())
+                problems.append(f"config stall is not valid ({detail})")
     if "maxIterations" in config:
         value = config["maxIterations"]
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 200:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import re
 
-from xsky.runs import ArtifactRef
+from xsky.models import WireModel
+
+
+class ArtifactRef(WireModel):
+    """A stored blob (large result, screenshot): where it is, how big, what it starts with."""
+
+    uri: str  # "artifact:<run>/<agent>/<file>", relative to the artifact root
+    size: int
+    sha256: str
+    preview: str = ""
+    media_type: str = "text/plain"
 
 URI_PREFIX = "artifact:"
 MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)⟧")

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from xsky.models import WireModel
-from xsky.runs import ArtifactRef
+from xsky.artifacts import ArtifactRef
 
 StoredStatus = Literal["pending", "dispatched", "in_progress", "completed", "failed", "cancelled", "skipped"]
 TaskStatus = Literal["pending", "dispatched", "in_progress", "completed", "failed", "blocked", "cancelled", "skipped"]

@@ -41,6 +41,7 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_assignment=True,
+        serialize_by_alias=True,  # camelCase on the wire, also through Temporal's converter
     )
 
     def wire(self) -> dict[str, Any]:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import Any
+
+from xsky.models import Workflow, WorkflowAgent
 
 LABEL = "[offline provider]"
 PROVIDER = "offline"
@@ -95,3 +98,126 @@ def answer(task: str, input_text: str | None) -> str:
     best = sorted(scored)[:n]  # ties broken by position: deterministic
     chosen = [s for _, _, s in sorted(best, key=lambda item: item[1])]
     return f"{LABEL} " + " ".join(chosen)
+
+
+# -- planning by rules ----------------------------------------------------------------------
+
+_NUMBERED = re.compile(r"(?:^|\s)(\d{1,2})[.)]\s+")
+_THEN = re.compile(r"(?:[,;.]\s*|\s+)(?:and\s+)?(?:then|after that|afterwards|finally|next)\b[,:]?\s+", re.I)
+_PARALLEL = re.compile(r"\b(?:in parallel|at the same time|simultaneously|concurrently|independently|meanwhile)\b", re.I)
+_GATHER = re.compile(r"\b(?:summar|combin|compar|merg|aggregat|collect|report|conclu|synthes|both|all of|together)\w*", re.I)
+_URL = re.compile(r"https?://[^\s<>\"'`]+")
+_BACKTICK = re.compile(r"`([^`]+)`")
+_RUN_QUOTED = re.compile(r"\b(?:run|execute)\s+[\"']([^\"']+)[\"']", re.I)
+_PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.(?:txt|md|json|csv|py|html|xml|ya?ml|log|js|ts|toml|ini|cfg))\b")
+_WRITE = re.compile(r"\b(?:write|save|store|create|append|record|put)\b", re.I)
+_LIST = re.compile(r"\b(?:list|ls)\b", re.I)
+
+
+def split_steps(text: str) -> tuple[list[str], bool]:
+    """The steps of a request, and whether the request says they may run in parallel."""
+    text = " ".join(text.split())
+    numbered = list(_NUMBERED.finditer(text))
+    if len(numbered) >= 2:
+        preamble = text[: numbered[0].start()]
+        steps = [text[m.end() : (numbered[i + 1].start() if i + 1 < len(numbered) else len(text))].strip(" .;,") for i, m in enumerate(numbered)]
+        return [s for s in steps if s], bool(_PARALLEL.search(preamble) or _PARALLEL.search(text))
+    phases = [p.strip(" .;,") for p in _THEN.split(text) if p.strip(" .;,")]
+    if len(phases) == 1:
+        sentences = [s.strip(" .;,") for s in re.split(r"(?<=[.!?])\s+", text) if s.strip(" .;,")]
+        phases = sentences or phases
+    return phases, False
+
+
+def _parallel_parts(phase: str) -> list[str]:
+    """'Fetch A and B in parallel' → ['Fetch A', 'Fetch B']."""
+    body = _PARALLEL.sub("", phase).strip(" ,.")
+    parts = [p.strip(" ,.") for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", body) if p.strip(" ,.")]
+    if len(parts) < 2:
+        return [phase]
+    verb = parts[0].split()[0]
+    return [p if i == 0 or not (_URL.match(p) or _PATH.match(p)) else f"{verb} {p}" for i, p in enumerate(parts)]
+
+
+def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
+    """The agent kind for a step and, when it maps to one tool, that tool's config."""
+    url = _URL.search(step)
+    if url:
+        return "browser", {"tool": "browser_navigate", "url": url.group(0).rstrip(".,;:)")}
+    cmd = _BACKTICK.search(step) or _RUN_QUOTED.search(step)
+    if cmd:
+        return "shell", {"tool": "shell", "command": cmd.group(1)}
+    path = _PATH.search(step)
+    if path:
+        if _WRITE.search(step):
+            return "file", {"tool": "file_write", "path": path.group(1)}
+        if _LIST.search(step):
+            return "file", {"tool": "file_list", "path": path.group(1)}
+        return "file", {"tool": "file_read", "path": path.group(1)}
+    return "llm", None
+
+
+def _refs(ids: list[str]) -> str:
+    return "\n\n".join(f"{{{{agent_{i}_result}}}}" for i in ids)
+
+
+def build_steps(steps: list[str], parallel: bool, start: int, base: list[str]) -> list[WorkflowAgent]:
+    """Agents for ``steps`` with ids from ``start``; the first ones depend on ``base``."""
+    agents: list[WorkflowAgent] = []
+    frontier: list[str] = list(base)  # what the next sequential step waits for
+    gathered: list[str] = list(base)  # what parallel steps wait for
+    expanded: list[tuple[str, bool]] = []
+    for step in steps:
+        if not parallel and _PARALLEL.search(step):
+            expanded += [(p, True) for p in _parallel_parts(step)] + [("", False)]
+        else:
+            expanded.append((step, parallel))
+    group: list[str] = []
+    for step, in_parallel in expanded:
+        if not step:  # end of an inline parallel group
+            frontier, gathered, group = group, group, []
+            continue
+        agent_id = str(start + len(agents))
+        if in_parallel and not _GATHER.search(step):
+            depends = list(gathered)
+            group.append(agent_id)
+        else:
+            depends = (group or frontier) if in_parallel else list(frontier)
+            group = []
+        kind, config = classify_step(step)
+        # A gathering step in a chain sees every earlier step (all are its ancestors).
+        gathering = kind == "llm" and _GATHER.search(step) and not in_parallel and agents
+        sources = [a.id for a in agents] if gathering else depends
+        inp = _refs(sources) or None
+        if config and config.get("tool") == "file_write":
+            config = {**config, "content": inp or ""}
+            inp = None
+        if config is not None:
+            inp = None if kind != "llm" else inp
+        agents.append(WorkflowAgent(id=agent_id, name=kind, task=step[:1].upper() + step[1:], input=inp, config=config, depends=depends))
+        if not (in_parallel and not _GATHER.search(step)):
+            frontier = gathered = [agent_id]
+    return agents
+
+
+def plan(task_prompt: str, task_id: str) -> Workflow:
+    """A plan for a request, by rules: numbered steps, 'then', sentences; URLs, commands, paths."""
+    steps, parallel = split_steps(task_prompt)
+    if not steps:
+        raise ValueError("the request is empty: say what should be done")
+    agents = build_steps(steps, parallel, 1, [])
+    name = " ".join(task_prompt.split())
+    return Workflow(name=f"{LABEL} {name[:80]}", task_id=task_id, task_prompt=task_prompt, agents=agents)
+
+
+def replan(current: Workflow, prompt: str | None) -> Workflow:
+    """The offline replanner: the same plan (failed agents get another try), plus new steps."""
+    if not prompt or not prompt.strip():
+        return current.model_copy(update={"modified": True})
+    numeric = [int(a.id) for a in current.agents if a.id.isdigit()]
+    start = max(numeric, default=0) + 1
+    depended = {d for a in current.agents for d in a.depends}
+    leaves = [a.id for a in current.agents if a.id not in depended]
+    steps, parallel = split_steps(prompt)
+    added = build_steps(steps, parallel, start, leaves)
+    return current.model_copy(update={"agents": current.agents + added, "modified": True})

@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from xsky.artifacts import ArtifactRef
+from xsky.leader_state import Answer, LeaderState, StallWindows, ToolApproval
+from xsky.kinds import KIND_DESCRIPTIONS, TOOL_AGENT_KINDS, AgentInfo
 from xsky.models import WireModel as Wire
 from xsky.models import Workflow, WorkflowAgent
 
@@ -32,25 +35,26 @@ class RunOptions(Wire):
     retry: RetryOptions = Field(default_factory=RetryOptions)
     artifact_threshold: int = Field(8192, ge=256, description="results larger than this many bytes travel as references")
     workspace: str | None = Field(None, description="directory agents work in; default .xsky/runs/<id>/workspace")
+    review: bool = Field(False, description="wait for approve_plan (or a replan) before dispatching anything")
+    review_timeout: float = Field(3600.0, gt=0, description="seconds to wait for a review")
+    review_timeout_action: Literal["approve", "cancel"] = "cancel"
+    max_auto_replans: int = Field(2, ge=0, le=20, description="automatic replans per run (failures, stalls)")
+    request_timeout: float = Field(86400.0, gt=0, description="seconds a question or approval may wait for a person")
+    stall: StallWindows = Field(default_factory=StallWindows)
 
 
 class RunInput(Wire):
-    """The one input of ``LeaderWorkflow.run``."""
+    """The one input of ``LeaderWorkflow.run``; ``state`` is set only by continue-as-new."""
 
     workflow: Workflow
     variables: dict[str, str] = Field(default_factory=dict)
     context: dict[str, Any] = Field(default_factory=dict)
     options: RunOptions = Field(default_factory=RunOptions)
+    agents: list[AgentInfo] = Field(default_factory=list, description="agent kinds and roles plans may use")
+    state: LeaderState | None = None
 
-
-class ArtifactRef(Wire):
-    """A stored blob (large result, screenshot): where it is, how big, what it starts with."""
-
-    uri: str  # "artifact:<run>/<agent>/<file>", relative to the artifact root
-    size: int
-    sha256: str
-    preview: str = ""
-    media_type: str = "text/plain"
+    def known_agents(self) -> list[AgentInfo]:
+        return self.agents or [AgentInfo(name=k, description=KIND_DESCRIPTIONS[k]) for k in TOOL_AGENT_KINDS]
 
 
 class AgentInput(Wire):
@@ -64,6 +68,20 @@ class AgentInput(Wire):
     workspace: str | None = None
     artifact_threshold: int = 8192
     heartbeat_interval: float = 10.0
+    progress_interval: float = 5.0  # at most one progress report per this many seconds
+    resume: bool = True  # pick up the agent's checkpoint when one exists
+    answers: list[Answer] = Field(default_factory=list)
+    approvals: list[ToolApproval] = Field(default_factory=list)
+    nudges: list[str] = Field(default_factory=list)
+
+
+class RequestPayload(Wire):
+    """What an agent needs from a person: an answer to ``question``, or approval of a tool call."""
+
+    question: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    rule: str | None = None
 
 
 OutcomeKind = Literal["completed", "question", "needs_approval"]
@@ -81,6 +99,8 @@ class AgentOutcome(Wire):
     iterations: int = 0
     provider: str | None = None
     started_at: datetime | None = None  # when this attempt began working (activity clock)
+    request: RequestPayload | None = None  # for question / needs_approval
+    checkpoint: ArtifactRef | None = None
 
 
 class ProgressReport(Wire):
@@ -92,6 +112,8 @@ class ProgressReport(Wire):
     iteration: int = 0
     tokens: int = 0
     activity_attempt: int = 1
+    nudges_seen: int = 0  # nudges of this task the agent has taken in so far
+    progress: bool = True  # False: only "I have started" (not progress for the stall ladder)
 
 
 RunStatus = Literal["completed", "failed", "cancelled"]

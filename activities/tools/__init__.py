@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xsky.runs import ArtifactRef
+from xsky.artifacts import ArtifactRef
 
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
@@ -25,6 +25,23 @@ class ToolError(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.details = details or {}
+
+
+class NeedsHuman(Exception):
+    """The agent cannot go on without a person: a question, or approval of a tool call.
+
+    The activity ends with a ``question`` / ``needs_approval`` outcome; the leader keeps
+    the request as workflow state and dispatches the task again once it is answered.
+    """
+
+    def __init__(self, kind: str, *, question: str | None = None, tool: str | None = None,
+                 arguments: dict[str, Any] | None = None, rule: str | None = None):
+        super().__init__(question or f"approve {tool}")
+        self.kind = kind  # "question" | "needs_approval"
+        self.question = question
+        self.tool = tool
+        self.arguments = arguments
+        self.rule = rule
 
 
 @dataclass
@@ -43,6 +60,8 @@ class ToolContext:
     browsers: BrowserPool
     heartbeat: Callable[[str], None]  # say "still working" (with a short note)
     file_prefix: str = ""  # e.g. "v1-d2-" so artifacts of different attempts do not clash
+    progress: Callable[[str], None] = lambda note: None  # say "moving forward" (throttled report)
+    answers: list[Any] = field(default_factory=list)  # people's answers to this task's questions
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -87,6 +87,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
     pid = transport.get_pid()
     timed_out = False
+    seen_output = 0
     try:
         while not capture.exited.done():
             left = timeout - (time.monotonic() - started)
@@ -95,7 +96,11 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 break
             done, _ = await asyncio.wait([capture.exited], timeout=min(5.0, left))
             if not done:
-                ctx.heartbeat(f"shell running for {time.monotonic() - started:.0f}s")
+                produced = len(capture.buffers[1]) + len(capture.buffers[2]) + capture.dropped[1] + capture.dropped[2]
+                note = f"shell running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
+                # New output is progress (the stall ladder resets); silence is only liveness.
+                (ctx.progress if produced > seen_output else ctx.heartbeat)(note)
+                seen_output = produced
     except BaseException:
         _kill_group(pid)  # cancelled (run cancelled, worker shutting down): leave nothing behind
         transport.close()

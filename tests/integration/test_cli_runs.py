@@ -89,3 +89,81 @@ async def test_the_demo_runs_every_agent_kind_against_a_local_page(env: Env):
     finally:
         code, out, _ = await starter(env, "down")
         assert "worker: stopped" in out
+
+
+async def test_steering_commands_of_starter(env: Env):
+    from tests.integration.helpers import ask, noop, plan, wait_for
+
+    await env.start_worker()
+    env.home.mkdir(parents=True, exist_ok=True)
+    path = env.home / "steer.xml"
+    path.write_text(plan(ask("1", "Proceed?"), noop("2", 30), noop("3", 0, depends="1"), name="cli-steer"))
+    workflow_id = f"xsky-steer-{uuid.uuid4().hex[:6]}"
+    code, out, err = await starter(env, "run", str(path), "--id", workflow_id, "--review")
+    assert code == 0 and "approve-plan" in out, err
+    code, out, err = await starter(env, "approve-plan", workflow_id, "--version", "3")
+    assert code == 2 and "refused: you reviewed v3 but the plan is now v1" in err
+    code, out, _ = await starter(env, "approve-plan", workflow_id, "--version", "1")
+    assert code == 0 and "plan v1 approved" in out
+
+    handle = env.client.get_workflow_handle(workflow_id)
+    await wait_for(handle, lambda b: b["1"].status == "blocked" and b["2"].status in ("dispatched", "in_progress"))
+    code, out, _ = await starter(env, "requests", workflow_id, "--json")
+    assert [r["id"] for r in json.loads(out)] == ["Q-1"]
+    code, out, _ = await starter(env, "requests", workflow_id)
+    assert "Proceed?" in out and f"starter.py answer {workflow_id} Q-1" in out
+
+    code, out, err = await starter(env, "nudge", workflow_id, "T-9", "hello")
+    assert code == 2 and "no task 'T-9'" in err
+    code, out, _ = await starter(env, "nudge", workflow_id, "T-2", "hurry up")
+    assert code == 0 and "nudge sent to T-2" in out
+    code, out, _ = await starter(env, "pause", workflow_id, "--reason", "checking")
+    assert code == 0 and "paused" in out
+    code, out, _ = await starter(env, "resume", workflow_id)
+    assert code == 0 and "resumed" in out
+
+    code, out, _ = await starter(env, "skip", workflow_id, "T-2", "--result", "not needed")
+    assert code == 0 and "T-2 skipped" in out
+    code, out, err = await starter(env, "retry", workflow_id, "T-2")
+    assert code == 2 and "refused: T-2 is skipped" in err
+    code, out, err = await starter(env, "replan", workflow_id)
+    assert code == 2 and "PROMPT, or --xml FILE" in err
+    code, out, _ = await starter(env, "replan", workflow_id, "then run `echo extra`")
+    assert code == 0 and "plan v2" in out and "added 4" in out
+    code, out, _ = await starter(env, "plan", workflow_id)
+    assert 'id="4"' in out and "echo extra" in out
+    code, out, _ = await starter(env, "plan", workflow_id, "--history")
+    assert "v1" in out and "v2" in out and "a person asked" in out
+    code, out, err = await starter(env, "answer", workflow_id, "Q-5", "x")
+    assert code == 2 and "refused: no request 'Q-5'" in err
+    code, out, _ = await starter(env, "answer", workflow_id, "Q-1", "go")
+    assert code == 0 and "Q-1 answered" in out
+    code, out, _ = await starter(env, "result", workflow_id, "--wait", "--json")
+    data = json.loads(out)
+    assert data["status"] == "completed"
+    assert {a["id"]: a["result"] for a in data["agents"]} == {"1": "go", "2": "not needed", "3": "r3", "4": "extra"}
+
+
+async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
+    from tests.integration.helpers import noop, plan, wait_for
+
+    await env.start_worker()
+    env.home.mkdir(parents=True, exist_ok=True)
+    path = env.home / "cancel.xml"
+    path.write_text(plan(noop("1", 60), noop("2", 60), name="cli-cancel"))
+    workflow_id = f"xsky-cancel-{uuid.uuid4().hex[:6]}"
+    await starter(env, "run", str(path), "--id", workflow_id)
+    handle = env.client.get_workflow_handle(workflow_id)
+    await wait_for(handle, lambda b: all(t.status in ("dispatched", "in_progress") for t in b.values()))
+    code, out, _ = await starter(env, "cancel", workflow_id, "T-1")
+    assert code == 0 and "T-1 cancelled" in out
+    code, out, _ = await starter(env, "cancel", workflow_id)
+    assert code == 0 and "cancellation" in out
+    await asyncio.sleep(0.5)
+    desc = await handle.describe()
+    for _ in range(50):
+        if desc.status.name == "CANCELED":
+            break
+        await asyncio.sleep(0.2)
+        desc = await handle.describe()
+    assert desc.status.name == "CANCELED"

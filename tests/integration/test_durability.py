@@ -124,3 +124,89 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
         server.stop()
+
+
+async def test_a_pending_question_survives_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
+    from tests.integration.helpers import ask, plan, wait_requests
+    from xsky.leader_state import AnswerRequest
+
+    queue = f"q{uuid.uuid4().hex[:6]}"
+    server = DevServer(db_path=tmp_path / "pending.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
+    server.start(timeout=90)
+    env = Env(client=None, settings=None, address=server.address, home=tmp_path / "xsky")  # type: ignore[arg-type]
+    monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
+    monkeypatch.setenv("XSKY_HOME", str(env.home))
+    monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+    env.settings = load_settings()
+    worker = start_worker_process(env, tmp_path / "w1.log")
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run, RunInput(workflow=parse_workflow(plan(ask("1", "Ship it?"), ask("2", "Which day?")))),
+            id=f"xsky-pending-{uuid.uuid4().hex[:6]}", task_queue=queue,
+        )
+        before = await wait_requests(handle, 2)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        server.stop(kill=True)
+        server.start(timeout=90)
+        worker = start_worker_process(env, tmp_path / "w2.log")
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        handle = client.get_workflow_handle_for(LeaderWorkflow.run, handle.id)
+        after = await wait_requests(handle, 2)
+        assert [(r.id, r.text) for r in after] == [(r.id, r.text) for r in before]
+        by_task = {r.task_id: r.id for r in after}
+        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="Friday"))
+        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert [a.result for a in result.agents] == ["yes", "Friday"]
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        server.stop()
+
+
+async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(tmp_path: Path, monkeypatch):
+    from tests.integration.helpers import ask, noop, plan, wait_for, wait_requests
+    from xsky.leader_state import AnswerRequest
+
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
+    monkeypatch.setenv("XSKY_TASK_QUEUE", f"c{uuid.uuid4().hex[:6]}")
+    server = DevServer(
+        db_path=tmp_path / "can.db", port=free_port(), headless=True,
+        extra_args=("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30"),
+    )
+    server.start(timeout=90)
+    workers = []
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+        settings = load_settings()
+        workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
+        for w in workers:
+            asyncio.create_task(w.run())
+        # The question is asked first; the chain keeps the history growing past the limit
+        # while it is pending, so the run must continue as new with it.
+        chain = [noop(str(i), 0.05, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]
+        wf = parse_workflow(plan(ask("1", "Publish?"), *chain))
+        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf), id=f"xsky-can-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        (req,) = await wait_requests(handle, 1, timeout=60)
+        await wait_for(handle, lambda b: b["9"].status == "completed", timeout=60, what="the chain")
+        runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
+        assert len(runs) >= 2, "the run should have continued as new"
+        assert any(e.status.name == "CONTINUED_AS_NEW" for e in runs)
+        (current,) = [e for e in runs if e.status.name == "RUNNING"]
+        assert current.execution_time > req.created_at, "the question must have crossed a continue-as-new"
+        (still,) = await handle.query(LeaderWorkflow.pending_requests)
+        assert still.id == req.id and still.text == "Publish?"
+        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish"))
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.status == "completed"
+        assert [a.result for a in result.agents] == ["yes, publish"] + [f"r{i}" for i in range(2, 10)]
+        assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
+        history = await handle.query(LeaderWorkflow.plan_history)
+        assert history[0].reason == "initial plan"
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        server.stop()

@@ -47,12 +47,33 @@ async def test_fresh_runs_replay_without_nondeterminism(env: Env):
             (FIXTURES / f"{name}.json").write_text(history.to_json())
 
 
+async def test_a_steered_run_replays_without_nondeterminism(env: Env):
+    """Questions, answers, a replan, pause and resume, a skipped task: all replay."""
+    from tests.integration.helpers import ask, noop, plan, wait_requests
+    from xsky.leader_state import AnswerRequest, PauseRequest, ReplanRequest, ResumeRequest, SkipTaskRequest
+
+    await env.start_worker()
+    handle = await env.start(plan(ask("1", "Go?"), noop("2", 0.2), noop("3", 0, depends="2"), ask("4", "Skip me?"), name="steered"))
+    by_task = {r.task_id: r.id for r in await wait_requests(handle, 2)}
+    await handle.signal(LeaderWorkflow.pause, PauseRequest())
+    await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(prompt="then run `echo more`"))
+    await handle.signal(LeaderWorkflow.resume, ResumeRequest())
+    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-4", result="skipped"))
+    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
+    result = await handle.result()
+    assert result.status == "completed"
+    history = await handle.fetch_history()
+    await replayer().replay_workflow(history)
+    if os.environ.get("XSKY_RECORD_HISTORIES"):
+        (FIXTURES / "steered.json").write_text(history.to_json())
+
+
 def fixture_files() -> list[Path]:
     return sorted(FIXTURES.glob("*.json"))
 
 
 def test_there_are_recorded_histories():
-    assert len(fixture_files()) >= 3
+    assert len(fixture_files()) >= 4
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)

@@ -1,0 +1,181 @@
+"""The leader's durable state and the messages that steer it.
+
+Everything the leader knows lives in one :class:`LeaderState`, so continue-as-new hands
+the whole of it to the next run. Every signal, update and query takes and returns one of
+the plain-JSON models below, so the stock ``temporal`` CLI can send them, e.g.::
+
+    temporal workflow update execute -w xsky-demo --name answer \\
+        --input '{"requestId": "Q-1", "text": "eu-west-1"}'
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from xsky.board import TaskState
+from xsky.models import WireModel, Workflow
+
+RequestKind = Literal["question", "approval", "escalation"]
+RequestStatus = Literal["pending", "answered", "expired", "withdrawn"]
+ToolDecision = Literal["allow_once", "allow_run", "deny"]
+
+
+class HumanRequest(WireModel):
+    """Something only a person can decide. Questions ``Q-n``, approvals ``A-n``, escalations ``E-n``."""
+
+    id: str
+    kind: RequestKind
+    task_id: str
+    dispatch: int
+    text: str  # the question, what the tool call would do, or why the task was escalated
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    rule: str | None = None  # which rule or role setting asked for approval
+    created_at: datetime
+    deadline: datetime | None = None
+    status: RequestStatus = "pending"
+    answer: str | None = None
+    decision: ToolDecision | None = None
+    answered_at: datetime | None = None
+
+
+class PlanVersion(WireModel):
+    version: int
+    xml: str
+    reason: str
+    at: datetime
+
+
+class Nudge(WireModel):
+    task_id: str
+    message: str
+    at: datetime
+    source: Literal["person", "stall"] = "person"
+
+
+class Answer(WireModel):
+    """A person's answer, handed to the agent when its task is dispatched again."""
+
+    request_id: str
+    question: str
+    answer: str
+
+
+class ToolApproval(WireModel):
+    request_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    decision: ToolDecision
+    message: str | None = None
+
+
+class StallWindows(WireModel):
+    """Seconds without progress before each step of the stall ladder."""
+
+    enabled: bool = True
+    nudge_after: float = Field(180.0, gt=0)
+    restart_after: float = Field(420.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> StallWindows:
+        if self.restart_after <= self.nudge_after:
+            raise ValueError("restartAfter must be longer than nudgeAfter")
+        return self
+
+
+class LeaderState(WireModel):
+    """Everything continue-as-new must carry."""
+
+    plan: Workflow
+    plan_version: int = 1
+    plan_history: list[PlanVersion] = Field(default_factory=list)
+    tasks: list[TaskState] = Field(default_factory=list)  # plan order
+    removed_tasks: list[TaskState] = Field(default_factory=list)  # dropped by a replan
+    requests: list[HumanRequest] = Field(default_factory=list)
+    request_seq: int = 0
+    nudges: list[Nudge] = Field(default_factory=list)
+    answers: dict[str, list[Answer]] = Field(default_factory=dict)  # by task id
+    approvals: dict[str, list[ToolApproval]] = Field(default_factory=dict)  # by task id
+    stall_levels: dict[str, int] = Field(default_factory=dict)  # by task id
+    paused: bool = False
+    pause_reason: str | None = None
+    review: Literal["none", "waiting", "approved"] = "none"
+    review_deadline: datetime | None = None
+    auto_replans: int = 0
+    started_at: datetime | None = None
+    continued: int = 0  # how many times the run continued as new
+
+
+# -- messages: updates ---------------------------------------------------------------------
+
+
+class ReplanRequest(WireModel):
+    """``replan``: a modification ``prompt`` for the planner, or a full replacement ``xml``.
+
+    Exactly one of the two; the update's validator says so when not (a decoding error
+    would only say "Failed decoding arguments").
+    """
+
+    prompt: str | None = None
+    xml: str | None = None
+
+    def problem(self) -> str | None:
+        has_prompt = self.prompt is not None and bool(self.prompt.strip())
+        has_xml = self.xml is not None and bool(self.xml.strip())
+        if has_prompt == has_xml:
+            return "give either prompt (what to change) or xml (the whole new plan), not both and not neither"
+        return None
+
+
+class ApprovePlanRequest(WireModel):
+    version: int | None = None  # the plan version approved; refused if the plan changed since
+    comment: str | None = None
+
+
+class TaskRequest(WireModel):
+    task_id: str
+
+
+class RetryTaskRequest(TaskRequest):
+    task: str | None = None  # new task text
+
+
+class SkipTaskRequest(TaskRequest):
+    result: str = ""
+
+
+class AnswerRequest(WireModel):
+    request_id: str
+    text: str
+
+
+class ApproveToolRequest(WireModel):
+    request_id: str
+    decision: ToolDecision = "allow_once"
+    message: str | None = None
+
+
+class InterventionResult(WireModel):
+    ok: bool = True
+    message: str
+    plan_version: int | None = None
+
+
+# -- messages: signals ----------------------------------------------------------------------
+
+
+class PauseRequest(WireModel):
+    cancel_running: bool = False
+    reason: str | None = None
+
+
+class ResumeRequest(WireModel):
+    reason: str | None = None
+
+
+class NudgeRequest(WireModel):
+    task_id: str
+    message: str
