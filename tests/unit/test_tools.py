@@ -170,3 +170,10 @@ async def test_parallel_browser_agents_get_separate_pages(ctx, site):
         assert "42 coins" in a and "plain data" in b and "42 coins" not in b
     finally:
         await ctx.browsers.close()
+
+
+def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
+    from activities.agents import DIRECT_TOOLS as RUNNABLE
+    from xsky.agent_config import DIRECT_TOOLS as VALIDATED
+
+    assert sorted(RUNNABLE) == sorted(VALIDATED)

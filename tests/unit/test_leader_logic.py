@@ -1,0 +1,135 @@
+"""Pure pieces of the leader: the stall ladder, loop detection, plan merging, the board."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from xsky.agent_config import config_problems, stall_windows
+from xsky.board import TaskState, board_markdown, derive_statuses
+from xsky.leader_state import ReplanRequest, StallWindows
+from xsky.models import Workflow, WorkflowAgent
+from xsky.replan import merge_plan, new_task
+from xsky.stall import LoopDetector, seconds_to_next_step, stall_step
+
+W = StallWindows(nudge_after=180, restart_after=420)
+
+
+@pytest.mark.parametrize(
+    "level, idle, can_replan, expected",
+    [
+        (0, 100, True, None),
+        (0, 180, True, "nudge"),
+        (1, 300, True, None),
+        (1, 420, True, "restart"),
+        (2, 419, True, None),
+        (2, 420, True, "replan"),
+        (2, 420, False, "escalate"),
+        (3, 10_000, True, None),
+    ],
+)
+def test_the_stall_ladder_tiers(level, idle, can_replan, expected):
+    assert stall_step(level, idle, W, can_replan) == expected
+
+
+def test_a_disabled_ladder_never_acts():
+    assert stall_step(0, 10_000, W.model_copy(update={"enabled": False}), True) is None
+
+
+def test_seconds_to_next_step():
+    assert seconds_to_next_step(0, 100, W) == 80
+    assert seconds_to_next_step(1, 100, W) == 320
+    assert seconds_to_next_step(3, 100, W) is None
+
+
+def test_stall_windows_must_be_ordered():
+    with pytest.raises(ValueError, match="restartAfter must be longer"):
+        StallWindows(nudge_after=10, restart_after=5)
+
+
+def test_an_agent_config_can_switch_the_ladder_off_or_change_windows():
+    assert stall_windows({"stall": False}, W).enabled is False
+    custom = stall_windows({"stall": {"nudgeAfter": 5, "restartAfter": 9}}, W)
+    assert (custom.nudge_after, custom.restart_after) == (5, 9)
+    assert stall_windows(None, W) is W
+    assert config_problems({"stall": "never"}) == ['config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}']
+    assert "restartAfter must be longer" in config_problems({"stall": {"nudgeAfter": 9, "restartAfter": 5}})[0]
+
+
+def test_loop_detector_nudges_at_three_and_stops_at_five_identical_calls():
+    d = LoopDetector()
+    calls = [d.observe("shell", {"command": "ls"}) for _ in range(5)]
+    assert calls == [None, None, "nudge", None, "stop"]
+
+
+def test_loop_detector_counts_only_calls_in_a_row_with_the_same_arguments():
+    d = LoopDetector()
+    seq = [("shell", {"command": "ls"}), ("shell", {"command": "ls"}), ("file_read", {"path": "a"}),
+           ("shell", {"command": "ls"}), ("shell", {"command": "ls -a"})]
+    assert [d.observe(t, a) for t, a in seq] == [None] * 5
+    assert LoopDetector.key("t", {"b": 1, "a": 2}) == LoopDetector.key("t", {"a": 2, "b": 1})
+
+
+def agent(agent_id: str, depends: str = "", task: str = "") -> WorkflowAgent:
+    return WorkflowAgent(id=agent_id, name="llm", task=task or f"task {agent_id}", depends=[d for d in depends.split(",") if d])
+
+
+def board(wf: Workflow, **stored: str) -> dict[str, TaskState]:
+    tasks = {a.id: new_task(a, "run") for a in wf.agents}
+    for agent_id, status in stored.items():
+        tasks[agent_id].stored = status  # type: ignore[assignment]
+    return tasks
+
+
+def test_merge_keeps_completed_resets_failed_adds_and_removes():
+    old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1"), agent("4")])
+    tasks = board(old, **{"1": "completed", "2": "failed", "3": "in_progress", "4": "in_progress"})
+    tasks["1"].result = "kept"
+    new = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1", task="changed"), agent("5", "1")])
+    change = merge_plan(old, tasks, new, "run")
+    by_id = {t.agent_id: t for t in change.tasks}
+    assert [t.agent_id for t in change.tasks] == ["1", "2", "3", "5"]
+    assert by_id["1"].stored == "completed" and by_id["1"].result == "kept"
+    assert by_id["2"].stored == "pending" and change.reset == ["2"]
+    assert change.stop == ["3", "4"] and change.restarted == ["3"]
+    assert [t.agent_id for t in change.removed] == ["4"] and change.added == ["5"]
+    assert by_id["3"].description == "changed"
+    assert change.summary() == "added 5; removed 4; restarting 3; retrying 2"
+
+
+def test_merge_withdraws_a_question_when_its_task_changes_or_goes():
+    old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2")])
+    tasks = board(old)
+    tasks["1"].waiting_on, tasks["2"].waiting_on = "Q-1", "Q-2"
+    new = Workflow(name="p", task_id="t", agents=[agent("1", task="different")])
+    change = merge_plan(old, tasks, new, "run")
+    assert sorted(change.withdrawn_requests) == ["Q-1", "Q-2"] and change.tasks[0].waiting_on is None
+
+
+def test_derived_statuses_block_every_descendant_of_a_failure_and_of_a_question():
+    wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "2"), agent("4"), agent("5", "4")])
+    tasks = board(wf, **{"1": "failed"})
+    tasks["4"].waiting_on = "Q-1"
+    derived = derive_statuses({t.id: t for t in tasks.values()})
+    assert derived["T-2"] == ("blocked", "T-1 failed")
+    assert derived["T-3"] == ("blocked", "T-2 blocked")
+    assert derived["T-4"] == ("blocked", "waiting for request Q-1")
+    assert derived["T-5"] == ("blocked", "T-4 blocked")
+
+
+def test_the_markdown_board_shows_each_task_and_a_tally():
+    wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1")])
+    tasks = board(wf, **{"1": "completed"})
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    tasks["1"].dispatched_at, tasks["1"].ended_at = now - timedelta(seconds=3), now
+    md = board_markdown("Plan", list(tasks.values()), now, "footer note")
+    assert "**Plan** — 1 completed, 1 pending" in md
+    assert "| T-1 | llm | ✓ completed | 3.0s | 0 | task 1 |  |" in md and md.endswith("footer note")
+
+
+def test_replan_request_needs_exactly_one_of_prompt_and_xml():
+    assert ReplanRequest(prompt="x").problem() is None
+    assert ReplanRequest(xml="<workflow/>").problem() is None
+    assert "either prompt" in ReplanRequest().problem()
+    assert "either prompt" in ReplanRequest(prompt="x", xml="<w/>").problem()

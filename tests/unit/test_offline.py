@@ -1,0 +1,65 @@
+"""The offline provider: extractive answers and rule-based plans, deterministic and labelled."""
+
+from __future__ import annotations
+
+from xsky import dag, offline
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.models import Workflow
+
+
+def test_answers_are_labelled_extractive_and_deterministic():
+    text = ("Temporal stores a history of events. Workers replay it after a crash. "
+            "Bananas are yellow. Activities retry with bounded policies.")
+    first = offline.answer("Summarize how Temporal survives a crash in one sentence", text)
+    assert first == offline.answer("Summarize how Temporal survives a crash in one sentence", text)
+    assert first.startswith("[offline provider] ") and first.count(".") == 1
+    body = first.removeprefix("[offline provider] ")
+    assert body in text  # extractive: nothing invented
+
+
+def test_sentence_count_follows_the_task():
+    text = "One is here. Two is here. Three is here. Four is here. Five is here."
+    assert offline.wanted_sentences("answer in 2 sentences") == 2
+    assert offline.wanted_sentences("in a single sentence") == 1
+    assert offline.wanted_sentences("summarize") == 3
+    assert offline.answer("list 4 points", text).count(".") == 4
+
+
+def test_no_input_says_so_instead_of_inventing():
+    out = offline.answer("What is the capital of France?", None)
+    assert out.startswith("[offline provider] No input") and "Paris" not in out
+
+
+def test_plans_numbered_steps_into_the_expected_agents():
+    wf = offline.plan(
+        "1. Open https://example.com/news 2. Run `wc -l notes.txt` 3. Summarize the findings 4. Save the summary to report.md",
+        "t",
+    )
+    assert [(a.id, a.name, a.depends) for a in wf.agents] == [
+        ("1", "browser", []), ("2", "shell", ["1"]), ("3", "llm", ["2"]), ("4", "file", ["3"])]
+    assert wf.agents[0].config == {"tool": "browser_navigate", "url": "https://example.com/news"}
+    assert wf.agents[1].config == {"tool": "shell", "command": "wc -l notes.txt"}
+    assert wf.agents[2].input == "{{agent_1_result}}\n\n{{agent_2_result}}"
+    assert wf.agents[3].config == {"tool": "file_write", "path": "report.md", "content": "{{agent_3_result}}"}
+    assert wf.name.startswith("[offline provider]") and dag.validate(wf, TOOL_AGENT_KINDS) == []
+
+
+def test_plans_parallel_steps_when_the_text_says_so():
+    wf = offline.plan("Fetch https://a.example and https://b.example in parallel, then compare both pages.", "t")
+    assert [(a.id, a.name, a.depends) for a in wf.agents] == [("1", "browser", []), ("2", "browser", []), ("3", "llm", ["1", "2"])]
+    wf = offline.plan("In parallel: 1. read data.csv 2. run `uname -a` 3. Combine everything into a report", "t")
+    assert [a.depends for a in wf.agents] == [[], [], ["1", "2"]]
+
+
+def test_plans_then_and_sentences_as_a_chain():
+    wf = offline.plan("Explain durable execution. Then give an example.", "t")
+    assert [(a.task, a.depends) for a in wf.agents] == [("Explain durable execution", []), ("Give an example", ["1"])]
+
+
+def test_replan_without_a_prompt_keeps_the_plan_and_with_one_appends_after_the_leaves():
+    current = offline.plan("1. read a.txt 2. summarize it", "t")
+    same = offline.replan(current, None)
+    assert [a.id for a in same.agents] == ["1", "2"] and same.modified
+    more = offline.replan(current, "then run `echo done`")
+    assert [(a.id, a.depends) for a in more.agents][-1] == ("3", ["2"])
+    assert isinstance(more, Workflow) and dag.validate(more, TOOL_AGENT_KINDS) == []
