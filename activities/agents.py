@@ -19,6 +19,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import llm
+from activities.agent_loop import AgentLoop
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
@@ -31,6 +33,7 @@ from xsky import offline
 from xsky.agent_config import tool_arguments, tool_name
 from xsky.artifacts import safe_component
 from xsky.config import Settings
+from xsky.roles import BUILTIN_ROLES
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
 
 log = logging.getLogger("xsky.agents")
@@ -172,7 +175,29 @@ class AgentActivities:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
         tool = tool_name(config)
-        if tool is not None:
+        role = inp.role or BUILTIN_ROLES.get(agent.name)
+        if tool is None:
+            target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
+            if target is not None:
+                if role is None:
+                    raise ApplicationError(f"agent {agent.id}: no role named {agent.name!r}", type="AgentConfigError", non_retryable=True)
+                loop = AgentLoop(inp, role, target, ctx, beat, self.store, task, input_text, config or {})
+                async with beat.running():
+                    outcome = await loop.run()
+                outcome.started_at = started
+                outcome.artifacts = ctx.artifacts
+                if outcome.kind != "completed":
+                    return outcome
+                return self._stored(inp, outcome, outcome.result or "")
+            if agent.name in ("browser", "file", "shell"):
+                raise ApplicationError(
+                    f"agent {agent.id} ({agent.name}) has no tool in its <config> and no model is configured; add e.g. "
+                    '<config>{"tool": "shell", "command": "ls"}</config>, or set XSKY_MODEL with OPENAI_API_KEY / OPENAI_BASE_URL',
+                    type="AgentConfigError",
+                    non_retryable=True,
+                )
+            fn, args = _offline_llm, {"task": task, "input": input_text}  # llm and roles, offline
+        else:
             args = tool_arguments(config)
             fn = DIRECT_TOOLS.get(tool)
             if fn is None:
@@ -183,15 +208,6 @@ class AgentActivities:
                 )
             if tool == "llm":
                 args = {"task": task, "input": input_text}
-        elif agent.name == "llm":
-            fn, args = _offline_llm, {"task": task, "input": input_text}
-        else:
-            raise ApplicationError(
-                f"agent {agent.id} ({agent.name}) has no tool in its <config> and no model is configured; add e.g. "
-                '<config>{"tool": "shell", "command": "ls"}</config>',
-                type="AgentConfigError",
-                non_retryable=True,
-            )
 
         async with beat.running():
             try:
@@ -206,17 +222,16 @@ class AgentActivities:
                     request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
                     started_at=started,
                 )
+        outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
+                               provider=out.details.get("provider"), started_at=started)
+        return self._stored(inp, outcome, out.text)
 
-        ref = self.store.put_text(inp.run_id, agent.id, f"{prefix}result.txt", out.text)
-        inline = out.text if len(out.text.encode("utf-8")) <= inp.artifact_threshold else None
-        return AgentOutcome(
-            result=inline,
-            result_ref=ref,
-            artifacts=out.artifacts,
-            details=out.details,
-            provider=out.details.get("provider"),
-            started_at=started,
-        )
+    def _stored(self, inp: AgentInput, outcome: AgentOutcome, text: str) -> AgentOutcome:
+        """Every result goes to the artifact store; small ones also travel inline."""
+        prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
+        outcome.result_ref = self.store.put_text(inp.run_id, inp.agent.id, f"{prefix}result.txt", text)
+        outcome.result = text if len(text.encode("utf-8")) <= inp.artifact_threshold else None
+        return outcome
 
 
 def _expand_config(store: ArtifactStore, value: Any) -> Any:

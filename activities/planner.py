@@ -1,37 +1,81 @@
 """``plan_workflow``: a request (or the current plan and a reason) becomes a validated plan.
 
-With no model configured, the offline provider plans by rules (xsky/offline.py) through
-this same activity, so planning and replanning take one code path either way.
+With a model configured, the LLM gets the seed's planning prompt with the available roles;
+its reply goes through ``extract_workflow_xml``, ``parse_workflow`` and validation, and on
+any problem the model is asked again with the exact problems (at most 3 attempts). With no
+model, the offline provider plans by rules through this same activity.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import llm
 from xsky import offline
 from xsky.errors import PlanError
-from xsky.planning import PlanRequest, PlanResult, check_plan, problems_text
-from xsky.xml import parse_workflow, workflow_to_xml
+from xsky.planning import FIX_PROMPT, PlanRequest, PlanResult, check_plan, planning_prompt, problems_text
+from xsky.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
+
+MAX_ATTEMPTS = 3
+
+
+async def make_plan(req: PlanRequest, heartbeat: Callable[[str], None] = lambda note: None) -> PlanResult:
+    """Plan or replan; raises ApplicationError (non-retryable for bad plans) on failure."""
+    target = llm.target()
+    if target is None:
+        return _offline(req)
+    known = [a.name for a in req.agents]
+    client = llm.client_for(target)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": planning_prompt(req)}]
+    failures: list[str] = []
+    try:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            heartbeat(f"planning, attempt {attempt}")
+            response = await llm.chat(client, target, messages, temperature=0)
+            reply = response.choices[0].message.content or ""
+            try:
+                wf = parse_workflow(extract_workflow_xml(reply))
+                if req.current_xml is None:
+                    wf = wf.model_copy(update={"task_id": req.task_id, "task_prompt": req.task_prompt})
+                wf = check_plan(wf, known, req.variables, req.context_keys)
+            except PlanError as e:
+                problems = problems_text(e)
+                failures.append(f"attempt {attempt}:\n{problems}")
+                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": FIX_PROMPT.format(problems=problems)}]
+                continue
+            return PlanResult(workflow=wf, xml=workflow_to_xml(wf), provider=target.model, attempts=attempt)
+    finally:
+        await client.close()
+    raise ApplicationError(
+        f"the planner gave no usable plan in {MAX_ATTEMPTS} attempts:\n" + "\n".join(failures),
+        type="PlanError",
+        non_retryable=True,
+    )
+
+
+def _offline(req: PlanRequest) -> PlanResult:
+    known = [a.name for a in req.agents]
+    try:
+        if req.current_xml is None:
+            if not req.task_prompt or not req.task_prompt.strip():
+                raise ApplicationError("nothing to plan: the request is empty", type="PlanError", non_retryable=True)
+            wf = offline.plan(req.task_prompt, req.task_id)
+        else:
+            wf = offline.replan(parse_workflow(req.current_xml), req.modification)
+        wf = check_plan(wf, known, req.variables, req.context_keys)
+    except PlanError as e:
+        raise ApplicationError(f"the offline planner produced an invalid plan:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
+    except ValueError as e:
+        raise ApplicationError(str(e), type="PlanError", non_retryable=True) from None
+    notes = "offline replan: the same plan, failed agents get another try" if req.current_xml and not req.modification else ""
+    return PlanResult(workflow=wf, xml=workflow_to_xml(wf), provider=offline.PROVIDER, notes=notes)
 
 
 class PlannerActivities:
     @activity.defn(name="plan_workflow")
     async def plan_workflow(self, req: PlanRequest) -> PlanResult:
-        known = [a.name for a in req.agents]
-        try:
-            if req.current_xml is None:
-                if not req.task_prompt or not req.task_prompt.strip():
-                    raise ApplicationError("nothing to plan: the request is empty", type="PlanError", non_retryable=True)
-                wf = offline.plan(req.task_prompt, req.task_id)
-            else:
-                wf = offline.replan(parse_workflow(req.current_xml), req.modification)
-            wf = check_plan(wf, known, req.variables, req.context_keys)
-        except PlanError as e:
-            raise ApplicationError(
-                f"the offline planner produced an invalid plan:\n{problems_text(e)}", type="PlanError", non_retryable=True
-            ) from None
-        except ValueError as e:
-            raise ApplicationError(str(e), type="PlanError", non_retryable=True) from None
-        notes = "offline replan: the same plan, failed agents get another try" if req.current_xml and not req.modification else ""
-        return PlanResult(workflow=wf, xml=workflow_to_xml(wf), provider=offline.PROVIDER, notes=notes)
+        return await make_plan(req, activity.heartbeat)

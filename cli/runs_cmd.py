@@ -21,11 +21,11 @@ from cli.board import board_table, result_text, results_table, tally
 from cli.connect import connect
 from cli.plans import UsageError, load_plan
 from cli.render import err, out, print_json, print_problems
+from cli.roles_cmd import resolve_roles
 from workflows.leader import LeaderWorkflow
 from xsky.board import TaskView
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError
-from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.runs import RunInput, RunOptions, RunResult
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -82,10 +82,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
     settings = load_settings()
     variables = parse_pairs(args.var, "--var")
     context = _parse_context(args.context)
+    roles = resolve_roles()
     try:
         plan = load_plan(
             args.plan,
-            known_agents=TOOL_AGENT_KINDS,
+            known_agents=list(roles),
             variables=variables,
             context_keys=list(context),
             max_bytes=settings.max_plan_bytes,
@@ -97,7 +98,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
     options = run_options(args)
     workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
     client = await connect(settings)
-    handle = await start_run(client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options), workflow_id)
+    handle = await start_run(
+        client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options, roles=roles), workflow_id
+    )
     link = settings.ui_link(workflow_id)
     if args.json and not args.follow:
         print_json({"workflowId": workflow_id, "runId": handle.result_run_id, "ui": link})
@@ -131,14 +134,16 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_id: str) -> WorkflowHandle[Any, RunResult]:
     wf = inp.workflow
+    summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
+    details = f"{len(wf.agents)} agents · taskId {wf.task_id}" if wf else "planned from a request by the leader"
     try:
         return await client.start_workflow(
             LeaderWorkflow.run,
             inp,
             id=workflow_id,
             task_queue=settings.task_queue,
-            static_summary=wf.name or workflow_id,
-            static_details=f"{len(wf.agents)} agents · taskId {wf.task_id}",
+            static_summary=summary,
+            static_details=details,
         )
     except WorkflowAlreadyStartedError:
         raise UsageError(

@@ -74,8 +74,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--version", type=int, help="the plan version you reviewed")
     p.add_argument("--comment")
     _cmd(sub, "requests", "questions, approvals and escalations waiting for a person", cmd_requests)
-    p = _cmd(sub, "plan", "the run's current plan as XML (with statuses and results)", cmd_plan)
-    p.add_argument("--history", action="store_true", help="every plan version and why it changed")
 
 
 async def _update(args: argparse.Namespace, update: Any, request: Any) -> int:
@@ -193,9 +191,8 @@ async def cmd_requests(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_plan(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    _, handle = await _handle(settings, args.id)
+async def show_run_plan(args: argparse.Namespace, handle: Any) -> int:
+    """Print the current plan of a run (or its history with --history)."""
     if args.history:
         history = await handle.query(LeaderWorkflow.plan_history, rpc_timeout=QUERY_TIMEOUT)
         if args.json:

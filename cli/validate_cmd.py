@@ -6,6 +6,7 @@ import argparse
 
 from cli.args import parse_pairs
 from cli.plans import load_plan
+from cli.roles_cmd import resolve_roles
 from cli.render import out, plan_summary, plan_tree, print_json, print_problems
 from xsky.errors import PlanError
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     variables = parse_pairs(args.var, "--var")
     try:
-        plan = load_plan(args.plan, variables=variables)
+        plan = load_plan(args.plan, known_agents=list(resolve_roles()), variables=variables)
     except PlanError as e:
         if args.json:
             print_json({"valid": False, "problems": [p.format(args.plan) for p in e.problems]})

@@ -121,3 +121,16 @@ async def env(client: Client, server: DevServer, tmp_path: Path, monkeypatch: py
         except Exception:  # noqa: BLE001 - best-effort cleanup
             pass
     await e.stop_workers()
+
+
+@pytest.fixture
+def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A scripted OpenAI-compatible server; workers in this process talk to it."""
+    from tests.fake_llm import FakeLLM
+
+    fake = FakeLLM()
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-in-history-7c1f")
+    monkeypatch.setenv("XSKY_MODEL", "fake-model")
+    yield fake
+    fake.close()

@@ -32,11 +32,13 @@ with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import marker
     from xsky.board import TaskState, TaskView, board_markdown, derive_statuses, subject_of
     from xsky.errors import PlanError
+    from xsky.kinds import AgentInfo
     from xsky.leader_state import (
         Answer,
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
+        DefineRoleRequest,
         HumanRequest,
         InterventionResult,
         LeaderState,
@@ -51,9 +53,10 @@ with workflow.unsafe.imports_passed_through():
         TaskRequest,
         ToolApproval,
     )
-    from xsky.models import Workflow, WorkflowAgent
+    from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
     from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.replan import merge_plan, new_task
+    from xsky.roles import BUILTIN_ROLES, role_problems
     from xsky.runs import AgentInput, AgentOutcome, AgentReport, ProgressReport, RunInput, RunResult
     from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
     from xsky.variables import RenderError, render, render_config
@@ -128,17 +131,21 @@ class LeaderWorkflow:
     def __init__(self, inp: RunInput) -> None:
         self._input = inp
         self._options = inp.options
-        self._variables = {**inp.workflow.variables, **inp.variables}
         self._run_id = workflow.info().workflow_id
-        self._known = [a.name for a in inp.known_agents()]
         now = workflow.now()
+        # A prompt-only run starts with an empty plan; run() asks the planner for one.
+        self._needs_plan = inp.state is None and inp.workflow is None
+        first = inp.workflow or Workflow(
+            name=" ".join((inp.task_prompt or "").split())[:80], task_id=inp.task_id or self._run_id, task_prompt=inp.task_prompt
+        )
+        self._variables = {**first.variables, **inp.variables}
         if inp.state is not None:
             self._s = inp.state
         else:
             self._s = LeaderState(
-                plan=inp.workflow,
-                plan_history=[PlanVersion(version=1, xml=workflow_to_xml(inp.workflow), reason="initial plan", at=now)],
-                tasks=[new_task(a, self._run_id) for a in inp.workflow.agents],
+                plan=first,
+                plan_history=[] if self._needs_plan else [PlanVersion(version=1, xml=workflow_to_xml(first), reason="initial plan", at=now)],
+                tasks=[new_task(a, self._run_id) for a in first.agents],
                 started_at=now,
                 review="waiting" if inp.options.review else "none",
                 review_deadline=now + timedelta(seconds=inp.options.review_timeout) if inp.options.review else None,
@@ -160,11 +167,27 @@ class LeaderWorkflow:
         self._tasks: dict[str, TaskState] = {t.agent_id: t for t in self._s.tasks}
         self._agents: dict[str, WorkflowAgent] = {a.id: a for a in self._s.plan.agents}
 
+    def _roles(self) -> dict[str, RoleCapabilityModel]:
+        """Roles agents may take: the run's (or built-ins), the plan's <role>s, define_role's."""
+        roles = dict(self._input.roles or BUILTIN_ROLES)
+        roles.update({r.name: r for r in self._s.plan.roles})
+        roles.update(self._s.defined_roles)
+        return roles
+
+    @property
+    def _known(self) -> list[str]:
+        return list(self._roles())
+
+    def _agent_infos(self) -> list[AgentInfo]:
+        return [AgentInfo(name=r.name, description=r.description) for r in self._roles().values()]
+
     # -- the main loop ----------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
         try:
+            if self._needs_plan:
+                await self._plan_from_prompt()
             if await self._review_gate():
                 while True:
                     self._dispatch_ready()
@@ -221,6 +244,39 @@ class LeaderWorkflow:
             self._start(self._agents[agent_id], self._tasks[agent_id])
             room -= 1
 
+    async def _plan_from_prompt(self) -> None:
+        """A run started from a sentence: the planner activity makes plan v1."""
+        self._replanning = True
+        self._publish()
+        try:
+            result: PlanResult = await workflow.execute_activity(
+                "plan_workflow",
+                PlanRequest(
+                    task_id=self._s.plan.task_id, task_prompt=self._input.task_prompt, agents=self._agent_infos(),
+                    variables=sorted(self._variables), context_keys=sorted(self._input.context),
+                ),
+                result_type=PlanResult,
+                task_queue=f"{workflow.info().task_queue}-llm",
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(minutes=2),
+                retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=["PlanError", "LLMRequestError", "LLMConfigError"]),
+                summary=f"planner · plan: {(self._input.task_prompt or '')[:80]}",
+            )
+        except ActivityError as e:
+            raise ApplicationError(f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True) from None
+        finally:
+            self._replanning = False
+        try:
+            wf = dag.ensure_valid(result.workflow, self._known, variables=self._variables, context_keys=list(self._input.context))
+        except PlanError as e:
+            raise ApplicationError(f"the planner's plan cannot run:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
+        self._s.plan = wf
+        self._s.tasks = [new_task(a, self._run_id) for a in wf.agents]
+        self._s.plan_history = [PlanVersion(version=1, xml=workflow_to_xml(wf), reason=f"planned by {result.provider} from the request", at=workflow.now())]
+        self._variables = {**wf.variables, **self._input.variables}
+        self._index()
+        self._needs_plan = False
+
     async def _review_gate(self) -> bool:
         """Wait for approve_plan when the run asked for review. False if the run ends here."""
         if self._s.review != "waiting":
@@ -268,6 +324,8 @@ class LeaderWorkflow:
             answers=list(self._s.answers.get(task.id, [])),
             approvals=list(self._s.approvals.get(task.id, [])),
             nudges=[n.message for n in self._s.nudges if n.task_id == task.id],
+            role=self._roles().get(agent.name),
+            goal=self._s.plan.task_prompt or self._s.plan.name or None,
         )
 
     async def _execute(self, agent: WorkflowAgent, dispatch: int) -> None:
@@ -545,7 +603,7 @@ class LeaderWorkflow:
                 current_xml=self._planner_xml(),
                 modification=modification,
                 reason=reason,
-                agents=self._input.known_agents(),
+                agents=self._agent_infos(),
                 variables=sorted(self._variables),
                 context_keys=sorted(self._input.context),
             ),
@@ -596,7 +654,8 @@ class LeaderWorkflow:
                 variables=self._input.variables,
                 context=self._input.context,
                 options=self._options,
-                agents=self._input.agents,
+                roles=self._input.roles,
+                task_prompt=self._input.task_prompt,
                 state=self._s,
             )
         )
@@ -804,6 +863,25 @@ class LeaderWorkflow:
             _reject(f"{request.id} is already {request.status}")
         if request.kind != "approval":
             _reject(f"{request.id} is a {request.kind}, not a tool approval; use answer")
+
+    @workflow.update(description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …")
+    def define_role(self, req: DefineRoleRequest) -> InterventionResult:
+        role = RoleCapabilityModel(**req.model_dump(by_alias=False))
+        existed = role.name in self._roles()
+        self._s.defined_roles[role.name] = role
+        self._changed = True
+        verb = "redefined" if existed else "defined"
+        return InterventionResult(message=f"role {role.name} {verb}; agents named {role.name} use it from their next dispatch")
+
+    @define_role.validator
+    def _validate_define_role(self, req: DefineRoleRequest) -> None:
+        self._require_open()
+        problems = role_problems(req)
+        if problems:
+            _reject("; ".join(problems))
+        busy = [t.id for t in self._s.tasks if t.assigned_agent == req.name and t.stored in RUNNING]
+        if busy:
+            _reject(f"role {req.name} is in use by running {', '.join(busy)}; wait for them to finish, or cancel them first")
 
     # -- signals ------------------------------------------------------------------------------
 

@@ -146,9 +146,10 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
             continue
         note = t.error or reason or t.last_progress or ""
         note = " ".join(note.split())[:80].replace("|", "\\|")
+        tokens = f" · {t.tokens:,} tok" if t.tokens else ""
         rows.append(
             f"| {t.id} | {t.assigned_agent} | {_ICONS[status]} {status} | "
-            f"{format_duration(duration_seconds(t, now))} | {t.attempt} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
+            f"{format_duration(duration_seconds(t, now))} | {t.attempt}{tokens} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
         )
     if len(tasks) > MAX_BOARD_ROWS:
         rows.append(f"| … | | | | | {len(tasks) - MAX_BOARD_ROWS} more tasks: query task_board | |")

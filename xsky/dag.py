@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from xsky.agent_config import config_problems
 from xsky.errors import Problem, WorkflowValidationError
 from xsky.models import Workflow, WorkflowAgent, WorkflowNode
+from xsky.roles import role_problems
 from xsky.variables import check_references
 
 
@@ -47,7 +48,13 @@ def validate(
         else:
             index_of[agent.id] = i
 
-    known = sorted(known_agents)
+    seen_roles: set[str] = set()
+    for role in workflow.roles:
+        if role.name in seen_roles:
+            problems.append(Problem(f"role {role.name} is defined twice in this plan; keep one <role name={role.name!r}>"))
+        seen_roles.add(role.name)
+        problems.extend(Problem(msg) for msg in role_problems(role))
+    known = sorted(set(known_agents) | seen_roles)
     known_set = set(known)
     for i, agent in enumerate(workflow.agents):
         if agent.name not in known_set:

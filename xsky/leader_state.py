@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from xsky.board import TaskState
-from xsky.models import WireModel, Workflow
+from xsky.models import RoleCapabilityModel, WireModel, Workflow
 
 RequestKind = Literal["question", "approval", "escalation"]
 RequestStatus = Literal["pending", "answered", "expired", "withdrawn"]
@@ -105,6 +105,7 @@ class LeaderState(WireModel):
     review: Literal["none", "waiting", "approved"] = "none"
     review_deadline: datetime | None = None
     auto_replans: int = 0
+    defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
 
@@ -156,6 +157,21 @@ class ApproveToolRequest(WireModel):
     request_id: str
     decision: ToolDecision = "allow_once"
     message: str | None = None
+
+
+class DefineRoleRequest(WireModel):
+    """``define_role``: a role for this run (LingXiao's define_agent_role).
+
+    Plain fields, checked by the update's validator so a bad name or tool gets a reason.
+    """
+
+    name: str
+    description: str = ""
+    system_prompt: str = ""
+    allowed_tools: list[str] = Field(default_factory=list)
+    requested_tools: list[str] = Field(default_factory=list)
+    skill_names: list[str] = Field(default_factory=list)
+    suggested_model: str | None = None
 
 
 class InterventionResult(WireModel):

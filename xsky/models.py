@@ -108,6 +108,18 @@ class WorkflowAgent(WireModel):
 VariableName = Annotated[str, StringConstraints(pattern=VARIABLE_NAME_RE.pattern)]
 
 
+class RoleCapabilityModel(WireModel):
+    """A role (LingXiao's RoleCapabilityModel): who the agent is and what it may use."""
+
+    name: AgentName
+    description: XmlText = ""
+    system_prompt: XmlText = ""
+    allowed_tools: list[str] = Field(default_factory=list)
+    requested_tools: list[str] = Field(default_factory=list)  # usable with a person's approval
+    skill_names: list[str] = Field(default_factory=list)
+    suggested_model: XmlText | None = None
+
+
 class Workflow(WireModel):
     """A plan: a named set of agents with dependencies."""
 
@@ -118,6 +130,8 @@ class Workflow(WireModel):
     modified: bool = False
     # Workflow variables the plan declares, with their default values; `--var` overrides.
     variables: dict[VariableName, XmlText] = Field(default_factory=dict)
+    # Roles the plan defines for its own agents (`<role>` elements).
+    roles: list[RoleCapabilityModel] = Field(default_factory=list)
 
     def agent(self, agent_id: str) -> WorkflowAgent:
         for a in self.agents:

@@ -14,9 +14,8 @@ from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
 from xsky.leader_state import Answer, LeaderState, StallWindows, ToolApproval
-from xsky.kinds import KIND_DESCRIPTIONS, TOOL_AGENT_KINDS, AgentInfo
 from xsky.models import WireModel as Wire
-from xsky.models import Workflow, WorkflowAgent
+from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
 
 
 class RetryOptions(Wire):
@@ -44,17 +43,21 @@ class RunOptions(Wire):
 
 
 class RunInput(Wire):
-    """The one input of ``LeaderWorkflow.run``; ``state`` is set only by continue-as-new."""
+    """The one input of ``LeaderWorkflow.run``; ``state`` is set only by continue-as-new.
 
-    workflow: Workflow
+    Either a ``workflow`` (a plan), or a ``task_prompt`` the leader plans first.
+    """
+
+    workflow: Workflow | None = None
+    task_prompt: str | None = None
+    task_id: str | None = None  # for a prompt-only run
     variables: dict[str, str] = Field(default_factory=dict)
     context: dict[str, Any] = Field(default_factory=dict)
     options: RunOptions = Field(default_factory=RunOptions)
-    agents: list[AgentInfo] = Field(default_factory=list, description="agent kinds and roles plans may use")
+    roles: dict[str, RoleCapabilityModel] = Field(
+        default_factory=dict, description="roles resolved at start (built-ins < user < project settings); default: built-ins"
+    )
     state: LeaderState | None = None
-
-    def known_agents(self) -> list[AgentInfo]:
-        return self.agents or [AgentInfo(name=k, description=KIND_DESCRIPTIONS[k]) for k in TOOL_AGENT_KINDS]
 
 
 class AgentInput(Wire):
@@ -73,6 +76,8 @@ class AgentInput(Wire):
     answers: list[Answer] = Field(default_factory=list)
     approvals: list[ToolApproval] = Field(default_factory=list)
     nudges: list[str] = Field(default_factory=list)
+    role: RoleCapabilityModel | None = None  # the agent's role, resolved by the leader
+    goal: str | None = None  # the run's goal, put before every task so agents do not drift
 
 
 class RequestPayload(Wire):

@@ -30,14 +30,15 @@ from lxml import etree
 from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
-from xsky.models import Workflow, WorkflowAgent, friendly_error
+from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent, friendly_error
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
 _WORKFLOW_ATTRS = ("name", "taskId", "modified")
-_WORKFLOW_CHILDREN = ("taskPrompt", "variables", "agent")
+_WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
+_ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
 _AGENT_ATTRS = ("name", "id", "depends", "status")
 _AGENT_CHILDREN = ("task", "input", "config", "result")
 _AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
@@ -262,6 +263,8 @@ class _Reader:
                 wf["taskPrompt"] = _element_text(child)
             elif tag == "variables":
                 wf["variables"] = self._read_variables(child)
+            elif tag == "role":
+                wf.setdefault("roles", []).append(self._read_role(child))
             else:
                 self._unknown_child(child, "workflow", _WORKFLOW_CHILDREN)
         if not agent_els and not self.problems:
@@ -363,6 +366,29 @@ class _Reader:
             return None
         return value
 
+    def _read_role(self, el: etree._Element) -> dict[str, Any]:
+        self._check_attrs(el, _ROLE_ATTRS, "role")
+        name = el.get("name")
+        if not name:
+            self.problem(el, '<role> needs a name attribute: <role name="reviewer" tools="file_read">…</role>')
+        role: dict[str, Any] = {"name": name or "unnamed"}
+        for attr, field in (("description", "description"), ("model", "suggestedModel")):
+            if el.get(attr) is not None:
+                role[field] = el.get(attr)
+        for attr, field in (("tools", "allowedTools"), ("requestedTools", "requestedTools"), ("skills", "skillNames")):
+            if el.get(attr) is not None:
+                role[field] = [t.strip() for t in (el.get(attr) or "").split(",") if t.strip()]
+        for child in el:
+            if child.tag != "systemPrompt":
+                self._unknown_child(child, "role", ("systemPrompt",))
+            elif "systemPrompt" in role:
+                self.problem(child, f"role {name} has more than one <systemPrompt>; keep one")
+            else:
+                role["systemPrompt"] = _element_text(child)
+        if (el.text or "").strip():
+            self.problem(el, f"<role> {name} holds loose text; put the prompt inside <systemPrompt>")
+        return role
+
     def _read_variables(self, el: etree._Element) -> dict[str, str]:
         self._check_no_text(el, "variables")
         variables: dict[str, str] = {}
@@ -446,10 +472,26 @@ def workflow_to_xml(workflow: Workflow) -> str:
         variables = etree.SubElement(root, "variables")
         for name, default in workflow.variables.items():
             _text_element(variables, "variable", default).set("name", name)
+    for role in workflow.roles:
+        _role_element(root, role)
     for agent in workflow.agents:
         _agent_element(root, agent)
     etree.indent(root, space="  ")
     return etree.tostring(root, encoding="unicode")
+
+
+def _role_element(root: etree._Element, role: RoleCapabilityModel) -> None:
+    el = etree.SubElement(root, "role")
+    el.set("name", role.name)
+    if role.description:
+        el.set("description", role.description)
+    if role.suggested_model is not None:
+        el.set("model", role.suggested_model)
+    for attr, values in (("tools", role.allowed_tools), ("requestedTools", role.requested_tools), ("skills", role.skill_names)):
+        if values:
+            el.set(attr, ",".join(values))
+    if role.system_prompt:
+        _text_element(el, "systemPrompt", role.system_prompt)
 
 
 def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:

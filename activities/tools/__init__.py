@@ -62,6 +62,7 @@ class ToolContext:
     file_prefix: str = ""  # e.g. "v1-d2-" so artifacts of different attempts do not clash
     progress: Callable[[str], None] = lambda note: None  # say "moving forward" (throttled report)
     answers: list[Any] = field(default_factory=list)  # people's answers to this task's questions
+    artifacts: list[ArtifactRef] = field(default_factory=list)  # stored by tools along the way
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

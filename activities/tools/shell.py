@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from activities.sandbox import scrubbed_env
@@ -63,21 +64,27 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
-    command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
-    timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
-    limit = int(optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell"))
-    allow_failure = bool(args.get("allowFailure", False))
+@dataclass
+class ProcessResult:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
 
+
+async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: int) -> ProcessResult:
+    """Run ``argv`` in the workspace, in its own process group, with a scrubbed environment.
+
+    Heartbeats while it runs; new output counts as progress. On timeout, cancellation or
+    normal exit, the whole process group is killed: nothing it started is left behind.
+    """
     ctx.workspace.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     transport, capture = await loop.subprocess_exec(
         lambda: _Capture(limit),
-        "bash",
-        "-c",
-        command,
+        *argv,
         cwd=ctx.workspace,
         env=scrubbed_env(ctx.workspace),
         stdin=subprocess.DEVNULL,
@@ -97,7 +104,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             done, _ = await asyncio.wait([capture.exited], timeout=min(5.0, left))
             if not done:
                 produced = len(capture.buffers[1]) + len(capture.buffers[2]) + capture.dropped[1] + capture.dropped[2]
-                note = f"shell running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
+                note = f"{argv[0]} running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
                 # New output is progress (the stall ladder resets); silence is only liveness.
                 (ctx.progress if produced > seen_output else ctx.heartbeat)(note)
                 seen_output = produced
@@ -112,22 +119,27 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     # Pipes close once the group is gone; a process that escaped it (setsid) is not waited for.
     await asyncio.wait([capture.closed], timeout=2)
     transport.close()
-    returncode = transport.get_returncode()
-    stdout = capture.text(1, "stdout")
-    stderr = capture.text(2, "stderr")
-    details = {
-        "exitCode": returncode,
-        "stderr": stderr[-4000:],
-        "seconds": round(time.monotonic() - started, 3),
-        "timedOut": timed_out,
-    }
-    if timed_out:
+    return ProcessResult(
+        transport.get_returncode(), capture.text(1, "stdout"), capture.text(2, "stderr"),
+        round(time.monotonic() - started, 3), timed_out,
+    )
+
+
+async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
+    command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
+    timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
+    limit = int(optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell"))
+    allow_failure = bool(args.get("allowFailure", False))
+    proc = await run_process(ctx, ["bash", "-c", command], timeout, limit)
+    details = {"exitCode": proc.returncode, "stderr": proc.stderr[-4000:], "seconds": proc.seconds, "timedOut": proc.timed_out}
+    if proc.timed_out:
         raise ToolError(f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}", details=details)
-    if returncode != 0 and not allow_failure:
-        tail = (stderr.strip() or stdout.strip())[-1500:]
+    if proc.returncode != 0 and not allow_failure:
+        tail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
         raise ToolError(
-            f"the command exited with status {returncode}: {command[:200]}\n{tail}".rstrip(),
+            f"the command exited with status {proc.returncode}: {command[:200]}\n{tail}".rstrip(),
             retryable=True,
             details=details,
         )
-    return ToolResult(stdout.rstrip("\n"), details)
+    return ToolResult(proc.stdout.rstrip("\n"), details)

@@ -21,6 +21,8 @@ async def starter(env: Env, *args: str, timeout: float = 120) -> tuple[int, str,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    if proc.returncode is not None and proc.returncode < 0:  # killed by a signal: show what it said
+        raise AssertionError(f"starter.py {' '.join(args)} died with signal {-proc.returncode}:\n{out.decode()}\n{err.decode()}")
     return proc.returncode or 0, out.decode(), err.decode()
 
 

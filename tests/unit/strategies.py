@@ -6,7 +6,7 @@ import string
 
 from hypothesis import strategies as st
 
-from xsky.models import Workflow, WorkflowAgent
+from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
 
 # Anything XML 1.0 can carry: no C0 controls but tab/newline/CR, no surrogates, no U+FFFE/F.
 _xml_char = st.characters(
@@ -48,7 +48,21 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 result=draw(st.none() | rich_text),
             )
         )
+    tool_names = st.lists(st.from_regex(r"\A[a-z_]{1,12}\Z"), max_size=3)
+    roles = [
+        RoleCapabilityModel(
+            name=name,
+            description=draw(rich_text),
+            system_prompt=draw(rich_text),
+            allowed_tools=draw(tool_names),
+            requested_tools=draw(tool_names),
+            skill_names=draw(tool_names),
+            suggested_model=draw(st.none() | rich_text),
+        )
+        for name in draw(st.lists(agent_names, max_size=2, unique=True))
+    ]
     return Workflow(
+        roles=roles,
         name=draw(rich_text),
         task_id=draw(st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=36)),
         task_prompt=draw(st.none() | rich_text),

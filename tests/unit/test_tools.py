@@ -177,3 +177,58 @@ def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
     from xsky.agent_config import DIRECT_TOOLS as VALIDATED
 
     assert sorted(RUNNABLE) == sorted(VALIDATED)
+
+
+async def test_code_search_finds_lines_and_skips_protected_and_binary_files(ctx):
+    from activities.tools.code import code_search
+
+    (ctx.workspace / "src").mkdir()
+    (ctx.workspace / "src" / "app.py").write_text("def main():\n    return 42\n")
+    (ctx.workspace / "src" / "data.bin").write_bytes(b"\0def main")
+    (ctx.workspace / ".git").mkdir()
+    (ctx.workspace / ".git" / "x.py").write_text("def main(): pass")
+    assert await code_search(ctx, {"pattern": r"def \w+"}) == "src/app.py:1: def main():"
+    assert await code_search(ctx, {"pattern": "return", "glob": "*.txt"}) == "no match for 'return'"
+    with pytest.raises(ToolError, match="not a valid regular expression"):
+        await code_search(ctx, {"pattern": "("})
+
+
+async def test_python_exec_runs_in_the_workspace_and_reports_errors(ctx):
+    from activities.tools.code import python_exec
+
+    out = await python_exec(ctx, {"code": "import os; print(os.getcwd()); print(6 * 7)"})
+    assert out == f"exit code 0\n{ctx.workspace}\n42\n"
+    out = await python_exec(ctx, {"code": "raise SystemExit('boom')"})
+    assert out.startswith("exit code 1") and "boom" in out
+
+
+def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
+    from activities import skills
+
+    monkeypatch.setenv("XSKY_SKILLS", str(tmp_path))
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n")
+    assert skills.listing(["deploy", "missing"]) == "- deploy: Deploy a FastAPI app"
+    assert skills.read_skill("deploy", ["deploy"]).startswith("---\nname: deploy")
+    with pytest.raises(ToolError, match="not bound"):
+        skills.read_skill("deploy", [])
+
+
+@pytest.mark.browser
+async def test_a_browser_session_keeps_one_page_across_calls(ctx, site):
+    from activities.tools.browsing import BrowserSession
+
+    session = BrowserSession(ctx)
+    try:
+        page = await session.navigate({"url": f"{site}/index.html"})
+        assert page.startswith("# Test page") and "42 coins" in page
+        assert await session.extract({"selector": "#v"}) == "42 coins"
+        moved = await session.click({"selector": "text=Other"})
+        assert moved.startswith("clicked 'text=Other'; now at") and "other.html" in moved
+        shot = await session.screenshot({})
+        assert "saved a screenshot" in shot and ctx.artifacts[0].media_type == "image/png"
+        with pytest.raises(ToolError, match="no element matches"):
+            await session.extract({"selector": "#nope"})
+    finally:
+        await session.close()
+        await ctx.browsers.close()

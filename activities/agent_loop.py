@@ -1,0 +1,292 @@
+"""The LLM agent loop: role prompt + task, the role's tools, bounded iterations, checkpoints.
+
+After every iteration (one model call and the tool calls it asked for) the conversation is
+checkpointed to the artifact store, a heartbeat goes out and progress is reported to the
+leader; a retried or restarted attempt resumes from the last checkpoint instead of asking
+the model again. ``ask_user`` and tool calls that need approval end the attempt with a
+``question`` / ``needs_approval`` outcome; the answer arrives with the next dispatch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pydantic import Field
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import llm, skills
+from activities.artifacts import ArtifactStore
+from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
+from activities.tools.browsing import BrowserSession
+from activities.tools.code import code_search, python_exec
+from activities.tools.files import file_list, file_read, file_write
+from activities.tools.http import http_get
+from activities.tools.shell import shell
+from xsky.artifacts import artifact_path
+from xsky.leader_state import TaskRequest
+from xsky.models import RoleCapabilityModel, WireModel
+from xsky.permissions import Decision, decide
+from xsky.runs import AgentInput, AgentOutcome, RequestPayload
+from xsky.stall import LoopDetector
+from xsky.tool_specs import openai_tools
+
+log = logging.getLogger("xsky.agent_loop")
+
+DEFAULT_MAX_ITERATIONS = 20
+TOOL_RESULT_CHARS = 30_000
+
+
+class Checkpoint(WireModel):
+    messages: list[dict[str, Any]]
+    iteration: int = 0
+    tokens: int = 0
+    nudges_seen: int = 0
+    pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
+    repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
+    last_call: str | None = None
+
+
+def checkpoint_name(inp: AgentInput) -> str:
+    # Per plan version: a replan or a new task text starts the agent afresh.
+    return f"checkpoint-v{inp.plan_version}.json"
+
+
+def load_checkpoint(store: ArtifactStore, inp: AgentInput) -> Checkpoint | None:
+    path = store.root / artifact_path(inp.run_id, inp.agent.id, checkpoint_name(inp))
+    if not path.is_file():
+        return None
+    try:
+        return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        log.warning("ignoring an unreadable checkpoint %s: %s", path, e)
+        return None
+
+
+def save_checkpoint(store: ArtifactStore, inp: AgentInput, cp: Checkpoint) -> Any:
+    return store.put_text(inp.run_id, inp.agent.id, checkpoint_name(inp), cp.model_dump_json())
+
+
+def system_prompt(role: RoleCapabilityModel, run_goal: str | None) -> str:
+    parts = [role.system_prompt.strip()]
+    bound = skills.listing(role.skill_names)
+    if bound:
+        parts.append(f"Skills you can read with read_skill:\n{bound}")
+    if run_goal:
+        parts.append(f"The goal of the whole run, which your task serves: {run_goal}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def first_user_message(task: str, input_text: str | None) -> str:
+    text = f"Your task:\n{task}"
+    if input_text:
+        text += f"\n\nInput:\n{input_text}"
+    return text
+
+
+class AgentLoop:
+    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, target: llm.LLMTarget, ctx: ToolContext, beat: Any,
+                 store: ArtifactStore, task: str, input_text: str | None, settings: dict[str, Any]):
+        self.inp = inp
+        self.role = role
+        self.target = target
+        self.ctx = ctx
+        self.beat = beat
+        self.store = store
+        self.task = task
+        self.input_text = input_text
+        self.settings = settings
+        self.browser = BrowserSession(ctx)
+        self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
+        self.decisions: list[dict[str, Any]] = []
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def run(self) -> AgentOutcome:
+        client = llm.client_for(self.target)
+        try:
+            return await self._run(client)
+        finally:
+            await self.browser.close()
+            await client.close()
+
+    async def _run(self, client: Any) -> AgentOutcome:
+        cp = load_checkpoint(self.store, self.inp) if self.inp.resume else None
+        if cp is None:
+            cp = Checkpoint(messages=[
+                {"role": "system", "content": system_prompt(self.role, self.inp.goal)},
+                {"role": "user", "content": first_user_message(self.task, self.input_text)},
+            ])
+        else:
+            self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
+        detector = LoopDetector()
+        detector._last, detector.repeats = cp.last_call, cp.repeats
+        max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
+        tools = openai_tools(self.tool_names)
+
+        if cp.pending_calls:  # answers or approvals arrived with this dispatch
+            waiting = await self._run_calls(cp, cp.pending_calls, detector)
+            if waiting is not None:
+                return waiting
+            save_checkpoint(self.store, self.inp, cp)
+
+        while True:
+            await self._take_nudges(cp)
+            final_turn = cp.iteration >= max_iterations
+            if final_turn:
+                cp.messages.append({"role": "user", "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools."})
+            response = await llm.chat(client, self.target, cp.messages, None if final_turn else tools, self.settings.get("temperature"))
+            cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
+            message = response.choices[0].message
+            cp.messages.append(message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            cp.iteration += 1
+            calls = [
+                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
+                for c in (message.tool_calls or [])
+            ]
+            if not calls or final_turn:
+                save_checkpoint(self.store, self.inp, cp)
+                return self._completed(cp, message.content or "")
+            waiting = await self._run_calls(cp, calls, detector)
+            self._after_iteration(cp, calls)
+            if waiting is not None:
+                return waiting
+
+    def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
+        save_checkpoint(self.store, self.inp, cp)
+        self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
+        self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
+
+    def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
+        self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
+        return AgentOutcome(result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model,
+                            details={"permissionDecisions": self.decisions} if self.decisions else {})
+
+    async def _take_nudges(self, cp: Checkpoint) -> None:
+        nudges = list(self.inp.nudges)
+        try:
+            handle = activity.client().get_workflow_handle(activity.info().workflow_id)
+            nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
+        except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
+            log.debug("nudges query failed: %s", e)
+        for message in nudges[cp.nudges_seen:]:
+            cp.messages.append({"role": "user", "content": f"Message from your supervisor: {message}"})
+        cp.nudges_seen = max(cp.nudges_seen, len(nudges))
+        self.beat.nudges_seen = cp.nudges_seen
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def _run_calls(self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector) -> AgentOutcome | None:
+        """Answer each call in order; stop at one that needs a person (the rest wait with it)."""
+        for index, call in enumerate(calls):
+            try:
+                args = json.loads(call["arguments"]) if call["arguments"].strip() else {}
+                if not isinstance(args, dict):
+                    raise ValueError("arguments must be a JSON object")
+            except ValueError as e:
+                self._tool_message(cp, call, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON")
+                continue
+            verdict = detector.observe(call["name"], args)
+            cp.last_call, cp.repeats = detector._last, detector.repeats
+            if verdict == "stop":
+                save_checkpoint(self.store, self.inp, cp)
+                raise ApplicationError(
+                    f"stopped: {call['name']} was called {detector.repeats} times in a row with the same arguments "
+                    f"({cap_text(call['arguments'], 200)[0]}); the agent is looping",
+                    type="AgentLooping",
+                    non_retryable=True,
+                )
+            try:
+                content = await self._call(call, args)
+            except NeedsHuman as need:
+                cp.pending_calls = calls[index:]
+                save_checkpoint(self.store, self.inp, cp)
+                kind = "question" if need.kind == "question" else "needs_approval"
+                return AgentOutcome(
+                    kind=kind,
+                    request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
+                    tokens=cp.tokens,
+                    iterations=cp.iteration,
+                )
+            if verdict == "nudge":
+                content += (f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
+                            "give a different result; change your approach or finish.")
+            self._tool_message(cp, call, content)
+        cp.pending_calls = []
+        return None
+
+    def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
+        cp.messages.append({"role": "tool", "tool_call_id": call["id"], "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0]})
+
+    async def _call(self, call: dict[str, Any], args: dict[str, Any]) -> str:
+        name = call["name"]
+        if name == "ask_user":
+            question = args.get("question")
+            if not isinstance(question, str) or not question.strip():
+                return "ERROR: ask_user needs a 'question' string"
+            for answer in reversed(self.inp.answers):
+                if answer.question == question:
+                    return f"The person answered: {answer.answer}"
+            raise NeedsHuman("question", question=question)
+        decision = self._decide(name, args)
+        if decision.effect == "deny":
+            return f"DENIED: {decision.reason}. Do not retry this call; find another way or explain what you need."
+        if decision.effect == "ask":
+            approval = self._approval_for(name, args)
+            if approval is None:
+                raise NeedsHuman("needs_approval", tool=name, arguments=args, rule=decision.reason)
+            if approval.decision == "deny":
+                return f"DENIED by a person{': ' + approval.message if approval.message else ''}. Do not retry this call."
+        try:
+            return await self._execute(name, args)
+        except ToolError as e:
+            return f"ERROR: {e}"
+
+    def _decide(self, name: str, args: dict[str, Any]) -> Decision:
+        decision = decide(name, args, self.role, run_allowed=[a.tool for a in self.inp.approvals if a.decision == "allow_run"])
+        self.decisions.append({"tool": name, "effect": decision.effect, "reason": decision.reason})
+        return decision
+
+    def _approval_for(self, name: str, args: dict[str, Any]) -> Any:
+        for approval in reversed(self.inp.approvals):
+            if approval.tool == name and (approval.arguments == args or approval.decision == "allow_run"):
+                return approval
+        return None
+
+    async def _execute(self, name: str, args: dict[str, Any]) -> str:
+        ctx = self.ctx
+        if name == "browser_navigate":
+            return await self.browser.navigate(args)
+        if name == "browser_click":
+            return await self.browser.click(args)
+        if name == "browser_type":
+            return await self.browser.type(args)
+        if name == "browser_extract":
+            return await self.browser.extract(args)
+        if name == "browser_screenshot":
+            return await self.browser.screenshot(args)
+        if name == "file_read":
+            return (await file_read(ctx, args)).text
+        if name == "file_write":
+            return (await file_write(ctx, args)).text
+        if name == "file_list":
+            return (await file_list(ctx, args)).text
+        if name == "code_search":
+            return await code_search(ctx, args)
+        if name == "shell":
+            try:
+                out = await shell(ctx, {**args, "allowFailure": True})
+            except ToolError as e:
+                return f"ERROR: {e}"
+            code = out.details.get("exitCode")
+            stderr = out.details.get("stderr", "").strip()
+            return f"exit code {code}\n{out.text}" + (f"\n[stderr]\n{stderr}" if stderr else "")
+        if name == "python_exec":
+            return await python_exec(ctx, args)
+        if name == "http_get":
+            return (await http_get(ctx, {**args, "allowFailure": True})).text
+        if name == "read_skill":
+            return skills.read_skill(str(args.get("name", "")), self.role.skill_names)
+        return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"

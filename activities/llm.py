@@ -1,0 +1,104 @@
+"""The LLM client: the openai SDK against any OpenAI-compatible server.
+
+``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are read here, inside activities, so they never
+enter workflow history. The model is the agent's ``<config>`` model, else the role's
+``suggestedModel``, else ``XSKY_MODEL``; with none, agents use the offline provider.
+
+Errors are sorted for Temporal: rate limits, server errors, timeouts and dropped
+connections are retryable (the activity's retry policy backs off); a bad request, a
+refused key or an unknown model fail at once with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from temporalio.exceptions import ApplicationError
+
+DEFAULT_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class LLMTarget:
+    model: str
+    base_url: str | None
+
+
+def resolve_model(config_model: str | None, role_model: str | None) -> str | None:
+    return config_model or role_model or os.environ.get("XSKY_MODEL") or None
+
+
+def target(config_model: str | None = None, role_model: str | None = None) -> LLMTarget | None:
+    """Where LLM calls go, or None when no model is configured (the offline provider serves)."""
+    model = resolve_model(config_model, role_model)
+    if model is None:
+        return None
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    if base_url is None and not os.environ.get("OPENAI_API_KEY"):
+        raise ApplicationError(
+            f"model {model!r} is configured but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the worker; "
+            "set the key (OpenAI) or the base URL of your server (Ollama, vLLM, llama.cpp …)",
+            type="LLMConfigError",
+            non_retryable=True,
+        )
+    return LLMTarget(model=model, base_url=base_url)
+
+
+def client_for(t: LLMTarget, timeout: float = DEFAULT_TIMEOUT) -> openai.AsyncOpenAI:
+    # Retries belong to Temporal (visible, durable, bounded), not to the SDK.
+    return openai.AsyncOpenAI(
+        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        base_url=t.base_url,
+        max_retries=0,
+        timeout=timeout,
+    )
+
+
+def _status_hint(status: int, model: str, base_url: str | None) -> str:
+    where = base_url or "api.openai.com"
+    return {
+        400: "the server refused the request as malformed; check the model supports tools/this prompt",
+        401: "the API key was refused: check OPENAI_API_KEY on the worker",
+        403: "the API key may not use this model or endpoint: check its permissions",
+        404: f"model {model!r} or the endpoint was not found at {where}: check XSKY_MODEL / <config model> and OPENAI_BASE_URL",
+        422: "the server could not process the request; check the model name and parameters",
+    }.get(status, "the request was refused")
+
+
+async def chat(
+    client: openai.AsyncOpenAI,
+    t: LLMTarget,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    temperature: float | None = None,
+) -> Any:
+    """One chat completion, with errors turned into retryable or non-retryable failures."""
+    kwargs: dict[str, Any] = {"model": t.model, "messages": messages}
+    if tools:
+        kwargs["tools"] = tools
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    try:
+        return await client.chat.completions.create(**kwargs)
+    except openai.RateLimitError as e:
+        raise ApplicationError(f"rate limited by the model server (429): {_short(e)}", type="LLMRateLimited") from None
+    except openai.APITimeoutError:
+        raise ApplicationError("the model server did not answer in time", type="LLMTimeout") from None
+    except openai.APIConnectionError as e:
+        raise ApplicationError(f"cannot reach the model server at {t.base_url or 'api.openai.com'}: {_short(e)}", type="LLMUnavailable") from None
+    except openai.APIStatusError as e:
+        if e.status_code >= 500 or e.status_code in (408, 409, 429):
+            raise ApplicationError(f"the model server failed ({e.status_code}): {_short(e)}", type="LLMServerError") from None
+        raise ApplicationError(
+            f"LLM request failed with {e.status_code}: {_status_hint(e.status_code, t.model, t.base_url)} ({_short(e)})",
+            type="LLMRequestError",
+            non_retryable=True,
+        ) from None
+
+
+def _short(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text[:300]

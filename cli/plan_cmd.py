@@ -1,0 +1,116 @@
+"""``plan``: turn a sentence into a plan (print it, or ``--run`` it), or show a run's plan.
+
+    starter.py plan "1. open https://example.com 2. summarize it"      # prints XML + tree
+    starter.py plan "…" --run [--review] [--follow]                      # the leader plans and runs
+    starter.py plan xsky-demo-… [--history]                              # a run's current plan
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import uuid
+
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from activities.planner import make_plan
+from cli.args import parse_pairs
+from cli.connect import ConnectError, connect
+from cli.plans import UsageError
+from cli.render import out, plan_tree, print_json
+from cli.roles_cmd import resolve_roles
+from cli.runs_cmd import _parse_context, follow, print_result, run_options, start_run
+from cli.steer_cmd import show_run_plan
+from workflows.leader import LeaderWorkflow
+from xsky.config import load_settings
+from xsky.kinds import AgentInfo
+from xsky.planning import PlanRequest
+from xsky.runs import RunInput
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("plan", help="plan a request (print it, or --run it), or show a run's plan by its id")
+    p.add_argument("text", help='the request in words ("1. … 2. …", "… then …"), or a run id')
+    p.add_argument("--run", action="store_true", help="start a run: the leader plans the request and runs it")
+    p.add_argument("--review", action="store_true", help="with --run: wait for approve-plan before any agent starts")
+    p.add_argument("--follow", action="store_true", help="with --run: show the live board until the run ends")
+    p.add_argument("--id", help="with --run: workflow id (default xsky-<uuid>)")
+    p.add_argument("--var", action="append", default=[], metavar="K=V")
+    p.add_argument("--context", action="append", default=[], metavar="K=V")
+    p.add_argument("--history", action="store_true", help="for a run id: every plan version and why it changed")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_plan(a)))
+
+
+async def _existing_run(text: str):  # type: ignore[no-untyped-def]
+    """The run with this id, if ``text`` looks like an id and such a run exists."""
+    if any(c.isspace() for c in text):
+        return None
+    settings = load_settings()
+    try:
+        client = await connect(settings)
+    except ConnectError:
+        if text.startswith("xsky-"):
+            raise
+        return None
+    handle = client.get_workflow_handle_for(LeaderWorkflow.run, text)
+    try:
+        await handle.describe()
+    except RPCError:
+        return None
+    return handle
+
+
+async def cmd_plan(args: argparse.Namespace) -> int:
+    if not args.text.strip():
+        raise UsageError("the request is empty: say what should be done")
+    if not args.run:
+        handle = await _existing_run(args.text)
+        if handle is not None:
+            return await show_run_plan(args, handle)
+        if args.history:
+            raise UsageError(f"no run with id {args.text}; --history needs a run id")
+    roles = resolve_roles()
+    variables = parse_pairs(args.var, "--var")
+    context = _parse_context(args.context)
+    task_id = str(uuid.uuid4())
+    if args.run:
+        settings = load_settings()
+        options = run_options(args)
+        client = await connect(settings)
+        workflow_id = args.id or f"xsky-{task_id}"
+        inp = RunInput(task_prompt=args.text, task_id=task_id, variables=variables, context=context, options=options, roles=roles)
+        handle = await start_run(client, settings, inp, workflow_id)
+        if args.json and not args.follow:
+            print_json({"workflowId": workflow_id, "ui": settings.ui_link(workflow_id)})
+            return 0
+        if not args.json:
+            out.print(f"started [bold]{workflow_id}[/]: the leader plans the request, then runs it")
+            out.print(f"Web UI: {settings.ui_link(workflow_id)}")
+            if options.review:
+                out.print(f"review it with `starter.py plan {workflow_id}`, then `starter.py approve-plan {workflow_id}`")
+        if not args.follow:
+            return 0
+        return print_result(await follow(handle, quiet=args.json), settings, args.json)
+
+    request = PlanRequest(
+        task_id=task_id,
+        task_prompt=args.text,
+        agents=[AgentInfo(name=r.name, description=r.description) for r in roles.values()],
+        variables=sorted(variables),
+        context_keys=sorted(context),
+    )
+    try:
+        result = await make_plan(request)
+    except ApplicationError as e:
+        raise UsageError(f"planning failed: {e.message}") from None
+    if args.json:
+        print_json({"xml": result.xml, "provider": result.provider, "attempts": result.attempts})
+        return 0
+    out.print(result.xml, markup=False, highlight=False)
+    out.print()
+    out.print(plan_tree(result.workflow))
+    out.print(f"planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan \"…\" --run` "
+              "or save the XML and `starter.py run FILE`")
+    return 0

@@ -1,0 +1,67 @@
+"""``roles`` and ``roles show NAME``: the roles agents can take, after merging every layer."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.markup import escape
+from rich.table import Table
+
+from cli.plans import UsageError
+from cli.render import out, print_json
+from xsky.models import RoleCapabilityModel
+from xsky.roles import BUILTIN_ROLES, merge_roles, role_problems
+from xsky.settings import SettingsError, load_layers, role_layers
+
+
+def resolve_roles() -> dict[str, RoleCapabilityModel]:
+    """Built-ins < ~/.xsky/settings.json < <project>/.xsky/settings.json; bad files are usage errors."""
+    try:
+        layers = load_layers()
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    roles = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers))
+    problems = [p for role in roles.values() for p in role_problems(role)]
+    if problems:
+        paths = ", ".join(layer.path for layer in layers) or "settings"
+        raise UsageError(f"roles in {paths} are not valid: " + "; ".join(problems))
+    return roles
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("roles", help="list the roles agents can take (or `roles show NAME`)")
+    p.add_argument("action", nargs="?", choices=["show"], help="show one role in full")
+    p.add_argument("name", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_roles)
+
+
+def cmd_roles(args: argparse.Namespace) -> int:
+    roles = resolve_roles()
+    if args.action == "show":
+        if not args.name:
+            raise UsageError("say which role: `starter.py roles show NAME`")
+        role = roles.get(args.name)
+        if role is None:
+            raise UsageError(f"no role {args.name!r}; roles: {', '.join(roles)}")
+        if args.json:
+            print_json(role.wire())
+            return 0
+        out.print(f"[bold]{escape(role.name)}[/] — {escape(role.description)}")
+        out.print(f"allowed tools:   {', '.join(role.allowed_tools) or '(none)'}")
+        out.print(f"requested tools: {', '.join(role.requested_tools) or '(none)'}  (need a person's approval)")
+        out.print(f"skills:          {', '.join(role.skill_names) or '(none)'}")
+        out.print(f"suggested model: {role.suggested_model or '(XSKY_MODEL)'}")
+        out.print("\n[bold]system prompt[/]")
+        out.print(escape(role.system_prompt))
+        return 0
+    if args.json:
+        print_json([r.wire() for r in roles.values()])
+        return 0
+    table = Table(title="roles (built-ins < ~/.xsky/settings.json < .xsky/settings.json)", title_justify="left")
+    for col in ("role", "description", "allowed tools", "requested"):
+        table.add_column(col, overflow="fold")
+    for r in roles.values():
+        table.add_row(r.name, escape(r.description), ", ".join(r.allowed_tools), ", ".join(r.requested_tools))
+    out.print(table)
+    return 0

@@ -1,0 +1,124 @@
+"""A local OpenAI-compatible chat-completions server with scripted replies.
+
+Real sockets, real HTTP: the product's `openai` client code path runs unchanged against
+it. A test installs a ``responder(request, index) -> Reply`` and reads ``requests`` after.
+Helpers script a conversation by *turn* (how many assistant messages the request already
+holds), so a resumed conversation gets the reply for the turn it is at.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    error: str = ""
+    hold: threading.Event | None = None  # wait for this before answering (simulates a slow model)
+    tokens: int = 15
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def calls(*items: tuple[str, dict[str, Any]]) -> Reply:
+    return Reply(tool_calls=list(items))
+
+
+def status(code: int, message: str) -> Reply:
+    return Reply(status=code, error=message)
+
+
+def turn_of(request: dict[str, Any]) -> int:
+    return sum(1 for m in request["messages"] if m.get("role") == "assistant")
+
+
+def last_tool_output(request: dict[str, Any]) -> str:
+    tool = [m for m in request["messages"] if m.get("role") == "tool"]
+    return tool[-1]["content"] if tool else ""
+
+
+def first_user(request: dict[str, Any]) -> str:
+    return next((m["content"] for m in request["messages"] if m.get("role") == "user"), "")
+
+
+def system(request: dict[str, Any]) -> str:
+    return next((m["content"] for m in request["messages"] if m.get("role") == "system"), "")
+
+
+class FakeLLM:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.responder: Callable[[dict[str, Any], int], Reply] = lambda req, i: text("ok")
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                body["_auth"] = self.headers.get("Authorization", "")
+                with fake.lock:
+                    index = len(fake.requests)
+                    fake.requests.append(body)
+                reply = fake.responder(body, index)
+                if reply.hold is not None:
+                    reply.hold.wait(60)
+                if reply.status != 200:
+                    payload = {"error": {"message": reply.error, "type": "test_error", "code": str(reply.status)}}
+                    self._send(reply.status, payload)
+                    return
+                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": f"call_{index}_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                        for n, (name, args) in enumerate(reply.tool_calls)
+                    ]
+                self._send(200, {
+                    "id": f"chatcmpl-{index}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+                    "usage": {"prompt_tokens": reply.tokens - 5, "completion_tokens": 5, "total_tokens": reply.tokens},
+                })
+
+            def _send(self, code: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went away (e.g. its worker was killed)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def for_task(self, needle: str) -> list[dict[str, Any]]:
+        """Requests of the conversation whose first user message mentions ``needle``."""
+        return [r for r in self.requests if needle in first_user(r)]

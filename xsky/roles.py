@@ -1,0 +1,159 @@
+"""Roles: who an agent is, what it may use. The name in ``<agent name=…>`` is the role.
+
+A role (LingXiao's ``RoleCapabilityModel``) has a system prompt, ``allowedTools`` it may
+use, ``requestedTools`` it may use only with a person's approval, bound ``skillNames`` and
+a ``suggestedModel``. Built in: the seed's four tool agents and its 13 preset roles.
+Layers, later wins field by field: built-ins < ``~/.xsky/settings.json`` <
+``<project>/.xsky/settings.json`` < ``<role>`` elements in a plan < ``define_role`` on a
+running leader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from xsky.models import AGENT_NAME_RE, RoleCapabilityModel
+
+TOOLS: dict[str, str] = {
+    "browser_navigate": "open a URL in the agent's own browser page; returns title, text and links",
+    "browser_click": "click an element (CSS selector or visible text) on the current page",
+    "browser_type": "type text into an input (CSS selector), optionally pressing Enter",
+    "browser_extract": "the text of the page or of one element (CSS selector)",
+    "browser_screenshot": "save a screenshot of the current page as an artifact",
+    "file_read": "read a file of the run's workspace",
+    "file_write": "write (or append to) a file of the run's workspace",
+    "file_list": "list files of the run's workspace",
+    "code_search": "search the workspace's files with a regular expression",
+    "shell": "run a shell command in the run's workspace",
+    "python_exec": "run a Python snippet in the run's workspace",
+    "http_get": "fetch a URL over HTTP(S)",
+    "ask_user": "ask a person a question and wait for the answer",
+    "read_skill": "read a bound skill's SKILL.md",
+}
+
+_ALWAYS = ["ask_user", "read_skill"]
+_READ = ["file_read", "file_list", "code_search"]
+_WRITE = ["file_write"]
+_WEB = ["browser_navigate", "browser_click", "browser_type", "browser_extract", "browser_screenshot", "http_get"]
+
+
+def _role(name: str, description: str, prompt: str, allowed: list[str], requested: list[str] | None = None) -> RoleCapabilityModel:
+    return RoleCapabilityModel(
+        name=name,
+        description=description,
+        system_prompt=prompt,
+        allowed_tools=list(dict.fromkeys(allowed + _ALWAYS)),
+        requested_tools=requested or [],
+    )
+
+
+_RULES = (
+    " Work only inside the run's workspace. Use tools to check facts instead of guessing. When a tool "
+    "fails, read the error and change your approach rather than repeating the same call. If you cannot go "
+    "on without a decision only a person can make, use ask_user. Finish with a clear, complete answer: it "
+    "is your result, and other agents may build on it."
+)
+
+BUILTIN_ROLES: dict[str, RoleCapabilityModel] = {
+    r.name: r
+    for r in [
+        _role("browser", "opens web pages in Chromium: navigate, click, type, extract text and links, screenshots; plain HTTP GET",
+              "You are a browser agent. You find information on the web by navigating pages, clicking, typing into "
+              "forms and extracting the exact text asked for. Quote values exactly as the page shows them and give "
+              "the URL you found them on." + _RULES, _WEB),
+        _role("llm", "works with text: summarize, extract, compare, classify, write",
+              "You are a careful writer and analyst. You work only from the input you are given: summarize, extract, "
+              "compare or rewrite it as the task asks, and say plainly when the input does not contain the answer." + _RULES, []),
+        _role("file", "reads, writes and lists files in the run's workspace",
+              "You are a file agent. You read, write and organise files in the workspace. Before overwriting a "
+              "file, read it; report the paths you changed." + _RULES, _READ + _WRITE),
+        _role("shell", "runs shell commands in the run's workspace (build, test, inspect)",
+              "You are a shell agent. You run commands to inspect, build and test. Prefer short, safe, "
+              "non-interactive commands; report the commands you ran and what they printed." + _RULES, ["shell", "file_read", "file_list"]),
+        _role("architect", "decomposes a task and designs the solution: structure, interfaces, trade-offs",
+              "You are a software architect. You break a task into parts, choose structure and interfaces, and "
+              "weigh trade-offs explicitly. Read the existing code before proposing changes; produce a design that "
+              "others can implement step by step." + _RULES, _READ, ["shell"]),
+        _role("backend", "implements server-side code, APIs, data access and their tests",
+              "You are a backend developer. You implement server-side features with clear interfaces, error "
+              "handling and tests, following the conventions already in the codebase. Run the tests you touch." + _RULES,
+              _READ + _WRITE + ["shell", "python_exec"]),
+        _role("frontend", "implements user interfaces and checks them in a browser",
+              "You are a frontend developer. You build accessible, responsive user interfaces that match the "
+              "existing style, and you check your work in the browser." + _RULES,
+              _READ + _WRITE + ["shell", "browser_navigate", "browser_click", "browser_extract", "browser_screenshot"]),
+        _role("fullstack", "implements features end to end, backend and frontend",
+              "You are a full-stack developer. You deliver a feature end to end: data, API, interface and tests, "
+              "keeping each layer consistent with the others." + _RULES,
+              _READ + _WRITE + ["shell", "python_exec", "browser_navigate", "browser_click", "browser_extract", "browser_screenshot"]),
+        _role("explore", "researches a question: reads code, docs and web pages, reports findings with sources",
+              "You are an exploration researcher. You investigate a question by reading code, documentation and "
+              "web pages, and report findings with their sources. You change nothing." + _RULES,
+              _READ + ["http_get", "browser_navigate", "browser_extract"], ["shell"]),
+        _role("verify", "checks that work is correct: runs tests, reproduces claims, reports evidence",
+              "You are a verification engineer. You check claims and changes by running tests and reproducing "
+              "results, and you report evidence: commands, outputs, pass or fail." + _RULES, _READ + ["shell", "python_exec"]),
+        _role("doc", "writes and updates documentation: READMEs, guides, references",
+              "You are a documentation engineer. You write clear, accurate documentation for its readers, checked "
+              "against the code it describes, with working examples." + _RULES, _READ + _WRITE),
+        _role("test", "writes and runs tests that prove behaviour",
+              "You are a test engineer. You write tests that prove the behaviour they name, cover edge cases and "
+              "failures, and you run them." + _RULES, _READ + _WRITE + ["shell", "python_exec"]),
+        _role("devops", "builds, deploys and operates: CI, containers, configuration",
+              "You are a DevOps engineer. You handle builds, CI, containers and configuration; you make changes "
+              "reproducible and explain how to roll them back." + _RULES, _READ + _WRITE + ["shell"], ["http_get"]),
+        _role("data", "analyses and transforms data: CSV, JSON, SQL, statistics",
+              "You are a data engineer. You load, clean, transform and analyse data, state your assumptions, and "
+              "check results with small computations." + _RULES, _READ + _WRITE + ["python_exec", "shell"]),
+        _role("security", "reviews code and configuration for vulnerabilities and risky practices",
+              "You are a security engineer. You review code and configuration for vulnerabilities, secrets and "
+              "risky defaults, rate each finding by severity and say how to fix it." + _RULES, _READ, ["shell"]),
+        _role("ui-design", "designs interfaces: layout, typography, accessibility, visual checks",
+              "You are a UI designer. You design clear, accessible interfaces, write the markup and styles, and "
+              "look at the result in the browser." + _RULES,
+              _READ + _WRITE + ["browser_navigate", "browser_screenshot"]),
+        _role("refactor", "restructures code without changing its behaviour",
+              "You are a refactoring engineer. You improve structure without changing behaviour: small steps, "
+              "tests run before and after each one." + _RULES, _READ + _WRITE + ["shell"]),
+    ]
+}
+
+TOOL_AGENT_ROLES = ("browser", "file", "llm", "shell")
+
+
+def role_problems(role: Any) -> list[str]:
+    """What is wrong with a role definition (a role or a define_role request); empty when fine."""
+    problems = []
+    if not AGENT_NAME_RE.match(role.name):
+        problems.append(f"role name {role.name!r} is not valid: letters, digits, '_' or '-', starting with a letter (max 64)")
+    for field, tools in (("allowedTools", role.allowed_tools), ("requestedTools", role.requested_tools)):
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            problems.append(f"role {role.name}: unknown {field} {', '.join(unknown)}; tools are {', '.join(TOOLS)}")
+    both = sorted(set(role.allowed_tools) & set(role.requested_tools))
+    if both:
+        problems.append(f"role {role.name}: {', '.join(both)} both allowed and requested; keep each in one list")
+    return problems
+
+
+def merge_roles(*layers: Iterable[RoleCapabilityModel] | Mapping[str, Any]) -> dict[str, RoleCapabilityModel]:
+    """Merge role layers, later wins field by field (a layer may override one field only).
+
+    A layer is a list of roles, or a mapping name → partial role fields (settings files).
+    """
+    merged: dict[str, RoleCapabilityModel] = {}
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            items = [(name, dict(fields)) for name, fields in layer.items()]
+        else:
+            items = [(r.name, r.model_dump(by_alias=False, exclude_unset=True)) for r in layer]
+        for name, fields in items:
+            fields.pop("name", None)
+            base = merged.get(name)
+            if base is None:
+                fields.setdefault("system_prompt", f"You are {name}: {fields.get('description', 'an agent')}." + _RULES)
+                merged[name] = RoleCapabilityModel(name=name, **fields)
+            else:
+                merged[name] = base.model_copy(update=fields)
+    return merged

@@ -1,0 +1,149 @@
+"""settings.json: roles, permission rules and the permission mode, in two layers.
+
+``~/.xsky/settings.json`` (the user's) and ``<project>/.xsky/settings.json`` (the
+project's; later wins). The format follows LingXiao's::
+
+    {
+      "roles": {"perf": {"description": "…", "systemPrompt": "…", "allowedTools": ["file_read"],
+                         "requestedTools": ["shell"], "skillNames": ["profiling"], "suggestedModel": "…"}},
+      "permissions": {"allow": ["shell(git log:*)"], "ask": ["file_write(src/**)"], "deny": ["shell(rm:*)"]},
+      "security": {"permission_mode": "default"}
+    }
+
+A file with bad JSON or an unknown field is an error naming the file, the line and the
+field — never silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from xsky.models import WireModel
+
+PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
+
+
+class _Strict(WireModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SettingsRole(_Strict):
+    description: str | None = None
+    system_prompt: str | None = None
+    allowed_tools: list[str] | None = None
+    requested_tools: list[str] | None = None
+    skill_names: list[str] | None = None
+    suggested_model: str | None = None
+
+
+class PermissionRules(_Strict):
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class SecuritySettings(WireModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
+    permission_mode: PermissionMode = "default"
+
+
+class SettingsFile(_Strict):
+    roles: dict[str, SettingsRole] = Field(default_factory=dict)
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    security: SecuritySettings | None = None
+
+
+class SettingsError(ValueError):
+    def __init__(self, path: str, line: int, column: int, message: str):
+        self.path, self.line, self.column = path, line, column
+        super().__init__(f"{path}:{line}:{column}: {message}")
+
+
+@dataclass(frozen=True)
+class SettingsLayer:
+    path: str
+    scope: Literal["user", "project"]
+    settings: SettingsFile
+
+
+def _locate(text: str, loc: tuple[Any, ...]) -> tuple[int, int]:
+    """Line and column of the key a validation error points at, found by walking the path."""
+    at = 0
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = text.find(f'"{part}"', at)
+        if found < 0:
+            break
+        at = found
+    line = text.count("\n", 0, at) + 1
+    return line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def parse_settings(text: str, path: str) -> SettingsFile:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as e:
+        raise SettingsError(path, e.lineno, e.colno, f"not valid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(path, 1, 1, "the settings must be a JSON object: {\"roles\": {…}, \"permissions\": {…}}")
+    try:
+        return SettingsFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        line, col = _locate(text, loc)
+        dotted = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            known = {
+                "": "roles, permissions, security",
+                "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
+                "permissions": "allow, ask, deny",
+                "security": "permission_mode",
+            }[_section(loc)]
+            raise SettingsError(path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}") from None
+        raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
+
+
+def _section(loc: tuple[Any, ...]) -> str:
+    if len(loc) <= 1:
+        return ""
+    return str(loc[0]) if loc[0] in ("roles", "permissions", "security") else ""
+
+
+def settings_paths() -> list[tuple[Literal["user", "project"], Path]]:
+    """Where settings live: XSKY_USER_SETTINGS or ~/.xsky/settings.json; XSKY_PROJECT_DIR or ./.xsky/settings.json."""
+    user = Path(os.environ.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json")
+    project = Path(os.environ.get("XSKY_PROJECT_DIR") or ".") / ".xsky" / "settings.json"
+    return [("user", user), ("project", project)]
+
+
+def load_layers() -> list[SettingsLayer]:
+    """The settings files that exist, user first; a broken one raises SettingsError."""
+    layers = []
+    for scope, path in settings_paths():
+        if path.is_file():
+            layers.append(SettingsLayer(str(path), scope, parse_settings(path.read_text(encoding="utf-8"), str(path))))
+    return layers
+
+
+def role_layers(layers: list[SettingsLayer]) -> list[dict[str, dict[str, Any]]]:
+    """Each layer's roles as partial field dicts (only the fields the file sets)."""
+    return [
+        {name: role.model_dump(by_alias=False, exclude_none=True) for name, role in layer.settings.roles.items()}
+        for layer in layers
+    ]
+
+
+def permission_mode(layers: list[SettingsLayer]) -> PermissionMode:
+    mode: PermissionMode = "default"
+    for layer in layers:
+        if layer.settings.security is not None:
+            mode = layer.settings.security.permission_mode
+    return mode
