@@ -34,12 +34,18 @@ def scrub_xml_illegal(text: str) -> str:
 
 
 class WireModel(BaseModel):
-    """Base of every model: camelCase on the wire, strict fields, checked assignments."""
+    """Base of every model: camelCase on the wire, checked fields and assignments.
+
+    Unknown fields are ignored, not refused: these models travel through Temporal history,
+    and a history recorded by an older version (with a field since removed) must still
+    decode on replay. Strictness about unknown names lives where people type them: the
+    XML reader and settings files refuse unknown elements, attributes and keys.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        extra="forbid",
+        extra="ignore",
         validate_assignment=True,
         serialize_by_alias=True,  # camelCase on the wire, also through Temporal's converter
     )

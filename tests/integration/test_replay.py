@@ -68,12 +68,28 @@ async def test_a_steered_run_replays_without_nondeterminism(env: Env):
         (FIXTURES / "steered.json").write_text(history.to_json())
 
 
+async def test_a_run_planned_from_a_sentence_replays(env: Env):
+    from xsky.runs import RunInput
+
+    await env.start_worker()
+    handle = await env.client.start_workflow(
+        LeaderWorkflow.run, RunInput(task_prompt="1. Run `echo one` 2. Run `echo two`", task_id="replay-planned"),
+        id=f"xsky-replay-planned-{env.settings.task_queue}", task_queue=env.settings.task_queue,
+    )
+    env.handles.append(handle)
+    assert (await handle.result()).status == "completed"
+    history = await handle.fetch_history()
+    await replayer().replay_workflow(history)
+    if os.environ.get("XSKY_RECORD_HISTORIES"):
+        (FIXTURES / "planned.json").write_text(history.to_json())
+
+
 def fixture_files() -> list[Path]:
     return sorted(FIXTURES.glob("*.json"))
 
 
 def test_there_are_recorded_histories():
-    assert len(fixture_files()) >= 4
+    assert len(fixture_files()) >= 5
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
