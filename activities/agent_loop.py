@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import llm, skills
 from activities.artifacts import ArtifactStore
+from activities.gate import Gate
 from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.code import code_search, python_exec
@@ -28,7 +29,6 @@ from activities.tools.shell import shell
 from xsky.artifacts import artifact_path
 from xsky.leader_state import TaskRequest
 from xsky.models import RoleCapabilityModel, WireModel
-from xsky.permissions import Decision, decide
 from xsky.runs import AgentInput, AgentOutcome, RequestPayload
 from xsky.stall import LoopDetector
 from xsky.tool_specs import openai_tools
@@ -88,7 +88,7 @@ def first_user_message(task: str, input_text: str | None) -> str:
 
 class AgentLoop:
     def __init__(self, inp: AgentInput, role: RoleCapabilityModel, target: llm.LLMTarget, ctx: ToolContext, beat: Any,
-                 store: ArtifactStore, task: str, input_text: str | None, settings: dict[str, Any]):
+                 store: ArtifactStore, task: str, input_text: str | None, settings: dict[str, Any], gate: Gate):
         self.inp = inp
         self.role = role
         self.target = target
@@ -100,14 +100,19 @@ class AgentLoop:
         self.settings = settings
         self.browser = BrowserSession(ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
-        self.decisions: list[dict[str, Any]] = []
+        self.gate = gate
 
     # -- the loop ----------------------------------------------------------------------------
 
     async def run(self) -> AgentOutcome:
         client = llm.client_for(self.target)
         try:
-            return await self._run(client)
+            outcome = await self._run(client)
+            outcome.decisions = self.gate.decisions
+            return outcome
+        except ApplicationError as e:
+            # Keep the permission decisions made before the failure for the run's audit log.
+            raise ApplicationError(e.message, *e.details, self.gate.details(), type=e.type, non_retryable=e.non_retryable) from None
         finally:
             await self.browser.close()
             await client.close()
@@ -161,8 +166,7 @@ class AgentLoop:
 
     def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
-        return AgentOutcome(result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model,
-                            details={"permissionDecisions": self.decisions} if self.decisions else {})
+        return AgentOutcome(result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model)
 
     async def _take_nudges(self, cp: Checkpoint) -> None:
         nudges = list(self.inp.nudges)
@@ -230,30 +234,13 @@ class AgentLoop:
                 if answer.question == question:
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
-        decision = self._decide(name, args)
-        if decision.effect == "deny":
-            return f"DENIED: {decision.reason}. Do not retry this call; find another way or explain what you need."
-        if decision.effect == "ask":
-            approval = self._approval_for(name, args)
-            if approval is None:
-                raise NeedsHuman("needs_approval", tool=name, arguments=args, rule=decision.reason)
-            if approval.decision == "deny":
-                return f"DENIED by a person{': ' + approval.message if approval.message else ''}. Do not retry this call."
+        allowed, why = self.gate.check(name, args)  # raises NeedsHuman when a person must approve
+        if not allowed:
+            return f"DENIED: {why}. Do not retry this call; find another way or explain what you need."
         try:
             return await self._execute(name, args)
         except ToolError as e:
             return f"ERROR: {e}"
-
-    def _decide(self, name: str, args: dict[str, Any]) -> Decision:
-        decision = decide(name, args, self.role, run_allowed=[a.tool for a in self.inp.approvals if a.decision == "allow_run"])
-        self.decisions.append({"tool": name, "effect": decision.effect, "reason": decision.reason})
-        return decision
-
-    def _approval_for(self, name: str, args: dict[str, Any]) -> Any:
-        for approval in reversed(self.inp.approvals):
-            if approval.tool == name and (approval.arguments == args or approval.decision == "allow_run"):
-                return approval
-        return None
 
     async def _execute(self, name: str, args: dict[str, Any]) -> str:
         ctx = self.ctx

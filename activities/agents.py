@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from activities.agent_loop import AgentLoop
 from activities.artifacts import ArtifactStore
+from activities.gate import Gate
 from activities.browser import BrowserPool
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
@@ -33,7 +34,9 @@ from xsky import offline
 from xsky.agent_config import tool_arguments, tool_name
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.roles import BUILTIN_ROLES
+from xsky.models import RoleCapabilityModel
+from xsky.roles import BUILTIN_ROLES, TOOLS
+from xsky.tool_specs import PARAMETERS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
 
 log = logging.getLogger("xsky.agents")
@@ -176,12 +179,13 @@ class AgentActivities:
 
         tool = tool_name(config)
         role = inp.role or BUILTIN_ROLES.get(agent.name)
+        gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace)
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
             if target is not None:
                 if role is None:
                     raise ApplicationError(f"agent {agent.id}: no role named {agent.name!r}", type="AgentConfigError", non_retryable=True)
-                loop = AgentLoop(inp, role, target, ctx, beat, self.store, task, input_text, config or {})
+                loop = AgentLoop(inp, role, target, ctx, beat, self.store, task, input_text, config or {}, gate)
                 async with beat.running():
                     outcome = await loop.run()
                 outcome.started_at = started
@@ -211,19 +215,27 @@ class AgentActivities:
 
         async with beat.running():
             try:
+                # A direct call passes the same permission gate as the loop's (once its arguments
+                # are there at all: a missing argument gets the tool's own, clearer error).
+                if tool in TOOLS and all(k in args for k in PARAMETERS[tool]["required"]):
+                    allowed, why = gate.check(tool, args)
+                    if not allowed:
+                        raise ApplicationError(f"agent {agent.id}: {tool} denied: {why}", gate.details(),
+                                               type="PermissionDenied", non_retryable=True)
                 out = await fn(ctx, args)
             except ToolError as e:
                 raise ApplicationError(
-                    f"agent {agent.id}: {e}", e.details, type="ToolError", non_retryable=not e.retryable
+                    f"agent {agent.id}: {e}", e.details, gate.details(), type="ToolError", non_retryable=not e.retryable
                 ) from None
             except NeedsHuman as need:
                 return AgentOutcome(
                     kind="question" if need.kind == "question" else "needs_approval",
                     request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
                     started_at=started,
+                    decisions=gate.decisions,
                 )
         outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
-                               provider=out.details.get("provider"), started_at=started)
+                               provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
         return self._stored(inp, outcome, out.text)
 
     def _stored(self, inp: AgentInput, outcome: AgentOutcome, text: str) -> AgentOutcome:

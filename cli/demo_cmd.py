@@ -18,10 +18,10 @@ from pathlib import Path
 from cli.connect import connect
 from cli.plans import load_plan
 from cli.render import out
+from cli.roles_cmd import resolve_permissions, resolve_roles
 from cli.runs_cmd import follow, print_result, start_run
 from cli.server_cmd import ensure_server, ensure_worker
 from xsky.config import load_settings
-from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.runs import RunInput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,10 +55,12 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     try:
         url = f"http://127.0.0.1:{site.server_address[1]}"
         out.print(f"serving the demo site at {url}")
-        plan = load_plan(PLAN, known_agents=TOOL_AGENT_KINDS, variables=["site"])
+        roles = resolve_roles()
+        plan = load_plan(PLAN, known_agents=list(roles), variables=["site"])
         client = await connect(settings)
         workflow_id = f"xsky-demo-{time.strftime('%Y%m%d-%H%M%S')}"
-        handle = await start_run(client, settings, RunInput(workflow=plan.workflow, variables={"site": url}), workflow_id)
+        inp = RunInput(workflow=plan.workflow, variables={"site": url}, roles=roles, permissions=resolve_permissions())
+        handle = await start_run(client, settings, inp, workflow_id)
         out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {settings.ui_link(workflow_id)}")
         result = await follow(handle, quiet=args.json)
         code = print_result(result, settings, args.json)

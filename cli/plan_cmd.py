@@ -19,7 +19,7 @@ from cli.args import parse_pairs
 from cli.connect import ConnectError, connect
 from cli.plans import UsageError
 from cli.render import out, plan_tree, print_json
-from cli.roles_cmd import resolve_roles
+from cli.roles_cmd import resolve_permissions, resolve_roles
 from cli.runs_cmd import _parse_context, follow, print_result, run_options, start_run
 from cli.steer_cmd import show_run_plan
 from workflows.leader import LeaderWorkflow
@@ -80,7 +80,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         options = run_options(args)
         client = await connect(settings)
         workflow_id = args.id or f"xsky-{task_id}"
-        inp = RunInput(task_prompt=args.text, task_id=task_id, variables=variables, context=context, options=options, roles=roles)
+        inp = RunInput(task_prompt=args.text, task_id=task_id, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions())
         handle = await start_run(client, settings, inp, workflow_id)
         if args.json and not args.follow:
             print_json({"workflowId": workflow_id, "ui": settings.ui_link(workflow_id)})

@@ -11,15 +11,25 @@ from cli.plans import UsageError
 from cli.render import out, print_json
 from xsky.models import RoleCapabilityModel
 from xsky.roles import BUILTIN_ROLES, merge_roles, role_problems
-from xsky.settings import SettingsError, load_layers, role_layers
+from xsky.permissions import PermissionSettings
+from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_settings, role_layers
+
+
+def settings_layers() -> list[SettingsLayer]:
+    try:
+        return load_layers()
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+
+
+def resolve_permissions() -> PermissionSettings:
+    """Permission rules of every settings layer and the mode (project over user)."""
+    return permission_settings(settings_layers())
 
 
 def resolve_roles() -> dict[str, RoleCapabilityModel]:
     """Built-ins < ~/.xsky/settings.json < <project>/.xsky/settings.json; bad files are usage errors."""
-    try:
-        layers = load_layers()
-    except SettingsError as e:
-        raise UsageError(str(e)) from None
+    layers = settings_layers()
     roles = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers))
     problems = [p for role in roles.values() for p in role_problems(role)]
     if problems:

@@ -21,7 +21,7 @@ from cli.board import board_table, result_text, results_table, tally
 from cli.connect import connect
 from cli.plans import UsageError, load_plan
 from cli.render import err, out, print_json, print_problems
-from cli.roles_cmd import resolve_roles
+from cli.roles_cmd import resolve_permissions, resolve_roles
 from workflows.leader import LeaderWorkflow
 from xsky.board import TaskView
 from xsky.config import Settings, load_settings
@@ -99,7 +99,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
     client = await connect(settings)
     handle = await start_run(
-        client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options, roles=roles), workflow_id
+        client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions()), workflow_id
     )
     link = settings.ui_link(workflow_id)
     if args.json and not args.follow:

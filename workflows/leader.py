@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
+        AuditEntry,
         DefineRoleRequest,
         HumanRequest,
         InterventionResult,
@@ -55,9 +56,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
     from xsky.planning import PlanRequest, PlanResult, problems_text
+    from xsky.permissions import run_rules_for
     from xsky.replan import merge_plan, new_task
     from xsky.roles import BUILTIN_ROLES, role_problems
-    from xsky.runs import AgentInput, AgentOutcome, AgentReport, ProgressReport, RunInput, RunResult
+    from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, RunInput, RunResult
     from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
     from xsky.variables import RenderError, render, render_config
     from xsky.xml import parse_workflow, workflow_to_xml
@@ -69,6 +71,8 @@ INLINE_RESULT_BUDGET = 512 * 1024
 # Results shown to the planner are cut to this many characters each.
 PLANNER_RESULT_CHARS = 2000
 SATISFIED = ("completed", "skipped")
+# The permission audit log keeps this many entries (older ones are counted, not kept).
+AUDIT_KEEP = 1000
 RUNNING = ("dispatched", "in_progress")
 
 
@@ -185,6 +189,8 @@ class LeaderWorkflow:
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
+        if inp.permissions.mode == "bypass" and inp.state is None:
+            workflow.logger.warning("run %s uses permission mode BYPASS: only deny rules are enforced", self._run_id)
         try:
             if self._needs_plan:
                 await self._plan_from_prompt()
@@ -325,6 +331,7 @@ class LeaderWorkflow:
             approvals=list(self._s.approvals.get(task.id, [])),
             nudges=[n.message for n in self._s.nudges if n.task_id == task.id],
             role=self._roles().get(agent.name),
+            permissions=self._input.permissions.model_copy(update={"run_rules": list(self._s.run_rules)}),
             goal=self._s.plan.task_prompt or self._s.plan.name or None,
         )
 
@@ -361,6 +368,8 @@ class LeaderWorkflow:
                 intent = self._intents.pop(agent.id, None)
                 if dispatch != task.attempt or self._tasks.get(agent.id) is not task:
                     return  # an earlier dispatch, or a task a replan removed
+                if isinstance(e, ActivityError):
+                    self._audit_failure(task, e)
                 if intent is not None:
                     self._after_stop(task, intent)
                 elif isinstance(e, ActivityError):
@@ -378,7 +387,24 @@ class LeaderWorkflow:
                 del self._running[agent.id], self._running_dispatch[agent.id]
             self._changed = True
 
+    def _audit(self, task: TaskState, records: list[DecisionRecord]) -> None:
+        for r in records:
+            self._s.audit.append(AuditEntry(at=r.at, task_id=task.id, tool=r.tool, arguments=r.arguments, effect=r.effect, reason=r.reason))
+        if len(self._s.audit) > AUDIT_KEEP:
+            self._s.audit_dropped += len(self._s.audit) - AUDIT_KEEP
+            del self._s.audit[: len(self._s.audit) - AUDIT_KEEP]
+
+    def _audit_failure(self, task: TaskState, err: ActivityError) -> None:
+        """Decisions made before an attempt failed travel in the failure's details."""
+        cause = err.cause
+        if not isinstance(cause, ApplicationError):
+            return
+        for detail in cause.details:
+            if isinstance(detail, dict) and "permissionDecisions" in detail:
+                self._audit(task, [DecisionRecord.model_validate(d) for d in detail["permissionDecisions"]])
+
     def _on_outcome(self, task: TaskState, outcome: AgentOutcome) -> None:
+        self._audit(task, outcome.decisions)
         task.tokens += outcome.tokens
         task.iterations = max(task.iterations, outcome.iterations)
         if outcome.started_at is not None and task.started_at is None:
@@ -655,6 +681,7 @@ class LeaderWorkflow:
                 context=self._input.context,
                 options=self._options,
                 roles=self._input.roles,
+                permissions=self._input.permissions,
                 task_prompt=self._input.task_prompt,
                 state=self._s,
             )
@@ -841,6 +868,15 @@ class LeaderWorkflow:
         request.decision = req.decision
         request.answer = req.message
         request.answered_at = workflow.now()
+        self._s.audit.append(AuditEntry(
+            at=workflow.now(), task_id=request.task_id, tool=request.tool or "", arguments=request.text,
+            effect="deny" if req.decision == "deny" else "allow",
+            reason=f"{req.decision} by a person" + (f": {req.message}" if req.message else ""), by="person", request_id=request.id,
+        ))
+        if req.decision == "allow_run" and request.tool:
+            for rule in run_rules_for(request.tool, request.arguments or {}):
+                if rule not in self._s.run_rules:
+                    self._s.run_rules.append(rule)
         task = self._task_by_id(request.task_id)
         if task is not None and task.waiting_on == request.id:
             task.waiting_on = None
@@ -952,6 +988,10 @@ class LeaderWorkflow:
     def pending_requests(self) -> list[HumanRequest]:
         return [r for r in self._s.requests if r.status == "pending"]
 
+    @workflow.query(description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who.")
+    def permission_log(self) -> list[AuditEntry]:
+        return list(self._s.audit)
+
     @workflow.query(description="Nudges for one task ({taskId}), oldest first: running agents read these.")
     def nudges(self, req: TaskRequest) -> list[str]:
         task = self._task_by_id(req.task_id)
@@ -971,6 +1011,9 @@ class LeaderWorkflow:
                 notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
         if self._replanning:
             notes.append("✎ replanning…")
+        if self._input.permissions.mode != "default":
+            warn = " — only deny rules are enforced" if self._input.permissions.mode == "bypass" else ""
+            notes.append(f"🔒 permission mode **{self._input.permissions.mode}**{warn}")
         workflow.set_current_details(board_markdown(title, self._s.tasks, workflow.now(), "\n\n".join(notes)))
 
     def _reports(self, budget: int) -> list[AgentReport]:
@@ -1023,4 +1066,5 @@ class LeaderWorkflow:
             plan_version=self._s.plan_version,
             started_at=self._s.started_at,
             ended_at=workflow.now(),
+            permission_log=self._s.audit[-200:],
         )

@@ -42,6 +42,19 @@ class HumanRequest(WireModel):
     answered_at: datetime | None = None
 
 
+class AuditEntry(WireModel):
+    """One permission decision: automatic (by rules, role or mode) or by a person."""
+
+    at: datetime
+    task_id: str
+    tool: str
+    arguments: str  # a short rendering of the call
+    effect: Literal["allow", "ask", "deny"]
+    reason: str
+    by: Literal["auto", "person"] = "auto"
+    request_id: str | None = None
+
+
 class PlanVersion(WireModel):
     version: int
     xml: str
@@ -106,6 +119,9 @@ class LeaderState(WireModel):
     review_deadline: datetime | None = None
     auto_replans: int = 0
     defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
+    run_rules: list[str] = Field(default_factory=list)  # "allow for this run" approvals, as allow rules
+    audit: list[AuditEntry] = Field(default_factory=list)
+    audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
 

@@ -1,32 +1,290 @@
 """Tool permissions: may this agent make this call? ``allow``, ``ask`` a person, or ``deny``.
 
-This module starts with the role layer (LingXiao): a tool in the role's ``allowedTools``
-is allowed, one in ``requestedTools`` needs a person's approval (or an earlier "allow for
-this run"), anything else is denied.
+``decide(tool, arguments, role, settings)`` evaluates, in order:
+
+1. rules from settings.json (user and project layers) and rules a person allowed for this
+   run — ``deny`` rules first (a deny in any layer wins), then ``ask``, then ``allow``;
+   the first match decides. Syntax: ``Tool`` or ``Tool(specifier)``: a shell prefix
+   ``shell(git log:*)``, an exact command ``shell(make test)``, a path glob
+   ``file_write(src/**)``, a domain ``browser_navigate(domain:example.com)``;
+2. otherwise the role: ``allowedTools`` → allow, ``requestedTools`` → ask, else deny;
+3. then ``security.permission_mode``: ``default`` (ask means ask), ``accept_edits`` (file
+   writes inside the workspace need no approval), ``plan`` (read-only tools only),
+   ``bypass`` (everything but deny rules — never the default, and reported as used).
+
+Shell commands are parsed, not string-matched: each command inside a compound command is
+decided on its own and the strictest answer wins, so ``allow shell(ls:*)`` never allows
+``ls && rm -rf x``. Redirections are decided as file reads and writes. What cannot be
+parsed is denied.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import fnmatch
+import posixpath
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from xsky.models import RoleCapabilityModel
+from pydantic import Field
+
+from xsky.models import RoleCapabilityModel, WireModel
+from xsky.shell_parse import ShellCommand, ShellParseError, split_command
 
 Effect = Literal["allow", "ask", "deny"]
+PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+READ_ONLY_TOOLS = frozenset(
+    {"file_read", "file_list", "code_search", "http_get", "browser_navigate", "browser_extract", "browser_screenshot", "read_skill", "ask_user"}
+)
+PATH_TOOLS = {"file_read": "path", "file_write": "path", "file_list": "path", "code_search": "path"}
+URL_TOOLS = {"browser_navigate": "url", "http_get": "url"}
+PRIMARY_ARG = {"shell": "command", "python_exec": "code", "read_skill": "name", "ask_user": "question",
+               "browser_click": "selector", "browser_type": "selector", "browser_extract": "selector", **PATH_TOOLS, **URL_TOOLS}
+_HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
+_RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str
+    specifier: str | None
+    text: str
+    source: str  # where it came from: "project settings (path)", "user settings (path)", "this run"
 
 
 @dataclass(frozen=True)
 class Decision:
     effect: Effect
-    reason: str  # the rule or the part of the role that decided
+    reason: str  # the rule, or the part of the role or mode, that decided
+    rule: str | None = None
 
 
-def decide(tool: str, arguments: dict[str, Any], role: RoleCapabilityModel, run_allowed: Collection[str] = ()) -> Decision:
+class PermissionLayer(WireModel):
+    scope: str  # "user" | "project"
+    path: str = ""
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class PermissionSettings(WireModel):
+    """Everything decide() needs besides the role; resolved at start and carried by the run."""
+
+    layers: list[PermissionLayer] = Field(default_factory=list)
+    mode: PermissionMode = "default"
+    run_rules: list[str] = Field(default_factory=list)  # "allow for this run" approvals
+
+
+def parse_rule(text: str, source: str = "") -> Rule:
+    m = _RULE_RE.match(text)
+    if not m or (m.group(2) is not None and not m.group(2).strip()):
+        raise ValueError(
+            f"permission rule {text!r} is not valid; write Tool or Tool(specifier), e.g. shell(git log:*), "
+            "file_write(src/**), browser_navigate(domain:example.com)"
+        )
+    return Rule(m.group(1), m.group(2).strip() if m.group(2) is not None else None, text.strip(), source)
+
+
+def rule_problems(rules: Iterable[str]) -> list[str]:
+    problems = []
+    for text in rules:
+        try:
+            parse_rule(text)
+        except ValueError as e:
+            problems.append(str(e))
+    return problems
+
+
+# -- matching ---------------------------------------------------------------------------------
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore-style: ** crosses directories, * and ? do not; a trailing / means 'inside'."""
+    pattern = pattern.lstrip("/").removeprefix("./")
+    if pattern.endswith("/"):
+        pattern += "**"
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+def relative_path(path: str, workspace: str | None) -> str | None:
+    """The path relative to the workspace, normalised; None when it points outside."""
+    if workspace and posixpath.isabs(path):
+        ws = posixpath.normpath(workspace)
+        norm = posixpath.normpath(path)
+        if norm != ws and not norm.startswith(ws + "/"):
+            return None
+        path = posixpath.relpath(norm, ws)
+    norm = posixpath.normpath(path or ".")
+    if norm.startswith("../") or norm == ".." or posixpath.isabs(norm):
+        return None
+    return norm
+
+
+def _host(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -> bool:
+    if not fnmatch.fnmatchcase(tool, rule.tool):
+        return False
+    spec = rule.specifier
+    if spec is None or spec == "*":
+        return True
+    if subject is None:
+        return False
+    if tool == "shell":
+        if spec.endswith(":*"):
+            prefix = spec[:-2].strip()
+            return subject == prefix or subject.startswith(prefix + " ")
+        if "*" in spec or "?" in spec:
+            return fnmatch.fnmatchcase(subject, spec)
+        return subject == spec
+    if tool in PATH_TOOLS:
+        rel = relative_path(subject, workspace)
+        return rel is not None and bool(_glob_regex(spec).match(rel))
+    if tool in URL_TOOLS and spec.startswith("domain:"):
+        want = spec[len("domain:"):].strip().lower()
+        host = _host(subject)
+        if want.startswith("*."):
+            return host.endswith(want[1:])
+        return host == want or host.endswith("." + want)
+    return fnmatch.fnmatchcase(subject, spec)
+
+
+def _rules(settings: PermissionSettings) -> dict[str, list[Rule]]:
+    rules: dict[str, list[Rule]] = {"deny": [], "ask": [], "allow": []}
+    # Project rules are listed before user rules, so a project rule is named when both match.
+    for layer in sorted(settings.layers, key=lambda layer: 0 if layer.scope == "project" else 1):
+        source = f"{layer.scope} settings" + (f" ({layer.path})" if layer.path else "")
+        for effect in ("deny", "ask", "allow"):
+            rules[effect] += [parse_rule(t, source) for t in getattr(layer, effect)]
+    rules["allow"] += [parse_rule(t, "this run (approved by a person)") for t in settings.run_rules]
+    return rules
+
+
+# -- deciding -----------------------------------------------------------------------------------
+
+
+def decide(
+    tool: str,
+    arguments: dict[str, Any],
+    role: RoleCapabilityModel,
+    settings: PermissionSettings | None = None,
+    workspace: str | None = None,
+) -> Decision:
+    settings = settings or PermissionSettings()
+    rules = _rules(settings)
+    if tool == "shell":
+        decision = _decide_shell(arguments, role, rules, workspace)
+    else:
+        subject = arguments.get(PRIMARY_ARG.get(tool, ""))
+        decision = _decide_one(tool, subject if isinstance(subject, str) else None, role, rules, workspace)
+    return _apply_mode(tool, arguments, decision, settings.mode, workspace)
+
+
+def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
+    shown = f" for {subject[:80]!r}" if subject else ""
+    for effect in ("deny", "ask", "allow"):
+        for rule in rules[effect]:
+            if _matches(rule, tool, subject, workspace):
+                return Decision(effect, f"{effect} rule {rule.text!r} from {rule.source} matched{shown}", rule.text)  # type: ignore[arg-type]
     if tool in role.allowed_tools:
-        return Decision("allow", f"role {role.name} allows {tool}")
+        return Decision("allow", f"role {role.name} lists {tool} in allowedTools")
     if tool in role.requested_tools:
-        if tool in run_allowed:
-            return Decision("allow", f"{tool} was approved for this run")
-        return Decision("ask", f"role {role.name} requests {tool}: a person must approve it")
-    return Decision("deny", f"role {role.name} may not use {tool}")
+        return Decision("ask", f"role {role.name} lists {tool} in requestedTools: a person must approve it")
+    return Decision("deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)")
+
+
+def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
+    command = arguments.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return Decision("deny", "shell needs a command")
+    try:
+        parts = split_command(command)
+    except ShellParseError as e:
+        return Decision("deny", f"refused: {e} (commands that cannot be checked are not run)")
+    worst: Decision | None = None
+    for part in parts:
+        for d in _part_decisions(part, role, rules, workspace):
+            if worst is None or _RANK[d.effect] > _RANK[worst.effect]:
+                worst = d
+    assert worst is not None
+    if len(parts) > 1 and worst.effect != "allow":
+        worst = Decision(worst.effect, f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})", worst.rule)
+    return worst
+
+
+def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
+    decisions = [_decide_one("shell", part.text, role, rules, workspace)]
+    for redirect in part.redirects:
+        if redirect.target in _HARMLESS_TARGETS or redirect.target.isdigit() or redirect.target.startswith("&"):
+            continue
+        if relative_path(redirect.target, workspace) is None:
+            decisions.append(Decision("deny", f"redirection {redirect.op} {redirect.target!r} reaches outside the workspace"))
+            continue
+        as_tool = "file_write" if ">" in redirect.op else "file_read"
+        # A redirection is a file operation: the file rules decide it; a role that may run
+        # the shell may redirect inside its workspace.
+        d = _decide_one(as_tool, redirect.target, role, {k: [r for r in v if r.tool != "shell"] for k, v in rules.items()}, workspace)
+        if d.rule is None:
+            d = Decision("allow", f"redirection {redirect.op} {redirect.target!r} stays inside the workspace")
+        decisions.append(d)
+    return decisions
+
+
+def _apply_mode(tool: str, arguments: dict[str, Any], decision: Decision, mode: PermissionMode, workspace: str | None) -> Decision:
+    if decision.rule is not None and decision.effect == "deny":
+        return decision  # deny rules hold in every mode
+    if mode == "plan" and tool not in READ_ONLY_TOOLS:
+        return Decision("deny", f"permission mode plan allows read-only tools only; {tool} changes things")
+    if mode == "accept_edits" and tool == "file_write" and decision.effect == "ask":
+        path = arguments.get("path")
+        if isinstance(path, str) and relative_path(path, workspace) is not None:
+            return Decision("allow", f"permission mode accept_edits: writes inside the workspace need no approval ({decision.reason})")
+    if mode == "bypass" and decision.effect != "allow":
+        return Decision("allow", f"permission mode bypass overrode: {decision.reason}")
+    return decision
+
+
+def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
+    """The rules an "allow for this run" approval adds: as narrow as the call it approved.
+
+    A shell command gets one exact rule per command inside it; a URL its domain; a path
+    its path; anything else the tool.
+    """
+    if tool == "shell" and isinstance(arguments.get("command"), str):
+        try:
+            return list(dict.fromkeys(f"shell({p.text})" for p in split_command(arguments["command"]) if ")" not in p.text))
+        except ShellParseError:
+            return []
+    if tool in URL_TOOLS and isinstance(arguments.get("url"), str) and _host(arguments["url"]):
+        return [f"{tool}(domain:{_host(arguments['url'])})"]
+    subject = arguments.get(PRIMARY_ARG.get(tool, ""))
+    if isinstance(subject, str) and subject and ")" not in subject:
+        return [f"{tool}({subject})"]
+    return [tool]

@@ -13,9 +13,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
-from xsky.leader_state import Answer, LeaderState, StallWindows, ToolApproval
+from xsky.leader_state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
 from xsky.models import WireModel as Wire
 from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.permissions import PermissionSettings
 
 
 class RetryOptions(Wire):
@@ -57,6 +58,7 @@ class RunInput(Wire):
     roles: dict[str, RoleCapabilityModel] = Field(
         default_factory=dict, description="roles resolved at start (built-ins < user < project settings); default: built-ins"
     )
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="rules and mode from settings")
     state: LeaderState | None = None
 
 
@@ -77,6 +79,7 @@ class AgentInput(Wire):
     approvals: list[ToolApproval] = Field(default_factory=list)
     nudges: list[str] = Field(default_factory=list)
     role: RoleCapabilityModel | None = None  # the agent's role, resolved by the leader
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
 
 
@@ -87,6 +90,16 @@ class RequestPayload(Wire):
     tool: str | None = None
     arguments: dict[str, Any] | None = None
     rule: str | None = None
+
+
+class DecisionRecord(Wire):
+    """A permission decision an agent attempt made automatically (for the run's audit log)."""
+
+    at: datetime
+    tool: str
+    arguments: str
+    effect: Literal["allow", "ask", "deny"]
+    reason: str
 
 
 OutcomeKind = Literal["completed", "question", "needs_approval"]
@@ -106,6 +119,7 @@ class AgentOutcome(Wire):
     started_at: datetime | None = None  # when this attempt began working (activity clock)
     request: RequestPayload | None = None  # for question / needs_approval
     checkpoint: ArtifactRef | None = None
+    decisions: list[DecisionRecord] = Field(default_factory=list)  # permission decisions made
 
 
 class ProgressReport(Wire):
@@ -147,3 +161,4 @@ class RunResult(Wire):
     plan_version: int = 1
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    permission_log: list[AuditEntry] = Field(default_factory=list)

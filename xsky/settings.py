@@ -25,8 +25,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 
 from xsky.models import WireModel
-
-PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
+from xsky.permissions import PermissionLayer, PermissionMode, PermissionSettings, rule_problems
 
 
 class _Strict(WireModel):
@@ -94,7 +93,7 @@ def parse_settings(text: str, path: str) -> SettingsFile:
     if not isinstance(data, dict):
         raise SettingsError(path, 1, 1, "the settings must be a JSON object: {\"roles\": {…}, \"permissions\": {…}}")
     try:
-        return SettingsFile.model_validate(data)
+        settings = SettingsFile.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(err["loc"])
@@ -109,6 +108,18 @@ def parse_settings(text: str, path: str) -> SettingsFile:
             }[_section(loc)]
             raise SettingsError(path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}") from None
         raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
+    for effect in ("allow", "ask", "deny"):
+        for rule in getattr(settings.permissions, effect):
+            problems = rule_problems([rule])
+            if problems:
+                line, col = _locate_value(text, rule)
+                raise SettingsError(path, line, col, f"permissions.{effect}: {problems[0]}")
+    return settings
+
+
+def _locate_value(text: str, value: str) -> tuple[int, int]:
+    at = max(text.find(json.dumps(value)), 0)
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
 def _section(loc: tuple[Any, ...]) -> str:
@@ -142,8 +153,20 @@ def role_layers(layers: list[SettingsLayer]) -> list[dict[str, dict[str, Any]]]:
 
 
 def permission_mode(layers: list[SettingsLayer]) -> PermissionMode:
+    """The mode of the last layer that sets one (project over user); default otherwise."""
     mode: PermissionMode = "default"
     for layer in layers:
         if layer.settings.security is not None:
             mode = layer.settings.security.permission_mode
     return mode
+
+
+def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
+    return PermissionSettings(
+        layers=[
+            PermissionLayer(scope=layer.scope, path=layer.path, allow=layer.settings.permissions.allow,
+                            ask=layer.settings.permissions.ask, deny=layer.settings.permissions.deny)
+            for layer in layers
+        ],
+        mode=permission_mode(layers),
+    )

@@ -1,0 +1,61 @@
+"""The permission gate every tool call of an agent passes: decide, record, and act on it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from activities.tools import NeedsHuman
+from xsky.models import RoleCapabilityModel
+from xsky.permissions import Decision, decide
+from xsky.runs import AgentInput, DecisionRecord
+
+log = logging.getLogger("xsky.permissions")
+
+
+def summarize(arguments: dict[str, Any], limit: int = 200) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Gate:
+    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path):
+        self.inp = inp
+        self.role = role
+        self.workspace = str(workspace.resolve())
+        self.decisions: list[DecisionRecord] = []
+        if inp.permissions.mode == "bypass":
+            log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
+
+    def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
+        decision = decide(tool, arguments, self.role, self.inp.permissions, self.workspace)
+        self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=tool, arguments=summarize(arguments),
+                                             effect=decision.effect, reason=decision.reason))
+        return decision
+
+    def approval(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """A person's decision on exactly this call, if one came with this dispatch."""
+        for approval in reversed(self.inp.approvals):
+            if approval.tool == tool and approval.arguments == arguments:
+                return approval
+        return None
+
+    def check(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+        """(may run, why not). Raises NeedsHuman when a person must decide first."""
+        decision = self.decide(tool, arguments)
+        if decision.effect == "allow":
+            return True, ""
+        if decision.effect == "deny":
+            return False, decision.reason
+        approval = self.approval(tool, arguments)
+        if approval is None:
+            raise NeedsHuman("needs_approval", tool=tool, arguments=arguments, rule=decision.reason)
+        if approval.decision == "deny":
+            return False, "a person denied it" + (f": {approval.message}" if approval.message else "")
+        return True, ""
+
+    def details(self) -> dict[str, Any]:
+        return {"permissionDecisions": [d.wire() for d in self.decisions]}

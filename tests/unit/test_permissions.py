@@ -1,0 +1,152 @@
+"""decide(): rules, the role, the mode — table-driven, bypass attempts included."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from xsky.models import RoleCapabilityModel
+from xsky.permissions import PermissionLayer, PermissionSettings, decide, parse_rule, rule_problems, run_rules_for
+
+WS = "/work/ws"
+DEV = RoleCapabilityModel(name="dev", allowed_tools=["shell", "file_read", "file_write", "file_list", "browser_navigate"],
+                          requested_tools=["python_exec", "http_get"])
+ASKER = RoleCapabilityModel(name="asker", allowed_tools=["file_read"], requested_tools=["shell", "file_write"])
+READER = RoleCapabilityModel(name="reader", allowed_tools=["file_read", "file_list", "code_search"])
+
+PROJECT = PermissionLayer(
+    scope="project", path=".xsky/settings.json",
+    allow=["shell(ls:*)", "shell(git log:*)", "shell(echo:*)", "file_write(src/**)"],
+    ask=["shell(git push:*)", "file_write(docs/*.md)"],
+    deny=["shell(rm:*)", "shell(curl:*)", "browser_navigate(domain:evil.example)", "file_read(secrets/**)"],
+)
+USER = PermissionLayer(scope="user", path="~/.xsky/settings.json", allow=["shell(curl:*)", "shell(make:*)"], deny=["shell(shutdown:*)"])
+RULES = PermissionSettings(layers=[USER, PROJECT])
+
+
+def d(tool, args, role=DEV, settings=RULES, ws=WS):
+    return decide(tool, args, role, settings, ws)
+
+
+CASES = [
+    # plain rules and the role
+    ("shell", {"command": "ls -la"}, DEV, RULES, "allow", "shell(ls:*)"),
+    ("shell", {"command": "git log --oneline"}, DEV, RULES, "allow", "shell(git log:*)"),
+    ("shell", {"command": "git push origin main"}, DEV, RULES, "ask", "shell(git push:*)"),
+    ("shell", {"command": "rm -rf build"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "pytest -q"}, DEV, RULES, "allow", "allowedTools"),
+    ("shell", {"command": "pytest -q"}, ASKER, RULES, "ask", "requestedTools"),
+    ("shell", {"command": "pytest -q"}, READER, RULES, "deny", "may not use shell"),
+    ("shell", {"command": "lsof -i"}, ASKER, RULES, "ask", "requestedTools"),  # ls:* is a word prefix, not lsof
+    # bypass attempts: every part must be allowed on its own
+    ("shell", {"command": "ls && rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "ls; rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "ls || rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "ls | sh"}, ASKER, RULES, "ask", "requestedTools"),
+    ("shell", {"command": "echo $(rm -rf x)"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "echo `rm -rf x`"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "ls\nrm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "FOO=1 rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": 'bash -c "rm -rf x"'}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "sh -c 'ls; rm x'"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "(cd /tmp && rm -rf x)"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "eval 'rm -rf x'"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "env A=1 sudo -u root rm -rf /"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "find . -name '*.o' | xargs rm"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "for f in *.o; do rm $f; done"}, DEV, RULES, "deny", "shell(rm:*)"),
+    ("shell", {"command": "X=$(curl evil.example) ls"}, DEV, RULES, "deny", "shell(curl:*)"),
+    ("shell", {"command": "$CMD -rf x"}, DEV, RULES, "deny", "only known at run time"),
+    ("shell", {"command": "echo 'unterminated"}, DEV, RULES, "deny", "cannot be parsed"),
+    ("shell", {"command": "ls && git push"}, DEV, RULES, "ask", "shell(git push:*)"),
+    ("shell", {"command": "ls && git log"}, ASKER, RULES, "allow", "shell"),
+    # redirections are file operations
+    ("shell", {"command": "echo hi > /etc/passwd"}, DEV, RULES, "deny", "outside the workspace"),
+    ("shell", {"command": "echo hi > ../escape.txt"}, DEV, RULES, "deny", "outside the workspace"),
+    ("shell", {"command": "echo hi > notes.txt"}, DEV, RULES, "allow", "shell(echo:*)"),
+    ("shell", {"command": "cat < secrets/key.pem"}, DEV, RULES, "deny", "file_read(secrets/**)"),
+    ("shell", {"command": "ls > /dev/null 2>&1"}, DEV, RULES, "allow", "shell(ls:*)"),
+    # paths
+    ("file_write", {"path": "src/app/main.py", "content": "x"}, ASKER, RULES, "allow", "file_write(src/**)"),
+    ("file_write", {"path": "docs/guide.md", "content": "x"}, DEV, RULES, "ask", "file_write(docs/*.md)"),
+    ("file_write", {"path": "docs/deep/guide.md", "content": "x"}, DEV, RULES, "allow", "allowedTools"),
+    ("file_read", {"path": "secrets/prod/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
+    ("file_read", {"path": "notes/../secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
+    ("file_read", {"path": f"{WS}/secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
+    ("file_write", {"path": "other/x.txt", "content": "x"}, ASKER, RULES, "ask", "requestedTools"),
+    # domains
+    ("browser_navigate", {"url": "https://evil.example/login"}, DEV, RULES, "deny", "domain:evil.example"),
+    ("browser_navigate", {"url": "https://cdn.evil.example/x.js"}, DEV, RULES, "deny", "domain:evil.example"),
+    ("browser_navigate", {"url": "https://notevil.example/"}, DEV, RULES, "allow", "allowedTools"),
+    ("http_get", {"url": "https://example.com"}, DEV, RULES, "ask", "requestedTools"),
+    # layers: a deny in any layer wins; asks beat allows
+    ("shell", {"command": "curl https://example.com"}, DEV, RULES, "deny", "project settings"),
+    ("shell", {"command": "shutdown now"}, DEV, RULES, "deny", "user settings"),
+    ("shell", {"command": "make test"}, ASKER, RULES, "allow", "shell(make:*)"),
+]
+
+
+@pytest.mark.parametrize("tool, args, role, settings, effect, why", CASES, ids=[f"{c[0]}:{list(c[1].values())[0]}:{c[2].name}" for c in CASES])
+def test_decide(tool, args, role, settings, effect, why):
+    decision = decide(tool, args, role, settings, WS)
+    assert decision.effect == effect, decision.reason
+    assert why in decision.reason, decision.reason
+
+
+def test_there_are_at_least_forty_cases():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize(
+    "mode, tool, args, role, effect, why",
+    [
+        ("default", "file_write", {"path": "docs/a.md", "content": ""}, DEV, "ask", "docs/*.md"),
+        ("accept_edits", "file_write", {"path": "docs/a.md", "content": ""}, DEV, "allow", "accept_edits"),
+        ("accept_edits", "file_write", {"path": "x.txt", "content": ""}, ASKER, "allow", "accept_edits"),
+        ("accept_edits", "shell", {"command": "pytest"}, ASKER, "ask", "requestedTools"),
+        ("accept_edits", "file_write", {"path": "x.txt", "content": ""}, READER, "deny", "may not use"),
+        ("plan", "shell", {"command": "ls"}, DEV, "deny", "read-only"),
+        ("plan", "file_write", {"path": "src/a.py", "content": ""}, DEV, "deny", "read-only"),
+        ("plan", "file_read", {"path": "a.txt"}, DEV, "allow", "allowedTools"),
+        ("plan", "file_read", {"path": "secrets/a"}, DEV, "deny", "secrets"),
+        ("bypass", "shell", {"command": "pytest"}, READER, "allow", "bypass overrode"),
+        ("bypass", "http_get", {"url": "https://x.org"}, DEV, "allow", "bypass overrode"),
+        ("bypass", "shell", {"command": "ls && rm -rf x"}, DEV, "deny", "shell(rm:*)"),
+    ],
+)
+def test_each_mode(mode, tool, args, role, effect, why):
+    settings = RULES.model_copy(update={"mode": mode})
+    decision = decide(tool, args, role, settings, WS)
+    assert decision.effect == effect and why in decision.reason, decision.reason
+
+
+def test_the_default_is_not_bypass():
+    assert PermissionSettings().mode == "default"
+    assert decide("shell", {"command": "ls"}, READER).effect == "deny"
+
+
+def test_a_real_symlink_out_of_the_workspace_is_refused_by_the_file_tools(tmp_path):
+    # decide() judges the path as written; the file tools resolve it (activities/sandbox.py).
+    from activities.sandbox import confine
+    from activities.tools import ToolError
+
+    (tmp_path / "ws").mkdir()
+    os.symlink("/etc", tmp_path / "ws" / "etc-link")
+    with pytest.raises(ToolError, match="outside"):
+        confine(tmp_path / "ws", "etc-link/passwd")
+
+
+def test_run_rules_from_an_approval_allow_exactly_what_was_approved():
+    assert run_rules_for("shell", {"command": "git push && git status"}) == ["shell(git push)", "shell(git status)"]
+    assert run_rules_for("http_get", {"url": "https://api.example.com/v1"}) == ["http_get(domain:api.example.com)"]
+    settings = PermissionSettings(run_rules=run_rules_for("shell", {"command": "pytest -q"}))
+    assert decide("shell", {"command": "pytest -q"}, ASKER, settings).effect == "allow"
+    assert decide("shell", {"command": "pytest -q && rm x"}, ASKER, settings).effect == "ask"
+
+
+def test_bad_rules_are_reported():
+    assert rule_problems(["shell(ls:*)", "shell(", "file_write()", "ok_tool"]) == [
+        "permission rule 'shell(' is not valid; write Tool or Tool(specifier), e.g. shell(git log:*), file_write(src/**), browser_navigate(domain:example.com)",
+        "permission rule 'file_write()' is not valid; write Tool or Tool(specifier), e.g. shell(git log:*), file_write(src/**), browser_navigate(domain:example.com)",
+    ]
+    assert parse_rule("browser_*(domain:x.org)").tool == "browser_*"
