@@ -35,6 +35,7 @@ from xsky.agent_config import tool_arguments, tool_name
 from xsky.artifacts import safe_component
 from xsky.config import Settings
 from xsky.models import RoleCapabilityModel
+from xsky.permissions import denied_host
 from xsky.roles import BUILTIN_ROLES, TOOLS
 from xsky.tool_specs import PARAMETERS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
@@ -167,7 +168,8 @@ class AgentActivities:
         workspace.mkdir(parents=True, exist_ok=True)
         beat = _Beat(inp)
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
-        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers)
+        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers,
+                          blocked_url=denied_host(inp.permissions))
 
         # The leader renders large results as markers; swap them for the stored text here.
         try:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 # Without these, Chromium's background calls are refused by closed networks, one by one.
 CHROMIUM_ARGS = [
@@ -37,6 +38,36 @@ def chromium_executable(playwright_default: str | None) -> str | None:
         if os.access(path, os.X_OK):
             return path
     return None
+
+
+def _guard(blocked: Callable[[str], bool]) -> Callable[[Any], Any]:
+    """A route handler enforcing the deny list, redirects included.
+
+    Playwright does not route the hops of a redirect, so navigations are fetched without
+    following redirects: a hop to a denied host is aborted, any other response is passed on
+    (the browser then requests the next hop, which comes through here again).
+    """
+
+    async def route(r: Any) -> None:
+        request = r.request
+        if blocked(request.url):
+            await r.abort("blockedbyclient")
+            return
+        if not request.is_navigation_request():
+            await r.continue_()
+            return
+        try:
+            response = await r.fetch(max_redirects=0)
+        except Exception:  # noqa: BLE001 - let the browser report the network error itself
+            await r.continue_()
+            return
+        location = response.headers.get("location")
+        if 300 <= response.status < 400 and location and blocked(urljoin(request.url, location)):
+            await r.abort("blockedbyclient")
+            return
+        await r.fulfill(response=response)
+
+    return route
 
 
 class BrowserUnavailable(RuntimeError):
@@ -75,10 +106,16 @@ class BrowserPool:
             return self._browser
 
     @asynccontextmanager
-    async def page(self) -> AsyncIterator[Any]:
-        """A new page in a new context, closed afterwards whatever happens."""
+    async def page(self, blocked: Callable[[str], bool] | None = None) -> AsyncIterator[Any]:
+        """A new page in a new context, closed afterwards whatever happens.
+
+        ``blocked(url)`` True aborts that request, whatever asked for it (a link, a
+        redirect, a script): the domain deny list holds for the whole page.
+        """
         browser = await self._ensure()
         context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        if blocked is not None:
+            await context.route("**/*", _guard(blocked))
         try:
             yield await context.new_page()
         finally:

@@ -209,6 +209,8 @@ def decide(
 
 def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
     shown = f" for {subject[:80]!r}" if subject else ""
+    if tool in PATH_TOOLS and subject is not None and relative_path(subject, workspace) is None:
+        return Decision("deny", f"{subject!r} is outside the run's workspace")
     for effect in ("deny", "ask", "allow"):
         for rule in rules[effect]:
             if _matches(rule, tool, subject, workspace):
@@ -288,3 +290,17 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
     if isinstance(subject, str) and subject and ")" not in subject:
         return [f"{tool}({subject})"]
     return [tool]
+
+
+def denied_host(settings: PermissionSettings) -> Any:
+    """A predicate: is requests to this URL's host denied by a browser domain rule?
+
+    Used to block every request of a page (redirects, frames, scripts), not only the URLs
+    an agent navigates to explicitly.
+    """
+    rules = [r for r in _rules(settings)["deny"] if fnmatch.fnmatchcase("browser_navigate", r.tool) and r.specifier]
+
+    def check(url: str) -> bool:
+        return any(_matches(rule, "browser_navigate", url, None) for rule in rules)
+
+    return check if rules else None

@@ -63,6 +63,7 @@ class ToolContext:
     progress: Callable[[str], None] = lambda note: None  # say "moving forward" (throttled report)
     answers: list[Any] = field(default_factory=list)  # people's answers to this task's questions
     artifacts: list[ArtifactRef] = field(default_factory=list)  # stored by tools along the way
+    blocked_url: Callable[[str], bool] | None = None  # the run's browser domain deny list
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -27,7 +27,7 @@ class BrowserSession:
     async def page(self) -> Any:
         if self._page is None:
             try:
-                self._page = await self._stack.enter_async_context(self.ctx.browsers.page())
+                self._page = await self._stack.enter_async_context(self.ctx.browsers.page(self.ctx.blocked_url))
             except BrowserUnavailable as e:
                 raise ToolError(str(e)) from None
         return self._page

@@ -25,7 +25,7 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
 
     ctx.heartbeat(f"opening {url}")
     try:
-        async with ctx.browsers.page() as page:
+        async with ctx.browsers.page(ctx.blocked_url) as page:
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types

@@ -126,10 +126,12 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         server.stop()
 
 
-async def test_a_pending_question_survives_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
+async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
     from tests.integration.helpers import ask, plan, wait_requests
-    from xsky.leader_state import AnswerRequest
+    from xsky.leader_state import AnswerRequest, ApproveToolRequest
 
+    needs_approval = ('<agent name="explore" id="3"><task>count</task>'
+                      '<config>{"tool": "shell", "command": "echo approved"}</config></agent>')
     queue = f"q{uuid.uuid4().hex[:6]}"
     server = DevServer(db_path=tmp_path / "pending.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
     server.start(timeout=90)
@@ -142,10 +144,10 @@ async def test_a_pending_question_survives_a_worker_sigkill_and_a_server_restart
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         handle = await client.start_workflow(
-            LeaderWorkflow.run, RunInput(workflow=parse_workflow(plan(ask("1", "Ship it?"), ask("2", "Which day?")))),
+            LeaderWorkflow.run, RunInput(workflow=parse_workflow(plan(ask("1", "Ship it?"), ask("2", "Which day?"), needs_approval))),
             id=f"xsky-pending-{uuid.uuid4().hex[:6]}", task_queue=queue,
         )
-        before = await wait_requests(handle, 2)
+        before = await wait_requests(handle, 3)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         server.stop(kill=True)
@@ -153,13 +155,15 @@ async def test_a_pending_question_survives_a_worker_sigkill_and_a_server_restart
         worker = start_worker_process(env, tmp_path / "w2.log")
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         handle = client.get_workflow_handle_for(LeaderWorkflow.run, handle.id)
-        after = await wait_requests(handle, 2)
-        assert [(r.id, r.text) for r in after] == [(r.id, r.text) for r in before]
+        after = await wait_requests(handle, 3)
+        assert [(r.id, r.kind, r.text) for r in after] == [(r.id, r.kind, r.text) for r in before]
+        assert sorted(r.kind for r in after) == ["approval", "question", "question"]
         by_task = {r.task_id: r.id for r in after}
+        await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=by_task["T-3"]))
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="Friday"))
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
         result = await asyncio.wait_for(handle.result(), 60)
-        assert [a.result for a in result.agents] == ["yes", "Friday"]
+        assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
         if worker.poll() is None:
             worker.send_signal(signal.SIGTERM)

@@ -74,6 +74,8 @@ CASES = [
     ("file_read", {"path": "notes/../secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("file_read", {"path": f"{WS}/secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("file_write", {"path": "other/x.txt", "content": "x"}, ASKER, RULES, "ask", "requestedTools"),
+    ("file_write", {"path": "../outside.txt", "content": "x"}, DEV, RULES, "deny", "outside the run's workspace"),
+    ("file_read", {"path": "/etc/passwd"}, DEV, RULES, "deny", "outside the run's workspace"),
     # domains
     ("browser_navigate", {"url": "https://evil.example/login"}, DEV, RULES, "deny", "domain:evil.example"),
     ("browser_navigate", {"url": "https://cdn.evil.example/x.js"}, DEV, RULES, "deny", "domain:evil.example"),

@@ -232,3 +232,33 @@ async def test_a_browser_session_keeps_one_page_across_calls(ctx, site):
     finally:
         await session.close()
         await ctx.browsers.close()
+
+
+@pytest.mark.browser
+async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(ctx, site):
+    """A deny rule for a host blocks any request to it, even one reached by a redirect."""
+    import http.server
+
+    from xsky.permissions import PermissionLayer, PermissionSettings, denied_host
+
+    port = site.rsplit(":", 1)[1]
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(302)
+            self.send_header("Location", f"http://localhost:{port}/index.html")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ctx.blocked_url = denied_host(PermissionSettings(layers=[PermissionLayer(scope="project", deny=["browser_navigate(domain:localhost)"])]))
+    try:
+        assert (await browser_navigate(ctx, {"url": f"{site}/index.html", "screenshot": False})).details["status"] == 200
+        with pytest.raises(ToolError, match="could not open"):
+            await browser_navigate(ctx, {"url": f"http://127.0.0.1:{server.server_address[1]}/go", "screenshot": False})
+    finally:
+        server.shutdown()
+        await ctx.browsers.close()
