@@ -20,7 +20,7 @@ from cli.connect import ConnectError, connect
 from cli.plans import UsageError
 from cli.render import out, plan_tree, print_json
 from cli.roles_cmd import resolve_permissions, resolve_roles
-from cli.runs_cmd import _parse_context, follow, print_result, run_options, start_run
+from cli.runs_cmd import _parse_context, announce, run_options, start_run
 from cli.steer_cmd import show_run_plan
 from workflows.leader import LeaderWorkflow
 from xsky.config import load_settings
@@ -82,17 +82,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         workflow_id = args.id or f"xsky-{task_id}"
         inp = RunInput(task_prompt=args.text, task_id=task_id, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions())
         handle = await start_run(client, settings, inp, workflow_id)
-        if args.json and not args.follow:
-            print_json({"workflowId": workflow_id, "ui": settings.ui_link(workflow_id)})
-            return 0
-        if not args.json:
-            out.print(f"started [bold]{workflow_id}[/]: the leader plans the request, then runs it")
-            out.print(f"Web UI: {settings.ui_link(workflow_id)}")
-            if options.review:
-                out.print(f"review it with `starter.py plan {workflow_id}`, then `starter.py approve-plan {workflow_id}`")
-        if not args.follow:
-            return 0
-        return print_result(await follow(handle, quiet=args.json), settings, args.json)
+        return await announce(args, settings, handle, options, ": the leader plans the request, then runs it")
 
     request = PlanRequest(
         task_id=task_id,

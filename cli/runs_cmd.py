@@ -101,19 +101,23 @@ async def cmd_run(args: argparse.Namespace) -> int:
     handle = await start_run(
         client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions()), workflow_id
     )
-    link = settings.ui_link(workflow_id)
+    return await announce(args, settings, handle, options, f"({len(plan.workflow.agents)} agents)")
+
+
+async def announce(args: argparse.Namespace, settings: Settings, handle: WorkflowHandle[Any, RunResult], options: RunOptions, what: str) -> int:
+    """Say what was started and where to see it; with --follow, watch it to the end."""
+    workflow_id = handle.id
     if args.json and not args.follow:
-        print_json({"workflowId": workflow_id, "runId": handle.result_run_id, "ui": link})
+        print_json({"workflowId": workflow_id, "runId": handle.result_run_id, "ui": settings.ui_link(workflow_id)})
         return 0
     if not args.json:
-        out.print(f"started [bold]{workflow_id}[/] ({len(plan.workflow.agents)} agents)")
-        out.print(f"Web UI: {link}")
+        out.print(f"started [bold]{workflow_id}[/] {what}")
+        out.print(f"Web UI: {settings.ui_link(workflow_id)}")
         if options.review:
             out.print(f"waiting for review: `starter.py plan {workflow_id}`, then `starter.py approve-plan {workflow_id}`")
     if not args.follow:
         return 0
-    result = await follow(handle, quiet=args.json)
-    return print_result(result, settings, args.json)
+    return print_result(await follow(handle, quiet=args.json), settings, args.json)
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:

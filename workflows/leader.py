@@ -829,32 +829,43 @@ class LeaderWorkflow:
 
     @workflow.update(description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}.")
     def answer(self, req: AnswerRequest) -> InterventionResult:
-        request = self._request(req.request_id)
-        assert request is not None
-        request.status = "answered"
+        request, task = self._answered(req.request_id)
         request.answer = req.text
-        request.answered_at = workflow.now()
-        task = self._task_by_id(request.task_id)
-        if task is not None and task.waiting_on == request.id:
-            task.waiting_on = None
+        if task is not None:
             if request.kind == "question":
                 self._s.answers.setdefault(task.id, []).append(Answer(request_id=request.id, question=request.text, answer=req.text))
             else:  # escalation: the answer is guidance for the next attempt
                 self._s.nudges.append(Nudge(task_id=task.id, message=req.text, at=workflow.now(), source="person"))
                 self._s.stall_levels.pop(task.id, None)
-        self._changed = True
         return InterventionResult(message=f"{request.id} answered; {request.task_id} will continue", plan_version=self._s.plan_version)
 
-    @answer.validator
-    def _validate_answer(self, req: AnswerRequest) -> None:
+    def _require_pending(self, request_id: str) -> HumanRequest:
         self._require_open()
-        request = self._request(req.request_id)
+        request = self._request(request_id)
         if request is None:
             pending = ", ".join(r.id for r in self._s.requests if r.status == "pending") or "none"
-            _reject(f"no request {req.request_id!r}; pending requests: {pending}")
+            _reject(f"no request {request_id!r}; pending requests: {pending}")
         assert request is not None
         if request.status != "pending":
             _reject(f"{request.id} is already {request.status}")
+        return request
+
+    def _answered(self, request_id: str) -> tuple[HumanRequest, TaskState | None]:
+        """Mark a request answered; return it and its task if that task still waits on it."""
+        request = self._request(request_id)
+        assert request is not None
+        request.status = "answered"
+        request.answered_at = workflow.now()
+        self._changed = True
+        task = self._task_by_id(request.task_id)
+        if task is None or task.waiting_on != request.id:
+            return request, None
+        task.waiting_on = None
+        return request, task
+
+    @answer.validator
+    def _validate_answer(self, req: AnswerRequest) -> None:
+        request = self._require_pending(req.request_id)
         if request.kind == "approval":
             _reject(f"{request.id} asks to approve a tool call; answer it with approve_tool")
         if not req.text.strip():
@@ -862,12 +873,9 @@ class LeaderWorkflow:
 
     @workflow.update(description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny.")
     def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        request = self._request(req.request_id)
-        assert request is not None
-        request.status = "answered"
+        request, task = self._answered(req.request_id)
         request.decision = req.decision
         request.answer = req.message
-        request.answered_at = workflow.now()
         self._s.audit.append(AuditEntry(
             at=workflow.now(), task_id=request.task_id, tool=request.tool or "", arguments=request.text,
             effect="deny" if req.decision == "deny" else "allow",
@@ -877,26 +885,16 @@ class LeaderWorkflow:
             for rule in run_rules_for(request.tool, request.arguments or {}):
                 if rule not in self._s.run_rules:
                     self._s.run_rules.append(rule)
-        task = self._task_by_id(request.task_id)
-        if task is not None and task.waiting_on == request.id:
-            task.waiting_on = None
+        if task is not None:
             self._s.approvals.setdefault(task.id, []).append(
                 ToolApproval(request_id=request.id, tool=request.tool or "", arguments=request.arguments or {},
                              decision=req.decision, message=req.message)
             )
-        self._changed = True
         return InterventionResult(message=f"{request.id}: {req.decision}; {request.task_id} will continue", plan_version=self._s.plan_version)
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
-        self._require_open()
-        request = self._request(req.request_id)
-        if request is None:
-            pending = ", ".join(r.id for r in self._s.requests if r.status == "pending") or "none"
-            _reject(f"no request {req.request_id!r}; pending requests: {pending}")
-        assert request is not None
-        if request.status != "pending":
-            _reject(f"{request.id} is already {request.status}")
+        request = self._require_pending(req.request_id)
         if request.kind != "approval":
             _reject(f"{request.id} is a {request.kind}, not a tool approval; use answer")
 

@@ -17,6 +17,23 @@ MAX_LINKS = 60
 TIMEOUT_MS = 20_000
 
 
+async def page_text(page: Any, selector: str | None = None) -> str:
+    """The visible text of the page, or of the first element matching ``selector``."""
+    if selector:
+        el = await page.query_selector(selector)
+        if el is None:
+            raise ToolError(f"no element matches {selector!r} on {page.url}")
+        return (await el.inner_text()).strip()
+    return (await page.inner_text("body")).strip() if await page.query_selector("body") else ""
+
+
+async def page_links(page: Any) -> list[dict[str, str]]:
+    links = await page.eval_on_selector_all(
+        "a[href]", "els => els.slice(0, 500).map(a => ({text: (a.innerText || a.title || '').trim(), href: a.href}))"
+    )
+    return [{"text": " ".join(link["text"].split())[:120], "href": link["href"]} for link in links]
+
+
 class BrowserSession:
     def __init__(self, ctx: ToolContext):
         self.ctx = ctx
@@ -50,11 +67,8 @@ class BrowserSession:
             await page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
         except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
             raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}") from None
-        text, _ = cap_text((await page.inner_text("body")).strip() if await page.query_selector("body") else "", MAX_TEXT, "page text")
-        links = await page.eval_on_selector_all(
-            "a[href]", "els => els.slice(0, 200).map(a => ((a.innerText || '').trim() + ' → ' + a.href))"
-        )
-        link_lines = "\n".join(f"- {' '.join(link.split())}" for link in links[:MAX_LINKS])
+        text, _ = cap_text(await page_text(page), MAX_TEXT, "page text")
+        link_lines = "\n".join(f"- {link['text'] or '(no text)'} → {link['href']}" for link in (await page_links(page))[:MAX_LINKS])
         return f"# {await page.title()}\nURL: {page.url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
 
     async def click(self, args: dict[str, Any]) -> str:
@@ -83,16 +97,7 @@ class BrowserSession:
         return f"typed {len(text)} characters into {selector!r}" + (f"; submitted; {await self._where()}" if args.get("submit") else "")
 
     async def extract(self, args: dict[str, Any]) -> str:
-        selector = args.get("selector")
-        page = await self.page()
-        if selector:
-            el = await page.query_selector(selector)
-            if el is None:
-                raise ToolError(f"no element matches {selector!r} on {page.url}")
-            text = await el.inner_text()
-        else:
-            text = await page.inner_text("body") if await page.query_selector("body") else ""
-        return cap_text(text.strip(), MAX_TEXT, "text")[0]
+        return cap_text(await page_text(await self.page(), args.get("selector")), MAX_TEXT, "text")[0]
 
     async def screenshot(self, args: dict[str, Any]) -> str:
         page = await self.page()

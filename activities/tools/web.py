@@ -7,6 +7,7 @@ from typing import Any
 
 from activities.browser import BrowserUnavailable
 from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
+from activities.tools.browsing import page_links, page_text
 
 MAX_TEXT = 200_000
 MAX_LINKS = 200
@@ -32,17 +33,8 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                 raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}", retryable=True) from None
             status = response.status if response is not None else None
             title = await page.title()
-            if selector:
-                el = await page.query_selector(selector)
-                if el is None:
-                    raise ToolError(f"no element matches selector {selector!r} on {url}")
-                text = await el.inner_text()
-            else:
-                text = await page.inner_text("body") if await page.query_selector("body") else ""
-            links = await page.eval_on_selector_all(
-                "a[href]",
-                "els => els.map(a => ({text: (a.innerText || a.title || '').trim(), href: a.href}))",
-            )
+            text = await page_text(page, selector)
+            links = await page_links(page)
             artifacts = []
             if want_screenshot:
                 ctx.heartbeat("taking a screenshot")
@@ -54,8 +46,8 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     except BrowserUnavailable as e:
         raise ToolError(str(e)) from None
 
-    text, _ = cap_text(text.strip(), MAX_TEXT, "page text")
-    links = [{"text": " ".join(link["text"].split())[:120], "href": link["href"]} for link in links[:MAX_LINKS]]
+    text, _ = cap_text(text, MAX_TEXT, "page text")
+    links = links[:MAX_LINKS]
     details = {"url": final_url, "status": status, "title": title, "links": len(links)}
     if fmt == "json":
         body = json.dumps({"url": final_url, "title": title, "text": text, "links": links}, ensure_ascii=False, indent=2)
