@@ -27,6 +27,7 @@ class Gate:
         self.role = role
         self.workspace = str(workspace.resolve())
         self.decisions: list[DecisionRecord] = []
+        self._used: set[str] = set()  # approvals already spent in this attempt
         if inp.permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
 
@@ -37,9 +38,10 @@ class Gate:
         return decision
 
     def approval(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """A person's decision on exactly this call, if one came with this dispatch."""
+        """A person's decision on exactly this call, if one came with this dispatch; each is used once."""
         for approval in reversed(self.inp.approvals):
-            if approval.tool == tool and approval.arguments == arguments:
+            if approval.request_id not in self._used and approval.tool == tool and approval.arguments == arguments:
+                self._used.add(approval.request_id)
                 return approval
         return None
 

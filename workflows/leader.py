@@ -73,6 +73,8 @@ PLANNER_RESULT_CHARS = 2000
 SATISFIED = ("completed", "skipped")
 # The permission audit log keeps this many entries (older ones are counted, not kept).
 AUDIT_KEEP = 1000
+# Why a running attempt is being stopped, weakest first; a stronger reason wins.
+INTENT_RANK = {"pause": 0, "restart": 1, "changed": 2, "abandon": 3, "removed": 4, "skip": 5, "cancel": 6, "run-cancel": 7}
 RUNNING = ("dispatched", "in_progress")
 
 
@@ -298,6 +300,7 @@ class LeaderWorkflow:
                 self._note_history(f"approved automatically: nobody reviewed the plan within {self._options.review_timeout:g}s")
                 return True
             self._ended = f"cancelled: nobody approved the plan within {self._options.review_timeout:g}s"
+            self._s.review = "none"
             for task in self._s.tasks:
                 if not task.terminal:
                     self._finish(task, "cancelled", error="the plan was never approved")
@@ -328,12 +331,16 @@ class LeaderWorkflow:
             heartbeat_interval=max(0.2, min(10.0, heartbeat / 3)),
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self._s.answers.get(task.id, [])),
-            approvals=list(self._s.approvals.get(task.id, [])),
+            approvals=self._take_approvals(task),
             nudges=[n.message for n in self._s.nudges if n.task_id == task.id],
             role=self._roles().get(agent.name),
             permissions=self._input.permissions.model_copy(update={"run_rules": list(self._s.run_rules)}),
             goal=self._s.plan.task_prompt or self._s.plan.name or None,
         )
+
+    def _take_approvals(self, task: TaskState) -> list[ToolApproval]:
+        """A person's tool decisions go to the next dispatch only: "allow once" means once."""
+        return self._s.approvals.pop(task.id, [])
 
     async def _execute(self, agent: WorkflowAgent, dispatch: int) -> None:
         task = self._tasks[agent.id]
@@ -379,8 +386,12 @@ class LeaderWorkflow:
             intent = self._intents.pop(agent.id, None)
             if dispatch != task.attempt or self._tasks.get(agent.id) is not task:
                 return  # a late completion of an earlier dispatch: dropped
-            if intent in ("cancel", "skip", "removed", "run-cancel", "abandon"):
-                return  # finished just as it was stopped: the decision already made stands
+            if intent is not None and intent not in ("pause", "restart"):
+                # It finished just as it was stopped: the decision already made stands (and
+                # a result of a definition the plan has since changed is not kept).
+                self._audit(task, outcome.decisions)
+                self._after_stop(task, intent)
+                return
             self._on_outcome(task, outcome)
         finally:
             if self._running_dispatch.get(agent.id) == dispatch:
@@ -446,11 +457,18 @@ class LeaderWorkflow:
         self._changed = True
 
     def _stop(self, agent_id: str, intent: str) -> None:
-        """Ask a running attempt to stop (it ends after the activity acknowledges)."""
+        """Ask a running attempt to stop (it ends after the activity acknowledges).
+
+        A stronger reason is never replaced by a weaker one: a task cancelled by a person
+        and then caught by a pause must stay cancelled.
+        """
         running = self._running.get(agent_id)
-        if running is not None and not running.done():
+        if running is None or running.done():
+            return
+        current = self._intents.get(agent_id)
+        if current is None or INTENT_RANK[intent] > INTENT_RANK[current]:
             self._intents[agent_id] = intent
-            running.cancel()
+        running.cancel()
 
     async def _stop_everything(self, intent: str) -> None:
         for agent_id in list(self._running):
@@ -651,7 +669,8 @@ class LeaderWorkflow:
             self._withdraw(request_id, "withdrawn: the plan changed")
         for task in change.removed:
             self._s.stall_levels.pop(task.id, None)
-        self._s.removed_tasks += change.removed
+        # Removed tasks are kept for the record, without results (continue-as-new carries them).
+        self._s.removed_tasks += [t.model_copy(update={"result": None}) for t in change.removed]
         self._s.plan = wf
         self._s.tasks = change.tasks
         self._s.plan_version += 1
@@ -666,8 +685,9 @@ class LeaderWorkflow:
         return summary
 
     def _note_history(self, note: str) -> None:
-        last = self._s.plan_history[-1]
-        self._s.plan_history.append(PlanVersion(version=last.version, xml=last.xml, reason=note, at=workflow.now()))
+        """A note about the current version (no XML copy: the version's own entry holds it)."""
+        version = self._s.plan_history[-1].version if self._s.plan_history else self._s.plan_version
+        self._s.plan_history.append(PlanVersion(version=version, xml="", reason=note, at=workflow.now()))
 
     # -- continue-as-new --------------------------------------------------------------------
 
@@ -758,6 +778,11 @@ class LeaderWorkflow:
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
+        self._require_open()
+        if self._needs_plan or not self._s.plan_history:
+            _reject("the plan is still being made; look at it (query plan) once it is there, then approve it")
+        if self._replanning:
+            _reject("a replan is in progress; approve the plan it produces")
         if self._s.review != "waiting":
             _reject("no plan is waiting for review" + (" (it was already approved)" if self._s.review == "approved" else ""))
         if req.version is not None and req.version != self._s.plan_version:
@@ -767,9 +792,14 @@ class LeaderWorkflow:
     def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
         task = self._require_task(req.task_id)
         if req.task:
+            # Only this agent's text changes: a new plan version, nothing else reset.
             agent = self._agents[task.agent_id].model_copy(update={"task": req.task})
-            plan = self._s.plan.model_copy(update={"agents": [agent if a.id == agent.id else a for a in self._s.plan.agents]})
-            self._apply_plan(plan, f"{task.id} retried with new task text")
+            self._s.plan = self._s.plan.model_copy(update={"agents": [agent if a.id == agent.id else a for a in self._s.plan.agents]})
+            self._s.plan_version += 1
+            self._s.plan_history.append(PlanVersion(version=self._s.plan_version, xml=workflow_to_xml(self._s.plan),
+                                                    reason=f"{task.id} retried with new task text", at=workflow.now()))
+            task.description, task.subject = req.task, subject_of(req.task)
+            self._index()
         self._withdraw(task.waiting_on, f"withdrawn: {task.id} retried")
         task.waiting_on = None
         task.stored = "pending"
@@ -782,6 +812,8 @@ class LeaderWorkflow:
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
         self._require_open()
+        if self._replanning:
+            _reject("a replan is in progress; retry once it is done")
         task = self._require_task(req.task_id)
         escalated = task.waiting_on is not None and (r := self._request(task.waiting_on)) is not None and r.kind == "escalation"
         if task.stored not in ("failed", "cancelled") and not escalated:
@@ -913,6 +945,10 @@ class LeaderWorkflow:
         problems = role_problems(req)
         if problems:
             _reject("; ".join(problems))
+        try:
+            RoleCapabilityModel(**req.model_dump(by_alias=False))
+        except ValueError as e:  # pydantic's ValidationError: say it here, not in the handler
+            _reject(f"role {req.name}: {' '.join(str(e).split())[:300]}")
         busy = [t.id for t in self._s.tasks if t.assigned_agent == req.name and t.stored in RUNNING]
         if busy:
             _reject(f"role {req.name} is in use by running {', '.join(busy)}; wait for them to finish, or cancel them first")

@@ -45,6 +45,9 @@ URL_TOOLS = {"browser_navigate": "url", "http_get": "url"}
 PRIMARY_ARG = {"shell": "command", "python_exec": "code", "read_skill": "name", "ask_user": "question",
                "browser_click": "selector", "browser_type": "selector", "browser_extract": "selector", **PATH_TOOLS, **URL_TOOLS}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
+_HEREDOC_OPS = {"<<", "<<-", "<<<"}
+_RUNTIME_CHARS = set("~$`*?[{")
+PROTECTED_DIRS = (".git", ".xsky")
 _RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*]*)\s*(?:\((.*)\))?\s*$", re.S)
 
 
@@ -61,6 +64,7 @@ class Decision:
     effect: Effect
     reason: str  # the rule, or the part of the role or mode, that decided
     rule: str | None = None
+    hard: bool = False  # a safety refusal (unparseable, outside the workspace …): no mode lifts it
 
 
 class PermissionLayer(WireModel):
@@ -157,7 +161,18 @@ def _matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) 
         return True
     if subject is None:
         return False
+    if spec.startswith("="):  # exact, as written ("allow for this run" rules): no patterns
+        exact = spec[1:]
+        if tool in PATH_TOOLS:
+            return relative_path(subject, workspace) == relative_path(exact, workspace)
+        return subject == exact
     if tool == "shell":
+        # `/bin/rm x` runs rm: rules see the command by its name as well as by its path.
+        first, _, rest = subject.partition(" ")
+        if "/" in first:
+            base = first.rsplit("/", 1)[-1] + (" " + rest if rest else "")
+            if _matches(rule, tool, base, workspace):
+                return True
         if spec.endswith(":*"):
             prefix = spec[:-2].strip()
             return subject == prefix or subject.startswith(prefix + " ")
@@ -209,8 +224,12 @@ def decide(
 
 def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
     shown = f" for {subject[:80]!r}" if subject else ""
-    if tool in PATH_TOOLS and subject is not None and relative_path(subject, workspace) is None:
-        return Decision("deny", f"{subject!r} is outside the run's workspace")
+    if tool in PATH_TOOLS and subject is not None:
+        rel = relative_path(subject, workspace)
+        if rel is None:
+            return Decision("deny", f"{subject!r} is outside the run's workspace", hard=True)
+        if tool == "file_write" and any(part in PROTECTED_DIRS for part in rel.split("/")):
+            return Decision("deny", f"writing into {rel.split('/')[0]}/ is not allowed: agents may not change version control or xsky state", hard=True)
     for effect in ("deny", "ask", "allow"):
         for rule in rules[effect]:
             if _matches(rule, tool, subject, workspace):
@@ -225,11 +244,11 @@ def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules
 def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
-        return Decision("deny", "shell needs a command")
+        return Decision("deny", "shell needs a command", hard=True)
     try:
         parts = split_command(command)
     except ShellParseError as e:
-        return Decision("deny", f"refused: {e} (commands that cannot be checked are not run)")
+        return Decision("deny", f"refused: {e} (commands that cannot be checked are not run)", hard=True)
     worst: Decision | None = None
     for part in parts:
         for d in _part_decisions(part, role, rules, workspace):
@@ -237,31 +256,35 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
                 worst = d
     assert worst is not None
     if len(parts) > 1 and worst.effect != "allow":
-        worst = Decision(worst.effect, f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})", worst.rule)
+        worst = Decision(worst.effect, f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})", worst.rule, worst.hard)
     return worst
 
 
 def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
-    decisions = [_decide_one("shell", part.text, role, rules, workspace)]
+    # ":" stands for redirects or assignments with no command of their own: only they count.
+    decisions = [] if part.argv == [":"] else [_decide_one("shell", part.text, role, rules, workspace)]
     for redirect in part.redirects:
-        if redirect.target in _HARMLESS_TARGETS or redirect.target.isdigit() or redirect.target.startswith("&"):
+        target = redirect.target
+        if redirect.op in _HEREDOC_OPS or target in _HARMLESS_TARGETS or target.isdigit() or target.startswith("&"):
             continue
-        if relative_path(redirect.target, workspace) is None:
-            decisions.append(Decision("deny", f"redirection {redirect.op} {redirect.target!r} reaches outside the workspace"))
+        if _RUNTIME_CHARS & set(target):
+            decisions.append(Decision("deny", f"redirection {redirect.op} {target!r}: where it goes is only known at run time", hard=True))
             continue
         as_tool = "file_write" if ">" in redirect.op else "file_read"
-        # A redirection is a file operation: the file rules decide it; a role that may run
-        # the shell may redirect inside its workspace.
-        d = _decide_one(as_tool, redirect.target, role, {k: [r for r in v if r.tool != "shell"] for k, v in rules.items()}, workspace)
-        if d.rule is None:
-            d = Decision("allow", f"redirection {redirect.op} {redirect.target!r} stays inside the workspace")
+        # A redirection is a file operation: the file rules decide it (and the workspace
+        # bounds); a role that may run the shell may redirect inside its workspace.
+        d = _decide_one(as_tool, target, role, {k: [r for r in v if r.tool != "shell"] for k, v in rules.items()}, workspace)
+        if d.rule is None and d.effect != "deny" or (d.rule is None and "may not use" in d.reason):
+            d = Decision("allow", f"redirection {redirect.op} {target!r} stays inside the workspace")
         decisions.append(d)
+    if not decisions:
+        decisions.append(Decision("allow", "nothing runs"))
     return decisions
 
 
 def _apply_mode(tool: str, arguments: dict[str, Any], decision: Decision, mode: PermissionMode, workspace: str | None) -> Decision:
-    if decision.rule is not None and decision.effect == "deny":
-        return decision  # deny rules hold in every mode
+    if decision.effect == "deny" and (decision.rule is not None or decision.hard):
+        return decision  # deny rules and safety refusals hold in every mode
     if mode == "plan" and tool not in READ_ONLY_TOOLS:
         return Decision("deny", f"permission mode plan allows read-only tools only; {tool} changes things")
     if mode == "accept_edits" and tool == "file_write" and decision.effect == "ask":
@@ -281,14 +304,15 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
     """
     if tool == "shell" and isinstance(arguments.get("command"), str):
         try:
-            return list(dict.fromkeys(f"shell({p.text})" for p in split_command(arguments["command"]) if ")" not in p.text))
+            parts = split_command(arguments["command"])
         except ShellParseError:
             return []
+        return list(dict.fromkeys(f"shell(={p.text})" for p in parts if p.argv != [":"] and ")" not in p.text))
     if tool in URL_TOOLS and isinstance(arguments.get("url"), str) and _host(arguments["url"]):
         return [f"{tool}(domain:{_host(arguments['url'])})"]
     subject = arguments.get(PRIMARY_ARG.get(tool, ""))
     if isinstance(subject, str) and subject and ")" not in subject:
-        return [f"{tool}({subject})"]
+        return [f"{tool}(={subject})"]  # exact: an approved `rm ./build/*` allows no other rm
     return [tool]
 
 

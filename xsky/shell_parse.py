@@ -10,6 +10,7 @@ refused (fail closed) by raising :class:`ShellParseError`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +36,12 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "watch": (frozenset({"-n", "--interval", "-d"}), 0),
     "chroot": (frozenset({"--userspec", "--groups"}), 1),
     "setsid": (frozenset(), 0),
+    "busybox": (frozenset(), 0),
+    "flock": (frozenset({"-w", "--timeout", "-E", "-c"}), 1),
+    "ionice": (frozenset({"-c", "-n", "-p"}), 0),
 }
 _MAX_DEPTH = 8
+_PLAIN_ARITHMETIC = re.compile(r"^[\s\d+\-*/%()<>=!&|^~?:]*$")
 
 
 class ShellParseError(ValueError):
@@ -91,8 +96,9 @@ def _strip_arithmetic(command: str) -> str:
         if depth:
             raise ShellParseError("an arithmetic expansion $(( … )) is not closed")
         inner = command[start + 3 : j - 2]
-        if "$(" in inner or "`" in inner or "<(" in inner:
-            raise ShellParseError("a command substitution inside $(( … )) cannot be checked")
+        if not _PLAIN_ARITHMETIC.match(inner):
+            # Names in arithmetic are expanded recursively (x='a[$(cmd)]' runs cmd): numbers only.
+            raise ShellParseError(f"$(( {inner.strip()[:40]} )) uses more than numbers and operators; it cannot be checked")
         out.append(command[i:start] + "0")
         i = j
 
@@ -109,27 +115,46 @@ def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
         _walk(tree, command, out, depth)
 
 
+# Variables that change what a command does without showing in its name or arguments.
+DANGEROUS_VARIABLES = re.compile(
+    r"^(LD_\w*|DYLD_\w*|PATH|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|GLOBIGNORE|CDPATH|"
+    r"PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|PERL5OPT|PERL5LIB|RUBYOPT|NODE_OPTIONS|GIT_\w*|EDITOR|VISUAL|PAGER)$"
+)
+_DECLARERS = {"export", "declare", "typeset", "local", "readonly"}
+_SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
+
+
+def _refuse_expansion(value: str, what: str) -> None:
+    """Expansions that can run commands when bash expands them are refused, not guessed."""
+    # ${!name} is indirection (the value names another variable); $! alone is a pid.
+    if _SUBSTITUTION.search(value) or "@P" in value or (value.startswith("!") and len(value) > 1):
+        raise ShellParseError(f"{what} {value[:60]!r} could run commands when expanded; it cannot be checked")
+
+
+def _check_assignment(text: str) -> None:
+    name = text.split("=", 1)[0].split("[", 1)[0].lstrip("+")
+    if DANGEROUS_VARIABLES.match(name):
+        raise ShellParseError(f"setting {name} changes what commands run; it is not allowed")
+
+
 def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
     kind = node.kind
     if kind == "command":
         _command(node, source, out, depth)
     elif kind in ("commandsubstitution", "processsubstitution"):
         _walk(node.command, source, out, depth)
-    elif kind in ("operator", "pipe", "reservedword", "tilde", "heredoc"):
+    elif kind in ("operator", "pipe", "reservedword", "tilde"):
         return
     elif kind == "parameter":
-        return
-    elif kind == "word":
-        for part in getattr(node, "parts", []):
-            _walk(part, source, out, depth)
-    elif kind == "assignment":
+        _refuse_expansion(node.value, "the expansion")
+    elif kind == "heredoc":
+        _refuse_expansion(node.value, "the here-document")
+    elif kind in ("word", "assignment"):
         for part in getattr(node, "parts", []):
             _walk(part, source, out, depth)
     elif kind == "redirect":
-        target = node.output
-        if hasattr(target, "parts"):
-            for part in target.parts:
-                _walk(part, source, out, depth)
+        # A redirect outside a simple command (on a group, a loop, a subshell): record it.
+        out.append(ShellCommand([":"], [_redirect(node, source, out, depth)]))
     elif kind == "function":
         for part in node.parts:
             if part.kind == "compound":
@@ -137,7 +162,7 @@ def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
     elif kind == "compound":
         for part in node.list:
             _walk(part, source, out, depth)
-        for redirect in getattr(node, "redirects", []):
+        for redirect in getattr(node, "redirects", []) or []:
             _walk(redirect, source, out, depth)
     else:  # list, pipeline, for, while, until, if, case …
         for attr in ("parts", "list"):
@@ -145,27 +170,39 @@ def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
                 _walk(part, source, out, depth)
 
 
+def _redirect(node: Any, source: str, out: list[ShellCommand], depth: int) -> Redirect:
+    if getattr(node, "heredoc", None) is not None:
+        _refuse_expansion(node.heredoc.value, "the here-document")
+    target = node.output
+    for part in getattr(target, "parts", []) or []:
+        _walk(part, source, out, depth)  # substitutions in a target run too
+    text = target.word if hasattr(target, "word") else str(target)
+    return Redirect(node.type, text)
+
+
 def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
     argv: list[str] = []
     redirects: list[Redirect] = []
     for part in node.parts:
         if part.kind == "assignment":
+            _check_assignment(part.word)
             _walk(part, source, out, depth)  # FOO=$(rm x): the substitution runs
             continue
         if part.kind == "redirect":
-            target = part.output
-            text = target.word if hasattr(target, "word") else str(target)
-            redirects.append(Redirect(part.type, text))
-            _walk(part, source, out, depth)
+            redirects.append(_redirect(part, source, out, depth))
             continue
         if part.kind == "word":
-            if not argv and any(p.kind in ("parameter", "commandsubstitution", "processsubstitution") for p in getattr(part, "parts", [])):
-                raise ShellParseError(f"the command name {part.word!r} is only known at run time; it cannot be checked")
+            if not argv:
+                if any(p.kind in ("parameter", "commandsubstitution", "processsubstitution") for p in getattr(part, "parts", [])):
+                    raise ShellParseError(f"the command name {part.word!r} is only known at run time; it cannot be checked")
+                if any(c in part.word for c in "{}*?["):
+                    raise ShellParseError(f"the command name {part.word!r} would be expanded by the shell; write it plainly")
+            elif argv[0] in _DECLARERS and "=" in part.word:
+                _check_assignment(part.word)
             argv.append(part.word)
             _walk(part, source, out, depth)  # substitutions inside arguments run too
     if not argv:
-        if redirects:
-            out.append(ShellCommand([":"], redirects))
+        out.append(ShellCommand([":"], redirects))  # assignments only, or redirects only
         return
     out.append(ShellCommand(argv, redirects))
     _unwrap(argv, out, depth)
@@ -187,6 +224,18 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
     if name == "eval":
         if args:
             _parse_into(" ".join(args), out, depth + 1)
+        return
+    if name in ("find", "fd"):  # find … -exec CMD … ; runs CMD
+        for i, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir", "-x", "--exec", "-X", "--exec-batch"):
+                inner = []
+                for word in args[i + 1 :]:
+                    if word in (";", "\\;", "+"):
+                        break
+                    inner.append(word)
+                if inner:
+                    out.append(ShellCommand(inner))
+                    _unwrap(inner, out, depth + 1)
         return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]

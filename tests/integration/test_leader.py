@@ -274,3 +274,46 @@ async def test_cancelling_the_run_stops_running_agents(env: Env):
         await asyncio.wait_for(handle.result(), 30)
     desc = await handle.describe()
     assert desc.status.name == "CANCELED"
+
+
+async def test_a_cancelled_task_stays_cancelled_through_pause_and_resume(env: Env):
+    """Review finding: a pause that stops running agents must not revive a cancelled one."""
+    await env.start_worker()
+    handle = await env.start(plan(noop("1", 60), noop("2", 0.5), ask("3", "hold the run open")), options=RunOptions(max_auto_replans=0))
+    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
+    await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
+    await handle.signal(LeaderWorkflow.pause, PauseRequest(cancel_running=True))
+    await asyncio.sleep(1.0)
+    await handle.signal(LeaderWorkflow.resume, ResumeRequest())
+    await wait_for(handle, lambda b: b["2"].status == "completed")
+    await asyncio.sleep(0.5)
+    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3"))
+    run = await asyncio.wait_for(handle.result(), 30)
+    assert {a.id: (a.status, a.attempts) for a in run.agents} == {"1": ("cancelled", 1), "2": ("completed", 1), "3": ("skipped", 1)}
+
+
+async def test_retry_with_new_text_changes_that_task_only(env: Env):
+    """Review finding: new task text for one task must not reset other failed or cancelled ones."""
+    await env.start_worker()
+    failing = '<agent name="shell" id="4"><task>fails</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>'
+    handle = await env.start(plan(noop("2", 60), ask("3", "hold the run open"), failing), options=RunOptions(max_auto_replans=0))
+    await wait_for(handle, lambda b: b["4"].status == "failed" and b["2"].status in ("dispatched", "in_progress"))
+    await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-2"))
+    result = await handle.execute_update(LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-4", task="fails again"))
+    assert result.plan_version == 2
+    b = await board(handle)
+    assert b["2"].status == "cancelled" and b["2"].attempt == 1  # untouched by T-4's retry
+    assert b["4"].description == "fails again" and b["4"].status in ("pending", "dispatched", "in_progress", "failed")
+    history = await handle.query(LeaderWorkflow.plan_history)
+    assert history[-1].reason == "T-4 retried with new task text"
+
+
+async def test_define_role_with_text_a_role_cannot_hold_is_refused_not_stuck(env: Env):
+    from xsky.leader_state import DefineRoleRequest
+
+    await env.start_worker()
+    handle = await env.start(plan(noop("1", 30)))
+    msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="odd", description="bell \x07 here"))
+    assert msg.startswith("role odd:")
+    ok = await handle.execute_update(LeaderWorkflow.define_role, DefineRoleRequest(name="fine", description="plain"))
+    assert "defined" in ok.message  # the run still answers: no workflow task is stuck

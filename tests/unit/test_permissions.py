@@ -61,8 +61,8 @@ CASES = [
     ("shell", {"command": "ls && git push"}, DEV, RULES, "ask", "shell(git push:*)"),
     ("shell", {"command": "ls && git log"}, ASKER, RULES, "allow", "shell"),
     # redirections are file operations
-    ("shell", {"command": "echo hi > /etc/passwd"}, DEV, RULES, "deny", "outside the workspace"),
-    ("shell", {"command": "echo hi > ../escape.txt"}, DEV, RULES, "deny", "outside the workspace"),
+    ("shell", {"command": "echo hi > /etc/passwd"}, DEV, RULES, "deny", "outside the run's workspace"),
+    ("shell", {"command": "echo hi > ../escape.txt"}, DEV, RULES, "deny", "outside the run's workspace"),
     ("shell", {"command": "echo hi > notes.txt"}, DEV, RULES, "allow", "shell(echo:*)"),
     ("shell", {"command": "cat < secrets/key.pem"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("shell", {"command": "ls > /dev/null 2>&1"}, DEV, RULES, "allow", "shell(ls:*)"),
@@ -122,6 +122,44 @@ def test_each_mode(mode, tool, args, role, effect, why):
     assert decision.effect == effect and why in decision.reason, decision.reason
 
 
+# Found by review: ways to run a command the rules never saw. Each must be refused outright.
+HIDDEN = [
+    "echo <<E\n$(touch /tmp/pw3)\nE",  # command substitution in a here-document
+    "echo ${x:-$(rm x)}",  # … in a parameter expansion's default
+    "echo ${x@P}",  # prompt expansion runs substitutions stored in x
+    "x=a[$\\(touch\\ /tmp/pw1\\)]; ls $((x))",  # arithmetic expands names recursively
+    "{ ls; } > /etc/passwd",  # a redirect on a group
+    "(echo x) > /etc/cron.d/x",  # … on a subshell
+    "for i in 1; do ls; done >> /root/.bashrc",  # … on a loop
+    "echo x > ~/.bashrc",  # a target only known at run time
+    "echo x > $HOME/y",
+    'echo "[core] fsmonitor = x" >> .git/config',  # into protected state
+    "LD_PRELOAD=./x.so ls",  # a variable that changes what runs
+    "PATH=./bin:$PATH; ls",
+    "export PATH=./bin:$PATH",
+    "{rm,-rf,x}",  # brace expansion makes the command
+    "/bin/rm x",  # rm by its path
+    "busybox rm x",
+    "find . -name x -exec rm {} \\;",
+]
+
+
+@pytest.mark.parametrize("mode", ["default", "bypass"])
+@pytest.mark.parametrize("command", HIDDEN)
+def test_commands_hidden_from_the_rules_are_refused_in_every_mode(command, mode):
+    settings = PermissionSettings(layers=[PermissionLayer(scope="project", allow=["shell(ls:*)", "shell(echo:*)"], deny=["shell(rm:*)"])], mode=mode)
+    decision = decide("shell", {"command": command}, ASKER, settings, WS)
+    assert decision.effect == "deny", decision.reason
+
+
+def test_an_approved_command_with_a_glob_allows_nothing_else():
+    settings = PermissionSettings(run_rules=run_rules_for("shell", {"command": "rm -rf ./build/*"}))
+    assert decide("shell", {"command": "rm -rf ./build/*"}, ASKER, settings, WS).effect == "allow"
+    assert decide("shell", {"command": "rm -rf ./build/ /"}, ASKER, settings, WS).effect == "ask"
+    path_rules = PermissionSettings(run_rules=run_rules_for("file_write", {"path": f"{WS}/src/a.py"}))
+    assert decide("file_write", {"path": "src/a.py", "content": ""}, ASKER, path_rules, WS).effect == "allow"
+
+
 def test_the_default_is_not_bypass():
     assert PermissionSettings().mode == "default"
     assert decide("shell", {"command": "ls"}, READER).effect == "deny"
@@ -139,7 +177,7 @@ def test_a_real_symlink_out_of_the_workspace_is_refused_by_the_file_tools(tmp_pa
 
 
 def test_run_rules_from_an_approval_allow_exactly_what_was_approved():
-    assert run_rules_for("shell", {"command": "git push && git status"}) == ["shell(git push)", "shell(git status)"]
+    assert run_rules_for("shell", {"command": "git push && git status"}) == ["shell(=git push)", "shell(=git status)"]
     assert run_rules_for("http_get", {"url": "https://api.example.com/v1"}) == ["http_get(domain:api.example.com)"]
     settings = PermissionSettings(run_rules=run_rules_for("shell", {"command": "pytest -q"}))
     assert decide("shell", {"command": "pytest -q"}, ASKER, settings).effect == "allow"

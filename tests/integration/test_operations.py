@@ -1,0 +1,84 @@
+"""Operating xsky: the local server command, a worker per kind, graceful worker shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.devserver import free_port, is_listening
+from tests.conftest import ROOT, Env
+from tests.integration.helpers import noop, plan, wait_for
+from tests.integration.test_durability import start_worker_process
+
+pytestmark = pytest.mark.integration
+
+
+def run_starter(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "starter.py"), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_server_starts_once_says_when_it_is_up_and_stops(tmp_path: Path):
+    port, ui = free_port(), free_port()
+    env = dict(os.environ, TEMPORAL_ADDRESS=f"127.0.0.1:{port}", XSKY_HOME=str(tmp_path / "home"))
+    first = run_starter("server", "--ui-port", str(ui), env=env)
+    try:
+        assert first.returncode == 0, first.stderr
+        assert "started" in first.stdout and is_listening("127.0.0.1", port)
+        assert (tmp_path / "home" / "temporal.db").exists()
+        again = run_starter("server", env=env)
+        assert again.returncode == 0 and "already up" in again.stdout
+    finally:
+        stop = run_starter("server", "--stop", env=env)
+    assert stop.returncode == 0 and "stopped the Temporal dev server" in stop.stdout
+    deadline = time.monotonic() + 20
+    while is_listening("127.0.0.1", port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not is_listening("127.0.0.1", port)
+    assert "no server started by xsky" in run_starter("server", "--stop", env=env).stdout
+
+
+async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: Path):
+    await env.start_worker(kinds=["llm", "browser", "file"])  # the leader, and every kind but shell
+    shell_plan = plan('<agent name="shell" id="1"><task>t</task><config>{"tool": "shell", "command": "echo from-the-shell-worker"}</config></agent>', noop("2", 0))
+    handle = await env.start(shell_plan)
+    await wait_for(handle, lambda b: b["2"].status == "completed")
+    await asyncio.sleep(1.0)
+    assert (await handle.query("task_board"))[0]["status"] == "dispatched"  # nobody serves the shell queue yet
+    log = tmp_path / "shell-worker.log"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
+                            env=env.environ(), cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    try:
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.agents[0].result == "from-the-shell-worker"
+        text = log.read_text()
+        assert f"shell agents on '{env.settings.task_queue}-shell'" in text and "leader workflows" not in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it(env: Env, tmp_path: Path):
+    first = start_worker_process(env, tmp_path / "w1.log")
+    agent = noop("1", 6, extra=', "heartbeatTimeout": 2')
+    handle = await env.start(plan(agent))
+    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=30)
+    assert time.monotonic() - started < 15  # --grace 1: it does not wait for the 6 s agent
+    assert "shutting down" in (tmp_path / "w1.log").read_text()
+    second = start_worker_process(env, tmp_path / "w2.log")
+    try:
+        result = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=30)
+    assert result.status == "completed" and result.agents[0].result == "r1"
