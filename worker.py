@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
+from activities import secrets
 from activities.agents import AgentActivities
 from activities.planner import PlannerActivities
 from cli.connect import ConnectError, connect
@@ -89,6 +90,9 @@ async def serve(kinds: list[str], leader: bool, grace: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Before anything runs: API keys and tokens leave this process's environment (agents
+    # can read /proc/<worker>/environ); they are handed back through a pipe.
+    secrets.hide_from_environment([os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)])
     ap = argparse.ArgumentParser(description="Run an xsky worker.")
     ap.add_argument("--kinds", help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})")
     ap.add_argument("--no-leader", action="store_true", help="do not run leader workflows here")

@@ -9,6 +9,7 @@ the model again. ``ask_user`` and tool calls that need approval end the attempt 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -26,7 +27,7 @@ from activities.tools.code import code_search, python_exec
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
 from activities.tools.shell import shell
-from xsky.artifacts import artifact_path
+from xsky.artifacts import artifact_path, safe_component
 from xsky.leader_state import TaskRequest
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.runs import AgentInput, AgentOutcome, RequestPayload
@@ -50,8 +51,18 @@ class Checkpoint(WireModel):
 
 
 def checkpoint_name(inp: AgentInput) -> str:
-    # Per plan version: a replan or a new task text starts the agent afresh.
-    return f"checkpoint-v{inp.plan_version}.json"
+    """One conversation per run and agent definition.
+
+    Keyed by the run's first execution (a new run that reuses the workflow id starts
+    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
+    keeps its progress; new task text or a new role starts it over).
+    """
+    definition = json.dumps(
+        [inp.agent.name, inp.agent.task, inp.agent.input, inp.agent.config, inp.role.model_dump() if inp.role else None],
+        sort_keys=True, default=str,
+    )
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
+    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
 
 
 def load_checkpoint(store: ArtifactStore, inp: AgentInput) -> Checkpoint | None:
@@ -154,6 +165,9 @@ class AgentLoop:
             if not calls or final_turn:
                 save_checkpoint(self.store, self.inp, cp)
                 return self._completed(cp, message.content or "")
+            # Saved before any call runs: a crash now resumes with these calls, not a new question.
+            cp.pending_calls = calls
+            save_checkpoint(self.store, self.inp, cp)
             waiting = await self._run_calls(cp, calls, detector)
             self._after_iteration(cp, calls)
             if waiting is not None:
@@ -183,19 +197,22 @@ class AgentLoop:
     # -- tool calls ---------------------------------------------------------------------------
 
     async def _run_calls(self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector) -> AgentOutcome | None:
-        """Answer each call in order; stop at one that needs a person (the rest wait with it)."""
+        """Answer each call in order, checkpointing after each; stop at one that needs a person."""
         for index, call in enumerate(calls):
             try:
                 args = json.loads(call["arguments"]) if call["arguments"].strip() else {}
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
             except ValueError as e:
-                self._tool_message(cp, call, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON")
+                self._answer(cp, calls, index, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON")
                 continue
             verdict = detector.observe(call["name"], args)
             cp.last_call, cp.repeats = detector._last, detector.repeats
             if verdict == "stop":
-                save_checkpoint(self.store, self.inp, cp)
+                # Answer every open call so the saved conversation stays well-formed for a retry.
+                for rest in range(index, len(calls)):
+                    self._answer(cp, calls, rest, f"STOPPED: {call['name']} was called {detector.repeats} times in a row with "
+                                                  "the same arguments; this attempt was stopped. Change your approach.")
                 raise ApplicationError(
                     f"stopped: {call['name']} was called {detector.repeats} times in a row with the same arguments "
                     f"({cap_text(call['arguments'], 200)[0]}); the agent is looping",
@@ -217,9 +234,14 @@ class AgentLoop:
             if verdict == "nudge":
                 content += (f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
                             "give a different result; change your approach or finish.")
-            self._tool_message(cp, call, content)
-        cp.pending_calls = []
+            self._answer(cp, calls, index, content)
         return None
+
+    def _answer(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int, content: str) -> None:
+        """The result of one call: into the conversation, off the pending list, checkpointed."""
+        self._tool_message(cp, calls[index], content)
+        cp.pending_calls = calls[index + 1 :]
+        save_checkpoint(self.store, self.inp, cp)
 
     def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
         cp.messages.append({"role": "tool", "tool_call_id": call["id"], "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0]})

@@ -1,7 +1,7 @@
 """The LLM client: the openai SDK against any OpenAI-compatible server.
 
 ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are read here, inside activities, so they never
-enter workflow history. The model is the agent's ``<config>`` model, else the role's
+enter workflow history; the key through activities/secrets.py, never from a child's view. The model is the agent's ``<config>`` model, else the role's
 ``suggestedModel``, else ``XSKY_MODEL``; with none, agents use the offline provider.
 
 Errors are sorted for Temporal: rate limits, server errors, timeouts and dropped
@@ -17,6 +17,8 @@ from typing import Any
 
 import openai
 from temporalio.exceptions import ApplicationError
+
+from activities import secrets
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -37,7 +39,7 @@ def target(config_model: str | None = None, role_model: str | None = None) -> LL
     if model is None:
         return None
     base_url = os.environ.get("OPENAI_BASE_URL") or None
-    if base_url is None and not os.environ.get("OPENAI_API_KEY"):
+    if base_url is None and not secrets.get("OPENAI_API_KEY"):
         raise ApplicationError(
             f"model {model!r} is configured but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the worker; "
             "set the key (OpenAI) or the base URL of your server (Ollama, vLLM, llama.cpp …)",
@@ -50,7 +52,7 @@ def target(config_model: str | None = None, role_model: str | None = None) -> LL
 def client_for(t: LLMTarget, timeout: float = DEFAULT_TIMEOUT) -> openai.AsyncOpenAI:
     # Retries belong to Temporal (visible, durable, bounded), not to the SDK.
     return openai.AsyncOpenAI(
-        api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",
+        api_key=secrets.get("OPENAI_API_KEY") or "not-needed",
         base_url=t.base_url,
         max_retries=0,
         timeout=timeout,

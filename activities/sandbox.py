@@ -11,7 +11,7 @@ from activities.tools import ToolError
 PROTECTED_DIRS = (".git", ".xsky")
 
 # Only these variables reach commands agents run: no API keys, tokens or our own settings.
-_ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "HOME")
+_ENV_ALLOW = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR")
 _ENV_ALLOW_PREFIX = ("LC_",)
 
 
@@ -19,6 +19,7 @@ def scrubbed_env(workspace: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIX)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["PWD"] = str(workspace)
+    env["HOME"] = str(workspace)  # not the worker's home: no ~/.aws, ~/.netrc, ~/.ssh
     return env
 
 

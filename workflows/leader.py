@@ -322,6 +322,7 @@ class LeaderWorkflow:
         windows = stall_windows(agent.config, self._options.stall)
         return AgentInput(
             run_id=self._run_id,
+            execution_id=workflow.info().first_execution_run_id,
             task_id=task.id,
             agent=rendered,
             plan_version=self._s.plan_version,

@@ -21,6 +21,7 @@ parsed is denied.
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import posixpath
 import re
 from collections.abc import Iterable
@@ -316,15 +317,27 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
     return [tool]
 
 
-def denied_host(settings: PermissionSettings) -> Any:
-    """A predicate: is requests to this URL's host denied by a browser domain rule?
+def link_local(url: str) -> bool:
+    """Cloud metadata services live on link-local addresses (169.254.169.254, fe80::/10)."""
+    host = _host(url)
+    if host in ("metadata.google.internal", "metadata"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_link_local
+    except ValueError:
+        return False
 
-    Used to block every request of a page (redirects, frames, scripts), not only the URLs
-    an agent navigates to explicitly.
+
+def denied_host(settings: PermissionSettings) -> Any:
+    """A predicate: may no request of an agent go to this URL?
+
+    True for hosts a browser domain deny rule names, and always for link-local addresses
+    (cloud metadata endpoints hand out credentials). Used on every request a page makes,
+    redirect hops included, and on every hop of http_get.
     """
     rules = [r for r in _rules(settings)["deny"] if fnmatch.fnmatchcase("browser_navigate", r.tool) and r.specifier]
 
     def check(url: str) -> bool:
-        return any(_matches(rule, "browser_navigate", url, None) for rule in rules)
+        return link_local(url) or any(_matches(rule, "browser_navigate", url, None) for rule in rules)
 
-    return check if rules else None
+    return check

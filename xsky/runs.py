@@ -68,6 +68,7 @@ class AgentInput(Wire):
     run_id: str
     task_id: str
     agent: WorkflowAgent
+    execution_id: str | None = None  # the run's first execution: survives continue-as-new, not id reuse
     plan_version: int = 1
     dispatch: int = 1
     workspace: str | None = None

@@ -26,11 +26,14 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     base = ctx.workspace.resolve()
     matches: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".xsky", "node_modules", "__pycache__", ".venv"))
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".xsky", "node_modules", "__pycache__", ".venv")
+                             and not os.path.islink(os.path.join(dirpath, d)))
         for name in sorted(filenames):
             if not fnmatch.fnmatch(name, glob):
                 continue
             full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                continue  # a link may point out of the workspace: file_read decides those
             try:
                 if os.path.getsize(full) > MAX_FILE_BYTES:
                     continue

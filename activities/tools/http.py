@@ -9,6 +9,7 @@ import httpx
 from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+MAX_REDIRECTS = 5
 
 
 async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -20,15 +21,28 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     allow_failure = bool(args.get("allowFailure", False))
     ctx.heartbeat(f"GET {url}")
     try:
-        async with httpx.AsyncClient(follow_redirects=True, timeout=timeout, trust_env=False) as client:
-            async with client.stream("GET", url, headers={"User-Agent": "xsky-agent/0.1"}) as resp:
-                body = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    body += chunk
-                    if len(body) > limit:
-                        break
-                status, ctype, final_url = resp.status_code, resp.headers.get("content-type", ""), str(resp.url)
-                encoding = resp.encoding or "utf-8"
+        async with httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False) as client:
+            # Redirects are followed here, one hop at a time, so each hop meets the deny list.
+            for _ in range(MAX_REDIRECTS + 1):
+                if ctx.blocked_url is not None and ctx.blocked_url(url):
+                    raise ToolError(f"GET {url} is not allowed: the host is denied (a deny rule, or a link-local address)")
+                async with client.stream("GET", url, headers={"User-Agent": "xsky-agent/0.1"}) as resp:
+                    location = resp.headers.get("location")
+                    if resp.is_redirect and location:
+                        url = str(resp.url.join(location))
+                        if not url.startswith(("http://", "https://")):
+                            raise ToolError(f"GET redirected to {url!r}, which is not http(s)")
+                        continue
+                    body = bytearray()
+                    async for chunk in resp.aiter_bytes():
+                        body += chunk
+                        if len(body) > limit:
+                            break
+                    status, ctype, final_url = resp.status_code, resp.headers.get("content-type", ""), str(resp.url)
+                    encoding = resp.encoding or "utf-8"
+                    break
+            else:
+                raise ToolError(f"GET {url}: more than {MAX_REDIRECTS} redirects")
     except httpx.TimeoutException:
         raise ToolError(f"GET {url} timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as e:

@@ -15,7 +15,7 @@ MAX_LINKS = 200
 
 async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     url = require_str(args, "url", "browser_navigate", '{"tool": "browser_navigate", "url": "https://example.com"}')
-    if not url.startswith(("http://", "https://", "file://", "data:")):
+    if not url.startswith(("http://", "https://")):
         raise ToolError(f"browser_navigate needs an http(s) URL, not {url!r}")
     timeout = optional_number(args, "timeout", 30, 1, 600, "browser_navigate")
     fmt = args.get("format", "text")

@@ -311,3 +311,31 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
     assert code == 0
     result = await asyncio.wait_for(handle.result(), 30)
     assert [a["result"] for a in result["agents"]] == ["alpha", "beta"]
+
+
+async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, fake_llm: FakeLLM, tmp_path: Path):
+    """Review finding: /proc/<worker>/environ held the key; the worker now hides it at start."""
+    import signal
+
+    from tests.integration.test_durability import start_worker_process
+
+    # The probe's parent is the worker: read the environment the worker's process holds.
+    probe = "import os; print(open(f'/proc/{os.getppid()}/environ', 'rb').read().replace(bytes(1), b' ').decode(errors='replace'))"
+
+    def responder(req, i):
+        if turn_of(req) == 0:
+            return calls(("python_exec", {"code": probe}))
+        return text(last_tool_output(req))
+
+    fake_llm.responder = responder
+    worker = start_worker_process(env, tmp_path / "w.log")
+    try:
+        handle = await env.start(plan(agent("1", "data", "Look around")))
+        result = await asyncio.wait_for(handle.result(), 60)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    out = result.agents[0].result
+    assert "XSKY_TASK_QUEUE" in out  # the probe did read the worker's environment …
+    assert "sk-test-never-in-history-7c1f" not in out  # … and the key was not in it
+    assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the worker still has it
