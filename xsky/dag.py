@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from xsky.agent_config import config_problems
 from xsky.errors import Problem, WorkflowValidationError
+from xsky.gcpause import gc_paused
 from xsky.models import Workflow, WorkflowAgent, WorkflowNode
 from xsky.roles import role_problems
 from xsky.variables import check_references
@@ -26,6 +27,16 @@ def validate(
     *,
     variables: Collection[str] | None = None,
     context_keys: Collection[str] | None = None,
+) -> list[Problem]:
+    with gc_paused():
+        return _validate(workflow, known_agents, variables, context_keys)
+
+
+def _validate(
+    workflow: Workflow,
+    known_agents: Collection[str],
+    variables: Collection[str] | None,
+    context_keys: Collection[str] | None,
 ) -> list[Problem]:
     """Every problem that stops this plan from running, in plan order; ``[]`` when valid.
 
@@ -136,23 +147,26 @@ def _edges(agents: list[WorkflowAgent]) -> dict[str, list[str]]:
 
 
 def _has_cycle(agents: list[WorkflowAgent]) -> bool:
-    """Kahn's algorithm: cheaper than finding the cycles, which only errors need."""
-    graph = _edges(agents)
-    remaining = {a_id: len(deps) for a_id, deps in graph.items()}
-    dependents: dict[str, list[str]] = {a_id: [] for a_id in graph}
-    for a_id, deps in graph.items():
-        for d in deps:
-            dependents[d].append(a_id)
-    todo = [a_id for a_id, n in remaining.items() if n == 0]
+    """Kahn's algorithm over list indices: cheaper than finding the cycles, which only errors need."""
+    index = {a.id: i for i, a in enumerate(agents)}
+    indegree = [0] * len(agents)
+    children: list[list[int]] = [[] for _ in agents]
+    for i, a in enumerate(agents):
+        for d in a.depends:
+            j = index.get(d)
+            if j is not None and j != i:
+                indegree[i] += 1
+                children[j].append(i)
+    todo = [i for i, n in enumerate(indegree) if n == 0]
     done = 0
     while todo:
-        node = todo.pop()
+        i = todo.pop()
         done += 1
-        for child in dependents[node]:
-            remaining[child] -= 1
-            if remaining[child] == 0:
-                todo.append(child)
-    return done != len(graph)
+        for c in children[i]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                todo.append(c)
+    return done != len(index)
 
 
 def find_cycles(agents: list[WorkflowAgent]) -> list[list[str]]:

@@ -82,14 +82,13 @@ def check_references(
         for text in _rendered_texts(agent):
             if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
-            for m in REF_RE.finditer(text):
-                name = m.group(1)
+            for name in REF_RE.findall(text):
                 if name in seen:
                     continue
                 seen.add(name)
                 if name.startswith("agent_") and name.endswith("_result") and name[6:-7] in agent.depends:
                     continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
-                msg = _check_one(classify(name, m.group(0)), agent, by_id, var_names, context_keys)
+                msg = _check_one(classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys)
                 if msg:
                     problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
     return problems

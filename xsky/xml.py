@@ -30,6 +30,7 @@ from lxml import etree
 from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
+from xsky.gcpause import gc_paused
 from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent, friendly_error
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -81,7 +82,8 @@ def parse_workflow_source(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYT
     """Like :func:`parse_workflow`, and also return each agent's line and column."""
     data, source, encoding = _as_bytes(text, max_bytes)
     root = _parse_tree(data, source, encoding)
-    return _Reader(root, source).read()
+    with gc_paused():
+        return _Reader(root, source).read()
 
 
 def _as_bytes(text: str | bytes, max_bytes: int) -> tuple[bytes, str, str | None]:
@@ -284,33 +286,36 @@ class _Reader:
 
     def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
         # The hot loop for big plans: read attributes as one dict, children in one pass,
-        # and only look closer when something is off.
+        # and only look closer (and build messages) when something is off.
         attrs = dict(el.attrib)
         if not attrs.keys() <= _AGENT_ATTR_SET:
             self._check_attrs(el, _AGENT_ATTRS, "agent", index)
         agent: dict[str, Any] = {}
         agent_id = attrs.get("id")
-        label = f"agent {agent_id}" if agent_id else f"agent #{index + 1}"
         if agent_id is None:
-            self.problem(el, f"{label} has no id attribute; add id=\"…\" (unique in the plan)", index)
+            self.problem(el, f"{_label(None, index)} has no id attribute; add id=\"…\" (unique in the plan)", index)
         else:
             agent["id"] = agent_id
         name = attrs.get("name")
         if name is None:
-            self.problem(el, f"{label} has no name attribute; add name=\"llm\" (or browser, file, shell, a role)", index)
+            self.problem(el, f"{_label(agent_id, index)} has no name attribute; add name=\"llm\" (or browser, file, shell, a role)", index)
         else:
             agent["name"] = name
         depends = attrs.get("depends")
         if depends:
-            agent["depends"] = [d.strip() for d in depends.split(",") if d.strip()]
+            parts = depends.split(",")
+            if " " in depends or "" in parts or any(not p or p != p.strip() for p in parts):
+                parts = [d.strip() for d in parts if d.strip()]
+            agent["depends"] = parts
         status = attrs.get("status")
         if status is not None:
             if status not in _STATUSES:
-                self.problem(el, f'{label}: status="{status}" must be one of {", ".join(_STATUSES)}', index)
+                self.problem(el, f'{_label(agent_id, index)}: status="{status}" must be one of {", ".join(_STATUSES)}', index)
             else:
                 agent["status"] = status
 
-        stray = bool(el.text and not el.text.isspace())
+        text = el.text
+        stray = bool(text and not text.isspace())
         for child in el:
             tag = child.tag
             tail = child.tail
@@ -320,24 +325,24 @@ class _Reader:
                 self._unknown_child(child, "agent", _AGENT_CHILDREN, index)
                 continue
             if tag in agent:
-                self.problem(child, f"{label} has more than one <{tag}>; keep one", index)
+                self.problem(child, f"{_label(agent_id, index)} has more than one <{tag}>; keep one", index)
                 continue
             if len(child):
                 self.problem(
                     child,
-                    f"<{tag}> of {label} contains elements; write text only (escape '<' as &lt; or use CDATA)",
+                    f"<{tag}> of {_label(agent_id, index)} contains elements; write text only (escape '<' as &lt; or use CDATA)",
                     index,
                 )
                 agent[tag] = None
                 continue
             if tag == "config":
-                agent["config"] = self._read_config(child, label, index)
+                agent["config"] = self._read_config(child, _label(agent_id, index), index)
             else:
                 agent[tag] = _element_text(child)
         if stray:
-            self.problem(el, f"<agent> {label} holds loose text; put text inside <task> or <input>", index)
+            self.problem(el, f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>", index)
         if "task" not in agent:
-            self.problem(el, f"{label} has no <task>; add <task>what this agent should do</task>", index)
+            self.problem(el, f"{_label(agent_id, index)} has no <task>; add <task>what this agent should do</task>", index)
         return agent
 
     def _read_config(self, el: etree._Element, label: str, index: int) -> dict[str, Any] | None:
@@ -438,6 +443,10 @@ class _Reader:
                 self.problem(el, f"agent {agent_id}: {msg}", index)
             else:
                 self.problem(root, f"<workflow>: {msg}")
+
+
+def _label(agent_id: str | None, index: int) -> str:
+    return f"agent {agent_id}" if agent_id else f"agent #{index + 1}"
 
 
 def _reject_constant(name: str) -> Any:
