@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Env
-from tests.fake_llm import FakeLLM, Reply, calls, first_user, last_tool_output, status, system, text, turn_of
+from tests.fake_llm import FakeLLM, calls, first_user, last_tool_output, status, system, text, turn_of
 from tests.integration.helpers import board, plan, wait_for, wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import AnswerRequest, NudgeRequest

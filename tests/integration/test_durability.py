@@ -109,7 +109,7 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
         settings = load_settings()
         workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
-        tasks = [asyncio.create_task(w.run()) for w in workers]
+        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
         handle = await client.start_workflow(
             LeaderWorkflow.run, RunInput(workflow=parse_workflow(ledger_chain(5, 0.5))),
             id=f"xsky-restart-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue,
@@ -121,6 +121,7 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         result = await asyncio.wait_for(handle.result(), 120)
         assert result.status == "completed", result.summary
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
+        assert not any(t.done() for t in running)  # the workers rode out the server's restart
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
         server.stop()
@@ -188,8 +189,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
         settings = load_settings()
         workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
-        for w in workers:
-            asyncio.create_task(w.run())
+        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
         # The question is asked first; the chain keeps the history growing past the limit
         # while it is pending, so the run must continue as new with it.
         chain = [noop(str(i), 0.05, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]
@@ -211,6 +211,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
         history = await handle.query(LeaderWorkflow.plan_history)
         assert history[0].reason == "initial plan"
+        assert not any(t.done() for t in running)
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
         server.stop()

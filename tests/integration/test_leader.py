@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 from tests.conftest import Env
 from tests.integration.helpers import ask, board, noop, plan, rejected, wait_for, wait_requests
@@ -270,8 +272,9 @@ async def test_cancelling_the_run_stops_running_agents(env: Env):
     handle = await env.start(plan(noop("1", 60), noop("2", 0, depends="1")))
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     await handle.cancel()
-    with pytest.raises(Exception):
+    with pytest.raises(WorkflowFailureError) as info:
         await asyncio.wait_for(handle.result(), 30)
+    assert isinstance(info.value.cause, CancelledError)
     desc = await handle.describe()
     assert desc.status.name == "CANCELED"
 
