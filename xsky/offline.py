@@ -21,6 +21,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Lines that are structure, not prose: headings, list items with links, bare URLs, labels.
 _NOT_PROSE = re.compile(r"^\s*(?:#|URL:|https?://|\S+\s*→)|→\s*\S+$")
 _MIN_WORDS = 4
+_ENDS_SENTENCE = re.compile(r"[.!?。！？:;]\s*$")
 _STOP = frozenset(
     """a an and are as at be but by for from has have in into is it its of on or that the
     this to was were will with what which who how why when where do does did not no yes you
@@ -49,7 +50,10 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     for para in paragraphs:
         lines = [ln for ln in para.splitlines() if ln.strip() and not _NOT_PROSE.search(ln)]
-        list_like = any(re.match(r"\s*(?:[-*•]|\d+[.)])\s", ln) for ln in lines)
+        list_like = any(re.match(r"\s*(?:[-*•]|\d+[.)])\s", ln) for ln in lines) or (
+            # short lines without a full stop: menu items and link labels, not one sentence
+            len(lines) > 1 and all(len(ln.split()) < 8 and not _ENDS_SENTENCE.search(ln) for ln in lines)
+        )
         chunks = lines if list_like else [" ".join(lines)]
         for chunk in chunks:
             out.extend(" ".join(p.split()) for p in re.split(r"(?<=[.!?。！？])\s+", chunk) if p.strip())
@@ -92,7 +96,8 @@ def answer(task: str, input_text: str | None) -> str:
             continue
         centrality = sum(freq[w] for w in set(words)) / math.sqrt(len(words))
         relevance = 3.0 * len(task_words.intersection(words))
-        scored.append((-(centrality + relevance), position, sentence))
+        complete = 1.0 if _ENDS_SENTENCE.search(sentence) else 0.5  # fragments make poor answers
+        scored.append((-(centrality + relevance) * complete, position, sentence))
     if not scored:
         return f"{LABEL} " + " ".join(sentences[:n])
     best = sorted(scored)[:n]  # ties broken by position: deterministic

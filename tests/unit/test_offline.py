@@ -63,3 +63,14 @@ def test_replan_without_a_prompt_keeps_the_plan_and_with_one_appends_after_the_l
     more = offline.replan(current, "then run `echo done`")
     assert [(a.id, a.depends) for a in more.agents][-1] == ("3", ["2"])
     assert isinstance(more, Workflow) and dag.validate(more, TOOL_AGENT_KINDS) == []
+
+
+def test_link_labels_and_menus_are_not_taken_for_sentences():
+    page = ("# Durable agents\nURL: http://x/index.html\n\nDurable agents\n\n"
+            "Temporal records every step of a workflow in an event history.\n\n"
+            "Activities are retried with a bounded policy, and a heartbeat timeout notices a dead worker.\n\n"
+            "Large results are stored outside the history.\n\n"
+            "Release data\nTemporal documentation\n\n## Links\n- Release data → http://x/data.json")
+    out = offline.answer("Summarize in two sentences how durability works", page)
+    assert "Release data" not in out and "documentation" not in out
+    assert out.count(".") == 2
