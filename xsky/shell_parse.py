@@ -78,28 +78,30 @@ def split_command(command: str) -> list[ShellCommand]:
 
 
 def _strip_arithmetic(command: str) -> str:
-    """Replace each ``$(( … ))`` with a number: bashlex cannot parse arithmetic expansion.
+    """Replace each ``$(( … ))`` with a number and each ``(( … ))`` command with ``:``.
 
-    Arithmetic runs no command unless it holds a substitution; one that does is refused.
+    bashlex cannot parse arithmetic. Arithmetic runs no command — unless it names a
+    variable, which bash expands recursively (``x='a[$(cmd)]'; ((x))`` runs cmd), or holds
+    a substitution: anything but numbers and operators is refused.
     """
     out = []
     i = 0
     while True:
-        start = command.find("$((", i)
+        start = command.find("((", i)
         if start < 0:
             out.append(command[i:])
             return "".join(out)
-        depth, j = 2, start + 3
+        dollar = start > 0 and command[start - 1] == "$"
+        depth, j = 2, start + 2
         while j < len(command) and depth:
             depth += {"(": 1, ")": -1}.get(command[j], 0)
             j += 1
         if depth:
-            raise ShellParseError("an arithmetic expansion $(( … )) is not closed")
-        inner = command[start + 3 : j - 2]
+            raise ShellParseError("an arithmetic expression (( … )) is not closed")
+        inner = command[start + 2 : j - 2]
         if not _PLAIN_ARITHMETIC.match(inner):
-            # Names in arithmetic are expanded recursively (x='a[$(cmd)]' runs cmd): numbers only.
-            raise ShellParseError(f"$(( {inner.strip()[:40]} )) uses more than numbers and operators; it cannot be checked")
-        out.append(command[i:start] + "0")
+            raise ShellParseError(f"(( {inner.strip()[:40]} )) uses more than numbers and operators; it cannot be checked")
+        out.append(command[i : start - 1] + "0" if dollar else command[i:start] + ":")
         i = j
 
 
@@ -109,7 +111,9 @@ def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
     plain = _strip_arithmetic(command)
     try:
         trees = bashlex.parse(plain)
-    except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError, TypeError, ValueError) as e:
+    # bashlex raises RuntimeError subclasses for syntax it does not support (and for input
+    # nested too deeply to recurse through): either way the command cannot be checked.
+    except (bashlex.errors.ParsingError, RuntimeError, IndexError, AttributeError, TypeError, ValueError) as e:
         raise ShellParseError(f"the command cannot be parsed ({e}); write it as plain commands") from None
     for tree in trees:
         _walk(tree, command, out, depth)

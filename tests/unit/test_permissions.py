@@ -141,6 +141,8 @@ HIDDEN = [
     "/bin/rm x",  # rm by its path
     "busybox rm x",
     "find . -name x -exec rm {} \\;",
+    "x='a[$(rm -rf y)]'; ((x))",  # an arithmetic command expands names recursively too
+    "((x++))",
 ]
 
 
