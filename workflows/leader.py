@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky import dag
     from xsky.agent_config import activity_settings, stall_windows
     from xsky.artifacts import marker
-    from xsky.board import TaskState, TaskView, board_markdown, derive_statuses, subject_of
+    from xsky.board import TaskState, TaskView, board_markdown, derive_status, derive_statuses, subject_of
     from xsky.errors import PlanError
     from xsky.kinds import AgentInfo
     from xsky.leader_state import (
@@ -724,7 +724,7 @@ class LeaderWorkflow:
         return task
 
     def _status(self, task: TaskState) -> str:
-        return derive_statuses({t.id: t for t in self._s.tasks})[task.id][0]
+        return derive_status(task, {t.id: t for t in self._s.tasks})
 
     def _require_open(self) -> None:
         if self._ended or self._closing:

@@ -119,9 +119,6 @@ BUILTIN_ROLES: dict[str, RoleCapabilityModel] = {
     ]
 }
 
-TOOL_AGENT_ROLES = ("browser", "file", "llm", "shell")
-
-
 def role_problems(role: Any) -> list[str]:
     """What is wrong with a role definition (a role or a define_role request); empty when fine."""
     problems = []

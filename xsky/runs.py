@@ -119,7 +119,6 @@ class AgentOutcome(Wire):
     provider: str | None = None
     started_at: datetime | None = None  # when this attempt began working (activity clock)
     request: RequestPayload | None = None  # for question / needs_approval
-    checkpoint: ArtifactRef | None = None
     decisions: list[DecisionRecord] = Field(default_factory=list)  # permission decisions made
 
 

@@ -53,10 +53,6 @@ class Redirect:
     op: str  # ">", ">>", "<", …
     target: str
 
-    @property
-    def writes(self) -> bool:
-        return ">" in self.op and "&" not in self.op.replace(">&", "")
-
 
 @dataclass
 class ShellCommand:

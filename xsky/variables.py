@@ -197,12 +197,3 @@ def render_config(value: Any, results: Mapping[str, str], variables: Mapping[str
     if isinstance(value, list):
         return [render_config(v, results, variables, context) for v in value]
     return value
-
-
-def referenced_agents(agent: WorkflowAgent) -> list[str]:
-    """Ids whose results this agent's fields use, without repeats, in order."""
-    out: dict[str, None] = {}
-    for ref in agent_references(agent):
-        if ref.kind == "agent":
-            out.setdefault(ref.key)
-    return list(out)
