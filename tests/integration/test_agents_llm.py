@@ -223,7 +223,7 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
     import os
     import signal
 
-    from tests.integration.test_durability import start_worker_process
+    from tests.integration.test_durability import start_worker_process, stop_worker_process
 
     held = threading.Event()
     release = threading.Event()
@@ -255,9 +255,7 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
         result = await asyncio.wait_for(handle.result(), 90)
     finally:
         release.set()
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=30)
+        stop_worker_process(worker)
     assert result.status == "completed" and result.agents[0].result == "all four iterations done"
     turns = [turn_of(r) for r in fake_llm.requests]
     assert turns.count(0) == 1 and turns.count(1) == 1, f"completed iterations were asked again: {turns}"
@@ -315,9 +313,8 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
 
 async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, fake_llm: FakeLLM, tmp_path: Path):
     """Review finding: /proc/<worker>/environ held the key; the worker now hides it at start."""
-    import signal
 
-    from tests.integration.test_durability import start_worker_process
+    from tests.integration.test_durability import start_worker_process, stop_worker_process
 
     # The probe's parent is the worker: read the environment the worker's process holds.
     probe = "import os; print(open(f'/proc/{os.getppid()}/environ', 'rb').read().replace(bytes(1), b' ').decode(errors='replace'))"
@@ -333,8 +330,7 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
         handle = await env.start(plan(agent("1", "data", "Look around")))
         result = await asyncio.wait_for(handle.result(), 60)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=30)
+        stop_worker_process(worker)
     out = result.agents[0].result
     assert "XSKY_TASK_QUEUE" in out  # the probe did read the worker's environment …
     assert "sk-test-never-in-history-7c1f" not in out  # … and the key was not in it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from cli.devserver import DevServer, free_port
 from tests.conftest import ROOT, Env
 from workflows.leader import LeaderWorkflow
 from worker import build_workers
-from xsky.config import load_settings
+from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.runs import RunInput
 from xsky.xml import parse_workflow
@@ -56,6 +58,35 @@ def start_worker_process(env: Env, log: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+def stop_worker_process(proc: subprocess.Popen[bytes]) -> None:
+    """A graceful stop (SIGTERM), if it is still running."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, extra_args: tuple[str, ...] = ()) -> AsyncIterator[tuple[DevServer, Client, Settings]]:
+    """A dev server of the test's own (to kill or configure) with in-process workers on it."""
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
+    monkeypatch.setenv("XSKY_TASK_QUEUE", f"{name[0]}{uuid.uuid4().hex[:6]}")
+    server = DevServer(db_path=tmp_path / f"{name}.db", port=free_port(), headless=True,
+                       log_path=tmp_path / f"{name}.log", extra_args=extra_args)
+    server.start(timeout=90)
+    workers = []
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+        settings = load_settings()
+        workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
+        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
+        yield server, client, settings
+        assert not any(t.done() for t in running), "a worker stopped during the test"
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        server.stop()
+
+
 async def wait_for_completed(handle, count: int, timeout: float = 60) -> set[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -81,8 +112,7 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
     try:
         result = await asyncio.wait_for(handle.result(), 90)
     finally:
-        second.send_signal(signal.SIGTERM)
-        second.wait(timeout=30)
+        stop_worker_process(second)
     assert result.status == "completed", result.summary
     assert [a.result for a in result.agents] == [str(i) for i in range(1, 7)]
 
@@ -99,17 +129,7 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
 
 
 async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
-    monkeypatch.setenv("XSKY_TASK_QUEUE", f"r{uuid.uuid4().hex[:6]}")
-    server = DevServer(db_path=tmp_path / "restart.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
-    server.start(timeout=90)
-    workers = []
-    try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
-        settings = load_settings()
-        workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
-        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
+    async with own_server(tmp_path, monkeypatch, "restart") as (server, client, settings):
         handle = await client.start_workflow(
             LeaderWorkflow.run, RunInput(workflow=parse_workflow(ledger_chain(5, 0.5))),
             id=f"xsky-restart-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue,
@@ -121,10 +141,6 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         result = await asyncio.wait_for(handle.result(), 120)
         assert result.status == "completed", result.summary
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
-        assert not any(t.done() for t in running)  # the workers rode out the server's restart
-    finally:
-        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-        server.stop()
 
 
 async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
@@ -166,9 +182,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         result = await asyncio.wait_for(handle.result(), 60)
         assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=30)
+        stop_worker_process(worker)
         server.stop()
 
 
@@ -176,20 +190,8 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
     from tests.integration.helpers import ask, noop, plan, wait_for, wait_requests
     from xsky.leader_state import AnswerRequest
 
-    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
-    monkeypatch.setenv("XSKY_TASK_QUEUE", f"c{uuid.uuid4().hex[:6]}")
-    server = DevServer(
-        db_path=tmp_path / "can.db", port=free_port(), headless=True,
-        extra_args=("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30"),
-    )
-    server.start(timeout=90)
-    workers = []
-    try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
-        settings = load_settings()
-        workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
-        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
+    limit = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30")
+    async with own_server(tmp_path, monkeypatch, "can", limit) as (_, client, settings):
         # The question is asked first; the chain keeps the history growing past the limit
         # while it is pending, so the run must continue as new with it.
         chain = [noop(str(i), 0.05, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]
@@ -211,7 +213,3 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
         history = await handle.query(LeaderWorkflow.plan_history)
         assert history[0].reason == "initial plan"
-        assert not any(t.done() for t in running)
-    finally:
-        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-        server.stop()

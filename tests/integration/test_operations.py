@@ -15,7 +15,7 @@ import pytest
 from cli.devserver import free_port, is_listening
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan, wait_for
-from tests.integration.test_durability import start_worker_process
+from tests.integration.test_durability import start_worker_process, stop_worker_process
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +60,7 @@ async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: P
         text = log.read_text()
         assert f"shell agents on '{env.settings.task_queue}-shell'" in text and "leader workflows" not in text
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop_worker_process(proc)
 
 
 async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it(env: Env, tmp_path: Path):
@@ -79,6 +78,5 @@ async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it
     try:
         result = await asyncio.wait_for(handle.result(), 60)
     finally:
-        second.send_signal(signal.SIGTERM)
-        second.wait(timeout=30)
+        stop_worker_process(second)
     assert result.status == "completed" and result.agents[0].result == "r1"
