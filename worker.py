@@ -3,9 +3,11 @@
     python worker.py                      # everything: leader workflows + all agent kinds
     python worker.py --kinds browser      # only browser agents (e.g. on a machine with Chromium)
     python worker.py --kinds shell,file --no-leader
+    python worker.py --no-skills          # not the skill pipeline (transcripts → atoms)
 
 Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers for one
-kind can be added anywhere. SIGINT/SIGTERM shut down gracefully: running agents get
+kind can be added anywhere. The skill pipeline (the transcript watcher's workflows and
+activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads. SIGINT/SIGTERM shut down gracefully: running agents get
 ``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
 """
 
@@ -17,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from temporalio.worker import Worker
@@ -24,8 +27,10 @@ from temporalio.worker import Worker
 from activities import secrets
 from activities.agents import AgentActivities
 from activities.planner import PlannerActivities
+from activities.skill_pipeline import SkillActivities
 from cli.connect import ConnectError, connect
 from workflows.leader import LeaderWorkflow
+from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 
@@ -42,8 +47,15 @@ def parse_kinds(raw: str | None) -> list[str]:
     return kinds
 
 
-def build_workers(client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities) -> list[Worker]:  # type: ignore[no-untyped-def]
+def build_workers(client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities,  # type: ignore[no-untyped-def]
+                  skills: bool = False) -> list[Worker]:
     workers = []
+    if skills:
+        pipeline = SkillActivities(settings)
+        workers.append(Worker(
+            client, task_queue=settings.skills_queue, workflows=[SkillsScanWorkflow, SkillDeltaWorkflow],
+            activities=pipeline.all(), activity_executor=ThreadPoolExecutor(max_workers=8),
+            graceful_shutdown_timeout=timedelta(seconds=grace)))
     if leader:
         workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow]))
     planner = PlannerActivities()
@@ -61,14 +73,14 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
     return workers
 
 
-async def serve(kinds: list[str], leader: bool, grace: float) -> None:
+async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = True) -> None:
     settings = load_settings()
     client = await connect(settings)
     activities = AgentActivities(settings)
-    workers = build_workers(client, settings, kinds, leader, grace, activities)
+    workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     served = ([f"leader workflows on '{settings.task_queue}'"] if leader else []) + [
         f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds
-    ]
+    ] + ([f"the skill pipeline on '{settings.skills_queue}'"] if skills else [])
     log.info("xsky worker at %s (namespace %s) serving %s", settings.address, settings.namespace, "; ".join(served))
     log.info("artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve())
 
@@ -96,13 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run an xsky worker.")
     ap.add_argument("--kinds", help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})")
     ap.add_argument("--no-leader", action="store_true", help="do not run leader workflows here")
+    ap.add_argument("--no-skills", action="store_true", help="do not run the skill pipeline (transcripts → atoms) here")
     ap.add_argument("--grace", type=float, default=10.0, help="seconds running agents get to finish on shutdown")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kinds = parse_kinds(args.kinds) if args.kinds is not None else list(TOOL_AGENT_KINDS)
     try:
-        asyncio.run(serve(kinds, not args.no_leader, args.grace))
+        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills))
     except ConnectError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 1

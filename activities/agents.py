@@ -20,7 +20,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm
-from activities.agent_loop import AgentLoop
+from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
+from activities.agent_transcripts import write_transcript
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.browser import BrowserPool
@@ -189,7 +190,14 @@ class AgentActivities:
                     raise ApplicationError(f"agent {agent.id}: no role named {agent.name!r}", type="AgentConfigError", non_retryable=True)
                 loop = AgentLoop(inp, role, target, ctx, beat, self.store, task, input_text, config or {}, gate)
                 async with beat.running():
-                    outcome = await loop.run()
+                    try:
+                        outcome = await loop.run()
+                    except ApplicationError as e:
+                        if e.non_retryable:
+                            self._transcript(inp, role, target.model, "failed", e.message)
+                        raise
+                if outcome.kind == "completed":
+                    self._transcript(inp, role, target.model, "completed")
                 outcome.started_at = started
                 outcome.artifacts = ctx.artifacts
                 if outcome.kind != "completed":
@@ -239,6 +247,17 @@ class AgentActivities:
         outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
                                provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
         return self._stored(inp, outcome, out.text)
+
+    def _transcript(self, inp: AgentInput, role: RoleCapabilityModel, model: str, status: str, error: str | None = None) -> None:
+        """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""
+        cp = load_checkpoint(self.store, inp)
+        if cp is None:
+            return
+        try:
+            write_transcript(self.settings.home / "transcripts", inp, role, model, checkpoint_name(inp).removesuffix(".json"),
+                             cp.messages, status, error)
+        except OSError as e:
+            log.warning("could not write the transcript of %s: %s", inp.task_id, e)
 
     def _stored(self, inp: AgentInput, outcome: AgentOutcome, text: str) -> AgentOutcome:
         """Every result goes to the artifact store; small ones also travel inline."""

@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from cli import demo_cmd, permissions_cmd, plan_cmd, roles_cmd, runs_cmd, server_cmd, steer_cmd, validate_cmd
+    from cli import demo_cmd, permissions_cmd, plan_cmd, roles_cmd, runs_cmd, server_cmd, skills_cmd, steer_cmd, validate_cmd
 
     validate_cmd.register(sub)
     runs_cmd.register(sub)
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)
+    skills_cmd.register(sub)
     server_cmd.register(sub)
     demo_cmd.register(sub)
     return parser

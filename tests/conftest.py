@@ -34,6 +34,13 @@ from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
 from xsky.models import Workflow  # noqa: E402
 from xsky.runs import RunInput, RunOptions, RunResult  # noqa: E402
 from xsky.xml import parse_workflow  # noqa: E402
+from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
+
+
+@pytest.fixture(autouse=True)
+def _own_skills_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the real ~/.xsky/skills-home."""
+    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "skills-home"))
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ Read when asked (never at import), so tests and tools can set the environment fi
 | XSKY_ARTIFACT_THRESHOLD | 8192 | results larger than this (bytes) travel as references |
 | XSKY_UI_URL | http://localhost:8233 | the Temporal Web UI, for links |
 | XSKY_MAX_PLAN_BYTES | 5242880 | largest workflow XML accepted |
+| XSKY_SKILLS_HOME | ~/.xsky/skills-home | trajectories, atoms and the skill library |
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ class Settings:
     artifact_threshold: int
     ui_url: str
     max_plan_bytes: int
+    skills_home: Path
+
+    @property
+    def skills_queue(self) -> str:
+        """The task queue of the skill pipeline (its workflows and activities)."""
+        return f"{self.task_queue}-skills"
 
     def kind_queue(self, kind: str) -> str:
         """The task queue that serves agents of one kind (browser, file, llm, shell)."""
@@ -66,4 +73,5 @@ def load_settings() -> Settings:
         artifact_threshold=_int("XSKY_ARTIFACT_THRESHOLD", 8192),
         ui_url=os.environ.get("XSKY_UI_URL") or "http://localhost:8233",
         max_plan_bytes=_int("XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
+        skills_home=Path(os.environ.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home").expanduser().absolute(),
     )

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from xsky.models import WireModel
 from xsky.permissions import PermissionLayer, PermissionMode, PermissionSettings, rule_problems
+from xsky.transcripts import SourceKind
 
 
 class _Strict(WireModel):
@@ -52,10 +53,20 @@ class SecuritySettings(WireModel):
     permission_mode: PermissionMode = "default"
 
 
+class SkillSourceSetting(_Strict):
+    kind: SourceKind
+    path: str | None = None  # None: the kind's usual place
+
+
+class SkillsSettings(_Strict):
+    sources: list[SkillSourceSetting] | None = None
+
+
 class SettingsFile(_Strict):
     roles: dict[str, SettingsRole] = Field(default_factory=dict)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     security: SecuritySettings | None = None
+    skills: SkillsSettings | None = None
 
 
 class SettingsError(ValueError):
@@ -101,10 +112,11 @@ def parse_settings(text: str, path: str) -> SettingsFile:
         dotted = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
             known = {
-                "": "roles, permissions, security",
+                "": "roles, permissions, security, skills",
                 "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
                 "permissions": "allow, ask, deny",
                 "security": "permission_mode",
+                "skills": "sources (each: kind, path)",
             }[_section(loc)]
             raise SettingsError(path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}") from None
         raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
@@ -125,7 +137,7 @@ def _locate_value(text: str, value: str) -> tuple[int, int]:
 def _section(loc: tuple[Any, ...]) -> str:
     if len(loc) <= 1:
         return ""
-    return str(loc[0]) if loc[0] in ("roles", "permissions", "security") else ""
+    return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills") else ""
 
 
 def settings_paths() -> list[tuple[Literal["user", "project"], Path]]:
@@ -170,3 +182,10 @@ def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
         ],
         mode=permission_mode(layers),
     )
+
+
+def skill_sources(layers: list[SettingsLayer]) -> list[tuple[str, list[tuple[str, str | None]]]] | None:
+    """Registered transcript sources per settings file; None when no file mentions any."""
+    found = [(layer.path, [(s.kind, s.path) for s in layer.settings.skills.sources])
+             for layer in layers if layer.settings.skills is not None and layer.settings.skills.sources is not None]
+    return found or None

@@ -1,0 +1,103 @@
+"""The skill pipeline's activities, bound to the worker's settings.
+
+The worker reads its own settings files for the transcript sources (never the workflow
+input), and the model for the TaskAgent from its environment (``XSKY_SKILLS_MODEL``, else
+``XSKY_MODEL``; none: the offline splitter). File and database work runs in the worker's
+thread pool; the TaskAgent's model calls are async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import llm
+from activities.skills_ingest import commit_delta, render_delta, scan
+from activities.task_agent import split_delta
+from xsky.config import Settings
+from xsky.settings import SettingsError, load_layers, skill_sources
+from xsky.skill_runs import CommitResult, DeltaInput, RenderResult, ScanInput, ScanResult, SplitResult
+from xsky.skill_sources import Source, resolve
+
+
+def configured_sources() -> list[Source]:
+    """The transcript sources the settings files register (the defaults when none do)."""
+    return resolve(skill_sources(load_layers()), os.environ)
+
+
+def skills_model() -> llm.LLMTarget | None:
+    return llm.target(os.environ.get("XSKY_SKILLS_MODEL") or None)
+
+
+class SkillActivities:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @property
+    def home(self) -> Path:
+        return self.settings.skills_home
+
+    @activity.defn(name="scan_transcripts")
+    def scan_transcripts(self, inp: ScanInput) -> ScanResult:
+        activity.heartbeat("scanning")
+        try:
+            sources = configured_sources()
+        except SettingsError as e:
+            raise ApplicationError(f"cannot read the transcript sources: {e}", type="SettingsError", non_retryable=True) from None
+        return scan(self.home, sources, inp)
+
+    @activity.defn(name="render_delta")
+    def render_delta(self, inp: DeltaInput) -> RenderResult:
+        activity.heartbeat("rendering")
+        try:
+            return render_delta(self.home, inp.delta)
+        except LookupError as e:
+            raise ApplicationError(str(e), type="UnknownTranscript", non_retryable=True) from None
+
+    @activity.defn(name="split_delta")
+    async def split_delta(self, inp: DeltaInput) -> SplitResult:
+        target = skills_model()
+        async with _heartbeats(inp.heartbeat_timeout / 3):
+            if target is None:  # the offline splitter is CPU work: off the event loop
+                return await asyncio.to_thread(_split_offline, self.home, inp)
+            return await split_delta(self.home, inp.delta, target, activity.heartbeat)
+
+    @activity.defn(name="commit_delta")
+    def commit_delta(self, inp: DeltaInput) -> CommitResult:
+        activity.heartbeat("committing")
+        try:
+            return commit_delta(self.home, inp.delta)
+        except FileNotFoundError as e:
+            # The staged work is gone (cleaned after a day, or a different skills home): redo the delta.
+            raise ApplicationError(f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
+                                   type="StagingMissing", non_retryable=True) from None
+
+    def all(self) -> list[object]:
+        return [self.scan_transcripts, self.render_delta, self.split_delta, self.commit_delta]
+
+
+def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:
+    return asyncio.run(split_delta(home, inp.delta, None, lambda note: None))
+
+
+@contextlib.asynccontextmanager
+async def _heartbeats(every: float) -> AsyncIterator[None]:
+    """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast)."""
+    async def beat() -> None:
+        while True:
+            activity.heartbeat("splitting")
+            await asyncio.sleep(max(0.2, every))
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,258 @@
+"""The transcript watcher on a real Temporal dev server: schedule ticks, exactly-once deltas,
+crashes of the worker and of the server, measured skill use, and no secret anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.agents import AgentActivities
+from activities.skills_ingest import read_atoms
+from activities.skills_store import SkillStore
+from cli.devserver import DevServer, free_port
+from cli.skills_cmd import _schedule, schedule_id
+from tests.conftest import ROOT, Env
+from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
+from tests.skills_fixtures import CC_MAIN, CC_TRAJ, CODEX_MAIN, CODEX_TRAJ, FIXTURES, Transcripts, all_files_text, leaks
+from workflows.skills_watch import SkillsScanWorkflow
+from worker import build_workers
+from xsky.atoms import AtomTask
+from xsky.config import load_settings
+from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
+
+pytestmark = pytest.mark.integration
+
+
+async def start_pipeline(env: Env) -> None:
+    workers = build_workers(env.client, env.settings, [], False, 1.0, AgentActivities(env.settings), skills=True)
+    env.workers += workers
+    env.tasks += [asyncio.create_task(w.run()) for w in workers]
+
+
+async def scan_once(client: Client, queue: str, **kw: Any) -> SkillsScanResult:
+    inp = SkillsScanInput(scan=ScanInput(settle_seconds=3600), **kw)
+    return await client.execute_workflow(SkillsScanWorkflow.run, inp, id=f"xsky-skills-test-{uuid.uuid4().hex[:8]}",
+                                         task_queue=queue, execution_timeout=timedelta(minutes=3))
+
+
+def snapshot(home: Path) -> dict[str, str]:
+    """Every atom file's content, by path."""
+    return {str(p.relative_to(home)): p.read_text() for p in home.rglob("atom_*.json")}
+
+
+def check_chain(atoms: list[AtomTask]) -> None:
+    """Numbered 1..n without gaps, linked both ways in order, tiling the view without overlap."""
+    assert [int(a.atom_id.rsplit("_", 1)[1]) for a in atoms] == list(range(1, len(atoms) + 1))
+    for prev, nxt in zip(atoms, atoms[1:], strict=False):
+        assert prev.post_atom_id == nxt.atom_id and nxt.pre_atom_id == prev.atom_id
+        assert prev.offset_end == nxt.offset_start, (prev.atom_id, prev.offset_end, nxt.offset_start)
+    assert atoms[0].pre_atom_id is None and atoms[-1].post_atom_id is None
+
+
+async def histories_text(client: Client, queue: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    async for wf in client.list_workflows(f"TaskQueue = '{queue}'"):
+        history = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+        out[f"history {wf.id}"] = history.to_json()
+    return out
+
+
+async def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await predicate() if asyncio.iscoroutinefunction(predicate) else predicate():
+            return
+        await asyncio.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_when_nothing_changed(env: Env, transcripts: Transcripts):
+    await start_pipeline(env)
+    sid = schedule_id(env.settings)
+    handle = await env.client.create_schedule(sid, _schedule(env.settings, timedelta(seconds=2)))
+    try:
+        home = transcripts.home
+        await wait_until(lambda: _cursors_done(home, transcripts), 60, "the first ingestion")
+        first = snapshot(home)
+        ticks = (await handle.describe()).info.num_actions
+        await wait_until(_ticks_past(handle, ticks + 2), 30, "two more ticks")
+        assert snapshot(home) == first, "a tick with nothing appended must change nothing"
+
+        before = {a.atom_id for a in read_atoms(home, CC_TRAJ)}
+        transcripts.append(CC_MAIN)
+        appended_at = (await handle.describe()).info.num_actions
+        await wait_until(lambda: len(read_atoms(home, CC_TRAJ)) > len(before), 30, "atoms from the appended bytes")
+        assert (await handle.describe()).info.num_actions <= appended_at + 2, "the append must be ingested by the next tick"
+        atoms = read_atoms(home, CC_TRAJ)
+        check_chain(atoms)
+        new = [a for a in atoms if a.atom_id not in before]
+        assert any("CI" in a.intent or "GitHub Actions" in a.intent or "workflow" in a.intent.lower() for a in new), [a.intent for a in new]
+        assert leaks(all_files_text(home) | await histories_text(env.client, env.settings.skills_queue)) == []
+    finally:
+        await handle.delete()
+
+
+def _cursors_done(home: Path, t: Transcripts) -> bool:
+    store = SkillStore(home)
+    try:
+        files = store.files().values()
+        return len(files) == 6 and all(f.cursor == os.path.getsize(f.path) for f in files)
+    finally:
+        store.close()
+
+
+def _ticks_past(handle: Any, n: int) -> Any:
+    async def check() -> bool:
+        return (await handle.describe()).info.num_actions >= n
+    return check
+
+
+async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_schedule_is_written_once(env: Env, transcripts: Transcripts):
+    await start_pipeline(env)
+    queue = env.settings.skills_queue
+    results = await asyncio.gather(*(scan_once(env.client, queue) for _ in range(3)))
+    home = transcripts.home
+    assert sum(r.committed for r in results) == 6, [r.model_dump() for r in results]
+    assert sum(r.duplicate + r.stale for r in results) >= 6 * 2 - sum(r.deltas - 6 for r in results if r.deltas > 6)
+    first = snapshot(home)
+    for traj in (CC_TRAJ, CODEX_TRAJ):
+        check_chain(read_atoms(home, traj))
+
+    # A replayed schedule: the schedule fires for a past hour, all ticks at once.
+    sid = schedule_id(env.settings)
+    handle = await env.client.create_schedule(sid, _schedule(env.settings, timedelta(minutes=20)))
+    try:
+        end = datetime.now(timezone.utc)
+        await handle.backfill(ScheduleBackfill(start_at=end - timedelta(hours=1), end_at=end, overlap=ScheduleOverlapPolicy.ALLOW_ALL))
+        await wait_until(_ticks_past(handle, 3), 30, "the backfilled ticks")
+        await wait_until(_no_scans_running(env.client, queue), 60, "the backfilled ticks to finish")
+    finally:
+        await handle.delete()
+    assert snapshot(home) == first
+
+    # Overlapping ticks that see *different* ranges of one file: only one commits the bytes.
+    cut = _line_end(CODEX_MAIN, 3)
+    transcripts.append(CODEX_MAIN, cut=cut)
+    a = asyncio.create_task(scan_once(env.client, queue))
+    await asyncio.sleep(0.05)
+    with open(transcripts.root / CODEX_MAIN, "ab") as fh:
+        fh.write((FIXTURES / CODEX_MAIN.replace(".jsonl", ".append.jsonl")).read_bytes()[cut:])
+    b = asyncio.create_task(scan_once(env.client, queue))
+    await asyncio.gather(a, b)
+    await scan_once(env.client, queue)  # whatever is left
+    atoms = read_atoms(home, CODEX_TRAJ)
+    check_chain(atoms)
+    store = SkillStore(home)
+    try:
+        row = store.file_of(CODEX_TRAJ)
+        assert row is not None and row.cursor == os.path.getsize(transcripts.root / CODEX_MAIN)
+    finally:
+        store.close()
+    view = (home / "codex_sessions" / f"{CODEX_TRAJ}.md").read_text()
+    assert view.count("add a rollback for that migration") == 1, "the appended prompt must be in the view exactly once"
+
+
+def _line_end(rel: str, lines: int) -> int:
+    data = (FIXTURES / rel.replace(".jsonl", ".append.jsonl")).read_bytes()
+    at = 0
+    for _ in range(lines):
+        at = data.index(b"\n", at) + 1
+    return at
+
+
+def _no_scans_running(client: Client, queue: str) -> Any:
+    async def check() -> bool:
+        running = [w async for w in client.list_workflows(f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running'")]
+        return not running
+    return check
+
+
+def submitting_responder(hold: threading.Event | None) -> Any:
+    """A TaskAgent model: submits an atom at every boundary (claiming a skill it did not use), then stops."""
+    def respond(request: dict[str, Any], index: int) -> Reply:
+        if hold is not None and not hold.is_set():
+            hold.wait(120)
+        if turn_of(request) > 0:
+            return text("done")
+        prompt = request["messages"][1]["content"]
+        marks = prompt.split("Boundaries you may start atoms at: ", 1)[1].split("\n", 1)[0].split(", ")
+        return calls(*[("submit_atom", {"boundary": m, "intent": f"model intent {m}", "summary": "model summary",
+                                        "tags": ["Model Tag"], "ux_score": 8, "used_skills": ["claimed-skill"]}) for m in marks])
+    return respond
+
+
+def start_skills_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--no-leader", "--kinds", "file", "--grace", "1"],
+                                env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while b"serving" not in log.read_bytes():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "worker did not start"
+        time.sleep(0.1)
+    return proc
+
+
+async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate_no_atom(tmp_path: Path, transcripts: Transcripts, monkeypatch: pytest.MonkeyPatch):
+    fake = FakeLLM()
+    hold = threading.Event()
+    fake.responder = submitting_responder(hold)
+    server = DevServer(db_path=tmp_path / "crash.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
+    server.start(timeout=90)
+    queue = f"k{uuid.uuid4().hex[:6]}"
+    monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
+    monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
+    environ = dict(os.environ, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test-never-in-history-7c1f",
+                   XSKY_MODEL="fake-model", PYTHONUNBUFFERED="1")
+    settings = load_settings()
+    worker = start_skills_worker(environ, tmp_path / "w1.log")
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        wid = f"xsky-skills-crash-{uuid.uuid4().hex[:6]}"
+        await client.start_workflow(SkillsScanWorkflow.run, SkillsScanInput(scan=ScanInput(settle_seconds=3600), heartbeat_timeout=3),
+                                    id=wid, task_queue=settings.skills_queue)
+        await wait_until(lambda: len(fake.requests) >= 3, 60, "TaskAgents asking the model")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        server.stop(kill=True)
+        hold.set()
+        server.start(timeout=90)
+        worker = start_skills_worker(environ, tmp_path / "w2.log")
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        result: SkillsScanResult = await asyncio.wait_for(client.get_workflow_handle_for(SkillsScanWorkflow.run, wid).result(), 120)
+        assert result.committed == 6 and result.failed == 0, result.model_dump()
+        home = transcripts.home
+        for traj in (CC_TRAJ, CODEX_TRAJ):
+            atoms = read_atoms(home, traj)
+            check_chain(atoms)
+            assert all(a.provenance.split_by == "model" for a in atoms)
+        cc = read_atoms(home, CC_TRAJ)
+        # used_skills is measured: the Skill tool call in the transcript, not the model's claim.
+        assert cc[0].used_skills == ["pytest-runner"] and cc[0].provenance.used_skills_by == "measured"
+        assert any(a.used_skills == ["claimed-skill"] and a.provenance.used_skills_by == "self-reported" for a in cc[1:])
+        codex = read_atoms(home, CODEX_TRAJ)
+        assert codex[0].used_skills == ["sql-migrate"]
+        # Every delta's atoms exist once: the atom ids across all trajectories are unique files, numbered without gaps.
+        sent = "\n".join(json.dumps(r) for r in fake.requests)
+        assert leaks({"model requests": sent} | all_files_text(home) | await histories_text(client, settings.skills_queue)) == []
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        server.stop()
+        fake.close()
