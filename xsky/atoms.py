@@ -415,11 +415,17 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
     summary, signals, skills); new atoms follow it in the linked list.
     """
     atoms: list[AtomTask] = []
-    md_end = view.md_start + len(view.md)
     for i, d in enumerate(drafts):
         nxt = drafts[i + 1] if i + 1 < len(drafts) else None
-        end = nxt.units[0].s if nxt is not None and nxt.units else md_end
         new_units = d.units
+        # Atoms tile the view: each ends where the next begins; the last where its units end
+        # (the window's end, which the next window's atoms continue from).
+        if nxt is not None and nxt.units:
+            end = nxt.units[0].s
+        elif new_units:
+            end = new_units[-1].e
+        else:
+            end = d.extends.offset_end if d.extends is not None else view.md_start
         if d.extends is not None:
             atom = d.extends.model_copy(deep=True)
             if not new_units:

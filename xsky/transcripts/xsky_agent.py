@@ -16,6 +16,7 @@ from typing import Any
 from xsky.trajectory import Event
 from xsky.transcripts import FileInfo, Identity, ParseState, first_json_value, records, text_of
 
+TASK_PREFIX = "Your task:\n"  # how the agent loop opens every conversation
 NOT_INTENT = ("Message from your supervisor:", "You have used all")
 
 
@@ -53,7 +54,8 @@ class XskyAdapter:
                 events.append(Event("meta", text, offset, end, timestamp=ts))
             elif role == "user":
                 intent = first_user or not text.startswith(NOT_INTENT)
-                events.append(Event("user" if intent else "meta", text, offset, end, timestamp=ts))
+                shown = text.removeprefix(TASK_PREFIX) if first_user else text
+                events.append(Event("user" if intent else "meta", shown, offset, end, timestamp=ts))
                 first_user = False
                 state.remember("seen", "user")
             elif role == "assistant":

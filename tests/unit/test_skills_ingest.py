@@ -1,0 +1,216 @@
+"""Scan → render → split (offline) → commit without a server: deltas, cursors, exactly-once commits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import activities.skills_ingest as ingest
+from activities.skills_ingest import commit_delta, read_atoms, render_delta, scan
+from activities.skills_store import SkillStore
+from activities.task_agent import split_delta
+from tests.skills_fixtures import CC_MAIN, CC_TRAJ, CODEX_MAIN, CODEX_TRAJ, FIXTURES, Transcripts, all_files_text, copy_transcripts, leaks
+from xsky.atoms import AtomTask
+from xsky.skill_runs import DeltaRef, ScanInput, ScanResult
+from xsky.skill_sources import Source
+
+
+def sources(t: Transcripts) -> list[Source]:
+    return [Source(kind, path, "test") for kind, path in t.sources()]
+
+
+def tick(t: Transcripts, **kw: object) -> ScanResult:
+    """One tick done in-process: scan, then each delta rendered, split offline and committed."""
+    result = scan(t.home, sources(t), ScanInput(settle_seconds=3600, **kw))  # type: ignore[arg-type]
+    for d in result.deltas:
+        process(t.home, d)
+    return result
+
+
+def process(home: Path, d: DeltaRef) -> None:
+    render_delta(home, d)
+    asyncio.run(split_delta(home, d, None, lambda note: None))
+    assert commit_delta(home, d).committed
+
+
+@pytest.fixture
+def t(tmp_path: Path) -> Transcripts:
+    return Transcripts(copy_transcripts(tmp_path / "transcripts"), tmp_path / "home")
+
+
+def chain(atoms: list[AtomTask]) -> None:
+    assert [int(a.atom_id[-4:]) for a in atoms] == list(range(1, len(atoms) + 1))
+    for a, b in zip(atoms, atoms[1:], strict=False):
+        assert (a.post_atom_id, b.pre_atom_id, a.offset_end) == (b.atom_id, a.atom_id, b.offset_start)
+
+
+def test_first_tick_ingests_every_file_and_a_tick_with_nothing_new_reads_no_file(t: Transcripts, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = tick(t)
+    assert len(first.deltas) == 6 and first.new_files == 6
+    assert {p.name for p in t.home.glob("*_sessions/*.md")} >= {f"{CC_TRAJ}.md", f"{CODEX_TRAJ}.md", f"{CC_TRAJ}-side.md"}
+    chain(read_atoms(t.home, CC_TRAJ))
+
+    def no_reading(*a: object, **k: object) -> None:
+        raise AssertionError("a tick with nothing new must not open a transcript")
+
+    monkeypatch.setattr(ingest, "delta_end", no_reading)
+    monkeypatch.setattr(ingest, "_name_new", no_reading)
+    again = tick(t)
+    assert (again.deltas, again.changed, again.files) == ([], 0, 6)
+
+
+def test_appended_bytes_become_new_atoms_that_continue_the_numbering_and_the_linked_list(t: Transcripts) -> None:
+    tick(t)
+    before = read_atoms(t.home, CODEX_TRAJ)
+    size = os.path.getsize(t.root / CODEX_MAIN)
+    t.append(CODEX_MAIN)
+    result = tick(t)
+    assert [(d.traj_id, d.start) for d in result.deltas] == [(CODEX_TRAJ, size)]
+    after = read_atoms(t.home, CODEX_TRAJ)
+    chain(after)
+    assert len(after) > len(before) and after[-1].intent.startswith("add a rollback")
+    assert [a.atom_id for a in after[: len(before)]] == [a.atom_id for a in before]
+
+
+def test_an_append_that_continues_the_last_task_extends_its_atom(t: Transcripts) -> None:
+    tick(t)
+    before = read_atoms(t.home, CODEX_TRAJ)
+    line = (b'{"timestamp":"2026-11-28T10:30:00.000Z","type":"response_item","payload":{"type":"message","role":"user",'
+            b'"content":[{"type":"input_text","text":"no, that is wrong: use EXPLAIN (ANALYZE, BUFFERS) instead"}]}}\n')
+    with open(t.root / CODEX_MAIN, "ab") as fh:
+        fh.write(line)
+    tick(t)
+    after = read_atoms(t.home, CODEX_TRAJ)
+    assert len(after) == len(before), "a correction belongs to the task it corrects"
+    last, old = after[-1], before[-1]
+    assert last.atom_id == old.atom_id and last.offset_end > old.offset_end and last.offset_start == old.offset_start
+    assert last.provenance.ux_signals.get("corrections", 0) == old.provenance.ux_signals.get("corrections", 0) + 1
+    assert last.ux_score < old.ux_score and len(last.provenance.deltas) == 2
+    chain(after)
+
+
+def test_a_partial_last_line_waits_until_it_is_complete_or_the_file_settles(t: Transcripts) -> None:
+    tick(t)
+    extra = (FIXTURES / CC_MAIN.replace(".jsonl", ".append.jsonl")).read_bytes()
+    first_line = extra[: extra.index(b"\n") + 1]
+    path = t.root / CC_MAIN
+    with open(path, "ab") as fh:
+        fh.write(first_line[:40])
+    waiting = tick(t)
+    assert waiting.deltas == [] and waiting.waiting == 1
+    with open(path, "ab") as fh:
+        fh.write(first_line[40:])
+    done = tick(t)
+    assert len(done.deltas) == 1 and done.deltas[0].end == os.path.getsize(path)
+    # A last line without its newline, but whole JSON, is taken once the file is old enough.
+    with open(path, "ab") as fh:
+        fh.write(extra[len(first_line): extra.index(b"\n", len(first_line))])
+    assert tick(t).deltas == []
+    old = os.path.getmtime(path) - 600
+    os.utime(path, (old, old))
+    settled = scan(t.home, sources(t), ScanInput(settle_seconds=300))
+    assert len(settled.deltas) == 1 and settled.deltas[0].end == os.path.getsize(path)
+
+
+def test_a_delta_commits_once_and_an_overlapping_stale_one_is_refused(t: Transcripts) -> None:
+    result = scan(t.home, sources(t), ScanInput(settle_seconds=3600))
+    d = next(x for x in result.deltas if x.traj_id == CODEX_TRAJ)
+    render_delta(t.home, d)
+    asyncio.run(split_delta(t.home, d, None, lambda note: None))
+    shadow = d.model_copy(update={"end": d.end - 1})  # another tick's idea of the same bytes
+    assert commit_delta(t.home, d).committed
+    again = commit_delta(t.home, d)
+    assert not again.committed and "already committed" in again.reason
+    stale = commit_delta(t.home, shadow)
+    assert not stale.committed and "stale" in stale.reason
+    chain(read_atoms(t.home, CODEX_TRAJ))
+
+
+def test_a_commit_killed_half_way_is_redone_to_the_same_files(t: Transcripts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clean = Transcripts(copy_transcripts(tmp_path / "transcriptz"), tmp_path / "homz")  # same path lengths: same offsets
+    tick(clean)
+    result = scan(t.home, sources(t), ScanInput(settle_seconds=3600))
+    d = next(x for x in result.deltas if x.traj_id == CC_TRAJ)
+    render_delta(t.home, d)
+    asyncio.run(split_delta(t.home, d, None, lambda note: None))
+    real = ingest.write_json
+    written: list[Path] = []
+
+    def dies_after_one_atom(path: Path, value: object, sync: bool = False) -> None:
+        if written:
+            raise KeyboardInterrupt("worker killed")  # not an Exception: nothing may catch it
+        written.append(path)
+        real(path, value, sync)
+
+    monkeypatch.setattr(ingest, "write_json", dies_after_one_atom)
+    with pytest.raises(KeyboardInterrupt):
+        commit_delta(t.home, d)
+    store = SkillStore(t.home)
+    assert store.file(d.path).cursor == 0  # type: ignore[union-attr]
+    store.close()
+    monkeypatch.setattr(ingest, "write_json", real)
+    assert commit_delta(t.home, d).committed
+    for other in result.deltas:
+        if other is not d:
+            process(t.home, other)
+    ours, theirs = all_files_text(t.home), all_files_text(clean.home)
+    pick = lambda files, home: {k.replace(str(home), "").replace(str(home.parent), ""): v for k, v in files.items()  # noqa: E731
+                                if "atom_" in k or k.endswith(".md")}
+    assert pick(ours, t.home).keys() == pick(theirs, clean.home).keys()
+    for name, text in pick(ours, t.home).items():
+        other = pick(theirs, clean.home)[name]
+        assert text.replace(str(t.root), "") == other.replace(str(clean.root), ""), name
+
+
+def test_a_codex_session_moved_to_the_archive_keeps_its_trajectory_and_cursor(t: Transcripts) -> None:
+    tick(t)
+    src = t.root / CODEX_MAIN
+    dest = t.codex / "archived_sessions" / src.name
+    shutil.move(src, dest)
+    moved = tick(t)
+    assert moved.moved == 1 and moved.deltas == [] and moved.new_files == 0
+    store = SkillStore(t.home)
+    try:
+        row = store.file(str(dest))
+        assert row is not None and row.traj_id == CODEX_TRAJ and row.cursor == os.path.getsize(dest)
+    finally:
+        store.close()
+
+
+def test_a_transcript_that_shrank_is_reported_and_no_longer_followed(t: Transcripts) -> None:
+    tick(t)
+    path = t.root / CODEX_MAIN
+    path.write_bytes(path.read_bytes()[:100])
+    result = tick(t)
+    assert result.deltas == [] and any("shrank" in p for p in result.problems)
+
+
+def test_a_long_delta_is_windowed_and_its_atoms_still_tile_the_view(t: Transcripts) -> None:
+    path = t.root / CODEX_MAIN
+    body = path.read_bytes()
+    lines = body.splitlines(keepends=True)
+    with open(path, "ab") as fh:
+        for _ in range(12):  # the session repeated: ~12 × 25 KB of view, far over 30,000 characters
+            fh.writelines(lines[1:])
+    tick(t)
+    atoms = read_atoms(t.home, CODEX_TRAJ)
+    chain(atoms)
+    assert len(atoms) >= 12
+    assert all(len(a.raw_segment) <= 30_100 for a in atoms)
+
+
+def test_no_fixture_secret_reaches_a_view_an_index_an_atom_or_the_database(t: Transcripts) -> None:
+    t.append(CC_MAIN)
+    t.append(CODEX_MAIN)
+    tick(t)
+    assert leaks(all_files_text(t.home)) == []
+
+
+def test_a_registered_source_that_does_not_exist_is_a_problem_with_a_fix(t: Transcripts) -> None:
+    missing = Source("codex", t.root / "nowhere", "/p/.xsky/settings.json")
+    result = scan(t.home, [*sources(t), missing], ScanInput())
+    assert any("no such folder" in p and "remove-source" in p for p in result.problems)
