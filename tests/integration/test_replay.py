@@ -16,7 +16,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.conftest import ROOT, Env
+from tests.skills_fixtures import Transcripts
 from workflows.leader import LeaderWorkflow
+from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +35,7 @@ PLANS = {
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
+    return Replayer(workflows=[LeaderWorkflow, SkillsScanWorkflow, SkillDeltaWorkflow], data_converter=pydantic_data_converter)
 
 
 async def test_fresh_runs_replay_without_nondeterminism(env: Env):
@@ -82,6 +84,20 @@ async def test_a_run_planned_from_a_sentence_replays(env: Env):
     await replayer().replay_workflow(history)
     if os.environ.get("XSKY_RECORD_HISTORIES"):
         (FIXTURES / "planned.json").write_text(history.to_json())
+
+
+async def test_a_skills_scan_and_a_delta_replay(env: Env, transcripts: Transcripts):
+    from tests.integration.test_skills_watch import scan_once, start_pipeline
+
+    await start_pipeline(env)
+    await scan_once(env.client, env.settings.skills_queue)
+    queue = env.settings.skills_queue
+    for kind, name in (("SkillsScanWorkflow", "skills_scan"), ("SkillDeltaWorkflow", "skills_delta")):
+        found = [w async for w in env.client.list_workflows(f"WorkflowType = '{kind}' AND TaskQueue = '{queue}'")]
+        history = await env.client.get_workflow_handle(found[0].id).fetch_history()
+        await replayer().replay_workflow(history)
+        if os.environ.get("XSKY_RECORD_HISTORIES"):
+            (FIXTURES / f"{name}.json").write_text(history.to_json())
 
 
 def fixture_files() -> list[Path]:
