@@ -27,9 +27,12 @@ from temporalio.worker import Worker
 from activities import secrets
 from activities.agents import AgentActivities
 from activities.planner import PlannerActivities
+from activities.skill_library import LibraryActivities
 from activities.skill_pipeline import SkillActivities
 from cli.connect import ConnectError, connect
 from workflows.leader import LeaderWorkflow
+from workflows.skill_entity import SkillEntityWorkflow
+from workflows.skill_library import SkillLibraryWorkflow
 from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
@@ -51,10 +54,11 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
                   skills: bool = False) -> list[Worker]:
     workers = []
     if skills:
-        pipeline = SkillActivities(settings)
+        pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
         workers.append(Worker(
-            client, task_queue=settings.skills_queue, workflows=[SkillsScanWorkflow, SkillDeltaWorkflow],
-            activities=pipeline.all(), activity_executor=ThreadPoolExecutor(max_workers=8),
+            client, task_queue=settings.skills_queue,
+            workflows=[SkillsScanWorkflow, SkillDeltaWorkflow, SkillLibraryWorkflow, SkillEntityWorkflow],
+            activities=[*pipeline.all(), *lib.all()], activity_executor=ThreadPoolExecutor(max_workers=8),
             graceful_shutdown_timeout=timedelta(seconds=grace)))
     if leader:
         workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow]))

@@ -80,9 +80,9 @@ def save_checkpoint(store: ArtifactStore, inp: AgentInput, cp: Checkpoint) -> An
     return store.put_text(inp.run_id, inp.agent.id, checkpoint_name(inp), cp.model_dump_json())
 
 
-def system_prompt(role: RoleCapabilityModel, run_goal: str | None) -> str:
+def system_prompt(role: RoleCapabilityModel, run_goal: str | None, run_id: str = "") -> str:
     parts = [role.system_prompt.strip()]
-    bound = skills.listing(role.skill_names)
+    bound = skills.listing(role.skill_names, run_id)
     if bound:
         parts.append(f"Skills you can read with read_skill:\n{bound}")
     if run_goal:
@@ -132,7 +132,7 @@ class AgentLoop:
         cp = load_checkpoint(self.store, self.inp) if self.inp.resume else None
         if cp is None:
             cp = Checkpoint(messages=[
-                {"role": "system", "content": system_prompt(self.role, self.inp.goal)},
+                {"role": "system", "content": system_prompt(self.role, self.inp.goal, self.inp.run_id)},
                 {"role": "user", "content": first_user_message(self.task, self.input_text)},
             ])
         else:
@@ -297,5 +297,5 @@ class AgentLoop:
         if name == "http_get":
             return (await http_get(ctx, {**args, "allowFailure": True})).text
         if name == "read_skill":
-            return skills.read_skill(str(args.get("name", "")), self.role.skill_names)
+            return skills.read_skill(str(args.get("name", "")), self.role.skill_names, self.inp.run_id)
         return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"

@@ -19,7 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import llm
+from activities import llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agent_transcripts import write_transcript
 from activities.artifacts import ArtifactStore
@@ -37,7 +37,7 @@ from xsky.artifacts import safe_component
 from xsky.config import Settings
 from xsky.models import RoleCapabilityModel
 from xsky.permissions import denied_host
-from xsky.roles import BUILTIN_ROLES, TOOLS
+from xsky.roles import BUILTIN_ROLES, TOOLS, with_skill_access
 from xsky.tool_specs import PARAMETERS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
 
@@ -181,7 +181,7 @@ class AgentActivities:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
         tool = tool_name(config)
-        role = inp.role or BUILTIN_ROLES.get(agent.name)
+        role = with_skill_access(inp.role or BUILTIN_ROLES.get(agent.name))
         gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace)
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
@@ -255,7 +255,7 @@ class AgentActivities:
             return
         try:
             write_transcript(self.settings.home / "transcripts", inp, role, model, checkpoint_name(inp).removesuffix(".json"),
-                             cp.messages, status, error)
+                             cp.messages, status, error, {"skills": skills.versions(role.skill_names, inp.run_id)})
         except OSError as e:
             log.warning("could not write the transcript of %s: %s", inp.task_id, e)
 

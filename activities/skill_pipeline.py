@@ -63,7 +63,7 @@ class SkillActivities:
     @activity.defn(name="split_delta")
     async def split_delta(self, inp: DeltaInput) -> SplitResult:
         target = skills_model()
-        async with _heartbeats(inp.heartbeat_timeout / 3):
+        async with heartbeats(inp.heartbeat_timeout / 3):
             if target is None:  # the offline splitter is CPU work: off the event loop
                 return await asyncio.to_thread(_split_offline, self.home, inp)
             return await split_delta(self.home, inp.delta, target, activity.heartbeat)
@@ -87,7 +87,7 @@ def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:
 
 
 @contextlib.asynccontextmanager
-async def _heartbeats(every: float) -> AsyncIterator[None]:
+async def heartbeats(every: float) -> AsyncIterator[None]:
     """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast)."""
     async def beat() -> None:
         while True:

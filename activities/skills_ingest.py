@@ -329,12 +329,16 @@ def commit_delta(home: Path, delta: DeltaRef) -> CommitResult:
             atoms_stage = read_json(stage_dir / "atoms.json") if (stage_dir / "atoms.json").exists() else {"lanes": []}
             atoms_by_traj = {lane["traj_id"]: lane["atoms"] for lane in atoms_stage["lanes"]}
             written: list[str] = []
+            new: list[str] = []
             for lane in render_stage["lanes"]:
-                written += _commit_lane(home, store, row, lane, [AtomTask.model_validate(a) for a in atoms_by_traj.get(lane["traj_id"], [])], delta)
+                before = (store.traj(lane["traj_id"]).atoms if store.traj(lane["traj_id"]) else 0)  # type: ignore[union-attr]
+                ids = _commit_lane(home, store, row, lane, [AtomTask.model_validate(a) for a in atoms_by_traj.get(lane["traj_id"], [])], delta)
+                written += ids
+                new += [a for a in ids if atom_number(a) > before]
             db.execute("UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0 WHERE path = ?",
                        (delta.end, render_stage["state"], time.time(), row.path))
         shutil.rmtree(stage_dir, ignore_errors=True)
-        return CommitResult(committed=True, atoms=written, cursor=delta.end)
+        return CommitResult(committed=True, atoms=written, new=new, cursor=delta.end)
     finally:
         store.close()
 

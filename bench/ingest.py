@@ -657,11 +657,15 @@ class Generator:
         s.item({"type": "task_complete", "turn_id": _uuid7(s.rng, s.t), "last_agent_message": answer}, "event_msg")
 
     def corpus(self, total: int) -> None:
-        """Sessions of log-normal size (median ~250 kB, a few up to 12 MB), half of the bytes in each format."""
+        """Sessions of log-normal size (median ~200 kB, up to 12 MB), half of the bytes in each format;
+        the first of each format is long (10 MB in a 200 MB corpus: more than one delta)."""
         half = total // 2
         cc = cx = 0
+        long = 2
         while cc < half or cx < half:
-            size = int(min(12e6, max(8e3, self.rng.lognormvariate(12.4, 1.0))))
+            size = int(min(12e6, max(8e3, self.rng.lognormvariate(12.2, 1.2))))
+            if long:
+                size, long = int(min(10e6, total / 20)), long - 1
             before = self.bytes
             if cc <= cx:
                 self.claude(min(size, half - cc + 4096))

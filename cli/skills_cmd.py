@@ -5,6 +5,9 @@
     skills scan --once                            one tick now, without the schedule
     skills status                                 sources, cursors, lag, last tick, deltas in flight, atoms
     skills atoms TRAJ                             a trajectory's atoms
+    skills list | show NAME [--branch B] | history NAME | candidates NAME | canary NAME
+    skills promote NAME | discard NAME            a person decides a canary (recorded in git)
+    skills export --to DIR                        main versions, spec-valid, for Claude Code / Codex
 """
 
 from __future__ import annotations
@@ -90,6 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("traj", help="trajectory id, e.g. traj_cc_shopapp_3f2a9c1e")
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_atoms)
+
+    from cli import skill_library_cmd
+
+    skill_library_cmd.register(s)
 
 
 # -- sources -----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +74,21 @@ def leaks(texts: dict[str, str]) -> list[str]:
 
 def all_files_text(root: Path) -> dict[str, str]:
     return {str(p): p.read_bytes().decode("utf-8", errors="replace") for p in root.rglob("*") if p.is_file()}
+
+
+def clone_codex(t: Transcripts, count: int, day: str = "30", skill_read: str | None = None) -> list[Path]:
+    """``count`` more rollouts of the first Codex session (same work, new thread ids), so
+    their atoms cluster together; ``skill_read`` makes each read that library skill's SKILL.md."""
+    original = (FIXTURES / CODEX_MAIN).read_text()
+    thread = "0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a"
+    made = []
+    for _ in range(count):
+        new = f"0199{uuid.uuid4().hex[:4]}-{uuid.uuid4().hex[:4]}-7{uuid.uuid4().hex[:3]}-8{uuid.uuid4().hex[:3]}-{uuid.uuid4().hex[:12]}"
+        text = original.replace(thread, new)
+        if skill_read:
+            text = text.replace("~/.codex/skills/sql-migrate/SKILL.md", f"~/.xsky/skills-home/skills/{skill_read}/SKILL.md")
+        path = t.codex / "sessions" / "2026" / "11" / day / f"rollout-2026-11-{day}T10-00-00-{new}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        made.append(path)
+    return made

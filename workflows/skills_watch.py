@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         SkillsScanResult,
         SplitResult,
     )
+    from xsky.skill_models import AtomRef, RouteInput, traj_of
 
 DELTA_ID_PREFIX = "xsky-skills-delta-"
 ROUNDS_PER_RUN = 10  # a round of 200 deltas writes ~800 events; hand over well before 50k
@@ -76,6 +77,13 @@ class SkillDeltaWorkflow:
         commit: CommitResult = await workflow.execute_activity(
             "commit_delta", inp, result_type=CommitResult, start_to_close_timeout=timedelta(minutes=5),
             heartbeat_timeout=beat, retry_policy=STEP_RETRY, summary=f"commit · {d.traj_id}")
+        if commit.committed and (commit.atoms or commit.new) and workflow.patched("route-atoms"):
+            # New atoms go to the skill library; atoms that used a library skill score it.
+            await workflow.execute_activity(
+                "route_atoms", RouteInput(path=d.path, kind=d.kind, heartbeat_timeout=inp.heartbeat_timeout,
+                                          new_atoms=[AtomRef(traj_id=traj_of(a), atom_id=a) for a in commit.new],
+                                          scored_atoms=[AtomRef(traj_id=traj_of(a), atom_id=a) for a in commit.atoms]),
+                start_to_close_timeout=timedelta(minutes=2), retry_policy=STEP_RETRY, summary=f"route atoms · {d.traj_id}")
         status = "committed" if commit.committed else "stale"
         if commit.committed and not rendered.lanes:
             status = "empty"

@@ -88,6 +88,12 @@ some more most other such only own same too very just also now please make sure 
 its it's it’s our out over under again further once both each few nor off did does doing done being been
 want need like add fix run file files code one two new see look way thing things work works working
 """.split())
+# Verbs of requests: they say what was asked, not what it was about (kept out of tags and skill names).
+VERBS = frozenset("""
+write writes wrote adds added adding create creates created make makes made update updates updated explain explains
+show shows tell give find check set sets put build builds implement implements help change changes changed remove
+removes delete deletes try tries want wants need needs can could should would will pull push save saves keep
+""".split())
 CORRECTION = re.compile(
     r"(?i)^\s*(no\b|nope\b|wrong\b|that'?s (not|wrong)|this is (not|wrong)|not what|that is not|doesn'?t work|"
     r"didn'?t work|still (not|fail|broken|doesn)|it still\b|you (broke|forgot|missed)|undo\b|revert\b|"
@@ -373,7 +379,7 @@ def offline_summary(units: list[Unit]) -> str:
 
 def offline_tags(units: list[Unit]) -> list[str]:
     tags: list[str] = []
-    words = Counter(w for u in units if u.kind == "user" for w in keywords(u.head) if len(w) >= 4)
+    words = Counter(w for u in units if u.kind == "user" for w in keywords(u.head) if len(w) >= 4 and w not in VERBS)
     tags += [w.replace("-", "_") for w, _ in words.most_common(3)]
     tools = Counter((u.tool or "").lower() for u in units if u.kind == "tool_call" and u.tool)
     for tool, _ in tools.most_common(2):

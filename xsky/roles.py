@@ -134,6 +134,13 @@ def role_problems(role: Any) -> list[str]:
     return problems
 
 
+def with_skill_access(role: RoleCapabilityModel | None) -> RoleCapabilityModel | None:
+    """A role with bound skills can read them: ``read_skill`` is allowed (it reads only those)."""
+    if role is None or not role.skill_names or "read_skill" in role.allowed_tools:
+        return role
+    return role.model_copy(update={"allowed_tools": [*role.allowed_tools, "read_skill"]})
+
+
 def merge_roles(*layers: Iterable[RoleCapabilityModel] | Mapping[str, Any]) -> dict[str, RoleCapabilityModel]:
     """Merge role layers, later wins field by field (a layer may override one field only).
 

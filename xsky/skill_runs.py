@@ -85,6 +85,7 @@ class CommitResult(Wire):
     committed: bool
     reason: str = ""
     atoms: list[str] = Field(default_factory=list)  # ids written (new and updated)
+    new: list[str] = Field(default_factory=list)  # of which new
     cursor: int = 0
 
 

@@ -205,9 +205,9 @@ async def test_python_exec_runs_in_the_workspace_and_reports_errors(ctx):
 def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
     from activities import skills
 
-    monkeypatch.setenv("XSKY_SKILLS", str(tmp_path))
-    (tmp_path / "deploy").mkdir()
-    (tmp_path / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n")
+    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path))
+    (tmp_path / "skills" / "deploy").mkdir(parents=True)
+    (tmp_path / "skills" / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n")
     assert skills.listing(["deploy", "missing"]) == "- deploy: Deploy a FastAPI app"
     assert skills.read_skill("deploy", ["deploy"]).startswith("---\nname: deploy")
     with pytest.raises(ToolError, match="not bound"):

@@ -1,0 +1,285 @@
+"""``skills list|show|history|candidates|canary|promote|discard|export``: the skill library."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.markup import escape
+from rich.table import Table
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities import skill_git
+from activities.skill_files import CANDIDATES, SCORES, published_text, skill_dir, slugs
+from cli.connect import connect
+from cli.plans import UsageError
+from cli.render import one_line, out, print_json
+from xsky import canary
+from xsky.config import Settings, load_settings
+from xsky.skill_models import Score, entity_workflow_id
+from xsky.skill_spec import description_of, problems
+
+
+def register(s: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    a = s.add_parser("list", help="the skills: state, version, UX score, canary")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_list)
+
+    a = s.add_parser("show", help="a skill's SKILL.md (main by default)")
+    a.add_argument("name")
+    a.add_argument("--branch", choices=["main", "staging", "baby"], default=None)
+    a.set_defaults(handler=cmd_show)
+
+    a = s.add_parser("history", help="a skill's versions: its git log, promotions and discards")
+    a.add_argument("name")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_history)
+
+    a = s.add_parser("candidates", help="the atoms waiting to shape a skill's next version")
+    a.add_argument("name")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_candidates)
+
+    a = s.add_parser("canary", help="a skill's canary: scores per side, the test, the decision so far")
+    a.add_argument("name")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_canary)
+
+    for verb in ("promote", "discard"):
+        a = s.add_parser(verb, help=f"{verb} a skill's staging version yourself (recorded in git)")
+        a.add_argument("name")
+        a.add_argument("--reason", default="", help="why (goes into the commit or tag message)")
+        a.add_argument("--by", default="a person", help="who decided (default: a person)")
+        a.set_defaults(handler=lambda x, v=verb: asyncio.run(cmd_decide(x, v)))
+
+    a = s.add_parser("export", help="copy every skill's main version into a folder (e.g. ~/.claude/skills or .agents/skills)")
+    a.add_argument("--to", required=True, help="destination folder; each skill becomes <DIR>/<name>/")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_export)
+
+
+def _folder(settings: Settings, name: str) -> Path:
+    folder = skill_dir(settings.skills_home, name)
+    if not folder.is_dir():
+        known = ", ".join(slugs(settings.skills_home)) or "none yet"
+        raise UsageError(f"no skill {name!r} in {folder.parent}; skills: {known}")
+    return folder
+
+
+def _scores(folder: Path) -> list[Score]:
+    path = folder / SCORES
+    if not path.is_file():
+        return []
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            found.append(Score.model_validate_json(line))
+        except ValueError:
+            continue
+    return found
+
+
+def _candidates(folder: Path) -> dict[str, Any]:
+    path = folder / CANDIDATES
+    if not path.is_file():
+        return {"candidates": [], "cumulative_weightscore": 0}
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _canary(folder: Path) -> dict[str, Any]:
+    main, staging = skill_git.branch_commit(folder, "main"), skill_git.branch_commit(folder, "staging")
+    scores = _scores(folder)
+    m = [float(x.score) for x in scores if x.side == "main" and x.commit == main]
+    st = [float(x.score) for x in scores if x.side == "staging" and x.commit == staging]
+    decision = canary.decide(m, st) if staging else None
+    return {"main": main, "staging": staging, "n_main": len(m), "n_staging": len(st),
+            "mean_main": _mean(m), "mean_staging": _mean(st),
+            "decision": decision.message() if decision else "no staging version"}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 2) if values else None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    rows = []
+    for name in slugs(settings.skills_home):
+        folder = skill_dir(settings.skills_home, name)
+        text, state = published_text(folder)
+        repo = skill_git.is_repo(folder)
+        versions = len([e for e in skill_git.log(folder) if "Edit-Id:" in e["body"] or e["subject"].startswith("promote")]) if repo else 0
+        c = _canary(folder) if repo else {"n_main": 0, "mean_main": None, "n_staging": 0, "mean_staging": None, "staging": None}
+        rows.append({"name": name, "state": state, "versions": versions, "meanUx": c["mean_main"], "scores": c["n_main"],
+                     "canary": f"{c['n_staging']} vs {c['n_main']}" if c["staging"] else "",
+                     "pendingWeight": _candidates(folder).get("cumulative_weightscore", 0),
+                     "description": description_of(text or "")})
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        out.print("no skills yet: they grow from atoms (`starter.py skills status`)")
+        return 0
+    table = Table(title=f"skills in {settings.skills_home / 'skills'}", title_justify="left")
+    for col in ("skill", "state", "versions", "UX (main)", "canary staging vs main", "pending weight", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        ux = f"{r['meanUx']} (n={r['scores']})" if r["meanUx"] is not None else "-"
+        table.add_row(r["name"], r["state"], str(r["versions"]), ux, r["canary"] or "-", f"{r['pendingWeight']}/10",
+                      escape(one_line(r["description"], 70)))
+    out.print(table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    folder = _folder(load_settings(), args.name)
+    if not skill_git.is_repo(folder):
+        text = (folder / "SKILL.md").read_text(encoding="utf-8")
+    else:
+        branch = args.branch or ("main" if skill_git.branch_commit(folder, "main") else "baby")
+        text = skill_git.show(folder, branch)
+        if text is None:
+            have = [b for b in ("main", "staging", "baby") if skill_git.branch_commit(folder, b)]
+            raise UsageError(f"{args.name} has no {branch} branch; it has: {', '.join(have)}")
+    print(text, end="" if text.endswith("\n") else "\n")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    folder = _folder(load_settings(), args.name)
+    if not skill_git.is_repo(folder):
+        raise UsageError(f"{args.name} is a hand-written folder without git history")
+    entries, tags = skill_git.log(folder), skill_git.tags(folder)
+    if args.json:
+        print_json({"commits": entries, "tags": tags})
+        return 0
+    for e in entries:
+        refs = f" ({e['refs']})" if e["refs"] else ""
+        out.print(f"[yellow]{e['commit'][:10]}[/]{escape(refs)} {e['date'][:19]}  [bold]{escape(e['subject'])}[/]")
+        for line in e["body"].splitlines()[:6]:
+            out.print(f"    {escape(line)}")
+    for t in tags:
+        out.print(f"[red]{escape(t['tag'])}[/] → {t['object'][:10]}: {escape(t['message'].splitlines()[0] if t['message'] else '')}")
+    return 0
+
+
+def cmd_candidates(args: argparse.Namespace) -> int:
+    data = _candidates(_folder(load_settings(), args.name))
+    if args.json:
+        print_json(data)
+        return 0
+    items = data.get("candidates", [])
+    table = Table(title=f"{args.name}: cumulative weightscore {data.get('cumulative_weightscore', 0)} (SkillEditAgent runs at 10)",
+                  title_justify="left")
+    for col in ("atom", "weight", "status", "by", "reason"):
+        table.add_column(col, overflow="fold")
+    for c in items:
+        table.add_row(c["atom_id"], str(c["weightscore"]), c.get("status", "pending") + (f" {c['commit'][:8]}" if c.get("commit") else ""),
+                      c.get("by", ""), escape(one_line(c.get("reason", ""), 80)))
+    out.print(table)
+    return 0
+
+
+def cmd_canary(args: argparse.Namespace) -> int:
+    folder = _folder(load_settings(), args.name)
+    facts = _canary(folder) if skill_git.is_repo(folder) else {"staging": None, "decision": "not a versioned skill"}
+    facts["rule"] = (f"at least {canary.MIN_SCORES} scores on each side; promote unless a one-sided Mann-Whitney test at "
+                     f"alpha {canary.ALPHA} finds staging worse than main by more than {canary.MARGIN} points; "
+                     f"discard after {canary.MAX_AGE.days} days without a decision; assignment sticky, p = {canary.P_STAGING}")
+    if args.json:
+        print_json({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in facts.items()})
+        return 0
+    if not facts.get("staging"):
+        out.print(f"{args.name}: no staging version under canary. Rule: {facts['rule']}")
+        return 0
+    out.print(f"[bold]{args.name}[/] main {facts['main'][:10]} vs staging {facts['staging'][:10]}")
+    out.print(f"  main:    n={facts['n_main']}, mean {facts['mean_main']}")
+    out.print(f"  staging: n={facts['n_staging']}, mean {facts['mean_staging']}")
+    out.print(f"  {escape(facts['decision'])}")
+    out.print(f"  rule: {facts['rule']}")
+    return 0
+
+
+async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
+    from xsky.skill_models import CanaryVerdict
+
+    settings = load_settings()
+    folder = _folder(settings, args.name)
+    if not skill_git.branch_commit(folder, "staging"):
+        raise UsageError(f"{args.name} has no staging version to {verb}")
+    client = await connect(settings)
+    handle = client.get_workflow_handle(entity_workflow_id(settings.task_queue, args.name))
+    try:
+        said = await handle.execute_update("decide", CanaryVerdict(verdict=verb, by=args.by, reason=args.reason),  # type: ignore[arg-type]
+                                           result_type=str)
+    except WorkflowUpdateFailedError as e:
+        cause = e.cause.message if isinstance(e.cause, ApplicationError) else str(e.cause)
+        raise UsageError(f"{verb} refused: {cause}") from None
+    except RPCError as e:
+        if e.status == RPCStatusCode.NOT_FOUND:
+            raise UsageError(f"the entity workflow of {args.name} is not running; start a worker (`starter.py up`)") from None
+        raise
+    out.print(f"{verb}d {args.name}: {escape(said)}")
+    return 0
+
+
+EXPORT_MARK = ".xsky-export"  # in every exported folder: only these are ever replaced
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    dest = Path(args.to).expanduser()
+    dest.mkdir(parents=True, exist_ok=True)
+    done, skipped = [], []
+    for name in slugs(settings.skills_home):
+        folder = skill_dir(settings.skills_home, name)
+        target = dest / name
+        if target.exists() and not (target / EXPORT_MARK).exists():
+            skipped.append(f"{name}: {target} exists and was not exported by xsky; left alone")
+            continue
+        scratch = dest / f".{name}.export"
+        if skill_git.is_repo(folder):
+            main = skill_git.branch_commit(folder, "main")
+            if not main:
+                skipped.append(f"{name}: a baby skill, not published yet")
+                continue
+            skill_git.export(folder, "main", scratch)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(folder, scratch, ignore=shutil.ignore_patterns(".*"))
+            main = "hand-written"
+        found = problems(scratch) if scratch.name == name else _check_as(scratch, name)
+        if found:
+            shutil.rmtree(scratch, ignore_errors=True)
+            skipped.append(f"{name}: not spec-valid ({'; '.join(found)})")
+            continue
+        (scratch / EXPORT_MARK).write_text(f"{name} {main}\n")
+        if target.exists():
+            shutil.rmtree(target)
+        scratch.rename(target)
+        done.append(name)
+    if args.json:
+        print_json({"exported": done, "skipped": skipped, "to": str(dest)})
+        return 0
+    out.print(f"exported {len(done)} skill(s) to {escape(str(dest))}: {', '.join(done) or 'none'}")
+    for line in skipped:
+        out.print(f"  skipped {escape(line)}")
+    return 0
+
+
+def _check_as(scratch: Path, name: str) -> list[str]:
+    """Validate a copy as if it were in a folder of its own name (the spec ties the two)."""
+    probe = scratch.parent / f".check-{name}" / name
+    shutil.rmtree(probe.parent, ignore_errors=True)
+    shutil.copytree(scratch, probe)
+    try:
+        return problems(probe)
+    finally:
+        shutil.rmtree(probe.parent, ignore_errors=True)
