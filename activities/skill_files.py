@@ -153,8 +153,8 @@ def load_state(home: Path, slug: str) -> SkillEntityState:
         state.main_commit = skill_git.branch_commit(folder, "main")
         state.staging_commit = skill_git.branch_commit(folder, "staging")
         state.state = "main" if state.main_commit else "baby"
-        if state.staging_commit:
-            state.staging_started_at = now_iso()
+        if state.staging_commit:  # the canary's clock starts when staging was committed, not now
+            state.staging_started_at = skill_git.git(folder, "log", "-1", "--format=%cI", state.staging_commit)
     elif (folder / "SKILL.md").is_file():
         state.state = "main"
     return state

@@ -131,22 +131,27 @@ def export(repo: Path, ref: str, dest: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
 
 
+_END = "--xsky-end--"
+
+
 def log(repo: Path, limit: int = 50) -> list[dict[str, str]]:
-    fmt = "%H%x1f%D%x1f%cI%x1f%s%x1f%b%x1e"
-    out = git(repo, "log", "--all", f"--max-count={limit}", f"--format={fmt}")
+    """Commits of every branch and tag, newest first: commit, refs, date, subject, body."""
+    out = git(repo, "log", "--all", f"--max-count={limit}", f"--format=%H%n%D%n%cI%n%s%n%b%n{_END}")
     entries = []
-    for record in out.split("\x1e"):
-        parts = record.strip("\n").split("\x1f")
-        if len(parts) >= 5:
-            entries.append({"commit": parts[0], "refs": parts[1], "date": parts[2], "subject": parts[3], "body": parts[4].strip()})
+    for record in out.split(_END):
+        lines = record.strip("\n").split("\n")
+        if len(lines) >= 4 and len(lines[0]) >= 40:
+            entries.append({"commit": lines[0], "refs": lines[1], "date": lines[2], "subject": lines[3],
+                            "body": "\n".join(lines[4:]).strip()})
     return entries
 
 
 def tags(repo: Path) -> list[dict[str, str]]:
-    out = git(repo, "for-each-ref", "refs/tags", "--format=%(refname:short)%1f%(objectname)%1f%(contents)%1e")
+    """Annotated tags (discarded versions): name, the commit they keep, their message."""
+    out = git(repo, "for-each-ref", "refs/tags", f"--format=%(refname:short)%0a%(*objectname)%0a%(contents){_END}")
     result = []
-    for record in out.split("\x1e"):
-        parts = record.strip("\n").split("\x1f")
-        if len(parts) == 3:
-            result.append({"tag": parts[0], "object": parts[1], "message": parts[2].strip()})
+    for record in out.split(_END):
+        lines = record.strip("\n").split("\n")
+        if len(lines) >= 2 and lines[0]:
+            result.append({"tag": lines[0], "object": lines[1], "message": "\n".join(lines[2:]).strip()})
     return result

@@ -20,6 +20,7 @@ canary counts and means. Long histories continue as new with the whole state.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import datetime, timedelta
 
@@ -146,10 +147,13 @@ class SkillEntityWorkflow:
         self.ready = True
         self._publish()
         while True:
-            await workflow.wait_condition(
-                lambda: self.dirty or self.verdict is not None or self.retiring is not None or self._edit_due()
-                or self._decision().verdict != "wait",
-                timeout=self._until_expiry())
+            try:
+                await workflow.wait_condition(
+                    lambda: self.dirty or self.verdict is not None or self.retiring is not None or self._edit_due()
+                    or self._decision().verdict != "wait",
+                    timeout=self._until_expiry())
+            except asyncio.TimeoutError:
+                pass  # the staging version's 14 days are up: the decision below discards it
             if self.dirty:
                 await self._persist()
             if self.retiring is not None:

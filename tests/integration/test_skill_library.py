@@ -100,3 +100,310 @@ def _weight_at_least(env: Env, slug: str, weight: int) -> Any:
     async def check() -> bool:
         return (await view(env, slug)).pending_weight >= weight
     return check
+
+
+# -- helpers to build library states directly ---------------------------------------------------------------
+
+TOPICS = {
+    "deploy-kubernetes": ("deploy the {x} service to kubernetes with helm", ["deploy", "kubernetes", "helm"]),
+    "postgres-migrations": ("write a postgres migration adding a {x} column", ["postgres", "migration", "column"]),
+    "pytest-fixtures": ("refactor the {x} tests to use pytest fixtures", ["pytest", "fixtures", "tests"]),
+    "docker-images": ("shrink the {x} docker image with a multi-stage build", ["docker", "image", "multistage"]),
+    "react-forms": ("build the {x} form in react with validation", ["react", "form", "validation"]),
+}
+
+
+def make_skill(home: Path, slug: str, description: str, staging_body: str | None = None) -> Path:
+    """A skill with a main version (and optionally a staging one), made with the same git helpers."""
+    from xsky.skill_spec import render
+
+    files = home / ".seed" / slug
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "SKILL.md").write_text(render(slug, description, f"# {slug}\n\nMAIN VERSION of {slug}.\n", {"version": "1"}))
+    repo = skill_dir(home, slug)
+    skill_git.init(repo, files, f"new {slug}")
+    skill_git.rename_baby_to_main(repo)
+    if staging_body is not None:
+        (files / "SKILL.md").write_text(render(slug, description, staging_body, {"version": "2"}))
+        main = skill_git.branch_commit(repo, "main")
+        skill_git.publish(repo, "staging", skill_git.commit_tree(repo, files, main, "commit_to_staging: test"), None)
+    return repo
+
+
+def write_atoms(home: Path, traj: str, atoms: list[tuple[str, list[str]]]) -> list[str]:
+    from activities.skills_ingest import write_json
+    from xsky.atoms import AtomTask, Provenance, RawAnchor
+    from xsky.skills_layout import atom_path
+
+    ids = []
+    for n, (intent, tags) in enumerate(atoms, start=1):
+        aid = f"atom_{traj}_{n:04d}"
+        atom = AtomTask(atom_id=aid, traj_id=traj, offset_start=n * 100, offset_end=n * 100 + 100, intent=intent,
+                        summary=f"Asked: {intent}. Agent used 4 tool calls.", tags=tags, ux_score=9,
+                        provenance=Provenance(raw=[RawAnchor(path="/raw.jsonl", byte_start=0, byte_end=1, call_ids=["a", "b", "c", "d"])],
+                                              ux_signals={"completed": 1}, keywords=tags))
+        write_json(atom_path(home, traj, aid), atom.model_dump(mode="json"))
+        ids.append(aid)
+    return ids
+
+
+async def entity(env: Env, slug: str, signal: str, arg: Any) -> None:
+    await env.client.start_workflow(SkillEntityWorkflow.run, SkillEntityInput(slug=slug, heartbeat_timeout=3),
+                                    id=entity_workflow_id(env.settings.task_queue, slug), task_queue=env.settings.skills_queue,
+                                    start_signal=signal, start_signal_args=[arg])
+
+
+async def test_fifty_atoms_arriving_at_once_for_five_skills_each_land_in_exactly_one_candidates_file(env: Env, transcripts: Transcripts):
+    from workflows.skill_library import SkillLibraryWorkflow
+    from xsky.skill_models import AtomRef, ClusterRequest, LibraryInput, library_workflow_id
+
+    await start_pipeline(env)
+    home = transcripts.home
+    for slug, (intent, _) in TOPICS.items():
+        make_skill(home, slug, f"How to {intent.format(x='any')}. Use when asked to.")
+    atoms = [(TOPICS[slug][0].format(x=f"part{i}"), TOPICS[slug][1]) for i in range(10) for slug in TOPICS]
+    ids = write_atoms(home, "traj_cc_bulk_00000001", atoms)
+    refs = [AtomRef(traj_id="traj_cc_bulk_00000001", atom_id=a) for a in ids]
+    await asyncio.gather(*(env.client.start_workflow(
+        SkillLibraryWorkflow.run, LibraryInput(heartbeat_timeout=3), id=library_workflow_id(env.settings.task_queue),
+        task_queue=env.settings.skills_queue, start_signal="cluster", start_signal_args=[ClusterRequest(atoms=[r])]) for r in refs))
+
+    def placed() -> list[tuple[str, str]]:
+        return [(s, c["atom_id"]) for s in TOPICS for c in candidates_of(home, s)]
+
+    await wait_until(lambda: len(placed()) >= 50, 90, "all 50 atoms in candidates files")
+    await asyncio.sleep(0.5)
+    where = placed()
+    assert sorted(a for _, a in where) == sorted(ids), "every atom exactly once, none lost"
+    for slug, aid in where:
+        n = int(aid[-4:]) - 1
+        assert list(TOPICS)[n % 5] == slug, f"{aid} landed in {slug}"
+
+
+async def test_the_canary_promotes_and_discards_in_git_citing_the_figures_and_a_person_can_decide(env: Env, transcripts: Transcripts):
+    from tests.integration.test_cli_runs import starter
+
+    await start_pipeline(env)
+    home = transcripts.home
+    better = make_skill(home, "better-skill", "Does x. Use when x.", "STAGING better")
+    worse = make_skill(home, "worse-skill", "Does y. Use when y.", "STAGING worse")
+    person = make_skill(home, "person-skill", "Does z. Use when z.", "STAGING person")
+
+    def scores(repo: Path, main: int, staging: int, n: int, prefix: str) -> RecordScores:
+        m, s = skill_git.branch_commit(repo, "main"), skill_git.branch_commit(repo, "staging")
+        return RecordScores(scores=[Score(traj_id=f"{prefix}-m{i}", side="main", commit=m, score=main) for i in range(n)]  # type: ignore[arg-type]
+                            + [Score(traj_id=f"{prefix}-s{i}", side="staging", commit=s, score=staging) for i in range(n)])  # type: ignore[arg-type]
+
+    staged = {r: skill_git.branch_commit(r, "staging") for r in (better, worse)}
+    await entity(env, "better-skill", "record_scores", scores(better, 7, 8, 19, "b"))
+    await entity(env, "worse-skill", "record_scores", scores(worse, 8, 4, 19, "w"))
+    await asyncio.sleep(1.0)
+    assert skill_git.branch_commit(better, "staging") and skill_git.branch_commit(worse, "staging"), "19 scores decide nothing"
+    await entity(env, "better-skill", "record_scores", scores(better, 7, 8, 21, "b"))
+    await entity(env, "worse-skill", "record_scores", scores(worse, 8, 4, 21, "w"))
+    await wait_until(lambda: not skill_git.branch_commit(better, "staging") and not skill_git.branch_commit(worse, "staging"), 30,
+                     "both canaries decided")
+    promoted = skill_git.message(better, skill_git.branch_commit(better, "main"))
+    assert promoted.startswith("promote staging") and "Mann-Whitney" in promoted and "n=21" in promoted
+    assert "STAGING better" in (better / "SKILL.md").read_text()
+    assert skill_git.git(better, "rev-parse", "main^2") == staged[better], "the promotion merges the staging commit"
+    (tag,) = skill_git.tags(worse)
+    assert tag["tag"] == f"discarded/{staged[worse][:12]}" and "worse than main" in tag["message"] and "n=21" in tag["message"]
+    assert "MAIN VERSION" in (worse / "SKILL.md").read_text()
+
+    await entity(env, "person-skill", "record_scores", RecordScores(scores=[]))
+    code, out, err = await starter(env, "skills", "promote", "person-skill", "--reason", "reviewed by hand", "--by", "ana")
+    assert code == 0, err
+    assert "promoted by ana: reviewed by hand" in skill_git.message(person, skill_git.branch_commit(person, "main"))
+    code, _, err = await starter(env, "skills", "discard", "person-skill")
+    assert code == 2 and "no staging version" in err
+
+    code, out, _ = await starter(env, "skills", "history", "worse-skill")
+    assert code == 0 and "discarded/" in out and "commit_to_staging" in out
+    code, out, _ = await starter(env, "skills", "list", "--json")
+    listed = {r["name"]: r for r in json.loads(out)}
+    assert listed["better-skill"]["state"] == "main" and listed["better-skill"]["meanUx"] is None  # new main: no scores yet
+
+
+async def test_a_staging_version_without_a_decision_is_discarded_after_fourteen_days(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import timedelta
+
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.testing import WorkflowEnvironment
+    from temporalio.worker import Worker
+
+    from activities.skill_library import LibraryActivities
+    from xsky.config import load_settings
+
+    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "home"))
+    settings = load_settings()
+    repo = make_skill(settings.skills_home, "slow-skill", "Does s. Use when s.", "STAGING slow")
+    staging = skill_git.branch_commit(repo, "staging")
+    server = Path(sys.executable).parent / "temporal-test-server"
+    async with await WorkflowEnvironment.start_time_skipping(data_converter=pydantic_data_converter,
+                                                             test_server_existing_path=str(server)) as tenv:
+        lib = LibraryActivities(settings)
+        async with Worker(tenv.client, task_queue="ts", workflows=[SkillEntityWorkflow], activities=lib.all(),
+                          activity_executor=ThreadPoolExecutor(4)):
+            handle = await tenv.client.start_workflow(SkillEntityWorkflow.run, SkillEntityInput(slug="slow-skill"), id="slow", task_queue="ts")
+            await asyncio.sleep(0.5)
+            assert (await handle.query(SkillEntityWorkflow.view)).staging_commit == staging
+            await tenv.sleep(timedelta(days=13))
+            assert skill_git.branch_commit(repo, "staging") == staging
+            await tenv.sleep(timedelta(days=2))
+            for _ in range(50):
+                if skill_git.branch_commit(repo, "staging") is None:
+                    break
+                await asyncio.sleep(0.1)
+    (tag,) = skill_git.tags(repo)
+    assert tag["tag"] == f"discarded/{staging[:12]}" and "no decision after 14 days" in tag["message"]
+
+
+async def test_a_role_from_settings_reads_its_skill_and_the_staging_side_reads_the_staging_text(
+        env: Env, transcripts: Transcripts, fake_llm: FakeLLM):
+    from tests.integration.helpers import plan
+    from xsky import canary
+
+    make_skill(transcripts.home, "changelog-style", "Writes changelog entries. Use when releasing.", "STAGING TEXT of changelog-style")
+    settings_file = Path(os.environ["XSKY_PROJECT_DIR"]) / ".xsky" / "settings.json"
+    settings_file.write_text(json.dumps({"roles": {"release-writer": {
+        "description": "writes release notes", "allowedTools": ["file_list"], "skillNames": ["changelog-style"]}}}))
+    run_ids = {side: next(f"xsky-role-{side}-{i}" for i in range(1000) if canary.assign(f"xsky-role-{side}-{i}", "changelog-style") == side)
+               for side in ("main", "staging")}
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        if turn_of(req) == 0:
+            return calls(("read_skill", {"name": "changelog-style"}))
+        tool = [m for m in req["messages"] if m.get("role") == "tool"][-1]["content"]
+        return text("READ: " + ("STAGING" if "STAGING TEXT" in tool else "MAIN" if "MAIN VERSION" in tool else "NOTHING"))
+
+    fake_llm.responder = responder
+    await env.start_worker(kinds=["llm"])
+    from cli.roles_cmd import resolve_roles
+
+    roles = resolve_roles()
+    for side, run_id in run_ids.items():
+        result = await env.run(plan('<agent name="release-writer" id="1"><task>write the 2.1 notes</task></agent>'),
+                               workflow_id=run_id, roles={"release-writer": roles["release-writer"]})
+        assert result.status == "completed", result.summary
+        assert result.agents[0].result == f"READ: {side.upper()}"
+        system = fake_llm.requests[-1]["messages"][0]["content"]
+        assert "changelog-style: Writes changelog entries" in system
+        (transcript,) = (env.home / "transcripts" / run_id).glob("*.jsonl")
+        session = json.loads(transcript.read_text().splitlines()[0])
+        repo = skill_dir(transcripts.home, "changelog-style")
+        assert session["skills"] == [{"name": "changelog-style", "side": side, "commit": skill_git.branch_commit(repo, side)}]
+
+
+async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_edit_runs_again(
+        tmp_path: Path, transcripts: Transcripts, monkeypatch: pytest.MonkeyPatch):
+    from cli.devserver import DevServer, free_port
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from xsky.config import load_settings
+    from xsky.skill_spec import render
+
+    fake = FakeLLM()
+    hold = threading.Event()
+    edits: list[int] = []
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        if "You maintain one Agent Skill" not in req["messages"][0]["content"]:
+            return text("unused")
+        edits.append(i)
+        hold.wait(120)
+        if turn_of(req) == 0:
+            return calls(("write_file", {"path": "SKILL.md", "content": render(
+                "crash-skill", "Rotates the API keys safely. Use when a key leaked or expires.", "# Rotate keys\n\n1. Create the new key.\n",
+                {"version": "1"})}), ("write_file", {"path": "scripts/check.sh", "content": "test -f SKILL.md && echo ok\n"}))
+        return text("done")
+
+    fake.responder = responder
+    server = DevServer(db_path=tmp_path / "edit.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
+    server.start(timeout=90)
+    monkeypatch.setenv("XSKY_TASK_QUEUE", f"e{uuid.uuid4().hex[:6]}")
+    monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
+    environ = dict(os.environ, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test-never-in-history-7c1f",
+                   XSKY_MODEL="fake-model", PYTHONUNBUFFERED="1")
+    settings = load_settings()
+    home = settings.skills_home
+    seed = home / ".seed" / "crash-skill"
+    seed.mkdir(parents=True)
+    (seed / "SKILL.md").write_text(render("crash-skill", "Rotates keys. Use when asked.", "baby", {"state": "baby"}))
+    repo = skill_dir(home, "crash-skill")
+    baby = skill_git.init(repo, seed, "new_skill_folder: crash-skill")
+    ids = write_atoms(home, "traj_cc_keys_00000002", [("rotate the stripe api keys after a leak", ["keys", "rotate"])] * 2)
+    worker = start_skills_worker(environ, tmp_path / "w1.log")
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        await client.start_workflow(
+            SkillEntityWorkflow.run, SkillEntityInput(slug="crash-skill", heartbeat_timeout=3),
+            id=entity_workflow_id(settings.task_queue, "crash-skill"), task_queue=settings.skills_queue, start_signal="add_candidates",
+            start_signal_args=[AddCandidates(candidates=[Candidate(atom_id=a, traj_id="traj_cc_keys_00000002", weightscore=6) for a in ids])])
+        await wait_until(lambda: len(edits) >= 1, 60, "SkillEditAgent asking the model")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        assert skill_git.branch_commit(repo, "baby") == baby and skill_git.branch_commit(repo, "main") is None
+        hold.set()
+        worker = start_skills_worker(environ, tmp_path / "w2.log")
+        await wait_until(lambda: skill_git.branch_commit(repo, "main") is not None, 60, "the edit, run again, on main")
+        assert len(edits) >= 3, "the edit ran again after the kill"
+        main = skill_git.branch_commit(repo, "main")
+        assert skill_git.git(repo, "rev-list", "--count", "main") == "2"  # the baby commit and exactly one edit
+        assert skill_git.git(repo, "rev-parse", "main^") == baby
+        message = skill_git.message(repo, main)
+        assert message.startswith("commit_baby_to_main: crash-skill v1") and all(a in message for a in ids)
+        assert "Written by: model fake-model" in message
+        assert [b for b in skill_git.git(repo, "branch", "--format=%(refname:short)").split()] == ["main"]
+        assert skill_git.git(repo, "status", "--porcelain") == ""
+        assert (repo / "scripts" / "check.sh").is_file() and "Rotate keys" in (repo / "SKILL.md").read_text()
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+        server.stop()
+        fake.close()
+
+
+async def test_with_a_model_the_cluster_agent_and_the_skill_editor_decide_and_write(env: Env, transcripts: Transcripts, fake_llm: FakeLLM):
+    from tests.integration.test_skills_watch import submitting_responder
+    from xsky.skill_spec import render
+
+    task_agent = submitting_responder(None)
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        system = req["messages"][0]["content"]
+        if system.startswith("You cut a coding agent's transcript"):
+            return task_agent(req, i)
+        if system.startswith("You organise a library"):
+            if turn_of(req) > 0:
+                return text("placed")
+            if "(no skills yet)" in req["messages"][1]["content"]:
+                return calls(("new_skill_folder", {"name": "sql-index-migrations", "weightscore": 8, "reason": "reusable migration recipe",
+                                                   "description": "Adds Postgres indexes with dbmate migrations. Use when a query needs an index."}))
+            return calls(("add_to_skill", {"skill": "sql-index-migrations", "weightscore": 6, "reason": "same recipe again"}))
+        if turn_of(req) == 0:
+            return calls(("AtomTaskRead", {"atom_id": "nope"}), ("write_file", {"path": "SKILL.md", "content": render(
+                "sql-index-migrations", "Adds Postgres indexes with dbmate migrations. Use when a query needs an index.",
+                "# Index migrations\n\n1. CREATE INDEX CONCURRENTLY in its own migration.\n")}))
+        return text("written")
+
+    fake_llm.responder = responder
+    await start_pipeline(env)
+    home = transcripts.home
+    for path in list(transcripts.claude.rglob("*.jsonl")) + list((transcripts.codex / "archived_sessions").glob("*.jsonl")):
+        path.unlink()  # only the migration sessions, so the model's script fits them
+    for path in (transcripts.codex / "sessions").rglob("*.jsonl"):
+        if "0199a3c2" not in path.name:
+            path.unlink()
+    clone_codex(transcripts, 1)
+    await scan_once(env.client, env.settings.skills_queue)
+    repo = skill_dir(home, "sql-index-migrations")
+    await wait_until(lambda: skill_git.branch_commit(repo, "main") is not None, 60, "the model-written first version")
+    assert "CREATE INDEX CONCURRENTLY in its own migration" in (repo / "SKILL.md").read_text()
+    assert "Written by: model fake-model" in skill_git.message(repo, skill_git.branch_commit(repo, "main"))
+    decisions = [json.loads(x) for x in (home / "skills" / ".decisions.jsonl").read_text().splitlines()]
+    assert decisions[0]["action"] == "new" and all(d["by"] == "model" for d in decisions)
+    assert {d["action"] for d in decisions} <= {"new", "add"} and len(decisions) >= 2

@@ -1,0 +1,129 @@
+"""Pure parts of the skill library: canary assignment and decisions, SKILL.md checks, the catalogue
+budget, offline clustering, and git plumbing that never leaves a half-written branch."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from activities import skill_git
+from xsky import canary
+from xsky.atoms import AtomTask, Provenance, RawAnchor
+from xsky.clustering import DESCRIPTION_CAP, SkillSummary, catalogue, offline_decide
+from xsky.skill_spec import problems, render, slugify
+
+
+def test_canary_assignment_is_sticky_and_close_to_twenty_percent() -> None:
+    ids = [f"xsky-run-{i}" for i in range(5000)]
+    sides = [canary.assign(i, "deploy-api") for i in ids]
+    share = sides.count("staging") / len(ids)
+    assert 0.17 <= share <= 0.23
+    assert sides == [canary.assign(i, "deploy-api") for i in ids], "the same run always reads the same side"
+    other = [canary.assign(i, "other-skill") for i in ids]
+    assert other != sides, "assignment is per (run, skill), not per run"
+
+
+def _stream(rng: random.Random, mean: float, n: int) -> list[float]:
+    return [float(max(1, min(10, round(rng.gauss(mean, 1.5))))) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("main", "staging", "verdict"), [(7.0, 8.0, "promote"), (7.0, 7.0, "promote"), (8.0, 5.0, "discard")])
+def test_synthetic_score_streams_give_promote_promote_discard(main: float, staging: float, verdict: str) -> None:
+    rng = random.Random(7)
+    outcomes = [canary.decide(_stream(rng, main, 25), _stream(rng, staging, 25)).verdict for _ in range(30)]
+    assert outcomes.count(verdict) >= 28, outcomes
+
+
+def test_fewer_than_twenty_scores_decide_nothing_until_fourteen_days_pass() -> None:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    bad, good = [2.0] * 19, [9.0] * 40
+    assert canary.decide(good, bad, start, start + timedelta(days=13)).verdict == "wait"
+    assert canary.decide(good[:19], good, start, start + timedelta(days=1)).verdict == "wait"
+    expired = canary.decide(good, bad, start, start + timedelta(days=14))
+    assert expired.verdict == "discard" and "14 days" in expired.reason
+
+
+def test_the_decision_message_cites_the_figures() -> None:
+    d = canary.decide([8.0] * 20, [4.0] * 20)
+    assert d.verdict == "discard"
+    assert all(k in d.message() for k in ("n=20", "mean 8.00", "mean 4.00", "Mann-Whitney U=", "p=", "margin 0.5"))
+
+
+def _skill(tmp_path: Path, name: str, text: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(text)
+    return folder
+
+
+def test_skill_md_is_checked_against_the_spec(tmp_path: Path) -> None:
+    good = _skill(tmp_path, "deploy-api", render("deploy-api", "Deploys the API to staging. Use when a release is cut.", "# Steps\n1. …",
+                                                  {"version": "1"}))
+    assert problems(good) == []
+    cases = {
+        "Bad_Name": render("Bad_Name", "Does x. Use when y.", "body"),
+        "other-dir": render("mismatch", "Does x. Use when y.", "body"),
+        "no-when": render("no-when", "Does something useful.", "body"),
+        "angle": render("angle", "Use when <html> is involved.", "body"),
+        "extra-key": "---\nname: extra-key\ndescription: Does x. Use when y.\nversion: 2\n---\nbody\n",
+        "long-body": render("long-body", "Does x. Use when y.", "\n".join(f"line {i}" for i in range(600))),
+        "nested-meta": "---\nname: nested-meta\ndescription: Does x. Use when y.\nmetadata:\n  atoms: [1, 2]\n---\nbody\n",
+    }
+    for name, text in cases.items():
+        assert problems(_skill(tmp_path, name, text)), f"{name} should be refused"
+
+
+def test_slugs_are_spec_names_and_unique() -> None:
+    assert slugify("Deploy FastAPI to port 1717!") == "deploy-fastapi-to-port-1717"
+    assert slugify("x" * 100).__len__() <= 64
+    assert slugify("deploy api", {"deploy-api"}) == "deploy-api-2"
+
+
+def test_the_catalogue_keeps_every_name_and_drops_descriptions_past_the_budget() -> None:
+    skills = [SkillSummary(name=f"skill-{i}", description="d" * 500, state="main") for i in range(30)]
+    small = catalogue(skills)
+    assert all(f"skill-{i}" in small for i in range(30))
+    assert max(len(line.split(": ", 1)[1]) for line in small.splitlines()) <= DESCRIPTION_CAP
+    crowded = catalogue([SkillSummary(name=f"skill-{i}", description="d" * 500) for i in range(1000)])
+    assert len(crowded) <= 25_000 + 100 and ":" not in crowded.splitlines()[0]
+    assert all(f"skill-{i} [" in crowded for i in (0, 999))
+
+
+def _atom(i: int, intent: str, tags: list[str], ux: int = 9, calls: int = 4) -> AtomTask:
+    return AtomTask(atom_id=f"atom_traj_cc_x_{i:04d}", traj_id="traj_cc_x_1", offset_start=0, offset_end=10, intent=intent,
+                    summary="s", tags=tags, ux_score=ux,
+                    provenance=Provenance(raw=[RawAnchor(path="/p", byte_start=0, byte_end=1, call_ids=[f"c{j}" for j in range(calls)])],
+                                          ux_signals={"completed": 1}))
+
+
+def test_offline_clustering_adds_similar_atoms_starts_skills_only_for_worthy_ones_and_skips_the_rest() -> None:
+    first = offline_decide(_atom(1, "deploy the billing api to kubernetes staging", ["deploy", "kubernetes"]), [])
+    assert first.action == "new" and first.weightscore >= 7 and first.skill == "deploy-billing-api"
+    lib = [SkillSummary(name=first.skill, description=first.description or "", keywords=["deploy", "kubernetes", "billing", "staging"])]
+    second = offline_decide(_atom(2, "deploy the search api to kubernetes staging", ["deploy", "kubernetes"]), lib)
+    assert second.action == "add" and second.skill == first.skill and 1 <= second.weightscore <= 10
+    chat = offline_decide(_atom(3, "what time is it in Tokyo", ["time"], ux=6, calls=0), lib)
+    assert chat.action == "skip"
+
+
+def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "SKILL.md").write_text(render("s", "Does x. Use when y.", "v0"))
+    repo = tmp_path / "s"
+    first = skill_git.init(repo, files, "new")
+    (files / "SKILL.md").write_text(render("s", "Does x. Use when y.", "v1"))
+    commit = skill_git.commit_tree(repo, files, first, "v1")
+    assert skill_git.branch_commit(repo, "baby") == first, "a commit object alone moves no branch"
+    with pytest.raises(skill_git.GitError):
+        skill_git.publish(repo, "baby", commit, "0" * 39 + "1")  # someone else moved it: refused
+    skill_git.publish(repo, "baby", commit, first)
+    skill_git.rename_baby_to_main(repo)
+    assert skill_git.branch_commit(repo, "main") == commit and skill_git.branch_commit(repo, "baby") is None
+    assert "v1" in (repo / "SKILL.md").read_text()
+    (repo / ".candidates.yml").write_text("kept: true\n")
+    skill_git.sync(repo)
+    assert (repo / ".candidates.yml").exists() and "??" not in skill_git.git(repo, "status", "--porcelain")
