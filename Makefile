@@ -27,6 +27,7 @@ bench: install
 	$(PY) bench/parse.py
 	$(PY) bench/overhead.py
 	$(PY) bench/makespan.py
+	$(PY) bench/ingest.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

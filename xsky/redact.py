@@ -65,9 +65,8 @@ CONTEXT: list[Rule] = [
 
 _NAME = (r"[A-Za-z0-9_.\-]*?(?:pass(?:word|wd|phrase)?|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
          r"credentials?|auth[_\-]?key|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|pwd|dsn)[A-Za-z0-9_.\-]*")
-ASSIGNMENT: Rule = ("secret-assignment", re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(" + _NAME + r")([\"']?[ \t]*(?::|=|:=|=>)[ \t]*[\"']?)([^\s\"',;`)(\]\[{}]+)"), 3)
 _ASSIGN_HINT = re.compile(r"(?i)pass|secret|token|key|credential|pwd|dsn")
+_NAME_WORD = re.compile(r"(?i)^" + _NAME + "$")
 
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_]+%|<[^>]*>?|\*+|x{3,}|\.{3,}|…|changeme|change_me|your[_\-].*|"
@@ -106,13 +105,6 @@ def _replace_group(rule: str, group: int, placeholders: bool) -> Callable[[re.Ma
 _NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd", "password_min_length", "token_count", "tokens", "max_tokens"})
 
 
-def _replace_assignment(m: re.Match[str]) -> str:
-    value = m.group(3)
-    if _is_placeholder(value) or m.group(1).lower().lstrip("$") in _NOT_SECRET_NAMES:
-        return m.group(0)
-    return m.group(1) + m.group(2) + _label("secret")
-
-
 _SUBS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (pattern, _replace_group(label, group, placeholders=False)) for label, pattern, group in PREFIXED
 ] + [(pattern, _replace_group(label, group, placeholders=True)) for label, pattern, group in CONTEXT]
@@ -134,8 +126,47 @@ def redact(text: str) -> str:
         if any(n in text for n in needles):
             text = pattern.sub(sub, text)
     if _ASSIGN_HINT.search(text):
-        text = ASSIGNMENT[1].sub(_replace_assignment, text)
+        text = _assignments(text)
     return text
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_OPERATOR_VALUE = re.compile(r"[\"']?[ \t]*(?::=|=>|:|=)[ \t]*[\"']?([^\s\"',;`)(\]\[{}]+)")
+
+
+def _assignments(text: str) -> str:
+    """The assignment rule, driven by the secret-ish words themselves.
+
+    Code and logs say "key" and "token" everywhere; instead of a regex that tries every
+    position, each hit of a word is widened to its whole name and only then checked for
+    ``= value`` after it (the same rule as ``ASSIGNMENT``, at a fraction of the cost).
+    """
+    out: list[str] = []
+    at = pos = 0
+    n = len(text)
+    for hit in _ASSIGN_HINT.finditer(text):
+        if hit.start() < pos:
+            continue
+        start, end = hit.start(), hit.end()
+        while start > 0 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        while end < n and text[end] in _NAME_CHARS:
+            end += 1
+        pos = end
+        name = text[start:end]
+        if not _NAME_WORD.search(name) or (start > 0 and text[start - 1] == "$"):
+            continue
+        m = _OPERATOR_VALUE.match(text, end)
+        if m is None:
+            continue
+        pos = m.end()
+        if _is_placeholder(m.group(1)) or name.lower() in _NOT_SECRET_NAMES:
+            continue
+        out.append(text[at:m.start(1)])
+        out.append(_label("secret"))
+        at = m.end()
+    out.append(text[at:])
+    return "".join(out)
 
 
 def redact_value(value: object) -> object:

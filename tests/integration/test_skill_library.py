@@ -89,6 +89,27 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     assert skill_git.branch_commit(repo, "staging") == staging
     assert [b for b in skill_git.git(repo, "branch", "--format=%(refname:short)").split()] == ["main", "staging"]
 
+    # What a person sees of it.
+    from tests.integration.test_cli_runs import starter
+
+    code, out, _ = await starter(env, "skills", "show", slug, "--branch", "staging")
+    assert code == 0 and out.startswith(f"---\nname: {slug}") and "version: '2'" in out
+    code, out, _ = await starter(env, "skills", "canary", slug, "--json")
+    facts = json.loads(out)
+    assert code == 0 and facts["staging"] == staging and facts["n_main"] >= 1 and "waiting for 20 scores" in facts["decision"]
+    code, out, _ = await starter(env, "skills", "candidates", slug, "--json")
+    assert code == 0 and {c["status"] for c in json.loads(out)["candidates"]} == {"consumed", "pending"}
+    target = transcripts.root / "exported"
+    (target / "hand-made").mkdir(parents=True)
+    (target / slug).mkdir()  # a folder of that name xsky did not export: left alone
+    code, out, _ = await starter(env, "skills", "export", "--to", str(target), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["exported"] == [] and any("not exported by xsky" in x for x in report["skipped"])
+    (target / slug).rmdir()
+    code, out, _ = await starter(env, "skills", "export", "--to", str(target), "--json")
+    assert json.loads(out)["exported"] == [slug] and problems(target / slug) == []
+    assert "version: '1'" in (target / slug / "SKILL.md").read_text() and (target / "hand-made").is_dir()
+
     # Every decision is recorded; every atom is in at most one skill's candidates.
     decisions = [json.loads(x) for x in (home / "skills" / ".decisions.jsonl").read_text().splitlines()]
     assert {d["action"] for d in decisions} >= {"new", "add"}
