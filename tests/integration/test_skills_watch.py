@@ -177,7 +177,8 @@ def _line_end(rel: str, lines: int) -> int:
 
 def _no_scans_running(client: Client, queue: str) -> Any:
     async def check() -> bool:
-        running = [w async for w in client.list_workflows(f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running'")]
+        running = [w async for w in client.list_workflows(
+            f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running' AND WorkflowType IN ('SkillsScanWorkflow', 'SkillDeltaWorkflow')")]
         return not running
     return check
 
