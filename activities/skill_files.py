@@ -26,7 +26,7 @@ from activities.skills_ingest import read_json
 from xsky.atoms import AtomTask
 from xsky.clustering import SkillSummary, skill_keywords
 from xsky.skill_models import Candidate, Score, SkillEntityState
-from xsky.skill_spec import description_of, split
+from xsky.skill_spec import NAME_RE, description_of
 from xsky.skills_layout import atom_path
 
 CANDIDATES = ".candidates.yml"
@@ -39,6 +39,9 @@ def library(home: Path) -> Path:
 
 
 def skill_dir(home: Path, slug: str) -> Path:
+    """A skill's folder; only a spec name can name one (no path can be smuggled in)."""
+    if not NAME_RE.match(slug) or len(slug) > 64:
+        raise ValueError(f"{slug!r} is not a skill name")
     return library(home) / slug
 
 
@@ -55,7 +58,7 @@ def slugs(home: Path) -> list[str]:
     root = library(home)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and
                   ((p / ".git").is_dir() or (p / "SKILL.md").is_file()))
 
 
@@ -168,10 +171,3 @@ def record_decision(home: Path, decision: dict[str, Any]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
 
-
-def read_text_of(folder: Path, ref: str) -> str | None:
-    return skill_git.show(folder, ref) if skill_git.is_repo(folder) else None
-
-
-def body_of(text: str) -> str:
-    return split(text)[1]

@@ -23,6 +23,7 @@ from activities import skill_git
 from activities.cluster_agent import cluster
 from activities.skill_editor import edit_skill
 from activities.skill_files import (
+    library,
     load_state,
     now_iso,
     read_atom,
@@ -31,7 +32,7 @@ from activities.skill_files import (
     summaries,
     write_state,
 )
-from activities.skill_pipeline import heartbeats, skills_model
+from activities.skill_pipeline import heartbeats, off_loop, skills_model
 from xsky.clustering import ClusterDecision
 from xsky.config import Settings
 from xsky.skill_models import (
@@ -57,7 +58,7 @@ from xsky.skill_models import (
     entity_workflow_id,
     library_workflow_id,
 )
-from xsky.skill_spec import render
+from xsky.skill_spec import NAME_RE, render, slugify
 
 
 class LibraryActivities:
@@ -78,7 +79,7 @@ class LibraryActivities:
                                                              reason="the atom file is gone")])
         skills = await asyncio.to_thread(summaries, self.home)
         async with heartbeats(1.0):
-            return ClusterOutcome(decisions=await cluster(atom, skills, skills_model(), activity.heartbeat))
+            return ClusterOutcome(decisions=await off_loop(cluster, atom, skills, skills_model(), lambda note: None))
 
     @activity.defn(name="apply_decision")
     async def apply_decision(self, inp: ApplyDecision) -> str:
@@ -86,6 +87,8 @@ class LibraryActivities:
         client = activity.client()
         note = d.action
         if d.action == "new" and d.skill:
+            name = await asyncio.to_thread(free_name, self.home, d.skill)
+            d = d.model_copy(update={"skill": name})
             await asyncio.to_thread(new_skill_folder, self.home, d)
             await self._deliver(client, d.skill, [_candidate(d)], inp.heartbeat_timeout)
             note = f"new baby skill {d.skill}"
@@ -143,8 +146,8 @@ class LibraryActivities:
 
     @activity.defn(name="edit_skill")
     async def edit_skill(self, inp: EditInput) -> EditResult:
-        async with heartbeats(1.0):
-            return await edit_skill(self.home, inp, skills_model(), activity.heartbeat)
+        async with heartbeats(1.0):  # git, the validator and the scripts block: off the event loop
+            return await off_loop(edit_skill, self.home, inp, skills_model(), lambda note: None)
 
     @activity.defn(name="canary_git")
     def canary_git(self, a: GitAction) -> GitResult:
@@ -181,9 +184,21 @@ def _candidate(d: ClusterDecision) -> Candidate:
     return Candidate(atom_id=d.atom_id, traj_id=d.traj_id, weightscore=d.weightscore, reason=d.reason, by=d.by, added_at=now_iso())
 
 
+def free_name(home: Path, wanted: str) -> str:
+    """``wanted``, or the next free variant when a folder of that name exists but is not a skill
+    of ours (never turn someone's folder into a repository, never reset its files)."""
+    folder = skill_dir(home, wanted)
+    if not folder.exists() or skill_git.is_repo(folder):
+        return wanted
+    taken = {p.name for p in library(home).iterdir()} if library(home).is_dir() else set()
+    return slugify(wanted, taken)
+
+
 def new_skill_folder(home: Path, d: ClusterDecision) -> None:
     """A baby skill: its own git repository, a first SKILL.md on ``baby`` (not public yet)."""
     folder = skill_dir(home, d.skill or "")
+    if folder.exists() and not skill_git.is_repo(folder):
+        raise ValueError(f"{folder} exists and is not a skill repository; it is left alone")
     if skill_git.is_repo(folder) and (skill_git.branch_commit(folder, "baby") or skill_git.branch_commit(folder, "main")):
         return  # made already (a retried activity)
     scratch = home / ".staging" / "new" / (d.skill or "")
@@ -253,6 +268,8 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
         if atom is None or atom.provenance.used_skills_by != "measured":
             continue
         for name in atom.used_skills:
+            if not NAME_RE.match(name):
+                continue  # not a name the library can hold
             folder = skill_dir(home, name)
             if not skill_git.is_repo(folder):
                 continue

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -24,6 +25,8 @@ from xsky.config import Settings
 from xsky.settings import SettingsError, load_layers, skill_sources
 from xsky.skill_runs import CommitResult, DeltaInput, RenderResult, ScanInput, ScanResult, SplitResult
 from xsky.skill_sources import Source, resolve
+
+T = TypeVar("T")
 
 
 def configured_sources() -> list[Source]:
@@ -64,15 +67,14 @@ class SkillActivities:
     async def split_delta(self, inp: DeltaInput) -> SplitResult:
         target = skills_model()
         async with heartbeats(inp.heartbeat_timeout / 3):
-            if target is None:  # the offline splitter is CPU work: off the event loop
-                return await asyncio.to_thread(_split_offline, self.home, inp)
-            return await split_delta(self.home, inp.delta, target, activity.heartbeat)
+            # Files, SQLite and the splitter block: all of it runs off the worker's event loop.
+            return await off_loop(split_delta, self.home, inp.delta, target, lambda note: None)
 
     @activity.defn(name="commit_delta")
     def commit_delta(self, inp: DeltaInput) -> CommitResult:
         activity.heartbeat("committing")
         try:
-            return commit_delta(self.home, inp.delta)
+            return commit_delta(self.home, inp.delta, lambda: activity.heartbeat("waiting for the state database"))
         except FileNotFoundError as e:
             # The staged work is gone (cleaned after a day, or a different skills home): redo the delta.
             raise ApplicationError(f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
@@ -83,7 +85,14 @@ class SkillActivities:
 
 
 def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:
+    """The offline TaskAgent, synchronously (benchmarks and tools)."""
     return asyncio.run(split_delta(home, inp.delta, None, lambda note: None))
+
+
+async def off_loop(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run a coroutine that also does blocking work (files, SQLite, git) on a thread with its
+    own event loop, so the worker's loop stays free to heartbeat and serve other activities."""
+    return await asyncio.to_thread(lambda: asyncio.run(fn(*args)))
 
 
 @contextlib.asynccontextmanager

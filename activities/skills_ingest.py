@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from xsky.trajectory import RENDER_VERSION, header, render, traj_id
 from xsky.transcripts import KIND_TAG, FileInfo, ParseState, adapter_for
 
 HEAD_BYTES = 64 * 1024  # read from a new file to name it (cwd, session id, model)
+HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
 STAGING_MAX_AGE = 24 * 3600.0
 
 
@@ -159,15 +161,19 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
                 result.files += 1
                 row = known.get(path)
                 if row is not None:
-                    if st.st_size == row.cursor and row.status == "active":
+                    if row.status in ("truncated", "replaced"):
+                        continue  # no longer followed (said so when it happened)
+                    if st.st_size == row.cursor and row.status == "active" and row.ino == st.st_ino:
                         continue
-                    if st.st_size < row.cursor:
-                        if row.status != "truncated":
-                            store.db.execute("UPDATE files SET status = 'truncated', size = ? WHERE path = ?", (st.st_size, path))
-                            result.problems.append(f"{path} shrank below what was already read ({row.cursor} bytes); "
-                                                   "it is no longer followed")
+                    if row.ino != st.st_ino or row.dev != st.st_dev or not _same_file(row, path):
+                        _retire_replaced(store, row, result)  # a new file at an old path: a new trajectory
+                        row = None
+                    elif st.st_size < row.cursor:
+                        store.db.execute("UPDATE files SET status = 'truncated', size = ? WHERE path = ?", (st.st_size, path))
+                        result.problems.append(f"{path} shrank below what was already read ({row.cursor} bytes); "
+                                               "it is no longer followed (its trajectory and atoms stay)")
                         continue
-                    if row.waiting and st.st_size == row.size and st.st_mtime_ns == row.mtime_ns \
+                    elif row.waiting and st.st_size == row.size and st.st_mtime_ns == row.mtime_ns \
                             and clock() - st.st_mtime_ns / 1e9 < inp.settle_seconds:
                         result.waiting += 1
                         continue
@@ -183,15 +189,40 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
     return result
 
 
+def head_of(path: str, size: int) -> str:
+    """``<n>:<sha256 of the first n bytes>``: which file this is, whatever its name or inode."""
+    n = min(HEAD_FINGERPRINT, size)
+    with open(path, "rb") as f:
+        return f"{n}:{hashlib.sha256(f.read(n)).hexdigest()}"
+
+
+def _same_file(row: FileRow, path: str) -> bool:
+    if not row.head:
+        return True  # recorded before fingerprints existed
+    n = int(row.head.split(":", 1)[0])
+    try:
+        return head_of(path, n) == row.head
+    except OSError:
+        return False
+
+
+def _retire_replaced(store: SkillStore, row: FileRow, result: ScanResult) -> None:
+    store.db.execute("UPDATE files SET path = ?, status = 'replaced' WHERE path = ?", (f"{row.path}#replaced-{row.ino}", row.path))
+    result.problems.append(f"{row.path} was replaced by a new file; the new one is a new trajectory "
+                           f"({row.traj_id} and its atoms stay)")
+
+
 def _moves_and_gone(store: SkillStore, known: dict[str, FileRow], seen: set[str], kinds: set[str],
                     candidates: list[_Candidate], result: ScanResult) -> None:
-    """A file that vanished is gone, unless a new path has its inode (Codex archives by moving)."""
-    missing = {(r.dev, r.ino): r for p, r in known.items() if p not in seen and r.kind in kinds and r.status != "gone"}
+    """A file that vanished is gone, unless a new path is the same file (Codex archives by
+    moving): same device and inode, and the same first bytes (an inode can be reused)."""
+    missing = {(r.dev, r.ino): r for p, r in known.items() if p not in seen and r.kind in kinds and r.status == "active"}
     if not missing:
         return
     for c in candidates:
-        old = missing.pop((c.dev, c.ino), None) if c.row is None else None
-        if old is not None:
+        old = missing.get((c.dev, c.ino)) if c.row is None else None
+        if old is not None and _same_file(old, c.path):
+            del missing[(c.dev, c.ino)]
             store.db.execute("UPDATE files SET path = ?, status = 'active' WHERE path = ?", (c.path, old.path))
             c.row = FileRow(**{**old.__dict__, "path": c.path, "status": "active"})
             result.moved += 1
@@ -200,58 +231,67 @@ def _moves_and_gone(store: SkillStore, known: dict[str, FileRow], seen: set[str]
         result.gone += 1
 
 
+@dataclass
+class _Found:
+    c: _Candidate
+    end: int | None
+    name: str | None = None  # a new file's trajectory id (made unique under the lock)
+    head: str = ""
+
+
 def _collect(store: SkillStore, candidates: list[_Candidate], inp: ScanInput, clock: Any, result: ScanResult) -> None:
     # Appends to files already followed first (a person is waiting for those), then new files, newest first.
     candidates.sort(key=lambda c: (c.row is None, -c.mtime_ns if c.row is None else 0, c.path))
     home_id = store.home_id
     now = clock()
+    found: list[_Found] = []
+    for c in candidates:  # reading files happens outside the write lock
+        if len(found) >= inp.limit:
+            result.remaining += 1
+            continue
+        cursor = c.row.cursor if c.row is not None else 0
+        try:
+            end = delta_end(c.path, cursor, c.size, inp.max_delta_bytes, now - c.mtime_ns / 1e9 >= inp.settle_seconds)
+            item = _Found(c, end)
+            if c.row is None:
+                item.name, item.head = _name_new(c), head_of(c.path, c.size)
+        except OSError as e:
+            result.problems.append(f"{c.path}: cannot read ({e.strerror or e})")
+            continue
+        found.append(item)
     with store.transaction() as db:
-        taken = set(store.traj_ids())  # read under the write lock: another scan may have named files meanwhile
-        for c in candidates:
-            if c.row is None:
-                c.row = store.file(c.path)
-            if len(result.deltas) >= inp.limit:
-                result.remaining += 1
-                continue
+        taken = set(store.traj_ids())  # under the write lock: another scan may have named files meanwhile
+        for item in found:
+            c = item.c
+            row = c.row or store.file(c.path)
             result.changed += 1
-            cursor = c.row.cursor if c.row is not None else 0
-            settled = now - c.mtime_ns / 1e9 >= inp.settle_seconds
-            try:
-                end = delta_end(c.path, cursor, c.size, inp.max_delta_bytes, settled)
-            except OSError as e:
-                result.problems.append(f"{c.path}: cannot read ({e.strerror or e})")
-                continue
-            if c.row is None:
-                tid = _name_new(c, taken)
+            if row is None:
+                tid, n = item.name or "traj_unknown", 2
+                while tid in taken or tid + "-side" in taken:
+                    tid, n = f"{item.name}-{n}", n + 1
                 taken.add(tid)
-                db.execute("INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen) "
-                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (c.path, c.kind, tid, int(c.subagent), c.size, c.mtime_ns, c.dev, c.ino, int(end is None), now))
+                db.execute("INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen, head) "
+                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (c.path, c.kind, tid, int(c.subagent), c.size, c.mtime_ns, c.dev, c.ino, int(item.end is None), now, item.head))
                 result.new_files += 1
+                cursor = 0
             else:
-                tid = c.row.traj_id
-                db.execute("UPDATE files SET size = ?, mtime_ns = ?, dev = ?, ino = ?, waiting = ? WHERE path = ?",
-                           (c.size, c.mtime_ns, c.dev, c.ino, int(end is None), c.path))
-            if end is None or end <= cursor:
+                tid, cursor = row.traj_id, row.cursor
+                db.execute("UPDATE files SET size = ?, mtime_ns = ?, waiting = ?, status = 'active' WHERE path = ?",
+                           (c.size, c.mtime_ns, int(item.end is None), c.path))
+            if item.end is None or item.end <= cursor:
                 result.waiting += 1
                 continue
-            result.deltas.append(DeltaRef(path=c.path, kind=c.kind, traj_id=tid, start=cursor, end=end, subagent=c.subagent,
+            result.deltas.append(DeltaRef(path=c.path, kind=c.kind, traj_id=tid, start=cursor, end=item.end, subagent=c.subagent,
                                           home_id=home_id))
 
 
-def _name_new(c: _Candidate, taken: set[str]) -> str:
+def _name_new(c: _Candidate) -> str:
     info = FileInfo(c.path, c.subagent)
-    try:
-        with open(c.path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError:
-        head = b""
+    with open(c.path, "rb") as f:
+        head = f.read(HEAD_BYTES)
     ident = adapter_for(c.kind).identity(head, info)
-    base = traj_id(KIND_TAG[c.kind], ident.model_or_project, ident.short_id)
-    name, n = base, 2
-    while name in taken or name + "-side" in taken:
-        name, n = f"{base}-{n}", n + 1
-    return name
+    return traj_id(KIND_TAG[c.kind], ident.model_or_project, ident.short_id)
 
 
 def _clean_staging(home: Path, now: float) -> None:
@@ -313,15 +353,23 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
 # -- commit ----------------------------------------------------------------------------------
 
 
-def commit_delta(home: Path, delta: DeltaRef) -> CommitResult:
-    """Views, indexes, atoms and the cursor for one delta, exactly once (see the module doc)."""
+def commit_delta(home: Path, delta: DeltaRef, waiting: Callable[[], None] | None = None) -> CommitResult:
+    """Views, indexes, atoms and the cursor for one delta, exactly once (see the module doc).
+
+    A retried commit whose first attempt went through (the worker died before replying)
+    gets the same answer, so the atoms it wrote are still routed on.
+    """
     stage_dir = staging_dir(home, delta.key)
     store = SkillStore(home)
     try:
-        with store.transaction() as db:
+        with store.transaction(waiting) as db:
             row = store.file(delta.path) or store.file_of(delta.traj_id)
             if row is None:
                 raise LookupError(f"{delta.path} is not a followed transcript")
+            if row.cursor == delta.end and row.last_delta == delta.key:
+                done = json.loads(row.last_atoms or "{}")
+                return CommitResult(committed=True, atoms=done.get("atoms", []), new=done.get("new", []), cursor=delta.end,
+                                    reason="committed by an earlier attempt")
             if row.cursor != delta.start:
                 why = "already committed" if row.cursor >= delta.end else f"the cursor moved to {row.cursor}"
                 return CommitResult(committed=False, reason=f"stale delta: {why}", cursor=row.cursor)
@@ -331,12 +379,14 @@ def commit_delta(home: Path, delta: DeltaRef) -> CommitResult:
             written: list[str] = []
             new: list[str] = []
             for lane in render_stage["lanes"]:
-                before = (store.traj(lane["traj_id"]).atoms if store.traj(lane["traj_id"]) else 0)  # type: ignore[union-attr]
+                trow = store.traj(lane["traj_id"])
+                before = trow.atoms if trow else 0
                 ids = _commit_lane(home, store, row, lane, [AtomTask.model_validate(a) for a in atoms_by_traj.get(lane["traj_id"], [])], delta)
                 written += ids
                 new += [a for a in ids if atom_number(a) > before]
-            db.execute("UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0 WHERE path = ?",
-                       (delta.end, render_stage["state"], time.time(), row.path))
+            db.execute("UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
+                       "WHERE path = ?", (delta.end, render_stage["state"], time.time(), delta.key,
+                                         json.dumps({"atoms": written, "new": new}), row.path))
         shutil.rmtree(stage_dir, ignore_errors=True)
         return CommitResult(committed=True, atoms=written, new=new, cursor=delta.end)
     finally:

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,10 @@ CREATE TABLE IF NOT EXISTS files (
     status TEXT NOT NULL DEFAULT 'active',  -- active | gone | truncated
     state TEXT NOT NULL DEFAULT '{}',       -- the adapter's ParseState at the cursor
     first_seen REAL NOT NULL,
-    committed_at REAL
+    committed_at REAL,
+    head TEXT NOT NULL DEFAULT '',          -- "<n>:<sha256 of the first n bytes>": the file's identity
+    last_delta TEXT NOT NULL DEFAULT '',    -- the last committed delta's key …
+    last_atoms TEXT NOT NULL DEFAULT '{}'   -- … and what it wrote, so a retried commit answers the same
 );
 CREATE UNIQUE INDEX IF NOT EXISTS files_traj ON files(traj_id);
 CREATE TABLE IF NOT EXISTS trajs (
@@ -72,6 +75,9 @@ class FileRow:
     state: str
     first_seen: float
     committed_at: float | None
+    head: str
+    last_delta: str
+    last_atoms: str
 
 
 @dataclass
@@ -98,6 +104,11 @@ class SkillStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
+        for column, decl in (("head", "TEXT NOT NULL DEFAULT ''"), ("last_delta", "TEXT NOT NULL DEFAULT ''"),
+                             ("last_atoms", "TEXT NOT NULL DEFAULT '{}'")):
+            if column not in have:  # a home made by an earlier version
+                self.db.execute(f"ALTER TABLE files ADD COLUMN {column} {decl}")
         self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('home_id', ?)", (json.dumps(uuid.uuid4().hex[:8]),))
 
     @property
@@ -109,9 +120,24 @@ class SkillStore:
         self.db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken before reading (no lost updates between processes)."""
-        self.db.execute("BEGIN IMMEDIATE")
+    def transaction(self, waiting: Callable[[], None] | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken before reading (no lost updates between processes).
+
+        While another process holds the lock, ``waiting`` is called every couple of seconds
+        (an activity heartbeats: it is alive, only queued), for up to ten minutes.
+        """
+        deadline = time.monotonic() + 600
+        self.db.execute("PRAGMA busy_timeout = 2000")
+        while True:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                if waiting is not None:
+                    waiting()
+        self.db.execute("PRAGMA busy_timeout = 60000")
         try:
             yield self.db
         except BaseException:
@@ -156,6 +182,3 @@ class SkillStore:
         self.db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                         (key, json.dumps(value)))
 
-
-def now() -> float:
-    return time.time()

@@ -578,7 +578,6 @@ class CodexSession(Session):
                    "  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>bash</shell>\n</environment_context>"}]})
 
     def compaction(self) -> None:
-        r = self.rng
         self.item({"message": f"Summary of the conversation so far: {self.p.prose(4, 14)}", "replacement_history": [
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": self.p.prompt()}]}]}, "compacted", 30, 300)
 

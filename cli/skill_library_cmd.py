@@ -24,7 +24,7 @@ from cli.render import one_line, out, print_json
 from xsky import canary
 from xsky.config import Settings, load_settings
 from xsky.skill_models import Score, entity_workflow_id
-from xsky.skill_spec import description_of, problems
+from xsky.skill_spec import NAME_RE, description_of, problems
 
 
 def register(s: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -66,6 +66,8 @@ def register(s: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _folder(settings: Settings, name: str) -> Path:
+    if not NAME_RE.match(name) or len(name) > 64:
+        raise UsageError(f"{name!r} is not a skill name (a-z, 0-9 and hyphens); `starter.py skills list` shows them")
     folder = skill_dir(settings.skills_home, name)
     if not folder.is_dir():
         known = ", ".join(slugs(settings.skills_home)) or "none yet"
@@ -90,7 +92,15 @@ def _candidates(folder: Path) -> dict[str, Any]:
     path = folder / CANDIDATES
     if not path.is_file():
         return {"candidates": [], "cumulative_weightscore": 0}
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise UsageError(f"{path} is not valid YAML ({str(e).splitlines()[0]}); it is rewritten by the skill's "
+                         "workflow at its next change") from None
+    if not isinstance(data, dict) or not isinstance(data.get("candidates", []), list):
+        raise UsageError(f"{path} does not hold a candidates list; it is rewritten at the skill's next change")
+    data["candidates"] = [c for c in data.get("candidates", []) if isinstance(c, dict) and "atom_id" in c]
+    return data
 
 
 def _canary(folder: Path) -> dict[str, Any]:
@@ -181,7 +191,7 @@ def cmd_candidates(args: argparse.Namespace) -> int:
     for col in ("atom", "weight", "status", "by", "reason"):
         table.add_column(col, overflow="fold")
     for c in items:
-        table.add_row(c["atom_id"], str(c["weightscore"]), c.get("status", "pending") + (f" {c['commit'][:8]}" if c.get("commit") else ""),
+        table.add_row(str(c["atom_id"]), str(c.get("weightscore", "?")), str(c.get("status", "pending")) + (f" {c['commit'][:8]}" if c.get("commit") else ""),
                       c.get("by", ""), escape(one_line(c.get("reason", ""), 80)))
     out.print(table)
     return 0

@@ -46,7 +46,7 @@ from cli.render import err, one_line, out, print_json
 from workflows.skills_watch import SkillsScanWorkflow
 from xsky.config import Settings, load_settings
 from xsky.settings import SettingsError, load_layers, parse_settings, settings_paths, skill_sources
-from xsky.skill_runs import DEFAULT_EVERY, ScanInput, SkillsScanInput, SkillsScanResult
+from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
 from xsky.skill_sources import Source, expand, resolve
 from xsky.transcripts import SOURCE_KINDS
 

@@ -24,7 +24,9 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky import dag
@@ -102,28 +104,6 @@ class _Results(Mapping[str, str]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-def describe_failure(err: ActivityError) -> str:
-    """One readable line for an activity that failed after its retries."""
-    cause = err.cause
-    if isinstance(cause, ApplicationError):
-        message = cause.message
-    elif isinstance(cause, TimeoutError):
-        kind = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
-        message = f"{kind} timeout"
-        if cause.type is not None and cause.type.name == "HEARTBEAT":
-            message += " (the worker stopped answering: crashed, killed or stuck)"
-    elif isinstance(cause, CancelledError):
-        message = "cancelled"
-    else:
-        message = str(cause or err)
-    state = err.retry_state.name if err.retry_state is not None else ""
-    if state == "MAXIMUM_ATTEMPTS_REACHED":
-        message += " — retries exhausted"
-    elif state == "NON_RETRYABLE_FAILURE":
-        message += " — not retried (retrying would not help)"
-    return message
 
 
 def _reject(message: str) -> None:

@@ -26,7 +26,9 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+
+from workflows.failures import describe_failure
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from xsky import canary
@@ -54,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
 SHORT = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=6)
 EDIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2), maximum_attempts=5)
 HISTORY_LIMIT = 2000  # events before handing over to a fresh run
+HISTORY_BYTES = 8 * 1024 * 1024  # or bytes (each state write carries the state; Temporal's limit is 50 MB)
 
 
 @workflow.defn(name="SkillEntityWorkflow")
@@ -88,6 +91,7 @@ class SkillEntityWorkflow:
             kept = [x for x in self.s.scores if not (x.traj_id == score.traj_id and x.side == score.side and x.commit == score.commit)]
             self.s.scores = kept + [score.model_copy(update={"at": score.at or self._now()})]
             self.dirty = True
+        self._prune_scores()
 
     @workflow.update(description="Take an atom out of the candidates (it moves to another skill); returns it, or null.")
     async def remove_candidate(self, req: RemoveCandidate) -> Candidate | None:
@@ -171,7 +175,9 @@ class SkillEntityWorkflow:
                 await self._canary(decision.verdict, decision.message())  # type: ignore[arg-type]
             if self._edit_due():
                 await self._edit()
-            if workflow.info().get_current_history_length() > HISTORY_LIMIT or workflow.info().is_continue_as_new_suggested():
+            info = workflow.info()
+            if (info.get_current_history_length() > HISTORY_LIMIT or info.get_current_history_size() > HISTORY_BYTES
+                    or info.is_continue_as_new_suggested()):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(SkillEntityInput(slug=self.s.slug, state=self.s, heartbeat_timeout=inp.heartbeat_timeout))
 
@@ -200,11 +206,14 @@ class SkillEntityWorkflow:
         branch = "baby" if self.s.state == "baby" else "main"
         self._event("edit", f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}")
         self._publish()
-        result: EditResult = await workflow.execute_activity(
-            "edit_skill", EditInput(slug=self.s.slug, branch=branch, base_commit=self.s.main_commit, candidates=batch,
-                                    edit_id=edit_id, version=self.s.edits + 1),
-            result_type=EditResult, start_to_close_timeout=timedelta(minutes=30), heartbeat_timeout=self.beat,
-            retry_policy=EDIT_RETRY, summary=f"SkillEditAgent · {self.s.slug}")
+        try:
+            result: EditResult = await workflow.execute_activity(
+                "edit_skill", EditInput(slug=self.s.slug, branch=branch, base_commit=self.s.main_commit, candidates=batch,
+                                        edit_id=edit_id, version=self.s.edits + 1),
+                result_type=EditResult, start_to_close_timeout=timedelta(minutes=30), heartbeat_timeout=self.beat,
+                retry_policy=EDIT_RETRY, summary=f"SkillEditAgent · {self.s.slug}")
+        except ActivityError as e:  # retries exhausted (the model server down, a bug): like a refused edit
+            result = EditResult(ok=False, message=f"SkillEditAgent failed: {describe_failure(e)}")
         if not result.ok:
             self.s.failed_edits += 1
             self.s.last_edit_error = result.message + ("".join(f"\n- {p}" for p in result.problems))
@@ -260,14 +269,20 @@ class SkillEntityWorkflow:
         main, stag = self._canary_scores()
         figures = f"main n={len(main)} mean={_fmt(_mean(main))}; staging n={len(stag)} mean={_fmt(_mean(stag))}"
         verb = "promote" if action == "promote" else "discard"
-        result: GitResult = await workflow.execute_activity(
-            "canary_git", GitAction(slug=self.s.slug, action=verb, staging_commit=staging,  # type: ignore[arg-type]
-                                    message=f"{verb} staging {staging[:10]}: {why}\n\nFigures: {figures}"),
-            result_type=GitResult, start_to_close_timeout=timedelta(minutes=2), retry_policy=SHORT,
-            summary=f"{verb} · {self.s.slug}")
+        try:
+            result: GitResult = await workflow.execute_activity(
+                "canary_git", GitAction(slug=self.s.slug, action=verb, staging_commit=staging,  # type: ignore[arg-type]
+                                        message=f"{verb} staging {staging[:10]}: {why}\n\nFigures: {figures}"),
+                result_type=GitResult, start_to_close_timeout=timedelta(minutes=2), retry_policy=SHORT,
+                summary=f"{verb} · {self.s.slug}")
+        except ActivityError as e:
+            self._event(f"{verb} failed", f"{describe_failure(e)}; tried again at the next change")
+            self._publish()
+            return
         if verb == "promote":
             self.s.main_commit = result.main_commit
         self.s.staging_commit = self.s.staging_started_at = None
+        self._prune_scores()
         self._event(verb, f"{why} [{figures}]")
         self.dirty = True
         await self._persist()
@@ -276,9 +291,17 @@ class SkillEntityWorkflow:
 
     async def _persist(self) -> None:
         self.dirty = False
-        await workflow.execute_activity("write_skill_state", CandidatesFile(state=self.s), start_to_close_timeout=timedelta(minutes=1),
-                                        retry_policy=SHORT, summary=f"write .candidates.yml · {self.s.slug}")
+        try:
+            await workflow.execute_activity("write_skill_state", CandidatesFile(state=self.s), start_to_close_timeout=timedelta(minutes=1),
+                                            retry_policy=SHORT, summary=f"write .candidates.yml · {self.s.slug}")
+        except ActivityError as e:  # the state is safe in the workflow; the file catches up at the next change
+            self._event("write failed", describe_failure(e))
         self._publish()
+
+    def _prune_scores(self) -> None:
+        """Only scores of the versions being compared are kept (others can never count again)."""
+        live = {self.s.main_commit, self.s.staging_commit} - {None}
+        self.s.scores = [x for x in self.s.scores if x.commit in live][-2000:]
 
     def _publish(self) -> None:
         main, staging = self._canary_scores()
@@ -305,3 +328,4 @@ def _mean(values: list[float]) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+

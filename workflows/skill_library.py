@@ -1,4 +1,4 @@
-"""The library entity workflow (``xsky-skill-library``): where each new atom goes, one at a time.
+"""The library entity workflow (``xsky-skills-library``): where each new atom goes, one at a time.
 
 New atoms arrive by the ``cluster`` signal (signal-with-start from the atom pipeline,
 after a delta's commit). For each, TaskClusterAgent decides — add to a skill's
@@ -15,6 +15,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+
+from workflows.failures import describe_failure
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from xsky.clustering import ClusterDecision
@@ -58,15 +61,23 @@ class SkillLibraryWorkflow:
         while True:
             await workflow.wait_condition(lambda: bool(self.queue))
             atom = self.queue.pop(0)
-            outcome: ClusterOutcome = await workflow.execute_activity(
-                "cluster_atom", atom, result_type=ClusterOutcome, start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(seconds=inp.heartbeat_timeout), retry_policy=RETRY,
-                summary=f"TaskClusterAgent · {atom.atom_id}")
+            try:
+                outcome: ClusterOutcome = await workflow.execute_activity(
+                    "cluster_atom", atom, result_type=ClusterOutcome, start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=inp.heartbeat_timeout), retry_policy=RETRY,
+                    summary=f"TaskClusterAgent · {atom.atom_id}")
+            except ActivityError as e:  # e.g. the model refused the key: this atom is skipped, the library goes on
+                outcome = ClusterOutcome(decisions=[ClusterDecision(action="skip", atom_id=atom.atom_id, traj_id=atom.traj_id,
+                                                                    reason=f"TaskClusterAgent failed: {describe_failure(e)}")])
             for decision in outcome.decisions:
-                await workflow.execute_activity(
-                    "apply_decision", ApplyDecision(decision=decision, heartbeat_timeout=inp.heartbeat_timeout),
-                    start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY,
-                    summary=f"{decision.action} · {decision.skill or ''} · {decision.atom_id}")
+                try:
+                    await workflow.execute_activity(
+                        "apply_decision", ApplyDecision(decision=decision, heartbeat_timeout=inp.heartbeat_timeout),
+                        start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY,
+                        summary=f"{decision.action} · {decision.skill or ''} · {decision.atom_id}")
+                except ActivityError as e:
+                    decision = decision.model_copy(update={"reason": f"{decision.reason} — NOT APPLIED: {describe_failure(e)}"})
+                    self.totals["failed"] = self.totals.get("failed", 0) + 1
                 self.recent = (self.recent + [decision])[-KEEP_RECENT:]
                 self.totals[decision.action] = self.totals.get(decision.action, 0) + 1
             self.seen = (self.seen + [atom.atom_id])[-KEEP_SEEN:]
@@ -82,3 +93,4 @@ class SkillLibraryWorkflow:
         lines = [f"**skill library** · {len(self.queue)} atoms queued · {counts}"]
         lines += [f"- {d.action} {d.skill or ''} ← {d.atom_id} (w {d.weightscore}, {d.by}): {d.reason[:100]}" for d in self.recent[-8:]]
         return "\n".join(lines)
+

@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
     from xsky.skill_models import AtomRef, RouteInput, traj_of
 
 DELTA_ID_PREFIX = "xsky-skills-delta-"
-ROUNDS_PER_RUN = 10  # a round of 200 deltas writes ~800 events; hand over well before 50k
 STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=6)
 
 
@@ -111,7 +110,7 @@ class SkillsScanWorkflow:
 
     @workflow.run
     async def run(self, inp: SkillsScanInput) -> SkillsScanResult:
-        self.totals = SkillsScanResult.model_validate(inp.totals) if inp.totals else SkillsScanResult()
+        self.totals = inp.totals.model_copy() if inp.totals else SkillsScanResult()
         self.heartbeat_timeout = inp.heartbeat_timeout
         rounds = inp.rounds_done
         while True:
@@ -125,8 +124,8 @@ class SkillsScanWorkflow:
             await self._process(scan.deltas, inp.concurrency)
             if scan.remaining == 0 or rounds >= inp.max_rounds:
                 break
-            if workflow.info().is_continue_as_new_suggested() or rounds - inp.rounds_done >= ROUNDS_PER_RUN:
-                workflow.continue_as_new(inp.model_copy(update={"rounds_done": rounds, "totals": self.totals.model_dump()}))
+            if workflow.info().is_continue_as_new_suggested() or rounds - inp.rounds_done >= inp.rounds_per_run:
+                workflow.continue_as_new(inp.model_copy(update={"rounds_done": rounds, "totals": self.totals}))
         workflow.set_current_details(self._details(None))
         return self.totals
 

@@ -21,9 +21,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from xsky.trajectory import RENDER_VERSION, Unit
+from xsky.transcripts import SKILL_NAME
 
 INPUT_CAP = 30_000  # characters of trajectory one TaskAgent call sees (xskill's cap)
 RAW_SEGMENT_CAP = 30_000
+KEEP_DELTAS = 20
 CONTEXT_PREFIX_CHARS = 600
 INTENT_CHARS = 160
 SUMMARY_CHARS = 600
@@ -326,7 +328,7 @@ def heuristic_ux(sig: dict[str, int]) -> int:
 
 
 def measured_skills(units: list[Unit]) -> list[str]:
-    return list(dict.fromkeys(u.skill for u in units if u.skill))
+    return list(dict.fromkeys(u.skill for u in units if u.skill and SKILL_NAME.match(u.skill)))
 
 
 def first_sentence(text: str, limit: int) -> str:
@@ -441,6 +443,7 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
             sig = prev_signals + signals(new_units, atom.provenance.keywords or None)
             if atom.intent.startswith("(no prompt)") or atom.intent.startswith("(agent activity"):
                 atom.intent = d.intent or offline_intent(new_units, None)
+            seen_until = atom.offset_end  # what the atom already holds (an earlier delta or window)
             atom.offset_end = end
             added = d.summary or offline_summary(new_units)
             atom.summary = d.summary if (d.summary and split_by == "model") else _join_summary(atom.summary, added)
@@ -471,9 +474,14 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
             atom.ux_score, atom.provenance.ux_score_by = heuristic_ux(sig), "heuristic"
         atom.provenance.keywords = (d.keywords or atom.provenance.keywords)[:40]
         atom.provenance.ended = "interrupted" if d.interrupted else "completed" if d.completed else "open"
-        atom.provenance.deltas = atom.provenance.deltas + [f"bytes {view.byte_start}-{view.byte_end}"]
+        label = f"bytes {view.byte_start}-{view.byte_end}"
+        if label not in atom.provenance.deltas[-1:]:  # one entry per delta, not per window
+            atom.provenance.deltas = (atom.provenance.deltas + [label])[-KEEP_DELTAS:]
         _extend_anchor(atom, view.path, new_units)
-        segment = (atom.raw_segment if d.extends is not None else "") + view.slice(max(atom.offset_start, view.md_start), end)
+        if d.extends is not None:
+            segment = atom.raw_segment + view.slice(max(seen_until, view.md_start), end)
+        else:
+            segment = view.slice(max(atom.offset_start, view.md_start), end)
         atom.raw_segment = segment if len(segment) <= RAW_SEGMENT_CAP else segment[:RAW_SEGMENT_CAP] + "\n[… cut; see provenance.raw]"
         atoms.append(atom)
     for a, b in zip(atoms, atoms[1:], strict=False):

@@ -3,13 +3,20 @@
 **Assignment** is sticky: ``sha256("<run or trajectory id>:<skill>")`` read as a fraction
 of 2^64 below p = 0.2 → staging, else main. The same run always gets the same side.
 
-**Decision rule** (stated in the README): nothing is decided before both sides have at
-least 20 UX scores. Then a one-sided Mann–Whitney test at α = 0.05 asks whether staging is
-worse than main by more than a margin of 0.5 points — whether ``staging + 0.5`` tends to
-score below ``main``. If it is (p < α), staging is discarded; if not, staging is
-non-inferior within the margin and is promoted. A staging version that has not reached
-a decision after 14 days is discarded. Scores are integers 1–10 with many ties, so the
-test uses mid-ranks and the tie-corrected variance, with a continuity correction.
+**Decision rule** (stated in the README). Nothing is decided before both sides have at
+least 20 UX scores. Then one Mann–Whitney statistic compares ``staging + 0.5`` with
+``main`` (the margin is 0.5 points), read on both tails at α = 0.05:
+
+- *non-inferiority* (upper tail): staging + 0.5 tends to score above main — staging is
+  shown not to be worse than main by more than the margin → **promote**;
+- *inferiority* (lower tail): staging + 0.5 tends to score below main — staging is shown
+  to be worse by more than the margin → **discard**;
+- neither: the evidence is not there yet → keep collecting; a staging version with no
+  decision after 14 days is **discarded**. A new version must earn its place: not
+  showing harm is not enough (LLM-written skills are not better by default).
+
+Scores are integers 1–10 with many ties: mid-ranks, the tie-corrected variance and a
+continuity correction.
 """
 
 from __future__ import annotations
@@ -38,15 +45,16 @@ def assign(key: str, skill: str, p: float = P_STAGING) -> Side:
 class Test:
     u: float
     z: float
-    p: float
+    p_worse: float  # lower tail: staging worse than main by more than the margin
+    p_not_worse: float  # upper tail: staging not worse than main by more than the margin
 
 
-def worse_by_more_than(staging: list[float], main: list[float], margin: float = MARGIN) -> Test:
-    """One-sided Mann–Whitney: is ``staging + margin`` stochastically smaller than ``main``?
+def shifted_test(staging: list[float], main: list[float], margin: float = MARGIN) -> Test:
+    """Mann–Whitney U of ``staging + margin`` against ``main``, with both one-sided p-values.
 
-    U counts pairs where the shifted staging score beats the main score (ties count ½);
-    a small U means staging is worse by more than the margin. p is the normal
-    approximation's lower tail with tie-corrected variance and a continuity correction.
+    U counts pairs where the shifted staging score beats the main score (ties count ½).
+    The p-values use the normal approximation with tie-corrected variance and a continuity
+    correction towards the mean.
     """
     shifted = [s + margin for s in staging]
     n1, n2 = len(shifted), len(main)
@@ -69,10 +77,15 @@ def worse_by_more_than(staging: list[float], main: list[float], margin: float = 
     n = n1 + n2
     mean = n1 * n2 / 2
     var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
-    if var <= 0:
-        return Test(u, 0.0, 0.5 if u == mean else (0.0 if u < mean else 1.0))
-    z = (u - mean + 0.5) / math.sqrt(var)
-    return Test(u, z, 0.5 * (1 + math.erf(z / math.sqrt(2))))
+    if var <= 0:  # every score equal on both sides: nothing to tell them apart
+        return Test(u, 0.0, 1.0, 1.0)
+    sd = math.sqrt(var)
+    z_low, z_high = (u - mean + 0.5) / sd, (u - mean - 0.5) / sd
+    return Test(u, (u - mean) / sd, _phi(z_low), 1 - _phi(z_high))
+
+
+def _phi(z: float) -> float:
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
 
 
 @dataclass
@@ -94,16 +107,24 @@ def decide(main: list[float], staging: list[float], started: datetime | None = N
     """The rule above, applied to the scores so far."""
     figures: dict[str, float] = {"n_main": len(main), "n_staging": len(staging),
                                  "mean_main": _mean(main), "mean_staging": _mean(staging)}
+    expired = started is not None and now is not None and now - started >= MAX_AGE
     if len(main) < MIN_SCORES or len(staging) < MIN_SCORES:
-        if started is not None and now is not None and now - started >= MAX_AGE:
+        if expired:
             return Decision("discard", f"no decision after {MAX_AGE.days} days: fewer than {MIN_SCORES} scores on a side",
                             {**figures, "u": float("nan"), "z": float("nan"), "p": float("nan")})
         return Decision("wait", f"waiting for {MIN_SCORES} scores on each side (main {len(main)}, staging {len(staging)})")
-    test = worse_by_more_than(staging, main)
-    figures.update(u=test.u, z=test.z, p=test.p)
-    if test.p < ALPHA:
-        return Decision("discard", f"staging is worse than main by more than {MARGIN} points", figures)
-    return Decision("promote", f"staging is not worse than main by more than {MARGIN} points", figures)
+    test = shifted_test(staging, main)
+    if test.p_worse < ALPHA:
+        return Decision("discard", f"staging is worse than main by more than {MARGIN} points",
+                        {**figures, "u": test.u, "z": test.z, "p": test.p_worse})
+    if test.p_not_worse < ALPHA:
+        return Decision("promote", f"staging is shown not to be worse than main by more than {MARGIN} points",
+                        {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse})
+    if expired:
+        return Decision("discard", f"no decision after {MAX_AGE.days} days: staging was not shown to be at least as good",
+                        {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse})
+    return Decision("wait", f"not yet shown either way (p = {test.p_not_worse:.3f} for not worse, {test.p_worse:.3f} for "
+                            f"worse, by {MARGIN}); collecting more scores")
 
 
 def _mean(values: list[float]) -> float:

@@ -59,6 +59,7 @@ CONTEXT: list[Rule] = [
     ("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,200}:([^\s@/\"'<>]{1,200})@"), 1),
     ("basic-auth", re.compile(r"(?:^|\s)(?:-u|--user)[= ][\"']?[^\s:\"']{1,100}:([^\s\"']{4,})"), 1),
     ("mysql-password", re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,300}?\s-p[\"']?([^\s\"']{4,})"), 1),
+    ("cookie", re.compile(r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\n\"']{8,})"), 1),
     ("cli-secret", re.compile(
         r"(?i)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|access-key|secret-key)(?:=|\s+)[\"']?([^\s\"']{4,})"), 1),
 ]
@@ -114,7 +115,7 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("PRIVATE KEY",), ("sk-ant-",), ("sk-",), ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("glpat-",), ("xox",), ("hooks.slack.com",), ("AIza",),
     ("_live_", "_test_"), ("whsec_",), ("hf_",), ("npm_",), ("SG.",), ("SK",), ("eyJ",),
-    ("uthorization", "UTHORIZATION"), ("earer", "EARER"), ("://",), ("-u", "--user"), ("mysql",), ("--",),
+    ("uthorization", "UTHORIZATION"), ("earer", "EARER"), ("://",), ("-u", "--user"), ("mysql",), ("ookie", "OOKIE"), ("--",),
 ]
 
 
@@ -131,7 +132,25 @@ def redact(text: str) -> str:
 
 
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_OPERATOR_VALUE = re.compile(r"[\"']?[ \t]*(?::=|=>|:|=)[ \t]*[\"']?([^\s\"',;`)(\]\[{}]+)")
+_OPERATOR = re.compile(r"[\"']?[ \t]*(?::=|=>|:|=)[ \t]*\(?[ \t]*")
+_BARE_VALUE = re.compile(r"[^\s\"'`]+")
+_QUOTED_MAX = 500
+
+
+def _value_at(text: str, at: int) -> tuple[int, int] | None:
+    """The span of the value an assignment gives: up to its closing quote when quoted (spaces,
+    commas and all), else the bare token without trailing punctuation."""
+    if at < len(text) and text[at] in "\"'":
+        close = text.find(text[at], at + 1, at + 1 + _QUOTED_MAX)
+        if close < 0:
+            nl = text.find("\n", at + 1)
+            close = min(len(text) if nl < 0 else nl, at + 1 + _QUOTED_MAX)
+        return (at + 1, close) if close > at + 1 else None
+    m = _BARE_VALUE.match(text, at)
+    if m is None:
+        return None
+    value = m.group(0).rstrip(",;)]}")
+    return (at, at + len(value)) if value else None
 
 
 def _assignments(text: str) -> str:
@@ -156,15 +175,17 @@ def _assignments(text: str) -> str:
         name = text[start:end]
         if not _NAME_WORD.search(name) or (start > 0 and text[start - 1] == "$"):
             continue
-        m = _OPERATOR_VALUE.match(text, end)
-        if m is None:
+        op = _OPERATOR.match(text, end)
+        span = _value_at(text, op.end()) if op is not None else None
+        if span is None:
             continue
-        pos = m.end()
-        if _is_placeholder(m.group(1)) or name.lower() in _NOT_SECRET_NAMES:
+        pos = span[1]
+        value = text[span[0]:span[1]]
+        if _is_placeholder(value) or name.lower() in _NOT_SECRET_NAMES:
             continue
-        out.append(text[at:m.start(1)])
+        out.append(text[at:span[0]])
         out.append(_label("secret"))
-        at = m.end()
+        at = span[1]
     out.append(text[at:])
     return "".join(out)
 

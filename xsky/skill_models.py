@@ -16,7 +16,7 @@ from xsky.models import WireModel as Wire
 SkillState = Literal["baby", "main", "retired"]
 EDIT_THRESHOLD = 10  # cumulative weightscore of pending candidates that triggers SkillEditAgent
 KEEP_EVENTS = 60
-KEEP_CONSUMED = 200
+KEEP_CONSUMED = 50
 
 
 class AtomRef(Wire):
@@ -192,8 +192,9 @@ class RouteInput(Wire):
 
 
 def library_workflow_id(task_queue: str) -> str:
-    """``xsky-skill-library``; per task queue, so deployments sharing a server stay apart."""
-    return "xsky-skill-library" if task_queue == "xsky" else f"xsky-skill-library-{task_queue}"
+    """``xsky-skills-library`` (plural: no skill's entity id can be it); per task queue, so
+    deployments sharing a server stay apart."""
+    return "xsky-skills-library" if task_queue == "xsky" else f"xsky-skills-library-{task_queue}"
 
 
 def entity_workflow_id(task_queue: str, slug: str) -> str:

@@ -10,9 +10,6 @@ from pydantic import Field
 
 from xsky.models import WireModel as Wire
 
-DEFAULT_EVERY = 30.0
-
-
 class DeltaRef(Wire):
     """Bytes ``[start, end)`` of one raw transcript, not yet turned into atoms."""
 
@@ -97,17 +94,6 @@ class DeltaResult(Wire):
     note: str = ""
 
 
-class SkillsScanInput(Wire):
-    """The one input of the scan workflow (a schedule tick or ``skills scan --once``)."""
-
-    scan: ScanInput = Field(default_factory=ScanInput)
-    concurrency: int = Field(8, ge=1, le=100, description="delta workflows running at once")
-    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds a delta step may go silent (a dead worker) before a retry")
-    max_rounds: int = Field(50, ge=1, description="scan rounds before the workflow hands over to a fresh run")
-    rounds_done: int = 0
-    totals: dict[str, int] = Field(default_factory=dict)
-
-
 class SkillsScanResult(Wire):
     rounds: int = 0
     deltas: int = 0
@@ -118,3 +104,15 @@ class SkillsScanResult(Wire):
     failed: int = 0
     atoms: int = 0
     problems: list[str] = Field(default_factory=list)
+
+
+class SkillsScanInput(Wire):
+    """The one input of the scan workflow (a schedule tick or ``skills scan --once``)."""
+
+    scan: ScanInput = Field(default_factory=ScanInput)
+    concurrency: int = Field(8, ge=1, le=100, description="delta workflows running at once")
+    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds a delta step may go silent (a dead worker) before a retry")
+    max_rounds: int = Field(50, ge=1, description="scan rounds in one tick at most (the next tick goes on)")
+    rounds_per_run: int = Field(10, ge=1, description="rounds before continuing as new (a round of 200 deltas is ~800 events)")
+    rounds_done: int = 0
+    totals: SkillsScanResult | None = None  # carried across continue-as-new

@@ -11,13 +11,9 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 
 from xsky.transcripts import KIND_TAG
-
-TRAJ_ID_RE = re.compile(r"^traj_[a-z0-9]+_[a-z0-9]+_[a-z0-9-]+$")
-
 
 def sessions_dir(home: Path, kind: str) -> Path:
     return home / f"{KIND_TAG[kind]}_sessions"
@@ -49,11 +45,6 @@ def tasks_dir(home: Path, traj_id: str) -> Path:
 
 def atom_path(home: Path, traj_id: str, aid: str) -> Path:
     return tasks_dir(home, traj_id) / f"{aid}.json"
-
-
-def delta_key(traj_id: str, start: int, end: int) -> str:
-    """The delta's name: its workflow id suffix and staging folder (deterministic)."""
-    return f"{traj_id}-{start}-{end}"
 
 
 def staging_dir(home: Path, key: str) -> Path:

@@ -76,7 +76,8 @@ class Unit:
     call_id: str | None = None
 
     def wire(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+        # `is`, not `in`: 0 == False, and offset 0 must be kept.
+        return {k: v for k, v in self.__dict__.items() if v is not None and v is not False}
 
     @classmethod
     def from_wire(cls, d: dict[str, Any]) -> Unit:

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.test_skills_watch import scan_once, start_pipeline, start_skills_worker, wait_until
 from tests.skills_fixtures import Transcripts, clone_codex
 from workflows.skill_entity import SkillEntityWorkflow
-from xsky.skill_models import AddCandidates, Candidate, CanaryVerdict, RecordScores, Score, SkillEntityInput, SkillView, entity_workflow_id
+from xsky.skill_models import AddCandidates, Candidate, RecordScores, Score, SkillEntityInput, SkillView, entity_workflow_id
 from xsky.skill_spec import problems, split
 
 pytestmark = pytest.mark.integration

@@ -289,3 +289,14 @@ async def test_our_own_agents_conversations_feed_the_pipeline(env: Env, transcri
     assert traj.startswith("traj_xsky_explore_")
     (atom,) = read_atoms(transcripts.home, traj)
     assert "list the workspace" in atom.intent and atom.ux_score == 10 and atom.provenance.ux_score_by == "heuristic"
+
+
+async def test_a_long_scan_continues_as_new_carrying_its_counts(env: Env, transcripts: Transcripts):
+    await start_pipeline(env)
+    inp = SkillsScanInput(scan=ScanInput(settle_seconds=3600, limit=1), rounds_per_run=2)
+    handle = await env.client.start_workflow(SkillsScanWorkflow.run, inp, id=f"xsky-skills-can-{uuid.uuid4().hex[:6]}",
+                                             task_queue=env.settings.skills_queue)
+    result = await asyncio.wait_for(handle.result(), 120)
+    assert result.committed == 6 and result.deltas == 6 and result.rounds >= 6, result.model_dump()
+    runs = [w async for w in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert sum(1 for w in runs if w.status is not None and w.status.name == "CONTINUED_AS_NEW") >= 2

@@ -40,3 +40,20 @@ def test_a_private_key_split_over_escaped_lines_and_nested_values_are_redacted()
     assert "MIIEowIBAAKCAQEA7yq0mW3tQ9xT2bq" not in json.dumps(out) and out["n"] == 3  # type: ignore[index]
     cut = redact("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ")  # no END line
     assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU" not in cut
+
+
+@pytest.mark.parametrize("text", [
+    '"password":"with,comma;semi-s3cret"', 'password = ("s3cretvalue")', 'password: "p@ss w0rd long"',
+    'PASSWORD="hello world secret"', "Cookie: sessionid=abcdef1234567890; csrftoken=zzzzzzzz", "passwords: hunter2xyz,",
+])
+def test_a_whole_value_goes_however_it_is_quoted_or_punctuated(text: str) -> None:
+    out = redact(text)
+    assert "[REDACTED:" in out
+    for word in ("comma", "semi", "s3cret", "w0rd", "hello", "world", "abcdef1234567890", "hunter2xyz"):
+        assert word not in out
+
+
+@pytest.mark.parametrize("text", ["DB_PASSWORD=${DB_PASSWORD}", "password: <your-password>", 'token = os.environ["TOKEN"]',
+                                  "PWD=/home/me/project", "max_tokens=4096"])
+def test_placeholders_and_lookalike_names_stay(text: str) -> None:
+    assert redact(text) == text

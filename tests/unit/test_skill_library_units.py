@@ -30,11 +30,24 @@ def _stream(rng: random.Random, mean: float, n: int) -> list[float]:
     return [float(max(1, min(10, round(rng.gauss(mean, 1.5))))) for _ in range(n)]
 
 
-@pytest.mark.parametrize(("main", "staging", "verdict"), [(7.0, 8.0, "promote"), (7.0, 7.0, "promote"), (8.0, 5.0, "discard")])
-def test_synthetic_score_streams_give_promote_promote_discard(main: float, staging: float, verdict: str) -> None:
+@pytest.mark.parametrize(("main", "staging", "n", "verdict"), [
+    (7.0, 8.0, 40, "promote"),  # better
+    (7.0, 7.0, 150, "promote"),  # equal: shown non-inferior once there are enough scores
+    (8.0, 5.0, 25, "discard"),  # worse by far more than the margin
+])
+def test_synthetic_score_streams_give_promote_promote_discard(main: float, staging: float, n: int, verdict: str) -> None:
     rng = random.Random(7)
-    outcomes = [canary.decide(_stream(rng, main, 25), _stream(rng, staging, 25)).verdict for _ in range(30)]
-    assert outcomes.count(verdict) >= 28, outcomes
+    outcomes = [canary.decide(_stream(rng, main, n), _stream(rng, staging, n)).verdict for _ in range(30)]
+    assert outcomes.count(verdict) >= 27, outcomes
+
+
+def test_a_staging_version_no_better_than_the_margin_is_rarely_promoted() -> None:
+    """Not showing harm is not enough: at exactly 0.5 worse, promotion happens at about alpha."""
+    rng = random.Random(11)
+    outcomes = [canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.5, 40)).verdict for _ in range(300)]
+    assert outcomes.count("promote") / 300 <= 0.09
+    worse = [canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.0, 40)).verdict for _ in range(300)]
+    assert worse.count("promote") <= 3
 
 
 def test_fewer_than_twenty_scores_decide_nothing_until_fourteen_days_pass() -> None:
@@ -44,6 +57,9 @@ def test_fewer_than_twenty_scores_decide_nothing_until_fourteen_days_pass() -> N
     assert canary.decide(good[:19], good, start, start + timedelta(days=1)).verdict == "wait"
     expired = canary.decide(good, bad, start, start + timedelta(days=14))
     assert expired.verdict == "discard" and "14 days" in expired.reason
+    main, close = [6.0, 7.0, 8.0, 9.0] * 5, [6.0, 6.0, 7.0, 9.0] * 5  # about 0.5 worse: neither shown
+    assert canary.decide(main, close, start, start + timedelta(days=2)).verdict == "wait"
+    assert canary.decide(main, close, start, start + timedelta(days=15)).verdict == "discard"
 
 
 def test_the_decision_message_cites_the_figures() -> None:

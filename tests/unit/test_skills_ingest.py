@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from pathlib import Path
@@ -116,15 +117,16 @@ def test_a_partial_last_line_waits_until_it_is_complete_or_the_file_settles(t: T
     assert len(settled.deltas) == 1 and settled.deltas[0].end == os.path.getsize(path)
 
 
-def test_a_delta_commits_once_and_an_overlapping_stale_one_is_refused(t: Transcripts) -> None:
+def test_a_delta_commits_once_a_retry_gets_the_same_answer_and_an_overlapping_stale_one_is_refused(t: Transcripts) -> None:
     result = scan(t.home, sources(t), ScanInput(settle_seconds=3600))
     d = next(x for x in result.deltas if x.traj_id == CODEX_TRAJ)
     render_delta(t.home, d)
     asyncio.run(split_delta(t.home, d, None, lambda note: None))
     shadow = d.model_copy(update={"end": d.end - 1})  # another tick's idea of the same bytes
-    assert commit_delta(t.home, d).committed
-    again = commit_delta(t.home, d)
-    assert not again.committed and "already committed" in again.reason
+    first = commit_delta(t.home, d)
+    assert first.committed and first.new
+    again = commit_delta(t.home, d)  # a retry after a worker died before replying: the same answer, nothing rewritten
+    assert again.committed and (again.atoms, again.new) == (first.atoms, first.new) and "earlier attempt" in again.reason
     stale = commit_delta(t.home, shadow)
     assert not stale.committed and "stale" in stale.reason
     chain(read_atoms(t.home, CODEX_TRAJ))
@@ -200,7 +202,11 @@ def test_a_long_delta_is_windowed_and_its_atoms_still_tile_the_view(t: Transcrip
     atoms = read_atoms(t.home, CODEX_TRAJ)
     chain(atoms)
     assert len(atoms) >= 12
-    assert all(len(a.raw_segment) <= 30_100 for a in atoms)
+    view = (t.home / "codex_sessions" / f"{CODEX_TRAJ}.md").read_text()
+    for a in atoms:  # each atom's raw_segment is its own slice of the view, once (cut at 30,000 characters)
+        segment = a.raw_segment.split("\n[… cut; see provenance.raw]")[0]
+        assert segment == view[a.offset_start:a.offset_end][: len(segment)] and len(segment) <= 30_000
+        assert len(a.provenance.deltas) == 1
 
 
 def test_no_fixture_secret_reaches_a_view_an_index_an_atom_or_the_database(t: Transcripts) -> None:
@@ -214,3 +220,53 @@ def test_a_registered_source_that_does_not_exist_is_a_problem_with_a_fix(t: Tran
     missing = Source("codex", t.root / "nowhere", "/p/.xsky/settings.json")
     result = scan(t.home, [*sources(t), missing], ScanInput())
     assert any("no such folder" in p and "remove-source" in p for p in result.problems)
+
+
+def test_a_new_file_at_an_old_path_is_a_new_trajectory_and_an_unrelated_reused_inode_is_not_a_move(t: Transcripts) -> None:
+    tick(t)
+    path = t.root / CODEX_MAIN
+    data = path.read_bytes()
+    path.unlink()
+    # The new file may even get the old inode back; its first bytes tell it apart.
+    path.write_bytes(data.replace(b"0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a", b"0199ffff-7e51-7b20-9c4d-1f2e3d4c5b6a") + data[-300:])
+    result = tick(t)
+    assert any("was replaced by a new file" in p for p in result.problems)
+    assert [d.traj_id for d in result.deltas] == ["traj_codex_learn_0199ffff"]
+    store = SkillStore(t.home)
+    try:
+        old = store.file_of(CODEX_TRAJ)
+        assert old is not None and old.status == "replaced"
+    finally:
+        store.close()
+
+
+def test_a_moved_file_whose_first_bytes_differ_is_not_taken_for_the_old_one(t: Transcripts) -> None:
+    tick(t)
+    src = t.root / CODEX_MAIN
+    dest = t.codex / "archived_sessions" / src.name
+    shutil.move(src, dest)
+    with open(dest, "r+b") as fh:  # same inode, different content: not the file we followed
+        fh.write(b'{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}\n')
+    moved = tick(t)
+    assert moved.moved == 0 and moved.gone == 1 and moved.new_files == 1
+
+
+def test_one_task_spanning_several_windows_is_one_atom_holding_its_text_once(t: Transcripts) -> None:
+    path = t.codex / "sessions" / "2026" / "11" / "30" / "rollout-long.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [{"type": "session_meta", "payload": {"id": "0199eeee-0000-7000-8000-000000000001", "cwd": "/home/dev/long"}},
+             {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                   "content": [{"type": "input_text", "text": "profile the nightly batch job"}]}}]
+    for i in range(40):
+        lines.append({"type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": f"c{i}",
+                                                           "arguments": json.dumps({"command": ["bash", "-lc", f"perf record {i}"]})}})
+        lines.append({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{i}",
+                                                           "output": f"sample {i} " + "x" * 3000}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    tick(t)
+    (atom,) = read_atoms(t.home, "traj_codex_long_0199eeee")
+    view = (t.home / "codex_sessions" / "traj_codex_long_0199eeee.md").read_text()
+    assert atom.raw_segment.count("profile the nightly batch job") == 1
+    segment = atom.raw_segment.split("\n[… cut; see provenance.raw]")[0]
+    assert segment == view[atom.offset_start:atom.offset_end][: len(segment)]
+    assert atom.provenance.deltas == [f"bytes 0-{path.stat().st_size}"]

@@ -111,3 +111,24 @@ def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Pa
     assert [e.skill for e in events if e.skill] == ["changelog-style"]
     assert [e.tool for e in events if e.kind == "tool_result"] == ["read_skill"]
     assert events[-1].marker == "task_complete"
+
+
+def test_hostile_records_neither_break_parsing_nor_smuggle_text_or_paths() -> None:
+    key = "sk-ant-api03-" + "Q" * 40
+    lines = [
+        {"type": "assistant", "uuid": "u1", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "/"}}]}},
+        {"type": "assistant", "uuid": "u2", "message": {"id": "m2", "content": [{"type": "tool_use", "id": "t2", "name": "Skill",
+                                                                                   "input": {"skill": "../../../../home/u/proj"}}]}},
+        {"type": "assistant", "uuid": "u3", "message": {"id": "m3", "content": [{"type": "tool_use", "id": key, "name": key, "input": {}}]}},
+        {"type": key},
+        {"type": "user", "uuid": "u4", "message": {"content": [{"type": "tool_result", "tool_use_id": 7, "content": None}]}},
+        {"type": "assistant", "uuid": "u5", "message": "not a dict"},
+        {"type": "system", "subtype": "turn_duration", "durationMs": "soon"},
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, state := ParseState(), FileInfo("/x.jsonl"))
+    assert [e.skill for e in events if e.skill] == [], "neither '/' nor a path is a skill name"
+    assert all(key not in (e.tool or "") and key not in (e.call_id or "") for e in events)
+    assert key not in json.dumps(state.model_dump())
+    xsky_line = json.dumps({"type": "message", "message": {"role": "assistant", "content": "x", "tool_calls": 5}}) + "\n"
+    assert adapter_for("xsky").parse(xsky_line.encode(), 0, ParseState(), FileInfo("/y.jsonl"))[0].kind == "assistant"

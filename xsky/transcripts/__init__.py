@@ -10,6 +10,7 @@ interpreted), a line that is not JSON is counted and skipped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -17,6 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from xsky.models import WireModel
+from xsky.redact import redact
 from xsky.trajectory import Event
 
 SourceKind = Literal["claude-code", "codex", "xsky"]
@@ -55,7 +57,7 @@ class ParseState(WireModel):
                 del self.calls[key]
 
     def count_opaque(self, kind: str) -> None:
-        key = kind[:60] or "(none)"
+        key = ident(kind) or "(other)"  # a record type is data too: never a way to smuggle text out
         if key in self.opaque or len(self.opaque) < 100:
             self.opaque[key] = self.opaque.get(key, 0) + 1
 
@@ -82,6 +84,38 @@ class Adapter(Protocol):
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]: ...
 
     def identity(self, head: bytes, info: FileInfo) -> Identity: ...
+
+
+_IDENT = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
+SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+def ident(value: Any) -> str | None:
+    """A record's identifier (tool name, call id, uuid, model, type) if it looks like one.
+
+    Identifiers go into headings, indexes and model prompts unredacted, so anything that
+    is not a plain token (a key pasted as a tool name, a path, prose) is dropped.
+    """
+    if not isinstance(value, str) or not _IDENT.match(value):
+        return None
+    return value if redact(value) == value else None  # a key has the shape of an identifier too
+
+
+def skill_name(value: Any) -> str | None:
+    """A skill name as the library spells them (``plugin:name`` → ``name``), or None."""
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lstrip("/").split(":")[-1].split()[0] if value.strip().lstrip("/") else ""
+    return name if SKILL_NAME.match(name) else None
+
+
+def guarded(parse_one: Any, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Any]:
+    """One record parsed, or counted unreadable: a malformed record never blocks a transcript."""
+    try:
+        return parse_one(offset, end, rec, state)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        state.unreadable += 1
+        return []
 
 
 def records(data: bytes, base: int, state: ParseState) -> Iterator[tuple[int, int, dict[str, Any]]]:

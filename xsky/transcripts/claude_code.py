@@ -23,7 +23,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.trajectory import Event
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, records, text_of
+from xsky.redact import redact
+from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, records, skill_name, text_of
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
 _COMMAND_WRAPPER = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
@@ -56,7 +57,7 @@ class ClaudeCodeAdapter:
         lines = list(records(data, base, state))
         events: list[Event] = []
         for offset, end, rec in _parent_order(lines):
-            events.extend(self._record(offset, end, rec, state, info))
+            events.extend(guarded(lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state))
         return events
 
     # -- one record --------------------------------------------------------------------------
@@ -67,11 +68,11 @@ class ClaudeCodeAdapter:
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
         lane = "sidechain" if rec.get("isSidechain") is True and not info.subagent else "main"
-        uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        uuid = ident(rec.get("uuid"))
+        ts = ident(rec.get("timestamp"))
         if isinstance(rec.get("cwd"), str):
-            state.cwd = rec["cwd"]
-        if isinstance(rec.get("sessionId"), str):
+            state.cwd = redact(rec["cwd"].replace("\n", " "))[:500]
+        if ident(rec.get("sessionId")):
             state.session_id = rec["sessionId"]
         key = _dedupe_key(rec)
         if key is not None:
@@ -79,7 +80,7 @@ class ClaudeCodeAdapter:
                 return []
             state.remember("seen", key)
         out: list[Event] = []
-        parent = rec.get("parentUuid")
+        parent = ident(rec.get("parentUuid"))
         if uuid is not None:
             last = state.last_uuid.get(lane)
             if isinstance(parent, str) and last is not None and parent != last and parent in state.known:
@@ -106,8 +107,8 @@ class ClaudeCodeAdapter:
             return out
 
         if kind == "assistant":
-            model = message.get("model")
-            if isinstance(model, str) and model and not model.startswith("<"):
+            model = ident(message.get("model"))
+            if model and not model.startswith("<"):
                 state.model = model
             for block in _blocks(message.get("content")):
                 btype = block.get("type")
@@ -116,15 +117,15 @@ class ClaudeCodeAdapter:
                 elif btype == "thinking":
                     out.append(ev("thinking", str(block.get("thinking", ""))))
                 elif btype in ("tool_use", "server_tool_use"):
-                    name = str(block.get("name", "tool"))
-                    call_id = str(block.get("id", "")) or None
+                    name = ident(block.get("name")) or "tool"
+                    call_id = ident(block.get("id"))
                     args = block.get("input") if isinstance(block.get("input"), dict) else {}
                     if call_id:
                         state.open_call(call_id, name)
                     out.append(Event("tool_call", _call_text(name, args), offset, end, lane, uuid=uuid, call_id=call_id,
                                      tool=name, skill=_skill_used(name, args), timestamp=ts))
                 elif btype is not None:
-                    state.count_opaque(f"assistant.{btype}")
+                    state.count_opaque(f"assistant.{btype}")  # ident() inside drops anything odd
             return out
 
         # user lines: a prompt, tool results, or injected context
@@ -141,7 +142,7 @@ class ClaudeCodeAdapter:
         for block in _blocks(content):
             btype = block.get("type")
             if btype == "tool_result":
-                call_id = str(block.get("tool_use_id", "")) or None
+                call_id = ident(block.get("tool_use_id"))
                 name = state.calls.pop(call_id, None) if call_id else None
                 out.append(Event("tool_result", _result_text(block.get("content")), offset, end, lane, uuid=uuid,
                                  call_id=call_id, tool=name, is_error=block.get("is_error") is True, timestamp=ts))
@@ -227,8 +228,7 @@ def _result_text(content: Any) -> str:
 
 def _skill_used(name: str, args: dict[str, Any]) -> str | None:
     if name == "Skill":
-        skill = args.get("skill") or args.get("command")
-        return str(skill).lstrip("/").split()[0] if isinstance(skill, str) and skill.strip() else None
+        return skill_name(args.get("skill") or args.get("command"))
     if name in ("Read", "View"):
         m = SKILL_FILE.search(str(args.get("file_path", "")))
         return m.group(1) if m else None

@@ -21,7 +21,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.trajectory import Event
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, records
+from xsky.redact import redact
+from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, records
 from xsky.transcripts.claude_code import SKILL_FILE
 
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
@@ -40,25 +41,25 @@ class CodexAdapter:
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         events: list[Event] = []
         for offset, end, rec in records(data, base, state):
-            events.extend(self._record(offset, end, rec, state))
+            events.extend(guarded(self._record, offset, end, rec, state))
         return events
 
     def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Event]:
         kind = rec.get("type")
         payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
-        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        ts = ident(rec.get("timestamp"))
 
         def ev(kind: Any, text: str, **kw: Any) -> Event:
             return Event(kind, text, offset, end, timestamp=ts, **kw)
 
         if kind == "session_meta":
-            state.session_id = _str(payload.get("id")) or state.session_id
-            state.cwd = _str(payload.get("cwd")) or state.cwd
+            state.session_id = ident(payload.get("id")) or state.session_id
+            state.cwd = _cwd(payload.get("cwd")) or state.cwd
             facts = ", ".join(f"{k} {payload[k]}" for k in ("cwd", "originator", "cli_version") if _str(payload.get(k)))
             return [ev("marker", facts, marker="session_start")]
         if kind == "turn_context":
-            state.model = _str(payload.get("model")) or state.model
-            state.cwd = _str(payload.get("cwd")) or state.cwd
+            state.model = ident(payload.get("model")) or state.model
+            state.cwd = _cwd(payload.get("cwd")) or state.cwd
             return []
         if kind == "compacted":
             return [ev("compaction", _str(payload.get("message")) or "(context compacted)")]
@@ -92,20 +93,24 @@ class CodexAdapter:
             text = "\n".join(p for p in parts if isinstance(p, str))
             return [ev("thinking", text)] if text.strip() else []
         if ptype in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
-            name = _str(payload.get("name")) or ptype.removesuffix("_call")
-            call_id = _str(payload.get("call_id")) or _str(payload.get("id"))
+            name = ident(payload.get("name")) or ptype.removesuffix("_call")
+            call_id = ident(payload.get("call_id")) or ident(payload.get("id"))
             text = _call_text(ptype, payload)
             if call_id:
                 state.open_call(call_id, name)
             m = SKILL_FILE.search(text)
             return [ev("tool_call", text, call_id=call_id, tool=name, skill=m.group(1) if m else None)]
         if ptype in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-            call_id = _str(payload.get("call_id"))
+            call_id = ident(payload.get("call_id"))
             name = state.calls.pop(call_id, None) if call_id else None
             text, failed = _output(payload.get("output"))
             return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed)]
         state.count_opaque(f"response_item.{ptype}")
         return []
+
+
+def _cwd(value: Any) -> str | None:
+    return redact(value.replace("\n", " "))[:500] if isinstance(value, str) and value else None
 
 
 def _str(value: Any) -> str | None:
