@@ -200,9 +200,10 @@ def cmd_candidates(args: argparse.Namespace) -> int:
 def cmd_canary(args: argparse.Namespace) -> int:
     folder = _folder(load_settings(), args.name)
     facts = _canary(folder) if skill_git.is_repo(folder) else {"staging": None, "decision": "not a versioned skill"}
-    facts["rule"] = (f"at least {canary.MIN_SCORES} scores on each side; promote unless a one-sided Mann-Whitney test at "
-                     f"alpha {canary.ALPHA} finds staging worse than main by more than {canary.MARGIN} points; "
-                     f"discard after {canary.MAX_AGE.days} days without a decision; assignment sticky, p = {canary.P_STAGING}")
+    facts["rule"] = (f"at least {canary.MIN_SCORES} scores on each side; a Mann-Whitney test of staging + {canary.MARGIN} "
+                     f"against main at alpha {canary.ALPHA}: promote when staging is shown not worse by more than "
+                     f"{canary.MARGIN}, discard when shown worse, else keep collecting; discard after "
+                     f"{canary.MAX_AGE.days} days without a decision; assignment sticky, p = {canary.P_STAGING}")
     if args.json:
         print_json({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in facts.items()})
         return 0

@@ -225,11 +225,11 @@ async def test_the_canary_promotes_and_discards_in_git_citing_the_figures_and_a_
                      "both canaries decided")
     promoted = skill_git.message(better, skill_git.branch_commit(better, "main"))
     assert promoted.startswith("promote staging") and "Mann-Whitney" in promoted and "n=21" in promoted
-    assert "STAGING better" in (better / "SKILL.md").read_text()
+    assert "STAGING better" in (skill_git.show(better, "main") or "")
     assert skill_git.git(better, "rev-parse", "main^2") == staged[better], "the promotion merges the staging commit"
     (tag,) = skill_git.tags(worse)
     assert tag["tag"] == f"discarded/{staged[worse][:12]}" and "worse than main" in tag["message"] and "n=21" in tag["message"]
-    assert "MAIN VERSION" in (worse / "SKILL.md").read_text()
+    assert "MAIN VERSION" in (skill_git.show(worse, "main") or "")
 
     await entity(env, "person-skill", "record_scores", RecordScores(scores=[]))
     code, out, err = await starter(env, "skills", "promote", "person-skill", "--reason", "reviewed by hand", "--by", "ana")
@@ -378,7 +378,7 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
         assert "Written by: model fake-model" in message
         assert [b for b in skill_git.git(repo, "branch", "--format=%(refname:short)").split()] == ["main"]
         assert skill_git.git(repo, "status", "--porcelain") == ""
-        assert (repo / "scripts" / "check.sh").is_file() and "Rotate keys" in (repo / "SKILL.md").read_text()
+        assert skill_git.show(repo, "main", "scripts/check.sh") and "Rotate keys" in (skill_git.show(repo, "main") or "")
     finally:
         if worker.poll() is None:
             worker.send_signal(signal.SIGTERM)
@@ -422,7 +422,7 @@ async def test_with_a_model_the_cluster_agent_and_the_skill_editor_decide_and_wr
     await scan_once(env.client, env.settings.skills_queue)
     repo = skill_dir(home, "sql-index-migrations")
     await wait_until(lambda: skill_git.branch_commit(repo, "main") is not None, 60, "the model-written first version")
-    assert "CREATE INDEX CONCURRENTLY in its own migration" in (repo / "SKILL.md").read_text()
+    assert "CREATE INDEX CONCURRENTLY in its own migration" in (skill_git.show(repo, "main") or "")
     assert "Written by: model fake-model" in skill_git.message(repo, skill_git.branch_commit(repo, "main"))
     decisions = [json.loads(x) for x in (home / "skills" / ".decisions.jsonl").read_text().splitlines()]
     assert decisions[0]["action"] == "new" and all(d["by"] == "model" for d in decisions)
