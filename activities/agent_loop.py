@@ -156,7 +156,7 @@ class AgentLoop:
             response = await llm.chat(client, self.target, cp.messages, None if final_turn else tools, self.settings.get("temperature"))
             cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
             message = response.choices[0].message
-            cp.messages.append(message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            cp.messages.append(llm.as_message(message))
             cp.iteration += 1
             calls = [
                 {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}

@@ -68,7 +68,7 @@ async def cluster(atom: AtomTask, skills: list[SkillSummary], target: llm.LLMTar
             response = await llm.chat(client, target, messages, _TOOLS, 0)
             beat(f"TaskClusterAgent turn {turn + 1}")
             message = response.choices[0].message
-            messages.append(message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            messages.append(llm.as_message(message))
             if not message.tool_calls:
                 if any(d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions):
                     break

@@ -101,6 +101,11 @@ async def chat(
         ) from None
 
 
+def as_message(message: Any) -> dict[str, Any]:
+    """A reply as a chat message to send back (without fields servers refuse on input)."""
+    return message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"})
+
+
 def _short(e: Exception) -> str:
     text = " ".join(str(e).split())
     return text[:300]

@@ -218,7 +218,7 @@ async def _model_edit(home: Path, inp: EditInput, atoms: list[AtomTask], work: P
             response = await llm.chat(client, target, messages, _TOOLS, 0.2)
             beat(f"SkillEditAgent turn {turn + 1}")
             message = response.choices[0].message
-            messages.append(message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            messages.append(llm.as_message(message))
             if not message.tool_calls:
                 found = problems(work)
                 if not found or fixes >= MAX_FIX_ROUNDS:

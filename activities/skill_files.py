@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import yaml
 
 from activities import skill_git
-from activities.skills_ingest import read_json
+from activities.skills_ingest import read_json, write_text
 from xsky.atoms import AtomTask
 from xsky.clustering import SkillSummary, skill_keywords
 from xsky.skill_models import Candidate, Score, SkillEntityState
@@ -99,20 +98,6 @@ def _yaml(path: Path) -> Any:
         return {}
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_state(home: Path, state: SkillEntityState) -> None:
     """Mirror an entity's state to ``.candidates.yml`` and ``.ux_scores.jsonl`` (its own files)."""
     folder = skill_dir(home, state.slug)
@@ -131,8 +116,8 @@ def write_state(home: Path, state: SkillEntityState) -> None:
         "keywords": list(dict.fromkeys(tags))[:60],
         "candidates": [c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates],
     }
-    write_atomic(folder / CANDIDATES, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120))
-    write_atomic(folder / SCORES, "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores))
+    write_text(folder / CANDIDATES, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120), sync=True)
+    write_text(folder / SCORES, "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores), sync=True)
 
 
 def load_state(home: Path, slug: str) -> SkillEntityState:

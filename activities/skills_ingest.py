@@ -451,13 +451,13 @@ def append_at(path: Path, at: int, data: bytes) -> None:
         os.close(fd)
 
 
-def write_json(path: Path, value: Any, sync: bool = False) -> None:
+def write_text(path: Path, text: str, sync: bool = False) -> None:
     """Atomic (temp file + rename); with ``sync``, durable before the rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh, ensure_ascii=False, indent=1)
+            fh.write(text)
             if sync:
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -465,6 +465,10 @@ def write_json(path: Path, value: Any, sync: bool = False) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, value: Any, sync: bool = False) -> None:
+    write_text(path, json.dumps(value, ensure_ascii=False, indent=1), sync)
 
 
 def read_json(path: Path) -> Any:

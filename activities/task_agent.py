@@ -180,7 +180,7 @@ async def _model_drafts(target: llm.LLMTarget, window: list[Unit], view: DeltaVi
             calls += 1
             beat(f"TaskAgent turn {calls}")
             message = response.choices[0].message
-            messages.append(message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            messages.append(llm.as_message(message))
             if not message.tool_calls:
                 if submitted or reminded:
                     break

@@ -44,11 +44,12 @@ def ledger_chain(n: int, sleep: float) -> str:
     return f'<workflow name="ledger" taskId="ledger">{"".join(agents)}</workflow>'
 
 
-def start_worker_process(env: Env, log: Path) -> subprocess.Popen[bytes]:
+def start_worker_process(env: Env | dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """worker.py in its own process (to be killed), joined to the test's server and queues."""
     with open(log, "ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py"), "--grace", "1"],
-            env=env.environ(), cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
+            [sys.executable, str(ROOT / "worker.py"), "--grace", "1", *args],
+            env=env.environ() if isinstance(env, Env) else env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60
     while b"serving" not in log.read_bytes():

@@ -18,6 +18,7 @@ from temporalio.client import Client
 from activities import skill_git
 from activities.skill_files import CANDIDATES, skill_dir, slugs
 from tests.conftest import Env
+from tests.integration.test_durability import stop_worker_process
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.test_skills_watch import scan_once, start_pipeline, start_skills_worker, wait_until
 from tests.skills_fixtures import Transcripts, clone_codex
@@ -380,9 +381,7 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
         assert skill_git.git(repo, "status", "--porcelain") == ""
         assert skill_git.show(repo, "main", "scripts/check.sh") and "Rotate keys" in (skill_git.show(repo, "main") or "")
     finally:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=30)
+        stop_worker_process(worker)
         server.stop()
         fake.close()
 

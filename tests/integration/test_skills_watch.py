@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,7 +24,8 @@ from activities.skills_ingest import read_atoms
 from activities.skills_store import SkillStore
 from cli.devserver import DevServer, free_port
 from cli.skills_cmd import _schedule, schedule_id
-from tests.conftest import ROOT, Env
+from tests.conftest import Env
+from tests.integration.test_durability import stop_worker_process
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.skills_fixtures import CC_MAIN, CC_TRAJ, CODEX_MAIN, CODEX_TRAJ, FIXTURES, Transcripts, all_files_text, leaks
 from workflows.skills_watch import SkillsScanWorkflow
@@ -198,15 +198,9 @@ def submitting_responder(hold: threading.Event | None) -> Any:
 
 
 def start_skills_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--no-leader", "--kinds", "file", "--grace", "1"],
-                                env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while b"serving" not in log.read_bytes():
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "worker did not start"
-        time.sleep(0.1)
-    return proc
+    from tests.integration.test_durability import start_worker_process
+
+    return start_worker_process(env, log, "--no-leader", "--kinds", "file")
 
 
 async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate_no_atom(tmp_path: Path, transcripts: Transcripts, monkeypatch: pytest.MonkeyPatch):
@@ -249,13 +243,10 @@ async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate
         assert any(a.used_skills == ["claimed-skill"] and a.provenance.used_skills_by == "self-reported" for a in cc[1:])
         codex = read_atoms(home, CODEX_TRAJ)
         assert codex[0].used_skills == ["sql-migrate"]
-        # Every delta's atoms exist once: the atom ids across all trajectories are unique files, numbered without gaps.
         sent = "\n".join(json.dumps(r) for r in fake.requests)
         assert leaks({"model requests": sent} | all_files_text(home) | await histories_text(client, settings.skills_queue)) == []
     finally:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=30)
+        stop_worker_process(worker)
         server.stop()
         fake.close()
 
