@@ -25,6 +25,7 @@ from activities.agent_transcripts import write_transcript
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.browser import BrowserPool
+from activities.sandbox import confinement_for
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
@@ -40,6 +41,7 @@ from xsky.permissions import denied_host
 from xsky.roles import BUILTIN_ROLES, TOOLS, with_skill_access
 from xsky.tool_specs import PARAMETERS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
+from xsky.settings import SettingsError, load_layers, sandbox_mode
 
 log = logging.getLogger("xsky.agents")
 
@@ -169,8 +171,10 @@ class AgentActivities:
         workspace.mkdir(parents=True, exist_ok=True)
         beat = _Beat(inp)
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
+        unconfined = self._sandbox_off()
         ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers,
-                          blocked_url=denied_host(inp.permissions))
+                          blocked_url=denied_host(inp.permissions), unconfined=unconfined,
+                          confinement=confinement_for(self.settings, workspace, inp.run_id))
 
         # The leader renders large results as markers; swap them for the stored text here.
         try:
@@ -182,7 +186,7 @@ class AgentActivities:
 
         tool = tool_name(config)
         role = with_skill_access(inp.role or BUILTIN_ROLES.get(agent.name))
-        gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace)
+        gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
             if target is not None:
@@ -247,6 +251,16 @@ class AgentActivities:
         outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
                                provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
         return self._stored(inp, outcome, out.text)
+
+    def _sandbox_off(self) -> bool:
+        """The worker's own settings decide (never the run's input): ``"security": {"sandbox": "off"}``."""
+        try:
+            off = sandbox_mode(load_layers()) == "off"
+        except SettingsError as e:
+            raise ApplicationError(f"the worker's settings cannot be read: {e}", type="SettingsError", non_retryable=True) from None
+        if off:
+            log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
+        return off
 
     def _transcript(self, inp: AgentInput, role: RoleCapabilityModel, model: str, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""

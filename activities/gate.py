@@ -14,6 +14,8 @@ from xsky.permissions import Decision, decide
 from xsky.runs import AgentInput, DecisionRecord
 
 log = logging.getLogger("xsky.permissions")
+PROCESS_TOOLS = frozenset({"shell", "python_exec"})  # the tools that start processes
+SANDBOX_OFF = "sandbox-off"
 
 
 def summarize(arguments: dict[str, Any], limit: int = 200) -> str:
@@ -22,17 +24,24 @@ def summarize(arguments: dict[str, Any], limit: int = 200) -> str:
 
 
 class Gate:
-    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path):
+    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path, unconfined: bool = False):
         self.inp = inp
         self.role = role
         self.workspace = str(workspace.resolve())
         self.decisions: list[DecisionRecord] = []
         self._used: set[str] = set()  # approvals already spent in this attempt
+        self.unconfined = unconfined
+        self._warned = False
         if inp.permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
 
     def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         decision = decide(tool, arguments, self.role, self.inp.permissions, self.workspace)
+        if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
+            self._warned = True  # on the board and in the run's permission log: nothing confines these commands
+            self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=SANDBOX_OFF, arguments=tool, effect="allow",
+                                                 reason="security.sandbox is off in the worker's settings: commands run "
+                                                        "without the OS sandbox"))
         self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=tool, arguments=summarize(arguments),
                                              effect=decision.effect, reason=decision.reason))
         return decision

@@ -1,11 +1,19 @@
-"""Confinement of tools to a run's workspace, and a scrubbed environment for commands."""
+"""Confinement of tools to a run's workspace, and a scrubbed environment for commands.
+
+:func:`confinement_for` says what the OS sandbox (activities/os_sandbox.py) hides from a
+run's processes: everything xsky keeps and everything of the worker's user.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from activities.os_sandbox import Confinement
 from activities.tools import ToolError
+from xsky.artifacts import safe_component
+from xsky.config import Settings
+from xsky.settings import settings_paths
 
 # Directories no agent may write into, wherever they sit in the workspace.
 PROTECTED_DIRS = (".git", ".xsky")
@@ -47,3 +55,13 @@ def confine(workspace: Path, path: str, *, write: bool = False) -> Path:
         if target == root:
             raise ToolError("the workspace itself is a directory; name a file inside it")
     return target
+
+
+def confinement_for(settings: Settings, workspace: Path, run_id: str, proxy_socket: Path | None = None) -> Confinement:
+    """A run's sandbox: its workspace writable, its own artifacts readable; hidden are the
+    worker user's home, xsky's state (Temporal database, logs, transcripts), the artifact
+    store, every run's workspace, the skills home and the settings folders."""
+    hidden = [Path.home(), settings.home, settings.artifacts, settings.runs, settings.skills_home,
+              *(path.parent for _, path in settings_paths())]
+    return Confinement(workspace=workspace, hidden=tuple(hidden),
+                       readable=(settings.artifacts / safe_component(run_id),), proxy_socket=proxy_socket)

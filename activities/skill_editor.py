@@ -28,9 +28,11 @@ from typing import Any
 
 from activities import llm, skill_git
 from activities.skill_files import read_atom, skill_dir
+from activities.sandbox import confinement_for
 from activities.tools import ToolContext
 from activities.tools.shell import run_process
 from xsky.atoms import VERBS, AtomTask, keywords
+from xsky.config import load_settings
 from xsky.skill_models import EditInput, EditResult
 from xsky.skill_spec import MAX_BODY_LINES, problems, render
 from xsky.skills_layout import md_path
@@ -294,7 +296,8 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
             continue  # data files next to scripts are not run
         scratch = work.parent / f"run-{len(passed)}"
         shutil.copytree(work, scratch, dirs_exist_ok=True)
-        ctx = ToolContext("skill-edit", "scripts", scratch, None, None, beat)  # type: ignore[arg-type]
+        ctx = ToolContext("skill-edit", "scripts", scratch, None, None, beat,  # type: ignore[arg-type]
+                          confinement=confinement_for(load_settings(), scratch, "skill-edit"))
         proc = await run_process(ctx, [*runner, rel], SCRIPT_TIMEOUT, 64 * 1024)
         shutil.rmtree(scratch, ignore_errors=True)
         if proc.timed_out or proc.returncode != 0:

@@ -1026,6 +1026,8 @@ class LeaderWorkflow:
                 notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
         if self._replanning:
             notes.append("✎ replanning…")
+        if any(a.tool == "sandbox-off" for a in self._s.audit[-50:]):
+            notes.append("⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined")
         if self._input.permissions.mode != "default":
             warn = " — only deny rules are enforced" if self._input.permissions.mode == "bypass" else ""
             notes.append(f"🔒 permission mode **{self._input.permissions.mode}**{warn}")

@@ -51,6 +51,7 @@ class PermissionRules(_Strict):
 class SecuritySettings(WireModel):
     model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
     permission_mode: PermissionMode = "default"
+    sandbox: Literal["on", "off"] = "on"  # "off" runs tools unconfined: never the default, always reported
 
 
 class SkillSourceSetting(_Strict):
@@ -115,7 +116,7 @@ def parse_settings(text: str, path: str) -> SettingsFile:
                 "": "roles, permissions, security, skills",
                 "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
                 "permissions": "allow, ask, deny",
-                "security": "permission_mode",
+                "security": "permission_mode, sandbox",
                 "skills": "sources (each: kind, path)",
             }[_section(loc)]
             raise SettingsError(path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}") from None
@@ -168,8 +169,17 @@ def permission_mode(layers: list[SettingsLayer]) -> PermissionMode:
     """The mode of the last layer that sets one (project over user); default otherwise."""
     mode: PermissionMode = "default"
     for layer in layers:
-        if layer.settings.security is not None:
+        if layer.settings.security is not None and "permission_mode" in layer.settings.security.model_fields_set:
             mode = layer.settings.security.permission_mode
+    return mode
+
+
+def sandbox_mode(layers: list[SettingsLayer]) -> Literal["on", "off"]:
+    """``off`` only when a settings file says so (the project's word over the user's)."""
+    mode: Literal["on", "off"] = "on"
+    for layer in layers:
+        if layer.settings.security is not None and "sandbox" in layer.settings.security.model_fields_set:
+            mode = layer.settings.security.sandbox
     return mode
 
 

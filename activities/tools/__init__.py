@@ -16,6 +16,7 @@ from xsky.artifacts import ArtifactRef
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
     from activities.browser import BrowserPool
+    from activities.os_sandbox import Confinement
 
 
 class ToolError(Exception):
@@ -64,6 +65,8 @@ class ToolContext:
     answers: list[Any] = field(default_factory=list)  # people's answers to this task's questions
     artifacts: list[ArtifactRef] = field(default_factory=list)  # stored by tools along the way
     blocked_url: Callable[[str], bool] | None = None  # the run's browser domain deny list
+    confinement: Confinement | None = None  # the OS sandbox of processes tools start (None: workspace only)
+    unconfined: bool = False  # settings say "security": {"sandbox": "off"}: processes run without the sandbox
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from activities import os_sandbox
 from activities.sandbox import scrubbed_env
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
 
@@ -73,13 +74,26 @@ class ProcessResult:
     timed_out: bool
 
 
+def confined(ctx: ToolContext, argv: list[str]) -> list[str]:
+    """``argv`` wrapped in the OS sandbox, or a ToolError saying how to fix a missing one."""
+    if ctx.unconfined:
+        return argv  # "security": {"sandbox": "off"}: reported on the board and in the worker's log
+    problem = os_sandbox.ready()
+    if problem is not None:
+        raise ToolError(f"refused: the OS sandbox every command runs in cannot start: {problem}",
+                        details={"sandbox": "unavailable"})
+    return os_sandbox.wrap(argv, ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace))
+
+
 async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: int) -> ProcessResult:
-    """Run ``argv`` in the workspace, in its own process group, with a scrubbed environment.
+    """Run ``argv`` in the workspace, inside the OS sandbox, in its own process group.
 
     Heartbeats while it runs; new output counts as progress. On timeout, cancellation or
-    normal exit, the whole process group is killed: nothing it started is left behind.
+    normal exit, the whole process group is killed: nothing it started is left behind (and
+    the sandbox dies with its parent, so a killed worker leaves nothing either).
     """
     ctx.workspace.mkdir(parents=True, exist_ok=True)
+    argv = confined(ctx, argv)
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     transport, capture = await loop.subprocess_exec(

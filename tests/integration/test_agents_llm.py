@@ -312,12 +312,15 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
 
 
 async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, fake_llm: FakeLLM, tmp_path: Path):
-    """Review finding: /proc/<worker>/environ held the key; the worker now hides it at start."""
+    """Neither through /proc (the sandbox has its own PID namespace) nor from the worker's
+    environment (the worker hides its keys from it at start, for when the sandbox is off)."""
 
     from tests.integration.test_durability import start_worker_process, stop_worker_process
 
-    # The probe's parent is the worker: read the environment the worker's process holds.
-    probe = "import os; print(open(f'/proc/{os.getppid()}/environ', 'rb').read().replace(bytes(1), b' ').decode(errors='replace'))"
+    worker = start_worker_process(env, tmp_path / "w.log")
+    probe = (f"import os\ntry:\n    print(open('/proc/{worker.pid}/environ', 'rb').read())\nexcept OSError as e:\n    print('no', e)\n"
+             "seen = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+             "print('env', [open(f'/proc/{p}/environ', 'rb').read() for p in seen if os.path.exists(f'/proc/{p}/environ')])")
 
     def responder(req, i):
         if turn_of(req) == 0:
@@ -325,13 +328,14 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
         return text(last_tool_output(req))
 
     fake_llm.responder = responder
-    worker = start_worker_process(env, tmp_path / "w.log")
     try:
         handle = await env.start(plan(agent("1", "data", "Look around")))
         result = await asyncio.wait_for(handle.result(), 60)
+        worker_env = Path(f"/proc/{worker.pid}/environ").read_bytes()
     finally:
         stop_worker_process(worker)
     out = result.agents[0].result
-    assert "XSKY_TASK_QUEUE" in out  # the probe did read the worker's environment …
-    assert "sk-test-never-in-history-7c1f" not in out  # … and the key was not in it
+    assert f"no [Errno 2] No such file or directory: '/proc/{worker.pid}/environ'" in out  # the worker is not there
+    assert "XSKY_TASK_QUEUE" not in out and "sk-test-never-in-history-7c1f" not in out
+    assert b"XSKY_TASK_QUEUE" in worker_env and b"sk-test-never-in-history-7c1f" not in worker_env
     assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the worker still has it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from tests.conftest import Env
 from tests.fake_llm import FakeLLM, calls, last_tool_output, text, turn_of
 from tests.integration.helpers import plan, rejected, wait_requests
 from tests.integration.test_cli_runs import starter
-from tests.unit.test_tools import alive
+from tests.unit.test_tools import running_with
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import ApproveToolRequest
 from xsky.permissions import PermissionLayer, PermissionSettings
@@ -98,14 +99,14 @@ async def test_deny_rules_and_plan_mode_are_enforced_without_asking(env: Env, fa
 
 async def test_a_shell_command_past_its_timeout_leaves_no_process_behind(env: Env):
     await env.start_worker()
-    command = "sleep 300 & echo $! > child.pid; sleep 300"
+    token = f"300.{uuid.uuid4().int % 10**6}"
+    command = f"sleep {token} & sleep {token}"
     handle = await env.start(plan(shell_agent("1", "shell", command, '"timeout": 1, "retry": {"maximumAttempts": 1}')),
                              options=RunOptions(max_auto_replans=0))
     result = await asyncio.wait_for(handle.result(), 30)
     assert result.agents[0].status == "failed" and "timeout" in result.agents[0].error
-    pid = int((env.home / "runs" / handle.id / "workspace" / "child.pid").read_text())
     await asyncio.sleep(0.2)
-    assert not alive(pid)
+    assert running_with(f"sleep {token}") == []  # scanned in /proc: the sandbox's PIDs are its own
 
 
 async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monkeypatch):

@@ -59,22 +59,34 @@ async def test_shell_output_is_capped_with_a_note(ctx):
     assert out.text.startswith("x" * 1024) and "3,976 more bytes not shown" in out.text
 
 
-async def test_shell_timeout_kills_the_whole_process_group(ctx, tmp_path):
-    marker_file = tmp_path / "child.pid"
+def running_with(token: str) -> list[int]:
+    """Processes (any namespace) whose command line holds ``token``: found by scanning /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if token in cmdline and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+async def test_shell_timeout_kills_the_whole_process_group(ctx):
     start = time.monotonic()
     with pytest.raises(ToolError, match="timeout"):
-        await shell(ctx, {"command": f"(sleep 30 & echo $! > {marker_file}; wait)", "timeout": 0.5})
+        await shell(ctx, {"command": "(sleep 30.11 & wait)", "timeout": 0.5})
     assert time.monotonic() - start < 5
-    child = int(marker_file.read_text())
-    await asyncio.sleep(0.1)
-    assert not alive(child)
+    await asyncio.sleep(0.2)
+    assert running_with("sleep 30.11") == []
 
 
-async def test_shell_background_children_do_not_outlive_the_command(ctx, tmp_path):
-    pid_file = tmp_path / "bg.pid"
-    await shell(ctx, {"command": f"sleep 30 & echo $! > {pid_file}; echo done"})
-    await asyncio.sleep(0.1)
-    assert not alive(int(pid_file.read_text()))
+async def test_shell_background_children_do_not_outlive_the_command(ctx):
+    out = await shell(ctx, {"command": "sleep 30.12 & echo done"})
+    assert out.text == "done"
+    await asyncio.sleep(0.2)
+    assert running_with("sleep 30.12") == []
 
 
 async def test_shell_environment_has_no_secrets(ctx, monkeypatch):
