@@ -23,16 +23,13 @@ from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
-from activities.tools.code import code_search, python_exec
-from activities.tools.files import file_list, file_read, file_write
-from activities.tools.http import http_get
-from activities.tools.shell import shell
+from activities.tools.registry import IMPLEMENTATIONS, Session
 from xsky.artifacts import artifact_path, safe_component
 from xsky.leader_state import TaskRequest
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.runs import AgentInput, AgentOutcome, RequestPayload
 from xsky.stall import LoopDetector
-from xsky.tool_specs import openai_tools
+from xsky.tool_registry import argument_problem, openai_tools
 
 log = logging.getLogger("xsky.agent_loop")
 
@@ -265,37 +262,10 @@ class AgentLoop:
             return f"ERROR: {e}"
 
     async def _execute(self, name: str, args: dict[str, Any]) -> str:
-        ctx = self.ctx
-        if name == "browser_navigate":
-            return await self.browser.navigate(args)
-        if name == "browser_click":
-            return await self.browser.click(args)
-        if name == "browser_type":
-            return await self.browser.type(args)
-        if name == "browser_extract":
-            return await self.browser.extract(args)
-        if name == "browser_screenshot":
-            return await self.browser.screenshot(args)
-        if name == "file_read":
-            return (await file_read(ctx, args)).text
-        if name == "file_write":
-            return (await file_write(ctx, args)).text
-        if name == "file_list":
-            return (await file_list(ctx, args)).text
-        if name == "code_search":
-            return await code_search(ctx, args)
-        if name == "shell":
-            try:
-                out = await shell(ctx, {**args, "allowFailure": True})
-            except ToolError as e:
-                return f"ERROR: {e}"
-            code = out.details.get("exitCode")
-            stderr = out.details.get("stderr", "").strip()
-            return f"exit code {code}\n{out.text}" + (f"\n[stderr]\n{stderr}" if stderr else "")
-        if name == "python_exec":
-            return await python_exec(ctx, args)
-        if name == "http_get":
-            return (await http_get(ctx, {**args, "allowFailure": True})).text
-        if name == "read_skill":
-            return skills.read_skill(str(args.get("name", "")), self.role.skill_names, self.inp.run_id)
-        return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"
+        impl = IMPLEMENTATIONS.get(name)
+        if impl is None or name not in self.tool_names:
+            return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"
+        problem = argument_problem(name, args)
+        if problem is not None:
+            return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
+        return await impl(Session(self.ctx, self.browser, self.role, self.inp.run_id), args)

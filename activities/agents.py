@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
@@ -34,14 +35,15 @@ from activities.tools.shell import shell
 from activities.tools.web import browser_navigate
 from xsky import offline
 from xsky.agent_config import tool_arguments, tool_name
-from xsky.artifacts import safe_component
+from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.models import RoleCapabilityModel
 from xsky.permissions import denied_host
-from xsky.roles import BUILTIN_ROLES, TOOLS, with_skill_access
-from xsky.tool_specs import PARAMETERS
+from xsky.roles import BUILTIN_ROLES, merge_roles, trusted_role, with_skill_access
+from xsky.tool_registry import TOOLS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
-from xsky.settings import SettingsError, load_layers, sandbox_mode
+from xsky.permissions import trusted_settings
+from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_settings, role_layers, sandbox_mode
 
 log = logging.getLogger("xsky.agents")
 
@@ -171,21 +173,29 @@ class AgentActivities:
         workspace.mkdir(parents=True, exist_ok=True)
         beat = _Beat(inp)
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
-        unconfined = self._sandbox_off()
+        layers = self._worker_layers()
+        unconfined = sandbox_mode(layers) == "off"
+        if unconfined:
+            log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
+        # The worker decides from what it trusts: its own settings' rules, the run's approvals.
+        inp = inp.model_copy(update={"permissions": trusted_settings(permission_settings(layers), inp.permissions)})
         ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers,
                           blocked_url=denied_host(inp.permissions), unconfined=unconfined,
                           confinement=confinement_for(self.settings, workspace, inp.run_id))
 
         # The leader renders large results as markers; swap them for the stored text here.
         try:
-            task = self.store.expand_markers(agent.task)
-            input_text = self.store.expand_markers(agent.input) if agent.input else None
-            config = _expand_config(self.store, agent.config)
+            issued = inp.markers if inp.markers is not None else _this_runs_markers(inp)
+            task = self.store.expand_markers(agent.task, issued)
+            input_text = self.store.expand_markers(agent.input, issued) if agent.input else None
+            config = _expand_config(self.store, agent.config, issued)
         except FileNotFoundError as e:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
         tool = tool_name(config)
-        role = with_skill_access(inp.role or BUILTIN_ROLES.get(agent.name))
+        given = inp.role or BUILTIN_ROLES.get(agent.name)
+        known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(agent.name)
+        role = with_skill_access(trusted_role(given, known) if given is not None else None)
         gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
@@ -231,7 +241,7 @@ class AgentActivities:
             try:
                 # A direct call passes the same permission gate as the loop's (once its arguments
                 # are there at all: a missing argument gets the tool's own, clearer error).
-                if tool in TOOLS and all(k in args for k in PARAMETERS[tool]["required"]):
+                if tool in TOOLS and all(k in args for k in TOOLS[tool].args.model_json_schema().get("required", [])):
                     allowed, why = gate.check(tool, args)
                     if not allowed:
                         raise ApplicationError(f"agent {agent.id}: {tool} denied: {why}", gate.details(),
@@ -252,15 +262,12 @@ class AgentActivities:
                                provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
         return self._stored(inp, outcome, out.text)
 
-    def _sandbox_off(self) -> bool:
-        """The worker's own settings decide (never the run's input): ``"security": {"sandbox": "off"}``."""
+    def _worker_layers(self) -> list[SettingsLayer]:
+        """The worker's own settings files: they decide the sandbox, the rules and the roles."""
         try:
-            off = sandbox_mode(load_layers()) == "off"
+            return load_layers()
         except SettingsError as e:
             raise ApplicationError(f"the worker's settings cannot be read: {e}", type="SettingsError", non_retryable=True) from None
-        if off:
-            log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
-        return off
 
     def _transcript(self, inp: AgentInput, role: RoleCapabilityModel, model: str, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""
@@ -281,11 +288,20 @@ class AgentActivities:
         return outcome
 
 
-def _expand_config(store: ArtifactStore, value: Any) -> Any:
-    if isinstance(value, str):
-        return store.expand_markers(value)
+def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
     if isinstance(value, dict):
-        return {k: _expand_config(store, v) for k, v in value.items()}
+        shell = value.get("tool") == "shell"  # the command's markers are quoted where they stand
+        return {k: store.expand_markers(v, issued, shell=shell and k == "command") if isinstance(v, str)
+                else _expand_config(store, v, issued) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand_config(store, v) for v in value]
+        return [_expand_config(store, v, issued) for v in value]
+    if isinstance(value, str):
+        return store.expand_markers(value, issued)
     return value
+
+
+def _this_runs_markers(inp: AgentInput) -> list[str]:
+    """For a leader that predates ``markers``: the markers in the texts that name this run's artifacts."""
+    prefix = URI_PREFIX + safe_component(inp.run_id) + "/"
+    texts = [inp.agent.task, inp.agent.input or "", json.dumps(inp.agent.config or {}, ensure_ascii=False)]
+    return [URI_PREFIX + m.group(1) for t in texts for m in MARKER_RE.finditer(t) if (URI_PREFIX + m.group(1)).startswith(prefix)]

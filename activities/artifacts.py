@@ -7,11 +7,13 @@ same path with the same bytes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 import os
 import tempfile
 from pathlib import Path
 
 from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
+from xsky.variables import QuoteState, quote_for
 from xsky.artifacts import ArtifactRef
 
 PREVIEW_CHARS = 240
@@ -58,8 +60,28 @@ class ArtifactStore:
                 f"artifact {uri} is not in the store at {self.root}; is XSKY_ARTIFACTS the same for this process and the workers?"
             ) from None
 
-    def expand_markers(self, text: str) -> str:
-        """Swap every ``⟦artifact:…⟧`` marker for the stored text it stands for."""
+    def expand_markers(self, text: str, issued: Collection[str] | None = None, shell: bool = False) -> str:
+        """Swap ``⟦artifact:…⟧`` markers for the stored text they stand for.
+
+        Only markers the leader issued for this agent (``issued``) are expanded; any other
+        marker-shaped text — written into a plan, or inside a result — stays literal, so a
+        plan cannot read another run's artifacts. In a shell command (``shell``) the text
+        is quoted for the quotes the marker stands in, as the leader quotes inline values.
+        """
         if "⟦artifact:" not in text:
             return text
-        return MARKER_RE.sub(lambda m: self.read_text(URI_PREFIX + m.group(1)), text)
+        allowed = None if issued is None else set(issued)
+        out: list[str] = []
+        at = 0
+        state = QuoteState()
+        for m in MARKER_RE.finditer(text):
+            uri = URI_PREFIX + m.group(1)
+            if allowed is not None and uri not in allowed:
+                continue
+            state.advance(text, at, m.start())
+            out.append(text[at:m.start()])
+            value = self.read_text(uri)
+            out.append(quote_for(value, state.quote) if shell else value)
+            at = m.end()
+        out.append(text[at:])
+        return "".join(out)

@@ -30,6 +30,14 @@ def temporal_binary() -> str:
     )
 
 
+# The server needs none of the caller's keys and tokens (whoever reads its /proc would see them).
+SERVER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME")
+
+
+def server_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in SERVER_ENV}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -80,6 +88,7 @@ class DevServer:
         try:
             self.process = subprocess.Popen(
                 self.command(),
+                env=server_environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

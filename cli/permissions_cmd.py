@@ -18,7 +18,8 @@ from cli.roles_cmd import resolve_permissions, resolve_roles
 from cli.runs_cmd import QUERY_TIMEOUT, _handle
 from workflows.leader import LeaderWorkflow
 from xsky.config import load_settings
-from xsky.permissions import PRIMARY_ARG, decide
+from xsky.permissions import decide
+from xsky.tool_registry import PRIMARY_ARG
 from xsky.roles import TOOLS
 from xsky.shell_parse import ShellParseError, split_command
 

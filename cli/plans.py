@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from xsky import dag
 from xsky.errors import PlanError, Problem, WorkflowValidationError
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.models import Workflow
+from xsky.models import RoleCapabilityModel, Workflow
+from xsky.roles import plan_role_problems
 from xsky.xml import DEFAULT_MAX_BYTES, parse_workflow_source
 
 
@@ -44,13 +45,19 @@ def load_plan(
     variables: Collection[str] = (),
     context_keys: Collection[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    base_roles: Mapping[str, RoleCapabilityModel] | None = None,
 ) -> LoadedPlan:
-    """Parse and validate; raise :class:`PlanError` whose problems carry line:col in the file."""
+    """Parse and validate; raise :class:`PlanError` whose problems carry line:col in the file.
+
+    With ``base_roles`` (built-ins and settings), a ``<role>`` that would widen one is refused.
+    """
     p, data = read_plan_bytes(path)
     parsed = parse_workflow_source(data, max_bytes=max_bytes)
     problems = dag.validate(
         parsed.workflow, known_agents, variables=variables, context_keys=context_keys
     )
+    if base_roles is not None:
+        problems += [Problem(message) for message in plan_role_problems(parsed.workflow.roles, base_roles)]
     if problems:
         located: list[Problem] = []
         for prob in problems:

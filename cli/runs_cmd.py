@@ -90,6 +90,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             variables=variables,
             context_keys=list(context),
             max_bytes=settings.max_plan_bytes,
+            base_roles=roles,
         )
     except PlanError as e:
         print_problems(e, args.plan)

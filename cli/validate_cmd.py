@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     variables = parse_pairs(args.var, "--var")
     try:
-        plan = load_plan(args.plan, known_agents=list(resolve_roles()), variables=variables)
+        roles = resolve_roles()
+        plan = load_plan(args.plan, known_agents=list(roles), variables=variables, base_roles=roles)
     except PlanError as e:
         if args.json:
             print_json({"valid": False, "problems": [p.format(args.plan) for p in e.problems]})

@@ -30,10 +30,10 @@ from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky import dag
-    from xsky.agent_config import activity_settings, stall_windows
-    from xsky.artifacts import marker
+    from xsky.agent_config import activity_settings, stall_windows, tool_name
+    from xsky.artifacts import is_marker, marker
     from xsky.board import TaskState, TaskView, board_markdown, derive_status, derive_statuses, subject_of
-    from xsky.errors import PlanError
+    from xsky.errors import PlanError, Problem, WorkflowValidationError
     from xsky.kinds import AgentInfo
     from xsky.leader_state import (
         Answer,
@@ -60,10 +60,11 @@ with workflow.unsafe.imports_passed_through():
     from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.permissions import run_rules_for
     from xsky.replan import merge_plan, new_task
-    from xsky.roles import BUILTIN_ROLES, role_problems
+    from xsky.roles import BUILTIN_ROLES, effective_roles, plan_role_problems, role_problems
+    from xsky.tool_registry import EXEC_OR_NETWORK_TOOLS
     from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, RunInput, RunResult
     from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
-    from xsky.variables import RenderError, render, render_config
+    from xsky.variables import RenderError, render, render_config, render_shell
     from xsky.xml import parse_workflow, workflow_to_xml
 
 # Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
@@ -85,6 +86,7 @@ class _Results(Mapping[str, str]):
 
     def __init__(self, tasks: Mapping[str, TaskState]):
         self._tasks = tasks
+        self.issued: list[str] = []  # artifact URIs handed out as markers (the activity expands only these)
 
     def __getitem__(self, agent_id: str) -> str:
         task = self._tasks[agent_id]
@@ -93,6 +95,7 @@ class _Results(Mapping[str, str]):
         if task.result is not None:
             return task.result
         if task.result_ref is not None:
+            self.issued.append(task.result_ref.uri)
             return marker(task.result_ref)
         return ""
 
@@ -153,12 +156,15 @@ class LeaderWorkflow:
         self._tasks: dict[str, TaskState] = {t.agent_id: t for t in self._s.tasks}
         self._agents: dict[str, WorkflowAgent] = {a.id: a for a in self._s.plan.agents}
 
+    def _base_roles(self) -> dict[str, RoleCapabilityModel]:
+        """The roles people gave: the run's (or built-ins) and define_role's."""
+        return {**(self._input.roles or BUILTIN_ROLES), **self._s.defined_roles}
+
     def _roles(self) -> dict[str, RoleCapabilityModel]:
-        """Roles agents may take: the run's (or built-ins), the plan's <role>s, define_role's."""
-        roles = dict(self._input.roles or BUILTIN_ROLES)
-        roles.update({r.name: r for r in self._s.plan.roles})
-        roles.update(self._s.defined_roles)
-        return roles
+        """Roles agents may take: the people's, and the plan's <role>s as far as a plan may go
+        (narrowing known roles; new roles' privileged tools asked for until the plan is approved)."""
+        base = self._base_roles()
+        return {**base, **effective_roles(self._s.plan.roles, base, self._s.review == "approved")}
 
     @property
     def _known(self) -> list[str]:
@@ -255,7 +261,7 @@ class LeaderWorkflow:
         finally:
             self._replanning = False
         try:
-            wf = dag.ensure_valid(result.workflow, self._known, variables=self._variables, context_keys=list(self._input.context))
+            wf = self._checked(result.workflow)
         except PlanError as e:
             raise ApplicationError(f"the planner's plan cannot run:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
         self._s.plan = wf
@@ -298,7 +304,8 @@ class LeaderWorkflow:
         self._running_dispatch[agent.id] = task.attempt
         self._running[agent.id] = asyncio.create_task(self._execute(agent, task.attempt))
 
-    def _agent_input(self, agent: WorkflowAgent, task: TaskState, rendered: WorkflowAgent, dispatch: int, heartbeat: float) -> AgentInput:
+    def _agent_input(self, agent: WorkflowAgent, task: TaskState, rendered: WorkflowAgent, dispatch: int, heartbeat: float,
+                     markers: list[str]) -> AgentInput:
         windows = stall_windows(agent.config, self._options.stall)
         return AgentInput(
             run_id=self._run_id,
@@ -317,6 +324,7 @@ class LeaderWorkflow:
             role=self._roles().get(agent.name),
             permissions=self._input.permissions.model_copy(update={"run_rules": list(self._s.run_rules)}),
             goal=self._s.plan.task_prompt or self._s.plan.name or None,
+            markers=markers,
         )
 
     def _take_approvals(self, task: TaskState) -> list[ToolApproval]:
@@ -327,7 +335,7 @@ class LeaderWorkflow:
         task = self._tasks[agent.id]
         try:
             try:
-                rendered = self._render(agent)
+                rendered, markers = self._render(agent)
                 settings = activity_settings(agent.config, self._options)
             except (RenderError, ValueError) as e:
                 self._finish(task, "failed", error=f"cannot start: {e}")
@@ -336,7 +344,7 @@ class LeaderWorkflow:
             try:
                 outcome = await workflow.execute_activity(
                     "run_agent",
-                    self._agent_input(agent, task, rendered, dispatch, settings.heartbeat),
+                    self._agent_input(agent, task, rendered, dispatch, settings.heartbeat, markers),
                     result_type=AgentOutcome,
                     task_queue=f"{workflow.info().task_queue}-{kind}",
                     start_to_close_timeout=timedelta(seconds=settings.start_to_close),
@@ -458,16 +466,23 @@ class LeaderWorkflow:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
-    def _render(self, agent: WorkflowAgent) -> WorkflowAgent:
+    def _render(self, agent: WorkflowAgent) -> tuple[WorkflowAgent, list[str]]:
+        """The agent with its references rendered, and the artifact markers it was given."""
         results = _Results(self._tasks)
         ctx = self._input.context
-        return agent.model_copy(
+        config = render_config(agent.config, results, self._variables, ctx) if agent.config else agent.config
+        if (agent.config and tool_name(agent.config) == "shell" and isinstance(agent.config.get("command"), str)
+                and workflow.patched("shell-quoted-values")):
+            # Data is never pasted into code: every value is quoted where it stands in the command.
+            config = {**config, "command": render_shell(agent.config["command"], results, self._variables, ctx, is_marker)}  # type: ignore[dict-item]
+        rendered = agent.model_copy(
             update={
                 "task": render(agent.task, results, self._variables, ctx),
                 "input": render(agent.input, results, self._variables, ctx) if agent.input else agent.input,
-                "config": render_config(agent.config, results, self._variables, ctx) if agent.config else agent.config,
+                "config": config,
             }
         )
+        return rendered, list(dict.fromkeys(results.issued))
 
     # -- people: requests -------------------------------------------------------------------
 
@@ -597,7 +612,13 @@ class LeaderWorkflow:
     async def _replan_in_background(self, reason: str) -> None:
         try:
             wf = await self._call_planner(None, reason)
+            risky = self._privileged_changes(wf)
             self._apply_plan(wf, f"automatic replan {self._s.auto_replans}/{self._options.max_auto_replans}: {reason}")
+            if risky and workflow.patched("replan-privileged-review"):
+                # Nobody asked for these: a model did. Shell, Python or network in new hands waits for a person.
+                self._s.review = "waiting"
+                self._note_history(f"the automatic replan gives agents {', '.join(risky)} shell, Python or network tools: "
+                                   f"waiting for approve_plan (version {self._s.plan_version})")
         except (ActivityError, PlanError, ValueError) as e:
             workflow.logger.warning("automatic replan failed: %s", e)
             self._note_history(f"automatic replan failed ({reason}): {e}")
@@ -640,7 +661,7 @@ class LeaderWorkflow:
             summary=f"planner · replan v{self._s.plan_version + 1}: {reason[:80]}",
         )
         # Check again here: the plan must fit this run (its variables, its agents).
-        return dag.ensure_valid(result.workflow, self._known, variables=self._variables, context_keys=list(self._input.context))
+        return self._checked(result.workflow)
 
     def _apply_plan(self, wf: Workflow, reason: str) -> str:
         change = merge_plan(self._s.plan, self._tasks, wf, self._run_id)
@@ -664,6 +685,29 @@ class LeaderWorkflow:
         self._index()
         self._changed = True
         return summary
+
+    def _privileged_changes(self, wf: Workflow) -> list[str]:
+        """Agents of ``wf`` that are new or changed and can run commands or reach the network."""
+        base = self._base_roles()
+        roles = {**base, **effective_roles(wf.roles, base, approved=False)}
+        risky = []
+        for agent in wf.agents:
+            old = self._agents.get(agent.id)
+            if old is not None and old.name == agent.name and old.config == agent.config:
+                continue
+            role = roles.get(agent.name)
+            tools = set(role.allowed_tools + role.requested_tools) if role else set()
+            if tools & EXEC_OR_NETWORK_TOOLS or (agent.config and tool_name(agent.config) in EXEC_OR_NETWORK_TOOLS):
+                risky.append(agent.id)
+        return risky
+
+    def _checked(self, wf: Workflow) -> Workflow:
+        """A new plan, if it fits this run (its agents, variables, context) and widens no role."""
+        dag.ensure_valid(wf, self._known, variables=self._variables, context_keys=list(self._input.context))
+        widening = plan_role_problems(wf.roles, self._base_roles())
+        if widening:
+            raise WorkflowValidationError([Problem(p) for p in widening])
+        return wf
 
     def _note_history(self, note: str) -> None:
         """A note about the current version (no XML copy: the version's own entry holds it)."""
@@ -719,7 +763,7 @@ class LeaderWorkflow:
         self._replanning = True
         try:
             if req.xml is not None and req.xml.strip():
-                wf = dag.ensure_valid(parse_workflow(req.xml), self._known, variables=self._variables, context_keys=list(self._input.context))
+                wf = self._checked(parse_workflow(req.xml))
                 reason = "replaced by a person"
             else:
                 try:
@@ -745,7 +789,7 @@ class LeaderWorkflow:
             _reject(problem)
         if req.xml is not None:
             try:
-                dag.ensure_valid(parse_workflow(req.xml), self._known, variables=self._variables, context_keys=list(self._input.context))
+                self._checked(parse_workflow(req.xml))
             except PlanError as e:
                 _reject(f"the new plan is not valid:\n{problems_text(e)}")
 

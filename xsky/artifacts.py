@@ -42,6 +42,11 @@ def marker(ref: ArtifactRef) -> str:
     return f"⟦{ref.uri}⟧"
 
 
+def is_marker(value: str) -> bool:
+    """Is the whole value one artifact marker (a stored result the activity expands)?"""
+    return MARKER_RE.fullmatch(value) is not None
+
+
 def uri_path(uri: str) -> str:
     if not uri.startswith(URI_PREFIX):
         raise ValueError(f"not an artifact uri: {uri!r}")

@@ -33,18 +33,13 @@ from pydantic import Field
 
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.shell_parse import ShellCommand, ShellParseError, split_command
+from xsky.tool_registry import PATH_TOOLS, PRIMARY_ARG, READ_ONLY_TOOLS, URL_TOOLS
 
 Effect = Literal["allow", "ask", "deny"]
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
-READ_ONLY_TOOLS = frozenset(
-    {"file_read", "file_list", "code_search", "http_get", "browser_navigate", "browser_extract", "browser_screenshot", "read_skill", "ask_user"}
-)
-PATH_TOOLS = {"file_read": "path", "file_write": "path", "file_list": "path", "code_search": "path"}
-URL_TOOLS = {"browser_navigate": "url", "http_get": "url"}
-PRIMARY_ARG = {"shell": "command", "python_exec": "code", "read_skill": "name", "ask_user": "question",
-               "browser_click": "selector", "browser_type": "selector", "browser_extract": "selector", **PATH_TOOLS, **URL_TOOLS}
+# What each tool is (read-only, which argument rules match …) comes from the tool registry.
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 _HEREDOC_OPS = {"<<", "<<-", "<<<"}
 _RUNTIME_CHARS = set("~$`*?[{")
@@ -295,6 +290,16 @@ def _apply_mode(tool: str, arguments: dict[str, Any], decision: Decision, mode: 
     if mode == "bypass" and decision.effect != "allow":
         return Decision("allow", f"permission mode bypass overrode: {decision.reason}")
     return decision
+
+
+_STRICTNESS: dict[str, int] = {"bypass": 0, "accept_edits": 1, "default": 2, "plan": 3}
+
+
+def trusted_settings(worker: PermissionSettings, given: PermissionSettings) -> PermissionSettings:
+    """What a worker decides with: its own settings files' rules (not the run's copy), the
+    exact approvals people gave in this run, and the stricter of the two modes."""
+    mode = given.mode if _STRICTNESS[given.mode] > _STRICTNESS[worker.mode] else worker.mode
+    return PermissionSettings(layers=worker.layers, mode=mode, run_rules=list(given.run_rules))
 
 
 def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:

@@ -14,23 +14,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from xsky.models import AGENT_NAME_RE, RoleCapabilityModel
+from xsky.tool_registry import PRIVILEGED_TOOLS
+from xsky.tool_registry import TOOLS as TOOL_SPECS
 
-TOOLS: dict[str, str] = {
-    "browser_navigate": "open a URL in the agent's own browser page; returns title, text and links",
-    "browser_click": "click an element (CSS selector or visible text) on the current page",
-    "browser_type": "type text into an input (CSS selector), optionally pressing Enter",
-    "browser_extract": "the text of the page or of one element (CSS selector)",
-    "browser_screenshot": "save a screenshot of the current page as an artifact",
-    "file_read": "read a file of the run's workspace",
-    "file_write": "write (or append to) a file of the run's workspace",
-    "file_list": "list files of the run's workspace",
-    "code_search": "search the workspace's files with a regular expression",
-    "shell": "run a shell command in the run's workspace",
-    "python_exec": "run a Python snippet in the run's workspace",
-    "http_get": "fetch a URL over HTTP(S)",
-    "ask_user": "ask a person a question and wait for the answer",
-    "read_skill": "read a bound skill's SKILL.md",
-}
+TOOLS: dict[str, str] = {name: spec.description for name, spec in TOOL_SPECS.items()}
 
 _ALWAYS = ["ask_user", "read_skill"]
 _READ = ["file_read", "file_list", "code_search"]
@@ -132,6 +119,60 @@ def role_problems(role: Any) -> list[str]:
     if both:
         problems.append(f"role {role.name}: {', '.join(both)} both allowed and requested; keep each in one list")
     return problems
+
+
+def plan_role_problems(plan_roles: Iterable[RoleCapabilityModel], base: Mapping[str, RoleCapabilityModel]) -> list[str]:
+    """A plan (which a model may have written) may narrow a known role, never widen it."""
+    problems = []
+    for role in plan_roles:
+        known = base.get(role.name)
+        if known is None:
+            continue  # a new role: it gets privileged tools only with a person's approval (effective_roles)
+        added = [t for t in role.allowed_tools if t not in known.allowed_tools]
+        added += [t for t in role.requested_tools if t not in known.allowed_tools and t not in known.requested_tools]
+        if added:
+            problems.append(f"the plan's <role name=\"{role.name}\"> gives the role {role.name} {', '.join(dict.fromkeys(added))}, "
+                            f"which it does not have; a plan may only narrow a role. Give tools in .xsky/settings.json "
+                            f"or with define_role")
+    return problems
+
+
+def effective_roles(plan_roles: Iterable[RoleCapabilityModel], base: Mapping[str, RoleCapabilityModel],
+                    approved: bool) -> dict[str, RoleCapabilityModel]:
+    """The roles a plan's ``<role>`` elements give, as far as a plan may give them.
+
+    A known role is narrowed (never widened, whatever the plan says). A role the plan
+    invents may hold privileged tools (exec, network, writes) only once a person approved
+    the plan; until then each use of one is asked for (moved to requestedTools).
+    """
+    out: dict[str, RoleCapabilityModel] = {}
+    for role in plan_roles:
+        known = base.get(role.name)
+        if known is not None:
+            allowed = [t for t in role.allowed_tools if t in known.allowed_tools]
+            requested = [t for t in role.requested_tools if t in known.allowed_tools + known.requested_tools and t not in allowed]
+            out[role.name] = role.model_copy(update={"allowed_tools": allowed, "requested_tools": requested})
+        elif approved:
+            out[role.name] = role
+        else:
+            allowed = [t for t in role.allowed_tools if t not in PRIVILEGED_TOOLS]
+            requested = list(dict.fromkeys(role.requested_tools + [t for t in role.allowed_tools if t in PRIVILEGED_TOOLS]))
+            out[role.name] = role.model_copy(update={"allowed_tools": allowed, "requested_tools": requested})
+    return out
+
+
+def trusted_role(given: RoleCapabilityModel, known: RoleCapabilityModel | None) -> RoleCapabilityModel:
+    """The role a worker lets an agent act with: what the run says, within what the worker
+    itself knows of the role (its built-ins and settings). A role it does not know (from a
+    plan, define_role, or a forged input) gets its privileged tools only with approval."""
+    if known is not None:
+        allowed = [t for t in given.allowed_tools if t in known.allowed_tools]
+        requested = [t for t in given.requested_tools + given.allowed_tools
+                     if t in known.allowed_tools + known.requested_tools and t not in allowed]
+    else:
+        allowed = [t for t in given.allowed_tools if t not in PRIVILEGED_TOOLS]
+        requested = [t for t in given.requested_tools + given.allowed_tools if t not in allowed]
+    return given.model_copy(update={"allowed_tools": allowed, "requested_tools": list(dict.fromkeys(requested))})
 
 
 def with_skill_access(role: RoleCapabilityModel | None) -> RoleCapabilityModel | None:

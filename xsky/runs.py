@@ -82,6 +82,7 @@ class AgentInput(Wire):
     role: RoleCapabilityModel | None = None  # the agent's role, resolved by the leader
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
+    markers: list[str] | None = None  # artifact URIs the leader put in the texts; only these are expanded
 
 
 class RequestPayload(Wire):

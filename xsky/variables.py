@@ -9,20 +9,28 @@ Three kinds, all written ``{{ … }}`` (spaces inside the braces are allowed):
 
 Only the ``task``, ``input`` and the string values of ``config`` are rendered. Text like
 ``{{ not a name }}`` that is not a single name is left alone.
+
+**Data is never pasted into code.** In the ``command`` of a ``shell`` tool every value is
+quoted for where it stands — unquoted, inside '…' or inside "…" — so a result that says
+``$(rm -rf ~)`` is printed, not run (:func:`render_shell`). ``{{raw:name}}`` pastes a
+variable or context value as written, for people who pass shell syntax on purpose; it is
+refused for agent results, which may come from a web page or a model.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping
+import shlex
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from xsky.errors import Problem
 from xsky.models import Workflow, WorkflowAgent
 
-REF_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+REF_RE = re.compile(r"\{\{\s*((?:raw:)?[A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+RAW = "raw:"
 _AGENT_REF = re.compile(r"^agent_(.+)_result$")
 
 RefKind = Literal["agent", "variable", "context"]
@@ -33,6 +41,7 @@ class Reference:
     kind: RefKind
     key: str  # agent id, variable name or context key
     text: str  # as written, e.g. "{{agent_3_result}}"
+    raw: bool = False  # {{raw:…}}: pasted into a shell command as written
 
 
 class RenderError(ValueError):
@@ -40,12 +49,14 @@ class RenderError(ValueError):
 
 
 def classify(name: str, text: str) -> Reference:
+    raw = name.startswith(RAW)
+    name = name.removeprefix(RAW)
     m = _AGENT_REF.match(name)
     if m:
-        return Reference("agent", m.group(1), text)
+        return Reference("agent", m.group(1), text, raw)
     if name.startswith("context."):
-        return Reference("context", name[len("context.") :], text)
-    return Reference("variable", name, text)
+        return Reference("context", name[len("context.") :], text, raw)
+    return Reference("variable", name, text, raw)
 
 
 def find_references(text: str) -> list[Reference]:
@@ -86,6 +97,11 @@ def check_references(
                 if name in seen:
                     continue
                 seen.add(name)
+                if name.startswith(RAW + "agent_") and name.endswith("_result"):
+                    problems.append(Problem(f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
+                                            f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
+                                            "is quoted for you", agent_index=i, agent_id=agent.id))
+                    continue
                 if name.startswith("agent_") and name.endswith("_result") and name[6:-7] in agent.depends:
                     continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
                 msg = _check_one(classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys)
@@ -173,19 +189,80 @@ def render(
 ) -> str:
     """Replace every reference in ``text``. Pure: same inputs, same output."""
 
-    def sub(m: re.Match[str]) -> str:
-        ref = classify(m.group(1), m.group(0))
-        if ref.kind == "agent":
-            if ref.key not in results:
-                raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
-            return results[ref.key]
-        if ref.kind == "context":
-            return _as_text(_lookup_context(context, ref.key))
-        if ref.key not in variables:
-            raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
-        return variables[ref.key]
+    return REF_RE.sub(lambda m: _value(classify(m.group(1), m.group(0)), results, variables, context), text)
 
-    return REF_RE.sub(sub, text)
+
+def _value(ref: Reference, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> str:
+    if ref.kind == "agent":
+        if ref.key not in results:
+            raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
+        return results[ref.key]
+    if ref.kind == "context":
+        return _as_text(_lookup_context(context, ref.key))
+    if ref.key not in variables:
+        raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
+    return variables[ref.key]
+
+
+def render_shell(
+    command: str,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+    is_marker: Callable[[str], bool] = lambda value: False,
+) -> str:
+    """``render`` for a shell command: each value quoted for the quoting context it stands in.
+
+    A value that is an artifact marker (a large result, expanded by the activity) is left
+    unquoted here: the activity quotes the text it expands it to, in the same way.
+    """
+    out: list[str] = []
+    at = 0
+    state = QuoteState()
+    for m in REF_RE.finditer(command):
+        state.advance(command, at, m.start())
+        out.append(command[at:m.start()])
+        ref = classify(m.group(1), m.group(0))
+        if ref.raw and ref.kind == "agent":
+            raise RenderError(f"{ref.text}: an agent's result is never pasted raw into a command; write "
+                              f"{{{{agent_{ref.key}_result}}}}")
+        value = _value(ref, results, variables, context)
+        out.append(value if ref.raw or is_marker(value) else quote_for(value, state.quote))
+        at = m.end()
+    out.append(command[at:])
+    return "".join(out)
+
+
+class QuoteState:
+    """Which quotes are open at a point of a bash command (single, double, none)."""
+
+    def __init__(self) -> None:
+        self.quote = ""
+
+    def advance(self, text: str, start: int, end: int) -> None:
+        i = start
+        while i < end:
+            c = text[i]
+            if self.quote == "'":
+                if c == "'":
+                    self.quote = ""
+            elif c == "\\":
+                i += 1  # the next character is escaped (outside single quotes)
+            elif self.quote == '"':
+                if c == '"':
+                    self.quote = ""
+            elif c in "'\"":
+                self.quote = c
+            i += 1
+
+
+def quote_for(value: str, quote: str) -> str:
+    """``value`` as literal text inside the given quotes ("" = none)."""
+    if quote == "'":
+        return value.replace("'", "'\\''")  # close, an escaped quote, reopen
+    if quote == '"':
+        return re.sub(r'([\\"$`])', r"\\\1", value)
+    return shlex.quote(value)
 
 
 def render_config(value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> Any:

@@ -81,15 +81,20 @@ async def test_a_deny_reaches_the_llm_agent_which_still_finishes(env: Env, fake_
     assert result.agents[0].result.startswith("could not run the tests: DENIED: a person denied it: not now")
 
 
-async def test_deny_rules_and_plan_mode_are_enforced_without_asking(env: Env, fake_llm: FakeLLM):
+async def test_deny_rules_and_plan_mode_are_enforced_without_asking(env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch):
     def responder(req, i):
         if turn_of(req) == 0:
             return calls(("shell", {"command": "ls && rm -rf data"}), ("file_write", {"path": "x.txt", "content": "x"}))
         return text("done: " + " | ".join(m["content"][:60] for m in req["messages"] if m["role"] == "tool"))
 
     fake_llm.responder = responder
+    # The rules come from the worker's own settings file; the run may only make the mode stricter.
+    project = tmp_path / "proj"
+    (project / ".xsky").mkdir(parents=True)
+    (project / ".xsky" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}}))
+    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
     await env.start_worker()
-    rules = PermissionSettings(layers=[PermissionLayer(scope="project", path="p.json", allow=["shell(ls:*)"], deny=["shell(rm:*)"])], mode="plan")
+    rules = PermissionSettings(layers=[PermissionLayer(scope="project", path="forged", allow=["shell(rm:*)"])], mode="plan")
     result = await env.run(plan('<agent name="backend" id="1"><task>Clean up</task></agent>'), permissions=rules)
     out = result.agents[0].result
     assert "DENIED: deny rule 'shell(rm:*)'" in out and "DENIED: permission mode plan allows read-only tools only" in out

@@ -1,0 +1,90 @@
+"""The implementation of every tool of :mod:`xsky.tool_registry`, for the agent loop.
+
+Each entry takes the loop's :class:`Session` (the tool context, the agent's browser page,
+its role and run) and the arguments the model gave — already checked against the tool's
+argument model — and returns the text the model reads. ``ask_user`` is answered by the
+loop itself (it ends the attempt until a person answers). At import, the registry and
+this table must agree, and each tool's permission subject must be one of its arguments:
+a tool cannot be added to one and forgotten in the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from activities import skills
+from activities.tools import ToolContext, ToolError
+from activities.tools.browsing import BrowserSession
+from activities.tools.code import code_search, python_exec
+from activities.tools.files import file_list, file_read, file_write
+from activities.tools.http import http_get
+from activities.tools.shell import shell
+from xsky.models import RoleCapabilityModel
+from xsky.tool_registry import TOOLS
+
+
+@dataclass
+class Session:
+    ctx: ToolContext
+    browser: BrowserSession
+    role: RoleCapabilityModel
+    run_id: str
+
+
+Impl = Callable[[Session, dict[str, Any]], Awaitable[str]]
+
+
+async def _shell(s: Session, args: dict[str, Any]) -> str:
+    try:
+        out = await shell(s.ctx, {**args, "allowFailure": True})
+    except ToolError as e:
+        return f"ERROR: {e}"
+    code = out.details.get("exitCode")
+    stderr = out.details.get("stderr", "").strip()
+    return f"exit code {code}\n{out.text}" + (f"\n[stderr]\n{stderr}" if stderr else "")
+
+
+async def _read_skill(s: Session, args: dict[str, Any]) -> str:
+    return skills.read_skill(str(args.get("name", "")), s.role.skill_names, s.run_id)
+
+
+async def _ask_user(s: Session, args: dict[str, Any]) -> str:  # the loop answers ask_user before it gets here
+    raise ToolError("ask_user is handled by the agent loop")
+
+
+IMPLEMENTATIONS: dict[str, Impl] = {
+    "browser_navigate": lambda s, a: s.browser.navigate(a),
+    "browser_click": lambda s, a: s.browser.click(a),
+    "browser_type": lambda s, a: s.browser.type(a),
+    "browser_extract": lambda s, a: s.browser.extract(a),
+    "browser_screenshot": lambda s, a: s.browser.screenshot(a),
+    "file_read": lambda s, a: _text(file_read(s.ctx, a)),
+    "file_write": lambda s, a: _text(file_write(s.ctx, a)),
+    "file_list": lambda s, a: _text(file_list(s.ctx, a)),
+    "code_search": lambda s, a: code_search(s.ctx, a),
+    "shell": _shell,
+    "python_exec": lambda s, a: python_exec(s.ctx, a),
+    "http_get": lambda s, a: _text(http_get(s.ctx, {**a, "allowFailure": True})),
+    "ask_user": _ask_user,
+    "read_skill": _read_skill,
+}
+
+
+async def _text(result: Awaitable[Any]) -> str:
+    return (await result).text
+
+
+def _agree() -> None:
+    missing, extra = set(TOOLS) - set(IMPLEMENTATIONS), set(IMPLEMENTATIONS) - set(TOOLS)
+    if missing or extra:
+        raise ImportError(f"tool registry and implementations disagree: no implementation for {sorted(missing)}, "
+                          f"unregistered implementations {sorted(extra)}")
+    for name, spec in TOOLS.items():
+        fields = set(spec.args.model_fields)
+        if spec.subject is not None and spec.subject not in fields:
+            raise ImportError(f"tool {name}: permission rules match {spec.subject!r}, which is not one of its arguments {sorted(fields)}")
+
+
+_agree()

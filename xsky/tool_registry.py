@@ -1,0 +1,178 @@
+"""The tools agents use, each described once: name, argument model, permission facts, sandbox.
+
+Everything else is derived from here: the OpenAI function schemas the model sees
+(:func:`openai_tools`), the descriptions roles list, which argument the permission rules
+match (the *subject*: a command, a path, a URL), which tools are read-only (permission mode
+``plan``), which start processes (the OS sandbox) or reach the network, and which a
+plan-defined role may not hold without a person's approval. The implementations live in
+``activities/tools/registry.py``, which checks at import that every tool here has one and
+that each implementation's arguments are this model's.
+
+Adding a tool: its entry here, its implementation there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BrowserNavigateArgs(_Args):
+    url: str = Field(description="http(s) URL")
+
+
+class BrowserClickArgs(_Args):
+    selector: str = Field(description="CSS selector, or text=Visible text")
+
+
+class BrowserTypeArgs(_Args):
+    selector: str
+    text: str
+    submit: bool | None = Field(None, description="press Enter afterwards")
+
+
+class BrowserExtractArgs(_Args):
+    selector: str | None = Field(None, description="CSS selector; omit for the whole page")
+
+
+class BrowserScreenshotArgs(_Args):
+    full_page: bool | None = None
+
+
+class FileReadArgs(_Args):
+    path: str = Field(description="relative to the workspace")
+
+
+class FileWriteArgs(_Args):
+    path: str
+    content: str
+    append: bool | None = None
+
+
+class FileListArgs(_Args):
+    path: str | None = None
+    pattern: str | None = Field(None, description="glob on file names, e.g. *.py")
+    recursive: bool | None = None
+
+
+class CodeSearchArgs(_Args):
+    pattern: str = Field(description="Python regular expression")
+    path: str | None = None
+    glob: str | None = Field(None, description="only files matching, e.g. *.py")
+
+
+class ShellArgs(_Args):
+    command: str
+    timeout: float | None = Field(None, description="seconds (default 120)")
+
+
+class PythonExecArgs(_Args):
+    code: str
+    timeout: float | None = Field(None, description="seconds (default 60)")
+
+
+class HttpGetArgs(_Args):
+    url: str
+
+
+class AskUserArgs(_Args):
+    question: str
+
+
+class ReadSkillArgs(_Args):
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args: type[BaseModel]
+    reads: bool = False  # reads files or pages
+    writes: bool = False  # changes something: files, or a page's state
+    network: bool = False  # reaches other machines
+    exec: bool = False  # starts processes (they run in the OS sandbox)
+    subject: str | None = None  # the argument permission rules match
+    kind: str = "plain"  # how rules read the subject: plain | path | url | command
+
+    @property
+    def read_only(self) -> bool:
+        return not (self.writes or self.exec)
+
+    @property
+    def privileged(self) -> bool:
+        """Can act beyond reading the workspace: a plan-defined role needs a person for it."""
+        return self.writes or self.exec or self.network
+
+
+TOOLS: dict[str, ToolSpec] = {t.name: t for t in [
+    ToolSpec("browser_navigate", "open a URL in the agent's own browser page; returns title, text and links",
+             BrowserNavigateArgs, reads=True, network=True, subject="url", kind="url"),
+    # Clicking and typing act on the page (a form sent, an order placed): not read-only.
+    ToolSpec("browser_click", "click an element (CSS selector or visible text) on the current page",
+             BrowserClickArgs, reads=True, writes=True, network=True, subject="selector"),
+    ToolSpec("browser_type", "type text into an input (CSS selector), optionally pressing Enter",
+             BrowserTypeArgs, writes=True, network=True, subject="selector"),
+    ToolSpec("browser_extract", "the text of the page or of one element (CSS selector)", BrowserExtractArgs,
+             reads=True, subject="selector"),
+    ToolSpec("browser_screenshot", "save a screenshot of the current page as an artifact", BrowserScreenshotArgs, reads=True),
+    ToolSpec("file_read", "read a file of the run's workspace", FileReadArgs, reads=True, subject="path", kind="path"),
+    ToolSpec("file_write", "write (or append to) a file of the run's workspace", FileWriteArgs, writes=True,
+             subject="path", kind="path"),
+    ToolSpec("file_list", "list files of the run's workspace", FileListArgs, reads=True, subject="path", kind="path"),
+    ToolSpec("code_search", "search the workspace's files with a regular expression", CodeSearchArgs, reads=True,
+             subject="path", kind="path"),
+    ToolSpec("shell", "run a shell command in the run's workspace", ShellArgs, reads=True, writes=True, exec=True,
+             subject="command", kind="command"),
+    ToolSpec("python_exec", "run a Python snippet in the run's workspace", PythonExecArgs, reads=True, writes=True,
+             exec=True, subject="code"),
+    ToolSpec("http_get", "fetch a URL over HTTP(S)", HttpGetArgs, reads=True, network=True, subject="url", kind="url"),
+    ToolSpec("ask_user", "ask a person a question and wait for the answer", AskUserArgs, subject="question"),
+    ToolSpec("read_skill", "read a bound skill's SKILL.md", ReadSkillArgs, reads=True, subject="name"),
+]}
+
+READ_ONLY_TOOLS = frozenset(n for n, t in TOOLS.items() if t.read_only)
+PATH_TOOLS = {n: t.subject for n, t in TOOLS.items() if t.kind == "path" and t.subject}
+URL_TOOLS = {n: t.subject for n, t in TOOLS.items() if t.kind == "url" and t.subject}
+PRIMARY_ARG = {n: t.subject for n, t in TOOLS.items() if t.subject}
+PRIVILEGED_TOOLS = frozenset(n for n, t in TOOLS.items() if t.privileged)
+EXEC_OR_NETWORK_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec or t.network)
+
+
+def parameters(spec: ToolSpec) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, as an OpenAI function's ``parameters``."""
+    schema = spec.args.model_json_schema()
+    properties = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k not in ("title", "default")}
+        if "anyOf" in prop:  # Optional[X]: the model may leave it out; it is never null
+            kinds = [p for p in prop.pop("anyOf") if p.get("type") != "null"]
+            prop = {**kinds[0], **prop}
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "required": list(schema.get("required", [])),
+            "additionalProperties": False}
+
+
+def openai_tools(names: list[str]) -> list[dict[str, Any]]:
+    """Function-tool definitions for the given tool names, in the given order."""
+    return [{"type": "function", "function": {"name": n, "description": TOOLS[n].description, "parameters": parameters(TOOLS[n])}}
+            for n in names if n in TOOLS]
+
+
+def argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
+    """Why these arguments do not fit the tool's model (None when they do)."""
+    from pydantic import ValidationError
+
+    try:
+        TOOLS[name].args.model_validate(arguments)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "arguments"
+        return f"{where}: {first['msg']}"
+    return None
