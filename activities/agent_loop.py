@@ -253,7 +253,7 @@ class AgentLoop:
                 if answer.question == question:
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
-        allowed, why = self.gate.check(name, args)  # raises NeedsHuman when a person must approve
+        allowed, why = await self.gate.check(name, args)  # raises NeedsHuman when a person must approve
         if not allowed:
             return f"DENIED: {why}. Do not retry this call; find another way or explain what you need."
         try:

@@ -242,7 +242,7 @@ class AgentActivities:
                 # A direct call passes the same permission gate as the loop's (once its arguments
                 # are there at all: a missing argument gets the tool's own, clearer error).
                 if tool in TOOLS and all(k in args for k in TOOLS[tool].args.model_json_schema().get("required", [])):
-                    allowed, why = gate.check(tool, args)
+                    allowed, why = await gate.check(tool, args)
                     if not allowed:
                         raise ApplicationError(f"agent {agent.id}: {tool} denied: {why}", gate.details(),
                                                type="PermissionDenied", non_retryable=True)

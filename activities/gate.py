@@ -10,7 +10,8 @@ from typing import Any
 
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
-from xsky.permissions import Decision, decide
+from activities import checker
+from xsky.permissions import Decision
 from xsky.runs import AgentInput, DecisionRecord
 
 log = logging.getLogger("xsky.permissions")
@@ -35,8 +36,8 @@ class Gate:
         if inp.permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
 
-    def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        decision = decide(tool, arguments, self.role, self.inp.permissions, self.workspace)
+    async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
+        decision = await checker.check(tool, arguments, self.role, self.inp.permissions, self.workspace)
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
             self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=SANDBOX_OFF, arguments=tool, effect="allow",
@@ -54,9 +55,9 @@ class Gate:
                 return approval
         return None
 
-    def check(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    async def check(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """(may run, why not). Raises NeedsHuman when a person must decide first."""
-        decision = self.decide(tool, arguments)
+        decision = await self.decide(tool, arguments)
         if decision.effect == "allow":
             return True, ""
         if decision.effect == "deny":

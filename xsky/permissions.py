@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from xsky.models import RoleCapabilityModel, WireModel
-from xsky.shell_parse import ShellCommand, ShellParseError, split_command
+from xsky.shell_parse import ShellCommand, ShellParseError, inline_code, normalized, split_command
 from xsky.tool_registry import PATH_TOOLS, PRIMARY_ARG, READ_ONLY_TOOLS, URL_TOOLS
 
 Effect = Literal["allow", "ask", "deny"]
@@ -44,6 +44,7 @@ _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 _HEREDOC_OPS = {"<<", "<<-", "<<<"}
 _RUNTIME_CHARS = set("~$`*?[{")
 PROTECTED_DIRS = (".git", ".xsky")
+MAX_COMMAND = 16 * 1024  # characters of a shell command the checker reads; longer ones are refused
 _RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*]*)\s*(?:\((.*)\))?\s*$", re.S)
 
 
@@ -208,14 +209,17 @@ def decide(
     settings: PermissionSettings | None = None,
     workspace: str | None = None,
 ) -> Decision:
-    settings = settings or PermissionSettings()
-    rules = _rules(settings)
-    if tool == "shell":
-        decision = _decide_shell(arguments, role, rules, workspace)
-    else:
-        subject = arguments.get(PRIMARY_ARG.get(tool, ""))
-        decision = _decide_one(tool, subject if isinstance(subject, str) else None, role, rules, workspace)
-    return _apply_mode(tool, arguments, decision, settings.mode, workspace)
+    try:
+        settings = settings or PermissionSettings()
+        rules = _rules(settings)
+        if tool == "shell":
+            decision = _decide_shell(arguments, role, rules, workspace)
+        else:
+            subject = arguments.get(PRIMARY_ARG.get(tool, ""))
+            decision = _decide_one(tool, subject if isinstance(subject, str) else None, role, rules, workspace)
+        return _apply_mode(tool, arguments, decision, settings.mode, workspace)
+    except Exception as e:  # noqa: BLE001 - the checker failing is a refusal, never a pass
+        return Decision("deny", f"refused: the permission checker failed on this call ({type(e).__name__}: {str(e)[:200]})", hard=True)
 
 
 def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
@@ -241,10 +245,16 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
         return Decision("deny", "shell needs a command", hard=True)
+    if len(command) > MAX_COMMAND:
+        return Decision("deny", f"refused: the command is {len(command):,} characters, more than the checker reads "
+                                f"({MAX_COMMAND:,}); write it to a script file and run that", hard=True)
     try:
         parts = split_command(command)
     except ShellParseError as e:
-        return Decision("deny", f"refused: {e} (commands that cannot be checked are not run)", hard=True)
+        if e.forbidden:
+            return Decision("deny", f"refused: {e}", hard=True)
+        # Not understood is not allowed: a person reads it and decides (no mode lifts this).
+        return Decision("ask", f"the checker cannot fully understand this command ({e}); a person must decide", hard=True)
     worst: Decision | None = None
     for part in parts:
         for d in _part_decisions(part, role, rules, workspace):
@@ -258,7 +268,7 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
 
 def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
     # ":" stands for redirects or assignments with no command of their own: only they count.
-    decisions = [] if part.argv == [":"] else [_decide_one("shell", part.text, role, rules, workspace)]
+    decisions = [] if part.argv == [":"] else _command_decisions(part, role, rules, workspace)
     for redirect in part.redirects:
         target = redirect.target
         if redirect.op in _HEREDOC_OPS or target in _HARMLESS_TARGETS or target.isdigit() or target.startswith("&"):
@@ -278,9 +288,25 @@ def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[s
     return decisions
 
 
+def _command_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
+    """A simple command, decided as written and without its global options (``git -C . push``
+    is a push); one that can run code the checker cannot see is asked for unless a rule allows it."""
+    plain = " ".join(normalized(part.argv))
+    decisions = [_decide_one("shell", plain, role, rules, workspace)]
+    if plain != part.text:  # a rule written against the full form still counts
+        written = _decide_one("shell", part.text, role, rules, workspace)
+        if written.rule is not None:
+            decisions.append(written)
+    hidden = inline_code(part.argv)
+    if hidden is not None:
+        decisions = [d if d.effect != "allow" or d.rule is not None else
+                     Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)") for d in decisions]
+    return decisions
+
+
 def _apply_mode(tool: str, arguments: dict[str, Any], decision: Decision, mode: PermissionMode, workspace: str | None) -> Decision:
-    if decision.effect == "deny" and (decision.rule is not None or decision.hard):
-        return decision  # deny rules and safety refusals hold in every mode
+    if decision.hard or (decision.effect == "deny" and decision.rule is not None):
+        return decision  # deny rules and safety refusals (and asks the checker insists on) hold in every mode
     if mode == "plan" and tool not in READ_ONLY_TOOLS:
         return Decision("deny", f"permission mode plan allows read-only tools only; {tool} changes things")
     if mode == "accept_edits" and tool == "file_write" and decision.effect == "ask":
@@ -313,7 +339,8 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
             parts = split_command(arguments["command"])
         except ShellParseError:
             return []
-        return list(dict.fromkeys(f"shell(={p.text})" for p in parts if p.argv != [":"] and ")" not in p.text))
+        exact = [p.text for p in parts if p.argv != [":"]] + [" ".join(normalized(p.argv)) for p in parts if p.argv != [":"]]
+        return list(dict.fromkeys(f"shell(={text})" for text in exact if ")" not in text))
     if tool in URL_TOOLS and isinstance(arguments.get("url"), str) and _host(arguments["url"]):
         return [f"{tool}(domain:{_host(arguments['url'])})"]
     subject = arguments.get(PRIMARY_ARG.get(tool, ""))

