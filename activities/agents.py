@@ -20,7 +20,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import llm, skills
+from activities import egress, llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agent_transcripts import write_transcript
 from activities.artifacts import ArtifactStore
@@ -179,8 +179,9 @@ class AgentActivities:
             log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
         # The worker decides from what it trusts: its own settings' rules, the run's approvals.
         inp = inp.model_copy(update={"permissions": trusted_settings(permission_settings(layers), inp.permissions)})
+        web, command_network = egress.policies(inp.permissions)
         ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers,
-                          blocked_url=denied_host(inp.permissions), unconfined=unconfined,
+                          blocked_url=denied_host(inp.permissions), unconfined=unconfined, egress=web, command_network=command_network,
                           confinement=confinement_for(self.settings, workspace, inp.run_id))
 
         # The leader renders large results as markers; swap them for the stored text here.
@@ -197,6 +198,7 @@ class AgentActivities:
         known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(agent.name)
         role = with_skill_access(trusted_role(given, known) if given is not None else None)
         gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
+        ctx.record = gate.network
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
             if target is not None:

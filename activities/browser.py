@@ -106,14 +106,16 @@ class BrowserPool:
             return self._browser
 
     @asynccontextmanager
-    async def page(self, blocked: Callable[[str], bool] | None = None) -> AsyncIterator[Any]:
+    async def page(self, blocked: Callable[[str], bool] | None = None, proxy: str | None = None) -> AsyncIterator[Any]:
         """A new page in a new context, closed afterwards whatever happens.
 
         ``blocked(url)`` True aborts that request, whatever asked for it (a link, a
-        redirect, a script): the domain deny list holds for the whole page.
+        redirect, a script): the domain deny list holds for the whole page. ``proxy`` is the
+        egress proxy every request of the page goes through (it checks resolved addresses).
         """
         browser = await self._ensure()
-        context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        context = await browser.new_context(viewport={"width": 1280, "height": 900},
+                                            proxy={"server": proxy, "bypass": ""} if proxy else None)
         if blocked is not None:
             await context.route("**/*", _guard(blocked))
         try:

@@ -47,6 +47,11 @@ class Gate:
                                              effect=decision.effect, reason=decision.reason))
         return decision
 
+    def network(self, destination: str, effect: str, reason: str) -> None:
+        """A connection the egress proxy let through or refused, for the run's permission log."""
+        self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool="network", arguments=destination,
+                                             effect="deny" if effect == "deny" else "allow", reason=reason))
+
     def approval(self, tool: str, arguments: dict[str, Any]) -> Any:
         """A person's decision on exactly this call, if one came with this dispatch; each is used once."""
         for approval in reversed(self.inp.approvals):

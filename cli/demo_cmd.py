@@ -59,7 +59,11 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         plan = load_plan(PLAN, known_agents=list(roles), variables=["site"])
         client = await connect(settings)
         workflow_id = f"xsky-demo-{time.strftime('%Y%m%d-%H%M%S')}"
-        inp = RunInput(workflow=plan.workflow, variables={"site": url}, roles=roles, permissions=resolve_permissions())
+        # The demo page is served on this machine: loopback is refused to agents unless a rule
+        # names the host, so the demo run names it (as a person would approve it).
+        local = ["browser_navigate(domain:127.0.0.1)", "http_get(domain:127.0.0.1)"]
+        permissions = resolve_permissions().model_copy(update={"run_rules": local})
+        inp = RunInput(workflow=plan.workflow, variables={"site": url}, roles=roles, permissions=permissions)
         handle = await start_run(client, settings, inp, workflow_id)
         out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {settings.ui_link(workflow_id)}")
         result = await follow(handle, quiet=args.json)

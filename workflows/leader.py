@@ -322,7 +322,8 @@ class LeaderWorkflow:
             approvals=self._take_approvals(task),
             nudges=[n.message for n in self._s.nudges if n.task_id == task.id],
             role=self._roles().get(agent.name),
-            permissions=self._input.permissions.model_copy(update={"run_rules": list(self._s.run_rules)}),
+            permissions=self._input.permissions.model_copy(
+                update={"run_rules": list(dict.fromkeys(self._input.permissions.run_rules + self._s.run_rules))}),
             goal=self._s.plan.task_prompt or self._s.plan.name or None,
             markers=markers,
         )

@@ -328,6 +328,16 @@ def trusted_settings(worker: PermissionSettings, given: PermissionSettings) -> P
     return PermissionSettings(layers=worker.layers, mode=mode, run_rules=list(given.run_rules))
 
 
+def domain_rules(settings: PermissionSettings, tools: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(allowed, denied) domain patterns of ``Tool(domain:…)`` rules for these tools; ask
+    rules count as denied (nobody can be asked in the middle of a connection)."""
+    rules = _rules(settings)
+    def domains(effects: tuple[str, ...]) -> list[str]:
+        return list(dict.fromkeys(r.specifier[len("domain:"):].strip().lower() for e in effects for r in rules[e]
+                                  if r.tool in tools and r.specifier and r.specifier.startswith("domain:")))
+    return domains(("allow",)), domains(("deny", "ask"))
+
+
 def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
     """The rules an "allow for this run" approval adds: as narrow as the call it approved.
 

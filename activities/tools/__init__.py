@@ -16,6 +16,7 @@ from xsky.artifacts import ArtifactRef
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
     from activities.browser import BrowserPool
+    from activities.egress import Policy
     from activities.os_sandbox import Confinement
 
 
@@ -67,6 +68,9 @@ class ToolContext:
     blocked_url: Callable[[str], bool] | None = None  # the run's browser domain deny list
     confinement: Confinement | None = None  # the OS sandbox of processes tools start (None: workspace only)
     unconfined: bool = False  # settings say "security": {"sandbox": "off"}: processes run without the sandbox
+    egress: Policy | None = None  # where the browser and http_get may connect (through the egress proxy)
+    command_network: Policy | None = None  # where sandboxed commands may connect; None: nowhere
+    record: Callable[[str, str, str], None] | None = None  # the egress proxy's decisions, for the permission log
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

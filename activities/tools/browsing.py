@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from activities import egress
 from activities.browser import BrowserUnavailable
 from activities.tools import ToolContext, ToolError, cap_text, require_str
 
@@ -44,7 +45,9 @@ class BrowserSession:
     async def page(self) -> Any:
         if self._page is None:
             try:
-                self._page = await self._stack.enter_async_context(self.ctx.browsers.page(self.ctx.blocked_url))
+                proxy = (await self._stack.enter_async_context(egress.serving(self.ctx.egress, self.ctx.record))
+                         if self.ctx.egress is not None else None)
+                self._page = await self._stack.enter_async_context(self.ctx.browsers.page(self.ctx.blocked_url, proxy))
             except BrowserUnavailable as e:
                 raise ToolError(str(e)) from None
         return self._page

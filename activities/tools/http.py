@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import httpx
 
+from activities import egress
 from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
@@ -21,12 +23,19 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     allow_failure = bool(args.get("allowFailure", False))
     ctx.heartbeat(f"GET {url}")
     try:
-        async with httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False) as client:
+        # Through the egress proxy: it resolves each hop's host and refuses private, loopback,
+        # metadata and Temporal addresses, however the URL spells them.
+        async with contextlib.AsyncExitStack() as stack:
+            proxy = await stack.enter_async_context(egress.serving(ctx.egress, ctx.record)) if ctx.egress else None
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False, proxy=proxy))
             # Redirects are followed here, one hop at a time, so each hop meets the deny list.
             for _ in range(MAX_REDIRECTS + 1):
                 if ctx.blocked_url is not None and ctx.blocked_url(url):
                     raise ToolError(f"GET {url} is not allowed: the host is denied (a deny rule, or a link-local address)")
                 async with client.stream("GET", url, headers={"User-Agent": "xsky-agent/0.1"}) as resp:
+                    if resp.headers.get("x-xsky-egress") == "refused":
+                        raise ToolError(f"GET {url}: {(await resp.aread()).decode(errors='replace').strip()}")
                     location = resp.headers.get("location")
                     if resp.is_redirect and location:
                         url = str(resp.url.join(location))
@@ -43,6 +52,9 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                     break
             else:
                 raise ToolError(f"GET {url}: more than {MAX_REDIRECTS} redirects")
+    except httpx.ProxyError as e:  # a refused CONNECT (https): the proxy said why
+        raise ToolError(f"GET {url} refused by xsky's egress proxy ({e}): private, loopback, metadata and Temporal "
+                        "addresses are not reachable unless a rule names the host") from None
     except httpx.TimeoutException:
         raise ToolError(f"GET {url} timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as e:

@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from activities import os_sandbox
+from activities import egress, os_sandbox
 from activities.sandbox import scrubbed_env
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
 
@@ -93,6 +94,12 @@ async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: 
     the sandbox dies with its parent, so a killed worker leaves nothing either).
     """
     ctx.workspace.mkdir(parents=True, exist_ok=True)
+    if ctx.command_network is not None and not ctx.unconfined:
+        # The settings allow some domains: the sandbox's only way out is a proxy that checks them.
+        async with egress.serving(ctx.command_network, ctx.record, unix=True) as socket_path:
+            base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
+            routed = replace(ctx, confinement=replace(base, proxy_socket=Path(socket_path)), command_network=None)
+            return await run_process(routed, argv, timeout, limit)
     argv = confined(ctx, argv)
     started = time.monotonic()
     loop = asyncio.get_running_loop()

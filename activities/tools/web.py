@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
+from activities import egress
 from activities.browser import BrowserUnavailable
 from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
 from activities.tools.browsing import page_links, page_text
@@ -26,7 +28,9 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
 
     ctx.heartbeat(f"opening {url}")
     try:
-        async with ctx.browsers.page(ctx.blocked_url) as page:
+        async with contextlib.AsyncExitStack() as stack:
+            proxy = await stack.enter_async_context(egress.serving(ctx.egress, ctx.record)) if ctx.egress is not None else None
+            page = await stack.enter_async_context(ctx.browsers.page(ctx.blocked_url, proxy))
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types

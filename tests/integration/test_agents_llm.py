@@ -40,7 +40,11 @@ def site(tmp_path_factory):
     server.shutdown()
 
 
-async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(env: Env, fake_llm: FakeLLM, site: str):
+async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(env: Env, fake_llm: FakeLLM, site: str, tmp_path: Path, monkeypatch):
+    # Loopback is off limits to agents unless a rule names the host: this page is on 127.0.0.1.
+    user = tmp_path / "user-settings.json"
+    user.write_text(json.dumps({"permissions": {"allow": ["browser_navigate(domain:127.0.0.1)"]}}))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
     def responder(req, i):
         turn = turn_of(req)
         if turn == 0:

@@ -1,0 +1,289 @@
+"""The worker's egress proxy: the one way out for agents' network traffic.
+
+Agents reach the network three ways, and each goes through here:
+
+- the browser (Chromium runs in the worker, started with this proxy as its only route),
+- ``http_get`` (httpx with this proxy),
+- commands in the OS sandbox, when the settings allow domains for them
+  (``"permissions": {"allow": ["network(domain:pypi.org)"]}``): a proxy on a Unix socket
+  bound into the sandbox (its own network namespace has no other way out).
+
+For every request — each redirect hop is a new request — the proxy checks the host
+against the domain rules, **resolves it and checks every resolved address**: loopback,
+link-local (cloud metadata), private, carrier-grade NAT, multicast, reserved and
+unspecified addresses, and the Temporal endpoints, are refused unless a rule names the
+host itself; then it connects to the address it checked (a second lookup could answer
+differently). Plain HTTP is forwarded one request per connection; HTTPS is tunnelled
+with CONNECT. Each decision is recorded for the run's permission log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import ipaddress
+import logging
+import os
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+from xsky.permissions import PermissionSettings, domain_rules
+
+log = logging.getLogger("xsky.egress")
+
+MAX_HEAD = 64 * 1024
+CONNECT_TIMEOUT = 15.0
+Record = Callable[[str, str, str], None]  # (destination, effect, reason)
+
+
+def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host names, in any spelling bash, curl or a browser would accept:
+    dotted, decimal (``2852039166``), hex (``0xa9fea9fe``), octal, short forms, bracketed IPv6."""
+    text = host.strip().strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(text))  # the legacy forms inet_aton accepts
+    except (OSError, ValueError):
+        return None
+
+
+def blocked_address(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why an address is off limits for agents (None: a public address)."""
+    if isinstance(addr, ipaddress.IPv6Address):
+        for embedded in (addr.ipv4_mapped, addr.sixtofour, (addr.teredo or (None, None))[1]):
+            if embedded is not None:
+                reason = blocked_address(embedded)
+                if reason:
+                    return reason + f" (inside {addr})"
+    if addr.is_loopback:
+        return f"{addr} is a loopback address (this machine)"
+    if addr.is_link_local:
+        return f"{addr} is link-local (cloud metadata services live there)"
+    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
+        return f"{addr} is a private network address"
+    if addr.is_multicast or addr.is_reserved or addr.is_unspecified:
+        return f"{addr} is not a public unicast address"
+    return None
+
+
+def _domain_match(host: str, pattern: str) -> bool:
+    pattern = pattern.lower().rstrip(".")
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern or host.endswith("." + pattern) or fnmatch.fnmatchcase(host, pattern)
+
+
+@dataclass
+class Policy:
+    """Which destinations a proxy lets through."""
+
+    allow: list[str] | None = None  # domain patterns; None: any host (the browser, http_get)
+    deny: list[str] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)  # hosts a rule names exactly: may be private
+    forbidden: set[tuple[str, int]] = field(default_factory=set)  # (ip, port) never reachable: Temporal
+
+    def check_name(self, host: str) -> str | None:
+        host = host.lower().rstrip(".")
+        if any(_domain_match(host, p) for p in self.deny):
+            return f"{host} is denied by a domain rule"
+        if self.allow is not None and not any(_domain_match(host, p) for p in self.allow):
+            return f"{host} is not among the domains the settings allow ({', '.join(self.allow) or 'none'})"
+        return None
+
+    def check_address(self, host: str, ip: str, port: int) -> str | None:
+        if (ip, port) in self.forbidden:
+            return f"{host} ({ip}:{port}) is the Temporal server; agents never talk to it"
+        addr = ipaddress.ip_address(ip)
+        reason = blocked_address(addr)
+        if reason and host.lower().rstrip(".") not in self.named:
+            where = reason if host == ip else f"{host} resolves to {ip}: {reason}"
+            return f"{where}; a rule naming the host allows it, if that is intended"
+        return None
+
+
+@lru_cache(maxsize=4)
+def _temporal_endpoints(target: str) -> frozenset[tuple[str, int]]:
+    host, _, port = target.rpartition(":")
+    try:
+        infos = socket.getaddrinfo(host or target, int(port or 7233), type=socket.SOCK_STREAM)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset((info[4][0], int(port or 7233)) for info in infos)
+
+
+def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
+    """(the browser's and http_get's policy, sandboxed commands' policy or None for no network).
+
+    Any public host for the first (minus denied domains); for commands only the domains a
+    ``network(domain:…)`` allow rule names. A host a rule names exactly may be private.
+    """
+    forbidden = set(temporal_endpoints())
+    web_allow, web_deny = domain_rules(settings, ("browser_navigate", "http_get", "network"))
+    net_allow, net_deny = domain_rules(settings, ("network",))
+    web = Policy(allow=None, deny=web_deny, named=[d for d in web_allow if "*" not in d], forbidden=forbidden)
+    commands = Policy(allow=net_allow, deny=net_deny, named=[d for d in net_allow if "*" not in d], forbidden=forbidden) if net_allow else None
+    return web, commands
+
+
+def temporal_endpoints() -> set[tuple[str, int]]:
+    """(ip, port) of the Temporal frontend this worker talks to, for the proxy's refusals."""
+    return set(_temporal_endpoints(os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233"))
+
+
+class EgressProxy:
+    """An HTTP(S) proxy enforcing a :class:`Policy`, on a TCP port of 127.0.0.1 or a Unix socket."""
+
+    def __init__(self, policy: Policy, record: Record | None = None):
+        self.policy = policy
+        self.record = record or (lambda dest, effect, reason: None)
+        self.server: asyncio.AbstractServer | None = None
+        self.port: int | None = None
+        self.socket_path: Path | None = None
+        self._dir: str | None = None
+
+    async def start_tcp(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0, limit=MAX_HEAD)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start_unix(self) -> Path:
+        self._dir = tempfile.mkdtemp(prefix="xsky-egress-")
+        self.socket_path = Path(self._dir) / "proxy.sock"
+        self.server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path), limit=MAX_HEAD)
+        os.chmod(self.socket_path, 0o666)  # the sandboxed process may run as another uid
+        return self.socket_path
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await self.server.wait_closed()
+        if self._dir is not None:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self._dir, "proxy.sock"))
+                os.rmdir(self._dir)
+
+    # -- one client connection ---------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+            writer.close()
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        try:
+            method, target, version = lines[0].split(" ", 2)
+        except ValueError:
+            await self._refuse(writer, 400, "not an HTTP request")
+            return
+        if method == "CONNECT":
+            host, _, port_text = target.rpartition(":")
+            await self._tunnel(reader, writer, host.strip("[]"), _port(port_text, 443))
+            return
+        parts = urlsplit(target)
+        if parts.scheme != "http" or not parts.hostname:
+            await self._refuse(writer, 400, "only absolute http:// requests and CONNECT go through this proxy")
+            return
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        headers = [h for h in lines[1:] if h and not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
+        request = f"{method} {path} {version}\r\n" + "\r\n".join(headers + ["Connection: close"]) + "\r\n\r\n"
+        await self._forward(reader, writer, parts.hostname, parts.port or 80, request.encode("latin-1"))
+
+    async def _open(self, writer: asyncio.StreamWriter, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        dest = f"{host}:{port}"
+        reason = self.policy.check_name(host)
+        addresses: list[str] = []
+        if reason is None:
+            literal = ip_of(host)
+            if literal is not None:
+                addresses = [str(literal)]
+            else:
+                try:
+                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                except OSError as e:
+                    await self._refuse(writer, 502, f"cannot resolve {host}: {e}")
+                    return None
+                addresses = list(dict.fromkeys(info[4][0] for info in infos))
+            for ip in addresses:  # every address the name has: a rebinding answer cannot slip by
+                reason = reason or self.policy.check_address(host, ip, port)
+        if reason is not None:
+            self.record(dest, "deny", reason)
+            await self._refuse(writer, 403, f"refused by xsky's egress proxy: {reason}")
+            return None
+        self.record(dest, "allow", f"{host} → {', '.join(addresses)}")
+        try:
+            return await asyncio.wait_for(asyncio.open_connection(addresses[0], port), CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as e:
+            await self._refuse(writer, 502, f"cannot connect to {dest}: {e}")
+            return None
+
+    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int) -> None:
+        upstream = await self._open(writer, host, port)
+        if upstream is None:
+            return
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await _pipe_both(reader, writer, *upstream)
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int, request: bytes) -> None:
+        upstream = await self._open(writer, host, port)
+        if upstream is None:
+            return
+        up_reader, up_writer = upstream
+        up_writer.write(request)
+        await up_writer.drain()
+        await _pipe_both(reader, writer, up_reader, up_writer)
+
+    @staticmethod
+    async def _refuse(writer: asyncio.StreamWriter, status: int, message: str) -> None:
+        body = (message + "\n").encode()
+        reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}.get(status, "Error")
+        with contextlib.suppress(ConnectionError):
+            writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                         f"X-Xsky-Egress: refused\r\nConnection: close\r\n\r\n".encode() + body)
+            await writer.drain()
+        writer.close()
+
+
+def _port(text: str, default: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return default
+
+
+async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    try:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            dst.close()
+
+
+async def _pipe_both(a_reader: asyncio.StreamReader, a_writer: asyncio.StreamWriter,
+                     b_reader: asyncio.StreamReader, b_writer: asyncio.StreamWriter) -> None:
+    await asyncio.gather(_pipe(a_reader, b_writer), _pipe(b_reader, a_writer))
+
+
+@contextlib.asynccontextmanager
+async def serving(policy: Policy, record: Record | None, unix: bool = False) -> AsyncIterator[str]:
+    """A proxy for the length of one tool call: its URL (TCP) or its socket path (``unix``)."""
+    proxy = EgressProxy(policy, record)
+    try:
+        yield str(await proxy.start_unix()) if unix else await proxy.start_tcp()
+    finally:
+        await proxy.close()
