@@ -198,7 +198,9 @@ class AgentActivities:
         known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(agent.name)
         role = with_skill_access(trusted_role(given, known) if given is not None else None)
         gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
-        ctx.record = gate.network
+        ctx.record, ctx.readable = gate.network, gate.readable
+        gate.protected = [str(p.resolve()) for p in (self.settings.home, self.settings.artifacts, self.settings.runs,
+                                                     self.settings.skills_home)]
         if tool is None:
             target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
             if target is not None:

@@ -36,7 +36,7 @@ from xsky.permissions import PermissionSettings, decide
 for line in sys.stdin:
     q = json.loads(line)
     d = decide(q["tool"], q["arguments"], RoleCapabilityModel.model_validate(q["role"]),
-               PermissionSettings.model_validate(q["settings"]), q["workspace"])
+               PermissionSettings.model_validate(q["settings"]), q["workspace"], q["protected"])
     sys.stdout.write(json.dumps({{"effect": d.effect, "reason": d.reason, "rule": d.rule, "hard": d.hard}}) + "\\n")
     sys.stdout.flush()
 """
@@ -78,13 +78,13 @@ _checkers: dict[int, _Process] = {}  # one per event loop (tests run several)
 
 
 async def check(tool: str, arguments: dict[str, Any], role: RoleCapabilityModel, settings: PermissionSettings,
-                workspace: str, budget: float = BUDGET_SECONDS) -> Decision:
+                workspace: str, protected: list[str] | None = None, budget: float = BUDGET_SECONDS) -> Decision:
     """``permissions.decide`` within ``budget`` seconds; past it, or on any failure, a refusal."""
     if tool != "shell":
-        return decide(tool, arguments, role, settings, workspace)  # no parsing: cheap and bounded
+        return decide(tool, arguments, role, settings, workspace, protected or ())  # no parsing: cheap and bounded
     checker = _checkers.setdefault(id(asyncio.get_running_loop()), _Process())
     request = {"tool": tool, "arguments": arguments, "role": role.model_dump(mode="json"),
-               "settings": settings.model_dump(mode="json"), "workspace": workspace}
+               "settings": settings.model_dump(mode="json"), "workspace": workspace, "protected": protected or []}
     first_use = checker.proc is None
     try:
         answer = await checker.ask(request, budget + (5.0 if first_use else 0.0))  # the first call also starts Python

@@ -33,6 +33,7 @@ from pathlib import Path
 from functools import lru_cache
 from urllib.parse import urlsplit
 
+from xsky.addresses import blocked_address, ip_of
 from xsky.permissions import PermissionSettings, domain_rules
 
 log = logging.getLogger("xsky.egress")
@@ -40,39 +41,6 @@ log = logging.getLogger("xsky.egress")
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 15.0
 Record = Callable[[str, str, str], None]  # (destination, effect, reason)
-
-
-def ip_of(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The address a host names, in any spelling bash, curl or a browser would accept:
-    dotted, decimal (``2852039166``), hex (``0xa9fea9fe``), octal, short forms, bracketed IPv6."""
-    text = host.strip().strip("[]").split("%", 1)[0]
-    try:
-        return ipaddress.ip_address(text)
-    except ValueError:
-        pass
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(text))  # the legacy forms inet_aton accepts
-    except (OSError, ValueError):
-        return None
-
-
-def blocked_address(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why an address is off limits for agents (None: a public address)."""
-    if isinstance(addr, ipaddress.IPv6Address):
-        for embedded in (addr.ipv4_mapped, addr.sixtofour, (addr.teredo or (None, None))[1]):
-            if embedded is not None:
-                reason = blocked_address(embedded)
-                if reason:
-                    return reason + f" (inside {addr})"
-    if addr.is_loopback:
-        return f"{addr} is a loopback address (this machine)"
-    if addr.is_link_local:
-        return f"{addr} is link-local (cloud metadata services live there)"
-    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
-        return f"{addr} is a private network address"
-    if addr.is_multicast or addr.is_reserved or addr.is_unspecified:
-        return f"{addr} is not a public unicast address"
-    return None
 
 
 def _domain_match(host: str, pattern: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
 from activities import checker
-from xsky.permissions import Decision
+from xsky.permissions import Decision, decide
 from xsky.runs import AgentInput, DecisionRecord
 
 log = logging.getLogger("xsky.permissions")
@@ -33,11 +33,12 @@ class Gate:
         self._used: set[str] = set()  # approvals already spent in this attempt
         self.unconfined = unconfined
         self._warned = False
+        self.protected: list[str] = []  # folders commands may not name (set by the activity from its settings)
         if inp.permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        decision = await checker.check(tool, arguments, self.role, self.inp.permissions, self.workspace)
+        decision = await checker.check(tool, arguments, self.role, self.inp.permissions, self.workspace, self.protected)
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
             self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=SANDBOX_OFF, arguments=tool, effect="allow",
@@ -46,6 +47,11 @@ class Gate:
         self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=tool, arguments=summarize(arguments),
                                              effect=decision.effect, reason=decision.reason))
         return decision
+
+    def readable(self, path: str) -> bool:
+        """May this workspace file be read? (file_read deny rules hold for every tool that reads.)"""
+        decision = decide("file_read", {"path": path}, self.role, self.inp.permissions, self.workspace)
+        return not (decision.effect == "deny" and (decision.rule is not None or decision.hard))
 
     def network(self, destination: str, effect: str, reason: str) -> None:
         """A connection the egress proxy let through or refused, for the run's permission log."""

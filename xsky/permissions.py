@@ -24,13 +24,14 @@ import fnmatch
 import ipaddress
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from xsky.addresses import blocked_host
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.shell_parse import ShellCommand, ShellParseError, inline_code, normalized, split_command
 from xsky.tool_registry import PATH_TOOLS, PRIMARY_ARG, READ_ONLY_TOOLS, URL_TOOLS
@@ -208,12 +209,14 @@ def decide(
     role: RoleCapabilityModel,
     settings: PermissionSettings | None = None,
     workspace: str | None = None,
+    protected: Sequence[str] = (),
 ) -> Decision:
+    """``protected``: folders no command may name (xsky's state, artifacts, other runs)."""
     try:
         settings = settings or PermissionSettings()
         rules = _rules(settings)
         if tool == "shell":
-            decision = _decide_shell(arguments, role, rules, workspace)
+            decision = _decide_shell(arguments, role, rules, workspace, protected)
         else:
             subject = arguments.get(PRIMARY_ARG.get(tool, ""))
             decision = _decide_one(tool, subject if isinstance(subject, str) else None, role, rules, workspace)
@@ -241,7 +244,8 @@ def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules
     return Decision("deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)")
 
 
-def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
+def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None,
+                  protected: Sequence[str] = ()) -> Decision:
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
         return Decision("deny", "shell needs a command", hard=True)
@@ -257,7 +261,7 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
         return Decision("ask", f"the checker cannot fully understand this command ({e}); a person must decide", hard=True)
     worst: Decision | None = None
     for part in parts:
-        for d in _part_decisions(part, role, rules, workspace):
+        for d in _part_decisions(part, role, rules, workspace, protected):
             if worst is None or _RANK[d.effect] > _RANK[worst.effect]:
                 worst = d
     assert worst is not None
@@ -266,12 +270,15 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
     return worst
 
 
-def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
+def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None,
+                    protected: Sequence[str] = ()) -> list[Decision]:
     # ":" stands for redirects or assignments with no command of their own: only they count.
     decisions = [] if part.argv == [":"] else _command_decisions(part, role, rules, workspace)
+    decisions += [d for d in (_reach_decision(part), _protected_decision(part, workspace, protected)) if d is not None]
     for redirect in part.redirects:
         target = redirect.target
-        if redirect.op in _HEREDOC_OPS or target in _HARMLESS_TARGETS or target.isdigit() or target.startswith("&"):
+        if (redirect.op in _HEREDOC_OPS or target in _HARMLESS_TARGETS or target.isdigit() or target.startswith("&")
+                or _DEV_NET.match(target)):  # /dev/tcp targets were decided as destinations
             continue
         if _RUNTIME_CHARS & set(target):
             decisions.append(Decision("deny", f"redirection {redirect.op} {target!r}: where it goes is only known at run time", hard=True))
@@ -286,6 +293,55 @@ def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[s
     if not decisions:
         decisions.append(Decision("allow", "nothing runs"))
     return decisions
+
+
+_URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@]*@)?(\[[^\]]+\]|[^/\s:?#]+)")
+_DEV_NET = re.compile(r"/dev/(?:tcp|udp)/([^/\s]+)")
+NETWORK_PROGRAMS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "telnet", "socat", "ssh", "scp", "sftp", "ping", "nmap",
+                              "http", "https", "xh", "aria2c", "ftp", "rsync", "dig", "nslookup", "host"})
+
+
+def destinations(argv: list[str], redirects: Iterable[str] = ()) -> list[str]:
+    """Hosts a command names: in URLs, in /dev/tcp paths, as arguments of network programs."""
+    found = [m.group(1) for token in [*argv, *redirects] for m in _URL.finditer(token)]
+    found += [m.group(1) for token in [*argv, *redirects] for m in _DEV_NET.finditer(token)]
+    if argv and argv[0].rsplit("/", 1)[-1] in NETWORK_PROGRAMS:
+        for token in argv[1:]:
+            if not token.startswith("-") and "://" not in token and re.fullmatch(r"[\w.\-:\[\]@]+", token):
+                host = token.rsplit("@", 1)[-1]
+                found.append(host.split(":", 1)[0] if host.count(":") == 1 else host)
+    return found
+
+
+def _reach_decision(part: ShellCommand) -> Decision | None:
+    for host in destinations(part.argv, [r.target for r in part.redirects]):
+        reason = blocked_host(host)
+        if reason:
+            return Decision("deny", f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
+                                    "services, private networks or cloud metadata", hard=True)
+    return None
+
+
+def _protected_decision(part: ShellCommand, workspace: str | None, protected: Sequence[str]) -> Decision | None:
+    """Paths into xsky's state, the artifact store or other runs' workspaces are refused."""
+    if not protected:
+        return None
+    ws = posixpath.normpath(workspace) if workspace else None
+    for token in [*part.argv[1:], *(r.target for r in part.redirects)]:
+        for piece in token.split("="):
+            if piece.startswith("/"):
+                path = posixpath.normpath(piece)
+            elif ws and (piece == ".." or piece.startswith("../") or "/../" in piece):
+                path = posixpath.normpath(posixpath.join(ws, piece))
+            else:
+                continue
+            if ws and (path == ws or path.startswith(ws + "/")):
+                continue
+            for root in protected:
+                if path == root or path.startswith(root.rstrip("/") + "/"):
+                    return Decision("deny", f"refused: {piece} is inside {root}, which holds xsky's state or other runs' "
+                                            "files; agents work in their own workspace", hard=True)
+    return None
 
 
 def _command_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:

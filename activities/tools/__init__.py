@@ -71,6 +71,7 @@ class ToolContext:
     egress: Policy | None = None  # where the browser and http_get may connect (through the egress proxy)
     command_network: Policy | None = None  # where sandboxed commands may connect; None: nowhere
     record: Callable[[str, str, str], None] | None = None  # the egress proxy's decisions, for the permission log
+    readable: Callable[[str], bool] | None = None  # may this workspace file be read (file_read deny rules)?
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

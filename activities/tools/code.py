@@ -34,6 +34,8 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
             full = os.path.join(dirpath, name)
             if os.path.islink(full):
                 continue  # a link may point out of the workspace: file_read decides those
+            if ctx.readable is not None and not ctx.readable(os.path.relpath(full, base)):
+                continue  # a file_read deny rule covers it: searching must not read it either
             try:
                 if os.path.getsize(full) > MAX_FILE_BYTES:
                     continue
