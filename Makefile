@@ -28,6 +28,7 @@ bench: install
 	$(PY) bench/overhead.py
 	$(PY) bench/makespan.py
 	$(PY) bench/ingest.py
+	$(PY) bench/sandbox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

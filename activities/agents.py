@@ -46,6 +46,7 @@ from xsky.permissions import trusted_settings
 from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_settings, role_layers, sandbox_mode
 
 log = logging.getLogger("xsky.agents")
+_WARNED = {"sandbox-off": False}
 
 
 async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -175,7 +176,8 @@ class AgentActivities:
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
         layers = self._worker_layers()
         unconfined = sandbox_mode(layers) == "off"
-        if unconfined:
+        if unconfined and not _WARNED["sandbox-off"]:
+            _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
             log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
         # The worker decides from what it trusts: its own settings' rules, the run's approvals.
         inp = inp.model_copy(update={"permissions": trusted_settings(permission_settings(layers), inp.permissions)})

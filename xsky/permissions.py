@@ -249,6 +249,8 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
         return Decision("deny", "shell needs a command", hard=True)
+    if "\x00" in command:
+        return Decision("deny", "refused: the command holds a NUL byte, which no shell command can carry", hard=True)
     if len(command) > MAX_COMMAND:
         return Decision("deny", f"refused: the command is {len(command):,} characters, more than the checker reads "
                                 f"({MAX_COMMAND:,}); write it to a script file and run that", hard=True)
