@@ -26,7 +26,7 @@ from activities.agent_transcripts import write_transcript
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.browser import BrowserPool
-from activities.sandbox import confinement_for
+from activities.sandbox import confinement_for, workspace_problem
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
@@ -162,9 +162,16 @@ class AgentActivities:
         self.browsers = browsers or BrowserPool()
 
     def workspace_for(self, inp: AgentInput) -> Path:
-        if inp.workspace:
-            return Path(inp.workspace)
-        return self.settings.runs / safe_component(inp.run_id) / "workspace"
+        """The run's workspace, checked here: a run's options may name any folder."""
+        if not inp.workspace:
+            return self.settings.runs / safe_component(inp.run_id) / "workspace"
+        workspace = Path(inp.workspace)
+        problem = workspace_problem(workspace, self.settings, inp.run_id)
+        if problem is not None:
+            raise ApplicationError(f"{problem}; agents write there with the worker's rights, so give the run a folder of its "
+                                   "own (leave `workspace` out for .xsky/runs/<id>/workspace, or name an empty project folder)",
+                                   type="WorkspaceRefused", non_retryable=True)
+        return workspace.expanduser().resolve()
 
     @activity.defn(name="run_agent")
     async def run_agent(self, inp: AgentInput) -> AgentOutcome:
@@ -296,9 +303,10 @@ class AgentActivities:
 
 def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
     if isinstance(value, dict):
-        shell = value.get("tool") == "shell"  # the command's markers are quoted where they stand
-        return {k: store.expand_markers(v, issued, shell=shell and k == "command") if isinstance(v, str)
-                else _expand_config(store, v, issued) for k, v in value.items()}
+        # A shell command's data is in its "values" (expanded there); a marker in the command
+        # itself stays as written: stored text is never pasted into code.
+        shell = value.get("tool") == "shell"
+        return {k: v if shell and k == "command" else _expand_config(store, v, issued) for k, v in value.items()}
     if isinstance(value, list):
         return [_expand_config(store, v, issued) for v in value]
     if isinstance(value, str):

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
-from xsky.variables import QuoteState, quote_for
 from xsky.artifacts import ArtifactRef
 
 PREVIEW_CHARS = 240
@@ -60,28 +59,15 @@ class ArtifactStore:
                 f"artifact {uri} is not in the store at {self.root}; is XSKY_ARTIFACTS the same for this process and the workers?"
             ) from None
 
-    def expand_markers(self, text: str, issued: Collection[str] | None = None, shell: bool = False) -> str:
+    def expand_markers(self, text: str, issued: Collection[str] | None = None) -> str:
         """Swap ``⟦artifact:…⟧`` markers for the stored text they stand for.
 
         Only markers the leader issued for this agent (``issued``) are expanded; any other
         marker-shaped text — written into a plan, or inside a result — stays literal, so a
-        plan cannot read another run's artifacts. In a shell command (``shell``) the text
-        is quoted for the quotes the marker stands in, as the leader quotes inline values.
+        plan cannot read another run's artifacts.
         """
         if "⟦artifact:" not in text:
             return text
         allowed = None if issued is None else set(issued)
-        out: list[str] = []
-        at = 0
-        state = QuoteState()
-        for m in MARKER_RE.finditer(text):
-            uri = URI_PREFIX + m.group(1)
-            if allowed is not None and uri not in allowed:
-                continue
-            state.advance(text, at, m.start())
-            out.append(text[at:m.start()])
-            value = self.read_text(uri)
-            out.append(quote_for(value, state.quote) if shell else value)
-            at = m.end()
-        out.append(text[at:])
-        return "".join(out)
+        return MARKER_RE.sub(lambda m: m.group(0) if allowed is not None and URI_PREFIX + m.group(1) not in allowed
+                             else self.read_text(URI_PREFIX + m.group(1)), text)

@@ -23,7 +23,17 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--no-first-run",
     "--disable-dev-shm-usage",
+    # WebRTC's UDP does not go through the egress proxy: a page could reach any address
+    # with it. Only proxied traffic is left (and the pages' WebRTC objects are removed).
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
+# Run before any page script: no peer connections, so no UDP past the proxy.
+NO_WEBRTC = """
+for (const name of ["RTCPeerConnection", "webkitRTCPeerConnection", "RTCDataChannel", "RTCIceCandidate"]) {
+  try { Object.defineProperty(window, name, {value: undefined, writable: false, configurable: false}); } catch (e) {}
+}
+"""
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
 
@@ -116,6 +126,7 @@ class BrowserPool:
         browser = await self._ensure()
         context = await browser.new_context(viewport={"width": 1280, "height": 900},
                                             proxy={"server": proxy, "bypass": ""} if proxy else None)
+        await context.add_init_script(NO_WEBRTC)
         if blocked is not None:
             await context.route("**/*", _guard(blocked))
         try:

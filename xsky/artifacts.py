@@ -8,6 +8,7 @@ under the artifact root: ``<run>/<agent>/<file>``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from xsky.models import WireModel
@@ -30,7 +31,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def safe_component(name: str, limit: int = 120) -> str:
     """A path component that cannot climb out of its directory or clash with the layout."""
     cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
-    return cleaned[:limit]
+    if cleaned == name and len(name) <= limit:
+        return name
+    # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder.
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{cleaned[:max(1, limit - 11)]}-{digest}"
 
 
 def artifact_path(run_id: str, agent_id: str, filename: str) -> str:

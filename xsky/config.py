@@ -75,3 +75,10 @@ def load_settings() -> Settings:
         max_plan_bytes=_int("XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
         skills_home=Path(os.environ.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home").expanduser().absolute(),
     )
+
+
+def server_ports(grpc_port: int) -> tuple[int, int, int, int]:
+    """The ports a local Temporal dev server of ``grpc_port`` uses: gRPC, Web UI, HTTP API,
+    metrics. ``xsky server`` starts it so; agents' egress refuses all four on this machine
+    (each can signal or end workflows, or tell what runs)."""
+    return grpc_port, grpc_port + 1000, grpc_port + 2000, grpc_port + 2001

@@ -34,7 +34,7 @@ from pydantic import Field
 from xsky.addresses import blocked_host
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.shell_parse import ShellCommand, ShellParseError, inline_code, normalized, split_command
-from xsky.tool_registry import PATH_TOOLS, PRIMARY_ARG, READ_ONLY_TOOLS, URL_TOOLS
+from xsky.tool_registry import PATH_TOOLS, PRIMARY_ARG, PRIVILEGED_TOOLS, READ_ONLY_TOOLS, URL_TOOLS
 
 Effect = Literal["allow", "ask", "deny"]
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
@@ -383,7 +383,28 @@ def trusted_settings(worker: PermissionSettings, given: PermissionSettings) -> P
     """What a worker decides with: its own settings files' rules (not the run's copy), the
     exact approvals people gave in this run, and the stricter of the two modes."""
     mode = given.mode if _STRICTNESS[given.mode] > _STRICTNESS[worker.mode] else worker.mode
-    return PermissionSettings(layers=worker.layers, mode=mode, run_rules=list(given.run_rules))
+    return PermissionSettings(layers=worker.layers, mode=mode, run_rules=[r for r in given.run_rules if approval_shaped(r)])
+
+
+def approval_shaped(text: str) -> bool:
+    """Could ``text`` be an approval a person gave (what :func:`run_rules_for` makes)?
+
+    A run's input may carry any list, so the worker keeps only narrow rules: one exact
+    call (``tool(=…)``), one named host for a URL tool (no wildcard), or a whole tool that
+    cannot run code, reach the network or write. ``shell`` or ``shell(curl:*)`` is dropped.
+    """
+    try:
+        rule = parse_rule(text)
+    except ValueError:
+        return False
+    if rule.specifier is None:
+        return rule.tool not in PRIVILEGED_TOOLS
+    if rule.specifier.startswith("="):
+        return True
+    if rule.specifier.startswith("domain:") and rule.tool in URL_TOOLS:
+        host = rule.specifier[len("domain:"):].strip()
+        return bool(host) and not any(c in host for c in "*?[]/ ")
+    return False
 
 
 def domain_rules(settings: PermissionSettings, tools: tuple[str, ...]) -> tuple[list[str], list[str]]:

@@ -10,19 +10,19 @@ Three kinds, all written ``{{ … }}`` (spaces inside the braces are allowed):
 Only the ``task``, ``input`` and the string values of ``config`` are rendered. Text like
 ``{{ not a name }}`` that is not a single name is left alone.
 
-**Data is never pasted into code.** In the ``command`` of a ``shell`` tool every value is
-quoted for where it stands — unquoted, inside '…' or inside "…" — so a result that says
-``$(rm -rf ~)`` is printed, not run (:func:`render_shell`). ``{{raw:name}}`` pastes a
-variable or context value as written, for people who pass shell syntax on purpose; it is
-refused for agent results, which may come from a web page or a model.
+**Data is never pasted into code.** In the ``command`` of a ``shell`` tool every value
+becomes a shell variable set before the command runs (``"${XSKY_V1}"`` stands where the
+reference stood), so a result that says ``$(rm -rf ~)`` is printed, not run
+(:func:`render_command`). ``{{raw:name}}`` pastes a variable or context value as written, for
+people who pass shell syntax on purpose; it is refused for agent results, which may come
+from a web page or a model.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -204,37 +204,59 @@ def _value(ref: Reference, results: Mapping[str, str], variables: Mapping[str, s
     return variables[ref.key]
 
 
-def render_shell(
-    command: str,
+SHELL_VALUE = "XSKY_V"  # a value's shell variable: XSKY_V1, XSKY_V2, …
+SHELL_VALUE_RE = re.compile(r"^XSKY_V[1-9][0-9]{0,4}$")
+
+
+def render_command(
+    code: str,
     results: Mapping[str, str],
     variables: Mapping[str, str],
     context: Mapping[str, Any],
-    is_marker: Callable[[str], bool] = lambda value: False,
-) -> str:
-    """``render`` for a shell command: each value quoted for the quoting context it stands in.
+) -> tuple[str, dict[str, str]]:
+    """``render`` for a shell command: (the command, the values it names).
 
-    A value that is an artifact marker (a large result, expanded by the activity) is left
-    unquoted here: the activity quotes the text it expands it to, in the same way.
+    No value is written into the command. Each reference becomes a shell variable,
+    quoted for where it stands — ``"${XSKY_V1}"`` bare, ``${XSKY_V1}`` inside "…",
+    ``'"${XSKY_V1}"'`` inside '…' (closed and reopened) — and its value travels beside the
+    command; the shell tool sets the variables before the command runs. Whatever a value
+    holds — quotes, ``$(…)``, newlines — bash expands it as data and never reads it as
+    code, wherever the reference stands: where this quote tracking is wrong (``$(…)``
+    inside "…", a heredoc) the value may be split into words or the name shown, never run.
+    ``{{raw:name}}`` pastes a trusted variable as written. A value that is an artifact
+    marker is expanded by the activity, in the values only.
     """
     out: list[str] = []
+    values: dict[str, str] = {}
+    names: dict[str, str] = {}  # the same reference twice: one variable
     at = 0
     state = QuoteState()
-    for m in REF_RE.finditer(command):
-        state.advance(command, at, m.start())
-        out.append(command[at:m.start()])
+    for m in REF_RE.finditer(code):
+        state.advance(code, at, m.start())
+        out.append(code[at:m.start()])
         ref = classify(m.group(1), m.group(0))
         if ref.raw and ref.kind == "agent":
-            raise RenderError(f"{ref.text}: an agent's result is never pasted raw into a command; write "
+            raise RenderError(f"{ref.text}: an agent's result is never pasted raw into code; write "
                               f"{{{{agent_{ref.key}_result}}}}")
         value = _value(ref, results, variables, context)
-        out.append(value if ref.raw or is_marker(value) else quote_for(value, state.quote))
+        if ref.raw:
+            out.append(value)
+        else:
+            key = f"{ref.kind}:{ref.key}"
+            if key not in names:
+                names[key] = f"{SHELL_VALUE}{len(names) + 1}"
+                values[names[key]] = value
+            name = "${" + names[key] + "}"
+            out.append({"'": f"'\"{name}\"'", '"': name}.get(state.quote, f'"{name}"'))
         at = m.end()
-    out.append(command[at:])
-    return "".join(out)
+    out.append(code[at:])
+    return "".join(out), values
 
 
 class QuoteState:
-    """Which quotes are open at a point of a bash command (single, double, none)."""
+    """Whether a single-quoted string is open at a point of a bash command (``quote``:
+    ``'``, ``"`` or none). Only the single-quote answer matters to :func:`render_command`,
+    and a wrong answer there shows a variable's name, never runs a value."""
 
     def __init__(self) -> None:
         self.quote = ""
@@ -254,15 +276,6 @@ class QuoteState:
             elif c in "'\"":
                 self.quote = c
             i += 1
-
-
-def quote_for(value: str, quote: str) -> str:
-    """``value`` as literal text inside the given quotes ("" = none)."""
-    if quote == "'":
-        return value.replace("'", "'\\''")  # close, an escaped quote, reopen
-    if quote == '"':
-        return re.sub(r'([\\"$`])', r"\\\1", value)
-    return shlex.quote(value)
 
 
 def render_config(value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> Any:

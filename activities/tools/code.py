@@ -5,9 +5,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from pathlib import Path
 from typing import Any
 
-from activities.sandbox import confine
+from activities.sandbox import confine, open_inside
 from activities.tools import ToolContext, ToolError, cap_text, optional_number, require_str
 from activities.tools.shell import DEFAULT_MAX_OUTPUT, run_process
 
@@ -37,12 +38,12 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
             if ctx.readable is not None and not ctx.readable(os.path.relpath(full, base)):
                 continue  # a file_read deny rule covers it: searching must not read it either
             try:
-                if os.path.getsize(full) > MAX_FILE_BYTES:
-                    continue
-                with open(full, "rb") as fh:
+                with os.fdopen(open_inside(ctx.workspace, Path(full), os.O_RDONLY), "rb") as fh:
+                    if os.fstat(fh.fileno()).st_size > MAX_FILE_BYTES:
+                        continue
                     data = fh.read()
-            except OSError:
-                continue
+            except (OSError, ToolError):
+                continue  # gone, swapped for a link, or not a regular file
             if b"\0" in data[:4096]:
                 continue  # binary
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):

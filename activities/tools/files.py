@@ -6,7 +6,7 @@ import fnmatch
 import os
 from typing import Any
 
-from activities.sandbox import confine
+from activities.sandbox import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
 
 DEFAULT_MAX_READ = 10 * 1024 * 1024
@@ -21,8 +21,8 @@ async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise ToolError(f"{path!r} does not exist in the workspace; list it with file_list to see what is there")
     if target.is_dir():
         raise ToolError(f"{path!r} is a directory; use file_list to see its files")
-    size = target.stat().st_size
-    with target.open("rb") as fh:
+    with os.fdopen(open_inside(ctx.workspace, target, os.O_RDONLY), "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
         data = fh.read(limit)
     text = data.decode("utf-8", errors="replace")
     if size > limit:
@@ -39,9 +39,11 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     target = confine(ctx.workspace, path, write=True)
     if target.is_dir():
         raise ToolError(f"{path!r} is a directory; name a file")
-    target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    with target.open("ab" if append else "wb") as fh:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+    with os.fdopen(open_inside(ctx.workspace, target, flags, make_parents=True), "ab" if append else "wb") as fh:
+        if not append:
+            fh.truncate(0)  # after the checks: a file with other links is refused before it is emptied
         fh.write(data)
     verb = "appended" if append else "wrote"
     return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})

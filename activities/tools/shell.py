@@ -17,7 +17,7 @@ from typing import Any
 
 from activities import egress, os_sandbox
 from activities.sandbox import scrubbed_env
-from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
+from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str, values
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
@@ -152,7 +152,8 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
     limit = int(optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell"))
     allow_failure = bool(args.get("allowFailure", False))
-    proc = await run_process(ctx, ["bash", "-c", command], timeout, limit)
+    with values.provided(ctx, values.checked(args.get("values"), "shell")) as (ctx, prelude):
+        proc = await run_process(ctx, ["bash", "-c", prelude + command], timeout, limit)
     details = {"exitCode": proc.returncode, "stderr": proc.stderr[-4000:], "seconds": proc.seconds, "timedOut": proc.timed_out}
     if proc.timed_out:
         raise ToolError(f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}", details=details)

@@ -63,12 +63,15 @@ async def test_a_hostile_result_pasted_into_a_command_is_printed_not_run(env: En
         shell("3", "echo {{agent_1_result}}", depends="1"),
         shell("4", "echo \"{{agent_1_result}}\"", depends="1"),
         shell("5", "printf '%s' '{{agent_2_result}}'", depends="2"),
+        # where a quote-tracker goes wrong ($(…) inside "…", a heredoc): a name shows, nothing runs
+        shell("6", "echo \"$(echo '{{agent_1_result}}')\"; cat <<EOF\n{{agent_1_result}}\nEOF", depends="1"),
     ]
     handle = await env.start(plan(*agents, name="hostile"), options=RunOptions(max_auto_replans=0, artifact_threshold=256))
     result = await asyncio.wait_for(handle.result(), 60)
-    assert result.status == "completed", result.summary
     by_id = {a.id: a for a in result.agents}
+    assert result.status == "completed", [(a.id, a.error) for a in result.agents if a.status != "completed"]
     assert by_id["3"].result == hostile and by_id["4"].result == hostile
+    assert by_id["6"].status == "completed" and "pwned" not in (by_id["6"].result or "").replace(hostile, "")
     full = (env.home / "artifacts").rglob("v1-d1-result.txt")
     assert any(p.read_text() == big for p in full)  # agent 5 printed the big one back, byte for byte
     workspace = env.home / "runs" / handle.id / "workspace"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import tempfile
 import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -52,6 +54,16 @@ async def test_shell_nonzero_exit_fails_with_stderr_unless_allowed(ctx):
     assert "oops" in str(info.value) and info.value.details["exitCode"] == 2
     out = await shell(ctx, {"command": "exit 2", "allowFailure": True})
     assert out.details["exitCode"] == 2
+
+
+async def test_shell_values_are_set_as_variables_whole_however_large_and_only_xsky_names(ctx):
+    big = ("line with 'quotes' and $(touch pwned) \\ and\n" * 8000)  # ~370 KiB: past the environment's limit
+    out = await shell(ctx, {"command": 'printf %s "${XSKY_V1}" | wc -c; printf %s "${XSKY_V2}"', "values": {"XSKY_V1": big, "XSKY_V2": "two\n\n"}})
+    assert out.text.split("\n")[0] == str(len(big.encode())) and out.text.endswith("two")
+    assert not (ctx.workspace / "pwned").exists() and not list(Path(tempfile.gettempdir()).glob("xsky-values-*"))
+    for bad in ({"PATH": "/tmp"}, {"LD_PRELOAD": "x"}, {"XSKY_V1": 3}, ["XSKY_V1"]):
+        with pytest.raises(ToolError, match="'values' must map names XSKY_V1"):
+            await shell(ctx, {"command": "true", "values": bad})
 
 
 async def test_shell_output_is_capped_with_a_note(ctx):
@@ -118,6 +130,41 @@ async def test_files_refuse_a_symlink_pointing_out_and_writes_into_git(ctx, tmp_
         await file_write(ctx, {"path": ".git/config", "content": "x"})
 
 
+async def test_a_folder_swapped_for_a_link_after_the_check_leads_nowhere(ctx, tmp_path, monkeypatch):
+    """The race: confine() saw a real folder; by the open, a command beside has put a link
+    to a folder outside in its place. The write fails; nothing outside changes."""
+    import activities.tools.files as files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ctx.workspace / "sub").mkdir()
+    checked = files.confine
+
+    def confine_then_swap(workspace, path, write=False):
+        target = checked(workspace, path, write=write)
+        (ctx.workspace / "sub").rmdir()
+        (ctx.workspace / "sub").symlink_to(outside)
+        return target
+
+    monkeypatch.setattr(files, "confine", confine_then_swap)
+    with pytest.raises(ToolError, match="symbolic link"):
+        await file_write(ctx, {"path": "sub/planted.txt", "content": "x"})
+    assert list(outside.iterdir()) == []
+
+
+async def test_file_tools_refuse_fifos_and_hard_linked_files_instead_of_hanging_or_writing_through(ctx, tmp_path):
+    os.mkfifo(ctx.workspace / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await asyncio.wait_for(file_read(ctx, {"path": "pipe"}), 5)  # a FIFO would block the worker forever
+    (tmp_path / "elsewhere.txt").write_text("keep")
+    os.link(tmp_path / "elsewhere.txt", ctx.workspace / "hard.txt")
+    with pytest.raises(ToolError, match="other hard links"):
+        await file_write(ctx, {"path": "hard.txt", "content": "overwritten"})
+    assert (tmp_path / "elsewhere.txt").read_text() == "keep"
+    out = await file_write(ctx, {"path": "new/dir/f.txt", "content": "ok"})
+    assert (ctx.workspace / "new/dir/f.txt").read_text() == "ok" and "2 bytes" in out.text
+
+
 async def test_missing_arguments_say_what_to_write(ctx):
     with pytest.raises(ToolError, match='"tool": "file_read", "path"'):
         await file_read(ctx, {})
@@ -126,7 +173,9 @@ async def test_missing_arguments_say_what_to_write(ctx):
 def test_artifact_store_round_trip_and_markers(tmp_path):
     store = ArtifactStore(tmp_path)
     ref = store.put_text("xsky-run/1", "7", "result.txt", "big " * 1000)
-    assert ref.uri == "artifact:xsky-run_1/7/result.txt" and ref.size == 4000 and len(ref.sha256) == 64
+    assert ref.uri.startswith("artifact:xsky-run_1-") and ref.uri.endswith("/7/result.txt") and ref.size == 4000 and len(ref.sha256) == 64
+    # a run whose id the "/" would otherwise collide with keeps a folder of its own
+    assert store.put_text("xsky-run_1", "7", "result.txt", "other").uri == "artifact:xsky-run_1/7/result.txt"
     assert store.expand_markers(f"before {marker(ref)} after") == f"before {'big ' * 1000} after"
     with pytest.raises(ValueError):
         store.read_text("artifact:../../etc/passwd")

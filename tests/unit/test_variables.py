@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from xsky import dag
 from xsky.models import Workflow, WorkflowAgent
-from xsky.variables import RenderError, find_references, render, render_config
+from xsky.variables import RenderError, find_references, render, render_command, render_config
 
 
 def wf(*agents: WorkflowAgent, variables: dict[str, str] | None = None) -> Workflow:
@@ -83,3 +85,30 @@ def test_render_with_a_missing_value_raises_render_error():
         render("{{x}}", {}, {}, {})
     with pytest.raises(RenderError, match="context"):
         render("{{context.k}}", {}, {}, {})
+
+
+HOSTILE = "x'; touch pwned; echo \"$(id)\" `id` $HOME \\ end\nline2 '\"'"
+
+
+@pytest.mark.parametrize("template", [
+    "echo {{v}}", 'echo "{{v}}"', "echo '{{v}}'", 'echo "a {{v}} b"', "echo 'a {{v}} b'", "printf %s {{v}}{{v}}",
+    'echo "$(echo {{v}})"', "echo $'{{v}}'", "echo {{v}} # {{v}}",
+])
+def test_a_shell_command_never_holds_the_value_only_a_variable_naming_it(template, tmp_path):
+    import subprocess
+
+    command, values = render_command(template, {}, {"v": HOSTILE}, {})
+    assert HOSTILE not in command and "pwned" not in command and values == {"XSKY_V1": HOSTILE}
+    assert set(re.findall(r"XSKY_V\d+", command)) == {"XSKY_V1"}  # the same reference twice: one variable
+    out = subprocess.run(["bash", "-c", command], env={"PATH": "/usr/bin:/bin", **values}, cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert not (tmp_path / "pwned").exists()
+    if template in ("echo {{v}}", 'echo "{{v}}"', "echo '{{v}}'"):
+        assert out.stdout == HOSTILE + "\n"  # the value, byte for byte, in every quoting context
+
+
+def test_raw_pastes_trusted_variables_only_and_agents_results_never():
+    command, values = render_command("ls {{raw:flags}} {{agent_1_result}}", {"1": "r"}, {"flags": "-la"}, {})
+    assert command == 'ls -la "${XSKY_V1}"' and values == {"XSKY_V1": "r"}
+    with pytest.raises(RenderError, match="never pasted raw"):
+        render_command("ls {{raw:agent_1_result}}", {"1": "r"}, {}, {})

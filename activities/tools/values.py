@@ -1,0 +1,56 @@
+"""Values a plan's references give a shell command, set as variables before it runs.
+
+The leader never writes data into code (xsky/variables.py ``render_command``): it sends
+the command with ``"${XSKY_V1}"`` where a reference stood, and the values beside it. Here they are written to files in a private folder the sandbox shows
+read-only, and a one-line prelude reads them into variables: no size limit (unlike the
+environment's 128 KiB per variable), no quoting, and the text is never parsed as code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from activities import os_sandbox
+from activities.tools import ToolContext, ToolError
+from xsky.variables import SHELL_VALUE_RE
+
+MAX_VALUES_BYTES = 256 * 1024 * 1024
+
+
+def checked(raw: Any, tool: str) -> dict[str, str]:
+    """The ``values`` of a config, or a ToolError: only XSKY_V<n> names and text values."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and SHELL_VALUE_RE.match(k) and isinstance(v, str)
+                                            for k, v in raw.items()):
+        raise ToolError(f"{tool}: 'values' must map names XSKY_V1, XSKY_V2, … to text (the leader makes them from "
+                        "{{…}} references; a plan need not write them)")
+    if sum(len(v.encode("utf-8", "surrogatepass")) for v in raw.values()) > MAX_VALUES_BYTES:
+        raise ToolError(f"{tool}: the values of its references are over {MAX_VALUES_BYTES // 2**20} MiB together; "
+                        "pass large data in a file of the workspace instead")
+    return dict(raw)
+
+
+@contextlib.contextmanager
+def provided(ctx: ToolContext, values: dict[str, str]) -> Iterator[tuple[ToolContext, str]]:
+    """(a context whose sandbox shows the values' folder, the prelude that reads them)."""
+    if not values:
+        yield ctx, ""
+        return
+    folder = Path(tempfile.mkdtemp(prefix="xsky-values-"))
+    try:
+        for name, value in values.items():
+            (folder / name).write_bytes(value.encode("utf-8", "surrogatepass"))
+        # read -d '': the whole file, newlines and backslashes kept (it ends at EOF with status 1)
+        prelude = " ".join(f"IFS= read -r -d '' {name} < {shlex.quote(str(folder / name))};" for name in values)
+        base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
+        yield replace(ctx, confinement=replace(base, readable=(*base.readable, folder))), prelude + "\n"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
