@@ -323,3 +323,18 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
     finally:
         server.shutdown()
         await ctx.browsers.close()
+
+
+@pytest.mark.browser
+async def test_pages_get_no_webrtc_which_would_bypass_the_egress_proxy(ctx, site):
+    """WebRTC's UDP goes around an HTTP proxy: pages see no peer connection at all."""
+    try:
+        async with ctx.browsers.page() as page:
+            await page.goto(f"{site}/index.html")
+            kinds = await page.evaluate("[typeof RTCPeerConnection, typeof webkitRTCPeerConnection, typeof RTCDataChannel]")
+            framed = await page.evaluate("""() => { const f = document.createElement('iframe'); document.body.appendChild(f);
+                                                   return typeof f.contentWindow.RTCPeerConnection; }""")
+    finally:
+        await ctx.browsers.close()
+    assert kinds == ["undefined"] * 3
+    assert framed == "undefined"
