@@ -477,7 +477,7 @@ class LeaderWorkflow:
             # Data is never pasted into code: values travel beside the command as shell variables
             # set before it runs (the patch's name is older than this form).
             command, values = render_command(agent.config["command"], results, self._variables, ctx)
-            config = {**config, "command": command, "values": values}  # type: ignore[dict-item]
+            config = {**config, "command": command, **({"values": values} if values else {})}  # type: ignore[dict-item]
         rendered = agent.model_copy(
             update={
                 "task": render(agent.task, results, self._variables, ctx),
