@@ -1,0 +1,341 @@
+"""LeaderCore without a server: a Hypothesis state machine drives it through generated
+sequences of events — attempts that complete, fail, ask or are stopped, people's
+interventions (valid and not), pauses, automatic replans, time passing — and checks after
+every step what must always hold:
+
+* no agent starts before its dependencies are satisfied, and at most ``max_parallel``
+  attempts are active;
+* a rejected intervention changes nothing;
+* the incremental indexes (ready heap, unfinished-dependency counts, pending requests)
+  agree with a from-scratch computation;
+* when the run drains, every task ends in exactly one terminal state or is blocked by one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from xsky.artifacts import ArtifactRef
+from xsky.board import TERMINAL, derive_statuses
+from xsky.leader_core import SATISFIED, AttemptFailure, CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+from xsky.leader_state import (
+    AnswerRequest,
+    ApprovePlanRequest,
+    ApproveToolRequest,
+    PauseRequest,
+    RetryTaskRequest,
+    SkipTaskRequest,
+    StallWindows,
+    TaskRequest,
+)
+from xsky.models import Workflow, WorkflowAgent
+from xsky.runs import AgentOutcome, ProgressReport, RequestPayload, RunInput, RunOptions
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+@st.composite
+def dags(draw: st.DrawFn, prefix: str = "") -> Workflow:
+    n = draw(st.integers(1, 9))
+    agents = []
+    for i in range(1, n + 1):
+        earlier = [str(j) for j in range(1, i)]
+        depends = draw(st.lists(st.sampled_from(earlier), max_size=3, unique=True)) if earlier else []
+        agents.append(WorkflowAgent(id=str(i), name="llm", task=f"step {i}", depends=depends))
+    return Workflow(name="machine", task_id="machine", agents=agents)
+
+
+def ref(agent_id: str) -> ArtifactRef:
+    return ArtifactRef(uri=f"artifact:run-1/{agent_id}/result.txt", size=1, sha256="0" * 64, preview="r")
+
+
+class LeaderMachine(RuleBasedStateMachine):
+    @initialize(plan=dags(), max_parallel=st.integers(1, 4), replans=st.integers(0, 2), review=st.booleans())
+    def start(self, plan: Workflow, max_parallel: int, replans: int, review: bool) -> None:
+        self.now = T0
+        options = RunOptions(max_parallel=max_parallel, max_auto_replans=replans, review=review,
+                             stall=StallWindows(nudge_after=30, restart_after=60), request_timeout=3600)
+        self.core = LeaderCore(RunInput(workflow=plan, options=options), "run-1", self.now)
+        self.running: dict[str, int] = {}  # agent id → dispatch the "shell" is running
+        self.stopping: list[str] = []
+        self.planner: list[str] = []  # reasons of planner calls in flight
+        self.extra = 0  # agents replans added
+        self.decided: dict[str, str] = {}  # task id → the state a person put it in (skip, cancel)
+
+    # -- the shell's part ----------------------------------------------------------------------
+
+    def apply(self, commands: list[Command]) -> None:
+        core = self.core
+        for c in commands:
+            if isinstance(c, StartAgent):
+                agent = core.agents[c.agent_id]
+                for d in agent.depends:
+                    assert core.tasks[d].stored in SATISFIED, f"{c.agent_id} started before its dependency {d} was done"
+                assert c.agent_id not in self.running, f"{c.agent_id} started twice"
+                self.running[c.agent_id] = c.dispatch
+            elif isinstance(c, StopAgent):
+                assert c.agent_id in self.running, f"stop of {c.agent_id}, which is not running"
+                if c.agent_id not in self.stopping:
+                    self.stopping.append(c.agent_id)
+            elif isinstance(c, CallPlanner):
+                self.planner.append(c.reason)
+        assert len(core.active) <= core.options.max_parallel
+
+    def end(self, agent_id: str) -> None:
+        self.core.attempt_ended(agent_id, self.running.pop(agent_id))
+        if agent_id in self.stopping:
+            self.stopping.remove(agent_id)
+
+    def snapshot(self) -> tuple[object, ...]:
+        c = self.core
+        return (c.s.model_dump_json(), dict(c.active), dict(c.intents), c.replanning, c.ready_ids(),
+                [r.id for r in c.pending_requests()])
+
+    def intervene(self, check, act) -> bool:  # noqa: ANN001
+        before = self.snapshot()
+        try:
+            check()
+        except Rejected:
+            assert self.snapshot() == before, "a rejected intervention changed the run"
+            return False
+        result = act()
+        if isinstance(result, tuple):
+            self.apply(result[1])
+        return True
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    @rule()
+    def dispatch(self) -> None:
+        self.apply(self.core.dispatch(self.now))
+
+    @precondition(lambda self: self.running)
+    @rule(data=st.data(), kind=st.sampled_from(["completed", "question", "needs_approval"]))
+    def attempt_returns(self, data: st.DataObject, kind: str) -> None:
+        agent_id = data.draw(st.sampled_from(sorted(self.running)))
+        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
+        request = None if kind == "completed" else RequestPayload(question="why?", tool="shell", arguments={"command": "ls"})
+        outcome = AgentOutcome(kind=kind, result="r" if kind == "completed" else None,  # type: ignore[arg-type]
+                               result_ref=ref(agent_id) if kind == "completed" else None, request=request)
+        self.core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
+        self.end(agent_id)
+
+    @precondition(lambda self: self.running)
+    @rule(data=st.data(), cancelled=st.booleans())
+    def attempt_raises(self, data: st.DataObject, cancelled: bool) -> None:
+        agent_id = data.draw(st.sampled_from(sorted(self.running)))
+        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
+        failure = None if cancelled and agent_id in self.stopping else AttemptFailure("boom")
+        self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], failure, self.now))
+        self.end(agent_id)
+
+    @precondition(lambda self: self.running)
+    @rule(data=st.data())
+    def progress(self, data: st.DataObject) -> None:
+        agent_id = data.draw(st.sampled_from(sorted(self.running)))
+        self.core.report_progress(ProgressReport(task_id=f"T-{agent_id}", dispatch=self.running[agent_id], message="working"), self.now)
+
+    @rule(seconds=st.sampled_from([1, 10, 31, 61, 200, 4000]))
+    def time_passes(self, seconds: int) -> None:
+        self.now += timedelta(seconds=seconds)
+        self.apply(self.core.tick(self.now))
+
+    @rule(data=st.data(), text=st.sampled_from(["yes", "", "  "]))
+    def answer(self, data: st.DataObject, text: str) -> None:
+        ids = [r.id for r in self.core.s.requests] + ["Q-999"]
+        rid = data.draw(st.sampled_from(ids))
+        req = AnswerRequest(request_id=rid, text=text)
+        self.intervene(lambda: self.core.check_answer(req), lambda: self.core.answer(req, self.now))
+
+    @rule(data=st.data(), decision=st.sampled_from(["allow_once", "allow_run", "deny"]))
+    def approve_tool(self, data: st.DataObject, decision: str) -> None:
+        ids = [r.id for r in self.core.s.requests] + ["A-999"]
+        req = ApproveToolRequest(request_id=data.draw(st.sampled_from(ids)), decision=decision)  # type: ignore[arg-type]
+        self.intervene(lambda: self.core.check_approve_tool(req), lambda: self.core.approve_tool(req, self.now))
+
+    @rule(data=st.data(), action=st.sampled_from(["retry", "skip", "cancel"]), new_text=st.sampled_from([None, "again", " "]))
+    def task_intervention(self, data: st.DataObject, action: str, new_text: str | None) -> None:
+        task_id = data.draw(st.sampled_from([t.id for t in self.core.s.tasks] + ["T-nope"]))
+        core = self.core
+        if action == "retry":
+            req = RetryTaskRequest(task_id=task_id, task=new_text)
+            if self.intervene(lambda: core.check_retry(req), lambda: core.retry(req, self.now)):
+                self.decided.pop(task_id, None)
+        elif action == "skip":
+            sreq = SkipTaskRequest(task_id=task_id, result="skipped")
+            if self.intervene(lambda: core.check_skip(sreq), lambda: core.skip(sreq, self.now)):
+                self.decided[task_id] = "skipped"
+        else:
+            creq = TaskRequest(task_id=task_id)
+            if self.intervene(lambda: core.check_cancel(creq), lambda: core.cancel(creq, self.now)):
+                self.decided[task_id] = "cancelled"
+
+    @rule(cancel_running=st.booleans())
+    def pause(self, cancel_running: bool) -> None:
+        self.apply(self.core.pause(PauseRequest(cancel_running=cancel_running)))
+
+    @rule()
+    def resume(self) -> None:
+        self.core.resume()
+
+    @rule(version=st.sampled_from([None, 1, 2, 99]))
+    def approve_plan(self, version: int | None) -> None:
+        req = ApprovePlanRequest(version=version)
+        self.intervene(lambda: self.core.check_approve_plan(req), lambda: self.core.approve_plan(req, self.now))
+
+    @precondition(lambda self: self.planner)
+    @rule(data=st.data(), succeeds=st.booleans())
+    def planner_answers(self, data: st.DataObject, succeeds: bool) -> None:
+        """The planner keeps the plan, drops its last agent or adds one that depends on some."""
+        reason = self.planner.pop(0)
+        core = self.core
+        if succeeds:
+            agents = list(core.s.plan.agents)
+            change = data.draw(st.sampled_from(["same", "drop", "add"]))
+            if change == "drop" and len(agents) > 1:
+                gone = agents[-1].id
+                agents = [a.model_copy(update={"depends": [d for d in a.depends if d != gone]}) for a in agents[:-1]]
+            elif change == "add":
+                self.extra += 1
+                deps = data.draw(st.lists(st.sampled_from([a.id for a in agents]), max_size=2, unique=True))
+                agents.append(WorkflowAgent(id=f"x{self.extra}", name="llm", task="added", depends=deps))
+            wf = core.checked(core.s.plan.model_copy(update={"agents": agents}))
+            self.decided = {t: s for t, s in self.decided.items() if s == "skipped"}  # a replan retries the cancelled
+            _, stops = core.apply_plan(wf, core.auto_replan_label(reason), self.now)
+            self.apply(stops)
+        else:
+            core.note_history(f"automatic replan failed ({reason})", self.now)
+        core.replanning = False
+
+    @precondition(lambda self: self.stopping)
+    @rule(data=st.data())
+    def stop_acknowledged(self, data: st.DataObject) -> None:
+        agent_id = data.draw(st.sampled_from(sorted(self.stopping)))
+        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
+        self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], None, self.now))
+        self.end(agent_id)
+
+    # -- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def active_attempts_are_the_shells(self) -> None:
+        if hasattr(self, "core"):
+            assert self.core.active == self.running
+            assert len(self.core.active) <= self.core.options.max_parallel
+
+    @invariant()
+    def what_a_person_decided_stands(self) -> None:
+        """Skipped or cancelled by a person stays so (a pause or stall cannot undo it)."""
+        if hasattr(self, "core"):
+            for task_id, status in self.decided.items():
+                task = self.core.task_by_id(task_id)
+                assert task is None or task.stored == status, f"{task_id} was {status} by a person, now {task.stored}"
+
+    @invariant()
+    def running_tasks_have_an_attempt(self) -> None:
+        if hasattr(self, "core"):
+            for task in self.core.s.tasks:
+                if task.stored in ("dispatched", "in_progress"):
+                    assert task.agent_id in self.core.active, f"{task.id} shows running with no attempt"
+                    assert task.waiting_on is None
+
+    @invariant()
+    def indexes_agree_with_a_fresh_count(self) -> None:
+        if not hasattr(self, "core"):
+            return
+        core = self.core
+        for a in core.s.plan.agents:
+            assert core._missing[a.id] == sum(1 for d in a.depends if d in core.tasks and core.tasks[d].stored not in SATISFIED)
+        brute = [a.id for a in core.s.plan.agents if a.id not in core.active and core.tasks[a.id].stored == "pending"
+                 and core.tasks[a.id].waiting_on is None and all(core.tasks[d].stored in SATISFIED for d in a.depends if d in core.tasks)]
+        assert core.ready_ids() == brute
+        assert [r.id for r in core.pending_requests()] == [r.id for r in core.s.requests if r.status == "pending"]
+
+    def teardown(self) -> None:
+        """Drain: people answer and resume, attempts finish; then every task has an end."""
+        if not hasattr(self, "core"):
+            return
+        core = self.core
+        for _ in range(200):
+            if core.s.review == "waiting":
+                core.approve_plan(ApprovePlanRequest(), self.now)
+            core.resume()
+            for r in core.pending_requests():
+                if r.kind == "approval":
+                    core.approve_tool(ApproveToolRequest(request_id=r.id), self.now)
+                else:
+                    core.answer(AnswerRequest(request_id=r.id, text="go on"), self.now)
+            while self.planner:
+                reason = self.planner.pop(0)
+                core.note_history(f"automatic replan failed ({reason})", self.now)
+                core.replanning = False
+            self.apply(core.dispatch(self.now))
+            for agent_id in sorted(self.running):
+                task = core.tasks.get(agent_id) or next(t for t in core.s.removed_tasks if t.agent_id == agent_id)
+                outcome = AgentOutcome(kind="completed", result="r", result_ref=ref(agent_id))
+                core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
+                self.end(agent_id)
+            if core.finished() and not self.planner:
+                break
+        assert core.finished(), "the run never drained"
+        derived = derive_statuses({t.id: t for t in core.s.tasks})
+        for task in core.s.tasks:
+            status, reason = derived[task.id]
+            assert status in TERMINAL or (status == "blocked" and reason), f"{task.id} ended {status}"
+        result = core.result(self.now)
+        assert sorted(r.task_id for r in result.agents) == sorted(t.id for t in core.s.tasks)
+        assert (result.status == "completed") == all(t.stored in SATISFIED for t in core.s.tasks)
+
+
+LeaderMachine.TestCase.settings = settings(max_examples=int(__import__("os").environ.get("XSKY_CORE_EXAMPLES", "300")),
+                                           stateful_step_count=40, deadline=None,
+                                           suppress_health_check=[HealthCheck.too_slow])
+test_leader_core_state_machine = LeaderMachine.TestCase
+
+
+def test_the_ready_set_is_plan_order_and_each_completion_costs_only_its_dependents() -> None:
+    """A 2,000-wide fan-out: the root's completion makes 2,000 ready in plan order, and the
+    core touched only the root's dependents (no board scan)."""
+    agents = [WorkflowAgent(id="root", name="llm", task="root")]
+    agents += [WorkflowAgent(id=f"f{i:04d}", name="llm", task="leaf", depends=["root"]) for i in range(2000)]
+    core = LeaderCore(RunInput(workflow=Workflow(name="fan", task_id="fan", agents=agents),
+                               options=RunOptions(max_parallel=1000)), "run-1", T0)
+    (start,) = core.dispatch(T0)
+    task = core.tasks["root"]
+    core.attempt_succeeded("root", task, start.dispatch, AgentOutcome(result="r", result_ref=ref("root")), T0)  # type: ignore[union-attr]
+    core.attempt_ended("root", start.dispatch)  # type: ignore[union-attr]
+    starts = core.dispatch(T0)
+    assert [c.agent_id for c in starts] == [f"f{i:04d}" for i in range(1000)]  # type: ignore[union-attr]
+    assert len(core.ready_ids()) == 1000
+
+
+@pytest.mark.parametrize("wrong", ["T-9", "Q-1"])
+def test_rejections_say_what_to_do(wrong: str) -> None:
+    core = LeaderCore(RunInput(workflow=Workflow(name="w", task_id="w", agents=[WorkflowAgent(id="1", name="llm", task="a")])),
+                      "run-1", T0)
+    with pytest.raises(Rejected, match="tasks: T-1|pending requests: none"):
+        if wrong.startswith("T-"):
+            core.check_retry(RetryTaskRequest(task_id=wrong))
+        else:
+            core.check_answer(AnswerRequest(request_id=wrong, text="x"))
+
+
+def test_a_pause_cannot_undo_a_cancel_whose_attempt_is_still_stopping() -> None:
+    """Stop reasons rank: a person's cancel, then a pause before the attempt acknowledged,
+    still ends cancelled (the weaker reason must not replace the stronger)."""
+    m = LeaderMachine()
+    m.start(Workflow(name="m", task_id="m", agents=[WorkflowAgent(id="1", name="llm", task="a")]), 2, 0, False)
+    m.dispatch()
+    m.core.check_cancel(TaskRequest(task_id="T-1"))
+    _, stops = m.core.cancel(TaskRequest(task_id="T-1"), m.now)
+    m.apply(stops)
+    m.pause(True)
+    task = m.core.tasks["1"]
+    m.apply(m.core.attempt_failed("1", task, m.running["1"], None, m.now))
+    m.end("1")
+    assert task.stored == "cancelled" and m.core.finished()
