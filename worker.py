@@ -26,6 +26,7 @@ from temporalio.worker import Worker
 
 from activities import secrets
 from activities.agents import AgentActivities
+from activities.leader_store import LeaderStore
 from activities.planner import PlannerActivities
 from activities.skill_library import LibraryActivities
 from activities.skill_pipeline import SkillActivities
@@ -61,7 +62,8 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
             activities=[*pipeline.all(), *lib.all()], activity_executor=ThreadPoolExecutor(max_workers=8),
             graceful_shutdown_timeout=timedelta(seconds=grace)))
     if leader:
-        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow]))
+        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow],
+                              activities=LeaderStore(settings).all()))
     planner = PlannerActivities()
     for kind in kinds:
         # The planner needs what llm agents need (a model, or the offline provider).

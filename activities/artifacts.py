@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
-from xsky.artifacts import ArtifactRef
+from xsky.artifacts import BLOB_AGENT, ArtifactRef, BlobPart, BlobRef, split_text
 
 PREVIEW_CHARS = 240
 
@@ -46,6 +46,10 @@ class ArtifactStore:
         preview = text[:PREVIEW_CHARS]
         return self.put_bytes(run_id, agent_id, filename, text.encode("utf-8"), "text/plain; charset=utf-8", preview)
 
+    def put_part(self, part: BlobPart) -> None:
+        """One part of a blob (idempotent: a retry writes the same bytes to the same path)."""
+        self.put_text(part.ref.run_id, BLOB_AGENT, f"{part.ref.name}.{part.index}", part.text)
+
     def path(self, ref_or_uri: ArtifactRef | str) -> Path:
         uri = ref_or_uri.uri if isinstance(ref_or_uri, ArtifactRef) else ref_or_uri
         return self.root / uri_path(uri)
@@ -71,3 +75,17 @@ class ArtifactStore:
         allowed = None if issued is None else set(issued)
         return MARKER_RE.sub(lambda m: m.group(0) if allowed is not None and URI_PREFIX + m.group(1) not in allowed
                              else self.read_text(URI_PREFIX + m.group(1)), text)
+
+
+def put_blob(store: ArtifactStore, ref: BlobRef, text: str) -> None:
+    """Write every part of ``text`` (for processes with the store at hand, such as the CLI)."""
+    for index, part in enumerate(split_text(text)):
+        store.put_part(BlobPart(ref=ref, index=index, text=part))
+
+
+def read_blob(store: ArtifactStore, ref: BlobRef) -> str:
+    """The whole text of a blob, checked against its digest."""
+    text = "".join(store.read_text(ref.part_uri(i)) for i in range(ref.parts))
+    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
+        raise ValueError(f"blob {ref.name} of run {ref.run_id} does not match its digest: the store was changed or is incomplete")
+    return text

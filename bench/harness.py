@@ -26,6 +26,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
 from activities.agents import AgentActivities  # noqa: E402
+from activities.leader_store import LeaderStore  # noqa: E402
 from bench.baselines import LevelByLevelWorkflow, MinimalDagWorkflow  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
@@ -46,7 +47,8 @@ async def temporal() -> AsyncIterator[tuple[Client, str]]:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         settings = load_settings()
         acts = AgentActivities(settings)
-        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow], max_cached_workflows=100)]
+        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow],
+                          activities=LeaderStore(settings).all(), max_cached_workflows=100)]
         workers += [
             Worker(client, task_queue=settings.kind_queue(k), activities=[acts.run_agent], max_concurrent_activities=400)
             for k in TOOL_AGENT_KINDS

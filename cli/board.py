@@ -10,6 +10,7 @@ from rich.text import Text
 
 from cli.render import one_line
 from xsky.board import TaskView, format_duration
+from xsky.leader_state import BoardPage
 from xsky.artifacts import ArtifactRef
 from xsky.runs import RunResult
 
@@ -25,8 +26,8 @@ STATUS_STYLE = {
 }
 
 
-def board_table(tasks: list[TaskView], title: str = "") -> Table:
-    table = Table(title=title or None, title_justify="left", expand=False)
+def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Table:
+    table = Table(title=title or None, title_justify="left", expand=False, caption=caption or None, caption_justify="left")
     for col in ("task", "agent", "status", "duration", "tries", "subject", "note"):
         table.add_column(col, overflow="fold" if col in ("subject", "note") else "ellipsis", no_wrap=col not in ("subject", "note"))
     for t in tasks:
@@ -45,11 +46,17 @@ def board_table(tasks: list[TaskView], title: str = "") -> Table:
     return table
 
 
-def tally(tasks: list[TaskView]) -> str:
-    counts: dict[str, int] = {}
-    for t in tasks:
-        counts[t.status] = counts.get(t.status, 0) + 1
+def tally(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def page_note(page: BoardPage) -> str:
+    """What a page of a large board leaves out, and how to see it."""
+    shown = len(page.tasks)
+    if page.total <= shown:
+        return ""
+    return (f"showing tasks {page.offset + 1}–{page.offset + shown} of {page.total}; "
+            "--offset N, --limit N and --status STATUS page through the rest")
 
 
 def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any) -> str:
@@ -75,4 +82,8 @@ def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Ta
         for art in a.artifacts:
             shown += f"\n[{art.media_type}: {art.uri}]"
         table.add_row(a.task_id, Text(a.status, style=STATUS_STYLE.get(a.status, "")), escape(shown))
+    if result.results_ref is not None:
+        table.caption = (f"{result.agents_total:,} agents: {tally(result.counts)}; only those that did not complete are listed — "
+                         f"`starter.py result {result.workflow_id} --agent ID` shows any agent's result")
+        table.caption_justify = "left"
     return table

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 from rich.live import Live
@@ -15,18 +15,21 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from activities.artifacts import ArtifactStore
+from activities.artifacts import ArtifactStore, put_blob, read_blob
 from cli.args import parse_pairs
-from cli.board import board_table, result_text, results_table, tally
+from cli.board import board_table, page_note, result_text, results_table, tally
 from cli.connect import connect
 from cli.plans import UsageError, load_plan
 from cli.render import err, out, print_json, print_problems
 from cli.roles_cmd import resolve_permissions, resolve_roles
 from workflows.leader import LeaderWorkflow
-from xsky.board import TaskView
+from xsky.artifacts import blob_ref
+from xsky.board import TaskStatus
+from xsky.leader_state import BoardPage, PageRequest
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError
-from xsky.runs import RunInput, RunOptions, RunResult
+from xsky.xml import workflow_to_xml
+from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -48,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("status", help="the task board of a run")
     p.add_argument("id", help="workflow id of the run")
+    p.add_argument("--offset", type=int, default=0, help="first task to show (large boards come in pages)")
+    p.add_argument("--limit", type=int, default=200, help="tasks per page (at most 2000)")
+    p.add_argument("--status", dest="only", choices=list(get_args(TaskStatus)), help="only tasks in this status")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_status(a)))
 
@@ -144,7 +150,7 @@ async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_
     try:
         return await client.start_workflow(
             LeaderWorkflow.run,
-            inp,
+            by_reference(inp, settings, workflow_id),
             id=workflow_id,
             task_queue=settings.task_queue,
             static_summary=summary,
@@ -157,6 +163,24 @@ async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_
         ) from None
 
 
+# A plan whose input would pass this many bytes goes to the artifact store (payloads stay < 1 MiB).
+INPUT_LIMIT = 512 * 1024
+
+
+def by_reference(inp: RunInput, settings: Settings, workflow_id: str, limit: int = INPUT_LIMIT) -> RunInput:
+    """The run's input, with a large plan stored as XML in the artifact store."""
+    if inp.workflow is None or len(inp.model_dump_json(by_alias=True)) <= limit:
+        return inp
+    xml = workflow_to_xml(inp.workflow)
+    ref = blob_ref(workflow_id, "plan-input", xml)
+    put_blob(ArtifactStore(settings.artifacts), ref, xml)
+    return inp.model_copy(update={"workflow": None, "plan_ref": ref})
+
+
+# --follow shows the first page of a large board (with the whole board's counts).
+FOLLOW_PAGE = PageRequest(limit=60)
+
+
 async def follow(handle: WorkflowHandle[Any, RunResult], quiet: bool = False) -> RunResult:
     """Show the live board until the run ends; return its result."""
     result_task = asyncio.ensure_future(handle.result())
@@ -165,14 +189,14 @@ async def follow(handle: WorkflowHandle[Any, RunResult], quiet: bool = False) ->
     with Live(console=out, refresh_per_second=4, transient=False) as live:
         while not result_task.done():
             try:
-                tasks = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
-                live.update(board_table(tasks, title=f"{handle.id} — {tally(tasks)}"))
+                page = await handle.query(LeaderWorkflow.task_board, FOLLOW_PAGE, rpc_timeout=QUERY_TIMEOUT)
+                live.update(board_table(page.tasks, title=f"{handle.id} — {tally(page.counts)}", caption=page_note(page)))
             except RPCError:
                 pass  # the worker is busy or restarting; the next poll will show it
             await asyncio.wait([result_task], timeout=0.7)
         try:
-            tasks = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
-            live.update(board_table(tasks, title=f"{handle.id} — {tally(tasks)}"))
+            page = await handle.query(LeaderWorkflow.task_board, FOLLOW_PAGE, rpc_timeout=QUERY_TIMEOUT)
+            live.update(board_table(page.tasks, title=f"{handle.id} — {tally(page.counts)}", caption=page_note(page)))
         except RPCError:
             pass
     return await result_task
@@ -205,17 +229,20 @@ async def cmd_status(args: argparse.Namespace) -> int:
     settings = load_settings()
     _, handle = await _handle(settings, args.id)
     desc = await handle.describe()
+    if not 1 <= args.limit <= 2000 or args.offset < 0:
+        raise UsageError("--limit takes 1 to 2000 and --offset 0 or more")
     try:
-        tasks: list[TaskView] = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
+        page: BoardPage = await handle.query(LeaderWorkflow.task_board, PageRequest(offset=args.offset, limit=args.limit, status=args.only),
+                                             rpc_timeout=QUERY_TIMEOUT)
     except RPCError as e:
         if desc.status == WorkflowExecutionStatus.RUNNING:
             raise UsageError(f"the run is {desc.status.name.lower()} but no worker answered ({e.message}); is `python worker.py` running?") from None
         raise UsageError(f"the run is {desc.status.name.lower()}; its board needs a worker to read ({e.message})") from None
     status = desc.status.name.lower() if desc.status else "unknown"
     if args.json:
-        print_json({"workflowId": args.id, "status": status, "tasks": [t.wire() for t in tasks]})
+        print_json({"workflowId": args.id, "status": status, **page.wire()})
         return 0
-    out.print(board_table(tasks, title=f"{args.id} — {status} — {tally(tasks)}"))
+    out.print(board_table(page.tasks, title=f"{args.id} — {status} — {tally(page.counts)}", caption=page_note(page)))
     out.print(f"Web UI: {settings.ui_link(args.id)}")
     return 0
 
@@ -231,9 +258,10 @@ async def cmd_result(args: argparse.Namespace) -> int:
     except Exception as e:  # noqa: BLE001 - terminated / cancelled runs raise here
         raise UsageError(f"{args.id} ended without a result: {e}") from None
     if args.agent:
-        report = next((a for a in result.agents if a.id == args.agent or a.task_id == args.agent), None)
+        reports = all_reports(result, settings)
+        report = next((a for a in reports if a.id == args.agent or a.task_id == args.agent), None)
         if report is None:
-            raise UsageError(f"no agent {args.agent} in {args.id}; agents: {', '.join(a.id for a in result.agents)}")
+            raise UsageError(f"no agent {args.agent} in {args.id}; agents: {', '.join(a.id for a in reports[:40])}")
         text = result_text(report.result, report.result_ref, ArtifactStore(settings.artifacts).read_text)
         if args.json:
             print_json({**report.wire(), "result": text})
@@ -241,6 +269,17 @@ async def cmd_result(args: argparse.Namespace) -> int:
             out.print(text, markup=False, highlight=False)
         return 0
     return print_result(result, settings, args.json)
+
+
+def all_reports(result: RunResult, settings: Settings) -> list[AgentReport]:
+    """Every agent's report: inline, or for a large run from the artifact store."""
+    if result.results_ref is None:
+        return result.agents
+    try:
+        text = read_blob(ArtifactStore(settings.artifacts), result.results_ref)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(f"the full results of {result.workflow_id} are not readable here ({e})") from None
+    return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
 
 async def cmd_list(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from xsky.leader_state import (
     ApprovePlanRequest,
     ApproveToolRequest,
     NudgeRequest,
+    PageRequest,
     PauseRequest,
     ReplanRequest,
     ResumeRequest,
@@ -98,10 +99,10 @@ async def _signal(args: argparse.Namespace, signal: Any, request: Any, done: str
     settings = load_settings()
     _, handle = await _handle(settings, args.id)
     if task is not None:  # signals cannot refuse: check the task exists first
-        board = await handle.query(LeaderWorkflow.task_board, rpc_timeout=QUERY_TIMEOUT)
-        ids = {t.id for t in board} | {t.agent_id for t in board}
-        if task not in ids:
-            raise UsageError(f"no task {task!r} in {args.id}; tasks: {', '.join(t.id for t in board[:20])}")
+        board = await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000), rpc_timeout=QUERY_TIMEOUT)
+        ids = {t.id for t in board.tasks} | {t.agent_id for t in board.tasks}
+        if task not in ids and board.total <= len(board.tasks):
+            raise UsageError(f"no task {task!r} in {args.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}")
     await handle.signal(signal, request)
     if args.json:
         print_json({"ok": True, "message": done})

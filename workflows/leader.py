@@ -17,6 +17,8 @@ all I/O in activities.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -26,18 +28,22 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.board import TaskView, board_markdown, subject_of
+    from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
+    from xsky.board import board_markdown, subject_of
     from xsky.errors import PlanError
-    from xsky.leader_core import INLINE_RESULT_BUDGET, AttemptFailure, CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+    from xsky.leader_core import AttemptFailure, CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
     from xsky.leader_state import (
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
         AuditEntry,
+        BoardPage,
         DefineRoleRequest,
         HumanRequest,
         InterventionResult,
+        LeaderState,
         NudgeRequest,
+        PageRequest,
         PauseRequest,
         PlanVersion,
         ReplanRequest,
@@ -48,9 +54,15 @@ with workflow.unsafe.imports_passed_through():
     )
     from xsky.models import Workflow
     from xsky.planning import PlanRequest, PlanResult, problems_text
-    from xsky.runs import AgentOutcome, AgentReport, DecisionRecord, ProgressReport, RunInput, RunResult
+    from xsky.runs import AgentOutcome, DecisionRecord, ProgressReport, ResultsPage, RunInput, RunResult
     from xsky.variables import RenderError
     from xsky.xml import parse_workflow
+
+
+# The leader's own activities (blob parts), on its task queue.
+BLOB_ACTIVITY: dict = {"start_to_close_timeout": timedelta(seconds=60), "retry_policy": RetryPolicy(maximum_attempts=5)}
+# A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
+PUBLISH_EVERY = 5.0
 
 
 def _reject(message: str) -> None:
@@ -58,12 +70,6 @@ def _reject(message: str) -> None:
     raise ValueError(message)
 
 
-def _validated(check: object) -> None:
-    """Run a core check in a validator: its refusal becomes the update's rejection."""
-    try:
-        check()  # type: ignore[operator]
-    except Rejected as e:
-        _reject(str(e))
 
 
 @workflow.defn(name="LeaderWorkflow")
@@ -71,16 +77,84 @@ class LeaderWorkflow:
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
         self._input = inp
-        self._core = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
+        # A run whose plan or state is in the artifact store gets its core once run() read it.
+        self._loaded: LeaderCore | None = None
+        if inp.state_ref is None and inp.plan_ref is None:
+            self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
+        self._early: list[Callable[[], None]] = []  # signals that came while the state was read
         self._attempts: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
         self._timer: asyncio.Task[None] | None = None
         self._timer_at: datetime | None = None
         self._timer_fired = False
+        self._published_at: datetime | None = None
+
+    @property
+    def _core(self) -> LeaderCore:
+        if self._loaded is None:
+            raise ApplicationError("the run is reading its state from the artifact store (it continued as new or its plan "
+                                   "is large); ask again in a moment", type="Loading")
+        return self._loaded
+
+    def _ready(self) -> None:
+        """Validators: refuse politely while the state is being read."""
+        if self._loaded is None:
+            _reject("the run is reading its state from the artifact store; try again in a moment")
+
+    def _validated(self, check: Callable[[], None]) -> None:
+        """Run a core check in a validator: its refusal becomes the update's rejection."""
+        self._ready()
+        try:
+            check()
+        except Rejected as e:
+            _reject(str(e))
+
+    def _when_ready(self, signal: Callable[[], None]) -> None:
+        if self._loaded is None:
+            self._early.append(signal)
+        else:
+            signal()
+
+    async def _load_state(self, inp: RunInput) -> None:
+        run_id = workflow.info().workflow_id
+        if inp.state_ref is not None:
+            state = LeaderState.model_validate_json(await self._load(inp.state_ref))
+            self._loaded = LeaderCore(inp.model_copy(update={"state": state, "state_ref": None}), run_id, workflow.now())
+        else:
+            assert inp.plan_ref is not None
+            try:
+                wf = parse_workflow(await self._load(inp.plan_ref))
+            except PlanError as e:
+                raise ApplicationError(f"the stored plan is not valid:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
+            self._loaded = LeaderCore(inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now())
+        for signal in self._early:
+            signal()
+        self._early.clear()
+
+    # -- blobs: text larger than a payload, one part per activity ---------------------------------
+
+    async def _save(self, name: str, text: str) -> BlobRef:
+        ref = blob_ref(workflow.info().workflow_id, name, text)
+        await asyncio.gather(*(workflow.execute_activity(
+            "leader_put", BlobPart(ref=ref, index=i, text=part), **BLOB_ACTIVITY, summary=f"store {name} part {i + 1}/{ref.parts}")
+            for i, part in enumerate(split_text(text))))
+        return ref
+
+    async def _load(self, ref: BlobRef) -> str:
+        parts = await asyncio.gather(*(workflow.execute_activity(
+            "leader_get", BlobPartRequest(ref=ref, index=i), result_type=str, **BLOB_ACTIVITY,
+            summary=f"read {ref.name} part {i + 1}/{ref.parts}") for i in range(ref.parts)))
+        text = "".join(parts)
+        if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
+            raise ApplicationError(f"the stored {ref.name} does not match its digest; the artifact store was changed",
+                                   type="ArtifactMissing", non_retryable=True)
+        return text
 
     # -- the main loop ----------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
+        if self._loaded is None:
+            await self._load_state(inp)
         core = self._core
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning("run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id)
@@ -96,8 +170,7 @@ class LeaderWorkflow:
                     if workflow.info().is_continue_as_new_suggested():
                         core.draining = True
                         if not core.active and not core.replanning:
-                            await workflow.wait_condition(workflow.all_handlers_finished)
-                            workflow.continue_as_new(core.continue_input())
+                            await self._continue_as_new()
                     self._arm_timer()
                     await workflow.wait_condition(lambda: core.changed or self._timer_fired)
                     core.changed = False
@@ -105,6 +178,7 @@ class LeaderWorkflow:
                         self._timer_fired = False
                         self._timer = self._timer_at = None
                     self._apply(core.tick(workflow.now()))
+                    self._offload_history()
                     self._publish()
         except asyncio.CancelledError:
             self._apply(core.stop_everything("run-cancel"))
@@ -114,8 +188,25 @@ class LeaderWorkflow:
             self._publish()
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
-        self._publish()
-        return core.result(workflow.now())
+        self._publish(force=True)
+        result = core.result(workflow.now())
+        if core.large() and workflow.patched("results-by-reference"):
+            result.results_ref = await self._save("results", core.reports_jsonl())
+        return result
+
+    async def _continue_as_new(self) -> None:
+        """Hand the run to a fresh history: the state by reference, so its size never matters."""
+        core = self._core
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        if not workflow.patched("state-by-reference"):
+            workflow.continue_as_new(core.continue_input())
+        snapshot = core.snapshot()  # results by reference; the plan once, inside the state
+        if len(snapshot) <= core.options.inline_limit:
+            state = LeaderState.model_validate_json(snapshot)
+            workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": state}))
+        ref = await self._save(f"state-{core.s.continued + 1}", snapshot)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref}))
 
     def _apply(self, commands: list[Command]) -> None:
         """Carry out the core's commands, in the order it gave them."""
@@ -220,6 +311,18 @@ class LeaderWorkflow:
                 del self._attempts[agent_id]
             core.attempt_ended(agent_id, dispatch)
 
+    def _offload_history(self) -> None:
+        """Plan versions too large for a payload go to the artifact store (queries and the
+        continued state then carry their reference)."""
+        for index, version in enumerate(self._core.s.plan_history):
+            if len(version.xml) > PART_CHARS and version.xml_ref is None and workflow.patched("history-by-reference"):
+                version.xml_ref = blob_ref(workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml)
+                asyncio.create_task(self._store_version(version, version.xml))
+
+    async def _store_version(self, version: PlanVersion, xml: str) -> None:
+        await self._save(version.xml_ref.name, xml)  # type: ignore[union-attr]
+        version.xml = ""
+
     # -- the one timer --------------------------------------------------------------------------
 
     def _arm_timer(self) -> None:
@@ -310,7 +413,7 @@ class LeaderWorkflow:
 
     @replan.validator
     def _validate_replan(self, req: ReplanRequest) -> None:
-        _validated(lambda: self._core.check_replan(req))
+        self._validated(lambda: self._core.check_replan(req))
 
     @workflow.update(description="Approve the plan under review ({version}: the version you reviewed) so agents start.")
     def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
@@ -318,7 +421,7 @@ class LeaderWorkflow:
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
-        _validated(lambda: self._core.check_approve_plan(req))
+        self._validated(lambda: self._core.check_approve_plan(req))
 
     @workflow.update(description="Run a failed, cancelled or escalated task again, optionally with new {task} text.")
     def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
@@ -326,7 +429,7 @@ class LeaderWorkflow:
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
-        _validated(lambda: self._core.check_retry(req))
+        self._validated(lambda: self._core.check_retry(req))
 
     @workflow.update(description="Mark a task done without running it; {result} is what its dependents get.")
     def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
@@ -336,7 +439,7 @@ class LeaderWorkflow:
 
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
-        _validated(lambda: self._core.check_skip(req))
+        self._validated(lambda: self._core.check_skip(req))
 
     @workflow.update(description="Cancel one task (stopping it if it runs); its dependents stay blocked.")
     def cancel_task(self, req: TaskRequest) -> InterventionResult:
@@ -346,7 +449,7 @@ class LeaderWorkflow:
 
     @cancel_task.validator
     def _validate_cancel(self, req: TaskRequest) -> None:
-        _validated(lambda: self._core.check_cancel(req))
+        self._validated(lambda: self._core.check_cancel(req))
 
     @workflow.update(description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}.")
     def answer(self, req: AnswerRequest) -> InterventionResult:
@@ -354,7 +457,7 @@ class LeaderWorkflow:
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
-        _validated(lambda: self._core.check_answer(req))
+        self._validated(lambda: self._core.check_answer(req))
 
     @workflow.update(description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny.")
     def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
@@ -362,7 +465,7 @@ class LeaderWorkflow:
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
-        _validated(lambda: self._core.check_approve_tool(req))
+        self._validated(lambda: self._core.check_approve_tool(req))
 
     @workflow.update(description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …")
     def define_role(self, req: DefineRoleRequest) -> InterventionResult:
@@ -370,44 +473,47 @@ class LeaderWorkflow:
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
-        _validated(lambda: self._core.check_define_role(req))
+        self._validated(lambda: self._core.check_define_role(req))
 
     # -- signals ------------------------------------------------------------------------------
 
     @workflow.signal(description="Stop dispatching new agents; {cancelRunning}: also stop running ones (they resume later).")
     def pause(self, req: PauseRequest) -> None:
-        self._apply(self._core.pause(req))
+        self._when_ready(lambda: self._apply(self._core.pause(req)))
 
     @workflow.signal(description="Dispatch again after a pause.")
     def resume(self, req: ResumeRequest) -> None:
-        self._core.resume()
+        self._when_ready(lambda: self._core.resume())
 
     @workflow.signal(description="A message for one agent ({taskId}, {message}), delivered at its next step.")
     def nudge(self, req: NudgeRequest) -> None:
-        if not self._core.nudge(req, workflow.now()):
-            workflow.logger.warning("nudge ignored: no task %s or an empty message", req.task_id)
+        def deliver() -> None:
+            if not self._core.nudge(req, workflow.now()):
+                workflow.logger.warning("nudge ignored: no task %s or an empty message", req.task_id)
+        self._when_ready(deliver)
 
     @workflow.signal(description="Sent by running agents: alive and moving (message, iteration, tokens).")
     def report_progress(self, report: ProgressReport) -> None:
-        self._core.report_progress(report, workflow.now())
+        self._when_ready(lambda: self._core.report_progress(report, workflow.now()))
 
     # -- queries ------------------------------------------------------------------------------
 
-    @workflow.query(description="Every task of the run: status, attempts, timings, result or error.")
-    def task_board(self) -> list[TaskView]:
-        return self._core.board(workflow.now())
+    @workflow.query(description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
+                    "result or error, and the counts of the whole board.")
+    def task_board(self, req: PageRequest | None = None) -> BoardPage:
+        return self._core.board(workflow.now(), req)
 
-    @workflow.query(description="The current plan as workflow XML, with statuses and results.")
-    def plan(self) -> str:
-        return self._core.planner_xml()
+    @workflow.query(description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page).")
+    def plan(self, req: PageRequest | None = None) -> str:
+        return self._core.plan_page(req)
 
-    @workflow.query(description="Every plan version: its XML and why it changed.")
-    def plan_history(self) -> list[PlanVersion]:
-        return list(self._core.s.plan_history)
+    @workflow.query(description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed.")
+    def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
+        return self._core.history_page(req)
 
-    @workflow.query(description="Results by agent id: status, inline text or artifact reference, error.")
-    def results(self) -> dict[str, AgentReport]:
-        return {r.id: r for r in self._core.reports(INLINE_RESULT_BUDGET)}
+    @workflow.query(description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error.")
+    def results(self, req: PageRequest | None = None) -> ResultsPage:
+        return self._core.results_page(req)
 
     @workflow.query(description="Questions, tool approvals and escalations waiting for a person.")
     def pending_requests(self) -> list[HumanRequest]:
@@ -423,10 +529,15 @@ class LeaderWorkflow:
 
     # -- what people see ------------------------------------------------------------------------
 
-    def _publish(self) -> None:
-        core = self._core
+    def _publish(self, force: bool = False) -> None:
+        """The board in the Web UI's details: a large board at most every few seconds."""
+        core, now = self._core, workflow.now()
+        if (not force and core.large() and self._published_at is not None
+                and (now - self._published_at).total_seconds() < PUBLISH_EVERY):
+            return
+        self._published_at = now
         title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
-        workflow.set_current_details(board_markdown(title, core.s.tasks, workflow.now(), "\n\n".join(core.notices())))
+        workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join(core.notices())))
 
 
 def _decisions(err: ActivityError) -> list[DecisionRecord]:

@@ -59,3 +59,50 @@ def uri_path(uri: str) -> str:
     if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
         raise ValueError(f"artifact uri {uri!r} does not name a file inside the store")
     return path
+
+
+# -- text larger than a payload ------------------------------------------------------------------
+
+# One part of a blob: at most this many characters (under 1 MiB as UTF-8 JSON, whatever the text).
+PART_CHARS = 200_000
+BLOB_AGENT = "_leader"  # the blobs' folder inside a run's artifacts
+
+
+class BlobRef(WireModel):
+    """Text too large for one Temporal payload (a big plan, a run's state or results), kept
+    in the artifact store in parts ``<run>/_leader/<name>.<i>``; workflows read and write
+    it one part per activity, so no payload grows with the plan."""
+
+    run_id: str
+    name: str
+    parts: int
+    size: int  # characters
+    sha256: str  # of the whole text, UTF-8
+
+    def part_uri(self, index: int) -> str:
+        return URI_PREFIX + artifact_path(self.run_id, BLOB_AGENT, f"{self.name}.{index}")
+
+
+class BlobPart(WireModel):
+    """Input of ``leader_put``: one part to write."""
+
+    ref: BlobRef
+    index: int
+    text: str
+
+
+class BlobPartRequest(WireModel):
+    """Input of ``leader_get``: one part to read."""
+
+    ref: BlobRef
+    index: int
+
+
+def split_text(text: str) -> list[str]:
+    return [text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+
+
+def blob_ref(run_id: str, name: str, text: str) -> BlobRef:
+    """The reference ``text`` gets when stored as ``name`` of the run (pure: no I/O)."""
+    return BlobRef(run_id=run_id, name=name, parts=len(split_text(text)), size=len(text),
+                   sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())

@@ -43,6 +43,8 @@ from xsky.leader_state import (
     LeaderState,
     Nudge,
     NudgeRequest,
+    BoardPage,
+    PageRequest,
     PauseRequest,
     PlanVersion,
     ReplanRequest,
@@ -56,7 +58,7 @@ from xsky.permissions import run_rules_for
 from xsky.planning import problems_text
 from xsky.replan import merge_plan, new_task
 from xsky.roles import BUILTIN_ROLES, effective_roles, plan_role_problems, role_problems
-from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, RunInput, RunResult
+from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, ResultsPage, RunInput, RunResult
 from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
 from xsky.tool_registry import EXEC_OR_NETWORK_TOOLS
 from xsky.variables import render, render_command, render_config
@@ -66,6 +68,10 @@ from xsky.xml import parse_workflow, workflow_to_xml
 QUEUE_KINDS = ("browser", "file", "shell")
 # The run's result carries inline results up to this many bytes in all; beyond it, refs only.
 INLINE_RESULT_BUDGET = 512 * 1024
+# Runs with more agents than this report them by reference (RunResult.results_ref).
+INLINE_AGENTS = 200
+# The plan query shows this many agents per page.
+PLAN_PAGE = 1000
 # Results shown to the planner are cut to this many characters each.
 PLANNER_RESULT_CHARS = 2000
 SATISFIED = ("completed", "skipped")
@@ -153,7 +159,7 @@ class LeaderCore:
         self.run_id = run_id
         # A prompt-only run starts with an empty plan; the shell asks the planner for one.
         self.needs_plan = inp.state is None and inp.workflow is None
-        first = inp.workflow or Workflow(
+        first = (inp.state.plan if inp.state is not None else None) or inp.workflow or Workflow(
             name=" ".join((inp.task_prompt or "").split())[:80], task_id=inp.task_id or run_id, task_prompt=inp.task_prompt
         )
         self.variables = {**first.variables, **inp.variables}
@@ -647,12 +653,12 @@ class LeaderCore:
         self.note_history(f"the automatic replan gives agents {', '.join(risky)} shell, Python or network tools: "
                           f"waiting for approve_plan (version {self.s.plan_version})", now)
 
-    def planner_xml(self) -> str:
+    def planner_xml(self, window: list[WorkflowAgent] | None = None) -> str:
         """The current plan with statuses and (cut) results, as the planner should see it."""
         status_map = {"completed": "done", "skipped": "done", "failed": "error", "cancelled": "error",
                       "dispatched": "running", "in_progress": "running"}
         agents = []
-        for agent in self.s.plan.agents:
+        for agent in self.s.plan.agents if window is None else window:
             task = self.tasks[agent.id]
             result = task.result if task.result is not None else (task.result_ref.preview if task.result_ref else None)
             if task.error:
@@ -936,9 +942,49 @@ class LeaderCore:
 
     # -- what people see ---------------------------------------------------------------------------
 
-    def board(self, now: datetime) -> list[TaskView]:
+    def board(self, now: datetime, req: PageRequest | None = None) -> BoardPage:
+        """A page of the board (derived statuses need the whole board: queries only)."""
+        req = req or PageRequest()
         derived = derive_statuses({t.id: t for t in self.s.tasks})
-        return [TaskView.of(t, *derived[t.id], now) for t in self.s.tasks]
+        counts: dict[str, int] = {}
+        for status, _ in derived.values():
+            counts[status] = counts.get(status, 0) + 1
+        chosen = [t for t in self.s.tasks if req.status is None or derived[t.id][0] == req.status]
+        page = chosen[req.offset:req.offset + req.limit]
+        return BoardPage(total=len(chosen), offset=req.offset, counts=dict(sorted(counts.items())),
+                         tasks=[TaskView.of(t, *derived[t.id], now) for t in page])
+
+    def results_page(self, req: PageRequest | None = None) -> ResultsPage:
+        req = req or PageRequest()
+        reports = [r for r in self.reports(INLINE_RESULT_BUDGET) if req.status is None or r.status == req.status]
+        return ResultsPage(total=len(reports), offset=req.offset, agents=reports[req.offset:req.offset + req.limit])
+
+    def plan_page(self, req: PageRequest | None = None) -> str:
+        """The plan as XML with statuses and results; a large plan one page of agents at a time."""
+        req = req or PageRequest(limit=PLAN_PAGE)
+        total = len(self.s.plan.agents)
+        if total <= req.limit and req.offset == 0:
+            return self.planner_xml()
+        window = self.s.plan.agents[req.offset:req.offset + req.limit]
+        xml = self.planner_xml(window)
+        last = req.offset + len(window)
+        return (f"<!-- agents {req.offset + 1}–{last} of {total}"
+                + (f"; the next page: query plan with {{\"offset\": {last}}}" if last < total else "") + " -->\n" + xml)
+
+    def history_page(self, req: PageRequest | None = None) -> list[PlanVersion]:
+        req = req or PageRequest()
+        return list(self.s.plan_history[req.offset:req.offset + req.limit])
+
+    def snapshot(self) -> str:
+        """The state for the next run, as JSON: results by reference whenever stored."""
+        tasks = [t.model_copy(update={"result": None}) if t.result_ref is not None else t for t in self.s.tasks]
+        return self.s.model_copy(update={"tasks": tasks}).model_dump_json(by_alias=True, exclude_defaults=True)
+
+    def large(self) -> bool:
+        return len(self.s.tasks) > INLINE_AGENTS
+
+    def reports_jsonl(self) -> str:
+        return "".join(r.model_dump_json(by_alias=True, exclude_none=True) + "\n" for r in self.reports(0))
 
     def reports(self, budget: int = INLINE_RESULT_BUDGET) -> list[AgentReport]:
         derived = derive_statuses({t.id: t for t in self.s.tasks})
@@ -987,13 +1033,18 @@ class LeaderCore:
         return notes
 
     def result(self, now: datetime) -> RunResult:
+        """How the run ended. A large run's result holds only the agents that did not
+        complete; the shell adds ``results_ref`` with every report."""
         reports = self.reports(INLINE_RESULT_BUDGET)
         counts: dict[str, list[str]] = {}
         for r in reports:
             counts.setdefault(r.status, []).append(r.task_id)
+        total = len(reports)
+        if self.large():
+            reports = [r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
-        status = "completed" if done == len(reports) else ("cancelled" if self.ended else "failed")
-        parts = [f"{done} of {len(reports)} agents completed"]
+        status = "completed" if done == total else ("cancelled" if self.ended else "failed")
+        parts = [f"{done} of {total} agents completed"]
         for name in ("failed", "blocked", "cancelled"):
             if counts.get(name):
                 parts.append(f"{len(counts[name])} {name} ({', '.join(counts[name][:8])})")
@@ -1005,6 +1056,8 @@ class LeaderCore:
             status=status,
             summary="; ".join(parts),
             agents=reports,
+            counts={k: len(v) for k, v in sorted(counts.items())},
+            agents_total=total,
             plan_version=self.s.plan_version,
             started_at=self.s.started_at,
             ended_at=now,

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from xsky.board import TaskState
+from xsky.artifacts import BlobRef
+from xsky.board import TaskState, TaskStatus, TaskView
 from xsky.models import RoleCapabilityModel, WireModel, Workflow
 
 RequestKind = Literal["question", "approval", "escalation"]
@@ -57,9 +58,10 @@ class AuditEntry(WireModel):
 
 class PlanVersion(WireModel):
     version: int
-    xml: str
+    xml: str  # empty for a note, or when the XML is large and kept by reference
     reason: str
     at: datetime
+    xml_ref: BlobRef | None = None  # a large version's XML, in the artifact store
 
 
 class Nudge(WireModel):
@@ -211,3 +213,24 @@ class ResumeRequest(WireModel):
 class NudgeRequest(WireModel):
     task_id: str
     message: str
+
+
+# -- messages: queries ---------------------------------------------------------------------
+
+
+class PageRequest(WireModel):
+    """A page of a long list (``task_board``, ``results``, ``plan``): ``{"offset": 200, "limit": 100}``;
+    ``status`` keeps only tasks in that (derived) status."""
+
+    offset: int = Field(0, ge=0)
+    limit: int = Field(200, ge=1, le=2000)
+    status: TaskStatus | None = None
+
+
+class BoardPage(WireModel):
+    """One page of the task board, with the whole board's counts by status."""
+
+    total: int  # tasks matching the request's status (all tasks without one)
+    offset: int
+    counts: dict[str, int] = Field(default_factory=dict)
+    tasks: list[TaskView] = Field(default_factory=list)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from xsky.artifacts import ArtifactRef
+from xsky.artifacts import ArtifactRef, BlobRef
 from xsky.leader_state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
 from xsky.models import WireModel as Wire
 from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
@@ -41,6 +41,8 @@ class RunOptions(Wire):
     max_auto_replans: int = Field(2, ge=0, le=20, description="automatic replans per run (failures, stalls)")
     request_timeout: float = Field(86400.0, gt=0, description="seconds a question or approval may wait for a person")
     stall: StallWindows = Field(default_factory=StallWindows)
+    inline_limit: int = Field(512 * 1024, ge=1024, description="characters of state a continued run carries inline; "
+                              "more goes to the artifact store by reference")
 
 
 class RunInput(Wire):
@@ -60,6 +62,8 @@ class RunInput(Wire):
     )
     permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="rules and mode from settings")
     state: LeaderState | None = None
+    plan_ref: BlobRef | None = Field(None, description="a plan too large for the input, as workflow XML in the artifact store")
+    state_ref: BlobRef | None = Field(None, description="set by continue-as-new: the run's state in the artifact store")
 
 
 class AgentInput(Wire):
@@ -153,12 +157,27 @@ class AgentReport(Wire):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
 
 
+class ResultsPage(Wire):
+    """One page of a run's per-agent results."""
+
+    total: int
+    offset: int
+    agents: list[AgentReport] = Field(default_factory=list)
+
+
 class RunResult(Wire):
+    """How a run ended. Every agent's report is inline for runs up to ``INLINE_AGENTS``
+    agents; beyond, ``agents`` holds those that did not complete (at most that many) and
+    ``results_ref`` all of them, as JSON lines in the artifact store."""
+
     workflow_id: str
     name: str
     status: RunStatus
     summary: str
     agents: list[AgentReport]
+    counts: dict[str, int] = Field(default_factory=dict)  # agents by status
+    agents_total: int = 0
+    results_ref: BlobRef | None = None
     plan_version: int = 1
     started_at: datetime | None = None
     ended_at: datetime | None = None

@@ -7,15 +7,28 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from workflows.leader import LeaderWorkflow
 from xsky.board import TaskView
+from xsky.leader_state import PageRequest
+
+
+async def query(handle: WorkflowHandle[Any, Any], what: Any, *args: Any, timeout: float = 30) -> Any:
+    """A query, asked again while a run that continued as new reads its state back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await handle.query(what, *args)
+        except WorkflowQueryFailedError as e:
+            if "reading its state" not in str(e) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
 
 
 async def board(handle: WorkflowHandle[Any, Any]) -> dict[str, TaskView]:
-    return {t.agent_id: t for t in await handle.query(LeaderWorkflow.task_board)}
+    return {t.agent_id: t for t in (await query(handle, LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks}
 
 
 async def wait_for(handle: WorkflowHandle[Any, Any], predicate: Callable[[dict[str, TaskView]], bool], timeout: float = 30, what: str = "") -> dict[str, TaskView]:
@@ -33,7 +46,7 @@ async def wait_for(handle: WorkflowHandle[Any, Any], predicate: Callable[[dict[s
 async def wait_requests(handle: WorkflowHandle[Any, Any], count: int, timeout: float = 30) -> list[Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        requests = await handle.query(LeaderWorkflow.pending_requests)
+        requests = await query(handle, LeaderWorkflow.pending_requests)
         if len(requests) >= count:
             return requests
         await asyncio.sleep(0.1)

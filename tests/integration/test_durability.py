@@ -19,12 +19,14 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.agents import AgentActivities
+from activities.artifacts import ArtifactStore
 from cli.devserver import DevServer, free_port
 from tests.conftest import ROOT, Env
 from workflows.leader import LeaderWorkflow
 from worker import build_workers
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.leader_state import PageRequest
 from xsky.runs import RunInput
 from xsky.xml import parse_workflow
 
@@ -91,7 +93,7 @@ async def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
 async def wait_for_completed(handle, count: int, timeout: float = 60) -> set[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        board = await handle.query(LeaderWorkflow.task_board)
+        board = (await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
         done = {t.agent_id for t in board if t.status == "completed"}
         if len(done) >= count:
             return done
@@ -210,7 +212,11 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish"))
         result = await asyncio.wait_for(handle.result(), 60)
         assert result.status == "completed"
-        assert [a.result for a in result.agents] == ["yes, publish"] + [f"r{i}" for i in range(2, 10)]
+        # Results cross continue-as-new by reference: the store holds them, byte for byte.
+        store = ArtifactStore(settings.artifacts)
+        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        assert texts == ["yes, publish"] + [f"r{i}" for i in range(2, 10)]
+        assert any(a.result is None and a.result_ref is not None for a in result.agents)
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
         history = await handle.query(LeaderWorkflow.plan_history)
         assert history[0].reason == "initial plan"

@@ -33,7 +33,7 @@ async def test_the_board_has_the_seed_fields_and_derived_statuses(env: Env):
     await env.start_worker()
     handle = await env.start(plan(noop("1", 0.2), noop("2", 0, depends="1")), options=RunOptions(max_auto_replans=0))
     result = await handle.result()
-    tasks = [t.wire() for t in await handle.query(LeaderWorkflow.task_board)]
+    tasks = [t.wire() for t in (await handle.query(LeaderWorkflow.task_board)).tasks]
     for key in ("id", "sessionId", "subject", "description", "status", "blockedBy", "assignedAgent", "attempt", "durationS"):
         assert key in tasks[1], key
     assert tasks[1]["id"] == "T-2" and tasks[1]["blockedBy"] == ["T-1"] and tasks[1]["sessionId"] == handle.id

@@ -50,7 +50,7 @@ async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: P
     handle = await env.start(shell_plan)
     await wait_for(handle, lambda b: b["2"].status == "completed")
     await asyncio.sleep(1.0)
-    assert (await handle.query("task_board"))[0]["status"] == "dispatched"  # nobody serves the shell queue yet
+    assert (await handle.query("task_board"))["tasks"][0]["status"] == "dispatched"  # nobody serves the shell queue yet
     log = tmp_path / "shell-worker.log"
     proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
                             env=env.environ(), cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT)

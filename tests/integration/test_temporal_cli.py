@@ -38,14 +38,14 @@ async def test_pause_resume_answer_replan_and_task_board_through_the_temporal_cl
     handle = await env.start(plan(ask("1", "Which colour?"), noop("2", 1.0), noop("3", 0, depends="2")))
     wid = ["--workflow-id", handle.id]
 
-    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))
+    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))["tasks"]
     assert [t["id"] for t in board] == ["T-1", "T-2", "T-3"]
     assert {"sessionId", "blockedBy", "assignedAgent", "status"} <= set(board[0])
 
     await temporal(env, "workflow", "signal", *wid, "--name", "pause", "--input", '{"reason": "lunch"}')
     await wait_for(handle, lambda b: b["2"].status == "completed", what="T-2 finishes while paused")
     await asyncio.sleep(0.5)
-    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))
+    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))["tasks"]
     assert board[2]["status"] == "pending" and board[2]["attempt"] == 0  # paused: T-3 did not start
     await temporal(env, "workflow", "signal", *wid, "--name", "resume", "--input", "{}")
     await wait_for(handle, lambda b: b["3"].status == "completed", what="T-3 after resume")

@@ -1,0 +1,114 @@
+"""Benchmark: plans of 100 to 10,000 no-op agents on one dev server.
+
+Random DAGs (each agent depends on up to 3 of the 20 before it) and a 2,000-wide fan-out,
+run by LeaderWorkflow with in-process workers. For each: whether it completed, agents per
+second, how many times it continued as new, the largest payload anywhere in its histories
+(every execution of the chain), and the worker process's resident memory afterwards.
+Targets: all complete; agents/s at 10,000 at least half of agents/s at 100; every payload
+under 1 MiB.
+
+    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from temporalio.client import Client  # noqa: E402
+
+from bench.harness import fan_out, random_dag, temporal  # noqa: E402
+from workflows.leader import LeaderWorkflow  # noqa: E402
+from xsky.models import Workflow  # noqa: E402
+from xsky.runs import RunInput, RunOptions  # noqa: E402
+
+MIB = 1024 * 1024
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def largest_payload(history_json: str) -> int:
+    largest = 0
+    stack: list[object] = [json.loads(history_json)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("data"), str) and "metadata" in node:
+                largest = max(largest, len(node["data"]) * 3 // 4)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return largest
+
+
+async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
+    """(executions, events in all, largest payload) over the continue-as-new chain."""
+    runs = [e async for e in client.list_workflows(f"WorkflowId='{workflow_id}'")]
+    largest = events = 0
+    for run in runs:
+        history = await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+        events += len(history.events)
+        largest = max(largest, largest_payload(history.to_json()))
+    return len(runs), events, largest
+
+
+async def run_one(client: Client, queue: str, wf: Workflow, parallel: int) -> dict[str, object]:
+    from cli.runs_cmd import by_reference
+    from xsky.config import load_settings
+
+    workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
+    inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=parallel)), load_settings(), workflow_id)
+    start = time.perf_counter()
+    result = await client.execute_workflow(LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue)
+    took = time.perf_counter() - start
+    executions, events, largest = await histories(client, workflow_id)
+    return {"plan": wf.name, "agents": len(wf.agents), "status": result.status, "seconds": took,
+            "rate": len(wf.agents) / took, "executions": executions, "events": events, "largest": largest, "rss": rss_mib()}
+
+
+async def main(sizes: list[int], parallel: int) -> None:
+    async with temporal() as (client, queue):
+        await run_one(client, queue, random_dag(50, seed=1), parallel)  # warm-up
+        rows = []
+        for n in sizes:
+            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel))
+            print(_row(rows[-1]), flush=True)
+        rows.append(await run_one(client, queue, fan_out(2000), parallel))
+        print(_row(rows[-1]), flush=True)
+    print()
+    print(f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}")
+    for r in rows:
+        print(_row(r))
+    by_size = {r["agents"]: r for r in rows if str(r["plan"]).startswith("random")}
+    small, big = by_size[min(by_size)], by_size[max(by_size)]
+    ratio = float(big["rate"]) / float(small["rate"])  # type: ignore[arg-type]
+    ok_all = all(r["status"] == "completed" for r in rows)
+    ok_payload = all(int(r["largest"]) < MIB for r in rows)  # type: ignore[arg-type]
+    print(f"all completed: {'yes' if ok_all else 'NO'}; agents/s at {big['agents']:,} is {ratio:.2f}× agents/s at {small['agents']:,} "
+          f"(target ≥ 0.5: {'met' if ratio >= 0.5 else 'NOT met'}); largest payload "
+          f"{max(int(r['largest']) for r in rows) / 1024:.0f} KiB (target < 1 MiB: {'met' if ok_payload else 'NOT met'})")  # type: ignore[arg-type]
+
+
+def _row(r: dict[str, object]) -> str:
+    return (f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
+            f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB")  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,3000,10000")
+    ap.add_argument("--parallel", type=int, default=200)
+    a = ap.parse_args()
+    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel))

@@ -1,0 +1,94 @@
+"""Plans larger than Temporal's payloads: state, plan input and results by reference, paged
+queries — on a dev server whose continue-as-new threshold is tiny, so every mechanism runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from activities.artifacts import ArtifactStore, read_blob
+from cli.runs_cmd import by_reference
+from tests.integration.helpers import ask, noop, plan, query, wait_for, wait_requests
+from tests.integration.test_durability import own_server
+from workflows.leader import LeaderWorkflow
+from xsky.leader_state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
+from xsky.runs import AgentReport, RunInput, RunOptions
+from xsky.xml import parse_workflow
+
+pytestmark = pytest.mark.integration
+
+CAN_EVERY_30 = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30")
+
+
+def largest_payload(history_json: str) -> int:
+    """The largest payload (data, base64) anywhere in a history."""
+    largest = 0
+
+    def walk(node: object) -> None:
+        nonlocal largest
+        if isinstance(node, dict):
+            if isinstance(node.get("data"), str) and "metadata" in node:
+                largest = max(largest, len(node["data"]) * 3 // 4)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(json.loads(history_json))
+    return largest
+
+
+async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerable(tmp_path: Path, monkeypatch):
+    """With a 1 KiB inline limit every continue-as-new stores the state in parts: a pending
+    question, a pause and the results all cross it, and every agent runs exactly once."""
+    async with own_server(tmp_path, monkeypatch, "ref", CAN_EVERY_30) as (_, client, settings):
+        chain = [noop(str(i), 0.02, depends=str(i - 1) if i > 2 else "") for i in range(2, 16)]
+        wf = parse_workflow(plan(ask("1", "Ship it?"), *chain, name="by-ref"))
+        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+                                             id=f"xsky-ref-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        (req,) = await wait_requests(handle, 1, timeout=60)
+        await wait_for(handle, lambda b: b["15"].status == "completed", timeout=90, what="the chain")
+        runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
+        assert sum(e.status.name == "CONTINUED_AS_NEW" for e in runs) >= 2
+        await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="check"))
+        await handle.signal(LeaderWorkflow.resume, ResumeRequest())
+        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="ship"))
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.status == "completed" and [a.attempts for a in result.agents] == [2] + [1] * 14  # asked, answered
+        store = ArtifactStore(settings.artifacts)
+        state_parts = list((settings.artifacts).rglob("state-*.0"))
+        assert state_parts, "the state should have gone to the artifact store"
+        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        assert texts == ["ship"] + [f"r{i}" for i in range(2, 16)]
+
+
+async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_come_in_pages(tmp_path: Path, monkeypatch):
+    """A 260-agent fan-out started with its plan in the artifact store: the board, results
+    and plan queries page; the result lists only what did not complete and refers to all."""
+    async with own_server(tmp_path, monkeypatch, "big") as (_, client, settings):
+        leaves = [noop(f"n{i:03d}", 0, depends="root") for i in range(258)]
+        wf = parse_workflow(plan(noop("root"), *leaves, noop("sink", 0, depends=",".join(f"n{i:03d}" for i in range(258))), name="big"))
+        wid = f"xsky-big-{uuid.uuid4().hex[:6]}"
+        inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=50)), settings, wid, limit=10_000)
+        assert inp.workflow is None and inp.plan_ref is not None and len(inp.model_dump_json()) < 10_000
+        handle = await client.start_workflow(LeaderWorkflow.run, inp, id=wid, task_queue=settings.task_queue)
+        result = await asyncio.wait_for(handle.result(), 240)
+        assert result.status == "completed" and result.agents_total == 260 and result.counts == {"completed": 260}
+        assert result.agents == [] and result.results_ref is not None
+        reports = [AgentReport.model_validate_json(line) for line in read_blob(ArtifactStore(settings.artifacts), result.results_ref).splitlines()]
+        assert len(reports) == 260 and {r.status for r in reports} == {"completed"}
+
+        page = await query(handle, LeaderWorkflow.task_board, PageRequest(offset=250, limit=20))
+        assert page.total == 260 and [t.id for t in page.tasks] == [f"T-n{i:03d}" for i in range(249, 258)] + ["T-sink"]
+        assert page.counts == {"completed": 260}
+        results = await query(handle, LeaderWorkflow.results, PageRequest(offset=0, limit=5))
+        assert results.total == 260 and [r.id for r in results.agents] == ["root", "n000", "n001", "n002", "n003"]
+        xml = await query(handle, LeaderWorkflow.plan, PageRequest(offset=100, limit=50))
+        assert xml.startswith("<!-- agents 101–150 of 260; the next page: query plan with {\"offset\": 150} -->")
+        history = await handle.fetch_history()
+        assert largest_payload(history.to_json()) < 256 * 1024  # a blob part at most, whatever the plan's size
