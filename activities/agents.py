@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities import egress, llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agent_transcripts import write_transcript
+from activities.attempts import AttemptLedger
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.browser import BrowserPool
@@ -47,6 +48,8 @@ from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_
 
 log = logging.getLogger("xsky.agents")
 _WARNED = {"sandbox-off": False}
+# An attempt that works this long tells the leader it started (quicker ones report only their end).
+START_REPORT_AFTER = 1.0
 
 
 async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -80,12 +83,15 @@ class _Beat:
 
     Heartbeats (liveness, to Temporal) go out in the background while the agent works.
     Progress reports (to the leader, which runs the stall ladder on them) are signals,
-    throttled to one per ``progress_interval``; the first, "started", goes out only once
-    the agent has worked for one heartbeat interval, so quick agents cost no signal.
+    throttled to one per ``progress_interval``; the first, "started" with the attempt's
+    real start time, goes out once the agent has worked for ``START_REPORT_AFTER`` (at
+    once for a retry), so quick agents cost no signal and the board shows the rest.
     """
 
-    def __init__(self, inp: AgentInput):
+    def __init__(self, inp: AgentInput, started_at: datetime | None = None, previous: str | None = None):
         self.inp = inp
+        self.started_at = started_at
+        self.previous = previous  # how the attempt before this one ended
         self.note = "working"
         self.started_sent = False
         self.pending = False  # progress made since the last report
@@ -114,6 +120,8 @@ class _Beat:
             activity_attempt=info.attempt,
             nudges_seen=self.nudges_seen,
             progress=progress,
+            started_at=self.started_at,
+            previous=self.previous,
         )
         try:
             await activity.client().get_workflow_handle(info.workflow_id).signal("report_progress", report)
@@ -132,15 +140,18 @@ class _Beat:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async def loop() -> None:
-            tick = max(0.05, min(self.inp.heartbeat_interval, self.inp.progress_interval))
+            tick = max(0.05, min(self.inp.heartbeat_interval, self.inp.progress_interval, START_REPORT_AFTER))
             waited = 0.0
+            if self.previous is not None:  # a retry: the board shows it (and why) at once
+                self.started_sent = True
+                await self._send(progress=False)
             while True:
                 await asyncio.sleep(tick)
                 waited += tick
                 activity.heartbeat(self.note)
                 if self.pending:
                     await self.flush()
-                elif not self.started_sent and waited >= self.inp.heartbeat_interval:
+                elif not self.started_sent and waited >= START_REPORT_AFTER:
                     self.started_sent = True
                     await self._send(progress=False)
 
@@ -175,11 +186,44 @@ class AgentActivities:
 
     @activity.defn(name="run_agent")
     async def run_agent(self, inp: AgentInput) -> AgentOutcome:
-        started = datetime.now(timezone.utc)
+        """One attempt of one agent. How it ends is written down first (activities/attempts.py),
+        so the next attempt — and the board — know an error from a lost worker."""
+        info = activity.info()
+        started = info.started_time or datetime.now(timezone.utc)
+        ledger = AttemptLedger.of(self.settings.artifacts, inp)
+        previous = await asyncio.to_thread(ledger.previous, info.attempt,
+                                           info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None)
+        beat = _Beat(inp, started, previous)
+        try:
+            outcome = await self._attempt(inp, beat, started)
+        except ApplicationError as e:
+            raise await self._failed(inp, ledger, info.attempt, e) from None
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if details is not None and details.timed_out:
+                await asyncio.to_thread(ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout")
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug or an unexpected error: recorded, retried like any error
+            raise await self._failed(inp, ledger, info.attempt, ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__)) from e
+        outcome.attempt = info.attempt
+        return outcome
+
+    async def _failed(self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError) -> ApplicationError:
+        """The error this attempt ends with: recorded; final once the error budget is spent."""
+        details = (*e.details, {"attempt": attempt})
+        if e.non_retryable:
+            await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+            return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
+        errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+        if inp.error_attempts and errors >= inp.error_attempts:
+            return ApplicationError(f"{e.message} — retries exhausted ({errors} attempts ended in an error)", *details,
+                                    type=e.type, non_retryable=True)
+        return ApplicationError(e.message, *details, type=e.type, non_retryable=False)
+
+    async def _attempt(self, inp: AgentInput, beat: _Beat, started: datetime) -> AgentOutcome:
         agent = inp.agent
         workspace = self.workspace_for(inp)
         workspace.mkdir(parents=True, exist_ok=True)
-        beat = _Beat(inp)
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
         layers = self._worker_layers()
         unconfined = sandbox_mode(layers) == "off"

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import activity
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from xsky.artifacts import BlobPart, BlobPartRequest
 from xsky.config import Settings
+from xsky.search import SEARCH_ATTRIBUTES
 
 
 class LeaderStore:
@@ -32,5 +34,13 @@ class LeaderStore:
         except FileNotFoundError as e:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
+    @activity.defn(name="leader_search_attributes")
+    async def search_attributes(self) -> list[str]:
+        """Which of xsky's search attributes the server knows (a leader sets only those)."""
+        response = await activity.client().operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=activity.info().workflow_namespace))
+        known = {**response.custom_attributes, **response.system_attributes}
+        return [name for name in SEARCH_ATTRIBUTES if name in known]
+
     def all(self) -> list[object]:
-        return [self.put, self.get]
+        return [self.put, self.get, self.search_attributes]

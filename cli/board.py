@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from rich.markup import escape
@@ -32,18 +33,28 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
         table.add_column(col, overflow="fold" if col in ("subject", "note") else "ellipsis", no_wrap=col not in ("subject", "note"))
     for t in tasks:
         note = t.error or t.blocked_reason or t.last_progress or ""
+        if t.retries and t.status not in ("completed", "skipped"):
+            note = f"{note} [{t.retries[-1]}]".strip()
         if t.tokens:
             note = f"{note} ({t.tokens} tokens)".strip()
         table.add_row(
             t.id,
             escape(t.assigned_agent),
             Text(t.status, style=STATUS_STYLE.get(t.status, "")),
-            format_duration(t.duration_s),
-            str(t.attempt),
+            format_duration(live_duration(t)),
+            str(t.tries or t.attempt),
             escape(one_line(t.subject, 48)),
             escape(one_line(note, 70)),
         )
     return table
+
+
+def live_duration(t: TaskView) -> float | None:
+    """A running task's duration by this machine's clock (a query's clock stops between
+    workflow tasks); a finished one's as the board says."""
+    if t.status in ("dispatched", "in_progress") and (t.started_at or t.dispatched_at):
+        return (datetime.now(timezone.utc) - (t.started_at or t.dispatched_at)).total_seconds()  # type: ignore[operator]
+    return t.duration_s
 
 
 def tally(counts: dict[str, int]) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xsky.config import server_ports
+from xsky.search import dev_server_flags
 
 
 def temporal_binary() -> str:
@@ -90,6 +91,7 @@ class DevServer:
         # Known ports, not random ones, so workers' egress proxies can refuse them too.
         cmd += ["--http-port", str(http if port_free(self.ip, http) else free_port()),
                 "--metrics-port", str(metrics if port_free(self.ip, metrics) else free_port())]
+        cmd += dev_server_flags()  # the runs' XskyStatus, XskyPending … (xsky/search.py)
         if self.headless:
             cmd.append("--headless")
         else:

@@ -19,6 +19,7 @@ from activities.artifacts import ArtifactStore, put_blob, read_blob
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, result_text, results_table, tally
 from cli.connect import connect
+from cli.outcome import run_outcome
 from cli.plans import UsageError, load_plan
 from cli.render import err, out, print_json, print_problems
 from cli.roles_cmd import resolve_permissions, resolve_roles
@@ -183,7 +184,7 @@ FOLLOW_PAGE = PageRequest(limit=60)
 
 async def follow(handle: WorkflowHandle[Any, RunResult], quiet: bool = False) -> RunResult:
     """Show the live board until the run ends; return its result."""
-    result_task = asyncio.ensure_future(handle.result())
+    result_task = asyncio.ensure_future(run_outcome(handle))
     if quiet:
         return await result_task
     with Live(console=out, refresh_per_second=4, transient=False) as live:
@@ -242,7 +243,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"workflowId": args.id, "status": status, **page.wire()})
         return 0
-    out.print(board_table(page.tasks, title=f"{args.id} — {status} — {tally(page.counts)}", caption=page_note(page)))
+    state = page.state if status == "running" else status  # running: say what it is doing (paused, waiting …)
+    out.print(board_table(page.tasks, title=f"{args.id} — {state} — {tally(page.counts)}", caption=page_note(page)))
+    for note in page.notes:
+        out.print(note.replace("**", ""))
     out.print(f"Web UI: {settings.ui_link(args.id)}")
     return 0
 
@@ -254,7 +258,7 @@ async def cmd_result(args: argparse.Namespace) -> int:
     if desc.status == WorkflowExecutionStatus.RUNNING and not args.wait:
         raise UsageError(f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`")
     try:
-        result = await handle.result()
+        result = await run_outcome(handle)
     except Exception as e:  # noqa: BLE001 - terminated / cancelled runs raise here
         raise UsageError(f"{args.id} ended without a result: {e}") from None
     if args.agent:

@@ -186,7 +186,9 @@ async def cmd_requests(args: argparse.Namespace) -> int:
     for col in ("request", "kind", "task", "asks", "answer with"):
         table.add_column(col, overflow="fold")
     for r in requests:
-        how = f"starter.py approve {args.id} {r.id} [--run|--deny]" if r.kind == "approval" else f"starter.py answer {args.id} {r.id} TEXT"
+        how = {"approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
+               "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)"}.get(
+            r.kind, f"starter.py answer {args.id} {r.id} TEXT")
         table.add_row(r.id, r.kind, r.task_id, escape(r.text), escape(how))
     out.print(table)
     return 0

@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
 
 from activities.agents import AgentActivities  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
+from cli.outcome import run_outcome  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
 from worker import build_workers  # noqa: E402
 from xsky.config import Settings, load_settings  # noqa: E402
@@ -106,7 +107,7 @@ class Env:
 
     async def run(self, plan: str | Workflow, timeout: float = 60, **kw: Any) -> RunResult:
         handle = await self.start(plan, **kw)
-        return await asyncio.wait_for(handle.result(), timeout)
+        return await asyncio.wait_for(run_outcome(handle), timeout)  # failed runs too: their result rides the failure
 
 
 @pytest_asyncio.fixture

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 
 from workflows.failures import describe_failure
 
@@ -59,6 +59,8 @@ with workflow.unsafe.imports_passed_through():
     from xsky.xml import parse_workflow
 
 
+# Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
+BLOB_WAVE = 2
 # The leader's own activities (blob parts), on its task queue.
 BLOB_ACTIVITY: dict = {"start_to_close_timeout": timedelta(seconds=60), "retry_policy": RetryPolicy(maximum_attempts=5)}
 # A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
@@ -87,6 +89,7 @@ class LeaderWorkflow:
         self._timer_at: datetime | None = None
         self._timer_fired = False
         self._published_at: datetime | None = None
+        self._searchable: set[str] = set()  # xsky's search attributes the server has (none on old runs)
 
     @property
     def _core(self) -> LeaderCore:
@@ -95,18 +98,26 @@ class LeaderWorkflow:
                                    "is large); ask again in a moment", type="Loading")
         return self._loaded
 
-    def _ready(self) -> None:
-        """Validators: refuse politely while the state is being read."""
-        if self._loaded is None:
-            _reject("the run is reading its state from the artifact store; try again in a moment")
-
     def _validated(self, check: Callable[[], None]) -> None:
-        """Run a core check in a validator: its refusal becomes the update's rejection."""
-        self._ready()
+        """Run a core check in a validator: its refusal becomes the update's rejection. While
+        the state is being read there is nothing to check against: the handler checks later."""
+        if self._loaded is None:
+            return
         try:
             check()
         except Rejected as e:
             _reject(str(e))
+
+    async def _ready(self, check: Callable[[], None]) -> LeaderCore:
+        """Update handlers: an update that came while the state was being read waits for it
+        (a person should not have to retry because the run happened to continue as new)."""
+        if self._loaded is None:
+            await workflow.wait_condition(lambda: self._loaded is not None)
+            try:
+                check()
+            except Rejected as e:
+                raise ApplicationError(str(e), type="Rejected", non_retryable=True) from None
+        return self._core
 
     def _when_ready(self, signal: Callable[[], None]) -> None:
         if self._loaded is None:
@@ -134,15 +145,20 @@ class LeaderWorkflow:
 
     async def _save(self, name: str, text: str) -> BlobRef:
         ref = blob_ref(workflow.info().workflow_id, name, text)
-        await asyncio.gather(*(workflow.execute_activity(
-            "leader_put", BlobPart(ref=ref, index=i, text=part), **BLOB_ACTIVITY, summary=f"store {name} part {i + 1}/{ref.parts}")
-            for i, part in enumerate(split_text(text))))
+        parts = split_text(text)
+        # A few parts at a time: one workflow task must stay under gRPC's 4 MB.
+        for at in range(0, len(parts), BLOB_WAVE):
+            await asyncio.gather(*(workflow.execute_activity(
+                "leader_put", BlobPart(ref=ref, index=i, text=parts[i]), **BLOB_ACTIVITY, summary=f"store {name} part {i + 1}/{ref.parts}")
+                for i in range(at, min(at + BLOB_WAVE, len(parts)))))
         return ref
 
     async def _load(self, ref: BlobRef) -> str:
-        parts = await asyncio.gather(*(workflow.execute_activity(
-            "leader_get", BlobPartRequest(ref=ref, index=i), result_type=str, **BLOB_ACTIVITY,
-            summary=f"read {ref.name} part {i + 1}/{ref.parts}") for i in range(ref.parts)))
+        parts: list[str] = []
+        for at in range(0, ref.parts, BLOB_WAVE):
+            parts += await asyncio.gather(*(workflow.execute_activity(
+                "leader_get", BlobPartRequest(ref=ref, index=i), result_type=str, **BLOB_ACTIVITY,
+                summary=f"read {ref.name} part {i + 1}/{ref.parts}") for i in range(at, min(at + BLOB_WAVE, ref.parts))))
         text = "".join(parts)
         if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
             raise ApplicationError(f"the stored {ref.name} does not match its digest; the artifact store was changed",
@@ -156,6 +172,13 @@ class LeaderWorkflow:
         if self._loaded is None:
             await self._load_state(inp)
         core = self._core
+        if workflow.patched("search-attributes"):
+            try:
+                self._searchable = set(await workflow.execute_activity(
+                    "leader_search_attributes", result_type=list[str], start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=RetryPolicy(maximum_attempts=2), summary="which search attributes the server has"))
+            except ActivityError as e:  # an older worker, or no permission to ask: run without them
+                workflow.logger.warning("search attributes off for this run: %s", describe_failure(e))
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning("run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id)
         try:
@@ -185,13 +208,20 @@ class LeaderWorkflow:
             pending = [t for t in self._attempts.values() if not t.done()]
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
-            self._publish()
+            self._publish(force=True)
+            self._upsert(final="cancelled")
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish(force=True)
         result = core.result(workflow.now())
         if core.large() and workflow.patched("results-by-reference"):
             result.results_ref = await self._save("results", core.reports_jsonl())
+        self._upsert(final=result.status)
+        if result.status != "completed" and workflow.patched("outcome-is-status"):
+            # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
+            # filters); the RunResult travels in the failure, still readable (cli/outcome.py).
+            kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
+            raise ApplicationError(f"{result.status}: {result.summary}", result, type=kind, non_retryable=True)
         return result
 
     async def _continue_as_new(self) -> None:
@@ -285,13 +315,15 @@ class LeaderWorkflow:
             try:
                 outcome = await workflow.execute_activity(
                     "run_agent",
-                    core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers, workflow.info().first_execution_run_id),
+                    core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers, workflow.info().first_execution_run_id,
+                                     settings.retry.maximum_attempts),
                     result_type=AgentOutcome,
                     task_queue=f"{workflow.info().task_queue}-{core.queue_kind(agent_id)}",
                     start_to_close_timeout=timedelta(seconds=settings.start_to_close),
                     heartbeat_timeout=timedelta(seconds=settings.heartbeat),
                     retry_policy=RetryPolicy(
-                        maximum_attempts=settings.retry.maximum_attempts,
+                        # errors spend maximumAttempts (the activity counts them); lost workers the rest
+                        maximum_attempts=settings.retry.maximum_attempts + core.options.lost_worker_retries,
                         initial_interval=timedelta(seconds=settings.retry.initial_interval),
                         backoff_coefficient=settings.retry.backoff_coefficient,
                         maximum_interval=timedelta(seconds=settings.retry.maximum_interval),
@@ -302,7 +334,7 @@ class LeaderWorkflow:
                     summary=f"{task.id} · {agent.name} · {subject_of(agent.task, 70)}",
                 )
             except (ActivityError, asyncio.CancelledError) as e:
-                failure = AttemptFailure(describe_failure(e), _decisions(e)) if isinstance(e, ActivityError) else None
+                failure = _failure(e) if isinstance(e, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
             core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
@@ -388,7 +420,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Change the plan: {prompt} for the planner, or {xml} replacing it. Completed agents keep their results.")
     async def replan(self, req: ReplanRequest) -> InterventionResult:
-        core = self._core
+        core = await self._ready(lambda: self._core.check_replan(req))
         if core.replanning:  # two replans accepted in one activation: the second one fails
             raise ApplicationError("a replan is already in progress; wait for it to finish", type="Busy")
         core.replanning = True
@@ -416,24 +448,27 @@ class LeaderWorkflow:
         self._validated(lambda: self._core.check_replan(req))
 
     @workflow.update(description="Approve the plan under review ({version}: the version you reviewed) so agents start.")
-    def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
-        return self._core.approve_plan(req, workflow.now())
+    async def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_approve_plan(req))
+        return core.approve_plan(req, workflow.now())
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
         self._validated(lambda: self._core.check_approve_plan(req))
 
     @workflow.update(description="Run a failed, cancelled or escalated task again, optionally with new {task} text.")
-    def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
-        return self._core.retry(req, workflow.now())
+    async def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_retry(req))
+        return core.retry(req, workflow.now())
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
         self._validated(lambda: self._core.check_retry(req))
 
     @workflow.update(description="Mark a task done without running it; {result} is what its dependents get.")
-    def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        result, stops = self._core.skip(req, workflow.now())
+    async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_skip(req))
+        result, stops = core.skip(req, workflow.now())
         self._apply(stops)
         return result
 
@@ -442,8 +477,9 @@ class LeaderWorkflow:
         self._validated(lambda: self._core.check_skip(req))
 
     @workflow.update(description="Cancel one task (stopping it if it runs); its dependents stay blocked.")
-    def cancel_task(self, req: TaskRequest) -> InterventionResult:
-        result, stops = self._core.cancel(req, workflow.now())
+    async def cancel_task(self, req: TaskRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_cancel(req))
+        result, stops = core.cancel(req, workflow.now())
         self._apply(stops)
         return result
 
@@ -452,24 +488,27 @@ class LeaderWorkflow:
         self._validated(lambda: self._core.check_cancel(req))
 
     @workflow.update(description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}.")
-    def answer(self, req: AnswerRequest) -> InterventionResult:
-        return self._core.answer(req, workflow.now())
+    async def answer(self, req: AnswerRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_answer(req))
+        return core.answer(req, workflow.now())
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
         self._validated(lambda: self._core.check_answer(req))
 
     @workflow.update(description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny.")
-    def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        return self._core.approve_tool(req, workflow.now())
+    async def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_approve_tool(req))
+        return core.approve_tool(req, workflow.now())
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
         self._validated(lambda: self._core.check_approve_tool(req))
 
     @workflow.update(description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …")
-    def define_role(self, req: DefineRoleRequest) -> InterventionResult:
-        return self._core.define_role(req)
+    async def define_role(self, req: DefineRoleRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_define_role(req))
+        return core.define_role(req)
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
@@ -515,9 +554,9 @@ class LeaderWorkflow:
     def results(self, req: PageRequest | None = None) -> ResultsPage:
         return self._core.results_page(req)
 
-    @workflow.query(description="Questions, tool approvals and escalations waiting for a person.")
+    @workflow.query(description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person.")
     def pending_requests(self) -> list[HumanRequest]:
-        return self._core.pending_requests()
+        return self._core.pending_requests(with_review=True)
 
     @workflow.query(description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who.")
     def permission_log(self) -> list[AuditEntry]:
@@ -529,6 +568,22 @@ class LeaderWorkflow:
 
     # -- what people see ------------------------------------------------------------------------
 
+    def _upsert(self, final: str | None = None) -> None:
+        """Search attributes that changed (each upsert is a history event: changes only)."""
+        values = self._core.search_values()
+        if final is not None:
+            values["XskyStatus"] = final
+        current = workflow.info().typed_search_attributes
+        updates = []
+        for name, value in values.items():
+            if name not in self._searchable:
+                continue
+            key = SearchAttributeKey.for_int(name) if isinstance(value, int) else SearchAttributeKey.for_keyword(name)
+            if current.get(key) != value:  # type: ignore[call-overload]
+                updates.append(key.value_set(value))  # type: ignore[arg-type]
+        if updates:
+            workflow.upsert_search_attributes(updates)
+
     def _publish(self, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""
         core, now = self._core, workflow.now()
@@ -536,14 +591,17 @@ class LeaderWorkflow:
                 and (now - self._published_at).total_seconds() < PUBLISH_EVERY):
             return
         self._published_at = now
+        self._upsert()
         title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
         workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join(core.notices())))
 
 
-def _decisions(err: ActivityError) -> list[DecisionRecord]:
-    """Decisions made before an attempt failed travel in the failure's details."""
+def _failure(err: ActivityError) -> AttemptFailure:
+    """An attempt's failure for the core: its message, the permission decisions made before
+    it and its attempt number (both travel in the details), and whether its worker was lost."""
     cause = err.cause
-    if not isinstance(cause, ApplicationError):
-        return []
-    return [DecisionRecord.model_validate(d) for detail in cause.details
-            if isinstance(detail, dict) and "permissionDecisions" in detail for d in detail["permissionDecisions"]]
+    details = [d for d in cause.details if isinstance(d, dict)] if isinstance(cause, ApplicationError) else []
+    decisions = [DecisionRecord.model_validate(r) for d in details if "permissionDecisions" in d for r in d["permissionDecisions"]]
+    attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
+    lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
+    return AttemptFailure(describe_failure(err), decisions, attempt, lost)

@@ -38,6 +38,8 @@ class TaskState(WireModel):
     stored: StoredStatus = "pending"
     attempt: int = 0  # dispatches of this task (each may retry inside Temporal)
     activity_attempt: int = 0  # Temporal's attempt number of the current dispatch
+    tries: int = 0  # every attempt of every dispatch (Temporal's retries included)
+    retries: list[str] = Field(default_factory=list)  # why attempts were retried: "attempt 2 after worker lost: …"
     iterations: int = 0
     tokens: int = 0
     dispatched_at: datetime | None = None
@@ -145,11 +147,16 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
         if len(rows) >= MAX_BOARD_ROWS:
             continue
         note = t.error or reason or t.last_progress or ""
+        if t.retries and status not in ("completed", "skipped"):
+            note = f"{note} [{t.retries[-1]}]"
         note = " ".join(note.split())[:80].replace("|", "\\|")
         tokens = f" · {t.tokens:,} tok" if t.tokens else ""
+        # A running task's clock would stand still between workflow tasks: say since when instead.
+        since = t.started_at or t.dispatched_at
+        took = f"since {since:%H:%M:%S}" if status in ("dispatched", "in_progress") and since else format_duration(duration_seconds(t, now))
         rows.append(
             f"| {t.id} | {t.assigned_agent} | {_ICONS[status]} {status} | "
-            f"{format_duration(duration_seconds(t, now))} | {t.attempt}{tokens} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
+            f"{took} | {t.tries or t.attempt}{tokens} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
         )
     if len(tasks) > MAX_BOARD_ROWS:
         rows.append(f"| … | | | | | {len(tasks) - MAX_BOARD_ROWS} more tasks: query task_board | |")

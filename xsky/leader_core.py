@@ -68,6 +68,8 @@ from xsky.xml import parse_workflow, workflow_to_xml
 QUEUE_KINDS = ("browser", "file", "shell")
 # The run's result carries inline results up to this many bytes in all; beyond it, refs only.
 INLINE_RESULT_BUDGET = 512 * 1024
+# Retry notes a task keeps (the newest).
+MAX_RETRY_NOTES = 20
 # Runs with more agents than this report them by reference (RunResult.results_ref).
 INLINE_AGENTS = 200
 # The plan query shows this many agents per page.
@@ -120,6 +122,8 @@ class AttemptFailure:
 
     message: str
     decisions: list[DecisionRecord] = field(default_factory=list)
+    attempt: int = 0  # Temporal's attempt number of the last try (0: not known)
+    lost: bool = False  # the last try's worker was lost (no heartbeat): not the agent's failure
 
 
 class _Results(Mapping[str, str]):
@@ -202,6 +206,9 @@ class LeaderCore:
         for a in self.s.plan.agents:
             self._consider(a.id)
         self._pending_requests = [r for r in self.s.requests if r.status == "pending"]
+        self.counts: dict[str, int] = {}  # tasks by stored status
+        for t in self.s.tasks:
+            self.counts[t.stored] = self.counts.get(t.stored, 0) + 1
         self._nudges: dict[str, list[str]] = {}
         for n in self.s.nudges:
             self._nudges.setdefault(n.task_id, []).append(n.message)
@@ -219,6 +226,8 @@ class LeaderCore:
     def _set_stored(self, task: TaskState, status: str) -> None:
         """Every change of a task's stored status goes through here (dependents' counts)."""
         was = task.stored in SATISFIED
+        self.counts[task.stored] -= 1
+        self.counts[status] = self.counts.get(status, 0) + 1
         task.stored = status  # type: ignore[assignment]
         now_ok = status in SATISFIED
         if was != now_ok:
@@ -336,8 +345,20 @@ class LeaderCore:
         task.dispatched_at = now
         task.started_at = task.ended_at = task.last_progress_at = None
         task.error = None
+        task.tries += 1
+        task.activity_attempt = 1
         self.active[task.agent_id] = task.attempt
         return StartAgent(task.agent_id, task.attempt)
+
+    @staticmethod
+    def _observe_attempt(task: TaskState, attempt: int, previous: str | None = None) -> None:
+        """Temporal retried the dispatch: count the tries, and say why when it is known."""
+        if attempt <= task.activity_attempt:
+            return
+        task.tries += attempt - task.activity_attempt
+        task.retries.append(f"attempt {attempt} after " + (previous or "a failed or lost attempt"))
+        del task.retries[:-MAX_RETRY_NOTES]
+        task.activity_attempt = attempt
 
     # -- an attempt's input ----------------------------------------------------------------------
 
@@ -376,7 +397,7 @@ class LeaderCore:
         return name if name in QUEUE_KINDS else "llm"
 
     def agent_input(self, agent_id: str, rendered: WorkflowAgent, dispatch: int, heartbeat: float, markers: list[str],
-                    execution_id: str | None) -> AgentInput:
+                    execution_id: str | None, error_attempts: int = 0) -> AgentInput:
         task = self.tasks[agent_id]
         windows = stall_windows(self.agents[agent_id].config, self.options.stall)
         return AgentInput(
@@ -398,6 +419,7 @@ class LeaderCore:
                 update={"run_rules": list(dict.fromkeys(self.input.permissions.run_rules + self.s.run_rules))}),
             goal=self.s.plan.task_prompt or self.s.plan.name or None,
             markers=markers,
+            error_attempts=error_attempts,
         )
 
     # -- an attempt's end ------------------------------------------------------------------------
@@ -416,10 +438,13 @@ class LeaderCore:
             return []  # an earlier dispatch, or a task a replan removed
         if failure is not None:
             self._audit(task, failure.decisions)
+            self._observe_attempt(task, failure.attempt)
         if intent is not None:
             self._after_stop(task, intent, now)
         elif failure is not None:
             self._finish(task, "failed", now, error=failure.message)
+            if failure.lost:
+                return []  # workers kept dying: replanning the agent would not help
             return self.auto_replan(f"{task.id} failed: {task.error}")
         return []
 
@@ -444,10 +469,11 @@ class LeaderCore:
 
     def _on_outcome(self, task: TaskState, outcome: AgentOutcome, now: datetime) -> None:
         self._audit(task, outcome.decisions)
+        self._observe_attempt(task, outcome.attempt)
         task.tokens += outcome.tokens
         task.iterations = max(task.iterations, outcome.iterations)
-        if outcome.started_at is not None and task.started_at is None:
-            task.started_at = outcome.started_at
+        if outcome.started_at is not None:
+            task.started_at = outcome.started_at  # the attempt that ended: time queued after a lost worker is not work
         if outcome.kind == "completed":
             task.result = outcome.result
             task.result_ref = outcome.result_ref
@@ -513,6 +539,9 @@ class LeaderCore:
         task = self.task_by_id(report.task_id)
         if task is None or report.dispatch != task.attempt or task.stored not in RUNNING:
             return  # a report from an earlier dispatch, or about a finished task
+        self._observe_attempt(task, report.activity_attempt, report.previous)
+        if report.started_at is not None and report.activity_attempt >= task.activity_attempt:
+            task.started_at = report.started_at  # this attempt's real start, not when the signal came
         if task.stored == "dispatched":
             self._set_stored(task, "in_progress")
             task.started_at = task.started_at or now
@@ -521,7 +550,6 @@ class LeaderCore:
             task.last_progress = report.message or task.last_progress
             if self.s.stall_levels.get(task.id, 0) < ESCALATED:
                 self.s.stall_levels.pop(task.id, None)  # progress starts the ladder over
-        task.activity_attempt = report.activity_attempt
         task.iterations = max(task.iterations, report.iteration)
         task.tokens = max(task.tokens, report.tokens)
         self.changed = True
@@ -548,8 +576,17 @@ class LeaderCore:
     def request(self, request_id: str) -> HumanRequest | None:
         return next((r for r in self.s.requests if r.id == request_id), None)
 
-    def pending_requests(self) -> list[HumanRequest]:
-        return list(self._pending_requests)
+    def pending_requests(self, with_review: bool = False) -> list[HumanRequest]:
+        """Requests waiting for a person; ``with_review``: the plan review as one of them."""
+        pending = list(self._pending_requests)
+        if with_review and self.s.review == "waiting" and not self.needs_plan:
+            at = self.s.plan_history[-1].at if self.s.plan_history else self.s.started_at
+            pending.insert(0, HumanRequest(
+                id=f"R-{self.s.plan_version}", kind="review", task_id="plan", dispatch=0, created_at=at or self.s.started_at,  # type: ignore[arg-type]
+                deadline=self.s.review_deadline,
+                text=f"review plan v{self.s.plan_version} ({len(self.s.plan.agents)} agents), then approve_plan with version "
+                     f"{self.s.plan_version}, or replan"))
+        return pending
 
     def _close_request(self, request: HumanRequest, status: str, now: datetime) -> None:
         request.status = status  # type: ignore[assignment]
@@ -826,6 +863,8 @@ class LeaderCore:
     def _require_pending(self, request_id: str) -> HumanRequest:
         self._require_open()
         request = self.request(request_id)
+        if request is None and request_id.startswith("R-") and self.s.review == "waiting":
+            raise Rejected(f"{request_id} is the plan review: approve it with approve_plan (version {self.s.plan_version}), or replan")
         if request is None:
             pending = ", ".join(r.id for r in self._pending_requests) or "none"
             raise Rejected(f"no request {request_id!r}; pending requests: {pending}")
@@ -952,7 +991,7 @@ class LeaderCore:
         chosen = [t for t in self.s.tasks if req.status is None or derived[t.id][0] == req.status]
         page = chosen[req.offset:req.offset + req.limit]
         return BoardPage(total=len(chosen), offset=req.offset, counts=dict(sorted(counts.items())),
-                         tasks=[TaskView.of(t, *derived[t.id], now) for t in page])
+                         tasks=[TaskView.of(t, *derived[t.id], now) for t in page], state=self.run_state(), notes=self.notices())
 
     def results_page(self, req: PageRequest | None = None) -> ResultsPage:
         req = req or PageRequest()
@@ -1013,6 +1052,28 @@ class LeaderCore:
                 )
             )
         return reports
+
+    def run_state(self) -> str:
+        """What the run is doing, in a word (the XskyStatus search attribute, ``status``)."""
+        if self.closing or self.ended:
+            return "finishing"
+        if self.s.review == "waiting":
+            return "reviewing"
+        if self.s.paused:
+            return "paused"
+        if self._pending_requests:
+            return "waiting"
+        if self.replanning:
+            return "replanning"
+        return "running"
+
+    def waiting_on_people(self) -> int:
+        """Requests a person must answer, the plan review counted as one."""
+        return len(self._pending_requests) + (1 if self.s.review == "waiting" else 0)
+
+    def search_values(self) -> dict[str, str | int]:
+        return {"XskyStatus": self.run_state(), "XskyPlan": self.s.plan.name or self.s.plan.task_id,
+                "XskyFailed": self.counts.get("failed", 0), "XskyPending": self.waiting_on_people()}
 
     def notices(self) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode."""

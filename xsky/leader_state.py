@@ -19,13 +19,14 @@ from xsky.artifacts import BlobRef
 from xsky.board import TaskState, TaskStatus, TaskView
 from xsky.models import RoleCapabilityModel, WireModel, Workflow
 
-RequestKind = Literal["question", "approval", "escalation"]
+RequestKind = Literal["question", "approval", "escalation", "review"]
 RequestStatus = Literal["pending", "answered", "expired", "withdrawn"]
 ToolDecision = Literal["allow_once", "allow_run", "deny"]
 
 
 class HumanRequest(WireModel):
-    """Something only a person can decide. Questions ``Q-n``, approvals ``A-n``, escalations ``E-n``."""
+    """Something only a person can decide. Questions ``Q-n``, approvals ``A-n``, escalations
+    ``E-n``; ``R-v`` is the plan review of version v (listed while it waits, answered by approve_plan)."""
 
     id: str
     kind: RequestKind
@@ -228,9 +229,12 @@ class PageRequest(WireModel):
 
 
 class BoardPage(WireModel):
-    """One page of the task board, with the whole board's counts by status."""
+    """One page of the task board, with the whole board's counts by status and what the
+    run is doing (``state``: running, reviewing, paused, waiting, replanning, finishing)."""
 
     total: int  # tasks matching the request's status (all tasks without one)
     offset: int
     counts: dict[str, int] = Field(default_factory=dict)
     tasks: list[TaskView] = Field(default_factory=list)
+    state: str = "running"
+    notes: list[str] = Field(default_factory=list)  # paused, waiting for review, waiting for Q-n …

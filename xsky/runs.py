@@ -31,7 +31,9 @@ class RetryOptions(Wire):
 class RunOptions(Wire):
     max_parallel: int = Field(8, ge=1, le=1000)
     start_to_close_timeout: float = Field(600.0, gt=0, description="seconds, per agent attempt")
-    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds without a heartbeat before an attempt is lost")
+    heartbeat_timeout: float = Field(20.0, gt=0, description="seconds without a heartbeat before an attempt is lost")
+    lost_worker_retries: int = Field(20, ge=0, le=200, description="retries of attempts whose worker was lost (killed, "
+                                     "crashed, cut off): a separate allowance from retry.maximumAttempts, which counts errors")
     retry: RetryOptions = Field(default_factory=RetryOptions)
     artifact_threshold: int = Field(8192, ge=256, description="results larger than this many bytes travel as references")
     workspace: str | None = Field(None, description="directory agents work in; default .xsky/runs/<id>/workspace")
@@ -87,6 +89,7 @@ class AgentInput(Wire):
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
     markers: list[str] | None = None  # artifact URIs the leader put in the texts; only these are expanded
+    error_attempts: int = 0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
 
 
 class RequestPayload(Wire):
@@ -125,6 +128,7 @@ class AgentOutcome(Wire):
     started_at: datetime | None = None  # when this attempt began working (activity clock)
     request: RequestPayload | None = None  # for question / needs_approval
     decisions: list[DecisionRecord] = Field(default_factory=list)  # permission decisions made
+    attempt: int = 1  # Temporal's attempt number of this dispatch that ended so
 
 
 class ProgressReport(Wire):
@@ -138,6 +142,8 @@ class ProgressReport(Wire):
     activity_attempt: int = 1
     nudges_seen: int = 0  # nudges of this task the agent has taken in so far
     progress: bool = True  # False: only "I have started" (not progress for the stall ladder)
+    started_at: datetime | None = None  # when this attempt began (the worker's clock)
+    previous: str | None = None  # how the attempt before this one ended (error, or worker lost)
 
 
 RunStatus = Literal["completed", "failed", "cancelled"]

@@ -11,8 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from cli.outcome import run_outcome
 from tests.conftest import Env
-from tests.fake_llm import FakeLLM, calls, first_user, last_tool_output, status, system, text, turn_of
+from tests.fake_llm import (
+    FakeLLM,
+    calls,
+    first_user,
+    last_tool_output,
+    status,
+    system,
+    text,
+    turn_of,
+)
 from tests.integration.helpers import board, plan, wait_for, wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import AnswerRequest, NudgeRequest
@@ -76,7 +86,7 @@ async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env,
     fake_llm.responder = responder
     await env.start_worker()
     handle = await env.start(plan(agent("1", "backend", "Write a greeting to notes/out.txt and count its bytes")))
-    result = await handle.result()
+    result = await run_outcome(handle)
     assert result.status == "completed", result.summary
     written = env.home / "runs" / handle.id / "workspace" / "notes" / "out.txt"
     assert written.read_text() == "hello from the agent\n"
@@ -122,7 +132,7 @@ async def test_the_planner_gets_its_errors_back_and_uses_the_corrected_plan(env:
         id="xsky-planned-" + env.settings.task_queue, task_queue=env.settings.task_queue,
     )
     env.handles.append(handle)
-    result = await asyncio.wait_for(handle.result(), 60)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed" and [a.id for a in result.agents] == ["1", "2"]
     planner = [r for r in fake_llm.requests if "task planner" in first_user(r)]
     assert len(planner) == 2
@@ -146,7 +156,7 @@ async def test_ask_user_in_the_loop_becomes_a_question_and_the_answer_resumes_it
     (req,) = await wait_requests(handle, 1)
     assert req.text == "Which city?" and req.kind == "question"
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="Lyon"))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].result == "Weather for The person answered: Lyon"
     assert [turn_of(r) for r in fake_llm.requests] == [0, 1]  # resumed from the checkpoint, turn 0 not asked again
 
@@ -162,7 +172,7 @@ async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: Fa
     handle = await env.start(plan(agent("1", "shell", "Do something slow")))
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     await handle.signal(LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="prefer the cached copy"))
-    await asyncio.wait_for(handle.result(), 30)
+    await asyncio.wait_for(run_outcome(handle), 30)
     second = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
     assert "Message from your supervisor: prefer the cached copy" in second
 
@@ -217,7 +227,7 @@ async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: Fak
     fake_llm.responder = lambda req, i: text("fine")
     await env.start_worker()
     handle = await env.start(plan(agent("1", "llm", "Say something")))
-    await handle.result()
+    await run_outcome(handle)
     assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the key was used…
     history = (await handle.fetch_history()).to_json()
     assert "sk-test-never-in-history-7c1f" not in history  # …and never recorded
@@ -227,7 +237,10 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
     import os
     import signal
 
-    from tests.integration.test_durability import start_worker_process, stop_worker_process
+    from tests.integration.test_durability import (
+        start_worker_process,
+        stop_worker_process,
+    )
 
     held = threading.Event()
     release = threading.Event()
@@ -256,7 +269,7 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
         worker.wait()
         release.set()
         worker = start_worker_process(env, tmp_path / "w2.log")
-        result = await asyncio.wait_for(handle.result(), 90)
+        result = await asyncio.wait_for(run_outcome(handle), 90)
     finally:
         release.set()
         stop_worker_process(worker)
@@ -311,7 +324,7 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
     assert code == 0 and 'command": "echo alpha"' in out and 'depends="1"' in out
     code, out, _ = await starter(env, "approve-plan", workflow_id, "--version", "1")
     assert code == 0
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert [a["result"] for a in result["agents"]] == ["alpha", "beta"]
 
 
@@ -319,7 +332,10 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
     """Neither through /proc (the sandbox has its own PID namespace) nor from the worker's
     environment (the worker hides its keys from it at start, for when the sandbox is off)."""
 
-    from tests.integration.test_durability import start_worker_process, stop_worker_process
+    from tests.integration.test_durability import (
+        start_worker_process,
+        stop_worker_process,
+    )
 
     worker = start_worker_process(env, tmp_path / "w.log")
     probe = (f"import os\ntry:\n    print(open('/proc/{worker.pid}/environ', 'rb').read())\nexcept OSError as e:\n    print('no', e)\n"
@@ -334,7 +350,7 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
     fake_llm.responder = responder
     try:
         handle = await env.start(plan(agent("1", "data", "Look around")))
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
         worker_env = Path(f"/proc/{worker.pid}/environ").read_bytes()
     finally:
         stop_worker_process(worker)

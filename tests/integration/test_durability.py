@@ -21,9 +21,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.agents import AgentActivities
 from activities.artifacts import ArtifactStore
 from cli.devserver import DevServer, free_port
+from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
-from workflows.leader import LeaderWorkflow
 from worker import build_workers
+from workflows.leader import LeaderWorkflow
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.leader_state import PageRequest
@@ -113,7 +114,7 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
             first.kill()
     second = start_worker_process(env, tmp_path / "worker2.log")
     try:
-        result = await asyncio.wait_for(handle.result(), 90)
+        result = await asyncio.wait_for(run_outcome(handle), 90)
     finally:
         stop_worker_process(second)
     assert result.status == "completed", result.summary
@@ -141,7 +142,7 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         server.stop(kill=True)
         await asyncio.sleep(1.0)
         server.start(timeout=90)
-        result = await asyncio.wait_for(handle.result(), 120)
+        result = await asyncio.wait_for(run_outcome(handle), 120)
         assert result.status == "completed", result.summary
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
 
@@ -182,7 +183,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=by_task["T-3"]))
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="Friday"))
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
         assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
         stop_worker_process(worker)
@@ -210,7 +211,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         (still,) = await handle.query(LeaderWorkflow.pending_requests)
         assert still.id == req.id and still.text == "Publish?"
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish"))
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.status == "completed"
         # Results cross continue-as-new by reference: the store holds them, byte for byte.
         store = ArtifactStore(settings.artifacts)

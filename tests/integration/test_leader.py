@@ -8,8 +8,17 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
+from cli.outcome import run_outcome
 from tests.conftest import Env
-from tests.integration.helpers import ask, board, noop, plan, rejected, wait_for, wait_requests
+from tests.integration.helpers import (
+    ask,
+    board,
+    noop,
+    plan,
+    rejected,
+    wait_for,
+    wait_requests,
+)
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import (
     AnswerRequest,
@@ -32,7 +41,7 @@ pytestmark = pytest.mark.integration
 async def test_the_board_has_the_seed_fields_and_derived_statuses(env: Env):
     await env.start_worker()
     handle = await env.start(plan(noop("1", 0.2), noop("2", 0, depends="1")), options=RunOptions(max_auto_replans=0))
-    result = await handle.result()
+    result = await run_outcome(handle)
     tasks = [t.wire() for t in (await handle.query(LeaderWorkflow.task_board)).tasks]
     for key in ("id", "sessionId", "subject", "description", "status", "blockedBy", "assignedAgent", "attempt", "durationS"):
         assert key in tasks[1], key
@@ -52,7 +61,7 @@ async def test_pause_stops_dispatching_and_resume_continues(env: Env):
     details = (await handle.query("__temporal_workflow_metadata")).current_details
     assert "paused" in details and "checking something" in details
     await handle.signal(LeaderWorkflow.resume, ResumeRequest())
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed"
 
 
@@ -66,7 +75,7 @@ async def test_pause_with_cancel_running_stops_agents_which_run_again_after_resu
     # Replace the long sleep so the resumed attempt is quick, then resume.
     await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=plan(noop("1", 0.1))))
     await handle.signal(LeaderWorkflow.resume, ResumeRequest())
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed" and result.agents[0].attempts == 2
 
 
@@ -77,7 +86,7 @@ async def test_replan_with_xml_keeps_completed_results_and_cancels_a_removed_run
     new = plan(noop("1", 0), noop("4", 0, depends="1"))
     result = await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=new))
     assert result.plan_version == 2 and "removed 2, 3" in result.message and "added 4" in result.message
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed" and [a.id for a in run.agents] == ["1", "4"]
     assert run.agents[0].attempts == 1  # kept, not run again
     history = await handle.query(LeaderWorkflow.plan_history)
@@ -111,7 +120,7 @@ async def test_replan_with_a_prompt_goes_through_the_planner(env: Env):
     assert 'id="3"' in xml and "echo added-step" in xml
     (req,) = await handle.query(LeaderWorkflow.pending_requests)
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed" and run.agents[2].result == "added-step"
 
 
@@ -126,7 +135,7 @@ async def test_review_waits_for_approval_of_the_version_reviewed(env: Env):
     await asyncio.sleep(0.5)
     assert (await board(handle))["2"].attempt == 0  # a replan during review does not approve
     await handle.execute_update(LeaderWorkflow.approve_plan, ApprovePlanRequest(version=2, comment="looks good"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed"
     history = await handle.query(LeaderWorkflow.plan_history)
     assert history[-1].reason == "plan v2 approved: looks good"
@@ -162,7 +171,7 @@ async def test_retry_task_with_new_text_and_its_rejections(env: Env):
     # The question of T-3 holds the run open: settle T-2 by hand first, then T-3.
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="2", result="manual"))
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="3", result="skipped"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed"
 
 
@@ -174,7 +183,7 @@ async def test_skip_task_gives_dependents_its_result_and_refuses_completed_tasks
     await wait_for(handle, lambda b: b["3"].status == "completed")
     assert "already completed" in await rejected(handle, LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3"))
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="manual-value"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.agents[0].status == "skipped" and run.agents[1].result == "got manual-value"
     assert await handle.query(LeaderWorkflow.pending_requests) == []  # the question was withdrawn
 
@@ -186,7 +195,7 @@ async def test_cancel_task_stops_it_and_blocks_its_dependents(env: Env):
     result = await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
     assert result.message == "T-1 cancelled; blocked now: T-2"
     assert "already cancelled" in await rejected(handle, LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     statuses = {a.id: a.status for a in run.agents}
     assert statuses == {"1": "cancelled", "2": "blocked", "3": "completed"} and run.status == "failed"
 
@@ -201,7 +210,7 @@ async def test_answer_delivers_the_answer_and_refuses_wrong_requests(env: Env):
     assert "empty" in await rejected(handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="  "))
     assert "not a tool approval" in await rejected(handle, LeaderWorkflow.approve_tool, ApproveToolRequest(request_id="Q-1"))
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="eu-west-1"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.agents[0].result == "eu-west-1" and run.agents[0].attempts == 2
 
 
@@ -222,7 +231,7 @@ async def test_two_questions_pending_at_once_answered_in_reverse_order(env: Env)
     await wait_for(handle, lambda b: b["2"].status == "completed")
     assert (await board(handle))["1"].status == "blocked"
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="blue"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert [a.result for a in run.agents] == ["blue", "large"]
 
 
@@ -238,7 +247,7 @@ async def test_automatic_replan_on_failure_stops_at_the_cap(env: Env):
     await env.start_worker()
     failing = '<agent name="shell" id="1"><task>always fails</task><config>{"tool": "shell", "command": "exit 7", "retry": {"maximumAttempts": 1}}</config></agent>'
     handle = await env.start(plan(failing), options=RunOptions(max_auto_replans=2))
-    run = await asyncio.wait_for(handle.result(), 60)
+    run = await asyncio.wait_for(run_outcome(handle), 60)
     assert run.status == "failed" and run.agents[0].attempts == 3  # first try + 2 replans
     history = await handle.query(LeaderWorkflow.plan_history)
     reasons = [v.reason for v in history]
@@ -263,7 +272,7 @@ async def test_the_stall_ladder_nudges_restarts_replans_and_escalates(env: Env):
     assert any("automatic replan 1/1: T-1 stalled" in v.reason for v in history)
     # A person decides: skip it.
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="done by hand"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed" and run.agents[0].result == "done by hand"
 
 
@@ -273,7 +282,7 @@ async def test_cancelling_the_run_stops_running_agents(env: Env):
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     await handle.cancel()
     with pytest.raises(WorkflowFailureError) as info:
-        await asyncio.wait_for(handle.result(), 30)
+        await asyncio.wait_for(run_outcome(handle), 30)
     assert isinstance(info.value.cause, CancelledError)
     desc = await handle.describe()
     assert desc.status.name == "CANCELED"
@@ -291,7 +300,7 @@ async def test_a_cancelled_task_stays_cancelled_through_pause_and_resume(env: En
     await wait_for(handle, lambda b: b["2"].status == "completed")
     await asyncio.sleep(0.5)
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3"))
-    run = await asyncio.wait_for(handle.result(), 30)
+    run = await asyncio.wait_for(run_outcome(handle), 30)
     assert {a.id: (a.status, a.attempts) for a in run.agents} == {"1": ("cancelled", 1), "2": ("completed", 1), "3": ("skipped", 1)}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli.devserver import free_port, is_listening
+from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan, wait_for
 from tests.integration.test_durability import start_worker_process, stop_worker_process
@@ -55,7 +56,7 @@ async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: P
     proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
                             env=env.environ(), cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     try:
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.agents[0].result == "from-the-shell-worker"
         text = log.read_text()
         assert f"shell agents on '{env.settings.task_queue}-shell'" in text and "leader workflows" not in text
@@ -76,7 +77,7 @@ async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it
     assert "shutting down" in (tmp_path / "w1.log").read_text()
     second = start_worker_process(env, tmp_path / "w2.log")
     try:
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
     finally:
         stop_worker_process(second)
     assert result.status == "completed" and result.agents[0].result == "r1"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, calls, last_tool_output, text, turn_of
 from tests.integration.helpers import plan, rejected, wait_requests
@@ -35,7 +36,7 @@ async def test_a_requested_tool_waits_for_approval_and_then_runs(env: Env):
     assert "requestedTools" in req.rule and req.id.startswith("A-")
     assert "answer it with approve_tool" in await rejected(handle, LeaderWorkflow.answer, {"requestId": req.id, "text": "yes"})
     await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_once"))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].result == "approved-and-ran"
     log = await handle.query(LeaderWorkflow.permission_log)
     assert [(e.effect, e.by) for e in log] == [("ask", "auto"), ("allow", "person"), ("ask", "auto")]
@@ -49,7 +50,7 @@ async def test_allow_for_the_run_is_remembered_for_later_calls(env: Env):
     handle = await env.start(two)
     (req,) = await wait_requests(handle, 1)
     await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_run"))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert [a.result for a in result.agents] == ["first", "first"]  # the second call did not ask
     reasons = [e.reason for e in await handle.query(LeaderWorkflow.permission_log)]
     assert any("this run (approved by a person)" in r for r in reasons)
@@ -60,7 +61,7 @@ async def test_a_denied_direct_call_fails_the_agent_with_the_reason(env: Env):
     handle = await env.start(plan(shell_agent("1", "explore", "rm -rf important")), options=RunOptions(max_auto_replans=0))
     (req,) = await wait_requests(handle, 1)
     await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="deny", message="never delete"))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].status == "failed" and "a person denied it: never delete" in result.agents[0].error
 
 
@@ -76,7 +77,7 @@ async def test_a_deny_reaches_the_llm_agent_which_still_finishes(env: Env, fake_
     (req,) = await wait_requests(handle, 1)
     assert req.tool == "shell" and req.arguments == {"command": "pytest -q"}
     await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="deny", message="not now"))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed"
     assert result.agents[0].result.startswith("could not run the tests: DENIED: a person denied it: not now")
 
@@ -108,7 +109,7 @@ async def test_a_shell_command_past_its_timeout_leaves_no_process_behind(env: En
     command = f"sleep {token} & sleep {token}"
     handle = await env.start(plan(shell_agent("1", "shell", command, '"timeout": 1, "retry": {"maximumAttempts": 1}')),
                              options=RunOptions(max_auto_replans=0))
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].status == "failed" and "timeout" in result.agents[0].error
     await asyncio.sleep(0.2)
     assert running_with(f"sleep {token}") == []  # scanned in /proc: the sandbox's PIDs are its own
@@ -128,7 +129,7 @@ async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monk
 
     await env.start_worker()
     handle = await env.start(plan(shell_agent("1", "shell", "echo logged")))
-    await handle.result()
+    await run_outcome(handle)
     code, out, _ = await starter(env, "permissions", "log", handle.id, "--json")
     entries = json.loads(out)
     assert code == 0 and entries[0]["tool"] == "shell" and entries[0]["effect"] == "allow" and entries[0]["by"] == "auto"

@@ -15,6 +15,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.skills_fixtures import Transcripts
 from workflows.leader import LeaderWorkflow
@@ -42,7 +43,7 @@ async def test_fresh_runs_replay_without_nondeterminism(env: Env):
     await env.start_worker()
     for name, plan in PLANS.items():
         handle = await env.start(plan)
-        await handle.result()
+        await run_outcome(handle)
         history = await handle.fetch_history()
         await replayer().replay_workflow(history)  # raises on non-determinism
         if os.environ.get("XSKY_RECORD_HISTORIES"):
@@ -52,7 +53,13 @@ async def test_fresh_runs_replay_without_nondeterminism(env: Env):
 async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     """Questions, answers, a replan, pause and resume, a skipped task: all replay."""
     from tests.integration.helpers import ask, noop, plan, wait_requests
-    from xsky.leader_state import AnswerRequest, PauseRequest, ReplanRequest, ResumeRequest, SkipTaskRequest
+    from xsky.leader_state import (
+        AnswerRequest,
+        PauseRequest,
+        ReplanRequest,
+        ResumeRequest,
+        SkipTaskRequest,
+    )
 
     await env.start_worker()
     handle = await env.start(plan(ask("1", "Go?"), noop("2", 0.2), noop("3", 0, depends="2"), ask("4", "Skip me?"), name="steered"))
@@ -62,7 +69,7 @@ async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     await handle.signal(LeaderWorkflow.resume, ResumeRequest())
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-4", result="skipped"))
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
-    result = await handle.result()
+    result = await run_outcome(handle)
     assert result.status == "completed"
     history = await handle.fetch_history()
     await replayer().replay_workflow(history)
@@ -79,7 +86,7 @@ async def test_a_run_planned_from_a_sentence_replays(env: Env):
         id=f"xsky-replay-planned-{env.settings.task_queue}", task_queue=env.settings.task_queue,
     )
     env.handles.append(handle)
-    assert (await handle.result()).status == "completed"
+    assert (await run_outcome(handle)).status == "completed"
     history = await handle.fetch_history()
     await replayer().replay_workflow(history)
     if os.environ.get("XSKY_RECORD_HISTORIES"):

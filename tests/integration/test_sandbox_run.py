@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import plan, rejected
 from tests.integration.test_cli_runs import starter
@@ -67,7 +68,7 @@ async def test_a_hostile_result_pasted_into_a_command_is_printed_not_run(env: En
         shell("6", "echo \"$(echo '{{agent_1_result}}')\"; cat <<EOF\n{{agent_1_result}}\nEOF", depends="1"),
     ]
     handle = await env.start(plan(*agents, name="hostile"), options=RunOptions(max_auto_replans=0, artifact_threshold=256))
-    result = await asyncio.wait_for(handle.result(), 60)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     by_id = {a.id: a for a in result.agents}
     assert result.status == "completed", [(a.id, a.error) for a in result.agents if a.status != "completed"]
     assert by_id["3"].result == hostile and by_id["4"].result == hostile
@@ -119,7 +120,7 @@ async def test_the_sandbox_switched_off_in_settings_is_shown_and_logged(env: Env
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
     await env.start_worker(kinds=["shell", "llm"])
     handle = await env.start(plan(shell("1", "echo unconfined")), options=NO_REPLAN)
-    result = await asyncio.wait_for(handle.result(), 60)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.agents[0].result == "unconfined"
     assert any(e.tool == "sandbox-off" for e in result.permission_log)
     details = (await handle.query("__temporal_workflow_metadata")).current_details

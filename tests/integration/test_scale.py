@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from activities.artifacts import ArtifactStore, read_blob
+from cli.outcome import run_outcome
 from cli.runs_cmd import by_reference
 from tests.integration.helpers import ask, noop, plan, query, wait_for, wait_requests
 from tests.integration.test_durability import own_server
@@ -58,7 +59,7 @@ async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerabl
         await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="check"))
         await handle.signal(LeaderWorkflow.resume, ResumeRequest())
         await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="ship"))
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.status == "completed" and [a.attempts for a in result.agents] == [2] + [1] * 14  # asked, answered
         store = ArtifactStore(settings.artifacts)
         state_parts = list((settings.artifacts).rglob("state-*.0"))
@@ -77,7 +78,7 @@ async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_com
         inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=50)), settings, wid, limit=10_000)
         assert inp.workflow is None and inp.plan_ref is not None and len(inp.model_dump_json()) < 10_000
         handle = await client.start_workflow(LeaderWorkflow.run, inp, id=wid, task_queue=settings.task_queue)
-        result = await asyncio.wait_for(handle.result(), 240)
+        result = await asyncio.wait_for(run_outcome(handle), 240)
         assert result.status == "completed" and result.agents_total == 260 and result.counts == {"completed": 260}
         assert result.agents == [] and result.results_ref is not None
         reports = [AgentReport.model_validate_json(line) for line in read_blob(ArtifactStore(settings.artifacts), result.results_ref).splitlines()]

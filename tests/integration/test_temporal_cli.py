@@ -12,6 +12,7 @@ import json
 import pytest
 
 from cli.devserver import temporal_binary
+from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import ask, noop, plan, wait_for
 
@@ -59,7 +60,7 @@ async def test_pause_resume_answer_replan_and_task_board_through_the_temporal_cl
 
     await temporal(env, "workflow", "update", "execute", *wid, "--name", "answer",
                    "--input", '{"requestId": "Q-1", "text": "green"}')
-    result = await asyncio.wait_for(handle.result(), 30)
+    result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed"
     assert {a.id: a.result for a in result.agents} == {"1": "green", "2": "r2", "3": "r3", "4": "from-the-cli"}
 
