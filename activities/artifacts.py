@@ -7,6 +7,7 @@ same path with the same bytes.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Collection
 import os
 import tempfile
@@ -73,8 +74,18 @@ class ArtifactStore:
         if "⟦artifact:" not in text:
             return text
         allowed = None if issued is None else set(issued)
-        return MARKER_RE.sub(lambda m: m.group(0) if allowed is not None and URI_PREFIX + m.group(1) not in allowed
-                             else self.read_text(URI_PREFIX + m.group(1)), text)
+
+        def expand(m: re.Match[str]) -> str:
+            uri = URI_PREFIX + m.group(1)
+            if allowed is not None and uri not in allowed:
+                return m.group(0)
+            stored = self.read_text(uri)
+            head = int(m.group(2)) if m.group(2) else None
+            if head is None or len(stored) <= head:
+                return stored
+            return f"{stored[:head]}\n… ({len(stored) - head} more characters in {uri})"
+
+        return MARKER_RE.sub(expand, text)
 
 
 def put_blob(store: ArtifactStore, ref: BlobRef, text: str) -> None:

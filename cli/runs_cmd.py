@@ -31,6 +31,7 @@ from xsky.config import Settings, load_settings
 from xsky.errors import PlanError
 from xsky.xml import workflow_to_xml
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
+from xsky.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -65,8 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_result(a)))
 
-    p = sub.add_parser("list", help="recent runs")
+    p = sub.add_parser("list", help="recent runs, with what each is doing (xsky's search attributes)")
     p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--status", choices=XSKY_STATUSES, help="only runs in this xsky status")
+    p.add_argument("--waiting", action="store_true", help="only runs waiting on a person (XskyPending > 0)")
+    p.add_argument("--failed", action="store_true", help="only runs with failed agents (XskyFailed > 0)")
+    p.add_argument("--plan", help="only runs of the plan with this name")
+    p.add_argument("--query", help="a Temporal list filter added to the above, e.g. \"StartTime > '2026-11-01T00:00:00Z'\"")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_list(a)))
 
@@ -286,29 +292,61 @@ def all_reports(result: RunResult, settings: Settings) -> list[AgentReport]:
     return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
 
+def list_query(args: argparse.Namespace) -> str:
+    """The Temporal visibility query for ``list``'s filters."""
+    clauses = ["WorkflowType='LeaderWorkflow'"]
+    if args.status:
+        clauses.append(f"XskyStatus='{args.status}'")
+    if args.waiting:
+        clauses.append("XskyPending > 0")
+    if args.failed:
+        clauses.append("XskyFailed > 0")
+    if args.plan:
+        clauses.append("XskyPlan=" + "'" + args.plan.replace("\\", "\\\\").replace("'", "\\'") + "'")
+    if args.query:
+        clauses.append(f"({args.query})")
+    return " AND ".join(clauses)
+
+
 async def cmd_list(args: argparse.Namespace) -> int:
     settings = load_settings()
     client = await connect(settings)
     rows = []
-    async for wf in client.list_workflows("WorkflowType='LeaderWorkflow'", limit=args.limit):
-        rows.append(
-            {
-                "workflowId": wf.id,
-                "status": wf.status.name.lower() if wf.status else "unknown",
-                "start": wf.start_time.isoformat() if wf.start_time else None,
-                "close": wf.close_time.isoformat() if wf.close_time else None,
-            }
-        )
+    query = list_query(args)
+    try:
+        async for wf in client.list_workflows(query, limit=args.limit):
+            attrs = {key.name: value for key, value in wf.typed_search_attributes}
+            rows.append(
+                {
+                    "workflowId": wf.id,
+                    "status": wf.status.name.lower() if wf.status else "unknown",
+                    "xskyStatus": attrs.get("XskyStatus"),
+                    "plan": attrs.get("XskyPlan"),
+                    "failed": attrs.get("XskyFailed"),
+                    "pending": attrs.get("XskyPending"),
+                    "start": wf.start_time.isoformat() if wf.start_time else None,
+                    "close": wf.close_time.isoformat() if wf.close_time else None,
+                }
+            )
+    except RPCError as e:
+        if "Xsky" in query and ("not defined" in e.message or "invalid" in e.message.lower()):
+            raise UsageError(f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
+                             "(or `up`), or register them: " + "; ".join(
+                                 f"temporal operator search-attribute create --name {n} --type {t}" for n, t in SEARCH_ATTRIBUTES.items())) from None
+        raise UsageError(f"the list query was refused: {e.message} (query: {query})") from None
     if args.json:
         print_json(rows)
         return 0
     table = Table(title=f"recent runs ({settings.address})", title_justify="left")
-    for col in ("workflow id", "status", "started", "took"):
+    for col in ("workflow id", "plan", "status", "failed", "waiting", "started", "took"):
         table.add_column(col)
     for r in rows:
         took = "running"
         if r["close"] and r["start"]:
             took = f"{(datetime.fromisoformat(r['close']) - datetime.fromisoformat(r['start'])).total_seconds():.1f}s"
-        table.add_row(r["workflowId"], r["status"], (r["start"] or "")[:19].replace("T", " "), took)
+        # Temporal's status says whether it runs; xsky's what it is doing (paused, waiting, …).
+        shown = r["status"] if r["status"] != "running" or not r["xskyStatus"] else r["xskyStatus"]
+        table.add_row(r["workflowId"], r["plan"] or "", shown, str(r["failed"] or ""), str(r["pending"] or ""),
+                      (r["start"] or "")[:19].replace("T", " "), took)
     out.print(table if rows else "no runs yet: start one with `starter.py run examples/demo.xml --follow`")
     return 0

@@ -306,7 +306,8 @@ class LeaderWorkflow:
                 # Data is never pasted into code: a shell command's values travel beside it
                 # (the patch's name is older than this form).
                 beside = core.templated_command(agent_id) and workflow.patched("shell-quoted-values")
-                rendered, markers = core.render(agent_id, beside)
+                given = core.wants_context(agent_id) and workflow.patched("deps-as-context")
+                rendered, markers = core.render(agent_id, beside, given)
                 settings = core.settings_for(agent_id)
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())

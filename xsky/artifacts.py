@@ -24,7 +24,9 @@ class ArtifactRef(WireModel):
     media_type: str = "text/plain"
 
 URI_PREFIX = "artifact:"
-MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)⟧")
+# ``⟦artifact:<path>⟧`` stands for the stored text; ``⟦artifact:<path>#head=N⟧`` for its
+# first N characters and a note of how much more there is (context handed along `depends`).
+MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)(?:#head=(\d{1,7}))?⟧")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -43,8 +45,8 @@ def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
     return "/".join((safe_component(run_id), safe_component(agent_id), safe_component(filename)))
 
 
-def marker(ref: ArtifactRef) -> str:
-    return f"⟦{ref.uri}⟧"
+def marker(ref: ArtifactRef, head: int | None = None) -> str:
+    return f"⟦{ref.uri}⟧" if head is None else f"⟦{ref.uri}#head={head}⟧"
 
 
 def is_marker(value: str) -> bool:

@@ -29,6 +29,7 @@ from xsky import dag
 from xsky.agent_config import activity_settings, stall_windows, tool_name
 from xsky.artifacts import marker
 from xsky.board import TaskState, TaskView, derive_statuses, subject_of
+from xsky.dep_context import dependency_context, wants_context
 from xsky.errors import PlanError, Problem, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.leader_state import (
@@ -37,13 +38,13 @@ from xsky.leader_state import (
     ApprovePlanRequest,
     ApproveToolRequest,
     AuditEntry,
+    BoardPage,
     DefineRoleRequest,
     HumanRequest,
     InterventionResult,
     LeaderState,
     Nudge,
     NudgeRequest,
-    BoardPage,
     PageRequest,
     PauseRequest,
     PlanVersion,
@@ -58,7 +59,16 @@ from xsky.permissions import run_rules_for
 from xsky.planning import problems_text
 from xsky.replan import merge_plan, new_task
 from xsky.roles import BUILTIN_ROLES, effective_roles, plan_role_problems, role_problems
-from xsky.runs import AgentInput, AgentOutcome, AgentReport, DecisionRecord, ProgressReport, ResultsPage, RunInput, RunResult
+from xsky.runs import (
+    AgentInput,
+    AgentOutcome,
+    AgentReport,
+    DecisionRecord,
+    ProgressReport,
+    ResultsPage,
+    RunInput,
+    RunResult,
+)
 from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
 from xsky.tool_registry import EXEC_OR_NETWORK_TOOLS
 from xsky.variables import render, render_command, render_config
@@ -367,11 +377,17 @@ class LeaderCore:
         config = self.agents[agent_id].config
         return bool(config) and tool_name(config) == "shell" and isinstance(config.get("command"), str)  # type: ignore[union-attr]
 
-    def render(self, agent_id: str, values_beside: bool) -> tuple[WorkflowAgent, list[str]]:
+    def wants_context(self, agent_id: str) -> bool:
+        """Does this agent get its dependencies' results as input (see :mod:`xsky.dep_context`)?"""
+        return wants_context(self.agents[agent_id])
+
+    def render(self, agent_id: str, values_beside: bool, deps_context: bool = False) -> tuple[WorkflowAgent, list[str]]:
         """The agent with its references rendered, and the artifact markers it was given.
 
         ``values_beside``: a shell command's values travel beside it as variables (data is
         never pasted into code); False only for runs recorded before that rule.
+        ``deps_context``: an agent with no input gets its dependencies' results (False only
+        for runs recorded before that rule).
         """
         agent = self.agents[agent_id]
         results = _Results(self.tasks)
@@ -387,6 +403,10 @@ class LeaderCore:
                 "config": config,
             }
         )
+        if deps_context:
+            given = dependency_context(agent, self.agents, self.tasks, results.issued)
+            if given is not None:
+                rendered = rendered.model_copy(update={"input": given})
         return rendered, list(dict.fromkeys(results.issued))
 
     def settings_for(self, agent_id: str) -> Any:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+# What XskyStatus says: the first five while a run is open, the last three once it ended.
+XSKY_STATUSES = ("running", "reviewing", "paused", "waiting", "replanning", "completed", "failed", "cancelled")
+
 # name → Temporal's type, as ``temporal server start-dev --search-attribute NAME=TYPE`` takes it
 SEARCH_ATTRIBUTES: dict[str, Literal["Keyword", "Int"]] = {
     "XskyStatus": "Keyword",  # running | reviewing | paused | waiting | replanning | completed | failed | cancelled

@@ -359,3 +359,23 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
     assert "XSKY_TASK_QUEUE" not in out and "sk-test-never-in-history-7c1f" not in out
     assert b"XSKY_TASK_QUEUE" in worker_env and b"sk-test-never-in-history-7c1f" not in worker_env
     assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the worker still has it
+
+
+async def test_an_llm_agent_without_input_gets_its_dependencies_results_bounded(env: Env, fake_llm: FakeLLM):
+    """The seed's buildSimpleAgentWorkflow example: "Summarize the results", depending on the
+    steps before it, and no <input>: it sees what they produced — a long result cut, by reference."""
+    fake_llm.responder = lambda req, i: text("summary written")
+    await env.start_worker()
+    small = '<agent name="shell" id="1"><task>Find the widget</task><config>{"tool": "shell", "command": "echo widget costs 42 coins"}</config></agent>'
+    large = ('<agent name="shell" id="2"><task>Dump the catalogue</task>'
+             '<config>{"tool": "shell", "command": "yes catalogue-line | head -n 4000"}</config></agent>')
+    result = await env.run(plan(small, large, agent("3", "llm", "Summarize the results", depends="1,2")))
+    assert result.status == "completed", result.summary
+    assert result.agents[1].result_ref is not None  # the catalogue went to the artifact store
+    (request,) = fake_llm.requests
+    given = first_user(request)
+    assert "Results of the steps this task depends on:" in given
+    assert "[T-1 · shell · Find the widget]\n" in given and "widget costs 42 coins" in given
+    assert "[T-2 · shell · Dump the catalogue]" in given and "catalogue-line" in given
+    assert "more characters in artifact:" in given  # bounded: the rest is named, not pasted
+    assert len(given) < 10_000

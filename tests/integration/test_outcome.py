@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -10,6 +11,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from cli.outcome import run_outcome
 from tests.conftest import Env
+from tests.integration.test_cli_runs import starter
+from tests.integration.test_temporal_cli import temporal
 from tests.integration.helpers import ask, noop, plan, query, wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import AnswerRequest
@@ -52,6 +55,14 @@ async def test_runs_waiting_on_a_person_are_found_by_xsky_pending(env: Env):
     (req,) = await wait_requests(handle, 1)
     found = await listed(env, f"WorkflowId='{handle.id}' AND XskyPending > 0 AND XskyStatus='waiting' AND XskyPlan='waits'")
     assert found == [handle.id]
+    # The stock CLI's filter and ours find it too.
+    listed_by_temporal = await temporal(env, "workflow", "list", "--query", f"WorkflowId='{handle.id}' AND XskyPending > 0", "-o", "json")
+    assert handle.id in listed_by_temporal
+    code, out, err = await starter(env, "list", "--waiting", "--json")
+    rows = [r for r in json.loads(out) if r["workflowId"] == handle.id]
+    assert code == 0 and rows and rows[0]["pending"] == 1 and rows[0]["xskyStatus"] == "waiting" and rows[0]["plan"] == "waits"
+    code, out, _ = await starter(env, "list", "--status", "failed", "--json")
+    assert code == 0 and handle.id not in [r["workflowId"] for r in json.loads(out)]
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="go"))
     assert (await handle.result()).status == "completed"
     assert await listed(env, f"WorkflowId='{handle.id}' AND XskyPending = 0 AND XskyStatus='completed'") == [handle.id]
