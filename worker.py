@@ -61,10 +61,17 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
             workflows=[SkillsScanWorkflow, SkillDeltaWorkflow, SkillLibraryWorkflow, SkillEntityWorkflow],
             activities=[*pipeline.all(), *lib.all()], activity_executor=ThreadPoolExecutor(max_workers=8),
             graceful_shutdown_timeout=timedelta(seconds=grace)))
-    if leader:
-        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow],
-                              activities=LeaderStore(settings).all()))
     planner = PlannerActivities()
+    if leader:
+        # A worker that serves every kind also runs agents on the leader's queue: the server
+        # hands each one back with the workflow task that scheduled it (no poll per step).
+        here = set(kinds) == set(TOOL_AGENT_KINDS)
+        agents = [activities.run_agent, planner.plan_workflow] if here else []
+        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow],
+                              activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
+                              # what the four kinds' workers would run side by side
+                              max_concurrent_activities=400 if here else 100,
+                              graceful_shutdown_timeout=timedelta(seconds=grace)))
     for kind in kinds:
         # The planner needs what llm agents need (a model, or the offline provider).
         extra = [planner.plan_workflow] if kind == "llm" else []
@@ -84,7 +91,8 @@ async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = Tru
     client = await connect(settings)
     activities = AgentActivities(settings)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
-    served = ([f"leader workflows on '{settings.task_queue}'"] if leader else []) + [
+    here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
+    served = ([f"leader workflows{' and every kind of agent' if here else ''} on '{settings.task_queue}'"] if leader else []) + [
         f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds
     ] + ([f"the skill pipeline on '{settings.skills_queue}'"] if skills else [])
     log.info("xsky worker at %s (namespace %s) serving %s", settings.address, settings.namespace, "; ".join(served))

@@ -1,4 +1,5 @@
-"""The leader's own activities: reading and writing blobs one part at a time.
+"""The leader's own activities: reading and writing blobs one part at a time, and what a
+run asks its worker when it starts (``leader_setup``).
 
 A run's state at continue-as-new, a plan too large for one payload and a large run's
 results go to the artifact store in parts (xsky/artifacts.py ``BlobRef``); each part is one
@@ -12,16 +13,20 @@ import asyncio
 from temporalio import activity
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from activities.artifacts import ArtifactStore
 from xsky.artifacts import BlobPart, BlobPartRequest
 from xsky.config import Settings
+from xsky.runs import LeaderSetup
 from xsky.search import SEARCH_ATTRIBUTES
 
 
 class LeaderStore:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, agents_here: bool = False):
         self.store = ArtifactStore(settings.artifacts)
+        # This worker also runs agents of every kind on the leader's queue (worker.py).
+        self.agents_here = agents_here
 
     @activity.defn(name="leader_put")
     async def put(self, part: BlobPart) -> None:
@@ -34,13 +39,19 @@ class LeaderStore:
         except FileNotFoundError as e:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
-    @activity.defn(name="leader_search_attributes")
-    async def search_attributes(self) -> list[str]:
-        """Which of xsky's search attributes the server knows (a leader sets only those)."""
-        response = await activity.client().operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=activity.info().workflow_namespace))
-        known = {**response.custom_attributes, **response.system_attributes}
-        return [name for name in SEARCH_ATTRIBUTES if name in known]
+    @activity.defn(name="leader_setup")
+    async def setup(self) -> LeaderSetup:
+        """Which of xsky's search attributes the server knows (a leader sets only those), and
+        whether agents may run on the leader's own queue (eager dispatch, no poll per step)."""
+        attributes: list[str] = []
+        try:
+            response = await activity.client().operator_service.list_search_attributes(
+                ListSearchAttributesRequest(namespace=activity.info().workflow_namespace))
+            known = {**response.custom_attributes, **response.system_attributes}
+            attributes = [name for name in SEARCH_ATTRIBUTES if name in known]
+        except RPCError as e:  # no permission to ask (e.g. a restricted Cloud key): run without them
+            activity.logger.warning("cannot list search attributes (%s): runs set none", e.message)
+        return LeaderSetup(search_attributes=attributes, agents_here=self.agents_here)
 
     def all(self) -> list[object]:
-        return [self.put, self.get, self.search_attributes]
+        return [self.put, self.get, self.setup]

@@ -2,6 +2,8 @@
 
 * ``MinimalDagWorkflow`` — the least a hand-written Temporal workflow must do: start each
   node's activity once its dependencies' activities are done. No board, no queries.
+* ``BareDagWorkflow`` — Temporal's DSL sample's shape: a string in, ``"ok"`` out, activities
+  on the workflow's own queue (handed back eagerly with the workflow task). The floor.
 * ``LevelByLevelWorkflow`` — the seed's executor shape: run a whole level, wait for all of
   it, then the next level (Eko's tree of `normal`/`parallel` nodes).
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from temporalio import workflow
+from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
     from xsky.dag import levels
@@ -53,3 +55,25 @@ class LevelByLevelWorkflow:
                 *(workflow.execute_activity("run_agent", _input(wf, a), task_queue=queue, **_OPTS) for a in level)
             )
         return len(wf.agents)
+
+
+@activity.defn(name="bare_step")
+async def bare_step(name: str) -> str:
+    return "ok"
+
+
+@workflow.defn
+class BareDagWorkflow:
+    @workflow.run
+    async def run(self, wf: Workflow) -> int:
+        done: dict[str, asyncio.Task[str]] = {}
+
+        async def node(agent_id: str, deps: list[str]) -> str:
+            for d in deps:
+                await done[d]
+            return await workflow.execute_activity("bare_step", agent_id, start_to_close_timeout=timedelta(minutes=1), result_type=str)
+
+        for agent in wf.agents:
+            done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))
+        await asyncio.gather(*done.values())
+        return len(done)

@@ -27,7 +27,7 @@ from temporalio.worker import Worker  # noqa: E402
 
 from activities.agents import AgentActivities  # noqa: E402
 from activities.leader_store import LeaderStore  # noqa: E402
-from bench.baselines import LevelByLevelWorkflow, MinimalDagWorkflow  # noqa: E402
+from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
 from xsky.config import load_settings  # noqa: E402
@@ -36,7 +36,7 @@ from xsky.models import Workflow, WorkflowAgent  # noqa: E402
 
 
 @asynccontextmanager
-async def temporal() -> AsyncIterator[tuple[Client, str]]:
+async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]:
     tmp = Path(tempfile.mkdtemp(prefix="xsky-bench-"))
     os.environ["XSKY_HOME"] = str(tmp / "home")
     queue = f"bench-{uuid.uuid4().hex[:6]}"
@@ -47,8 +47,10 @@ async def temporal() -> AsyncIterator[tuple[Client, str]]:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         settings = load_settings()
         acts = AgentActivities(settings)
-        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow],
-                          activities=LeaderStore(settings).all(), max_cached_workflows=100)]
+        # As worker.py builds a worker that serves every kind: agents on the leader's queue too.
+        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow, BareDagWorkflow],
+                          activities=[*LeaderStore(settings, agents_here=same_queue).all(), acts.run_agent, bare_step],
+                          max_cached_workflows=100, max_concurrent_activities=400)]
         workers += [
             Worker(client, task_queue=settings.kind_queue(k), activities=[acts.run_agent], max_concurrent_activities=400)
             for k in TOOL_AGENT_KINDS

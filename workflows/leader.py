@@ -6,63 +6,38 @@ commands into activities, cancellations, timers, update answers and the Web UI's
 
 Scheduling is a DAG, not level by level: an agent is dispatched the moment its own
 dependencies have completed, in plan order, at most ``max_parallel`` at a time, each as the
-``run_agent`` activity on its kind's task queue. Updates have validators (a rejected request
+``run_agent`` activity (on the leader's queue when its worker serves every kind, else on the
+kind's queue). Updates have validators (a rejected request
 changes nothing); people's requests are workflow state, never a blocked activity; one
 durable timer serves the stall ladder and request deadlines; long runs continue as new.
-
-Deterministic by construction: ``workflow.now()`` for time, lists for every iteration,
-all I/O in activities.
+Deterministic: ``workflow.now()`` for time, lists for every iteration, I/O in activities.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows import leader_io
 from workflows.failures import describe_failure
+from workflows.leader_io import save_blob
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
-    from xsky.board import board_markdown, subject_of
     from xsky.errors import PlanError
-    from xsky.leader_core import AttemptFailure, CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
-    from xsky.leader_state import (
-        AnswerRequest,
-        ApprovePlanRequest,
-        ApproveToolRequest,
-        AuditEntry,
-        BoardPage,
-        DefineRoleRequest,
-        HumanRequest,
-        InterventionResult,
-        LeaderState,
-        NudgeRequest,
-        PageRequest,
-        PauseRequest,
-        PlanVersion,
-        ReplanRequest,
-        ResumeRequest,
-        RetryTaskRequest,
-        SkipTaskRequest,
-        TaskRequest,
-    )
-    from xsky.models import Workflow
-    from xsky.planning import PlanRequest, PlanResult, problems_text
-    from xsky.runs import AgentOutcome, DecisionRecord, ProgressReport, ResultsPage, RunInput, RunResult
+    from xsky.leader_core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+    from xsky.leader_state import (AnswerRequest, ApprovePlanRequest, ApproveToolRequest, AuditEntry, BoardPage, DefineRoleRequest,
+                                   HumanRequest, InterventionResult, NudgeRequest, PageRequest, PauseRequest,
+                                   PlanVersion, ReplanRequest, ResumeRequest, RetryTaskRequest, SkipTaskRequest, TaskRequest)
+    from xsky.planning import problems_text
+    from xsky.runs import AgentOutcome, ProgressReport, ResultsPage, RunInput, RunResult
     from xsky.variables import RenderError
     from xsky.xml import parse_workflow
 
 
-# Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
-BLOB_WAVE = 2
-# The leader's own activities (blob parts), on its task queue.
-BLOB_ACTIVITY: dict = {"start_to_close_timeout": timedelta(seconds=60), "retry_policy": RetryPolicy(maximum_attempts=5)}
 # A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
 PUBLISH_EVERY = 5.0
 
@@ -70,8 +45,6 @@ PUBLISH_EVERY = 5.0
 def _reject(message: str) -> None:
     """Refuse an update in its validator: nothing is written, the caller gets ``message``."""
     raise ValueError(message)
-
-
 
 
 @workflow.defn(name="LeaderWorkflow")
@@ -85,11 +58,10 @@ class LeaderWorkflow:
             self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
         self._early: list[Callable[[], None]] = []  # signals that came while the state was read
         self._attempts: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
-        self._timer: asyncio.Task[None] | None = None
-        self._timer_at: datetime | None = None
-        self._timer_fired = False
+        self._timer = leader_io.DeadlineTimer()
         self._published_at: datetime | None = None
         self._searchable: set[str] = set()  # xsky's search attributes the server has (none on old runs)
+        self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
 
     @property
     def _core(self) -> LeaderCore:
@@ -125,65 +97,32 @@ class LeaderWorkflow:
         else:
             signal()
 
-    async def _load_state(self, inp: RunInput) -> None:
-        run_id = workflow.info().workflow_id
-        if inp.state_ref is not None:
-            state = LeaderState.model_validate_json(await self._load(inp.state_ref))
-            self._loaded = LeaderCore(inp.model_copy(update={"state": state, "state_ref": None}), run_id, workflow.now())
-        else:
-            assert inp.plan_ref is not None
-            try:
-                wf = parse_workflow(await self._load(inp.plan_ref))
-            except PlanError as e:
-                raise ApplicationError(f"the stored plan is not valid:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
-            self._loaded = LeaderCore(inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now())
-        for signal in self._early:
-            signal()
-        self._early.clear()
-
-    # -- blobs: text larger than a payload, one part per activity ---------------------------------
-
-    async def _save(self, name: str, text: str) -> BlobRef:
-        ref = blob_ref(workflow.info().workflow_id, name, text)
-        parts = split_text(text)
-        # A few parts at a time: one workflow task must stay under gRPC's 4 MB.
-        for at in range(0, len(parts), BLOB_WAVE):
-            await asyncio.gather(*(workflow.execute_activity(
-                "leader_put", BlobPart(ref=ref, index=i, text=parts[i]), **BLOB_ACTIVITY, summary=f"store {name} part {i + 1}/{ref.parts}")
-                for i in range(at, min(at + BLOB_WAVE, len(parts)))))
-        return ref
-
-    async def _load(self, ref: BlobRef) -> str:
-        parts: list[str] = []
-        for at in range(0, ref.parts, BLOB_WAVE):
-            parts += await asyncio.gather(*(workflow.execute_activity(
-                "leader_get", BlobPartRequest(ref=ref, index=i), result_type=str, **BLOB_ACTIVITY,
-                summary=f"read {ref.name} part {i + 1}/{ref.parts}") for i in range(at, min(at + BLOB_WAVE, ref.parts))))
-        text = "".join(parts)
-        if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
-            raise ApplicationError(f"the stored {ref.name} does not match its digest; the artifact store was changed",
-                                   type="ArtifactMissing", non_retryable=True)
-        return text
+    def _queue(self, kind: str) -> str:
+        """Where an agent (or the planner) runs: the leader's own queue when its worker serves
+        every kind — the server then hands the activity back with the workflow task (eager) —
+        else the kind's queue, served by specialised workers."""
+        queue = workflow.info().task_queue
+        return queue if self._agents_here else f"{queue}-{kind}"
 
     # -- the main loop ----------------------------------------------------------------------
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
         if self._loaded is None:
-            await self._load_state(inp)
+            self._loaded = await leader_io.load_core(inp)
+            for signal in self._early:  # signals that came while the state was read, in order
+                signal()
+            self._early.clear()
         core = self._core
-        if workflow.patched("search-attributes"):
-            try:
-                self._searchable = set(await workflow.execute_activity(
-                    "leader_search_attributes", result_type=list[str], start_to_close_timeout=timedelta(seconds=30),
-                    retry_policy=RetryPolicy(maximum_attempts=2), summary="which search attributes the server has"))
-            except ActivityError as e:  # an older worker, or no permission to ask: run without them
-                workflow.logger.warning("search attributes off for this run: %s", describe_failure(e))
+        if workflow.patched("search-attributes") and (given := await leader_io.setup()) is not None:
+            self._searchable, self._agents_here = set(given.search_attributes), given.agents_here
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning("run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id)
         try:
             if core.needs_plan:
-                await self._plan_from_prompt()
+                core.replanning = True
+                self._publish()
+                await leader_io.plan_from_prompt(core, self._queue("llm"))
             if await self._review_gate():
                 while True:
                     self._apply(core.dispatch(workflow.now()))
@@ -193,15 +132,13 @@ class LeaderWorkflow:
                     if workflow.info().is_continue_as_new_suggested():
                         core.draining = True
                         if not core.active and not core.replanning:
-                            await self._continue_as_new()
-                    self._arm_timer()
-                    await workflow.wait_condition(lambda: core.changed or self._timer_fired)
+                            await leader_io.continue_as_new(core)
+                    self._timer.arm(core.next_deadline(workflow.now()))
+                    await workflow.wait_condition(lambda: core.changed or self._timer.fired)
                     core.changed = False
-                    if self._timer_fired:
-                        self._timer_fired = False
-                        self._timer = self._timer_at = None
+                    self._timer.clear()
                     self._apply(core.tick(workflow.now()))
-                    self._offload_history()
+                    leader_io.offload_history(core)
                     self._publish()
         except asyncio.CancelledError:
             self._apply(core.stop_everything("run-cancel"))
@@ -215,7 +152,7 @@ class LeaderWorkflow:
         self._publish(force=True)
         result = core.result(workflow.now())
         if core.large() and workflow.patched("results-by-reference"):
-            result.results_ref = await self._save("results", core.reports_jsonl())
+            result.results_ref = await save_blob("results", core.reports_jsonl())
         self._upsert(final=result.status)
         if result.status != "completed" and workflow.patched("outcome-is-status"):
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
@@ -223,20 +160,6 @@ class LeaderWorkflow:
             kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
             raise ApplicationError(f"{result.status}: {result.summary}", result, type=kind, non_retryable=True)
         return result
-
-    async def _continue_as_new(self) -> None:
-        """Hand the run to a fresh history: the state by reference, so its size never matters."""
-        core = self._core
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        if not workflow.patched("state-by-reference"):
-            workflow.continue_as_new(core.continue_input())
-        snapshot = core.snapshot()  # results by reference; the plan once, inside the state
-        if len(snapshot) <= core.options.inline_limit:
-            state = LeaderState.model_validate_json(snapshot)
-            workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": state}))
-        ref = await self._save(f"state-{core.s.continued + 1}", snapshot)
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref}))
 
     def _apply(self, commands: list[Command]) -> None:
         """Carry out the core's commands, in the order it gave them."""
@@ -252,35 +175,6 @@ class LeaderWorkflow:
         for line in self._core.log:
             workflow.logger.info(line)
         self._core.log.clear()
-
-    async def _plan_from_prompt(self) -> None:
-        """A run started from a sentence: the planner activity makes plan v1."""
-        core = self._core
-        core.replanning = True
-        self._publish()
-        try:
-            result: PlanResult = await workflow.execute_activity(
-                "plan_workflow",
-                PlanRequest(
-                    task_id=core.s.plan.task_id, task_prompt=self._input.task_prompt, agents=core.agent_infos(),
-                    variables=sorted(core.variables), context_keys=sorted(self._input.context),
-                ),
-                result_type=PlanResult,
-                task_queue=f"{workflow.info().task_queue}-llm",
-                start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(minutes=2),
-                retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=["PlanError", "LLMRequestError", "LLMConfigError"]),
-                summary=f"planner · plan: {(self._input.task_prompt or '')[:80]}",
-            )
-        except ActivityError as e:
-            raise ApplicationError(f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True) from None
-        finally:
-            core.replanning = False
-        try:
-            wf = core.checked(result.workflow)
-        except PlanError as e:
-            raise ApplicationError(f"the planner's plan cannot run:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
-        core.set_first_plan(wf, result.provider, workflow.now())
 
     async def _review_gate(self) -> bool:
         """Wait for approve_plan when the run asked for review. False if the run ends here."""
@@ -312,30 +206,16 @@ class LeaderWorkflow:
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
                 return
-            agent = core.agents[agent_id]
             try:
                 outcome = await workflow.execute_activity(
                     "run_agent",
                     core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers, workflow.info().first_execution_run_id,
                                      settings.retry.maximum_attempts),
                     result_type=AgentOutcome,
-                    task_queue=f"{workflow.info().task_queue}-{core.queue_kind(agent_id)}",
-                    start_to_close_timeout=timedelta(seconds=settings.start_to_close),
-                    heartbeat_timeout=timedelta(seconds=settings.heartbeat),
-                    retry_policy=RetryPolicy(
-                        # errors spend maximumAttempts (the activity counts them); lost workers the rest
-                        maximum_attempts=settings.retry.maximum_attempts + core.options.lost_worker_retries,
-                        initial_interval=timedelta(seconds=settings.retry.initial_interval),
-                        backoff_coefficient=settings.retry.backoff_coefficient,
-                        maximum_interval=timedelta(seconds=settings.retry.maximum_interval),
-                        non_retryable_error_types=["AgentConfigError", "ArtifactMissing"],
-                    ),
-                    cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                    activity_id=f"{task.id}-v{core.s.plan_version}-d{dispatch}",
-                    summary=f"{task.id} · {agent.name} · {subject_of(agent.task, 70)}",
+                    **leader_io.agent_activity(core, agent_id, dispatch, self._queue(core.queue_kind(agent_id)), settings.heartbeat, settings),
                 )
             except (ActivityError, asyncio.CancelledError) as e:
-                failure = _failure(e) if isinstance(e, ActivityError) else None
+                failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
             core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
@@ -344,44 +224,12 @@ class LeaderWorkflow:
                 del self._attempts[agent_id]
             core.attempt_ended(agent_id, dispatch)
 
-    def _offload_history(self) -> None:
-        """Plan versions too large for a payload go to the artifact store (queries and the
-        continued state then carry their reference)."""
-        for index, version in enumerate(self._core.s.plan_history):
-            if len(version.xml) > PART_CHARS and version.xml_ref is None and workflow.patched("history-by-reference"):
-                version.xml_ref = blob_ref(workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml)
-                asyncio.create_task(self._store_version(version, version.xml))
-
-    async def _store_version(self, version: PlanVersion, xml: str) -> None:
-        await self._save(version.xml_ref.name, xml)  # type: ignore[union-attr]
-        version.xml = ""
-
-    # -- the one timer --------------------------------------------------------------------------
-
-    def _arm_timer(self) -> None:
-        """One durable timer for the earliest deadline; re-armed only when it must be earlier."""
-        at = self._core.next_deadline(workflow.now())
-        if at is None or (self._timer_at is not None and self._timer_at <= at):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = at
-        self._timer = asyncio.create_task(self._sleep_until(at))
-
-    async def _sleep_until(self, at: datetime) -> None:
-        try:
-            await workflow.sleep(max(0.001, (at - workflow.now()).total_seconds()), summary="stall / request deadline")
-        except asyncio.CancelledError:
-            return
-        if self._timer_at == at:
-            self._timer_fired = True
-
     # -- replanning -----------------------------------------------------------------------------
 
     async def _replan_in_background(self, reason: str) -> None:
         core = self._core
         try:
-            wf = await self._call_planner(None, reason)
+            wf = await leader_io.replan_with_planner(core, None, reason, self._queue("llm"))
             risky = core.privileged_changes(wf)
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), workflow.now())
             self._apply(stops)
@@ -393,29 +241,6 @@ class LeaderWorkflow:
         finally:
             core.replanning = False
             core.changed = True
-
-    async def _call_planner(self, modification: str | None, reason: str) -> Workflow:
-        core = self._core
-        result: PlanResult = await workflow.execute_activity(
-            "plan_workflow",
-            PlanRequest(
-                task_id=core.s.plan.task_id,
-                current_xml=core.planner_xml(),
-                modification=modification,
-                reason=reason,
-                agents=core.agent_infos(),
-                variables=sorted(core.variables),
-                context_keys=sorted(self._input.context),
-            ),
-            result_type=PlanResult,
-            task_queue=f"{workflow.info().task_queue}-llm",
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=timedelta(minutes=2),
-            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=["PlanError"]),
-            summary=f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}",
-        )
-        # Check again here: the plan must fit this run (its variables, its agents).
-        return core.checked(result.workflow)
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -431,7 +256,7 @@ class LeaderWorkflow:
                 reason = "replaced by a person"
             else:
                 try:
-                    wf = await self._call_planner(req.prompt, f"a person asked: {req.prompt}")
+                    wf = await leader_io.replan_with_planner(core, req.prompt, f"a person asked: {req.prompt}", self._queue("llm"))
                 except ActivityError as e:
                     raise ApplicationError(f"the planner could not replan: {describe_failure(e)}", type="PlanError") from None
                 except PlanError as e:
@@ -450,8 +275,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Approve the plan under review ({version}: the version you reviewed) so agents start.")
     async def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_approve_plan(req))
-        return core.approve_plan(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_approve_plan(req))).approve_plan(req, workflow.now())
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
@@ -459,8 +283,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Run a failed, cancelled or escalated task again, optionally with new {task} text.")
     async def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_retry(req))
-        return core.retry(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_retry(req))).retry(req, workflow.now())
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
@@ -468,10 +291,8 @@ class LeaderWorkflow:
 
     @workflow.update(description="Mark a task done without running it; {result} is what its dependents get.")
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_skip(req))
-        result, stops = core.skip(req, workflow.now())
-        self._apply(stops)
-        return result
+        result, stops = (await self._ready(lambda: self._core.check_skip(req))).skip(req, workflow.now())
+        return self._apply(stops) or result
 
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
@@ -479,10 +300,8 @@ class LeaderWorkflow:
 
     @workflow.update(description="Cancel one task (stopping it if it runs); its dependents stay blocked.")
     async def cancel_task(self, req: TaskRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_cancel(req))
-        result, stops = core.cancel(req, workflow.now())
-        self._apply(stops)
-        return result
+        result, stops = (await self._ready(lambda: self._core.check_cancel(req))).cancel(req, workflow.now())
+        return self._apply(stops) or result
 
     @cancel_task.validator
     def _validate_cancel(self, req: TaskRequest) -> None:
@@ -490,8 +309,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}.")
     async def answer(self, req: AnswerRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_answer(req))
-        return core.answer(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_answer(req))).answer(req, workflow.now())
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
@@ -499,8 +317,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny.")
     async def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_approve_tool(req))
-        return core.approve_tool(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_approve_tool(req))).approve_tool(req, workflow.now())
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
@@ -508,8 +325,7 @@ class LeaderWorkflow:
 
     @workflow.update(description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …")
     async def define_role(self, req: DefineRoleRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_define_role(req))
-        return core.define_role(req)
+        return (await self._ready(lambda: self._core.check_define_role(req))).define_role(req)
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
@@ -570,20 +386,7 @@ class LeaderWorkflow:
     # -- what people see ------------------------------------------------------------------------
 
     def _upsert(self, final: str | None = None) -> None:
-        """Search attributes that changed (each upsert is a history event: changes only)."""
-        values = self._core.search_values()
-        if final is not None:
-            values["XskyStatus"] = final
-        current = workflow.info().typed_search_attributes
-        updates = []
-        for name, value in values.items():
-            if name not in self._searchable:
-                continue
-            key = SearchAttributeKey.for_int(name) if isinstance(value, int) else SearchAttributeKey.for_keyword(name)
-            if current.get(key) != value:  # type: ignore[call-overload]
-                updates.append(key.value_set(value))  # type: ignore[arg-type]
-        if updates:
-            workflow.upsert_search_attributes(updates)
+        leader_io.upsert(self._core, self._searchable, final)
 
     def _publish(self, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""
@@ -593,16 +396,5 @@ class LeaderWorkflow:
             return
         self._published_at = now
         self._upsert()
-        title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
-        workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join(core.notices())))
+        leader_io.show_board(core)
 
-
-def _failure(err: ActivityError) -> AttemptFailure:
-    """An attempt's failure for the core: its message, the permission decisions made before
-    it and its attempt number (both travel in the details), and whether its worker was lost."""
-    cause = err.cause
-    details = [d for d in cause.details if isinstance(d, dict)] if isinstance(cause, ApplicationError) else []
-    decisions = [DecisionRecord.model_validate(r) for d in details if "permissionDecisions" in d for r in d["permissionDecisions"]]
-    attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
-    lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
-    return AttemptFailure(describe_failure(err), decisions, attempt, lost)

@@ -92,6 +92,13 @@ class AgentInput(Wire):
     error_attempts: int = 0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
 
 
+class LeaderSetup(Wire):
+    """What a starting run learns from its worker (the ``leader_setup`` activity)."""
+
+    search_attributes: list[str] = Field(default_factory=list)  # xsky's attributes the server has
+    agents_here: bool = False  # the leader's queue runs every kind of agent: no per-kind queue
+
+
 class RequestPayload(Wire):
     """What an agent needs from a person: an answer to ``question``, or approval of a tool call."""
 

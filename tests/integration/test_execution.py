@@ -145,6 +145,8 @@ async def test_activities_are_labelled_for_the_web_ui_and_the_board_is_published
         attrs = event.activity_task_scheduled_event_attributes
         if event.HasField("activity_task_scheduled_event_attributes") and attrs.activity_type.name == "run_agent":
             summaries.append(event.user_metadata.summary)
+            # One worker serves the leader and every kind: agents run on the leader's queue.
+            assert attrs.task_queue.name == env.settings.task_queue
     payload_text = [s.data.decode() for s in summaries]
     assert len(payload_text) == 3, payload_text  # one per agent: the leader's own activities are apart
     assert any("T-3 · llm · Summarize the note in one sentence" in t for t in payload_text), payload_text
