@@ -78,6 +78,13 @@ DIRECT_TOOLS: dict[str, Tool] = {
 }
 
 
+def _heartbeat(note: str) -> None:
+    """Heartbeat, except in a local activity (the leader runs cheap tools so: the workflow
+    task it belongs to is its liveness)."""
+    if not activity.info().is_local:
+        activity.heartbeat(note)
+
+
 class _Beat:
     """Liveness and progress for one attempt.
 
@@ -102,12 +109,12 @@ class _Beat:
 
     def __call__(self, note: str) -> None:
         self.note = note
-        activity.heartbeat(note)
+        _heartbeat(note)
 
     def progress(self, note: str) -> None:
         self.note = note
         self.pending = True
-        activity.heartbeat(note)
+        _heartbeat(note)
 
     async def _send(self, progress: bool) -> None:
         info = activity.info()
@@ -148,7 +155,7 @@ class _Beat:
             while True:
                 await asyncio.sleep(tick)
                 waited += tick
-                activity.heartbeat(self.note)
+                _heartbeat(self.note)
                 if self.pending:
                     await self.flush()
                 elif not self.started_sent and waited >= START_REPORT_AFTER:

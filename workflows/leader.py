@@ -206,14 +206,17 @@ class LeaderWorkflow:
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
                 return
+            agent_input = core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers,
+                                           workflow.info().first_execution_run_id, settings.retry.maximum_attempts)
             try:
-                outcome = await workflow.execute_activity(
-                    "run_agent",
-                    core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers, workflow.info().first_execution_run_id,
-                                     settings.retry.maximum_attempts),
-                    result_type=AgentOutcome,
-                    **leader_io.agent_activity(core, agent_id, dispatch, self._queue(core.queue_kind(agent_id)), settings.heartbeat, settings),
-                )
+                # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
+                if self._agents_here and core.runs_locally(agent_id) and workflow.patched("cheap-tools-local"):
+                    outcome = await workflow.execute_local_activity(
+                        "run_agent", agent_input, result_type=AgentOutcome, **leader_io.local_agent_activity(core, agent_id, dispatch, settings))
+                else:
+                    outcome = await workflow.execute_activity(
+                        "run_agent", agent_input, result_type=AgentOutcome,
+                        **leader_io.agent_activity(core, agent_id, dispatch, self._queue(core.queue_kind(agent_id)), settings.heartbeat, settings))
             except (ActivityError, asyncio.CancelledError) as e:
                 failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))

@@ -64,6 +64,12 @@ def agent_activity(core: LeaderCore, agent_id: str, dispatch: int, queue: str, h
     )
 
 
+def local_agent_activity(core: LeaderCore, agent_id: str, dispatch: int, settings: Any) -> dict[str, Any]:
+    """The options of a cheap attempt run as a local activity (see ``LeaderCore.runs_locally``)."""
+    remote = agent_activity(core, agent_id, dispatch, "", settings.heartbeat, settings)
+    return {k: v for k, v in remote.items() if k not in ("task_queue", "heartbeat_timeout")}
+
+
 def attempt_failure(err: ActivityError) -> AttemptFailure:
     """An attempt's failure for the core: its message, the permission decisions made before
     it and its attempt number (both travel in the details), and whether its worker was lost."""

@@ -76,6 +76,9 @@ from xsky.xml import parse_workflow, workflow_to_xml
 
 # Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
 QUEUE_KINDS = ("browser", "file", "shell")
+# A noop this short runs as a local activity where the leader's worker runs agents (longer
+# ones stay activities: a local one holds the workflow task, so the board would not move).
+LOCAL_SECONDS = 0.05
 # The run's result carries inline results up to this many bytes in all; beyond it, refs only.
 INLINE_RESULT_BUDGET = 512 * 1024
 # Retry notes a task keeps (the newest).
@@ -376,6 +379,15 @@ class LeaderCore:
         """Does this agent's shell command get values beside it (see :meth:`render`)?"""
         config = self.agents[agent_id].config
         return bool(config) and tool_name(config) == "shell" and isinstance(config.get("command"), str)  # type: ignore[union-attr]
+
+    def runs_locally(self, agent_id: str) -> bool:
+        """Cheap and side-effect free: a ``noop`` of at most LOCAL_SECONDS may run as a local
+        activity on the leader's worker (no task queue round trip, no heartbeat needed)."""
+        config = self.agents[agent_id].config
+        if not self.options.local_tools or not config or tool_name(config) != "noop":
+            return False
+        seconds = config.get("seconds", 0)
+        return isinstance(seconds, int | float) and 0 <= seconds <= LOCAL_SECONDS
 
     def wants_context(self, agent_id: str) -> bool:
         """Does this agent get its dependencies' results as input (see :mod:`xsky.dep_context`)?"""

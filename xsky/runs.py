@@ -43,6 +43,8 @@ class RunOptions(Wire):
     max_auto_replans: int = Field(2, ge=0, le=20, description="automatic replans per run (failures, stalls)")
     request_timeout: float = Field(86400.0, gt=0, description="seconds a question or approval may wait for a person")
     stall: StallWindows = Field(default_factory=StallWindows)
+    local_tools: bool = Field(True, description="run instant no-op agents as local activities on the leader's worker "
+                              "(when it serves every kind): no task-queue round trip")
     inline_limit: int = Field(512 * 1024, ge=1024, description="characters of state a continued run carries inline; "
                               "more goes to the artifact store by reference")
 

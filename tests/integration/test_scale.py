@@ -48,7 +48,7 @@ async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerabl
     """With a 1 KiB inline limit every continue-as-new stores the state in parts: a pending
     question, a pause and the results all cross it, and every agent runs exactly once."""
     async with own_server(tmp_path, monkeypatch, "ref", CAN_EVERY_30) as (_, client, settings):
-        chain = [noop(str(i), 0.02, depends=str(i - 1) if i > 2 else "") for i in range(2, 16)]
+        chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 16)]
         wf = parse_workflow(plan(ask("1", "Ship it?"), *chain, name="by-ref"))
         handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
                                              id=f"xsky-ref-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
