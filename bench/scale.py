@@ -7,7 +7,7 @@ second, how many times it continued as new, the largest payload anywhere in its 
 Targets: all complete; agents/s at 10,000 at least half of agents/s at 100; every payload
 under 1 MiB.
 
-    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200]
+    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200] [--local]
 """
 
 from __future__ import annotations
@@ -64,12 +64,12 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
     return len(runs), events, largest
 
 
-async def run_one(client: Client, queue: str, wf: Workflow, parallel: int) -> dict[str, object]:
+async def run_one(client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False) -> dict[str, object]:
     from cli.runs_cmd import by_reference
     from xsky.config import load_settings
 
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=parallel)), load_settings(), workflow_id)
+    inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local)), load_settings(), workflow_id)
     start = time.perf_counter()
     result = await client.execute_workflow(LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue)
     took = time.perf_counter() - start
@@ -78,14 +78,14 @@ async def run_one(client: Client, queue: str, wf: Workflow, parallel: int) -> di
             "rate": len(wf.agents) / took, "executions": executions, "events": events, "largest": largest, "rss": rss_mib()}
 
 
-async def main(sizes: list[int], parallel: int) -> None:
+async def main(sizes: list[int], parallel: int, local: bool) -> None:
     async with temporal() as (client, queue):
         await run_one(client, queue, random_dag(50, seed=1), parallel)  # warm-up
         rows = []
         for n in sizes:
-            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel))
+            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel, local))
             print(_row(rows[-1]), flush=True)
-        rows.append(await run_one(client, queue, fan_out(2000), parallel))
+        rows.append(await run_one(client, queue, fan_out(2000), parallel, local))
         print(_row(rows[-1]), flush=True)
     print()
     print(f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}")
@@ -110,5 +110,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,3000,10000")
     ap.add_argument("--parallel", type=int, default=200)
+    ap.add_argument("--local", action="store_true", help="let instant no-ops run as local activities (default: every agent "
+                    "is a real activity, so the leader's per-event cost is what is measured)")
     a = ap.parse_args()
-    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel))
+    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel, a.local))

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
                                    HumanRequest, InterventionResult, NudgeRequest, PageRequest, PauseRequest,
                                    PlanVersion, ReplanRequest, ResumeRequest, RetryTaskRequest, SkipTaskRequest, TaskRequest)
     from xsky.planning import problems_text
-    from xsky.runs import AgentOutcome, ProgressReport, ResultsPage, RunInput, RunResult
+    from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
     from xsky.variables import RenderError
     from xsky.xml import parse_workflow
 
@@ -62,6 +62,7 @@ class LeaderWorkflow:
         self._published_at: datetime | None = None
         self._searchable: set[str] = set()  # xsky's search attributes the server has (none on old runs)
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
+        self._read_size = 0  # bytes of history once a stored state was read
 
     @property
     def _core(self) -> LeaderCore:
@@ -97,6 +98,13 @@ class LeaderWorkflow:
         else:
             signal()
 
+    def _grown(self) -> bool:
+        """Continue as new only once this history holds more than the state it read: a large
+        state alone passes Temporal's size suggestion, and a run would hand itself on forever."""
+        if self._read_size < leader_io.SMALL_HISTORY or not workflow.patched("continue-after-progress"):
+            return True
+        return workflow.info().get_current_history_size() >= 2 * self._read_size
+
     def _queue(self, kind: str) -> str:
         """Where an agent (or the planner) runs: the leader's own queue when its worker serves
         every kind — the server then hands the activity back with the workflow task (eager) —
@@ -110,6 +118,7 @@ class LeaderWorkflow:
     async def run(self, inp: RunInput) -> RunResult:
         if self._loaded is None:
             self._loaded = await leader_io.load_core(inp)
+            self._read_size = workflow.info().get_current_history_size()
             for signal in self._early:  # signals that came while the state was read, in order
                 signal()
             self._early.clear()
@@ -129,7 +138,7 @@ class LeaderWorkflow:
                     if core.finished():
                         core.closing = True
                         break
-                    if workflow.info().is_continue_as_new_suggested():
+                    if workflow.info().is_continue_as_new_suggested() and self._grown():
                         core.draining = True
                         if not core.active and not core.replanning:
                             await leader_io.continue_as_new(core)
@@ -208,15 +217,10 @@ class LeaderWorkflow:
                 return
             agent_input = core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers,
                                            workflow.info().first_execution_run_id, settings.retry.maximum_attempts)
+            # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
+            local = self._agents_here and core.runs_locally(agent_id) and workflow.patched("cheap-tools-local")
             try:
-                # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-                if self._agents_here and core.runs_locally(agent_id) and workflow.patched("cheap-tools-local"):
-                    outcome = await workflow.execute_local_activity(
-                        "run_agent", agent_input, result_type=AgentOutcome, **leader_io.local_agent_activity(core, agent_id, dispatch, settings))
-                else:
-                    outcome = await workflow.execute_activity(
-                        "run_agent", agent_input, result_type=AgentOutcome,
-                        **leader_io.agent_activity(core, agent_id, dispatch, self._queue(core.queue_kind(agent_id)), settings.heartbeat, settings))
+                outcome = await leader_io.run_attempt(core, agent_id, dispatch, agent_input, settings, self._queue(core.queue_kind(agent_id)), local)
             except (ActivityError, asyncio.CancelledError) as e:
                 failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))

@@ -23,9 +23,11 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader_state import LeaderState, PlanVersion
     from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.models import Workflow
-    from xsky.runs import DecisionRecord, LeaderSetup, RunInput
+    from xsky.runs import AgentInput, AgentOutcome, DecisionRecord, LeaderSetup, RunInput
     from xsky.xml import parse_workflow
 
+# A history this small after reading the state may continue as new whenever Temporal says.
+SMALL_HISTORY = 1024 * 1024
 # Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
 BLOB_WAVE = 2
 # The leader's own activities (blob parts), on its task queue.
@@ -64,10 +66,15 @@ def agent_activity(core: LeaderCore, agent_id: str, dispatch: int, queue: str, h
     )
 
 
-def local_agent_activity(core: LeaderCore, agent_id: str, dispatch: int, settings: Any) -> dict[str, Any]:
-    """The options of a cheap attempt run as a local activity (see ``LeaderCore.runs_locally``)."""
-    remote = agent_activity(core, agent_id, dispatch, "", settings.heartbeat, settings)
-    return {k: v for k, v in remote.items() if k not in ("task_queue", "heartbeat_timeout")}
+async def run_attempt(core: LeaderCore, agent_id: str, dispatch: int, agent_input: AgentInput, settings: Any, queue: str,
+                      local: bool) -> AgentOutcome:
+    """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
+    tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip."""
+    options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings)
+    if local:
+        del options["task_queue"], options["heartbeat_timeout"]
+        return await workflow.execute_local_activity("run_agent", agent_input, result_type=AgentOutcome, **options)
+    return await workflow.execute_activity("run_agent", agent_input, result_type=AgentOutcome, **options)
 
 
 def attempt_failure(err: ActivityError) -> AttemptFailure:
