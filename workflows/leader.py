@@ -98,13 +98,6 @@ class LeaderWorkflow:
         else:
             signal()
 
-    def _grown(self) -> bool:
-        """Continue as new only once this history holds more than the state it read: a large
-        state alone passes Temporal's size suggestion, and a run would hand itself on forever."""
-        if self._read_size < leader_io.SMALL_HISTORY or not workflow.patched("continue-after-progress"):
-            return True
-        return workflow.info().get_current_history_size() >= 2 * self._read_size
-
     def _queue(self, kind: str) -> str:
         """Where an agent (or the planner) runs: the leader's own queue when its worker serves
         every kind — the server then hands the activity back with the workflow task (eager) —
@@ -138,7 +131,7 @@ class LeaderWorkflow:
                     if core.finished():
                         core.closing = True
                         break
-                    if workflow.info().is_continue_as_new_suggested() and self._grown():
+                    if workflow.info().is_continue_as_new_suggested() and leader_io.grown_since(self._read_size):
                         core.draining = True
                         if not core.active and not core.replanning:
                             await leader_io.continue_as_new(core)

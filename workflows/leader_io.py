@@ -198,6 +198,14 @@ async def load_core(inp: RunInput) -> LeaderCore:
     return LeaderCore(inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now())
 
 
+def grown_since(read_size: int) -> bool:
+    """Continue as new only once this history holds more than the state it read: a large
+    state alone passes Temporal's size suggestion, and a run would hand itself on forever."""
+    if read_size < SMALL_HISTORY or not workflow.patched("continue-after-progress"):
+        return True
+    return workflow.info().get_current_history_size() >= 2 * read_size
+
+
 async def continue_as_new(core: LeaderCore) -> None:
     """Hand the run to a fresh history: the state by reference, so its size never matters."""
     await workflow.wait_condition(workflow.all_handlers_finished)
