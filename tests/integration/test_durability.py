@@ -198,7 +198,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
     async with own_server(tmp_path, monkeypatch, "can", limit) as (_, client, settings):
         # The question is asked first; the chain keeps the history growing past the limit
         # while it is pending, so the run must continue as new with it.
-        chain = [noop(str(i), 0.05, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]
+        chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]  # activities, not local
         wf = parse_workflow(plan(ask("1", "Publish?"), *chain))
         handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf), id=f"xsky-can-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
         (req,) = await wait_requests(handle, 1, timeout=60)

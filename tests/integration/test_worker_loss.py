@@ -107,13 +107,14 @@ async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30
     monkeypatch.setenv("XSKY_HOME", str(env.home))
     monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
     env.settings = load_settings()
-    # Chains of four no-op agents: a long history fast, and always something ready.
+    # Chains of four no-op agents: a long history fast, and always something ready (each a
+    # real activity: local ones would leave a shorter history).
     wf = parse_workflow(plan(*(noop(str(i), 0, depends=str(i - 1) if i % 4 != 1 else "") for i in range(1, 3001)), name="long"))
     first = start_worker_process(env, tmp_path / "first.log", "--no-skills")
     second = None
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=40)),
+        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=40, local_tools=False)),
                                              id=f"xsky-long-{uuid.uuid4().hex[:6]}", task_queue=env.settings.task_queue)
         deadline = time.monotonic() + 240
         while (await handle.describe()).history_length < 8000:
