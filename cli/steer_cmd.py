@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
@@ -77,9 +77,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _cmd(sub, "requests", "questions, approvals and escalations waiting for a person", cmd_requests)
 
 
+async def _running(args: argparse.Namespace, what: str) -> Any:
+    """The run's handle, if it still runs: steering an ended run is a mistake, said in a sentence."""
+    _, handle = await _handle(load_settings(), args.id)
+    status = (await handle.describe()).status
+    if status != WorkflowExecutionStatus.RUNNING:
+        ended = status.name.lower().replace("_", " ") if status else "ended"
+        raise UsageError(f"{args.id} has already ended ({ended}): there is nothing to {what}; "
+                         f"`starter.py result {args.id}` shows how it ended")
+    return handle
+
+
 async def _update(args: argparse.Namespace, update: Any, request: Any) -> int:
-    settings = load_settings()
-    _, handle = await _handle(settings, args.id)
+    handle = await _running(args, "change")
     try:
         result = await handle.execute_update(update, request)
     except WorkflowUpdateFailedError as e:
@@ -96,8 +106,7 @@ async def _update(args: argparse.Namespace, update: Any, request: Any) -> int:
 
 
 async def _signal(args: argparse.Namespace, signal: Any, request: Any, done: str, task: str | None = None) -> int:
-    settings = load_settings()
-    _, handle = await _handle(settings, args.id)
+    handle = await _running(args, args.command if isinstance(getattr(args, "command", None), str) else "steer")
     if task is not None:  # signals cannot refuse: check the task exists first
         board = await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000), rpc_timeout=QUERY_TIMEOUT)
         ids = {t.id for t in board.tasks} | {t.agent_id for t in board.tasks}
@@ -123,8 +132,7 @@ async def cmd_resume(args: argparse.Namespace) -> int:
 async def cmd_cancel(args: argparse.Namespace) -> int:
     if args.task:
         return await _update(args, LeaderWorkflow.cancel_task, TaskRequest(task_id=args.task))
-    settings = load_settings()
-    _, handle = await _handle(settings, args.id)
+    handle = await _running(args, "cancel")
     await handle.cancel()
     message = f"cancellation of {args.id} requested: running agents are stopped"
     print_json({"ok": True, "message": message}) if args.json else out.print(message)

@@ -58,6 +58,12 @@ async def test_run_follow_then_status_result_and_list(env: Env):
     code, out, _ = await starter(env, "list", "--json")
     assert any(r["workflowId"] == workflow_id and r["status"] == "completed" for r in json.loads(out))
 
+    # Steering an ended run is a sentence, not a traceback.
+    for command in (["pause", workflow_id], ["nudge", workflow_id, "1", "hurry"], ["answer", workflow_id, "Q-1", "yes"],
+                    ["cancel", workflow_id]):
+        code, out, err = await starter(env, *command)
+        assert code == 2 and f"{workflow_id} has already ended (completed)" in err and "Traceback" not in err + out, (command, err)
+
 
 async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env):
     await env.start_worker()
