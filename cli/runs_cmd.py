@@ -30,7 +30,9 @@ from xsky.leader_state import BoardPage, PageRequest
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError
 from xsky.xml import workflow_to_xml
+from xsky.models import Workflow
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
+from xsky.variables import agent_references
 from xsky.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -91,6 +93,18 @@ def _parse_context(items: list[str]) -> dict[str, Any]:
     return context
 
 
+def check_names(wf: Workflow, variables: dict[str, str], context: dict[str, Any]) -> None:
+    """A --var or --context the plan never uses is a typo: say which names it has."""
+    refs = [r for agent in wf.agents for r in agent_references(agent)]
+    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
+    keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
+    for flag, given, known in (("--var", variables, declared), ("--context", context, keys)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            names = ", ".join(known) if known else "none"
+            raise UsageError(f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); nothing was started")
+
+
 async def cmd_run(args: argparse.Namespace) -> int:
     settings = load_settings()
     variables = parse_pairs(args.var, "--var")
@@ -109,6 +123,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         print_problems(e, args.plan)
         err.print("nothing was started")
         return 2
+    check_names(plan.workflow, variables, context)
     options = run_options(args)
     workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
     client = await connect(settings)

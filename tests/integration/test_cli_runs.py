@@ -33,6 +33,12 @@ async def test_run_of_an_invalid_plan_exits_2_and_starts_nothing(env: Env):
     assert "many_problems.xml:3:3:" in err and "nothing was started" in err
     found = [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")]
     assert found == []
+    # A --var or --context name the plan does not have is a typo: said, nothing started.
+    code, out, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--var", "tpoic=x")
+    assert code == 2 and "--var tpoic: the plan has no such name (its names: topic)" in err and "Traceback" not in err
+    code, out, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--context", "user=ann")
+    assert code == 2 and "--context user: the plan has no such name (its names: none)" in err
+    assert [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")] == []
 
 
 async def test_run_follow_then_status_result_and_list(env: Env):
