@@ -134,7 +134,7 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
         return await _update(args, LeaderWorkflow.cancel_task, TaskRequest(task_id=args.task))
     handle = await _running(args, "cancel")
     await handle.cancel()
-    message = f"cancellation of {args.id} requested: running agents are stopped"
+    message = f"cancellation of {args.id} requested: it ends Cancelled once any running agents have stopped"
     print_json({"ok": True, "message": message}) if args.json else out.print(message)
     return 0
 
