@@ -21,6 +21,7 @@ from cli.board import board_table, page_note, result_text, results_table, tally
 from cli.connect import connect
 from cli.outcome import run_outcome
 from cli.plans import UsageError, load_plan
+from cli.pollers import require_worker
 from cli.render import err, out, print_json, print_problems
 from cli.roles_cmd import resolve_permissions, resolve_roles
 from workflows.leader import LeaderWorkflow
@@ -169,6 +170,7 @@ async def start_run(client: Client, settings: Settings, inp: RunInput, workflow_
     wf = inp.workflow
     summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
     details = f"{len(wf.agents)} agents · taskId {wf.task_id}" if wf else "planned from a request by the leader"
+    await require_worker(client, settings)
     try:
         return await client.start_workflow(
             LeaderWorkflow.run,

@@ -84,6 +84,11 @@ async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env
 
 
 async def test_unknown_run_and_unreachable_server_are_clear_errors(env: Env):
+    # The server is up, but no worker polls this test's queue: said, instead of waiting forever.
+    workflow_id = f"xsky-noworker-{uuid.uuid4().hex[:6]}"
+    code, _, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--follow")
+    assert code == 2 and f"no worker serves the task queue '{env.settings.task_queue}'" in err and "starter.py up" in err
+    assert [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")] == []
     code, _, err = await starter(env, "status", "xsky-no-such-run")
     assert code == 2 and "no run with id xsky-no-such-run" in err and "Traceback" not in err
     env_bad = Env(client=env.client, settings=env.settings, address="127.0.0.1:1", home=env.home)
