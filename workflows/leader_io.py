@@ -217,6 +217,12 @@ async def continue_as_new(core: LeaderCore) -> None:
         workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": state}))
     ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
     await workflow.wait_condition(workflow.all_handlers_finished)
+    # A signal or update handled while the parts were written (a pause, an answer) changed
+    # the state after its snapshot: write it again, or the next execution would not know.
+    while workflow.patched("resave-if-changed") and (fresh := core.snapshot()) != snapshot:
+        snapshot = fresh
+        ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
+        await workflow.wait_condition(workflow.all_handlers_finished)
     workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref}))
 
 

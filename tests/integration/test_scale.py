@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+from temporalio import activity
 
 from activities.artifacts import ArtifactStore, read_blob
+from activities.leader_store import LeaderStore
 from cli.outcome import run_outcome
 from cli.runs_cmd import by_reference
 from tests.integration.helpers import ask, noop, plan, query, wait_for, wait_requests
 from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
+from xsky.artifacts import BlobPart
 from xsky.leader_state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
 from xsky.runs import AgentReport, RunInput, RunOptions
 from xsky.xml import parse_workflow
@@ -93,3 +97,41 @@ async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_com
         assert xml.startswith("<!-- agents 101–150 of 260; the next page: query plan with {\"offset\": 150} -->")
         history = await handle.fetch_history()
         assert largest_payload(history.to_json()) < 256 * 1024  # a blob part at most, whatever the plan's size
+
+
+
+class SlowStore(LeaderStore):
+    """The leader's store with a second per part written: a wide window to signal into."""
+
+    @activity.defn(name="leader_put")
+    async def put(self, part: BlobPart) -> None:
+        await asyncio.sleep(1.0)
+        await super().put(part)
+
+
+async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_execution(tmp_path: Path, monkeypatch):
+    """The state is written in parts before continue-as-new; a signal handled meanwhile
+    changes it after its snapshot. Each part here takes a second, and the pause is sent in
+    the middle: the next execution must start paused (not lose the pause), then resume."""
+    monkeypatch.setattr("worker.LeaderStore", SlowStore)
+    async with own_server(tmp_path, monkeypatch, "sig", CAN_EVERY_30) as (_, client, settings):
+        chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 1 else "") for i in range(1, 25)]
+        wf = parse_workflow(plan(*chain, name="signals"))
+        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+                                             id=f"xsky-sig-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        deadline = time.monotonic() + 60
+        while not any(p.activity_type.name == "leader_put" for p in (await handle.describe()).raw_description.pending_activities):
+            assert time.monotonic() < deadline, "the run never wrote its state"
+            await asyncio.sleep(0.05)
+        writing = (await handle.describe()).run_id
+        await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="while writing"))
+        while (await handle.describe()).run_id == writing:
+            assert time.monotonic() < deadline, "the run did not continue as new"
+            await asyncio.sleep(0.1)
+        page = await query(handle, LeaderWorkflow.task_board, PageRequest(limit=1))
+        assert page.state == "paused", page.notes
+        await handle.signal(LeaderWorkflow.resume, ResumeRequest())
+        result = await asyncio.wait_for(run_outcome(handle), 120)
+        store = ArtifactStore(settings.artifacts)
+        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 25)]

@@ -43,10 +43,12 @@ async def test_watch_scan_once_status_atoms_and_unwatch(env: Env, transcripts: T
     assert code == 2 and "no worker is serving the skill pipeline" in err and "starter.py up" in err
 
     await start_pipeline(env)
-    code, out, err = await starter(env, "skills", "watch", "--every", "1h")
+    # Intervals tick on multiples of the interval since the epoch: long ones, so that no tick
+    # comes between these commands and the scan --once below.
+    code, out, err = await starter(env, "skills", "watch", "--every", "200h")
     assert code == 0 and "created schedule xsky-skills-watch-" in out and "/schedules/" in out, err
-    code, out, _ = await starter(env, "skills", "watch", "--every", "90s")
-    assert code == 0 and "updated schedule" in out and "every 90s" in out
+    code, out, _ = await starter(env, "skills", "watch", "--every", "100h")
+    assert code == 0 and "updated schedule" in out and "every 360000s" in out
     code, _, err = await starter(env, "skills", "watch", "--every", "soon")
     assert code == 2 and "write it as 30s, 2m, 1h" in err
 
@@ -56,7 +58,7 @@ async def test_watch_scan_once_status_atoms_and_unwatch(env: Env, transcripts: T
 
     code, out, _ = await starter(env, "skills", "status", "--json")
     status = json.loads(out)
-    assert status["schedule"]["exists"] and status["schedule"]["every"] == 90
+    assert status["schedule"]["exists"] and status["schedule"]["every"] == 360000
     assert status["cursors"]["files"] == 6 and status["cursors"]["bytesBehind"] == 0
     assert status["atoms"][CC_TRAJ] >= 2 and status["inFlight"] == []
     assert status["lastScan"]["files"] == 6
