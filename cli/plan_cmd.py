@@ -98,7 +98,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"xml": result.xml, "provider": result.provider, "attempts": result.attempts})
         return 0
-    out.print(result.xml, markup=False, highlight=False)
+    out.print(result.xml, markup=False, highlight=False, soft_wrap=True)  # exact: a saved copy must validate
     out.print()
     out.print(plan_tree(result.workflow))
     out.print(f"planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan \"…\" --run` "

@@ -216,7 +216,7 @@ async def show_run_plan(args: argparse.Namespace, handle: Any) -> int:
     if args.json:
         print_json({"xml": xml})
     else:
-        out.print(xml, markup=False, highlight=False)
+        out.print(xml, markup=False, highlight=False, soft_wrap=True)  # exact: a saved copy must validate
     return 0
 
 

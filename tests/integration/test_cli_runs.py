@@ -186,3 +186,14 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
         await asyncio.sleep(0.2)
         desc = await handle.describe()
     assert desc.status.name == "CANCELED"
+
+
+async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_terminal(env: Env):
+    step = "Run `echo " + "a-rather-long-argument-" * 12 + "end`"
+    code, out, err = await starter(env, "plan", f"1. {step} 2. Run `echo beta`")
+    assert code == 0, err
+    xml = out[out.index("<workflow"): out.index("</workflow>") + len("</workflow>")]
+    from xsky.xml import parse_workflow
+
+    wf = parse_workflow(xml)  # a saved copy validates: nothing was wrapped inside the XML
+    assert any("a-rather-long-argument-" * 12 + "end" in (a.task + json.dumps(a.config or {})) for a in wf.agents)
