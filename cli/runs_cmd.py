@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
@@ -94,6 +95,12 @@ def _parse_context(items: list[str]) -> dict[str, Any]:
     return context
 
 
+def new_run_id(task_id: str) -> str:
+    """A run id of its own for every start (so a workspace of its own): the plan's taskId,
+    when it started, and a few random characters for starts within the same second."""
+    return f"xsky-{task_id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
 def check_names(wf: Workflow, variables: dict[str, str], context: dict[str, Any]) -> None:
     """A --var or --context the plan never uses is a typo: say which names it has."""
     refs = [r for agent in wf.agents for r in agent_references(agent)]
@@ -126,7 +133,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         return 2
     check_names(plan.workflow, variables, context)
     options = run_options(args)
-    workflow_id = args.id or f"xsky-{plan.workflow.task_id}"
+    workflow_id = args.id or new_run_id(plan.workflow.task_id)
     client = await connect(settings)
     handle = await start_run(
         client, settings, RunInput(workflow=plan.workflow, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions()), workflow_id

@@ -197,3 +197,20 @@ async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_termi
 
     wf = parse_workflow(xml)  # a saved copy validates: nothing was wrapped inside the XML
     assert any("a-rather-long-argument-" * 12 + "end" in (a.task + json.dumps(a.config or {})) for a in wf.agents)
+
+
+async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_workspace(env: Env):
+    from cli.outcome import run_outcome
+    from workflows.leader import LeaderWorkflow
+
+    await env.start_worker()
+    ids = []
+    for _ in range(2):  # back to back, within the same second
+        code, out, err = await starter(env, "run", str(ROOT / "examples/chain.xml"), "--json")
+        assert code == 0, err
+        ids.append(json.loads(out)["workflowId"])
+    assert ids[0] != ids[1] and all(i.startswith("xsky-example-chain-") for i in ids)
+    for workflow_id in ids:
+        result = await asyncio.wait_for(run_outcome(env.client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)), 60)
+        assert result.status == "completed"
+        assert (env.home / "runs" / workflow_id / "workspace" / "note.txt").exists()

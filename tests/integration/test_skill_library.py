@@ -78,6 +78,10 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     assert skill_git.message(repo, staging).startswith(f"commit_to_staging: {slug} v2")
     assert split(skill_git.show(repo, "staging") or "")[0]["metadata"]["version"] == "2"
     assert split(skill_git.show(repo, "main") or "")[0]["metadata"]["version"] == "1"
+    async def staged() -> bool:  # the branch moves in git first, then the entity records it
+        return (await view(env, slug)).staging_commit == staging
+
+    await wait_until(staged, 30, "the entity's view of the staging commit")
     v = await view(env, slug)
     assert v.canary["n_main"] >= 1 and v.staging_commit == staging
 
