@@ -857,6 +857,13 @@ class LeaderCore:
         self.changed = True
         return InterventionResult(message=f"{task.id} will run again", plan_version=self.s.plan_version)
 
+    def _end_by_person(self, task: TaskState, intent: str, done: str, now: datetime) -> list[Command]:
+        """Before a person's skip or cancel: stop the running attempt, withdraw its request."""
+        commands = self._stop(task.agent_id, intent) if task.stored in RUNNING else []
+        self._withdraw(task.waiting_on, f"withdrawn: {task.id} {done}", now)
+        task.waiting_on = None
+        return commands
+
     def check_skip(self, req: SkipTaskRequest) -> None:
         self._require_open()
         task = self._require_task(req.task_id)
@@ -865,9 +872,7 @@ class LeaderCore:
 
     def skip(self, req: SkipTaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
         task = self._require_task(req.task_id)
-        commands = self._stop(task.agent_id, "skip") if task.stored in RUNNING else []
-        self._withdraw(task.waiting_on, f"withdrawn: {task.id} skipped", now)
-        task.waiting_on = None
+        commands = self._end_by_person(task, "skip", "skipped", now)
         task.result = req.result
         task.result_ref = None
         self._finish(task, "skipped", now)
@@ -882,9 +887,7 @@ class LeaderCore:
 
     def cancel(self, req: TaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
         task = self._require_task(req.task_id)
-        commands = self._stop(task.agent_id, "cancel") if task.stored in RUNNING else []
-        self._withdraw(task.waiting_on, f"withdrawn: {task.id} cancelled", now)
-        task.waiting_on = None
+        commands = self._end_by_person(task, "cancel", "cancelled", now)
         self._finish(task, "cancelled", now, error="cancelled by a person")
         blocked = dag.descendants(self.s.plan, task.agent_id)
         note = f"; blocked now: {', '.join('T-' + b for b in blocked[:10])}" if blocked else ""
