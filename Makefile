@@ -31,7 +31,7 @@ bench: install
 	$(PY) bench/sandbox.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
 
 demo: install
 	$(PY) starter.py demo
