@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from typing import Any
 
 from pydantic import Field
@@ -19,6 +20,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm, skills
+from activities.agent_transcripts import AgentLog
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
 from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
@@ -109,6 +111,8 @@ class AgentLoop:
         self.browser = BrowserSession(ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.gate = gate
+        attempt = activity.info().attempt if activity.in_activity() else 1
+        self.log = AgentLog(store.root, inp, attempt, role.name, target.model)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -117,8 +121,14 @@ class AgentLoop:
         try:
             outcome = await self._run(client)
             outcome.decisions = self.gate.decisions
+            self.log.decisions(self.gate.decisions)
+            request = outcome.request.question or outcome.request.tool if outcome.request else None
+            self.log.outcome(outcome.kind, tokens=outcome.tokens, iterations=outcome.iterations, result=outcome.result,
+                             request=request)
             return outcome
         except ApplicationError as e:
+            self.log.decisions(self.gate.decisions)
+            self.log.outcome("failed", error=e.message)
             # Keep the permission decisions made before the failure for the run's audit log.
             raise ApplicationError(e.message, *e.details, self.gate.details(), type=e.type, non_retryable=e.non_retryable) from None
         finally:
@@ -132,8 +142,11 @@ class AgentLoop:
                 {"role": "system", "content": system_prompt(self.role, self.inp.goal, self.inp.run_id)},
                 {"role": "user", "content": first_user_message(self.task, self.input_text)},
             ])
+            for m in cp.messages:
+                self.log.message(m)
         else:
             self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
+            self.log.event("resumed", iteration=cp.iteration, pendingCalls=len(cp.pending_calls))
         detector = LoopDetector()
         detector._last, detector.repeats = cp.last_call, cp.repeats
         max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
@@ -150,10 +163,15 @@ class AgentLoop:
             final_turn = cp.iteration >= max_iterations
             if final_turn:
                 cp.messages.append({"role": "user", "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools."})
+                self.log.message(cp.messages[-1])
+            asked = time.monotonic()
             response = await llm.chat(client, self.target, cp.messages, None if final_turn else tools, self.settings.get("temperature"))
+            self.log.llm(self.target.model, time.monotonic() - asked, getattr(response, "usage", None))
             cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
             message = response.choices[0].message
             cp.messages.append(llm.as_message(message))
+            if message.content:
+                self.log.message({"role": "assistant", "content": message.content})
             cp.iteration += 1
             calls = [
                 {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
@@ -188,6 +206,7 @@ class AgentLoop:
             log.debug("nudges query failed: %s", e)
         for message in nudges[cp.nudges_seen:]:
             cp.messages.append({"role": "user", "content": f"Message from your supervisor: {message}"})
+            self.log.message(cp.messages[-1])
         cp.nudges_seen = max(cp.nudges_seen, len(nudges))
         self.beat.nudges_seen = cp.nudges_seen
 
@@ -196,12 +215,15 @@ class AgentLoop:
     async def _run_calls(self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector) -> AgentOutcome | None:
         """Answer each call in order, checkpointing after each; stop at one that needs a person."""
         for index, call in enumerate(calls):
+            self.log.tool_call(call["id"], call["name"], call["arguments"])
+            started = time.monotonic()
             try:
                 args = json.loads(call["arguments"]) if call["arguments"].strip() else {}
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
             except ValueError as e:
-                self._answer(cp, calls, index, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON")
+                self._answer(cp, calls, index, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON",
+                             started)
                 continue
             verdict = detector.observe(call["name"], args)
             cp.last_call, cp.repeats = detector._last, detector.repeats
@@ -219,6 +241,7 @@ class AgentLoop:
             try:
                 content = await self._call(call, args)
             except NeedsHuman as need:
+                self.log.decisions(self.gate.decisions)
                 cp.pending_calls = calls[index:]
                 save_checkpoint(self.store, self.inp, cp)
                 kind = "question" if need.kind == "question" else "needs_approval"
@@ -231,12 +254,14 @@ class AgentLoop:
             if verdict == "nudge":
                 content += (f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
                             "give a different result; change your approach or finish.")
-            self._answer(cp, calls, index, content)
+            self._answer(cp, calls, index, content, started)
         return None
 
-    def _answer(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int, content: str) -> None:
+    def _answer(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int, content: str, started: float | None = None) -> None:
         """The result of one call: into the conversation, off the pending list, checkpointed."""
         self._tool_message(cp, calls[index], content)
+        self.log.decisions(self.gate.decisions)
+        self.log.tool_result(calls[index]["id"], calls[index]["name"], content, time.monotonic() - started if started else 0.0)
         cp.pending_calls = calls[index + 1 :]
         save_checkpoint(self.store, self.inp, cp)
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import egress, llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
-from activities.agent_transcripts import write_transcript
+from activities.agent_transcripts import AgentLog, write_transcript
 from activities.attempts import AttemptLedger
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
@@ -301,6 +302,10 @@ class AgentActivities:
             if tool == "llm":
                 args = {"task": task, "input": input_text}
 
+        direct = tool or "llm"  # an agent that is one tool call (or the offline model)
+        agent_log = AgentLog(self.store.root, inp, activity.info().attempt, agent.name, offline.PROVIDER if fn is _offline_llm else None)
+        agent_log.tool_call("direct", direct, args)
+        called = time.monotonic()
         async with beat.running():
             try:
                 # A direct call passes the same permission gate as the loop's (once its arguments
@@ -308,20 +313,29 @@ class AgentActivities:
                 if tool in TOOLS and all(k in args for k in TOOLS[tool].args.model_json_schema().get("required", [])):
                     allowed, why = await gate.check(tool, args)
                     if not allowed:
+                        agent_log.decisions(gate.decisions)
+                        agent_log.outcome("failed", error=f"{tool} denied: {why}")
                         raise ApplicationError(f"agent {agent.id}: {tool} denied: {why}", gate.details(),
                                                type="PermissionDenied", non_retryable=True)
                 out = await fn(ctx, args)
             except ToolError as e:
+                agent_log.decisions(gate.decisions)
+                agent_log.outcome("failed", error=str(e))
                 raise ApplicationError(
                     f"agent {agent.id}: {e}", e.details, gate.details(), type="ToolError", non_retryable=not e.retryable
                 ) from None
             except NeedsHuman as need:
+                agent_log.decisions(gate.decisions)
+                agent_log.outcome("question" if need.kind == "question" else "needs_approval", request=need.question or need.tool)
                 return AgentOutcome(
                     kind="question" if need.kind == "question" else "needs_approval",
                     request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
                     started_at=started,
                     decisions=gate.decisions,
                 )
+        agent_log.decisions(gate.decisions)
+        agent_log.tool_result("direct", direct, out.text, time.monotonic() - called)
+        agent_log.outcome("completed", result=out.text)
         outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
                                provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
         return self._stored(inp, outcome, out.text)

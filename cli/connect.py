@@ -1,25 +1,18 @@
-"""Connecting to Temporal with xsky's data converter, with an error a person can act on."""
+"""Connecting to Temporal for the CLI and the worker (the connection itself is in :mod:`xsky.client`)."""
 
 from __future__ import annotations
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 
-from cli.plans import UsageError
+from xsky.client import connect_client
 from xsky.config import Settings
+from xsky.errors import ConnectError
 
 
-class ConnectError(UsageError):
-    """Temporal is not reachable; the message says how to start it."""
+async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
+    """A client with xsky's data converter; a ConnectError that says how to start a server."""
+    return await connect_client(settings, runtime)
 
 
-async def connect(settings: Settings) -> Client:
-    try:
-        return await Client.connect(
-            settings.address, namespace=settings.namespace, data_converter=pydantic_data_converter
-        )
-    except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure
-        raise ConnectError(
-            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {str(e).splitlines()[0]}\n"
-            "  start a local server with `python starter.py server` (or `make demo`), or set TEMPORAL_ADDRESS"
-        ) from None
+__all__ = ["ConnectError", "connect"]

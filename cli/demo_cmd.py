@@ -15,12 +15,10 @@ import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cli.connect import connect
-from cli.plans import load_plan
 from cli.render import out
-from cli.roles_cmd import resolve_permissions, resolve_roles
-from cli.runs_cmd import follow, print_result, start_run
+from cli.runs_cmd import follow, print_result
 from cli.server_cmd import ensure_server, ensure_worker
+from xsky.client import XSky, resolve_permissions
 from xsky.config import load_settings
 from xsky.runs import RunInput
 
@@ -55,18 +53,18 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     try:
         url = f"http://127.0.0.1:{site.server_address[1]}"
         out.print(f"serving the demo site at {url}")
-        roles = resolve_roles()
-        plan = load_plan(PLAN, known_agents=list(roles), variables=["site"])
-        client = await connect(settings)
+        x = await XSky.connect(settings)
+        roles = x.roles()
+        workflow = x.load(PLAN, variables={"site": url})
         workflow_id = f"xsky-demo-{time.strftime('%Y%m%d-%H%M%S')}"
         # The demo page is served on this machine: loopback is refused to agents unless a rule
         # names the host, so the demo run names it (as a person would approve it).
         local = ["browser_navigate(domain:127.0.0.1)", "http_get(domain:127.0.0.1)"]
-        permissions = resolve_permissions().model_copy(update={"run_rules": local})
-        inp = RunInput(workflow=plan.workflow, variables={"site": url}, roles=roles, permissions=permissions)
-        handle = await start_run(client, settings, inp, workflow_id)
-        out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {settings.ui_link(workflow_id)}")
-        result = await follow(handle, quiet=args.json)
+        permissions = resolve_permissions(settings).model_copy(update={"run_rules": local})
+        inp = RunInput(workflow=workflow, variables={"site": url}, roles=roles, permissions=permissions)
+        run = await x.start(inp, workflow_id)
+        out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {run.ui_url}")
+        result = await follow(run, quiet=args.json)
         code = print_result(result, settings, args.json)
         if not args.json:
             out.print("stop the background server and worker with `make down`")

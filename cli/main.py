@@ -6,9 +6,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from cli.plans import UsageError
+from rich.markup import escape
+from temporalio.service import RPCError
+
 from cli.render import err
-from xsky.errors import PlanError
+from xsky.errors import PlanError, XSkyError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -21,11 +23,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from cli import demo_cmd, permissions_cmd, plan_cmd, roles_cmd, runs_cmd, server_cmd, skills_cmd, steer_cmd, validate_cmd
+    from cli import (
+        demo_cmd,
+        log_cmd,
+        permissions_cmd,
+        plan_cmd,
+        roles_cmd,
+        runs_cmd,
+        server_cmd,
+        skills_cmd,
+        steer_cmd,
+        validate_cmd,
+    )
 
     validate_cmd.register(sub)
     runs_cmd.register(sub)
     steer_cmd.register(sub)
+    log_cmd.register(sub)
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)
@@ -41,11 +55,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except UsageError as e:
-        err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+    except XSkyError as e:
+        err.print(f"[red]error:[/] {escape(str(e))}", markup=True, highlight=False)
         return 2
     except PlanError as e:
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {escape(str(e))}")
+        return 2
+    except RPCError as e:
+        # Anything the server refused that a command did not expect: one sentence, not a traceback.
+        err.print(f"[red]error:[/] Temporal refused the request: {escape(e.message)} ({e.status.name if e.status else 'unknown'}); "
+                  "check the server with `starter.py list`, and the worker with `starter.py up`", markup=True, highlight=False)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

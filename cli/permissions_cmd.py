@@ -15,8 +15,7 @@ from rich.text import Text
 from cli.plans import UsageError
 from cli.render import out, print_json
 from cli.roles_cmd import resolve_permissions, resolve_roles
-from cli.runs_cmd import QUERY_TIMEOUT, _handle
-from workflows.leader import LeaderWorkflow
+from xsky.client import XSky
 from xsky.config import load_settings
 from xsky.permissions import decide
 from xsky.tool_registry import PRIMARY_ARG
@@ -92,8 +91,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
-    _, handle = await _handle(settings, args.id)
-    entries = await handle.query(LeaderWorkflow.permission_log, rpc_timeout=QUERY_TIMEOUT)
+    run = await (await XSky.connect(settings)).get(args.id)
+    entries = await run.permission_log()
     if args.json:
         print_json([e.wire() for e in entries])
         return 0

@@ -12,21 +12,19 @@ import asyncio
 import uuid
 
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
 
 from activities.planner import make_plan
 from cli.args import parse_pairs
-from cli.connect import ConnectError, connect
 from cli.plans import UsageError
 from cli.render import out, plan_tree, print_json
-from cli.roles_cmd import resolve_permissions, resolve_roles
-from cli.runs_cmd import _parse_context, announce, run_options, start_run
+from cli.roles_cmd import resolve_roles
+from cli.runs_cmd import _parse_context, announce, run_options
 from cli.steer_cmd import show_run_plan
-from workflows.leader import LeaderWorkflow
+from xsky.client import Run, XSky
 from xsky.config import load_settings
+from xsky.errors import ConnectError, RunNotFoundError
 from xsky.kinds import AgentInfo
 from xsky.planning import PlanRequest
-from xsky.runs import RunInput
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,32 +41,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(handler=lambda a: asyncio.run(cmd_plan(a)))
 
 
-async def _existing_run(text: str):  # type: ignore[no-untyped-def]
+async def _existing_run(text: str) -> Run | None:
     """The run with this id, if ``text`` looks like an id and such a run exists."""
     if any(c.isspace() for c in text):
         return None
-    settings = load_settings()
     try:
-        client = await connect(settings)
+        x = await XSky.connect(load_settings())
     except ConnectError:
         if text.startswith("xsky-"):
             raise
         return None
-    handle = client.get_workflow_handle_for(LeaderWorkflow.run, text)
     try:
-        await handle.describe()
-    except RPCError:
+        return await x.get(text)
+    except RunNotFoundError:
         return None
-    return handle
 
 
 async def cmd_plan(args: argparse.Namespace) -> int:
     if not args.text.strip():
         raise UsageError("the request is empty: say what should be done")
     if not args.run:
-        handle = await _existing_run(args.text)
-        if handle is not None:
-            return await show_run_plan(args, handle)
+        run = await _existing_run(args.text)
+        if run is not None:
+            return await show_run_plan(args, run)
         if args.history:
             raise UsageError(f"no run with id {args.text}; --history needs a run id")
     roles = resolve_roles()
@@ -78,11 +73,10 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if args.run:
         settings = load_settings()
         options = run_options(args)
-        client = await connect(settings)
-        workflow_id = args.id or f"xsky-{task_id}"
-        inp = RunInput(task_prompt=args.text, task_id=task_id, variables=variables, context=context, options=options, roles=roles, permissions=resolve_permissions())
-        handle = await start_run(client, settings, inp, workflow_id)
-        return await announce(args, settings, handle, options, ": the leader plans the request, then runs it")
+        x = await XSky.connect(settings)
+        run = await x.run(args.text, variables=variables, context=context, options=options, id=args.id,
+                          on_wait=lambda note: out.print(note))
+        return await announce(args, settings, run, options, ": the leader plans the request, then runs it")
 
     request = PlanRequest(
         task_id=task_id,

@@ -9,33 +9,20 @@ from rich.table import Table
 
 from cli.plans import UsageError
 from cli.render import out, print_json
+from xsky import client
+from xsky.config import load_settings
 from xsky.models import RoleCapabilityModel
-from xsky.roles import BUILTIN_ROLES, merge_roles, role_problems
 from xsky.permissions import PermissionSettings
-from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_settings, role_layers
-
-
-def settings_layers() -> list[SettingsLayer]:
-    try:
-        return load_layers()
-    except SettingsError as e:
-        raise UsageError(str(e)) from None
 
 
 def resolve_permissions() -> PermissionSettings:
     """Permission rules of every settings layer and the mode (project over user)."""
-    return permission_settings(settings_layers())
+    return client.resolve_permissions(load_settings())
 
 
 def resolve_roles() -> dict[str, RoleCapabilityModel]:
     """Built-ins < ~/.xsky/settings.json < <project>/.xsky/settings.json; bad files are usage errors."""
-    layers = settings_layers()
-    roles = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers))
-    problems = [p for role in roles.values() for p in role_problems(role)]
-    if problems:
-        paths = ", ".join(layer.path for layer in layers) or "settings"
-        raise UsageError(f"roles in {paths} are not valid: " + "; ".join(problems))
-    return roles
+    return client.resolve_roles(load_settings())
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -6,32 +6,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
 
-from cli.plans import UsageError, read_plan_bytes
 from cli.render import out, print_json
-from cli.runs_cmd import QUERY_TIMEOUT, _handle
-from workflows.leader import LeaderWorkflow
+from xsky.client import Run, XSky
 from xsky.config import load_settings
-from xsky.leader_state import (
-    AnswerRequest,
-    ApprovePlanRequest,
-    ApproveToolRequest,
-    NudgeRequest,
-    PageRequest,
-    PauseRequest,
-    ReplanRequest,
-    ResumeRequest,
-    RetryTaskRequest,
-    SkipTaskRequest,
-    TaskRequest,
-)
+from xsky.errors import UsageError
+from xsky.leader_state import InterventionResult
+from xsky.plan_files import read_plan_bytes
 
 
 def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -77,113 +63,86 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _cmd(sub, "requests", "questions, approvals and escalations waiting for a person", cmd_requests)
 
 
-async def _running(args: argparse.Namespace, what: str) -> Any:
-    """The run's handle, if it still runs: steering an ended run is a mistake, said in a sentence."""
-    _, handle = await _handle(load_settings(), args.id)
-    status = (await handle.describe()).status
-    if status != WorkflowExecutionStatus.RUNNING:
-        ended = status.name.lower().replace("_", " ") if status else "ended"
-        raise UsageError(f"{args.id} has already ended ({ended}): there is nothing to {what}; "
-                         f"`starter.py result {args.id}` shows how it ended")
-    return handle
+async def _run(args: argparse.Namespace) -> tuple[XSky, Run]:
+    x = await XSky.connect(load_settings())
+    return x, await x.get(args.id)
 
 
-async def _update(args: argparse.Namespace, update: Any, request: Any) -> int:
-    handle = await _running(args, "change")
-    try:
-        result = await handle.execute_update(update, request)
-    except WorkflowUpdateFailedError as e:
-        cause = e.cause
-        message = cause.message if isinstance(cause, ApplicationError) else str(cause or e)
-        raise UsageError(f"refused: {message}") from None
-    except RPCError as e:
-        raise UsageError(f"could not reach the run: {e.message} (is a worker running?)") from None
+def _say(args: argparse.Namespace, message: str, result: InterventionResult | None = None) -> int:
     if args.json:
-        print_json(result.wire())
+        print_json(result.wire() if result is not None else {"ok": True, "message": message})
     else:
-        out.print(escape(result.message))
+        out.print(escape(message))
     return 0
 
 
-async def _signal(args: argparse.Namespace, signal: Any, request: Any, done: str, task: str | None = None) -> int:
-    handle = await _running(args, args.command if isinstance(getattr(args, "command", None), str) else "steer")
-    if task is not None:  # signals cannot refuse: check the task exists first
-        board = await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000), rpc_timeout=QUERY_TIMEOUT)
-        ids = {t.id for t in board.tasks} | {t.agent_id for t in board.tasks}
-        if task not in ids and board.total <= len(board.tasks):
-            raise UsageError(f"no task {task!r} in {args.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}")
-    await handle.signal(signal, request)
-    if args.json:
-        print_json({"ok": True, "message": done})
-    else:
-        out.print(done)
-    return 0
+async def _update(args: argparse.Namespace, step: Callable[[Run], Awaitable[InterventionResult]]) -> int:
+    _, run = await _run(args)
+    result = await step(run)
+    return _say(args, result.message, result)
 
 
 async def cmd_pause(args: argparse.Namespace) -> int:
-    what = "paused; running agents stop and resume later" if args.cancel_running else "paused: running agents finish, no new ones start"
-    return await _signal(args, LeaderWorkflow.pause, PauseRequest(cancel_running=args.cancel_running, reason=args.reason), what)
+    _, run = await _run(args)
+    await run.pause(cancel_running=args.cancel_running, reason=args.reason)
+    return _say(args, "paused; running agents stop and resume later" if args.cancel_running
+                else "paused: running agents finish, no new ones start")
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
-    return await _signal(args, LeaderWorkflow.resume, ResumeRequest(), "resumed")
+    _, run = await _run(args)
+    await run.resume()
+    return _say(args, "resumed")
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:
-    if args.task:
-        return await _update(args, LeaderWorkflow.cancel_task, TaskRequest(task_id=args.task))
-    handle = await _running(args, "cancel")
-    await handle.cancel()
-    message = f"cancellation of {args.id} requested: it ends Cancelled once any running agents have stopped"
-    print_json({"ok": True, "message": message}) if args.json else out.print(message)
-    return 0
+    _, run = await _run(args)
+    return _say(args, await run.cancel(args.task))
 
 
 async def cmd_retry(args: argparse.Namespace) -> int:
-    return await _update(args, LeaderWorkflow.retry_task, RetryTaskRequest(task_id=args.task, task=args.text))
+    return await _update(args, lambda run: run.retry(args.task, args.text))
 
 
 async def cmd_skip(args: argparse.Namespace) -> int:
-    return await _update(args, LeaderWorkflow.skip_task, SkipTaskRequest(task_id=args.task, result=args.result))
+    return await _update(args, lambda run: run.skip(args.task, args.result))
 
 
 async def cmd_nudge(args: argparse.Namespace) -> int:
     if not args.message.strip():
-        raise UsageError("the nudge message is empty")
-    return await _signal(args, LeaderWorkflow.nudge, NudgeRequest(task_id=args.task, message=args.message),
-                         f"nudge sent to {args.task}", task=args.task)
+        raise UsageError("the nudge message is empty: say what the agent should know")
+    _, run = await _run(args)
+    await run.nudge(args.task, args.message)
+    return _say(args, f"nudge sent to {args.task}")
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:
-    return await _update(args, LeaderWorkflow.answer, AnswerRequest(request_id=args.request, text=args.text))
+    return await _update(args, lambda run: run.answer(args.request, args.text))
 
 
 async def cmd_approve(args: argparse.Namespace) -> int:
-    decision = args.decision or "allow_once"
-    return await _update(args, LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=args.request, decision=decision, message=args.message))
+    return await _update(args, lambda run: run.approve(args.request, args.decision or "allow_once", args.message))
 
 
 async def cmd_replan(args: argparse.Namespace) -> int:
     if (args.prompt is None) == (args.xml is None):
         raise UsageError("give what to change as a PROMPT, or --xml FILE with the whole new plan (one of the two)")
+    xml = None
     if args.xml:
         _, data = read_plan_bytes(args.xml)
-        request = ReplanRequest(xml=data.decode("utf-8", errors="replace"))
-    else:
-        if not args.prompt.strip():
-            raise UsageError("the prompt is empty: say what to change")
-        request = ReplanRequest(prompt=args.prompt)
-    return await _update(args, LeaderWorkflow.replan, request)
+        xml = data.decode("utf-8", errors="replace")
+    elif not args.prompt.strip():
+        raise UsageError("the prompt is empty: say what to change")
+    return await _update(args, lambda run: run.replan(args.prompt if xml is None else None, xml))
 
 
 async def cmd_approve_plan(args: argparse.Namespace) -> int:
-    return await _update(args, LeaderWorkflow.approve_plan, ApprovePlanRequest(version=args.version, comment=args.comment))
+    return await _update(args, lambda run: run.approve_plan(args.version, args.comment))
 
 
 async def cmd_requests(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    _, handle = await _handle(settings, args.id)
-    requests = await handle.query(LeaderWorkflow.pending_requests, rpc_timeout=QUERY_TIMEOUT)
+    _, run = await _run(args)
+    requests = await run.requests()
     if args.json:
         print_json([r.wire() for r in requests])
         return 0
@@ -202,17 +161,17 @@ async def cmd_requests(args: argparse.Namespace) -> int:
     return 0
 
 
-async def show_run_plan(args: argparse.Namespace, handle: Any) -> int:
+async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
     """Print the current plan of a run (or its history with --history)."""
     if args.history:
-        history = await handle.query(LeaderWorkflow.plan_history, rpc_timeout=QUERY_TIMEOUT)
+        history = await run.plan_history()
         if args.json:
             print_json([v.wire() for v in history])
         else:
             for v in history:
                 out.print(f"[bold]v{v.version}[/] {v.at:%Y-%m-%d %H:%M:%S} — {escape(v.reason)}")
         return 0
-    xml = await handle.query(LeaderWorkflow.plan, rpc_timeout=QUERY_TIMEOUT)
+    xml = await run.plan()
     if args.json:
         print_json({"xml": xml})
     else:

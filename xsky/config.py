@@ -1,11 +1,21 @@
-"""Settings from the environment, with defaults that work on one machine.
+"""xsky's one configuration object: every ``XSKY_*`` variable, Temporal's connection settings
+and where the settings files are, loaded once by :func:`load_settings` and passed down.
+No other module reads the environment for configuration (modules that pass environment
+variables on to child processes, or expand ``$VARS`` in user paths, use it as data).
 
 Read when asked (never at import), so tests and tools can set the environment first.
+
+Connection settings come from Temporal's own environment configuration
+(:mod:`temporalio.envconfig`): ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_PROFILE`` and the profiles of
+``TEMPORAL_CONFIG_FILE`` (default ``~/.config/temporalio/temporal.toml``), so a Temporal
+Cloud profile works unchanged.
 
 | variable | default | meaning |
 |---|---|---|
 | TEMPORAL_ADDRESS | localhost:7233 | the Temporal frontend |
 | TEMPORAL_NAMESPACE | default | namespace of every run |
+| TEMPORAL_PROFILE | default | which profile of the Temporal config file to use |
 | XSKY_TASK_QUEUE | xsky | leader workflows' queue; agents use ``<queue>-<kind>`` |
 | XSKY_HOME | .xsky | local state: server DB, logs, runs, artifacts |
 | XSKY_ARTIFACTS | $XSKY_HOME/artifacts | where results and screenshots are stored |
@@ -14,13 +24,25 @@ Read when asked (never at import), so tests and tools can set the environment fi
 | XSKY_UI_URL | http://localhost:8233 | the Temporal Web UI, for links |
 | XSKY_MAX_PLAN_BYTES | 5242880 | largest workflow XML accepted |
 | XSKY_SKILLS_HOME | ~/.xsky/skills-home | trajectories, atoms and the skill library |
+| XSKY_USER_SETTINGS | ~/.xsky/settings.json | the user's settings file (roles, permissions, skills) |
+| XSKY_PROJECT_DIR | . | the project whose ``.xsky/settings.json`` applies |
+| XSKY_MODEL | (none: offline) | the model agents and the planner use (``OPENAI_BASE_URL`` says where) |
+| XSKY_SKILLS_MODEL | (none: offline) | the model of the skill pipeline's agents |
+| XSKY_CHROMIUM | (found) | the Chromium executable for browser agents |
+| XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from temporalio.envconfig import ClientConfig
+
+from xsky.errors import UsageError
 
 @dataclass(frozen=True)
 class Settings:
@@ -34,6 +56,20 @@ class Settings:
     ui_url: str
     max_plan_bytes: int
     skills_home: Path
+    user_settings: Path = Path("~/.xsky/settings.json")
+    project_dir: Path = Path(".")
+    model: str | None = None
+    skills_model: str | None = None
+    openai_base_url: str | None = None
+    chromium: str | None = None
+    ui_port: int = 8233
+    profile: str | None = None
+    # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
+    connect_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``Client.connect``: the profile's, with our address and namespace."""
+        return {**self.connect_config, "target_host": self.address, "namespace": self.namespace}
 
     @property
     def skills_queue(self) -> str:
@@ -48,32 +84,57 @@ class Settings:
         return f"{self.ui_url.rstrip('/')}/namespaces/{self.namespace}/workflows/{workflow_id}"
 
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}") from None
+        raise UsageError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}") from None
     if value <= 0:
-        raise ValueError(f"{name}={raw!r} must be positive")
+        raise UsageError(f"{name}={raw!r} must be positive; set it to e.g. {default}")
     return value
 
 
-def load_settings() -> Settings:
-    home = Path(os.environ.get("XSKY_HOME") or ".xsky")
+def temporal_connect_config(env: Mapping[str, str], profile: str | None = None) -> dict[str, Any]:
+    """Temporal's environment configuration (profile file + TEMPORAL_* variables) as
+    ``Client.connect`` keyword arguments; a missing profile or a broken file is a sentence."""
+    try:
+        return dict(ClientConfig.load_client_connect_config(
+            profile=profile or env.get("TEMPORAL_PROFILE") or None,
+            config_file=env.get("TEMPORAL_CONFIG_FILE") or None,
+            override_env_vars=dict(env)))
+    except Exception as e:  # noqa: BLE001 - the SDK's bridge raises its own ConfigError for any problem
+        raise UsageError(f"Temporal's client configuration cannot be used: {e}; check TEMPORAL_PROFILE and "
+                         "TEMPORAL_CONFIG_FILE (or ~/.config/temporalio/temporal.toml)") from None
+
+
+def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | None = None) -> Settings:
+    """The configuration of this process, from ``environ`` (default: the environment)."""
+    env = os.environ if environ is None else environ
+    home = Path(env.get("XSKY_HOME") or ".xsky")
+    connect = temporal_connect_config(env, profile)
     return Settings(
-        address=os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233",
-        namespace=os.environ.get("TEMPORAL_NAMESPACE") or "default",
-        task_queue=os.environ.get("XSKY_TASK_QUEUE") or "xsky",
+        address=str(connect.pop("target_host", None) or "localhost:7233"),
+        namespace=str(connect.pop("namespace", None) or "default"),
+        task_queue=env.get("XSKY_TASK_QUEUE") or "xsky",
         home=home,
-        artifacts=Path(os.environ.get("XSKY_ARTIFACTS") or home / "artifacts"),
-        runs=Path(os.environ.get("XSKY_RUNS") or home / "runs"),
-        artifact_threshold=_int("XSKY_ARTIFACT_THRESHOLD", 8192),
-        ui_url=os.environ.get("XSKY_UI_URL") or "http://localhost:8233",
-        max_plan_bytes=_int("XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
-        skills_home=Path(os.environ.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home").expanduser().absolute(),
+        artifacts=Path(env.get("XSKY_ARTIFACTS") or home / "artifacts"),
+        runs=Path(env.get("XSKY_RUNS") or home / "runs"),
+        artifact_threshold=_int(env, "XSKY_ARTIFACT_THRESHOLD", 8192),
+        ui_url=env.get("XSKY_UI_URL") or "http://localhost:8233",
+        max_plan_bytes=_int(env, "XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
+        skills_home=Path(env.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home").expanduser().absolute(),
+        user_settings=Path(env.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json"),
+        project_dir=Path(env.get("XSKY_PROJECT_DIR") or "."),
+        model=env.get("XSKY_MODEL") or None,
+        skills_model=env.get("XSKY_SKILLS_MODEL") or None,
+        openai_base_url=env.get("OPENAI_BASE_URL") or None,
+        chromium=env.get("XSKY_CHROMIUM") or None,
+        ui_port=_int(env, "XSKY_UI_PORT", 8233),
+        profile=profile or env.get("TEMPORAL_PROFILE") or None,
+        connect_config=connect,
     )
 
 

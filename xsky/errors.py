@@ -57,3 +57,33 @@ class WorkflowXMLError(PlanError):
 
 class WorkflowValidationError(PlanError):
     """The plan reads fine but cannot run: cycles, unknown ids, names or variables."""
+
+
+class XSkyError(Exception):
+    """A mistake or a situation a person can fix, said in one sentence with the fix.
+
+    The CLI prints it without a traceback and exits 2; the Python API raises it."""
+
+
+class UsageError(XSkyError):
+    """A command or call was given something it cannot use (a bad flag, a missing file)."""
+
+
+class ConnectError(XSkyError):
+    """Temporal is not reachable; the message says how to start it."""
+
+
+class NoWorkerError(XSkyError):
+    """No worker polls a task queue the run needs; nothing was started."""
+
+
+class RunNotFoundError(XSkyError):
+    """No run has this id."""
+
+
+class RunEndedError(XSkyError):
+    """The run has ended; it can no longer be steered."""
+
+
+class RefusedError(XSkyError):
+    """The run refused an intervention (its validator said why)."""

@@ -17,13 +17,13 @@ field — never silently ignored.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from xsky.config import Settings, load_settings
 from xsky.models import WireModel
 from xsky.permissions import PermissionLayer, PermissionMode, PermissionSettings, rule_problems
 from xsky.transcripts import SourceKind
@@ -141,17 +141,16 @@ def _section(loc: tuple[Any, ...]) -> str:
     return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills") else ""
 
 
-def settings_paths() -> list[tuple[Literal["user", "project"], Path]]:
+def settings_paths(config: Settings | None = None) -> list[tuple[Literal["user", "project"], Path]]:
     """Where settings live: XSKY_USER_SETTINGS or ~/.xsky/settings.json; XSKY_PROJECT_DIR or ./.xsky/settings.json."""
-    user = Path(os.environ.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json")
-    project = Path(os.environ.get("XSKY_PROJECT_DIR") or ".") / ".xsky" / "settings.json"
-    return [("user", user), ("project", project)]
+    config = config or load_settings()
+    return [("user", config.user_settings), ("project", config.project_dir / ".xsky" / "settings.json")]
 
 
-def load_layers() -> list[SettingsLayer]:
+def load_layers(config: Settings | None = None) -> list[SettingsLayer]:
     """The settings files that exist, user first; a broken one raises SettingsError."""
     layers = []
-    for scope, path in settings_paths():
+    for scope, path in settings_paths(config):
         if path.is_file():
             layers.append(SettingsLayer(str(path), scope, parse_settings(path.read_text(encoding="utf-8"), str(path))))
     return layers

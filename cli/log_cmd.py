@@ -1,0 +1,88 @@
+"""``log ID T-3 [--follow] [--json]``: what one agent said and did — its transcript from the
+artifact store: messages, tool calls with arguments and results, permission decisions,
+tokens and timings, every attempt in order."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+
+from cli.render import out
+from xsky.agent_log import parse_lines, render_event
+from xsky.board import TERMINAL
+from xsky.client import Run, XSky
+from xsky.config import load_settings
+from xsky.errors import NoWorkerError
+
+STYLE = {"attempt": "bold", "tool_call": "cyan", "tool_result": "green", "permission": "magenta", "outcome": "bold",
+         "llm": "dim"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("log", help="an agent's transcript: messages, tool calls and results, permission decisions, tokens")
+    p.add_argument("id", help="workflow id of the run")
+    p.add_argument("task", help="task id (T-3 or 3) or agent id")
+    p.add_argument("--follow", action="store_true", help="keep showing new lines until the task ends")
+    p.add_argument("--json", action="store_true", help="the raw JSONL lines")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_log(a)))
+
+
+def _show(events: list[dict[str, Any]], as_json: bool) -> None:
+    for event in events:
+        if as_json:
+            sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
+        else:
+            out.print(Text(render_event(event), style=STYLE.get(str(event.get("type")), "")), soft_wrap=True)
+    sys.stdout.flush()
+
+
+def _read_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """Whole lines appended since ``offset``; a line still being written waits for the next read."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return [], offset
+    whole = data[: data.rfind(b"\n") + 1]
+    return parse_lines(whole.decode("utf-8", errors="replace")), offset + len(whole)
+
+
+async def _task_done(run: Run, task: str) -> bool:
+    if await run.temporal_status() != "running":
+        return True
+    try:
+        return (await run.task(task)).status in TERMINAL
+    except NoWorkerError:
+        return False  # a worker is restarting: keep following
+
+
+async def cmd_log(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    x = await XSky.connect(settings)
+    run = await x.get(args.id)
+    path = run.transcript_path(args.task)
+    agent = args.task
+    if not path.is_file():
+        agent = (await run.task(args.task)).agent_id
+        path = run.transcript_path(agent)
+    events, offset = _read_from(path, 0)
+    _show(events, args.json)
+    if not args.follow:
+        if not events and not args.json:
+            out.print(f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
+                      f"at {settings.artifacts} is not the workers')")
+        return 0
+    while True:
+        done = await _task_done(run, agent)
+        events, offset = _read_from(path, offset)
+        _show(events, args.json)
+        if done:
+            return 0
+        await asyncio.sleep(0.5)

@@ -1,0 +1,89 @@
+"""Agent logs: where an agent's transcript is in the artifact store, reading it back, and
+rendering its events for a person. (Written by ``activities/agent_transcripts.AgentLog``.)
+
+One JSON object per line, each with ``type`` and ``at``:
+
+| type | fields |
+|---|---|
+| attempt | runId, agentId, taskId, dispatch, attempt, planVersion, role, model |
+| message | role (system, user, assistant), content |
+| llm | model, ms, promptTokens, completionTokens, totalTokens |
+| tool_call | id, name, arguments |
+| permission | tool, arguments, effect (allow, ask, deny), reason, by |
+| tool_result | id, name, ms, content |
+| outcome | status (completed, question, needs_approval, failed), error, tokens, iterations, ms, result, request |
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from xsky.artifacts import artifact_path
+
+TRANSCRIPT_NAME = "transcript.jsonl"
+
+
+def transcript_file(store_root: Path, run_id: str, agent_id: str) -> Path:
+    return Path(store_root) / artifact_path(run_id, agent_id, TRANSCRIPT_NAME)
+
+
+def parse_lines(text: str) -> list[dict[str, Any]]:
+    """Events of a transcript's text; a line cut short by a crash (or still being written) is skipped."""
+    events = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and "type" in event:
+            events.append(event)
+    return events
+
+
+def read_transcript(store_root: Path, run_id: str, agent_id: str) -> list[dict[str, Any]]:
+    path = transcript_file(store_root, run_id, agent_id)
+    try:
+        return parse_lines(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+
+
+def _short(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.rstrip()
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_event(event: dict[str, Any], width: int = 2000) -> str:
+    """One event as plain text lines for a terminal (the CLI adds colour)."""
+    at = str(event.get("at", ""))[11:19]
+    kind = event.get("type")
+    if kind == "attempt":
+        return (f"{at} ── attempt {event.get('attempt')} of {event.get('taskId')} ({event.get('agentId')}), dispatch "
+                f"{event.get('dispatch')}, plan v{event.get('planVersion')} · role {event.get('role')}"
+                + (f" · model {event['model']}" if event.get("model") else ""))
+    if kind == "message":
+        return f"{at} {event.get('role')}: {_short(event.get('content') or '', width)}"
+    if kind == "llm":
+        return f"{at}   (model {event.get('model')}: {event.get('ms')} ms, {event.get('totalTokens') or 0} tokens)"
+    if kind == "tool_call":
+        return f"{at} → {event.get('name')}({_short(event.get('arguments'), width)})"
+    if kind == "permission":
+        return f"{at}   permission {event.get('effect')}: {event.get('tool')} {event.get('arguments')} — {event.get('reason')}"
+    if kind == "tool_result":
+        return f"{at} ← {event.get('name')} ({event.get('ms')} ms): {_short(event.get('content') or '', width)}"
+    if kind == "outcome":
+        parts = [f"{at} ══ {event.get('status')}"]
+        if event.get("error"):
+            parts.append(f"error: {event['error']}")
+        if event.get("request"):
+            parts.append(f"waiting: {event['request']}")
+        if event.get("tokens") is not None:
+            parts.append(f"{event['tokens']} tokens")
+        if event.get("iterations") is not None:
+            parts.append(f"{event['iterations']} iterations")
+        parts.append(f"{event.get('ms')} ms")
+        return " · ".join(parts)
+    return f"{at} {kind}: {_short({k: v for k, v in event.items() if k not in ('type', 'at')}, width)}"
