@@ -4,11 +4,13 @@
     python worker.py --kinds browser      # only browser agents (e.g. on a machine with Chromium)
     python worker.py --kinds shell,file --no-leader
     python worker.py --no-skills          # not the skill pipeline (transcripts → atoms)
+    python worker.py --metrics-port 9464 --log-format json   # Prometheus /metrics, JSON log lines
 
 Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers for one
 kind can be added anywhere. The skill pipeline (the transcript watcher's workflows and
 activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads. SIGINT/SIGTERM shut down gracefully: running agents get
 ``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, runs are traced over OTLP/HTTP (xsky/telemetry.py).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+from temporalio.client import Client
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from activities import secrets
 from activities.agents import AgentActivities
 from activities.leader_store import LeaderStore
+from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
 from activities.skill_library import LibraryActivities
 from activities.skill_pipeline import SkillActivities
@@ -35,6 +40,7 @@ from workflows.leader import LeaderWorkflow
 from workflows.skill_entity import SkillEntityWorkflow
 from workflows.skill_library import SkillLibraryWorkflow
 from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from xsky import telemetry
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 
@@ -54,13 +60,14 @@ def parse_kinds(raw: str | None) -> list[str]:
 def build_workers(client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities,  # type: ignore[no-untyped-def]
                   skills: bool = False) -> list[Worker]:
     workers = []
+    observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:
         pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
         workers.append(Worker(
             client, task_queue=settings.skills_queue,
             workflows=[SkillsScanWorkflow, SkillDeltaWorkflow, SkillLibraryWorkflow, SkillEntityWorkflow],
             activities=[*pipeline.all(), *lib.all()], activity_executor=ThreadPoolExecutor(max_workers=8),
-            graceful_shutdown_timeout=timedelta(seconds=grace)))
+            graceful_shutdown_timeout=timedelta(seconds=grace), interceptors=observed))
     planner = PlannerActivities()
     if leader:
         # A worker that serves every kind also runs agents on the leader's queue: the server
@@ -71,7 +78,7 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
                               activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
                               # what the four kinds' workers would run side by side
                               max_concurrent_activities=400 if here else 100,
-                              graceful_shutdown_timeout=timedelta(seconds=grace)))
+                              graceful_shutdown_timeout=timedelta(seconds=grace), interceptors=observed))
     for kind in kinds:
         # The planner needs what llm agents need (a model, or the offline provider).
         extra = [planner.plan_workflow] if kind == "llm" else []
@@ -81,14 +88,20 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
                 task_queue=settings.kind_queue(kind),
                 activities=[activities.run_agent, *extra],
                 graceful_shutdown_timeout=timedelta(seconds=grace),
+                interceptors=observed,
             )
         )
     return workers
 
 
-async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = True) -> None:
+async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = True, runtime: Runtime | None = None,
+                tracing: telemetry.Tracing | None = None) -> None:
     settings = load_settings()
-    client = await connect(settings)
+    client = await connect(settings, runtime=runtime)
+    if tracing is not None:  # on the client, so the workers and the activities' own calls are traced
+        config = client.config()
+        config["interceptors"] = [*config["interceptors"], tracing.interceptor]
+        client = Client(**config)
     activities = AgentActivities(settings)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
@@ -112,6 +125,8 @@ async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = Tru
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())
     await activities.browsers.close()
+    if tracing is not None:
+        await asyncio.to_thread(tracing.shutdown)
     log.info("worker stopped")
 
 
@@ -125,11 +140,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-skills", action="store_true", help="do not run the skill pipeline (transcripts → atoms) here")
     ap.add_argument("--grace", type=float, default=10.0, help="seconds running agents get to finish on shutdown")
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--log-format", choices=["text", "json"], default="text", help="json: one JSON object per log line")
+    ap.add_argument("--metrics-port", metavar="PORT", help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (or HOST:PORT)")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    json_logs = args.log_format == "json"
+    if json_logs:
+        telemetry.use_json_logs(args.log_level.upper())
+    else:
+        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kinds = parse_kinds(args.kinds) if args.kinds is not None else list(TOOL_AGENT_KINDS)
     try:
-        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills))
+        metrics = telemetry.metrics_address(args.metrics_port) if args.metrics_port is not None else None
+        # JSON logs: Temporal core's own lines go through Python's logging too, in the same format.
+        core_logs = logging.getLogger("temporalio.core") if json_logs else None
+        rt = telemetry.runtime(metrics, core_logs) if metrics or json_logs else None
+    except telemetry.TelemetryError as e:
+        print(f"worker.py: {e}", file=sys.stderr)
+        return 2
+    tracing = telemetry.start_tracing(telemetry.service_name()) if telemetry.tracing_requested(os.environ) else None
+    try:
+        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing))
     except ConnectError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 1

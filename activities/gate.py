@@ -10,7 +10,7 @@ from typing import Any
 
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
-from activities import checker
+from activities import checker, metrics
 from xsky.permissions import Decision, decide
 from xsky.runs import AgentInput, DecisionRecord
 
@@ -70,14 +70,19 @@ class Gate:
         """(may run, why not). Raises NeedsHuman when a person must decide first."""
         decision = await self.decide(tool, arguments)
         if decision.effect == "allow":
+            metrics.tool_call(tool, "allowed")
             return True, ""
         if decision.effect == "deny":
+            metrics.tool_call(tool, "denied")
             return False, decision.reason
         approval = self.approval(tool, arguments)
         if approval is None:
+            metrics.tool_call(tool, "asked")
             raise NeedsHuman("needs_approval", tool=tool, arguments=arguments, rule=decision.reason)
         if approval.decision == "deny":
+            metrics.tool_call(tool, "refused")
             return False, "a person denied it" + (f": {approval.message}" if approval.message else "")
+        metrics.tool_call(tool, "approved")
         return True, ""
 
     def details(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import openai
 from temporalio.exceptions import ApplicationError
 
-from activities import secrets
+from activities import metrics, secrets
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -77,12 +77,20 @@ async def chat(
     tools: list[dict[str, Any]] | None = None,
     temperature: float | None = None,
 ) -> Any:
-    """One chat completion, with errors turned into retryable or non-retryable failures."""
+    """One chat completion, with errors turned into retryable or non-retryable failures;
+    timed, its tokens counted and traced (activities/metrics.py)."""
     kwargs: dict[str, Any] = {"model": t.model, "messages": messages}
     if tools:
         kwargs["tools"] = tools
     if temperature is not None:
         kwargs["temperature"] = temperature
+    with metrics.model_call(t.model) as call:
+        response = await _create(client, t, kwargs)
+        call.answered(response)
+    return response
+
+
+async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, Any]) -> Any:
     try:
         return await client.chat.completions.create(**kwargs)
     except openai.RateLimitError as e:

@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows import leader_io
 from workflows.failures import describe_failure
 from workflows.leader_io import save_blob
+from workflows.leader_metrics import LeaderMetrics
 
 with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
@@ -63,6 +64,7 @@ class LeaderWorkflow:
         self._searchable: set[str] = set()  # xsky's search attributes the server has (none on old runs)
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
         self._read_size = 0  # bytes of history once a stored state was read
+        self._metrics = LeaderMetrics()
 
     @property
     def _core(self) -> LeaderCore:
@@ -176,6 +178,7 @@ class LeaderWorkflow:
                 asyncio.create_task(self._replan_in_background(command.reason))
         for line in self._core.log:
             workflow.logger.info(line)
+        self._metrics.stall_steps(self._core.log)
         self._core.log.clear()
 
     async def _review_gate(self) -> bool:
@@ -212,12 +215,16 @@ class LeaderWorkflow:
                                            workflow.info().first_execution_run_id, settings.retry.maximum_attempts)
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
             local = self._agents_here and core.runs_locally(agent_id) and workflow.patched("cheap-tools-local")
+            kind = core.queue_kind(agent_id)
+            self._metrics.started(kind)
             try:
-                outcome = await leader_io.run_attempt(core, agent_id, dispatch, agent_input, settings, self._queue(core.queue_kind(agent_id)), local)
+                outcome = await leader_io.run_attempt(core, agent_id, dispatch, agent_input, settings, self._queue(kind), local)
             except (ActivityError, asyncio.CancelledError) as e:
+                self._metrics.failed(kind, e)
                 failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
+            self._metrics.returned(kind, outcome.kind)
             core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
         finally:
             if core.active.get(agent_id) == dispatch:
@@ -387,6 +394,7 @@ class LeaderWorkflow:
 
     def _upsert(self, final: str | None = None) -> None:
         leader_io.upsert(self._core, self._searchable, final)
+        self._metrics.pending_requests(self._core.run_id, 0 if final else len(self._core.pending_requests(with_review=True)))
 
     def _publish(self, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""

@@ -1,0 +1,67 @@
+"""xsky's metrics recorded by the leader workflow: agents started, completed and failed,
+stall-ladder steps, and requests waiting for a person.
+
+Through ``workflow.metric_meter()``: nothing is recorded while a workflow replays (so a
+worker that takes over a run does not count its past again), and recording is no command
+(history is the same with or without it). Workflow code: deterministic, no I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError
+
+# How LeaderCore logs a step of the stall ladder (see LeaderCore._check_stalls).
+_STALL_STEP = re.compile(r"^stall ladder: \S+ (nudge|restart|replan|escalate) \(")
+
+
+class LeaderMetrics:
+    def __init__(self) -> None:
+        meter = workflow.metric_meter()
+        self._started = meter.create_counter(
+            "xsky_agents_started", "agents started, by kind (once per dispatch)"
+        )
+        self._completed = meter.create_counter(
+            "xsky_agents_completed", "agents that completed, by kind"
+        )
+        self._failed = meter.create_counter(
+            "xsky_agents_failed", "agents that failed after their retries, by kind"
+        )
+        self._stall = meter.create_counter(
+            "xsky_stall_steps", "steps of the stall ladder taken, by step"
+        )
+        self._pending = meter.create_gauge(
+            "xsky_pending_requests", "requests waiting for a person, by run"
+        )
+        self._shown: int | None = None  # the pending count this worker last recorded
+
+    def started(self, kind: str) -> None:
+        self._started.add(1, {"kind": kind})
+
+    def returned(self, kind: str, outcome: str) -> None:
+        """An attempt that returned: completed, or waiting for a person (not counted)."""
+        if outcome == "completed":
+            self._completed.add(1, {"kind": kind})
+
+    def failed(self, kind: str, error: BaseException) -> None:
+        """An attempt that raised: a failure, unless it was stopped (cancelled) on purpose."""
+        stopped = isinstance(error, asyncio.CancelledError) or (
+            isinstance(error, ActivityError) and isinstance(error.cause, CancelledError)
+        )
+        if not stopped:
+            self._failed.add(1, {"kind": kind})
+
+    def stall_steps(self, log: list[str]) -> None:
+        for line in log:
+            step = _STALL_STEP.match(line)
+            if step is not None:
+                self._stall.add(1, {"step": step.group(1)})
+
+    def pending_requests(self, run_id: str, count: int) -> None:
+        # Set when it changes; a replay records nothing, so what it saw is not "shown".
+        if count != self._shown and not workflow.unsafe.is_replaying():
+            self._pending.set(count, {"run_id": run_id})
+            self._shown = count
