@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from activities import llm
@@ -95,7 +96,8 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
             raise ValueError
     except ValueError:
         return f"ERROR: the arguments of {name} must be a JSON object"
-    base = {"atom_id": atom.atom_id, "traj_id": atom.traj_id, "by": "model", "reason": str(args.get("reason", ""))[:500]}
+    reason = str(args.get("reason", ""))[:500]
+    decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="model", reason=reason)
     weight = args.get("weightscore", 0)
     if name in ("add_to_skill", "new_skill_folder", "move_atom") and (not isinstance(weight, int) or not 0 <= weight <= 10):
         return "ERROR: weightscore must be a whole number from 0 to 10"
@@ -103,7 +105,7 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
         skill = str(args.get("skill", ""))
         if skill not in skills:
             return f"ERROR: no skill {skill!r}; skills: {', '.join(skills) or 'none yet (use new_skill_folder)'}"
-        decisions.append(ClusterDecision(action="add", skill=skill, weightscore=weight, **base))  # type: ignore[arg-type]
+        decisions.append(decision(action="add", skill=skill, weightscore=weight))
         return f"ok: {atom.atom_id} → {skill} (weight {weight})"
     if name == "new_skill_folder":
         skill = str(args.get("name", ""))
@@ -114,10 +116,10 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
         if weight < NEW_SKILL_MIN:
             return f"ERROR: a new skill needs an atom worth at least {NEW_SKILL_MIN}; add it to a skill or skip it"
         description = " ".join(str(args.get("description", "")).split()).replace("<", "(").replace(">", ")")[:1024]
-        decisions.append(ClusterDecision(action="new", skill=skill, weightscore=weight, description=description, **base))  # type: ignore[arg-type]
+        decisions.append(decision(action="new", skill=skill, weightscore=weight, description=description))
         return f"ok: new baby skill {skill}"
     if name == "skip":
-        decisions.append(ClusterDecision(action="skip", **base))  # type: ignore[arg-type]
+        decisions.append(decision(action="skip"))
         return "ok: skipped"
     if name == "rename_skill":
         old, new = str(args.get("skill", "")), str(args.get("new_name", ""))
@@ -125,13 +127,13 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
             return "ERROR: only an existing baby skill can be renamed"
         if not NAME_RE.match(new) or new in skills:
             return "ERROR: the new name must be a free, valid name (a-z, 0-9, hyphens)"
-        decisions.append(ClusterDecision(action="rename", skill=old, new_name=new, **base))  # type: ignore[arg-type]
+        decisions.append(decision(action="rename", skill=old, new_name=new))
         return f"ok: {old} → {new}"
     if name == "move_atom":
         moved, source, dest = str(args.get("atom_id", "")), str(args.get("from_skill", "")), str(args.get("to_skill", ""))
         if source not in skills or dest not in skills or source == dest:
             return "ERROR: from_skill and to_skill must be two different existing skills"
         decisions.append(ClusterDecision(action="move", atom_id=moved, traj_id=traj_of(moved), skill=dest, from_skill=source,
-                                         weightscore=weight, by="model", reason=base["reason"]))
+                                         weightscore=weight, by="model", reason=reason))
         return f"ok: {moved} moves {source} → {dest}"
     return f"ERROR: unknown tool {name!r}"

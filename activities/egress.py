@@ -116,7 +116,7 @@ def _temporal_endpoints(target: str, ui_url: str) -> frozenset[tuple[str, int]]:
             infos += socket.getaddrinfo(ui.hostname, ui.port or 80, type=socket.SOCK_STREAM)
     except (OSError, ValueError):
         return frozenset()
-    return frozenset((info[4][0], p) for info in infos for p in ports)
+    return frozenset((str(info[4][0]), p) for info in infos for p in ports)
 
 
 def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
@@ -214,7 +214,7 @@ class EgressProxy:
                 except OSError as e:
                     await self._refuse(writer, 502, f"cannot resolve {host}: {e}")
                     return None
-                addresses = list(dict.fromkeys(info[4][0] for info in infos))
+                addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
             for ip in addresses:  # every address the name has: a rebinding answer cannot slip by
                 reason = reason or self.policy.check_address(host, ip, port)
         if reason is not None:

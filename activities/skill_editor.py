@@ -296,8 +296,11 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
             continue  # data files next to scripts are not run
         scratch = work.parent / f"run-{len(passed)}"
         shutil.copytree(work, scratch, dirs_exist_ok=True)
-        ctx = ToolContext("skill-edit", "scripts", scratch, None, None, beat,  # type: ignore[arg-type]
-                          confinement=confinement_for(load_settings(), scratch, "skill-edit"))
+        # A script runs in the sandbox only: run_process uses neither the artifact store nor browsers.
+        ctx = ToolContext("skill-edit", "scripts", scratch,
+                          store=None,  # type: ignore[arg-type]
+                          browsers=None,  # type: ignore[arg-type]
+                          heartbeat=beat, confinement=confinement_for(load_settings(), scratch, "skill-edit"))
         proc = await run_process(ctx, [*runner, rel], SCRIPT_TIMEOUT, 64 * 1024)
         shutil.rmtree(scratch, ignore_errors=True)
         if proc.timed_out or proc.returncode != 0:

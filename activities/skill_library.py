@@ -85,13 +85,13 @@ class LibraryActivities:
     async def apply_decision(self, inp: ApplyDecision) -> str:
         d = inp.decision
         client = activity.client()
-        note = d.action
+        note: str = d.action
         if d.action == "new" and d.skill:
             name = await asyncio.to_thread(free_name, self.home, d.skill)
             d = d.model_copy(update={"skill": name})
             await asyncio.to_thread(new_skill_folder, self.home, d)
-            await self._deliver(client, d.skill, [_candidate(d)], inp.heartbeat_timeout)
-            note = f"new baby skill {d.skill}"
+            await self._deliver(client, name, [_candidate(d)], inp.heartbeat_timeout)
+            note = f"new baby skill {name}"
         elif d.action == "add" and d.skill:
             await self._deliver(client, d.skill, [_candidate(d)], inp.heartbeat_timeout)
             note = f"added to {d.skill}"
@@ -275,8 +275,10 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
                 continue
             side, commit = sides.get(name, ("main", skill_git.branch_commit(folder, "main")))
             if commit:
-                out.setdefault(name, []).append(Score(traj_id=atom.traj_id, side=side, commit=commit,  # type: ignore[arg-type]
-                                                      score=atom.ux_score, atom_id=atom.atom_id, at=now_iso()))
+                out.setdefault(name, []).append(Score(
+                    traj_id=atom.traj_id,
+                    side=side,  # type: ignore[arg-type]  # as the transcript says; Score validates it
+                    commit=commit, score=atom.ux_score, atom_id=atom.atom_id, at=now_iso()))
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,7 +89,7 @@ def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:
     return asyncio.run(split_delta(home, inp.delta, None, lambda note: None))
 
 
-async def off_loop(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+async def off_loop(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
     """Run a coroutine that also does blocking work (files, SQLite, git) on a thread with its
     own event loop, so the worker's loop stays free to heartbeat and serve other activities."""
     return await asyncio.to_thread(lambda: asyncio.run(fn(*args)))

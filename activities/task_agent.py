@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from activities import llm
 from activities.skills_ingest import md_tail, read_json, write_json
@@ -112,10 +112,10 @@ async def split_delta(home: Path, delta: DeltaRef, target: llm.LLMTarget | None,
                     result.model_calls += calls
                     if note:
                         result.note = note
-                split_by = "model" if drafts is not None else "offline"
+                split_by: Literal["model", "offline"] = "model" if drafts is not None else "offline"
                 if drafts is None:
                     drafts = group_offline(window, prior)
-                atoms = finish(drafts, view, number, split_by)  # type: ignore[arg-type]
+                atoms = finish(drafts, view, number, split_by)
                 for atom in atoms:
                     produced[atom.atom_id] = atom
                 if atoms:

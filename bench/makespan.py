@@ -15,6 +15,7 @@ import asyncio
 import statistics
 import sys
 import uuid
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,11 +34,11 @@ async def main(dags: int, agents: int) -> None:
             wf = random_dag(agents, seed=100 + seed, durations=lambda r: r.choice([0.2, 0.5, 1.0, 2.0, 3.0]) * r.random() + 0.1, max_deps=2)
             weights = {a.id: float(a.config["seconds"]) for a in wf.agents}  # type: ignore[index]
             critical, _ = dag.critical_path(wf, weights)
-            x = await timed(lambda: client.execute_workflow(
-                LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=1000)),
+            x = await timed(partial(
+                client.execute_workflow, LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=1000)),
                 id=f"mk-x-{uuid.uuid4().hex[:8]}", task_queue=queue))
-            lv = await timed(lambda: client.execute_workflow(
-                LevelByLevelWorkflow.run, wf, id=f"mk-l-{uuid.uuid4().hex[:8]}", task_queue=queue))
+            lv = await timed(partial(
+                client.execute_workflow, LevelByLevelWorkflow.run, wf, id=f"mk-l-{uuid.uuid4().hex[:8]}", task_queue=queue))
             rows.append((seed, len(dag.levels(wf)), critical, x, lv))
         print(f"{agents}-agent random DAGs, agents sleep 0.1–3.1 s; ratio = makespan ÷ weighted critical path")
         print(f"{'dag':>4}{'levels':>8}{'critical':>10}{'xsky':>9}{'ratio':>7}{'levels-exec':>13}{'ratio':>7}")

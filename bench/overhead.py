@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import uuid
+from functools import partial
 from pathlib import Path
 import sys
 
@@ -57,10 +58,10 @@ async def main(rounds: int) -> None:
         for name, wf, targeted in plans:
             xs, xa, bs, ms = [], [], [], []
             for _ in range(rounds):
-                xs.append(await timed(lambda: xsky(wf)))
-                xa.append(await timed(lambda: xsky(wf, local=False)))
-                bs.append(await timed(lambda: bare(wf)))
-                ms.append(await timed(lambda: minimal(wf)))
+                xs.append(await timed(partial(xsky, wf)))
+                xa.append(await timed(partial(xsky, wf, local=False)))
+                bs.append(await timed(partial(bare, wf)))
+                ms.append(await timed(partial(minimal, wf)))
             x, a, b, m = summary(xs), summary(xa), summary(bs), summary(ms)
             if targeted:
                 worst = max(worst, x / b)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from datetime import datetime, timedelta
+from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -172,7 +173,7 @@ class SkillEntityWorkflow:
                 self.verdict = None
             elif self.s.staging_commit and self._decision().verdict != "wait":
                 decision = self._decision()
-                await self._canary(decision.verdict, decision.message())  # type: ignore[arg-type]
+                await self._canary(decision.verdict, decision.message())
             if self._edit_due():
                 await self._edit()
             info = workflow.info()
@@ -203,7 +204,7 @@ class SkillEntityWorkflow:
         batch = self._pending()
         ids = ",".join(sorted(c.atom_id for c in batch))
         edit_id = hashlib.sha256(f"{self.s.slug}:{self.s.main_commit}:{ids}".encode()).hexdigest()[:16]
-        branch = "baby" if self.s.state == "baby" else "main"
+        branch: Literal["baby", "main"] = "baby" if self.s.state == "baby" else "main"
         self._event("edit", f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}")
         self._publish()
         try:
@@ -268,10 +269,10 @@ class SkillEntityWorkflow:
             return
         main, stag = self._canary_scores()
         figures = f"main n={len(main)} mean={_fmt(_mean(main))}; staging n={len(stag)} mean={_fmt(_mean(stag))}"
-        verb = "promote" if action == "promote" else "discard"
+        verb: Literal["promote", "discard"] = "promote" if action == "promote" else "discard"
         try:
             result: GitResult = await workflow.execute_activity(
-                "canary_git", GitAction(slug=self.s.slug, action=verb, staging_commit=staging,  # type: ignore[arg-type]
+                "canary_git", GitAction(slug=self.s.slug, action=verb, staging_commit=staging,
                                         message=f"{verb} staging {staging[:10]}: {why}\n\nFigures: {figures}"),
                 result_type=GitResult, start_to_close_timeout=timedelta(minutes=2), retry_policy=SHORT,
                 summary=f"{verb} · {self.s.slug}")

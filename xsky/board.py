@@ -140,7 +140,7 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
     by_id = {t.id: t for t in tasks}
     derived = derive_statuses(by_id)
     counts: dict[str, int] = {}
-    rows = []
+    rows: list[str] = []
     for t in tasks:
         status, reason = derived[t.id]
         counts[status] = counts.get(status, 0) + 1

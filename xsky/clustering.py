@@ -8,6 +8,7 @@ makes that call when one is configured; offline, tag and keyword similarity does
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -92,18 +93,18 @@ def offline_decide(atom: AtomTask, skills: list[SkillSummary]) -> ClusterDecisio
         sim = similarity(words, s.keywords)
         if sim > best_sim:
             best, best_sim = s, sim
-    base = {"atom_id": atom.atom_id, "traj_id": atom.traj_id, "by": "offline"}
+    decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="offline")
     if best is not None and best_sim >= ADD_MIN_SIMILARITY:
         relevance = min(1.0, best_sim / 0.4)
         weight = max(1, round(value * relevance))
-        return ClusterDecision(action="add", skill=best.name, weightscore=weight, **base,  # type: ignore[arg-type]
-                               reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10")
+        return decision(action="add", skill=best.name, weightscore=weight,
+                        reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10")
     if value >= NEW_SKILL_MIN:
         name = slugify("-".join(_name_words(atom)), {s.name for s in skills})
-        return ClusterDecision(action="new", skill=name, weightscore=value, description=baby_description(atom), **base,  # type: ignore[arg-type]
-                               reason=f"no similar skill (best similarity {best_sim:.2f}); atom worth {value}/10")
-    return ClusterDecision(action="skip", weightscore=value, **base,  # type: ignore[arg-type]
-                           reason=f"no similar skill (best similarity {best_sim:.2f}) and worth {value}/10 < {NEW_SKILL_MIN}")
+        return decision(action="new", skill=name, weightscore=value, description=baby_description(atom),
+                        reason=f"no similar skill (best similarity {best_sim:.2f}); atom worth {value}/10")
+    return decision(action="skip", weightscore=value,
+                    reason=f"no similar skill (best similarity {best_sim:.2f}) and worth {value}/10 < {NEW_SKILL_MIN}")
 
 
 def _name_words(atom: AtomTask) -> list[str]:

@@ -100,12 +100,12 @@ def _validate(
             problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
 
     for cycle in find_cycles(workflow.agents) if _has_cycle(workflow.agents) else []:
-        first = cycle[0]
+        start = cycle[0]
         problems.append(
             Problem(
                 "dependency cycle: " + " → ".join(cycle) + "; break it by removing one of these depends",
-                agent_index=index_of.get(first),
-                agent_id=first,
+                agent_index=index_of.get(start),
+                agent_id=start,
             )
         )
 
@@ -332,8 +332,8 @@ def critical_path(
         return 0.0, []
     end = max(finish, key=lambda k: finish[k])
     path = [end]
-    while via[path[-1]] is not None:
-        path.append(via[path[-1]])  # type: ignore[arg-type]
+    while (previous := via[path[-1]]) is not None:
+        path.append(previous)
     path.reverse()
     return finish[end], path
 

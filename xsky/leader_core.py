@@ -28,7 +28,7 @@ from typing import Any
 from xsky import dag
 from xsky.agent_config import activity_settings, stall_windows, tool_name
 from xsky.artifacts import marker
-from xsky.board import TaskState, TaskView, derive_statuses, subject_of
+from xsky.board import StoredStatus, TaskState, TaskView, derive_statuses, subject_of
 from xsky.dep_context import dependency_context, wants_context
 from xsky.errors import PlanError, Problem, WorkflowValidationError
 from xsky.kinds import AgentInfo
@@ -49,6 +49,8 @@ from xsky.leader_state import (
     PauseRequest,
     PlanVersion,
     ReplanRequest,
+    RequestKind,
+    RequestStatus,
     RetryTaskRequest,
     SkipTaskRequest,
     TaskRequest,
@@ -68,6 +70,7 @@ from xsky.runs import (
     ResultsPage,
     RunInput,
     RunResult,
+    RunStatus,
 )
 from xsky.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
 from xsky.tool_registry import EXEC_OR_NETWORK_TOOLS
@@ -236,12 +239,12 @@ class LeaderCore:
         return (task is not None and agent_id not in self.active  # an earlier attempt is still winding down
                 and task.stored == "pending" and task.waiting_on is None and self._missing.get(agent_id, 0) == 0)
 
-    def _set_stored(self, task: TaskState, status: str) -> None:
+    def _set_stored(self, task: TaskState, status: StoredStatus) -> None:
         """Every change of a task's stored status goes through here (dependents' counts)."""
         was = task.stored in SATISFIED
         self.counts[task.stored] -= 1
         self.counts[status] = self.counts.get(status, 0) + 1
-        task.stored = status  # type: ignore[assignment]
+        task.stored = status
         now_ok = status in SATISFIED
         if was != now_ok:
             for child in self._dependents.get(task.agent_id, []):
@@ -378,7 +381,9 @@ class LeaderCore:
     def templated_command(self, agent_id: str) -> bool:
         """Does this agent's shell command get values beside it (see :meth:`render`)?"""
         config = self.agents[agent_id].config
-        return bool(config) and tool_name(config) == "shell" and isinstance(config.get("command"), str)  # type: ignore[union-attr]
+        if not config:
+            return False
+        return tool_name(config) == "shell" and isinstance(config.get("command"), str)
 
     def runs_locally(self, agent_id: str) -> bool:
         """Cheap and side-effect free: a ``noop`` of at most LOCAL_SECONDS may run as a local
@@ -404,10 +409,12 @@ class LeaderCore:
         agent = self.agents[agent_id]
         results = _Results(self.tasks)
         ctx = self.input.context
-        config = render_config(agent.config, results, self.variables, ctx) if agent.config else agent.config
-        if values_beside:
-            command, values = render_command(agent.config["command"], results, self.variables, ctx)  # type: ignore[index]
-            config = {**config, "command": command, **({"values": values} if values else {})}  # type: ignore[dict-item]
+        config = agent.config
+        if agent.config:
+            config = render_config(agent.config, results, self.variables, ctx)
+            if values_beside:  # a templated shell command (see templated_command)
+                command, values = render_command(agent.config["command"], results, self.variables, ctx)
+                config = {**config, "command": command, **({"values": values} if values else {})}
         rendered = agent.model_copy(
             update={
                 "task": render(agent.task, results, self.variables, ctx),
@@ -534,7 +541,7 @@ class LeaderCore:
         # "cancel", "skip" and "abandon" set the task's state when they were decided;
         # "removed": the task left the board.
 
-    def _finish(self, task: TaskState, status: str, now: datetime, *, error: str | None = None) -> None:
+    def _finish(self, task: TaskState, status: StoredStatus, now: datetime, *, error: str | None = None) -> None:
         self._set_stored(task, status)
         task.error = error
         task.ended_at = now
@@ -588,12 +595,12 @@ class LeaderCore:
 
     # -- people: requests ------------------------------------------------------------------------
 
-    def _new_request(self, kind: str, task: TaskState, text: str, now: datetime) -> HumanRequest:
+    def _new_request(self, kind: RequestKind, task: TaskState, text: str, now: datetime) -> HumanRequest:
         self.s.request_seq += 1
         prefix = {"question": "Q", "approval": "A", "escalation": "E"}[kind]
         request = HumanRequest(
             id=f"{prefix}-{self.s.request_seq}",
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             task_id=task.id,
             dispatch=task.attempt,
             text=text,
@@ -614,14 +621,16 @@ class LeaderCore:
         if with_review and self.s.review == "waiting" and not self.needs_plan:
             at = self.s.plan_history[-1].at if self.s.plan_history else self.s.started_at
             pending.insert(0, HumanRequest(
-                id=f"R-{self.s.plan_version}", kind="review", task_id="plan", dispatch=0, created_at=at or self.s.started_at,  # type: ignore[arg-type]
+                id=f"R-{self.s.plan_version}", kind="review", task_id="plan", dispatch=0,
+                # A plan exists (not needs_plan), so plan_history holds its version and ``at`` is set.
+                created_at=at or self.s.started_at,  # type: ignore[arg-type]
                 deadline=self.s.review_deadline,
                 text=f"review plan v{self.s.plan_version} ({len(self.s.plan.agents)} agents), then approve_plan with version "
                      f"{self.s.plan_version}, or replan"))
         return pending
 
-    def _close_request(self, request: HumanRequest, status: str, now: datetime) -> None:
-        request.status = status  # type: ignore[assignment]
+    def _close_request(self, request: HumanRequest, status: RequestStatus, now: datetime) -> None:
+        request.status = status
         request.answered_at = now
         if request in self._pending_requests:
             self._pending_requests.remove(request)
@@ -1139,7 +1148,7 @@ class LeaderCore:
         if self.large():
             reports = [r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
-        status = "completed" if done == total else ("cancelled" if self.ended else "failed")
+        status: RunStatus = "completed" if done == total else ("cancelled" if self.ended else "failed")
         parts = [f"{done} of {total} agents completed"]
         for name in ("failed", "blocked", "cancelled"):
             if counts.get(name):

@@ -236,7 +236,7 @@ def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules
     for effect in ("deny", "ask", "allow"):
         for rule in rules[effect]:
             if _matches(rule, tool, subject, workspace):
-                return Decision(effect, f"{effect} rule {rule.text!r} from {rule.source} matched{shown}", rule.text)  # type: ignore[arg-type]
+                return Decision(effect, f"{effect} rule {rule.text!r} from {rule.source} matched{shown}", rule.text)
     if tool in role.allowed_tools:
         return Decision("allow", f"role {role.name} lists {tool} in allowedTools")
     if tool in role.requested_tools:

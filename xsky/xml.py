@@ -215,7 +215,8 @@ class _Reader:
         if self._lines is None or self._nth is None:
             self._lines = self.source.splitlines()
             # Several elements of one tag can share a line (minified XML): number them.
-            self._nth, counts = {}, {}
+            self._nth = {}
+            counts: dict[tuple[object, int | None], int] = {}
             for other in self.root.iter():
                 key = (other.tag, other.sourceline)
                 self._nth[other] = counts.get(key, 0)

@@ -80,7 +80,8 @@ async def file_list(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def _split_dir(target: Any) -> tuple[list[str], list[str]]:
-    dirs, files = [], []
+    dirs: list[str] = []
+    files: list[str] = []
     for entry in os.scandir(target):
         (dirs if entry.is_dir() else files).append(entry.name)
     return dirs, files

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,7 +58,7 @@ def test_longer_cycle_path_is_a_real_cycle():
     (cycle,) = dag.find_cycles(wf.agents)
     assert cycle[0] == cycle[-1] == "a" and len(cycle) == 4
     by_id = {a.id: a for a in wf.agents}
-    for here, nxt in zip(cycle, cycle[1:]):
+    for here, nxt in pairwise(cycle):
         assert nxt in by_id[here].depends
 
 

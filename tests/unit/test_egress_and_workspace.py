@@ -93,13 +93,13 @@ async def test_through_the_real_proxy_loopback_is_refused_and_a_named_host_is_se
             async with egress.serving(policy, lambda *d: decisions.append(d)) as proxy:
                 opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
 
-                def fetch() -> int:
+                def fetch(opener: urllib.request.OpenerDirector) -> int:
                     try:
                         return opener.open(url, timeout=10).status
                     except urllib.error.HTTPError as e:
                         return e.code
 
-                assert await asyncio.to_thread(fetch) == expected
+                assert await asyncio.to_thread(fetch, opener) == expected
     finally:
         site.shutdown()
     assert [d[1] for d in decisions] == ["deny", "allow"] and "loopback" in decisions[0][2]

@@ -160,8 +160,11 @@ def test_a_commit_killed_half_way_is_redone_to_the_same_files(t: Transcripts, tm
         if other is not d:
             process(t.home, other)
     ours, theirs = all_files_text(t.home), all_files_text(clean.home)
-    pick = lambda files, home: {k.replace(str(home), "").replace(str(home.parent), ""): v for k, v in files.items()  # noqa: E731
-                                if "atom_" in k or k.endswith(".md")}
+
+    def pick(files: dict[str, str], home: Path) -> dict[str, str]:
+        return {k.replace(str(home), "").replace(str(home.parent), ""): v for k, v in files.items()
+                if "atom_" in k or k.endswith(".md")}
+
     assert pick(ours, t.home).keys() == pick(theirs, clean.home).keys()
     for name, text in pick(ours, t.home).items():
         other = pick(theirs, clean.home)[name]

@@ -101,6 +101,11 @@ def ident(value: Any) -> str | None:
     return value if redact(value) == value else None  # a key has the shape of an identifier too
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """A record's field when it is a JSON object, else an empty one (any field may have any type)."""
+    return value if isinstance(value, dict) else {}
+
+
 def skill_name(value: Any) -> str | None:
     """A skill name as the library spells them (``plugin:name`` → ``name``), or None."""
     if not isinstance(value, str):

@@ -24,7 +24,7 @@ from typing import Any
 
 from xsky.trajectory import Event
 from xsky.redact import redact
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, records, skill_name, text_of
+from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, json_object, records, skill_name, text_of
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
 _COMMAND_WRAPPER = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
@@ -92,11 +92,11 @@ class ClaudeCodeAdapter:
         def ev(kind: Any, text: str, **kw: Any) -> Event:
             return Event(kind, text, offset, end, lane, uuid=uuid, timestamp=ts, **kw)
 
-        message = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        message = json_object(rec.get("message"))
         if kind == "system":
             sub = rec.get("subtype")
             if sub == "compact_boundary":
-                meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+                meta = json_object(rec.get("compactMetadata"))
                 why = f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
                 out.append(ev("marker", why, marker="compaction"))
             elif sub == "turn_duration":
@@ -119,7 +119,7 @@ class ClaudeCodeAdapter:
                 elif btype in ("tool_use", "server_tool_use"):
                     name = ident(block.get("name")) or "tool"
                     call_id = ident(block.get("id"))
-                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    args = json_object(block.get("input"))
                     if call_id:
                         state.open_call(call_id, name)
                     out.append(Event("tool_call", _call_text(name, args), offset, end, lane, uuid=uuid, call_id=call_id,
@@ -143,9 +143,9 @@ class ClaudeCodeAdapter:
             btype = block.get("type")
             if btype == "tool_result":
                 call_id = ident(block.get("tool_use_id"))
-                name = state.calls.pop(call_id, None) if call_id else None
+                tool = state.calls.pop(call_id, None) if call_id else None
                 out.append(Event("tool_result", _result_text(block.get("content")), offset, end, lane, uuid=uuid,
-                                 call_id=call_id, tool=name, is_error=block.get("is_error") is True, timestamp=ts))
+                                 call_id=call_id, tool=tool, is_error=block.get("is_error") is True, timestamp=ts))
             elif btype == "text":
                 out.extend(self._prompt(str(block.get("text", "")), ev))
             elif btype == "image":

@@ -22,7 +22,7 @@ from typing import Any
 
 from xsky.trajectory import Event
 from xsky.redact import redact
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, records
+from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, json_object, records
 from xsky.transcripts.claude_code import SKILL_FILE
 
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
@@ -46,7 +46,7 @@ class CodexAdapter:
 
     def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Event]:
         kind = rec.get("type")
-        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        payload = json_object(rec.get("payload"))
         ts = ident(rec.get("timestamp"))
 
         def ev(kind: Any, text: str, **kw: Any) -> Event:
@@ -148,11 +148,11 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
     if ptype == "custom_tool_call":
         return as_text(payload.get("input", ""))
     if ptype == "local_shell_call":
-        action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
+        action = json_object(payload.get("action"))
         command = action.get("command")
         return " ".join(map(str, command)) if isinstance(command, list) else as_text(action)
-    action = payload.get("action")
-    return as_text(action.get("query", action) if isinstance(action, dict) else action)
+    search = payload.get("action")  # web_search_call: {"query": …}, or whatever a newer version sends
+    return as_text(search.get("query", search) if isinstance(search, dict) else search)
 
 
 def _output(output: Any) -> tuple[str, bool]:
@@ -167,7 +167,7 @@ def _output(output: Any) -> tuple[str, bool]:
         else:
             return output, False
     if isinstance(output, dict):
-        meta = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+        meta = json_object(output.get("metadata"))
         code = meta.get("exit_code", output.get("exit_code"))
         failed = isinstance(code, int) and code != 0
         body = as_text(output.get("output", output))

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from xsky.trajectory import Event
-from xsky.transcripts import FileInfo, Identity, ParseState, first_json_value, guarded, ident, records, skill_name, text_of
+from xsky.transcripts import FileInfo, Identity, ParseState, first_json_value, guarded, ident, json_object, records, skill_name, text_of
 
 TASK_PREFIX = "Your task:\n"  # how the agent loop opens every conversation
 NOT_INTENT = ("Message from your supervisor:", "You have used all")
@@ -72,7 +72,7 @@ class XskyAdapter:
 
 
 def _call(call: Any, offset: int, end: int, ts: str | None, state: ParseState) -> Event:
-    fn = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+    fn = json_object(call.get("function")) if isinstance(call, dict) else {}
     name = ident(fn.get("name")) or "tool"
     raw = fn.get("arguments") or "{}"
     try:
