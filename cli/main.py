@@ -66,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"[red]error:[/] Temporal refused the request: {escape(e.message)} ({e.status.name if e.status else 'unknown'}); "
                   "check the server with `starter.py list`, and the worker with `starter.py up`", markup=True, highlight=False)
         return 2
+    except OSError as e:
+        # A file or folder the command was pointed at (or needs) is not usable: say which.
+        where = f" {e.filename}" if e.filename else ""
+        err.print(f"[red]error:[/]{escape(where)}: {escape(e.strerror or str(e))}; check the path and its permissions",
+                  markup=True, highlight=False)
+        return 2
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

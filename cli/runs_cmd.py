@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from cli.args import parse_pairs
@@ -132,11 +133,17 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
     """Show the live board until the run ends (through server outages); return its result."""
     if quiet:
         return await run.result()
+    lost = False
     with Live(console=out, refresh_per_second=4, transient=False) as live:
         async for event in run.follow():
             if isinstance(event, ConnectionLost):
-                live.console.print(f"[yellow]lost the server ({event.error}); reconnecting — the run goes on without us[/]")
+                lost = True
+                live.console.print(f"[yellow]cannot reach the server ({escape(event.error)}); reconnecting — "
+                                   "the run itself goes on[/]")
                 continue
+            if lost:
+                lost = False
+                live.console.print("[green]reconnected[/]")
             live.update(board_table(event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)))
     return await run.result()
 

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("server", help="start (or --stop) the local Temporal dev server")
     p.add_argument("--stop", action="store_true", help="stop the server this command started")
     p.add_argument("--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)")
-    p.add_argument("--ui-port", type=int, default=int(os.environ.get("XSKY_UI_PORT", "8233")), help="Web UI port (default 8233)")
+    p.add_argument("--ui-port", type=int, help="Web UI port (default XSKY_UI_PORT or 8233)")
     p.set_defaults(handler=cmd_server)
 
     p = sub.add_parser("up", help="start the server and a worker in the background, if they are not up")
@@ -57,7 +57,7 @@ def _read_pid(path: Path) -> int | None:
     return pid
 
 
-def ensure_server(settings: Settings, db: str | None = None, ui_port: int = 8233) -> bool:
+def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None = None) -> bool:
     """Start the dev server unless one answers already. True if it was started now."""
     host, port = _host_port(settings)
     if is_listening(host, port):
@@ -69,7 +69,7 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int = 8233
     server = DevServer(
         db_path=Path(db) if db else settings.home / "temporal.db",
         port=port,
-        ui_port=ui_port,
+        ui_port=ui_port or settings.ui_port,
         ip=host,
         log_path=settings.home / "temporal.log",
     )
@@ -94,7 +94,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         _pid_file(settings, "server").unlink(missing_ok=True)
         out.print(f"stopped the Temporal dev server (pid {pid}); its state stays in {settings.home / 'temporal.db'}")
         return 0
-    ensure_server(settings, args.db, args.ui_port)
+    ensure_server(settings, args.db, args.ui_port or settings.ui_port)
     return 0
 
 

@@ -247,7 +247,12 @@ EXPORT_MARK = ".xsky-export"  # in every exported folder: only these are ever re
 def cmd_export(args: argparse.Namespace) -> int:
     settings = load_settings()
     dest = Path(args.to).expanduser()
-    dest.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--to {dest}: is a file, not a folder; give a folder to export the skills into")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--to {dest}: cannot create it ({e.strerror}); give a folder you can write") from None
     done, skipped = [], []
     for name in slugs(settings.skills_home):
         folder = skill_dir(settings.skills_home, name)

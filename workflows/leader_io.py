@@ -263,4 +263,6 @@ def show_board(core: LeaderCore) -> None:
     """The board in the Web UI's current details."""
     now = workflow.now()
     title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
-    workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join(core.notices())))
+    logs = (f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
+            f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`")
+    workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join([*core.notices(), logs])))

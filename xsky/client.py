@@ -29,7 +29,9 @@ from typing import Any, Literal
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
@@ -87,6 +89,8 @@ OUTCOME_TYPES = ("RunFailed", "RunCancelled")
 # Server trouble worth waiting out while following a run.
 TRANSIENT = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED, RPCStatusCode.UNKNOWN)
 
+RUNNING_STATUS = ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+
 Decision = Literal["allow_once", "allow_run", "deny"]
 
 
@@ -112,9 +116,23 @@ async def connect_client(settings: Settings, runtime: Runtime | None = None) -> 
                                     runtime=runtime or quiet_runtime())
     except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure
         raise ConnectError(
-            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {str(e).splitlines()[0]}; "
+            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {connect_problem(e)}; "
             "start a local server and a worker with `python starter.py up` (or `make demo`), or set TEMPORAL_ADDRESS"
         ) from None
+
+
+def connect_problem(error: BaseException) -> str:
+    """The SDK's connect error (a Rust transport error's debug text) in a few words."""
+    text = str(error)
+    for needle, said in (("Connection refused", "connection refused (is the server running?)"),
+                         ("dns error", "the host name does not resolve"), ("failed to lookup", "the host name does not resolve"),
+                         ("timed out", "timed out"), ("Timeout", "timed out"), ("certificate", "TLS certificate problem"),
+                         ("Unauthenticated", "not authenticated (check TEMPORAL_API_KEY or the profile's TLS settings)"),
+                         ("PermissionDenied", "permission denied for this namespace")):
+        if needle in text:
+            return said
+    first = text.splitlines()[0] if text else type(error).__name__
+    return first if len(first) <= 160 else first[:159] + "…"
 
 
 # -- settings files: roles and permissions ------------------------------------------------------
@@ -380,7 +398,7 @@ class Run:
         lost = False
         while True:
             try:
-                ended = (await self.handle.describe(rpc_timeout=QUERY_TIMEOUT)).status != WorkflowExecutionStatus.RUNNING
+                ended = not await self._still_running()
                 current: BoardPage | None = None
                 try:
                     current = await self.handle.query(LeaderWorkflow.task_board, request, rpc_timeout=QUERY_TIMEOUT)
@@ -405,6 +423,13 @@ class Run:
             if ended:
                 return
             await asyncio.sleep(interval)
+
+    async def _still_running(self) -> bool:
+        """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
+        response = await self._x.client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=self._x.client.namespace, execution=WorkflowExecution(workflow_id=self.id)),
+            retry=False, timeout=QUERY_TIMEOUT)
+        return bool(response.workflow_execution_info.status == RUNNING_STATUS)
 
     async def result(self, wait: bool = True) -> RunResult:
         """The run's RunResult, completed or failed; ``wait=False`` refuses a running run.
@@ -643,7 +668,7 @@ class XSky:
 
     async def run(self, plan_or_prompt: str | Path | Workflow, *, variables: Mapping[str, str] | None = None,
                   context: Mapping[str, Any] | None = None, review: bool = False, options: RunOptions | None = None,
-                  id: str | None = None, wait_for_worker: float = WORKER_WAIT, on_wait: Any = None) -> Run:
+                  id: str | None = None, wait_for_worker: float | None = None, on_wait: Any = None) -> Run:
         """Start a run of a plan (a Workflow, an XML file's path, XML text) or of a request in
         words, which the leader plans first. Checks that workers serve every queue it needs."""
         variables = dict(variables or {})
@@ -667,14 +692,15 @@ class XSky:
             workflow_id = id or new_run_id(wf.task_id)
         return await self.start(inp, workflow_id, wait_for_worker=wait_for_worker, on_wait=on_wait)
 
-    async def start(self, inp: RunInput, workflow_id: str, wait_for_worker: float = WORKER_WAIT, on_wait: Any = None) -> Run:
+    async def start(self, inp: RunInput, workflow_id: str, wait_for_worker: float | None = None, on_wait: Any = None) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds)."""
         from workflows.leader import LeaderWorkflow
 
         wf = inp.workflow
         summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
         details = f"{len(wf.agents)} agents · taskId {wf.task_id}" if wf else "planned from a request by the leader"
-        await require_workers(self.client, self.settings, plan_kinds(wf), wait_for_worker, on_wait)
+        wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
+        await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
         try:
             handle = await self.client.start_workflow(
                 LeaderWorkflow.run, by_reference(inp, self.settings, workflow_id), id=workflow_id,

@@ -30,6 +30,7 @@ Cloud profile works unchanged.
 | XSKY_SKILLS_MODEL | (none: offline) | the model of the skill pipeline's agents |
 | XSKY_CHROMIUM | (found) | the Chromium executable for browser agents |
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
+| XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Settings:
     openai_base_url: str | None = None
     chromium: str | None = None
     ui_port: int = 8233
+    worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
     profile: str | None = None
     # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
     connect_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -133,6 +135,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | No
         openai_base_url=env.get("OPENAI_BASE_URL") or None,
         chromium=env.get("XSKY_CHROMIUM") or None,
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
+        worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
         profile=profile or env.get("TEMPORAL_PROFILE") or None,
         connect_config=connect,
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 
 from activities.agents import AgentActivities
 from activities.artifacts import ArtifactStore
@@ -134,17 +135,37 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
 
 async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(tmp_path: Path, monkeypatch):
     async with own_server(tmp_path, monkeypatch, "restart") as (server, client, settings):
-        handle = await client.start_workflow(
-            LeaderWorkflow.run, RunInput(workflow=parse_workflow(ledger_chain(5, 0.5))),
-            id=f"xsky-restart-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue,
-        )
-        await wait_for_completed(handle, 1)
-        server.stop(kill=True)
-        await asyncio.sleep(1.0)
-        server.start(timeout=90)
-        result = await asyncio.wait_for(run_outcome(handle), 120)
+        # Started and watched by `starter.py run --follow`, which must ride out the outage.
+        plan_file = tmp_path / "ledger.xml"
+        plan_file.write_text(ledger_chain(5, 0.5))
+        workflow_id = f"xsky-restart-{uuid.uuid4().hex[:6]}"
+        follower = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "starter.py"), "run", str(plan_file), "--id", workflow_id, "--follow",
+            env=dict(os.environ), cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        try:
+            handle = client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    await wait_for_completed(handle, 1)
+                    break
+                except RPCError:  # not started yet
+                    assert time.monotonic() < deadline, "the CLI did not start the run"
+                    await asyncio.sleep(0.2)
+            server.stop(kill=True)
+            await asyncio.sleep(1.0)
+            server.start(timeout=90)
+            result = await asyncio.wait_for(run_outcome(handle), 120)
+            printed, _ = await asyncio.wait_for(follower.communicate(), 60)
+        finally:
+            if follower.returncode is None:
+                follower.kill()
         assert result.status == "completed", result.summary
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
+        said = printed.decode()
+        assert follower.returncode == 0, said
+        assert "reconnecting" in said and "reconnected" in said and "5 of 5 agents completed" in " ".join(said.split()), said
+        assert "Traceback" not in said and "WARN" not in said and "temporalio_client" not in said, said  # no SDK retry noise
 
 
 async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
