@@ -195,6 +195,7 @@ def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
 
 def skill_sources(layers: list[SettingsLayer]) -> list[tuple[str, list[tuple[str, str | None]]]] | None:
     """Registered transcript sources per settings file; None when no file mentions any."""
-    found = [(layer.path, [(s.kind, s.path) for s in layer.settings.skills.sources])
-             for layer in layers if layer.settings.skills is not None and layer.settings.skills.sources is not None]
+    found: list[tuple[str, list[tuple[str, str | None]]]] = [
+        (layer.path, [(s.kind, s.path) for s in layer.settings.skills.sources])
+        for layer in layers if layer.settings.skills is not None and layer.settings.skills.sources is not None]
     return found or None
