@@ -9,6 +9,8 @@ activity on the leader's task queue, so no payload grows with the plan.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from temporalio import activity
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
@@ -53,5 +55,5 @@ class LeaderStore:
             activity.logger.warning("cannot list search attributes (%s): runs set none", e.message)
         return LeaderSetup(search_attributes=attributes, agents_here=self.agents_here)
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.put, self.get, self.setup]

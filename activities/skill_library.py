@@ -13,7 +13,9 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowUpdateFailedError
@@ -175,7 +177,7 @@ class LibraryActivities:
                 start_signal="record_scores", start_signal_args=[RecordScores(scores=items)])
         return len(inp.new_atoms) + sum(len(v) for v in scores.values())
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.cluster_atom, self.apply_decision, self.load_skill_state, self.write_skill_state, self.edit_skill,
                 self.canary_git, self.route_atoms]
 
