@@ -42,6 +42,7 @@ from workflows.skill_library import SkillLibraryWorkflow
 from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky import telemetry
 from xsky.config import Settings, load_settings
+from xsky.errors import UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
 
 log = logging.getLogger("xsky.worker")
@@ -95,9 +96,10 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
 
 
 async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = True, runtime: Runtime | None = None,
-                tracing: telemetry.Tracing | None = None) -> None:
-    settings = load_settings()
-    client = await connect(settings, runtime=runtime)
+                tracing: telemetry.Tracing | None = None, settings: Settings | None = None) -> None:
+    settings = settings or load_settings()
+    # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
+    client = await connect(settings, runtime=runtime or Runtime.default())
     if tracing is not None:  # on the client, so the workers and the activities' own calls are traced
         config = client.config()
         config["interceptors"] = [*config["interceptors"], tracing.interceptor]
@@ -157,9 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     except telemetry.TelemetryError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 2
-    tracing = telemetry.start_tracing(telemetry.service_name()) if telemetry.tracing_requested(os.environ) else None
     try:
-        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing))
+        settings = load_settings()  # the configuration, once, passed down
+    except UsageError as e:
+        print(f"worker.py: {e}", file=sys.stderr)
+        return 2
+    headers = telemetry.otlp_headers(secrets.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or secrets.get("OTEL_EXPORTER_OTLP_HEADERS"))
+    tracing = telemetry.start_tracing(settings.service_name, headers) if settings.tracing else None
+    try:
+        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing, settings))
     except ConnectError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 1

@@ -19,7 +19,7 @@ from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import llm, skills
+from activities import llm, metrics, skills
 from activities.agent_transcripts import AgentLog
 from activities.artifacts import ArtifactStore
 from activities.gate import Gate
@@ -239,7 +239,8 @@ class AgentLoop:
                     non_retryable=True,
                 )
             try:
-                content = await self._call(call, args)
+                async with metrics.tool_span(call["name"]):
+                    content = await self._call(call, args)
             except NeedsHuman as need:
                 self.log.decisions(self.gate.decisions)
                 cp.pending_calls = calls[index:]

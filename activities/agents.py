@@ -263,7 +263,7 @@ class AgentActivities:
         gate.protected = [str(p.resolve()) for p in (self.settings.home, self.settings.artifacts, self.settings.runs,
                                                      self.settings.skills_home)]
         if tool is None:
-            target = llm.target((config or {}).get("model"), role.suggested_model if role else None)
+            target = llm.target((config or {}).get("model"), role.suggested_model if role else None, self.settings)
             if target is not None:
                 if role is None:
                     raise ApplicationError(f"agent {agent.id}: no role named {agent.name!r}", type="AgentConfigError", non_retryable=True)

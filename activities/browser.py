@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
+from xsky.config import load_settings
 
 # Without these, Chromium's background calls are refused by closed networks, one by one.
 CHROMIUM_ARGS = [
@@ -39,7 +40,7 @@ SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/g
 
 def chromium_executable(playwright_default: str | None) -> str | None:
     """XSKY_CHROMIUM, else Playwright's own Chromium if installed, else a system Chromium."""
-    explicit = os.environ.get("XSKY_CHROMIUM")
+    explicit = load_settings().chromium
     if explicit:
         return explicit
     if playwright_default and Path(playwright_default).exists():

@@ -34,7 +34,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from xsky.addresses import blocked_address, ip_of
-from xsky.config import server_ports
+from xsky.config import load_settings, server_ports
 from xsky.permissions import PermissionSettings, domain_rules
 
 log = logging.getLogger("xsky.egress")
@@ -136,8 +136,8 @@ def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
 
 def temporal_endpoints() -> set[tuple[str, int]]:
     """(ip, port) of the Temporal server this worker talks to (gRPC, Web UI, HTTP API, metrics), for the proxy's refusals."""
-    return set(_temporal_endpoints(os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233",
-                                   os.environ.get("XSKY_UI_URL") or "http://localhost:8233"))
+    settings = load_settings()
+    return set(_temporal_endpoints(settings.address, settings.ui_url))
 
 
 class EgressProxy:

@@ -11,7 +11,6 @@ refused key or an unknown model fail at once with a message that says what to fi
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import openai
 from temporalio.exceptions import ApplicationError
 
 from activities import metrics, secrets
+from xsky.config import Settings, load_settings
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -29,16 +29,17 @@ class LLMTarget:
     base_url: str | None
 
 
-def resolve_model(config_model: str | None, role_model: str | None) -> str | None:
-    return config_model or role_model or os.environ.get("XSKY_MODEL") or None
+def resolve_model(config_model: str | None, role_model: str | None, settings: Settings | None = None) -> str | None:
+    return config_model or role_model or (settings or load_settings()).model or None
 
 
-def target(config_model: str | None = None, role_model: str | None = None) -> LLMTarget | None:
+def target(config_model: str | None = None, role_model: str | None = None, settings: Settings | None = None) -> LLMTarget | None:
     """Where LLM calls go, or None when no model is configured (the offline provider serves)."""
-    model = resolve_model(config_model, role_model)
+    settings = settings or load_settings()
+    model = resolve_model(config_model, role_model, settings)
     if model is None:
         return None
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    base_url = settings.openai_base_url
     if base_url is None and not secrets.get("OPENAI_API_KEY"):
         raise ApplicationError(
             f"model {model!r} is configured but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the worker; "

@@ -13,7 +13,8 @@ import os
 import re
 import sys
 
-SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.I)
+# OTLP headers carry collectors' tokens (``authorization=Bearer …``): secrets too.
+SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|CREDENTIAL|^OTEL_EXPORTER_OTLP_(TRACES_)?HEADERS$)", re.I)
 _store: dict[str, str] = {}
 
 

@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from activities.skills_ingest import commit_delta, render_delta, scan
 from activities.task_agent import split_delta
-from xsky.config import Settings
+from xsky.config import Settings, load_settings
 from xsky.settings import SettingsError, load_layers, skill_sources
 from xsky.skill_runs import CommitResult, DeltaInput, RenderResult, ScanInput, ScanResult, SplitResult
 from xsky.skill_sources import Source, resolve
@@ -31,11 +31,12 @@ T = TypeVar("T")
 
 def configured_sources() -> list[Source]:
     """The transcript sources the settings files register (the defaults when none do)."""
-    return resolve(skill_sources(load_layers()), os.environ)
+    return resolve(skill_sources(load_layers()), os.environ)  # the environment as data: $HOME etc. in source paths
 
 
 def skills_model() -> llm.LLMTarget | None:
-    return llm.target(os.environ.get("XSKY_SKILLS_MODEL") or None)
+    settings = load_settings()
+    return llm.target(settings.skills_model, settings=settings)
 
 
 class SkillActivities:

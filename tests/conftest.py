@@ -83,8 +83,10 @@ class Env:
         return env
 
     async def start_worker(self, kinds: list[str] | None = None, leader: bool = True) -> None:
-        activities = AgentActivities(self.settings)
-        workers = build_workers(self.client, self.settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities)
+        # A worker loads its configuration when it starts (a test may have set a model since).
+        settings = load_settings()
+        activities = AgentActivities(settings)
+        workers = build_workers(self.client, settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities)
         self.workers += workers
         self.tasks += [asyncio.create_task(w.run()) for w in workers]
 

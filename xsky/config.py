@@ -30,6 +30,7 @@ Cloud profile works unchanged.
 | XSKY_SKILLS_MODEL | (none: offline) | the model of the skill pipeline's agents |
 | XSKY_CHROMIUM | (found) | the Chromium executable for browser agents |
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
+| OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
 | XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
 """
 
@@ -64,6 +65,8 @@ class Settings:
     openai_base_url: str | None = None
     chromium: str | None = None
     ui_port: int = 8233
+    tracing: bool = False  # OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: the worker exports traces
+    service_name: str = "xsky-worker"  # OTEL_SERVICE_NAME
     worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
     profile: str | None = None
     # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
@@ -136,6 +139,9 @@ def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | No
         chromium=env.get("XSKY_CHROMIUM") or None,
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
         worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
+        # OpenTelemetry's own variables: the exporter reads the rest (headers, timeout) itself.
+        tracing=bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+        service_name=env.get("OTEL_SERVICE_NAME") or "xsky-worker",
         profile=profile or env.get("TEMPORAL_PROFILE") or None,
         connect_config=connect,
     )

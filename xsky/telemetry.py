@@ -19,8 +19,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,9 +86,6 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
 
 # -- traces -------------------------------------------------------------------------------------
 
-
-def tracing_requested(environ: Mapping[str, str]) -> bool:
-    return any(environ.get(name) for name in TRACING_VARIABLES)
 
 
 def run_trace_ids(workflow_id: str, first_execution_run_id: str) -> tuple[int, int]:
@@ -168,9 +163,20 @@ class Tracing:
         self.provider.shutdown()
 
 
-def start_tracing(service_name: str) -> Tracing:
+def otlp_headers(raw: str | None) -> dict[str, str] | None:
+    """``OTEL_EXPORTER_OTLP_HEADERS`` (``k=v,k2=v2``, values URL-encoded) as a dict."""
+    from urllib.parse import unquote
+
+    if not raw:
+        return None
+    pairs = (item.split("=", 1) for item in raw.split(",") if "=" in item)
+    return {unquote(k).strip(): unquote(v).strip() for k, v in pairs}
+
+
+def start_tracing(service_name: str, headers: dict[str, str] | None = None) -> Tracing:
     """A tracer provider exporting over OTLP/HTTP; the exporter reads the standard
-    ``OTEL_EXPORTER_OTLP_*`` variables (endpoint, headers, timeout) itself."""
+    ``OTEL_EXPORTER_OTLP_*`` variables (endpoint, timeout) itself. The headers come from the
+    worker's secret store: they left the environment, where agents could read them."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -191,7 +197,7 @@ def start_tracing(service_name: str) -> Tracing:
     provider = TracerProvider(
         resource=Resource.create({"service.name": service_name}), id_generator=RunRootIds()
     )
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(headers=headers)))
     opentelemetry.trace.set_tracer_provider(provider)
     # always_create_workflow_spans stays off: a workflow always has a context (its own if need
     # be), and a query that brings none (the Web UI's, the CLI's) makes no span.
@@ -238,5 +244,3 @@ def use_json_logs(level: str) -> None:
     activity.logger.activity_info_on_message = False
 
 
-def service_name(environ: Mapping[str, str] = os.environ) -> str:
-    return environ.get("OTEL_SERVICE_NAME") or "xsky-worker"

@@ -272,8 +272,10 @@ async def test_a_run_started_without_tracing_is_one_trace_from_planner_to_tool_c
     ):
         assert expected in names, f"{expected} missing from {sorted(set(names))}"
     assert names.count("RunActivity:run_agent") == 5 and names.count("chat fake-model") == 3
-    # the direct tools: agent 2 asked, then ran once approved; agent 4; agent 3's no-op
-    assert names.count("tool shell") == 3 and names.count("tool noop") == 1
+    # the direct tools: agent 2 asked, then ran once approved; agent 4; agent 3's no-op; and
+    # the LLM agent's own calls (file_write, then shell)
+    assert names.count("tool shell") == 4 and names.count("tool noop") == 1
+    assert names.count("tool file_write") == 1
     decisions = sorted(
         a.value.string_value
         for s in spans
@@ -281,7 +283,7 @@ async def test_a_run_started_without_tracing_is_one_trace_from_planner_to_tool_c
         for a in s.attributes
         if a.key == "xsky.decision"
     )
-    assert decisions == ["allowed", "approved", "asked"]
+    assert decisions == ["allowed", "allowed", "approved", "asked"]
     ids = {s.span_id for s in spans}
     assert all(s.parent_span_id in ids for s in spans if s is not root), (
         "a span of the run's trace has no parent in it"
