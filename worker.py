@@ -21,6 +21,8 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -58,7 +60,7 @@ def parse_kinds(raw: str | None) -> list[str]:
     return kinds
 
 
-def build_workers(client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities,  # type: ignore[no-untyped-def]
+def build_workers(client: Client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities,
                   skills: bool = False) -> list[Worker]:
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
@@ -74,7 +76,7 @@ def build_workers(client, settings: Settings, kinds: list[str], leader: bool, gr
         # A worker that serves every kind also runs agents on the leader's queue: the server
         # hands each one back with the workflow task that scheduled it (no poll per step).
         here = set(kinds) == set(TOOL_AGENT_KINDS)
-        agents = [activities.run_agent, planner.plan_workflow] if here else []
+        agents: list[Callable[..., Any]] = [activities.run_agent, planner.plan_workflow] if here else []
         workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow],
                               activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
                               # what the four kinds' workers would run side by side

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from temporalio import activity
@@ -199,9 +199,11 @@ class AgentLoop:
 
     async def _take_nudges(self, cp: Checkpoint) -> None:
         nudges = list(self.inp.nudges)
+        workflow_id = activity.info().workflow_id
         try:
-            handle = activity.client().get_workflow_handle(activity.info().workflow_id)
-            nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
+            if workflow_id is not None:  # always, for an attempt a leader scheduled
+                handle = activity.client().get_workflow_handle(workflow_id)
+                nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
         except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
             log.debug("nudges query failed: %s", e)
         for message in nudges[cp.nudges_seen:]:
@@ -245,7 +247,7 @@ class AgentLoop:
                 self.log.decisions(self.gate.decisions)
                 cp.pending_calls = calls[index:]
                 save_checkpoint(self.store, self.inp, cp)
-                kind = "question" if need.kind == "question" else "needs_approval"
+                kind: Literal["question", "needs_approval"] = "question" if need.kind == "question" else "needs_approval"
                 return AgentOutcome(
                     kind=kind,
                     request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),

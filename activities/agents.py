@@ -131,6 +131,8 @@ class _Beat:
             started_at=self.started_at,
             previous=self.previous,
         )
+        if info.workflow_id is None:  # not scheduled by a leader: nobody to tell
+            return
         try:
             await activity.client().get_workflow_handle(info.workflow_id).signal("report_progress", report)
         except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
@@ -289,16 +291,18 @@ class AgentActivities:
                     type="AgentConfigError",
                     non_retryable=True,
                 )
-            fn, args = _offline_llm, {"task": task, "input": input_text}  # llm and roles, offline
+            fn: Tool = _offline_llm
+            args = {"task": task, "input": input_text}  # llm and roles, offline
         else:
             args = tool_arguments(config)
-            fn = DIRECT_TOOLS.get(tool)
-            if fn is None:
+            found = DIRECT_TOOLS.get(tool)
+            if found is None:
                 raise ApplicationError(
                     f"agent {agent.id}: unknown tool {tool!r}; direct tools are {', '.join(sorted(DIRECT_TOOLS))}",
                     type="AgentConfigError",
                     non_retryable=True,
                 )
+            fn = found
             if tool == "llm":
                 args = {"task": task, "input": input_text}
 

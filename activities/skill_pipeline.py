@@ -81,7 +81,7 @@ class SkillActivities:
             raise ApplicationError(f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
                                    type="StagingMissing", non_retryable=True) from None
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.scan_transcripts, self.render_delta, self.split_delta, self.commit_delta]
 
 

@@ -39,7 +39,7 @@ def serve_site(directory: Path) -> ThreadingHTTPServer:
     return server
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo plan against a locally served page (starts what it needs)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_demo(a)))

@@ -115,7 +115,7 @@ class DevServer:
                 start_new_session=detach,  # a detached server outlives this process
             )
         finally:
-            if log is not subprocess.DEVNULL:
+            if not isinstance(log, int):  # a file of ours, not subprocess.DEVNULL
                 log.close()
         self.wait_ready(timeout)
         return self

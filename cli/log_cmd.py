@@ -24,7 +24,7 @@ STYLE = {"attempt": "bold", "tool_call": "cyan", "tool_result": "green", "permis
          "llm": "dim"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("log", help="an agent's transcript: messages, tool calls and results, permission decisions, tokens")
     p.add_argument("id", help="workflow id of the run")
     p.add_argument("task", help="task id (T-3 or 3) or agent id")

@@ -25,7 +25,7 @@ from xsky.shell_parse import ShellParseError, split_command
 EFFECT_STYLE = {"allow": "green", "ask": "yellow", "deny": "bold red"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("permissions", help="check a tool call against the rules and a role, or show a run's audit log")
     psub = p.add_subparsers(dest="action", metavar="ACTION")
     psub.required = True

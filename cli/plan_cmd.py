@@ -27,7 +27,7 @@ from xsky.kinds import AgentInfo
 from xsky.planning import PlanRequest
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="plan a request (print it, or --run it), or show a run's plan by its id")
     p.add_argument("text", help='the request in words ("1. … 2. …", "… then …"), or a run id')
     p.add_argument("--run", action="store_true", help="start a run: the leader plans the request and runs it")

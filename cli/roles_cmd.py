@@ -25,7 +25,7 @@ def resolve_roles() -> dict[str, RoleCapabilityModel]:
     return client.resolve_roles(load_settings())
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("roles", help="list the roles agents can take (or `roles show NAME`)")
     p.add_argument("action", nargs="?", choices=["show"], help="show one role in full")
     p.add_argument("name", nargs="?")

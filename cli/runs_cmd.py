@@ -26,7 +26,7 @@ from xsky.search import XSKY_STATUSES
 QUERY_TIMEOUT = timedelta(seconds=5)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="validate a workflow XML and start it as a durable run")
     p.add_argument("plan", help="path of the workflow XML file")
     p.add_argument("--var", action="append", default=[], metavar="K=V", help="workflow variable (repeatable)")

@@ -17,7 +17,7 @@ from xsky.config import Settings, load_settings
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("server", help="start (or --stop) the local Temporal dev server")
     p.add_argument("--stop", action="store_true", help="stop the server this command started")
     p.add_argument("--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)")

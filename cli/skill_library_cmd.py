@@ -27,7 +27,7 @@ from xsky.skill_models import Score, entity_workflow_id
 from xsky.skill_spec import NAME_RE, description_of, problems
 
 
-def register(s: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(s: argparse._SubParsersAction) -> None:
     a = s.add_parser("list", help="the skills: state, version, UX score, canary")
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_list)
@@ -154,10 +154,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         text = (folder / "SKILL.md").read_text(encoding="utf-8")
     else:
         branch = args.branch or ("main" if skill_git.branch_commit(folder, "main") else "baby")
-        text = skill_git.show(folder, branch)
-        if text is None:
+        shown = skill_git.show(folder, branch)
+        if shown is None:
             have = [b for b in ("main", "staging", "baby") if skill_git.branch_commit(folder, b)]
             raise UsageError(f"{args.name} has no {branch} branch; it has: {', '.join(have)}")
+        text = shown
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
 
@@ -199,7 +200,8 @@ def cmd_candidates(args: argparse.Namespace) -> int:
 
 def cmd_canary(args: argparse.Namespace) -> int:
     folder = _folder(load_settings(), args.name)
-    facts = _canary(folder) if skill_git.is_repo(folder) else {"staging": None, "decision": "not a versioned skill"}
+    facts: dict[str, Any] = (_canary(folder) if skill_git.is_repo(folder)
+                             else {"staging": None, "decision": "not a versioned skill"})
     facts["rule"] = (f"at least {canary.MIN_SCORES} scores on each side; a Mann-Whitney test of staging + {canary.MARGIN} "
                      f"against main at alpha {canary.ALPHA}: promote when staging is shown not worse by more than "
                      f"{canary.MARGIN}, discard when shown worse, else keep collecting; discard after "

@@ -21,7 +21,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
@@ -50,13 +50,16 @@ from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
 from xsky.skill_sources import Source, expand, resolve
 from xsky.transcripts import SOURCE_KINDS
 
+if TYPE_CHECKING:
+    from activities.skills_store import SkillStore
+
 
 def schedule_id(settings: Settings) -> str:
     """``xsky-skills-watch``; with a non-default task queue, suffixed by it (one per deployment)."""
     return "xsky-skills-watch" if settings.task_queue == "xsky" else f"xsky-skills-watch-{settings.task_queue}"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("skills", help="learn skills from coding-agent transcripts (sources, watch, scan, status, atoms)")
     s = p.add_subparsers(dest="skills_command", metavar="ACTION")
     s.required = True
@@ -122,7 +125,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
     for col in ("kind", "path", "exists", "registered in"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["kind"], escape(r["path"]), "yes" if r["exists"] else "[yellow]no[/]", escape(r["from"]))
+        table.add_row(str(r["kind"]), escape(str(r["path"])), "yes" if r["exists"] else "[yellow]no[/]", escape(str(r["from"])))
     out.print(table)
     return 0
 
@@ -319,7 +322,7 @@ async def cmd_scan(args: argparse.Namespace) -> int:
 # -- status --------------------------------------------------------------------------------------
 
 
-def _store(settings: Settings):  # type: ignore[no-untyped-def]
+def _store(settings: Settings) -> SkillStore | None:
     from activities.skills_store import SkillStore
 
     if not (settings.skills_home / "state.db").exists():

@@ -20,7 +20,7 @@ from xsky.leader_state import InterventionResult
 from xsky.plan_files import read_plan_bytes
 
 
-def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help)
     p.add_argument("id", help="workflow id of the run")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -28,7 +28,7 @@ def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argp
     return p
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = _cmd(sub, "pause", "stop dispatching new agents", cmd_pause)
     p.add_argument("--cancel-running", action="store_true", help="also stop running agents (they resume later from their checkpoints)")
     p.add_argument("--reason")

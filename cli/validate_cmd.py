@@ -11,7 +11,7 @@ from cli.render import out, plan_summary, plan_tree, print_json, print_problems
 from xsky.errors import PlanError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a workflow XML and show it as a tree")
     p.add_argument("plan", help="path of the workflow XML file")
     p.add_argument("--var", action="append", default=[], metavar="K=V", help="a workflow variable the run will get")

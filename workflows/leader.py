@@ -299,7 +299,8 @@ class LeaderWorkflow:
     @workflow.update(description="Mark a task done without running it; {result} is what its dependents get.")
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
         result, stops = (await self._ready(lambda: self._core.check_skip(req))).skip(req, workflow.now())
-        return self._apply(stops) or result
+        self._apply(stops)
+        return result
 
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
@@ -308,7 +309,8 @@ class LeaderWorkflow:
     @workflow.update(description="Cancel one task (stopping it if it runs); its dependents stay blocked.")
     async def cancel_task(self, req: TaskRequest) -> InterventionResult:
         result, stops = (await self._ready(lambda: self._core.check_cancel(req))).cancel(req, workflow.now())
-        return self._apply(stops) or result
+        self._apply(stops)
+        return result
 
     @cancel_task.validator
     def _validate_cancel(self, req: TaskRequest) -> None:

@@ -253,7 +253,7 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
         if name not in searchable:
             continue
         key = SearchAttributeKey.for_int(name) if isinstance(value, int) else SearchAttributeKey.for_keyword(name)
-        if current.get(key) != value:  # type: ignore[call-overload]
+        if current.get(key) != value:
             updates.append(key.value_set(value))  # type: ignore[arg-type]
     if updates:
         workflow.upsert_search_attributes(updates)

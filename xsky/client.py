@@ -646,7 +646,8 @@ class XSky:
     def roles(self) -> dict[str, RoleCapabilityModel]:
         return resolve_roles(self.settings)
 
-    def load(self, plan: str | Path | Workflow, variables: Mapping[str, str] = (), context_keys: list[str] | None = None) -> Workflow:
+    def load(self, plan: str | Path | Workflow, variables: Mapping[str, str] | None = None,
+             context_keys: list[str] | None = None) -> Workflow:
         """A plan from a Workflow, a path to an XML file, or XML text; validated against the
         roles in settings. Raises PlanError listing every problem with its line."""
         if isinstance(plan, Workflow):
@@ -657,11 +658,11 @@ class XSky:
             from xsky.errors import WorkflowValidationError
 
             parsed = parse_workflow_source(plan.encode("utf-8"), max_bytes=self.settings.max_plan_bytes)
-            problems = dag.validate(parsed.workflow, list(roles), variables=list(variables), context_keys=context_keys)
+            problems = dag.validate(parsed.workflow, list(roles), variables=list(variables or {}), context_keys=context_keys)
             if problems:
                 raise WorkflowValidationError(problems)
             return parsed.workflow
-        return load_plan(plan, known_agents=list(roles), variables=list(variables), context_keys=context_keys,
+        return load_plan(plan, known_agents=list(roles), variables=list(variables or {}), context_keys=context_keys,
                          max_bytes=self.settings.max_plan_bytes, base_roles=roles).workflow
 
     # -- runs -------------------------------------------------------------------------------
@@ -728,8 +729,8 @@ class XSky:
         try:
             async for wf in self.client.list_workflows(text, limit=limit):
                 attrs = {key.name: value for key, value in wf.typed_search_attributes}
-                rows.append(RunSummary(wf.id, _status_name(wf.status), attrs.get("XskyStatus"), attrs.get("XskyPlan"),  # type: ignore[arg-type]
-                                       attrs.get("XskyFailed"), attrs.get("XskyPending"), wf.start_time, wf.close_time))  # type: ignore[arg-type]
+                rows.append(RunSummary(wf.id, _status_name(wf.status), attrs.get("XskyStatus"), attrs.get("XskyPlan"),
+                                       attrs.get("XskyFailed"), attrs.get("XskyPending"), wf.start_time, wf.close_time))
         except RPCError as e:
             if "Xsky" in text and ("not defined" in e.message or "invalid" in e.message.lower()):
                 raise UsageError(f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
