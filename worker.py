@@ -22,9 +22,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.runtime import Runtime
@@ -56,32 +56,61 @@ def parse_kinds(raw: str | None) -> list[str]:
     kinds = [k.strip() for k in raw.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in TOOL_AGENT_KINDS]
     if unknown:
-        raise SystemExit(f"worker.py: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(TOOL_AGENT_KINDS)}")
+        raise SystemExit(
+            f"worker.py: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(TOOL_AGENT_KINDS)}"
+        )
     return kinds
 
 
-def build_workers(client: Client, settings: Settings, kinds: list[str], leader: bool, grace: float, activities: AgentActivities,
-                  skills: bool = False) -> list[Worker]:
+def build_workers(
+    client: Client,
+    settings: Settings,
+    kinds: list[str],
+    leader: bool,
+    grace: float,
+    activities: AgentActivities,
+    skills: bool = False,
+) -> list[Worker]:
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:
         pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
-        workers.append(Worker(
-            client, task_queue=settings.skills_queue,
-            workflows=[SkillsScanWorkflow, SkillDeltaWorkflow, SkillLibraryWorkflow, SkillEntityWorkflow],
-            activities=[*pipeline.all(), *lib.all()], activity_executor=ThreadPoolExecutor(max_workers=8),
-            graceful_shutdown_timeout=timedelta(seconds=grace), interceptors=observed))
+        workers.append(
+            Worker(
+                client,
+                task_queue=settings.skills_queue,
+                workflows=[
+                    SkillsScanWorkflow,
+                    SkillDeltaWorkflow,
+                    SkillLibraryWorkflow,
+                    SkillEntityWorkflow,
+                ],
+                activities=[*pipeline.all(), *lib.all()],
+                activity_executor=ThreadPoolExecutor(max_workers=8),
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+                interceptors=observed,
+            )
+        )
     planner = PlannerActivities()
     if leader:
         # A worker that serves every kind also runs agents on the leader's queue: the server
         # hands each one back with the workflow task that scheduled it (no poll per step).
         here = set(kinds) == set(TOOL_AGENT_KINDS)
-        agents: list[Callable[..., Any]] = [activities.run_agent, planner.plan_workflow] if here else []
-        workers.append(Worker(client, task_queue=settings.task_queue, workflows=[LeaderWorkflow],
-                              activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
-                              # what the four kinds' workers would run side by side
-                              max_concurrent_activities=400 if here else 100,
-                              graceful_shutdown_timeout=timedelta(seconds=grace), interceptors=observed))
+        agents: list[Callable[..., Any]] = (
+            [activities.run_agent, planner.plan_workflow] if here else []
+        )
+        workers.append(
+            Worker(
+                client,
+                task_queue=settings.task_queue,
+                workflows=[LeaderWorkflow],
+                activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
+                # what the four kinds' workers would run side by side
+                max_concurrent_activities=400 if here else 100,
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+                interceptors=observed,
+            )
+        )
     for kind in kinds:
         # The planner needs what llm agents need (a model, or the offline provider).
         extra = [planner.plan_workflow] if kind == "llm" else []
@@ -97,23 +126,47 @@ def build_workers(client: Client, settings: Settings, kinds: list[str], leader: 
     return workers
 
 
-async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = True, runtime: Runtime | None = None,
-                tracing: telemetry.Tracing | None = None, settings: Settings | None = None) -> None:
+async def serve(
+    kinds: list[str],
+    leader: bool,
+    grace: float,
+    skills: bool = True,
+    runtime: Runtime | None = None,
+    tracing: telemetry.Tracing | None = None,
+    settings: Settings | None = None,
+) -> None:
     settings = settings or load_settings()
     # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
     client = await connect(settings, runtime=runtime or Runtime.default())
-    if tracing is not None:  # on the client, so the workers and the activities' own calls are traced
+    if (
+        tracing is not None
+    ):  # on the client, so the workers and the activities' own calls are traced
         config = client.config()
         config["interceptors"] = [*config["interceptors"], tracing.interceptor]
         client = Client(**config)
     activities = AgentActivities(settings)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
-    served = ([f"leader workflows{' and every kind of agent' if here else ''} on '{settings.task_queue}'"] if leader else []) + [
-        f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds
-    ] + ([f"the skill pipeline on '{settings.skills_queue}'"] if skills else [])
-    log.info("xsky worker at %s (namespace %s) serving %s", settings.address, settings.namespace, "; ".join(served))
-    log.info("artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve())
+    served = (
+        (
+            [
+                f"leader workflows{' and every kind of agent' if here else ''} on '{settings.task_queue}'"
+            ]
+            if leader
+            else []
+        )
+        + [f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds]
+        + ([f"the skill pipeline on '{settings.skills_queue}'"] if skills else [])
+    )
+    log.info(
+        "xsky worker at %s (namespace %s) serving %s",
+        settings.address,
+        settings.namespace,
+        "; ".join(served),
+    )
+    log.info(
+        "artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve()
+    )
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -123,7 +176,9 @@ async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = Tru
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
     if stopper in done:
-        log.info("shutting down: running agents get %.0fs to finish, then go back to Temporal", grace)
+        log.info(
+            "shutting down: running agents get %.0fs to finish, then go back to Temporal", grace
+        )
     await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     for task in running:
         if task.done() and task.exception():
@@ -137,24 +192,48 @@ async def serve(kinds: list[str], leader: bool, grace: float, skills: bool = Tru
 def main(argv: list[str] | None = None) -> int:
     # Before anything runs: API keys and tokens leave this process's environment (agents
     # can read /proc/<worker>/environ); they are handed back through a pipe.
-    secrets.hide_from_environment([os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)])
+    secrets.hide_from_environment(
+        [os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)]
+    )
     ap = argparse.ArgumentParser(description="Run an xsky worker.")
-    ap.add_argument("--kinds", help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})")
+    ap.add_argument(
+        "--kinds",
+        help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})",
+    )
     ap.add_argument("--no-leader", action="store_true", help="do not run leader workflows here")
-    ap.add_argument("--no-skills", action="store_true", help="do not run the skill pipeline (transcripts → atoms) here")
-    ap.add_argument("--grace", type=float, default=10.0, help="seconds running agents get to finish on shutdown")
+    ap.add_argument(
+        "--no-skills",
+        action="store_true",
+        help="do not run the skill pipeline (transcripts → atoms) here",
+    )
+    ap.add_argument(
+        "--grace", type=float, default=10.0, help="seconds running agents get to finish on shutdown"
+    )
     ap.add_argument("--log-level", default="INFO")
-    ap.add_argument("--log-format", choices=["text", "json"], default="text", help="json: one JSON object per log line")
-    ap.add_argument("--metrics-port", metavar="PORT", help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (or HOST:PORT)")
+    ap.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: one JSON object per log line",
+    )
+    ap.add_argument(
+        "--metrics-port",
+        metavar="PORT",
+        help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (or HOST:PORT)",
+    )
     args = ap.parse_args(argv)
     json_logs = args.log_format == "json"
     if json_logs:
         telemetry.use_json_logs(args.log_level.upper())
     else:
-        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
     kinds = parse_kinds(args.kinds) if args.kinds is not None else list(TOOL_AGENT_KINDS)
     try:
-        metrics = telemetry.metrics_address(args.metrics_port) if args.metrics_port is not None else None
+        metrics = (
+            telemetry.metrics_address(args.metrics_port) if args.metrics_port is not None else None
+        )
         # JSON logs: Temporal core's own lines go through Python's logging too, in the same format.
         core_logs = logging.getLogger("temporalio.core") if json_logs else None
         rt = telemetry.runtime(metrics, core_logs) if metrics or json_logs else None
@@ -166,10 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 2
-    headers = telemetry.otlp_headers(secrets.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or secrets.get("OTEL_EXPORTER_OTLP_HEADERS"))
+    headers = telemetry.otlp_headers(
+        secrets.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+        or secrets.get("OTEL_EXPORTER_OTLP_HEADERS")
+    )
     tracing = telemetry.start_tracing(settings.service_name, headers) if settings.tracing else None
     try:
-        asyncio.run(serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing, settings))
+        asyncio.run(
+            serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing, settings)
+        )
     except ConnectError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 1

@@ -57,8 +57,15 @@ def checkpoint_name(inp: AgentInput) -> str:
     keeps its progress; new task text or a new role starts it over).
     """
     definition = json.dumps(
-        [inp.agent.name, inp.agent.task, inp.agent.input, inp.agent.config, inp.role.model_dump() if inp.role else None],
-        sort_keys=True, default=str,
+        [
+            inp.agent.name,
+            inp.agent.task,
+            inp.agent.input,
+            inp.agent.config,
+            inp.role.model_dump() if inp.role else None,
+        ],
+        sort_keys=True,
+        default=str,
     )
     digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
     return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
@@ -97,8 +104,19 @@ def first_user_message(task: str, input_text: str | None) -> str:
 
 
 class AgentLoop:
-    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, target: llm.LLMTarget, ctx: ToolContext, beat: Any,
-                 store: ArtifactStore, task: str, input_text: str | None, settings: dict[str, Any], gate: Gate):
+    def __init__(
+        self,
+        inp: AgentInput,
+        role: RoleCapabilityModel,
+        target: llm.LLMTarget,
+        ctx: ToolContext,
+        beat: Any,
+        store: ArtifactStore,
+        task: str,
+        input_text: str | None,
+        settings: dict[str, Any],
+        gate: Gate,
+    ):
         self.inp = inp
         self.role = role
         self.target = target
@@ -123,14 +141,25 @@ class AgentLoop:
             outcome.decisions = self.gate.decisions
             self.log.decisions(self.gate.decisions)
             request = outcome.request.question or outcome.request.tool if outcome.request else None
-            self.log.outcome(outcome.kind, tokens=outcome.tokens, iterations=outcome.iterations, result=outcome.result,
-                             request=request)
+            self.log.outcome(
+                outcome.kind,
+                tokens=outcome.tokens,
+                iterations=outcome.iterations,
+                result=outcome.result,
+                request=request,
+            )
             return outcome
         except ApplicationError as e:
             self.log.decisions(self.gate.decisions)
             self.log.outcome("failed", error=e.message)
             # Keep the permission decisions made before the failure for the run's audit log.
-            raise ApplicationError(e.message, *e.details, self.gate.details(), type=e.type, non_retryable=e.non_retryable) from None
+            raise ApplicationError(
+                e.message,
+                *e.details,
+                self.gate.details(),
+                type=e.type,
+                non_retryable=e.non_retryable,
+            ) from None
         finally:
             await self.browser.close()
             await client.close()
@@ -138,10 +167,15 @@ class AgentLoop:
     async def _run(self, client: Any) -> AgentOutcome:
         cp = load_checkpoint(self.store, self.inp) if self.inp.resume else None
         if cp is None:
-            cp = Checkpoint(messages=[
-                {"role": "system", "content": system_prompt(self.role, self.inp.goal, self.inp.run_id)},
-                {"role": "user", "content": first_user_message(self.task, self.input_text)},
-            ])
+            cp = Checkpoint(
+                messages=[
+                    {
+                        "role": "system",
+                        "content": system_prompt(self.role, self.inp.goal, self.inp.run_id),
+                    },
+                    {"role": "user", "content": first_user_message(self.task, self.input_text)},
+                ]
+            )
             for m in cp.messages:
                 self.log.message(m)
         else:
@@ -162,11 +196,24 @@ class AgentLoop:
             await self._take_nudges(cp)
             final_turn = cp.iteration >= max_iterations
             if final_turn:
-                cp.messages.append({"role": "user", "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools."})
+                cp.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools.",
+                    }
+                )
                 self.log.message(cp.messages[-1])
             asked = time.monotonic()
-            response = await llm.chat(client, self.target, cp.messages, None if final_turn else tools, self.settings.get("temperature"))
-            self.log.llm(self.target.model, time.monotonic() - asked, getattr(response, "usage", None))
+            response = await llm.chat(
+                client,
+                self.target,
+                cp.messages,
+                None if final_turn else tools,
+                self.settings.get("temperature"),
+            )
+            self.log.llm(
+                self.target.model, time.monotonic() - asked, getattr(response, "usage", None)
+            )
             cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
             message = response.choices[0].message
             cp.messages.append(llm.as_message(message))
@@ -195,7 +242,9 @@ class AgentLoop:
 
     def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
-        return AgentOutcome(result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model)
+        return AgentOutcome(
+            result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model
+        )
 
     async def _take_nudges(self, cp: Checkpoint) -> None:
         nudges = list(self.inp.nudges)
@@ -206,15 +255,19 @@ class AgentLoop:
                 nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
         except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
             log.debug("nudges query failed: %s", e)
-        for message in nudges[cp.nudges_seen:]:
-            cp.messages.append({"role": "user", "content": f"Message from your supervisor: {message}"})
+        for message in nudges[cp.nudges_seen :]:
+            cp.messages.append(
+                {"role": "user", "content": f"Message from your supervisor: {message}"}
+            )
             self.log.message(cp.messages[-1])
         cp.nudges_seen = max(cp.nudges_seen, len(nudges))
         self.beat.nudges_seen = cp.nudges_seen
 
     # -- tool calls ---------------------------------------------------------------------------
 
-    async def _run_calls(self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector) -> AgentOutcome | None:
+    async def _run_calls(
+        self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector
+    ) -> AgentOutcome | None:
         """Answer each call in order, checkpointing after each; stop at one that needs a person."""
         for index, call in enumerate(calls):
             self.log.tool_call(call["id"], call["name"], call["arguments"])
@@ -224,16 +277,26 @@ class AgentLoop:
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
             except ValueError as e:
-                self._answer(cp, calls, index, f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON",
-                             started)
+                self._answer(
+                    cp,
+                    calls,
+                    index,
+                    f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON",
+                    started,
+                )
                 continue
             verdict = detector.observe(call["name"], args)
             cp.last_call, cp.repeats = detector._last, detector.repeats
             if verdict == "stop":
                 # Answer every open call so the saved conversation stays well-formed for a retry.
                 for rest in range(index, len(calls)):
-                    self._answer(cp, calls, rest, f"STOPPED: {call['name']} was called {detector.repeats} times in a row with "
-                                                  "the same arguments; this attempt was stopped. Change your approach.")
+                    self._answer(
+                        cp,
+                        calls,
+                        rest,
+                        f"STOPPED: {call['name']} was called {detector.repeats} times in a row with "
+                        "the same arguments; this attempt was stopped. Change your approach.",
+                    )
                 raise ApplicationError(
                     f"stopped: {call['name']} was called {detector.repeats} times in a row with the same arguments "
                     f"({cap_text(call['arguments'], 200)[0]}); the agent is looping",
@@ -247,29 +310,56 @@ class AgentLoop:
                 self.log.decisions(self.gate.decisions)
                 cp.pending_calls = calls[index:]
                 save_checkpoint(self.store, self.inp, cp)
-                kind: Literal["question", "needs_approval"] = "question" if need.kind == "question" else "needs_approval"
+                kind: Literal["question", "needs_approval"] = (
+                    "question" if need.kind == "question" else "needs_approval"
+                )
                 return AgentOutcome(
                     kind=kind,
-                    request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
+                    request=RequestPayload(
+                        question=need.question,
+                        tool=need.tool,
+                        arguments=need.arguments,
+                        rule=need.rule,
+                    ),
                     tokens=cp.tokens,
                     iterations=cp.iteration,
                 )
             if verdict == "nudge":
-                content += (f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
-                            "give a different result; change your approach or finish.")
+                content += (
+                    f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
+                    "give a different result; change your approach or finish."
+                )
             self._answer(cp, calls, index, content, started)
         return None
 
-    def _answer(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int, content: str, started: float | None = None) -> None:
+    def _answer(
+        self,
+        cp: Checkpoint,
+        calls: list[dict[str, Any]],
+        index: int,
+        content: str,
+        started: float | None = None,
+    ) -> None:
         """The result of one call: into the conversation, off the pending list, checkpointed."""
         self._tool_message(cp, calls[index], content)
         self.log.decisions(self.gate.decisions)
-        self.log.tool_result(calls[index]["id"], calls[index]["name"], content, time.monotonic() - started if started else 0.0)
+        self.log.tool_result(
+            calls[index]["id"],
+            calls[index]["name"],
+            content,
+            time.monotonic() - started if started else 0.0,
+        )
         cp.pending_calls = calls[index + 1 :]
         save_checkpoint(self.store, self.inp, cp)
 
     def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
-        cp.messages.append({"role": "tool", "tool_call_id": call["id"], "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0]})
+        cp.messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0],
+            }
+        )
 
     async def _call(self, call: dict[str, Any], args: dict[str, Any]) -> str:
         name = call["name"]
@@ -281,9 +371,13 @@ class AgentLoop:
                 if answer.question == question:
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
-        allowed, why = await self.gate.check(name, args)  # raises NeedsHuman when a person must approve
+        allowed, why = await self.gate.check(
+            name, args
+        )  # raises NeedsHuman when a person must approve
         if not allowed:
-            return f"DENIED: {why}. Do not retry this call; find another way or explain what you need."
+            return (
+                f"DENIED: {why}. Do not retry this call; find another way or explain what you need."
+            )
         try:
             return await self._execute(name, args)
         except ToolError as e:

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,10 @@ from temporalio.exceptions import ApplicationError
 from activities import egress, llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agent_transcripts import AgentLog, write_transcript
-from activities.attempts import AttemptLedger
 from activities.artifacts import ArtifactStore
-from activities.gate import Gate
+from activities.attempts import AttemptLedger
 from activities.browser import BrowserPool
+from activities.gate import Gate
 from activities.sandbox import confinement_for, workspace_problem
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
@@ -40,12 +40,18 @@ from xsky.agent_config import tool_arguments, tool_name
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.models import RoleCapabilityModel
-from xsky.permissions import denied_host
+from xsky.permissions import denied_host, trusted_settings
 from xsky.roles import BUILTIN_ROLES, merge_roles, trusted_role, with_skill_access
-from xsky.tool_registry import TOOLS
 from xsky.runs import AgentInput, AgentOutcome, ProgressReport, RequestPayload
-from xsky.permissions import trusted_settings
-from xsky.settings import SettingsError, SettingsLayer, load_layers, permission_settings, role_layers, sandbox_mode
+from xsky.settings import (
+    SettingsError,
+    SettingsLayer,
+    load_layers,
+    permission_settings,
+    role_layers,
+    sandbox_mode,
+)
+from xsky.tool_registry import TOOLS
 
 log = logging.getLogger("xsky.agents")
 _WARNED = {"sandbox-off": False}
@@ -63,7 +69,9 @@ async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 async def _offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return ToolResult(offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER})
+    return ToolResult(
+        offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER}
+    )
 
 
 DIRECT_TOOLS: dict[str, Tool] = {
@@ -96,7 +104,9 @@ class _Beat:
     once for a retry), so quick agents cost no signal and the board shows the rest.
     """
 
-    def __init__(self, inp: AgentInput, started_at: datetime | None = None, previous: str | None = None):
+    def __init__(
+        self, inp: AgentInput, started_at: datetime | None = None, previous: str | None = None
+    ):
         self.inp = inp
         self.started_at = started_at
         self.previous = previous  # how the attempt before this one ended
@@ -134,7 +144,11 @@ class _Beat:
         if info.workflow_id is None:  # not scheduled by a leader: nobody to tell
             return
         try:
-            await activity.client().get_workflow_handle(info.workflow_id).signal("report_progress", report)
+            await (
+                activity.client()
+                .get_workflow_handle(info.workflow_id)
+                .signal("report_progress", report)
+            )
         except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
             log.warning("could not report progress of %s: %s", self.inp.task_id, e)
 
@@ -150,7 +164,10 @@ class _Beat:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async def loop() -> None:
-            tick = max(0.05, min(self.inp.heartbeat_interval, self.inp.progress_interval, START_REPORT_AFTER))
+            tick = max(
+                0.05,
+                min(self.inp.heartbeat_interval, self.inp.progress_interval, START_REPORT_AFTER),
+            )
             waited = 0.0
             if self.previous is not None:  # a retry: the board shows it (and why) at once
                 self.started_sent = True
@@ -189,9 +206,12 @@ class AgentActivities:
         workspace = Path(inp.workspace)
         problem = workspace_problem(workspace, self.settings, inp.run_id)
         if problem is not None:
-            raise ApplicationError(f"{problem}; agents write there with the worker's rights, so give the run a folder of its "
-                                   "own (leave `workspace` out for .xsky/runs/<id>/workspace, or name an empty project folder)",
-                                   type="WorkspaceRefused", non_retryable=True)
+            raise ApplicationError(
+                f"{problem}; agents write there with the worker's rights, so give the run a folder of its "
+                "own (leave `workspace` out for .xsky/runs/<id>/workspace, or name an empty project folder)",
+                type="WorkspaceRefused",
+                non_retryable=True,
+            )
         return workspace.expanduser().resolve()
 
     @activity.defn(name="run_agent")
@@ -199,10 +219,13 @@ class AgentActivities:
         """One attempt of one agent. How it ends is written down first (activities/attempts.py),
         so the next attempt — and the board — know an error from a lost worker."""
         info = activity.info()
-        started = info.started_time or datetime.now(timezone.utc)
+        started = info.started_time or datetime.now(UTC)
         ledger = AttemptLedger.of(self.settings.artifacts, inp)
-        previous = await asyncio.to_thread(ledger.previous, info.attempt,
-                                           info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None)
+        previous = await asyncio.to_thread(
+            ledger.previous,
+            info.attempt,
+            info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None,
+        )
         beat = _Beat(inp, started, previous)
         try:
             outcome = await self._attempt(inp, beat, started)
@@ -211,14 +234,23 @@ class AgentActivities:
         except asyncio.CancelledError:
             details = activity.cancellation_details()
             if details is not None and details.timed_out:
-                await asyncio.to_thread(ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout")
+                await asyncio.to_thread(
+                    ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
+                )
             raise
         except Exception as e:  # noqa: BLE001 - a bug or an unexpected error: recorded, retried like any error
-            raise await self._failed(inp, ledger, info.attempt, ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__)) from e
+            raise await self._failed(
+                inp,
+                ledger,
+                info.attempt,
+                ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__),
+            ) from e
         outcome.attempt = info.attempt
         return outcome
 
-    async def _failed(self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError) -> ApplicationError:
+    async def _failed(
+        self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError
+    ) -> ApplicationError:
         """The error this attempt ends with: recorded; final once the error budget is spent."""
         details = (*e.details, {"attempt": attempt})
         if e.non_retryable:
@@ -226,8 +258,12 @@ class AgentActivities:
             return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
         errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
         if inp.error_attempts and errors >= inp.error_attempts:
-            return ApplicationError(f"{e.message} — retries exhausted ({errors} attempts ended in an error)", *details,
-                                    type=e.type, non_retryable=True)
+            return ApplicationError(
+                f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
+                *details,
+                type=e.type,
+                non_retryable=True,
+            )
         return ApplicationError(e.message, *details, type=e.type, non_retryable=False)
 
     async def _attempt(self, inp: AgentInput, beat: _Beat, started: datetime) -> AgentOutcome:
@@ -238,14 +274,31 @@ class AgentActivities:
         layers = self._worker_layers()
         unconfined = sandbox_mode(layers) == "off"
         if unconfined and not _WARNED["sandbox-off"]:
-            _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
+            _WARNED["sandbox-off"] = (
+                True  # once per worker process; every run shows it on its board
+            )
             log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
         # The worker decides from what it trusts: its own settings' rules, the run's approvals.
-        inp = inp.model_copy(update={"permissions": trusted_settings(permission_settings(layers), inp.permissions)})
+        inp = inp.model_copy(
+            update={"permissions": trusted_settings(permission_settings(layers), inp.permissions)}
+        )
         web, command_network = egress.policies(inp.permissions)
-        ctx = ToolContext(inp.run_id, agent.id, workspace, self.store, self.browsers, beat, prefix, beat.progress, inp.answers,
-                          blocked_url=denied_host(inp.permissions), unconfined=unconfined, egress=web, command_network=command_network,
-                          confinement=confinement_for(self.settings, workspace, inp.run_id))
+        ctx = ToolContext(
+            inp.run_id,
+            agent.id,
+            workspace,
+            self.store,
+            self.browsers,
+            beat,
+            prefix,
+            beat.progress,
+            inp.answers,
+            blocked_url=denied_host(inp.permissions),
+            unconfined=unconfined,
+            egress=web,
+            command_network=command_network,
+            confinement=confinement_for(self.settings, workspace, inp.run_id),
+        )
 
         # The leader renders large results as markers; swap them for the stored text here.
         try:
@@ -262,14 +315,29 @@ class AgentActivities:
         role = with_skill_access(trusted_role(given, known) if given is not None else None)
         gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
         ctx.record, ctx.readable = gate.network, gate.readable
-        gate.protected = [str(p.resolve()) for p in (self.settings.home, self.settings.artifacts, self.settings.runs,
-                                                     self.settings.skills_home)]
+        gate.protected = [
+            str(p.resolve())
+            for p in (
+                self.settings.home,
+                self.settings.artifacts,
+                self.settings.runs,
+                self.settings.skills_home,
+            )
+        ]
         if tool is None:
-            target = llm.target((config or {}).get("model"), role.suggested_model if role else None, self.settings)
+            target = llm.target(
+                (config or {}).get("model"), role.suggested_model if role else None, self.settings
+            )
             if target is not None:
                 if role is None:
-                    raise ApplicationError(f"agent {agent.id}: no role named {agent.name!r}", type="AgentConfigError", non_retryable=True)
-                loop = AgentLoop(inp, role, target, ctx, beat, self.store, task, input_text, config or {}, gate)
+                    raise ApplicationError(
+                        f"agent {agent.id}: no role named {agent.name!r}",
+                        type="AgentConfigError",
+                        non_retryable=True,
+                    )
+                loop = AgentLoop(
+                    inp, role, target, ctx, beat, self.store, task, input_text, config or {}, gate
+                )
                 async with beat.running():
                     try:
                         outcome = await loop.run()
@@ -307,41 +375,70 @@ class AgentActivities:
                 args = {"task": task, "input": input_text}
 
         direct = tool or "llm"  # an agent that is one tool call (or the offline model)
-        agent_log = AgentLog(self.store.root, inp, activity.info().attempt, agent.name, offline.PROVIDER if fn is _offline_llm else None)
+        agent_log = AgentLog(
+            self.store.root,
+            inp,
+            activity.info().attempt,
+            agent.name,
+            offline.PROVIDER if fn is _offline_llm else None,
+        )
         agent_log.tool_call("direct", direct, args)
         called = time.monotonic()
         async with beat.running():
             try:
                 # A direct call passes the same permission gate as the loop's (once its arguments
                 # are there at all: a missing argument gets the tool's own, clearer error).
-                if tool in TOOLS and all(k in args for k in TOOLS[tool].args.model_json_schema().get("required", [])):
+                if tool in TOOLS and all(
+                    k in args for k in TOOLS[tool].args.model_json_schema().get("required", [])
+                ):
                     allowed, why = await gate.check(tool, args)
                     if not allowed:
                         agent_log.decisions(gate.decisions)
                         agent_log.outcome("failed", error=f"{tool} denied: {why}")
-                        raise ApplicationError(f"agent {agent.id}: {tool} denied: {why}", gate.details(),
-                                               type="PermissionDenied", non_retryable=True)
+                        raise ApplicationError(
+                            f"agent {agent.id}: {tool} denied: {why}",
+                            gate.details(),
+                            type="PermissionDenied",
+                            non_retryable=True,
+                        )
                 out = await fn(ctx, args)
             except ToolError as e:
                 agent_log.decisions(gate.decisions)
                 agent_log.outcome("failed", error=str(e))
                 raise ApplicationError(
-                    f"agent {agent.id}: {e}", e.details, gate.details(), type="ToolError", non_retryable=not e.retryable
+                    f"agent {agent.id}: {e}",
+                    e.details,
+                    gate.details(),
+                    type="ToolError",
+                    non_retryable=not e.retryable,
                 ) from None
             except NeedsHuman as need:
                 agent_log.decisions(gate.decisions)
-                agent_log.outcome("question" if need.kind == "question" else "needs_approval", request=need.question or need.tool)
+                agent_log.outcome(
+                    "question" if need.kind == "question" else "needs_approval",
+                    request=need.question or need.tool,
+                )
                 return AgentOutcome(
                     kind="question" if need.kind == "question" else "needs_approval",
-                    request=RequestPayload(question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule),
+                    request=RequestPayload(
+                        question=need.question,
+                        tool=need.tool,
+                        arguments=need.arguments,
+                        rule=need.rule,
+                    ),
                     started_at=started,
                     decisions=gate.decisions,
                 )
         agent_log.decisions(gate.decisions)
         agent_log.tool_result("direct", direct, out.text, time.monotonic() - called)
         agent_log.outcome("completed", result=out.text)
-        outcome = AgentOutcome(artifacts=out.artifacts + ctx.artifacts, details=out.details,
-                               provider=out.details.get("provider"), started_at=started, decisions=gate.decisions)
+        outcome = AgentOutcome(
+            artifacts=out.artifacts + ctx.artifacts,
+            details=out.details,
+            provider=out.details.get("provider"),
+            started_at=started,
+            decisions=gate.decisions,
+        )
         return self._stored(inp, outcome, out.text)
 
     def _worker_layers(self) -> list[SettingsLayer]:
@@ -349,23 +446,45 @@ class AgentActivities:
         try:
             return load_layers()
         except SettingsError as e:
-            raise ApplicationError(f"the worker's settings cannot be read: {e}", type="SettingsError", non_retryable=True) from None
+            raise ApplicationError(
+                f"the worker's settings cannot be read: {e}",
+                type="SettingsError",
+                non_retryable=True,
+            ) from None
 
-    def _transcript(self, inp: AgentInput, role: RoleCapabilityModel, model: str, status: str, error: str | None = None) -> None:
+    def _transcript(
+        self,
+        inp: AgentInput,
+        role: RoleCapabilityModel,
+        model: str,
+        status: str,
+        error: str | None = None,
+    ) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""
         cp = load_checkpoint(self.store, inp)
         if cp is None:
             return
         try:
-            write_transcript(self.settings.home / "transcripts", inp, role, model, checkpoint_name(inp).removesuffix(".json"),
-                             cp.messages, status, error, {"skills": skills.versions(role.skill_names, inp.run_id)})
+            write_transcript(
+                self.settings.home / "transcripts",
+                inp,
+                role,
+                model,
+                checkpoint_name(inp).removesuffix(".json"),
+                cp.messages,
+                status,
+                error,
+                {"skills": skills.versions(role.skill_names, inp.run_id)},
+            )
         except OSError as e:
             log.warning("could not write the transcript of %s: %s", inp.task_id, e)
 
     def _stored(self, inp: AgentInput, outcome: AgentOutcome, text: str) -> AgentOutcome:
         """Every result goes to the artifact store; small ones also travel inline."""
         prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
-        outcome.result_ref = self.store.put_text(inp.run_id, inp.agent.id, f"{prefix}result.txt", text)
+        outcome.result_ref = self.store.put_text(
+            inp.run_id, inp.agent.id, f"{prefix}result.txt", text
+        )
         outcome.result = text if len(text.encode("utf-8")) <= inp.artifact_threshold else None
         return outcome
 
@@ -375,7 +494,10 @@ def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
         # A shell command's data is in its "values" (expanded there); a marker in the command
         # itself stays as written: stored text is never pasted into code.
         shell = value.get("tool") == "shell"
-        return {k: v if shell and k == "command" else _expand_config(store, v, issued) for k, v in value.items()}
+        return {
+            k: v if shell and k == "command" else _expand_config(store, v, issued)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_expand_config(store, v, issued) for v in value]
     if isinstance(value, str):
@@ -386,5 +508,14 @@ def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
 def _this_runs_markers(inp: AgentInput) -> list[str]:
     """For a leader that predates ``markers``: the markers in the texts that name this run's artifacts."""
     prefix = URI_PREFIX + safe_component(inp.run_id) + "/"
-    texts = [inp.agent.task, inp.agent.input or "", json.dumps(inp.agent.config or {}, ensure_ascii=False)]
-    return [URI_PREFIX + m.group(1) for t in texts for m in MARKER_RE.finditer(t) if (URI_PREFIX + m.group(1)).startswith(prefix)]
+    texts = [
+        inp.agent.task,
+        inp.agent.input or "",
+        json.dumps(inp.agent.config or {}, ensure_ascii=False),
+    ]
+    return [
+        URI_PREFIX + m.group(1)
+        for t in texts
+        for m in MARKER_RE.finditer(t)
+        if (URI_PREFIX + m.group(1)).startswith(prefix)
+    ]

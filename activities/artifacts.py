@@ -7,14 +7,23 @@ same path with the same bytes.
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Collection
 import os
+import re
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
-from xsky.artifacts import MARKER_RE, URI_PREFIX, artifact_path, uri_path
-from xsky.artifacts import BLOB_AGENT, ArtifactRef, BlobPart, BlobRef, split_text
+from xsky.artifacts import (
+    BLOB_AGENT,
+    MARKER_RE,
+    URI_PREFIX,
+    ArtifactRef,
+    BlobPart,
+    BlobRef,
+    artifact_path,
+    split_text,
+    uri_path,
+)
 
 PREVIEW_CHARS = 240
 
@@ -23,7 +32,15 @@ class ArtifactStore:
     def __init__(self, root: str | Path):
         self.root = Path(root).resolve()
 
-    def put_bytes(self, run_id: str, agent_id: str, filename: str, data: bytes, media_type: str, preview: str = "") -> ArtifactRef:
+    def put_bytes(
+        self,
+        run_id: str,
+        agent_id: str,
+        filename: str,
+        data: bytes,
+        media_type: str,
+        preview: str = "",
+    ) -> ArtifactRef:
         rel = artifact_path(run_id, agent_id, filename)
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +62,9 @@ class ArtifactStore:
 
     def put_text(self, run_id: str, agent_id: str, filename: str, text: str) -> ArtifactRef:
         preview = text[:PREVIEW_CHARS]
-        return self.put_bytes(run_id, agent_id, filename, text.encode("utf-8"), "text/plain; charset=utf-8", preview)
+        return self.put_bytes(
+            run_id, agent_id, filename, text.encode("utf-8"), "text/plain; charset=utf-8", preview
+        )
 
     def put_part(self, part: BlobPart) -> None:
         """One part of a blob (idempotent: a retry writes the same bytes to the same path)."""
@@ -98,5 +117,7 @@ def read_blob(store: ArtifactStore, ref: BlobRef) -> str:
     """The whole text of a blob, checked against its digest."""
     text = "".join(store.read_text(ref.part_uri(i)) for i in range(ref.parts))
     if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
-        raise ValueError(f"blob {ref.name} of run {ref.run_id} does not match its digest: the store was changed or is incomplete")
+        raise ValueError(
+            f"blob {ref.name} of run {ref.run_id} does not match its digest: the store was changed or is incomplete"
+        )
     return text

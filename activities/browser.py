@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
+
 from xsky.config import load_settings
 
 # Without these, Chromium's background calls are refused by closed networks, one by one.
@@ -113,11 +114,15 @@ class BrowserPool:
             args = list(CHROMIUM_ARGS)
             if os.geteuid() == 0:
                 args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
-            self._browser = await self._pw.chromium.launch(executable_path=executable, args=args, headless=True)
+            self._browser = await self._pw.chromium.launch(
+                executable_path=executable, args=args, headless=True
+            )
             return self._browser
 
     @asynccontextmanager
-    async def page(self, blocked: Callable[[str], bool] | None = None, proxy: str | None = None) -> AsyncIterator[Any]:
+    async def page(
+        self, blocked: Callable[[str], bool] | None = None, proxy: str | None = None
+    ) -> AsyncIterator[Any]:
         """A new page in a new context, closed afterwards whatever happens.
 
         ``blocked(url)`` True aborts that request, whatever asked for it (a link, a
@@ -125,8 +130,10 @@ class BrowserPool:
         egress proxy every request of the page goes through (it checks resolved addresses).
         """
         browser = await self._ensure()
-        context = await browser.new_context(viewport={"width": 1280, "height": 900},
-                                            proxy={"server": proxy, "bypass": ""} if proxy else None)
+        context = await browser.new_context(
+            viewport={"width": 1280, "height": 900},
+            proxy={"server": proxy, "bypass": ""} if proxy else None,
+        )
         await context.add_init_script(NO_WEBRTC)
         if blocked is not None:
             await context.route("**/*", _guard(blocked))

@@ -53,8 +53,14 @@ class _Process:
         async with self.lock:
             if self.proc is None or self.proc.returncode is not None:
                 self.proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-c", _SERVER, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.DEVNULL, cwd=ROOT)
+                    sys.executable,
+                    "-c",
+                    _SERVER,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.DEVNULL,
+                    cwd=ROOT,
+                )
             assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             try:
@@ -77,21 +83,46 @@ class _Process:
 _checkers: dict[int, _Process] = {}  # one per event loop (tests run several)
 
 
-async def check(tool: str, arguments: dict[str, Any], role: RoleCapabilityModel, settings: PermissionSettings,
-                workspace: str, protected: list[str] | None = None, budget: float = BUDGET_SECONDS) -> Decision:
+async def check(
+    tool: str,
+    arguments: dict[str, Any],
+    role: RoleCapabilityModel,
+    settings: PermissionSettings,
+    workspace: str,
+    protected: list[str] | None = None,
+    budget: float = BUDGET_SECONDS,
+) -> Decision:
     """``permissions.decide`` within ``budget`` seconds; past it, or on any failure, a refusal."""
     if tool != "shell":
-        return decide(tool, arguments, role, settings, workspace, protected or ())  # no parsing: cheap and bounded
+        return decide(
+            tool, arguments, role, settings, workspace, protected or ()
+        )  # no parsing: cheap and bounded
     checker = _checkers.setdefault(id(asyncio.get_running_loop()), _Process())
-    request = {"tool": tool, "arguments": arguments, "role": role.model_dump(mode="json"),
-               "settings": settings.model_dump(mode="json"), "workspace": workspace, "protected": protected or []}
+    request = {
+        "tool": tool,
+        "arguments": arguments,
+        "role": role.model_dump(mode="json"),
+        "settings": settings.model_dump(mode="json"),
+        "workspace": workspace,
+        "protected": protected or [],
+    }
     first_use = checker.proc is None
     try:
-        answer = await checker.ask(request, budget + (5.0 if first_use else 0.0))  # the first call also starts Python
+        answer = await checker.ask(
+            request, budget + (5.0 if first_use else 0.0)
+        )  # the first call also starts Python
     except TimeoutError:
         log.warning("the permission checker ran past its %.1fs budget; the call is refused", budget)
-        return Decision("deny", f"refused: checking this command took longer than {budget:g}s (the checker's budget); "
-                                "write it as plain commands or a script file", hard=True)
+        return Decision(
+            "deny",
+            f"refused: checking this command took longer than {budget:g}s (the checker's budget); "
+            "write it as plain commands or a script file",
+            hard=True,
+        )
     except (OSError, RuntimeError, ValueError) as e:
-        return Decision("deny", f"refused: the permission checker failed ({type(e).__name__}: {e})", hard=True)
-    return Decision(answer["effect"], answer["reason"], answer.get("rule"), bool(answer.get("hard")))
+        return Decision(
+            "deny", f"refused: the permission checker failed ({type(e).__name__}: {e})", hard=True
+        )
+    return Decision(
+        answer["effect"], answer["reason"], answer.get("rule"), bool(answer.get("hard"))
+    )

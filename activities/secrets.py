@@ -14,7 +14,9 @@ import re
 import sys
 
 # OTLP headers carry collectors' tokens (``authorization=Bearer …``): secrets too.
-SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|CREDENTIAL|^OTEL_EXPORTER_OTLP_(TRACES_)?HEADERS$)", re.I)
+SECRET_NAME = re.compile(
+    r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|CREDENTIAL|^OTEL_EXPORTER_OTLP_(TRACES_)?HEADERS$)", re.I
+)
 _store: dict[str, str] = {}
 
 

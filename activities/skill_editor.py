@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from activities import llm, skill_git
-from activities.skill_files import read_atom, skill_dir
 from activities.sandbox import confinement_for
+from activities.skill_files import read_atom, skill_dir
 from activities.tools import ToolContext
 from activities.tools.shell import run_process
 from xsky.atoms import VERBS, AtomTask, keywords
@@ -59,31 +59,89 @@ Scripts you ship in scripts/ (.sh or .py) are run before the commit and must exi
 Call validate before you finish; fix every problem it reports. Finish by answering without a tool call."""
 
 _TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "AtomTaskRead", "description": "Read one candidate atom (all fields).",
-                                      "parameters": {"type": "object", "required": ["atom_id"], "properties": {"atom_id": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "ReadTraj", "description": "Read a slice of a trajectory's .md view by character offsets.",
-                                      "parameters": {"type": "object", "required": ["traj_id", "offset_start", "offset_end"], "properties": {
-                                          "traj_id": {"type": "string"}, "offset_start": {"type": "integer"}, "offset_end": {"type": "integer"}}}}},
-    {"type": "function", "function": {"name": "list_files", "description": "The files of the skill folder being edited.",
-                                      "parameters": {"type": "object", "properties": {}}}},
-    {"type": "function", "function": {"name": "read_file", "description": "Read a file of the skill folder.",
-                                      "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "write_file", "description": "Write a file of the skill folder (SKILL.md, scripts/…, references/…, assets/…).",
-                                      "parameters": {"type": "object", "required": ["path", "content"], "properties": {
-                                          "path": {"type": "string"}, "content": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "validate", "description": "Check the folder against the Agent Skills specification.",
-                                      "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "AtomTaskRead",
+            "description": "Read one candidate atom (all fields).",
+            "parameters": {
+                "type": "object",
+                "required": ["atom_id"],
+                "properties": {"atom_id": {"type": "string"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "ReadTraj",
+            "description": "Read a slice of a trajectory's .md view by character offsets.",
+            "parameters": {
+                "type": "object",
+                "required": ["traj_id", "offset_start", "offset_end"],
+                "properties": {
+                    "traj_id": {"type": "string"},
+                    "offset_start": {"type": "integer"},
+                    "offset_end": {"type": "integer"},
+                },
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": "The files of the skill folder being edited.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file of the skill folder.",
+            "parameters": {
+                "type": "object",
+                "required": ["path"],
+                "properties": {"path": {"type": "string"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Write a file of the skill folder (SKILL.md, scripts/…, references/…, assets/…).",
+            "parameters": {
+                "type": "object",
+                "required": ["path", "content"],
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "validate",
+            "description": "Check the folder against the Agent Skills specification.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 
 
 def edit_message(inp: EditInput, by: str, kind: str) -> str:
     atoms = ", ".join(c.atom_id for c in inp.candidates)
     weight = sum(c.weightscore for c in inp.candidates)
-    return (f"{kind}: {inp.slug} v{inp.version} from {len(inp.candidates)} atoms (cumulative weightscore {weight})\n\n"
-            f"Atoms: {atoms}\nWritten by: {by}\n\nEdit-Id: {inp.edit_id}\n")
+    return (
+        f"{kind}: {inp.slug} v{inp.version} from {len(inp.candidates)} atoms (cumulative weightscore {weight})\n\n"
+        f"Atoms: {atoms}\nWritten by: {by}\n\nEdit-Id: {inp.edit_id}\n"
+    )
 
 
-async def edit_skill(home: Path, inp: EditInput, target: llm.LLMTarget | None, beat: Callable[[str], None]) -> EditResult:
+async def edit_skill(
+    home: Path, inp: EditInput, target: llm.LLMTarget | None, beat: Callable[[str], None]
+) -> EditResult:
     repo = skill_dir(home, inp.slug)
     if not skill_git.is_repo(repo):
         return EditResult(ok=False, message=f"{repo} is not a skill repository")
@@ -91,10 +149,14 @@ async def edit_skill(home: Path, inp: EditInput, target: llm.LLMTarget | None, b
     if done is not None:
         return done
     if skill_git.branch_commit(repo, "staging"):
-        return EditResult(ok=False, message="a staging version is already under canary; no second staging")
+        return EditResult(
+            ok=False, message="a staging version is already under canary; no second staging"
+        )
     source = "main" if inp.branch == "main" else "baby"
     if skill_git.branch_commit(repo, source) != inp.base_commit and inp.base_commit is not None:
-        return EditResult(ok=False, message=f"{source} moved since the edit was planned; it is planned again")
+        return EditResult(
+            ok=False, message=f"{source} moved since the edit was planned; it is planned again"
+        )
     work = home / ".staging" / "edits" / inp.edit_id / inp.slug
     if work.parent.exists():
         shutil.rmtree(work.parent)
@@ -110,24 +172,40 @@ async def edit_skill(home: Path, inp: EditInput, target: llm.LLMTarget | None, b
         write_offline(inp, atoms, work)
         found = problems(work)
     if found:
-        return EditResult(ok=False, message="the new version does not meet the Agent Skills specification", problems=found, by=by)
+        return EditResult(
+            ok=False,
+            message="the new version does not meet the Agent Skills specification",
+            problems=found,
+            by=by,
+        )
     passed, failure = await _run_scripts(work, beat)
     if failure:
         return EditResult(ok=False, message=failure, scripts=passed, by=by)
     files = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
     if inp.branch == "baby":
         tip = skill_git.branch_commit(repo, "baby")
-        commit = skill_git.commit_tree(repo, work, tip, edit_message(inp, by, "commit_baby_to_main"))
+        commit = skill_git.commit_tree(
+            repo, work, tip, edit_message(inp, by, "commit_baby_to_main")
+        )
         skill_git.publish(repo, "baby", commit, tip)
         skill_git.rename_baby_to_main(repo)
         branch = "main"
     else:
-        commit = skill_git.commit_tree(repo, work, inp.base_commit, edit_message(inp, by, "commit_to_staging"))
+        commit = skill_git.commit_tree(
+            repo, work, inp.base_commit, edit_message(inp, by, "commit_to_staging")
+        )
         skill_git.publish(repo, "staging", commit, None)
         branch = "staging"
     shutil.rmtree(work.parent, ignore_errors=True)
-    return EditResult(ok=True, commit=commit, branch=branch, files=files, scripts=passed, by=by,
-                      message=f"{inp.slug}: {branch} {commit[:10]} from {len(atoms)} atoms")
+    return EditResult(
+        ok=True,
+        commit=commit,
+        branch=branch,
+        files=files,
+        scripts=passed,
+        by=by,
+        message=f"{inp.slug}: {branch} {commit[:10]} from {len(atoms)} atoms",
+    )
 
 
 def _already_committed(repo: Path, inp: EditInput) -> EditResult | None:
@@ -138,7 +216,12 @@ def _already_committed(repo: Path, inp: EditInput) -> EditResult | None:
             if branch == "baby":
                 skill_git.rename_baby_to_main(repo)
                 branch = "main"
-            return EditResult(ok=True, commit=tip, branch=branch, message=f"{inp.slug}: {branch} {tip[:10]} (already committed)")
+            return EditResult(
+                ok=True,
+                commit=tip,
+                branch=branch,
+                message=f"{inp.slug}: {branch} {tip[:10]} (already committed)",
+            )
     return None
 
 
@@ -148,7 +231,9 @@ def _already_committed(repo: Path, inp: EditInput) -> EditResult | None:
 def _commands(atom: AtomTask) -> list[str]:
     """Tool calls seen in the atom's transcript slice: ``Tool: first line of its input``."""
     found = []
-    for m in re.finditer(r"### Tool call · ([^\n`]+?)(?: `[^`]*`)?\n(`{3,})\n([^\n]{1,160})", atom.raw_segment):
+    for m in re.finditer(
+        r"### Tool call · ([^\n`]+?)(?: `[^`]*`)?\n(`{3,})\n([^\n]{1,160})", atom.raw_segment
+    ):
         line = m.group(3).strip()
         if line and not line.startswith(("***", "{", "[")):
             found.append(f"{m.group(1).strip()}: `{line.replace('`', '')}`")
@@ -157,8 +242,14 @@ def _commands(atom: AtomTask) -> list[str]:
 
 def _failures(atom: AtomTask) -> list[str]:
     out = []
-    for m in re.finditer(r"### Tool result · ([^\n]+?) · error\n(`{3,})\n((?:[^\n]{0,160}\n){1,3})", atom.raw_segment):
-        lines = [x.strip() for x in m.group(3).splitlines() if x.strip() and not re.match(r"(?i)^exit code \d+$", x.strip())]
+    for m in re.finditer(
+        r"### Tool result · ([^\n]+?) · error\n(`{3,})\n((?:[^\n]{0,160}\n){1,3})", atom.raw_segment
+    ):
+        lines = [
+            x.strip()
+            for x in m.group(3).splitlines()
+            if x.strip() and not re.match(r"(?i)^exit code \d+$", x.strip())
+        ]
         if lines and not lines[0].startswith("`"):
             out.append(f"{m.group(1).strip()} failed: {lines[0]}")
     return out
@@ -170,47 +261,81 @@ def write_offline(inp: EditInput, atoms: list[AtomTask], work: Path) -> None:
     words = Counter(w for a in atoms for w in keywords(a.intent) if w not in VERBS and len(w) >= 3)
     topic = ", ".join(w for w, _ in words.most_common(4)) or inp.slug.replace("-", " ")
     lead = " ".join(ranked[0].intent.split()).replace("<", "(").replace(">", ")")[:300].rstrip(".")
-    description = (f"Steps that worked for tasks like: {lead}. Use when working on {topic} "
-                   f"(learned from {len(atoms)} recorded sessions).")[:1024]
-    lines = [f"# {inp.slug.replace('-', ' ').capitalize()}", "",
-             "_Written offline from recorded sessions (no model): the tasks, commands and pitfalls below are "
-             "quoted from them._", "", "## When to use", ""]
+    description = (
+        f"Steps that worked for tasks like: {lead}. Use when working on {topic} "
+        f"(learned from {len(atoms)} recorded sessions)."
+    )[:1024]
+    lines = [
+        f"# {inp.slug.replace('-', ' ').capitalize()}",
+        "",
+        "_Written offline from recorded sessions (no model): the tasks, commands and pitfalls below are "
+        "quoted from them._",
+        "",
+        "## When to use",
+        "",
+    ]
     lines += [f"- {' '.join(a.intent.split())[:200]}" for a in ranked[:8]]
     lines += ["", "## What worked", ""]
     for a in ranked[:8]:
-        lines.append(f"- **{' '.join(a.intent.split())[:120]}** (UX {a.ux_score}/10): {' '.join(a.summary.split())[:400]}")
+        lines.append(
+            f"- **{' '.join(a.intent.split())[:120]}** (UX {a.ux_score}/10): {' '.join(a.summary.split())[:400]}"
+        )
     commands = list(dict.fromkeys(c for a in ranked if a.ux_score >= 6 for c in _commands(a)))[:20]
     if commands:
-        lines += ["", "## Commands and edits seen in good sessions", ""] + [f"- {c}" for c in commands]
+        lines += ["", "## Commands and edits seen in good sessions", ""] + [
+            f"- {c}" for c in commands
+        ]
     pitfalls = list(dict.fromkeys(f for a in ranked for f in _failures(a)))[:10]
     low = [a for a in ranked if a.ux_score <= 5]
     if pitfalls or low:
         lines += ["", "## Pitfalls", ""] + [f"- {p}" for p in pitfalls]
-        lines += [f"- went badly (UX {a.ux_score}/10): {' '.join(a.summary.split())[:200]}" for a in low[:5]]
+        lines += [
+            f"- went badly (UX {a.ux_score}/10): {' '.join(a.summary.split())[:200]}"
+            for a in low[:5]
+        ]
     skills = sorted({s for a in atoms for s in a.used_skills})
     if skills:
         lines += ["", f"Related skills used in these sessions: {', '.join(skills)}."]
     lines += ["", "## Sources", ""] + [f"- {a.atom_id}" for a in ranked[:30]]
     body = "\n".join(lines[:MAX_BODY_LINES])
-    metadata = {"version": str(inp.version), "source_atoms": ",".join(a.atom_id for a in atoms)[:1000],
-                "written_by": "xsky offline skill writer"}
+    metadata = {
+        "version": str(inp.version),
+        "source_atoms": ",".join(a.atom_id for a in atoms)[:1000],
+        "written_by": "xsky offline skill writer",
+    }
     (work / "SKILL.md").write_text(render(inp.slug, description, body, metadata), encoding="utf-8")
 
 
 # -- the model ------------------------------------------------------------------------------------
 
 
-async def _model_edit(home: Path, inp: EditInput, atoms: list[AtomTask], work: Path, target: llm.LLMTarget,
-                      beat: Callable[[str], None]) -> list[str]:
+async def _model_edit(
+    home: Path,
+    inp: EditInput,
+    atoms: list[AtomTask],
+    work: Path,
+    target: llm.LLMTarget,
+    beat: Callable[[str], None],
+) -> list[str]:
     """Let the model write the folder; returns the validator's problems at the end (empty: valid)."""
-    pool = "\n".join(f"- {a.atom_id} (traj {a.traj_id}, view {a.offset_start}-{a.offset_end}, weight "
-                     f"{next((c.weightscore for c in inp.candidates if c.atom_id == a.atom_id), 0)}, UX {a.ux_score}): "
-                     f"{' '.join(a.intent.split())[:200]}" for a in atoms)
-    current = (work / "SKILL.md").read_text(encoding="utf-8") if (work / "SKILL.md").is_file() else "(none yet)"
+    pool = "\n".join(
+        f"- {a.atom_id} (traj {a.traj_id}, view {a.offset_start}-{a.offset_end}, weight "
+        f"{next((c.weightscore for c in inp.candidates if c.atom_id == a.atom_id), 0)}, UX {a.ux_score}): "
+        f"{' '.join(a.intent.split())[:200]}"
+        for a in atoms
+    )
+    current = (
+        (work / "SKILL.md").read_text(encoding="utf-8")
+        if (work / "SKILL.md").is_file()
+        else "(none yet)"
+    )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT.format(slug=inp.slug)},
-        {"role": "user", "content": f"Skill: {inp.slug} (writing version {inp.version} on {'main' if inp.branch == 'baby' else 'staging'}).\n\n"
-                                    f"Current SKILL.md:\n{current}\n\nCandidate atoms:\n{pool}"},
+        {
+            "role": "user",
+            "content": f"Skill: {inp.slug} (writing version {inp.version} on {'main' if inp.branch == 'baby' else 'staging'}).\n\n"
+            f"Current SKILL.md:\n{current}\n\nCandidate atoms:\n{pool}",
+        },
     ]
     client = llm.client_for(target)
     found: list[str] = []
@@ -226,7 +351,14 @@ async def _model_edit(home: Path, inp: EditInput, atoms: list[AtomTask], work: P
                 if not found or fixes >= MAX_FIX_ROUNDS:
                     break
                 fixes += 1
-                messages.append({"role": "user", "content": "The folder is not valid yet:\n- " + "\n- ".join(found) + "\nFix it with write_file."})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": "The folder is not valid yet:\n- "
+                        + "\n- ".join(found)
+                        + "\nFix it with write_file.",
+                    }
+                )
                 continue
             for call in message.tool_calls:
                 answer = _tool(home, work, inp, call.function.name, call.function.arguments)
@@ -250,7 +382,11 @@ def _tool(home: Path, work: Path, inp: EditInput, name: str, raw: str | None) ->
         if candidate is None:
             return f"ERROR: not a candidate atom; candidates: {', '.join(c.atom_id for c in inp.candidates)}"
         atom = read_atom(home, candidate.traj_id, candidate.atom_id)
-        return json.dumps(atom.model_dump(mode="json"), ensure_ascii=False)[:40_000] if atom else "ERROR: the atom file is gone"
+        return (
+            json.dumps(atom.model_dump(mode="json"), ensure_ascii=False)[:40_000]
+            if atom
+            else "ERROR: the atom file is gone"
+        )
     if name == "ReadTraj":
         traj = str(args.get("traj_id", ""))
         if traj not in {c.traj_id for c in inp.candidates}:
@@ -260,9 +396,12 @@ def _tool(home: Path, work: Path, inp: EditInput, name: str, raw: str | None) ->
         if not path.is_file():
             return "ERROR: the trajectory view is gone"
         text = path.read_text(encoding="utf-8", errors="replace")
-        return text[max(0, start): max(start, min(end, start + 12_000))] or "(empty range)"
+        return text[max(0, start) : max(start, min(end, start + 12_000))] or "(empty range)"
     if name == "list_files":
-        return "\n".join(sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())) or "(empty)"
+        return (
+            "\n".join(sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file()))
+            or "(empty)"
+        )
     if name == "validate":
         found = problems(work)
         return "valid" if not found else "problems:\n- " + "\n- ".join(found)
@@ -271,7 +410,11 @@ def _tool(home: Path, work: Path, inp: EditInput, name: str, raw: str | None) ->
         return "ERROR: paths are SKILL.md or under scripts/, references/ or assets/ (no '..')"
     target = work / path_arg
     if name == "read_file":
-        return target.read_text(encoding="utf-8", errors="replace")[:40_000] if target.is_file() else "ERROR: no such file"
+        return (
+            target.read_text(encoding="utf-8", errors="replace")[:40_000]
+            if target.is_file()
+            else "ERROR: no such file"
+        )
     if name == "write_file":
         content = args.get("content")
         if not isinstance(content, str):
@@ -287,7 +430,11 @@ def _tool(home: Path, work: Path, inp: EditInput, name: str, raw: str | None) ->
 
 async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[str], str | None]:
     """Run every shipped script in a throwaway copy; (passed, first failure or None)."""
-    scripts = sorted(p for p in (work / "scripts").rglob("*") if p.is_file()) if (work / "scripts").is_dir() else []
+    scripts = (
+        sorted(p for p in (work / "scripts").rglob("*") if p.is_file())
+        if (work / "scripts").is_dir()
+        else []
+    )
     passed: list[str] = []
     for script in scripts:
         rel = str(script.relative_to(work))
@@ -297,10 +444,15 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
         scratch = work.parent / f"run-{len(passed)}"
         shutil.copytree(work, scratch, dirs_exist_ok=True)
         # A script runs in the sandbox only: run_process uses neither the artifact store nor browsers.
-        ctx = ToolContext("skill-edit", "scripts", scratch,
-                          store=None,  # type: ignore[arg-type]
-                          browsers=None,  # type: ignore[arg-type]
-                          heartbeat=beat, confinement=confinement_for(load_settings(), scratch, "skill-edit"))
+        ctx = ToolContext(
+            "skill-edit",
+            "scripts",
+            scratch,
+            store=None,  # type: ignore[arg-type]
+            browsers=None,  # type: ignore[arg-type]
+            heartbeat=beat,
+            confinement=confinement_for(load_settings(), scratch, "skill-edit"),
+        )
         proc = await run_process(ctx, [*runner, rel], SCRIPT_TIMEOUT, 64 * 1024)
         shutil.rmtree(scratch, ignore_errors=True)
         if proc.timed_out or proc.returncode != 0:
@@ -309,4 +461,3 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
             return passed, f"shipped script {rel} {why}; nothing was committed\n{tail}".rstrip()
         passed.append(rel)
     return passed, None
-

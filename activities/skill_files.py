@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def skill_dir(home: Path, slug: str) -> Path:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def read_atom(home: Path, traj_id: str, aid: str) -> AtomTask | None:
@@ -57,8 +57,13 @@ def slugs(home: Path) -> list[str]:
     root = library(home)
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name) and
-                  ((p / ".git").is_dir() or (p / "SKILL.md").is_file()))
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir()
+        and NAME_RE.match(p.name)
+        and ((p / ".git").is_dir() or (p / "SKILL.md").is_file())
+    )
 
 
 def published_text(folder: Path) -> tuple[str | None, str]:
@@ -78,8 +83,14 @@ def summaries(home: Path) -> list[SkillSummary]:
         folder = skill_dir(home, slug)
         text, state = published_text(folder)
         description = description_of(text or "")
-        out.append(SkillSummary(name=slug, description=description, state=state,
-                                keywords=skill_keywords(slug, description, candidate_tags(folder))))
+        out.append(
+            SkillSummary(
+                name=slug,
+                description=description,
+                state=state,
+                keywords=skill_keywords(slug, description, candidate_tags(folder)),
+            )
+        )
     return out
 
 
@@ -114,10 +125,20 @@ def write_state(home: Path, state: SkillEntityState) -> None:
         "state": state.state,
         "cumulative_weightscore": sum(c.weightscore for c in pending),
         "keywords": list(dict.fromkeys(tags))[:60],
-        "candidates": [c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates],
+        "candidates": [
+            c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates
+        ],
     }
-    write_text(folder / CANDIDATES, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120), sync=True)
-    write_text(folder / SCORES, "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores), sync=True)
+    write_text(
+        folder / CANDIDATES,
+        yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120),
+        sync=True,
+    )
+    write_text(
+        folder / SCORES,
+        "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores),
+        sync=True,
+    )
 
 
 def load_state(home: Path, slug: str) -> SkillEntityState:
@@ -142,7 +163,9 @@ def load_state(home: Path, slug: str) -> SkillEntityState:
         state.staging_commit = skill_git.branch_commit(folder, "staging")
         state.state = "main" if state.main_commit else "baby"
         if state.staging_commit:  # the canary's clock starts when staging was committed, not now
-            state.staging_started_at = skill_git.git(folder, "log", "-1", "--format=%cI", state.staging_commit)
+            state.staging_started_at = skill_git.git(
+                folder, "log", "-1", "--format=%cI", state.staging_commit
+            )
     elif (folder / "SKILL.md").is_file():
         state.state = "main"
     return state
@@ -155,4 +178,3 @@ def record_decision(home: Path, decision: dict[str, Any]) -> None:
         fh.write(json.dumps({"at": now_iso(), **decision}, ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
-

@@ -17,8 +17,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-AUTHOR = {"GIT_AUTHOR_NAME": "xsky", "GIT_AUTHOR_EMAIL": "xsky@localhost",
-          "GIT_COMMITTER_NAME": "xsky", "GIT_COMMITTER_EMAIL": "xsky@localhost"}
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "xsky",
+    "GIT_AUTHOR_EMAIL": "xsky@localhost",
+    "GIT_COMMITTER_NAME": "xsky",
+    "GIT_COMMITTER_EMAIL": "xsky@localhost",
+}
 # Not part of a skill's versions: the entity's own bookkeeping next to it.
 UNTRACKED = (".candidates.yml", ".ux_scores.jsonl", ".decisions.jsonl")
 
@@ -29,16 +33,32 @@ class GitError(RuntimeError):
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", **AUTHOR)
+    env.update(
+        GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", **AUTHOR
+    )
     env.update(extra or {})
     return env
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True, input_text: str | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), "-c", "core.hooksPath=/dev/null", *args], capture_output=True, text=True,
-                          env=_env(env), input=input_text, timeout=60)
+def git(
+    repo: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    input_text: str | None = None,
+) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "-c", "core.hooksPath=/dev/null", *args],
+        capture_output=True,
+        text=True,
+        env=_env(env),
+        input=input_text,
+        timeout=60,
+    )
     if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} in {repo}: {proc.stderr.strip() or proc.stdout.strip()}")
+        raise GitError(
+            f"git {' '.join(args[:3])} in {repo}: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return proc.stdout.strip()
 
 
@@ -52,7 +72,13 @@ def branch_commit(repo: Path, branch: str) -> str | None:
 
 
 def show(repo: Path, ref: str, path: str = "SKILL.md") -> str | None:
-    proc = subprocess.run(["git", "-C", str(repo), "show", f"{ref}:{path}"], capture_output=True, text=True, env=_env(), timeout=60)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{ref}:{path}"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
     return proc.stdout if proc.returncode == 0 else None
 
 
@@ -91,7 +117,15 @@ def commit_tree(repo: Path, files: Path, parent: str | None, msg: str) -> str:
 
 def publish(repo: Path, branch: str, commit: str, expected: str | None) -> None:
     """Move ``branch`` to ``commit`` only if it is still at ``expected`` (None: must not exist)."""
-    git(repo, "update-ref", "-m", f"xsky: {branch}", f"refs/heads/{branch}", commit, expected or "0" * 40)
+    git(
+        repo,
+        "update-ref",
+        "-m",
+        f"xsky: {branch}",
+        f"refs/heads/{branch}",
+        commit,
+        expected or "0" * 40,
+    )
 
 
 def rename_baby_to_main(repo: Path) -> None:
@@ -125,9 +159,16 @@ def export(repo: Path, ref: str, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True, env=_env(), timeout=60)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", ref],
+        capture_output=True,
+        env=_env(),
+        timeout=60,
+    )
     if archive.returncode != 0:
-        raise GitError(f"git archive {ref} in {repo}: {archive.stderr.decode(errors='replace').strip()}")
+        raise GitError(
+            f"git archive {ref} in {repo}: {archive.stderr.decode(errors='replace').strip()}"
+        )
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
 
 
@@ -141,17 +182,31 @@ def log(repo: Path, limit: int = 50) -> list[dict[str, str]]:
     for record in out.split(_END):
         lines = record.strip("\n").split("\n")
         if len(lines) >= 4 and len(lines[0]) >= 40:
-            entries.append({"commit": lines[0], "refs": lines[1], "date": lines[2], "subject": lines[3],
-                            "body": "\n".join(lines[4:]).strip()})
+            entries.append(
+                {
+                    "commit": lines[0],
+                    "refs": lines[1],
+                    "date": lines[2],
+                    "subject": lines[3],
+                    "body": "\n".join(lines[4:]).strip(),
+                }
+            )
     return entries
 
 
 def tags(repo: Path) -> list[dict[str, str]]:
     """Annotated tags (discarded versions): name, the commit they keep, their message."""
-    out = git(repo, "for-each-ref", "refs/tags", f"--format=%(refname:short)%0a%(*objectname)%0a%(contents){_END}")
+    out = git(
+        repo,
+        "for-each-ref",
+        "refs/tags",
+        f"--format=%(refname:short)%0a%(*objectname)%0a%(contents){_END}",
+    )
     result = []
     for record in out.split(_END):
         lines = record.strip("\n").split("\n")
         if len(lines) >= 2 and lines[0]:
-            result.append({"tag": lines[0], "object": lines[1], "message": "\n".join(lines[2:]).strip()})
+            result.append(
+                {"tag": lines[0], "object": lines[1], "message": "\n".join(lines[2:]).strip()}
+            )
     return result

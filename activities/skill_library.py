@@ -77,11 +77,21 @@ class LibraryActivities:
     async def cluster_atom(self, ref: AtomRef) -> ClusterOutcome:
         atom = await asyncio.to_thread(read_atom, self.home, ref.traj_id, ref.atom_id)
         if atom is None:
-            return ClusterOutcome(decisions=[ClusterDecision(action="skip", atom_id=ref.atom_id, traj_id=ref.traj_id,
-                                                             reason="the atom file is gone")])
+            return ClusterOutcome(
+                decisions=[
+                    ClusterDecision(
+                        action="skip",
+                        atom_id=ref.atom_id,
+                        traj_id=ref.traj_id,
+                        reason="the atom file is gone",
+                    )
+                ]
+            )
         skills = await asyncio.to_thread(summaries, self.home)
         async with heartbeats(1.0):
-            return ClusterOutcome(decisions=await off_loop(cluster, atom, skills, skills_model(), lambda note: None))
+            return ClusterOutcome(
+                decisions=await off_loop(cluster, atom, skills, skills_model(), lambda note: None)
+            )
 
     @activity.defn(name="apply_decision")
     async def apply_decision(self, inp: ApplyDecision) -> str:
@@ -100,16 +110,41 @@ class LibraryActivities:
         elif d.action == "rename" and d.skill and d.new_name:
             note = await self._rename(client, d.skill, d.new_name, inp.heartbeat_timeout)
         elif d.action == "move" and d.from_skill and d.skill:
-            handle = client.get_workflow_handle(entity_workflow_id(self.settings.task_queue, d.from_skill))
+            handle = client.get_workflow_handle(
+                entity_workflow_id(self.settings.task_queue, d.from_skill)
+            )
             try:
-                moved = await handle.execute_update("remove_candidate", RemoveCandidate(atom_id=d.atom_id), result_type=Candidate)
+                moved = await handle.execute_update(
+                    "remove_candidate", RemoveCandidate(atom_id=d.atom_id), result_type=Candidate
+                )
             except (RPCError, WorkflowUpdateFailedError):
                 moved = None
             if moved is not None:
-                await self._deliver(client, d.skill, [moved.model_copy(update={"weightscore": d.weightscore, "reason": d.reason,
-                                                                              "by": d.by, "added_at": ""})], inp.heartbeat_timeout)
-            note = f"moved {d.atom_id} {d.from_skill} → {d.skill}" if moved else f"{d.atom_id} was not pending in {d.from_skill}"
-        await asyncio.to_thread(record_decision, self.home, {**d.model_dump(mode="json", by_alias=False), "applied": note})
+                await self._deliver(
+                    client,
+                    d.skill,
+                    [
+                        moved.model_copy(
+                            update={
+                                "weightscore": d.weightscore,
+                                "reason": d.reason,
+                                "by": d.by,
+                                "added_at": "",
+                            }
+                        )
+                    ],
+                    inp.heartbeat_timeout,
+                )
+            note = (
+                f"moved {d.atom_id} {d.from_skill} → {d.skill}"
+                if moved
+                else f"{d.atom_id} was not pending in {d.from_skill}"
+            )
+        await asyncio.to_thread(
+            record_decision,
+            self.home,
+            {**d.model_dump(mode="json", by_alias=False), "applied": note},
+        )
         return note
 
     async def _rename(self, client: Client, old: str, new: str, heartbeat: float) -> str:
@@ -118,21 +153,28 @@ class LibraryActivities:
             os.rename(src, dest)
         pending: list[Candidate] = []
         with contextlib.suppress(RPCError, WorkflowUpdateFailedError):
-            pending = await client.get_workflow_handle(entity_workflow_id(self.settings.task_queue, old)).execute_update(
-                "retire", RetireRequest(renamed_to=new), result_type=list[Candidate])
+            pending = await client.get_workflow_handle(
+                entity_workflow_id(self.settings.task_queue, old)
+            ).execute_update("retire", RetireRequest(renamed_to=new), result_type=list[Candidate])
         if dest.is_dir():
             await asyncio.to_thread(_retitle, dest, new)
         await self._deliver(client, new, pending, heartbeat)
         return f"renamed {old} → {new} ({len(pending)} candidates moved)"
 
-    async def _deliver(self, client: Client, slug: str, candidates: list[Candidate], heartbeat: float) -> None:
+    async def _deliver(
+        self, client: Client, slug: str, candidates: list[Candidate], heartbeat: float
+    ) -> None:
         from workflows.skill_entity import SkillEntityWorkflow
 
         await client.start_workflow(
-            SkillEntityWorkflow.run, SkillEntityInput(slug=slug, heartbeat_timeout=heartbeat),
-            id=entity_workflow_id(self.settings.task_queue, slug), task_queue=self.settings.skills_queue,
-            start_signal="add_candidates", start_signal_args=[AddCandidates(candidates=candidates)],
-            static_summary=f"skill {slug}: candidates, edits, canary")
+            SkillEntityWorkflow.run,
+            SkillEntityInput(slug=slug, heartbeat_timeout=heartbeat),
+            id=entity_workflow_id(self.settings.task_queue, slug),
+            task_queue=self.settings.skills_queue,
+            start_signal="add_candidates",
+            start_signal_args=[AddCandidates(candidates=candidates)],
+            static_summary=f"skill {slug}: candidates, edits, canary",
+        )
 
     # -- the entities' files ---------------------------------------------------------------------
 
@@ -165,25 +207,47 @@ class LibraryActivities:
 
         if inp.new_atoms:
             await client.start_workflow(
-                SkillLibraryWorkflow.run, LibraryInput(heartbeat_timeout=inp.heartbeat_timeout),
-                id=library_workflow_id(self.settings.task_queue), task_queue=self.settings.skills_queue,
-                start_signal="cluster", start_signal_args=[ClusterRequest(atoms=inp.new_atoms)],
-                static_summary="skill library: TaskClusterAgent for every new atom")
+                SkillLibraryWorkflow.run,
+                LibraryInput(heartbeat_timeout=inp.heartbeat_timeout),
+                id=library_workflow_id(self.settings.task_queue),
+                task_queue=self.settings.skills_queue,
+                start_signal="cluster",
+                start_signal_args=[ClusterRequest(atoms=inp.new_atoms)],
+                static_summary="skill library: TaskClusterAgent for every new atom",
+            )
         scores = await asyncio.to_thread(scores_of, self.home, inp)
         for slug, items in scores.items():
             await client.start_workflow(
-                "SkillEntityWorkflow", SkillEntityInput(slug=slug, heartbeat_timeout=inp.heartbeat_timeout),
-                id=entity_workflow_id(self.settings.task_queue, slug), task_queue=self.settings.skills_queue,
-                start_signal="record_scores", start_signal_args=[RecordScores(scores=items)])
+                "SkillEntityWorkflow",
+                SkillEntityInput(slug=slug, heartbeat_timeout=inp.heartbeat_timeout),
+                id=entity_workflow_id(self.settings.task_queue, slug),
+                task_queue=self.settings.skills_queue,
+                start_signal="record_scores",
+                start_signal_args=[RecordScores(scores=items)],
+            )
         return len(inp.new_atoms) + sum(len(v) for v in scores.values())
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.cluster_atom, self.apply_decision, self.load_skill_state, self.write_skill_state, self.edit_skill,
-                self.canary_git, self.route_atoms]
+        return [
+            self.cluster_atom,
+            self.apply_decision,
+            self.load_skill_state,
+            self.write_skill_state,
+            self.edit_skill,
+            self.canary_git,
+            self.route_atoms,
+        ]
 
 
 def _candidate(d: ClusterDecision) -> Candidate:
-    return Candidate(atom_id=d.atom_id, traj_id=d.traj_id, weightscore=d.weightscore, reason=d.reason, by=d.by, added_at=now_iso())
+    return Candidate(
+        atom_id=d.atom_id,
+        traj_id=d.traj_id,
+        weightscore=d.weightscore,
+        reason=d.reason,
+        by=d.by,
+        added_at=now_iso(),
+    )
 
 
 def free_name(home: Path, wanted: str) -> str:
@@ -201,17 +265,27 @@ def new_skill_folder(home: Path, d: ClusterDecision) -> None:
     folder = skill_dir(home, d.skill or "")
     if folder.exists() and not skill_git.is_repo(folder):
         raise ValueError(f"{folder} exists and is not a skill repository; it is left alone")
-    if skill_git.is_repo(folder) and (skill_git.branch_commit(folder, "baby") or skill_git.branch_commit(folder, "main")):
+    if skill_git.is_repo(folder) and (
+        skill_git.branch_commit(folder, "baby") or skill_git.branch_commit(folder, "main")
+    ):
         return  # made already (a retried activity)
     scratch = home / ".staging" / "new" / (d.skill or "")
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
     description = d.description or f"{d.skill}. Use when a task like it comes up again."
-    body = (f"# {d.skill}\n\nA baby skill: atoms are being collected for it; its first real version is written "
-            f"once their cumulative weightscore reaches 10.\n\nFirst atom: {d.atom_id} ({d.reason})\n")
-    (scratch / "SKILL.md").write_text(render(d.skill or "", description, body, {"state": "baby"}), encoding="utf-8")
-    skill_git.init(folder, scratch, f"new_skill_folder: {d.skill}\n\nFirst atom: {d.atom_id}\nReason: {d.reason}\n")
+    body = (
+        f"# {d.skill}\n\nA baby skill: atoms are being collected for it; its first real version is written "
+        f"once their cumulative weightscore reaches 10.\n\nFirst atom: {d.atom_id} ({d.reason})\n"
+    )
+    (scratch / "SKILL.md").write_text(
+        render(d.skill or "", description, body, {"state": "baby"}), encoding="utf-8"
+    )
+    skill_git.init(
+        folder,
+        scratch,
+        f"new_skill_folder: {d.skill}\n\nFirst atom: {d.atom_id}\nReason: {d.reason}\n",
+    )
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -230,7 +304,9 @@ def _retitle(folder: Path, new: str) -> None:
         shutil.rmtree(scratch)
     skill_git.export(folder, "baby", scratch)
     meta = front.get("metadata") if isinstance(front.get("metadata"), dict) else None
-    (scratch / "SKILL.md").write_text(render(new, str(front.get("description", "")), body, meta), encoding="utf-8")
+    (scratch / "SKILL.md").write_text(
+        render(new, str(front.get("description", "")), body, meta), encoding="utf-8"
+    )
     tip = skill_git.branch_commit(folder, "baby")
     commit = skill_git.commit_tree(folder, scratch, tip, f"rename baby skill to {new}\n")
     skill_git.publish(folder, "baby", commit, tip)
@@ -250,8 +326,18 @@ def canary_git(home: Path, a: GitAction) -> GitResult:
     if a.action == "promote":
         if main and marker not in skill_git.message(repo, main):
             tree = skill_git.git(repo, "rev-parse", f"{staging}^{{tree}}")
-            commit = skill_git.git(repo, "commit-tree", tree, "-p", main, "-p", staging, "-F", "-",
-                                   input_text=f"{a.message}\n\n{marker}\n")
+            commit = skill_git.git(
+                repo,
+                "commit-tree",
+                tree,
+                "-p",
+                main,
+                "-p",
+                staging,
+                "-F",
+                "-",
+                input_text=f"{a.message}\n\n{marker}\n",
+            )
             skill_git.publish(repo, "main", commit, main)
             main = commit
     else:
@@ -277,10 +363,16 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
                 continue
             side, commit = sides.get(name, ("main", skill_git.branch_commit(folder, "main")))
             if commit:
-                out.setdefault(name, []).append(Score(
-                    traj_id=atom.traj_id,
-                    side=side,  # type: ignore[arg-type]  # as the transcript says; Score validates it
-                    commit=commit, score=atom.ux_score, atom_id=atom.atom_id, at=now_iso()))
+                out.setdefault(name, []).append(
+                    Score(
+                        traj_id=atom.traj_id,
+                        side=side,  # type: ignore[arg-type]  # as the transcript says; Score validates it
+                        commit=commit,
+                        score=atom.ux_score,
+                        atom_id=atom.atom_id,
+                        at=now_iso(),
+                    )
+                )
     return out
 
 
@@ -296,4 +388,3 @@ def _transcript_skills(path: str) -> dict[str, tuple[str, str]]:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("commit"):
             found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]))
     return found
-

@@ -23,7 +23,14 @@ from activities.skills_ingest import commit_delta, render_delta, scan
 from activities.task_agent import split_delta
 from xsky.config import Settings, load_settings
 from xsky.settings import SettingsError, load_layers, skill_sources
-from xsky.skill_runs import CommitResult, DeltaInput, RenderResult, ScanInput, ScanResult, SplitResult
+from xsky.skill_runs import (
+    CommitResult,
+    DeltaInput,
+    RenderResult,
+    ScanInput,
+    ScanResult,
+    SplitResult,
+)
 from xsky.skill_sources import Source, resolve
 
 T = TypeVar("T")
@@ -31,7 +38,9 @@ T = TypeVar("T")
 
 def configured_sources() -> list[Source]:
     """The transcript sources the settings files register (the defaults when none do)."""
-    return resolve(skill_sources(load_layers()), os.environ)  # the environment as data: $HOME etc. in source paths
+    return resolve(
+        skill_sources(load_layers()), os.environ
+    )  # the environment as data: $HOME etc. in source paths
 
 
 def skills_model() -> llm.LLMTarget | None:
@@ -53,7 +62,9 @@ class SkillActivities:
         try:
             sources = configured_sources()
         except SettingsError as e:
-            raise ApplicationError(f"cannot read the transcript sources: {e}", type="SettingsError", non_retryable=True) from None
+            raise ApplicationError(
+                f"cannot read the transcript sources: {e}", type="SettingsError", non_retryable=True
+            ) from None
         return scan(self.home, sources, inp)
 
     @activity.defn(name="render_delta")
@@ -75,11 +86,16 @@ class SkillActivities:
     def commit_delta(self, inp: DeltaInput) -> CommitResult:
         activity.heartbeat("committing")
         try:
-            return commit_delta(self.home, inp.delta, lambda: activity.heartbeat("waiting for the state database"))
+            return commit_delta(
+                self.home, inp.delta, lambda: activity.heartbeat("waiting for the state database")
+            )
         except FileNotFoundError as e:
             # The staged work is gone (cleaned after a day, or a different skills home): redo the delta.
-            raise ApplicationError(f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
-                                   type="StagingMissing", non_retryable=True) from None
+            raise ApplicationError(
+                f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
+                type="StagingMissing",
+                non_retryable=True,
+            ) from None
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.scan_transcripts, self.render_delta, self.split_delta, self.commit_delta]
@@ -99,6 +115,7 @@ async def off_loop(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
 @contextlib.asynccontextmanager
 async def heartbeats(every: float) -> AsyncIterator[None]:
     """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast)."""
+
     async def beat() -> None:
         while True:
             activity.heartbeat("splitting")

@@ -39,7 +39,11 @@ def resolve(name: str, run_id: str) -> SkillCopy | None:
         return None
     if not skill_git.is_repo(folder):
         path = folder / "SKILL.md"
-        return SkillCopy(name, "main", "", path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else None
+        return (
+            SkillCopy(name, "main", "", path.read_text(encoding="utf-8", errors="replace"))
+            if path.is_file()
+            else None
+        )
     main = skill_git.branch_commit(folder, "main")
     if main is None:
         return None  # a baby skill is not public
@@ -64,7 +68,9 @@ def listing(names: list[str], run_id: str = "") -> str:
 
 def read_skill(name: str, allowed: list[str], run_id: str = "") -> str:
     if name not in allowed:
-        raise ToolError(f"skill {name!r} is not bound to this role; bound skills: {', '.join(allowed) or 'none'}")
+        raise ToolError(
+            f"skill {name!r} is not bound to this role; bound skills: {', '.join(allowed) or 'none'}"
+        )
     copy = resolve(name, run_id)
     if copy is None:
         raise ToolError(f"skill {name!r} has no published version under {library_dir()}")

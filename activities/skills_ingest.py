@@ -44,7 +44,11 @@ def _jsonl(folder: Path, prefix: str = "") -> Iterator[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
             for entry in it:
-                if entry.name.endswith(".jsonl") and entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+                if (
+                    entry.name.endswith(".jsonl")
+                    and entry.name.startswith(prefix)
+                    and entry.is_file(follow_symlinks=False)
+                ):
                     yield entry
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return
@@ -148,8 +152,10 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
         for source in sources:
             if not source.root.is_dir():
                 if source.origin != "default":
-                    result.problems.append(f"{source.label()}: no such folder (registered in {source.origin}); "
-                                           f"fix the path or `starter.py skills remove-source {source.kind} {source.root}`")
+                    result.problems.append(
+                        f"{source.label()}: no such folder (registered in {source.origin}); "
+                        f"fix the path or `starter.py skills remove-source {source.kind} {source.root}`"
+                    )
                 continue
             scanned_kinds.add(source.kind)
             for entry, subagent in discover(source):
@@ -166,22 +172,51 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
                     if st.st_size == row.cursor and row.status == "active" and row.ino == st.st_ino:
                         continue
                     if row.ino != st.st_ino or row.dev != st.st_dev or not _same_file(row, path):
-                        _retire_replaced(store, row, result)  # a new file at an old path: a new trajectory
+                        _retire_replaced(
+                            store, row, result
+                        )  # a new file at an old path: a new trajectory
                         row = None
                     elif st.st_size < row.cursor:
-                        store.db.execute("UPDATE files SET status = 'truncated', size = ? WHERE path = ?", (st.st_size, path))
-                        result.problems.append(f"{path} shrank below what was already read ({row.cursor} bytes); "
-                                               "it is no longer followed (its trajectory and atoms stay)")
+                        store.db.execute(
+                            "UPDATE files SET status = 'truncated', size = ? WHERE path = ?",
+                            (st.st_size, path),
+                        )
+                        result.problems.append(
+                            f"{path} shrank below what was already read ({row.cursor} bytes); "
+                            "it is no longer followed (its trajectory and atoms stay)"
+                        )
                         continue
-                    elif row.waiting and st.st_size == row.size and st.st_mtime_ns == row.mtime_ns \
-                            and clock() - st.st_mtime_ns / 1e9 < inp.settle_seconds:
+                    elif (
+                        row.waiting
+                        and st.st_size == row.size
+                        and st.st_mtime_ns == row.mtime_ns
+                        and clock() - st.st_mtime_ns / 1e9 < inp.settle_seconds
+                    ):
                         result.waiting += 1
                         continue
-                candidates.append(_Candidate(path, source.kind, subagent, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, row))
+                candidates.append(
+                    _Candidate(
+                        path,
+                        source.kind,
+                        subagent,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_dev,
+                        st.st_ino,
+                        row,
+                    )
+                )
         _moves_and_gone(store, known, seen, scanned_kinds, candidates, result)
         _collect(store, candidates, inp, clock, result)
-        store.set_meta("last_scan", {"at": clock(), "files": result.files, "deltas": len(result.deltas) + result.remaining,
-                                     "seconds": round(time.perf_counter() - started, 4)})
+        store.set_meta(
+            "last_scan",
+            {
+                "at": clock(),
+                "files": result.files,
+                "deltas": len(result.deltas) + result.remaining,
+                "seconds": round(time.perf_counter() - started, 4),
+            },
+        )
     finally:
         store.close()
     _clean_staging(home, clock())
@@ -207,23 +242,40 @@ def _same_file(row: FileRow, path: str) -> bool:
 
 
 def _retire_replaced(store: SkillStore, row: FileRow, result: ScanResult) -> None:
-    store.db.execute("UPDATE files SET path = ?, status = 'replaced' WHERE path = ?", (f"{row.path}#replaced-{row.ino}", row.path))
-    result.problems.append(f"{row.path} was replaced by a new file; the new one is a new trajectory "
-                           f"({row.traj_id} and its atoms stay)")
+    store.db.execute(
+        "UPDATE files SET path = ?, status = 'replaced' WHERE path = ?",
+        (f"{row.path}#replaced-{row.ino}", row.path),
+    )
+    result.problems.append(
+        f"{row.path} was replaced by a new file; the new one is a new trajectory "
+        f"({row.traj_id} and its atoms stay)"
+    )
 
 
-def _moves_and_gone(store: SkillStore, known: dict[str, FileRow], seen: set[str], kinds: set[str],
-                    candidates: list[_Candidate], result: ScanResult) -> None:
+def _moves_and_gone(
+    store: SkillStore,
+    known: dict[str, FileRow],
+    seen: set[str],
+    kinds: set[str],
+    candidates: list[_Candidate],
+    result: ScanResult,
+) -> None:
     """A file that vanished is gone, unless a new path is the same file (Codex archives by
     moving): same device and inode, and the same first bytes (an inode can be reused)."""
-    missing = {(r.dev, r.ino): r for p, r in known.items() if p not in seen and r.kind in kinds and r.status == "active"}
+    missing = {
+        (r.dev, r.ino): r
+        for p, r in known.items()
+        if p not in seen and r.kind in kinds and r.status == "active"
+    }
     if not missing:
         return
     for c in candidates:
         old = missing.get((c.dev, c.ino)) if c.row is None else None
         if old is not None and _same_file(old, c.path):
             del missing[(c.dev, c.ino)]
-            store.db.execute("UPDATE files SET path = ?, status = 'active' WHERE path = ?", (c.path, old.path))
+            store.db.execute(
+                "UPDATE files SET path = ?, status = 'active' WHERE path = ?", (c.path, old.path)
+            )
             c.row = FileRow(**{**old.__dict__, "path": c.path, "status": "active"})
             result.moved += 1
     for row in missing.values():
@@ -239,7 +291,9 @@ class _Found:
     head: str = ""
 
 
-def _collect(store: SkillStore, candidates: list[_Candidate], inp: ScanInput, clock: Any, result: ScanResult) -> None:
+def _collect(
+    store: SkillStore, candidates: list[_Candidate], inp: ScanInput, clock: Any, result: ScanResult
+) -> None:
     # Appends to files already followed first (a person is waiting for those), then new files, newest first.
     candidates.sort(key=lambda c: (c.row is None, -c.mtime_ns if c.row is None else 0, c.path))
     home_id = store.home_id
@@ -251,7 +305,13 @@ def _collect(store: SkillStore, candidates: list[_Candidate], inp: ScanInput, cl
             continue
         cursor = c.row.cursor if c.row is not None else 0
         try:
-            end = delta_end(c.path, cursor, c.size, inp.max_delta_bytes, now - c.mtime_ns / 1e9 >= inp.settle_seconds)
+            end = delta_end(
+                c.path,
+                cursor,
+                c.size,
+                inp.max_delta_bytes,
+                now - c.mtime_ns / 1e9 >= inp.settle_seconds,
+            )
             item = _Found(c, end)
             if c.row is None:
                 item.name, item.head = _name_new(c), head_of(c.path, c.size)
@@ -260,7 +320,9 @@ def _collect(store: SkillStore, candidates: list[_Candidate], inp: ScanInput, cl
             continue
         found.append(item)
     with store.transaction() as db:
-        taken = set(store.traj_ids())  # under the write lock: another scan may have named files meanwhile
+        taken = set(
+            store.traj_ids()
+        )  # under the write lock: another scan may have named files meanwhile
         for item in found:
             c = item.c
             row = c.row or store.file(c.path)
@@ -270,20 +332,45 @@ def _collect(store: SkillStore, candidates: list[_Candidate], inp: ScanInput, cl
                 while tid in taken or tid + "-side" in taken:
                     tid, n = f"{item.name}-{n}", n + 1
                 taken.add(tid)
-                db.execute("INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen, head) "
-                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (c.path, c.kind, tid, int(c.subagent), c.size, c.mtime_ns, c.dev, c.ino, int(item.end is None), now, item.head))
+                db.execute(
+                    "INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen, head) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        c.path,
+                        c.kind,
+                        tid,
+                        int(c.subagent),
+                        c.size,
+                        c.mtime_ns,
+                        c.dev,
+                        c.ino,
+                        int(item.end is None),
+                        now,
+                        item.head,
+                    ),
+                )
                 result.new_files += 1
                 cursor = 0
             else:
                 tid, cursor = row.traj_id, row.cursor
-                db.execute("UPDATE files SET size = ?, mtime_ns = ?, waiting = ?, status = 'active' WHERE path = ?",
-                           (c.size, c.mtime_ns, int(item.end is None), c.path))
+                db.execute(
+                    "UPDATE files SET size = ?, mtime_ns = ?, waiting = ?, status = 'active' WHERE path = ?",
+                    (c.size, c.mtime_ns, int(item.end is None), c.path),
+                )
             if item.end is None or item.end <= cursor:
                 result.waiting += 1
                 continue
-            result.deltas.append(DeltaRef(path=c.path, kind=c.kind, traj_id=tid, start=cursor, end=item.end, subagent=c.subagent,
-                                          home_id=home_id))
+            result.deltas.append(
+                DeltaRef(
+                    path=c.path,
+                    kind=c.kind,
+                    traj_id=tid,
+                    start=cursor,
+                    end=item.end,
+                    subagent=c.subagent,
+                    home_id=home_id,
+                )
+            )
 
 
 def _name_new(c: _Candidate) -> str:
@@ -326,8 +413,12 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
             f.seek(delta.start)
             data = f.read(delta.end - delta.start)
         if len(data) != delta.end - delta.start:
-            raise OSError(f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}")
-        events = adapter_for(row.kind).parse(data, delta.start, state, FileInfo(row.path, bool(row.subagent)))
+            raise OSError(
+                f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}"
+            )
+        events = adapter_for(row.kind).parse(
+            data, delta.start, state, FileInfo(row.path, bool(row.subagent))
+        )
         lanes: list[dict[str, Any]] = []
         for lane in dict.fromkeys(e.lane for e in events):
             tid = lane_traj(row.traj_id, lane)
@@ -338,12 +429,33 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
             rendered = render([e for e in events if e.lane == lane], start + len(head))
             if not rendered.units:
                 continue
-            lanes.append({"lane": lane, "traj_id": tid, "md_start": start, "md": head + rendered.text,
-                          "units": [u.wire() for u in rendered.units], "project": project, "model": state.model})
-            result.lanes.append(LaneSummary(traj_id=tid, md_start=start, md_chars=len(head) + len(rendered.text),
-                                            units=len(rendered.units), prompts=sum(1 for u in rendered.units if u.kind == "user")))
+            lanes.append(
+                {
+                    "lane": lane,
+                    "traj_id": tid,
+                    "md_start": start,
+                    "md": head + rendered.text,
+                    "units": [u.wire() for u in rendered.units],
+                    "project": project,
+                    "model": state.model,
+                }
+            )
+            result.lanes.append(
+                LaneSummary(
+                    traj_id=tid,
+                    md_start=start,
+                    md_chars=len(head) + len(rendered.text),
+                    units=len(rendered.units),
+                    prompts=sum(1 for u in rendered.units if u.kind == "user"),
+                )
+            )
         result.opaque, result.unreadable = dict(state.opaque), state.unreadable
-        stage = {"delta": delta.model_dump(), "state": state.model_dump_json(), "lanes": lanes, "path": row.path}
+        stage = {
+            "delta": delta.model_dump(),
+            "state": state.model_dump_json(),
+            "lanes": lanes,
+            "path": row.path,
+        }
         write_json(staging_dir(home, delta.key) / "render.json", stage)
         return result
     finally:
@@ -353,7 +465,9 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
 # -- commit ----------------------------------------------------------------------------------
 
 
-def commit_delta(home: Path, delta: DeltaRef, waiting: Callable[[], None] | None = None) -> CommitResult:
+def commit_delta(
+    home: Path, delta: DeltaRef, waiting: Callable[[], None] | None = None
+) -> CommitResult:
     """Views, indexes, atoms and the cursor for one delta, exactly once (see the module doc).
 
     A retried commit whose first attempt went through (the worker died before replying)
@@ -368,32 +482,70 @@ def commit_delta(home: Path, delta: DeltaRef, waiting: Callable[[], None] | None
                 raise LookupError(f"{delta.path} is not a followed transcript")
             if row.cursor == delta.end and row.last_delta == delta.key:
                 done = json.loads(row.last_atoms or "{}")
-                return CommitResult(committed=True, atoms=done.get("atoms", []), new=done.get("new", []), cursor=delta.end,
-                                    reason="committed by an earlier attempt")
+                return CommitResult(
+                    committed=True,
+                    atoms=done.get("atoms", []),
+                    new=done.get("new", []),
+                    cursor=delta.end,
+                    reason="committed by an earlier attempt",
+                )
             if row.cursor != delta.start:
-                why = "already committed" if row.cursor >= delta.end else f"the cursor moved to {row.cursor}"
-                return CommitResult(committed=False, reason=f"stale delta: {why}", cursor=row.cursor)
+                why = (
+                    "already committed"
+                    if row.cursor >= delta.end
+                    else f"the cursor moved to {row.cursor}"
+                )
+                return CommitResult(
+                    committed=False, reason=f"stale delta: {why}", cursor=row.cursor
+                )
             render_stage = read_json(stage_dir / "render.json")
-            atoms_stage = read_json(stage_dir / "atoms.json") if (stage_dir / "atoms.json").exists() else {"lanes": []}
+            atoms_stage = (
+                read_json(stage_dir / "atoms.json")
+                if (stage_dir / "atoms.json").exists()
+                else {"lanes": []}
+            )
             atoms_by_traj = {lane["traj_id"]: lane["atoms"] for lane in atoms_stage["lanes"]}
             written: list[str] = []
             new: list[str] = []
             for lane in render_stage["lanes"]:
                 trow = store.traj(lane["traj_id"])
                 before = trow.atoms if trow else 0
-                ids = _commit_lane(home, store, row, lane, [AtomTask.model_validate(a) for a in atoms_by_traj.get(lane["traj_id"], [])], delta)
+                ids = _commit_lane(
+                    home,
+                    store,
+                    row,
+                    lane,
+                    [AtomTask.model_validate(a) for a in atoms_by_traj.get(lane["traj_id"], [])],
+                    delta,
+                )
                 written += ids
                 new += [a for a in ids if atom_number(a) > before]
-            db.execute("UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
-                       "WHERE path = ?", (delta.end, render_stage["state"], time.time(), delta.key,
-                                         json.dumps({"atoms": written, "new": new}), row.path))
+            db.execute(
+                "UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
+                "WHERE path = ?",
+                (
+                    delta.end,
+                    render_stage["state"],
+                    time.time(),
+                    delta.key,
+                    json.dumps({"atoms": written, "new": new}),
+                    row.path,
+                ),
+            )
         shutil.rmtree(stage_dir, ignore_errors=True)
         return CommitResult(committed=True, atoms=written, new=new, cursor=delta.end)
     finally:
         store.close()
 
 
-def _commit_lane(home: Path, store: SkillStore, row: FileRow, lane: dict[str, Any], atoms: list[AtomTask], delta: DeltaRef) -> list[str]:
+def _commit_lane(
+    home: Path,
+    store: SkillStore,
+    row: FileRow,
+    lane: dict[str, Any],
+    atoms: list[AtomTask],
+    delta: DeltaRef,
+) -> list[str]:
     tid = lane["traj_id"]
     trow = store.traj(tid)
     md_bytes = trow.md_bytes if trow else 0
@@ -402,9 +554,21 @@ def _commit_lane(home: Path, store: SkillStore, row: FileRow, lane: dict[str, An
     text: str = lane["md"]
     data = text.encode("utf-8")
     append_at(md_path(home, tid), md_bytes, data)
-    index_lines = [json.dumps({"delta": f"bytes {delta.start}-{delta.end}", "path": row.path, "render": RENDER_VERSION})]
-    index_lines += [json.dumps({k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u})
-                    for u in lane["units"]]
+    index_lines = [
+        json.dumps(
+            {
+                "delta": f"bytes {delta.start}-{delta.end}",
+                "path": row.path,
+                "render": RENDER_VERSION,
+            }
+        )
+    ]
+    index_lines += [
+        json.dumps(
+            {k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u}
+        )
+        for u in lane["units"]
+    ]
     index_data = ("\n".join(index_lines) + "\n").encode("utf-8")
     append_at(index_path(home, tid), index_bytes, index_data)
     folder = tasks_dir(home, tid)
@@ -425,9 +589,20 @@ def _commit_lane(home: Path, store: SkillStore, row: FileRow, lane: dict[str, An
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(traj_id) DO UPDATE SET path = excluded.path, "
         "model = COALESCE(excluded.model, trajs.model), md_chars = excluded.md_chars, md_bytes = excluded.md_bytes, "
         "index_bytes = excluded.index_bytes, atoms = excluded.atoms, last_atom = excluded.last_atom, updated = excluded.updated",
-        (tid, row.kind, row.path, lane["lane"], lane.get("project"), lane.get("model"),
-         (trow.md_chars if trow else 0) + len(text), md_bytes + len(data), index_bytes + len(index_data),
-         new_count, last, time.time()),
+        (
+            tid,
+            row.kind,
+            row.path,
+            lane["lane"],
+            lane.get("project"),
+            lane.get("model"),
+            (trow.md_chars if trow else 0) + len(text),
+            md_bytes + len(data),
+            index_bytes + len(index_data),
+            new_count,
+            last,
+            time.time(),
+        ),
     )
     return [a.atom_id for a in atoms]
 
@@ -486,7 +661,10 @@ def _fsync_dir(folder: Path) -> None:
 
 def read_atoms(home: Path, tid: str) -> list[AtomTask]:
     folder = tasks_dir(home, tid)
-    return sorted((AtomTask.model_validate(read_json(p)) for p in folder.glob("atom_*.json")), key=lambda a: a.offset_start)
+    return sorted(
+        (AtomTask.model_validate(read_json(p)) for p in folder.glob("atom_*.json")),
+        key=lambda a: a.offset_start,
+    )
 
 
 def md_tail(home: Path, tid: str, md_bytes: int, chars: int = 2000) -> str:

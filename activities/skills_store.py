@@ -100,16 +100,24 @@ class SkillStore:
     def __init__(self, home: Path):
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(state_db(home), timeout=60, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(
+            state_db(home), timeout=60, isolation_level=None, check_same_thread=False
+        )
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
         have = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
-        for column, decl in (("head", "TEXT NOT NULL DEFAULT ''"), ("last_delta", "TEXT NOT NULL DEFAULT ''"),
-                             ("last_atoms", "TEXT NOT NULL DEFAULT '{}'")):
+        for column, decl in (
+            ("head", "TEXT NOT NULL DEFAULT ''"),
+            ("last_delta", "TEXT NOT NULL DEFAULT ''"),
+            ("last_atoms", "TEXT NOT NULL DEFAULT '{}'"),
+        ):
             if column not in have:  # a home made by an earlier version
                 self.db.execute(f"ALTER TABLE files ADD COLUMN {column} {decl}")
-        self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('home_id', ?)", (json.dumps(uuid.uuid4().hex[:8]),))
+        self.db.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES('home_id', ?)",
+            (json.dumps(uuid.uuid4().hex[:8]),),
+        )
 
     @property
     def home_id(self) -> str:
@@ -120,7 +128,9 @@ class SkillStore:
         self.db.close()
 
     @contextmanager
-    def transaction(self, waiting: Callable[[], None] | None = None) -> Iterator[sqlite3.Connection]:
+    def transaction(
+        self, waiting: Callable[[], None] | None = None
+    ) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken before reading (no lost updates between processes).
 
         While another process holds the lock, ``waiting`` is called every couple of seconds
@@ -152,24 +162,35 @@ class SkillStore:
         return {r[0]: FileRow(*r) for r in rows}
 
     def file(self, path: str) -> FileRow | None:
-        r = self.db.execute(f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE path = ?", (path,)).fetchone()
+        r = self.db.execute(
+            f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE path = ?", (path,)
+        ).fetchone()
         return FileRow(*r) if r else None
 
     def file_of(self, traj_id: str) -> FileRow | None:
-        r = self.db.execute(f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE traj_id = ?", (traj_id,)).fetchone()
+        r = self.db.execute(
+            f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE traj_id = ?", (traj_id,)
+        ).fetchone()
         return FileRow(*r) if r else None
 
     def traj_ids(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT traj_id FROM trajs UNION SELECT traj_id FROM files")}
+        return {
+            r[0]
+            for r in self.db.execute("SELECT traj_id FROM trajs UNION SELECT traj_id FROM files")
+        }
 
     # -- trajectories ------------------------------------------------------------------------
 
     def traj(self, traj_id: str) -> TrajRow | None:
-        r = self.db.execute(f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs WHERE traj_id = ?", (traj_id,)).fetchone()
+        r = self.db.execute(
+            f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs WHERE traj_id = ?", (traj_id,)
+        ).fetchone()
         return TrajRow(*r) if r else None
 
     def trajs(self) -> list[TrajRow]:
-        rows = self.db.execute(f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs ORDER BY traj_id").fetchall()
+        rows = self.db.execute(
+            f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs ORDER BY traj_id"
+        ).fetchall()
         return [TrajRow(*r) for r in rows]
 
     # -- meta --------------------------------------------------------------------------------
@@ -179,6 +200,7 @@ class SkillStore:
         return json.loads(r[0]) if r else None
 
     def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        (key, json.dumps(value)))
-
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )

@@ -62,33 +62,72 @@ Rules:
 {UX_RUBRIC}"""
 
 _TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "submit_atom",
-        "description": "Start an atom at a marked boundary and describe it. Checked on arrival.",
-        "parameters": {"type": "object", "required": ["boundary", "intent", "summary", "tags", "ux_score"], "properties": {
-            "boundary": {"type": "string", "description": "a boundary marker id, e.g. B2"},
-            "intent": {"type": "string"}, "summary": {"type": "string"},
-            "tags": {"type": "array", "items": {"type": "string"}},
-            "ux_score": {"type": "integer", "minimum": 1, "maximum": 10},
-            "used_skills": {"type": "array", "items": {"type": "string"}}}}}},
-    {"type": "function", "function": {
-        "name": "update_previous",
-        "description": "Revise the summary and ux_score of the trajectory's previous atom, which this window extends.",
-        "parameters": {"type": "object", "required": ["summary", "ux_score"], "properties": {
-            "summary": {"type": "string"}, "ux_score": {"type": "integer", "minimum": 1, "maximum": 10}}}}},
-    {"type": "function", "function": {
-        "name": "read_delta",
-        "description": "Read part of this delta's transcript view by character offset (to look beyond the window).",
-        "parameters": {"type": "object", "required": ["start"], "properties": {
-            "start": {"type": "integer"}, "length": {"type": "integer", "maximum": 8000}}}}},
-    {"type": "function", "function": {
-        "name": "recent_atoms",
-        "description": "The trajectory's most recent atoms (intent, summary, range).",
-        "parameters": {"type": "object", "properties": {"count": {"type": "integer", "maximum": 10}}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "submit_atom",
+            "description": "Start an atom at a marked boundary and describe it. Checked on arrival.",
+            "parameters": {
+                "type": "object",
+                "required": ["boundary", "intent", "summary", "tags", "ux_score"],
+                "properties": {
+                    "boundary": {"type": "string", "description": "a boundary marker id, e.g. B2"},
+                    "intent": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "ux_score": {"type": "integer", "minimum": 1, "maximum": 10},
+                    "used_skills": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "update_previous",
+            "description": "Revise the summary and ux_score of the trajectory's previous atom, which this window extends.",
+            "parameters": {
+                "type": "object",
+                "required": ["summary", "ux_score"],
+                "properties": {
+                    "summary": {"type": "string"},
+                    "ux_score": {"type": "integer", "minimum": 1, "maximum": 10},
+                },
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_delta",
+            "description": "Read part of this delta's transcript view by character offset (to look beyond the window).",
+            "parameters": {
+                "type": "object",
+                "required": ["start"],
+                "properties": {
+                    "start": {"type": "integer"},
+                    "length": {"type": "integer", "maximum": 8000},
+                },
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "recent_atoms",
+            "description": "The trajectory's most recent atoms (intent, summary, range).",
+            "parameters": {
+                "type": "object",
+                "properties": {"count": {"type": "integer", "maximum": 10}},
+            },
+        },
+    },
 ]
 
 
-async def split_delta(home: Path, delta: DeltaRef, target: llm.LLMTarget | None, beat: Callable[[str], None]) -> SplitResult:
+async def split_delta(
+    home: Path, delta: DeltaRef, target: llm.LLMTarget | None, beat: Callable[[str], None]
+) -> SplitResult:
     stage_dir = staging_dir(home, delta.key)
     stage = read_json(stage_dir / "render.json")
     result = SplitResult(key=delta.key, split_by="model" if target else "offline")
@@ -99,8 +138,15 @@ async def split_delta(home: Path, delta: DeltaRef, target: llm.LLMTarget | None,
             tid = lane["traj_id"]
             trow = store.traj(tid)
             prior = _load(home, tid, trow.last_atom) if trow and trow.last_atom else None
-            view = DeltaView(tid, stage["path"], lane["md"], lane["md_start"], delta.start, delta.end,
-                             previous_md=md_tail(home, tid, trow.md_bytes) if trow else "")
+            view = DeltaView(
+                tid,
+                stage["path"],
+                lane["md"],
+                lane["md_start"],
+                delta.start,
+                delta.end,
+                previous_md=md_tail(home, tid, trow.md_bytes) if trow else "",
+            )
             number = (trow.atoms if trow else 0) + 1
             produced: dict[str, AtomTask] = {}
             for window in windows([Unit.from_wire(u) for u in lane["units"]]):
@@ -108,7 +154,9 @@ async def split_delta(home: Path, delta: DeltaRef, target: llm.LLMTarget | None,
                 beat(f"{delta.label()}: window {result.windows}")
                 drafts: list[Draft] | None = None
                 if target is not None and any(is_boundary(u) for u in window):
-                    drafts, calls, note = await _model_drafts(target, window, view, prior, home, tid, beat)
+                    drafts, calls, note = await _model_drafts(
+                        target, window, view, prior, home, tid, beat
+                    )
                     result.model_calls += calls
                     if note:
                         result.note = note
@@ -122,9 +170,15 @@ async def split_delta(home: Path, delta: DeltaRef, target: llm.LLMTarget | None,
                     number = max(number, *(atom_number(a.atom_id) + 1 for a in atoms))
                     prior = max(atoms, key=lambda a: atom_number(a.atom_id))
             existing = trow.atoms if trow else 0
-            result.new_atoms += sum(1 for a in produced.values() if atom_number(a.atom_id) > existing)
-            result.updated_atoms += sum(1 for a in produced.values() if atom_number(a.atom_id) <= existing)
-            lanes_out.append({"traj_id": tid, "atoms": [a.model_dump(mode="json") for a in produced.values()]})
+            result.new_atoms += sum(
+                1 for a in produced.values() if atom_number(a.atom_id) > existing
+            )
+            result.updated_atoms += sum(
+                1 for a in produced.values() if atom_number(a.atom_id) <= existing
+            )
+            lanes_out.append(
+                {"traj_id": tid, "atoms": [a.model_dump(mode="json") for a in produced.values()]}
+            )
         write_json(stage_dir / "atoms.json", {"lanes": lanes_out, "split_by": result.split_by})
         return result
     finally:
@@ -138,11 +192,19 @@ def _load(home: Path, tid: str, aid: str) -> AtomTask | None:
 
 def _recent(home: Path, tid: str, count: int) -> list[dict[str, Any]]:
     paths = sorted(tasks_dir(home, tid).glob("atom_*.json"))[-count:]
-    return [{k: v for k, v in read_json(p).items() if k in ("atom_id", "intent", "summary", "offset_start", "offset_end", "ux_score")}
-            for p in paths]
+    return [
+        {
+            k: v
+            for k, v in read_json(p).items()
+            if k in ("atom_id", "intent", "summary", "offset_start", "offset_end", "ux_score")
+        }
+        for p in paths
+    ]
 
 
-def window_prompt(window: list[Unit], view: DeltaView, prior: AtomTask | None, marks: dict[int, str]) -> str:
+def window_prompt(
+    window: list[Unit], view: DeltaView, prior: AtomTask | None, marks: dict[int, str]
+) -> str:
     parts = []
     for i, u in enumerate(window):
         if i in marks:
@@ -150,17 +212,31 @@ def window_prompt(window: list[Unit], view: DeltaView, prior: AtomTask | None, m
         parts.append(view.slice(u.s, u.e))
     text = "".join(parts)
     if len(text) > INPUT_CAP:
-        text = text[:INPUT_CAP] + "\n[… window cut at 30,000 characters; use read_delta for the rest]"
-    previous = (f"atom {prior.atom_id}: intent: {prior.intent}\nsummary: {prior.summary}\nux_score: {prior.ux_score}"
-                if prior else "(none: this is the start of the trajectory)")
-    return (f"Trajectory {view.traj_id}; this window covers view characters {window[0].s}–{window[-1].e} "
-            f"(the delta covers {view.md_start}–{view.md_start + len(view.md)}).\n\n"
-            f"The trajectory's previous atom:\n{previous}\n\nBoundaries you may start atoms at: "
-            f"{', '.join(marks.values())}\n\n--- transcript window ---\n{text}\n--- end of window ---")
+        text = (
+            text[:INPUT_CAP] + "\n[… window cut at 30,000 characters; use read_delta for the rest]"
+        )
+    previous = (
+        f"atom {prior.atom_id}: intent: {prior.intent}\nsummary: {prior.summary}\nux_score: {prior.ux_score}"
+        if prior
+        else "(none: this is the start of the trajectory)"
+    )
+    return (
+        f"Trajectory {view.traj_id}; this window covers view characters {window[0].s}–{window[-1].e} "
+        f"(the delta covers {view.md_start}–{view.md_start + len(view.md)}).\n\n"
+        f"The trajectory's previous atom:\n{previous}\n\nBoundaries you may start atoms at: "
+        f"{', '.join(marks.values())}\n\n--- transcript window ---\n{text}\n--- end of window ---"
+    )
 
 
-async def _model_drafts(target: llm.LLMTarget, window: list[Unit], view: DeltaView, prior: AtomTask | None,
-                        home: Path, tid: str, beat: Callable[[str], None]) -> tuple[list[Draft] | None, int, str]:
+async def _model_drafts(
+    target: llm.LLMTarget,
+    window: list[Unit],
+    view: DeltaView,
+    prior: AtomTask | None,
+    home: Path,
+    tid: str,
+    beat: Callable[[str], None],
+) -> tuple[list[Draft] | None, int, str]:
     """Drafts chosen by the model, or None (the offline splitter decides) when it gave none."""
     boundary_idx = boundary_indexes(window)
     marks = {i: f"B{n + 1}" for n, i in enumerate(boundary_idx)}
@@ -185,11 +261,25 @@ async def _model_drafts(target: llm.LLMTarget, window: list[Unit], view: DeltaVi
                 if submitted or reminded:
                     break
                 reminded = True
-                messages.append({"role": "user", "content": "You submitted no atom. Submit at least the atoms that start "
-                                                            "at the boundaries, with submit_atom."})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": "You submitted no atom. Submit at least the atoms that start "
+                        "at the boundaries, with submit_atom.",
+                    }
+                )
                 continue
             for call in message.tool_calls:
-                answer = _tool(call.function.name, call.function.arguments, window, view, by_mark, submitted, home, tid)
+                answer = _tool(
+                    call.function.name,
+                    call.function.arguments,
+                    window,
+                    view,
+                    by_mark,
+                    submitted,
+                    home,
+                    tid,
+                )
                 if isinstance(answer, dict):  # update_previous accepted
                     previous_update, answer = answer, "ok: the previous atom will be updated"
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
@@ -198,9 +288,15 @@ async def _model_drafts(target: llm.LLMTarget, window: list[Unit], view: DeltaVi
     if not submitted:
         return None, calls, "the model submitted no atoms; the offline splitter decided"
     drafts = group_at(window, [i for i, _ in submitted], prior)
-    fresh = [d for d in drafts if d.extends is None]  # one per submission (leading units join the first)
+    fresh = [
+        d for d in drafts if d.extends is None
+    ]  # one per submission (leading units join the first)
     for draft, (_, fields) in zip(fresh, submitted, strict=True):
-        draft.intent, draft.summary, draft.tags = fields["intent"], fields["summary"], fields["tags"]
+        draft.intent, draft.summary, draft.tags = (
+            fields["intent"],
+            fields["summary"],
+            fields["tags"],
+        )
         draft.ux_score, draft.self_reported = fields["ux_score"], fields["used_skills"] or None
     if previous_update is not None:
         for d in drafts:
@@ -209,8 +305,16 @@ async def _model_drafts(target: llm.LLMTarget, window: list[Unit], view: DeltaVi
     return drafts, calls, ""
 
 
-def _tool(name: str, raw: str | None, window: list[Unit], view: DeltaView, by_mark: dict[str, int],
-          submitted: list[tuple[int, dict[str, Any]]], home: Path, tid: str) -> str | dict[str, Any]:
+def _tool(
+    name: str,
+    raw: str | None,
+    window: list[Unit],
+    view: DeltaView,
+    by_mark: dict[str, int],
+    submitted: list[tuple[int, dict[str, Any]]],
+    home: Path,
+    tid: str,
+) -> str | dict[str, Any]:
     try:
         args = json.loads(raw or "{}")
         if not isinstance(args, dict):
@@ -220,10 +324,15 @@ def _tool(name: str, raw: str | None, window: list[Unit], view: DeltaView, by_ma
     if name == "read_delta":
         start = _int(args.get("start"), view.md_start)
         length = max(1, min(_int(args.get("length"), 4000), 8000))
-        return view.slice(start, start + length) or "(nothing there: the delta covers " \
-            f"{view.md_start}–{view.md_start + len(view.md)})"
+        return (
+            view.slice(start, start + length)
+            or f"(nothing there: the delta covers {view.md_start}–{view.md_start + len(view.md)})"
+        )
     if name == "recent_atoms":
-        return json.dumps(_recent(home, tid, max(1, min(_int(args.get("count"), RECENT_ATOMS), 10))), ensure_ascii=False)
+        return json.dumps(
+            _recent(home, tid, max(1, min(_int(args.get("count"), RECENT_ATOMS), 10))),
+            ensure_ascii=False,
+        )
     if name == "update_previous":
         score = args.get("ux_score")
         if not isinstance(score, int) or not 1 <= score <= 10:
@@ -243,10 +352,26 @@ def _tool(name: str, raw: str | None, window: list[Unit], view: DeltaView, by_ma
     intent = _text(args.get("intent"), 160)
     if not intent:
         return "ERROR: intent must say the person's goal in one line"
-    tags = [re.sub(r"[^a-z0-9_]+", "_", str(t).lower()).strip("_") for t in args.get("tags") or [] if str(t).strip()][:6]
-    skills = [str(s) for s in args.get("used_skills") or [] if isinstance(s, str) and s.strip()][:10]
-    submitted.append((index, {"intent": intent, "summary": _text(args.get("summary"), 600) or intent, "tags": tags,
-                              "ux_score": score, "used_skills": skills}))
+    tags = [
+        re.sub(r"[^a-z0-9_]+", "_", str(t).lower()).strip("_")
+        for t in args.get("tags") or []
+        if str(t).strip()
+    ][:6]
+    skills = [str(s) for s in args.get("used_skills") or [] if isinstance(s, str) and s.strip()][
+        :10
+    ]
+    submitted.append(
+        (
+            index,
+            {
+                "intent": intent,
+                "summary": _text(args.get("summary"), 600) or intent,
+                "tags": tags,
+                "ux_score": score,
+                "used_skills": skills,
+            },
+        )
+    )
     return f"ok: atom {len(submitted)} starts at {mark}"
 
 

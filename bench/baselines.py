@@ -20,11 +20,17 @@ with workflow.unsafe.imports_passed_through():
     from xsky.models import Workflow
     from xsky.runs import AgentInput, AgentOutcome
 
-_OPTS = dict(start_to_close_timeout=timedelta(minutes=5), heartbeat_timeout=timedelta(seconds=60), result_type=AgentOutcome)
+_OPTS = dict(
+    start_to_close_timeout=timedelta(minutes=5),
+    heartbeat_timeout=timedelta(seconds=60),
+    result_type=AgentOutcome,
+)
 
 
 def _input(wf: Workflow, agent_id: str) -> AgentInput:
-    return AgentInput(run_id=workflow.info().workflow_id, task_id=f"T-{agent_id}", agent=wf.agent(agent_id))
+    return AgentInput(
+        run_id=workflow.info().workflow_id, task_id=f"T-{agent_id}", agent=wf.agent(agent_id)
+    )
 
 
 @workflow.defn
@@ -37,7 +43,9 @@ class MinimalDagWorkflow:
         async def node(agent_id: str, deps: list[str]) -> AgentOutcome:
             for d in deps:
                 await done[d]
-            return await workflow.execute_activity("run_agent", _input(wf, agent_id), task_queue=queue, **_OPTS)
+            return await workflow.execute_activity(
+                "run_agent", _input(wf, agent_id), task_queue=queue, **_OPTS
+            )
 
         for agent in wf.agents:
             done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))
@@ -52,7 +60,10 @@ class LevelByLevelWorkflow:
         queue = f"{workflow.info().task_queue}-llm"
         for level in levels(wf):
             await asyncio.gather(
-                *(workflow.execute_activity("run_agent", _input(wf, a), task_queue=queue, **_OPTS) for a in level)
+                *(
+                    workflow.execute_activity("run_agent", _input(wf, a), task_queue=queue, **_OPTS)
+                    for a in level
+                )
             )
         return len(wf.agents)
 
@@ -71,7 +82,9 @@ class BareDagWorkflow:
         async def node(agent_id: str, deps: list[str]) -> str:
             for d in deps:
                 await done[d]
-            return await workflow.execute_activity("bare_step", agent_id, start_to_close_timeout=timedelta(minutes=1), result_type=str)
+            return await workflow.execute_activity(
+                "bare_step", agent_id, start_to_close_timeout=timedelta(minutes=1), result_type=str
+            )
 
         for agent in wf.agents:
             done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))

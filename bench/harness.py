@@ -14,9 +14,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,11 +47,32 @@ async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]
         settings = load_settings()
         acts = AgentActivities(settings)
         # As worker.py builds a worker that serves every kind: agents on the leader's queue too.
-        workers = [Worker(client, task_queue=queue, workflows=[LeaderWorkflow, MinimalDagWorkflow, LevelByLevelWorkflow, BareDagWorkflow],
-                          activities=[*LeaderStore(settings, agents_here=same_queue).all(), acts.run_agent, bare_step],
-                          max_cached_workflows=100, max_concurrent_activities=400)]
+        workers = [
+            Worker(
+                client,
+                task_queue=queue,
+                workflows=[
+                    LeaderWorkflow,
+                    MinimalDagWorkflow,
+                    LevelByLevelWorkflow,
+                    BareDagWorkflow,
+                ],
+                activities=[
+                    *LeaderStore(settings, agents_here=same_queue).all(),
+                    acts.run_agent,
+                    bare_step,
+                ],
+                max_cached_workflows=100,
+                max_concurrent_activities=400,
+            )
+        ]
         workers += [
-            Worker(client, task_queue=settings.kind_queue(k), activities=[acts.run_agent], max_concurrent_activities=400)
+            Worker(
+                client,
+                task_queue=settings.kind_queue(k),
+                activities=[acts.run_agent],
+                max_concurrent_activities=400,
+            )
             for k in TOOL_AGENT_KINDS
         ]
         tasks = [asyncio.create_task(w.run()) for w in workers]
@@ -70,11 +90,17 @@ def noop_agent(agent_id: str, depends: list[str], seconds: float = 0.0) -> Workf
     config: dict[str, object] = {"tool": "noop"}
     if seconds:
         config["seconds"] = round(seconds, 3)
-    return WorkflowAgent(id=agent_id, name="llm", task=f"no-op {agent_id}", config=config, depends=depends)
+    return WorkflowAgent(
+        id=agent_id, name="llm", task=f"no-op {agent_id}", config=config, depends=depends
+    )
 
 
 def chain(n: int) -> Workflow:
-    return Workflow(name=f"chain-{n}", task_id="chain", agents=[noop_agent(str(i), [str(i - 1)] if i else []) for i in range(n)])
+    return Workflow(
+        name=f"chain-{n}",
+        task_id="chain",
+        agents=[noop_agent(str(i), [str(i - 1)] if i else []) for i in range(n)],
+    )
 
 
 def fan_out(n: int) -> Workflow:
@@ -83,11 +109,20 @@ def fan_out(n: int) -> Workflow:
     return Workflow(name=f"fanout-{n}", task_id="fanout", agents=agents)
 
 
-def random_dag(n: int, seed: int, durations: Callable[[random.Random], float] | None = None, max_deps: int = 3) -> Workflow:
+def random_dag(
+    n: int, seed: int, durations: Callable[[random.Random], float] | None = None, max_deps: int = 3
+) -> Workflow:
     rng = random.Random(seed)
     agents = []
     for i in range(n):
-        deps = sorted({str(rng.randrange(max(0, i - 20), i)) for _ in range(rng.randint(0, max_deps))}, key=int) if i else []
+        deps = (
+            sorted(
+                {str(rng.randrange(max(0, i - 20), i)) for _ in range(rng.randint(0, max_deps))},
+                key=int,
+            )
+            if i
+            else []
+        )
         agents.append(noop_agent(str(i), deps, durations(rng) if durations else 0.0))
     return Workflow(name=f"random-{n}", task_id=f"random-{seed}", agents=agents)
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from random import Random
 
@@ -35,7 +35,10 @@ from xsky.skill_sources import Source  # noqa: E402
 from xsky.transcripts.claude_code import munged_cwd  # noqa: E402
 
 SCAN = ScanInput(limit=5000, settle_seconds=0)
-MARK, MARK_UP = "Qz7xK", "QZ7XK"  # inside every planted secret: a leak is a marker left in a view or atom
+MARK, MARK_UP = (
+    "Qz7xK",
+    "QZ7XK",
+)  # inside every planted secret: a leak is a marker left in a view or atom
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 HEX = "0123456789abcdef"
@@ -67,16 +70,88 @@ verify wait watch write""".split()
 ADJ = """async atomic broken cached cold concurrent corrupt dirty duplicate empty expired flaky frozen global hot
 idle invalid lazy legacy local missing nested null partial pending private public racy readonly remote stale
 strict sync temporary unicode unsorted unused""".split()
-LANGS = [("py", "python"), ("ts", "typescript"), ("go", "go"), ("rs", "rust"), ("sql", "sql"), ("js", "javascript")]
-PKGS = ["fastapi", "pydantic", "sqlalchemy", "django", "celery", "redis", "httpx", "pytest", "numpy", "pandas", "react",
-        "next", "vite", "eslint", "prisma", "express", "tokio", "serde", "axum", "gin", "cobra", "boto3", "alembic"]
-PROJECTS = ["shopapp", "blog", "learn", "billing-api", "infra", "mobile-web", "data-pipeline", "auth-service",
-            "search", "notifier", "admin-console", "cli-tools", "ml-serving", "docs-site", "payments", "inventory",
-            "scheduler", "gateway", "analytics", "crm", "wiki", "chat-bot", "etl-jobs", "reporting", "warehouse-sync",
-            "checkout-v2", "edge-proxy", "ledger", "onboarding", "feature-flags", "geo-service", "media-upload"]
+LANGS = [
+    ("py", "python"),
+    ("ts", "typescript"),
+    ("go", "go"),
+    ("rs", "rust"),
+    ("sql", "sql"),
+    ("js", "javascript"),
+]
+PKGS = [
+    "fastapi",
+    "pydantic",
+    "sqlalchemy",
+    "django",
+    "celery",
+    "redis",
+    "httpx",
+    "pytest",
+    "numpy",
+    "pandas",
+    "react",
+    "next",
+    "vite",
+    "eslint",
+    "prisma",
+    "express",
+    "tokio",
+    "serde",
+    "axum",
+    "gin",
+    "cobra",
+    "boto3",
+    "alembic",
+]
+PROJECTS = [
+    "shopapp",
+    "blog",
+    "learn",
+    "billing-api",
+    "infra",
+    "mobile-web",
+    "data-pipeline",
+    "auth-service",
+    "search",
+    "notifier",
+    "admin-console",
+    "cli-tools",
+    "ml-serving",
+    "docs-site",
+    "payments",
+    "inventory",
+    "scheduler",
+    "gateway",
+    "analytics",
+    "crm",
+    "wiki",
+    "chat-bot",
+    "etl-jobs",
+    "reporting",
+    "warehouse-sync",
+    "checkout-v2",
+    "edge-proxy",
+    "ledger",
+    "onboarding",
+    "feature-flags",
+    "geo-service",
+    "media-upload",
+]
 USERS = ["dev", "alice", "bob", "mkumar", "jli"]
-SKILLS = ["pytest-runner", "pdf-extract", "sql-migrate", "query-explain", "release-notes", "docker-build",
-          "api-client-gen", "changelog", "k8s-deploy", "perf-profile", "i18n-sync", "security-review"]
+SKILLS = [
+    "pytest-runner",
+    "pdf-extract",
+    "sql-migrate",
+    "query-explain",
+    "release-notes",
+    "docker-build",
+    "api-client-gen",
+    "changelog",
+    "k8s-deploy",
+    "perf-profile",
+    "i18n-sync",
+    "security-review",
+]
 CC_MODELS = ["claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001"]
 CODEX_MODELS = ["gpt-5.1-codex", "gpt-5-codex", "gpt-5.1-codex-mini"]
 
@@ -101,10 +176,18 @@ PROMPTS = [
     "review my last commit and tell me what could break in production",
 ]
 FOLLOWUPS = [
-    "no, use {w} instead of {w2}", "continue", "also update the docs", "that broke {f}, revert it and try again",
-    "looks good, thanks. now run the full test suite", "can you also handle the {adj} {w} case?",
-    "don't touch {path}, it's generated", "ok commit it with a good message", "wait, why did you change {f}?",
-    "yes, go ahead", "keep going", "please add a test for that too",
+    "no, use {w} instead of {w2}",
+    "continue",
+    "also update the docs",
+    "that broke {f}, revert it and try again",
+    "looks good, thanks. now run the full test suite",
+    "can you also handle the {adj} {w} case?",
+    "don't touch {path}, it's generated",
+    "ok commit it with a good message",
+    "wait, why did you change {f}?",
+    "yes, go ahead",
+    "keep going",
+    "please add a test for that too",
 ]
 SENTENCES = [
     "I'll start by reading {path} and reproducing the failure.",
@@ -124,14 +207,35 @@ SENTENCES = [
     "Next I'll update {path} and the {w2} fixtures to match.",
 ]
 CODE = [
-    "def {f}({a}, {b}):", "    return {a}.{v}({b})", "    if not {a}:", "        raise ValueError(\"{adj} {w}: {{!r}}\".format({b}))",
-    "import {pkg}", "from {pkg}.{w} import {C}", "class {C}({C2}):", "    {a} = {b} + {n}", "    # {v} the {w} before the {w2}",
-    "", "    for {a} in {b}s:", "        {a}.{v}()", "@pytest.mark.parametrize(\"{a}\", [{n}, {n2}])",
-    "    {a}: {C} | None = None", "    async def {f}(self, {a}: {C}) -> {C2}:", "        await self.{w}.{v}({a})",
-    "    logger.info(\"{v} %s {w}\", {a})", "    return {{\"{w}\": {a}, \"{w2}\": {b}}}", "        except {E} as e:",
-    "            raise {C}Error(str(e)) from e", "    assert {f}({a}) == {n}", "const {a} = await {w}.{v}({b});",
-    "export function {f}({a}: {C}): {C2} {{", "  if ({a} == null) return {b};", "}}", "func ({a} *{C}) {F}(ctx context.Context) error {{",
-    "\tif err != nil {{", "\t\treturn fmt.Errorf(\"{v} {w}: %w\", err)", "SELECT {w}_id, count(*) FROM {w2}s WHERE {w3} = $1 GROUP BY 1;",
+    "def {f}({a}, {b}):",
+    "    return {a}.{v}({b})",
+    "    if not {a}:",
+    '        raise ValueError("{adj} {w}: {{!r}}".format({b}))',
+    "import {pkg}",
+    "from {pkg}.{w} import {C}",
+    "class {C}({C2}):",
+    "    {a} = {b} + {n}",
+    "    # {v} the {w} before the {w2}",
+    "",
+    "    for {a} in {b}s:",
+    "        {a}.{v}()",
+    '@pytest.mark.parametrize("{a}", [{n}, {n2}])',
+    "    {a}: {C} | None = None",
+    "    async def {f}(self, {a}: {C}) -> {C2}:",
+    "        await self.{w}.{v}({a})",
+    '    logger.info("{v} %s {w}", {a})',
+    '    return {{"{w}": {a}, "{w2}": {b}}}',
+    "        except {E} as e:",
+    "            raise {C}Error(str(e)) from e",
+    "    assert {f}({a}) == {n}",
+    "const {a} = await {w}.{v}({b});",
+    "export function {f}({a}: {C}): {C2} {{",
+    "  if ({a} == null) return {b};",
+    "}}",
+    "func ({a} *{C}) {F}(ctx context.Context) error {{",
+    "\tif err != nil {{",
+    '\t\treturn fmt.Errorf("{v} {w}: %w", err)',
+    "SELECT {w}_id, count(*) FROM {w2}s WHERE {w3} = $1 GROUP BY 1;",
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS {w}_{w2}_idx ON {w}s ({w2}_id, created_at);",
 ]
 LOGS = [
@@ -140,7 +244,7 @@ LOGS = [
     "{ts} INFO  [{w}.{w2}] {v}: {n} {w3}s in {n2}ms",
     "{ts} WARN  [{w}] {adj} {w2} for tenant {n}, retrying ({n2}/5)",
     "{ts} ERROR [{w}.{w2}] {E}: {adj} {w3} (request_id={hex})",
-    "  File \"/srv/{proj}/{path}\", line {n}, in {f}",
+    '  File "/srv/{proj}/{path}", line {n}, in {f}',
     "    {a} = {b}.{v}({w})",
     "npm WARN deprecated {pkg}@{ver}: use {pkg2} instead",
     "{n} passed, {n2} warnings in {s}s",
@@ -151,8 +255,18 @@ LOGS = [
     "   Compiling {pkg} v{ver}",
     "{hex} {v} {w} in {f} ({w2})",
 ]
-ERRORS = ["KeyError", "TypeError", "ValueError", "TimeoutError", "ConnectionResetError", "IntegrityError",
-          "AttributeError", "PermissionError", "AssertionError", "RuntimeError"]
+ERRORS = [
+    "KeyError",
+    "TypeError",
+    "ValueError",
+    "TimeoutError",
+    "ConnectionResetError",
+    "IntegrityError",
+    "AttributeError",
+    "PermissionError",
+    "AssertionError",
+    "RuntimeError",
+]
 
 
 class Pools:
@@ -175,12 +289,32 @@ class Pools:
         w = lambda: r.choice(WORDS)  # noqa: E731
         cap = lambda: w().capitalize() + w().capitalize()  # noqa: E731
         return template.format(
-            w=w(), w2=w(), w3=w(), w4=w(), v=r.choice(VERBS), adj=r.choice(ADJ), adj2=r.choice(ADJ),
-            f=f"{r.choice(VERBS)}_{w()}", F=f"{r.choice(VERBS).capitalize()}{w().capitalize()}", C=cap(), C2=cap(),
-            a=w(), b=w(), n=r.randint(1, 400), n2=r.randint(1, 99), s=f"{r.uniform(0.05, 90):.2f}",
-            E=r.choice(ERRORS), pkg=r.choice(PKGS), pkg2=r.choice(PKGS), ver=f"{r.randint(0, 9)}.{r.randint(0, 40)}.{r.randint(0, 20)}",
-            lang=r.choice(LANGS)[1], lang2=r.choice(LANGS)[1], skill=r.choice(SKILLS), proj=r.choice(PROJECTS),
-            path=self.path() if "{path}" in template else "", ts=f"2026-0{r.randint(1, 9)}-1{r.randint(0, 9)}T0{r.randint(0, 9)}:{r.randint(10, 59)}:{r.randint(10, 59)}Z",
+            w=w(),
+            w2=w(),
+            w3=w(),
+            w4=w(),
+            v=r.choice(VERBS),
+            adj=r.choice(ADJ),
+            adj2=r.choice(ADJ),
+            f=f"{r.choice(VERBS)}_{w()}",
+            F=f"{r.choice(VERBS).capitalize()}{w().capitalize()}",
+            C=cap(),
+            C2=cap(),
+            a=w(),
+            b=w(),
+            n=r.randint(1, 400),
+            n2=r.randint(1, 99),
+            s=f"{r.uniform(0.05, 90):.2f}",
+            E=r.choice(ERRORS),
+            pkg=r.choice(PKGS),
+            pkg2=r.choice(PKGS),
+            ver=f"{r.randint(0, 9)}.{r.randint(0, 40)}.{r.randint(0, 20)}",
+            lang=r.choice(LANGS)[1],
+            lang2=r.choice(LANGS)[1],
+            skill=r.choice(SKILLS),
+            proj=r.choice(PROJECTS),
+            path=self.path() if "{path}" in template else "",
+            ts=f"2026-0{r.randint(1, 9)}-1{r.randint(0, 9)}T0{r.randint(0, 9)}:{r.randint(10, 59)}:{r.randint(10, 59)}Z",
             hex="".join(r.choices(HEX, k=12)),
         )
 
@@ -196,7 +330,13 @@ class Pools:
     def big(self) -> int:
         """Lines in a tool output: mostly short, some long, a few huge."""
         x = self.rng.random()
-        return self.rng.randint(1, 25) if x < 0.6 else self.rng.randint(25, 300) if x < 0.95 else self.rng.randint(800, 4000)
+        return (
+            self.rng.randint(1, 25)
+            if x < 0.6
+            else self.rng.randint(25, 300)
+            if x < 0.95
+            else self.rng.randint(800, 4000)
+        )
 
 
 class Secrets:
@@ -218,10 +358,16 @@ class Secrets:
             "anthropic-key": lambda: "sk-ant-api03-" + self._body(80),
             "aws-access-key-id": lambda: "AKIA" + self._body(11, UPPER, MARK_UP),
             "github-token": lambda: "ghp_" + self._body(31),
-            "slack-token": lambda: f"xoxb-{r.randint(10**11, 10**12)}-{r.randint(10**12, 10**13)}-" + self._body(19),
+            "slack-token": lambda: (
+                f"xoxb-{r.randint(10**11, 10**12)}-{r.randint(10**12, 10**13)}-" + self._body(19)
+            ),
             "stripe-key": lambda: "sk_live_" + self._body(60),
-            "password": lambda: r.choice(["S3cr3t", "hunter2", "Tr0ub4dor", "Passw0rd", "letmein"]) + self._body(8),
-            "jwt": lambda: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ" + self._body(40) + "." + self._body(30),
+            "password": lambda: (
+                r.choice(["S3cr3t", "hunter2", "Tr0ub4dor", "Passw0rd", "letmein"]) + self._body(8)
+            ),
+            "jwt": lambda: (
+                "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ" + self._body(40) + "." + self._body(30)
+            ),
         }[kind]()
         self.planted[value] = kind
         return value
@@ -229,13 +375,24 @@ class Secrets:
     def env_block(self) -> str:
         """A .env / `env` dump: assignments, some secret."""
         r = self.rng
-        lines = [f"APP_ENV={r.choice(['production', 'staging', 'dev'])}", f"PORT={r.choice([3000, 8000, 8080])}",
-                 f"DATABASE_URL=postgres://{r.choice(USERS)}:{self.make('password')}@db.internal:5432/{r.choice(WORDS)}",
-                 f"OPENAI_API_KEY={self.make('openai-key')}", f"AWS_ACCESS_KEY_ID={self.make('aws-access-key-id')}",
-                 f"LOG_LEVEL={r.choice(['info', 'debug'])}", "HOME=/home/dev", "LANG=C.UTF-8"]
-        extra = [lambda: f"ANTHROPIC_API_KEY={self.make('anthropic-key')}", lambda: f"GITHUB_TOKEN={self.make('github-token')}",
-                 lambda: f"SLACK_BOT_TOKEN={self.make('slack-token')}", lambda: f"STRIPE_SECRET_KEY={self.make('stripe-key')}",
-                 lambda: f"SESSION_SECRET={self.make('password')}", lambda: f"ADMIN_JWT={self.make('jwt')}"]
+        lines = [
+            f"APP_ENV={r.choice(['production', 'staging', 'dev'])}",
+            f"PORT={r.choice([3000, 8000, 8080])}",
+            f"DATABASE_URL=postgres://{r.choice(USERS)}:{self.make('password')}@db.internal:5432/{r.choice(WORDS)}",
+            f"OPENAI_API_KEY={self.make('openai-key')}",
+            f"AWS_ACCESS_KEY_ID={self.make('aws-access-key-id')}",
+            f"LOG_LEVEL={r.choice(['info', 'debug'])}",
+            "HOME=/home/dev",
+            "LANG=C.UTF-8",
+        ]
+        extra = [
+            lambda: f"ANTHROPIC_API_KEY={self.make('anthropic-key')}",
+            lambda: f"GITHUB_TOKEN={self.make('github-token')}",
+            lambda: f"SLACK_BOT_TOKEN={self.make('slack-token')}",
+            lambda: f"STRIPE_SECRET_KEY={self.make('stripe-key')}",
+            lambda: f"SESSION_SECRET={self.make('password')}",
+            lambda: f"ADMIN_JWT={self.make('jwt')}",
+        ]
         lines += [f() for f in r.sample(extra, r.randint(1, 3))]
         r.shuffle(lines)
         return "\n".join(lines)
@@ -243,13 +400,17 @@ class Secrets:
     def inline(self) -> str:
         """One credential in a sentence, a command or a header."""
         r = self.rng
-        return r.choice([
-            lambda: f"curl -H \"Authorization: Bearer {self.make('jwt')}\" https://api.internal/v1/{r.choice(WORDS)}s",
-            lambda: f"export OPENAI_API_KEY={self.make('openai-key')}",
-            lambda: f"psql postgres://admin:{self.make('password')}@db.internal:5432/app",
-            lambda: f"the token is {self.make('github-token')}",
-            lambda: f"DB_PASSWORD={self.make('password')} ./manage.py migrate",
-        ])()
+        return r.choice(
+            [
+                lambda: (
+                    f'curl -H "Authorization: Bearer {self.make("jwt")}" https://api.internal/v1/{r.choice(WORDS)}s'
+                ),
+                lambda: f"export OPENAI_API_KEY={self.make('openai-key')}",
+                lambda: f"psql postgres://admin:{self.make('password')}@db.internal:5432/app",
+                lambda: f"the token is {self.make('github-token')}",
+                lambda: f"DB_PASSWORD={self.make('password')} ./manage.py migrate",
+            ]
+        )()
 
 
 # -- generators ------------------------------------------------------------------------------
@@ -261,7 +422,9 @@ def _uuid4(rng: Random) -> str:
 
 def _uuid7(rng: Random, at: datetime) -> str:
     ms = int(at.timestamp() * 1000)
-    value = (ms << 80) | (0x7 << 76) | (rng.getrandbits(12) << 64) | (0b10 << 62) | rng.getrandbits(62)
+    value = (
+        (ms << 80) | (0x7 << 76) | (rng.getrandbits(12) << 64) | (0b10 << 62) | rng.getrandbits(62)
+    )
     return str(uuid.UUID(int=value))
 
 
@@ -298,7 +461,9 @@ class Session:
             return self.g.secrets.env_block(), False
         text = "\n".join(p.lines(p.logs, p.big()))
         if r.random() < 0.12:
-            return text + "\n" + "\n".join(p.lines(p.logs, r.randint(2, 12))) + f"\n{r.choice(ERRORS)}: {p.prose(1, 1)}", True
+            return text + "\n" + "\n".join(
+                p.lines(p.logs, r.randint(2, 12))
+            ) + f"\n{r.choice(ERRORS)}: {p.prose(1, 1)}", True
         return text, False
 
     def file_text(self) -> str:
@@ -306,7 +471,9 @@ class Session:
 
 
 class ClaudeSession(Session):
-    def __init__(self, gen: Generator, start: datetime, cwd: str, session_id: str, agent: str | None = None):
+    def __init__(
+        self, gen: Generator, start: datetime, cwd: str, session_id: str, agent: str | None = None
+    ):
         super().__init__(gen, start)
         self.cwd, self.session_id, self.agent = cwd, session_id, agent
         self.model = self.rng.choice(CC_MODELS)
@@ -317,8 +484,15 @@ class ClaudeSession(Session):
 
     def base(self, kind: str) -> dict:
         uid = _uuid4(self.rng)
-        rec = {"parentUuid": self.parent, "isSidechain": self.agent is not None, "userType": "external", "cwd": self.cwd,
-               "sessionId": self.session_id, "version": self.version, "gitBranch": self.branch}
+        rec = {
+            "parentUuid": self.parent,
+            "isSidechain": self.agent is not None,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session_id,
+            "version": self.version,
+            "gitBranch": self.branch,
+        }
         if self.agent:
             rec["agentId"] = self.agent
         rec["type"] = kind
@@ -337,14 +511,28 @@ class ClaudeSession(Session):
         r = self.rng
         msg_id = "msg_01" + "".join(r.choices(ALNUM, k=22))
         req = "req_011C" + "".join(r.choices(ALNUM, k=18))
-        usage = {"input_tokens": r.randint(2, 12), "cache_creation_input_tokens": r.randint(0, 8000),
-                 "cache_read_input_tokens": r.randint(0, 150000), "output_tokens": r.randint(5, 2000), "service_tier": "standard"}
+        usage = {
+            "input_tokens": r.randint(2, 12),
+            "cache_creation_input_tokens": r.randint(0, 8000),
+            "cache_read_input_tokens": r.randint(0, 150000),
+            "output_tokens": r.randint(5, 2000),
+            "service_tier": "standard",
+        }
         for i, block in enumerate(blocks):
             last = i == len(blocks) - 1
             rec = self.base("assistant")
-            rec["message"] = {"model": self.model, "id": msg_id, "type": "message", "role": "assistant", "content": [block],
-                              "stop_reason": ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None,
-                              "stop_sequence": None, "usage": usage}
+            rec["message"] = {
+                "model": self.model,
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": ("tool_use" if block["type"] == "tool_use" else "end_turn")
+                if last
+                else None,
+                "stop_sequence": None,
+                "usage": usage,
+            }
             rec["requestId"] = req
             rec["timestamp"] = self.tick(0.2, 3)
             self.emit(rec)
@@ -352,13 +540,25 @@ class ClaudeSession(Session):
                 self.out.append(self.out[-1])
                 self.size += len(self.out[-1])
 
-    def tool(self, name: str, args: dict, result: object, is_error: bool = False, extra: dict | None = None) -> None:
+    def tool(
+        self,
+        name: str,
+        args: dict,
+        result: object,
+        is_error: bool = False,
+        extra: dict | None = None,
+    ) -> None:
         call_id = "toolu_01" + "".join(self.rng.choices(ALNUM, k=22))
         self.assistant([{"type": "tool_use", "id": call_id, "name": name, "input": args}])
         block = {"tool_use_id": call_id, "type": "tool_result", "content": result}
         if is_error:
             block["is_error"] = True
-        self.user([block], toolUseResult=extra if extra is not None else (result if isinstance(result, str) else {}))
+        self.user(
+            [block],
+            toolUseResult=extra
+            if extra is not None
+            else (result if isinstance(result, str) else {}),
+        )
 
     def step(self, secret_chance: float) -> None:
         """One agent action: a tool call and its result."""
@@ -368,48 +568,128 @@ class ClaudeSession(Session):
         if x < 0.30:
             lines = self.file_text().split("\n")
             numbered = "\n".join(f"{i:>6}\u2192{line}" for i, line in enumerate(lines, 1))
-            self.tool("Read", {"file_path": path}, numbered, extra={"type": "text", "file": {
-                "filePath": path, "content": "\n".join(lines), "numLines": len(lines), "startLine": 1, "totalLines": len(lines)}})
+            self.tool(
+                "Read",
+                {"file_path": path},
+                numbered,
+                extra={
+                    "type": "text",
+                    "file": {
+                        "filePath": path,
+                        "content": "\n".join(lines),
+                        "numLines": len(lines),
+                        "startLine": 1,
+                        "totalLines": len(lines),
+                    },
+                },
+            )
         elif x < 0.60:
-            command = r.choice(["pytest -q", "npm test", "go test ./...", "cargo build", "make lint", "git status",
-                                "cat .env", "env | sort", "docker build -t app .", f"rg -n {r.choice(WORDS)} src"])
+            command = r.choice(
+                [
+                    "pytest -q",
+                    "npm test",
+                    "go test ./...",
+                    "cargo build",
+                    "make lint",
+                    "git status",
+                    "cat .env",
+                    "env | sort",
+                    "docker build -t app .",
+                    f"rg -n {r.choice(WORDS)} src",
+                ]
+            )
             out, failed = self.tool_output(secret_chance * (4 if "env" in command else 1))
             text = f"Exit code 1\n{out}" if failed else out
-            self.tool("Bash", {"command": command, "description": p.prose(1, 1)[:60]}, text, is_error=failed,
-                      extra={"stdout": out, "stderr": "", "interrupted": False, "isImage": False})
+            self.tool(
+                "Bash",
+                {"command": command, "description": p.prose(1, 1)[:60]},
+                text,
+                is_error=failed,
+                extra={"stdout": out, "stderr": "", "interrupted": False, "isImage": False},
+            )
         elif x < 0.75:
-            old, new = "\n".join(p.lines(p.code, r.randint(1, 12))), "\n".join(p.lines(p.code, r.randint(1, 20)))
+            old, new = (
+                "\n".join(p.lines(p.code, r.randint(1, 12))),
+                "\n".join(p.lines(p.code, r.randint(1, 20))),
+            )
             if r.random() < 0.08:
-                self.tool("Edit", {"file_path": path, "old_string": old, "new_string": new},
-                          "<tool_use_error>String to replace not found in file.</tool_use_error>", is_error=True)
+                self.tool(
+                    "Edit",
+                    {"file_path": path, "old_string": old, "new_string": new},
+                    "<tool_use_error>String to replace not found in file.</tool_use_error>",
+                    is_error=True,
+                )
             else:
-                snippet = "\n".join(f"{i:>6}\u2192{line}" for i, line in enumerate(new.split("\n"), r.randint(1, 300)))
-                self.tool("Edit", {"file_path": path, "old_string": old, "new_string": new},
-                          f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{snippet}",
-                          extra={"filePath": path, "oldString": old, "newString": new})
+                snippet = "\n".join(
+                    f"{i:>6}\u2192{line}"
+                    for i, line in enumerate(new.split("\n"), r.randint(1, 300))
+                )
+                self.tool(
+                    "Edit",
+                    {"file_path": path, "old_string": old, "new_string": new},
+                    f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{snippet}",
+                    extra={"filePath": path, "oldString": old, "newString": new},
+                )
         elif x < 0.85:
-            hits = "\n".join(f"{self.cwd}/{r.choice(p.paths)}:{r.randint(1, 900)}:{line}" for line in p.lines(p.code, r.randint(1, 60)))
-            self.tool("Grep", {"pattern": r.choice(WORDS), "path": self.cwd, "output_mode": "content", "-n": True}, hits)
+            hits = "\n".join(
+                f"{self.cwd}/{r.choice(p.paths)}:{r.randint(1, 900)}:{line}"
+                for line in p.lines(p.code, r.randint(1, 60))
+            )
+            self.tool(
+                "Grep",
+                {
+                    "pattern": r.choice(WORDS),
+                    "path": self.cwd,
+                    "output_mode": "content",
+                    "-n": True,
+                },
+                hits,
+            )
         elif x < 0.92:
             content = self.file_text()
-            self.tool("Write", {"file_path": path, "content": content}, f"File created successfully at: {path}",
-                      extra={"type": "create", "filePath": path, "content": content})
+            self.tool(
+                "Write",
+                {"file_path": path, "content": content},
+                f"File created successfully at: {path}",
+                extra={"type": "create", "filePath": path, "content": content},
+            )
         else:
-            todos = [{"content": p.prose(1, 1)[:80], "status": r.choice(["pending", "in_progress", "completed"]),
-                      "activeForm": p.prose(1, 1)[:60]} for _ in range(r.randint(2, 6))]
+            todos = [
+                {
+                    "content": p.prose(1, 1)[:80],
+                    "status": r.choice(["pending", "in_progress", "completed"]),
+                    "activeForm": p.prose(1, 1)[:60],
+                }
+                for _ in range(r.randint(2, 6))
+            ]
             self.tool("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")
 
     def skill(self) -> None:
         r, p = self.rng, self.p
         name = r.choice(SKILLS)
         if r.random() < 0.6:
-            self.tool("Skill", {"skill": name}, f"Launching skill: {name}", extra={"success": True, "commandName": name})
-            self.user([{"type": "text", "text": f"Base directory for this skill: /home/dev/.claude/skills/{name}\n\n# {name}\n\n{p.prose(3, 8)}"}],
-                      isMeta=True)
+            self.tool(
+                "Skill",
+                {"skill": name},
+                f"Launching skill: {name}",
+                extra={"success": True, "commandName": name},
+            )
+            self.user(
+                [
+                    {
+                        "type": "text",
+                        "text": f"Base directory for this skill: /home/dev/.claude/skills/{name}\n\n# {name}\n\n{p.prose(3, 8)}",
+                    }
+                ],
+                isMeta=True,
+            )
         else:
             skill_md = f"---\nname: {name}\ndescription: {p.prose(1, 2)}\n---\n\n# {name}\n\n{p.prose(4, 10)}"
-            self.tool("Read", {"file_path": f"/home/dev/.claude/skills/{name}/SKILL.md"},
-                      "\n".join(f"{i:>6}\u2192{line}" for i, line in enumerate(skill_md.split("\n"), 1)))
+            self.tool(
+                "Read",
+                {"file_path": f"/home/dev/.claude/skills/{name}/SKILL.md"},
+                "\n".join(f"{i:>6}\u2192{line}" for i, line in enumerate(skill_md.split("\n"), 1)),
+            )
 
     def subagent(self, secret_chance: float) -> None:
         """A Task call, answered by a subagent file of its own."""
@@ -427,8 +707,20 @@ class ClaudeSession(Session):
         sub.assistant([{"type": "text", "text": report}])
         self.subagents.append(sub)
         self.t = sub.t
-        self.tool("Task", {"description": p.prose(1, 1)[:50], "prompt": prompt, "subagent_type": "general-purpose"},
-                  [{"type": "text", "text": report}], extra={"status": "completed", "agentId": agent, "totalDurationMs": r.randint(5000, 90000)})
+        self.tool(
+            "Task",
+            {
+                "description": p.prose(1, 1)[:50],
+                "prompt": prompt,
+                "subagent_type": "general-purpose",
+            },
+            [{"type": "text", "text": report}],
+            extra={
+                "status": "completed",
+                "agentId": agent,
+                "totalDurationMs": r.randint(5000, 90000),
+            },
+        )
 
     def turn(self, secret_chance: float, first: bool) -> None:
         r, p = self.rng, self.p
@@ -436,14 +728,30 @@ class ClaudeSession(Session):
         prompt = p.prompt(followup=not first and r.random() < 0.3)
         if r.random() < secret_chance:
             prompt += f"\n\nhere's what I have locally:\n\n{self.g.secrets.env_block() if r.random() < 0.5 else self.g.secrets.inline()}"
-        self.emit({"type": "file-history-snapshot", "messageId": _uuid4(r), "snapshot": {
-            "messageId": _uuid4(r), "trackedFileBackups": {}, "timestamp": _iso(self.t)}, "isSnapshotUpdate": False})
+        self.emit(
+            {
+                "type": "file-history-snapshot",
+                "messageId": _uuid4(r),
+                "snapshot": {
+                    "messageId": _uuid4(r),
+                    "trackedFileBackups": {},
+                    "timestamp": _iso(self.t),
+                },
+                "isSnapshotUpdate": False,
+            }
+        )
         self.user(prompt)
         steps = min(int(r.expovariate(1 / 6)) + 1, 40)
         for i in range(steps):
             blocks = []
             if r.random() < 0.35:
-                blocks.append({"type": "thinking", "thinking": p.prose(2, 9), "signature": "".join(r.choices(ALNUM, k=r.randint(200, 600)))})
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": p.prose(2, 9),
+                        "signature": "".join(r.choices(ALNUM, k=r.randint(200, 600))),
+                    }
+                )
             if r.random() < 0.45:
                 blocks.append({"type": "text", "text": p.prose(1, 3)})
             if blocks:
@@ -460,24 +768,51 @@ class ClaudeSession(Session):
                 return
         self.assistant([{"type": "text", "text": p.prose(2, 7)}])
         rec = self.base("system")
-        rec.update({"subtype": "turn_duration", "durationMs": r.randint(2000, 400000), "isMeta": False, "timestamp": self.tick()})
+        rec.update(
+            {
+                "subtype": "turn_duration",
+                "durationMs": r.randint(2000, 400000),
+                "isMeta": False,
+                "timestamp": self.tick(),
+            }
+        )
         self.emit(rec)
 
     def compaction(self) -> None:
         rec = self.base("system")
         rec["parentUuid"] = None
-        rec.update({"subtype": "compact_boundary", "content": "Conversation compacted", "compactMetadata": {
-            "trigger": "auto", "preTokens": self.rng.randint(120000, 190000)}, "isMeta": False, "timestamp": self.tick(60, 600), "level": "info"})
+        rec.update(
+            {
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "compactMetadata": {
+                    "trigger": "auto",
+                    "preTokens": self.rng.randint(120000, 190000),
+                },
+                "isMeta": False,
+                "timestamp": self.tick(60, 600),
+                "level": "info",
+            }
+        )
         self.emit(rec)
-        self.user("This session is being continued from a previous conversation that ran out of context. "
-                  f"The conversation is summarized below:\nAnalysis:\n{self.p.prose(6, 20)}", isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        self.user(
+            "This session is being continued from a previous conversation that ran out of context. "
+            f"The conversation is summarized below:\nAnalysis:\n{self.p.prose(6, 20)}",
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+        )
 
     def run(self, target: int, secret_chance: float) -> None:
         r = self.rng
         if r.random() < 0.3:
-            self.emit({"type": "summary", "summary": self.p.prose(1, 1)[:80], "leafUuid": _uuid4(r)})
+            self.emit(
+                {"type": "summary", "summary": self.p.prose(1, 1)[:80], "leafUuid": _uuid4(r)}
+            )
         listing = "\n".join(f"- {s}: {self.p.prose(1, 1)}" for s in r.sample(SKILLS, 4))
-        self.user(f"<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n{listing}\n</system-reminder>", isMeta=True)
+        self.user(
+            f"<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n{listing}\n</system-reminder>",
+            isMeta=True,
+        )
         first = True
         while self.size + sum(s.size for s in self.subagents) < target:
             self.turn(secret_chance, first)
@@ -485,8 +820,15 @@ class ClaudeSession(Session):
             if r.random() < 0.04:
                 self.compaction()
             if r.random() < 0.02:
-                self.emit({"type": "queue-operation", "operation": "enqueue", "timestamp": _iso(self.t),
-                           "content": self.p.prompt(True), "sessionId": self.session_id})
+                self.emit(
+                    {
+                        "type": "queue-operation",
+                        "operation": "enqueue",
+                        "timestamp": _iso(self.t),
+                        "content": self.p.prompt(True),
+                        "sessionId": self.session_id,
+                    }
+                )
 
 
 class CodexSession(Session):
@@ -495,91 +837,260 @@ class CodexSession(Session):
         self.cwd, self.thread = cwd, thread
         self.model = self.rng.choice(CODEX_MODELS)
 
-    def item(self, payload: dict, kind: str = "response_item", lo: float = 0.05, hi: float = 2.0) -> None:
+    def item(
+        self, payload: dict, kind: str = "response_item", lo: float = 0.05, hi: float = 2.0
+    ) -> None:
         self.emit({"timestamp": self.tick(lo, hi), "type": kind, "payload": payload})
 
     def call(self, secret_chance: float) -> None:
         r, p = self.rng, self.p
         call_id = "call_" + "".join(r.choices(ALNUM, k=24))
         if r.random() < 0.25:
-            patch = f"*** Begin Patch\n*** Update File: {r.choice(p.paths)}\n@@\n" + "\n".join(
-                ("-" if r.random() < 0.3 else "+") + line for line in p.lines(p.code, r.randint(2, 40))) + "\n*** End Patch"
-            self.item({"type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": "apply_patch", "input": patch})
-            out = {"output": f"Success. Updated the following files:\nM {r.choice(p.paths)}\n", "metadata": {"exit_code": 0, "duration_seconds": 0.0}}
-            self.item({"type": "custom_tool_call_output", "call_id": call_id, "output": json.dumps(out)})
+            patch = (
+                f"*** Begin Patch\n*** Update File: {r.choice(p.paths)}\n@@\n"
+                + "\n".join(
+                    ("-" if r.random() < 0.3 else "+") + line
+                    for line in p.lines(p.code, r.randint(2, 40))
+                )
+                + "\n*** End Patch"
+            )
+            self.item(
+                {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "name": "apply_patch",
+                    "input": patch,
+                }
+            )
+            out = {
+                "output": f"Success. Updated the following files:\nM {r.choice(p.paths)}\n",
+                "metadata": {"exit_code": 0, "duration_seconds": 0.0},
+            }
+            self.item(
+                {"type": "custom_tool_call_output", "call_id": call_id, "output": json.dumps(out)}
+            )
             return
         y = r.random()
         if y < 0.04:
             name = r.choice(SKILLS)
-            command = r.choice([f"cat ~/.codex/skills/{name}/SKILL.md", f"sed -n 1,120p {self.cwd}/.agents/skills/{name}/SKILL.md"])
-            text, failed = f"---\nname: {name}\ndescription: {p.prose(1, 2)}\n---\n\n# {name}\n\n{p.prose(4, 10)}", False
+            command = r.choice(
+                [
+                    f"cat ~/.codex/skills/{name}/SKILL.md",
+                    f"sed -n 1,120p {self.cwd}/.agents/skills/{name}/SKILL.md",
+                ]
+            )
+            text, failed = (
+                f"---\nname: {name}\ndescription: {p.prose(1, 2)}\n---\n\n# {name}\n\n{p.prose(4, 10)}",
+                False,
+            )
         else:
-            command = r.choice(["pytest -q", "ls", f"sed -n 1,200p {r.choice(p.paths)}", f"rg -n {r.choice(WORDS)}", "git diff",
-                                "env", "cat config.yml", "npm run build", "go vet ./...", "cargo test"])
+            command = r.choice(
+                [
+                    "pytest -q",
+                    "ls",
+                    f"sed -n 1,200p {r.choice(p.paths)}",
+                    f"rg -n {r.choice(WORDS)}",
+                    "git diff",
+                    "env",
+                    "cat config.yml",
+                    "npm run build",
+                    "go vet ./...",
+                    "cargo test",
+                ]
+            )
             if command.startswith(("sed", "git diff")):
                 text, failed = self.file_text(), False
             else:
-                text, failed = self.tool_output(secret_chance * (4 if command in ("env", "cat config.yml") else 1))
+                text, failed = self.tool_output(
+                    secret_chance * (4 if command in ("env", "cat config.yml") else 1)
+                )
         args = {"command": ["bash", "-lc", command], "workdir": self.cwd}
         if r.random() < 0.2:
             args["timeout_ms"] = 120000
-        self.item({"type": "function_call", "name": "shell", "arguments": json.dumps(args), "call_id": call_id})
-        out = {"output": text, "metadata": {"exit_code": r.choice([1, 2, 101]) if failed else 0, "duration_seconds": round(r.uniform(0, 30), 1)}}
-        self.item({"type": "function_call_output", "call_id": call_id, "output": json.dumps(out)}, lo=0.1, hi=20)
+        self.item(
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": json.dumps(args),
+                "call_id": call_id,
+            }
+        )
+        out = {
+            "output": text,
+            "metadata": {
+                "exit_code": r.choice([1, 2, 101]) if failed else 0,
+                "duration_seconds": round(r.uniform(0, 30), 1),
+            },
+        }
+        self.item(
+            {"type": "function_call_output", "call_id": call_id, "output": json.dumps(out)},
+            lo=0.1,
+            hi=20,
+        )
 
     def tokens(self) -> None:
         r = self.rng
-        usage = {"input_tokens": r.randint(2000, 200000), "cached_input_tokens": r.randint(0, 150000), "output_tokens": r.randint(50, 5000),
-                 "reasoning_output_tokens": r.randint(0, 3000), "total_tokens": r.randint(2000, 220000)}
-        self.item({"type": "token_count", "info": {"total_token_usage": usage, "last_token_usage": usage, "model_context_window": 272000},
-                   "rate_limits": {"primary": {"used_percent": float(r.randint(0, 90)), "window_minutes": 300, "resets_at": 1795771200}}}, "event_msg")
+        usage = {
+            "input_tokens": r.randint(2000, 200000),
+            "cached_input_tokens": r.randint(0, 150000),
+            "output_tokens": r.randint(50, 5000),
+            "reasoning_output_tokens": r.randint(0, 3000),
+            "total_tokens": r.randint(2000, 220000),
+        }
+        self.item(
+            {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": usage,
+                    "last_token_usage": usage,
+                    "model_context_window": 272000,
+                },
+                "rate_limits": {
+                    "primary": {
+                        "used_percent": float(r.randint(0, 90)),
+                        "window_minutes": 300,
+                        "resets_at": 1795771200,
+                    }
+                },
+            },
+            "event_msg",
+        )
 
     def turn(self, secret_chance: float, first: bool) -> None:
         r, p = self.rng, self.p
         self.t += timedelta(seconds=r.uniform(5, 900))
         turn_id = _uuid7(r, self.t)
-        self.item({"type": "task_started", "turn_id": turn_id, "model_context_window": 272000}, "event_msg")
-        self.item({"turn_id": turn_id, "cwd": self.cwd, "approval_policy": "on-request", "sandbox_policy": {
-            "type": "workspace-write", "writable_roots": [], "network_access": False}, "model": self.model,
-            "effort": r.choice(["low", "medium", "high"]), "summary": "auto"}, "turn_context")
+        self.item(
+            {"type": "task_started", "turn_id": turn_id, "model_context_window": 272000},
+            "event_msg",
+        )
+        self.item(
+            {
+                "turn_id": turn_id,
+                "cwd": self.cwd,
+                "approval_policy": "on-request",
+                "sandbox_policy": {
+                    "type": "workspace-write",
+                    "writable_roots": [],
+                    "network_access": False,
+                },
+                "model": self.model,
+                "effort": r.choice(["low", "medium", "high"]),
+                "summary": "auto",
+            },
+            "turn_context",
+        )
         prompt = p.prompt(followup=not first and r.random() < 0.3)
         if r.random() < secret_chance:
             prompt += f"\n\n{self.g.secrets.inline()}"
-        self.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
+        self.item(
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}
+        )
         self.item({"type": "user_message", "message": prompt, "images": []}, "event_msg")
         steps = min(int(r.expovariate(1 / 6)) + 1, 40)
         for i in range(steps):
             if r.random() < 0.5:
-                self.item({"type": "reasoning", "summary": [{"type": "summary_text", "text": f"**{p.prose(1, 1)[:50]}**\n\n{p.prose(1, 4)}"}],
-                           "content": None, "encrypted_content": "gAAAAAB" + "".join(r.choices(ALNUM, k=r.randint(300, 2400)))})
+                self.item(
+                    {
+                        "type": "reasoning",
+                        "summary": [
+                            {
+                                "type": "summary_text",
+                                "text": f"**{p.prose(1, 1)[:50]}**\n\n{p.prose(1, 4)}",
+                            }
+                        ],
+                        "content": None,
+                        "encrypted_content": "gAAAAAB"
+                        + "".join(r.choices(ALNUM, k=r.randint(300, 2400))),
+                    }
+                )
             self.call(secret_chance)
             if r.random() < 0.3:
                 self.tokens()
             if i > 2 and r.random() < 0.02:
-                self.item({"type": "turn_aborted", "turn_id": turn_id, "reason": "interrupted"}, "event_msg")
+                self.item(
+                    {"type": "turn_aborted", "turn_id": turn_id, "reason": "interrupted"},
+                    "event_msg",
+                )
                 return
         answer = p.prose(2, 7)
-        self.item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]})
+        self.item(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": answer}],
+            }
+        )
         self.item({"type": "agent_message", "message": answer}, "event_msg")
         self.tokens()
-        self.item({"type": "task_complete", "turn_id": turn_id, "last_agent_message": answer}, "event_msg")
+        self.item(
+            {"type": "task_complete", "turn_id": turn_id, "last_agent_message": answer}, "event_msg"
+        )
 
     def head(self, instructions: str) -> None:
         r = self.rng
-        self.item({"id": self.thread, "timestamp": _iso(self.t), "cwd": self.cwd, "originator": "codex_cli_rs",
-                   "cli_version": r.choice(["0.58.0", "0.63.0", "0.66.1"]), "source": "cli", "model_provider": "openai",
-                   "base_instructions": {"text": instructions}, "git": {"commit_hash": "".join(r.choices(HEX, k=40)),
-                   "branch": r.choice(["main", "dev"]), "repository_url": f"git@github.com:acme/{PurePosixPath(self.cwd).name}.git"}}, "session_meta")
+        self.item(
+            {
+                "id": self.thread,
+                "timestamp": _iso(self.t),
+                "cwd": self.cwd,
+                "originator": "codex_cli_rs",
+                "cli_version": r.choice(["0.58.0", "0.63.0", "0.66.1"]),
+                "source": "cli",
+                "model_provider": "openai",
+                "base_instructions": {"text": instructions},
+                "git": {
+                    "commit_hash": "".join(r.choices(HEX, k=40)),
+                    "branch": r.choice(["main", "dev"]),
+                    "repository_url": f"git@github.com:acme/{PurePosixPath(self.cwd).name}.git",
+                },
+            },
+            "session_meta",
+        )
         if r.random() < 0.6:
-            self.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text":
-                       f"# AGENTS.md instructions for {self.cwd}\n\n<user_instructions>\n{self.p.prose(3, 10)}\n</user_instructions>"}]})
-        self.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text":
-                   f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
-                   "  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>bash</shell>\n</environment_context>"}]})
+            self.item(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "input_text",
+                            "text": f"# AGENTS.md instructions for {self.cwd}\n\n<user_instructions>\n{self.p.prose(3, 10)}\n</user_instructions>",
+                        }
+                    ],
+                }
+            )
+        self.item(
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_text",
+                        "text": f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n  <approval_policy>on-request</approval_policy>\n"
+                        "  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>bash</shell>\n</environment_context>",
+                    }
+                ],
+            }
+        )
 
     def compaction(self) -> None:
-        self.item({"message": f"Summary of the conversation so far: {self.p.prose(4, 14)}", "replacement_history": [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": self.p.prompt()}]}]}, "compacted", 30, 300)
+        self.item(
+            {
+                "message": f"Summary of the conversation so far: {self.p.prose(4, 14)}",
+                "replacement_history": [
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": self.p.prompt()}],
+                    }
+                ],
+            },
+            "compacted",
+            30,
+            300,
+        )
 
     def run(self, target: int, secret_chance: float) -> None:
         self.head(self.g.instructions)
@@ -597,11 +1108,16 @@ class Generator:
         self.rng = Random(seed)
         self.pools = Pools(self.rng)
         self.secrets = Secrets(self.rng)
-        self.instructions = "You are Codex, based on GPT-5. You are running as a coding agent in the Codex CLI on a user's computer.\n\n" + \
-            "\n\n".join(f"## {w.capitalize()}\n\n{self.pools.prose(4, 9)}" for w in self.rng.sample(WORDS, 8))
+        self.instructions = (
+            "You are Codex, based on GPT-5. You are running as a coding agent in the Codex CLI on a user's computer.\n\n"
+            + "\n\n".join(
+                f"## {w.capitalize()}\n\n{self.pools.prose(4, 9)}"
+                for w in self.rng.sample(WORDS, 8)
+            )
+        )
         self.files = 0
         self.bytes = 0
-        self.epoch = datetime(2025, 6, 1, tzinfo=timezone.utc)
+        self.epoch = datetime(2025, 6, 1, tzinfo=UTC)
 
     def _when(self) -> datetime:
         return self.epoch + timedelta(seconds=self.rng.uniform(0, 360 * 86400))
@@ -646,14 +1162,32 @@ class Generator:
         s.user(s.p.prompt())
         s.assistant([{"type": "text", "text": s.p.prose(1, 4)}])
         rec = s.base("system")
-        rec.update({"subtype": "turn_duration", "durationMs": s.rng.randint(2000, 40000), "isMeta": False, "timestamp": s.tick()})
+        rec.update(
+            {
+                "subtype": "turn_duration",
+                "durationMs": s.rng.randint(2000, 40000),
+                "isMeta": False,
+                "timestamp": s.tick(),
+            }
+        )
         s.emit(rec)
 
     def _small_codex(self, s: CodexSession) -> None:
         prompt, answer = s.p.prompt(), s.p.prose(1, 4)
-        s.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
-        s.item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]})
-        s.item({"type": "task_complete", "turn_id": _uuid7(s.rng, s.t), "last_agent_message": answer}, "event_msg")
+        s.item(
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}
+        )
+        s.item(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": answer}],
+            }
+        )
+        s.item(
+            {"type": "task_complete", "turn_id": _uuid7(s.rng, s.t), "last_agent_message": answer},
+            "event_msg",
+        )
 
     def corpus(self, total: int) -> None:
         """Sessions of log-normal size (median ~200 kB, up to 12 MB), half of the bytes in each format;
@@ -725,7 +1259,9 @@ def count_atoms(home: Path) -> int:
         for traj in os.scandir(sessions):
             if traj.is_dir():
                 with os.scandir(os.path.join(traj.path, "tasks")) as it:
-                    n += sum(1 for e in it if e.name.startswith("atom_") and e.name.endswith(".json"))
+                    n += sum(
+                        1 for e in it if e.name.startswith("atom_") and e.name.endswith(".json")
+                    )
     return n
 
 
@@ -740,18 +1276,36 @@ def leaks(home: Path, planted: dict[str, str]) -> dict[str, int]:
         if MARK not in text and MARK_UP not in text:
             continue
         for m in token.finditer(text):
-            kind = next((k for s, k in planted.items() if s in m.group(0) or m.group(0) in s), "unknown")
+            kind = next(
+                (k for s, k in planted.items() if s in m.group(0) or m.group(0) in s), "unknown"
+            )
             found[kind] = found.get(kind, 0) + 1
     return found
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=float, default=200, help="corpus size in MB (10^6 bytes), half per format")
-    ap.add_argument("--files", type=int, default=10_000, help="files the no-change tick scans (small sessions top the corpus up)")
-    ap.add_argument("--workers", type=int, default=0, help="also ingest with a pool of N processes (into a second skills home)")
+    ap.add_argument(
+        "--mb", type=float, default=200, help="corpus size in MB (10^6 bytes), half per format"
+    )
+    ap.add_argument(
+        "--files",
+        type=int,
+        default=10_000,
+        help="files the no-change tick scans (small sessions top the corpus up)",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="also ingest with a pool of N processes (into a second skills home)",
+    )
     ap.add_argument("--repeat", type=int, default=5, help="no-change ticks timed")
-    ap.add_argument("--dir", type=Path, help="work folder (must be empty or absent; kept); default a temporary folder, removed")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        help="work folder (must be empty or absent; kept); default a temporary folder, removed",
+    )
     ap.add_argument("--seed", type=int, default=20261128)
     ap.add_argument("--quick", action="store_true", help="a smoke run: 10 MB, 1,000 files")
     args = ap.parse_args()
@@ -774,24 +1328,33 @@ def main() -> None:
 
 def run(args: argparse.Namespace, work: Path) -> None:
     root = work / "transcripts"
-    sources = [Source("claude-code", root / "claude" / "projects", "bench"), Source("codex", root / "codex", "bench")]
+    sources = [
+        Source("claude-code", root / "claude" / "projects", "bench"),
+        Source("codex", root / "codex", "bench"),
+    ]
 
     t0 = time.perf_counter()
     gen = Generator(root, args.seed)
     gen.corpus(int(args.mb * 1e6))
     corpus_files, corpus_bytes = gen.files, gen.bytes
     cc_bytes = sum(p.stat().st_size for p in (root / "claude").rglob("*.jsonl"))
-    print(f"generated {corpus_bytes / 1e6:.1f} MB in {corpus_files:,} files ({cc_bytes / 1e6:.1f} MB Claude Code, "
-          f"{(corpus_bytes - cc_bytes) / 1e6:.1f} MB Codex; {len(gen.secrets.planted):,} secrets planted) in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"generated {corpus_bytes / 1e6:.1f} MB in {corpus_files:,} files ({cc_bytes / 1e6:.1f} MB Claude Code, "
+        f"{(corpus_bytes - cc_bytes) / 1e6:.1f} MB Codex; {len(gen.secrets.planted):,} secrets planted) in {time.perf_counter() - t0:.1f} s"
+    )
 
     home = work / "home"
     one = ingest(home, sources)
     atoms = count_atoms(home)
-    print(f"ingested (1 process): {one['seconds']:.1f} s, {one['deltas']:,} deltas in {one['rounds']} scan rounds, {atoms:,} atoms")
+    print(
+        f"ingested (1 process): {one['seconds']:.1f} s, {one['deltas']:,} deltas in {one['rounds']} scan rounds, {atoms:,} atoms"
+    )
     pool = None
     if args.workers > 1:
         pool = ingest(work / "home-pool", sources, args.workers)
-        print(f"ingested ({args.workers} processes): {pool['seconds']:.1f} s, {pool['deltas']:,} deltas, {count_atoms(work / 'home-pool'):,} atoms")
+        print(
+            f"ingested ({args.workers} processes): {pool['seconds']:.1f} s, {pool['deltas']:,} deltas, {count_atoms(work / 'home-pool'):,} atoms"
+        )
     leaked = leaks(home, gen.secrets.planted)
 
     t0 = time.perf_counter()
@@ -799,8 +1362,10 @@ def run(args: argparse.Namespace, work: Path) -> None:
     small_files = gen.files - corpus_files
     small_gen = time.perf_counter() - t0
     top = ingest(home, sources)
-    print(f"topped up with {small_files:,} small sessions ({(gen.bytes - corpus_bytes) / 1e6:.1f} MB, generated in {small_gen:.1f} s), "
-          f"ingested in {top['seconds']:.1f} s")
+    print(
+        f"topped up with {small_files:,} small sessions ({(gen.bytes - corpus_bytes) / 1e6:.1f} MB, generated in {small_gen:.1f} s), "
+        f"ingested in {top['seconds']:.1f} s"
+    )
 
     ticks, deltas, files = [], 0, 0
     for _ in range(args.repeat):
@@ -813,17 +1378,31 @@ def run(args: argparse.Namespace, work: Path) -> None:
 
     mb = corpus_bytes / 1e6
     print()
-    print(f"{'corpus':34}{mb:>10.1f} MB in {corpus_files:,} files (Claude Code + Codex, ~half each)")
-    print(f"{'ingestion, 1 process':34}{one['seconds']:>10.1f} s   {mb / one['seconds']:>7.2f} MB/s   {atoms:,} atoms")
+    print(
+        f"{'corpus':34}{mb:>10.1f} MB in {corpus_files:,} files (Claude Code + Codex, ~half each)"
+    )
+    print(
+        f"{'ingestion, 1 process':34}{one['seconds']:>10.1f} s   {mb / one['seconds']:>7.2f} MB/s   {atoms:,} atoms"
+    )
     if pool is not None:
-        print(f"{f'ingestion, {args.workers} processes':34}{pool['seconds']:>10.1f} s   {mb / pool['seconds']:>7.2f} MB/s")
-    print(f"{'small sessions, 1 process':34}{top['seconds']:>10.1f} s   {small_files / max(top['seconds'], 1e-9):>7.0f} files/s")
-    print(f"{'planted secrets leaked':34}{sum(leaked.values()):>10,} of {len(gen.secrets.planted):,}"
-          + (f"  ({', '.join(f'{k} {v}' for k, v in sorted(leaked.items()))})" if leaked else ""))
-    print(f"{f'no-change tick over {files:,} files':34}{median * 1e3:>10.0f} ms median, {worst * 1e3:.0f} ms max of {args.repeat}; "
-          f"{deltas} deltas found")
+        print(
+            f"{f'ingestion, {args.workers} processes':34}{pool['seconds']:>10.1f} s   {mb / pool['seconds']:>7.2f} MB/s"
+        )
+    print(
+        f"{'small sessions, 1 process':34}{top['seconds']:>10.1f} s   {small_files / max(top['seconds'], 1e-9):>7.0f} files/s"
+    )
+    print(
+        f"{'planted secrets leaked':34}{sum(leaked.values()):>10,} of {len(gen.secrets.planted):,}"
+        + (f"  ({', '.join(f'{k} {v}' for k, v in sorted(leaked.items()))})" if leaked else "")
+    )
+    print(
+        f"{f'no-change tick over {files:,} files':34}{median * 1e3:>10.0f} ms median, {worst * 1e3:.0f} ms max of {args.repeat}; "
+        f"{deltas} deltas found"
+    )
     ok = worst < 1.0 and deltas == 0 and files >= args.files
-    print(f"target (no-change tick < 1 s over ≥ {args.files:,} files, 0 deltas): {'met' if ok else 'NOT met'}")
+    print(
+        f"target (no-change tick < 1 s over ≥ {args.files:,} files, 0 deltas): {'met' if ok else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import uuid
 from functools import partial
 from pathlib import Path
-import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -29,22 +29,31 @@ TARGET = 1.10
 
 
 async def main(rounds: int) -> None:
-    plans = [("50-agent chain", chain(50), True), ("200-agent fan-out", fan_out(200), True),
-             ("300-agent random DAG", random_dag(300, seed=3), False)]
+    plans = [
+        ("50-agent chain", chain(50), True),
+        ("200-agent fan-out", fan_out(200), True),
+        ("300-agent random DAG", random_dag(300, seed=3), False),
+    ]
     async with temporal() as (client, queue):
 
         async def xsky(wf, local: bool = True):  # type: ignore[no-untyped-def]
             result = await client.execute_workflow(
-                LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=1000, local_tools=local)),
-                id=f"bench-x-{uuid.uuid4().hex[:8]}", task_queue=queue,
+                LeaderWorkflow.run,
+                RunInput(workflow=wf, options=RunOptions(max_parallel=1000, local_tools=local)),
+                id=f"bench-x-{uuid.uuid4().hex[:8]}",
+                task_queue=queue,
             )
             assert result.status == "completed", result.summary
 
         async def bare(wf):  # type: ignore[no-untyped-def]
-            await client.execute_workflow(BareDagWorkflow.run, wf, id=f"bench-b-{uuid.uuid4().hex[:8]}", task_queue=queue)
+            await client.execute_workflow(
+                BareDagWorkflow.run, wf, id=f"bench-b-{uuid.uuid4().hex[:8]}", task_queue=queue
+            )
 
         async def minimal(wf):  # type: ignore[no-untyped-def]
-            await client.execute_workflow(MinimalDagWorkflow.run, wf, id=f"bench-m-{uuid.uuid4().hex[:8]}", task_queue=queue)
+            await client.execute_workflow(
+                MinimalDagWorkflow.run, wf, id=f"bench-m-{uuid.uuid4().hex[:8]}", task_queue=queue
+            )
 
         for _, wf, _ in plans:  # warm-up: worker caches, first connections
             await xsky(wf)
@@ -52,8 +61,12 @@ async def main(rounds: int) -> None:
             await bare(wf)
             await minimal(wf)
         print(f"median of {rounds} rounds, interleaved, same server and workers")
-        print("xsky: defaults (instant no-ops as local activities); xsky-act: every agent an activity (localTools off)")
-        print(f"{'plan':24}{'xsky':>8}{'xsky-act':>10}{'bare':>8}{'minimal':>9}{'xsky/bare':>11}{'act/bare':>10}{'xsky/minimal':>14}")
+        print(
+            "xsky: defaults (instant no-ops as local activities); xsky-act: every agent an activity (localTools off)"
+        )
+        print(
+            f"{'plan':24}{'xsky':>8}{'xsky-act':>10}{'bare':>8}{'minimal':>9}{'xsky/bare':>11}{'act/bare':>10}{'xsky/minimal':>14}"
+        )
         worst = 0.0
         for name, wf, targeted in plans:
             xs, xa, bs, ms = [], [], [], []
@@ -65,8 +78,12 @@ async def main(rounds: int) -> None:
             x, a, b, m = summary(xs), summary(xa), summary(bs), summary(ms)
             if targeted:
                 worst = max(worst, x / b)
-            print(f"{name:24}{x:>7.2f}s{a:>9.2f}s{b:>7.2f}s{m:>8.2f}s{x / b:>10.2f}×{a / b:>9.2f}×{x / m:>13.2f}×")
-        print(f"target (xsky ≤ {TARGET:.2f}× bare on the chain and the fan-out): {'met' if worst <= TARGET else 'NOT met'} (worst {worst:.2f}×)")
+            print(
+                f"{name:24}{x:>7.2f}s{a:>9.2f}s{b:>7.2f}s{m:>8.2f}s{x / b:>10.2f}×{a / b:>9.2f}×{x / m:>13.2f}×"
+            )
+        print(
+            f"target (xsky ≤ {TARGET:.2f}× bare on the chain and the fan-out): {'met' if worst <= TARGET else 'NOT met'} (worst {worst:.2f}×)"
+        )
 
 
 if __name__ == "__main__":

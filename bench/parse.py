@@ -30,7 +30,9 @@ def random_plan(n: int, seed: int = 7) -> Workflow:
     rng = random.Random(seed)
     agents = []
     for i in range(n):
-        deps = sorted({str(rng.randrange(i)) for _ in range(rng.randint(0, 3))}, key=int) if i else []
+        deps = (
+            sorted({str(rng.randrange(i)) for _ in range(rng.randint(0, 3))}, key=int) if i else []
+        )
         inp = " ".join(f"{{{{agent_{d}_result}}}}" for d in deps) or None
         agents.append(
             WorkflowAgent(
@@ -49,7 +51,9 @@ def _text(el: minidom.Element, tag: str) -> str | None:
     found = el.getElementsByTagName(tag)
     if not found:
         return None
-    return "".join(n.data for n in found[0].childNodes if n.nodeType in (n.TEXT_NODE, n.CDATA_SECTION_NODE)).strip()
+    return "".join(
+        n.data for n in found[0].childNodes if n.nodeType in (n.TEXT_NODE, n.CDATA_SECTION_NODE)
+    ).strip()
 
 
 def parse_minidom(text: str) -> Workflow:
@@ -70,7 +74,11 @@ def parse_minidom(text: str) -> Workflow:
                 depends=[d.strip() for d in depends.split(",") if d.strip()] if depends else [],
             )
         )
-    return Workflow(name=wf_el.getAttribute("name"), task_id=wf_el.getAttribute("taskId") or str(uuid.uuid4()), agents=agents)
+    return Workflow(
+        name=wf_el.getAttribute("name"),
+        task_id=wf_el.getAttribute("taskId") or str(uuid.uuid4()),
+        agents=agents,
+    )
 
 
 def best_of(fn, repeat: int) -> float:
@@ -91,7 +99,9 @@ def main() -> None:
 
     wf = random_plan(args.agents)
     text = workflow_to_xml(wf)
-    assert parse_workflow(text) == wf and parse_minidom(text) == wf, "both sides must build the same objects"
+    assert parse_workflow(text) == wf and parse_minidom(text) == wf, (
+        "both sides must build the same objects"
+    )
     assert dag.validate(wf, TOOL_AGENT_KINDS) == []
 
     ours_parse = best_of(lambda: parse_workflow(text), args.repeat)
@@ -99,10 +109,16 @@ def main() -> None:
     mini_parse = best_of(lambda: parse_minidom(text), args.repeat)
     mini_total = best_of(lambda: dag.validate(parse_minidom(text), TOOL_AGENT_KINDS), args.repeat)
 
-    print(f"plan: {args.agents:,} agents, {sum(len(a.depends) for a in wf.agents):,} dependencies, {len(text) / 1e6:.2f} MB of XML; best of {args.repeat}")
+    print(
+        f"plan: {args.agents:,} agents, {sum(len(a.depends) for a in wf.agents):,} dependencies, {len(text) / 1e6:.2f} MB of XML; best of {args.repeat}"
+    )
     print(f"{'':28}{'xsky (lxml)':>14}{'minidom':>14}{'ratio':>9}")
-    print(f"{'parse → Workflow':28}{ours_parse * 1e3:>11.1f} ms{mini_parse * 1e3:>11.1f} ms{mini_parse / ours_parse:>8.1f}×")
-    print(f"{'parse + validate':28}{ours_total * 1e3:>11.1f} ms{mini_total * 1e3:>11.1f} ms{mini_total / ours_total:>8.1f}×")
+    print(
+        f"{'parse → Workflow':28}{ours_parse * 1e3:>11.1f} ms{mini_parse * 1e3:>11.1f} ms{mini_parse / ours_parse:>8.1f}×"
+    )
+    print(
+        f"{'parse + validate':28}{ours_total * 1e3:>11.1f} ms{mini_total * 1e3:>11.1f} ms{mini_total / ours_total:>8.1f}×"
+    )
     target = ours_total <= 0.150 and mini_total / ours_total >= 3
     print(f"target (≤ 150 ms and ≥ 3× faster): {'met' if target else 'NOT met'}")
 

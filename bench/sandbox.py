@@ -36,8 +36,15 @@ from xsky.runs import RunInput, RunOptions  # noqa: E402
 
 async def process_cost(calls: int) -> tuple[float, float]:
     ws = Path(tempfile.mkdtemp(prefix="xsky-bench-sandbox-"))
-    confined = ToolContext("bench", "1", ws, None, None, lambda n: None,  # type: ignore[arg-type]
-                           confinement=Confinement(workspace=ws, hidden=(Path.home(),)))
+    confined = ToolContext(
+        "bench",
+        "1",
+        ws,
+        None,
+        None,
+        lambda n: None,  # type: ignore[arg-type]
+        confinement=Confinement(workspace=ws, hidden=(Path.home(),)),
+    )
     plain = ToolContext("bench", "1", ws, None, None, lambda n: None, unconfined=True)  # type: ignore[arg-type]
     on, off = [], []
     for _ in range(5):  # warm-up: page cache, the bwrap binary
@@ -54,8 +61,15 @@ async def process_cost(calls: int) -> tuple[float, float]:
 
 
 def shell_plan(n: int) -> Workflow:
-    agents = [WorkflowAgent(id=str(i), name="shell", task=f"echo {i}", config={"tool": "shell", "command": f"echo {i}"})
-              for i in range(n)]
+    agents = [
+        WorkflowAgent(
+            id=str(i),
+            name="shell",
+            task=f"echo {i}",
+            config={"tool": "shell", "command": f"echo {i}"},
+        )
+        for i in range(n)
+    ]
     return Workflow(name=f"shell-{n}", task_id="shell", agents=agents)
 
 
@@ -70,8 +84,12 @@ async def makespans(rounds: int, agents: int) -> tuple[float, float]:
 
         async def run(sandbox: str) -> None:
             settings_file.write_text(json.dumps({"security": {"sandbox": sandbox}}))
-            result = await client.execute_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=50)),
-                                                   id=f"bench-sb-{uuid.uuid4().hex[:8]}", task_queue=queue)
+            result = await client.execute_workflow(
+                LeaderWorkflow.run,
+                RunInput(workflow=wf, options=RunOptions(max_parallel=50)),
+                id=f"bench-sb-{uuid.uuid4().hex[:8]}",
+                task_queue=queue,
+            )
             assert result.status == "completed", result.summary
 
         await run("on")
@@ -90,11 +108,15 @@ async def main(calls: int, rounds: int, agents: int) -> None:
         return
     sandboxed, plain = await process_cost(calls)
     extra = sandboxed - plain
-    print(f"starting `true` ({calls} calls each, interleaved): sandboxed {sandboxed:.1f} ms, unsandboxed {plain:.1f} ms, "
-          f"extra {extra:.1f} ms (median)")
+    print(
+        f"starting `true` ({calls} calls each, interleaved): sandboxed {sandboxed:.1f} ms, unsandboxed {plain:.1f} ms, "
+        f"extra {extra:.1f} ms (median)"
+    )
     print(f"target (≤ 30 ms extra per call): {'met' if extra <= 30 else 'NOT met'}")
     on, off = await makespans(rounds, agents)
-    print(f"{agents}-agent shell plan, median of {rounds} rounds: sandbox on {on:.2f}s, off {off:.2f}s, ratio {on / off:.2f}×")
+    print(
+        f"{agents}-agent shell plan, median of {rounds} rounds: sandbox on {on:.2f}s, off {off:.2f}s, ratio {on / off:.2f}×"
+    )
 
 
 if __name__ == "__main__":

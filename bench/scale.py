@@ -64,18 +64,35 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
     return len(runs), events, largest
 
 
-async def run_one(client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False) -> dict[str, object]:
+async def run_one(
+    client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False
+) -> dict[str, object]:
     from cli.runs_cmd import by_reference
     from xsky.config import load_settings
 
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local)), load_settings(), workflow_id)
+    inp = by_reference(
+        RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local)),
+        load_settings(),
+        workflow_id,
+    )
     start = time.perf_counter()
-    result = await client.execute_workflow(LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue)
+    result = await client.execute_workflow(
+        LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue
+    )
     took = time.perf_counter() - start
     executions, events, largest = await histories(client, workflow_id)
-    return {"plan": wf.name, "agents": len(wf.agents), "status": result.status, "seconds": took,
-            "rate": len(wf.agents) / took, "executions": executions, "events": events, "largest": largest, "rss": rss_mib()}
+    return {
+        "plan": wf.name,
+        "agents": len(wf.agents),
+        "status": result.status,
+        "seconds": took,
+        "rate": len(wf.agents) / took,
+        "executions": executions,
+        "events": events,
+        "largest": largest,
+        "rss": rss_mib(),
+    }
 
 
 async def main(sizes: list[int], parallel: int, local: bool) -> None:
@@ -88,7 +105,9 @@ async def main(sizes: list[int], parallel: int, local: bool) -> None:
         rows.append(await run_one(client, queue, fan_out(2000), parallel, local))
         print(_row(rows[-1]), flush=True)
     print()
-    print(f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}")
+    print(
+        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}"
+    )
     for r in rows:
         print(_row(r))
     by_size = {r["agents"]: r for r in rows if str(r["plan"]).startswith("random")}
@@ -96,21 +115,29 @@ async def main(sizes: list[int], parallel: int, local: bool) -> None:
     ratio = float(big["rate"]) / float(small["rate"])  # type: ignore[arg-type]
     ok_all = all(r["status"] == "completed" for r in rows)
     ok_payload = all(int(r["largest"]) < MIB for r in rows)  # type: ignore[arg-type]
-    print(f"all completed: {'yes' if ok_all else 'NO'}; agents/s at {big['agents']:,} is {ratio:.2f}× agents/s at {small['agents']:,} "
-          f"(target ≥ 0.5: {'met' if ratio >= 0.5 else 'NOT met'}); largest payload "
-          f"{max(int(r['largest']) for r in rows) / 1024:.0f} KiB (target < 1 MiB: {'met' if ok_payload else 'NOT met'})")  # type: ignore[arg-type]
+    print(
+        f"all completed: {'yes' if ok_all else 'NO'}; agents/s at {big['agents']:,} is {ratio:.2f}× agents/s at {small['agents']:,} "
+        f"(target ≥ 0.5: {'met' if ratio >= 0.5 else 'NOT met'}); largest payload "
+        f"{max(int(r['largest']) for r in rows) / 1024:.0f} KiB (target < 1 MiB: {'met' if ok_payload else 'NOT met'})"
+    )  # type: ignore[arg-type]
 
 
 def _row(r: dict[str, object]) -> str:
-    return (f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
-            f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB")  # type: ignore[arg-type]
+    return (
+        f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
+        f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"
+    )  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,3000,10000")
     ap.add_argument("--parallel", type=int, default=200)
-    ap.add_argument("--local", action="store_true", help="let instant no-ops run as local activities (default: every agent "
-                    "is a real activity, so the leader's per-event cost is what is measured)")
+    ap.add_argument(
+        "--local",
+        action="store_true",
+        help="let instant no-ops run as local activities (default: every agent "
+        "is a real activity, so the leader's per-event cost is what is measured)",
+    )
     a = ap.parse_args()
     asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel, a.local))

@@ -40,7 +40,9 @@ def serve_site(directory: Path) -> ThreadingHTTPServer:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the demo plan against a locally served page (starts what it needs)")
+    p = sub.add_parser(
+        "demo", help="run the demo plan against a locally served page (starts what it needs)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_demo(a)))
 
@@ -61,7 +63,9 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         # names the host, so the demo run names it (as a person would approve it).
         local = ["browser_navigate(domain:127.0.0.1)", "http_get(domain:127.0.0.1)"]
         permissions = resolve_permissions(settings).model_copy(update={"run_rules": local})
-        inp = RunInput(workflow=workflow, variables={"site": url}, roles=roles, permissions=permissions)
+        inp = RunInput(
+            workflow=workflow, variables={"site": url}, roles=roles, permissions=permissions
+        )
         run = await x.start(inp, workflow_id)
         out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {run.ui_url}")
         result = await follow(run, quiet=args.json)

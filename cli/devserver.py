@@ -83,17 +83,27 @@ class DevServer:
 
     def command(self) -> list[str]:
         cmd = [
-            temporal_binary(), "server", "start-dev",
-            "--db-filename", str(self.db_path),
-            "--ip", self.ip,
-            "--port", str(self.port),
-            "--log-level", "warn",
+            temporal_binary(),
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(self.db_path),
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warn",
         ]
         _, _, http, metrics = server_ports(self.port)
         # Known ports, not random ones, so workers' egress proxies can refuse them too.
         self.http_port = http if port_free(self.ip, http) else free_port()
-        cmd += ["--http-port", str(self.http_port),
-                "--metrics-port", str(metrics if port_free(self.ip, metrics) else free_port())]
+        cmd += [
+            "--http-port",
+            str(self.http_port),
+            "--metrics-port",
+            str(metrics if port_free(self.ip, metrics) else free_port()),
+        ]
         cmd += dev_server_flags()  # the runs' XskyStatus, XskyPending … (xsky/search.py)
         if self.headless:
             cmd.append("--headless")
@@ -125,19 +135,27 @@ class DevServer:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 hint = f"; see {self.log_path}" if self.log_path else ""
-                raise RuntimeError(f"the Temporal dev server exited with status {self.process.returncode}{hint}")
+                raise RuntimeError(
+                    f"the Temporal dev server exited with status {self.process.returncode}{hint}"
+                )
             # Listening is not serving: the frontend says "not healthy yet" for a moment more.
             if is_listening(self.ip, self.port) and self._frontend_healthy():
                 return
             time.sleep(0.1)
-        raise TimeoutError(f"the Temporal dev server did not answer on {self.address} within {timeout:g}s")
+        raise TimeoutError(
+            f"the Temporal dev server did not answer on {self.address} within {timeout:g}s"
+        )
 
     def _frontend_healthy(self) -> bool:
         if self.http_port is None:
             return True
         try:
-            direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP(S)_PROXY
-            with direct.open(f"http://{self.ip}:{self.http_port}/api/v1/system-info", timeout=2) as response:
+            direct = urllib.request.build_opener(
+                urllib.request.ProxyHandler({})
+            )  # never through an HTTP(S)_PROXY
+            with direct.open(
+                f"http://{self.ip}:{self.http_port}/api/v1/system-info", timeout=2
+            ) as response:
                 return bool(response.status == 200)
         except (OSError, ValueError):
             return False

@@ -20,15 +20,26 @@ from xsky.client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import NoWorkerError
 
-STYLE = {"attempt": "bold", "tool_call": "cyan", "tool_result": "green", "permission": "magenta", "outcome": "bold",
-         "llm": "dim"}
+STYLE = {
+    "attempt": "bold",
+    "tool_call": "cyan",
+    "tool_result": "green",
+    "permission": "magenta",
+    "outcome": "bold",
+    "llm": "dim",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("log", help="an agent's transcript: messages, tool calls and results, permission decisions, tokens")
+    p = sub.add_parser(
+        "log",
+        help="an agent's transcript: messages, tool calls and results, permission decisions, tokens",
+    )
     p.add_argument("id", help="workflow id of the run")
     p.add_argument("task", help="task id (T-3 or 3) or agent id")
-    p.add_argument("--follow", action="store_true", help="keep showing new lines until the task ends")
+    p.add_argument(
+        "--follow", action="store_true", help="keep showing new lines until the task ends"
+    )
     p.add_argument("--json", action="store_true", help="the raw JSONL lines")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_log(a)))
 
@@ -38,7 +49,10 @@ def _show(events: list[dict[str, Any]], as_json: bool) -> None:
         if as_json:
             sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
         else:
-            out.print(Text(render_event(event), style=STYLE.get(str(event.get("type")), "")), soft_wrap=True)
+            out.print(
+                Text(render_event(event), style=STYLE.get(str(event.get("type")), "")),
+                soft_wrap=True,
+            )
     sys.stdout.flush()
 
 
@@ -76,8 +90,10 @@ async def cmd_log(args: argparse.Namespace) -> int:
     _show(events, args.json)
     if not args.follow:
         if not events and not args.json:
-            out.print(f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
-                      f"at {settings.artifacts} is not the workers')")
+            out.print(
+                f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
+                f"at {settings.artifacts} is not the workers')"
+            )
         return 0
     while True:
         done = await _task_done(run, agent)

@@ -63,14 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RPCError as e:
         # Anything the server refused that a command did not expect: one sentence, not a traceback.
-        err.print(f"[red]error:[/] Temporal refused the request: {escape(e.message)} ({e.status.name if e.status else 'unknown'}); "
-                  "check the server with `starter.py list`, and the worker with `starter.py up`", markup=True, highlight=False)
+        err.print(
+            f"[red]error:[/] Temporal refused the request: {escape(e.message)} ({e.status.name if e.status else 'unknown'}); "
+            "check the server with `starter.py list`, and the worker with `starter.py up`",
+            markup=True,
+            highlight=False,
+        )
         return 2
     except OSError as e:
         # A file or folder the command was pointed at (or needs) is not usable: say which.
         where = f" {e.filename}" if e.filename else ""
-        err.print(f"[red]error:[/]{escape(where)}: {escape(e.strerror or str(e))}; check the path and its permissions",
-                  markup=True, highlight=False)
+        err.print(
+            f"[red]error:[/]{escape(where)}: {escape(e.strerror or str(e))}; check the path and its permissions",
+            markup=True,
+            highlight=False,
+        )
         return 2
     except KeyboardInterrupt:
         err.print("interrupted")

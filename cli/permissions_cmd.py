@@ -18,22 +18,29 @@ from cli.roles_cmd import resolve_permissions, resolve_roles
 from xsky.client import XSky
 from xsky.config import load_settings
 from xsky.permissions import decide
-from xsky.tool_registry import PRIMARY_ARG
 from xsky.roles import TOOLS
 from xsky.shell_parse import ShellParseError, split_command
+from xsky.tool_registry import PRIMARY_ARG
 
 EFFECT_STYLE = {"allow": "green", "ask": "yellow", "deny": "bold red"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("permissions", help="check a tool call against the rules and a role, or show a run's audit log")
+    p = sub.add_parser(
+        "permissions",
+        help="check a tool call against the rules and a role, or show a run's audit log",
+    )
     psub = p.add_subparsers(dest="action", metavar="ACTION")
     psub.required = True
     c = psub.add_parser("check", help="would this call be allowed, asked or denied — and why")
     c.add_argument("tool", help=f"one of {', '.join(TOOLS)}")
     c.add_argument("args", help="JSON arguments, or just the command / path / URL")
     c.add_argument("--role", default="shell", help="the agent's role (default shell)")
-    c.add_argument("--mode", choices=["default", "accept_edits", "plan", "bypass"], help="override the permission mode")
+    c.add_argument(
+        "--mode",
+        choices=["default", "accept_edits", "plan", "bypass"],
+        help="override the permission mode",
+    )
     c.add_argument("--workspace", default=".", help="the workspace paths are relative to")
     c.add_argument("--json", action="store_true")
     c.set_defaults(handler=cmd_check)
@@ -52,7 +59,7 @@ def _arguments(tool: str, raw: str) -> dict[str, Any]:
         return value
     key = PRIMARY_ARG.get(tool)
     if key is None:
-        raise UsageError(f"give the arguments of {tool} as a JSON object, e.g. '{{\"…\": \"…\"}}'")
+        raise UsageError(f'give the arguments of {tool} as a JSON object, e.g. \'{{"…": "…"}}\'')
     return {key: raw}
 
 
@@ -78,14 +85,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         except ShellParseError:
             pass
     if args.json:
-        print_json({"effect": decision.effect, "reason": decision.reason, "rule": decision.rule, "mode": settings.mode, "parts": parts})
+        print_json(
+            {
+                "effect": decision.effect,
+                "reason": decision.reason,
+                "rule": decision.rule,
+                "mode": settings.mode,
+                "parts": parts,
+            }
+        )
         return 0
-    out.print(Text(decision.effect.upper(), style=EFFECT_STYLE[decision.effect]), Text(f" {args.tool} as {role.name} (mode {settings.mode})"))
+    out.print(
+        Text(decision.effect.upper(), style=EFFECT_STYLE[decision.effect]),
+        Text(f" {args.tool} as {role.name} (mode {settings.mode})"),
+    )
     out.print(escape(decision.reason))
     if len(parts) > 1:
         out.print("\nthe command runs, part by part:")
         for p in parts:
-            out.print(Text(f"  {p['effect']:5} ", style=EFFECT_STYLE[p["effect"]]), Text(f"{p['command']} — {p['reason']}"))
+            out.print(
+                Text(f"  {p['effect']:5} ", style=EFFECT_STYLE[p["effect"]]),
+                Text(f"{p['command']} — {p['reason']}"),
+            )
     return 0
 
 
@@ -103,7 +124,14 @@ async def cmd_log(args: argparse.Namespace) -> int:
     for col in ("time", "task", "tool", "call", "decision", "why", "by"):
         table.add_column(col, overflow="fold")
     for e in entries:
-        table.add_row(f"{e.at:%H:%M:%S}", e.task_id, e.tool, escape(e.arguments), Text(e.effect, style=EFFECT_STYLE[e.effect]),
-                      escape(e.reason), e.by + (f" ({e.request_id})" if e.request_id else ""))
+        table.add_row(
+            f"{e.at:%H:%M:%S}",
+            e.task_id,
+            e.tool,
+            escape(e.arguments),
+            Text(e.effect, style=EFFECT_STYLE[e.effect]),
+            escape(e.reason),
+            e.by + (f" ({e.request_id})" if e.request_id else ""),
+        )
     out.print(table)
     return 0

@@ -1,8 +1,8 @@
 """``plan``: turn a sentence into a plan (print it, or ``--run`` it), or show a run's plan.
 
-    starter.py plan "1. open https://example.com 2. summarize it"      # prints XML + tree
-    starter.py plan "…" --run [--review] [--follow]                      # the leader plans and runs
-    starter.py plan xsky-demo-… [--history]                              # a run's current plan
+starter.py plan "1. open https://example.com 2. summarize it"      # prints XML + tree
+starter.py plan "…" --run [--review] [--follow]                      # the leader plans and runs
+starter.py plan xsky-demo-… [--history]                              # a run's current plan
 """
 
 from __future__ import annotations
@@ -28,15 +28,27 @@ from xsky.planning import PlanRequest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plan", help="plan a request (print it, or --run it), or show a run's plan by its id")
+    p = sub.add_parser(
+        "plan", help="plan a request (print it, or --run it), or show a run's plan by its id"
+    )
     p.add_argument("text", help='the request in words ("1. … 2. …", "… then …"), or a run id')
-    p.add_argument("--run", action="store_true", help="start a run: the leader plans the request and runs it")
-    p.add_argument("--review", action="store_true", help="with --run: wait for approve-plan before any agent starts")
-    p.add_argument("--follow", action="store_true", help="with --run: show the live board until the run ends")
+    p.add_argument(
+        "--run", action="store_true", help="start a run: the leader plans the request and runs it"
+    )
+    p.add_argument(
+        "--review",
+        action="store_true",
+        help="with --run: wait for approve-plan before any agent starts",
+    )
+    p.add_argument(
+        "--follow", action="store_true", help="with --run: show the live board until the run ends"
+    )
     p.add_argument("--id", help="with --run: workflow id (default xsky-<uuid>)")
     p.add_argument("--var", action="append", default=[], metavar="K=V")
     p.add_argument("--context", action="append", default=[], metavar="K=V")
-    p.add_argument("--history", action="store_true", help="for a run id: every plan version and why it changed")
+    p.add_argument(
+        "--history", action="store_true", help="for a run id: every plan version and why it changed"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_plan(a)))
 
@@ -74,9 +86,17 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         settings = load_settings()
         options = run_options(args)
         x = await XSky.connect(settings)
-        run = await x.run(args.text, variables=variables, context=context, options=options, id=args.id,
-                          on_wait=lambda note: out.print(note))
-        return await announce(args, settings, run, options, ": the leader plans the request, then runs it")
+        run = await x.run(
+            args.text,
+            variables=variables,
+            context=context,
+            options=options,
+            id=args.id,
+            on_wait=lambda note: out.print(note),
+        )
+        return await announce(
+            args, settings, run, options, ": the leader plans the request, then runs it"
+        )
 
     request = PlanRequest(
         task_id=task_id,
@@ -92,9 +112,13 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"xml": result.xml, "provider": result.provider, "attempts": result.attempts})
         return 0
-    out.print(result.xml, markup=False, highlight=False, soft_wrap=True)  # exact: a saved copy must validate
+    out.print(
+        result.xml, markup=False, highlight=False, soft_wrap=True
+    )  # exact: a saved copy must validate
     out.print()
     out.print(plan_tree(result.workflow))
-    out.print(f"planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan \"…\" --run` "
-              "or save the XML and `starter.py run FILE`")
+    out.print(
+        f'planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan "…" --run` '
+        "or save the XML and `starter.py run FILE`"
+    )
     return 0

@@ -59,9 +59,13 @@ def plan_tree(workflow: Workflow) -> Tree:
     tree = Tree(title)
     by_id = {a.id: a for a in workflow.agents}
     for depth, level in enumerate(summary["levels"]):
-        branch = tree.add(f"[cyan]level {depth}[/]" + (" [dim](parallel)[/]" if len(level) > 1 else ""))
+        branch = tree.add(
+            f"[cyan]level {depth}[/]" + (" [dim](parallel)[/]" if len(level) > 1 else "")
+        )
         for agent_id in level:
             a = by_id[agent_id]
             after = f"  [dim]after {', '.join(a.depends)}[/]" if a.depends else ""
-            branch.add(f"[bold]{escape(a.id)}[/] [magenta]{escape(a.name)}[/]  {escape(one_line(a.task))}{after}")
+            branch.add(
+                f"[bold]{escape(a.id)}[/] [magenta]{escape(a.name)}[/]  {escape(one_line(a.task))}{after}"
+            )
     return tree

@@ -46,7 +46,9 @@ def cmd_roles(args: argparse.Namespace) -> int:
             return 0
         out.print(f"[bold]{escape(role.name)}[/] — {escape(role.description)}")
         out.print(f"allowed tools:   {', '.join(role.allowed_tools) or '(none)'}")
-        out.print(f"requested tools: {', '.join(role.requested_tools) or '(none)'}  (need a person's approval)")
+        out.print(
+            f"requested tools: {', '.join(role.requested_tools) or '(none)'}  (need a person's approval)"
+        )
         out.print(f"skills:          {', '.join(role.skill_names) or '(none)'}")
         out.print(f"suggested model: {role.suggested_model or '(XSKY_MODEL)'}")
         out.print("\n[bold]system prompt[/]")
@@ -55,10 +57,15 @@ def cmd_roles(args: argparse.Namespace) -> int:
     if args.json:
         print_json([r.wire() for r in roles.values()])
         return 0
-    table = Table(title="roles (built-ins < ~/.xsky/settings.json < .xsky/settings.json)", title_justify="left")
+    table = Table(
+        title="roles (built-ins < ~/.xsky/settings.json < .xsky/settings.json)",
+        title_justify="left",
+    )
     for col in ("role", "description", "allowed tools", "requested"):
         table.add_column(col, overflow="fold")
     for r in roles.values():
-        table.add_row(r.name, escape(r.description), ", ".join(r.allowed_tools), ", ".join(r.requested_tools))
+        table.add_row(
+            r.name, escape(r.description), ", ".join(r.allowed_tools), ", ".join(r.requested_tools)
+        )
     out.print(table)
     return 0

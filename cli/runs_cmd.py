@@ -29,23 +29,54 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="validate a workflow XML and start it as a durable run")
     p.add_argument("plan", help="path of the workflow XML file")
-    p.add_argument("--var", action="append", default=[], metavar="K=V", help="workflow variable (repeatable)")
-    p.add_argument("--context", action="append", default=[], metavar="K=V", help="context value for {{context.K}} (repeatable)")
+    p.add_argument(
+        "--var", action="append", default=[], metavar="K=V", help="workflow variable (repeatable)"
+    )
+    p.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="context value for {{context.K}} (repeatable)",
+    )
     p.add_argument("--id", help="workflow id (default: xsky-<taskId>)")
-    p.add_argument("--follow", action="store_true", help="show a live task board until the run ends, then the results")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="show a live task board until the run ends, then the results",
+    )
     p.add_argument("--max-parallel", type=int, help="agents running at once (default 8)")
-    p.add_argument("--review", action="store_true", help="wait for approve-plan (or a replan) before any agent starts")
-    p.add_argument("--review-timeout", type=float, help="seconds to wait for the review (default 3600)")
-    p.add_argument("--on-review-timeout", choices=["approve", "cancel"], help="what a review timeout does (default cancel)")
-    p.add_argument("--max-replans", type=int, help="automatic replans on failures and stalls (default 2)")
+    p.add_argument(
+        "--review",
+        action="store_true",
+        help="wait for approve-plan (or a replan) before any agent starts",
+    )
+    p.add_argument(
+        "--review-timeout", type=float, help="seconds to wait for the review (default 3600)"
+    )
+    p.add_argument(
+        "--on-review-timeout",
+        choices=["approve", "cancel"],
+        help="what a review timeout does (default cancel)",
+    )
+    p.add_argument(
+        "--max-replans", type=int, help="automatic replans on failures and stalls (default 2)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
     p = sub.add_parser("status", help="the task board of a run")
     p.add_argument("id", help="workflow id of the run")
-    p.add_argument("--offset", type=int, default=0, help="first task to show (large boards come in pages)")
+    p.add_argument(
+        "--offset", type=int, default=0, help="first task to show (large boards come in pages)"
+    )
     p.add_argument("--limit", type=int, default=200, help="tasks per page (at most 2000)")
-    p.add_argument("--status", dest="only", choices=list(get_args(TaskStatus)), help="only tasks in this status")
+    p.add_argument(
+        "--status",
+        dest="only",
+        choices=list(get_args(TaskStatus)),
+        help="only tasks in this status",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_status(a)))
 
@@ -56,13 +87,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_result(a)))
 
-    p = sub.add_parser("list", help="recent runs, with what each is doing (xsky's search attributes)")
+    p = sub.add_parser(
+        "list", help="recent runs, with what each is doing (xsky's search attributes)"
+    )
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--status", choices=XSKY_STATUSES, help="only runs in this xsky status")
-    p.add_argument("--waiting", action="store_true", help="only runs waiting on a person (XskyPending > 0)")
-    p.add_argument("--failed", action="store_true", help="only runs with failed agents (XskyFailed > 0)")
+    p.add_argument(
+        "--waiting", action="store_true", help="only runs waiting on a person (XskyPending > 0)"
+    )
+    p.add_argument(
+        "--failed", action="store_true", help="only runs with failed agents (XskyFailed > 0)"
+    )
     p.add_argument("--plan", help="only runs of the plan with this name")
-    p.add_argument("--query", help="a Temporal list filter added to the above, e.g. \"StartTime > '2026-11-01T00:00:00Z'\"")
+    p.add_argument(
+        "--query",
+        help="a Temporal list filter added to the above, e.g. \"StartTime > '2026-11-01T00:00:00Z'\"",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_list(a)))
 
@@ -93,12 +133,20 @@ async def cmd_run(args: argparse.Namespace) -> int:
             print_problems(e, args.plan)
             err.print("nothing was started")
             return 2
-        run = await x.run(wf, variables=variables, context=context, options=options, id=args.id,
-                          on_wait=lambda note: err.print(note))
+        run = await x.run(
+            wf,
+            variables=variables,
+            context=context,
+            options=options,
+            id=args.id,
+            on_wait=lambda note: err.print(note),
+        )
         return await announce(args, settings, run, options, f"({len(wf.agents)} agents)")
 
 
-async def announce(args: argparse.Namespace, settings: Settings, run: Run, options: RunOptions, what: str) -> int:
+async def announce(
+    args: argparse.Namespace, settings: Settings, run: Run, options: RunOptions, what: str
+) -> int:
     """Say what was started and where to see it; with --follow, watch it to the end."""
     if args.json and not args.follow:
         print_json({"workflowId": run.id, "runId": run.handle.result_run_id, "ui": run.ui_url})
@@ -107,7 +155,9 @@ async def announce(args: argparse.Namespace, settings: Settings, run: Run, optio
         out.print(f"started [bold]{run.id}[/] {what}")
         out.print(f"Web UI: {run.ui_url}")
         if options.review:
-            out.print(f"waiting for review: `starter.py plan {run.id}`, then `starter.py approve-plan {run.id}`")
+            out.print(
+                f"waiting for review: `starter.py plan {run.id}`, then `starter.py approve-plan {run.id}`"
+            )
     if not args.follow:
         return 0
     return print_result(await follow(run, quiet=args.json), settings, args.json, run._x)
@@ -116,8 +166,12 @@ async def announce(args: argparse.Namespace, settings: Settings, run: Run, optio
 def run_options(args: argparse.Namespace) -> RunOptions:
     """RunOptions from the command line; bad values are usage errors."""
     values: dict[str, Any] = {}
-    for flag, key in (("max_parallel", "max_parallel"), ("review_timeout", "review_timeout"),
-                      ("on_review_timeout", "review_timeout_action"), ("max_replans", "max_auto_replans")):
+    for flag, key in (
+        ("max_parallel", "max_parallel"),
+        ("review_timeout", "review_timeout"),
+        ("on_review_timeout", "review_timeout_action"),
+        ("max_replans", "max_auto_replans"),
+    ):
         value = getattr(args, flag, None)
         if value is not None:
             values[key] = value
@@ -126,7 +180,11 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     try:
         return RunOptions.model_validate(values)
     except ValidationError as e:
-        raise UsageError("; ".join(f"--{'-'.join(str(err['loc'][0]).split('_'))}: {err['msg']}" for err in e.errors())) from None
+        raise UsageError(
+            "; ".join(
+                f"--{'-'.join(str(err['loc'][0]).split('_'))}: {err['msg']}" for err in e.errors()
+            )
+        ) from None
 
 
 async def follow(run: Run, quiet: bool = False) -> RunResult:
@@ -138,17 +196,25 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
         async for event in run.follow():
             if isinstance(event, ConnectionLost):
                 lost = True
-                live.console.print(f"[yellow]cannot reach the server ({escape(event.error)}); reconnecting — "
-                                   "the run itself goes on[/]")
+                live.console.print(
+                    f"[yellow]cannot reach the server ({escape(event.error)}); reconnecting — "
+                    "the run itself goes on[/]"
+                )
                 continue
             if lost:
                 lost = False
                 live.console.print("[green]reconnected[/]")
-            live.update(board_table(event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)))
+            live.update(
+                board_table(
+                    event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)
+                )
+            )
     return await run.result()
 
 
-def print_result(result: RunResult, settings: Settings, as_json: bool, x: XSky | None = None) -> int:
+def print_result(
+    result: RunResult, settings: Settings, as_json: bool, x: XSky | None = None
+) -> int:
     """The results table (or JSON); exit 0 for a completed run, 1 for a failed or cancelled one."""
     if as_json:
         print_json(result.wire())
@@ -178,8 +244,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"workflowId": args.id, "status": status, **page.wire()})
         return 0
-    state = page.state if status == "running" else status  # running: say what it is doing (paused, waiting …)
-    out.print(board_table(page.tasks, title=f"{args.id} — {state} — {tally(page.counts)}", caption=page_note(page)))
+    state = (
+        page.state if status == "running" else status
+    )  # running: say what it is doing (paused, waiting …)
+    out.print(
+        board_table(
+            page.tasks, title=f"{args.id} — {state} — {tally(page.counts)}", caption=page_note(page)
+        )
+    )
     for note in page.notes:
         out.print(note.replace("**", ""))
     out.print(f"agent logs: `starter.py log {args.id} T-n`")
@@ -200,7 +272,9 @@ async def cmd_result(args: argparse.Namespace) -> int:
                 out.print(text, markup=False, highlight=False)
             return 0
         if not args.wait and await run.temporal_status() == "running":
-            raise UsageError(f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`")
+            raise UsageError(
+                f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`"
+            )
         result = await run.result()
         return print_result(result, settings, args.json, x)
 
@@ -209,16 +283,35 @@ def list_query(args: argparse.Namespace) -> str:
     """The Temporal visibility query for ``list``'s filters (what :meth:`XSky.runs` sends)."""
     from xsky.client import list_query as build
 
-    return build(args.query, status=args.status, waiting=args.waiting, failed=args.failed, plan=args.plan)
+    return build(
+        args.query, status=args.status, waiting=args.waiting, failed=args.failed, plan=args.plan
+    )
 
 
 async def cmd_list(args: argparse.Namespace) -> int:
     settings = load_settings()
     async with XSky.connect(settings) as x:
-        runs = await x.runs(args.query, status=args.status, waiting=args.waiting, failed=args.failed, plan=args.plan, limit=args.limit)
-    rows = [{"workflowId": r.id, "status": r.status, "xskyStatus": r.xsky_status, "plan": r.plan, "failed": r.failed,
-             "pending": r.pending, "start": r.start.isoformat() if r.start else None,
-             "close": r.close.isoformat() if r.close else None} for r in runs]
+        runs = await x.runs(
+            args.query,
+            status=args.status,
+            waiting=args.waiting,
+            failed=args.failed,
+            plan=args.plan,
+            limit=args.limit,
+        )
+    rows = [
+        {
+            "workflowId": r.id,
+            "status": r.status,
+            "xskyStatus": r.xsky_status,
+            "plan": r.plan,
+            "failed": r.failed,
+            "pending": r.pending,
+            "start": r.start.isoformat() if r.start else None,
+            "close": r.close.isoformat() if r.close else None,
+        }
+        for r in runs
+    ]
     if args.json:
         print_json(rows)
         return 0
@@ -229,9 +322,18 @@ async def cmd_list(args: argparse.Namespace) -> int:
         took = f"{(r.close - r.start).total_seconds():.1f}s" if r.close and r.start else "running"
         # Temporal's status says whether it runs; xsky's what it is doing (paused, waiting, …).
         shown = r.status if r.status != "running" or not r.xsky_status else r.xsky_status
-        table.add_row(r.id, r.plan or "", shown, str(r.failed or ""), str(r.pending or ""),
-                      r.start.isoformat()[:19].replace("T", " ") if r.start else "", took)
-    out.print(table if rows else "no runs yet: start one with `starter.py run examples/demo.xml --follow`")
+        table.add_row(
+            r.id,
+            r.plan or "",
+            shown,
+            str(r.failed or ""),
+            str(r.pending or ""),
+            r.start.isoformat()[:19].replace("T", " ") if r.start else "",
+            took,
+        )
+    out.print(
+        table if rows else "no runs yet: start one with `starter.py run examples/demo.xml --follow`"
+    )
     return 0
 
 

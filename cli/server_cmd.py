@@ -20,11 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("server", help="start (or --stop) the local Temporal dev server")
     p.add_argument("--stop", action="store_true", help="stop the server this command started")
-    p.add_argument("--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)")
+    p.add_argument(
+        "--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)"
+    )
     p.add_argument("--ui-port", type=int, help="Web UI port (default XSKY_UI_PORT or 8233)")
     p.set_defaults(handler=cmd_server)
 
-    p = sub.add_parser("up", help="start the server and a worker in the background, if they are not up")
+    p = sub.add_parser(
+        "up", help="start the server and a worker in the background, if they are not up"
+    )
     p.set_defaults(handler=cmd_up)
 
     p = sub.add_parser("down", help="stop the worker and the server that `up` started")
@@ -64,7 +68,9 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         out.print(f"Temporal is already up at {settings.address} (Web UI {settings.ui_url})")
         return False
     if host not in ("127.0.0.1", "0.0.0.0"):
-        raise UsageError(f"nothing answers at {settings.address}, and a local server cannot be started for a remote host")
+        raise UsageError(
+            f"nothing answers at {settings.address}, and a local server cannot be started for a remote host"
+        )
     settings.home.mkdir(parents=True, exist_ok=True)
     server = DevServer(
         db_path=Path(db) if db else settings.home / "temporal.db",
@@ -88,11 +94,15 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.stop:
         pid = _read_pid(_pid_file(settings, "server"))
         if pid is None:
-            out.print(f"no server started by xsky is running (no live pid in {_pid_file(settings, 'server')})")
+            out.print(
+                f"no server started by xsky is running (no live pid in {_pid_file(settings, 'server')})"
+            )
             return 0
         stop_pid(pid)
         _pid_file(settings, "server").unlink(missing_ok=True)
-        out.print(f"stopped the Temporal dev server (pid {pid}); its state stays in {settings.home / 'temporal.db'}")
+        out.print(
+            f"stopped the Temporal dev server (pid {pid}); its state stays in {settings.home / 'temporal.db'}"
+        )
         return 0
     ensure_server(settings, args.db, args.ui_port or settings.ui_port)
     return 0
@@ -121,7 +131,9 @@ def ensure_worker(settings: Settings, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise UsageError(f"the worker exited at once (status {proc.returncode}); see {log_path}")
+            raise UsageError(
+                f"the worker exited at once (status {proc.returncode}); see {log_path}"
+            )
         with open(log_path, "rb") as fh:
             fh.seek(start_size)
             if b"serving" in fh.read():

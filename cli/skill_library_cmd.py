@@ -47,7 +47,9 @@ def register(s: argparse._SubParsersAction) -> None:
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_candidates)
 
-    a = s.add_parser("canary", help="a skill's canary: scores per side, the test, the decision so far")
+    a = s.add_parser(
+        "canary", help="a skill's canary: scores per side, the test, the decision so far"
+    )
     a.add_argument("name")
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_canary)
@@ -59,15 +61,22 @@ def register(s: argparse._SubParsersAction) -> None:
         a.add_argument("--by", default="a person", help="who decided (default: a person)")
         a.set_defaults(handler=lambda x, v=verb: asyncio.run(cmd_decide(x, v)))
 
-    a = s.add_parser("export", help="copy every skill's main version into a folder (e.g. ~/.claude/skills or .agents/skills)")
-    a.add_argument("--to", required=True, help="destination folder; each skill becomes <DIR>/<name>/")
+    a = s.add_parser(
+        "export",
+        help="copy every skill's main version into a folder (e.g. ~/.claude/skills or .agents/skills)",
+    )
+    a.add_argument(
+        "--to", required=True, help="destination folder; each skill becomes <DIR>/<name>/"
+    )
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_export)
 
 
 def _folder(settings: Settings, name: str) -> Path:
     if not NAME_RE.match(name) or len(name) > 64:
-        raise UsageError(f"{name!r} is not a skill name (a-z, 0-9 and hyphens); `starter.py skills list` shows them")
+        raise UsageError(
+            f"{name!r} is not a skill name (a-z, 0-9 and hyphens); `starter.py skills list` shows them"
+        )
     folder = skill_dir(settings.skills_home, name)
     if not folder.is_dir():
         known = ", ".join(slugs(settings.skills_home)) or "none yet"
@@ -95,23 +104,38 @@ def _candidates(folder: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
-        raise UsageError(f"{path} is not valid YAML ({str(e).splitlines()[0]}); it is rewritten by the skill's "
-                         "workflow at its next change") from None
+        raise UsageError(
+            f"{path} is not valid YAML ({str(e).splitlines()[0]}); it is rewritten by the skill's "
+            "workflow at its next change"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("candidates", []), list):
-        raise UsageError(f"{path} does not hold a candidates list; it is rewritten at the skill's next change")
-    data["candidates"] = [c for c in data.get("candidates", []) if isinstance(c, dict) and "atom_id" in c]
+        raise UsageError(
+            f"{path} does not hold a candidates list; it is rewritten at the skill's next change"
+        )
+    data["candidates"] = [
+        c for c in data.get("candidates", []) if isinstance(c, dict) and "atom_id" in c
+    ]
     return data
 
 
 def _canary(folder: Path) -> dict[str, Any]:
-    main, staging = skill_git.branch_commit(folder, "main"), skill_git.branch_commit(folder, "staging")
+    main, staging = (
+        skill_git.branch_commit(folder, "main"),
+        skill_git.branch_commit(folder, "staging"),
+    )
     scores = _scores(folder)
     m = [float(x.score) for x in scores if x.side == "main" and x.commit == main]
     st = [float(x.score) for x in scores if x.side == "staging" and x.commit == staging]
     decision = canary.decide(m, st) if staging else None
-    return {"main": main, "staging": staging, "n_main": len(m), "n_staging": len(st),
-            "mean_main": _mean(m), "mean_staging": _mean(st),
-            "decision": decision.message() if decision else "no staging version"}
+    return {
+        "main": main,
+        "staging": staging,
+        "n_main": len(m),
+        "n_staging": len(st),
+        "mean_main": _mean(m),
+        "mean_staging": _mean(st),
+        "decision": decision.message() if decision else "no staging version",
+    }
 
 
 def _mean(values: list[float]) -> float | None:
@@ -125,12 +149,40 @@ def cmd_list(args: argparse.Namespace) -> int:
         folder = skill_dir(settings.skills_home, name)
         text, state = published_text(folder)
         repo = skill_git.is_repo(folder)
-        versions = len([e for e in skill_git.log(folder) if "Edit-Id:" in e["body"] or e["subject"].startswith("promote")]) if repo else 0
-        c = _canary(folder) if repo else {"n_main": 0, "mean_main": None, "n_staging": 0, "mean_staging": None, "staging": None}
-        rows.append({"name": name, "state": state, "versions": versions, "meanUx": c["mean_main"], "scores": c["n_main"],
-                     "canary": f"{c['n_staging']} vs {c['n_main']}" if c["staging"] else "",
-                     "pendingWeight": _candidates(folder).get("cumulative_weightscore", 0),
-                     "description": description_of(text or "")})
+        versions = (
+            len(
+                [
+                    e
+                    for e in skill_git.log(folder)
+                    if "Edit-Id:" in e["body"] or e["subject"].startswith("promote")
+                ]
+            )
+            if repo
+            else 0
+        )
+        c = (
+            _canary(folder)
+            if repo
+            else {
+                "n_main": 0,
+                "mean_main": None,
+                "n_staging": 0,
+                "mean_staging": None,
+                "staging": None,
+            }
+        )
+        rows.append(
+            {
+                "name": name,
+                "state": state,
+                "versions": versions,
+                "meanUx": c["mean_main"],
+                "scores": c["n_main"],
+                "canary": f"{c['n_staging']} vs {c['n_main']}" if c["staging"] else "",
+                "pendingWeight": _candidates(folder).get("cumulative_weightscore", 0),
+                "description": description_of(text or ""),
+            }
+        )
     if args.json:
         print_json(rows)
         return 0
@@ -138,12 +190,27 @@ def cmd_list(args: argparse.Namespace) -> int:
         out.print("no skills yet: they grow from atoms (`starter.py skills status`)")
         return 0
     table = Table(title=f"skills in {settings.skills_home / 'skills'}", title_justify="left")
-    for col in ("skill", "state", "versions", "UX (main)", "canary staging vs main", "pending weight", "description"):
+    for col in (
+        "skill",
+        "state",
+        "versions",
+        "UX (main)",
+        "canary staging vs main",
+        "pending weight",
+        "description",
+    ):
         table.add_column(col, overflow="fold")
     for r in rows:
         ux = f"{r['meanUx']} (n={r['scores']})" if r["meanUx"] is not None else "-"
-        table.add_row(r["name"], r["state"], str(r["versions"]), ux, r["canary"] or "-", f"{r['pendingWeight']}/10",
-                      escape(one_line(r["description"], 70)))
+        table.add_row(
+            r["name"],
+            r["state"],
+            str(r["versions"]),
+            ux,
+            r["canary"] or "-",
+            f"{r['pendingWeight']}/10",
+            escape(one_line(r["description"], 70)),
+        )
     out.print(table)
     return 0
 
@@ -173,11 +240,15 @@ def cmd_history(args: argparse.Namespace) -> int:
         return 0
     for e in entries:
         refs = f" ({e['refs']})" if e["refs"] else ""
-        out.print(f"[yellow]{e['commit'][:10]}[/]{escape(refs)} {e['date'][:19]}  [bold]{escape(e['subject'])}[/]")
+        out.print(
+            f"[yellow]{e['commit'][:10]}[/]{escape(refs)} {e['date'][:19]}  [bold]{escape(e['subject'])}[/]"
+        )
         for line in e["body"].splitlines()[:6]:
             out.print(f"    {escape(line)}")
     for t in tags:
-        out.print(f"[red]{escape(t['tag'])}[/] → {t['object'][:10]}: {escape(t['message'].splitlines()[0] if t['message'] else '')}")
+        out.print(
+            f"[red]{escape(t['tag'])}[/] → {t['object'][:10]}: {escape(t['message'].splitlines()[0] if t['message'] else '')}"
+        )
     return 0
 
 
@@ -187,27 +258,41 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     items = data.get("candidates", [])
-    table = Table(title=f"{args.name}: cumulative weightscore {data.get('cumulative_weightscore', 0)} (SkillEditAgent runs at 10)",
-                  title_justify="left")
+    table = Table(
+        title=f"{args.name}: cumulative weightscore {data.get('cumulative_weightscore', 0)} (SkillEditAgent runs at 10)",
+        title_justify="left",
+    )
     for col in ("atom", "weight", "status", "by", "reason"):
         table.add_column(col, overflow="fold")
     for c in items:
-        table.add_row(str(c["atom_id"]), str(c.get("weightscore", "?")), str(c.get("status", "pending")) + (f" {c['commit'][:8]}" if c.get("commit") else ""),
-                      c.get("by", ""), escape(one_line(c.get("reason", ""), 80)))
+        table.add_row(
+            str(c["atom_id"]),
+            str(c.get("weightscore", "?")),
+            str(c.get("status", "pending")) + (f" {c['commit'][:8]}" if c.get("commit") else ""),
+            c.get("by", ""),
+            escape(one_line(c.get("reason", ""), 80)),
+        )
     out.print(table)
     return 0
 
 
 def cmd_canary(args: argparse.Namespace) -> int:
     folder = _folder(load_settings(), args.name)
-    facts: dict[str, Any] = (_canary(folder) if skill_git.is_repo(folder)
-                             else {"staging": None, "decision": "not a versioned skill"})
-    facts["rule"] = (f"at least {canary.MIN_SCORES} scores on each side; a Mann-Whitney test of staging + {canary.MARGIN} "
-                     f"against main at alpha {canary.ALPHA}: promote when staging is shown not worse by more than "
-                     f"{canary.MARGIN}, discard when shown worse, else keep collecting; discard after "
-                     f"{canary.MAX_AGE.days} days without a decision; assignment sticky, p = {canary.P_STAGING}")
+    facts: dict[str, Any] = (
+        _canary(folder)
+        if skill_git.is_repo(folder)
+        else {"staging": None, "decision": "not a versioned skill"}
+    )
+    facts["rule"] = (
+        f"at least {canary.MIN_SCORES} scores on each side; a Mann-Whitney test of staging + {canary.MARGIN} "
+        f"against main at alpha {canary.ALPHA}: promote when staging is shown not worse by more than "
+        f"{canary.MARGIN}, discard when shown worse, else keep collecting; discard after "
+        f"{canary.MAX_AGE.days} days without a decision; assignment sticky, p = {canary.P_STAGING}"
+    )
     if args.json:
-        print_json({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in facts.items()})
+        print_json(
+            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in facts.items()}
+        )
         return 0
     if not facts.get("staging"):
         out.print(f"{args.name}: no staging version under canary. Rule: {facts['rule']}")
@@ -230,14 +315,19 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
     client = await connect(settings)
     handle = client.get_workflow_handle(entity_workflow_id(settings.task_queue, args.name))
     try:
-        said = await handle.execute_update("decide", CanaryVerdict(verdict=verb, by=args.by, reason=args.reason),  # type: ignore[arg-type]
-                                           result_type=str)
+        said = await handle.execute_update(
+            "decide",
+            CanaryVerdict(verdict=verb, by=args.by, reason=args.reason),  # type: ignore[arg-type]
+            result_type=str,
+        )
     except WorkflowUpdateFailedError as e:
         cause = e.cause.message if isinstance(e.cause, ApplicationError) else str(e.cause)
         raise UsageError(f"{verb} refused: {cause}") from None
     except RPCError as e:
         if e.status == RPCStatusCode.NOT_FOUND:
-            raise UsageError(f"the entity workflow of {args.name} is not running; start a worker (`starter.py up`)") from None
+            raise UsageError(
+                f"the entity workflow of {args.name} is not running; start a worker (`starter.py up`)"
+            ) from None
         raise
     out.print(f"{verb}d {args.name}: {escape(said)}")
     return 0
@@ -250,11 +340,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     settings = load_settings()
     dest = Path(args.to).expanduser()
     if dest.exists() and not dest.is_dir():
-        raise UsageError(f"--to {dest}: is a file, not a folder; give a folder to export the skills into")
+        raise UsageError(
+            f"--to {dest}: is a file, not a folder; give a folder to export the skills into"
+        )
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"--to {dest}: cannot create it ({e.strerror}); give a folder you can write") from None
+        raise UsageError(
+            f"--to {dest}: cannot create it ({e.strerror}); give a folder you can write"
+        ) from None
     done, skipped = [], []
     for name in slugs(settings.skills_home):
         folder = skill_dir(settings.skills_home, name)

@@ -1,13 +1,13 @@
 """``skills …``: the transcript watcher and what it has learned.
 
-    skills sources | add-source KIND PATH | remove-source KIND PATH
-    skills watch [--every 30s] | unwatch          the Temporal Schedule xsky-skills-watch
-    skills scan --once                            one tick now, without the schedule
-    skills status                                 sources, cursors, lag, last tick, deltas in flight, atoms
-    skills atoms TRAJ                             a trajectory's atoms
-    skills list | show NAME [--branch B] | history NAME | candidates NAME | canary NAME
-    skills promote NAME | discard NAME            a person decides a canary (recorded in git)
-    skills export --to DIR                        main versions, spec-valid, for Claude Code / Codex
+skills sources | add-source KIND PATH | remove-source KIND PATH
+skills watch [--every 30s] | unwatch          the Temporal Schedule xsky-skills-watch
+skills scan --once                            one tick now, without the schedule
+skills status                                 sources, cursors, lag, last tick, deltas in flight, atoms
+skills atoms TRAJ                             a trajectory's atoms
+skills list | show NAME [--branch B] | history NAME | candidates NAME | canary NAME
+skills promote NAME | discard NAME            a person decides a canary (recorded in git)
+skills export --to DIR                        main versions, spec-valid, for Claude Code / Codex
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import os
 import re
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -56,11 +56,18 @@ if TYPE_CHECKING:
 
 def schedule_id(settings: Settings) -> str:
     """``xsky-skills-watch``; with a non-default task queue, suffixed by it (one per deployment)."""
-    return "xsky-skills-watch" if settings.task_queue == "xsky" else f"xsky-skills-watch-{settings.task_queue}"
+    return (
+        "xsky-skills-watch"
+        if settings.task_queue == "xsky"
+        else f"xsky-skills-watch-{settings.task_queue}"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("skills", help="learn skills from coding-agent transcripts (sources, watch, scan, status, atoms)")
+    p = sub.add_parser(
+        "skills",
+        help="learn skills from coding-agent transcripts (sources, watch, scan, status, atoms)",
+    )
     s = p.add_subparsers(dest="skills_command", metavar="ACTION")
     s.required = True
 
@@ -68,11 +75,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=cmd_sources)
 
-    for name, helptext in (("add-source", "register a transcript folder"), ("remove-source", "unregister a transcript folder")):
+    for name, helptext in (
+        ("add-source", "register a transcript folder"),
+        ("remove-source", "unregister a transcript folder"),
+    ):
         a = s.add_parser(name, help=helptext)
         a.add_argument("kind", help=f"one of {', '.join(SOURCE_KINDS)}")
         a.add_argument("path", nargs="?", help="the folder (default: the kind's usual place)")
-        a.add_argument("--project", action="store_true", help="in ./.xsky/settings.json instead of ~/.xsky/settings.json")
+        a.add_argument(
+            "--project",
+            action="store_true",
+            help="in ./.xsky/settings.json instead of ~/.xsky/settings.json",
+        )
         a.set_defaults(handler=cmd_add_source if name == "add-source" else cmd_remove_source)
 
     a = s.add_parser("watch", help="create or update the Temporal Schedule that scans every 30 s")
@@ -83,12 +97,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(handler=lambda x: asyncio.run(cmd_unwatch(x)))
 
     a = s.add_parser("scan", help="scan the sources now, without the schedule")
-    a.add_argument("--once", action="store_true", help="one tick, then exit (the only mode; the schedule repeats)")
-    a.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the tick to finish")
+    a.add_argument(
+        "--once",
+        action="store_true",
+        help="one tick, then exit (the only mode; the schedule repeats)",
+    )
+    a.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds to wait for the tick to finish"
+    )
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=lambda x: asyncio.run(cmd_scan(x)))
 
-    a = s.add_parser("status", help="sources, cursors, lag, last tick, deltas in flight, atoms per trajectory")
+    a = s.add_parser(
+        "status", help="sources, cursors, lag, last tick, deltas in flight, atoms per trajectory"
+    )
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=lambda x: asyncio.run(cmd_status(x)))
 
@@ -114,7 +136,10 @@ def current_sources() -> list[Source]:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     sources = current_sources()
-    rows = [{"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir(), "from": s.origin} for s in sources]
+    rows = [
+        {"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir(), "from": s.origin}
+        for s in sources
+    ]
     if args.json:
         print_json(rows)
         return 0
@@ -125,7 +150,12 @@ def cmd_sources(args: argparse.Namespace) -> int:
     for col in ("kind", "path", "exists", "registered in"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(str(r["kind"]), escape(str(r["path"])), "yes" if r["exists"] else "[yellow]no[/]", escape(str(r["from"])))
+        table.add_row(
+            str(r["kind"]),
+            escape(str(r["path"])),
+            "yes" if r["exists"] else "[yellow]no[/]",
+            escape(str(r["from"])),
+        )
     out.print(table)
     return 0
 
@@ -165,13 +195,19 @@ def cmd_add_source(args: argparse.Namespace) -> int:
         entry["path"] = args.path
     root = expand(args.path, os.environ) if args.path else None
     if root is not None and not root.is_dir():
-        err.print(f"[yellow]note:[/] {escape(str(root))} does not exist yet; it is watched once it does")
+        err.print(
+            f"[yellow]note:[/] {escape(str(root))} does not exist yet; it is watched once it does"
+        )
     if any(_same(e, args.kind, args.path) for e in listed):
-        out.print(f"{args.kind} {escape(args.path or '(default place)')} is already registered in {escape(str(path))}")
+        out.print(
+            f"{args.kind} {escape(args.path or '(default place)')} is already registered in {escape(str(path))}"
+        )
         return 0
     skills["sources"] = [*listed, entry]
     _write(path, data)
-    out.print(f"registered {args.kind} {escape(args.path or '(default place)')} in {escape(str(path))}{note}")
+    out.print(
+        f"registered {args.kind} {escape(args.path or '(default place)')} in {escape(str(path))}{note}"
+    )
     return 0
 
 
@@ -185,11 +221,15 @@ def cmd_remove_source(args: argparse.Namespace) -> int:
     kept = [e for e in listed if not _same(e, args.kind, args.path)]
     if len(kept) == len(listed):
         shown = ", ".join(f"{e['kind']} {e.get('path') or '(default)'}" for e in listed) or "none"
-        raise UsageError(f"{args.kind} {args.path or '(default place)'} is not registered in {path}; registered: {shown}")
+        raise UsageError(
+            f"{args.kind} {args.path or '(default place)'} is not registered in {path}; registered: {shown}"
+        )
     data.setdefault("skills", {})["sources"] = kept
     _write(path, data)
-    out.print(f"removed {args.kind} {escape(args.path or '(default place)')} from {escape(str(path))}; "
-              "what was already ingested stays")
+    out.print(
+        f"removed {args.kind} {escape(args.path or '(default place)')} from {escape(str(path))}; "
+        "what was already ingested stays"
+    )
     return 0
 
 
@@ -216,7 +256,9 @@ def parse_every(text: str) -> timedelta:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*", text)
     if not m:
         raise UsageError(f"--every {text!r}: write it as 30s, 2m, 1h or a number of seconds")
-    seconds = float(m.group(1)) * {"s": 1, "sec": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+    seconds = (
+        float(m.group(1)) * {"s": 1, "sec": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+    )
     if seconds < 1:
         raise UsageError(f"--every {text!r}: the interval must be at least 1 second")
     return timedelta(seconds=seconds)
@@ -225,11 +267,17 @@ def parse_every(text: str) -> timedelta:
 def _schedule(settings: Settings, every: timedelta) -> Schedule:
     return Schedule(
         action=ScheduleActionStartWorkflow(
-            SkillsScanWorkflow.run, SkillsScanInput(), id=f"xsky-skills-scan-{settings.task_queue}",
-            task_queue=settings.skills_queue, static_summary="skills watcher tick: scan transcripts → delta workflows"),
+            SkillsScanWorkflow.run,
+            SkillsScanInput(),
+            id=f"xsky-skills-scan-{settings.task_queue}",
+            task_queue=settings.skills_queue,
+            static_summary="skills watcher tick: scan transcripts → delta workflows",
+        ),
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
-        state=ScheduleState(note=f"xsky skills watcher: every {every.total_seconds():g}s; `starter.py skills unwatch` stops it"),
+        state=ScheduleState(
+            note=f"xsky skills watcher: every {every.total_seconds():g}s; `starter.py skills unwatch` stops it"
+        ),
     )
 
 
@@ -243,14 +291,19 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         await client.create_schedule(sid, schedule)
         verb = "created"
     except ScheduleAlreadyRunningError:
+
         async def update(_: ScheduleUpdateInput) -> ScheduleUpdate:
             return ScheduleUpdate(schedule=schedule)
 
         await client.get_schedule_handle(sid).update(update)
         verb = "updated"
-    out.print(f"{verb} schedule {sid}: a scan every {every.total_seconds():g}s (overlapping ticks are skipped) on "
-              f"queue '{settings.skills_queue}'")
-    out.print(f"  see it in the Web UI: {settings.ui_url.rstrip('/')}/namespaces/{settings.namespace}/schedules/{sid}")
+    out.print(
+        f"{verb} schedule {sid}: a scan every {every.total_seconds():g}s (overlapping ticks are skipped) on "
+        f"queue '{settings.skills_queue}'"
+    )
+    out.print(
+        f"  see it in the Web UI: {settings.ui_url.rstrip('/')}/namespaces/{settings.namespace}/schedules/{sid}"
+    )
     await _warn_without_worker(client, settings)
     return 0
 
@@ -275,8 +328,13 @@ async def _pollers(client: Client, queue: str) -> int:
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
-    resp = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-        namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
+    resp = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
     return len(resp.pollers)
 
 
@@ -286,8 +344,10 @@ async def _warn_without_worker(client: Client, settings: Settings) -> bool:
             return True
     except RPCError:
         return True  # cannot tell; do not cry wolf
-    err.print(f"[yellow]no worker is serving the skill pipeline (queue '{settings.skills_queue}')[/]: start one with "
-              "`python starter.py up` (or `python worker.py`) on the machine with the transcripts")
+    err.print(
+        f"[yellow]no worker is serving the skill pipeline (queue '{settings.skills_queue}')[/]: start one with "
+        "`python starter.py up` (or `python worker.py`) on the machine with the transcripts"
+    )
     return False
 
 
@@ -299,21 +359,31 @@ async def cmd_scan(args: argparse.Namespace) -> int:
     client = await connect(settings)
     if not await _warn_without_worker(client, settings):
         return 2
-    wid = f"xsky-skills-scan-once-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
-    handle = await client.start_workflow(SkillsScanWorkflow.run, SkillsScanInput(scan=ScanInput()), id=wid,
-                                         task_queue=settings.skills_queue, static_summary="skills scan --once")
+    wid = f"xsky-skills-scan-once-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    handle = await client.start_workflow(
+        SkillsScanWorkflow.run,
+        SkillsScanInput(scan=ScanInput()),
+        id=wid,
+        task_queue=settings.skills_queue,
+        static_summary="skills scan --once",
+    )
     err.print(f"scanning ({wid}) …")
     try:
         result: SkillsScanResult = await asyncio.wait_for(handle.result(), args.timeout)
     except TimeoutError:
-        raise UsageError(f"the scan is still running after {args.timeout:g}s; it goes on durably: "
-                         f"see `starter.py skills status` or {settings.ui_link(wid)}") from None
+        raise UsageError(
+            f"the scan is still running after {args.timeout:g}s; it goes on durably: "
+            f"see `starter.py skills status` or {settings.ui_link(wid)}"
+        ) from None
     if args.json:
         print_json(result.model_dump())
         return 0
-    out.print(f"{result.deltas} delta(s): {result.committed} committed, {result.atoms} atom file(s) written"
-              + (f", {result.duplicate} already in progress elsewhere" if result.duplicate else "")
-              + (f", {result.stale} stale" if result.stale else "") + (f", [red]{result.failed} failed[/]" if result.failed else ""))
+    out.print(
+        f"{result.deltas} delta(s): {result.committed} committed, {result.atoms} atom file(s) written"
+        + (f", {result.duplicate} already in progress elsewhere" if result.duplicate else "")
+        + (f", {result.stale} stale" if result.stale else "")
+        + (f", [red]{result.failed} failed[/]" if result.failed else "")
+    )
     for p in result.problems:
         err.print(f"[yellow]![/] {escape(p)}")
     return 1 if result.failed else 0
@@ -340,14 +410,24 @@ async def _schedule_facts(client: Client, settings: Settings) -> dict[str, Any]:
         raise
     spec = desc.schedule.spec
     every = spec.intervals[0].every.total_seconds() if spec.intervals else None
-    recent = desc.info.recent_actions[-1].started_at.isoformat() if desc.info.recent_actions else None
+    recent = (
+        desc.info.recent_actions[-1].started_at.isoformat() if desc.info.recent_actions else None
+    )
     upcoming = desc.info.next_action_times[0].isoformat() if desc.info.next_action_times else None
-    return {"id": sid, "exists": True, "every": every, "paused": desc.schedule.state.paused, "lastTick": recent,
-            "nextTick": upcoming, "ticks": desc.info.num_actions, "skipped": desc.info.num_actions_skipped_overlap}
+    return {
+        "id": sid,
+        "exists": True,
+        "every": every,
+        "paused": desc.schedule.state.paused,
+        "lastTick": recent,
+        "nextTick": upcoming,
+        "ticks": desc.info.num_actions,
+        "skipped": desc.info.num_actions_skipped_overlap,
+    }
 
 
 async def _in_flight(client: Client, settings: Settings) -> list[str]:
-    query = (f"WorkflowType = 'SkillDeltaWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '{settings.skills_queue}'")
+    query = f"WorkflowType = 'SkillDeltaWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '{settings.skills_queue}'"
     ids = []
     async for wf in client.list_workflows(query, limit=50):
         ids.append(wf.id)
@@ -358,7 +438,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
     settings = load_settings()
     sources = current_sources()
     facts: dict[str, Any] = {"home": str(settings.skills_home)}
-    facts["sources"] = [{"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir()} for s in sources]
+    facts["sources"] = [
+        {"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir()} for s in sources
+    ]
     store = _store(settings)
     files: list[Any] = []
     trajs: list[Any] = []
@@ -372,9 +454,12 @@ async def cmd_status(args: argparse.Namespace) -> int:
     now = time.time()
     behind = [f for f in files if f.status == "active" and f.size > f.cursor]
     facts["cursors"] = {
-        "files": len(files), "active": sum(1 for f in files if f.status == "active"),
-        "gone": sum(1 for f in files if f.status == "gone"), "bytesIngested": sum(f.cursor for f in files),
-        "bytesBehind": sum(f.size - f.cursor for f in behind), "filesBehind": len(behind),
+        "files": len(files),
+        "active": sum(1 for f in files if f.status == "active"),
+        "gone": sum(1 for f in files if f.status == "gone"),
+        "bytesIngested": sum(f.cursor for f in files),
+        "bytesBehind": sum(f.size - f.cursor for f in behind),
+        "filesBehind": len(behind),
         "lagSeconds": round(max((now - f.mtime_ns / 1e9 for f in behind), default=0.0), 1),
     }
     facts["atoms"] = {t.traj_id: t.atoms for t in trajs}
@@ -394,31 +479,54 @@ async def cmd_status(args: argparse.Namespace) -> int:
 def _print_status(facts: dict[str, Any], trajs: list[Any], settings: Settings) -> None:
     out.print(f"[bold]skills home[/] {escape(facts['home'])}")
     for s in facts["sources"]:
-        out.print(f"  source {s['kind']:<11} {escape(s['path'])}" + ("" if s["exists"] else "  [yellow](missing)[/]"))
+        out.print(
+            f"  source {s['kind']:<11} {escape(s['path'])}"
+            + ("" if s["exists"] else "  [yellow](missing)[/]")
+        )
     sched = facts["schedule"]
     if "error" in sched:
         out.print(f"[bold]watch[/] unknown: {escape(sched['error'])}")
     elif not sched["exists"]:
-        out.print(f"[bold]watch[/] off: start it with `starter.py skills watch` (schedule {sched['id']})")
+        out.print(
+            f"[bold]watch[/] off: start it with `starter.py skills watch` (schedule {sched['id']})"
+        )
     else:
         state = "paused" if sched["paused"] else f"every {sched['every']:g}s"
-        out.print(f"[bold]watch[/] {sched['id']}: {state}; {sched['ticks']} ticks ({sched['skipped']} skipped while one ran); "
-                  f"last {sched['lastTick'] or 'never'}, next {sched['nextTick'] or '-'}")
+        out.print(
+            f"[bold]watch[/] {sched['id']}: {state}; {sched['ticks']} ticks ({sched['skipped']} skipped while one ran); "
+            f"last {sched['lastTick'] or 'never'}, next {sched['nextTick'] or '-'}"
+        )
     last = facts.get("lastScan")
     if last:
-        when = datetime.fromtimestamp(last["at"], timezone.utc).isoformat(timespec="seconds")
-        out.print(f"[bold]last scan[/] {when}: {last['files']} files in {last['seconds'] * 1000:.0f} ms, {last['deltas']} delta(s)")
+        when = datetime.fromtimestamp(last["at"], UTC).isoformat(timespec="seconds")
+        out.print(
+            f"[bold]last scan[/] {when}: {last['files']} files in {last['seconds'] * 1000:.0f} ms, {last['deltas']} delta(s)"
+        )
     c = facts["cursors"]
-    out.print(f"[bold]cursors[/] {c['active']} files followed ({c['gone']} gone), {c['bytesIngested']:,} bytes ingested; "
-              f"{c['filesBehind']} file(s) with {c['bytesBehind']:,} bytes not yet ingested (lag {c['lagSeconds']:g}s)")
+    out.print(
+        f"[bold]cursors[/] {c['active']} files followed ({c['gone']} gone), {c['bytesIngested']:,} bytes ingested; "
+        f"{c['filesBehind']} file(s) with {c['bytesBehind']:,} bytes not yet ingested (lag {c['lagSeconds']:g}s)"
+    )
     flight = facts["inFlight"]
-    out.print(f"[bold]deltas in flight[/] {len(flight)}" + (f": {', '.join(flight[:5])}" if flight else ""))
+    out.print(
+        f"[bold]deltas in flight[/] {len(flight)}"
+        + (f": {', '.join(flight[:5])}" if flight else "")
+    )
     if trajs:
-        table = Table(title=f"atoms per trajectory ({sum(t.atoms for t in trajs)} in all)", title_justify="left")
+        table = Table(
+            title=f"atoms per trajectory ({sum(t.atoms for t in trajs)} in all)",
+            title_justify="left",
+        )
         for col in ("trajectory", "atoms", "project", "model", "view chars"):
             table.add_column(col, overflow="fold")
         for t in trajs:
-            table.add_row(t.traj_id, str(t.atoms), escape(t.project or ""), escape(t.model or ""), f"{t.md_chars:,}")
+            table.add_row(
+                t.traj_id,
+                str(t.atoms),
+                escape(t.project or ""),
+                escape(t.model or ""),
+                f"{t.md_chars:,}",
+            )
         out.print(table)
     else:
         out.print("no trajectories yet: `starter.py skills scan --once` ingests now")
@@ -433,16 +541,22 @@ def cmd_atoms(args: argparse.Namespace) -> int:
     settings = load_settings()
     store = _store(settings)
     if store is None:
-        raise UsageError(f"nothing ingested yet in {settings.skills_home}; run `starter.py skills scan --once`")
+        raise UsageError(
+            f"nothing ingested yet in {settings.skills_home}; run `starter.py skills scan --once`"
+        )
     try:
         ids = [t.traj_id for t in store.trajs()]
     finally:
         store.close()
     matches = [t for t in ids if t == args.traj] or [t for t in ids if args.traj in t]
     if not matches:
-        raise UsageError(f"no trajectory matches {args.traj!r}; `starter.py skills status` lists them")
+        raise UsageError(
+            f"no trajectory matches {args.traj!r}; `starter.py skills status` lists them"
+        )
     if len(matches) > 1:
-        raise UsageError(f"{args.traj!r} matches {len(matches)} trajectories ({', '.join(matches[:5])}…); give more of the id")
+        raise UsageError(
+            f"{args.traj!r} matches {len(matches)} trajectories ({', '.join(matches[:5])}…); give more of the id"
+        )
     atoms = read_atoms(settings.skills_home, matches[0])
     if args.json:
         print_json([a.model_dump(mode="json") for a in atoms])
@@ -452,8 +566,16 @@ def cmd_atoms(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for a in atoms:
         ux = f"{a.ux_score} ({a.provenance.ux_score_by[0]})"
-        skills = ", ".join(a.used_skills) + (" (self-reported)" if a.provenance.used_skills_by == "self-reported" else "")
-        table.add_row(a.atom_id.rsplit("_", 1)[1], f"{a.offset_start}–{a.offset_end}", ux, escape(skills),
-                      escape(", ".join(a.tags)), escape(one_line(a.intent, 90)))
+        skills = ", ".join(a.used_skills) + (
+            " (self-reported)" if a.provenance.used_skills_by == "self-reported" else ""
+        )
+        table.add_row(
+            a.atom_id.rsplit("_", 1)[1],
+            f"{a.offset_start}–{a.offset_end}",
+            ux,
+            escape(skills),
+            escape(", ".join(a.tags)),
+            escape(one_line(a.intent, 90)),
+        )
     out.print(table)
     return 0

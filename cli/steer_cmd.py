@@ -30,7 +30,11 @@ def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argp
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = _cmd(sub, "pause", "stop dispatching new agents", cmd_pause)
-    p.add_argument("--cancel-running", action="store_true", help="also stop running agents (they resume later from their checkpoints)")
+    p.add_argument(
+        "--cancel-running",
+        action="store_true",
+        help="also stop running agents (they resume later from their checkpoints)",
+    )
     p.add_argument("--reason")
     _cmd(sub, "resume", "dispatch again after a pause", cmd_resume)
     p = _cmd(sub, "cancel", "cancel one task, or the whole run when no task is given", cmd_cancel)
@@ -50,11 +54,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = _cmd(sub, "approve", "decide a pending tool approval (A-n)", cmd_approve)
     p.add_argument("request")
     how = p.add_mutually_exclusive_group()
-    how.add_argument("--once", dest="decision", action="store_const", const="allow_once", help="allow this call (default)")
-    how.add_argument("--run", dest="decision", action="store_const", const="allow_run", help="allow such calls for the rest of the run")
-    how.add_argument("--deny", dest="decision", action="store_const", const="deny", help="refuse it (the agent is told)")
+    how.add_argument(
+        "--once",
+        dest="decision",
+        action="store_const",
+        const="allow_once",
+        help="allow this call (default)",
+    )
+    how.add_argument(
+        "--run",
+        dest="decision",
+        action="store_const",
+        const="allow_run",
+        help="allow such calls for the rest of the run",
+    )
+    how.add_argument(
+        "--deny",
+        dest="decision",
+        action="store_const",
+        const="deny",
+        help="refuse it (the agent is told)",
+    )
     p.add_argument("--message", help="a note the agent sees with the decision")
-    p = _cmd(sub, "replan", "change the plan: a prompt for the planner, or --xml FILE to replace it", cmd_replan)
+    p = _cmd(
+        sub,
+        "replan",
+        "change the plan: a prompt for the planner, or --xml FILE to replace it",
+        cmd_replan,
+    )
     p.add_argument("prompt", nargs="?", help="what to change")
     p.add_argument("--xml", help="a workflow XML file with the whole new plan")
     p = _cmd(sub, "approve-plan", "approve the plan under review so agents start", cmd_approve_plan)
@@ -76,7 +103,9 @@ def _say(args: argparse.Namespace, message: str, result: InterventionResult | No
     return 0
 
 
-async def _update(args: argparse.Namespace, step: Callable[[Run], Awaitable[InterventionResult]]) -> int:
+async def _update(
+    args: argparse.Namespace, step: Callable[[Run], Awaitable[InterventionResult]]
+) -> int:
     _, run = await _run(args)
     result = await step(run)
     return _say(args, result.message, result)
@@ -85,8 +114,12 @@ async def _update(args: argparse.Namespace, step: Callable[[Run], Awaitable[Inte
 async def cmd_pause(args: argparse.Namespace) -> int:
     _, run = await _run(args)
     await run.pause(cancel_running=args.cancel_running, reason=args.reason)
-    return _say(args, "paused; running agents stop and resume later" if args.cancel_running
-                else "paused: running agents finish, no new ones start")
+    return _say(
+        args,
+        "paused; running agents stop and resume later"
+        if args.cancel_running
+        else "paused: running agents finish, no new ones start",
+    )
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
@@ -121,12 +154,16 @@ async def cmd_answer(args: argparse.Namespace) -> int:
 
 
 async def cmd_approve(args: argparse.Namespace) -> int:
-    return await _update(args, lambda run: run.approve(args.request, args.decision or "allow_once", args.message))
+    return await _update(
+        args, lambda run: run.approve(args.request, args.decision or "allow_once", args.message)
+    )
 
 
 async def cmd_replan(args: argparse.Namespace) -> int:
     if (args.prompt is None) == (args.xml is None):
-        raise UsageError("give what to change as a PROMPT, or --xml FILE with the whole new plan (one of the two)")
+        raise UsageError(
+            "give what to change as a PROMPT, or --xml FILE with the whole new plan (one of the two)"
+        )
     xml = None
     if args.xml:
         _, data = read_plan_bytes(args.xml)
@@ -153,9 +190,10 @@ async def cmd_requests(args: argparse.Namespace) -> int:
     for col in ("request", "kind", "task", "asks", "answer with"):
         table.add_column(col, overflow="fold")
     for r in requests:
-        how = {"approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
-               "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)"}.get(
-            r.kind, f"starter.py answer {args.id} {r.id} TEXT")
+        how = {
+            "approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
+            "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)",
+        }.get(r.kind, f"starter.py answer {args.id} {r.id} TEXT")
         table.add_row(r.id, r.kind, r.task_id, escape(r.text), escape(how))
     out.print(table)
     return 0
@@ -175,7 +213,9 @@ async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
     if args.json:
         print_json({"xml": xml})
     else:
-        out.print(xml, markup=False, highlight=False, soft_wrap=True)  # exact: a saved copy must validate
+        out.print(
+            xml, markup=False, highlight=False, soft_wrap=True
+        )  # exact: a saved copy must validate
     return 0
 
 

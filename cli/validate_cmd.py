@@ -6,15 +6,21 @@ import argparse
 
 from cli.args import parse_pairs
 from cli.plans import load_plan
-from cli.roles_cmd import resolve_roles
 from cli.render import out, plan_summary, plan_tree, print_json, print_problems
+from cli.roles_cmd import resolve_roles
 from xsky.errors import PlanError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check a workflow XML and show it as a tree")
     p.add_argument("plan", help="path of the workflow XML file")
-    p.add_argument("--var", action="append", default=[], metavar="K=V", help="a workflow variable the run will get")
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a workflow variable the run will get",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=run)
 

@@ -25,7 +25,9 @@ def playwright_chromium() -> str | None:
         "with sync_playwright() as p: print(p.chromium.executable_path)"
     )
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
     except subprocess.TimeoutExpired:
         return None
     path = out.stdout.strip()
@@ -44,7 +46,9 @@ def try_playwright_download() -> str | None:
     try:
         res = subprocess.run(
             [sys.executable, "-m", "playwright", "install", "chromium"],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     except subprocess.TimeoutExpired:
         print("browser: the download timed out", flush=True)

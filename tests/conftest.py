@@ -28,14 +28,14 @@ if str(ROOT) not in sys.path:
 from activities.agents import AgentActivities  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
 from cli.outcome import run_outcome  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
+from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
 from worker import build_workers  # noqa: E402
+from workflows.leader import LeaderWorkflow  # noqa: E402
 from xsky.config import Settings, load_settings  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
 from xsky.models import Workflow  # noqa: E402
 from xsky.runs import RunInput, RunOptions, RunResult  # noqa: E402
 from xsky.xml import parse_workflow  # noqa: E402
-from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,9 @@ def _own_skills_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """One dev server for the session, with persistent state in a temp SQLite file."""
     tmp = tmp_path_factory.mktemp("temporal")
-    srv = DevServer(db_path=tmp / "temporal.db", port=free_port(), headless=True, log_path=tmp / "server.log")
+    srv = DevServer(
+        db_path=tmp / "temporal.db", port=free_port(), headless=True, log_path=tmp / "server.log"
+    )
     srv.start(timeout=90)
     yield srv
     srv.stop()
@@ -86,7 +88,9 @@ class Env:
         # A worker loads its configuration when it starts (a test may have set a model since).
         settings = load_settings()
         activities = AgentActivities(settings)
-        workers = build_workers(self.client, settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities)
+        workers = build_workers(
+            self.client, settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities
+        )
         self.workers += workers
         self.tasks += [asyncio.create_task(w.run()) for w in workers]
 
@@ -95,7 +99,14 @@ class Env:
         self.workers.clear()
         self.tasks.clear()
 
-    async def start(self, plan: str | Workflow, *, options: RunOptions | None = None, workflow_id: str | None = None, **kw: Any) -> WorkflowHandle[Any, RunResult]:
+    async def start(
+        self,
+        plan: str | Workflow,
+        *,
+        options: RunOptions | None = None,
+        workflow_id: str | None = None,
+        **kw: Any,
+    ) -> WorkflowHandle[Any, RunResult]:
         wf = parse_workflow(plan) if isinstance(plan, str) else plan
         handle = await self.client.start_workflow(
             LeaderWorkflow.run,
@@ -109,11 +120,15 @@ class Env:
 
     async def run(self, plan: str | Workflow, timeout: float = 60, **kw: Any) -> RunResult:
         handle = await self.start(plan, **kw)
-        return await asyncio.wait_for(run_outcome(handle), timeout)  # failed runs too: their result rides the failure
+        return await asyncio.wait_for(
+            run_outcome(handle), timeout
+        )  # failed runs too: their result rides the failure
 
 
 @pytest_asyncio.fixture
-async def env(client: Client, server: DevServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Env]:
+async def env(
+    client: Client, server: DevServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Env]:
     queue = f"t{uuid.uuid4().hex[:8]}"
     home = tmp_path / "xsky"
     monkeypatch.setenv("XSKY_HOME", str(home))

@@ -77,23 +77,46 @@ class FakeLLM:
                 if reply.hold is not None:
                     reply.hold.wait(60)
                 if reply.status != 200:
-                    payload = {"error": {"message": reply.error, "type": "test_error", "code": str(reply.status)}}
+                    payload = {
+                        "error": {
+                            "message": reply.error,
+                            "type": "test_error",
+                            "code": str(reply.status),
+                        }
+                    }
                     self._send(reply.status, payload)
                     return
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.tool_calls:
                     message["tool_calls"] = [
-                        {"id": f"call_{index}_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                        {
+                            "id": f"call_{index}_{n}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
                         for n, (name, args) in enumerate(reply.tool_calls)
                     ]
-                self._send(200, {
-                    "id": f"chatcmpl-{index}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-                    "usage": {"prompt_tokens": reply.tokens - 5, "completion_tokens": 5, "total_tokens": reply.tokens},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{index}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "fake"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": message,
+                                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": reply.tokens - 5,
+                            "completion_tokens": 5,
+                            "total_tokens": reply.tokens,
+                        },
+                    },
+                )
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

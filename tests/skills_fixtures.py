@@ -69,14 +69,25 @@ def transcripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Transcripts:
 
 def leaks(texts: dict[str, str]) -> list[str]:
     """(where, secret) for every fixture secret found in the given texts."""
-    return [f"{where}: {secret[:12]}…" for where, text in texts.items() for secret in SECRETS if secret in text]
+    return [
+        f"{where}: {secret[:12]}…"
+        for where, text in texts.items()
+        for secret in SECRETS
+        if secret in text
+    ]
 
 
 def all_files_text(root: Path) -> dict[str, str]:
-    return {str(p): p.read_bytes().decode("utf-8", errors="replace") for p in root.rglob("*") if p.is_file()}
+    return {
+        str(p): p.read_bytes().decode("utf-8", errors="replace")
+        for p in root.rglob("*")
+        if p.is_file()
+    }
 
 
-def clone_codex(t: Transcripts, count: int, day: str = "30", skill_read: str | None = None) -> list[Path]:
+def clone_codex(
+    t: Transcripts, count: int, day: str = "30", skill_read: str | None = None
+) -> list[Path]:
     """``count`` more rollouts of the first Codex session (same work, new thread ids), so
     their atoms cluster together; ``skill_read`` makes each read that library skill's SKILL.md."""
     original = (FIXTURES / CODEX_MAIN).read_text()
@@ -86,8 +97,18 @@ def clone_codex(t: Transcripts, count: int, day: str = "30", skill_read: str | N
         new = f"0199{uuid.uuid4().hex[:4]}-{uuid.uuid4().hex[:4]}-7{uuid.uuid4().hex[:3]}-8{uuid.uuid4().hex[:3]}-{uuid.uuid4().hex[:12]}"
         text = original.replace(thread, new)
         if skill_read:
-            text = text.replace("~/.codex/skills/sql-migrate/SKILL.md", f"~/.xsky/skills-home/skills/{skill_read}/SKILL.md")
-        path = t.codex / "sessions" / "2026" / "11" / day / f"rollout-2026-11-{day}T10-00-00-{new}.jsonl"
+            text = text.replace(
+                "~/.codex/skills/sql-migrate/SKILL.md",
+                f"~/.xsky/skills-home/skills/{skill_read}/SKILL.md",
+            )
+        path = (
+            t.codex
+            / "sessions"
+            / "2026"
+            / "11"
+            / day
+            / f"rollout-2026-11-{day}T10-00-00-{new}.jsonl"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         made.append(path)

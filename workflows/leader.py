@@ -30,9 +30,25 @@ from workflows.leader_metrics import LeaderMetrics
 with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
     from xsky.leader_core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
-    from xsky.leader_state import (AnswerRequest, ApprovePlanRequest, ApproveToolRequest, AuditEntry, BoardPage, DefineRoleRequest,
-                                   HumanRequest, InterventionResult, NudgeRequest, PageRequest, PauseRequest,
-                                   PlanVersion, ReplanRequest, ResumeRequest, RetryTaskRequest, SkipTaskRequest, TaskRequest)
+    from xsky.leader_state import (
+        AnswerRequest,
+        ApprovePlanRequest,
+        ApproveToolRequest,
+        AuditEntry,
+        BoardPage,
+        DefineRoleRequest,
+        HumanRequest,
+        InterventionResult,
+        NudgeRequest,
+        PageRequest,
+        PauseRequest,
+        PlanVersion,
+        ReplanRequest,
+        ResumeRequest,
+        RetryTaskRequest,
+        SkipTaskRequest,
+        TaskRequest,
+    )
     from xsky.planning import problems_text
     from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
     from xsky.variables import RenderError
@@ -61,7 +77,9 @@ class LeaderWorkflow:
         self._attempts: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
         self._timer = leader_io.DeadlineTimer()
         self._published_at: datetime | None = None
-        self._searchable: set[str] = set()  # xsky's search attributes the server has (none on old runs)
+        self._searchable: set[str] = (
+            set()
+        )  # xsky's search attributes the server has (none on old runs)
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
         self._read_size = 0  # bytes of history once a stored state was read
         self._metrics = LeaderMetrics()
@@ -69,8 +87,11 @@ class LeaderWorkflow:
     @property
     def _core(self) -> LeaderCore:
         if self._loaded is None:
-            raise ApplicationError("the run is reading its state from the artifact store (it continued as new or its plan "
-                                   "is large); ask again in a moment", type="Loading")
+            raise ApplicationError(
+                "the run is reading its state from the artifact store (it continued as new or its plan "
+                "is large); ask again in a moment",
+                type="Loading",
+            )
         return self._loaded
 
     def _validated(self, check: Callable[[], None]) -> None:
@@ -121,7 +142,9 @@ class LeaderWorkflow:
         if workflow.patched("search-attributes") and (given := await leader_io.setup()) is not None:
             self._searchable, self._agents_here = set(given.search_attributes), given.agents_here
         if inp.permissions.mode == "bypass" and inp.state is None:
-            workflow.logger.warning("run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id)
+            workflow.logger.warning(
+                "run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id
+            )
         try:
             if core.needs_plan:
                 core.replanning = True
@@ -133,7 +156,9 @@ class LeaderWorkflow:
                     if core.finished():
                         core.closing = True
                         break
-                    if workflow.info().is_continue_as_new_suggested() and leader_io.grown_since(self._read_size):
+                    if workflow.info().is_continue_as_new_suggested() and leader_io.grown_since(
+                        self._read_size
+                    ):
                         core.draining = True
                         if not core.active and not core.replanning:
                             await leader_io.continue_as_new(core)
@@ -162,14 +187,18 @@ class LeaderWorkflow:
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
             # filters); the RunResult travels in the failure, still readable (cli/outcome.py).
             kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
-            raise ApplicationError(f"{result.status}: {result.summary}", result, type=kind, non_retryable=True)
+            raise ApplicationError(
+                f"{result.status}: {result.summary}", result, type=kind, non_retryable=True
+            )
         return result
 
     def _apply(self, commands: list[Command]) -> None:
         """Carry out the core's commands, in the order it gave them."""
         for command in commands:
             if isinstance(command, StartAgent):
-                self._attempts[command.agent_id] = asyncio.create_task(self._execute(command.agent_id, command.dispatch))
+                self._attempts[command.agent_id] = asyncio.create_task(
+                    self._execute(command.agent_id, command.dispatch)
+                )
             elif isinstance(command, StopAgent):
                 attempt = self._attempts.get(command.agent_id)
                 if attempt is not None and not attempt.done():
@@ -190,8 +219,10 @@ class LeaderWorkflow:
         assert core.s.review_deadline is not None
         remaining = max(0.0, (core.s.review_deadline - workflow.now()).total_seconds())
         try:
-            await workflow.wait_condition(lambda: core.s.review != "waiting", timeout=remaining, timeout_summary="plan review")
-        except asyncio.TimeoutError:
+            await workflow.wait_condition(
+                lambda: core.s.review != "waiting", timeout=remaining, timeout_summary="plan review"
+            )
+        except TimeoutError:
             return core.review_timed_out(workflow.now())
         return True
 
@@ -204,21 +235,36 @@ class LeaderWorkflow:
             try:
                 # Data is never pasted into code: a shell command's values travel beside it
                 # (the patch's name is older than this form).
-                beside = core.templated_command(agent_id) and workflow.patched("shell-quoted-values")
+                beside = core.templated_command(agent_id) and workflow.patched(
+                    "shell-quoted-values"
+                )
                 given = core.wants_context(agent_id) and workflow.patched("deps-as-context")
                 rendered, markers = core.render(agent_id, beside, given)
                 settings = core.settings_for(agent_id)
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
                 return
-            agent_input = core.agent_input(agent_id, rendered, dispatch, settings.heartbeat, markers,
-                                           workflow.info().first_execution_run_id, settings.retry.maximum_attempts)
+            agent_input = core.agent_input(
+                agent_id,
+                rendered,
+                dispatch,
+                settings.heartbeat,
+                markers,
+                workflow.info().first_execution_run_id,
+                settings.retry.maximum_attempts,
+            )
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-            local = self._agents_here and core.runs_locally(agent_id) and workflow.patched("cheap-tools-local")
+            local = (
+                self._agents_here
+                and core.runs_locally(agent_id)
+                and workflow.patched("cheap-tools-local")
+            )
             kind = core.queue_kind(agent_id)
             self._metrics.started(kind)
             try:
-                outcome = await leader_io.run_attempt(core, agent_id, dispatch, agent_input, settings, self._queue(kind), local)
+                outcome = await leader_io.run_attempt(
+                    core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
+                )
             except (ActivityError, asyncio.CancelledError) as e:
                 self._metrics.failed(kind, e)
                 failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
@@ -251,11 +297,15 @@ class LeaderWorkflow:
 
     # -- updates ------------------------------------------------------------------------------
 
-    @workflow.update(description="Change the plan: {prompt} for the planner, or {xml} replacing it. Completed agents keep their results.")
+    @workflow.update(
+        description="Change the plan: {prompt} for the planner, or {xml} replacing it. Completed agents keep their results."
+    )
     async def replan(self, req: ReplanRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.check_replan(req))
         if core.replanning:  # two replans accepted in one activation: the second one fails
-            raise ApplicationError("a replan is already in progress; wait for it to finish", type="Busy")
+            raise ApplicationError(
+                "a replan is already in progress; wait for it to finish", type="Busy"
+            )
         core.replanning = True
         try:
             if req.xml is not None and req.xml.strip():
@@ -263,11 +313,18 @@ class LeaderWorkflow:
                 reason = "replaced by a person"
             else:
                 try:
-                    wf = await leader_io.replan_with_planner(core, req.prompt, f"a person asked: {req.prompt}", self._queue("llm"))
+                    wf = await leader_io.replan_with_planner(
+                        core, req.prompt, f"a person asked: {req.prompt}", self._queue("llm")
+                    )
                 except ActivityError as e:
-                    raise ApplicationError(f"the planner could not replan: {describe_failure(e)}", type="PlanError") from None
+                    raise ApplicationError(
+                        f"the planner could not replan: {describe_failure(e)}", type="PlanError"
+                    ) from None
                 except PlanError as e:
-                    raise ApplicationError(f"the planner's plan does not fit this run:\n{problems_text(e)}", type="PlanError") from None
+                    raise ApplicationError(
+                        f"the planner's plan does not fit this run:\n{problems_text(e)}",
+                        type="PlanError",
+                    ) from None
                 reason = f"a person asked: {req.prompt}"
             summary, stops = core.apply_plan(wf, reason, workflow.now())
             self._apply(stops)
@@ -280,15 +337,21 @@ class LeaderWorkflow:
     def _validate_replan(self, req: ReplanRequest) -> None:
         self._validated(lambda: self._core.check_replan(req))
 
-    @workflow.update(description="Approve the plan under review ({version}: the version you reviewed) so agents start.")
+    @workflow.update(
+        description="Approve the plan under review ({version}: the version you reviewed) so agents start."
+    )
     async def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_approve_plan(req))).approve_plan(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_approve_plan(req))).approve_plan(
+            req, workflow.now()
+        )
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
         self._validated(lambda: self._core.check_approve_plan(req))
 
-    @workflow.update(description="Run a failed, cancelled or escalated task again, optionally with new {task} text.")
+    @workflow.update(
+        description="Run a failed, cancelled or escalated task again, optionally with new {task} text."
+    )
     async def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
         return (await self._ready(lambda: self._core.check_retry(req))).retry(req, workflow.now())
 
@@ -296,9 +359,13 @@ class LeaderWorkflow:
     def _validate_retry(self, req: RetryTaskRequest) -> None:
         self._validated(lambda: self._core.check_retry(req))
 
-    @workflow.update(description="Mark a task done without running it; {result} is what its dependents get.")
+    @workflow.update(
+        description="Mark a task done without running it; {result} is what its dependents get."
+    )
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.check_skip(req))).skip(req, workflow.now())
+        result, stops = (await self._ready(lambda: self._core.check_skip(req))).skip(
+            req, workflow.now()
+        )
         self._apply(stops)
         return result
 
@@ -306,9 +373,13 @@ class LeaderWorkflow:
     def _validate_skip(self, req: SkipTaskRequest) -> None:
         self._validated(lambda: self._core.check_skip(req))
 
-    @workflow.update(description="Cancel one task (stopping it if it runs); its dependents stay blocked.")
+    @workflow.update(
+        description="Cancel one task (stopping it if it runs); its dependents stay blocked."
+    )
     async def cancel_task(self, req: TaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.check_cancel(req))).cancel(req, workflow.now())
+        result, stops = (await self._ready(lambda: self._core.check_cancel(req))).cancel(
+            req, workflow.now()
+        )
         self._apply(stops)
         return result
 
@@ -316,7 +387,9 @@ class LeaderWorkflow:
     def _validate_cancel(self, req: TaskRequest) -> None:
         self._validated(lambda: self._core.check_cancel(req))
 
-    @workflow.update(description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}.")
+    @workflow.update(
+        description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}."
+    )
     async def answer(self, req: AnswerRequest) -> InterventionResult:
         return (await self._ready(lambda: self._core.check_answer(req))).answer(req, workflow.now())
 
@@ -324,15 +397,21 @@ class LeaderWorkflow:
     def _validate_answer(self, req: AnswerRequest) -> None:
         self._validated(lambda: self._core.check_answer(req))
 
-    @workflow.update(description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny.")
+    @workflow.update(
+        description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny."
+    )
     async def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_approve_tool(req))).approve_tool(req, workflow.now())
+        return (await self._ready(lambda: self._core.check_approve_tool(req))).approve_tool(
+            req, workflow.now()
+        )
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
         self._validated(lambda: self._core.check_approve_tool(req))
 
-    @workflow.update(description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …")
+    @workflow.update(
+        description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …"
+    )
     async def define_role(self, req: DefineRoleRequest) -> InterventionResult:
         return (await self._ready(lambda: self._core.check_define_role(req))).define_role(req)
 
@@ -342,7 +421,9 @@ class LeaderWorkflow:
 
     # -- signals ------------------------------------------------------------------------------
 
-    @workflow.signal(description="Stop dispatching new agents; {cancelRunning}: also stop running ones (they resume later).")
+    @workflow.signal(
+        description="Stop dispatching new agents; {cancelRunning}: also stop running ones (they resume later)."
+    )
     def pause(self, req: PauseRequest) -> None:
         self._when_ready(lambda: self._apply(self._core.pause(req)))
 
@@ -350,45 +431,66 @@ class LeaderWorkflow:
     def resume(self, req: ResumeRequest) -> None:
         self._when_ready(lambda: self._core.resume())
 
-    @workflow.signal(description="A message for one agent ({taskId}, {message}), delivered at its next step.")
+    @workflow.signal(
+        description="A message for one agent ({taskId}, {message}), delivered at its next step."
+    )
     def nudge(self, req: NudgeRequest) -> None:
         def deliver() -> None:
             if not self._core.nudge(req, workflow.now()):
-                workflow.logger.warning("nudge ignored: no task %s or an empty message", req.task_id)
+                workflow.logger.warning(
+                    "nudge ignored: no task %s or an empty message", req.task_id
+                )
+
         self._when_ready(deliver)
 
-    @workflow.signal(description="Sent by running agents: alive and moving (message, iteration, tokens).")
+    @workflow.signal(
+        description="Sent by running agents: alive and moving (message, iteration, tokens)."
+    )
     def report_progress(self, report: ProgressReport) -> None:
         self._when_ready(lambda: self._core.report_progress(report, workflow.now()))
 
     # -- queries ------------------------------------------------------------------------------
 
-    @workflow.query(description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
-                    "result or error, and the counts of the whole board.")
+    @workflow.query(
+        description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
+        "result or error, and the counts of the whole board."
+    )
     def task_board(self, req: PageRequest | None = None) -> BoardPage:
         return self._core.board(workflow.now(), req)
 
-    @workflow.query(description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page).")
+    @workflow.query(
+        description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page)."
+    )
     def plan(self, req: PageRequest | None = None) -> str:
         return self._core.plan_page(req)
 
-    @workflow.query(description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed.")
+    @workflow.query(
+        description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed."
+    )
     def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
         return self._core.history_page(req)
 
-    @workflow.query(description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error.")
+    @workflow.query(
+        description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error."
+    )
     def results(self, req: PageRequest | None = None) -> ResultsPage:
         return self._core.results_page(req)
 
-    @workflow.query(description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person.")
+    @workflow.query(
+        description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person."
+    )
     def pending_requests(self) -> list[HumanRequest]:
         return self._core.pending_requests(with_review=True)
 
-    @workflow.query(description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who.")
+    @workflow.query(
+        description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
+    )
     def permission_log(self) -> list[AuditEntry]:
         return list(self._core.s.audit)
 
-    @workflow.query(description="Nudges for one task ({taskId}), oldest first: running agents read these.")
+    @workflow.query(
+        description="Nudges for one task ({taskId}), oldest first: running agents read these."
+    )
     def nudges(self, req: TaskRequest) -> list[str]:
         return self._core.nudges_for(req.task_id)
 
@@ -396,15 +498,20 @@ class LeaderWorkflow:
 
     def _upsert(self, final: str | None = None) -> None:
         leader_io.upsert(self._core, self._searchable, final)
-        self._metrics.pending_requests(self._core.run_id, 0 if final else len(self._core.pending_requests(with_review=True)))
+        self._metrics.pending_requests(
+            self._core.run_id, 0 if final else len(self._core.pending_requests(with_review=True))
+        )
 
     def _publish(self, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""
         core, now = self._core, workflow.now()
-        if (not force and core.large() and self._published_at is not None
-                and (now - self._published_at).total_seconds() < PUBLISH_EVERY):
+        if (
+            not force
+            and core.large()
+            and self._published_at is not None
+            and (now - self._published_at).total_seconds() < PUBLISH_EVERY
+        ):
             return
         self._published_at = now
         self._upsert()
         leader_io.show_board(core)
-

@@ -21,8 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
     from xsky.leader_core import AttemptFailure, LeaderCore
     from xsky.leader_state import LeaderState, PlanVersion
-    from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.models import Workflow
+    from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.runs import AgentInput, AgentOutcome, DecisionRecord, LeaderSetup, RunInput
     from xsky.xml import parse_workflow
 
@@ -31,21 +31,30 @@ SMALL_HISTORY = 1024 * 1024
 # Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
 BLOB_WAVE = 2
 # The leader's own activities (blob parts), on its task queue.
-BLOB_ACTIVITY: dict[str, Any] = {"start_to_close_timeout": timedelta(seconds=60), "retry_policy": RetryPolicy(maximum_attempts=5)}
+BLOB_ACTIVITY: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=60),
+    "retry_policy": RetryPolicy(maximum_attempts=5),
+}
 
 
 async def setup() -> LeaderSetup | None:
     """Ask the worker what this run may use (None from an older worker: run as before)."""
     try:
         return await workflow.execute_activity(
-            "leader_setup", result_type=LeaderSetup, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=RetryPolicy(maximum_attempts=2), summary="search attributes, where agents run")
+            "leader_setup",
+            result_type=LeaderSetup,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=2),
+            summary="search attributes, where agents run",
+        )
     except ActivityError as e:
         workflow.logger.warning("run set-up failed, search attributes off: %s", describe_failure(e))
         return None
 
 
-def agent_activity(core: LeaderCore, agent_id: str, dispatch: int, queue: str, heartbeat: float, settings: Any) -> dict[str, Any]:
+def agent_activity(
+    core: LeaderCore, agent_id: str, dispatch: int, queue: str, heartbeat: float, settings: Any
+) -> dict[str, Any]:
     """The options of one ``run_agent`` attempt: its queue, timeouts and retry allowances."""
     task, agent = core.tasks[agent_id], core.agents[agent_id]
     return dict(
@@ -66,34 +75,62 @@ def agent_activity(core: LeaderCore, agent_id: str, dispatch: int, queue: str, h
     )
 
 
-async def run_attempt(core: LeaderCore, agent_id: str, dispatch: int, agent_input: AgentInput, settings: Any, queue: str,
-                      local: bool) -> AgentOutcome:
+async def run_attempt(
+    core: LeaderCore,
+    agent_id: str,
+    dispatch: int,
+    agent_input: AgentInput,
+    settings: Any,
+    queue: str,
+    local: bool,
+) -> AgentOutcome:
     """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
     tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip."""
     options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings)
     if local:
         del options["task_queue"], options["heartbeat_timeout"]
-        return await workflow.execute_local_activity("run_agent", agent_input, result_type=AgentOutcome, **options)
-    return await workflow.execute_activity("run_agent", agent_input, result_type=AgentOutcome, **options)
+        return await workflow.execute_local_activity(
+            "run_agent", agent_input, result_type=AgentOutcome, **options
+        )
+    return await workflow.execute_activity(
+        "run_agent", agent_input, result_type=AgentOutcome, **options
+    )
 
 
 def attempt_failure(err: ActivityError) -> AttemptFailure:
     """An attempt's failure for the core: its message, the permission decisions made before
     it and its attempt number (both travel in the details), and whether its worker was lost."""
     cause = err.cause
-    details = [d for d in cause.details if isinstance(d, dict)] if isinstance(cause, ApplicationError) else []
-    decisions = [DecisionRecord.model_validate(r) for d in details if "permissionDecisions" in d for r in d["permissionDecisions"]]
+    details = (
+        [d for d in cause.details if isinstance(d, dict)]
+        if isinstance(cause, ApplicationError)
+        else []
+    )
+    decisions = [
+        DecisionRecord.model_validate(r)
+        for d in details
+        if "permissionDecisions" in d
+        for r in d["permissionDecisions"]
+    ]
     attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
     lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
     return AttemptFailure(describe_failure(err), decisions, attempt, lost)
 
 
-async def call_planner(request: PlanRequest, queue: str, summary: str, non_retryable: list[str]) -> PlanResult:
+async def call_planner(
+    request: PlanRequest, queue: str, summary: str, non_retryable: list[str]
+) -> PlanResult:
     """The planner activity (where llm agents run: it needs what they need)."""
     return await workflow.execute_activity(
-        "plan_workflow", request, result_type=PlanResult, task_queue=queue,
-        start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(minutes=2),
-        retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=non_retryable), summary=summary)
+        "plan_workflow",
+        request,
+        result_type=PlanResult,
+        task_queue=queue,
+        start_to_close_timeout=timedelta(minutes=10),
+        heartbeat_timeout=timedelta(minutes=2),
+        retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=non_retryable),
+        summary=summary,
+    )
 
 
 async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
@@ -102,26 +139,52 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
     prompt = core.input.task_prompt
     try:
         result = await call_planner(
-            PlanRequest(task_id=core.s.plan.task_id, task_prompt=prompt, agents=core.agent_infos(),
-                        variables=sorted(core.variables), context_keys=sorted(core.input.context)),
-            queue, f"planner · plan: {(prompt or '')[:80]}", ["PlanError", "LLMRequestError", "LLMConfigError"])
+            PlanRequest(
+                task_id=core.s.plan.task_id,
+                task_prompt=prompt,
+                agents=core.agent_infos(),
+                variables=sorted(core.variables),
+                context_keys=sorted(core.input.context),
+            ),
+            queue,
+            f"planner · plan: {(prompt or '')[:80]}",
+            ["PlanError", "LLMRequestError", "LLMConfigError"],
+        )
     except ActivityError as e:
-        raise ApplicationError(f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True) from None
+        raise ApplicationError(
+            f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True
+        ) from None
     finally:
         core.replanning = False
     try:
         wf = core.checked(result.workflow)
     except PlanError as e:
-        raise ApplicationError(f"the planner's plan cannot run:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
+        raise ApplicationError(
+            f"the planner's plan cannot run:\n{problems_text(e)}",
+            type="PlanError",
+            non_retryable=True,
+        ) from None
     core.set_first_plan(wf, result.provider, workflow.now())
 
 
-async def replan_with_planner(core: LeaderCore, modification: str | None, reason: str, queue: str) -> Workflow:
+async def replan_with_planner(
+    core: LeaderCore, modification: str | None, reason: str, queue: str
+) -> Workflow:
     """A new plan from the planner, checked to fit this run (its variables, its agents)."""
     result = await call_planner(
-        PlanRequest(task_id=core.s.plan.task_id, current_xml=core.planner_xml(), modification=modification, reason=reason,
-                    agents=core.agent_infos(), variables=sorted(core.variables), context_keys=sorted(core.input.context)),
-        queue, f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}", ["PlanError"])
+        PlanRequest(
+            task_id=core.s.plan.task_id,
+            current_xml=core.planner_xml(),
+            modification=modification,
+            reason=reason,
+            agents=core.agent_infos(),
+            variables=sorted(core.variables),
+            context_keys=sorted(core.input.context),
+        ),
+        queue,
+        f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}",
+        ["PlanError"],
+    )
     return core.checked(result.workflow)
 
 
@@ -149,7 +212,10 @@ class DeadlineTimer:
 
     async def _sleep_until(self, at: datetime) -> None:
         try:
-            await workflow.sleep(max(0.001, (at - workflow.now()).total_seconds()), summary="stall / request deadline")
+            await workflow.sleep(
+                max(0.001, (at - workflow.now()).total_seconds()),
+                summary="stall / request deadline",
+            )
         except asyncio.CancelledError:
             return
         if self._at == at:
@@ -158,44 +224,74 @@ class DeadlineTimer:
 
 # -- blobs: text larger than a payload, one part per activity -------------------------------------
 
+
 async def save_blob(name: str, text: str) -> BlobRef:
     ref = blob_ref(workflow.info().workflow_id, name, text)
     parts = split_text(text)
     # A few parts at a time: one workflow task must stay under gRPC's 4 MB.
     for at in range(0, len(parts), BLOB_WAVE):
-        await asyncio.gather(*(workflow.execute_activity(
-            "leader_put", BlobPart(ref=ref, index=i, text=parts[i]), **BLOB_ACTIVITY, summary=f"store {name} part {i + 1}/{ref.parts}")
-            for i in range(at, min(at + BLOB_WAVE, len(parts)))))
+        await asyncio.gather(
+            *(
+                workflow.execute_activity(
+                    "leader_put",
+                    BlobPart(ref=ref, index=i, text=parts[i]),
+                    **BLOB_ACTIVITY,
+                    summary=f"store {name} part {i + 1}/{ref.parts}",
+                )
+                for i in range(at, min(at + BLOB_WAVE, len(parts)))
+            )
+        )
     return ref
 
 
 async def load_blob(ref: BlobRef) -> str:
     parts: list[str] = []
     for at in range(0, ref.parts, BLOB_WAVE):
-        parts += await asyncio.gather(*(workflow.execute_activity(
-            "leader_get", BlobPartRequest(ref=ref, index=i), result_type=str, **BLOB_ACTIVITY,
-            summary=f"read {ref.name} part {i + 1}/{ref.parts}") for i in range(at, min(at + BLOB_WAVE, ref.parts))))
+        parts += await asyncio.gather(
+            *(
+                workflow.execute_activity(
+                    "leader_get",
+                    BlobPartRequest(ref=ref, index=i),
+                    result_type=str,
+                    **BLOB_ACTIVITY,
+                    summary=f"read {ref.name} part {i + 1}/{ref.parts}",
+                )
+                for i in range(at, min(at + BLOB_WAVE, ref.parts))
+            )
+        )
     text = "".join(parts)
     if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
-        raise ApplicationError(f"the stored {ref.name} does not match its digest; the artifact store was changed",
-                               type="ArtifactMissing", non_retryable=True)
+        raise ApplicationError(
+            f"the stored {ref.name} does not match its digest; the artifact store was changed",
+            type="ArtifactMissing",
+            non_retryable=True,
+        )
     return text
 
 
 # -- a run's state across executions ------------------------------------------------------------
+
 
 async def load_core(inp: RunInput) -> LeaderCore:
     """The core of a run whose state (continued as new) or plan (large) is in the store."""
     run_id = workflow.info().workflow_id
     if inp.state_ref is not None:
         state = LeaderState.model_validate_json(await load_blob(inp.state_ref))
-        return LeaderCore(inp.model_copy(update={"state": state, "state_ref": None}), run_id, workflow.now())
+        return LeaderCore(
+            inp.model_copy(update={"state": state, "state_ref": None}), run_id, workflow.now()
+        )
     assert inp.plan_ref is not None
     try:
         wf = parse_workflow(await load_blob(inp.plan_ref))
     except PlanError as e:
-        raise ApplicationError(f"the stored plan is not valid:\n{problems_text(e)}", type="PlanError", non_retryable=True) from None
-    return LeaderCore(inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now())
+        raise ApplicationError(
+            f"the stored plan is not valid:\n{problems_text(e)}",
+            type="PlanError",
+            non_retryable=True,
+        ) from None
+    return LeaderCore(
+        inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now()
+    )
 
 
 def grown_since(read_size: int) -> bool:
@@ -214,7 +310,9 @@ async def continue_as_new(core: LeaderCore) -> None:
     snapshot = core.snapshot()  # results by reference; the plan once, inside the state
     if len(snapshot) <= core.options.inline_limit:
         state = LeaderState.model_validate_json(snapshot)
-        workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": state}))
+        workflow.continue_as_new(
+            core.continue_input().model_copy(update={"workflow": None, "state": state})
+        )
     ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
     await workflow.wait_condition(workflow.all_handlers_finished)
     # A signal or update handled while the parts were written (a pause, an answer) changed
@@ -223,15 +321,23 @@ async def continue_as_new(core: LeaderCore) -> None:
         snapshot = fresh
         ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
         await workflow.wait_condition(workflow.all_handlers_finished)
-    workflow.continue_as_new(core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref}))
+    workflow.continue_as_new(
+        core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref})
+    )
 
 
 def offload_history(core: LeaderCore) -> None:
     """Plan versions too large for a payload go to the artifact store (queries and the
     continued state then carry their reference)."""
     for index, version in enumerate(core.s.plan_history):
-        if len(version.xml) > PART_CHARS and version.xml_ref is None and workflow.patched("history-by-reference"):
-            version.xml_ref = blob_ref(workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml)
+        if (
+            len(version.xml) > PART_CHARS
+            and version.xml_ref is None
+            and workflow.patched("history-by-reference")
+        ):
+            version.xml_ref = blob_ref(
+                workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml
+            )
             asyncio.create_task(_store_version(version, version.xml))
 
 
@@ -241,6 +347,7 @@ async def _store_version(version: PlanVersion, xml: str) -> None:
 
 
 # -- what people see ------------------------------------------------------------------------------
+
 
 def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> None:
     """Search attributes that changed (each upsert is a history event: changes only)."""
@@ -252,7 +359,11 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
     for name, value in values.items():
         if name not in searchable:
             continue
-        key = SearchAttributeKey.for_int(name) if isinstance(value, int) else SearchAttributeKey.for_keyword(name)
+        key = (
+            SearchAttributeKey.for_int(name)
+            if isinstance(value, int)
+            else SearchAttributeKey.for_keyword(name)
+        )
         if current.get(key) != value:
             updates.append(key.value_set(value))  # type: ignore[arg-type]
     if updates:
@@ -263,6 +374,10 @@ def show_board(core: LeaderCore) -> None:
     """The board in the Web UI's current details."""
     now = workflow.now()
     title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
-    logs = (f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
-            f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`")
-    workflow.set_current_details(board_markdown(title, core.s.tasks, now, "\n\n".join([*core.notices(), logs])))
+    logs = (
+        f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
+        f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`"
+    )
+    workflow.set_current_details(
+        board_markdown(title, core.s.tasks, now, "\n\n".join([*core.notices(), logs]))
+    )

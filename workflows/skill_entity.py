@@ -20,16 +20,15 @@ canary counts and means. Long histories continue as new with the whole state.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from datetime import datetime, timedelta
 from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
-from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from xsky import canary
@@ -38,9 +37,9 @@ with workflow.unsafe.imports_passed_through():
         KEEP_CONSUMED,
         KEEP_EVENTS,
         AddCandidates,
+        CanaryVerdict,
         Candidate,
         CandidatesFile,
-        CanaryVerdict,
         EditInput,
         EditResult,
         GitAction,
@@ -54,10 +53,18 @@ with workflow.unsafe.imports_passed_through():
         SkillView,
     )
 
-SHORT = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=6)
-EDIT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2), maximum_attempts=5)
+SHORT = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=6,
+)
+EDIT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2), maximum_attempts=5
+)
 HISTORY_LIMIT = 2000  # events before handing over to a fresh run
-HISTORY_BYTES = 8 * 1024 * 1024  # or bytes (each state write carries the state; Temporal's limit is 50 MB)
+HISTORY_BYTES = (
+    8 * 1024 * 1024
+)  # or bytes (each state write carries the state; Temporal's limit is 50 MB)
 
 
 @workflow.defn(name="SkillEntityWorkflow")
@@ -71,40 +78,59 @@ class SkillEntityWorkflow:
 
     # -- messages ------------------------------------------------------------------------------
 
-    @workflow.signal(description="Atoms for this skill, each with a weightscore 0-10 and a reason (from the library).")
+    @workflow.signal(
+        description="Atoms for this skill, each with a weightscore 0-10 and a reason (from the library)."
+    )
     async def add_candidates(self, req: AddCandidates) -> None:
         await workflow.wait_condition(lambda: self.ready)
         known = {c.atom_id for c in self.s.candidates}
         for c in req.candidates:
             if c.atom_id not in known:
-                self.s.candidates.append(c.model_copy(update={"added_at": c.added_at or self._now()}))
+                self.s.candidates.append(
+                    c.model_copy(update={"added_at": c.added_at or self._now()})
+                )
                 known.add(c.atom_id)
                 self._event("candidate", f"{c.atom_id} weight {c.weightscore}: {c.reason[:120]}")
                 self.dirty = True
 
-    @workflow.signal(description="UX scores of trajectories that used this skill, bound to (side, commit).")
+    @workflow.signal(
+        description="UX scores of trajectories that used this skill, bound to (side, commit)."
+    )
     async def record_scores(self, req: RecordScores) -> None:
         await workflow.wait_condition(lambda: self.ready)
         for score in req.scores:
             current = self.s.staging_commit if score.side == "staging" else self.s.main_commit
             if current is None or score.commit != current:
                 continue  # a score for a version no longer compared
-            kept = [x for x in self.s.scores if not (x.traj_id == score.traj_id and x.side == score.side and x.commit == score.commit)]
+            kept = [
+                x
+                for x in self.s.scores
+                if not (
+                    x.traj_id == score.traj_id and x.side == score.side and x.commit == score.commit
+                )
+            ]
             self.s.scores = kept + [score.model_copy(update={"at": score.at or self._now()})]
             self.dirty = True
         self._prune_scores()
 
-    @workflow.update(description="Take an atom out of the candidates (it moves to another skill); returns it, or null.")
+    @workflow.update(
+        description="Take an atom out of the candidates (it moves to another skill); returns it, or null."
+    )
     async def remove_candidate(self, req: RemoveCandidate) -> Candidate | None:
         await workflow.wait_condition(lambda: self.ready)
-        found = next((c for c in self.s.candidates if c.atom_id == req.atom_id and c.status == "pending"), None)
+        found = next(
+            (c for c in self.s.candidates if c.atom_id == req.atom_id and c.status == "pending"),
+            None,
+        )
         if found is not None:
             self.s.candidates = [c for c in self.s.candidates if c is not found]
             self._event("moved", f"{req.atom_id} moved to another skill")
             self.dirty = True
         return found
 
-    @workflow.update(description="End this entity: the baby skill was renamed; returns its candidates for the new name.")
+    @workflow.update(
+        description="End this entity: the baby skill was renamed; returns its candidates for the new name."
+    )
     async def retire(self, req: RetireRequest) -> list[Candidate]:
         await workflow.wait_condition(lambda: self.ready)
         self.retiring = req.renamed_to
@@ -113,9 +139,13 @@ class SkillEntityWorkflow:
     @retire.validator
     def _check_retire(self, req: RetireRequest) -> None:
         if self.ready and self.s.state != "baby":
-            raise ApplicationError(f"{self.s.slug} is published ({self.s.state}); only baby skills are renamed")
+            raise ApplicationError(
+                f"{self.s.slug} is published ({self.s.state}); only baby skills are renamed"
+            )
 
-    @workflow.update(description="A person's canary decision: {\"verdict\": \"promote\"|\"discard\", \"by\": \"…\", \"reason\": \"…\"}.")
+    @workflow.update(
+        description='A person\'s canary decision: {"verdict": "promote"|"discard", "by": "…", "reason": "…"}.'
+    )
     async def decide(self, req: CanaryVerdict) -> str:
         self.verdict = req
         await workflow.wait_condition(lambda: self.verdict is None)
@@ -130,12 +160,22 @@ class SkillEntityWorkflow:
     def view(self) -> SkillView:
         main, staging = self._canary_scores()
         return SkillView(
-            slug=self.s.slug, state=self.s.state, main_commit=self.s.main_commit, staging_commit=self.s.staging_commit,
-            pending_weight=self._pending_weight(), pending=[c for c in self.s.candidates if c.status == "pending"],
+            slug=self.s.slug,
+            state=self.s.state,
+            main_commit=self.s.main_commit,
+            staging_commit=self.s.staging_commit,
+            pending_weight=self._pending_weight(),
+            pending=[c for c in self.s.candidates if c.status == "pending"],
             consumed=sum(1 for c in self.s.candidates if c.status == "consumed"),
-            canary={"n_main": len(main), "n_staging": len(staging), "mean_main": _mean(main), "mean_staging": _mean(staging)},
+            canary={
+                "n_main": len(main),
+                "n_staging": len(staging),
+                "mean_main": _mean(main),
+                "mean_staging": _mean(staging),
+            },
             decision=self._decision().message() if self.s.staging_commit else "no staging version",
-            last_edit_error=self.s.last_edit_error, events=self.s.events[-20:],
+            last_edit_error=self.s.last_edit_error,
+            events=self.s.events[-20:],
         )
 
     # -- the loop --------------------------------------------------------------------------------
@@ -147,17 +187,28 @@ class SkillEntityWorkflow:
             self.s = inp.state
         else:
             self.s = await workflow.execute_activity(
-                "load_skill_state", inp, result_type=SkillEntityState, start_to_close_timeout=timedelta(minutes=2),
-                retry_policy=SHORT, summary=f"load {inp.slug}")
+                "load_skill_state",
+                inp,
+                result_type=SkillEntityState,
+                start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=SHORT,
+                summary=f"load {inp.slug}",
+            )
         self.ready = True
         self._publish()
         while True:
             try:
                 await workflow.wait_condition(
-                    lambda: self.dirty or self.verdict is not None or self.retiring is not None or self._edit_due()
-                    or self._decision().verdict != "wait",
-                    timeout=self._until_expiry())
-            except asyncio.TimeoutError:
+                    lambda: (
+                        self.dirty
+                        or self.verdict is not None
+                        or self.retiring is not None
+                        or self._edit_due()
+                        or self._decision().verdict != "wait"
+                    ),
+                    timeout=self._until_expiry(),
+                )
+            except TimeoutError:
                 pass  # the staging version's 14 days are up: the decision below discards it
             if self.dirty:
                 await self._persist()
@@ -168,8 +219,11 @@ class SkillEntityWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return f"renamed to {self.retiring}"
             if self.verdict is not None:
-                await self._canary(self.verdict.verdict, f"{self.verdict.verdict}d by {self.verdict.by}"
-                                   + (f": {self.verdict.reason}" if self.verdict.reason else ""))
+                await self._canary(
+                    self.verdict.verdict,
+                    f"{self.verdict.verdict}d by {self.verdict.by}"
+                    + (f": {self.verdict.reason}" if self.verdict.reason else ""),
+                )
                 self.verdict = None
             elif self.s.staging_commit and self._decision().verdict != "wait":
                 decision = self._decision()
@@ -177,10 +231,17 @@ class SkillEntityWorkflow:
             if self._edit_due():
                 await self._edit()
             info = workflow.info()
-            if (info.get_current_history_length() > HISTORY_LIMIT or info.get_current_history_size() > HISTORY_BYTES
-                    or info.is_continue_as_new_suggested()):
+            if (
+                info.get_current_history_length() > HISTORY_LIMIT
+                or info.get_current_history_size() > HISTORY_BYTES
+                or info.is_continue_as_new_suggested()
+            ):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(SkillEntityInput(slug=self.s.slug, state=self.s, heartbeat_timeout=inp.heartbeat_timeout))
+                workflow.continue_as_new(
+                    SkillEntityInput(
+                        slug=self.s.slug, state=self.s, heartbeat_timeout=inp.heartbeat_timeout
+                    )
+                )
 
     # -- edits -------------------------------------------------------------------------------------
 
@@ -194,32 +255,57 @@ class SkillEntityWorkflow:
         if not self.ready or self.s.state == "retired" or self.s.staging_commit:
             return False
         weight = self._pending_weight()
-        if weight < EDIT_THRESHOLD or (self.s.blocked_at_weight is not None and weight <= self.s.blocked_at_weight):
+        if weight < EDIT_THRESHOLD or (
+            self.s.blocked_at_weight is not None and weight <= self.s.blocked_at_weight
+        ):
             return False
-        if self.s.state == "main" and not any(x.side == "main" and x.commit == self.s.main_commit for x in self.s.scores):
+        if self.s.state == "main" and not any(
+            x.side == "main" and x.commit == self.s.main_commit for x in self.s.scores
+        ):
             return False  # the seed's guard: main must have been used (a real UX score) before a new candidate
         return True
 
     async def _edit(self) -> None:
         batch = self._pending()
         ids = ",".join(sorted(c.atom_id for c in batch))
-        edit_id = hashlib.sha256(f"{self.s.slug}:{self.s.main_commit}:{ids}".encode()).hexdigest()[:16]
+        edit_id = hashlib.sha256(f"{self.s.slug}:{self.s.main_commit}:{ids}".encode()).hexdigest()[
+            :16
+        ]
         branch: Literal["baby", "main"] = "baby" if self.s.state == "baby" else "main"
-        self._event("edit", f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}")
+        self._event(
+            "edit",
+            f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}",
+        )
         self._publish()
         try:
             result: EditResult = await workflow.execute_activity(
-                "edit_skill", EditInput(slug=self.s.slug, branch=branch, base_commit=self.s.main_commit, candidates=batch,
-                                        edit_id=edit_id, version=self.s.edits + 1),
-                result_type=EditResult, start_to_close_timeout=timedelta(minutes=30), heartbeat_timeout=self.beat,
-                retry_policy=EDIT_RETRY, summary=f"SkillEditAgent · {self.s.slug}")
-        except ActivityError as e:  # retries exhausted (the model server down, a bug): like a refused edit
+                "edit_skill",
+                EditInput(
+                    slug=self.s.slug,
+                    branch=branch,
+                    base_commit=self.s.main_commit,
+                    candidates=batch,
+                    edit_id=edit_id,
+                    version=self.s.edits + 1,
+                ),
+                result_type=EditResult,
+                start_to_close_timeout=timedelta(minutes=30),
+                heartbeat_timeout=self.beat,
+                retry_policy=EDIT_RETRY,
+                summary=f"SkillEditAgent · {self.s.slug}",
+            )
+        except (
+            ActivityError
+        ) as e:  # retries exhausted (the model server down, a bug): like a refused edit
             result = EditResult(ok=False, message=f"SkillEditAgent failed: {describe_failure(e)}")
         if not result.ok:
             self.s.failed_edits += 1
             self.s.last_edit_error = result.message + ("".join(f"\n- {p}" for p in result.problems))
             self.s.blocked_at_weight = self._pending_weight()
-            self._event("edit failed", self.s.last_edit_error[:300] + " — the candidates stay; more weight retries")
+            self._event(
+                "edit failed",
+                self.s.last_edit_error[:300] + " — the candidates stay; more weight retries",
+            )
         else:
             consumed = {c.atom_id for c in batch}
             for c in self.s.candidates:
@@ -230,10 +316,16 @@ class SkillEntityWorkflow:
             self.s.last_edit_error, self.s.blocked_at_weight = None, None
             if result.branch == "main":
                 self.s.state, self.s.main_commit = "main", result.commit
-                self._event("main", f"first version on main {result.commit[:10] if result.commit else ''} ({result.by})")
+                self._event(
+                    "main",
+                    f"first version on main {result.commit[:10] if result.commit else ''} ({result.by})",
+                )
             else:
                 self.s.staging_commit, self.s.staging_started_at = result.commit, self._now()
-                self._event("staging", f"candidate {result.commit[:10] if result.commit else ''} on staging, under canary ({result.by})")
+                self._event(
+                    "staging",
+                    f"candidate {result.commit[:10] if result.commit else ''} on staging, under canary ({result.by})",
+                )
         self.dirty = True
         await self._persist()
 
@@ -246,15 +338,25 @@ class SkillEntityWorkflow:
     # -- the canary ----------------------------------------------------------------------------------
 
     def _canary_scores(self) -> tuple[list[float], list[float]]:
-        main = [float(x.score) for x in self.s.scores if x.side == "main" and x.commit == self.s.main_commit]
-        staging = [float(x.score) for x in self.s.scores if x.side == "staging" and x.commit == self.s.staging_commit]
+        main = [
+            float(x.score)
+            for x in self.s.scores
+            if x.side == "main" and x.commit == self.s.main_commit
+        ]
+        staging = [
+            float(x.score)
+            for x in self.s.scores
+            if x.side == "staging" and x.commit == self.s.staging_commit
+        ]
         return main, staging
 
     def _decision(self) -> canary.Decision:
         if not self.ready or not self.s.staging_commit:
             return canary.Decision("wait", "no staging version")
         main, staging = self._canary_scores()
-        started = datetime.fromisoformat(self.s.staging_started_at) if self.s.staging_started_at else None
+        started = (
+            datetime.fromisoformat(self.s.staging_started_at) if self.s.staging_started_at else None
+        )
         return canary.decide(main, staging, started, workflow.now())
 
     def _until_expiry(self) -> timedelta | None:
@@ -272,10 +374,18 @@ class SkillEntityWorkflow:
         verb: Literal["promote", "discard"] = "promote" if action == "promote" else "discard"
         try:
             result: GitResult = await workflow.execute_activity(
-                "canary_git", GitAction(slug=self.s.slug, action=verb, staging_commit=staging,
-                                        message=f"{verb} staging {staging[:10]}: {why}\n\nFigures: {figures}"),
-                result_type=GitResult, start_to_close_timeout=timedelta(minutes=2), retry_policy=SHORT,
-                summary=f"{verb} · {self.s.slug}")
+                "canary_git",
+                GitAction(
+                    slug=self.s.slug,
+                    action=verb,
+                    staging_commit=staging,
+                    message=f"{verb} staging {staging[:10]}: {why}\n\nFigures: {figures}",
+                ),
+                result_type=GitResult,
+                start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=SHORT,
+                summary=f"{verb} · {self.s.slug}",
+            )
         except ActivityError as e:
             self._event(f"{verb} failed", f"{describe_failure(e)}; tried again at the next change")
             self._publish()
@@ -293,9 +403,16 @@ class SkillEntityWorkflow:
     async def _persist(self) -> None:
         self.dirty = False
         try:
-            await workflow.execute_activity("write_skill_state", CandidatesFile(state=self.s), start_to_close_timeout=timedelta(minutes=1),
-                                            retry_policy=SHORT, summary=f"write .candidates.yml · {self.s.slug}")
-        except ActivityError as e:  # the state is safe in the workflow; the file catches up at the next change
+            await workflow.execute_activity(
+                "write_skill_state",
+                CandidatesFile(state=self.s),
+                start_to_close_timeout=timedelta(minutes=1),
+                retry_policy=SHORT,
+                summary=f"write .candidates.yml · {self.s.slug}",
+            )
+        except (
+            ActivityError
+        ) as e:  # the state is safe in the workflow; the file catches up at the next change
             self._event("write failed", describe_failure(e))
         self._publish()
 
@@ -307,16 +424,21 @@ class SkillEntityWorkflow:
     def _publish(self) -> None:
         main, staging = self._canary_scores()
         pending = self._pending()
-        lines = [f"**{self.s.slug}** · branch {self.s.state}" + (" + staging (canary)" if self.s.staging_commit else ""),
-                 f"cumulative weightscore {self._pending_weight()} / {EDIT_THRESHOLD} from {len(pending)} pending atoms",
-                 f"canary: main n={len(main)} mean {_fmt(_mean(main))} · staging n={len(staging)} mean {_fmt(_mean(staging))}"]
+        lines = [
+            f"**{self.s.slug}** · branch {self.s.state}"
+            + (" + staging (canary)" if self.s.staging_commit else ""),
+            f"cumulative weightscore {self._pending_weight()} / {EDIT_THRESHOLD} from {len(pending)} pending atoms",
+            f"canary: main n={len(main)} mean {_fmt(_mean(main))} · staging n={len(staging)} mean {_fmt(_mean(staging))}",
+        ]
         if self.s.last_edit_error:
             lines.append(f"⚠ last edit failed: {self.s.last_edit_error[:200]}")
         lines += [f"- {e.at[:19]} {e.kind}: {e.text[:140]}" for e in self.s.events[-5:]]
         workflow.set_current_details("\n".join(lines))
 
     def _event(self, kind: str, text: str) -> None:
-        self.s.events = (self.s.events + [SkillEvent(at=self._now(), kind=kind, text=text)])[-KEEP_EVENTS:]
+        self.s.events = (self.s.events + [SkillEvent(at=self._now(), kind=kind, text=text)])[
+            -KEEP_EVENTS:
+        ]
 
     @staticmethod
     def _now() -> str:
@@ -329,4 +451,3 @@ def _mean(values: list[float]) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-

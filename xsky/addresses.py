@@ -13,11 +13,15 @@ import socket
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Names that reach this machine or a cloud's metadata service without any lookup.
-LOCAL_NAMES = re.compile(r"(?i)^(localhost|ip6-localhost|ip6-loopback|.*\.localhost|metadata|metadata\.google\.internal|"
-                         r"metadata\.azure\.internal|instance-data|instance-data\.ec2\.internal|metadata\.packet\.net)\.?$")
+LOCAL_NAMES = re.compile(
+    r"(?i)^(localhost|ip6-localhost|ip6-loopback|.*\.localhost|metadata|metadata\.google\.internal|"
+    r"metadata\.azure\.internal|instance-data|instance-data\.ec2\.internal|metadata\.packet\.net)\.?$"
+)
 # Wildcard-DNS services that resolve a name made of an address to that address (169.254.169.254.nip.io).
-_EMBEDDED = re.compile(r"(?i)^(?:.*?[.-])?(\d{1,3}[.-]\d{1,3}[.-]\d{1,3}[.-]\d{1,3}|[0-9a-f]{8})\.(?:nip\.io|sslip\.io|xip\.io|"
-                       r"traefik\.me|localtest\.me|lvh\.me)\.?$")
+_EMBEDDED = re.compile(
+    r"(?i)^(?:.*?[.-])?(\d{1,3}[.-]\d{1,3}[.-]\d{1,3}[.-]\d{1,3}|[0-9a-f]{8})\.(?:nip\.io|sslip\.io|xip\.io|"
+    r"traefik\.me|localtest\.me|lvh\.me)\.?$"
+)
 
 
 def ip_of(host: str) -> IPAddress | None:
@@ -46,7 +50,9 @@ def blocked_address(addr: IPAddress) -> str | None:
         return f"{addr} is a loopback address (this machine)"
     if addr.is_link_local:
         return f"{addr} is link-local (cloud metadata services live there)"
-    if addr.is_private or (isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")):
+    if addr.is_private or (
+        isinstance(addr, ipaddress.IPv4Address) and addr in ipaddress.ip_network("100.64.0.0/10")
+    ):
         return f"{addr} is a private network address"
     if addr.is_multicast or addr.is_reserved or addr.is_unspecified:
         return f"{addr} is not a public unicast address"
@@ -66,7 +72,11 @@ def blocked_host(host: str) -> str | None:
     m = _EMBEDDED.match(name)
     if m:
         digits = m.group(1)
-        embedded = ip_of(digits.replace("-", ".")) if "." in digits or "-" in digits else ip_of(str(int(digits, 16)))
+        embedded = (
+            ip_of(digits.replace("-", "."))
+            if "." in digits or "-" in digits
+            else ip_of(str(int(digits, 16)))
+        )
         if embedded is not None and blocked_address(embedded):
             return f"{name} resolves to {embedded}: {blocked_address(embedded)}"
     return None

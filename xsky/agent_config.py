@@ -22,9 +22,28 @@ from xsky.leader_state import StallWindows
 from xsky.runs import RetryOptions, RunOptions
 
 RESERVED_KEYS = frozenset(
-    {"tool", "startToCloseTimeout", "heartbeatTimeout", "retry", "stall", "model", "maxIterations", "temperature"}
+    {
+        "tool",
+        "startToCloseTimeout",
+        "heartbeatTimeout",
+        "retry",
+        "stall",
+        "model",
+        "maxIterations",
+        "temperature",
+    }
 )
-DIRECT_TOOLS = ("shell", "file_read", "file_write", "file_list", "browser_navigate", "http_get", "llm", "ask_user", "noop")
+DIRECT_TOOLS = (
+    "shell",
+    "file_read",
+    "file_write",
+    "file_list",
+    "browser_navigate",
+    "http_get",
+    "llm",
+    "ask_user",
+    "noop",
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,9 @@ def activity_settings(config: dict[str, Any] | None, options: RunOptions) -> Act
     cfg = config or {}
     retry = options.retry
     if "retry" in cfg:
-        retry = RetryOptions.model_validate({**options.retry.model_dump(by_alias=True), **cfg["retry"]})
+        retry = RetryOptions.model_validate(
+            {**options.retry.model_dump(by_alias=True), **cfg["retry"]}
+        )
     return ActivitySettings(
         start_to_close=float(cfg.get("startToCloseTimeout", options.start_to_close_timeout)),
         heartbeat=float(cfg.get("heartbeatTimeout", options.heartbeat_timeout)),
@@ -78,7 +99,9 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
     problems = []
     tool = config.get("tool")
     if tool is not None and tool not in DIRECT_TOOLS:
-        problems.append(f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}")
+        problems.append(
+            f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}"
+        )
     for key in ("startToCloseTimeout", "heartbeatTimeout"):
         if key in config:
             value = config[key]
@@ -91,20 +114,29 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
             try:
                 RetryOptions.model_validate(config["retry"])
             except ValidationError as e:
-                detail = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+                detail = "; ".join(
+                    f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()
+                )
                 problems.append(f"config retry is not valid ({detail})")
     if "stall" in config:
         value = config["stall"]
         if value is not False and not isinstance(value, dict):
-            problems.append('config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}')
+            problems.append(
+                'config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}'
+            )
         elif isinstance(value, dict):
             try:
                 StallWindows.model_validate(value)
             except ValidationError as e:
-                detail = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'stall'}: {err['msg']}" for err in e.errors())
+                detail = "; ".join(
+                    f"{'.'.join(map(str, err['loc'])) or 'stall'}: {err['msg']}"
+                    for err in e.errors()
+                )
                 problems.append(f"config stall is not valid ({detail})")
     if "maxIterations" in config:
         value = config["maxIterations"]
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 200:
-            problems.append(f"config maxIterations must be a whole number from 1 to 200, not {value!r}")
+            problems.append(
+                f"config maxIterations must be a whole number from 1 to 200, not {value!r}"
+            )
     return problems

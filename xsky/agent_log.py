@@ -61,9 +61,11 @@ def render_event(event: dict[str, Any], width: int = 2000) -> str:
     at = str(event.get("at", ""))[11:19]
     kind = event.get("type")
     if kind == "attempt":
-        return (f"{at} ── attempt {event.get('attempt')} of {event.get('taskId')} ({event.get('agentId')}), dispatch "
-                f"{event.get('dispatch')}, plan v{event.get('planVersion')} · role {event.get('role')}"
-                + (f" · model {event['model']}" if event.get("model") else ""))
+        return (
+            f"{at} ── attempt {event.get('attempt')} of {event.get('taskId')} ({event.get('agentId')}), dispatch "
+            f"{event.get('dispatch')}, plan v{event.get('planVersion')} · role {event.get('role')}"
+            + (f" · model {event['model']}" if event.get("model") else "")
+        )
     if kind == "message":
         return f"{at} {event.get('role')}: {_short(event.get('content') or '', width)}"
     if kind == "llm":
@@ -86,4 +88,6 @@ def render_event(event: dict[str, Any], width: int = 2000) -> str:
             parts.append(f"{event['iterations']} iterations")
         parts.append(f"{event.get('ms')} ms")
         return " · ".join(parts)
-    return f"{at} {kind}: {_short({k: v for k, v in event.items() if k not in ('type', 'at')}, width)}"
+    return (
+        f"{at} {kind}: {_short({k: v for k, v in event.items() if k not in ('type', 'at')}, width)}"
+    )

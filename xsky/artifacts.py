@@ -23,6 +23,7 @@ class ArtifactRef(WireModel):
     preview: str = ""
     media_type: str = "text/plain"
 
+
 URI_PREFIX = "artifact:"
 # ``⟦artifact:<path>⟧`` stands for the stored text; ``⟦artifact:<path>#head=N⟧`` for its
 # first N characters and a note of how much more there is (context handed along `depends`).
@@ -37,7 +38,7 @@ def safe_component(name: str, limit: int = 120) -> str:
         return name
     # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder.
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{cleaned[:max(1, limit - 11)]}-{digest}"
+    return f"{cleaned[: max(1, limit - 11)]}-{digest}"
 
 
 def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
@@ -101,10 +102,15 @@ class BlobPartRequest(WireModel):
 
 
 def split_text(text: str) -> list[str]:
-    return [text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+    return [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
 
 
 def blob_ref(run_id: str, name: str, text: str) -> BlobRef:
     """The reference ``text`` gets when stored as ``name`` of the run (pure: no I/O)."""
-    return BlobRef(run_id=run_id, name=name, parts=len(split_text(text)), size=len(text),
-                   sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+    return BlobRef(
+        run_id=run_id,
+        name=name,
+        parts=len(split_text(text)),
+        size=len(text),
+        sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+    )

@@ -43,15 +43,23 @@ class RawAnchor(BaseModel):
 
 class Provenance(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    raw: list[RawAnchor] = Field(default_factory=list)  # one per raw file the atom spans (a moved file adds one)
+    raw: list[RawAnchor] = Field(
+        default_factory=list
+    )  # one per raw file the atom spans (a moved file adds one)
     render_version: str = RENDER_VERSION
     split_by: Literal["model", "offline"] = "offline"
     ux_score_by: Literal["model", "heuristic"] = "heuristic"
     ux_signals: dict[str, int] = Field(default_factory=dict)
     used_skills_by: Literal["measured", "self-reported", "none"] = "none"
-    keywords: list[str] = Field(default_factory=list)  # of the person's prompts: topic-shift checks across deltas
-    deltas: list[str] = Field(default_factory=list)  # "bytes s-e" of every delta that built this atom
-    ended: Literal["open", "completed", "interrupted"] = "open"  # how its last prompt's turn ended, so far
+    keywords: list[str] = Field(
+        default_factory=list
+    )  # of the person's prompts: topic-shift checks across deltas
+    deltas: list[str] = Field(
+        default_factory=list
+    )  # "bytes s-e" of every delta that built this atom
+    ended: Literal["open", "completed", "interrupted"] = (
+        "open"  # how its last prompt's turn ended, so far
+    )
 
 
 class AtomTask(BaseModel):
@@ -83,29 +91,37 @@ def atom_number(aid: str) -> int:
 # -- boundaries and topic shifts ---------------------------------------------------------------
 
 _WORD = re.compile(r"[a-zA-Z][a-zA-Z0-9_\-]{2,}|[\u4e00-\u9fff]{2,}")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 the and for with that this from have has had was were are but not you your yours can could would should will
 into onto about then than them they their there here what when where which while who whom why how all any
 some more most other such only own same too very just also now please make sure let lets use using used get got
 its it's it’s our out over under again further once both each few nor off did does doing done being been
 want need like add fix run file files code one two new see look way thing things work works working
-""".split())
+""".split()
+)
 # Verbs of requests: they say what was asked, not what it was about (kept out of tags and skill names).
-VERBS = frozenset("""
+VERBS = frozenset(
+    """
 write writes wrote adds added adding create creates created make makes made update updates updated explain explains
 show shows tell give find check set sets put build builds implement implements help change changes changed remove
 removes delete deletes try tries want wants need needs can could should would will pull push save saves keep
-""".split())
+""".split()
+)
 CORRECTION = re.compile(
     r"(?i)^\s*(no\b|nope\b|wrong\b|that'?s (not|wrong)|this is (not|wrong)|not what|that is not|doesn'?t work|"
     r"didn'?t work|still (not|fail|broken|doesn)|it still\b|you (broke|forgot|missed)|undo\b|revert\b|"
-    r"stop\b|wait\b|actually\b|instead\b|不对|错了|不是|还是不行|撤销)")
+    r"stop\b|wait\b|actually\b|instead\b|不对|错了|不是|还是不行|撤销)"
+)
 # "go on" keeps the task going even after the agent answered; "also …" adds to a task still in progress.
-CONTINUE = re.compile(r"(?i)^\s*(ok\b|okay\b|yes\b|yep\b|sure\b|continue\b|go on\b|go ahead\b|do it\b|proceed\b|"
-                      r"try again\b|again\b|keep going\b|可以|继续)")
+CONTINUE = re.compile(
+    r"(?i)^\s*(ok\b|okay\b|yes\b|yep\b|sure\b|continue\b|go on\b|go ahead\b|do it\b|proceed\b|"
+    r"try again\b|again\b|keep going\b|可以|继续)"
+)
 SEQUEL = re.compile(r"(?i)^\s*(also\b|and\b|plus\b|then\b|one more\b|same\b)")
 ACKNOWLEDGEMENT = re.compile(
-    r"(?i)^\s*(thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|好的)\b[^\n]{0,60}$")
+    r"(?i)^\s*(thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|好的)\b[^\n]{0,60}$"
+)
 REVERT_COMMAND = re.compile(r"git (checkout --|restore\b|revert\b|reset --hard|stash\b)")
 SIMILAR = 0.3  # keyword overlap (Jaccard) above which a prompt is the same topic
 
@@ -170,7 +186,9 @@ class Draft:
     extends: AtomTask | None = None
     keywords: list[str] = field(default_factory=list)
     completed: bool = False  # the agent answered (or the turn ended) since the last prompt
-    interrupted: bool = False  # the person interrupted (or the turn was aborted) since its last prompt
+    interrupted: bool = (
+        False  # the person interrupted (or the turn was aborted) since its last prompt
+    )
     intent: str | None = None  # set by a model
     summary: str | None = None
     tags: list[str] | None = None
@@ -240,7 +258,12 @@ def group_offline(units: list[Unit], prior: AtomTask | None) -> list[Draft]:
 
 def _continuing(prior: AtomTask) -> Draft:
     p = prior.provenance
-    return Draft(extends=prior, keywords=list(p.keywords), completed=p.ended == "completed", interrupted=p.ended == "interrupted")
+    return Draft(
+        extends=prior,
+        keywords=list(p.keywords),
+        completed=p.ended == "completed",
+        interrupted=p.ended == "interrupted",
+    )
 
 
 def group_at(units: list[Unit], starts: list[int], prior: AtomTask | None) -> list[Draft]:
@@ -352,9 +375,17 @@ def offline_intent(units: list[Unit], fallback: str | None) -> str:
     if prompt is not None:
         return sentences(prompt.head, INTENT_CHARS)
     if fallback:
-        return fallback if fallback.startswith("(continued)") else f"(continued) {fallback}"[:INTENT_CHARS]
+        return (
+            fallback
+            if fallback.startswith("(continued)")
+            else f"(continued) {fallback}"[:INTENT_CHARS]
+        )
     first = next((u for u in units if u.kind in ("assistant", "compaction")), None)
-    return f"(no prompt) {first_sentence(first.head, INTENT_CHARS - 12)}" if first else "(agent activity without a prompt)"
+    return (
+        f"(no prompt) {first_sentence(first.head, INTENT_CHARS - 12)}"
+        if first
+        else "(agent activity without a prompt)"
+    )
 
 
 def offline_summary(units: list[Unit]) -> str:
@@ -364,10 +395,16 @@ def offline_summary(units: list[Unit]) -> str:
     parts = []
     if prompts:
         asked = first_sentence(prompts[0].head, 160)
-        parts.append(f"Asked: {asked}" + (f" (+{len(prompts) - 1} follow-up prompts)" if len(prompts) > 1 else ""))
+        parts.append(
+            f"Asked: {asked}"
+            + (f" (+{len(prompts) - 1} follow-up prompts)" if len(prompts) > 1 else "")
+        )
     if tools:
         shown = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in tools.most_common(6))
-        parts.append(f"Agent used {sum(tools.values())} tool calls ({shown})" + (f", {errors} failed" if errors else ""))
+        parts.append(
+            f"Agent used {sum(tools.values())} tool calls ({shown})"
+            + (f", {errors} failed" if errors else "")
+        )
     skills = measured_skills(units)
     if skills:
         parts.append(f"Skills used: {', '.join(skills)}")
@@ -376,12 +413,20 @@ def offline_summary(units: list[Unit]) -> str:
         parts.append(f"Ended with: {first_sentence(answer.head, 200)}")
     if any(u.marker in ("interrupted", "aborted") for u in units):
         parts.append("The person interrupted the agent")
-    return ". ".join(p.rstrip(".") for p in parts)[:SUMMARY_CHARS] + "." if parts else "(no activity)"
+    return (
+        ". ".join(p.rstrip(".") for p in parts)[:SUMMARY_CHARS] + "." if parts else "(no activity)"
+    )
 
 
 def offline_tags(units: list[Unit]) -> list[str]:
     tags: list[str] = []
-    words = Counter(w for u in units if u.kind == "user" for w in keywords(u.head) if len(w) >= 4 and w not in VERBS)
+    words = Counter(
+        w
+        for u in units
+        if u.kind == "user"
+        for w in keywords(u.head)
+        if len(w) >= 4 and w not in VERBS
+    )
     tags += [w.replace("-", "_") for w, _ in words.most_common(3)]
     tools = Counter((u.tool or "").lower() for u in units if u.kind == "tool_call" and u.tool)
     for tool, _ in tools.most_common(2):
@@ -406,17 +451,25 @@ class DeltaView:
     previous_md: str = ""  # the view's text just before md_start (for context_prefix)
 
     def slice(self, s: int, e: int) -> str:
-        return self.md[max(0, s - self.md_start): max(0, e - self.md_start)]
+        return self.md[max(0, s - self.md_start) : max(0, e - self.md_start)]
 
 
 def _anchor(path: str, units: list[Unit]) -> RawAnchor:
     uuids = [u.uuid for u in units if u.uuid]
     calls = list(dict.fromkeys(u.call_id for u in units if u.call_id))[:50]
-    return RawAnchor(path=path, byte_start=min(u.offset for u in units), byte_end=max(u.end for u in units),
-                     uuid_first=uuids[0] if uuids else None, uuid_last=uuids[-1] if uuids else None, call_ids=calls)
+    return RawAnchor(
+        path=path,
+        byte_start=min(u.offset for u in units),
+        byte_end=max(u.end for u in units),
+        uuid_first=uuids[0] if uuids else None,
+        uuid_last=uuids[-1] if uuids else None,
+        call_ids=calls,
+    )
 
 
-def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Literal["model", "offline"]) -> list[AtomTask]:
+def finish(
+    drafts: list[Draft], view: DeltaView, next_number: int, split_by: Literal["model", "offline"]
+) -> list[AtomTask]:
     """Atom files for the drafts: numbered on from ``next_number``, linked, tiling the delta.
 
     A draft that extends the trajectory's last atom returns that atom updated (range,
@@ -446,15 +499,24 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
             seen_until = atom.offset_end  # what the atom already holds (an earlier delta or window)
             atom.offset_end = end
             added = d.summary or offline_summary(new_units)
-            atom.summary = d.summary if (d.summary and split_by == "model") else _join_summary(atom.summary, added)
+            atom.summary = (
+                d.summary
+                if (d.summary and split_by == "model")
+                else _join_summary(atom.summary, added)
+            )
             atom.tags = list(dict.fromkeys(atom.tags + (d.tags or offline_tags(new_units))))[:8]
         else:
             start = new_units[0].s
             atom = AtomTask(
-                atom_id=atom_id(view.traj_id, next_number), traj_id=view.traj_id, offset_start=start, offset_end=end,
+                atom_id=atom_id(view.traj_id, next_number),
+                traj_id=view.traj_id,
+                offset_start=start,
+                offset_end=end,
                 intent=d.intent or offline_intent(new_units, atoms[-1].intent if atoms else None),
-                summary=d.summary or offline_summary(new_units), tags=d.tags or offline_tags(new_units),
-                ux_score=5, context_prefix=_context_prefix(view, start),
+                summary=d.summary or offline_summary(new_units),
+                tags=d.tags or offline_tags(new_units),
+                ux_score=5,
+                context_prefix=_context_prefix(view, start),
                 provenance=Provenance(split_by=split_by),
             )
             next_number += 1
@@ -473,7 +535,9 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
         elif atom.provenance.ux_score_by == "heuristic" or d.extends is None:
             atom.ux_score, atom.provenance.ux_score_by = heuristic_ux(sig), "heuristic"
         atom.provenance.keywords = (d.keywords or atom.provenance.keywords)[:40]
-        atom.provenance.ended = "interrupted" if d.interrupted else "completed" if d.completed else "open"
+        atom.provenance.ended = (
+            "interrupted" if d.interrupted else "completed" if d.completed else "open"
+        )
         label = f"bytes {view.byte_start}-{view.byte_end}"
         if label not in atom.provenance.deltas[-1:]:  # one entry per delta, not per window
             atom.provenance.deltas = (atom.provenance.deltas + [label])[-KEEP_DELTAS:]
@@ -482,7 +546,11 @@ def finish(drafts: list[Draft], view: DeltaView, next_number: int, split_by: Lit
             segment = atom.raw_segment + view.slice(max(seen_until, view.md_start), end)
         else:
             segment = view.slice(max(atom.offset_start, view.md_start), end)
-        atom.raw_segment = segment if len(segment) <= RAW_SEGMENT_CAP else segment[:RAW_SEGMENT_CAP] + "\n[… cut; see provenance.raw]"
+        atom.raw_segment = (
+            segment
+            if len(segment) <= RAW_SEGMENT_CAP
+            else segment[:RAW_SEGMENT_CAP] + "\n[… cut; see provenance.raw]"
+        )
         atoms.append(atom)
     for a, b in zip(atoms, atoms[1:], strict=False):
         a.post_atom_id, b.pre_atom_id = b.atom_id, a.atom_id
@@ -496,7 +564,10 @@ def _extend_anchor(atom: AtomTask, path: str, units: list[Unit]) -> None:
     raws = atom.provenance.raw
     if raws and raws[-1].path == path:
         last = raws[-1]
-        last.byte_start, last.byte_end = min(last.byte_start, fresh.byte_start), max(last.byte_end, fresh.byte_end)
+        last.byte_start, last.byte_end = (
+            min(last.byte_start, fresh.byte_start),
+            max(last.byte_end, fresh.byte_end),
+        )
         last.uuid_first = last.uuid_first or fresh.uuid_first
         last.uuid_last = fresh.uuid_last or last.uuid_last
         last.call_ids = list(dict.fromkeys(last.call_ids + fresh.call_ids))[:50]
@@ -506,7 +577,7 @@ def _extend_anchor(atom: AtomTask, path: str, units: list[Unit]) -> None:
 
 def _join_summary(before: str, added: str) -> str:
     text = f"{before.rstrip('.')}. Then: {added}"
-    return text if len(text) <= SUMMARY_CHARS else "…" + text[-(SUMMARY_CHARS - 1):]
+    return text if len(text) <= SUMMARY_CHARS else "…" + text[-(SUMMARY_CHARS - 1) :]
 
 
 def _context_prefix(view: DeltaView, start: int) -> str:
@@ -533,4 +604,3 @@ def windows(units: list[Unit], cap: int = INPUT_CAP) -> list[list[Unit]]:
     if current:
         out.append(current)
     return out
-

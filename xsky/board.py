@@ -13,11 +13,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from xsky.models import WireModel
 from xsky.artifacts import ArtifactRef
+from xsky.models import WireModel
 
-StoredStatus = Literal["pending", "dispatched", "in_progress", "completed", "failed", "cancelled", "skipped"]
-TaskStatus = Literal["pending", "dispatched", "in_progress", "completed", "failed", "blocked", "cancelled", "skipped"]
+StoredStatus = Literal[
+    "pending", "dispatched", "in_progress", "completed", "failed", "cancelled", "skipped"
+]
+TaskStatus = Literal[
+    "pending", "dispatched", "in_progress", "completed", "failed", "blocked", "cancelled", "skipped"
+]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "skipped"})
 # A dependency in one of these states can never satisfy its dependents.
 DEAD_END: frozenset[str] = frozenset({"failed", "cancelled"})
@@ -39,7 +43,9 @@ class TaskState(WireModel):
     attempt: int = 0  # dispatches of this task (each may retry inside Temporal)
     activity_attempt: int = 0  # Temporal's attempt number of the current dispatch
     tries: int = 0  # every attempt of every dispatch (Temporal's retries included)
-    retries: list[str] = Field(default_factory=list)  # why attempts were retried: "attempt 2 after worker lost: …"
+    retries: list[str] = Field(
+        default_factory=list
+    )  # why attempts were retried: "attempt 2 after worker lost: …"
     iterations: int = 0
     tokens: int = 0
     dispatched_at: datetime | None = None
@@ -153,7 +159,11 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
         tokens = f" · {t.tokens:,} tok" if t.tokens else ""
         # A running task's clock would stand still between workflow tasks: say since when instead.
         since = t.started_at or t.dispatched_at
-        took = f"since {since:%H:%M:%S}" if status in ("dispatched", "in_progress") and since else format_duration(duration_seconds(t, now))
+        took = (
+            f"since {since:%H:%M:%S}"
+            if status in ("dispatched", "in_progress") and since
+            else format_duration(duration_seconds(t, now))
+        )
         rows.append(
             f"| {t.id} | {t.assigned_agent} | {_ICONS[status]} {status} | "
             f"{took} | {t.tries or t.attempt}{tokens} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
@@ -182,4 +192,9 @@ class TaskView(TaskState):
 
     @classmethod
     def of(cls, task: TaskState, status: TaskStatus, reason: str | None, now: datetime) -> TaskView:
-        return cls(**task.__dict__, status=status, blocked_reason=reason, duration_s=duration_seconds(task, now))
+        return cls(
+            **task.__dict__,
+            status=status,
+            blocked_reason=reason,
+            duration_s=duration_seconds(task, now),
+        )

@@ -98,33 +98,62 @@ class Decision:
         f = self.figures
         if not f:
             return self.reason
-        return (f"{self.reason} (main: n={f['n_main']:.0f}, mean {f['mean_main']:.2f}; staging: n={f['n_staging']:.0f}, "
-                f"mean {f['mean_staging']:.2f}; Mann-Whitney U={f['u']:.1f}, z={f['z']:.2f}, p={f['p']:.4f}; "
-                f"margin {MARGIN}, alpha {ALPHA})")
+        return (
+            f"{self.reason} (main: n={f['n_main']:.0f}, mean {f['mean_main']:.2f}; staging: n={f['n_staging']:.0f}, "
+            f"mean {f['mean_staging']:.2f}; Mann-Whitney U={f['u']:.1f}, z={f['z']:.2f}, p={f['p']:.4f}; "
+            f"margin {MARGIN}, alpha {ALPHA})"
+        )
 
 
-def decide(main: list[float], staging: list[float], started: datetime | None = None, now: datetime | None = None) -> Decision:
+def decide(
+    main: list[float],
+    staging: list[float],
+    started: datetime | None = None,
+    now: datetime | None = None,
+) -> Decision:
     """The rule above, applied to the scores so far."""
-    figures: dict[str, float] = {"n_main": len(main), "n_staging": len(staging),
-                                 "mean_main": _mean(main), "mean_staging": _mean(staging)}
+    figures: dict[str, float] = {
+        "n_main": len(main),
+        "n_staging": len(staging),
+        "mean_main": _mean(main),
+        "mean_staging": _mean(staging),
+    }
     expired = started is not None and now is not None and now - started >= MAX_AGE
     if len(main) < MIN_SCORES or len(staging) < MIN_SCORES:
         if expired:
-            return Decision("discard", f"no decision after {MAX_AGE.days} days: fewer than {MIN_SCORES} scores on a side",
-                            {**figures, "u": float("nan"), "z": float("nan"), "p": float("nan")})
-        return Decision("wait", f"waiting for {MIN_SCORES} scores on each side (main {len(main)}, staging {len(staging)})")
+            return Decision(
+                "discard",
+                f"no decision after {MAX_AGE.days} days: fewer than {MIN_SCORES} scores on a side",
+                {**figures, "u": float("nan"), "z": float("nan"), "p": float("nan")},
+            )
+        return Decision(
+            "wait",
+            f"waiting for {MIN_SCORES} scores on each side (main {len(main)}, staging {len(staging)})",
+        )
     test = shifted_test(staging, main)
     if test.p_worse < ALPHA:
-        return Decision("discard", f"staging is worse than main by more than {MARGIN} points",
-                        {**figures, "u": test.u, "z": test.z, "p": test.p_worse})
+        return Decision(
+            "discard",
+            f"staging is worse than main by more than {MARGIN} points",
+            {**figures, "u": test.u, "z": test.z, "p": test.p_worse},
+        )
     if test.p_not_worse < ALPHA:
-        return Decision("promote", f"staging is shown not to be worse than main by more than {MARGIN} points",
-                        {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse})
+        return Decision(
+            "promote",
+            f"staging is shown not to be worse than main by more than {MARGIN} points",
+            {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse},
+        )
     if expired:
-        return Decision("discard", f"no decision after {MAX_AGE.days} days: staging was not shown to be at least as good",
-                        {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse})
-    return Decision("wait", f"not yet shown either way (p = {test.p_not_worse:.3f} for not worse, {test.p_worse:.3f} for "
-                            f"worse, by {MARGIN}); collecting more scores")
+        return Decision(
+            "discard",
+            f"no decision after {MAX_AGE.days} days: staging was not shown to be at least as good",
+            {**figures, "u": test.u, "z": test.z, "p": test.p_not_worse},
+        )
+    return Decision(
+        "wait",
+        f"not yet shown either way (p = {test.p_not_worse:.3f} for not worse, {test.p_worse:.3f} for "
+        f"worse, by {MARGIN}); collecting more scores",
+    )
 
 
 def _mean(values: list[float]) -> float:

@@ -27,12 +27,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, DescribeWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+    DescribeWorkflowExecutionRequest,
+)
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
@@ -72,9 +81,9 @@ from xsky.leader_state import (
 from xsky.models import RoleCapabilityModel, Workflow
 from xsky.permissions import PermissionSettings
 from xsky.plan_files import load_plan
+from xsky.roles import merge_roles
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 from xsky.search import SEARCH_ATTRIBUTES
-from xsky.roles import merge_roles
 from xsky.settings import SettingsError, load_layers, permission_settings, role_layers
 from xsky.variables import agent_references
 from xsky.xml import parse_workflow_source, workflow_to_xml
@@ -87,7 +96,12 @@ INPUT_LIMIT = 512 * 1024
 # The failure types a leader ends with when it has a RunResult to give.
 OUTCOME_TYPES = ("RunFailed", "RunCancelled")
 # Server trouble worth waiting out while following a run.
-TRANSIENT = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED, RPCStatusCode.UNKNOWN)
+TRANSIENT = (
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.UNKNOWN,
+)
 
 RUNNING_STATUS = ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
 
@@ -104,16 +118,24 @@ def quiet_runtime() -> Runtime:
     on its own, and its retry warnings are not for the person watching a run."""
     global _quiet_runtime
     if _quiet_runtime is None:
-        _quiet_runtime = Runtime(telemetry=TelemetryConfig(
-            logging=LoggingConfig(filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"))))
+        _quiet_runtime = Runtime(
+            telemetry=TelemetryConfig(
+                logging=LoggingConfig(
+                    filter=TelemetryFilter(core_level="ERROR", other_level="ERROR")
+                )
+            )
+        )
     return _quiet_runtime
 
 
 async def connect_client(settings: Settings, runtime: Runtime | None = None) -> Client:
     """A Temporal client with xsky's data converter, or a ConnectError that says how to start a server."""
     try:
-        return await Client.connect(**settings.connect_kwargs(), data_converter=pydantic_data_converter,
-                                    runtime=runtime or quiet_runtime())
+        return await Client.connect(
+            **settings.connect_kwargs(),
+            data_converter=pydantic_data_converter,
+            runtime=runtime or quiet_runtime(),
+        )
     except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure
         raise ConnectError(
             f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {connect_problem(e)}; "
@@ -124,11 +146,19 @@ async def connect_client(settings: Settings, runtime: Runtime | None = None) -> 
 def connect_problem(error: BaseException) -> str:
     """The SDK's connect error (a Rust transport error's debug text) in a few words."""
     text = str(error)
-    for needle, said in (("Connection refused", "connection refused (is the server running?)"),
-                         ("dns error", "the host name does not resolve"), ("failed to lookup", "the host name does not resolve"),
-                         ("timed out", "timed out"), ("Timeout", "timed out"), ("certificate", "TLS certificate problem"),
-                         ("Unauthenticated", "not authenticated (check TEMPORAL_API_KEY or the profile's TLS settings)"),
-                         ("PermissionDenied", "permission denied for this namespace")):
+    for needle, said in (
+        ("Connection refused", "connection refused (is the server running?)"),
+        ("dns error", "the host name does not resolve"),
+        ("failed to lookup", "the host name does not resolve"),
+        ("timed out", "timed out"),
+        ("Timeout", "timed out"),
+        ("certificate", "TLS certificate problem"),
+        (
+            "Unauthenticated",
+            "not authenticated (check TEMPORAL_API_KEY or the profile's TLS settings)",
+        ),
+        ("PermissionDenied", "permission denied for this namespace"),
+    ):
         if needle in text:
             return said
     first = text.splitlines()[0] if text else type(error).__name__
@@ -181,14 +211,21 @@ def check_names(wf: Workflow, variables: Mapping[str, str], context: Mapping[str
         unknown = sorted(set(given) - set(known))
         if unknown:
             names = ", ".join(known) if known else "none"
-            raise UsageError(f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); nothing was started")
+            raise UsageError(
+                f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); nothing was started"
+            )
 
 
-def by_reference(inp: RunInput, settings: Settings, workflow_id: str, limit: int = INPUT_LIMIT) -> RunInput:
+def by_reference(
+    inp: RunInput, settings: Settings, workflow_id: str, limit: int = INPUT_LIMIT
+) -> RunInput:
     """The run's input, with a large plan stored as XML in the artifact store."""
     if inp.workflow is None or len(inp.model_dump_json(by_alias=True)) <= limit:
         return inp
-    from activities.artifacts import ArtifactStore, put_blob  # the artifact store is I/O: only when needed
+    from activities.artifacts import (  # the artifact store is I/O: only when needed
+        ArtifactStore,
+        put_blob,
+    )
 
     xml = workflow_to_xml(inp.workflow)
     ref = blob_ref(workflow_id, "plan-input", xml)
@@ -203,9 +240,14 @@ def plan_kinds(wf: Workflow | None) -> list[str]:
     return sorted({a.name if a.name in QUEUE_KINDS else "llm" for a in wf.agents})
 
 
-async def queue_pollers(client: Client, settings: Settings, queue: str, kind: TaskQueueType.ValueType) -> int:
-    response = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-        namespace=settings.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
+async def queue_pollers(
+    client: Client, settings: Settings, queue: str, kind: TaskQueueType.ValueType
+) -> int:
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=settings.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
+        )
+    )
     return len(response.pollers)
 
 
@@ -219,16 +261,25 @@ async def missing_queues(client: Client, settings: Settings, kinds: list[str]) -
 
 def no_worker_message(settings: Settings, missing: list[str]) -> str:
     if settings.task_queue in missing:  # nothing leads runs: a full worker serves every queue
-        return (f"no worker serves the task queue '{settings.task_queue}' at {settings.address}: start one with "
-                "`starter.py up` (a server and a worker) or `python worker.py`; nothing was started")
+        return (
+            f"no worker serves the task queue '{settings.task_queue}' at {settings.address}: start one with "
+            "`starter.py up` (a server and a worker) or `python worker.py`; nothing was started"
+        )
     kinds = [q.removeprefix(settings.task_queue + "-") for q in missing]
-    return (f"no worker runs {', '.join(kinds)} agents (task queue{'s' if len(kinds) > 1 else ''} "
-            f"{', '.join(repr(q) for q in missing)} at {settings.address}), which this plan needs: start one with "
-            f"`python worker.py --kinds {','.join(kinds)} --no-leader` (or `starter.py up`); nothing was started")
+    return (
+        f"no worker runs {', '.join(kinds)} agents (task queue{'s' if len(kinds) > 1 else ''} "
+        f"{', '.join(repr(q) for q in missing)} at {settings.address}), which this plan needs: start one with "
+        f"`python worker.py --kinds {','.join(kinds)} --no-leader` (or `starter.py up`); nothing was started"
+    )
 
 
-async def require_workers(client: Client, settings: Settings, kinds: list[str], wait: float = WORKER_WAIT,
-                          on_wait: Any = None) -> None:
+async def require_workers(
+    client: Client,
+    settings: Settings,
+    kinds: list[str],
+    wait: float = WORKER_WAIT,
+    on_wait: Any = None,
+) -> None:
     """Return once workers poll every queue the run needs; a NoWorkerError with the fix otherwise."""
     deadline = time.monotonic() + wait
     told = False
@@ -331,8 +382,12 @@ class Run:
             return _status_name((await self.handle.describe()).status)
         except RPCError as e:
             if e.status == RPCStatusCode.NOT_FOUND:
-                raise RunNotFoundError(f"no run with id {self.id}; `starter.py list` shows the recent ones") from None
-            raise ConnectError(f"cannot reach Temporal at {self._x.settings.address} ({e.message}); is the server up?") from None
+                raise RunNotFoundError(
+                    f"no run with id {self.id}; `starter.py list` shows the recent ones"
+                ) from None
+            raise ConnectError(
+                f"cannot reach Temporal at {self._x.settings.address} ({e.message}); is the server up?"
+            ) from None
 
     async def _query(self, query: Any, *args: Any) -> Any:
         try:
@@ -340,18 +395,27 @@ class Run:
         except RPCError as e:
             status = await self.temporal_status()
             if status == "running":
-                raise NoWorkerError(f"{self.id} is running but no worker answered ({e.message}); start one with "
-                                    "`starter.py up` or `python worker.py`") from None
-            raise NoWorkerError(f"{self.id} is {status}; reading it needs a worker ({e.message}): start one with "
-                                "`starter.py up` or `python worker.py`") from None
+                raise NoWorkerError(
+                    f"{self.id} is running but no worker answered ({e.message}); start one with "
+                    "`starter.py up` or `python worker.py`"
+                ) from None
+            raise NoWorkerError(
+                f"{self.id} is {status}; reading it needs a worker ({e.message}): start one with "
+                "`starter.py up` or `python worker.py`"
+            ) from None
 
-    async def board(self, offset: int = 0, limit: int = 200, status: str | None = None) -> BoardPage:
+    async def board(
+        self, offset: int = 0, limit: int = 200, status: str | None = None
+    ) -> BoardPage:
         """A page of the task board (large boards come in pages, with the whole board's counts)."""
         from workflows.leader import LeaderWorkflow
 
         if not 1 <= limit <= 2000 or offset < 0:
             raise UsageError("a board page takes a limit of 1 to 2000 and an offset of 0 or more")
-        return await self._query(LeaderWorkflow.task_board, PageRequest.model_validate({"offset": offset, "limit": limit, "status": status}))
+        return await self._query(
+            LeaderWorkflow.task_board,
+            PageRequest.model_validate({"offset": offset, "limit": limit, "status": status}),
+        )
 
     async def status(self) -> RunStatus:
         status = await self.temporal_status()
@@ -386,7 +450,9 @@ class Run:
 
         return list(await self._query(LeaderWorkflow.permission_log))
 
-    async def follow(self, interval: float = 0.7, page: PageRequest | None = None) -> AsyncIterator[BoardPage | ConnectionLost]:
+    async def follow(
+        self, interval: float = 0.7, page: PageRequest | None = None
+    ) -> AsyncIterator[BoardPage | ConnectionLost]:
         """The board each time it changes, until the run ends (the last board included).
 
         While the server cannot be reached a :class:`ConnectionLost` is yielded once and
@@ -401,7 +467,9 @@ class Run:
                 ended = not await self._still_running()
                 current: BoardPage | None = None
                 try:
-                    current = await self.handle.query(LeaderWorkflow.task_board, request, rpc_timeout=QUERY_TIMEOUT)
+                    current = await self.handle.query(
+                        LeaderWorkflow.task_board, request, rpc_timeout=QUERY_TIMEOUT
+                    )
                 except RPCError as e:
                     if e.status == RPCStatusCode.UNAVAILABLE:
                         raise
@@ -427,8 +495,12 @@ class Run:
     async def _still_running(self) -> bool:
         """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
         response = await self._x.client.workflow_service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(namespace=self._x.client.namespace, execution=WorkflowExecution(workflow_id=self.id)),
-            retry=False, timeout=QUERY_TIMEOUT)
+            DescribeWorkflowExecutionRequest(
+                namespace=self._x.client.namespace, execution=WorkflowExecution(workflow_id=self.id)
+            ),
+            retry=False,
+            timeout=QUERY_TIMEOUT,
+        )
         return bool(response.workflow_execution_info.status == RUNNING_STATUS)
 
     async def result(self, wait: bool = True) -> RunResult:
@@ -436,13 +508,17 @@ class Run:
 
         Server outages are waited out (the SDK retries; this retries its give-ups)."""
         if not wait and await self.temporal_status() == "running":
-            raise XSkyError(f"{self.id} is still running; wait for it, or watch it with `starter.py status {self.id}`")
+            raise XSkyError(
+                f"{self.id} is still running; wait for it, or watch it with `starter.py status {self.id}`"
+            )
         while True:
             try:
                 return await run_outcome(self.handle)
             except RPCError as e:
                 if e.status not in TRANSIENT:
-                    raise ConnectError(f"cannot read the result of {self.id}: {e.message}") from None
+                    raise ConnectError(
+                        f"cannot read the result of {self.id}: {e.message}"
+                    ) from None
                 await asyncio.sleep(1.0)
             except WorkflowFailureError as e:
                 raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
@@ -456,7 +532,9 @@ class Run:
         reports = await self.reports()
         report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
         if report is None:
-            raise UsageError(f"no agent {agent} in {self.id}; agents: {', '.join(a.id for a in reports[:40])}")
+            raise UsageError(
+                f"no agent {agent} in {self.id}; agents: {', '.join(a.id for a in reports[:40])}"
+            )
         return report, self._x.result_text(report)
 
     # -- steering -----------------------------------------------------------------------------
@@ -464,8 +542,10 @@ class Run:
     async def _running(self, what: str) -> None:
         status = await self.temporal_status()
         if status != "running":
-            raise RunEndedError(f"{self.id} has already ended ({status}): there is nothing to {what}; "
-                                f"`starter.py result {self.id}` shows how it ended")
+            raise RunEndedError(
+                f"{self.id} has already ended ({status}): there is nothing to {what}; "
+                f"`starter.py result {self.id}` shows how it ended"
+            )
 
     async def _update(self, update: Any, request: Any) -> InterventionResult:
         await self._running("change")
@@ -477,15 +557,23 @@ class Run:
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or e)
             raise RefusedError(f"refused: {message}") from None
         except RPCError as e:
-            raise NoWorkerError(f"could not reach {self.id}: {e.message}; is a worker running (`starter.py up`)?") from None
+            raise NoWorkerError(
+                f"could not reach {self.id}: {e.message}; is a worker running (`starter.py up`)?"
+            ) from None
 
     async def _signal(self, signal: Any, request: Any, what: str, task: str | None = None) -> None:
         await self._running(what)
         if task is not None:  # signals cannot refuse: check the task exists first
             board = await self.board(limit=2000)
-            ids = {t.id for t in board.tasks} | {t.agent_id for t in board.tasks} | {t.id.removeprefix("T-") for t in board.tasks}
+            ids = (
+                {t.id for t in board.tasks}
+                | {t.agent_id for t in board.tasks}
+                | {t.id.removeprefix("T-") for t in board.tasks}
+            )
             if task not in ids and board.total <= len(board.tasks):
-                raise UsageError(f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}")
+                raise UsageError(
+                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
+                )
         try:
             await self.handle.signal(signal, request)
         except RPCError as e:
@@ -495,7 +583,11 @@ class Run:
         """Stop dispatching new agents (and with ``cancel_running`` stop running ones; they resume later)."""
         from workflows.leader import LeaderWorkflow
 
-        await self._signal(LeaderWorkflow.pause, PauseRequest(cancel_running=cancel_running, reason=reason), "pause")
+        await self._signal(
+            LeaderWorkflow.pause,
+            PauseRequest(cancel_running=cancel_running, reason=reason),
+            "pause",
+        )
 
     async def resume(self) -> None:
         from workflows.leader import LeaderWorkflow
@@ -508,53 +600,74 @@ class Run:
 
         if not message.strip():
             raise UsageError("the nudge message is empty: say what the agent should know")
-        await self._signal(LeaderWorkflow.nudge, NudgeRequest(task_id=task, message=message), "nudge", task=task)
+        await self._signal(
+            LeaderWorkflow.nudge, NudgeRequest(task_id=task, message=message), "nudge", task=task
+        )
 
     async def answer(self, request_id: str, text: str) -> InterventionResult:
         """Answer a pending question (Q-n) or escalation (E-n)."""
         from workflows.leader import LeaderWorkflow
 
-        return await self._update(LeaderWorkflow.answer, AnswerRequest(request_id=request_id, text=text))
+        return await self._update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=request_id, text=text)
+        )
 
-    async def approve(self, request_id: str, decision: Decision = "allow_once", message: str | None = None) -> InterventionResult:
+    async def approve(
+        self, request_id: str, decision: Decision = "allow_once", message: str | None = None
+    ) -> InterventionResult:
         """Decide a pending tool approval (A-n): allow it once, for the rest of the run, or deny it."""
         from workflows.leader import LeaderWorkflow
 
-        return await self._update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=request_id, decision=decision, message=message))
+        return await self._update(
+            LeaderWorkflow.approve_tool,
+            ApproveToolRequest(request_id=request_id, decision=decision, message=message),
+        )
 
     async def replan(self, prompt: str | None = None, xml: str | None = None) -> InterventionResult:
         """Change the plan: a prompt for the planner, or the whole new plan as XML."""
         from workflows.leader import LeaderWorkflow
 
         if (prompt is None) == (xml is None):
-            raise UsageError("give what to change as a prompt, or the whole new plan as xml (one of the two)")
+            raise UsageError(
+                "give what to change as a prompt, or the whole new plan as xml (one of the two)"
+            )
         if prompt is not None and not prompt.strip():
             raise UsageError("the prompt is empty: say what to change")
         request = ReplanRequest(xml=xml) if xml is not None else ReplanRequest(prompt=prompt)
         return await self._update(LeaderWorkflow.replan, request)
 
-    async def approve_plan(self, version: int | None = None, comment: str | None = None) -> InterventionResult:
+    async def approve_plan(
+        self, version: int | None = None, comment: str | None = None
+    ) -> InterventionResult:
         from workflows.leader import LeaderWorkflow
 
-        return await self._update(LeaderWorkflow.approve_plan, ApprovePlanRequest(version=version, comment=comment))
+        return await self._update(
+            LeaderWorkflow.approve_plan, ApprovePlanRequest(version=version, comment=comment)
+        )
 
     async def retry(self, task: str, text: str | None = None) -> InterventionResult:
         """Run a failed, cancelled or escalated task again (with new task text if given)."""
         from workflows.leader import LeaderWorkflow
 
-        return await self._update(LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text))
+        return await self._update(
+            LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text)
+        )
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
         from workflows.leader import LeaderWorkflow
 
-        return await self._update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id=task, result=result))
+        return await self._update(
+            LeaderWorkflow.skip_task, SkipTaskRequest(task_id=task, result=result)
+        )
 
     async def cancel(self, task: str | None = None) -> str:
         """Cancel one task, or the whole run without one."""
         from workflows.leader import LeaderWorkflow
 
         if task is not None:
-            return (await self._update(LeaderWorkflow.cancel_task, TaskRequest(task_id=task))).message
+            return (
+                await self._update(LeaderWorkflow.cancel_task, TaskRequest(task_id=task))
+            ).message
         await self._running("cancel")
         await self.handle.cancel()
         return f"cancellation of {self.id} requested: it ends Cancelled once any running agents have stopped"
@@ -564,15 +677,22 @@ class Run:
     async def task(self, task: str) -> Any:
         """The board row of a task, by task id (T-3 or 3) or agent id."""
         board = await self.board(limit=2000)
-        found = next((t for t in board.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)
+        found = next(
+            (t for t in board.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))), None
+        )
         if found is None and board.total > len(board.tasks):
             for offset in range(2000, board.total, 2000):
                 page = await self.board(offset=offset, limit=2000)
-                found = next((t for t in page.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)
+                found = next(
+                    (t for t in page.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))),
+                    None,
+                )
                 if found is not None:
                     break
         if found is None:
-            raise UsageError(f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}")
+            raise UsageError(
+                f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
+            )
         return found
 
     def transcript_path(self, agent_id: str) -> Path:
@@ -594,7 +714,6 @@ class Run:
             return []
 
 
-
 def _is_prompt(text: str) -> bool:
     """Words for the planner, not XML text and not the path of a plan file."""
     if text.lstrip().startswith("<") or text.endswith(".xml"):
@@ -605,8 +724,14 @@ def _is_prompt(text: str) -> bool:
         return True
 
 
-def list_query(query: str | None = None, *, status: str | None = None, waiting: bool = False, failed: bool = False,
-               plan: str | None = None) -> str:
+def list_query(
+    query: str | None = None,
+    *,
+    status: str | None = None,
+    waiting: bool = False,
+    failed: bool = False,
+    plan: str | None = None,
+) -> str:
     """The Temporal visibility query for runs with these xsky search attributes (and ``query``)."""
     clauses = ["WorkflowType='LeaderWorkflow'"]
     if status:
@@ -630,8 +755,13 @@ class XSky:
         self.settings = settings
 
     @classmethod
-    def connect(cls, settings: Settings | None = None, *, profile: str | None = None,
-                runtime: Runtime | None = None) -> _Connecting:
+    def connect(
+        cls,
+        settings: Settings | None = None,
+        *,
+        profile: str | None = None,
+        runtime: Runtime | None = None,
+    ) -> _Connecting:
         """``async with XSky.connect() as x`` or ``x = await XSky.connect()``."""
         return _Connecting(settings, profile, runtime)
 
@@ -646,8 +776,12 @@ class XSky:
     def roles(self) -> dict[str, RoleCapabilityModel]:
         return resolve_roles(self.settings)
 
-    def load(self, plan: str | Path | Workflow, variables: Mapping[str, str] | None = None,
-             context_keys: list[str] | None = None) -> Workflow:
+    def load(
+        self,
+        plan: str | Path | Workflow,
+        variables: Mapping[str, str] | None = None,
+        context_keys: list[str] | None = None,
+    ) -> Workflow:
         """A plan from a Workflow, a path to an XML file, or XML text; validated against the
         roles in settings. Raises PlanError listing every problem with its line."""
         if isinstance(plan, Workflow):
@@ -657,19 +791,41 @@ class XSky:
             from xsky import dag
             from xsky.errors import WorkflowValidationError
 
-            parsed = parse_workflow_source(plan.encode("utf-8"), max_bytes=self.settings.max_plan_bytes)
-            problems = dag.validate(parsed.workflow, list(roles), variables=list(variables or {}), context_keys=context_keys)
+            parsed = parse_workflow_source(
+                plan.encode("utf-8"), max_bytes=self.settings.max_plan_bytes
+            )
+            problems = dag.validate(
+                parsed.workflow,
+                list(roles),
+                variables=list(variables or {}),
+                context_keys=context_keys,
+            )
             if problems:
                 raise WorkflowValidationError(problems)
             return parsed.workflow
-        return load_plan(plan, known_agents=list(roles), variables=list(variables or {}), context_keys=context_keys,
-                         max_bytes=self.settings.max_plan_bytes, base_roles=roles).workflow
+        return load_plan(
+            plan,
+            known_agents=list(roles),
+            variables=list(variables or {}),
+            context_keys=context_keys,
+            max_bytes=self.settings.max_plan_bytes,
+            base_roles=roles,
+        ).workflow
 
     # -- runs -------------------------------------------------------------------------------
 
-    async def run(self, plan_or_prompt: str | Path | Workflow, *, variables: Mapping[str, str] | None = None,
-                  context: Mapping[str, Any] | None = None, review: bool = False, options: RunOptions | None = None,
-                  id: str | None = None, wait_for_worker: float | None = None, on_wait: Any = None) -> Run:
+    async def run(
+        self,
+        plan_or_prompt: str | Path | Workflow,
+        *,
+        variables: Mapping[str, str] | None = None,
+        context: Mapping[str, Any] | None = None,
+        review: bool = False,
+        options: RunOptions | None = None,
+        id: str | None = None,
+        wait_for_worker: float | None = None,
+        on_wait: Any = None,
+    ) -> Run:
         """Start a run of a plan (a Workflow, an XML file's path, XML text) or of a request in
         words, which the leader plans first. Checks that workers serve every queue it needs."""
         variables = dict(variables or {})
@@ -682,33 +838,65 @@ class XSky:
             if not plan_or_prompt.strip():
                 raise UsageError("the request is empty: say what should be done")
             task_id = str(uuid.uuid4())
-            inp = RunInput(task_prompt=plan_or_prompt, task_id=task_id, variables=variables, context=context, options=opts,
-                           roles=roles, permissions=resolve_permissions(self.settings))
+            inp = RunInput(
+                task_prompt=plan_or_prompt,
+                task_id=task_id,
+                variables=variables,
+                context=context,
+                options=opts,
+                roles=roles,
+                permissions=resolve_permissions(self.settings),
+            )
             workflow_id = id or new_run_id(task_id[:8])
         else:
             wf = self.load(plan_or_prompt, variables, list(context))
             check_names(wf, variables, context)
-            inp = RunInput(workflow=wf, variables=variables, context=context, options=opts, roles=roles,
-                           permissions=resolve_permissions(self.settings))
+            inp = RunInput(
+                workflow=wf,
+                variables=variables,
+                context=context,
+                options=opts,
+                roles=roles,
+                permissions=resolve_permissions(self.settings),
+            )
             workflow_id = id or new_run_id(wf.task_id)
         return await self.start(inp, workflow_id, wait_for_worker=wait_for_worker, on_wait=on_wait)
 
-    async def start(self, inp: RunInput, workflow_id: str, wait_for_worker: float | None = None, on_wait: Any = None) -> Run:
+    async def start(
+        self,
+        inp: RunInput,
+        workflow_id: str,
+        wait_for_worker: float | None = None,
+        on_wait: Any = None,
+    ) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds)."""
         from workflows.leader import LeaderWorkflow
 
         wf = inp.workflow
-        summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
-        details = f"{len(wf.agents)} agents · taskId {wf.task_id}" if wf else "planned from a request by the leader"
+        summary = (
+            wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]
+        ) or workflow_id
+        details = (
+            f"{len(wf.agents)} agents · taskId {wf.task_id}"
+            if wf
+            else "planned from a request by the leader"
+        )
         wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
         await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
         try:
             handle = await self.client.start_workflow(
-                LeaderWorkflow.run, by_reference(inp, self.settings, workflow_id), id=workflow_id,
-                task_queue=self.settings.task_queue, static_summary=summary, static_details=details)
+                LeaderWorkflow.run,
+                by_reference(inp, self.settings, workflow_id),
+                id=workflow_id,
+                task_queue=self.settings.task_queue,
+                static_summary=summary,
+                static_details=details,
+            )
         except WorkflowAlreadyStartedError:
-            raise UsageError(f"a run with id {workflow_id} is already running; follow it with `starter.py status {workflow_id}` "
-                             "or start another with a new id") from None
+            raise UsageError(
+                f"a run with id {workflow_id} is already running; follow it with `starter.py status {workflow_id}` "
+                "or start another with a new id"
+            ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
         return Run(self, handle)
@@ -721,21 +909,44 @@ class XSky:
         await run.temporal_status()
         return run
 
-    async def runs(self, query: str | None = None, *, status: str | None = None, waiting: bool = False,
-                   failed: bool = False, plan: str | None = None, limit: int = 20) -> list[RunSummary]:
+    async def runs(
+        self,
+        query: str | None = None,
+        *,
+        status: str | None = None,
+        waiting: bool = False,
+        failed: bool = False,
+        plan: str | None = None,
+        limit: int = 20,
+    ) -> list[RunSummary]:
         """Recent runs, newest first, filtered by xsky's search attributes and a Temporal list query."""
         text = list_query(query, status=status, waiting=waiting, failed=failed, plan=plan)
         rows: list[RunSummary] = []
         try:
             async for wf in self.client.list_workflows(text, limit=limit):
                 attrs = {key.name: value for key, value in wf.typed_search_attributes}
-                rows.append(RunSummary(wf.id, _status_name(wf.status), attrs.get("XskyStatus"), attrs.get("XskyPlan"),
-                                       attrs.get("XskyFailed"), attrs.get("XskyPending"), wf.start_time, wf.close_time))
+                rows.append(
+                    RunSummary(
+                        wf.id,
+                        _status_name(wf.status),
+                        attrs.get("XskyStatus"),
+                        attrs.get("XskyPlan"),
+                        attrs.get("XskyFailed"),
+                        attrs.get("XskyPending"),
+                        wf.start_time,
+                        wf.close_time,
+                    )
+                )
         except RPCError as e:
             if "Xsky" in text and ("not defined" in e.message or "invalid" in e.message.lower()):
-                raise UsageError(f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
-                                 "(or `up`), or register them: " + "; ".join(
-                                     f"temporal operator search-attribute create --name {n} --type {t}" for n, t in SEARCH_ATTRIBUTES.items())) from None
+                raise UsageError(
+                    f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
+                    "(or `up`), or register them: "
+                    + "; ".join(
+                        f"temporal operator search-attribute create --name {n} --type {t}"
+                        for n, t in SEARCH_ATTRIBUTES.items()
+                    )
+                ) from None
             raise UsageError(f"the list query was refused: {e.message} (query: {text})") from None
         return rows
 
@@ -750,8 +961,10 @@ class XSky:
         try:
             text = read_blob(ArtifactStore(self.settings.artifacts), result.results_ref)
         except (FileNotFoundError, ValueError) as e:
-            raise XSkyError(f"the full results of {result.workflow_id} are not readable here ({e}); "
-                            "read them where XSKY_ARTIFACTS points on the workers") from None
+            raise XSkyError(
+                f"the full results of {result.workflow_id} are not readable here ({e}); "
+                "read them where XSKY_ARTIFACTS points on the workers"
+            ) from None
         return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
     def result_text(self, report: AgentReport) -> str:
@@ -784,7 +997,12 @@ class _Connecting:
         self._x = await self._connect()
         return self._x
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._x = None
 
 

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from xsky.atoms import VERBS, AtomTask, keywords, similarity
 from xsky.skill_spec import slugify
 
-CATALOGUE_BUDGET = 25_000  # characters of catalogue the model sees (xskill: ~20 % of a 128k context)
+CATALOGUE_BUDGET = (
+    25_000  # characters of catalogue the model sees (xskill: ~20 % of a 128k context)
+)
 DESCRIPTION_CAP = 300
 DESCRIPTION_FLOOR = 75  # below this many characters a description says nothing: names only
 NEW_SKILL_MIN = 7
@@ -62,12 +64,18 @@ def catalogue(skills: list[SkillSummary], budget: int = CATALOGUE_BUDGET) -> str
     lines = []
     for head, s in zip(heads, skills, strict=True):
         text = " ".join(s.description.split())
-        lines.append(f"{head}: {text if len(text) <= per else text[: per - 1] + '…'}" if text else head)
+        lines.append(
+            f"{head}: {text if len(text) <= per else text[: per - 1] + '…'}" if text else head
+        )
     return "\n".join(lines)
 
 
 def atom_keywords(atom: AtomTask) -> list[str]:
-    return list(dict.fromkeys(atom.tags + atom.used_skills + keywords(atom.intent) + atom.provenance.keywords))[:60]
+    return list(
+        dict.fromkeys(
+            atom.tags + atom.used_skills + keywords(atom.intent) + atom.provenance.keywords
+        )
+    )[:60]
 
 
 def worth(atom: AtomTask) -> int:
@@ -97,14 +105,26 @@ def offline_decide(atom: AtomTask, skills: list[SkillSummary]) -> ClusterDecisio
     if best is not None and best_sim >= ADD_MIN_SIMILARITY:
         relevance = min(1.0, best_sim / 0.4)
         weight = max(1, round(value * relevance))
-        return decision(action="add", skill=best.name, weightscore=weight,
-                        reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10")
+        return decision(
+            action="add",
+            skill=best.name,
+            weightscore=weight,
+            reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10",
+        )
     if value >= NEW_SKILL_MIN:
         name = slugify("-".join(_name_words(atom)), {s.name for s in skills})
-        return decision(action="new", skill=name, weightscore=value, description=baby_description(atom),
-                        reason=f"no similar skill (best similarity {best_sim:.2f}); atom worth {value}/10")
-    return decision(action="skip", weightscore=value,
-                    reason=f"no similar skill (best similarity {best_sim:.2f}) and worth {value}/10 < {NEW_SKILL_MIN}")
+        return decision(
+            action="new",
+            skill=name,
+            weightscore=value,
+            description=baby_description(atom),
+            reason=f"no similar skill (best similarity {best_sim:.2f}); atom worth {value}/10",
+        )
+    return decision(
+        action="skip",
+        weightscore=value,
+        reason=f"no similar skill (best similarity {best_sim:.2f}) and worth {value}/10 < {NEW_SKILL_MIN}",
+    )
 
 
 def _name_words(atom: AtomTask) -> list[str]:
@@ -115,7 +135,11 @@ def _name_words(atom: AtomTask) -> list[str]:
 
 def baby_description(atom: AtomTask) -> str:
     intent = " ".join(atom.intent.split()).replace("<", "(").replace(">", ")")
-    return f"How to {intent[:200].rstrip('.?!').lower()}. Use when a task like this comes up again."[:1024]
+    return (
+        f"How to {intent[:200].rstrip('.?!').lower()}. Use when a task like this comes up again."[
+            :1024
+        ]
+    )
 
 
 def skill_keywords(name: str, description: str, candidate_tags: list[str]) -> list[str]:

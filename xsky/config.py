@@ -46,6 +46,7 @@ from temporalio.envconfig import ClientConfig
 
 from xsky.errors import UsageError
 
+
 @dataclass(frozen=True)
 class Settings:
     address: str
@@ -96,7 +97,9 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise UsageError(f"{name}={raw!r} is not a whole number; set it to e.g. {default}") from None
+        raise UsageError(
+            f"{name}={raw!r} is not a whole number; set it to e.g. {default}"
+        ) from None
     if value <= 0:
         raise UsageError(f"{name}={raw!r} must be positive; set it to e.g. {default}")
     return value
@@ -106,16 +109,23 @@ def temporal_connect_config(env: Mapping[str, str], profile: str | None = None) 
     """Temporal's environment configuration (profile file + TEMPORAL_* variables) as
     ``Client.connect`` keyword arguments; a missing profile or a broken file is a sentence."""
     try:
-        return dict(ClientConfig.load_client_connect_config(
-            profile=profile or env.get("TEMPORAL_PROFILE") or None,
-            config_file=env.get("TEMPORAL_CONFIG_FILE") or None,
-            override_env_vars=dict(env)))
+        return dict(
+            ClientConfig.load_client_connect_config(
+                profile=profile or env.get("TEMPORAL_PROFILE") or None,
+                config_file=env.get("TEMPORAL_CONFIG_FILE") or None,
+                override_env_vars=dict(env),
+            )
+        )
     except Exception as e:  # noqa: BLE001 - the SDK's bridge raises its own ConfigError for any problem
-        raise UsageError(f"Temporal's client configuration cannot be used: {e}; check TEMPORAL_PROFILE and "
-                         "TEMPORAL_CONFIG_FILE (or ~/.config/temporalio/temporal.toml)") from None
+        raise UsageError(
+            f"Temporal's client configuration cannot be used: {e}; check TEMPORAL_PROFILE and "
+            "TEMPORAL_CONFIG_FILE (or ~/.config/temporalio/temporal.toml)"
+        ) from None
 
 
-def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | None = None) -> Settings:
+def load_settings(
+    environ: Mapping[str, str] | None = None, *, profile: str | None = None
+) -> Settings:
     """The configuration of this process, from ``environ`` (default: the environment)."""
     env = os.environ if environ is None else environ
     home = Path(env.get("XSKY_HOME") or ".xsky")
@@ -130,8 +140,12 @@ def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | No
         artifact_threshold=_int(env, "XSKY_ARTIFACT_THRESHOLD", 8192),
         ui_url=env.get("XSKY_UI_URL") or "http://localhost:8233",
         max_plan_bytes=_int(env, "XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
-        skills_home=Path(env.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home").expanduser().absolute(),
-        user_settings=Path(env.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json"),
+        skills_home=Path(env.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home")
+        .expanduser()
+        .absolute(),
+        user_settings=Path(
+            env.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json"
+        ),
         project_dir=Path(env.get("XSKY_PROJECT_DIR") or "."),
         model=env.get("XSKY_MODEL") or None,
         skills_model=env.get("XSKY_SKILLS_MODEL") or None,
@@ -140,7 +154,9 @@ def load_settings(environ: Mapping[str, str] | None = None, *, profile: str | No
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
         worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
         # OpenTelemetry's own variables: the exporter reads the rest (headers, timeout) itself.
-        tracing=bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
+        tracing=bool(
+            env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        ),
         service_name=env.get("OTEL_SERVICE_NAME") or "xsky-worker",
         profile=profile or env.get("TEMPORAL_PROFILE") or None,
         connect_config=connect,

@@ -62,7 +62,11 @@ def _validate(
     seen_roles: set[str] = set()
     for role in workflow.roles:
         if role.name in seen_roles:
-            problems.append(Problem(f"role {role.name} is defined twice in this plan; keep one <role name={role.name!r}>"))
+            problems.append(
+                Problem(
+                    f"role {role.name} is defined twice in this plan; keep one <role name={role.name!r}>"
+                )
+            )
         seen_roles.add(role.name)
         problems.extend(Problem(msg) for msg in role_problems(role))
     known = sorted(set(known_agents) | seen_roles)
@@ -103,7 +107,9 @@ def _validate(
         start = cycle[0]
         problems.append(
             Problem(
-                "dependency cycle: " + " → ".join(cycle) + "; break it by removing one of these depends",
+                "dependency cycle: "
+                + " → ".join(cycle)
+                + "; break it by removing one of these depends",
                 agent_index=index_of.get(start),
                 agent_id=start,
             )
@@ -113,7 +119,7 @@ def _validate(
     if variables is not None:
         declared |= set(variables)
     problems.extend(check_references(workflow, declared, context_keys))
-    problems.sort(key=lambda p: (p.agent_index if p.agent_index is not None else -1))
+    problems.sort(key=lambda p: p.agent_index if p.agent_index is not None else -1)
     return problems
 
 
@@ -256,7 +262,9 @@ def _cycle_from(start: str, graph: dict[str, list[str]], members: set[str]) -> l
 # -- scheduling helpers ------------------------------------------------------------------
 
 
-def ready(workflow: Workflow, completed: Collection[str], started: Collection[str] = ()) -> list[str]:
+def ready(
+    workflow: Workflow, completed: Collection[str], started: Collection[str] = ()
+) -> list[str]:
     """Ids whose dependencies are all completed and that are not completed or started yet.
 
     Returned in plan order, which is the stable dispatch order.

@@ -35,8 +35,12 @@ def wants_context(agent: WorkflowAgent) -> bool:
     return "{{agent_" not in agent.task.replace(" ", "")
 
 
-def dependency_context(agent: WorkflowAgent, agents: Mapping[str, WorkflowAgent], tasks: Mapping[str, TaskState],
-                       issued: list[str]) -> str | None:
+def dependency_context(
+    agent: WorkflowAgent,
+    agents: Mapping[str, WorkflowAgent],
+    tasks: Mapping[str, TaskState],
+    issued: list[str],
+) -> str | None:
     """The input for ``agent`` from its direct dependencies' results, or None when the plan
     gives it one already. Stored results become head markers; their URIs go to ``issued``
     (the activity expands only markers the leader issued)."""
@@ -53,8 +57,13 @@ def dependency_context(agent: WorkflowAgent, agents: Mapping[str, WorkflowAgent]
             issued.append(task.result_ref.uri)
             text = marker(task.result_ref, head=each)
         elif task.result is not None:
-            text = task.result if len(task.result) <= each else (
-                f"{task.result[:each]}\n… ({len(task.result) - each} more characters not shown)")
+            text = (
+                task.result
+                if len(task.result) <= each
+                else (
+                    f"{task.result[:each]}\n… ({len(task.result) - each} more characters not shown)"
+                )
+            )
         else:
             text = "(no result)"
         parts.append(f"{label}\n{text}")

@@ -97,7 +97,16 @@ RUNNING = ("dispatched", "in_progress")
 # The permission audit log keeps this many entries (older ones are counted, not kept).
 AUDIT_KEEP = 1000
 # Why a running attempt is being stopped, weakest first; a stronger reason wins.
-INTENT_RANK = {"pause": 0, "restart": 1, "changed": 2, "abandon": 3, "removed": 4, "skip": 5, "cancel": 6, "run-cancel": 7}
+INTENT_RANK = {
+    "pause": 0,
+    "restart": 1,
+    "changed": 2,
+    "abandon": 3,
+    "removed": 4,
+    "skip": 5,
+    "cancel": 6,
+    "run-cancel": 7,
+}
 
 
 class Rejected(Exception):
@@ -147,7 +156,9 @@ class _Results(Mapping[str, str]):
 
     def __init__(self, tasks: Mapping[str, TaskState]):
         self._tasks = tasks
-        self.issued: list[str] = []  # artifact URIs handed out as markers (the activity expands only these)
+        self.issued: list[
+            str
+        ] = []  # artifact URIs handed out as markers (the activity expands only these)
 
     def __getitem__(self, agent_id: str) -> str:
         task = self._tasks[agent_id]
@@ -161,7 +172,11 @@ class _Results(Mapping[str, str]):
         return ""
 
     def __contains__(self, agent_id: object) -> bool:
-        return isinstance(agent_id, str) and agent_id in self._tasks and self._tasks[agent_id].stored in SATISFIED
+        return (
+            isinstance(agent_id, str)
+            and agent_id in self._tasks
+            and self._tasks[agent_id].stored in SATISFIED
+        )
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, t in self._tasks.items() if t.stored in SATISFIED)
@@ -179,8 +194,14 @@ class LeaderCore:
         self.run_id = run_id
         # A prompt-only run starts with an empty plan; the shell asks the planner for one.
         self.needs_plan = inp.state is None and inp.workflow is None
-        first = (inp.state.plan if inp.state is not None else None) or inp.workflow or Workflow(
-            name=" ".join((inp.task_prompt or "").split())[:80], task_id=inp.task_id or run_id, task_prompt=inp.task_prompt
+        first = (
+            (inp.state.plan if inp.state is not None else None)
+            or inp.workflow
+            or Workflow(
+                name=" ".join((inp.task_prompt or "").split())[:80],
+                task_id=inp.task_id or run_id,
+                task_prompt=inp.task_prompt,
+            )
         )
         self.variables = {**first.variables, **inp.variables}
         if inp.state is not None:
@@ -188,11 +209,19 @@ class LeaderCore:
         else:
             self.s = LeaderState(
                 plan=first,
-                plan_history=[] if self.needs_plan else [PlanVersion(version=1, xml=workflow_to_xml(first), reason="initial plan", at=now)],
+                plan_history=[]
+                if self.needs_plan
+                else [
+                    PlanVersion(
+                        version=1, xml=workflow_to_xml(first), reason="initial plan", at=now
+                    )
+                ],
                 tasks=[new_task(a, run_id) for a in first.agents],
                 started_at=now,
                 review="waiting" if inp.options.review else "none",
-                review_deadline=now + timedelta(seconds=inp.options.review_timeout) if inp.options.review else None,
+                review_deadline=now + timedelta(seconds=inp.options.review_timeout)
+                if inp.options.review
+                else None,
             )
         self.active: dict[str, int] = {}  # agent id → the dispatch whose attempt has not ended yet
         self.intents: dict[str, str] = {}  # agent id → why its running attempt is being stopped
@@ -201,7 +230,9 @@ class LeaderCore:
         self.ended: str | None = None  # set when the run ends early (review timed out)
         self.closing = False  # the run is about to return
         self.changed = False  # something people can see changed since the last publish
-        self.log: list[str] = []  # what the shell should log (stall-ladder steps), taken and cleared by it
+        self.log: list[
+            str
+        ] = []  # what the shell should log (stall-ladder steps), taken and cleared by it
         self._index()
 
     # -- indexes ---------------------------------------------------------------------------------
@@ -216,8 +247,12 @@ class LeaderCore:
             for d in a.depends:
                 if d in self._dependents:
                     self._dependents[d].append(a.id)
-        self._missing = {a.id: sum(1 for d in a.depends if d in self.tasks and self.tasks[d].stored not in SATISFIED)
-                         for a in self.s.plan.agents}
+        self._missing = {
+            a.id: sum(
+                1 for d in a.depends if d in self.tasks and self.tasks[d].stored not in SATISFIED
+            )
+            for a in self.s.plan.agents
+        }
         self._heap: list[tuple[int, str]] = []
         for a in self.s.plan.agents:
             self._consider(a.id)
@@ -236,8 +271,13 @@ class LeaderCore:
 
     def _is_ready(self, agent_id: str) -> bool:
         task = self.tasks.get(agent_id)
-        return (task is not None and agent_id not in self.active  # an earlier attempt is still winding down
-                and task.stored == "pending" and task.waiting_on is None and self._missing.get(agent_id, 0) == 0)
+        return (
+            task is not None
+            and agent_id not in self.active  # an earlier attempt is still winding down
+            and task.stored == "pending"
+            and task.waiting_on is None
+            and self._missing.get(agent_id, 0) == 0
+        )
 
     def _set_stored(self, task: TaskState, status: StoredStatus) -> None:
         """Every change of a task's stored status goes through here (dependents' counts)."""
@@ -288,7 +328,9 @@ class LeaderCore:
 
     def checked(self, wf: Workflow) -> Workflow:
         """A new plan, if it fits this run (its agents, variables, context) and widens no role."""
-        dag.ensure_valid(wf, list(self.roles()), variables=self.variables, context_keys=list(self.input.context))
+        dag.ensure_valid(
+            wf, list(self.roles()), variables=self.variables, context_keys=list(self.input.context)
+        )
         widening = plan_role_problems(wf.roles, self.base_roles())
         if widening:
             raise WorkflowValidationError([Problem(p) for p in widening])
@@ -305,7 +347,9 @@ class LeaderCore:
                 continue
             role = roles.get(agent.name)
             tools = set(role.allowed_tools + role.requested_tools) if role else set()
-            if tools & EXEC_OR_NETWORK_TOOLS or (agent.config and tool_name(agent.config) in EXEC_OR_NETWORK_TOOLS):
+            if tools & EXEC_OR_NETWORK_TOOLS or (
+                agent.config and tool_name(agent.config) in EXEC_OR_NETWORK_TOOLS
+            ):
                 risky.append(agent.id)
         return risky
 
@@ -315,7 +359,14 @@ class LeaderCore:
         """Plan v1 of a run started from a sentence."""
         self.s.plan = wf
         self.s.tasks = [new_task(a, self.run_id) for a in wf.agents]
-        self.s.plan_history = [PlanVersion(version=1, xml=workflow_to_xml(wf), reason=f"planned by {provider} from the request", at=now)]
+        self.s.plan_history = [
+            PlanVersion(
+                version=1,
+                xml=workflow_to_xml(wf),
+                reason=f"planned by {provider} from the request",
+                at=now,
+            )
+        ]
         self.variables = {**wf.variables, **self.input.variables}
         self._index()
         self.needs_plan = False
@@ -324,7 +375,10 @@ class LeaderCore:
         """Nobody reviewed the plan in time: approve or end the run. True if it goes on."""
         if self.options.review_timeout_action == "approve":
             self.s.review = "approved"
-            self.note_history(f"approved automatically: nobody reviewed the plan within {self.options.review_timeout:g}s", now)
+            self.note_history(
+                f"approved automatically: nobody reviewed the plan within {self.options.review_timeout:g}s",
+                now,
+            )
             return True
         self.ended = f"cancelled: nobody approved the plan within {self.options.review_timeout:g}s"
         self.s.review = "none"
@@ -345,7 +399,13 @@ class LeaderCore:
 
     def dispatch(self, now: datetime) -> list[Command]:
         """Start ready agents, in plan order, while there is room."""
-        if self.s.paused or self.replanning or self.draining or self.ended or self.s.review == "waiting":
+        if (
+            self.s.paused
+            or self.replanning
+            or self.draining
+            or self.ended
+            or self.s.review == "waiting"
+        ):
             return []
         room = self.options.max_parallel - len(self.active)
         starts: list[Command] = []
@@ -398,7 +458,9 @@ class LeaderCore:
         """Does this agent get its dependencies' results as input (see :mod:`xsky.dep_context`)?"""
         return wants_context(self.agents[agent_id])
 
-    def render(self, agent_id: str, values_beside: bool, deps_context: bool = False) -> tuple[WorkflowAgent, list[str]]:
+    def render(
+        self, agent_id: str, values_beside: bool, deps_context: bool = False
+    ) -> tuple[WorkflowAgent, list[str]]:
         """The agent with its references rendered, and the artifact markers it was given.
 
         ``values_beside``: a shell command's values travel beside it as variables (data is
@@ -413,12 +475,16 @@ class LeaderCore:
         if agent.config:
             config = render_config(agent.config, results, self.variables, ctx)
             if values_beside:  # a templated shell command (see templated_command)
-                command, values = render_command(agent.config["command"], results, self.variables, ctx)
+                command, values = render_command(
+                    agent.config["command"], results, self.variables, ctx
+                )
                 config = {**config, "command": command, **({"values": values} if values else {})}
         rendered = agent.model_copy(
             update={
                 "task": render(agent.task, results, self.variables, ctx),
-                "input": render(agent.input, results, self.variables, ctx) if agent.input else agent.input,
+                "input": render(agent.input, results, self.variables, ctx)
+                if agent.input
+                else agent.input,
                 "config": config,
             }
         )
@@ -435,8 +501,16 @@ class LeaderCore:
         name = self.agents[agent_id].name
         return name if name in QUEUE_KINDS else "llm"
 
-    def agent_input(self, agent_id: str, rendered: WorkflowAgent, dispatch: int, heartbeat: float, markers: list[str],
-                    execution_id: str | None, error_attempts: int = 0) -> AgentInput:
+    def agent_input(
+        self,
+        agent_id: str,
+        rendered: WorkflowAgent,
+        dispatch: int,
+        heartbeat: float,
+        markers: list[str],
+        execution_id: str | None,
+        error_attempts: int = 0,
+    ) -> AgentInput:
         task = self.tasks[agent_id]
         windows = stall_windows(self.agents[agent_id].config, self.options.stall)
         return AgentInput(
@@ -451,11 +525,18 @@ class LeaderCore:
             heartbeat_interval=max(0.2, min(10.0, heartbeat / 3)),
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.s.answers.get(task.id, [])),
-            approvals=self.s.approvals.pop(task.id, []),  # a person's decisions go to the next dispatch only
+            approvals=self.s.approvals.pop(
+                task.id, []
+            ),  # a person's decisions go to the next dispatch only
             nudges=list(self._nudges.get(task.id, [])),
             role=self.roles().get(self.agents[agent_id].name),
             permissions=self.input.permissions.model_copy(
-                update={"run_rules": list(dict.fromkeys(self.input.permissions.run_rules + self.s.run_rules))}),
+                update={
+                    "run_rules": list(
+                        dict.fromkeys(self.input.permissions.run_rules + self.s.run_rules)
+                    )
+                }
+            ),
             goal=self.s.plan.task_prompt or self.s.plan.name or None,
             markers=markers,
             error_attempts=error_attempts,
@@ -470,7 +551,14 @@ class LeaderCore:
         """Is this the task's latest dispatch, and the task still on the board?"""
         return dispatch == task.attempt and self.tasks.get(agent_id) is task
 
-    def attempt_failed(self, agent_id: str, task: TaskState, dispatch: int, failure: AttemptFailure | None, now: datetime) -> list[Command]:
+    def attempt_failed(
+        self,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        failure: AttemptFailure | None,
+        now: datetime,
+    ) -> list[Command]:
         """The attempt raised (``failure``) or was cancelled (``None``)."""
         intent = self.intents.pop(agent_id, None)
         if not self._current(agent_id, dispatch, task):
@@ -487,7 +575,9 @@ class LeaderCore:
             return self.auto_replan(f"{task.id} failed: {task.error}")
         return []
 
-    def attempt_succeeded(self, agent_id: str, task: TaskState, dispatch: int, outcome: AgentOutcome, now: datetime) -> None:
+    def attempt_succeeded(
+        self, agent_id: str, task: TaskState, dispatch: int, outcome: AgentOutcome, now: datetime
+    ) -> None:
         intent = self.intents.pop(agent_id, None)
         if not self._current(agent_id, dispatch, task):
             return  # a late completion of an earlier dispatch: dropped
@@ -512,7 +602,9 @@ class LeaderCore:
         task.tokens += outcome.tokens
         task.iterations = max(task.iterations, outcome.iterations)
         if outcome.started_at is not None:
-            task.started_at = outcome.started_at  # the attempt that ended: time queued after a lost worker is not work
+            task.started_at = (
+                outcome.started_at
+            )  # the attempt that ended: time queued after a lost worker is not work
         if outcome.kind == "completed":
             task.result = outcome.result
             task.result_ref = outcome.result_ref
@@ -534,14 +626,18 @@ class LeaderCore:
     def _after_stop(self, task: TaskState, intent: str, now: datetime) -> None:
         """A running attempt we stopped on purpose has ended; put the task where it belongs."""
         if intent in ("pause", "restart", "changed"):
-            self._set_stored(task, "pending")  # runs again (from its checkpoint) when its turn comes
+            self._set_stored(
+                task, "pending"
+            )  # runs again (from its checkpoint) when its turn comes
             task.started_at = None
         elif intent == "run-cancel":
             self._finish(task, "cancelled", now, error="the run was cancelled")
         # "cancel", "skip" and "abandon" set the task's state when they were decided;
         # "removed": the task left the board.
 
-    def _finish(self, task: TaskState, status: StoredStatus, now: datetime, *, error: str | None = None) -> None:
+    def _finish(
+        self, task: TaskState, status: StoredStatus, now: datetime, *, error: str | None = None
+    ) -> None:
         self._set_stored(task, status)
         task.error = error
         task.ended_at = now
@@ -567,7 +663,16 @@ class LeaderCore:
 
     def _audit(self, task: TaskState, records: list[DecisionRecord]) -> None:
         for r in records:
-            self.s.audit.append(AuditEntry(at=r.at, task_id=task.id, tool=r.tool, arguments=r.arguments, effect=r.effect, reason=r.reason))
+            self.s.audit.append(
+                AuditEntry(
+                    at=r.at,
+                    task_id=task.id,
+                    tool=r.tool,
+                    arguments=r.arguments,
+                    effect=r.effect,
+                    reason=r.reason,
+                )
+            )
         if len(self.s.audit) > AUDIT_KEEP:
             self.s.audit_dropped += len(self.s.audit) - AUDIT_KEEP
             del self.s.audit[: len(self.s.audit) - AUDIT_KEEP]
@@ -580,7 +685,9 @@ class LeaderCore:
             return  # a report from an earlier dispatch, or about a finished task
         self._observe_attempt(task, report.activity_attempt, report.previous)
         if report.started_at is not None and report.activity_attempt >= task.activity_attempt:
-            task.started_at = report.started_at  # this attempt's real start, not when the signal came
+            task.started_at = (
+                report.started_at
+            )  # this attempt's real start, not when the signal came
         if task.stored == "dispatched":
             self._set_stored(task, "in_progress")
             task.started_at = task.started_at or now
@@ -595,7 +702,9 @@ class LeaderCore:
 
     # -- people: requests ------------------------------------------------------------------------
 
-    def _new_request(self, kind: RequestKind, task: TaskState, text: str, now: datetime) -> HumanRequest:
+    def _new_request(
+        self, kind: RequestKind, task: TaskState, text: str, now: datetime
+    ) -> HumanRequest:
         self.s.request_seq += 1
         prefix = {"question": "Q", "approval": "A", "escalation": "E"}[kind]
         request = HumanRequest(
@@ -620,13 +729,20 @@ class LeaderCore:
         pending = list(self._pending_requests)
         if with_review and self.s.review == "waiting" and not self.needs_plan:
             at = self.s.plan_history[-1].at if self.s.plan_history else self.s.started_at
-            pending.insert(0, HumanRequest(
-                id=f"R-{self.s.plan_version}", kind="review", task_id="plan", dispatch=0,
-                # A plan exists (not needs_plan), so plan_history holds its version and ``at`` is set.
-                created_at=at or self.s.started_at,  # type: ignore[arg-type]
-                deadline=self.s.review_deadline,
-                text=f"review plan v{self.s.plan_version} ({len(self.s.plan.agents)} agents), then approve_plan with version "
-                     f"{self.s.plan_version}, or replan"))
+            pending.insert(
+                0,
+                HumanRequest(
+                    id=f"R-{self.s.plan_version}",
+                    kind="review",
+                    task_id="plan",
+                    dispatch=0,
+                    # A plan exists (not needs_plan), so plan_history holds its version and ``at`` is set.
+                    created_at=at or self.s.started_at,  # type: ignore[arg-type]
+                    deadline=self.s.review_deadline,
+                    text=f"review plan v{self.s.plan_version} ({len(self.s.plan.agents)} agents), then approve_plan with version "
+                    f"{self.s.plan_version}, or replan",
+                ),
+            )
         return pending
 
     def _close_request(self, request: HumanRequest, status: RequestStatus, now: datetime) -> None:
@@ -650,7 +766,12 @@ class LeaderCore:
                 task = self.task_by_id(request.task_id)
                 if task is not None and task.waiting_on == request.id:
                     self._set_waiting(task, None)
-                    self._finish(task, "failed", now, error=f"no answer to {request.id} within {self.options.request_timeout:g}s")
+                    self._finish(
+                        task,
+                        "failed",
+                        now,
+                        error=f"no answer to {request.id} within {self.options.request_timeout:g}s",
+                    )
         return self._check_stalls(now)
 
     # -- the stall ladder ------------------------------------------------------------------------
@@ -669,7 +790,9 @@ class LeaderCore:
             windows = stall_windows(self.agents[agent_id].config, self.options.stall)
             level = self.s.stall_levels.get(task.id, 0)
             idle = self._idle(task, now)
-            action = stall_step(level, idle, windows, self.s.auto_replans < self.options.max_auto_replans)
+            action = stall_step(
+                level, idle, windows, self.s.auto_replans < self.options.max_auto_replans
+            )
             if action is None:
                 continue
             message = stall_message(action, idle)
@@ -689,11 +812,18 @@ class LeaderCore:
                 commands += self.auto_replan(f"{task.id} stalled ({message})", force=True)
             else:
                 self.s.stall_levels[task.id] = ESCALATED
-                request = self._new_request("escalation", task, f"{task.id} is stuck — {message}. Answer with guidance to "
-                                            "run it again with it, or use retry_task, skip_task or cancel_task.", now)
+                request = self._new_request(
+                    "escalation",
+                    task,
+                    f"{task.id} is stuck — {message}. Answer with guidance to "
+                    "run it again with it, or use retry_task, skip_task or cancel_task.",
+                    now,
+                )
                 self._set_waiting(task, request.id)
                 task.last_progress = f"escalated as {request.id}"
-                self._set_stored(task, "pending")  # blocked on the request from now; the stuck attempt is abandoned
+                self._set_stored(
+                    task, "pending"
+                )  # blocked on the request from now; the stuck attempt is abandoned
                 commands += self._stop(agent_id, "abandon")
             self.changed = True
         return commands
@@ -705,7 +835,9 @@ class LeaderCore:
             if task is None or task.stored not in RUNNING:
                 continue
             windows = stall_windows(self.agents[agent_id].config, self.options.stall)
-            wait = seconds_to_next_step(self.s.stall_levels.get(task.id, 0), self._idle(task, now), windows)
+            wait = seconds_to_next_step(
+                self.s.stall_levels.get(task.id, 0), self._idle(task, now), windows
+            )
             if wait is not None:
                 due.append(now + timedelta(seconds=wait))
         return min(due) if due else None
@@ -728,22 +860,39 @@ class LeaderCore:
     def require_review(self, risky: list[str], now: datetime) -> None:
         """Nobody asked for these: a model did. Shell, Python or network in new hands waits for a person."""
         self.s.review = "waiting"
-        self.note_history(f"the automatic replan gives agents {', '.join(risky)} shell, Python or network tools: "
-                          f"waiting for approve_plan (version {self.s.plan_version})", now)
+        self.note_history(
+            f"the automatic replan gives agents {', '.join(risky)} shell, Python or network tools: "
+            f"waiting for approve_plan (version {self.s.plan_version})",
+            now,
+        )
 
     def planner_xml(self, window: list[WorkflowAgent] | None = None) -> str:
         """The current plan with statuses and (cut) results, as the planner should see it."""
-        status_map = {"completed": "done", "skipped": "done", "failed": "error", "cancelled": "error",
-                      "dispatched": "running", "in_progress": "running"}
+        status_map = {
+            "completed": "done",
+            "skipped": "done",
+            "failed": "error",
+            "cancelled": "error",
+            "dispatched": "running",
+            "in_progress": "running",
+        }
         agents = []
         for agent in self.s.plan.agents if window is None else window:
             task = self.tasks[agent.id]
-            result = task.result if task.result is not None else (task.result_ref.preview if task.result_ref else None)
+            result = (
+                task.result
+                if task.result is not None
+                else (task.result_ref.preview if task.result_ref else None)
+            )
             if task.error:
                 result = f"ERROR: {task.error}"
             if result is not None and len(result) > PLANNER_RESULT_CHARS:
                 result = result[:PLANNER_RESULT_CHARS] + " …[cut]"
-            agents.append(agent.model_copy(update={"status": status_map.get(task.stored, "init"), "result": result}))
+            agents.append(
+                agent.model_copy(
+                    update={"status": status_map.get(task.stored, "init"), "result": result}
+                )
+            )
         return workflow_to_xml(self.s.plan.model_copy(update={"agents": agents}))
 
     def apply_plan(self, wf: Workflow, reason: str, now: datetime) -> tuple[str, list[Command]]:
@@ -751,7 +900,9 @@ class LeaderCore:
         change = merge_plan(self.s.plan, self.tasks, wf, self.run_id)
         commands: list[Command] = []
         for agent_id in change.stop:
-            commands += self._stop(agent_id, "changed" if agent_id in change.restarted else "removed")
+            commands += self._stop(
+                agent_id, "changed" if agent_id in change.restarted else "removed"
+            )
         for request_id in change.withdrawn_requests:
             self._withdraw(request_id, "withdrawn: the plan changed", now)
         for task in change.removed:
@@ -765,7 +916,12 @@ class LeaderCore:
             self.s.stall_levels.pop(task.id, None)
         summary = change.summary()
         self.s.plan_history.append(
-            PlanVersion(version=self.s.plan_version, xml=workflow_to_xml(wf), reason=f"{reason} — {summary}", at=now)
+            PlanVersion(
+                version=self.s.plan_version,
+                xml=workflow_to_xml(wf),
+                reason=f"{reason} — {summary}",
+                at=now,
+            )
         )
         self._index()
         self.changed = True
@@ -813,18 +969,28 @@ class LeaderCore:
 
     def replan_result(self, summary: str) -> InterventionResult:
         review = " — review it and approve_plan" if self.s.review == "waiting" else ""
-        return InterventionResult(message=f"plan v{self.s.plan_version}: {summary}{review}", plan_version=self.s.plan_version)
+        return InterventionResult(
+            message=f"plan v{self.s.plan_version}: {summary}{review}",
+            plan_version=self.s.plan_version,
+        )
 
     def check_approve_plan(self, req: ApprovePlanRequest) -> None:
         self._require_open()
         if self.needs_plan or not self.s.plan_history:
-            raise Rejected("the plan is still being made; look at it (query plan) once it is there, then approve it")
+            raise Rejected(
+                "the plan is still being made; look at it (query plan) once it is there, then approve it"
+            )
         if self.replanning:
             raise Rejected("a replan is in progress; approve the plan it produces")
         if self.s.review != "waiting":
-            raise Rejected("no plan is waiting for review" + (" (it was already approved)" if self.s.review == "approved" else ""))
+            raise Rejected(
+                "no plan is waiting for review"
+                + (" (it was already approved)" if self.s.review == "approved" else "")
+            )
         if req.version is not None and req.version != self.s.plan_version:
-            raise Rejected(f"you reviewed v{req.version} but the plan is now v{self.s.plan_version}; look at it again (query plan) and approve that")
+            raise Rejected(
+                f"you reviewed v{req.version} but the plan is now v{self.s.plan_version}; look at it again (query plan) and approve that"
+            )
 
     def approve_plan(self, req: ApprovePlanRequest, now: datetime) -> InterventionResult:
         self.s.review = "approved"
@@ -840,9 +1006,15 @@ class LeaderCore:
         if self.replanning:
             raise Rejected("a replan is in progress; retry once it is done")
         task = self._require_task(req.task_id)
-        escalated = task.waiting_on is not None and (r := self.request(task.waiting_on)) is not None and r.kind == "escalation"
+        escalated = (
+            task.waiting_on is not None
+            and (r := self.request(task.waiting_on)) is not None
+            and r.kind == "escalation"
+        )
         if task.stored not in ("failed", "cancelled") and not escalated:
-            raise Rejected(f"{task.id} is {self._status(task)}; only failed, cancelled or escalated tasks can be retried")
+            raise Rejected(
+                f"{task.id} is {self._status(task)}; only failed, cancelled or escalated tasks can be retried"
+            )
         if req.task is not None and not req.task.strip():
             raise Rejected("the new task text is empty")
 
@@ -851,10 +1023,18 @@ class LeaderCore:
         if req.task:
             # Only this agent's text changes: a new plan version, nothing else reset.
             agent = self.agents[task.agent_id].model_copy(update={"task": req.task})
-            self.s.plan = self.s.plan.model_copy(update={"agents": [agent if a.id == agent.id else a for a in self.s.plan.agents]})
+            self.s.plan = self.s.plan.model_copy(
+                update={"agents": [agent if a.id == agent.id else a for a in self.s.plan.agents]}
+            )
             self.s.plan_version += 1
-            self.s.plan_history.append(PlanVersion(version=self.s.plan_version, xml=workflow_to_xml(self.s.plan),
-                                                   reason=f"{task.id} retried with new task text", at=now))
+            self.s.plan_history.append(
+                PlanVersion(
+                    version=self.s.plan_version,
+                    xml=workflow_to_xml(self.s.plan),
+                    reason=f"{task.id} retried with new task text",
+                    at=now,
+                )
+            )
             task.description, task.subject = req.task, subject_of(req.task)
             self._index()
         self._withdraw(task.waiting_on, f"withdrawn: {task.id} retried", now)
@@ -864,9 +1044,13 @@ class LeaderCore:
         self._set_stored(task, "pending")
         self.s.stall_levels.pop(task.id, None)
         self.changed = True
-        return InterventionResult(message=f"{task.id} will run again", plan_version=self.s.plan_version)
+        return InterventionResult(
+            message=f"{task.id} will run again", plan_version=self.s.plan_version
+        )
 
-    def _end_by_person(self, task: TaskState, intent: str, done: str, now: datetime) -> list[Command]:
+    def _end_by_person(
+        self, task: TaskState, intent: str, done: str, now: datetime
+    ) -> list[Command]:
         """Before a person's skip or cancel: stop the running attempt, withdraw its request."""
         commands = self._stop(task.agent_id, intent) if task.stored in RUNNING else []
         self._withdraw(task.waiting_on, f"withdrawn: {task.id} {done}", now)
@@ -885,8 +1069,10 @@ class LeaderCore:
         task.result = req.result
         task.result_ref = None
         self._finish(task, "skipped", now)
-        return InterventionResult(message=f"{task.id} skipped; its dependents get {len(req.result)} characters",
-                                  plan_version=self.s.plan_version), commands
+        return InterventionResult(
+            message=f"{task.id} skipped; its dependents get {len(req.result)} characters",
+            plan_version=self.s.plan_version,
+        ), commands
 
     def check_cancel(self, req: TaskRequest) -> None:
         self._require_open()
@@ -900,7 +1086,9 @@ class LeaderCore:
         self._finish(task, "cancelled", now, error="cancelled by a person")
         blocked = dag.descendants(self.s.plan, task.agent_id)
         note = f"; blocked now: {', '.join('T-' + b for b in blocked[:10])}" if blocked else ""
-        return InterventionResult(message=f"{task.id} cancelled{note}", plan_version=self.s.plan_version), commands
+        return InterventionResult(
+            message=f"{task.id} cancelled{note}", plan_version=self.s.plan_version
+        ), commands
 
     # -- interventions: answers and approvals -------------------------------------------------------
 
@@ -908,7 +1096,9 @@ class LeaderCore:
         self._require_open()
         request = self.request(request_id)
         if request is None and request_id.startswith("R-") and self.s.review == "waiting":
-            raise Rejected(f"{request_id} is the plan review: approve it with approve_plan (version {self.s.plan_version}), or replan")
+            raise Rejected(
+                f"{request_id} is the plan review: approve it with approve_plan (version {self.s.plan_version}), or replan"
+            )
         if request is None:
             pending = ", ".join(r.id for r in self._pending_requests) or "none"
             raise Rejected(f"no request {request_id!r}; pending requests: {pending}")
@@ -940,11 +1130,16 @@ class LeaderCore:
         request.answer = req.text
         if task is not None:
             if request.kind == "question":
-                self.s.answers.setdefault(task.id, []).append(Answer(request_id=request.id, question=request.text, answer=req.text))
+                self.s.answers.setdefault(task.id, []).append(
+                    Answer(request_id=request.id, question=request.text, answer=req.text)
+                )
             else:  # escalation: the answer is guidance for the next attempt
                 self._add_nudge(Nudge(task_id=task.id, message=req.text, at=now, source="person"))
                 self.s.stall_levels.pop(task.id, None)
-        return InterventionResult(message=f"{request.id} answered; {request.task_id} will continue", plan_version=self.s.plan_version)
+        return InterventionResult(
+            message=f"{request.id} answered; {request.task_id} will continue",
+            plan_version=self.s.plan_version,
+        )
 
     def check_approve_tool(self, req: ApproveToolRequest) -> None:
         request = self._require_pending(req.request_id)
@@ -955,21 +1150,36 @@ class LeaderCore:
         request, task = self._answered(req.request_id, now)
         request.decision = req.decision
         request.answer = req.message
-        self.s.audit.append(AuditEntry(
-            at=now, task_id=request.task_id, tool=request.tool or "", arguments=request.text,
-            effect="deny" if req.decision == "deny" else "allow",
-            reason=f"{req.decision} by a person" + (f": {req.message}" if req.message else ""), by="person", request_id=request.id,
-        ))
+        self.s.audit.append(
+            AuditEntry(
+                at=now,
+                task_id=request.task_id,
+                tool=request.tool or "",
+                arguments=request.text,
+                effect="deny" if req.decision == "deny" else "allow",
+                reason=f"{req.decision} by a person" + (f": {req.message}" if req.message else ""),
+                by="person",
+                request_id=request.id,
+            )
+        )
         if req.decision == "allow_run" and request.tool:
             for rule in run_rules_for(request.tool, request.arguments or {}):
                 if rule not in self.s.run_rules:
                     self.s.run_rules.append(rule)
         if task is not None:
             self.s.approvals.setdefault(task.id, []).append(
-                ToolApproval(request_id=request.id, tool=request.tool or "", arguments=request.arguments or {},
-                             decision=req.decision, message=req.message)
+                ToolApproval(
+                    request_id=request.id,
+                    tool=request.tool or "",
+                    arguments=request.arguments or {},
+                    decision=req.decision,
+                    message=req.message,
+                )
             )
-        return InterventionResult(message=f"{request.id}: {req.decision}; {request.task_id} will continue", plan_version=self.s.plan_version)
+        return InterventionResult(
+            message=f"{request.id}: {req.decision}; {request.task_id} will continue",
+            plan_version=self.s.plan_version,
+        )
 
     # -- interventions: roles --------------------------------------------------------------------
 
@@ -984,7 +1194,9 @@ class LeaderCore:
             raise Rejected(f"role {req.name}: {' '.join(str(e).split())[:300]}") from None
         busy = [t.id for t in self.s.tasks if t.assigned_agent == req.name and t.stored in RUNNING]
         if busy:
-            raise Rejected(f"role {req.name} is in use by running {', '.join(busy)}; wait for them to finish, or cancel them first")
+            raise Rejected(
+                f"role {req.name} is in use by running {', '.join(busy)}; wait for them to finish, or cancel them first"
+            )
 
     def define_role(self, req: DefineRoleRequest) -> InterventionResult:
         role = RoleCapabilityModel(**req.model_dump(by_alias=False))
@@ -992,7 +1204,9 @@ class LeaderCore:
         self.s.defined_roles[role.name] = role
         self.changed = True
         verb = "redefined" if existed else "defined"
-        return InterventionResult(message=f"role {role.name} {verb}; agents named {role.name} use it from their next dispatch")
+        return InterventionResult(
+            message=f"role {role.name} {verb}; agents named {role.name} use it from their next dispatch"
+        )
 
     # -- signals ---------------------------------------------------------------------------------
 
@@ -1033,14 +1247,28 @@ class LeaderCore:
         for status, _ in derived.values():
             counts[status] = counts.get(status, 0) + 1
         chosen = [t for t in self.s.tasks if req.status is None or derived[t.id][0] == req.status]
-        page = chosen[req.offset:req.offset + req.limit]
-        return BoardPage(total=len(chosen), offset=req.offset, counts=dict(sorted(counts.items())),
-                         tasks=[TaskView.of(t, *derived[t.id], now) for t in page], state=self.run_state(), notes=self.notices())
+        page = chosen[req.offset : req.offset + req.limit]
+        return BoardPage(
+            total=len(chosen),
+            offset=req.offset,
+            counts=dict(sorted(counts.items())),
+            tasks=[TaskView.of(t, *derived[t.id], now) for t in page],
+            state=self.run_state(),
+            notes=self.notices(),
+        )
 
     def results_page(self, req: PageRequest | None = None) -> ResultsPage:
         req = req or PageRequest()
-        reports = [r for r in self.reports(INLINE_RESULT_BUDGET) if req.status is None or r.status == req.status]
-        return ResultsPage(total=len(reports), offset=req.offset, agents=reports[req.offset:req.offset + req.limit])
+        reports = [
+            r
+            for r in self.reports(INLINE_RESULT_BUDGET)
+            if req.status is None or r.status == req.status
+        ]
+        return ResultsPage(
+            total=len(reports),
+            offset=req.offset,
+            agents=reports[req.offset : req.offset + req.limit],
+        )
 
     def plan_page(self, req: PageRequest | None = None) -> str:
         """The plan as XML with statuses and results; a large plan one page of agents at a time."""
@@ -1048,26 +1276,37 @@ class LeaderCore:
         total = len(self.s.plan.agents)
         if total <= req.limit and req.offset == 0:
             return self.planner_xml()
-        window = self.s.plan.agents[req.offset:req.offset + req.limit]
+        window = self.s.plan.agents[req.offset : req.offset + req.limit]
         xml = self.planner_xml(window)
         last = req.offset + len(window)
-        return (f"<!-- agents {req.offset + 1}–{last} of {total}"
-                + (f"; the next page: query plan with {{\"offset\": {last}}}" if last < total else "") + " -->\n" + xml)
+        return (
+            f"<!-- agents {req.offset + 1}–{last} of {total}"
+            + (f'; the next page: query plan with {{"offset": {last}}}' if last < total else "")
+            + " -->\n"
+            + xml
+        )
 
     def history_page(self, req: PageRequest | None = None) -> list[PlanVersion]:
         req = req or PageRequest()
-        return list(self.s.plan_history[req.offset:req.offset + req.limit])
+        return list(self.s.plan_history[req.offset : req.offset + req.limit])
 
     def snapshot(self) -> str:
         """The state for the next run, as JSON: results by reference whenever stored."""
-        tasks = [t.model_copy(update={"result": None}) if t.result_ref is not None else t for t in self.s.tasks]
-        return self.s.model_copy(update={"tasks": tasks}).model_dump_json(by_alias=True, exclude_defaults=True)
+        tasks = [
+            t.model_copy(update={"result": None}) if t.result_ref is not None else t
+            for t in self.s.tasks
+        ]
+        return self.s.model_copy(update={"tasks": tasks}).model_dump_json(
+            by_alias=True, exclude_defaults=True
+        )
 
     def large(self) -> bool:
         return len(self.s.tasks) > INLINE_AGENTS
 
     def reports_jsonl(self) -> str:
-        return "".join(r.model_dump_json(by_alias=True, exclude_none=True) + "\n" for r in self.reports(0))
+        return "".join(
+            r.model_dump_json(by_alias=True, exclude_none=True) + "\n" for r in self.reports(0)
+        )
 
     def reports(self, budget: int = INLINE_RESULT_BUDGET) -> list[AgentReport]:
         derived = derive_statuses({t.id: t for t in self.s.tasks})
@@ -1116,24 +1355,38 @@ class LeaderCore:
         return len(self._pending_requests) + (1 if self.s.review == "waiting" else 0)
 
     def search_values(self) -> dict[str, str | int]:
-        return {"XskyStatus": self.run_state(), "XskyPlan": self.s.plan.name or self.s.plan.task_id,
-                "XskyFailed": self.counts.get("failed", 0), "XskyPending": self.waiting_on_people()}
+        return {
+            "XskyStatus": self.run_state(),
+            "XskyPlan": self.s.plan.name or self.s.plan.task_id,
+            "XskyFailed": self.counts.get("failed", 0),
+            "XskyPending": self.waiting_on_people(),
+        }
 
     def notices(self) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode."""
         notes = []
         if self.s.review == "waiting":
-            notes.append(f"⏸ **waiting for plan review** — approve_plan (version {self.s.plan_version}) or replan")
+            notes.append(
+                f"⏸ **waiting for plan review** — approve_plan (version {self.s.plan_version}) or replan"
+            )
         if self.s.paused:
-            notes.append("⏸ **paused**" + (f": {self.s.pause_reason}" if self.s.pause_reason else "") + " — signal resume")
+            notes.append(
+                "⏸ **paused**"
+                + (f": {self.s.pause_reason}" if self.s.pause_reason else "")
+                + " — signal resume"
+            )
         for r in self._pending_requests:
             notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
         if self.replanning:
             notes.append("✎ replanning…")
         if any(a.tool == "sandbox-off" for a in self.s.audit[-50:]):
-            notes.append("⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined")
+            notes.append(
+                "⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
+            )
         if self.input.permissions.mode != "default":
-            warn = " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""
+            warn = (
+                " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""
+            )
             notes.append(f"🔒 permission mode **{self.input.permissions.mode}**{warn}")
         return notes
 
@@ -1146,9 +1399,13 @@ class LeaderCore:
             counts.setdefault(r.status, []).append(r.task_id)
         total = len(reports)
         if self.large():
-            reports = [r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED][:INLINE_AGENTS]
+            reports = [
+                r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED
+            ][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
-        status: RunStatus = "completed" if done == total else ("cancelled" if self.ended else "failed")
+        status: RunStatus = (
+            "completed" if done == total else ("cancelled" if self.ended else "failed")
+        )
         parts = [f"{done} of {total} agents completed"]
         for name in ("failed", "blocked", "cancelled"):
             if counts.get(name):

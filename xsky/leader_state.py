@@ -122,7 +122,9 @@ class LeaderState(WireModel):
     review_deadline: datetime | None = None
     auto_replans: int = 0
     defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
-    run_rules: list[str] = Field(default_factory=list)  # "allow for this run" approvals, as allow rules
+    run_rules: list[str] = Field(
+        default_factory=list
+    )  # "allow for this run" approvals, as allow rules
     audit: list[AuditEntry] = Field(default_factory=list)
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None

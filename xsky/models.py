@@ -60,13 +60,16 @@ _ILLEGAL_CLASS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\ufffe\\uffff"
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_RE.pattern)]
 AgentName = Annotated[str, StringConstraints(pattern=AGENT_NAME_RE.pattern)]
 XmlText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*$")]
-TaskText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*[^\\s{_ILLEGAL_CLASS}][^{_ILLEGAL_CLASS}]*$")]
+TaskText = Annotated[
+    str,
+    StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*[^\\s{_ILLEGAL_CLASS}][^{_ILLEGAL_CLASS}]*$"),
+]
 
 # What each pattern means, for error messages a person can act on.
 FIELD_HINTS = {
     "id": "an agent id uses 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit "
     '(e.g. id="3" or id="search")',
-    "depends": "depends lists agent ids separated by commas, e.g. depends=\"1,3\"",
+    "depends": 'depends lists agent ids separated by commas, e.g. depends="1,3"',
     "name": "an agent name is a role or agent kind such as browser, llm, file or shell (letters, "
     "digits, '_' or '-', starting with a letter)",
     "task": "the task says what the agent should do: it cannot be empty, nor hold characters XML cannot carry",

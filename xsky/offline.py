@@ -52,17 +52,24 @@ def split_sentences(text: str) -> list[str]:
         lines = [ln for ln in para.splitlines() if ln.strip() and not _NOT_PROSE.search(ln)]
         list_like = any(re.match(r"\s*(?:[-*•]|\d+[.)])\s", ln) for ln in lines) or (
             # short lines without a full stop: menu items and link labels, not one sentence
-            len(lines) > 1 and all(len(ln.split()) < 8 and not _ENDS_SENTENCE.search(ln) for ln in lines)
+            len(lines) > 1
+            and all(len(ln.split()) < 8 and not _ENDS_SENTENCE.search(ln) for ln in lines)
         )
         chunks = lines if list_like else [" ".join(lines)]
         for chunk in chunks:
-            out.extend(" ".join(p.split()) for p in re.split(r"(?<=[.!?。！？])\s+", chunk) if p.strip())
+            out.extend(
+                " ".join(p.split()) for p in re.split(r"(?<=[.!?。！？])\s+", chunk) if p.strip()
+            )
     return out
 
 
 def wanted_sentences(task: str) -> int:
     """How many sentences the task asks for ("in one sentence", "3 sentences"); default 3."""
-    m = re.search(r"\b(\d+|one|a|single|two|three|four|five)\s+(?:short\s+)?(?:sentences?|lines?|points?|bullets?)\b", task, re.I)
+    m = re.search(
+        r"\b(\d+|one|a|single|two|three|four|five)\s+(?:short\s+)?(?:sentences?|lines?|points?|bullets?)\b",
+        task,
+        re.I,
+    )
     if not m:
         return 3
     word = m.group(1).lower()
@@ -108,13 +115,23 @@ def answer(task: str, input_text: str | None) -> str:
 # -- planning by rules ----------------------------------------------------------------------
 
 _NUMBERED = re.compile(r"(?:^|\s)(\d{1,2})[.)]\s+")
-_THEN = re.compile(r"(?:[,;.]\s*|\s+)(?:and\s+)?(?:then|after that|afterwards|finally|next)\b[,:]?\s+", re.I)
-_PARALLEL = re.compile(r"\b(?:in parallel|at the same time|simultaneously|concurrently|independently|meanwhile)\b", re.I)
-_GATHER = re.compile(r"\b(?:summar|combin|compar|merg|aggregat|collect|report|conclu|synthes|both|all of|together)\w*", re.I)
+_THEN = re.compile(
+    r"(?:[,;.]\s*|\s+)(?:and\s+)?(?:then|after that|afterwards|finally|next)\b[,:]?\s+", re.I
+)
+_PARALLEL = re.compile(
+    r"\b(?:in parallel|at the same time|simultaneously|concurrently|independently|meanwhile)\b",
+    re.I,
+)
+_GATHER = re.compile(
+    r"\b(?:summar|combin|compar|merg|aggregat|collect|report|conclu|synthes|both|all of|together)\w*",
+    re.I,
+)
 _URL = re.compile(r"https?://[^\s<>\"'`]+")
 _BACKTICK = re.compile(r"`([^`]+)`")
 _RUN_QUOTED = re.compile(r"\b(?:run|execute)\s+[\"']([^\"']+)[\"']", re.I)
-_PATH = re.compile(r"(?<![\w/.:-])((?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.(?:txt|md|json|csv|py|html|xml|ya?ml|log|js|ts|toml|ini|cfg))\b")
+_PATH = re.compile(
+    r"(?<![\w/.:-])((?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)*\.(?:txt|md|json|csv|py|html|xml|ya?ml|log|js|ts|toml|ini|cfg))\b"
+)
 _WRITE = re.compile(r"\b(?:write|save|store|create|append|record|put)\b", re.I)
 _LIST = re.compile(r"\b(?:list|ls)\b", re.I)
 
@@ -125,7 +142,12 @@ def split_steps(text: str) -> tuple[list[str], bool]:
     numbered = list(_NUMBERED.finditer(text))
     if len(numbered) >= 2:
         preamble = text[: numbered[0].start()]
-        steps = [text[m.end() : (numbered[i + 1].start() if i + 1 < len(numbered) else len(text))].strip(" .;,") for i, m in enumerate(numbered)]
+        steps = [
+            text[m.end() : (numbered[i + 1].start() if i + 1 < len(numbered) else len(text))].strip(
+                " .;,"
+            )
+            for i, m in enumerate(numbered)
+        ]
         return [s for s in steps if s], bool(_PARALLEL.search(preamble) or _PARALLEL.search(text))
     phases = [p.strip(" .;,") for p in _THEN.split(text) if p.strip(" .;,")]
     if len(phases) == 1:
@@ -141,7 +163,10 @@ def _parallel_parts(phase: str) -> list[str]:
     if len(parts) < 2:
         return [phase]
     verb = parts[0].split()[0]
-    return [p if i == 0 or not (_URL.match(p) or _PATH.match(p)) else f"{verb} {p}" for i, p in enumerate(parts)]
+    return [
+        p if i == 0 or not (_URL.match(p) or _PATH.match(p)) else f"{verb} {p}"
+        for i, p in enumerate(parts)
+    ]
 
 
 def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
@@ -166,7 +191,9 @@ def _refs(ids: list[str]) -> str:
     return "\n\n".join(f"{{{{agent_{i}_result}}}}" for i in ids)
 
 
-def build_steps(steps: list[str], parallel: bool, start: int, base: list[str]) -> list[WorkflowAgent]:
+def build_steps(
+    steps: list[str], parallel: bool, start: int, base: list[str]
+) -> list[WorkflowAgent]:
     """Agents for ``steps`` with ids from ``start``; the first ones depend on ``base``."""
     agents: list[WorkflowAgent] = []
     frontier: list[str] = list(base)  # what the next sequential step waits for
@@ -199,7 +226,16 @@ def build_steps(steps: list[str], parallel: bool, start: int, base: list[str]) -
             inp = None
         if config is not None:
             inp = None if kind != "llm" else inp
-        agents.append(WorkflowAgent(id=agent_id, name=kind, task=step[:1].upper() + step[1:], input=inp, config=config, depends=depends))
+        agents.append(
+            WorkflowAgent(
+                id=agent_id,
+                name=kind,
+                task=step[:1].upper() + step[1:],
+                input=inp,
+                config=config,
+                depends=depends,
+            )
+        )
         if not (in_parallel and not _GATHER.search(step)):
             frontier = gathered = [agent_id]
     return agents
@@ -212,7 +248,9 @@ def plan(task_prompt: str, task_id: str) -> Workflow:
         raise ValueError("the request is empty: say what should be done")
     agents = build_steps(steps, parallel, 1, [])
     name = " ".join(task_prompt.split())
-    return Workflow(name=f"{LABEL} {name[:80]}", task_id=task_id, task_prompt=task_prompt, agents=agents)
+    return Workflow(
+        name=f"{LABEL} {name[:80]}", task_id=task_id, task_prompt=task_prompt, agents=agents
+    )
 
 
 def replan(current: Workflow, prompt: str | None) -> Workflow:

@@ -88,7 +88,9 @@ def parse_rule(text: str, source: str = "") -> Rule:
             f"permission rule {text!r} is not valid; write Tool or Tool(specifier), e.g. shell(git log:*), "
             "file_write(src/**), browser_navigate(domain:example.com)"
         )
-    return Rule(m.group(1), m.group(2).strip() if m.group(2) is not None else None, text.strip(), source)
+    return Rule(
+        m.group(1), m.group(2).strip() if m.group(2) is not None else None, text.strip(), source
+    )
 
 
 def rule_problems(rules: Iterable[str]) -> list[str]:
@@ -181,7 +183,7 @@ def _matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) 
         rel = relative_path(subject, workspace)
         return rel is not None and bool(_glob_regex(spec).match(rel))
     if tool in URL_TOOLS and spec.startswith("domain:"):
-        want = spec[len("domain:"):].strip().lower()
+        want = spec[len("domain:") :].strip().lower()
         host = _host(subject)
         if want.startswith("*."):
             return host.endswith(want[1:])
@@ -219,48 +221,89 @@ def decide(
             decision = _decide_shell(arguments, role, rules, workspace, protected)
         else:
             subject = arguments.get(PRIMARY_ARG.get(tool, ""))
-            decision = _decide_one(tool, subject if isinstance(subject, str) else None, role, rules, workspace)
+            decision = _decide_one(
+                tool, subject if isinstance(subject, str) else None, role, rules, workspace
+            )
         return _apply_mode(tool, arguments, decision, settings.mode, workspace)
     except Exception as e:  # noqa: BLE001 - the checker failing is a refusal, never a pass
-        return Decision("deny", f"refused: the permission checker failed on this call ({type(e).__name__}: {str(e)[:200]})", hard=True)
+        return Decision(
+            "deny",
+            f"refused: the permission checker failed on this call ({type(e).__name__}: {str(e)[:200]})",
+            hard=True,
+        )
 
 
-def _decide_one(tool: str, subject: str | None, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> Decision:
+def _decide_one(
+    tool: str,
+    subject: str | None,
+    role: RoleCapabilityModel,
+    rules: dict[str, list[Rule]],
+    workspace: str | None,
+) -> Decision:
     shown = f" for {subject[:80]!r}" if subject else ""
     if tool in PATH_TOOLS and subject is not None:
         rel = relative_path(subject, workspace)
         if rel is None:
             return Decision("deny", f"{subject!r} is outside the run's workspace", hard=True)
         if tool == "file_write" and any(part in PROTECTED_DIRS for part in rel.split("/")):
-            return Decision("deny", f"writing into {rel.split('/')[0]}/ is not allowed: agents may not change version control or xsky state", hard=True)
+            return Decision(
+                "deny",
+                f"writing into {rel.split('/')[0]}/ is not allowed: agents may not change version control or xsky state",
+                hard=True,
+            )
     for effect in ("deny", "ask", "allow"):
         for rule in rules[effect]:
             if _matches(rule, tool, subject, workspace):
-                return Decision(effect, f"{effect} rule {rule.text!r} from {rule.source} matched{shown}", rule.text)
+                return Decision(
+                    effect,
+                    f"{effect} rule {rule.text!r} from {rule.source} matched{shown}",
+                    rule.text,
+                )
     if tool in role.allowed_tools:
         return Decision("allow", f"role {role.name} lists {tool} in allowedTools")
     if tool in role.requested_tools:
-        return Decision("ask", f"role {role.name} lists {tool} in requestedTools: a person must approve it")
-    return Decision("deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)")
+        return Decision(
+            "ask", f"role {role.name} lists {tool} in requestedTools: a person must approve it"
+        )
+    return Decision(
+        "deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)"
+    )
 
 
-def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None,
-                  protected: Sequence[str] = ()) -> Decision:
+def _decide_shell(
+    arguments: dict[str, Any],
+    role: RoleCapabilityModel,
+    rules: dict[str, list[Rule]],
+    workspace: str | None,
+    protected: Sequence[str] = (),
+) -> Decision:
     command = arguments.get("command")
     if not isinstance(command, str) or not command.strip():
         return Decision("deny", "shell needs a command", hard=True)
     if "\x00" in command:
-        return Decision("deny", "refused: the command holds a NUL byte, which no shell command can carry", hard=True)
+        return Decision(
+            "deny",
+            "refused: the command holds a NUL byte, which no shell command can carry",
+            hard=True,
+        )
     if len(command) > MAX_COMMAND:
-        return Decision("deny", f"refused: the command is {len(command):,} characters, more than the checker reads "
-                                f"({MAX_COMMAND:,}); write it to a script file and run that", hard=True)
+        return Decision(
+            "deny",
+            f"refused: the command is {len(command):,} characters, more than the checker reads "
+            f"({MAX_COMMAND:,}); write it to a script file and run that",
+            hard=True,
+        )
     try:
         parts = split_command(command)
     except ShellParseError as e:
         if e.forbidden:
             return Decision("deny", f"refused: {e}", hard=True)
         # Not understood is not allowed: a person reads it and decides (no mode lifts this).
-        return Decision("ask", f"the checker cannot fully understand this command ({e}); a person must decide", hard=True)
+        return Decision(
+            "ask",
+            f"the checker cannot fully understand this command ({e}); a person must decide",
+            hard=True,
+        )
     worst: Decision | None = None
     for part in parts:
         for d in _part_decisions(part, role, rules, workspace, protected):
@@ -268,29 +311,62 @@ def _decide_shell(arguments: dict[str, Any], role: RoleCapabilityModel, rules: d
                 worst = d
     assert worst is not None
     if len(parts) > 1 and worst.effect != "allow":
-        worst = Decision(worst.effect, f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})", worst.rule, worst.hard)
+        worst = Decision(
+            worst.effect,
+            f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})",
+            worst.rule,
+            worst.hard,
+        )
     return worst
 
 
-def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None,
-                    protected: Sequence[str] = ()) -> list[Decision]:
+def _part_decisions(
+    part: ShellCommand,
+    role: RoleCapabilityModel,
+    rules: dict[str, list[Rule]],
+    workspace: str | None,
+    protected: Sequence[str] = (),
+) -> list[Decision]:
     # ":" stands for redirects or assignments with no command of their own: only they count.
     decisions = [] if part.argv == [":"] else _command_decisions(part, role, rules, workspace)
-    decisions += [d for d in (_reach_decision(part), _protected_decision(part, workspace, protected)) if d is not None]
+    decisions += [
+        d
+        for d in (_reach_decision(part), _protected_decision(part, workspace, protected))
+        if d is not None
+    ]
     for redirect in part.redirects:
         target = redirect.target
-        if (redirect.op in _HEREDOC_OPS or target in _HARMLESS_TARGETS or target.isdigit() or target.startswith("&")
-                or _DEV_NET.match(target)):  # /dev/tcp targets were decided as destinations
+        if (
+            redirect.op in _HEREDOC_OPS
+            or target in _HARMLESS_TARGETS
+            or target.isdigit()
+            or target.startswith("&")
+            or _DEV_NET.match(target)
+        ):  # /dev/tcp targets were decided as destinations
             continue
         if _RUNTIME_CHARS & set(target):
-            decisions.append(Decision("deny", f"redirection {redirect.op} {target!r}: where it goes is only known at run time", hard=True))
+            decisions.append(
+                Decision(
+                    "deny",
+                    f"redirection {redirect.op} {target!r}: where it goes is only known at run time",
+                    hard=True,
+                )
+            )
             continue
         as_tool = "file_write" if ">" in redirect.op else "file_read"
         # A redirection is a file operation: the file rules decide it (and the workspace
         # bounds); a role that may run the shell may redirect inside its workspace.
-        d = _decide_one(as_tool, target, role, {k: [r for r in v if r.tool != "shell"] for k, v in rules.items()}, workspace)
+        d = _decide_one(
+            as_tool,
+            target,
+            role,
+            {k: [r for r in v if r.tool != "shell"] for k, v in rules.items()},
+            workspace,
+        )
         if d.rule is None and d.effect != "deny" or (d.rule is None and "may not use" in d.reason):
-            d = Decision("allow", f"redirection {redirect.op} {target!r} stays inside the workspace")
+            d = Decision(
+                "allow", f"redirection {redirect.op} {target!r} stays inside the workspace"
+            )
         decisions.append(d)
     if not decisions:
         decisions.append(Decision("allow", "nothing runs"))
@@ -299,8 +375,31 @@ def _part_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[s
 
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@]*@)?(\[[^\]]+\]|[^/\s:?#]+)")
 _DEV_NET = re.compile(r"/dev/(?:tcp|udp)/([^/\s]+)")
-NETWORK_PROGRAMS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "telnet", "socat", "ssh", "scp", "sftp", "ping", "nmap",
-                              "http", "https", "xh", "aria2c", "ftp", "rsync", "dig", "nslookup", "host"})
+NETWORK_PROGRAMS = frozenset(
+    {
+        "curl",
+        "wget",
+        "nc",
+        "ncat",
+        "netcat",
+        "telnet",
+        "socat",
+        "ssh",
+        "scp",
+        "sftp",
+        "ping",
+        "nmap",
+        "http",
+        "https",
+        "xh",
+        "aria2c",
+        "ftp",
+        "rsync",
+        "dig",
+        "nslookup",
+        "host",
+    }
+)
 
 
 def destinations(argv: list[str], redirects: Iterable[str] = ()) -> list[str]:
@@ -309,7 +408,11 @@ def destinations(argv: list[str], redirects: Iterable[str] = ()) -> list[str]:
     found += [m.group(1) for token in [*argv, *redirects] for m in _DEV_NET.finditer(token)]
     if argv and argv[0].rsplit("/", 1)[-1] in NETWORK_PROGRAMS:
         for token in argv[1:]:
-            if not token.startswith("-") and "://" not in token and re.fullmatch(r"[\w.\-:\[\]@]+", token):
+            if (
+                not token.startswith("-")
+                and "://" not in token
+                and re.fullmatch(r"[\w.\-:\[\]@]+", token)
+            ):
                 host = token.rsplit("@", 1)[-1]
                 found.append(host.split(":", 1)[0] if host.count(":") == 1 else host)
     return found
@@ -319,12 +422,18 @@ def _reach_decision(part: ShellCommand) -> Decision | None:
     for host in destinations(part.argv, [r.target for r in part.redirects]):
         reason = blocked_host(host)
         if reason:
-            return Decision("deny", f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
-                                    "services, private networks or cloud metadata", hard=True)
+            return Decision(
+                "deny",
+                f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
+                "services, private networks or cloud metadata",
+                hard=True,
+            )
     return None
 
 
-def _protected_decision(part: ShellCommand, workspace: str | None, protected: Sequence[str]) -> Decision | None:
+def _protected_decision(
+    part: ShellCommand, workspace: str | None, protected: Sequence[str]
+) -> Decision | None:
     """Paths into xsky's state, the artifact store or other runs' workspaces are refused."""
     if not protected:
         return None
@@ -341,12 +450,21 @@ def _protected_decision(part: ShellCommand, workspace: str | None, protected: Se
                 continue
             for root in protected:
                 if path == root or path.startswith(root.rstrip("/") + "/"):
-                    return Decision("deny", f"refused: {piece} is inside {root}, which holds xsky's state or other runs' "
-                                            "files; agents work in their own workspace", hard=True)
+                    return Decision(
+                        "deny",
+                        f"refused: {piece} is inside {root}, which holds xsky's state or other runs' "
+                        "files; agents work in their own workspace",
+                        hard=True,
+                    )
     return None
 
 
-def _command_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dict[str, list[Rule]], workspace: str | None) -> list[Decision]:
+def _command_decisions(
+    part: ShellCommand,
+    role: RoleCapabilityModel,
+    rules: dict[str, list[Rule]],
+    workspace: str | None,
+) -> list[Decision]:
     """A simple command, decided as written and without its global options (``git -C . push``
     is a push); one that can run code the checker cannot see is asked for unless a rule allows it."""
     plain = " ".join(normalized(part.argv))
@@ -357,20 +475,35 @@ def _command_decisions(part: ShellCommand, role: RoleCapabilityModel, rules: dic
             decisions.append(written)
     hidden = inline_code(part.argv)
     if hidden is not None:
-        decisions = [d if d.effect != "allow" or d.rule is not None else
-                     Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)") for d in decisions]
+        decisions = [
+            d
+            if d.effect != "allow" or d.rule is not None
+            else Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)")
+            for d in decisions
+        ]
     return decisions
 
 
-def _apply_mode(tool: str, arguments: dict[str, Any], decision: Decision, mode: PermissionMode, workspace: str | None) -> Decision:
+def _apply_mode(
+    tool: str,
+    arguments: dict[str, Any],
+    decision: Decision,
+    mode: PermissionMode,
+    workspace: str | None,
+) -> Decision:
     if decision.hard or (decision.effect == "deny" and decision.rule is not None):
         return decision  # deny rules and safety refusals (and asks the checker insists on) hold in every mode
     if mode == "plan" and tool not in READ_ONLY_TOOLS:
-        return Decision("deny", f"permission mode plan allows read-only tools only; {tool} changes things")
+        return Decision(
+            "deny", f"permission mode plan allows read-only tools only; {tool} changes things"
+        )
     if mode == "accept_edits" and tool == "file_write" and decision.effect == "ask":
         path = arguments.get("path")
         if isinstance(path, str) and relative_path(path, workspace) is not None:
-            return Decision("allow", f"permission mode accept_edits: writes inside the workspace need no approval ({decision.reason})")
+            return Decision(
+                "allow",
+                f"permission mode accept_edits: writes inside the workspace need no approval ({decision.reason})",
+            )
     if mode == "bypass" and decision.effect != "allow":
         return Decision("allow", f"permission mode bypass overrode: {decision.reason}")
     return decision
@@ -383,7 +516,11 @@ def trusted_settings(worker: PermissionSettings, given: PermissionSettings) -> P
     """What a worker decides with: its own settings files' rules (not the run's copy), the
     exact approvals people gave in this run, and the stricter of the two modes."""
     mode = given.mode if _STRICTNESS[given.mode] > _STRICTNESS[worker.mode] else worker.mode
-    return PermissionSettings(layers=worker.layers, mode=mode, run_rules=[r for r in given.run_rules if approval_shaped(r)])
+    return PermissionSettings(
+        layers=worker.layers,
+        mode=mode,
+        run_rules=[r for r in given.run_rules if approval_shaped(r)],
+    )
 
 
 def approval_shaped(text: str) -> bool:
@@ -402,18 +539,28 @@ def approval_shaped(text: str) -> bool:
     if rule.specifier.startswith("="):
         return True
     if rule.specifier.startswith("domain:") and rule.tool in URL_TOOLS:
-        host = rule.specifier[len("domain:"):].strip()
+        host = rule.specifier[len("domain:") :].strip()
         return bool(host) and not any(c in host for c in "*?[]/ ")
     return False
 
 
-def domain_rules(settings: PermissionSettings, tools: tuple[str, ...]) -> tuple[list[str], list[str]]:
+def domain_rules(
+    settings: PermissionSettings, tools: tuple[str, ...]
+) -> tuple[list[str], list[str]]:
     """(allowed, denied) domain patterns of ``Tool(domain:…)`` rules for these tools; ask
     rules count as denied (nobody can be asked in the middle of a connection)."""
     rules = _rules(settings)
+
     def domains(effects: tuple[str, ...]) -> list[str]:
-        return list(dict.fromkeys(r.specifier[len("domain:"):].strip().lower() for e in effects for r in rules[e]
-                                  if r.tool in tools and r.specifier and r.specifier.startswith("domain:")))
+        return list(
+            dict.fromkeys(
+                r.specifier[len("domain:") :].strip().lower()
+                for e in effects
+                for r in rules[e]
+                if r.tool in tools and r.specifier and r.specifier.startswith("domain:")
+            )
+        )
+
     return domains(("allow",)), domains(("deny", "ask"))
 
 
@@ -428,7 +575,9 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
             parts = split_command(arguments["command"])
         except ShellParseError:
             return []
-        exact = [p.text for p in parts if p.argv != [":"]] + [" ".join(normalized(p.argv)) for p in parts if p.argv != [":"]]
+        exact = [p.text for p in parts if p.argv != [":"]] + [
+            " ".join(normalized(p.argv)) for p in parts if p.argv != [":"]
+        ]
         return list(dict.fromkeys(f"shell(={text})" for text in exact if ")" not in text))
     if tool in URL_TOOLS and isinstance(arguments.get("url"), str) and _host(arguments["url"]):
         return [f"{tool}(domain:{_host(arguments['url'])})"]
@@ -456,9 +605,15 @@ def denied_host(settings: PermissionSettings) -> Any:
     (cloud metadata endpoints hand out credentials). Used on every request a page makes,
     redirect hops included, and on every hop of http_get.
     """
-    rules = [r for r in _rules(settings)["deny"] if fnmatch.fnmatchcase("browser_navigate", r.tool) and r.specifier]
+    rules = [
+        r
+        for r in _rules(settings)["deny"]
+        if fnmatch.fnmatchcase("browser_navigate", r.tool) and r.specifier
+    ]
 
     def check(url: str) -> bool:
-        return link_local(url) or any(_matches(rule, "browser_navigate", url, None) for rule in rules)
+        return link_local(url) or any(
+            _matches(rule, "browser_navigate", url, None) for rule in rules
+        )
 
     return check

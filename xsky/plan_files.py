@@ -53,7 +53,9 @@ def load_plan(
         parsed.workflow, known_agents, variables=variables, context_keys=context_keys
     )
     if base_roles is not None:
-        problems += [Problem(message) for message in plan_role_problems(parsed.workflow.roles, base_roles)]
+        problems += [
+            Problem(message) for message in plan_role_problems(parsed.workflow.roles, base_roles)
+        ]
     if problems:
         located: list[Problem] = []
         for prob in problems:

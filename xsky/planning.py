@@ -34,12 +34,22 @@ class PlanResult(WireModel):
     notes: str = ""
 
 
-def check_plan(workflow: Workflow, known_agents: Collection[str], variables: Collection[str] = (), context_keys: Collection[str] | None = None) -> Workflow:
+def check_plan(
+    workflow: Workflow,
+    known_agents: Collection[str],
+    variables: Collection[str] = (),
+    context_keys: Collection[str] | None = None,
+) -> Workflow:
     """The workflow if it can run; else :class:`WorkflowValidationError` with every problem."""
     return dag.ensure_valid(workflow, known_agents, variables=variables, context_keys=context_keys)
 
 
-def parse_and_check(xml: str, known_agents: Collection[str], variables: Collection[str] = (), context_keys: Collection[str] | None = None) -> Workflow:
+def parse_and_check(
+    xml: str,
+    known_agents: Collection[str],
+    variables: Collection[str] = (),
+    context_keys: Collection[str] | None = None,
+) -> Workflow:
     """Parse workflow XML and check it; raises :class:`PlanError` (all problems) when bad."""
     return check_plan(parse_workflow(xml), known_agents, variables, context_keys)
 
@@ -48,7 +58,15 @@ def problems_text(error: PlanError) -> str:
     return "\n".join(p.format("plan") for p in error.problems)
 
 
-__all__ = ["AgentInfo", "PlanRequest", "PlanResult", "WorkflowValidationError", "check_plan", "parse_and_check", "problems_text"]
+__all__ = [
+    "AgentInfo",
+    "PlanRequest",
+    "PlanResult",
+    "WorkflowValidationError",
+    "check_plan",
+    "parse_and_check",
+    "problems_text",
+]
 
 
 # -- prompts (the seed's "Planning Prompt Structure", with this format's details) ------------
@@ -106,7 +124,9 @@ def planning_prompt(req: PlanRequest) -> str:
     extra = ""
     task = req.task_prompt or ""
     if req.current_xml is not None:
-        extra = REPLAN_EXTRA.format(current_xml=req.current_xml, reason=req.reason or "a person asked for changes")
+        extra = REPLAN_EXTRA.format(
+            current_xml=req.current_xml, reason=req.reason or "a person asked for changes"
+        )
         task = req.modification or task or f"Fix the plan: {req.reason}"
     if req.variables:
         extra += f"\nWorkflow variables you may use as {{{{name}}}}: {', '.join(req.variables)}\n"

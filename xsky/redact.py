@@ -31,14 +31,29 @@ _B = r"(?<![A-Za-z0-9_\-])"  # token boundary on the left
 _E = r"(?![A-Za-z0-9_\-])"  # and on the right
 
 PREFIXED: list[Rule] = [
-    ("private-key", re.compile(
-        r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
-        r"([\s\S]{1,20000}?)"
-        r"(?=-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|\Z)"), 1),
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
+            r"([\s\S]{1,20000}?)"
+            r"(?=-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|\Z)"
+        ),
+        1,
+    ),
     ("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai-key", re.compile(_B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"), 0),
-    ("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"), 0),
-    ("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
+    (
+        "aws-access-key-id",
+        re.compile(
+            r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"
+        ),
+        0,
+    ),
+    (
+        "github-token",
+        re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        0,
+    ),
     ("gitlab-token", re.compile(_B + r"glpat-[A-Za-z0-9_\-]{20,}"), 0),
     ("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
     ("slack-webhook", re.compile(r"hooks\.slack\.com/services/[A-Za-z0-9/]{20,}"), 0),
@@ -49,23 +64,53 @@ PREFIXED: list[Rule] = [
     ("npm-token", re.compile(_B + r"npm_[A-Za-z0-9]{36}" + _E), 0),
     ("sendgrid-key", re.compile(_B + r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
     ("twilio-key", re.compile(_B + r"SK[0-9a-f]{32}" + _E), 0),
-    ("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    (
+        "jwt",
+        re.compile(_B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        0,
+    ),
 ]
 
 CONTEXT: list[Rule] = [
-    ("auth-header", re.compile(
-        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|apikey)?\s*([^\s\"',;]{8,})"), 1),
+    (
+        "auth-header",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|apikey)?\s*([^\s\"',;]{8,})"
+        ),
+        1,
+    ),
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)"), 1),
-    ("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,200}:([^\s@/\"'<>]{1,200})@"), 1),
-    ("basic-auth", re.compile(r"(?:^|\s)(?:-u|--user)[= ][\"']?[^\s:\"']{1,100}:([^\s\"']{4,})"), 1),
-    ("mysql-password", re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,300}?\s-p[\"']?([^\s\"']{4,})"), 1),
+    (
+        "url-password",
+        re.compile(
+            r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,200}:([^\s@/\"'<>]{1,200})@"
+        ),
+        1,
+    ),
+    (
+        "basic-auth",
+        re.compile(r"(?:^|\s)(?:-u|--user)[= ][\"']?[^\s:\"']{1,100}:([^\s\"']{4,})"),
+        1,
+    ),
+    (
+        "mysql-password",
+        re.compile(r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,300}?\s-p[\"']?([^\s\"']{4,})"),
+        1,
+    ),
     ("cookie", re.compile(r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\n\"']{8,})"), 1),
-    ("cli-secret", re.compile(
-        r"(?i)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|access-key|secret-key)(?:=|\s+)[\"']?([^\s\"']{4,})"), 1),
+    (
+        "cli-secret",
+        re.compile(
+            r"(?i)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|access-key|secret-key)(?:=|\s+)[\"']?([^\s\"']{4,})"
+        ),
+        1,
+    ),
 ]
 
-_NAME = (r"[A-Za-z0-9_.\-]*?(?:pass(?:word|wd|phrase)?|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
-         r"credentials?|auth[_\-]?key|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|pwd|dsn)[A-Za-z0-9_.\-]*")
+_NAME = (
+    r"[A-Za-z0-9_.\-]*?(?:pass(?:word|wd|phrase)?|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
+    r"credentials?|auth[_\-]?key|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|pwd|dsn)[A-Za-z0-9_.\-]*"
+)
 _ASSIGN_HINT = re.compile(r"(?i)pass|secret|token|key|credential|pwd|dsn")
 _NAME_WORD = re.compile(r"(?i)^" + _NAME + "$")
 
@@ -103,19 +148,43 @@ def _replace_group(rule: str, group: int, placeholders: bool) -> Callable[[re.Ma
     return sub
 
 
-_NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd", "password_min_length", "token_count", "tokens", "max_tokens"})
+_NOT_SECRET_NAMES = frozenset(
+    {"pwd", "oldpwd", "password_min_length", "token_count", "tokens", "max_tokens"}
+)
 
 
 _SUBS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
-    (pattern, _replace_group(label, group, placeholders=False)) for label, pattern, group in PREFIXED
-] + [(pattern, _replace_group(label, group, placeholders=True)) for label, pattern, group in CONTEXT]
+    (pattern, _replace_group(label, group, placeholders=False))
+    for label, pattern, group in PREFIXED
+] + [
+    (pattern, _replace_group(label, group, placeholders=True)) for label, pattern, group in CONTEXT
+]
 # Each rule's cheapest necessary substring: most text holds none, and a substring test is
 # far cheaper than a regex scan (ingestion runs over hundreds of megabytes).
 _NEEDLES: list[tuple[str, ...]] = [
-    ("PRIVATE KEY",), ("sk-ant-",), ("sk-",), ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
-    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("glpat-",), ("xox",), ("hooks.slack.com",), ("AIza",),
-    ("_live_", "_test_"), ("whsec_",), ("hf_",), ("npm_",), ("SG.",), ("SK",), ("eyJ",),
-    ("uthorization", "UTHORIZATION"), ("earer", "EARER"), ("://",), ("-u", "--user"), ("mysql",), ("ookie", "OOKIE"), ("--",),
+    ("PRIVATE KEY",),
+    ("sk-ant-",),
+    ("sk-",),
+    ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ("glpat-",),
+    ("xox",),
+    ("hooks.slack.com",),
+    ("AIza",),
+    ("_live_", "_test_"),
+    ("whsec_",),
+    ("hf_",),
+    ("npm_",),
+    ("SG.",),
+    ("SK",),
+    ("eyJ",),
+    ("uthorization", "UTHORIZATION"),
+    ("earer", "EARER"),
+    ("://",),
+    ("-u", "--user"),
+    ("mysql",),
+    ("ookie", "OOKIE"),
+    ("--",),
 ]
 
 
@@ -180,10 +249,10 @@ def _assignments(text: str) -> str:
         if span is None:
             continue
         pos = span[1]
-        value = text[span[0]:span[1]]
+        value = text[span[0] : span[1]]
         if _is_placeholder(value) or name.lower() in _NOT_SECRET_NAMES:
             continue
-        out.append(text[at:span[0]])
+        out.append(text[at : span[0]])
         out.append(_label("secret"))
         at = span[1]
     out.append(text[at:])

@@ -46,7 +46,13 @@ class PlanChange:
 
 
 def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
-    return (a.name, a.task, a.input, a.config, a.depends) == (b.name, b.task, b.input, b.config, b.depends)
+    return (a.name, a.task, a.input, a.config, a.depends) == (
+        b.name,
+        b.task,
+        b.input,
+        b.config,
+        b.depends,
+    )
 
 
 def new_task(agent: WorkflowAgent, run_id: str) -> TaskState:
@@ -61,7 +67,9 @@ def new_task(agent: WorkflowAgent, run_id: str) -> TaskState:
     )
 
 
-def merge_plan(old: Workflow, tasks: dict[str, TaskState], new: Workflow, run_id: str) -> PlanChange:
+def merge_plan(
+    old: Workflow, tasks: dict[str, TaskState], new: Workflow, run_id: str
+) -> PlanChange:
     old_agents = {a.id: a for a in old.agents}
     new_ids = {a.id for a in new.agents}
     change = PlanChange(tasks=[])

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from xsky.artifacts import ArtifactRef, BlobRef
 from xsky.leader_state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
-from xsky.models import WireModel as Wire
 from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.models import WireModel as Wire
 from xsky.permissions import PermissionSettings
 
 
@@ -31,22 +31,46 @@ class RetryOptions(Wire):
 class RunOptions(Wire):
     max_parallel: int = Field(8, ge=1, le=1000)
     start_to_close_timeout: float = Field(600.0, gt=0, description="seconds, per agent attempt")
-    heartbeat_timeout: float = Field(20.0, gt=0, description="seconds without a heartbeat before an attempt is lost")
-    lost_worker_retries: int = Field(20, ge=0, le=200, description="retries of attempts whose worker was lost (killed, "
-                                     "crashed, cut off): a separate allowance from retry.maximumAttempts, which counts errors")
+    heartbeat_timeout: float = Field(
+        20.0, gt=0, description="seconds without a heartbeat before an attempt is lost"
+    )
+    lost_worker_retries: int = Field(
+        20,
+        ge=0,
+        le=200,
+        description="retries of attempts whose worker was lost (killed, "
+        "crashed, cut off): a separate allowance from retry.maximumAttempts, which counts errors",
+    )
     retry: RetryOptions = Field(default_factory=RetryOptions)
-    artifact_threshold: int = Field(8192, ge=256, description="results larger than this many bytes travel as references")
-    workspace: str | None = Field(None, description="directory agents work in; default .xsky/runs/<id>/workspace")
-    review: bool = Field(False, description="wait for approve_plan (or a replan) before dispatching anything")
+    artifact_threshold: int = Field(
+        8192, ge=256, description="results larger than this many bytes travel as references"
+    )
+    workspace: str | None = Field(
+        None, description="directory agents work in; default .xsky/runs/<id>/workspace"
+    )
+    review: bool = Field(
+        False, description="wait for approve_plan (or a replan) before dispatching anything"
+    )
     review_timeout: float = Field(3600.0, gt=0, description="seconds to wait for a review")
     review_timeout_action: Literal["approve", "cancel"] = "cancel"
-    max_auto_replans: int = Field(2, ge=0, le=20, description="automatic replans per run (failures, stalls)")
-    request_timeout: float = Field(86400.0, gt=0, description="seconds a question or approval may wait for a person")
+    max_auto_replans: int = Field(
+        2, ge=0, le=20, description="automatic replans per run (failures, stalls)"
+    )
+    request_timeout: float = Field(
+        86400.0, gt=0, description="seconds a question or approval may wait for a person"
+    )
     stall: StallWindows = Field(default_factory=StallWindows)
-    local_tools: bool = Field(True, description="run instant no-op agents as local activities on the leader's worker "
-                              "(when it serves every kind): no task-queue round trip")
-    inline_limit: int = Field(512 * 1024, ge=1024, description="characters of state a continued run carries inline; "
-                              "more goes to the artifact store by reference")
+    local_tools: bool = Field(
+        True,
+        description="run instant no-op agents as local activities on the leader's worker "
+        "(when it serves every kind): no task-queue round trip",
+    )
+    inline_limit: int = Field(
+        512 * 1024,
+        ge=1024,
+        description="characters of state a continued run carries inline; "
+        "more goes to the artifact store by reference",
+    )
 
 
 class RunInput(Wire):
@@ -62,12 +86,19 @@ class RunInput(Wire):
     context: dict[str, Any] = Field(default_factory=dict)
     options: RunOptions = Field(default_factory=RunOptions)
     roles: dict[str, RoleCapabilityModel] = Field(
-        default_factory=dict, description="roles resolved at start (built-ins < user < project settings); default: built-ins"
+        default_factory=dict,
+        description="roles resolved at start (built-ins < user < project settings); default: built-ins",
     )
-    permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="rules and mode from settings")
+    permissions: PermissionSettings = Field(
+        default_factory=PermissionSettings, description="rules and mode from settings"
+    )
     state: LeaderState | None = None
-    plan_ref: BlobRef | None = Field(None, description="a plan too large for the input, as workflow XML in the artifact store")
-    state_ref: BlobRef | None = Field(None, description="set by continue-as-new: the run's state in the artifact store")
+    plan_ref: BlobRef | None = Field(
+        None, description="a plan too large for the input, as workflow XML in the artifact store"
+    )
+    state_ref: BlobRef | None = Field(
+        None, description="set by continue-as-new: the run's state in the artifact store"
+    )
 
 
 class AgentInput(Wire):
@@ -76,7 +107,9 @@ class AgentInput(Wire):
     run_id: str
     task_id: str
     agent: WorkflowAgent
-    execution_id: str | None = None  # the run's first execution: survives continue-as-new, not id reuse
+    execution_id: str | None = (
+        None  # the run's first execution: survives continue-as-new, not id reuse
+    )
     plan_version: int = 1
     dispatch: int = 1
     workspace: str | None = None
@@ -90,8 +123,12 @@ class AgentInput(Wire):
     role: RoleCapabilityModel | None = None  # the agent's role, resolved by the leader
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
-    markers: list[str] | None = None  # artifact URIs the leader put in the texts; only these are expanded
-    error_attempts: int = 0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
+    markers: list[str] | None = (
+        None  # artifact URIs the leader put in the texts; only these are expanded
+    )
+    error_attempts: int = (
+        0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
+    )
 
 
 class LeaderSetup(Wire):

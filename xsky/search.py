@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Literal
 
 # What XskyStatus says: the first five while a run is open, the last three once it ended.
-XSKY_STATUSES = ("running", "reviewing", "paused", "waiting", "replanning", "completed", "failed", "cancelled")
+XSKY_STATUSES = (
+    "running",
+    "reviewing",
+    "paused",
+    "waiting",
+    "replanning",
+    "completed",
+    "failed",
+    "cancelled",
+)
 
 # name → Temporal's type, as ``temporal server start-dev --search-attribute NAME=TYPE`` takes it
 SEARCH_ATTRIBUTES: dict[str, Literal["Keyword", "Int"]] = {
@@ -20,4 +29,8 @@ SEARCH_ATTRIBUTES: dict[str, Literal["Keyword", "Int"]] = {
 
 
 def dev_server_flags() -> list[str]:
-    return [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
+    return [
+        arg
+        for name, kind in SEARCH_ATTRIBUTES.items()
+        for arg in ("--search-attribute", f"{name}={kind}")
+    ]

@@ -51,7 +51,9 @@ class PermissionRules(_Strict):
 class SecuritySettings(WireModel):
     model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
     permission_mode: PermissionMode = "default"
-    sandbox: Literal["on", "off"] = "on"  # "off" runs tools unconfined: never the default, always reported
+    sandbox: Literal["on", "off"] = (
+        "on"  # "off" runs tools unconfined: never the default, always reported
+    )
 
 
 class SkillSourceSetting(_Strict):
@@ -103,7 +105,9 @@ def parse_settings(text: str, path: str) -> SettingsFile:
     except json.JSONDecodeError as e:
         raise SettingsError(path, e.lineno, e.colno, f"not valid JSON: {e.msg}") from None
     if not isinstance(data, dict):
-        raise SettingsError(path, 1, 1, "the settings must be a JSON object: {\"roles\": {…}, \"permissions\": {…}}")
+        raise SettingsError(
+            path, 1, 1, 'the settings must be a JSON object: {"roles": {…}, "permissions": {…}}'
+        )
     try:
         settings = SettingsFile.model_validate(data)
     except ValidationError as e:
@@ -119,7 +123,9 @@ def parse_settings(text: str, path: str) -> SettingsFile:
                 "security": "permission_mode, sandbox",
                 "skills": "sources (each: kind, path)",
             }[_section(loc)]
-            raise SettingsError(path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}") from None
+            raise SettingsError(
+                path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}"
+            ) from None
         raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
     for effect in ("allow", "ask", "deny"):
         for rule in getattr(settings.permissions, effect):
@@ -144,7 +150,10 @@ def _section(loc: tuple[Any, ...]) -> str:
 def settings_paths(config: Settings | None = None) -> list[tuple[Literal["user", "project"], Path]]:
     """Where settings live: XSKY_USER_SETTINGS or ~/.xsky/settings.json; XSKY_PROJECT_DIR or ./.xsky/settings.json."""
     config = config or load_settings()
-    return [("user", config.user_settings), ("project", config.project_dir / ".xsky" / "settings.json")]
+    return [
+        ("user", config.user_settings),
+        ("project", config.project_dir / ".xsky" / "settings.json"),
+    ]
 
 
 def load_layers(config: Settings | None = None) -> list[SettingsLayer]:
@@ -152,14 +161,21 @@ def load_layers(config: Settings | None = None) -> list[SettingsLayer]:
     layers = []
     for scope, path in settings_paths(config):
         if path.is_file():
-            layers.append(SettingsLayer(str(path), scope, parse_settings(path.read_text(encoding="utf-8"), str(path))))
+            layers.append(
+                SettingsLayer(
+                    str(path), scope, parse_settings(path.read_text(encoding="utf-8"), str(path))
+                )
+            )
     return layers
 
 
 def role_layers(layers: list[SettingsLayer]) -> list[dict[str, dict[str, Any]]]:
     """Each layer's roles as partial field dicts (only the fields the file sets)."""
     return [
-        {name: role.model_dump(by_alias=False, exclude_none=True) for name, role in layer.settings.roles.items()}
+        {
+            name: role.model_dump(by_alias=False, exclude_none=True)
+            for name, role in layer.settings.roles.items()
+        }
         for layer in layers
     ]
 
@@ -168,7 +184,10 @@ def permission_mode(layers: list[SettingsLayer]) -> PermissionMode:
     """The mode of the last layer that sets one (project over user); default otherwise."""
     mode: PermissionMode = "default"
     for layer in layers:
-        if layer.settings.security is not None and "permission_mode" in layer.settings.security.model_fields_set:
+        if (
+            layer.settings.security is not None
+            and "permission_mode" in layer.settings.security.model_fields_set
+        ):
             mode = layer.settings.security.permission_mode
     return mode
 
@@ -177,7 +196,10 @@ def sandbox_mode(layers: list[SettingsLayer]) -> Literal["on", "off"]:
     """``off`` only when a settings file says so (the project's word over the user's)."""
     mode: Literal["on", "off"] = "on"
     for layer in layers:
-        if layer.settings.security is not None and "sandbox" in layer.settings.security.model_fields_set:
+        if (
+            layer.settings.security is not None
+            and "sandbox" in layer.settings.security.model_fields_set
+        ):
             mode = layer.settings.security.sandbox
     return mode
 
@@ -185,17 +207,26 @@ def sandbox_mode(layers: list[SettingsLayer]) -> Literal["on", "off"]:
 def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
     return PermissionSettings(
         layers=[
-            PermissionLayer(scope=layer.scope, path=layer.path, allow=layer.settings.permissions.allow,
-                            ask=layer.settings.permissions.ask, deny=layer.settings.permissions.deny)
+            PermissionLayer(
+                scope=layer.scope,
+                path=layer.path,
+                allow=layer.settings.permissions.allow,
+                ask=layer.settings.permissions.ask,
+                deny=layer.settings.permissions.deny,
+            )
             for layer in layers
         ],
         mode=permission_mode(layers),
     )
 
 
-def skill_sources(layers: list[SettingsLayer]) -> list[tuple[str, list[tuple[str, str | None]]]] | None:
+def skill_sources(
+    layers: list[SettingsLayer],
+) -> list[tuple[str, list[tuple[str, str | None]]]] | None:
     """Registered transcript sources per settings file; None when no file mentions any."""
     found: list[tuple[str, list[tuple[str, str | None]]]] = [
         (layer.path, [(s.kind, s.path) for s in layer.settings.skills.sources])
-        for layer in layers if layer.settings.skills is not None and layer.settings.skills.sources is not None]
+        for layer in layers
+        if layer.settings.skills is not None and layer.settings.skills.sources is not None
+    ]
     return found or None

@@ -22,13 +22,21 @@ SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
 # take a value, and how many positional arguments come before the wrapped command.
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "env": (frozenset({"-u", "--unset", "-C", "--chdir"}), 0),
-    "sudo": (frozenset({"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D", "--user", "--group"}), 0),
+    "sudo": (
+        frozenset({"-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D", "--user", "--group"}),
+        0,
+    ),
     "doas": (frozenset({"-u", "-C"}), 0),
     "nohup": (frozenset(), 0),
     "time": (frozenset({"-f", "-o"}), 0),
     "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
     "nice": (frozenset({"-n", "--adjustment"}), 0),
-    "xargs": (frozenset({"-I", "-i", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args", "--max-procs"}), 0),
+    "xargs": (
+        frozenset(
+            {"-I", "-i", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args", "--max-procs"}
+        ),
+        0,
+    ),
     "command": (frozenset(), 0),
     "exec": (frozenset({"-a"}), 0),
     "builtin": (frozenset(), 0),
@@ -100,7 +108,9 @@ def _strip_arithmetic(command: str) -> str:
             raise ShellParseError("an arithmetic expression (( … )) is not closed")
         inner = command[start + 2 : j - 2]
         if not _PLAIN_ARITHMETIC.match(inner):
-            raise ShellParseError(f"(( {inner.strip()[:40]} )) uses more than numbers and operators; it cannot be checked")
+            raise ShellParseError(
+                f"(( {inner.strip()[:40]} )) uses more than numbers and operators; it cannot be checked"
+            )
         out.append(command[i : start - 1] + "0" if dollar else command[i:start] + ":")
         i = j
 
@@ -113,8 +123,17 @@ def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
         trees = bashlex.parse(plain)
     # bashlex raises RuntimeError subclasses for syntax it does not support (and for input
     # nested too deeply to recurse through): either way the command cannot be checked.
-    except (bashlex.errors.ParsingError, RuntimeError, IndexError, AttributeError, TypeError, ValueError) as e:
-        raise ShellParseError(f"the command cannot be parsed ({e}); write it as plain commands") from None
+    except (
+        bashlex.errors.ParsingError,
+        RuntimeError,
+        IndexError,
+        AttributeError,
+        TypeError,
+        ValueError,
+    ) as e:
+        raise ShellParseError(
+            f"the command cannot be parsed ({e}); write it as plain commands"
+        ) from None
     for tree in trees:
         _walk(tree, command, out, depth)
 
@@ -132,13 +151,17 @@ def _refuse_expansion(value: str, what: str) -> None:
     """Expansions that can run commands when bash expands them are refused, not guessed."""
     # ${!name} is indirection (the value names another variable); $! alone is a pid.
     if _SUBSTITUTION.search(value) or "@P" in value or (value.startswith("!") and len(value) > 1):
-        raise ShellParseError(f"{what} {value[:60]!r} could run commands when expanded; it cannot be checked")
+        raise ShellParseError(
+            f"{what} {value[:60]!r} could run commands when expanded; it cannot be checked"
+        )
 
 
 def _check_assignment(text: str) -> None:
     name = text.split("=", 1)[0].split("[", 1)[0].lstrip("+")
     if DANGEROUS_VARIABLES.match(name):
-        raise ShellParseError(f"setting {name} changes what commands run; it is not allowed", forbidden=True)
+        raise ShellParseError(
+            f"setting {name} changes what commands run; it is not allowed", forbidden=True
+        )
 
 
 def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
@@ -197,10 +220,17 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             continue
         if part.kind == "word":
             if not argv:
-                if any(p.kind in ("parameter", "commandsubstitution", "processsubstitution") for p in getattr(part, "parts", [])):
-                    raise ShellParseError(f"the command name {part.word!r} is only known at run time; it cannot be checked")
+                if any(
+                    p.kind in ("parameter", "commandsubstitution", "processsubstitution")
+                    for p in getattr(part, "parts", [])
+                ):
+                    raise ShellParseError(
+                        f"the command name {part.word!r} is only known at run time; it cannot be checked"
+                    )
                 if any(c in part.word for c in "{}*?["):
-                    raise ShellParseError(f"the command name {part.word!r} would be expanded by the shell; write it plainly")
+                    raise ShellParseError(
+                        f"the command name {part.word!r} would be expanded by the shell; write it plainly"
+                    )
             elif argv[0] in _DECLARERS and "=" in part.word:
                 _check_assignment(part.word)
             argv.append(part.word)
@@ -247,7 +277,9 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
         while rest:
             head = rest[0]
             if name == "env" and head in ("-S", "--split-string") and len(rest) > 1:
-                _parse_into(rest[1], out, depth + 1)  # env -S "cmd args": a command line in a string
+                _parse_into(
+                    rest[1], out, depth + 1
+                )  # env -S "cmd args": a command line in a string
                 return
             if head == "--":
                 rest.pop(0)
@@ -272,15 +304,65 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
 # Global options that change where a program works, not what it does: `git -C . push` is a
 # push. Options followed by a value are listed with True.
 GLOBAL_OPTIONS: dict[str, dict[str, bool]] = {
-    "git": {"-C": True, "--git-dir": True, "--work-tree": True, "--namespace": True, "-P": False, "--no-pager": False,
-            "-p": False, "--paginate": False, "--bare": False, "--no-replace-objects": False, "--literal-pathspecs": False,
-            "--glob-pathspecs": False, "--noglob-pathspecs": False, "--icase-pathspecs": False, "--no-optional-locks": False},
-    "make": {"-C": True, "--directory": True, "-s": False, "--silent": False, "-j": True, "--jobs": True, "-k": False},
+    "git": {
+        "-C": True,
+        "--git-dir": True,
+        "--work-tree": True,
+        "--namespace": True,
+        "-P": False,
+        "--no-pager": False,
+        "-p": False,
+        "--paginate": False,
+        "--bare": False,
+        "--no-replace-objects": False,
+        "--literal-pathspecs": False,
+        "--glob-pathspecs": False,
+        "--noglob-pathspecs": False,
+        "--icase-pathspecs": False,
+        "--no-optional-locks": False,
+    },
+    "make": {
+        "-C": True,
+        "--directory": True,
+        "-s": False,
+        "--silent": False,
+        "-j": True,
+        "--jobs": True,
+        "-k": False,
+    },
     "npm": {"--prefix": True, "-C": True, "--silent": False, "-s": False},
-    "docker": {"-H": True, "--host": True, "--context": True, "-c": True, "--log-level": True, "-l": True, "-D": False},
-    "kubectl": {"--context": True, "--kubeconfig": True, "-n": True, "--namespace": True, "--cluster": True, "--user": True},
+    "docker": {
+        "-H": True,
+        "--host": True,
+        "--context": True,
+        "-c": True,
+        "--log-level": True,
+        "-l": True,
+        "-D": False,
+    },
+    "kubectl": {
+        "--context": True,
+        "--kubeconfig": True,
+        "-n": True,
+        "--namespace": True,
+        "--cluster": True,
+        "--user": True,
+    },
 }
-_INTERPRETERS = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "Rscript"}
+_INTERPRETERS = {
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "php",
+    "lua",
+    "deno",
+    "bun",
+    "Rscript",
+}
 _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
 
 
@@ -308,19 +390,32 @@ def inline_code(argv: list[str]) -> str | None:
     joined = " ".join(args)
     if name == "git":
         i = 0
-        while i < len(args) and args[i].startswith("-"):  # the global options, before the subcommand
+        while i < len(args) and args[i].startswith(
+            "-"
+        ):  # the global options, before the subcommand
             a = args[i]
-            if a == "-c" or (a.startswith("-c") and not a.startswith("--")) or a.startswith(("--config-env", "--exec-path")):
+            if (
+                a == "-c"
+                or (a.startswith("-c") and not a.startswith("--"))
+                or a.startswith(("--config-env", "--exec-path"))
+            ):
                 return "git -c / --config-env set configuration that can run programs (core.pager, core.sshCommand, aliases)"
             i += 2 if GLOBAL_OPTIONS["git"].get(a) else 1
         return None
     if name in _AWKS:
         program = next((a for a in args if not a.startswith("-")), "")
-        if re.search(r"system\s*\(|\|\s*getline|\|&|print[^;]*[>|]|printf[^;]*[>|]", program) or "-f" in args:
+        if (
+            re.search(r"system\s*\(|\|\s*getline|\|&|print[^;]*[>|]|printf[^;]*[>|]", program)
+            or "-f" in args
+        ):
             return f"{name} programs can run commands and write files (system(), pipes, > file)"
         return None
     if name in ("sed", "gsed"):
-        if re.search(r"(^|[;}\s])[0-9,$/]*(e|w|W)\b|/(e|w)\b", joined) or "-f" in args or "--file" in args:
+        if (
+            re.search(r"(^|[;}\s])[0-9,$/]*(e|w|W)\b|/(e|w)\b", joined)
+            or "-f" in args
+            or "--file" in args
+        ):
             return "sed's e and w commands run commands and write files"
         return None
     if name in _INTERPRETERS:
@@ -331,8 +426,11 @@ def inline_code(argv: list[str]) -> str | None:
         return f"{name} runs the commands of a file"
     if name == "find" and "-delete" in args:
         return "find -delete removes files"
-    if name in ("tar", "bsdtar") and re.search(r"--to-command|--checkpoint-action|--use-compress-program|(^|\s)-I\b|--rsh-command|"
-                                               r"--info-script|--new-volume-script|-F\b", joined):
+    if name in ("tar", "bsdtar") and re.search(
+        r"--to-command|--checkpoint-action|--use-compress-program|(^|\s)-I\b|--rsh-command|"
+        r"--info-script|--new-volume-script|-F\b",
+        joined,
+    ):
         return "tar options that run programs (--to-command, --checkpoint-action, -I …)"
     if name in ("ssh", "rsh") and len([a for a in args if not a.startswith("-")]) > 1:
         return f"{name} runs a command on another machine"
@@ -340,7 +438,26 @@ def inline_code(argv: list[str]) -> str | None:
         return "rsync -e runs a program"
     if name == "zip" and re.search(r"-TT|--unzip-command", joined):
         return "zip -TT runs a program"
-    if name in ("vi", "vim", "nvim", "ex", "less", "more", "man", "gdb", "sqlite3", "script", "su", "pkexec",
-                "unshare", "nsenter", "systemd-run", "crontab", "at", "batch", "ld.so"):
+    if name in (
+        "vi",
+        "vim",
+        "nvim",
+        "ex",
+        "less",
+        "more",
+        "man",
+        "gdb",
+        "sqlite3",
+        "script",
+        "su",
+        "pkexec",
+        "unshare",
+        "nsenter",
+        "systemd-run",
+        "crontab",
+        "at",
+        "batch",
+        "ld.so",
+    ):
         return f"{name} can run arbitrary commands"
     return None

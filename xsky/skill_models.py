@@ -75,7 +75,9 @@ class SkillEntityInput(Wire):
 
     slug: str
     state: SkillEntityState | None = None
-    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds SkillEditAgent may go silent before a retry")
+    heartbeat_timeout: float = Field(
+        60.0, gt=0, description="seconds SkillEditAgent may go silent before a retry"
+    )
 
 
 class AddCandidates(Wire):
@@ -204,4 +206,4 @@ def entity_workflow_id(task_queue: str, slug: str) -> str:
 
 def traj_of(atom_id: str) -> str:
     """The trajectory id inside an atom id (``atom_<traj>_NNNN``)."""
-    return atom_id[len("atom_"):].rsplit("_", 1)[0]
+    return atom_id[len("atom_") :].rsplit("_", 1)[0]

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from xsky.models import WireModel as Wire
 
+
 class DeltaRef(Wire):
     """Bytes ``[start, end)`` of one raw transcript, not yet turned into atoms."""
 
@@ -30,9 +31,18 @@ class DeltaRef(Wire):
 
 
 class ScanInput(Wire):
-    limit: int = Field(200, ge=1, le=5000, description="deltas handed out per scan (the rest wait for the next round)")
-    max_delta_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="largest delta; a bigger append is taken in parts")
-    settle_seconds: float = Field(120.0, ge=0, description="a last line without a newline is taken once the file is this old")
+    limit: int = Field(
+        200,
+        ge=1,
+        le=5000,
+        description="deltas handed out per scan (the rest wait for the next round)",
+    )
+    max_delta_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="largest delta; a bigger append is taken in parts"
+    )
+    settle_seconds: float = Field(
+        120.0, ge=0, description="a last line without a newline is taken once the file is this old"
+    )
 
 
 class ScanResult(Wire):
@@ -50,7 +60,9 @@ class ScanResult(Wire):
 
 class DeltaInput(Wire):
     delta: DeltaRef
-    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds without a heartbeat before a step is retried elsewhere")
+    heartbeat_timeout: float = Field(
+        60.0, gt=0, description="seconds without a heartbeat before a step is retried elsewhere"
+    )
 
 
 class LaneSummary(Wire):
@@ -111,8 +123,16 @@ class SkillsScanInput(Wire):
 
     scan: ScanInput = Field(default_factory=ScanInput)
     concurrency: int = Field(8, ge=1, le=100, description="delta workflows running at once")
-    heartbeat_timeout: float = Field(60.0, gt=0, description="seconds a delta step may go silent (a dead worker) before a retry")
-    max_rounds: int = Field(50, ge=1, description="scan rounds in one tick at most (the next tick goes on)")
-    rounds_per_run: int = Field(10, ge=1, description="rounds before continuing as new (a round of 200 deltas is ~800 events)")
+    heartbeat_timeout: float = Field(
+        60.0, gt=0, description="seconds a delta step may go silent (a dead worker) before a retry"
+    )
+    max_rounds: int = Field(
+        50, ge=1, description="scan rounds in one tick at most (the next tick goes on)"
+    )
+    rounds_per_run: int = Field(
+        10,
+        ge=1,
+        description="rounds before continuing as new (a round of 200 deltas is ~800 events)",
+    )
     rounds_done: int = 0
     totals: SkillsScanResult | None = None  # carried across continue-as-new

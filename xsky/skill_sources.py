@@ -44,10 +44,14 @@ def expand(path: str, env: Mapping[str, str]) -> Path:
     return Path(os.path.abspath(os.path.expandvars(text)))
 
 
-def resolve(registered: list[tuple[str, list[tuple[str, str | None]]]] | None, env: Mapping[str, str]) -> list[Source]:
+def resolve(
+    registered: list[tuple[str, list[tuple[str, str | None]]]] | None, env: Mapping[str, str]
+) -> list[Source]:
     """Sources from ``[(settings path, [(kind, path or None), …]), …]``; None = no file says anything."""
     if registered is None:
-        return [Source(k, Path(os.path.abspath(default_root(k, env))), "default") for k in SOURCE_KINDS]
+        return [
+            Source(k, Path(os.path.abspath(default_root(k, env))), "default") for k in SOURCE_KINDS
+        ]
     out: dict[tuple[str, Path], Source] = {}
     for origin, items in registered:
         for kind, path in items:

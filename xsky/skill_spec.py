@@ -53,8 +53,8 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     try:
         front = yaml.safe_load(m.group(1))
     except yaml.YAMLError:
-        return {}, text[m.end():]
-    return (front if isinstance(front, dict) else {}), text[m.end():]
+        return {}, text[m.end() :]
+    return (front if isinstance(front, dict) else {}), text[m.end() :]
 
 
 def problems(skill_dir: Path) -> list[str]:
@@ -69,7 +69,9 @@ def problems(skill_dir: Path) -> list[str]:
     front, body = split(text)
     name = front.get("name")
     if isinstance(name, str) and (not NAME_RE.match(name) or len(name) > MAX_NAME):
-        found.append(f"name {name!r} must be 1-{MAX_NAME} characters of a-z, 0-9 and single hyphens inside")
+        found.append(
+            f"name {name!r} must be 1-{MAX_NAME} characters of a-z, 0-9 and single hyphens inside"
+        )
     description = front.get("description")
     if isinstance(description, str):
         if "<" in description or ">" in description:
@@ -77,12 +79,16 @@ def problems(skill_dir: Path) -> list[str]:
         if not re.search(r"(?i)\bwhen\b", description):
             found.append("the description must say when to use the skill (e.g. '… Use when …')")
     metadata = front.get("metadata")
-    if metadata is not None and (not isinstance(metadata, dict)
-                                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+    if metadata is not None and (
+        not isinstance(metadata, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
         found.append("metadata must map strings to strings (quote numbers and lists as text)")
     lines = body.strip("\n").count("\n") + 1 if body.strip() else 0
     if lines > MAX_BODY_LINES:
-        found.append(f"the body has {lines} lines; keep it to {MAX_BODY_LINES} and move detail into references/")
+        found.append(
+            f"the body has {lines} lines; keep it to {MAX_BODY_LINES} and move detail into references/"
+        )
     if not body.strip():
         found.append("the body is empty: say how to do the task")
     return list(dict.fromkeys(found))

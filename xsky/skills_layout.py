@@ -1,11 +1,11 @@
 """Where the skill pipeline keeps things under the skills home (``XSKY_SKILLS_HOME``).
 
-    <home>/state.db                                cursors, trajectories, scan history (SQLite)
-    <home>/<tag>_sessions/traj_<…>.md              the trajectory view (tag: cc, codex, xsky)
-    <home>/<tag>_sessions/traj_<…>/index.jsonl     view ranges → raw file bytes / uuid / call_id
-    <home>/<tag>_sessions/traj_<…>/tasks/atom_traj_<…>_NNNN.json
-    <home>/.staging/<delta key>/                   a delta's work between activities
-    <home>/skills/<slug>/                          the skill library (its own git repository each)
+<home>/state.db                                cursors, trajectories, scan history (SQLite)
+<home>/<tag>_sessions/traj_<…>.md              the trajectory view (tag: cc, codex, xsky)
+<home>/<tag>_sessions/traj_<…>/index.jsonl     view ranges → raw file bytes / uuid / call_id
+<home>/<tag>_sessions/traj_<…>/tasks/atom_traj_<…>_NNNN.json
+<home>/.staging/<delta key>/                   a delta's work between activities
+<home>/skills/<slug>/                          the skill library (its own git repository each)
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 from pathlib import Path
 
 from xsky.transcripts import KIND_TAG
+
 
 def sessions_dir(home: Path, kind: str) -> Path:
     return home / f"{KIND_TAG[kind]}_sessions"

@@ -18,7 +18,9 @@ StallAction = Literal["nudge", "restart", "replan", "escalate"]
 ESCALATED = 3
 
 
-def stall_step(level: int, idle: float, windows: StallWindows, can_replan: bool) -> StallAction | None:
+def stall_step(
+    level: int, idle: float, windows: StallWindows, can_replan: bool
+) -> StallAction | None:
     """The next rung for a task idle for ``idle`` seconds at ladder ``level``, if due."""
     if not windows.enabled or level >= ESCALATED:
         return None
@@ -63,7 +65,9 @@ class LoopDetector:
 
     @staticmethod
     def key(tool: str, arguments: Any) -> str:
-        return tool + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+        return (
+            tool + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+        )
 
     def observe(self, tool: str, arguments: Any) -> Literal["nudge", "stop"] | None:
         key = self.key(tool, arguments)

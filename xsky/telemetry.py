@@ -87,7 +87,6 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
 # -- traces -------------------------------------------------------------------------------------
 
 
-
 def run_trace_ids(workflow_id: str, first_execution_run_id: str) -> tuple[int, int]:
     """The trace id and root span id of a run started without a trace context."""
     digest = hashlib.sha256(
@@ -242,5 +241,3 @@ def use_json_logs(level: str) -> None:
     logging.basicConfig(level=level, handlers=[handler], force=True)
     workflow.logger.workflow_info_on_message = False
     activity.logger.activity_info_on_message = False
-
-

@@ -111,31 +111,120 @@ class ToolSpec:
         return self.writes or self.exec or self.network
 
 
-TOOLS: dict[str, ToolSpec] = {t.name: t for t in [
-    ToolSpec("browser_navigate", "open a URL in the agent's own browser page; returns title, text and links",
-             BrowserNavigateArgs, reads=True, network=True, subject="url", kind="url"),
-    # Clicking and typing act on the page (a form sent, an order placed): not read-only.
-    ToolSpec("browser_click", "click an element (CSS selector or visible text) on the current page",
-             BrowserClickArgs, reads=True, writes=True, network=True, subject="selector"),
-    ToolSpec("browser_type", "type text into an input (CSS selector), optionally pressing Enter",
-             BrowserTypeArgs, writes=True, network=True, subject="selector"),
-    ToolSpec("browser_extract", "the text of the page or of one element (CSS selector)", BrowserExtractArgs,
-             reads=True, subject="selector"),
-    ToolSpec("browser_screenshot", "save a screenshot of the current page as an artifact", BrowserScreenshotArgs, reads=True),
-    ToolSpec("file_read", "read a file of the run's workspace", FileReadArgs, reads=True, subject="path", kind="path"),
-    ToolSpec("file_write", "write (or append to) a file of the run's workspace", FileWriteArgs, writes=True,
-             subject="path", kind="path"),
-    ToolSpec("file_list", "list files of the run's workspace", FileListArgs, reads=True, subject="path", kind="path"),
-    ToolSpec("code_search", "search the workspace's files with a regular expression", CodeSearchArgs, reads=True,
-             subject="path", kind="path"),
-    ToolSpec("shell", "run a shell command in the run's workspace", ShellArgs, reads=True, writes=True, exec=True,
-             subject="command", kind="command"),
-    ToolSpec("python_exec", "run a Python snippet in the run's workspace", PythonExecArgs, reads=True, writes=True,
-             exec=True, subject="code"),
-    ToolSpec("http_get", "fetch a URL over HTTP(S)", HttpGetArgs, reads=True, network=True, subject="url", kind="url"),
-    ToolSpec("ask_user", "ask a person a question and wait for the answer", AskUserArgs, subject="question"),
-    ToolSpec("read_skill", "read a bound skill's SKILL.md", ReadSkillArgs, reads=True, subject="name"),
-]}
+TOOLS: dict[str, ToolSpec] = {
+    t.name: t
+    for t in [
+        ToolSpec(
+            "browser_navigate",
+            "open a URL in the agent's own browser page; returns title, text and links",
+            BrowserNavigateArgs,
+            reads=True,
+            network=True,
+            subject="url",
+            kind="url",
+        ),
+        # Clicking and typing act on the page (a form sent, an order placed): not read-only.
+        ToolSpec(
+            "browser_click",
+            "click an element (CSS selector or visible text) on the current page",
+            BrowserClickArgs,
+            reads=True,
+            writes=True,
+            network=True,
+            subject="selector",
+        ),
+        ToolSpec(
+            "browser_type",
+            "type text into an input (CSS selector), optionally pressing Enter",
+            BrowserTypeArgs,
+            writes=True,
+            network=True,
+            subject="selector",
+        ),
+        ToolSpec(
+            "browser_extract",
+            "the text of the page or of one element (CSS selector)",
+            BrowserExtractArgs,
+            reads=True,
+            subject="selector",
+        ),
+        ToolSpec(
+            "browser_screenshot",
+            "save a screenshot of the current page as an artifact",
+            BrowserScreenshotArgs,
+            reads=True,
+        ),
+        ToolSpec(
+            "file_read",
+            "read a file of the run's workspace",
+            FileReadArgs,
+            reads=True,
+            subject="path",
+            kind="path",
+        ),
+        ToolSpec(
+            "file_write",
+            "write (or append to) a file of the run's workspace",
+            FileWriteArgs,
+            writes=True,
+            subject="path",
+            kind="path",
+        ),
+        ToolSpec(
+            "file_list",
+            "list files of the run's workspace",
+            FileListArgs,
+            reads=True,
+            subject="path",
+            kind="path",
+        ),
+        ToolSpec(
+            "code_search",
+            "search the workspace's files with a regular expression",
+            CodeSearchArgs,
+            reads=True,
+            subject="path",
+            kind="path",
+        ),
+        ToolSpec(
+            "shell",
+            "run a shell command in the run's workspace",
+            ShellArgs,
+            reads=True,
+            writes=True,
+            exec=True,
+            subject="command",
+            kind="command",
+        ),
+        ToolSpec(
+            "python_exec",
+            "run a Python snippet in the run's workspace",
+            PythonExecArgs,
+            reads=True,
+            writes=True,
+            exec=True,
+            subject="code",
+        ),
+        ToolSpec(
+            "http_get",
+            "fetch a URL over HTTP(S)",
+            HttpGetArgs,
+            reads=True,
+            network=True,
+            subject="url",
+            kind="url",
+        ),
+        ToolSpec(
+            "ask_user",
+            "ask a person a question and wait for the answer",
+            AskUserArgs,
+            subject="question",
+        ),
+        ToolSpec(
+            "read_skill", "read a bound skill's SKILL.md", ReadSkillArgs, reads=True, subject="name"
+        ),
+    ]
+}
 
 READ_ONLY_TOOLS = frozenset(n for n, t in TOOLS.items() if t.read_only)
 PATH_TOOLS = {n: t.subject for n, t in TOOLS.items() if t.kind == "path" and t.subject}
@@ -155,14 +244,28 @@ def parameters(spec: ToolSpec) -> dict[str, Any]:
             kinds = [p for p in prop.pop("anyOf") if p.get("type") != "null"]
             prop = {**kinds[0], **prop}
         properties[name] = prop
-    return {"type": "object", "properties": properties, "required": list(schema.get("required", [])),
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(schema.get("required", [])),
+        "additionalProperties": False,
+    }
 
 
 def openai_tools(names: list[str]) -> list[dict[str, Any]]:
     """Function-tool definitions for the given tool names, in the given order."""
-    return [{"type": "function", "function": {"name": n, "description": TOOLS[n].description, "parameters": parameters(TOOLS[n])}}
-            for n in names if n in TOOLS]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": TOOLS[n].description,
+                "parameters": parameters(TOOLS[n]),
+            },
+        }
+        for n in names
+        if n in TOOLS
+    ]
 
 
 def argument_problem(name: str, arguments: dict[str, Any]) -> str | None:

@@ -30,12 +30,27 @@ EventKind = Literal[
     "marker",  # task started / completed, turn ended, interrupted, aborted, branch
     "meta",  # injected context, command wrappers, skill listings, titles: never user intent
 ]
-Marker = Literal["task_start", "task_complete", "turn_end", "interrupted", "aborted", "branch", "session_start", "compaction"]
+Marker = Literal[
+    "task_start",
+    "task_complete",
+    "turn_end",
+    "interrupted",
+    "aborted",
+    "branch",
+    "session_start",
+    "compaction",
+]
 
 # Characters of each kind kept in the view (the raw file keeps everything).
 CAPS: dict[str, int] = {
-    "user": 20_000, "assistant": 20_000, "thinking": 1_500, "tool_call": 2_000,
-    "tool_result": 2_000, "compaction": 6_000, "marker": 300, "meta": 300,
+    "user": 20_000,
+    "assistant": 20_000,
+    "thinking": 1_500,
+    "tool_call": 2_000,
+    "tool_result": 2_000,
+    "compaction": 6_000,
+    "marker": 300,
+    "meta": 300,
 }
 # Text is cut to the cap plus this margin *before* redaction (so huge tool outputs are not
 # scanned in full) and to the cap after; the margin is longer than any single-line secret.
@@ -84,8 +99,20 @@ class Unit:
         return cls(**{k: d.get(k, v) for k, v in _UNIT_DEFAULTS.items()})
 
 
-_UNIT_DEFAULTS: dict[str, Any] = {"s": 0, "e": 0, "kind": "meta", "head": "", "tool": None, "error": False,
-                                  "marker": None, "skill": None, "offset": 0, "end": 0, "uuid": None, "call_id": None}
+_UNIT_DEFAULTS: dict[str, Any] = {
+    "s": 0,
+    "e": 0,
+    "kind": "meta",
+    "head": "",
+    "tool": None,
+    "error": False,
+    "marker": None,
+    "skill": None,
+    "offset": 0,
+    "end": 0,
+    "uuid": None,
+    "call_id": None,
+}
 HEAD_CHARS = 400
 
 
@@ -162,15 +189,35 @@ def render(events: list[Event], start: int) -> Rendered:
             continue
         md = block(e)
         parts.append(md)
-        units.append(Unit(s=at, e=at + len(md), kind=e.kind, head=e.text[:HEAD_CHARS], tool=e.tool, error=e.is_error,
-                          marker=e.marker, skill=e.skill, offset=e.offset, end=e.end, uuid=e.uuid, call_id=e.call_id))
+        units.append(
+            Unit(
+                s=at,
+                e=at + len(md),
+                kind=e.kind,
+                head=e.text[:HEAD_CHARS],
+                tool=e.tool,
+                error=e.is_error,
+                marker=e.marker,
+                skill=e.skill,
+                offset=e.offset,
+                end=e.end,
+                uuid=e.uuid,
+                call_id=e.call_id,
+            )
+        )
         at += len(md)
     return Rendered("".join(parts), units)
 
 
 def header(traj_id: str, kind: str, path: str, project: str | None, model: str | None) -> str:
-    facts = " · ".join(x for x in (f"project {project}" if project else "", f"model {model}" if model else "") if x)
-    return f"# {traj_id}\n\nsource: {kind} · `{path}`" + (f"\n{facts}" if facts else "") + f"\nview: {RENDER_VERSION}\n\n"
+    facts = " · ".join(
+        x for x in (f"project {project}" if project else "", f"model {model}" if model else "") if x
+    )
+    return (
+        f"# {traj_id}\n\nsource: {kind} · `{path}`"
+        + (f"\n{facts}" if facts else "")
+        + f"\nview: {RENDER_VERSION}\n\n"
+    )
 
 
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -98,15 +98,29 @@ def check_references(
                     continue
                 seen.add(name)
                 if name.startswith(RAW + "agent_") and name.endswith("_result"):
-                    problems.append(Problem(f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
-                                            f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
-                                            "is quoted for you", agent_index=i, agent_id=agent.id))
+                    problems.append(
+                        Problem(
+                            f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
+                            f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
+                            "is quoted for you",
+                            agent_index=i,
+                            agent_id=agent.id,
+                        )
+                    )
                     continue
-                if name.startswith("agent_") and name.endswith("_result") and name[6:-7] in agent.depends:
+                if (
+                    name.startswith("agent_")
+                    and name.endswith("_result")
+                    and name[6:-7] in agent.depends
+                ):
                     continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
-                msg = _check_one(classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys)
+                msg = _check_one(
+                    classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys
+                )
                 if msg:
-                    problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
+                    problems.append(
+                        Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id)
+                    )
     return problems
 
 
@@ -189,10 +203,17 @@ def render(
 ) -> str:
     """Replace every reference in ``text``. Pure: same inputs, same output."""
 
-    return REF_RE.sub(lambda m: _value(classify(m.group(1), m.group(0)), results, variables, context), text)
+    return REF_RE.sub(
+        lambda m: _value(classify(m.group(1), m.group(0)), results, variables, context), text
+    )
 
 
-def _value(ref: Reference, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> str:
+def _value(
+    ref: Reference,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> str:
     if ref.kind == "agent":
         if ref.key not in results:
             raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
@@ -233,11 +254,13 @@ def render_command(
     state = QuoteState()
     for m in REF_RE.finditer(code):
         state.advance(code, at, m.start())
-        out.append(code[at:m.start()])
+        out.append(code[at : m.start()])
         ref = classify(m.group(1), m.group(0))
         if ref.raw and ref.kind == "agent":
-            raise RenderError(f"{ref.text}: an agent's result is never pasted raw into code; write "
-                              f"{{{{agent_{ref.key}_result}}}}")
+            raise RenderError(
+                f"{ref.text}: an agent's result is never pasted raw into code; write "
+                f"{{{{agent_{ref.key}_result}}}}"
+            )
         value = _value(ref, results, variables, context)
         if ref.raw:
             out.append(value)
@@ -278,7 +301,9 @@ class QuoteState:
             i += 1
 
 
-def render_config(value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]) -> Any:
+def render_config(
+    value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]
+) -> Any:
     """``render`` applied to every string inside a JSON-like config value."""
     if isinstance(value, str):
         return render(value, results, variables, context)

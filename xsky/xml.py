@@ -78,7 +78,9 @@ def parse_workflow(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     return parse_workflow_source(text, max_bytes=max_bytes).workflow
 
 
-def parse_workflow_source(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedWorkflow:
+def parse_workflow_source(
+    text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> ParsedWorkflow:
     """Like :func:`parse_workflow`, and also return each agent's line and column."""
     data, source, encoding = _as_bytes(text, max_bytes)
     root = _parse_tree(data, source, encoding)
@@ -100,10 +102,18 @@ def _as_bytes(text: str | bytes, max_bytes: int) -> tuple[bytes, str, str | None
         except UnicodeEncodeError as e:
             line, col = _offset_to_line_col(text, e.start)
             raise WorkflowXMLError(
-                [Problem("the text holds an unpaired surrogate character; save it as valid UTF-8", line, col)]
+                [
+                    Problem(
+                        "the text holds an unpaired surrogate character; save it as valid UTF-8",
+                        line,
+                        col,
+                    )
+                ]
             ) from None
     else:
-        raise WorkflowXMLError([Problem(f"expected the plan as text, got {type(text).__name__}", 1, 1)])
+        raise WorkflowXMLError(
+            [Problem(f"expected the plan as text, got {type(text).__name__}", 1, 1)]
+        )
     if len(data) > max_bytes:
         raise WorkflowXMLError(
             [
@@ -294,12 +304,20 @@ class _Reader:
         agent: dict[str, Any] = {}
         agent_id = attrs.get("id")
         if agent_id is None:
-            self.problem(el, f"{_label(None, index)} has no id attribute; add id=\"…\" (unique in the plan)", index)
+            self.problem(
+                el,
+                f'{_label(None, index)} has no id attribute; add id="…" (unique in the plan)',
+                index,
+            )
         else:
             agent["id"] = agent_id
         name = attrs.get("name")
         if name is None:
-            self.problem(el, f"{_label(agent_id, index)} has no name attribute; add name=\"llm\" (or browser, file, shell, a role)", index)
+            self.problem(
+                el,
+                f'{_label(agent_id, index)} has no name attribute; add name="llm" (or browser, file, shell, a role)',
+                index,
+            )
         else:
             agent["name"] = name
         depends = attrs.get("depends")
@@ -311,7 +329,11 @@ class _Reader:
         status = attrs.get("status")
         if status is not None:
             if status not in _STATUSES:
-                self.problem(el, f'{_label(agent_id, index)}: status="{status}" must be one of {", ".join(_STATUSES)}', index)
+                self.problem(
+                    el,
+                    f'{_label(agent_id, index)}: status="{status}" must be one of {", ".join(_STATUSES)}',
+                    index,
+                )
             else:
                 agent["status"] = status
 
@@ -326,7 +348,9 @@ class _Reader:
                 self._unknown_child(child, "agent", _AGENT_CHILDREN, index)
                 continue
             if tag in agent:
-                self.problem(child, f"{_label(agent_id, index)} has more than one <{tag}>; keep one", index)
+                self.problem(
+                    child, f"{_label(agent_id, index)} has more than one <{tag}>; keep one", index
+                )
                 continue
             if len(child):
                 self.problem(
@@ -341,9 +365,17 @@ class _Reader:
             else:
                 agent[tag] = _element_text(child)
         if stray:
-            self.problem(el, f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>", index)
+            self.problem(
+                el,
+                f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>",
+                index,
+            )
         if "task" not in agent:
-            self.problem(el, f"{_label(agent_id, index)} has no <task>; add <task>what this agent should do</task>", index)
+            self.problem(
+                el,
+                f"{_label(agent_id, index)} has no <task>; add <task>what this agent should do</task>",
+                index,
+            )
         return agent
 
     def _read_config(self, el: etree._Element, label: str, index: int) -> dict[str, Any] | None:
@@ -368,7 +400,11 @@ class _Reader:
             )
             return None
         if not isinstance(value, dict):
-            self.problem(el, f"<config> of {label} must be a JSON object {{…}}, not {type(value).__name__}", index)
+            self.problem(
+                el,
+                f"<config> of {label} must be a JSON object {{…}}, not {type(value).__name__}",
+                index,
+            )
             return None
         return value
 
@@ -376,12 +412,19 @@ class _Reader:
         self._check_attrs(el, _ROLE_ATTRS, "role")
         name = el.get("name")
         if not name:
-            self.problem(el, '<role> needs a name attribute: <role name="reviewer" tools="file_read">…</role>')
+            self.problem(
+                el,
+                '<role> needs a name attribute: <role name="reviewer" tools="file_read">…</role>',
+            )
         role: dict[str, Any] = {"name": name or "unnamed"}
         for attr, field in (("description", "description"), ("model", "suggestedModel")):
             if el.get(attr) is not None:
                 role[field] = el.get(attr)
-        for attr, field in (("tools", "allowedTools"), ("requestedTools", "requestedTools"), ("skills", "skillNames")):
+        for attr, field in (
+            ("tools", "allowedTools"),
+            ("requestedTools", "requestedTools"),
+            ("skills", "skillNames"),
+        ):
             if el.get(attr) is not None:
                 role[field] = [t.strip() for t in (el.get(attr) or "").split(",") if t.strip()]
         for child in el:
@@ -392,7 +435,9 @@ class _Reader:
             else:
                 role["systemPrompt"] = _element_text(child)
         if (el.text or "").strip():
-            self.problem(el, f"<role> {name} holds loose text; put the prompt inside <systemPrompt>")
+            self.problem(
+                el, f"<role> {name} holds loose text; put the prompt inside <systemPrompt>"
+            )
         return role
 
     def _read_variables(self, el: etree._Element) -> dict[str, str]:
@@ -405,7 +450,10 @@ class _Reader:
             self._check_attrs(child, ("name",), "variable")
             name = child.get("name")
             if not name:
-                self.problem(child, 'a <variable> needs a name attribute: <variable name="topic">default</variable>')
+                self.problem(
+                    child,
+                    'a <variable> needs a name attribute: <variable name="topic">default</variable>',
+                )
                 continue
             if name in variables:
                 self.problem(child, f"variable {name!r} is declared twice; keep one")
@@ -413,7 +461,9 @@ class _Reader:
             variables[name] = _element_text(child)
         return variables
 
-    def _check_attrs(self, el: etree._Element, allowed: tuple[str, ...], what: str, index: int | None = None) -> None:
+    def _check_attrs(
+        self, el: etree._Element, allowed: tuple[str, ...], what: str, index: int | None = None
+    ) -> None:
         if len(el.attrib) <= len(allowed) and all(k in allowed for k in el.attrib):
             return
         for key in el.keys():
@@ -421,19 +471,29 @@ class _Reader:
                 continue
             if key not in allowed:
                 self.problem(
-                    el, f"unknown attribute {key!r} on <{what}>; allowed: {', '.join(allowed)}", index
+                    el,
+                    f"unknown attribute {key!r} on <{what}>; allowed: {', '.join(allowed)}",
+                    index,
                 )
 
     def _check_no_text(self, el: etree._Element, what: str) -> None:
         stray = [(el.text or "")] + [(c.tail or "") for c in el]
         if any(s.strip() for s in stray):
-            self.problem(el, f"<{what}> holds loose text; put text inside <task>, <input> or <taskPrompt>")
+            self.problem(
+                el, f"<{what}> holds loose text; put text inside <task>, <input> or <taskPrompt>"
+            )
 
-    def _unknown_child(self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None) -> None:
+    def _unknown_child(
+        self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None
+    ) -> None:
         tag = el.tag if isinstance(el.tag, str) else "entity reference"
-        self.problem(el, f"unknown element <{tag}> inside <{parent}>; allowed: {', '.join(allowed)}", index)
+        self.problem(
+            el, f"unknown element <{tag}> inside <{parent}>; allowed: {', '.join(allowed)}", index
+        )
 
-    def _validation_problems(self, e: ValidationError, root: etree._Element, agents: list[etree._Element]) -> None:
+    def _validation_problems(
+        self, e: ValidationError, root: etree._Element, agents: list[etree._Element]
+    ) -> None:
         for err in e.errors():
             loc = err["loc"]
             msg = friendly_error(loc, err["type"], err["msg"], err.get("input"))
@@ -497,7 +557,11 @@ def _role_element(root: etree._Element, role: RoleCapabilityModel) -> None:
         el.set("description", role.description)
     if role.suggested_model is not None:
         el.set("model", role.suggested_model)
-    for attr, values in (("tools", role.allowed_tools), ("requestedTools", role.requested_tools), ("skills", role.skill_names)):
+    for attr, values in (
+        ("tools", role.allowed_tools),
+        ("requestedTools", role.requested_tools),
+        ("skills", role.skill_names),
+    ):
         if values:
             el.set(attr, ",".join(values))
     if role.system_prompt:
@@ -516,7 +580,9 @@ def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
     if agent.input is not None:
         _text_element(el, "input", agent.input)
     if agent.config is not None:
-        etree.SubElement(el, "config").text = json.dumps(agent.config, ensure_ascii=False, allow_nan=False)
+        etree.SubElement(el, "config").text = json.dumps(
+            agent.config, ensure_ascii=False, allow_nan=False
+        )
     if agent.result is not None:
         _text_element(el, "result", agent.result)
 
@@ -536,7 +602,9 @@ def extract_workflow_xml(text: str) -> str:
     open elements are closed, so what remains parses or fails with a precise error).
     """
     if not isinstance(text, str) or not text.strip():
-        raise WorkflowXMLError([Problem("the reply is empty: it holds no <workflow> element", 1, 1)])
+        raise WorkflowXMLError(
+            [Problem("the reply is empty: it holds no <workflow> element", 1, 1)]
+        )
     fenced = [body for _, body in _FENCE_RE.findall(text) if _OPEN_RE.search(body)]
     for body in fenced:
         found = _first_workflow(body)
@@ -546,7 +614,13 @@ def extract_workflow_xml(text: str) -> str:
     if found is not None:
         return found
     raise WorkflowXMLError(
-        [Problem("no <workflow> element was found in the reply; answer with <workflow …> … </workflow>", 1, 1)]
+        [
+            Problem(
+                "no <workflow> element was found in the reply; answer with <workflow …> … </workflow>",
+                1,
+                1,
+            )
+        ]
     )
 
 

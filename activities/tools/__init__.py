@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 class ToolError(Exception):
     """A tool could not do what was asked. ``retryable`` says whether trying again may help."""
 
-    def __init__(self, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None):
+    def __init__(
+        self, message: str, *, retryable: bool = False, details: dict[str, Any] | None = None
+    ):
         super().__init__(message)
         self.retryable = retryable
         self.details = details or {}
@@ -36,8 +38,15 @@ class NeedsHuman(Exception):
     the request as workflow state and dispatches the task again once it is answered.
     """
 
-    def __init__(self, kind: str, *, question: str | None = None, tool: str | None = None,
-                 arguments: dict[str, Any] | None = None, rule: str | None = None):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        question: str | None = None,
+        tool: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        rule: str | None = None,
+    ):
         super().__init__(question or f"approve {tool}")
         self.kind = kind  # "question" | "needs_approval"
         self.question = question
@@ -66,12 +75,22 @@ class ToolContext:
     answers: list[Any] = field(default_factory=list)  # people's answers to this task's questions
     artifacts: list[ArtifactRef] = field(default_factory=list)  # stored by tools along the way
     blocked_url: Callable[[str], bool] | None = None  # the run's browser domain deny list
-    confinement: Confinement | None = None  # the OS sandbox of processes tools start (None: workspace only)
-    unconfined: bool = False  # settings say "security": {"sandbox": "off"}: processes run without the sandbox
-    egress: Policy | None = None  # where the browser and http_get may connect (through the egress proxy)
+    confinement: Confinement | None = (
+        None  # the OS sandbox of processes tools start (None: workspace only)
+    )
+    unconfined: bool = (
+        False  # settings say "security": {"sandbox": "off"}: processes run without the sandbox
+    )
+    egress: Policy | None = (
+        None  # where the browser and http_get may connect (through the egress proxy)
+    )
     command_network: Policy | None = None  # where sandboxed commands may connect; None: nowhere
-    record: Callable[[str, str, str], None] | None = None  # the egress proxy's decisions, for the permission log
-    readable: Callable[[str], bool] | None = None  # may this workspace file be read (file_read deny rules)?
+    record: Callable[[str, str, str], None] | None = (
+        None  # the egress proxy's decisions, for the permission log
+    )
+    readable: Callable[[str], bool] | None = (
+        None  # may this workspace file be read (file_read deny rules)?
+    )
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
@@ -91,7 +110,9 @@ def require_str(args: dict[str, Any], key: str, tool: str, example: str) -> str:
     return value
 
 
-def optional_number(args: dict[str, Any], key: str, default: float, low: float, high: float, tool: str) -> float:
+def optional_number(
+    args: dict[str, Any], key: str, default: float, low: float, high: float, tool: str
+) -> float:
     value = args.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         raise ToolError(f"{tool}: {key} must be a number from {low:g} to {high:g}, not {value!r}")

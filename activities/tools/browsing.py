@@ -30,7 +30,8 @@ async def page_text(page: Any, selector: str | None = None) -> str:
 
 async def page_links(page: Any) -> list[dict[str, str]]:
     links = await page.eval_on_selector_all(
-        "a[href]", "els => els.slice(0, 500).map(a => ({text: (a.innerText || a.title || '').trim(), href: a.href}))"
+        "a[href]",
+        "els => els.slice(0, 500).map(a => ({text: (a.innerText || a.title || '').trim(), href: a.href}))",
     )
     return [{"text": " ".join(link["text"].split())[:120], "href": link["href"]} for link in links]
 
@@ -45,9 +46,16 @@ class BrowserSession:
     async def page(self) -> Any:
         if self._page is None:
             try:
-                proxy = (await self._stack.enter_async_context(egress.serving(self.ctx.egress, self.ctx.record))
-                         if self.ctx.egress is not None else None)
-                self._page = await self._stack.enter_async_context(self.ctx.browsers.page(self.ctx.blocked_url, proxy))
+                proxy = (
+                    await self._stack.enter_async_context(
+                        egress.serving(self.ctx.egress, self.ctx.record)
+                    )
+                    if self.ctx.egress is not None
+                    else None
+                )
+                self._page = await self._stack.enter_async_context(
+                    self.ctx.browsers.page(self.ctx.blocked_url, proxy)
+                )
             except BrowserUnavailable as e:
                 raise ToolError(str(e)) from None
         return self._page
@@ -71,7 +79,10 @@ class BrowserSession:
         except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
             raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}") from None
         text, _ = cap_text(await page_text(page), MAX_TEXT, "page text")
-        link_lines = "\n".join(f"- {link['text'] or '(no text)'} → {link['href']}" for link in (await page_links(page))[:MAX_LINKS])
+        link_lines = "\n".join(
+            f"- {link['text'] or '(no text)'} → {link['href']}"
+            for link in (await page_links(page))[:MAX_LINKS]
+        )
         return f"# {await page.title()}\nURL: {page.url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
 
     async def click(self, args: dict[str, Any]) -> str:
@@ -85,7 +96,9 @@ class BrowserSession:
         return f"clicked {selector!r}; {await self._where()}"
 
     async def type(self, args: dict[str, Any]) -> str:
-        selector = require_str(args, "selector", "browser_type", '{"selector": "#q", "text": "hello"}')
+        selector = require_str(
+            args, "selector", "browser_type", '{"selector": "#q", "text": "hello"}'
+        )
         text = args.get("text")
         if not isinstance(text, str):
             raise ToolError("browser_type needs a 'text' string")
@@ -97,15 +110,26 @@ class BrowserSession:
                 await page.wait_for_load_state("load", timeout=TIMEOUT_MS)
         except Exception as e:  # noqa: BLE001
             raise ToolError(f"could not type into {selector!r}: {str(e).splitlines()[0]}") from None
-        return f"typed {len(text)} characters into {selector!r}" + (f"; submitted; {await self._where()}" if args.get("submit") else "")
+        return f"typed {len(text)} characters into {selector!r}" + (
+            f"; submitted; {await self._where()}" if args.get("submit") else ""
+        )
 
     async def extract(self, args: dict[str, Any]) -> str:
-        return cap_text(await page_text(await self.page(), args.get("selector")), MAX_TEXT, "text")[0]
+        return cap_text(await page_text(await self.page(), args.get("selector")), MAX_TEXT, "text")[
+            0
+        ]
 
     async def screenshot(self, args: dict[str, Any]) -> str:
         page = await self.page()
         self.shots += 1
         png = await page.screenshot(full_page=bool(args.get("full_page")))
-        ref = self.ctx.store.put_bytes(self.ctx.run_id, self.ctx.agent_id, f"{self.ctx.file_prefix}shot-{self.shots}.png", png, "image/png", f"screenshot of {page.url}")
+        ref = self.ctx.store.put_bytes(
+            self.ctx.run_id,
+            self.ctx.agent_id,
+            f"{self.ctx.file_prefix}shot-{self.shots}.png",
+            png,
+            "image/png",
+            f"screenshot of {page.url}",
+        )
         self.ctx.artifacts.append(ref)
         return f"saved a screenshot of {page.url} as {ref.uri} ({ref.size:,} bytes)"

@@ -21,14 +21,20 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     try:
         regex = re.compile(pattern)
     except re.error as e:
-        raise ToolError(f"code_search: {pattern!r} is not a valid regular expression ({e})") from None
+        raise ToolError(
+            f"code_search: {pattern!r} is not a valid regular expression ({e})"
+        ) from None
     root = confine(ctx.workspace, args.get("path") or ".")
     glob = args.get("glob") or "*"
     base = ctx.workspace.resolve()
     matches: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".xsky", "node_modules", "__pycache__", ".venv")
-                             and not os.path.islink(os.path.join(dirpath, d)))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in (".git", ".xsky", "node_modules", "__pycache__", ".venv")
+            and not os.path.islink(os.path.join(dirpath, d))
+        )
         for name in sorted(filenames):
             if not fnmatch.fnmatch(name, glob):
                 continue
@@ -50,7 +56,10 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
                 if regex.search(line):
                     matches.append(f"{os.path.relpath(full, base)}:{number}: {line.strip()[:200]}")
                     if len(matches) >= MAX_MATCHES:
-                        return "\n".join(matches) + f"\n[… stopped at {MAX_MATCHES} matches; narrow the pattern or path]"
+                        return (
+                            "\n".join(matches)
+                            + f"\n[… stopped at {MAX_MATCHES} matches; narrow the pattern or path]"
+                        )
     return "\n".join(matches) if matches else f"no match for {pattern!r}"
 
 

@@ -15,10 +15,14 @@ MAX_LIST = 2000
 
 async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = require_str(args, "path", "file_read", '{"tool": "file_read", "path": "notes.txt"}')
-    limit = int(optional_number(args, "maxBytes", DEFAULT_MAX_READ, 1, 256 * 1024 * 1024, "file_read"))
+    limit = int(
+        optional_number(args, "maxBytes", DEFAULT_MAX_READ, 1, 256 * 1024 * 1024, "file_read")
+    )
     target = confine(ctx.workspace, path)
     if not target.exists():
-        raise ToolError(f"{path!r} does not exist in the workspace; list it with file_list to see what is there")
+        raise ToolError(
+            f"{path!r} does not exist in the workspace; list it with file_list to see what is there"
+        )
     if target.is_dir():
         raise ToolError(f"{path!r} is a directory; use file_list to see its files")
     with os.fdopen(open_inside(ctx.workspace, target, os.O_RDONLY), "rb") as fh:
@@ -31,7 +35,9 @@ async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    path = require_str(args, "path", "file_write", '{"tool": "file_write", "path": "out.txt", "content": "…"}')
+    path = require_str(
+        args, "path", "file_write", '{"tool": "file_write", "path": "out.txt", "content": "…"}'
+    )
     content = args.get("content")
     if not isinstance(content, str):
         raise ToolError('file_write needs a "content" string (the text to write)')
@@ -41,9 +47,13 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise ToolError(f"{path!r} is a directory; name a file")
     data = content.encode("utf-8")
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
-    with os.fdopen(open_inside(ctx.workspace, target, flags, make_parents=True), "ab" if append else "wb") as fh:
+    with os.fdopen(
+        open_inside(ctx.workspace, target, flags, make_parents=True), "ab" if append else "wb"
+    ) as fh:
         if not append:
-            fh.truncate(0)  # after the checks: a file with other links is refused before it is emptied
+            fh.truncate(
+                0
+            )  # after the checks: a file with other links is refused before it is emptied
         fh.write(data)
     verb = "appended" if append else "wrote"
     return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})

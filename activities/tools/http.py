@@ -8,7 +8,14 @@ from typing import Any
 import httpx
 
 from activities import egress
-from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
+from activities.tools import (
+    ToolContext,
+    ToolError,
+    ToolResult,
+    cap_text,
+    optional_number,
+    require_str,
+)
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -19,23 +26,38 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not url.startswith(("http://", "https://")):
         raise ToolError(f"http_get only fetches http:// and https:// URLs, not {url!r}")
     timeout = optional_number(args, "timeout", 30, 0.1, 600, "http_get")
-    limit = int(optional_number(args, "maxBytes", DEFAULT_MAX_BYTES, 1, 64 * 1024 * 1024, "http_get"))
+    limit = int(
+        optional_number(args, "maxBytes", DEFAULT_MAX_BYTES, 1, 64 * 1024 * 1024, "http_get")
+    )
     allow_failure = bool(args.get("allowFailure", False))
     ctx.heartbeat(f"GET {url}")
     try:
         # Through the egress proxy: it resolves each hop's host and refuses private, loopback,
         # metadata and Temporal addresses, however the URL spells them.
         async with contextlib.AsyncExitStack() as stack:
-            proxy = await stack.enter_async_context(egress.serving(ctx.egress, ctx.record)) if ctx.egress else None
+            proxy = (
+                await stack.enter_async_context(egress.serving(ctx.egress, ctx.record))
+                if ctx.egress
+                else None
+            )
             client = await stack.enter_async_context(
-                httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False, proxy=proxy))
+                httpx.AsyncClient(
+                    follow_redirects=False, timeout=timeout, trust_env=False, proxy=proxy
+                )
+            )
             # Redirects are followed here, one hop at a time, so each hop meets the deny list.
             for _ in range(MAX_REDIRECTS + 1):
                 if ctx.blocked_url is not None and ctx.blocked_url(url):
-                    raise ToolError(f"GET {url} is not allowed: the host is denied (a deny rule, or a link-local address)")
-                async with client.stream("GET", url, headers={"User-Agent": "xsky-agent/0.1"}) as resp:
+                    raise ToolError(
+                        f"GET {url} is not allowed: the host is denied (a deny rule, or a link-local address)"
+                    )
+                async with client.stream(
+                    "GET", url, headers={"User-Agent": "xsky-agent/0.1"}
+                ) as resp:
                     if resp.headers.get("x-xsky-egress") == "refused":
-                        raise ToolError(f"GET {url}: {(await resp.aread()).decode(errors='replace').strip()}")
+                        raise ToolError(
+                            f"GET {url}: {(await resp.aread()).decode(errors='replace').strip()}"
+                        )
                     location = resp.headers.get("location")
                     if resp.is_redirect and location:
                         url = str(resp.url.join(location))
@@ -47,14 +69,20 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                         body += chunk
                         if len(body) > limit:
                             break
-                    status, ctype, final_url = resp.status_code, resp.headers.get("content-type", ""), str(resp.url)
+                    status, ctype, final_url = (
+                        resp.status_code,
+                        resp.headers.get("content-type", ""),
+                        str(resp.url),
+                    )
                     encoding = resp.encoding or "utf-8"
                     break
             else:
                 raise ToolError(f"GET {url}: more than {MAX_REDIRECTS} redirects")
     except httpx.ProxyError as e:  # a refused CONNECT (https): the proxy said why
-        raise ToolError(f"GET {url} refused by xsky's egress proxy ({e}): private, loopback, metadata and Temporal "
-                        "addresses are not reachable unless a rule names the host") from None
+        raise ToolError(
+            f"GET {url} refused by xsky's egress proxy ({e}): private, loopback, metadata and Temporal "
+            "addresses are not reachable unless a rule names the host"
+        ) from None
     except httpx.TimeoutException:
         raise ToolError(f"GET {url} timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as e:
@@ -62,5 +90,9 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     text, _ = cap_text(bytes(body[:limit]).decode(encoding, errors="replace"), limit, "body")
     details = {"status": status, "contentType": ctype, "url": final_url, "bytes": len(body)}
     if status >= 400 and not allow_failure:
-        raise ToolError(f"GET {url} answered HTTP {status}", retryable=status >= 500 or status == 429, details=details)
+        raise ToolError(
+            f"GET {url} answered HTTP {status}",
+            retryable=status >= 500 or status == 429,
+            details=details,
+        )
     return ToolResult(text, details)

@@ -12,7 +12,9 @@ from activities.tools import NeedsHuman, ToolContext, ToolResult, require_str
 
 
 async def ask_user(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    question = require_str(args, "question", "ask_user", '{"tool": "ask_user", "question": "Which region?"}')
+    question = require_str(
+        args, "question", "ask_user", '{"tool": "ask_user", "question": "Which region?"}'
+    )
     for answer in reversed(ctx.answers):
         if answer.question == question:
             return ToolResult(answer.answer, {"requestId": answer.request_id})

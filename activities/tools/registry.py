@@ -50,7 +50,9 @@ async def _read_skill(s: Session, args: dict[str, Any]) -> str:
     return skills.read_skill(str(args.get("name", "")), s.role.skill_names, s.run_id)
 
 
-async def _ask_user(s: Session, args: dict[str, Any]) -> str:  # the loop answers ask_user before it gets here
+async def _ask_user(
+    s: Session, args: dict[str, Any]
+) -> str:  # the loop answers ask_user before it gets here
     raise ToolError("ask_user is handled by the agent loop")
 
 
@@ -79,12 +81,16 @@ async def _text(result: Awaitable[Any]) -> str:
 def _agree() -> None:
     missing, extra = set(TOOLS) - set(IMPLEMENTATIONS), set(IMPLEMENTATIONS) - set(TOOLS)
     if missing or extra:
-        raise ImportError(f"tool registry and implementations disagree: no implementation for {sorted(missing)}, "
-                          f"unregistered implementations {sorted(extra)}")
+        raise ImportError(
+            f"tool registry and implementations disagree: no implementation for {sorted(missing)}, "
+            f"unregistered implementations {sorted(extra)}"
+        )
     for name, spec in TOOLS.items():
         fields = set(spec.args.model_fields)
         if spec.subject is not None and spec.subject not in fields:
-            raise ImportError(f"tool {name}: permission rules match {spec.subject!r}, which is not one of its arguments {sorted(fields)}")
+            raise ImportError(
+                f"tool {name}: permission rules match {spec.subject!r}, which is not one of its arguments {sorted(fields)}"
+            )
 
 
 _agree()

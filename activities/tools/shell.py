@@ -17,7 +17,14 @@ from typing import Any
 
 from activities import egress, os_sandbox
 from activities.sandbox import scrubbed_env
-from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str, values
+from activities.tools import (
+    ToolContext,
+    ToolError,
+    ToolResult,
+    optional_number,
+    require_str,
+    values,
+)
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
@@ -81,12 +88,16 @@ def confined(ctx: ToolContext, argv: list[str]) -> list[str]:
         return argv  # "security": {"sandbox": "off"}: reported on the board and in the worker's log
     problem = os_sandbox.ready()
     if problem is not None:
-        raise ToolError(f"refused: the OS sandbox every command runs in cannot start: {problem}",
-                        details={"sandbox": "unavailable"})
+        raise ToolError(
+            f"refused: the OS sandbox every command runs in cannot start: {problem}",
+            details={"sandbox": "unavailable"},
+        )
     return os_sandbox.wrap(argv, ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace))
 
 
-async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: int) -> ProcessResult:
+async def run_process(
+    ctx: ToolContext, argv: list[str], timeout: float, limit: int
+) -> ProcessResult:
     """Run ``argv`` in the workspace, inside the OS sandbox, in its own process group.
 
     Heartbeats while it runs; new output counts as progress. On timeout, cancellation or
@@ -98,7 +109,9 @@ async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: 
         # The settings allow some domains: the sandbox's only way out is a proxy that checks them.
         async with egress.serving(ctx.command_network, ctx.record, unix=True) as socket_path:
             base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
-            routed = replace(ctx, confinement=replace(base, proxy_socket=Path(socket_path)), command_network=None)
+            routed = replace(
+                ctx, confinement=replace(base, proxy_socket=Path(socket_path)), command_network=None
+            )
             return await run_process(routed, argv, timeout, limit)
     argv = confined(ctx, argv)
     started = time.monotonic()
@@ -124,7 +137,12 @@ async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: 
                 break
             done, _ = await asyncio.wait([capture.exited], timeout=min(5.0, left))
             if not done:
-                produced = len(capture.buffers[1]) + len(capture.buffers[2]) + capture.dropped[1] + capture.dropped[2]
+                produced = (
+                    len(capture.buffers[1])
+                    + len(capture.buffers[2])
+                    + capture.dropped[1]
+                    + capture.dropped[2]
+                )
                 note = f"{argv[0]} running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
                 # New output is progress (the stall ladder resets); silence is only liveness.
                 (ctx.progress if produced > seen_output else ctx.heartbeat)(note)
@@ -141,8 +159,11 @@ async def run_process(ctx: ToolContext, argv: list[str], timeout: float, limit: 
     await asyncio.wait([capture.closed], timeout=2)
     transport.close()
     return ProcessResult(
-        transport.get_returncode(), capture.text(1, "stdout"), capture.text(2, "stderr"),
-        round(time.monotonic() - started, 3), timed_out,
+        transport.get_returncode(),
+        capture.text(1, "stdout"),
+        capture.text(2, "stderr"),
+        round(time.monotonic() - started, 3),
+        timed_out,
     )
 
 
@@ -150,13 +171,23 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
     command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
     timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
-    limit = int(optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell"))
+    limit = int(
+        optional_number(args, "maxOutputBytes", DEFAULT_MAX_OUTPUT, 1024, 64 * 1024 * 1024, "shell")
+    )
     allow_failure = bool(args.get("allowFailure", False))
     with values.provided(ctx, values.checked(args.get("values"), "shell")) as (ctx, prelude):
         proc = await run_process(ctx, ["bash", "-c", prelude + command], timeout, limit)
-    details = {"exitCode": proc.returncode, "stderr": proc.stderr[-4000:], "seconds": proc.seconds, "timedOut": proc.timed_out}
+    details = {
+        "exitCode": proc.returncode,
+        "stderr": proc.stderr[-4000:],
+        "seconds": proc.seconds,
+        "timedOut": proc.timed_out,
+    }
     if proc.timed_out:
-        raise ToolError(f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}", details=details)
+        raise ToolError(
+            f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}",
+            details=details,
+        )
     if proc.returncode != 0 and not allow_failure:
         tail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
         raise ToolError(

@@ -28,13 +28,19 @@ def checked(raw: Any, tool: str) -> dict[str, str]:
     """The ``values`` of a config, or a ToolError: only XSKY_V<n> names and text values."""
     if raw is None:
         return {}
-    if not isinstance(raw, dict) or not all(isinstance(k, str) and SHELL_VALUE_RE.match(k) and isinstance(v, str)
-                                            for k, v in raw.items()):
-        raise ToolError(f"{tool}: 'values' must map names XSKY_V1, XSKY_V2, … to text (the leader makes them from "
-                        "{{…}} references; a plan need not write them)")
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and SHELL_VALUE_RE.match(k) and isinstance(v, str)
+        for k, v in raw.items()
+    ):
+        raise ToolError(
+            f"{tool}: 'values' must map names XSKY_V1, XSKY_V2, … to text (the leader makes them from "
+            "{{…}} references; a plan need not write them)"
+        )
     if sum(len(v.encode("utf-8", "surrogatepass")) for v in raw.values()) > MAX_VALUES_BYTES:
-        raise ToolError(f"{tool}: the values of its references are over {MAX_VALUES_BYTES // 2**20} MiB together; "
-                        "pass large data in a file of the workspace instead")
+        raise ToolError(
+            f"{tool}: the values of its references are over {MAX_VALUES_BYTES // 2**20} MiB together; "
+            "pass large data in a file of the workspace instead"
+        )
     return dict(raw)
 
 
@@ -49,8 +55,13 @@ def provided(ctx: ToolContext, values: dict[str, str]) -> Iterator[tuple[ToolCon
         for name, value in values.items():
             (folder / name).write_bytes(value.encode("utf-8", "surrogatepass"))
         # read -d '': the whole file, newlines and backslashes kept (it ends at EOF with status 1)
-        prelude = " ".join(f"IFS= read -r -d '' {name} < {shlex.quote(str(folder / name))};" for name in values)
+        prelude = " ".join(
+            f"IFS= read -r -d '' {name} < {shlex.quote(str(folder / name))};" for name in values
+        )
         base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
-        yield replace(ctx, confinement=replace(base, readable=(*base.readable, folder))), prelude + "\n"
+        yield (
+            replace(ctx, confinement=replace(base, readable=(*base.readable, folder))),
+            prelude + "\n",
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -8,7 +8,14 @@ from typing import Any
 
 from activities import egress
 from activities.browser import BrowserUnavailable
-from activities.tools import ToolContext, ToolError, ToolResult, cap_text, optional_number, require_str
+from activities.tools import (
+    ToolContext,
+    ToolError,
+    ToolResult,
+    cap_text,
+    optional_number,
+    require_str,
+)
 from activities.tools.browsing import page_links, page_text
 
 MAX_TEXT = 200_000
@@ -16,7 +23,12 @@ MAX_LINKS = 200
 
 
 async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    url = require_str(args, "url", "browser_navigate", '{"tool": "browser_navigate", "url": "https://example.com"}')
+    url = require_str(
+        args,
+        "url",
+        "browser_navigate",
+        '{"tool": "browser_navigate", "url": "https://example.com"}',
+    )
     if not url.startswith(("http://", "https://")):
         raise ToolError(f"browser_navigate needs an http(s) URL, not {url!r}")
     timeout = optional_number(args, "timeout", 30, 1, 600, "browser_navigate")
@@ -29,12 +41,18 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     ctx.heartbeat(f"opening {url}")
     try:
         async with contextlib.AsyncExitStack() as stack:
-            proxy = await stack.enter_async_context(egress.serving(ctx.egress, ctx.record)) if ctx.egress is not None else None
+            proxy = (
+                await stack.enter_async_context(egress.serving(ctx.egress, ctx.record))
+                if ctx.egress is not None
+                else None
+            )
             page = await stack.enter_async_context(ctx.browsers.page(ctx.blocked_url, proxy))
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
-                raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}", retryable=True) from None
+                raise ToolError(
+                    f"could not open {url}: {str(e).splitlines()[0]}", retryable=True
+                ) from None
             status = response.status if response is not None else None
             title = await page.title()
             text = await page_text(page, selector)
@@ -44,7 +62,14 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                 ctx.heartbeat("taking a screenshot")
                 png = await page.screenshot(full_page=False)
                 artifacts.append(
-                    ctx.store.put_bytes(ctx.run_id, ctx.agent_id, f"{ctx.file_prefix}screenshot.png", png, "image/png", f"screenshot of {url}")
+                    ctx.store.put_bytes(
+                        ctx.run_id,
+                        ctx.agent_id,
+                        f"{ctx.file_prefix}screenshot.png",
+                        png,
+                        "image/png",
+                        f"screenshot of {url}",
+                    )
                 )
             final_url = page.url
     except BrowserUnavailable as e:
@@ -54,8 +79,14 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     links = links[:MAX_LINKS]
     details = {"url": final_url, "status": status, "title": title, "links": len(links)}
     if fmt == "json":
-        body = json.dumps({"url": final_url, "title": title, "text": text, "links": links}, ensure_ascii=False, indent=2)
+        body = json.dumps(
+            {"url": final_url, "title": title, "text": text, "links": links},
+            ensure_ascii=False,
+            indent=2,
+        )
     else:
-        link_lines = "\n".join(f"- {link['text'] or '(no text)'} → {link['href']}" for link in links)
+        link_lines = "\n".join(
+            f"- {link['text'] or '(no text)'} → {link['href']}" for link in links
+        )
         body = f"# {title}\nURL: {final_url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
     return ToolResult(body, details, artifacts)

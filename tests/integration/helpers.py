@@ -15,7 +15,9 @@ from xsky.board import TaskView
 from xsky.leader_state import PageRequest
 
 
-async def query(handle: WorkflowHandle[Any, Any], what: Any, *args: Any, timeout: float = 30) -> Any:
+async def query(
+    handle: WorkflowHandle[Any, Any], what: Any, *args: Any, timeout: float = 30
+) -> Any:
     """A query, asked again while a run that continued as new reads its state back."""
     deadline = time.monotonic() + timeout
     while True:
@@ -28,10 +30,18 @@ async def query(handle: WorkflowHandle[Any, Any], what: Any, *args: Any, timeout
 
 
 async def board(handle: WorkflowHandle[Any, Any]) -> dict[str, TaskView]:
-    return {t.agent_id: t for t in (await query(handle, LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks}
+    return {
+        t.agent_id: t
+        for t in (await query(handle, LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
+    }
 
 
-async def wait_for(handle: WorkflowHandle[Any, Any], predicate: Callable[[dict[str, TaskView]], bool], timeout: float = 30, what: str = "") -> dict[str, TaskView]:
+async def wait_for(
+    handle: WorkflowHandle[Any, Any],
+    predicate: Callable[[dict[str, TaskView]], bool],
+    timeout: float = 30,
+    what: str = "",
+) -> dict[str, TaskView]:
     deadline = time.monotonic() + timeout
     last: dict[str, TaskView] = {}
     while time.monotonic() < deadline:
@@ -43,7 +53,9 @@ async def wait_for(handle: WorkflowHandle[Any, Any], predicate: Callable[[dict[s
     raise AssertionError(f"timed out waiting for {what or 'a board state'}; board: {shown}")
 
 
-async def wait_requests(handle: WorkflowHandle[Any, Any], count: int, timeout: float = 30) -> list[Any]:
+async def wait_requests(
+    handle: WorkflowHandle[Any, Any], count: int, timeout: float = 30
+) -> list[Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         requests = await query(handle, LeaderWorkflow.pending_requests)
@@ -65,14 +77,18 @@ async def rejected(handle: WorkflowHandle[Any, Any], update: Any, request: Any) 
 
 def noop(agent_id: str, seconds: float = 0, depends: str = "", extra: str = "") -> str:
     dep = f' depends="{depends}"' if depends else ""
-    return (f'<agent name="llm" id="{agent_id}"{dep}><task>step {agent_id}</task>'
-            f'<config>{{"tool": "noop", "seconds": {seconds}, "result": "r{agent_id}", "heartbeatTimeout": 2{extra}}}</config></agent>')
+    return (
+        f'<agent name="llm" id="{agent_id}"{dep}><task>step {agent_id}</task>'
+        f'<config>{{"tool": "noop", "seconds": {seconds}, "result": "r{agent_id}", "heartbeatTimeout": 2{extra}}}</config></agent>'
+    )
 
 
 def ask(agent_id: str, question: str, depends: str = "") -> str:
     dep = f' depends="{depends}"' if depends else ""
-    return (f'<agent name="llm" id="{agent_id}"{dep}><task>ask {agent_id}</task>'
-            f'<config>{{"tool": "ask_user", "question": "{question}"}}</config></agent>')
+    return (
+        f'<agent name="llm" id="{agent_id}"{dep}><task>ask {agent_id}</task>'
+        f'<config>{{"tool": "ask_user", "question": "{question}"}}</config></agent>'
+    )
 
 
 def plan(*agents: str, name: str = "steer") -> str:

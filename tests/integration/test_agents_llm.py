@@ -43,18 +43,23 @@ def site(tmp_path_factory):
     (root / "index.html").write_text(
         "<html><head><title>Shop</title></head><body><h1>Widget</h1><p>Price: <span id='price'>42 coins</span></p></body></html>"
     )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root)))
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    )
     server.RequestHandlerClass.log_message = lambda *a: None  # type: ignore[method-assign]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
 
-async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(env: Env, fake_llm: FakeLLM, site: str, tmp_path: Path, monkeypatch):
+async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(
+    env: Env, fake_llm: FakeLLM, site: str, tmp_path: Path, monkeypatch
+):
     # Loopback is off limits to agents unless a rule names the host: this page is on 127.0.0.1.
     user = tmp_path / "user-settings.json"
     user.write_text(json.dumps({"permissions": {"allow": ["browser_navigate(domain:127.0.0.1)"]}}))
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
+
     def responder(req, i):
         turn = turn_of(req)
         if turn == 0:
@@ -71,7 +76,13 @@ async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(env: 
     second = fake_llm.requests[1]
     assert "# Shop" in last_tool_output(second) and "Price: 42 coins" in last_tool_output(second)
     tools = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
-    assert {"browser_navigate", "browser_extract", "browser_click", "browser_type", "browser_screenshot"} <= tools
+    assert {
+        "browser_navigate",
+        "browser_extract",
+        "browser_click",
+        "browser_type",
+        "browser_screenshot",
+    } <= tools
     assert "shell" not in tools  # the browser role's tools only
 
 
@@ -79,19 +90,25 @@ async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env,
     def responder(req, i):
         turn = turn_of(req)
         if turn == 0:  # two tool calls in one turn: both are answered
-            return calls(("file_write", {"path": "notes/out.txt", "content": "hello from the agent\n"}),
-                         ("shell", {"command": "wc -c < notes/out.txt"}))
+            return calls(
+                ("file_write", {"path": "notes/out.txt", "content": "hello from the agent\n"}),
+                ("shell", {"command": "wc -c < notes/out.txt"}),
+            )
         return text(f"Wrote the file; shell said: {last_tool_output(req)}")
 
     fake_llm.responder = responder
     await env.start_worker()
-    handle = await env.start(plan(agent("1", "backend", "Write a greeting to notes/out.txt and count its bytes")))
+    handle = await env.start(
+        plan(agent("1", "backend", "Write a greeting to notes/out.txt and count its bytes"))
+    )
     result = await run_outcome(handle)
     assert result.status == "completed", result.summary
     written = env.home / "runs" / handle.id / "workspace" / "notes" / "out.txt"
     assert written.read_text() == "hello from the agent\n"
     tool_messages = [m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
-    assert len(tool_messages) == 2 and tool_messages[0]["content"] == "wrote 21 bytes to notes/out.txt"
+    assert (
+        len(tool_messages) == 2 and tool_messages[0]["content"] == "wrote 21 bytes to notes/out.txt"
+    )
     assert "exit code 0\n21" in result.agents[0].result
     board_ = await board(handle)
     assert board_["1"].tokens == 30 and board_["1"].iterations == 2
@@ -100,14 +117,22 @@ async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env,
 async def test_a_401_fails_at_once_with_a_readable_error(env: Env, fake_llm: FakeLLM):
     fake_llm.responder = lambda req, i: status(401, "Incorrect API key provided")
     await env.start_worker()
-    result = await env.run(plan(agent("1", "llm", "Say hello")), options=RunOptions(max_auto_replans=0))
+    result = await env.run(
+        plan(agent("1", "llm", "Say hello")), options=RunOptions(max_auto_replans=0)
+    )
     (a,) = result.agents
     assert a.status == "failed" and len(fake_llm.requests) == 1  # not retried
-    assert "401" in a.error and "API key was refused: check OPENAI_API_KEY" in a.error and "not retried" in a.error
+    assert (
+        "401" in a.error
+        and "API key was refused: check OPENAI_API_KEY" in a.error
+        and "not retried" in a.error
+    )
 
 
 async def test_429_twice_then_200_completes(env: Env, fake_llm: FakeLLM):
-    fake_llm.responder = lambda req, i: status(429, "slow down") if i < 2 else text("done after the rate limit")
+    fake_llm.responder = lambda req, i: (
+        status(429, "slow down") if i < 2 else text("done after the rate limit")
+    )
     await env.start_worker()
     cfg = '{"retry": {"maximumAttempts": 4, "initialInterval": 0.2}}'
     result = await env.run(plan(agent("1", "llm", "Say hello", cfg)))
@@ -115,21 +140,32 @@ async def test_429_twice_then_200_completes(env: Env, fake_llm: FakeLLM):
     assert len(fake_llm.requests) == 3
 
 
-async def test_the_planner_gets_its_errors_back_and_uses_the_corrected_plan(env: Env, fake_llm: FakeLLM):
-    good = ('<workflow name="two steps"><agent name="llm" id="1"><task>Draft</task></agent>'
-            '<agent name="llm" id="2" depends="1"><task>Polish</task><input>{{agent_1_result}}</input></agent></workflow>')
+async def test_the_planner_gets_its_errors_back_and_uses_the_corrected_plan(
+    env: Env, fake_llm: FakeLLM
+):
+    good = (
+        '<workflow name="two steps"><agent name="llm" id="1"><task>Draft</task></agent>'
+        '<agent name="llm" id="2" depends="1"><task>Polish</task><input>{{agent_1_result}}</input></agent></workflow>'
+    )
 
     def responder(req, i):
         if "task planner" in first_user(req):
-            return text('Here you go:\n<workflow name="x"><agent name="llm" id="1"><task>Draft & polish</task></agent></workflow>') \
-                if turn_of(req) == 0 else text(f"```xml\n{good}\n```")
+            return (
+                text(
+                    'Here you go:\n<workflow name="x"><agent name="llm" id="1"><task>Draft & polish</task></agent></workflow>'
+                )
+                if turn_of(req) == 0
+                else text(f"```xml\n{good}\n```")
+            )
         return text(f"did: {first_user(req).splitlines()[1]}")
 
     fake_llm.responder = responder
     await env.start_worker()
     handle = await env.client.start_workflow(
-        LeaderWorkflow.run, RunInput(task_prompt="Draft a note, then polish it", task_id="planned"),
-        id="xsky-planned-" + env.settings.task_queue, task_queue=env.settings.task_queue,
+        LeaderWorkflow.run,
+        RunInput(task_prompt="Draft a note, then polish it", task_id="planned"),
+        id="xsky-planned-" + env.settings.task_queue,
+        task_queue=env.settings.task_queue,
     )
     env.handles.append(handle)
     result = await asyncio.wait_for(run_outcome(handle), 60)
@@ -137,13 +173,19 @@ async def test_the_planner_gets_its_errors_back_and_uses_the_corrected_plan(env:
     planner = [r for r in fake_llm.requests if "task planner" in first_user(r)]
     assert len(planner) == 2
     retry = planner[1]["messages"]
-    assert retry[-1]["role"] == "user" and "xmlParseEntityRef" in retry[-1]["content"] and "&amp;" in retry[-1]["content"]
+    assert (
+        retry[-1]["role"] == "user"
+        and "xmlParseEntityRef" in retry[-1]["content"]
+        and "&amp;" in retry[-1]["content"]
+    )
     assert "Available Agents:" in first_user(planner[0]) and "- backend:" in first_user(planner[0])
     history = await handle.query(LeaderWorkflow.plan_history)
     assert history[0].reason == "planned by fake-model from the request"
 
 
-async def test_ask_user_in_the_loop_becomes_a_question_and_the_answer_resumes_it(env: Env, fake_llm: FakeLLM):
+async def test_ask_user_in_the_loop_becomes_a_question_and_the_answer_resumes_it(
+    env: Env, fake_llm: FakeLLM
+):
     def responder(req, i):
         turn = turn_of(req)
         if turn == 0:
@@ -155,10 +197,15 @@ async def test_ask_user_in_the_loop_becomes_a_question_and_the_answer_resumes_it
     handle = await env.start(plan(agent("1", "llm", "Report the weather")))
     (req,) = await wait_requests(handle, 1)
     assert req.text == "Which city?" and req.kind == "question"
-    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="Lyon"))
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="Lyon")
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].result == "Weather for The person answered: Lyon"
-    assert [turn_of(r) for r in fake_llm.requests] == [0, 1]  # resumed from the checkpoint, turn 0 not asked again
+    assert [turn_of(r) for r in fake_llm.requests] == [
+        0,
+        1,
+    ]  # resumed from the checkpoint, turn 0 not asked again
 
 
 async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: FakeLLM):
@@ -171,7 +218,9 @@ async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: Fa
     await env.start_worker()
     handle = await env.start(plan(agent("1", "shell", "Do something slow")))
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
-    await handle.signal(LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="prefer the cached copy"))
+    await handle.signal(
+        LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="prefer the cached copy")
+    )
     await asyncio.wait_for(run_outcome(handle), 30)
     second = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
     assert "Message from your supervisor: prefer the cached copy" in second
@@ -180,20 +229,35 @@ async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: Fa
 async def test_the_same_call_over_and_over_is_nudged_then_stopped(env: Env, fake_llm: FakeLLM):
     fake_llm.responder = lambda req, i: calls(("file_list", {"path": "."}))
     await env.start_worker()
-    result = await env.run(plan(agent("1", "file", "List files forever")), options=RunOptions(max_auto_replans=0))
+    result = await env.run(
+        plan(agent("1", "file", "List files forever")), options=RunOptions(max_auto_replans=0)
+    )
     assert result.agents[0].status == "failed" and "looping" in result.agents[0].error
     third = fake_llm.requests[3]  # the request after the third identical call
     assert "same call 3 times in a row" in last_tool_output(third)
     assert len(fake_llm.requests) == 5
 
 
-async def test_roles_from_project_settings_and_from_a_plan_role_element(env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch):
+async def test_roles_from_project_settings_and_from_a_plan_role_element(
+    env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch
+):
     from tests.integration.test_cli_runs import starter
 
     project = tmp_path / "project"
     (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(json.dumps({"roles": {"auditor": {
-        "description": "audits numbers", "systemPrompt": "You are AUDITOR-FROM-SETTINGS.", "allowedTools": ["file_read"]}}}))
+    (project / ".xsky" / "settings.json").write_text(
+        json.dumps(
+            {
+                "roles": {
+                    "auditor": {
+                        "description": "audits numbers",
+                        "systemPrompt": "You are AUDITOR-FROM-SETTINGS.",
+                        "allowedTools": ["file_read"],
+                    }
+                }
+            }
+        )
+    )
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
     fake_llm.responder = lambda req, i: text("role: " + system(req).split(".")[0])
     await env.start_worker()
@@ -201,26 +265,43 @@ async def test_roles_from_project_settings_and_from_a_plan_role_element(env: Env
     plan_file.write_text(
         '<workflow name="roles" taskId="roles">'
         '<role name="poet" description="writes verse" tools="file_read"><systemPrompt>You are POET-FROM-PLAN.</systemPrompt></role>'
-        + agent("1", "auditor", "Check the sums") + agent("2", "poet", "Write a verse") + "</workflow>"
+        + agent("1", "auditor", "Check the sums")
+        + agent("2", "poet", "Write a verse")
+        + "</workflow>"
     )
     workflow_id = "xsky-roles-" + env.settings.task_queue
     code, out, err = await starter(env, "run", str(plan_file), "--id", workflow_id, "--follow")
     assert code == 0, out + err
-    results = {r["id"]: r["result"] for r in json.loads((await starter(env, "result", workflow_id, "--json"))[1])["agents"]}
-    assert results == {"1": "role: You are AUDITOR-FROM-SETTINGS", "2": "role: You are POET-FROM-PLAN"}
+    results = {
+        r["id"]: r["result"]
+        for r in json.loads((await starter(env, "result", workflow_id, "--json"))[1])["agents"]
+    }
+    assert results == {
+        "1": "role: You are AUDITOR-FROM-SETTINGS",
+        "2": "role: You are POET-FROM-PLAN",
+    }
     code, out, _ = await starter(env, "roles", "show", "auditor")
     assert "AUDITOR-FROM-SETTINGS" in out and "file_read" in out
 
 
-async def test_a_broken_settings_file_is_an_error_naming_the_file_line_and_field(env: Env, tmp_path: Path, monkeypatch):
+async def test_a_broken_settings_file_is_an_error_naming_the_file_line_and_field(
+    env: Env, tmp_path: Path, monkeypatch
+):
     from tests.integration.test_cli_runs import starter
 
     project = tmp_path / "p"
     (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text('{\n  "roles": {\n    "x": {"sytemPrompt": "typo"}\n  }\n}\n')
+    (project / ".xsky" / "settings.json").write_text(
+        '{\n  "roles": {\n    "x": {"sytemPrompt": "typo"}\n  }\n}\n'
+    )
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
     code, _, err = await starter(env, "roles")
-    assert code == 2 and "settings.json:3:" in err and "unknown field 'sytemPrompt'" in err and "Traceback" not in err
+    assert (
+        code == 2
+        and "settings.json:3:" in err
+        and "unknown field 'sytemPrompt'" in err
+        and "Traceback" not in err
+    )
 
 
 async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: FakeLLM):
@@ -228,12 +309,16 @@ async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: Fak
     await env.start_worker()
     handle = await env.start(plan(agent("1", "llm", "Say something")))
     await run_outcome(handle)
-    assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the key was used…
+    assert (
+        fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"
+    )  # the key was used…
     history = (await handle.fetch_history()).to_json()
     assert "sk-test-never-in-history-7c1f" not in history  # …and never recorded
 
 
-async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repeating_them(env: Env, fake_llm: FakeLLM, tmp_path: Path):
+async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repeating_them(
+    env: Env, fake_llm: FakeLLM, tmp_path: Path
+):
     import os
     import signal
 
@@ -275,13 +360,17 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
         stop_worker_process(worker)
     assert result.status == "completed" and result.agents[0].result == "all four iterations done"
     turns = [turn_of(r) for r in fake_llm.requests]
-    assert turns.count(0) == 1 and turns.count(1) == 1, f"completed iterations were asked again: {turns}"
+    assert turns.count(0) == 1 and turns.count(1) == 1, (
+        f"completed iterations were asked again: {turns}"
+    )
     assert turns.count(2) == 2 and turns.count(3) == 1, turns
     workspace = env.home / "runs" / handle.id / "workspace"
     assert sorted(p.name for p in workspace.iterdir()) == ["step-0.txt", "step-1.txt", "step-2.txt"]
 
 
-async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(env: Env, fake_llm: FakeLLM):
+async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(
+    env: Env, fake_llm: FakeLLM
+):
     from tests.integration.helpers import rejected
     from xsky.leader_state import DefineRoleRequest, ReplanRequest
 
@@ -291,16 +380,35 @@ async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(env: Env
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="9lives"))
     assert "role name '9lives' is not valid" in msg
-    msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="perf", allowed_tools=["teleport"]))
+    msg = await rejected(
+        handle,
+        LeaderWorkflow.define_role,
+        DefineRoleRequest(name="perf", allowed_tools=["teleport"]),
+    )
     assert "unknown allowedTools teleport" in msg
-    msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="llm", system_prompt="new"))
+    msg = await rejected(
+        handle, LeaderWorkflow.define_role, DefineRoleRequest(name="llm", system_prompt="new")
+    )
     assert "role llm is in use by running T-1" in msg
-    ok = await handle.execute_update(LeaderWorkflow.define_role, DefineRoleRequest(
-        name="performance-engineer", description="Performance Engineer",
-        system_prompt="You are PERF-DEFINED-AT-RUNTIME.", allowed_tools=["file_read", "code_search", "shell", "python_exec"]))
+    ok = await handle.execute_update(
+        LeaderWorkflow.define_role,
+        DefineRoleRequest(
+            name="performance-engineer",
+            description="Performance Engineer",
+            system_prompt="You are PERF-DEFINED-AT-RUNTIME.",
+            allowed_tools=["file_read", "code_search", "shell", "python_exec"],
+        ),
+    )
     assert ok.message.startswith("role performance-engineer defined")
-    await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(
-        xml=plan(agent("1", "llm", "Wait", '{"tool": "noop", "seconds": 30}'), agent("2", "performance-engineer", "Profile it"))))
+    await handle.execute_update(
+        LeaderWorkflow.replan,
+        ReplanRequest(
+            xml=plan(
+                agent("1", "llm", "Wait", '{"tool": "noop", "seconds": 30}'),
+                agent("2", "performance-engineer", "Profile it"),
+            )
+        ),
+    )
     await wait_for(handle, lambda b: b["2"].status == "completed", what="T-2 with the runtime role")
     tools = {t["function"]["name"] for t in fake_llm.for_task("Profile it")[0]["tools"]}
     assert tools == {"file_read", "code_search", "shell", "python_exec"}
@@ -311,7 +419,15 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
     from tests.integration.test_cli_runs import starter
 
     await env.start_worker()
-    code, out, err = await starter(env, "plan", "1. Run `echo alpha` 2. Run `echo beta`", "--run", "--review", "--id", "xsky-sentence-" + env.settings.task_queue)
+    code, out, err = await starter(
+        env,
+        "plan",
+        "1. Run `echo alpha` 2. Run `echo beta`",
+        "--run",
+        "--review",
+        "--id",
+        "xsky-sentence-" + env.settings.task_queue,
+    )
     assert code == 0 and "the leader plans the request" in out, err
     workflow_id = "xsky-sentence-" + env.settings.task_queue
     handle = env.client.get_workflow_handle(workflow_id)
@@ -328,7 +444,9 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
     assert [a["result"] for a in result["agents"]] == ["alpha", "beta"]
 
 
-async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, fake_llm: FakeLLM, tmp_path: Path):
+async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(
+    env: Env, fake_llm: FakeLLM, tmp_path: Path
+):
     """Neither through /proc (the sandbox has its own PID namespace) nor from the worker's
     environment (the worker hides its keys from it at start, for when the sandbox is off)."""
 
@@ -338,9 +456,11 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
     )
 
     worker = start_worker_process(env, tmp_path / "w.log")
-    probe = (f"import os\ntry:\n    print(open('/proc/{worker.pid}/environ', 'rb').read())\nexcept OSError as e:\n    print('no', e)\n"
-             "seen = [p for p in os.listdir('/proc') if p.isdigit()]\n"
-             "print('env', [open(f'/proc/{p}/environ', 'rb').read() for p in seen if os.path.exists(f'/proc/{p}/environ')])")
+    probe = (
+        f"import os\ntry:\n    print(open('/proc/{worker.pid}/environ', 'rb').read())\nexcept OSError as e:\n    print('no', e)\n"
+        "seen = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        "print('env', [open(f'/proc/{p}/environ', 'rb').read() for p in seen if os.path.exists(f'/proc/{p}/environ')])"
+    )
 
     def responder(req, i):
         if turn_of(req) == 0:
@@ -355,21 +475,31 @@ async def test_commands_an_agent_runs_cannot_read_the_workers_api_key(env: Env, 
     finally:
         stop_worker_process(worker)
     out = result.agents[0].result
-    assert f"no [Errno 2] No such file or directory: '/proc/{worker.pid}/environ'" in out  # the worker is not there
+    assert (
+        f"no [Errno 2] No such file or directory: '/proc/{worker.pid}/environ'" in out
+    )  # the worker is not there
     assert "XSKY_TASK_QUEUE" not in out and "sk-test-never-in-history-7c1f" not in out
     assert b"XSKY_TASK_QUEUE" in worker_env and b"sk-test-never-in-history-7c1f" not in worker_env
-    assert fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"  # the worker still has it
+    assert (
+        fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"
+    )  # the worker still has it
 
 
-async def test_an_llm_agent_without_input_gets_its_dependencies_results_bounded(env: Env, fake_llm: FakeLLM):
+async def test_an_llm_agent_without_input_gets_its_dependencies_results_bounded(
+    env: Env, fake_llm: FakeLLM
+):
     """The seed's buildSimpleAgentWorkflow example: "Summarize the results", depending on the
     steps before it, and no <input>: it sees what they produced — a long result cut, by reference."""
     fake_llm.responder = lambda req, i: text("summary written")
     await env.start_worker()
     small = '<agent name="shell" id="1"><task>Find the widget</task><config>{"tool": "shell", "command": "echo widget costs 42 coins"}</config></agent>'
-    large = ('<agent name="shell" id="2"><task>Dump the catalogue</task>'
-             '<config>{"tool": "shell", "command": "yes catalogue-line | head -n 4000"}</config></agent>')
-    result = await env.run(plan(small, large, agent("3", "llm", "Summarize the results", depends="1,2")))
+    large = (
+        '<agent name="shell" id="2"><task>Dump the catalogue</task>'
+        '<config>{"tool": "shell", "command": "yes catalogue-line | head -n 4000"}</config></agent>'
+    )
+    result = await env.run(
+        plan(small, large, agent("3", "llm", "Summarize the results", depends="1,2"))
+    )
     assert result.status == "completed", result.summary
     assert result.agents[1].result_ref is not None  # the catalogue went to the artifact store
     (request,) = fake_llm.requests

@@ -40,8 +40,16 @@ class Case:
 def cases() -> list[Case]:
     table: list[Case] = []
     steer = {
-        "pause": (), "resume": (), "cancel": (), "retry": ("T-1",), "skip": ("T-1",), "nudge": ("T-1", "hurry"),
-        "answer": ("Q-1", "yes"), "approve": ("A-1",), "replan": ("add a step",), "approve-plan": (),
+        "pause": (),
+        "resume": (),
+        "cancel": (),
+        "retry": ("T-1",),
+        "skip": ("T-1",),
+        "nudge": ("T-1", "hurry"),
+        "answer": ("Q-1", "yes"),
+        "approve": ("A-1",),
+        "replan": ("add a step",),
+        "approve-plan": (),
     }
     for command, rest in steer.items():
         table += [
@@ -58,10 +66,18 @@ def cases() -> list[Case]:
     table += [
         # bad input: what was wrong and how to write it
         Case("bad-input", ("validate", "no/such/plan.xml"), "no such file"),
-        Case("bad-input", ("validate", str(ROOT / "examples/invalid/many_problems.xml")), "many_problems.xml:3:3:"),
+        Case(
+            "bad-input",
+            ("validate", str(ROOT / "examples/invalid/many_problems.xml")),
+            "many_problems.xml:3:3:",
+        ),
         Case("bad-input", ("run", "no/such/plan.xml"), "no such file"),
         Case("bad-input", ("run", DIAMOND, "--var", "topic"), "write it as --var name=value"),
-        Case("bad-input", ("run", DIAMOND, "--var", "tpoic=x"), "the plan has no such name (its names: topic)"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "tpoic=x"),
+            "the plan has no such name (its names: topic)",
+        ),
         Case("bad-input", ("run", DIAMOND, "--max-parallel", "0"), "--max-parallel"),
         Case("bad-input", ("run",), "the following arguments are required: plan"),
         Case("bad-input", ("status", ENDED, "--limit", "0"), "--limit takes 1 to 2000"),
@@ -71,7 +87,11 @@ def cases() -> list[Case]:
         Case("bad-input", ("nudge", ENDED, "T-1", "  "), "the nudge message is empty"),
         Case("bad-input", ("list", "--query", "((("), "the list query was refused"),
         Case("bad-input", ("plan", "   "), "the request is empty"),
-        Case("bad-input", ("plan", "xsky-no-such-run-0000", "--history"), "no run with id xsky-no-such-run-0000"),
+        Case(
+            "bad-input",
+            ("plan", "xsky-no-such-run-0000", "--history"),
+            "no run with id xsky-no-such-run-0000",
+        ),
         Case("bad-input", ("roles", "show", "no-such-role"), "no-such-role"),
         Case("bad-input", ("permissions", "check", "teleport", "x"), "teleport"),
         Case("bad-input", ("permissions", "log", UNKNOWN), f"no run with id {UNKNOWN}"),
@@ -84,7 +104,11 @@ def cases() -> list[Case]:
         Case("bad-input", ("skills", "promote", "no-such-skill"), "no-such-skill"),
         Case("bad-input", ("skills", "discard", "no-such-skill"), "no-such-skill"),
         Case("bad-input", ("skills", "atoms", "traj_nope"), "nothing ingested yet"),
-        Case("bad-input", ("skills", "remove-source", "claude-code", "/no/such/folder"), "/no/such/folder"),
+        Case(
+            "bad-input",
+            ("skills", "remove-source", "claude-code", "/no/such/folder"),
+            "/no/such/folder",
+        ),
         Case("bad-input", ("skills", "export", "--to", str(ROOT / "README.md")), "README.md"),
         Case("bad-input", ("server", "--ui-port", "many"), "invalid int value"),
         Case("bad-input", ("demo", "--fast"), "unrecognized arguments: --fast"),
@@ -93,7 +117,11 @@ def cases() -> list[Case]:
         Case("unreachable", ("run", DIAMOND, "--var", "topic=x"), "cannot reach Temporal"),
         Case("unreachable", ("list",), "cannot reach Temporal"),
         Case("unreachable", ("plan", "xsky-x"), "cannot reach Temporal"),
-        Case("unreachable", ("plan", "fetch a page then summarize it", "--run"), "cannot reach Temporal"),
+        Case(
+            "unreachable",
+            ("plan", "fetch a page then summarize it", "--run"),
+            "cannot reach Temporal",
+        ),
         Case("unreachable", ("permissions", "log", "xsky-x"), "cannot reach Temporal"),
         Case("unreachable", ("skills", "watch"), "cannot reach Temporal"),
         Case("unreachable", ("skills", "unwatch"), "cannot reach Temporal"),
@@ -102,7 +130,11 @@ def cases() -> list[Case]:
         Case("remote", ("up",), "a local server cannot be started for a remote host"),
         # the server is up, no worker serves the queues: said before anything starts
         Case("no-worker", ("run", DIAMOND, "--var", "topic=x"), "no worker serves the task queue"),
-        Case("no-worker", ("plan", "fetch a page then summarize it", "--run"), "no worker serves the task queue"),
+        Case(
+            "no-worker",
+            ("plan", "fetch a page then summarize it", "--run"),
+            "no worker serves the task queue",
+        ),
         Case("no-worker", ("skills", "scan", "--once"), "no worker"),
     ]
     return table
@@ -124,7 +156,18 @@ def covered(argv: tuple[str, ...]) -> str:
 
 
 # Looking commands that work on an ended run, or need nothing wrong to show they answer.
-FINE = {"validate", "list", "roles", "skills sources", "skills status", "skills list", "up", "down", "demo", "server"}
+FINE = {
+    "validate",
+    "list",
+    "roles",
+    "skills sources",
+    "skills status",
+    "skills list",
+    "up",
+    "down",
+    "demo",
+    "server",
+}
 
 
 def test_every_command_has_rows_in_the_table():
@@ -143,7 +186,10 @@ def run_main(argv: list[str]) -> tuple[int, str, str, str | None]:
     out, err = io.StringIO(), io.StringIO()
     consoles = (render.out, render.err)
     files = [c.file for c in consoles]
-    render.out.file, render.err.file = out, err  # rich's consoles, as the commands print through them
+    render.out.file, render.err.file = (
+        out,
+        err,
+    )  # rich's consoles, as the commands print through them
     crash = None
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -168,7 +214,9 @@ async def ended(env: Env) -> str:
     return run.id
 
 
-async def test_no_command_prints_a_traceback_in_any_situation(env: Env, ended: str, monkeypatch: pytest.MonkeyPatch):
+async def test_no_command_prints_a_traceback_in_any_situation(
+    env: Env, ended: str, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("XSKY_WORKER_WAIT", "1")
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(env.home / "skills-home"))
     address = {"unreachable": f"127.0.0.1:{_closed_port()}", "remote": "temporal.invalid:7233"}
@@ -179,7 +227,12 @@ async def test_no_command_prints_a_traceback_in_any_situation(env: Env, ended: s
         else:
             monkeypatch.setenv("TEMPORAL_ADDRESS", env.address)
         # no worker polls this queue: a queue of its own for the no-worker rows
-        monkeypatch.setenv("XSKY_TASK_QUEUE", f"none{uuid.uuid4().hex[:6]}" if case.situation == "no-worker" else env.settings.task_queue)
+        monkeypatch.setenv(
+            "XSKY_TASK_QUEUE",
+            f"none{uuid.uuid4().hex[:6]}"
+            if case.situation == "no-worker"
+            else env.settings.task_queue,
+        )
         argv = [a.replace(ENDED, ended) for a in case.argv]
         code, out, err, crash = await asyncio.to_thread(run_main, argv)
         said = " ".join((out + err).split())
@@ -191,5 +244,7 @@ async def test_no_command_prints_a_traceback_in_any_situation(env: Env, ended: s
         if case.says not in said:
             problems.append(f"does not say {case.says!r}")
         if problems:
-            failures.append(f"[{case.situation}] starter.py {' '.join(argv)}: {'; '.join(problems)}\n  printed: {said[:400]}")
+            failures.append(
+                f"[{case.situation}] starter.py {' '.join(argv)}: {'; '.join(problems)}\n  printed: {said[:400]}"
+            )
     assert not failures, f"{len(failures)} of {len(cases())} cases:\n" + "\n".join(failures)

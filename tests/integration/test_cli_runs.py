@@ -16,27 +16,43 @@ pytestmark = pytest.mark.integration
 
 async def starter(env: Env, *args: str, timeout: float = 120) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "starter.py"), *args,
-        env=env.environ(), cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        str(ROOT / "starter.py"),
+        *args,
+        env=env.environ(),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     if proc.returncode is not None and proc.returncode < 0:  # killed by a signal: show what it said
-        raise AssertionError(f"starter.py {' '.join(args)} died with signal {-proc.returncode}:\n{out.decode()}\n{err.decode()}")
+        raise AssertionError(
+            f"starter.py {' '.join(args)} died with signal {-proc.returncode}:\n{out.decode()}\n{err.decode()}"
+        )
     return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def test_run_of_an_invalid_plan_exits_2_and_starts_nothing(env: Env):
     workflow_id = f"xsky-invalid-{uuid.uuid4().hex[:6]}"
-    code, out, err = await starter(env, "run", str(ROOT / "examples/invalid/many_problems.xml"), "--id", workflow_id)
+    code, out, err = await starter(
+        env, "run", str(ROOT / "examples/invalid/many_problems.xml"), "--id", workflow_id
+    )
     assert code == 2
     assert "many_problems.xml:3:3:" in err and "nothing was started" in err
     found = [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")]
     assert found == []
     # A --var or --context name the plan does not have is a typo: said, nothing started.
-    code, out, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--var", "tpoic=x")
-    assert code == 2 and "--var tpoic: the plan has no such name (its names: topic)" in err and "Traceback" not in err
-    code, out, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--context", "user=ann")
+    code, out, err = await starter(
+        env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--var", "tpoic=x"
+    )
+    assert (
+        code == 2
+        and "--var tpoic: the plan has no such name (its names: topic)" in err
+        and "Traceback" not in err
+    )
+    code, out, err = await starter(
+        env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--context", "user=ann"
+    )
     assert code == 2 and "--context user: the plan has no such name (its names: none)" in err
     assert [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")] == []
 
@@ -44,7 +60,16 @@ async def test_run_of_an_invalid_plan_exits_2_and_starts_nothing(env: Env):
 async def test_run_follow_then_status_result_and_list(env: Env):
     await env.start_worker()
     workflow_id = f"xsky-cli-{uuid.uuid4().hex[:6]}"
-    code, out, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--var", "topic=cli", "--follow")
+    code, out, err = await starter(
+        env,
+        "run",
+        str(ROOT / "examples/diamond.xml"),
+        "--id",
+        workflow_id,
+        "--var",
+        "topic=cli",
+        "--follow",
+    )
     assert code == 0, err
     assert f"started {workflow_id}" in out and f"/workflows/{workflow_id}" in out
     assert "4 of 4 agents completed" in out
@@ -62,20 +87,32 @@ async def test_run_follow_then_status_result_and_list(env: Env):
     assert json.loads(out)["status"] == "completed"
 
     code, out, _ = await starter(env, "list", "--json")
-    assert any(r["workflowId"] == workflow_id and r["status"] == "completed" for r in json.loads(out))
+    assert any(
+        r["workflowId"] == workflow_id and r["status"] == "completed" for r in json.loads(out)
+    )
 
     # Steering an ended run is a sentence, not a traceback.
-    for command in (["pause", workflow_id], ["nudge", workflow_id, "1", "hurry"], ["answer", workflow_id, "Q-1", "yes"],
-                    ["cancel", workflow_id]):
+    for command in (
+        ["pause", workflow_id],
+        ["nudge", workflow_id, "1", "hurry"],
+        ["answer", workflow_id, "Q-1", "yes"],
+        ["cancel", workflow_id],
+    ):
         code, out, err = await starter(env, *command)
-        assert code == 2 and f"{workflow_id} has already ended (completed)" in err and "Traceback" not in err + out, (command, err)
+        assert (
+            code == 2
+            and f"{workflow_id} has already ended (completed)" in err
+            and "Traceback" not in err + out
+        ), (command, err)
 
 
 async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env):
     await env.start_worker()
     plan = env.home / "fail.xml"
     env.home.mkdir(parents=True, exist_ok=True)
-    plan.write_text('<workflow name="f" taskId="f"><agent name="shell" id="1"><task>x</task><config>{"tool": "shell", "command": "exit 4", "retry": {"maximumAttempts": 1}}</config></agent></workflow>')
+    plan.write_text(
+        '<workflow name="f" taskId="f"><agent name="shell" id="1"><task>x</task><config>{"tool": "shell", "command": "exit 4", "retry": {"maximumAttempts": 1}}</config></agent></workflow>'
+    )
     workflow_id = f"xsky-f-{uuid.uuid4().hex[:6]}"
     code, out, err = await starter(env, "run", str(plan), "--id", workflow_id, "--json")
     assert code == 0 and json.loads(out)["workflowId"] == workflow_id
@@ -86,8 +123,14 @@ async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env
 async def test_unknown_run_and_unreachable_server_are_clear_errors(env: Env):
     # The server is up, but no worker polls this test's queue: said, instead of waiting forever.
     workflow_id = f"xsky-noworker-{uuid.uuid4().hex[:6]}"
-    code, _, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--follow")
-    assert code == 2 and f"no worker serves the task queue '{env.settings.task_queue}'" in err and "starter.py up" in err
+    code, _, err = await starter(
+        env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--follow"
+    )
+    assert (
+        code == 2
+        and f"no worker serves the task queue '{env.settings.task_queue}'" in err
+        and "starter.py up" in err
+    )
     assert [wf async for wf in env.client.list_workflows(f"WorkflowId='{workflow_id}'")] == []
     code, _, err = await starter(env, "status", "xsky-no-such-run")
     assert code == 2 and "no run with id xsky-no-such-run" in err and "Traceback" not in err
@@ -116,7 +159,9 @@ async def test_steering_commands_of_starter(env: Env):
     await env.start_worker()
     env.home.mkdir(parents=True, exist_ok=True)
     path = env.home / "steer.xml"
-    path.write_text(plan(ask("1", "Proceed?"), noop("2", 30), noop("3", 0, depends="1"), name="cli-steer"))
+    path.write_text(
+        plan(ask("1", "Proceed?"), noop("2", 30), noop("3", 0, depends="1"), name="cli-steer")
+    )
     workflow_id = f"xsky-steer-{uuid.uuid4().hex[:6]}"
     code, out, err = await starter(env, "run", str(path), "--id", workflow_id, "--review")
     assert code == 0 and "approve-plan" in out, err
@@ -126,7 +171,10 @@ async def test_steering_commands_of_starter(env: Env):
     assert code == 0 and "plan v1 approved" in out
 
     handle = env.client.get_workflow_handle(workflow_id)
-    await wait_for(handle, lambda b: b["1"].status == "blocked" and b["2"].status in ("dispatched", "in_progress"))
+    await wait_for(
+        handle,
+        lambda b: b["1"].status == "blocked" and b["2"].status in ("dispatched", "in_progress"),
+    )
     code, out, _ = await starter(env, "requests", workflow_id, "--json")
     assert [r["id"] for r in json.loads(out)] == ["Q-1"]
     code, out, _ = await starter(env, "requests", workflow_id)
@@ -160,7 +208,12 @@ async def test_steering_commands_of_starter(env: Env):
     code, out, _ = await starter(env, "result", workflow_id, "--wait", "--json")
     data = json.loads(out)
     assert data["status"] == "completed"
-    assert {a["id"]: a["result"] for a in data["agents"]} == {"1": "go", "2": "not needed", "3": "r3", "4": "extra"}
+    assert {a["id"]: a["result"] for a in data["agents"]} == {
+        "1": "go",
+        "2": "not needed",
+        "3": "r3",
+        "4": "extra",
+    }
 
 
 async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
@@ -173,7 +226,9 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
     workflow_id = f"xsky-cancel-{uuid.uuid4().hex[:6]}"
     await starter(env, "run", str(path), "--id", workflow_id)
     handle = env.client.get_workflow_handle(workflow_id)
-    await wait_for(handle, lambda b: all(t.status in ("dispatched", "in_progress") for t in b.values()))
+    await wait_for(
+        handle, lambda b: all(t.status in ("dispatched", "in_progress") for t in b.values())
+    )
     code, out, _ = await starter(env, "cancel", workflow_id, "T-1")
     assert code == 0 and "T-1 cancelled" in out
     code, out, _ = await starter(env, "cancel", workflow_id)
@@ -192,11 +247,14 @@ async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_termi
     step = "Run `echo " + "a-rather-long-argument-" * 12 + "end`"
     code, out, err = await starter(env, "plan", f"1. {step} 2. Run `echo beta`")
     assert code == 0, err
-    xml = out[out.index("<workflow"): out.index("</workflow>") + len("</workflow>")]
+    xml = out[out.index("<workflow") : out.index("</workflow>") + len("</workflow>")]
     from xsky.xml import parse_workflow
 
     wf = parse_workflow(xml)  # a saved copy validates: nothing was wrapped inside the XML
-    assert any("a-rather-long-argument-" * 12 + "end" in (a.task + json.dumps(a.config or {})) for a in wf.agents)
+    assert any(
+        "a-rather-long-argument-" * 12 + "end" in (a.task + json.dumps(a.config or {}))
+        for a in wf.agents
+    )
 
 
 async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_workspace(env: Env):
@@ -211,6 +269,8 @@ async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_work
         ids.append(json.loads(out)["workflowId"])
     assert ids[0] != ids[1] and all(i.startswith("xsky-example-chain-") for i in ids)
     for workflow_id in ids:
-        result = await asyncio.wait_for(run_outcome(env.client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)), 60)
+        result = await asyncio.wait_for(
+            run_outcome(env.client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)), 60
+        )
         assert result.status == "completed"
         assert (env.home / "runs" / workflow_id / "workspace" / "note.txt").exists()

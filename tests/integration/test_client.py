@@ -35,13 +35,21 @@ def readme_example() -> str:
 async def test_the_readme_example_runs_as_written(env: Env):
     await env.start_worker()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", readme_example(), env=env.environ(), cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-c",
+        readme_example(),
+        env=env.environ(),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     printed = out.decode()
     assert proc.returncode == 0, err.decode()
     assert printed.startswith("started xsky-example-diamond-")
-    assert "completed ['topic: durable agents" in printed  # the first agent's result, as the plan says
+    assert (
+        "completed ['topic: durable agents" in printed
+    )  # the first agent's result, as the plan says
     assert "attempt" in printed and "outcome completed" in printed  # T-1's transcript
     assert "Traceback" not in err.decode()
 
@@ -49,8 +57,15 @@ async def test_the_readme_example_runs_as_written(env: Env):
 async def test_start_follow_steer_and_finish_through_the_api(env: Env):
     await env.start_worker()
     async with XSky.connect() as x:
-        run = await x.run(plan(noop("1", 0.3), ask("2", "which region?", depends="1"), noop("3", depends="2"), name="api"),
-                          id=f"xsky-api-{uuid.uuid4().hex[:6]}")
+        run = await x.run(
+            plan(
+                noop("1", 0.3),
+                ask("2", "which region?", depends="1"),
+                noop("3", depends="2"),
+                name="api",
+            ),
+            id=f"xsky-api-{uuid.uuid4().hex[:6]}",
+        )
         assert run.ui_url.endswith(f"/workflows/{run.id}")
         pages: list[BoardPage] = []
         async for page in run.follow(interval=0.2):
@@ -87,15 +102,21 @@ async def test_start_follow_steer_and_finish_through_the_api(env: Env):
         assert events[1]["name"] == "noop" and events[-1]["status"] == "completed"
 
 
-async def test_the_api_refuses_bad_plans_and_unreachable_servers_with_a_sentence(env: Env, monkeypatch):
+async def test_the_api_refuses_bad_plans_and_unreachable_servers_with_a_sentence(
+    env: Env, monkeypatch
+):
     async with XSky.connect() as x:
         with pytest.raises(UsageError, match="--var tpoic: the plan has no such name"):
             await x.run(str(ROOT / "examples/diamond.xml"), variables={"tpoic": "x"})
         monkeypatch.setenv("XSKY_WORKER_WAIT", "1")
-        with pytest.raises(Exception, match=f"no worker serves the task queue '{env.settings.task_queue}'"):
+        with pytest.raises(
+            Exception, match=f"no worker serves the task queue '{env.settings.task_queue}'"
+        ):
             await XSky(x.client, load_settings()).run(str(ROOT / "examples/diamond.xml"))
     monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
-    with pytest.raises(ConnectError, match="cannot reach Temporal at 127.0.0.1:1 .*connection refused"):
+    with pytest.raises(
+        ConnectError, match="cannot reach Temporal at 127.0.0.1:1 .*connection refused"
+    ):
         await XSky.connect()
 
 
@@ -103,15 +124,21 @@ async def test_a_missing_kind_worker_is_named_before_anything_starts(env: Env, m
     await env.start_worker(kinds=["llm"])  # no shell agents here
     monkeypatch.setenv("XSKY_WORKER_WAIT", "1")
     code, _, err = await starter(env, "run", str(ROOT / "examples/diamond.xml"), "--var", "topic=x")
-    assert code == 2 and "no worker runs shell agents" in err and "worker.py --kinds shell" in err, err
+    assert (
+        code == 2 and "no worker runs shell agents" in err and "worker.py --kinds shell" in err
+    ), err
     assert "Traceback" not in err
-    assert [wf async for wf in env.client.list_workflows(f"TaskQueue='{env.settings.task_queue}'")] == []
+    assert [
+        wf async for wf in env.client.list_workflows(f"TaskQueue='{env.settings.task_queue}'")
+    ] == []
 
 
 def test_connection_settings_come_from_temporal_profiles(tmp_path: Path, monkeypatch):
     config = tmp_path / "temporal.toml"
-    config.write_text('[profile.default]\naddress = "127.0.0.1:7999"\nnamespace = "team-a"\n\n'
-                      '[profile.cloud]\naddress = "acme.a1b2.tmprl.cloud:7233"\nnamespace = "acme.a1b2"\napi_key = "k-123"\n')
+    config.write_text(
+        '[profile.default]\naddress = "127.0.0.1:7999"\nnamespace = "team-a"\n\n'
+        '[profile.cloud]\naddress = "acme.a1b2.tmprl.cloud:7233"\nnamespace = "acme.a1b2"\napi_key = "k-123"\n'
+    )
     for var in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(config))
@@ -119,8 +146,12 @@ def test_connection_settings_come_from_temporal_profiles(tmp_path: Path, monkeyp
     assert (settings.address, settings.namespace) == ("127.0.0.1:7999", "team-a")
     cloud = load_settings(profile="cloud")
     kwargs = cloud.connect_kwargs()
-    assert kwargs["target_host"] == "acme.a1b2.tmprl.cloud:7233" and kwargs["namespace"] == "acme.a1b2"
-    assert kwargs["api_key"] == "k-123" and kwargs["tls"]  # an API key means TLS, as Temporal's CLI does
+    assert (
+        kwargs["target_host"] == "acme.a1b2.tmprl.cloud:7233" and kwargs["namespace"] == "acme.a1b2"
+    )
+    assert (
+        kwargs["api_key"] == "k-123" and kwargs["tls"]
+    )  # an API key means TLS, as Temporal's CLI does
     monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:7444")  # the environment overrides the file
     assert load_settings().address == "127.0.0.1:7444"
     with pytest.raises(UsageError, match="Profile 'nope' not found"):
@@ -136,7 +167,9 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
         if turn == 0:
             return calls(("file_write", {"path": "notes.txt", "content": "alpha"}))
         if turn == 1:
-            return calls(("file_read", {"path": "notes.txt"}), ("shell", {"command": "wc -c notes.txt"}))
+            return calls(
+                ("file_read", {"path": "notes.txt"}), ("shell", {"command": "wc -c notes.txt"})
+            )
         return text("wrote and read notes.txt")
 
     fake_llm.responder = responder
@@ -145,7 +178,9 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
     wf = plan('<agent name="backend" id="1"><task>write notes</task></agent>', name="log")
     (env.home).mkdir(parents=True, exist_ok=True)
     (env.home / "log.xml").write_text(wf)
-    code, out, err = await starter(env, "run", str(env.home / "log.xml"), "--id", workflow_id, "--follow")
+    code, out, err = await starter(
+        env, "run", str(env.home / "log.xml"), "--id", workflow_id, "--follow"
+    )
     assert code == 0, out + err
 
     code, out, err = await starter(env, "log", workflow_id, "T-1", "--json")
@@ -153,13 +188,19 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
     events = [json.loads(line) for line in out.splitlines()]
     kinds = [e["type"] for e in events]
     assert kinds[0] == "attempt" and kinds[-1] == "outcome" and events[-1]["status"] == "completed"
-    assert [e["name"] for e in events if e["type"] == "tool_call"] == ["file_write", "file_read", "shell"]
+    assert [e["name"] for e in events if e["type"] == "tool_call"] == [
+        "file_write",
+        "file_read",
+        "shell",
+    ]
     results = [e for e in events if e["type"] == "tool_result"]
     assert [e["name"] for e in results] == ["file_write", "file_read", "shell"]
     assert "alpha" in results[1]["content"] and "5 notes.txt" in results[2]["content"]
     assert all(e["ms"] >= 0 for e in results)
     decisions = [e for e in events if e["type"] == "permission"]
-    assert {d["tool"] for d in decisions} >= {"file_write", "shell"} and all(d["effect"] == "allow" for d in decisions)
+    assert {d["tool"] for d in decisions} >= {"file_write", "shell"} and all(
+        d["effect"] == "allow" for d in decisions
+    )
     llm_calls = [e for e in events if e["type"] == "llm"]
     assert len(llm_calls) == 3 and all(e["model"] == "fake-model" for e in llm_calls)
     assert "sk-test-never-in-history-7c1f" not in out  # the key is never logged
@@ -167,8 +208,17 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
     code, out, err = await starter(env, "log", workflow_id, "1")
     assert code == 0, err
     lines = out.splitlines()
-    order = [next(i for i, line in enumerate(lines) if needle in line)
-             for needle in ("attempt 1 of T-1", "→ file_write", "← file_write", "→ file_read", "→ shell", "══ completed")]
+    order = [
+        next(i for i, line in enumerate(lines) if needle in line)
+        for needle in (
+            "attempt 1 of T-1",
+            "→ file_write",
+            "← file_write",
+            "→ file_read",
+            "→ shell",
+            "══ completed",
+        )
+    ]
     assert order == sorted(order), out
     code, out, err = await starter(env, "log", workflow_id, "T-7")
     assert code == 2 and "no task 'T-7'" in err and "Traceback" not in err

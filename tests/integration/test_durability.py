@@ -48,12 +48,17 @@ def ledger_chain(n: int, sleep: float) -> str:
     return f'<workflow name="ledger" taskId="ledger">{"".join(agents)}</workflow>'
 
 
-def start_worker_process(env: Env | dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+def start_worker_process(
+    env: Env | dict[str, str], log: Path, *args: str
+) -> subprocess.Popen[bytes]:
     """worker.py in its own process (to be killed), joined to the test's server and queues."""
     with open(log, "ab") as fh:
         proc = subprocess.Popen(
             [sys.executable, str(ROOT / "worker.py"), "--grace", "1", *args],
-            env=env.environ() if isinstance(env, Env) else env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
+            env=env.environ() if isinstance(env, Env) else env,
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60
     while b"serving" not in log.read_bytes():
@@ -71,20 +76,31 @@ def stop_worker_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, extra_args: tuple[str, ...] = ()) -> AsyncIterator[tuple[DevServer, Client, Settings]]:
+async def own_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, extra_args: tuple[str, ...] = ()
+) -> AsyncIterator[tuple[DevServer, Client, Settings]]:
     """A dev server of the test's own (to kill or configure) with in-process workers on it."""
     monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
     monkeypatch.setenv("XSKY_TASK_QUEUE", f"{name[0]}{uuid.uuid4().hex[:6]}")
-    server = DevServer(db_path=tmp_path / f"{name}.db", port=free_port(), headless=True,
-                       log_path=tmp_path / f"{name}.log", extra_args=extra_args)
+    server = DevServer(
+        db_path=tmp_path / f"{name}.db",
+        port=free_port(),
+        headless=True,
+        log_path=tmp_path / f"{name}.log",
+        extra_args=extra_args,
+    )
     server.start(timeout=90)
     workers = []
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
         settings = load_settings()
-        workers = build_workers(client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings))
-        running = [asyncio.create_task(w.run()) for w in workers]  # referenced: tasks are weakly held
+        workers = build_workers(
+            client, settings, list(TOOL_AGENT_KINDS), True, 1.0, AgentActivities(settings)
+        )
+        running = [
+            asyncio.create_task(w.run()) for w in workers
+        ]  # referenced: tasks are weakly held
         yield server, client, settings
         assert not any(t.done() for t in running), "a worker stopped during the test"
     finally:
@@ -103,9 +119,13 @@ async def wait_for_completed(handle, count: int, timeout: float = 60) -> set[str
     raise AssertionError(f"fewer than {count} agents completed in {timeout}s")
 
 
-async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_twice(env: Env, tmp_path: Path):
+async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_twice(
+    env: Env, tmp_path: Path
+):
     first = start_worker_process(env, tmp_path / "worker1.log")
-    handle = await env.start(ledger_chain(6, 0.6), workflow_id=f"xsky-ledger-{uuid.uuid4().hex[:6]}")
+    handle = await env.start(
+        ledger_chain(6, 0.6), workflow_id=f"xsky-ledger-{uuid.uuid4().hex[:6]}"
+    )
     try:
         completed_before = await wait_for_completed(handle, 2)
         os.kill(first.pid, signal.SIGKILL)
@@ -125,23 +145,39 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
     starts = Counter(line.split()[1] for line in ledger if line.startswith("start"))
     assert completed_before, "the kill must come after some agents completed"
     for agent_id in completed_before:
-        assert starts[agent_id] == 1, f"agent {agent_id} completed before the kill but ran {starts[agent_id]} times"
+        assert starts[agent_id] == 1, (
+            f"agent {agent_id} completed before the kill but ran {starts[agent_id]} times"
+        )
     in_flight = [a for a in starts if starts[a] > 1]
-    assert len(in_flight) <= 1, f"only the agent in flight at the kill may run again: {dict(starts)}"
+    assert len(in_flight) <= 1, (
+        f"only the agent in flight at the kill may run again: {dict(starts)}"
+    )
     assert all(starts[str(i)] >= 1 for i in range(1, 7))
     retried = [a for a in result.agents if a.id in in_flight]
     assert all(a.attempts == 1 for a in retried)  # one dispatch; Temporal retried the attempt
 
 
-async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(tmp_path: Path, monkeypatch):
+async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
+    tmp_path: Path, monkeypatch
+):
     async with own_server(tmp_path, monkeypatch, "restart") as (server, client, settings):
         # Started and watched by `starter.py run --follow`, which must ride out the outage.
         plan_file = tmp_path / "ledger.xml"
         plan_file.write_text(ledger_chain(5, 0.5))
         workflow_id = f"xsky-restart-{uuid.uuid4().hex[:6]}"
         follower = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "starter.py"), "run", str(plan_file), "--id", workflow_id, "--follow",
-            env=dict(os.environ), cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            sys.executable,
+            str(ROOT / "starter.py"),
+            "run",
+            str(plan_file),
+            "--id",
+            workflow_id,
+            "--follow",
+            env=dict(os.environ),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         try:
             handle = client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)
             deadline = time.monotonic() + 60
@@ -164,18 +200,33 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
         said = printed.decode()
         assert follower.returncode == 0, said
-        assert "reconnecting" in said and "reconnected" in said and "5 of 5 agents completed" in " ".join(said.split()), said
-        assert "Traceback" not in said and "WARN" not in said and "temporalio_client" not in said, said  # no SDK retry noise
+        assert (
+            "reconnecting" in said
+            and "reconnected" in said
+            and "5 of 5 agents completed" in " ".join(said.split())
+        ), said
+        assert "Traceback" not in said and "WARN" not in said and "temporalio_client" not in said, (
+            said
+        )  # no SDK retry noise
 
 
-async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_server_restart(tmp_path: Path, monkeypatch):
+async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_server_restart(
+    tmp_path: Path, monkeypatch
+):
     from tests.integration.helpers import ask, plan, wait_requests
     from xsky.leader_state import AnswerRequest, ApproveToolRequest
 
-    needs_approval = ('<agent name="explore" id="3"><task>count</task>'
-                      '<config>{"tool": "shell", "command": "echo approved"}</config></agent>')
+    needs_approval = (
+        '<agent name="explore" id="3"><task>count</task>'
+        '<config>{"tool": "shell", "command": "echo approved"}</config></agent>'
+    )
     queue = f"q{uuid.uuid4().hex[:6]}"
-    server = DevServer(db_path=tmp_path / "pending.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
+    server = DevServer(
+        db_path=tmp_path / "pending.db",
+        port=free_port(),
+        headless=True,
+        log_path=tmp_path / "server.log",
+    )
     server.start(timeout=90)
     env = Env(client=None, settings=None, address=server.address, home=tmp_path / "xsky")  # type: ignore[arg-type]
     monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
@@ -186,8 +237,14 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         handle = await client.start_workflow(
-            LeaderWorkflow.run, RunInput(workflow=parse_workflow(plan(ask("1", "Ship it?"), ask("2", "Which day?"), needs_approval))),
-            id=f"xsky-pending-{uuid.uuid4().hex[:6]}", task_queue=queue,
+            LeaderWorkflow.run,
+            RunInput(
+                workflow=parse_workflow(
+                    plan(ask("1", "Ship it?"), ask("2", "Which day?"), needs_approval)
+                )
+            ),
+            id=f"xsky-pending-{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
         )
         before = await wait_requests(handle, 3)
         os.kill(worker.pid, signal.SIGKILL)
@@ -201,9 +258,15 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         assert [(r.id, r.kind, r.text) for r in after] == [(r.id, r.kind, r.text) for r in before]
         assert sorted(r.kind for r in after) == ["approval", "question", "question"]
         by_task = {r.task_id: r.id for r in after}
-        await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=by_task["T-3"]))
-        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="Friday"))
-        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
+        await handle.execute_update(
+            LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=by_task["T-3"])
+        )
+        await handle.execute_update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="Friday")
+        )
+        await handle.execute_update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes")
+        )
         result = await asyncio.wait_for(run_outcome(handle), 60)
         assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
@@ -211,7 +274,9 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         server.stop()
 
 
-async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(tmp_path: Path, monkeypatch):
+async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(
+    tmp_path: Path, monkeypatch
+):
     from tests.integration.helpers import ask, noop, plan, wait_for, wait_requests
     from xsky.leader_state import AnswerRequest
 
@@ -219,24 +284,38 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
     async with own_server(tmp_path, monkeypatch, "can", limit) as (_, client, settings):
         # The question is asked first; the chain keeps the history growing past the limit
         # while it is pending, so the run must continue as new with it.
-        chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)]  # activities, not local
+        chain = [
+            noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)
+        ]  # activities, not local
         wf = parse_workflow(plan(ask("1", "Publish?"), *chain))
-        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf), id=f"xsky-can-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf),
+            id=f"xsky-can-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
         (req,) = await wait_requests(handle, 1, timeout=60)
         await wait_for(handle, lambda b: b["9"].status == "completed", timeout=60, what="the chain")
         runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
         assert len(runs) >= 2, "the run should have continued as new"
         assert any(e.status.name == "CONTINUED_AS_NEW" for e in runs)
         (current,) = [e for e in runs if e.status.name == "RUNNING"]
-        assert current.execution_time > req.created_at, "the question must have crossed a continue-as-new"
+        assert current.execution_time > req.created_at, (
+            "the question must have crossed a continue-as-new"
+        )
         (still,) = await handle.query(LeaderWorkflow.pending_requests)
         assert still.id == req.id and still.text == "Publish?"
-        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish"))
+        await handle.execute_update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish")
+        )
         result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.status == "completed"
         # Results cross continue-as-new by reference: the store holds them, byte for byte.
         store = ArtifactStore(settings.artifacts)
-        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        texts = [
+            a.result if a.result is not None else store.read_text(a.result_ref)
+            for a in result.agents
+        ]
         assert texts == ["yes, publish"] + [f"r{i}" for i in range(2, 10)]
         assert any(a.result is None and a.result_ref is not None for a in result.agents)
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again

@@ -25,7 +25,9 @@ async def test_chain_diamond_and_fanout_examples_produce_the_right_results(env: 
     assert agents["3"].result.startswith("[offline provider] ")
     assert "durable" in agents["3"].result
 
-    diamond = await env.run((ROOT / "examples/diamond.xml").read_text(), variables={"topic": "replay"})
+    diamond = await env.run(
+        (ROOT / "examples/diamond.xml").read_text(), variables={"topic": "replay"}
+    )
     agents = by_id(diamond)
     assert diamond.status == "completed"
     assert agents["1"].result.startswith("topic: replay")
@@ -60,7 +62,9 @@ async def test_max_parallel_bounds_how_many_agents_run_at_once(env: Env):
         f'<agent name="shell" id="{i}"><task>t{i}</task><config>{{"tool": "shell", "command": "sleep 0.5; echo {i}"}}</config></agent>'
         for i in range(6)
     )
-    result = await env.run(f'<workflow name="par" taskId="p">{agents}</workflow>', options=RunOptions(max_parallel=2))
+    result = await env.run(
+        f'<workflow name="par" taskId="p">{agents}</workflow>', options=RunOptions(max_parallel=2)
+    )
     spans = sorted((a.started_at, a.ended_at) for a in result.agents)
     for start, _ in spans:
         running = sum(1 for s, e in spans if s <= start < e)
@@ -116,7 +120,12 @@ async def test_a_failing_agent_blocks_its_dependents_and_spares_independent_ones
     agents = by_id(result)
     assert result.status == "failed"
     assert {k: a.status for k, a in agents.items()} == {
-        "1": "completed", "2": "failed", "3": "blocked", "4": "blocked", "5": "completed"}
+        "1": "completed",
+        "2": "failed",
+        "3": "blocked",
+        "4": "blocked",
+        "5": "completed",
+    }
     assert "exited with status 3" in agents["2"].error and "broken" in agents["2"].error
     assert "retries exhausted" in agents["2"].error
     assert agents["3"].error == "T-2 failed" and agents["4"].error == "T-3 blocked"
@@ -143,13 +152,20 @@ async def test_activities_are_labelled_for_the_web_ui_and_the_board_is_published
     summaries = []
     for event in history.events:
         attrs = event.activity_task_scheduled_event_attributes
-        if event.HasField("activity_task_scheduled_event_attributes") and attrs.activity_type.name == "run_agent":
+        if (
+            event.HasField("activity_task_scheduled_event_attributes")
+            and attrs.activity_type.name == "run_agent"
+        ):
             summaries.append(event.user_metadata.summary)
             # One worker serves the leader and every kind: agents run on the leader's queue.
             assert attrs.task_queue.name == env.settings.task_queue
     payload_text = [s.data.decode() for s in summaries]
-    assert len(payload_text) == 3, payload_text  # one per agent: the leader's own activities are apart
-    assert any("T-3 · llm · Summarize the note in one sentence" in t for t in payload_text), payload_text
+    assert len(payload_text) == 3, (
+        payload_text
+    )  # one per agent: the leader's own activities are apart
+    assert any("T-3 · llm · Summarize the note in one sentence" in t for t in payload_text), (
+        payload_text
+    )
     desc = await handle.describe()
     assert await desc.static_summary() == "Count the words of a generated note"
     details = (await handle.query("__temporal_workflow_metadata")).current_details

@@ -40,19 +40,39 @@ pytestmark = pytest.mark.integration
 
 async def test_the_board_has_the_seed_fields_and_derived_statuses(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 0.2), noop("2", 0, depends="1")), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(noop("1", 0.2), noop("2", 0, depends="1")), options=RunOptions(max_auto_replans=0)
+    )
     result = await run_outcome(handle)
     tasks = [t.wire() for t in (await handle.query(LeaderWorkflow.task_board)).tasks]
-    for key in ("id", "sessionId", "subject", "description", "status", "blockedBy", "assignedAgent", "attempt", "durationS"):
+    for key in (
+        "id",
+        "sessionId",
+        "subject",
+        "description",
+        "status",
+        "blockedBy",
+        "assignedAgent",
+        "attempt",
+        "durationS",
+    ):
         assert key in tasks[1], key
-    assert tasks[1]["id"] == "T-2" and tasks[1]["blockedBy"] == ["T-1"] and tasks[1]["sessionId"] == handle.id
+    assert (
+        tasks[1]["id"] == "T-2"
+        and tasks[1]["blockedBy"] == ["T-1"]
+        and tasks[1]["sessionId"] == handle.id
+    )
     assert result.status == "completed"
 
 
 async def test_pause_stops_dispatching_and_resume_continues(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 1.0), noop("2", 0, depends="1"), noop("3", 0, depends="2")))
-    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"), what="T-1 running")
+    handle = await env.start(
+        plan(noop("1", 1.0), noop("2", 0, depends="1"), noop("3", 0, depends="2"))
+    )
+    await wait_for(
+        handle, lambda b: b["1"].status in ("dispatched", "in_progress"), what="T-1 running"
+    )
     await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="checking something"))
     await wait_for(handle, lambda b: b["1"].status == "completed", what="T-1 done")
     await asyncio.sleep(0.6)
@@ -79,18 +99,31 @@ async def test_pause_with_cancel_running_stops_agents_which_run_again_after_resu
     assert result.status == "completed" and result.agents[0].attempts == 2
 
 
-async def test_replan_with_xml_keeps_completed_results_and_cancels_a_removed_running_agent(env: Env):
+async def test_replan_with_xml_keeps_completed_results_and_cancels_a_removed_running_agent(
+    env: Env,
+):
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 0), noop("2", 60, depends="1"), noop("3", 0, depends="2")))
-    await wait_for(handle, lambda b: b["1"].status == "completed" and b["2"].status in ("dispatched", "in_progress"))
+    handle = await env.start(
+        plan(noop("1", 0), noop("2", 60, depends="1"), noop("3", 0, depends="2"))
+    )
+    await wait_for(
+        handle,
+        lambda b: b["1"].status == "completed" and b["2"].status in ("dispatched", "in_progress"),
+    )
     new = plan(noop("1", 0), noop("4", 0, depends="1"))
     result = await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=new))
-    assert result.plan_version == 2 and "removed 2, 3" in result.message and "added 4" in result.message
+    assert (
+        result.plan_version == 2
+        and "removed 2, 3" in result.message
+        and "added 4" in result.message
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed" and [a.id for a in run.agents] == ["1", "4"]
     assert run.agents[0].attempts == 1  # kept, not run again
     history = await handle.query(LeaderWorkflow.plan_history)
-    assert [v.version for v in history][:2] == [1, 2] and "replaced by a person" in history[1].reason
+    assert [v.version for v in history][:2] == [1, 2] and "replaced by a person" in history[
+        1
+    ].reason
 
 
 async def test_replan_rejections_change_nothing(env: Env):
@@ -102,7 +135,11 @@ async def test_replan_rejections_change_nothing(env: Env):
     cyclic = plan(noop("1", 0, depends="2"), noop("2", 0, depends="1"))
     msg = await rejected(handle, LeaderWorkflow.replan, ReplanRequest(xml=cyclic))
     assert "dependency cycle: 1 → 2 → 1" in msg
-    msg = await rejected(handle, LeaderWorkflow.replan, ReplanRequest(xml=plan('<agent name="robot" id="1"><task>x</task></agent>')))
+    msg = await rejected(
+        handle,
+        LeaderWorkflow.replan,
+        ReplanRequest(xml=plan('<agent name="robot" id="1"><task>x</task></agent>')),
+    )
     assert "unknown agent name 'robot'" in msg
     msg = await rejected(handle, LeaderWorkflow.replan, {"prompt": "x", "xml": "<workflow/>"})
     assert "either prompt" in msg, msg
@@ -114,7 +151,9 @@ async def test_replan_with_a_prompt_goes_through_the_planner(env: Env):
     await env.start_worker()
     handle = await env.start(plan(noop("1", 0), ask("2", "Continue?", depends="1")))
     await wait_requests(handle, 1)
-    result = await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(prompt="then run `echo added-step`"))
+    result = await handle.execute_update(
+        LeaderWorkflow.replan, ReplanRequest(prompt="then run `echo added-step`")
+    )
     assert "added 3" in result.message
     xml = await handle.query(LeaderWorkflow.plan)
     assert 'id="3"' in xml and "echo added-step" in xml
@@ -129,12 +168,16 @@ async def test_review_waits_for_approval_of_the_version_reviewed(env: Env):
     handle = await env.start(plan(noop("1", 0)), options=RunOptions(review=True))
     await asyncio.sleep(1.0)
     assert (await board(handle))["1"].attempt == 0  # nothing dispatched during review
-    await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=plan(noop("1", 0), noop("2", 0))))
+    await handle.execute_update(
+        LeaderWorkflow.replan, ReplanRequest(xml=plan(noop("1", 0), noop("2", 0)))
+    )
     msg = await rejected(handle, LeaderWorkflow.approve_plan, ApprovePlanRequest(version=1))
     assert "now v2" in msg
     await asyncio.sleep(0.5)
     assert (await board(handle))["2"].attempt == 0  # a replan during review does not approve
-    await handle.execute_update(LeaderWorkflow.approve_plan, ApprovePlanRequest(version=2, comment="looks good"))
+    await handle.execute_update(
+        LeaderWorkflow.approve_plan, ApprovePlanRequest(version=2, comment="looks good")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed"
     history = await handle.query(LeaderWorkflow.plan_history)
@@ -151,26 +194,44 @@ async def test_approve_plan_without_a_review_is_refused(env: Env):
 async def test_review_timeout_cancels_or_approves_as_configured(env: Env):
     await env.start_worker()
     cancelled = await env.run(plan(noop("1", 0)), options=RunOptions(review=True, review_timeout=1))
-    assert cancelled.status == "cancelled" and cancelled.summary.startswith("cancelled: nobody approved the plan within 1s")
+    assert cancelled.status == "cancelled" and cancelled.summary.startswith(
+        "cancelled: nobody approved the plan within 1s"
+    )
     assert cancelled.agents[0].status == "cancelled" and cancelled.agents[0].attempts == 0
-    approved = await env.run(plan(noop("1", 0)), options=RunOptions(review=True, review_timeout=1, review_timeout_action="approve"))
+    approved = await env.run(
+        plan(noop("1", 0)),
+        options=RunOptions(review=True, review_timeout=1, review_timeout_action="approve"),
+    )
     assert approved.status == "completed"
 
 
 async def test_retry_task_with_new_text_and_its_rejections(env: Env):
     await env.start_worker()
     failing = '<agent name="shell" id="2"><task>flaky</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>'
-    handle = await env.start(plan(noop("1", 0), failing, ask("3", "hold the run open")), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(noop("1", 0), failing, ask("3", "hold the run open")),
+        options=RunOptions(max_auto_replans=0),
+    )
     await wait_for(handle, lambda b: b["2"].status == "failed" and b["1"].status == "completed")
-    assert "no task 'T-9'" in await rejected(handle, LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-9"))
-    assert "T-1 is completed" in await rejected(handle, LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-1"))
-    result = await handle.execute_update(LeaderWorkflow.retry_task, RetryTaskRequest(task_id="2", task="not flaky any more"))
+    assert "no task 'T-9'" in await rejected(
+        handle, LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-9")
+    )
+    assert "T-1 is completed" in await rejected(
+        handle, LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-1")
+    )
+    result = await handle.execute_update(
+        LeaderWorkflow.retry_task, RetryTaskRequest(task_id="2", task="not flaky any more")
+    )
     assert result.message == "T-2 will run again" and result.plan_version == 2
     b = await wait_for(handle, lambda b: b["2"].status in ("failed", "completed"), what="T-2 again")
     assert b["2"].attempt == 2 and b["2"].description == "not flaky any more"
     # The question of T-3 holds the run open: settle T-2 by hand first, then T-3.
-    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="2", result="manual"))
-    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="3", result="skipped"))
+    await handle.execute_update(
+        LeaderWorkflow.skip_task, SkipTaskRequest(task_id="2", result="manual")
+    )
+    await handle.execute_update(
+        LeaderWorkflow.skip_task, SkipTaskRequest(task_id="3", result="skipped")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed"
 
@@ -181,8 +242,12 @@ async def test_skip_task_gives_dependents_its_result_and_refuses_completed_tasks
     handle = await env.start(plan(ask("1", "Never answered"), dependent, noop("3", 0)))
     await wait_requests(handle, 1)
     await wait_for(handle, lambda b: b["3"].status == "completed")
-    assert "already completed" in await rejected(handle, LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3"))
-    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="manual-value"))
+    assert "already completed" in await rejected(
+        handle, LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3")
+    )
+    await handle.execute_update(
+        LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="manual-value")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.agents[0].status == "skipped" and run.agents[1].result == "got manual-value"
     assert await handle.query(LeaderWorkflow.pending_requests) == []  # the question was withdrawn
@@ -190,26 +255,46 @@ async def test_skip_task_gives_dependents_its_result_and_refuses_completed_tasks
 
 async def test_cancel_task_stops_it_and_blocks_its_dependents(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 60), noop("2", 0, depends="1"), noop("3", 0.5)), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(noop("1", 60), noop("2", 0, depends="1"), noop("3", 0.5)),
+        options=RunOptions(max_auto_replans=0),
+    )
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     result = await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
     assert result.message == "T-1 cancelled; blocked now: T-2"
-    assert "already cancelled" in await rejected(handle, LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
+    assert "already cancelled" in await rejected(
+        handle, LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     statuses = {a.id: a.status for a in run.agents}
-    assert statuses == {"1": "cancelled", "2": "blocked", "3": "completed"} and run.status == "failed"
+    assert (
+        statuses == {"1": "cancelled", "2": "blocked", "3": "completed"} and run.status == "failed"
+    )
 
 
 async def test_answer_delivers_the_answer_and_refuses_wrong_requests(env: Env):
     await env.start_worker()
     handle = await env.start(plan(ask("1", "Which region?")))
     (req,) = await wait_requests(handle, 1)
-    assert req.id == "Q-1" and req.kind == "question" and req.text == "Which region?" and req.task_id == "T-1"
+    assert (
+        req.id == "Q-1"
+        and req.kind == "question"
+        and req.text == "Which region?"
+        and req.task_id == "T-1"
+    )
     assert (await board(handle))["1"].status == "blocked"
-    assert "no request 'Q-7'" in await rejected(handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-7", text="x"))
-    assert "empty" in await rejected(handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="  "))
-    assert "not a tool approval" in await rejected(handle, LeaderWorkflow.approve_tool, ApproveToolRequest(request_id="Q-1"))
-    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="eu-west-1"))
+    assert "no request 'Q-7'" in await rejected(
+        handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-7", text="x")
+    )
+    assert "empty" in await rejected(
+        handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="  ")
+    )
+    assert "not a tool approval" in await rejected(
+        handle, LeaderWorkflow.approve_tool, ApproveToolRequest(request_id="Q-1")
+    )
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="eu-west-1")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.agents[0].result == "eu-west-1" and run.agents[0].attempts == 2
 
@@ -219,7 +304,9 @@ async def test_answering_twice_is_refused(env: Env):
     handle = await env.start(plan(ask("1", "First?"), ask("2", "Second?"), noop("3", 30)))
     await wait_requests(handle, 2)
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="a"))
-    assert "already answered" in await rejected(handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="b"))
+    assert "already answered" in await rejected(
+        handle, LeaderWorkflow.answer, AnswerRequest(request_id="Q-1", text="b")
+    )
 
 
 async def test_two_questions_pending_at_once_answered_in_reverse_order(env: Env):
@@ -227,10 +314,14 @@ async def test_two_questions_pending_at_once_answered_in_reverse_order(env: Env)
     handle = await env.start(plan(ask("1", "Colour?"), ask("2", "Size?")))
     requests = await wait_requests(handle, 2)
     by_task = {r.task_id: r.id for r in requests}
-    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="large"))
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-2"], text="large")
+    )
     await wait_for(handle, lambda b: b["2"].status == "completed")
     assert (await board(handle))["1"].status == "blocked"
-    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="blue"))
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="blue")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert [a.result for a in run.agents] == ["blue", "large"]
 
@@ -252,7 +343,11 @@ async def test_automatic_replan_on_failure_stops_at_the_cap(env: Env):
     history = await handle.query(LeaderWorkflow.plan_history)
     reasons = [v.reason for v in history]
     assert sum("automatic replan" in r for r in reasons) == 2, reasons
-    assert "automatic replan 1/2: T-1 failed" in reasons[1] and [v.version for v in history] == [1, 2, 3]
+    assert "automatic replan 1/2: T-1 failed" in reasons[1] and [v.version for v in history] == [
+        1,
+        2,
+        3,
+    ]
 
 
 async def test_the_stall_ladder_nudges_restarts_replans_and_escalates(env: Env):
@@ -260,18 +355,24 @@ async def test_the_stall_ladder_nudges_restarts_replans_and_escalates(env: Env):
     stalled = noop("1", 120, extra=', "heartbeatTimeout": 1.5')
     handle = await env.start(
         plan(stalled),
-        options=RunOptions(max_auto_replans=1, stall=StallWindows(nudge_after=1.0, restart_after=2.0)),
+        options=RunOptions(
+            max_auto_replans=1, stall=StallWindows(nudge_after=1.0, restart_after=2.0)
+        ),
     )
     (req,) = await wait_requests(handle, 1, timeout=60)
     assert req.id.startswith("E-") and req.kind == "escalation" and "no replans left" in req.text
     b = await board(handle)
-    assert b["1"].status == "blocked" and b["1"].attempt == 4  # d1, restart d2, replan → d3, restart d4
+    assert (
+        b["1"].status == "blocked" and b["1"].attempt == 4
+    )  # d1, restart d2, replan → d3, restart d4
     nudges = await handle.query(LeaderWorkflow.nudges, TaskRequest(task_id="T-1"))
     assert len(nudges) == 2 and all("no progress" in n for n in nudges)
     history = await handle.query(LeaderWorkflow.plan_history)
     assert any("automatic replan 1/1: T-1 stalled" in v.reason for v in history)
     # A person decides: skip it.
-    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="done by hand"))
+    await handle.execute_update(
+        LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-1", result="done by hand")
+    )
     run = await asyncio.wait_for(run_outcome(handle), 30)
     assert run.status == "completed" and run.agents[0].result == "done by hand"
 
@@ -291,7 +392,10 @@ async def test_cancelling_the_run_stops_running_agents(env: Env):
 async def test_a_cancelled_task_stays_cancelled_through_pause_and_resume(env: Env):
     """Review finding: a pause that stops running agents must not revive a cancelled one."""
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 60), noop("2", 0.5), ask("3", "hold the run open")), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(noop("1", 60), noop("2", 0.5), ask("3", "hold the run open")),
+        options=RunOptions(max_auto_replans=0),
+    )
     await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
     await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-1"))
     await handle.signal(LeaderWorkflow.pause, PauseRequest(cancel_running=True))
@@ -301,21 +405,38 @@ async def test_a_cancelled_task_stays_cancelled_through_pause_and_resume(env: En
     await asyncio.sleep(0.5)
     await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-3"))
     run = await asyncio.wait_for(run_outcome(handle), 30)
-    assert {a.id: (a.status, a.attempts) for a in run.agents} == {"1": ("cancelled", 1), "2": ("completed", 1), "3": ("skipped", 1)}
+    assert {a.id: (a.status, a.attempts) for a in run.agents} == {
+        "1": ("cancelled", 1),
+        "2": ("completed", 1),
+        "3": ("skipped", 1),
+    }
 
 
 async def test_retry_with_new_text_changes_that_task_only(env: Env):
     """Review finding: new task text for one task must not reset other failed or cancelled ones."""
     await env.start_worker()
     failing = '<agent name="shell" id="4"><task>fails</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>'
-    handle = await env.start(plan(noop("2", 60), ask("3", "hold the run open"), failing), options=RunOptions(max_auto_replans=0))
-    await wait_for(handle, lambda b: b["4"].status == "failed" and b["2"].status in ("dispatched", "in_progress"))
+    handle = await env.start(
+        plan(noop("2", 60), ask("3", "hold the run open"), failing),
+        options=RunOptions(max_auto_replans=0),
+    )
+    await wait_for(
+        handle,
+        lambda b: b["4"].status == "failed" and b["2"].status in ("dispatched", "in_progress"),
+    )
     await handle.execute_update(LeaderWorkflow.cancel_task, TaskRequest(task_id="T-2"))
-    result = await handle.execute_update(LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-4", task="fails again"))
+    result = await handle.execute_update(
+        LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-4", task="fails again")
+    )
     assert result.plan_version == 2
     b = await board(handle)
     assert b["2"].status == "cancelled" and b["2"].attempt == 1  # untouched by T-4's retry
-    assert b["4"].description == "fails again" and b["4"].status in ("pending", "dispatched", "in_progress", "failed")
+    assert b["4"].description == "fails again" and b["4"].status in (
+        "pending",
+        "dispatched",
+        "in_progress",
+        "failed",
+    )
     history = await handle.query(LeaderWorkflow.plan_history)
     assert history[-1].reason == "T-4 retried with new task text"
 
@@ -325,7 +446,13 @@ async def test_define_role_with_text_a_role_cannot_hold_is_refused_not_stuck(env
 
     await env.start_worker()
     handle = await env.start(plan(noop("1", 30)))
-    msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="odd", description="bell \x07 here"))
+    msg = await rejected(
+        handle,
+        LeaderWorkflow.define_role,
+        DefineRoleRequest(name="odd", description="bell \x07 here"),
+    )
     assert msg.startswith("role odd:")
-    ok = await handle.execute_update(LeaderWorkflow.define_role, DefineRoleRequest(name="fine", description="plain"))
+    ok = await handle.execute_update(
+        LeaderWorkflow.define_role, DefineRoleRequest(name="fine", description="plain")
+    )
     assert "defined" in ok.message  # the run still answers: no workflow task is stuck

@@ -22,7 +22,13 @@ pytestmark = pytest.mark.integration
 
 
 def run_starter(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "starter.py"), *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "starter.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_server_starts_once_says_when_it_is_up_and_stops(tmp_path: Path):
@@ -47,24 +53,39 @@ def test_server_starts_once_says_when_it_is_up_and_stops(tmp_path: Path):
 
 async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: Path):
     await env.start_worker(kinds=["llm", "browser", "file"])  # the leader, and every kind but shell
-    shell_plan = plan('<agent name="shell" id="1"><task>t</task><config>{"tool": "shell", "command": "echo from-the-shell-worker"}</config></agent>', noop("2", 0))
+    shell_plan = plan(
+        '<agent name="shell" id="1"><task>t</task><config>{"tool": "shell", "command": "echo from-the-shell-worker"}</config></agent>',
+        noop("2", 0),
+    )
     handle = await env.start(shell_plan)
     await wait_for(handle, lambda b: b["2"].status == "completed")
     await asyncio.sleep(1.0)
-    assert (await handle.query("task_board"))["tasks"][0]["status"] == "dispatched"  # nobody serves the shell queue yet
+    assert (await handle.query("task_board"))["tasks"][0][
+        "status"
+    ] == "dispatched"  # nobody serves the shell queue yet
     log = tmp_path / "shell-worker.log"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
-                            env=env.environ(), cwd=ROOT, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
+        env=env.environ(),
+        cwd=ROOT,
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.agents[0].result == "from-the-shell-worker"
         text = log.read_text()
-        assert f"shell agents on '{env.settings.task_queue}-shell'" in text and "leader workflows" not in text
+        assert (
+            f"shell agents on '{env.settings.task_queue}-shell'" in text
+            and "leader workflows" not in text
+        )
     finally:
         stop_worker_process(proc)
 
 
-async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it(env: Env, tmp_path: Path):
+async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it(
+    env: Env, tmp_path: Path
+):
     first = start_worker_process(env, tmp_path / "w1.log")
     agent = noop("1", 6, extra=', "heartbeatTimeout": 2')
     handle = await env.start(plan(agent))

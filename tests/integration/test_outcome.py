@@ -11,9 +11,9 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from cli.outcome import run_outcome
 from tests.conftest import Env
+from tests.integration.helpers import ask, noop, plan, query, wait_requests
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_temporal_cli import temporal
-from tests.integration.helpers import ask, noop, plan, query, wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.leader_state import AnswerRequest
 from xsky.runs import RunOptions
@@ -33,39 +33,71 @@ async def listed(env: Env, query_text: str, timeout: float = 20) -> list[str]:
         await asyncio.sleep(0.2)
 
 
-async def test_a_run_with_a_failed_agent_is_failed_in_temporal_and_its_result_stays_readable(env: Env):
+async def test_a_run_with_a_failed_agent_is_failed_in_temporal_and_its_result_stays_readable(
+    env: Env,
+):
     await env.start_worker()
-    handle = await env.start(plan(noop("1"), FAILING, noop("3", depends="2"), name="fails"), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(noop("1"), FAILING, noop("3", depends="2"), name="fails"),
+        options=RunOptions(max_auto_replans=0),
+    )
     with pytest.raises(WorkflowFailureError) as info:
         await handle.result()
-    assert "failed: 1 of 3 agents completed; 1 failed (T-2); 1 blocked (T-3)" in str(info.value.cause)
+    assert "failed: 1 of 3 agents completed; 1 failed (T-2); 1 blocked (T-3)" in str(
+        info.value.cause
+    )
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.FAILED
     result = await run_outcome(handle)
-    assert result.status == "failed" and [a.status for a in result.agents] == ["completed", "failed", "blocked"]
+    assert result.status == "failed" and [a.status for a in result.agents] == [
+        "completed",
+        "failed",
+        "blocked",
+    ]
     assert "status 3" in (result.agents[1].error or "")
     page = await query(handle, LeaderWorkflow.results)  # a closed run still answers queries
     assert page.total == 3 and page.agents[1].status == "failed"
-    assert handle.id in await listed(env, f"WorkflowId='{handle.id}' AND XskyStatus='failed' AND XskyFailed=1")
+    assert handle.id in await listed(
+        env, f"WorkflowId='{handle.id}' AND XskyStatus='failed' AND XskyFailed=1"
+    )
 
 
 async def test_runs_waiting_on_a_person_are_found_by_xsky_pending(env: Env):
     await env.start_worker()
     handle = await env.start(plan(ask("1", "Go?"), noop("2", depends="1"), name="waits"))
     (req,) = await wait_requests(handle, 1)
-    found = await listed(env, f"WorkflowId='{handle.id}' AND XskyPending > 0 AND XskyStatus='waiting' AND XskyPlan='waits'")
+    found = await listed(
+        env,
+        f"WorkflowId='{handle.id}' AND XskyPending > 0 AND XskyStatus='waiting' AND XskyPlan='waits'",
+    )
     assert found == [handle.id]
     # The stock CLI's filter and ours find it too.
-    listed_by_temporal = await temporal(env, "workflow", "list", "--query", f"WorkflowId='{handle.id}' AND XskyPending > 0", "-o", "json")
+    listed_by_temporal = await temporal(
+        env,
+        "workflow",
+        "list",
+        "--query",
+        f"WorkflowId='{handle.id}' AND XskyPending > 0",
+        "-o",
+        "json",
+    )
     assert handle.id in listed_by_temporal
     code, out, err = await starter(env, "list", "--waiting", "--json")
     rows = [r for r in json.loads(out) if r["workflowId"] == handle.id]
-    assert code == 0 and rows and rows[0]["pending"] == 1 and rows[0]["xskyStatus"] == "waiting" and rows[0]["plan"] == "waits"
+    assert (
+        code == 0
+        and rows
+        and rows[0]["pending"] == 1
+        and rows[0]["xskyStatus"] == "waiting"
+        and rows[0]["plan"] == "waits"
+    )
     code, out, _ = await starter(env, "list", "--status", "failed", "--json")
     assert code == 0 and handle.id not in [r["workflowId"] for r in json.loads(out)]
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="go"))
     assert (await handle.result()).status == "completed"
-    assert await listed(env, f"WorkflowId='{handle.id}' AND XskyPending = 0 AND XskyStatus='completed'") == [handle.id]
+    assert await listed(
+        env, f"WorkflowId='{handle.id}' AND XskyPending = 0 AND XskyStatus='completed'"
+    ) == [handle.id]
 
 
 async def test_a_cancelled_run_is_cancelled_in_temporal(env: Env):

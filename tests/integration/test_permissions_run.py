@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 
 def shell_agent(agent_id: str, role: str, command: str, extra: str = "") -> str:
-    cfg = json.dumps({"tool": "shell", "command": command, **(json.loads("{" + extra + "}") if extra else {})})
+    cfg = json.dumps(
+        {"tool": "shell", "command": command, **(json.loads("{" + extra + "}") if extra else {})}
+    )
     return f'<agent name="{role}" id="{agent_id}"><task>run it</task><config><![CDATA[{cfg}]]></config></agent>'
 
 
@@ -32,24 +34,41 @@ async def test_a_requested_tool_waits_for_approval_and_then_runs(env: Env):
     await env.start_worker()
     handle = await env.start(plan(shell_agent("1", "explore", "echo approved-and-ran")))
     (req,) = await wait_requests(handle, 1)
-    assert req.kind == "approval" and req.tool == "shell" and req.arguments == {"command": "echo approved-and-ran"}
+    assert (
+        req.kind == "approval"
+        and req.tool == "shell"
+        and req.arguments == {"command": "echo approved-and-ran"}
+    )
     assert "requestedTools" in req.rule and req.id.startswith("A-")
-    assert "answer it with approve_tool" in await rejected(handle, LeaderWorkflow.answer, {"requestId": req.id, "text": "yes"})
-    await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_once"))
+    assert "answer it with approve_tool" in await rejected(
+        handle, LeaderWorkflow.answer, {"requestId": req.id, "text": "yes"}
+    )
+    await handle.execute_update(
+        LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_once")
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].result == "approved-and-ran"
     log = await handle.query(LeaderWorkflow.permission_log)
-    assert [(e.effect, e.by) for e in log] == [("ask", "auto"), ("allow", "person"), ("ask", "auto")]
+    assert [(e.effect, e.by) for e in log] == [
+        ("ask", "auto"),
+        ("allow", "person"),
+        ("ask", "auto"),
+    ]
     assert log[1].request_id == req.id and "allow_once by a person" in log[1].reason
     assert [e.effect for e in result.permission_log] == ["ask", "allow", "ask"]
 
 
 async def test_allow_for_the_run_is_remembered_for_later_calls(env: Env):
     await env.start_worker()
-    two = plan(shell_agent("1", "explore", "echo first"), shell_agent("2", "explore", "echo first").replace('id="2"', 'id="2" depends="1"'))
+    two = plan(
+        shell_agent("1", "explore", "echo first"),
+        shell_agent("2", "explore", "echo first").replace('id="2"', 'id="2" depends="1"'),
+    )
     handle = await env.start(two)
     (req,) = await wait_requests(handle, 1)
-    await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_run"))
+    await handle.execute_update(
+        LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="allow_run")
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert [a.result for a in result.agents] == ["first", "first"]  # the second call did not ask
     reasons = [e.reason for e in await handle.query(LeaderWorkflow.permission_log)]
@@ -58,11 +77,20 @@ async def test_allow_for_the_run_is_remembered_for_later_calls(env: Env):
 
 async def test_a_denied_direct_call_fails_the_agent_with_the_reason(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(shell_agent("1", "explore", "rm -rf important")), options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(shell_agent("1", "explore", "rm -rf important")),
+        options=RunOptions(max_auto_replans=0),
+    )
     (req,) = await wait_requests(handle, 1)
-    await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="deny", message="never delete"))
+    await handle.execute_update(
+        LeaderWorkflow.approve_tool,
+        ApproveToolRequest(request_id=req.id, decision="deny", message="never delete"),
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
-    assert result.agents[0].status == "failed" and "a person denied it: never delete" in result.agents[0].error
+    assert (
+        result.agents[0].status == "failed"
+        and "a person denied it: never delete" in result.agents[0].error
+    )
 
 
 async def test_a_deny_reaches_the_llm_agent_which_still_finishes(env: Env, fake_llm: FakeLLM):
@@ -73,32 +101,55 @@ async def test_a_deny_reaches_the_llm_agent_which_still_finishes(env: Env, fake_
 
     fake_llm.responder = responder
     await env.start_worker()
-    handle = await env.start(plan('<agent name="explore" id="1"><task>Check the tests</task></agent>'))
+    handle = await env.start(
+        plan('<agent name="explore" id="1"><task>Check the tests</task></agent>')
+    )
     (req,) = await wait_requests(handle, 1)
     assert req.tool == "shell" and req.arguments == {"command": "pytest -q"}
-    await handle.execute_update(LeaderWorkflow.approve_tool, ApproveToolRequest(request_id=req.id, decision="deny", message="not now"))
+    await handle.execute_update(
+        LeaderWorkflow.approve_tool,
+        ApproveToolRequest(request_id=req.id, decision="deny", message="not now"),
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed"
-    assert result.agents[0].result.startswith("could not run the tests: DENIED: a person denied it: not now")
+    assert result.agents[0].result.startswith(
+        "could not run the tests: DENIED: a person denied it: not now"
+    )
 
 
-async def test_deny_rules_and_plan_mode_are_enforced_without_asking(env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch):
+async def test_deny_rules_and_plan_mode_are_enforced_without_asking(
+    env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch
+):
     def responder(req, i):
         if turn_of(req) == 0:
-            return calls(("shell", {"command": "ls && rm -rf data"}), ("file_write", {"path": "x.txt", "content": "x"}))
-        return text("done: " + " | ".join(m["content"][:60] for m in req["messages"] if m["role"] == "tool"))
+            return calls(
+                ("shell", {"command": "ls && rm -rf data"}),
+                ("file_write", {"path": "x.txt", "content": "x"}),
+            )
+        return text(
+            "done: " + " | ".join(m["content"][:60] for m in req["messages"] if m["role"] == "tool")
+        )
 
     fake_llm.responder = responder
     # The rules come from the worker's own settings file; the run may only make the mode stricter.
     project = tmp_path / "proj"
     (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}}))
+    (project / ".xsky" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}})
+    )
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
     await env.start_worker()
-    rules = PermissionSettings(layers=[PermissionLayer(scope="project", path="forged", allow=["shell(rm:*)"])], mode="plan")
-    result = await env.run(plan('<agent name="backend" id="1"><task>Clean up</task></agent>'), permissions=rules)
+    rules = PermissionSettings(
+        layers=[PermissionLayer(scope="project", path="forged", allow=["shell(rm:*)"])], mode="plan"
+    )
+    result = await env.run(
+        plan('<agent name="backend" id="1"><task>Clean up</task></agent>'), permissions=rules
+    )
     out = result.agents[0].result
-    assert "DENIED: deny rule 'shell(rm:*)'" in out and "DENIED: permission mode plan allows read-only tools only" in out
+    assert (
+        "DENIED: deny rule 'shell(rm:*)'" in out
+        and "DENIED: permission mode plan allows read-only tools only" in out
+    )
     assert list((env.home / "runs").glob("**/x.txt")) == []  # plan mode: nothing was written
     assert [e.effect for e in result.permission_log] == ["deny", "deny"]
 
@@ -107,8 +158,10 @@ async def test_a_shell_command_past_its_timeout_leaves_no_process_behind(env: En
     await env.start_worker()
     token = f"300.{uuid.uuid4().int % 10**6}"
     command = f"sleep {token} & sleep {token}"
-    handle = await env.start(plan(shell_agent("1", "shell", command, '"timeout": 1, "retry": {"maximumAttempts": 1}')),
-                             options=RunOptions(max_auto_replans=0))
+    handle = await env.start(
+        plan(shell_agent("1", "shell", command, '"timeout": 1, "retry": {"maximumAttempts": 1}')),
+        options=RunOptions(max_auto_replans=0),
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.agents[0].status == "failed" and "timeout" in result.agents[0].error
     await asyncio.sleep(0.2)
@@ -118,11 +171,17 @@ async def test_a_shell_command_past_its_timeout_leaves_no_process_behind(env: En
 async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monkeypatch):
     project = tmp_path / "proj"
     (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}}))
+    (project / ".xsky" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}})
+    )
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
-    code, out, _ = await starter(env, "permissions", "check", "shell", "ls && rm -rf x", "--role", "shell")
+    code, out, _ = await starter(
+        env, "permissions", "check", "shell", "ls && rm -rf x", "--role", "shell"
+    )
     assert code == 0 and out.startswith("DENY") and "shell(rm:*)" in out and "allow  ls" in out
-    code, out, _ = await starter(env, "permissions", "check", "shell", "pytest", "--role", "explore", "--json")
+    code, out, _ = await starter(
+        env, "permissions", "check", "shell", "pytest", "--role", "explore", "--json"
+    )
     assert json.loads(out)["effect"] == "ask"
     code, _, err = await starter(env, "permissions", "check", "teleport", "x")
     assert code == 2 and "unknown tool 'teleport'" in err
@@ -132,4 +191,9 @@ async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monk
     await run_outcome(handle)
     code, out, _ = await starter(env, "permissions", "log", handle.id, "--json")
     entries = json.loads(out)
-    assert code == 0 and entries[0]["tool"] == "shell" and entries[0]["effect"] == "allow" and entries[0]["by"] == "auto"
+    assert (
+        code == 0
+        and entries[0]["tool"] == "shell"
+        and entries[0]["effect"] == "allow"
+        and entries[0]["by"] == "auto"
+    )

@@ -36,7 +36,10 @@ PLANS = {
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[LeaderWorkflow, SkillsScanWorkflow, SkillDeltaWorkflow], data_converter=pydantic_data_converter)
+    return Replayer(
+        workflows=[LeaderWorkflow, SkillsScanWorkflow, SkillDeltaWorkflow],
+        data_converter=pydantic_data_converter,
+    )
 
 
 async def test_fresh_runs_replay_without_nondeterminism(env: Env):
@@ -62,13 +65,25 @@ async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     )
 
     await env.start_worker()
-    handle = await env.start(plan(ask("1", "Go?"), noop("2", 0.2), noop("3", 0, depends="2"), ask("4", "Skip me?"), name="steered"))
+    handle = await env.start(
+        plan(
+            ask("1", "Go?"),
+            noop("2", 0.2),
+            noop("3", 0, depends="2"),
+            ask("4", "Skip me?"),
+            name="steered",
+        )
+    )
     by_task = {r.task_id: r.id for r in await wait_requests(handle, 2)}
     await handle.signal(LeaderWorkflow.pause, PauseRequest())
     await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(prompt="then run `echo more`"))
     await handle.signal(LeaderWorkflow.resume, ResumeRequest())
-    await handle.execute_update(LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-4", result="skipped"))
-    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes"))
+    await handle.execute_update(
+        LeaderWorkflow.skip_task, SkipTaskRequest(task_id="T-4", result="skipped")
+    )
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes")
+    )
     result = await run_outcome(handle)
     assert result.status == "completed"
     history = await handle.fetch_history()
@@ -82,8 +97,10 @@ async def test_a_run_planned_from_a_sentence_replays(env: Env):
 
     await env.start_worker()
     handle = await env.client.start_workflow(
-        LeaderWorkflow.run, RunInput(task_prompt="1. Run `echo one` 2. Run `echo two`", task_id="replay-planned"),
-        id=f"xsky-replay-planned-{env.settings.task_queue}", task_queue=env.settings.task_queue,
+        LeaderWorkflow.run,
+        RunInput(task_prompt="1. Run `echo one` 2. Run `echo two`", task_id="replay-planned"),
+        id=f"xsky-replay-planned-{env.settings.task_queue}",
+        task_queue=env.settings.task_queue,
     )
     env.handles.append(handle)
     assert (await run_outcome(handle)).status == "completed"
@@ -99,8 +116,16 @@ async def test_a_skills_scan_and_a_delta_replay(env: Env, transcripts: Transcrip
     await start_pipeline(env)
     await scan_once(env.client, env.settings.skills_queue)
     queue = env.settings.skills_queue
-    for kind, name in (("SkillsScanWorkflow", "skills_scan"), ("SkillDeltaWorkflow", "skills_delta")):
-        found = [w async for w in env.client.list_workflows(f"WorkflowType = '{kind}' AND TaskQueue = '{queue}'")]
+    for kind, name in (
+        ("SkillsScanWorkflow", "skills_scan"),
+        ("SkillDeltaWorkflow", "skills_delta"),
+    ):
+        found = [
+            w
+            async for w in env.client.list_workflows(
+                f"WorkflowType = '{kind}' AND TaskQueue = '{queue}'"
+            )
+        ]
         history = await env.client.get_workflow_handle(found[0].id).fetch_history()
         await replayer().replay_workflow(history)
         if os.environ.get("XSKY_RECORD_HISTORIES"):

@@ -34,67 +34,119 @@ def shell(agent_id: str, command: str, depends: str = "") -> str:
     return f'<agent name="shell" id="{agent_id}"{dep}><task>step {agent_id}</task><config><![CDATA[{config}]]></config></agent>'
 
 
-async def test_agents_cannot_reach_temporal_the_metadata_service_or_another_runs_workspace(env: Env):
+async def test_agents_cannot_reach_temporal_the_metadata_service_or_another_runs_workspace(
+    env: Env,
+):
     await env.start_worker(kinds=["shell", "llm"])
-    other = await env.run(plan(shell("1", "echo other-run-secret-5c1e > secret.txt && echo done"), name="other"), options=NO_REPLAN)
+    other = await env.run(
+        plan(shell("1", "echo other-run-secret-5c1e > secret.txt && echo done"), name="other"),
+        options=NO_REPLAN,
+    )
     assert other.status == "completed"
     secret = env.home / "runs" / env.handles[-1].id / "workspace" / "secret.txt"
     assert secret.read_text().strip() == "other-run-secret-5c1e"
     host, port = env.address.rsplit(":", 1)
-    metadata = ["169.254.169.254", "2852039166", "0xa9fea9fe", "0251.0376.0251.0376", "[::ffff:169.254.169.254]", "169.254.169.254.nip.io"]
-    attempts = [f"curl -s -m 2 http://{host}:{port}/", *(f"curl -s -m 2 http://{m}/latest/meta-data/" for m in metadata),
-                f"cat {secret}", f"cat ../../{env.handles[-1].id}/workspace/secret.txt"]
-    result = await env.run(plan(*(shell(str(i + 1), cmd) for i, cmd in enumerate(attempts)), name="probe"), options=NO_REPLAN)
+    metadata = [
+        "169.254.169.254",
+        "2852039166",
+        "0xa9fea9fe",
+        "0251.0376.0251.0376",
+        "[::ffff:169.254.169.254]",
+        "169.254.169.254.nip.io",
+    ]
+    attempts = [
+        f"curl -s -m 2 http://{host}:{port}/",
+        *(f"curl -s -m 2 http://{m}/latest/meta-data/" for m in metadata),
+        f"cat {secret}",
+        f"cat ../../{env.handles[-1].id}/workspace/secret.txt",
+    ]
+    result = await env.run(
+        plan(*(shell(str(i + 1), cmd) for i, cmd in enumerate(attempts)), name="probe"),
+        options=NO_REPLAN,
+    )
     assert [a.status for a in result.agents] == ["failed"] * len(attempts)
-    assert all("denied: refused" in (a.error or "") for a in result.agents), [a.error for a in result.agents]
+    assert all("denied: refused" in (a.error or "") for a in result.agents), [
+        a.error for a in result.agents
+    ]
     denials = [e for e in result.permission_log if e.tool == "shell" and e.effect == "deny"]
     assert len(denials) == len(attempts)
-    assert any("loopback" in e.reason for e in denials) and sum("link-local" in e.reason for e in denials) == 6
+    assert (
+        any("loopback" in e.reason for e in denials)
+        and sum("link-local" in e.reason for e in denials) == 6
+    )
     assert sum("other runs' files" in e.reason for e in denials) == 2
     assert not any("other-run-secret-5c1e" in (a.result or "") for a in result.agents)
 
 
 async def test_a_hostile_result_pasted_into_a_command_is_printed_not_run(env: Env):
     await env.start_worker(kinds=["shell", "llm"])
-    hostile = "x'; touch pwned1; echo \"$(touch pwned2)\" `touch pwned3` $HOME \\ end"
-    big = hostile + " " + "y" * 600  # past the artifact threshold: it travels as a marker, and is quoted all the same
+    hostile = 'x\'; touch pwned1; echo "$(touch pwned2)" `touch pwned3` $HOME \\ end'
+    big = (
+        hostile + " " + "y" * 600
+    )  # past the artifact threshold: it travels as a marker, and is quoted all the same
     agents = [
         f'<agent name="llm" id="1"><task>a</task><config>{json.dumps({"tool": "noop", "result": hostile})}</config></agent>',
         f'<agent name="llm" id="2"><task>b</task><config>{json.dumps({"tool": "noop", "result": big})}</config></agent>',
         shell("3", "echo {{agent_1_result}}", depends="1"),
-        shell("4", "echo \"{{agent_1_result}}\"", depends="1"),
+        shell("4", 'echo "{{agent_1_result}}"', depends="1"),
         shell("5", "printf '%s' '{{agent_2_result}}'", depends="2"),
         # where a quote-tracker goes wrong ($(…) inside "…", a heredoc): a name shows, nothing runs
-        shell("6", "echo \"$(echo '{{agent_1_result}}')\"; cat <<EOF\n{{agent_1_result}}\nEOF", depends="1"),
+        shell(
+            "6",
+            "echo \"$(echo '{{agent_1_result}}')\"; cat <<EOF\n{{agent_1_result}}\nEOF",
+            depends="1",
+        ),
     ]
-    handle = await env.start(plan(*agents, name="hostile"), options=RunOptions(max_auto_replans=0, artifact_threshold=256))
+    handle = await env.start(
+        plan(*agents, name="hostile"),
+        options=RunOptions(max_auto_replans=0, artifact_threshold=256),
+    )
     result = await asyncio.wait_for(run_outcome(handle), 60)
     by_id = {a.id: a for a in result.agents}
-    assert result.status == "completed", [(a.id, a.error) for a in result.agents if a.status != "completed"]
+    assert result.status == "completed", [
+        (a.id, a.error) for a in result.agents if a.status != "completed"
+    ]
     assert by_id["3"].result == hostile and by_id["4"].result == hostile
-    assert by_id["6"].status == "completed" and "pwned" not in (by_id["6"].result or "").replace(hostile, "")
+    assert by_id["6"].status == "completed" and "pwned" not in (by_id["6"].result or "").replace(
+        hostile, ""
+    )
     full = (env.home / "artifacts").rglob("v1-d1-result.txt")
-    assert any(p.read_text() == big for p in full)  # agent 5 printed the big one back, byte for byte
+    assert any(
+        p.read_text() == big for p in full
+    )  # agent 5 printed the big one back, byte for byte
     workspace = env.home / "runs" / handle.id / "workspace"
     assert not list(workspace.glob("pwned*"))
 
 
-async def test_a_plan_role_that_adds_shell_to_llm_is_refused_with_a_sentence(env: Env, tmp_path: Path):
+async def test_a_plan_role_that_adds_shell_to_llm_is_refused_with_a_sentence(
+    env: Env, tmp_path: Path
+):
     widen = tmp_path / "widen.xml"
-    widen.write_text('<workflow name="w" taskId="w"><role name="llm" tools="shell" description="x"/>'
-                     '<agent name="llm" id="1"><task>hi</task></agent></workflow>')
+    widen.write_text(
+        '<workflow name="w" taskId="w"><role name="llm" tools="shell" description="x"/>'
+        '<agent name="llm" id="1"><task>hi</task></agent></workflow>'
+    )
     code, _, err = await starter(env, "run", str(widen))
     err = " ".join(err.split())  # the terminal may wrap long lines
-    assert code == 2 and "gives the role llm shell, which it does not have; a plan may only narrow a role" in err
+    assert (
+        code == 2
+        and "gives the role llm shell, which it does not have; a plan may only narrow a role" in err
+    )
     assert "nothing was started" in err and "Traceback" not in err
 
     await env.start_worker()
-    handle = await env.start(plan('<agent name="llm" id="1"><task>hi</task><config>{"tool": "noop", "seconds": 30}</config></agent>'))
+    handle = await env.start(
+        plan(
+            '<agent name="llm" id="1"><task>hi</task><config>{"tool": "noop", "seconds": 30}</config></agent>'
+        )
+    )
     message = await rejected(handle, LeaderWorkflow.replan, ReplanRequest(xml=widen.read_text()))
     assert "a plan may only narrow a role" in message
 
 
-async def test_a_worker_killed_during_a_sixty_second_command_leaves_no_process(env: Env, tmp_path: Path):
+async def test_a_worker_killed_during_a_sixty_second_command_leaves_no_process(
+    env: Env, tmp_path: Path
+):
     token = f"60.{uuid.uuid4().int % 10**6}"
     worker = start_worker_process(env, tmp_path / "w.log")
     try:
@@ -108,12 +160,16 @@ async def test_a_worker_killed_during_a_sixty_second_command_leaves_no_process(e
         deadline = time.monotonic() + 5
         while running_with(f"sleep {token}") and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        assert running_with(f"sleep {token}") == [], "a process of the killed worker's command survived"
+        assert running_with(f"sleep {token}") == [], (
+            "a process of the killed worker's command survived"
+        )
     finally:
         stop_worker_process(worker)
 
 
-async def test_the_sandbox_switched_off_in_settings_is_shown_and_logged(env: Env, tmp_path: Path, monkeypatch):
+async def test_the_sandbox_switched_off_in_settings_is_shown_and_logged(
+    env: Env, tmp_path: Path, monkeypatch
+):
     project = tmp_path / "proj"
     (project / ".xsky").mkdir(parents=True)
     (project / ".xsky" / "settings.json").write_text(json.dumps({"security": {"sandbox": "off"}}))

@@ -48,56 +48,108 @@ def largest_payload(history_json: str) -> int:
     return largest
 
 
-async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerable(tmp_path: Path, monkeypatch):
+async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerable(
+    tmp_path: Path, monkeypatch
+):
     """With a 1 KiB inline limit every continue-as-new stores the state in parts: a pending
     question, a pause and the results all cross it, and every agent runs exactly once."""
     async with own_server(tmp_path, monkeypatch, "ref", CAN_EVERY_30) as (_, client, settings):
         chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 16)]
         wf = parse_workflow(plan(ask("1", "Ship it?"), *chain, name="by-ref"))
-        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
-                                             id=f"xsky-ref-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+            id=f"xsky-ref-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
         (req,) = await wait_requests(handle, 1, timeout=60)
-        await wait_for(handle, lambda b: b["15"].status == "completed", timeout=90, what="the chain")
+        await wait_for(
+            handle, lambda b: b["15"].status == "completed", timeout=90, what="the chain"
+        )
         runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
         assert sum(e.status.name == "CONTINUED_AS_NEW" for e in runs) >= 2
         await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="check"))
         await handle.signal(LeaderWorkflow.resume, ResumeRequest())
-        await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="ship"))
+        await handle.execute_update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="ship")
+        )
         result = await asyncio.wait_for(run_outcome(handle), 60)
-        assert result.status == "completed" and [a.attempts for a in result.agents] == [2] + [1] * 14  # asked, answered
+        assert (
+            result.status == "completed" and [a.attempts for a in result.agents] == [2] + [1] * 14
+        )  # asked, answered
         store = ArtifactStore(settings.artifacts)
         state_parts = list((settings.artifacts).rglob("state-*.0"))
         assert state_parts, "the state should have gone to the artifact store"
-        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        texts = [
+            a.result if a.result is not None else store.read_text(a.result_ref)
+            for a in result.agents
+        ]
         assert texts == ["ship"] + [f"r{i}" for i in range(2, 16)]
 
 
-async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_come_in_pages(tmp_path: Path, monkeypatch):
+async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_come_in_pages(
+    tmp_path: Path, monkeypatch
+):
     """A 260-agent fan-out started with its plan in the artifact store: the board, results
     and plan queries page; the result lists only what did not complete and refers to all."""
     async with own_server(tmp_path, monkeypatch, "big") as (_, client, settings):
         leaves = [noop(f"n{i:03d}", 0, depends="root") for i in range(258)]
-        wf = parse_workflow(plan(noop("root"), *leaves, noop("sink", 0, depends=",".join(f"n{i:03d}" for i in range(258))), name="big"))
+        wf = parse_workflow(
+            plan(
+                noop("root"),
+                *leaves,
+                noop("sink", 0, depends=",".join(f"n{i:03d}" for i in range(258))),
+                name="big",
+            )
+        )
         wid = f"xsky-big-{uuid.uuid4().hex[:6]}"
-        inp = by_reference(RunInput(workflow=wf, options=RunOptions(max_parallel=50)), settings, wid, limit=10_000)
-        assert inp.workflow is None and inp.plan_ref is not None and len(inp.model_dump_json()) < 10_000
-        handle = await client.start_workflow(LeaderWorkflow.run, inp, id=wid, task_queue=settings.task_queue)
+        inp = by_reference(
+            RunInput(workflow=wf, options=RunOptions(max_parallel=50)), settings, wid, limit=10_000
+        )
+        assert (
+            inp.workflow is None
+            and inp.plan_ref is not None
+            and len(inp.model_dump_json()) < 10_000
+        )
+        handle = await client.start_workflow(
+            LeaderWorkflow.run, inp, id=wid, task_queue=settings.task_queue
+        )
         result = await asyncio.wait_for(run_outcome(handle), 240)
-        assert result.status == "completed" and result.agents_total == 260 and result.counts == {"completed": 260}
+        assert (
+            result.status == "completed"
+            and result.agents_total == 260
+            and result.counts == {"completed": 260}
+        )
         assert result.agents == [] and result.results_ref is not None
-        reports = [AgentReport.model_validate_json(line) for line in read_blob(ArtifactStore(settings.artifacts), result.results_ref).splitlines()]
+        reports = [
+            AgentReport.model_validate_json(line)
+            for line in read_blob(
+                ArtifactStore(settings.artifacts), result.results_ref
+            ).splitlines()
+        ]
         assert len(reports) == 260 and {r.status for r in reports} == {"completed"}
 
         page = await query(handle, LeaderWorkflow.task_board, PageRequest(offset=250, limit=20))
-        assert page.total == 260 and [t.id for t in page.tasks] == [f"T-n{i:03d}" for i in range(249, 258)] + ["T-sink"]
+        assert page.total == 260 and [t.id for t in page.tasks] == [
+            f"T-n{i:03d}" for i in range(249, 258)
+        ] + ["T-sink"]
         assert page.counts == {"completed": 260}
         results = await query(handle, LeaderWorkflow.results, PageRequest(offset=0, limit=5))
-        assert results.total == 260 and [r.id for r in results.agents] == ["root", "n000", "n001", "n002", "n003"]
+        assert results.total == 260 and [r.id for r in results.agents] == [
+            "root",
+            "n000",
+            "n001",
+            "n002",
+            "n003",
+        ]
         xml = await query(handle, LeaderWorkflow.plan, PageRequest(offset=100, limit=50))
-        assert xml.startswith("<!-- agents 101–150 of 260; the next page: query plan with {\"offset\": 150} -->")
+        assert xml.startswith(
+            '<!-- agents 101–150 of 260; the next page: query plan with {"offset": 150} -->'
+        )
         history = await handle.fetch_history()
-        assert largest_payload(history.to_json()) < 256 * 1024  # a blob part at most, whatever the plan's size
-
+        assert (
+            largest_payload(history.to_json()) < 256 * 1024
+        )  # a blob part at most, whatever the plan's size
 
 
 class SlowStore(LeaderStore):
@@ -109,7 +161,9 @@ class SlowStore(LeaderStore):
         await super().put(part)
 
 
-async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_execution(tmp_path: Path, monkeypatch):
+async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_execution(
+    tmp_path: Path, monkeypatch
+):
     """The state is written in parts before continue-as-new; a signal handled meanwhile
     changes it after its snapshot. Each part here takes a second, and the pause is sent in
     the middle: the next execution must start paused (not lose the pause), then resume."""
@@ -117,10 +171,17 @@ async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_
     async with own_server(tmp_path, monkeypatch, "sig", CAN_EVERY_30) as (_, client, settings):
         chain = [noop(str(i), 0.1, depends=str(i - 1) if i > 1 else "") for i in range(1, 25)]
         wf = parse_workflow(plan(*chain, name="signals"))
-        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
-                                             id=f"xsky-sig-{uuid.uuid4().hex[:6]}", task_queue=settings.task_queue)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+            id=f"xsky-sig-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
         deadline = time.monotonic() + 60
-        while not any(p.activity_type.name == "leader_put" for p in (await handle.describe()).raw_description.pending_activities):
+        while not any(
+            p.activity_type.name == "leader_put"
+            for p in (await handle.describe()).raw_description.pending_activities
+        ):
             assert time.monotonic() < deadline, "the run never wrote its state"
             await asyncio.sleep(0.05)
         writing = (await handle.describe()).run_id
@@ -133,5 +194,8 @@ async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_
         await handle.signal(LeaderWorkflow.resume, ResumeRequest())
         result = await asyncio.wait_for(run_outcome(handle), 120)
         store = ArtifactStore(settings.artifacts)
-        texts = [a.result if a.result is not None else store.read_text(a.result_ref) for a in result.agents]
+        texts = [
+            a.result if a.result is not None else store.read_text(a.result_ref)
+            for a in result.agents
+        ]
         assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 25)]

@@ -15,9 +15,13 @@ from tests.skills_fixtures import CC_TRAJ, Transcripts
 pytestmark = pytest.mark.integration
 
 
-async def test_sources_can_be_added_and_removed_and_a_broken_settings_file_is_never_overwritten(env: Env, transcripts: Transcripts, tmp_path: Path):
+async def test_sources_can_be_added_and_removed_and_a_broken_settings_file_is_never_overwritten(
+    env: Env, transcripts: Transcripts, tmp_path: Path
+):
     code, out, _ = await starter(env, "skills", "sources", "--json")
-    assert code == 0 and {(s["kind"], s["path"]) for s in json.loads(out)} == {(k, str(p)) for k, p in transcripts.sources()}
+    assert code == 0 and {(s["kind"], s["path"]) for s in json.loads(out)} == {
+        (k, str(p)) for k, p in transcripts.sources()
+    }
 
     extra = tmp_path / "more-codex"
     code, out, err = await starter(env, "skills", "add-source", "codex", str(extra), "--project")
@@ -70,7 +74,11 @@ async def test_watch_scan_once_status_atoms_and_unwatch(env: Env, transcripts: T
     assert code == 2 and "matches 3 trajectories" in err
     code, out, _ = await starter(env, "skills", "atoms", CC_TRAJ, "--json")
     atoms = json.loads(out)
-    assert code == 0 and atoms[0]["used_skills"] == ["pytest-runner"] and atoms[0]["atom_id"].endswith("_0001")
+    assert (
+        code == 0
+        and atoms[0]["used_skills"] == ["pytest-runner"]
+        and atoms[0]["atom_id"].endswith("_0001")
+    )
 
     code, out, _ = await starter(env, "skills", "unwatch")
     assert code == 0 and "deleted schedule" in out

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,20 @@ from activities.skills_store import SkillStore
 from cli.devserver import DevServer, free_port
 from cli.skills_cmd import _schedule, schedule_id
 from tests.conftest import Env
-from tests.integration.test_durability import stop_worker_process
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
-from tests.skills_fixtures import CC_MAIN, CC_TRAJ, CODEX_MAIN, CODEX_TRAJ, FIXTURES, Transcripts, all_files_text, leaks
-from workflows.skills_watch import SkillsScanWorkflow
+from tests.integration.test_durability import stop_worker_process
+from tests.skills_fixtures import (
+    CC_MAIN,
+    CC_TRAJ,
+    CODEX_MAIN,
+    CODEX_TRAJ,
+    FIXTURES,
+    Transcripts,
+    all_files_text,
+    leaks,
+)
 from worker import build_workers
+from workflows.skills_watch import SkillsScanWorkflow
 from xsky.atoms import AtomTask
 from xsky.config import load_settings
 from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
@@ -38,15 +47,22 @@ pytestmark = pytest.mark.integration
 
 
 async def start_pipeline(env: Env) -> None:
-    workers = build_workers(env.client, env.settings, [], False, 1.0, AgentActivities(env.settings), skills=True)
+    workers = build_workers(
+        env.client, env.settings, [], False, 1.0, AgentActivities(env.settings), skills=True
+    )
     env.workers += workers
     env.tasks += [asyncio.create_task(w.run()) for w in workers]
 
 
 async def scan_once(client: Client, queue: str, **kw: Any) -> SkillsScanResult:
     inp = SkillsScanInput(scan=ScanInput(settle_seconds=3600), **kw)
-    return await client.execute_workflow(SkillsScanWorkflow.run, inp, id=f"xsky-skills-test-{uuid.uuid4().hex[:8]}",
-                                         task_queue=queue, execution_timeout=timedelta(minutes=3))
+    return await client.execute_workflow(
+        SkillsScanWorkflow.run,
+        inp,
+        id=f"xsky-skills-test-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        execution_timeout=timedelta(minutes=3),
+    )
 
 
 def snapshot(home: Path) -> dict[str, str]:
@@ -59,7 +75,11 @@ def check_chain(atoms: list[AtomTask]) -> None:
     assert [int(a.atom_id.rsplit("_", 1)[1]) for a in atoms] == list(range(1, len(atoms) + 1))
     for prev, nxt in zip(atoms, atoms[1:], strict=False):
         assert prev.post_atom_id == nxt.atom_id and nxt.pre_atom_id == prev.atom_id
-        assert prev.offset_end == nxt.offset_start, (prev.atom_id, prev.offset_end, nxt.offset_start)
+        assert prev.offset_end == nxt.offset_start, (
+            prev.atom_id,
+            prev.offset_end,
+            nxt.offset_start,
+        )
     assert atoms[0].pre_atom_id is None and atoms[-1].post_atom_id is None
 
 
@@ -80,7 +100,9 @@ async def wait_until(predicate: Any, timeout: float, what: str, every: float = 0
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_when_nothing_changed(env: Env, transcripts: Transcripts):
+async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_when_nothing_changed(
+    env: Env, transcripts: Transcripts
+):
     await start_pipeline(env)
     sid = schedule_id(env.settings)
     handle = await env.client.create_schedule(sid, _schedule(env.settings, timedelta(seconds=2)))
@@ -95,13 +117,27 @@ async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_whe
         before = {a.atom_id for a in read_atoms(home, CC_TRAJ)}
         transcripts.append(CC_MAIN)
         appended_at = (await handle.describe()).info.num_actions
-        await wait_until(lambda: len(read_atoms(home, CC_TRAJ)) > len(before), 30, "atoms from the appended bytes")
-        assert (await handle.describe()).info.num_actions <= appended_at + 2, "the append must be ingested by the next tick"
+        await wait_until(
+            lambda: len(read_atoms(home, CC_TRAJ)) > len(before),
+            30,
+            "atoms from the appended bytes",
+        )
+        assert (await handle.describe()).info.num_actions <= appended_at + 2, (
+            "the append must be ingested by the next tick"
+        )
         atoms = read_atoms(home, CC_TRAJ)
         check_chain(atoms)
         new = [a for a in atoms if a.atom_id not in before]
-        assert any("CI" in a.intent or "GitHub Actions" in a.intent or "workflow" in a.intent.lower() for a in new), [a.intent for a in new]
-        assert leaks(all_files_text(home) | await histories_text(env.client, env.settings.skills_queue)) == []
+        assert any(
+            "CI" in a.intent or "GitHub Actions" in a.intent or "workflow" in a.intent.lower()
+            for a in new
+        ), [a.intent for a in new]
+        assert (
+            leaks(
+                all_files_text(home) | await histories_text(env.client, env.settings.skills_queue)
+            )
+            == []
+        )
     finally:
         await handle.delete()
 
@@ -118,17 +154,22 @@ def _cursors_done(home: Path, t: Transcripts) -> bool:
 def _ticks_past(handle: Any, n: int) -> Any:
     async def check() -> bool:
         return (await handle.describe()).info.num_actions >= n
+
     return check
 
 
-async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_schedule_is_written_once(env: Env, transcripts: Transcripts):
+async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_schedule_is_written_once(
+    env: Env, transcripts: Transcripts
+):
     await start_pipeline(env)
     queue = env.settings.skills_queue
     results = await asyncio.gather(*(scan_once(env.client, queue) for _ in range(3)))
     home = transcripts.home
     assert sum(r.committed for r in results) == 6, [r.model_dump() for r in results]
     assert sum(r.failed for r in results) == 0
-    assert sum(r.deltas for r in results) - 6 == sum(r.duplicate + r.stale for r in results)  # the rest were refused
+    assert sum(r.deltas for r in results) - 6 == sum(
+        r.duplicate + r.stale for r in results
+    )  # the rest were refused
     first = snapshot(home)
     for traj in (CC_TRAJ, CODEX_TRAJ):
         check_chain(read_atoms(home, traj))
@@ -137,8 +178,14 @@ async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_sche
     sid = schedule_id(env.settings)
     handle = await env.client.create_schedule(sid, _schedule(env.settings, timedelta(minutes=20)))
     try:
-        end = datetime.now(timezone.utc)
-        await handle.backfill(ScheduleBackfill(start_at=end - timedelta(hours=1), end_at=end, overlap=ScheduleOverlapPolicy.ALLOW_ALL))
+        end = datetime.now(UTC)
+        await handle.backfill(
+            ScheduleBackfill(
+                start_at=end - timedelta(hours=1),
+                end_at=end,
+                overlap=ScheduleOverlapPolicy.ALLOW_ALL,
+            )
+        )
         await wait_until(_ticks_past(handle, 3), 30, "the backfilled ticks")
         await wait_until(_no_scans_running(env.client, queue), 60, "the backfilled ticks to finish")
     finally:
@@ -164,7 +211,9 @@ async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_sche
     finally:
         store.close()
     view = (home / "codex_sessions" / f"{CODEX_TRAJ}.md").read_text()
-    assert view.count("add a rollback for that migration") == 1, "the appended prompt must be in the view exactly once"
+    assert view.count("add a rollback for that migration") == 1, (
+        "the appended prompt must be in the view exactly once"
+    )
 
 
 def _line_end(rel: str, lines: int) -> int:
@@ -177,23 +226,46 @@ def _line_end(rel: str, lines: int) -> int:
 
 def _no_scans_running(client: Client, queue: str) -> Any:
     async def check() -> bool:
-        running = [w async for w in client.list_workflows(
-            f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running' AND WorkflowType IN ('SkillsScanWorkflow', 'SkillDeltaWorkflow')")]
+        running = [
+            w
+            async for w in client.list_workflows(
+                f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running' AND WorkflowType IN ('SkillsScanWorkflow', 'SkillDeltaWorkflow')"
+            )
+        ]
         return not running
+
     return check
 
 
 def submitting_responder(hold: threading.Event | None) -> Any:
     """A TaskAgent model: submits an atom at every boundary (claiming a skill it did not use), then stops."""
+
     def respond(request: dict[str, Any], index: int) -> Reply:
         if hold is not None and not hold.is_set():
             hold.wait(120)
         if turn_of(request) > 0:
             return text("done")
         prompt = request["messages"][1]["content"]
-        marks = prompt.split("Boundaries you may start atoms at: ", 1)[1].split("\n", 1)[0].split(", ")
-        return calls(*[("submit_atom", {"boundary": m, "intent": f"model intent {m}", "summary": "model summary",
-                                        "tags": ["Model Tag"], "ux_score": 8, "used_skills": ["claimed-skill"]}) for m in marks])
+        marks = (
+            prompt.split("Boundaries you may start atoms at: ", 1)[1].split("\n", 1)[0].split(", ")
+        )
+        return calls(
+            *[
+                (
+                    "submit_atom",
+                    {
+                        "boundary": m,
+                        "intent": f"model intent {m}",
+                        "summary": "model summary",
+                        "tags": ["Model Tag"],
+                        "ux_score": 8,
+                        "used_skills": ["claimed-skill"],
+                    },
+                )
+                for m in marks
+            ]
+        )
+
     return respond
 
 
@@ -203,25 +275,41 @@ def start_skills_worker(env: dict[str, str], log: Path) -> subprocess.Popen[byte
     return start_worker_process(env, log, "--no-leader", "--kinds", "file")
 
 
-async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate_no_atom(tmp_path: Path, transcripts: Transcripts, monkeypatch: pytest.MonkeyPatch):
+async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate_no_atom(
+    tmp_path: Path, transcripts: Transcripts, monkeypatch: pytest.MonkeyPatch
+):
     fake = FakeLLM()
     hold = threading.Event()
     fake.responder = submitting_responder(hold)
-    server = DevServer(db_path=tmp_path / "crash.db", port=free_port(), headless=True, log_path=tmp_path / "server.log")
+    server = DevServer(
+        db_path=tmp_path / "crash.db",
+        port=free_port(),
+        headless=True,
+        log_path=tmp_path / "server.log",
+    )
     server.start(timeout=90)
     queue = f"k{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
     monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
     monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
-    environ = dict(os.environ, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test-never-in-history-7c1f",
-                   XSKY_MODEL="fake-model", PYTHONUNBUFFERED="1")
+    environ = dict(
+        os.environ,
+        OPENAI_BASE_URL=fake.base_url,
+        OPENAI_API_KEY="sk-test-never-in-history-7c1f",
+        XSKY_MODEL="fake-model",
+        PYTHONUNBUFFERED="1",
+    )
     settings = load_settings()
     worker = start_skills_worker(environ, tmp_path / "w1.log")
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         wid = f"xsky-skills-crash-{uuid.uuid4().hex[:6]}"
-        await client.start_workflow(SkillsScanWorkflow.run, SkillsScanInput(scan=ScanInput(settle_seconds=3600), heartbeat_timeout=3),
-                                    id=wid, task_queue=settings.skills_queue)
+        await client.start_workflow(
+            SkillsScanWorkflow.run,
+            SkillsScanInput(scan=ScanInput(settle_seconds=3600), heartbeat_timeout=3),
+            id=wid,
+            task_queue=settings.skills_queue,
+        )
         await wait_until(lambda: len(fake.requests) >= 3, 60, "TaskAgents asking the model")
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
@@ -230,7 +318,9 @@ async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate
         server.start(timeout=90)
         worker = start_skills_worker(environ, tmp_path / "w2.log")
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        result: SkillsScanResult = await asyncio.wait_for(client.get_workflow_handle_for(SkillsScanWorkflow.run, wid).result(), 120)
+        result: SkillsScanResult = await asyncio.wait_for(
+            client.get_workflow_handle_for(SkillsScanWorkflow.run, wid).result(), 120
+        )
         assert result.committed == 6 and result.failed == 0, result.model_dump()
         home = transcripts.home
         for traj in (CC_TRAJ, CODEX_TRAJ):
@@ -239,35 +329,65 @@ async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate
             assert all(a.provenance.split_by == "model" for a in atoms)
         cc = read_atoms(home, CC_TRAJ)
         # used_skills is measured: the Skill tool call in the transcript, not the model's claim.
-        assert cc[0].used_skills == ["pytest-runner"] and cc[0].provenance.used_skills_by == "measured"
-        assert any(a.used_skills == ["claimed-skill"] and a.provenance.used_skills_by == "self-reported" for a in cc[1:])
+        assert (
+            cc[0].used_skills == ["pytest-runner"] and cc[0].provenance.used_skills_by == "measured"
+        )
+        assert any(
+            a.used_skills == ["claimed-skill"] and a.provenance.used_skills_by == "self-reported"
+            for a in cc[1:]
+        )
         codex = read_atoms(home, CODEX_TRAJ)
         assert codex[0].used_skills == ["sql-migrate"]
         sent = "\n".join(json.dumps(r) for r in fake.requests)
-        assert leaks({"model requests": sent} | all_files_text(home) | await histories_text(client, settings.skills_queue)) == []
+        assert (
+            leaks(
+                {"model requests": sent}
+                | all_files_text(home)
+                | await histories_text(client, settings.skills_queue)
+            )
+            == []
+        )
     finally:
         stop_worker_process(worker)
         server.stop()
         fake.close()
 
 
-async def test_our_own_agents_conversations_feed_the_pipeline(env: Env, transcripts: Transcripts, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch):
+async def test_our_own_agents_conversations_feed_the_pipeline(
+    env: Env, transcripts: Transcripts, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
     from tests.integration.helpers import plan
 
     settings_file = Path(os.environ["XSKY_PROJECT_DIR"]) / ".xsky" / "settings.json"
-    settings_file.write_text(json.dumps({"skills": {"sources": [{"kind": "xsky", "path": str(env.home / "transcripts")}]}}))
+    settings_file.write_text(
+        json.dumps(
+            {"skills": {"sources": [{"kind": "xsky", "path": str(env.home / "transcripts")}]}}
+        )
+    )
 
     def responder(req: dict[str, Any], i: int) -> Reply:
-        return calls(("file_list", {"path": "."})) if turn_of(req) == 0 else text("The workspace is empty; nothing to clean.")
+        return (
+            calls(("file_list", {"path": "."}))
+            if turn_of(req) == 0
+            else text("The workspace is empty; nothing to clean.")
+        )
 
     fake_llm.responder = responder
     await env.start_worker(kinds=["llm"])
     await start_pipeline(env)
-    result = await env.run(plan('<agent name="explore" id="1"><task>list the workspace and say what to clean</task></agent>'))
+    result = await env.run(
+        plan(
+            '<agent name="explore" id="1"><task>list the workspace and say what to clean</task></agent>'
+        )
+    )
     assert result.status == "completed"
     (transcript,) = (env.home / "transcripts").rglob("*.jsonl")
     lines = [json.loads(x) for x in transcript.read_text().splitlines()]
-    assert lines[0]["type"] == "session" and lines[0]["role"] == "explore" and lines[-1]["status"] == "completed"
+    assert (
+        lines[0]["type"] == "session"
+        and lines[0]["role"] == "explore"
+        and lines[-1]["status"] == "completed"
+    )
 
     monkeypatch.delenv("XSKY_MODEL")  # the TaskAgent splits offline; the agent above used the model
     scanned = await scan_once(env.client, env.settings.skills_queue)
@@ -279,14 +399,22 @@ async def test_our_own_agents_conversations_feed_the_pipeline(env: Env, transcri
         store.close()
     assert traj.startswith("traj_xsky_explore_")
     (atom,) = read_atoms(transcripts.home, traj)
-    assert "list the workspace" in atom.intent and atom.ux_score == 10 and atom.provenance.ux_score_by == "heuristic"
+    assert (
+        "list the workspace" in atom.intent
+        and atom.ux_score == 10
+        and atom.provenance.ux_score_by == "heuristic"
+    )
 
 
 async def test_a_long_scan_continues_as_new_carrying_its_counts(env: Env, transcripts: Transcripts):
     await start_pipeline(env)
     inp = SkillsScanInput(scan=ScanInput(settle_seconds=3600, limit=1), rounds_per_run=2)
-    handle = await env.client.start_workflow(SkillsScanWorkflow.run, inp, id=f"xsky-skills-can-{uuid.uuid4().hex[:6]}",
-                                             task_queue=env.settings.skills_queue)
+    handle = await env.client.start_workflow(
+        SkillsScanWorkflow.run,
+        inp,
+        id=f"xsky-skills-can-{uuid.uuid4().hex[:6]}",
+        task_queue=env.settings.skills_queue,
+    )
     result = await asyncio.wait_for(handle.result(), 120)
     assert result.committed == 6 and result.deltas == 6 and result.rounds >= 6, result.model_dump()
     runs = [w async for w in env.client.list_workflows(f"WorkflowId = '{handle.id}'")]

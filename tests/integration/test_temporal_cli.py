@@ -21,8 +21,14 @@ pytestmark = pytest.mark.integration
 
 async def temporal(env: Env, *args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
-        temporal_binary(), *args, "--address", env.address, "--namespace", "default",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        temporal_binary(),
+        *args,
+        "--address",
+        env.address,
+        "--namespace",
+        "default",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, f"temporal {' '.join(args)} failed: {err.decode()} {out.decode()}"
@@ -36,42 +42,88 @@ def query_result(output: str) -> object:
 
 async def test_pause_resume_answer_replan_and_task_board_through_the_temporal_cli(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(ask("1", "Which colour?"), noop("2", 1.0), noop("3", 0, depends="2")))
+    handle = await env.start(
+        plan(ask("1", "Which colour?"), noop("2", 1.0), noop("3", 0, depends="2"))
+    )
     wid = ["--workflow-id", handle.id]
 
-    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))["tasks"]
+    board = query_result(
+        await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json")
+    )["tasks"]
     assert [t["id"] for t in board] == ["T-1", "T-2", "T-3"]
     assert {"sessionId", "blockedBy", "assignedAgent", "status"} <= set(board[0])
 
-    await temporal(env, "workflow", "signal", *wid, "--name", "pause", "--input", '{"reason": "lunch"}')
+    await temporal(
+        env, "workflow", "signal", *wid, "--name", "pause", "--input", '{"reason": "lunch"}'
+    )
     await wait_for(handle, lambda b: b["2"].status == "completed", what="T-2 finishes while paused")
     await asyncio.sleep(0.5)
-    board = query_result(await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json"))["tasks"]
+    board = query_result(
+        await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json")
+    )["tasks"]
     assert board[2]["status"] == "pending" and board[2]["attempt"] == 0  # paused: T-3 did not start
     await temporal(env, "workflow", "signal", *wid, "--name", "resume", "--input", "{}")
     await wait_for(handle, lambda b: b["3"].status == "completed", what="T-3 after resume")
 
-    requests = query_result(await temporal(env, "workflow", "query", *wid, "--type", "pending_requests", "-o", "json"))
+    requests = query_result(
+        await temporal(env, "workflow", "query", *wid, "--type", "pending_requests", "-o", "json")
+    )
     assert [(r["id"], r["text"]) for r in requests] == [("Q-1", "Which colour?")]
 
-    replan = await temporal(env, "workflow", "update", "execute", *wid, "--name", "replan", "-o", "json",
-                            "--input", json.dumps({"prompt": "then run `echo from-the-cli`"}))
+    replan = await temporal(
+        env,
+        "workflow",
+        "update",
+        "execute",
+        *wid,
+        "--name",
+        "replan",
+        "-o",
+        "json",
+        "--input",
+        json.dumps({"prompt": "then run `echo from-the-cli`"}),
+    )
     assert "added 4" in replan and "plan v2" in replan
 
-    await temporal(env, "workflow", "update", "execute", *wid, "--name", "answer",
-                   "--input", '{"requestId": "Q-1", "text": "green"}')
+    await temporal(
+        env,
+        "workflow",
+        "update",
+        "execute",
+        *wid,
+        "--name",
+        "answer",
+        "--input",
+        '{"requestId": "Q-1", "text": "green"}',
+    )
     result = await asyncio.wait_for(run_outcome(handle), 30)
     assert result.status == "completed"
-    assert {a.id: a.result for a in result.agents} == {"1": "green", "2": "r2", "3": "r3", "4": "from-the-cli"}
+    assert {a.id: a.result for a in result.agents} == {
+        "1": "green",
+        "2": "r2",
+        "3": "r3",
+        "4": "from-the-cli",
+    }
 
 
 async def test_a_refused_update_through_the_temporal_cli_says_why(env: Env):
     await env.start_worker()
     handle = await env.start(plan(noop("1", 30)))
     proc = await asyncio.create_subprocess_exec(
-        temporal_binary(), "workflow", "update", "execute", "--workflow-id", handle.id, "--name", "answer",
-        "--input", '{"requestId": "Q-9", "text": "x"}', "--address", env.address,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        temporal_binary(),
+        "workflow",
+        "update",
+        "execute",
+        "--workflow-id",
+        handle.id,
+        "--name",
+        "answer",
+        "--input",
+        '{"requestId": "Q-9", "text": "x"}',
+        "--address",
+        env.address,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await proc.communicate()
     assert proc.returncode != 0

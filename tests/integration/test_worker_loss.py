@@ -34,8 +34,10 @@ KILLS = 12
 
 def healthy(seconds: float) -> str:
     """One shell agent that logs each start, works, and answers; it never fails by itself."""
-    config = (f'{{"tool": "shell", "command": "echo start >> starts.txt; sleep {seconds}; echo done", '
-              '"heartbeatTimeout": 2, "retry": {"maximumAttempts": 2, "initialInterval": 0.1, "maximumInterval": 0.5}}')
+    config = (
+        f'{{"tool": "shell", "command": "echo start >> starts.txt; sleep {seconds}; echo done", '
+        '"heartbeatTimeout": 2, "retry": {"maximumAttempts": 2, "initialInterval": 0.1, "maximumInterval": 0.5}}'
+    )
     return f'<workflow name="healthy" taskId="healthy"><agent name="shell" id="1"><task>work</task><config><![CDATA[{config}]]></config></agent></workflow>'
 
 
@@ -46,7 +48,9 @@ async def wait_until(predicate, timeout: float, what: str) -> None:  # type: ign
         await asyncio.sleep(0.05)
 
 
-async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_replan(env: Env, tmp_path: Path):
+async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_replan(
+    env: Env, tmp_path: Path
+):
     # The leader runs here; the shell agent only in worker processes that are killed one by one.
     await env.start_worker(kinds=["llm"])
     handle = await env.start(healthy(1.5), options=RunOptions(max_auto_replans=2))
@@ -56,15 +60,19 @@ async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_r
         return len(starts.read_text().splitlines()) if starts.exists() else 0
 
     for kill in range(KILLS):
-        proc = start_worker_process(env, tmp_path / f"w{kill}.log", "--kinds", "shell", "--no-leader", "--no-skills")
+        proc = start_worker_process(
+            env, tmp_path / f"w{kill}.log", "--kinds", "shell", "--no-leader", "--no-skills"
+        )
         try:
-            await wait_until(lambda: started() > kill, 60, f"attempt {kill + 1} to start")
+            await wait_until(lambda k=kill: started() > k, 60, f"attempt {kill + 1} to start")
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         finally:
             if proc.poll() is None:
                 proc.kill()
-    last = start_worker_process(env, tmp_path / "last.log", "--kinds", "shell", "--no-leader", "--no-skills")
+    last = start_worker_process(
+        env, tmp_path / "last.log", "--kinds", "shell", "--no-leader", "--no-skills"
+    )
     try:
         result = await asyncio.wait_for(run_outcome(handle), 120)
     finally:
@@ -72,21 +80,42 @@ async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_r
 
     assert result.status == "completed" and result.agents[0].result == "done", result.summary
     assert started() == KILLS + 1
-    assert len(await query(handle, LeaderWorkflow.plan_history)) == 1  # no replan spent on lost workers
+    assert (
+        len(await query(handle, LeaderWorkflow.plan_history)) == 1
+    )  # no replan spent on lost workers
     task = (await board(handle))["1"]
     assert task.tries == KILLS + 1 and task.attempt == 1  # every try counted, all in one dispatch
     assert any("worker lost" in note for note in task.retries), task.retries
 
     # The board's times are the real attempt's: within 1 s of the history's activity events.
     events = [e async for e in handle.fetch_history_events()]
-    scheduled = next(e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-                     and e.activity_task_scheduled_event_attributes.activity_type.name == "run_agent")
-    started_at = next(e.event_time.ToDatetime() for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-                      and e.activity_task_started_event_attributes.scheduled_event_id == scheduled)
-    ended_at = next(e.event_time.ToDatetime() for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-                    and e.activity_task_completed_event_attributes.scheduled_event_id == scheduled)
-    assert next(e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-                and e.activity_task_started_event_attributes.scheduled_event_id == scheduled).activity_task_started_event_attributes.attempt == KILLS + 1
+    scheduled = next(
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "run_agent"
+    )
+    started_at = next(
+        e.event_time.ToDatetime()
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        and e.activity_task_started_event_attributes.scheduled_event_id == scheduled
+    )
+    ended_at = next(
+        e.event_time.ToDatetime()
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id == scheduled
+    )
+    assert (
+        next(
+            e
+            for e in events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+            and e.activity_task_started_event_attributes.scheduled_event_id == scheduled
+        ).activity_task_started_event_attributes.attempt
+        == KILLS + 1
+    )
     assert task.started_at is not None and task.ended_at is not None
     assert abs((task.started_at.replace(tzinfo=None) - started_at).total_seconds()) < 1.0
     assert abs((task.ended_at.replace(tzinfo=None) - ended_at).total_seconds()) < 1.0
@@ -94,13 +123,24 @@ async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_r
     assert task.duration_s is not None and 1.4 <= task.duration_s < 3.0
 
 
-LONG_HISTORY = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=100000",
-                "--dynamic-config-value", "limit.historySize.suggestContinueAsNew=200000000")
+LONG_HISTORY = (
+    "--dynamic-config-value",
+    "limit.historyCount.suggestContinueAsNew=100000",
+    "--dynamic-config-value",
+    "limit.historySize.suggestContinueAsNew=200000000",
+)
 
 
-async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30_seconds(tmp_path: Path, monkeypatch):
-    server = DevServer(db_path=tmp_path / "long.db", port=free_port(), headless=True, log_path=tmp_path / "server.log",
-                       extra_args=LONG_HISTORY)
+async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30_seconds(
+    tmp_path: Path, monkeypatch
+):
+    server = DevServer(
+        db_path=tmp_path / "long.db",
+        port=free_port(),
+        headless=True,
+        log_path=tmp_path / "server.log",
+        extra_args=LONG_HISTORY,
+    )
     server.start(timeout=90)
     env = Env(client=None, settings=None, address=server.address, home=tmp_path / "xsky")  # type: ignore[arg-type]
     monkeypatch.setenv("XSKY_TASK_QUEUE", f"l{uuid.uuid4().hex[:6]}")
@@ -109,18 +149,29 @@ async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30
     env.settings = load_settings()
     # Chains of four no-op agents: a long history fast, and always something ready (each a
     # real activity: local ones would leave a shorter history).
-    wf = parse_workflow(plan(*(noop(str(i), 0, depends=str(i - 1) if i % 4 != 1 else "") for i in range(1, 3001)), name="long"))
+    wf = parse_workflow(
+        plan(
+            *(noop(str(i), 0, depends=str(i - 1) if i % 4 != 1 else "") for i in range(1, 3001)),
+            name="long",
+        )
+    )
     first = start_worker_process(env, tmp_path / "first.log", "--no-skills")
     second = None
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        handle = await client.start_workflow(LeaderWorkflow.run, RunInput(workflow=wf, options=RunOptions(max_parallel=40, local_tools=False)),
-                                             id=f"xsky-long-{uuid.uuid4().hex[:6]}", task_queue=env.settings.task_queue)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(max_parallel=40, local_tools=False)),
+            id=f"xsky-long-{uuid.uuid4().hex[:6]}",
+            task_queue=env.settings.task_queue,
+        )
         deadline = time.monotonic() + 240
         while (await handle.describe()).history_length < 8000:
             assert time.monotonic() < deadline, "the history did not reach 8,000 events"
             await asyncio.sleep(0.5)
-        done_before = (await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))).counts.get("completed", 0)
+        done_before = (
+            await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
+        ).counts.get("completed", 0)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         length = (await handle.describe()).history_length
@@ -130,9 +181,13 @@ async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30
             page = await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
             if page.counts.get("completed", 0) > done_before + 40:
                 break
-            assert time.monotonic() - began < 30, f"not resumed within 30 s of a new worker ({length} events)"
+            assert time.monotonic() - began < 30, (
+                f"not resumed within 30 s of a new worker ({length} events)"
+            )
             await asyncio.sleep(0.2)
-        print(f"history of {length} events: a new worker resumed the run in {time.monotonic() - began:.1f}s")
+        print(
+            f"history of {length} events: a new worker resumed the run in {time.monotonic() - began:.1f}s"
+        )
         await handle.terminate("test done")
     finally:
         for proc in (first, second):

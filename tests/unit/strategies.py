@@ -11,12 +11,32 @@ from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
 # Anything XML 1.0 can carry: no C0 controls but tab/newline/CR, no surrogates, no U+FFFE/F.
 _xml_char = st.characters(
     blacklist_categories=("Cs",),
-    blacklist_characters="".join(chr(c) for c in range(0x20) if c not in (9, 10, 13)) + "\ufffe\uffff",
+    blacklist_characters="".join(chr(c) for c in range(0x20) if c not in (9, 10, 13))
+    + "\ufffe\uffff",
 )
 xml_text = st.text(_xml_char, max_size=80)
 nonblank_text = xml_text.filter(lambda s: s.strip() != "")
 # Text biased toward what breaks naive writers: markup, entities, CDATA ends, edge whitespace.
-tricky = st.sampled_from(["&", "<", ">", '"', "'", "]]>", "{{x}}", "\r\n", "\r", "  ", "\n", "\t", "&amp;", "<![CDATA[", "😀", "\u2028"])
+tricky = st.sampled_from(
+    [
+        "&",
+        "<",
+        ">",
+        '"',
+        "'",
+        "]]>",
+        "{{x}}",
+        "\r\n",
+        "\r",
+        "  ",
+        "\n",
+        "\t",
+        "&amp;",
+        "<![CDATA[",
+        "😀",
+        "\u2028",
+    ]
+)
 rich_text = st.lists(st.one_of(xml_text, tricky), max_size=6).map("".join)
 rich_nonblank = rich_text.filter(lambda s: s.strip() != "")
 
@@ -25,7 +45,11 @@ agent_names = st.from_regex(r"\A[A-Za-z][A-Za-z0-9_-]{0,10}\Z")
 var_names = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,10}\Z")
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False, allow_infinity=False) | rich_text,
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | rich_text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(rich_text, inner, max_size=4),
     max_leaves=12,
 )

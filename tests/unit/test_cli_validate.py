@@ -15,7 +15,9 @@ INVALID = sorted((ROOT / "examples" / "invalid").glob("*.xml"))
 
 
 def starter(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "starter.py"), *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "starter.py"), *args], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 def test_there_are_at_least_three_valid_and_several_invalid_examples():
@@ -47,13 +49,19 @@ def test_invalid_examples_exit_2_with_file_line_col(path):
 
 def test_many_problems_are_all_listed_with_their_lines():
     res = starter("validate", str(ROOT / "examples/invalid/many_problems.xml"))
-    found = [ln.split(":")[1] for ln in res.stderr.splitlines() if "many_problems.xml:" in ln and ": " in ln][1:]
+    found = [
+        ln.split(":")[1]
+        for ln in res.stderr.splitlines()
+        if "many_problems.xml:" in ln and ": " in ln
+    ][1:]
     assert found == ["3", "4", "5", "6", "7", "7"]
 
 
 def test_a_variable_given_on_the_command_line_satisfies_the_check(tmp_path):
     plan = tmp_path / "p.xml"
-    plan.write_text('<workflow name="v" taskId="t"><agent name="llm" id="1"><task>About {{topic}}</task></agent></workflow>')
+    plan.write_text(
+        '<workflow name="v" taskId="t"><agent name="llm" id="1"><task>About {{topic}}</task></agent></workflow>'
+    )
     assert starter("validate", str(plan)).returncode == 2
     assert starter("validate", str(plan), "--var", "topic=AI").returncode == 0
 

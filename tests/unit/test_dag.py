@@ -21,7 +21,11 @@ def plan(*specs: tuple[str, str, str] | tuple[str, str]) -> Workflow:
     for spec in specs:
         agent_id, deps = spec[0], spec[1]
         task = spec[2] if len(spec) > 2 else f"task {agent_id}"
-        agents.append(WorkflowAgent(id=agent_id, name="llm", task=task, depends=[d for d in deps.split(",") if d]))
+        agents.append(
+            WorkflowAgent(
+                id=agent_id, name="llm", task=task, depends=[d for d in deps.split(",") if d]
+            )
+        )
     return Workflow(name="p", task_id="t", agents=agents)
 
 
@@ -74,7 +78,14 @@ def test_unknown_agent_names_list_the_known_ones():
 
 
 def test_all_problems_are_reported_together():
-    wf = plan(("1", "1"), ("1", ""), ("2", "9"), ("3", "4"), ("4", "3"), ("5", "", "use {{agent_2_result}}"))
+    wf = plan(
+        ("1", "1"),
+        ("1", ""),
+        ("2", "9"),
+        ("3", "4"),
+        ("4", "3"),
+        ("5", "", "use {{agent_2_result}}"),
+    )
     wf.agents[0].name = "nobody"
     msgs = messages(wf)
     assert len(msgs) == 6, msgs
@@ -123,7 +134,9 @@ def test_build_agent_tree_puts_entry_agents_in_parallel():
     tree = dag.build_agent_tree(wf.agents)
     assert tree.type == "parallel" and [n.agent.id for n in tree.agents] == ["1", "2"]
     assert tree.next_agent.type == "normal" and tree.next_agent.agent.id == "3"
-    assert tree.next_agent.next_agent.agent.id == "4" and tree.next_agent.next_agent.next_agent is None
+    assert (
+        tree.next_agent.next_agent.agent.id == "4" and tree.next_agent.next_agent.next_agent is None
+    )
     assert "nextAgent" in tree.model_dump(by_alias=True)
 
 

@@ -40,7 +40,9 @@ def test_the_proxy_refuses_this_machines_addresses_and_the_unspecified_ones():
         assert reason is not None, ip
     assert policy.check_address("example.com", "93.184.215.14", 443) is None
     assert egress.this_machine("127.0.0.1") and not egress.this_machine("93.184.215.14")
-    assert all(egress.this_machine(ip) for ip in own_addresses())  # even were they public, they are refused
+    assert all(
+        egress.this_machine(ip) for ip in own_addresses()
+    )  # even were they public, they are refused
 
 
 def test_a_named_local_host_is_allowed_but_never_on_temporals_ports(monkeypatch):
@@ -50,8 +52,13 @@ def test_a_named_local_host_is_allowed_but_never_on_temporals_ports(monkeypatch)
     try:
         web, _ = egress.policies(PermissionSettings(run_rules=["http_get(domain:127.0.0.1)"]))
         assert web.check_address("127.0.0.1", "127.0.0.1", 5000) is None  # named: the demo's site
-        for port in (*server_ports(17233), 18999):  # gRPC, Web UI, HTTP API, metrics, the configured UI
-            assert "Temporal server" in (web.check_address("127.0.0.1", "127.0.0.1", port) or ""), port
+        for port in (
+            *server_ports(17233),
+            18999,
+        ):  # gRPC, Web UI, HTTP API, metrics, the configured UI
+            assert "Temporal server" in (web.check_address("127.0.0.1", "127.0.0.1", port) or ""), (
+                port
+            )
             for ip in ("0.0.0.0", *own_addresses()):
                 assert "Temporal server" in (web.check_address(ip, ip, port) or ""), (ip, port)
     finally:
@@ -62,10 +69,22 @@ def test_commands_reach_allowed_domains_on_web_ports_only_unless_the_host_is_nam
     _, commands = egress.policies(PermissionSettings(run_rules=[]))
     assert commands is None  # no network rule: no network at all
     settings = PermissionSettings.model_validate(
-        {"layers": [{"path": "t", "scope": "user", "allow": ["network(domain:*.example.com)", "network(domain:db.internal)"]}]})
+        {
+            "layers": [
+                {
+                    "path": "t",
+                    "scope": "user",
+                    "allow": ["network(domain:*.example.com)", "network(domain:db.internal)"],
+                }
+            ]
+        }
+    )
     _, commands = egress.policies(settings)
     assert commands is not None
-    assert commands.check_name("api.example.com", 443) is None and commands.check_name("api.example.com", 80) is None
+    assert (
+        commands.check_name("api.example.com", 443) is None
+        and commands.check_name("api.example.com", 80) is None
+    )
     assert "not a web port" in commands.check_name("mail.example.com", 25)
     assert "not a web port" in commands.check_name("api.example.com", 22)
     assert commands.check_name("db.internal", 5432) is None  # a host a rule names exactly
@@ -113,26 +132,66 @@ def settings(tmp_path: Path, monkeypatch) -> Settings:
     return load_settings()
 
 
-@pytest.mark.parametrize("where", ["/", "/etc", "/usr", "HOME", "HOME_PARENT", "STATE", "STATE/artifacts", "STATE/runs/other/workspace",
-                                   "STATE_PARENT", "SKILLS/library", "PROJECT/.xsky"])
-def test_a_run_may_not_name_the_system_the_home_or_xskys_state_as_its_workspace(settings, tmp_path, where):
-    path = (where.replace("HOME_PARENT", str(Path.home().parent)).replace("HOME", str(Path.home()))
-            .replace("STATE_PARENT", str(tmp_path)).replace("STATE", str(tmp_path / "state"))
-            .replace("SKILLS", str(tmp_path / "skills-home")).replace("PROJECT", str(tmp_path / "project")))
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/",
+        "/etc",
+        "/usr",
+        "HOME",
+        "HOME_PARENT",
+        "STATE",
+        "STATE/artifacts",
+        "STATE/runs/other/workspace",
+        "STATE_PARENT",
+        "SKILLS/library",
+        "PROJECT/.xsky",
+    ],
+)
+def test_a_run_may_not_name_the_system_the_home_or_xskys_state_as_its_workspace(
+    settings, tmp_path, where
+):
+    path = (
+        where.replace("HOME_PARENT", str(Path.home().parent))
+        .replace("HOME", str(Path.home()))
+        .replace("STATE_PARENT", str(tmp_path))
+        .replace("STATE", str(tmp_path / "state"))
+        .replace("SKILLS", str(tmp_path / "skills-home"))
+        .replace("PROJECT", str(tmp_path / "project"))
+    )
     assert workspace_problem(Path(path), settings, "run-1") is not None
 
 
 def test_the_default_workspace_and_a_folder_of_its_own_are_fine(settings, tmp_path):
     assert workspace_problem(settings.runs / "run-1" / "workspace", settings, "run-1") is None
     assert workspace_problem(tmp_path / "elsewhere" / "project", settings, "run-1") is None
-    assert workspace_problem(settings.runs / "run-2" / "workspace", settings, "run-1") is not None  # another run's
+    assert (
+        workspace_problem(settings.runs / "run-2" / "workspace", settings, "run-1") is not None
+    )  # another run's
 
 
 def test_a_runs_input_carries_only_approval_shaped_rules():
-    given = PermissionSettings(run_rules=["shell", "shell(curl:*)", "shell(=make test)", "file_write", "file_write(=out.txt)",
-                                          "http_get(domain:*)", "http_get(domain:*.evil.com)", "http_get(domain:127.0.0.1)",
-                                          "file_read", "not a rule((", "browser_navigate(domain:docs.python.org)"])
+    given = PermissionSettings(
+        run_rules=[
+            "shell",
+            "shell(curl:*)",
+            "shell(=make test)",
+            "file_write",
+            "file_write(=out.txt)",
+            "http_get(domain:*)",
+            "http_get(domain:*.evil.com)",
+            "http_get(domain:127.0.0.1)",
+            "file_read",
+            "not a rule((",
+            "browser_navigate(domain:docs.python.org)",
+        ]
+    )
     kept = trusted_settings(PermissionSettings(), given).run_rules
-    assert kept == ["shell(=make test)", "file_write(=out.txt)", "http_get(domain:127.0.0.1)", "file_read",
-                    "browser_navigate(domain:docs.python.org)"]
+    assert kept == [
+        "shell(=make test)",
+        "file_write(=out.txt)",
+        "http_get(domain:127.0.0.1)",
+        "file_read",
+        "browser_navigate(domain:docs.python.org)",
+    ]
     assert not approval_shaped("python_exec") and approval_shaped("code_search")

@@ -13,7 +13,7 @@ every step what must always hold:
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,7 +22,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from xsky.artifacts import ArtifactRef
 from xsky.board import TERMINAL, derive_statuses
-from xsky.leader_core import SATISFIED, AttemptFailure, CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+from xsky.leader_core import (
+    SATISFIED,
+    AttemptFailure,
+    CallPlanner,
+    Command,
+    LeaderCore,
+    Rejected,
+    StartAgent,
+    StopAgent,
+)
 from xsky.leader_state import (
     AnswerRequest,
     ApprovePlanRequest,
@@ -36,7 +45,7 @@ from xsky.leader_state import (
 from xsky.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport, RequestPayload, RunInput, RunOptions
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @st.composite
@@ -45,21 +54,32 @@ def dags(draw: st.DrawFn, prefix: str = "") -> Workflow:
     agents = []
     for i in range(1, n + 1):
         earlier = [str(j) for j in range(1, i)]
-        depends = draw(st.lists(st.sampled_from(earlier), max_size=3, unique=True)) if earlier else []
+        depends = (
+            draw(st.lists(st.sampled_from(earlier), max_size=3, unique=True)) if earlier else []
+        )
         agents.append(WorkflowAgent(id=str(i), name="llm", task=f"step {i}", depends=depends))
     return Workflow(name="machine", task_id="machine", agents=agents)
 
 
 def ref(agent_id: str) -> ArtifactRef:
-    return ArtifactRef(uri=f"artifact:run-1/{agent_id}/result.txt", size=1, sha256="0" * 64, preview="r")
+    return ArtifactRef(
+        uri=f"artifact:run-1/{agent_id}/result.txt", size=1, sha256="0" * 64, preview="r"
+    )
 
 
 class LeaderMachine(RuleBasedStateMachine):
-    @initialize(plan=dags(), max_parallel=st.integers(1, 4), replans=st.integers(0, 2), review=st.booleans())
+    @initialize(
+        plan=dags(), max_parallel=st.integers(1, 4), replans=st.integers(0, 2), review=st.booleans()
+    )
     def start(self, plan: Workflow, max_parallel: int, replans: int, review: bool) -> None:
         self.now = T0
-        options = RunOptions(max_parallel=max_parallel, max_auto_replans=replans, review=review,
-                             stall=StallWindows(nudge_after=30, restart_after=60), request_timeout=3600)
+        options = RunOptions(
+            max_parallel=max_parallel,
+            max_auto_replans=replans,
+            review=review,
+            stall=StallWindows(nudge_after=30, restart_after=60),
+            request_timeout=3600,
+        )
         self.core = LeaderCore(RunInput(workflow=plan, options=options), "run-1", self.now)
         self.running: dict[str, int] = {}  # agent id → dispatch the "shell" is running
         self.stopping: list[str] = []
@@ -75,7 +95,9 @@ class LeaderMachine(RuleBasedStateMachine):
             if isinstance(c, StartAgent):
                 agent = core.agents[c.agent_id]
                 for d in agent.depends:
-                    assert core.tasks[d].stored in SATISFIED, f"{c.agent_id} started before its dependency {d} was done"
+                    assert core.tasks[d].stored in SATISFIED, (
+                        f"{c.agent_id} started before its dependency {d} was done"
+                    )
                 assert c.agent_id not in self.running, f"{c.agent_id} started twice"
                 self.running[c.agent_id] = c.dispatch
             elif isinstance(c, StopAgent):
@@ -93,8 +115,14 @@ class LeaderMachine(RuleBasedStateMachine):
 
     def snapshot(self) -> tuple[object, ...]:
         c = self.core
-        return (c.s.model_dump_json(), dict(c.active), dict(c.intents), c.replanning, c.ready_ids(),
-                [r.id for r in c.pending_requests()])
+        return (
+            c.s.model_dump_json(),
+            dict(c.active),
+            dict(c.intents),
+            c.replanning,
+            c.ready_ids(),
+            [r.id for r in c.pending_requests()],
+        )
 
     def intervene(self, check, act) -> bool:  # noqa: ANN001
         before = self.snapshot()
@@ -118,10 +146,20 @@ class LeaderMachine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(["completed", "question", "needs_approval"]))
     def attempt_returns(self, data: st.DataObject, kind: str) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
-        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
-        request = None if kind == "completed" else RequestPayload(question="why?", tool="shell", arguments={"command": "ls"})
-        outcome = AgentOutcome(kind=kind, result="r" if kind == "completed" else None,  # type: ignore[arg-type]
-                               result_ref=ref(agent_id) if kind == "completed" else None, request=request)
+        task = self.core.tasks.get(agent_id) or next(
+            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+        )
+        request = (
+            None
+            if kind == "completed"
+            else RequestPayload(question="why?", tool="shell", arguments={"command": "ls"})
+        )
+        outcome = AgentOutcome(
+            kind=kind,
+            result="r" if kind == "completed" else None,  # type: ignore[arg-type]
+            result_ref=ref(agent_id) if kind == "completed" else None,
+            request=request,
+        )
         self.core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
         self.end(agent_id)
 
@@ -129,16 +167,25 @@ class LeaderMachine(RuleBasedStateMachine):
     @rule(data=st.data(), cancelled=st.booleans())
     def attempt_raises(self, data: st.DataObject, cancelled: bool) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
-        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
+        task = self.core.tasks.get(agent_id) or next(
+            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+        )
         failure = None if cancelled and agent_id in self.stopping else AttemptFailure("boom")
-        self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], failure, self.now))
+        self.apply(
+            self.core.attempt_failed(agent_id, task, self.running[agent_id], failure, self.now)
+        )
         self.end(agent_id)
 
     @precondition(lambda self: self.running)
     @rule(data=st.data())
     def progress(self, data: st.DataObject) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
-        self.core.report_progress(ProgressReport(task_id=f"T-{agent_id}", dispatch=self.running[agent_id], message="working"), self.now)
+        self.core.report_progress(
+            ProgressReport(
+                task_id=f"T-{agent_id}", dispatch=self.running[agent_id], message="working"
+            ),
+            self.now,
+        )
 
     @rule(seconds=st.sampled_from([1, 10, 31, 61, 200, 4000]))
     def time_passes(self, seconds: int) -> None:
@@ -156,9 +203,15 @@ class LeaderMachine(RuleBasedStateMachine):
     def approve_tool(self, data: st.DataObject, decision: str) -> None:
         ids = [r.id for r in self.core.s.requests] + ["A-999"]
         req = ApproveToolRequest(request_id=data.draw(st.sampled_from(ids)), decision=decision)  # type: ignore[arg-type]
-        self.intervene(lambda: self.core.check_approve_tool(req), lambda: self.core.approve_tool(req, self.now))
+        self.intervene(
+            lambda: self.core.check_approve_tool(req), lambda: self.core.approve_tool(req, self.now)
+        )
 
-    @rule(data=st.data(), action=st.sampled_from(["retry", "skip", "cancel"]), new_text=st.sampled_from([None, "again", " "]))
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(["retry", "skip", "cancel"]),
+        new_text=st.sampled_from([None, "again", " "]),
+    )
     def task_intervention(self, data: st.DataObject, action: str, new_text: str | None) -> None:
         task_id = data.draw(st.sampled_from([t.id for t in self.core.s.tasks] + ["T-nope"]))
         core = self.core
@@ -186,7 +239,9 @@ class LeaderMachine(RuleBasedStateMachine):
     @rule(version=st.sampled_from([None, 1, 2, 99]))
     def approve_plan(self, version: int | None) -> None:
         req = ApprovePlanRequest(version=version)
-        self.intervene(lambda: self.core.check_approve_plan(req), lambda: self.core.approve_plan(req, self.now))
+        self.intervene(
+            lambda: self.core.check_approve_plan(req), lambda: self.core.approve_plan(req, self.now)
+        )
 
     @precondition(lambda self: self.planner)
     @rule(data=st.data(), succeeds=st.booleans())
@@ -199,13 +254,22 @@ class LeaderMachine(RuleBasedStateMachine):
             change = data.draw(st.sampled_from(["same", "drop", "add"]))
             if change == "drop" and len(agents) > 1:
                 gone = agents[-1].id
-                agents = [a.model_copy(update={"depends": [d for d in a.depends if d != gone]}) for a in agents[:-1]]
+                agents = [
+                    a.model_copy(update={"depends": [d for d in a.depends if d != gone]})
+                    for a in agents[:-1]
+                ]
             elif change == "add":
                 self.extra += 1
-                deps = data.draw(st.lists(st.sampled_from([a.id for a in agents]), max_size=2, unique=True))
-                agents.append(WorkflowAgent(id=f"x{self.extra}", name="llm", task="added", depends=deps))
+                deps = data.draw(
+                    st.lists(st.sampled_from([a.id for a in agents]), max_size=2, unique=True)
+                )
+                agents.append(
+                    WorkflowAgent(id=f"x{self.extra}", name="llm", task="added", depends=deps)
+                )
             wf = core.checked(core.s.plan.model_copy(update={"agents": agents}))
-            self.decided = {t: s for t, s in self.decided.items() if s == "skipped"}  # a replan retries the cancelled
+            self.decided = {
+                t: s for t, s in self.decided.items() if s == "skipped"
+            }  # a replan retries the cancelled
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), self.now)
             self.apply(stops)
         else:
@@ -216,7 +280,9 @@ class LeaderMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def stop_acknowledged(self, data: st.DataObject) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.stopping)))
-        task = self.core.tasks.get(agent_id) or next(t for t in self.core.s.removed_tasks if t.agent_id == agent_id)
+        task = self.core.tasks.get(agent_id) or next(
+            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+        )
         self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], None, self.now))
         self.end(agent_id)
 
@@ -234,14 +300,18 @@ class LeaderMachine(RuleBasedStateMachine):
         if hasattr(self, "core"):
             for task_id, status in self.decided.items():
                 task = self.core.task_by_id(task_id)
-                assert task is None or task.stored == status, f"{task_id} was {status} by a person, now {task.stored}"
+                assert task is None or task.stored == status, (
+                    f"{task_id} was {status} by a person, now {task.stored}"
+                )
 
     @invariant()
     def running_tasks_have_an_attempt(self) -> None:
         if hasattr(self, "core"):
             for task in self.core.s.tasks:
                 if task.stored in ("dispatched", "in_progress"):
-                    assert task.agent_id in self.core.active, f"{task.id} shows running with no attempt"
+                    assert task.agent_id in self.core.active, (
+                        f"{task.id} shows running with no attempt"
+                    )
                     assert task.waiting_on is None
 
     @invariant()
@@ -250,11 +320,21 @@ class LeaderMachine(RuleBasedStateMachine):
             return
         core = self.core
         for a in core.s.plan.agents:
-            assert core._missing[a.id] == sum(1 for d in a.depends if d in core.tasks and core.tasks[d].stored not in SATISFIED)
-        brute = [a.id for a in core.s.plan.agents if a.id not in core.active and core.tasks[a.id].stored == "pending"
-                 and core.tasks[a.id].waiting_on is None and all(core.tasks[d].stored in SATISFIED for d in a.depends if d in core.tasks)]
+            assert core._missing[a.id] == sum(
+                1 for d in a.depends if d in core.tasks and core.tasks[d].stored not in SATISFIED
+            )
+        brute = [
+            a.id
+            for a in core.s.plan.agents
+            if a.id not in core.active
+            and core.tasks[a.id].stored == "pending"
+            and core.tasks[a.id].waiting_on is None
+            and all(core.tasks[d].stored in SATISFIED for d in a.depends if d in core.tasks)
+        ]
         assert core.ready_ids() == brute
-        assert [r.id for r in core.pending_requests()] == [r.id for r in core.s.requests if r.status == "pending"]
+        assert [r.id for r in core.pending_requests()] == [
+            r.id for r in core.s.requests if r.status == "pending"
+        ]
 
     def teardown(self) -> None:
         """Drain: people answer and resume, attempts finish; then every task has an end."""
@@ -276,7 +356,9 @@ class LeaderMachine(RuleBasedStateMachine):
                 core.replanning = False
             self.apply(core.dispatch(self.now))
             for agent_id in sorted(self.running):
-                task = core.tasks.get(agent_id) or next(t for t in core.s.removed_tasks if t.agent_id == agent_id)
+                task = core.tasks.get(agent_id) or next(
+                    t for t in core.s.removed_tasks if t.agent_id == agent_id
+                )
                 outcome = AgentOutcome(kind="completed", result="r", result_ref=ref(agent_id))
                 core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
                 self.end(agent_id)
@@ -286,15 +368,20 @@ class LeaderMachine(RuleBasedStateMachine):
         derived = derive_statuses({t.id: t for t in core.s.tasks})
         for task in core.s.tasks:
             status, reason = derived[task.id]
-            assert status in TERMINAL or (status == "blocked" and reason), f"{task.id} ended {status}"
+            assert status in TERMINAL or (status == "blocked" and reason), (
+                f"{task.id} ended {status}"
+            )
         result = core.result(self.now)
         assert sorted(r.task_id for r in result.agents) == sorted(t.id for t in core.s.tasks)
         assert (result.status == "completed") == all(t.stored in SATISFIED for t in core.s.tasks)
 
 
-LeaderMachine.TestCase.settings = settings(max_examples=int(__import__("os").environ.get("XSKY_CORE_EXAMPLES", "300")),
-                                           stateful_step_count=40, deadline=None,
-                                           suppress_health_check=[HealthCheck.too_slow])
+LeaderMachine.TestCase.settings = settings(
+    max_examples=int(__import__("os").environ.get("XSKY_CORE_EXAMPLES", "300")),
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 test_leader_core_state_machine = LeaderMachine.TestCase
 
 
@@ -302,12 +389,23 @@ def test_the_ready_set_is_plan_order_and_each_completion_costs_only_its_dependen
     """A 2,000-wide fan-out: the root's completion makes 2,000 ready in plan order, and the
     core touched only the root's dependents (no board scan)."""
     agents = [WorkflowAgent(id="root", name="llm", task="root")]
-    agents += [WorkflowAgent(id=f"f{i:04d}", name="llm", task="leaf", depends=["root"]) for i in range(2000)]
-    core = LeaderCore(RunInput(workflow=Workflow(name="fan", task_id="fan", agents=agents),
-                               options=RunOptions(max_parallel=1000)), "run-1", T0)
+    agents += [
+        WorkflowAgent(id=f"f{i:04d}", name="llm", task="leaf", depends=["root"])
+        for i in range(2000)
+    ]
+    core = LeaderCore(
+        RunInput(
+            workflow=Workflow(name="fan", task_id="fan", agents=agents),
+            options=RunOptions(max_parallel=1000),
+        ),
+        "run-1",
+        T0,
+    )
     (start,) = core.dispatch(T0)
     task = core.tasks["root"]
-    core.attempt_succeeded("root", task, start.dispatch, AgentOutcome(result="r", result_ref=ref("root")), T0)  # type: ignore[union-attr]
+    core.attempt_succeeded(
+        "root", task, start.dispatch, AgentOutcome(result="r", result_ref=ref("root")), T0
+    )  # type: ignore[union-attr]
     core.attempt_ended("root", start.dispatch)  # type: ignore[union-attr]
     starts = core.dispatch(T0)
     assert [c.agent_id for c in starts] == [f"f{i:04d}" for i in range(1000)]  # type: ignore[union-attr]
@@ -316,8 +414,15 @@ def test_the_ready_set_is_plan_order_and_each_completion_costs_only_its_dependen
 
 @pytest.mark.parametrize("wrong", ["T-9", "Q-1"])
 def test_rejections_say_what_to_do(wrong: str) -> None:
-    core = LeaderCore(RunInput(workflow=Workflow(name="w", task_id="w", agents=[WorkflowAgent(id="1", name="llm", task="a")])),
-                      "run-1", T0)
+    core = LeaderCore(
+        RunInput(
+            workflow=Workflow(
+                name="w", task_id="w", agents=[WorkflowAgent(id="1", name="llm", task="a")]
+            )
+        ),
+        "run-1",
+        T0,
+    )
     with pytest.raises(Rejected, match="tasks: T-1|pending requests: none"):
         if wrong.startswith("T-"):
             core.check_retry(RetryTaskRequest(task_id=wrong))
@@ -329,7 +434,12 @@ def test_a_pause_cannot_undo_a_cancel_whose_attempt_is_still_stopping() -> None:
     """Stop reasons rank: a person's cancel, then a pause before the attempt acknowledged,
     still ends cancelled (the weaker reason must not replace the stronger)."""
     m = LeaderMachine()
-    m.start(Workflow(name="m", task_id="m", agents=[WorkflowAgent(id="1", name="llm", task="a")]), 2, 0, False)
+    m.start(
+        Workflow(name="m", task_id="m", agents=[WorkflowAgent(id="1", name="llm", task="a")]),
+        2,
+        0,
+        False,
+    )
     m.dispatch()
     m.core.check_cancel(TaskRequest(task_id="T-1"))
     _, stops = m.core.cancel(TaskRequest(task_id="T-1"), m.now)

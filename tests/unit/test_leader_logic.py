@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -53,8 +53,13 @@ def test_an_agent_config_can_switch_the_ladder_off_or_change_windows():
     custom = stall_windows({"stall": {"nudgeAfter": 5, "restartAfter": 9}}, W)
     assert (custom.nudge_after, custom.restart_after) == (5, 9)
     assert stall_windows(None, W) is W
-    assert config_problems({"stall": "never"}) == ['config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}']
-    assert "restartAfter must be longer" in config_problems({"stall": {"nudgeAfter": 9, "restartAfter": 5}})[0]
+    assert config_problems({"stall": "never"}) == [
+        'config stall must be false or an object such as {"nudgeAfter": 180, "restartAfter": 420}'
+    ]
+    assert (
+        "restartAfter must be longer"
+        in config_problems({"stall": {"nudgeAfter": 9, "restartAfter": 5}})[0]
+    )
 
 
 def test_loop_detector_nudges_at_three_and_stops_at_five_identical_calls():
@@ -65,14 +70,24 @@ def test_loop_detector_nudges_at_three_and_stops_at_five_identical_calls():
 
 def test_loop_detector_counts_only_calls_in_a_row_with_the_same_arguments():
     d = LoopDetector()
-    seq = [("shell", {"command": "ls"}), ("shell", {"command": "ls"}), ("file_read", {"path": "a"}),
-           ("shell", {"command": "ls"}), ("shell", {"command": "ls -a"})]
+    seq = [
+        ("shell", {"command": "ls"}),
+        ("shell", {"command": "ls"}),
+        ("file_read", {"path": "a"}),
+        ("shell", {"command": "ls"}),
+        ("shell", {"command": "ls -a"}),
+    ]
     assert [d.observe(t, a) for t, a in seq] == [None] * 5
     assert LoopDetector.key("t", {"b": 1, "a": 2}) == LoopDetector.key("t", {"a": 2, "b": 1})
 
 
 def agent(agent_id: str, depends: str = "", task: str = "") -> WorkflowAgent:
-    return WorkflowAgent(id=agent_id, name="llm", task=task or f"task {agent_id}", depends=[d for d in depends.split(",") if d])
+    return WorkflowAgent(
+        id=agent_id,
+        name="llm",
+        task=task or f"task {agent_id}",
+        depends=[d for d in depends.split(",") if d],
+    )
 
 
 def board(wf: Workflow, **stored: str) -> dict[str, TaskState]:
@@ -83,10 +98,16 @@ def board(wf: Workflow, **stored: str) -> dict[str, TaskState]:
 
 
 def test_merge_keeps_completed_resets_failed_adds_and_removes():
-    old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1"), agent("4")])
+    old = Workflow(
+        name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1"), agent("4")]
+    )
     tasks = board(old, **{"1": "completed", "2": "failed", "3": "in_progress", "4": "in_progress"})
     tasks["1"].result = "kept"
-    new = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1", task="changed"), agent("5", "1")])
+    new = Workflow(
+        name="p",
+        task_id="t",
+        agents=[agent("1"), agent("2", "1"), agent("3", "1", task="changed"), agent("5", "1")],
+    )
     change = merge_plan(old, tasks, new, "run")
     by_id = {t.agent_id: t for t in change.tasks}
     assert [t.agent_id for t in change.tasks] == ["1", "2", "3", "5"]
@@ -104,11 +125,17 @@ def test_merge_withdraws_a_question_when_its_task_changes_or_goes():
     tasks["1"].waiting_on, tasks["2"].waiting_on = "Q-1", "Q-2"
     new = Workflow(name="p", task_id="t", agents=[agent("1", task="different")])
     change = merge_plan(old, tasks, new, "run")
-    assert sorted(change.withdrawn_requests) == ["Q-1", "Q-2"] and change.tasks[0].waiting_on is None
+    assert (
+        sorted(change.withdrawn_requests) == ["Q-1", "Q-2"] and change.tasks[0].waiting_on is None
+    )
 
 
 def test_derived_statuses_block_every_descendant_of_a_failure_and_of_a_question():
-    wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "2"), agent("4"), agent("5", "4")])
+    wf = Workflow(
+        name="p",
+        task_id="t",
+        agents=[agent("1"), agent("2", "1"), agent("3", "2"), agent("4"), agent("5", "4")],
+    )
     tasks = board(wf, **{"1": "failed"})
     tasks["4"].waiting_on = "Q-1"
     derived = derive_statuses({t.id: t for t in tasks.values()})
@@ -121,7 +148,7 @@ def test_derived_statuses_block_every_descendant_of_a_failure_and_of_a_question(
 def test_the_markdown_board_shows_each_task_and_a_tally():
     wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1")])
     tasks = board(wf, **{"1": "completed"})
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     tasks["1"].dispatched_at, tasks["1"].ended_at = now - timedelta(seconds=3), now
     md = board_markdown("Plan", list(tasks.values()), now, "footer note")
     assert "**Plan** — 1 completed, 1 pending" in md

@@ -8,8 +8,10 @@ from xsky.models import Workflow
 
 
 def test_answers_are_labelled_extractive_and_deterministic():
-    text = ("Temporal stores a history of events. Workers replay it after a crash. "
-            "Bananas are yellow. Activities retry with bounded policies.")
+    text = (
+        "Temporal stores a history of events. Workers replay it after a crash. "
+        "Bananas are yellow. Activities retry with bounded policies."
+    )
     first = offline.answer("Summarize how Temporal survives a crash in one sentence", text)
     assert first == offline.answer("Summarize how Temporal survives a crash in one sentence", text)
     assert first.startswith("[offline provider] ") and first.count(".") == 1
@@ -36,24 +38,43 @@ def test_plans_numbered_steps_into_the_expected_agents():
         "t",
     )
     assert [(a.id, a.name, a.depends) for a in wf.agents] == [
-        ("1", "browser", []), ("2", "shell", ["1"]), ("3", "llm", ["2"]), ("4", "file", ["3"])]
+        ("1", "browser", []),
+        ("2", "shell", ["1"]),
+        ("3", "llm", ["2"]),
+        ("4", "file", ["3"]),
+    ]
     assert wf.agents[0].config == {"tool": "browser_navigate", "url": "https://example.com/news"}
     assert wf.agents[1].config == {"tool": "shell", "command": "wc -l notes.txt"}
     assert wf.agents[2].input == "{{agent_1_result}}\n\n{{agent_2_result}}"
-    assert wf.agents[3].config == {"tool": "file_write", "path": "report.md", "content": "{{agent_3_result}}"}
+    assert wf.agents[3].config == {
+        "tool": "file_write",
+        "path": "report.md",
+        "content": "{{agent_3_result}}",
+    }
     assert wf.name.startswith("[offline provider]") and dag.validate(wf, TOOL_AGENT_KINDS) == []
 
 
 def test_plans_parallel_steps_when_the_text_says_so():
-    wf = offline.plan("Fetch https://a.example and https://b.example in parallel, then compare both pages.", "t")
-    assert [(a.id, a.name, a.depends) for a in wf.agents] == [("1", "browser", []), ("2", "browser", []), ("3", "llm", ["1", "2"])]
-    wf = offline.plan("In parallel: 1. read data.csv 2. run `uname -a` 3. Combine everything into a report", "t")
+    wf = offline.plan(
+        "Fetch https://a.example and https://b.example in parallel, then compare both pages.", "t"
+    )
+    assert [(a.id, a.name, a.depends) for a in wf.agents] == [
+        ("1", "browser", []),
+        ("2", "browser", []),
+        ("3", "llm", ["1", "2"]),
+    ]
+    wf = offline.plan(
+        "In parallel: 1. read data.csv 2. run `uname -a` 3. Combine everything into a report", "t"
+    )
     assert [a.depends for a in wf.agents] == [[], [], ["1", "2"]]
 
 
 def test_plans_then_and_sentences_as_a_chain():
     wf = offline.plan("Explain durable execution. Then give an example.", "t")
-    assert [(a.task, a.depends) for a in wf.agents] == [("Explain durable execution", []), ("Give an example", ["1"])]
+    assert [(a.task, a.depends) for a in wf.agents] == [
+        ("Explain durable execution", []),
+        ("Give an example", ["1"]),
+    ]
 
 
 def test_replan_without_a_prompt_keeps_the_plan_and_with_one_appends_after_the_leaves():
@@ -66,11 +87,13 @@ def test_replan_without_a_prompt_keeps_the_plan_and_with_one_appends_after_the_l
 
 
 def test_link_labels_and_menus_are_not_taken_for_sentences():
-    page = ("# Durable agents\nURL: http://x/index.html\n\nDurable agents\n\n"
-            "Temporal records every step of a workflow in an event history.\n\n"
-            "Activities are retried with a bounded policy, and a heartbeat timeout notices a dead worker.\n\n"
-            "Large results are stored outside the history.\n\n"
-            "Release data\nTemporal documentation\n\n## Links\n- Release data → http://x/data.json")
+    page = (
+        "# Durable agents\nURL: http://x/index.html\n\nDurable agents\n\n"
+        "Temporal records every step of a workflow in an event history.\n\n"
+        "Activities are retried with a bounded policy, and a heartbeat timeout notices a dead worker.\n\n"
+        "Large results are stored outside the history.\n\n"
+        "Release data\nTemporal documentation\n\n## Links\n- Release data → http://x/data.json"
+    )
     out = offline.answer("Summarize in two sentences how durability works", page)
     assert "Release data" not in out and "documentation" not in out
     assert out.count(".") == 2

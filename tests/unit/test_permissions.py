@@ -7,21 +7,44 @@ import os
 import pytest
 
 from xsky.models import RoleCapabilityModel
-from xsky.permissions import PermissionLayer, PermissionSettings, decide, parse_rule, rule_problems, run_rules_for
+from xsky.permissions import (
+    PermissionLayer,
+    PermissionSettings,
+    decide,
+    parse_rule,
+    rule_problems,
+    run_rules_for,
+)
 
 WS = "/work/ws"
-DEV = RoleCapabilityModel(name="dev", allowed_tools=["shell", "file_read", "file_write", "file_list", "browser_navigate"],
-                          requested_tools=["python_exec", "http_get"])
-ASKER = RoleCapabilityModel(name="asker", allowed_tools=["file_read"], requested_tools=["shell", "file_write"])
+DEV = RoleCapabilityModel(
+    name="dev",
+    allowed_tools=["shell", "file_read", "file_write", "file_list", "browser_navigate"],
+    requested_tools=["python_exec", "http_get"],
+)
+ASKER = RoleCapabilityModel(
+    name="asker", allowed_tools=["file_read"], requested_tools=["shell", "file_write"]
+)
 READER = RoleCapabilityModel(name="reader", allowed_tools=["file_read", "file_list", "code_search"])
 
 PROJECT = PermissionLayer(
-    scope="project", path=".xsky/settings.json",
+    scope="project",
+    path=".xsky/settings.json",
     allow=["shell(ls:*)", "shell(git log:*)", "shell(echo:*)", "file_write(src/**)"],
     ask=["shell(git push:*)", "file_write(docs/*.md)"],
-    deny=["shell(rm:*)", "shell(curl:*)", "browser_navigate(domain:evil.example)", "file_read(secrets/**)"],
+    deny=[
+        "shell(rm:*)",
+        "shell(curl:*)",
+        "browser_navigate(domain:evil.example)",
+        "file_read(secrets/**)",
+    ],
 )
-USER = PermissionLayer(scope="user", path="~/.xsky/settings.json", allow=["shell(curl:*)", "shell(make:*)"], deny=["shell(shutdown:*)"])
+USER = PermissionLayer(
+    scope="user",
+    path="~/.xsky/settings.json",
+    allow=["shell(curl:*)", "shell(make:*)"],
+    deny=["shell(shutdown:*)"],
+)
 RULES = PermissionSettings(layers=[USER, PROJECT])
 
 
@@ -38,7 +61,14 @@ CASES = [
     ("shell", {"command": "pytest -q"}, DEV, RULES, "allow", "allowedTools"),
     ("shell", {"command": "pytest -q"}, ASKER, RULES, "ask", "requestedTools"),
     ("shell", {"command": "pytest -q"}, READER, RULES, "deny", "may not use shell"),
-    ("shell", {"command": "lsof -i"}, ASKER, RULES, "ask", "requestedTools"),  # ls:* is a word prefix, not lsof
+    (
+        "shell",
+        {"command": "lsof -i"},
+        ASKER,
+        RULES,
+        "ask",
+        "requestedTools",
+    ),  # ls:* is a word prefix, not lsof
     # bypass attempts: every part must be allowed on its own
     ("shell", {"command": "ls && rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
     ("shell", {"command": "ls; rm -rf x"}, DEV, RULES, "deny", "shell(rm:*)"),
@@ -60,7 +90,14 @@ CASES = [
     ("shell", {"command": "echo 'unterminated"}, DEV, RULES, "ask", "cannot be parsed"),
     # global options do not hide what a command is; code in arguments is asked for
     ("shell", {"command": "git -C . log -3"}, ASKER, RULES, "allow", "shell(git log:*)"),
-    ("shell", {"command": "git --no-pager -C sub push origin"}, DEV, RULES, "ask", "shell(git push:*)"),
+    (
+        "shell",
+        {"command": "git --no-pager -C sub push origin"},
+        DEV,
+        RULES,
+        "ask",
+        "shell(git push:*)",
+    ),
     ("shell", {"command": "git -c core.pager='sh -c id' log"}, DEV, RULES, "ask", "core.pager"),
     ("shell", {"command": "awk 'BEGIN{system(1)}'"}, DEV, RULES, "ask", "system()"),
     ("shell", {"command": "find . -name '*.tmp' -delete"}, DEV, RULES, "ask", "removes files"),
@@ -71,24 +108,80 @@ CASES = [
     ("shell", {"command": "ls && git push"}, DEV, RULES, "ask", "shell(git push:*)"),
     ("shell", {"command": "ls && git log"}, ASKER, RULES, "allow", "shell"),
     # redirections are file operations
-    ("shell", {"command": "echo hi > /etc/passwd"}, DEV, RULES, "deny", "outside the run's workspace"),
-    ("shell", {"command": "echo hi > ../escape.txt"}, DEV, RULES, "deny", "outside the run's workspace"),
+    (
+        "shell",
+        {"command": "echo hi > /etc/passwd"},
+        DEV,
+        RULES,
+        "deny",
+        "outside the run's workspace",
+    ),
+    (
+        "shell",
+        {"command": "echo hi > ../escape.txt"},
+        DEV,
+        RULES,
+        "deny",
+        "outside the run's workspace",
+    ),
     ("shell", {"command": "echo hi > notes.txt"}, DEV, RULES, "allow", "shell(echo:*)"),
     ("shell", {"command": "cat < secrets/key.pem"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("shell", {"command": "ls > /dev/null 2>&1"}, DEV, RULES, "allow", "shell(ls:*)"),
     # paths
-    ("file_write", {"path": "src/app/main.py", "content": "x"}, ASKER, RULES, "allow", "file_write(src/**)"),
-    ("file_write", {"path": "docs/guide.md", "content": "x"}, DEV, RULES, "ask", "file_write(docs/*.md)"),
-    ("file_write", {"path": "docs/deep/guide.md", "content": "x"}, DEV, RULES, "allow", "allowedTools"),
+    (
+        "file_write",
+        {"path": "src/app/main.py", "content": "x"},
+        ASKER,
+        RULES,
+        "allow",
+        "file_write(src/**)",
+    ),
+    (
+        "file_write",
+        {"path": "docs/guide.md", "content": "x"},
+        DEV,
+        RULES,
+        "ask",
+        "file_write(docs/*.md)",
+    ),
+    (
+        "file_write",
+        {"path": "docs/deep/guide.md", "content": "x"},
+        DEV,
+        RULES,
+        "allow",
+        "allowedTools",
+    ),
     ("file_read", {"path": "secrets/prod/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("file_read", {"path": "notes/../secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("file_read", {"path": f"{WS}/secrets/key"}, DEV, RULES, "deny", "file_read(secrets/**)"),
     ("file_write", {"path": "other/x.txt", "content": "x"}, ASKER, RULES, "ask", "requestedTools"),
-    ("file_write", {"path": "../outside.txt", "content": "x"}, DEV, RULES, "deny", "outside the run's workspace"),
+    (
+        "file_write",
+        {"path": "../outside.txt", "content": "x"},
+        DEV,
+        RULES,
+        "deny",
+        "outside the run's workspace",
+    ),
     ("file_read", {"path": "/etc/passwd"}, DEV, RULES, "deny", "outside the run's workspace"),
     # domains
-    ("browser_navigate", {"url": "https://evil.example/login"}, DEV, RULES, "deny", "domain:evil.example"),
-    ("browser_navigate", {"url": "https://cdn.evil.example/x.js"}, DEV, RULES, "deny", "domain:evil.example"),
+    (
+        "browser_navigate",
+        {"url": "https://evil.example/login"},
+        DEV,
+        RULES,
+        "deny",
+        "domain:evil.example",
+    ),
+    (
+        "browser_navigate",
+        {"url": "https://cdn.evil.example/x.js"},
+        DEV,
+        RULES,
+        "deny",
+        "domain:evil.example",
+    ),
     ("browser_navigate", {"url": "https://notevil.example/"}, DEV, RULES, "allow", "allowedTools"),
     ("http_get", {"url": "https://example.com"}, DEV, RULES, "ask", "requestedTools"),
     # layers: a deny in any layer wins; asks beat allows
@@ -98,7 +191,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("tool, args, role, settings, effect, why", CASES, ids=[f"{c[0]}:{list(c[1].values())[0]}:{c[2].name}" for c in CASES])
+@pytest.mark.parametrize(
+    "tool, args, role, settings, effect, why",
+    CASES,
+    ids=[f"{c[0]}:{list(c[1].values())[0]}:{c[2].name}" for c in CASES],
+)
 def test_decide(tool, args, role, settings, effect, why):
     decision = decide(tool, args, role, settings, WS)
     assert decision.effect == effect, decision.reason
@@ -113,10 +210,31 @@ def test_there_are_at_least_forty_cases():
     "mode, tool, args, role, effect, why",
     [
         ("default", "file_write", {"path": "docs/a.md", "content": ""}, DEV, "ask", "docs/*.md"),
-        ("accept_edits", "file_write", {"path": "docs/a.md", "content": ""}, DEV, "allow", "accept_edits"),
-        ("accept_edits", "file_write", {"path": "x.txt", "content": ""}, ASKER, "allow", "accept_edits"),
+        (
+            "accept_edits",
+            "file_write",
+            {"path": "docs/a.md", "content": ""},
+            DEV,
+            "allow",
+            "accept_edits",
+        ),
+        (
+            "accept_edits",
+            "file_write",
+            {"path": "x.txt", "content": ""},
+            ASKER,
+            "allow",
+            "accept_edits",
+        ),
         ("accept_edits", "shell", {"command": "pytest"}, ASKER, "ask", "requestedTools"),
-        ("accept_edits", "file_write", {"path": "x.txt", "content": ""}, READER, "deny", "may not use"),
+        (
+            "accept_edits",
+            "file_write",
+            {"path": "x.txt", "content": ""},
+            READER,
+            "deny",
+            "may not use",
+        ),
         ("plan", "shell", {"command": "ls"}, DEV, "deny", "read-only"),
         ("plan", "file_write", {"path": "src/a.py", "content": ""}, DEV, "deny", "read-only"),
         ("plan", "file_read", {"path": "a.txt"}, DEV, "allow", "allowedTools"),
@@ -160,10 +278,28 @@ HIDDEN = [
 @pytest.mark.parametrize("mode", ["default", "bypass"])
 @pytest.mark.parametrize("command", HIDDEN)
 def test_commands_hidden_from_the_rules_are_never_allowed_in_any_mode(command, mode):
-    settings = PermissionSettings(layers=[PermissionLayer(scope="project", allow=["shell(ls:*)", "shell(echo:*)"], deny=["shell(rm:*)"])], mode=mode)
+    settings = PermissionSettings(
+        layers=[
+            PermissionLayer(
+                scope="project", allow=["shell(ls:*)", "shell(echo:*)"], deny=["shell(rm:*)"]
+            )
+        ],
+        mode=mode,
+    )
     decision = decide("shell", {"command": command}, ASKER, settings, WS)
     assert decision.effect != "allow", decision.reason
-    if any(word in command for word in ("LD_PRELOAD", "PATH=", ".git/config", "/etc/", "/bin/rm", "busybox", "-exec rm")):
+    if any(
+        word in command
+        for word in (
+            "LD_PRELOAD",
+            "PATH=",
+            ".git/config",
+            "/etc/",
+            "/bin/rm",
+            "busybox",
+            "-exec rm",
+        )
+    ):
         assert decision.effect == "deny", decision.reason
 
 
@@ -171,8 +307,13 @@ def test_an_approved_command_with_a_glob_allows_nothing_else():
     settings = PermissionSettings(run_rules=run_rules_for("shell", {"command": "rm -rf ./build/*"}))
     assert decide("shell", {"command": "rm -rf ./build/*"}, ASKER, settings, WS).effect == "allow"
     assert decide("shell", {"command": "rm -rf ./build/ /"}, ASKER, settings, WS).effect == "ask"
-    path_rules = PermissionSettings(run_rules=run_rules_for("file_write", {"path": f"{WS}/src/a.py"}))
-    assert decide("file_write", {"path": "src/a.py", "content": ""}, ASKER, path_rules, WS).effect == "allow"
+    path_rules = PermissionSettings(
+        run_rules=run_rules_for("file_write", {"path": f"{WS}/src/a.py"})
+    )
+    assert (
+        decide("file_write", {"path": "src/a.py", "content": ""}, ASKER, path_rules, WS).effect
+        == "allow"
+    )
 
 
 def test_the_default_is_not_bypass():
@@ -192,8 +333,13 @@ def test_a_real_symlink_out_of_the_workspace_is_refused_by_the_file_tools(tmp_pa
 
 
 def test_run_rules_from_an_approval_allow_exactly_what_was_approved():
-    assert run_rules_for("shell", {"command": "git push && git status"}) == ["shell(=git push)", "shell(=git status)"]
-    assert run_rules_for("http_get", {"url": "https://api.example.com/v1"}) == ["http_get(domain:api.example.com)"]
+    assert run_rules_for("shell", {"command": "git push && git status"}) == [
+        "shell(=git push)",
+        "shell(=git status)",
+    ]
+    assert run_rules_for("http_get", {"url": "https://api.example.com/v1"}) == [
+        "http_get(domain:api.example.com)"
+    ]
     settings = PermissionSettings(run_rules=run_rules_for("shell", {"command": "pytest -q"}))
     assert decide("shell", {"command": "pytest -q"}, ASKER, settings).effect == "allow"
     assert decide("shell", {"command": "pytest -q && rm x"}, ASKER, settings).effect == "ask"

@@ -4,7 +4,7 @@ budget, offline clustering, and git plumbing that never leaves a half-written br
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,9 @@ def test_canary_assignment_is_sticky_and_close_to_twenty_percent() -> None:
     sides = [canary.assign(i, "deploy-api") for i in ids]
     share = sides.count("staging") / len(ids)
     assert 0.17 <= share <= 0.23
-    assert sides == [canary.assign(i, "deploy-api") for i in ids], "the same run always reads the same side"
+    assert sides == [canary.assign(i, "deploy-api") for i in ids], (
+        "the same run always reads the same side"
+    )
     other = [canary.assign(i, "other-skill") for i in ids]
     assert other != sides, "assignment is per (run, skill), not per run"
 
@@ -30,34 +32,48 @@ def _stream(rng: random.Random, mean: float, n: int) -> list[float]:
     return [float(max(1, min(10, round(rng.gauss(mean, 1.5))))) for _ in range(n)]
 
 
-@pytest.mark.parametrize(("main", "staging", "n", "verdict"), [
-    (7.0, 8.0, 40, "promote"),  # better
-    (7.0, 7.0, 150, "promote"),  # equal: shown non-inferior once there are enough scores
-    (8.0, 5.0, 25, "discard"),  # worse by far more than the margin
-])
-def test_synthetic_score_streams_give_promote_promote_discard(main: float, staging: float, n: int, verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("main", "staging", "n", "verdict"),
+    [
+        (7.0, 8.0, 40, "promote"),  # better
+        (7.0, 7.0, 150, "promote"),  # equal: shown non-inferior once there are enough scores
+        (8.0, 5.0, 25, "discard"),  # worse by far more than the margin
+    ],
+)
+def test_synthetic_score_streams_give_promote_promote_discard(
+    main: float, staging: float, n: int, verdict: str
+) -> None:
     rng = random.Random(7)
-    outcomes = [canary.decide(_stream(rng, main, n), _stream(rng, staging, n)).verdict for _ in range(30)]
+    outcomes = [
+        canary.decide(_stream(rng, main, n), _stream(rng, staging, n)).verdict for _ in range(30)
+    ]
     assert outcomes.count(verdict) >= 27, outcomes
 
 
 def test_a_staging_version_no_better_than_the_margin_is_rarely_promoted() -> None:
     """Not showing harm is not enough: at exactly 0.5 worse, promotion happens at about alpha."""
     rng = random.Random(11)
-    outcomes = [canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.5, 40)).verdict for _ in range(300)]
+    outcomes = [
+        canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.5, 40)).verdict for _ in range(300)
+    ]
     assert outcomes.count("promote") / 300 <= 0.09
-    worse = [canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.0, 40)).verdict for _ in range(300)]
+    worse = [
+        canary.decide(_stream(rng, 7.0, 40), _stream(rng, 6.0, 40)).verdict for _ in range(300)
+    ]
     assert worse.count("promote") <= 3
 
 
 def test_fewer_than_twenty_scores_decide_nothing_until_fourteen_days_pass() -> None:
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     bad, good = [2.0] * 19, [9.0] * 40
     assert canary.decide(good, bad, start, start + timedelta(days=13)).verdict == "wait"
     assert canary.decide(good[:19], good, start, start + timedelta(days=1)).verdict == "wait"
     expired = canary.decide(good, bad, start, start + timedelta(days=14))
     assert expired.verdict == "discard" and "14 days" in expired.reason
-    main, close = [6.0, 7.0, 8.0, 9.0] * 5, [6.0, 6.0, 7.0, 9.0] * 5  # about 0.5 worse: neither shown
+    main, close = (
+        [6.0, 7.0, 8.0, 9.0] * 5,
+        [6.0, 6.0, 7.0, 9.0] * 5,
+    )  # about 0.5 worse: neither shown
     assert canary.decide(main, close, start, start + timedelta(days=2)).verdict == "wait"
     assert canary.decide(main, close, start, start + timedelta(days=15)).verdict == "discard"
 
@@ -65,7 +81,10 @@ def test_fewer_than_twenty_scores_decide_nothing_until_fourteen_days_pass() -> N
 def test_the_decision_message_cites_the_figures() -> None:
     d = canary.decide([8.0] * 20, [4.0] * 20)
     assert d.verdict == "discard"
-    assert all(k in d.message() for k in ("n=20", "mean 8.00", "mean 4.00", "Mann-Whitney U=", "p=", "margin 0.5"))
+    assert all(
+        k in d.message()
+        for k in ("n=20", "mean 8.00", "mean 4.00", "Mann-Whitney U=", "p=", "margin 0.5")
+    )
 
 
 def _skill(tmp_path: Path, name: str, text: str) -> Path:
@@ -76,8 +95,16 @@ def _skill(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_skill_md_is_checked_against_the_spec(tmp_path: Path) -> None:
-    good = _skill(tmp_path, "deploy-api", render("deploy-api", "Deploys the API to staging. Use when a release is cut.", "# Steps\n1. …",
-                                                  {"version": "1"}))
+    good = _skill(
+        tmp_path,
+        "deploy-api",
+        render(
+            "deploy-api",
+            "Deploys the API to staging. Use when a release is cut.",
+            "# Steps\n1. …",
+            {"version": "1"},
+        ),
+    )
     assert problems(good) == []
     cases = {
         "Bad_Name": render("Bad_Name", "Does x. Use when y.", "body"),
@@ -85,7 +112,9 @@ def test_skill_md_is_checked_against_the_spec(tmp_path: Path) -> None:
         "no-when": render("no-when", "Does something useful.", "body"),
         "angle": render("angle", "Use when <html> is involved.", "body"),
         "extra-key": "---\nname: extra-key\ndescription: Does x. Use when y.\nversion: 2\n---\nbody\n",
-        "long-body": render("long-body", "Does x. Use when y.", "\n".join(f"line {i}" for i in range(600))),
+        "long-body": render(
+            "long-body", "Does x. Use when y.", "\n".join(f"line {i}" for i in range(600))
+        ),
         "nested-meta": "---\nname: nested-meta\ndescription: Does x. Use when y.\nmetadata:\n  atoms: [1, 2]\n---\nbody\n",
     }
     for name, text in cases.items():
@@ -99,27 +128,57 @@ def test_slugs_are_spec_names_and_unique() -> None:
 
 
 def test_the_catalogue_keeps_every_name_and_drops_descriptions_past_the_budget() -> None:
-    skills = [SkillSummary(name=f"skill-{i}", description="d" * 500, state="main") for i in range(30)]
+    skills = [
+        SkillSummary(name=f"skill-{i}", description="d" * 500, state="main") for i in range(30)
+    ]
     small = catalogue(skills)
     assert all(f"skill-{i}" in small for i in range(30))
     assert max(len(line.split(": ", 1)[1]) for line in small.splitlines()) <= DESCRIPTION_CAP
-    crowded = catalogue([SkillSummary(name=f"skill-{i}", description="d" * 500) for i in range(1000)])
+    crowded = catalogue(
+        [SkillSummary(name=f"skill-{i}", description="d" * 500) for i in range(1000)]
+    )
     assert len(crowded) <= 25_000 + 100 and ":" not in crowded.splitlines()[0]
     assert all(f"skill-{i} [" in crowded for i in (0, 999))
 
 
 def _atom(i: int, intent: str, tags: list[str], ux: int = 9, calls: int = 4) -> AtomTask:
-    return AtomTask(atom_id=f"atom_traj_cc_x_{i:04d}", traj_id="traj_cc_x_1", offset_start=0, offset_end=10, intent=intent,
-                    summary="s", tags=tags, ux_score=ux,
-                    provenance=Provenance(raw=[RawAnchor(path="/p", byte_start=0, byte_end=1, call_ids=[f"c{j}" for j in range(calls)])],
-                                          ux_signals={"completed": 1}))
+    return AtomTask(
+        atom_id=f"atom_traj_cc_x_{i:04d}",
+        traj_id="traj_cc_x_1",
+        offset_start=0,
+        offset_end=10,
+        intent=intent,
+        summary="s",
+        tags=tags,
+        ux_score=ux,
+        provenance=Provenance(
+            raw=[
+                RawAnchor(
+                    path="/p", byte_start=0, byte_end=1, call_ids=[f"c{j}" for j in range(calls)]
+                )
+            ],
+            ux_signals={"completed": 1},
+        ),
+    )
 
 
-def test_offline_clustering_adds_similar_atoms_starts_skills_only_for_worthy_ones_and_skips_the_rest() -> None:
-    first = offline_decide(_atom(1, "deploy the billing api to kubernetes staging", ["deploy", "kubernetes"]), [])
+def test_offline_clustering_adds_similar_atoms_starts_skills_only_for_worthy_ones_and_skips_the_rest() -> (
+    None
+):
+    first = offline_decide(
+        _atom(1, "deploy the billing api to kubernetes staging", ["deploy", "kubernetes"]), []
+    )
     assert first.action == "new" and first.weightscore >= 7 and first.skill == "deploy-billing-api"
-    lib = [SkillSummary(name=first.skill, description=first.description or "", keywords=["deploy", "kubernetes", "billing", "staging"])]
-    second = offline_decide(_atom(2, "deploy the search api to kubernetes staging", ["deploy", "kubernetes"]), lib)
+    lib = [
+        SkillSummary(
+            name=first.skill,
+            description=first.description or "",
+            keywords=["deploy", "kubernetes", "billing", "staging"],
+        )
+    ]
+    second = offline_decide(
+        _atom(2, "deploy the search api to kubernetes staging", ["deploy", "kubernetes"]), lib
+    )
     assert second.action == "add" and second.skill == first.skill and 1 <= second.weightscore <= 10
     chat = offline_decide(_atom(3, "what time is it in Tokyo", ["time"], ux=6, calls=0), lib)
     assert chat.action == "skip"
@@ -138,8 +197,13 @@ def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
         skill_git.publish(repo, "baby", commit, "0" * 39 + "1")  # someone else moved it: refused
     skill_git.publish(repo, "baby", commit, first)
     skill_git.rename_baby_to_main(repo)
-    assert skill_git.branch_commit(repo, "main") == commit and skill_git.branch_commit(repo, "baby") is None
+    assert (
+        skill_git.branch_commit(repo, "main") == commit
+        and skill_git.branch_commit(repo, "baby") is None
+    )
     assert "v1" in (repo / "SKILL.md").read_text()
     (repo / ".candidates.yml").write_text("kept: true\n")
     skill_git.sync(repo)
-    assert (repo / ".candidates.yml").exists() and "??" not in skill_git.git(repo, "status", "--porcelain")
+    assert (repo / ".candidates.yml").exists() and "??" not in skill_git.git(
+        repo, "status", "--porcelain"
+    )

@@ -14,7 +14,17 @@ import activities.skills_ingest as ingest
 from activities.skills_ingest import commit_delta, read_atoms, render_delta, scan
 from activities.skills_store import SkillStore
 from activities.task_agent import split_delta
-from tests.skills_fixtures import CC_MAIN, CC_TRAJ, CODEX_MAIN, CODEX_TRAJ, FIXTURES, Transcripts, all_files_text, copy_transcripts, leaks
+from tests.skills_fixtures import (
+    CC_MAIN,
+    CC_TRAJ,
+    CODEX_MAIN,
+    CODEX_TRAJ,
+    FIXTURES,
+    Transcripts,
+    all_files_text,
+    copy_transcripts,
+    leaks,
+)
 from xsky.atoms import AtomTask
 from xsky.skill_runs import DeltaRef, ScanInput, ScanResult
 from xsky.skill_sources import Source
@@ -46,13 +56,23 @@ def t(tmp_path: Path) -> Transcripts:
 def chain(atoms: list[AtomTask]) -> None:
     assert [int(a.atom_id[-4:]) for a in atoms] == list(range(1, len(atoms) + 1))
     for a, b in zip(atoms, atoms[1:], strict=False):
-        assert (a.post_atom_id, b.pre_atom_id, a.offset_end) == (b.atom_id, a.atom_id, b.offset_start)
+        assert (a.post_atom_id, b.pre_atom_id, a.offset_end) == (
+            b.atom_id,
+            a.atom_id,
+            b.offset_start,
+        )
 
 
-def test_first_tick_ingests_every_file_and_a_tick_with_nothing_new_reads_no_file(t: Transcripts, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_tick_ingests_every_file_and_a_tick_with_nothing_new_reads_no_file(
+    t: Transcripts, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = tick(t)
     assert len(first.deltas) == 6 and first.new_files == 6
-    assert {p.name for p in t.home.glob("*_sessions/*.md")} >= {f"{CC_TRAJ}.md", f"{CODEX_TRAJ}.md", f"{CC_TRAJ}-side.md"}
+    assert {p.name for p in t.home.glob("*_sessions/*.md")} >= {
+        f"{CC_TRAJ}.md",
+        f"{CODEX_TRAJ}.md",
+        f"{CC_TRAJ}-side.md",
+    }
     chain(read_atoms(t.home, CC_TRAJ))
 
     def no_reading(*a: object, **k: object) -> None:
@@ -64,7 +84,9 @@ def test_first_tick_ingests_every_file_and_a_tick_with_nothing_new_reads_no_file
     assert (again.deltas, again.changed, again.files) == ([], 0, 6)
 
 
-def test_appended_bytes_become_new_atoms_that_continue_the_numbering_and_the_linked_list(t: Transcripts) -> None:
+def test_appended_bytes_become_new_atoms_that_continue_the_numbering_and_the_linked_list(
+    t: Transcripts,
+) -> None:
     tick(t)
     before = read_atoms(t.home, CODEX_TRAJ)
     size = os.path.getsize(t.root / CODEX_MAIN)
@@ -80,16 +102,25 @@ def test_appended_bytes_become_new_atoms_that_continue_the_numbering_and_the_lin
 def test_an_append_that_continues_the_last_task_extends_its_atom(t: Transcripts) -> None:
     tick(t)
     before = read_atoms(t.home, CODEX_TRAJ)
-    line = (b'{"timestamp":"2026-11-28T10:30:00.000Z","type":"response_item","payload":{"type":"message","role":"user",'
-            b'"content":[{"type":"input_text","text":"no, that is wrong: use EXPLAIN (ANALYZE, BUFFERS) instead"}]}}\n')
+    line = (
+        b'{"timestamp":"2026-11-28T10:30:00.000Z","type":"response_item","payload":{"type":"message","role":"user",'
+        b'"content":[{"type":"input_text","text":"no, that is wrong: use EXPLAIN (ANALYZE, BUFFERS) instead"}]}}\n'
+    )
     with open(t.root / CODEX_MAIN, "ab") as fh:
         fh.write(line)
     tick(t)
     after = read_atoms(t.home, CODEX_TRAJ)
     assert len(after) == len(before), "a correction belongs to the task it corrects"
     last, old = after[-1], before[-1]
-    assert last.atom_id == old.atom_id and last.offset_end > old.offset_end and last.offset_start == old.offset_start
-    assert last.provenance.ux_signals.get("corrections", 0) == old.provenance.ux_signals.get("corrections", 0) + 1
+    assert (
+        last.atom_id == old.atom_id
+        and last.offset_end > old.offset_end
+        and last.offset_start == old.offset_start
+    )
+    assert (
+        last.provenance.ux_signals.get("corrections", 0)
+        == old.provenance.ux_signals.get("corrections", 0) + 1
+    )
     assert last.ux_score < old.ux_score and len(last.provenance.deltas) == 2
     chain(after)
 
@@ -109,7 +140,7 @@ def test_a_partial_last_line_waits_until_it_is_complete_or_the_file_settles(t: T
     assert len(done.deltas) == 1 and done.deltas[0].end == os.path.getsize(path)
     # A last line without its newline, but whole JSON, is taken once the file is old enough.
     with open(path, "ab") as fh:
-        fh.write(extra[len(first_line): extra.index(b"\n", len(first_line))])
+        fh.write(extra[len(first_line) : extra.index(b"\n", len(first_line))])
     assert tick(t).deltas == []
     old = os.path.getmtime(path) - 600
     os.utime(path, (old, old))
@@ -117,7 +148,9 @@ def test_a_partial_last_line_waits_until_it_is_complete_or_the_file_settles(t: T
     assert len(settled.deltas) == 1 and settled.deltas[0].end == os.path.getsize(path)
 
 
-def test_a_delta_commits_once_a_retry_gets_the_same_answer_and_an_overlapping_stale_one_is_refused(t: Transcripts) -> None:
+def test_a_delta_commits_once_a_retry_gets_the_same_answer_and_an_overlapping_stale_one_is_refused(
+    t: Transcripts,
+) -> None:
     result = scan(t.home, sources(t), ScanInput(settle_seconds=3600))
     d = next(x for x in result.deltas if x.traj_id == CODEX_TRAJ)
     render_delta(t.home, d)
@@ -125,15 +158,25 @@ def test_a_delta_commits_once_a_retry_gets_the_same_answer_and_an_overlapping_st
     shadow = d.model_copy(update={"end": d.end - 1})  # another tick's idea of the same bytes
     first = commit_delta(t.home, d)
     assert first.committed and first.new
-    again = commit_delta(t.home, d)  # a retry after a worker died before replying: the same answer, nothing rewritten
-    assert again.committed and (again.atoms, again.new) == (first.atoms, first.new) and "earlier attempt" in again.reason
+    again = commit_delta(
+        t.home, d
+    )  # a retry after a worker died before replying: the same answer, nothing rewritten
+    assert (
+        again.committed
+        and (again.atoms, again.new) == (first.atoms, first.new)
+        and "earlier attempt" in again.reason
+    )
     stale = commit_delta(t.home, shadow)
     assert not stale.committed and "stale" in stale.reason
     chain(read_atoms(t.home, CODEX_TRAJ))
 
 
-def test_a_commit_killed_half_way_is_redone_to_the_same_files(t: Transcripts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clean = Transcripts(copy_transcripts(tmp_path / "transcriptz"), tmp_path / "homz")  # same path lengths: same offsets
+def test_a_commit_killed_half_way_is_redone_to_the_same_files(
+    t: Transcripts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = Transcripts(
+        copy_transcripts(tmp_path / "transcriptz"), tmp_path / "homz"
+    )  # same path lengths: same offsets
     tick(clean)
     result = scan(t.home, sources(t), ScanInput(settle_seconds=3600))
     d = next(x for x in result.deltas if x.traj_id == CC_TRAJ)
@@ -162,8 +205,11 @@ def test_a_commit_killed_half_way_is_redone_to_the_same_files(t: Transcripts, tm
     ours, theirs = all_files_text(t.home), all_files_text(clean.home)
 
     def pick(files: dict[str, str], home: Path) -> dict[str, str]:
-        return {k.replace(str(home), "").replace(str(home.parent), ""): v for k, v in files.items()
-                if "atom_" in k or k.endswith(".md")}
+        return {
+            k.replace(str(home), "").replace(str(home.parent), ""): v
+            for k, v in files.items()
+            if "atom_" in k or k.endswith(".md")
+        }
 
     assert pick(ours, t.home).keys() == pick(theirs, clean.home).keys()
     for name, text in pick(ours, t.home).items():
@@ -171,7 +217,9 @@ def test_a_commit_killed_half_way_is_redone_to_the_same_files(t: Transcripts, tm
         assert text.replace(str(t.root), "") == other.replace(str(clean.root), ""), name
 
 
-def test_a_codex_session_moved_to_the_archive_keeps_its_trajectory_and_cursor(t: Transcripts) -> None:
+def test_a_codex_session_moved_to_the_archive_keeps_its_trajectory_and_cursor(
+    t: Transcripts,
+) -> None:
     tick(t)
     src = t.root / CODEX_MAIN
     dest = t.codex / "archived_sessions" / src.name
@@ -206,9 +254,14 @@ def test_a_long_delta_is_windowed_and_its_atoms_still_tile_the_view(t: Transcrip
     chain(atoms)
     assert len(atoms) >= 12
     view = (t.home / "codex_sessions" / f"{CODEX_TRAJ}.md").read_text()
-    for a in atoms:  # each atom's raw_segment is its own slice of the view, once (cut at 30,000 characters)
+    for a in (
+        atoms
+    ):  # each atom's raw_segment is its own slice of the view, once (cut at 30,000 characters)
         segment = a.raw_segment.split("\n[… cut; see provenance.raw]")[0]
-        assert segment == view[a.offset_start:a.offset_end][: len(segment)] and len(segment) <= 30_000
+        assert (
+            segment == view[a.offset_start : a.offset_end][: len(segment)]
+            and len(segment) <= 30_000
+        )
         assert len(a.provenance.deltas) == 1
 
 
@@ -225,13 +278,20 @@ def test_a_registered_source_that_does_not_exist_is_a_problem_with_a_fix(t: Tran
     assert any("no such folder" in p and "remove-source" in p for p in result.problems)
 
 
-def test_a_new_file_at_an_old_path_is_a_new_trajectory_and_an_unrelated_reused_inode_is_not_a_move(t: Transcripts) -> None:
+def test_a_new_file_at_an_old_path_is_a_new_trajectory_and_an_unrelated_reused_inode_is_not_a_move(
+    t: Transcripts,
+) -> None:
     tick(t)
     path = t.root / CODEX_MAIN
     data = path.read_bytes()
     path.unlink()
     # The new file may even get the old inode back; its first bytes tell it apart.
-    path.write_bytes(data.replace(b"0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a", b"0199ffff-7e51-7b20-9c4d-1f2e3d4c5b6a") + data[-300:])
+    path.write_bytes(
+        data.replace(
+            b"0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a", b"0199ffff-7e51-7b20-9c4d-1f2e3d4c5b6a"
+        )
+        + data[-300:]
+    )
     result = tick(t)
     assert any("was replaced by a new file" in p for p in result.problems)
     assert [d.traj_id for d in result.deltas] == ["traj_codex_learn_0199ffff"]
@@ -249,27 +309,59 @@ def test_a_moved_file_whose_first_bytes_differ_is_not_taken_for_the_old_one(t: T
     dest = t.codex / "archived_sessions" / src.name
     shutil.move(src, dest)
     with open(dest, "r+b") as fh:  # same inode, different content: not the file we followed
-        fh.write(b'{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}\n')
+        fh.write(
+            b'{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}\n'
+        )
     moved = tick(t)
     assert moved.moved == 0 and moved.gone == 1 and moved.new_files == 1
 
 
-def test_one_task_spanning_several_windows_is_one_atom_holding_its_text_once(t: Transcripts) -> None:
+def test_one_task_spanning_several_windows_is_one_atom_holding_its_text_once(
+    t: Transcripts,
+) -> None:
     path = t.codex / "sessions" / "2026" / "11" / "30" / "rollout-long.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [{"type": "session_meta", "payload": {"id": "0199eeee-0000-7000-8000-000000000001", "cwd": "/home/dev/long"}},
-             {"type": "response_item", "payload": {"type": "message", "role": "user",
-                                                   "content": [{"type": "input_text", "text": "profile the nightly batch job"}]}}]
+    lines = [
+        {
+            "type": "session_meta",
+            "payload": {"id": "0199eeee-0000-7000-8000-000000000001", "cwd": "/home/dev/long"},
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "profile the nightly batch job"}],
+            },
+        },
+    ]
     for i in range(40):
-        lines.append({"type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": f"c{i}",
-                                                           "arguments": json.dumps({"command": ["bash", "-lc", f"perf record {i}"]})}})
-        lines.append({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{i}",
-                                                           "output": f"sample {i} " + "x" * 3000}})
+        lines.append(
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": f"c{i}",
+                    "arguments": json.dumps({"command": ["bash", "-lc", f"perf record {i}"]}),
+                },
+            }
+        )
+        lines.append(
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call_output",
+                    "call_id": f"c{i}",
+                    "output": f"sample {i} " + "x" * 3000,
+                },
+            }
+        )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     tick(t)
     (atom,) = read_atoms(t.home, "traj_codex_long_0199eeee")
     view = (t.home / "codex_sessions" / "traj_codex_long_0199eeee.md").read_text()
     assert atom.raw_segment.count("profile the nightly batch job") == 1
     segment = atom.raw_segment.split("\n[… cut; see provenance.raw]")[0]
-    assert segment == view[atom.offset_start:atom.offset_end][: len(segment)]
+    assert segment == view[atom.offset_start : atom.offset_end][: len(segment)]
     assert atom.provenance.deltas == [f"bytes 0-{path.stat().st_size}"]

@@ -38,7 +38,9 @@ def ctx(tmp_path: Path) -> ToolContext:
     ws = tmp_path / "ws"
     ws.mkdir()
     beats: list[str] = []
-    c = ToolContext("run-1", "a1", ws, ArtifactStore(tmp_path / "artifacts"), BrowserPool(), beats.append)
+    c = ToolContext(
+        "run-1", "a1", ws, ArtifactStore(tmp_path / "artifacts"), BrowserPool(), beats.append
+    )
     c.beats = beats  # type: ignore[attr-defined]
     return c
 
@@ -57,17 +59,29 @@ async def test_shell_nonzero_exit_fails_with_stderr_unless_allowed(ctx):
 
 
 async def test_shell_values_are_set_as_variables_whole_however_large_and_only_xsky_names(ctx):
-    big = ("line with 'quotes' and $(touch pwned) \\ and\n" * 8000)  # ~370 KiB: past the environment's limit
-    out = await shell(ctx, {"command": 'printf %s "${XSKY_V1}" | wc -c; printf %s "${XSKY_V2}"', "values": {"XSKY_V1": big, "XSKY_V2": "two\n\n"}})
+    big = (
+        "line with 'quotes' and $(touch pwned) \\ and\n" * 8000
+    )  # ~370 KiB: past the environment's limit
+    out = await shell(
+        ctx,
+        {
+            "command": 'printf %s "${XSKY_V1}" | wc -c; printf %s "${XSKY_V2}"',
+            "values": {"XSKY_V1": big, "XSKY_V2": "two\n\n"},
+        },
+    )
     assert out.text.split("\n")[0] == str(len(big.encode())) and out.text.endswith("two")
-    assert not (ctx.workspace / "pwned").exists() and not list(Path(tempfile.gettempdir()).glob("xsky-values-*"))
+    assert not (ctx.workspace / "pwned").exists() and not list(
+        Path(tempfile.gettempdir()).glob("xsky-values-*")
+    )
     for bad in ({"PATH": "/tmp"}, {"LD_PRELOAD": "x"}, {"XSKY_V1": 3}, ["XSKY_V1"]):
         with pytest.raises(ToolError, match="'values' must map names XSKY_V1"):
             await shell(ctx, {"command": "true", "values": bad})
 
 
 async def test_shell_output_is_capped_with_a_note(ctx):
-    out = await shell(ctx, {"command": "head -c 5000 /dev/zero | tr '\\0' x", "maxOutputBytes": 1024})
+    out = await shell(
+        ctx, {"command": "head -c 5000 /dev/zero | tr '\\0' x", "maxOutputBytes": 1024}
+    )
     assert out.text.startswith("x" * 1024) and "3,976 more bytes not shown" in out.text
 
 
@@ -77,7 +91,9 @@ def running_with(token: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmdline = (
+                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
             except OSError:
                 continue
             if token in cmdline and alive(int(entry.name)):
@@ -130,7 +146,9 @@ async def test_files_refuse_a_symlink_pointing_out_and_writes_into_git(ctx, tmp_
         await file_write(ctx, {"path": ".git/config", "content": "x"})
 
 
-async def test_a_folder_swapped_for_a_link_after_the_check_leads_nowhere(ctx, tmp_path, monkeypatch):
+async def test_a_folder_swapped_for_a_link_after_the_check_leads_nowhere(
+    ctx, tmp_path, monkeypatch
+):
     """The race: confine() saw a real folder; by the open, a command beside has put a link
     to a folder outside in its place. The write fails; nothing outside changes."""
     import activities.tools.files as files
@@ -152,10 +170,14 @@ async def test_a_folder_swapped_for_a_link_after_the_check_leads_nowhere(ctx, tm
     assert list(outside.iterdir()) == []
 
 
-async def test_file_tools_refuse_fifos_and_hard_linked_files_instead_of_hanging_or_writing_through(ctx, tmp_path):
+async def test_file_tools_refuse_fifos_and_hard_linked_files_instead_of_hanging_or_writing_through(
+    ctx, tmp_path
+):
     os.mkfifo(ctx.workspace / "pipe")
     with pytest.raises(ToolError, match="not a regular file"):
-        await asyncio.wait_for(file_read(ctx, {"path": "pipe"}), 5)  # a FIFO would block the worker forever
+        await asyncio.wait_for(
+            file_read(ctx, {"path": "pipe"}), 5
+        )  # a FIFO would block the worker forever
     (tmp_path / "elsewhere.txt").write_text("keep")
     os.link(tmp_path / "elsewhere.txt", ctx.workspace / "hard.txt")
     with pytest.raises(ToolError, match="other hard links"):
@@ -173,9 +195,17 @@ async def test_missing_arguments_say_what_to_write(ctx):
 def test_artifact_store_round_trip_and_markers(tmp_path):
     store = ArtifactStore(tmp_path)
     ref = store.put_text("xsky-run/1", "7", "result.txt", "big " * 1000)
-    assert ref.uri.startswith("artifact:xsky-run_1-") and ref.uri.endswith("/7/result.txt") and ref.size == 4000 and len(ref.sha256) == 64
+    assert (
+        ref.uri.startswith("artifact:xsky-run_1-")
+        and ref.uri.endswith("/7/result.txt")
+        and ref.size == 4000
+        and len(ref.sha256) == 64
+    )
     # a run whose id the "/" would otherwise collide with keeps a folder of its own
-    assert store.put_text("xsky-run_1", "7", "result.txt", "other").uri == "artifact:xsky-run_1/7/result.txt"
+    assert (
+        store.put_text("xsky-run_1", "7", "result.txt", "other").uri
+        == "artifact:xsky-run_1/7/result.txt"
+    )
     assert store.expand_markers(f"before {marker(ref)} after") == f"before {'big ' * 1000} after"
     with pytest.raises(ValueError):
         store.read_text("artifact:../../etc/passwd")
@@ -191,7 +221,9 @@ def site(tmp_path_factory):
         "<a href='/other.html'>Other</a></body></html>"
     )
     (root / "data.txt").write_text("plain data")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root)))
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    )
     server.RequestHandlerClass.log_message = lambda *a: None  # type: ignore[method-assign]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -214,8 +246,12 @@ async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, s
         assert out.text.startswith("# Test page") and "42 coins" in out.text
         assert f"Other → {site}/other.html" in out.text
         (shot,) = out.artifacts
-        assert shot.media_type == "image/png" and ctx.store.path(shot).read_bytes()[:4] == b"\x89PNG"
-        value = await browser_navigate(ctx, {"url": f"{site}/index.html", "selector": "#v", "screenshot": False})
+        assert (
+            shot.media_type == "image/png" and ctx.store.path(shot).read_bytes()[:4] == b"\x89PNG"
+        )
+        value = await browser_navigate(
+            ctx, {"url": f"{site}/index.html", "selector": "#v", "screenshot": False}
+        )
         assert "42 coins" in value.text and not value.artifacts
     finally:
         await ctx.browsers.close()
@@ -224,8 +260,11 @@ async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, s
 @pytest.mark.browser
 async def test_parallel_browser_agents_get_separate_pages(ctx, site):
     try:
+
         async def one(path: str) -> str:
-            return (await browser_navigate(ctx, {"url": f"{site}/{path}", "screenshot": False})).text
+            return (
+                await browser_navigate(ctx, {"url": f"{site}/{path}", "screenshot": False})
+            ).text
 
         a, b = await asyncio.gather(one("index.html"), one("data.txt"))
         assert "42 coins" in a and "plain data" in b and "42 coins" not in b
@@ -268,7 +307,9 @@ def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
 
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path))
     (tmp_path / "skills" / "deploy").mkdir(parents=True)
-    (tmp_path / "skills" / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n")
+    (tmp_path / "skills" / "deploy" / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n"
+    )
     assert skills.listing(["deploy", "missing"]) == "- deploy: Deploy a FastAPI app"
     assert skills.read_skill("deploy", ["deploy"]).startswith("---\nname: deploy")
     with pytest.raises(ToolError, match="not bound"):
@@ -315,11 +356,19 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    ctx.blocked_url = denied_host(PermissionSettings(layers=[PermissionLayer(scope="project", deny=["browser_navigate(domain:localhost)"])]))
+    ctx.blocked_url = denied_host(
+        PermissionSettings(
+            layers=[PermissionLayer(scope="project", deny=["browser_navigate(domain:localhost)"])]
+        )
+    )
     try:
-        assert (await browser_navigate(ctx, {"url": f"{site}/index.html", "screenshot": False})).details["status"] == 200
+        assert (
+            await browser_navigate(ctx, {"url": f"{site}/index.html", "screenshot": False})
+        ).details["status"] == 200
         with pytest.raises(ToolError, match="could not open"):
-            await browser_navigate(ctx, {"url": f"http://127.0.0.1:{server.server_address[1]}/go", "screenshot": False})
+            await browser_navigate(
+                ctx, {"url": f"http://127.0.0.1:{server.server_address[1]}/go", "screenshot": False}
+            )
     finally:
         server.shutdown()
         await ctx.browsers.close()
@@ -331,7 +380,9 @@ async def test_pages_get_no_webrtc_which_would_bypass_the_egress_proxy(ctx, site
     try:
         async with ctx.browsers.page() as page:
             await page.goto(f"{site}/index.html")
-            kinds = await page.evaluate("[typeof RTCPeerConnection, typeof webkitRTCPeerConnection, typeof RTCDataChannel]")
+            kinds = await page.evaluate(
+                "[typeof RTCPeerConnection, typeof webkitRTCPeerConnection, typeof RTCDataChannel]"
+            )
             framed = await page.evaluate("""() => { const f = document.createElement('iframe'); document.body.appendChild(f);
                                                    return typeof f.contentWindow.RTCPeerConnection; }""")
     finally:

@@ -8,25 +8,31 @@ from pathlib import Path
 
 from activities.agent_transcripts import write_transcript
 from tests.skills_fixtures import CC_MAIN, CODEX_MAIN, FIXTURES
-from xsky.runs import AgentInput
 from xsky.models import RoleCapabilityModel, WorkflowAgent
+from xsky.runs import AgentInput
 from xsky.trajectory import Event
 from xsky.transcripts import FileInfo, ParseState, adapter_for
 
 
-def parse(kind: str, rel: str, subagent: bool = False, data: bytes | None = None) -> tuple[list[Event], ParseState]:
+def parse(
+    kind: str, rel: str, subagent: bool = False, data: bytes | None = None
+) -> tuple[list[Event], ParseState]:
     path = FIXTURES / rel
     state = ParseState()
     raw = path.read_bytes() if data is None else data
     return adapter_for(kind).parse(raw, 0, state, FileInfo(str(path), subagent)), state
 
 
-def test_claude_code_prompts_are_real_user_intent_and_meta_compaction_and_sidechains_are_not() -> None:
+def test_claude_code_prompts_are_real_user_intent_and_meta_compaction_and_sidechains_are_not() -> (
+    None
+):
     events, state = parse("claude-code", CC_MAIN)
     prompts = [e.text for e in events if e.kind == "user" and e.lane == "main"]
     assert prompts[0].startswith("tests/test_cart.py is failing")
     assert any(p.startswith("no, the rounding should use Decimal") for p in prompts)
-    assert not any("The following skills are available" in p for p in prompts), "the skill listing is meta"
+    assert not any("The following skills are available" in p for p in prompts), (
+        "the skill listing is meta"
+    )
     assert not any(e.kind == "user" and "This session is being continued" in e.text for e in events)
     assert [e.kind for e in events].count("compaction") == 1
     assert any(e.marker == "compaction" for e in events)
@@ -53,7 +59,9 @@ def test_claude_code_order_follows_parent_uuid_and_a_repeated_line_is_dropped() 
 def test_claude_code_skill_use_is_the_skill_tool_call_not_the_listing() -> None:
     events, _ = parse("claude-code", CC_MAIN)
     assert [e.skill for e in events if e.skill] == ["pytest-runner"]
-    blog, _ = parse("claude-code", "claude/projects/-home-dev-blog/8d41e0b7-2c9a-4f3e-b6d1-0a9e8c7f6d5e.jsonl")
+    blog, _ = parse(
+        "claude-code", "claude/projects/-home-dev-blog/8d41e0b7-2c9a-4f3e-b6d1-0a9e8c7f6d5e.jsonl"
+    )
     assert [e.skill for e in blog if e.skill] == ["pdf-extract"]
 
 
@@ -67,7 +75,9 @@ def test_claude_code_tool_results_are_paired_with_their_calls_and_errors_marked(
 def test_a_subagent_file_is_its_own_trajectory_named_after_its_session() -> None:
     rel = "claude/projects/-home-dev-shopapp/3f2a9c1e-5b7d-4e21-9a0c-6d8e1f2a3b4c/subagents/agent-a7c91e02.jsonl"
     adapter = adapter_for("claude-code")
-    ident = adapter.identity((FIXTURES / rel).read_bytes(), FileInfo(str(FIXTURES / rel), subagent=True))
+    ident = adapter.identity(
+        (FIXTURES / rel).read_bytes(), FileInfo(str(FIXTURES / rel), subagent=True)
+    )
     assert ident.short_id == "3f2a9c1e-sub-a7c91e02" and ident.project == "shopapp"
     events, _ = parse("claude-code", rel, subagent=True)
     assert events and all(e.lane == "main" for e in events)
@@ -85,7 +95,9 @@ def test_codex_model_cwd_injected_context_pairing_and_skill_reads() -> None:
     assert any(e.kind == "compaction" for e in events)
     assert {e.marker for e in events} >= {"task_start", "task_complete", "aborted", "session_start"}
     assert "world_state" in state.opaque
-    ident = adapter_for("codex").identity((FIXTURES / CODEX_MAIN).read_bytes(), FileInfo(str(FIXTURES / CODEX_MAIN)))
+    ident = adapter_for("codex").identity(
+        (FIXTURES / CODEX_MAIN).read_bytes(), FileInfo(str(FIXTURES / CODEX_MAIN))
+    )
     assert (ident.project, ident.short_id) == ("learn", "0199a3c2")
 
 
@@ -96,16 +108,32 @@ def test_a_line_that_is_not_json_is_counted_and_skipped() -> None:
 
 
 def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Path) -> None:
-    inp = AgentInput(run_id="run-1", task_id="T-1", agent=WorkflowAgent(id="1", name="doc", task="write the changelog"))
+    inp = AgentInput(
+        run_id="run-1",
+        task_id="T-1",
+        agent=WorkflowAgent(id="1", name="doc", task="write the changelog"),
+    )
     messages = [
         {"role": "system", "content": "You are doc."},
         {"role": "user", "content": "Your task:\nwrite the changelog"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_skill", "arguments": '{"name": "changelog-style"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_skill", "arguments": '{"name": "changelog-style"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "# changelog-style\n..."},
         {"role": "user", "content": "Message from your supervisor: hurry"},
         {"role": "assistant", "content": "Done: CHANGELOG.md updated."},
     ]
-    path = write_transcript(tmp_path, inp, RoleCapabilityModel(name="doc"), "m", "key1", messages, "completed")
+    path = write_transcript(
+        tmp_path, inp, RoleCapabilityModel(name="doc"), "m", "key1", messages, "completed"
+    )
     events = adapter_for("xsky").parse(path.read_bytes(), 0, ParseState(), FileInfo(str(path)))
     assert [e.text for e in events if e.kind == "user"] == ["write the changelog"]
     assert [e.skill for e in events if e.skill] == ["changelog-style"]
@@ -116,12 +144,45 @@ def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Pa
 def test_hostile_records_neither_break_parsing_nor_smuggle_text_or_paths() -> None:
     key = "sk-ant-api03-" + "Q" * 40
     lines = [
-        {"type": "assistant", "uuid": "u1", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "/"}}]}},
-        {"type": "assistant", "uuid": "u2", "message": {"id": "m2", "content": [{"type": "tool_use", "id": "t2", "name": "Skill",
-                                                                                   "input": {"skill": "../../../../home/u/proj"}}]}},
-        {"type": "assistant", "uuid": "u3", "message": {"id": "m3", "content": [{"type": "tool_use", "id": key, "name": key, "input": {}}]}},
+        {
+            "type": "assistant",
+            "uuid": "u1",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "/"}}
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "uuid": "u2",
+            "message": {
+                "id": "m2",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "Skill",
+                        "input": {"skill": "../../../../home/u/proj"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "uuid": "u3",
+            "message": {
+                "id": "m3",
+                "content": [{"type": "tool_use", "id": key, "name": key, "input": {}}],
+            },
+        },
         {"type": key},
-        {"type": "user", "uuid": "u4", "message": {"content": [{"type": "tool_result", "tool_use_id": 7, "content": None}]}},
+        {
+            "type": "user",
+            "uuid": "u4",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": 7, "content": None}]},
+        },
         {"type": "assistant", "uuid": "u5", "message": "not a dict"},
         {"type": "system", "subtype": "turn_duration", "durationMs": "soon"},
     ]
@@ -130,5 +191,13 @@ def test_hostile_records_neither_break_parsing_nor_smuggle_text_or_paths() -> No
     assert [e.skill for e in events if e.skill] == [], "neither '/' nor a path is a skill name"
     assert all(key not in (e.tool or "") and key not in (e.call_id or "") for e in events)
     assert key not in json.dumps(state.model_dump())
-    xsky_line = json.dumps({"type": "message", "message": {"role": "assistant", "content": "x", "tool_calls": 5}}) + "\n"
-    assert adapter_for("xsky").parse(xsky_line.encode(), 0, ParseState(), FileInfo("/y.jsonl"))[0].kind == "assistant"
+    xsky_line = (
+        json.dumps(
+            {"type": "message", "message": {"role": "assistant", "content": "x", "tool_calls": 5}}
+        )
+        + "\n"
+    )
+    assert (
+        adapter_for("xsky").parse(xsky_line.encode(), 0, ParseState(), FileInfo("/y.jsonl"))[0].kind
+        == "assistant"
+    )

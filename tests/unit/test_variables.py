@@ -16,7 +16,9 @@ def wf(*agents: WorkflowAgent, variables: dict[str, str] | None = None) -> Workf
 
 
 def a(agent_id: str, task: str, depends: str = "", **kw) -> WorkflowAgent:
-    return WorkflowAgent(id=agent_id, name="llm", task=task, depends=[d for d in depends.split(",") if d], **kw)
+    return WorkflowAgent(
+        id=agent_id, name="llm", task=task, depends=[d for d in depends.split(",") if d], **kw
+    )
 
 
 def problems(w: Workflow, **kw) -> list[str]:
@@ -25,7 +27,11 @@ def problems(w: Workflow, **kw) -> list[str]:
 
 def test_finds_the_three_kinds():
     refs = find_references("{{agent_3_result}} {{ topic }} {{context.user_input}} {{ not a ref }}")
-    assert [(r.kind, r.key) for r in refs] == [("agent", "3"), ("variable", "topic"), ("context", "user_input")]
+    assert [(r.kind, r.key) for r in refs] == [
+        ("agent", "3"),
+        ("variable", "topic"),
+        ("context", "user_input"),
+    ]
 
 
 def test_a_direct_or_transitive_dependency_may_be_referenced():
@@ -35,11 +41,15 @@ def test_a_direct_or_transitive_dependency_may_be_referenced():
 
 def test_referencing_a_non_dependency_is_an_error():
     w = wf(a("1", "x"), a("2", "y"), a("3", "use {{agent_2_result}}", "1"))
-    assert problems(w) == ["agent 3: {{agent_2_result}} is used but agent 3 does not depend on agent 2; add 2 to its depends"]
+    assert problems(w) == [
+        "agent 3: {{agent_2_result}} is used but agent 3 does not depend on agent 2; add 2 to its depends"
+    ]
 
 
 def test_references_in_input_and_config_are_checked_too():
-    w = wf(a("1", "x"), a("2", "y", input="{{agent_9_result}}", config={"cmd": ["{{agent_1_result}}"]}))
+    w = wf(
+        a("1", "x"), a("2", "y", input="{{agent_9_result}}", config={"cmd": ["{{agent_1_result}}"]})
+    )
     msgs = problems(w)
     assert any("agent_9_result" in m and "names no agent" in m for m in msgs)
     assert any("agent_1_result" in m and "does not depend" in m for m in msgs)
@@ -48,7 +58,10 @@ def test_references_in_input_and_config_are_checked_too():
 def test_unknown_variable_lists_what_is_available():
     w = wf(a("1", "x"), a("2", "about {{topc}}", "1"), variables={"topic": "AI"})
     (msg,) = problems(w, variables=["lang"])
-    assert msg == "agent 2: unknown variable {{topc}}; available: agent_1_result, lang, topic (declare it in <variables> or pass --var topc=…)"
+    assert (
+        msg
+        == "agent 2: unknown variable {{topc}}; available: agent_1_result, lang, topic (declare it in <variables> or pass --var topc=…)"
+    )
 
 
 def test_context_keys_are_checked_only_when_given():
@@ -75,7 +88,12 @@ def test_rendering_a_result_does_not_re_render_what_it_contains():
 
 def test_render_config_reaches_nested_strings():
     cfg = {"tool": "shell", "command": "echo {{agent_1_result}}", "env": [{"v": "{{x}}"}], "n": 1}
-    assert render_config(cfg, {"1": "hi"}, {"x": "y"}, {}) == {"tool": "shell", "command": "echo hi", "env": [{"v": "y"}], "n": 1}
+    assert render_config(cfg, {"1": "hi"}, {"x": "y"}, {}) == {
+        "tool": "shell",
+        "command": "echo hi",
+        "env": [{"v": "y"}],
+        "n": 1,
+    }
 
 
 def test_render_with_a_missing_value_raises_render_error():
@@ -90,25 +108,44 @@ def test_render_with_a_missing_value_raises_render_error():
 HOSTILE = "x'; touch pwned; echo \"$(id)\" `id` $HOME \\ end\nline2 '\"'"
 
 
-@pytest.mark.parametrize("template", [
-    "echo {{v}}", 'echo "{{v}}"', "echo '{{v}}'", 'echo "a {{v}} b"', "echo 'a {{v}} b'", "printf %s {{v}}{{v}}",
-    'echo "$(echo {{v}})"', "echo $'{{v}}'", "echo {{v}} # {{v}}",
-])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "echo {{v}}",
+        'echo "{{v}}"',
+        "echo '{{v}}'",
+        'echo "a {{v}} b"',
+        "echo 'a {{v}} b'",
+        "printf %s {{v}}{{v}}",
+        'echo "$(echo {{v}})"',
+        "echo $'{{v}}'",
+        "echo {{v}} # {{v}}",
+    ],
+)
 def test_a_shell_command_never_holds_the_value_only_a_variable_naming_it(template, tmp_path):
     import subprocess
 
     command, values = render_command(template, {}, {"v": HOSTILE}, {})
     assert HOSTILE not in command and "pwned" not in command and values == {"XSKY_V1": HOSTILE}
-    assert set(re.findall(r"XSKY_V\d+", command)) == {"XSKY_V1"}  # the same reference twice: one variable
-    out = subprocess.run(["bash", "-c", command], env={"PATH": "/usr/bin:/bin", **values}, cwd=tmp_path,
-                         capture_output=True, text=True)
+    assert set(re.findall(r"XSKY_V\d+", command)) == {
+        "XSKY_V1"
+    }  # the same reference twice: one variable
+    out = subprocess.run(
+        ["bash", "-c", command],
+        env={"PATH": "/usr/bin:/bin", **values},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert not (tmp_path / "pwned").exists()
     if template in ("echo {{v}}", 'echo "{{v}}"', "echo '{{v}}'"):
         assert out.stdout == HOSTILE + "\n"  # the value, byte for byte, in every quoting context
 
 
 def test_raw_pastes_trusted_variables_only_and_agents_results_never():
-    command, values = render_command("ls {{raw:flags}} {{agent_1_result}}", {"1": "r"}, {"flags": "-la"}, {})
+    command, values = render_command(
+        "ls {{raw:flags}} {{agent_1_result}}", {"1": "r"}, {"flags": "-la"}, {}
+    )
     assert command == 'ls -la "${XSKY_V1}"' and values == {"XSKY_V1": "r"}
     with pytest.raises(RenderError, match="never pasted raw"):
         render_command("ls {{raw:agent_1_result}}", {"1": "r"}, {}, {})

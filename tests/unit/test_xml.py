@@ -24,7 +24,10 @@ SEED_EXAMPLE = """<workflow name="Task Name" taskId="uuid">
 def test_parses_the_seed_example_with_its_fields():
     wf = parse_workflow(SEED_EXAMPLE)
     assert wf.name == "Task Name" and wf.task_id == "uuid"
-    assert [(a.id, a.name, a.depends) for a in wf.agents] == [("1", "browser", []), ("2", "llm", ["1"])]
+    assert [(a.id, a.name, a.depends) for a in wf.agents] == [
+        ("1", "browser", []),
+        ("2", "llm", ["1"]),
+    ]
     assert wf.agents[1].input == "{{agent_1_result}}"
     assert all(a.status == "init" for a in wf.agents)
 
@@ -36,8 +39,12 @@ def test_wire_format_keeps_the_seed_camel_case():
 
 
 def test_missing_task_id_gets_a_uuid4():
-    wf = parse_workflow('<workflow name="x"><agent name="llm" id="1"><task>t</task></agent></workflow>')
-    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", wf.task_id)
+    wf = parse_workflow(
+        '<workflow name="x"><agent name="llm" id="1"><task>t</task></agent></workflow>'
+    )
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", wf.task_id
+    )
 
 
 def test_agent_order_is_preserved():
@@ -70,7 +77,11 @@ def test_indented_multiline_text_is_dedented():
 
 def test_config_is_a_json_object():
     xml = '<workflow name="w" taskId="t"><agent name="shell" id="1"><task>t</task><config>{"tool": "shell", "command": "ls", "n": [1, 2.5, null, true]}</config></agent></workflow>'
-    assert parse_workflow(xml).agents[0].config == {"tool": "shell", "command": "ls", "n": [1, 2.5, None, True]}
+    assert parse_workflow(xml).agents[0].config == {
+        "tool": "shell",
+        "command": "ls",
+        "n": [1, 2.5, None, True],
+    }
 
 
 def test_depends_tolerates_spaces_and_repeats():
@@ -95,7 +106,9 @@ def test_writer_escapes_everything_and_keeps_depends():
         task_id="t-1",
         agents=[
             WorkflowAgent(id="1", name="llm", task="x"),
-            WorkflowAgent(id="2", name="llm", task="</task><agent id='9'>", input="]]> & <", depends=["1"]),
+            WorkflowAgent(
+                id="2", name="llm", task="</task><agent id='9'>", input="]]> & <", depends=["1"]
+            ),
         ],
     )
     xml = workflow_to_xml(wf)
@@ -129,27 +142,91 @@ BAD_INPUTS = {
         "DOCTYPE",
     ),
     "plain dtd": ('<!DOCTYPE workflow SYSTEM "http://example.com/x.dtd"><workflow/>', 1, "DOCTYPE"),
-    "undeclared entity": ('<workflow name="x">\n  <agent name="llm" id="1"><task>&nbsp;</task></agent></workflow>', 2, "&amp;"),
-    "bare ampersand": ('<workflow name="x">\n<agent name="llm" id="1"><task>A & B</task></agent></workflow>', 2, "&amp;"),
+    "undeclared entity": (
+        '<workflow name="x">\n  <agent name="llm" id="1"><task>&nbsp;</task></agent></workflow>',
+        2,
+        "&amp;",
+    ),
+    "bare ampersand": (
+        '<workflow name="x">\n<agent name="llm" id="1"><task>A & B</task></agent></workflow>',
+        2,
+        "&amp;",
+    ),
     "binary junk": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", 1, "XML"),
     "empty string": ("", 1, "empty"),
     "only whitespace": ("  \n\t ", 1, "empty"),
     "missing workflow": ("<?xml version='1.0'?>\n<!-- nothing -->", 2, "XML"),
-    "wrong root": ('<root><agents><agent name="Browser" id="0"><task>x</task></agent></agents></root>', 1, "<workflow>"),
-    "agent without id": ('<workflow name="x">\n  <agent name="llm"><task>x</task></agent>\n</workflow>', 2, "no id"),
-    "agent without name": ('<workflow name="x">\n\n  <agent id="1"><task>x</task></agent></workflow>', 3, "no name"),
-    "task missing": ('<workflow name="x">\n  <agent name="llm" id="1"><input>x</input></agent></workflow>', 2, "no <task>"),
-    "empty task": ('<workflow name="x"><agent name="llm" id="1"><task>   </task></agent></workflow>', 1, "the task says what the agent should do"),
-    "unclosed tag": ('<workflow name="x">\n<agent name="llm" id="1"><task>x</task>\n</workflow>', 3, "matching"),
+    "wrong root": (
+        '<root><agents><agent name="Browser" id="0"><task>x</task></agent></agents></root>',
+        1,
+        "<workflow>",
+    ),
+    "agent without id": (
+        '<workflow name="x">\n  <agent name="llm"><task>x</task></agent>\n</workflow>',
+        2,
+        "no id",
+    ),
+    "agent without name": (
+        '<workflow name="x">\n\n  <agent id="1"><task>x</task></agent></workflow>',
+        3,
+        "no name",
+    ),
+    "task missing": (
+        '<workflow name="x">\n  <agent name="llm" id="1"><input>x</input></agent></workflow>',
+        2,
+        "no <task>",
+    ),
+    "empty task": (
+        '<workflow name="x"><agent name="llm" id="1"><task>   </task></agent></workflow>',
+        1,
+        "the task says what the agent should do",
+    ),
+    "unclosed tag": (
+        '<workflow name="x">\n<agent name="llm" id="1"><task>x</task>\n</workflow>',
+        3,
+        "matching",
+    ),
     "no agents": ('<workflow name="x" taskId="t"/>', 1, "no <agent>"),
-    "unknown element": ('<workflow name="x"><agent name="llm" id="1"><task>x</task><thought>hm</thought></agent></workflow>', 1, "unknown element <thought>"),
-    "unknown attribute": ('<workflow name="x"><agent name="llm" id="1" dependsOn="0"><task>x</task></agent></workflow>', 1, "dependsOn"),
-    "config not json": ('<workflow name="x">\n<agent name="llm" id="1"><task>x</task><config>{tool: 1}</config></agent></workflow>', 2, "not valid JSON"),
-    "config not an object": ('<workflow name="x"><agent name="llm" id="1"><task>x</task><config>[1]</config></agent></workflow>', 1, "JSON object"),
-    "bad id": ('<workflow name="x"><agent name="llm" id="a b"><task>x</task></agent></workflow>', 1, "not valid"),
-    "bad status": ('<workflow name="x"><agent name="llm" id="1" status="finished"><task>x</task></agent></workflow>', 1, "status"),
-    "two tasks": ('<workflow name="x"><agent name="llm" id="1"><task>x</task><task>y</task></agent></workflow>', 1, "more than one <task>"),
-    "markup in task": ('<workflow name="x"><agent name="llm" id="1"><task>a <b>bold</b></task></agent></workflow>', 1, "contains elements"),
+    "unknown element": (
+        '<workflow name="x"><agent name="llm" id="1"><task>x</task><thought>hm</thought></agent></workflow>',
+        1,
+        "unknown element <thought>",
+    ),
+    "unknown attribute": (
+        '<workflow name="x"><agent name="llm" id="1" dependsOn="0"><task>x</task></agent></workflow>',
+        1,
+        "dependsOn",
+    ),
+    "config not json": (
+        '<workflow name="x">\n<agent name="llm" id="1"><task>x</task><config>{tool: 1}</config></agent></workflow>',
+        2,
+        "not valid JSON",
+    ),
+    "config not an object": (
+        '<workflow name="x"><agent name="llm" id="1"><task>x</task><config>[1]</config></agent></workflow>',
+        1,
+        "JSON object",
+    ),
+    "bad id": (
+        '<workflow name="x"><agent name="llm" id="a b"><task>x</task></agent></workflow>',
+        1,
+        "not valid",
+    ),
+    "bad status": (
+        '<workflow name="x"><agent name="llm" id="1" status="finished"><task>x</task></agent></workflow>',
+        1,
+        "status",
+    ),
+    "two tasks": (
+        '<workflow name="x"><agent name="llm" id="1"><task>x</task><task>y</task></agent></workflow>',
+        1,
+        "more than one <task>",
+    ),
+    "markup in task": (
+        '<workflow name="x"><agent name="llm" id="1"><task>a <b>bold</b></task></agent></workflow>',
+        1,
+        "contains elements",
+    ),
     "deep nesting": ("<workflow>" + "<a>" * 300 + "</a>" * 300 + "</workflow>", 1, "XML"),
 }
 
@@ -166,7 +243,12 @@ def test_bad_input_raises_workflow_xml_error_with_position(name):
 
 
 def test_oversized_input_is_refused_before_parsing():
-    big = '<workflow name="x">' + '<agent name="llm" id="1"><task>' + "x" * 2000 + "</task></agent></workflow>"
+    big = (
+        '<workflow name="x">'
+        + '<agent name="llm" id="1"><task>'
+        + "x" * 2000
+        + "</task></agent></workflow>"
+    )
     with pytest.raises(WorkflowXMLError, match="over the 1,000-byte limit"):
         parse_workflow(big, max_bytes=1000)
     assert parse_workflow(big, max_bytes=10_000).agents[0].task == "x" * 2000
@@ -175,7 +257,9 @@ def test_oversized_input_is_refused_before_parsing():
 def test_default_limit_is_five_megabytes():
     body = "y" * (5 * 1024 * 1024)
     with pytest.raises(WorkflowXMLError, match="5,242,880-byte limit"):
-        parse_workflow(f'<workflow name="x"><agent name="llm" id="1"><task>{body}</task></agent></workflow>')
+        parse_workflow(
+            f'<workflow name="x"><agent name="llm" id="1"><task>{body}</task></agent></workflow>'
+        )
 
 
 def test_several_problems_are_reported_together():
@@ -192,7 +276,9 @@ def test_non_text_input_is_a_workflow_xml_error():
 
 
 def test_bytes_with_a_declared_encoding_are_honoured():
-    data = '<?xml version="1.0" encoding="ISO-8859-1"?><workflow name="café" taskId="t"><agent name="llm" id="1"><task>é</task></agent></workflow>'.encode("latin-1")
+    data = '<?xml version="1.0" encoding="ISO-8859-1"?><workflow name="café" taskId="t"><agent name="llm" id="1"><task>é</task></agent></workflow>'.encode(
+        "latin-1"
+    )
     assert parse_workflow(data).name == "café"
 
 
@@ -215,7 +301,10 @@ def test_extract_from_bare_prose_that_mentions_the_tag_first():
 
 
 def test_extract_repairs_a_reply_cut_off_mid_line():
-    cut = SEED_EXAMPLE[: SEED_EXAMPLE.index("</agent>\n</workflow>")] + "</agent>\n  <agent name=\"llm\" id=\"3\" dep"
+    cut = (
+        SEED_EXAMPLE[: SEED_EXAMPLE.index("</agent>\n</workflow>")]
+        + '</agent>\n  <agent name="llm" id="3" dep'
+    )
     repaired = extract_workflow_xml("Plan:\n" + cut)
     wf = parse_workflow(repaired)
     assert [a.id for a in wf.agents] == ["1", "2"]

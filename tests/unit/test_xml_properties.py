@@ -52,7 +52,24 @@ def mutated_documents(draw: st.DrawFn) -> str:
         if op == "delete":
             doc = doc[:i] + doc[j:]
         elif op == "insert":
-            junk = draw(st.one_of(st.text(max_size=20), st.sampled_from(["<", "&", "<!DOCTYPE x>", "<agent>", "]]>", "\x00", "<![CDATA[", "&lol;", "</workflow>"])))
+            junk = draw(
+                st.one_of(
+                    st.text(max_size=20),
+                    st.sampled_from(
+                        [
+                            "<",
+                            "&",
+                            "<!DOCTYPE x>",
+                            "<agent>",
+                            "]]>",
+                            "\x00",
+                            "<![CDATA[",
+                            "&lol;",
+                            "</workflow>",
+                        ]
+                    ),
+                )
+            )
             doc = doc[:i] + junk + doc[i:]
         elif op == "duplicate":
             doc = doc[:j] + doc[i:j] + doc[j:]

@@ -114,7 +114,9 @@ def skill_name(value: Any) -> str | None:
     return name if SKILL_NAME.match(name) else None
 
 
-def guarded(parse_one: Any, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Any]:
+def guarded(
+    parse_one: Any, offset: int, end: int, rec: dict[str, Any], state: ParseState
+) -> list[Any]:
     """One record parsed, or counted unreadable: a malformed record never blocks a transcript."""
     try:
         return parse_one(offset, end, rec, state)
@@ -199,7 +201,13 @@ def adapter_for(kind: str) -> Adapter:
     from xsky.transcripts.codex import CodexAdapter
     from xsky.transcripts.xsky_agent import XskyAdapter
 
-    adapters: dict[str, Adapter] = {"claude-code": ClaudeCodeAdapter(), "codex": CodexAdapter(), "xsky": XskyAdapter()}
+    adapters: dict[str, Adapter] = {
+        "claude-code": ClaudeCodeAdapter(),
+        "codex": CodexAdapter(),
+        "xsky": XskyAdapter(),
+    }
     if kind not in adapters:
-        raise ValueError(f"unknown transcript source kind {kind!r}; kinds: {', '.join(SOURCE_KINDS)}")
+        raise ValueError(
+            f"unknown transcript source kind {kind!r}; kinds: {', '.join(SOURCE_KINDS)}"
+        )
     return adapters[kind]

@@ -22,13 +22,33 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from xsky.trajectory import Event
 from xsky.redact import redact
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, json_object, records, skill_name, text_of
+from xsky.trajectory import Event
+from xsky.transcripts import (
+    FileInfo,
+    Identity,
+    ParseState,
+    as_text,
+    first_json_value,
+    guarded,
+    ident,
+    json_object,
+    records,
+    skill_name,
+    text_of,
+)
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
-_COMMAND_WRAPPER = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-                    "Caveat: The messages below were generated", "<system-reminder>", "<bash-input>", "<bash-stdout>")
+_COMMAND_WRAPPER = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "Caveat: The messages below were generated",
+    "<system-reminder>",
+    "<bash-input>",
+    "<bash-stdout>",
+)
 INTERRUPTED = "[Request interrupted by user"
 
 
@@ -51,18 +71,27 @@ class ClaudeCodeAdapter:
             short = f"{session[:8]}-sub-{agent[:8]}"
         else:
             short = (found.get("sessionId") or path.stem)[:8]
-        return Identity(model_or_project=project, short_id=short, project=project, model=found.get("message.model"))
+        return Identity(
+            model_or_project=project,
+            short_id=short,
+            project=project,
+            model=found.get("message.model"),
+        )
 
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         lines = list(records(data, base, state))
         events: list[Event] = []
         for offset, end, rec in _parent_order(lines):
-            events.extend(guarded(lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state))
+            events.extend(
+                guarded(lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state)
+            )
         return events
 
     # -- one record --------------------------------------------------------------------------
 
-    def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState, info: FileInfo) -> list[Event]:
+    def _record(
+        self, offset: int, end: int, rec: dict[str, Any], state: ParseState, info: FileInfo
+    ) -> list[Event]:
         kind = rec.get("type")
         if not isinstance(kind, str) or kind not in ("user", "assistant", "system"):
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
@@ -83,9 +112,24 @@ class ClaudeCodeAdapter:
         parent = ident(rec.get("parentUuid"))
         if uuid is not None:
             last = state.last_uuid.get(lane)
-            if isinstance(parent, str) and last is not None and parent != last and parent in state.known:
-                out.append(Event("marker", f"continues from earlier message {parent} (a rewind or an edited prompt)",
-                                 offset, end, lane, uuid=uuid, marker="branch", timestamp=ts))
+            if (
+                isinstance(parent, str)
+                and last is not None
+                and parent != last
+                and parent in state.known
+            ):
+                out.append(
+                    Event(
+                        "marker",
+                        f"continues from earlier message {parent} (a rewind or an edited prompt)",
+                        offset,
+                        end,
+                        lane,
+                        uuid=uuid,
+                        marker="branch",
+                        timestamp=ts,
+                    )
+                )
             state.last_uuid[lane] = uuid
             state.remember("known", uuid)
 
@@ -97,11 +141,19 @@ class ClaudeCodeAdapter:
             sub = rec.get("subtype")
             if sub == "compact_boundary":
                 meta = json_object(rec.get("compactMetadata"))
-                why = f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
+                why = (
+                    f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
+                )
                 out.append(ev("marker", why, marker="compaction"))
             elif sub == "turn_duration":
                 ms = rec.get("durationMs")
-                out.append(ev("marker", f"turn took {ms / 1000:.0f}s" if isinstance(ms, (int, float)) else "", marker="turn_end"))
+                out.append(
+                    ev(
+                        "marker",
+                        f"turn took {ms / 1000:.0f}s" if isinstance(ms, (int, float)) else "",
+                        marker="turn_end",
+                    )
+                )
             else:
                 out.append(ev("meta", f"{sub or 'system'}: {as_text(rec.get('content', ''))}"))
             return out
@@ -122,8 +174,20 @@ class ClaudeCodeAdapter:
                     args = json_object(block.get("input"))
                     if call_id:
                         state.open_call(call_id, name)
-                    out.append(Event("tool_call", _call_text(name, args), offset, end, lane, uuid=uuid, call_id=call_id,
-                                     tool=name, skill=_skill_used(name, args), timestamp=ts))
+                    out.append(
+                        Event(
+                            "tool_call",
+                            _call_text(name, args),
+                            offset,
+                            end,
+                            lane,
+                            uuid=uuid,
+                            call_id=call_id,
+                            tool=name,
+                            skill=_skill_used(name, args),
+                            timestamp=ts,
+                        )
+                    )
                 elif btype is not None:
                     state.count_opaque(f"assistant.{btype}")  # ident() inside drops anything odd
             return out
@@ -144,8 +208,20 @@ class ClaudeCodeAdapter:
             if btype == "tool_result":
                 call_id = ident(block.get("tool_use_id"))
                 tool = state.calls.pop(call_id, None) if call_id else None
-                out.append(Event("tool_result", _result_text(block.get("content")), offset, end, lane, uuid=uuid,
-                                 call_id=call_id, tool=tool, is_error=block.get("is_error") is True, timestamp=ts))
+                out.append(
+                    Event(
+                        "tool_result",
+                        _result_text(block.get("content")),
+                        offset,
+                        end,
+                        lane,
+                        uuid=uuid,
+                        call_id=call_id,
+                        tool=tool,
+                        is_error=block.get("is_error") is True,
+                        timestamp=ts,
+                    )
+                )
             elif btype == "text":
                 out.extend(self._prompt(str(block.get("text", "")), ev))
             elif btype == "image":
@@ -164,7 +240,9 @@ class ClaudeCodeAdapter:
         return [ev("user", text)] if stripped else []
 
 
-def _parent_order(lines: list[tuple[int, int, dict[str, Any]]]) -> list[tuple[int, int, dict[str, Any]]]:
+def _parent_order(
+    lines: list[tuple[int, int, dict[str, Any]]],
+) -> list[tuple[int, int, dict[str, Any]]]:
     """File order, except that a record never comes before its parent from the same delta."""
     in_delta = {rec["uuid"] for _, _, rec in lines if isinstance(rec.get("uuid"), str)}
     emitted: set[str] = set()
@@ -183,7 +261,12 @@ def _parent_order(lines: list[tuple[int, int, dict[str, Any]]]) -> list[tuple[in
 
     for item in lines:
         parent = item[2].get("parentUuid")
-        if isinstance(parent, str) and parent in in_delta and parent not in emitted and parent != item[2].get("uuid"):
+        if (
+            isinstance(parent, str)
+            and parent in in_delta
+            and parent not in emitted
+            and parent != item[2].get("uuid")
+        ):
             waiting.setdefault(parent, []).append(item)
         else:
             emit(item)

@@ -20,13 +20,31 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from xsky.trajectory import Event
 from xsky.redact import redact
-from xsky.transcripts import FileInfo, Identity, ParseState, as_text, first_json_value, guarded, ident, json_object, records
+from xsky.trajectory import Event
+from xsky.transcripts import (
+    FileInfo,
+    Identity,
+    ParseState,
+    as_text,
+    first_json_value,
+    guarded,
+    ident,
+    json_object,
+    records,
+)
 from xsky.transcripts.claude_code import SKILL_FILE
 
-_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
-             "<permissions instructions>", "<user_shell_command>", "<turn_aborted>", "<ide_context>")
+_INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<skills_instructions>",
+    "<permissions instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<ide_context>",
+)
 
 
 class CodexAdapter:
@@ -35,8 +53,12 @@ class CodexAdapter:
         cwd = found.get("payload.cwd")
         project = PurePosixPath(cwd).name if cwd else None
         thread = found.get("payload.id") or PurePosixPath(info.path).stem[-36:]
-        return Identity(model_or_project=project or found.get("payload.model"), short_id=thread.replace("-", "")[:8],
-                        project=project, model=found.get("payload.model"))
+        return Identity(
+            model_or_project=project or found.get("payload.model"),
+            short_id=thread.replace("-", "")[:8],
+            project=project,
+            model=found.get("payload.model"),
+        )
 
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         events: list[Event] = []
@@ -55,7 +77,11 @@ class CodexAdapter:
         if kind == "session_meta":
             state.session_id = ident(payload.get("id")) or state.session_id
             state.cwd = _cwd(payload.get("cwd")) or state.cwd
-            facts = ", ".join(f"{k} {payload[k]}" for k in ("cwd", "originator", "cli_version") if _str(payload.get(k)))
+            facts = ", ".join(
+                f"{k} {payload[k]}"
+                for k in ("cwd", "originator", "cli_version")
+                if _str(payload.get(k))
+            )
             return [ev("marker", facts, marker="session_start")]
         if kind == "turn_context":
             state.model = ident(payload.get("model")) or state.model
@@ -89,7 +115,11 @@ class CodexAdapter:
             return [ev("meta", f"{role}: {text}")]
         if ptype == "reasoning":
             summary = payload.get("summary")
-            parts = [s.get("text", "") for s in summary if isinstance(s, dict)] if isinstance(summary, list) else []
+            parts = (
+                [s.get("text", "") for s in summary if isinstance(s, dict)]
+                if isinstance(summary, list)
+                else []
+            )
             text = "\n".join(p for p in parts if isinstance(p, str))
             return [ev("thinking", text)] if text.strip() else []
         if ptype in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
@@ -99,7 +129,9 @@ class CodexAdapter:
             if call_id:
                 state.open_call(call_id, name)
             m = SKILL_FILE.search(text)
-            return [ev("tool_call", text, call_id=call_id, tool=name, skill=m.group(1) if m else None)]
+            return [
+                ev("tool_call", text, call_id=call_id, tool=name, skill=m.group(1) if m else None)
+            ]
         if ptype in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             call_id = ident(payload.get("call_id"))
             name = state.calls.pop(call_id, None) if call_id else None
@@ -139,7 +171,11 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
             return str(raw)
         if isinstance(args, dict) and isinstance(args.get("command"), list):
             command = args["command"]
-            shown = command[-1] if len(command) >= 3 and command[0] in ("bash", "sh", "zsh") else " ".join(map(str, command))
+            shown = (
+                command[-1]
+                if len(command) >= 3 and command[0] in ("bash", "sh", "zsh")
+                else " ".join(map(str, command))
+            )
             rest = {k: v for k, v in args.items() if k != "command"}
             return str(shown) + (f"\n{as_text(rest)}" if rest else "")
         if isinstance(args, dict) and isinstance(args.get("cmd"), str):
@@ -151,7 +187,9 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
         action = json_object(payload.get("action"))
         command = action.get("command")
         return " ".join(map(str, command)) if isinstance(command, list) else as_text(action)
-    search = payload.get("action")  # web_search_call: {"query": …}, or whatever a newer version sends
+    search = payload.get(
+        "action"
+    )  # web_search_call: {"query": …}, or whatever a newer version sends
     return as_text(search.get("query", search) if isinstance(search, dict) else search)
 
 
@@ -173,5 +211,7 @@ def _output(output: Any) -> tuple[str, bool]:
         body = as_text(output.get("output", output))
         return (f"exit code {code}\n{body}" if failed else body), failed
     if isinstance(output, list):
-        return "\n".join(as_text(o.get("text", o)) if isinstance(o, dict) else as_text(o) for o in output), False
+        return "\n".join(
+            as_text(o.get("text", o)) if isinstance(o, dict) else as_text(o) for o in output
+        ), False
     return as_text(output), False

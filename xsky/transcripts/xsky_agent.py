@@ -14,7 +14,18 @@ import json
 from typing import Any
 
 from xsky.trajectory import Event
-from xsky.transcripts import FileInfo, Identity, ParseState, first_json_value, guarded, ident, json_object, records, skill_name, text_of
+from xsky.transcripts import (
+    FileInfo,
+    Identity,
+    ParseState,
+    first_json_value,
+    guarded,
+    ident,
+    json_object,
+    records,
+    skill_name,
+    text_of,
+)
 
 TASK_PREFIX = "Your task:\n"  # how the agent loop opens every conversation
 NOT_INTENT = ("Message from your supervisor:", "You have used all")
@@ -25,7 +36,12 @@ class XskyAdapter:
         found = first_json_value(head, "runId", "agentId", "role", "model")
         key = f"{found.get('runId', '')}:{found.get('agentId', '')}:{info.path}"
         short = hashlib.sha256(key.encode()).hexdigest()[:8]
-        return Identity(model_or_project=found.get("role"), short_id=short, project=found.get("runId"), model=found.get("model"))
+        return Identity(
+            model_or_project=found.get("role"),
+            short_id=short,
+            project=found.get("runId"),
+            model=found.get("model"),
+        )
 
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         events: list[Event] = []
@@ -43,8 +59,16 @@ class XskyAdapter:
             return [Event("marker", facts, offset, end, timestamp=ts, marker="session_start")]
         if kind == "outcome":
             status = rec.get("status")
-            return [Event("marker", str(rec.get("error") or status or ""), offset, end, timestamp=ts,
-                          marker="task_complete" if status == "completed" else "aborted")]
+            return [
+                Event(
+                    "marker",
+                    str(rec.get("error") or status or ""),
+                    offset,
+                    end,
+                    timestamp=ts,
+                    marker="task_complete" if status == "completed" else "aborted",
+                )
+            ]
         message = rec.get("message")
         if kind != "message" or not isinstance(message, dict):
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
@@ -62,12 +86,26 @@ class XskyAdapter:
         if role == "assistant":
             out = [Event("assistant", text, offset, end, timestamp=ts)] if text.strip() else []
             calls = message.get("tool_calls")
-            return out + [_call(call, offset, end, ts, state) for call in (calls if isinstance(calls, list) else [])]
+            return out + [
+                _call(call, offset, end, ts, state)
+                for call in (calls if isinstance(calls, list) else [])
+            ]
         if role == "tool":
             call_id = ident(message.get("tool_call_id"))
             name = state.calls.pop(call_id, None) if call_id else None
             failed = text.startswith(("ERROR:", "DENIED:", "STOPPED:"))
-            return [Event("tool_result", text, offset, end, timestamp=ts, call_id=call_id, tool=name, is_error=failed)]
+            return [
+                Event(
+                    "tool_result",
+                    text,
+                    offset,
+                    end,
+                    timestamp=ts,
+                    call_id=call_id,
+                    tool=name,
+                    is_error=failed,
+                )
+            ]
         return []
 
 
@@ -82,6 +120,10 @@ def _call(call: Any, offset: int, end: int, ts: str | None, state: ParseState) -
     call_id = ident(call.get("id")) if isinstance(call, dict) else None
     if call_id:
         state.open_call(call_id, name)
-    skill = skill_name(args.get("name")) if name == "read_skill" and isinstance(args, dict) else None
+    skill = (
+        skill_name(args.get("name")) if name == "read_skill" and isinstance(args, dict) else None
+    )
     text = raw if isinstance(raw, str) else json.dumps(raw)
-    return Event("tool_call", text, offset, end, timestamp=ts, call_id=call_id, tool=name, skill=skill)
+    return Event(
+        "tool_call", text, offset, end, timestamp=ts, call_id=call_id, tool=name, skill=skill
+    )
