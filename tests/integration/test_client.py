@@ -222,3 +222,21 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
     assert order == sorted(order), out
     code, out, err = await starter(env, "log", workflow_id, "T-7")
     assert code == 2 and "no task 'T-7'" in err and "Traceback" not in err
+
+
+async def test_log_follow_shows_an_agent_at_work_and_stops_when_its_task_ends(env: Env):
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(noop("1", 3), noop("2", depends="1"), name="follow"),
+            id=f"xsky-follow-{uuid.uuid4().hex[:6]}",
+        )
+        code, out, err = await starter(env, "log", run.id, "T-1", "--follow", timeout=60)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert (
+            "attempt 1 of T-1" in lines[0]
+            and "→ noop" in out
+            and lines[-1].split()[1:3] == ["══", "completed"]
+        ), out
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
