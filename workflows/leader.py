@@ -424,21 +424,30 @@ class LeaderWorkflow:
     @workflow.signal(
         description="Stop dispatching new agents; {cancelRunning}: also stop running ones (they resume later)."
     )
-    def pause(self, req: PauseRequest) -> None:
-        self._when_ready(lambda: self._apply(self._core.pause(req)))
+    def pause(self, req: PauseRequest | None = None) -> None:
+        # No input (the Web UI's empty Data box, `temporal workflow signal` without --input)
+        # means the defaults: a signal handler that raised would stall the run for good.
+        request = req or PauseRequest()
+        self._when_ready(lambda: self._apply(self._core.pause(request)))
 
     @workflow.signal(description="Dispatch again after a pause.")
-    def resume(self, req: ResumeRequest) -> None:
+    def resume(self, req: ResumeRequest | None = None) -> None:
         self._when_ready(lambda: self._core.resume())
 
     @workflow.signal(
         description="A message for one agent ({taskId}, {message}), delivered at its next step."
     )
-    def nudge(self, req: NudgeRequest) -> None:
+    def nudge(self, req: NudgeRequest | None = None) -> None:
+        if req is None:
+            workflow.logger.warning('nudge ignored: it needs {"taskId": …, "message": …}')
+            return
+
+        request = req
+
         def deliver() -> None:
-            if not self._core.nudge(req, workflow.now()):
+            if not self._core.nudge(request, workflow.now()):
                 workflow.logger.warning(
-                    "nudge ignored: no task %s or an empty message", req.task_id
+                    "nudge ignored: no task %s or an empty message", request.task_id
                 )
 
         self._when_ready(deliver)

@@ -240,3 +240,24 @@ async def test_log_follow_shows_an_agent_at_work_and_stops_when_its_task_ends(en
             and lines[-1].split()[1:3] == ["══", "completed"]
         ), out
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+
+
+async def test_signals_without_input_or_with_bad_input_do_not_stall_a_run(env: Env):
+    # The Web UI sends no argument when its Data box is empty; `temporal workflow signal`
+    # without --input neither. Such signals take their defaults (or are ignored), never
+    # failing the leader's workflow tasks.
+    await env.start_worker()
+    handle = await env.start(plan(noop("1", 1.0), noop("2", depends="1"), name="bare"))
+    await handle.signal("pause")
+    async with XSky.connect() as x:
+        run = await x.get(handle.id)
+        for _ in range(50):
+            if (await run.status()).state == "paused":
+                break
+            await asyncio.sleep(0.1)
+        assert (await run.status()).state == "paused"
+        await handle.signal("nudge")
+        await handle.signal("nudge", {"taskId": ["not", "a", "string"]})
+        await handle.signal("resume")
+        result = await asyncio.wait_for(run.result(), 60)
+    assert result.status == "completed" and [a.result for a in result.agents] == ["r1", "r2"]
