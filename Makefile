@@ -21,7 +21,7 @@ $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2  # two processes (pytest-xdist): most tests wait on servers, not on CPU
 
 bench: install
 	$(PY) bench/parse.py
