@@ -56,9 +56,11 @@ def parse_kinds(raw: str | None) -> list[str]:
     kinds = [k.strip() for k in raw.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in TOOL_AGENT_KINDS]
     if unknown:
-        raise SystemExit(
-            f"worker.py: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(TOOL_AGENT_KINDS)}"
+        print(
+            f"worker.py: unknown kind(s) {', '.join(unknown)}; choose from {', '.join(TOOL_AGENT_KINDS)}",
+            file=sys.stderr,
         )
+        raise SystemExit(2)
     return kinds
 
 
@@ -222,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (or HOST:PORT)",
     )
     args = ap.parse_args(argv)
+    if not 0 <= args.grace <= 3600:
+        ap.error(
+            f"--grace {args.grace:g}: give the seconds running agents get to finish, 0 to 3600"
+        )
     json_logs = args.log_format == "json"
     if json_logs:
         telemetry.use_json_logs(args.log_level.upper())

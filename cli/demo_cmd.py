@@ -11,14 +11,13 @@ import argparse
 import asyncio
 import functools
 import threading
-import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cli.render import out
 from cli.runs_cmd import follow, print_result
 from cli.server_cmd import ensure_server, ensure_worker
-from xsky.client import XSky, resolve_permissions
+from xsky.client import XSky, new_run_id, resolve_permissions
 from xsky.config import load_settings
 from xsky.runs import RunInput
 
@@ -58,7 +57,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         x = await XSky.connect(settings)
         roles = x.roles()
         workflow = x.load(PLAN, variables={"site": url})
-        workflow_id = f"xsky-demo-{time.strftime('%Y%m%d-%H%M%S')}"
+        workflow_id = new_run_id("demo")
         # The demo page is served on this machine: loopback is refused to agents unless a rule
         # names the host, so the demo run names it (as a person would approve it).
         local = ["browser_navigate(domain:127.0.0.1)", "http_get(domain:127.0.0.1)"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -70,17 +71,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             highlight=False,
         )
         return 2
+    except BrokenPipeError:
+        # The reader went away (`… | head`): nothing more to say, and nothing wrong.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python's own advice for a closed pipe
+        return 0
     except OSError as e:
         # A file or folder the command was pointed at (or needs) is not usable: say which.
-        where = f" {e.filename}" if e.filename else ""
+        where = f"{e.filename}: " if e.filename else ""
         err.print(
-            f"[red]error:[/]{escape(where)}: {escape(e.strerror or str(e))}; check the path and its permissions",
+            f"[red]error:[/] {escape(where)}{escape(e.strerror or str(e))}; check the path and its permissions",
             markup=True,
             highlight=False,
         )
         return 2
     except KeyboardInterrupt:
-        err.print("interrupted")
+        run = getattr(args, "id", None)
+        err.print(
+            "interrupted"
+            + (
+                f"; a started run goes on: `starter.py status {run}`"
+                if run
+                else "; a run that was started goes on: `starter.py list` shows it"
+            )
+        )
         return 130
 
 

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from activities.planner import make_plan
 from cli.args import parse_pairs
 from cli.plans import UsageError
-from cli.render import out, plan_tree, print_json
+from cli.render import err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
 from cli.runs_cmd import _parse_context, announce, run_options
 from cli.steer_cmd import show_run_plan
@@ -43,7 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--follow", action="store_true", help="with --run: show the live board until the run ends"
     )
-    p.add_argument("--id", help="with --run: workflow id (default xsky-<uuid>)")
+    p.add_argument(
+        "--id", help="with --run: workflow id (default: a new xsky-<id>-<yyyymmdd-hhmmss>-<hex>)"
+    )
     p.add_argument("--var", action="append", default=[], metavar="K=V")
     p.add_argument("--context", action="append", default=[], metavar="K=V")
     p.add_argument(
@@ -115,10 +117,11 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     out.print(
         result.xml, markup=False, highlight=False, soft_wrap=True
     )  # exact: a saved copy must validate
-    out.print()
-    out.print(plan_tree(result.workflow))
-    out.print(
+    # Only the XML goes to stdout (`plan "…" > plan.xml` saves a valid plan); the rest to stderr.
+    err.print()
+    err.print(plan_tree(result.workflow))
+    err.print(
         f'planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan "…" --run` '
-        "or save the XML and `starter.py run FILE`"
+        'or save the XML (`starter.py plan "…" > plan.xml`) and `starter.py run plan.xml`'
     )
     return 0

@@ -17,7 +17,15 @@ from cli.args import parse_pairs
 from cli.board import board_table, page_note, results_table, tally
 from cli.render import err, out, print_json, print_problems
 from xsky.board import TaskStatus
-from xsky.client import ConnectionLost, Run, XSky, by_reference, check_names, new_run_id
+from xsky.client import (
+    ConnectionLost,
+    Run,
+    WorkerSilent,
+    XSky,
+    by_reference,
+    check_names,
+    new_run_id,
+)
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError, UsageError
 from xsky.runs import RunOptions, RunResult
@@ -39,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="K=V",
         help="context value for {{context.K}} (repeatable)",
     )
-    p.add_argument("--id", help="workflow id (default: xsky-<taskId>)")
+    p.add_argument(
+        "--id",
+        help="workflow id (default: xsky-<taskId>-<yyyymmdd-hhmmss>-<hex>, new for every start)",
+    )
     p.add_argument(
         "--follow",
         action="store_true",
@@ -166,12 +177,14 @@ async def announce(
 def run_options(args: argparse.Namespace) -> RunOptions:
     """RunOptions from the command line; bad values are usage errors."""
     values: dict[str, Any] = {}
-    for flag, key in (
-        ("max_parallel", "max_parallel"),
-        ("review_timeout", "review_timeout"),
-        ("on_review_timeout", "review_timeout_action"),
-        ("max_replans", "max_auto_replans"),
-    ):
+    flags = {
+        "max_parallel": "max_parallel",
+        "review_timeout": "review_timeout",
+        "on_review_timeout": "review_timeout_action",
+        "max_replans": "max_auto_replans",
+    }
+    flag_of = {key: "--" + flag.replace("_", "-") for flag, key in flags.items()}
+    for flag, key in flags.items():
         value = getattr(args, flag, None)
         if value is not None:
             values[key] = value
@@ -182,7 +195,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     except ValidationError as e:
         raise UsageError(
             "; ".join(
-                f"--{'-'.join(str(err['loc'][0]).split('_'))}: {err['msg']}" for err in e.errors()
+                f"{flag_of.get(str(err['loc'][0]), err['loc'][0])}: {err['msg']}"
+                for err in e.errors()
             )
         ) from None
 
@@ -194,11 +208,17 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
     lost = False
     with Live(console=out, refresh_per_second=4, transient=False) as live:
         async for event in run.follow():
+            if isinstance(event, WorkerSilent):
+                live.console.print(
+                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({escape(event.error)}): "
+                    "is one running? start it with `starter.py up` or `python worker.py`; still following[/]"
+                )
+                continue
             if isinstance(event, ConnectionLost):
                 lost = True
                 live.console.print(
                     f"[yellow]cannot reach the server ({escape(event.error)}); reconnecting — "
-                    "the run itself goes on[/]"
+                    "the run resumes where it was once the server is back[/]"
                 )
                 continue
             if lost:
@@ -332,7 +352,13 @@ async def cmd_list(args: argparse.Namespace) -> int:
             took,
         )
     out.print(
-        table if rows else "no runs yet: start one with `starter.py run examples/demo.xml --follow`"
+        table
+        if rows
+        else (
+            "no runs match these filters"
+            if any((args.status, args.waiting, args.failed, args.plan, args.query))
+            else "no runs yet: start one with `starter.py run examples/demo.xml --follow`"
+        )
     )
     return 0
 

@@ -83,7 +83,7 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
     assert server.process is not None
     _pid_file(settings, "server").write_text(str(server.process.pid))
     out.print(
-        f"Temporal dev server started at {settings.address}, Web UI http://localhost:{ui_port}, "
+        f"Temporal dev server started at {settings.address}, Web UI http://localhost:{ui_port or settings.ui_port}, "
         f"state in {server.db_path} (log {server.log_path})"
     )
     return True

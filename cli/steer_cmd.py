@@ -12,12 +12,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from cli.render import out, print_json
-from xsky.client import Run, XSky
+from cli.render import err, out, print_json, print_problems
+from xsky.client import Run, XSky, resolve_roles
 from xsky.config import load_settings
-from xsky.errors import UsageError
+from xsky.errors import PlanError, UsageError
 from xsky.leader_state import InterventionResult
-from xsky.plan_files import read_plan_bytes
+from xsky.plan_files import check_plan, read_plan_bytes
 
 
 def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argparse.ArgumentParser:
@@ -166,7 +166,21 @@ async def cmd_replan(args: argparse.Namespace) -> int:
         )
     xml = None
     if args.xml:
-        _, data = read_plan_bytes(args.xml)
+        settings = load_settings()
+        _, data = read_plan_bytes(args.xml, settings.max_plan_bytes)
+        # Checked here first, so a mistake is shown at its line:col; the run checks the rest
+        # (its variables and roles) and refuses with its reason.
+        try:
+            check_plan(
+                data,
+                known_agents=list(resolve_roles(settings)),
+                variables=None,
+                max_bytes=settings.max_plan_bytes,
+            )
+        except PlanError as e:
+            print_problems(e, args.xml)
+            err.print("nothing was changed")
+            return 2
         xml = data.decode("utf-8", errors="replace")
     elif not args.prompt.strip():
         raise UsageError("the prompt is empty: say what to change")

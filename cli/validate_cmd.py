@@ -8,6 +8,8 @@ from cli.args import parse_pairs
 from cli.plans import load_plan
 from cli.render import out, plan_summary, plan_tree, print_json, print_problems
 from cli.roles_cmd import resolve_roles
+from xsky.client import check_names
+from xsky.config import load_settings
 from xsky.errors import PlanError
 
 
@@ -29,13 +31,22 @@ def run(args: argparse.Namespace) -> int:
     variables = parse_pairs(args.var, "--var")
     try:
         roles = resolve_roles()
-        plan = load_plan(args.plan, known_agents=list(roles), variables=variables, base_roles=roles)
+        settings = load_settings()
+        plan = load_plan(
+            args.plan,
+            known_agents=list(roles),
+            variables=variables,
+            base_roles=roles,
+            max_bytes=settings.max_plan_bytes,
+        )
     except PlanError as e:
         if args.json:
             print_json({"valid": False, "problems": [p.format(args.plan) for p in e.problems]})
         else:
             print_problems(e, args.plan)
         return 2
+    # what `run` would refuse, said here too
+    check_names(plan.workflow, variables, {}, "`run` would refuse it")
     if args.json:
         print_json({"valid": True, **plan_summary(plan.workflow)})
     else:

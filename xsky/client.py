@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueType
@@ -43,11 +43,12 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 
 from xsky.artifacts import blob_ref
+from xsky.board import TERMINAL
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     ConnectError,
@@ -80,13 +81,13 @@ from xsky.leader_state import (
 )
 from xsky.models import RoleCapabilityModel, Workflow
 from xsky.permissions import PermissionSettings
-from xsky.plan_files import load_plan
+from xsky.plan_files import check_plan, load_plan
 from xsky.roles import merge_roles
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
-from xsky.search import SEARCH_ATTRIBUTES
+from xsky.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.settings import SettingsError, load_layers, permission_settings, role_layers
 from xsky.variables import agent_references
-from xsky.xml import parse_workflow_source, workflow_to_xml
+from xsky.xml import workflow_to_xml
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 # A worker that was just started (`starter.py up`) may take a moment to poll.
@@ -95,6 +96,10 @@ WORKER_WAIT = 10.0
 INPUT_LIMIT = 512 * 1024
 # The failure types a leader ends with when it has a RunResult to give.
 OUTCOME_TYPES = ("RunFailed", "RunCancelled")
+# A poller seen within this many seconds is a live worker (long polls last about a minute).
+LIVE_POLLER_SECONDS = 75
+# Following a run: say so when no worker has answered the board query for this long.
+SILENT_WORKER_SECONDS = 15
 # Server trouble worth waiting out while following a run.
 TRANSIENT = (
     RPCStatusCode.UNAVAILABLE,
@@ -202,7 +207,12 @@ def new_run_id(task_id: str) -> str:
     return f"xsky-{task_id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
-def check_names(wf: Workflow, variables: Mapping[str, str], context: Mapping[str, Any]) -> None:
+def check_names(
+    wf: Workflow,
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+    done: str = "nothing was started",
+) -> None:
     """A variable or context value the plan never uses is a typo: say which names it has."""
     refs = [r for agent in wf.agents for r in agent_references(agent)]
     declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
@@ -212,7 +222,7 @@ def check_names(wf: Workflow, variables: Mapping[str, str], context: Mapping[str
         if unknown:
             names = ", ".join(known) if known else "none"
             raise UsageError(
-                f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); nothing was started"
+                f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}"
             )
 
 
@@ -248,7 +258,15 @@ async def queue_pollers(
             namespace=settings.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
         )
     )
-    return len(response.pollers)
+    # The server lists a poller for minutes after its worker died; a live one polls again
+    # at least every minute (a long poll), so only recent ones count.
+    now = time.time()
+    return sum(
+        1
+        for p in response.pollers
+        if not p.HasField("last_access_time")
+        or now - p.last_access_time.ToSeconds() < LIVE_POLLER_SECONDS
+    )
 
 
 async def missing_queues(client: Client, settings: Settings, kinds: list[str]) -> list[str]:
@@ -340,6 +358,15 @@ class RunStatus:
 class ConnectionLost:
     """Yielded by :meth:`Run.follow` while the server cannot be reached; following goes on."""
 
+    error: str
+
+
+@dataclass(frozen=True)
+class WorkerSilent:
+    """Yielded by :meth:`Run.follow` when no worker has answered for a while (none is running,
+    or all are busy or restarting); following goes on."""
+
+    seconds: float
     error: str
 
 
@@ -452,16 +479,19 @@ class Run:
 
     async def follow(
         self, interval: float = 0.7, page: PageRequest | None = None
-    ) -> AsyncIterator[BoardPage | ConnectionLost]:
+    ) -> AsyncIterator[BoardPage | ConnectionLost | WorkerSilent]:
         """The board each time it changes, until the run ends (the last board included).
 
         While the server cannot be reached a :class:`ConnectionLost` is yielded once and
-        following goes on when it is back; then :meth:`result` has the outcome."""
+        following goes on when it is back; when no worker answers for a while, a
+        :class:`WorkerSilent` once. Then :meth:`result` has the outcome."""
         from workflows.leader import LeaderWorkflow
 
         request = page or PageRequest(limit=60)
         last: str | None = None
         lost = False
+        silent_since: float | None = None
+        told_silent = False
         while True:
             try:
                 ended = not await self._still_running()
@@ -470,10 +500,16 @@ class Run:
                     current = await self.handle.query(
                         LeaderWorkflow.task_board, request, rpc_timeout=QUERY_TIMEOUT
                     )
+                    silent_since, told_silent = None, False
                 except RPCError as e:
                     if e.status == RPCStatusCode.UNAVAILABLE:
                         raise
-                    # the worker is busy or restarting; the next poll will show it
+                    # the worker is busy or restarting (the next poll will show it), or none runs
+                    silent_since = silent_since or time.monotonic()
+                    silent = time.monotonic() - silent_since
+                    if silent >= SILENT_WORKER_SECONDS and not told_silent and not ended:
+                        told_silent = True
+                        yield WorkerSilent(silent, e.message)
                 lost = False
             except RPCError as e:
                 if e.status not in TRANSIENT:
@@ -521,7 +557,48 @@ class Run:
                     ) from None
                 await asyncio.sleep(1.0)
             except WorkflowFailureError as e:
+                if isinstance(e.cause, CancelledError):
+                    return await self._cancelled_result()
                 raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
+
+    async def _cancelled_result(self) -> RunResult:
+        """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
+        RunResult is put together from the run's ``results`` query (every agent's report)."""
+        from workflows.leader import LeaderWorkflow
+
+        agents: list[AgentReport] = []
+        while True:
+            try:
+                page = await self.handle.query(
+                    LeaderWorkflow.results,
+                    PageRequest(offset=len(agents), limit=2000),
+                    rpc_timeout=QUERY_TIMEOUT,
+                )
+            except RPCError as e:
+                raise NoWorkerError(
+                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message}): "
+                    "start one with `starter.py up` or `python worker.py`"
+                ) from None
+            agents += page.agents
+            if not page.agents or len(agents) >= page.total:
+                break
+        counts: dict[str, int] = {}
+        for a in agents:
+            counts[a.status] = counts.get(a.status, 0) + 1
+        done = counts.get("completed", 0) + counts.get("skipped", 0)
+        desc = await self.handle.describe()
+        attrs = {key.name: value for key, value in desc.typed_search_attributes}
+        return RunResult(
+            workflow_id=self.id,
+            name=str(attrs.get("XskyPlan") or await desc.static_summary() or self.id),
+            status="cancelled",
+            summary=f"cancelled: {done} of {len(agents)} agents completed",
+            agents=agents,
+            counts=counts,
+            agents_total=len(agents),
+            started_at=desc.start_time,
+            ended_at=desc.close_time,
+        )
 
     async def reports(self) -> list[AgentReport]:
         """Every agent's report: inline, or for a large run from the artifact store."""
@@ -574,6 +651,14 @@ class Run:
                 raise UsageError(
                     f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
                 )
+            row = next(
+                (t for t in board.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))),
+                None,
+            )
+            if row is not None and row.status in TERMINAL:
+                raise UsageError(
+                    f"{row.id} has already ended ({row.status}): a {what} reaches only agents that run or wait"
+                )
         try:
             await self.handle.signal(signal, request)
         except RPCError as e:
@@ -617,6 +702,9 @@ class Run:
     ) -> InterventionResult:
         """Decide a pending tool approval (A-n): allow it once, for the rest of the run, or deny it."""
         from workflows.leader import LeaderWorkflow
+
+        if decision not in get_args(Decision):
+            raise UsageError(f"decision {decision!r}: give one of {', '.join(get_args(Decision))}")
 
         return await self._update(
             LeaderWorkflow.approve_tool,
@@ -787,30 +875,31 @@ class XSky:
         if isinstance(plan, Workflow):
             return plan
         roles = self.roles()
-        if isinstance(plan, str) and plan.lstrip().startswith("<"):
-            from xsky import dag
-            from xsky.errors import WorkflowValidationError
-
-            parsed = parse_workflow_source(
-                plan.encode("utf-8"), max_bytes=self.settings.max_plan_bytes
-            )
-            problems = dag.validate(
-                parsed.workflow,
-                list(roles),
+        try:
+            if isinstance(plan, str) and plan.lstrip().startswith("<"):
+                return check_plan(
+                    plan.encode("utf-8"),
+                    known_agents=list(roles),
+                    variables=list(variables or {}),
+                    context_keys=context_keys,
+                    max_bytes=self.settings.max_plan_bytes,
+                    base_roles=roles,
+                )
+            return load_plan(
+                plan,
+                known_agents=list(roles),
                 variables=list(variables or {}),
                 context_keys=context_keys,
+                max_bytes=self.settings.max_plan_bytes,
+                base_roles=roles,
+            ).workflow
+        except PlanError as e:
+            # str(e) names the file (or "<plan>" for XML text) with each problem's line:col.
+            source = (
+                "<plan>" if isinstance(plan, str) and plan.lstrip().startswith("<") else str(plan)
             )
-            if problems:
-                raise WorkflowValidationError(problems)
-            return parsed.workflow
-        return load_plan(
-            plan,
-            known_agents=list(roles),
-            variables=list(variables or {}),
-            context_keys=context_keys,
-            max_bytes=self.settings.max_plan_bytes,
-            base_roles=roles,
-        ).workflow
+            e.args = (e.format(source),)
+            raise
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -920,6 +1009,10 @@ class XSky:
         limit: int = 20,
     ) -> list[RunSummary]:
         """Recent runs, newest first, filtered by xsky's search attributes and a Temporal list query."""
+        if status is not None and status not in XSKY_STATUSES:
+            raise UsageError(f"status {status!r}: give one of {', '.join(XSKY_STATUSES)}")
+        if limit < 1:
+            raise UsageError(f"limit {limit}: give 1 or more")
         text = list_query(query, status=status, waiting=waiting, failed=failed, plan=plan)
         rows: list[RunSummary] = []
         try:
@@ -986,6 +1079,12 @@ class _Connecting:
         self._settings, self._profile, self._runtime = settings, profile, runtime
         self._x: XSky | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"XSky.connect() was not awaited, so it has no {name!r}: write `x = await XSky.connect()` "
+            "or `async with XSky.connect() as x:`"
+        )
+
     async def _connect(self) -> XSky:
         settings = self._settings or load_settings(profile=self._profile)
         return XSky(await connect_client(settings, self._runtime), settings)
@@ -1007,7 +1106,9 @@ class _Connecting:
 
 
 __all__ = [
+    "BoardPage",
     "ConnectionLost",
+    "WorkerSilent",
     "PlanError",
     "Run",
     "RunStatus",

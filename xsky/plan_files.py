@@ -21,16 +21,25 @@ class LoadedPlan:
     workflow: Workflow
 
 
-def read_plan_bytes(path: str | Path) -> tuple[Path, bytes]:
+def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Path, bytes]:
+    """The file's bytes, read no further than the limit (a device, a pipe or a huge file is
+    refused without being read whole)."""
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{p}: no such file; give the path of a workflow XML file")
     if p.is_dir():
         raise UsageError(f"{p}: is a directory; give the path of a workflow XML file")
     try:
-        data = p.read_bytes()
+        with p.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
     except OSError as e:
         raise UsageError(f"{p}: cannot read it ({e.strerror})") from None
+    if len(data) > max_bytes:
+        size = f"{p.stat().st_size:,} bytes" if p.is_file() else "endless (not a regular file)"
+        raise UsageError(
+            f"{p}: {size}, over the {max_bytes:,}-byte limit of a plan; split the work into smaller "
+            "plans or raise XSKY_MAX_PLAN_BYTES"
+        )
     return p, data
 
 
@@ -47,7 +56,29 @@ def load_plan(
 
     With ``base_roles`` (built-ins and settings), a ``<role>`` that would widen one is refused.
     """
-    p, data = read_plan_bytes(path)
+    p, data = read_plan_bytes(path, max_bytes)
+    workflow = check_plan(
+        data,
+        known_agents=known_agents,
+        variables=variables,
+        context_keys=context_keys,
+        max_bytes=max_bytes,
+        base_roles=base_roles,
+    )
+    return LoadedPlan(p, data.decode("utf-8", errors="replace"), workflow)
+
+
+def check_plan(
+    data: bytes,
+    *,
+    known_agents: Collection[str] = TOOL_AGENT_KINDS,
+    variables: Collection[str] | None = (),
+    context_keys: Collection[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    base_roles: Mapping[str, RoleCapabilityModel] | None = None,
+) -> Workflow:
+    """Parse and validate plan bytes; every problem located at its line:col. ``variables``
+    None leaves ``{{names}}`` unchecked (a replan's run supplies them)."""
     parsed = parse_workflow_source(data, max_bytes=max_bytes)
     problems = dag.validate(
         parsed.workflow, known_agents, variables=variables, context_keys=context_keys
@@ -64,7 +95,7 @@ def load_plan(
             else:
                 located.append(prob.located(1, 1))
         raise WorkflowValidationError(located)
-    return LoadedPlan(p, data.decode("utf-8", errors="replace"), parsed.workflow)
+    return parsed.workflow
 
 
-__all__ = ["LoadedPlan", "PlanError", "UsageError", "load_plan", "read_plan_bytes"]
+__all__ = ["LoadedPlan", "PlanError", "UsageError", "check_plan", "load_plan", "read_plan_bytes"]

@@ -241,16 +241,26 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
         await asyncio.sleep(0.2)
         desc = await handle.describe()
     assert desc.status.name == "CANCELED"
+    # Its RunResult is still there: every agent's report, exit 1 (the run did not complete).
+    code, out, err = await starter(env, "result", workflow_id, "--json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert result["status"] == "cancelled" and result["summary"].startswith("cancelled: 0 of 2")
+    assert [(a["taskId"], a["status"]) for a in result["agents"]] == [
+        ("T-1", "cancelled"),
+        ("T-2", "cancelled"),
+    ]
 
 
 async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_terminal(env: Env):
     step = "Run `echo " + "a-rather-long-argument-" * 12 + "end`"
     code, out, err = await starter(env, "plan", f"1. {step} 2. Run `echo beta`")
     assert code == 0, err
-    xml = out[out.index("<workflow") : out.index("</workflow>") + len("</workflow>")]
     from xsky.xml import parse_workflow
 
-    wf = parse_workflow(xml)  # a saved copy validates: nothing was wrapped inside the XML
+    # stdout is the plan and nothing else (`plan "…" > plan.xml`); the tree and notes go to stderr
+    wf = parse_workflow(out)  # a saved copy validates: nothing was wrapped inside the XML
+    assert "planned by" in err and "level 0" in err
     assert any(
         "a-rather-long-argument-" * 12 + "end" in (a.task + json.dumps(a.config or {}))
         for a in wf.agents
