@@ -72,6 +72,17 @@ def cases() -> list[Case]:
             "many_problems.xml:3:3:",
         ),
         Case("bad-input", ("run", "no/such/plan.xml"), "no such file"),
+        Case("bad-input", ("validate", "/dev/zero"), "over the 5,242,880-byte limit of a plan"),
+        Case(
+            "bad-input",
+            ("validate", DIAMOND, "--var", "tpoic=x"),
+            "the plan has no such name (its names: topic)",
+        ),
+        Case(
+            "bad-input",
+            ("replan", ENDED, "--xml", str(ROOT / "examples/invalid/cycle.xml")),
+            "cycle.xml:3:3: dependency cycle",
+        ),
         Case("bad-input", ("run", DIAMOND, "--var", "topic"), "write it as --var name=value"),
         Case(
             "bad-input",
