@@ -68,6 +68,10 @@ async def _existing_run(text: str) -> Run | None:
     try:
         return await x.get(text)
     except RunNotFoundError:
+        if text.startswith("xsky-"):  # a run id, mistyped: planning it as a request would puzzle
+            raise RunNotFoundError(
+                f"no run with id {text}; `starter.py list` shows the recent ones (to plan a request, write it in words)"
+            ) from None
         return None
 
 

@@ -19,6 +19,10 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def one_line(text: str, width: int = 72) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -53,8 +57,8 @@ def plan_tree(workflow: Workflow) -> Tree:
     cp = summary["criticalPath"]
     title = (
         f"[bold]{escape(workflow.name or '(unnamed)')}[/]  taskId={escape(workflow.task_id)}\n"
-        f"{summary['agents']} agents · {len(summary['levels'])} levels · "
-        f"critical path {cp['length']} agents ({escape(' → '.join(cp['agents']))})"
+        f"{_n(summary['agents'], 'agent')} · {_n(len(summary['levels']), 'level')} · "
+        f"critical path {_n(cp['length'], 'agent')} ({escape(' → '.join(cp['agents']))})"
     )
     tree = Tree(title)
     by_id = {a.id: a for a in workflow.agents}

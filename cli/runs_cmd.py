@@ -229,6 +229,7 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
                     event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)
                 )
             )
+    out.print()  # the results table starts on a line of its own, in a terminal or a file
     return await run.result()
 
 

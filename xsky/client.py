@@ -18,6 +18,7 @@ one sentence with the fix.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Generator, Mapping
@@ -42,6 +43,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
@@ -109,6 +111,8 @@ TRANSIENT = (
 )
 
 RUNNING_STATUS = ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 
 Decision = Literal["allow_once", "allow_run", "deny"]
 
@@ -970,6 +974,10 @@ class XSky:
             if wf
             else "planned from a request by the leader"
         )
+        if not RUN_ID.fullmatch(workflow_id):
+            raise UsageError(
+                f"run id {workflow_id!r}: use letters, digits and . _ - : (at most 200), e.g. xsky-nightly-1"
+            )
         wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
         await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
         try:
@@ -980,11 +988,13 @@ class XSky:
                 task_queue=self.settings.task_queue,
                 static_summary=summary,
                 static_details=details,
+                # An id names one run (and its workspace and artifacts): never a second one.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             )
         except WorkflowAlreadyStartedError:
             raise UsageError(
-                f"a run with id {workflow_id} is already running; follow it with `starter.py status {workflow_id}` "
-                "or start another with a new id"
+                f"a run with id {workflow_id} already exists (its workspace and results are its own); "
+                f"see it with `starter.py status {workflow_id}`, or start this one with another id"
             ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None

@@ -978,7 +978,7 @@ class LeaderCore:
         self._require_open()
         if self.needs_plan or not self.s.plan_history:
             raise Rejected(
-                "the plan is still being made; look at it (query plan) once it is there, then approve it"
+                "the plan is still being made; look at it (`starter.py plan ID`, or the plan query) once it is there, then approve it"
             )
         if self.replanning:
             raise Rejected("a replan is in progress; approve the plan it produces")
@@ -989,7 +989,7 @@ class LeaderCore:
             )
         if req.version is not None and req.version != self.s.plan_version:
             raise Rejected(
-                f"you reviewed v{req.version} but the plan is now v{self.s.plan_version}; look at it again (query plan) and approve that"
+                f"you reviewed v{req.version} but the plan is now v{self.s.plan_version}; look at it again (`starter.py plan ID`, or the plan query) and approve that"
             )
 
     def approve_plan(self, req: ApprovePlanRequest, now: datetime) -> InterventionResult:
@@ -1121,7 +1121,10 @@ class LeaderCore:
     def check_answer(self, req: AnswerRequest) -> None:
         request = self._require_pending(req.request_id)
         if request.kind == "approval":
-            raise Rejected(f"{request.id} asks to approve a tool call; answer it with approve_tool")
+            raise Rejected(
+                f"{request.id} asks to approve a tool call; decide it with `starter.py approve ID {request.id}` "
+                "(the approve_tool update)"
+            )
         if not req.text.strip():
             raise Rejected("the answer is empty")
 

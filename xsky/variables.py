@@ -150,7 +150,13 @@ def _check_one(
     if ref.kind == "context":
         if context_keys is not None and ref.key.split(".")[0] not in set(context_keys):
             have = ", ".join(f"context.{k}" for k in sorted(context_keys)) or "none given"
-            return f"unknown context key {ref.text}; available: {have} (pass --context {ref.key}=…)"
+            top, _, rest = ref.key.partition(".")
+            how = (
+                f"--context {top}=…"
+                if not rest
+                else f"--context '{top}={{\"{rest.split('.')[0]}\": …}}' (JSON reaches into nested keys)"
+            )
+            return f"unknown context key {ref.text}; available: {have} (pass {how})"
         return None
     if ref.key not in var_names:
         available = [f"agent_{d}_result" for d in agent.depends] + var_names

@@ -113,6 +113,7 @@ async def run_process(
                 ctx, confinement=replace(base, proxy_socket=Path(socket_path)), command_network=None
             )
             return await run_process(routed, argv, timeout, limit)
+    command_name = argv[0]  # what the person asked for, not the sandbox that runs it
     argv = confined(ctx, argv)
     started = time.monotonic()
     loop = asyncio.get_running_loop()
@@ -143,7 +144,7 @@ async def run_process(
                     + capture.dropped[1]
                     + capture.dropped[2]
                 )
-                note = f"{argv[0]} running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
+                note = f"{Path(command_name).name} running for {time.monotonic() - started:.0f}s, {produced:,} bytes of output"
                 # New output is progress (the stall ladder resets); silence is only liveness.
                 (ctx.progress if produced > seen_output else ctx.heartbeat)(note)
                 seen_output = produced

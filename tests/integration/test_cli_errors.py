@@ -72,6 +72,13 @@ def cases() -> list[Case]:
             "many_problems.xml:3:3:",
         ),
         Case("bad-input", ("run", "no/such/plan.xml"), "no such file"),
+        Case("bad-input", ("run", DIAMOND, "--var", "topic=x", "--id", ENDED), "already exists"),
+        Case(
+            "bad-input", ("run", DIAMOND, "--var", "topic=x", "--id", "bad id/"), "run id 'bad id/'"
+        ),
+        Case(
+            "bad-input", ("plan", "xsky-no-such-run-0000"), "no run with id xsky-no-such-run-0000"
+        ),
         Case("bad-input", ("validate", "/dev/zero"), "over the 5,242,880-byte limit of a plan"),
         Case(
             "bad-input",
