@@ -202,7 +202,13 @@ async def observed(
         )
         result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.status == "completed", result.summary
-        after = await asyncio.to_thread(scrape, port)
+        # The client sees the run end when the server does; the worker counts it once the
+        # completion it sent is answered, a moment later: scrape until it has.
+        for _ in range(50):
+            after = await asyncio.to_thread(scrape, port)
+            if series(after, "temporal_workflow_completed", workflow_type="LeaderWorkflow") >= 1:
+                break
+            await asyncio.sleep(0.1)
         first_run_id = (await handle.describe()).run_id
         worker.send_signal(signal.SIGTERM)
         await asyncio.to_thread(worker.wait, 30)
