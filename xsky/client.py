@@ -28,13 +28,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, get_args
 
-from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.common.v1 import Payloads, WorkflowExecution
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
+from temporalio.api.query.v1 import WorkflowQuery
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
+    QueryWorkflowRequest,
 )
 from temporalio.client import (
     Client,
@@ -489,7 +491,6 @@ class Run:
         While the server cannot be reached a :class:`ConnectionLost` is yielded once and
         following goes on when it is back; when no worker answers for a while, a
         :class:`WorkerSilent` once. Then :meth:`result` has the outcome."""
-        from workflows.leader import LeaderWorkflow
 
         request = page or PageRequest(limit=60)
         last: str | None = None
@@ -501,9 +502,7 @@ class Run:
                 ended = not await self._still_running()
                 current: BoardPage | None = None
                 try:
-                    current = await self.handle.query(
-                        LeaderWorkflow.task_board, request, rpc_timeout=QUERY_TIMEOUT
-                    )
+                    current = await self._board_once(request)
                     silent_since, told_silent = None, False
                 except RPCError as e:
                     if e.status == RPCStatusCode.UNAVAILABLE:
@@ -531,6 +530,24 @@ class Run:
             if ended:
                 return
             await asyncio.sleep(interval)
+
+    async def _board_once(self, request: PageRequest) -> BoardPage:
+        """The board query, once, without the SDK's own retries: an outage during it is said."""
+        client = self._x.client
+        response = await client.workflow_service.query_workflow(
+            QueryWorkflowRequest(
+                namespace=client.namespace,
+                execution=WorkflowExecution(workflow_id=self.id),
+                query=WorkflowQuery(
+                    query_type="task_board",
+                    query_args=Payloads(payloads=await client.data_converter.encode([request])),
+                ),
+            ),
+            retry=False,
+            timeout=QUERY_TIMEOUT,
+        )
+        (page,) = await client.data_converter.decode(response.query_result.payloads, [BoardPage])
+        return page
 
     async def _still_running(self) -> bool:
         """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
