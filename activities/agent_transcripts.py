@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from activities.tools import cap_text
 from xsky.artifacts import safe_component
 from xsky.models import RoleCapabilityModel
 from xsky.runs import AgentInput
@@ -119,10 +120,8 @@ class AgentLog:
 
     def message(self, message: dict[str, Any]) -> None:
         content = message.get("content")
-        if isinstance(content, str) and len(content) > LOG_TEXT_CHARS:
-            content = (
-                content[:LOG_TEXT_CHARS] + f"… [{len(content) - LOG_TEXT_CHARS:,} more characters]"
-            )
+        if isinstance(content, str):
+            content = cap_text(content, LOG_TEXT_CHARS, "message")[0]
         self.event("message", role=message.get("role"), content=content)
 
     def llm(self, model: str, seconds: float, usage: Any) -> None:
@@ -152,11 +151,7 @@ class AgentLog:
         self.decisions_seen = len(decisions)
 
     def tool_result(self, call_id: str, name: str, content: str, seconds: float) -> None:
-        cut = (
-            content
-            if len(content) <= LOG_TEXT_CHARS
-            else content[:LOG_TEXT_CHARS] + f"… [{len(content) - LOG_TEXT_CHARS:,} more characters]"
-        )
+        cut = cap_text(content, LOG_TEXT_CHARS, "tool output")[0]
         self.event("tool_result", id=call_id, name=name, ms=round(seconds * 1000, 1), content=cut)
 
     def outcome(

@@ -81,11 +81,7 @@ async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
     run = await x.get(args.id)
-    path = run.transcript_path(args.task)
-    agent = args.task
-    if not path.is_file():
-        agent = (await run.task(args.task)).agent_id
-        path = run.transcript_path(agent)
+    path = await run.transcript_file(args.task)
     events, offset = _read_from(path, 0)
     _show(events, args.json)
     if not args.follow:
@@ -96,7 +92,7 @@ async def cmd_log(args: argparse.Namespace) -> int:
             )
         return 0
     while True:
-        done = await _task_done(run, agent)
+        done = await _task_done(run, args.task)
         events, offset = _read_from(path, offset)
         _show(events, args.json)
         if done:

@@ -286,7 +286,7 @@ async def cmd_result(args: argparse.Namespace) -> int:
         run = await x.get(args.id)
         if args.agent:
             result = await run.result(wait=args.wait)
-            report, text = await run.agent_result(args.agent)
+            report, text = await run.agent_result(args.agent, result)
             if args.json:
                 print_json({**report.wire(), "result": text})
             else:

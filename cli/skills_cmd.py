@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
+from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import (
     Client,
     Schedule,
@@ -44,6 +45,7 @@ from cli.connect import connect
 from cli.plans import UsageError
 from cli.render import err, one_line, out, print_json
 from workflows.skills_watch import SkillsScanWorkflow
+from xsky.client import queue_pollers
 from xsky.config import Settings, load_settings
 from xsky.settings import SettingsError, load_layers, parse_settings, settings_paths, skill_sources
 from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
@@ -323,24 +325,12 @@ async def cmd_unwatch(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _pollers(client: Client, queue: str) -> int:
-    from temporalio.api.enums.v1 import TaskQueueType
-    from temporalio.api.taskqueue.v1 import TaskQueue
-    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-
-    resp = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        )
-    )
-    return len(resp.pollers)
-
-
 async def _warn_without_worker(client: Client, settings: Settings) -> bool:
     try:
-        if await _pollers(client, settings.skills_queue):
+        # live pollers only: a dead worker stays listed by the server for minutes
+        if await queue_pollers(
+            client, settings, settings.skills_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        ):
             return True
     except RPCError:
         return True  # cannot tell; do not cry wolf

@@ -52,7 +52,7 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.service import RPCError, RPCStatusCode
 
 from xsky.artifacts import blob_ref
-from xsky.board import TERMINAL
+from xsky.board import TERMINAL, TaskView
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     ConnectError,
@@ -625,9 +625,12 @@ class Run:
         """Every agent's report: inline, or for a large run from the artifact store."""
         return self._x.reports(await self.result())
 
-    async def agent_result(self, agent: str) -> tuple[AgentReport, str]:
-        """One agent's report (by agent id or task id, T-3 or 3) and its full result text."""
-        reports = await self.reports()
+    async def agent_result(
+        self, agent: str, result: RunResult | None = None
+    ) -> tuple[AgentReport, str]:
+        """One agent's report (by agent id or task id, T-3 or 3) and its full result text
+        (from ``result`` when the caller has it already)."""
+        reports = self._x.reports(result or await self.result())
         report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
         if report is None:
             raise UsageError(
@@ -663,19 +666,11 @@ class Run:
         await self._running(what)
         if task is not None:  # signals cannot refuse: check the task exists first
             board = await self.board(limit=2000)
-            ids = (
-                {t.id for t in board.tasks}
-                | {t.agent_id for t in board.tasks}
-                | {t.id.removeprefix("T-") for t in board.tasks}
-            )
-            if task not in ids and board.total <= len(board.tasks):
+            row = _find_task(board.tasks, task)
+            if row is None and board.total <= len(board.tasks):
                 raise UsageError(
                     f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
                 )
-            row = next(
-                (t for t in board.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))),
-                None,
-            )
             if row is not None and row.status in TERMINAL:
                 raise UsageError(
                     f"{row.id} has already ended ({row.status}): a {what} reaches only agents that run or wait"
@@ -783,25 +778,15 @@ class Run:
 
     # -- transcripts --------------------------------------------------------------------------
 
-    async def task(self, task: str) -> Any:
+    async def task(self, task: str) -> TaskView:
         """The board row of a task, by task id (T-3 or 3) or agent id."""
-        board = await self.board(limit=2000)
-        found = next(
-            (t for t in board.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))), None
-        )
-        if found is None and board.total > len(board.tasks):
-            for offset in range(2000, board.total, 2000):
-                page = await self.board(offset=offset, limit=2000)
-                found = next(
-                    (t for t in page.tasks if task in (t.id, t.agent_id, t.id.removeprefix("T-"))),
-                    None,
+        board = page = await self.board(limit=2000)
+        while (found := _find_task(page.tasks, task)) is None:
+            if page.offset + len(page.tasks) >= page.total or not page.tasks:
+                raise UsageError(
+                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
                 )
-                if found is not None:
-                    break
-        if found is None:
-            raise UsageError(
-                f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
-            )
+            page = await self.board(offset=page.offset + len(page.tasks), limit=2000)
         return found
 
     def transcript_path(self, agent_id: str) -> Path:
@@ -809,18 +794,26 @@ class Run:
 
         return transcript_file(self._x.settings.artifacts, self.id, agent_id)
 
+    async def transcript_file(self, task: str) -> Path:
+        """Where a task's transcript is: an agent id needs no worker to find, a task id the board."""
+        path = self.transcript_path(task)
+        return path if path.is_file() else self.transcript_path((await self.task(task)).agent_id)
+
     async def transcript(self, task: str) -> list[dict[str, Any]]:
         """One agent's conversation, every attempt in order: messages, tool calls with their
         arguments and results, permission decisions, tokens and timings."""
         from xsky.agent_log import parse_lines
 
-        path = self.transcript_path(task)  # an agent id needs no worker to find
-        if not path.is_file():
-            path = self.transcript_path((await self.task(task)).agent_id)
+        path = await self.transcript_file(task)
         try:
             return parse_lines(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
+
+
+def _find_task(tasks: list[TaskView], name: str) -> TaskView | None:
+    """The task called ``name``: its task id (T-3), its number (3) or its agent id."""
+    return next((t for t in tasks if name in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)
 
 
 def _is_prompt(text: str) -> bool:
@@ -890,12 +883,14 @@ class XSky:
         plan: str | Path | Workflow,
         variables: Mapping[str, str] | None = None,
         context_keys: list[str] | None = None,
+        roles: Mapping[str, RoleCapabilityModel] | None = None,
     ) -> Workflow:
         """A plan from a Workflow, a path to an XML file, or XML text; validated against the
-        roles in settings. Raises PlanError listing every problem with its line."""
+        roles in settings (or ``roles``, already resolved). Raises PlanError listing every
+        problem with its line."""
         if isinstance(plan, Workflow):
             return plan
-        roles = self.roles()
+        roles = roles or self.roles()
         try:
             if isinstance(plan, str) and plan.lstrip().startswith("<"):
                 return check_plan(
@@ -959,7 +954,7 @@ class XSky:
             )
             workflow_id = id or new_run_id(task_id[:8])
         else:
-            wf = self.load(plan_or_prompt, variables, list(context))
+            wf = self.load(plan_or_prompt, variables, list(context), roles)
             check_names(wf, variables, context)
             inp = RunInput(
                 workflow=wf,
