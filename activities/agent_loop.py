@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm, metrics, skills
 from activities.agent_transcripts import AgentLog
 from activities.artifacts import ArtifactStore
-from activities.gate import Gate
+from activities.sandbox.gate import Gate
 from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session

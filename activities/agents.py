@@ -19,15 +19,16 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import egress, llm, skills
+from activities import llm, skills
 from activities.agent_loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agent_transcripts import AgentLog, write_transcript
 from activities.artifacts import ArtifactStore
 from activities.attempts import AttemptLedger
 from activities.beat import Beat
 from activities.browser import BrowserPool
-from activities.gate import Gate
-from activities.sandbox import confinement_for, workspace_problem
+from activities.sandbox import egress
+from activities.sandbox.confine import confinement_for, workspace_problem
+from activities.sandbox.gate import Gate
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from activities import llm, skill_git
-from activities.sandbox import confinement_for
+from activities.sandbox.confine import confinement_for
 from activities.skill_files import read_atom, skill_dir
 from activities.tools import ToolContext
 from activities.tools.shell import run_process

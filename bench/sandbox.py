@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.os_sandbox import Confinement, ready  # noqa: E402
+from activities.sandbox.bwrap import Confinement, ready  # noqa: E402
 from activities.tools import ToolContext  # noqa: E402
 from activities.tools.shell import run_process  # noqa: E402
 from bench.harness import summary, temporal, timed  # noqa: E402

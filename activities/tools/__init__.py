@@ -16,8 +16,8 @@ from xsky.artifacts import ArtifactRef
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
     from activities.browser import BrowserPool
-    from activities.egress import Policy
-    from activities.os_sandbox import Confinement
+    from activities.sandbox.bwrap import Confinement
+    from activities.sandbox.egress import Policy
 
 
 class ToolError(Exception):

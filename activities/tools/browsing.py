@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from activities import egress
 from activities.browser import BrowserUnavailable
+from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
 
 MAX_TEXT = 20_000

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import confine, open_inside
+from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, cap_text, optional_number, require_str
 from activities.tools.shell import DEFAULT_MAX_OUTPUT, run_process
 

@@ -6,7 +6,7 @@ import fnmatch
 import os
 from typing import Any
 
-from activities.sandbox import confine, open_inside
+from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
 
 DEFAULT_MAX_READ = 10 * 1024 * 1024

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from activities import egress
+from activities.sandbox import egress
 from activities.tools import (
     ToolContext,
     ToolError,

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from activities import egress, os_sandbox
-from activities.sandbox import scrubbed_env
+from activities.sandbox import bwrap as os_sandbox
+from activities.sandbox import egress
+from activities.sandbox.confine import scrubbed_env
 from activities.tools import (
     ToolContext,
     ToolError,

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from activities import os_sandbox
+from activities.sandbox import bwrap as os_sandbox
 from activities.tools import ToolContext, ToolError
 from xsky.variables import SHELL_VALUE_RE
 

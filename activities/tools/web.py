@@ -6,8 +6,8 @@ import contextlib
 import json
 from typing import Any
 
-from activities import egress
 from activities.browser import BrowserUnavailable
+from activities.sandbox import egress
 from activities.tools import (
     ToolContext,
     ToolError,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from activities import checker, os_sandbox
+from activities.sandbox import bwrap as os_sandbox
+from activities.sandbox import checker
 from activities.tools import ToolContext, ToolError
 from activities.tools.shell import shell
 from xsky.models import RoleCapabilityModel

@@ -175,7 +175,8 @@ def test_the_dockerfile_is_the_one_the_services_build_and_it_holds_every_module_
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]
-    wanted = set(setup["packages"]) | {f"{module}.py" for module in setup["py-modules"]}
+    top = {pattern.rstrip("*") for pattern in setup["packages"]["find"]["include"]}
+    wanted = top | {f"{module}.py" for module in setup["py-modules"]}
     assert wanted <= copied, f"the image lacks {sorted(wanted - copied)}"
     assert re.search(r'^CMD \["python", "worker\.py"\]$', text, re.M), (
         "the image's default command is not worker.py"

@@ -13,8 +13,8 @@ from threading import Thread
 
 import pytest
 
-from activities import egress
-from activities.sandbox import workspace_problem
+from activities.sandbox import egress
+from activities.sandbox.confine import workspace_problem
 from xsky.config import Settings, load_settings, server_ports
 from xsky.permissions import PermissionSettings, approval_shaped, trusted_settings
 

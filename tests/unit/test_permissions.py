@@ -323,7 +323,7 @@ def test_the_default_is_not_bypass():
 
 def test_a_real_symlink_out_of_the_workspace_is_refused_by_the_file_tools(tmp_path):
     # decide() judges the path as written; the file tools resolve it (activities/sandbox.py).
-    from activities.sandbox import confine
+    from activities.sandbox.confine import confine
     from activities.tools import ToolError
 
     (tmp_path / "ws").mkdir()

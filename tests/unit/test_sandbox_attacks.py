@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.os_sandbox import Confinement, ready
+from activities.sandbox.bwrap import Confinement, ready
 from activities.tools import ToolContext
 from activities.tools.shell import shell
 from tests.unit.test_tools import running_with

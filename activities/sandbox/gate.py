@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from activities import checker, metrics
+from activities import metrics
+from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
 from xsky.permissions import Decision, decide

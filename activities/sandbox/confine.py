@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from activities.os_sandbox import SYSTEM_DIRS, Confinement
+from activities.sandbox.bwrap import SYSTEM_DIRS, Confinement
 from activities.tools import ToolError
 from xsky.artifacts import safe_component
 from xsky.config import Settings

@@ -25,7 +25,7 @@ from xsky.permissions import Decision, PermissionSettings, decide
 log = logging.getLogger("xsky.checker")
 
 BUDGET_SECONDS = 2.0
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _SERVER = f"""
 import json, resource, sys
 sys.path.insert(0, {str(ROOT)!r})
