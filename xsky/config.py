@@ -165,6 +165,7 @@ def load_settings(
 
 def server_ports(grpc_port: int) -> tuple[int, int, int, int]:
     """The ports a local Temporal dev server of ``grpc_port`` uses: gRPC, Web UI, HTTP API,
-    metrics. ``xsky server`` starts it so; agents' egress refuses all four on this machine
-    (each can signal or end workflows, or tell what runs)."""
+    metrics. ``xsky server`` starts it so. Agents' egress refuses these on this machine as a
+    fallback only: it discovers the ports the server process really listens on (a stock
+    ``temporal server start-dev`` picks its own), see activities/sandbox/temporal_ports.py."""
     return grpc_port, grpc_port + 1000, grpc_port + 2000, grpc_port + 2001

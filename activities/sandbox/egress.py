@@ -2,350 +2,351 @@
 
 Agents reach the network three ways, and each goes through here:
 
-- the browser (Chromium runs in the worker, started with this proxy as its only route),
-- ``http_get`` (httpx with this proxy),
+- the browser (its contexts are started with a proxy endpoint as their only route),
+- ``http_get`` (httpx with a proxy endpoint),
 - commands in the OS sandbox, when the settings allow domains for them
-  (``"permissions": {"allow": ["network(domain:pypi.org)"]}``): a proxy on a Unix socket
-  bound into the sandbox (its own network namespace has no other way out).
+  (``"permissions": {"allow": ["network(domain:pypi.org)"]}``): an endpoint on a Unix
+  socket bound into the sandbox (its own network namespace has no other way out).
 
-For every request — each redirect hop is a new request — the proxy checks the host
-against the domain rules, **resolves it and checks every resolved address**: loopback,
-link-local (cloud metadata), private, carrier-grade NAT, multicast, reserved and
-unspecified addresses, and the Temporal endpoints, are refused unless a rule names the
-host itself; then it connects to the address it checked (a second lookup could answer
-differently). Plain HTTP is forwarded one request per connection; HTTPS is tunnelled
-with CONNECT. Each decision is recorded for the run's permission log.
+The proxy runs in a process of its own (:mod:`.egress_server`), started on first use,
+started again if it died, killed with the worker, with its own descriptor and memory
+limits, so no flood of connections from a sandbox can use up the worker's. Each tool call
+opens an endpoint with its :class:`Policy` and closes it afterwards; every endpoint has
+a cap on concurrent connections and idle timeouts, so one flooding sandbox cannot starve
+the others.
+
+For every request — each redirect hop is a new request — the proxy checks the host against
+the domain rules, **resolves it and checks every resolved address** (:mod:`.egress_policy`):
+link-local and metadata addresses and the Temporal server's endpoints (discovered, not
+assumed: :mod:`.temporal_ports`) never; loopback, private and this machine's addresses only
+for an exact ``host:port`` rule. It connects to an address it checked (a second lookup
+could answer differently). Plain HTTP is one request per connection; HTTPS is tunnelled
+with CONNECT, and a TLS ClientHello must name the CONNECT host. Each decision is streamed
+back and recorded for the run's permission log before the tool call's endpoint is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
-import fnmatch
-import ipaddress
+import itertools
+import json
 import logging
 import os
-import socket
-import tempfile
-from collections.abc import AsyncIterator, Callable
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import IO, Any
 
-from xsky.addresses import blocked_address, ip_of
-from xsky.config import load_settings, server_ports
+from activities.sandbox import temporal_ports
+from activities.sandbox.egress_policy import WEB_PORTS, Policy
 from xsky.permissions import PermissionSettings, domain_rules
 
 log = logging.getLogger("xsky.egress")
 
-MAX_HEAD = 64 * 1024
-CONNECT_TIMEOUT = 15.0
 Record = Callable[[str, str, str], None]  # (destination, effect, reason)
+REQUEST_TIMEOUT = 30.0
+ROOT = Path(__file__).resolve().parents[2]  # where `activities` can be imported from
+# The proxy process needs none of the worker's keys and tokens.
+CHILD_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME")
+
+__all__ = [
+    "WEB_PORTS",
+    "EgressProcess",
+    "EgressUnavailable",
+    "Policy",
+    "Record",
+    "browser_session",
+    "browser_socket",
+    "policies",
+    "serving",
+]
 
 
-def _domain_match(host: str, pattern: str) -> bool:
-    pattern = pattern.lower().rstrip(".")
-    if pattern.startswith("*."):
-        return host.endswith(pattern[1:])
-    return host == pattern or host.endswith("." + pattern) or fnmatch.fnmatchcase(host, pattern)
-
-
-@dataclass
-class Policy:
-    """Which destinations a proxy lets through."""
-
-    allow: list[str] | None = None  # domain patterns; None: any host (the browser, http_get)
-    deny: list[str] = field(default_factory=list)
-    named: list[str] = field(default_factory=list)  # hosts a rule names exactly: may be private
-    forbidden: set[tuple[str, int]] = field(
-        default_factory=set
-    )  # (ip, port) never reachable: Temporal
-    ports: frozenset[int] | None = None  # the only ports of hosts not named exactly; None: any
-
-    def check_name(self, host: str, port: int | None = None) -> str | None:
-        host = host.lower().rstrip(".")
-        if (
-            self.ports is not None
-            and port is not None
-            and port not in self.ports
-            and host not in self.named
-        ):
-            return (
-                f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
-                f"a network(domain:{host}) rule naming the host allows its other ports"
-            )
-        if any(_domain_match(host, p) for p in self.deny):
-            return f"{host} is denied by a domain rule"
-        if self.allow is not None and not any(_domain_match(host, p) for p in self.allow):
-            return f"{host} is not among the domains the settings allow ({', '.join(self.allow) or 'none'})"
-        return None
-
-    def check_address(self, host: str, ip: str, port: int) -> str | None:
-        addr = ipaddress.ip_address(ip)
-        local = addr.is_unspecified or addr.is_loopback or this_machine(ip)
-        if (ip, port) in self.forbidden or (local and port in {p for _, p in self.forbidden}):
-            return f"{host} ({ip}:{port}) is the Temporal server; agents never talk to it"
-        reason = blocked_address(addr)
-        if reason is None and local:  # a public address of one of this machine's own interfaces
-            reason = f"{ip} is an address of this machine (its services may listen there)"
-        if reason and host.lower().rstrip(".") not in self.named:
-            where = reason if host == ip else f"{host} resolves to {ip}: {reason}"
-            return f"{where}; a rule naming the host allows it, if that is intended"
-        return None
-
-
-# Commands reach hosts a wildcard allows on these only (no SMTP, SSH, databases …).
-WEB_PORTS = frozenset({80, 443})
-
-
-@lru_cache(maxsize=1024)
-def this_machine(ip: str) -> bool:
-    """Is ``ip`` one of this machine's own addresses? Only those can be bound to."""
-    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((ip, 0))
-        return True
-    except OSError:
-        return False
-
-
-@lru_cache(maxsize=4)
-def _temporal_endpoints(target: str, ui_url: str) -> frozenset[tuple[str, int]]:
-    host, _, port = target.rpartition(":")
-    try:
-        grpc = int(port or 7233)
-        ports = set(server_ports(grpc))
-        ui = urlsplit(ui_url)
-        if ui.port:
-            ports.add(ui.port)
-        infos = socket.getaddrinfo(host or target, grpc, type=socket.SOCK_STREAM)
-        if ui.hostname:
-            infos += socket.getaddrinfo(ui.hostname, ui.port or 80, type=socket.SOCK_STREAM)
-    except (OSError, ValueError):
-        return frozenset()
-    return frozenset((str(info[4][0]), p) for info in infos for p in ports)
+class EgressUnavailable(RuntimeError):
+    """The egress proxy process could not be started or reached."""
 
 
 def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
     """(the browser's and http_get's policy, sandboxed commands' policy or None for no network).
 
     Any public host for the first (minus denied domains); for commands only the domains a
-    ``network(domain:…)`` allow rule names. A host a rule names exactly may be private.
+    ``network(domain:…)`` allow rule names. Private addresses only for exact ``host:port``
+    rules (``network(domain:127.0.0.1:8080)``), whatever rules say about the host alone.
+
+    Only the worker's own settings and people's approvals open the network: rules that came
+    with a run's input (anyone who can start a workflow wrote them) give no command a way
+    out and no private address.
     """
-    forbidden = set(temporal_endpoints())
+    settings = settings.model_copy(update={"run_rules": []})
     web_allow, web_deny = domain_rules(settings, ("browser_navigate", "http_get", "network"))
     net_allow, net_deny = domain_rules(settings, ("network",))
-    web = Policy(
-        allow=None, deny=web_deny, named=[d for d in web_allow if "*" not in d], forbidden=forbidden
-    )
+    web = Policy.from_rules(web_allow, web_deny, any_host=True, ports=None)
     commands = (
-        Policy(
-            allow=net_allow,
-            deny=net_deny,
-            named=[d for d in net_allow if "*" not in d],
-            forbidden=forbidden,
-            ports=WEB_PORTS,
-        )
+        Policy.from_rules(net_allow, net_deny, any_host=False, ports=WEB_PORTS)
         if net_allow
         else None
     )
     return web, commands
 
 
-def temporal_endpoints() -> set[tuple[str, int]]:
-    """(ip, port) of the Temporal server this worker talks to (gRPC, Web UI, HTTP API, metrics), for the proxy's refusals."""
-    settings = load_settings()
-    return set(_temporal_endpoints(settings.address, settings.ui_url))
+@dataclass(eq=False)
+class _Run:
+    """One proxy process and what waits on it."""
+
+    proc: subprocess.Popen[bytes]
+    pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Record | None]] = (
+        field(default_factory=dict)
+    )
+    listeners: dict[str, tuple[asyncio.AbstractEventLoop, Record | None]] = field(
+        default_factory=dict
+    )
+    alive: bool = True
+    stopping: bool = False  # asked to end: its exit is no news
+    folders: set[str] = field(default_factory=set)  # of its sockets: removed if it was killed
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class EgressProxy:
-    """An HTTP(S) proxy enforcing a :class:`Policy`, on a TCP port of 127.0.0.1 or a Unix socket."""
+def _call(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
+        loop.call_soon_threadsafe(fn, *args)
 
-    def __init__(self, policy: Policy, record: Record | None = None):
-        self.policy = policy
-        self.record = record or (lambda dest, effect, reason: None)
-        self.server: asyncio.AbstractServer | None = None
-        self.port: int | None = None
-        self.socket_path: Path | None = None
-        self._dir: str | None = None
 
-    async def start_tcp(self) -> str:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0, limit=MAX_HEAD)
-        self.port = self.server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{self.port}"
+def _settle(future: asyncio.Future[Any], reply: dict[str, Any] | BaseException) -> None:
+    if future.done():
+        return
+    if isinstance(reply, BaseException):
+        future.set_exception(reply)
+    elif "error" in reply:
+        future.set_exception(EgressUnavailable(reply["error"]))
+    else:
+        future.set_result(reply)
 
-    async def start_unix(self) -> Path:
-        self._dir = tempfile.mkdtemp(prefix="xsky-egress-")
-        self.socket_path = Path(self._dir) / "proxy.sock"
-        self.server = await asyncio.start_unix_server(
-            self._handle, path=str(self.socket_path), limit=MAX_HEAD
-        )
-        os.chmod(self.socket_path, 0o666)  # the sandboxed process may run as another uid
-        return self.socket_path
 
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            with contextlib.suppress(Exception):
-                await self.server.wait_closed()
-        if self._dir is not None:
-            with contextlib.suppress(OSError):
-                os.remove(os.path.join(self._dir, "proxy.sock"))
-                os.rmdir(self._dir)
+class EgressProcess:
+    """The worker's handle on its egress proxy process.
 
-    # -- one client connection ---------------------------------------------------------------
+    A thread of its own starts the process and reads what it says, so any event loop (and
+    any number of them) can use it; replies and decisions are handed to the loop that asked,
+    in the order the proxy wrote them. ``target`` is the Temporal server whose endpoints
+    the proxy refuses (default: the settings'); ``command`` how to start the process.
+    """
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        target: tuple[str, str, tuple[int, ...]] | None = None,
+        command: Sequence[str] | None = None,
+    ):
+        self.target = target
+        self.command = list(command or [sys.executable, "-m", "activities.sandbox.egress_server"])
+        self._lock = threading.Lock()
+        self._run: _Run | None = None
+        self._ids = itertools.count(1)
+
+    @property
+    def pid(self) -> int | None:
+        return self._run.proc.pid if self._run is not None and self._run.alive else None
+
+    def _ensure(self) -> _Run:
+        with self._lock:
+            if self._run is not None and self._run.alive:
+                return self._run
+            address, ui_url, layout = self.target or temporal_ports.settings_target()
+            config = json.dumps({"address": address, "ui_url": ui_url, "layout": list(layout)})
+            started: list[_Run | BaseException] = []
+            ready = threading.Event()
+            # Started from a thread that lives as long as the process: PR_SET_PDEATHSIG fires
+            # when the thread that started a child ends, not only the whole worker.
+            threading.Thread(
+                target=self._serve,
+                args=([*self.command, config], started, ready),
+                name="xsky-egress",
+                daemon=True,
+            ).start()
+            ready.wait(REQUEST_TIMEOUT)
+            if not started or isinstance(started[0], BaseException):
+                raise EgressUnavailable(
+                    f"the egress proxy process could not be started: {started[0] if started else 'timed out'}"
+                )
+            self._run = started[0]
+            return self._run
+
+    def _serve(
+        self, argv: list[str], started: list[_Run | BaseException], ready: threading.Event
+    ) -> None:
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
-        except (
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-            TimeoutError,
-            ConnectionError,
-        ):
-            writer.close()
-            return
-        lines = head.decode("latin-1").split("\r\n")
-        try:
-            method, target, version = lines[0].split(" ", 2)
-        except ValueError:
-            await self._refuse(writer, 400, "not an HTTP request")
-            return
-        if method == "CONNECT":
-            host, _, port_text = target.rpartition(":")
-            await self._tunnel(reader, writer, host.strip("[]"), _port(port_text, 443))
-            return
-        parts = urlsplit(target)
-        if parts.scheme != "http" or not parts.hostname:
-            await self._refuse(
-                writer, 400, "only absolute http:// requests and CONNECT go through this proxy"
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=ROOT,
+                env={k: v for k, v in os.environ.items() if k in CHILD_ENV}
+                | {"MALLOC_ARENA_MAX": "2"},  # few malloc arenas: the memory cap is for data
+                start_new_session=True,  # the terminal's Ctrl-C is the worker's to handle
             )
+        except OSError as e:
+            started.append(e)
+            ready.set()
             return
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        headers = [
-            h
-            for h in lines[1:]
-            if h and not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))
-        ]
-        request = (
-            f"{method} {path} {version}\r\n"
-            + "\r\n".join(headers + ["Connection: close"])
-            + "\r\n\r\n"
+        run = _Run(proc)
+        started.append(run)
+        ready.set()
+        assert proc.stdout is not None
+        self._read(run, proc.stdout)
+
+    def _read(self, run: _Run, out: IO[bytes]) -> None:
+        for line in out:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                log.warning("the egress proxy wrote a line that is not JSON: %r", line[:200])
+                continue
+            if "event" in msg:
+                loop, record = run.listeners.get(msg["endpoint"], (None, None))
+                if loop is not None and record is not None:
+                    _call(loop, record, msg["destination"], msg["effect"], msg["reason"])
+                continue
+            entry = run.pending.pop(msg.get("reply"), None)
+            if entry is None:
+                continue
+            loop, future, record = entry
+            if "endpoint" in msg and "error" not in msg:  # before any of its decisions arrive
+                run.listeners[msg["endpoint"]] = (loop, record)
+            if "path" in msg:
+                run.folders.add(os.path.dirname(msg["path"]))
+            if "closed" in msg:
+                run.listeners.pop(msg["closed"], None)
+            _call(loop, _settle, future, msg)
+        run.alive = False
+        code = run.proc.wait()
+        for folder in run.folders:  # a killed proxy could not remove its sockets itself
+            shutil.rmtree(folder, ignore_errors=True)
+        (log.info if run.stopping else log.warning)(
+            "the egress proxy process exited with status %s", code
         )
-        await self._forward(
-            reader, writer, parts.hostname, parts.port or 80, request.encode("latin-1")
+        gone = EgressUnavailable(
+            f"the egress proxy process exited (status {code}); the next tool call starts a new one"
         )
+        for loop, future, _ in list(run.pending.values()):
+            _call(loop, _settle, future, gone)
+        run.pending.clear()
+
+    async def _request(
+        self, msg: dict[str, Any], record: Record | None = None, run: _Run | None = None
+    ) -> tuple[_Run, dict[str, Any]]:
+        run = run or self._ensure()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        rid = next(self._ids)
+        run.pending[rid] = (loop, future, record)
+        line = json.dumps({"id": rid, **msg}).encode() + b"\n"
+        try:
+            with run.write_lock:
+                assert run.proc.stdin is not None
+                run.proc.stdin.write(line)
+                run.proc.stdin.flush()
+        except OSError as e:
+            run.pending.pop(rid, None)
+            run.alive = False
+            raise EgressUnavailable(f"the egress proxy process is gone ({e})") from None
+        try:
+            return run, await asyncio.wait_for(future, REQUEST_TIMEOUT)
+        except TimeoutError:
+            run.pending.pop(rid, None)
+            raise EgressUnavailable(
+                f"the egress proxy did not answer {msg['op']} within {REQUEST_TIMEOUT:g}s"
+            ) from None
 
     async def _open(
-        self, writer: asyncio.StreamWriter, host: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        dest = f"{host}:{port}"
-        reason = self.policy.check_name(host, port)
-        addresses: list[str] = []
-        if reason is None:
-            literal = ip_of(host)
-            if literal is not None:
-                addresses = [str(literal)]
-            else:
-                try:
-                    infos = await asyncio.get_running_loop().getaddrinfo(
-                        host, port, type=socket.SOCK_STREAM
-                    )
-                except OSError as e:
-                    await self._refuse(writer, 502, f"cannot resolve {host}: {e}")
-                    return None
-                addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-            for ip in addresses:  # every address the name has: a rebinding answer cannot slip by
-                reason = reason or self.policy.check_address(host, ip, port)
-        if reason is not None:
-            self.record(dest, "deny", reason)
-            await self._refuse(writer, 403, f"refused by xsky's egress proxy: {reason}")
-            return None
-        self.record(dest, "allow", f"{host} → {', '.join(addresses)}")
+        self, msg: dict[str, Any], record: Record | None
+    ) -> tuple[_Run, dict[str, Any]]:
         try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(addresses[0], port), CONNECT_TIMEOUT
-            )
-        except (OSError, TimeoutError) as e:
-            await self._refuse(writer, 502, f"cannot connect to {dest}: {e}")
-            return None
+            return await self._request(msg, record)
+        except EgressUnavailable:
+            if self._run is not None and self._run.alive:
+                raise
+            return await self._request(msg, record)  # it had died: once more, with a new one
 
-    async def _tunnel(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int
-    ) -> None:
-        upstream = await self._open(writer, host, port)
-        if upstream is None:
-            return
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await writer.drain()
-        await _pipe_both(reader, writer, *upstream)
+    @contextlib.asynccontextmanager
+    async def endpoint(
+        self, policy: Policy, record: Record | None, kind: str
+    ) -> AsyncIterator[dict[str, Any]]:
+        """An endpoint for one tool call: the open reply (``url``, ``path`` or credentials).
+        When the block ends, every decision it made has been handed to ``record``."""
+        run, opened = await self._open(
+            {"op": "open", "kind": kind, "policy": policy.wire()}, record
+        )
+        try:
+            yield opened
+        finally:
+            if run.alive:
+                close = self._request({"op": "close", "endpoint": opened["endpoint"]}, run=run)
+                with contextlib.suppress(EgressUnavailable):
+                    await asyncio.shield(close)
 
-    async def _forward(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        host: str,
-        port: int,
-        request: bytes,
-    ) -> None:
-        upstream = await self._open(writer, host, port)
-        if upstream is None:
-            return
-        up_reader, up_writer = upstream
-        up_writer.write(request)
-        await up_writer.drain()
-        await _pipe_both(reader, writer, up_reader, up_writer)
+    async def browser_socket(self) -> Path:
+        _, reply = await self._open({"op": "browser_socket"}, None)
+        return Path(reply["path"])
 
-    @staticmethod
-    async def _refuse(writer: asyncio.StreamWriter, status: int, message: str) -> None:
-        body = (message + "\n").encode()
-        reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}.get(status, "Error")
-        with contextlib.suppress(ConnectionError):
-            writer.write(
-                f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
-                f"X-Xsky-Egress: refused\r\nConnection: close\r\n\r\n".encode()
-                + body
-            )
-            await writer.drain()
-        writer.close()
+    def stop(self) -> None:
+        """End the process (it also ends by itself when the worker does)."""
+        run = self._run
+        if run is not None and run.alive and run.proc.stdin is not None:
+            run.stopping = True
+            with contextlib.suppress(OSError):
+                run.proc.stdin.close()  # end of the control pipe: the proxy exits
+            try:
+                run.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                run.proc.kill()
 
 
-def _port(text: str, default: int) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return default
+_process: EgressProcess | None = None
+_process_lock = threading.Lock()
 
 
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    try:
-        while data := await src.read(65536):
-            dst.write(data)
-            await dst.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            dst.close()
-
-
-async def _pipe_both(
-    a_reader: asyncio.StreamReader,
-    a_writer: asyncio.StreamWriter,
-    b_reader: asyncio.StreamReader,
-    b_writer: asyncio.StreamWriter,
-) -> None:
-    await asyncio.gather(_pipe(a_reader, b_writer), _pipe(b_reader, a_writer))
+def process() -> EgressProcess:
+    """This worker's egress proxy process (one for all tool calls)."""
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = EgressProcess()
+            atexit.register(_process.stop)
+        return _process
 
 
 @contextlib.asynccontextmanager
-async def serving(policy: Policy, record: Record | None, unix: bool = False) -> AsyncIterator[str]:
-    """A proxy for the length of one tool call: its URL (TCP) or its socket path (``unix``)."""
-    proxy = EgressProxy(policy, record)
-    try:
-        yield str(await proxy.start_unix()) if unix else await proxy.start_tcp()
-    finally:
-        await proxy.close()
+async def serving(
+    policy: Policy, record: Record | None, unix: bool = False, *, credentials: bool = True
+) -> AsyncIterator[str]:
+    """A proxy endpoint for the length of one tool call: a Unix socket path (``unix``, for a
+    sandbox's relay) or an ``http://user:token@127.0.0.1:port`` URL whose token it requires.
+
+    ``credentials=False``: a URL without them, for a client that cannot send them (the
+    browser until it answers proxy challenges); only this user's processes may use it.
+    Every decision has reached ``record`` when the block ends.
+    """
+    kind = "unix" if unix else "tcp" if credentials else "tcp-user"
+    async with process().endpoint(policy, record, kind) as opened:
+        yield opened["path"] if unix else opened["url"]
+
+
+async def browser_socket() -> Path:
+    """The shared Unix socket browsers reach the proxy through (a relay in their sandbox);
+    requests on it need the credentials of a :func:`browser_session`. Ask again after a
+    restart of the proxy: a new process has a new socket."""
+    return await process().browser_socket()
+
+
+@contextlib.asynccontextmanager
+async def browser_session(policy: Policy, record: Record | None) -> AsyncIterator[tuple[str, str]]:
+    """(username, password) mapping requests on :func:`browser_socket` to this policy and
+    recorder (Playwright: ``proxy={"server": …, "username": …, "password": …}``); the proxy
+    answers ``407`` to requests without them."""
+    async with process().endpoint(policy, record, "session") as opened:
+        yield opened["username"], opened["password"]

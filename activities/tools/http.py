@@ -32,8 +32,9 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     allow_failure = bool(args.get("allowFailure", False))
     ctx.heartbeat(f"GET {url}")
     try:
-        # Through the egress proxy: it resolves each hop's host and refuses private, loopback,
-        # metadata and Temporal addresses, however the URL spells them.
+        # Through the egress proxy (a process of its own): it resolves each hop's host and
+        # refuses metadata and Temporal addresses, and private ones without an exact rule,
+        # however the URL spells them. The URL carries the endpoint's token.
         async with contextlib.AsyncExitStack() as stack:
             proxy = (
                 await stack.enter_async_context(egress.serving(ctx.egress, ctx.record))
@@ -78,11 +79,10 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                     break
             else:
                 raise ToolError(f"GET {url}: more than {MAX_REDIRECTS} redirects")
-    except httpx.ProxyError as e:  # a refused CONNECT (https): the proxy said why
-        raise ToolError(
-            f"GET {url} refused by xsky's egress proxy ({e}): private, loopback, metadata and Temporal "
-            "addresses are not reachable unless a rule names the host"
-        ) from None
+    except httpx.ProxyError as e:  # a refused CONNECT (https): its status line says why
+        raise ToolError(f"GET {url}: xsky's egress proxy answered {e}") from None
+    except egress.EgressUnavailable as e:
+        raise ToolError(f"GET {url} could not go out: {e}", retryable=True) from None
     except httpx.TimeoutException:
         raise ToolError(f"GET {url} timed out after {timeout:g}s", retryable=True) from None
     except httpx.HTTPError as e:

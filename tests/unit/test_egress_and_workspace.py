@@ -1,22 +1,28 @@
 """The worker's own checks behind the sandbox: which addresses the egress proxy refuses
-(this machine's own, Temporal's four ports, non-web ports for commands), which workspaces a
-run may name, and which "approvals" a run's input may carry."""
+(metadata never, Temporal never, this machine's and private ones only for an exact
+host:port rule, non-web ports for commands), and which "approvals" a run's input may carry.
+Which workspaces a run may name: tests/unit/test_workspace_roots.py."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from threading import Thread
 
 import pytest
 
-from activities.sandbox import egress
-from activities.sandbox.confine import workspace_problem
-from xsky.config import Settings, load_settings, server_ports
+from activities.sandbox import egress, temporal_ports
+from activities.sandbox.egress_sockets import this_machine
+from xsky.config import server_ports
 from xsky.permissions import PermissionSettings, approval_shaped, trusted_settings
+
+HINT = (
+    "to the worker's user settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS"  # the fix, said
+)
+NO_TEMPORAL = temporal_ports.Endpoints()
 
 
 def own_addresses() -> list[str]:
@@ -33,62 +39,159 @@ def own_addresses() -> list[str]:
     return sorted(a for a in found if not a.startswith(("127.", "::1")) and "%" not in a)
 
 
+def rules(*allow: str) -> PermissionSettings:
+    return PermissionSettings.model_validate(
+        {"layers": [{"path": "t", "scope": "user", "allow": list(allow)}]}
+    )
+
+
 def test_the_proxy_refuses_this_machines_addresses_and_the_unspecified_ones():
     policy = egress.Policy()
-    for ip in ["0.0.0.0", "::", "127.0.0.1", "127.9.9.9", "::1", *own_addresses()]:
-        reason = policy.check_address(ip, ip, 8080)
-        assert reason is not None, ip
-    assert policy.check_address("example.com", "93.184.215.14", 443) is None
-    assert egress.this_machine("127.0.0.1") and not egress.this_machine("93.184.215.14")
+    for ip in [
+        "0.0.0.0",
+        "::",
+        "127.0.0.1",
+        "127.9.9.9",
+        "::1",
+        "::ffff:127.0.0.1",
+        *own_addresses(),
+    ]:
+        reason = policy.check_address(ip, ip, 8080, NO_TEMPORAL)
+        assert reason is not None and HINT in reason, ip
+    assert policy.check_address("example.com", "93.184.215.14", 443, NO_TEMPORAL) is None
+    assert this_machine("127.0.0.1") and not this_machine("93.184.215.14")
     assert all(
-        egress.this_machine(ip) for ip in own_addresses()
+        this_machine(ip) for ip in own_addresses()
     )  # even were they public, they are refused
 
 
-def test_a_named_local_host_is_allowed_but_never_on_temporals_ports(monkeypatch):
-    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:17233")
-    monkeypatch.setenv("XSKY_UI_URL", "http://localhost:18999")
-    egress._temporal_endpoints.cache_clear()
-    try:
-        web, _ = egress.policies(PermissionSettings(run_rules=["http_get(domain:127.0.0.1)"]))
-        assert web.check_address("127.0.0.1", "127.0.0.1", 5000) is None  # named: the demo's site
-        for port in (
-            *server_ports(17233),
-            18999,
-        ):  # gRPC, Web UI, HTTP API, metrics, the configured UI
-            assert "Temporal server" in (web.check_address("127.0.0.1", "127.0.0.1", port) or ""), (
-                port
+@pytest.mark.parametrize(
+    "ip",
+    [
+        "169.254.169.254",
+        "169.254.0.1",
+        "fe80::1",
+        "fd00:ec2::254",
+        "100.100.100.200",
+        "::ffff:169.254.169.254",  # IPv4-mapped
+        "::169.254.169.254",  # IPv4-compatible
+        "2002:a9fe:a9fe::1",  # 6to4
+        "64:ff9b::169.254.169.254",  # NAT64
+        "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254
+    ],
+)
+def test_link_local_and_metadata_addresses_are_never_allowed_whatever_the_rules(ip):
+    web, commands = egress.policies(
+        rules(
+            *(
+                f"{t}(domain:{h})"
+                for t in ("network", "http_get")
+                for h in ("meta.test", "meta.test:80", f"[{ip}]:80" if ":" in ip else f"{ip}:80")
             )
-            for ip in ("0.0.0.0", *own_addresses()):
-                assert "Temporal server" in (web.check_address(ip, ip, port) or ""), (ip, port)
-    finally:
-        egress._temporal_endpoints.cache_clear()
+        )
+    )
+    assert commands is not None
+    for policy in (web, commands):
+        for host in ("meta.test", ip):
+            reason = policy.check_address(host, ip, 80, NO_TEMPORAL) or ""
+            assert "no rule can allow it" in reason, (host, ip, reason)
 
 
-def test_commands_reach_allowed_domains_on_web_ports_only_unless_the_host_is_named():
+def test_private_addresses_need_an_exact_host_port_rule_and_say_how_to_write_one():
+    web, _ = egress.policies(rules("http_get(domain:127.0.0.1)", "network(domain:db.internal)"))
+    for host, ip, port in (("127.0.0.1", "127.0.0.1", 5000), ("db.internal", "10.0.0.5", 5432)):
+        reason = web.check_address(host, ip, port, NO_TEMPORAL) or ""
+        assert f"add an exact rule such as network(domain:{host}:{port}) {HINT}" in reason
+    web, commands = egress.policies(
+        rules(
+            "http_get(domain:127.0.0.1:5000)",
+            "network(domain:db.internal:5432)",
+            "network(domain:[::1]:3000)",
+        )
+    )
+    assert commands is not None
+    assert web.check_address("127.0.0.1", "127.0.0.1", 5000, NO_TEMPORAL) is None
+    assert (
+        web.check_address("127.0.0.1", "127.0.0.1", 5001, NO_TEMPORAL) is not None
+    )  # that port only
+    assert web.check_address("2130706433", "127.0.0.1", 5000, NO_TEMPORAL) is None  # however spelt
+    assert (
+        web.check_address("localhost", "127.0.0.1", 5000, NO_TEMPORAL) is not None
+    )  # that host only
+    assert commands.check_name("db.internal", 5432) is None
+    assert commands.check_address("db.internal", "10.0.0.5", 5432, NO_TEMPORAL) is None
+    assert commands.check_address("::1", "::1", 3000, NO_TEMPORAL) is None
+    assert "private network" in (
+        commands.check_address("db.internal", "10.0.0.5", 5433, NO_TEMPORAL) or ""
+    )
+
+
+def test_temporals_endpoints_are_refused_even_with_an_exact_rule():
+    found = temporal_ports.discover(
+        "127.0.0.1:17233", "http://localhost:18999", server_ports(17233)
+    )
+    ports = (*server_ports(17233), 18999)  # gRPC, Web UI, HTTP API, metrics, the configured UI
+    web, _ = egress.policies(
+        rules(
+            *(
+                f"http_get(domain:{h}:{p})"
+                for p in ports
+                for h in ("127.0.0.1", "0.0.0.0", *own_addresses())
+            )
+        )
+    )
+    for port in ports:
+        for ip in ("127.0.0.1", "0.0.0.0", *own_addresses()):
+            assert "Temporal server" in (web.check_address(ip, ip, port, found) or ""), (ip, port)
+    remote = temporal_ports.discover("203.0.113.7:7233", "http://203.0.113.7:8080", ())
+    assert remote.include("203.0.113.7", 7233) and remote.include("203.0.113.7", 8080)
+    assert not remote.include("127.0.0.1", 7233)  # a remote server's ports are its own
+    named = temporal_ports.Endpoints(names=frozenset({("temporal.example", 7233)}))
+    # By its name too: the next lookup may answer an address discovery never saw.
+    assert "Temporal server" in (
+        web.check_address("Temporal.Example.", "198.51.100.9", 7233, named) or ""
+    )
+
+
+def test_a_server_restarted_on_other_ports_is_noticed_within_the_discovery_interval():
+    grpc = socket.create_server(("127.0.0.1", 0))  # this process plays the server
+    port = grpc.getsockname()[1]
+    first = socket.create_server(("127.0.0.1", 0))
+    discovery = temporal_ports.Discovery(f"127.0.0.1:{port}", "http://127.0.0.1:1", (), ttl=0.2)
+    assert first.getsockname()[1] in discovery.current().local_ports  # found: not in any setting
+    second = socket.create_server(("127.0.0.1", 0))
+    old, new = first.getsockname()[1], second.getsockname()[1]
+    first.close()
+    assert new not in discovery.current().local_ports  # within the interval: the cached answer
+    time.sleep(0.3)
+    assert new in discovery.current().local_ports and old not in discovery.current().local_ports
+    grpc.close()
+    second.close()
+
+
+def test_commands_reach_allowed_domains_on_web_ports_only_unless_a_rule_names_the_host():
     _, commands = egress.policies(PermissionSettings(run_rules=[]))
     assert commands is None  # no network rule: no network at all
-    settings = PermissionSettings.model_validate(
-        {
-            "layers": [
-                {
-                    "path": "t",
-                    "scope": "user",
-                    "allow": ["network(domain:*.example.com)", "network(domain:db.internal)"],
-                }
-            ]
-        }
+    _, commands = egress.policies(
+        rules(
+            "network(domain:*.example.com)",
+            "network(domain:db.example.org)",
+            "network(domain:git.example.net:22)",
+        )
     )
-    _, commands = egress.policies(settings)
     assert commands is not None
     assert (
         commands.check_name("api.example.com", 443) is None
         and commands.check_name("api.example.com", 80) is None
     )
-    assert "not a web port" in commands.check_name("mail.example.com", 25)
-    assert "not a web port" in commands.check_name("api.example.com", 22)
-    assert commands.check_name("db.internal", 5432) is None  # a host a rule names exactly
-    assert "not among the domains" in commands.check_name("evil.com", 443)
+    assert "not a web port" in (commands.check_name("mail.example.com", 25) or "")
+    assert "network(domain:api.example.com:22)" in (
+        commands.check_name("api.example.com", 22) or ""
+    )
+    assert commands.check_name("db.example.org", 5432) is None  # a host a rule names exactly
+    assert commands.check_name("git.example.net", 22) is None  # an exact host:port rule
+    assert "not among the domains" in (commands.check_name("git.example.net", 443) or "")
+    assert "not among the domains" in (commands.check_name("evil.com", 443) or "")
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -101,15 +204,18 @@ class _Hello(BaseHTTPRequestHandler):
         pass
 
 
-async def test_through_the_real_proxy_loopback_is_refused_and_a_named_host_is_served():
+async def test_through_the_real_proxy_loopback_needs_an_exact_rule_a_host_rule_is_not_enough():
     site = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
     Thread(target=site.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{site.server_address[1]}/"
+    port = site.server_address[1]
+    url = f"http://127.0.0.1:{port}/"
     decisions: list[tuple[str, str, str]] = []
     try:
-        for named, expected in ((False, 403), (True, 200)):
-            policy = egress.Policy(named=["127.0.0.1"] if named else [])
-            async with egress.serving(policy, lambda *d: decisions.append(d)) as proxy:
+        for rule, expected in ((None, 403), ("127.0.0.1", 403), (f"127.0.0.1:{port}", 200)):
+            web, _ = egress.policies(
+                rules(f"http_get(domain:{rule})") if rule else PermissionSettings()
+            )
+            async with egress.serving(web, lambda *d: decisions.append(d)) as proxy:
                 opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
 
                 def fetch(opener: urllib.request.OpenerDirector) -> int:
@@ -118,56 +224,10 @@ async def test_through_the_real_proxy_loopback_is_refused_and_a_named_host_is_se
                     except urllib.error.HTTPError as e:
                         return e.code
 
-                assert await asyncio.to_thread(fetch, opener) == expected
+                assert await asyncio.to_thread(fetch, opener) == expected, rule
     finally:
         site.shutdown()
-    assert [d[1] for d in decisions] == ["deny", "allow"] and "loopback" in decisions[0][2]
-
-
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch) -> Settings:
-    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "skills-home"))
-    monkeypatch.setenv("XSKY_PROJECT_DIR", str(tmp_path / "project"))
-    return load_settings()
-
-
-@pytest.mark.parametrize(
-    "where",
-    [
-        "/",
-        "/etc",
-        "/usr",
-        "HOME",
-        "HOME_PARENT",
-        "STATE",
-        "STATE/artifacts",
-        "STATE/runs/other/workspace",
-        "STATE_PARENT",
-        "SKILLS/library",
-        "PROJECT/.xsky",
-    ],
-)
-def test_a_run_may_not_name_the_system_the_home_or_xskys_state_as_its_workspace(
-    settings, tmp_path, where
-):
-    path = (
-        where.replace("HOME_PARENT", str(Path.home().parent))
-        .replace("HOME", str(Path.home()))
-        .replace("STATE_PARENT", str(tmp_path))
-        .replace("STATE", str(tmp_path / "state"))
-        .replace("SKILLS", str(tmp_path / "skills-home"))
-        .replace("PROJECT", str(tmp_path / "project"))
-    )
-    assert workspace_problem(Path(path), settings, "run-1") is not None
-
-
-def test_the_default_workspace_and_a_folder_of_its_own_are_fine(settings, tmp_path):
-    assert workspace_problem(settings.runs / "run-1" / "workspace", settings, "run-1") is None
-    assert workspace_problem(tmp_path / "elsewhere" / "project", settings, "run-1") is None
-    assert (
-        workspace_problem(settings.runs / "run-2" / "workspace", settings, "run-1") is not None
-    )  # another run's
+    assert [d[1] for d in decisions] == ["deny", "deny", "allow"] and "loopback" in decisions[0][2]
 
 
 def test_a_runs_input_carries_only_approval_shaped_rules():

@@ -1,0 +1,159 @@
+"""Which destinations an egress endpoint lets through: names first, then every address.
+
+Names: deny patterns, then allow patterns (``host``, ``*.suffix``; ``None`` allows any host)
+and, for sandboxed commands, web ports only unless a rule names the host. Addresses —
+every address a name resolves to, whatever a rule says about the name:
+
+- link-local and cloud metadata addresses: never (:func:`xsky.addresses.never_reachable`);
+- the Temporal server's endpoints (:mod:`.temporal_ports`): never;
+- loopback, private, carrier-grade NAT, reserved, documentation ranges and this machine's
+  own addresses: only for an exact ``host:port`` rule naming that host and port.
+
+A policy is plain data (it travels to the proxy process as JSON).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from activities.sandbox import temporal_ports
+from xsky.addresses import blocked_address, ip_of, never_reachable
+
+# Commands reach hosts a wildcard allows on these only (no SMTP, SSH, databases …).
+WEB_PORTS = frozenset({80, 443})
+SETTINGS_HINT = "to the worker's user settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS"
+
+
+def normal_host(host: str) -> str:
+    """How rules and requests compare hosts: lower case, no trailing dot or brackets, and an
+    address in its one canonical spelling (``2130706433`` is ``127.0.0.1``)."""
+    name = host.strip().strip("[]").rstrip(".").lower()
+    literal = ip_of(name)
+    return str(literal) if literal is not None else name
+
+
+def split_rule(pattern: str) -> tuple[str, int | None]:
+    """``127.0.0.1:8080`` → ``("127.0.0.1", 8080)``; ``[::1]:3000`` → ``("::1", 3000)``;
+    ``pypi.org`` → ``("pypi.org", None)``. A pattern ending in ``:digits`` names a port."""
+    text = pattern.strip()
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and 0 < int(port) < 65536 and (":" not in host or host.endswith("]")):
+        return normal_host(host), int(port)
+    return normal_host(text) if "*" not in text else text.lower().rstrip("."), None
+
+
+def _domain_match(host: str, pattern: str) -> bool:
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern or host.endswith("." + pattern) or fnmatch.fnmatchcase(host, pattern)
+
+
+@dataclass
+class Policy:
+    """Which destinations an egress endpoint lets through."""
+
+    allow: list[str] | None = None  # host patterns; None: any host (the browser, http_get)
+    deny: list[str] = field(default_factory=list)  # host patterns, or host:port
+    exact: set[tuple[str, int]] = field(default_factory=set)  # (host, port): may be private
+    forbidden: set[tuple[str, int]] = field(
+        default_factory=set
+    )  # (ip, port) never, beside Temporal
+    ports: frozenset[int] | None = None  # the only ports of hosts no rule names; None: any
+
+    @classmethod
+    def from_rules(
+        cls, allowed: list[str], denied: list[str], *, any_host: bool, ports: frozenset[int] | None
+    ) -> Policy:
+        """A policy from ``domain:`` rule patterns ("host", "*.suffix", "host:port")."""
+        names = [h for h, p in map(split_rule, allowed) if p is None]
+        exact = {(h, p) for h, p in map(split_rule, allowed) if p is not None}
+        return cls(
+            allow=None if any_host else names,
+            deny=[p.strip().lower() for p in denied],
+            exact=exact,
+            ports=ports,
+        )
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "allow": self.allow,
+            "deny": self.deny,
+            "exact": sorted(self.exact),
+            "forbidden": sorted(self.forbidden),
+            "ports": None if self.ports is None else sorted(self.ports),
+        }
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Policy:
+        return cls(
+            allow=data["allow"],
+            deny=list(data["deny"]),
+            exact={(str(h), int(p)) for h, p in data["exact"]},
+            forbidden={(str(h), int(p)) for h, p in data["forbidden"]},
+            ports=None if data["ports"] is None else frozenset(data["ports"]),
+        )
+
+    def _denied(self, host: str, port: int | None) -> bool:
+        for pattern in self.deny:
+            name, pinned = split_rule(pattern)
+            if (pinned is None or pinned == port) and _domain_match(host, name):
+                return True
+        return False
+
+    def check_name(self, host: str, port: int | None = None) -> str | None:
+        """Why a host (and port) is refused before any lookup (None: go on to its addresses)."""
+        host = normal_host(host)
+        pinned = port is not None and (host, port) in self.exact
+        if self._denied(host, port):
+            return f"{host} is denied by a domain rule"
+        if (
+            self.ports is not None
+            and port is not None
+            and port not in self.ports
+            and not pinned
+            and host not in (self.allow or [])
+        ):
+            return (
+                f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
+                f"add a rule such as network(domain:{_rule_host(host)}:{port}) {SETTINGS_HINT}"
+            )
+        if (
+            self.allow is not None
+            and not pinned
+            and not any(_domain_match(host, p) for p in self.allow)
+        ):
+            return (
+                f"{host} is not among the domains the settings allow ({', '.join(self.allow) or 'none'}); "
+                f"add a rule such as network(domain:{_rule_host(host)}) {SETTINGS_HINT}"
+            )
+        return None
+
+    def check_address(
+        self, host: str, ip: str, port: int, temporal: temporal_ports.Endpoints | None = None
+    ) -> str | None:
+        """Why ``host``, resolved to ``ip``, may not be reached on ``port`` (None: it may)."""
+        addr = ipaddress.ip_address(ip.split("%")[0])
+        where = f"{ip}:{port}" if normal_host(host) == str(addr) else f"{host} ({ip}:{port})"
+        never = never_reachable(addr)
+        if never:
+            return f"{where}: {never}; no rule can allow it"
+        temporal = temporal if temporal is not None else temporal_ports.default().current()
+        if (str(addr), port) in self.forbidden or temporal.include(str(addr), port, host):
+            return f"{where} is the Temporal server; agents never talk to it, whatever the rules"
+        reason = blocked_address(addr)
+        if reason is None and temporal_ports.is_local(str(addr)):
+            reason = f"{addr} is an address of this machine (its services may listen there)"
+        if reason and (normal_host(host), port) not in self.exact:
+            return (
+                f"{where}: {reason}; to allow it, add an exact rule such as "
+                f"network(domain:{_rule_host(host)}:{port}) {SETTINGS_HINT}"
+            )
+        return None
+
+
+def _rule_host(host: str) -> str:
+    name = normal_host(host)
+    return f"[{name}]" if ":" in name else name
