@@ -8,17 +8,23 @@ import json
 import os
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from cli.plans import UsageError
-from cli.render import out, print_json
-from cli.roles_cmd import resolve_permissions, resolve_roles
+from cli.render import cell, out, print_json
+from cli.roles_cmd import resolve_roles
 from xsky.client import XSky
 from xsky.config import load_settings
 from xsky.permissions import decide
-from xsky.roles import TOOLS
+from xsky.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
+from xsky.settings import (
+    SettingsError,
+    permission_settings,
+    project_security_fields,
+    role_layers,
+    worker_layers,
+)
 from xsky.shell_parse import ShellParseError, split_command
 from xsky.tool_registry import PRIMARY_ARG
 
@@ -64,15 +70,35 @@ def _arguments(tool: str, raw: str) -> dict[str, Any]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Decided as a worker decides: with the user settings alone (a project's file is a place
+    agents may have written, so its rules and roles never count), a project-only role as one
+    the worker does not know."""
     if args.tool not in TOOLS:
         raise UsageError(f"unknown tool {args.tool!r}; tools: {', '.join(TOOLS)}")
+    config = load_settings()
     roles = resolve_roles()
-    role = roles.get(args.role)
-    if role is None:
+    given = roles.get(args.role)
+    if given is None:
         raise UsageError(f"no role {args.role!r}; roles: {', '.join(roles)}")
-    settings = resolve_permissions()
+    try:
+        layers = worker_layers(config)
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(args.role)
+    role = trusted_role(given, known)
+    settings = permission_settings(layers).model_copy(
+        update={"person_only_tools": person_only_tools(given, known)}
+    )
     if args.mode:
         settings = settings.model_copy(update={"mode": args.mode})
+    ignored = project_security_fields(config)
+    if ignored and not args.json:
+        out.print(
+            cell(
+                f"(the project's settings set {', '.join(ignored)}; workers ignore them and decide with "
+                f"{config.user_settings})"
+            )
+        )
     arguments = _arguments(args.tool, args.args)
     workspace = os.path.abspath(args.workspace)
     decision = decide(args.tool, arguments, role, settings, workspace)
@@ -95,17 +121,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             }
         )
         return 0
+    # The call checked is often one copied from an agent's transcript: shown literally.
     out.print(
         Text(decision.effect.upper(), style=EFFECT_STYLE[decision.effect]),
-        Text(f" {args.tool} as {role.name} (mode {settings.mode})"),
+        cell(f" {args.tool} as {role.name} (mode {settings.mode})"),
     )
-    out.print(escape(decision.reason))
+    out.print(cell(decision.reason))
     if len(parts) > 1:
         out.print("\nthe command runs, part by part:")
         for p in parts:
             out.print(
                 Text(f"  {p['effect']:5} ", style=EFFECT_STYLE[p["effect"]]),
-                Text(f"{p['command']} — {p['reason']}"),
+                cell(f"{p['command']} — {p['reason']}"),
             )
     return 0
 
@@ -120,18 +147,19 @@ async def cmd_log(args: argparse.Namespace) -> int:
     if not entries:
         out.print("no permission decisions yet")
         return 0
-    table = Table(title=f"{args.id}: permission decisions", title_justify="left")
+    table = Table(title=cell(f"{args.id}: permission decisions"), title_justify="left")
     for col in ("time", "task", "tool", "call", "decision", "why", "by"):
         table.add_column(col, overflow="fold")
     for e in entries:
+        # The calls, reasons and who decided are agents' and people's words: literal text.
         table.add_row(
             f"{e.at:%H:%M:%S}",
-            e.task_id,
-            e.tool,
-            escape(e.arguments),
+            cell(e.task_id),
+            cell(e.tool),
+            cell(e.arguments),
             Text(e.effect, style=EFFECT_STYLE[e.effect]),
-            escape(e.reason),
-            e.by + (f" ({e.request_id})" if e.request_id else ""),
+            cell(e.reason),
+            cell(e.by + (f" ({e.request_id})" if e.request_id else "")),
         )
     out.print(table)
     return 0

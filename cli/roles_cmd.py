@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from rich.markup import escape
 from rich.table import Table
 
 from cli.plans import UsageError
-from cli.render import out, print_json
+from cli.render import cell, out, print_json, shown
 from xsky import client
 from xsky.config import load_settings
 from xsky.models import RoleCapabilityModel
-from xsky.permissions import PermissionSettings
-
-
-def resolve_permissions() -> PermissionSettings:
-    """Permission rules of every settings layer and the mode (project over user)."""
-    return client.resolve_permissions(load_settings())
 
 
 def resolve_roles() -> dict[str, RoleCapabilityModel]:
@@ -44,15 +37,18 @@ def cmd_roles(args: argparse.Namespace) -> int:
         if args.json:
             print_json(role.wire())
             return 0
-        out.print(f"[bold]{escape(role.name)}[/] — {escape(role.description)}")
-        out.print(f"allowed tools:   {', '.join(role.allowed_tools) or '(none)'}")
+        # Settings files and plans' <role>s are written by people and by planners: literal text.
+        out.print(f"[bold]{shown(role.name)}[/] — {shown(role.description)}")
+        out.print(cell(f"allowed tools:   {', '.join(role.allowed_tools) or '(none)'}"))
         out.print(
-            f"requested tools: {', '.join(role.requested_tools) or '(none)'}  (need a person's approval)"
+            cell(
+                f"requested tools: {', '.join(role.requested_tools) or '(none)'}  (need a person's approval)"
+            )
         )
-        out.print(f"skills:          {', '.join(role.skill_names) or '(none)'}")
-        out.print(f"suggested model: {role.suggested_model or '(XSKY_MODEL)'}")
+        out.print(cell(f"skills:          {', '.join(role.skill_names) or '(none)'}"))
+        out.print(cell(f"suggested model: {role.suggested_model or '(XSKY_MODEL)'}"))
         out.print("\n[bold]system prompt[/]")
-        out.print(escape(role.system_prompt))
+        out.print(cell(role.system_prompt))
         return 0
     if args.json:
         print_json([r.wire() for r in roles.values()])
@@ -65,7 +61,10 @@ def cmd_roles(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for r in roles.values():
         table.add_row(
-            r.name, escape(r.description), ", ".join(r.allowed_tools), ", ".join(r.requested_tools)
+            cell(r.name),
+            cell(r.description),
+            cell(", ".join(r.allowed_tools)),
+            cell(", ".join(r.requested_tools)),
         )
     out.print(table)
     return 0

@@ -57,7 +57,7 @@ from xsky.leader_state import (
     ToolApproval,
 )
 from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
-from xsky.permissions import run_rules_for
+from xsky.permissions import ApprovedRule, run_rules_for
 from xsky.planning import problems_text
 from xsky.replan import merge_plan, new_task
 from xsky.roles import BUILTIN_ROLES, effective_roles, plan_role_problems, role_problems
@@ -319,9 +319,20 @@ class LeaderCore:
 
     def roles(self) -> dict[str, RoleCapabilityModel]:
         """Roles agents may take: the people's, and the plan's <role>s as far as a plan may go
-        (narrowing known roles; new roles' privileged tools asked for until the plan is approved)."""
+        (narrowing known roles; new roles' privileged tools asked for until a person approved
+        the plan: a review that timed out into "approve" leaves them asked for)."""
         base = self.base_roles()
-        return {**base, **effective_roles(self.s.plan.roles, base, self.s.review == "approved")}
+        by_person = self.s.review == "approved"
+        return {**base, **effective_roles(self.s.plan.roles, base, by_person)}
+
+    def _plan_role_approved(self, name: str) -> bool:
+        """Is ``name`` a role the plan invents, in a plan a person approved (approve_plan)?
+        A review that timed out into an approval is nobody's word."""
+        return (
+            self.s.review == "approved"
+            and name not in self.base_roles()
+            and any(r.name == name for r in self.s.plan.roles)
+        )
 
     def agent_infos(self) -> list[AgentInfo]:
         return [AgentInfo(name=r.name, description=r.description) for r in self.roles().values()]
@@ -374,7 +385,7 @@ class LeaderCore:
     def review_timed_out(self, now: datetime) -> bool:
         """Nobody reviewed the plan in time: approve or end the run. True if it goes on."""
         if self.options.review_timeout_action == "approve":
-            self.s.review = "approved"
+            self.s.review = "approved_by_timeout"  # the plan runs; nobody vouched for its new roles
             self.note_history(
                 f"approved automatically: nobody reviewed the plan within {self.options.review_timeout:g}s",
                 now,
@@ -530,11 +541,18 @@ class LeaderCore:
             ),  # a person's decisions go to the next dispatch only
             nudges=list(self._nudges.get(task.id, [])),
             role=self.roles().get(self.agents[agent_id].name),
+            role_approved=self._plan_role_approved(self.agents[agent_id].name),
+            # The input's rules (whoever started the run wrote them, approvedRules included) and
+            # the answers people gave in this run travel apart, so decisions say which decided.
             permissions=self.input.permissions.model_copy(
                 update={
                     "run_rules": list(
-                        dict.fromkeys(self.input.permissions.run_rules + self.s.run_rules)
-                    )
+                        dict.fromkeys(
+                            self.input.permissions.run_rules
+                            + [a.rule for a in self.input.permissions.approved_rules]
+                        )
+                    ),
+                    "approved_rules": list(self.s.approved_rules),
                 }
             ),
             goal=self.s.plan.task_prompt or self.s.plan.name or None,
@@ -1166,9 +1184,11 @@ class LeaderCore:
             )
         )
         if req.decision == "allow_run" and request.tool:
+            kept = {a.rule for a in self.s.approved_rules}
             for rule in run_rules_for(request.tool, request.arguments or {}):
-                if rule not in self.s.run_rules:
-                    self.s.run_rules.append(rule)
+                if rule not in kept:
+                    kept.add(rule)
+                    self.s.approved_rules.append(ApprovedRule(rule=rule, request_id=request.id))
         if task is not None:
             self.s.approvals.setdefault(task.id, []).append(
                 ToolApproval(

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from xsky.artifacts import BlobRef
 from xsky.board import TaskState, TaskStatus, TaskView
 from xsky.models import RoleCapabilityModel, WireModel, Workflow
+from xsky.permissions import ApprovedRule
 
 RequestKind = Literal["question", "approval", "escalation", "review"]
 RequestStatus = Literal["pending", "answered", "expired", "withdrawn"]
@@ -118,17 +119,30 @@ class LeaderState(WireModel):
     stall_levels: dict[str, int] = Field(default_factory=dict)  # by task id
     paused: bool = False
     pause_reason: str | None = None
-    review: Literal["none", "waiting", "approved"] = "none"
+    # "approved": by a person (approve_plan); "approved_by_timeout": nobody reviewed in time and
+    # reviewTimeoutAction is "approve" — the plan runs, but plan-invented roles stay restricted.
+    review: Literal["none", "waiting", "approved", "approved_by_timeout"] = "none"
     review_deadline: datetime | None = None
     auto_replans: int = 0
     defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
-    run_rules: list[str] = Field(
+    approved_rules: list[ApprovedRule] = Field(
         default_factory=list
-    )  # "allow for this run" approvals, as allow rules
+    )  # "allow for this run" answers people gave, as allow rules naming their request
     audit: list[AuditEntry] = Field(default_factory=list)
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_approvals(cls, data: Any) -> Any:
+        """A state an older version carried over keeps people's approvals in ``runRules``
+        (only approve_tool wrote there), without their request ids."""
+        if isinstance(data, dict):
+            older = data.get("runRules", data.get("run_rules"))
+            if older and not data.get("approvedRules", data.get("approved_rules")):
+                data = {**data, "approvedRules": [{"rule": r} for r in older]}
+        return data
 
 
 # -- messages: updates ---------------------------------------------------------------------

@@ -259,7 +259,9 @@ def effective_roles(
 
     A known role is narrowed (never widened, whatever the plan says). A role the plan
     invents may hold privileged tools (exec, network, writes) only once a person approved
-    the plan; until then each use of one is asked for (moved to requestedTools).
+    the plan (``approve_plan``; a review that timed out is no person's approval); until then
+    each use of one is asked for (moved to requestedTools). Either way a worker that does not
+    know the role asks a person for each such call (:func:`person_only_tools`).
     """
     out: dict[str, RoleCapabilityModel] = {}
     for role in plan_roles:
@@ -308,6 +310,25 @@ def trusted_role(
     return given.model_copy(
         update={"allowed_tools": allowed, "requested_tools": list(dict.fromkeys(requested))}
     )
+
+
+def person_only_tools(
+    given: RoleCapabilityModel | None, known: RoleCapabilityModel | None
+) -> list[str]:
+    """The tools of a role the worker does not know that only a person may allow, call by call:
+    all its privileged ones (writes, exec, network).
+
+    :func:`trusted_role` moves them to requestedTools, but a broad allow rule
+    (``allow: ["shell"]``) or the bypass mode would answer that ask without a person; a role
+    an LLM-written plan or a forged input made up must not be let through so.
+    """
+    if given is None or known is not None:
+        return []
+    return [
+        t
+        for t in dict.fromkeys(given.allowed_tools + given.requested_tools)
+        if t in PRIVILEGED_TOOLS
+    ]
 
 
 def with_skill_access(role: RoleCapabilityModel | None) -> RoleCapabilityModel | None:

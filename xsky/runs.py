@@ -121,6 +121,9 @@ class AgentInput(Wire):
     approvals: list[ToolApproval] = Field(default_factory=list)
     nudges: list[str] = Field(default_factory=list)
     role: RoleCapabilityModel | None = None  # the agent's role, resolved by the leader
+    # The role is one the plan's <role> defines, and a person approved that plan (approve_plan):
+    # the worker gives it the tools it names though it does not know the role itself.
+    role_approved: bool = False
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
     markers: list[str] | None = (

@@ -1,9 +1,15 @@
-"""The permission gate every tool call of an agent passes: decide, record, and act on it."""
+"""The permission gate every tool call of an agent passes: decide, record, and act on it.
+
+The gate decides with the worker's trusted settings and, for a role the worker does not know,
+with that role's privileged tools marked person-only (``PermissionSettings.person_only_tools``):
+only a person's approval of the exact call, or a rule a person gave for the run, lets one run.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,7 +18,7 @@ from activities import metrics
 from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.models import RoleCapabilityModel
-from xsky.permissions import Decision, decide
+from xsky.permissions import MAX_COMMAND, Decision, decide
 from xsky.runs import AgentInput, DecisionRecord
 
 log = logging.getLogger("xsky.permissions")
@@ -20,17 +26,36 @@ PROCESS_TOOLS = frozenset({"shell", "python_exec"})  # the tools that start proc
 SANDBOX_OFF = "sandbox-off"
 
 
-def summarize(arguments: dict[str, Any], limit: int = 200) -> str:
-    text = json.dumps(arguments, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def summarize(arguments: dict[str, Any], limit: int = MAX_COMMAND) -> str:
+    """A call's arguments as JSON for the permission log, each string whole up to ``limit``
+    characters — as long a command as the checker reads, so an entry shows exactly what ran.
+    A longer value (a file's content) is cut, saying how much was left out."""
+
+    def kept(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > limit:
+            return value[:limit] + f"… ({len(value) - limit:,} more characters)"
+        return value
+
+    return json.dumps(
+        {name: kept(value) for name, value in arguments.items()}, ensure_ascii=False, default=str
+    )
 
 
 class Gate:
     def __init__(
-        self, inp: AgentInput, role: RoleCapabilityModel, workspace: Path, unconfined: bool = False
+        self,
+        inp: AgentInput,
+        role: RoleCapabilityModel,
+        workspace: Path,
+        unconfined: bool = False,
+        person_only: Sequence[str] = (),
     ):
         self.inp = inp
         self.role = role
+        given = inp.permissions.person_only_tools
+        self.permissions = inp.permissions.model_copy(
+            update={"person_only_tools": list(dict.fromkeys([*given, *person_only]))}
+        )
         self.workspace = str(workspace.resolve())
         self.decisions: list[DecisionRecord] = []
         self._used: set[str] = set()  # approvals already spent in this attempt
@@ -46,7 +71,7 @@ class Gate:
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         decision = await checker.check(
-            tool, arguments, self.role, self.inp.permissions, self.workspace, self.protected
+            tool, arguments, self.role, self.permissions, self.workspace, self.protected
         )
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
@@ -73,9 +98,7 @@ class Gate:
 
     def readable(self, path: str) -> bool:
         """May this workspace file be read? (file_read deny rules hold for every tool that reads.)"""
-        decision = decide(
-            "file_read", {"path": path}, self.role, self.inp.permissions, self.workspace
-        )
+        decision = decide("file_read", {"path": path}, self.role, self.permissions, self.workspace)
         return not (decision.effect == "deny" and (decision.rule is not None or decision.hard))
 
     def network(self, destination: str, effect: str, reason: str) -> None:

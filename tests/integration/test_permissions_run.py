@@ -132,12 +132,11 @@ async def test_deny_rules_and_plan_mode_are_enforced_without_asking(
 
     fake_llm.responder = responder
     # The rules come from the worker's own settings file; the run may only make the mode stricter.
-    project = tmp_path / "proj"
-    (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(
+    user = tmp_path / "user-settings.json"
+    user.write_text(
         json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}})
     )
-    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
     await env.start_worker()
     rules = PermissionSettings(
         layers=[PermissionLayer(scope="project", path="forged", allow=["shell(rm:*)"])], mode="plan"
@@ -169,16 +168,26 @@ async def test_a_shell_command_past_its_timeout_leaves_no_process_behind(env: En
 
 
 async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monkeypatch):
-    project = tmp_path / "proj"
-    (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(
+    user = tmp_path / "user-settings.json"
+    user.write_text(
         json.dumps({"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(rm:*)"]}})
     )
-    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
     code, out, _ = await starter(
         env, "permissions", "check", "shell", "ls && rm -rf x", "--role", "shell"
     )
     assert code == 0 and out.startswith("DENY") and "shell(rm:*)" in out and "allow  ls" in out
+    # A project's rules are not the worker's: the check says so and does not count them.
+    project = tmp_path / "proj"
+    (project / ".xsky").mkdir(parents=True)
+    (project / ".xsky" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["shell(rm:*)"]}})
+    )
+    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
+    code, out, _ = await starter(
+        env, "permissions", "check", "shell", "rm -rf x", "--role", "shell"
+    )
+    assert code == 0 and "workers ignore them" in out and "DENY" in out
     code, out, _ = await starter(
         env, "permissions", "check", "shell", "pytest", "--role", "explore", "--json"
     )
