@@ -5,11 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cli.render import one_line
+from cli.render import cell, one_line
 from xsky.artifacts import ArtifactRef
 from xsky.board import TaskView, format_duration
 from xsky.leader_state import BoardPage
@@ -28,11 +27,13 @@ STATUS_STYLE = {
 
 
 def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Table:
+    """The board; every cell and the title are literal text (a task's subject, error and
+    progress note are the plan's and the agent's words)."""
     table = Table(
-        title=title or None,
+        title=cell(title) if title else None,
         title_justify="left",
         expand=False,
-        caption=caption or None,
+        caption=Text(caption) if caption else None,
         caption_justify="left",
     )
     for col in ("task", "agent", "status", "duration", "tries", "subject", "note"):
@@ -48,13 +49,13 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
         if t.tokens:
             note = f"{note} ({t.tokens} tokens)".strip()
         table.add_row(
-            t.id,
-            escape(t.assigned_agent),
+            cell(t.id),
+            cell(t.assigned_agent),
             Text(t.status, style=STATUS_STYLE.get(t.status, "")),
             format_duration(live_duration(t)),
             str(t.tries or t.attempt),
-            escape(one_line(t.subject, 48)),
-            escape(one_line(note, 70)),
+            Text(one_line(t.subject, 48)),
+            Text(one_line(note, 70)),
         )
     return table
 
@@ -96,7 +97,7 @@ def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any)
 
 def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Table:
     table = Table(
-        title=f"{escape(result.name or result.workflow_id)} — {result.status}: {escape(result.summary)}",
+        title=cell(f"{result.name or result.workflow_id} — {result.status}: {result.summary}"),
         title_justify="left",
     )
     table.add_column("task", no_wrap=True)
@@ -108,19 +109,19 @@ def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Ta
             if a.status != "completed" and a.error
             else result_text(a.result, a.result_ref, read_artifact)
         )
-        shown = (
+        visible = (
             text
             if len(text) <= width
             else text[:width]
             + f"… [{len(text):,} characters; `starter.py result {result.workflow_id} --agent {a.id}` shows all]"
         )
         for art in a.artifacts:
-            shown += f"\n[{art.media_type}: {art.uri}]"
+            visible += f"\n[{art.media_type}: {art.uri}]"
         table.add_row(
-            a.task_id, Text(a.status, style=STATUS_STYLE.get(a.status, "")), escape(shown)
+            cell(a.task_id), Text(a.status, style=STATUS_STYLE.get(a.status, "")), cell(visible)
         )
     if result.results_ref is not None:
-        table.caption = (
+        table.caption = cell(
             f"{result.agents_total:,} agents: {tally(result.counts)}; only those that did not complete are listed — "
             f"`starter.py result {result.workflow_id} --agent ID` shows any agent's result"
         )

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
-
-from cli.render import out
+from cli.render import cell, json_text, out
 from xsky.agent_log import parse_lines, render_event
 from xsky.board import TERMINAL
 from xsky.client import Run, XSky
@@ -47,10 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _show(events: list[dict[str, Any]], as_json: bool) -> None:
     for event in events:
         if as_json:
-            sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
-        else:
+            sys.stdout.write(json_text(event, indent=None) + "\n")
+        else:  # messages, tool results and pages are agents' and sites' words: literal text
             out.print(
-                Text(render_event(event), style=STYLE.get(str(event.get("type")), "")),
+                cell(render_event(event), style=STYLE.get(str(event.get("type")), "")),
                 soft_wrap=True,
             )
     sys.stdout.flush()
@@ -87,8 +84,10 @@ async def cmd_log(args: argparse.Namespace) -> int:
     if not args.follow:
         if not events and not args.json:
             out.print(
-                f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
-                f"at {settings.artifacts} is not the workers')"
+                cell(
+                    f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
+                    f"at {settings.artifacts} is not the workers')"
+                )
             )
         return 0
     while True:

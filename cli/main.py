@@ -7,10 +7,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from rich.markup import escape
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from cli.render import err
+from cli.render import err, shown
 from xsky.errors import PlanError, XSkyError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -56,16 +56,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
+    # Errors quote what the run said (refusals, task texts, agents' errors): shown(), not markup.
     except XSkyError as e:
-        err.print(f"[red]error:[/] {escape(str(e))}", markup=True, highlight=False)
+        err.print(f"[red]error:[/] {shown(e)}", markup=True, highlight=False)
         return 2
     except PlanError as e:
-        err.print(f"[red]error:[/] {escape(str(e))}")
+        err.print(f"[red]error:[/] {shown(e)}")
+        return 2
+    except WorkflowQueryFailedError as e:
+        # The run's own code failed to answer (its message may quote the run's data).
+        err.print(
+            f"[red]error:[/] the run could not answer: {shown(e)}; the worker's log has the details",
+            markup=True,
+            highlight=False,
+        )
         return 2
     except RPCError as e:
         # Anything the server refused that a command did not expect: one sentence, not a traceback.
         err.print(
-            f"[red]error:[/] Temporal refused the request: {escape(e.message)} ({e.status.name if e.status else 'unknown'}); "
+            f"[red]error:[/] Temporal refused the request: {shown(e.message)} ({e.status.name if e.status else 'unknown'}); "
             "check the server with `starter.py list`, and the worker with `starter.py up`",
             markup=True,
             highlight=False,
@@ -79,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A file or folder the command was pointed at (or needs) is not usable: say which.
         where = f"{e.filename}: " if e.filename else ""
         err.print(
-            f"[red]error:[/] {escape(where)}{escape(e.strerror or str(e))}; check the path and its permissions",
+            f"[red]error:[/] {shown(where)}{shown(e.strerror or str(e))}; check the path and its permissions",
             markup=True,
             highlight=False,
         )
@@ -89,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(
             "interrupted"
             + (
-                f"; a started run goes on: `starter.py status {run}`"
+                f"; a started run goes on: `starter.py status {shown(run)}`"
                 if run
                 else "; a run that was started goes on: `starter.py list` shows it"
             )

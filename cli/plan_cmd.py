@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from activities.planner import make_plan
 from cli.args import parse_pairs
 from cli.plans import UsageError
-from cli.render import err, out, plan_tree, print_json
+from cli.render import cell, err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
 from cli.runs_cmd import _parse_context, announce, run_options
 from cli.steer_cmd import show_run_plan
@@ -25,6 +25,7 @@ from xsky.config import load_settings
 from xsky.errors import ConnectError, RunNotFoundError
 from xsky.kinds import AgentInfo
 from xsky.planning import PlanRequest
+from xsky.safe_text import xml_safe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +99,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
             context=context,
             options=options,
             id=args.id,
-            on_wait=lambda note: out.print(note),
+            on_wait=lambda note: out.print(cell(note)),
         )
         return await announce(
             args, settings, run, options, ": the leader plans the request, then runs it"
@@ -118,14 +119,15 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"xml": result.xml, "provider": result.provider, "attempts": result.attempts})
         return 0
-    out.print(
-        result.xml, markup=False, highlight=False, soft_wrap=True
-    )  # exact: a saved copy must validate
+    # exact: a saved copy must validate (bidi and C1 controls as character references)
+    out.print(xml_safe(result.xml), markup=False, highlight=False, soft_wrap=True, emoji=False)
     # Only the XML goes to stdout (`plan "…" > plan.xml` saves a valid plan); the rest to stderr.
     err.print()
     err.print(plan_tree(result.workflow))
     err.print(
-        f'planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan "…" --run` '
-        'or save the XML (`starter.py plan "…" > plan.xml`) and `starter.py run plan.xml`'
+        cell(
+            f'planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan "…" --run` '
+            'or save the XML (`starter.py plan "…" > plan.xml`) and `starter.py run plan.xml`'
+        )
     )
     return 0

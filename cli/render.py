@@ -1,22 +1,64 @@
-"""Rendering for people: plan trees, tables, problems. Plain text when not a terminal."""
+"""Rendering for people: plan trees, tables, problems. Plain text when not a terminal.
+
+Text that comes from a run — results, pages, plans, logs, requests, errors, permission
+decisions — can hold escape sequences and rich markup meant for the person's terminal. It is
+printed only through :func:`cell` (a rich ``Text``: no markup, controls shown) or
+:func:`shown` (inside a message that has markup of its own); JSON through :func:`print_json`.
+The consoles themselves show any control character that still reaches them.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
+from rich.segment import Segment
+from rich.text import Text
 from rich.tree import Tree
 
 from xsky import dag
 from xsky.errors import PlanError
 from xsky.models import Workflow
+from xsky.safe_text import json_safe, printable
+
+
+class SafeConsole(Console):
+    """A console whose output never carries a control character it did not make itself.
+
+    The net under every print: rich passes ESC, C1 and bidi controls in a text straight to
+    the terminal, so a print that forgot :func:`cell` would obey an agent's ``ESC[2J``. Only
+    rich's own control segments (cursor moves of a live board) go out as they are.
+    """
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control:
+                yield segment
+                continue
+            text = printable(segment.text)
+            yield segment if text is segment.text else Segment(text, segment.style)
+
 
 # Piped output gets a generous width instead of rich's 80 columns, so lines are not cut.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+out = SafeConsole(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = SafeConsole(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def cell(text: object, style: str = "") -> Text:
+    """Text from a run, for a table cell or a line of its own: shown literally (no markup,
+    no emoji codes), every control character visible."""
+    return Text(printable(str(text)), style=style)
+
+
+def shown(text: object) -> str:
+    """Text from a run, to put inside a message that uses rich markup of its own."""
+    return escape(printable(str(text)))
 
 
 def _n(count: int, noun: str) -> str:
@@ -24,19 +66,26 @@ def _n(count: int, noun: str) -> str:
 
 
 def one_line(text: str, width: int = 72) -> str:
-    flat = " ".join(text.split())
+    """The text on one line, cut at ``width``; its controls shown first, as splitting on
+    whitespace would silently drop some of them (\\x1c–\\x1f, \\x85)."""
+    flat = " ".join(printable(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """JSON for scripts: the exact values, with no character a terminal would obey."""
+    return json_safe(json.dumps(value, indent=indent, ensure_ascii=False, default=str))
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(value) + "\n")
 
 
 def print_problems(error: PlanError, source: str) -> None:
     noun = "problem" if len(error.problems) == 1 else "problems"
-    err.print(f"[bold red]{escape(source)}: {len(error.problems)} {noun}[/]")
+    err.print(f"[bold red]{shown(source)}: {len(error.problems)} {noun}[/]")
     for p in error.problems:
-        err.print(escape(p.format(source)))
+        err.print(cell(p.format(source)))
 
 
 def plan_summary(workflow: Workflow) -> dict[str, Any]:
@@ -56,9 +105,9 @@ def plan_tree(workflow: Workflow) -> Tree:
     summary = plan_summary(workflow)
     cp = summary["criticalPath"]
     title = (
-        f"[bold]{escape(workflow.name or '(unnamed)')}[/]  taskId={escape(workflow.task_id)}\n"
+        f"[bold]{shown(workflow.name or '(unnamed)')}[/]  taskId={shown(workflow.task_id)}\n"
         f"{_n(summary['agents'], 'agent')} · {_n(len(summary['levels']), 'level')} · "
-        f"critical path {_n(cp['length'], 'agent')} ({escape(' → '.join(cp['agents']))})"
+        f"critical path {_n(cp['length'], 'agent')} ({shown(' → '.join(cp['agents']))})"
     )
     tree = Tree(title)
     by_id = {a.id: a for a in workflow.agents}
@@ -68,8 +117,8 @@ def plan_tree(workflow: Workflow) -> Tree:
         )
         for agent_id in level:
             a = by_id[agent_id]
-            after = f"  [dim]after {', '.join(a.depends)}[/]" if a.depends else ""
+            after = f"  [dim]after {shown(', '.join(a.depends))}[/]" if a.depends else ""
             branch.add(
-                f"[bold]{escape(a.id)}[/] [magenta]{escape(a.name)}[/]  {escape(one_line(a.task))}{after}"
+                f"[bold]{shown(a.id)}[/] [magenta]{shown(a.name)}[/]  {escape(one_line(a.task))}{after}"
             )
     return tree

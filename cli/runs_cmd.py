@@ -10,12 +10,11 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, results_table, tally
-from cli.render import err, out, print_json, print_problems
+from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.board import TaskStatus
 from xsky.client import (
     ConnectionLost,
@@ -150,7 +149,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             context=context,
             options=options,
             id=args.id,
-            on_wait=lambda note: err.print(note),
+            on_wait=lambda note: err.print(cell(note)),
         )
         return await announce(args, settings, run, options, f"({len(wf.agents)} agents)")
 
@@ -163,11 +162,13 @@ async def announce(
         print_json({"workflowId": run.id, "runId": run.handle.result_run_id, "ui": run.ui_url})
         return 0
     if not args.json:
-        out.print(f"started [bold]{run.id}[/] {what}")
-        out.print(f"Web UI: {run.ui_url}")
+        out.print(f"started [bold]{shown(run.id)}[/] {what}")
+        out.print(cell(f"Web UI: {run.ui_url}"))
         if options.review:
             out.print(
-                f"waiting for review: `starter.py plan {run.id}`, then `starter.py approve-plan {run.id}`"
+                cell(
+                    f"waiting for review: `starter.py plan {run.id}`, then `starter.py approve-plan {run.id}`"
+                )
             )
     if not args.follow:
         return 0
@@ -210,14 +211,14 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
         async for event in run.follow():
             if isinstance(event, WorkerSilent):
                 live.console.print(
-                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({escape(event.error)}): "
+                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({shown(event.error)}): "
                     "is one running? start it with `starter.py up` or `python worker.py`; still following[/]"
                 )
                 continue
             if isinstance(event, ConnectionLost):
                 lost = True
                 live.console.print(
-                    f"[yellow]cannot reach the server ({escape(event.error)}); reconnecting — "
+                    f"[yellow]cannot reach the server ({shown(event.error)}); reconnecting — "
                     "the run resumes where it was once the server is back[/]"
                 )
                 continue
@@ -241,7 +242,7 @@ def print_result(
         print_json(result.wire())
     else:
         out.print(results_table(result, _store_reader(settings)))
-        out.print(f"Web UI: {settings.ui_link(result.workflow_id)}")
+        out.print(cell(f"Web UI: {settings.ui_link(result.workflow_id)}"))
     return 0 if result.status == "completed" else 1
 
 
@@ -273,10 +274,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
             page.tasks, title=f"{args.id} — {state} — {tally(page.counts)}", caption=page_note(page)
         )
     )
-    for note in page.notes:
-        out.print(note.replace("**", ""))
-    out.print(f"agent logs: `starter.py log {args.id} T-n`")
-    out.print(f"Web UI: {settings.ui_link(args.id)}")
+    for note in page.notes:  # markdown for the Web UI, holding agents' questions: literal here
+        out.print(cell(note.replace("**", "")))
+    out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
+    out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
     return 0
 
 
@@ -290,7 +291,7 @@ async def cmd_result(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({**report.wire(), "result": text})
             else:
-                out.print(text, markup=False, highlight=False)
+                out.print(cell(text))
             return 0
         if not args.wait and await run.temporal_status() == "running":
             raise UsageError(
@@ -336,17 +337,17 @@ async def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table = Table(title=f"recent runs ({settings.address})", title_justify="left")
+    table = Table(title=cell(f"recent runs ({settings.address})"), title_justify="left")
     for col in ("workflow id", "plan", "status", "failed", "waiting", "started", "took"):
         table.add_column(col)
     for r in runs:
         took = f"{(r.close - r.start).total_seconds():.1f}s" if r.close and r.start else "running"
         # Temporal's status says whether it runs; xsky's what it is doing (paused, waiting, …).
-        shown = r.status if r.status != "running" or not r.xsky_status else r.xsky_status
+        state = r.status if r.status != "running" or not r.xsky_status else r.xsky_status
         table.add_row(
-            r.id,
-            r.plan or "",
-            shown,
+            cell(r.id),
+            cell(r.plan or ""),
+            cell(state),
             str(r.failed or ""),
             str(r.pending or ""),
             r.start.isoformat()[:19].replace("T", " ") if r.start else "",

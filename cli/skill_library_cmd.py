@@ -6,11 +6,11 @@ import argparse
 import asyncio
 import math
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.markup import escape
 from rich.table import Table
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
@@ -20,9 +20,10 @@ from activities import skill_git
 from activities.skill_files import CANDIDATES, SCORES, published_text, skill_dir, slugs
 from cli.connect import connect
 from cli.plans import UsageError
-from cli.render import one_line, out, print_json
+from cli.render import cell, one_line, out, print_json, shown
 from xsky import canary
 from xsky.config import Settings, load_settings
+from xsky.safe_text import printable
 from xsky.skill_models import Score, entity_workflow_id
 from xsky.skill_spec import NAME_RE, description_of, problems
 
@@ -189,7 +190,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not rows:
         out.print("no skills yet: they grow from atoms (`starter.py skills status`)")
         return 0
-    table = Table(title=f"skills in {settings.skills_home / 'skills'}", title_justify="left")
+    table = Table(title=cell(f"skills in {settings.skills_home / 'skills'}"), title_justify="left")
     for col in (
         "skill",
         "state",
@@ -203,13 +204,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         ux = f"{r['meanUx']} (n={r['scores']})" if r["meanUx"] is not None else "-"
         table.add_row(
-            r["name"],
-            r["state"],
+            cell(r["name"]),
+            cell(r["state"]),
             str(r["versions"]),
-            ux,
-            r["canary"] or "-",
-            f"{r['pendingWeight']}/10",
-            escape(one_line(r["description"], 70)),
+            cell(ux),
+            cell(r["canary"] or "-"),
+            cell(f"{r['pendingWeight']}/10"),
+            cell(one_line(r["description"], 70)),  # written by a model from transcripts
         )
     out.print(table)
     return 0
@@ -221,12 +222,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         text = (folder / "SKILL.md").read_text(encoding="utf-8")
     else:
         branch = args.branch or ("main" if skill_git.branch_commit(folder, "main") else "baby")
-        shown = skill_git.show(folder, branch)
-        if shown is None:
+        committed = skill_git.show(folder, branch)
+        if committed is None:
             have = [b for b in ("main", "staging", "baby") if skill_git.branch_commit(folder, b)]
             raise UsageError(f"{args.name} has no {branch} branch; it has: {', '.join(have)}")
-        text = shown
-    print(text, end="" if text.endswith("\n") else "\n")
+        text = committed
+    # A model wrote it from transcripts: every control character shown, nothing else changed.
+    text = printable(text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 
@@ -241,14 +244,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     for e in entries:
         refs = f" ({e['refs']})" if e["refs"] else ""
         out.print(
-            f"[yellow]{e['commit'][:10]}[/]{escape(refs)} {e['date'][:19]}  [bold]{escape(e['subject'])}[/]"
+            f"[yellow]{shown(e['commit'][:10])}[/]{shown(refs)} {shown(e['date'][:19])}  [bold]{shown(e['subject'])}[/]"
         )
         for line in e["body"].splitlines()[:6]:
-            out.print(f"    {escape(line)}")
+            out.print(cell(f"    {line}"))
     for t in tags:
-        out.print(
-            f"[red]{escape(t['tag'])}[/] → {t['object'][:10]}: {escape(t['message'].splitlines()[0] if t['message'] else '')}"
-        )
+        message = t["message"].splitlines()[0] if t["message"] else ""
+        out.print(f"[red]{shown(t['tag'])}[/] → {shown(t['object'][:10])}: {shown(message)}")
     return 0
 
 
@@ -259,18 +261,23 @@ def cmd_candidates(args: argparse.Namespace) -> int:
         return 0
     items = data.get("candidates", [])
     table = Table(
-        title=f"{args.name}: cumulative weightscore {data.get('cumulative_weightscore', 0)} (SkillEditAgent runs at 10)",
+        title=cell(
+            f"{args.name}: cumulative weightscore {data.get('cumulative_weightscore', 0)} (SkillEditAgent runs at 10)"
+        ),
         title_justify="left",
     )
     for col in ("atom", "weight", "status", "by", "reason"):
         table.add_column(col, overflow="fold")
     for c in items:
+        # .candidates.yml is written by the skill's workflow from models' decisions: literal text
         table.add_row(
-            str(c["atom_id"]),
-            str(c.get("weightscore", "?")),
-            str(c.get("status", "pending")) + (f" {c['commit'][:8]}" if c.get("commit") else ""),
-            c.get("by", ""),
-            escape(one_line(c.get("reason", ""), 80)),
+            cell(c["atom_id"]),
+            cell(c.get("weightscore", "?")),
+            cell(
+                str(c.get("status", "pending")) + (f" {c['commit'][:8]}" if c.get("commit") else "")
+            ),
+            cell(c.get("by", "")),
+            cell(one_line(str(c.get("reason", "")), 80)),
         )
     out.print(table)
     return 0
@@ -300,7 +307,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
     out.print(f"[bold]{args.name}[/] main {facts['main'][:10]} vs staging {facts['staging'][:10]}")
     out.print(f"  main:    n={facts['n_main']}, mean {facts['mean_main']}")
     out.print(f"  staging: n={facts['n_staging']}, mean {facts['mean_staging']}")
-    out.print(f"  {escape(facts['decision'])}")
+    out.print(cell(f"  {facts['decision']}"))
     out.print(f"  rule: {facts['rule']}")
     return 0
 
@@ -329,7 +336,7 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
                 f"the entity workflow of {args.name} is not running; start a worker (`starter.py up`)"
             ) from None
         raise
-    out.print(f"{verb}d {args.name}: {escape(said)}")
+    out.print(cell(f"{verb}d {args.name}: {said}"))
     return 0
 
 
@@ -380,9 +387,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"exported": done, "skipped": skipped, "to": str(dest)})
         return 0
-    out.print(f"exported {len(done)} skill(s) to {escape(str(dest))}: {', '.join(done) or 'none'}")
+    out.print(cell(f"exported {len(done)} skill(s) to {dest}: {', '.join(done) or 'none'}"))
     for line in skipped:
-        out.print(f"  skipped {escape(line)}")
+        out.print(cell(f"  skipped {line}"))
     return 0
 
 

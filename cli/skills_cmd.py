@@ -8,6 +8,9 @@ skills atoms TRAJ                             a trajectory's atoms
 skills list | show NAME [--branch B] | history NAME | candidates NAME | canary NAME
 skills promote NAME | discard NAME            a person decides a canary (recorded in git)
 skills export --to DIR                        main versions, spec-valid, for Claude Code / Codex
+
+``status`` and ``atoms`` are in :mod:`cli.skill_status_cmd`, the library's commands (``list``
+to ``export``) in :mod:`cli.skill_library_cmd`.
 """
 
 from __future__ import annotations
@@ -17,13 +20,11 @@ import asyncio
 import json
 import os
 import re
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import (
@@ -43,7 +44,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.connect import connect
 from cli.plans import UsageError
-from cli.render import err, one_line, out, print_json
+from cli.render import cell, err, out, print_json, shown
 from workflows.skills_watch import SkillsScanWorkflow
 from xsky.client import queue_pollers
 from xsky.config import Settings, load_settings
@@ -51,9 +52,6 @@ from xsky.settings import SettingsError, load_layers, parse_settings, settings_p
 from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
 from xsky.skill_sources import Source, expand, resolve
 from xsky.transcripts import SOURCE_KINDS
-
-if TYPE_CHECKING:
-    from activities.skills_store import SkillStore
 
 
 def schedule_id(settings: Settings) -> str:
@@ -110,19 +108,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=lambda x: asyncio.run(cmd_scan(x)))
 
-    a = s.add_parser(
-        "status", help="sources, cursors, lag, last tick, deltas in flight, atoms per trajectory"
-    )
-    a.add_argument("--json", action="store_true")
-    a.set_defaults(handler=lambda x: asyncio.run(cmd_status(x)))
+    from cli import skill_library_cmd, skill_status_cmd
 
-    a = s.add_parser("atoms", help="the atoms of one trajectory (an id, or a unique part of one)")
-    a.add_argument("traj", help="trajectory id, e.g. traj_cc_shopapp_3f2a9c1e")
-    a.add_argument("--json", action="store_true")
-    a.set_defaults(handler=cmd_atoms)
-
-    from cli import skill_library_cmd
-
+    skill_status_cmd.register(s)
     skill_library_cmd.register(s)
 
 
@@ -153,10 +141,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(
-            str(r["kind"]),
-            escape(str(r["path"])),
+            cell(r["kind"]),
+            cell(r["path"]),
             "yes" if r["exists"] else "[yellow]no[/]",
-            escape(str(r["from"])),
+            cell(r["from"]),
         )
     out.print(table)
     return 0
@@ -197,18 +185,16 @@ def cmd_add_source(args: argparse.Namespace) -> int:
         entry["path"] = args.path
     root = expand(args.path, os.environ) if args.path else None
     if root is not None and not root.is_dir():
-        err.print(
-            f"[yellow]note:[/] {escape(str(root))} does not exist yet; it is watched once it does"
-        )
+        err.print(f"[yellow]note:[/] {shown(root)} does not exist yet; it is watched once it does")
     if any(_same(e, args.kind, args.path) for e in listed):
         out.print(
-            f"{args.kind} {escape(args.path or '(default place)')} is already registered in {escape(str(path))}"
+            f"{shown(args.kind)} {shown(args.path or '(default place)')} is already registered in {shown(path)}"
         )
         return 0
     skills["sources"] = [*listed, entry]
     _write(path, data)
     out.print(
-        f"registered {args.kind} {escape(args.path or '(default place)')} in {escape(str(path))}{note}"
+        f"registered {shown(args.kind)} {shown(args.path or '(default place)')} in {shown(path)}{note}"
     )
     return 0
 
@@ -222,14 +208,16 @@ def cmd_remove_source(args: argparse.Namespace) -> int:
         listed = [{"kind": k} for k in SOURCE_KINDS]
     kept = [e for e in listed if not _same(e, args.kind, args.path)]
     if len(kept) == len(listed):
-        shown = ", ".join(f"{e['kind']} {e.get('path') or '(default)'}" for e in listed) or "none"
+        registered = (
+            ", ".join(f"{e['kind']} {e.get('path') or '(default)'}" for e in listed) or "none"
+        )
         raise UsageError(
-            f"{args.kind} {args.path or '(default place)'} is not registered in {path}; registered: {shown}"
+            f"{args.kind} {args.path or '(default place)'} is not registered in {path}; registered: {registered}"
         )
     data.setdefault("skills", {})["sources"] = kept
     _write(path, data)
     out.print(
-        f"removed {args.kind} {escape(args.path or '(default place)')} from {escape(str(path))}; "
+        f"removed {shown(args.kind)} {shown(args.path or '(default place)')} from {shown(path)}; "
         "what was already ingested stays"
     )
     return 0
@@ -374,198 +362,6 @@ async def cmd_scan(args: argparse.Namespace) -> int:
         + (f", {result.stale} stale" if result.stale else "")
         + (f", [red]{result.failed} failed[/]" if result.failed else "")
     )
-    for p in result.problems:
-        err.print(f"[yellow]![/] {escape(p)}")
+    for p in result.problems:  # they quote transcripts' file names and contents
+        err.print(f"[yellow]![/] {shown(p)}")
     return 1 if result.failed else 0
-
-
-# -- status --------------------------------------------------------------------------------------
-
-
-def _store(settings: Settings) -> SkillStore | None:
-    from activities.skills_store import SkillStore
-
-    if not (settings.skills_home / "state.db").exists():
-        return None
-    return SkillStore(settings.skills_home)
-
-
-async def _schedule_facts(client: Client, settings: Settings) -> dict[str, Any]:
-    sid = schedule_id(settings)
-    try:
-        desc = await client.get_schedule_handle(sid).describe()
-    except RPCError as e:
-        if e.status == RPCStatusCode.NOT_FOUND:
-            return {"id": sid, "exists": False}
-        raise
-    spec = desc.schedule.spec
-    every = spec.intervals[0].every.total_seconds() if spec.intervals else None
-    recent = (
-        desc.info.recent_actions[-1].started_at.isoformat() if desc.info.recent_actions else None
-    )
-    upcoming = desc.info.next_action_times[0].isoformat() if desc.info.next_action_times else None
-    return {
-        "id": sid,
-        "exists": True,
-        "every": every,
-        "paused": desc.schedule.state.paused,
-        "lastTick": recent,
-        "nextTick": upcoming,
-        "ticks": desc.info.num_actions,
-        "skipped": desc.info.num_actions_skipped_overlap,
-    }
-
-
-async def _in_flight(client: Client, settings: Settings) -> list[str]:
-    query = f"WorkflowType = 'SkillDeltaWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '{settings.skills_queue}'"
-    ids = []
-    async for wf in client.list_workflows(query, limit=50):
-        ids.append(wf.id)
-    return ids
-
-
-async def cmd_status(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    sources = current_sources()
-    facts: dict[str, Any] = {"home": str(settings.skills_home)}
-    facts["sources"] = [
-        {"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir()} for s in sources
-    ]
-    store = _store(settings)
-    files: list[Any] = []
-    trajs: list[Any] = []
-    if store is not None:
-        try:
-            files = list(store.files().values())
-            trajs = store.trajs()
-            facts["lastScan"] = store.get_meta("last_scan")
-        finally:
-            store.close()
-    now = time.time()
-    behind = [f for f in files if f.status == "active" and f.size > f.cursor]
-    facts["cursors"] = {
-        "files": len(files),
-        "active": sum(1 for f in files if f.status == "active"),
-        "gone": sum(1 for f in files if f.status == "gone"),
-        "bytesIngested": sum(f.cursor for f in files),
-        "bytesBehind": sum(f.size - f.cursor for f in behind),
-        "filesBehind": len(behind),
-        "lagSeconds": round(max((now - f.mtime_ns / 1e9 for f in behind), default=0.0), 1),
-    }
-    facts["atoms"] = {t.traj_id: t.atoms for t in trajs}
-    try:
-        client = await connect(settings)
-        facts["schedule"] = await _schedule_facts(client, settings)
-        facts["inFlight"] = await _in_flight(client, settings)
-    except UsageError as e:
-        facts["schedule"], facts["inFlight"] = {"error": str(e).splitlines()[0]}, []
-    if args.json:
-        print_json(facts)
-        return 0
-    _print_status(facts, trajs, settings)
-    return 0
-
-
-def _print_status(facts: dict[str, Any], trajs: list[Any], settings: Settings) -> None:
-    out.print(f"[bold]skills home[/] {escape(facts['home'])}")
-    for s in facts["sources"]:
-        out.print(
-            f"  source {s['kind']:<11} {escape(s['path'])}"
-            + ("" if s["exists"] else "  [yellow](missing)[/]")
-        )
-    sched = facts["schedule"]
-    if "error" in sched:
-        out.print(f"[bold]watch[/] unknown: {escape(sched['error'])}")
-    elif not sched["exists"]:
-        out.print(
-            f"[bold]watch[/] off: start it with `starter.py skills watch` (schedule {sched['id']})"
-        )
-    else:
-        state = "paused" if sched["paused"] else f"every {sched['every']:g}s"
-        out.print(
-            f"[bold]watch[/] {sched['id']}: {state}; {sched['ticks']} ticks ({sched['skipped']} skipped while one ran); "
-            f"last {sched['lastTick'] or 'never'}, next {sched['nextTick'] or '-'}"
-        )
-    last = facts.get("lastScan")
-    if last:
-        when = datetime.fromtimestamp(last["at"], UTC).isoformat(timespec="seconds")
-        out.print(
-            f"[bold]last scan[/] {when}: {last['files']} files in {last['seconds'] * 1000:.0f} ms, {last['deltas']} delta(s)"
-        )
-    c = facts["cursors"]
-    out.print(
-        f"[bold]cursors[/] {c['active']} files followed ({c['gone']} gone), {c['bytesIngested']:,} bytes ingested; "
-        f"{c['filesBehind']} file(s) with {c['bytesBehind']:,} bytes not yet ingested (lag {c['lagSeconds']:g}s)"
-    )
-    flight = facts["inFlight"]
-    out.print(
-        f"[bold]deltas in flight[/] {len(flight)}"
-        + (f": {', '.join(flight[:5])}" if flight else "")
-    )
-    if trajs:
-        table = Table(
-            title=f"atoms per trajectory ({sum(t.atoms for t in trajs)} in all)",
-            title_justify="left",
-        )
-        for col in ("trajectory", "atoms", "project", "model", "view chars"):
-            table.add_column(col, overflow="fold")
-        for t in trajs:
-            table.add_row(
-                t.traj_id,
-                str(t.atoms),
-                escape(t.project or ""),
-                escape(t.model or ""),
-                f"{t.md_chars:,}",
-            )
-        out.print(table)
-    else:
-        out.print("no trajectories yet: `starter.py skills scan --once` ingests now")
-
-
-# -- atoms ---------------------------------------------------------------------------------------
-
-
-def cmd_atoms(args: argparse.Namespace) -> int:
-    from activities.skills_ingest import read_atoms
-
-    settings = load_settings()
-    store = _store(settings)
-    if store is None:
-        raise UsageError(
-            f"nothing ingested yet in {settings.skills_home}; run `starter.py skills scan --once`"
-        )
-    try:
-        ids = [t.traj_id for t in store.trajs()]
-    finally:
-        store.close()
-    matches = [t for t in ids if t == args.traj] or [t for t in ids if args.traj in t]
-    if not matches:
-        raise UsageError(
-            f"no trajectory matches {args.traj!r}; `starter.py skills status` lists them"
-        )
-    if len(matches) > 1:
-        raise UsageError(
-            f"{args.traj!r} matches {len(matches)} trajectories ({', '.join(matches[:5])}…); give more of the id"
-        )
-    atoms = read_atoms(settings.skills_home, matches[0])
-    if args.json:
-        print_json([a.model_dump(mode="json") for a in atoms])
-        return 0
-    table = Table(title=f"{matches[0]}: {len(atoms)} atoms", title_justify="left")
-    for col in ("#", "view chars", "ux", "skills used", "tags", "intent"):
-        table.add_column(col, overflow="fold")
-    for a in atoms:
-        ux = f"{a.ux_score} ({a.provenance.ux_score_by[0]})"
-        skills = ", ".join(a.used_skills) + (
-            " (self-reported)" if a.provenance.used_skills_by == "self-reported" else ""
-        )
-        table.add_row(
-            a.atom_id.rsplit("_", 1)[1],
-            f"{a.offset_start}–{a.offset_end}",
-            ux,
-            escape(skills),
-            escape(", ".join(a.tags)),
-            escape(one_line(a.intent, 90)),
-        )
-    out.print(table)
-    return 0

@@ -9,15 +9,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
-from cli.render import err, out, print_json, print_problems
+from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.client import Run, XSky, resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, UsageError
 from xsky.leader_state import InterventionResult
 from xsky.plan_files import check_plan, read_plan_bytes
+from xsky.safe_text import xml_safe
 
 
 def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argparse.ArgumentParser:
@@ -99,7 +99,7 @@ def _say(args: argparse.Namespace, message: str, result: InterventionResult | No
     if args.json:
         print_json(result.wire() if result is not None else {"ok": True, "message": message})
     else:
-        out.print(escape(message))
+        out.print(cell(message))  # the leader's answer quotes task ids, texts and reasons
     return 0
 
 
@@ -200,7 +200,7 @@ async def cmd_requests(args: argparse.Namespace) -> int:
     if not requests:
         out.print("nothing is waiting for a person")
         return 0
-    table = Table(title=f"{args.id}: waiting for a person", title_justify="left")
+    table = Table(title=cell(f"{args.id}: waiting for a person"), title_justify="left")
     for col in ("request", "kind", "task", "asks", "answer with"):
         table.add_column(col, overflow="fold")
     for r in requests:
@@ -208,7 +208,7 @@ async def cmd_requests(args: argparse.Namespace) -> int:
             "approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
             "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)",
         }.get(r.kind, f"starter.py answer {args.id} {r.id} TEXT")
-        table.add_row(r.id, r.kind, r.task_id, escape(r.text), escape(how))
+        table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(r.text), cell(how))
     out.print(table)
     return 0
 
@@ -221,15 +221,14 @@ async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
             print_json([v.wire() for v in history])
         else:
             for v in history:
-                out.print(f"[bold]v{v.version}[/] {v.at:%Y-%m-%d %H:%M:%S} — {escape(v.reason)}")
+                out.print(f"[bold]v{v.version}[/] {v.at:%Y-%m-%d %H:%M:%S} — {shown(v.reason)}")
         return 0
     xml = await run.plan()
     if args.json:
         print_json({"xml": xml})
     else:
-        out.print(
-            xml, markup=False, highlight=False, soft_wrap=True
-        )  # exact: a saved copy must validate
+        # exact: a saved copy must validate (bidi and C1 controls as character references)
+        out.print(xml_safe(xml), markup=False, highlight=False, soft_wrap=True, emoji=False)
     return 0
 
 

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.models import Workflow
     from xsky.planning import PlanRequest, PlanResult, problems_text
     from xsky.runs import AgentInput, AgentOutcome, DecisionRecord, LeaderSetup, RunInput
+    from xsky.safe_text import printable
     from xsky.xml import parse_workflow
 
 # A history this small after reading the state may continue as new whenever Temporal says.
@@ -71,8 +72,15 @@ def agent_activity(
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         activity_id=f"{task.id}-v{core.s.plan_version}-d{dispatch}",
-        summary=f"{task.id} · {agent.name} · {subject_of(agent.task, 70)}",
+        summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
     )
+
+
+def _summary(text: str) -> str:
+    """An activity's summary in the Web UI, every control character shown (the plan's and
+    the agents' words are in it). Pure, and the identity on text without controls: the
+    summaries of recorded histories stay as they were."""
+    return printable(text)
 
 
 async def run_attempt(
@@ -147,7 +155,7 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
                 context_keys=sorted(core.input.context),
             ),
             queue,
-            f"planner · plan: {(prompt or '')[:80]}",
+            _summary(f"planner · plan: {(prompt or '')[:80]}"),
             ["PlanError", "LLMRequestError", "LLMConfigError"],
         )
     except ActivityError as e:
@@ -182,7 +190,7 @@ async def replan_with_planner(
             context_keys=sorted(core.input.context),
         ),
         queue,
-        f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}",
+        _summary(f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}"),
         ["PlanError"],
     )
     return core.checked(result.workflow)
@@ -371,7 +379,8 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
 
 
 def show_board(core: LeaderCore) -> None:
-    """The board in the Web UI's current details."""
+    """The board in the Web UI's current details (the plan's name and the agents' words in
+    it are made literal text by :func:`~xsky.board.board_markdown`)."""
     now = workflow.now()
     title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
     logs = (

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
 from xsky.models import WireModel
+from xsky.safe_text import markdown_inline, printable
 
 StoredStatus = Literal[
     "pending", "dispatched", "in_progress", "completed", "failed", "cancelled", "skipped"
@@ -142,7 +143,12 @@ MAX_BOARD_ROWS = 150
 
 
 def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: str = "") -> str:
-    """The board as a markdown table, for the Web UI's current details."""
+    """The board as a markdown table, for the Web UI's current details.
+
+    The title and every cell are the plan's and the agents' words, so each is literal text
+    (:func:`~xsky.safe_text.markdown_inline`: no control characters, no markup, no ``|`` or
+    line break to split the table); the footer is markdown of the leader's own, its controls
+    shown."""
     by_id = {t.id: t for t in tasks}
     derived = derive_statuses(by_id)
     counts: dict[str, int] = {}
@@ -155,7 +161,7 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
         note = t.error or reason or t.last_progress or ""
         if t.retries and status not in ("completed", "skipped"):
             note = f"{note} [{t.retries[-1]}]"
-        note = " ".join(note.split())[:80].replace("|", "\\|")
+        note = markdown_inline(note, 80)
         tokens = f" · {t.tokens:,} tok" if t.tokens else ""
         # A running task's clock would stand still between workflow tasks: say since when instead.
         since = t.started_at or t.dispatched_at
@@ -165,21 +171,21 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
             else format_duration(duration_seconds(t, now))
         )
         rows.append(
-            f"| {t.id} | {t.assigned_agent} | {_ICONS[status]} {status} | "
-            f"{took} | {t.tries or t.attempt}{tokens} | {subject_of(t.description, 48).replace('|', '/')} | {note} |"
+            f"| {markdown_inline(t.id)} | {markdown_inline(t.assigned_agent)} | {_ICONS[status]} {status} | "
+            f"{took} | {t.tries or t.attempt}{tokens} | {markdown_inline(subject_of(printable(t.description), 48))} | {note} |"
         )
     if len(tasks) > MAX_BOARD_ROWS:
         rows.append(f"| … | | | | | {len(tasks) - MAX_BOARD_ROWS} more tasks: query task_board | |")
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     lines = [
-        f"**{title}** — {tally}",
+        f"**{markdown_inline(title)}** — {tally}",
         "",
         "| task | agent | status | duration | tries | subject | note |",
         "|---|---|---|---|---|---|---|",
         *rows,
     ]
     if footer:
-        lines += ["", footer]
+        lines += ["", printable(footer)]
     return "\n".join(lines)
 
 

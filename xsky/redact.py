@@ -5,15 +5,19 @@ pasted keys, ``curl -H "Authorization: Bearer …"``. Every text the skill pipel
 from a transcript passes :func:`redact` first; the ``.md`` views, atoms, staged files and
 model requests only ever see the result.
 
-Three families of rules, in the spirit of gitleaks / detect-secrets but tuned for prose:
+Four families of rules, in the spirit of gitleaks / detect-secrets but tuned for prose:
 
 - **prefixed tokens** whose shape alone says "credential" (``sk-ant-…``, ``ghp_…``,
-  ``AKIA…``, JWTs, PEM private-key blocks …);
+  ``AKIA…``, JWTs, PEM private-key blocks, Azure storage keys and Entra client secrets,
+  ``GOCSPX-…`` …);
 - **context**: ``Authorization: Bearer x``, ``scheme://user:password@host``,
-  ``--password=x``;
+  ``--password=x``, ``AccountKey=`` / ``SharedAccessKey=`` in Azure connection strings, the
+  ``sig=`` of an Azure SAS URL, a service-account JSON's ``private_key_id``;
 - **assignments** whose *name* says secret (``DB_PASSWORD=…``, ``"client_secret": "…"``,
   ``export API_TOKEN=…``), unless the value is a placeholder (``${VAR}``, ``<token>``,
-  ``***``, ``changeme``) or too short to be one.
+  ``***``, ``changeme``) or too short to be one;
+- **high entropy**: any other assignment (``NAME = "value"``, ``NAME: value``) whose value
+  looks random — see :func:`_high_entropy` for what keeps ids, digests, paths and words.
 
 A match becomes ``[REDACTED:<rule>]``; the name of an assignment stays so the text still
 reads. Redaction is idempotent. It errs towards removing: a false positive costs a
@@ -22,7 +26,9 @@ word of context, a false negative leaks a credential into every skill built from
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Callable
 
 Rule = tuple[str, re.Pattern[str], int]  # (label, pattern, group holding the secret; 0 = all)
@@ -69,6 +75,32 @@ PREFIXED: list[Rule] = [
         re.compile(_B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
         0,
     ),
+    # A storage account's (and Cosmos DB's) key: 64 random bytes in base64. Not after a "-":
+    # a sha512-… integrity hash has the same shape.
+    (
+        "azure-storage-key",
+        re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=_\-])"),
+        0,
+    ),
+    # Entra ID (Azure AD) client secrets: three characters, a digit, "Q~", then 31–34 more.
+    (
+        "azure-client-secret",
+        re.compile(
+            r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
+        ),
+        0,
+    ),
+    ("gcp-oauth-secret", re.compile(_B + r"GOCSPX-[A-Za-z0-9_\-]{20,}"), 0),
+    # A whole service-account key file in base64 (CI variables hold them so): the prefixes
+    # are '{\n  "type": "service_account"', '{"type":"service_account"' and '{"type": "…'.
+    (
+        "gcp-service-account",
+        re.compile(
+            r"(?:ewogICJ0eXBlIjogInNlcnZpY2VfYWNjb3VudC|eyJ0eXBlIjoic2VydmljZV9hY2NvdW50I|"
+            r"eyJ0eXBlIjogInNlcnZpY2VfYWNjb3VudC)[A-Za-z0-9+/]*={0,2}"
+        ),
+        0,
+    ),
 ]
 
 CONTEXT: list[Rule] = [
@@ -103,6 +135,21 @@ CONTEXT: list[Rule] = [
         re.compile(
             r"(?i)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|access-key|secret-key)(?:=|\s+)[\"']?([^\s\"']{4,})"
         ),
+        1,
+    ),
+    # Azure connection strings: "DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…",
+    # Service Bus / Event Hubs "…;SharedAccessKeyName=…;SharedAccessKey=…", Cosmos DB
+    # "AccountEndpoint=…;AccountKey=…". The value ends at the next ";".
+    ("azure-storage-key", re.compile(r"(?i)\bAccountKey\s*=\s*([^\s;\"'<>]{16,})"), 1),
+    (
+        "azure-shared-access-key",
+        re.compile(r"(?i)\bSharedAccessKey\s*=\s*([^\s;\"'<>]{16,})"),
+        1,
+    ),
+    # In a service-account JSON, raw or itself inside a JSON string (quotes escaped).
+    (
+        "gcp-private-key-id",
+        re.compile(r'private_key_id\\?"\s*:\s*\\?"([0-9a-fA-F]{40})\\?"'),
         1,
     ),
 ]
@@ -149,7 +196,15 @@ def _replace_group(rule: str, group: int, placeholders: bool) -> Callable[[re.Ma
 
 
 _NOT_SECRET_NAMES = frozenset(
-    {"pwd", "oldpwd", "password_min_length", "token_count", "tokens", "max_tokens"}
+    {
+        "pwd",
+        "oldpwd",
+        "password_min_length",
+        "token_count",
+        "tokens",
+        "max_tokens",
+        "sharedaccesskeyname",  # Azure's name of the key ("RootManageSharedAccessKey"), not the key
+    }
 )
 
 
@@ -178,6 +233,10 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("SG.",),
     ("SK",),
     ("eyJ",),
+    ("==",),
+    ("Q~",),
+    ("GOCSPX-",),
+    ("ewogICJ0eXBlIjogInNlcnZpY2VfYWNjb3VudC", "eyJ0eXBlIj"),
     ("uthorization", "UTHORIZATION"),
     ("earer", "EARER"),
     ("://",),
@@ -185,6 +244,9 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("mysql",),
     ("ookie", "OOKIE"),
     ("--",),
+    ("ccountKey", "ccountkey", "CCOUNTKEY"),
+    ("haredAccessKey", "haredaccesskey", "HAREDACCESSKEY"),
+    ("private_key_id",),
 ]
 
 
@@ -195,9 +257,11 @@ def redact(text: str) -> str:
     for (pattern, sub), needles in zip(_SUBS, _NEEDLES, strict=True):
         if any(n in text for n in needles):
             text = pattern.sub(sub, text)
+    if "sig=" in text or "SIG=" in text:
+        text = _SAS_SIG.sub(_sas_signature, text)
     if _ASSIGN_HINT.search(text):
         text = _assignments(text)
-    return text
+    return _high_entropy(text)
 
 
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -257,6 +321,121 @@ def _assignments(text: str) -> str:
         at = span[1]
     out.append(text[at:])
     return "".join(out)
+
+
+# -- Azure SAS: the signature of a URL or token that also has a SAS version or expiry --------
+
+_SAS_SIG = re.compile(r"(?i)(?<![A-Za-z0-9_])sig=([A-Za-z0-9%+/=]{16,})")
+_SAS_FIELDS = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:sv|se)=")
+_URL_END = re.compile(r"[\s\"'<>`]")
+
+
+def _sas_signature(m: re.Match[str]) -> str:
+    """``sig=…`` → ``sig=[REDACTED:azure-sas]`` when the same URL (or bare token) carries
+    ``sv=`` or ``se=``: that pair is Azure's; a ``sig=`` alone may be anything."""
+    text = m.string
+    start = max(
+        (e.end() for e in _URL_END.finditer(text, max(0, m.start() - 2000), m.start())), default=0
+    )
+    end_match = _URL_END.search(text, m.end())
+    end = end_match.start() if end_match else len(text)
+    if not _SAS_FIELDS.search(text, start, end):
+        return m[0]
+    return m[0][: m.start(1) - m.start()] + _label("azure-sas")
+
+
+# -- high entropy: an assignment whose value looks random, whatever its name -----------------
+
+_VALUE = re.compile(
+    r"(?::=|=>|=|:)[ \t]*[\"']?([A-Za-z0-9+/_\-]{20,}={0,2})(?![A-Za-z0-9+/=_\-:@?&%#~\\]|\.\S)"
+)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# Shapes that are ids or names however random they look: UUIDs and trace ids (hex groups),
+# CONSTANT_CASE and snake/kebab-case identifiers, a sha512-… integrity hash.
+_NOT_RANDOM = re.compile(
+    r"[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+|[A-Z0-9]+(?:[_\-][A-Z0-9]+)+|[a-z0-9]+(?:[_\-][a-z0-9]+)+|"
+    r"(?:sha(?:1|256|384|512)|md5)-.*"
+)
+# Names whose values are digests and identifiers (a git SHA, an etag, a request or message
+# id): any word of the name (``buildId`` → build, Id; ``X_TRACE_ID`` → X, TRACE, ID).
+_ID_WORDS = frozenset(
+    {
+        *("sha", "hash", "digest", "checksum", "crc", "md5", "integrity", "fingerprint"),
+        *("commit", "etag", "rev", "revision", "version", "uuid", "guid", "id", "ids"),
+        *("trace", "traceparent", "tracestate", "span"),
+    }
+)
+# Providers' public object ids: a message, a tool call, a request, a completion.
+_PUBLIC_ID = re.compile(r"(?:msg|toolu|req|call|chatcmpl|resp|run|thread|asst|file|batch)[_\-]")
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_DIGEST_LENGTHS = frozenset({40, 64, 128})  # hex SHA-1, SHA-256, SHA-512: digests, not keys…
+_SIGNATURE_WORDS = frozenset({"signature", "sig", "hmac", "mac"})  # …unless an HMAC, named so
+_MIN_BITS = 3.5  # Shannon entropy per character of a base64-ish value (hex: 3.0)
+_MIN_WORDINESS = 0.3  # words per character: random text changes case and digit every 2 or 3
+
+
+def _entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _looks_random(value: str, signed: bool) -> bool:
+    """Whether an assigned value is more likely a credential than an id, a digest or a name.
+
+    At least 20 characters of base64 / base64url / hex with a letter and a digit; then
+    hex must be 32+ characters, not a digest's length (unless the name says ``signed``,
+    as in ``X-Amz-Signature``) and of entropy ≥ 3.0 bits per character; anything else ≥ 3.5 bits and split by case and digit changes into many short
+    "words" (``4c1XInziSnMd`` → 4 c 1 X Inzi Sn Md), where an identifier makes few long ones
+    (``PaymentServiceClient2``).
+    """
+    core = value.rstrip("=")
+    if len(core) < 20 or _NOT_RANDOM.fullmatch(core) or _PUBLIC_ID.match(core):
+        return False
+    if not (any(c.isdigit() for c in core) and any(c.isalpha() for c in core)):
+        return False
+    if _HEX.fullmatch(core):
+        digest = len(core) in _DIGEST_LENGTHS and not signed
+        return len(core) >= 32 and not digest and _entropy(core) >= 3.0
+    words = _WORD.findall(core)
+    letters = sum(map(len, words))
+    return _entropy(core) >= _MIN_BITS and len(words) >= _MIN_WORDINESS * max(letters, 1)
+
+
+def _name_before(text: str, at: int) -> tuple[str, int]:
+    """The name an operator at ``at`` assigns to (``NAME = ``, ``"NAME": ``) and where it starts."""
+    end = at
+    while end > 0 and text[end - 1] in " \t":
+        end -= 1
+    if end > 0 and text[end - 1] in "\"'":
+        end -= 1
+    start = end
+    while start > 0 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return text[start:end], start
+
+
+def _high_entropy(text: str) -> str:
+    """The generic rule: the value of ``NAME = value`` / ``NAME: value`` when it looks random
+    (:func:`_looks_random`) and its name does not say it is an id or a digest.
+
+    Parts of URLs and paths (a "name" right after ``/``, ``@`` or ``:``, as in
+    ``https://host:8443/…``; a value that starts ``//``) and shell expansions (``${X:-…}``)
+    are no assignments; a value already redacted is left alone.
+    """
+
+    def sub(m: re.Match[str]) -> str:
+        value = m[1]
+        name, start = _name_before(text, m.start())
+        if not name or not (name[0].isalpha() or name[0] == "_") or value.startswith("//"):
+            return m[0]
+        if start > 0 and text[start - 1] in "/@:$":
+            return m[0]
+        words = {w.lower() for w in _WORD.findall(name)}
+        if words & _ID_WORDS or not _looks_random(value, bool(words & _SIGNATURE_WORDS)):
+            return m[0]
+        return m[0][: m.start(1) - m.start()] + _label("high-entropy")
+
+    return _VALUE.sub(sub, text)
 
 
 def redact_value(value: object) -> object:

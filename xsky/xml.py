@@ -31,7 +31,13 @@ from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
-from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent, friendly_error
+from xsky.models import (
+    RoleCapabilityModel,
+    Workflow,
+    WorkflowAgent,
+    friendly_error,
+    scrub_xml_illegal,
+)
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 
@@ -519,6 +525,9 @@ def _reject_constant(name: str) -> Any:
 
 def _text_element(parent: etree._Element, tag: str, text: str) -> etree._Element:
     el = etree.SubElement(parent, tag)
+    # A result set on a model without validation (the leader's copies) may hold what XML 1.0
+    # cannot carry at all (an ESC, a NUL): U+FFFD, as validation itself does.
+    text = scrub_xml_illegal(text)
     el.text = text
     if _clean_text(text) != text:
         # Keep edge whitespace and indentation that the reader would otherwise tidy away.

@@ -34,6 +34,12 @@ def test_text_without_secrets_is_left_alone(record: dict) -> None:
     assert redact(record["text"]) == record["text"]
 
 
+@pytest.mark.parametrize("record", CORPUS, ids=lambda r: r["note"][:50])
+def test_redacting_twice_changes_nothing(record: dict) -> None:
+    once = redact(record["text"])
+    assert redact(once) == once
+
+
 def test_redaction_is_idempotent_and_keeps_the_name_of_an_assignment() -> None:
     text = 'export DB_PASSWORD="hunter2-but-longer"\nAuthorization: Bearer abcdefghijklmnopqrstuvwxyz012345'
     once = redact(text)
@@ -91,4 +97,170 @@ def test_a_whole_value_goes_however_it_is_quoted_or_punctuated(text: str) -> Non
     ],
 )
 def test_placeholders_and_lookalike_names_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# -- Azure, GCP and the high-entropy rule ---------------------------------------------------------
+# Realistic shapes, fake values: each was generated for this file and is no one's credential.
+
+AZURE_STORAGE_KEY = (
+    "dsWjHJ8nK6e52ebgyLJ1SGLF4lRRJRsE/PzCmgvqaRXAIXWvELgQGBz6ulAM/km0HXnI3f3tKHzHT58eA4T8XA=="
+)
+SAS_SIG = "eQCQUr45ZGrwCHD51M56%2B6TeNTtdBEG3v3WPPkP1M0Q%3D"
+ENTRA_SECRET = "jwT8Q~Szod9lDVlWV0rv5qMl27O2iSiG49W5ypwt"
+BUS_KEY = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
+GCP_KEY_ID = "3f9c0e1d2b7a4c5e8f6a9b0c1d2e3f4a5b6c7d8e"
+GCP_KEY_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+GOCSPX = "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"
+GCP_SA_B64 = "ewogICJ0eXBlIjogInNlcnZpY2VfYWNjb3VudCIsCiAgInByb2plY3RfaWQiOiAic2hvcC1wcm9kIgp9"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "rule", "kept"),
+    [
+        (
+            "DefaultEndpointsProtocol=https;AccountName=shopprodstore;"
+            f"AccountKey={AZURE_STORAGE_KEY};EndpointSuffix=core.windows.net",
+            AZURE_STORAGE_KEY,
+            "azure-storage-key",
+            "AccountName=shopprodstore;AccountKey=",
+        ),
+        (
+            f"the portal shows key1 = {AZURE_STORAGE_KEY} (rotate it yearly)",
+            AZURE_STORAGE_KEY,
+            "azure-storage-key",
+            "rotate it yearly",
+        ),
+        (
+            "AccountEndpoint=https://shop-cosmos.documents.azure.com:443/;AccountKey=C2y6yDjf5R+ob0N8A7Cgv30VRDJIWEHLM4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIwJw;",
+            "C2y6yDjf5R+ob0N8A7Cgv30VRDJIWEHLM4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIwJw",
+            "azure-storage-key",
+            "AccountEndpoint=https://shop-cosmos.documents.azure.com:443/",
+        ),
+        (
+            "Endpoint=sb://shop-bus.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+            f"SharedAccessKey={BUS_KEY};EntityPath=orders",
+            BUS_KEY,
+            "azure-shared-access-key",
+            "SharedAccessKeyName=RootManageSharedAccessKey;",
+        ),
+        (
+            "curl 'https://shopprodstore.blob.core.windows.net/exports/orders.csv?sv=2022-11-02&ss=b&srt=co"
+            f"&sp=rl&se=2026-12-01T00:00:00Z&spr=https&sig={SAS_SIG}' -o orders.csv",
+            SAS_SIG,
+            "azure-sas",
+            "exports/orders.csv?sv=2022-11-02",
+        ),
+        (
+            f"SharedAccessSignature sr=https%3A%2F%2Fshop-bus.servicebus.windows.net%2Forders&sig={SAS_SIG}&se=1764400000&skn=send",
+            SAS_SIG,
+            "azure-sas",
+            "&se=1764400000&skn=send",
+        ),
+        (
+            f"the app registration's secret is {ENTRA_SECRET}, valid 180 days",
+            ENTRA_SECRET,
+            "azure-client-secret",
+            "valid 180 days",
+        ),
+        (
+            '{"type": "service_account", "project_id": "shop-prod-4471", '
+            f'"private_key_id": "{GCP_KEY_ID}", '
+            f'"private_key": "-----BEGIN PRIVATE KEY-----\\n{GCP_KEY_BODY}\\n-----END PRIVATE KEY-----\\n", '
+            '"client_email": "ci@shop-prod-4471.iam.gserviceaccount.com"}',
+            GCP_KEY_ID,
+            "gcp-private-key-id",
+            '"client_email": "ci@shop-prod-4471.iam.gserviceaccount.com"',
+        ),
+        (  # the same file as a tool's output inside a JSONL transcript: its quotes escaped
+            f'{{\\"type\\": \\"service_account\\", \\"private_key_id\\": \\"{GCP_KEY_ID}\\"}}',
+            GCP_KEY_ID,
+            "gcp-private-key-id",
+            '\\"type\\": \\"service_account\\"',
+        ),
+        (
+            f'{{"installed": {{"client_id": "8127-q3l.apps.googleusercontent.com", "client_secret": "{GOCSPX}"}}}}',
+            GOCSPX,
+            "gcp-oauth-secret",
+            '"client_id": "8127-q3l.apps.googleusercontent.com"',
+        ),
+        (f"paste {GOCSPX} into the form", GOCSPX, "gcp-oauth-secret", "into the form"),
+        (f"GCP_SA_JSON_B64={GCP_SA_B64}", GCP_SA_B64, "gcp-service-account", "GCP_SA_JSON_B64="),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith(("azure", "gcp")) else None,
+)
+def test_azure_and_gcp_credentials_are_redacted_by_their_own_rule(
+    text: str, secret: str, rule: str, kept: str
+) -> None:
+    out = redact(text)
+    assert secret not in out and f"[REDACTED:{rule}]" in out
+    assert kept in out  # the rest of the connection string, URL or JSON still reads
+    assert redact(out) == out
+
+
+def test_a_service_account_files_private_key_is_removed_with_its_escaped_line_breaks() -> None:
+    key_file = json.dumps(
+        {
+            "type": "service_account",
+            "private_key_id": GCP_KEY_ID,
+            "private_key": f"-----BEGIN PRIVATE KEY-----\n{GCP_KEY_BODY}\nmore\n-----END PRIVATE KEY-----\n",
+        }
+    )
+    assert "\\n" in key_file  # json.dumps writes the line breaks as \n escapes
+    out = redact(key_file)
+    assert GCP_KEY_BODY not in out and GCP_KEY_ID not in out
+    assert '"type": "service_account"' in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'VENDOR_WEBHOOK = "x8Kd02LmQp7Zr4Tn9Wv3Yb6Hc1Fj5Gs0"',
+        'config = {"endpoint": "https://api.vendor.io", "auth": "Qm9vbXNoYWthbGFrYTEyMzQ1Njc4OTA"}',
+        "mailgun: 3d7c2f1e9a8b4c6d5e0f1a2b3c4d5e6f7a",  # hex, but no digest's length
+        "X-Amz-Signature=f2c1e0d9b8a7968574635241302f1e0d9c8b7a69584736251403f2e1d0c9b8a7",
+        "export RELAY=tv1jt7u5wehzhqekrjni54o5atuh8rwl5erjbbv1",
+        "ocp_apim: 'aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY'",
+    ],
+)
+def test_a_random_looking_value_is_redacted_whatever_its_name(text: str) -> None:
+    out = redact(text)
+    assert "[REDACTED:high-entropy]" in out, out
+    name = text.split("=")[0].split(":")[0].strip("{ ")
+    assert out.startswith(name)  # the name of the assignment stays
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # ordinary words and identifiers
+        'class_name = "PaymentServiceClientFactory2"',
+        "name: my_long_function_name_v2",
+        "metric: K8S_POD_VOLUME_INODE_COUNT_V2",
+        "description: Summarize the three newest articles about durable workflows",
+        # paths and URLs
+        "CACHE_DIR=/var/lib/xsky/cache/artifacts2",
+        "homepage: https://github.com/acme/shop/blob/main/src/components/UserProfileCard.tsx",
+        'url = "http://localhost:8233/namespaces/default/workflows/xsky-demo-20261128-a1b2c3"',
+        "see https://files.example.com:8443/AbC123xYz789QrS456tUv0 for the export",
+        # UUIDs, trace ids and providers' object ids
+        "request_id=3fa85f64-5717-4562-b3fc-2c963f66afa6 trace=0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a",
+        "traceparent: 00-342ab7b8d2c5443b8128e33008430b68-cee16c58a9277290-01",
+        '"id": "msg_01NlD8GFqZSALEga3nWKUjpH", "requestId": "req_011C4jxJvHXIpl6pdWrDOFwG"',
+        '"tool_call_id": "call_wKayJlcYV12NiadiZuJXxcfx", "buildId": "88459c572090f5d0245866a6bc712dd5"',
+        # git SHAs and digests
+        "commit e175a51493bceb2e629bd25775a88250411c7731\nAuthor: Dana Kim <dana@example.com>",
+        "e175a51 fix cart rounding\n41ddabc merge release/2.3",
+        '{"sha": "e175a51493bceb2e629bd25775a88250411c7731", "parents": 1}',
+        "head: c250e24a4b0f1d2e3f4a5b6c7d8e9f0a1b2c3d4e",  # 40 hex: a SHA's length
+        "digest: sha256:4895666a3d6748d8eecb38fbbde00cb960bb22f7e1758423d879d97effbe3e49",
+        '"integrity": "sha512-pz0RJDFJ4obiJ+lucgsLPJ/afFjhac7KGpbxT/7BoUoq1lW8GPYI3ax+2ps4IfwZ0vD91Iau9Ufuq7U7usUZ5h=="',
+        "Change-Id: I8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b",
+        # numbers, dates and shell defaults
+        "timestamp=20261128091403123456 started=2026-11-28T09:14:03Z",
+        'echo "${DB_HOST:-db01.internal.example.com}"',
+    ],
+)
+def test_ids_digests_paths_urls_and_words_are_not_taken_for_secrets(text: str) -> None:
     assert redact(text) == text
