@@ -27,7 +27,8 @@ from activities.attempts import AttemptLedger
 from activities.beat import Beat
 from activities.browser import BrowserPool
 from activities.sandbox import egress
-from activities.sandbox.confine import confinement_for, workspace_problem
+from activities.sandbox import workspace as workspaces
+from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
 from activities.sandbox.gate import Gate
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
@@ -41,20 +42,27 @@ from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.models import RoleCapabilityModel
 from xsky.permissions import denied_host, trusted_settings
-from xsky.roles import BUILTIN_ROLES, merge_roles, trusted_role, with_skill_access
+from xsky.roles import (
+    BUILTIN_ROLES,
+    merge_roles,
+    person_only_tools,
+    trusted_role,
+    with_skill_access,
+)
 from xsky.runs import AgentInput, AgentOutcome, RequestPayload
 from xsky.settings import (
     SettingsError,
     SettingsLayer,
-    load_layers,
     permission_settings,
+    project_security_fields,
     role_layers,
-    sandbox_mode,
+    worker_layers,
 )
 from xsky.tool_registry import TOOLS
 
 log = logging.getLogger("xsky.agents")
 _WARNED = {"sandbox-off": False}
+_IGNORED_PROJECTS: set[str] = set()  # projects whose ignored security settings were logged
 
 
 async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -90,23 +98,27 @@ class AgentActivities:
 
     def __init__(self, settings: Settings, browsers: BrowserPool | None = None):
         self.settings = settings
-        self.store = ArtifactStore(settings.artifacts)
+        self.store = ArtifactStore(settings.artifacts, share_gid=_sandbox_gid(settings))
         self.browsers = browsers or BrowserPool()
 
-    def workspace_for(self, inp: AgentInput) -> Path:
-        """The run's workspace, checked here: a run's options may name any folder."""
-        if not inp.workspace:
-            return self.settings.runs / safe_component(inp.run_id) / "workspace"
-        workspace = Path(inp.workspace)
-        problem = workspace_problem(workspace, self.settings, inp.run_id)
+    def workspace_for(self, inp: AgentInput, sandbox: SandboxSettings) -> Path:
+        """The run's workspace: where the worker's settings put the name the run gave (never a
+        path from the run), checked, made by the worker and handed to the sandbox user."""
+        roots = sandbox.workspace_roots
+        try:
+            folder = workspaces.resolve(inp.workspace, self.settings, inp.run_id, roots)
+        except workspaces.WorkspaceRefused as e:
+            raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
+        owner = sandbox.owner
+        problem = workspaces.problem(folder, self.settings, roots, owner[0] if owner else None)
         if problem is not None:
             raise ApplicationError(
-                f"{problem}; agents write there with the worker's rights, so give the run a folder of its "
-                "own (leave `workspace` out for .xsky/runs/<id>/workspace, or name an empty project folder)",
+                f"{problem}; agents write in their workspace, so the worker keeps workspaces in folders of "
+                "their own (leave `workspace` out for .xsky/runs/<id>/workspace, or give a name)",
                 type="WorkspaceRefused",
                 non_retryable=True,
             )
-        return workspace.expanduser().resolve()
+        return workspaces.make(folder, *(owner or (None, None)))
 
     @activity.defn(name="run_agent")
     async def run_agent(self, inp: AgentInput) -> AgentOutcome:
@@ -162,11 +174,18 @@ class AgentActivities:
 
     async def _attempt(self, inp: AgentInput, beat: Beat, started: datetime) -> AgentOutcome:
         agent = inp.agent
-        workspace = self.workspace_for(inp)
-        workspace.mkdir(parents=True, exist_ok=True)
-        prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
         layers = self._worker_layers()
-        unconfined = sandbox_mode(layers) == "off"
+        try:
+            sandbox = sandbox_settings(layers)
+        except SettingsError as e:
+            raise ApplicationError(
+                f"the worker's settings cannot be used: {e}",
+                type="SettingsError",
+                non_retryable=True,
+            ) from None
+        workspace = self.workspace_for(inp, sandbox)
+        prefix = f"v{inp.plan_version}-d{inp.dispatch}-"
+        unconfined = not sandbox.on
         if unconfined and not _WARNED["sandbox-off"]:
             _WARNED["sandbox-off"] = (
                 True  # once per worker process; every run shows it on its board
@@ -191,7 +210,8 @@ class AgentActivities:
             unconfined=unconfined,
             egress=web,
             command_network=command_network,
-            confinement=confinement_for(self.settings, workspace, inp.run_id),
+            confinement=confinement_for(self.settings, sandbox, workspace, inp.run_id),
+            owner=sandbox.owner,
         )
 
         # The leader renders large results as markers; swap them for the stored text here.
@@ -206,8 +226,19 @@ class AgentActivities:
         tool = tool_name(config)
         given = inp.role or BUILTIN_ROLES.get(agent.name)
         known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(agent.name)
-        role = with_skill_access(trusted_role(given, known) if given is not None else None)
-        gate = Gate(inp, role or RoleCapabilityModel(name=agent.name), workspace, unconfined)
+        # A role the worker does not know gets its privileged tools call by call from a person,
+        # unless a person approved the plan that defines it (the leader says so; a run's input
+        # cannot: the leader sets it only after an approve_plan update).
+        approved = inp.role_approved and known is None
+        trusted = given if approved else (trusted_role(given, known) if given is not None else None)
+        role = with_skill_access(trusted)
+        gate = Gate(
+            inp,
+            role or RoleCapabilityModel(name=agent.name),
+            workspace,
+            unconfined,
+            person_only=[] if approved else person_only_tools(given, known),
+        )
         ctx.record, ctx.readable = gate.network, gate.readable
         gate.protected = [
             str(p.resolve())
@@ -336,9 +367,22 @@ class AgentActivities:
         return self._stored(inp, outcome, out.text)
 
     def _worker_layers(self) -> list[SettingsLayer]:
-        """The worker's own settings files: they decide the sandbox, the rules and the roles."""
+        """The worker's own settings file: it decides the sandbox, the rules and the roles
+        (a project's file never does: an agent may have written it)."""
+        project = str(self.settings.project_dir.resolve())
+        if project not in _IGNORED_PROJECTS:
+            _IGNORED_PROJECTS.add(project)
+            ignored = project_security_fields(self.settings)
+            if ignored:
+                log.warning(
+                    "the project's settings (%s) set %s; a worker takes security settings from its user "
+                    "settings only (%s), so these are ignored here",
+                    self.settings.project_dir / ".xsky" / "settings.json",
+                    ", ".join(ignored),
+                    self.settings.user_settings,
+                )
         try:
-            return load_layers()
+            return worker_layers(self.settings)
         except SettingsError as e:
             raise ApplicationError(
                 f"the worker's settings cannot be read: {e}",
@@ -381,6 +425,15 @@ class AgentActivities:
         )
         outcome.result = text if len(text.encode("utf-8")) <= inp.artifact_threshold else None
         return outcome
+
+
+def _sandbox_gid(settings: Settings) -> int | None:
+    """The sandbox user's group when it differs from the worker's (a root worker), else None."""
+    try:
+        owner = sandbox_settings(worker_layers(settings)).owner
+    except (SettingsError, OSError, ValueError):
+        return None  # the first attempt reports a broken settings file, with its line
+    return owner[1] if owner is not None else None
 
 
 def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:

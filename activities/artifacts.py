@@ -29,8 +29,11 @@ PREVIEW_CHARS = 240
 
 
 class ArtifactStore:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, share_gid: int | None = None):
         self.root = Path(root).resolve()
+        # The sandbox user's group, when it is not the worker's (a root worker): a run's
+        # sandboxes may read that run's artifacts (bound read-only), nobody else may.
+        self.share_gid = share_gid
 
     def put_bytes(
         self,
@@ -46,6 +49,8 @@ class ArtifactStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
         try:
+            if self.share_gid is not None:
+                self._share(target.parent, fd)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, target)
@@ -59,6 +64,19 @@ class ArtifactStore:
             preview=preview,
             media_type=media_type,
         )
+
+    def _share(self, folder: Path, fd: int) -> None:
+        """Group-readable by the sandbox's group: the file, its agent folder, its run folder."""
+        assert self.share_gid is not None
+        os.fchown(fd, -1, self.share_gid)
+        os.fchmod(fd, 0o640)
+        for place in (folder, folder.parent):
+            if place == self.root or not place.is_relative_to(self.root):
+                break
+            info = place.stat()
+            if info.st_gid != self.share_gid or info.st_mode & 0o050 != 0o050:
+                os.chown(place, -1, self.share_gid)
+                os.chmod(place, (info.st_mode & 0o7777) | 0o050)
 
     def put_text(self, run_id: str, agent_id: str, filename: str, text: str) -> ArtifactRef:
         preview = text[:PREVIEW_CHARS]

@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from activities import llm, skill_git
-from activities.sandbox.confine import confinement_for
+from activities.sandbox import workspace as workspaces
+from activities.sandbox.confine import confinement_for, sandbox_settings
 from activities.skill_files import read_atom, skill_dir
 from activities.tools import ToolContext
 from activities.tools.shell import run_process
 from xsky.atoms import VERBS, AtomTask, keywords
 from xsky.config import load_settings
+from xsky.settings import worker_layers
 from xsky.skill_models import EditInput, EditResult
 from xsky.skill_spec import MAX_BODY_LINES, problems, render
 from xsky.skills_layout import md_path
@@ -444,6 +446,12 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
         scratch = work.parent / f"run-{len(passed)}"
         shutil.copytree(work, scratch, dirs_exist_ok=True)
         # A script runs in the sandbox only: run_process uses neither the artifact store nor browsers.
+        settings = load_settings()
+        sandbox = sandbox_settings(worker_layers(settings))
+        owner = sandbox.owner
+        if owner is not None:  # the scratch copy is the script's workspace: the sandbox user's
+            workspaces.make(scratch, *owner)
+        # No network (no proxy), no host socket: the allow-listed sandbox sees only the copy.
         ctx = ToolContext(
             "skill-edit",
             "scripts",
@@ -451,7 +459,8 @@ async def _run_scripts(work: Path, beat: Callable[[str], None]) -> tuple[list[st
             store=None,  # type: ignore[arg-type]
             browsers=None,  # type: ignore[arg-type]
             heartbeat=beat,
-            confinement=confinement_for(load_settings(), scratch, "skill-edit"),
+            confinement=confinement_for(settings, sandbox, scratch, "skill-edit"),
+            unconfined=not sandbox.on,
         )
         proc = await run_process(ctx, [*runner, rel], SCRIPT_TIMEOUT, 64 * 1024)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -43,7 +43,7 @@ async def process_cost(calls: int) -> tuple[float, float]:
         None,
         None,
         lambda n: None,  # type: ignore[arg-type]
-        confinement=Confinement(workspace=ws, hidden=(Path.home(),)),
+        confinement=Confinement(workspace=ws),
     )
     plain = ToolContext("bench", "1", ws, None, None, lambda n: None, unconfined=True)  # type: ignore[arg-type]
     on, off = [], []

@@ -40,8 +40,11 @@ from xsky.xml import parse_workflow  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _own_skills_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the real ~/.xsky/skills-home."""
+    """No test reads or writes the real ~/.xsky/skills-home, nor the machine's own user
+    settings (a worker's security settings come from there): a test that wants some writes
+    them to its own XSKY_USER_SETTINGS file."""
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "skills-home"))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(tmp_path / "user-settings.json"))
 
 
 @pytest.fixture(scope="session")

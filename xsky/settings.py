@@ -1,14 +1,22 @@
-"""settings.json: roles, permission rules and the permission mode, in two layers.
+"""settings.json: roles, permission rules, the permission mode and the sandbox, in two layers.
 
-``~/.xsky/settings.json`` (the user's) and ``<project>/.xsky/settings.json`` (the
-project's; later wins). The format follows LingXiao's::
+``~/.xsky/settings.json`` (the user's; ``XSKY_USER_SETTINGS`` names another file) and
+``<project>/.xsky/settings.json`` (the project's; later wins). The format follows LingXiao's::
 
     {
       "roles": {"perf": {"description": "…", "systemPrompt": "…", "allowedTools": ["file_read"],
                          "requestedTools": ["shell"], "skillNames": ["profiling"], "suggestedModel": "…"}},
       "permissions": {"allow": ["shell(git log:*)"], "ask": ["file_write(src/**)"], "deny": ["shell(rm:*)"]},
-      "security": {"permission_mode": "default"}
+      "security": {"permission_mode": "default", "sandbox": "on", "limits": {"memory": "2GiB"}}
     }
+
+**Who reads which layer.** A worker decides with its user layer only (:func:`worker_layers`):
+roles, rules, the mode, the sandbox and its limits are security, and a project folder is a
+place an agent may have written (a worker started inside a workspace, a project a run
+shared). The starter reads both layers for what helps a person plan — role names and
+descriptions, rules shown by ``starter.py permissions`` — but what a worker lets happen is
+never widened by a project's file: a role only the project defines is a role the worker
+does not know (its privileged tools are asked for), and the project's rules do not count.
 
 A file with bad JSON or an unknown field is an error naming the file, the line and the
 field — never silently ignored.
@@ -48,12 +56,34 @@ class PermissionRules(_Strict):
     deny: list[str] = Field(default_factory=list)
 
 
+class LimitsSettings(WireModel):
+    """Per sandboxed command (activities/sandbox/limits.py has the defaults and their reasons).
+    Sizes are bytes or text such as "2GiB", "512MiB"."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
+    memory: int | str | None = None
+    processes: int | None = Field(None, ge=8, le=1_000_000)
+    cpu_weight: int | None = Field(None, ge=1, le=10000)
+    open_files: int | None = Field(None, ge=64, le=1_048_576)
+    file_size: int | str | None = None
+    disk: int | str | None = None
+    tmp: int | str | None = None
+    disk_reserve: int | str | None = None
+    browser_memory: int | str | None = None
+
+
 class SecuritySettings(WireModel):
     model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
     permission_mode: PermissionMode = "default"
-    sandbox: Literal["on", "off"] = (
-        "on"  # "off" runs tools unconfined: never the default, always reported
-    )
+    # "off" runs tools unconfined: never the default, always reported.
+    sandbox: Literal["on", "off"] = "on"
+    # The unprivileged uid (or system user) a root worker's sandboxes run as.
+    sandbox_user: int | str | None = None
+    # Folders (outside the system's program folders) sandboxes may read: a toolchain in /opt.
+    read_only_paths: list[str] = Field(default_factory=list)
+    # Named roots a run's workspace may be in: {"projects": "/srv/xsky-projects"}.
+    workspace_roots: dict[str, str] = Field(default_factory=dict)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
 
 
 class SkillSourceSetting(_Strict):
@@ -120,7 +150,8 @@ def parse_settings(text: str, path: str) -> SettingsFile:
                 "": "roles, permissions, security, skills",
                 "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
                 "permissions": "allow, ask, deny",
-                "security": "permission_mode, sandbox",
+                "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
+                "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
                 "skills": "sources (each: kind, path)",
             }[_section(loc)]
             raise SettingsError(
@@ -144,6 +175,8 @@ def _locate_value(text: str, value: str) -> tuple[int, int]:
 def _section(loc: tuple[Any, ...]) -> str:
     if len(loc) <= 1:
         return ""
+    if loc[0] == "security" and len(loc) > 2 and loc[1] == "limits":
+        return "limits"
     return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills") else ""
 
 
@@ -167,6 +200,34 @@ def load_layers(config: Settings | None = None) -> list[SettingsLayer]:
                 )
             )
     return layers
+
+
+def worker_layers(config: Settings | None = None) -> list[SettingsLayer]:
+    """The settings a worker decides security with: its user's file alone, never a project's
+    (see the module docstring). A broken user file raises SettingsError; a project file is
+    not even read, so a planted broken one cannot stop the worker either."""
+    config = config or load_settings()
+    path = config.user_settings
+    if not path.is_file():
+        return []
+    return [
+        SettingsLayer(
+            str(path), "user", parse_settings(path.read_text(encoding="utf-8"), str(path))
+        )
+    ]
+
+
+def project_security_fields(config: Settings | None = None) -> list[str]:
+    """What a project's settings file says about security, which a worker ignores (for its log)."""
+    config = config or load_settings()
+    path = config.project_dir / ".xsky" / "settings.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [key for key in ("roles", "permissions", "security") if data.get(key)]
 
 
 def role_layers(layers: list[SettingsLayer]) -> list[dict[str, dict[str, Any]]]:

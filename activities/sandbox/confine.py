@@ -1,7 +1,10 @@
-"""Confinement of tools to a run's workspace, and a scrubbed environment for commands.
+"""Confinement of the worker's own file tools to a run's workspace, and what a run's sandbox is.
 
-:func:`confinement_for` says what the OS sandbox (activities/os_sandbox.py) hides from a
-run's processes: everything xsky keeps and everything of the worker's user.
+The file tools (``file_read``, ``file_write``, ``file_list``, ``code_search``) run in the
+worker, not in a sandbox, so every path is checked here and opened one folder at a time
+without following links (:func:`open_inside`). :func:`confinement_for` gives the OS sandbox
+(activities/sandbox/bwrap.py) what one run's commands may touch, from the worker's own
+:class:`SandboxSettings`.
 """
 
 from __future__ import annotations
@@ -10,13 +13,17 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from activities.sandbox.bwrap import SYSTEM_DIRS, Confinement
+from activities.sandbox import bwrap
+from activities.sandbox.bwrap import Confinement
+from activities.sandbox.limits import Limits, parse_size
 from activities.tools import ToolError
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.settings import settings_paths
+from xsky.settings import SettingsError, SettingsLayer
 
 # Directories no agent may write into, wherever they sit in the workspace.
 PROTECTED_DIRS = (".git", ".xsky")
@@ -64,61 +71,102 @@ def confine(workspace: Path, path: str, *, write: bool = False) -> Path:
     return target
 
 
-def workspace_problem(workspace: Path, settings: Settings, run_id: str) -> str | None:
-    """Why ``workspace`` cannot be a run's one writable place, or None when it can.
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The worker's own word on sandboxes (its user settings, never a project's)."""
 
-    A run's options may name any folder (the stock ``temporal`` CLI can start a run), and
-    the file tools write inside the workspace with the worker's own rights, so the folder
-    is checked here, on the worker: not the system, not the worker's home or a folder
-    holding it, and not xsky's state (the Temporal database, artifacts, other runs'
-    workspaces, the skills home, the settings) nor a folder holding any of those.
-    """
-    ws = workspace.expanduser().resolve()
-    home = Path.home().resolve()
-    if str(ws) in SYSTEM_DIRS or ws == home or home.is_relative_to(ws):
-        return f"the workspace {ws} is a system folder or holds the worker's home"
-    own = (settings.runs / safe_component(run_id) / "workspace").resolve()
-    if ws == own:
-        return None
-    kept = [
-        ("xsky's state", settings.home),
-        ("the artifact store", settings.artifacts),
-        ("the run workspaces", settings.runs),
-        ("the skills home", settings.skills_home),
-        *(("the settings", path.parent) for _, path in settings_paths()),
-    ]
-    for what, folder in kept:
-        place = folder.expanduser().resolve()
-        if ws == place or ws.is_relative_to(place) or place.is_relative_to(ws):
-            return f"the workspace {ws} overlaps {what} ({place})"
-    return None
+    on: bool = True
+    sandbox_user: int | str | None = None
+    limits: Limits = field(default_factory=Limits)
+    read_only_paths: tuple[Path, ...] = ()
+    workspace_roots: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """(uid, gid) that should own workspaces: the sandbox user's, when the worker is root."""
+        who = bwrap.identity(self.sandbox_user)
+        return (who.uid, who.gid) if who.drop else None
+
+
+def sandbox_settings(layers: list[SettingsLayer]) -> SandboxSettings:
+    """From the worker's layers (xsky.settings.worker_layers); a bad size is a SettingsError."""
+    found = SandboxSettings()
+    for layer in layers:
+        sec = layer.settings.security
+        if sec is None:
+            continue
+        given = sec.model_fields_set
+        lim = sec.limits
+        try:
+            limits = replace(
+                found.limits,
+                **{
+                    name: parse_size(value, f"security.limits.{name}") if name in _SIZES else value
+                    for name, value in lim.model_dump().items()
+                    if value is not None
+                },
+            )
+        except ValueError as e:
+            raise SettingsError(layer.path, 1, 1, str(e)) from None
+        if "sandbox_user" in given:
+            try:
+                bwrap.identity(sec.sandbox_user)
+            except bwrap.SandboxUnavailable as e:
+                raise SettingsError(layer.path, 1, 1, str(e)) from None
+        found = SandboxSettings(
+            on=(sec.sandbox == "on") if "sandbox" in given else found.on,
+            sandbox_user=sec.sandbox_user if "sandbox_user" in given else found.sandbox_user,
+            limits=limits,
+            read_only_paths=tuple(Path(p) for p in sec.read_only_paths) or found.read_only_paths,
+            workspace_roots={**found.workspace_roots, **sec.workspace_roots},
+        )
+    return found
+
+
+_SIZES = ("memory", "file_size", "disk", "tmp", "disk_reserve", "browser_memory")
 
 
 def confinement_for(
-    settings: Settings, workspace: Path, run_id: str, proxy_socket: Path | None = None
+    settings: Settings,
+    sandbox: SandboxSettings,
+    workspace: Path,
+    run_id: str,
+    proxy_socket: Path | None = None,
 ) -> Confinement:
-    """A run's sandbox: its workspace writable, its own artifacts readable; hidden are the
-    worker user's home, xsky's state (Temporal database, logs, transcripts), the artifact
-    store, every run's workspace, the skills home and the settings folders."""
-    state = [settings.home, settings.artifacts, settings.runs, settings.skills_home]
-    for (
-        folder
-    ) in state:  # made now: one made later would show through the sandbox's read-only view of /
-        folder.mkdir(parents=True, exist_ok=True)
-    hidden = [Path.home(), *state, *(path.parent for _, path in settings_paths())]
+    """A run's sandbox: its workspace writable (with git's code-running files read-only), its
+    own artifacts readable, the worker's read-only additions, its limits."""
     return Confinement(
         workspace=workspace,
-        hidden=tuple(hidden),
         readable=(settings.artifacts / safe_component(run_id),),
         proxy_socket=proxy_socket,
+        read_only_paths=sandbox.read_only_paths,
+        limits=sandbox.limits,
+        sandbox_user=sandbox.sandbox_user,
+        protected=bwrap.protected_paths(workspace),
     )
 
 
-def open_inside(workspace: Path, target: Path, flags: int, *, make_parents: bool = False) -> int:
+def hand_over(fd: int, owner: tuple[int, int] | None) -> None:
+    """A file or folder the worker made in a workspace becomes the sandbox user's, so the
+    agent's own commands may change it (a root worker's sandbox is not root)."""
+    if owner is not None:
+        with contextlib.suppress(OSError):
+            os.fchown(fd, *owner)
+
+
+def open_inside(
+    workspace: Path,
+    target: Path,
+    flags: int,
+    *,
+    make_parents: bool = False,
+    owner: tuple[int, int] | None = None,
+) -> int:
     """A descriptor of ``target`` (a path :func:`confine` returned), opened one folder at a
     time from the workspace with no symlink followed: a folder swapped for a link between
     the check and the open (by a command running beside) fails instead of leading out.
-    Only regular files open; a FIFO or device would hang or feed the worker.
+    Only regular files open; a FIFO or device would hang or feed the worker. Folders and
+    files made here are handed to ``owner`` (the sandbox user).
     """
     root = workspace.resolve()
     parts = target.relative_to(root).parts
@@ -127,14 +175,18 @@ def open_inside(workspace: Path, target: Path, flags: int, *, make_parents: bool
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in parts[:-1]:
+            made = False
             if make_parents:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
+                    made = True
             step = os.open(
                 part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
             )
             os.close(fd)
             fd = step
+            if made:
+                hand_over(fd, owner)
         out = os.open(
             parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=fd
         )
@@ -156,5 +208,40 @@ def open_inside(workspace: Path, target: Path, flags: int, *, make_parents: bool
         raise ToolError(
             f"{target.relative_to(root)!s} is {what}; the file tools read and write regular files only"
         )
+    if flags & os.O_CREAT and owner is not None and info.st_uid != owner[0]:
+        hand_over(out, owner)
     os.set_blocking(out, True)
     return out
+
+
+def list_inside(
+    workspace: Path, target: Path, recursive: bool
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(folder relative to the workspace, its folders, its files) under ``target``, walked by
+    descriptors (``os.fwalk``): a folder swapped for a link to a host folder mid-walk is not
+    followed, so no name from outside the workspace is ever listed."""
+    root = workspace.resolve()
+    rel = target.relative_to(root)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in rel.parts:
+            step = os.open(
+                part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+            )
+            os.close(fd)
+            fd = step
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise ToolError(
+                f"{rel!s} goes through a symbolic link or a file; name the real folder"
+            ) from None
+        raise
+    try:
+        for dirpath, dirnames, filenames, _dirfd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+            here = os.path.normpath(os.path.join(str(rel), dirpath))
+            yield ("" if here == "." else here), dirnames, filenames
+            if not recursive:
+                break
+    finally:
+        os.close(fd)

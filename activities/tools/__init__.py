@@ -91,6 +91,8 @@ class ToolContext:
     readable: Callable[[str], bool] | None = (
         None  # may this workspace file be read (file_read deny rules)?
     )
+    # (uid, gid) of the sandbox user, who owns what file tools make (None: the worker's own).
+    owner: tuple[int, int] | None = None
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

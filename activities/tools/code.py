@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox.confine import confine, open_inside
+from activities.sandbox.confine import confine, list_inside, open_inside
 from activities.tools import ToolContext, ToolError, cap_text, optional_number, require_str
 from activities.tools.shell import DEFAULT_MAX_OUTPUT, run_process
 
@@ -28,17 +28,17 @@ async def code_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     glob = args.get("glob") or "*"
     base = ctx.workspace.resolve()
     matches: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    # Walked by descriptors: a folder swapped for a link mid-walk is not followed out.
+    for folder, dirnames, filenames in list_inside(ctx.workspace, root, recursive=True):
         dirnames[:] = sorted(
             d
             for d in dirnames
             if d not in (".git", ".xsky", "node_modules", "__pycache__", ".venv")
-            and not os.path.islink(os.path.join(dirpath, d))
         )
         for name in sorted(filenames):
             if not fnmatch.fnmatch(name, glob):
                 continue
-            full = os.path.join(dirpath, name)
+            full = os.path.join(base, folder, name)
             if os.path.islink(full):
                 continue  # a link may point out of the workspace: file_read decides those
             if ctx.readable is not None and not ctx.readable(os.path.relpath(full, base)):

@@ -6,7 +6,7 @@ import fnmatch
 import os
 from typing import Any
 
-from activities.sandbox.confine import confine, open_inside
+from activities.sandbox.confine import confine, list_inside, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
 
 DEFAULT_MAX_READ = 10 * 1024 * 1024
@@ -48,7 +48,8 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     data = content.encode("utf-8")
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
     with os.fdopen(
-        open_inside(ctx.workspace, target, flags, make_parents=True), "ab" if append else "wb"
+        open_inside(ctx.workspace, target, flags, make_parents=True, owner=ctx.owner),
+        "ab" if append else "wb",
     ) as fh:
         if not append:
             fh.truncate(
@@ -70,28 +71,19 @@ async def file_list(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise ToolError(f"{path!r} does not exist in the workspace")
     if not target.is_dir():
         raise ToolError(f"{path!r} is a file, not a directory")
-    root = ctx.workspace.resolve()
     entries: list[str] = []
-    walker = os.walk(target) if recursive else [(str(target), *_split_dir(target))]
-    for dirpath, dirnames, filenames in walker:
+    for folder, dirnames, filenames in list_inside(ctx.workspace, target, recursive):
         dirnames[:] = sorted(d for d in dirnames if d not in (".git", ".xsky"))
-        for name in sorted(dirnames) + sorted(filenames):
+        named = [(d, "/") for d in dirnames] + [(f, "") for f in sorted(filenames)]
+        for name, mark in named:
             if not fnmatch.fnmatch(name, pattern):
                 continue
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            entries.append(rel + ("/" if os.path.isdir(full) else ""))
+            entries.append(os.path.join(folder, name) + mark)
             if len(entries) >= MAX_LIST:
                 break
+        if len(entries) >= MAX_LIST:
+            break
     text = "\n".join(entries) if entries else "(empty)"
     if len(entries) >= MAX_LIST:
         text += f"\n[… listing cut at {MAX_LIST} entries]"
     return ToolResult(text, {"path": path, "entries": len(entries)})
-
-
-def _split_dir(target: Any) -> tuple[list[str], list[str]]:
-    dirs: list[str] = []
-    files: list[str] = []
-    for entry in os.scandir(target):
-        (dirs if entry.is_dir() else files).append(entry.name)
-    return dirs, files

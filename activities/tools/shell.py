@@ -7,17 +7,19 @@ everything it started, not only the shell.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import bwrap as os_sandbox
-from activities.sandbox import egress
+from activities.sandbox import bwrap, disk, egress, git_guard, limits
+from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import scrubbed_env
+from activities.sandbox.limits import AttemptCgroup, Limits, shown
 from activities.tools import (
     ToolContext,
     ToolError,
@@ -81,64 +83,114 @@ class ProcessResult:
     stderr: str
     seconds: float
     timed_out: bool
+    limit: str | None = None  # the sandbox limit the command ran into, named for a person
+    notes: list[str] = field(default_factory=list)  # what the git guard undid after it
 
 
-def confined(ctx: ToolContext, argv: list[str]) -> list[str]:
-    """``argv`` wrapped in the OS sandbox, or a ToolError saying how to fix a missing one."""
-    if ctx.unconfined:
-        return argv  # "security": {"sandbox": "off"}: reported on the board and in the worker's log
-    problem = os_sandbox.ready()
-    if problem is not None:
-        raise ToolError(
-            f"refused: the OS sandbox every command runs in cannot start: {problem}",
-            details={"sandbox": "unavailable"},
-        )
-    return os_sandbox.wrap(argv, ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace))
+STORM_SECONDS = 3  # refused forks in this many consecutive seconds: a fork storm, stopped
 
 
 async def run_process(
     ctx: ToolContext, argv: list[str], timeout: float, limit: int
 ) -> ProcessResult:
-    """Run ``argv`` in the workspace, inside the OS sandbox, in its own process group.
+    """Run ``argv`` in the workspace, inside the OS sandbox and its limits, in its own
+    process group.
 
-    Heartbeats while it runs; new output counts as progress. On timeout, cancellation or
-    normal exit, the whole process group is killed: nothing it started is left behind (and
-    the sandbox dies with its parent, so a killed worker leaves nothing either).
+    Heartbeats while it runs; new output counts as progress. On timeout, cancellation, a
+    limit or normal exit, everything it started is killed: nothing is left behind (and the
+    sandbox dies with its parent, so a killed worker leaves nothing either).
     """
     ctx.workspace.mkdir(parents=True, exist_ok=True)
     if ctx.command_network is not None and not ctx.unconfined:
         # The settings allow some domains: the sandbox's only way out is a proxy that checks them.
         async with egress.serving(ctx.command_network, ctx.record, unix=True) as socket_path:
-            base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
+            base = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
             routed = replace(
                 ctx, confinement=replace(base, proxy_socket=Path(socket_path)), command_network=None
             )
             return await run_process(routed, argv, timeout, limit)
     command_name = argv[0]  # what the person asked for, not the sandbox that runs it
-    argv = confined(ctx, argv)
+    c = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
+    cgroup: AttemptCgroup | None = None
+    if not ctx.unconfined:  # "security": {"sandbox": "off"}: reported on the board and in the log
+        problem = bwrap.ready(c.sandbox_user)
+        if problem is not None:
+            raise ToolError(
+                f"refused: the OS sandbox every command runs in cannot start: {problem}",
+                details={"sandbox": "unavailable"},
+            )
+        full = disk.refusal(ctx.workspace, c.limits.disk_reserve)
+        if full is not None:
+            raise ToolError(f"refused: {full}", details={"limit": "disk_reserve"})
+        who = bwrap.identity(c.sandbox_user)
+        if who.drop and c.workspace.stat().st_uid != who.uid:  # made before the sandbox had a user
+            await asyncio.to_thread(workspaces.make, c.workspace, who.uid, who.gid)
+        c = replace(c, protected=bwrap.protected_paths(c.workspace))
+        cgroup = limits.attempt_cgroup(c.limits)
+        argv = bwrap.command(argv, c, cgroup)
     started = time.monotonic()
     loop = asyncio.get_running_loop()
-    transport, capture = await loop.subprocess_exec(
-        lambda: _Capture(limit),
-        *argv,
-        cwd=ctx.workspace,
-        env=scrubbed_env(ctx.workspace),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: we can kill all of it
-    )
+    try:
+        transport, capture = await loop.subprocess_exec(
+            lambda: _Capture(limit),
+            *argv,
+            cwd=ctx.workspace,
+            env=scrubbed_env(ctx.workspace),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: we can kill all of it
+        )
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
     pid = transport.get_pid()
+    if not ctx.unconfined and (cgroup is None or cgroup.version == 1):
+        # CPU weight without a cpu controller: the whole group niced before it forks (the
+        # starting shell and bwrap take milliseconds to get there; a straggler keeps nice 0).
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PGRP, pid, limits.cpu_niceness(c.limits))
+
+    def stop() -> None:
+        if cgroup is not None:
+            cgroup.kill()
+        _kill_group(pid)
+
+    watch = None
+    if not ctx.unconfined:
+        watch = disk.Watch(
+            c.workspace, c.limits.disk, c.limits.disk_reserve, kill=stop, cgroup=cgroup
+        )
+        disk.GUARD.add(watch)
     timed_out = False
     seen_output = 0
+    storm = 0
+    refused_forks = 0
+    last_note = started
+    verdict: str | None = None
     try:
         while not capture.exited.done():
             left = timeout - (time.monotonic() - started)
             if left <= 0:
                 timed_out = True
                 break
-            done, _ = await asyncio.wait([capture.exited], timeout=min(5.0, left))
-            if not done:
+            await asyncio.wait([capture.exited], timeout=min(1.0, left))
+            if watch is not None and watch.reason is not None:
+                break
+            if cgroup is not None:
+                now_refused = cgroup.forks_refused()
+                storm = storm + 1 if now_refused > refused_forks else 0
+                refused_forks = now_refused
+                if storm >= STORM_SECONDS:
+                    verdict = (
+                        f"process limit {c.limits.processes} reached: the command kept starting processes "
+                        f"past it for {STORM_SECONDS} s and was stopped (security.limits.processes in the "
+                        "worker's settings raises it)"
+                    )
+                    break
+            if not capture.exited.done() and time.monotonic() - last_note >= 5:
+                last_note = time.monotonic()
                 produced = (
                     len(capture.buffers[1])
                     + len(capture.buffers[2])
@@ -150,23 +202,65 @@ async def run_process(
                 (ctx.progress if produced > seen_output else ctx.heartbeat)(note)
                 seen_output = produced
     except BaseException:
-        _kill_group(pid)  # cancelled (run cancelled, worker shutting down): leave nothing behind
+        stop()  # cancelled (run cancelled, worker shutting down): leave nothing behind
         transport.close()
+        _release(watch, cgroup)
         raise
-    # Done or timed out: whatever the command left running goes with it.
-    _kill_group(pid)
-    if timed_out:
+    # Done, timed out or over a limit: whatever the command left running goes with it.
+    stop()
+    if not capture.exited.done():
         await asyncio.wait([capture.exited], timeout=5)
     # Pipes close once the group is gone; a process that escaped it (setsid) is not waited for.
     await asyncio.wait([capture.closed], timeout=2)
     transport.close()
+    if watch is not None and watch.reason is not None:
+        verdict = watch.reason
+    if verdict is None and cgroup is not None:
+        verdict = cgroup.verdict()
+    _release(watch, cgroup)
+    stderr = capture.text(2, "stderr")
+    code = transport.get_returncode()
+    if not ctx.unconfined and code not in (0, None) and stderr.startswith("bwrap: "):
+        # bubblewrap itself failed (a folder to bind is gone, say): nothing of the command ran.
+        raise ToolError(
+            f"the OS sandbox could not start this command: {stderr.strip()[:500]}",
+            retryable=True,
+            details={"sandbox": "failed"},
+        )
+    if verdict is None and not ctx.unconfined:
+        verdict = _rlimit_verdict(code, stderr, c.limits)
+    notes = [] if ctx.unconfined else await asyncio.to_thread(git_guard.sweep, c.workspace)
     return ProcessResult(
-        transport.get_returncode(),
+        code,
         capture.text(1, "stdout"),
-        capture.text(2, "stderr"),
+        stderr,
         round(time.monotonic() - started, 3),
         timed_out,
+        verdict,
+        notes,
     )
+
+
+def _release(watch: disk.Watch | None, cgroup: AttemptCgroup | None) -> None:
+    if watch is not None:
+        disk.GUARD.remove(watch)
+    if cgroup is not None:
+        cgroup.remove()
+
+
+def _rlimit_verdict(code: int | None, stderr: str, lim: Limits) -> str | None:
+    """The rlimit a command ran into, read from how it ended (the kernel's signal or errno)."""
+    if code in (128 + signal.SIGXFSZ, -signal.SIGXFSZ) or "File size limit exceeded" in stderr:
+        return (
+            f"file size limit {shown(lim.file_size)} reached: a process wrote a larger file and was stopped "
+            "(security.limits.file_size in the worker's settings raises it)"
+        )
+    if code not in (0, None) and "Too many open files" in stderr:
+        return (
+            f"open files limit {lim.open_files} reached (per process; security.limits.open_files in the "
+            "worker's settings raises it)"
+        )
+    return None
 
 
 async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -179,12 +273,17 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     allow_failure = bool(args.get("allowFailure", False))
     with values.provided(ctx, values.checked(args.get("values"), "shell")) as (ctx, prelude):
         proc = await run_process(ctx, ["bash", "-c", prelude + command], timeout, limit)
-    details = {
+    details: dict[str, Any] = {
         "exitCode": proc.returncode,
         "stderr": proc.stderr[-4000:],
         "seconds": proc.seconds,
         "timedOut": proc.timed_out,
     }
+    if proc.notes:
+        details["gitGuard"] = proc.notes
+    if proc.limit is not None:
+        details["limit"] = proc.limit
+        raise ToolError(f"the command was stopped: {proc.limit}: {command[:200]}", details=details)
     if proc.timed_out:
         raise ToolError(
             f"the command ran past its {timeout:g}s timeout and was killed: {command[:200]}",
@@ -197,4 +296,7 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             retryable=True,
             details=details,
         )
-    return ToolResult(proc.stdout.rstrip("\n"), details)
+    out = proc.stdout.rstrip("\n")
+    if proc.notes:  # said where the agent reads it: what it planted in git will not run
+        out += "\n[xsky git guard: " + "; ".join(proc.notes) + "]"
+    return ToolResult(out, details)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import bwrap as os_sandbox
+from activities.sandbox import bwrap
 from activities.tools import ToolContext, ToolError
 from xsky.variables import SHELL_VALUE_RE
 
@@ -52,13 +52,16 @@ def provided(ctx: ToolContext, values: dict[str, str]) -> Iterator[tuple[ToolCon
         return
     folder = Path(tempfile.mkdtemp(prefix="xsky-values-"))
     try:
+        # Readable by the sandbox user (not root when the worker is), shown to it read-only.
+        folder.chmod(0o755)
         for name, value in values.items():
             (folder / name).write_bytes(value.encode("utf-8", "surrogatepass"))
+            (folder / name).chmod(0o644)
         # read -d '': the whole file, newlines and backslashes kept (it ends at EOF with status 1)
         prelude = " ".join(
             f"IFS= read -r -d '' {name} < {shlex.quote(str(folder / name))};" for name in values
         )
-        base = ctx.confinement or os_sandbox.Confinement(workspace=ctx.workspace)
+        base = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
         yield (
             replace(ctx, confinement=replace(base, readable=(*base.readable, folder))),
             prelude + "\n",

@@ -55,9 +55,11 @@ def site(tmp_path_factory):
 async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(
     env: Env, fake_llm: FakeLLM, site: str, tmp_path: Path, monkeypatch
 ):
-    # Loopback is off limits to agents unless a rule names the host: this page is on 127.0.0.1.
+    # Loopback is off limits to agents unless the worker's settings name its exact host:port.
+    port = site.rsplit(":", 1)[1]
     user = tmp_path / "user-settings.json"
-    user.write_text(json.dumps({"permissions": {"allow": ["browser_navigate(domain:127.0.0.1)"]}}))
+    rule = f"browser_navigate(domain:127.0.0.1:{port})"
+    user.write_text(json.dumps({"permissions": {"allow": [rule]}}))
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
 
     def responder(req, i):

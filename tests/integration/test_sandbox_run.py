@@ -165,19 +165,3 @@ async def test_a_worker_killed_during_a_sixty_second_command_leaves_no_process(
         )
     finally:
         stop_worker_process(worker)
-
-
-async def test_the_sandbox_switched_off_in_settings_is_shown_and_logged(
-    env: Env, tmp_path: Path, monkeypatch
-):
-    project = tmp_path / "proj"
-    (project / ".xsky").mkdir(parents=True)
-    (project / ".xsky" / "settings.json").write_text(json.dumps({"security": {"sandbox": "off"}}))
-    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
-    await env.start_worker(kinds=["shell", "llm"])
-    handle = await env.start(plan(shell("1", "echo unconfined")), options=NO_REPLAN)
-    result = await asyncio.wait_for(run_outcome(handle), 60)
-    assert result.agents[0].result == "unconfined"
-    assert any(e.tool == "sandbox-off" for e in result.permission_log)
-    details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert "OS sandbox OFF" in details

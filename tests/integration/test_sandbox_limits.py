@@ -1,0 +1,142 @@
+"""Limits per attempt, as runs meet them: an attempt over a limit fails naming it, the agent
+beside it on the same worker completes, and the worker logs no error.
+
+Each attack is bounded from outside too, so it stays harmless if the product's own limit
+failed: a process cap on the sandbox user (RLIMIT_NPROC), and a small tmpfs under the
+worker's state for the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from activities.sandbox import bwrap
+from tests.conftest import Env
+from tests.integration.helpers import plan
+from xsky.runs import RunOptions
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(bwrap.ready() is not None, reason=f"no OS sandbox here: {bwrap.ready()}"),
+]
+
+ATTACKS = {
+    "fork storm": (":(){ :|:& };:; sleep 60", "process limit 64 reached"),
+    "4 GiB allocation": (
+        "python3 -c 'b = bytearray(4 << 30); print(len(b))'",
+        "memory limit 384 MiB reached",
+    ),
+    "disk-filling loop": (
+        "head -c 8G /dev/zero | split -b 4M -a 4 - fill.",  # file after file
+        "disk quota 48 MiB of the workspace reached",
+    ),
+    "100,000 open files": (
+        "python3 -c \"import os; fs = [os.open('/dev/null', os.O_RDONLY) for _ in range(100000)]\"",
+        "open files limit 1024 reached",
+    ),
+}
+
+
+def agent(agent_id: str, command: str) -> str:
+    config = json.dumps(
+        {"tool": "shell", "command": command, "timeout": 60, "retry": {"maximumAttempts": 1}}
+    )
+    return f'<agent name="shell" id="{agent_id}"><task>step {agent_id}</task><config><![CDATA[{config}]]></config></agent>'
+
+
+@pytest.fixture
+def small_disk(env: Env) -> Iterator[Path]:
+    """The worker's state (workspaces, artifacts) on a 512 MiB tmpfs of its own."""
+    env.home.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512m", "xsky-test", str(env.home)], check=True
+    )
+    try:
+        yield env.home
+    finally:
+        subprocess.run(["umount", "-l", str(env.home)], check=False)
+
+
+@pytest.fixture
+def process_cap() -> Iterator[None]:
+    """The sandbox user may not have more than 2,000 processes, whatever the product does
+    (the soft limit: a fork storm does not raise its own limits, and the hard one could not
+    be given back here)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    resource.setrlimit(resource.RLIMIT_NPROC, (2000, hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+async def test_an_attempt_over_a_limit_fails_with_it_and_its_neighbour_completes(
+    env: Env,
+    small_disk: Path,
+    process_cap: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    attack: str,
+):
+    command, named = ATTACKS[attack]
+    settings = tmp_path / "worker-settings.json"
+    limits = {
+        "processes": 64,
+        "memory": "384MiB",
+        "disk": "48MiB",
+        "disk_reserve": "16MiB",
+        "open_files": 1024,
+    }
+    # python3 -c is code the checker cannot read: the worker's own rule allows it here.
+    allow = {"allow": ["shell(python3:*)"]}
+    settings.write_text(json.dumps({"security": {"limits": limits}, "permissions": allow}))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    await env.start_worker(kinds=["shell", "llm"])
+    caplog.set_level(logging.WARNING)
+    result = await env.run(
+        plan(agent("1", command), agent("2", "sleep 4; echo neighbour-ok")),
+        timeout=120,
+        options=RunOptions(max_auto_replans=0),
+    )
+    by_id = {a.id: a for a in result.agents}
+    assert by_id["2"].status == "completed" and by_id["2"].result == "neighbour-ok"
+    assert by_id["1"].status == "failed"
+    assert named in (by_id["1"].error or ""), by_id["1"].error
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], [r.getMessage() for r in errors]
+
+
+async def test_a_filesystem_filled_past_its_reserve_stops_the_writer_and_keeps_room(
+    env: Env, small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A quota larger than the disk: the reserve still holds, for the worker and the neighbour."""
+    settings = tmp_path / "worker-settings.json"
+    settings.write_text(
+        json.dumps({"security": {"limits": {"disk": "4GiB", "disk_reserve": "96MiB"}}})
+    )
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    await env.start_worker(kinds=["shell", "llm"])
+    result = await env.run(
+        plan(
+            agent("1", "head -c 8G /dev/zero | split -b 4M -a 4 - fill."),
+            agent("2", "sleep 4; echo neighbour-ok"),
+        ),
+        timeout=120,
+        options=RunOptions(max_auto_replans=0),
+    )
+    by_id = {a.id: a for a in result.agents}
+    assert by_id["2"].status == "completed" and by_id["2"].result == "neighbour-ok"
+    assert by_id["1"].status == "failed" and "nearly full" in (by_id["1"].error or ""), by_id[
+        "1"
+    ].error
+    free = subprocess.run(
+        ["df", "-B1", "--output=avail", str(small_disk)], capture_output=True, text=True
+    )
+    assert int(free.stdout.split()[-1]) > 32 * 1024 * 1024  # room is left
