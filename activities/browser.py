@@ -1,20 +1,32 @@
 """Chromium for browser agents: one browser process per worker, a fresh context per agent.
 
 Each agent gets its own browser context and page (its own cookies, storage and tab), so
-parallel browser agents never share a page — unlike Eko, where they share one.
+parallel browser agents never share a page — unlike Eko, where they share one. The browser
+runs inside the OS sandbox (:class:`BrowserPool`), and every page reaches the network only
+through the egress proxy, with credentials that tie it to its run's rules and log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shlex
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
+from activities.sandbox import bwrap, egress
+from activities.sandbox.egress_policy import Policy
+from activities.sandbox.limits import AttemptCgroup, Limits, attempt_cgroup
 from xsky.config import load_settings
+
+if TYPE_CHECKING:
+    from activities.tools import ToolContext
 
 # Without these, Chromium's background calls are refused by closed networks, one by one.
 CHROMIUM_ARGS = [
@@ -52,12 +64,14 @@ def chromium_executable(playwright_default: str | None) -> str | None:
     return None
 
 
-def _guard(blocked: Callable[[str], bool]) -> Callable[[Any], Any]:
+def _guard(blocked: Callable[[str], bool], hops: bool = True) -> Callable[[Any], Any]:
     """A route handler enforcing the deny list, redirects included.
 
     Playwright does not route the hops of a redirect, so navigations are fetched without
     following redirects: a hop to a denied host is aborted, any other response is passed on
-    (the browser then requests the next hop, which comes through here again).
+    (the browser then requests the next hop, which comes through here again). A confined
+    browser's proxy is inside its sandbox, out of Playwright's reach (``hops=False``): there
+    the egress proxy, which sees every hop as a request of its own, refuses denied hosts.
     """
 
     async def route(r: Any) -> None:
@@ -65,7 +79,7 @@ def _guard(blocked: Callable[[str], bool]) -> Callable[[Any], Any]:
         if blocked(request.url):
             await r.abort("blockedbyclient")
             return
-        if not request.is_navigation_request():
+        if not hops or not request.is_navigation_request():
             await r.continue_()
             return
         try:
@@ -86,16 +100,60 @@ class BrowserUnavailable(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class BrowserSandbox:
+    """How a confined browser is started: the worker's sandbox settings and the egress
+    proxy's shared socket, the only way out of the browser's network namespace."""
+
+    proxy_socket: Path
+    limits: Limits
+    sandbox_user: int | str | None = None
+    read_only_paths: tuple[Path, ...] = ()
+
+
+# Inside the browser's sandbox the relay listens here (its own loopback), for every context.
+INSIDE_PROXY = f"http://127.0.0.1:{bwrap.PROXY_PORT}"
+
+
+def browser_limits(limits: Limits) -> Limits:
+    """A browser's own limits: its memory cap, and room for Chromium's many threads (which the
+    pids controller counts) and its profile in the private /tmp."""
+    return replace(
+        limits,
+        memory=limits.browser_memory,
+        processes=max(limits.processes, 4096),
+        open_files=max(limits.open_files, 8192),
+        tmp=max(limits.tmp, 1024 * 1024 * 1024),
+    )
+
+
 class BrowserPool:
+    """One Chromium per worker (started on first use), a fresh context per agent.
+
+    Confined (the default): Chromium runs inside the OS sandbox (activities/sandbox/bwrap.py)
+    as the sandbox user, in a cgroup with the browser's memory cap, with no network but a
+    relay to the egress proxy, and downloads refused — a page can write nothing outside the
+    browser's private /tmp. A page that eats memory is the one the kernel stops (Chromium
+    gives its renderers the highest OOM score), so only that page fails.
+    """
+
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._pw: Any = None
         self._browser: Any = None
+        self._launched_for: BrowserSandbox | None | bool = False  # False: nothing launched
+        self._cgroup: AttemptCgroup | None = None
+        self._scratch: Path | None = None
 
-    async def _ensure(self) -> Any:
+    async def _ensure(self, sandbox: BrowserSandbox | None) -> Any:
         async with self._lock:
-            if self._browser is not None and self._browser.is_connected():
+            if (
+                self._browser is not None
+                and self._browser.is_connected()
+                and self._launched_for == sandbox
+            ):
                 return self._browser
+            await self._close_browser()
             from playwright.async_api import async_playwright
 
             if self._pw is None:
@@ -106,37 +164,90 @@ class BrowserPool:
             except Exception:  # noqa: BLE001 - older Playwright versions may raise here
                 default = None
             executable = chromium_executable(default)
-            if executable is None and not (default and Path(default).exists()):
+            if executable is None and default and Path(default).exists():
+                executable = default
+            if executable is None:
                 raise BrowserUnavailable(
                     "no Chromium found: install Debian's 'chromium' package, run `python -m playwright install chromium`, "
                     "or set XSKY_CHROMIUM to a Chromium executable"
                 )
             args = list(CHROMIUM_ARGS)
-            if os.geteuid() == 0:
-                args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
-            self._browser = await self._pw.chromium.launch(
-                executable_path=executable, args=args, headless=True
-            )
+            if sandbox is None:
+                if os.geteuid() == 0:
+                    args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
+                self._browser = await self._pw.chromium.launch(
+                    executable_path=executable, args=args, headless=True
+                )
+            else:
+                # Playwright adds --no-sandbox: Chromium's own sandbox needs user namespaces,
+                # which the OS sandbox around it does not give; that sandbox is the boundary.
+                launcher = await asyncio.to_thread(self._launcher, executable, sandbox)
+                self._browser = await self._pw.chromium.launch(
+                    executable_path=str(launcher),
+                    args=args,
+                    headless=True,
+                    proxy={"server": INSIDE_PROXY},
+                )
+            self._launched_for = sandbox
             return self._browser
+
+    def _launcher(self, executable: str, sandbox: BrowserSandbox) -> Path:
+        """A script Playwright starts as "the browser": Chromium inside the OS sandbox."""
+        problem = bwrap.ready(sandbox.sandbox_user)
+        if problem is not None:
+            raise BrowserUnavailable(f"the OS sandbox the browser runs in cannot start: {problem}")
+        scratch = Path(tempfile.mkdtemp(prefix="xsky-browser-"))
+        who = bwrap.identity(sandbox.sandbox_user)
+        workspace = scratch / "home"
+        workspace.mkdir()
+        if who.drop:
+            os.chown(workspace, who.uid, who.gid)
+        limits = browser_limits(sandbox.limits)
+        c = bwrap.Confinement(
+            workspace=workspace,
+            proxy_socket=sandbox.proxy_socket,
+            limits=limits,
+            sandbox_user=sandbox.sandbox_user,
+            read_only_paths=sandbox.read_only_paths,
+            browser=True,
+        )
+        self._cgroup = attempt_cgroup(limits)
+        argv = bwrap.command([executable, _ARGS], c, self._cgroup)
+        words = " ".join('"$@"' if a == _ARGS else shlex.quote(a) for a in argv)
+        script = scratch / "chromium"
+        script.write_text(f"#!/bin/sh\nexec {words}\n")
+        script.chmod(0o700)
+        self._scratch = scratch
+        return script
+
+    def limit_reached(self) -> str | None:
+        """The browser sandbox's memory limit, if its cgroup ran into it."""
+        return self._cgroup.verdict() if self._cgroup is not None else None
 
     @asynccontextmanager
     async def page(
-        self, blocked: Callable[[str], bool] | None = None, proxy: str | None = None
+        self,
+        blocked: Callable[[str], bool] | None = None,
+        proxy: dict[str, str] | None = None,
+        sandbox: BrowserSandbox | None = None,
     ) -> AsyncIterator[Any]:
         """A new page in a new context, closed afterwards whatever happens.
 
         ``blocked(url)`` True aborts that request, whatever asked for it (a link, a
         redirect, a script): the domain deny list holds for the whole page. ``proxy`` is the
-        egress proxy every request of the page goes through (it checks resolved addresses).
+        egress proxy every request of the page goes through (it checks resolved addresses),
+        with the credentials that tie the page to its run's policy. ``sandbox`` None starts
+        Chromium unconfined, as the worker (``"security": {"sandbox": "off"}``).
         """
-        browser = await self._ensure()
+        browser = await self._ensure(sandbox)
         context = await browser.new_context(
             viewport={"width": 1280, "height": 900},
-            proxy={"server": proxy, "bypass": ""} if proxy else None,
+            proxy={**proxy, "bypass": ""} if proxy else None,
+            accept_downloads=False,  # a page's downloads would land outside every workspace
         )
         await context.add_init_script(NO_WEBRTC)
         if blocked is not None:
-            await context.route("**/*", _guard(blocked))
+            await context.route("**/*", _guard(blocked, hops=sandbox is None))
         try:
             yield await context.new_page()
         finally:
@@ -145,14 +256,55 @@ class BrowserPool:
             except Exception:  # noqa: BLE001 - the browser may already be gone
                 pass
 
+    @asynccontextmanager
+    async def page_for(self, ctx: ToolContext) -> AsyncIterator[Any]:
+        """A page for one agent's tool call or attempt: confined unless the worker's settings
+        turned the sandbox off, every request through the egress proxy with the run's policy
+        and recorder."""
+        async with AsyncExitStack() as stack:
+            proxy: dict[str, str] | None = None
+            sandbox: BrowserSandbox | None = None
+            if not ctx.unconfined:
+                base = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
+                sandbox = BrowserSandbox(
+                    await egress.browser_socket(),
+                    base.limits,
+                    base.sandbox_user,
+                    base.read_only_paths,
+                )
+                # No policy given (a tool called outside an agent): public hosts only.
+                user, password = await stack.enter_async_context(
+                    egress.browser_session(ctx.egress or Policy(), ctx.record)
+                )
+                proxy = {"server": INSIDE_PROXY, "username": user, "password": password}
+            elif ctx.egress is not None:
+                url = await stack.enter_async_context(
+                    egress.serving(ctx.egress, ctx.record, credentials=False)
+                )
+                proxy = {"server": url}
+            yield await stack.enter_async_context(self.page(ctx.blocked_url, proxy, sandbox))
+
+    async def _close_browser(self) -> None:
+        if self._browser is not None:
+            try:
+                await self._browser.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._browser = None
+        if self._cgroup is not None:
+            await asyncio.to_thread(self._cgroup.remove)
+            self._cgroup = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+        self._launched_for = False
+
     async def close(self) -> None:
         async with self._lock:
-            if self._browser is not None:
-                try:
-                    await self._browser.close()
-                except Exception:  # noqa: BLE001
-                    pass
-                self._browser = None
+            await self._close_browser()
             if self._pw is not None:
                 await self._pw.stop()
                 self._pw = None
+
+
+_ARGS = "\x00args"  # where Playwright's arguments go in the launcher script

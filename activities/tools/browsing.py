@@ -46,17 +46,10 @@ class BrowserSession:
     async def page(self) -> Any:
         if self._page is None:
             try:
-                proxy = (
-                    await self._stack.enter_async_context(
-                        egress.serving(self.ctx.egress, self.ctx.record)
-                    )
-                    if self.ctx.egress is not None
-                    else None
-                )
                 self._page = await self._stack.enter_async_context(
-                    self.ctx.browsers.page(self.ctx.blocked_url, proxy)
+                    self.ctx.browsers.page_for(self.ctx)
                 )
-            except BrowserUnavailable as e:
+            except (BrowserUnavailable, egress.EgressUnavailable) as e:
                 raise ToolError(str(e)) from None
         return self._page
 

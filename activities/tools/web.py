@@ -41,18 +41,23 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     ctx.heartbeat(f"opening {url}")
     try:
         async with contextlib.AsyncExitStack() as stack:
-            proxy = (
-                await stack.enter_async_context(egress.serving(ctx.egress, ctx.record))
-                if ctx.egress is not None
-                else None
-            )
-            page = await stack.enter_async_context(ctx.browsers.page(ctx.blocked_url, proxy))
+            page = await stack.enter_async_context(ctx.browsers.page_for(ctx))
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
-                raise ToolError(
-                    f"could not open {url}: {str(e).splitlines()[0]}", retryable=True
-                ) from None
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                if "crash" in first.lower():
+                    limit = ctx.browsers.limit_reached()
+                    raise ToolError(
+                        f"the page {url} crashed while loading"
+                        + (
+                            f": {limit}"
+                            if limit
+                            else " (it ran out of memory, or Chromium stopped it)"
+                        ),
+                        details={"limit": limit} if limit else {},
+                    ) from None
+                raise ToolError(f"could not open {url}: {first}", retryable=True) from None
             status = response.status if response is not None else None
             title = await page.title()
             text = await page_text(page, selector)
@@ -72,7 +77,7 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                     )
                 )
             final_url = page.url
-    except BrowserUnavailable as e:
+    except (BrowserUnavailable, egress.EgressUnavailable) as e:
         raise ToolError(str(e)) from None
 
     text, _ = cap_text(text, MAX_TEXT, "page text")

@@ -15,6 +15,7 @@ import pytest
 
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.sandbox.egress_policy import Policy
 from activities.tools import ToolContext, ToolError
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
@@ -213,6 +214,13 @@ def test_artifact_store_round_trip_and_markers(tmp_path):
         store.read_text("artifact:nope/1/x.txt")
 
 
+def reach(ctx: ToolContext, site: str, *more: int) -> ToolContext:
+    """The browser is confined: its pages reach the test site (loopback) by an exact rule."""
+    port = int(site.rsplit(":", 1)[1])
+    ctx.egress = Policy(exact={("127.0.0.1", port), *(("127.0.0.1", p) for p in more)})
+    return ctx
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
@@ -241,6 +249,7 @@ async def test_http_get_fetches_and_reports_errors(ctx, site):
 
 @pytest.mark.browser
 async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, site):
+    reach(ctx, site)
     try:
         out = await browser_navigate(ctx, {"url": f"{site}/index.html"})
         assert out.text.startswith("# Test page") and "42 coins" in out.text
@@ -259,6 +268,7 @@ async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, s
 
 @pytest.mark.browser
 async def test_parallel_browser_agents_get_separate_pages(ctx, site):
+    reach(ctx, site)
     try:
 
         async def one(path: str) -> str:
@@ -318,6 +328,7 @@ def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
 
 @pytest.mark.browser
 async def test_a_browser_session_keeps_one_page_across_calls(ctx, site):
+    reach(ctx, site)
     from activities.tools.browsing import BrowserSession
 
     session = BrowserSession(ctx)
@@ -356,6 +367,11 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    reach(ctx, site, server.server_address[1])
+    ctx.egress.exact.add(("localhost", int(port)))  # type: ignore[union-attr]
+    ctx.egress.deny.append("localhost")  # type: ignore[union-attr]  # the proxy's share of the rule
+    decisions: list[tuple[str, str, str]] = []
+    ctx.record = lambda *d: decisions.append(d)
     ctx.blocked_url = denied_host(
         PermissionSettings(
             layers=[PermissionLayer(scope="project", deny=["browser_navigate(domain:localhost)"])]
@@ -365,10 +381,16 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
         assert (
             await browser_navigate(ctx, {"url": f"{site}/index.html", "screenshot": False})
         ).details["status"] == 200
-        with pytest.raises(ToolError, match="could not open"):
-            await browser_navigate(
+        # The hop to the denied host is refused (by the proxy, which sees every hop): the
+        # page behind it is never loaded, and the refusal is in the log.
+        try:
+            out = await browser_navigate(
                 ctx, {"url": f"http://127.0.0.1:{server.server_address[1]}/go", "screenshot": False}
             )
+            assert "42 coins" not in out.text
+        except ToolError as e:
+            assert "could not open" in str(e)
+        assert any(d[0] == f"localhost:{port}" and d[1] == "deny" for d in decisions), decisions
     finally:
         server.shutdown()
         await ctx.browsers.close()

@@ -1,0 +1,162 @@
+"""The browser confined, judged by effect: a page writes nothing outside, reaches loopback only
+by an exact rule, and a page that eats memory fails alone — the browser and its other pages
+go on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from activities.artifacts import ArtifactStore
+from activities.browser import BrowserPool
+from activities.sandbox import bwrap
+from activities.sandbox.egress_policy import Policy
+from activities.sandbox.limits import Limits, MiB
+from activities.tools import ToolContext
+from activities.tools.web import browser_navigate
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bwrap.ready() is not None, reason=f"no OS sandbox here: {bwrap.ready()}"),
+]
+BIG = 64 * 1024 * 1024
+
+
+class _Site(BaseHTTPRequestHandler):
+    hits: list[str]
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        self.hits.append(self.path)
+        if self.path == "/download":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Disposition", 'attachment; filename="big.bin"')
+            self.send_header("Content-Length", str(BIG))
+            self.end_headers()
+            chunk = b"\0" * (1024 * 1024)
+            for _ in range(BIG // len(chunk)):
+                try:
+                    self.wfile.write(chunk)
+                except OSError:
+                    return
+            return
+        body = {
+            "/": b"<html><head><title>Home</title></head><body><p id='v'>42 coins</p></body></html>",
+            "/save": b"<html><body><a id='d' href='/download' download>get</a>"
+            b"<script>document.getElementById('d').click()</script>saving</body></html>",
+            "/hog": b"<html><body>hog<script>let a = []; "
+            b"setInterval(() => { for (let i = 0; i < 8; i++) a.push(new Float64Array(1 << 22).fill(i)); }, 5);"
+            b"</script></body></html>",
+        }.get(self.path, b"missing")
+        self.send_response(200 if body != b"missing" else 404)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Site", (_Site,), {"hits": hits}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    server.shutdown()
+
+
+def context(
+    tmp_path: Path, pool: BrowserPool, policy: Policy, limits: Limits | None = None
+) -> ToolContext:
+    ws = tmp_path / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    ctx = ToolContext(
+        "run-1", "a1", ws, ArtifactStore(tmp_path / "artifacts"), pool, lambda note: None
+    )
+    ctx.egress = policy
+    ctx.confinement = bwrap.Confinement(workspace=ws, limits=limits or Limits())
+    return ctx
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+async def test_loopback_is_reached_only_with_an_exact_rule(
+    tmp_path: Path, site: tuple[str, list[str]]
+):
+    url, hits = site
+    pool = BrowserPool()
+    try:
+        for policy in (Policy(), Policy(allow=None, exact=set())):
+            ctx = context(tmp_path, pool, policy)
+            out = await browser_navigate(ctx, {"url": url + "/", "screenshot": False})
+            assert "42 coins" not in out.text and out.details["status"] == 403
+        assert hits == []  # the stand-in service saw nothing
+        ctx = context(tmp_path, pool, Policy(exact={("127.0.0.1", port_of(url))}))
+        out = await browser_navigate(ctx, {"url": url + "/", "screenshot": False})
+        assert "42 coins" in out.text and hits[:1] == ["/"]
+    finally:
+        await pool.close()
+
+
+def big_files_since(start: float, roots: list[Path]) -> list[str]:
+    found = []
+    for root in roots:
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if info.st_size >= BIG // 4 and info.st_mtime >= start:
+                    found.append(path)
+    return found
+
+
+async def test_a_page_cannot_write_a_download_anywhere(tmp_path: Path, site: tuple[str, list[str]]):
+    url, hits = site
+    start = time.time() - 1
+    pool = BrowserPool()
+    try:
+        ctx = context(tmp_path, pool, Policy(exact={("127.0.0.1", port_of(url))}))
+        async with pool.page_for(ctx) as page:
+            await page.goto(url + "/save")
+            await asyncio.sleep(2)  # time for a download to land, if it could
+    finally:
+        await pool.close()
+    assert "/save" in hits
+    roots = [Path("/tmp"), Path("/var/tmp"), Path.home(), tmp_path]
+    assert big_files_since(start, roots) == []
+
+
+async def test_a_memory_hungry_page_fails_alone(tmp_path: Path, site: tuple[str, list[str]]):
+    url, _ = site
+    pool = BrowserPool()
+    limits = Limits(browser_memory=768 * MiB)
+    try:
+        hog = context(tmp_path / "hog", pool, Policy(exact={("127.0.0.1", port_of(url))}), limits)
+        calm = context(tmp_path / "calm", pool, Policy(exact={("127.0.0.1", port_of(url))}), limits)
+        async with pool.page_for(hog) as page:
+            crashed = asyncio.Event()
+            page.on("crash", lambda _page: crashed.set())
+            await page.goto(url + "/hog")
+            try:
+                await asyncio.wait_for(crashed.wait(), 60)
+            except TimeoutError:
+                pytest.fail("the hungry page was never stopped")
+            with pytest.raises(Exception):  # noqa: B017 - Playwright's own error for a crashed page
+                await page.evaluate("1 + 1")
+        out = await browser_navigate(calm, {"url": url + "/", "screenshot": False})
+        assert "42 coins" in out.text  # the browser and another agent's page go on
+    finally:
+        await pool.close()
