@@ -1,8 +1,13 @@
 """``starter.py demo``: the product's main job on one machine, with nothing to configure.
 
 Starts the local server and a worker if they are not up, serves ``examples/demo-site`` on
-a free local port (so the browser agent reads a real page), runs ``examples/demo.xml``
-with a live task board, and prints the results and the Web UI link.
+a local port (so the browser agent reads a real page), runs ``examples/demo.xml`` with a
+live task board, and prints the results and the Web UI link.
+
+Agents reach this machine's addresses only where the *worker's* settings name the exact
+host and port (a run's input cannot open them), so the demo keeps a settings file of its
+own, ``<XSKY_HOME>/demo/settings.json``, naming the demo site, and the worker it starts
+reads that file. The site's port is chosen once and kept beside it.
 """
 
 from __future__ import annotations
@@ -10,15 +15,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import json
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cli.render import out
+from cli.render import out, shown
 from cli.runs_cmd import follow, print_result
 from cli.server_cmd import ensure_server, ensure_worker
 from xsky.client import XSky, new_run_id, resolve_permissions
-from xsky.config import load_settings
+from xsky.config import Settings, load_settings
 from xsky.runs import RunInput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +37,29 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def serve_site(directory: Path) -> ThreadingHTTPServer:
+def serve_site(directory: Path, port: int = 0) -> ThreadingHTTPServer:
     handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def demo_site(settings: Settings) -> tuple[ThreadingHTTPServer, Path]:
+    """The demo site on its kept port (a new one if that is taken), and the demo worker's
+    settings file naming it exactly."""
+    folder = settings.home / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "port"
+    try:
+        site = serve_site(SITE, int(kept.read_text()))
+    except (OSError, ValueError):
+        site = serve_site(SITE)
+    port = site.server_address[1]
+    kept.write_text(str(port))
+    rules = [f"browser_navigate(domain:127.0.0.1:{port})", f"http_get(domain:127.0.0.1:{port})"]
+    path = folder / "settings.json"
+    path.write_text(json.dumps({"permissions": {"allow": rules}}, indent=2) + "\n")
+    return site, path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,24 +73,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 async def cmd_demo(args: argparse.Namespace) -> int:
     settings = load_settings()
     ensure_server(settings)
-    ensure_worker(settings)
-    site = serve_site(SITE)
+    site, demo_settings = demo_site(settings)
     try:
+        if not ensure_worker(settings, user_settings=demo_settings):
+            out.print(
+                f"(a worker started before this demo allows the demo site only if its settings name "
+                f"it exactly, as {shown(str(demo_settings))} does; `make down` lets the demo start its own)"
+            )
         url = f"http://127.0.0.1:{site.server_address[1]}"
         out.print(f"serving the demo site at {url}")
         x = await XSky.connect(settings)
         roles = x.roles()
         workflow = x.load(PLAN, variables={"site": url})
         workflow_id = new_run_id("demo")
-        # The demo page is served on this machine: loopback is refused to agents unless a rule
-        # names the host, so the demo run names it (as a person would approve it).
-        local = ["browser_navigate(domain:127.0.0.1)", "http_get(domain:127.0.0.1)"]
-        permissions = resolve_permissions(settings).model_copy(update={"run_rules": local})
         inp = RunInput(
-            workflow=workflow, variables={"site": url}, roles=roles, permissions=permissions
+            workflow=workflow,
+            variables={"site": url},
+            roles=roles,
+            permissions=resolve_permissions(settings),
         )
         run = await x.start(inp, workflow_id)
-        out.print(f"started [bold]{workflow_id}[/]\nWeb UI: {run.ui_url}")
+        out.print(f"started [bold]{shown(workflow_id)}[/]\nWeb UI: {shown(run.ui_url)}")
         result = await follow(run, quiet=args.json)
         code = print_result(result, settings, args.json)
         if not args.json:

@@ -108,8 +108,13 @@ def cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_worker(settings: Settings, timeout: float = 60.0) -> bool:
-    """Start ``worker.py`` in the background unless ours is running. True if started now."""
+def ensure_worker(
+    settings: Settings, timeout: float = 60.0, user_settings: Path | None = None
+) -> bool:
+    """Start ``worker.py`` in the background unless ours is running. True if started now.
+
+    ``user_settings``: the settings file the worker decides security with (its
+    ``XSKY_USER_SETTINGS``), for a worker of the demo's own."""
     pid_path = _pid_file(settings, "worker")
     pid = _read_pid(pid_path)
     if pid is not None:
@@ -126,6 +131,7 @@ def ensure_worker(settings: Settings, timeout: float = 60.0) -> bool:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=os.getcwd(),
+            env={**os.environ, "XSKY_USER_SETTINGS": str(user_settings)} if user_settings else None,
         )
     pid_path.write_text(str(proc.pid))
     deadline = time.monotonic() + timeout

@@ -68,6 +68,14 @@ def _reject(message: str) -> None:
 class LeaderWorkflow:
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
+        # A state travels only by continue-as-new. One in the input of a run started afresh was
+        # written by whoever started it (the stock CLI can send any input): its approvals,
+        # reviews and "allow for this run" rules would pass for people's. Refused in run().
+        self._forged = (
+            inp.state is not None or inp.state_ref is not None
+        ) and workflow.info().continued_run_id is None
+        if self._forged:
+            inp = inp.model_copy(update={"state": None, "state_ref": None})
         self._input = inp
         # A run whose plan or state is in the artifact store gets its core once run() read it.
         self._loaded: LeaderCore | None = None
@@ -132,6 +140,13 @@ class LeaderWorkflow:
 
     @workflow.run
     async def run(self, inp: RunInput) -> RunResult:
+        if self._forged:
+            raise ApplicationError(
+                "this run was started with a `state` in its input; a run's state is carried only by "
+                "continue-as-new (start a run with a plan or a prompt)",
+                type="StateRefused",
+                non_retryable=True,
+            )
         if self._loaded is None:
             self._loaded = await leader_io.load_core(inp)
             self._read_size = workflow.info().get_current_history_size()
