@@ -35,6 +35,8 @@ from activities.agents import AgentActivities
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
+from activities.sandbox import bwrap, limits
+from activities.sandbox.confine import sandbox_settings
 from activities.skill_library import LibraryActivities
 from activities.skill_pipeline import SkillActivities
 from cli.connect import ConnectError, connect
@@ -46,6 +48,7 @@ from xsky import telemetry
 from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.settings import SettingsError, worker_layers
 
 log = logging.getLogger("xsky.worker")
 
@@ -128,6 +131,32 @@ def build_workers(
     return workers
 
 
+def sandbox_summary(settings: Settings) -> str:
+    """One line for the log: is the sandbox on, as whom, with which limits and cgroups."""
+    try:
+        sandbox = sandbox_settings(worker_layers(settings))
+    except SettingsError as e:
+        return (
+            f"sandbox: the worker's settings cannot be read ({e}); every agent attempt will say so"
+        )
+    if not sandbox.on:
+        return "sandbox: OFF in the worker's settings — tools run WITHOUT the OS sandbox"
+    problem = bwrap.ready(sandbox.sandbox_user)
+    if problem is not None:
+        return f"sandbox: cannot start here, tools that start processes will refuse: {problem}"
+    who = bwrap.identity(sandbox.sandbox_user)
+    where = limits.hierarchy()
+    cgroups = (
+        f"cgroup v{where.version} ({', '.join(sorted(where.parents)) or 'one tree'})"
+        if where is not None
+        else "no cgroup (rlimits only)"
+    )
+    return (
+        f"sandbox: on, as uid {who.uid} on the host, {cgroups}; limits per command: "
+        f"{sandbox.limits.described()}"
+    )
+
+
 async def serve(
     kinds: list[str],
     leader: bool,
@@ -169,6 +198,7 @@ async def serve(
     log.info(
         "artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve()
     )
+    log.info("%s", await asyncio.to_thread(sandbox_summary, settings))
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.sandbox.bwrap import Confinement, ready  # noqa: E402
+from activities.sandbox.bwrap import Confinement, identity, ready  # noqa: E402
+from activities.sandbox.workspace import make  # noqa: E402
 from activities.tools import ToolContext  # noqa: E402
 from activities.tools.shell import run_process  # noqa: E402
 from bench.harness import summary, temporal, timed  # noqa: E402
@@ -35,7 +36,12 @@ from xsky.runs import RunInput, RunOptions  # noqa: E402
 
 
 async def process_cost(calls: int) -> tuple[float, float]:
-    ws = Path(tempfile.mkdtemp(prefix="xsky-bench-sandbox-"))
+    # A workspace as the worker makes one (owned by the sandbox user) in a folder it can
+    # reach: the common case, where no path needs staging.
+    base = Path(tempfile.mkdtemp(prefix="xsky-bench-sandbox-"))
+    base.chmod(0o755)
+    who = identity()
+    ws = make(base / "workspace", *((who.uid, who.gid) if who.drop else (None, None)))
     confined = ToolContext(
         "bench",
         "1",
@@ -75,10 +81,8 @@ def shell_plan(n: int) -> Workflow:
 
 async def makespans(rounds: int, agents: int) -> tuple[float, float]:
     project = Path(tempfile.mkdtemp(prefix="xsky-bench-project-"))
-    (project / ".xsky").mkdir()
-    settings_file = project / ".xsky" / "settings.json"
-    os.environ["XSKY_PROJECT_DIR"] = str(project)
-    os.environ["XSKY_USER_SETTINGS"] = str(project / "no-user-settings.json")
+    settings_file = project / "worker-settings.json"  # a worker's security settings: its own file
+    os.environ["XSKY_USER_SETTINGS"] = str(settings_file)
     wf = shell_plan(agents)
     async with temporal() as (client, queue):
 

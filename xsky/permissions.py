@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from xsky.addresses import blocked_host, ip_of
+from xsky.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reachable
 from xsky.models import RoleCapabilityModel, WireModel
 from xsky.shell_parse import ShellCommand, ShellParseError, inline_code, normalized, split_command
 from xsky.tool_registry import (
@@ -454,7 +454,7 @@ def _part_decisions(
     decisions = [] if part.argv == [":"] else _command_decisions(part, ctx)
     decisions += [
         d
-        for d in (_reach_decision(part), _protected_decision(part, ctx.workspace, protected))
+        for d in (_reach_decision(part, ctx), _protected_decision(part, ctx.workspace, protected))
         if d is not None
     ]
     for redirect in part.redirects:
@@ -787,17 +787,43 @@ def _option_hosts(option: str, value: str, program: str) -> list[str]:
     return hosts
 
 
-def _reach_decision(part: ShellCommand) -> Decision | None:
+def _reach_decision(part: ShellCommand, ctx: _Context) -> Decision | None:
+    """A command naming a local, private or metadata host is refused — unless the worker's
+    settings or a person opened that host with an exact ``network(domain:host:port)`` rule
+    (the egress proxy then lets that one port through, and nothing else of the host).
+    Metadata and link-local hosts are refused always."""
+    opened = {
+        domain(r.specifier)[0]
+        for r in ctx.rules["allow"]
+        if r.tool == "network"
+        and r.origin != "input"
+        and r.specifier
+        and r.specifier.startswith("domain:")
+        and domain(r.specifier)[1] is not None
+    }
     for host in destinations(part.argv, [r.target for r in part.redirects]):
         reason = blocked_host(host)
-        if reason:
-            return Decision(
-                "deny",
-                f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
-                "services, private networks or cloud metadata",
-                hard=True,
-            )
+        if not reason:
+            continue
+        name = host.strip().strip("[]").rstrip(".").lower()
+        if name in opened and not _never(name):
+            continue
+        return Decision(
+            "deny",
+            f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
+            "services, private networks or cloud metadata (an exact rule naming host and port, "
+            f"network(domain:{host}:PORT), in the worker's settings opens a local service)",
+            hard=True,
+        )
     return None
+
+
+def _never(host: str) -> bool:
+    """Is ``host`` link-local or a metadata service, which no rule opens?"""
+    addr = ip_of(host)
+    if addr is not None:
+        return never_reachable(addr) is not None
+    return bool(LOCAL_NAMES.match(host)) and not host.endswith("localhost")
 
 
 def _protected_decision(

@@ -19,6 +19,7 @@ stops that command (an OOM kill inside its cgroup, a failed fork, EMFILE, SIGXFS
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import logging
@@ -146,7 +147,43 @@ def _mounts() -> dict[str, Path]:
     return out
 
 
+def _sweep(parent: Path) -> None:
+    """Empty ``xsky-<pid>`` folders of workers that are gone (a killed worker leaves its own)."""
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            name = entry.name
+            if name.startswith("xsky-") and name[5:].isdigit() and not _alive(int(name[5:])):
+                for child in [*entry.glob("*/"), entry]:
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _forget(where: Hierarchy) -> None:
+    """At exit: this worker's own cgroup folders go (empty by then, or they stay harmlessly)."""
+    for folder in where.parents.values():
+        for child in [*folder.glob("*/"), folder]:
+            with contextlib.suppress(OSError):
+                child.rmdir()
+
+
 def _probe() -> Hierarchy | None:
+    found = _probe_hierarchy()
+    if found is not None:
+        atexit.register(_forget, found)
+    return found
+
+
+def _probe_hierarchy() -> Hierarchy | None:
     mounts, own = _mounts(), _own_cgroups()
     tag = f"xsky-{os.getpid()}"
     v2 = mounts.get("")
@@ -163,6 +200,7 @@ def _probe() -> Hierarchy | None:
             if name not in mounts:
                 continue
             folder = mounts[name] / own.get(name, "/").lstrip("/") / tag
+            _sweep(folder.parent)
             try:
                 folder.mkdir(exist_ok=True)
             except OSError as e:

@@ -313,3 +313,21 @@ def test_the_config_allow_list_keeps_data_and_drops_every_way_to_run_a_program()
         "alias.st",
         "include.path",
     } <= set(removed)
+
+
+# -- the worker's own file tools -----------------------------------------------------------------
+
+
+async def test_file_list_never_walks_a_link_out_of_the_workspace(ws: Path, tmp_path: Path):
+    """A folder swapped for a link to a host folder is listed as a name, never walked."""
+    from activities.tools.files import file_list
+
+    outside = tmp_path / "host-folder"
+    outside.mkdir()
+    (outside / "host-secret-name.txt").write_text("x")
+    (ws / "inside").mkdir()
+    (ws / "inside" / "a.txt").write_text("a")
+    (ws / "swapped").symlink_to(outside, target_is_directory=True)
+    out = await file_list(context(ws), {"path": ".", "recursive": True})
+    assert "inside/a.txt" in out.text
+    assert "host-secret-name" not in out.text
