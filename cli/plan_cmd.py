@@ -13,7 +13,6 @@ import uuid
 
 from temporalio.exceptions import ApplicationError
 
-from activities.planner import make_plan
 from cli.args import parse_pairs
 from cli.plans import UsageError
 from cli.render import cell, err, out, plan_tree, print_json
@@ -113,6 +112,10 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         context_keys=sorted(context),
     )
     try:
+        # Imported here: the planner brings the openai client, a second of start-up for every
+        # other command.
+        from activities.planner import make_plan
+
         result = await make_plan(request)
     except ApplicationError as e:
         raise UsageError(f"planning failed: {e.message}") from None

@@ -33,6 +33,7 @@ from activities.sandbox.limits import AttemptCgroup, shown
 
 log = logging.getLogger("xsky.sandbox")
 INTERVAL = 0.02
+BASELINE_STEP = 1024 * 1024
 DU_TIMEOUT = 30.0
 
 
@@ -108,7 +109,9 @@ class DiskGuard:
         found = free_bytes(watch.workspace)
         if found is not None:
             watch.dev, watch.used_at_check = found[0], found[1]
-            watch.next_check = found[1]  # the first tick measures the baseline
+            # Measured first once its disk has grown a little (most commands write nothing
+            # worth a walk): its size then, less at most that much, is its size at the start.
+            watch.next_check = found[1] + BASELINE_STEP
         with self._lock:
             self._watches.append(watch)
             if self._thread is None or not self._thread.is_alive():
@@ -157,7 +160,7 @@ class DiskGuard:
                 continue
             self._full_at.pop(dev, None)
             for w in group:
-                if w.baseline is None or used >= w.next_check:
+                if used >= w.next_check:
                     self._measure(w, used)
 
     def _measure(self, w: Watch, used: int) -> None:
@@ -206,11 +209,15 @@ class DiskGuard:
                     for w in sharing:
                         w.size = size
                     continue
-                # Agents of one run share a workspace: the one that wrote the most is the filler.
+                # Agents of one run share a workspace: the one that wrote the most is the filler
+                # (without a baseline, only a command that wrote something at all is a suspect).
                 writer = max(
                     sharing, key=lambda w: w.cgroup.written() if w.cgroup is not None else 0
                 )
-                culprits = [writer] if all(w.cgroup is not None for w in sharing) else sharing
+                if all(w.cgroup is not None for w in sharing):
+                    culprits = [writer] if before is not None or self._writing(writer) else []
+                else:
+                    culprits = sharing
                 for w in culprits:
                     w.stop(
                         f"the disk holding the workspace is nearly full ({shown(free)} free, the sandbox keeps "

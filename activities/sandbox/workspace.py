@@ -163,15 +163,14 @@ def _code_path_problem(folder: Path, what: str) -> str | None:
 
     A ``.pth`` or module planted there would run in the worker's next Python, outside every
     sandbox; a program planted in a folder of ``PATH`` would run on the next call of its name.
-    Being *inside* an import folder is refused only when the folders between are names
-    Python can import (``site-packages/httpx/<ws>``), not for ``<project>/.xsky/runs``."""
+    Just below an import folder is refused too (``site-packages/<name>`` is a package the
+    worker may import by that name); deeper is not: ``<project>/.xsky/runs/<id>`` holds
+    nothing Python imports unless it asks for that very path."""
     for entry in _import_path():
         if entry == folder or _inside(entry, folder):
             return f"{what} is, or holds, {entry}, where the worker imports Python code from"
-        if _inside(folder, entry) and all(
-            p.isidentifier() for p in folder.relative_to(entry).parts
-        ):
-            return f"{what} is inside {entry}, where the worker imports Python code from, under importable names"
+        if folder.parent == entry:
+            return f"{what} is directly in {entry}, where the worker imports Python code from"
     for entry in _program_path():
         if entry == folder or _inside(entry, folder):
             return f"{what} is, or holds, {entry}, a folder of PATH the worker runs programs from"
@@ -179,14 +178,16 @@ def _code_path_problem(folder: Path, what: str) -> str | None:
 
 
 def _import_path() -> list[Path]:
-    return _real_dirs(p for p in sys.path if p)
+    return _real_dirs(tuple(p for p in sys.path if p))
 
 
 def _program_path() -> list[Path]:
-    return _real_dirs(os.environ.get("PATH", "").split(os.pathsep))
+    return _real_dirs(tuple(os.environ.get("PATH", "").split(os.pathsep)))
 
 
-def _real_dirs(entries: Iterable[str]) -> list[Path]:
+@lru_cache(maxsize=16)
+def _real_dirs(entries: tuple[str, ...]) -> list[Path]:
+    """Real folders among ``entries`` (cached: every attempt checks its workspace against them)."""
     return list(dict.fromkeys(Path(os.path.realpath(e)) for e in entries if e and os.path.isdir(e)))
 
 

@@ -11,6 +11,7 @@ show what was there.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -91,39 +92,52 @@ async def test_every_command_shows_a_runs_escape_sequences_instead_of_obeying_th
     assert_shown_not_obeyed(out + err, "\\x1b[2J\\x1b]52;c;", "\\x9b2J", "invoice\\u202egnp.exe")
     assert "[link=https://evil.example]click[/link]" in out  # markup printed, not applied
 
+    # The read-only commands at once (each is a process of its own).
+    calls = {
+        "status": ("status", workflow_id),
+        "result": ("result", workflow_id),
+        "agent": ("result", workflow_id, "--agent", "1"),
+        "json": ("result", workflow_id, "--json"),
+        "log": ("log", workflow_id, "T-1"),
+        "log-json": ("log", workflow_id, "T-1", "--json"),
+        "list": ("list",),
+        "permissions": ("permissions", "log", workflow_id),
+    }
+    done = dict(
+        zip(calls, await asyncio.gather(*(starter(env, *a) for a in calls.values())), strict=True)
+    )
+
     # status: the plan's task as the subject (the note, cut at 70 characters, shows the command)
-    code, out, err = await starter(env, "status", workflow_id)
+    code, out, err = done["status"]
     assert code == 0, err
     assert_shown_not_obeyed(out, "invoice\\u202egnp.exe \\x9b2J")
 
     # result: the table, one agent's whole result, and JSON with the exact values
-    code, out, err = await starter(env, "result", workflow_id)
+    code, out, err = done["result"]
     assert code == 1, err
     assert_shown_not_obeyed(out, "\\x1b[2J", "\\x1b]0;pwned\\x07", "cli-safety\\u202e")
-    code, out, err = await starter(env, "result", workflow_id, "--agent", "1")
+    code, out, err = done["agent"]
     assert code == 0, err
     assert_shown_not_obeyed(out, SHOWN_RESULT)
-    code, out, err = await starter(env, "result", workflow_id, "--json")
+    code, out, err = done["json"]
     assert_shown_not_obeyed(out, "\\u001b[2J", "\\u009b31m", "\\u202e")
     agents = {a["id"]: a for a in json.loads(out)["agents"]}
     assert agents["1"]["result"] == RESULT  # JSON escapes keep the value exact for scripts
 
     # log: the agent's transcript (the tool call and its result)
-    code, out, err = await starter(env, "log", workflow_id, "T-1")
+    code, out, err = done["log"]
     assert code == 0, err
     assert_shown_not_obeyed(out, "\\x1b]52;c;cm0gLXJmIH4=\\x07", "[bold red]ALERT[/]")
-    code, out, err = await starter(env, "log", workflow_id, "T-1", "--json")
+    code, out, err = done["log-json"]
     assert_shown_not_obeyed(out, "\\u009b31m")
     events = [json.loads(line) for line in out.splitlines()]
     assert any(RESULT in v for e in events for v in e.values() if isinstance(v, str))
 
     # list and the permission log: the plan's name, the shell call that was decided
-    code, out, err = await starter(env, "list")
-    assert code == 0, err
-    assert_shown_not_obeyed(out)
-    code, out, err = await starter(env, "permissions", "log", workflow_id)
-    assert code == 0, err
-    assert_shown_not_obeyed(out)
+    for name in ("list", "permissions"):
+        code, out, err = done[name]
+        assert code == 0, err
+        assert_shown_not_obeyed(out)
 
 
 async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_plan(env: Env):
@@ -162,18 +176,25 @@ async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_
     assert any("invoice\\u202egnp.exe \\x9b2J" in summary for summary in summaries), summaries
     assert all(raw_controls(summary) == [] for summary in summaries)
 
-    code, out, err = await starter(env, "requests", workflow_id)
+    reads = [
+        ("requests", workflow_id),
+        ("status", workflow_id),
+        ("requests", workflow_id, "--json"),
+        ("plan", workflow_id),
+    ]
+    asked, status, asked_json, shown_plan = await asyncio.gather(*(starter(env, *a) for a in reads))
+    code, out, err = asked
     assert code == 0, err
     assert_shown_not_obeyed(out, "Deploy?\\x1b]0;owned\\x07", "[link=https://evil.example]yes")
-    code, out, err = await starter(env, "status", workflow_id)  # the board's notes quote it
+    code, out, err = status  # the board's notes quote it
     assert code == 0, err
     assert_shown_not_obeyed(out, "Deploy?\\x1b]0;owned\\x07")
-    code, out, err = await starter(env, "requests", workflow_id, "--json")
+    code, out, err = asked_json
     assert_shown_not_obeyed(out, "\\u001b]0;owned\\u0007", "\\u202e")
     assert json.loads(out)[0]["text"] == QUESTION
 
     # plan: still XML that parses to the same plan, its bidi and C1 characters as references
-    code, out, err = await starter(env, "plan", workflow_id)
+    code, out, err = shown_plan
     assert code == 0, err
     assert_shown_not_obeyed(out, "&#x202E;gnp.exe &#x9B;2J")
     from xsky.xml import parse_workflow

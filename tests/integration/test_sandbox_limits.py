@@ -75,17 +75,16 @@ def process_cap() -> Iterator[None]:
     resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
 
 
-@pytest.mark.parametrize("attack", list(ATTACKS))
-async def test_an_attempt_over_a_limit_fails_with_it_and_its_neighbour_completes(
+async def test_attempts_over_their_limits_fail_naming_them_and_the_neighbour_completes(
     env: Env,
     small_disk: Path,
     process_cap: None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    attack: str,
 ):
-    command, named = ATTACKS[attack]
+    """A fork storm, a 4 GiB allocation, a disk-filling loop and 100,000 open files, all at once
+    on one worker, beside an agent that only waits and prints."""
     settings = tmp_path / "worker-settings.json"
     limits = {
         "processes": 64,
@@ -100,15 +99,20 @@ async def test_an_attempt_over_a_limit_fails_with_it_and_its_neighbour_completes
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
     await env.start_worker(kinds=["shell", "llm"])
     caplog.set_level(logging.WARNING)
+    attacks = list(ATTACKS.items())
     result = await env.run(
-        plan(agent("1", command), agent("2", "sleep 4; echo neighbour-ok")),
+        plan(
+            *(agent(str(i), command) for i, (_, (command, _named)) in enumerate(attacks, 1)),
+            agent("9", "sleep 4; echo neighbour-ok"),
+        ),
         timeout=120,
         options=RunOptions(max_auto_replans=0),
     )
     by_id = {a.id: a for a in result.agents}
-    assert by_id["2"].status == "completed" and by_id["2"].result == "neighbour-ok"
-    assert by_id["1"].status == "failed"
-    assert named in (by_id["1"].error or ""), by_id["1"].error
+    assert by_id["9"].status == "completed" and by_id["9"].result == "neighbour-ok"
+    for i, (attack, (_command, named)) in enumerate(attacks, 1):
+        report = by_id[str(i)]
+        assert report.status == "failed" and named in (report.error or ""), (attack, report.error)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], [r.getMessage() for r in errors]
 

@@ -116,6 +116,8 @@ async def page() -> AsyncIterator[Any]:
         browser = await pw.chromium.launch(executable_path=executable, args=args, headless=True)
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         context.set_default_timeout(15_000)
+        # The UI's assertions wait as long as its actions: a loaded CI machine is slow.
+        expect.set_options(timeout=15_000)
         try:
             yield await context.new_page()
         finally:
@@ -255,8 +257,9 @@ async def test_a_run_is_steered_and_answered_from_the_web_ui(
         page,
         f"http://{ui_server.ip}:{ui_server.ui_port}/namespaces/default/workflows/{handle.id}/{handle.result_run_id}",
     )
+    # The run page loads its history first: on a busy machine that takes more than 5 s.
     await expect(page.get_by_role("tab", name="User Metadata")).to_have_attribute(
-        "aria-selected", "true"
+        "aria-selected", "true", timeout=30_000
     )
     await refreshed(page, board, "waiting for plan review")
     await send(
