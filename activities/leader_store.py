@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.artifacts import ArtifactStore
-from xsky.artifacts import BlobPart, BlobPartRequest
+from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef, blob_ref
 from xsky.config import Settings
 from xsky.runs import LeaderSetup
 from xsky.search import SEARCH_ATTRIBUTES
@@ -41,6 +41,19 @@ class LeaderStore:
         except FileNotFoundError as e:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
 
+    @activity.defn(name="leader_seal")
+    async def seal(self, ref: BlobRef) -> BlobRef:
+        """The reference of what the store holds under ``ref``'s name, read back part by part:
+        the state handed to the next execution is what was stored, not what a replay thinks it
+        wrote (workflows/leader_io.py ``_save_state``)."""
+        try:
+            text = await asyncio.to_thread(
+                lambda: "".join(self.store.read_text(ref.part_uri(i)) for i in range(ref.parts))
+            )
+        except FileNotFoundError as e:
+            raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
+        return blob_ref(ref.run_id, ref.name, text)
+
     @activity.defn(name="leader_setup")
     async def setup(self) -> LeaderSetup:
         """Which of xsky's search attributes the server knows (a leader sets only those), and
@@ -59,4 +72,4 @@ class LeaderStore:
         return LeaderSetup(search_attributes=attributes, agents_here=self.agents_here)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.put, self.get, self.setup]
+        return [self.put, self.get, self.seal, self.setup]

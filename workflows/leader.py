@@ -16,6 +16,7 @@ Deterministic: ``workflow.now()`` for time, lists for every iteration, I/O in ac
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from datetime import datetime
 
@@ -28,6 +29,7 @@ from workflows.leader_io import save_blob
 from workflows.leader_metrics import LeaderMetrics
 
 with workflow.unsafe.imports_passed_through():
+    from xsky.board import TaskState
     from xsky.errors import PlanError
     from xsky.leader_core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
     from xsky.leader_state import (
@@ -50,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         TaskRequest,
     )
     from xsky.planning import problems_text
-    from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
+    from xsky.runs import AgentOutcome, ProgressReport, ResultsPage, RunInput, RunResult
     from xsky.variables import RenderError
     from xsky.xml import parse_workflow
 
@@ -91,6 +93,10 @@ class LeaderWorkflow:
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
         self._read_size = 0  # bytes of history once a stored state was read
         self._metrics = LeaderMetrics()
+        # Local activities in flight, and the results of those that ended (see _settle_local).
+        self._local_seq = itertools.count()
+        self._local_inflight = 0
+        self._local_done: list[tuple[int, Callable[[], None]]] = []
 
     @property
     def _core(self) -> LeaderCore:
@@ -176,9 +182,25 @@ class LeaderWorkflow:
                     ):
                         core.draining = True
                         if not core.active and not core.replanning:
-                            await leader_io.continue_as_new(core)
+                            if (why := await leader_io.continue_as_new(core)) is not None:
+                                # Not handed on: go on here, and try again once the history
+                                # has doubled.
+                                workflow.logger.error("run %s goes on: %s", core.run_id, why)
+                                core.draining = False
+                                core.changed = True  # dispatch again: nothing else may wake it
+                                self._read_size = max(
+                                    workflow.info().get_current_history_size(),
+                                    leader_io.SMALL_HISTORY,
+                                )
                     self._timer.arm(core.next_deadline(workflow.now()))
-                    await workflow.wait_condition(lambda: core.changed or self._timer.fired)
+                    # Nothing is decided while a local activity is in flight (see _settle_local).
+                    await workflow.wait_condition(
+                        lambda: (
+                            self._local_inflight == 0
+                            and (core.changed or self._timer.fired or bool(self._local_done))
+                        )
+                    )
+                    self._settle_local()
                     core.changed = False
                     self._timer.clear()
                     self._apply(core.tick(workflow.now()))
@@ -246,6 +268,7 @@ class LeaderWorkflow:
     async def _execute(self, agent_id: str, dispatch: int) -> None:
         core = self._core
         task = core.tasks[agent_id]
+        settled = False
         try:
             try:
                 # Data is never pasted into code: a shell command's values travel beside it
@@ -276,21 +299,77 @@ class LeaderWorkflow:
             )
             kind = core.queue_kind(agent_id)
             self._metrics.started(kind)
+            together = local and workflow.patched("local-activities-settle-together")
+            if together:
+                seq = next(self._local_seq)
+                self._local_inflight += 1
+            outcome: AgentOutcome | None = None
+            error: BaseException | None = None
             try:
                 outcome = await leader_io.run_attempt(
                     core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
                 )
             except (ActivityError, asyncio.CancelledError) as e:
-                self._metrics.failed(kind, e)
-                failure = leader_io.attempt_failure(e) if isinstance(e, ActivityError) else None
+                error = e
+            finally:
+                if together:
+                    self._local_inflight -= 1
+            if together:
+                # Settled by the main loop once no local activity is in flight, in the order
+                # they were scheduled (see _settle_local).
+                self._local_done.append(
+                    (seq, lambda: self._settle(agent_id, task, dispatch, kind, outcome, error))
+                )
+                settled = True
+                return
+            self._settle(agent_id, task, dispatch, kind, outcome, error, ended=False)
+        finally:
+            if not settled:
+                self._ended(agent_id, dispatch)
+
+    def _settle(
+        self,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        kind: str,
+        outcome: AgentOutcome | None,
+        error: BaseException | None,
+        ended: bool = True,
+    ) -> None:
+        """An attempt's end, told to the core."""
+        core = self._core
+        try:
+            if error is not None or outcome is None:
+                self._metrics.failed(kind, error or asyncio.CancelledError())
+                failure = (
+                    leader_io.attempt_failure(error) if isinstance(error, ActivityError) else None
+                )
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
             self._metrics.returned(kind, outcome.kind)
             core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
         finally:
-            if core.active.get(agent_id) == dispatch:
-                del self._attempts[agent_id]
-            core.attempt_ended(agent_id, dispatch)
+            if ended:
+                self._ended(agent_id, dispatch)
+
+    def _ended(self, agent_id: str, dispatch: int) -> None:
+        core = self._core
+        if core.active.get(agent_id) == dispatch:
+            del self._attempts[agent_id]
+        core.attempt_ended(agent_id, dispatch)
+
+    def _settle_local(self) -> None:
+        """Local activities' results, all at once and in the order they were scheduled.
+
+        Their results are recorded in the order they finish, which need not be the order they
+        were scheduled (a query that splits the workflow task is enough for it to show), and a
+        replay meets them in schedule order: deciding on each as it came would decide
+        differently on replay. So nothing is decided while any is in flight (the main loop
+        waits), and then all are settled together, sorted — the same on every replay."""
+        done, self._local_done = sorted(self._local_done, key=lambda d: d[0]), []
+        for _, settle in done:
+            settle()
 
     # -- replanning -----------------------------------------------------------------------------
 

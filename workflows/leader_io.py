@@ -31,9 +31,11 @@ with workflow.unsafe.imports_passed_through():
 SMALL_HISTORY = 1024 * 1024
 # Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
 BLOB_WAVE = 2
-# The leader's own activities (blob parts), on its task queue.
+# The leader's own activities (blob parts, at most 200,000 characters each), on its task
+# queue. A part is written or read in well under a second even on a slow disk; the timeout is
+# how long a part given to a worker that died waits before it is given to another.
 BLOB_ACTIVITY: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=60),
+    "start_to_close_timeout": timedelta(seconds=10),
     "retry_policy": RetryPolicy(maximum_attempts=5),
 }
 
@@ -310,8 +312,11 @@ def grown_since(read_size: int) -> bool:
     return workflow.info().get_current_history_size() >= 2 * read_size
 
 
-async def continue_as_new(core: LeaderCore) -> None:
-    """Hand the run to a fresh history: the state by reference, so its size never matters."""
+async def continue_as_new(core: LeaderCore) -> str | None:
+    """Hand the run to a fresh history: the state by reference, so its size never matters.
+
+    Returns (with the reason) only when the state could not be stored: the run then goes
+    on in this execution, nothing lost."""
     await workflow.wait_condition(workflow.all_handlers_finished)
     if not workflow.patched("state-by-reference"):
         workflow.continue_as_new(core.continue_input())
@@ -321,17 +326,59 @@ async def continue_as_new(core: LeaderCore) -> None:
         workflow.continue_as_new(
             core.continue_input().model_copy(update={"workflow": None, "state": state})
         )
-    ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
+    sealed = workflow.patched("state-sealed")
+    ref = await _save_state(core, snapshot, sealed)
     await workflow.wait_condition(workflow.all_handlers_finished)
     # A signal or update handled while the parts were written (a pause, an answer) changed
     # the state after its snapshot: write it again, or the next execution would not know.
     while workflow.patched("resave-if-changed") and (fresh := core.snapshot()) != snapshot:
         snapshot = fresh
-        ref = await save_blob(f"state-{core.s.continued + 1}", snapshot)
+        ref = await _save_state(core, snapshot, sealed)
         await workflow.wait_condition(workflow.all_handlers_finished)
+    if ref is None:
+        return "its state could not be stored as written (see the log line before)"
     workflow.continue_as_new(
         core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref})
     )
+
+
+async def _save_state(core: LeaderCore, snapshot: str, sealed: bool) -> BlobRef | None:
+    """Write a state for the next execution; with ``sealed``, under a name of its own digest,
+    and the reference handed on is what ``leader_seal`` read back from the store.
+
+    The next execution checks what it reads against the reference's digest. Computed here, in
+    workflow code, that digest is of this execution's snapshot — on a replay after a crash, of
+    the replayed one, while the parts in the store are from the first try: any difference
+    between the two and the next execution failed on a digest mismatch. Named by digest, a
+    late write of another snapshot cannot overwrite these parts; sealed, the reference is
+    recorded in the history, so a replay hands on exactly what was stored. None when what the
+    store holds is not what was written (then the run goes on in this execution)."""
+    name = f"state-{core.s.continued + 1}"
+    if not sealed:
+        return await save_blob(name, snapshot)
+    digest = hashlib.sha256(snapshot.encode("utf-8", "surrogatepass")).hexdigest()
+    written = await save_blob(f"{name}-{digest[:16]}", snapshot)
+    try:
+        stored = await workflow.execute_activity(
+            "leader_seal",
+            written,
+            result_type=BlobRef,
+            **BLOB_ACTIVITY,
+            summary=f"seal {written.name}",
+        )
+    except ActivityError as e:
+        workflow.logger.error(
+            "run %s: the state %s is not whole: %s", core.run_id, written.name, e.cause or e
+        )
+        return None
+    if stored.sha256 != written.sha256:
+        workflow.logger.error(
+            "run %s: the store holds another text under %s than was written",
+            core.run_id,
+            written.name,
+        )
+        return None
+    return stored
 
 
 def offload_history(core: LeaderCore) -> None:

@@ -199,3 +199,43 @@ async def test_a_pause_that_arrives_while_the_state_is_written_reaches_the_next_
             for a in result.agents
         ]
         assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 25)]
+
+
+class ChangingStore(LeaderStore):
+    """A store that keeps something other than what it is given for a run's state."""
+
+    @activity.defn(name="leader_put")
+    async def put(self, part: BlobPart) -> None:
+        if part.ref.name.startswith("state-"):
+            part = part.model_copy(update={"text": part.text + " "})
+        await super().put(part)
+
+
+async def test_a_state_the_store_does_not_hold_as_written_is_not_handed_on_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch
+):
+    """The reference handed to the next execution is what ``leader_seal`` read back: when the
+    store holds other text than was written, the run does not continue as new on it (the next
+    execution would fail on a digest mismatch) but goes on where it is, and completes."""
+    monkeypatch.setattr("worker.LeaderStore", ChangingStore)
+    async with own_server(tmp_path, monkeypatch, "seal", CAN_EVERY_30) as (_, client, settings):
+        chain = [noop(str(i), 0, depends=str(i - 1) if i > 1 else "") for i in range(1, 31)]
+        wf = parse_workflow(plan(*chain, name="sealed"))
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+            id=f"xsky-seal-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
+        result = await asyncio.wait_for(run_outcome(handle), 120)
+        texts = [a.result for a in result.agents]
+        assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 31)]
+        runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
+        assert len(runs) == 1, "a run continued as new on a state the store did not hold"
+        history = await handle.fetch_history()
+        sealed = [
+            e
+            for e in history.events
+            if e.activity_task_scheduled_event_attributes.activity_type.name == "leader_seal"
+        ]
+        assert sealed, "the state was never sealed"
