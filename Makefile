@@ -7,7 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test demo down bench clean
+.PHONY: install test chaos demo down bench clean
 
 install: $(STAMP) $(VENV)/.browser
 
@@ -21,7 +21,10 @@ $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
 
 test: install
-	$(PY) -m pytest -q -n 2  # two processes (pytest-xdist): most tests wait on servers, not on CPU
+	$(PY) -m pytest -q -n 2 -m "not chaos"  # two processes (pytest-xdist): most tests wait on servers, not on CPU
+
+chaos: install  # the long fault runs: workers SIGKILLed under large runs
+	$(PY) -m pytest -q -m chaos
 
 bench: install
 	$(PY) bench/parse.py

@@ -60,10 +60,15 @@ class RunOptions(Wire):
         86400.0, gt=0, description="seconds a question or approval may wait for a person"
     )
     stall: StallWindows = Field(default_factory=StallWindows)
+    # Off by default: with temporalio ≤ 1.35 the SDK may group a local activity's result with
+    # other events differently on replay than it did live (sdk-python #1578, #1881), and a
+    # run that is queried while local activities run (status, --follow, the Web UI) can then
+    # fail replay after a worker loss. Opt in only where speed matters more than that risk.
     local_tools: bool = Field(
-        True,
+        False,
         description="run instant no-op agents as local activities on the leader's worker "
-        "(when it serves every kind): no task-queue round trip",
+        "(when it serves every kind): no task-queue round trip, but a queried run may fail "
+        "replay after a worker loss (an SDK bug); off by default",
     )
     inline_limit: int = Field(
         512 * 1024,

@@ -1,0 +1,251 @@
+"""A queried leader replays: runs whose boards are queried all along (what ``starter.py
+status``, ``--follow`` and the Web UI do) are replayed offline from their recorded histories —
+every execution of every run, continued as new with the state by reference, and with the
+leader's worker killed three times, once while a state is written.
+
+Runs use the default options: instant no-ops are real activities (``localTools`` off). With
+local activities, temporalio (≤ 1.35) may group a local result with other events differently
+on replay than it did live when queries split the workflow tasks (sdk-python #1578, #1881),
+and such histories fail replay — which is why ``localTools`` is off by default (README,
+"Run options")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from activities.artifacts import ArtifactStore, read_blob
+from cli.devserver import DevServer, free_port
+from cli.outcome import run_outcome
+from tests.conftest import ROOT
+from tests.integration.helpers import noop, plan
+from tests.integration.test_durability import own_server
+from workflows.leader import LeaderWorkflow
+from xsky.config import load_settings
+from xsky.leader_state import PageRequest
+from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
+from xsky.xml import parse_workflow
+
+pytestmark = pytest.mark.integration
+
+
+def waves(n: int, width: int, slow_every: int = 3) -> str:
+    """Waves `width` wide, each agent after one or two of the wave before: most instant
+    no-ops, every `slow_every`-th (if any) one of 60 ms, so agents end in varied orders."""
+    agents = []
+    for i in range(1, n + 1):
+        deps = [str(i - width)] if i > width else []
+        if i > width + 1 and i % 2:
+            deps.append(str(i - width - 1))
+        slow = slow_every > 0 and i % slow_every == 0
+        agents.append(noop(str(i), 0.06 if slow else 0, depends=",".join(deps)))
+    return plan(*agents, name="waves")
+
+
+@contextlib.asynccontextmanager
+async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[int]]:
+    """Query the run's board every `every` seconds while the block runs; yields [answered]."""
+    answered = [0]
+
+    async def poll() -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a query may meet a dead worker: ask again
+                await handle.query(LeaderWorkflow.task_board, PageRequest(limit=5))
+                answered[0] += 1
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(poll())
+    try:
+        yield answered
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[int, list[str]]:
+    """Replay every execution of these runs: (executions replayed, the failures)."""
+    replayer = Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
+    count, failures = 0, []
+    for wid in workflow_ids:
+        async for ex in client.list_workflows(f"WorkflowId='{wid}'"):
+            history = await client.get_workflow_handle(wid, run_id=ex.run_id).fetch_history()
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            count += 1
+            if result.replay_failure is not None:
+                failures.append(f"{wid}/{ex.run_id}: {result.replay_failure}")
+    return count, failures
+
+
+def exact(result: RunResult, n: int, store: ArtifactStore) -> bool:
+    """Completed, and every agent's result is its own: r1 … rN."""
+    reports = result.agents
+    if result.results_ref is not None:  # a large run's reports are in the store
+        reports = [
+            AgentReport.model_validate_json(line)
+            for line in read_blob(store, result.results_ref).splitlines()
+        ]
+    texts = {
+        a.id: a.result if a.result is not None else store.read_text(a.result_ref) for a in reports
+    }
+    return result.status == "completed" and texts == {str(i): f"r{i}" for i in range(1, n + 1)}
+
+
+# Continue as new every ~80 events, the state in parts (inline limit 1 KiB): each run
+# crosses several executions.
+CAN_EVERY_80 = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=80")
+
+
+async def test_queried_runs_replay_every_execution_without_nondeterminism(
+    tmp_path: Path, monkeypatch
+):
+    async with own_server(tmp_path, monkeypatch, "qry", CAN_EVERY_80) as (_, client, settings):
+        n = 120
+        wf = parse_workflow(waves(n, 20))
+        handles = [
+            await client.start_workflow(
+                LeaderWorkflow.run,
+                RunInput(
+                    workflow=wf,
+                    options=RunOptions(max_parallel=20, inline_limit=1024),
+                ),
+                id=f"xsky-qry-{i}-{uuid.uuid4().hex[:6]}",
+                task_queue=settings.task_queue,
+            )
+            for i in range(5)
+        ]
+        async with contextlib.AsyncExitStack() as stack:
+            answered = [await stack.enter_async_context(queried(h, 0.1)) for h in handles]
+            results = await asyncio.wait_for(
+                asyncio.gather(*(run_outcome(h) for h in handles)), 180
+            )
+        store = ArtifactStore(settings.artifacts)
+        for r in results:
+            assert exact(r, n, store), (r.status, len(r.agents), r.agents[:2])
+        assert all(a[0] >= 10 for a in answered), f"too few queries answered: {answered}"
+        count, failures = await replay_all(client, [h.id for h in handles])
+        assert failures == [], "\n".join(failures)
+        assert count >= 20, f"only {count} executions recorded: the runs did not continue as new"
+        print(f"{count} executions of {len(handles)} queried runs replayed")
+
+
+def start_slow_worker(environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """The real worker in its own process (to SIGKILL), writing each state part in 0.2 s."""
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "integration" / "slow_store_worker.py"),
+                "--grace",
+                "0",
+                "--no-skills",
+            ],
+            env=environ,
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while b"serving" not in log.read_bytes()[-4096:]:
+        assert proc.poll() is None, log.read_text()[-4000:]
+        assert time.monotonic() < deadline, "worker did not start"
+        time.sleep(0.1)
+    return proc
+
+
+async def completed(handle: WorkflowHandle) -> int:
+    with contextlib.suppress(Exception):
+        page = await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
+        return page.counts.get("completed", 0)
+    return -1
+
+
+@pytest.mark.chaos  # two minutes on two cores: `make chaos`, not `make test`
+async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills_one_mid_state_write(
+    tmp_path: Path, monkeypatch
+):
+    server = DevServer(
+        db_path=tmp_path / "kill.db",
+        port=free_port(),
+        headless=True,
+        log_path=tmp_path / "server.log",
+        extra_args=("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=1500"),
+    )
+    server.start(timeout=90)
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
+    monkeypatch.setenv("XSKY_TASK_QUEUE", f"k{uuid.uuid4().hex[:6]}")
+    monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
+    monkeypatch.setenv("XSKY_TEST_PUT_DELAY", "0.2")
+    settings = load_settings()
+    environ = dict(os.environ)
+    n = 3000
+    wf = parse_workflow(waves(n, 150, slow_every=0))
+    logs = tmp_path / "workers"
+    logs.mkdir()
+    worker = start_slow_worker(environ, logs / "w0.log")
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(max_parallel=150, inline_limit=1024)),
+            id=f"xsky-kill-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
+        kills: list[str] = []
+        phases: list[str] = []
+        t0 = time.monotonic()
+
+        def kill_and_replace(why: str) -> None:
+            nonlocal worker
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait()
+            kills.append(why)
+            phases.append(f"{time.monotonic() - t0:.0f}s killed {why}")
+            worker = start_slow_worker(environ, logs / f"w{len(kills)}.log")
+
+        async with queried(handle, 1.0):
+            deadline = time.monotonic() + 300
+            # 1: a third of the way in.
+            while await completed(handle) < n // 3:
+                assert time.monotonic() < deadline, "the run did not get a third of the way"
+                await asyncio.sleep(0.2)
+            kill_and_replace("a third done")
+            # 2: while a state is written for continue-as-new (each part takes 0.2 s).
+            while not any(
+                p.activity_type.name == "leader_put"
+                for p in (await handle.describe()).raw_description.pending_activities
+            ):
+                assert time.monotonic() < deadline, "the run never wrote its state"
+                await asyncio.sleep(0.05)
+            kill_and_replace("while the state was written")
+            # 3: two thirds of the way in.
+            while await completed(handle) < 2 * n // 3:
+                assert time.monotonic() < deadline, "the run did not get two thirds of the way"
+                await asyncio.sleep(0.2)
+            kill_and_replace("two thirds done")
+            result = await asyncio.wait_for(run_outcome(handle), 300)
+        phases.append(f"{time.monotonic() - t0:.0f}s completed")
+        assert len(kills) == 3
+        assert exact(result, n, ArtifactStore(settings.artifacts)), result.status
+        count, failures = await replay_all(client, [handle.id])
+        print(f"{n} agents: {'; '.join(phases)}; {count} executions replayed")
+        assert count >= 3, f"only {count} executions: the run never continued as new"
+        assert failures == [], "\n".join(failures)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        server.stop()
