@@ -177,9 +177,7 @@ class LeaderWorkflow:
                     if core.finished():
                         core.closing = True
                         break
-                    if workflow.info().is_continue_as_new_suggested() and leader_io.grown_since(
-                        self._read_size
-                    ):
+                    if leader_io.time_to_continue() and leader_io.grown_since(self._read_size):
                         core.draining = True
                         if not core.active and not core.replanning:
                             if (why := await leader_io.continue_as_new(core)) is not None:

@@ -304,6 +304,23 @@ async def load_core(inp: RunInput) -> LeaderCore:
     )
 
 
+# Events an execution of the leader holds at most before it continues as new, whatever the
+# server suggests. A worker that takes a run over replays its whole history inside one
+# workflow task, and the task must end within Temporal's 10 s task timeout or it is retried,
+# forever: in the SDK's sandbox a replay costs ~1.1 ms per event on an idle 2-core machine,
+# and twice that on a loaded one, so 4,000 events leave room where 8,000 did not.
+EVENT_CAP = 4000
+
+
+def time_to_continue() -> bool:
+    """The server suggests continue-as-new (history size or length), or the history reached
+    EVENT_CAP."""
+    info = workflow.info()
+    if info.is_continue_as_new_suggested():
+        return True
+    return info.get_current_history_length() >= EVENT_CAP and workflow.patched("event-cap")
+
+
 def grown_since(read_size: int) -> bool:
     """Continue as new only once this history holds more than the state it read: a large
     state alone passes Temporal's size suggestion, and a run would hand itself on forever."""

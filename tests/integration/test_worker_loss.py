@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
@@ -24,6 +24,7 @@ from tests.conftest import Env
 from tests.integration.helpers import board, noop, plan, query
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
+from workflows.leader_io import EVENT_CAP
 from xsky.config import load_settings
 from xsky.leader_state import PageRequest
 from xsky.runs import RunInput, RunOptions
@@ -133,7 +134,7 @@ LONG_HISTORY = (
 )
 
 
-async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30_seconds(
+async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_seconds_and_the_run_continues_at_the_cap(
     tmp_path: Path, monkeypatch
 ):
     server = DevServer(
@@ -167,9 +168,14 @@ async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30
             id=f"xsky-long-{uuid.uuid4().hex[:6]}",
             task_queue=env.settings.task_queue,
         )
+        # The server never suggests continue-as-new here (LONG_HISTORY): the leader's own cap
+        # (EVENT_CAP events) is what keeps a replay short enough for a workflow task. Killed
+        # just below it, the new worker replays the longest history an execution can have.
         deadline = time.monotonic() + 240
-        while (await handle.describe()).history_length < 8000:
-            assert time.monotonic() < deadline, "the history did not reach 8,000 events"
+        while (await handle.describe()).history_length < EVENT_CAP - 500:
+            assert time.monotonic() < deadline, (
+                f"the history did not reach {EVENT_CAP - 500} events"
+            )
             await asyncio.sleep(0.5)
         done_before = (
             await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
@@ -199,6 +205,15 @@ async def test_a_worker_killed_under_an_8000_event_history_is_replaced_within_30
         print(
             f"history of {length} events: a new worker resumed the run in {time.monotonic() - began:.1f}s"
         )
+        # …and the execution hands on at the cap, not at the server's (raised) suggestion.
+        execution = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+        deadline = time.monotonic() + 120
+        while (
+            described := await execution.describe()
+        ).status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            assert time.monotonic() < deadline, "the run did not continue as new at the cap"
+            await asyncio.sleep(0.5)
+        assert described.history_length < EVENT_CAP + 1000, described.history_length
         await handle.terminate("test done")
     finally:
         for proc in (first, second):
