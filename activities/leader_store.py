@@ -52,7 +52,17 @@ class LeaderStore:
             )
         except FileNotFoundError as e:
             raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
-        return blob_ref(ref.run_id, ref.name, text)
+        stored = blob_ref(ref.run_id, ref.name, text)
+        # Checked here, not in the workflow: this outcome is recorded, so a replay takes the
+        # same path whatever it computes itself.
+        if stored.sha256 != ref.sha256:
+            raise ApplicationError(
+                f"the store holds other text under {ref.name} than was written "
+                f"(digest {stored.sha256[:16]}…, written {ref.sha256[:16]}…)",
+                type="StateNotStored",
+                non_retryable=True,
+            )
+        return stored
 
     @activity.defn(name="leader_setup")
     async def setup(self) -> LeaderSetup:
