@@ -209,13 +209,14 @@ class DiskGuard:
                     for w in sharing:
                         w.size = size
                     continue
-                # Agents of one run share a workspace: the one that wrote the most is the filler
-                # (without a baseline, only a command that wrote something at all is a suspect).
+                # Agents of one run share a workspace: the one that wrote the most is the filler,
+                # and only a command that wrote something at all is a suspect (once the filler
+                # is stopped, the disk may stay full a moment longer: its neighbour is not it).
                 writer = max(
                     sharing, key=lambda w: w.cgroup.written() if w.cgroup is not None else 0
                 )
                 if all(w.cgroup is not None for w in sharing):
-                    culprits = [writer] if before is not None or self._writing(writer) else []
+                    culprits = [writer] if self._writing(writer) else []
                 else:
                     culprits = sharing
                 for w in culprits:
