@@ -17,8 +17,8 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from activities.artifacts import ArtifactStore
-from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef, blob_ref
+from activities.artifacts import ArtifactStore, read_blob
+from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef
 from xsky.config import Settings
 from xsky.runs import LeaderSetup
 from xsky.search import SEARCH_ATTRIBUTES
@@ -46,23 +46,15 @@ class LeaderStore:
         """The reference of what the store holds under ``ref``'s name, read back part by part:
         the state handed to the next execution is what was stored, not what a replay thinks it
         wrote (workflows/leader_io.py ``_save_state``)."""
-        try:
-            text = await asyncio.to_thread(
-                lambda: "".join(self.store.read_text(ref.part_uri(i)) for i in range(ref.parts))
-            )
-        except FileNotFoundError as e:
-            raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
-        stored = blob_ref(ref.run_id, ref.name, text)
         # Checked here, not in the workflow: this outcome is recorded, so a replay takes the
         # same path whatever it computes itself.
-        if stored.sha256 != ref.sha256:
-            raise ApplicationError(
-                f"the store holds other text under {ref.name} than was written "
-                f"(digest {stored.sha256[:16]}…, written {ref.sha256[:16]}…)",
-                type="StateNotStored",
-                non_retryable=True,
-            )
-        return stored
+        try:
+            await asyncio.to_thread(read_blob, self.store, ref)
+        except FileNotFoundError as e:
+            raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
+        except ValueError as e:  # the digest of what the store holds is not the one written
+            raise ApplicationError(str(e), type="StateNotStored", non_retryable=True) from None
+        return ref
 
     @activity.defn(name="leader_setup")
     async def setup(self) -> LeaderSetup:

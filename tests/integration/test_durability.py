@@ -49,12 +49,13 @@ def ledger_chain(n: int, sleep: float) -> str:
 
 
 def start_worker_process(
-    env: Env | dict[str, str], log: Path, *args: str
+    env: Env | dict[str, str], log: Path, *args: str, script: Path = ROOT / "worker.py"
 ) -> subprocess.Popen[bytes]:
-    """worker.py in its own process (to be killed), joined to the test's server and queues."""
+    """worker.py (or a script that wraps it) in its own process (to be killed), joined to the
+    test's server and queues."""
     with open(log, "ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py"), "--grace", "1", *args],
+            [sys.executable, str(script), "--grace", "1", *args],
             env=env.environ() if isinstance(env, Env) else env,
             cwd=ROOT,
             stdout=fh,

@@ -16,7 +16,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -32,7 +31,7 @@ from cli.devserver import DevServer, free_port
 from cli.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.integration.helpers import noop, plan
-from tests.integration.test_durability import own_server
+from tests.integration.test_durability import own_server, start_worker_process
 from workflows.leader import LeaderWorkflow
 from xsky.config import load_settings
 from xsky.leader_state import PageRequest
@@ -144,26 +143,8 @@ async def test_queried_runs_replay_every_execution_without_nondeterminism(
 
 def start_slow_worker(environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """The real worker in its own process (to SIGKILL), writing each state part in 0.2 s."""
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "tests" / "integration" / "slow_store_worker.py"),
-                "--grace",
-                "0",
-                "--no-skills",
-            ],
-            env=environ,
-            cwd=ROOT,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while b"serving" not in log.read_bytes()[-4096:]:
-        assert proc.poll() is None, log.read_text()[-4000:]
-        assert time.monotonic() < deadline, "worker did not start"
-        time.sleep(0.1)
-    return proc
+    script = ROOT / "tests" / "integration" / "slow_store_worker.py"
+    return start_worker_process(environ, log, "--no-skills", script=script)
 
 
 async def completed(handle: WorkflowHandle) -> int:
