@@ -160,7 +160,7 @@ class LeaderWorkflow:
                 signal()
             self._early.clear()
         core = self._core
-        if workflow.patched("search-attributes") and (given := await leader_io.setup()) is not None:
+        if (given := await leader_io.setup()) is not None:
             self._searchable, self._agents_here = set(given.search_attributes), given.agents_here
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(
@@ -215,10 +215,10 @@ class LeaderWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish(force=True)
         result = core.result(workflow.now())
-        if core.large() and workflow.patched("results-by-reference"):
+        if core.large():
             result.results_ref = await save_blob("results", core.reports_jsonl())
         self._upsert(final=result.status)
-        if result.status != "completed" and workflow.patched("outcome-is-status"):
+        if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
             # filters); the RunResult travels in the failure, still readable (cli/outcome.py).
             kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
@@ -269,13 +269,7 @@ class LeaderWorkflow:
         settled = False
         try:
             try:
-                # Data is never pasted into code: a shell command's values travel beside it
-                # (the patch's name is older than this form).
-                beside = core.templated_command(agent_id) and workflow.patched(
-                    "shell-quoted-values"
-                )
-                given = core.wants_context(agent_id) and workflow.patched("deps-as-context")
-                rendered, markers = core.render(agent_id, beside, given)
+                rendered, markers = core.render(agent_id)
                 settings = core.settings_for(agent_id)
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
@@ -290,15 +284,10 @@ class LeaderWorkflow:
                 settings.retry.maximum_attempts,
             )
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-            local = (
-                self._agents_here
-                and core.runs_locally(agent_id)
-                and workflow.patched("cheap-tools-local")
-            )
+            local = self._agents_here and core.runs_locally(agent_id)
             kind = core.queue_kind(agent_id)
             self._metrics.started(kind)
-            together = local and workflow.patched("local-activities-settle-together")
-            if together:
+            if local:
                 seq = next(self._local_seq)
                 self._local_inflight += 1
             outcome: AgentOutcome | None = None
@@ -310,9 +299,9 @@ class LeaderWorkflow:
             except (ActivityError, asyncio.CancelledError) as e:
                 error = e
             finally:
-                if together:
+                if local:
                     self._local_inflight -= 1
-            if together:
+            if local:
                 # Settled by the main loop once no local activity is in flight, in the order
                 # they were scheduled (see _settle_local).
                 self._local_done.append(
@@ -378,7 +367,7 @@ class LeaderWorkflow:
             risky = core.privileged_changes(wf)
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), workflow.now())
             self._apply(stops)
-            if risky and workflow.patched("replan-privileged-review"):
+            if risky:
                 core.require_review(risky, workflow.now())
         except (ActivityError, PlanError, ValueError) as e:
             workflow.logger.warning("automatic replan failed: %s", e)

@@ -318,13 +318,13 @@ def time_to_continue() -> bool:
     info = workflow.info()
     if info.is_continue_as_new_suggested():
         return True
-    return info.get_current_history_length() >= EVENT_CAP and workflow.patched("event-cap")
+    return info.get_current_history_length() >= EVENT_CAP
 
 
 def grown_since(read_size: int) -> bool:
     """Continue as new only once this history holds more than the state it read: a large
     state alone passes Temporal's size suggestion, and a run would hand itself on forever."""
-    if read_size < SMALL_HISTORY or not workflow.patched("continue-after-progress"):
+    if read_size < SMALL_HISTORY:
         return True
     return workflow.info().get_current_history_size() >= 2 * read_size
 
@@ -335,22 +335,19 @@ async def continue_as_new(core: LeaderCore) -> str | None:
     Returns (with the reason) only when the state could not be stored: the run then goes
     on in this execution, nothing lost."""
     await workflow.wait_condition(workflow.all_handlers_finished)
-    if not workflow.patched("state-by-reference"):
-        workflow.continue_as_new(core.continue_input())
     snapshot = core.snapshot()  # results by reference; the plan once, inside the state
     if len(snapshot) <= core.options.inline_limit:
         state = LeaderState.model_validate_json(snapshot)
         workflow.continue_as_new(
             core.continue_input().model_copy(update={"workflow": None, "state": state})
         )
-    sealed = workflow.patched("state-sealed")
-    ref = await _save_state(core, snapshot, sealed)
+    ref = await _save_state(core, snapshot)
     await workflow.wait_condition(workflow.all_handlers_finished)
     # A signal or update handled while the parts were written (a pause, an answer) changed
     # the state after its snapshot: write it again, or the next execution would not know.
-    while workflow.patched("resave-if-changed") and (fresh := core.snapshot()) != snapshot:
+    while (fresh := core.snapshot()) != snapshot:
         snapshot = fresh
-        ref = await _save_state(core, snapshot, sealed)
+        ref = await _save_state(core, snapshot)
         await workflow.wait_condition(workflow.all_handlers_finished)
     if ref is None:
         return "its state could not be stored as written (see the log line before)"
@@ -359,9 +356,8 @@ async def continue_as_new(core: LeaderCore) -> str | None:
     )
 
 
-async def _save_state(core: LeaderCore, snapshot: str, sealed: bool) -> BlobRef | None:
-    """Write a state for the next execution; with ``sealed``, under a name of its own digest,
-    and the reference handed on is what ``leader_seal`` read back from the store.
+async def _save_state(core: LeaderCore, snapshot: str) -> BlobRef | None:
+    """Write a state for the next execution, under a name of its own digest; the reference handed on is what ``leader_seal`` read back from the store.
 
     The next execution checks what it reads against the reference's digest. Computed here, in
     workflow code, that digest is of this execution's snapshot — on a replay after a crash, of
@@ -371,8 +367,6 @@ async def _save_state(core: LeaderCore, snapshot: str, sealed: bool) -> BlobRef 
     recorded in the history, so a replay hands on exactly what was stored. None when what the
     store holds is not what was written (then the run goes on in this execution)."""
     name = f"state-{core.s.continued + 1}"
-    if not sealed:
-        return await save_blob(name, snapshot)
     digest = hashlib.sha256(snapshot.encode("utf-8", "surrogatepass")).hexdigest()
     written = await save_blob(f"{name}-{digest[:16]}", snapshot)
     try:
@@ -397,11 +391,7 @@ def offload_history(core: LeaderCore) -> None:
     """Plan versions too large for a payload go to the artifact store (queries and the
     continued state then carry their reference)."""
     for index, version in enumerate(core.s.plan_history):
-        if (
-            len(version.xml) > PART_CHARS
-            and version.xml_ref is None
-            and workflow.patched("history-by-reference")
-        ):
+        if len(version.xml) > PART_CHARS and version.xml_ref is None:
             version.xml_ref = blob_ref(
                 workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml
             )

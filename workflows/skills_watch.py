@@ -105,7 +105,7 @@ class SkillDeltaWorkflow:
             retry_policy=STEP_RETRY,
             summary=f"commit · {d.traj_id}",
         )
-        if commit.committed and (commit.atoms or commit.new) and workflow.patched("route-atoms"):
+        if commit.committed and (commit.atoms or commit.new):
             # New atoms go to the skill library; atoms that used a library skill score it.
             await workflow.execute_activity(
                 "route_atoms",

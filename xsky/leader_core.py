@@ -469,23 +469,18 @@ class LeaderCore:
         """Does this agent get its dependencies' results as input (see :mod:`xsky.dep_context`)?"""
         return wants_context(self.agents[agent_id])
 
-    def render(
-        self, agent_id: str, values_beside: bool, deps_context: bool = False
-    ) -> tuple[WorkflowAgent, list[str]]:
+    def render(self, agent_id: str) -> tuple[WorkflowAgent, list[str]]:
         """The agent with its references rendered, and the artifact markers it was given.
 
-        ``values_beside``: a shell command's values travel beside it as variables (data is
-        never pasted into code); False only for runs recorded before that rule.
-        ``deps_context``: an agent with no input gets its dependencies' results (False only
-        for runs recorded before that rule).
-        """
+        A templated shell command's values travel beside it as variables (data is never pasted
+        into code); an agent with no input gets its dependencies' results."""
         agent = self.agents[agent_id]
         results = _Results(self.tasks)
         ctx = self.input.context
         config = agent.config
         if agent.config:
             config = render_config(agent.config, results, self.variables, ctx)
-            if values_beside:  # a templated shell command (see templated_command)
+            if self.templated_command(agent_id):
                 command, values = render_command(
                     agent.config["command"], results, self.variables, ctx
                 )
@@ -499,7 +494,7 @@ class LeaderCore:
                 "config": config,
             }
         )
-        if deps_context:
+        if self.wants_context(agent_id):
             given = dependency_context(agent, self.agents, self.tasks, results.issued)
             if given is not None:
                 rendered = rendered.model_copy(update={"input": given})

@@ -200,7 +200,7 @@ def approval_asked(core: LeaderCore, command: str) -> str:
 
 def agent_input(core: LeaderCore):
     (start,) = core.dispatch(T0)
-    rendered, markers = core.render("1", True)
+    rendered, markers = core.render("1")
     return core.agent_input("1", rendered, start.dispatch, 10.0, markers, None)
 
 

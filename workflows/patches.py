@@ -1,0 +1,70 @@
+"""Every ``workflow.patched`` id of xsky's workflows: what it changed, since when, and when it
+may go.
+
+A change to workflow code that running executions may replay goes behind a patch, so a
+history recorded before the change still takes the old branch and one recorded after takes
+the new (temporal.md, "Versioning"). Each patch is registered here and called through
+:func:`patched`, which refuses an unregistered id; ``tests/unit/test_patches.py`` checks that
+every registered id is used in ``workflows/`` and every id used is registered, so the list
+below is the whole truth about which compatibility branches the code still carries.
+
+Retiring a patch takes two releases (the SDK's ``deprecate_patch`` protocol): once no
+execution older than ``since`` can still be open, replace ``patched(id)`` by
+``workflow.deprecate_patch(id)`` and keep only the new branch; one release later delete that
+call and move the id to ``RETIRED``.
+
+Release ``v0.2.0`` collapsed the fifteen patches of the unreleased 0.1 line (no release had
+shipped, so no execution outside a developer's dev server could hold the old branches): their
+new behaviour became the only behaviour and their ids are ``RETIRED``. An id is never reused:
+a history that recorded its marker would take a branch it was never written for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+
+@dataclass(frozen=True)
+class Patch:
+    what: str
+    """The behaviour the patched branch has, in one sentence."""
+    since: str
+    """The first release whose workflow code takes the patched branch."""
+    delete_when: str
+    """The condition under which the old branch, then the marker, may go."""
+
+
+PATCHES: dict[str, Patch] = {}
+"""The live patches, by id (none since the collapse in v0.2.0)."""
+
+RETIRED: frozenset[str] = frozenset(
+    {
+        # collapsed in v0.2.0: the behaviour of each is the only one now
+        "cheap-tools-local",
+        "continue-after-progress",
+        "deps-as-context",
+        "event-cap",
+        "history-by-reference",
+        "local-activities-settle-together",
+        "outcome-is-status",
+        "replan-privileged-review",
+        "resave-if-changed",
+        "results-by-reference",
+        "route-atoms",
+        "search-attributes",
+        "shell-quoted-values",
+        "state-by-reference",
+        "state-sealed",
+    }
+)
+"""Ids used once and gone: never to be reused."""
+
+
+def patched(patch_id: str) -> bool:
+    """``workflow.patched`` for a registered id (an unregistered one is a programming error,
+    raised on the first workflow task that reaches it, in every test that runs the code)."""
+    if patch_id not in PATCHES:
+        raise KeyError(f"workflow patch {patch_id!r} is not registered in workflows/patches.py")
+    return workflow.patched(patch_id)
