@@ -10,7 +10,7 @@ Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers
 kind can be added anywhere. The skill pipeline (the transcript watcher's workflows and
 activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads. SIGINT/SIGTERM shut down gracefully: running agents get
 ``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
-With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, runs are traced over OTLP/HTTP (xsky/telemetry.py).
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, runs are traced over OTLP/HTTP (activities/telemetry.py).
 """
 
 from __future__ import annotations
@@ -30,25 +30,24 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
-from activities import secrets
-from activities.agents import AgentActivities
+from activities import telemetry
+from activities.agents.activity import AgentActivities
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
-from activities.sandbox import bwrap, limits
+from activities.sandbox import bwrap, limits, secrets
 from activities.sandbox.confine import sandbox_settings
-from activities.skill_library import LibraryActivities
-from activities.skill_pipeline import SkillActivities
-from cli.connect import ConnectError, connect
+from activities.skills.library import LibraryActivities
+from activities.skills.pipeline import SkillActivities
 from workflows.leader import LeaderWorkflow
-from workflows.skill_entity import SkillEntityWorkflow
-from workflows.skill_library import SkillLibraryWorkflow
-from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
-from xsky import telemetry
+from workflows.skills.entity import SkillEntityWorkflow
+from workflows.skills.library import SkillLibraryWorkflow
+from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from xsky.client import connect_client as connect
 from xsky.config import Settings, load_settings
-from xsky.errors import UsageError
+from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.settings import SettingsError, worker_layers
+from xsky.security.settings import SettingsError, worker_layers
 
 log = logging.getLogger("xsky.worker")
 

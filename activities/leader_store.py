@@ -20,8 +20,8 @@ from temporalio.service import RPCError
 from activities.artifacts import ArtifactStore, read_blob
 from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef
 from xsky.config import Settings
+from xsky.leader.search import SEARCH_ATTRIBUTES
 from xsky.runs import LeaderSetup
-from xsky.search import SEARCH_ATTRIBUTES
 
 
 class LeaderStore:

@@ -1,7 +1,7 @@
 """The LLM client: the openai SDK against any OpenAI-compatible server.
 
 ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are read here, inside activities, so they never
-enter workflow history; the key through activities/secrets.py, never from a child's view. The model is the agent's ``<config>`` model, else the role's
+enter workflow history; the key through activities/sandbox/secrets.py, never from a child's view. The model is the agent's ``<config>`` model, else the role's
 ``suggestedModel``, else ``XSKY_MODEL``; with none, agents use the offline provider.
 
 Errors are sorted for Temporal: rate limits, server errors, timeouts and dropped
@@ -17,7 +17,8 @@ from typing import Any
 import openai
 from temporalio.exceptions import ApplicationError
 
-from activities import metrics, secrets
+from activities import metrics
+from activities.sandbox import secrets
 from xsky.config import Settings, load_settings
 
 DEFAULT_TIMEOUT = 120.0

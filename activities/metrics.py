@@ -3,7 +3,7 @@
 Metrics go through ``activity.metric_meter()``: the worker's Temporal runtime serves them
 on its ``/metrics`` endpoint (``worker.py --metrics-port``) beside the SDK's own, with the
 SDK's labels (namespace, task_queue, activity_type, workflow_type) and ours. Spans go to the
-global tracer provider: when tracing is on (xsky/telemetry.py) they are children of the
+global tracer provider: when tracing is on (activities/telemetry.py) they are children of the
 activity's ``RunActivity`` span, in the run's trace; otherwise they cost next to nothing.
 """
 
@@ -24,8 +24,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from activities.tools import NeedsHuman
-from xsky.agent_config import tool_name
-from xsky.leader_core import QUEUE_KINDS
+from xsky.leader.core import QUEUE_KINDS
+from xsky.plan.agent_config import tool_name
 from xsky.runs import AgentInput
 
 _tracer = opentelemetry.trace.get_tracer("xsky")

@@ -15,9 +15,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm
-from xsky import offline
 from xsky.errors import PlanError
-from xsky.planning import (
+from xsky.plan import offline
+from xsky.plan.planning import (
     FIX_PROMPT,
     PlanRequest,
     PlanResult,
@@ -25,7 +25,7 @@ from xsky.planning import (
     planning_prompt,
     problems_text,
 )
-from xsky.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
+from xsky.plan.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
 
 MAX_ATTEMPTS = 3
 

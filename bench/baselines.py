@@ -16,8 +16,8 @@ from datetime import timedelta
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.dag import levels
-    from xsky.models import Workflow
+    from xsky.plan.dag import levels
+    from xsky.plan.models import Workflow
     from xsky.runs import AgentInput, AgentOutcome
 
 _OPTS = dict(

@@ -24,14 +24,14 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
-from activities.agents import AgentActivities  # noqa: E402
+from activities.agents.activity import AgentActivities  # noqa: E402
 from activities.leader_store import LeaderStore  # noqa: E402
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
 from xsky.config import load_settings  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
-from xsky.models import Workflow, WorkflowAgent  # noqa: E402
+from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
 
 
 @asynccontextmanager

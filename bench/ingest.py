@@ -28,11 +28,11 @@ from random import Random
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.skill_pipeline import _split_offline  # noqa: E402
-from activities.skills_ingest import commit_delta, render_delta, scan  # noqa: E402
-from xsky.skill_runs import DeltaInput, DeltaRef, ScanInput  # noqa: E402
-from xsky.skill_sources import Source  # noqa: E402
-from xsky.transcripts.claude_code import munged_cwd  # noqa: E402
+from activities.skills.pipeline import _split_offline  # noqa: E402
+from activities.skills.scan import commit_delta, render_delta, scan  # noqa: E402
+from xsky.skills.runs import DeltaInput, DeltaRef, ScanInput  # noqa: E402
+from xsky.skills.sources import Source  # noqa: E402
+from xsky.skills.transcripts.claude_code import munged_cwd  # noqa: E402
 
 SCAN = ScanInput(limit=5000, settle_seconds=0)
 MARK, MARK_UP = (

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xsky import dag  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
-from xsky.models import Workflow, WorkflowAgent  # noqa: E402
-from xsky.xml import parse_workflow, workflow_to_xml  # noqa: E402
+from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
+from xsky.plan.xml import parse_workflow, workflow_to_xml  # noqa: E402
 
 
 def random_plan(n: int, seed: int = 7) -> Workflow:

@@ -31,7 +31,7 @@ from activities.tools import ToolContext  # noqa: E402
 from activities.tools.shell import run_process  # noqa: E402
 from bench.harness import summary, temporal, timed  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.models import Workflow, WorkflowAgent  # noqa: E402
+from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
 from xsky.runs import RunInput, RunOptions  # noqa: E402
 
 

@@ -26,7 +26,7 @@ from temporalio.client import Client  # noqa: E402
 
 from bench.harness import fan_out, random_dag, temporal  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.models import Workflow  # noqa: E402
+from xsky.plan.models import Workflow  # noqa: E402
 from xsky.runs import RunInput, RunOptions  # noqa: E402
 
 MIB = 1024 * 1024

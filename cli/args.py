@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.plans import UsageError
+from xsky.errors import UsageError
 
 
 def parse_pairs(items: list[str], flag: str) -> dict[str, str]:

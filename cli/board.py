@@ -10,8 +10,8 @@ from rich.text import Text
 
 from cli.render import cell, one_line
 from xsky.artifacts import ArtifactRef
-from xsky.board import TaskView, format_duration
-from xsky.leader_state import BoardPage
+from xsky.leader.state import BoardPage
+from xsky.leader.tasks import TaskView, format_duration
 from xsky.runs import RunResult
 
 STATUS_STYLE = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xsky.config import server_ports
-from xsky.search import dev_server_flags
+from xsky.leader.search import dev_server_flags
 
 
 def temporal_binary() -> str:
@@ -104,7 +104,7 @@ class DevServer:
             "--metrics-port",
             str(metrics if port_free(self.ip, metrics) else free_port()),
         ]
-        cmd += dev_server_flags()  # the runs' XskyStatus, XskyPending … (xsky/search.py)
+        cmd += dev_server_flags()  # the runs' XskyStatus, XskyPending … (xsky/leader/search.py)
         if self.headless:
             cmd.append("--headless")
         else:

@@ -12,10 +12,10 @@ from typing import Any
 
 from cli.render import cell, json_text, out
 from xsky.agent_log import parse_lines, render_event
-from xsky.board import TERMINAL
 from xsky.client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import NoWorkerError
+from xsky.leader.tasks import TERMINAL
 
 STYLE = {
     "attempt": "bold",

@@ -11,22 +11,22 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from cli.plans import UsageError
 from cli.render import cell, out, print_json
 from cli.roles_cmd import resolve_roles
 from xsky.client import XSky
 from xsky.config import load_settings
-from xsky.permissions import decide
-from xsky.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
-from xsky.settings import (
+from xsky.errors import UsageError
+from xsky.security.permissions import decide
+from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
+from xsky.security.settings import (
     SettingsError,
     permission_settings,
     project_security_fields,
     role_layers,
     worker_layers,
 )
-from xsky.shell_parse import ShellParseError, split_command
-from xsky.tool_registry import PRIMARY_ARG
+from xsky.security.shell_parse import ShellParseError, split_command
+from xsky.security.tools import PRIMARY_ARG
 
 EFFECT_STYLE = {"allow": "green", "ask": "yellow", "deny": "bold red"}
 

@@ -14,16 +14,15 @@ import uuid
 from temporalio.exceptions import ApplicationError
 
 from cli.args import parse_pairs
-from cli.plans import UsageError
 from cli.render import cell, err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
 from cli.runs_cmd import _parse_context, announce, run_options
 from cli.steer_cmd import show_run_plan
 from xsky.client import Run, XSky
 from xsky.config import load_settings
-from xsky.errors import ConnectError, RunNotFoundError
+from xsky.errors import ConnectError, RunNotFoundError, UsageError
 from xsky.kinds import AgentInfo
-from xsky.planning import PlanRequest
+from xsky.plan.planning import PlanRequest
 from xsky.safe_text import xml_safe
 
 

@@ -20,9 +20,9 @@ from rich.segment import Segment
 from rich.text import Text
 from rich.tree import Tree
 
-from xsky import dag
 from xsky.errors import PlanError
-from xsky.models import Workflow
+from xsky.plan import dag
+from xsky.plan.models import Workflow
 from xsky.safe_text import json_safe, printable
 
 

@@ -6,11 +6,11 @@ import argparse
 
 from rich.table import Table
 
-from cli.plans import UsageError
 from cli.render import cell, out, print_json, shown
 from xsky import client
 from xsky.config import load_settings
-from xsky.models import RoleCapabilityModel
+from xsky.errors import UsageError
+from xsky.plan.models import RoleCapabilityModel
 
 
 def resolve_roles() -> dict[str, RoleCapabilityModel]:

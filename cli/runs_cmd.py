@@ -15,7 +15,6 @@ from rich.table import Table
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, results_table, tally
 from cli.render import cell, err, out, print_json, print_problems, shown
-from xsky.board import TaskStatus
 from xsky.client import (
     ConnectionLost,
     Run,
@@ -27,8 +26,9 @@ from xsky.client import (
 )
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError, UsageError
+from xsky.leader.search import XSKY_STATUSES
+from xsky.leader.tasks import TaskStatus
 from xsky.runs import RunOptions, RunResult
-from xsky.search import XSKY_STATUSES
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 

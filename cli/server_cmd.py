@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from cli.devserver import DevServer, is_listening, stop_pid
-from cli.plans import UsageError
 from cli.render import out
 from xsky.config import Settings, load_settings
+from xsky.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 

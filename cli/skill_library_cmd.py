@@ -16,16 +16,16 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities import skill_git
-from activities.skill_files import CANDIDATES, SCORES, published_text, skill_dir, slugs
-from cli.connect import connect
-from cli.plans import UsageError
+from activities.skills import git as skill_git
+from activities.skills.files import CANDIDATES, SCORES, published_text, skill_dir, slugs
 from cli.render import cell, one_line, out, print_json, shown
-from xsky import canary
+from xsky.client import connect_client as connect
 from xsky.config import Settings, load_settings
+from xsky.errors import UsageError
 from xsky.safe_text import printable
-from xsky.skill_models import Score, entity_workflow_id
-from xsky.skill_spec import NAME_RE, description_of, problems
+from xsky.skills import canary
+from xsky.skills.models import Score, entity_workflow_id
+from xsky.skills.spec import NAME_RE, description_of, problems
 
 
 def register(s: argparse._SubParsersAction) -> None:
@@ -313,7 +313,7 @@ def cmd_canary(args: argparse.Namespace) -> int:
 
 
 async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
-    from xsky.skill_models import CanaryVerdict
+    from xsky.skills.models import CanaryVerdict
 
     settings = load_settings()
     folder = _folder(settings, args.name)

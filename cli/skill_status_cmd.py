@@ -16,14 +16,14 @@ from rich.table import Table
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from cli.connect import connect
-from cli.plans import UsageError
 from cli.render import cell, one_line, out, print_json, shown
 from cli.skills_cmd import current_sources, schedule_id
+from xsky.client import connect_client as connect
 from xsky.config import Settings, load_settings
+from xsky.errors import UsageError
 
 if TYPE_CHECKING:
-    from activities.skills_store import SkillStore
+    from activities.skills.store import SkillStore
 
 
 def register(s: argparse._SubParsersAction) -> None:
@@ -43,7 +43,7 @@ def register(s: argparse._SubParsersAction) -> None:
 
 
 def _store(settings: Settings) -> SkillStore | None:
-    from activities.skills_store import SkillStore
+    from activities.skills.store import SkillStore
 
     if not (settings.skills_home / "state.db").exists():
         return None
@@ -186,7 +186,7 @@ def _print_status(facts: dict[str, Any], trajs: list[Any], settings: Settings) -
 
 
 def cmd_atoms(args: argparse.Namespace) -> int:
-    from activities.skills_ingest import read_atoms
+    from activities.skills.scan import read_atoms
 
     settings = load_settings()
     store = _store(settings)

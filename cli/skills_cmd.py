@@ -42,16 +42,22 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from cli.connect import connect
-from cli.plans import UsageError
 from cli.render import cell, err, out, print_json, shown
-from workflows.skills_watch import SkillsScanWorkflow
+from workflows.skills.watch import SkillsScanWorkflow
+from xsky.client import connect_client as connect
 from xsky.client import queue_pollers
 from xsky.config import Settings, load_settings
-from xsky.settings import SettingsError, load_layers, parse_settings, settings_paths, skill_sources
-from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
-from xsky.skill_sources import Source, expand, resolve
-from xsky.transcripts import SOURCE_KINDS
+from xsky.errors import UsageError
+from xsky.security.settings import (
+    SettingsError,
+    load_layers,
+    parse_settings,
+    settings_paths,
+    skill_sources,
+)
+from xsky.skills.runs import ScanInput, SkillsScanInput, SkillsScanResult
+from xsky.skills.sources import Source, expand, resolve
+from xsky.skills.transcripts import SOURCE_KINDS
 
 
 def schedule_id(settings: Settings) -> str:

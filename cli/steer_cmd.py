@@ -15,8 +15,8 @@ from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.client import Run, XSky, resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, UsageError
-from xsky.leader_state import InterventionResult
-from xsky.plan_files import check_plan, read_plan_bytes
+from xsky.leader.state import InterventionResult
+from xsky.plan.files import check_plan, read_plan_bytes
 from xsky.safe_text import xml_safe
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 from cli.args import parse_pairs
-from cli.plans import load_plan
 from cli.render import out, plan_summary, plan_tree, print_json, print_problems
 from cli.roles_cmd import resolve_roles
 from xsky.client import check_names
 from xsky.config import load_settings
 from xsky.errors import PlanError
+from xsky.plan.files import load_plan
 
 
 def register(sub: argparse._SubParsersAction) -> None:

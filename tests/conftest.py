@@ -25,17 +25,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from activities.agents import AgentActivities  # noqa: E402
+from activities.agents.activity import AgentActivities  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
-from cli.outcome import run_outcome  # noqa: E402
 from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
 from worker import build_workers  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
+from xsky.client import run_outcome  # noqa: E402
 from xsky.config import Settings, load_settings  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
-from xsky.models import Workflow  # noqa: E402
+from xsky.plan.models import Workflow  # noqa: E402
+from xsky.plan.xml import parse_workflow  # noqa: E402
 from xsky.runs import RunInput, RunOptions, RunResult  # noqa: E402
-from xsky.xml import parse_workflow  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""LeaderWorkflow: the Temporal shell around :class:`xsky.leader_core.LeaderCore`.
+"""LeaderWorkflow: the Temporal shell around :class:`xsky.leader.core.LeaderCore`.
 
 The core decides — which agents start, what a finished attempt means, what every
 intervention does; this shell turns Temporal events into core calls and the core's
@@ -29,10 +29,9 @@ from workflows.leader_io import save_blob
 from workflows.leader_metrics import LeaderMetrics
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.board import TaskState
     from xsky.errors import PlanError
-    from xsky.leader_core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
-    from xsky.leader_state import (
+    from xsky.leader.core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+    from xsky.leader.state import (
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
@@ -51,10 +50,11 @@ with workflow.unsafe.imports_passed_through():
         SkipTaskRequest,
         TaskRequest,
     )
-    from xsky.planning import problems_text
+    from xsky.leader.tasks import TaskState
+    from xsky.plan.planning import problems_text
+    from xsky.plan.variables import RenderError
+    from xsky.plan.xml import parse_workflow
     from xsky.runs import AgentOutcome, ProgressReport, ResultsPage, RunInput, RunResult
-    from xsky.variables import RenderError
-    from xsky.xml import parse_workflow
 
 
 # A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
@@ -220,7 +220,7 @@ class LeaderWorkflow:
         self._upsert(final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
-            # filters); the RunResult travels in the failure, still readable (cli/outcome.py).
+            # filters); the RunResult travels in the failure, still readable (xsky/client/outcome.py).
             kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
             raise ApplicationError(
                 f"{result.status}: {result.summary}", result, type=kind, non_retryable=True

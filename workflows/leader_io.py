@@ -17,15 +17,15 @@ from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
-    from xsky.board import board_markdown, subject_of
     from xsky.errors import PlanError
-    from xsky.leader_core import AttemptFailure, LeaderCore
-    from xsky.leader_state import LeaderState, PlanVersion
-    from xsky.models import Workflow
-    from xsky.planning import PlanRequest, PlanResult, problems_text
+    from xsky.leader.core import AttemptFailure, LeaderCore
+    from xsky.leader.state import LeaderState, PlanVersion
+    from xsky.leader.tasks import board_markdown, subject_of
+    from xsky.plan.models import Workflow
+    from xsky.plan.planning import PlanRequest, PlanResult, problems_text
+    from xsky.plan.xml import parse_workflow
     from xsky.runs import AgentInput, AgentOutcome, DecisionRecord, LeaderSetup, RunInput
     from xsky.safe_text import printable
-    from xsky.xml import parse_workflow
 
 # A history this small after reading the state may continue as new whenever Temporal says.
 SMALL_HISTORY = 1024 * 1024
@@ -429,7 +429,7 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
 
 def show_board(core: LeaderCore) -> None:
     """The board in the Web UI's current details (the plan's name and the agents' words in
-    it are made literal text by :func:`~xsky.board.board_markdown`)."""
+    it are made literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
     now = workflow.now()
     title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
     logs = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from xsky.models import WireModel
+from xsky.plan.models import WireModel
 
 
 class ArtifactRef(WireModel):

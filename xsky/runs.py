@@ -13,10 +13,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef, BlobRef
-from xsky.leader_state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
-from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
-from xsky.models import WireModel as Wire
-from xsky.permissions import PermissionSettings
+from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
+from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.plan.models import WireModel as Wire
+from xsky.security.permissions import PermissionSettings
 
 
 class RetryOptions(Wire):
@@ -200,7 +200,7 @@ class ProgressReport(Wire):
     previous: str | None = None  # how the attempt before this one ended (error, or worker lost)
 
 
-RunStatus = Literal["completed", "failed", "cancelled"]
+FinalStatus = Literal["completed", "failed", "cancelled"]
 
 
 class AgentReport(Wire):
@@ -232,7 +232,7 @@ class RunResult(Wire):
 
     workflow_id: str
     name: str
-    status: RunStatus
+    status: FinalStatus
     summary: str
     agents: list[AgentReport]
     counts: dict[str, int] = Field(default_factory=dict)  # agents by status

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import Decision, PermissionSettings, decide
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.permissions import Decision, PermissionSettings, decide
 
 log = logging.getLogger("xsky.checker")
 
@@ -31,8 +31,8 @@ import json, resource, sys
 sys.path.insert(0, {str(ROOT)!r})
 resource.setrlimit(resource.RLIMIT_AS, ({512 * 1024 * 1024}, {512 * 1024 * 1024}))
 resource.setrlimit(resource.RLIMIT_CPU, (3600, 3600))
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import PermissionSettings, decide
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.permissions import PermissionSettings, decide
 for line in sys.stdin:
     q = json.loads(line)
     d = decide(q["tool"], q["arguments"], RoleCapabilityModel.model_validate(q["role"]),

@@ -23,7 +23,7 @@ from activities.sandbox.limits import Limits, parse_size
 from activities.tools import ToolError
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.settings import SettingsError, SettingsLayer
+from xsky.security.settings import SettingsError, SettingsLayer
 
 # Directories no agent may write into, wherever they sit in the workspace.
 PROTECTED_DIRS = (".git", ".xsky")
@@ -89,7 +89,7 @@ class SandboxSettings:
 
 
 def sandbox_settings(layers: list[SettingsLayer]) -> SandboxSettings:
-    """From the worker's layers (xsky.settings.worker_layers); a bad size is a SettingsError."""
+    """From the worker's layers (xsky.security.settings.worker_layers); a bad size is a SettingsError."""
     found = SandboxSettings()
     for layer in layers:
         sec = layer.settings.security

@@ -45,7 +45,7 @@ from typing import IO, Any
 
 from activities.sandbox import temporal_ports
 from activities.sandbox.egress_policy import WEB_PORTS, Policy
-from xsky.permissions import PermissionSettings, domain_rules
+from xsky.security.permissions import PermissionSettings, domain_rules
 
 log = logging.getLogger("xsky.egress")
 

@@ -39,7 +39,7 @@ from activities.sandbox.egress_http import (
 )
 from activities.sandbox.egress_policy import Policy, normal_host
 from activities.sandbox.egress_sockets import peer_uid
-from xsky.addresses import ip_of
+from xsky.security.addresses import ip_of
 
 if TYPE_CHECKING:
     from activities.sandbox.egress_server import Proxy

@@ -4,7 +4,7 @@ Names: deny patterns, then allow patterns (``host``, ``*.suffix``; ``None`` allo
 and, for sandboxed commands, web ports only unless a rule names the host. Addresses —
 every address a name resolves to, whatever a rule says about the name:
 
-- link-local and cloud metadata addresses: never (:func:`xsky.addresses.never_reachable`);
+- link-local and cloud metadata addresses: never (:func:`xsky.security.addresses.never_reachable`);
 - the Temporal server's endpoints (:mod:`.temporal_ports`): never;
 - loopback, private, carrier-grade NAT, reserved, documentation ranges and this machine's
   own addresses: only for an exact ``host:port`` rule naming that host and port.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activities.sandbox import temporal_ports
-from xsky.addresses import blocked_address, ip_of, never_reachable
+from xsky.security.addresses import blocked_address, ip_of, never_reachable
 
 # Commands reach hosts a wildcard allows on these only (no SMTP, SSH, databases …).
 WEB_PORTS = frozenset({80, 443})

@@ -17,11 +17,11 @@ from typing import Any
 from activities import metrics
 from activities.sandbox import checker
 from activities.tools import NeedsHuman
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import MAX_COMMAND, Decision, decide
+from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentInput, DecisionRecord
+from xsky.security.permissions import MAX_COMMAND, Decision, decide
 
-log = logging.getLogger("xsky.permissions")
+log = logging.getLogger("xsky.security.permissions")
 PROCESS_TOOLS = frozenset({"shell", "python_exec"})  # the tools that start processes
 SANDBOX_OFF = "sandbox-off"
 

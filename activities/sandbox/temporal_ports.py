@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from activities.sandbox.egress_sockets import ports_of_listener, this_machine
-from xsky.addresses import ip_of
+from xsky.security.addresses import ip_of
 
 TTL = 30.0
 

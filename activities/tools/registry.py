@@ -1,4 +1,4 @@
-"""The implementation of every tool of :mod:`xsky.tool_registry`, for the agent loop.
+"""The implementation of every tool of :mod:`xsky.security.tools`, for the agent loop.
 
 Each entry takes the loop's :class:`Session` (the tool context, the agent's browser page,
 its role and run) and the arguments the model gave — already checked against the tool's
@@ -14,15 +14,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from activities import skills
+from activities.agents import skills
 from activities.tools import ToolContext, ToolError
 from activities.tools.browsing import BrowserSession
 from activities.tools.code import code_search, python_exec
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
 from activities.tools.shell import shell
-from xsky.models import RoleCapabilityModel
-from xsky.tool_registry import TOOLS
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.tools import TOOLS
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Values a plan's references give a shell command, set as variables before it runs.
 
-The leader never writes data into code (xsky/variables.py ``render_command``): it sends
+The leader never writes data into code (xsky/plan/variables.py ``render_command``): it sends
 the command with ``"${XSKY_V1}"`` where a reference stood, and the values beside it. Here they are written to files in a private folder the sandbox shows
 read-only, and a one-line prelude reads them into variables: no size limit (unlike the
 environment's 128 KiB per variable), no quoting, and the text is never parsed as code.
@@ -19,7 +19,7 @@ from typing import Any
 
 from activities.sandbox import bwrap
 from activities.tools import ToolContext, ToolError
-from xsky.variables import SHELL_VALUE_RE
+from xsky.plan.variables import SHELL_VALUE_RE
 
 MAX_VALUES_BYTES = 256 * 1024 * 1024
 

@@ -11,8 +11,8 @@ from temporalio.client import WorkflowHandle, WorkflowQueryFailedError, Workflow
 from temporalio.exceptions import ApplicationError
 
 from workflows.leader import LeaderWorkflow
-from xsky.board import TaskView
-from xsky.leader_state import PageRequest
+from xsky.leader.state import PageRequest
+from xsky.leader.tasks import TaskView
 
 
 async def query(

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import (
     FakeLLM,
@@ -25,7 +24,8 @@ from tests.fake_llm import (
 )
 from tests.integration.helpers import board, plan, wait_for, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.leader_state import AnswerRequest, NudgeRequest
+from xsky.client import run_outcome
+from xsky.leader.state import AnswerRequest, NudgeRequest
 from xsky.runs import RunInput, RunOptions
 
 pytestmark = pytest.mark.integration
@@ -374,7 +374,7 @@ async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(
     env: Env, fake_llm: FakeLLM
 ):
     from tests.integration.helpers import rejected
-    from xsky.leader_state import DefineRoleRequest, ReplanRequest
+    from xsky.leader.state import DefineRoleRequest, ReplanRequest
 
     fake_llm.responder = lambda req, i: text("as " + system(req).split(".")[0])
     await env.start_worker()

@@ -197,7 +197,7 @@ async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_
     code, out, err = shown_plan
     assert code == 0, err
     assert_shown_not_obeyed(out, "&#x202E;gnp.exe &#x9B;2J")
-    from xsky.xml import parse_workflow
+    from xsky.plan.xml import parse_workflow
 
     assert parse_workflow(out).agents[1].task == "check invoice\u202egnp.exe \x9b2J now"
 

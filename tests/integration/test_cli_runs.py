@@ -256,7 +256,7 @@ async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_termi
     step = "Run `echo " + "a-rather-long-argument-" * 12 + "end`"
     code, out, err = await starter(env, "plan", f"1. {step} 2. Run `echo beta`")
     assert code == 0, err
-    from xsky.xml import parse_workflow
+    from xsky.plan.xml import parse_workflow
 
     # stdout is the plan and nothing else (`plan "…" > plan.xml`); the tree and notes go to stderr
     wf = parse_workflow(out)  # a saved copy validates: nothing was wrapped inside the XML
@@ -268,8 +268,8 @@ async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_termi
 
 
 async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_workspace(env: Env):
-    from cli.outcome import run_outcome
     from workflows.leader import LeaderWorkflow
+    from xsky.client import run_outcome
 
     await env.start_worker()
     ids = []

@@ -20,7 +20,7 @@ from tests.integration.test_cli_runs import starter
 from xsky.client import ConnectionLost, XSky
 from xsky.config import load_settings
 from xsky.errors import ConnectError, RefusedError, RunEndedError, RunNotFoundError, UsageError
-from xsky.leader_state import BoardPage
+from xsky.leader.state import BoardPage
 
 pytestmark = pytest.mark.integration
 

@@ -19,18 +19,18 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
-from activities.agents import AgentActivities
+from activities.agents.activity import AgentActivities
 from activities.artifacts import ArtifactStore
 from cli.devserver import DevServer, free_port
-from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from worker import build_workers
 from workflows.leader import LeaderWorkflow
+from xsky.client import run_outcome
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.leader_state import PageRequest
+from xsky.leader.state import PageRequest
+from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput
-from xsky.xml import parse_workflow
 
 pytestmark = pytest.mark.integration
 
@@ -215,7 +215,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
     tmp_path: Path, monkeypatch
 ):
     from tests.integration.helpers import ask, plan, wait_requests
-    from xsky.leader_state import AnswerRequest, ApproveToolRequest
+    from xsky.leader.state import AnswerRequest, ApproveToolRequest
 
     needs_approval = (
         '<agent name="explore" id="3"><task>count</task>'
@@ -279,7 +279,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
     tmp_path: Path, monkeypatch
 ):
     from tests.integration.helpers import ask, noop, plan, wait_for, wait_requests
-    from xsky.leader_state import AnswerRequest
+    from xsky.leader.state import AnswerRequest
 
     limit = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30")
     async with own_server(tmp_path, monkeypatch, "can", limit) as (_, client, settings):

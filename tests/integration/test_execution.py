@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
+from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,6 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import (
     ask,
@@ -20,7 +19,8 @@ from tests.integration.helpers import (
     wait_requests,
 )
 from workflows.leader import LeaderWorkflow
-from xsky.leader_state import (
+from xsky.client import run_outcome
+from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
     ApproveToolRequest,
@@ -442,7 +442,7 @@ async def test_retry_with_new_text_changes_that_task_only(env: Env):
 
 
 async def test_define_role_with_text_a_role_cannot_hold_is_refused_not_stuck(env: Env):
-    from xsky.leader_state import DefineRoleRequest
+    from xsky.leader.state import DefineRoleRequest
 
     await env.start_worker()
     handle = await env.start(plan(noop("1", 30)))

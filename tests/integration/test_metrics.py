@@ -36,15 +36,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from temporalio.client import Client
 
+from activities.telemetry import run_trace_ids
 from cli.devserver import DevServer, free_port
-from cli.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.fake_llm import FakeLLM, Reply, calls, first_user, text, turn_of
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.leader_state import ApproveToolRequest
+from xsky.client import run_outcome
+from xsky.leader.state import ApproveToolRequest
 from xsky.runs import RunInput
-from xsky.telemetry import run_trace_ids
 
 pytestmark = pytest.mark.integration
 

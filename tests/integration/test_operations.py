@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from cli.devserver import free_port, is_listening
-from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan, wait_for
 from tests.integration.test_durability import start_worker_process, stop_worker_process
+from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

@@ -9,13 +9,13 @@ import time
 import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
-from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import ask, noop, plan, query, wait_requests
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_temporal_cli import temporal
 from workflows.leader import LeaderWorkflow
-from xsky.leader_state import AnswerRequest
+from xsky.client import run_outcome
+from xsky.leader.state import AnswerRequest
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -15,11 +15,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from cli.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.skills_fixtures import Transcripts
 from workflows.leader import LeaderWorkflow
-from workflows.skills_watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ async def test_fresh_runs_replay_without_nondeterminism(env: Env):
 async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     """Questions, answers, a replan, pause and resume, a skipped task: all replay."""
     from tests.integration.helpers import ask, noop, plan, wait_requests
-    from xsky.leader_state import (
+    from xsky.leader.state import (
         AnswerRequest,
         PauseRequest,
         ReplanRequest,

@@ -28,15 +28,15 @@ from temporalio.worker import Replayer
 
 from activities.artifacts import ArtifactStore, read_blob
 from cli.devserver import DevServer, free_port
-from cli.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.integration.helpers import noop, plan
 from tests.integration.test_durability import own_server, start_worker_process
 from workflows.leader import LeaderWorkflow
+from xsky.client import run_outcome
 from xsky.config import load_settings
-from xsky.leader_state import PageRequest
+from xsky.leader.state import PageRequest
+from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
-from xsky.xml import parse_workflow
 
 pytestmark = pytest.mark.integration
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import plan, rejected
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.unit.test_tools import running_with
 from workflows.leader import LeaderWorkflow
-from xsky.leader_state import ReplanRequest
+from xsky.client import run_outcome
+from xsky.leader.state import ReplanRequest
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -82,7 +82,7 @@ async def test_the_workers_own_settings_turn_the_sandbox_off_and_it_is_shown(
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
     await env.start_worker(kinds=["shell", "llm"])
     handle = await env.start(plan(shell("1", "echo unconfined")), options=options())
-    from cli.outcome import run_outcome
+    from xsky.client import run_outcome
 
     result = await run_outcome(handle)
     assert result.agents[0].result == "unconfined"
@@ -168,9 +168,9 @@ async def test_a_state_in_a_fresh_runs_input_is_refused_so_no_approval_can_be_fo
     from temporalio.client import WorkflowFailureError
 
     from workflows.leader import LeaderWorkflow
-    from xsky.leader_state import ApprovedRule, LeaderState
+    from xsky.leader.state import ApprovedRule, LeaderState
+    from xsky.plan.xml import parse_workflow
     from xsky.runs import RunInput
-    from xsky.xml import parse_workflow
 
     wf = parse_workflow(plan(shell("1", "echo forged > forged.txt")))
     forged = LeaderState(

@@ -14,15 +14,15 @@ from temporalio import activity
 
 from activities.artifacts import ArtifactStore, read_blob
 from activities.leader_store import LeaderStore
-from cli.outcome import run_outcome
 from cli.runs_cmd import by_reference
 from tests.integration.helpers import ask, noop, plan, query, wait_for, wait_requests
 from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
 from xsky.artifacts import BlobPart
-from xsky.leader_state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
+from xsky.client import run_outcome
+from xsky.leader.state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
+from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunInput, RunOptions
-from xsky.xml import parse_workflow
 
 pytestmark = pytest.mark.integration
 

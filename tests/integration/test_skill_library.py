@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities import skill_git
-from activities.skill_files import CANDIDATES, skill_dir, slugs
+from activities.skills import git as skill_git
+from activities.skills.files import CANDIDATES, skill_dir, slugs
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.test_durability import stop_worker_process
@@ -27,8 +27,8 @@ from tests.integration.test_skills_watch import (
     wait_until,
 )
 from tests.skills_fixtures import Transcripts, clone_codex
-from workflows.skill_entity import SkillEntityWorkflow
-from xsky.skill_models import (
+from workflows.skills.entity import SkillEntityWorkflow
+from xsky.skills.models import (
     AddCandidates,
     Candidate,
     RecordScores,
@@ -37,7 +37,7 @@ from xsky.skill_models import (
     SkillView,
     entity_workflow_id,
 )
-from xsky.skill_spec import problems, split
+from xsky.skills.spec import problems, split
 
 pytestmark = pytest.mark.integration
 
@@ -209,7 +209,7 @@ TOPICS = {
 
 def make_skill(home: Path, slug: str, description: str, staging_body: str | None = None) -> Path:
     """A skill with a main version (and optionally a staging one), made with the same git helpers."""
-    from xsky.skill_spec import render
+    from xsky.skills.spec import render
 
     files = home / ".seed" / slug
     files.mkdir(parents=True, exist_ok=True)
@@ -232,9 +232,9 @@ def make_skill(home: Path, slug: str, description: str, staging_body: str | None
 
 
 def write_atoms(home: Path, traj: str, atoms: list[tuple[str, list[str]]]) -> list[str]:
-    from activities.skills_ingest import write_json
-    from xsky.atoms import AtomTask, Provenance, RawAnchor
-    from xsky.skills_layout import atom_path
+    from activities.skills.scan import write_json
+    from xsky.skills.atoms import AtomTask, Provenance, RawAnchor
+    from xsky.skills.layout import atom_path
 
     ids = []
     for n, (intent, tags) in enumerate(atoms, start=1):
@@ -277,8 +277,8 @@ async def entity(env: Env, slug: str, signal: str, arg: Any) -> None:
 async def test_fifty_atoms_arriving_at_once_for_five_skills_each_land_in_exactly_one_candidates_file(
     env: Env, transcripts: Transcripts
 ):
-    from workflows.skill_library import SkillLibraryWorkflow
-    from xsky.skill_models import AtomRef, ClusterRequest, LibraryInput, library_workflow_id
+    from workflows.skills.library import SkillLibraryWorkflow
+    from xsky.skills.models import AtomRef, ClusterRequest, LibraryInput, library_workflow_id
 
     await start_pipeline(env)
     home = transcripts.home
@@ -404,7 +404,7 @@ async def test_a_staging_version_without_a_decision_is_discarded_after_fourteen_
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
-    from activities.skill_library import LibraryActivities
+    from activities.skills.library import LibraryActivities
     from xsky.config import load_settings
 
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "home"))
@@ -448,7 +448,7 @@ async def test_a_role_from_settings_reads_its_skill_and_the_staging_side_reads_t
     env: Env, transcripts: Transcripts, fake_llm: FakeLLM
 ):
     from tests.integration.helpers import plan
-    from xsky import canary
+    from xsky.skills import canary
 
     make_skill(
         transcripts.home,
@@ -524,7 +524,7 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
 
     from cli.devserver import DevServer, free_port
     from xsky.config import load_settings
-    from xsky.skill_spec import render
+    from xsky.skills.spec import render
 
     fake = FakeLLM()
     hold = threading.Event()
@@ -648,7 +648,7 @@ async def test_with_a_model_the_cluster_agent_and_the_skill_editor_decide_and_wr
     env: Env, transcripts: Transcripts, fake_llm: FakeLLM
 ):
     from tests.integration.test_skills_watch import submitting_responder
-    from xsky.skill_spec import render
+    from xsky.skills.spec import render
 
     task_agent = submitting_responder(None)
 

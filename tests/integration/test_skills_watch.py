@@ -19,9 +19,9 @@ import pytest
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.agents import AgentActivities
-from activities.skills_ingest import read_atoms
-from activities.skills_store import SkillStore
+from activities.agents.activity import AgentActivities
+from activities.skills.scan import read_atoms
+from activities.skills.store import SkillStore
 from cli.devserver import DevServer, free_port
 from cli.skills_cmd import _schedule, schedule_id
 from tests.conftest import Env
@@ -38,10 +38,10 @@ from tests.skills_fixtures import (
     leaks,
 )
 from worker import build_workers
-from workflows.skills_watch import SkillsScanWorkflow
-from xsky.atoms import AtomTask
+from workflows.skills.watch import SkillsScanWorkflow
 from xsky.config import load_settings
-from xsky.skill_runs import ScanInput, SkillsScanInput, SkillsScanResult
+from xsky.skills.atoms import AtomTask
+from xsky.skills.runs import ScanInput, SkillsScanInput, SkillsScanResult
 
 pytestmark = pytest.mark.integration
 

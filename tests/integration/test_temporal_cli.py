@@ -12,9 +12,9 @@ import json
 import pytest
 
 from cli.devserver import temporal_binary
-from cli.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import ask, noop, plan, wait_for
+from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import string
 
 from hypothesis import strategies as st
 
-from xsky.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 
 # Anything XML 1.0 can carry: no C0 controls but tab/newline/CR, no surrogates, no U+FFFE/F.
 _xml_char = st.characters(

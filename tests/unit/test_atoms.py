@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xsky.atoms import DeltaView, finish, group_offline, heuristic_ux, signals, windows
-from xsky.trajectory import Unit
+from xsky.skills.atoms import DeltaView, finish, group_offline, heuristic_ux, signals, windows
+from xsky.skills.trajectory import Unit
 
 
 def units(*items: tuple[str, str] | tuple[str, str, dict]) -> list[Unit]:

@@ -13,8 +13,8 @@ from activities.sandbox import bwrap as os_sandbox
 from activities.sandbox import checker
 from activities.tools import ToolContext, ToolError
 from activities.tools.shell import shell
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import PermissionSettings
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.permissions import PermissionSettings
 
 ROLE = RoleCapabilityModel(name="dev", allowed_tools=["shell"])
 PATHOLOGICAL = {

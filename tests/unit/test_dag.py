@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xsky import dag
 from xsky.errors import WorkflowValidationError
-from xsky.models import Workflow, WorkflowAgent
+from xsky.plan import dag
+from xsky.plan.models import Workflow, WorkflowAgent
 
 KNOWN = ("browser", "file", "llm", "shell")
 

@@ -17,7 +17,7 @@ import pytest
 from activities.sandbox import egress, temporal_ports
 from activities.sandbox.egress_sockets import this_machine
 from xsky.config import server_ports
-from xsky.permissions import PermissionSettings, approval_shaped, trusted_settings
+from xsky.security.permissions import PermissionSettings, approval_shaped, trusted_settings
 
 HINT = (
     "to the worker's user settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS"  # the fix, said

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from xsky.artifacts import ArtifactRef
-from xsky.board import TERMINAL, derive_statuses
-from xsky.leader_core import (
+from xsky.leader.core import (
     SATISFIED,
     AttemptFailure,
     CallPlanner,
@@ -32,7 +31,7 @@ from xsky.leader_core import (
     StartAgent,
     StopAgent,
 )
-from xsky.leader_state import (
+from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
     ApproveToolRequest,
@@ -42,7 +41,8 @@ from xsky.leader_state import (
     StallWindows,
     TaskRequest,
 )
-from xsky.models import Workflow, WorkflowAgent
+from xsky.leader.tasks import TERMINAL, derive_statuses
+from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport, RequestPayload, RunInput, RunOptions
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

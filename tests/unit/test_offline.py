@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from xsky import dag, offline
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.models import Workflow
+from xsky.plan import dag, offline
+from xsky.plan.models import Workflow
 
 
 def test_answers_are_labelled_extractive_and_deterministic():

@@ -15,10 +15,12 @@ from datetime import UTC, datetime
 import pytest
 
 from activities.sandbox.gate import summarize
-from xsky.leader_core import LeaderCore, StartAgent
-from xsky.leader_state import ApprovePlanRequest, ApproveToolRequest, LeaderState
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import (
+from xsky.leader.core import LeaderCore, StartAgent
+from xsky.leader.state import ApprovePlanRequest, ApproveToolRequest, LeaderState
+from xsky.plan.models import RoleCapabilityModel
+from xsky.plan.xml import parse_workflow
+from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
+from xsky.security.permissions import (
     MAX_COMMAND,
     ApprovedRule,
     PermissionLayer,
@@ -27,9 +29,7 @@ from xsky.permissions import (
     decide,
     trusted_settings,
 )
-from xsky.roles import BUILTIN_ROLES, person_only_tools, trusted_role
-from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
-from xsky.xml import parse_workflow
+from xsky.security.roles import BUILTIN_ROLES, person_only_tools, trusted_role
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 WS = "/work/ws"

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from xsky.models import RoleCapabilityModel
-from xsky.permissions import (
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.permissions import (
     PermissionLayer,
     PermissionSettings,
     decide,

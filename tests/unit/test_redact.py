@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xsky.redact import redact, redact_value
+from xsky.security.redact import redact, redact_value
 
 CORPUS = [
     json.loads(line)

@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from xsky.models import RoleCapabilityModel
-from xsky.roles import BUILTIN_ROLES, TOOLS, merge_roles, role_problems
-from xsky.settings import SettingsError, load_layers, parse_settings, permission_mode, role_layers
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, role_problems
+from xsky.security.settings import (
+    SettingsError,
+    load_layers,
+    parse_settings,
+    permission_mode,
+    role_layers,
+)
 
 PRESETS = (
     "architect",

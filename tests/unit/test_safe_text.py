@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from xsky.board import TaskState, board_markdown
+from xsky.leader.tasks import TaskState, board_markdown
+from xsky.plan.xml import parse_workflow
 from xsky.safe_text import json_safe, markdown_inline, printable, xml_safe
-from xsky.xml import parse_workflow
 
 # Anything a terminal or a bidi-aware renderer would act on instead of showing.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

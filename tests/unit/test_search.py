@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from cli.runs_cmd import list_query
-from xsky.search import SEARCH_ATTRIBUTES, dev_server_flags
+from xsky.leader.search import SEARCH_ATTRIBUTES, dev_server_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 

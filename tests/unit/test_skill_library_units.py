@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from activities import skill_git
-from xsky import canary
-from xsky.atoms import AtomTask, Provenance, RawAnchor
-from xsky.clustering import DESCRIPTION_CAP, SkillSummary, catalogue, offline_decide
-from xsky.skill_spec import problems, render, slugify
+from activities.skills import git as skill_git
+from xsky.skills import canary
+from xsky.skills.atoms import AtomTask, Provenance, RawAnchor
+from xsky.skills.clustering import DESCRIPTION_CAP, SkillSummary, catalogue, offline_decide
+from xsky.skills.spec import problems, render, slugify
 
 
 def test_canary_assignment_is_sticky_and_close_to_twenty_percent() -> None:

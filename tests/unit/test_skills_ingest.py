@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import activities.skills_ingest as ingest
-from activities.skills_ingest import commit_delta, read_atoms, render_delta, scan
-from activities.skills_store import SkillStore
-from activities.task_agent import split_delta
+import activities.skills.scan as ingest
+from activities.skills.scan import commit_delta, read_atoms, render_delta, scan
+from activities.skills.store import SkillStore
+from activities.skills.task_agent import split_delta
 from tests.skills_fixtures import (
     CC_MAIN,
     CC_TRAJ,
@@ -25,9 +25,9 @@ from tests.skills_fixtures import (
     copy_transcripts,
     leaks,
 )
-from xsky.atoms import AtomTask
-from xsky.skill_runs import DeltaRef, ScanInput, ScanResult
-from xsky.skill_sources import Source
+from xsky.skills.atoms import AtomTask
+from xsky.skills.runs import DeltaRef, ScanInput, ScanResult
+from xsky.skills.sources import Source
 
 
 def sources(t: Transcripts) -> list[Source]:

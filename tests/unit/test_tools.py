@@ -283,8 +283,8 @@ async def test_parallel_browser_agents_get_separate_pages(ctx, site):
 
 
 def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
-    from activities.agents import DIRECT_TOOLS as RUNNABLE
-    from xsky.agent_config import DIRECT_TOOLS as VALIDATED
+    from activities.agents.activity import DIRECT_TOOLS as RUNNABLE
+    from xsky.plan.agent_config import DIRECT_TOOLS as VALIDATED
 
     assert sorted(RUNNABLE) == sorted(VALIDATED)
 
@@ -313,7 +313,7 @@ async def test_python_exec_runs_in_the_workspace_and_reports_errors(ctx):
 
 
 def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
-    from activities import skills
+    from activities.agents import skills
 
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path))
     (tmp_path / "skills" / "deploy").mkdir(parents=True)
@@ -352,7 +352,7 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
     """A deny rule for a host blocks any request to it, even one reached by a redirect."""
     import http.server
 
-    from xsky.permissions import PermissionLayer, PermissionSettings, denied_host
+    from xsky.security.permissions import PermissionLayer, PermissionSettings, denied_host
 
     port = site.rsplit(":", 1)[1]
 

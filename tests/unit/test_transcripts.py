@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from activities.agent_transcripts import write_transcript
+from activities.agents.transcripts import write_transcript
 from tests.skills_fixtures import CC_MAIN, CODEX_MAIN, FIXTURES
-from xsky.models import RoleCapabilityModel, WorkflowAgent
+from xsky.plan.models import RoleCapabilityModel, WorkflowAgent
 from xsky.runs import AgentInput
-from xsky.trajectory import Event
-from xsky.transcripts import FileInfo, ParseState, adapter_for
+from xsky.skills.trajectory import Event
+from xsky.skills.transcripts import FileInfo, ParseState, adapter_for
 
 
 def parse(

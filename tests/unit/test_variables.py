@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from xsky import dag
-from xsky.models import Workflow, WorkflowAgent
-from xsky.variables import RenderError, find_references, render, render_command, render_config
+from xsky.plan import dag
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.variables import RenderError, find_references, render, render_command, render_config
 
 
 def wf(*agents: WorkflowAgent, variables: dict[str, str] | None = None) -> Workflow:

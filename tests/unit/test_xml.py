@@ -7,8 +7,13 @@ import re
 import pytest
 
 from xsky.errors import WorkflowXMLError
-from xsky.models import Workflow, WorkflowAgent
-from xsky.xml import extract_workflow_xml, parse_workflow, parse_workflow_source, workflow_to_xml
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.xml import (
+    extract_workflow_xml,
+    parse_workflow,
+    parse_workflow_source,
+    workflow_to_xml,
+)
 
 SEED_EXAMPLE = """<workflow name="Task Name" taskId="uuid">
   <agent name="browser" id="1">

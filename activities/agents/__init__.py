@@ -1,0 +1,1 @@
+"""An agent's activity: one attempt, its model loop, heartbeats, transcripts and skills."""

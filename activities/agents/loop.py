@@ -1,0 +1,394 @@
+"""The LLM agent loop: role prompt + task, the role's tools, bounded iterations, checkpoints.
+
+After every iteration (one model call and the tool calls it asked for) the conversation is
+checkpointed to the artifact store, a heartbeat goes out and progress is reported to the
+leader; a retried or restarted attempt resumes from the last checkpoint instead of asking
+the model again. ``ask_user`` and tool calls that need approval end the attempt with a
+``question`` / ``needs_approval`` outcome; the answer arrives with the next dispatch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from typing import Any, Literal
+
+from pydantic import Field
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import llm, metrics
+from activities.agents import skills
+from activities.agents.transcripts import AgentLog
+from activities.artifacts import ArtifactStore
+from activities.sandbox.gate import Gate
+from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
+from activities.tools.browsing import BrowserSession
+from activities.tools.registry import IMPLEMENTATIONS, Session
+from xsky.artifacts import artifact_path, safe_component
+from xsky.leader.stall import LoopDetector
+from xsky.leader.state import TaskRequest
+from xsky.plan.models import RoleCapabilityModel, WireModel
+from xsky.runs import AgentInput, AgentOutcome, RequestPayload
+from xsky.security.tools import argument_problem, openai_tools
+
+log = logging.getLogger("xsky.agent_loop")
+
+DEFAULT_MAX_ITERATIONS = 20
+TOOL_RESULT_CHARS = 30_000
+
+
+class Checkpoint(WireModel):
+    messages: list[dict[str, Any]]
+    iteration: int = 0
+    tokens: int = 0
+    nudges_seen: int = 0
+    pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
+    repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
+    last_call: str | None = None
+
+
+def checkpoint_name(inp: AgentInput) -> str:
+    """One conversation per run and agent definition.
+
+    Keyed by the run's first execution (a new run that reuses the workflow id starts
+    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
+    keeps its progress; new task text or a new role starts it over).
+    """
+    definition = json.dumps(
+        [
+            inp.agent.name,
+            inp.agent.task,
+            inp.agent.input,
+            inp.agent.config,
+            inp.role.model_dump() if inp.role else None,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
+    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
+
+
+def load_checkpoint(store: ArtifactStore, inp: AgentInput) -> Checkpoint | None:
+    path = store.root / artifact_path(inp.run_id, inp.agent.id, checkpoint_name(inp))
+    if not path.is_file():
+        return None
+    try:
+        return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        log.warning("ignoring an unreadable checkpoint %s: %s", path, e)
+        return None
+
+
+def save_checkpoint(store: ArtifactStore, inp: AgentInput, cp: Checkpoint) -> Any:
+    return store.put_text(inp.run_id, inp.agent.id, checkpoint_name(inp), cp.model_dump_json())
+
+
+def system_prompt(role: RoleCapabilityModel, run_goal: str | None, run_id: str = "") -> str:
+    parts = [role.system_prompt.strip()]
+    bound = skills.listing(role.skill_names, run_id)
+    if bound:
+        parts.append(f"Skills you can read with read_skill:\n{bound}")
+    if run_goal:
+        parts.append(f"The goal of the whole run, which your task serves: {run_goal}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def first_user_message(task: str, input_text: str | None) -> str:
+    text = f"Your task:\n{task}"
+    if input_text:
+        text += f"\n\nInput:\n{input_text}"
+    return text
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        inp: AgentInput,
+        role: RoleCapabilityModel,
+        target: llm.LLMTarget,
+        ctx: ToolContext,
+        beat: Any,
+        store: ArtifactStore,
+        task: str,
+        input_text: str | None,
+        settings: dict[str, Any],
+        gate: Gate,
+    ):
+        self.inp = inp
+        self.role = role
+        self.target = target
+        self.ctx = ctx
+        self.beat = beat
+        self.store = store
+        self.task = task
+        self.input_text = input_text
+        self.settings = settings
+        self.browser = BrowserSession(ctx)
+        self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
+        self.gate = gate
+        attempt = activity.info().attempt if activity.in_activity() else 1
+        self.log = AgentLog(store.root, inp, attempt, role.name, target.model)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def run(self) -> AgentOutcome:
+        client = llm.client_for(self.target)
+        try:
+            outcome = await self._run(client)
+            outcome.decisions = self.gate.decisions
+            self.log.decisions(self.gate.decisions)
+            request = outcome.request.question or outcome.request.tool if outcome.request else None
+            self.log.outcome(
+                outcome.kind,
+                tokens=outcome.tokens,
+                iterations=outcome.iterations,
+                result=outcome.result,
+                request=request,
+            )
+            return outcome
+        except ApplicationError as e:
+            self.log.decisions(self.gate.decisions)
+            self.log.outcome("failed", error=e.message)
+            # Keep the permission decisions made before the failure for the run's audit log.
+            raise ApplicationError(
+                e.message,
+                *e.details,
+                self.gate.details(),
+                type=e.type,
+                non_retryable=e.non_retryable,
+            ) from None
+        finally:
+            await self.browser.close()
+            await client.close()
+
+    async def _run(self, client: Any) -> AgentOutcome:
+        cp = load_checkpoint(self.store, self.inp) if self.inp.resume else None
+        if cp is None:
+            cp = Checkpoint(
+                messages=[
+                    {
+                        "role": "system",
+                        "content": system_prompt(self.role, self.inp.goal, self.inp.run_id),
+                    },
+                    {"role": "user", "content": first_user_message(self.task, self.input_text)},
+                ]
+            )
+            for m in cp.messages:
+                self.log.message(m)
+        else:
+            self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
+            self.log.event("resumed", iteration=cp.iteration, pendingCalls=len(cp.pending_calls))
+        detector = LoopDetector()
+        detector._last, detector.repeats = cp.last_call, cp.repeats
+        max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
+        tools = openai_tools(self.tool_names)
+
+        if cp.pending_calls:  # answers or approvals arrived with this dispatch
+            waiting = await self._run_calls(cp, cp.pending_calls, detector)
+            if waiting is not None:
+                return waiting
+            save_checkpoint(self.store, self.inp, cp)
+
+        while True:
+            await self._take_nudges(cp)
+            final_turn = cp.iteration >= max_iterations
+            if final_turn:
+                cp.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools.",
+                    }
+                )
+                self.log.message(cp.messages[-1])
+            asked = time.monotonic()
+            response = await llm.chat(
+                client,
+                self.target,
+                cp.messages,
+                None if final_turn else tools,
+                self.settings.get("temperature"),
+            )
+            self.log.llm(
+                self.target.model, time.monotonic() - asked, getattr(response, "usage", None)
+            )
+            cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
+            message = response.choices[0].message
+            cp.messages.append(llm.as_message(message))
+            if message.content:
+                self.log.message({"role": "assistant", "content": message.content})
+            cp.iteration += 1
+            calls = [
+                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
+                for c in (message.tool_calls or [])
+            ]
+            if not calls or final_turn:
+                save_checkpoint(self.store, self.inp, cp)
+                return self._completed(cp, message.content or "")
+            # Saved before any call runs: a crash now resumes with these calls, not a new question.
+            cp.pending_calls = calls
+            save_checkpoint(self.store, self.inp, cp)
+            waiting = await self._run_calls(cp, calls, detector)
+            self._after_iteration(cp, calls)
+            if waiting is not None:
+                return waiting
+
+    def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
+        save_checkpoint(self.store, self.inp, cp)
+        self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
+        self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
+
+    def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
+        self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
+        return AgentOutcome(
+            result=content, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model
+        )
+
+    async def _take_nudges(self, cp: Checkpoint) -> None:
+        nudges = list(self.inp.nudges)
+        workflow_id = activity.info().workflow_id
+        try:
+            if workflow_id is not None:  # always, for an attempt a leader scheduled
+                handle = activity.client().get_workflow_handle(workflow_id)
+                nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
+        except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
+            log.debug("nudges query failed: %s", e)
+        for message in nudges[cp.nudges_seen :]:
+            cp.messages.append(
+                {"role": "user", "content": f"Message from your supervisor: {message}"}
+            )
+            self.log.message(cp.messages[-1])
+        cp.nudges_seen = max(cp.nudges_seen, len(nudges))
+        self.beat.nudges_seen = cp.nudges_seen
+
+    # -- tool calls ---------------------------------------------------------------------------
+
+    async def _run_calls(
+        self, cp: Checkpoint, calls: list[dict[str, Any]], detector: LoopDetector
+    ) -> AgentOutcome | None:
+        """Answer each call in order, checkpointing after each; stop at one that needs a person."""
+        for index, call in enumerate(calls):
+            self.log.tool_call(call["id"], call["name"], call["arguments"])
+            started = time.monotonic()
+            try:
+                args = json.loads(call["arguments"]) if call["arguments"].strip() else {}
+                if not isinstance(args, dict):
+                    raise ValueError("arguments must be a JSON object")
+            except ValueError as e:
+                self._answer(
+                    cp,
+                    calls,
+                    index,
+                    f"ERROR: the arguments are not a JSON object ({e}); call {call['name']} again with valid JSON",
+                    started,
+                )
+                continue
+            verdict = detector.observe(call["name"], args)
+            cp.last_call, cp.repeats = detector._last, detector.repeats
+            if verdict == "stop":
+                # Answer every open call so the saved conversation stays well-formed for a retry.
+                for rest in range(index, len(calls)):
+                    self._answer(
+                        cp,
+                        calls,
+                        rest,
+                        f"STOPPED: {call['name']} was called {detector.repeats} times in a row with "
+                        "the same arguments; this attempt was stopped. Change your approach.",
+                    )
+                raise ApplicationError(
+                    f"stopped: {call['name']} was called {detector.repeats} times in a row with the same arguments "
+                    f"({cap_text(call['arguments'], 200)[0]}); the agent is looping",
+                    type="AgentLooping",
+                    non_retryable=True,
+                )
+            try:
+                async with metrics.tool_span(call["name"]):
+                    content = await self._call(call, args)
+            except NeedsHuman as need:
+                self.log.decisions(self.gate.decisions)
+                cp.pending_calls = calls[index:]
+                save_checkpoint(self.store, self.inp, cp)
+                kind: Literal["question", "needs_approval"] = (
+                    "question" if need.kind == "question" else "needs_approval"
+                )
+                return AgentOutcome(
+                    kind=kind,
+                    request=RequestPayload(
+                        question=need.question,
+                        tool=need.tool,
+                        arguments=need.arguments,
+                        rule=need.rule,
+                    ),
+                    tokens=cp.tokens,
+                    iterations=cp.iteration,
+                )
+            if verdict == "nudge":
+                content += (
+                    f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
+                    "give a different result; change your approach or finish."
+                )
+            self._answer(cp, calls, index, content, started)
+        return None
+
+    def _answer(
+        self,
+        cp: Checkpoint,
+        calls: list[dict[str, Any]],
+        index: int,
+        content: str,
+        started: float | None = None,
+    ) -> None:
+        """The result of one call: into the conversation, off the pending list, checkpointed."""
+        self._tool_message(cp, calls[index], content)
+        self.log.decisions(self.gate.decisions)
+        self.log.tool_result(
+            calls[index]["id"],
+            calls[index]["name"],
+            content,
+            time.monotonic() - started if started else 0.0,
+        )
+        cp.pending_calls = calls[index + 1 :]
+        save_checkpoint(self.store, self.inp, cp)
+
+    def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
+        cp.messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0],
+            }
+        )
+
+    async def _call(self, call: dict[str, Any], args: dict[str, Any]) -> str:
+        name = call["name"]
+        if name == "ask_user":
+            question = args.get("question")
+            if not isinstance(question, str) or not question.strip():
+                return "ERROR: ask_user needs a 'question' string"
+            for answer in reversed(self.inp.answers):
+                if answer.question == question:
+                    return f"The person answered: {answer.answer}"
+            raise NeedsHuman("question", question=question)
+        allowed, why = await self.gate.check(
+            name, args
+        )  # raises NeedsHuman when a person must approve
+        if not allowed:
+            return (
+                f"DENIED: {why}. Do not retry this call; find another way or explain what you need."
+            )
+        try:
+            return await self._execute(name, args)
+        except ToolError as e:
+            return f"ERROR: {e}"
+
+    async def _execute(self, name: str, args: dict[str, Any]) -> str:
+        impl = IMPLEMENTATIONS.get(name)
+        if impl is None or name not in self.tool_names:
+            return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"
+        problem = argument_problem(name, args)
+        if problem is not None:
+            return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
+        return await impl(Session(self.ctx, self.browser, self.role, self.inp.run_id), args)

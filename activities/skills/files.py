@@ -1,0 +1,180 @@
+"""The skill library on disk: ``<skills home>/skills/<slug>/`` folders, their bookkeeping files,
+the catalogue, and reading atoms back.
+
+    skills/<slug>/SKILL.md, scripts/, references/, assets/    the published version (git: main, or baby)
+    skills/<slug>/.candidates.yml                             atoms that may shape its next version
+    skills/<slug>/.ux_scores.jsonl                            canary scores, bound to (side, commit)
+    skills/.decisions.jsonl                                   every TaskClusterAgent decision
+
+Only the skill's entity workflow writes its ``.candidates.yml`` (through an activity), so
+concurrent atoms never race on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from activities.skills import git as skill_git
+from activities.skills.scan import read_json, write_text
+from xsky.skills.atoms import AtomTask
+from xsky.skills.clustering import SkillSummary, skill_keywords
+from xsky.skills.layout import atom_path
+from xsky.skills.models import Candidate, Score, SkillEntityState
+from xsky.skills.spec import NAME_RE, description_of
+
+CANDIDATES = ".candidates.yml"
+SCORES = ".ux_scores.jsonl"
+DECISIONS = ".decisions.jsonl"
+
+
+def library(home: Path) -> Path:
+    return home / "skills"
+
+
+def skill_dir(home: Path, slug: str) -> Path:
+    """A skill's folder; only a spec name can name one (no path can be smuggled in)."""
+    if not NAME_RE.match(slug) or len(slug) > 64:
+        raise ValueError(f"{slug!r} is not a skill name")
+    return library(home) / slug
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_atom(home: Path, traj_id: str, aid: str) -> AtomTask | None:
+    path = atom_path(home, traj_id, aid)
+    return AtomTask.model_validate(read_json(path)) if path.is_file() else None
+
+
+def slugs(home: Path) -> list[str]:
+    root = library(home)
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir()
+        and NAME_RE.match(p.name)
+        and ((p / ".git").is_dir() or (p / "SKILL.md").is_file())
+    )
+
+
+def published_text(folder: Path) -> tuple[str | None, str]:
+    """(SKILL.md text, state) of the version agents may read: main, else a hand-written folder."""
+    if skill_git.is_repo(folder):
+        main = skill_git.show(folder, "main")
+        if main is not None:
+            return main, "staging" if skill_git.branch_commit(folder, "staging") else "main"
+        return skill_git.show(folder, "baby"), "baby"
+    path = folder / "SKILL.md"
+    return (path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None), "main"
+
+
+def summaries(home: Path) -> list[SkillSummary]:
+    out = []
+    for slug in slugs(home):
+        folder = skill_dir(home, slug)
+        text, state = published_text(folder)
+        description = description_of(text or "")
+        out.append(
+            SkillSummary(
+                name=slug,
+                description=description,
+                state=state,
+                keywords=skill_keywords(slug, description, candidate_tags(folder)),
+            )
+        )
+    return out
+
+
+def candidate_tags(folder: Path) -> list[str]:
+    data = _yaml(folder / CANDIDATES)
+    tags = data.get("keywords") if isinstance(data, dict) else None
+    return [str(t) for t in tags] if isinstance(tags, list) else []
+
+
+def _yaml(path: Path) -> Any:
+    if not path.is_file():
+        return {}
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return {}
+
+
+def write_state(home: Path, state: SkillEntityState) -> None:
+    """Mirror an entity's state to ``.candidates.yml`` and ``.ux_scores.jsonl`` (its own files)."""
+    folder = skill_dir(home, state.slug)
+    if not folder.is_dir():
+        return
+    tags: list[str] = []
+    for c in state.candidates:
+        atom = read_atom(home, c.traj_id, c.atom_id)
+        if atom is not None:
+            tags += atom.tags + atom.used_skills
+    pending = [c for c in state.candidates if c.status == "pending"]
+    doc = {
+        "skill": state.slug,
+        "state": state.state,
+        "cumulative_weightscore": sum(c.weightscore for c in pending),
+        "keywords": list(dict.fromkeys(tags))[:60],
+        "candidates": [
+            c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates
+        ],
+    }
+    write_text(
+        folder / CANDIDATES,
+        yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120),
+        sync=True,
+    )
+    write_text(
+        folder / SCORES,
+        "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores),
+        sync=True,
+    )
+
+
+def load_state(home: Path, slug: str) -> SkillEntityState:
+    """An entity's state rebuilt from its folder (a new or restarted entity workflow)."""
+    folder = skill_dir(home, slug)
+    state = SkillEntityState(slug=slug)
+    data = _yaml(folder / CANDIDATES)
+    for item in data.get("candidates", []) if isinstance(data, dict) else []:
+        try:
+            state.candidates.append(Candidate.model_validate(item))
+        except ValueError:
+            continue
+    scores = folder / SCORES
+    if scores.is_file():
+        for line in scores.read_text(encoding="utf-8").splitlines():
+            try:
+                state.scores.append(Score.model_validate_json(line))
+            except ValueError:
+                continue
+    if skill_git.is_repo(folder):
+        state.main_commit = skill_git.branch_commit(folder, "main")
+        state.staging_commit = skill_git.branch_commit(folder, "staging")
+        state.state = "main" if state.main_commit else "baby"
+        if state.staging_commit:  # the canary's clock starts when staging was committed, not now
+            state.staging_started_at = skill_git.git(
+                folder, "log", "-1", "--format=%cI", state.staging_commit
+            )
+    elif (folder / "SKILL.md").is_file():
+        state.state = "main"
+    return state
+
+
+def record_decision(home: Path, decision: dict[str, Any]) -> None:
+    path = library(home) / DECISIONS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"at": now_iso(), **decision}, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())

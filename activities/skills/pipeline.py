@@ -1,0 +1,130 @@
+"""The skill pipeline's activities, bound to the worker's settings.
+
+The worker reads its own settings files for the transcript sources (never the workflow
+input), and the model for the TaskAgent from its environment (``XSKY_SKILLS_MODEL``, else
+``XSKY_MODEL``; none: the offline splitter). File and database work runs in the worker's
+thread pool; the TaskAgent's model calls are async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import llm
+from activities.skills.scan import commit_delta, render_delta, scan
+from activities.skills.task_agent import split_delta
+from xsky.config import Settings, load_settings
+from xsky.security.settings import SettingsError, load_layers, skill_sources
+from xsky.skills.runs import (
+    CommitResult,
+    DeltaInput,
+    RenderResult,
+    ScanInput,
+    ScanResult,
+    SplitResult,
+)
+from xsky.skills.sources import Source, resolve
+
+T = TypeVar("T")
+
+
+def configured_sources() -> list[Source]:
+    """The transcript sources the settings files register (the defaults when none do)."""
+    return resolve(
+        skill_sources(load_layers()), os.environ
+    )  # the environment as data: $HOME etc. in source paths
+
+
+def skills_model() -> llm.LLMTarget | None:
+    settings = load_settings()
+    return llm.target(settings.skills_model, settings=settings)
+
+
+class SkillActivities:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @property
+    def home(self) -> Path:
+        return self.settings.skills_home
+
+    @activity.defn(name="scan_transcripts")
+    def scan_transcripts(self, inp: ScanInput) -> ScanResult:
+        activity.heartbeat("scanning")
+        try:
+            sources = configured_sources()
+        except SettingsError as e:
+            raise ApplicationError(
+                f"cannot read the transcript sources: {e}", type="SettingsError", non_retryable=True
+            ) from None
+        return scan(self.home, sources, inp)
+
+    @activity.defn(name="render_delta")
+    def render_delta(self, inp: DeltaInput) -> RenderResult:
+        activity.heartbeat("rendering")
+        try:
+            return render_delta(self.home, inp.delta)
+        except LookupError as e:
+            raise ApplicationError(str(e), type="UnknownTranscript", non_retryable=True) from None
+
+    @activity.defn(name="split_delta")
+    async def split_delta(self, inp: DeltaInput) -> SplitResult:
+        target = skills_model()
+        async with heartbeats(inp.heartbeat_timeout / 3):
+            # Files, SQLite and the splitter block: all of it runs off the worker's event loop.
+            return await off_loop(split_delta, self.home, inp.delta, target, lambda note: None)
+
+    @activity.defn(name="commit_delta")
+    def commit_delta(self, inp: DeltaInput) -> CommitResult:
+        activity.heartbeat("committing")
+        try:
+            return commit_delta(
+                self.home, inp.delta, lambda: activity.heartbeat("waiting for the state database")
+            )
+        except FileNotFoundError as e:
+            # The staged work is gone (cleaned after a day, or a different skills home): redo the delta.
+            raise ApplicationError(
+                f"{inp.delta.label()}: staged work missing ({e}); the next scan redoes it",
+                type="StagingMissing",
+                non_retryable=True,
+            ) from None
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.scan_transcripts, self.render_delta, self.split_delta, self.commit_delta]
+
+
+def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:
+    """The offline TaskAgent, synchronously (benchmarks and tools)."""
+    return asyncio.run(split_delta(home, inp.delta, None, lambda note: None))
+
+
+async def off_loop(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    """Run a coroutine that also does blocking work (files, SQLite, git) on a thread with its
+    own event loop, so the worker's loop stays free to heartbeat and serve other activities."""
+    return await asyncio.to_thread(lambda: asyncio.run(fn(*args)))
+
+
+@contextlib.asynccontextmanager
+async def heartbeats(every: float) -> AsyncIterator[None]:
+    """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast)."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat("splitting")
+            await asyncio.sleep(max(0.2, every))
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

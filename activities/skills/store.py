@@ -1,0 +1,206 @@
+"""The skill pipeline's bookkeeping: byte cursors, trajectories and scans, in one SQLite file.
+
+SQLite (WAL, a busy timeout) because several activities on several worker processes
+touch it at once: the scan records what it saw, and each delta's commit advances a cursor
+with a compare-and-swap inside one ``BEGIN IMMEDIATE`` transaction — so a delta is
+committed only if the cursor is still where the delta starts, and exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xsky.skills.layout import state_db
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    traj_id TEXT NOT NULL,
+    subagent INTEGER NOT NULL DEFAULT 0,
+    cursor INTEGER NOT NULL DEFAULT 0,      -- bytes committed (atoms durably written)
+    size INTEGER NOT NULL DEFAULT 0,        -- size when last seen by a scan
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    dev INTEGER NOT NULL DEFAULT 0,
+    ino INTEGER NOT NULL DEFAULT 0,
+    waiting INTEGER NOT NULL DEFAULT 0,     -- 1: only a partial last line is left
+    status TEXT NOT NULL DEFAULT 'active',  -- active | gone | truncated
+    state TEXT NOT NULL DEFAULT '{}',       -- the adapter's ParseState at the cursor
+    first_seen REAL NOT NULL,
+    committed_at REAL,
+    head TEXT NOT NULL DEFAULT '',          -- "<n>:<sha256 of the first n bytes>": the file's identity
+    last_delta TEXT NOT NULL DEFAULT '',    -- the last committed delta's key …
+    last_atoms TEXT NOT NULL DEFAULT '{}'   -- … and what it wrote, so a retried commit answers the same
+);
+CREATE UNIQUE INDEX IF NOT EXISTS files_traj ON files(traj_id);
+CREATE TABLE IF NOT EXISTS trajs (
+    traj_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    path TEXT NOT NULL,
+    lane TEXT NOT NULL DEFAULT 'main',
+    project TEXT,
+    model TEXT,
+    md_chars INTEGER NOT NULL DEFAULT 0,
+    md_bytes INTEGER NOT NULL DEFAULT 0,
+    index_bytes INTEGER NOT NULL DEFAULT 0,
+    atoms INTEGER NOT NULL DEFAULT 0,
+    last_atom TEXT,
+    updated REAL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass
+class FileRow:
+    path: str
+    kind: str
+    traj_id: str
+    subagent: bool
+    cursor: int
+    size: int
+    mtime_ns: int
+    dev: int
+    ino: int
+    waiting: bool
+    status: str
+    state: str
+    first_seen: float
+    committed_at: float | None
+    head: str
+    last_delta: str
+    last_atoms: str
+
+
+@dataclass
+class TrajRow:
+    traj_id: str
+    kind: str
+    path: str
+    lane: str
+    project: str | None
+    model: str | None
+    md_chars: int
+    md_bytes: int
+    index_bytes: int
+    atoms: int
+    last_atom: str | None
+    updated: float | None
+
+
+class SkillStore:
+    def __init__(self, home: Path):
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(
+            state_db(home), timeout=60, isolation_level=None, check_same_thread=False
+        )
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
+        for column, decl in (
+            ("head", "TEXT NOT NULL DEFAULT ''"),
+            ("last_delta", "TEXT NOT NULL DEFAULT ''"),
+            ("last_atoms", "TEXT NOT NULL DEFAULT '{}'"),
+        ):
+            if column not in have:  # a home made by an earlier version
+                self.db.execute(f"ALTER TABLE files ADD COLUMN {column} {decl}")
+        self.db.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES('home_id', ?)",
+            (json.dumps(uuid.uuid4().hex[:8]),),
+        )
+
+    @property
+    def home_id(self) -> str:
+        """Made once with the database: a rebuilt home (or another person's) gets new delta ids."""
+        return str(self.get_meta("home_id"))
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(
+        self, waiting: Callable[[], None] | None = None
+    ) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken before reading (no lost updates between processes).
+
+        While another process holds the lock, ``waiting`` is called every couple of seconds
+        (an activity heartbeats: it is alive, only queued), for up to ten minutes.
+        """
+        deadline = time.monotonic() + 600
+        self.db.execute("PRAGMA busy_timeout = 2000")
+        while True:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                if waiting is not None:
+                    waiting()
+        self.db.execute("PRAGMA busy_timeout = 60000")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- files -----------------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRow]:
+        rows = self.db.execute(f"SELECT {', '.join(FileRow.__annotations__)} FROM files").fetchall()
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def file(self, path: str) -> FileRow | None:
+        r = self.db.execute(
+            f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE path = ?", (path,)
+        ).fetchone()
+        return FileRow(*r) if r else None
+
+    def file_of(self, traj_id: str) -> FileRow | None:
+        r = self.db.execute(
+            f"SELECT {', '.join(FileRow.__annotations__)} FROM files WHERE traj_id = ?", (traj_id,)
+        ).fetchone()
+        return FileRow(*r) if r else None
+
+    def traj_ids(self) -> set[str]:
+        return {
+            r[0]
+            for r in self.db.execute("SELECT traj_id FROM trajs UNION SELECT traj_id FROM files")
+        }
+
+    # -- trajectories ------------------------------------------------------------------------
+
+    def traj(self, traj_id: str) -> TrajRow | None:
+        r = self.db.execute(
+            f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs WHERE traj_id = ?", (traj_id,)
+        ).fetchone()
+        return TrajRow(*r) if r else None
+
+    def trajs(self) -> list[TrajRow]:
+        rows = self.db.execute(
+            f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs ORDER BY traj_id"
+        ).fetchall()
+        return [TrajRow(*r) for r in rows]
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        r = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(r[0]) if r else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )

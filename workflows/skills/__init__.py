@@ -1,0 +1,1 @@
+"""The skill pipeline's workflows: the watch and scan, one entity per skill, the library."""

@@ -1,0 +1,35 @@
+"""Limits and timings shared by the client's modules."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Literal
+
+from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
+from temporalio.service import RPCStatusCode
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+# A worker that was just started (`starter.py up`) may take a moment to poll.
+WORKER_WAIT = 10.0
+# A plan whose input would pass this many bytes goes to the artifact store (payloads stay < 1 MiB).
+INPUT_LIMIT = 512 * 1024
+# The failure types a leader ends with when it has a RunResult to give.
+OUTCOME_TYPES = ("RunFailed", "RunCancelled")
+# A poller seen within this many seconds is a live worker (long polls last about a minute).
+LIVE_POLLER_SECONDS = 75
+# Following a run: say so when no worker has answered the board query for this long.
+SILENT_WORKER_SECONDS = 15
+# Server trouble worth waiting out while following a run.
+TRANSIENT = (
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.UNKNOWN,
+)
+
+RUNNING_STATUS = ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+Decision = Literal["allow_once", "allow_run", "deny"]

@@ -1,0 +1,314 @@
+"""The connection a person holds: :class:`XSky`, for starting, finding and listing runs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from temporalio.client import (
+    Client,
+)
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.runtime import Runtime
+from temporalio.service import RPCError
+
+from activities.artifacts import ArtifactStore, read_blob
+from workflows.leader import LeaderWorkflow
+from xsky.client._consts import RUN_ID
+from xsky.client.connect import connect_client
+from xsky.client.listing import list_query
+from xsky.client.outcome import _status_name
+from xsky.client.run import Run, _is_prompt
+from xsky.client.settings import resolve_permissions, resolve_roles
+from xsky.client.start import by_reference, check_names, new_run_id, plan_kinds
+from xsky.client.values import RunSummary
+from xsky.client.workers import require_workers
+from xsky.config import Settings, load_settings
+from xsky.errors import (
+    ConnectError,
+    PlanError,
+    UsageError,
+    XSkyError,
+)
+from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
+from xsky.plan.files import check_plan, load_plan
+from xsky.plan.models import RoleCapabilityModel, Workflow
+from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
+
+
+class XSky:
+    """A connection to Temporal for starting and steering xsky runs."""
+
+    def __init__(self, client: Client, settings: Settings):
+        self.client = client
+        self.settings = settings
+
+    @classmethod
+    def connect(
+        cls,
+        settings: Settings | None = None,
+        *,
+        profile: str | None = None,
+        runtime: Runtime | None = None,
+    ) -> _Connecting:
+        """``async with XSky.connect() as x`` or ``x = await XSky.connect()``."""
+        return _Connecting(settings, profile, runtime)
+
+    async def __aenter__(self) -> XSky:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    # -- plans ------------------------------------------------------------------------------
+
+    def roles(self) -> dict[str, RoleCapabilityModel]:
+        return resolve_roles(self.settings)
+
+    def load(
+        self,
+        plan: str | Path | Workflow,
+        variables: Mapping[str, str] | None = None,
+        context_keys: list[str] | None = None,
+        roles: Mapping[str, RoleCapabilityModel] | None = None,
+    ) -> Workflow:
+        """A plan from a Workflow, a path to an XML file, or XML text; validated against the
+        roles in settings (or ``roles``, already resolved). Raises PlanError listing every
+        problem with its line."""
+        if isinstance(plan, Workflow):
+            return plan
+        roles = roles or self.roles()
+        try:
+            if isinstance(plan, str) and plan.lstrip().startswith("<"):
+                return check_plan(
+                    plan.encode("utf-8"),
+                    known_agents=list(roles),
+                    variables=list(variables or {}),
+                    context_keys=context_keys,
+                    max_bytes=self.settings.max_plan_bytes,
+                    base_roles=roles,
+                )
+            return load_plan(
+                plan,
+                known_agents=list(roles),
+                variables=list(variables or {}),
+                context_keys=context_keys,
+                max_bytes=self.settings.max_plan_bytes,
+                base_roles=roles,
+            ).workflow
+        except PlanError as e:
+            # str(e) names the file (or "<plan>" for XML text) with each problem's line:col.
+            source = (
+                "<plan>" if isinstance(plan, str) and plan.lstrip().startswith("<") else str(plan)
+            )
+            e.args = (e.format(source),)
+            raise
+
+    # -- runs -------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        plan_or_prompt: str | Path | Workflow,
+        *,
+        variables: Mapping[str, str] | None = None,
+        context: Mapping[str, Any] | None = None,
+        review: bool = False,
+        options: RunOptions | None = None,
+        id: str | None = None,
+        wait_for_worker: float | None = None,
+        on_wait: Any = None,
+    ) -> Run:
+        """Start a run of a plan (a Workflow, an XML file's path, XML text) or of a request in
+        words, which the leader plans first. Checks that workers serve every queue it needs."""
+        variables = dict(variables or {})
+        context = dict(context or {})
+        opts = options or RunOptions()
+        if review:
+            opts = opts.model_copy(update={"review": True})
+        roles = self.roles()
+        if isinstance(plan_or_prompt, str) and _is_prompt(plan_or_prompt):
+            if not plan_or_prompt.strip():
+                raise UsageError("the request is empty: say what should be done")
+            task_id = str(uuid.uuid4())
+            inp = RunInput(
+                task_prompt=plan_or_prompt,
+                task_id=task_id,
+                variables=variables,
+                context=context,
+                options=opts,
+                roles=roles,
+                permissions=resolve_permissions(self.settings),
+            )
+            workflow_id = id or new_run_id(task_id[:8])
+        else:
+            wf = self.load(plan_or_prompt, variables, list(context), roles)
+            check_names(wf, variables, context)
+            inp = RunInput(
+                workflow=wf,
+                variables=variables,
+                context=context,
+                options=opts,
+                roles=roles,
+                permissions=resolve_permissions(self.settings),
+            )
+            workflow_id = id or new_run_id(wf.task_id)
+        return await self.start(inp, workflow_id, wait_for_worker=wait_for_worker, on_wait=on_wait)
+
+    async def start(
+        self,
+        inp: RunInput,
+        workflow_id: str,
+        wait_for_worker: float | None = None,
+        on_wait: Any = None,
+    ) -> Run:
+        """Start a run from a prepared RunInput (what :meth:`run` builds)."""
+
+        wf = inp.workflow
+        summary = (
+            wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]
+        ) or workflow_id
+        details = (
+            f"{len(wf.agents)} agents · taskId {wf.task_id}"
+            if wf
+            else "planned from a request by the leader"
+        )
+        if not RUN_ID.fullmatch(workflow_id):
+            raise UsageError(
+                f"run id {workflow_id!r}: use letters, digits and . _ - : (at most 200), e.g. xsky-nightly-1"
+            )
+        wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
+        await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
+        try:
+            handle = await self.client.start_workflow(
+                LeaderWorkflow.run,
+                by_reference(inp, self.settings, workflow_id),
+                id=workflow_id,
+                task_queue=self.settings.task_queue,
+                static_summary=summary,
+                static_details=details,
+                # An id names one run (and its workspace and artifacts): never a second one.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            raise UsageError(
+                f"a run with id {workflow_id} already exists (its workspace and results are its own); "
+                f"see it with `starter.py status {workflow_id}`, or start this one with another id"
+            ) from None
+        except RPCError as e:
+            raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
+        return Run(self, handle)
+
+    async def get(self, run_id: str) -> Run:
+        """The run with this id; RunNotFoundError if there is none."""
+
+        run = Run(self, self.client.get_workflow_handle_for(LeaderWorkflow.run, run_id))
+        await run.temporal_status()
+        return run
+
+    async def runs(
+        self,
+        query: str | None = None,
+        *,
+        status: str | None = None,
+        waiting: bool = False,
+        failed: bool = False,
+        plan: str | None = None,
+        limit: int = 20,
+    ) -> list[RunSummary]:
+        """Recent runs, newest first, filtered by xsky's search attributes and a Temporal list query."""
+        if status is not None and status not in XSKY_STATUSES:
+            raise UsageError(f"status {status!r}: give one of {', '.join(XSKY_STATUSES)}")
+        if limit < 1:
+            raise UsageError(f"limit {limit}: give 1 or more")
+        text = list_query(query, status=status, waiting=waiting, failed=failed, plan=plan)
+        rows: list[RunSummary] = []
+        try:
+            async for wf in self.client.list_workflows(text, limit=limit):
+                attrs = {key.name: value for key, value in wf.typed_search_attributes}
+                rows.append(
+                    RunSummary(
+                        wf.id,
+                        _status_name(wf.status),
+                        attrs.get("XskyStatus"),
+                        attrs.get("XskyPlan"),
+                        attrs.get("XskyFailed"),
+                        attrs.get("XskyPending"),
+                        wf.start_time,
+                        wf.close_time,
+                    )
+                )
+        except RPCError as e:
+            if "Xsky" in text and ("not defined" in e.message or "invalid" in e.message.lower()):
+                raise UsageError(
+                    f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
+                    "(or `up`), or register them: "
+                    + "; ".join(
+                        f"temporal operator search-attribute create --name {n} --type {t}"
+                        for n, t in SEARCH_ATTRIBUTES.items()
+                    )
+                ) from None
+            raise UsageError(f"the list query was refused: {e.message} (query: {text})") from None
+        return rows
+
+    # -- results ----------------------------------------------------------------------------
+
+    def reports(self, result: RunResult) -> list[AgentReport]:
+        """Every agent's report of a result: inline, or for a large run from the artifact store."""
+        if result.results_ref is None:
+            return result.agents
+
+        try:
+            text = read_blob(ArtifactStore(self.settings.artifacts), result.results_ref)
+        except (FileNotFoundError, ValueError) as e:
+            raise XSkyError(
+                f"the full results of {result.workflow_id} are not readable here ({e}); "
+                "read them where XSKY_ARTIFACTS points on the workers"
+            ) from None
+        return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
+
+    def result_text(self, report: AgentReport) -> str:
+        """An agent's whole result, read from the artifact store when it was stored by reference."""
+        if report.result_ref is None:
+            return report.result or ""
+
+        try:
+            return ArtifactStore(self.settings.artifacts).read_text(report.result_ref)
+        except (FileNotFoundError, ValueError) as e:
+            return f"(stored at {report.result_ref}, not readable here: {e})"
+
+
+class _Connecting:
+    """What :meth:`XSky.connect` returns: awaitable, or an async context manager."""
+
+    def __init__(self, settings: Settings | None, profile: str | None, runtime: Runtime | None):
+        self._settings, self._profile, self._runtime = settings, profile, runtime
+        self._x: XSky | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"XSky.connect() was not awaited, so it has no {name!r}: write `x = await XSky.connect()` "
+            "or `async with XSky.connect() as x:`"
+        )
+
+    async def _connect(self) -> XSky:
+        settings = self._settings or load_settings(profile=self._profile)
+        return XSky(await connect_client(settings, self._runtime), settings)
+
+    def __await__(self) -> Generator[Any, None, XSky]:
+        return self._connect().__await__()
+
+    async def __aenter__(self) -> XSky:
+        self._x = await self._connect()
+        return self._x
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._x = None

@@ -1,0 +1,26 @@
+"""Listing runs: the visibility query for xsky's search attributes."""
+
+from __future__ import annotations
+
+
+def list_query(
+    query: str | None = None,
+    *,
+    status: str | None = None,
+    waiting: bool = False,
+    failed: bool = False,
+    plan: str | None = None,
+) -> str:
+    """The Temporal visibility query for runs with these xsky search attributes (and ``query``)."""
+    clauses = ["WorkflowType='LeaderWorkflow'"]
+    if status:
+        clauses.append(f"XskyStatus='{status}'")
+    if waiting:
+        clauses.append("XskyPending > 0")
+    if failed:
+        clauses.append("XskyFailed > 0")
+    if plan:
+        clauses.append("XskyPlan=" + "'" + plan.replace("\\", "\\\\").replace("'", "\\'") + "'")
+    if query:
+        clauses.append(f"({query})")
+    return " AND ".join(clauses)

@@ -1,0 +1,485 @@
+"""A run: looking at it and steering it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from temporalio.api.common.v1 import Payloads, WorkflowExecution
+from temporalio.api.query.v1 import WorkflowQuery
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkflowExecutionRequest,
+    QueryWorkflowRequest,
+)
+from temporalio.client import (
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.leader import LeaderWorkflow
+from xsky.agent_log import parse_lines, transcript_file
+from xsky.errors import (
+    ConnectError,
+    NoWorkerError,
+    RefusedError,
+    RunEndedError,
+    RunNotFoundError,
+    UsageError,
+    XSkyError,
+)
+from xsky.leader.state import (
+    AnswerRequest,
+    ApprovePlanRequest,
+    ApproveToolRequest,
+    AuditEntry,
+    BoardPage,
+    HumanRequest,
+    InterventionResult,
+    NudgeRequest,
+    PageRequest,
+    PauseRequest,
+    PlanVersion,
+    ReplanRequest,
+    ResumeRequest,
+    RetryTaskRequest,
+    SkipTaskRequest,
+    TaskRequest,
+)
+from xsky.leader.tasks import TERMINAL, TaskView
+from xsky.runs import AgentReport, RunResult
+
+if TYPE_CHECKING:
+    from xsky.client.handle import XSky
+from xsky.client._consts import (
+    QUERY_TIMEOUT,
+    RUNNING_STATUS,
+    SILENT_WORKER_SECONDS,
+    TRANSIENT,
+    Decision,
+)
+from xsky.client.outcome import _status_name, run_outcome
+from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
+
+
+class Run:
+    """One run (a LeaderWorkflow): look at it, steer it, wait for it."""
+
+    def __init__(self, xsky: XSky, handle: WorkflowHandle[Any, RunResult]):
+        self._x = xsky
+        self.handle = handle
+
+    @property
+    def id(self) -> str:
+        return self.handle.id
+
+    @property
+    def ui_url(self) -> str:
+        return self._x.settings.ui_link(self.id)
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r})"
+
+    # -- looking ------------------------------------------------------------------------------
+
+    async def temporal_status(self) -> str:
+        try:
+            return _status_name((await self.handle.describe()).status)
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                raise RunNotFoundError(
+                    f"no run with id {self.id}; `starter.py list` shows the recent ones"
+                ) from None
+            raise ConnectError(
+                f"cannot reach Temporal at {self._x.settings.address} ({e.message}); is the server up?"
+            ) from None
+
+    async def _query(self, query: Any, *args: Any) -> Any:
+        try:
+            return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
+        except RPCError as e:
+            status = await self.temporal_status()
+            if status == "running":
+                raise NoWorkerError(
+                    f"{self.id} is running but no worker answered ({e.message}); start one with "
+                    "`starter.py up` or `python worker.py`"
+                ) from None
+            raise NoWorkerError(
+                f"{self.id} is {status}; reading it needs a worker ({e.message}): start one with "
+                "`starter.py up` or `python worker.py`"
+            ) from None
+
+    async def board(
+        self, offset: int = 0, limit: int = 200, status: str | None = None
+    ) -> BoardPage:
+        """A page of the task board (large boards come in pages, with the whole board's counts)."""
+
+        if not 1 <= limit <= 2000 or offset < 0:
+            raise UsageError("a board page takes a limit of 1 to 2000 and an offset of 0 or more")
+        return await self._query(
+            LeaderWorkflow.task_board,
+            PageRequest.model_validate({"offset": offset, "limit": limit, "status": status}),
+        )
+
+    async def status(self) -> RunStatus:
+        status = await self.temporal_status()
+        try:
+            page = await self.board(limit=60)
+        except NoWorkerError:
+            if status == "running":
+                raise
+            page = None
+        state = page.state if page is not None and status == "running" else status
+        return RunStatus(self.id, status, state, page)
+
+    async def requests(self) -> list[HumanRequest]:
+        """Questions, approvals, escalations and plan reviews waiting for a person."""
+
+        return list(await self._query(LeaderWorkflow.pending_requests))
+
+    async def plan(self) -> str:
+        """The run's current plan, as workflow XML."""
+
+        return str(await self._query(LeaderWorkflow.plan))
+
+    async def plan_history(self) -> list[PlanVersion]:
+
+        return list(await self._query(LeaderWorkflow.plan_history))
+
+    async def permission_log(self) -> list[AuditEntry]:
+
+        return list(await self._query(LeaderWorkflow.permission_log))
+
+    async def follow(
+        self, interval: float = 0.7, page: PageRequest | None = None
+    ) -> AsyncIterator[BoardPage | ConnectionLost | WorkerSilent]:
+        """The board each time it changes, until the run ends (the last board included).
+
+        While the server cannot be reached a :class:`ConnectionLost` is yielded once and
+        following goes on when it is back; when no worker answers for a while, a
+        :class:`WorkerSilent` once. Then :meth:`result` has the outcome."""
+
+        request = page or PageRequest(limit=60)
+        last: str | None = None
+        lost = False
+        silent_since: float | None = None
+        told_silent = False
+        while True:
+            try:
+                ended = not await self._still_running()
+                current: BoardPage | None = None
+                try:
+                    current = await self._board_once(request)
+                    silent_since, told_silent = None, False
+                except RPCError as e:
+                    if e.status == RPCStatusCode.UNAVAILABLE:
+                        raise
+                    # the worker is busy or restarting (the next poll will show it), or none runs
+                    silent_since = silent_since or time.monotonic()
+                    silent = time.monotonic() - silent_since
+                    if silent >= SILENT_WORKER_SECONDS and not told_silent and not ended:
+                        told_silent = True
+                        yield WorkerSilent(silent, e.message)
+                lost = False
+            except RPCError as e:
+                if e.status not in TRANSIENT:
+                    raise ConnectError(f"lost {self.id}: {e.message}") from None
+                if not lost:
+                    lost = True
+                    yield ConnectionLost(e.message)
+                await asyncio.sleep(max(interval, 1.0))
+                continue
+            if current is not None:
+                key = current.model_dump_json()
+                if key != last:
+                    last = key
+                    yield current
+            if ended:
+                return
+            await asyncio.sleep(interval)
+
+    async def _board_once(self, request: PageRequest) -> BoardPage:
+        """The board query, once, without the SDK's own retries: an outage during it is said."""
+        client = self._x.client
+        response = await client.workflow_service.query_workflow(
+            QueryWorkflowRequest(
+                namespace=client.namespace,
+                execution=WorkflowExecution(workflow_id=self.id),
+                query=WorkflowQuery(
+                    query_type="task_board",
+                    query_args=Payloads(payloads=await client.data_converter.encode([request])),
+                ),
+            ),
+            retry=False,
+            timeout=QUERY_TIMEOUT,
+        )
+        (page,) = await client.data_converter.decode(response.query_result.payloads, [BoardPage])
+        return page
+
+    async def _still_running(self) -> bool:
+        """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
+        response = await self._x.client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(
+                namespace=self._x.client.namespace, execution=WorkflowExecution(workflow_id=self.id)
+            ),
+            retry=False,
+            timeout=QUERY_TIMEOUT,
+        )
+        return bool(response.workflow_execution_info.status == RUNNING_STATUS)
+
+    async def result(self, wait: bool = True) -> RunResult:
+        """The run's RunResult, completed or failed; ``wait=False`` refuses a running run.
+
+        Server outages are waited out (the SDK retries; this retries its give-ups)."""
+        if not wait and await self.temporal_status() == "running":
+            raise XSkyError(
+                f"{self.id} is still running; wait for it, or watch it with `starter.py status {self.id}`"
+            )
+        while True:
+            try:
+                return await run_outcome(self.handle)
+            except RPCError as e:
+                if e.status not in TRANSIENT:
+                    raise ConnectError(
+                        f"cannot read the result of {self.id}: {e.message}"
+                    ) from None
+                await asyncio.sleep(1.0)
+            except WorkflowFailureError as e:
+                if isinstance(e.cause, CancelledError):
+                    return await self._cancelled_result()
+                raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
+
+    async def _cancelled_result(self) -> RunResult:
+        """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
+        RunResult is put together from the run's ``results`` query (every agent's report)."""
+
+        agents: list[AgentReport] = []
+        while True:
+            try:
+                page = await self.handle.query(
+                    LeaderWorkflow.results,
+                    PageRequest(offset=len(agents), limit=2000),
+                    rpc_timeout=QUERY_TIMEOUT,
+                )
+            except RPCError as e:
+                raise NoWorkerError(
+                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message}): "
+                    "start one with `starter.py up` or `python worker.py`"
+                ) from None
+            agents += page.agents
+            if not page.agents or len(agents) >= page.total:
+                break
+        counts: dict[str, int] = {}
+        for a in agents:
+            counts[a.status] = counts.get(a.status, 0) + 1
+        done = counts.get("completed", 0) + counts.get("skipped", 0)
+        desc = await self.handle.describe()
+        attrs = {key.name: value for key, value in desc.typed_search_attributes}
+        return RunResult(
+            workflow_id=self.id,
+            name=str(attrs.get("XskyPlan") or await desc.static_summary() or self.id),
+            status="cancelled",
+            summary=f"cancelled: {done} of {len(agents)} agents completed",
+            agents=agents,
+            counts=counts,
+            agents_total=len(agents),
+            started_at=desc.start_time,
+            ended_at=desc.close_time,
+        )
+
+    async def reports(self) -> list[AgentReport]:
+        """Every agent's report: inline, or for a large run from the artifact store."""
+        return self._x.reports(await self.result())
+
+    async def agent_result(
+        self, agent: str, result: RunResult | None = None
+    ) -> tuple[AgentReport, str]:
+        """One agent's report (by agent id or task id, T-3 or 3) and its full result text
+        (from ``result`` when the caller has it already)."""
+        reports = self._x.reports(result or await self.result())
+        report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
+        if report is None:
+            raise UsageError(
+                f"no agent {agent} in {self.id}; agents: {', '.join(a.id for a in reports[:40])}"
+            )
+        return report, self._x.result_text(report)
+
+    # -- steering -----------------------------------------------------------------------------
+
+    async def _running(self, what: str) -> None:
+        status = await self.temporal_status()
+        if status != "running":
+            raise RunEndedError(
+                f"{self.id} has already ended ({status}): there is nothing to {what}; "
+                f"`starter.py result {self.id}` shows how it ended"
+            )
+
+    async def _update(self, update: Any, request: Any) -> InterventionResult:
+        await self._running("change")
+        try:
+            result: InterventionResult = await self.handle.execute_update(update, request)
+            return result
+        except WorkflowUpdateFailedError as e:
+            cause = e.cause
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause or e)
+            raise RefusedError(f"refused: {message}") from None
+        except RPCError as e:
+            raise NoWorkerError(
+                f"could not reach {self.id}: {e.message}; is a worker running (`starter.py up`)?"
+            ) from None
+
+    async def _signal(self, signal: Any, request: Any, what: str, task: str | None = None) -> None:
+        await self._running(what)
+        if task is not None:  # signals cannot refuse: check the task exists first
+            board = await self.board(limit=2000)
+            row = _find_task(board.tasks, task)
+            if row is None and board.total <= len(board.tasks):
+                raise UsageError(
+                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
+                )
+            if row is not None and row.status in TERMINAL:
+                raise UsageError(
+                    f"{row.id} has already ended ({row.status}): a {what} reaches only agents that run or wait"
+                )
+        try:
+            await self.handle.signal(signal, request)
+        except RPCError as e:
+            raise ConnectError(f"could not signal {self.id}: {e.message}") from None
+
+    async def pause(self, cancel_running: bool = False, reason: str | None = None) -> None:
+        """Stop dispatching new agents (and with ``cancel_running`` stop running ones; they resume later)."""
+
+        await self._signal(
+            LeaderWorkflow.pause,
+            PauseRequest(cancel_running=cancel_running, reason=reason),
+            "pause",
+        )
+
+    async def resume(self) -> None:
+
+        await self._signal(LeaderWorkflow.resume, ResumeRequest(), "resume")
+
+    async def nudge(self, task: str, message: str) -> None:
+        """A message for one agent, delivered at its next step."""
+
+        if not message.strip():
+            raise UsageError("the nudge message is empty: say what the agent should know")
+        await self._signal(
+            LeaderWorkflow.nudge, NudgeRequest(task_id=task, message=message), "nudge", task=task
+        )
+
+    async def answer(self, request_id: str, text: str) -> InterventionResult:
+        """Answer a pending question (Q-n) or escalation (E-n)."""
+
+        return await self._update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=request_id, text=text)
+        )
+
+    async def approve(
+        self, request_id: str, decision: Decision = "allow_once", message: str | None = None
+    ) -> InterventionResult:
+        """Decide a pending tool approval (A-n): allow it once, for the rest of the run, or deny it."""
+
+        if decision not in get_args(Decision):
+            raise UsageError(f"decision {decision!r}: give one of {', '.join(get_args(Decision))}")
+
+        return await self._update(
+            LeaderWorkflow.approve_tool,
+            ApproveToolRequest(request_id=request_id, decision=decision, message=message),
+        )
+
+    async def replan(self, prompt: str | None = None, xml: str | None = None) -> InterventionResult:
+        """Change the plan: a prompt for the planner, or the whole new plan as XML."""
+
+        if (prompt is None) == (xml is None):
+            raise UsageError(
+                "give what to change as a prompt, or the whole new plan as xml (one of the two)"
+            )
+        if prompt is not None and not prompt.strip():
+            raise UsageError("the prompt is empty: say what to change")
+        request = ReplanRequest(xml=xml) if xml is not None else ReplanRequest(prompt=prompt)
+        return await self._update(LeaderWorkflow.replan, request)
+
+    async def approve_plan(
+        self, version: int | None = None, comment: str | None = None
+    ) -> InterventionResult:
+
+        return await self._update(
+            LeaderWorkflow.approve_plan, ApprovePlanRequest(version=version, comment=comment)
+        )
+
+    async def retry(self, task: str, text: str | None = None) -> InterventionResult:
+        """Run a failed, cancelled or escalated task again (with new task text if given)."""
+
+        return await self._update(
+            LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text)
+        )
+
+    async def skip(self, task: str, result: str = "") -> InterventionResult:
+
+        return await self._update(
+            LeaderWorkflow.skip_task, SkipTaskRequest(task_id=task, result=result)
+        )
+
+    async def cancel(self, task: str | None = None) -> str:
+        """Cancel one task, or the whole run without one."""
+
+        if task is not None:
+            return (
+                await self._update(LeaderWorkflow.cancel_task, TaskRequest(task_id=task))
+            ).message
+        await self._running("cancel")
+        await self.handle.cancel()
+        return f"cancellation of {self.id} requested: it ends Cancelled once any running agents have stopped"
+
+    # -- transcripts --------------------------------------------------------------------------
+
+    async def task(self, task: str) -> TaskView:
+        """The board row of a task, by task id (T-3 or 3) or agent id."""
+        board = page = await self.board(limit=2000)
+        while (found := _find_task(page.tasks, task)) is None:
+            if page.offset + len(page.tasks) >= page.total or not page.tasks:
+                raise UsageError(
+                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
+                )
+            page = await self.board(offset=page.offset + len(page.tasks), limit=2000)
+        return found
+
+    def transcript_path(self, agent_id: str) -> Path:
+
+        return transcript_file(self._x.settings.artifacts, self.id, agent_id)
+
+    async def transcript_file(self, task: str) -> Path:
+        """Where a task's transcript is: an agent id needs no worker to find, a task id the board."""
+        path = self.transcript_path(task)
+        return path if path.is_file() else self.transcript_path((await self.task(task)).agent_id)
+
+    async def transcript(self, task: str) -> list[dict[str, Any]]:
+        """One agent's conversation, every attempt in order: messages, tool calls with their
+        arguments and results, permission decisions, tokens and timings."""
+
+        path = await self.transcript_file(task)
+        try:
+            return parse_lines(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return []
+
+
+def _find_task(tasks: list[TaskView], name: str) -> TaskView | None:
+    """The task called ``name``: its task id (T-3), its number (3) or its agent id."""
+    return next((t for t in tasks if name in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)
+
+
+def _is_prompt(text: str) -> bool:
+    """Words for the planner, not XML text and not the path of a plan file."""
+    if text.lstrip().startswith("<") or text.endswith(".xml"):
+        return False
+    try:
+        return not Path(text).is_file()
+    except (OSError, ValueError):  # too long or NUL bytes for a path: words
+        return True

@@ -1,0 +1,67 @@
+"""Starting a run: run ids, the names a plan refers to, input by reference."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from activities.artifacts import ArtifactStore, put_blob
+from xsky.artifacts import blob_ref
+from xsky.client._consts import INPUT_LIMIT
+from xsky.config import Settings
+from xsky.errors import (
+    UsageError,
+)
+from xsky.leader.core import QUEUE_KINDS
+from xsky.plan.models import Workflow
+from xsky.plan.variables import agent_references
+from xsky.plan.xml import workflow_to_xml
+from xsky.runs import RunInput
+
+# -- starting ------------------------------------------------------------------------------------
+
+
+def new_run_id(task_id: str) -> str:
+    """A run id of its own for every start (so a workspace of its own): the plan's taskId,
+    when it started, and a few random characters for starts within the same second."""
+    return f"xsky-{task_id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+def check_names(
+    wf: Workflow,
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+    done: str = "nothing was started",
+) -> None:
+    """A variable or context value the plan never uses is a typo: say which names it has."""
+    refs = [r for agent in wf.agents for r in agent_references(agent)]
+    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
+    keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
+    for flag, given, known in (("--var", variables, declared), ("--context", context, keys)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            names = ", ".join(known) if known else "none"
+            raise UsageError(
+                f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}"
+            )
+
+
+def by_reference(
+    inp: RunInput, settings: Settings, workflow_id: str, limit: int = INPUT_LIMIT
+) -> RunInput:
+    """The run's input, with a large plan stored as XML in the artifact store."""
+    if inp.workflow is None or len(inp.model_dump_json(by_alias=True)) <= limit:
+        return inp
+    xml = workflow_to_xml(inp.workflow)
+    ref = blob_ref(workflow_id, "plan-input", xml)
+    put_blob(ArtifactStore(settings.artifacts), ref, xml)
+    return inp.model_copy(update={"workflow": None, "plan_ref": ref})
+
+
+def plan_kinds(wf: Workflow | None) -> list[str]:
+    """The agent kinds (task queues) a plan needs; a prompt needs the planner's (llm)."""
+    if wf is None:
+        return ["llm"]
+    return sorted({a.name if a.name in QUEUE_KINDS else "llm" for a in wf.agents})

@@ -1,0 +1,89 @@
+"""Are workers polling the queues a plan needs? (a run nobody runs waits silently)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
+)
+from temporalio.client import (
+    Client,
+)
+from temporalio.service import RPCError
+
+from xsky.client._consts import LIVE_POLLER_SECONDS, WORKER_WAIT
+from xsky.config import Settings
+from xsky.errors import (
+    NoWorkerError,
+)
+
+
+async def queue_pollers(
+    client: Client, settings: Settings, queue: str, kind: TaskQueueType.ValueType
+) -> int:
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=settings.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
+        )
+    )
+    # The server lists a poller for minutes after its worker died; a live one polls again
+    # at least every minute (a long poll), so only recent ones count.
+    now = time.time()
+    return sum(
+        1
+        for p in response.pollers
+        if not p.HasField("last_access_time")
+        or now - p.last_access_time.ToSeconds() < LIVE_POLLER_SECONDS
+    )
+
+
+async def missing_queues(client: Client, settings: Settings, kinds: list[str]) -> list[str]:
+    """The queues a run needs that no worker polls: the leader's (workflow tasks) and each kind's."""
+    wanted = [(settings.task_queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)]
+    wanted += [(settings.kind_queue(k), TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY) for k in kinds]
+    counts = await asyncio.gather(*(queue_pollers(client, settings, q, t) for q, t in wanted))
+    return [q for (q, _), n in zip(wanted, counts, strict=True) if not n]
+
+
+def no_worker_message(settings: Settings, missing: list[str]) -> str:
+    if settings.task_queue in missing:  # nothing leads runs: a full worker serves every queue
+        return (
+            f"no worker serves the task queue '{settings.task_queue}' at {settings.address}: start one with "
+            "`starter.py up` (a server and a worker) or `python worker.py`; nothing was started"
+        )
+    kinds = [q.removeprefix(settings.task_queue + "-") for q in missing]
+    return (
+        f"no worker runs {', '.join(kinds)} agents (task queue{'s' if len(kinds) > 1 else ''} "
+        f"{', '.join(repr(q) for q in missing)} at {settings.address}), which this plan needs: start one with "
+        f"`python worker.py --kinds {','.join(kinds)} --no-leader` (or `starter.py up`); nothing was started"
+    )
+
+
+async def require_workers(
+    client: Client,
+    settings: Settings,
+    kinds: list[str],
+    wait: float = WORKER_WAIT,
+    on_wait: Any = None,
+) -> None:
+    """Return once workers poll every queue the run needs; a NoWorkerError with the fix otherwise."""
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            missing = await missing_queues(client, settings, kinds)
+        except RPCError:
+            return  # the server cannot say (an old server, no permission): start as before
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            raise NoWorkerError(no_worker_message(settings, missing))
+        if not told and on_wait is not None:
+            on_wait(f"waiting for a worker on {', '.join(missing)} …")
+            told = True
+        await asyncio.sleep(0.5)

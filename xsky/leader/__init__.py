@@ -1,0 +1,1 @@
+"""The leader's decisions: a pure state machine over a run's tasks, requests and plan."""

@@ -1,0 +1,110 @@
+"""Applying a new plan version to a run's task board (pure).
+
+Rules, by agent id:
+
+* completed or skipped in the old plan → kept with its result (to run it again, a plan
+  uses a new id);
+* running → keeps running if its definition is unchanged, else it is stopped and starts
+  again from the new definition;
+* failed or cancelled → back to pending (a replan is the chance to try again);
+* pending → pending (a pending question stays if the definition is unchanged);
+* absent from the new plan → removed (stopped if running; its requests withdrawn);
+* new → pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xsky.leader.tasks import TaskState, subject_of, task_id_for
+from xsky.plan.models import Workflow, WorkflowAgent
+
+_RUNNING = ("dispatched", "in_progress")
+
+
+@dataclass
+class PlanChange:
+    tasks: list[TaskState]  # the new board, in the new plan's order
+    removed: list[TaskState] = field(default_factory=list)
+    stop: list[str] = field(default_factory=list)  # agent ids whose running attempt must stop
+    restarted: list[str] = field(default_factory=list)  # of those, ids that run again (changed)
+    reset: list[str] = field(default_factory=list)  # failed/cancelled ids back to pending
+    added: list[str] = field(default_factory=list)
+    withdrawn_requests: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = []
+        if self.added:
+            parts.append(f"added {', '.join(self.added)}")
+        if self.removed:
+            parts.append(f"removed {', '.join(t.agent_id for t in self.removed)}")
+        if self.restarted:
+            parts.append(f"restarting {', '.join(self.restarted)}")
+        if self.reset:
+            parts.append(f"retrying {', '.join(self.reset)}")
+        return "; ".join(parts) or "no task changed"
+
+
+def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
+    return (a.name, a.task, a.input, a.config, a.depends) == (
+        b.name,
+        b.task,
+        b.input,
+        b.config,
+        b.depends,
+    )
+
+
+def new_task(agent: WorkflowAgent, run_id: str) -> TaskState:
+    return TaskState(
+        id=task_id_for(agent.id),
+        agent_id=agent.id,
+        session_id=run_id,
+        subject=subject_of(agent.task),
+        description=agent.task,
+        assigned_agent=agent.name,
+        blocked_by=[task_id_for(d) for d in agent.depends],
+    )
+
+
+def merge_plan(
+    old: Workflow, tasks: dict[str, TaskState], new: Workflow, run_id: str
+) -> PlanChange:
+    old_agents = {a.id: a for a in old.agents}
+    new_ids = {a.id for a in new.agents}
+    change = PlanChange(tasks=[])
+    for agent in new.agents:
+        task = tasks.get(agent.id)
+        if task is None:
+            change.tasks.append(new_task(agent, run_id))
+            change.added.append(agent.id)
+            continue
+        unchanged = agent.id in old_agents and _same(old_agents[agent.id], agent)
+        task.description = agent.task
+        task.subject = subject_of(agent.task)
+        task.assigned_agent = agent.name
+        task.blocked_by = [task_id_for(d) for d in agent.depends]
+        if task.stored in ("completed", "skipped"):
+            pass
+        elif task.stored in _RUNNING:
+            if not unchanged:
+                change.stop.append(agent.id)
+                change.restarted.append(agent.id)
+        elif task.stored in ("failed", "cancelled"):
+            task.stored = "pending"
+            task.error = None
+            task.ended_at = None
+            change.reset.append(agent.id)
+        elif task.waiting_on is not None and not unchanged:
+            change.withdrawn_requests.append(task.waiting_on)
+            task.waiting_on = None
+        change.tasks.append(task)
+    for agent_id, task in tasks.items():
+        if agent_id in new_ids:
+            continue
+        if task.stored in _RUNNING:
+            change.stop.append(agent_id)
+        if task.waiting_on is not None:
+            change.withdrawn_requests.append(task.waiting_on)
+        change.removed.append(task)
+    return change

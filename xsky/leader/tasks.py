@@ -1,0 +1,206 @@
+"""The task board: every agent of a run is a task ``T-<id>`` with LingXiao's fields.
+
+Only a few states are stored (``pending``, ``dispatched``, ``in_progress`` and the
+terminal ones); ``blocked`` is derived — a task waits on a person, or a dependency of it
+ended without completing — so the board, the CLI and the Web UI can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from xsky.artifacts import ArtifactRef
+from xsky.plan.models import WireModel
+from xsky.safe_text import markdown_inline, printable
+
+StoredStatus = Literal[
+    "pending", "dispatched", "in_progress", "completed", "failed", "cancelled", "skipped"
+]
+TaskStatus = Literal[
+    "pending", "dispatched", "in_progress", "completed", "failed", "blocked", "cancelled", "skipped"
+]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "skipped"})
+# A dependency in one of these states can never satisfy its dependents.
+DEAD_END: frozenset[str] = frozenset({"failed", "cancelled"})
+
+
+def task_id_for(agent_id: str) -> str:
+    return f"T-{agent_id}"
+
+
+class TaskState(WireModel):
+    id: str  # T-<agent id>
+    agent_id: str
+    session_id: str  # the run (workflow id)
+    subject: str
+    description: str
+    assigned_agent: str  # the agent kind or role
+    blocked_by: list[str] = Field(default_factory=list)  # task ids this one waits for
+    stored: StoredStatus = "pending"
+    attempt: int = 0  # dispatches of this task (each may retry inside Temporal)
+    activity_attempt: int = 0  # Temporal's attempt number of the current dispatch
+    tries: int = 0  # every attempt of every dispatch (Temporal's retries included)
+    retries: list[str] = Field(
+        default_factory=list
+    )  # why attempts were retried: "attempt 2 after worker lost: …"
+    iterations: int = 0
+    tokens: int = 0
+    dispatched_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    last_progress_at: datetime | None = None
+    last_progress: str | None = None
+    error: str | None = None
+    result: str | None = None
+    result_ref: ArtifactRef | None = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    waiting_on: str | None = None  # id of a pending human request
+
+    @property
+    def terminal(self) -> bool:
+        return self.stored in TERMINAL
+
+
+def subject_of(task: str, width: int = 60) -> str:
+    first = " ".join(task.strip().splitlines()[0].split()) if task.strip() else ""
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def derive_statuses(tasks: Mapping[str, TaskState]) -> dict[str, tuple[TaskStatus, str | None]]:
+    """Status and blocked-reason of every task in one pass (memoised: linear in the board)."""
+    out: dict[str, tuple[TaskStatus, str | None]] = {}
+    for root_id in tasks:
+        if root_id in out:
+            continue
+        stack = [root_id]
+        while stack:
+            tid = stack[-1]
+            task = tasks[tid]
+            if task.terminal or task.stored in ("dispatched", "in_progress"):
+                out[tid] = (task.stored, None)
+                stack.pop()
+                continue
+            if task.waiting_on is not None:
+                out[tid] = ("blocked", f"waiting for request {task.waiting_on}")
+                stack.pop()
+                continue
+            todo = [d for d in task.blocked_by if d in tasks and d not in out and d not in stack]
+            if todo:
+                stack.extend(todo)
+                continue
+            reason = None
+            for dep_id in task.blocked_by:
+                dep_status, _ = out.get(dep_id, ("pending", None))
+                if dep_status in DEAD_END or dep_status == "blocked":
+                    reason = f"{dep_id} {dep_status}"
+                    break
+            out[tid] = ("blocked", reason) if reason else ("pending", None)
+            stack.pop()
+    return out
+
+
+def derive_status(task: TaskState, tasks: Mapping[str, TaskState]) -> TaskStatus:
+    """The status people see: stored state, or ``blocked`` when it cannot move on its own."""
+    return derive_statuses(tasks)[task.id][0]
+
+
+def duration_seconds(task: TaskState, now: datetime) -> float | None:
+    start = task.started_at or task.dispatched_at
+    if start is None:
+        return None
+    return ((task.ended_at or now) - start).total_seconds()
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+_ICONS = {
+    "pending": "·",
+    "dispatched": "→",
+    "in_progress": "▶",
+    "completed": "✓",
+    "failed": "✗",
+    "blocked": "⏸",
+    "cancelled": "⊘",
+    "skipped": "↷",
+}
+
+
+MAX_BOARD_ROWS = 150
+
+
+def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: str = "") -> str:
+    """The board as a markdown table, for the Web UI's current details.
+
+    The title and every cell are the plan's and the agents' words, so each is literal text
+    (:func:`~xsky.safe_text.markdown_inline`: no control characters, no markup, no ``|`` or
+    line break to split the table); the footer is markdown of the leader's own, its controls
+    shown."""
+    by_id = {t.id: t for t in tasks}
+    derived = derive_statuses(by_id)
+    counts: dict[str, int] = {}
+    rows: list[str] = []
+    for t in tasks:
+        status, reason = derived[t.id]
+        counts[status] = counts.get(status, 0) + 1
+        if len(rows) >= MAX_BOARD_ROWS:
+            continue
+        note = t.error or reason or t.last_progress or ""
+        if t.retries and status not in ("completed", "skipped"):
+            note = f"{note} [{t.retries[-1]}]"
+        note = markdown_inline(note, 80)
+        tokens = f" · {t.tokens:,} tok" if t.tokens else ""
+        # A running task's clock would stand still between workflow tasks: say since when instead.
+        since = t.started_at or t.dispatched_at
+        took = (
+            f"since {since:%H:%M:%S}"
+            if status in ("dispatched", "in_progress") and since
+            else format_duration(duration_seconds(t, now))
+        )
+        rows.append(
+            f"| {markdown_inline(t.id)} | {markdown_inline(t.assigned_agent)} | {_ICONS[status]} {status} | "
+            f"{took} | {t.tries or t.attempt}{tokens} | {markdown_inline(subject_of(printable(t.description), 48))} | {note} |"
+        )
+    if len(tasks) > MAX_BOARD_ROWS:
+        rows.append(f"| … | | | | | {len(tasks) - MAX_BOARD_ROWS} more tasks: query task_board | |")
+    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    lines = [
+        f"**{markdown_inline(title)}** — {tally}",
+        "",
+        "| task | agent | status | duration | tries | subject | note |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+    if footer:
+        lines += ["", printable(footer)]
+    return "\n".join(lines)
+
+
+class TaskView(TaskState):
+    """A task as queries show it: the stored fields plus what is derived from them."""
+
+    status: TaskStatus
+    blocked_reason: str | None = None
+    duration_s: float | None = None
+
+    @classmethod
+    def of(cls, task: TaskState, status: TaskStatus, reason: str | None, now: datetime) -> TaskView:
+        return cls(
+            **task.__dict__,
+            status=status,
+            blocked_reason=reason,
+            duration_s=duration_seconds(task, now),
+        )

@@ -1,0 +1,1 @@
+"""The plan and its language: models, workflow XML, the DAG, variables, agent <config>, planning."""

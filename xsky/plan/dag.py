@@ -1,0 +1,442 @@
+"""The plan as a graph: validation, ready sets, orders, levels, critical path, agent tree.
+
+All functions are pure and deterministic: they iterate agents in plan order or sorted
+order, never over a set, so the workflow can call them during replay.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from xsky.errors import Problem, WorkflowValidationError
+from xsky.gcpause import gc_paused
+from xsky.plan.agent_config import config_problems
+from xsky.plan.models import Workflow, WorkflowAgent, WorkflowNode
+from xsky.plan.variables import check_references
+from xsky.security.roles import role_problems
+
+
+def validate(
+    workflow: Workflow,
+    known_agents: Collection[str],
+    *,
+    variables: Collection[str] | None = None,
+    context_keys: Collection[str] | None = None,
+) -> list[Problem]:
+    with gc_paused():
+        return _validate(workflow, known_agents, variables, context_keys)
+
+
+def _validate(
+    workflow: Workflow,
+    known_agents: Collection[str],
+    variables: Collection[str] | None,
+    context_keys: Collection[str] | None,
+) -> list[Problem]:
+    """Every problem that stops this plan from running, in plan order; ``[]`` when valid.
+
+    ``known_agents`` are the agent kinds and roles a worker can run. ``variables`` are
+    the names supplied for ``{{name}}`` besides the plan's own ``<variables>``;
+    ``context_keys``, when given, are checked against ``{{context.key}}``.
+    """
+    problems: list[Problem] = []
+    index_of: dict[str, int] = {}
+    for i, agent in enumerate(workflow.agents):
+        if agent.id in index_of:
+            first = index_of[agent.id]
+            problems.append(
+                Problem(
+                    f"duplicate agent id {agent.id!r} (also used by agent #{first + 1}); give each agent its own id",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
+        else:
+            index_of[agent.id] = i
+
+    seen_roles: set[str] = set()
+    for role in workflow.roles:
+        if role.name in seen_roles:
+            problems.append(
+                Problem(
+                    f"role {role.name} is defined twice in this plan; keep one <role name={role.name!r}>"
+                )
+            )
+        seen_roles.add(role.name)
+        problems.extend(Problem(msg) for msg in role_problems(role))
+    known = sorted(set(known_agents) | seen_roles)
+    known_set = set(known)
+    for i, agent in enumerate(workflow.agents):
+        if agent.name not in known_set:
+            problems.append(
+                Problem(
+                    f"agent {agent.id}: unknown agent name {agent.name!r}; known: {', '.join(known)}",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
+        for dep in agent.depends:
+            if dep == agent.id:
+                problems.append(
+                    Problem(
+                        f"agent {agent.id} depends on itself; remove {dep!r} from its depends",
+                        agent_index=i,
+                        agent_id=agent.id,
+                    )
+                )
+            elif dep not in index_of:
+                problems.append(
+                    Problem(
+                        f"agent {agent.id} depends on unknown agent {dep!r}; ids in this plan: "
+                        f"{_short_list(index_of)}",
+                        agent_index=i,
+                        agent_id=agent.id,
+                    )
+                )
+
+    for i, agent in enumerate(workflow.agents):
+        for msg in config_problems(agent.config):
+            problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
+
+    for cycle in find_cycles(workflow.agents) if _has_cycle(workflow.agents) else []:
+        start = cycle[0]
+        problems.append(
+            Problem(
+                "dependency cycle: "
+                + " → ".join(cycle)
+                + "; break it by removing one of these depends",
+                agent_index=index_of.get(start),
+                agent_id=start,
+            )
+        )
+
+    declared = set(workflow.variables)
+    if variables is not None:
+        declared |= set(variables)
+    problems.extend(check_references(workflow, declared, context_keys))
+    problems.sort(key=lambda p: p.agent_index if p.agent_index is not None else -1)
+    return problems
+
+
+def ensure_valid(
+    workflow: Workflow,
+    known_agents: Collection[str],
+    *,
+    variables: Collection[str] | None = None,
+    context_keys: Collection[str] | None = None,
+) -> Workflow:
+    """Return the workflow, or raise :class:`WorkflowValidationError` with every problem."""
+    problems = validate(workflow, known_agents, variables=variables, context_keys=context_keys)
+    if problems:
+        raise WorkflowValidationError(problems)
+    return workflow
+
+
+def _short_list(ids: Iterable[str], limit: int = 12) -> str:
+    items = list(ids)
+    shown = ", ".join(items[:limit])
+    return shown + (f", … ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _edges(agents: list[WorkflowAgent]) -> dict[str, list[str]]:
+    """Adjacency ``id → its depends`` restricted to known ids, self-loops dropped."""
+    ids = {a.id for a in agents}
+    graph: dict[str, list[str]] = {}
+    for a in agents:
+        graph.setdefault(a.id, [d for d in a.depends if d in ids and d != a.id])
+    return graph
+
+
+def _has_cycle(agents: list[WorkflowAgent]) -> bool:
+    """Kahn's algorithm over list indices: cheaper than finding the cycles, which only errors need."""
+    index = {a.id: i for i, a in enumerate(agents)}
+    indegree = [0] * len(agents)
+    children: list[list[int]] = [[] for _ in agents]
+    for i, a in enumerate(agents):
+        for d in a.depends:
+            j = index.get(d)
+            if j is not None and j != i:
+                indegree[i] += 1
+                children[j].append(i)
+    todo = [i for i, n in enumerate(indegree) if n == 0]
+    done = 0
+    while todo:
+        i = todo.pop()
+        done += 1
+        for c in children[i]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                todo.append(c)
+    return done != len(index)
+
+
+def find_cycles(agents: list[WorkflowAgent]) -> list[list[str]]:
+    """One cycle path per strongly connected component, e.g. ``['2', '4', '2']``.
+
+    Iterative Tarjan (plans can have 10,000 agents: no recursion limits), then a path
+    inside each component found by walking dependency edges that stay in it.
+    """
+    graph = _edges(agents)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, i = work[-1]
+            succ = graph[node]
+            if i < len(succ):
+                work[-1] = (node, i + 1)
+                nxt = succ[i]
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    comp: list[str] = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    if len(comp) > 1:
+                        components.append(comp)
+
+    order = {a.id: i for i, a in enumerate(agents)}
+    cycles = []
+    for comp in components:
+        members = set(comp)
+        start = min(comp, key=order.__getitem__)
+        cycles.append(_cycle_from(start, graph, members))
+    cycles.sort(key=lambda c: order[c[0]])
+    return cycles
+
+
+def _cycle_from(start: str, graph: dict[str, list[str]], members: set[str]) -> list[str]:
+    """A simple cycle through ``start`` within one strongly connected component (BFS: shortest)."""
+    parent: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt_frontier = []
+        for node in frontier:
+            for dep in graph[node]:
+                if dep not in members:
+                    continue
+                if dep == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(parent[path[-1]])
+                    path.reverse()
+                    return path + [start]
+                if dep not in parent:
+                    parent[dep] = node
+                    nxt_frontier.append(dep)
+        frontier = nxt_frontier
+    return [start, start]  # unreachable for a real component; keeps the type total
+
+
+# -- scheduling helpers ------------------------------------------------------------------
+
+
+def ready(
+    workflow: Workflow, completed: Collection[str], started: Collection[str] = ()
+) -> list[str]:
+    """Ids whose dependencies are all completed and that are not completed or started yet.
+
+    Returned in plan order, which is the stable dispatch order.
+    """
+    done = set(completed)
+    busy = set(started)
+    return [
+        a.id
+        for a in workflow.agents
+        if a.id not in done and a.id not in busy and all(d in done for d in a.depends)
+    ]
+
+
+def topological_order(workflow: Workflow) -> list[str]:
+    """Ids so that every agent comes after its dependencies; ties keep plan order."""
+    graph = _edges(workflow.agents)
+    dependents: dict[str, list[str]] = {a.id: [] for a in workflow.agents}
+    remaining = {a_id: len(deps) for a_id, deps in graph.items()}
+    for a_id, deps in graph.items():
+        for d in deps:
+            dependents[d].append(a_id)
+    position = {a.id: i for i, a in enumerate(workflow.agents)}
+    heap = [(position[a_id], a_id) for a_id, n in remaining.items() if n == 0]
+    heapq.heapify(heap)
+    out: list[str] = []
+    while heap:
+        _, a_id = heapq.heappop(heap)
+        out.append(a_id)
+        for child in dependents[a_id]:
+            remaining[child] -= 1
+            if remaining[child] == 0:
+                heapq.heappush(heap, (position[child], child))
+    if len(out) != len(graph):
+        cycles = find_cycles(workflow.agents)
+        raise WorkflowValidationError(
+            [Problem("dependency cycle: " + " → ".join(c), agent_id=c[0]) for c in cycles]
+        )
+    return out
+
+
+def levels(workflow: Workflow) -> list[list[str]]:
+    """Agents grouped by depth (longest dependency chain before them), plan order inside."""
+    graph = _edges(workflow.agents)
+    depth: dict[str, int] = {}
+    for a_id in topological_order(workflow):
+        depth[a_id] = 1 + max((depth[d] for d in graph[a_id]), default=-1)
+    grouped: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for a in workflow.agents:
+        grouped[depth[a.id]].append(a.id)
+    return grouped
+
+
+def critical_path(
+    workflow: Workflow, weights: Mapping[str, float] | None = None
+) -> tuple[float, list[str]]:
+    """The heaviest dependency chain: its total weight and its ids, first to last.
+
+    Without ``weights`` every agent weighs 1, so the length is counted in agents.
+    """
+    graph = _edges(workflow.agents)
+    finish: dict[str, float] = {}
+    via: dict[str, str | None] = {}
+    for a_id in topological_order(workflow):
+        w = 1.0 if weights is None else float(weights.get(a_id, 0.0))
+        best: str | None = None
+        best_finish = 0.0
+        for d in graph[a_id]:
+            if best is None or finish[d] > best_finish:
+                best, best_finish = d, finish[d]
+        finish[a_id] = best_finish + w
+        via[a_id] = best
+    if not finish:
+        return 0.0, []
+    end = max(finish, key=lambda k: finish[k])
+    path = [end]
+    while (previous := via[path[-1]]) is not None:
+        path.append(previous)
+    path.reverse()
+    return finish[end], path
+
+
+def descendants(workflow: Workflow, agent_id: str) -> list[str]:
+    """Every agent that depends on ``agent_id``, directly or transitively, in plan order."""
+    dependents: dict[str, list[str]] = {a.id: [] for a in workflow.agents}
+    for a in workflow.agents:
+        for d in a.depends:
+            if d in dependents:
+                dependents[d].append(a.id)
+    seen: set[str] = set()
+    todo = [agent_id]
+    while todo:
+        for child in dependents.get(todo.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return [a.id for a in workflow.agents if a.id in seen]
+
+
+def ancestors(workflow: Workflow, agent_id: str) -> set[str]:
+    """Every agent ``agent_id`` depends on, directly or transitively."""
+    by_id = {a.id: a for a in workflow.agents}
+    seen: set[str] = set()
+    todo = list(by_id[agent_id].depends) if agent_id in by_id else []
+    while todo:
+        d = todo.pop()
+        if d not in seen and d in by_id:
+            seen.add(d)
+            todo.extend(by_id[d].depends)
+    return seen
+
+
+# -- the seed's agent tree -----------------------------------------------------------------
+
+
+def build_agent_tree(agents: list[WorkflowAgent]) -> WorkflowNode:
+    """The seed's tree: levels as nodes linked by ``nextAgent``.
+
+    A level with one agent is a ``normal`` node; several agents are a ``parallel`` node
+    whose ``agents`` are normal nodes. Entry agents (no dependencies) form the first
+    level, so independent starters run in parallel. Cycles raise, naming the cycle.
+    """
+    if not agents:
+        raise WorkflowValidationError([Problem("a plan needs at least one agent")])
+    wf = Workflow(name="", task_id="tree", agents=agents)
+    if not any(not a.depends for a in agents):
+        cycles = find_cycles(agents)
+        msg = "; ".join(" → ".join(c) for c in cycles) or "every agent has dependencies"
+        raise WorkflowValidationError([Problem(f"no entry agent: dependency cycle {msg}")])
+    by_id = {a.id: a for a in agents}
+    head: WorkflowNode | None = None
+    for level in reversed(levels(wf)):
+        if len(level) == 1:
+            node = WorkflowNode(type="normal", agent=by_id[level[0]], next_agent=head)
+        else:
+            node = WorkflowNode(
+                type="parallel",
+                agents=[WorkflowNode(type="normal", agent=by_id[i]) for i in level],
+                next_agent=head,
+            )
+        head = node
+    assert head is not None
+    return head
+
+
+class SimpleAgent(BaseModel):
+    """One step for :func:`build_simple_agent_workflow`."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    name: str
+    task: str
+    input: str | None = None
+    config: dict[str, Any] | None = None
+    depends_on_previous: bool = Field(default=False, alias="dependsOnPrevious")
+
+
+def build_simple_agent_workflow(
+    name: str,
+    agents: list[SimpleAgent | Mapping[str, Any]],
+    task_id: str | None = None,
+) -> Workflow:
+    """The seed's ``buildSimpleAgentWorkflow``: ids 1..n, ``dependsOnPrevious`` chains a step."""
+    out: list[WorkflowAgent] = []
+    for i, raw in enumerate(agents):
+        step = raw if isinstance(raw, SimpleAgent) else SimpleAgent.model_validate(raw)
+        out.append(
+            WorkflowAgent(
+                id=str(i + 1),
+                name=step.name,
+                task=step.task,
+                input=step.input,
+                config=step.config,
+                depends=[str(i)] if step.depends_on_previous and i > 0 else [],
+            )
+        )
+    return Workflow(name=name, task_id=task_id or str(uuid.uuid4()), agents=out)

@@ -1,0 +1,70 @@
+"""Results flowing along ``depends``: what a model-driven agent with no ``<input>`` is given.
+
+The seed's ``buildSimpleAgentWorkflow`` example ends with an ``llm`` agent whose task is
+"Summarize the results" and nothing else: it depends on the browser step and expects to see
+what that step found. Such an agent gets its direct dependencies' results as its input —
+each one bounded (a long result is cut, with a note of how much more there is and where),
+stored results by reference (the activity reads the first part from the artifact store), so
+neither the activity's input nor the model's context grows with a dependency's output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from xsky.artifacts import marker
+from xsky.leader.tasks import TaskState, subject_of
+from xsky.plan.agent_config import tool_name
+from xsky.plan.models import WorkflowAgent
+
+# Characters of each dependency's result an agent is given (the rest is named, not pasted).
+PER_DEPENDENCY = 4000
+# Characters of results in all: many dependencies share it (never less than MIN_EACH each).
+TOTAL = 24_000
+MIN_EACH = 500
+HEADING = "Results of the steps this task depends on:"
+
+
+def wants_context(agent: WorkflowAgent) -> bool:
+    """A model-driven agent (llm or a role, no direct tool) with dependencies, no
+    ``<input>`` and no ``{{agent_…_result}}`` of its own: the plan left its context implied."""
+    if not agent.depends or (agent.input or "").strip():
+        return False
+    if agent.config and tool_name(agent.config) not in (None, "llm"):
+        return False
+    return "{{agent_" not in agent.task.replace(" ", "")
+
+
+def dependency_context(
+    agent: WorkflowAgent,
+    agents: Mapping[str, WorkflowAgent],
+    tasks: Mapping[str, TaskState],
+    issued: list[str],
+) -> str | None:
+    """The input for ``agent`` from its direct dependencies' results, or None when the plan
+    gives it one already. Stored results become head markers; their URIs go to ``issued``
+    (the activity expands only markers the leader issued)."""
+    if not wants_context(agent):
+        return None
+    each = max(MIN_EACH, min(PER_DEPENDENCY, TOTAL // len(agent.depends)))
+    parts = [HEADING]
+    for dep in agent.depends:
+        task, source = tasks.get(dep), agents.get(dep)
+        if task is None or source is None:
+            continue
+        label = f"[{task.id} · {source.name} · {subject_of(source.task, 80)}]"
+        if task.result_ref is not None:
+            issued.append(task.result_ref.uri)
+            text = marker(task.result_ref, head=each)
+        elif task.result is not None:
+            text = (
+                task.result
+                if len(task.result) <= each
+                else (
+                    f"{task.result[:each]}\n… ({len(task.result) - each} more characters not shown)"
+                )
+            )
+        else:
+            text = "(no result)"
+        parts.append(f"{label}\n{text}")
+    return "\n\n".join(parts)

@@ -1,0 +1,159 @@
+"""The plan's data model, with the seed's names and fields.
+
+The wire format keeps the seed's camelCase (``taskId``, ``taskPrompt``, ``nextAgent``)
+through aliases; Python code uses snake_case attributes. Every model validates on
+construction, so a ``Workflow`` that exists is well-formed at the field level; graph-level
+checks (cycles, unknown ids) live in :mod:`xsky.plan.dag`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic.alias_generators import to_camel
+
+AgentStatus = Literal["init", "running", "done", "error"]
+NodeType = Literal["normal", "parallel"]
+
+# Agent ids appear in comma-separated `depends` lists and in `{{agent_<id>_result}}`,
+# so they must not contain commas, spaces or braces.
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Role/agent names: what `<agent name=…>` and `<role name=…>` accept.
+AGENT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+# Characters XML 1.0 cannot carry at all, even escaped.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def scrub_xml_illegal(text: str) -> str:
+    """Replace characters XML cannot carry (e.g. a NUL in shell output) with U+FFFD."""
+    return _XML_ILLEGAL.sub("\ufffd", text)
+
+
+class WireModel(BaseModel):
+    """Base of every model: camelCase on the wire, checked fields and assignments.
+
+    Unknown fields are ignored, not refused: these models travel through Temporal history,
+    and a history recorded by an older version (with a field since removed) must still
+    decode on replay. Strictness about unknown names lives where people type them: the
+    XML reader and settings files refuse unknown elements, attributes and keys.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        validate_assignment=True,
+        serialize_by_alias=True,  # camelCase on the wire, also through Temporal's converter
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON shape with the seed's camelCase names."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# Field shapes checked in pydantic-core (Rust regex): plans can hold 10,000 agents.
+_ILLEGAL_CLASS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\ufffe\\uffff"
+AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_RE.pattern)]
+AgentName = Annotated[str, StringConstraints(pattern=AGENT_NAME_RE.pattern)]
+XmlText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*$")]
+TaskText = Annotated[
+    str,
+    StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*[^\\s{_ILLEGAL_CLASS}][^{_ILLEGAL_CLASS}]*$"),
+]
+
+# What each pattern means, for error messages a person can act on.
+FIELD_HINTS = {
+    "id": "an agent id uses 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit "
+    '(e.g. id="3" or id="search")',
+    "depends": 'depends lists agent ids separated by commas, e.g. depends="1,3"',
+    "name": "an agent name is a role or agent kind such as browser, llm, file or shell (letters, "
+    "digits, '_' or '-', starting with a letter)",
+    "task": "the task says what the agent should do: it cannot be empty, nor hold characters XML cannot carry",
+    "input": "the input cannot hold characters XML cannot carry (control characters)",
+}
+
+
+def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value: object) -> str:
+    """Turn a pydantic error into a sentence that says what to change."""
+    field = next((str(part) for part in reversed(loc) if isinstance(part, str)), "")
+    if pydantic_type == "string_pattern_mismatch":
+        if loc and loc[0] == "agents" and field in FIELD_HINTS:
+            return f"{field} {value!r} is not valid: {FIELD_HINTS[field]}"
+        if loc and loc[0] == "variables" and field == "[key]":
+            return f"variable name {value!r} is not valid: use letters, digits and '_', starting with a letter or '_'"
+        return f"{field} holds characters XML cannot carry (control characters); remove them"
+    return f"{field or 'value'}: {msg.removeprefix('Value error, ')}"
+
+
+class WorkflowAgent(WireModel):
+    """One agent of a plan. ``name`` is the agent kind or role; ``id`` is unique in the plan."""
+
+    id: AgentId
+    name: AgentName
+    task: TaskText
+    input: XmlText | None = None
+    config: dict[str, Any] | None = None
+    depends: list[AgentId] = Field(default_factory=list)
+    status: AgentStatus = "init"
+    result: str | None = None
+
+    @field_validator("depends")
+    @classmethod
+    def _depends_unique(cls, v: list[str]) -> list[str]:
+        # A repeated dependency means nothing more than a single one; keep first order.
+        return list(dict.fromkeys(v)) if len(v) > 1 else v
+
+    @field_validator("result")
+    @classmethod
+    def _result_text(cls, v: str | None) -> str | None:
+        # Results come from tools (shell output may hold NULs): keep them XML-safe.
+        return None if v is None else scrub_xml_illegal(v)
+
+
+VariableName = Annotated[str, StringConstraints(pattern=VARIABLE_NAME_RE.pattern)]
+
+
+class RoleCapabilityModel(WireModel):
+    """A role (LingXiao's RoleCapabilityModel): who the agent is and what it may use."""
+
+    name: AgentName
+    description: XmlText = ""
+    system_prompt: XmlText = ""
+    allowed_tools: list[str] = Field(default_factory=list)
+    requested_tools: list[str] = Field(default_factory=list)  # usable with a person's approval
+    skill_names: list[str] = Field(default_factory=list)
+    suggested_model: XmlText | None = None
+
+
+class Workflow(WireModel):
+    """A plan: a named set of agents with dependencies."""
+
+    name: XmlText
+    task_id: XmlText
+    task_prompt: XmlText | None = None
+    agents: list[WorkflowAgent] = Field(default_factory=list)
+    modified: bool = False
+    # Workflow variables the plan declares, with their default values; `--var` overrides.
+    variables: dict[VariableName, XmlText] = Field(default_factory=dict)
+    # Roles the plan defines for its own agents (`<role>` elements).
+    roles: list[RoleCapabilityModel] = Field(default_factory=list)
+
+    def agent(self, agent_id: str) -> WorkflowAgent:
+        for a in self.agents:
+            if a.id == agent_id:
+                return a
+        raise KeyError(agent_id)
+
+
+class WorkflowNode(WireModel):
+    """A node of the seed's agent tree: one agent, or agents run in parallel, then next."""
+
+    type: NodeType
+    agent: WorkflowAgent | None = None
+    agents: list[WorkflowNode] | None = None
+    result: str | None = None
+    next_agent: WorkflowNode | None = None

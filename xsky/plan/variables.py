@@ -1,0 +1,320 @@
+"""``{{…}}`` references in a plan: finding, checking and rendering them.
+
+Three kinds, all written ``{{ … }}`` (spaces inside the braces are allowed):
+
+* ``{{agent_3_result}}`` — the result of agent 3, which the agent must depend on
+  (directly or transitively);
+* ``{{topic}}`` — a workflow variable, declared in ``<variables>`` or given with ``--var``;
+* ``{{context.user_input}}`` — a value from the run's context (dots reach nested keys).
+
+Only the ``task``, ``input`` and the string values of ``config`` are rendered. Text like
+``{{ not a name }}`` that is not a single name is left alone.
+
+**Data is never pasted into code.** In the ``command`` of a ``shell`` tool every value
+becomes a shell variable set before the command runs (``"${XSKY_V1}"`` stands where the
+reference stood), so a result that says ``$(rm -rf ~)`` is printed, not run
+(:func:`render_command`). ``{{raw:name}}`` pastes a variable or context value as written, for
+people who pass shell syntax on purpose; it is refused for agent results, which may come
+from a web page or a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from xsky.errors import Problem
+from xsky.plan.models import Workflow, WorkflowAgent
+
+REF_RE = re.compile(r"\{\{\s*((?:raw:)?[A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+RAW = "raw:"
+_AGENT_REF = re.compile(r"^agent_(.+)_result$")
+
+RefKind = Literal["agent", "variable", "context"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: RefKind
+    key: str  # agent id, variable name or context key
+    text: str  # as written, e.g. "{{agent_3_result}}"
+    raw: bool = False  # {{raw:…}}: pasted into a shell command as written
+
+
+class RenderError(ValueError):
+    """A reference has no value at render time."""
+
+
+def classify(name: str, text: str) -> Reference:
+    raw = name.startswith(RAW)
+    name = name.removeprefix(RAW)
+    m = _AGENT_REF.match(name)
+    if m:
+        return Reference("agent", m.group(1), text, raw)
+    if name.startswith("context."):
+        return Reference("context", name[len("context.") :], text, raw)
+    return Reference("variable", name, text, raw)
+
+
+def find_references(text: str) -> list[Reference]:
+    return [classify(m.group(1), m.group(0)) for m in REF_RE.finditer(text)]
+
+
+def _config_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _config_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _config_strings(v)
+
+
+def agent_references(agent: WorkflowAgent) -> list[Reference]:
+    """Every reference in the rendered fields of one agent, in order of appearance."""
+    return [ref for text in _rendered_texts(agent) for ref in find_references(text)]
+
+
+def check_references(
+    workflow: Workflow,
+    variables: Collection[str],
+    context_keys: Collection[str] | None = None,
+) -> list[Problem]:
+    """Static check: agent results only from dependencies; known variables and context keys."""
+    problems: list[Problem] = []
+    by_id = {a.id: a for a in workflow.agents}
+    var_names = sorted(set(variables))
+    for i, agent in enumerate(workflow.agents):
+        seen: set[str] = set()
+        for text in _rendered_texts(agent):
+            if "{{" not in text:  # most texts hold no reference: skip the regex
+                continue
+            for name in REF_RE.findall(text):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name.startswith(RAW + "agent_") and name.endswith("_result"):
+                    problems.append(
+                        Problem(
+                            f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
+                            f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
+                            "is quoted for you",
+                            agent_index=i,
+                            agent_id=agent.id,
+                        )
+                    )
+                    continue
+                if (
+                    name.startswith("agent_")
+                    and name.endswith("_result")
+                    and name[6:-7] in agent.depends
+                ):
+                    continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
+                msg = _check_one(
+                    classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys
+                )
+                if msg:
+                    problems.append(
+                        Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id)
+                    )
+    return problems
+
+
+def _rendered_texts(agent: WorkflowAgent) -> Iterator[str]:
+    yield agent.task
+    if agent.input:
+        yield agent.input
+    if agent.config:
+        yield from _config_strings(agent.config)
+
+
+def _check_one(
+    ref: Reference,
+    agent: WorkflowAgent,
+    by_id: Mapping[str, WorkflowAgent],
+    var_names: list[str],
+    context_keys: Collection[str] | None,
+) -> str | None:
+    if ref.kind == "agent":
+        if ref.key not in by_id:
+            return f"{ref.text} names no agent of this plan (ids: {', '.join(list(by_id)[:12])})"
+        if ref.key == agent.id:
+            return f"{ref.text} is this agent's own result; an agent can only use results of agents it depends on"
+        if not _depends_on(agent, ref.key, by_id):
+            return f"{ref.text} is used but agent {agent.id} does not depend on agent {ref.key}; add {ref.key} to its depends"
+        return None
+    if ref.kind == "context":
+        if context_keys is not None and ref.key.split(".")[0] not in set(context_keys):
+            have = ", ".join(f"context.{k}" for k in sorted(context_keys)) or "none given"
+            top, _, rest = ref.key.partition(".")
+            how = (
+                f"--context {top}=…"
+                if not rest
+                else f"--context '{top}={{\"{rest.split('.')[0]}\": …}}' (JSON reaches into nested keys)"
+            )
+            return f"unknown context key {ref.text}; available: {have} (pass {how})"
+        return None
+    if ref.key not in var_names:
+        available = [f"agent_{d}_result" for d in agent.depends] + var_names
+        return (
+            f"unknown variable {ref.text}; available: {', '.join(available) or 'none'}"
+            f" (declare it in <variables> or pass --var {ref.key}=…)"
+        )
+    return None
+
+
+def _depends_on(agent: WorkflowAgent, target: str, by_id: Mapping[str, WorkflowAgent]) -> bool:
+    if target in agent.depends:  # the common case, O(1)-ish
+        return True
+    seen: set[str] = set()
+    todo = list(agent.depends)
+    while todo:
+        d = todo.pop()
+        if d == target:
+            return True
+        if d in seen or d not in by_id:
+            continue
+        seen.add(d)
+        todo.extend(by_id[d].depends)
+    return False
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _lookup_context(context: Mapping[str, Any], key: str) -> Any:
+    if key in context:
+        return context[key]
+    value: Any = context
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise RenderError(f"{{{{context.{key}}}}} has no value in the run's context")
+        value = value[part]
+    return value
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def render(
+    text: str,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> str:
+    """Replace every reference in ``text``. Pure: same inputs, same output."""
+
+    return REF_RE.sub(
+        lambda m: _value(classify(m.group(1), m.group(0)), results, variables, context), text
+    )
+
+
+def _value(
+    ref: Reference,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> str:
+    if ref.kind == "agent":
+        if ref.key not in results:
+            raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
+        return results[ref.key]
+    if ref.kind == "context":
+        return _as_text(_lookup_context(context, ref.key))
+    if ref.key not in variables:
+        raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
+    return variables[ref.key]
+
+
+SHELL_VALUE = "XSKY_V"  # a value's shell variable: XSKY_V1, XSKY_V2, …
+SHELL_VALUE_RE = re.compile(r"^XSKY_V[1-9][0-9]{0,4}$")
+
+
+def render_command(
+    code: str,
+    results: Mapping[str, str],
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> tuple[str, dict[str, str]]:
+    """``render`` for a shell command: (the command, the values it names).
+
+    No value is written into the command. Each reference becomes a shell variable,
+    quoted for where it stands — ``"${XSKY_V1}"`` bare, ``${XSKY_V1}`` inside "…",
+    ``'"${XSKY_V1}"'`` inside '…' (closed and reopened) — and its value travels beside the
+    command; the shell tool sets the variables before the command runs. Whatever a value
+    holds — quotes, ``$(…)``, newlines — bash expands it as data and never reads it as
+    code, wherever the reference stands: where this quote tracking is wrong (``$(…)``
+    inside "…", a heredoc) the value may be split into words or the name shown, never run.
+    ``{{raw:name}}`` pastes a trusted variable as written. A value that is an artifact
+    marker is expanded by the activity, in the values only.
+    """
+    out: list[str] = []
+    values: dict[str, str] = {}
+    names: dict[str, str] = {}  # the same reference twice: one variable
+    at = 0
+    state = QuoteState()
+    for m in REF_RE.finditer(code):
+        state.advance(code, at, m.start())
+        out.append(code[at : m.start()])
+        ref = classify(m.group(1), m.group(0))
+        if ref.raw and ref.kind == "agent":
+            raise RenderError(
+                f"{ref.text}: an agent's result is never pasted raw into code; write "
+                f"{{{{agent_{ref.key}_result}}}}"
+            )
+        value = _value(ref, results, variables, context)
+        if ref.raw:
+            out.append(value)
+        else:
+            key = f"{ref.kind}:{ref.key}"
+            if key not in names:
+                names[key] = f"{SHELL_VALUE}{len(names) + 1}"
+                values[names[key]] = value
+            name = "${" + names[key] + "}"
+            out.append({"'": f"'\"{name}\"'", '"': name}.get(state.quote, f'"{name}"'))
+        at = m.end()
+    out.append(code[at:])
+    return "".join(out), values
+
+
+class QuoteState:
+    """Whether a single-quoted string is open at a point of a bash command (``quote``:
+    ``'``, ``"`` or none). Only the single-quote answer matters to :func:`render_command`,
+    and a wrong answer there shows a variable's name, never runs a value."""
+
+    def __init__(self) -> None:
+        self.quote = ""
+
+    def advance(self, text: str, start: int, end: int) -> None:
+        i = start
+        while i < end:
+            c = text[i]
+            if self.quote == "'":
+                if c == "'":
+                    self.quote = ""
+            elif c == "\\":
+                i += 1  # the next character is escaped (outside single quotes)
+            elif self.quote == '"':
+                if c == '"':
+                    self.quote = ""
+            elif c in "'\"":
+                self.quote = c
+            i += 1
+
+
+def render_config(
+    value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]
+) -> Any:
+    """``render`` applied to every string inside a JSON-like config value."""
+    if isinstance(value, str):
+        return render(value, results, variables, context)
+    if isinstance(value, dict):
+        return {k: render_config(v, results, variables, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_config(v, results, variables, context) for v in value]
+    return value

@@ -1,0 +1,1 @@
+"""Policy: roles, permission rules, the shell parser, network addresses, redaction, the tool registry."""

@@ -1,0 +1,298 @@
+"""settings.json: roles, permission rules, the permission mode and the sandbox, in two layers.
+
+``~/.xsky/settings.json`` (the user's; ``XSKY_USER_SETTINGS`` names another file) and
+``<project>/.xsky/settings.json`` (the project's; later wins). The format follows LingXiao's::
+
+    {
+      "roles": {"perf": {"description": "…", "systemPrompt": "…", "allowedTools": ["file_read"],
+                         "requestedTools": ["shell"], "skillNames": ["profiling"], "suggestedModel": "…"}},
+      "permissions": {"allow": ["shell(git log:*)"], "ask": ["file_write(src/**)"], "deny": ["shell(rm:*)"]},
+      "security": {"permission_mode": "default", "sandbox": "on", "limits": {"memory": "2GiB"}}
+    }
+
+**Who reads which layer.** A worker decides with its user layer only (:func:`worker_layers`):
+roles, rules, the mode, the sandbox and its limits are security, and a project folder is a
+place an agent may have written (a worker started inside a workspace, a project a run
+shared). The starter reads both layers for what helps a person plan — role names and
+descriptions, rules shown by ``starter.py permissions`` — but what a worker lets happen is
+never widened by a project's file: a role only the project defines is a role the worker
+does not know (its privileged tools are asked for), and the project's rules do not count.
+
+A file with bad JSON or an unknown field is an error naming the file, the line and the
+field — never silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from xsky.config import Settings, load_settings
+from xsky.plan.models import WireModel
+from xsky.security.permissions import (
+    PermissionLayer,
+    PermissionMode,
+    PermissionSettings,
+    rule_problems,
+)
+from xsky.skills.transcripts import SourceKind
+
+
+class _Strict(WireModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SettingsRole(_Strict):
+    description: str | None = None
+    system_prompt: str | None = None
+    allowed_tools: list[str] | None = None
+    requested_tools: list[str] | None = None
+    skill_names: list[str] | None = None
+    suggested_model: str | None = None
+
+
+class PermissionRules(_Strict):
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class LimitsSettings(WireModel):
+    """Per sandboxed command (activities/sandbox/limits.py has the defaults and their reasons).
+    Sizes are bytes or text such as "2GiB", "512MiB"."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
+    memory: int | str | None = None
+    processes: int | None = Field(None, ge=8, le=1_000_000)
+    cpu_weight: int | None = Field(None, ge=1, le=10000)
+    open_files: int | None = Field(None, ge=64, le=1_048_576)
+    file_size: int | str | None = None
+    disk: int | str | None = None
+    tmp: int | str | None = None
+    disk_reserve: int | str | None = None
+    browser_memory: int | str | None = None
+
+
+class SecuritySettings(WireModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=None, populate_by_name=True)
+    permission_mode: PermissionMode = "default"
+    # "off" runs tools unconfined: never the default, always reported.
+    sandbox: Literal["on", "off"] = "on"
+    # The unprivileged uid (or system user) a root worker's sandboxes run as.
+    sandbox_user: int | str | None = None
+    # Folders (outside the system's program folders) sandboxes may read: a toolchain in /opt.
+    read_only_paths: list[str] = Field(default_factory=list)
+    # Named roots a run's workspace may be in: {"projects": "/srv/xsky-projects"}.
+    workspace_roots: dict[str, str] = Field(default_factory=dict)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+
+
+class SkillSourceSetting(_Strict):
+    kind: SourceKind
+    path: str | None = None  # None: the kind's usual place
+
+
+class SkillsSettings(_Strict):
+    sources: list[SkillSourceSetting] | None = None
+
+
+class SettingsFile(_Strict):
+    roles: dict[str, SettingsRole] = Field(default_factory=dict)
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    security: SecuritySettings | None = None
+    skills: SkillsSettings | None = None
+
+
+class SettingsError(ValueError):
+    def __init__(self, path: str, line: int, column: int, message: str):
+        self.path, self.line, self.column = path, line, column
+        super().__init__(f"{path}:{line}:{column}: {message}")
+
+
+@dataclass(frozen=True)
+class SettingsLayer:
+    path: str
+    scope: Literal["user", "project"]
+    settings: SettingsFile
+
+
+def _locate(text: str, loc: tuple[Any, ...]) -> tuple[int, int]:
+    """Line and column of the key a validation error points at, found by walking the path."""
+    at = 0
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = text.find(f'"{part}"', at)
+        if found < 0:
+            break
+        at = found
+    line = text.count("\n", 0, at) + 1
+    return line, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def parse_settings(text: str, path: str) -> SettingsFile:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as e:
+        raise SettingsError(path, e.lineno, e.colno, f"not valid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(
+            path, 1, 1, 'the settings must be a JSON object: {"roles": {…}, "permissions": {…}}'
+        )
+    try:
+        settings = SettingsFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        line, col = _locate(text, loc)
+        dotted = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            known = {
+                "": "roles, permissions, security, skills",
+                "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
+                "permissions": "allow, ask, deny",
+                "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
+                "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
+                "skills": "sources (each: kind, path)",
+            }[_section(loc)]
+            raise SettingsError(
+                path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}"
+            ) from None
+        raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
+    for effect in ("allow", "ask", "deny"):
+        for rule in getattr(settings.permissions, effect):
+            problems = rule_problems([rule])
+            if problems:
+                line, col = _locate_value(text, rule)
+                raise SettingsError(path, line, col, f"permissions.{effect}: {problems[0]}")
+    return settings
+
+
+def _locate_value(text: str, value: str) -> tuple[int, int]:
+    at = max(text.find(json.dumps(value)), 0)
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def _section(loc: tuple[Any, ...]) -> str:
+    if len(loc) <= 1:
+        return ""
+    if loc[0] == "security" and len(loc) > 2 and loc[1] == "limits":
+        return "limits"
+    return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills") else ""
+
+
+def settings_paths(config: Settings | None = None) -> list[tuple[Literal["user", "project"], Path]]:
+    """Where settings live: XSKY_USER_SETTINGS or ~/.xsky/settings.json; XSKY_PROJECT_DIR or ./.xsky/settings.json."""
+    config = config or load_settings()
+    return [
+        ("user", config.user_settings),
+        ("project", config.project_dir / ".xsky" / "settings.json"),
+    ]
+
+
+def load_layers(config: Settings | None = None) -> list[SettingsLayer]:
+    """The settings files that exist, user first; a broken one raises SettingsError."""
+    layers = []
+    for scope, path in settings_paths(config):
+        if path.is_file():
+            layers.append(
+                SettingsLayer(
+                    str(path), scope, parse_settings(path.read_text(encoding="utf-8"), str(path))
+                )
+            )
+    return layers
+
+
+def worker_layers(config: Settings | None = None) -> list[SettingsLayer]:
+    """The settings a worker decides security with: its user's file alone, never a project's
+    (see the module docstring). A broken user file raises SettingsError; a project file is
+    not even read, so a planted broken one cannot stop the worker either."""
+    config = config or load_settings()
+    path = config.user_settings
+    if not path.is_file():
+        return []
+    return [
+        SettingsLayer(
+            str(path), "user", parse_settings(path.read_text(encoding="utf-8"), str(path))
+        )
+    ]
+
+
+def project_security_fields(config: Settings | None = None) -> list[str]:
+    """What a project's settings file says about security, which a worker ignores (for its log)."""
+    config = config or load_settings()
+    path = config.project_dir / ".xsky" / "settings.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [key for key in ("roles", "permissions", "security") if data.get(key)]
+
+
+def role_layers(layers: list[SettingsLayer]) -> list[dict[str, dict[str, Any]]]:
+    """Each layer's roles as partial field dicts (only the fields the file sets)."""
+    return [
+        {
+            name: role.model_dump(by_alias=False, exclude_none=True)
+            for name, role in layer.settings.roles.items()
+        }
+        for layer in layers
+    ]
+
+
+def permission_mode(layers: list[SettingsLayer]) -> PermissionMode:
+    """The mode of the last layer that sets one (project over user); default otherwise."""
+    mode: PermissionMode = "default"
+    for layer in layers:
+        if (
+            layer.settings.security is not None
+            and "permission_mode" in layer.settings.security.model_fields_set
+        ):
+            mode = layer.settings.security.permission_mode
+    return mode
+
+
+def sandbox_mode(layers: list[SettingsLayer]) -> Literal["on", "off"]:
+    """``off`` only when a settings file says so (the project's word over the user's)."""
+    mode: Literal["on", "off"] = "on"
+    for layer in layers:
+        if (
+            layer.settings.security is not None
+            and "sandbox" in layer.settings.security.model_fields_set
+        ):
+            mode = layer.settings.security.sandbox
+    return mode
+
+
+def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
+    return PermissionSettings(
+        layers=[
+            PermissionLayer(
+                scope=layer.scope,
+                path=layer.path,
+                allow=layer.settings.permissions.allow,
+                ask=layer.settings.permissions.ask,
+                deny=layer.settings.permissions.deny,
+            )
+            for layer in layers
+        ],
+        mode=permission_mode(layers),
+    )
+
+
+def skill_sources(
+    layers: list[SettingsLayer],
+) -> list[tuple[str, list[tuple[str, str | None]]]] | None:
+    """Registered transcript sources per settings file; None when no file mentions any."""
+    found: list[tuple[str, list[tuple[str, str | None]]]] = [
+        (layer.path, [(s.kind, s.path) for s in layer.settings.skills.sources])
+        for layer in layers
+        if layer.settings.skills is not None and layer.settings.skills.sources is not None
+    ]
+    return found or None

@@ -1,0 +1,1 @@
+"""Skill learning: transcripts, trajectories, atoms, clustering, canaries and the pipeline's models."""
