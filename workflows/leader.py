@@ -30,7 +30,15 @@ from workflows.leader_metrics import LeaderMetrics
 
 with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
-    from xsky.leader.core import CallPlanner, Command, LeaderCore, Rejected, StartAgent, StopAgent
+    from xsky.leader.core import (
+        CallPlanner,
+        Command,
+        LeaderCore,
+        Rejected,
+        StartAgent,
+        StopAgent,
+        StopReason,
+    )
     from xsky.leader.state import (
         AnswerRequest,
         ApprovePlanRequest,
@@ -168,24 +176,23 @@ class LeaderWorkflow:
             )
         try:
             if core.needs_plan:
-                core.replanning = True
+                core.planner_started()
                 self._publish()
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
             if await self._review_gate():
                 while True:
                     self._apply(core.dispatch(workflow.now()))
                     if core.finished():
-                        core.closing = True
+                        core.begin_close()
                         break
                     if leader_io.time_to_continue() and leader_io.grown_since(self._read_size):
-                        core.draining = True
+                        core.begin_drain()
                         if not core.active and not core.replanning:
                             if (why := await leader_io.continue_as_new(core)) is not None:
                                 # Not handed on: go on here, and try again once the history
                                 # has doubled.
                                 workflow.logger.error("run %s goes on: %s", core.run_id, why)
-                                core.draining = False
-                                core.changed = True  # dispatch again: nothing else may wake it
+                                core.drain_failed()
                                 self._read_size = max(
                                     workflow.info().get_current_history_size(),
                                     leader_io.SMALL_HISTORY,
@@ -199,13 +206,13 @@ class LeaderWorkflow:
                         )
                     )
                     self._settle_local()
-                    core.changed = False
+                    core.take_changed()
                     self._timer.clear()
                     self._apply(core.tick(workflow.now()))
                     leader_io.offload_history(core)
                     self._publish()
         except asyncio.CancelledError:
-            self._apply(core.stop_everything("run-cancel"))
+            self._apply(core.stop_everything(StopReason.RUN_CANCEL))
             pending = [t for t in self._attempts.values() if not t.done()]
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
@@ -240,22 +247,24 @@ class LeaderWorkflow:
                     attempt.cancel()
             elif isinstance(command, CallPlanner):
                 asyncio.create_task(self._replan_in_background(command.reason))
-        for line in self._core.log:
+        lines = self._core.take_log()
+        for line in lines:
             workflow.logger.info(line)
-        self._metrics.stall_steps(self._core.log)
-        self._core.log.clear()
+        self._metrics.stall_steps(lines)
 
     async def _review_gate(self) -> bool:
         """Wait for approve_plan when the run asked for review. False if the run ends here."""
         core = self._core
-        if core.s.review != "waiting":
+        if core.state.review != "waiting":
             return True
         self._publish()
-        assert core.s.review_deadline is not None
-        remaining = max(0.0, (core.s.review_deadline - workflow.now()).total_seconds())
+        assert core.state.review_deadline is not None
+        remaining = max(0.0, (core.state.review_deadline - workflow.now()).total_seconds())
         try:
             await workflow.wait_condition(
-                lambda: core.s.review != "waiting", timeout=remaining, timeout_summary="plan review"
+                lambda: core.state.review != "waiting",
+                timeout=remaining,
+                timeout_summary="plan review",
             )
         except TimeoutError:
             return core.review_timed_out(workflow.now())
@@ -373,8 +382,7 @@ class LeaderWorkflow:
             workflow.logger.warning("automatic replan failed: %s", e)
             core.note_history(f"automatic replan failed ({reason}): {e}", workflow.now())
         finally:
-            core.replanning = False
-            core.changed = True
+            core.planner_finished()
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -387,7 +395,7 @@ class LeaderWorkflow:
             raise ApplicationError(
                 "a replan is already in progress; wait for it to finish", type="Busy"
             )
-        core.replanning = True
+        core.planner_started()
         try:
             if req.xml is not None and req.xml.strip():
                 wf = core.checked(parse_workflow(req.xml))
@@ -410,8 +418,7 @@ class LeaderWorkflow:
             summary, stops = core.apply_plan(wf, reason, workflow.now())
             self._apply(stops)
         finally:
-            core.replanning = False
-            core.changed = True
+            core.planner_finished()
         return core.replan_result(summary)
 
     @replan.validator
@@ -576,7 +583,7 @@ class LeaderWorkflow:
         description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
     )
     def permission_log(self) -> list[AuditEntry]:
-        return list(self._core.s.audit)
+        return list(self._core.state.audit)
 
     @workflow.query(
         description="Nudges for one task ({taskId}), oldest first: running agents read these."

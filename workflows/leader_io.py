@@ -73,7 +73,7 @@ def agent_activity(
             non_retryable_error_types=["AgentConfigError", "ArtifactMissing"],
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        activity_id=f"{task.id}-v{core.s.plan_version}-d{dispatch}",
+        activity_id=f"{task.id}-v{core.state.plan_version}-d{dispatch}",
         summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
     )
 
@@ -144,13 +144,13 @@ async def call_planner(
 
 
 async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
-    """A run started from a sentence: the planner activity makes plan v1 (core.replanning
-    is set by the caller, so the board says so while it works)."""
+    """A run started from a sentence: the planner activity makes plan v1 (the caller
+    tells the core the planner started, so the board says so while it works)."""
     prompt = core.input.task_prompt
     try:
         result = await call_planner(
             PlanRequest(
-                task_id=core.s.plan.task_id,
+                task_id=core.state.plan.task_id,
                 task_prompt=prompt,
                 agents=core.agent_infos(),
                 variables=sorted(core.variables),
@@ -165,7 +165,7 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
             f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True
         ) from None
     finally:
-        core.replanning = False
+        core.first_plan_finished()
     try:
         wf = core.checked(result.workflow)
     except PlanError as e:
@@ -183,7 +183,7 @@ async def replan_with_planner(
     """A new plan from the planner, checked to fit this run (its variables, its agents)."""
     result = await call_planner(
         PlanRequest(
-            task_id=core.s.plan.task_id,
+            task_id=core.state.plan.task_id,
             current_xml=core.planner_xml(),
             modification=modification,
             reason=reason,
@@ -192,7 +192,7 @@ async def replan_with_planner(
             context_keys=sorted(core.input.context),
         ),
         queue,
-        _summary(f"planner · replan v{core.s.plan_version + 1}: {reason[:80]}"),
+        _summary(f"planner · replan v{core.state.plan_version + 1}: {reason[:80]}"),
         ["PlanError"],
     )
     return core.checked(result.workflow)
@@ -366,7 +366,7 @@ async def _save_state(core: LeaderCore, snapshot: str) -> BlobRef | None:
     late write of another snapshot cannot overwrite these parts; sealed, the reference is
     recorded in the history, so a replay hands on exactly what was stored. None when what the
     store holds is not what was written (then the run goes on in this execution)."""
-    name = f"state-{core.s.continued + 1}"
+    name = f"state-{core.state.continued + 1}"
     digest = hashlib.sha256(snapshot.encode("utf-8", "surrogatepass")).hexdigest()
     written = await save_blob(f"{name}-{digest[:16]}", snapshot)
     try:
@@ -390,7 +390,7 @@ async def _save_state(core: LeaderCore, snapshot: str) -> BlobRef | None:
 def offload_history(core: LeaderCore) -> None:
     """Plan versions too large for a payload go to the artifact store (queries and the
     continued state then carry their reference)."""
-    for index, version in enumerate(core.s.plan_history):
+    for index, version in enumerate(core.state.plan_history):
         if len(version.xml) > PART_CHARS and version.xml_ref is None:
             version.xml_ref = blob_ref(
                 workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml
@@ -431,11 +431,11 @@ def show_board(core: LeaderCore) -> None:
     """The board in the Web UI's current details (the plan's name and the agents' words in
     it are made literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
     now = workflow.now()
-    title = f"{core.s.plan.name or core.run_id} · plan v{core.s.plan_version}"
+    title = f"{core.state.plan.name or core.run_id} · plan v{core.state.plan_version}"
     logs = (
         f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
         f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`"
     )
     workflow.set_current_details(
-        board_markdown(title, core.s.tasks, now, "\n\n".join([*core.notices(), logs]))
+        board_markdown(title, core.state.tasks, now, "\n\n".join([*core.notices(), logs]))
     )

@@ -116,7 +116,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def snapshot(self) -> tuple[object, ...]:
         c = self.core
         return (
-            c.s.model_dump_json(),
+            c.state.model_dump_json(),
             dict(c.active),
             dict(c.intents),
             c.replanning,
@@ -147,7 +147,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def attempt_returns(self, data: st.DataObject, kind: str) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
         )
         request = (
             None
@@ -168,7 +168,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def attempt_raises(self, data: st.DataObject, cancelled: bool) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
         )
         failure = None if cancelled and agent_id in self.stopping else AttemptFailure("boom")
         self.apply(
@@ -194,14 +194,14 @@ class LeaderMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), text=st.sampled_from(["yes", "", "  "]))
     def answer(self, data: st.DataObject, text: str) -> None:
-        ids = [r.id for r in self.core.s.requests] + ["Q-999"]
+        ids = [r.id for r in self.core.state.requests] + ["Q-999"]
         rid = data.draw(st.sampled_from(ids))
         req = AnswerRequest(request_id=rid, text=text)
         self.intervene(lambda: self.core.check_answer(req), lambda: self.core.answer(req, self.now))
 
     @rule(data=st.data(), decision=st.sampled_from(["allow_once", "allow_run", "deny"]))
     def approve_tool(self, data: st.DataObject, decision: str) -> None:
-        ids = [r.id for r in self.core.s.requests] + ["A-999"]
+        ids = [r.id for r in self.core.state.requests] + ["A-999"]
         req = ApproveToolRequest(request_id=data.draw(st.sampled_from(ids)), decision=decision)  # type: ignore[arg-type]
         self.intervene(
             lambda: self.core.check_approve_tool(req), lambda: self.core.approve_tool(req, self.now)
@@ -213,7 +213,7 @@ class LeaderMachine(RuleBasedStateMachine):
         new_text=st.sampled_from([None, "again", " "]),
     )
     def task_intervention(self, data: st.DataObject, action: str, new_text: str | None) -> None:
-        task_id = data.draw(st.sampled_from([t.id for t in self.core.s.tasks] + ["T-nope"]))
+        task_id = data.draw(st.sampled_from([t.id for t in self.core.state.tasks] + ["T-nope"]))
         core = self.core
         if action == "retry":
             req = RetryTaskRequest(task_id=task_id, task=new_text)
@@ -250,7 +250,7 @@ class LeaderMachine(RuleBasedStateMachine):
         reason = self.planner.pop(0)
         core = self.core
         if succeeds:
-            agents = list(core.s.plan.agents)
+            agents = list(core.state.plan.agents)
             change = data.draw(st.sampled_from(["same", "drop", "add"]))
             if change == "drop" and len(agents) > 1:
                 gone = agents[-1].id
@@ -266,7 +266,7 @@ class LeaderMachine(RuleBasedStateMachine):
                 agents.append(
                     WorkflowAgent(id=f"x{self.extra}", name="llm", task="added", depends=deps)
                 )
-            wf = core.checked(core.s.plan.model_copy(update={"agents": agents}))
+            wf = core.checked(core.state.plan.model_copy(update={"agents": agents}))
             self.decided = {
                 t: s for t, s in self.decided.items() if s == "skipped"
             }  # a replan retries the cancelled
@@ -281,7 +281,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def stop_acknowledged(self, data: st.DataObject) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.stopping)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.s.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
         )
         self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], None, self.now))
         self.end(agent_id)
@@ -307,7 +307,7 @@ class LeaderMachine(RuleBasedStateMachine):
     @invariant()
     def running_tasks_have_an_attempt(self) -> None:
         if hasattr(self, "core"):
-            for task in self.core.s.tasks:
+            for task in self.core.state.tasks:
                 if task.stored in ("dispatched", "in_progress"):
                     assert task.agent_id in self.core.active, (
                         f"{task.id} shows running with no attempt"
@@ -319,13 +319,13 @@ class LeaderMachine(RuleBasedStateMachine):
         if not hasattr(self, "core"):
             return
         core = self.core
-        for a in core.s.plan.agents:
+        for a in core.state.plan.agents:
             assert core._missing[a.id] == sum(
                 1 for d in a.depends if d in core.tasks and core.tasks[d].stored not in SATISFIED
             )
         brute = [
             a.id
-            for a in core.s.plan.agents
+            for a in core.state.plan.agents
             if a.id not in core.active
             and core.tasks[a.id].stored == "pending"
             and core.tasks[a.id].waiting_on is None
@@ -333,7 +333,7 @@ class LeaderMachine(RuleBasedStateMachine):
         ]
         assert core.ready_ids() == brute
         assert [r.id for r in core.pending_requests()] == [
-            r.id for r in core.s.requests if r.status == "pending"
+            r.id for r in core.state.requests if r.status == "pending"
         ]
 
     def teardown(self) -> None:
@@ -342,7 +342,7 @@ class LeaderMachine(RuleBasedStateMachine):
             return
         core = self.core
         for _ in range(200):
-            if core.s.review == "waiting":
+            if core.state.review == "waiting":
                 core.approve_plan(ApprovePlanRequest(), self.now)
             core.resume()
             for r in core.pending_requests():
@@ -357,7 +357,7 @@ class LeaderMachine(RuleBasedStateMachine):
             self.apply(core.dispatch(self.now))
             for agent_id in sorted(self.running):
                 task = core.tasks.get(agent_id) or next(
-                    t for t in core.s.removed_tasks if t.agent_id == agent_id
+                    t for t in core.state.removed_tasks if t.agent_id == agent_id
                 )
                 outcome = AgentOutcome(kind="completed", result="r", result_ref=ref(agent_id))
                 core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
@@ -365,15 +365,17 @@ class LeaderMachine(RuleBasedStateMachine):
             if core.finished() and not self.planner:
                 break
         assert core.finished(), "the run never drained"
-        derived = derive_statuses({t.id: t for t in core.s.tasks})
-        for task in core.s.tasks:
+        derived = derive_statuses({t.id: t for t in core.state.tasks})
+        for task in core.state.tasks:
             status, reason = derived[task.id]
             assert status in TERMINAL or (status == "blocked" and reason), (
                 f"{task.id} ended {status}"
             )
         result = core.result(self.now)
-        assert sorted(r.task_id for r in result.agents) == sorted(t.id for t in core.s.tasks)
-        assert (result.status == "completed") == all(t.stored in SATISFIED for t in core.s.tasks)
+        assert sorted(r.task_id for r in result.agents) == sorted(t.id for t in core.state.tasks)
+        assert (result.status == "completed") == all(
+            t.stored in SATISFIED for t in core.state.tasks
+        )
 
 
 LeaderMachine.TestCase.settings = settings(

@@ -1,0 +1,87 @@
+"""What the leader's core decides and hands to the workflow: commands, stop reasons, the
+refusal of an intervention, and the limits it works within."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from xsky.runs import (
+    DecisionRecord,
+)
+
+# Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
+QUEUE_KINDS = ("browser", "file", "shell")
+# A noop this short runs as a local activity where the leader's worker runs agents (longer
+# ones stay activities: a local one holds the workflow task, so the board would not move).
+LOCAL_SECONDS = 0.05
+# The run's result carries inline results up to this many bytes in all; beyond it, refs only.
+INLINE_RESULT_BUDGET = 512 * 1024
+# Retry notes a task keeps (the newest).
+MAX_RETRY_NOTES = 20
+# Runs with more agents than this report them by reference (RunResult.results_ref).
+INLINE_AGENTS = 200
+# The plan query shows this many agents per page.
+PLAN_PAGE = 1000
+# Results shown to the planner are cut to this many characters each.
+PLANNER_RESULT_CHARS = 2000
+SATISFIED = ("completed", "skipped")
+RUNNING = ("dispatched", "in_progress")
+# The permission audit log keeps this many entries (older ones are counted, not kept).
+AUDIT_KEEP = 1000
+
+
+class StopReason(IntEnum):
+    """Why a running attempt is being stopped, weakest first: a stronger reason wins (a task
+    cancelled by a person and then caught by a pause stays cancelled)."""
+
+    PAUSE = 0
+    RESTART = 1
+    CHANGED = 2
+    ABANDON = 3
+    REMOVED = 4
+    SKIP = 5
+    CANCEL = 6
+    RUN_CANCEL = 7
+
+
+class Rejected(Exception):
+    """An intervention refused by its validator; the message says why and what to do."""
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartAgent:
+    """Run the agent's next attempt (dispatch number ``dispatch``)."""
+
+    agent_id: str
+    dispatch: int
+
+
+@dataclass(frozen=True)
+class StopAgent:
+    """Cancel the agent's running attempt; the core hears back through ``attempt_ended``."""
+
+    agent_id: str
+
+
+@dataclass(frozen=True)
+class CallPlanner:
+    """Replan automatically for ``reason`` (failures, stalls)."""
+
+    reason: str
+
+
+Command = StartAgent | StopAgent | CallPlanner
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    """How an attempt failed after Temporal's retries (``None`` for a cancelled one)."""
+
+    message: str
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    attempt: int = 0  # Temporal's attempt number of the last try (0: not known)
+    lost: bool = False  # the last try's worker was lost (no heartbeat): not the agent's failure

@@ -1,0 +1,100 @@
+"""People's requests (questions, approvals, escalations) and finding tasks by id."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from xsky.leader.base import CoreBase
+from xsky.leader.commands import Rejected
+from xsky.leader.state import (
+    HumanRequest,
+    RequestKind,
+    RequestStatus,
+)
+from xsky.leader.tasks import TaskState, derive_statuses
+
+
+class Requests(CoreBase):
+    """The requests a run has put to people, and the lookups interventions use."""
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def task_by_id(self, task_id: str) -> TaskState | None:
+        """A task by ``T-3`` or ``3``."""
+        agent_id = task_id[2:] if task_id.startswith("T-") else task_id
+        return self.tasks.get(agent_id)
+
+    def _require_task(self, task_id: str) -> TaskState:
+        task = self.task_by_id(task_id)
+        if task is None:
+            known = ", ".join(t.id for t in self.state.tasks[:20])
+            raise Rejected(
+                f"no task {task_id!r} in plan v{self.state.plan_version}; tasks: {known}"
+            )
+        return task
+
+    def _status(self, task: TaskState) -> str:
+        return derive_statuses({t.id: t for t in self.state.tasks})[task.id][0]
+
+    def _require_open(self) -> None:
+        if self.ended or self.closing:
+            raise Rejected("the run has finished; start a new run instead")
+
+    # -- people: requests ------------------------------------------------------------------------
+
+    def _new_request(
+        self, kind: RequestKind, task: TaskState, text: str, now: datetime
+    ) -> HumanRequest:
+        self.state.request_seq += 1
+        prefix = {"question": "Q", "approval": "A", "escalation": "E"}[kind]
+        request = HumanRequest(
+            id=f"{prefix}-{self.state.request_seq}",
+            kind=kind,
+            task_id=task.id,
+            dispatch=task.attempt,
+            text=text,
+            created_at=now,
+            deadline=now + timedelta(seconds=self.options.request_timeout),
+        )
+        self.state.requests.append(request)
+        self._pending_requests.append(request)
+        self.changed = True
+        return request
+
+    def request(self, request_id: str) -> HumanRequest | None:
+        return next((r for r in self.state.requests if r.id == request_id), None)
+
+    def pending_requests(self, with_review: bool = False) -> list[HumanRequest]:
+        """Requests waiting for a person; ``with_review``: the plan review as one of them."""
+        pending = list(self._pending_requests)
+        if with_review and self.state.review == "waiting" and not self.needs_plan:
+            at = (
+                self.state.plan_history[-1].at if self.state.plan_history else self.state.started_at
+            )
+            pending.insert(
+                0,
+                HumanRequest(
+                    id=f"R-{self.state.plan_version}",
+                    kind="review",
+                    task_id="plan",
+                    dispatch=0,
+                    # A plan exists (not needs_plan), so plan_history holds its version and ``at`` is set.
+                    created_at=at or self.state.started_at,  # type: ignore[arg-type]
+                    deadline=self.state.review_deadline,
+                    text=f"review plan v{self.state.plan_version} ({len(self.state.plan.agents)} agents), then approve_plan with version "
+                    f"{self.state.plan_version}, or replan",
+                ),
+            )
+        return pending
+
+    def _close_request(self, request: HumanRequest, status: RequestStatus, now: datetime) -> None:
+        request.status = status
+        request.answered_at = now
+        if request in self._pending_requests:
+            self._pending_requests.remove(request)
+
+    def _withdraw(self, request_id: str | None, why: str, now: datetime) -> None:
+        request = self.request(request_id) if request_id else None
+        if request is not None and request.status == "pending":
+            self._close_request(request, "withdrawn", now)
+            request.answer = why

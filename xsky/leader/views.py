@@ -1,0 +1,231 @@
+"""What people see: the board and its pages, the plan, reports, notices and the result — read
+only, and the one home of the core's markdown and emoji."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from xsky.leader.commands import INLINE_AGENTS, INLINE_RESULT_BUDGET, PLAN_PAGE, SATISFIED
+from xsky.leader.course import Course
+from xsky.leader.state import (
+    BoardPage,
+    PageRequest,
+    PlanVersion,
+)
+from xsky.leader.tasks import TaskView, derive_statuses
+from xsky.runs import (
+    AgentReport,
+    FinalStatus,
+    ResultsPage,
+    RunInput,
+    RunResult,
+)
+
+
+class Views(Course):
+    """Read-only projections of the state."""
+
+    # -- what people see ---------------------------------------------------------------------------
+
+    def board(self, now: datetime, req: PageRequest | None = None) -> BoardPage:
+        """A page of the board (derived statuses need the whole board: queries only)."""
+        req = req or PageRequest()
+        derived = derive_statuses({t.id: t for t in self.state.tasks})
+        counts: dict[str, int] = {}
+        for status, _ in derived.values():
+            counts[status] = counts.get(status, 0) + 1
+        chosen = [
+            t for t in self.state.tasks if req.status is None or derived[t.id][0] == req.status
+        ]
+        page = chosen[req.offset : req.offset + req.limit]
+        return BoardPage(
+            total=len(chosen),
+            offset=req.offset,
+            counts=dict(sorted(counts.items())),
+            tasks=[TaskView.of(t, *derived[t.id], now) for t in page],
+            state=self.run_state(),
+            notes=self.notices(),
+        )
+
+    def results_page(self, req: PageRequest | None = None) -> ResultsPage:
+        req = req or PageRequest()
+        reports = [
+            r
+            for r in self.reports(INLINE_RESULT_BUDGET)
+            if req.status is None or r.status == req.status
+        ]
+        return ResultsPage(
+            total=len(reports),
+            offset=req.offset,
+            agents=reports[req.offset : req.offset + req.limit],
+        )
+
+    def plan_page(self, req: PageRequest | None = None) -> str:
+        """The plan as XML with statuses and results; a large plan one page of agents at a time."""
+        req = req or PageRequest(limit=PLAN_PAGE)
+        total = len(self.state.plan.agents)
+        if total <= req.limit and req.offset == 0:
+            return self.planner_xml()
+        window = self.state.plan.agents[req.offset : req.offset + req.limit]
+        xml = self.planner_xml(window)
+        last = req.offset + len(window)
+        return (
+            f"<!-- agents {req.offset + 1}–{last} of {total}"
+            + (f'; the next page: query plan with {{"offset": {last}}}' if last < total else "")
+            + " -->\n"
+            + xml
+        )
+
+    def history_page(self, req: PageRequest | None = None) -> list[PlanVersion]:
+        req = req or PageRequest()
+        return list(self.state.plan_history[req.offset : req.offset + req.limit])
+
+    def snapshot(self) -> str:
+        """The state for the next run, as JSON: results by reference whenever stored."""
+        tasks = [
+            t.model_copy(update={"result": None}) if t.result_ref is not None else t
+            for t in self.state.tasks
+        ]
+        return self.state.model_copy(update={"tasks": tasks}).model_dump_json(
+            by_alias=True, exclude_defaults=True
+        )
+
+    def large(self) -> bool:
+        return len(self.state.tasks) > INLINE_AGENTS
+
+    def reports_jsonl(self) -> str:
+        return "".join(
+            r.model_dump_json(by_alias=True, exclude_none=True) + "\n" for r in self.reports(0)
+        )
+
+    def reports(self, budget: int = INLINE_RESULT_BUDGET) -> list[AgentReport]:
+        derived = derive_statuses({t.id: t for t in self.state.tasks})
+        reports = []
+        for task in self.state.tasks:
+            inline = task.result
+            if inline is not None:
+                size = len(inline.encode("utf-8"))
+                if size > budget and task.result_ref is not None:
+                    inline = None  # the run's result must stay well under the payload limit
+                else:
+                    budget -= size
+            reports.append(
+                AgentReport(
+                    id=task.agent_id,
+                    task_id=task.id,
+                    name=task.assigned_agent,
+                    status=derived[task.id][0],
+                    result=inline,
+                    result_ref=task.result_ref,
+                    error=task.error or derived[task.id][1],
+                    attempts=task.attempt,
+                    started_at=task.started_at,
+                    ended_at=task.ended_at,
+                    artifacts=task.artifacts,
+                )
+            )
+        return reports
+
+    def run_state(self) -> str:
+        """What the run is doing, in a word (the XskyStatus search attribute, ``status``)."""
+        if self.closing or self.ended:
+            return "finishing"
+        if self.state.review == "waiting":
+            return "reviewing"
+        if self.state.paused:
+            return "paused"
+        if self._pending_requests:
+            return "waiting"
+        if self.replanning:
+            return "replanning"
+        return "running"
+
+    def waiting_on_people(self) -> int:
+        """Requests a person must answer, the plan review counted as one."""
+        return len(self._pending_requests) + (1 if self.state.review == "waiting" else 0)
+
+    def search_values(self) -> dict[str, str | int]:
+        return {
+            "XskyStatus": self.run_state(),
+            "XskyPlan": self.state.plan.name or self.state.plan.task_id,
+            "XskyFailed": self.counts.get("failed", 0),
+            "XskyPending": self.waiting_on_people(),
+        }
+
+    def notices(self) -> list[str]:
+        """The lines above the board: review, pause, questions, replanning, sandbox, mode."""
+        notes = []
+        if self.state.review == "waiting":
+            notes.append(
+                f"⏸ **waiting for plan review** — approve_plan (version {self.state.plan_version}) or replan"
+            )
+        if self.state.paused:
+            notes.append(
+                "⏸ **paused**"
+                + (f": {self.state.pause_reason}" if self.state.pause_reason else "")
+                + " — signal resume"
+            )
+        for r in self._pending_requests:
+            notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
+        if self.replanning:
+            notes.append("✎ replanning…")
+        if any(a.tool == "sandbox-off" for a in self.state.audit[-50:]):
+            notes.append(
+                "⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
+            )
+        if self.input.permissions.mode != "default":
+            warn = (
+                " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""
+            )
+            notes.append(f"🔒 permission mode **{self.input.permissions.mode}**{warn}")
+        return notes
+
+    def result(self, now: datetime) -> RunResult:
+        """How the run ended. A large run's result holds only the agents that did not
+        complete; the shell adds ``results_ref`` with every report."""
+        reports = self.reports(INLINE_RESULT_BUDGET)
+        counts: dict[str, list[str]] = {}
+        for r in reports:
+            counts.setdefault(r.status, []).append(r.task_id)
+        total = len(reports)
+        if self.large():
+            reports = [
+                r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED
+            ][:INLINE_AGENTS]
+        done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
+        status: FinalStatus = (
+            "completed" if done == total else ("cancelled" if self.ended else "failed")
+        )
+        parts = [f"{done} of {total} agents completed"]
+        for name in ("failed", "blocked", "cancelled"):
+            if counts.get(name):
+                parts.append(f"{len(counts[name])} {name} ({', '.join(counts[name][:8])})")
+        if self.ended:
+            parts.insert(0, self.ended)
+        return RunResult(
+            workflow_id=self.run_id,
+            name=self.state.plan.name,
+            status=status,
+            summary="; ".join(parts),
+            agents=reports,
+            counts={k: len(v) for k, v in sorted(counts.items())},
+            agents_total=total,
+            plan_version=self.state.plan_version,
+            started_at=self.state.started_at,
+            ended_at=now,
+            permission_log=self.state.audit[-200:],
+        )
+
+    def continue_input(self) -> RunInput:
+        """The next run's input: the same run, carrying the whole state."""
+        self.state.continued += 1
+        return RunInput(
+            workflow=self.state.plan,
+            variables=self.input.variables,
+            context=self.input.context,
+            options=self.options,
+            roles=self.input.roles,
+            permissions=self.input.permissions,
+            task_prompt=self.input.task_prompt,
+            state=self.state,
+        )
