@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from cli.hints import cli_message
 from cli.render import err, shown
 from xsky.errors import PlanError, XSkyError
 
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     # Errors quote what the run said (refusals, task texts, agents' errors): shown(), not markup.
     except XSkyError as e:
-        err.print(f"[red]error:[/] {shown(e)}", markup=True, highlight=False)
+        err.print(f"[red]error:[/] {shown(cli_message(e))}", markup=True, highlight=False)
         return 2
     except PlanError as e:
         err.print(f"[red]error:[/] {shown(e)}")

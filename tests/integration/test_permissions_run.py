@@ -40,7 +40,7 @@ async def test_a_requested_tool_waits_for_approval_and_then_runs(env: Env):
         and req.arguments == {"command": "echo approved-and-ran"}
     )
     assert "requestedTools" in req.rule and req.id.startswith("A-")
-    assert f"decide it with `starter.py approve ID {req.id}`" in await rejected(
+    assert f"decide it with the approve_tool update (request {req.id})" in await rejected(
         handle, LeaderWorkflow.answer, {"requestId": req.id, "text": "yes"}
     )
     await handle.execute_update(

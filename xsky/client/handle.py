@@ -195,8 +195,10 @@ class XSky:
             )
         except WorkflowAlreadyStartedError:
             raise UsageError(
-                f"a run with id {workflow_id} already exists (its workspace and results are its own); "
-                f"see it with `starter.py status {workflow_id}`, or start this one with another id"
+                f"a run with id {workflow_id} already exists (its workspace and results are its own)",
+                f"see it with XSky.get({workflow_id!r}).status(), or start this one with another id",
+                topic="exists",
+                subject=workflow_id,
             ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
@@ -244,12 +246,13 @@ class XSky:
         except RPCError as e:
             if "Xsky" in text and ("not defined" in e.message or "invalid" in e.message.lower()):
                 raise UsageError(
-                    f"this server does not know xsky's search attributes ({e.message}); start it with `starter.py server` "
-                    "(or `up`), or register them: "
+                    f"this server does not know xsky's search attributes ({e.message})",
+                    "register them: "
                     + "; ".join(
                         f"temporal operator search-attribute create --name {n} --type {t}"
                         for n, t in SEARCH_ATTRIBUTES.items()
-                    )
+                    ),
+                    topic="search-attributes",
                 ) from None
             raise UsageError(f"the list query was refused: {e.message} (query: {text})") from None
         return rows

@@ -93,7 +93,10 @@ class Run:
         except RPCError as e:
             if e.status == RPCStatusCode.NOT_FOUND:
                 raise RunNotFoundError(
-                    f"no run with id {self.id}; `starter.py list` shows the recent ones"
+                    f"no run with id {self.id}",
+                    "XSky.runs() lists the recent ones",
+                    topic="not-found",
+                    subject=self.id,
                 ) from None
             raise ConnectError(
                 f"cannot reach Temporal at {self._x.settings.address} ({e.message}); is the server up?"
@@ -106,12 +109,14 @@ class Run:
             status = await self.temporal_status()
             if status == "running":
                 raise NoWorkerError(
-                    f"{self.id} is running but no worker answered ({e.message}); start one with "
-                    "`starter.py up` or `python worker.py`"
+                    f"{self.id} is running but no worker answered ({e.message})",
+                    "start one with `python worker.py`",
+                    topic="worker",
                 ) from None
             raise NoWorkerError(
-                f"{self.id} is {status}; reading it needs a worker ({e.message}): start one with "
-                "`starter.py up` or `python worker.py`"
+                f"{self.id} is {status}; reading it needs a worker ({e.message})",
+                "start one with `python worker.py`",
+                topic="worker",
             ) from None
 
     async def board(
@@ -238,7 +243,10 @@ class Run:
         Server outages are waited out (the SDK retries; this retries its give-ups)."""
         if not wait and await self.temporal_status() == "running":
             raise XSkyError(
-                f"{self.id} is still running; wait for it, or watch it with `starter.py status {self.id}`"
+                f"{self.id} is still running",
+                "wait for it, or watch it with Run.follow()",
+                topic="running",
+                subject=self.id,
             )
         while True:
             try:
@@ -268,8 +276,9 @@ class Run:
                 )
             except RPCError as e:
                 raise NoWorkerError(
-                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message}): "
-                    "start one with `starter.py up` or `python worker.py`"
+                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message})",
+                    "start one with `python worker.py`",
+                    topic="worker",
                 ) from None
             agents += page.agents
             if not page.agents or len(agents) >= page.total:
@@ -315,8 +324,10 @@ class Run:
         status = await self.temporal_status()
         if status != "running":
             raise RunEndedError(
-                f"{self.id} has already ended ({status}): there is nothing to {what}; "
-                f"`starter.py result {self.id}` shows how it ended"
+                f"{self.id} has already ended ({status}): there is nothing to {what}",
+                "Run.result() says how it ended",
+                topic="ended",
+                subject=self.id,
             )
 
     async def _update(self, update: Any, request: Any) -> InterventionResult:
@@ -327,10 +338,12 @@ class Run:
         except WorkflowUpdateFailedError as e:
             cause = e.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or e)
-            raise RefusedError(f"refused: {message}") from None
+            raise RefusedError(f"refused: {message}", topic="refused", subject=self.id) from None
         except RPCError as e:
             raise NoWorkerError(
-                f"could not reach {self.id}: {e.message}; is a worker running (`starter.py up`)?"
+                f"could not reach {self.id}: {e.message}",
+                "is a worker running (`python worker.py`)?",
+                topic="worker",
             ) from None
 
     async def _signal(self, signal: Any, request: Any, what: str, task: str | None = None) -> None:

@@ -39,12 +39,14 @@ def check_names(
     refs = [r for agent in wf.agents for r in agent_references(agent)]
     declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
     keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
-    for flag, given, known in (("--var", variables, declared), ("--context", context, keys)):
+    for what, given, known in (("variable", variables, declared), ("context", context, keys)):
         unknown = sorted(set(given) - set(known))
         if unknown:
             names = ", ".join(known) if known else "none"
             raise UsageError(
-                f"{flag} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}"
+                f"{what} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}",
+                topic=f"unknown-{what}",
+                subject=", ".join(unknown),
             )
 
 

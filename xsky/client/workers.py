@@ -50,17 +50,20 @@ async def missing_queues(client: Client, settings: Settings, kinds: list[str]) -
     return [q for (q, _), n in zip(wanted, counts, strict=True) if not n]
 
 
-def no_worker_message(settings: Settings, missing: list[str]) -> str:
+def no_worker_error(settings: Settings, missing: list[str]) -> NoWorkerError:
     if settings.task_queue in missing:  # nothing leads runs: a full worker serves every queue
-        return (
-            f"no worker serves the task queue '{settings.task_queue}' at {settings.address}: start one with "
-            "`starter.py up` (a server and a worker) or `python worker.py`; nothing was started"
+        return NoWorkerError(
+            f"no worker serves the task queue '{settings.task_queue}' at {settings.address}",
+            "start one with `python worker.py`; nothing was started",
+            topic="worker",
         )
     kinds = [q.removeprefix(settings.task_queue + "-") for q in missing]
-    return (
+    return NoWorkerError(
         f"no worker runs {', '.join(kinds)} agents (task queue{'s' if len(kinds) > 1 else ''} "
-        f"{', '.join(repr(q) for q in missing)} at {settings.address}), which this plan needs: start one with "
-        f"`python worker.py --kinds {','.join(kinds)} --no-leader` (or `starter.py up`); nothing was started"
+        f"{', '.join(repr(q) for q in missing)} at {settings.address}), which this plan needs",
+        f"start one with `python worker.py --kinds {','.join(kinds)} --no-leader`; nothing was started",
+        topic="worker-kinds",
+        subject=",".join(kinds),
     )
 
 
@@ -82,7 +85,7 @@ async def require_workers(
         if not missing:
             return
         if time.monotonic() >= deadline:
-            raise NoWorkerError(no_worker_message(settings, missing))
+            raise no_worker_error(settings, missing)
         if not told and on_wait is not None:
             on_wait(f"waiting for a worker on {', '.join(missing)} …")
             told = True

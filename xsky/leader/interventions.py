@@ -64,7 +64,7 @@ class Interventions(StallLadder):
         self._require_open()
         if self.needs_plan or not self.state.plan_history:
             raise Rejected(
-                "the plan is still being made; look at it (`starter.py plan ID`, or the plan query) once it is there, then approve it"
+                "the plan is still being made; look at it (the plan query) once it is there, then approve it"
             )
         if self.replanning:
             raise Rejected("a replan is in progress; approve the plan it produces")
@@ -75,7 +75,7 @@ class Interventions(StallLadder):
             )
         if req.version is not None and req.version != self.state.plan_version:
             raise Rejected(
-                f"you reviewed v{req.version} but the plan is now v{self.state.plan_version}; look at it again (`starter.py plan ID`, or the plan query) and approve that"
+                f"you reviewed v{req.version} but the plan is now v{self.state.plan_version}; look at it again (the plan query) and approve that"
             )
 
     def approve_plan(self, req: ApprovePlanRequest, now: datetime) -> InterventionResult:
@@ -212,8 +212,8 @@ class Interventions(StallLadder):
         request = self._require_pending(req.request_id)
         if request.kind == "approval":
             raise Rejected(
-                f"{request.id} asks to approve a tool call; decide it with `starter.py approve ID {request.id}` "
-                "(the approve_tool update)"
+                f"{request.id} asks to approve a tool call; decide it with the approve_tool update "
+                f"(request {request.id})"
             )
         if not req.text.strip():
             raise Rejected("the answer is empty")

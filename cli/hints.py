@@ -1,0 +1,49 @@
+"""The CLI's own words for the fix of an XSkyError.
+
+The Python API words its fixes for its callers (``Run.result()``, ``python worker.py``); a
+person at the command line is told the command instead. The error's ``topic`` says which
+fix it is and ``subject`` what it is about (xsky/errors.py)."""
+
+from __future__ import annotations
+
+import re
+
+from xsky.errors import XSkyError
+
+HINTS = {
+    "connect": "start a local server and a worker with `python starter.py up` (or `make demo`), "
+    "or set TEMPORAL_ADDRESS",
+    "worker": "start one with `starter.py up` (a server and a worker) or `python worker.py`",
+    "worker-kinds": "start one with `python worker.py --kinds {subject} --no-leader` "
+    "(or `starter.py up`); nothing was started",
+    "not-found": "`starter.py list` shows the recent ones",
+    "ended": "`starter.py result {subject}` shows how it ended",
+    "running": "wait for it, or watch it with `starter.py status {subject} --follow`",
+    "exists": "see it with `starter.py status {subject}`, or start this one with another `--id`",
+    "search-attributes": "start the server with `starter.py server` (or `up`), which registers them",
+}
+
+
+def cli_message(error: XSkyError) -> str:
+    """The error as the CLI says it: its fact, with the CLI's fix where it has one."""
+    topic = error.topic or ""
+    if topic.startswith("unknown-"):
+        # check_names speaks of a plan's variables and context; the CLI's are flags.
+        flag = {"unknown-variable": "--var", "unknown-context": "--context"}[topic]
+        return f"{flag} {str(error).removeprefix(topic.removeprefix('unknown-') + ' ')}"
+    if topic == "refused":
+        # The run's refusals name its queries and updates; at the command line they are commands.
+        text = str(error).replace("(the plan query)", f"(`starter.py plan {error.subject}`)")
+        return re.sub(
+            r"with the approve_tool update \(request (\S+)\)",
+            lambda m: f"with `starter.py approve {error.subject} {m[1]}`",
+            text,
+        )
+    hint = HINTS.get(topic)
+    if hint is None:
+        return str(error)
+    if topic == "search-attributes" and error.fix:
+        return f"{error.fact}; {hint}, or register them yourself: {error.fix.removeprefix('register them: ')}"
+    if topic == "worker" and error.fix and "nothing was started" in error.fix:
+        hint += "; nothing was started"
+    return f"{error.fact}; {hint.format(subject=error.subject)}"

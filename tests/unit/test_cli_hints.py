@@ -1,0 +1,67 @@
+"""The API's errors speak the API; the CLI says its own commands instead (cli/hints.py)."""
+
+from __future__ import annotations
+
+from cli.hints import cli_message
+from xsky.errors import NoWorkerError, RefusedError, RunEndedError, RunNotFoundError, UsageError
+
+
+def test_the_api_message_names_the_api_and_the_cli_message_names_the_command():
+    e = RunNotFoundError(
+        "no run with id r1", "XSky.runs() lists the recent ones", topic="not-found", subject="r1"
+    )
+    assert str(e) == "no run with id r1; XSky.runs() lists the recent ones"
+    assert cli_message(e) == "no run with id r1; `starter.py list` shows the recent ones"
+    ended = RunEndedError(
+        "r1 has already ended (completed)",
+        "Run.result() says how it ended",
+        topic="ended",
+        subject="r1",
+    )
+    assert cli_message(ended).endswith("`starter.py result r1` shows how it ended")
+    assert "starter.py" not in str(ended)
+
+
+def test_missing_workers_are_told_with_the_kinds_the_plan_needs():
+    e = NoWorkerError(
+        "no worker runs shell agents",
+        "start one with `python worker.py --kinds shell --no-leader`; nothing was started",
+        topic="worker-kinds",
+        subject="shell",
+    )
+    assert "starter.py" not in str(e)
+    assert cli_message(e) == (
+        "no worker runs shell agents; start one with `python worker.py --kinds shell --no-leader` "
+        "(or `starter.py up`); nothing was started"
+    )
+
+
+def test_unknown_plan_names_are_the_flags_that_gave_them():
+    e = UsageError(
+        "variable tpoic: the plan has no such name (its names: topic); nothing was started",
+        topic="unknown-variable",
+        subject="tpoic",
+    )
+    assert (
+        cli_message(e)
+        == "--var tpoic: the plan has no such name (its names: topic); nothing was started"
+    )
+
+
+def test_a_refusal_names_the_commands_for_the_run():
+    e = RefusedError(
+        "refused: A-3 asks to approve a tool call; decide it with the approve_tool update (request A-3)",
+        topic="refused",
+        subject="run-7",
+    )
+    assert cli_message(e).endswith("decide it with `starter.py approve run-7 A-3`")
+    plan = RefusedError(
+        "refused: the plan is still being made; look at it (the plan query) once it is there",
+        topic="refused",
+        subject="run-7",
+    )
+    assert "(`starter.py plan run-7`)" in cli_message(plan)
+
+
+def test_an_error_without_a_topic_is_said_as_it_is():
+    assert cli_message(UsageError("bad input; fix it")) == "bad input; fix it"
