@@ -35,6 +35,7 @@ from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
     ApproveToolRequest,
+    LeaderState,
     PauseRequest,
     RetryTaskRequest,
     SkipTaskRequest,
@@ -86,6 +87,8 @@ class LeaderMachine(RuleBasedStateMachine):
         self.planner: list[str] = []  # reasons of planner calls in flight
         self.extra = 0  # agents replans added
         self.decided: dict[str, str] = {}  # task id → the state a person put it in (skip, cancel)
+        # agent ids a model's replan made privileged, not yet approved by a person
+        self.unreviewed: set[str] = set()
 
     # -- the shell's part ----------------------------------------------------------------------
 
@@ -99,6 +102,10 @@ class LeaderMachine(RuleBasedStateMachine):
                         f"{c.agent_id} started before its dependency {d} was done"
                     )
                 assert c.agent_id not in self.running, f"{c.agent_id} started twice"
+                assert core.state.review != "waiting", f"{c.agent_id} started during plan review"
+                assert not self.unreviewed, (
+                    f"{c.agent_id} started while {sorted(self.unreviewed)} wait for approve_plan"
+                )
                 self.running[c.agent_id] = c.dispatch
             elif isinstance(c, StopAgent):
                 assert c.agent_id in self.running, f"stop of {c.agent_id}, which is not running"
@@ -239,9 +246,69 @@ class LeaderMachine(RuleBasedStateMachine):
     @rule(version=st.sampled_from([None, 1, 2, 99]))
     def approve_plan(self, version: int | None) -> None:
         req = ApprovePlanRequest(version=version)
-        self.intervene(
+        if self.intervene(
             lambda: self.core.check_approve_plan(req), lambda: self.core.approve_plan(req, self.now)
+        ):
+            self.unreviewed.clear()
+
+    @precondition(lambda self: not self.running and not self.planner)
+    @rule(pause_while_stored=st.booleans())
+    def continue_as_new(self, pause_while_stored: bool) -> None:
+        """The shell hands the run on (workflows/leader_io.continue_as_new): once nothing runs,
+        the state is snapshotted and written; a pause that arrives while it is written changes
+        the state, so it is written again. The next execution's core is built from what was
+        written last, and must be the same run."""
+        core = self.core
+        core.begin_drain()
+        assert core.dispatch(self.now) == [], "a draining run started an agent"
+        snapshot = core.snapshot()
+        if pause_while_stored:
+            self.apply(core.pause(PauseRequest(reason="while the state was written")))
+        if (fresh := core.snapshot()) != snapshot:
+            snapshot = fresh
+        state = LeaderState.model_validate_json(snapshot)
+        inp = core.continue_input().model_copy(update={"workflow": None, "state": state})
+        assert core.state.continued == state.continued + 1
+        after = LeaderCore(inp, core.run_id, self.now)
+        # The same state, stored results by reference (continue_input counts the hand-over in
+        # the old state, after the snapshot was taken).
+        assert after.snapshot() == snapshot
+        assert after.state.paused or not pause_while_stored
+        assert after.ready_ids() == core.ready_ids()
+        assert [r.id for r in after.pending_requests(True)] == [
+            r.id for r in core.pending_requests(True)
+        ]
+        assert not after.draining, "the next execution starts work again"
+        self.core = after
+
+    @precondition(
+        lambda self: any(
+            r.kind == "escalation" and r.status == "pending" for r in self.core.state.requests
         )
+    )
+    @rule(data=st.data(), new_text=st.sampled_from([None, "try it this way"]))
+    def retry_escalated(self, data: st.DataObject, new_text: str | None) -> None:
+        """A person retries a task the stall ladder escalated to them."""
+        core = self.core
+        request = data.draw(
+            st.sampled_from(
+                [r for r in core.state.requests if r.kind == "escalation" and r.status == "pending"]
+            )
+        )
+        task = core.task_by_id(request.task_id)
+        assert task is not None and task.waiting_on == request.id
+        req = RetryTaskRequest(task_id=task.id, task=new_text)
+        if not self.intervene(lambda: core.check_retry(req), lambda: core.retry(req, self.now)):
+            assert core.replanning or core.ended or core.closing, (
+                "an escalation could not be retried"
+            )
+            return
+        self.decided.pop(task.id, None)
+        assert request.status == "withdrawn" and task.waiting_on is None
+        assert task.stored == "pending" and task.id not in core.state.stall_levels
+        assert request.id not in [r.id for r in core.pending_requests()]
+        if new_text:
+            assert core.agents[task.agent_id].task == new_text
 
     @precondition(lambda self: self.planner)
     @rule(data=st.data(), succeeds=st.booleans())
@@ -263,18 +330,29 @@ class LeaderMachine(RuleBasedStateMachine):
                 deps = data.draw(
                     st.lists(st.sampled_from([a.id for a in agents]), max_size=2, unique=True)
                 )
+                # A shell agent is a privileged change: nobody asked for it, a model did.
+                shell = data.draw(st.booleans())
                 agents.append(
-                    WorkflowAgent(id=f"x{self.extra}", name="llm", task="added", depends=deps)
+                    WorkflowAgent(
+                        id=f"x{self.extra}",
+                        name="shell" if shell else "llm",
+                        task="added",
+                        depends=deps,
+                        config={"tool": "shell", "command": "echo added"} if shell else None,
+                    )
                 )
             wf = core.checked(core.state.plan.model_copy(update={"agents": agents}))
-            self.decided = {
-                t: s for t, s in self.decided.items() if s == "skipped"
-            }  # a replan retries the cancelled
+            # a replan retries the cancelled
+            self.decided = {t: s for t, s in self.decided.items() if s == "skipped"}
+            risky = core.privileged_changes(wf)  # as workflows/leader.py's _replan_in_background
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), self.now)
             self.apply(stops)
+            if risky:
+                core.require_review(risky, self.now)
+                self.unreviewed.update(risky)
         else:
             core.note_history(f"automatic replan failed ({reason})", self.now)
-        core.replanning = False
+        core.planner_finished()
 
     @precondition(lambda self: self.stopping)
     @rule(data=st.data())
@@ -344,6 +422,7 @@ class LeaderMachine(RuleBasedStateMachine):
         for _ in range(200):
             if core.state.review == "waiting":
                 core.approve_plan(ApprovePlanRequest(), self.now)
+                self.unreviewed.clear()
             core.resume()
             for r in core.pending_requests():
                 if r.kind == "approval":
@@ -353,7 +432,7 @@ class LeaderMachine(RuleBasedStateMachine):
             while self.planner:
                 reason = self.planner.pop(0)
                 core.note_history(f"automatic replan failed ({reason})", self.now)
-                core.replanning = False
+                core.planner_finished()
             self.apply(core.dispatch(self.now))
             for agent_id in sorted(self.running):
                 task = core.tasks.get(agent_id) or next(
