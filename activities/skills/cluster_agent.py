@@ -10,12 +10,13 @@ similarity. The caller records and applies every decision.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from functools import partial
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from activities import llm
+from activities.model_tools import ModelTool, tool_loop
 from xsky.skills.atoms import AtomTask
 from xsky.skills.clustering import (
     NEW_SKILL_MIN,
@@ -39,67 +40,46 @@ of a person's intent: what they wanted, what happened, how well it went), decide
 You may also call rename_skill for a baby skill whose name no longer fits, and move_atom to move an earlier atom
 to a better skill. Call exactly one of add_to_skill / new_skill_folder / skip for the new atom."""
 
-_S = {"type": "string"}
-_W = {"type": "integer", "minimum": 0, "maximum": 10}
-_TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "add_to_skill",
-            "parameters": {
-                "type": "object",
-                "required": ["skill", "weightscore", "reason"],
-                "properties": {"skill": _S, "weightscore": _W, "reason": _S},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "new_skill_folder",
-            "parameters": {
-                "type": "object",
-                "required": ["name", "description", "weightscore", "reason"],
-                "properties": {"name": _S, "description": _S, "weightscore": _W, "reason": _S},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "skip",
-            "parameters": {"type": "object", "required": ["reason"], "properties": {"reason": _S}},
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "rename_skill",
-            "parameters": {
-                "type": "object",
-                "required": ["skill", "new_name", "reason"],
-                "properties": {"skill": _S, "new_name": _S, "reason": _S},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "move_atom",
-            "parameters": {
-                "type": "object",
-                "required": ["atom_id", "from_skill", "to_skill", "weightscore", "reason"],
-                "properties": {
-                    "atom_id": _S,
-                    "from_skill": _S,
-                    "to_skill": _S,
-                    "weightscore": _W,
-                    "reason": _S,
-                },
-            },
-        },
-    },
-]
+Weight = Annotated[int, Field(strict=True, ge=0, le=10)]
+
+
+class AddToSkill(BaseModel):
+    """The new atom is evidence for an existing skill (weightscore: how much it can teach it)."""
+
+    skill: str
+    weightscore: Weight
+    reason: str
+
+
+class NewSkillFolder(BaseModel):
+    name: str
+    description: str
+    weightscore: Weight
+    reason: str
+
+
+class Skip(BaseModel):
+    """The new atom is not reusable."""
+
+    reason: str
+
+
+class RenameSkill(BaseModel):
+    """Rename a baby skill whose name no longer fits."""
+
+    skill: str
+    new_name: str
+    reason: str
+
+
+class MoveAtom(BaseModel):
+    """Move an earlier atom to a better skill."""
+
+    atom_id: str
+    from_skill: str
+    to_skill: str
+    weightscore: Weight
+    reason: str
 
 
 def atom_card(atom: AtomTask) -> str:
@@ -117,7 +97,7 @@ async def cluster(
 ) -> list[ClusterDecision]:
     if target is None:
         return [offline_decide(atom, skills)]
-    by_name = {s.name: s for s in skills}
+    placing = _Placing(atom, {s.name: s for s in skills})
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {
@@ -125,120 +105,108 @@ async def cluster(
             "content": f"The skill catalogue:\n{catalogue(skills)}\n\nThe new atom:\n{atom_card(atom)}",
         },
     ]
-    decisions: list[ClusterDecision] = []
-    client = llm.client_for(target)
-    try:
-        for turn in range(MAX_TURNS):
-            response = await llm.chat(client, target, messages, _TOOLS, 0)
-            beat(f"TaskClusterAgent turn {turn + 1}")
-            message = response.choices[0].message
-            messages.append(llm.as_message(message))
-            if not message.tool_calls:
-                if any(
-                    d.atom_id == atom.atom_id and d.action in ("add", "new", "skip")
-                    for d in decisions
-                ):
-                    break
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": "Decide for the new atom: add_to_skill, new_skill_folder or skip.",
-                    }
-                )
-                continue
-            for call in message.tool_calls:
-                answer = _check(
-                    call.function.name, call.function.arguments, atom, by_name, decisions
-                )
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
-            if any(
-                d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions
-            ):
-                break
-    finally:
-        await client.close()
-    if not any(d.atom_id == atom.atom_id and d.action in ("add", "new", "skip") for d in decisions):
+    async with llm.client_for(target) as client:
+        await tool_loop(
+            client,
+            target,
+            messages,
+            placing.tools(),
+            max_turns=MAX_TURNS,
+            beat=lambda turn: beat(f"TaskClusterAgent turn {turn}"),
+            done=placing.decided,
+            nudge=lambda: "Decide for the new atom: add_to_skill, new_skill_folder or skip.",
+            temperature=0,
+        )
+    if not placing.decided():
         fallback = offline_decide(atom, skills)
         fallback.reason = f"the model gave no decision; offline: {fallback.reason}"
-        decisions.append(fallback)
-    return decisions
+        placing.decisions.append(fallback)
+    return placing.decisions
 
 
-def _check(
-    name: str,
-    raw: str | None,
-    atom: AtomTask,
-    skills: dict[str, SkillSummary],
-    decisions: list[ClusterDecision],
-) -> str:
-    try:
-        args = json.loads(raw or "{}")
-        if not isinstance(args, dict):
-            raise ValueError
-    except ValueError:
-        return f"ERROR: the arguments of {name} must be a JSON object"
-    reason = str(args.get("reason", ""))[:500]
-    decision = partial(
-        ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="model", reason=reason
-    )
-    weight = args.get("weightscore", 0)
-    if name in ("add_to_skill", "new_skill_folder", "move_atom") and (
-        not isinstance(weight, int) or not 0 <= weight <= 10
-    ):
-        return "ERROR: weightscore must be a whole number from 0 to 10"
-    if name == "add_to_skill":
-        skill = str(args.get("skill", ""))
-        if skill not in skills:
-            return f"ERROR: no skill {skill!r}; skills: {', '.join(skills) or 'none yet (use new_skill_folder)'}"
-        decisions.append(decision(action="add", skill=skill, weightscore=weight))
-        return f"ok: {atom.atom_id} → {skill} (weight {weight})"
-    if name == "new_skill_folder":
-        skill = str(args.get("name", ""))
-        if not NAME_RE.match(skill) or len(skill) > 64:
+class _Placing:
+    """The tools of one atom's conversation; each call is checked on arrival and recorded."""
+
+    def __init__(self, atom: AtomTask, skills: dict[str, SkillSummary]) -> None:
+        self.atom, self.skills = atom, skills
+        self.decisions: list[ClusterDecision] = []
+
+    def decided(self) -> bool:
+        """Whether the new atom has its decision (add, new or skip)."""
+        return any(
+            d.atom_id == self.atom.atom_id and d.action in ("add", "new", "skip")
+            for d in self.decisions
+        )
+
+    def tools(self) -> list[ModelTool[Any]]:
+        return [
+            ModelTool.of("add_to_skill", AddToSkill, self.add_to_skill),
+            ModelTool(
+                "new_skill_folder",
+                f"The new atom starts a new baby skill (only for an atom worth >= {NEW_SKILL_MIN}).",
+                NewSkillFolder,
+                self.new_skill_folder,
+            ),
+            ModelTool.of("skip", Skip, self.skip),
+            ModelTool.of("rename_skill", RenameSkill, self.rename_skill),
+            ModelTool.of("move_atom", MoveAtom, self.move_atom),
+        ]
+
+    def _decide(self, reason: str, **fields: Any) -> None:
+        fields.setdefault("atom_id", self.atom.atom_id)
+        fields.setdefault("traj_id", self.atom.traj_id)
+        self.decisions.append(ClusterDecision(**fields, by="model", reason=reason[:500]))
+
+    def add_to_skill(self, a: AddToSkill) -> str:
+        if a.skill not in self.skills:
+            return f"ERROR: no skill {a.skill!r}; skills: {', '.join(self.skills) or 'none yet (use new_skill_folder)'}"
+        self._decide(a.reason, action="add", skill=a.skill, weightscore=a.weightscore)
+        return f"ok: {self.atom.atom_id} → {a.skill} (weight {a.weightscore})"
+
+    def new_skill_folder(self, a: NewSkillFolder) -> str:
+        if not NAME_RE.match(a.name) or len(a.name) > 64:
             return "ERROR: the name must be 1-64 characters of a-z, 0-9 and single hyphens inside"
-        if skill in skills:
-            return f"ERROR: {skill!r} exists; use add_to_skill"
-        if weight < NEW_SKILL_MIN:
+        if a.name in self.skills:
+            return f"ERROR: {a.name!r} exists; use add_to_skill"
+        if a.weightscore < NEW_SKILL_MIN:
             return f"ERROR: a new skill needs an atom worth at least {NEW_SKILL_MIN}; add it to a skill or skip it"
-        description = (
-            " ".join(str(args.get("description", "")).split())
-            .replace("<", "(")
-            .replace(">", ")")[:1024]
+        description = " ".join(a.description.split()).replace("<", "(").replace(">", ")")[:1024]
+        self._decide(
+            a.reason,
+            action="new",
+            skill=a.name,
+            weightscore=a.weightscore,
+            description=description,
         )
-        decisions.append(
-            decision(action="new", skill=skill, weightscore=weight, description=description)
-        )
-        return f"ok: new baby skill {skill}"
-    if name == "skip":
-        decisions.append(decision(action="skip"))
+        return f"ok: new baby skill {a.name}"
+
+    def skip(self, a: Skip) -> str:
+        self._decide(a.reason, action="skip")
         return "ok: skipped"
-    if name == "rename_skill":
-        old, new = str(args.get("skill", "")), str(args.get("new_name", ""))
-        if old not in skills or skills[old].state != "baby":
+
+    def rename_skill(self, a: RenameSkill) -> str:
+        old = self.skills.get(a.skill)
+        if old is None or old.state != "baby":
             return "ERROR: only an existing baby skill can be renamed"
-        if not NAME_RE.match(new) or new in skills:
+        if not NAME_RE.match(a.new_name) or a.new_name in self.skills:
             return "ERROR: the new name must be a free, valid name (a-z, 0-9, hyphens)"
-        decisions.append(decision(action="rename", skill=old, new_name=new))
-        return f"ok: {old} → {new}"
-    if name == "move_atom":
-        moved, source, dest = (
-            str(args.get("atom_id", "")),
-            str(args.get("from_skill", "")),
-            str(args.get("to_skill", "")),
-        )
-        if source not in skills or dest not in skills or source == dest:
+        self._decide(a.reason, action="rename", skill=a.skill, new_name=a.new_name)
+        return f"ok: {a.skill} → {a.new_name}"
+
+    def move_atom(self, a: MoveAtom) -> str:
+        if (
+            a.from_skill not in self.skills
+            or a.to_skill not in self.skills
+            or a.from_skill == a.to_skill
+        ):
             return "ERROR: from_skill and to_skill must be two different existing skills"
-        decisions.append(
-            ClusterDecision(
-                action="move",
-                atom_id=moved,
-                traj_id=traj_of(moved),
-                skill=dest,
-                from_skill=source,
-                weightscore=weight,
-                by="model",
-                reason=reason,
-            )
+        self._decide(
+            a.reason,
+            action="move",
+            atom_id=a.atom_id,
+            traj_id=traj_of(a.atom_id),
+            skill=a.to_skill,
+            from_skill=a.from_skill,
+            weightscore=a.weightscore,
         )
-        return f"ok: {moved} moves {source} → {dest}"
-    return f"ERROR: unknown tool {name!r}"
+        return f"ok: {a.atom_id} moves {a.from_skill} → {a.to_skill}"

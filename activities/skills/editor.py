@@ -24,9 +24,12 @@ import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel
 
 from activities import llm
+from activities.model_tools import ModelTool, tool_loop
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import confinement_for, sandbox_settings
 from activities.skills import git as skill_git
@@ -61,76 +64,49 @@ SKILL.md must follow the Agent Skills specification:
 Scripts you ship in scripts/ (.sh or .py) are run before the commit and must exit 0 without network access.
 Call validate before you finish; fix every problem it reports. Finish by answering without a tool call."""
 
-_TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "AtomTaskRead",
-            "description": "Read one candidate atom (all fields).",
-            "parameters": {
-                "type": "object",
-                "required": ["atom_id"],
-                "properties": {"atom_id": {"type": "string"}},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "ReadTraj",
-            "description": "Read a slice of a trajectory's .md view by character offsets.",
-            "parameters": {
-                "type": "object",
-                "required": ["traj_id", "offset_start", "offset_end"],
-                "properties": {
-                    "traj_id": {"type": "string"},
-                    "offset_start": {"type": "integer"},
-                    "offset_end": {"type": "integer"},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "list_files",
-            "description": "The files of the skill folder being edited.",
-            "parameters": {"type": "object", "properties": {}},
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file of the skill folder.",
-            "parameters": {
-                "type": "object",
-                "required": ["path"],
-                "properties": {"path": {"type": "string"}},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "write_file",
-            "description": "Write a file of the skill folder (SKILL.md, scripts/…, references/…, assets/…).",
-            "parameters": {
-                "type": "object",
-                "required": ["path", "content"],
-                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "validate",
-            "description": "Check the folder against the Agent Skills specification.",
-            "parameters": {"type": "object", "properties": {}},
-        },
-    },
-]
+
+class AtomTaskRead(BaseModel):
+    """Read one candidate atom (all fields)."""
+
+    atom_id: str
+
+
+class ReadTraj(BaseModel):
+    """Read a slice of a trajectory's .md view by character offsets."""
+
+    traj_id: str
+    offset_start: int
+    offset_end: int
+
+
+def _inside(path: str) -> str:
+    if not WRITABLE.match(path) or ".." in path.split("/"):
+        raise ValueError("paths are SKILL.md or under scripts/, references/ or assets/ (no '..')")
+    return path
+
+
+SkillPath = Annotated[str, AfterValidator(_inside)]
+
+
+class ReadFile(BaseModel):
+    """Read a file of the skill folder."""
+
+    path: SkillPath
+
+
+class WriteFile(BaseModel):
+    """Write a file of the skill folder (SKILL.md, scripts/…, references/…, assets/…)."""
+
+    path: SkillPath
+    content: str
+
+
+class ListFiles(BaseModel):
+    """The files of the skill folder being edited."""
+
+
+class Validate(BaseModel):
+    """Check the folder against the Agent Skills specification."""
 
 
 def edit_message(inp: EditInput, by: str, kind: str) -> str:
@@ -340,92 +316,87 @@ async def _model_edit(
             f"Current SKILL.md:\n{current}\n\nCandidate atoms:\n{pool}",
         },
     ]
-    client = llm.client_for(target)
-    found: list[str] = []
-    try:
-        fixes = 0
-        for turn in range(MAX_TURNS):
-            response = await llm.chat(client, target, messages, _TOOLS, 0.2)
-            beat(f"SkillEditAgent turn {turn + 1}")
-            message = response.choices[0].message
-            messages.append(llm.as_message(message))
-            if not message.tool_calls:
-                found = problems(work)
-                if not found or fixes >= MAX_FIX_ROUNDS:
-                    break
-                fixes += 1
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": "The folder is not valid yet:\n- "
-                        + "\n- ".join(found)
-                        + "\nFix it with write_file.",
-                    }
-                )
-                continue
-            for call in message.tool_calls:
-                answer = _tool(home, work, inp, call.function.name, call.function.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
-        else:
-            found = problems(work) or []
-    finally:
-        await client.close()
-    return found
+    folder = _Folder(home, work, inp)
+    async with llm.client_for(target) as client:
+        await tool_loop(
+            client,
+            target,
+            messages,
+            folder.tools(),
+            max_turns=MAX_TURNS,
+            beat=lambda turn: beat(f"SkillEditAgent turn {turn}"),
+            nudge=folder.fix_request,
+            temperature=0.2,
+        )
+    return problems(work)
 
 
-def _tool(home: Path, work: Path, inp: EditInput, name: str, raw: str | None) -> str:
-    try:
-        args = json.loads(raw or "{}")
-        if not isinstance(args, dict):
-            raise ValueError
-    except ValueError:
-        return f"ERROR: the arguments of {name} must be a JSON object"
-    if name == "AtomTaskRead":
-        candidate = next((c for c in inp.candidates if c.atom_id == args.get("atom_id")), None)
+class _Folder:
+    """The tools of one edit: the candidates and their trajectories, read-only; the skill folder."""
+
+    def __init__(self, home: Path, work: Path, inp: EditInput) -> None:
+        self.home, self.work, self.inp = home, work, inp
+        self.fixes = 0
+
+    def tools(self) -> list[ModelTool[Any]]:
+        return [
+            ModelTool.of("AtomTaskRead", AtomTaskRead, self.read_atom),
+            ModelTool.of("ReadTraj", ReadTraj, self.read_traj),
+            ModelTool.of("list_files", ListFiles, self.list_files),
+            ModelTool.of("read_file", ReadFile, self.read_file),
+            ModelTool.of("write_file", WriteFile, self.write_file),
+            ModelTool.of("validate", Validate, self.validate),
+        ]
+
+    def fix_request(self) -> str | None:
+        """When the model has finished: ask for fixes while the folder is invalid (bounded)."""
+        found = problems(self.work)
+        if not found or self.fixes >= MAX_FIX_ROUNDS:
+            return None
+        self.fixes += 1
+        return "The folder is not valid yet:\n- " + "\n- ".join(found) + "\nFix it with write_file."
+
+    def read_atom(self, a: AtomTaskRead) -> str:
+        candidates = self.inp.candidates
+        candidate = next((c for c in candidates if c.atom_id == a.atom_id), None)
         if candidate is None:
-            return f"ERROR: not a candidate atom; candidates: {', '.join(c.atom_id for c in inp.candidates)}"
-        atom = read_atom(home, candidate.traj_id, candidate.atom_id)
+            return f"ERROR: not a candidate atom; candidates: {', '.join(c.atom_id for c in candidates)}"
+        atom = read_atom(self.home, candidate.traj_id, candidate.atom_id)
         return (
             json.dumps(atom.model_dump(mode="json"), ensure_ascii=False)[:40_000]
             if atom
             else "ERROR: the atom file is gone"
         )
-    if name == "ReadTraj":
-        traj = str(args.get("traj_id", ""))
-        if traj not in {c.traj_id for c in inp.candidates}:
+
+    def read_traj(self, a: ReadTraj) -> str:
+        if a.traj_id not in {c.traj_id for c in self.inp.candidates}:
             return "ERROR: only the trajectories of the candidate atoms can be read"
-        start, end = int(args.get("offset_start") or 0), int(args.get("offset_end") or 0)
-        path = md_path(home, traj)
+        path = md_path(self.home, a.traj_id)
         if not path.is_file():
             return "ERROR: the trajectory view is gone"
         text = path.read_text(encoding="utf-8", errors="replace")
+        start, end = a.offset_start, a.offset_end
         return text[max(0, start) : max(start, min(end, start + 12_000))] or "(empty range)"
-    if name == "list_files":
-        return (
-            "\n".join(sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file()))
-            or "(empty)"
-        )
-    if name == "validate":
-        found = problems(work)
+
+    def list_files(self, _: ListFiles) -> str:
+        files = sorted(str(p.relative_to(self.work)) for p in self.work.rglob("*") if p.is_file())
+        return "\n".join(files) or "(empty)"
+
+    def validate(self, _: Validate) -> str:
+        found = problems(self.work)
         return "valid" if not found else "problems:\n- " + "\n- ".join(found)
-    path_arg = str(args.get("path", ""))
-    if not WRITABLE.match(path_arg) or ".." in path_arg.split("/"):
-        return "ERROR: paths are SKILL.md or under scripts/, references/ or assets/ (no '..')"
-    target = work / path_arg
-    if name == "read_file":
-        return (
-            target.read_text(encoding="utf-8", errors="replace")[:40_000]
-            if target.is_file()
-            else "ERROR: no such file"
-        )
-    if name == "write_file":
-        content = args.get("content")
-        if not isinstance(content, str):
-            return "ERROR: content must be a string"
+
+    def read_file(self, a: ReadFile) -> str:
+        target = self.work / a.path
+        if not target.is_file():
+            return "ERROR: no such file"
+        return target.read_text(encoding="utf-8", errors="replace")[:40_000]
+
+    def write_file(self, a: WriteFile) -> str:
+        target = self.work / a.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        return f"wrote {path_arg} ({len(content)} characters)"
-    return f"ERROR: unknown tool {name!r}"
+        target.write_text(a.content, encoding="utf-8")
+        return f"wrote {a.path} ({len(a.content)} characters)"
 
 
 # -- scripts ---------------------------------------------------------------------------------------

@@ -17,9 +17,12 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from activities import llm
+from activities.model_tools import ModelTool, tool_loop
 from activities.skills.scan import md_tail, read_json, write_json
 from activities.skills.store import SkillStore
 from xsky.skills.atoms import (
@@ -61,68 +64,39 @@ Rules:
 
 {UX_RUBRIC}"""
 
-_TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "submit_atom",
-            "description": "Start an atom at a marked boundary and describe it. Checked on arrival.",
-            "parameters": {
-                "type": "object",
-                "required": ["boundary", "intent", "summary", "tags", "ux_score"],
-                "properties": {
-                    "boundary": {"type": "string", "description": "a boundary marker id, e.g. B2"},
-                    "intent": {"type": "string"},
-                    "summary": {"type": "string"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                    "ux_score": {"type": "integer", "minimum": 1, "maximum": 10},
-                    "used_skills": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "update_previous",
-            "description": "Revise the summary and ux_score of the trajectory's previous atom, which this window extends.",
-            "parameters": {
-                "type": "object",
-                "required": ["summary", "ux_score"],
-                "properties": {
-                    "summary": {"type": "string"},
-                    "ux_score": {"type": "integer", "minimum": 1, "maximum": 10},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_delta",
-            "description": "Read part of this delta's transcript view by character offset (to look beyond the window).",
-            "parameters": {
-                "type": "object",
-                "required": ["start"],
-                "properties": {
-                    "start": {"type": "integer"},
-                    "length": {"type": "integer", "maximum": 8000},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "recent_atoms",
-            "description": "The trajectory's most recent atoms (intent, summary, range).",
-            "parameters": {
-                "type": "object",
-                "properties": {"count": {"type": "integer", "maximum": 10}},
-            },
-        },
-    },
-]
+Score = Annotated[int, Field(strict=True, ge=1, le=10)]
+
+
+class SubmitAtom(BaseModel):
+    """Start an atom at a marked boundary and describe it. Checked on arrival."""
+
+    boundary: str = Field(description="a boundary marker id, e.g. B2")
+    intent: str
+    summary: str
+    tags: list[str]
+    ux_score: Score
+    used_skills: list[str] | None = None
+
+
+class UpdatePrevious(BaseModel):
+    """Revise the summary and ux_score of the trajectory's previous atom, which this window extends."""
+
+    summary: str
+    ux_score: Score
+
+
+class ReadDelta(BaseModel):
+    """Read part of this delta's transcript view by character offset (to look beyond the window)."""
+
+    start: int
+    # The limits are advertised, and clamped to rather than refused.
+    length: Annotated[int, WithJsonSchema({"type": "integer", "maximum": 8000})] | None = None
+
+
+class RecentAtoms(BaseModel):
+    """The trajectory's most recent atoms (intent, summary, range)."""
+
+    count: Annotated[int, WithJsonSchema({"type": "integer", "maximum": 10})] | None = None
 
 
 async def split_delta(
@@ -238,145 +212,100 @@ async def _model_drafts(
     beat: Callable[[str], None],
 ) -> tuple[list[Draft] | None, int, str]:
     """Drafts chosen by the model, or None (the offline splitter decides) when it gave none."""
-    boundary_idx = boundary_indexes(window)
-    marks = {i: f"B{n + 1}" for n, i in enumerate(boundary_idx)}
-    by_mark = {m: i for i, m in marks.items()}
+    marks = {i: f"B{n + 1}" for n, i in enumerate(boundary_indexes(window))}
+    chat = _WindowChat(view, {m: i for i, m in marks.items()}, home, tid)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": window_prompt(window, view, prior, marks)},
     ]
-    submitted: list[tuple[int, dict[str, Any]]] = []
-    previous_update: dict[str, Any] | None = None
-    reminded = False
-    calls = 0
-    client = llm.client_for(target)
-    try:
-        for _ in range(MAX_MODEL_TURNS):
-            response = await llm.chat(client, target, messages, _TOOLS, 0)
-            calls += 1
-            beat(f"TaskAgent turn {calls}")
-            message = response.choices[0].message
-            messages.append(llm.as_message(message))
-            if not message.tool_calls:
-                if submitted or reminded:
-                    break
-                reminded = True
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": "You submitted no atom. Submit at least the atoms that start "
-                        "at the boundaries, with submit_atom.",
-                    }
-                )
-                continue
-            for call in message.tool_calls:
-                answer = _tool(
-                    call.function.name,
-                    call.function.arguments,
-                    window,
-                    view,
-                    by_mark,
-                    submitted,
-                    home,
-                    tid,
-                )
-                if isinstance(answer, dict):  # update_previous accepted
-                    previous_update, answer = answer, "ok: the previous atom will be updated"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": answer})
-    finally:
-        await client.close()
-    if not submitted:
-        return None, calls, "the model submitted no atoms; the offline splitter decided"
-    drafts = group_at(window, [i for i, _ in submitted], prior)
-    fresh = [
-        d for d in drafts if d.extends is None
-    ]  # one per submission (leading units join the first)
-    for draft, (_, fields) in zip(fresh, submitted, strict=True):
-        draft.intent, draft.summary, draft.tags = (
-            fields["intent"],
-            fields["summary"],
-            fields["tags"],
+    async with llm.client_for(target) as client:
+        end = await tool_loop(
+            client,
+            target,
+            messages,
+            chat.tools(),
+            max_turns=MAX_MODEL_TURNS,
+            beat=lambda turn: beat(f"TaskAgent turn {turn}"),
+            nudge=chat.remind_once,
+            temperature=0,
         )
-        draft.ux_score, draft.self_reported = fields["ux_score"], fields["used_skills"] or None
-    if previous_update is not None:
+    if not chat.submitted:
+        return None, end.turns, "the model submitted no atoms; the offline splitter decided"
+    drafts = group_at(window, [i for i, _ in chat.submitted], prior)
+    # One fresh draft per submission (the leading units join the first).
+    fresh = [d for d in drafts if d.extends is None]
+    for draft, (_, atom) in zip(fresh, chat.submitted, strict=True):
+        draft.intent, draft.summary, draft.tags = atom.intent, atom.summary, atom.tags
+        draft.ux_score, draft.self_reported = atom.ux_score, atom.used_skills or None
+    if chat.previous is not None:
         for d in drafts:
             if d.extends is not None:
-                d.summary, d.ux_score = previous_update["summary"], previous_update["ux_score"]
-    return drafts, calls, ""
+                d.summary, d.ux_score = chat.previous.summary, chat.previous.ux_score
+    return drafts, end.turns, ""
 
 
-def _tool(
-    name: str,
-    raw: str | None,
-    window: list[Unit],
-    view: DeltaView,
-    by_mark: dict[str, int],
-    submitted: list[tuple[int, dict[str, Any]]],
-    home: Path,
-    tid: str,
-) -> str | dict[str, Any]:
-    try:
-        args = json.loads(raw or "{}")
-        if not isinstance(args, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        return f"ERROR: the arguments of {name} must be a JSON object"
-    if name == "read_delta":
-        start = _int(args.get("start"), view.md_start)
-        length = max(1, min(_int(args.get("length"), 4000), 8000))
+class _WindowChat:
+    """The tools of one window's conversation; each submission is checked on arrival."""
+
+    def __init__(self, view: DeltaView, by_mark: dict[str, int], home: Path, tid: str) -> None:
+        self.view, self.by_mark, self.home, self.tid = view, by_mark, home, tid
+        self.submitted: list[tuple[int, SubmitAtom]] = []  # (unit index, normalised fields)
+        self.previous: UpdatePrevious | None = None
+        self.reminded = False
+
+    def tools(self) -> list[ModelTool[Any]]:
+        return [
+            ModelTool.of("submit_atom", SubmitAtom, self.submit_atom),
+            ModelTool.of("update_previous", UpdatePrevious, self.update_previous),
+            ModelTool.of("read_delta", ReadDelta, self.read_delta),
+            ModelTool.of("recent_atoms", RecentAtoms, self.recent_atoms),
+        ]
+
+    def remind_once(self) -> str | None:
+        if self.submitted or self.reminded:
+            return None
+        self.reminded = True
+        return "You submitted no atom. Submit at least the atoms that start at the boundaries, with submit_atom."
+
+    def submit_atom(self, a: SubmitAtom) -> str:
+        mark = a.boundary.strip().strip("[]")
+        if mark not in self.by_mark:
+            return f"ERROR: {mark!r} is not a boundary of this window; boundaries: {', '.join(self.by_mark)}"
+        index = self.by_mark[mark]
+        if self.submitted and index <= self.submitted[-1][0]:
+            return f"ERROR: atoms must be submitted in order; {mark} is not after the last one you submitted"
+        intent = _text(a.intent, 160)
+        if not intent:
+            return "ERROR: intent must say the person's goal in one line"
+        tags = [re.sub(r"[^a-z0-9_]+", "_", t.lower()).strip("_") for t in a.tags if t.strip()]
+        atom = SubmitAtom(
+            boundary=mark,
+            intent=intent,
+            summary=_text(a.summary, 600) or intent,
+            tags=tags[:6],
+            ux_score=a.ux_score,
+            used_skills=[s for s in a.used_skills or [] if s.strip()][:10],
+        )
+        self.submitted.append((index, atom))
+        return f"ok: atom {len(self.submitted)} starts at {mark}"
+
+    def update_previous(self, a: UpdatePrevious) -> str:
+        self.previous = UpdatePrevious(
+            summary=_text(a.summary, 600) or "(no summary)", ux_score=a.ux_score
+        )
+        return "ok: the previous atom will be updated"
+
+    def read_delta(self, a: ReadDelta) -> str:
+        view = self.view
+        length = max(1, min(4000 if a.length is None else a.length, 8000))
         return (
-            view.slice(start, start + length)
+            view.slice(a.start, a.start + length)
             or f"(nothing there: the delta covers {view.md_start}–{view.md_start + len(view.md)})"
         )
-    if name == "recent_atoms":
-        return json.dumps(
-            _recent(home, tid, max(1, min(_int(args.get("count"), RECENT_ATOMS), 10))),
-            ensure_ascii=False,
-        )
-    if name == "update_previous":
-        score = args.get("ux_score")
-        if not isinstance(score, int) or not 1 <= score <= 10:
-            return "ERROR: ux_score must be a whole number from 1 to 10"
-        return {"summary": _text(args.get("summary"), 600) or "(no summary)", "ux_score": score}
-    if name != "submit_atom":
-        return f"ERROR: unknown tool {name!r}"
-    mark = str(args.get("boundary", "")).strip().strip("[]")
-    if mark not in by_mark:
-        return f"ERROR: {mark!r} is not a boundary of this window; boundaries: {', '.join(by_mark)}"
-    index = by_mark[mark]
-    if submitted and index <= submitted[-1][0]:
-        return f"ERROR: atoms must be submitted in order; {mark} is not after the last one you submitted"
-    score = args.get("ux_score")
-    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 10:
-        return "ERROR: ux_score must be a whole number from 1 to 10 (see the rubric)"
-    intent = _text(args.get("intent"), 160)
-    if not intent:
-        return "ERROR: intent must say the person's goal in one line"
-    tags = [
-        re.sub(r"[^a-z0-9_]+", "_", str(t).lower()).strip("_")
-        for t in args.get("tags") or []
-        if str(t).strip()
-    ][:6]
-    skills = [str(s) for s in args.get("used_skills") or [] if isinstance(s, str) and s.strip()][
-        :10
-    ]
-    submitted.append(
-        (
-            index,
-            {
-                "intent": intent,
-                "summary": _text(args.get("summary"), 600) or intent,
-                "tags": tags,
-                "ux_score": score,
-                "used_skills": skills,
-            },
-        )
-    )
-    return f"ok: atom {len(submitted)} starts at {mark}"
 
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    def recent_atoms(self, a: RecentAtoms) -> str:
+        count = max(1, min(RECENT_ATOMS if a.count is None else a.count, 10))
+        return json.dumps(_recent(self.home, self.tid, count), ensure_ascii=False)
 
 
 def _text(value: Any, limit: int) -> str:
