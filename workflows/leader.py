@@ -16,15 +16,14 @@ Deterministic: ``workflow.now()`` for time, lists for every iteration, I/O in ac
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
-from datetime import datetime
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import leader_io
 from workflows.failures import describe_failure
+from workflows.leader_attempts import Attempts
 from workflows.leader_io import save_blob
 from workflows.leader_metrics import LeaderMetrics
 
@@ -58,15 +57,9 @@ with workflow.unsafe.imports_passed_through():
         SkipTaskRequest,
         TaskRequest,
     )
-    from xsky.leader.tasks import TaskState
     from xsky.plan.planning import problems_text
-    from xsky.plan.variables import RenderError
     from xsky.plan.xml import parse_workflow
-    from xsky.runs import AgentOutcome, ProgressReport, ResultsPage, RunInput, RunResult
-
-
-# A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
-PUBLISH_EVERY = 5.0
+    from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
 
 
 def _reject(message: str) -> None:
@@ -92,19 +85,14 @@ class LeaderWorkflow:
         if inp.state_ref is None and inp.plan_ref is None:
             self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
         self._early: list[Callable[[], None]] = []  # signals that came while the state was read
-        self._attempts: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
         self._timer = leader_io.DeadlineTimer()
-        self._published_at: datetime | None = None
-        self._searchable: set[str] = (
-            set()
-        )  # xsky's search attributes the server has (none on old runs)
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
         self._read_size = 0  # bytes of history once a stored state was read
         self._metrics = LeaderMetrics()
-        # Local activities in flight, and the results of those that ended (see _settle_local).
-        self._local_seq = itertools.count()
-        self._local_inflight = 0
-        self._local_done: list[tuple[int, Callable[[], None]]] = []
+        self._board = leader_io.Board(self._metrics)
+        self._attempts = Attempts(
+            self._metrics, self._queue, self._apply, lambda: self._agents_here
+        )
 
     @property
     def _core(self) -> LeaderCore:
@@ -169,7 +157,10 @@ class LeaderWorkflow:
             self._early.clear()
         core = self._core
         if (given := await leader_io.setup()) is not None:
-            self._searchable, self._agents_here = set(given.search_attributes), given.agents_here
+            self._board.searchable, self._agents_here = (
+                set(given.search_attributes),
+                given.agents_here,
+            )
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(
                 "run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id
@@ -177,7 +168,7 @@ class LeaderWorkflow:
         try:
             if core.needs_plan:
                 core.planner_started()
-                self._publish()
+                self._board.publish(core)
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
             if await self._review_gate():
                 while True:
@@ -198,33 +189,35 @@ class LeaderWorkflow:
                                     leader_io.SMALL_HISTORY,
                                 )
                     self._timer.arm(core.next_deadline(workflow.now()))
-                    # Nothing is decided while a local activity is in flight (see _settle_local).
+                    # Nothing is decided while a local activity is in flight (see settle_local).
                     await workflow.wait_condition(
                         lambda: (
-                            self._local_inflight == 0
-                            and (core.changed or self._timer.fired or bool(self._local_done))
+                            self._attempts.locals_settled()
+                            and (
+                                core.changed or self._timer.fired or self._attempts.local_results()
+                            )
                         )
                     )
-                    self._settle_local()
+                    self._attempts.settle_local()
                     core.take_changed()
                     self._timer.clear()
                     self._apply(core.tick(workflow.now()))
                     leader_io.offload_history(core)
-                    self._publish()
+                    self._board.publish(core)
         except asyncio.CancelledError:
             self._apply(core.stop_everything(StopReason.RUN_CANCEL))
-            pending = [t for t in self._attempts.values() if not t.done()]
+            pending = self._attempts.unfinished()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
-            self._publish(force=True)
-            self._upsert(final="cancelled")
+            self._board.publish(core, force=True)
+            self._board.upsert(core, final="cancelled")
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
-        self._publish(force=True)
+        self._board.publish(core, force=True)
         result = core.result(workflow.now())
         if core.large():
             result.results_ref = await save_blob("results", core.reports_jsonl())
-        self._upsert(final=result.status)
+        self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
             # filters); the RunResult travels in the failure, still readable (xsky/client/outcome.py).
@@ -238,13 +231,9 @@ class LeaderWorkflow:
         """Carry out the core's commands, in the order it gave them."""
         for command in commands:
             if isinstance(command, StartAgent):
-                self._attempts[command.agent_id] = asyncio.create_task(
-                    self._execute(command.agent_id, command.dispatch)
-                )
+                self._attempts.start(self._core, command.agent_id, command.dispatch)
             elif isinstance(command, StopAgent):
-                attempt = self._attempts.get(command.agent_id)
-                if attempt is not None and not attempt.done():
-                    attempt.cancel()
+                self._attempts.stop(command.agent_id)
             elif isinstance(command, CallPlanner):
                 asyncio.create_task(self._replan_in_background(command.reason))
         lines = self._core.take_log()
@@ -257,7 +246,7 @@ class LeaderWorkflow:
         core = self._core
         if core.state.review != "waiting":
             return True
-        self._publish()
+        self._board.publish(core)
         assert core.state.review_deadline is not None
         remaining = max(0.0, (core.state.review_deadline - workflow.now()).total_seconds())
         try:
@@ -269,103 +258,6 @@ class LeaderWorkflow:
         except TimeoutError:
             return core.review_timed_out(workflow.now())
         return True
-
-    # -- one attempt ----------------------------------------------------------------------------
-
-    async def _execute(self, agent_id: str, dispatch: int) -> None:
-        core = self._core
-        task = core.tasks[agent_id]
-        settled = False
-        try:
-            try:
-                rendered, markers = core.render(agent_id)
-                settings = core.settings_for(agent_id)
-            except (RenderError, ValueError) as e:
-                core.cannot_start(agent_id, str(e), workflow.now())
-                return
-            agent_input = core.agent_input(
-                agent_id,
-                rendered,
-                dispatch,
-                settings.heartbeat,
-                markers,
-                workflow.info().first_execution_run_id,
-                settings.retry.maximum_attempts,
-            )
-            # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-            local = self._agents_here and core.runs_locally(agent_id)
-            kind = core.queue_kind(agent_id)
-            self._metrics.started(kind)
-            if local:
-                seq = next(self._local_seq)
-                self._local_inflight += 1
-            outcome: AgentOutcome | None = None
-            error: BaseException | None = None
-            try:
-                outcome = await leader_io.run_attempt(
-                    core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
-                )
-            except (ActivityError, asyncio.CancelledError) as e:
-                error = e
-            finally:
-                if local:
-                    self._local_inflight -= 1
-            if local:
-                # Settled by the main loop once no local activity is in flight, in the order
-                # they were scheduled (see _settle_local).
-                self._local_done.append(
-                    (seq, lambda: self._settle(agent_id, task, dispatch, kind, outcome, error))
-                )
-                settled = True
-                return
-            self._settle(agent_id, task, dispatch, kind, outcome, error, ended=False)
-        finally:
-            if not settled:
-                self._ended(agent_id, dispatch)
-
-    def _settle(
-        self,
-        agent_id: str,
-        task: TaskState,
-        dispatch: int,
-        kind: str,
-        outcome: AgentOutcome | None,
-        error: BaseException | None,
-        ended: bool = True,
-    ) -> None:
-        """An attempt's end, told to the core."""
-        core = self._core
-        try:
-            if error is not None or outcome is None:
-                self._metrics.failed(kind, error or asyncio.CancelledError())
-                failure = (
-                    leader_io.attempt_failure(error) if isinstance(error, ActivityError) else None
-                )
-                self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
-                return
-            self._metrics.returned(kind, outcome.kind)
-            core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
-        finally:
-            if ended:
-                self._ended(agent_id, dispatch)
-
-    def _ended(self, agent_id: str, dispatch: int) -> None:
-        core = self._core
-        if core.active.get(agent_id) == dispatch:
-            del self._attempts[agent_id]
-        core.attempt_ended(agent_id, dispatch)
-
-    def _settle_local(self) -> None:
-        """Local activities' results, all at once and in the order they were scheduled.
-
-        Their results are recorded in the order they finish, which need not be the order they
-        were scheduled (a query that splits the workflow task is enough for it to show), and a
-        replay meets them in schedule order: deciding on each as it came would decide
-        differently on replay. So nothing is decided while any is in flight (the main loop
-        waits), and then all are settled together, sorted — the same on every replay."""
-        done, self._local_done = sorted(self._local_done, key=lambda d: d[0]), []
-        for _, settle in done:
-            settle()
 
     # -- replanning -----------------------------------------------------------------------------
 
@@ -590,25 +482,3 @@ class LeaderWorkflow:
     )
     def nudges(self, req: TaskRequest) -> list[str]:
         return self._core.nudges_for(req.task_id)
-
-    # -- what people see ------------------------------------------------------------------------
-
-    def _upsert(self, final: str | None = None) -> None:
-        leader_io.upsert(self._core, self._searchable, final)
-        self._metrics.pending_requests(
-            self._core.run_id, 0 if final else len(self._core.pending_requests(with_review=True))
-        )
-
-    def _publish(self, force: bool = False) -> None:
-        """The board in the Web UI's details: a large board at most every few seconds."""
-        core, now = self._core, workflow.now()
-        if (
-            not force
-            and core.large()
-            and self._published_at is not None
-            and (now - self._published_at).total_seconds() < PUBLISH_EVERY
-        ):
-            return
-        self._published_at = now
-        self._upsert()
-        leader_io.show_board(core)

@@ -14,6 +14,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 
 from workflows.failures import describe_failure
+from workflows.leader_metrics import LeaderMetrics
 
 with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
@@ -404,6 +405,40 @@ async def _store_version(version: PlanVersion, xml: str) -> None:
 
 
 # -- what people see ------------------------------------------------------------------------------
+
+
+# A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
+PUBLISH_EVERY = 5.0
+
+
+class Board:
+    """What a run shows outside: its search attributes and the board in the Web UI."""
+
+    def __init__(self, metrics: LeaderMetrics) -> None:
+        self._metrics = metrics
+        self._published_at: datetime | None = None
+        # xsky's search attributes the server has (none until leader_setup said)
+        self.searchable: set[str] = set()
+
+    def upsert(self, core: LeaderCore, final: str | None = None) -> None:
+        upsert(core, self.searchable, final)
+        self._metrics.pending_requests(
+            core.run_id, 0 if final else len(core.pending_requests(with_review=True))
+        )
+
+    def publish(self, core: LeaderCore, force: bool = False) -> None:
+        """The board in the Web UI's details: a large board at most every few seconds."""
+        now = workflow.now()
+        if (
+            not force
+            and core.large()
+            and self._published_at is not None
+            and (now - self._published_at).total_seconds() < PUBLISH_EVERY
+        ):
+            return
+        self._published_at = now
+        self.upsert(core)
+        show_board(core)
 
 
 def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> None:

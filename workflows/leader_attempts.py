@@ -1,0 +1,160 @@
+"""The leader's running attempts: one asyncio task each, its end told to the core, and the
+local activities' results settled together.
+
+Part of :class:`workflows.leader.LeaderWorkflow` (workflow code: deterministic, the same
+order of tasks and commands on every replay), kept apart so the workflow class holds its
+main loop and its handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from workflows import leader_io
+from workflows.leader_metrics import LeaderMetrics
+
+with workflow.unsafe.imports_passed_through():
+    from xsky.leader.core import Command, LeaderCore
+    from xsky.leader.tasks import TaskState
+    from xsky.plan.variables import RenderError
+    from xsky.runs import AgentOutcome
+
+
+class Attempts:
+    """Every attempt the leader runs, by agent id."""
+
+    def __init__(
+        self,
+        metrics: LeaderMetrics,
+        queue: Callable[[str], str],
+        apply: Callable[[list[Command]], None],
+        agents_here: Callable[[], bool],
+    ) -> None:
+        self._metrics = metrics
+        self._queue = queue
+        self._apply = apply
+        self._agents_here = agents_here
+        self._tasks: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
+        # Local activities in flight, and the results of those that ended (see settle_local).
+        self._local_seq = itertools.count()
+        self._local_inflight = 0
+        self._local_done: list[tuple[int, Callable[[], None]]] = []
+
+    def start(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
+        self._tasks[agent_id] = asyncio.create_task(self._execute(core, agent_id, dispatch))
+
+    def stop(self, agent_id: str) -> None:
+        attempt = self._tasks.get(agent_id)
+        if attempt is not None and not attempt.done():
+            attempt.cancel()
+
+    def unfinished(self) -> list[asyncio.Task[None]]:
+        return [t for t in self._tasks.values() if not t.done()]
+
+    def locals_settled(self) -> bool:
+        """No local activity is in flight (nothing is decided while one is: see settle_local)."""
+        return self._local_inflight == 0
+
+    def local_results(self) -> bool:
+        """Local activities ended whose results wait for settle_local."""
+        return bool(self._local_done)
+
+    async def _execute(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
+        task = core.tasks[agent_id]
+        settled = False
+        try:
+            try:
+                rendered, markers = core.render(agent_id)
+                settings = core.settings_for(agent_id)
+            except (RenderError, ValueError) as e:
+                core.cannot_start(agent_id, str(e), workflow.now())
+                return
+            agent_input = core.agent_input(
+                agent_id,
+                rendered,
+                dispatch,
+                settings.heartbeat,
+                markers,
+                workflow.info().first_execution_run_id,
+                settings.retry.maximum_attempts,
+            )
+            # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
+            local = self._agents_here() and core.runs_locally(agent_id)
+            kind = core.queue_kind(agent_id)
+            self._metrics.started(kind)
+            if local:
+                seq = next(self._local_seq)
+                self._local_inflight += 1
+            outcome: AgentOutcome | None = None
+            error: BaseException | None = None
+            try:
+                outcome = await leader_io.run_attempt(
+                    core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
+                )
+            except (ActivityError, asyncio.CancelledError) as e:
+                error = e
+            finally:
+                if local:
+                    self._local_inflight -= 1
+            if local:
+                # Settled by the main loop once no local activity is in flight, in the order
+                # they were scheduled (see settle_local).
+                self._local_done.append(
+                    (
+                        seq,
+                        lambda: self._settle(core, agent_id, task, dispatch, kind, outcome, error),
+                    )
+                )
+                settled = True
+                return
+            self._settle(core, agent_id, task, dispatch, kind, outcome, error, ended=False)
+        finally:
+            if not settled:
+                self._ended(core, agent_id, dispatch)
+
+    def _settle(
+        self,
+        core: LeaderCore,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        kind: str,
+        outcome: AgentOutcome | None,
+        error: BaseException | None,
+        ended: bool = True,
+    ) -> None:
+        """An attempt's end, told to the core."""
+        try:
+            if error is not None or outcome is None:
+                self._metrics.failed(kind, error or asyncio.CancelledError())
+                failure = (
+                    leader_io.attempt_failure(error) if isinstance(error, ActivityError) else None
+                )
+                self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
+                return
+            self._metrics.returned(kind, outcome.kind)
+            core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
+        finally:
+            if ended:
+                self._ended(core, agent_id, dispatch)
+
+    def _ended(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
+        if core.active.get(agent_id) == dispatch:
+            del self._tasks[agent_id]
+        core.attempt_ended(agent_id, dispatch)
+
+    def settle_local(self) -> None:
+        """Local activities' results, all at once and in the order they were scheduled.
+
+        Their results are recorded in the order they finish, which need not be the order they
+        were scheduled (a query that splits the workflow task is enough for it to show), and a
+        replay meets them in schedule order: deciding on each as it came would decide
+        differently on replay. So nothing is decided while any is in flight (the main loop
+        waits), and then all are settled together, sorted — the same on every replay."""
+        done, self._local_done = sorted(self._local_done, key=lambda d: d[0]), []
+        for _, settle in done:
+            settle()
