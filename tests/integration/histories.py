@@ -3,7 +3,8 @@
 ``record(name, history)`` (a no-op unless ``XSKY_RECORD_HISTORIES`` is set) writes
 ``tests/fixtures/histories/<name>.json`` and, in ``recorded.json`` beside it, the fixture's
 workflow type and the digest of every watched module as it was when the history was
-recorded.
+recorded. ``stale_modules()`` is the coverage rule built on that (README, "Replay histories"): a
+watched module whose current code matches no history that exercises it.
 
 A module's digest is of its syntax tree with every docstring (any bare string statement)
 removed, so comments, docstrings and formatting do not count; everything else does.
@@ -235,3 +236,40 @@ async def record(name: str, history: WorkflowHistory) -> None:
             )
             + "\n"
         )
+
+
+# -- the coverage rule -----------------------------------------------------------------------------
+
+
+def stale_modules(current: dict[str, str] | None = None) -> list[str]:
+    """Problems, one sentence each: watched code no recorded history exercises as it is now
+    (``current``: module → digest, by default the code on disk)."""
+    recorded = read_recorded()
+    files = {p.stem: p for p in fixture_files()}
+    problems = [
+        f"{FIXTURES.name}/{name}.json has no entry in recorded.json"
+        for name in files.keys() - recorded.keys()
+    ]
+    problems += [
+        f"recorded.json names {name}.json, which is not there"
+        for name in recorded.keys() - files.keys()
+    ]
+    types = workflow_modules()
+    by_type: dict[str, list[str]] = {t: [] for t in types}
+    for name, entry in sorted(recorded.items()):
+        by_type.setdefault(str(entry["workflowType"]), []).append(name)
+    problems += [
+        f"no recorded history of {t} ({types[t]})" for t, names in by_type.items() if not names
+    ]
+    exercises = {t: exercised_by(t, types) for t in types}
+    for module, digest in (current or current_digests()).items():
+        users = [t for t, modules in exercises.items() if module in modules]
+        # A module no workflow imports (patches.py): any history recorded with it.
+        names = [n for t in users for n in by_type[t]] if users else sorted(recorded)
+        if not any(recorded[n]["modules"].get(module) == digest for n in names):
+            problems.append(
+                f"{module} changed since the histories that exercise it were recorded "
+                f"({', '.join(names) or 'none'}): make sure the old histories still replay "
+                f"(a change they do not replay goes behind workflow.patched), then re-record: {RERECORD}"
+            )
+    return problems

@@ -2,7 +2,9 @@
 
 Each scenario runs to its end on the real dev server, replays its fetched history with the
 Replayer (which raises on non-determinism) and, with XSKY_RECORD_HISTORIES=1, is kept in
-tests/fixtures/histories. Every kept history must keep replaying: a change that breaks them
+tests/fixtures/histories. Every kept history must keep replaying; and every watched module
+(workflows/, xsky/leader/) must be exercised by a history recorded with its current code
+(tests/integration/histories.py; README, "Replay histories"). A change that breaks the old histories
 goes behind ``workflow.patched``.
 """
 
@@ -28,12 +30,16 @@ from tests.integration.helpers import (
     wait_requests,
 )
 from tests.integration.histories import (
+    RERECORD,
     agents_scheduled,
+    code_digest,
+    current_digests,
     events,
     fixture_files,
     idle_history,
     record,
     replayer,
+    stale_modules,
 )
 from tests.skills_fixtures import Transcripts
 from workflows.leader import LeaderWorkflow
@@ -424,3 +430,23 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: En
 async def test_recorded_history_replays(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     await replayer().replay_workflow(history)
+
+
+def test_every_watched_module_is_exercised_by_a_history_recorded_with_its_code():
+    problems = stale_modules()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_code_digest_counts_code_not_comments_or_docstrings():
+    source = '"""Module."""\nimport x\n\n\ndef f(a):\n    """Doc."""\n    return a + 1\n'
+    assert code_digest(source) == code_digest(
+        '"""Another."""\nimport x  # why\n\n\ndef f(a):\n    # a note\n    return (a + 1)\n'
+    )
+    assert code_digest(source) != code_digest(source.replace("a + 1", "a + 2"))
+
+
+def test_a_changed_module_is_named_with_the_command_that_re_records():
+    changed = {**current_digests(), "workflows/skills/library.py": "0" * 64}
+    problems = stale_modules(changed)
+    assert len(problems) == 1 and problems[0].startswith("workflows/skills/library.py changed")
+    assert "skills_library" in problems[0] and RERECORD in problems[0]
