@@ -232,8 +232,12 @@ async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
     result = await run_outcome(handle)
     assert result.status == "completed" and len(result.agents) == 8
     history = await finish("local_settled", handle)
-    markers = events(history, EventType.EVENT_TYPE_MARKER_RECORDED)
-    assert agents_scheduled(history) == [] and len(markers) == 8  # every agent a local activity
+    local = [
+        e
+        for e in events(history, EventType.EVENT_TYPE_MARKER_RECORDED)
+        if e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    ]
+    assert agents_scheduled(history) == [] and len(local) == 8  # every agent a local activity
 
 
 async def test_a_large_plan_started_by_reference_replays(env: Env):
@@ -289,7 +293,10 @@ async def test_a_run_continued_as_new_with_its_state_by_reference_replays(
         )
         result = await run_outcome(handle)
         store = ArtifactStore(settings.artifacts)  # a continued run's results go by reference
-        texts = [a.result or store.read_text(a.result_ref) for a in result.agents]
+        texts = [
+            a.result if a.result_ref is None else store.read_text(a.result_ref)
+            for a in result.agents
+        ]
         assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 15)]
         histories, run_id = [], handle.first_execution_run_id
         while run_id:  # the chain of executions, each naming the next
@@ -381,6 +388,7 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: En
     home, slug = env.settings.skills_home, "replay-skill"
     repo = make_skill(home, slug, "Rotates API keys. Use when a key leaked.")
     main = skill_git.branch_commit(repo, "main")
+    assert main is not None
     traj = "traj_cc_replay_00000001"
     atoms = write_atoms(home, traj, [("rotate the stripe api keys", ["keys", "rotate"])] * 2)
     handle = await env.client.start_workflow(
@@ -406,7 +414,7 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: En
 
     await wait_until(staged, 60, "SkillEditAgent's version on staging")
     staging = (await handle.query(SkillEntityWorkflow.view)).staging_commit
-    assert staging == skill_git.branch_commit(repo, "staging")
+    assert staging is not None and staging == skill_git.branch_commit(repo, "staging")
     scores = [Score(traj_id=f"m{i}", side="main", commit=main, score=7) for i in range(21)]
     scores += [Score(traj_id=f"s{i}", side="staging", commit=staging, score=8) for i in range(21)]
     await handle.signal(SkillEntityWorkflow.record_scores, RecordScores(scores=scores))
