@@ -1,29 +1,62 @@
-"""Determinism: recorded histories replay against the current LeaderWorkflow code.
+"""Determinism: real runs replay against today's workflow code, and so do the recorded ones.
 
-The JSON files in tests/fixtures/histories were recorded from real runs (set
-XSKY_RECORD_HISTORIES=1 to re-record them with this test). A change to the workflow that
-breaks them must go behind ``workflow.patched``.
+Each scenario runs to its end on the real dev server, replays its fetched history with the
+Replayer (which raises on non-determinism) and, with XSKY_RECORD_HISTORIES=1, is kept in
+tests/fixtures/histories. Every kept history must keep replaying; and every watched module
+(workflows/, xsky/leader/) must be exercised by a history recorded with its current code
+(tests/integration/histories.py; README, "Replay histories"). A change that breaks the old histories
+goes behind ``workflow.patched``.
 """
 
 from __future__ import annotations
 
-import os
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle, WorkflowHistory
 
 from tests.conftest import ROOT, Env
+from tests.fake_llm import FakeLLM, text
+from tests.integration.helpers import (
+    ask,
+    board,
+    noop,
+    plan,
+    query,
+    wait_for,
+    wait_requests,
+)
+from tests.integration.histories import (
+    RERECORD,
+    agents_scheduled,
+    code_digest,
+    current_digests,
+    events,
+    fixture_files,
+    idle_history,
+    record,
+    replayer,
+    stale_modules,
+)
 from tests.skills_fixtures import Transcripts
 from workflows.leader import LeaderWorkflow
-from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.client import run_outcome
+from xsky.leader.state import (
+    AnswerRequest,
+    ApprovePlanRequest,
+    DefineRoleRequest,
+    PauseRequest,
+    ReplanRequest,
+    ResumeRequest,
+    SkipTaskRequest,
+)
+from xsky.runs import RunInput, RunOptions
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = ROOT / "tests" / "fixtures" / "histories"
 PLANS = {
     "diamond": (ROOT / "examples/diamond.xml").read_text(),
     "fanout": (ROOT / "examples/fanout.xml").read_text(),
@@ -35,35 +68,33 @@ PLANS = {
 }
 
 
-def replayer() -> Replayer:
-    return Replayer(
-        workflows=[LeaderWorkflow, SkillsScanWorkflow, SkillDeltaWorkflow],
-        data_converter=pydantic_data_converter,
+def shell(agent_id: str, command: str, depends: str = "") -> str:
+    dep = f' depends="{depends}"' if depends else ""
+    return (
+        f'<agent name="shell" id="{agent_id}"{dep}><task>run {agent_id}</task>'
+        f'<config>{{"tool": "shell", "command": "{command}", "retry": {{"maximumAttempts": 1}}}}</config></agent>'
     )
+
+
+async def finish(name: str, handle: WorkflowHandle[Any, Any]) -> WorkflowHistory:
+    history = await handle.fetch_history()
+    await record(name, history)
+    return history
+
+
+# -- runs of the leader ------------------------------------------------------------------------------
 
 
 async def test_fresh_runs_replay_without_nondeterminism(env: Env):
     await env.start_worker()
-    for name, plan in PLANS.items():
-        handle = await env.start(plan)
+    for name, xml in PLANS.items():
+        handle = await env.start(xml)
         await run_outcome(handle)
-        history = await handle.fetch_history()
-        await replayer().replay_workflow(history)  # raises on non-determinism
-        if os.environ.get("XSKY_RECORD_HISTORIES"):
-            (FIXTURES / f"{name}.json").write_text(history.to_json())
+        await finish(name, handle)
 
 
 async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     """Questions, answers, a replan, pause and resume, a skipped task: all replay."""
-    from tests.integration.helpers import ask, noop, plan, wait_requests
-    from xsky.leader.state import (
-        AnswerRequest,
-        PauseRequest,
-        ReplanRequest,
-        ResumeRequest,
-        SkipTaskRequest,
-    )
-
     await env.start_worker()
     handle = await env.start(
         plan(
@@ -84,17 +115,11 @@ async def test_a_steered_run_replays_without_nondeterminism(env: Env):
     await handle.execute_update(
         LeaderWorkflow.answer, AnswerRequest(request_id=by_task["T-1"], text="yes")
     )
-    result = await run_outcome(handle)
-    assert result.status == "completed"
-    history = await handle.fetch_history()
-    await replayer().replay_workflow(history)
-    if os.environ.get("XSKY_RECORD_HISTORIES"):
-        (FIXTURES / "steered.json").write_text(history.to_json())
+    assert (await run_outcome(handle)).status == "completed"
+    await finish("steered", handle)
 
 
 async def test_a_run_planned_from_a_sentence_replays(env: Env):
-    from xsky.runs import RunInput
-
     await env.start_worker()
     handle = await env.client.start_workflow(
         LeaderWorkflow.run,
@@ -104,43 +129,332 @@ async def test_a_run_planned_from_a_sentence_replays(env: Env):
     )
     env.handles.append(handle)
     assert (await run_outcome(handle)).status == "completed"
-    history = await handle.fetch_history()
-    await replayer().replay_workflow(history)
-    if os.environ.get("XSKY_RECORD_HISTORIES"):
-        (FIXTURES / "planned.json").write_text(history.to_json())
+    await finish("planned", handle)
 
 
-async def test_a_skills_scan_and_a_delta_replay(env: Env, transcripts: Transcripts):
-    from tests.integration.test_skills_watch import scan_once, start_pipeline
+async def test_a_run_under_review_starts_nothing_until_approve_plan_then_completes(env: Env):
+    await env.start_worker()
+    handle = await env.start(
+        plan(noop("1"), noop("2", depends="1"), name="review"), options=RunOptions(review=True)
+    )
+    (req,) = await wait_requests(handle, 1)
+    assert (req.id, req.kind) == ("R-1", "review")
+    assert {k: (t.status, t.attempt) for k, t in (await board(handle)).items()} == {
+        "1": ("pending", 0),
+        "2": ("pending", 0),
+    }
+    await handle.execute_update(
+        LeaderWorkflow.approve_plan, ApprovePlanRequest(version=1, comment="fine")
+    )
+    result = await run_outcome(handle)
+    assert result.status == "completed" and [a.attempts for a in result.agents] == [1, 1]
+    history = await finish("review", handle)
+    assert agents_scheduled(history) == ["T-1-v1-d1", "T-2-v1-d1"]
+
+
+async def test_an_automatic_replan_giving_a_new_agent_a_shell_waits_for_a_person(
+    env: Env, fake_llm: FakeLLM
+):
+    """T-1 fails; the planner's new plan repairs it and adds T-3, a shell agent. Nobody asked
+    for that shell: a model did. So the run starts nothing — not T-3, not the repaired T-1 —
+    until a person approves plan v2 (LeaderCore.privileged_changes / require_review)."""
+    v2 = plan(noop("1"), noop("2", depends="1"), shell("3", "echo fixed", depends="2"), name="priv")
+    fake_llm.responder = lambda req, i: text(v2)  # only the planner asks the model here
+    await env.start_worker()
+    handle = await env.start(plan(shell("1", "exit 3"), noop("2", depends="1"), name="priv"))
+    # T-3 is on the board once plan v2 is: the review, if any, was set in that same workflow task.
+    await wait_for(handle, lambda b: "3" in b, what="plan v2 on the board")
+    reqs = await query(handle, LeaderWorkflow.pending_requests)
+    assert [(r.id, r.kind) for r in reqs] == [("R-2", "review")]
+    notes = [v.reason for v in await query(handle, LeaderWorkflow.plan_history)]
+    assert notes[1].startswith("automatic replan 1/2: T-1 failed")
+    assert notes[2] == (
+        "the automatic replan gives agents 3 shell, Python or network tools: "
+        "waiting for approve_plan (version 2)"
+    )
+    # Dispatching waits while the review does, so what the board and the history show now
+    # holds until approve_plan.
+    assert {k: (t.status, t.attempt) for k, t in (await board(handle)).items()} == {
+        "1": ("pending", 1),
+        "2": ("pending", 0),
+        "3": ("pending", 0),
+    }
+    assert agents_scheduled(await handle.fetch_history()) == ["T-1-v1-d1"]
+    assert (await handle.describe()).status.name == "RUNNING"  # type: ignore[union-attr]
+
+    await handle.execute_update(LeaderWorkflow.approve_plan, ApprovePlanRequest(version=2))
+    result = await run_outcome(handle)
+    assert result.status == "completed", result.summary
+    assert [(a.id, a.result) for a in result.agents][1:] == [("2", "r2"), ("3", "fixed")]
+    history = await finish("privileged_replan", handle)
+    assert agents_scheduled(history) == ["T-1-v1-d1", "T-1-v2-d2", "T-2-v2-d1", "T-3-v2-d1"]
+    assert len(fake_llm.requests) == 1  # the planner, once
+
+
+async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(env: Env):
+    await env.start_worker()
+    handle = await env.start(plan(ask("1", "Go on?"), name="define-role"))
+    (req,) = await wait_requests(handle, 1)
+    defined = await handle.execute_update(
+        LeaderWorkflow.define_role,
+        DefineRoleRequest(
+            name="release-notes",
+            description="writes release notes",
+            system_prompt="You write release notes.",
+            allowed_tools=["file_read"],
+        ),
+    )
+    assert defined.message.startswith("role release-notes defined")
+    writer = (
+        '<agent name="release-notes" id="2" depends="1"><task>Summarise the release.</task>'
+        "<input>The release adds replay histories for every workflow.</input></agent>"
+    )
+    await handle.execute_update(
+        LeaderWorkflow.replan,
+        ReplanRequest(xml=plan(ask("1", "Go on?"), writer, name="define-role")),
+    )
+    await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="go"))
+    result = await run_outcome(handle)
+    assert result.status == "completed", result.summary
+    assert (await board(handle))["2"].assigned_agent == "release-notes"
+    await finish("define_role", handle)
+
+
+async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
+    """Not queried while it runs: a queried run with local activities can record a history
+    the SDK does not replay (README, "Local activities and queries")."""
+    await env.start_worker()
+    fan = [noop(str(i), depends="1") for i in range(2, 8)]
+    handle = await env.start(
+        plan(noop("1"), *fan, noop("8", depends="2,3,4,5,6,7"), name="local"),
+        options=RunOptions(local_tools=True),
+    )
+    result = await run_outcome(handle)
+    assert result.status == "completed" and len(result.agents) == 8
+    history = await finish("local_settled", handle)
+    local = [
+        e
+        for e in events(history, EventType.EVENT_TYPE_MARKER_RECORDED)
+        if e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    ]
+    assert agents_scheduled(history) == [] and len(local) == 8  # every agent a local activity
+
+
+async def test_a_large_plan_started_by_reference_replays(env: Env):
+    """Over INLINE_AGENTS tasks (the board is throttled, results go by reference), started
+    with its plan in the artifact store; by_reference's limit is lowered so 202 agents cross
+    it (at the default 512 KiB it takes thousands)."""
+    from xsky.client import by_reference
+    from xsky.leader.core import INLINE_AGENTS
+    from xsky.plan.xml import parse_workflow
+
+    await env.start_worker()
+    leaves = [noop(f"n{i:03d}", depends="root") for i in range(INLINE_AGENTS)]
+    sink = noop("sink", depends=",".join(f"n{i:03d}" for i in range(INLINE_AGENTS)))
+    wf = parse_workflow(plan(noop("root"), *leaves, sink, name="large"))
+    wid = f"xsky-large-{uuid.uuid4().hex[:8]}"
+    inp = by_reference(
+        RunInput(workflow=wf, options=RunOptions(max_parallel=100)), env.settings, wid, 10_000
+    )
+    assert inp.workflow is None and inp.plan_ref is not None
+    handle = await env.client.start_workflow(
+        LeaderWorkflow.run, inp, id=wid, task_queue=env.settings.task_queue
+    )
+    env.handles.append(handle)
+    result = await run_outcome(handle)
+    total = INLINE_AGENTS + 2
+    assert result.counts == {"completed": total} and result.results_ref is not None
+    await finish("large_plan", handle)
+
+
+async def test_a_run_continued_as_new_with_its_state_by_reference_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """On a server that suggests continue-as-new every 30 events, with a 1 KiB inline limit:
+    every execution hands its state on by reference. Each replays; the second — which read
+    its state by reference and handed it on the same way — is the one kept."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from activities.artifacts import ArtifactStore
+    from tests.integration.test_durability import own_server
+    from tests.integration.test_scale import CAN_EVERY_30
+    from xsky.plan.xml import parse_workflow
+
+    async with own_server(tmp_path, monkeypatch, "can", CAN_EVERY_30) as (_, client, settings):
+        chain = [noop(str(i), depends=str(i - 1) if i > 1 else "") for i in range(1, 15)]
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(
+                workflow=parse_workflow(plan(*chain, name="continued")),
+                options=RunOptions(inline_limit=1024),
+            ),
+            id=f"xsky-continued-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+        )
+        result = await run_outcome(handle)
+        store = ArtifactStore(settings.artifacts)  # a continued run's results go by reference
+        texts = [
+            a.result if a.result_ref is None else store.read_text(a.result_ref)
+            for a in result.agents
+        ]
+        assert result.status == "completed" and texts == [f"r{i}" for i in range(1, 15)]
+        histories, run_id = [], handle.first_execution_run_id
+        while run_id:  # the chain of executions, each naming the next
+            history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+            await replayer().replay_workflow(history)
+            histories.append(history)
+            last = history.events[-1]
+            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+        assert len(histories) >= 3, (
+            f"{len(histories)} executions: continued as new fewer than twice"
+        )
+        for before in histories[:-1]:
+            carried = before.events[-1].workflow_execution_continued_as_new_event_attributes
+            (inp,) = pydantic_data_converter.payload_converter.from_payloads(
+                carried.input.payloads, [RunInput]
+            )
+            assert inp.state is None and inp.state_ref is not None, "the state went inline"
+        await record("continued", histories[1])
+
+
+# -- the skill pipeline ------------------------------------------------------------------------------
+
+
+async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcripts: Transcripts):
+    from tests.integration.test_skills_watch import scan_once, start_pipeline, wait_until
+    from workflows.skills.library import SkillLibraryWorkflow
+    from xsky.skills.models import library_workflow_id
 
     await start_pipeline(env)
     await scan_once(env.client, env.settings.skills_queue)
     queue = env.settings.skills_queue
-    for kind, name in (
-        ("SkillsScanWorkflow", "skills_scan"),
-        ("SkillDeltaWorkflow", "skills_delta"),
-    ):
-        found = [
-            w
-            async for w in env.client.list_workflows(
-                f"WorkflowType = '{kind}' AND TaskQueue = '{queue}'"
-            )
-        ]
-        history = await env.client.get_workflow_handle(found[0].id).fetch_history()
-        await replayer().replay_workflow(history)
-        if os.environ.get("XSKY_RECORD_HISTORIES"):
-            (FIXTURES / f"{name}.json").write_text(history.to_json())
+    (scan,) = [
+        w
+        async for w in env.client.list_workflows(
+            f"WorkflowType = 'SkillsScanWorkflow' AND TaskQueue = '{queue}'"
+        )
+    ]
+    history = await finish("skills_scan", env.client.get_workflow_handle(scan.id))
+    children = events(history, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+    done = events(history, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED)
+    assert children and len(done) == len(children)
+    assert {
+        e.start_child_workflow_execution_initiated_event_attributes.workflow_type.name
+        for e in children
+    } == {"SkillDeltaWorkflow"}
+    # A delta that committed new atoms, so it routed them to the library.
+    routed = []
+    for e in children:
+        child = e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+        delta = await env.client.get_workflow_handle(child).fetch_history()
+        if any(
+            s.activity_task_scheduled_event_attributes.activity_type.name == "route_atoms"
+            for s in events(delta, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        ):
+            routed.append(delta)
+    assert routed, "no delta routed atoms to the library"
+    await record("skills_delta", routed[0])
+
+    library = env.client.get_workflow_handle_for(
+        SkillLibraryWorkflow.run, library_workflow_id(env.settings.task_queue)
+    )
+
+    async def decided() -> bool:
+        backlog = await library.query(SkillLibraryWorkflow.backlog)
+        return backlog["queued"] == 0 and sum(v for k, v in backlog.items() if k != "queued") > 0
+
+    await wait_until(decided, 60, "the library's decisions")
+    history = await idle_history(library, "the library idle")
+    decisions = await library.query(SkillLibraryWorkflow.decisions)
+    assert decisions and {d.action for d in decisions} >= {"new"}
+    await record("skills_library", history)
 
 
-def fixture_files() -> list[Path]:
-    return sorted(FIXTURES.glob("*.json"))
+async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: Env):
+    from activities.skills import git as skill_git
+    from tests.integration.test_skill_library import make_skill, write_atoms
+    from tests.integration.test_skills_watch import start_pipeline, wait_until
+    from workflows.skills.entity import SkillEntityWorkflow
+    from xsky.skills.models import (
+        AddCandidates,
+        Candidate,
+        RecordScores,
+        Score,
+        SkillEntityInput,
+        entity_workflow_id,
+    )
+
+    await start_pipeline(env)
+    home, slug = env.settings.skills_home, "replay-skill"
+    repo = make_skill(home, slug, "Rotates API keys. Use when a key leaked.")
+    main = skill_git.branch_commit(repo, "main")
+    assert main is not None
+    traj = "traj_cc_replay_00000001"
+    atoms = write_atoms(home, traj, [("rotate the stripe api keys", ["keys", "rotate"])] * 2)
+    handle = await env.client.start_workflow(
+        SkillEntityWorkflow.run,
+        SkillEntityInput(slug=slug, heartbeat_timeout=3),
+        id=entity_workflow_id(env.settings.task_queue, slug),
+        task_queue=env.settings.skills_queue,
+        start_signal="record_scores",  # main was used once: the seed's guard lets an edit run
+        start_signal_args=[
+            RecordScores(scores=[Score(traj_id="used-0", side="main", commit=main, score=7)])
+        ],
+    )
+    env.handles.append(handle)
+    await handle.signal(
+        SkillEntityWorkflow.add_candidates,
+        AddCandidates(
+            candidates=[Candidate(atom_id=a, traj_id=traj, weightscore=6) for a in atoms]
+        ),
+    )
+
+    async def staged() -> bool:
+        return (await handle.query(SkillEntityWorkflow.view)).staging_commit is not None
+
+    await wait_until(staged, 60, "SkillEditAgent's version on staging")
+    staging = (await handle.query(SkillEntityWorkflow.view)).staging_commit
+    assert staging is not None and staging == skill_git.branch_commit(repo, "staging")
+    scores = [Score(traj_id=f"m{i}", side="main", commit=main, score=7) for i in range(21)]
+    scores += [Score(traj_id=f"s{i}", side="staging", commit=staging, score=8) for i in range(21)]
+    await handle.signal(SkillEntityWorkflow.record_scores, RecordScores(scores=scores))
+
+    async def promoted() -> bool:
+        view = await handle.query(SkillEntityWorkflow.view)
+        return view.staging_commit is None and view.main_commit != main
+
+    await wait_until(promoted, 60, "the canary's promotion")
+    assert skill_git.git(repo, "rev-parse", "main^2") == staging
+    history = await idle_history(handle, "the entity idle")
+    kinds = [e.kind for e in (await handle.query(SkillEntityWorkflow.view)).events]
+    assert kinds[-3:] == ["edit", "staging", "promote"], kinds
+    await record("skill_entity", history)
 
 
-def test_there_are_recorded_histories():
-    assert len(fixture_files()) >= 5
+# -- what is recorded ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
 async def test_recorded_history_replays(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     await replayer().replay_workflow(history)
+
+
+def test_every_watched_module_is_exercised_by_a_history_recorded_with_its_code():
+    problems = stale_modules()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_code_digest_counts_code_not_comments_or_docstrings():
+    source = '"""Module."""\nimport x\n\n\ndef f(a):\n    """Doc."""\n    return a + 1\n'
+    assert code_digest(source) == code_digest(
+        '"""Another."""\nimport x  # why\n\n\ndef f(a):\n    # a note\n    return (a + 1)\n'
+    )
+    assert code_digest(source) != code_digest(source.replace("a + 1", "a + 2"))
+
+
+def test_a_changed_module_is_named_with_the_command_that_re_records():
+    changed = {**current_digests(), "workflows/skills/library.py": "0" * 64}
+    problems = stale_modules(changed)
+    assert len(problems) == 1 and problems[0].startswith("workflows/skills/library.py changed")
+    assert "skills_library" in problems[0] and RERECORD in problems[0]
