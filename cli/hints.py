@@ -21,6 +21,11 @@ HINTS = {
     "running": "wait for it, or watch it with `starter.py status {subject} --follow`",
     "exists": "see it with `starter.py status {subject}`, or start this one with another `--id`",
     "search-attributes": "start the server with `starter.py server` (or `up`), which registers them",
+    "skills-worker": "start one with `python starter.py up` (or `python worker.py`) on the machine "
+    "with the transcripts",
+    "skills-empty": "run `starter.py skills scan --once`",
+    "skills-traj": "`starter.py skills status` lists them",
+    "skills-scan-running": "see `starter.py skills status` or {subject}",
 }
 
 

@@ -23,6 +23,7 @@ from xsky.client.listing import list_query
 from xsky.client.outcome import result_of, run_outcome
 from xsky.client.run import Run
 from xsky.client.settings import resolve_permissions, resolve_roles
+from xsky.client.skills import Skills, SkillsStatus
 from xsky.client.start import by_reference, check_names, new_run_id
 from xsky.client.values import ConnectionLost, RunStatus, RunSummary, WorkerSilent
 from xsky.client.workers import queue_pollers
@@ -37,6 +38,8 @@ __all__ = [
     "Run",
     "RunStatus",
     "RunSummary",
+    "Skills",
+    "SkillsStatus",
     "WorkerSilent",
     "XSky",
     "XSkyError",

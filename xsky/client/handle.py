@@ -24,6 +24,7 @@ from xsky.client.listing import list_query
 from xsky.client.outcome import _status_name
 from xsky.client.run import Run, _is_prompt
 from xsky.client.settings import resolve_permissions, resolve_roles
+from xsky.client.skills import Skills
 from xsky.client.start import by_reference, check_names, new_run_id, plan_kinds
 from xsky.client.values import RunSummary
 from xsky.client.workers import require_workers
@@ -68,6 +69,11 @@ class XSky:
 
     def roles(self) -> dict[str, RoleCapabilityModel]:
         return resolve_roles(self.settings)
+
+    @property
+    def skills(self) -> Skills:
+        """The skill pipeline: transcript sources, the watch schedule, scans, status, atoms."""
+        return Skills(self.settings, self.client)
 
     def load(
         self,

@@ -1,0 +1,87 @@
+"""``skills sources | add-source KIND [PATH] | remove-source KIND [PATH]``: the transcript
+folders that feed the skill pipeline (in ~/.xsky/settings.json, or the project's)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.table import Table
+
+from cli.render import cell, err, out, print_json, shown
+from xsky.client.skills import Skills
+from xsky.config import load_settings
+from xsky.skills.sources import expand
+from xsky.skills.transcripts import SOURCE_KINDS
+
+
+def register(s: argparse._SubParsersAction) -> None:
+    a = s.add_parser("sources", help="the transcript folders that feed the pipeline")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(handler=cmd_sources)
+    for name, helptext in (
+        ("add-source", "register a transcript folder"),
+        ("remove-source", "unregister a transcript folder"),
+    ):
+        a = s.add_parser(name, help=helptext)
+        a.add_argument("kind", help=f"one of {', '.join(SOURCE_KINDS)}")
+        a.add_argument("path", nargs="?", help="the folder (default: the kind's usual place)")
+        a.add_argument(
+            "--project",
+            action="store_true",
+            help="in ./.xsky/settings.json instead of ~/.xsky/settings.json",
+        )
+        a.set_defaults(handler=cmd_add_source if name == "add-source" else cmd_remove_source)
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    sources = Skills(load_settings()).sources()
+    rows = [
+        {"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir(), "from": s.origin}
+        for s in sources
+    ]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        out.print("no transcript sources: add one with `starter.py skills add-source KIND PATH`")
+        return 0
+    table = Table(title="transcript sources", title_justify="left")
+    for col in ("kind", "path", "exists", "registered in"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            cell(r["kind"]),
+            cell(r["path"]),
+            "yes" if r["exists"] else "[yellow]no[/]",
+            cell(r["from"]),
+        )
+    out.print(table)
+    return 0
+
+
+def cmd_add_source(args: argparse.Namespace) -> int:
+    change = Skills(load_settings()).add_source(args.kind, args.path, args.project)
+    where = shown(args.path or "(default place)")
+    root = expand(args.path, os.environ) if args.path else None
+    if change.changed and root is not None and not root.is_dir():
+        err.print(f"[yellow]note:[/] {shown(root)} does not exist yet; it is watched once it does")
+    if not change.changed:
+        out.print(f"{shown(args.kind)} {where} is already registered in {shown(change.file)}")
+        return 0
+    note = (
+        " (the default sources stay registered; remove any with `skills remove-source KIND`)"
+        if change.defaults_kept
+        else ""
+    )
+    out.print(f"registered {shown(args.kind)} {where} in {shown(change.file)}{note}")
+    return 0
+
+
+def cmd_remove_source(args: argparse.Namespace) -> int:
+    file = Skills(load_settings()).remove_source(args.kind, args.path, args.project)
+    out.print(
+        f"removed {shown(args.kind)} {shown(args.path or '(default place)')} from {shown(file)}; "
+        "what was already ingested stays"
+    )
+    return 0
