@@ -26,6 +26,7 @@ from workflows.failures import describe_failure
 from workflows.leader_attempts import Attempts
 from workflows.leader_io import save_blob
 from workflows.leader_metrics import LeaderMetrics
+from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
@@ -269,7 +270,7 @@ class LeaderWorkflow:
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), workflow.now())
             self._apply(stops)
             if risky:
-                core.require_review(risky, workflow.now())
+                core.require_review(risky, workflow.now(), patched("replan-review-deadline"))
         except (ActivityError, PlanError, ValueError) as e:
             workflow.logger.warning("automatic replan failed: %s", e)
             core.note_history(f"automatic replan failed ({reason}): {e}", workflow.now())

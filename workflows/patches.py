@@ -36,8 +36,17 @@ class Patch:
     """The condition under which the old branch, then the marker, may go."""
 
 
-PATCHES: dict[str, Patch] = {}
-"""The live patches, by id (none since the collapse in v0.2.0)."""
+PATCHES: dict[str, Patch] = {
+    "replan-review-deadline": Patch(
+        what="the review an automatic replan asks for (it gives shell, Python or network tools to "
+        "new agents) has the run's review_timeout and review_timeout_action, as a first plan's "
+        "review has; before, it waited for approve_plan for ever",
+        since="v0.2.1",
+        delete_when="no run started before v0.2.1 is still open (runs of v0.2.0 whose automatic "
+        "replan waits for review replay the old branch)",
+    ),
+}
+"""The live patches, by id."""
 
 RETIRED: frozenset[str] = frozenset(
     {

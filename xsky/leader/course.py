@@ -4,7 +4,7 @@ replanning and the merge of a new plan."""
 from __future__ import annotations
 
 import heapq
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from xsky.leader.attempt_input import AttemptInputs
 from xsky.leader.commands import (
@@ -299,9 +299,15 @@ class Course(AttemptInputs):
             f"automatic replan {self.state.auto_replans}/{self.options.max_auto_replans}: {reason}"
         )
 
-    def require_review(self, risky: list[str], now: datetime) -> None:
-        """Nobody asked for these: a model did. Shell, Python or network in new hands waits for a person."""
+    def require_review(self, risky: list[str], now: datetime, timed: bool = True) -> None:
+        """Nobody asked for these: a model did. Shell, Python or network in new hands waits for a
+        person — for ``review_timeout`` seconds, then ``review_timeout_action`` applies, as to a
+        first plan's review (``timed`` False: runs recorded before the patch
+        ``replan-review-deadline``, whose review waited for ever)."""
         self.state.review = "waiting"
+        self.state.review_deadline = (
+            now + timedelta(seconds=self.options.review_timeout) if timed else None
+        )
         self.note_history(
             f"the automatic replan gives agents {', '.join(risky)} shell, Python or network tools: "
             f"waiting for approve_plan (version {self.state.plan_version})",

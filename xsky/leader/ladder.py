@@ -18,7 +18,19 @@ class StallLadder(Course):
     """Time passing: deadlines of requests, and the stall ladder's steps."""
 
     def tick(self, now: datetime) -> list[Command]:
-        """Time passed: requests past their deadline expire; the stall ladder climbs."""
+        """Time passed: a review past its deadline is decided, requests past theirs expire,
+        the stall ladder climbs."""
+        review_due = self.state.review_deadline if self.state.review == "waiting" else None
+        if review_due is not None and now >= review_due:
+            # An automatic replan's review (a first plan's is timed by the shell's review gate).
+            stops = (
+                []
+                if self.options.review_timeout_action == "approve"
+                else self.stop_everything(StopReason.RUN_CANCEL)
+            )
+            self.review_timed_out(now)
+            self.changed = True
+            return stops
         for request in list(self._pending_requests):
             if request.deadline is not None and now >= request.deadline:
                 request.status = "expired"
@@ -90,6 +102,8 @@ class StallLadder(Course):
 
     def next_deadline(self, now: datetime) -> datetime | None:
         due: list[datetime] = [r.deadline for r in self._pending_requests if r.deadline is not None]
+        if self.state.review == "waiting" and self.state.review_deadline is not None:
+            due.append(self.state.review_deadline)
         for agent_id in self.active:
             task = self.tasks.get(agent_id)
             if task is None or task.stored not in RUNNING:
