@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from activities.agents import skills
 from activities.agents.beat import Beat
+from activities.agents.direct import DIRECT_IMPLEMENTATIONS, offline_llm
 from activities.agents.ledger import AttemptLedger
 from activities.agents.loop import AgentLoop, checkpoint_name, load_checkpoint
 from activities.agents.transcripts import AgentLog, write_transcript
@@ -31,12 +32,7 @@ from activities.sandbox import egress
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
 from activities.sandbox.gate import Gate
-from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
-from activities.tools.files import file_list, file_read, file_write
-from activities.tools.http import http_get
-from activities.tools.human import ask_user
-from activities.tools.shell import shell
-from activities.tools.web import browser_navigate
+from activities.tools import NeedsHuman, Tool, ToolContext, ToolError
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan import offline
@@ -64,34 +60,6 @@ from xsky.security.tools import TOOLS
 log = logging.getLogger("xsky.agents")
 _WARNED = {"sandbox-off": False}
 _IGNORED_PROJECTS: set[str] = set()  # projects whose ignored security settings were logged
-
-
-async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    """Returns ``result`` (default "ok") after ``seconds`` (default 0): benchmarks, dry runs."""
-    seconds = optional_number(args, "seconds", 0, 0, 24 * 3600, "noop")
-    if seconds:
-        await asyncio.sleep(seconds)
-    value = args.get("result", "ok")
-    return ToolResult(value if isinstance(value, str) else str(value))
-
-
-async def _offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return ToolResult(
-        offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER}
-    )
-
-
-DIRECT_TOOLS: dict[str, Tool] = {
-    "shell": shell,
-    "file_read": file_read,
-    "file_write": file_write,
-    "file_list": file_list,
-    "browser_navigate": browser_navigate,
-    "http_get": http_get,
-    "llm": _offline_llm,
-    "ask_user": ask_user,
-    "noop": _noop,
-}
 
 
 class AgentActivities:
@@ -285,14 +253,14 @@ class AgentActivities:
                     type="AgentConfigError",
                     non_retryable=True,
                 )
-            fn: Tool = _offline_llm
+            fn: Tool = offline_llm
             args = {"task": task, "input": input_text}  # llm and roles, offline
         else:
             args = tool_arguments(config)
-            found = DIRECT_TOOLS.get(tool)
+            found = DIRECT_IMPLEMENTATIONS.get(tool)
             if found is None:
                 raise ApplicationError(
-                    f"agent {agent.id}: unknown tool {tool!r}; direct tools are {', '.join(sorted(DIRECT_TOOLS))}",
+                    f"agent {agent.id}: unknown tool {tool!r}; direct tools are {', '.join(sorted(DIRECT_IMPLEMENTATIONS))}",
                     type="AgentConfigError",
                     non_retryable=True,
                 )
@@ -306,7 +274,7 @@ class AgentActivities:
             inp,
             activity.info().attempt,
             agent.name,
-            offline.PROVIDER if fn is _offline_llm else None,
+            offline.PROVIDER if fn is offline_llm else None,
         )
         agent_log.tool_call("direct", direct, args)
         called = time.monotonic()

@@ -20,9 +20,9 @@ from activities.tools import NeedsHuman
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentInput, DecisionRecord
 from xsky.security.permissions import MAX_COMMAND, Decision, decide
+from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
 log = logging.getLogger("xsky.security.permissions")
-PROCESS_TOOLS = frozenset({"shell", "python_exec"})  # the tools that start processes
 SANDBOX_OFF = "sandbox-off"
 
 
