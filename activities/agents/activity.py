@@ -101,7 +101,13 @@ class AgentActivities:
             info.attempt,
             info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None,
         )
-        beat = Beat(inp, started, previous)
+        beat = Beat(
+            task_id=inp.task_id,
+            dispatch=inp.dispatch,
+            progress_interval=inp.progress_interval,
+            started_at=started,
+            previous=previous,
+        )
         try:
             outcome = await self._attempt(inp, beat, started)
         except ApplicationError as e:
