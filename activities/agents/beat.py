@@ -4,14 +4,15 @@ and throttled progress reports to the leader (which runs the stall ladder on the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from temporalio import activity
 
-from xsky.runs import AgentInput, ProgressReport
+from activities.beat import heartbeat, heartbeating, interval
+from xsky.runs import ProgressReport
 
 log = logging.getLogger("xsky.agents")
 
@@ -19,27 +20,30 @@ log = logging.getLogger("xsky.agents")
 START_REPORT_AFTER = 1.0
 
 
-def _heartbeat(note: str) -> None:
-    """Heartbeat, except in a local activity (the leader runs cheap tools so: the workflow
-    task it belongs to is its liveness)."""
-    if not activity.info().is_local:
-        activity.heartbeat(note)
-
-
 class Beat:
     """Liveness and progress for one attempt.
 
-    Heartbeats (liveness, to Temporal) go out in the background while the agent works.
-    Progress reports (to the leader, which runs the stall ladder on them) are signals,
-    throttled to one per ``progress_interval``; the first, "started" with the attempt's
-    real start time, goes out once the agent has worked for ``START_REPORT_AFTER`` (at
-    once for a retry), so quick agents cost no signal and the board shows the rest.
+    Heartbeats (liveness, to Temporal) go out in the background while the agent works, as
+    often as :func:`activities.beat.interval` says (a third of the activity's heartbeat
+    timeout), or more often for the reports. Progress reports (to the leader, which runs the
+    stall ladder on them) are signals, throttled to one per ``progress_interval``; the first,
+    "started" with the attempt's real start time, goes out once the agent has worked for
+    ``START_REPORT_AFTER`` (at once for a retry), so quick agents cost no signal and the board
+    shows the rest.
     """
 
     def __init__(
-        self, inp: AgentInput, started_at: datetime | None = None, previous: str | None = None
+        self,
+        *,
+        task_id: str,
+        dispatch: int,
+        progress_interval: float,
+        started_at: datetime | None = None,
+        previous: str | None = None,
     ):
-        self.inp = inp
+        self.task_id = task_id
+        self.dispatch = dispatch
+        self.progress_interval = progress_interval
         self.started_at = started_at
         self.previous = previous  # how the attempt before this one ended
         self.note = "working"
@@ -49,21 +53,23 @@ class Beat:
         self.iteration = 0
         self.tokens = 0
         self.nudges_seen = 0
+        self._retry_shown = False
+        self._since = 0.0  # when running() began (the event loop's clock)
 
     def __call__(self, note: str) -> None:
         self.note = note
-        _heartbeat(note)
+        heartbeat(note)
 
     def progress(self, note: str) -> None:
         self.note = note
         self.pending = True
-        _heartbeat(note)
+        heartbeat(note)
 
     async def _send(self, progress: bool) -> None:
         info = activity.info()
         report = ProgressReport(
-            task_id=self.inp.task_id,
-            dispatch=self.inp.dispatch,
+            task_id=self.task_id,
+            dispatch=self.dispatch,
             message=self.note,
             iteration=self.iteration,
             tokens=self.tokens,
@@ -82,42 +88,36 @@ class Beat:
                 .signal("report_progress", report)
             )
         except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
-            log.warning("could not report progress of %s: %s", self.inp.task_id, e)
+            log.warning("could not report progress of %s: %s", self.task_id, e)
 
     async def flush(self) -> None:
         """Send a pending progress report now, unless one went out too recently."""
         loop = asyncio.get_running_loop()
-        if self.pending and loop.time() - self.last_report >= self.inp.progress_interval:
+        if self.pending and loop.time() - self.last_report >= self.progress_interval:
             self.pending = False
             self.started_sent = True
             self.last_report = loop.time()
             await self._send(progress=True)
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        async def loop() -> None:
-            tick = max(
-                0.05,
-                min(self.inp.heartbeat_interval, self.inp.progress_interval, START_REPORT_AFTER),
-            )
-            waited = 0.0
-            if self.previous is not None:  # a retry: the board shows it (and why) at once
-                self.started_sent = True
-                await self._send(progress=False)
-            while True:
-                await asyncio.sleep(tick)
-                waited += tick
-                _heartbeat(self.note)
-                if self.pending:
-                    await self.flush()
-                elif not self.started_sent and waited >= START_REPORT_AFTER:
-                    self.started_sent = True
-                    await self._send(progress=False)
+    async def _report(self) -> None:
+        """At the start and after each heartbeat: what the leader should hear now, if anything."""
+        if self.previous is not None and not self._retry_shown:
+            self._retry_shown = True  # a retry: the board shows it (and why) at once
+            self.started_sent = True
+            await self._send(progress=False)
+        elif self.pending:
+            await self.flush()
+        elif (
+            not self.started_sent
+            and asyncio.get_running_loop().time() - self._since >= START_REPORT_AFTER
+        ):
+            self.started_sent = True
+            await self._send(progress=False)
 
-        task = asyncio.create_task(loop())
-        try:
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        every = interval()
+        tick = min(t for t in (every, self.progress_interval, START_REPORT_AFTER) if t is not None)
+        self._since = asyncio.get_running_loop().time()
+        async with heartbeating(lambda: self.note, every=max(0.05, tick), also=self._report):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

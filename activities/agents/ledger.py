@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.agents.key import AgentKey
 from xsky.artifacts import safe_component
-from xsky.runs import AgentInput
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,9 @@ class AttemptLedger:
     path: Path
 
     @classmethod
-    def of(cls, root: Path, inp: AgentInput) -> AttemptLedger:
-        name = f"{safe_component(inp.execution_id or 'run', 40)}-{safe_component(inp.task_id, 60)}-v{inp.plan_version}-d{inp.dispatch}.jsonl"
-        return cls(root / safe_component(inp.run_id) / "_attempts" / name)
+    def of(cls, root: Path, key: AgentKey) -> AttemptLedger:
+        name = f"{safe_component(key.execution_id or 'run', 40)}-{safe_component(key.task_id, 60)}-v{key.plan_version}-d{key.dispatch}.jsonl"
+        return cls(root / safe_component(key.run_id) / "_attempts" / name)
 
     def entries(self) -> list[dict[str, object]]:
         try:

@@ -9,82 +9,32 @@ the model again. ``ask_user`` and tool calls that need approval end the attempt 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 from typing import Any, Literal
 
-from pydantic import Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm, metrics
 from activities.agents import skills
-from activities.agents.transcripts import AgentLog
-from activities.artifacts import ArtifactStore
-from activities.sandbox.gate import Gate
-from activities.tools import NeedsHuman, ToolContext, ToolError, cap_text
+from activities.agents.attempt import Attempt
+from activities.agents.checkpoint import Checkpoint
+from activities.agents.transcripts import AgentLog, write_transcript
+from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
-from xsky.artifacts import artifact_path, safe_component
 from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
-from xsky.plan.models import RoleCapabilityModel, WireModel
-from xsky.runs import AgentInput, AgentOutcome, RequestPayload
+from xsky.plan.models import RoleCapabilityModel
+from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
 
 log = logging.getLogger("xsky.agent_loop")
 
 DEFAULT_MAX_ITERATIONS = 20
 TOOL_RESULT_CHARS = 30_000
-
-
-class Checkpoint(WireModel):
-    messages: list[dict[str, Any]]
-    iteration: int = 0
-    tokens: int = 0
-    nudges_seen: int = 0
-    pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
-    repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
-    last_call: str | None = None
-
-
-def checkpoint_name(inp: AgentInput) -> str:
-    """One conversation per run and agent definition.
-
-    Keyed by the run's first execution (a new run that reuses the workflow id starts
-    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
-    keeps its progress; new task text or a new role starts it over).
-    """
-    definition = json.dumps(
-        [
-            inp.agent.name,
-            inp.agent.task,
-            inp.agent.input,
-            inp.agent.config,
-            inp.role.model_dump() if inp.role else None,
-        ],
-        sort_keys=True,
-        default=str,
-    )
-    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
-    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
-
-
-def load_checkpoint(store: ArtifactStore, inp: AgentInput) -> Checkpoint | None:
-    path = store.root / artifact_path(inp.run_id, inp.agent.id, checkpoint_name(inp))
-    if not path.is_file():
-        return None
-    try:
-        return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        log.warning("ignoring an unreadable checkpoint %s: %s", path, e)
-        return None
-
-
-def save_checkpoint(store: ArtifactStore, inp: AgentInput, cp: Checkpoint) -> Any:
-    return store.put_text(inp.run_id, inp.agent.id, checkpoint_name(inp), cp.model_dump_json())
 
 
 def system_prompt(role: RoleCapabilityModel, run_goal: str | None, run_id: str = "") -> str:
@@ -104,34 +54,71 @@ def first_user_message(task: str, input_text: str | None) -> str:
     return text
 
 
+async def run_model(a: Attempt, target: llm.LLMTarget) -> AgentOutcome:
+    """An LLM agent's attempt: the loop under heartbeats, its transcript kept once it ends (for
+    the skill pipeline). A completed one carries its answer in ``result``."""
+    role = a.role
+    if role is None:
+        raise ApplicationError(
+            f"agent {a.key.agent_id}: no role named {a.name!r}",
+            type="AgentConfigError",
+            non_retryable=True,
+        )
+    loop = AgentLoop(a, role, target)
+    async with a.beat.running():
+        try:
+            outcome = await loop.run()
+        except ApplicationError as e:
+            if e.non_retryable:
+                keep_transcript(a, role, target.model, "failed", e.message)
+            raise
+    if outcome.kind == "completed":
+        keep_transcript(a, role, target.model, "completed")
+    outcome.started_at = a.started
+    outcome.artifacts = a.ctx.artifacts
+    return outcome
+
+
+def keep_transcript(
+    a: Attempt, role: RoleCapabilityModel, model: str, status: str, error: str | None = None
+) -> None:
+    """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""
+    cp = a.checkpoints.load()
+    if cp is None:
+        return
+    try:
+        write_transcript(
+            a.transcripts,
+            a.key,
+            role,
+            model,
+            a.checkpoints.name.removesuffix(".json"),
+            cp.messages,
+            status,
+            error,
+            {"skills": skills.versions(role.skill_names, a.key.run_id)},
+        )
+    except OSError as e:
+        logging.getLogger("xsky.agents").warning(
+            "could not write the transcript of %s: %s", a.key.task_id, e
+        )
+
+
 class AgentLoop:
-    def __init__(
-        self,
-        inp: AgentInput,
-        role: RoleCapabilityModel,
-        target: llm.LLMTarget,
-        ctx: ToolContext,
-        beat: Any,
-        store: ArtifactStore,
-        task: str,
-        input_text: str | None,
-        settings: dict[str, Any],
-        gate: Gate,
-    ):
-        self.inp = inp
+    """One attempt's conversation with the model, from the attempt's prepared context."""
+
+    def __init__(self, a: Attempt, role: RoleCapabilityModel, target: llm.LLMTarget):
+        self.a = a
         self.role = role
         self.target = target
-        self.ctx = ctx
-        self.beat = beat
-        self.store = store
-        self.task = task
-        self.input_text = input_text
-        self.settings = settings
-        self.browser = BrowserSession(ctx)
+        self.ctx = a.ctx
+        self.beat = a.beat
+        self.gate = a.gate
+        self.checkpoints = a.checkpoints
+        self.settings = a.config
+        self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
-        self.gate = gate
-        attempt = activity.info().attempt if activity.in_activity() else 1
-        self.log = AgentLog(store.root, inp, attempt, role.name, target.model)
+        self.log = AgentLog(a.store.root, a.key, a.number, role.name, target.model)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -166,15 +153,15 @@ class AgentLoop:
             await client.close()
 
     async def _run(self, client: Any) -> AgentOutcome:
-        cp = load_checkpoint(self.store, self.inp) if self.inp.resume else None
+        cp = self.checkpoints.load() if self.a.resume else None
         if cp is None:
             cp = Checkpoint(
                 messages=[
                     {
                         "role": "system",
-                        "content": system_prompt(self.role, self.inp.goal, self.inp.run_id),
+                        "content": system_prompt(self.role, self.a.goal, self.a.key.run_id),
                     },
-                    {"role": "user", "content": first_user_message(self.task, self.input_text)},
+                    {"role": "user", "content": first_user_message(self.a.task, self.a.input_text)},
                 ]
             )
             for m in cp.messages:
@@ -191,7 +178,7 @@ class AgentLoop:
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
             if waiting is not None:
                 return waiting
-            save_checkpoint(self.store, self.inp, cp)
+            self.checkpoints.save(cp)
 
         while True:
             await self._take_nudges(cp)
@@ -226,18 +213,18 @@ class AgentLoop:
                 for c in (message.tool_calls or [])
             ]
             if not calls or final_turn:
-                save_checkpoint(self.store, self.inp, cp)
+                self.checkpoints.save(cp)
                 return self._completed(cp, message.content or "")
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
             cp.pending_calls = calls
-            save_checkpoint(self.store, self.inp, cp)
+            self.checkpoints.save(cp)
             waiting = await self._run_calls(cp, calls, detector)
             self._after_iteration(cp, calls)
             if waiting is not None:
                 return waiting
 
     def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
-        save_checkpoint(self.store, self.inp, cp)
+        self.checkpoints.save(cp)
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
         self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
 
@@ -248,12 +235,12 @@ class AgentLoop:
         )
 
     async def _take_nudges(self, cp: Checkpoint) -> None:
-        nudges = list(self.inp.nudges)
+        nudges = list(self.a.nudges)
         workflow_id = activity.info().workflow_id
         try:
             if workflow_id is not None:  # always, for an attempt a leader scheduled
                 handle = activity.client().get_workflow_handle(workflow_id)
-                nudges = await handle.query("nudges", TaskRequest(task_id=self.inp.task_id))
+                nudges = await handle.query("nudges", TaskRequest(task_id=self.a.key.task_id))
         except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
             log.debug("nudges query failed: %s", e)
         for message in nudges[cp.nudges_seen :]:
@@ -310,7 +297,7 @@ class AgentLoop:
             except NeedsHuman as need:
                 self.log.decisions(self.gate.decisions)
                 cp.pending_calls = calls[index:]
-                save_checkpoint(self.store, self.inp, cp)
+                self.checkpoints.save(cp)
                 kind: Literal["question", "needs_approval"] = (
                     "question" if need.kind == "question" else "needs_approval"
                 )
@@ -351,7 +338,7 @@ class AgentLoop:
             time.monotonic() - started if started else 0.0,
         )
         cp.pending_calls = calls[index + 1 :]
-        save_checkpoint(self.store, self.inp, cp)
+        self.checkpoints.save(cp)
 
     def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
         cp.messages.append(
@@ -368,7 +355,7 @@ class AgentLoop:
             question = args.get("question")
             if not isinstance(question, str) or not question.strip():
                 return "ERROR: ask_user needs a 'question' string"
-            for answer in reversed(self.inp.answers):
+            for answer in reversed(self.a.answers):
                 if answer.question == question:
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
@@ -391,4 +378,4 @@ class AgentLoop:
         problem = argument_problem(name, args)
         if problem is not None:
             return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
-        return await impl(Session(self.ctx, self.browser, self.role, self.inp.run_id), args)
+        return await impl(Session(self.ctx, self.browser, self.role, self.a.key.run_id), args)

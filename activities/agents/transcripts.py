@@ -18,22 +18,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from activities.agents.key import AgentKey
 from activities.tools import cap_text
 from xsky.artifacts import safe_component
 from xsky.plan.models import RoleCapabilityModel
-from xsky.runs import AgentInput
 
 log = logging.getLogger("xsky.agent_log")
 
 
-def transcript_path(root: Path, inp: AgentInput, key: str) -> Path:
-    name = f"{safe_component(inp.agent.id, 60)}-d{inp.dispatch}-{safe_component(key, 40)}.jsonl"
-    return root / safe_component(inp.run_id) / name
+def transcript_path(root: Path, agent: AgentKey, key: str) -> Path:
+    name = f"{safe_component(agent.agent_id, 60)}-d{agent.dispatch}-{safe_component(key, 40)}.jsonl"
+    return root / safe_component(agent.run_id) / name
 
 
 def write_transcript(
     root: Path,
-    inp: AgentInput,
+    agent: AgentKey,
     role: RoleCapabilityModel,
     model: str,
     key: str,
@@ -46,10 +46,10 @@ def write_transcript(
     lines: list[dict[str, Any]] = [
         {
             "type": "session",
-            "runId": inp.run_id,
-            "agentId": inp.agent.id,
-            "taskId": inp.task_id,
-            "dispatch": inp.dispatch,
+            "runId": agent.run_id,
+            "agentId": agent.agent_id,
+            "taskId": agent.task_id,
+            "dispatch": agent.dispatch,
             "role": role.name,
             "model": model,
             "timestamp": now,
@@ -58,7 +58,7 @@ def write_transcript(
     ]
     lines += [{"type": "message", "message": m} for m in messages]
     lines.append({"type": "outcome", "status": status, "error": error, "timestamp": now})
-    path = transcript_path(root, inp, key)
+    path = transcript_path(root, agent, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".writing-", suffix=".tmp")
     try:
@@ -84,22 +84,20 @@ class AgentLog:
     ``attempt`` line; secrets are redacted before anything is written. Writing is best effort:
     a full disk loses log lines, never the agent's work."""
 
-    def __init__(
-        self, store_root: Path, inp: AgentInput, attempt: int, role: str, model: str | None
-    ):
+    def __init__(self, store_root: Path, key: AgentKey, attempt: int, role: str, model: str | None):
         from xsky.agent_log import transcript_file
 
-        self.path = transcript_file(store_root, inp.run_id, inp.agent.id)
+        self.path = transcript_file(store_root, key.run_id, key.agent_id)
         self.started = time.monotonic()
         self.decisions_seen = 0
         self.event(
             "attempt",
-            runId=inp.run_id,
-            agentId=inp.agent.id,
-            taskId=inp.task_id,
-            dispatch=inp.dispatch,
+            runId=key.run_id,
+            agentId=key.agent_id,
+            taskId=key.task_id,
+            dispatch=key.dispatch,
             attempt=attempt,
-            planVersion=inp.plan_version,
+            planVersion=key.plan_version,
             role=role,
             model=model,
         )

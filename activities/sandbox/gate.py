@@ -18,11 +18,11 @@ from activities import metrics
 from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.plan.models import RoleCapabilityModel
-from xsky.runs import AgentInput, DecisionRecord
-from xsky.security.permissions import MAX_COMMAND, Decision, decide
+from xsky.runs import DecisionRecord, ToolApproval  # the approvals' type, as AgentInput has it
+from xsky.security.permissions import MAX_COMMAND, Decision, PermissionSettings, decide
+from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
 log = logging.getLogger("xsky.security.permissions")
-PROCESS_TOOLS = frozenset({"shell", "python_exec"})  # the tools that start processes
 SANDBOX_OFF = "sandbox-off"
 
 
@@ -42,18 +42,25 @@ def summarize(arguments: dict[str, Any], limit: int = MAX_COMMAND) -> str:
 
 
 class Gate:
+    """One attempt's gate: the worker's trusted rules, the people's approvals of this dispatch,
+    the agent's role, its workspace and the folders its commands may not name."""
+
     def __init__(
         self,
-        inp: AgentInput,
+        *,
+        task_id: str,
+        permissions: PermissionSettings,
+        approvals: Sequence[ToolApproval],
         role: RoleCapabilityModel,
         workspace: Path,
         unconfined: bool = False,
         person_only: Sequence[str] = (),
+        protected: Sequence[str] = (),
     ):
-        self.inp = inp
+        self.approvals = list(approvals)
         self.role = role
-        given = inp.permissions.person_only_tools
-        self.permissions = inp.permissions.model_copy(
+        given = permissions.person_only_tools
+        self.permissions = permissions.model_copy(
             update={"person_only_tools": list(dict.fromkeys([*given, *person_only]))}
         )
         self.workspace = str(workspace.resolve())
@@ -61,13 +68,9 @@ class Gate:
         self._used: set[str] = set()  # approvals already spent in this attempt
         self.unconfined = unconfined
         self._warned = False
-        self.protected: list[
-            str
-        ] = []  # folders commands may not name (set by the activity from its settings)
-        if inp.permissions.mode == "bypass":
-            log.warning(
-                "%s runs in permission mode BYPASS: only deny rules are enforced", inp.task_id
-            )
+        self.protected = list(protected)  # folders commands may not name (the worker's own)
+        if permissions.mode == "bypass":
+            log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", task_id)
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         decision = await checker.check(
@@ -115,7 +118,7 @@ class Gate:
 
     def approval(self, tool: str, arguments: dict[str, Any]) -> Any:
         """A person's decision on exactly this call, if one came with this dispatch; each is used once."""
-        for approval in reversed(self.inp.approvals):
+        for approval in reversed(self.approvals):
             if (
                 approval.request_id not in self._used
                 and approval.tool == tool

@@ -19,6 +19,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm
+from activities.beat import FLOOR, heartbeating
 from activities.skills.scan import commit_delta, render_delta, scan
 from activities.skills.task_agent import split_delta
 from xsky.config import Settings, load_settings
@@ -78,7 +79,7 @@ class SkillActivities:
     @activity.defn(name="split_delta")
     async def split_delta(self, inp: DeltaInput) -> SplitResult:
         target = skills_model()
-        async with heartbeats(inp.heartbeat_timeout / 3):
+        async with heartbeats():
             # Files, SQLite and the splitter block: all of it runs off the worker's event loop.
             return await off_loop(split_delta, self.home, inp.delta, target, lambda note: None)
 
@@ -113,18 +114,10 @@ async def off_loop(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
 
 
 @contextlib.asynccontextmanager
-async def heartbeats(every: float) -> AsyncIterator[None]:
-    """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast)."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat("splitting")
-            await asyncio.sleep(max(0.2, every))
-
-    task = asyncio.create_task(beat())
-    try:
+async def heartbeats(every: float | None = None) -> AsyncIterator[None]:
+    """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast):
+    a heartbeat at once, then one every ``every`` seconds (default: a third of the activity's
+    heartbeat timeout, :func:`activities.beat.interval`)."""
+    activity.heartbeat("splitting")
+    async with heartbeating("splitting", every=None if every is None else max(FLOOR, every)):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -10,7 +10,7 @@ a tool cannot be added to one and forgotten in the other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,13 +78,18 @@ async def _text(result: Awaitable[Any]) -> str:
     return (await result).text
 
 
-def _agree() -> None:
-    missing, extra = set(TOOLS) - set(IMPLEMENTATIONS), set(IMPLEMENTATIONS) - set(TOOLS)
+def agree(what: str, registered: Iterable[str], implemented: Iterable[str]) -> None:
+    """Raise ImportError unless the registry's names and a table of implementations are the same."""
+    missing, extra = set(registered) - set(implemented), set(implemented) - set(registered)
     if missing or extra:
         raise ImportError(
-            f"tool registry and implementations disagree: no implementation for {sorted(missing)}, "
+            f"tool registry and {what} disagree: no implementation for {sorted(missing)}, "
             f"unregistered implementations {sorted(extra)}"
         )
+
+
+def _agree() -> None:
+    agree("implementations", TOOLS, IMPLEMENTATIONS)
     for name, spec in TOOLS.items():
         fields = set(spec.args.model_fields)
         if spec.subject is not None and spec.subject not in fields:

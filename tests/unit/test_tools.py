@@ -283,10 +283,63 @@ async def test_parallel_browser_agents_get_separate_pages(ctx, site):
 
 
 def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
-    from activities.agents.activity import DIRECT_TOOLS as RUNNABLE
+    from activities.agents.direct import DIRECT_IMPLEMENTATIONS as RUNNABLE
     from xsky.plan.agent_config import DIRECT_TOOLS as VALIDATED
+    from xsky.plan.agent_config import config_problems
+    from xsky.security.tools import DIRECT_ONLY, TOOLS
 
     assert sorted(RUNNABLE) == sorted(VALIDATED)
+    # The registry's direct tools, then the kinds the model loop never calls.
+    assert VALIDATED == (*(n for n, t in TOOLS.items() if t.direct), *DIRECT_ONLY)
+    assert set(VALIDATED) == {
+        "shell",
+        "file_read",
+        "file_write",
+        "file_list",
+        "browser_navigate",
+        "http_get",
+        "llm",
+        "ask_user",
+        "noop",
+    }
+    assert all(config_problems({"tool": name}) == [] for name in VALIDATED)
+    assert config_problems({"tool": "python_exec"}) == [
+        f"config tool 'python_exec' is not a direct tool; use one of {', '.join(VALIDATED)}"
+    ]
+
+
+def test_a_tool_table_that_disagrees_with_the_registry_fails_at_import():
+    import subprocess
+    import sys
+
+    from activities.tools.registry import agree
+
+    with pytest.raises(ImportError, match=r"no implementation for \['noop'\]"):
+        agree("direct implementations", ["shell", "noop"], ["shell"])
+    with pytest.raises(ImportError, match=r"unregistered implementations \['extra'\]"):
+        agree("direct implementations", ["shell"], ["shell", "extra"])
+    # The check runs when the worker imports the direct tools: a registry entry marked direct
+    # with no implementation stops the import.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import xsky.security.tools as t; t.DIRECT_TOOLS += ('extra',); "
+            "import activities.agents.direct",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "direct implementations disagree: no implementation for ['extra']" in done.stderr
+
+
+def test_the_tools_that_start_processes_are_the_registry_s_exec_tools():
+    from activities.sandbox.gate import PROCESS_TOOLS
+    from xsky.security.tools import TOOLS
+
+    assert PROCESS_TOOLS == {n for n, t in TOOLS.items() if t.exec} == {"shell", "python_exec"}
 
 
 async def test_code_search_finds_lines_and_skips_protected_and_binary_files(ctx):

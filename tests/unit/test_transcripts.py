@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from activities.agents.key import AgentKey
 from activities.agents.transcripts import write_transcript
 from tests.skills_fixtures import CC_MAIN, CODEX_MAIN, FIXTURES
 from xsky.plan.models import RoleCapabilityModel, WorkflowAgent
@@ -132,7 +133,13 @@ def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Pa
         {"role": "assistant", "content": "Done: CHANGELOG.md updated."},
     ]
     path = write_transcript(
-        tmp_path, inp, RoleCapabilityModel(name="doc"), "m", "key1", messages, "completed"
+        tmp_path,
+        AgentKey.of(inp),
+        RoleCapabilityModel(name="doc"),
+        "m",
+        "key1",
+        messages,
+        "completed",
     )
     events = adapter_for("xsky").parse(path.read_bytes(), 0, ParseState(), FileInfo(str(path)))
     assert [e.text for e in events if e.kind == "user"] == ["write the changelog"]

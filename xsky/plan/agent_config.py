@@ -2,7 +2,8 @@
 
 Reserved keys (camelCase, as on the wire):
 
-* ``tool`` — run this tool directly with the other keys as its arguments (no LLM);
+* ``tool`` — run this tool directly with the other keys as its arguments (no LLM): one of
+  ``xsky.security.tools.DIRECT_TOOLS``;
 * ``startToCloseTimeout``, ``heartbeatTimeout`` — seconds, per attempt;
 * ``retry`` — ``{"maximumAttempts": 3, "initialInterval": 1, "backoffCoefficient": 2,
   "maximumInterval": 30}``;
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from xsky.leader.state import StallWindows
 from xsky.runs import RetryOptions, RunOptions
+from xsky.security.tools import DIRECT_TOOLS  # the registry's direct tools, llm and noop
 
 RESERVED_KEYS = frozenset(
     {
@@ -32,17 +34,6 @@ RESERVED_KEYS = frozenset(
         "maxIterations",
         "temperature",
     }
-)
-DIRECT_TOOLS = (
-    "shell",
-    "file_read",
-    "file_write",
-    "file_list",
-    "browser_navigate",
-    "http_get",
-    "llm",
-    "ask_user",
-    "noop",
 )
 
 

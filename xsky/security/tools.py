@@ -3,12 +3,14 @@
 Everything else is derived from here: the OpenAI function schemas the model sees
 (:func:`openai_tools`), the descriptions roles list, which argument the permission rules
 match (the *subject*: a command, a path, a URL), which tools are read-only (permission mode
-``plan``), which start processes (the OS sandbox) or reach the network, and which a
-plan-defined role may not hold without a person's approval. The implementations live in
-``activities/tools/registry.py``, which checks at import that every tool here has one and
-that each implementation's arguments are this model's.
+``plan``), which start processes (the OS sandbox) or reach the network, which a
+plan-defined role may not hold without a person's approval, and which an agent's
+``<config>{"tool": …}`` may run directly, without a model (:data:`DIRECT_TOOLS`, checked when
+a plan is parsed). The implementations live in ``activities/tools/registry.py`` (the agent
+loop's) and ``activities/agents/direct.py`` (direct calls), which check at import that every
+tool here has one and that each implementation's arguments are this model's.
 
-Adding a tool: its entry here, its implementation there.
+Adding a tool: its entry here, its implementation there (and in ``direct.py`` if ``direct``).
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class ToolSpec:
     exec: bool = False  # starts processes (they run in the OS sandbox)
     subject: str | None = None  # the argument permission rules match
     kind: str = "plain"  # how rules read the subject: plain | path | url | command
+    direct: bool = False  # an agent's <config>{"tool": …} may run it without a model
 
     @property
     def read_only(self) -> bool:
@@ -122,6 +125,7 @@ TOOLS: dict[str, ToolSpec] = {
             network=True,
             subject="url",
             kind="url",
+            direct=True,
         ),
         # Clicking and typing act on the page (a form sent, an order placed): not read-only.
         ToolSpec(
@@ -161,6 +165,7 @@ TOOLS: dict[str, ToolSpec] = {
             reads=True,
             subject="path",
             kind="path",
+            direct=True,
         ),
         ToolSpec(
             "file_write",
@@ -169,6 +174,7 @@ TOOLS: dict[str, ToolSpec] = {
             writes=True,
             subject="path",
             kind="path",
+            direct=True,
         ),
         ToolSpec(
             "file_list",
@@ -177,6 +183,7 @@ TOOLS: dict[str, ToolSpec] = {
             reads=True,
             subject="path",
             kind="path",
+            direct=True,
         ),
         ToolSpec(
             "code_search",
@@ -195,6 +202,7 @@ TOOLS: dict[str, ToolSpec] = {
             exec=True,
             subject="command",
             kind="command",
+            direct=True,
         ),
         ToolSpec(
             "python_exec",
@@ -213,12 +221,14 @@ TOOLS: dict[str, ToolSpec] = {
             network=True,
             subject="url",
             kind="url",
+            direct=True,
         ),
         ToolSpec(
             "ask_user",
             "ask a person a question and wait for the answer",
             AskUserArgs,
             subject="question",
+            direct=True,
         ),
         ToolSpec(
             "read_skill", "read a bound skill's SKILL.md", ReadSkillArgs, reads=True, subject="name"
@@ -232,6 +242,18 @@ URL_TOOLS = {n: t.subject for n, t in TOOLS.items() if t.kind == "url" and t.sub
 PRIMARY_ARG = {n: t.subject for n, t in TOOLS.items() if t.subject}
 PRIVILEGED_TOOLS = frozenset(n for n, t in TOOLS.items() if t.privileged)
 EXEC_OR_NETWORK_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec or t.network)
+PROCESS_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec)  # they run in the OS sandbox
+
+# Kinds of direct agent that are no tool of the agent loop (the model never calls them), so
+# they pass no permission gate: each only answers from its own arguments.
+DIRECT_ONLY: dict[str, str] = {
+    "llm": "the offline model's answer to the agent's task (no model is configured)",
+    "noop": 'returns "result" (default "ok") after "seconds" (default 0): benchmarks, dry runs',
+}
+if set(DIRECT_ONLY) & set(TOOLS):
+    raise ImportError(f"direct-only kinds {sorted(set(DIRECT_ONLY) & set(TOOLS))} are also tools")
+# What an agent's <config>{"tool": …} may name.
+DIRECT_TOOLS: tuple[str, ...] = (*(n for n, t in TOOLS.items() if t.direct), *DIRECT_ONLY)
 
 
 def parameters(spec: ToolSpec) -> dict[str, Any]:

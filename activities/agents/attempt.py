@@ -1,0 +1,295 @@
+"""One attempt, prepared: what it needs resolved once, before a tool or a model runs.
+
+:func:`prepare` reads the worker's own settings (the sandbox, the rules, the roles: never a
+project's, an agent may have written it), makes the run's workspace, expands the artifact
+markers the leader put in the agent's texts, resolves the role the worker trusts, and sets
+up the permission gate and the tools' context. What it returns, an :class:`Attempt`, is
+frozen: the direct call (``direct.py``) and the model loop (``loop.py``) read it, and
+:func:`store_result` keeps what a completed attempt produced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.beat import Beat
+from activities.agents.checkpoint import Checkpoints, checkpoint_name
+from activities.agents.key import AgentKey
+from activities.artifacts import ArtifactStore
+from activities.browser import BrowserPool
+from activities.sandbox import egress
+from activities.sandbox import workspace as workspaces
+from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
+from activities.sandbox.gate import Gate
+from activities.tools import ToolContext
+from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
+from xsky.config import Settings
+from xsky.plan.agent_config import tool_name
+from xsky.plan.models import RoleCapabilityModel
+from xsky.runs import AgentInput, AgentOutcome, Answer
+from xsky.security.permissions import denied_host, trusted_settings
+from xsky.security.roles import (
+    BUILTIN_ROLES,
+    merge_roles,
+    person_only_tools,
+    trusted_role,
+    with_skill_access,
+)
+from xsky.security.settings import (
+    SettingsError,
+    SettingsLayer,
+    permission_settings,
+    project_security_fields,
+    role_layers,
+    worker_layers,
+)
+
+log = logging.getLogger("xsky.agents")
+_WARNED = {"sandbox-off": False}
+_IGNORED_PROJECTS: set[str] = set()  # projects whose ignored security settings were logged
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """Everything one attempt of one agent works with, resolved by :func:`prepare`."""
+
+    key: AgentKey
+    number: int  # Temporal's attempt number of this dispatch
+    started: datetime  # when the attempt began working (the activity's clock)
+    name: str  # the agent's kind: the name of its role
+    task: str  # the task, its input and config, with the leader's artifact markers expanded
+    input_text: str | None
+    config: dict[str, Any]
+    tool: str | None  # the tool the config names: a direct agent, no model
+    role: RoleCapabilityModel | None  # the role the worker trusts the agent with (None: none)
+    goal: str | None  # the run's goal
+    answers: list[Answer]  # people's answers to this task's questions
+    nudges: list[str]  # the supervisor's messages, as the dispatch brought them
+    resume: bool  # pick up the agent's checkpoint when one exists
+    artifact_threshold: int  # results up to this many bytes also travel inline
+    store: ArtifactStore
+    checkpoints: Checkpoints
+    transcripts: Path  # where finished conversations go, for the skill pipeline
+    beat: Beat
+    gate: Gate
+    ctx: ToolContext
+
+
+def prepare(
+    inp: AgentInput,
+    *,
+    settings: Settings,
+    store: ArtifactStore,
+    browsers: BrowserPool,
+    beat: Beat,
+    started: datetime,
+    number: int,
+) -> Attempt:
+    """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
+    ApplicationError for broken settings, a refused workspace or a missing artifact)."""
+    layers = worker_settings(settings)
+    sandbox = _sandbox(layers)
+    workspace = workspace_for(settings, inp, sandbox)
+    unconfined = not sandbox.on
+    if unconfined and not _WARNED["sandbox-off"]:
+        _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
+        log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
+    # The worker decides from what it trusts: its own settings' rules, the run's approvals.
+    permissions = trusted_settings(permission_settings(layers), inp.permissions)
+    key = AgentKey.of(inp)
+    web, command_network = egress.policies(permissions)
+    ctx = ToolContext(
+        run_id=key.run_id,
+        agent_id=key.agent_id,
+        workspace=workspace,
+        store=store,
+        browsers=browsers,
+        heartbeat=beat,
+        file_prefix=key.file_prefix,
+        progress=beat.progress,
+        answers=inp.answers,
+        blocked_url=denied_host(permissions),
+        unconfined=unconfined,
+        egress=web,
+        command_network=command_network,
+        confinement=confinement_for(settings, sandbox, workspace, key.run_id),
+        owner=sandbox.owner,
+    )
+    task, input_text, config = _expanded(store, inp)
+    role, person_only = _role(inp, layers)
+    gate = Gate(
+        task_id=inp.task_id,
+        permissions=permissions,
+        approvals=inp.approvals,
+        role=role or RoleCapabilityModel(name=inp.agent.name),
+        workspace=workspace,
+        unconfined=unconfined,
+        person_only=person_only,
+        protected=[
+            str(p.resolve())
+            for p in (settings.home, settings.artifacts, settings.runs, settings.skills_home)
+        ],
+    )
+    ctx.record, ctx.readable = gate.network, gate.readable
+    return Attempt(
+        key=key,
+        number=number,
+        started=started,
+        name=inp.agent.name,
+        task=task,
+        input_text=input_text,
+        config=config or {},
+        tool=tool_name(config),
+        role=role,
+        goal=inp.goal,
+        answers=inp.answers,
+        nudges=inp.nudges,
+        resume=inp.resume,
+        artifact_threshold=inp.artifact_threshold,
+        store=store,
+        checkpoints=Checkpoints(store, key, checkpoint_name(inp)),
+        transcripts=settings.home / "transcripts",
+        beat=beat,
+        gate=gate,
+        ctx=ctx,
+    )
+
+
+def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:
+    """Every result goes to the artifact store; small ones also travel inline."""
+    text = outcome.result or ""
+    outcome.result_ref = a.store.put_text(
+        a.key.run_id, a.key.agent_id, f"{a.key.file_prefix}result.txt", text
+    )
+    outcome.result = text if len(text.encode("utf-8")) <= a.artifact_threshold else None
+    return outcome
+
+
+# -- the worker's settings, its workspace ----------------------------------------------------
+
+
+def worker_settings(settings: Settings) -> list[SettingsLayer]:
+    """The worker's own settings file: it decides the sandbox, the rules and the roles
+    (a project's file never does: an agent may have written it)."""
+    project = str(settings.project_dir.resolve())
+    if project not in _IGNORED_PROJECTS:
+        _IGNORED_PROJECTS.add(project)
+        ignored = project_security_fields(settings)
+        if ignored:
+            log.warning(
+                "the project's settings (%s) set %s; a worker takes security settings from its user "
+                "settings only (%s), so these are ignored here",
+                settings.project_dir / ".xsky" / "settings.json",
+                ", ".join(ignored),
+                settings.user_settings,
+            )
+    try:
+        return worker_layers(settings)
+    except SettingsError as e:
+        raise ApplicationError(
+            f"the worker's settings cannot be read: {e}",
+            type="SettingsError",
+            non_retryable=True,
+        ) from None
+
+
+def _sandbox(layers: list[SettingsLayer]) -> SandboxSettings:
+    try:
+        return sandbox_settings(layers)
+    except SettingsError as e:
+        raise ApplicationError(
+            f"the worker's settings cannot be used: {e}",
+            type="SettingsError",
+            non_retryable=True,
+        ) from None
+
+
+def workspace_for(settings: Settings, inp: AgentInput, sandbox: SandboxSettings) -> Path:
+    """The run's workspace: where the worker's settings put the name the run gave (never a
+    path from the run), checked, made by the worker and handed to the sandbox user."""
+    roots = sandbox.workspace_roots
+    try:
+        folder = workspaces.resolve(inp.workspace, settings, inp.run_id, roots)
+    except workspaces.WorkspaceRefused as e:
+        raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
+    owner = sandbox.owner
+    problem = workspaces.problem(folder, settings, roots, owner[0] if owner else None)
+    if problem is not None:
+        raise ApplicationError(
+            f"{problem}; agents write in their workspace, so the worker keeps workspaces in folders of "
+            "their own (leave `workspace` out for .xsky/runs/<id>/workspace, or give a name)",
+            type="WorkspaceRefused",
+            non_retryable=True,
+        )
+    return workspaces.make(folder, *(owner or (None, None)))
+
+
+# -- the agent: its texts, its role ----------------------------------------------------------
+
+
+def _role(
+    inp: AgentInput, layers: list[SettingsLayer]
+) -> tuple[RoleCapabilityModel | None, list[str]]:
+    """The role the worker lets the agent act with, and the tools only a person may allow.
+
+    A role the worker does not know gets its privileged tools call by call from a person,
+    unless a person approved the plan that defines it (the leader says so; a run's input
+    cannot: the leader sets it only after an approve_plan update)."""
+    name = inp.agent.name
+    given = inp.role or BUILTIN_ROLES.get(name)
+    known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(name)
+    approved = inp.role_approved and known is None
+    trusted = given if approved else (trusted_role(given, known) if given is not None else None)
+    return with_skill_access(trusted), [] if approved else person_only_tools(given, known)
+
+
+def _expanded(store: ArtifactStore, inp: AgentInput) -> tuple[str, str | None, Any]:
+    """The task, input and config with the leader's markers for large results swapped for
+    the stored text."""
+    agent = inp.agent
+    try:
+        issued = inp.markers if inp.markers is not None else _this_runs_markers(inp)
+        task = store.expand_markers(agent.task, issued)
+        input_text = store.expand_markers(agent.input, issued) if agent.input else None
+        return task, input_text, _expand_config(store, agent.config, issued)
+    except FileNotFoundError as e:
+        raise ApplicationError(str(e), type="ArtifactMissing", non_retryable=True) from None
+
+
+def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
+    if isinstance(value, dict):
+        # A shell command's data is in its "values" (expanded there); a marker in the command
+        # itself stays as written: stored text is never pasted into code.
+        shell = value.get("tool") == "shell"
+        return {
+            k: v if shell and k == "command" else _expand_config(store, v, issued)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_expand_config(store, v, issued) for v in value]
+    if isinstance(value, str):
+        return store.expand_markers(value, issued)
+    return value
+
+
+def _this_runs_markers(inp: AgentInput) -> list[str]:
+    """For a leader that predates ``markers``: the markers in the texts that name this run's artifacts."""
+    prefix = URI_PREFIX + safe_component(inp.run_id) + "/"
+    texts = [
+        inp.agent.task,
+        inp.agent.input or "",
+        json.dumps(inp.agent.config or {}, ensure_ascii=False),
+    ]
+    return [
+        URI_PREFIX + m.group(1)
+        for t in texts
+        for m in MARKER_RE.finditer(t)
+        if (URI_PREFIX + m.group(1)).startswith(prefix)
+    ]

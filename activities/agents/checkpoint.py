@@ -1,0 +1,79 @@
+"""An LLM agent's conversation, checkpointed to the artifact store after every step.
+
+One conversation per run and agent definition: a retried or restarted attempt resumes from
+the last checkpoint instead of asking the model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from activities.agents.key import AgentKey
+from activities.artifacts import ArtifactStore
+from xsky.artifacts import artifact_path, safe_component
+from xsky.plan.models import WireModel
+from xsky.runs import AgentInput
+
+log = logging.getLogger("xsky.agent_loop")
+
+
+class Checkpoint(WireModel):
+    messages: list[dict[str, Any]]
+    iteration: int = 0
+    tokens: int = 0
+    nudges_seen: int = 0
+    pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
+    repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
+    last_call: str | None = None
+
+
+def checkpoint_name(inp: AgentInput) -> str:
+    """One conversation per run and agent definition.
+
+    Keyed by the run's first execution (a new run that reuses the workflow id starts
+    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
+    keeps its progress; new task text or a new role starts it over).
+    """
+    definition = json.dumps(
+        [
+            inp.agent.name,
+            inp.agent.task,
+            inp.agent.input,
+            inp.agent.config,
+            inp.role.model_dump() if inp.role else None,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
+    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where one agent's checkpoint is kept: its run's and agent's folder, under ``name``."""
+
+    store: ArtifactStore
+    key: AgentKey
+    name: str
+
+    def load(self) -> Checkpoint | None:
+        path = self.store.root / artifact_path(self.key.run_id, self.key.agent_id, self.name)
+        if not path.is_file():
+            return None
+        try:
+            return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            log.warning("ignoring an unreadable checkpoint %s: %s", path, e)
+            return None
+
+    def save(self, cp: Checkpoint) -> Any:
+        return self.store.put_text(
+            self.key.run_id, self.key.agent_id, self.name, cp.model_dump_json()
+        )

@@ -1,0 +1,163 @@
+"""Direct agents: an agent whose ``<config>`` names a tool is that one call, without a model.
+
+Which tools may be called so is the registry's (``xsky.security.tools.DIRECT_TOOLS``: the
+tools marked ``direct``, ``llm`` and ``noop``), the same list a plan is checked against when
+it is parsed; :data:`DIRECT_IMPLEMENTATIONS` must name exactly those, checked at import.
+An agent with neither a tool nor a model answers with the offline model (``llm``). A direct
+call passes the permission gate the model loop's calls pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Literal
+
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.attempt import Attempt
+from activities.agents.transcripts import AgentLog
+from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
+from activities.tools.files import file_list, file_read, file_write
+from activities.tools.http import http_get
+from activities.tools.human import ask_user
+from activities.tools.registry import agree
+from activities.tools.shell import shell
+from activities.tools.web import browser_navigate
+from xsky.plan import offline
+from xsky.plan.agent_config import tool_arguments
+from xsky.runs import AgentOutcome, RequestPayload
+from xsky.security.tools import DIRECT_TOOLS, TOOLS
+
+
+async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """Returns ``result`` (default "ok") after ``seconds`` (default 0): benchmarks, dry runs."""
+    seconds = optional_number(args, "seconds", 0, 0, 24 * 3600, "noop")
+    if seconds:
+        await asyncio.sleep(seconds)
+    value = args.get("result", "ok")
+    return ToolResult(value if isinstance(value, str) else str(value))
+
+
+async def offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return ToolResult(
+        offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER}
+    )
+
+
+DIRECT_IMPLEMENTATIONS: dict[str, Tool] = {
+    "shell": shell,
+    "file_read": file_read,
+    "file_write": file_write,
+    "file_list": file_list,
+    "browser_navigate": browser_navigate,
+    "http_get": http_get,
+    "llm": offline_llm,
+    "ask_user": ask_user,
+    "noop": _noop,
+}
+
+agree("direct implementations", DIRECT_TOOLS, DIRECT_IMPLEMENTATIONS)
+
+
+# Kinds of agent that only act through their tools: without a tool and a model they cannot.
+TOOL_KINDS = ("browser", "file", "shell")
+
+
+async def run_direct(a: Attempt) -> AgentOutcome:
+    """The one call a direct agent is: logged, gated, under heartbeats. A completed one
+    carries its whole text in ``result`` (``store_result`` keeps it)."""
+    name, fn, args = direct_call(a)
+    agent_log = AgentLog(
+        a.store.root, a.key, a.number, a.name, offline.PROVIDER if fn is offline_llm else None
+    )
+    agent_log.tool_call("direct", name, args)
+    called = time.monotonic()
+    async with a.beat.running():
+        try:
+            await _gate(a, name, args, agent_log)
+            out = await fn(a.ctx, args)
+        except ToolError as e:
+            agent_log.decisions(a.gate.decisions)
+            agent_log.outcome("failed", error=str(e))
+            raise ApplicationError(
+                f"agent {a.key.agent_id}: {e}",
+                e.details,
+                a.gate.details(),
+                type="ToolError",
+                non_retryable=not e.retryable,
+            ) from None
+        except NeedsHuman as need:
+            return _waiting(a, need, agent_log)
+    agent_log.decisions(a.gate.decisions)
+    agent_log.tool_result("direct", name, out.text, time.monotonic() - called)
+    agent_log.outcome("completed", result=out.text)
+    return AgentOutcome(
+        result=out.text,
+        artifacts=out.artifacts + a.ctx.artifacts,
+        details=out.details,
+        provider=out.details.get("provider"),
+        started_at=a.started,
+        decisions=a.gate.decisions,
+    )
+
+
+def direct_call(a: Attempt) -> tuple[str, Tool, dict[str, Any]]:
+    """The tool a direct agent calls (``llm`` for the offline model), its implementation and
+    its arguments."""
+    if a.tool is None:
+        if a.name in TOOL_KINDS:
+            raise ApplicationError(
+                f"agent {a.key.agent_id} ({a.name}) has no tool in its <config> and no model is configured; add e.g. "
+                '<config>{"tool": "shell", "command": "ls"}</config>, or set XSKY_MODEL with OPENAI_API_KEY / OPENAI_BASE_URL',
+                type="AgentConfigError",
+                non_retryable=True,
+            )
+        return "llm", offline_llm, {"task": a.task, "input": a.input_text}  # roles, offline
+    found = DIRECT_IMPLEMENTATIONS.get(a.tool)
+    if found is None:
+        raise ApplicationError(
+            f"agent {a.key.agent_id}: unknown tool {a.tool!r}; direct tools are {', '.join(sorted(DIRECT_IMPLEMENTATIONS))}",
+            type="AgentConfigError",
+            non_retryable=True,
+        )
+    if a.tool == "llm":
+        return a.tool, found, {"task": a.task, "input": a.input_text}
+    return a.tool, found, tool_arguments(a.config)
+
+
+async def _gate(a: Attempt, tool: str, args: dict[str, Any], agent_log: AgentLog) -> None:
+    """The permission gate, once the call's arguments are there at all (a missing argument
+    gets the tool's own, clearer error). Raises NeedsHuman when a person must decide."""
+    spec = TOOLS.get(tool)
+    if spec is None or not all(
+        k in args for k in spec.args.model_json_schema().get("required", [])
+    ):
+        return
+    allowed, why = await a.gate.check(tool, args)
+    if not allowed:
+        agent_log.decisions(a.gate.decisions)
+        agent_log.outcome("failed", error=f"{tool} denied: {why}")
+        raise ApplicationError(
+            f"agent {a.key.agent_id}: {tool} denied: {why}",
+            a.gate.details(),
+            type="PermissionDenied",
+            non_retryable=True,
+        )
+
+
+def _waiting(a: Attempt, need: NeedsHuman, agent_log: AgentLog) -> AgentOutcome:
+    """The attempt ends waiting for a person: an answer, or a decision on this call."""
+    kind: Literal["question", "needs_approval"] = (
+        "question" if need.kind == "question" else "needs_approval"
+    )
+    agent_log.decisions(a.gate.decisions)
+    agent_log.outcome(kind, request=need.question or need.tool)
+    return AgentOutcome(
+        kind=kind,
+        request=RequestPayload(
+            question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule
+        ),
+        started_at=a.started,
+        decisions=a.gate.decisions,
+    )

@@ -1,0 +1,64 @@
+"""Heartbeats while an activity works: one background loop for every activity that needs one.
+
+The interval comes from the activity's own heartbeat timeout (``activity.info()``), a third
+of it, as sdk-python's ``contrib/openai_agents`` heartbeat decorator does (it takes half):
+whoever schedules the activity sets one number, and no other travels beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from temporalio import activity
+
+FLOOR = 0.2  # never more often than this many seconds, however short the timeout
+
+
+def interval() -> float | None:
+    """Seconds between heartbeats: a third of the activity's heartbeat timeout (at least
+    ``FLOOR``); None when it has none (a local activity: its workflow task is its liveness)."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        return None
+    return max(FLOOR, timeout.total_seconds() / 3)
+
+
+def heartbeat(note: str) -> None:
+    """Heartbeat, except in a local activity (the leader runs cheap tools so: the workflow
+    task it belongs to is its liveness)."""
+    if not activity.info().is_local:
+        activity.heartbeat(note)
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(
+    note: str | Callable[[], str] = "working",
+    *,
+    every: float | None = None,
+    also: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[None]:
+    """Heartbeat in the background while the body runs: every ``every`` seconds (default
+    :func:`interval`), with ``note`` (or what it returns then). ``also`` (an agent's progress
+    reports) is awaited at the start and after each heartbeat. No timeout and no ``every``:
+    nothing to do."""
+    period = interval() if every is None else every
+    if period is None:
+        yield
+        return
+
+    async def loop() -> None:
+        while True:
+            if also is not None:
+                await also()
+            await asyncio.sleep(period)
+            heartbeat(note() if callable(note) else note)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,118 @@
+"""One attempt, prepared once (activities/agents/attempt.py) and read by the direct call
+(activities/agents/direct.py): without Temporal, from an AgentInput and the worker's settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.attempt import Attempt, prepare, store_result
+from activities.agents.beat import Beat
+from activities.agents.direct import direct_call, offline_llm
+from activities.artifacts import ArtifactStore
+from activities.browser import BrowserPool
+from xsky.artifacts import marker
+from xsky.config import load_settings
+from xsky.plan.models import RoleCapabilityModel, WorkflowAgent
+from xsky.runs import AgentInput, AgentOutcome
+
+
+def attempt_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inp: AgentInput) -> Attempt:
+    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XSKY_PROJECT_DIR", str(tmp_path / "project"))
+    (tmp_path / "user-settings.json").write_text('{"security": {"sandbox": "off"}}')
+    settings = load_settings()
+    store = ArtifactStore(settings.artifacts)
+    beat = Beat(task_id=inp.task_id, dispatch=inp.dispatch, progress_interval=5.0)
+    return prepare(
+        inp,
+        settings=settings,
+        store=store,
+        browsers=BrowserPool(),
+        beat=beat,
+        started=datetime.now(UTC),
+        number=2,
+    )
+
+
+def agent_input(agent: WorkflowAgent, **kw) -> AgentInput:
+    return AgentInput(run_id="run-1", task_id="T-1", agent=agent, plan_version=2, dispatch=3, **kw)
+
+
+def test_an_attempt_is_prepared_once_into_a_frozen_context(tmp_path, monkeypatch):
+    agent = WorkflowAgent(id="a1", name="shell", task="list", config={"tool": "noop"})
+    a = attempt_of(tmp_path, monkeypatch, agent_input(agent))
+    assert (
+        a.ctx.workspace.is_dir()
+        and a.ctx.workspace == tmp_path / "home" / "runs" / "run-1" / "workspace"
+    )
+    assert (a.key.run_id, a.key.agent_id, a.key.file_prefix) == ("run-1", "a1", "v2-d3-")
+    assert a.ctx.file_prefix == "v2-d3-" and a.ctx.unconfined and a.gate.unconfined
+    assert a.tool == "noop" and a.number == 2
+    assert a.role is not None and a.role.name == "shell"  # the worker's built-in role
+    assert a.ctx.readable == a.gate.readable and a.ctx.record == a.gate.network
+    assert str((tmp_path / "home" / "artifacts").resolve()) in a.gate.protected
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.tool = "shell"  # type: ignore[misc]
+
+
+def test_a_role_the_worker_does_not_know_gets_its_privileged_tools_from_a_person(
+    tmp_path, monkeypatch
+):
+    role = RoleCapabilityModel(name="deployer", allowed_tools=["shell", "file_read"])
+    agent = WorkflowAgent(id="a1", name="deployer", task="ship it")
+    a = attempt_of(tmp_path, monkeypatch, agent_input(agent, role=role))
+    assert a.role is not None and "shell" not in a.role.allowed_tools
+    assert "shell" in a.gate.permissions.person_only_tools
+    approved = attempt_of(tmp_path, monkeypatch, agent_input(agent, role=role, role_approved=True))
+    assert approved.role is not None and "shell" in approved.role.allowed_tools
+    assert "shell" not in approved.gate.permissions.person_only_tools
+
+
+def test_the_leaders_markers_are_expanded_but_never_inside_a_shell_command(tmp_path, monkeypatch):
+    store = ArtifactStore(tmp_path / "home" / "artifacts")
+    ref = store.put_text("run-1", "a0", "v1-d1-result.txt", "the stored text")
+    m = marker(ref)
+    config = {"tool": "shell", "command": f"echo {m}", "values": {"x": m}}
+    agent = WorkflowAgent(id="a1", name="shell", task=f"use {m}", input=m, config=config)
+    a = attempt_of(tmp_path, monkeypatch, agent_input(agent, markers=[ref.uri]))
+    assert a.task == "use the stored text" and a.input_text == "the stored text"
+    assert a.config["values"] == {"x": "the stored text"} and a.config["command"] == f"echo {m}"
+    missing = WorkflowAgent(id="a1", name="shell", task=m.replace("a0", "gone"))
+    with pytest.raises(ApplicationError) as info:
+        attempt_of(
+            tmp_path, monkeypatch, agent_input(missing, markers=[ref.uri.replace("a0", "gone")])
+        )
+    assert info.value.type == "ArtifactMissing" and info.value.non_retryable
+
+
+def test_a_direct_agent_calls_its_tool_or_the_offline_model(tmp_path, monkeypatch):
+    def call(config, name="llm"):
+        agent = WorkflowAgent(id="a1", name=name, task="sum it", input="1 2", config=config)
+        return direct_call(attempt_of(tmp_path, monkeypatch, agent_input(agent)))
+
+    assert call({"tool": "noop", "seconds": 0, "result": "x"})[::2] == (
+        "noop",
+        {"seconds": 0, "result": "x"},
+    )
+    assert call({"tool": "llm"})[::2] == ("llm", {"task": "sum it", "input": "1 2"})
+    assert call(None) == ("llm", offline_llm, {"task": "sum it", "input": "1 2"})
+    with pytest.raises(ApplicationError, match="has no tool in its <config> and no model") as info:
+        call(None, name="shell")
+    assert info.value.type == "AgentConfigError"
+
+
+def test_a_completed_result_is_stored_and_travels_inline_only_when_small(tmp_path, monkeypatch):
+    agent = WorkflowAgent(id="a1", name="llm", task="t")
+    a = attempt_of(tmp_path, monkeypatch, agent_input(agent, artifact_threshold=5))
+    small = store_result(a, AgentOutcome(result="tiny"))
+    large = store_result(a, AgentOutcome(result="much too long"))
+    assert small.result == "tiny" and large.result is None
+    assert large.result_ref is not None and a.store.read_text(large.result_ref.uri) == (
+        "much too long"
+    )
+    assert large.result_ref.uri.endswith("/a1/v2-d3-result.txt")
