@@ -77,7 +77,6 @@ class Attempts:
                 agent_id,
                 rendered,
                 dispatch,
-                settings.heartbeat,
                 markers,
                 workflow.info().first_execution_run_id,
                 settings.retry.maximum_attempts,

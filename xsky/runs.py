@@ -119,9 +119,8 @@ class AgentInput(Wire):
     dispatch: int = 1
     workspace: str | None = None
     artifact_threshold: int = 8192
-    # Unread: a worker heartbeats at a third of the activity's own heartbeat timeout
-    # (activities/beat.py). The leader still sends it; it goes with the leader's refactor.
-    heartbeat_interval: float = 10.0
+    # (No heartbeat interval: a worker heartbeats at a third of the activity's own heartbeat
+    # timeout, activities/beat.py; an older input's heartbeatInterval is ignored.)
     progress_interval: float = 5.0  # at most one progress report per this many seconds
     resume: bool = True  # pick up the agent's checkpoint when one exists
     answers: list[Answer] = Field(default_factory=list)

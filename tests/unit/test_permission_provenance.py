@@ -201,7 +201,7 @@ def approval_asked(core: LeaderCore, command: str) -> str:
 def agent_input(core: LeaderCore):
     (start,) = core.dispatch(T0)
     rendered, markers = core.render("1")
-    return core.agent_input("1", rendered, start.dispatch, 10.0, markers, None)
+    return core.agent_input("1", rendered, start.dispatch, markers, None)
 
 
 def test_the_leader_sends_the_inputs_rules_and_the_peoples_approvals_apart():

@@ -179,7 +179,6 @@ class AttemptInputs(Requests):
         agent_id: str,
         rendered: WorkflowAgent,
         dispatch: int,
-        heartbeat: float,
         markers: list[str],
         execution_id: str | None,
         error_attempts: int = 0,
@@ -195,7 +194,6 @@ class AttemptInputs(Requests):
             dispatch=dispatch,
             workspace=self.options.workspace,
             artifact_threshold=self.options.artifact_threshold,
-            heartbeat_interval=max(0.2, min(10.0, heartbeat / 3)),
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.state.answers.get(task.id, [])),
             approvals=self.state.approvals.pop(
