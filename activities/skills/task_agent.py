@@ -22,15 +22,13 @@ from typing import Any, Literal
 from activities import llm
 from activities.skills.scan import md_tail, read_json, write_json
 from activities.skills.store import SkillStore
+from xsky.skills.atom_finish import UX_RUBRIC, DeltaView, finish
 from xsky.skills.atoms import (
     INPUT_CAP,
-    UX_RUBRIC,
     AtomTask,
-    DeltaView,
     Draft,
     atom_number,
     boundary_indexes,
-    finish,
     group_at,
     group_offline,
     is_boundary,
