@@ -19,7 +19,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm
-from activities.skills.scan import commit_delta, render_delta, scan
+from activities.skills.render import render_delta
+from activities.skills.scan import commit_delta, scan
 from activities.skills.task_agent import split_delta
 from xsky.config import Settings, load_settings
 from xsky.security.settings import SettingsError, load_layers, skill_sources

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from activities import llm
-from activities.skills.scan import md_tail, read_json, write_json
+from activities.fsio import read_json, write_json
+from activities.skills.scan import md_tail
 from activities.skills.store import SkillStore
 from xsky.skills.atom_finish import UX_RUBRIC, DeltaView, finish
 from xsky.skills.atoms import (
@@ -177,7 +178,9 @@ async def split_delta(
             lanes_out.append(
                 {"traj_id": tid, "atoms": [a.model_dump(mode="json") for a in produced.values()]}
             )
-        write_json(stage_dir / "atoms.json", {"lanes": lanes_out, "split_by": result.split_by})
+        write_json(
+            stage_dir / "atoms.json", {"lanes": lanes_out, "split_by": result.split_by}, sync=False
+        )
         return result
     finally:
         store.close()
