@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
+from activities.fsio import atomic_write
 from xsky.artifacts import (
     BLOB_AGENT,
     MARKER_RE,
@@ -46,17 +46,8 @@ class ArtifactStore:
     ) -> ArtifactRef:
         rel = artifact_path(run_id, agent_id, filename)
         target = self.root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            if self.share_gid is not None:
-                self._share(target.parent, fd)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        share = None if self.share_gid is None else lambda fd: self._share(target.parent, fd)
+        atomic_write(target, data, sync=False, before=share)
         return ArtifactRef(
             uri=URI_PREFIX + rel,
             size=len(data),

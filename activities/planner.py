@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from xsky.errors import PlanError
 from xsky.plan import offline
+from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.planning import (
     FIX_PROMPT,
     PlanRequest,
@@ -25,7 +26,7 @@ from xsky.plan.planning import (
     planning_prompt,
     problems_text,
 )
-from xsky.plan.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
+from xsky.plan.xml import parse_workflow, workflow_to_xml
 
 MAX_ATTEMPTS = 3
 

@@ -29,7 +29,8 @@ from random import Random
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from activities.skills.pipeline import _split_offline  # noqa: E402
-from activities.skills.scan import commit_delta, render_delta, scan  # noqa: E402
+from activities.skills.render import render_delta  # noqa: E402
+from activities.skills.scan import commit_delta, scan  # noqa: E402
 from xsky.skills.runs import DeltaInput, DeltaRef, ScanInput  # noqa: E402
 from xsky.skills.sources import Source  # noqa: E402
 from xsky.skills.transcripts.claude_code import munged_cwd  # noqa: E402

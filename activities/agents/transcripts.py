@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from activities.agents.key import AgentKey
+from activities.fsio import atomic_write
 from activities.tools import cap_text
 from xsky.artifacts import safe_component
 from xsky.plan.models import RoleCapabilityModel
@@ -59,16 +58,8 @@ def write_transcript(
     lines += [{"type": "message", "message": m} for m in messages]
     lines.append({"type": "outcome", "status": status, "error": error, "timestamp": now})
     path = transcript_path(root, agent, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".writing-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for line in lines:
-                fh.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = "".join(json.dumps(line, ensure_ascii=False, default=str) + "\n" for line in lines)
+    atomic_write(path, text, sync=False)
     return path
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from activities.fsio import atomic_write, read_json
 from activities.skills import git as skill_git
-from activities.skills.scan import read_json, write_text
 from xsky.skills.atoms import AtomTask
 from xsky.skills.clustering import SkillSummary, skill_keywords
 from xsky.skills.layout import atom_path
@@ -129,12 +129,12 @@ def write_state(home: Path, state: SkillEntityState) -> None:
             c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates
         ],
     }
-    write_text(
+    atomic_write(
         folder / CANDIDATES,
         yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120),
         sync=True,
     )
-    write_text(
+    atomic_write(
         folder / SCORES,
         "".join(json.dumps(s.model_dump(mode="json", by_alias=False)) + "\n" for s in state.scores),
         sync=True,

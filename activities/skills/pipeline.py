@@ -20,7 +20,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities import llm
 from activities.beat import FLOOR, heartbeating
-from activities.skills.scan import commit_delta, render_delta, scan
+from activities.skills.render import render_delta
+from activities.skills.scan import commit_delta, scan
 from activities.skills.task_agent import split_delta
 from xsky.config import Settings, load_settings
 from xsky.security.settings import SettingsError, load_layers, skill_sources

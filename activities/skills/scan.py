@@ -1,10 +1,11 @@
-"""Transcripts → trajectory views → atoms on disk: the scan, render and commit steps.
+"""Transcripts → trajectory views → atoms on disk: the scan and commit steps.
 
-- :func:`scan` is a tick's only work when nothing changed: one ``stat`` per transcript,
-  compared with the cursors in the store; only files that grew are opened, and only their
-  appended bytes are read (to end the delta on a complete line).
-- :func:`render_delta` parses a delta's bytes with its source's adapter, continuing from
-  the parse state saved at the cursor, redacts, and stages the view text it will append.
+- :func:`scan` is a tick's only work when nothing changed: one ``stat`` per transcript
+  (:mod:`.discover` finds them), compared with the cursors in the store; only files that
+  grew are opened, and only their appended bytes are read (to end the delta on a complete
+  line).
+- Between the two, :func:`activities.skills.render.render_delta` parses a delta and stages
+  the view text it will append, and the TaskAgent stages its atoms.
 - :func:`commit_delta` is the only writer of views, indexes, atoms and cursors: in one
   SQLite transaction it checks the cursor is still at the delta's start (compare and
   swap), truncates what a crashed attempt may have half-appended, writes and fsyncs the
@@ -13,86 +14,27 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from activities.skills.store import FileRow, SkillStore
+from activities.fsio import append_at, fsync_dir, read_json, write_json
+from activities.skills.discover import discover, head_of, same_file, subdirs
+from activities.skills.store import FileRow, SkillStore, TrajRow
 from xsky.skills.atoms import AtomTask, atom_id, atom_number
 from xsky.skills.layout import atom_path, index_path, md_path, staging_dir, tasks_dir
-from xsky.skills.runs import (
-    CommitResult,
-    DeltaRef,
-    LaneSummary,
-    RenderResult,
-    ScanInput,
-    ScanResult,
-)
+from xsky.skills.runs import CommitResult, DeltaRef, ScanInput, ScanResult
 from xsky.skills.sources import Source
-from xsky.skills.trajectory import RENDER_VERSION, header, render, traj_id
-from xsky.skills.transcripts import KIND_TAG, FileInfo, ParseState, adapter_for
+from xsky.skills.trajectory import RENDER_VERSION, traj_id
+from xsky.skills.transcripts import KIND_TAG, FileInfo, adapter_for
 
 HEAD_BYTES = 64 * 1024  # read from a new file to name it (cwd, session id, model)
-HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
 STAGING_MAX_AGE = 24 * 3600.0
-
-
-# -- discovery -------------------------------------------------------------------------------
-
-
-def _jsonl(folder: Path, prefix: str = "") -> Iterator[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                if (
-                    entry.name.endswith(".jsonl")
-                    and entry.name.startswith(prefix)
-                    and entry.is_file(follow_symlinks=False)
-                ):
-                    yield entry
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return
-
-
-def _dirs(folder: Path) -> Iterator[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False):
-                    yield entry
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return
-
-
-def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
-    """(file, is a Claude Code subagent file) for every transcript under a source's root.
-
-    Symlinks are not followed: a transcript folder is not a way to read other files.
-    """
-    root = source.root
-    if source.kind == "claude-code":
-        for project in _dirs(root):
-            yield from ((e, False) for e in _jsonl(Path(project.path)))
-            for session in _dirs(Path(project.path)):
-                yield from ((e, True) for e in _jsonl(Path(session.path) / "subagents"))
-    elif source.kind == "codex":
-        sessions = root / "sessions"
-        if not sessions.is_dir() and root.name in ("sessions", "archived_sessions"):
-            sessions = root
-        for dirpath, dirnames, _ in os.walk(sessions):
-            dirnames.sort()
-            yield from ((e, False) for e in _jsonl(Path(dirpath), "rollout-"))
-        yield from ((e, False) for e in _jsonl(root / "archived_sessions"))
-    elif source.kind == "xsky":
-        for run in _dirs(root):
-            yield from ((e, False) for e in _jsonl(Path(run.path)))
 
 
 # -- the scan --------------------------------------------------------------------------------
@@ -146,7 +88,9 @@ def delta_end(path: str, start: int, size: int, max_bytes: int, settled: bool) -
     return None
 
 
-def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.time) -> ScanResult:
+def scan(
+    home: Path, sources: list[Source], inp: ScanInput, clock: Callable[[], float] = time.time
+) -> ScanResult:
     """Deltas to process, oldest-known files first; cheap when nothing changed."""
     started = time.perf_counter()
     result = ScanResult()
@@ -173,34 +117,22 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
                 st = entry.stat(follow_symlinks=False)
                 result.files += 1
                 row = known.get(path)
-                if row is not None:
-                    if row.status in ("truncated", "replaced"):
-                        continue  # no longer followed (said so when it happened)
-                    if st.st_size == row.cursor and row.status == "active" and row.ino == st.st_ino:
-                        continue
-                    if row.ino != st.st_ino or row.dev != st.st_dev or not _same_file(row, path):
-                        _retire_replaced(
-                            store, row, result
-                        )  # a new file at an old path: a new trajectory
-                        row = None
-                    elif st.st_size < row.cursor:
-                        store.db.execute(
-                            "UPDATE files SET status = 'truncated', size = ? WHERE path = ?",
-                            (st.st_size, path),
-                        )
-                        result.problems.append(
-                            f"{path} shrank below what was already read ({row.cursor} bytes); "
-                            "it is no longer followed (its trajectory and atoms stay)"
-                        )
-                        continue
-                    elif (
-                        row.waiting
-                        and st.st_size == row.size
-                        and st.st_mtime_ns == row.mtime_ns
-                        and clock() - st.st_mtime_ns / 1e9 < inp.settle_seconds
-                    ):
-                        result.waiting += 1
-                        continue
+                seen_as = _observe(row, st, path, clock, inp.settle_seconds)
+                if seen_as in ("unfollowed", "unchanged"):
+                    continue
+                if seen_as == "settling":
+                    result.waiting += 1
+                    continue
+                if row is not None and seen_as == "truncated":
+                    store.mark_truncated(path, st.st_size)
+                    result.problems.append(
+                        f"{path} shrank below what was already read ({row.cursor} bytes); "
+                        "it is no longer followed (its trajectory and atoms stay)"
+                    )
+                    continue
+                if row is not None and seen_as == "replaced":
+                    _retire_replaced(store, row, result)  # a new file at an old path
+                    row = None
                 candidates.append(
                     _Candidate(
                         path,
@@ -231,28 +163,35 @@ def scan(home: Path, sources: list[Source], inp: ScanInput, clock: Any = time.ti
     return result
 
 
-def head_of(path: str, size: int) -> str:
-    """``<n>:<sha256 of the first n bytes>``: which file this is, whatever its name or inode."""
-    n = min(HEAD_FINGERPRINT, size)
-    with open(path, "rb") as f:
-        return f"{n}:{hashlib.sha256(f.read(n)).hexdigest()}"
+Seen = Literal["new", "grew", "unchanged", "unfollowed", "replaced", "truncated", "settling"]
 
 
-def _same_file(row: FileRow, path: str) -> bool:
-    if not row.head:
-        return True  # recorded before fingerprints existed
-    n = int(row.head.split(":", 1)[0])
-    try:
-        return head_of(path, n) == row.head
-    except OSError:
-        return False
+def _observe(
+    row: FileRow | None, st: os.stat_result, path: str, clock: Callable[[], float], settle: float
+) -> Seen:
+    """What a scan makes of a transcript it found, given what the store knows of its path."""
+    if row is None:
+        return "new"
+    if row.status in ("truncated", "replaced"):
+        return "unfollowed"  # said so when it happened
+    if st.st_size == row.cursor and row.status == "active" and row.ino == st.st_ino:
+        return "unchanged"
+    if row.ino != st.st_ino or row.dev != st.st_dev or not same_file(row.head, path):
+        return "replaced"  # a new trajectory
+    if st.st_size < row.cursor:
+        return "truncated"
+    if (
+        row.waiting
+        and st.st_size == row.size
+        and st.st_mtime_ns == row.mtime_ns
+        and clock() - st.st_mtime_ns / 1e9 < settle
+    ):
+        return "settling"  # only a partial last line, still being written
+    return "grew"
 
 
 def _retire_replaced(store: SkillStore, row: FileRow, result: ScanResult) -> None:
-    store.db.execute(
-        "UPDATE files SET path = ?, status = 'replaced' WHERE path = ?",
-        (f"{row.path}#replaced-{row.ino}", row.path),
-    )
+    store.retire(row)
     result.problems.append(
         f"{row.path} was replaced by a new file; the new one is a new trajectory "
         f"({row.traj_id} and its atoms stay)"
@@ -278,15 +217,13 @@ def _moves_and_gone(
         return
     for c in candidates:
         old = missing.get((c.dev, c.ino)) if c.row is None else None
-        if old is not None and _same_file(old, c.path):
+        if old is not None and same_file(old.head, c.path):
             del missing[(c.dev, c.ino)]
-            store.db.execute(
-                "UPDATE files SET path = ?, status = 'active' WHERE path = ?", (c.path, old.path)
-            )
+            store.move(old.path, c.path)
             c.row = FileRow(**{**old.__dict__, "path": c.path, "status": "active"})
             result.moved += 1
     for row in missing.values():
-        store.db.execute("UPDATE files SET status = 'gone' WHERE path = ?", (row.path,))
+        store.mark_gone(row.path)
         result.gone += 1
 
 
@@ -299,7 +236,11 @@ class _Found:
 
 
 def _collect(
-    store: SkillStore, candidates: list[_Candidate], inp: ScanInput, clock: Any, result: ScanResult
+    store: SkillStore,
+    candidates: list[_Candidate],
+    inp: ScanInput,
+    clock: Callable[[], float],
+    result: ScanResult,
 ) -> None:
     # Appends to files already followed first (a person is waiting for those), then new files, newest first.
     candidates.sort(key=lambda c: (c.row is None, -c.mtime_ns if c.row is None else 0, c.path))
@@ -326,7 +267,7 @@ def _collect(
             result.problems.append(f"{c.path}: cannot read ({e.strerror or e})")
             continue
         found.append(item)
-    with store.transaction() as db:
+    with store.transaction():
         taken = set(
             store.traj_ids()
         )  # under the write lock: another scan may have named files meanwhile
@@ -339,31 +280,24 @@ def _collect(
                 while tid in taken or tid + "-side" in taken:
                     tid, n = f"{item.name}-{n}", n + 1
                 taken.add(tid)
-                db.execute(
-                    "INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen, head) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        c.path,
-                        c.kind,
-                        tid,
-                        int(c.subagent),
-                        c.size,
-                        c.mtime_ns,
-                        c.dev,
-                        c.ino,
-                        int(item.end is None),
-                        now,
-                        item.head,
-                    ),
+                store.add_file(
+                    c.path,
+                    c.kind,
+                    tid,
+                    c.subagent,
+                    c.size,
+                    c.mtime_ns,
+                    c.dev,
+                    c.ino,
+                    waiting=item.end is None,
+                    first_seen=now,
+                    head=item.head,
                 )
                 result.new_files += 1
                 cursor = 0
             else:
                 tid, cursor = row.traj_id, row.cursor
-                db.execute(
-                    "UPDATE files SET size = ?, mtime_ns = ?, waiting = ?, status = 'active' WHERE path = ?",
-                    (c.size, c.mtime_ns, int(item.end is None), c.path),
-                )
+                store.saw(c.path, c.size, c.mtime_ns, waiting=item.end is None)
             if item.end is None or item.end <= cursor:
                 result.waiting += 1
                 continue
@@ -390,83 +324,12 @@ def _name_new(c: _Candidate) -> str:
 
 def _clean_staging(home: Path, now: float) -> None:
     root = home / ".staging"
-    for entry in _dirs(root):
+    for entry in subdirs(root):
         try:
             if now - entry.stat().st_mtime > STAGING_MAX_AGE:
                 shutil.rmtree(entry.path, ignore_errors=True)
         except FileNotFoundError:
             pass
-
-
-# -- render ----------------------------------------------------------------------------------
-
-
-def lane_traj(traj: str, lane: str) -> str:
-    return traj if lane == "main" else f"{traj}-side"
-
-
-def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
-    """Parse and render a delta into staging; nothing the pipeline keeps is written here."""
-    store = SkillStore(home)
-    try:
-        row = store.file(delta.path) or store.file_of(delta.traj_id)
-        if row is None:
-            raise LookupError(f"{delta.path} is not a followed transcript; run a scan first")
-        result = RenderResult(key=delta.key)
-        if row.cursor != delta.start:
-            return result  # stale: the commit step will say so
-        state = ParseState.model_validate_json(row.state)
-        with open(row.path, "rb") as f:
-            f.seek(delta.start)
-            data = f.read(delta.end - delta.start)
-        if len(data) != delta.end - delta.start:
-            raise OSError(
-                f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}"
-            )
-        events = adapter_for(row.kind).parse(
-            data, delta.start, state, FileInfo(row.path, bool(row.subagent))
-        )
-        lanes: list[dict[str, Any]] = []
-        for lane in dict.fromkeys(e.lane for e in events):
-            tid = lane_traj(row.traj_id, lane)
-            trow = store.traj(tid)
-            start = trow.md_chars if trow else 0
-            project = os.path.basename(state.cwd) if state.cwd else None
-            head = "" if trow else header(tid, row.kind, row.path, project, state.model)
-            rendered = render([e for e in events if e.lane == lane], start + len(head))
-            if not rendered.units:
-                continue
-            lanes.append(
-                {
-                    "lane": lane,
-                    "traj_id": tid,
-                    "md_start": start,
-                    "md": head + rendered.text,
-                    "units": [u.wire() for u in rendered.units],
-                    "project": project,
-                    "model": state.model,
-                }
-            )
-            result.lanes.append(
-                LaneSummary(
-                    traj_id=tid,
-                    md_start=start,
-                    md_chars=len(head) + len(rendered.text),
-                    units=len(rendered.units),
-                    prompts=sum(1 for u in rendered.units if u.kind == "user"),
-                )
-            )
-        result.opaque, result.unreadable = dict(state.opaque), state.unreadable
-        stage = {
-            "delta": delta.model_dump(),
-            "state": state.model_dump_json(),
-            "lanes": lanes,
-            "path": row.path,
-        }
-        write_json(staging_dir(home, delta.key) / "render.json", stage)
-        return result
-    finally:
-        store.close()
 
 
 # -- commit ----------------------------------------------------------------------------------
@@ -483,7 +346,7 @@ def commit_delta(
     stage_dir = staging_dir(home, delta.key)
     store = SkillStore(home)
     try:
-        with store.transaction(waiting) as db:
+        with store.transaction(waiting):
             row = store.file(delta.path) or store.file_of(delta.traj_id)
             if row is None:
                 raise LookupError(f"{delta.path} is not a followed transcript")
@@ -527,17 +390,12 @@ def commit_delta(
                 )
                 written += ids
                 new += [a for a in ids if atom_number(a) > before]
-            db.execute(
-                "UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
-                "WHERE path = ?",
-                (
-                    delta.end,
-                    render_stage["state"],
-                    time.time(),
-                    delta.key,
-                    json.dumps({"atoms": written, "new": new}),
-                    row.path,
-                ),
+            store.advance_cursor(
+                row.path,
+                delta.end,
+                render_stage["state"],
+                delta.key,
+                {"atoms": written, "new": new},
             )
         shutil.rmtree(stage_dir, ignore_errors=True)
         return CommitResult(committed=True, atoms=written, new=new, cursor=delta.end)
@@ -588,82 +446,29 @@ def _commit_lane(
             continue
     for atom in atoms:
         write_json(atom_path(home, tid, atom.atom_id), atom.model_dump(mode="json"), sync=True)
-    _fsync_dir(folder)
+    fsync_dir(folder)
     new_count = max([count, *(atom_number(a.atom_id) for a in atoms)])
     last = atom_id(tid, new_count) if new_count else None
-    store.db.execute(
-        "INSERT INTO trajs(traj_id, kind, path, lane, project, model, md_chars, md_bytes, index_bytes, atoms, last_atom, updated) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(traj_id) DO UPDATE SET path = excluded.path, "
-        "model = COALESCE(excluded.model, trajs.model), md_chars = excluded.md_chars, md_bytes = excluded.md_bytes, "
-        "index_bytes = excluded.index_bytes, atoms = excluded.atoms, last_atom = excluded.last_atom, updated = excluded.updated",
-        (
-            tid,
-            row.kind,
-            row.path,
-            lane["lane"],
-            lane.get("project"),
-            lane.get("model"),
-            (trow.md_chars if trow else 0) + len(text),
-            md_bytes + len(data),
-            index_bytes + len(index_data),
-            new_count,
-            last,
-            time.time(),
-        ),
+    store.put_traj(
+        TrajRow(
+            traj_id=tid,
+            kind=row.kind,
+            path=row.path,
+            lane=lane["lane"],
+            project=lane.get("project"),
+            model=lane.get("model"),
+            md_chars=(trow.md_chars if trow else 0) + len(text),
+            md_bytes=md_bytes + len(data),
+            index_bytes=index_bytes + len(index_data),
+            atoms=new_count,
+            last_atom=last,
+            updated=time.time(),
+        )
     )
     return [a.atom_id for a in atoms]
 
 
-# -- files -----------------------------------------------------------------------------------
-
-
-def append_at(path: Path, at: int, data: bytes) -> None:
-    """Cut ``path`` to ``at`` bytes (what a crashed attempt appended goes) and append ``data``, durably."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        os.ftruncate(fd, at)
-        os.lseek(fd, at, os.SEEK_SET)
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_text(path: Path, text: str, sync: bool = False) -> None:
-    """Atomic (temp file + rename); with ``sync``, durable before the rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            if sync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: Path, value: Any, sync: bool = False) -> None:
-    write_text(path, json.dumps(value, ensure_ascii=False, indent=1), sync)
-
-
-def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+# -- reading back ----------------------------------------------------------------------------
 
 
 def read_atoms(home: Path, tid: str) -> list[AtomTask]:

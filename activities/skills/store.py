@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS files (
     dev INTEGER NOT NULL DEFAULT 0,
     ino INTEGER NOT NULL DEFAULT 0,
     waiting INTEGER NOT NULL DEFAULT 0,     -- 1: only a partial last line is left
-    status TEXT NOT NULL DEFAULT 'active',  -- active | gone | truncated
+    status TEXT NOT NULL DEFAULT 'active',  -- active | gone | truncated | replaced
     state TEXT NOT NULL DEFAULT '{}',       -- the adapter's ParseState at the cursor
     first_seen REAL NOT NULL,
     committed_at REAL,
@@ -179,6 +179,80 @@ class SkillStore:
             for r in self.db.execute("SELECT traj_id FROM trajs UNION SELECT traj_id FROM files")
         }
 
+    def add_file(
+        self,
+        path: str,
+        kind: str,
+        traj_id: str,
+        subagent: bool,
+        size: int,
+        mtime_ns: int,
+        dev: int,
+        ino: int,
+        waiting: bool,
+        first_seen: float,
+        head: str,
+    ) -> None:
+        """Follow a new transcript from byte 0."""
+        self.db.execute(
+            "INSERT INTO files(path, kind, traj_id, subagent, size, mtime_ns, dev, ino, waiting, first_seen, head) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                path,
+                kind,
+                traj_id,
+                int(subagent),
+                size,
+                mtime_ns,
+                dev,
+                ino,
+                int(waiting),
+                first_seen,
+                head,
+            ),
+        )
+
+    def saw(self, path: str, size: int, mtime_ns: int, waiting: bool) -> None:
+        """What a scan saw of a followed file (it is active again if it was gone)."""
+        self.db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, waiting = ?, status = 'active' WHERE path = ?",
+            (size, mtime_ns, int(waiting), path),
+        )
+
+    def mark_truncated(self, path: str, size: int) -> None:
+        """The file shrank below its cursor: no longer followed (its trajectory stays)."""
+        self.db.execute(
+            "UPDATE files SET status = 'truncated', size = ? WHERE path = ?", (size, path)
+        )
+
+    def mark_gone(self, path: str) -> None:
+        self.db.execute("UPDATE files SET status = 'gone' WHERE path = ?", (path,))
+
+    def retire(self, row: FileRow) -> None:
+        """A new file took this one's path: the old row steps aside under another name (no
+        longer followed), so the path can start a new trajectory."""
+        self.db.execute(
+            "UPDATE files SET path = ?, status = 'replaced' WHERE path = ?",
+            (f"{row.path}#replaced-{row.ino}", row.path),
+        )
+
+    def move(self, old_path: str, new_path: str) -> None:
+        """The file was moved (renamed, archived): follow it at its new path."""
+        self.db.execute(
+            "UPDATE files SET path = ?, status = 'active' WHERE path = ?", (new_path, old_path)
+        )
+
+    def advance_cursor(
+        self, path: str, cursor: int, state: str, delta_key: str, written: dict[str, Any]
+    ) -> None:
+        """A delta committed: the cursor at its end, the parse state there, and what it wrote
+        (so a retried commit answers the same)."""
+        self.db.execute(
+            "UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
+            "WHERE path = ?",
+            (cursor, state, time.time(), delta_key, json.dumps(written), path),
+        )
+
     # -- trajectories ------------------------------------------------------------------------
 
     def traj(self, traj_id: str) -> TrajRow | None:
@@ -192,6 +266,30 @@ class SkillStore:
             f"SELECT {', '.join(TrajRow.__annotations__)} FROM trajs ORDER BY traj_id"
         ).fetchall()
         return [TrajRow(*r) for r in rows]
+
+    def put_traj(self, t: TrajRow) -> None:
+        """Record a trajectory's view, index and atoms; an existing row keeps its kind, lane
+        and project, and its model when ``t`` has none."""
+        self.db.execute(
+            "INSERT INTO trajs(traj_id, kind, path, lane, project, model, md_chars, md_bytes, index_bytes, atoms, last_atom, updated) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(traj_id) DO UPDATE SET path = excluded.path, "
+            "model = COALESCE(excluded.model, trajs.model), md_chars = excluded.md_chars, md_bytes = excluded.md_bytes, "
+            "index_bytes = excluded.index_bytes, atoms = excluded.atoms, last_atom = excluded.last_atom, updated = excluded.updated",
+            (
+                t.traj_id,
+                t.kind,
+                t.path,
+                t.lane,
+                t.project,
+                t.model,
+                t.md_chars,
+                t.md_bytes,
+                t.index_bytes,
+                t.atoms,
+                t.last_atom,
+                t.updated,
+            ),
+        )
 
     # -- meta --------------------------------------------------------------------------------
 

@@ -22,18 +22,17 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from activities import llm
+from activities.fsio import read_json, write_json
 from activities.model_tools import ModelTool, tool_loop
-from activities.skills.scan import md_tail, read_json, write_json
+from activities.skills.scan import md_tail
 from activities.skills.store import SkillStore
+from xsky.skills.atom_finish import UX_RUBRIC, DeltaView, finish
 from xsky.skills.atoms import (
     INPUT_CAP,
-    UX_RUBRIC,
     AtomTask,
-    DeltaView,
     Draft,
     atom_number,
     boundary_indexes,
-    finish,
     group_at,
     group_offline,
     is_boundary,
@@ -153,7 +152,9 @@ async def split_delta(
             lanes_out.append(
                 {"traj_id": tid, "atoms": [a.model_dump(mode="json") for a in produced.values()]}
             )
-        write_json(stage_dir / "atoms.json", {"lanes": lanes_out, "split_by": result.split_by})
+        write_json(
+            stage_dir / "atoms.json", {"lanes": lanes_out, "split_by": result.split_by}, sync=False
+        )
         return result
     finally:
         store.close()

@@ -232,7 +232,7 @@ def make_skill(home: Path, slug: str, description: str, staging_body: str | None
 
 
 def write_atoms(home: Path, traj: str, atoms: list[tuple[str, list[str]]]) -> list[str]:
-    from activities.skills.scan import write_json
+    from activities.fsio import write_json
     from xsky.skills.atoms import AtomTask, Provenance, RawAnchor
     from xsky.skills.layout import atom_path
 

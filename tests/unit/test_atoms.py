@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xsky.skills.atoms import DeltaView, finish, group_offline, heuristic_ux, signals, windows
+from xsky.skills.atom_finish import DeltaView, finish, heuristic_ux, signals
+from xsky.skills.atoms import group_offline, windows
 from xsky.skills.trajectory import Unit
 
 

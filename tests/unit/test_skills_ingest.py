@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import activities.skills.scan as ingest
-from activities.skills.scan import commit_delta, read_atoms, render_delta, scan
+from activities.skills.render import render_delta
+from activities.skills.scan import commit_delta, read_atoms, scan
 from activities.skills.store import SkillStore
 from activities.skills.task_agent import split_delta
 from tests.skills_fixtures import (

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from xsky.errors import WorkflowXMLError
+from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import (
-    extract_workflow_xml,
     parse_workflow,
     parse_workflow_source,
     workflow_to_xml,

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 from tests.unit.strategies import workflows
 from xsky.errors import WorkflowXMLError
+from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.models import Workflow
-from xsky.plan.xml import extract_workflow_xml, parse_workflow, workflow_to_xml
+from xsky.plan.xml import parse_workflow, workflow_to_xml
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

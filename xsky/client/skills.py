@@ -38,6 +38,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.fsio import atomic_write
 from activities.skills.scan import read_atoms
 from activities.skills.store import SkillStore, TrajRow
 from workflows.skills.watch import SkillsScanWorkflow
@@ -375,10 +376,8 @@ def _same(entry: dict[str, Any], kind: str, path: str | None) -> bool:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, text, sync=False, mode=0o666)
 
 
 # -- status parts -----------------------------------------------------------------------------

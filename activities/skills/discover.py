@@ -1,0 +1,86 @@
+"""Which transcripts a source holds (the files the scan stats, by the source's layout), and
+which file each one is.
+
+Claude Code: ``<root>/<project>/*.jsonl``, and subagents' files under
+``<project>/<session>/subagents/``; Codex: ``rollout-*.jsonl`` anywhere under ``sessions/``,
+and ``archived_sessions/``; xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
+be read are skipped, and symlinks are never followed. A file is known by its first bytes
+(:func:`head_of`) as well as by its path and inode, which renames and reuse change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from xsky.skills.sources import Source
+
+HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
+
+
+def _jsonl(folder: Path, prefix: str = "") -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if (
+                    entry.name.endswith(".jsonl")
+                    and entry.name.startswith(prefix)
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    yield entry
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+
+
+def subdirs(folder: Path) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    yield entry
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+
+
+def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
+    """(file, is a Claude Code subagent file) for every transcript under a source's root.
+
+    Symlinks are not followed: a transcript folder is not a way to read other files.
+    """
+    root = source.root
+    if source.kind == "claude-code":
+        for project in subdirs(root):
+            yield from ((e, False) for e in _jsonl(Path(project.path)))
+            for session in subdirs(Path(project.path)):
+                yield from ((e, True) for e in _jsonl(Path(session.path) / "subagents"))
+    elif source.kind == "codex":
+        sessions = root / "sessions"
+        if not sessions.is_dir() and root.name in ("sessions", "archived_sessions"):
+            sessions = root
+        for dirpath, dirnames, _ in os.walk(sessions):
+            dirnames.sort()
+            yield from ((e, False) for e in _jsonl(Path(dirpath), "rollout-"))
+        yield from ((e, False) for e in _jsonl(root / "archived_sessions"))
+    elif source.kind == "xsky":
+        for run in subdirs(root):
+            yield from ((e, False) for e in _jsonl(Path(run.path)))
+
+
+def head_of(path: str, size: int) -> str:
+    """``<n>:<sha256 of the first n bytes>``: which file this is, whatever its name or inode."""
+    n = min(HEAD_FINGERPRINT, size)
+    with open(path, "rb") as f:
+        return f"{n}:{hashlib.sha256(f.read(n)).hexdigest()}"
+
+
+def same_file(head: str, path: str) -> bool:
+    """Is the file at ``path`` the one whose :func:`head_of` was ``head``?"""
+    if not head:
+        return True  # recorded before fingerprints existed
+    n = int(head.split(":", 1)[0])
+    try:
+        return head_of(path, n) == head
+    except OSError:
+        return False

@@ -1,0 +1,88 @@
+"""The render step: a delta's bytes → the view text and units it will append, in staging.
+
+:func:`render_delta` parses a delta with its source's adapter, continuing from the parse
+state saved at the cursor, redacts, and stages the view text of each lane (the main
+conversation, or a side lane) with its units. Nothing the pipeline keeps is written here:
+the commit step (:func:`activities.skills.scan.commit_delta`) appends what is staged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from activities.fsio import write_json
+from activities.skills.store import SkillStore
+from xsky.skills.layout import staging_dir
+from xsky.skills.runs import DeltaRef, LaneSummary, RenderResult
+from xsky.skills.trajectory import header, render
+from xsky.skills.transcripts import FileInfo, ParseState, adapter_for
+
+
+def lane_traj(traj: str, lane: str) -> str:
+    return traj if lane == "main" else f"{traj}-side"
+
+
+def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
+    """Parse and render a delta into staging; nothing the pipeline keeps is written here."""
+    store = SkillStore(home)
+    try:
+        row = store.file(delta.path) or store.file_of(delta.traj_id)
+        if row is None:
+            raise LookupError(f"{delta.path} is not a followed transcript; run a scan first")
+        result = RenderResult(key=delta.key)
+        if row.cursor != delta.start:
+            return result  # stale: the commit step will say so
+        state = ParseState.model_validate_json(row.state)
+        with open(row.path, "rb") as f:
+            f.seek(delta.start)
+            data = f.read(delta.end - delta.start)
+        if len(data) != delta.end - delta.start:
+            raise OSError(
+                f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}"
+            )
+        events = adapter_for(row.kind).parse(
+            data, delta.start, state, FileInfo(row.path, bool(row.subagent))
+        )
+        lanes: list[dict[str, Any]] = []
+        for lane in dict.fromkeys(e.lane for e in events):
+            tid = lane_traj(row.traj_id, lane)
+            trow = store.traj(tid)
+            start = trow.md_chars if trow else 0
+            project = os.path.basename(state.cwd) if state.cwd else None
+            head = "" if trow else header(tid, row.kind, row.path, project, state.model)
+            rendered = render([e for e in events if e.lane == lane], start + len(head))
+            if not rendered.units:
+                continue
+            lanes.append(
+                {
+                    "lane": lane,
+                    "traj_id": tid,
+                    "md_start": start,
+                    "md": head + rendered.text,
+                    "units": [u.wire() for u in rendered.units],
+                    "project": project,
+                    "model": state.model,
+                }
+            )
+            result.lanes.append(
+                LaneSummary(
+                    traj_id=tid,
+                    md_start=start,
+                    md_chars=len(head) + len(rendered.text),
+                    units=len(rendered.units),
+                    prompts=sum(1 for u in rendered.units if u.kind == "user"),
+                )
+            )
+        result.opaque, result.unreadable = dict(state.opaque), state.unreadable
+        stage = {
+            "delta": delta.model_dump(),
+            "state": state.model_dump_json(),
+            "lanes": lanes,
+            "path": row.path,
+        }
+        write_json(staging_dir(home, delta.key) / "render.json", stage, sync=False)
+        return result
+    finally:
+        store.close()

@@ -1,0 +1,202 @@
+"""Shell commands, decided part by part.
+
+A command is parsed (:mod:`xsky.security.shell_parse`), not string-matched: each simple
+command inside a compound one is decided on its own (as written and without its global
+options) and the strictest answer wins, so ``allow shell(ls:*)`` never allows
+``ls && rm -rf x``. Redirections are decided as file reads and writes; a command naming a
+local, private or metadata host, or a path into xsky's state or other runs' files, is
+refused. What the checker cannot fully understand is asked of a person, and no permission
+mode answers instead of them; what it understands and forbids is refused.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from xsky.security.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reachable
+from xsky.security.net import DEV_NET, destinations
+from xsky.security.rules import Check, Decision, decide_one, domain
+from xsky.security.shell_parse import (
+    ShellCommand,
+    ShellParseError,
+    inline_code,
+    normalized,
+    split_command,
+)
+
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+_HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
+_HEREDOC_OPS = {"<<", "<<-", "<<<"}
+_RUNTIME_CHARS = set("~$`*?[{")
+MAX_COMMAND = 16 * 1024  # characters of a shell command the checker reads; longer ones are refused
+
+
+def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
+    """The strictest decision of the command's parts, after the checks on the whole command
+    (present, no NUL byte, at most :data:`MAX_COMMAND` characters, understood)."""
+    command = arguments.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return Decision("deny", "shell needs a command", hard=True)
+    if "\x00" in command:
+        return Decision(
+            "deny",
+            "refused: the command holds a NUL byte, which no shell command can carry",
+            hard=True,
+        )
+    if len(command) > MAX_COMMAND:
+        return Decision(
+            "deny",
+            f"refused: the command is {len(command):,} characters, more than the checker reads "
+            f"({MAX_COMMAND:,}); write it to a script file and run that",
+            hard=True,
+        )
+    try:
+        parts = split_command(command)
+    except ShellParseError as e:
+        if e.forbidden:
+            return Decision("deny", f"refused: {e}", hard=True)
+        # Not understood is not allowed: a person reads it and decides (no mode lifts this).
+        return Decision(
+            "ask",
+            f"the checker cannot fully understand this command ({e}); a person must decide",
+            hard=True,
+        )
+    worst: Decision | None = None
+    for part in parts:
+        for d in _part_decisions(part, check):
+            if worst is None or _RANK[d.effect] > _RANK[worst.effect]:
+                worst = d
+    assert worst is not None
+    if len(parts) > 1 and worst.effect != "allow":
+        worst = Decision(
+            worst.effect,
+            f"{worst.reason} (one of {len(parts)} commands in {command[:60]!r})",
+            worst.rule,
+            worst.hard,
+        )
+    return worst
+
+
+def _part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
+    # ":" stands for redirects or assignments with no command of their own: only they count.
+    decisions = [] if part.argv == [":"] else _command_decisions(part, check)
+    decisions += [
+        d for d in (_reach_decision(part, check), _protected_decision(part, check)) if d is not None
+    ]
+    for redirect in part.redirects:
+        target = redirect.target
+        if (
+            redirect.op in _HEREDOC_OPS
+            or target in _HARMLESS_TARGETS
+            or target.isdigit()
+            or target.startswith("&")
+            or DEV_NET.match(target)
+        ):  # /dev/tcp targets were decided as destinations
+            continue
+        if _RUNTIME_CHARS & set(target):
+            decisions.append(
+                Decision(
+                    "deny",
+                    f"redirection {redirect.op} {target!r}: where it goes is only known at run time",
+                    hard=True,
+                )
+            )
+            continue
+        as_tool = "file_write" if ">" in redirect.op else "file_read"
+        # A redirection is a file operation: the file rules decide it (and the workspace
+        # bounds); a role that may run the shell may redirect inside its workspace.
+        d = decide_one(as_tool, target, check.without_shell_rules())
+        if d.rule is None and d.effect != "deny" or (d.rule is None and "may not use" in d.reason):
+            d = Decision(
+                "allow", f"redirection {redirect.op} {target!r} stays inside the workspace"
+            )
+        decisions.append(d)
+    if not decisions:
+        decisions.append(Decision("allow", "nothing runs"))
+    return decisions
+
+
+def _reach_decision(part: ShellCommand, check: Check) -> Decision | None:
+    """A command naming a local, private or metadata host is refused — unless the worker's
+    settings or a person opened that host with an exact ``network(domain:host:port)`` rule
+    (the egress proxy then lets that one port through, and nothing else of the host).
+    Metadata and link-local hosts are refused always."""
+    opened = {
+        domain(r.specifier)[0]
+        for r in check.rules["allow"]
+        if r.tool == "network"
+        and r.origin != "input"
+        and r.specifier
+        and r.specifier.startswith("domain:")
+        and domain(r.specifier)[1] is not None
+    }
+    for host in destinations(part.argv, [r.target for r in part.redirects]):
+        reason = blocked_host(host)
+        if not reason:
+            continue
+        name = host.strip().strip("[]").rstrip(".").lower()
+        if name in opened and not _never(name):
+            continue
+        return Decision(
+            "deny",
+            f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
+            "services, private networks or cloud metadata (an exact rule naming host and port, "
+            f"network(domain:{host}:PORT), in the worker's settings opens a local service)",
+            hard=True,
+        )
+    return None
+
+
+def _never(host: str) -> bool:
+    """Is ``host`` link-local or a metadata service, which no rule opens?"""
+    addr = ip_of(host)
+    if addr is not None:
+        return never_reachable(addr) is not None
+    return bool(LOCAL_NAMES.match(host)) and not host.endswith("localhost")
+
+
+def _protected_decision(part: ShellCommand, check: Check) -> Decision | None:
+    """Paths into xsky's state, the artifact store or other runs' workspaces are refused."""
+    if not check.protected:
+        return None
+    ws = posixpath.normpath(check.workspace) if check.workspace else None
+    for token in [*part.argv[1:], *(r.target for r in part.redirects)]:
+        for piece in token.split("="):
+            if piece.startswith("/"):
+                path = posixpath.normpath(piece)
+            elif ws and (piece == ".." or piece.startswith("../") or "/../" in piece):
+                path = posixpath.normpath(posixpath.join(ws, piece))
+            else:
+                continue
+            if ws and (path == ws or path.startswith(ws + "/")):
+                continue
+            for root in check.protected:
+                if path == root or path.startswith(root.rstrip("/") + "/"):
+                    return Decision(
+                        "deny",
+                        f"refused: {piece} is inside {root}, which holds xsky's state or other runs' "
+                        "files; agents work in their own workspace",
+                        hard=True,
+                    )
+    return None
+
+
+def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
+    """A simple command, decided as written and without its global options (``git -C . push``
+    is a push); one that can run code the checker cannot see is asked for unless a rule allows it."""
+    plain = " ".join(normalized(part.argv))
+    decisions = [decide_one("shell", plain, check)]
+    if plain != part.text:  # a rule written against the full form still counts
+        written = decide_one("shell", part.text, check)
+        if written.rule is not None:
+            decisions.append(written)
+    hidden = inline_code(part.argv)
+    if hidden is not None:
+        decisions = [
+            d
+            if d.effect != "allow" or d.rule is not None
+            else Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)")
+            for d in decisions
+        ]
+    return decisions
