@@ -168,9 +168,8 @@ async def serve(
     settings = settings or load_settings()
     # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
     client = await connect(settings, runtime=runtime or Runtime.default())
-    if (
-        tracing is not None
-    ):  # on the client, so the workers and the activities' own calls are traced
+    # on the client, so the workers and the activities' own calls are traced
+    if tracing is not None:
         config = client.config()
         config["interceptors"] = [*config["interceptors"], tracing.interceptor]
         client = Client(**config)

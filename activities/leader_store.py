@@ -67,9 +67,8 @@ class LeaderStore:
             )
             known = {**response.custom_attributes, **response.system_attributes}
             attributes = [name for name in SEARCH_ATTRIBUTES if name in known]
-        except (
-            RPCError
-        ) as e:  # no permission to ask (e.g. a restricted Cloud key): run without them
+        # no permission to ask (e.g. a restricted Cloud key): run without them
+        except RPCError as e:
             activity.logger.warning("cannot list search attributes (%s): runs set none", e.message)
         return LeaderSetup(search_attributes=attributes, agents_here=self.agents_here)
 

@@ -30,14 +30,15 @@ class ModelTool(Generic[A]):
 
     name: str
     description: str
-    Args: type[A]  # noqa: N815 - the argument model's class, named as the type it is
+    # the argument model's class, named as the type it is
+    Args: type[A]
     fn: Callable[[A], str | Awaitable[str]]
 
     @classmethod
     def of(
         cls,
         name: str,
-        Args: type[A],  # noqa: N803
+        Args: type[A],
         fn: Callable[[A], str | Awaitable[str]],
     ) -> ModelTool[A]:
         """A tool whose description is its argument model's docstring."""

@@ -20,18 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from temporalio.client import Client  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
-from temporalio.worker import Worker  # noqa: E402
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
 
-from activities.agents.activity import AgentActivities  # noqa: E402
-from activities.leader_store import LeaderStore  # noqa: E402
-from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step  # noqa: E402
-from cli.devserver import DevServer, free_port  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.config import load_settings  # noqa: E402
-from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
-from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
+from activities.agents.activity import AgentActivities
+from activities.leader_store import LeaderStore
+from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
+from cli.devserver import DevServer, free_port
+from workflows.leader import LeaderWorkflow
+from xsky.config import load_settings
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.plan.models import Workflow, WorkflowAgent
 
 
 @asynccontextmanager

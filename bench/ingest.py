@@ -28,12 +28,12 @@ from random import Random
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.skills.pipeline import _split_offline  # noqa: E402
-from activities.skills.render import render_delta  # noqa: E402
-from activities.skills.scan import commit_delta, scan  # noqa: E402
-from xsky.skills.runs import DeltaInput, DeltaRef, ScanInput  # noqa: E402
-from xsky.skills.sources import Source  # noqa: E402
-from xsky.skills.transcripts.claude_code import munged_cwd  # noqa: E402
+from activities.skills.pipeline import _split_offline
+from activities.skills.render import render_delta
+from activities.skills.scan import commit_delta, scan
+from xsky.skills.runs import DeltaInput, DeltaRef, ScanInput
+from xsky.skills.sources import Source
+from xsky.skills.transcripts.claude_code import munged_cwd
 
 SCAN = ScanInput(limit=5000, settle_seconds=0)
 MARK, MARK_UP = (

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.baselines import LevelByLevelWorkflow  # noqa: E402
-from bench.harness import random_dag, temporal, timed  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky import dag  # noqa: E402
-from xsky.runs import RunInput, RunOptions  # noqa: E402
+from bench.baselines import LevelByLevelWorkflow
+from bench.harness import random_dag, temporal, timed
+from workflows.leader import LeaderWorkflow
+from xsky import dag
+from xsky.runs import RunInput, RunOptions
 
 
 async def main(dags: int, agents: int) -> None:

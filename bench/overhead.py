@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.baselines import BareDagWorkflow, MinimalDagWorkflow  # noqa: E402
-from bench.harness import chain, fan_out, random_dag, summary, temporal, timed  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.runs import RunInput, RunOptions  # noqa: E402
+from bench.baselines import BareDagWorkflow, MinimalDagWorkflow
+from bench.harness import chain, fan_out, random_dag, summary, temporal, timed
+from workflows.leader import LeaderWorkflow
+from xsky.runs import RunInput, RunOptions
 
 TARGET = 1.10
 

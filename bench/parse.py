@@ -20,10 +20,10 @@ from xml.dom import minidom
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xsky import dag  # noqa: E402
-from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
-from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
-from xsky.plan.xml import parse_workflow, workflow_to_xml  # noqa: E402
+from xsky import dag
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.xml import parse_workflow, workflow_to_xml
 
 
 def random_plan(n: int, seed: int = 7) -> Workflow:

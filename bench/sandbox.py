@@ -25,14 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.sandbox.bwrap import Confinement, identity, ready  # noqa: E402
-from activities.sandbox.workspace import make  # noqa: E402
-from activities.tools import ToolContext  # noqa: E402
-from activities.tools.shell import run_process  # noqa: E402
-from bench.harness import summary, temporal, timed  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.plan.models import Workflow, WorkflowAgent  # noqa: E402
-from xsky.runs import RunInput, RunOptions  # noqa: E402
+from activities.sandbox.bwrap import Confinement, identity, ready
+from activities.sandbox.workspace import make
+from activities.tools import ToolContext
+from activities.tools.shell import run_process
+from bench.harness import summary, temporal, timed
+from workflows.leader import LeaderWorkflow
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.runs import RunInput, RunOptions
 
 
 async def process_cost(calls: int) -> tuple[float, float]:

@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from temporalio.client import Client  # noqa: E402
+from temporalio.client import Client
 
-from bench.harness import fan_out, random_dag, temporal  # noqa: E402
-from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.plan.models import Workflow  # noqa: E402
-from xsky.runs import RunInput, RunOptions  # noqa: E402
+from bench.harness import fan_out, random_dag, temporal
+from workflows.leader import LeaderWorkflow
+from xsky.plan.models import Workflow
+from xsky.runs import RunInput, RunOptions
 
 MIB = 1024 * 1024
 

@@ -33,7 +33,8 @@ PLAN = ROOT / "examples" / "demo.xml"
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    # stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -114,7 +114,7 @@ class DevServer:
     def start(self, *, detach: bool = False, timeout: float = 60.0) -> DevServer:
         """Start the server and return once its gRPC port answers."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
             self.process = subprocess.Popen(
                 self.command(),
@@ -150,9 +150,8 @@ class DevServer:
         if self.http_port is None:
             return True
         try:
-            direct = urllib.request.build_opener(
-                urllib.request.ProxyHandler({})
-            )  # never through an HTTP(S)_PROXY
+            # never through an HTTP(S)_PROXY
+            direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
             with direct.open(
                 f"http://{self.ip}:{self.http_port}/api/v1/system-info", timeout=2
             ) as response:

@@ -83,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         # The reader went away (`… | head`): nothing more to say, and nothing wrong.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python's own advice for a closed pipe
+        # Python's own advice for a closed pipe
+        sys.stdout = open(os.devnull, "w")
         return 0
     except OSError as e:
         # A file or folder the command was pointed at (or needs) is not usable: say which.

@@ -266,9 +266,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"workflowId": args.id, "status": status, **page.wire()})
         return 0
-    state = (
-        page.state if status == "running" else status
-    )  # running: say what it is doing (paused, waiting …)
+    # running: say what it is doing (paused, waiting …)
+    state = page.state if status == "running" else status
     out.print(
         board_table(
             page.tasks, title=f"{args.id} — {state} — {tally(page.counts)}", caption=page_note(page)

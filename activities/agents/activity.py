@@ -69,7 +69,8 @@ class AgentActivities:
                     ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
                 )
             raise
-        except Exception as e:  # noqa: BLE001 - a bug or an unexpected error: recorded, retried like any error
+        # a bug or an unexpected error: recorded, retried like any error
+        except Exception as e:
             raise await self._failed(
                 inp,
                 ledger,

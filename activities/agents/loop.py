@@ -359,9 +359,8 @@ class AgentLoop:
                 if answer.question == question:
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
-        allowed, why = await self.gate.check(
-            name, args
-        )  # raises NeedsHuman when a person must approve
+        # raises NeedsHuman when a person must approve
+        allowed, why = await self.gate.check(name, args)
         if not allowed:
             return (
                 f"DENIED: {why}. Do not retry this call; find another way or explain what you need."

@@ -101,9 +101,8 @@ class AgentLog:
             text = json.dumps(redact_value(line), ensure_ascii=False, default=str)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(
-                    text + "\n"
-                )  # one write per line: a reader never sees half of one but the last
+                # one write per line: a reader never sees half of one but the last
+                fh.write(text + "\n")
         except OSError as e:
             log.warning("could not write the agent log %s: %s", self.path, e)
 

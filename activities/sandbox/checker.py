@@ -94,9 +94,8 @@ async def check(
 ) -> Decision:
     """``permissions.decide`` within ``budget`` seconds; past it, or on any failure, a refusal."""
     if tool != "shell":
-        return decide(
-            tool, arguments, role, settings, workspace, protected or ()
-        )  # no parsing: cheap and bounded
+        # no parsing: cheap and bounded
+        return decide(tool, arguments, role, settings, workspace, protected or ())
     checker = _checkers.setdefault(id(asyncio.get_running_loop()), _Process())
     request = {
         "tool": tool,
@@ -108,9 +107,8 @@ async def check(
     }
     first_use = checker.proc is None
     try:
-        answer = await checker.ask(
-            request, budget + (5.0 if first_use else 0.0)
-        )  # the first call also starts Python
+        # the first call also starts Python
+        answer = await checker.ask(request, budget + (5.0 if first_use else 0.0))
     except TimeoutError:
         log.warning("the permission checker ran past its %.1fs budget; the call is refused", budget)
         return Decision(

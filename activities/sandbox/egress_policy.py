@@ -58,9 +58,8 @@ class Policy:
     allow: list[str] | None = None  # host patterns; None: any host (the browser, http_get)
     deny: list[str] = field(default_factory=list)  # host patterns, or host:port
     exact: set[tuple[str, int]] = field(default_factory=set)  # (host, port): may be private
-    forbidden: set[tuple[str, int]] = field(
-        default_factory=set
-    )  # (ip, port) never, beside Temporal
+    # (ip, port) never, beside Temporal
+    forbidden: set[tuple[str, int]] = field(default_factory=set)
     ports: frozenset[int] | None = None  # the only ports of hosts no rule names; None: any
 
     @classmethod

@@ -40,9 +40,8 @@ T = TypeVar("T")
 
 def configured_sources() -> list[Source]:
     """The transcript sources the settings files register (the defaults when none do)."""
-    return resolve(
-        skill_sources(load_layers()), os.environ
-    )  # the environment as data: $HOME etc. in source paths
+    # the environment as data: $HOME etc. in source paths
+    return resolve(skill_sources(load_layers()), os.environ)
 
 
 def skills_model() -> llm.LLMTarget | None:

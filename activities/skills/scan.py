@@ -268,9 +268,8 @@ def _collect(
             continue
         found.append(item)
     with store.transaction():
-        taken = set(
-            store.traj_ids()
-        )  # under the write lock: another scan may have named files meanwhile
+        # under the write lock: another scan may have named files meanwhile
+        taken = set(store.traj_ids())
         for item in found:
             c = item.c
             row = c.row or store.file(c.path)

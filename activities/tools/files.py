@@ -52,9 +52,8 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "ab" if append else "wb",
     ) as fh:
         if not append:
-            fh.truncate(
-                0
-            )  # after the checks: a file with other links is refused before it is emptied
+            # after the checks: a file with other links is refused before it is emptied
+            fh.truncate(0)
         fh.write(data)
     verb = "appended" if append else "wrote"
     return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})

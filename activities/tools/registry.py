@@ -50,9 +50,8 @@ async def _read_skill(s: Session, args: dict[str, Any]) -> str:
     return skills.read_skill(str(args.get("name", "")), s.role.skill_names, s.run_id)
 
 
-async def _ask_user(
-    s: Session, args: dict[str, Any]
-) -> str:  # the loop answers ask_user before it gets here
+# the loop answers ask_user before it gets here
+async def _ask_user(s: Session, args: dict[str, Any]) -> str:
     raise ToolError("ask_user is handled by the agent loop")
 
 

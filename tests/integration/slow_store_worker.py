@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from temporalio import activity  # noqa: E402
+from temporalio import activity
 
-import worker  # noqa: E402
-from activities.leader_store import LeaderStore  # noqa: E402
-from xsky.artifacts import BlobPart  # noqa: E402
+import worker
+from activities.leader_store import LeaderStore
+from xsky.artifacts import BlobPart
 
 DELAY = float(os.environ.get("XSKY_TEST_PUT_DELAY", "0.3"))
 

@@ -32,7 +32,8 @@ BIG = 64 * 1024 * 1024
 class _Site(BaseHTTPRequestHandler):
     hits: list[str]
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    # the stdlib's name
+    def do_GET(self) -> None:
         self.hits.append(self.path)
         if self.path == "/download":
             self.send_response(200)

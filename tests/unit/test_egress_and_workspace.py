@@ -195,7 +195,7 @@ def test_commands_reach_allowed_domains_on_web_ports_only_unless_a_rule_names_th
 
 
 class _Hello(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"hello")

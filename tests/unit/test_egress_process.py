@@ -37,7 +37,7 @@ Decision = tuple[str, str, str]
 class _Seen(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a second request would be read, if sent
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.server.seen.append((self.path, self.headers.get("Host")))  # type: ignore[attr-defined]
         body = b"hello"
         self.send_response(200)
@@ -45,7 +45,7 @@ class _Seen(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_POST = do_GET  # noqa: N815
+    do_POST = do_GET
 
     def log_message(self, *a):
         pass

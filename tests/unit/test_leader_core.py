@@ -131,7 +131,7 @@ class LeaderMachine(RuleBasedStateMachine):
             [r.id for r in c.pending_requests()],
         )
 
-    def intervene(self, check, act) -> bool:  # noqa: ANN001
+    def intervene(self, check, act) -> bool:
         before = self.snapshot()
         try:
             check()

@@ -410,7 +410,7 @@ async def test_the_domain_deny_list_blocks_redirects_and_not_only_explicit_urls(
     port = site.rsplit(":", 1)[1]
 
     class Redirect(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(302)
             self.send_header("Location", f"http://localhost:{port}/index.html")
             self.end_headers()

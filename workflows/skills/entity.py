@@ -62,9 +62,8 @@ EDIT_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2), maximum_attempts=5
 )
 HISTORY_LIMIT = 2000  # events before handing over to a fresh run
-HISTORY_BYTES = (
-    8 * 1024 * 1024
-)  # or bytes (each state write carries the state; Temporal's limit is 50 MB)
+# or bytes of history (each state write carries the state; Temporal's limit is 50 MB)
+HISTORY_BYTES = 8 * 1024 * 1024
 
 
 @workflow.defn(name="SkillEntityWorkflow")
@@ -294,9 +293,8 @@ class SkillEntityWorkflow:
                 retry_policy=EDIT_RETRY,
                 summary=f"SkillEditAgent · {self.s.slug}",
             )
-        except (
-            ActivityError
-        ) as e:  # retries exhausted (the model server down, a bug): like a refused edit
+        # retries exhausted (the model server down, a bug): like a refused edit
+        except ActivityError as e:
             result = EditResult(ok=False, message=f"SkillEditAgent failed: {describe_failure(e)}")
         if not result.ok:
             self.s.failed_edits += 1
@@ -410,9 +408,8 @@ class SkillEntityWorkflow:
                 retry_policy=SHORT,
                 summary=f"write .candidates.yml · {self.s.slug}",
             )
-        except (
-            ActivityError
-        ) as e:  # the state is safe in the workflow; the file catches up at the next change
+        # the state is safe in the workflow; the file catches up at the next change
+        except ActivityError as e:
             self._event("write failed", describe_failure(e))
         self._publish()
 

@@ -83,9 +83,8 @@ class SkillLibraryWorkflow:
                     retry_policy=RETRY,
                     summary=f"TaskClusterAgent · {atom.atom_id}",
                 )
-            except (
-                ActivityError
-            ) as e:  # e.g. the model refused the key: this atom is skipped, the library goes on
+            # e.g. the model refused the key: this atom is skipped, the library goes on
+            except ActivityError as e:
                 outcome = ClusterOutcome(
                     decisions=[
                         ClusterDecision(

@@ -29,9 +29,8 @@ class _Results(Mapping[str, str]):
 
     def __init__(self, tasks: Mapping[str, TaskState]):
         self._tasks = tasks
-        self.issued: list[
-            str
-        ] = []  # artifact URIs handed out as markers (the activity expands only these)
+        # artifact URIs handed out as markers (the activity expands only these)
+        self.issued: list[str] = []
 
     def __getitem__(self, agent_id: str) -> str:
         task = self._tasks[agent_id]
@@ -196,9 +195,8 @@ class AttemptInputs(Requests):
             artifact_threshold=self.options.artifact_threshold,
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.state.answers.get(task.id, [])),
-            approvals=self.state.approvals.pop(
-                task.id, []
-            ),  # a person's decisions go to the next dispatch only
+            # a person's decisions go to the next dispatch only
+            approvals=self.state.approvals.pop(task.id, []),
             nudges=list(self._nudges.get(task.id, [])),
             role=self.roles().get(self.agents[agent_id].name),
             role_approved=self._plan_role_approved(self.agents[agent_id].name),

@@ -184,9 +184,8 @@ class Course(AttemptInputs):
         task.tokens += outcome.tokens
         task.iterations = max(task.iterations, outcome.iterations)
         if outcome.started_at is not None:
-            task.started_at = (
-                outcome.started_at
-            )  # the attempt that ended: time queued after a lost worker is not work
+            # the attempt that ended: time queued after a lost worker is not work
+            task.started_at = outcome.started_at
         if outcome.kind == "completed":
             task.result = outcome.result
             task.result_ref = outcome.result_ref
@@ -208,9 +207,8 @@ class Course(AttemptInputs):
     def _after_stop(self, task: TaskState, intent: StopReason, now: datetime) -> None:
         """A running attempt we stopped on purpose has ended; put the task where it belongs."""
         if intent in (StopReason.PAUSE, StopReason.RESTART, StopReason.CHANGED):
-            self._set_stored(
-                task, "pending"
-            )  # runs again (from its checkpoint) when its turn comes
+            # runs again (from its checkpoint) when its turn comes
+            self._set_stored(task, "pending")
             task.started_at = None
         elif intent == StopReason.RUN_CANCEL:
             self._finish(task, "cancelled", now, error="the run was cancelled")
@@ -267,9 +265,8 @@ class Course(AttemptInputs):
             return  # a report from an earlier dispatch, or about a finished task
         self._observe_attempt(task, report.activity_attempt, report.previous)
         if report.started_at is not None and report.activity_attempt >= task.activity_attempt:
-            task.started_at = (
-                report.started_at
-            )  # this attempt's real start, not when the signal came
+            # this attempt's real start, not when the signal came
+            task.started_at = report.started_at
         if task.stored == "dispatched":
             self._set_stored(task, "in_progress")
             task.started_at = task.started_at or now

@@ -93,9 +93,8 @@ class StallLadder(Course):
                 )
                 self._set_waiting(task, request.id)
                 task.last_progress = f"escalated as {request.id}"
-                self._set_stored(
-                    task, "pending"
-                )  # blocked on the request from now; the stuck attempt is abandoned
+                # blocked on the request from now; the stuck attempt is abandoned
+                self._set_stored(task, "pending")
                 commands += self._stop(agent_id, StopReason.ABANDON)
             self.changed = True
         return commands

@@ -125,9 +125,8 @@ class LeaderState(WireModel):
     review_deadline: datetime | None = None
     auto_replans: int = 0
     defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
-    approved_rules: list[ApprovedRule] = Field(
-        default_factory=list
-    )  # "allow for this run" answers people gave, as allow rules naming their request
+    # "allow for this run" answers people gave, as allow rules naming their request
+    approved_rules: list[ApprovedRule] = Field(default_factory=list)
     audit: list[AuditEntry] = Field(default_factory=list)
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None

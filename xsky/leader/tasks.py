@@ -44,9 +44,8 @@ class TaskState(WireModel):
     attempt: int = 0  # dispatches of this task (each may retry inside Temporal)
     activity_attempt: int = 0  # Temporal's attempt number of the current dispatch
     tries: int = 0  # every attempt of every dispatch (Temporal's retries included)
-    retries: list[str] = Field(
-        default_factory=list
-    )  # why attempts were retried: "attempt 2 after worker lost: …"
+    # why attempts were retried: "attempt 2 after worker lost: …"
+    retries: list[str] = Field(default_factory=list)
     iterations: int = 0
     tokens: int = 0
     dispatched_at: datetime | None = None

@@ -277,9 +277,8 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
         while rest:
             head = rest[0]
             if name == "env" and head in ("-S", "--split-string") and len(rest) > 1:
-                _parse_into(
-                    rest[1], out, depth + 1
-                )  # env -S "cmd args": a command line in a string
+                # env -S "cmd args": a command line in a string
+                _parse_into(rest[1], out, depth + 1)
                 return
             if head == "--":
                 rest.pop(0)
@@ -390,9 +389,8 @@ def inline_code(argv: list[str]) -> str | None:
     joined = " ".join(args)
     if name == "git":
         i = 0
-        while i < len(args) and args[i].startswith(
-            "-"
-        ):  # the global options, before the subcommand
+        # the global options, before the subcommand
+        while i < len(args) and args[i].startswith("-"):
             a = args[i]
             if (
                 a == "-c"

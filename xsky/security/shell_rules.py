@@ -86,13 +86,14 @@ def _part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     ]
     for redirect in part.redirects:
         target = redirect.target
+        # /dev/tcp targets were decided as destinations
         if (
             redirect.op in _HEREDOC_OPS
             or target in _HARMLESS_TARGETS
             or target.isdigit()
             or target.startswith("&")
             or DEV_NET.match(target)
-        ):  # /dev/tcp targets were decided as destinations
+        ):
             continue
         if _RUNTIME_CHARS & set(target):
             decisions.append(

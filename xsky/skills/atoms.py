@@ -37,20 +37,17 @@ class RawAnchor(BaseModel):
 
 class Provenance(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    raw: list[RawAnchor] = Field(
-        default_factory=list
-    )  # one per raw file the atom spans (a moved file adds one)
+    # one per raw file the atom spans (a moved file adds one)
+    raw: list[RawAnchor] = Field(default_factory=list)
     render_version: str = RENDER_VERSION
     split_by: Literal["model", "offline"] = "offline"
     ux_score_by: Literal["model", "heuristic"] = "heuristic"
     ux_signals: dict[str, int] = Field(default_factory=dict)
     used_skills_by: Literal["measured", "self-reported", "none"] = "none"
-    keywords: list[str] = Field(
-        default_factory=list
-    )  # of the person's prompts: topic-shift checks across deltas
-    deltas: list[str] = Field(
-        default_factory=list
-    )  # "bytes s-e" of every delta that built this atom
+    # of the person's prompts: topic-shift checks across deltas
+    keywords: list[str] = Field(default_factory=list)
+    # "bytes s-e" of every delta that built this atom
+    deltas: list[str] = Field(default_factory=list)
     ended: Literal["open", "completed", "interrupted"] = (
         "open"  # how its last prompt's turn ended, so far
     )

@@ -187,9 +187,8 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
         action = json_object(payload.get("action"))
         command = action.get("command")
         return " ".join(map(str, command)) if isinstance(command, list) else as_text(action)
-    search = payload.get(
-        "action"
-    )  # web_search_call: {"query": …}, or whatever a newer version sends
+    # web_search_call: {"query": …}, or whatever a newer version sends
+    search = payload.get("action")
     return as_text(search.get("query", search) if isinstance(search, dict) else search)
 
 
