@@ -4,10 +4,14 @@ Each connection carries exactly one thing, and every destination it names is dec
 recorded before a byte reaches it:
 
 - a plain-HTTP request (absolute ``http://`` URL whose Host header agrees): forwarded with
-  exactly its own body (Content-Length or chunked), then the client is no longer read,
-  so a second request — to another host — cannot ride the connection unlogged;
+  exactly its own body (Content-Length or chunked), then whatever else the client sends is
+  read only to be dropped, so a second request — to another host — cannot ride the
+  connection unlogged;
 - a CONNECT tunnel: when the client's first bytes are a TLS ClientHello naming a server
   (SNI), that name must be the CONNECT host; other protocols pass as they are.
+
+The client always gets an answer: the server's (even when it answered before it read the
+whole request and closed), or the proxy's refusal saying why there is none.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from activities.sandbox.egress_http import (
     BadRequest,
     Head,
     Idle,
+    Unread,
+    Upstream,
     basic_credentials,
     body_framing,
     client_hello_sni,
@@ -51,6 +57,8 @@ HEAD_TIMEOUT = 15.0  # for a request head to arrive
 IDLE_TIMEOUT = 120.0  # a connection on which nothing moved this long is closed
 CONNECT_TIMEOUT = 15.0
 RESOLVE_TIMEOUT = 10.0
+LINGER = 5.0  # at most this long after an answer, what the client still sends is read and dropped
+LINGER_BYTES = 16 << 20  # and at most this much of it
 REFUSED = "X-Xsky-Egress: refused"
 AUTHENTICATE = 'Proxy-Authenticate: Basic realm="xsky egress"'
 
@@ -127,7 +135,17 @@ class Connection:
             return await self.refuse(
                 431, "Request Header Fields Too Large", f"over {MAX_HEAD} bytes"
             )
-        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
+        except asyncio.IncompleteReadError as e:
+            if e.partial:  # the client stopped sending mid-head, and may still read
+                await self.refuse(
+                    400, "Bad Request", "the request head ended before its blank line"
+                )
+            return None
+        except TimeoutError:
+            return await self.refuse(
+                408, "Request Timeout", f"no whole request head came in {HEAD_TIMEOUT:g} seconds"
+            )
+        except ConnectionError:
             return None
         try:
             head = parse_head(raw)
@@ -138,6 +156,26 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, OSError):
             pass
         return None
+
+    async def linger(self) -> None:
+        """The end of the connection, so that the answer reaches the client whole. A socket
+        closed with bytes it has not read resets the connection, and the reset throws away
+        what the client was not sent yet — a refusal answered before the request's body was
+        read, the tail of a large answer to a client that sent more. So this side is
+        half-closed once the answer is written, and whatever else the client sends is read
+        and dropped, never forwarded, until it closes (for LINGER seconds at most)."""
+        loop = asyncio.get_running_loop()
+        deadline, dropped = loop.time() + LINGER, 0
+        try:
+            if self.writer.can_write_eof():
+                self.writer.write_eof()  # after what is still buffered
+            while dropped <= LINGER_BYTES and (left := deadline - loop.time()) > 0:
+                data = await asyncio.wait_for(self.reader.read(65536), left)
+                if not data:
+                    return
+                dropped += len(data)
+        except (OSError, TimeoutError):  # the client is gone, or did not close in time
+            pass
 
     async def refuse(self, status: int, phrase: str, body: str, *headers: str) -> None:
         self.writer.write(response(status, phrase, body, headers))
@@ -242,17 +280,22 @@ class Connection:
             return None
         return addresses
 
-    async def connect(
-        self, addresses: list[str], port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def connect(self, addresses: list[str], port: int) -> Upstream:
         failure: Exception | None = None
+        loop = asyncio.get_running_loop()
         for ip in addresses:  # each was checked; the first that answers is used
+            sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET)
             try:
-                return await asyncio.wait_for(
-                    asyncio.open_connection(ip, port, limit=MAX_HEAD), CONNECT_TIMEOUT
-                )
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await asyncio.wait_for(loop.sock_connect(sock, (ip, port)), CONNECT_TIMEOUT)
+                return Upstream(sock)
             except (OSError, TimeoutError) as e:
+                sock.close()
                 failure = e
+            except BaseException:
+                sock.close()
+                raise
         raise ConnectionRefusedError(
             f"cannot connect to port {port} of {', '.join(addresses)}: {failure or 'timed out'}"
         )
@@ -290,7 +333,7 @@ class Connection:
             return
         self.record(dest, "allow", f"{host} → {', '.join(addresses)}")
         try:
-            up_reader, up_writer = await self.connect(addresses, port)
+            upstream = await self.connect(addresses, port)
         except ConnectionError as e:
             return await self.refuse(502, "Bad Gateway", str(e))
         # Headers naming the body's framing stay whatever Connection lists: the body is sent.
@@ -301,16 +344,47 @@ class Connection:
             headers.insert(0, ("Host", url.netloc.rpartition("@")[2]))
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         lines = [f"{head.method} {path} {head.version}", *(f"{n}: {v}" for n, v in headers)]
-        up_writer.write(("\r\n".join([*lines, "Connection: close"]) + "\r\n\r\n").encode("latin-1"))
+        upstream.write(("\r\n".join([*lines, "Connection: close"]) + "\r\n\r\n").encode("latin-1"))
         idle = Idle()
+        started: list[bool] = []  # a byte of the answer is on its way to the client
         try:
-            body, answer = (
-                copy_body(self.reader, up_writer, length, idle),
-                copy_response(up_reader, self.writer, idle),
+            failure = await relay(
+                [
+                    self.send_body(upstream, length, idle),
+                    copy_response(upstream, self.writer, idle, started),
+                ],
+                idle,
+                IDLE_TIMEOUT,
+                until=1,
             )
-            await relay([body, answer], idle, IDLE_TIMEOUT, until=1)
         finally:
-            up_writer.close()
+            upstream.close()
+        if started or failure is None:
+            return None
+        # Nothing of an answer reached the client: it is told why, never left with nothing.
+        if isinstance(failure, BadRequest):
+            raise failure
+        if isinstance(failure, TimeoutError):
+            return await self.refuse(504, "Gateway Timeout", f"{dest} did not answer: {failure}")
+        if isinstance(failure, asyncio.LimitOverrunError):
+            failure = ValueError(f"its response head is longer than {MAX_HEAD} bytes")
+        elif isinstance(failure, asyncio.IncompleteReadError):
+            failure = ValueError("it closed the connection")
+        return await self.refuse(502, "Bad Gateway", f"{dest} sent no answer: {failure}")
+
+    async def send_body(self, upstream: Upstream, length: int | None, idle: Idle) -> None:
+        """The request's head (written already) and body to the server. A server that stops
+        reading them — it answered early and closed — still has its answer relayed; a body
+        cut short or framed wrong is the client's :class:`BadRequest`."""
+        try:
+            await upstream.drain()
+            await copy_body(self.reader, upstream, length, idle)
+        except Unread:
+            pass
+        except asyncio.IncompleteReadError:
+            raise BadRequest("the request body ended before its framing said") from None
+        except asyncio.LimitOverrunError:
+            raise BadRequest(f"a chunk size line is longer than {MAX_HEAD} bytes") from None
 
     async def tunnel(self, head: Head) -> None:
         host, port = split_authority(head.target, None)
@@ -320,7 +394,7 @@ class Connection:
             return
         allowed = f"{host} → {', '.join(addresses)}"
         try:
-            up_reader, up_writer = await self.connect(addresses, port)
+            upstream = await self.connect(addresses, port)
         except ConnectionError as e:
             self.record(dest, "allow", allowed)  # the decision, as for plain HTTP
             return await self.refuse(502, f"Bad Gateway: {e}", str(e))
@@ -330,8 +404,8 @@ class Connection:
         try:
             await relay(
                 [
-                    self.client_to_server(host, dest, allowed, up_writer, idle, decided),
-                    copy_stream(up_reader, self.writer, idle),
+                    self.client_to_server(host, dest, allowed, upstream, idle, decided),
+                    copy_stream(upstream, self.writer, idle),
                 ],
                 idle,
                 IDLE_TIMEOUT,
@@ -339,18 +413,19 @@ class Connection:
         finally:
             if not decided:  # the client sent nothing: it reached the host all the same
                 self.record(dest, "allow", allowed)
-            up_writer.close()
+            upstream.close()
 
     async def client_to_server(
         self,
         host: str,
         dest: str,
         allowed: str,
-        up: asyncio.StreamWriter,
+        up: Upstream,
         idle: Idle,
         decided: list[bool],
     ) -> None:
-        """The tunnel's client side, whose first bytes are checked before any reaches the server."""
+        """The tunnel's client side, whose first bytes are checked before any reaches the server
+        (a server that stops reading ends only this side: what it sends still reaches the client)."""
         data = await self.reader.read(65536)
         problem = None
         if data[:1] == b"\x16":  # a TLS handshake record
@@ -373,6 +448,9 @@ class Connection:
         self.record(dest, "allow", allowed)
         if not data:
             return
-        up.write(data)
-        await up.drain()
-        await copy_stream(self.reader, up, idle)
+        try:
+            up.write(data)
+            await up.drain()
+            await copy_stream(self.reader, up, idle)
+        except Unread:
+            pass

@@ -11,9 +11,11 @@ import asyncio
 import base64
 import contextlib
 import re
+import socket
 import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 MAX_HEAD = 64 * 1024
 MAX_HELLO = 64 * 1024
@@ -133,7 +135,102 @@ class Idle:
         return time.monotonic() - self.last
 
 
-async def copy_stream(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: Idle) -> None:
+class Source(Protocol):
+    """What bytes are read from: the client's stream, or an :class:`Upstream`."""
+
+    async def read(self, n: int) -> bytes: ...
+
+    async def readuntil(self, separator: bytes) -> bytes: ...
+
+
+class Sink(Protocol):
+    """What bytes are written to: the client's stream, or an :class:`Upstream`."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def can_write_eof(self) -> bool: ...
+
+    def write_eof(self) -> None: ...
+
+
+class Unread(ConnectionError):
+    """The server no longer reads what is sent to it (it answered, or gave up, and closed)."""
+
+
+class Upstream:
+    """The connection to a server, its two directions apart: a server that answers and closes
+    before it read the whole request (its right) makes writing to it fail, and what it
+    answered is read all the same. (An asyncio stream would drop the answer, read or not:
+    a failed write ends its transport, and a stream's error comes before its buffered bytes.)
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.loop = asyncio.get_running_loop()
+        self.received = bytearray()
+        self.unsent = bytearray()
+        self.failed: OSError | None = None  # why writing to the server stopped
+
+    async def _receive(self, n: int = 65536) -> bytes:
+        # What the server sent before it reset the connection comes first, then the reset.
+        return await self.loop.sock_recv(self.sock, n)
+
+    async def read(self, n: int) -> bytes:
+        if not self.received:
+            return await self._receive(n)
+        data = bytes(self.received[:n])
+        del self.received[:n]
+        return data
+
+    async def readuntil(self, separator: bytes) -> bytes:
+        start = 0
+        while (at := self.received.find(separator, start)) < 0:
+            if len(self.received) > MAX_HEAD:
+                raise asyncio.LimitOverrunError(
+                    f"no {separator!r} in the first {MAX_HEAD} bytes", len(self.received)
+                )
+            start = max(0, len(self.received) - len(separator) + 1)
+            data = await self._receive()
+            if not data:
+                partial = bytes(self.received)
+                self.received.clear()
+                raise asyncio.IncompleteReadError(partial, None)
+            self.received += data
+        end = at + len(separator)
+        data = bytes(self.received[:end])
+        del self.received[:end]
+        return data
+
+    def write(self, data: bytes) -> None:
+        if self.failed is None:
+            self.unsent += data
+
+    async def drain(self) -> None:
+        if self.failed is None and self.unsent:
+            data = bytes(self.unsent)
+            self.unsent.clear()
+            try:
+                await self.loop.sock_sendall(self.sock, data)
+            except OSError as e:
+                self.failed = e
+        if self.failed is not None:
+            raise Unread(f"the server stopped reading the request: {self.failed}")
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        if self.failed is None:
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def copy_stream(src: Source, dst: Sink, idle: Idle) -> None:
     """Everything from ``src`` to ``dst``, then half-close ``dst``."""
     while data := await src.read(65536):
         idle.touch()
@@ -144,12 +241,14 @@ async def copy_stream(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle
             dst.write_eof()
 
 
-async def copy_response(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: Idle) -> None:
+async def copy_response(src: Source, dst: Sink, idle: Idle, started: list[bool]) -> None:
     """The server's answer, its final head saying ``Connection: close`` (the client must not
-    send another request on this connection: it would not be forwarded), then the rest."""
+    send another request on this connection: it would not be forwarded), then the rest.
+    ``started`` is made true once a byte of it is on its way to the client."""
     while True:
         lines = (await src.readuntil(b"\r\n\r\n"))[:-4].split(b"\r\n")
         idle.touch()
+        started[:] = [True]
         status = lines[0].split(b" ")
         interim = len(status) > 1 and status[1].startswith(b"1") and status[1] != b"101"
         if interim:  # 100 Continue and the like: the final answer follows
@@ -165,9 +264,7 @@ async def copy_response(src: asyncio.StreamReader, dst: asyncio.StreamWriter, id
 _CONNECTION = (b"connection", b"keep-alive", b"proxy-connection")
 
 
-async def copy_body(
-    src: asyncio.StreamReader, dst: asyncio.StreamWriter, length: int | None, idle: Idle
-) -> None:
+async def copy_body(src: asyncio.StreamReader, dst: Sink, length: int | None, idle: Idle) -> None:
     """Exactly one request body: ``length`` bytes, or chunks re-framed canonically (no chunk
     extensions, no trailers), so nothing after it reaches the server."""
     if length is not None:
@@ -206,9 +303,10 @@ async def copy_body(
 
 async def relay(
     parts: list[Awaitable[None]], idle: Idle, timeout: float, until: int | None = None
-) -> None:
+) -> BaseException | None:
     """Run the copies until all end (or copy ``until`` ends), one fails, or nothing moved for
-    ``timeout`` seconds; the rest are cancelled."""
+    ``timeout`` seconds; the rest are cancelled. The failure that ended it, if one did (an
+    idle connection: TimeoutError)."""
     tasks = [asyncio.ensure_future(p) for p in parts]
     try:
         pending = set(tasks)
@@ -216,10 +314,12 @@ async def relay(
             done, pending = await asyncio.wait(
                 pending, timeout=min(timeout, 5.0), return_when=asyncio.FIRST_COMPLETED
             )
-            if any(not t.cancelled() and t.exception() is not None for t in done):
-                return
+            for t in tasks:
+                if t in done and not t.cancelled() and t.exception() is not None:
+                    return t.exception()
             if idle.for_seconds() > timeout:
-                return
+                return TimeoutError(f"nothing moved for {timeout:g} seconds")
+        return None
     finally:
         for t in tasks:
             t.cancel()

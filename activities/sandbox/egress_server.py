@@ -220,6 +220,7 @@ class Proxy:
             connection = Connection(self, ep, reader, writer)
             try:
                 await connection.serve()
+                await connection.linger()
             finally:
                 writer.close()
         except (asyncio.CancelledError, OSError):

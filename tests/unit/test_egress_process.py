@@ -45,6 +45,8 @@ class _Seen(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    # A POST is answered without its body read, as a server may: the connection it closes is
+    # reset, writing the rest of the body fails, and its answer must reach the client still.
     do_POST = do_GET
 
     def log_message(self, *a):
@@ -78,13 +80,16 @@ def get(proxy: str, url: str) -> tuple[int, str]:
         return response.status_code, response.text
 
 
-def raw(where: str | tuple[str, int], data: bytes, timeout: float = 20) -> bytes:
-    """Send ``data`` on one connection (a Unix socket path or host:port); all it answers."""
+def raw(where: str | tuple[str, int], data: bytes, timeout: float = 20, end: bool = False) -> bytes:
+    """Send ``data`` on one connection (a Unix socket path or host:port), then with ``end``
+    say that is all (half-close); all it answers."""
     family = socket.AF_UNIX if isinstance(where, str) else socket.AF_INET
     with socket.socket(family) as s:
         s.settimeout(timeout)
         s.connect(where)
         s.sendall(data)
+        if end:
+            s.shutdown(socket.SHUT_WR)
         out = b""
         while chunk := s.recv(65536):
             out += chunk
@@ -307,6 +312,44 @@ async def test_a_tls_client_hello_must_name_the_connect_host():
         "TLS SNI evil.example differs from the CONNECT host localhost",
     ) in decisions
     assert [d[1] for d in decisions] == ["deny", "allow"]
+
+
+async def test_a_client_is_told_why_when_there_is_no_answer_to_relay():
+    hangup, quiet = socket.create_server(("127.0.0.1", 0)), Listener()  # closes; never answers
+
+    def hang_up() -> None:
+        while True:
+            try:
+                hangup.accept()[0].close()
+            except OSError:
+                return
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    ports = (hangup.getsockname()[1], quiet.port)
+    async with egress.serving(exact(*(f"127.0.0.1:{p}" for p in ports)), None) as url:
+        where, auth = tcp(url)
+        closed = f"GET http://127.0.0.1:{ports[0]}/ HTTP/1.1\r\n{auth}\r\n"
+        answer = await asyncio.to_thread(raw, where, closed.encode())
+        assert answer.startswith(b"HTTP/1.1 502") and b"sent no answer" in answer, answer
+        # A body framed wrong after its head went out is the client's error, and said so.
+        framed = f"POST http://127.0.0.1:{ports[1]}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+        answer = await asyncio.to_thread(raw, where, f"{framed}{auth}\r\nzz\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 400") and b"not a chunk size line" in answer, answer
+        cut = f"GET http://127.0.0.1:{ports[0]}/ HTTP/1.1\r\n{auth}".encode()  # no blank line
+        answer = await asyncio.to_thread(raw, where, cut, 20, True)
+        assert answer.startswith(b"HTTP/1.1 400") and b"ended before its blank line" in answer
+    hangup.close()
+    quiet.sock.close()
+
+
+async def test_a_refused_upload_is_read_to_its_end_so_the_refusal_is_not_lost_to_a_reset():
+    size = 4 << 20  # far more than the proxy reads ahead: closing on it unread would reset
+    async with egress.serving(exact(), None) as url:
+        where, auth = tcp(url)
+        upload = f"POST http://10.9.9.9/ HTTP/1.1\r\nContent-Length: {size}\r\n{auth}\r\n"
+        for _ in range(3):
+            answer = await asyncio.to_thread(raw, where, upload.encode() + b"u" * size)
+            assert answer.startswith(b"HTTP/1.1 403") and b"refused by xsky" in answer, answer
 
 
 async def test_every_decision_is_delivered_before_serving_ends():
