@@ -172,7 +172,7 @@ async def announce(
             )
     if not args.follow:
         return 0
-    return print_result(await follow(run, quiet=args.json), settings, args.json, run._x)
+    return print_result(await follow(run, quiet=args.json), settings, args.json)
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
@@ -234,9 +234,7 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
     return await run.result()
 
 
-def print_result(
-    result: RunResult, settings: Settings, as_json: bool, x: XSky | None = None
-) -> int:
+def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
     """The results table (or JSON); exit 0 for a completed run, 1 for a failed or cancelled one."""
     if as_json:
         print_json(result.wire())
@@ -297,7 +295,7 @@ async def cmd_result(args: argparse.Namespace) -> int:
                 f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`"
             )
         result = await run.result()
-        return print_result(result, settings, args.json, x)
+        return print_result(result, settings, args.json)
 
 
 def list_query(args: argparse.Namespace) -> str:

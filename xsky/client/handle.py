@@ -16,16 +16,16 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
-from activities.artifacts import ArtifactStore, read_blob
 from workflows.leader import LeaderWorkflow
 from xsky.client._consts import RUN_ID
 from xsky.client.connect import connect_client
 from xsky.client.listing import list_query
 from xsky.client.outcome import _status_name
-from xsky.client.run import Run, _is_prompt
+from xsky.client.results import reports_of, result_text
+from xsky.client.run import Run
 from xsky.client.settings import resolve_permissions, resolve_roles
 from xsky.client.skills import Skills
-from xsky.client.start import by_reference, check_names, new_run_id, plan_kinds
+from xsky.client.start import by_reference, check_names, is_prompt, new_run_id, plan_kinds
 from xsky.client.values import RunSummary
 from xsky.client.workers import require_workers
 from xsky.config import Settings, load_settings
@@ -33,7 +33,6 @@ from xsky.errors import (
     ConnectError,
     PlanError,
     UsageError,
-    XSkyError,
 )
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.plan.files import check_plan, load_plan
@@ -136,7 +135,7 @@ class XSky:
         if review:
             opts = opts.model_copy(update={"review": True})
         roles = self.roles()
-        if isinstance(plan_or_prompt, str) and _is_prompt(plan_or_prompt):
+        if isinstance(plan_or_prompt, str) and is_prompt(plan_or_prompt):
             if not plan_or_prompt.strip():
                 raise UsageError("the request is empty: say what should be done")
             task_id = str(uuid.uuid4())
@@ -208,12 +207,16 @@ class XSky:
             ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
-        return Run(self, handle)
+        return Run(self.client, self.settings, handle)
 
     async def get(self, run_id: str) -> Run:
         """The run with this id; RunNotFoundError if there is none."""
 
-        run = Run(self, self.client.get_workflow_handle_for(LeaderWorkflow.run, run_id))
+        run = Run(
+            self.client,
+            self.settings,
+            self.client.get_workflow_handle_for(LeaderWorkflow.run, run_id),
+        )
         await run.temporal_status()
         return run
 
@@ -267,27 +270,11 @@ class XSky:
 
     def reports(self, result: RunResult) -> list[AgentReport]:
         """Every agent's report of a result: inline, or for a large run from the artifact store."""
-        if result.results_ref is None:
-            return result.agents
-
-        try:
-            text = read_blob(ArtifactStore(self.settings.artifacts), result.results_ref)
-        except (FileNotFoundError, ValueError) as e:
-            raise XSkyError(
-                f"the full results of {result.workflow_id} are not readable here ({e}); "
-                "read them where XSKY_ARTIFACTS points on the workers"
-            ) from None
-        return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
+        return reports_of(self.settings, result)
 
     def result_text(self, report: AgentReport) -> str:
         """An agent's whole result, read from the artifact store when it was stored by reference."""
-        if report.result_ref is None:
-            return report.result or ""
-
-        try:
-            return ArtifactStore(self.settings.artifacts).read_text(report.result_ref)
-        except (FileNotFoundError, ValueError) as e:
-            return f"(stored at {report.result_ref}, not readable here: {e})"
+        return result_text(self.settings, report)
 
 
 class _Connecting:

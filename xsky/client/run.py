@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 from temporalio.api.common.v1 import Payloads, WorkflowExecution
 from temporalio.api.query.v1 import WorkflowQuery
@@ -15,6 +15,7 @@ from temporalio.api.workflowservice.v1 import (
     QueryWorkflowRequest,
 )
 from temporalio.client import (
+    Client,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -24,6 +25,17 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.leader import LeaderWorkflow
 from xsky.agent_log import parse_lines, transcript_file
+from xsky.client._consts import (
+    QUERY_TIMEOUT,
+    RUNNING_STATUS,
+    SILENT_WORKER_SECONDS,
+    TRANSIENT,
+    Decision,
+)
+from xsky.client.outcome import _status_name, run_outcome
+from xsky.client.results import reports_of, result_text
+from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
+from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
     NoWorkerError,
@@ -54,24 +66,13 @@ from xsky.leader.state import (
 from xsky.leader.tasks import TERMINAL, TaskView
 from xsky.runs import AgentReport, RunResult
 
-if TYPE_CHECKING:
-    from xsky.client.handle import XSky
-from xsky.client._consts import (
-    QUERY_TIMEOUT,
-    RUNNING_STATUS,
-    SILENT_WORKER_SECONDS,
-    TRANSIENT,
-    Decision,
-)
-from xsky.client.outcome import _status_name, run_outcome
-from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
-
 
 class Run:
     """One run (a LeaderWorkflow): look at it, steer it, wait for it."""
 
-    def __init__(self, xsky: XSky, handle: WorkflowHandle[Any, RunResult]):
-        self._x = xsky
+    def __init__(self, client: Client, settings: Settings, handle: WorkflowHandle[Any, RunResult]):
+        self._client = client
+        self._settings = settings
         self.handle = handle
 
     @property
@@ -80,7 +81,7 @@ class Run:
 
     @property
     def ui_url(self) -> str:
-        return self._x.settings.ui_link(self.id)
+        return self._settings.ui_link(self.id)
 
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
@@ -99,7 +100,7 @@ class Run:
                     subject=self.id,
                 ) from None
             raise ConnectError(
-                f"cannot reach Temporal at {self._x.settings.address} ({e.message}); is the server up?"
+                f"cannot reach Temporal at {self._settings.address} ({e.message}); is the server up?"
             ) from None
 
     async def _query(self, query: Any, *args: Any) -> Any:
@@ -210,7 +211,7 @@ class Run:
 
     async def _board_once(self, request: PageRequest) -> BoardPage:
         """The board query, once, without the SDK's own retries: an outage during it is said."""
-        client = self._x.client
+        client = self._client
         response = await client.workflow_service.query_workflow(
             QueryWorkflowRequest(
                 namespace=client.namespace,
@@ -228,9 +229,9 @@ class Run:
 
     async def _still_running(self) -> bool:
         """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
-        response = await self._x.client.workflow_service.describe_workflow_execution(
+        response = await self._client.workflow_service.describe_workflow_execution(
             DescribeWorkflowExecutionRequest(
-                namespace=self._x.client.namespace, execution=WorkflowExecution(workflow_id=self.id)
+                namespace=self._client.namespace, execution=WorkflowExecution(workflow_id=self.id)
             ),
             retry=False,
             timeout=QUERY_TIMEOUT,
@@ -303,20 +304,20 @@ class Run:
 
     async def reports(self) -> list[AgentReport]:
         """Every agent's report: inline, or for a large run from the artifact store."""
-        return self._x.reports(await self.result())
+        return reports_of(self._settings, await self.result())
 
     async def agent_result(
         self, agent: str, result: RunResult | None = None
     ) -> tuple[AgentReport, str]:
         """One agent's report (by agent id or task id, T-3 or 3) and its full result text
         (from ``result`` when the caller has it already)."""
-        reports = self._x.reports(result or await self.result())
+        reports = reports_of(self._settings, result or await self.result())
         report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
         if report is None:
             raise UsageError(
                 f"no agent {agent} in {self.id}; agents: {', '.join(a.id for a in reports[:40])}"
             )
-        return report, self._x.result_text(report)
+        return report, result_text(self._settings, report)
 
     # -- steering -----------------------------------------------------------------------------
 
@@ -465,7 +466,7 @@ class Run:
 
     def transcript_path(self, agent_id: str) -> Path:
 
-        return transcript_file(self._x.settings.artifacts, self.id, agent_id)
+        return transcript_file(self._settings.artifacts, self.id, agent_id)
 
     async def transcript_file(self, task: str) -> Path:
         """Where a task's transcript is: an agent id needs no worker to find, a task id the board."""
@@ -486,13 +487,3 @@ class Run:
 def _find_task(tasks: list[TaskView], name: str) -> TaskView | None:
     """The task called ``name``: its task id (T-3), its number (3) or its agent id."""
     return next((t for t in tasks if name in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)
-
-
-def _is_prompt(text: str) -> bool:
-    """Words for the planner, not XML text and not the path of a plan file."""
-    if text.lstrip().startswith("<") or text.endswith(".xml"):
-        return False
-    try:
-        return not Path(text).is_file()
-    except (OSError, ValueError):  # too long or NUL bytes for a path: words
-        return True

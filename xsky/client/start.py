@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from activities.artifacts import ArtifactStore, put_blob
@@ -67,3 +68,13 @@ def plan_kinds(wf: Workflow | None) -> list[str]:
     if wf is None:
         return ["llm"]
     return sorted({a.name if a.name in QUEUE_KINDS else "llm" for a in wf.agents})
+
+
+def is_prompt(text: str) -> bool:
+    """Words for the planner, not XML text and not the path of a plan file."""
+    if text.lstrip().startswith("<") or text.endswith(".xml"):
+        return False
+    try:
+        return not Path(text).is_file()
+    except (OSError, ValueError):  # too long or NUL bytes for a path: words
+        return True
