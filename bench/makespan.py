@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.baselines import LevelByLevelWorkflow
 from bench.harness import random_dag, temporal, timed
 from workflows.leader import LeaderWorkflow
-from xsky import dag
+from xsky.plan import dag
 from xsky.runs import RunInput, RunOptions
 
 

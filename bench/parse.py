@@ -20,8 +20,8 @@ from xml.dom import minidom
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xsky import dag
 from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import parse_workflow, workflow_to_xml
 

@@ -18,7 +18,8 @@ HINTS = {
     "(or `starter.py up`); nothing was started",
     "not-found": "`starter.py list` shows the recent ones",
     "ended": "`starter.py result {subject}` shows how it ended",
-    "running": "wait for it, or watch it with `starter.py status {subject} --follow`",
+    "running": "wait for it with `starter.py result {subject} --wait`, or watch it with "
+    "`starter.py status {subject}`",
     "exists": "see it with `starter.py status {subject}`, or start this one with another `--id`",
     "search-attributes": "start the server with `starter.py server` (or `up`), which registers them",
     "skills-worker": "start one with `python starter.py up` (or `python worker.py`) on the machine "

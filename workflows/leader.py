@@ -248,8 +248,12 @@ class LeaderWorkflow:
         if core.state.review != "waiting":
             return True
         self._board.publish(core)
-        assert core.state.review_deadline is not None
-        remaining = max(0.0, (core.state.review_deadline - workflow.now()).total_seconds())
+        # No deadline: an automatic replan's review from before the patch replan-review-deadline,
+        # carried over by continue-as-new; it waits for approve_plan as it did then.
+        deadline = core.state.review_deadline
+        remaining = (
+            None if deadline is None else max(0.0, (deadline - workflow.now()).total_seconds())
+        )
         try:
             await workflow.wait_condition(
                 lambda: core.state.review != "waiting",
@@ -266,6 +270,8 @@ class LeaderWorkflow:
         core = self._core
         try:
             wf = await leader_io.replan_with_planner(core, None, reason, self._queue("llm"))
+            if core.ended:
+                return  # the run ended while the planner worked (its review timed out)
             risky = core.privileged_changes(wf)
             _, stops = core.apply_plan(wf, core.auto_replan_label(reason), workflow.now())
             self._apply(stops)

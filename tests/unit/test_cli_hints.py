@@ -65,3 +65,18 @@ def test_a_refusal_names_the_commands_for_the_run():
 
 def test_an_error_without_a_topic_is_said_as_it_is():
     assert cli_message(UsageError("bad input; fix it")) == "bad input; fix it"
+
+
+def test_a_running_run_is_waited_for_with_a_command_that_exists():
+    from xsky.errors import XSkyError
+
+    e = XSkyError(
+        "r1 is still running",
+        "wait for it, or watch it with Run.follow()",
+        topic="running",
+        subject="r1",
+    )
+    assert cli_message(e) == (
+        "r1 is still running; wait for it with `starter.py result r1 --wait`, or watch it with "
+        "`starter.py status r1`"
+    )

@@ -11,7 +11,7 @@ import pytest
 from xsky.leader.core import CallPlanner, LeaderCore, StartAgent, StopAgent
 from xsky.leader.state import ApprovePlanRequest
 from xsky.plan.models import Workflow, WorkflowAgent
-from xsky.runs import AgentOutcome, RunInput, RunOptions
+from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -105,3 +105,20 @@ def test_runs_recorded_before_the_patch_keep_waiting(action: str):
     assert core.next_deadline(T0) != T0 + timedelta(seconds=30)
     core.tick(T0 + timedelta(days=2))
     assert core.state.review == "waiting" and not core.ended
+
+
+def test_a_review_that_times_out_withdraws_what_waited_for_a_person_and_waits_for_the_planner():
+    """Cancelled by the timeout, the run asks nobody anything any more (XskyPending falls to
+    0), and it ends only once a planner call still in flight has returned."""
+    core, _ = core_after_privileged_replan("cancel")
+    outcome = AgentOutcome(kind="question", request=RequestPayload(question="which?"))
+    core.attempt_succeeded("2", core.tasks["2"], 1, outcome, T0 + timedelta(seconds=1))
+    core.attempt_ended("2", 1)
+    assert [r.kind for r in core.pending_requests()] == ["question"]
+    core.planner_started()  # say a second automatic replan is still at work
+    core.tick(T0 + timedelta(seconds=30))
+    assert core.pending_requests() == [] and core.search_values()["XskyPending"] == 0
+    assert core.tasks["2"].stored == "cancelled" and core.tasks["2"].waiting_on is None
+    assert not core.finished(), "the run closed with the planner still at work"
+    core.planner_finished()
+    assert core.finished()

@@ -72,13 +72,15 @@ class Course(AttemptInputs):
         self.state.review = "none"
         for task in self.state.tasks:
             if not task.terminal:
+                self._withdraw(task.waiting_on, f"withdrawn: {task.id} cancelled", now)
+                self._set_waiting(task, None)
                 self._finish(task, "cancelled", now, error="the plan was never approved")
         return False
 
     def finished(self) -> bool:
         """Nothing runs and nothing can start: every task is terminal, blocked, or paused."""
         if self.ended:
-            return not self.active
+            return not self.active and not self.replanning
         if self.active or self.replanning:
             return False
         if self._pending_requests:
