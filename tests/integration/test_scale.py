@@ -86,6 +86,7 @@ async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerabl
         assert texts == ["ship"] + [f"r{i}" for i in range(2, 16)]
 
 
+@pytest.mark.timeout(600)  # its run may take 240 s
 async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_come_in_pages(
     tmp_path: Path, monkeypatch
 ):

@@ -131,6 +131,7 @@ LONG_HISTORY = (
 )
 
 
+@pytest.mark.timeout(600)  # 240 s to the cap, 30 s to resume, 120 s to hand on
 async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_seconds_and_the_run_continues_at_the_cap(
     tmp_path: Path, monkeypatch
 ):
