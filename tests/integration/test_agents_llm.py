@@ -104,7 +104,7 @@ async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env,
     handle = await env.start(
         plan(agent("1", "backend", "Write a greeting to notes/out.txt and count its bytes"))
     )
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed", result.summary
     written = env.home / "runs" / handle.id / "workspace" / "notes" / "out.txt"
     assert written.read_text() == "hello from the agent\n"
@@ -311,7 +311,7 @@ async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: Fak
     fake_llm.responder = lambda req, i: text("fine")
     await env.start_worker()
     handle = await env.start(plan(agent("1", "llm", "Say something")))
-    await run_outcome(handle)
+    await asyncio.wait_for(run_outcome(handle), 60)
     assert (
         fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"
     )  # the key was used…

@@ -127,7 +127,7 @@ async def test_a_five_megabyte_result_travels_as_an_artifact_and_renders_in_full
         <config>{{"tool": "shell", "command": "wc -c &lt; big.txt"}}</config></agent>
     </workflow>"""
     handle = await env.start(plan)
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     agents = by_id(result)
     assert result.status == "completed", result.summary
     assert agents["1"].result is None and agents["1"].result_ref.size == size
@@ -180,7 +180,7 @@ async def test_a_config_mistake_fails_at_once_without_retries(env: Env):
 async def test_activities_are_labelled_for_the_web_ui_and_the_board_is_published(env: Env):
     await env.start_worker()
     handle = await env.start((ROOT / "examples/chain.xml").read_text())
-    await run_outcome(handle)
+    await asyncio.wait_for(run_outcome(handle), 60)
     history = await handle.fetch_history()
     summaries = []
     for event in history.events:

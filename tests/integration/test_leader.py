@@ -64,7 +64,7 @@ async def test_the_board_has_the_seed_fields_and_derived_statuses(env: Env):
     handle = await env.start(
         plan(noop("1", 0.2), noop("2", 0, depends="1")), options=RunOptions(max_auto_replans=0)
     )
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     tasks = [t.wire() for t in (await handle.query(LeaderWorkflow.task_board)).tasks]
     for key in (
         "id",

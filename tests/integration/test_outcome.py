@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -38,13 +39,13 @@ async def test_a_run_with_a_failed_agent_is_failed_in_temporal_and_its_result_st
         options=RunOptions(max_auto_replans=0),
     )
     with pytest.raises(WorkflowFailureError) as info:
-        await handle.result()
+        await asyncio.wait_for(handle.result(), 60)
     assert "failed: 1 of 3 agents completed; 1 failed (T-2); 1 blocked (T-3)" in str(
         info.value.cause
     )
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.FAILED
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "failed" and [a.status for a in result.agents] == [
         "completed",
         "failed",
@@ -86,7 +87,7 @@ async def test_runs_waiting_on_a_person_are_found_by_xsky_pending(env: Env):
     code, out, _ = await starter(env, "list", "--status", "failed", "--json")
     assert code == 0 and handle.id not in [r["workflowId"] for r in json.loads(out)]
     await handle.execute_update(LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="go"))
-    assert (await handle.result()).status == "completed"
+    assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
     done = f"WorkflowId='{handle.id}' AND XskyPending = 0 AND XskyStatus='completed'"
     await eventually(lambda: listed(env, done, [handle.id]), timeout=20)
 
@@ -97,5 +98,5 @@ async def test_a_cancelled_run_is_cancelled_in_temporal(env: Env):
     await eventually(lambda: board_shows(handle, {"1": RUNNING}))
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):
-        await handle.result()
+        await asyncio.wait_for(handle.result(), 60)
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED

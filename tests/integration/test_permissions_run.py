@@ -198,7 +198,7 @@ async def test_permissions_check_and_log_commands(env: Env, tmp_path: Path, monk
 
     await env.start_worker()
     handle = await env.start(plan(shell_agent("1", "shell", "echo logged")))
-    await run_outcome(handle)
+    await asyncio.wait_for(run_outcome(handle), 60)
     code, out, _ = await starter(env, "permissions", "log", handle.id, "--json")
     entries = json.loads(out)
     assert (
