@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from tests.integration.eventually import eventually
 from workflows.leader import LeaderWorkflow
 from xsky.leader.state import PageRequest
 from xsky.leader.tasks import TaskView
@@ -36,33 +39,118 @@ async def board(handle: WorkflowHandle[Any, Any]) -> dict[str, TaskView]:
     }
 
 
-async def wait_for(
-    handle: WorkflowHandle[Any, Any],
-    predicate: Callable[[dict[str, TaskView]], bool],
-    timeout: float = 30,
-    what: str = "",
+RUNNING = ("dispatched", "in_progress")
+
+
+async def board_shows(
+    handle: WorkflowHandle[Any, Any], want: Mapping[str, str | tuple[str, ...]]
 ) -> dict[str, TaskView]:
-    deadline = time.monotonic() + timeout
-    last: dict[str, TaskView] = {}
-    while time.monotonic() < deadline:
-        last = await board(handle)
-        if predicate(last):
-            return last
-        await asyncio.sleep(0.1)
-    shown = {k: (v.status, v.error) for k, v in last.items()}
-    raise AssertionError(f"timed out waiting for {what or 'a board state'}; board: {shown}")
+    """Assert that each agent id in ``want`` has that status (or one of those) on the board;
+    return the board. For ``eventually``: ``await eventually(lambda: board_shows(h, {"1": RUNNING}))``."""
+    b = await board(handle)
+    wanted = {k: (v,) if isinstance(v, str) else v for k, v in want.items()}
+    seen = {k: b[k].status if k in b else None for k in want}
+    assert all(seen[k] in wanted[k] for k in want), (
+        f"board {seen}, wanted {wanted}; errors: { {k: v.error for k, v in b.items() if v.error} }"
+    )
+    return b
+
+
+async def requests_pending(handle: WorkflowHandle[Any, Any], count: int) -> list[Any]:
+    """Assert that at least ``count`` requests wait for a person; return them."""
+    requests = await query(handle, LeaderWorkflow.pending_requests)
+    assert len(requests) >= count, (
+        f"{len(requests)} pending requests, wanted {count}: {[(r.id, r.text) for r in requests]}"
+    )
+    return requests
 
 
 async def wait_requests(
     handle: WorkflowHandle[Any, Any], count: int, timeout: float = 30
 ) -> list[Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        requests = await query(handle, LeaderWorkflow.pending_requests)
-        if len(requests) >= count:
-            return requests
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"fewer than {count} pending requests after {timeout}s")
+    """At least ``count`` pending requests, once there are."""
+    return await eventually(lambda: requests_pending(handle, count), timeout)
+
+
+# -- facts in a run's history: what it has decided, not what it might do after a while -------------
+
+_ENDS = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "activity_task_completed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "activity_task_failed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "activity_task_timed_out_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "activity_task_canceled_event_attributes",
+}
+
+
+def _decided_after(events: list[HistoryEvent], index: int, what: str) -> None:
+    """A workflow task completed after ``events[index]``: the workflow has acted on it (events
+    that come while a workflow task runs are written after it, so that task started later)."""
+    assert any(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in events[index + 1 :]
+    ), f"{what} is in the history, not yet handled by a workflow task"
+
+
+async def handled_end_of(
+    handle: WorkflowHandle[Any, Any], activity_id: str | None = None, activity_type: str = ""
+) -> list[HistoryEvent]:
+    """Assert that the run has handled the end of an activity (by id, or the last of a type),
+    so every decision that end leads to is in the history; return its events."""
+    events = list((await handle.fetch_history()).events)
+    scheduled = {
+        e.event_id: e.activity_task_scheduled_event_attributes
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    ends = [
+        i
+        for i, e in enumerate(events)
+        if e.event_type in _ENDS
+        and (a := scheduled.get(getattr(e, _ENDS[e.event_type]).scheduled_event_id)) is not None
+        and (activity_id is None or a.activity_id == activity_id)
+        and (not activity_type or a.activity_type.name == activity_type)
+    ]
+    what = f"the end of activity {activity_id or activity_type}"
+    assert ends, f"{what} is not in the history yet"
+    _decided_after(events, ends[-1], what)
+    return events
+
+
+async def handled_signal(handle: WorkflowHandle[Any, Any], name: str) -> list[HistoryEvent]:
+    """Assert that the run has handled the last ``name`` signal it received."""
+    events = list((await handle.fetch_history()).events)
+    signals = [
+        i
+        for i, e in enumerate(events)
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and e.workflow_execution_signaled_event_attributes.signal_name == name
+    ]
+    assert signals, f"no {name} signal in the history yet"
+    _decided_after(events, signals[-1], f"the {name} signal")
+    return events
+
+
+async def settled(handle: WorkflowHandle[Any, Any]) -> int:
+    """Assert that a workflow has nothing in flight: no workflow task and no activity pending.
+    It has acted on everything it received and waits for something new, so what it shows is
+    what it decided. Returns its history length (compare two calls: nothing came between)."""
+    desc = await handle.describe()
+    raw = desc.raw_description
+    assert not raw.HasField("pending_workflow_task"), f"{handle.id}: a workflow task is pending"
+    assert not raw.pending_activities, (
+        f"{handle.id}: activities pending: {[p.activity_type.name for p in raw.pending_activities]}"
+    )
+    return desc.history_length
+
+
+def agents_scheduled(events: list[HistoryEvent]) -> list[str]:
+    """The activity ids (``T-1-v1-d2``: task, plan version, dispatch) of the agent attempts
+    a history has scheduled, in order."""
+    return [
+        e.activity_task_scheduled_event_attributes.activity_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "run_agent"
+    ]
 
 
 async def rejected(handle: WorkflowHandle[Any, Any], update: Any, request: Any) -> str:

@@ -22,7 +22,8 @@ from tests.fake_llm import (
     text,
     turn_of,
 )
-from tests.integration.helpers import board, plan, wait_for, wait_requests
+from tests.integration.eventually import eventually
+from tests.integration.helpers import RUNNING, board, board_shows, plan, wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
 from xsky.leader.state import AnswerRequest, NudgeRequest
@@ -103,7 +104,7 @@ async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env,
     handle = await env.start(
         plan(agent("1", "backend", "Write a greeting to notes/out.txt and count its bytes"))
     )
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed", result.summary
     written = env.home / "runs" / handle.id / "workspace" / "notes" / "out.txt"
     assert written.read_text() == "hello from the agent\n"
@@ -219,7 +220,7 @@ async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: Fa
     fake_llm.responder = responder
     await env.start_worker()
     handle = await env.start(plan(agent("1", "shell", "Do something slow")))
-    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
+    await eventually(lambda: board_shows(handle, {"1": RUNNING}))
     await handle.signal(
         LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="prefer the cached copy")
     )
@@ -310,7 +311,7 @@ async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: Fak
     fake_llm.responder = lambda req, i: text("fine")
     await env.start_worker()
     handle = await env.start(plan(agent("1", "llm", "Say something")))
-    await run_outcome(handle)
+    await asyncio.wait_for(run_outcome(handle), 60)
     assert (
         fake_llm.requests[0]["_auth"] == "Bearer sk-test-never-in-history-7c1f"
     )  # the key was used…
@@ -347,11 +348,11 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
     cfg = '{"heartbeatTimeout": 2, "retry": {"maximumAttempts": 5, "initialInterval": 0.2}}'
     handle = await env.start(plan(agent("1", "file", "Write four steps", cfg)))
     try:
-        for _ in range(300):
-            if held.is_set():
-                break
-            await asyncio.sleep(0.1)
-        assert held.is_set(), "the agent never reached its third iteration"
+
+        def at_the_third_iteration() -> None:
+            assert held.is_set(), "the agent never reached its third iteration"
+
+        await eventually(at_the_third_iteration, timeout=30)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         release.set()
@@ -379,7 +380,7 @@ async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(
     fake_llm.responder = lambda req, i: text("as " + system(req).split(".")[0])
     await env.start_worker()
     handle = await env.start(plan(agent("1", "llm", "Wait", '{"tool": "noop", "seconds": 30}')))
-    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
+    await eventually(lambda: board_shows(handle, {"1": RUNNING}))
     msg = await rejected(handle, LeaderWorkflow.define_role, DefineRoleRequest(name="9lives"))
     assert "role name '9lives' is not valid" in msg
     msg = await rejected(
@@ -411,7 +412,7 @@ async def test_define_role_adds_a_role_for_the_run_and_refuses_bad_ones(
             )
         ),
     )
-    await wait_for(handle, lambda b: b["2"].status == "completed", what="T-2 with the runtime role")
+    await eventually(lambda: board_shows(handle, {"2": "completed"}))
     tools = {t["function"]["name"] for t in fake_llm.for_task("Profile it")[0]["tools"]}
     assert tools == {"file_read", "code_search", "shell", "python_exec"}
     assert (await board(handle))["2"].result == "as You are PERF-DEFINED-AT-RUNTIME"
@@ -433,11 +434,11 @@ async def test_plan_run_from_a_sentence_with_review_through_starter(env: Env):
     assert code == 0 and "the leader plans the request" in out, err
     workflow_id = "xsky-sentence-" + env.settings.task_queue
     handle = env.client.get_workflow_handle(workflow_id)
-    for _ in range(100):
-        xml = await handle.query(LeaderWorkflow.plan)
-        if "echo beta" in xml:
-            break
-        await asyncio.sleep(0.1)
+
+    async def planned() -> None:
+        assert "echo beta" in await handle.query(LeaderWorkflow.plan)
+
+    await eventually(planned, timeout=10)
     code, out, _ = await starter(env, "plan", workflow_id)
     assert code == 0 and 'command": "echo alpha"' in out and 'depends="1"' in out
     code, out, _ = await starter(env, "approve-plan", workflow_id, "--version", "1")

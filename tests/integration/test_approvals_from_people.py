@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Env
+from tests.integration.eventually import eventually
 from tests.integration.helpers import plan, query, wait_requests
 from tests.integration.test_permissions_run import shell_agent
 from workflows.leader import LeaderWorkflow
@@ -48,13 +48,14 @@ def depends(agent: str, on: str) -> str:
 
 async def approval(handle: Any, timeout: float = 30) -> Any:
     """The first tool approval a run waits for (a plan review waiting beside it is not one)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for request in await query(handle, LeaderWorkflow.pending_requests):
-            if request.kind == "approval":
-                return request
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no tool approval was asked for within {timeout}s")
+
+    async def asked() -> Any:
+        requests = await query(handle, LeaderWorkflow.pending_requests)
+        approvals = [r for r in requests if r.kind == "approval"]
+        assert approvals, f"no tool approval asked for; pending: {[r.id for r in requests]}"
+        return approvals[0]
+
+    return await eventually(asked, timeout)
 
 
 async def agent_inputs(env: Env, handle: Any) -> list[AgentInput]:

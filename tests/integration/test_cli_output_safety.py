@@ -20,8 +20,9 @@ from xml.sax.saxutils import escape
 import pytest
 
 from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import board_shows
 from tests.integration.helpers import plan as plan_xml
-from tests.integration.helpers import wait_for
 from tests.integration.test_cli_runs import starter
 
 pytestmark = pytest.mark.integration
@@ -162,7 +163,7 @@ async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_
     code, out, err = await starter(env, "run", str(path), "--id", workflow_id)
     assert code == 0, err
     handle = env.client.get_workflow_handle(workflow_id)
-    await wait_for(handle, lambda b: b["1"].status == "blocked" and b["2"].status == "completed")
+    await eventually(lambda: board_shows(handle, {"1": "blocked", "2": "completed"}))
 
     # The Web UI: the board in markdown (cells escaped for markdown too), activities' summaries
     details = (await handle.query("__temporal_workflow_metadata")).current_details

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT, Env
+from tests.integration.eventually import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -120,8 +121,12 @@ async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env
     assert code == 1 and "exited with status 4" in out
 
 
-async def test_unknown_run_and_unreachable_server_are_clear_errors(env: Env):
-    # The server is up, but no worker polls this test's queue: said, instead of waiting forever.
+async def test_unknown_run_and_unreachable_server_are_clear_errors(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+):
+    # The server is up, but no worker polls this test's queue: said, instead of waiting forever
+    # (after XSKY_WORKER_WAIT seconds: 1 here, not the default 10).
+    monkeypatch.setenv("XSKY_WORKER_WAIT", "1")
     workflow_id = f"xsky-noworker-{uuid.uuid4().hex[:6]}"
     code, _, err = await starter(
         env, "run", str(ROOT / "examples/diamond.xml"), "--id", workflow_id, "--follow"
@@ -154,7 +159,7 @@ async def test_the_demo_runs_every_agent_kind_against_a_local_page(env: Env):
 
 
 async def test_steering_commands_of_starter(env: Env):
-    from tests.integration.helpers import ask, noop, plan, wait_for
+    from tests.integration.helpers import RUNNING, ask, board_shows, noop, plan
 
     await env.start_worker()
     env.home.mkdir(parents=True, exist_ok=True)
@@ -171,10 +176,7 @@ async def test_steering_commands_of_starter(env: Env):
     assert code == 0 and "plan v1 approved" in out
 
     handle = env.client.get_workflow_handle(workflow_id)
-    await wait_for(
-        handle,
-        lambda b: b["1"].status == "blocked" and b["2"].status in ("dispatched", "in_progress"),
-    )
+    await eventually(lambda: board_shows(handle, {"1": "blocked", "2": RUNNING}))
     code, out, _ = await starter(env, "requests", workflow_id, "--json")
     assert [r["id"] for r in json.loads(out)] == ["Q-1"]
     code, out, _ = await starter(env, "requests", workflow_id)
@@ -217,7 +219,7 @@ async def test_steering_commands_of_starter(env: Env):
 
 
 async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
-    from tests.integration.helpers import noop, plan, wait_for
+    from tests.integration.helpers import RUNNING, board_shows, noop, plan
 
     await env.start_worker()
     env.home.mkdir(parents=True, exist_ok=True)
@@ -226,21 +228,16 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
     workflow_id = f"xsky-cancel-{uuid.uuid4().hex[:6]}"
     await starter(env, "run", str(path), "--id", workflow_id)
     handle = env.client.get_workflow_handle(workflow_id)
-    await wait_for(
-        handle, lambda b: all(t.status in ("dispatched", "in_progress") for t in b.values())
-    )
+    await eventually(lambda: board_shows(handle, {"1": RUNNING, "2": RUNNING}))
     code, out, _ = await starter(env, "cancel", workflow_id, "T-1")
     assert code == 0 and "T-1 cancelled" in out
     code, out, _ = await starter(env, "cancel", workflow_id)
     assert code == 0 and "cancellation" in out
-    await asyncio.sleep(0.5)
-    desc = await handle.describe()
-    for _ in range(50):
-        if desc.status.name == "CANCELED":
-            break
-        await asyncio.sleep(0.2)
-        desc = await handle.describe()
-    assert desc.status.name == "CANCELED"
+
+    async def cancelled() -> None:
+        assert (await handle.describe()).status.name == "CANCELED"
+
+    await eventually(cancelled, timeout=10)
     # Its RunResult is still there: every agent's report, exit 1 (the run did not complete).
     code, out, err = await starter(env, "result", workflow_id, "--json")
     assert code == 1, err

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, calls, text, turn_of
+from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, noop, plan
 from tests.integration.test_cli_runs import starter
 from xsky.client import ConnectionLost, XSky
@@ -253,11 +254,11 @@ async def test_signals_without_input_or_with_bad_input_do_not_stall_a_run(env: E
     await handle.signal("pause")
     async with XSky.connect() as x:
         run = await x.get(handle.id)
-        for _ in range(50):
-            if (await run.status()).state == "paused":
-                break
-            await asyncio.sleep(0.1)
-        assert (await run.status()).state == "paused"
+
+        async def paused() -> None:
+            assert (await run.status()).state == "paused"
+
+        await eventually(paused, 5)
         await handle.signal("nudge")
         await handle.signal("nudge", {"taskId": ["not", "a", "string"]})
         await handle.signal("resume")

@@ -23,6 +23,7 @@ from activities.agents.activity import AgentActivities
 from activities.artifacts import ArtifactStore
 from cli.devserver import DevServer, free_port
 from tests.conftest import ROOT, Env
+from tests.integration.eventually import eventually
 from worker import build_workers
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
@@ -109,15 +110,12 @@ async def own_server(
         server.stop()
 
 
-async def wait_for_completed(handle, count: int, timeout: float = 60) -> set[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        board = (await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
-        done = {t.agent_id for t in board if t.status == "completed"}
-        if len(done) >= count:
-            return done
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"fewer than {count} agents completed in {timeout}s")
+async def completed_agents(handle, count: int) -> set[str]:
+    """Assert that at least ``count`` agents of the run completed; return their ids."""
+    board = (await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
+    done = {t.agent_id for t in board if t.status == "completed"}
+    assert len(done) >= count, f"{sorted(done)} completed, wanted {count}"
+    return done
 
 
 async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_twice(
@@ -128,7 +126,7 @@ async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_tw
         ledger_chain(6, 0.6), workflow_id=f"xsky-ledger-{uuid.uuid4().hex[:6]}"
     )
     try:
-        completed_before = await wait_for_completed(handle, 2)
+        completed_before = await eventually(lambda: completed_agents(handle, 2), 60)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
     finally:
@@ -174,32 +172,46 @@ async def test_the_server_killed_and_restarted_on_its_database_finishes_the_run(
             "--id",
             workflow_id,
             "--follow",
-            env=dict(os.environ),
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
+        lines: list[str] = []
+
+        async def read() -> None:
+            assert follower.stdout is not None
+            async for line in follower.stdout:
+                lines.append(line.decode())
+
+        reader = asyncio.create_task(read())
         try:
             handle = client.get_workflow_handle_for(LeaderWorkflow.run, workflow_id)
-            deadline = time.monotonic() + 60
-            while True:
+
+            async def one_completed() -> set[str]:
                 try:
-                    await wait_for_completed(handle, 1)
-                    break
-                except RPCError:  # not started yet
-                    assert time.monotonic() < deadline, "the CLI did not start the run"
-                    await asyncio.sleep(0.2)
+                    return await completed_agents(handle, 1)
+                except RPCError as e:
+                    raise AssertionError(f"the CLI has not started the run: {e}") from None
+
+            await eventually(one_completed, 60)
             server.stop(kill=True)
-            await asyncio.sleep(1.0)
+
+            def noticed() -> None:  # the follower saw the outage before the server is back
+                assert "reconnecting" in "".join(lines), "".join(lines)
+
+            await eventually(noticed, 60)
             server.start(timeout=90)
             result = await asyncio.wait_for(run_outcome(handle), 120)
-            printed, _ = await asyncio.wait_for(follower.communicate(), 60)
+            await asyncio.wait_for(follower.wait(), 60)
+            await asyncio.wait_for(reader, 10)
         finally:
             if follower.returncode is None:
                 follower.kill()
+            reader.cancel()
         assert result.status == "completed", result.summary
         assert [a.result for a in result.agents] == ["1", "2", "3", "4", "5"]
-        said = printed.decode()
+        said = "".join(lines)
         assert follower.returncode == 0, said
         assert (
             "reconnecting" in said
@@ -278,7 +290,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
 async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(
     tmp_path: Path, monkeypatch
 ):
-    from tests.integration.helpers import ask, noop, plan, wait_for, wait_requests
+    from tests.integration.helpers import ask, board_shows, noop, plan, wait_requests
     from xsky.leader.state import AnswerRequest
 
     limit = ("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30")
@@ -296,7 +308,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
             task_queue=settings.task_queue,
         )
         (req,) = await wait_requests(handle, 1, timeout=60)
-        await wait_for(handle, lambda b: b["9"].status == "completed", timeout=60, what="the chain")
+        await eventually(lambda: board_shows(handle, {"9": "completed"}), timeout=60)
         runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
         assert len(runs) >= 2, "the run should have continued as new"
         assert any(e.status.name == "CONTINUED_AS_NEW" for e in runs)

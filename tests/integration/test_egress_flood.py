@@ -33,6 +33,7 @@ from activities.tools import ToolContext
 from activities.tools.http import http_get
 from activities.tools.shell import shell
 from cli.devserver import free_port, is_listening, temporal_binary
+from tests.integration.eventually import eventually
 from tests.unit.test_egress_process import Decision, exact, get, port_of, site
 from tests.unit.test_tools import running_with
 
@@ -95,10 +96,17 @@ async def flood_while_a_neighbour_fetches(tmp_path: Path, port: int) -> None:
     async with egress.serving(Policy(), None):  # the proxy process is up before counting
         before = len(os.listdir("/proc/self/fd"))
     flood = asyncio.create_task(shell(flooder, {"command": f"python3 -c '{FLOOD}'", "timeout": 60}))
-    await asyncio.sleep(4)  # the flood is under way
-    assert not flood.done(), flood.result() if flood.done() else None
     pid = egress.process().pid
     assert pid is not None
+
+    def flooding() -> None:
+        """The flood is under way: the endpoint's cap of connections is open in the proxy."""
+        if flood.done():
+            pytest.fail(f"the flood ended before the neighbour's turn: {flood.result()}")
+        held = len(os.listdir(f"/proc/{pid}/fd"))
+        assert held >= MAX_CONNECTIONS, f"{held} descriptors open in the proxy"
+
+    await eventually(flooding, 30)
     for _ in range(10):
         out = await http_get(neighbour, {"url": f"http://127.0.0.1:{port}/"})
         assert out.text == "hello"

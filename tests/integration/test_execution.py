@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.conftest import ROOT, Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import RUNNING, agents_scheduled, board, handled_end_of
 from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
@@ -57,18 +61,47 @@ async def test_an_agent_starts_as_soon_as_its_own_dependencies_finish(env: Env):
 
 
 async def test_max_parallel_bounds_how_many_agents_run_at_once(env: Env):
+    """max_parallel=2, six independent agents, each held until the test releases it: two run
+    at once (not one, not three); each end starts exactly one more; and the real attempts
+    (their activity spans) are two deep at the peak, never deeper."""
     await env.start_worker()
     agents = "".join(
-        f'<agent name="shell" id="{i}"><task>t{i}</task><config>{{"tool": "shell", "command": "sleep 0.5; echo {i}"}}</config></agent>'
+        f'<agent name="shell" id="{i}"><task>t{i}</task><config>{{"tool": "shell", '
+        f'"command": "until test -e go-{i}; do sleep 0.05; done; echo {i}"}}</config></agent>'
         for i in range(6)
     )
-    result = await env.run(
+    handle = await env.start(
         f'<workflow name="par" taskId="p">{agents}</workflow>', options=RunOptions(max_parallel=2)
     )
-    spans = sorted((a.started_at, a.ended_at) for a in result.agents)
-    for start, _ in spans:
-        running = sum(1 for s, e in spans if s <= start < e)
-        assert running <= 2
+    workspace = env.home / "runs" / handle.id / "workspace"
+
+    async def running() -> list[str]:
+        return sorted(k for k, t in (await board(handle)).items() if t.status in RUNNING)
+
+    # The run has set itself up and made its first dispatch: two, the four others wait (held,
+    # neither can end, so nothing else can start until the test releases one).
+    events = await eventually(lambda: handled_end_of(handle, activity_type="leader_setup"))
+    assert agents_scheduled(events) == ["T-0-v1-d1", "T-1-v1-d1"]
+    assert await running() == ["0", "1"]
+
+    def workspace_made() -> None:
+        assert workspace.is_dir(), "the first attempt has not made the run's workspace yet"
+
+    await eventually(workspace_made)
+    for i in range(6):
+        (workspace / f"go-{i}").touch()
+        # T-i's end is handled: the slot it freed went to exactly one more agent, if any is left.
+        events = await eventually(lambda i=i: handled_end_of(handle, f"T-{i}-v1-d1"))
+        assert agents_scheduled(events) == [f"T-{j}-v1-d1" for j in range(min(i + 3, 6))]
+        assert await running() == [str(j) for j in range(i + 1, min(i + 3, 6))]
+
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed" and [a.result for a in result.agents] == [
+        str(i) for i in range(6)
+    ]
+    spans = [(a.started_at, a.ended_at) for a in result.agents]
+    depth = [sum(1 for s, e in spans if s <= start < e) for start, _ in spans]
+    assert max(depth) == 2, depth
 
 
 async def test_variables_context_and_results_flow_between_agents(env: Env):
@@ -94,7 +127,7 @@ async def test_a_five_megabyte_result_travels_as_an_artifact_and_renders_in_full
         <config>{{"tool": "shell", "command": "wc -c &lt; big.txt"}}</config></agent>
     </workflow>"""
     handle = await env.start(plan)
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     agents = by_id(result)
     assert result.status == "completed", result.summary
     assert agents["1"].result is None and agents["1"].result_ref.size == size
@@ -147,7 +180,7 @@ async def test_a_config_mistake_fails_at_once_without_retries(env: Env):
 async def test_activities_are_labelled_for_the_web_ui_and_the_board_is_published(env: Env):
     await env.start_worker()
     handle = await env.start((ROOT / "examples/chain.xml").read_text())
-    await run_outcome(handle)
+    await asyncio.wait_for(run_outcome(handle), 60)
     history = await handle.fetch_history()
     summaries = []
     for event in history.events:

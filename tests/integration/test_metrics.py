@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -40,6 +39,7 @@ from activities.telemetry import run_trace_ids
 from cli.devserver import DevServer, free_port
 from tests.conftest import ROOT
 from tests.fake_llm import FakeLLM, Reply, calls, first_user, text, turn_of
+from tests.integration.eventually import eventually
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
@@ -184,10 +184,13 @@ async def observed(
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 60
-        while b"serving" not in log.read_bytes():
-            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
-            await asyncio.sleep(0.1)
+
+        def serving() -> None:
+            if worker.poll() is not None:
+                pytest.fail(f"the worker exited:\n{log.read_text()}")
+            assert b"serving" in log.read_bytes(), log.read_text()
+
+        await eventually(serving, 60)
         workflow_id = f"xsky-observed-{uuid.uuid4().hex[:6]}"
         handle = await client.start_workflow(
             LeaderWorkflow.run,
@@ -205,11 +208,14 @@ async def observed(
         assert result.status == "completed", result.summary
         # The client sees the run end when the server does; the worker counts it once the
         # completion it sent is answered, a moment later: scrape until it has.
-        for _ in range(50):
+
+        async def counted() -> str:
             after = await asyncio.to_thread(scrape, port)
-            if series(after, "temporal_workflow_completed", workflow_type="LeaderWorkflow") >= 1:
-                break
-            await asyncio.sleep(0.1)
+            done = series(after, "temporal_workflow_completed", workflow_type="LeaderWorkflow")
+            assert done >= 1, "the worker has not counted the completed run yet"
+            return after
+
+        after = await eventually(counted, 5)
         first_run_id = (await handle.describe()).run_id
         worker.send_signal(signal.SIGTERM)
         await asyncio.to_thread(worker.wait, 30)

@@ -11,14 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import PendingActivityState
 
 from cli.devserver import free_port, is_listening
 from tests.conftest import ROOT, Env
-from tests.integration.helpers import noop, plan, wait_for
+from tests.integration.eventually import eventually
+from tests.integration.helpers import board_shows, noop, plan
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
+
+PENDING_ACTIVITY_STATE_SCHEDULED = PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
 
 
 def run_starter(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -58,11 +62,23 @@ async def test_a_worker_for_one_kind_serves_only_that_kind(env: Env, tmp_path: P
         noop("2", 0),
     )
     handle = await env.start(shell_plan)
-    await wait_for(handle, lambda b: b["2"].status == "completed")
-    await asyncio.sleep(1.0)
-    assert (await handle.query("task_board"))["tasks"][0][
-        "status"
-    ] == "dispatched"  # nobody serves the shell queue yet
+    await eventually(lambda: board_shows(handle, {"2": "completed"}))
+    # T-1 waits on the shell queue, which no worker of this test polls: its activity is
+    # scheduled there and not started, while T-2 ran on the llm queue.
+    shell_queue = env.settings.kind_queue("shell")
+    assert shell_queue not in {w.task_queue for w in env.workers}
+    queues = {
+        e.activity_task_scheduled_event_attributes.activity_id: (
+            e.activity_task_scheduled_event_attributes.task_queue.name
+        )
+        async for e in handle.fetch_history_events()
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+    assert queues["T-1-v1-d1"] == shell_queue
+    assert queues["T-2-v1-d1"] == env.settings.kind_queue("llm")
+    (pending,) = (await handle.describe()).raw_description.pending_activities
+    assert pending.activity_id == "T-1-v1-d1" and pending.state == PENDING_ACTIVITY_STATE_SCHEDULED
+    assert (await handle.query("task_board"))["tasks"][0]["status"] == "dispatched"
     log = tmp_path / "shell-worker.log"
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "worker.py"), "--kinds", "shell", "--no-leader"],
@@ -89,13 +105,32 @@ async def test_sigterm_hands_a_running_agent_back_and_another_worker_finishes_it
     first = start_worker_process(env, tmp_path / "w1.log")
     agent = noop("1", 6, extra=', "heartbeatTimeout": 2')
     handle = await env.start(plan(agent))
-    await wait_for(handle, lambda b: b["1"].status in ("dispatched", "in_progress"))
-    await asyncio.sleep(0.5)
-    started = time.monotonic()
+
+    async def running_on_the_first_worker() -> None:
+        pending = (await handle.describe()).raw_description.pending_activities
+        assert [(p.activity_id, p.state) for p in pending] == [
+            ("T-1-v1-d1", PendingActivityState.PENDING_ACTIVITY_STATE_STARTED)
+        ], pending
+
+    await eventually(running_on_the_first_worker)
     first.send_signal(signal.SIGTERM)
     first.wait(timeout=30)
-    assert time.monotonic() - started < 15  # --grace 1: it does not wait for the 6 s agent
     assert "shutting down" in (tmp_path / "w1.log").read_text()
+    # --grace 1: it did not wait for the 6 s agent, which had not ended when the worker did
+    # (an attempt's end is written to the history once, when it is final).
+    events = list((await handle.fetch_history()).events)
+    agent_ids = {
+        e.event_id
+        for e in events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "run_agent"
+    }
+    assert agent_ids and not [
+        e
+        for e in events
+        if e.HasField("activity_task_completed_event_attributes")
+        and e.activity_task_completed_event_attributes.scheduled_event_id in agent_ids
+    ]
     second = start_worker_process(env, tmp_path / "w2.log")
     try:
         result = await asyncio.wait_for(run_outcome(handle), 60)

@@ -155,6 +155,7 @@ async def completed(handle: WorkflowHandle) -> int:
 
 
 @pytest.mark.chaos  # two minutes on two cores: `make chaos`, not `make test`
+@pytest.mark.timeout(900)  # its run may take 300 s, the kills and restarts more
 async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills_one_mid_state_write(
     tmp_path: Path, monkeypatch
 ):

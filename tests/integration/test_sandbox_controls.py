@@ -76,6 +76,7 @@ def index(tmp_path: Path) -> Iterator[int]:
     server.shutdown()
 
 
+@pytest.mark.timeout(600)  # a venv and a pip install in the sandbox: up to 240 s
 async def test_ordinary_work_runs_in_the_sandbox(
     env: Env, index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

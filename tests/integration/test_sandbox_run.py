@@ -8,17 +8,17 @@ import contextlib
 import json
 import os
 import signal
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Env
+from tests.integration.eventually import eventually
 from tests.integration.helpers import plan, rejected
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process, stop_worker_process
-from tests.unit.test_tools import running_with
+from tests.unit.test_tools import none_running, running_with
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
 from xsky.leader.state import ReplanRequest
@@ -162,19 +162,15 @@ async def test_a_worker_killed_during_a_sixty_second_command_leaves_no_process(
     worker = start_worker_process(env, tmp_path / "w.log")
     try:
         await env.start(plan(shell("1", f"sleep {token} & sleep {token}; echo done")))
-        deadline = time.monotonic() + 60
-        # Both sleeps themselves, not only the sandbox's launch chain (whose command lines
-        # hold the token too): the command is running, past the sandbox's own start.
-        while len(sleeping(token)) < 2:
-            assert time.monotonic() < deadline, "the command did not start"
-            await asyncio.sleep(0.1)
+
+        def both_sleeping() -> None:
+            # Both sleeps themselves, not only the sandbox's launch chain (whose command lines
+            # hold the token too): the command is running, past the sandbox's own start.
+            assert len(sleeping(token)) >= 2, f"the command has not started: {sleeping(token)}"
+
+        await eventually(both_sleeping, 60)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-        deadline = time.monotonic() + 5
-        while running_with(f"sleep {token}") and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert running_with(f"sleep {token}") == [], (
-            "a process of the killed worker's command survived"
-        )
+        await eventually(lambda: none_running(f"sleep {token}"), 5)  # none survived the worker
     finally:
         stop_worker_process(worker)

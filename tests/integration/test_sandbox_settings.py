@@ -8,6 +8,7 @@ anything is written there.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -84,7 +85,7 @@ async def test_the_workers_own_settings_turn_the_sandbox_off_and_it_is_shown(
     handle = await env.start(plan(shell("1", "echo unconfined")), options=options())
     from xsky.client import run_outcome
 
-    result = await run_outcome(handle)
+    result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.agents[0].result == "unconfined"
     assert any(e.tool == "sandbox-off" for e in result.permission_log)
     details = (await handle.query("__temporal_workflow_metadata")).current_details
@@ -185,6 +186,6 @@ async def test_a_state_in_a_fresh_runs_input_is_refused_so_no_approval_can_be_fo
     )
     env.handles.append(handle)
     with pytest.raises(WorkflowFailureError) as e:
-        await handle.result()
+        await asyncio.wait_for(handle.result(), 60)
     assert "continue-as-new" in str(e.value.cause)
     assert not list(env.home.glob("**/forged.txt"))

@@ -15,7 +15,8 @@ from temporalio import activity
 from activities.artifacts import ArtifactStore, read_blob
 from activities.leader_store import LeaderStore
 from cli.runs_cmd import by_reference
-from tests.integration.helpers import ask, noop, plan, query, wait_for, wait_requests
+from tests.integration.eventually import eventually
+from tests.integration.helpers import ask, board_shows, noop, plan, query, wait_requests
 from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
 from xsky.artifacts import BlobPart
@@ -63,9 +64,7 @@ async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerabl
             task_queue=settings.task_queue,
         )
         (req,) = await wait_requests(handle, 1, timeout=60)
-        await wait_for(
-            handle, lambda b: b["15"].status == "completed", timeout=90, what="the chain"
-        )
+        await eventually(lambda: board_shows(handle, {"15": "completed"}), timeout=90)
         runs = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
         assert sum(e.status.name == "CONTINUED_AS_NEW" for e in runs) >= 2
         await handle.signal(LeaderWorkflow.pause, PauseRequest(reason="check"))
@@ -87,6 +86,7 @@ async def test_a_continued_run_carries_its_state_by_reference_and_stays_steerabl
         assert texts == ["ship"] + [f"r{i}" for i in range(2, 16)]
 
 
+@pytest.mark.timeout(600)  # its run may take 240 s
 async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_come_in_pages(
     tmp_path: Path, monkeypatch
 ):

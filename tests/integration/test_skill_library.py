@@ -13,18 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.skills import git as skill_git
 from activities.skills.files import CANDIDATES, skill_dir, slugs
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
+from tests.integration.eventually import eventually
+from tests.integration.helpers import settled
 from tests.integration.test_durability import stop_worker_process
 from tests.integration.test_skills_watch import (
     scan_once,
     start_pipeline,
     start_skills_worker,
-    wait_until,
 )
 from tests.skills_fixtures import Transcripts, clone_codex
 from workflows.skills.entity import SkillEntityWorkflow
@@ -56,10 +58,37 @@ def candidates_of(home: Path, slug: str) -> list[dict[str, Any]]:
     return (yaml.safe_load(path.read_text()) or {}).get("candidates", []) if path.is_file() else []
 
 
-async def view(env: Env, slug: str) -> SkillView:
-    return await env.client.get_workflow_handle_for(
+def entity_handle(env: Env, slug: str) -> Any:
+    return env.client.get_workflow_handle_for(
         SkillEntityWorkflow.run, entity_workflow_id(env.settings.task_queue, slug)
-    ).query(SkillEntityWorkflow.view)
+    )
+
+
+async def view(env: Env, slug: str) -> SkillView:
+    return await entity_handle(env, slug).query(SkillEntityWorkflow.view)
+
+
+def on_branch(repo: Path, branch: str) -> str:
+    """Assert that the skill's repository has ``branch``; return its commit."""
+    commit = skill_git.branch_commit(repo, branch) if repo.is_dir() else None
+    assert commit is not None, f"{repo.name} has no {branch} branch yet"
+    return commit
+
+
+async def settled_view(env: Env, slug: str) -> SkillView:
+    """The entity's view once it has nothing in flight: it has decided on all it was sent
+    (an edit or a canary decision it found due would be a pending activity, or done)."""
+    handle = entity_handle(env, slug)
+    length = await settled(handle)
+    v = await handle.query(SkillEntityWorkflow.view)
+    assert await settled(handle) == length, "something came in meanwhile"
+    return v
+
+
+async def settled_at_weight(env: Env, slug: str, weight: int) -> SkillView:
+    v = await settled_view(env, slug)
+    assert v.pending_weight >= weight, f"pending weight {v.pending_weight}, wanted {weight}"
+    return v
 
 
 async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidate_under_the_guards(
@@ -69,18 +98,23 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     home, queue = transcripts.home, env.settings.skills_queue
     clone_codex(transcripts, 1)
     await scan_once(env.client, queue)
-    await wait_until(
-        lambda: any(b["main"] for b in skills_on(home).values()), 60, "a first version on main"
-    )
-    (slug,) = [s for s, b in skills_on(home).items() if b["main"]]
+
+    def one_on_main() -> str:
+        published = [s for s, b in skills_on(home).items() if b["main"]]
+        assert len(published) == 1, f"skills on main: {published}"
+        return published[0]
+
+    slug = await eventually(one_on_main, 60)
     repo = skill_dir(home, slug)
     first = skill_git.message(repo, skill_git.branch_commit(repo, "main"))
     assert first.startswith(f"commit_baby_to_main: {slug} v1") and "atom_traj_codex_learn_" in first
-    await wait_until(
-        lambda: any(c["status"] == "consumed" for c in candidates_of(home, slug)),
-        30,
-        "the batch marked consumed",
-    )
+
+    def batch_consumed() -> None:
+        assert any(c["status"] == "consumed" for c in candidates_of(home, slug)), candidates_of(
+            home, slug
+        )
+
+    await eventually(batch_consumed, 30)
     consumed = [c for c in candidates_of(home, slug) if c["status"] == "consumed"]
     assert consumed and all(c["atom_id"] in first for c in consumed), (
         "the commit names the atoms it is based on"
@@ -97,8 +131,9 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     # More of the same work: weight piles up, but main has no real UX score yet → no staging.
     clone_codex(transcripts, 2, day="29")
     await scan_once(env.client, queue)
-    await wait_until(_weight_at_least(env, slug, 10), 60, "pending weight ≥ 10")
-    await asyncio.sleep(1.0)
+    # Settled with that weight: the entity has decided, and the decision is no edit.
+    settled_v = await eventually(lambda: settled_at_weight(env, slug, 10), 60)
+    assert settled_v.canary["n_main"] == 0 and settled_v.staging_commit is None
     assert skill_git.branch_commit(repo, "staging") is None, (
         "no staging without a UX score for main"
     )
@@ -106,26 +141,23 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     # A session that used the published skill scores main; the edit may now run → staging.
     clone_codex(transcripts, 1, day="28", skill_read=slug)
     await scan_once(env.client, queue)
-    await wait_until(
-        lambda: skill_git.branch_commit(repo, "staging") is not None, 60, "a staging commit"
-    )
-    staging = skill_git.branch_commit(repo, "staging")
+    staging = await eventually(lambda: on_branch(repo, "staging"), 60)
     assert skill_git.message(repo, staging).startswith(f"commit_to_staging: {slug} v2")
     assert split(skill_git.show(repo, "staging") or "")[0]["metadata"]["version"] == "2"
     assert split(skill_git.show(repo, "main") or "")[0]["metadata"]["version"] == "1"
 
-    async def staged() -> bool:  # the branch moves in git first, then the entity records it
-        return (await view(env, slug)).staging_commit == staging
+    async def staged() -> None:  # the branch moves in git first, then the entity records it
+        assert (await view(env, slug)).staging_commit == staging
 
-    await wait_until(staged, 30, "the entity's view of the staging commit")
+    await eventually(staged, 30)
     v = await view(env, slug)
     assert v.canary["n_main"] >= 1 and v.staging_commit == staging
 
     # Even more weight: still one staging version, never a second.
     clone_codex(transcripts, 3, day="27")
     await scan_once(env.client, queue)
-    await wait_until(_weight_at_least(env, slug, 10), 60, "pending weight ≥ 10 again")
-    await asyncio.sleep(1.0)
+    settled_v = await eventually(lambda: settled_at_weight(env, slug, 10), 60)
+    assert settled_v.staging_commit == staging  # decided: no edit while staging exists
     assert skill_git.branch_commit(repo, "staging") == staging
     assert [b for b in skill_git.git(repo, "branch", "--format=%(refname:short)").split()] == [
         "main",
@@ -175,13 +207,6 @@ async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidat
     assert {d["action"] for d in decisions} >= {"new", "add"}
     placed = [c["atom_id"] for s in slugs(home) for c in candidates_of(home, s)]
     assert len(placed) == len(set(placed))
-
-
-def _weight_at_least(env: Env, slug: str, weight: int) -> Any:
-    async def check() -> bool:
-        return (await view(env, slug)).pending_weight >= weight
-
-    return check
 
 
 # -- helpers to build library states directly ---------------------------------------------------------------
@@ -308,9 +333,19 @@ async def test_fifty_atoms_arriving_at_once_for_five_skills_each_land_in_exactly
     def placed() -> list[tuple[str, str]]:
         return [(s, c["atom_id"]) for s in TOPICS for c in candidates_of(home, s)]
 
-    await wait_until(lambda: len(placed()) >= 50, 90, "all 50 atoms in candidates files")
-    await asyncio.sleep(0.5)
-    where = placed()
+    library = env.client.get_workflow_handle(library_workflow_id(env.settings.task_queue))
+
+    async def all_placed_and_settled() -> list[tuple[str, str]]:
+        """The library has clustered every atom and sent each on; then each skill's entity
+        has written what it was sent: nothing is on its way, so the files are final."""
+        await settled(library)
+        for slug in TOPICS:
+            await settled(entity_handle(env, slug))
+        where = placed()
+        assert len(where) >= 50, f"{len(where)} of 50 atoms placed"
+        return where
+
+    where = await eventually(all_placed_and_settled, 90)
     assert sorted(a for _, a in where) == sorted(ids), "every atom exactly once, none lost"
     for slug, aid in where:
         n = int(aid[-4:]) - 1
@@ -343,20 +378,24 @@ async def test_the_canary_promotes_and_discards_in_git_citing_the_figures_and_a_
     staged = {r: skill_git.branch_commit(r, "staging") for r in (better, worse)}
     await entity(env, "better-skill", "record_scores", scores(better, 7, 8, 19, "b"))
     await entity(env, "worse-skill", "record_scores", scores(worse, 8, 4, 19, "w"))
-    await asyncio.sleep(1.0)
+    # Each entity has the 19 scores a side and nothing in flight: it has decided, and a
+    # promotion or discard would be a pending (or finished) git activity.
+    for slug in ("better-skill", "worse-skill"):
+        v = await eventually(lambda slug=slug: settled_view(env, slug))
+        assert (v.canary["n_main"], v.canary["n_staging"]) == (19, 19), v.canary
+        assert v.staging_commit == staged[skill_dir(home, slug)]
+        assert "waiting for 20 scores" in v.decision, v.decision
     assert skill_git.branch_commit(better, "staging") and skill_git.branch_commit(
         worse, "staging"
     ), "19 scores decide nothing"
     await entity(env, "better-skill", "record_scores", scores(better, 7, 8, 21, "b"))
     await entity(env, "worse-skill", "record_scores", scores(worse, 8, 4, 21, "w"))
-    await wait_until(
-        lambda: (
-            not skill_git.branch_commit(better, "staging")
-            and not skill_git.branch_commit(worse, "staging")
-        ),
-        30,
-        "both canaries decided",
-    )
+
+    def both_decided() -> None:
+        assert skill_git.branch_commit(better, "staging") is None, "better-skill undecided"
+        assert skill_git.branch_commit(worse, "staging") is None, "worse-skill undecided"
+
+    await eventually(both_decided, 30)
     promoted = skill_git.message(better, skill_git.branch_commit(better, "main"))
     assert (
         promoted.startswith("promote staging") and "Mann-Whitney" in promoted and "n=21" in promoted
@@ -429,15 +468,27 @@ async def test_a_staging_version_without_a_decision_is_discarded_after_fourteen_
                 id="slow",
                 task_queue="ts",
             )
-            await asyncio.sleep(0.5)
-            assert (await handle.query(SkillEntityWorkflow.view)).staging_commit == staging
+
+            async def loaded() -> None:
+                assert (await handle.query(SkillEntityWorkflow.view)).staging_commit == staging
+
+            await eventually(loaded, 10)
             await tenv.sleep(timedelta(days=13))
-            assert skill_git.branch_commit(repo, "staging") == staging
+            # 13 days on, the entity has nothing in flight and its 14-day timer has not
+            # fired: the staging version stands.
+            await eventually(lambda: settled(handle), 10)
+            fired = [
+                e
+                async for e in handle.fetch_history_events()
+                if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED
+            ]
+            assert fired == [] and skill_git.branch_commit(repo, "staging") == staging
             await tenv.sleep(timedelta(days=2))
-            for _ in range(50):
-                if skill_git.branch_commit(repo, "staging") is None:
-                    break
-                await asyncio.sleep(0.1)
+
+            def discarded() -> None:
+                assert skill_git.branch_commit(repo, "staging") is None
+
+            await eventually(discarded, 10)
     (tag,) = skill_git.tags(repo)
     assert (
         tag["tag"] == f"discarded/{staging[:12]}" and "no decision after 14 days" in tag["message"]
@@ -606,7 +657,11 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
                 )
             ],
         )
-        await wait_until(lambda: len(edits) >= 1, 60, "SkillEditAgent asking the model")
+
+        def editing() -> None:
+            assert edits, "SkillEditAgent has not asked the model"
+
+        await eventually(editing, 60)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         assert (
@@ -615,11 +670,29 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
         )
         hold.set()
         worker = start_skills_worker(environ, tmp_path / "w2.log")
-        await wait_until(
-            lambda: skill_git.branch_commit(repo, "main") is not None,
-            60,
-            "the edit, run again, on main",
+        entity_of_it = client.get_workflow_handle_for(
+            SkillEntityWorkflow.run, entity_workflow_id(settings.task_queue, "crash-skill")
         )
+
+        async def edited_again() -> None:
+            """The edit, run again, is on main, and its activity is over (the branch moves
+            before the work tree follows). Read in the history, not by a query: a query
+            would first wait out the killed worker's sticky queue."""
+            on_branch(repo, "main")
+            events = [e async for e in entity_of_it.fetch_history_events()]
+            edits = {
+                e.event_id
+                for e in events
+                if e.HasField("activity_task_scheduled_event_attributes")
+                and e.activity_task_scheduled_event_attributes.activity_type.name == "edit_skill"
+            }
+            assert any(
+                e.activity_task_completed_event_attributes.scheduled_event_id in edits
+                for e in events
+                if e.HasField("activity_task_completed_event_attributes")
+            ), "the edit's activity has not completed"
+
+        await eventually(edited_again, 60)
         assert len(edits) >= 3, "the edit ran again after the kill"
         main = skill_git.branch_commit(repo, "main")
         assert (
@@ -711,11 +784,7 @@ async def test_with_a_model_the_cluster_agent_and_the_skill_editor_decide_and_wr
     clone_codex(transcripts, 1)
     await scan_once(env.client, env.settings.skills_queue)
     repo = skill_dir(home, "sql-index-migrations")
-    await wait_until(
-        lambda: skill_git.branch_commit(repo, "main") is not None,
-        60,
-        "the model-written first version",
-    )
+    await eventually(lambda: on_branch(repo, "main"), 60)  # the model-written first version
     assert "CREATE INDEX CONCURRENTLY in its own migration" in (skill_git.show(repo, "main") or "")
     assert "Written by: model fake-model" in skill_git.message(
         repo, skill_git.branch_commit(repo, "main")

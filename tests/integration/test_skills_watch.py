@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +24,8 @@ from activities.skills.store import SkillStore
 from cli.devserver import DevServer, free_port
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
+from tests.integration.eventually import eventually
+from tests.integration.helpers import handled_end_of
 from tests.integration.test_durability import stop_worker_process
 from tests.skills_fixtures import (
     CC_MAIN,
@@ -92,15 +93,6 @@ async def histories_text(client: Client, queue: str) -> dict[str, str]:
     return out
 
 
-async def wait_until(predicate: Any, timeout: float, what: str, every: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await predicate() if asyncio.iscoroutinefunction(predicate) else predicate():
-            return
-        await asyncio.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_when_nothing_changed(
     env: Env, transcripts: Transcripts
 ):
@@ -109,20 +101,20 @@ async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_whe
     handle = await env.client.create_schedule(sid, _schedule(env.settings, timedelta(seconds=2)))
     try:
         home = transcripts.home
-        await wait_until(lambda: _cursors_done(home, transcripts), 60, "the first ingestion")
+        await eventually(lambda: _cursors_done(home, transcripts), 60)  # the first ingestion
         first = snapshot(home)
         ticks = (await handle.describe()).info.num_actions
-        await wait_until(_ticks_past(handle, ticks + 2), 30, "two more ticks")
+        await eventually(_ticks_past(handle, ticks + 2), 30)
         assert snapshot(home) == first, "a tick with nothing appended must change nothing"
 
         before = {a.atom_id for a in read_atoms(home, CC_TRAJ)}
         transcripts.append(CC_MAIN)
         appended_at = (await handle.describe()).info.num_actions
-        await wait_until(
-            lambda: len(read_atoms(home, CC_TRAJ)) > len(before),
-            30,
-            "atoms from the appended bytes",
-        )
+
+        def atoms_from_the_appended_bytes() -> None:
+            assert len(read_atoms(home, CC_TRAJ)) > len(before)
+
+        await eventually(atoms_from_the_appended_bytes, 30)
         assert (await handle.describe()).info.num_actions <= appended_at + 2, (
             "the append must be ingested by the next tick"
         )
@@ -143,18 +135,20 @@ async def test_the_schedule_ingests_new_bytes_within_a_tick_and_does_nothing_whe
         await handle.delete()
 
 
-def _cursors_done(home: Path, t: Transcripts) -> bool:
+def _cursors_done(home: Path, t: Transcripts) -> None:
+    """Assert that the six transcripts are known, each read to its end."""
     store = SkillStore(home)
     try:
-        files = store.files().values()
-        return len(files) == 6 and all(f.cursor == os.path.getsize(f.path) for f in files)
+        behind = {f.path: (f.cursor, os.path.getsize(f.path)) for f in store.files().values()}
     finally:
         store.close()
+    assert len(behind) == 6 and all(c == size for c, size in behind.values()), behind
 
 
 def _ticks_past(handle: Any, n: int) -> Any:
-    async def check() -> bool:
-        return (await handle.describe()).info.num_actions >= n
+    async def check() -> None:
+        ticks = (await handle.describe()).info.num_actions
+        assert ticks >= n, f"{ticks} ticks, wanted {n}"
 
     return check
 
@@ -187,8 +181,8 @@ async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_sche
                 overlap=ScheduleOverlapPolicy.ALLOW_ALL,
             )
         )
-        await wait_until(_ticks_past(handle, 3), 30, "the backfilled ticks")
-        await wait_until(_no_scans_running(env.client, queue), 60, "the backfilled ticks to finish")
+        await eventually(_ticks_past(handle, 3), 30)  # the backfilled ticks
+        await eventually(_no_scans_running(env.client, queue), 60)  # and their end
     finally:
         await handle.delete()
     assert snapshot(home) == first
@@ -196,12 +190,18 @@ async def test_the_same_delta_delivered_by_overlapping_ticks_and_a_replayed_sche
     # Overlapping ticks that see *different* ranges of one file: only one commits the bytes.
     cut = _line_end(CODEX_MAIN, 3)
     transcripts.append(CODEX_MAIN, cut=cut)
-    a = asyncio.create_task(scan_once(env.client, queue))
-    await asyncio.sleep(0.05)
+    a = await env.client.start_workflow(
+        SkillsScanWorkflow.run,
+        SkillsScanInput(scan=ScanInput(settle_seconds=3600)),
+        id=f"xsky-skills-test-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        execution_timeout=timedelta(minutes=3),
+    )
+    # The first tick has found its delta (the file up to the cut) before the file grows.
+    await eventually(lambda: handled_end_of(a, activity_type="scan_transcripts"), 60)
     with open(transcripts.root / CODEX_MAIN, "ab") as fh:
         fh.write((FIXTURES / CODEX_MAIN.replace(".jsonl", ".append.jsonl")).read_bytes()[cut:])
-    b = asyncio.create_task(scan_once(env.client, queue))
-    await asyncio.gather(a, b)
+    await asyncio.gather(a.result(), scan_once(env.client, queue))
     await scan_once(env.client, queue)  # whatever is left
     atoms = read_atoms(home, CODEX_TRAJ)
     check_chain(atoms)
@@ -226,14 +226,14 @@ def _line_end(rel: str, lines: int) -> int:
 
 
 def _no_scans_running(client: Client, queue: str) -> Any:
-    async def check() -> bool:
+    async def check() -> None:
         running = [
-            w
+            w.id
             async for w in client.list_workflows(
                 f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running' AND WorkflowType IN ('SkillsScanWorkflow', 'SkillDeltaWorkflow')"
             )
         ]
-        return not running
+        assert not running, f"still running: {running}"
 
     return check
 
@@ -311,7 +311,11 @@ async def test_a_worker_killed_mid_delta_and_a_server_restart_lose_and_duplicate
             id=wid,
             task_queue=settings.skills_queue,
         )
-        await wait_until(lambda: len(fake.requests) >= 3, 60, "TaskAgents asking the model")
+
+        def asking() -> None:
+            assert len(fake.requests) >= 3, f"{len(fake.requests)} TaskAgent requests"
+
+        await eventually(asking, 60)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
         server.stop(kill=True)

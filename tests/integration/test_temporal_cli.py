@@ -13,7 +13,15 @@ import pytest
 
 from cli.devserver import temporal_binary
 from tests.conftest import Env
-from tests.integration.helpers import ask, noop, plan, wait_for
+from tests.integration.eventually import eventually
+from tests.integration.helpers import (
+    agents_scheduled,
+    ask,
+    board_shows,
+    handled_end_of,
+    noop,
+    plan,
+)
 from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
@@ -46,6 +54,9 @@ async def test_pause_resume_answer_replan_and_task_board_through_the_temporal_cl
         plan(ask("1", "Which colour?"), noop("2", 1.0), noop("3", 0, depends="2"))
     )
     wid = ["--workflow-id", handle.id]
+    # Queried once it has set itself up: a query that meets the first workflow task still in
+    # flight on a loaded machine may be told "Workflow is busy" (seen once).
+    await eventually(lambda: handled_end_of(handle, activity_type="leader_setup"))
 
     board = query_result(
         await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json")
@@ -56,14 +67,16 @@ async def test_pause_resume_answer_replan_and_task_board_through_the_temporal_cl
     await temporal(
         env, "workflow", "signal", *wid, "--name", "pause", "--input", '{"reason": "lunch"}'
     )
-    await wait_for(handle, lambda b: b["2"].status == "completed", what="T-2 finishes while paused")
-    await asyncio.sleep(0.5)
+    await eventually(lambda: board_shows(handle, {"2": "completed"}))  # it finishes while paused
+    # T-2's end is handled: T-3, which it unblocked, was not dispatched (the run is paused).
+    events = await eventually(lambda: handled_end_of(handle, "T-2-v1-d1"))
+    assert "T-3-v1-d1" not in agents_scheduled(events)
     board = query_result(
         await temporal(env, "workflow", "query", *wid, "--type", "task_board", "-o", "json")
     )["tasks"]
     assert board[2]["status"] == "pending" and board[2]["attempt"] == 0  # paused: T-3 did not start
     await temporal(env, "workflow", "signal", *wid, "--name", "resume", "--input", "{}")
-    await wait_for(handle, lambda b: b["3"].status == "completed", what="T-3 after resume")
+    await eventually(lambda: board_shows(handle, {"3": "completed"}))  # after resume
 
     requests = query_result(
         await temporal(env, "workflow", "query", *wid, "--type", "pending_requests", "-o", "json")

@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 
 from cli.devserver import DevServer, free_port
 from tests.conftest import Env
+from tests.integration.eventually import eventually
 from tests.integration.helpers import board, noop, plan, query
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
@@ -44,13 +45,6 @@ def healthy(seconds: float) -> str:
     return f'<workflow name="healthy" taskId="healthy"><agent name="shell" id="1"><task>work</task><config><![CDATA[{config}]]></config></agent></workflow>'
 
 
-async def wait_until(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_replan(
     env: Env, tmp_path: Path
 ):
@@ -62,12 +56,15 @@ async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_r
     def started() -> int:
         return len(starts.read_text().splitlines()) if starts.exists() else 0
 
+    def started_more_than(n: int) -> None:
+        assert started() > n, f"{started()} attempts started, wanted {n + 1}"
+
     for kill in range(KILLS):
         proc = start_worker_process(
             env, tmp_path / f"w{kill}.log", "--kinds", "shell", "--no-leader", "--no-skills"
         )
         try:
-            await wait_until(lambda k=kill: started() > k, 60, f"attempt {kill + 1} to start")
+            await eventually(lambda k=kill: started_more_than(k), 60, interval=0.05)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         finally:
@@ -134,6 +131,7 @@ LONG_HISTORY = (
 )
 
 
+@pytest.mark.timeout(600)  # 240 s to the cap, 30 s to resume, 120 s to hand on
 async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_seconds_and_the_run_continues_at_the_cap(
     tmp_path: Path, monkeypatch
 ):
@@ -171,12 +169,12 @@ async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_second
         # The server never suggests continue-as-new here (LONG_HISTORY): the leader's own cap
         # (EVENT_CAP events) is what keeps a replay short enough for a workflow task. Killed
         # just below it, the new worker replays the longest history an execution can have.
-        deadline = time.monotonic() + 240
-        while (await handle.describe()).history_length < EVENT_CAP - 500:
-            assert time.monotonic() < deadline, (
-                f"the history did not reach {EVENT_CAP - 500} events"
-            )
-            await asyncio.sleep(0.5)
+
+        async def near_the_cap() -> None:
+            length = (await handle.describe()).history_length
+            assert length >= EVENT_CAP - 500, f"{length} events, wanted {EVENT_CAP - 500}"
+
+        await eventually(near_the_cap, 240, interval=0.5)
         done_before = (
             await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
         ).counts.get("completed", 0)
@@ -185,35 +183,35 @@ async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_second
         length = (await handle.describe()).history_length
         second = start_worker_process(env, tmp_path / "second.log", "--no-skills")
         began = time.monotonic()
-        while True:  # the new worker replays the whole history, then the run moves on
+
+        async def resumed() -> None:  # the new worker replays the whole history, then moves on
             try:
                 page = await handle.query(
                     LeaderWorkflow.task_board,
                     PageRequest(limit=1),
                     rpc_timeout=timedelta(seconds=5),
                 )
-            except RPCError:
+            except RPCError as e:
                 # A query sent while the server still routes to the dead worker's sticky
-                # queue waits out its deadline; the 30 s below still counts.
-                page = None
-            if page is not None and page.counts.get("completed", 0) > done_before + 40:
-                break
-            assert time.monotonic() - began < 30, (
-                f"not resumed within 30 s of a new worker ({length} events)"
-            )
-            await asyncio.sleep(0.2)
+                # queue waits out its deadline; the 30 s still count.
+                raise AssertionError(f"not resumed ({length} events): {e}") from None
+            done = page.counts.get("completed", 0)
+            assert done > done_before + 40, f"not resumed ({length} events): {done} completed"
+
+        await eventually(resumed, 30, interval=0.2)  # within 30 s of a new worker
         print(
             f"history of {length} events: a new worker resumed the run in {time.monotonic() - began:.1f}s"
         )
         # …and the execution hands on at the cap, not at the server's (raised) suggestion.
         execution = client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
-        deadline = time.monotonic() + 120
-        while (
-            described := await execution.describe()
-        ).status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
-            assert time.monotonic() < deadline, "the run did not continue as new at the cap"
-            await asyncio.sleep(0.5)
-        assert described.history_length < EVENT_CAP + 1000, described.history_length
+
+        async def handed_on() -> int:
+            described = await execution.describe()
+            assert described.status == WorkflowExecutionStatus.CONTINUED_AS_NEW, described.status
+            return described.history_length
+
+        handed_on_at = await eventually(handed_on, 120, interval=0.5)
+        assert handed_on_at < EVENT_CAP + 1000, handed_on_at
         await handle.terminate("test done")
     finally:
         for proc in (first, second):

@@ -21,6 +21,7 @@ from activities.sandbox.egress_policy import Policy
 from activities.sandbox.limits import Limits, MiB
 from activities.tools import ToolContext
 from activities.tools.web import browser_navigate
+from tests.integration.eventually import eventually
 
 pytestmark = [
     pytest.mark.browser,
@@ -46,7 +47,9 @@ class _Site(BaseHTTPRequestHandler):
                 try:
                     self.wfile.write(chunk)
                 except OSError:
+                    self.hits.append("cut:/download")  # the browser stopped taking it
                     return
+            self.hits.append("sent:/download")
             return
         body = {
             "/": b"<html><head><title>Home</title></head><body><p id='v'>42 coins</p></body></html>",
@@ -132,10 +135,15 @@ async def test_a_page_cannot_write_a_download_anywhere(tmp_path: Path, site: tup
         ctx = context(tmp_path, pool, Policy(exact={("127.0.0.1", port_of(url))}))
         async with pool.page_for(ctx) as page:
             await page.goto(url + "/save")
-            await asyncio.sleep(2)  # time for a download to land, if it could
+
+            def served() -> None:
+                assert {"cut:/download", "sent:/download"} & set(hits), hits
+
+            # The download's end: the browser stopped taking it (refused), or took it all.
+            await eventually(served, 20)
     finally:
         await pool.close()
-    assert "/save" in hits
+    assert "/save" in hits and "cut:/download" in hits, hits  # refused, not taken
     roots = [Path("/tmp"), Path("/var/tmp"), Path.home(), tmp_path]
     assert big_files_since(start, roots) == []
 

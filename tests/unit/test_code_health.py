@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,6 +39,7 @@ def test_the_code_is_formatted_as_ruff_format_leaves_it():
     assert done.returncode == 0, report(done)
 
 
+@pytest.mark.timeout(600)  # a cold mypy (fresh clone, no cache) on two busy cores
 def test_mypy_finds_no_type_errors():
     done = run("mypy")
     assert done.returncode == 0, report(done)

@@ -1,6 +1,15 @@
-"""Properties of the XML module: exact round-trips, and no exception but WorkflowXMLError."""
+"""Properties of the XML module: exact round-trips, and no exception but WorkflowXMLError.
+
+The two slow properties (a generated plan per example, written and parsed) run
+XSKY_XML_EXAMPLES examples each, 200 by default. In a trial with six writer bugs planted
+in the written XML, rare ones among them (the eighth agent dropped, a tab lost only in a
+role's text), 200 examples found every one in each of four runs; 100 missed one once.
+Raise it to search harder (`XSKY_XML_EXAMPLES=2000 pytest tests/unit/test_xml_properties.py`).
+"""
 
 from __future__ import annotations
+
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,8 +20,10 @@ from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow, workflow_to_xml
 
+EXAMPLES = int(os.environ.get("XSKY_XML_EXAMPLES", "200"))
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflows())
 def test_parse_of_written_xml_gives_back_the_same_workflow(wf: Workflow):
     assert parse_workflow(workflow_to_xml(wf)) == wf
@@ -79,7 +90,7 @@ def mutated_documents(draw: st.DrawFn) -> str:
     return doc
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_documents())
 def test_mutated_documents_only_ever_raise_workflow_xml_error(doc):
     _parse_or_error(doc)
