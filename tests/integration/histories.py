@@ -86,20 +86,17 @@ def agents_scheduled(history: WorkflowHistory) -> list[str]:
 async def idle_history(handle: WorkflowHandle[Any, Any], what: str) -> WorkflowHistory:
     """The history of a workflow that never ends by itself, once it waits for its next message:
     its last event a completed workflow task, no activity pending."""
-    from tests.integration.test_skills_watch import wait_until
+    from tests.integration.eventually import eventually
 
-    found: list[WorkflowHistory] = []
-
-    async def idle() -> bool:
+    async def idle() -> WorkflowHistory:
         desc = await handle.describe()
         history = await handle.fetch_history()
-        done = history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-        if done and not desc.raw_description.pending_activities:
-            found.append(history)
-        return bool(found)
+        last = history.events[-1].event_type
+        assert last == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, f"{what}: not idle yet"
+        assert not desc.raw_description.pending_activities, f"{what}: an activity is pending"
+        return history
 
-    await wait_until(idle, 60, what)
-    return found[0]
+    return await eventually(idle, timeout=60)
 
 
 # -- what the code was -----------------------------------------------------------------------------

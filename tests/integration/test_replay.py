@@ -10,6 +10,7 @@ goes behind ``workflow.patched``.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,13 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 
 from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, text
+from tests.integration.eventually import eventually
 from tests.integration.helpers import (
     ask,
     board,
     noop,
     plan,
     query,
-    wait_for,
     wait_requests,
 )
 from tests.integration.histories import (
@@ -162,8 +163,12 @@ async def test_an_automatic_replan_giving_a_new_agent_a_shell_waits_for_a_person
     fake_llm.responder = lambda req, i: text(v2)  # only the planner asks the model here
     await env.start_worker()
     handle = await env.start(plan(shell("1", "exit 3"), noop("2", depends="1"), name="priv"))
+
     # T-3 is on the board once plan v2 is: the review, if any, was set in that same workflow task.
-    await wait_for(handle, lambda b: "3" in b, what="plan v2 on the board")
+    async def plan_v2_on_the_board() -> None:
+        assert "3" in await board(handle), "plan v2 is not on the board yet"
+
+    await eventually(plan_v2_on_the_board, timeout=60)
     reqs = await query(handle, LeaderWorkflow.pending_requests)
     assert [(r.id, r.kind) for r in reqs] == [("R-2", "review")]
     notes = [v.reason for v in await query(handle, LeaderWorkflow.plan_history)]
@@ -189,6 +194,27 @@ async def test_an_automatic_replan_giving_a_new_agent_a_shell_waits_for_a_person
     history = await finish("privileged_replan", handle)
     assert agents_scheduled(history) == ["T-1-v1-d1", "T-1-v2-d2", "T-2-v2-d1", "T-3-v2-d1"]
     assert len(fake_llm.requests) == 1  # the planner, once
+
+
+async def test_an_automatic_replans_review_times_out_like_a_first_plans(
+    env: Env, fake_llm: FakeLLM
+):
+    """The same privileged replan, and nobody approves it: after review_timeout the run is
+    cancelled (review_timeout_action "cancel"), T-3's shell never ran (patch
+    replan-review-deadline)."""
+    v2 = plan(noop("1"), noop("2", depends="1"), shell("3", "echo fixed", depends="2"), name="priv")
+    fake_llm.responder = lambda req, i: text(v2)
+    await env.start_worker()
+    handle = await env.start(
+        plan(shell("1", "exit 3"), noop("2", depends="1"), name="priv"),
+        options=RunOptions(review_timeout=2),
+    )
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "cancelled", result.summary
+    assert "nobody approved the plan within 2s" in result.summary
+    history = await finish("privileged_replan_timed_out", handle)
+    assert agents_scheduled(history) == ["T-1-v1-d1"]  # nothing started after the replan
+    assert await query(handle, LeaderWorkflow.pending_requests) == []
 
 
 async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(env: Env):
@@ -321,7 +347,7 @@ async def test_a_run_continued_as_new_with_its_state_by_reference_replays(
 
 
 async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcripts: Transcripts):
-    from tests.integration.test_skills_watch import scan_once, start_pipeline, wait_until
+    from tests.integration.test_skills_watch import scan_once, start_pipeline
     from workflows.skills.library import SkillLibraryWorkflow
     from xsky.skills.models import library_workflow_id
 
@@ -359,11 +385,12 @@ async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcr
         SkillLibraryWorkflow.run, library_workflow_id(env.settings.task_queue)
     )
 
-    async def decided() -> bool:
+    async def decided() -> None:
         backlog = await library.query(SkillLibraryWorkflow.backlog)
-        return backlog["queued"] == 0 and sum(v for k, v in backlog.items() if k != "queued") > 0
+        assert backlog["queued"] == 0, f"the library has not decided yet: {backlog}"
+        assert sum(v for k, v in backlog.items() if k != "queued") > 0, backlog
 
-    await wait_until(decided, 60, "the library's decisions")
+    await eventually(decided, timeout=60)
     history = await idle_history(library, "the library idle")
     decisions = await library.query(SkillLibraryWorkflow.decisions)
     assert decisions and {d.action for d in decisions} >= {"new"}
@@ -373,7 +400,7 @@ async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcr
 async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: Env):
     from activities.skills import git as skill_git
     from tests.integration.test_skill_library import make_skill, write_atoms
-    from tests.integration.test_skills_watch import start_pipeline, wait_until
+    from tests.integration.test_skills_watch import start_pipeline
     from workflows.skills.entity import SkillEntityWorkflow
     from xsky.skills.models import (
         AddCandidates,
@@ -409,21 +436,22 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: En
         ),
     )
 
-    async def staged() -> bool:
-        return (await handle.query(SkillEntityWorkflow.view)).staging_commit is not None
+    async def staged() -> None:
+        view = await handle.query(SkillEntityWorkflow.view)
+        assert view.staging_commit is not None, "SkillEditAgent's version is not on staging yet"
 
-    await wait_until(staged, 60, "SkillEditAgent's version on staging")
+    await eventually(staged, timeout=60)
     staging = (await handle.query(SkillEntityWorkflow.view)).staging_commit
     assert staging is not None and staging == skill_git.branch_commit(repo, "staging")
     scores = [Score(traj_id=f"m{i}", side="main", commit=main, score=7) for i in range(21)]
     scores += [Score(traj_id=f"s{i}", side="staging", commit=staging, score=8) for i in range(21)]
     await handle.signal(SkillEntityWorkflow.record_scores, RecordScores(scores=scores))
 
-    async def promoted() -> bool:
+    async def promoted() -> None:
         view = await handle.query(SkillEntityWorkflow.view)
-        return view.staging_commit is None and view.main_commit != main
+        assert view.staging_commit is None and view.main_commit != main, "not promoted yet"
 
-    await wait_until(promoted, 60, "the canary's promotion")
+    await eventually(promoted, timeout=60)
     assert skill_git.git(repo, "rev-parse", "main^2") == staging
     history = await idle_history(handle, "the entity idle")
     kinds = [e.kind for e in (await handle.query(SkillEntityWorkflow.view)).events]
