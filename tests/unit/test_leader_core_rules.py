@@ -116,10 +116,10 @@ class Shell:
         reason = self.planner.pop(0)
         core = self.core
         _, stops = core.apply_plan(
-            core.checked(core.s.plan), core.auto_replan_label(reason), self.now
+            core.checked(core.state.plan), core.auto_replan_label(reason), self.now
         )
         self.apply(stops)
-        core.replanning = False
+        core.planner_finished()
         self.loop()
 
     def due(self) -> float | None:
@@ -166,7 +166,7 @@ def test_the_stall_ladder_nudges_restarts_replans_and_escalates_each_at_its_seco
     assert shell.started[-1][1] == 2
     shell.planner_keeps_the_plan()
     assert shell.started[-1] == ("1", 3, T0 + timedelta(seconds=840))
-    assert core.s.plan_history[-1].reason.startswith("automatic replan 1/1: T-1 stalled")
+    assert core.state.plan_history[-1].reason.startswith("automatic replan 1/1: T-1 stalled")
 
     # Dispatch 3: the ladder starts over (nudge, restart); dispatch 4 escalates.
     assert shell.at(840 + 179) == [] and len(core.nudges_for("T-1")) == 1
@@ -220,10 +220,10 @@ def test_progress_starts_the_ladder_over():
     shell = Shell(workflow("1"), stall=StallWindows(nudge_after=180, restart_after=420))
     shell.loop()
     shell.at(180)
-    assert shell.core.s.stall_levels == {"T-1": 1}
+    assert shell.core.state.stall_levels == {"T-1": 1}
     shell.now = T0 + timedelta(seconds=300)
     shell.core.report_progress(ProgressReport(task_id="T-1", dispatch=1, message="step"), shell.now)
-    assert shell.core.s.stall_levels == {} and shell.due() == 300 + 180
+    assert shell.core.state.stall_levels == {} and shell.due() == 300 + 180
     assert shell.at(420) == []  # the restart that was due at 420 s is not: progress came at 300 s
     assert shell.at(479) == [] and len(shell.core.nudges_for("T-1")) == 1
     assert shell.at(480) == [] and len(shell.core.nudges_for("T-1")) == 2
@@ -242,7 +242,7 @@ def test_the_ladder_counts_from_the_attempts_start_and_a_started_report_is_not_p
     assert shell.at(280) == [] and len(shell.core.nudges_for("T-1")) == 1
     shell.now = T0 + timedelta(seconds=300)
     shell.core.report_progress(started, shell.now)
-    assert shell.core.s.stall_levels == {"T-1": 1} and shell.due() == 100 + 420
+    assert shell.core.state.stall_levels == {"T-1": 1} and shell.due() == 100 + 420
     assert shell.at(519) == [] and shell.at(520) == [StopAgent("1")]
 
 
@@ -273,18 +273,18 @@ def test_a_replan_during_review_does_not_approve_and_the_approval_must_name_the_
     core.check_replan(ReplanRequest(xml=workflow_to_xml(new)))
     summary, stops = core.apply_plan(core.checked(new), "replaced by a person", shell.now)
     assert summary == "added 2" and stops == []
-    assert core.s.review == "waiting" and shell.loop() == [] and shell.at(60) == []
+    assert core.state.review == "waiting" and shell.loop() == [] and shell.at(60) == []
     with pytest.raises(Rejected, match="you reviewed v1 but the plan is now v2"):
         core.check_approve_plan(ApprovePlanRequest(version=1))
     core.check_approve_plan(ApprovePlanRequest(version=2))
     core.approve_plan(ApprovePlanRequest(version=2, comment="looks good"), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1", "2"]  # type: ignore[union-attr]
-    assert core.s.plan_history[-1].reason == "plan v2 approved: looks good"
+    assert core.state.plan_history[-1].reason == "plan v2 approved: looks good"
 
 
 def test_the_review_deadline_is_the_timeout_after_the_start():
     shell = Shell(workflow("1"), review=True, review_timeout=3600)
-    assert shell.core.s.review_deadline == T0 + timedelta(seconds=3600)
+    assert shell.core.state.review_deadline == T0 + timedelta(seconds=3600)
     (review,) = shell.core.pending_requests(with_review=True)
     assert review.deadline == T0 + timedelta(seconds=3600)
 
@@ -306,9 +306,9 @@ def test_an_unreviewed_plan_runs_at_the_timeout_when_so_configured():
     shell = Shell(workflow("1"), review=True, review_timeout=3600, review_timeout_action="approve")
     shell.now = T0 + timedelta(seconds=3600)
     assert shell.core.review_timed_out(shell.now) is True
-    assert shell.core.s.review == "approved_by_timeout"
+    assert shell.core.state.review == "approved_by_timeout"
     assert "approved automatically: nobody reviewed the plan within 3600s" in (
-        shell.core.s.plan_history[-1].reason
+        shell.core.state.plan_history[-1].reason
     )
     assert [c.agent_id for c in shell.loop()] == ["1"]  # type: ignore[union-attr]
     shell.complete("1")
