@@ -21,9 +21,11 @@ repository outright ("detected dubious ownership") until they trust it with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
+import tempfile
 from pathlib import Path
 
 MAX_ENTRIES = 5000  # folders looked at per sweep: a workspace of 100k files costs no more
@@ -194,7 +196,7 @@ def sweep(workspace: Path) -> list[str]:
             text = config.read_text(encoding="utf-8", errors="replace")
             cleaned, removed = clean_config(text)
             if removed:
-                _replace(config, cleaned)
+                _replace(config, cleaned, info)
                 notes.append(f"{rel}/config: removed {', '.join(removed)}")
         elif info is not None:  # a link or a device where git reads its config: away with it
             config.unlink()
@@ -222,10 +224,24 @@ def sweep(workspace: Path) -> list[str]:
     return notes
 
 
-def _replace(path: Path, text: str) -> None:
-    info = path.stat()
-    tmp = path.with_name(path.name + ".xsky-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.chown(tmp, info.st_uid, info.st_gid)
-    os.chmod(tmp, stat.S_IMODE(info.st_mode) & ~0o111)
-    os.replace(tmp, path)
+def _replace(path: Path, text: str, info: os.stat_result) -> None:
+    """Write ``text`` over the regular file ``path`` (whose lstat is ``info``), as the same owner
+    and mode but never executable.
+
+    The folder is the agent's: a fixed temporary name could be a link it planted there, and
+    writing through it would overwrite a host file as the worker's user. So the temporary file
+    is made new (``mkstemp``: O_CREAT|O_EXCL, a random name, never a link followed), its owner
+    and mode set on the open descriptor, and it is renamed over ``path`` (a rename replaces
+    a link itself, never its target)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".xsky-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fchown(fh.fileno(), info.st_uid, info.st_gid)
+            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode) & ~0o111)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -293,6 +293,32 @@ async def test_an_existing_repository_keeps_its_config_and_hooks(ws: Path):
     assert not (ws / "project" / ".git" / "hooks" / "post-checkout").exists()
 
 
+def test_cleaning_a_config_never_writes_through_a_link_planted_beside_it(tmp_path: Path):
+    """The worker rewrites a repository's config in the agent's folder: a link planted where a
+    temporary file might go (a host file behind it, here a canary) is never written through,
+    and the canary keeps its content and its owner."""
+    git = tmp_path / "ws" / "project" / ".git"
+    git.mkdir(parents=True)
+    (git / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tfsmonitor = evil\n")
+    canary = tmp_path / "host-file"
+    canary.write_text("the host's own text\n")
+    before = canary.stat()
+    for name in ("config.xsky-tmp", "config.tmp", "config.lock", ".xsky-config.tmp"):
+        (git / name).symlink_to(canary)
+    notes = git_guard.sweep(tmp_path / "ws")
+    assert notes == ["project/.git/config: removed core.fsmonitor"]
+    assert canary.read_text() == "the host's own text\n"
+    after = canary.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode) == (
+        before.st_uid,
+        before.st_gid,
+        before.st_mode,
+    )
+    assert "fsmonitor" not in (git / "config").read_text()
+    assert not (git / "config").is_symlink()
+    assert sorted(p.name for p in git.iterdir() if not p.is_symlink()) == ["config"]
+
+
 def test_the_config_allow_list_keeps_data_and_drops_every_way_to_run_a_program():
     text = (
         "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = evil\n\thooksPath = /tmp/h\n\tsshCommand = evil\n"
