@@ -399,7 +399,7 @@ async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcr
 
 async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: Env):
     from activities.skills import git as skill_git
-    from tests.integration.test_skill_library import make_skill, write_atoms
+    from tests.integration.skill_library_helpers import make_skill, write_atoms
     from tests.integration.test_skills_watch import start_pipeline
     from workflows.skills.entity import SkillEntityWorkflow
     from xsky.skills.models import (

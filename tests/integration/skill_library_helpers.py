@@ -1,0 +1,159 @@
+"""Helpers of the skill-library tests: reading a library's state, waiting for an entity to settle,
+and building library states directly (skills, atoms, candidates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.skills import git as skill_git
+from activities.skills.files import CANDIDATES, skill_dir, slugs
+from tests.conftest import Env
+from tests.integration.helpers import settled
+from workflows.skills.entity import SkillEntityWorkflow
+from xsky.skills.models import (
+    SkillEntityInput,
+    SkillView,
+    entity_workflow_id,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def skills_on(home: Path) -> dict[str, dict[str, str | None]]:
+    return {
+        s: {b: skill_git.branch_commit(skill_dir(home, s), b) for b in ("baby", "main", "staging")}
+        for s in slugs(home)
+    }
+
+
+def candidates_of(home: Path, slug: str) -> list[dict[str, Any]]:
+    import yaml
+
+    path = skill_dir(home, slug) / CANDIDATES
+    return (yaml.safe_load(path.read_text()) or {}).get("candidates", []) if path.is_file() else []
+
+
+def entity_handle(env: Env, slug: str) -> Any:
+    return env.client.get_workflow_handle_for(
+        SkillEntityWorkflow.run, entity_workflow_id(env.settings.task_queue, slug)
+    )
+
+
+async def view(env: Env, slug: str) -> SkillView:
+    return await entity_handle(env, slug).query(SkillEntityWorkflow.view)
+
+
+def on_branch(repo: Path, branch: str) -> str:
+    """Assert that the skill's repository has ``branch``; return its commit."""
+    commit = skill_git.branch_commit(repo, branch) if repo.is_dir() else None
+    assert commit is not None, f"{repo.name} has no {branch} branch yet"
+    return commit
+
+
+async def settled_view(env: Env, slug: str) -> SkillView:
+    """The entity's view once it has nothing in flight: it has decided on all it was sent
+    (an edit or a canary decision it found due would be a pending activity, or done)."""
+    handle = entity_handle(env, slug)
+    length = await settled(handle)
+    v = await handle.query(SkillEntityWorkflow.view)
+    assert await settled(handle) == length, "something came in meanwhile"
+    return v
+
+
+async def settled_at_weight(env: Env, slug: str, weight: int) -> SkillView:
+    v = await settled_view(env, slug)
+    assert v.pending_weight >= weight, f"pending weight {v.pending_weight}, wanted {weight}"
+    return v
+
+
+# -- helpers to build library states directly ---------------------------------------------------------------
+
+TOPICS = {
+    "deploy-kubernetes": (
+        "deploy the {x} service to kubernetes with helm",
+        ["deploy", "kubernetes", "helm"],
+    ),
+    "postgres-migrations": (
+        "write a postgres migration adding a {x} column",
+        ["postgres", "migration", "column"],
+    ),
+    "pytest-fixtures": (
+        "refactor the {x} tests to use pytest fixtures",
+        ["pytest", "fixtures", "tests"],
+    ),
+    "docker-images": (
+        "shrink the {x} docker image with a multi-stage build",
+        ["docker", "image", "multistage"],
+    ),
+    "react-forms": ("build the {x} form in react with validation", ["react", "form", "validation"]),
+}
+
+
+def make_skill(home: Path, slug: str, description: str, staging_body: str | None = None) -> Path:
+    """A skill with a main version (and optionally a staging one), made with the same git helpers."""
+    from xsky.skills.spec import render
+
+    files = home / ".seed" / slug
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "SKILL.md").write_text(
+        render(slug, description, f"# {slug}\n\nMAIN VERSION of {slug}.\n", {"version": "1"})
+    )
+    repo = skill_dir(home, slug)
+    skill_git.init(repo, files, f"new {slug}")
+    skill_git.rename_baby_to_main(repo)
+    if staging_body is not None:
+        (files / "SKILL.md").write_text(render(slug, description, staging_body, {"version": "2"}))
+        main = skill_git.branch_commit(repo, "main")
+        skill_git.publish(
+            repo,
+            "staging",
+            skill_git.commit_tree(repo, files, main, "commit_to_staging: test"),
+            None,
+        )
+    return repo
+
+
+def write_atoms(home: Path, traj: str, atoms: list[tuple[str, list[str]]]) -> list[str]:
+    from activities.fsio import write_json
+    from xsky.skills.atoms import AtomTask, Provenance, RawAnchor
+    from xsky.skills.layout import atom_path
+
+    ids = []
+    for n, (intent, tags) in enumerate(atoms, start=1):
+        aid = f"atom_{traj}_{n:04d}"
+        atom = AtomTask(
+            atom_id=aid,
+            traj_id=traj,
+            offset_start=n * 100,
+            offset_end=n * 100 + 100,
+            intent=intent,
+            summary=f"Asked: {intent}. Agent used 4 tool calls.",
+            tags=tags,
+            ux_score=9,
+            provenance=Provenance(
+                raw=[
+                    RawAnchor(
+                        path="/raw.jsonl", byte_start=0, byte_end=1, call_ids=["a", "b", "c", "d"]
+                    )
+                ],
+                ux_signals={"completed": 1},
+                keywords=tags,
+            ),
+        )
+        write_json(atom_path(home, traj, aid), atom.model_dump(mode="json"))
+        ids.append(aid)
+    return ids
+
+
+async def entity(env: Env, slug: str, signal: str, arg: Any) -> None:
+    await env.client.start_workflow(
+        SkillEntityWorkflow.run,
+        SkillEntityInput(slug=slug, heartbeat_timeout=3),
+        id=entity_workflow_id(env.settings.task_queue, slug),
+        task_queue=env.settings.skills_queue,
+        start_signal=signal,
+        start_signal_args=[arg],
+    )
