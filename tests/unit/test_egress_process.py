@@ -10,13 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -410,110 +408,3 @@ async def test_tcp_endpoints_want_their_own_token_and_the_browser_socket_a_sessi
         )
         assert late.startswith(b"HTTP/1.1 407")  # the session ended with its tool call
         assert seen == [(f"127.0.0.1:{port_of(web)}", "allow", "127.0.0.1 → 127.0.0.1")]
-
-
-async def test_the_proxy_process_comes_back_after_dying_and_dies_with_its_worker(tmp_path):
-    async with egress.serving(Policy(), None):
-        pid = egress.process().pid
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    await asyncio.sleep(0.3)
-    with site() as web:
-        async with egress.serving(exact(f"127.0.0.1:{port_of(web)}"), None) as url:
-            assert await asyncio.to_thread(get, url, f"http://127.0.0.1:{port_of(web)}/") == (
-                200,
-                "hello",
-            )
-    assert egress.process().pid not in (None, pid)
-    worker = tmp_path / "worker.py"
-    worker.write_text(WORKER)
-    child = subprocess.Popen(
-        [sys.executable, str(worker)],
-        stdout=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert child.stdout is not None
-    proxy_pid = int(child.stdout.readline())
-    child.kill()
-    child.wait()
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{proxy_pid}").exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    status = Path(f"/proc/{proxy_pid}/status")
-    assert not status.exists() or "zombie" in status.read_text()
-
-
-WORKER = """
-import asyncio, sys, time
-sys.path.insert(0, ".")
-from activities.sandbox import egress
-
-async def main():
-    async with egress.serving(egress.Policy(), None):
-        print(egress.process().pid, flush=True)
-        time.sleep(60)
-
-asyncio.run(main())
-"""
-
-
-async def test_a_tokenless_endpoint_serves_this_user_and_refuses_another():
-    with site() as web:
-        target = f"http://127.0.0.1:{port_of(web)}/"
-        async with egress.serving(
-            exact(f"127.0.0.1:{port_of(web)}"), None, credentials=False
-        ) as url:
-            assert "@" not in url
-            assert await asyncio.to_thread(get, url, target) == (200, "hello")
-            if os.getuid() != 0:
-                pytest.skip("only root can play another user here")
-            other = subprocess.run(
-                ["/usr/bin/python3", "-c", OTHER_USER, url, target],  # one "nobody" may run
-                capture_output=True,
-                text=True,
-                timeout=30,
-                user=65534,  # nobody
-                cwd="/",
-            )
-            assert other.stdout.startswith("HTTP/1.1 403"), other.stdout + other.stderr
-            assert "only the worker's own processes" in other.stdout
-
-
-OTHER_USER = """
-import socket, sys
-from urllib.parse import urlsplit
-proxy = urlsplit(sys.argv[1])
-with socket.create_connection((proxy.hostname, proxy.port), timeout=10) as s:
-    s.sendall(f"GET {sys.argv[2]} HTTP/1.1\\r\\n\\r\\n".encode())
-    print(s.recv(4096).decode())
-"""
-
-
-@pytest.mark.browser
-async def test_the_browser_goes_out_through_the_proxy_process_and_its_decisions_are_logged(
-    tmp_path,
-):
-    from activities.artifacts import ArtifactStore
-    from activities.browser import BrowserPool
-    from activities.tools import ToolContext
-    from activities.tools.web import browser_navigate
-
-    decisions: list[Decision] = []
-    with site() as web:
-        url = f"http://127.0.0.1:{port_of(web)}/page"
-        ctx = ToolContext(
-            "run-1", "a1", tmp_path, ArtifactStore(tmp_path / "a"), BrowserPool(), lambda n: None
-        )
-        ctx.record = lambda *d: decisions.append(d)
-        try:
-            ctx.egress = Policy()
-            refused = await browser_navigate(ctx, {"url": url, "screenshot": False})
-            ctx.egress = exact(f"127.0.0.1:{port_of(web)}")
-            out = await browser_navigate(ctx, {"url": url, "screenshot": False})
-        finally:
-            await ctx.browsers.close()
-    assert refused.details["status"] == 403 and "refused by xsky's egress proxy" in refused.text
-    assert out.details["status"] == 200 and "hello" in out.text
-    pages = [path for path, _ in web.seen if path != "/favicon.ico"]  # type: ignore[attr-defined]
-    assert pages == ["/page"]  # reached once: by the allowed navigation only
-    assert [d[1] for d in decisions if d[0] == f"127.0.0.1:{port_of(web)}"] == ["deny", "allow"]
