@@ -45,10 +45,13 @@ def test_mypy_finds_no_type_errors():
     assert done.returncode == 0, report(done)
 
 
-def lint_imports() -> subprocess.CompletedProcess[str]:
+def lint_imports(
+    where: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` over the packages in ``where`` (with the pyproject there)."""
     script = Path(sys.executable).with_name("lint-imports")
     return subprocess.run(
-        [str(script), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [str(script), "--no-cache"], cwd=where, capture_output=True, text=True, timeout=300, env=env
     )
 
 
@@ -81,14 +84,7 @@ def test_an_upward_import_breaks_a_contract(tmp_path: Path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     runs = tmp_path / "xsky" / "runs.py"
     runs.write_text(runs.read_text() + "\nfrom workflows import leader_io  # upward\n")
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    done = lint_imports(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0
     assert "xsky.runs -> workflows.leader_io" in done.stdout
 
