@@ -75,18 +75,21 @@ async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[in
             await task
 
 
-async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[int, list[str]]:
-    """Replay every execution of these runs: (executions replayed, the failures)."""
+async def replay_all(
+    client: Client, workflow_ids: list[str]
+) -> tuple[dict[str, int], list[str]]:
+    """Replay every execution of these runs: (executions replayed per run, the failures)."""
     replayer = Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
-    count, failures = 0, []
+    counts: dict[str, int] = dict.fromkeys(workflow_ids, 0)
+    failures: list[str] = []
     for wid in workflow_ids:
         async for ex in client.list_workflows(f"WorkflowId='{wid}'"):
             history = await client.get_workflow_handle(wid, run_id=ex.run_id).fetch_history()
             result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-            count += 1
+            counts[wid] += 1
             if result.replay_failure is not None:
                 failures.append(f"{wid}/{ex.run_id}: {result.replay_failure}")
-    return count, failures
+    return counts, failures
 
 
 def exact(result: RunResult, n: int, store: ArtifactStore) -> bool:
@@ -135,10 +138,13 @@ async def test_queried_runs_replay_every_execution_without_nondeterminism(
         for r in results:
             assert exact(r, n, store), (r.status, len(r.agents), r.agents[:2])
         assert all(a[0] >= 10 for a in answered), f"too few queries answered: {answered}"
-        count, failures = await replay_all(client, [h.id for h in handles])
+        counts, failures = await replay_all(client, [h.id for h in handles])
         assert failures == [], "\n".join(failures)
-        assert count >= 20, f"only {count} executions recorded: the runs did not continue as new"
-        print(f"{count} executions of {len(handles)} queried runs replayed")
+        # How many executions a run takes depends on how many events each workflow task
+        # batches (timing); that every run continued as new at least once does not.
+        single = [wid for wid, c in counts.items() if c < 2]
+        assert single == [], f"runs that never continued as new: {single} ({counts})"
+        print(f"{sum(counts.values())} executions of {len(handles)} queried runs replayed")
 
 
 def start_slow_worker(environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -222,7 +228,8 @@ async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills
         phases.append(f"{time.monotonic() - t0:.0f}s completed")
         assert len(kills) == 3
         assert exact(result, n, ArtifactStore(settings.artifacts)), result.status
-        count, failures = await replay_all(client, [handle.id])
+        counts, failures = await replay_all(client, [handle.id])
+        count = counts[handle.id]
         print(f"{n} agents: {'; '.join(phases)}; {count} executions replayed")
         assert count >= 3, f"only {count} executions: the run never continued as new"
         assert failures == [], "\n".join(failures)
