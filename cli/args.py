@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+import difflib
+import re
+from collections.abc import Sequence
+from typing import NoReturn
+
 from xsky.errors import UsageError
 
 
@@ -14,3 +20,57 @@ def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
             raise UsageError(f"{flag} {item!r}: write it as {flag} name=value")
         pairs[key.strip()] = value
     return pairs
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a mistyped command or choice (Python 3.11's
+    argparse has no ``suggest_on_error``)."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.fullmatch(message)
+        if found:
+            name, value, choices = found[1], found[2], re.findall(r"'([^']*)'", found[3])
+            what = (
+                f"unknown {self.prog.removeprefix('starter.py').strip() + ' ' if self.prog != 'starter.py' else ''}"
+                f"command {value!r}"
+                if name in ("COMMAND", "ACTION")
+                else f"{name} {value!r} is not one of {', '.join(choices)}"
+            )
+            message = what + _did_you_mean(value, choices, quote=True)
+        super().error(message)
+
+
+_INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", re.S)
+
+
+def _did_you_mean(value: str, choices: Sequence[str], quote: bool = False) -> str:
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f" — did you mean {close[0]!r}?" if quote else f" — did you mean {close[0]}?"
+
+
+def reject_unknown(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]
+) -> NoReturn:
+    """What ``parse_args`` would refuse, said by the (sub)command's own parser, with the
+    nearest option it has: ``unknown option --folow — did you mean --follow?``."""
+    command = parser
+    while True:  # the parser of the (sub)command that was given
+        subs = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            break
+        command = subs[0].choices[name]
+    options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    said = []
+    for extra in extras:
+        if extra.startswith("-") and extra != "-":
+            flag = extra.split("=", 1)[0]
+            hint = _did_you_mean(flag, options) or f"; `{command.prog} --help` lists its options"
+            said.append(f"unknown option {flag}{hint}")
+        else:
+            said.append(
+                f"unexpected argument {extra!r}; `{command.prog} --help` shows what it takes"
+            )
+    command.error("; ".join(said))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from cli.args import Parser, reject_unknown
 from cli.hints import cli_message
 from cli.render import err, shown
 from xsky.errors import PlanError, XSkyError
@@ -18,7 +19,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="starter.py",
         description="xsky: durable AI-agent workflows on Temporal.",
     )
@@ -53,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        reject_unknown(parser, args, extras)
     handler: Handler = args.handler
     try:
         return handler(args)

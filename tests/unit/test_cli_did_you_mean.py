@@ -1,0 +1,55 @@
+"""A mistyped command, sub-command, option or choice of starter.py: one line naming the
+nearest right one, exit 2, no traceback (Python 3.11's argparse has no suggest_on_error)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.main import main
+
+CASES = [
+    (["stauts", "x"], "starter.py: error: unknown command 'stauts' — did you mean 'status'?"),
+    (
+        ["run", "--folow", "x.xml"],
+        "starter.py run: error: unknown option --folow — did you mean --follow?",
+    ),
+    (["run", "x.xml", "--folow=yes"], "unknown option --folow — did you mean --follow?"),
+    (
+        ["skills", "lst"],
+        "starter.py skills: error: unknown skills command 'lst' — did you mean 'list'?",
+    ),
+    (["permissions", "chek"], "unknown permissions command 'chek' — did you mean 'check'?"),
+    (["list", "--status", "runing"], "--status 'runing' is not one of running,"),
+    (["list", "--status", "runing"], "— did you mean 'running'?"),
+    (
+        ["status", "x", "--zzz"],
+        "unknown option --zzz; `starter.py status --help` lists its options",
+    ),
+    (
+        ["status", "x", "more"],
+        "unexpected argument 'more'; `starter.py status --help` shows what it takes",
+    ),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"), CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
+def test_a_mistyped_word_is_named_with_the_nearest_right_one(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    said = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert says in said and "Traceback" not in said, said
+    assert said.splitlines()[0].startswith(
+        "usage: "
+    )  # argparse's usage line, then the one sentence
+
+
+def test_nothing_is_suggested_when_nothing_is_near(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        main(["frobnicate"])
+    assert "did you mean" not in capsys.readouterr().err
