@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cli.args import parse_pairs
-from cli.render import out, plan_summary, plan_tree, print_json, print_problems
+from cli.render import cell, err, out, plan_summary, plan_tree, print_json, print_problems
 from cli.roles_cmd import resolve_roles
 from xsky.client import check_names
 from xsky.config import load_settings
@@ -47,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
+    warnings = [w.format(args.plan) for w in plan.warnings]
     if args.json:
-        print_json({"valid": True, **plan_summary(plan.workflow)})
+        print_json({"valid": True, **plan_summary(plan.workflow), "warnings": warnings})
     else:
         out.print(plan_tree(plan.workflow))
+        for warning in warnings:  # valid, but not on every worker: exit 0
+            err.print(cell(f"warning: {warning}"))
     return 0

@@ -52,7 +52,14 @@ class PlanError(Exception):
 
 
 class WorkflowXMLError(PlanError):
-    """The workflow XML cannot be read: syntax, forbidden constructs, missing parts."""
+    """The workflow XML cannot be read: syntax, forbidden constructs, missing parts.
+
+    ``partial`` is the plan as far as it did read (a ParsedWorkflow), when enough of it did
+    for the checks of the whole plan to run as well; None otherwise."""
+
+    def __init__(self, problems: list[Problem], partial: object | None = None):
+        super().__init__(problems)
+        self.partial = partial
 
 
 class WorkflowValidationError(PlanError):

@@ -71,3 +71,68 @@ def test_missing_file_and_bad_var_are_usage_errors_without_traceback(tmp_path):
     assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
     res = starter("validate", str(VALID[0]), "--var", "novalue")
     assert res.returncode == 2 and "--var name=value" in res.stderr
+
+
+def test_a_bad_config_does_not_hide_the_plans_other_problems(tmp_path):
+    plan = tmp_path / "p.xml"
+    plan.write_text(
+        '<workflow name="v" taskId="t">\n'
+        '  <agent name="shell" id="1"><task>a</task><config>{"tool": "shell", "command": </config></agent>\n'
+        '  <agent name="brwser" id="2" depends="1"><task>b</task></agent>\n'
+        '  <agent name="llm" id="3" depends="9"><task>c {{nope}}</task></agent>\n'
+        '  <agent name="llm" id="4"><task>d</task><config>{"tool": "nope"}</config></agent>\n'
+        "</workflow>\n"
+    )
+    res = starter("validate", str(plan))
+    said = [ln for ln in res.stderr.splitlines() if ln.startswith(f"{plan}:")][1:]
+    assert res.returncode == 2 and "5 problems" in res.stderr, res.stderr
+    assert [ln.split(":")[1] for ln in said] == ["2", "3", "4", "4", "5"], res.stderr
+    joined = " ".join(res.stderr.split())
+    for piece in (
+        "not valid JSON",
+        "unknown agent name 'brwser'",
+        "unknown agent '9'",
+        "{{nope}}",
+        "'nope'",
+    ):
+        assert piece in joined, (piece, res.stderr)
+    data = json.loads(starter("validate", str(plan), "--json").stdout)
+    assert data["valid"] is False and len(data["problems"]) == 5
+
+
+def test_a_direct_tool_without_its_argument_is_a_problem(tmp_path):
+    plan = tmp_path / "p.xml"
+    plan.write_text(
+        '<workflow name="v" taskId="t">'
+        '<agent name="shell" id="1"><task>a</task><config>{"tool": "shell", "timeout": 5}</config></agent>'
+        '<agent name="file" id="2"><task>b</task><config>{"tool": "file_write", "path": "x"}</config></agent>'
+        '<agent name="file" id="3"><task>c</task><config>{"tool": "file_write", "path": "x", "content": ""}</config></agent>'
+        "</workflow>"
+    )
+    res = starter("validate", str(plan))
+    joined = " ".join(res.stderr.split())
+    assert res.returncode == 2 and "2 problems" in joined, res.stderr
+    assert (
+        'agent 1 (shell) has no command: add it to its config, e.g. <config>{"tool": "shell", "command": "…"}</config>'
+        in joined
+    )
+    assert "agent 2 (file_write) has no content" in joined  # an empty content is a content
+
+
+def test_a_shell_agent_without_a_command_is_valid_with_a_warning_that_names_the_condition(tmp_path):
+    # With a model the worker's agent loop chooses its commands; without one it fails at once
+    # (activities/agents/direct.py) — which only the worker knows: a warning, exit 0.
+    plan = tmp_path / "p.xml"
+    plan.write_text(
+        '<workflow name="v" taskId="t"><agent name="shell" id="1"><task>list the files</task></agent>'
+        '<agent name="shell" id="2"><task>x</task><config>{"tool": "shell", "command": "ls"}</config></agent></workflow>'
+    )
+    res = starter("validate", str(plan))
+    joined = " ".join(res.stderr.split())
+    assert res.returncode == 0 and "level 0" in res.stdout, res.stderr
+    assert f"warning: {plan}:1:" in joined and "agent 1 (shell) has no command" in joined
+    assert "runs only on a worker with a model" in joined and "agent 2" not in joined
+    data = json.loads(starter("validate", str(plan), "--json").stdout)
+    assert data["valid"] is True and [w.split(": ", 1)[1][:30] for w in data["warnings"]] == [
+        "agent 1 (shell) has no command"
+    ]

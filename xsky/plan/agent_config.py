@@ -19,9 +19,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xsky.errors import Problem
 from xsky.leader.state import StallWindows
+from xsky.plan.models import Workflow
 from xsky.runs import RetryOptions, RunOptions
-from xsky.security.tools import DIRECT_TOOLS  # the registry's direct tools, llm and noop
+
+# DIRECT_TOOLS: the registry's direct tools, llm and noop
+from xsky.security.tools import DIRECT_TOOLS, TOOLS
 
 RESERVED_KEYS = frozenset(
     {
@@ -131,3 +135,57 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
                 f"config maxIterations must be a whole number from 1 to 200, not {value!r}"
             )
     return problems
+
+
+# A direct tool's example for each kind that acts only through tools (shown in the fixes).
+_KIND_EXAMPLES = {
+    "shell": '{"tool": "shell", "command": "…"}',
+    "browser": '{"tool": "browser_navigate", "url": "…"}',
+    "file": '{"tool": "file_read", "path": "…"}',
+}
+
+
+def direct_argument_problems(workflow: Workflow) -> list[Problem]:
+    """A direct tool without an argument it cannot run without (``shell`` and no
+    ``command``): it would fail at once on every worker. Checked where plans are loaded
+    (validate, run), not by the run itself: a run recorded before this check keeps its course."""
+    problems = []
+    for i, agent in enumerate(workflow.agents):
+        tool = tool_name(agent.config)
+        spec = TOOLS.get(tool) if tool else None
+        if spec is None:
+            continue
+        args = tool_arguments(agent.config)
+        for key, info in spec.args.model_fields.items():
+            value = args.get(key)
+            blank = not isinstance(value, str) or (key != "content" and not value.strip())
+            if info.is_required() and info.annotation is str and blank:
+                problems.append(
+                    Problem(
+                        f"agent {agent.id} ({tool}) has no {key}: add it to its config, e.g. "
+                        f'<config>{{"tool": "{tool}", "{key}": "…"}}</config>',
+                        agent_index=i,
+                        agent_id=agent.id,
+                    )
+                )
+    return problems
+
+
+def plan_warnings(workflow: Workflow) -> list[Problem]:
+    """What runs on some workers only: a shell, browser or file agent without a tool in its
+    ``<config>`` needs a model to choose its calls (activities/agents/direct.py), and fails at
+    once on a worker without one — which only the worker knows."""
+    warnings = []
+    for i, agent in enumerate(workflow.agents):
+        if agent.name in _KIND_EXAMPLES and tool_name(agent.config) is None:
+            what = "command" if agent.name == "shell" else "tool"
+            warnings.append(
+                Problem(
+                    f"agent {agent.id} ({agent.name}) has no {what}: it runs only on a worker with a model "
+                    "(XSKY_MODEL and OPENAI_API_KEY / OPENAI_BASE_URL) to choose its calls, and fails at once "
+                    f"without one; for a fixed call add <config>{_KIND_EXAMPLES[agent.name]}</config>",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
+    return warnings

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError
+from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError, WorkflowXMLError
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
+from xsky.plan.agent_config import direct_argument_problems, plan_warnings
 from xsky.plan.models import RoleCapabilityModel, Workflow
 from xsky.plan.xml import DEFAULT_MAX_BYTES, parse_workflow_source
+from xsky.plan.xml_reader import ParsedWorkflow
 from xsky.security.roles import plan_role_problems
 
 
@@ -19,6 +21,8 @@ class LoadedPlan:
     path: Path
     text: str
     workflow: Workflow
+    # what may go wrong on some workers only (a shell agent that needs a model): said, not refused
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Path, bytes]:
@@ -57,7 +61,7 @@ def load_plan(
     With ``base_roles`` (built-ins and settings), a ``<role>`` that would widen one is refused.
     """
     p, data = read_plan_bytes(path, max_bytes)
-    workflow = check_plan(
+    parsed = _checked(
         data,
         known_agents=known_agents,
         variables=variables,
@@ -65,7 +69,8 @@ def load_plan(
         max_bytes=max_bytes,
         base_roles=base_roles,
     )
-    return LoadedPlan(p, data.decode("utf-8", errors="replace"), workflow)
+    warnings = _located(parsed, plan_warnings(parsed.workflow))
+    return LoadedPlan(p, data.decode("utf-8", errors="replace"), parsed.workflow, warnings)
 
 
 def check_plan(
@@ -79,23 +84,65 @@ def check_plan(
 ) -> Workflow:
     """Parse and validate plan bytes; every problem located at its line:col. ``variables``
     None leaves ``{{names}}`` unchecked (a replan's run supplies them)."""
-    parsed = parse_workflow_source(data, max_bytes=max_bytes)
-    problems = dag.validate(
-        parsed.workflow, known_agents, variables=variables, context_keys=context_keys
-    )
-    if base_roles is not None:
-        problems += [
-            Problem(message) for message in plan_role_problems(parsed.workflow.roles, base_roles)
-        ]
+    return _checked(
+        data,
+        known_agents=known_agents,
+        variables=variables,
+        context_keys=context_keys,
+        max_bytes=max_bytes,
+        base_roles=base_roles,
+    ).workflow
+
+
+def _checked(
+    data: bytes,
+    *,
+    known_agents: Collection[str],
+    variables: Collection[str] | None,
+    context_keys: Collection[str] | None,
+    max_bytes: int,
+    base_roles: Mapping[str, RoleCapabilityModel] | None,
+) -> ParsedWorkflow:
+    def whole(parsed: ParsedWorkflow) -> list[Problem]:
+        """The checks of the whole plan, and of each direct tool's arguments."""
+        workflow = parsed.workflow
+        problems = dag.validate(
+            workflow, known_agents, variables=variables, context_keys=context_keys
+        )
+        problems += direct_argument_problems(workflow)
+        if base_roles is not None:
+            problems += [
+                Problem(message) for message in plan_role_problems(workflow.roles, base_roles)
+            ]
+        return sorted(_located(parsed, problems), key=_position)
+
+    try:
+        parsed = parse_workflow_source(data, max_bytes=max_bytes)
+    except WorkflowXMLError as e:
+        if not isinstance(e.partial, ParsedWorkflow):
+            raise
+        # What the reader refused, and what the rest of the plan would still be refused for.
+        seen = {p.message for p in e.problems}
+        more = [p for p in whole(e.partial) if p.message not in seen]
+        raise WorkflowXMLError(sorted([*e.problems, *more], key=_position)) from None
+    problems = whole(parsed)
     if problems:
-        located: list[Problem] = []
-        for prob in problems:
-            if prob.agent_index is not None:
-                located.append(prob.located(*parsed.agent_position(prob.agent_index)))
-            else:
-                located.append(prob.located(1, 1))
-        raise WorkflowValidationError(located)
-    return parsed.workflow
+        raise WorkflowValidationError(problems)
+    return parsed
+
+
+def _located(parsed: ParsedWorkflow, problems: list[Problem]) -> list[Problem]:
+    """Each problem at the line:col of its agent (the plan's start for the rest)."""
+    return [
+        p.located(*parsed.agent_position(p.agent_index))
+        if p.agent_index is not None
+        else p.located(1, 1)
+        for p in problems
+    ]
+
+
+def _position(problem: Problem) -> tuple[int, int]:
+    return (problem.line or 0, problem.column or 0)
 
 
 __all__ = ["LoadedPlan", "PlanError", "UsageError", "check_plan", "load_plan", "read_plan_bytes"]

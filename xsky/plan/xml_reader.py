@@ -69,6 +69,7 @@ class Reader:
         self.root = root
         self.source = source
         self.problems: list[Problem] = []
+        self._incomplete = False  # a part the whole plan's checks need could not be read
         self._lines: list[str] | None = None
         self._nth: dict[etree._Element, int] | None = None
 
@@ -128,7 +129,9 @@ class Reader:
             elif tag == "taskPrompt":
                 wf["taskPrompt"] = _element_text(child)
             elif tag == "variables":
+                before = len(self.problems)
                 wf["variables"] = self._read_variables(child)
+                self._incomplete |= len(self.problems) > before
             elif tag == "role":
                 wf.setdefault("roles", []).append(self._read_role(child))
             else:
@@ -140,13 +143,27 @@ class Reader:
             wf["agents"].append(self._read_agent(el, index))
 
         if self.problems:
-            raise WorkflowXMLError(self.problems)
+            raise WorkflowXMLError(self.problems, partial=self._partial(wf, agent_els))
         try:
             workflow = Workflow.model_validate(wf)
         except ValidationError as e:
             self._validation_problems(e, root, agent_els)
             raise WorkflowXMLError(self.problems) from None
         return ParsedWorkflow(workflow, self, agent_els)
+
+    def _partial(
+        self, wf: dict[str, Any], agent_els: list[etree._Element]
+    ) -> ParsedWorkflow | None:
+        """The plan as far as it reads, for the checks of the whole (dependencies, names,
+        cycles) to run too — so one bad ``<config>`` does not hide every other problem. None
+        when a part the checks stand on is missing (an agent's id, name or task, a variable),
+        which would make them report what is not wrong."""
+        if self._incomplete:
+            return None
+        try:
+            return ParsedWorkflow(Workflow.model_validate(wf), self, agent_els)
+        except ValidationError:
+            return None
 
     def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
         # The hot loop for big plans: read attributes as one dict, children in one pass,
@@ -223,6 +240,8 @@ class Reader:
                 f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>",
                 index,
             )
+        if agent.get("task") is None or agent_id is None or name is None:
+            self._incomplete = True
         if "task" not in agent:
             self.problem(
                 el,
