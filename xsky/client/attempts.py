@@ -1,0 +1,90 @@
+"""Why a task's attempts ended: read from the attempt ledgers the agents' activity writes
+into the artifact store (activities/agents/ledger.py), one file per dispatch.
+
+A ledger holds a line for every attempt that ended in an error or a timeout; an attempt
+with no line whose dispatch went on to a later attempt lost its worker (killed, crashed,
+cut off: its heartbeats stopped). The board's own notes (``TaskView.retries``) are the
+fallback where the store is not readable (workers on other machines)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from activities.agents.ledger import AttemptLedger
+from xsky.artifacts import safe_component
+from xsky.leader.tasks import TaskView
+
+_FILE = re.compile(r"-v(\d+)-d(\d+)\.jsonl")
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    """How one attempt of a task ended: ``error``, ``timeout`` or ``worker lost``."""
+
+    dispatch: int
+    attempt: int  # Temporal's attempt number inside its dispatch
+    kind: str
+    reason: str
+
+    def line(self, dispatches: int) -> str:
+        where = f" (dispatch {self.dispatch})" if dispatches > 1 else ""
+        return f"attempt {self.attempt}{where}: {self.kind}: {self.reason}"
+
+
+def attempt_ends(
+    artifacts: Path, run_id: str, first_run_id: str | None, task: TaskView
+) -> list[AttemptEnd] | None:
+    """Every ended attempt of ``task``, dispatch by dispatch; None when no ledger of the run
+    is readable here (then the board's notes are all there is)."""
+    folder = Path(artifacts) / safe_component(run_id) / "_attempts"
+    if not folder.is_dir():
+        return None
+    prefix = f"{safe_component(first_run_id or 'run', 40)}-{safe_component(task.id, 60)}"
+    ledgers: dict[int, list[AttemptLedger]] = {}
+    for path in folder.glob(f"{glob_escape(prefix)}-v*-d*.jsonl"):
+        found = _FILE.fullmatch(path.name[len(prefix) :])
+        if found:
+            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(path))
+    if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
+        ledgers.setdefault(task.attempt, [])
+    ends: list[AttemptEnd] = []
+    for dispatch in sorted(ledgers):
+        recorded: dict[int, AttemptEnd] = {}
+        for ledger in ledgers[dispatch]:
+            for entry in ledger.entries():
+                number = entry.get("attempt")
+                if isinstance(number, int):
+                    recorded[number] = AttemptEnd(
+                        dispatch, number, str(entry.get("kind")), str(entry.get("reason"))
+                    )
+        # the current dispatch went on to attempt N: the ones before it all ended
+        last = max(
+            [*recorded, task.activity_attempt - 1 if dispatch == task.attempt else 0], default=0
+        )
+        for number in range(1, last + 1):
+            ends.append(
+                recorded.get(number)
+                or AttemptEnd(
+                    dispatch,
+                    number,
+                    "worker lost",
+                    "no heartbeat (killed, crashed or cut off)",
+                )
+            )
+    return ends
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally by Path.glob (a task id may hold ``[``)."""
+    return re.sub(r"([*?[])", r"[\1]", text)
+
+
+def retry_lines(task: TaskView, ends: list[AttemptEnd] | None) -> list[str]:
+    """One line per ended attempt of a task that was tried more than once: from its ledgers,
+    else from the board's notes (``attempt 3 after worker lost: …``)."""
+    if ends:
+        dispatches = len({e.dispatch for e in ends})
+        return [e.line(dispatches) for e in ends]
+    return list(task.retries)
