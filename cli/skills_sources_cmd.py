@@ -1,5 +1,6 @@
 """``skills sources | add-source KIND [PATH] | remove-source KIND [PATH]``: the transcript
-folders that feed the skill pipeline (in ~/.xsky/settings.json, or the project's)."""
+folders that feed the skill pipeline (in the project's ./.xsky/settings.json, or with
+``--user`` the user's ~/.xsky/settings.json)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.table import Table
 from cli.render import cell, err, out, print_json, shown
 from xsky.client.skills import Skills
 from xsky.config import load_settings
-from xsky.skills.sources import expand
+from xsky.skills.sources import default_root, expand
 from xsky.skills.transcripts import SOURCE_KINDS
 
 
@@ -26,10 +27,16 @@ def register(s: argparse._SubParsersAction) -> None:
         a = s.add_parser(name, help=helptext)
         a.add_argument("kind", help=f"one of {', '.join(SOURCE_KINDS)}")
         a.add_argument("path", nargs="?", help="the folder (default: the kind's usual place)")
-        a.add_argument(
+        where = a.add_mutually_exclusive_group()
+        where.add_argument(
+            "--user",
+            action="store_true",
+            help="in the user's ~/.xsky/settings.json instead of the project's ./.xsky/settings.json",
+        )
+        where.add_argument(
             "--project",
             action="store_true",
-            help="in ./.xsky/settings.json instead of ~/.xsky/settings.json",
+            help="in the project's ./.xsky/settings.json (the default)",
         )
         a.set_defaults(handler=cmd_add_source if name == "add-source" else cmd_remove_source)
 
@@ -37,7 +44,13 @@ def register(s: argparse._SubParsersAction) -> None:
 def cmd_sources(args: argparse.Namespace) -> int:
     sources = Skills(load_settings()).sources()
     rows = [
-        {"kind": s.kind, "path": str(s.root), "exists": s.root.is_dir(), "from": s.origin}
+        {
+            "kind": s.kind,
+            "path": str(s.root),
+            "exists": s.root.is_dir(),
+            "from": s.origin,
+            "usualPlace": s.usual,
+        }
         for s in sources
     ]
     if args.json:
@@ -56,15 +69,21 @@ def cmd_sources(args: argparse.Namespace) -> int:
             "yes" if r["exists"] else "[yellow]no[/]",
             cell(r["from"]),
         )
+    if any(r["usualPlace"] and not r["exists"] for r in rows):
+        table.caption = (
+            "a kind's usual place that does not exist is skipped quietly by every scan; "
+            "a folder you named warns until it exists or is removed"
+        )
+        table.caption_justify = "left"
     out.print(table)
     return 0
 
 
 def cmd_add_source(args: argparse.Namespace) -> int:
-    change = Skills(load_settings()).add_source(args.kind, args.path, args.project)
+    change = Skills(load_settings()).add_source(args.kind, args.path, user=args.user)
     where = shown(args.path or "(default place)")
-    root = expand(args.path, os.environ) if args.path else None
-    if change.changed and root is not None and not root.is_dir():
+    root = expand(args.path, os.environ) if args.path else default_root(args.kind, os.environ)
+    if change.changed and not root.is_dir():
         err.print(f"[yellow]note:[/] {shown(root)} does not exist yet; it is watched once it does")
     if not change.changed:
         out.print(f"{shown(args.kind)} {where} is already registered in {shown(change.file)}")
@@ -79,7 +98,7 @@ def cmd_add_source(args: argparse.Namespace) -> int:
 
 
 def cmd_remove_source(args: argparse.Namespace) -> int:
-    file = Skills(load_settings()).remove_source(args.kind, args.path, args.project)
+    file = Skills(load_settings()).remove_source(args.kind, args.path, user=args.user)
     out.print(
         f"removed {shown(args.kind)} {shown(args.path or '(default place)')} from {shown(file)}; "
         "what was already ingested stays"

@@ -102,7 +102,9 @@ def scan(
         scanned_kinds: set[str] = set()
         for source in sources:
             if not source.root.is_dir():
-                if source.origin != "default":
+                # A kind's usual place may never exist (no Codex here): only a folder a
+                # person named is worth a warning on every scan.
+                if not source.usual:
                     result.problems.append(
                         f"{source.label()}: no such folder (registered in {source.origin}); "
                         f"fix the path or `starter.py skills remove-source {source.kind} {source.root}`"

@@ -24,8 +24,11 @@ async def test_sources_can_be_added_and_removed_and_a_broken_settings_file_is_ne
     }
 
     extra = tmp_path / "more-codex"
-    code, out, err = await starter(env, "skills", "add-source", "codex", str(extra), "--project")
-    assert code == 0 and "registered codex" in out and "does not exist yet" in err
+    project_file = Path(env.environ()["XSKY_PROJECT_DIR"]) / ".xsky" / "settings.json"
+    code, out, err = await starter(env, "skills", "add-source", "codex", str(extra))
+    said = " ".join(out.split())
+    assert code == 0 and "registered codex" in said and "does not exist yet" in err
+    assert f"in {project_file}" in said  # the project's file by default, and it says which
     code, out, _ = await starter(env, "skills", "sources", "--json")
     assert ("codex", str(extra)) in {(s["kind"], s["path"]) for s in json.loads(out)}
     code, out, _ = await starter(env, "skills", "remove-source", "codex", str(extra), "--project")
@@ -34,6 +37,11 @@ async def test_sources_can_be_added_and_removed_and_a_broken_settings_file_is_ne
     assert code == 2 and "is not registered" in err and "Traceback" not in err
     code, _, err = await starter(env, "skills", "add-source", "cursor", "/x")
     assert code == 2 and "unknown source kind 'cursor'" in err
+    user_file = Path(env.environ()["XSKY_USER_SETTINGS"])
+    code, out, _ = await starter(env, "skills", "add-source", "codex", str(extra), "--user")
+    assert code == 0 and f"in {user_file}" in " ".join(out.split())
+    code, out, _ = await starter(env, "skills", "remove-source", "codex", str(extra), "--user")
+    assert code == 0 and "removed codex" in out
 
     settings = Path(env.environ()["XSKY_PROJECT_DIR"]) / ".xsky" / "settings.json"
     settings.write_text('{"skills": {"sources": [}')

@@ -25,7 +25,9 @@ def skills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Skills:
 def test_a_source_is_added_once_beside_the_defaults_and_removed(skills: Skills, tmp_path: Path):
     folder = tmp_path / "codex-sessions"
     first = skills.add_source("codex", str(folder))
-    assert first.changed and first.defaults_kept and first.file == tmp_path / "user.json"
+    project_file = tmp_path / "project" / ".xsky" / "settings.json"
+    assert first.changed and first.defaults_kept and first.file == project_file
+    assert not (tmp_path / "user.json").exists()  # the project's file, unless asked otherwise
     assert not skills.add_source("codex", str(folder)).changed
     listed = json.loads(first.file.read_text())["skills"]["sources"]
     assert {"kind": "codex", "path": str(folder)} in listed and {"kind": "claude-code"} in listed
@@ -36,6 +38,15 @@ def test_a_source_is_added_once_beside_the_defaults_and_removed(skills: Skills, 
         skills.remove_source("codex", str(folder))
     with pytest.raises(UsageError, match="unknown source kind 'cursor'"):
         skills.add_source("cursor")
+
+
+def test_a_source_goes_to_the_users_file_when_asked(skills: Skills, tmp_path: Path):
+    change = skills.add_source("codex", str(tmp_path / "mine"), user=True)
+    assert change.file == tmp_path / "user.json"
+    assert not (tmp_path / "project" / ".xsky" / "settings.json").exists()
+    with pytest.raises(UsageError, match="removed with user=True"):
+        skills.remove_source("codex", str(tmp_path / "mine"))  # not in the project's file
+    assert skills.remove_source("codex", str(tmp_path / "mine"), user=True) == change.file
 
 
 async def test_status_without_a_server_has_the_local_facts_and_says_why_the_rest_is_missing(

@@ -28,7 +28,7 @@ from tests.skills_fixtures import (
 )
 from xsky.skills.atoms import AtomTask
 from xsky.skills.runs import DeltaRef, ScanInput, ScanResult
-from xsky.skills.sources import Source
+from xsky.skills.sources import Source, resolve
 
 
 def sources(t: Transcripts) -> list[Source]:
@@ -277,6 +277,22 @@ def test_a_registered_source_that_does_not_exist_is_a_problem_with_a_fix(t: Tran
     missing = Source("codex", t.root / "nowhere", "/p/.xsky/settings.json")
     result = scan(t.home, [*sources(t), missing], ScanInput())
     assert any("no such folder" in p and "remove-source" in p for p in result.problems)
+
+
+def test_a_kinds_usual_place_that_does_not_exist_is_skipped_quietly(t: Transcripts) -> None:
+    # The defaults (no file names a source), and the usual places `add-source` keeps beside a
+    # folder it registers (no path): no Codex on this machine is nothing to warn of, every scan.
+    env = {"HOME": str(t.root / "no-home")}
+    defaults = resolve(None, env)
+    kept = resolve([("/p/.xsky/settings.json", [("codex", None), ("claude-code", None)])], env)
+    assert all(not s.root.exists() and s.usual for s in defaults + kept)
+    result = scan(t.home, [*sources(t), *defaults, *kept], ScanInput())
+    assert result.problems == []
+    # the same place named by a person is theirs: it warns until it exists or is removed
+    named = resolve([("/p/.xsky/settings.json", [("codex", str(kept[0].root))])], env)
+    assert not named[0].usual
+    result = scan(t.home, [*sources(t), *named], ScanInput())
+    assert [p for p in result.problems if "no such folder" in p] != []
 
 
 def test_a_new_file_at_an_old_path_is_a_new_trajectory_and_an_unrelated_reused_inode_is_not_a_move(

@@ -146,11 +146,11 @@ class Skills:
         except SettingsError as e:
             raise UsageError(str(e)) from None
 
-    def add_source(self, kind: str, path: str | None = None, project: bool = False) -> SourceChange:
-        """Register a transcript folder (``path`` None: the kind's usual place) in the user's
-        settings file, or with ``project`` the project's."""
+    def add_source(self, kind: str, path: str | None = None, user: bool = False) -> SourceChange:
+        """Register a transcript folder (``path`` None: the kind's usual place) in the
+        project's settings file (``./.xsky/settings.json``), or with ``user`` the user's."""
         _check_kind(kind)
-        file = _settings_file(project)
+        file = _settings_file(user)
         data = _load_settings_json(file)
         skills = data.setdefault("skills", {})
         listed = skills.get("sources")
@@ -164,10 +164,11 @@ class Skills:
         _write(file, data)
         return SourceChange(file, changed=True, defaults_kept=defaults_kept)
 
-    def remove_source(self, kind: str, path: str | None = None, project: bool = False) -> Path:
-        """Unregister a transcript folder (what was ingested from it stays)."""
+    def remove_source(self, kind: str, path: str | None = None, user: bool = False) -> Path:
+        """Unregister a transcript folder from the project's settings file, or with ``user``
+        the user's (what was ingested from it stays)."""
         _check_kind(kind)
-        file = _settings_file(project)
+        file = _settings_file(user)
         data = _load_settings_json(file)
         listed = (data.get("skills") or {}).get("sources")
         if listed is None:
@@ -178,7 +179,12 @@ class Skills:
                 ", ".join(f"{e['kind']} {e.get('path') or '(default)'}" for e in listed) or "none"
             )
             raise UsageError(
-                f"{kind} {path or '(default place)'} is not registered in {file}; registered: {registered}"
+                f"{kind} {path or '(default place)'} is not registered in {file}; registered there: {registered}"
+                + (
+                    ""
+                    if user
+                    else " (sources in the user's settings file are removed with user=True, `--user`)"
+                )
             )
         data.setdefault("skills", {})["sources"] = kept
         _write(file, data)
@@ -345,8 +351,8 @@ class Skills:
 # -- settings files ---------------------------------------------------------------------------
 
 
-def _settings_file(project: bool) -> Path:
-    return dict(settings_paths())["project" if project else "user"]
+def _settings_file(user: bool) -> Path:
+    return dict(settings_paths())["user" if user else "project"]
 
 
 def _load_settings_json(path: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ class Source:
     kind: str
     root: Path  # absolute
     origin: str  # "default" or the settings file that registers it
+    usual: bool = False  # the kind's usual place (no path given): silent while it does not exist
 
     def label(self) -> str:
         return f"{self.kind} {self.root}"
@@ -50,11 +51,12 @@ def resolve(
     """Sources from ``[(settings path, [(kind, path or None), …]), …]``; None = no file says anything."""
     if registered is None:
         return [
-            Source(k, Path(os.path.abspath(default_root(k, env))), "default") for k in SOURCE_KINDS
+            Source(k, Path(os.path.abspath(default_root(k, env))), "default", usual=True)
+            for k in SOURCE_KINDS
         ]
     out: dict[tuple[str, Path], Source] = {}
     for origin, items in registered:
         for kind, path in items:
             root = expand(path, env) if path else Path(os.path.abspath(default_root(kind, env)))
-            out.setdefault((kind, root), Source(kind, root, origin))
+            out.setdefault((kind, root), Source(kind, root, origin, usual=not path))
     return list(out.values())
