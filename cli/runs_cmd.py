@@ -14,7 +14,7 @@ from rich.table import Table
 
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, results_table, tally
-from cli.render import cell, err, out, print_json, print_problems, shown
+from cli.render import cell, err, one_line, out, print_json, print_problems, shown
 from xsky.client import (
     ConnectionLost,
     Run,
@@ -24,11 +24,12 @@ from xsky.client import (
     check_names,
     new_run_id,
 )
+from xsky.client.attempts import attempt_ends, retry_lines
 from xsky.config import Settings, load_settings
 from xsky.errors import PlanError, UsageError
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
-from xsky.runs import RunOptions, RunResult
+from xsky.runs import AgentReport, RunOptions, RunResult
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -167,7 +168,8 @@ async def announce(
         if options.review:
             out.print(
                 cell(
-                    f"waiting for review: `starter.py plan {run.id}`, then `starter.py approve-plan {run.id}`"
+                    f"waiting for review: `starter.py plan {run.id}` shows the plan and its version N, then "
+                    f"`starter.py approve-plan {run.id} --version N`"
                 )
             )
     if not args.follow:
@@ -261,8 +263,13 @@ async def cmd_status(args: argparse.Namespace) -> int:
         run = await x.get(args.id)
         status = await run.temporal_status()
         page = await run.board(args.offset, args.limit, args.only)
+        retried = [t for t in page.tasks if t.tries > 1]
+        first = await run.first_run_id() if retried else None
+    why = {
+        t.id: retry_lines(t, attempt_ends(settings.artifacts, args.id, first, t)) for t in retried
+    }
     if args.json:
-        print_json({"workflowId": args.id, "status": status, **page.wire()})
+        print_json({"workflowId": args.id, "status": status, **page.wire(), "attempts": why})
         return 0
     # running: say what it is doing (paused, waiting …)
     state = page.state if status == "running" else status
@@ -273,6 +280,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
     )
     for note in page.notes:  # markdown for the Web UI, holding agents' questions: literal here
         out.print(cell(note.replace("**", "")))
+    for t in retried:  # why each retry happened: one line per attempt that ended
+        out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
+        for line in why[t.id] or ["(why is not recorded)"]:
+            out.print(cell(f"  {one_line(line, 160)}"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
     return 0
@@ -285,17 +296,27 @@ async def cmd_result(args: argparse.Namespace) -> int:
         if args.agent:
             result = await run.result(wait=args.wait)
             report, text = await run.agent_result(args.agent, result)
+            ok = report.status in ("completed", "skipped")
             if args.json:
                 print_json({**report.wire(), "result": text})
-            else:
+            elif ok:
                 out.print(cell(text))
-            return 0
+            else:
+                out.print(cell(agent_failure(report)))
+            return 0 if ok else 1
         if not args.wait and await run.temporal_status() == "running":
             raise UsageError(
                 f"{args.id} is still running; add --wait, or watch it with `starter.py status {args.id}`"
             )
         result = await run.result()
         return print_result(result, settings, args.json)
+
+
+def agent_failure(report: AgentReport) -> str:
+    """What a person reads of an agent that did not complete: its state, tries and error."""
+    tries = f" after {report.attempts} attempts" if report.attempts > 1 else ""
+    error = report.error or "no error was recorded"
+    return f"{report.task_id} ({report.name}) {report.status}{tries}: {error}"
 
 
 def list_query(args: argparse.Namespace) -> str:

@@ -14,7 +14,7 @@ from rich.table import Table
 from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.client import Run, XSky, resolve_roles
 from xsky.config import load_settings
-from xsky.errors import PlanError, UsageError
+from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import InterventionResult
 from xsky.plan.files import check_plan, read_plan_bytes
 from xsky.safe_text import xml_safe
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="decision",
         action="store_const",
         const="deny",
-        help="refuse it (the agent is told)",
+        help="refuse it: a direct-tool agent then fails, an agent with a model is told and may go on",
     )
     p.add_argument("--message", help="a note the agent sees with the decision")
     p = _cmd(
@@ -85,7 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("prompt", nargs="?", help="what to change")
     p.add_argument("--xml", help="a workflow XML file with the whole new plan")
     p = _cmd(sub, "approve-plan", "approve the plan under review so agents start", cmd_approve_plan)
-    p.add_argument("--version", type=int, help="the plan version you reviewed")
+    p.add_argument(
+        "--version",
+        type=int,
+        help="the plan version you reviewed (required: a newer one is refused; `plan ID` says which waits)",
+    )
     p.add_argument("--comment")
     _cmd(sub, "requests", "questions, approvals and escalations waiting for a person", cmd_requests)
 
@@ -188,6 +192,18 @@ async def cmd_replan(args: argparse.Namespace) -> int:
 
 
 async def cmd_approve_plan(args: argparse.Namespace) -> int:
+    if args.version is None:
+        # Approving "whatever is current" could approve a replan nobody has read.
+        _, run = await _run(args)
+        current = await run.review_version()
+        if current is None:
+            raise UsageError(
+                f"no plan of {args.id} is waiting for review: there is nothing to approve"
+            )
+        raise UsageError(
+            f"say which plan version you reviewed: v{current} waits for review — read it with "
+            f"`starter.py plan {args.id}`, then `starter.py approve-plan {args.id} --version {current}`"
+        )
     return await _update(args, lambda run: run.approve_plan(args.version, args.comment))
 
 
@@ -224,9 +240,20 @@ async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
                 out.print(f"[bold]v{v.version}[/] {v.at:%Y-%m-%d %H:%M:%S} — {shown(v.reason)}")
         return 0
     xml = await run.plan()
+    try:
+        review = await run.review_version()
+    except RunEndedError:
+        review = None
     if args.json:
-        print_json({"xml": xml})
+        print_json({"xml": xml, "review": review})
     else:
+        if review is not None:  # on stderr: the XML on stdout stays a plan that validates
+            err.print(
+                cell(
+                    f"plan v{review} waits for review: approve it with "
+                    f"`starter.py approve-plan {args.id} --version {review}`, or replan"
+                )
+            )
         # exact: a saved copy must validate (bidi and C1 controls as character references)
         out.print(xml_safe(xml), markup=False, highlight=False, soft_wrap=True, emoji=False)
     return 0

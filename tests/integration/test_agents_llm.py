@@ -25,8 +25,8 @@ from tests.fake_llm import (
 from tests.integration.eventually import eventually
 from tests.integration.helpers import RUNNING, board, board_shows, plan, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
-from xsky.leader.state import AnswerRequest, NudgeRequest
+from xsky.client import XSky, run_outcome
+from xsky.leader.state import AnswerRequest
 from xsky.runs import RunInput, RunOptions
 
 pytestmark = pytest.mark.integration
@@ -221,9 +221,9 @@ async def test_a_nudge_reaches_the_agent_at_its_next_step(env: Env, fake_llm: Fa
     await env.start_worker()
     handle = await env.start(plan(agent("1", "shell", "Do something slow")))
     await eventually(lambda: board_shows(handle, {"1": RUNNING}))
-    await handle.signal(
-        LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="prefer the cached copy")
-    )
+    # through the API: an agent with a model loop passes the direct-tool check
+    async with XSky.connect() as x:
+        await (await x.get(handle.id)).nudge("T-1", "prefer the cached copy")
     await asyncio.wait_for(run_outcome(handle), 30)
     second = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "user"]
     assert "Message from your supervisor: prefer the cached copy" in second

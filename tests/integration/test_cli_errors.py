@@ -129,8 +129,25 @@ def cases() -> list[Case]:
         ),
         Case("bad-input", ("skills", "export", "--to", str(ROOT / "README.md")), "README.md"),
         Case("bad-input", ("server", "--ui-port", "many"), "invalid int value"),
-        Case("bad-input", ("demo", "--fast"), "unrecognized arguments: --fast"),
-        Case("bad-input", ("down", "--now"), "unrecognized arguments: --now"),
+        Case("bad-input", ("demo", "--fast"), "unknown option --fast; `starter.py demo --help`"),
+        Case("bad-input", ("down", "--now"), "unknown option --now; `starter.py down --help`"),
+        # a mistyped command, sub-command, option or choice: the nearest one is named
+        Case("bad-input", ("stauts", ENDED), "unknown command 'stauts' — did you mean 'status'?"),
+        Case("bad-input", ("skills", "lst"), "unknown skills command 'lst' — did you mean 'list'?"),
+        Case(
+            "bad-input",
+            ("run", "--folow", DIAMOND),
+            "unknown option --folow — did you mean --follow?",
+        ),
+        Case("bad-input", ("status", ENDED, "--limt", "5"), "did you mean --limit?"),
+        Case("bad-input", ("list", "--status", "runing"), "did you mean 'running'?"),
+        Case("bad-input", ("status", ENDED, "extra"), "unexpected argument 'extra'"),
+        Case(
+            "bad-input",
+            ("skills", "add-source", "codex", "--user", "--project"),
+            "not allowed with argument",
+        ),
+        Case("bad-input", ("result", ENDED, "--agent", "99", "--json"), "no agent 99"),
         # nothing answers at the address
         Case("unreachable", ("run", DIAMOND, "--var", "topic=x"), "cannot reach Temporal"),
         Case("unreachable", ("list",), "cannot reach Temporal"),

@@ -119,6 +119,44 @@ async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env
     assert code == 0 and json.loads(out)["workflowId"] == workflow_id
     code, out, err = await starter(env, "result", workflow_id, "--wait")
     assert code == 1 and "exited with status 4" in out
+    # One failed agent's result is its failure, not an empty line, and the exit says so.
+    code, out, err = await starter(env, "result", workflow_id, "--agent", "T-1")
+    assert code == 1 and "T-1 (shell) failed" in out and "exited with status 4" in out, out + err
+    code, out, _ = await starter(env, "result", workflow_id, "--agent", "1", "--json")
+    assert code == 1 and json.loads(out)["status"] == "failed"
+
+
+async def test_status_says_why_each_attempt_of_a_retried_task_ended(env: Env):
+    await env.start_worker()
+    plan = env.home / "flaky.xml"
+    env.home.mkdir(parents=True, exist_ok=True)
+    # fails twice (exit 5, then exit 6), then succeeds: the workspace keeps its count
+    command = (
+        "n=$(cat tries 2>/dev/null || echo 0); echo $((n+1)) > tries; [ $n -ge 2 ] || exit $((n+5))"
+    )
+    plan.write_text(
+        '<workflow name="flaky" taskId="flaky"><agent name="shell" id="1"><task>x</task><config>'
+        + json.dumps(
+            {
+                "tool": "shell",
+                "command": command,
+                "retry": {"maximumAttempts": 3, "initialInterval": 0.2},
+            }
+        )
+        + "</config></agent></workflow>"
+    )
+    workflow_id = f"xsky-flaky-{uuid.uuid4().hex[:6]}"
+    code, out, err = await starter(env, "run", str(plan), "--id", workflow_id, "--follow")
+    assert code == 0, out + err
+    code, out, err = await starter(env, "status", workflow_id)
+    said = " ".join(out.split())
+    assert code == 0 and "T-1 (shell): 3 attempts" in said, out + err
+    assert "attempt 1: error:" in said and "exited with status 5" in said, out
+    assert "attempt 2: error:" in said and "exited with status 6" in said, out
+    assert "attempt 3" not in said  # it completed: nothing to explain
+    code, out, _ = await starter(env, "status", workflow_id, "--json")
+    lines = json.loads(out)["attempts"]["T-1"]
+    assert [line.split(":")[0] for line in lines] == ["attempt 1", "attempt 2"]
 
 
 async def test_unknown_run_and_unreachable_server_are_clear_errors(
@@ -172,8 +210,19 @@ async def test_steering_commands_of_starter(env: Env):
     assert code == 0 and "approve-plan" in out, err
     code, out, err = await starter(env, "approve-plan", workflow_id, "--version", "3")
     assert code == 2 and "refused: you reviewed v3 but the plan is now v1" in err
-    code, out, _ = await starter(env, "approve-plan", workflow_id, "--version", "1")
-    assert code == 0 and "plan v1 approved" in out
+    # `plan` says which version waits; approving needs that version, said explicitly
+    code, out, err = await starter(env, "plan", workflow_id)
+    assert code == 0 and out.lstrip().startswith("<") and "plan v1 waits for review" in err
+    code, out, err = await starter(env, "approve-plan", workflow_id)
+    assert code == 2 and "v1 waits for review" in err, err
+    assert f"starter.py approve-plan {workflow_id} --version 1" in " ".join(err.split())
+    # replanned after the person read v1: their approval of v1 is refused, not applied to v2
+    code, out, err = await starter(env, "replan", workflow_id, "--xml", str(path))
+    assert code == 0 and "plan v2" in out, err
+    code, out, err = await starter(env, "approve-plan", workflow_id, "--version", "1")
+    assert code == 2 and "you reviewed v1 but the plan is now v2" in err, err
+    code, out, _ = await starter(env, "approve-plan", workflow_id, "--version", "2")
+    assert code == 0 and "plan v2 approved" in out
 
     handle = env.client.get_workflow_handle(workflow_id)
     await eventually(lambda: board_shows(handle, {"1": "blocked", "2": RUNNING}))
@@ -184,8 +233,9 @@ async def test_steering_commands_of_starter(env: Env):
 
     code, out, err = await starter(env, "nudge", workflow_id, "T-9", "hello")
     assert code == 2 and "no task 'T-9'" in err
-    code, out, _ = await starter(env, "nudge", workflow_id, "T-2", "hurry up")
-    assert code == 0 and "nudge sent to T-2" in out
+    # T-2 is a direct noop tool: no model would ever read a nudge, so it is refused
+    code, out, err = await starter(env, "nudge", workflow_id, "T-2", "hurry up")
+    assert code == 2 and "T-2 runs a direct noop tool" in err and "cannot read a nudge" in err
     code, out, _ = await starter(env, "pause", workflow_id, "--reason", "checking")
     assert code == 0 and "paused" in out
     code, out, _ = await starter(env, "resume", workflow_id)
@@ -198,11 +248,11 @@ async def test_steering_commands_of_starter(env: Env):
     code, out, err = await starter(env, "replan", workflow_id)
     assert code == 2 and "PROMPT, or --xml FILE" in err
     code, out, _ = await starter(env, "replan", workflow_id, "then run `echo extra`")
-    assert code == 0 and "plan v2" in out and "added 4" in out
+    assert code == 0 and "plan v3" in out and "added 4" in out
     code, out, _ = await starter(env, "plan", workflow_id)
     assert 'id="4"' in out and "echo extra" in out
     code, out, _ = await starter(env, "plan", workflow_id, "--history")
-    assert "v1" in out and "v2" in out and "a person asked" in out
+    assert "v1" in out and "v3" in out and "a person asked" in out
     code, out, err = await starter(env, "answer", workflow_id, "Q-5", "x")
     assert code == 2 and "refused: no request 'Q-5'" in err
     code, out, _ = await starter(env, "answer", workflow_id, "Q-1", "go")

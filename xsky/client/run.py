@@ -32,7 +32,9 @@ from xsky.client._consts import (
     TRANSIENT,
     Decision,
 )
-from xsky.client.outcome import _status_name, run_outcome
+from xsky.client.attempts import attempt_ends, retry_lines
+from xsky.client.outcome import _status_name, cancelled_result, run_outcome
+from xsky.client.plan_agents import direct_tool
 from xsky.client.results import reports_of, result_text
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
 from xsky.config import Settings
@@ -148,10 +150,14 @@ class Run:
 
         return list(await self._query(LeaderWorkflow.pending_requests))
 
-    async def plan(self) -> str:
-        """The run's current plan, as workflow XML."""
-
-        return str(await self._query(LeaderWorkflow.plan))
+    async def plan(self, offset: int = 0, limit: int | None = None) -> str:
+        """The run's current plan, as workflow XML (a large plan a page of agents at a time)."""
+        if offset == 0 and limit is None:
+            return str(await self._query(LeaderWorkflow.plan))
+        page = (
+            PageRequest(offset=offset) if limit is None else PageRequest(offset=offset, limit=limit)
+        )
+        return str(await self._query(LeaderWorkflow.plan, page))
 
     async def plan_history(self) -> list[PlanVersion]:
 
@@ -260,47 +266,8 @@ class Run:
                 await asyncio.sleep(1.0)
             except WorkflowFailureError as e:
                 if isinstance(e.cause, CancelledError):
-                    return await self._cancelled_result()
+                    return await cancelled_result(self.handle)
                 raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
-
-    async def _cancelled_result(self) -> RunResult:
-        """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
-        RunResult is put together from the run's ``results`` query (every agent's report)."""
-
-        agents: list[AgentReport] = []
-        while True:
-            try:
-                page = await self.handle.query(
-                    LeaderWorkflow.results,
-                    PageRequest(offset=len(agents), limit=2000),
-                    rpc_timeout=QUERY_TIMEOUT,
-                )
-            except RPCError as e:
-                raise NoWorkerError(
-                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message})",
-                    "start one with `python worker.py`",
-                    topic="worker",
-                ) from None
-            agents += page.agents
-            if not page.agents or len(agents) >= page.total:
-                break
-        counts: dict[str, int] = {}
-        for a in agents:
-            counts[a.status] = counts.get(a.status, 0) + 1
-        done = counts.get("completed", 0) + counts.get("skipped", 0)
-        desc = await self.handle.describe()
-        attrs = {key.name: value for key, value in desc.typed_search_attributes}
-        return RunResult(
-            workflow_id=self.id,
-            name=str(attrs.get("XskyPlan") or await desc.static_summary() or self.id),
-            status="cancelled",
-            summary=f"cancelled: {done} of {len(agents)} agents completed",
-            agents=agents,
-            counts=counts,
-            agents_total=len(agents),
-            started_at=desc.start_time,
-            ended_at=desc.close_time,
-        )
 
     async def reports(self) -> list[AgentReport]:
         """Every agent's report: inline, or for a large run from the artifact store."""
@@ -383,6 +350,14 @@ class Run:
 
         if not message.strip():
             raise UsageError("the nudge message is empty: say what the agent should know")
+        await self._running("nudge")
+        row = await self.task(task)
+        tool = await direct_tool(self, row.agent_id)
+        if tool is not None:  # a signal cannot refuse: nobody would ever read it
+            raise UsageError(
+                f"{row.id} runs a direct {tool} tool (no model reads messages): it cannot read a nudge; "
+                "use retry (with new task text), skip or replan instead"
+            )
         await self._signal(
             LeaderWorkflow.nudge, NudgeRequest(task_id=task, message=message), "nudge", task=task
         )
@@ -419,10 +394,20 @@ class Run:
         request = ReplanRequest(xml=xml) if xml is not None else ReplanRequest(prompt=prompt)
         return await self._update(LeaderWorkflow.replan, request)
 
-    async def approve_plan(
-        self, version: int | None = None, comment: str | None = None
-    ) -> InterventionResult:
+    async def review_version(self) -> int | None:
+        """The plan version waiting for review (request ``R-n``), or None when none waits."""
+        await self._running("approve")
+        review = next((r for r in await self.requests() if r.kind == "review"), None)
+        return int(review.id.removeprefix("R-")) if review is not None else None
 
+    async def approve_plan(self, version: int, comment: str | None = None) -> InterventionResult:
+        """Approve the plan under review: ``version`` is the one you read (a plan replanned
+        since is refused, so nobody approves what they have not seen)."""
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise UsageError(
+                f"approve_plan needs the plan version you reviewed, not {version!r} "
+                "(Run.review_version() says which one waits)"
+            )
         return await self._update(
             LeaderWorkflow.approve_plan, ApprovePlanRequest(version=version, comment=comment)
         )
@@ -450,6 +435,19 @@ class Run:
         await self._running("cancel")
         await self.handle.cancel()
         return f"cancellation of {self.id} requested: it ends Cancelled once any running agents have stopped"
+
+    async def attempts(self, task: str) -> list[str]:
+        """Why each ended attempt of a task ended, one line each (``attempt 2: error: exit 1``):
+        from the attempt ledgers in the artifact store, else from the board's notes."""
+        row = await self.task(task)
+        return retry_lines(
+            row, attempt_ends(self._settings.artifacts, self.id, await self.first_run_id(), row)
+        )
+
+    async def first_run_id(self) -> str | None:
+        """The run id of the run's first execution (continue-as-new keeps the workflow id)."""
+        desc = await self.handle.describe()
+        return desc.raw_description.workflow_execution_info.first_run_id or desc.run_id
 
     # -- transcripts --------------------------------------------------------------------------
 

@@ -1,0 +1,79 @@
+"""Why a task's attempts ended, as `status` shows it: read from the attempt ledgers the
+agents' activity writes (activities/agents/ledger.py), with lost workers found by the gaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from activities.agents.key import AgentKey
+from activities.agents.ledger import AttemptLedger
+from xsky.client.attempts import attempt_ends, retry_lines
+from xsky.leader.tasks import TaskView
+
+RUN, FIRST = "xsky-run-1", "0a1b2c3d-run"
+
+
+def task(
+    tid: str = "T-2", dispatch: int = 1, activity_attempt: int = 1, tries: int = 1
+) -> TaskView:
+    return TaskView(
+        id=tid,
+        agent_id=tid.removeprefix("T-"),
+        session_id=RUN,
+        subject="s",
+        description="d",
+        assigned_agent="shell",
+        status="failed",
+        attempt=dispatch,
+        activity_attempt=activity_attempt,
+        tries=tries,
+        retries=["attempt 2 after a failed or lost attempt"],
+    )
+
+
+def ledger(root: Path, tid: str, dispatch: int, execution: str = FIRST) -> AttemptLedger:
+    key = AgentKey(
+        run_id=RUN,
+        agent_id=tid.removeprefix("T-"),
+        task_id=tid,
+        execution_id=execution,
+        plan_version=dispatch,
+        dispatch=dispatch,
+    )
+    return AttemptLedger.of(root, key)
+
+
+def test_every_ended_attempt_has_a_line_and_a_lost_worker_is_found_by_its_gap(tmp_path: Path):
+    first = ledger(tmp_path, "T-2", 1)
+    first.record(1, "error", "agent 2: the command exited with status 5: exit 5")
+    # attempt 2 lost its worker (nothing written), attempt 3 failed
+    first.record(3, "error", "agent 2: the command exited with status 6: exit 6")
+    # a later dispatch (a replan or `retry`) ran past its timeout, then is on attempt 2
+    ledger(tmp_path, "T-2", 2).record(1, "timeout", "ran past its start-to-close timeout")
+    # other tasks, other runs with this id, and T-22 are not T-2's
+    ledger(tmp_path, "T-22", 1).record(1, "error", "not mine")
+    ledger(tmp_path, "T-2", 1, execution="an-older-run").record(1, "error", "not mine either")
+
+    row = task(dispatch=2, activity_attempt=2, tries=5)
+    lines = retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row))
+    assert lines == [
+        "attempt 1 (dispatch 1): error: agent 2: the command exited with status 5: exit 5",
+        "attempt 2 (dispatch 1): worker lost: no heartbeat (killed, crashed or cut off)",
+        "attempt 3 (dispatch 1): error: agent 2: the command exited with status 6: exit 6",
+        "attempt 1 (dispatch 2): timeout: ran past its start-to-close timeout",
+    ]
+
+
+def test_a_running_retry_after_lost_workers_only_has_its_gaps(tmp_path: Path):
+    ledger(tmp_path, "T-1", 1).record(1, "error", "someone else's")  # the run's folder exists
+    row = task("T-2", dispatch=1, activity_attempt=3, tries=3)
+    assert retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row)) == [
+        "attempt 1: worker lost: no heartbeat (killed, crashed or cut off)",
+        "attempt 2: worker lost: no heartbeat (killed, crashed or cut off)",
+    ]
+
+
+def test_without_a_readable_store_the_boards_notes_are_shown(tmp_path: Path):
+    row = task(activity_attempt=2, tries=2)
+    assert attempt_ends(tmp_path / "elsewhere", RUN, FIRST, row) is None
+    assert retry_lines(row, None) == ["attempt 2 after a failed or lost attempt"]
