@@ -72,6 +72,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-replans", type=int, help="automatic replans on failures and stalls (default 2)"
     )
+    p.add_argument(
+        "--replan-on-any-failure",
+        dest="replan_deterministic",
+        action="store_true",
+        default=None,
+        help="replan automatically after deterministic failures too (a non-zero exit, an HTTP "
+        "4xx); by default such a failure is final and waits for your retry, skip or replan",
+    )
+    p.add_argument(
+        "--hold-on-failure",
+        type=float,
+        nargs="?",
+        const=3600.0,
+        metavar="SECONDS",
+        help="keep the run open after a task failed, with an escalation E-n, for SECONDS "
+        "(default 3600): retry, skip, replan or `end` it",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
@@ -183,6 +200,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         "review_timeout": "review_timeout",
         "on_review_timeout": "review_timeout_action",
         "max_replans": "max_auto_replans",
+        "hold_on_failure": "hold_on_failure",
+        "replan_deterministic": "replan_deterministic",
     }
     flag_of = {key: "--" + flag.replace("_", "-") for flag, key in flags.items()}
     for flag, key in flags.items():

@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 
 from workflows.failures import describe_failure
 from workflows.leader_metrics import LeaderMetrics
+from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import AttemptFailure, LeaderCore
     from xsky.leader.state import LeaderState, PlanVersion
     from xsky.leader.tasks import board_markdown, subject_of
+    from xsky.plan.agent_config import deterministic_retries
     from xsky.plan.models import Workflow
     from xsky.plan.planning import PlanRequest, PlanResult, problems_text
     from xsky.plan.xml import parse_workflow
@@ -67,7 +69,9 @@ def agent_activity(
         heartbeat_timeout=timedelta(seconds=heartbeat),
         retry_policy=RetryPolicy(
             # errors spend maximumAttempts (the activity counts them); lost workers the rest
-            maximum_attempts=settings.retry.maximum_attempts + core.options.lost_worker_retries,
+            maximum_attempts=settings.retry.maximum_attempts
+            + core.options.lost_worker_retries
+            + _config_retries(agent.config),
             initial_interval=timedelta(seconds=settings.retry.initial_interval),
             backoff_coefficient=settings.retry.backoff_coefficient,
             maximum_interval=timedelta(seconds=settings.retry.maximum_interval),
@@ -77,6 +81,13 @@ def agent_activity(
         activity_id=f"{task.id}-v{core.state.plan_version}-d{dispatch}",
         summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
     )
+
+
+def _config_retries(config: dict[str, Any] | None) -> int:
+    """Tries a plan's ``<config>{"retries": N}`` adds (the activity decides which errors
+    they repeat); a plan without the key never reaches the patch."""
+    retries = deterministic_retries(config)
+    return retries if retries and patched("deterministic-failures-final") else 0
 
 
 def _summary(text: str) -> str:
@@ -125,7 +136,11 @@ def attempt_failure(err: ActivityError) -> AttemptFailure:
     ]
     attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
     lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
-    return AttemptFailure(describe_failure(err), decisions, attempt, lost)
+    # Asked only of a deterministic failure, so the marker is written where it decides.
+    deterministic = any(d.get("deterministic") is True for d in details) and patched(
+        "deterministic-failures-final"
+    )
+    return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic)
 
 
 async def call_planner(

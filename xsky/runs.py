@@ -56,6 +56,18 @@ class RunOptions(Wire):
     max_auto_replans: int = Field(
         2, ge=0, le=20, description="automatic replans per run (failures, stalls)"
     )
+    replan_deterministic: bool = Field(
+        False,
+        description="replan automatically after a deterministic failure too (a non-zero exit, "
+        "an HTTP 4xx, a refused argument); off: such a failure is final and waits for a person's "
+        "retry, skip or replan",
+    )
+    hold_on_failure: float = Field(
+        0.0,
+        ge=0,
+        description="seconds a run stays open after a task failed for good, with an escalation "
+        "E-n (retry, skip, replan or end_run); 0: the run ends as soon as nothing can progress",
+    )
     request_timeout: float = Field(
         86400.0, gt=0, description="seconds a question or approval may wait for a person"
     )
@@ -78,6 +90,31 @@ class RunOptions(Wire):
     )
 
 
+class AgentReport(Wire):
+    id: str
+    task_id: str
+    name: str
+    status: str
+    result: str | None = None
+    result_ref: ArtifactRef | None = None
+    error: str | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+
+
+class ResumeFrom(Wire):
+    """A follow-up run that resumes an ended one (``Run.retry`` on an ended run): the agents
+    that completed there are carried over with their results, and ``rerun`` (with every agent
+    that depends on them) runs again, in the first run's workspace."""
+
+    run_id: str  # the run this one resumes
+    workspace_of: str  # the run whose default workspace agents use (the first of a chain)
+    carried: list[AgentReport] = Field(default_factory=list)  # completed/skipped agents' reports
+    rerun: list[str] = Field(default_factory=list)  # agent ids to run again (and dependents)
+
+
 class RunInput(Wire):
     """The one input of ``LeaderWorkflow.run``; ``state`` is set only by continue-as-new.
 
@@ -98,6 +135,7 @@ class RunInput(Wire):
         default_factory=PermissionSettings, description="rules and mode from settings"
     )
     state: LeaderState | None = None
+    resume: ResumeFrom | None = None
     plan_ref: BlobRef | None = Field(
         None, description="a plan too large for the input, as workflow XML in the artifact store"
     )
@@ -118,6 +156,8 @@ class AgentInput(Wire):
     plan_version: int = 1
     dispatch: int = 1
     workspace: str | None = None
+    # A resumed run works in the workspace of the run it resumes (its default one).
+    workspace_of: str | None = None
     artifact_threshold: int = 8192
     # (No heartbeat interval: a worker heartbeats at a third of the activity's own heartbeat
     # timeout, activities/beat.py; an older input's heartbeatInterval is ignored.)
@@ -202,20 +242,6 @@ class ProgressReport(Wire):
 
 
 FinalStatus = Literal["completed", "failed", "cancelled"]
-
-
-class AgentReport(Wire):
-    id: str
-    task_id: str
-    name: str
-    status: str
-    result: str | None = None
-    result_ref: ArtifactRef | None = None
-    error: str | None = None
-    attempts: int = 0
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    artifacts: list[ArtifactRef] = Field(default_factory=list)
 
 
 class ResultsPage(Wire):

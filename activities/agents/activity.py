@@ -27,8 +27,13 @@ from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.sandbox.confine import sandbox_settings
 from xsky.config import Settings
+from xsky.plan.agent_config import deterministic_retries
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
+
+# Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
+# or a person's or a rule's refusal.
+NEVER_REPEATED = frozenset({"AgentConfigError", "ArtifactMissing", "PermissionDenied"})
 
 
 class AgentActivities:
@@ -86,8 +91,30 @@ class AgentActivities:
         """The error this attempt ends with: recorded; final once the error budget is spent."""
         details = (*e.details, {"attempt": attempt})
         if e.non_retryable:
-            await asyncio.to_thread(ledger.record, attempt, "error", e.message)
-            return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
+            errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+            retries = deterministic_retries(inp.agent.config)
+            if retries and e.type not in NEVER_REPEATED:
+                # The plan asked for this agent to be tried again even when its failure looks
+                # deterministic (<config>{"retries": N}): a flaky script, a race it knows of.
+                if errors <= retries:
+                    return ApplicationError(
+                        f"{e.message} — trying again ({errors} of {retries} retries the "
+                        "agent's <config> allows)",
+                        *details,
+                        type=e.type,
+                        non_retryable=False,
+                    )
+                return ApplicationError(
+                    f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
+                    *details,
+                    type=e.type,
+                    non_retryable=True,
+                )
+            # Deterministic: the same attempt would fail the same way. The leader reads this
+            # detail and does not replan it automatically either (unless the run opts in).
+            return ApplicationError(
+                e.message, *details, {"deterministic": True}, type=e.type, non_retryable=True
+            )
         errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
         if inp.error_attempts and errors >= inp.error_attempts:
             return ApplicationError(

@@ -216,7 +216,8 @@ def workspace_for(settings: Settings, inp: AgentInput, sandbox: SandboxSettings)
     path from the run), checked, made by the worker and handed to the sandbox user."""
     roots = sandbox.workspace_roots
     try:
-        folder = workspaces.resolve(inp.workspace, settings, inp.run_id, roots)
+        # a follow-up run works where the run it resumes worked
+        folder = workspaces.resolve(inp.workspace, settings, inp.workspace_of or inp.run_id, roots)
     except workspaces.WorkspaceRefused as e:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     owner = sandbox.owner

@@ -169,6 +169,7 @@ class XSky:
         workflow_id: str,
         wait_for_worker: float | None = None,
         on_wait: Any = None,
+        memo: dict[str, Any] | None = None,
     ) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds)."""
 
@@ -197,6 +198,7 @@ class XSky:
                 static_details=details,
                 # An id names one run (and its workspace and artifacts): never a second one.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo=memo,
             )
         except WorkflowAlreadyStartedError:
             raise UsageError(

@@ -10,9 +10,13 @@ from temporalio.client import (
     WorkflowHandle,
 )
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
-from xsky.client._consts import OUTCOME_TYPES
-from xsky.runs import RunResult
+from workflows.leader import LeaderWorkflow
+from xsky.client._consts import OUTCOME_TYPES, QUERY_TIMEOUT
+from xsky.errors import NoWorkerError
+from xsky.leader.state import PageRequest
+from xsky.runs import AgentReport, RunResult
 
 # -- outcomes ------------------------------------------------------------------------------------
 
@@ -39,3 +43,43 @@ async def run_outcome(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:
     return status.name.lower().replace("_", " ") if status else "unknown"
+
+
+async def cancelled_result(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
+    """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
+    RunResult is put together from the run's ``results`` query (every agent's report)."""
+
+    agents: list[AgentReport] = []
+    while True:
+        try:
+            page = await handle.query(
+                LeaderWorkflow.results,
+                PageRequest(offset=len(agents), limit=2000),
+                rpc_timeout=QUERY_TIMEOUT,
+            )
+        except RPCError as e:
+            raise NoWorkerError(
+                f"{handle.id} was cancelled; reading its agents' results needs a worker ({e.message})",
+                "start one with `python worker.py`",
+                topic="worker",
+            ) from None
+        agents += page.agents
+        if not page.agents or len(agents) >= page.total:
+            break
+    counts: dict[str, int] = {}
+    for a in agents:
+        counts[a.status] = counts.get(a.status, 0) + 1
+    done = counts.get("completed", 0) + counts.get("skipped", 0)
+    desc = await handle.describe()
+    attrs = {key.name: value for key, value in desc.typed_search_attributes}
+    return RunResult(
+        workflow_id=handle.id,
+        name=str(attrs.get("XskyPlan") or await desc.static_summary() or handle.id),
+        status="cancelled",
+        summary=f"cancelled: {done} of {len(agents)} agents completed",
+        agents=agents,
+        counts=counts,
+        agents_total=len(agents),
+        started_at=desc.start_time,
+        ended_at=desc.close_time,
+    )

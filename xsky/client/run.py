@@ -32,7 +32,7 @@ from xsky.client._consts import (
     TRANSIENT,
     Decision,
 )
-from xsky.client.outcome import _status_name, run_outcome
+from xsky.client.outcome import _status_name, cancelled_result, run_outcome
 from xsky.client.results import reports_of, result_text
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
 from xsky.config import Settings
@@ -51,6 +51,7 @@ from xsky.leader.state import (
     ApproveToolRequest,
     AuditEntry,
     BoardPage,
+    EndRunRequest,
     HumanRequest,
     InterventionResult,
     NudgeRequest,
@@ -260,47 +261,8 @@ class Run:
                 await asyncio.sleep(1.0)
             except WorkflowFailureError as e:
                 if isinstance(e.cause, CancelledError):
-                    return await self._cancelled_result()
+                    return await cancelled_result(self.handle)
                 raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
-
-    async def _cancelled_result(self) -> RunResult:
-        """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
-        RunResult is put together from the run's ``results`` query (every agent's report)."""
-
-        agents: list[AgentReport] = []
-        while True:
-            try:
-                page = await self.handle.query(
-                    LeaderWorkflow.results,
-                    PageRequest(offset=len(agents), limit=2000),
-                    rpc_timeout=QUERY_TIMEOUT,
-                )
-            except RPCError as e:
-                raise NoWorkerError(
-                    f"{self.id} was cancelled; reading its agents' results needs a worker ({e.message})",
-                    "start one with `python worker.py`",
-                    topic="worker",
-                ) from None
-            agents += page.agents
-            if not page.agents or len(agents) >= page.total:
-                break
-        counts: dict[str, int] = {}
-        for a in agents:
-            counts[a.status] = counts.get(a.status, 0) + 1
-        done = counts.get("completed", 0) + counts.get("skipped", 0)
-        desc = await self.handle.describe()
-        attrs = {key.name: value for key, value in desc.typed_search_attributes}
-        return RunResult(
-            workflow_id=self.id,
-            name=str(attrs.get("XskyPlan") or await desc.static_summary() or self.id),
-            status="cancelled",
-            summary=f"cancelled: {done} of {len(agents)} agents completed",
-            agents=agents,
-            counts=counts,
-            agents_total=len(agents),
-            started_at=desc.start_time,
-            ended_at=desc.close_time,
-        )
 
     async def reports(self) -> list[AgentReport]:
         """Every agent's report: inline, or for a large run from the artifact store."""
@@ -428,11 +390,31 @@ class Run:
         )
 
     async def retry(self, task: str, text: str | None = None) -> InterventionResult:
-        """Run a failed, cancelled or escalated task again (with new task text if given)."""
+        """Run a failed, cancelled or escalated task again (with new task text if given).
 
+        On a run that has ended, a follow-up run does it (:meth:`follow_up`); the message names it."""
+        if await self.temporal_status() != "running":
+            follow = await self.follow_up([task], text)
+            return InterventionResult(
+                message=f"{self.id} has ended: {follow.id} resumes it — {task} and what depends "
+                "on it run again, every completed result is carried over",
+                plan_version=None,
+            )
         return await self._update(
             LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text)
         )
+
+    async def follow_up(self, tasks: list[str], text: str | None = None) -> Run:
+        """A follow-up run of this ended run: ``tasks`` and their dependents run again, the
+        rest is carried over with its results, in this run's workspace (xsky/client/resume.py)."""
+        from xsky.client.resume import start_follow_up  # it starts runs through the XSky handle
+
+        return await start_follow_up(self, tasks, text)
+
+    async def end(self, reason: str | None = None) -> InterventionResult:
+        """Close a run held open (``hold_on_failure``, or paused): pending requests are
+        withdrawn and it ends, failed if a task failed."""
+        return await self._update(LeaderWorkflow.end_run, EndRunRequest(reason=reason))
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
 

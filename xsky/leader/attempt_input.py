@@ -192,6 +192,7 @@ class AttemptInputs(Requests):
             plan_version=self.state.plan_version,
             dispatch=dispatch,
             workspace=self.options.workspace,
+            workspace_of=self.input.resume.workspace_of if self.input.resume else None,
             artifact_threshold=self.options.artifact_threshold,
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.state.answers.get(task.id, [])),
