@@ -293,7 +293,9 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         tail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
         raise ToolError(
             f"the command exited with status {proc.returncode}: {command[:200]}\n{tail}".rstrip(),
-            retryable=True,
+            # the same command in the same workspace fails the same way: not retried, unless
+            # the agent's <config> asks for it ("retries")
+            retryable=False,
             details=details,
         )
     out = proc.stdout.rstrip("\n")
