@@ -50,11 +50,18 @@ def cases() -> list[Case]:
         "approve": ("A-1",),
         "replan": ("add a step",),
         "approve-plan": (),
+        "end": (),
     }
+    # retry on an ended run starts a follow-up run: refused when the task completed there
+    ended_says = {"retry": "T-1 completed in"}
     for command, rest in steer.items():
         table += [
             Case("unknown-run", (command, UNKNOWN, *rest), f"no run with id {UNKNOWN}"),
-            Case("ended-run", (command, ENDED, *rest), "has already ended (completed)"),
+            Case(
+                "ended-run",
+                (command, ENDED, *rest),
+                ended_says.get(command, "has already ended (completed)"),
+            ),
             Case("unreachable", (command, "xsky-x", *rest), "cannot reach Temporal"),
         ]
     looking = {"status": (), "result": (), "requests": (), "log": ("T-1",)}
@@ -97,6 +104,12 @@ def cases() -> list[Case]:
             "the plan has no such name (its names: topic)",
         ),
         Case("bad-input", ("run", DIAMOND, "--max-parallel", "0"), "--max-parallel"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--hold-on-failure", "-5"),
+            "--hold-on-failure",
+        ),
+        Case("bad-input", ("retry", ENDED, "T-99"), "no task 'T-99' in the run's last plan"),
         Case("bad-input", ("run",), "the following arguments are required: plan"),
         Case("bad-input", ("status", ENDED, "--limit", "0"), "--limit takes 1 to 2000"),
         Case("bad-input", ("result", ENDED, "--agent", "99"), "no agent 99"),

@@ -72,6 +72,14 @@ async def start_follow_up(run: Run, tasks: list[str], text: str | None = None) -
         )
     reports = await run.reports()
     carried = [r for r in reports if r.status in ("completed", "skipped")]
+    done = [f"T-{r.id}" for r in carried if r.id in ids]
+    if done:
+        raise UsageError(
+            f"{', '.join(done)} completed in {run.id}: nothing to retry",
+            "to run finished work again, start a new run (`starter.py run`)",
+            topic="ended",
+            subject=run.id,
+        )
     if len(carried) > MAX_CARRIED:
         raise UsageError(
             f"{run.id} has {len(carried)} completed agents; a follow-up run carries at most "
