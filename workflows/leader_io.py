@@ -437,9 +437,7 @@ class Board:
 
     def upsert(self, core: LeaderCore, final: str | None = None) -> None:
         upsert(core, self.searchable, final)
-        self._metrics.pending_requests(
-            core.run_id, 0 if final else len(core.pending_requests(with_review=True))
-        )
+        self._metrics.pending_requests(0 if final else len(core.pending_requests(with_review=True)))
 
     def publish(self, core: LeaderCore, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""
