@@ -65,8 +65,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 def _reject(message: str) -> None:
-    """Refuse an update in its validator: nothing is written, the caller gets ``message``."""
-    raise ValueError(message)
+    """Refuse an update in its validator: nothing is written, the caller gets ``message``
+    (type Rejected: it reaches people without a stack trace, xsky/client/connect.py)."""
+    raise ApplicationError(message, type="Rejected", non_retryable=True)
 
 
 @workflow.defn(name="LeaderWorkflow")

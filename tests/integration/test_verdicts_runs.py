@@ -8,12 +8,15 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import agents_scheduled, plan
 from workflows.leader import LeaderWorkflow
 from xsky.client import XSky, run_outcome
+from xsky.leader.state import RetryTaskRequest
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration
@@ -154,3 +157,15 @@ async def test_a_cancelled_run_waits_for_nobody(env: Env):
         assert attrs.get("XskyPending") == 0 and attrs.get("XskyStatus") == "cancelled"
         assert await run.handle.query(LeaderWorkflow.pending_requests) == []
         assert run.id not in [r.id for r in await x.runs(waiting=True)]
+
+
+async def test_a_refused_update_is_one_sentence_without_a_python_traceback(env: Env):
+    """What the Web UI and the stock CLI show under a refused update: the reason alone."""
+    await env.start_worker()
+    handle = await env.start(plan(shell("1", "echo r1")), options=RunOptions(review=True))
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(LeaderWorkflow.retry_task, RetryTaskRequest(task_id="T-9"))
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "Rejected"
+    assert "no task 'T-9'" in cause.message
+    assert cause.failure is not None and cause.failure.stack_trace == ""
