@@ -280,6 +280,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         run = await x.get(args.id)
         status = await run.temporal_status()
         page = await run.board(args.offset, args.limit, args.only)
+        follow_ups = await run.follow_ups() if status != "running" else []
     if args.json:
         print_json({"workflowId": args.id, "status": status, **page.wire()})
         return 0
@@ -292,6 +293,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
     )
     for note in page.notes:  # markdown for the Web UI, holding agents' questions: literal here
         out.print(cell(note.replace("**", "")))
+    for follow_id in follow_ups:
+        out.print(cell(f"↪ resumed by {follow_id}: `starter.py status {follow_id}`"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
     return 0

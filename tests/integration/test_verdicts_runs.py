@@ -133,6 +133,11 @@ async def test_an_ended_run_is_fixed_and_resumed_without_re_running_what_complet
         assert (await search_attributes(x, follow.id)).get("XskyResumes") == run.id
         memo = await (await follow.handle.describe()).memo_value("resumes")
         assert memo == run.id
+
+        async def linked() -> None:  # (the list is eventually consistent)
+            assert await run.follow_ups() == [follow.id]
+
+        await eventually(linked, 10)
         history = await follow.plan_history()
         assert history[0].reason.startswith(f"resumes {run.id}: 1 results carried over")
 

@@ -411,6 +411,17 @@ class Run:
 
         return await start_follow_up(self, tasks, text)
 
+    async def follow_ups(self) -> list[str]:
+        """Ids of the follow-up runs that resume this one, oldest first (none where the server
+        lacks the XskyResumes search attribute)."""
+        try:
+            found = [
+                wf.id async for wf in self._client.list_workflows(f"XskyResumes = '{self.id}'")
+            ]
+        except RPCError:
+            return []
+        return found[::-1]
+
     async def end(self, reason: str | None = None) -> InterventionResult:
         """Close a run held open (``hold_on_failure``, or paused): pending requests are
         withdrawn and it ends, failed if a task failed."""
