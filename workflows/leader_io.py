@@ -137,7 +137,7 @@ def attempt_failure(err: ActivityError) -> AttemptFailure:
     attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
     lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
     # Asked only of a deterministic failure, so the marker is written where it decides.
-    deterministic = any(d.get("deterministic") is True for d in details) and patched(
+    deterministic = any(d.get("failure") == "deterministic" for d in details) and patched(
         "deterministic-failures-final"
     )
     return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic)

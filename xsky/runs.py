@@ -102,6 +102,8 @@ class AgentReport(Wire):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     artifacts: list[ArtifactRef] = Field(default_factory=list)
+    # who answered a completed agent: a model's name, "offline" (no model: extractive), None (a tool)
+    provider: str | None = None
 
 
 class ResumeFrom(Wire):

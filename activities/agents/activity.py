@@ -27,6 +27,7 @@ from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.sandbox.confine import sandbox_settings
 from xsky.config import Settings
+from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
 from xsky.plan.agent_config import deterministic_retries
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
@@ -88,10 +89,15 @@ class AgentActivities:
     async def _failed(
         self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError
     ) -> ApplicationError:
-        """The error this attempt ends with: recorded; final once the error budget is spent."""
-        details = (*e.details, {"attempt": attempt})
+        """The error this attempt ends with: recorded; final once the error budget is spent.
+
+        ``non_retryable`` is THE signal that retrying would not help (a deterministic failure,
+        on its first attempt); the details say which it is for the leader: ``{"failure":
+        "deterministic" | "transient" | "exhausted"}`` (xsky/outcomes.py) — "exhausted" is
+        final too, but each attempt failed in a way that might have passed. The leader does
+        not replan a deterministic failure automatically (unless the run opts in)."""
+        errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
         if e.non_retryable:
-            errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
             retries = deterministic_retries(inp.agent.config)
             if retries and e.type not in NEVER_REPEATED:
                 # The plan asked for this agent to be tried again even when its failure looks
@@ -100,29 +106,29 @@ class AgentActivities:
                     return ApplicationError(
                         f"{e.message} — trying again ({errors} of {retries} retries the "
                         "agent's <config> allows)",
-                        *details,
+                        *e.details,
+                        {"attempt": attempt, "failure": TRANSIENT},
                         type=e.type,
                         non_retryable=False,
                     )
                 return ApplicationError(
                     f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
-                    *details,
+                    *e.details,
+                    {"attempt": attempt, "failure": EXHAUSTED},
                     type=e.type,
                     non_retryable=True,
                 )
-            # Deterministic: the same attempt would fail the same way. The leader reads this
-            # detail and does not replan it automatically either (unless the run opts in).
-            return ApplicationError(
-                e.message, *details, {"deterministic": True}, type=e.type, non_retryable=True
-            )
-        errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+            details = (*e.details, {"attempt": attempt, "failure": DETERMINISTIC})
+            return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
         if inp.error_attempts and errors >= inp.error_attempts:
             return ApplicationError(
                 f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
-                *details,
+                *e.details,
+                {"attempt": attempt, "failure": EXHAUSTED},
                 type=e.type,
                 non_retryable=True,
             )
+        details = (*e.details, {"attempt": attempt, "failure": TRANSIENT})
         return ApplicationError(e.message, *details, type=e.type, non_retryable=False)
 
     async def _attempt(

@@ -28,6 +28,7 @@ from activities.tools import (
     require_str,
     values,
 )
+from xsky.outcomes import exit_verdict
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
@@ -264,7 +265,9 @@ def _rlimit_verdict(code: int | None, stderr: str, lim: Limits) -> str | None:
 
 
 async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
+    """Run ``command`` with bash in the workspace. A non-zero exit fails unless
+    ``allowFailure``; it, a timeout and a limit's stop are not retried (retrying would
+    repeat what the command did and fail the same way)."""
     command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
     timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
     limit = int(
@@ -290,14 +293,11 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             details=details,
         )
     if proc.returncode != 0 and not allow_failure:
+        # Deterministic: the same command in the same workspace fails the same way (an agent
+        # whose <config> sets "retries" asks for retries all the same: activities/agents/activity.py).
         tail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
-        raise ToolError(
-            f"the command exited with status {proc.returncode}: {command[:200]}\n{tail}".rstrip(),
-            # the same command in the same workspace fails the same way: not retried, unless
-            # the agent's <config> asks for it ("retries")
-            retryable=False,
-            details=details,
-        )
+        verdict = exit_verdict(command, proc.returncode, tail)
+        raise ToolError(verdict.message, retryable=verdict.retryable, details=details)
     out = proc.stdout.rstrip("\n")
     if proc.notes:  # said where the agent reads it: what it planted in git will not run
         out += "\n[xsky git guard: " + "; ".join(proc.notes) + "]"

@@ -197,6 +197,7 @@ class Course(AttemptInputs):
             # the attempt that ended: time queued after a lost worker is not work
             task.started_at = outcome.started_at
         if outcome.kind == "completed":
+            task.provider = outcome.provider
             task.result = outcome.result
             task.result_ref = outcome.result_ref
             task.artifacts = outcome.artifacts

@@ -122,6 +122,7 @@ class Views(Course):
                     started_at=task.started_at,
                     ended_at=task.ended_at,
                     artifacts=task.artifacts,
+                    provider=task.provider if task.stored == "completed" else None,
                 )
             )
         return reports
