@@ -177,7 +177,7 @@ async def test_a_shell_step_that_exits_1_runs_once_and_says_why_it_was_not_retri
     assert a.status == "failed"
     assert a.error == (
         "agent 1: the command exited with status 1: echo deployed >> deploys.log; echo no quota >&2; exit 1\n"
-        "no quota\n(exit status 1) — not retried (retrying would not help)"
+        "no quota\n(exit status 1) — not retried: retrying would not help"
     )
     log = env.home / "runs" / handle.id / "workspace" / "deploys.log"
     assert log.read_text() == "deployed\n"  # the side effect happened once
@@ -228,7 +228,7 @@ async def test_a_role_with_no_model_fails_at_once_with_the_fix_and_the_offline_l
     assert agents["3"].error == (
         "agent 3: role verify needs a model: set XSKY_MODEL and OPENAI_BASE_URL (or OPENAI_API_KEY) "
         "on the worker, or give the agent a tool in its <config>; without a model only the llm agent "
-        "answers (offline, extractively from its <input>) — not retried (retrying would not help)"
+        "answers (offline, extractively from its <input>) — not retried: retrying would not help"
     )
     assert "Results of the steps" not in (agents["3"].error or "")
     assert await attempts(env, workflow_id) == {"T-1-v1-d1": 1, "T-2-v1-d1": 1, "T-3-v1-d1": 1}
