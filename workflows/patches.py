@@ -45,6 +45,15 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.2.1 is still open (runs of v0.2.0 whose automatic "
         "replan waits for review replay the old branch)",
     ),
+    "flat-retry-backoff": Patch(
+        what="run_agent's retry policy is flat (FLAT_RETRY between any two attempts) and the "
+        "error backoff travels in AgentInput.error_backoff, waited by the attempt after an error: "
+        "an attempt lost with its worker is retried at once; before, Temporal backed off every "
+        "retry alike, so lost-worker retries waited up to maximum_interval",
+        since="v0.2.1",
+        delete_when="no run started before v0.2.1 is still open (their agents' attempts are "
+        "scheduled with the backoff policy on replay)",
+    ),
 }
 """The live patches, by id."""
 
