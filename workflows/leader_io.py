@@ -59,22 +59,34 @@ async def setup() -> LeaderSetup | None:
 
 
 def agent_activity(
-    core: LeaderCore, agent_id: str, dispatch: int, queue: str, heartbeat: float, settings: Any
+    core: LeaderCore,
+    agent_id: str,
+    dispatch: int,
+    queue: str,
+    heartbeat: float,
+    settings: Any,
+    flat: bool = False,
 ) -> dict[str, Any]:
-    """The options of one ``run_agent`` attempt: its queue, timeouts and retry allowances."""
+    """The options of one ``run_agent`` attempt: its queue, timeouts and retry allowances.
+
+    ``flat`` (the flat-retry-backoff patch): every retry after the same short interval, so an
+    attempt lost with its worker is retried at once; the attempt after an error waits the rest
+    of its backoff itself (``AgentInput.error_backoff``, activities/agents/activity.py)."""
     task, agent = core.tasks[agent_id], core.agents[agent_id]
+    retry = settings.retry
+    interval = retry.flat_interval() if flat else retry.initial_interval
     return dict(
         task_queue=queue,
         start_to_close_timeout=timedelta(seconds=settings.start_to_close),
         heartbeat_timeout=timedelta(seconds=heartbeat),
         retry_policy=RetryPolicy(
             # errors spend maximumAttempts (the activity counts them); lost workers the rest
-            maximum_attempts=settings.retry.maximum_attempts
+            maximum_attempts=retry.maximum_attempts
             + core.options.lost_worker_retries
             + _config_retries(agent.config),
-            initial_interval=timedelta(seconds=settings.retry.initial_interval),
-            backoff_coefficient=settings.retry.backoff_coefficient,
-            maximum_interval=timedelta(seconds=settings.retry.maximum_interval),
+            initial_interval=timedelta(seconds=interval),
+            backoff_coefficient=1.0 if flat else retry.backoff_coefficient,
+            maximum_interval=timedelta(seconds=interval if flat else retry.maximum_interval),
             non_retryable_error_types=["AgentConfigError", "ArtifactMissing"],
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -108,7 +120,8 @@ async def run_attempt(
 ) -> AgentOutcome:
     """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
     tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip."""
-    options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings)
+    flat = agent_input.error_backoff is not None
+    options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings, flat)
     if local:
         del options["task_queue"], options["heartbeat_timeout"]
         return await workflow.execute_local_activity(

@@ -46,7 +46,7 @@ PATCHES: dict[str, Patch] = {
         "replan waits for review replay the old branch)",
     ),
     "deterministic-failures-final": Patch(
-        what="a deterministic failure (the activity's detail 'deterministic': a non-zero exit, an "
+        what="a deterministic failure (the activity's detail {failure: deterministic}: a non-zero exit, an "
         "HTTP 4xx, a refused argument) is final: no automatic replan follows it unless "
         'RunOptions.replan_deterministic is set; and an agent\'s <config>{"retries": N} adds N '
         "tries to its retry policy",
@@ -65,6 +65,15 @@ PATCHES: dict[str, Patch] = {
         "as before (before: every cancelled task went back to pending)",
         since="v0.3.0",
         delete_when="no run started before v0.3.0 is still open",
+    ),
+    "flat-retry-backoff": Patch(
+        what="run_agent's retry policy is flat (FLAT_RETRY between any two attempts) and the "
+        "error backoff travels in AgentInput.error_backoff, waited by the attempt after an error: "
+        "an attempt lost with its worker is retried at once; before, Temporal backed off every "
+        "retry alike, so lost-worker retries waited up to maximum_interval",
+        since="v0.3.0",
+        delete_when="no run started before v0.3.0 is still open (their agents' attempts are "
+        "scheduled with the backoff policy on replay)",
     ),
 }
 """The live patches, by id."""

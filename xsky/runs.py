@@ -18,21 +18,48 @@ from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.plan.models import WireModel as Wire
 from xsky.security.permissions import PermissionSettings
 
+# Seconds Temporal waits before any retry of an agent's attempt under the flat policy (see
+# RetryOptions.wait_after): a lost worker's attempt is retried this soon.
+FLAT_RETRY = 1.0
+
 
 class RetryOptions(Wire):
-    """Bounded retries for one agent's activity (Temporal's default retries forever)."""
+    """Bounded retries for one agent's activity (Temporal's default retries forever).
+
+    The backoff (``initial_interval`` × ``backoff_coefficient`` ^ (errors − 1), at most
+    ``maximum_interval``) is between attempts that ended in an *error*. An attempt lost with
+    its worker is retried at once: Temporal's policy for the attempt is flat (``FLAT_RETRY``)
+    and the attempt after an error waits the rest of its backoff itself, before it runs."""
 
     maximum_attempts: int = Field(3, ge=1, le=50)
     initial_interval: float = Field(1.0, gt=0, le=3600, description="seconds")
     backoff_coefficient: float = Field(2.0, ge=1, le=10)
     maximum_interval: float = Field(30.0, gt=0, le=86400, description="seconds")
 
+    def flat_interval(self) -> float:
+        """Seconds Temporal waits before every retry under the flat policy."""
+        return min(FLAT_RETRY, self.initial_interval)
+
+    def backoff(self, errors: int) -> float:
+        """Seconds between the ``errors``-th error and the attempt after it (0 before any)."""
+        if errors < 1:
+            return 0.0
+        exponent = min(errors - 1, 64)  # past this the cap has long been reached
+        return min(
+            self.maximum_interval, self.initial_interval * self.backoff_coefficient**exponent
+        )
+
+    def wait_after(self, errors: int) -> float:
+        """Seconds an attempt that follows the ``errors``-th error waits before it runs: its
+        backoff less the flat interval Temporal already waited."""
+        return max(0.0, self.backoff(errors) - self.flat_interval()) if errors else 0.0
+
 
 class RunOptions(Wire):
     max_parallel: int = Field(8, ge=1, le=1000)
     start_to_close_timeout: float = Field(600.0, gt=0, description="seconds, per agent attempt")
     heartbeat_timeout: float = Field(
-        20.0, gt=0, description="seconds without a heartbeat before an attempt is lost"
+        10.0, gt=0, description="seconds without a heartbeat before an attempt is lost"
     )
     lost_worker_retries: int = Field(
         20,
@@ -161,7 +188,7 @@ class AgentInput(Wire):
     # A resumed run works in the workspace of the run it resumes (its default one).
     workspace_of: str | None = None
     artifact_threshold: int = 8192
-    # (No heartbeat interval: a worker heartbeats at a third of the activity's own heartbeat
+    # (No heartbeat interval: a worker heartbeats at a quarter of the activity's own heartbeat
     # timeout, activities/beat.py; an older input's heartbeatInterval is ignored.)
     progress_interval: float = 5.0  # at most one progress report per this many seconds
     resume: bool = True  # pick up the agent's checkpoint when one exists
@@ -180,6 +207,10 @@ class AgentInput(Wire):
     error_attempts: int = (
         0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
     )
+    # Set (by a leader with the flat-retry-backoff patch): Temporal retries every attempt after
+    # a flat interval, and an attempt that follows an error waits the rest of this backoff
+    # itself (an attempt lost with its worker does not wait). None: Temporal's policy backs off.
+    error_backoff: RetryOptions | None = None
 
 
 class LeaderSetup(Wire):

@@ -52,8 +52,8 @@ class AgentActivities:
         info = activity.info()
         started = info.started_time or datetime.now(UTC)
         ledger = AttemptLedger.of(self.settings.artifacts, AgentKey.of(inp))
-        previous = await asyncio.to_thread(
-            ledger.previous,
+        start = await asyncio.to_thread(
+            ledger.begin,
             info.attempt,
             info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None,
         )
@@ -62,9 +62,11 @@ class AgentActivities:
             dispatch=inp.dispatch,
             progress_interval=inp.progress_interval,
             started_at=started,
-            previous=previous,
+            previous=start.previous,
         )
         try:
+            if inp.error_backoff is not None and start.after_error:
+                await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
             outcome = await self._attempt(inp, beat, started, info.attempt)
         except ApplicationError as e:
             raise await self._failed(inp, ledger, info.attempt, e) from None
@@ -156,6 +158,17 @@ class AgentActivities:
             if target is not None:
                 return await run_model(a, target)
         return await run_direct(a)
+
+
+async def _back_off(beat: Beat, seconds: float, errors: int) -> None:
+    """The error backoff, waited by the attempt after an error (Temporal's flat policy retried
+    it at once): heartbeating, and shown on the board. An attempt whose worker was lost does
+    not come here: it runs at once."""
+    if seconds <= 0:
+        return
+    beat.note = f"waiting {seconds:g}s before retrying (backoff after {errors} error(s))"
+    async with beat.running():
+        await asyncio.sleep(seconds)
 
 
 def _sandbox_gid(settings: Settings) -> int | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import bwrap, disk, egress, git_guard, limits
+from activities.sandbox import bwrap, disk, egress, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import scrubbed_env
 from activities.sandbox.limits import AttemptCgroup, Limits, shown
@@ -129,6 +129,45 @@ async def run_process(
         c = replace(c, protected=bwrap.protected_paths(c.workspace))
         cgroup = limits.attempt_cgroup(c.limits)
         argv = bwrap.command(argv, c, cgroup)
+    else:
+        argv = liveness.own_namespace(argv)
+    with liveness.PULSE_THREAD.pipe() as fed:
+        result = await _supervise(
+            ctx,
+            liveness.watched(argv, fed, liveness.quiet_after()),
+            fed,
+            c,
+            cgroup,
+            command_name,
+            timeout,
+            limit,
+        )
+    if result.returncode == liveness.LOST_EXIT and "xsky: the worker " in result.stderr:
+        # This worker stopped answering (SIGSTOP, a frozen machine) and the watchdog killed the
+        # command, so that it cannot run beside the attempt the server gives another worker.
+        # That attempt's next heartbeat is refused and it is cancelled here; should it not be
+        # (the pause was shorter than the heartbeat timeout), the command failed.
+        await asyncio.sleep(liveness.stale_wait())
+        raise ToolError(
+            f"the command was killed: {result.stderr.strip().splitlines()[-1][6:]} "
+            "(nothing a command starts outlives a worker that stops answering)",
+            retryable=True,
+            details={"worker": "stopped"},
+        )
+    return result
+
+
+async def _supervise(
+    ctx: ToolContext,
+    argv: list[str],
+    fed: int,
+    c: bwrap.Confinement,
+    cgroup: AttemptCgroup | None,
+    command_name: str,
+    timeout: float,
+    limit: int,
+) -> ProcessResult:
+    """Start ``argv`` (its watchdog fed by pipe ``fed``) and see it to its end."""
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     try:
@@ -141,11 +180,14 @@ async def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: we can kill all of it
+            pass_fds=(fed,),
         )
     except BaseException:
         if cgroup is not None:
             cgroup.remove()
         raise
+    finally:
+        os.close(fed)  # the watchdog has it
     pid = transport.get_pid()
     if not ctx.unconfined and (cgroup is None or cgroup.version == 1):
         # CPU weight without a cpu controller: the whole group niced before it forks (the
