@@ -29,6 +29,7 @@ from xsky.errors import PlanError, UsageError
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.runs import RunOptions, RunResult
+from xsky.security.allow_hosts import host_rule
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -72,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-replans", type=int, help="automatic replans on failures and stalls (default 2)"
     )
+    add_allow_host(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
@@ -115,6 +117,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_list(a)))
+
+
+def add_allow_host(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a host this run's agents may reach (repeatable): 127.0.0.1:8080 opens that one "
+        "local port; a local or private host needs its port",
+    )
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -164,6 +177,8 @@ async def announce(
     if not args.json:
         out.print(f"started [bold]{shown(run.id)}[/] {what}")
         out.print(cell(f"Web UI: {run.ui_url}"))
+        if options.allow_hosts:
+            out.print(cell(f"opened for this run: {', '.join(options.allow_hosts)} (--allow-host)"))
         if options.review:
             out.print(
                 cell(
@@ -191,6 +206,12 @@ def run_options(args: argparse.Namespace) -> RunOptions:
             values[key] = value
     if getattr(args, "review", False):
         values["review"] = True
+    for text in getattr(args, "allow_host", []):
+        try:
+            host_rule(text)
+        except ValueError as e:
+            raise UsageError(f"--allow-host {text}: {e}") from None
+        values.setdefault("allow_hosts", []).append(text.strip())
     try:
         return RunOptions.model_validate(values)
     except ValidationError as e:
