@@ -96,11 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        run = getattr(args, "id", None)
+        # Ctrl-C stops this command only: a run it started or followed goes on.
+        run = getattr(args, "started", None) or getattr(args, "id", None)
         err.print(
             "interrupted"
             + (
-                f"; a started run goes on: `starter.py status {shown(run)}`"
+                f"; the run goes on: re-attach with `starter.py follow {shown(run)}`"
                 if run
                 else "; a run that was started goes on: `starter.py list` shows it"
             )

@@ -94,7 +94,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         settings = load_settings()
         options = run_options(args)
         x = await XSky.connect(settings)
-        run = await x.run(
+        start = x.run(
             args.text,
             variables=variables,
             context=context,
@@ -103,7 +103,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
             on_wait=lambda note: out.print(cell(note)),
         )
         return await announce(
-            args, settings, run, options, ": the leader plans the request, then runs it"
+            args, settings, x, start, options, ": the leader plans the request, then runs it"
         )
 
     request = PlanRequest(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, get_args
 
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, results_table, tally
+from cli.hints import cli_message
 from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.client import (
     ConnectionLost,
@@ -25,7 +27,7 @@ from xsky.client import (
     new_run_id,
 )
 from xsky.config import Settings, load_settings
-from xsky.errors import PlanError, UsageError
+from xsky.errors import PlanError, UnservedRunError, UsageError
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.runs import RunOptions, RunResult
@@ -156,7 +158,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             print_problems(e, args.plan)
             err.print("nothing was started")
             return 2
-        run = await x.run(
+        start = x.run(
             wf,
             variables=variables,
             context=context,
@@ -164,13 +166,35 @@ async def cmd_run(args: argparse.Namespace) -> int:
             id=args.id,
             on_wait=lambda note: err.print(cell(note)),
         )
-        return await announce(args, settings, run, options, f"({len(wf.agents)} agents)")
+        return await announce(args, settings, x, start, options, f"({len(wf.agents)} agents)")
 
 
 async def announce(
+    args: argparse.Namespace,
+    settings: Settings,
+    x: XSky,
+    start: Coroutine[Any, Any, Run],
+    options: RunOptions,
+    what: str,
+) -> int:
+    """Start the run, say what was started and where to see it; with --follow, watch it to
+    the end. A run no worker took is said (exit 2 unless followed: it begins once one polls)."""
+    unserved: UnservedRunError | None = None
+    try:
+        run = await start
+    except UnservedRunError as e:
+        unserved = e
+        run = await x.get(e.subject)
+    args.started = run.id  # for the Ctrl-C message
+    if unserved is not None:
+        err.print(f"[yellow]warning:[/] {shown(cli_message(unserved))}")
+    code = await _announced(args, settings, run, options, what)
+    return 2 if unserved is not None and not args.follow else code
+
+
+async def _announced(
     args: argparse.Namespace, settings: Settings, run: Run, options: RunOptions, what: str
 ) -> int:
-    """Say what was started and where to see it; with --follow, watch it to the end."""
     if args.json and not args.follow:
         print_json({"workflowId": run.id, "runId": run.handle.result_run_id, "ui": run.ui_url})
         return 0

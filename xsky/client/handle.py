@@ -34,7 +34,7 @@ from xsky.client.start import (
     plan_kinds,
 )
 from xsky.client.values import RunSummary
-from xsky.client.workers import require_workers
+from xsky.client.workers import picked_up, require_workers, unserved_error
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     ConnectError,
@@ -222,6 +222,8 @@ class XSky:
             ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
+        if not await picked_up(self.client, workflow_id):
+            raise unserved_error(self.settings, self.settings.task_queue, workflow_id, "run")
         return Run(self.client, self.settings, handle)
 
     async def get(self, run_id: str) -> Run:
