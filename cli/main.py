@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from cli import (
         demo_cmd,
+        follow_cmd,
         log_cmd,
         permissions_cmd,
         plan_cmd,
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate_cmd.register(sub)
     runs_cmd.register(sub)
+    follow_cmd.register(sub)
     steer_cmd.register(sub)
     log_cmd.register(sub)
     plan_cmd.register(sub)

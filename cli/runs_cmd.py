@@ -10,17 +10,15 @@ from datetime import timedelta
 from typing import Any, get_args
 
 from pydantic import ValidationError
-from rich.live import Live
 from rich.table import Table
 
 from cli.args import parse_pairs
-from cli.board import board_table, page_note, results_table, tally
+from cli.board import board_table, page_note, tally
+from cli.follow_cmd import follow, print_result, watch
 from cli.hints import cli_message
 from cli.render import cell, err, out, print_json, print_problems, shown
 from xsky.client import (
-    ConnectionLost,
     Run,
-    WorkerSilent,
     XSky,
     by_reference,
     check_names,
@@ -30,7 +28,7 @@ from xsky.config import Settings, load_settings
 from xsky.errors import PlanError, UnservedRunError, UsageError
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
-from xsky.runs import RunOptions, RunResult
+from xsky.runs import RunOptions
 from xsky.security.allow_hosts import host_rule
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -90,6 +88,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="only",
         choices=list(get_args(TaskStatus)),
         help="only tasks in this status",
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="the live board until the run ends, then its results (like `follow ID`)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_status(a)))
@@ -234,7 +237,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         try:
             host_rule(text)
         except ValueError as e:
-            raise UsageError(f"--allow-host {text}: {e}") from None
+            raise UsageError(f"--allow-host {e}") from None
         values.setdefault("allow_hosts", []).append(text.strip())
     try:
         return RunOptions.model_validate(values)
@@ -247,54 +250,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         ) from None
 
 
-async def follow(run: Run, quiet: bool = False) -> RunResult:
-    """Show the live board until the run ends (through server outages); return its result."""
-    if quiet:
-        return await run.result()
-    lost = False
-    with Live(console=out, refresh_per_second=4, transient=False) as live:
-        async for event in run.follow():
-            if isinstance(event, WorkerSilent):
-                live.console.print(
-                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({shown(event.error)}): "
-                    "is one running? start it with `starter.py up` or `python worker.py`; still following[/]"
-                )
-                continue
-            if isinstance(event, ConnectionLost):
-                lost = True
-                live.console.print(
-                    f"[yellow]cannot reach the server ({shown(event.error)}); reconnecting — "
-                    "the run resumes where it was once the server is back[/]"
-                )
-                continue
-            if lost:
-                lost = False
-                live.console.print("[green]reconnected[/]")
-            live.update(
-                board_table(
-                    event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)
-                )
-            )
-    out.print()  # the results table starts on a line of its own, in a terminal or a file
-    return await run.result()
-
-
-def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
-    """The results table (or JSON); exit 0 for a completed run, 1 for a failed or cancelled one."""
-    if as_json:
-        print_json(result.wire())
-    else:
-        out.print(results_table(result, _store_reader(settings)))
-        out.print(cell(f"Web UI: {settings.ui_link(result.workflow_id)}"))
-    return 0 if result.status == "completed" else 1
-
-
-def _store_reader(settings: Settings) -> Any:
-    from activities.artifacts import ArtifactStore
-
-    return ArtifactStore(settings.artifacts).read_text
-
-
 # -- status / result / list --------------------------------------------------------------------
 
 
@@ -304,6 +259,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
         raise UsageError("--limit takes 1 to 2000 and --offset 0 or more")
     async with XSky.connect(settings) as x:
         run = await x.get(args.id)
+        if args.follow:
+            if args.offset or args.only:
+                raise UsageError("--follow shows the whole board: drop --offset and --status")
+            return await watch(run, settings, args.json)
         status = await run.temporal_status()
         page = await run.board(args.offset, args.limit, args.only)
     if args.json:
