@@ -67,6 +67,14 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
     lost = False
     with Live(console=out, refresh_per_second=4, transient=False) as live:
         async for event in run.follow():
+            if isinstance(event, WorkerSilent) and event.task:
+                live.console.print(
+                    f"[yellow]no worker has taken {shown(event.task)} for {event.seconds:.0f} s: is a "
+                    f"worker of its agent's kind running? start one with `python worker.py` (or "
+                    f"`--kinds KIND --no-leader`; `starter.py status {shown(run.id)}` shows the "
+                    "agent); still following[/]"
+                )
+                continue
             if isinstance(event, WorkerSilent):
                 live.console.print(
                     f"[yellow]no worker has answered for {event.seconds:.0f} s ({shown(event.error)}): "

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import TaskQueueType
 
-from tests.conftest import Env
+from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process
 from xsky.client import XSky, queue_pollers
+from xsky.client._consts import UNTAKEN_SECONDS
 from xsky.client.workers import missing_queues
 from xsky.errors import UnservedRunError
 
@@ -94,3 +96,41 @@ async def test_skills_scan_once_says_no_worker_polls_and_never_outwaits_its_time
     began = time.monotonic()
     code, out, err = await starter(env, "skills", "scan", "--once", "--timeout", "2")
     assert code == 2 and time.monotonic() - began < 2 + 3
+
+
+async def test_following_says_when_no_worker_of_a_kind_takes_an_agent(env: Env, tmp_path: Path):
+    await env.start_worker(kinds=["shell"])  # leads runs; llm agents go to the llm queue
+    proc = start_worker_process(
+        env, tmp_path / "llm-worker.log", "--kinds", "llm", "--no-leader", "--no-skills"
+    )
+    deadline = time.monotonic() + 30
+    while await missing_queues(env.client, env.settings, ["llm"]):
+        assert time.monotonic() < deadline, "the llm worker never polled"
+        await asyncio.sleep(0.2)
+    proc.kill()
+    await asyncio.to_thread(proc.wait, 30)
+    xml = tmp_path / "llm.xml"
+    xml.write_text(plan(noop("1"), name="kindless"))
+    follower = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "starter.py"),
+        "run",
+        str(xml),
+        "--follow",
+        env=env.environ(),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert follower.stdout is not None
+    began, seen = time.monotonic(), b""
+    try:
+        while b"no worker has taken T-1" not in seen:
+            seen += await asyncio.wait_for(follower.stdout.readline(), 30)
+        assert time.monotonic() - began < UNTAKEN_SECONDS + 10
+        await env.start_worker(kinds=["llm"], leader=False)  # one comes: the run goes on
+        out, _ = await asyncio.wait_for(follower.communicate(), 60)
+        assert follower.returncode == 0, (seen + out).decode()
+    finally:
+        if follower.returncode is None:
+            follower.kill()

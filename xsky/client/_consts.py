@@ -22,6 +22,9 @@ LIVE_POLLER_SECONDS = 75
 # one that has not within this many seconds after the start is not polling, whatever the
 # server's list of recent pollers says.
 PICKUP_WAIT = 5.0
+# Following a run: say so when an agent's first attempt has waited this long for a worker to
+# take it (none of its kind polls, whatever the server's poller list says).
+UNTAKEN_SECONDS = 10.0
 # Following a run: say so when no worker has answered the board query for this long.
 SILENT_WORKER_SECONDS = 15
 # Server trouble worth waiting out while following a run.

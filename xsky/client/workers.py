@@ -16,18 +16,25 @@ import time
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import PendingWorkflowTaskState, TaskQueueType
+from temporalio.api.enums.v1 import PendingActivityState, PendingWorkflowTaskState, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
+    DescribeWorkflowExecutionResponse,
 )
 from temporalio.client import (
     Client,
 )
 from temporalio.service import RPCError
 
-from xsky.client._consts import LIVE_POLLER_SECONDS, PICKUP_WAIT, RUNNING_STATUS, WORKER_WAIT
+from xsky.client._consts import (
+    LIVE_POLLER_SECONDS,
+    PICKUP_WAIT,
+    RUNNING_STATUS,
+    UNTAKEN_SECONDS,
+    WORKER_WAIT,
+)
 from xsky.config import Settings
 from xsky.errors import (
     NoWorkerError,
@@ -139,3 +146,21 @@ def unserved_error(settings: Settings, queue: str, workflow_id: str, what: str) 
         topic="unserved",
         subject=workflow_id,
     )
+
+
+def untaken(
+    described: DescribeWorkflowExecutionResponse, now: float, after: float = UNTAKEN_SECONDS
+) -> tuple[str, float] | None:
+    """(task id, seconds) of the agent attempt that has waited longest, past ``after`` seconds,
+    for a worker to take it: a first attempt, scheduled and never started (a worker of its
+    kind would have taken it at once). None when there is none."""
+    waits = [
+        (a.activity_id.rsplit("-v", 1)[0], now - a.scheduled_time.ToSeconds())
+        for a in described.pending_activities
+        if a.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+        and a.attempt <= 1
+        and not a.HasField("last_started_time")
+        and a.HasField("scheduled_time")
+    ]
+    longest = max(waits, key=lambda w: w[1], default=None)
+    return longest if longest is not None and longest[1] >= after else None
