@@ -109,6 +109,12 @@ class RunOptions(Wire):
         "(when it serves every kind): no task-queue round trip, but a queried run may fail "
         "replay after a worker loss (an SDK bug); off by default",
     )
+    allow_hosts: list[str] = Field(
+        default_factory=list,
+        description="hosts this run's agents may reach beyond the worker's rules: HOST or "
+        "HOST:PORT (a local or private host needs its port), each an allow rule "
+        "network(domain:HOST[:PORT]); only the starter sets them, never a plan or a replan",
+    )
     inline_limit: int = Field(
         512 * 1024,
         ge=1024,
@@ -200,6 +206,7 @@ class AgentInput(Wire):
     # the worker gives it the tools it names though it does not know the role itself.
     role_approved: bool = False
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    allow_hosts: list[str] = Field(default_factory=list)  # RunOptions.allow_hosts, as started
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
     markers: list[str] | None = (
         None  # artifact URIs the leader put in the texts; only these are expanded

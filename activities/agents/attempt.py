@@ -101,10 +101,11 @@ def prepare(
     if unconfined and not _WARNED["sandbox-off"]:
         _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
         log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
-    # The worker decides from what it trusts: its own settings' rules, the run's approvals.
-    permissions = trusted_settings(permission_settings(layers), inp.permissions)
+    # The worker decides from what it trusts: its own settings' rules, the run's approvals
+    # and the hosts its starter opened.
+    permissions = trusted_settings(permission_settings(layers), inp.permissions, inp.allow_hosts)
     key = AgentKey.of(inp)
-    web, command_network = egress.policies(permissions)
+    web, command_network = egress.policies(permissions, str(settings.user_settings))
     ctx = ToolContext(
         run_id=key.run_id,
         agent_id=key.agent_id,

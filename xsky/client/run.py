@@ -12,6 +12,7 @@ from temporalio.api.common.v1 import Payloads, WorkflowExecution
 from temporalio.api.query.v1 import WorkflowQuery
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
+    DescribeWorkflowExecutionResponse,
     QueryWorkflowRequest,
 )
 from temporalio.client import (
@@ -35,6 +36,7 @@ from xsky.client._consts import (
 from xsky.client.outcome import _status_name, cancelled_result, run_outcome
 from xsky.client.results import reports_of, result_text
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
+from xsky.client.workers import untaken
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -168,17 +170,23 @@ class Run:
         """The board each time it changes, until the run ends (the last board included).
 
         While the server cannot be reached a :class:`ConnectionLost` is yielded once and
-        following goes on when it is back; when no worker answers for a while, a
-        :class:`WorkerSilent` once. Then :meth:`result` has the outcome."""
+        following goes on when it is back; when no worker answers for a while, or none takes
+        an agent's attempt (``task`` set), a :class:`WorkerSilent` once. Then :meth:`result`
+        has the outcome."""
 
         request = page or PageRequest(limit=60)
         last: str | None = None
         lost = False
         silent_since: float | None = None
-        told_silent = False
+        told_silent = told_untaken = False
         while True:
             try:
-                ended = not await self._still_running()
+                described = await self._describe()
+                ended = described.workflow_execution_info.status != RUNNING_STATUS
+                waiting = None if ended or told_untaken else untaken(described, time.time())
+                if waiting is not None:
+                    told_untaken = True
+                    yield WorkerSilent(waiting[1], "no worker took its attempt", task=waiting[0])
                 current: BoardPage | None = None
                 try:
                     current = await self._board_once(request)
@@ -228,16 +236,15 @@ class Run:
         (page,) = await client.data_converter.decode(response.query_result.payloads, [BoardPage])
         return page
 
-    async def _still_running(self) -> bool:
+    async def _describe(self) -> DescribeWorkflowExecutionResponse:
         """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
-        response = await self._client.workflow_service.describe_workflow_execution(
+        return await self._client.workflow_service.describe_workflow_execution(
             DescribeWorkflowExecutionRequest(
                 namespace=self._client.namespace, execution=WorkflowExecution(workflow_id=self.id)
             ),
             retry=False,
             timeout=QUERY_TIMEOUT,
         )
-        return bool(response.workflow_execution_info.status == RUNNING_STATUS)
 
     async def result(self, wait: bool = True) -> RunResult:
         """The run's RunResult, completed or failed; ``wait=False`` refuses a running run.

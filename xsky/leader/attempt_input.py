@@ -214,6 +214,7 @@ class AttemptInputs(Requests):
                     "approved_rules": list(self.state.approved_rules),
                 }
             ),
+            allow_hosts=list(self.options.allow_hosts),
             goal=self.state.plan.task_prompt or self.state.plan.name or None,
             markers=markers,
             error_attempts=error_attempts,
