@@ -287,7 +287,11 @@ async def test_a_cancelled_run_withdraws_what_waited_and_replays(env: Env):
     await finish("cancelled_waiting", handle)
 
 
-async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(env: Env):
+async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(
+    env: Env, fake_llm: FakeLLM
+):
+    # a role thinks with a model (without one it fails at once): the scripted one answers
+    fake_llm.responder = lambda req, i: text("Replay histories now cover every workflow.")
     await env.start_worker()
     handle = await env.start(plan(ask("1", "Go on?"), name="define-role"))
     (req,) = await wait_requests(handle, 1)
