@@ -32,6 +32,7 @@ from temporalio.worker import Worker
 
 from activities import telemetry
 from activities.agents.activity import AgentActivities
+from activities.beat import THROTTLE
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
@@ -92,6 +93,7 @@ def build_workers(
                 activities=[*pipeline.all(), *lib.all()],
                 activity_executor=ThreadPoolExecutor(max_workers=8),
                 graceful_shutdown_timeout=timedelta(seconds=grace),
+                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
             )
         )
@@ -112,6 +114,7 @@ def build_workers(
                 # what the four kinds' workers would run side by side
                 max_concurrent_activities=400 if here else 100,
                 graceful_shutdown_timeout=timedelta(seconds=grace),
+                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
             )
         )
@@ -124,6 +127,7 @@ def build_workers(
                 task_queue=settings.kind_queue(kind),
                 activities=[activities.run_agent, *extra],
                 graceful_shutdown_timeout=timedelta(seconds=grace),
+                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
             )
         )

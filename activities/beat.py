@@ -1,8 +1,13 @@
 """Heartbeats while an activity works: one background loop for every activity that needs one.
 
-The interval comes from the activity's own heartbeat timeout (``activity.info()``), a third
-of it, as sdk-python's ``contrib/openai_agents`` heartbeat decorator does (it takes half):
-whoever schedules the activity sets one number, and no other travels beside it.
+The interval comes from the activity's own heartbeat timeout (``activity.info()``), a quarter
+of it (2.5 s for the default 10 s): whoever schedules the activity sets one number, and no
+other travels beside it. A quarter, not sdk-python's half (``contrib/openai_agents``), so that
+the server's last heartbeat of a worker that died or stopped is at most a quarter of the
+timeout old: a lost attempt is noticed at least ¾ of the timeout after the loss, which the
+sandbox's liveness watchdog (``activities/sandbox/liveness.py``) relies on. The worker sends
+the beats on at most every ``THROTTLE`` seconds (``worker.py``), not the SDK's 80 % of the
+timeout, for the same reason.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from temporalio import activity
 
 FLOOR = 0.2  # never more often than this many seconds, however short the timeout
+THROTTLE = 2.0  # seconds: the most a heartbeat waits in the worker before it goes to the server
 
 
 def interval() -> float | None:
-    """Seconds between heartbeats: a third of the activity's heartbeat timeout (at least
+    """Seconds between heartbeats: a quarter of the activity's heartbeat timeout (at least
     ``FLOOR``); None when it has none (a local activity: its workflow task is its liveness)."""
     timeout = activity.info().heartbeat_timeout
     if not timeout:
         return None
-    return max(FLOOR, timeout.total_seconds() / 3)
+    return max(FLOOR, timeout.total_seconds() / 4)
 
 
 def heartbeat(note: str) -> None:

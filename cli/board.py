@@ -11,7 +11,7 @@ from rich.text import Text
 from cli.render import cell, one_line
 from xsky.artifacts import ArtifactRef
 from xsky.leader.state import BoardPage
-from xsky.leader.tasks import TaskView, format_duration
+from xsky.leader.tasks import TaskView, format_duration, note_of, status_shown
 from xsky.runs import RunResult
 
 STATUS_STYLE = {
@@ -43,7 +43,7 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
             no_wrap=col not in ("subject", "note"),
         )
     for t in tasks:
-        note = t.error or t.blocked_reason or t.last_progress or ""
+        note = note_of(t, t.status, t.blocked_reason)
         if t.retries and t.status not in ("completed", "skipped"):
             note = f"{note} [{t.retries[-1]}]".strip()
         if t.tokens:
@@ -51,7 +51,7 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
         table.add_row(
             cell(t.id),
             cell(t.assigned_agent),
-            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            Text(status_shown(t.status, t.provider), style=STATUS_STYLE.get(t.status, "")),
             format_duration(live_duration(t)),
             str(t.tries or t.attempt),
             Text(one_line(t.subject, 48)),
@@ -118,7 +118,9 @@ def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Ta
         for art in a.artifacts:
             visible += f"\n[{art.media_type}: {art.uri}]"
         table.add_row(
-            cell(a.task_id), Text(a.status, style=STATUS_STYLE.get(a.status, "")), cell(visible)
+            cell(a.task_id),
+            Text(status_shown(a.status, a.provider), style=STATUS_STYLE.get(a.status, "")),
+            cell(visible),
         )
     if result.results_ref is not None:
         table.caption = cell(

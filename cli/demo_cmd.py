@@ -20,8 +20,8 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from cli.follow_cmd import follow, print_result
 from cli.render import out, shown
-from cli.runs_cmd import follow, print_result
 from cli.server_cmd import ensure_server, ensure_worker
 from xsky.client import XSky, new_run_id, resolve_permissions
 from xsky.config import Settings, load_settings

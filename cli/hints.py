@@ -16,6 +16,10 @@ HINTS = {
     "worker": "start one with `starter.py up` (a server and a worker) or `python worker.py`",
     "worker-kinds": "start one with `python worker.py --kinds {subject} --no-leader` "
     "(or `starter.py up`); nothing was started",
+    "unserved": "start one with `starter.py up` or `python worker.py`; {subject} is started and "
+    "begins once a worker polls (watch it with `starter.py follow {subject}`)",
+    "skills-unserved": "start one with `python starter.py up` (or `python worker.py`) on the "
+    "machine with the transcripts; the scan {subject} is started and runs once a worker polls",
     "not-found": "`starter.py list` shows the recent ones",
     "ended": "`starter.py result {subject}` shows how it ended",
     "running": "wait for it with `starter.py result {subject} --wait`, or watch it with "

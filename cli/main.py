@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from cli import (
         demo_cmd,
+        follow_cmd,
         log_cmd,
         permissions_cmd,
         plan_cmd,
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate_cmd.register(sub)
     runs_cmd.register(sub)
+    follow_cmd.register(sub)
     steer_cmd.register(sub)
     log_cmd.register(sub)
     plan_cmd.register(sub)
@@ -99,11 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        run = getattr(args, "id", None)
+        # Ctrl-C stops this command only: a run it started or followed goes on.
+        run = getattr(args, "started", None) or getattr(args, "id", None)
         err.print(
             "interrupted"
             + (
-                f"; a started run goes on: `starter.py status {shown(run)}`"
+                f"; the run goes on: re-attach with `starter.py follow {shown(run)}`"
                 if run
                 else "; a run that was started goes on: `starter.py list` shows it"
             )

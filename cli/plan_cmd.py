@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from cli.args import parse_pairs
 from cli.render import cell, err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
-from cli.runs_cmd import _parse_context, announce, run_options
+from cli.runs_cmd import _parse_context, add_allow_host, announce, run_options
 from cli.steer_cmd import show_run_plan
 from xsky.client import Run, XSky
 from xsky.config import load_settings
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--follow", action="store_true", help="with --run: show the live board until the run ends"
     )
+    add_allow_host(p)
     p.add_argument(
         "--id", help="with --run: workflow id (default: a new xsky-<id>-<yyyymmdd-hhmmss>-<hex>)"
     )
@@ -77,6 +78,8 @@ async def _existing_run(text: str) -> Run | None:
 async def cmd_plan(args: argparse.Namespace) -> int:
     if not args.text.strip():
         raise UsageError("the request is empty: say what should be done")
+    if args.allow_host and not args.run:
+        raise UsageError("--allow-host opens hosts for a run: add --run to start one")
     if not args.run:
         run = await _existing_run(args.text)
         if run is not None:
@@ -91,7 +94,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
         settings = load_settings()
         options = run_options(args)
         x = await XSky.connect(settings)
-        run = await x.run(
+        start = x.run(
             args.text,
             variables=variables,
             context=context,
@@ -100,7 +103,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
             on_wait=lambda note: out.print(cell(note)),
         )
         return await announce(
-            args, settings, run, options, ": the leader plans the request, then runs it"
+            args, settings, x, start, options, ": the leader plans the request, then runs it"
         )
 
     request = PlanRequest(

@@ -5,20 +5,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, get_args
 
 from pydantic import ValidationError
-from rich.live import Live
 from rich.table import Table
 
 from cli.args import parse_pairs
-from cli.board import board_table, page_note, results_table, tally
+from cli.board import board_table, page_note, tally
+from cli.follow_cmd import follow, print_result, watch
+from cli.hints import cli_message
 from cli.render import cell, err, one_line, out, print_json, print_problems, shown
 from xsky.client import (
-    ConnectionLost,
     Run,
-    WorkerSilent,
     XSky,
     by_reference,
     check_names,
@@ -26,10 +26,11 @@ from xsky.client import (
 )
 from xsky.client.attempts import attempt_ends, retry_lines
 from xsky.config import Settings, load_settings
-from xsky.errors import PlanError, UsageError
+from xsky.errors import PlanError, UnservedRunError, UsageError
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
-from xsky.runs import AgentReport, RunOptions, RunResult
+from xsky.runs import AgentReport, RunOptions
+from xsky.security.allow_hosts import host_rule
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -73,6 +74,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-replans", type=int, help="automatic replans on failures and stalls (default 2)"
     )
+    p.add_argument(
+        "--replan-on-any-failure",
+        dest="replan_deterministic",
+        action="store_true",
+        default=None,
+        help="replan automatically after deterministic failures too (a non-zero exit, an HTTP "
+        "4xx); by default such a failure is final and waits for your retry, skip or replan",
+    )
+    p.add_argument(
+        "--hold-on-failure",
+        type=float,
+        nargs="?",
+        const=3600.0,
+        metavar="SECONDS",
+        help="keep the run open after a task failed, with an escalation E-n, for SECONDS "
+        "(default 3600): retry, skip, replan or `end` it",
+    )
+    add_allow_host(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
@@ -87,6 +106,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="only",
         choices=list(get_args(TaskStatus)),
         help="only tasks in this status",
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="the live board until the run ends, then its results (like `follow ID`)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_status(a)))
@@ -118,6 +142,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=lambda a: asyncio.run(cmd_list(a)))
 
 
+def add_allow_host(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a host this run's agents may reach (repeatable): 127.0.0.1:8080 opens that one "
+        "local port; a local or private host needs its port",
+    )
+
+
 # -- run ------------------------------------------------------------------------------------
 
 
@@ -144,7 +179,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             print_problems(e, args.plan)
             err.print("nothing was started")
             return 2
-        run = await x.run(
+        start = x.run(
             wf,
             variables=variables,
             context=context,
@@ -152,19 +187,43 @@ async def cmd_run(args: argparse.Namespace) -> int:
             id=args.id,
             on_wait=lambda note: err.print(cell(note)),
         )
-        return await announce(args, settings, run, options, f"({len(wf.agents)} agents)")
+        return await announce(args, settings, x, start, options, f"({len(wf.agents)} agents)")
 
 
 async def announce(
+    args: argparse.Namespace,
+    settings: Settings,
+    x: XSky,
+    start: Coroutine[Any, Any, Run],
+    options: RunOptions,
+    what: str,
+) -> int:
+    """Start the run, say what was started and where to see it; with --follow, watch it to
+    the end. A run no worker took is said (exit 2 unless followed: it begins once one polls)."""
+    unserved: UnservedRunError | None = None
+    try:
+        run = await start
+    except UnservedRunError as e:
+        unserved = e
+        run = await x.get(e.subject)
+    args.started = run.id  # for the Ctrl-C message
+    if unserved is not None:
+        err.print(f"[yellow]warning:[/] {shown(cli_message(unserved))}")
+    code = await _announced(args, settings, run, options, what)
+    return 2 if unserved is not None and not args.follow else code
+
+
+async def _announced(
     args: argparse.Namespace, settings: Settings, run: Run, options: RunOptions, what: str
 ) -> int:
-    """Say what was started and where to see it; with --follow, watch it to the end."""
     if args.json and not args.follow:
         print_json({"workflowId": run.id, "runId": run.handle.result_run_id, "ui": run.ui_url})
         return 0
     if not args.json:
         out.print(f"started [bold]{shown(run.id)}[/] {what}")
         out.print(cell(f"Web UI: {run.ui_url}"))
+        if options.allow_hosts:
+            out.print(cell(f"opened for this run: {', '.join(options.allow_hosts)} (--allow-host)"))
         if options.review:
             out.print(
                 cell(
@@ -185,6 +244,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         "review_timeout": "review_timeout",
         "on_review_timeout": "review_timeout_action",
         "max_replans": "max_auto_replans",
+        "hold_on_failure": "hold_on_failure",
+        "replan_deterministic": "replan_deterministic",
     }
     flag_of = {key: "--" + flag.replace("_", "-") for flag, key in flags.items()}
     for flag, key in flags.items():
@@ -193,6 +254,12 @@ def run_options(args: argparse.Namespace) -> RunOptions:
             values[key] = value
     if getattr(args, "review", False):
         values["review"] = True
+    for text in getattr(args, "allow_host", []):
+        try:
+            host_rule(text)
+        except ValueError as e:
+            raise UsageError(f"--allow-host {e}") from None
+        values.setdefault("allow_hosts", []).append(text.strip())
     try:
         return RunOptions.model_validate(values)
     except ValidationError as e:
@@ -204,54 +271,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         ) from None
 
 
-async def follow(run: Run, quiet: bool = False) -> RunResult:
-    """Show the live board until the run ends (through server outages); return its result."""
-    if quiet:
-        return await run.result()
-    lost = False
-    with Live(console=out, refresh_per_second=4, transient=False) as live:
-        async for event in run.follow():
-            if isinstance(event, WorkerSilent):
-                live.console.print(
-                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({shown(event.error)}): "
-                    "is one running? start it with `starter.py up` or `python worker.py`; still following[/]"
-                )
-                continue
-            if isinstance(event, ConnectionLost):
-                lost = True
-                live.console.print(
-                    f"[yellow]cannot reach the server ({shown(event.error)}); reconnecting — "
-                    "the run resumes where it was once the server is back[/]"
-                )
-                continue
-            if lost:
-                lost = False
-                live.console.print("[green]reconnected[/]")
-            live.update(
-                board_table(
-                    event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)
-                )
-            )
-    out.print()  # the results table starts on a line of its own, in a terminal or a file
-    return await run.result()
-
-
-def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
-    """The results table (or JSON); exit 0 for a completed run, 1 for a failed or cancelled one."""
-    if as_json:
-        print_json(result.wire())
-    else:
-        out.print(results_table(result, _store_reader(settings)))
-        out.print(cell(f"Web UI: {settings.ui_link(result.workflow_id)}"))
-    return 0 if result.status == "completed" else 1
-
-
-def _store_reader(settings: Settings) -> Any:
-    from activities.artifacts import ArtifactStore
-
-    return ArtifactStore(settings.artifacts).read_text
-
-
 # -- status / result / list --------------------------------------------------------------------
 
 
@@ -261,10 +280,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
         raise UsageError("--limit takes 1 to 2000 and --offset 0 or more")
     async with XSky.connect(settings) as x:
         run = await x.get(args.id)
+        if args.follow:
+            if args.offset or args.only:
+                raise UsageError("--follow shows the whole board: drop --offset and --status")
+            return await watch(run, settings, args.json)
         status = await run.temporal_status()
         page = await run.board(args.offset, args.limit, args.only)
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
+        follow_ups = await run.follow_ups() if status != "running" else []
     why = {
         t.id: retry_lines(t, attempt_ends(settings.artifacts, args.id, first, t)) for t in retried
     }
@@ -284,6 +308,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
+    for follow_id in follow_ups:
+        out.print(cell(f"↪ resumed by {follow_id}: `starter.py status {follow_id}`"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
     return 0

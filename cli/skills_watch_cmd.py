@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import time
 from datetime import timedelta
 
 from cli.hints import cli_message
 from cli.render import err, out, print_json, shown
-from xsky.client import connect_client
+from xsky.client import PICKUP_WAIT, connect_client
 from xsky.client.skills import Skills, schedule_id
 from xsky.config import load_settings
 from xsky.errors import UsageError
@@ -28,7 +29,10 @@ def register(s: argparse._SubParsersAction) -> None:
     # Kept so the documented `scan --once` works; one tick is what scan does.
     a.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
     a.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds to wait for the tick to finish"
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for the tick to finish (default 600); the command never waits longer",
     )
     a.add_argument("--json", action="store_true")
     a.set_defaults(handler=lambda x: asyncio.run(cmd_scan(x)))
@@ -81,10 +85,15 @@ async def cmd_unwatch(args: argparse.Namespace) -> int:
 
 
 async def cmd_scan(args: argparse.Namespace) -> int:
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: give the seconds to wait, above 0, e.g. 60")
+    began = time.monotonic()
     skills = await _skills()
-    wid = await skills.start_scan()
+    # The whole command stays within --timeout: a scan no worker takes is said within
+    # PICKUP_WAIT seconds (or the timeout, when shorter).
+    wid = await skills.start_scan(min(PICKUP_WAIT, args.timeout))
     err.print(f"scanning ({wid}) …")
-    result = await skills.scan_result(wid, args.timeout)
+    result = await skills.scan_result(wid, max(0.1, args.timeout - (time.monotonic() - began)))
     if args.json:
         print_json(result.model_dump())
         return 0

@@ -39,7 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _cmd(sub, "resume", "dispatch again after a pause", cmd_resume)
     p = _cmd(sub, "cancel", "cancel one task, or the whole run when no task is given", cmd_cancel)
     p.add_argument("task", nargs="?", help="task id (T-3 or 3)")
-    p = _cmd(sub, "retry", "run a failed, cancelled or escalated task again", cmd_retry)
+    p = _cmd(
+        sub,
+        "retry",
+        "run a failed, cancelled or escalated task again (on an ended run: a follow-up run "
+        "that carries every completed result over)",
+        cmd_retry,
+    )
     p.add_argument("task")
     p.add_argument("--task", dest="text", help="new task text")
     p = _cmd(sub, "skip", "mark a task done without running it", cmd_skip)
@@ -91,6 +97,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the plan version you reviewed (required: a newer one is refused; `plan ID` says which waits)",
     )
     p.add_argument("--comment")
+    p = _cmd(
+        sub, "end", "end a run held open after a failure (--hold-on-failure) or paused", cmd_end
+    )
+    p.add_argument("--reason", help="why (kept in the plan history)")
     _cmd(sub, "requests", "questions, approvals and escalations waiting for a person", cmd_requests)
 
 
@@ -139,6 +149,10 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 async def cmd_retry(args: argparse.Namespace) -> int:
     return await _update(args, lambda run: run.retry(args.task, args.text))
+
+
+async def cmd_end(args: argparse.Namespace) -> int:
+    return await _update(args, lambda run: run.end(args.reason))
 
 
 async def cmd_skip(args: argparse.Namespace) -> int:

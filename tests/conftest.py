@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -31,6 +30,7 @@ from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, s
 from worker import build_workers  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
 from xsky.client import run_outcome  # noqa: E402
+from xsky.client.connect import DATA_CONVERTER  # noqa: E402
 from xsky.config import Settings, load_settings  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
 from xsky.plan.models import Workflow  # noqa: E402
@@ -61,7 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 
 @pytest_asyncio.fixture(scope="session")
 async def client(server: DevServer) -> Client:
-    return await Client.connect(server.address, data_converter=pydantic_data_converter)
+    return await Client.connect(server.address, data_converter=DATA_CONVERTER)
 
 
 @dataclass

@@ -22,6 +22,7 @@ def describe_failure(err: ActivityError) -> str:
     state = err.retry_state.name if err.retry_state is not None else ""
     if state == "MAXIMUM_ATTEMPTS_REACHED":
         message += " — retries exhausted"
-    elif state == "NON_RETRYABLE_FAILURE":
-        message += " — not retried (retrying would not help)"
+    elif state == "NON_RETRYABLE_FAILURE" and "retries exhausted" not in message:
+        # (an agent that spent its error budget says so itself: it was retried)
+        message += " — not retried: retrying would not help"
     return message

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows import leader_io
+from workflows import leader_io, leader_people
 from workflows.failures import describe_failure
 from workflows.leader_attempts import Attempts
 from workflows.leader_io import save_blob
@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         AuditEntry,
         BoardPage,
         DefineRoleRequest,
+        EndRunRequest,
         HumanRequest,
         InterventionResult,
         NudgeRequest,
@@ -64,8 +65,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 def _reject(message: str) -> None:
-    """Refuse an update in its validator: nothing is written, the caller gets ``message``."""
-    raise ValueError(message)
+    """Refuse an update in its validator: nothing is written, the caller gets ``message``
+    (type Rejected: it reaches people without a stack trace, xsky/client/connect.py)."""
+    raise ApplicationError(message, type="Rejected", non_retryable=True)
 
 
 @workflow.defn(name="LeaderWorkflow")
@@ -171,7 +173,7 @@ class LeaderWorkflow:
                 core.planner_started()
                 self._board.publish(core)
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
-            if await self._review_gate():
+            if await leader_people.review_gate(core, self._board):
                 while True:
                     self._apply(core.dispatch(workflow.now()))
                     if core.finished():
@@ -210,10 +212,12 @@ class LeaderWorkflow:
             pending = self._attempts.unfinished()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+            leader_people.close_requests(core, "the run was cancelled")
             self._board.publish(core, force=True)
             self._board.upsert(core, final="cancelled")
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
+        leader_people.close_requests(core, core.ended or "the run ended")
         self._board.publish(core, force=True)
         result = core.result(workflow.now())
         if core.large():
@@ -242,28 +246,6 @@ class LeaderWorkflow:
             workflow.logger.info(line)
         self._metrics.stall_steps(lines)
 
-    async def _review_gate(self) -> bool:
-        """Wait for approve_plan when the run asked for review. False if the run ends here."""
-        core = self._core
-        if core.state.review != "waiting":
-            return True
-        self._board.publish(core)
-        # No deadline: an automatic replan's review from before the patch replan-review-deadline,
-        # carried over by continue-as-new; it waits for approve_plan as it did then.
-        deadline = core.state.review_deadline
-        remaining = (
-            None if deadline is None else max(0.0, (deadline - workflow.now()).total_seconds())
-        )
-        try:
-            await workflow.wait_condition(
-                lambda: core.state.review != "waiting",
-                timeout=remaining,
-                timeout_summary="plan review",
-            )
-        except TimeoutError:
-            return core.review_timed_out(workflow.now())
-        return True
-
     # -- replanning -----------------------------------------------------------------------------
 
     async def _replan_in_background(self, reason: str) -> None:
@@ -273,7 +255,12 @@ class LeaderWorkflow:
             if core.ended:
                 return  # the run ended while the planner worked (its review timed out)
             risky = core.privileged_changes(wf)
-            _, stops = core.apply_plan(wf, core.auto_replan_label(reason), workflow.now())
+            _, stops = core.apply_plan(
+                wf,
+                core.auto_replan_label(reason),
+                workflow.now(),
+                leader_people.keep_cancelled(core),
+            )
             self._apply(stops)
             if risky:
                 core.require_review(risky, workflow.now(), patched("replan-review-deadline"))
@@ -314,7 +301,9 @@ class LeaderWorkflow:
                         type="PlanError",
                     ) from None
                 reason = f"a person asked: {req.prompt}"
-            summary, stops = core.apply_plan(wf, reason, workflow.now())
+            summary, stops = core.apply_plan(
+                wf, reason, workflow.now(), leader_people.keep_cancelled(core)
+            )
             self._apply(stops)
         finally:
             core.planner_finished()
@@ -405,6 +394,17 @@ class LeaderWorkflow:
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
         self._validated(lambda: self._core.check_define_role(req))
+
+    @workflow.update(
+        description="End a run held open (failed tasks waiting for a decision, or paused): pending "
+        "requests are withdrawn; it ends failed if a task failed. {reason} is optional."
+    )
+    async def end_run(self, req: EndRunRequest) -> InterventionResult:
+        return (await self._ready(lambda: self._core.check_end(req))).end(req, workflow.now())
+
+    @end_run.validator
+    def _validate_end_run(self, req: EndRunRequest) -> None:
+        self._validated(lambda: self._core.check_end(req))
 
     # -- signals ------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from temporalio.exceptions import ActivityError
 
 from workflows import leader_io
 from workflows.leader_metrics import LeaderMetrics
+from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import Command, LeaderCore
@@ -81,6 +82,9 @@ class Attempts:
                 workflow.info().first_execution_run_id,
                 settings.retry.maximum_attempts,
             )
+            if patched("flat-retry-backoff"):
+                # Temporal retries at once; the attempt after an error waits its backoff itself.
+                agent_input = agent_input.model_copy(update={"error_backoff": settings.retry})
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
             local = self._agents_here() and core.runs_locally(agent_id)
             kind = core.queue_kind(agent_id)

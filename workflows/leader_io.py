@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError,
 
 from workflows.failures import describe_failure
 from workflows.leader_metrics import LeaderMetrics
+from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import AttemptFailure, LeaderCore
     from xsky.leader.state import LeaderState, PlanVersion
     from xsky.leader.tasks import board_markdown, subject_of
+    from xsky.plan.agent_config import deterministic_retries
     from xsky.plan.models import Workflow
     from xsky.plan.planning import PlanRequest, PlanResult, problems_text
     from xsky.plan.xml import parse_workflow
@@ -57,26 +59,47 @@ async def setup() -> LeaderSetup | None:
 
 
 def agent_activity(
-    core: LeaderCore, agent_id: str, dispatch: int, queue: str, heartbeat: float, settings: Any
+    core: LeaderCore,
+    agent_id: str,
+    dispatch: int,
+    queue: str,
+    heartbeat: float,
+    settings: Any,
+    flat: bool = False,
 ) -> dict[str, Any]:
-    """The options of one ``run_agent`` attempt: its queue, timeouts and retry allowances."""
+    """The options of one ``run_agent`` attempt: its queue, timeouts and retry allowances.
+
+    ``flat`` (the flat-retry-backoff patch): every retry after the same short interval, so an
+    attempt lost with its worker is retried at once; the attempt after an error waits the rest
+    of its backoff itself (``AgentInput.error_backoff``, activities/agents/activity.py)."""
     task, agent = core.tasks[agent_id], core.agents[agent_id]
+    retry = settings.retry
+    interval = retry.flat_interval() if flat else retry.initial_interval
     return dict(
         task_queue=queue,
         start_to_close_timeout=timedelta(seconds=settings.start_to_close),
         heartbeat_timeout=timedelta(seconds=heartbeat),
         retry_policy=RetryPolicy(
             # errors spend maximumAttempts (the activity counts them); lost workers the rest
-            maximum_attempts=settings.retry.maximum_attempts + core.options.lost_worker_retries,
-            initial_interval=timedelta(seconds=settings.retry.initial_interval),
-            backoff_coefficient=settings.retry.backoff_coefficient,
-            maximum_interval=timedelta(seconds=settings.retry.maximum_interval),
+            maximum_attempts=retry.maximum_attempts
+            + core.options.lost_worker_retries
+            + _config_retries(agent.config),
+            initial_interval=timedelta(seconds=interval),
+            backoff_coefficient=1.0 if flat else retry.backoff_coefficient,
+            maximum_interval=timedelta(seconds=interval if flat else retry.maximum_interval),
             non_retryable_error_types=["AgentConfigError", "ArtifactMissing"],
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         activity_id=f"{task.id}-v{core.state.plan_version}-d{dispatch}",
         summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
     )
+
+
+def _config_retries(config: dict[str, Any] | None) -> int:
+    """Tries a plan's ``<config>{"retries": N}`` adds (the activity decides which errors
+    they repeat); a plan without the key never reaches the patch."""
+    retries = deterministic_retries(config)
+    return retries if retries and patched("deterministic-failures-final") else 0
 
 
 def _summary(text: str) -> str:
@@ -97,7 +120,8 @@ async def run_attempt(
 ) -> AgentOutcome:
     """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
     tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip."""
-    options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings)
+    flat = agent_input.error_backoff is not None
+    options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings, flat)
     if local:
         del options["task_queue"], options["heartbeat_timeout"]
         return await workflow.execute_local_activity(
@@ -125,7 +149,11 @@ def attempt_failure(err: ActivityError) -> AttemptFailure:
     ]
     attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
     lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
-    return AttemptFailure(describe_failure(err), decisions, attempt, lost)
+    # Asked only of a deterministic failure, so the marker is written where it decides.
+    deterministic = any(d.get("failure") == "deterministic" for d in details) and patched(
+        "deterministic-failures-final"
+    )
+    return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic)
 
 
 async def call_planner(
@@ -422,9 +450,7 @@ class Board:
 
     def upsert(self, core: LeaderCore, final: str | None = None) -> None:
         upsert(core, self.searchable, final)
-        self._metrics.pending_requests(
-            core.run_id, 0 if final else len(core.pending_requests(with_review=True))
-        )
+        self._metrics.pending_requests(0 if final else len(core.pending_requests(with_review=True)))
 
     def publish(self, core: LeaderCore, force: bool = False) -> None:
         """The board in the Web UI's details: a large board at most every few seconds."""

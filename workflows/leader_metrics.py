@@ -33,10 +33,16 @@ class LeaderMetrics:
         self._stall = meter.create_counter(
             "xsky_stall_steps", "steps of the stall ladder taken, by step"
         )
-        self._pending = meter.create_gauge(
-            "xsky_pending_requests", "requests waiting for a person, by run"
+        # Two counters, no run label: a gauge per run was one series per run, for ever.
+        # Waiting now, fleet-wide: sum(xsky_requests_opened) - sum(xsky_requests_closed).
+        self._opened = meter.create_counter(
+            "xsky_requests_opened",
+            "requests put to a person (questions, approvals, escalations, reviews)",
         )
-        self._shown: int | None = None  # the pending count this worker last recorded
+        self._closed = meter.create_counter(
+            "xsky_requests_closed", "requests answered, withdrawn or expired"
+        )
+        self._shown: int | None = None  # the pending count this worker last accounted for
 
     def started(self, kind: str) -> None:
         self._started.add(1, {"kind": kind})
@@ -60,8 +66,15 @@ class LeaderMetrics:
             if step is not None:
                 self._stall.add(1, {"step": step.group(1)})
 
-    def pending_requests(self, run_id: str, count: int) -> None:
-        # Set when it changes; a replay records nothing, so what it saw is not "shown".
-        if count != self._shown and not workflow.unsafe.is_replaying():
-            self._pending.set(count, {"run_id": run_id})
-            self._shown = count
+    def pending_requests(self, count: int) -> None:
+        """The run's pending count now: its change is counted as opened or closed requests.
+        A replay records nothing; the first count a worker sees live (a run it took over, or
+        a continued one) was accounted for by whoever saw the requests open."""
+        if workflow.unsafe.is_replaying() or count == self._shown:
+            return
+        if self._shown is not None:
+            delta = count - self._shown
+            (self._opened if delta > 0 else self._closed).add(abs(delta))
+        elif workflow.info().continued_run_id is None and count > 0:
+            self._opened.add(count)  # a run's first look: nobody counted these yet
+        self._shown = count

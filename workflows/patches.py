@@ -45,6 +45,36 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.2.1 is still open (runs of v0.2.0 whose automatic "
         "replan waits for review replay the old branch)",
     ),
+    "deterministic-failures-final": Patch(
+        what="a deterministic failure (the activity's detail {failure: deterministic}: a non-zero exit, an "
+        "HTTP 4xx, a refused argument) is final: no automatic replan follows it unless "
+        'RunOptions.replan_deterministic is set; and an agent\'s <config>{"retries": N} adds N '
+        "tries to its retry policy",
+        since="v0.3.0",
+        delete_when="no run started before v0.3.0 is still open (their failed agents were "
+        "replanned automatically whatever the failure)",
+    ),
+    "requests-end-with-run": Patch(
+        what="a run that ends (cancelled, ended, failed) withdraws its pending requests and a "
+        "waiting review, so XskyPending drops to 0 and `list --waiting` no longer shows it",
+        since="v0.3.0",
+        delete_when="no run started before v0.3.0 is still open",
+    ),
+    "cancelled-stays-cancelled": Patch(
+        what="a replan keeps a task a person cancelled cancelled while the new plan defines it "
+        "as before (before: every cancelled task went back to pending)",
+        since="v0.3.0",
+        delete_when="no run started before v0.3.0 is still open",
+    ),
+    "flat-retry-backoff": Patch(
+        what="run_agent's retry policy is flat (FLAT_RETRY between any two attempts) and the "
+        "error backoff travels in AgentInput.error_backoff, waited by the attempt after an error: "
+        "an attempt lost with its worker is retried at once; before, Temporal backed off every "
+        "retry alike, so lost-worker retries waited up to maximum_interval",
+        since="v0.3.0",
+        delete_when="no run started before v0.3.0 is still open (their agents' attempts are "
+        "scheduled with the backoff policy on replay)",
+    ),
 }
 """The live patches, by id."""
 

@@ -97,6 +97,12 @@ class NoWorkerError(XSkyError):
     """No worker polls a task queue the run needs; nothing was started."""
 
 
+class UnservedRunError(NoWorkerError):
+    """A run (or scan) was started, but no worker took its first task: the workers the server
+    still lists have stopped. It stays started, and begins once a worker polls; ``subject``
+    is its workflow id."""
+
+
 class RunNotFoundError(XSkyError):
     """No run has this id."""
 

@@ -18,21 +18,48 @@ from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.plan.models import WireModel as Wire
 from xsky.security.permissions import PermissionSettings
 
+# Seconds Temporal waits before any retry of an agent's attempt under the flat policy (see
+# RetryOptions.wait_after): a lost worker's attempt is retried this soon.
+FLAT_RETRY = 1.0
+
 
 class RetryOptions(Wire):
-    """Bounded retries for one agent's activity (Temporal's default retries forever)."""
+    """Bounded retries for one agent's activity (Temporal's default retries forever).
+
+    The backoff (``initial_interval`` × ``backoff_coefficient`` ^ (errors − 1), at most
+    ``maximum_interval``) is between attempts that ended in an *error*. An attempt lost with
+    its worker is retried at once: Temporal's policy for the attempt is flat (``FLAT_RETRY``)
+    and the attempt after an error waits the rest of its backoff itself, before it runs."""
 
     maximum_attempts: int = Field(3, ge=1, le=50)
     initial_interval: float = Field(1.0, gt=0, le=3600, description="seconds")
     backoff_coefficient: float = Field(2.0, ge=1, le=10)
     maximum_interval: float = Field(30.0, gt=0, le=86400, description="seconds")
 
+    def flat_interval(self) -> float:
+        """Seconds Temporal waits before every retry under the flat policy."""
+        return min(FLAT_RETRY, self.initial_interval)
+
+    def backoff(self, errors: int) -> float:
+        """Seconds between the ``errors``-th error and the attempt after it (0 before any)."""
+        if errors < 1:
+            return 0.0
+        exponent = min(errors - 1, 64)  # past this the cap has long been reached
+        return min(
+            self.maximum_interval, self.initial_interval * self.backoff_coefficient**exponent
+        )
+
+    def wait_after(self, errors: int) -> float:
+        """Seconds an attempt that follows the ``errors``-th error waits before it runs: its
+        backoff less the flat interval Temporal already waited."""
+        return max(0.0, self.backoff(errors) - self.flat_interval()) if errors else 0.0
+
 
 class RunOptions(Wire):
     max_parallel: int = Field(8, ge=1, le=1000)
     start_to_close_timeout: float = Field(600.0, gt=0, description="seconds, per agent attempt")
     heartbeat_timeout: float = Field(
-        20.0, gt=0, description="seconds without a heartbeat before an attempt is lost"
+        10.0, gt=0, description="seconds without a heartbeat before an attempt is lost"
     )
     lost_worker_retries: int = Field(
         20,
@@ -56,6 +83,18 @@ class RunOptions(Wire):
     max_auto_replans: int = Field(
         2, ge=0, le=20, description="automatic replans per run (failures, stalls)"
     )
+    replan_deterministic: bool = Field(
+        False,
+        description="replan automatically after a deterministic failure too (a non-zero exit, "
+        "an HTTP 4xx, a refused argument); off: such a failure is final and waits for a person's "
+        "retry, skip or replan",
+    )
+    hold_on_failure: float = Field(
+        0.0,
+        ge=0,
+        description="seconds a run stays open after a task failed for good, with an escalation "
+        "E-n (retry, skip, replan or end_run); 0: the run ends as soon as nothing can progress",
+    )
     request_timeout: float = Field(
         86400.0, gt=0, description="seconds a question or approval may wait for a person"
     )
@@ -70,12 +109,45 @@ class RunOptions(Wire):
         "(when it serves every kind): no task-queue round trip, but a queried run may fail "
         "replay after a worker loss (an SDK bug); off by default",
     )
+    allow_hosts: list[str] = Field(
+        default_factory=list,
+        description="hosts this run's agents may reach beyond the worker's rules: HOST or "
+        "HOST:PORT (a local or private host needs its port), each an allow rule "
+        "network(domain:HOST[:PORT]); only the starter sets them, never a plan or a replan",
+    )
     inline_limit: int = Field(
         512 * 1024,
         ge=1024,
         description="characters of state a continued run carries inline; "
         "more goes to the artifact store by reference",
     )
+
+
+class AgentReport(Wire):
+    id: str
+    task_id: str
+    name: str
+    status: str
+    result: str | None = None
+    result_ref: ArtifactRef | None = None
+    error: str | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    # who answered a completed agent: a model's name, "offline" (no model: extractive), None (a tool)
+    provider: str | None = None
+
+
+class ResumeFrom(Wire):
+    """A follow-up run that resumes an ended one (``Run.retry`` on an ended run): the agents
+    that completed there are carried over with their results, and ``rerun`` (with every agent
+    that depends on them) runs again, in the first run's workspace."""
+
+    run_id: str  # the run this one resumes
+    workspace_of: str  # the run whose default workspace agents use (the first of a chain)
+    carried: list[AgentReport] = Field(default_factory=list)  # completed/skipped agents' reports
+    rerun: list[str] = Field(default_factory=list)  # agent ids to run again (and dependents)
 
 
 class RunInput(Wire):
@@ -98,6 +170,7 @@ class RunInput(Wire):
         default_factory=PermissionSettings, description="rules and mode from settings"
     )
     state: LeaderState | None = None
+    resume: ResumeFrom | None = None
     plan_ref: BlobRef | None = Field(
         None, description="a plan too large for the input, as workflow XML in the artifact store"
     )
@@ -118,8 +191,10 @@ class AgentInput(Wire):
     plan_version: int = 1
     dispatch: int = 1
     workspace: str | None = None
+    # A resumed run works in the workspace of the run it resumes (its default one).
+    workspace_of: str | None = None
     artifact_threshold: int = 8192
-    # (No heartbeat interval: a worker heartbeats at a third of the activity's own heartbeat
+    # (No heartbeat interval: a worker heartbeats at a quarter of the activity's own heartbeat
     # timeout, activities/beat.py; an older input's heartbeatInterval is ignored.)
     progress_interval: float = 5.0  # at most one progress report per this many seconds
     resume: bool = True  # pick up the agent's checkpoint when one exists
@@ -131,6 +206,7 @@ class AgentInput(Wire):
     # the worker gives it the tools it names though it does not know the role itself.
     role_approved: bool = False
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    allow_hosts: list[str] = Field(default_factory=list)  # RunOptions.allow_hosts, as started
     goal: str | None = None  # the run's goal, put before every task so agents do not drift
     markers: list[str] | None = (
         None  # artifact URIs the leader put in the texts; only these are expanded
@@ -138,6 +214,10 @@ class AgentInput(Wire):
     error_attempts: int = (
         0  # attempts that may end in an error (0: Temporal's retry policy alone decides)
     )
+    # Set (by a leader with the flat-retry-backoff patch): Temporal retries every attempt after
+    # a flat interval, and an attempt that follows an error waits the rest of this backoff
+    # itself (an attempt lost with its worker does not wait). None: Temporal's policy backs off.
+    error_backoff: RetryOptions | None = None
 
 
 class LeaderSetup(Wire):
@@ -202,20 +282,6 @@ class ProgressReport(Wire):
 
 
 FinalStatus = Literal["completed", "failed", "cancelled"]
-
-
-class AgentReport(Wire):
-    id: str
-    task_id: str
-    name: str
-    status: str
-    result: str | None = None
-    result_ref: ArtifactRef | None = None
-    error: str | None = None
-    attempts: int = 0
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    artifacts: list[ArtifactRef] = Field(default_factory=list)
 
 
 class ResultsPage(Wire):

@@ -27,8 +27,14 @@ from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.sandbox.confine import sandbox_settings
 from xsky.config import Settings
+from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
+from xsky.plan.agent_config import deterministic_retries
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
+
+# Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
+# or a person's or a rule's refusal.
+NEVER_REPEATED = frozenset({"AgentConfigError", "ArtifactMissing", "PermissionDenied"})
 
 
 class AgentActivities:
@@ -46,8 +52,8 @@ class AgentActivities:
         info = activity.info()
         started = info.started_time or datetime.now(UTC)
         ledger = AttemptLedger.of(self.settings.artifacts, AgentKey.of(inp))
-        previous = await asyncio.to_thread(
-            ledger.previous,
+        start = await asyncio.to_thread(
+            ledger.begin,
             info.attempt,
             info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None,
         )
@@ -56,9 +62,11 @@ class AgentActivities:
             dispatch=inp.dispatch,
             progress_interval=inp.progress_interval,
             started_at=started,
-            previous=previous,
+            previous=start.previous,
         )
         try:
+            if inp.error_backoff is not None and start.after_error:
+                await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
             outcome = await self._attempt(inp, beat, started, info.attempt)
         except ApplicationError as e:
             raise await self._failed(inp, ledger, info.attempt, e) from None
@@ -83,19 +91,46 @@ class AgentActivities:
     async def _failed(
         self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError
     ) -> ApplicationError:
-        """The error this attempt ends with: recorded; final once the error budget is spent."""
-        details = (*e.details, {"attempt": attempt})
-        if e.non_retryable:
-            await asyncio.to_thread(ledger.record, attempt, "error", e.message)
-            return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
+        """The error this attempt ends with: recorded; final once the error budget is spent.
+
+        ``non_retryable`` is THE signal that retrying would not help (a deterministic failure,
+        on its first attempt); the details say which it is for the leader: ``{"failure":
+        "deterministic" | "transient" | "exhausted"}`` (xsky/outcomes.py) — "exhausted" is
+        final too, but each attempt failed in a way that might have passed. The leader does
+        not replan a deterministic failure automatically (unless the run opts in)."""
         errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+        if e.non_retryable:
+            retries = deterministic_retries(inp.agent.config)
+            if retries and e.type not in NEVER_REPEATED:
+                # The plan asked for this agent to be tried again even when its failure looks
+                # deterministic (<config>{"retries": N}): a flaky script, a race it knows of.
+                if errors <= retries:
+                    return ApplicationError(
+                        f"{e.message} — trying again ({errors} of {retries} retries the "
+                        "agent's <config> allows)",
+                        *e.details,
+                        {"attempt": attempt, "failure": TRANSIENT},
+                        type=e.type,
+                        non_retryable=False,
+                    )
+                return ApplicationError(
+                    f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
+                    *e.details,
+                    {"attempt": attempt, "failure": EXHAUSTED},
+                    type=e.type,
+                    non_retryable=True,
+                )
+            details = (*e.details, {"attempt": attempt, "failure": DETERMINISTIC})
+            return ApplicationError(e.message, *details, type=e.type, non_retryable=True)
         if inp.error_attempts and errors >= inp.error_attempts:
             return ApplicationError(
                 f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
-                *details,
+                *e.details,
+                {"attempt": attempt, "failure": EXHAUSTED},
                 type=e.type,
                 non_retryable=True,
             )
+        details = (*e.details, {"attempt": attempt, "failure": TRANSIENT})
         return ApplicationError(e.message, *details, type=e.type, non_retryable=False)
 
     async def _attempt(
@@ -123,6 +158,17 @@ class AgentActivities:
             if target is not None:
                 return await run_model(a, target)
         return await run_direct(a)
+
+
+async def _back_off(beat: Beat, seconds: float, errors: int) -> None:
+    """The error backoff, waited by the attempt after an error (Temporal's flat policy retried
+    it at once): heartbeating, and shown on the board. An attempt whose worker was lost does
+    not come here: it runs at once."""
+    if seconds <= 0:
+        return
+    beat.note = f"waiting {seconds:g}s before retrying (backoff after {errors} error(s))"
+    async with beat.running():
+        await asyncio.sleep(seconds)
 
 
 def _sandbox_gid(settings: Settings) -> int | None:

@@ -101,10 +101,11 @@ def prepare(
     if unconfined and not _WARNED["sandbox-off"]:
         _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
         log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
-    # The worker decides from what it trusts: its own settings' rules, the run's approvals.
-    permissions = trusted_settings(permission_settings(layers), inp.permissions)
+    # The worker decides from what it trusts: its own settings' rules, the run's approvals
+    # and the hosts its starter opened.
+    permissions = trusted_settings(permission_settings(layers), inp.permissions, inp.allow_hosts)
     key = AgentKey.of(inp)
-    web, command_network = egress.policies(permissions)
+    web, command_network = egress.policies(permissions, str(settings.user_settings))
     ctx = ToolContext(
         run_id=key.run_id,
         agent_id=key.agent_id,
@@ -216,7 +217,8 @@ def workspace_for(settings: Settings, inp: AgentInput, sandbox: SandboxSettings)
     path from the run), checked, made by the worker and handed to the sandbox user."""
     roots = sandbox.workspace_roots
     try:
-        folder = workspaces.resolve(inp.workspace, settings, inp.run_id, roots)
+        # a follow-up run works where the run it resumes worked
+        folder = workspaces.resolve(inp.workspace, settings, inp.workspace_of or inp.run_id, roots)
     except workspaces.WorkspaceRefused as e:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     owner = sandbox.owner

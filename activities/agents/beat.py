@@ -24,8 +24,8 @@ class Beat:
     """Liveness and progress for one attempt.
 
     Heartbeats (liveness, to Temporal) go out in the background while the agent works, as
-    often as :func:`activities.beat.interval` says (a third of the activity's heartbeat
-    timeout), or more often for the reports. Progress reports (to the leader, which runs the
+    often as :func:`activities.beat.interval` says (a quarter of the activity's
+    heartbeat timeout), or more often for the reports. Progress reports (to the leader, which runs the
     stall ladder on them) are signals, throttled to one per ``progress_interval``; the first,
     "started" with the attempt's real start time, goes out once the agent has worked for
     ``START_REPORT_AFTER`` (at once for a retry), so quick agents cost no signal and the board

@@ -3,8 +3,10 @@
 Which tools may be called so is the registry's (``xsky.security.tools.DIRECT_TOOLS``: the
 tools marked ``direct``, ``llm`` and ``noop``), the same list a plan is checked against when
 it is parsed; :data:`DIRECT_IMPLEMENTATIONS` must name exactly those, checked at import.
-An agent with neither a tool nor a model answers with the offline model (``llm``). A direct
-call passes the permission gate the model loop's calls pass.
+With neither a tool nor a model, the ``llm`` agent answers offline (extractively, from its
+input, labelled ``offline``); a role (verify, doc … or one of the plan's) fails at once with
+the fix, since it needs a model to think. A direct call passes the permission gate the model
+loop's calls pass.
 """
 
 from __future__ import annotations
@@ -40,9 +42,17 @@ async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 async def offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    return ToolResult(
-        offline.answer(args.get("task", ""), args.get("input")), {"provider": offline.PROVIDER}
-    )
+    """The offline extractive answer: sentences of the agent's input, never invented text.
+    With no input there is nothing to answer from, and the agent fails with the fix."""
+    source = args.get("input")
+    if not isinstance(source, str) or not source.strip():
+        raise ToolError(
+            "the offline llm agent (no model is configured) answers only from its <input>, and this one "
+            "has none: give it an <input> (e.g. {{agent_1_result}}), or set XSKY_MODEL and "
+            "OPENAI_BASE_URL (or OPENAI_API_KEY) on the worker",
+            details={"provider": offline.PROVIDER},
+        )
+    return ToolResult(offline.answer(args.get("task", ""), source), {"provider": offline.PROVIDER})
 
 
 DIRECT_IMPLEMENTATIONS: dict[str, Tool] = {
@@ -62,6 +72,8 @@ agree("direct implementations", DIRECT_TOOLS, DIRECT_IMPLEMENTATIONS)
 
 # Kinds of agent that only act through their tools: without a tool and a model they cannot.
 TOOL_KINDS = ("browser", "file", "shell")
+# The one kind that answers without a model: offline, extractively (labelled so everywhere).
+OFFLINE_KIND = "llm"
 
 
 async def run_direct(a: Attempt) -> AgentOutcome:
@@ -85,7 +97,7 @@ async def run_direct(a: Attempt) -> AgentOutcome:
                 e.details,
                 a.gate.details(),
                 type="ToolError",
-                non_retryable=not e.retryable,
+                non_retryable=not e.retryable,  # <config> "retries" repeats it: activity.py
             ) from None
         except NeedsHuman as need:
             return _waiting(a, need, agent_log)
@@ -113,7 +125,15 @@ def direct_call(a: Attempt) -> tuple[str, Tool, dict[str, Any]]:
                 type="AgentConfigError",
                 non_retryable=True,
             )
-        return "llm", offline_llm, {"task": a.task, "input": a.input_text}  # roles, offline
+        if a.name != OFFLINE_KIND:  # a role thinks with a model: no boilerplate in its place
+            raise ApplicationError(
+                f"agent {a.key.agent_id}: role {a.name} needs a model: set XSKY_MODEL and OPENAI_BASE_URL "
+                "(or OPENAI_API_KEY) on the worker, or give the agent a tool in its <config>; without a "
+                "model only the llm agent answers (offline, extractively from its <input>)",
+                type="AgentConfigError",
+                non_retryable=True,
+            )
+        return "llm", offline_llm, {"task": a.task, "input": a.input_text}
     found = DIRECT_IMPLEMENTATIONS.get(a.tool)
     if found is None:
         raise ApplicationError(

@@ -5,7 +5,13 @@ two apart (issue: a lost worker is not the agent's failure). An attempt that fai
 writes why here before it raises; an attempt that finds no line for the one before it
 knows that one's worker was lost (killed, crashed, cut off: no heartbeat) or timed out.
 The error budget (``AgentInput.error_attempts``) counts only written failures; lost
-workers spend Temporal's separate allowance (``RunOptions.lost_worker_retries``).
+workers spend Temporal's separate allowance (``RunOptions.lost_worker_retries``), and only an
+attempt that follows a written error waits the error backoff (``AgentInput.error_backoff``).
+
+Each attempt also writes that it started, so a stale attempt — its worker was stopped (not
+killed), the server gave up on it and a later attempt began elsewhere, then the worker was
+resumed — sees that it is superseded and writes nothing more (its end would count against
+the attempt that replaced it).
 """
 
 from __future__ import annotations
@@ -44,22 +50,59 @@ class AttemptLedger:
     def errors(self) -> int:
         return sum(1 for e in self.entries() if e.get("kind") == "error")
 
+    def superseded(self, attempt: int) -> bool:
+        """Has a later attempt than ``attempt`` started (this one is stale)?"""
+        return any(_number(e) > attempt for e in self.entries())
+
     def record(self, attempt: int, kind: str, reason: str) -> int:
-        """Write how ``attempt`` ended; returns the errors recorded so far."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"attempt": attempt, "kind": kind, "reason": reason[:300]}) + "\n"
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        """Write how ``attempt`` ended (nothing when a later attempt has started); returns the
+        errors recorded so far."""
+        if not self.superseded(attempt):
+            self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
         return self.errors()
 
-    def previous(self, attempt: int, heartbeat_timeout: float | None) -> str | None:
-        """Why attempt ``attempt - 1`` ended (None for a first attempt)."""
+    def begin(self, attempt: int, heartbeat_timeout: float | None) -> Start:
+        """Write that ``attempt`` started; how the one before it ended."""
+        before = self.entries()
+        self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
+        ended = next(
+            (
+                e
+                for e in reversed(before)
+                if _number(e) == attempt - 1 and e.get("kind") != "started"
+            ),
+            None,
+        )
+        errors = sum(1 for e in before if e.get("kind") == "error")
         if attempt <= 1:
-            return None
-        for e in reversed(self.entries()):
-            if e.get("attempt") == attempt - 1:
-                return f"{e.get('kind')}: {e.get('reason')}"
+            return Start(None, False, errors)
+        if ended is not None:
+            return Start(
+                f"{ended.get('kind')}: {ended.get('reason')}", ended.get("kind") == "error", errors
+            )
         beat = f" for {heartbeat_timeout:g}s" if heartbeat_timeout else ""
-        return f"worker lost: no heartbeat{beat} (killed, crashed or cut off)"
+        return Start(
+            f"worker lost: no heartbeat{beat} (killed, crashed, stopped or cut off)", False, errors
+        )
+
+    def _write(self, entry: dict[str, object], *, sync: bool) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+            fh.flush()
+            if sync:
+                os.fsync(fh.fileno())
+
+
+@dataclass(frozen=True)
+class Start:
+    """What an attempt learns from the ledger as it starts."""
+
+    previous: str | None  # how the attempt before it ended (None for a first attempt)
+    after_error: bool  # that attempt ended in an error: this one waits the error backoff
+    errors: int  # attempts of this dispatch that ended in an error so far
+
+
+def _number(entry: dict[str, object]) -> int:
+    n = entry.get("attempt")
+    return n if isinstance(n, int) else 0

@@ -27,6 +27,7 @@ from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
 from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
+from xsky.outcomes import model_answer
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
@@ -213,8 +214,18 @@ class AgentLoop:
                 for c in (message.tool_calls or [])
             ]
             if not calls or final_turn:
+                answer, none = model_answer(
+                    message.content,
+                    [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"],
+                )
+                if answer is None:
+                    # Not saved: a retry asks again from the conversation before this reply.
+                    raise ApplicationError(
+                        f"{none} (model {self.target.model}, step {cp.iteration})",
+                        type="LLMNoAnswer",
+                    )
                 self.checkpoints.save(cp)
-                return self._completed(cp, message.content or "")
+                return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
             cp.pending_calls = calls
             self.checkpoints.save(cp)

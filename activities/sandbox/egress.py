@@ -72,23 +72,28 @@ class EgressUnavailable(RuntimeError):
     """The egress proxy process could not be started or reached."""
 
 
-def policies(settings: PermissionSettings) -> tuple[Policy, Policy | None]:
+def policies(settings: PermissionSettings, settings_file: str = "") -> tuple[Policy, Policy | None]:
     """(the browser's and http_get's policy, sandboxed commands' policy or None for no network).
 
     Any public host for the first (minus denied domains); for commands only the domains a
     ``network(domain:…)`` allow rule names. Private addresses only for exact ``host:port``
     rules (``network(domain:127.0.0.1:8080)``), whatever rules say about the host alone.
 
-    Only the worker's own settings and people's approvals open the network: rules that came
-    with a run's input (anyone who can start a workflow wrote them) give no command a way
-    out and no private address.
+    Only the worker's own settings, people's approvals and the hosts the run's starter opened
+    (``host_rules``, from ``--allow-host``) open the network: rules that came with a run's
+    input rules give no command a way out and no private address. ``settings_file`` is the
+    file the worker reads its rules from, named in every refusal's fix.
     """
     settings = settings.model_copy(update={"run_rules": []})
     web_allow, web_deny = domain_rules(settings, ("browser_navigate", "http_get", "network"))
     net_allow, net_deny = domain_rules(settings, ("network",))
-    web = Policy.from_rules(web_allow, web_deny, any_host=True, ports=None)
+    web = Policy.from_rules(
+        web_allow, web_deny, any_host=True, ports=None, settings_file=settings_file
+    )
     commands = (
-        Policy.from_rules(net_allow, net_deny, any_host=False, ports=WEB_PORTS)
+        Policy.from_rules(
+            net_allow, net_deny, any_host=False, ports=WEB_PORTS, settings_file=settings_file
+        )
         if net_allow
         else None
     )

@@ -60,6 +60,9 @@ RESOLVE_TIMEOUT = 10.0
 LINGER = 5.0  # at most this long after an answer, what the client still sends is read and dropped
 LINGER_BYTES = 16 << 20  # and at most this much of it
 REFUSED = "X-Xsky-Egress: refused"
+# The proxy's own answer when the checked host did not answer: the tools say "could not connect"
+# (which may pass) instead of the server's "HTTP 502".
+UNREACHABLE = "X-Xsky-Egress: unreachable"
 AUTHENTICATE = 'Proxy-Authenticate: Basic realm="xsky egress"'
 
 
@@ -335,7 +338,7 @@ class Connection:
         try:
             upstream = await self.connect(addresses, port)
         except ConnectionError as e:
-            return await self.refuse(502, "Bad Gateway", str(e))
+            return await self.refuse(502, "Bad Gateway", str(e), UNREACHABLE)
         # Headers naming the body's framing stay whatever Connection lists: the body is sent.
         named = {t.strip().lower() for v in head.values("connection") for t in v.split(",")}
         named -= {"host", "content-length", "transfer-encoding"}
@@ -365,12 +368,16 @@ class Connection:
         if isinstance(failure, BadRequest):
             raise failure
         if isinstance(failure, TimeoutError):
-            return await self.refuse(504, "Gateway Timeout", f"{dest} did not answer: {failure}")
+            return await self.refuse(
+                504, "Gateway Timeout", f"{dest} did not answer: {failure}", UNREACHABLE
+            )
         if isinstance(failure, asyncio.LimitOverrunError):
             failure = ValueError(f"its response head is longer than {MAX_HEAD} bytes")
         elif isinstance(failure, asyncio.IncompleteReadError):
             failure = ValueError("it closed the connection")
-        return await self.refuse(502, "Bad Gateway", f"{dest} sent no answer: {failure}")
+        return await self.refuse(
+            502, "Bad Gateway", f"{dest} sent no answer: {failure}", UNREACHABLE
+        )
 
     async def send_body(self, upstream: Upstream, length: int | None, idle: Idle) -> None:
         """The request's head (written already) and body to the server. A server that stops
@@ -397,7 +404,7 @@ class Connection:
             upstream = await self.connect(addresses, port)
         except ConnectionError as e:
             self.record(dest, "allow", allowed)  # the decision, as for plain HTTP
-            return await self.refuse(502, f"Bad Gateway: {e}", str(e))
+            return await self.refuse(502, f"Bad Gateway: {e}", str(e), UNREACHABLE)
         self.writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         decided: list[bool] = []
         idle = Idle()

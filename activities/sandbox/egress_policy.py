@@ -21,10 +21,10 @@ from typing import Any
 
 from activities.sandbox import temporal_ports
 from xsky.security.addresses import blocked_address, ip_of, never_reachable
+from xsky.security.allow_hosts import how_to_open
 
 # Commands reach hosts a wildcard allows on these only (no SMTP, SSH, databases …).
 WEB_PORTS = frozenset({80, 443})
-SETTINGS_HINT = "to the worker's user settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS"
 
 
 def normal_host(host: str) -> str:
@@ -61,10 +61,17 @@ class Policy:
     # (ip, port) never, beside Temporal
     forbidden: set[tuple[str, int]] = field(default_factory=set)
     ports: frozenset[int] | None = None  # the only ports of hosts no rule names; None: any
+    settings_file: str = ""  # the worker's settings file, which refusals tell how to change
 
     @classmethod
     def from_rules(
-        cls, allowed: list[str], denied: list[str], *, any_host: bool, ports: frozenset[int] | None
+        cls,
+        allowed: list[str],
+        denied: list[str],
+        *,
+        any_host: bool,
+        ports: frozenset[int] | None,
+        settings_file: str = "",
     ) -> Policy:
         """A policy from ``domain:`` rule patterns ("host", "*.suffix", "host:port")."""
         names = [h for h, p in map(split_rule, allowed) if p is None]
@@ -74,6 +81,7 @@ class Policy:
             deny=[p.strip().lower() for p in denied],
             exact=exact,
             ports=ports,
+            settings_file=settings_file,
         )
 
     def wire(self) -> dict[str, Any]:
@@ -83,6 +91,7 @@ class Policy:
             "exact": sorted(self.exact),
             "forbidden": sorted(self.forbidden),
             "ports": None if self.ports is None else sorted(self.ports),
+            "settingsFile": self.settings_file,
         }
 
     @classmethod
@@ -93,6 +102,7 @@ class Policy:
             exact={(str(h), int(p)) for h, p in data["exact"]},
             forbidden={(str(h), int(p)) for h, p in data["forbidden"]},
             ports=None if data["ports"] is None else frozenset(data["ports"]),
+            settings_file=str(data.get("settingsFile", "")),
         )
 
     def _denied(self, host: str, port: int | None) -> bool:
@@ -117,7 +127,7 @@ class Policy:
         ):
             return (
                 f"port {port} of {host} is not a web port ({', '.join(map(str, sorted(self.ports)))}); "
-                f"add a rule such as network(domain:{_rule_host(host)}:{port}) {SETTINGS_HINT}"
+                f"{how_to_open(host, port, self.settings_file)}"
             )
         if (
             self.allow is not None
@@ -126,7 +136,7 @@ class Policy:
         ):
             return (
                 f"{host} is not among the domains the settings allow ({', '.join(self.allow) or 'none'}); "
-                f"add a rule such as network(domain:{_rule_host(host)}) {SETTINGS_HINT}"
+                f"{how_to_open(host, None, self.settings_file)}"
             )
         return None
 
@@ -146,13 +156,5 @@ class Policy:
         if reason is None and temporal_ports.is_local(str(addr)):
             reason = f"{addr} is an address of this machine (its services may listen there)"
         if reason and (normal_host(host), port) not in self.exact:
-            return (
-                f"{where}: {reason}; to allow it, add an exact rule such as "
-                f"network(domain:{_rule_host(host)}:{port}) {SETTINGS_HINT}"
-            )
+            return f"{where}: {reason}; {how_to_open(normal_host(host), port, self.settings_file)}"
         return None
-
-
-def _rule_host(host: str) -> str:
-    name = normal_host(host)
-    return f"[{name}]" if ":" in name else name

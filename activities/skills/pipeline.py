@@ -116,7 +116,7 @@ async def off_loop(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
 @contextlib.asynccontextmanager
 async def heartbeats(every: float | None = None) -> AsyncIterator[None]:
     """Liveness while a model call or the offline splitter runs (a dead worker is noticed fast):
-    a heartbeat at once, then one every ``every`` seconds (default: a third of the activity's
+    a heartbeat at once, then one every ``every`` seconds (default: a quarter of the activity's
     heartbeat timeout, :func:`activities.beat.interval`)."""
     activity.heartbeat("splitting")
     async with heartbeating("splitting", every=None if every is None else max(FLOOR, every)):

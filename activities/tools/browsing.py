@@ -6,12 +6,15 @@ agents never share cookies, tabs or navigation state.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 from typing import Any
 
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
+from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
 
 MAX_TEXT = 20_000
 MAX_LINKS = 60
@@ -36,18 +39,87 @@ async def page_links(page: Any) -> list[dict[str, str]]:
     return [{"text": " ".join(link["text"].split())[:120], "href": link["href"]} for link in links]
 
 
+# A page is empty when it has no title, no visible text and no element in its body.
+_EMPTY = """() => !document.title && !(document.body && (document.body.innerText.trim() || document.body.querySelector('*')))"""
+
+
+class Refusals:
+    """The egress proxy's refusals while a page lives: an https tunnel's refusal never reaches
+    the page (Chromium shows only ERR_TUNNEL_CONNECTION_FAILED), the proxy's record does."""
+
+    def __init__(self, ctx: ToolContext):
+        self.denied: list[str] = []
+        self._next = ctx.record
+        self._seen = asyncio.Event()
+
+    def record(self, destination: str, effect: str, reason: str) -> None:
+        if effect == "deny":
+            self.denied.append(f"{destination}: {reason}")
+            self._seen.set()
+        if self._next is not None:
+            self._next(destination, effect, reason)
+
+    def context(self, ctx: ToolContext) -> ToolContext:
+        """``ctx`` whose proxy decisions pass through here (and on to the permission log)."""
+        return dataclasses.replace(ctx, record=self.record)
+
+    async def since(self, mark: int, error: str) -> str | None:
+        """A refusal recorded after ``mark``; for a failed tunnel, waited for a moment (the
+        record travels apart from the browser's answer)."""
+        if len(self.denied) <= mark and "ERR_TUNNEL_CONNECTION_FAILED" in error:
+            self._seen.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._seen.wait(), 1.0)
+        return self.denied[-1] if len(self.denied) > mark else None
+
+
+def failed(verdict: Verdict, url: str, status: int | None = None) -> ToolError:
+    return ToolError(
+        verdict.message, retryable=verdict.retryable, details={"url": url, "status": status}
+    )
+
+
+async def judge(page: Any, response: Any, url: str) -> int | None:
+    """The loaded page's status; raises ToolError when it is not a page worth reading: refused
+    by the egress proxy, HTTP status 400 or more, the browser's error page, an empty document."""
+    status = response.status if response is not None else None
+    headers = response.headers if response is not None else {}
+    mark = headers.get("x-xsky-egress")
+    body = ""
+    if mark and response is not None:
+        with contextlib.suppress(Exception):  # the proxy's explanation, if it can be read
+            body = await response.text()
+    empty = False
+    if status is None or status < 400:
+        with contextlib.suppress(Exception):  # a page navigating away as we look is not empty
+            empty = bool(await page.evaluate(_EMPTY))
+    verdict = navigation_verdict(
+        url, status=status, egress=mark, body=body, final_url=page.url, empty=empty
+    )
+    if verdict is not None:
+        raise failed(verdict, url, status)
+    return status
+
+
+async def not_opened(url: str, e: Exception, refusals: Refusals, mark: int) -> ToolError:
+    """The ToolError for a navigation the browser could not complete."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return failed(navigation_error_verdict(url, first, await refusals.since(mark, first)), url)
+
+
 class BrowserSession:
     def __init__(self, ctx: ToolContext):
         self.ctx = ctx
         self._stack = contextlib.AsyncExitStack()
         self._page: Any = None
         self.shots = 0
+        self.refusals = Refusals(ctx)
 
     async def page(self) -> Any:
         if self._page is None:
             try:
                 self._page = await self._stack.enter_async_context(
-                    self.ctx.browsers.page_for(self.ctx)
+                    self.ctx.browsers.page_for(self.refusals.context(self.ctx))
                 )
             except (BrowserUnavailable, egress.EgressUnavailable) as e:
                 raise ToolError(str(e)) from None
@@ -67,10 +139,12 @@ class BrowserSession:
             raise ToolError(f"browser_navigate needs an http(s) URL, not {url!r}")
         page = await self.page()
         self.ctx.progress(f"opening {url}")
+        mark = len(self.refusals.denied)
         try:
-            await page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
+            response = await page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
         except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
-            raise ToolError(f"could not open {url}: {str(e).splitlines()[0]}") from None
+            raise await not_opened(url, e, self.refusals, mark) from None
+        await judge(page, response, url)
         text, _ = cap_text(await page_text(page), MAX_TEXT, "page text")
         link_lines = "\n".join(
             f"- {link['text'] or '(no text)'} → {link['href']}"

@@ -1,18 +1,48 @@
-"""File tools confined to the run's workspace: read, write, list."""
+"""File tools confined to the run's workspace: read, write, list.
+
+Any error fails the call: a bad argument, a path outside the workspace, and every error of
+the file system (permission denied, no space …), said with the tool and the path; only
+errors that may pass by themselves (busy, interrupted, I/O) are retried
+(:func:`xsky.outcomes.os_error_verdict`).
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from typing import Any
 
 from activities.sandbox.confine import confine, list_inside, open_inside
-from activities.tools import ToolContext, ToolError, ToolResult, optional_number, require_str
+from activities.tools import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    optional_number,
+    require_str,
+)
+from xsky.outcomes import os_error_verdict
 
 DEFAULT_MAX_READ = 10 * 1024 * 1024
 MAX_LIST = 2000
 
 
+def _os_errors(fn: Tool) -> Tool:
+    """The file system's errors as the tool's own, classified (not a worker's traceback)."""
+
+    @functools.wraps(fn)
+    async def call(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        try:
+            return await fn(ctx, args)
+        except OSError as e:
+            verdict = os_error_verdict(f"{fn.__name__} {args.get('path', '.')}", e)
+            raise ToolError(verdict.message, retryable=verdict.retryable) from None
+
+    return call
+
+
+@_os_errors
 async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = require_str(args, "path", "file_read", '{"tool": "file_read", "path": "notes.txt"}')
     limit = int(
@@ -34,6 +64,7 @@ async def file_read(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult(text, {"path": path, "bytes": size})
 
 
+@_os_errors
 async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = require_str(
         args, "path", "file_write", '{"tool": "file_write", "path": "out.txt", "content": "…"}'
@@ -59,6 +90,7 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})
 
 
+@_os_errors
 async def file_list(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = args.get("path", ".")
     if not isinstance(path, str):

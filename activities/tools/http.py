@@ -16,6 +16,7 @@ from activities.tools import (
     optional_number,
     require_str,
 )
+from xsky.outcomes import http_status_retryable
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -55,10 +56,12 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 async with client.stream(
                     "GET", url, headers={"User-Agent": "xsky-agent/0.1"}
                 ) as resp:
-                    if resp.headers.get("x-xsky-egress") == "refused":
-                        raise ToolError(
-                            f"GET {url}: {(await resp.aread()).decode(errors='replace').strip()}"
-                        )
+                    mark = resp.headers.get("x-xsky-egress")
+                    if mark in ("refused", "unreachable"):
+                        said = (await resp.aread()).decode(errors="replace").strip()
+                        if mark == "refused":  # a rule or the address policy: not retried
+                            raise ToolError(f"GET {url}: {said}")
+                        raise ToolError(f"GET {url} could not connect: {said}", retryable=True)
                     location = resp.headers.get("location")
                     if resp.is_redirect and location:
                         url = str(resp.url.join(location))
@@ -92,7 +95,7 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if status >= 400 and not allow_failure:
         raise ToolError(
             f"GET {url} answered HTTP {status}",
-            retryable=status >= 500 or status == 429,
+            retryable=http_status_retryable(status),
             details=details,
         )
     return ToolResult(text, details)

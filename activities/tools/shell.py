@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import bwrap, disk, egress, git_guard, limits
+from activities.sandbox import bwrap, disk, egress, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import scrubbed_env
 from activities.sandbox.limits import AttemptCgroup, Limits, shown
@@ -28,6 +28,7 @@ from activities.tools import (
     require_str,
     values,
 )
+from xsky.outcomes import exit_verdict
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
@@ -128,6 +129,45 @@ async def run_process(
         c = replace(c, protected=bwrap.protected_paths(c.workspace))
         cgroup = limits.attempt_cgroup(c.limits)
         argv = bwrap.command(argv, c, cgroup)
+    else:
+        argv = liveness.own_namespace(argv)
+    with liveness.PULSE_THREAD.pipe() as fed:
+        result = await _supervise(
+            ctx,
+            liveness.watched(argv, fed, liveness.quiet_after()),
+            fed,
+            c,
+            cgroup,
+            command_name,
+            timeout,
+            limit,
+        )
+    if result.returncode == liveness.LOST_EXIT and "xsky: the worker " in result.stderr:
+        # This worker stopped answering (SIGSTOP, a frozen machine) and the watchdog killed the
+        # command, so that it cannot run beside the attempt the server gives another worker.
+        # That attempt's next heartbeat is refused and it is cancelled here; should it not be
+        # (the pause was shorter than the heartbeat timeout), the command failed.
+        await asyncio.sleep(liveness.stale_wait())
+        raise ToolError(
+            f"the command was killed: {result.stderr.strip().splitlines()[-1][6:]} "
+            "(nothing a command starts outlives a worker that stops answering)",
+            retryable=True,
+            details={"worker": "stopped"},
+        )
+    return result
+
+
+async def _supervise(
+    ctx: ToolContext,
+    argv: list[str],
+    fed: int,
+    c: bwrap.Confinement,
+    cgroup: AttemptCgroup | None,
+    command_name: str,
+    timeout: float,
+    limit: int,
+) -> ProcessResult:
+    """Start ``argv`` (its watchdog fed by pipe ``fed``) and see it to its end."""
     started = time.monotonic()
     loop = asyncio.get_running_loop()
     try:
@@ -140,11 +180,14 @@ async def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: we can kill all of it
+            pass_fds=(fed,),
         )
     except BaseException:
         if cgroup is not None:
             cgroup.remove()
         raise
+    finally:
+        os.close(fed)  # the watchdog has it
     pid = transport.get_pid()
     if not ctx.unconfined and (cgroup is None or cgroup.version == 1):
         # CPU weight without a cpu controller: the whole group niced before it forks (the
@@ -264,7 +307,9 @@ def _rlimit_verdict(code: int | None, stderr: str, lim: Limits) -> str | None:
 
 
 async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    """Run ``command`` with bash in the workspace. Non-zero exit fails unless ``allowFailure``."""
+    """Run ``command`` with bash in the workspace. A non-zero exit fails unless
+    ``allowFailure``; it, a timeout and a limit's stop are not retried (retrying would
+    repeat what the command did and fail the same way)."""
     command = require_str(args, "command", "shell", '{"tool": "shell", "command": "ls -la"}')
     timeout = optional_number(args, "timeout", 120, 0.1, 24 * 3600, "shell")
     limit = int(
@@ -290,12 +335,11 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             details=details,
         )
     if proc.returncode != 0 and not allow_failure:
+        # Deterministic: the same command in the same workspace fails the same way (an agent
+        # whose <config> sets "retries" asks for retries all the same: activities/agents/activity.py).
         tail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
-        raise ToolError(
-            f"the command exited with status {proc.returncode}: {command[:200]}\n{tail}".rstrip(),
-            retryable=True,
-            details=details,
-        )
+        verdict = exit_verdict(command, proc.returncode, tail)
+        raise ToolError(verdict.message, retryable=verdict.retryable, details=details)
     out = proc.stdout.rstrip("\n")
     if proc.notes:  # said where the agent reads it: what it planted in git will not run
         out += "\n[xsky git guard: " + "; ".join(proc.notes) + "]"

@@ -16,7 +16,7 @@ from activities.tools import (
     optional_number,
     require_str,
 )
-from activities.tools.browsing import page_links, page_text
+from activities.tools.browsing import Refusals, judge, not_opened, page_links, page_text
 
 MAX_TEXT = 200_000
 MAX_LINKS = 200
@@ -39,9 +39,10 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     selector = args.get("selector")
 
     ctx.heartbeat(f"opening {url}")
+    refusals = Refusals(ctx)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            page = await stack.enter_async_context(ctx.browsers.page_for(ctx))
+            page = await stack.enter_async_context(ctx.browsers.page_for(refusals.context(ctx)))
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
@@ -57,8 +58,9 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                         ),
                         details={"limit": limit} if limit else {},
                     ) from None
-                raise ToolError(f"could not open {url}: {first}", retryable=True) from None
-            status = response.status if response is not None else None
+                raise await not_opened(url, e, refusals, 0) from None
+            # Refused, missing, an error page or empty: not a page to read (nor to screenshot).
+            status = await judge(page, response, url)
             title = await page.title()
             text = await page_text(page, selector)
             links = await page_links(page)

@@ -50,18 +50,33 @@ def cases() -> list[Case]:
         "approve": ("A-1",),
         "replan": ("add a step",),
         "approve-plan": (),
+        "end": (),
     }
+    # retry on an ended run starts a follow-up run: refused when the task completed there
+    ended_says = {"retry": "T-1 completed in"}
     for command, rest in steer.items():
         table += [
             Case("unknown-run", (command, UNKNOWN, *rest), f"no run with id {UNKNOWN}"),
-            Case("ended-run", (command, ENDED, *rest), "has already ended (completed)"),
+            Case(
+                "ended-run",
+                (command, ENDED, *rest),
+                ended_says.get(command, "has already ended (completed)"),
+            ),
             Case("unreachable", (command, "xsky-x", *rest), "cannot reach Temporal"),
         ]
-    looking = {"status": (), "result": (), "requests": (), "log": ("T-1",)}
-    for command, rest in looking.items():
+    looking = {
+        "status": (),
+        "result": (),
+        "requests": (),
+        "log": ("T-1",),
+        "follow": (),
+        "status --follow": (),
+    }
+    for looked, rest in looking.items():
+        command, *flags = looked.split()
         table += [
-            Case("unknown-run", (command, UNKNOWN, *rest), f"no run with id {UNKNOWN}"),
-            Case("unreachable", (command, "xsky-x", *rest), "cannot reach Temporal"),
+            Case("unknown-run", (command, UNKNOWN, *flags, *rest), f"no run with id {UNKNOWN}"),
+            Case("unreachable", (command, "xsky-x", *flags, *rest), "cannot reach Temporal"),
         ]
     table += [
         # bad input: what was wrong and how to write it
@@ -97,6 +112,45 @@ def cases() -> list[Case]:
             "the plan has no such name (its names: topic)",
         ),
         Case("bad-input", ("run", DIAMOND, "--max-parallel", "0"), "--max-parallel"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--hold-on-failure", "-5"),
+            "--hold-on-failure",
+        ),
+        Case("bad-input", ("retry", ENDED, "T-99"), "no task 'T-99' in the run's last plan"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--allow-host", "127.0.0.1"),
+            "--allow-host 127.0.0.1: 127.0.0.1 is a loopback address (this machine); name the port",
+        ),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--allow-host", "*.example.com"),
+            "no scheme, path or wildcard",
+        ),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--allow-host", "169.254.169.254:80"),
+            "no rule can open it",
+        ),
+        Case(
+            "bad-input",
+            ("plan", "fetch a page", "--allow-host", "127.0.0.1:8080"),
+            "add --run to start one",
+        ),
+        Case(
+            "bad-input",
+            ("plan", "fetch a page", "--run", "--allow-host", "localhost"),
+            "name the port, e.g. localhost:8080",
+        ),
+        Case("bad-input", ("skills", "scan", "--once", "--timeout", "0"), "--timeout 0"),
+        Case(
+            "bad-input",
+            ("status", ENDED, "--follow", "--status", "failed"),
+            "--follow shows the whole board",
+        ),
+        Case("ended-run", ("follow", ENDED), "has ended (completed)", code=0),
+        Case("ended-run", ("status", ENDED, "--follow"), "has ended (completed)", code=0),
         Case("bad-input", ("run",), "the following arguments are required: plan"),
         Case("bad-input", ("status", ENDED, "--limit", "0"), "--limit takes 1 to 2000"),
         Case("bad-input", ("result", ENDED, "--agent", "99"), "no agent 99"),

@@ -190,6 +190,10 @@ async def test_the_demo_runs_every_agent_kind_against_a_local_page(env: Env):
         assert "6 of 6 agents completed" in out
         assert "Durable agents, explained" in out  # the browser read the locally served page
         assert "[offline provider]" in out and "report.md" in out
+        # the summary was made offline, and the results say so on its own line
+        summaries = [line for line in out.splitlines() if "T-4" in line and "completed" in line]
+        # (the final board and the results)
+        assert summaries and all("completed (offline)" in line for line in summaries), out
         assert "worker started" in out
     finally:
         code, out, _ = await starter(env, "down")

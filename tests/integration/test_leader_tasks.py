@@ -177,7 +177,10 @@ async def test_nudge_is_kept_for_the_agent(env: Env):
 async def test_automatic_replan_on_failure_stops_at_the_cap(env: Env):
     await env.start_worker()
     failing = '<agent name="shell" id="1"><task>always fails</task><config>{"tool": "shell", "command": "exit 7", "retry": {"maximumAttempts": 1}}</config></agent>'
-    handle = await env.start(plan(failing), options=RunOptions(max_auto_replans=2))
+    # exit 7 is deterministic: replanned automatically only because the run opts in
+    handle = await env.start(
+        plan(failing), options=RunOptions(max_auto_replans=2, replan_deterministic=True)
+    )
     run = await asyncio.wait_for(run_outcome(handle), 60)
     assert run.status == "failed" and run.agents[0].attempts == 3  # first try + 2 replans
     history = await handle.query(LeaderWorkflow.plan_history)

@@ -258,9 +258,11 @@ async def test_the_metrics_endpoint_serves_the_sdks_series_and_xskys_after_a_run
     assert series(m, "xsky_llm_latency_count", model="fake-model", outcome="ok") == 3
     assert 0 < series(m, "xsky_llm_latency_sum", model="fake-model") < 10_000  # milliseconds
     assert series(m, "xsky_stall_steps", step="nudge") == 1  # the 2.5 s no-op, nudged after 1 s
-    run = observed.workflow_id
-    assert series(observed.metrics_during, "xsky_pending_requests", run_id=run) == 1
-    assert series(m, "xsky_pending_requests", run_id=run) == 0
+    # one approval put to a person, waiting while the run ran, closed by its end; no run label
+    during = observed.metrics_during
+    assert series(during, "xsky_requests_opened") - series(during, "xsky_requests_closed") == 1
+    assert series(m, "xsky_requests_opened") == 1 and series(m, "xsky_requests_closed") == 1
+    assert observed.workflow_id not in m
 
 
 async def test_a_run_started_without_tracing_is_one_trace_from_planner_to_tool_calls(

@@ -75,9 +75,7 @@ async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[in
             await task
 
 
-async def replay_all(
-    client: Client, workflow_ids: list[str]
-) -> tuple[dict[str, int], list[str]]:
+async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[dict[str, int], list[str]]:
     """Replay every execution of these runs: (executions replayed per run, the failures)."""
     replayer = Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
     counts: dict[str, int] = dict.fromkeys(workflow_ids, 0)

@@ -104,6 +104,15 @@ def test_a_direct_agent_calls_its_tool_or_the_offline_model(tmp_path, monkeypatc
     with pytest.raises(ApplicationError, match="has no tool in its <config> and no model") as info:
         call(None, name="shell")
     assert info.value.type == "AgentConfigError"
+    # A role thinks with a model: without one it fails at once with the fix, never boilerplate.
+    for role in ("verify", "doc", "architect"):
+        with pytest.raises(ApplicationError) as info:
+            call(None, name=role)
+        assert info.value.type == "AgentConfigError" and info.value.non_retryable
+        assert info.value.message.startswith(
+            f"agent a1: role {role} needs a model: set XSKY_MODEL and OPENAI_BASE_URL (or OPENAI_API_KEY)"
+        )
+    assert call({"tool": "llm"}, name="verify")[0] == "llm"  # asked for offline by name: offline
 
 
 def test_a_completed_result_is_stored_and_travels_inline_only_when_small(tmp_path, monkeypatch):

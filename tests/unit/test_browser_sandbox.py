@@ -19,7 +19,7 @@ from activities.browser import BrowserPool
 from activities.sandbox import bwrap
 from activities.sandbox.egress_policy import Policy
 from activities.sandbox.limits import Limits, MiB
-from activities.tools import ToolContext
+from activities.tools import ToolContext, ToolError
 from activities.tools.web import browser_navigate
 from tests.integration.eventually import eventually
 
@@ -102,8 +102,10 @@ async def test_loopback_is_reached_only_with_an_exact_rule(
     try:
         for policy in (Policy(), Policy(allow=None, exact=set())):
             ctx = context(tmp_path, pool, policy)
-            out = await browser_navigate(ctx, {"url": url + "/", "screenshot": False})
-            assert "42 coins" not in out.text and out.details["status"] == 403
+            with pytest.raises(ToolError) as info:  # a refused page is a failed navigation
+                await browser_navigate(ctx, {"url": url + "/", "screenshot": False})
+            assert "was refused by xsky's egress proxy" in str(info.value)
+            assert "42 coins" not in str(info.value) and info.value.details["status"] == 403
         assert hits == []  # the stand-in service saw nothing
         ctx = context(tmp_path, pool, Policy(exact={("127.0.0.1", port_of(url))}))
         out = await browser_navigate(ctx, {"url": url + "/", "screenshot": False})

@@ -19,9 +19,7 @@ from activities.sandbox.egress_sockets import this_machine
 from xsky.config import server_ports
 from xsky.security.permissions import PermissionSettings, approval_shaped, trusted_settings
 
-HINT = (
-    "to the worker's user settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS"  # the fix, said
-)
+HINT = "in the worker's settings, ~/.xsky/settings.json"  # the fix, said
 NO_TEMPORAL = temporal_ports.Endpoints()
 
 
@@ -101,7 +99,11 @@ def test_private_addresses_need_an_exact_host_port_rule_and_say_how_to_write_one
     web, _ = egress.policies(rules("http_get(domain:127.0.0.1)", "network(domain:db.internal)"))
     for host, ip, port in (("127.0.0.1", "127.0.0.1", 5000), ("db.internal", "10.0.0.5", 5432)):
         reason = web.check_address(host, ip, port, NO_TEMPORAL) or ""
-        assert f"add an exact rule such as network(domain:{host}:{port}) {HINT}" in reason
+        assert f"--allow-host {host}:{port}" in reason
+        assert (
+            f'add "network(domain:{host}:{port})" to "permissions": {{"allow": [...]}} {HINT}'
+            in reason
+        )
     web, commands = egress.policies(
         rules(
             "http_get(domain:127.0.0.1:5000)",

@@ -163,9 +163,10 @@ async def test_a_private_answer_needs_an_exact_host_port_rule_a_name_rule_is_not
         proxy.stop()
     refused = decisions[0][2]
     assert "10.1.2.3 is a private network address" in refused
+    assert "--allow-host private.evil.test:9" in refused
     assert (
-        "add an exact rule such as network(domain:private.evil.test:9) to the worker's user "
-        "settings, ~/.xsky/settings.json or $XSKY_USER_SETTINGS" in refused
+        '"network(domain:private.evil.test:9)" to "permissions": {"allow": [...]} in the '
+        "worker's settings, ~/.xsky/settings.json" in refused
     )
     assert [d[1] for d in decisions] == ["deny", "allow"]
 

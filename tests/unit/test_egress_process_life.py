@@ -106,7 +106,7 @@ async def test_the_browser_goes_out_through_the_proxy_process_and_its_decisions_
 ):
     from activities.artifacts import ArtifactStore
     from activities.browser import BrowserPool
-    from activities.tools import ToolContext
+    from activities.tools import ToolContext, ToolError
     from activities.tools.web import browser_navigate
 
     decisions: list[Decision] = []
@@ -118,12 +118,16 @@ async def test_the_browser_goes_out_through_the_proxy_process_and_its_decisions_
         ctx.record = lambda *d: decisions.append(d)
         try:
             ctx.egress = Policy()
-            refused = await browser_navigate(ctx, {"url": url, "screenshot": False})
+            with pytest.raises(ToolError) as refused:  # a refused page is a failed navigation
+                await browser_navigate(ctx, {"url": url, "screenshot": False})
             ctx.egress = exact(f"127.0.0.1:{port_of(web)}")
             out = await browser_navigate(ctx, {"url": url, "screenshot": False})
         finally:
             await ctx.browsers.close()
-    assert refused.details["status"] == 403 and "refused by xsky's egress proxy" in refused.text
+    assert refused.value.details["status"] == 403 and not refused.value.retryable
+    assert str(refused.value).startswith(
+        f"browser_navigate {url} was refused by xsky's egress proxy"
+    )
     assert out.details["status"] == 200 and "hello" in out.text
     pages = [path for path, _ in web.seen if path != "/favicon.ico"]  # type: ignore[attr-defined]
     assert pages == ["/page"]  # reached once: by the allowed navigation only

@@ -17,6 +17,7 @@ one sentence with the fix.
 
 from __future__ import annotations
 
+from xsky.client._consts import PICKUP_WAIT
 from xsky.client.connect import connect_client
 from xsky.client.handle import XSky
 from xsky.client.listing import list_query
@@ -26,12 +27,13 @@ from xsky.client.settings import resolve_permissions, resolve_roles
 from xsky.client.skills import Skills, SkillsStatus
 from xsky.client.start import by_reference, check_names, new_run_id
 from xsky.client.values import ConnectionLost, RunStatus, RunSummary, WorkerSilent
-from xsky.client.workers import queue_pollers
+from xsky.client.workers import picked_up, queue_pollers
 from xsky.errors import XSkyError
 from xsky.leader.state import BoardPage
 from xsky.plan.files import PlanError
 
 __all__ = [
+    "PICKUP_WAIT",
     "BoardPage",
     "ConnectionLost",
     "PlanError",
@@ -49,6 +51,7 @@ __all__ = [
     "connect_client",
     "list_query",
     "new_run_id",
+    "picked_up",
     "queue_pollers",
     "resolve_permissions",
     "resolve_roles",

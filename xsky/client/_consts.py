@@ -18,6 +18,13 @@ INPUT_LIMIT = 512 * 1024
 OUTCOME_TYPES = ("RunFailed", "RunCancelled")
 # A poller seen within this many seconds is a live worker (long polls last about a minute).
 LIVE_POLLER_SECONDS = 75
+# A live worker takes a new run's first workflow task at once (its pollers wait on the queue);
+# one that has not within this many seconds after the start is not polling, whatever the
+# server's list of recent pollers says.
+PICKUP_WAIT = 5.0
+# Following a run: say so when an agent's first attempt has waited this long for a worker to
+# take it (none of its kind polls, whatever the server's poller list says).
+UNTAKEN_SECONDS = 10.0
 # Following a run: say so when no worker has answered the board query for this long.
 SILENT_WORKER_SECONDS = 15
 # Server trouble worth waiting out while following a run.

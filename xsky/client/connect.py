@@ -3,16 +3,45 @@ when the server cannot be reached."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from temporalio.api.failure.v1 import Failure
 from temporalio.client import (
     Client,
 )
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadConverter
+from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
 )
+
+# -- the data converter ----------------------------------------------------------------------
+
+# Refusals people read (an update's validator said no): the Web UI shows a failure's stack
+# trace under its message, and a refusal is one sentence for a person, not a Python error.
+REFUSALS = frozenset({"Rejected", "Busy", "Loading"})
+
+
+class PlainRefusals(DefaultFailureConverter):
+    """Temporal's failure converter, but refusals carry no stack trace."""
+
+    def to_failure(
+        self, exception: BaseException, payload_converter: PayloadConverter, failure: Failure
+    ) -> None:
+        super().to_failure(exception, payload_converter, failure)
+        if isinstance(exception, ApplicationError) and exception.type in REFUSALS:
+            failure.stack_trace = ""
+
+
+DATA_CONVERTER: DataConverter = dataclasses.replace(
+    pydantic_data_converter, failure_converter_class=PlainRefusals
+)
+"""pydantic payloads (xsky's models), refusals without a traceback: clients and workers."""
+
 
 # -- connecting ------------------------------------------------------------------------------
 
@@ -39,7 +68,7 @@ async def connect_client(settings: Settings, runtime: Runtime | None = None) -> 
     try:
         return await Client.connect(
             **settings.connect_kwargs(),
-            data_converter=pydantic_data_converter,
+            data_converter=DATA_CONVERTER,
             runtime=runtime or quiet_runtime(),
         )
     except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,9 +25,16 @@ from xsky.client.results import reports_of, result_text
 from xsky.client.run import Run
 from xsky.client.settings import resolve_permissions, resolve_roles
 from xsky.client.skills import Skills
-from xsky.client.start import by_reference, check_names, is_prompt, new_run_id, plan_kinds
+from xsky.client.start import (
+    by_reference,
+    check_hosts,
+    check_names,
+    is_prompt,
+    new_run_id,
+    plan_kinds,
+)
 from xsky.client.values import RunSummary
-from xsky.client.workers import require_workers
+from xsky.client.workers import picked_up, require_workers, unserved_error
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     ConnectError,
@@ -122,18 +129,25 @@ class XSky:
         variables: Mapping[str, str] | None = None,
         context: Mapping[str, Any] | None = None,
         review: bool = False,
+        allow_hosts: Sequence[str] = (),
         options: RunOptions | None = None,
         id: str | None = None,
         wait_for_worker: float | None = None,
         on_wait: Any = None,
     ) -> Run:
         """Start a run of a plan (a Workflow, an XML file's path, XML text) or of a request in
-        words, which the leader plans first. Checks that workers serve every queue it needs."""
+        words, which the leader plans first. Checks that workers serve every queue it needs.
+
+        ``review`` and ``allow_hosts`` (``"127.0.0.1:8080"``: a host, with its port when it is
+        local or private, this run's agents may reach) are shorthands for the RunOptions fields."""
         variables = dict(variables or {})
         context = dict(context or {})
         opts = options or RunOptions()
         if review:
             opts = opts.model_copy(update={"review": True})
+        if allow_hosts:
+            hosts = list(dict.fromkeys([*opts.allow_hosts, *allow_hosts]))
+            opts = opts.model_copy(update={"allow_hosts": hosts})
         roles = self.roles()
         if isinstance(plan_or_prompt, str) and is_prompt(plan_or_prompt):
             if not plan_or_prompt.strip():
@@ -169,6 +183,7 @@ class XSky:
         workflow_id: str,
         wait_for_worker: float | None = None,
         on_wait: Any = None,
+        memo: dict[str, Any] | None = None,
     ) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds)."""
 
@@ -185,6 +200,7 @@ class XSky:
             raise UsageError(
                 f"run id {workflow_id!r}: use letters, digits and . _ - : (at most 200), e.g. xsky-nightly-1"
             )
+        check_hosts(inp.options.allow_hosts)
         wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
         await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
         try:
@@ -197,6 +213,7 @@ class XSky:
                 static_details=details,
                 # An id names one run (and its workspace and artifacts): never a second one.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo=memo,
             )
         except WorkflowAlreadyStartedError:
             raise UsageError(
@@ -207,6 +224,8 @@ class XSky:
             ) from None
         except RPCError as e:
             raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
+        if not await picked_up(self.client, workflow_id):
+            raise unserved_error(self.settings, self.settings.task_queue, workflow_id, "run")
         return Run(self.client, self.settings, handle)
 
     async def get(self, run_id: str) -> Run:

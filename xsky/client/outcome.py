@@ -12,6 +12,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from workflows.leader import LeaderWorkflow
 from xsky.client._consts import OUTCOME_TYPES, QUERY_TIMEOUT
 from xsky.errors import NoWorkerError
 from xsky.leader.state import PageRequest
@@ -47,7 +48,6 @@ def _status_name(status: WorkflowExecutionStatus | None) -> str:
 async def cancelled_result(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
     """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
     RunResult is put together from the run's ``results`` query (every agent's report)."""
-    from workflows.leader import LeaderWorkflow
 
     agents: list[AgentReport] = []
     while True:

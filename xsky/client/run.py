@@ -8,12 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, get_args
 
-from temporalio.api.common.v1 import Payloads, WorkflowExecution
-from temporalio.api.query.v1 import WorkflowQuery
-from temporalio.api.workflowservice.v1 import (
-    DescribeWorkflowExecutionRequest,
-    QueryWorkflowRequest,
-)
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -33,10 +27,12 @@ from xsky.client._consts import (
     Decision,
 )
 from xsky.client.attempts import attempt_ends, retry_lines
+from xsky.client.once import board_once, describe_once
 from xsky.client.outcome import _status_name, cancelled_result, run_outcome
 from xsky.client.plan_agents import direct_tool
 from xsky.client.results import reports_of, result_text
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
+from xsky.client.workers import untaken
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -53,6 +49,7 @@ from xsky.leader.state import (
     ApproveToolRequest,
     AuditEntry,
     BoardPage,
+    EndRunRequest,
     HumanRequest,
     InterventionResult,
     NudgeRequest,
@@ -173,20 +170,26 @@ class Run:
         """The board each time it changes, until the run ends (the last board included).
 
         While the server cannot be reached a :class:`ConnectionLost` is yielded once and
-        following goes on when it is back; when no worker answers for a while, a
-        :class:`WorkerSilent` once. Then :meth:`result` has the outcome."""
+        following goes on when it is back; when no worker answers for a while, or none takes
+        an agent's attempt (``task`` set), a :class:`WorkerSilent` once. Then :meth:`result`
+        has the outcome."""
 
         request = page or PageRequest(limit=60)
         last: str | None = None
         lost = False
         silent_since: float | None = None
-        told_silent = False
+        told_silent = told_untaken = False
         while True:
             try:
-                ended = not await self._still_running()
+                described = await describe_once(self._client, self.id)
+                ended = described.workflow_execution_info.status != RUNNING_STATUS
+                waiting = None if ended or told_untaken else untaken(described, time.time())
+                if waiting is not None:
+                    told_untaken = True
+                    yield WorkerSilent(waiting[1], "no worker took its attempt", task=waiting[0])
                 current: BoardPage | None = None
                 try:
-                    current = await self._board_once(request)
+                    current = await board_once(self._client, self.id, request)
                     silent_since, told_silent = None, False
                 except RPCError as e:
                     if e.status == RPCStatusCode.UNAVAILABLE:
@@ -214,35 +217,6 @@ class Run:
             if ended:
                 return
             await asyncio.sleep(interval)
-
-    async def _board_once(self, request: PageRequest) -> BoardPage:
-        """The board query, once, without the SDK's own retries: an outage during it is said."""
-        client = self._client
-        response = await client.workflow_service.query_workflow(
-            QueryWorkflowRequest(
-                namespace=client.namespace,
-                execution=WorkflowExecution(workflow_id=self.id),
-                query=WorkflowQuery(
-                    query_type="task_board",
-                    query_args=Payloads(payloads=await client.data_converter.encode([request])),
-                ),
-            ),
-            retry=False,
-            timeout=QUERY_TIMEOUT,
-        )
-        (page,) = await client.data_converter.decode(response.query_result.payloads, [BoardPage])
-        return page
-
-    async def _still_running(self) -> bool:
-        """One describe, without the SDK's own retries, so an outage is noticed (and said) at once."""
-        response = await self._client.workflow_service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(
-                namespace=self._client.namespace, execution=WorkflowExecution(workflow_id=self.id)
-            ),
-            retry=False,
-            timeout=QUERY_TIMEOUT,
-        )
-        return bool(response.workflow_execution_info.status == RUNNING_STATUS)
 
     async def result(self, wait: bool = True) -> RunResult:
         """The run's RunResult, completed or failed; ``wait=False`` refuses a running run.
@@ -413,11 +387,42 @@ class Run:
         )
 
     async def retry(self, task: str, text: str | None = None) -> InterventionResult:
-        """Run a failed, cancelled or escalated task again (with new task text if given)."""
+        """Run a failed, cancelled or escalated task again (with new task text if given).
 
+        On a run that has ended, a follow-up run does it (:meth:`follow_up`); the message names it."""
+        if await self.temporal_status() != "running":
+            follow = await self.follow_up([task], text)
+            return InterventionResult(
+                message=f"{self.id} has ended: {follow.id} resumes it — {task} and what depends "
+                "on it run again, every completed result is carried over",
+                plan_version=None,
+            )
         return await self._update(
             LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text)
         )
+
+    async def follow_up(self, tasks: list[str], text: str | None = None) -> Run:
+        """A follow-up run of this ended run: ``tasks`` and their dependents run again, the
+        rest is carried over with its results, in this run's workspace (xsky/client/resume.py)."""
+        from xsky.client.resume import start_follow_up  # it starts runs through the XSky handle
+
+        return await start_follow_up(self, tasks, text)
+
+    async def follow_ups(self) -> list[str]:
+        """Ids of the follow-up runs that resume this one, oldest first (none where the server
+        lacks the XskyResumes search attribute)."""
+        try:
+            found = [
+                wf.id async for wf in self._client.list_workflows(f"XskyResumes = '{self.id}'")
+            ]
+        except RPCError:
+            return []
+        return found[::-1]
+
+    async def end(self, reason: str | None = None) -> InterventionResult:
+        """Close a run held open (``hold_on_failure``, or paused): pending requests are
+        withdrawn and it ends, failed if a task failed."""
+        return await self._update(LeaderWorkflow.end_run, EndRunRequest(reason=reason))
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
 

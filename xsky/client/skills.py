@@ -42,8 +42,9 @@ from activities.fsio import atomic_write
 from activities.skills.scan import read_atoms
 from activities.skills.store import SkillStore, TrajRow
 from workflows.skills.watch import SkillsScanWorkflow
+from xsky.client._consts import PICKUP_WAIT
 from xsky.client.connect import connect_client
-from xsky.client.workers import queue_pollers
+from xsky.client.workers import picked_up, queue_pollers, unserved_error
 from xsky.config import Settings
 from xsky.errors import ConnectError, NoWorkerError, UsageError
 from xsky.security.settings import (
@@ -245,9 +246,11 @@ class Skills:
 
     # -- a scan now ----------------------------------------------------------------------------
 
-    async def start_scan(self) -> str:
+    async def start_scan(self, pickup: float = PICKUP_WAIT) -> str:
         """Start one tick now, without the schedule; its workflow id. A NoWorkerError when no
-        worker serves the pipeline (nothing is started)."""
+        worker serves the pipeline (nothing is started); an UnservedRunError when none took
+        the scan within ``pickup`` seconds (the workers the server lists have stopped; the
+        scan stays started and runs once a worker polls)."""
         client = await self._connected()
         if not await self.worker_serves():
             raise self.no_worker()
@@ -260,11 +263,19 @@ class Skills:
             task_queue=self.settings.skills_queue,
             static_summary="skills scan --once",
         )
+        # The server lists a worker that stopped a moment ago like a live one: only a worker
+        # taking the scan's first task proves one polls.
+        if not await picked_up(client, wid, pickup):
+            error = unserved_error(self.settings, self.settings.skills_queue, wid, "the scan")
+            error.topic = "skills-unserved"
+            raise error
         return wid
 
     async def scan_result(self, workflow_id: str, timeout: float) -> SkillsScanResult:
         """The tick's result; a UsageError if it is still running after ``timeout`` seconds
         (it goes on durably)."""
+        if not timeout > 0:
+            raise UsageError(f"timeout {timeout:g}: give a number of seconds above 0")
         client = await self._connected()
         handle = client.get_workflow_handle(workflow_id, result_type=SkillsScanResult)
         try:

@@ -20,6 +20,7 @@ from xsky.plan.models import Workflow
 from xsky.plan.variables import agent_references
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import RunInput
+from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
 
@@ -28,6 +29,18 @@ def new_run_id(task_id: str) -> str:
     """A run id of its own for every start (so a workspace of its own): the plan's taskId,
     when it started, and a few random characters for starts within the same second."""
     return f"xsky-{task_id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+def check_hosts(hosts: list[str]) -> None:
+    """Every host of ``RunOptions.allow_hosts`` must be one the worker opens (HOST, HOST:PORT,
+    a local or private host with its port): one the worker would drop is a UsageError."""
+    for text in hosts:
+        try:
+            host_rule(text)
+        except ValueError as e:
+            raise UsageError(
+                f"allow_hosts: {e}", "nothing was started", topic="allow-host"
+            ) from None
 
 
 def check_names(

@@ -31,10 +31,12 @@ class ConnectionLost:
 @dataclass(frozen=True)
 class WorkerSilent:
     """Yielded by :meth:`Run.follow` when no worker has answered for a while (none is running,
-    or all are busy or restarting); following goes on."""
+    or all are busy or restarting), or — with ``task`` — when no worker has taken that task's
+    agent attempt for ``seconds`` (no worker of its kind polls); following goes on."""
 
     seconds: float
     error: str
+    task: str | None = None
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ class AttemptInputs(Requests):
             plan_version=self.state.plan_version,
             dispatch=dispatch,
             workspace=self.options.workspace,
+            workspace_of=self.input.resume.workspace_of if self.input.resume else None,
             artifact_threshold=self.options.artifact_threshold,
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.state.answers.get(task.id, [])),
@@ -213,6 +214,7 @@ class AttemptInputs(Requests):
                     "approved_rules": list(self.state.approved_rules),
                 }
             ),
+            allow_hosts=list(self.options.allow_hosts),
             goal=self.state.plan.task_prompt or self.state.plan.name or None,
             markers=markers,
             error_attempts=error_attempts,

@@ -14,9 +14,11 @@ from xsky.leader.state import (
     PlanVersion,
 )
 from xsky.leader.tasks import StoredStatus, TaskState
+from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import (
+    ResumeFrom,
     RunInput,
 )
 
@@ -59,6 +61,8 @@ class CoreBase:
                 if inp.options.review
                 else None,
             )
+            if inp.resume is not None:
+                self._carry(inp.resume)
         # agent id → the dispatch whose attempt has not ended yet
         self.active: dict[str, int] = {}
         # agent id → why its running attempt is being stopped
@@ -72,11 +76,51 @@ class CoreBase:
         self.ended: str | None = None
         # the run is about to return
         self.closing = False
+        # ended by end_run: its status is its tasks' (failed when any failed), not "cancelled"
+        self.ended_by_person = False
         # something changed since the shell last looked (it wakes the main loop)
         self.changed = False
         # what the shell should log (stall-ladder steps), taken by take_log
         self.log: list[str] = []
         self._index()
+
+    def _carry(self, resume: ResumeFrom) -> None:
+        """A follow-up run: what completed in the run it resumes stays completed, with its
+        result; the agents to run again, and every agent that depends on them, start afresh."""
+        plan = self.state.plan
+        again = set(resume.rerun)
+        for agent_id in resume.rerun:
+            again.update(dag.descendants(plan, agent_id))
+        reports = {r.id: r for r in resume.carried if r.status in SATISFIED}
+        carried = []
+        for task in self.state.tasks:
+            report = reports.get(task.agent_id)
+            if report is None or task.agent_id in again:
+                continue
+            task.stored = "skipped" if report.status == "skipped" else "completed"
+            task.result, task.result_ref = report.result, report.result_ref
+            task.artifacts = list(report.artifacts)
+            task.started_at, task.ended_at = report.started_at, report.ended_at
+            task.last_progress = f"carried from {resume.run_id}"
+            carried.append(task.id)
+        order = {a.id: i for i, a in enumerate(plan.agents)}
+        if self.state.plan_history:
+            first = self.state.plan_history[0]
+            first.reason = (
+                f"resumes {resume.run_id}: {len(carried)} results carried over; "
+                f"{', '.join('T-' + a for a in sorted(again, key=lambda a: order.get(a, len(order)))) or 'nothing'} "
+                "run again"
+            )
+        self.state.resumes = resume.run_id
+
+    def note_history(self, note: str, now: datetime) -> None:
+        """A note about the current version (no XML copy: the version's own entry holds it)."""
+        version = (
+            self.state.plan_history[-1].version
+            if self.state.plan_history
+            else self.state.plan_version
+        )
+        self.state.plan_history.append(PlanVersion(version=version, xml="", reason=note, at=now))
 
     # -- events from the shell -------------------------------------------------------------------
 

@@ -85,3 +85,6 @@ class AttemptFailure:
     decisions: list[DecisionRecord] = field(default_factory=list)
     attempt: int = 0  # Temporal's attempt number of the last try (0: not known)
     lost: bool = False  # the last try's worker was lost (no heartbeat): not the agent's failure
+    # The failure would repeat (a non-zero exit, an HTTP 4xx, a refused argument): no
+    # automatic replan follows it unless the run opts in (RunOptions.replan_deterministic).
+    deterministic: bool = False

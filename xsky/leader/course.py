@@ -154,9 +154,17 @@ class Course(AttemptInputs):
             self._after_stop(task, intent, now)
         elif failure is not None:
             self._finish(task, "failed", now, error=failure.message)
-            if failure.lost:
-                return []  # workers kept dying: replanning the agent would not help
-            return self.auto_replan(f"{task.id} failed: {task.error}")
+            replan: list[Command] = []
+            # Workers kept dying (replanning the agent would not help), or the failure would
+            # repeat — a replan would most likely run the same step again (a deploy, a
+            # migration): the person decides (retry, skip, replan), nothing repeats on its own.
+            if not failure.lost and (
+                not failure.deterministic or self.options.replan_deterministic
+            ):
+                replan = self.auto_replan(f"{task.id} failed: {task.error}")
+            if not replan and self.options.hold_on_failure > 0:
+                self._hold(task, now)
+            return replan
         return []
 
     def attempt_succeeded(
@@ -189,6 +197,7 @@ class Course(AttemptInputs):
             # the attempt that ended: time queued after a lost worker is not work
             task.started_at = outcome.started_at
         if outcome.kind == "completed":
+            task.provider = outcome.provider
             task.result = outcome.result
             task.result_ref = outcome.result_ref
             task.artifacts = outcome.artifacts
@@ -223,6 +232,8 @@ class Course(AttemptInputs):
         self._set_stored(task, status)
         task.error = error
         task.ended_at = now
+        if task.last_progress and task.last_progress.startswith("waiting for "):
+            task.last_progress = None  # it waits for nothing now
         if task.started_at is None:
             task.started_at = task.dispatched_at
         self.changed = True
@@ -342,9 +353,13 @@ class Course(AttemptInputs):
             )
         return workflow_to_xml(self.state.plan.model_copy(update={"agents": agents}))
 
-    def apply_plan(self, wf: Workflow, reason: str, now: datetime) -> tuple[str, list[Command]]:
-        """Make ``wf`` the plan: (what changed, the attempts to stop)."""
-        change = merge_plan(self.state.plan, self.tasks, wf, self.run_id)
+    def apply_plan(
+        self, wf: Workflow, reason: str, now: datetime, keep_cancelled: bool = True
+    ) -> tuple[str, list[Command]]:
+        """Make ``wf`` the plan: (what changed, the attempts to stop). ``keep_cancelled``
+        False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
+        every cancelled task back to pending."""
+        change = merge_plan(self.state.plan, self.tasks, wf, self.run_id, keep_cancelled)
         commands: list[Command] = []
         for agent_id in change.stop:
             commands += self._stop(
@@ -352,6 +367,8 @@ class Course(AttemptInputs):
             )
         for request_id in change.withdrawn_requests:
             self._withdraw(request_id, "withdrawn: the plan changed", now)
+        for agent_id in change.reset:
+            self._withdraw_holds(self.tasks[agent_id], "replanned", now)
         for task in change.removed:
             self.state.stall_levels.pop(task.id, None)
         # Removed tasks are kept for the record, without results (continue-as-new carries them).
@@ -373,15 +390,6 @@ class Course(AttemptInputs):
         self._index()
         self.changed = True
         return summary, commands
-
-    def note_history(self, note: str, now: datetime) -> None:
-        """A note about the current version (no XML copy: the version's own entry holds it)."""
-        version = (
-            self.state.plan_history[-1].version
-            if self.state.plan_history
-            else self.state.plan_version
-        )
-        self.state.plan_history.append(PlanVersion(version=version, xml="", reason=note, at=now))
 
     # -- nudges -----------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from xsky.leader.state import (
     ApproveToolRequest,
     AuditEntry,
     DefineRoleRequest,
+    EndRunRequest,
     HumanRequest,
     InterventionResult,
     Nudge,
@@ -29,6 +30,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState, subject_of
 from xsky.plan import dag
+from xsky.plan.agent_config import tool_name
 from xsky.plan.models import RoleCapabilityModel
 from xsky.plan.planning import problems_text
 from xsky.plan.xml import parse_workflow, workflow_to_xml
@@ -128,6 +130,7 @@ class Interventions(StallLadder):
             task.description, task.subject = req.task, subject_of(req.task)
             self._index()
         self._withdraw(task.waiting_on, f"withdrawn: {task.id} retried", now)
+        self._withdraw_holds(task, "retried", now)
         task.waiting_on = None
         task.error = None
         task.ended_at = None
@@ -144,6 +147,7 @@ class Interventions(StallLadder):
         """Before a person's skip or cancel: stop the running attempt, withdraw its request."""
         commands = self._stop(task.agent_id, intent) if task.stored in RUNNING else []
         self._withdraw(task.waiting_on, f"withdrawn: {task.id} {done}", now)
+        self._withdraw_holds(task, done, now)
         task.waiting_on = None
         return commands
 
@@ -210,6 +214,11 @@ class Interventions(StallLadder):
 
     def check_answer(self, req: AnswerRequest) -> None:
         request = self._require_pending(req.request_id)
+        if request.hold:
+            raise Rejected(
+                f"{request.id} holds the run after {request.task_id} failed: retry_task, skip_task "
+                f"or replan decide it, or end_run ends the run"
+            )
         if request.kind == "approval":
             raise Rejected(
                 f"{request.id} asks to approve a tool call; decide it with the approve_tool update "
@@ -271,9 +280,41 @@ class Interventions(StallLadder):
                     message=req.message,
                 )
             )
+        if req.decision != "deny":
+            then = f"{request.task_id} runs again and makes the call"
+        elif task is not None and tool_name(self.agents[task.agent_id].config) is not None:
+            # a direct tool agent has only this one call: refused, it has nothing left to do
+            then = f"{request.task_id} fails: its one tool call was denied (retry or skip it)"
+        else:
+            then = f"{request.task_id} runs again and is told the call was denied"
         return InterventionResult(
-            message=f"{request.id}: {req.decision}; {request.task_id} will continue",
+            message=f"{request.id}: {req.decision}; {then}",
             plan_version=self.state.plan_version,
+        )
+
+    # -- interventions: the run ------------------------------------------------------------------
+
+    def check_end(self, req: EndRunRequest) -> None:
+        self._require_open()
+        if self.active:
+            running = ", ".join(self.tasks[a].id for a in list(self.active)[:10])
+            raise Rejected(
+                f"agents are still running ({running}); wait for them, or cancel the run instead"
+            )
+        if self.replanning:
+            raise Rejected("a replan is in progress; end the run once it is done")
+
+    def end(self, req: EndRunRequest, now: datetime) -> InterventionResult:
+        """A person closes the run: nothing more runs, no request waits; it ends with the
+        status its tasks have (failed when any failed)."""
+        why = "the run was ended by a person" + (f": {req.reason}" if req.reason else "")
+        self.close_requests(why, now)
+        self.note_history(why, now)
+        self.ended = why
+        self.ended_by_person = True
+        self.changed = True
+        return InterventionResult(
+            message=f"{why}; it finishes now", plan_version=self.state.plan_version
         )
 
     # -- interventions: roles --------------------------------------------------------------------

@@ -6,7 +6,9 @@ Rules, by agent id:
   uses a new id);
 * running → keeps running if its definition is unchanged, else it is stopped and starts
   again from the new definition;
-* failed or cancelled → back to pending (a replan is the chance to try again);
+* failed → back to pending (a replan is the chance to try again);
+* cancelled (by a person) → stays cancelled while the new plan defines it as before; a new
+  definition of it is a new decision: back to pending;
 * pending → pending (a pending question stays if the definition is unchanged);
 * absent from the new plan → removed (stopped if running; its requests withdrawn);
 * new → pending.
@@ -68,7 +70,11 @@ def new_task(agent: WorkflowAgent, run_id: str) -> TaskState:
 
 
 def merge_plan(
-    old: Workflow, tasks: dict[str, TaskState], new: Workflow, run_id: str
+    old: Workflow,
+    tasks: dict[str, TaskState],
+    new: Workflow,
+    run_id: str,
+    keep_cancelled: bool = True,
 ) -> PlanChange:
     old_agents = {a.id: a for a in old.agents}
     new_ids = {a.id for a in new.agents}
@@ -90,6 +96,8 @@ def merge_plan(
             if not unchanged:
                 change.stop.append(agent.id)
                 change.restarted.append(agent.id)
+        elif task.stored == "cancelled" and unchanged and keep_cancelled:
+            pass  # a person cancelled it, and the plan asks nothing new of it
         elif task.stored in ("failed", "cancelled"):
             task.stored = "pending"
             task.error = None

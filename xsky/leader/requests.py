@@ -93,6 +93,45 @@ class Requests(CoreBase):
         if request in self._pending_requests:
             self._pending_requests.remove(request)
 
+    def close_requests(self, why: str, now: datetime) -> None:
+        """The run ends (cancelled, ended, failed): nobody need answer anything any more. Every
+        pending request is withdrawn, a waiting review too, so nothing lists the run as waiting
+        for a person."""
+        for request in list(self._pending_requests):
+            self._close_request(request, "withdrawn", now)
+            request.answer = why
+            task = self.task_by_id(request.task_id)
+            if task is not None and task.waiting_on == request.id:
+                task.waiting_on = None
+                if task.last_progress and task.last_progress.startswith("waiting for "):
+                    task.last_progress = f"{request.id} withdrawn: {why}"
+        if self.state.review == "waiting":
+            self.state.review = "none"
+            self.state.review_deadline = None
+            self.note_history(
+                f"the review of plan v{self.state.plan_version} was withdrawn: {why}", now
+            )
+        self.changed = True
+
+    def _hold(self, task: TaskState, now: datetime) -> None:
+        """A task failed for good and the run holds on failure: an escalation keeps the run
+        open for ``hold_on_failure`` seconds while a person decides."""
+        request = self._new_request(
+            "escalation",
+            task,
+            f"{task.id} failed: {(task.error or '')[:300]} — retry, skip, replan, or end the run",
+            now,
+        )
+        request.hold = True
+        request.deadline = now + timedelta(seconds=self.options.hold_on_failure)
+
+    def _withdraw_holds(self, task: TaskState, why: str, now: datetime) -> None:
+        """A held task was decided (retried, skipped, cancelled, replanned): its hold goes."""
+        for request in list(self._pending_requests):
+            if request.hold and request.task_id == task.id:
+                self._close_request(request, "answered", now)
+                request.answer = why
+
     def _withdraw(self, request_id: str | None, why: str, now: datetime) -> None:
         request = self.request(request_id) if request_id else None
         if request is not None and request.status == "pending":

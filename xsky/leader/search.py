@@ -25,6 +25,7 @@ SEARCH_ATTRIBUTES: dict[str, Literal["Keyword", "Int"]] = {
     "XskyPlan": "Keyword",  # the plan's name
     "XskyFailed": "Int",  # agents failed so far
     "XskyPending": "Int",  # questions, approvals, escalations and plan reviews waiting for a person
+    "XskyResumes": "Keyword",  # the ended run a follow-up run resumes (Run.retry after the end)
 }
 
 

@@ -43,6 +43,9 @@ class HumanRequest(WireModel):
     answer: str | None = None
     decision: ToolDecision | None = None
     answered_at: datetime | None = None
+    # An escalation that holds the run open after its task failed (RunOptions.hold_on_failure):
+    # retry, skip, replan or end_run decide it, not an answer.
+    hold: bool = False
 
 
 class AuditEntry(WireModel):
@@ -122,6 +125,7 @@ class LeaderState(WireModel):
     # "approved": by a person (approve_plan); "approved_by_timeout": nobody reviewed in time and
     # reviewTimeoutAction is "approve" — the plan runs, but plan-invented roles stay restricted.
     review: Literal["none", "waiting", "approved", "approved_by_timeout"] = "none"
+    resumes: str | None = None  # the ended run this follow-up run resumes (Run.retry)
     review_deadline: datetime | None = None
     auto_replans: int = 0
     defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
@@ -206,6 +210,13 @@ class DefineRoleRequest(WireModel):
     requested_tools: list[str] = Field(default_factory=list)
     skill_names: list[str] = Field(default_factory=list)
     suggested_model: str | None = None
+
+
+class EndRunRequest(WireModel):
+    """``end_run``: close a run that is held open (failed tasks waiting for a decision, or
+    paused): its pending requests are withdrawn and it ends with the status its tasks have."""
+
+    reason: str | None = None
 
 
 class InterventionResult(WireModel):

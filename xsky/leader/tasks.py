@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
+from xsky.outcomes import provider_label
 from xsky.plan.models import WireModel
 from xsky.safe_text import markdown_inline, printable
 
@@ -58,10 +59,23 @@ class TaskState(WireModel):
     result_ref: ArtifactRef | None = None
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     waiting_on: str | None = None  # id of a pending human request
+    # who answered the completed task: a model's name, "offline" (no model), None (a tool)
+    provider: str | None = None
 
     @property
     def terminal(self) -> bool:
         return self.stored in TERMINAL
+
+
+def status_shown(status: str, provider: str | None) -> str:
+    """The status as people read it: an offline answer says so ("completed (offline)")."""
+    return f"{status} (offline)" if status == "completed" and provider_label(provider) else status
+
+
+def note_of(task: TaskState, status: str, reason: str | None) -> str:
+    """A task's note: its error, why it is blocked, how an offline answer was made, its progress."""
+    label = provider_label(task.provider) if status == "completed" else None
+    return task.error or reason or label or task.last_progress or ""
 
 
 def subject_of(task: str, width: int = 60) -> str:
@@ -157,7 +171,7 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
         counts[status] = counts.get(status, 0) + 1
         if len(rows) >= MAX_BOARD_ROWS:
             continue
-        note = t.error or reason or t.last_progress or ""
+        note = note_of(t, status, reason)
         if t.retries and status not in ("completed", "skipped"):
             note = f"{note} [{t.retries[-1]}]"
         note = markdown_inline(note, 80)
@@ -170,7 +184,7 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
             else format_duration(duration_seconds(t, now))
         )
         rows.append(
-            f"| {markdown_inline(t.id)} | {markdown_inline(t.assigned_agent)} | {_ICONS[status]} {status} | "
+            f"| {markdown_inline(t.id)} | {markdown_inline(t.assigned_agent)} | {_ICONS[status]} {status_shown(status, t.provider)} | "
             f"{took} | {t.tries or t.attempt}{tokens} | {markdown_inline(subject_of(printable(t.description), 48))} | {note} |"
         )
     if len(tasks) > MAX_BOARD_ROWS:

@@ -122,6 +122,7 @@ class Views(Course):
                     started_at=task.started_at,
                     ended_at=task.ended_at,
                     artifacts=task.artifacts,
+                    provider=task.provider if task.stored == "completed" else None,
                 )
             )
         return reports
@@ -145,12 +146,15 @@ class Views(Course):
         return len(self._pending_requests) + (1 if self.state.review == "waiting" else 0)
 
     def search_values(self) -> dict[str, str | int]:
-        return {
+        values: dict[str, str | int] = {
             "XskyStatus": self.run_state(),
             "XskyPlan": self.state.plan.name or self.state.plan.task_id,
             "XskyFailed": self.counts.get("failed", 0),
             "XskyPending": self.waiting_on_people(),
         }
+        if self.state.resumes:  # (only then: other runs' upserts stay as they were)
+            values["XskyResumes"] = self.state.resumes
+        return values
 
     def notices(self) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode."""
@@ -159,6 +163,8 @@ class Views(Course):
             notes.append(
                 f"⏸ **waiting for plan review** — approve_plan (version {self.state.plan_version}) or replan"
             )
+        if self.state.resumes:
+            notes.append(f"↩ resumes {self.state.resumes}: its completed results are carried over")
         if self.state.paused:
             notes.append(
                 "⏸ **paused**"
@@ -193,8 +199,9 @@ class Views(Course):
                 r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED
             ][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
+        cancelled = self.ended and not (self.ended_by_person and counts.get("failed"))
         status: FinalStatus = (
-            "completed" if done == total else ("cancelled" if self.ended else "failed")
+            "completed" if done == total else ("cancelled" if cancelled else "failed")
         )
         parts = [f"{done} of {total} agents completed"]
         for name in ("failed", "blocked", "cancelled"):

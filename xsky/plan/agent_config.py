@@ -7,6 +7,9 @@ Reserved keys (camelCase, as on the wire):
 * ``startToCloseTimeout``, ``heartbeatTimeout`` — seconds, per attempt;
 * ``retry`` — ``{"maximumAttempts": 3, "initialInterval": 1, "backoffCoefficient": 2,
   "maximumInterval": 30}``;
+* ``retries`` — how often a deterministic failure (a non-zero exit, an HTTP 4xx, a refused
+  argument) is tried again, 0–10 (default 0: such a failure is final on its first attempt,
+  and no automatic replan follows it); transient failures are retried by ``retry`` anyway;
 * ``stall`` — ``false`` to switch the stall ladder off for this agent, or
   ``{"nudgeAfter": 180, "restartAfter": 420}`` (seconds without progress);
 * ``model``, ``maxIterations``, ``temperature`` — for LLM agents.
@@ -33,6 +36,7 @@ RESERVED_KEYS = frozenset(
         "startToCloseTimeout",
         "heartbeatTimeout",
         "retry",
+        "retries",
         "stall",
         "model",
         "maxIterations",
@@ -77,6 +81,18 @@ def activity_settings(config: dict[str, Any] | None, options: RunOptions) -> Act
     )
 
 
+MAX_RETRIES = 10
+
+
+def deterministic_retries(config: dict[str, Any] | None) -> int:
+    """``<config>{"retries": N}``: how often this agent's deterministic failures are tried
+    again (0 when absent or not valid: config_problems reports a bad value at parse)."""
+    value = (config or {}).get("retries")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES:
+        return 0
+    return value
+
+
 def stall_windows(config: dict[str, Any] | None, default: StallWindows) -> StallWindows:
     """The agent's stall windows: its config's ``stall`` over the run's."""
     value = (config or {}).get("stall")
@@ -113,6 +129,12 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
                     f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()
                 )
                 problems.append(f"config retry is not valid ({detail})")
+    if "retries" in config:
+        value = config["retries"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES:
+            problems.append(
+                f"config retries must be a whole number from 0 to {MAX_RETRIES}, not {value!r}"
+            )
     if "stall" in config:
         value = config["stall"]
         if value is not False and not isinstance(value, dict):

@@ -19,12 +19,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from xsky.security.addresses import ip_of
-from xsky.security.rules import PermissionSettings, domain, matches, rules_of, url_host
+from xsky.security.rules import (
+    PermissionSettings,
+    domain,
+    matches,
+    rules_of,
+    url_host,
+    url_port,
+)
 
 # -- hosts a command names ----------------------------------------------------------------------
 
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^/\s@]*@)?(\[[^\]]+\]|[^/\s:?#]+)")
 DEV_NET = re.compile(r"/dev/(?:tcp|udp)/([^/\s]+)")
+_DEV_NET_PORT = re.compile(r"/dev/(?:tcp|udp)/([^/\s]+)/(\d{1,5})\b")
 _HOSTISH = re.compile(r"[\w.\-:\[\]%]+")
 _PIECE = re.compile(r"\[[^\]]*\]|[^:]+")
 
@@ -230,6 +238,21 @@ def destinations(argv: list[str], redirects: Iterable[str] = ()) -> list[str]:
             )
         found += [host for host in named if not host.strip("[]").isdigit()]
     return found
+
+
+def named_ports(argv: list[str], redirects: Iterable[str] = ()) -> dict[str, set[int]]:
+    """The ports a command names for a host, where it says: a URL's (or its scheme's) and a
+    ``/dev/tcp/host/port`` path's, by host as :func:`destinations` gives it. A host whose
+    port the command does not spell out in one of these forms is not listed."""
+    ports: dict[str, set[int]] = {}
+    for token in [*argv, *redirects]:
+        for m in _URL.finditer(token):
+            port = url_port(token[m.start() :].split()[0])
+            if port is not None:
+                ports.setdefault(m.group(1), set()).add(port)
+        for m in _DEV_NET_PORT.finditer(token):
+            ports.setdefault(m.group(1), set()).add(int(m.group(2)))
+    return ports
 
 
 def _arguments(args: list[str], syntax: _Syntax) -> Iterable[tuple[str | None, str]]:

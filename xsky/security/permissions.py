@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.addresses import blocked_host
+from xsky.security.allow_hosts import host_rules
 from xsky.security.net import denied_host, destinations, domain_rules, link_local
 from xsky.security.rules import (
     DEFAULT_PORTS,
@@ -155,16 +156,21 @@ def _apply_mode(
 _STRICTNESS: dict[str, int] = {"bypass": 0, "accept_edits": 1, "default": 2, "plan": 3}
 
 
-def trusted_settings(worker: PermissionSettings, given: PermissionSettings) -> PermissionSettings:
+def trusted_settings(
+    worker: PermissionSettings, given: PermissionSettings, hosts: Sequence[str] = ()
+) -> PermissionSettings:
     """What a worker decides with: its own settings files' rules (not the run's copy), the
     run's approval-shaped rules (those of its input and those people gave, each kept apart so
-    decisions say which), the stricter of the two modes, and every tool either calls person-only."""
+    decisions say which), the rules of the hosts the run's options open (``hosts``:
+    ``RunOptions.allow_hosts``, well-formed ones only; never ``given.host_rules``), the
+    stricter of the two modes, and every tool either calls person-only."""
     mode = given.mode if _STRICTNESS[given.mode] > _STRICTNESS[worker.mode] else worker.mode
     return PermissionSettings(
         layers=worker.layers,
         mode=mode,
         run_rules=[r for r in given.run_rules if approval_shaped(r)],
         approved_rules=[a for a in given.approved_rules if approval_shaped(a.rule)],
+        host_rules=host_rules(list(hosts)),
         person_only_tools=list(dict.fromkeys(worker.person_only_tools + given.person_only_tools)),
     )
 

@@ -27,12 +27,15 @@ from xsky.security.tools import PATH_TOOLS, URL_TOOLS
 
 Effect = Literal["allow", "ask", "deny"]
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
-Origin = Literal["settings", "input", "person"]
+# settings: a settings file; input: the run's input rules (no person approved them); person: an
+# answer to an approval request; start: a host the person starting the run opened (--allow-host).
+Origin = Literal["settings", "input", "person", "start"]
 
 # What each tool is (read-only, which argument rules match …) comes from the tool registry.
 PROTECTED_DIRS = (".git", ".xsky")
 _RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*]*)\s*(?:\((.*)\))?\s*$", re.S)
 _INPUT_SOURCE = "the run's input (no person approved it)"
+_START_SOURCE = "--allow-host (the run's options, from the person who started it)"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
@@ -82,6 +85,9 @@ class PermissionSettings(WireModel):
     run_rules: list[str] = Field(default_factory=list)
     # "Allow for this run" answers people gave to approval requests (approve_tool).
     approved_rules: list[ApprovedRule] = Field(default_factory=list)
+    # network(domain:…) rules of the hosts the run's starter opened (RunOptions.allow_hosts);
+    # the worker makes them from its AgentInput (xsky.security.allow_hosts), never from this copy.
+    host_rules: list[str] = Field(default_factory=list)
     # Tools only a person may allow, call by call (see xsky.security.permissions); the worker
     # sets them.
     person_only_tools: list[str] = Field(default_factory=list)
@@ -277,6 +283,7 @@ def rules_of(settings: PermissionSettings) -> dict[str, list[Rule]]:
     # A person's approval is named before an input rule that says the same.
     rules["allow"] += [parse_rule(a.rule, a.source, "person") for a in settings.approved_rules]
     rules["allow"] += [parse_rule(t, _INPUT_SOURCE, "input") for t in settings.run_rules]
+    rules["allow"] += [parse_rule(t, _START_SOURCE, "start") for t in settings.host_rules]
     return rules
 
 

@@ -15,7 +15,8 @@ import posixpath
 from typing import Any
 
 from xsky.security.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reachable
-from xsky.security.net import DEV_NET, destinations
+from xsky.security.allow_hosts import how_to_open
+from xsky.security.net import DEV_NET, destinations, named_ports
 from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
     ShellCommand,
@@ -120,30 +121,41 @@ def _part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
 
 def _reach_decision(part: ShellCommand, check: Check) -> Decision | None:
     """A command naming a local, private or metadata host is refused — unless the worker's
-    settings or a person opened that host with an exact ``network(domain:host:port)`` rule
-    (the egress proxy then lets that one port through, and nothing else of the host).
-    Metadata and link-local hosts are refused always."""
-    opened = {
-        domain(r.specifier)[0]
-        for r in check.rules["allow"]
-        if r.tool == "network"
-        and r.origin != "input"
-        and r.specifier
-        and r.specifier.startswith("domain:")
-        and domain(r.specifier)[1] is not None
-    }
-    for host in destinations(part.argv, [r.target for r in part.redirects]):
+    settings, a person or the run's starter (``--allow-host``) opened that host with an exact
+    ``network(domain:host:port)`` rule; where the command spells the port out (a URL, a
+    ``/dev/tcp`` path) it must be an opened one. The egress proxy then lets that one port
+    through, and nothing else of the host. Metadata and link-local hosts are refused always."""
+    opened: dict[str, set[int]] = {}
+    for r in check.rules["allow"]:
+        if (
+            r.tool == "network"
+            and r.origin != "input"
+            and (r.specifier or "").startswith("domain:")
+        ):
+            host, port = domain(r.specifier or "")
+            if port is not None:
+                opened.setdefault(host, set()).add(port)
+    redirects = [r.target for r in part.redirects]
+    ports = named_ports(part.argv, redirects)
+    for host in destinations(part.argv, redirects):
         reason = blocked_host(host)
         if not reason:
             continue
         name = host.strip().strip("[]").rstrip(".").lower()
-        if name in opened and not _never(name):
+        named = ports.get(host, set())
+        if name in opened and not _never(name) and named <= opened[name]:
             continue
+        if name in opened and not _never(name):
+            port = min(named - opened[name])
+            kept = ", ".join(map(str, sorted(opened[name])))
+            reason += f"; port {port} is not among those opened for it ({kept})"
+        else:
+            port = min(named) if named else None
+        fix = "no rule can open it" if _never(name) else how_to_open(name, port or "PORT")
         return Decision(
             "deny",
             f"refused: the command reaches {host} — {reason}; agents cannot reach this machine's "
-            "services, private networks or cloud metadata (an exact rule naming host and port, "
-            f"network(domain:{host}:PORT), in the worker's settings opens a local service)",
+            f"services, private networks or cloud metadata unless a rule opens one host and port: {fix}",
             hard=True,
         )
     return None

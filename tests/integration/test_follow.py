@@ -1,0 +1,68 @@
+"""Re-attaching: `follow RUN` and `status RUN --follow` show the live board of a run started
+elsewhere, the outcome of an ended one at once, and Ctrl-C leaves the run running."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT, Env
+from tests.integration.helpers import noop, plan
+from tests.integration.test_cli_runs import starter
+from xsky.client import XSky
+
+pytestmark = pytest.mark.integration
+
+
+async def test_follow_shows_a_running_runs_board_to_its_end_and_then_an_ended_run_at_once(
+    env: Env,
+):
+    await env.start_worker()
+    run_id = f"xsky-follow-{uuid.uuid4().hex[:6]}"
+    async with XSky.connect() as x:
+        await x.run(plan(noop("1", 3), noop("2", depends="1"), name="follow"), id=run_id)
+    code, out, err = await starter(env, "follow", run_id)
+    assert code == 0, out + err
+    assert f"{run_id} —" in out  # the live board's title
+    assert "T-1" in out and "T-2" in out
+    assert "follow — completed" in out  # the results table: the outcome
+    # ended: the last board and the outcome, without waiting
+    for argv in (("follow", run_id), ("status", run_id, "--follow")):
+        code, out, err = await starter(env, *argv, timeout=30)
+        assert code == 0, out + err
+        assert f"{run_id} has ended (completed)" in out and "follow — completed" in out
+
+
+async def test_ctrl_c_leaves_the_run_running_and_says_how_to_re_attach(env: Env):
+    await env.start_worker()
+    run_id = f"xsky-ctrlc-{uuid.uuid4().hex[:6]}"
+    async with XSky.connect() as x:
+        run = await x.run(plan(noop("1", 12), name="ctrlc"), id=run_id)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "starter.py"),
+            "follow",
+            run_id,
+            env=env.environ(),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stderr is not None
+        said = await asyncio.wait_for(proc.stderr.readline(), 30)  # attached
+        assert f"following {run_id}: Ctrl-C stops following, the run goes on" in said.decode()
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 130, out.decode() + err.decode()
+        assert f"the run goes on: re-attach with `starter.py follow {run_id}`" in err.decode()
+        assert await run.temporal_status() == "running"
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+
+
+async def test_follow_of_an_unknown_run_says_so(env: Env):
+    code, out, err = await starter(env, "follow", "xsky-no-such-run-0000", timeout=30)
+    assert code == 2 and "no run with id xsky-no-such-run-0000" in err
