@@ -138,7 +138,8 @@ async def test_status_says_why_each_attempt_of_a_retried_task_ended(env: Env):
             {
                 "tool": "shell",
                 "command": command,
-                "retry": {"maximumAttempts": 3, "initialInterval": 0.2},
+                "retries": 2,  # a non-zero exit is final unless the agent opts in
+                "retry": {"initialInterval": 0.2},
             }
         )
         + "</config></agent></workflow>"

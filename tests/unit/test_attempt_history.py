@@ -45,20 +45,25 @@ def ledger(root: Path, tid: str, dispatch: int, execution: str = FIRST) -> Attem
 
 def test_every_ended_attempt_has_a_line_and_a_lost_worker_is_found_by_its_gap(tmp_path: Path):
     first = ledger(tmp_path, "T-2", 1)
+    first.begin(1, 10)
     first.record(1, "error", "agent 2: the command exited with status 5: exit 5")
-    # attempt 2 lost its worker (nothing written), attempt 3 failed
+    first.begin(2, 10)  # attempt 2 lost its worker: it began, nothing ended it
+    first.begin(3, 10)
     first.record(3, "error", "agent 2: the command exited with status 6: exit 6")
     # a later dispatch (a replan or `retry`) ran past its timeout, then is on attempt 2
-    ledger(tmp_path, "T-2", 2).record(1, "timeout", "ran past its start-to-close timeout")
+    second = ledger(tmp_path, "T-2", 2)
+    second.begin(1, 10)
+    second.record(1, "timeout", "ran past its start-to-close timeout")
+    second.begin(2, 10)  # running now: not an ended attempt
     # other tasks, other runs with this id, and T-22 are not T-2's
     ledger(tmp_path, "T-22", 1).record(1, "error", "not mine")
     ledger(tmp_path, "T-2", 1, execution="an-older-run").record(1, "error", "not mine either")
 
-    row = task(dispatch=2, activity_attempt=2, tries=5)
+    row = task(dispatch=2, activity_attempt=1, tries=5)  # the board may not know attempt 2 yet
     lines = retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row))
     assert lines == [
         "attempt 1 (dispatch 1): error: agent 2: the command exited with status 5: exit 5",
-        "attempt 2 (dispatch 1): worker lost: no heartbeat (killed, crashed or cut off)",
+        "attempt 2 (dispatch 1): worker lost: no heartbeat (killed, crashed, stopped or cut off)",
         "attempt 3 (dispatch 1): error: agent 2: the command exited with status 6: exit 6",
         "attempt 1 (dispatch 2): timeout: ran past its start-to-close timeout",
     ]
@@ -68,8 +73,8 @@ def test_a_running_retry_after_lost_workers_only_has_its_gaps(tmp_path: Path):
     ledger(tmp_path, "T-1", 1).record(1, "error", "someone else's")  # the run's folder exists
     row = task("T-2", dispatch=1, activity_attempt=3, tries=3)
     assert retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row)) == [
-        "attempt 1: worker lost: no heartbeat (killed, crashed or cut off)",
-        "attempt 2: worker lost: no heartbeat (killed, crashed or cut off)",
+        "attempt 1: worker lost: no heartbeat (killed, crashed, stopped or cut off)",
+        "attempt 2: worker lost: no heartbeat (killed, crashed, stopped or cut off)",
     ]
 
 

@@ -1,9 +1,9 @@
 """Why a task's attempts ended: read from the attempt ledgers the agents' activity writes
 into the artifact store (activities/agents/ledger.py), one file per dispatch.
 
-A ledger holds a line for every attempt that ended in an error or a timeout; an attempt
-with no line whose dispatch went on to a later attempt lost its worker (killed, crashed,
-cut off: its heartbeats stopped). The board's own notes (``TaskView.retries``) are the
+A ledger holds a line for every attempt that began and for every one that ended in an
+error or a timeout; an attempt with no end whose dispatch went on to a later attempt lost
+its worker (killed, crashed, cut off: its heartbeats stopped). The board's own notes (``TaskView.retries``) are the
 fallback where the store is not readable (workers on other machines)."""
 
 from __future__ import annotations
@@ -52,17 +52,19 @@ def attempt_ends(
     ends: list[AttemptEnd] = []
     for dispatch in sorted(ledgers):
         recorded: dict[int, AttemptEnd] = {}
+        started = 0  # the latest attempt that wrote it began: every one before it ended
         for ledger in ledgers[dispatch]:
             for entry in ledger.entries():
-                number = entry.get("attempt")
-                if isinstance(number, int):
-                    recorded[number] = AttemptEnd(
-                        dispatch, number, str(entry.get("kind")), str(entry.get("reason"))
-                    )
+                number, kind = entry.get("attempt"), str(entry.get("kind"))
+                if not isinstance(number, int):
+                    continue
+                if kind == "started":
+                    started = max(started, number)
+                else:
+                    recorded[number] = AttemptEnd(dispatch, number, kind, str(entry.get("reason")))
         # the current dispatch went on to attempt N: the ones before it all ended
-        last = max(
-            [*recorded, task.activity_attempt - 1 if dispatch == task.attempt else 0], default=0
-        )
+        current = task.activity_attempt if dispatch == task.attempt else 0
+        last = max([*recorded, started - 1, current - 1], default=0)
         for number in range(1, last + 1):
             ends.append(
                 recorded.get(number)
@@ -70,7 +72,7 @@ def attempt_ends(
                     dispatch,
                     number,
                     "worker lost",
-                    "no heartbeat (killed, crashed or cut off)",
+                    "no heartbeat (killed, crashed, stopped or cut off)",
                 )
             )
     return ends
