@@ -15,6 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from workflows import leader_io
+from workflows.failures import attempt_failure
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
 
@@ -134,9 +135,7 @@ class Attempts:
         try:
             if error is not None or outcome is None:
                 self._metrics.failed(kind, error or asyncio.CancelledError())
-                failure = (
-                    leader_io.attempt_failure(error) if isinstance(error, ActivityError) else None
-                )
+                failure = attempt_failure(error) if isinstance(error, ActivityError) else None
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
             self._metrics.returned(kind, outcome.kind)

@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
 from workflows.leader_metrics import LeaderMetrics
@@ -20,14 +20,14 @@ from workflows.patches import patched
 with workflow.unsafe.imports_passed_through():
     from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
     from xsky.errors import PlanError
-    from xsky.leader.core import AttemptFailure, LeaderCore
+    from xsky.leader.core import LeaderCore
     from xsky.leader.state import LeaderState, PlanVersion
     from xsky.leader.tasks import board_markdown, subject_of
     from xsky.plan.agent_config import deterministic_retries
     from xsky.plan.models import Workflow
     from xsky.plan.planning import PlanRequest, PlanResult, problems_text
     from xsky.plan.xml import parse_workflow
-    from xsky.runs import AgentInput, AgentOutcome, DecisionRecord, LeaderSetup, RunInput
+    from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
     from xsky.safe_text import printable
 
 # A history this small after reading the state may continue as new whenever Temporal says.
@@ -130,30 +130,6 @@ async def run_attempt(
     return await workflow.execute_activity(
         "run_agent", agent_input, result_type=AgentOutcome, **options
     )
-
-
-def attempt_failure(err: ActivityError) -> AttemptFailure:
-    """An attempt's failure for the core: its message, the permission decisions made before
-    it and its attempt number (both travel in the details), and whether its worker was lost."""
-    cause = err.cause
-    details = (
-        [d for d in cause.details if isinstance(d, dict)]
-        if isinstance(cause, ApplicationError)
-        else []
-    )
-    decisions = [
-        DecisionRecord.model_validate(r)
-        for d in details
-        if "permissionDecisions" in d
-        for r in d["permissionDecisions"]
-    ]
-    attempt = max([d["attempt"] for d in details if isinstance(d.get("attempt"), int)], default=0)
-    lost = isinstance(cause, TimeoutError) and cause.type == TimeoutType.HEARTBEAT
-    # Asked only of a deterministic failure, so the marker is written where it decides.
-    deterministic = any(d.get("failure") == "deterministic" for d in details) and patched(
-        "deterministic-failures-final"
-    )
-    return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic)
 
 
 async def call_planner(
