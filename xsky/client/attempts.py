@@ -3,8 +3,9 @@ into the artifact store (activities/agents/ledger.py), one file per dispatch.
 
 A ledger holds a line for every attempt that began and for every one that ended in an
 error or a timeout; an attempt with no end whose dispatch went on to a later attempt lost
-its worker (killed, crashed, cut off: its heartbeats stopped). The board's own notes (``TaskView.retries``) are the
-fallback where the store is not readable (workers on other machines)."""
+its worker (killed, crashed, stopped, cut off: its heartbeats stopped). The board's own
+notes (``TaskView.retries``) are the fallback where the store is not readable (workers on
+other machines)."""
 
 from __future__ import annotations
 
