@@ -120,7 +120,9 @@ async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_r
     assert abs((task.started_at.replace(tzinfo=None) - started_at).total_seconds()) < 1.0
     assert abs((task.ended_at.replace(tzinfo=None) - ended_at).total_seconds()) < 1.0
     # Its duration is the attempt that finished, not the dead workers' downtime before it.
-    assert task.duration_s is not None and 1.4 <= task.duration_s < 3.0
+    # (the downtime of twelve lost workers is far longer than 10 s; a loaded machine slows
+    # the attempt itself past 3 s)
+    assert task.duration_s is not None and 1.4 <= task.duration_s < 10.0
 
 
 LONG_HISTORY = (
