@@ -51,6 +51,12 @@ class Provenance(BaseModel):
     ended: Literal["open", "completed", "interrupted"] = (
         "open"  # how its last prompt's turn ended, so far
     )
+    # The person's session this atom belongs to: a subagent's atoms carry their parent's, so
+    # "atoms of >= 2 distinct sessions" never counts a parent and its own subagent twice.
+    session: str | None = None
+    # "model": the atom's task came from a model-written prompt (a subagent's Task prompt);
+    # such an atom may join a skill, never found one.
+    origin: Literal["person", "model"] = "person"
 
 
 class AtomTask(BaseModel):

@@ -40,6 +40,17 @@ Marker = Literal[
     "session_start",
     "compaction",
 ]
+# Who wrote a ``user`` event (adapters classify every user-role record; machine input such as
+# task notifications, hook output and compaction instructions is not ``user`` at all but
+# ``meta`` or ``compaction``):
+UserOrigin = Literal[
+    "prompt",  # the person's own prompt
+    "queued",  # a prompt the person typed while the agent worked (delivered when dequeued)
+    "correction",  # the person correcting or refining the task in progress
+    "answer",  # an approval or menu answer: stays with the turn that asked
+    "model",  # written by a model (a subagent's Task prompt): the task of its own
+    # trajectory, but never the founder of a skill
+]
 
 # Characters of each kind kept in the view (the raw file keeps everything).
 CAPS: dict[str, int] = {
@@ -71,6 +82,7 @@ class Event:
     marker: Marker | None = None
     skill: str | None = None  # a skill this event *used* (measured from the record, not claimed)
     timestamp: str | None = None
+    origin: UserOrigin | None = None  # of a ``user`` event: who wrote it
 
 
 @dataclass
@@ -89,6 +101,7 @@ class Unit:
     end: int = 0
     uuid: str | None = None
     call_id: str | None = None
+    origin: str | None = None  # of a ``user`` unit: :data:`UserOrigin`
 
     def wire(self) -> dict[str, Any]:
         # `is`, not `in`: 0 == False, and offset 0 must be kept.
@@ -112,6 +125,7 @@ _UNIT_DEFAULTS: dict[str, Any] = {
     "end": 0,
     "uuid": None,
     "call_id": None,
+    "origin": None,
 }
 HEAD_CHARS = 400
 
@@ -203,6 +217,7 @@ def render(events: list[Event], start: int) -> Rendered:
                 end=e.end,
                 uuid=e.uuid,
                 call_id=e.call_id,
+                origin=e.origin,
             )
         )
         at += len(md)
