@@ -32,6 +32,7 @@ bench: install
 	$(PY) bench/makespan.py
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py
+	$(PY) bench/recovery.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
