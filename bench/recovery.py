@@ -73,7 +73,7 @@ def load_plan(index: int, steps: int) -> str:
     agents = "".join(
         f'<agent name="shell" id="{i}"'
         + (f' depends="{i - 1}"' if i else "")
-        + f'><task>load</task><config><![CDATA[{json.dumps({"tool": "shell", "command": "sleep 1"})}]]></config></agent>'
+        + f"><task>load</task><config><![CDATA[{json.dumps({'tool': 'shell', 'command': 'sleep 1'})}]]></config></agent>"
         for i in range(steps)
     )
     return f'<workflow name="load-{index}" taskId="load-{index}">{agents}</workflow>'
@@ -92,9 +92,7 @@ class Bench:
     def start_shell_worker(self) -> subprocess.Popen[bytes]:
         self.spawned += 1
         log = self.logs / f"shell-{self.spawned}.log"
-        proc = start_worker_process(
-            self.env, log, "--kinds", "shell", "--no-leader", "--no-skills"
-        )
+        proc = start_worker_process(self.env, log, "--kinds", "shell", "--no-leader", "--no-skills")
         self.workers.append(proc)
         return proc
 
