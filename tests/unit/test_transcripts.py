@@ -41,7 +41,9 @@ def test_claude_code_prompts_are_real_user_intent_and_meta_compaction_and_sidech
     side = [e for e in events if e.lane == "sidechain"]
     assert side and all(e.lane == "sidechain" for e in side)
     assert state.model == "claude-sonnet-4-5-20250929" and state.cwd == "/home/dev/shopapp"
-    assert {"file-history-snapshot", "queue-operation", "agent-telemetry-v9"} <= set(state.opaque)
+    assert {"file-history-snapshot", "agent-telemetry-v9"} <= set(state.opaque)
+    assert "queue-operation/enqueue" in state.interpreted and "user" in state.interpreted
+    assert not set(state.opaque) & {k.split("/")[0] for k in state.interpreted}
 
 
 def test_claude_code_order_follows_parent_uuid_and_a_repeated_line_is_dropped() -> None:
