@@ -4,6 +4,7 @@ and skill use measured on the successful result, plugin namespaces kept."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from xsky.skills.trajectory import Event
@@ -120,3 +121,53 @@ def test_skill_names_keep_their_namespace_and_refuse_anything_else() -> None:
     assert skill_name("pdf-extract") == "pdf-extract"
     for bad in ("a:b:c", "../x", "Handgemacht:Commit", ":commit", "commit:", "/"):
         assert skill_name(bad) is None, bad
+
+
+def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_a_correction() -> None:
+    lines = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "deploy to staging"}},
+        {
+            "type": "assistant",
+            "uuid": "u2",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Bash",
+                        "input": {"command": "make deploy"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u3",
+            "parentUuid": "u2",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "[Request interrupted by user for tool use]",
+                        "is_error": True,
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u4",
+            "parentUuid": "u3",
+            "message": {"role": "user", "content": "use the canary target"},
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert users(events) == [
+        ("prompt", "deploy to staging"),
+        ("correction", "use the canary target"),
+    ]

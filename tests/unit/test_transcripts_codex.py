@@ -98,3 +98,26 @@ def test_a_prompt_mirrored_in_the_other_order_is_still_one() -> None:
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     events, _ = parse(V058, data)
     assert users(events) == [("prompt", prompt)]
+
+
+def test_a_patch_that_edits_a_skill_md_is_not_its_use() -> None:
+    patch = "*** Begin Patch\n*** Update File: .agents/skills/uv-upgrade/SKILL.md\n*** End Patch\n"
+    lines = [
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "call_id": "c1",
+                "name": "apply_patch",
+                "input": patch,
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "custom_tool_call_output", "call_id": "c1", "output": "Success."},
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events, _ = parse(V058, data)
+    assert [e.kind for e in events] == ["tool_call", "tool_result"]
+    assert not [e for e in events if e.skill]

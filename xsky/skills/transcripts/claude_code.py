@@ -45,13 +45,13 @@ from xsky.skills.transcripts import (
     skill_name,
     text_of,
 )
-from xsky.skills.transcripts.claude_text import classify, rejection_feedback
+from xsky.skills.transcripts.claude_text import INTERRUPTED, classify, rejection_feedback
 from xsky.skills.transcripts.intent import agent_acted, agent_said, normal, user_origin
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
 # A shell command that reads a SKILL.md (``cat``, ``head``, ``sed -n …``), not one that writes it.
-_SHELL_READ = re.compile(
-    r"(?:^|[;&|(]\s*|\s)(?:cat|head|tail|less|more|bat|sed\s+-n\s+\S+)\s+[^;&|>]*?"
+SHELL_READ = re.compile(
+    r"(?:^|[;&|(]\s*|\s)(?:cat|head|tail|less|more|bat|nl|Get-Content|sed\s+-n\s+\S+)\s+[^;&|>]*?"
     r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md"
 )
 _INTERPRETED = ("user", "assistant", "system")
@@ -247,7 +247,9 @@ def _tool_result(block: dict[str, Any], state: ParseState, ev: Any, writer: str)
     if writer != "person":
         return out
     feedback = rejection_feedback(text)
-    if feedback is not None:  # the person said no to a tool use: what they say next corrects
+    if text.lstrip().startswith(INTERRUPTED):  # stopped mid-call: the next prompt corrects
+        state.correction, state.asked = True, False
+    elif feedback is not None:  # the person said no to a tool use: what they say next corrects
         state.correction, state.asked = True, False
         if feedback:
             state.correction = False
@@ -421,6 +423,6 @@ def _skill_used(name: str, args: dict[str, Any]) -> str | None:
         m = SKILL_FILE.search(str(args.get("file_path", "")))
         return m.group(1) if m else None
     if name == "Bash":
-        m = _SHELL_READ.search(str(args.get("command", "")))
+        m = SHELL_READ.search(str(args.get("command", "")))
         return m.group(1) if m else None
     return None

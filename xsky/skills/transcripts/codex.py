@@ -39,7 +39,7 @@ from xsky.skills.transcripts import (
     json_object,
     records,
 )
-from xsky.skills.transcripts.claude_code import SKILL_FILE
+from xsky.skills.transcripts.claude_code import SHELL_READ
 from xsky.skills.transcripts.intent import agent_acted, agent_said, fingerprint, user_origin
 
 _INJECTED = (
@@ -131,7 +131,7 @@ class CodexAdapter:
             name = ident(payload.get("name")) or ptype.removesuffix("_call")
             call_id = ident(payload.get("call_id")) or ident(payload.get("id"))
             text = _call_text(ptype, payload)
-            m = SKILL_FILE.search(text)
+            m = SHELL_READ.search(text)  # a shell read of a SKILL.md; a patch editing one is no use
             if call_id:
                 state.open_call(call_id, name, m.group(1) if m else None)
             agent_acted(state)
