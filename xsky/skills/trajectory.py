@@ -155,12 +155,11 @@ _ANSI = re.compile(
     r"|\x1b"  # a lone ESC left at a cut
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_CR_LINE = re.compile(r"[^\n]*\r[^\n]*")
 
 
-def _last_redraw(m: re.Match[str]) -> str:
+def _last_redraw(line: str) -> str:
     """A line a progress bar redrew with carriage returns: what the terminal showed last."""
-    parts = [p for p in m.group(0).split("\r") if p.strip()]
+    parts = [p for p in line.split("\r") if p.strip()]
     return parts[-1] if parts else ""
 
 
@@ -169,7 +168,8 @@ def strip_terminal(text: str) -> str:
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
-        text = _CR_LINE.sub(_last_redraw, text.replace("\r\n", "\n"))
+        lines = text.replace("\r\n", "\n").split("\n")
+        text = "\n".join(_last_redraw(line) if "\r" in line else line for line in lines)
     return _CONTROL.sub("", text)
 
 
