@@ -406,6 +406,9 @@ def test_a_corpus_of_ordinary_code_lines_loses_nothing_to_redaction() -> None:
         "DB_PASSWORD=correcthorsebattery",
         "api_key: Zq8pXyW3",
         'secret = "p%40ssw0rd!"',  # a URL-escaped "@", not a format
+        "DB_PASSWORD=hunter2_prod",  # .env: a bare word is a string
+        "export API_TOKEN=deploy.bot.2026",
+        "  password: hunter2_prod",  # YAML
     ],
 )
 def test_literal_values_of_secret_names_still_go(text: str) -> None:

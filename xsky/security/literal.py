@@ -50,15 +50,20 @@ def secret_name(name: str, op: str, not_secret: frozenset[str]) -> bool:
     return not (len(words) > 1 and words[-1] in _NOT_SECRET_WORDS)
 
 
-def is_code(value: str, text: str, span: tuple[int, int]) -> bool:
+def is_code(value: str, text: str, span: tuple[int, int], op: str = "=", env: bool = False) -> bool:
     """Whether an assigned value is code (a call, an attribute, a variable, a type, a format
-    string, a number) rather than a literal secret."""
+    string, a number) rather than a literal secret. ``env``: a shell or ``.env`` assignment
+    (``NAME=value``), where a bare word is a string whatever it looks like."""
     quoted = span[0] > 0 and text[span[0] - 1] in "\"'"
     if _FORMAT.search(value):
         return True  # "%H:%M:%S", "{token}", f"{x}", "{{ vault_pw }}", "$(cmd)", "${VAR}"
     if quoted:
         return False  # any other quoted string is a literal
-    if value.startswith(_CODE_START) or _CALL.match(value) or _ATTRIBUTE.fullmatch(value):
+    if value.startswith(_CODE_START):
+        return True
+    if env:
+        return bool(_CALL.match(value))  # `SECRET_KEY=get_key()`; else `DB_PASSWORD=hunter2_x`
+    if _CALL.match(value) or _ATTRIBUTE.fullmatch(value):
         return True
     if _NUMBER.fullmatch(value) and not value.isdigit():
         return True  # 12,345 · 4.5k · 1_000_000 (a long run of digits may be a PIN or a key)
@@ -66,6 +71,9 @@ def is_code(value: str, text: str, span: tuple[int, int]) -> bool:
         return False
     if value in _KEYWORDS or ASSIGN_HINT.search(value):
         return True  # `= await …`, `token = token`, `apiKey: apiKey`
+    end_of_line = text[span[1] : span[1] + 200].split("\n", 1)[0].strip() == ""
+    if ":" in op and "=" not in op and end_of_line and value.islower():
+        return False  # YAML: `password: hunter2_prod` is a string
     if ("_" in value and any(c.islower() for c in value)) or re.search(r"^[a-z]+[A-Z]", value):
         return True  # a snake_case or camelCase variable
     after = text[span[1] : span[1] + 3].lstrip(" \t")

@@ -331,7 +331,7 @@ def _assignments(text: str) -> str:
         if (
             _is_placeholder(value)
             or not secret_name(name, op.group(0), _NOT_SECRET_NAMES)
-            or is_code(value, text, span)
+            or is_code(value, text, span, op.group(0), _env_style(text, start, name, op.group(0)))
         ):
             continue
         out.append(text[at : span[0]])
@@ -339,6 +339,14 @@ def _assignments(text: str) -> str:
         at = span[1]
     out.append(text[at:])
     return "".join(out)
+
+
+def _env_style(text: str, start: int, name: str, op: str) -> bool:
+    """``NAME=value`` as a shell or ``.env`` file writes it: CONSTANT_CASE, no spaces, at the
+    start of a line or after ``export`` / a space (a command's environment)."""
+    if op != "=" or name.upper() != name or not any(c.isalpha() for c in name):
+        return False
+    return start == 0 or text[start - 1] in " \t\n;"
 
 
 # -- Azure SAS: the signature of a URL or token that also has a SAS version or expiry --------
