@@ -171,3 +171,27 @@ def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_a_correction() -> Non
         ("prompt", "deploy to staging"),
         ("correction", "use the canary target"),
     ]
+
+
+def test_any_named_internal_agent_is_machine_input_and_a_numbered_one_the_models(
+    tmp_path: Path,
+) -> None:
+    line = json.dumps(
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "fix it"}}
+    )
+    kinds = {}
+    for name in (
+        "agent-aprompt_suggestion-9f8e7d.jsonl",
+        "agent-acafe12.jsonl",
+        "agent-a1b2c3d.jsonl",
+    ):
+        path = tmp_path / "s" / "subagents" / name
+        events = adapter_for("claude-code").parse(
+            (line + "\n").encode(), 0, ParseState(), FileInfo(str(path), True)
+        )
+        kinds[name] = [(e.kind, e.origin) for e in events]
+    assert kinds == {
+        "agent-aprompt_suggestion-9f8e7d.jsonl": [("meta", None)],
+        "agent-acafe12.jsonl": [("user", "model")],
+        "agent-a1b2c3d.jsonl": [("user", "model")],
+    }

@@ -15,7 +15,8 @@ else is kept opaque. Rules that matter for skills:
   ``enqueue``, delivered (a ``queued`` user event) at its ``remove`` / ``dequeue``, and not
   counted again when it is popped into the next user message; a subagent's prompts
   (``subagents/agent-*.jsonl``, old-style ``isSidechain`` lanes) are the model's, and a
-  compaction agent's file (``agent-acompact-*``) holds no user turn at all;
+  compaction agent's file (``agent-acompact-*``, and any other internal agent named so,
+  ``agent-aprompt_suggestion-*``) holds no user turn at all;
 - a skill is *used* when a ``Skill`` call (``input.skill``, the plugin namespace kept)
   succeeds, or a ``Read`` (or a ``cat`` in ``Bash``) of a ``…/skills/<name>/SKILL.md``
   does: the use is on the result, so a failed call is no use; the injected skill listing
@@ -55,6 +56,9 @@ SHELL_READ = re.compile(
     r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md"
 )
 _INTERPRETED = ("user", "assistant", "system")
+# Claude Code's own helper agents (compaction, prompt suggestions) are named, not numbered:
+# their input is the conversation itself, none of it a turn of theirs.
+_INTERNAL_AGENT = re.compile(r"^agent-a[a-z_]{3,}-")
 _ATTACHMENT_META = ("hook_",)  # hook output attached to a turn
 _QUEUED_ATTACHMENT = "queued_command"
 _COMPARE_CHARS = 2000  # of a delivered prompt, to know its copy in the next user message
@@ -159,8 +163,8 @@ class ClaudeCodeAdapter:
         # Who may type here: the person in a main file's main lane; a model everywhere else.
         writer = "person"
         if info.subagent or lane == "sidechain":
-            acompact = PurePosixPath(info.path).name.startswith("agent-acompact")
-            writer = "machine" if acompact else "model"
+            internal = _INTERNAL_AGENT.match(PurePosixPath(info.path).name)
+            writer = "machine" if internal else "model"
         message = json_object(rec.get("message"))
         if kind == "attachment":
             return out + _attachment(attachment, state, ev, writer)
