@@ -195,3 +195,28 @@ def test_any_named_internal_agent_is_machine_input_and_a_numbered_one_the_models
         "agent-acafe12.jsonl": [("user", "model")],
         "agent-a1b2c3d.jsonl": [("user", "model")],
     }
+
+
+def test_a_short_new_ask_after_anything_else_is_a_prompt_and_a_pick_is_an_answer() -> None:
+    def turns(question: str, reply: str) -> list[tuple[str | None, str]]:
+        lines = [
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "message": {"id": "m", "content": [{"type": "text", "text": question}]},
+            },
+            {
+                "type": "user",
+                "uuid": "u1",
+                "parentUuid": "a1",
+                "message": {"role": "user", "content": reply},
+            },
+        ]
+        data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        return users(adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl")))
+
+    assert turns("Done. Anything else?", "run the tests") == [("prompt", "run the tests")]
+    assert turns("Postgres or SQLite for the cache?", "sqlite") == [("answer", "sqlite")]
+    assert turns("Want me to open a PR?", "yes please") == [("answer", "yes please")]
+    assert turns("Done: the tests pass.", "go ahead") == [("prompt", "go ahead")]  # nothing asked
+    assert turns("Done: the tests pass.", "2") == [("answer", "2")]  # a menu choice, always

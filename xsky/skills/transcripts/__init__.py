@@ -50,7 +50,7 @@ class ParseState(WireModel):
     interpreted: dict[str, int] = Field(default_factory=dict)  # record types a rule read, counted
     unreadable: int = 0  # lines that were not JSON objects
     # Who wrote the next user turn, from structure (both survive delta edges):
-    asked: bool = False  # the agent's last words asked a question or offered options
+    question: str = ""  # the end of the agent's last words when they asked or offered options
     correction: bool = False  # the person interrupted or rejected a tool use: next prompt corrects
     # Claude Code's prompt queue: prompts typed while the agent works, not yet delivered …
     queued: list[str] = Field(default_factory=list)

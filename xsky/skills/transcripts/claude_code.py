@@ -252,9 +252,9 @@ def _tool_result(block: dict[str, Any], state: ParseState, ev: Any, writer: str)
         return out
     feedback = rejection_feedback(text)
     if text.lstrip().startswith(INTERRUPTED):  # stopped mid-call: the next prompt corrects
-        state.correction, state.asked = True, False
+        state.correction, state.question = True, ""
     elif feedback is not None:  # the person said no to a tool use: what they say next corrects
-        state.correction, state.asked = True, False
+        state.correction, state.question = True, ""
         if feedback:
             state.correction = False
             out.append(ev("user", feedback, origin="correction"))
@@ -269,7 +269,7 @@ def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
     for what, part in classify(text):
         if what == "interrupted":
             if writer == "person":
-                state.correction, state.asked = True, False
+                state.correction, state.question = True, ""
             out.append(ev("marker", "the person interrupted the agent", marker="interrupted"))
         elif what == "queued":
             out.extend(_deliver(part, state, ev) if writer == "person" else [ev("meta", part)])
@@ -321,7 +321,7 @@ def _deliver(text: str, state: ParseState, ev: Any) -> list[Event]:
     if key in state.delivered:  # already delivered (a remove, then its copy in a reminder)
         return []
     state.bounded("delivered", key)
-    state.correction = state.asked = False
+    state.correction, state.question = False, ""
     return [ev("user", shown, origin="queued")]
 
 

@@ -165,7 +165,7 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
     if etype in ("task_complete", "turn_complete"):
         return [ev("marker", "", marker="task_complete")]
     if etype == "turn_aborted":  # the person stopped the turn: what they say next corrects it
-        state.correction, state.asked = True, False
+        state.correction, state.question = True, ""
         return [ev("marker", _str(payload.get("reason")) or "", marker="aborted")]
     if etype == "user_message":
         return _user(_str(payload.get("message")) or "", "event", state, ev)

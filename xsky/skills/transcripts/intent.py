@@ -8,8 +8,9 @@ compaction prompts) from the person's words; what is left is a ``user`` event wh
 - ``correction``: the first prompt after the person interrupted the agent or rejected a
   tool use (structural evidence only: telling a critique from a new request by its words
   is the atom splitter's job);
-- ``answer``: a short reply to an agent turn that asked a question or offered options, or a
-  bare menu choice (``1``, ``y``, ``p``) at any time: it stays with the turn that asked;
+- ``answer``: a short reply that approves, refuses or picks from what an agent turn asked or
+  offered, or a bare menu choice (``1``, ``y``, ``p``) at any time: it stays with the turn
+  that asked;
 - ``prompt``: anything else the person typed.
 
 The state these rules need (did the agent just ask? was it just interrupted?) lives in the
@@ -23,6 +24,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING
 
+from xsky.security.redact import redact
 from xsky.skills.trajectory import UserOrigin
 
 if TYPE_CHECKING:
@@ -56,6 +58,16 @@ def asks(text: str) -> bool:
     return len(_OPTION_LINE.findall(tail)) >= 2
 
 
+# How a reply to a question starts: an approval, a refusal, a pick.
+_REPLY = re.compile(
+    r"(?i)^(?:yes|yeah|yep|yup|sure|ok(?:ay)?|go|proceed|continue|do it|please|no|nope|not|"
+    r"don'?t|both|neither|all|none|option|first|second|third|last|same|the|lgtm|sounds good|"
+    r"looks good|approved?|agreed?|correct|right|exactly|[a-h1-9][.):]?)\b"
+)
+_WORDS = re.compile(r"[a-z0-9][a-z0-9_.\-]+")
+_QUESTION_CHARS = 400  # of the agent's question, kept to recognise a reply that picks from it
+
+
 def short_reply(text: str) -> bool:
     words = text.split()
     return 0 < len(words) <= _REPLY_WORDS and len(text.strip()) <= _REPLY_CHARS
@@ -65,13 +77,25 @@ def menu_choice(text: str) -> bool:
     return bool(_MENU.match(text))
 
 
+def answers(text: str, question: str) -> bool:
+    """Whether a short reply answers the question: it approves, refuses or picks, or every word
+    of it is among the question's ("Postgres" to "Postgres or SQLite?"). A short new ask
+    ("run the tests" to "Anything else?") does not."""
+    if not question or not short_reply(text):
+        return False
+    if _REPLY.match(text.strip()):
+        return True
+    words = [w for w in _WORDS.findall(text.lower()) if len(w) > 2]
+    return bool(words) and all(w in question for w in words)
+
+
 def user_origin(text: str, state: ParseState) -> UserOrigin:
     """The origin of the person's turn ``text``, consuming the state that decided it."""
-    correction, asked = state.correction, state.asked
-    state.correction = state.asked = False
+    correction, question = state.correction, state.question
+    state.correction, state.question = False, ""
     if correction:
         return "correction"
-    if (asked and short_reply(text)) or menu_choice(text):
+    if menu_choice(text) or answers(text, question):
         return "answer"
     return "prompt"
 
@@ -79,12 +103,13 @@ def user_origin(text: str, state: ParseState) -> UserOrigin:
 def agent_said(text: str, state: ParseState) -> None:
     """An agent's visible text: the person's next turn answers it if it asked."""
     if text.strip():
-        state.asked = asks(text)
+        asked = asks(text)
+        state.question = redact(text.rstrip()[-_QUESTION_CHARS:]).lower() if asked else ""
 
 
 def agent_acted(state: ParseState) -> None:
     """An agent's tool call: the turn goes on, so an earlier question was not its last word."""
-    state.asked = False
+    state.question = ""
 
 
 _SPACE = re.compile(r"\s+")
