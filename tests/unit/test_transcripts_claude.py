@@ -220,3 +220,32 @@ def test_a_short_new_ask_after_anything_else_is_a_prompt_and_a_pick_is_an_answer
     assert turns("Want me to open a PR?", "yes please") == [("answer", "yes please")]
     assert turns("Done: the tests pass.", "go ahead") == [("prompt", "go ahead")]  # nothing asked
     assert turns("Done: the tests pass.", "2") == [("answer", "2")]  # a menu choice, always
+
+
+def test_a_queued_slash_command_is_not_a_prompt_but_its_arguments_are() -> None:
+    session = "s1"
+    lines = [
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "content": "/review the parser",
+            "sessionId": session,
+        },
+        {"type": "queue-operation", "operation": "dequeue", "sessionId": session},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "message": {
+                "role": "user",
+                "content": "<command-name>/review</command-name>\n<command-message>review</command-message>\n"
+                "<command-args>the parser</command-args>",
+            },
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert users(events) == [("prompt", "the parser")]
+    assert [e.text for e in events if e.kind == "meta"] == [
+        "queued command /review",
+        "command /review",
+    ]

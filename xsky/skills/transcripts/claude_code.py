@@ -61,6 +61,8 @@ _INTERPRETED = ("user", "assistant", "system")
 _INTERNAL_AGENT = re.compile(r"^agent-a[a-z_]{3,}-")
 _ATTACHMENT_META = ("hook_",)  # hook output attached to a turn
 _QUEUED_ATTACHMENT = "queued_command"
+# A queued slash command (`/model opus`) or shell command (`!ls`): not a prompt.
+_QUEUED_COMMAND = re.compile(r"^\s*(?:/[a-z][\w:.\-]{0,60}(?:\s|$)|!)")
 _COMPARE_CHARS = 2000  # of a delivered prompt, to know its copy in the next user message
 
 
@@ -318,6 +320,8 @@ def _deliver(text: str, state: ParseState, ev: Any) -> list[Event]:
         if normal(q)[:_COMPARE_CHARS] == key:
             del state.queued[i]
             break
+    if _QUEUED_COMMAND.match(shown):  # Claude Code runs it; its wrapper (and args) follow
+        return [ev("meta", f"queued command {shown.split()[0][:80]}")]
     if key in state.delivered:  # already delivered (a remove, then its copy in a reminder)
         return []
     state.bounded("delivered", key)
