@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from activities.agents.key import AgentKey
 from activities.agents.transcripts import write_transcript
@@ -116,7 +117,7 @@ def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Pa
         task_id="T-1",
         agent=WorkflowAgent(id="1", name="doc", task="write the changelog"),
     )
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are doc."},
         {"role": "user", "content": "Your task:\nwrite the changelog"},
         {

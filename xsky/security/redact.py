@@ -315,16 +315,17 @@ def _assignments(text: str) -> str:
             continue
         op = _OPERATOR.match(text, end)
         span = _value_at(text, op.end()) if op is not None else None
-        if span is None:
+        if op is None or span is None:
             continue
         pos = span[1]
-        value = text[span[0] : span[1]]
-        if op.group(0).strip(" \t\"'(").startswith(":") and ANNOTATED.match(text, span[1]):
-            op = _OPERATOR.match(text, ANNOTATED.match(text, span[1]).end() - 1)  # type: ignore[union-attr]
-            span = _value_at(text, op.end()) if op is not None else None  # `x: T = value`
-            if span is None:
+        annotated = ANNOTATED.match(text, span[1])
+        if annotated and op.group(0).strip(" \t\"'(").startswith(":"):
+            op = _OPERATOR.match(text, annotated.end() - 1)  # `x: T = value`: the value
+            span = _value_at(text, op.end()) if op is not None else None
+            if op is None or span is None:
                 continue
-            pos, value = span[1], text[span[0] : span[1]]
+            pos = span[1]
+        value = text[span[0] : span[1]]
         quote = text[start - 1] if start > 0 and text[start - 1] in "\"'" else ""
         if quote and quote not in op.group(0) and text[span[0] - 1 : span[0]] == quote:
             continue  # `'Password: ' pw`: the end of a string that names the field, no value

@@ -110,7 +110,11 @@ class ClaudeCodeAdapter:
         ts = ident(rec.get("timestamp"))
         if kind == "queue-operation":
             state.count_interpreted(kind, rec.get("operation"))
-            return _queue(rec, state, lambda *a, **kw: Event(*a, offset, end, timestamp=ts, **kw))
+
+            def queued(kind: Any, text: str, **kw: Any) -> Event:
+                return Event(kind, text, offset, end, timestamp=ts, **kw)
+
+            return _queue(rec, state, queued)
         if not isinstance(kind, str) or kind not in (*_INTERPRETED, "attachment"):
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
