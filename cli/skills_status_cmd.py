@@ -16,10 +16,10 @@ from typing import Any
 
 from rich.table import Table
 
-from activities.skills.store import RecordCount, SkillStore, TrajRow
+from activities.skills.store import RecordCount, TrajRow
 from cli.render import cell, one_line, out, print_json, shown
 from xsky.client.skills import Skills
-from xsky.config import Settings, load_settings
+from xsky.config import load_settings
 
 
 def register(s: argparse._SubParsersAction) -> None:
@@ -39,26 +39,13 @@ def register(s: argparse._SubParsersAction) -> None:
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    status = await Skills(settings).status()
-    records = record_counts(settings)
+    status = await Skills(load_settings()).status()
     if args.json:
-        print_json(status.as_json() | {"records": [r.wire() for r in records]})
+        print_json(status.as_json())
         return 0
     _print_status(status.as_json(), status.trajs)
-    _print_records(records)
+    _print_records(status.records)
     return 0
-
-
-def record_counts(settings: Settings) -> list[RecordCount]:
-    """The record types seen in the followed transcripts (none before the first ingest)."""
-    if not (settings.skills_home / "state.db").exists():
-        return []
-    store = SkillStore(settings.skills_home)
-    try:
-        return store.record_counts()
-    finally:
-        store.close()
 
 
 def _print_records(records: list[RecordCount]) -> None:

@@ -4,13 +4,18 @@ record type counted as interpreted or opaque, those counts summed in the store a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
-from types import SimpleNamespace
+
+import pytest
 
 from activities.skills.store import SkillStore
 from cli import skills_status_cmd
 from cli.render import out
+from xsky.client.skills import Skills
+from xsky.config import Settings, load_settings
+from xsky.errors import ConnectError
 from xsky.skills.trajectory import Event, render, strip_terminal
 from xsky.skills.transcripts import FileInfo, ParseState, adapter_for
 
@@ -67,7 +72,25 @@ def _follow(store: SkillStore, path: Path, kind: str, traj: str, subagent: bool 
     store.advance_cursor(str(path), len(data), state.model_dump_json(), f"{traj}-0", {})
 
 
-def test_the_store_sums_record_counts_per_source_and_status_shows_them(tmp_path: Path) -> None:
+def _settings(home: Path, tmp: Path) -> Settings:
+    env = {
+        "XSKY_SKILLS_HOME": str(home),
+        "XSKY_USER_SETTINGS": str(tmp / "user.json"),
+        "XSKY_PROJECT_DIR": str(tmp),
+        "XSKY_HOME": str(tmp / ".xsky"),
+        "TEMPORAL_CONFIG_FILE": str(tmp / "none.toml"),
+    }
+    return load_settings(env)
+
+
+async def _no_server(self: Skills) -> None:
+    raise ConnectError("no Temporal server in a unit test")
+
+
+def test_the_store_sums_record_counts_per_source_and_status_shows_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Skills, "_connected", _no_server)
     store = SkillStore(tmp_path)
     try:
         _follow(store, SHIPIT, "claude-code", "traj_cc_shipit_9c8b7a6d")
@@ -82,13 +105,21 @@ def test_the_store_sums_record_counts_per_source_and_status_shows_them(tmp_path:
     assert counts[("codex", "ghost_snapshot", "opaque")] == 1
     assert not [k for k in counts if k[0] == "codex" and k[1].startswith("queue")]
 
-    records = skills_status_cmd.record_counts(SimpleNamespace(skills_home=tmp_path))  # type: ignore[arg-type]
+    status = asyncio.run(Skills(_settings(tmp_path, tmp_path)).status())
+    assert "error" in status.schedule
+    assert {
+        "record": "progress",
+        "how": "opaque",
+        "count": 1,
+        "kind": "claude-code",
+        "trajectories": 1,
+    } in (status.as_json()["records"])
     with out.capture() as captured:
-        skills_status_cmd._print_records(records)
+        skills_status_cmd._print_records(status.records)
     shown = captured.get()
     assert "records read" in shown and "kept opaque" in shown
     row = next(line for line in shown.splitlines() if "queue-operation/enqueue" in line)
     assert "claude-code" in row and "interpreted" in row and " 2 " in row
     row = next(line for line in shown.splitlines() if "ghost_snapshot" in line)
     assert "opaque" in row
-    assert skills_status_cmd.record_counts(SimpleNamespace(skills_home=tmp_path / "none")) == []  # type: ignore[arg-type]
+    assert asyncio.run(Skills(_settings(tmp_path / "none", tmp_path)).status()).records == []
