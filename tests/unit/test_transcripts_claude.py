@@ -249,3 +249,13 @@ def test_a_queued_slash_command_is_not_a_prompt_but_its_arguments_are() -> None:
         "queued command /review",
         "command /review",
     ]
+
+
+def test_an_unknown_hyphenated_wrapper_is_machine_input_but_a_pasted_tag_in_prose_is_not() -> None:
+    from xsky.skills.transcripts.claude_text import classify
+
+    assert classify("<bash-notification>\n<id>7</id>\n</bash-notification>") == [
+        ("meta", "<bash-notification>\n<id>7</id>\n</bash-notification>")
+    ]
+    prose = "why does <my-widget> render twice?"
+    assert classify(prose) == [("user", prose)]

@@ -47,6 +47,9 @@ _QUEUED_REMINDER = re.compile(
     r"<system-reminder>\s*The user sent the following message:\s*\n([\s\S]*?)"
     r"(?:\n\s*Please address this message and continue with your tasks\.)?\s*</system-reminder>"
 )
+# Claude Code wraps what it sends on the person's behalf in hyphenated tags; a message that
+# opens with one and closes it is machine input even when the tag is new.
+_WRAPPER = re.compile(r"<([a-z]+(?:-[a-z]+)+)>")
 _ARGS = re.compile(r"<command-args>([\s\S]*?)</command-args>")
 _NAME = re.compile(r"<command-name>\s*/?([^<\s]{1,100})\s*</command-name>")
 
@@ -74,6 +77,9 @@ def classify(text: str) -> list[Part]:
             if rest and not rest.startswith(_MACHINE):
                 return [("meta", _injected(stripped)), ("user", rest)]
         return [("meta", text)]
+    wrapper = _WRAPPER.match(stripped)
+    if wrapper and f"</{wrapper.group(1)}>" in stripped:
+        return [("meta", text)]  # a wrapper of a kind not seen yet (`<bash-notification>` …)
     if _INJECTED_BLOCK.search(stripped):
         rest = _INJECTED_BLOCK.sub("", stripped).strip()
         return [("user", rest), ("meta", _injected(stripped))] if rest else [("meta", text)]
