@@ -259,3 +259,5 @@ def test_an_unknown_hyphenated_wrapper_is_machine_input_but_a_pasted_tag_in_pros
     ]
     prose = "why does <my-widget> render twice?"
     assert classify(prose) == [("user", prose)]
+    pasted = "<my-button>Save</my-button>\nwhy is this button not styled?"
+    assert classify(pasted) == [("user", pasted)]

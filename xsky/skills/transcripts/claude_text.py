@@ -50,6 +50,7 @@ _QUEUED_REMINDER = re.compile(
 # Claude Code wraps what it sends on the person's behalf in hyphenated tags; a message that
 # opens with one and closes it is machine input even when the tag is new.
 _WRAPPER = re.compile(r"<([a-z]+(?:-[a-z]+)+)>")
+_FIELD = re.compile(r"(?m)^\s*<[a-z][a-z_-]*>")
 _ARGS = re.compile(r"<command-args>([\s\S]*?)</command-args>")
 _NAME = re.compile(r"<command-name>\s*/?([^<\s]{1,100})\s*</command-name>")
 
@@ -77,13 +78,26 @@ def classify(text: str) -> list[Part]:
             if rest and not rest.startswith(_MACHINE):
                 return [("meta", _injected(stripped)), ("user", rest)]
         return [("meta", text)]
-    wrapper = _WRAPPER.match(stripped)
-    if wrapper and f"</{wrapper.group(1)}>" in stripped:
+    if _unknown_wrapper(stripped):
         return [("meta", text)]  # a wrapper of a kind not seen yet (`<bash-notification>` …)
     if _INJECTED_BLOCK.search(stripped):
         rest = _INJECTED_BLOCK.sub("", stripped).strip()
         return [("user", rest), ("meta", _injected(stripped))] if rest else [("meta", text)]
     return [("user", text)]
+
+
+def _unknown_wrapper(text: str) -> bool:
+    """A machine payload: one hyphenated tag around structured fields (nested tags on their own
+    lines), or around the whole message — not a person's pasted ``<my-widget>…</my-widget>``
+    followed by their question."""
+    m = _WRAPPER.match(text)
+    if m is None:
+        return False
+    close = text.find(f"</{m.group(1)}>")
+    if close < 0:
+        return False
+    inner, after = text[m.end() : close], text[close + len(m.group(1)) + 3 :]
+    return not after.strip() or bool(_FIELD.search(inner))
 
 
 def _command(text: str) -> list[Part]:
