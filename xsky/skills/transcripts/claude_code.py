@@ -177,7 +177,7 @@ class ClaudeCodeAdapter:
         if kind == "system":
             return out + [_system(rec, ev)]
         if kind == "assistant":
-            return out + _assistant(message, state, ev, lane, writer)
+            return out + _assistant(message, state, ev, writer)
 
         # user lines: a prompt, tool results, or injected context
         content = message.get("content")
@@ -217,9 +217,7 @@ def _system(rec: dict[str, Any], ev: Any) -> Event:
     return ev("meta", f"{sub or 'system'}: {as_text(rec.get('content', ''))}")
 
 
-def _assistant(
-    message: dict[str, Any], state: ParseState, ev: Any, lane: str, writer: str
-) -> list[Event]:
+def _assistant(message: dict[str, Any], state: ParseState, ev: Any, writer: str) -> list[Event]:
     out: list[Event] = []
     model = ident(message.get("model"))
     if model and not model.startswith("<"):
