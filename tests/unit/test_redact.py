@@ -409,6 +409,7 @@ def test_a_corpus_of_ordinary_code_lines_loses_nothing_to_redaction() -> None:
         "DB_PASSWORD=hunter2_prod",  # .env: a bare word is a string
         "export API_TOKEN=deploy.bot.2026",
         "  password: hunter2_prod",  # YAML
+        "api_key: aBcD3fG9xY",  # YAML, mixed case
     ],
 )
 def test_literal_values_of_secret_names_still_go(text: str) -> None:

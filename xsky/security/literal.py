@@ -24,6 +24,7 @@ _KEYWORDS = frozenset(
     "await new yield return typeof lambda async function fn move match if not and or "
     "def let const var mut ref dyn impl".split()
 )
+_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\d[\d,._:]*[A-Za-z%]{0,3}")
 # Interpolation: "{token}", "{{ vault_pw }}", "${VAR}", "$(cmd)", "%(name)s", and a strftime
 # or printf format of two directives or more ("%H:%M:%S"); one "%40s" may be an escaped "@".
@@ -72,8 +73,8 @@ def is_code(value: str, text: str, span: tuple[int, int], op: str = "=", env: bo
     if value in _KEYWORDS or ASSIGN_HINT.search(value):
         return True  # `= await …`, `token = token`, `apiKey: apiKey`
     end_of_line = text[span[1] : span[1] + 200].split("\n", 1)[0].strip() == ""
-    if ":" in op and "=" not in op and end_of_line and value.islower():
-        return False  # YAML: `password: hunter2_prod` is a string
+    if ":" in op and "=" not in op and end_of_line and (value.islower() or _DIGIT.search(value)):
+        return False  # YAML: `password: hunter2_prod`, `api_key: aBcD3fG9` are strings
     if ("_" in value and any(c.islower() for c in value)) or re.search(r"^[a-z]+[A-Z]", value):
         return True  # a snake_case or camelCase variable
     after = text[span[1] : span[1] + 3].lstrip(" \t")
