@@ -1,7 +1,10 @@
 """``skills status`` and ``skills atoms TRAJ``: what the transcript watcher has done and learned.
 
 Trajectory ids, projects, models and atoms' intents and tags come from transcripts (and a
-model's reading of them): they are printed as literal text.
+model's reading of them): they are printed as literal text. ``status`` also lists every
+record type the adapters met, counted, and whether a rule read it ("interpreted") or it was
+kept unread ("opaque"): a record type that carries the person's words and stays opaque is
+a lost prompt, and this is where it shows.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
-from activities.skills.store import TrajRow
+from activities.skills.store import RecordCount, TrajRow
 from cli.render import cell, one_line, out, print_json, shown
 from xsky.client.skills import Skills
 from xsky.config import load_settings
@@ -41,7 +44,29 @@ async def cmd_status(args: argparse.Namespace) -> int:
         print_json(status.as_json())
         return 0
     _print_status(status.as_json(), status.trajs)
+    _print_records(status.records)
     return 0
+
+
+def _print_records(records: list[RecordCount]) -> None:
+    if not records:
+        return
+    opaque = sum(r.count for r in records if r.how == "opaque")
+    table = Table(
+        title=f"records read ({sum(r.count for r in records):,} in all, {opaque:,} kept opaque)",
+        title_justify="left",
+    )
+    for col in ("source", "record type", "count", "trajectories", "taken as"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        table.add_row(
+            cell(r.kind),
+            cell(r.record),
+            f"{r.count:,}",
+            str(len(r.trajs)),
+            "[yellow]opaque[/]" if r.how == "opaque" else "interpreted",
+        )
+    out.print(table)
 
 
 def _print_status(facts: dict[str, Any], trajs: list[TrajRow]) -> None:

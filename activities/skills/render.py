@@ -35,6 +35,7 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
         if row.cursor != delta.start:
             return result  # stale: the commit step will say so
         state = ParseState.model_validate_json(row.state)
+        before = (dict(state.interpreted), dict(state.opaque), state.unreadable)
         with open(row.path, "rb") as f:
             f.seek(delta.start)
             data = f.read(delta.end - delta.start)
@@ -75,7 +76,9 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
                     prompts=sum(1 for u in rendered.units if u.kind == "user"),
                 )
             )
-        result.opaque, result.unreadable = dict(state.opaque), state.unreadable
+        result.interpreted = _added(before[0], state.interpreted)
+        result.opaque = _added(before[1], state.opaque)
+        result.unreadable = state.unreadable - before[2]
         stage = {
             "delta": delta.model_dump(),
             "state": state.model_dump_json(),
@@ -86,3 +89,8 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
         return result
     finally:
         store.close()
+
+
+def _added(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """This delta's counts: the parse state's running totals minus those at the cursor."""
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,26 @@ class TrajRow:
     atoms: int
     last_atom: str | None
     updated: float | None
+
+
+@dataclass
+class RecordCount:
+    """One record type of one source kind: how often it was seen, and how it was taken."""
+
+    kind: str  # the source kind (claude-code, codex, xsky)
+    record: str  # ``type`` or ``type/subtype``
+    how: str  # "interpreted": a rule read it; "opaque": kept in the raw file, not read
+    count: int = 0
+    trajs: set[str] = field(default_factory=set)  # the trajectories it was seen in
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "record": self.record,
+            "how": self.how,
+            "count": self.count,
+            "trajectories": len(self.trajs),
+        }
 
 
 class SkillStore:
@@ -251,6 +271,34 @@ class SkillStore:
             "UPDATE files SET cursor = ?, state = ?, committed_at = ?, waiting = 0, last_delta = ?, last_atoms = ? "
             "WHERE path = ?",
             (cursor, state, time.time(), delta_key, json.dumps(written), path),
+        )
+
+    def record_counts(self) -> list[RecordCount]:
+        """Every record type seen, per source kind: how many, and whether a rule read it.
+
+        Summed over the followed files' parse states at their cursors, so each record counts
+        once however often a delta was retried (a state is saved only with its commit).
+        """
+        totals: dict[tuple[str, str, str], RecordCount] = {}
+        for kind, traj_id, state in self.db.execute("SELECT kind, traj_id, state FROM files"):
+            try:
+                parsed = json.loads(state)
+            except ValueError:
+                continue
+            if not isinstance(parsed, dict):
+                continue
+            for how in ("interpreted", "opaque"):
+                counts = parsed.get(how)
+                for record, n in (counts if isinstance(counts, dict) else {}).items():
+                    if not isinstance(n, int) or n <= 0:
+                        continue
+                    row = totals.setdefault(
+                        (kind, str(record), how), RecordCount(kind, str(record), how)
+                    )
+                    row.count += n
+                    row.trajs.add(traj_id)
+        return sorted(
+            totals.values(), key=lambda r: (r.kind, r.how != "opaque", -r.count, r.record)
         )
 
     # -- trajectories ------------------------------------------------------------------------

@@ -264,3 +264,154 @@ def test_a_random_looking_value_is_redacted_whatever_its_name(text: str) -> None
 )
 def test_ids_digests_paths_urls_and_words_are_not_taken_for_secrets(text: str) -> None:
     assert redact(text) == text
+
+
+# -- code is not a secret: ordinary lines that look like assignments to secret-ish names -----------
+# Every line below is something a skill would quote; none holds a credential.
+CODE_LINES = [
+    # Python
+    "token = Store.mint(id)",
+    "token = TokenStore.mint(user.id, scopes=['read'])",
+    "api_key = self.api_key",
+    "self.token = token",
+    "password = getpass.getpass()",
+    "secret_key = settings.SECRET_KEY",
+    "access_token = resp.json()['access_token']",
+    "token = jwt.encode(payload, key, algorithm='HS256')",
+    "SECRET_KEY = env('SECRET_KEY')",
+    "api_key: str = Field(default='', repr=False)",
+    "password: Optional[str] = None",
+    "token: str | None = None",
+    "api_key: SecretStr",
+    "def login(username: str, password: SecretStr) -> Session:",
+    "password_hash = hash_password(raw_password)",
+    "token = tokens[0]",
+    "refresh_token = await client.refresh(session)",
+    "token_expiry = timedelta(hours=1)",
+    "max_token_length = 512",
+    "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')",
+    "credentials = service_account.Credentials.from_service_account_file(path)",
+    "api_key = kwargs.get('api_key')",
+    "secret = secrets.token_hex(32)",
+    "token = request.headers.get('Authorization', '').removeprefix('Bearer ')",
+    'log.info("token=%s", token)',
+    'print(f"token={token}")',
+    'url = f"https://api.example.com/v1/items?api_key={api_key}"',
+    'fmt = "%H:%M:%S"',
+    'TIME_FMT_KEY = "%H:%M:%S"',
+    'token_format = "%Y-%m-%dT%H:%M:%S"',
+    'msg = "password: %(password)s" % values',
+    "password = user_password",
+    "token = access_token",
+    "auth_key = derive_key(master, salt)",
+    "session_key = os.urandom(16)",
+    "self.secret = secret",
+    "password_field = forms.CharField(widget=forms.PasswordInput)",
+    "token_type = 'bearer'",
+    "token_url = 'https://auth.example.com/oauth/token'",
+    "API_KEY_HEADER = 'X-Api-Key'",
+    "password_min_length = 12",
+    "secret_name = 'prod/db'",
+    "cache_key = make_key(user_id, page)",
+    "if token == expected_token:",
+    "return {'token': token, 'expires_in': ttl}",
+    "key_func = lambda item: item.created_at",
+    "primary_key = True",
+    "foreign_key = models.ForeignKey(User, on_delete=models.CASCADE)",
+    # JavaScript / TypeScript
+    "const token = await getToken();",
+    "const apiKey = process.env.API_KEY;",
+    "let password = form.elements.password.value;",
+    "const secret = new Secret(config.secretName);",
+    "token: this.token,",
+    "apiKey: apiKey,",
+    "headers: { Authorization: `Bearer ${token}` },",
+    "const { accessToken, refreshToken } = useAuth();",
+    "password: string;",
+    "apiKey?: string;",
+    "token: z.string().min(1),",
+    "export const SESSION_KEY = Symbol('session');",
+    "const tokenCount = tokens.length;",
+    "secret: options.secret ?? defaultSecret,",
+    "onPasswordChange={(e) => setPassword(e.target.value)}",
+    "this.apiKey = apiKey;",
+    "const key = `${prefix}:${id}`;",
+    "token => token.trim()",
+    # Go
+    "token := auth.NewToken(userID)",
+    'apiKey := os.Getenv("API_KEY")',
+    "password, err := reader.ReadString('\\n')",
+    "secret := []byte(cfg.Secret)",
+    'Token string `json:"token"`',
+    'APIKey string `yaml:"api_key"`',
+    "tokenSource := oauth2.StaticTokenSource(tok)",
+    'key := fmt.Sprintf("%s/%s", bucket, name)',
+    'if token == "" {',
+    # Rust
+    "let token = Token::new(&id);",
+    'let api_key = std::env::var("API_KEY")?;',
+    "api_key: config.api_key.clone(),",
+    "password: String,",
+    "secret: Option<String>,",
+    'let key = format!("{}:{}", ns, name);',
+    "token: &str,",
+    "pub fn verify(token: &Token) -> Result<Claims, Error> {",
+    # YAML / config
+    "password: ${{ secrets.DB_PASSWORD }}",
+    'token: "{{ vault_github_token }}"',
+    "api_key: !vault api_key",
+    "secretName: db-credentials",
+    "tokenizer: bert-base-uncased",
+    "token_url: https://auth.example.com/oauth/token",
+    "password_policy: strict",
+    "secret_ref: prod-db-secret",
+    "passwordSecretRef: { name: pg, key: password }",
+    "max_tokens: 4096",
+    "token_limit: 100000",
+    # shell
+    'export GITHUB_TOKEN="$(gh auth token)"',
+    "TOKEN=$(cat ~/.config/app/token)",
+    "export API_KEY=${API_KEY:-}",
+    'PASSWORD="$1"',
+    "read -s -p 'Password: ' password",
+    'curl -H "Authorization: Bearer $TOKEN" https://api.example.com/me',
+    'echo "token=$TOKEN"',
+    "for key in $(jq -r 'keys[]' creds.json); do",
+    # logs and test output
+    "PASS: Build succeeds with --release",
+    "PASSED: test_login_password",
+    "PASS tests/test_auth.py::test_token_refresh",
+    "Tokens: 12,345 in, 2,048 out",
+    "token usage: 4.5k",
+    "input_tokens: 1,234",
+    "[auth] token refreshed: expires_in=3600",
+    "cache_read_tokens=123456",
+    "Secret: none found",
+    "2026-11-28 09:14:03 INFO password reset requested for user_id=42",
+    "WARN api_key: missing, falling back to anonymous",
+]
+
+
+def test_a_corpus_of_ordinary_code_lines_loses_nothing_to_redaction() -> None:
+    assert len(CODE_LINES) >= 100 and len(set(CODE_LINES)) == len(CODE_LINES)
+    eaten = [(line, redact(line)) for line in CODE_LINES if redact(line) != line]
+    assert eaten == [], "\n".join(f"{a!r} -> {b!r}" for a, b in eaten)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'password: str = "hunter2-longer"',  # an annotation, then the literal
+        "token = 'tok3nValue99'",
+        "DB_PASSWORD=correcthorsebattery",
+        "api_key: Zq8pXyW3",
+        'secret = "p%40ssw0rd!"',  # a URL-escaped "@", not a format
+        "DB_PASSWORD=hunter2_prod",  # .env: a bare word is a string
+        "export API_TOKEN=deploy.bot.2026",
+        "  password: hunter2_prod",  # YAML
+        "api_key: aBcD3fG9xY",  # YAML, mixed case
+    ],
+)
+def test_literal_values_of_secret_names_still_go(text: str) -> None:
+    out = redact(text)
+    assert "[REDACTED:secret]" in out, out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from activities.agents.key import AgentKey
 from activities.agents.transcripts import write_transcript
@@ -41,7 +42,9 @@ def test_claude_code_prompts_are_real_user_intent_and_meta_compaction_and_sidech
     side = [e for e in events if e.lane == "sidechain"]
     assert side and all(e.lane == "sidechain" for e in side)
     assert state.model == "claude-sonnet-4-5-20250929" and state.cwd == "/home/dev/shopapp"
-    assert {"file-history-snapshot", "queue-operation", "agent-telemetry-v9"} <= set(state.opaque)
+    assert {"file-history-snapshot", "agent-telemetry-v9"} <= set(state.opaque)
+    assert "queue-operation/enqueue" in state.interpreted and "user" in state.interpreted
+    assert not set(state.opaque) & {k.split("/")[0] for k in state.interpreted}
 
 
 def test_claude_code_order_follows_parent_uuid_and_a_repeated_line_is_dropped() -> None:
@@ -114,7 +117,7 @@ def test_xsky_transcripts_read_back_with_read_skill_as_measured_use(tmp_path: Pa
         task_id="T-1",
         agent=WorkflowAgent(id="1", name="doc", task="write the changelog"),
     )
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are doc."},
         {"role": "user", "content": "Your task:\nwrite the changelog"},
         {

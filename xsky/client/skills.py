@@ -17,7 +17,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +40,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.fsio import atomic_write
 from activities.skills.scan import read_atoms
-from activities.skills.store import SkillStore, TrajRow
+from activities.skills.store import RecordCount, SkillStore, TrajRow
 from workflows.skills.watch import SkillsScanWorkflow
 from xsky.client._consts import PICKUP_WAIT
 from xsky.client.connect import connect_client
@@ -112,6 +112,8 @@ class SkillsStatus:
     last_scan: dict[str, Any] | None = None
     ingested: bool = False
     """Something was ingested (the state database exists)."""
+    records: list[RecordCount] = field(default_factory=list)
+    """Every record type the adapters met, per source: counted, interpreted or opaque."""
 
     def as_json(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"home": self.home, "sources": self.sources}
@@ -122,6 +124,7 @@ class SkillsStatus:
             "atoms": self.atoms,
             "schedule": self.schedule,
             "inFlight": self.in_flight,
+            "records": [r.wire() for r in self.records],
         }
         return facts
 
@@ -305,12 +308,14 @@ class Skills:
         store = self._store()
         files: list[Any] = []
         trajs: list[TrajRow] = []
+        records: list[RecordCount] = []
         last_scan = None
         if store is not None:
             try:
                 files = list(store.files().values())
                 trajs = store.trajs()
                 last_scan = store.get_meta("last_scan")
+                records = store.record_counts()
             finally:
                 store.close()
         status = SkillsStatus(
@@ -323,6 +328,7 @@ class Skills:
             trajs=trajs,
             last_scan=last_scan,
             ingested=store is not None,
+            records=records,
         )
         try:
             client = await self._connected()

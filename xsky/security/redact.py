@@ -13,9 +13,13 @@ Four families of rules, in the spirit of gitleaks / detect-secrets but tuned for
 - **context**: ``Authorization: Bearer x``, ``scheme://user:password@host``,
   ``--password=x``, ``AccountKey=`` / ``SharedAccessKey=`` in Azure connection strings, the
   ``sig=`` of an Azure SAS URL, a service-account JSON's ``private_key_id``;
-- **assignments** whose *name* says secret (``DB_PASSWORD=…``, ``"client_secret": "…"``,
-  ``export API_TOKEN=…``), unless the value is a placeholder (``${VAR}``, ``<token>``,
-  ``***``, ``changeme``) or too short to be one;
+- **assignments** of a *literal* value to a name that says secret (``DB_PASSWORD=…``,
+  ``"client_secret": "…"``, ``export API_TOKEN=…``): not a placeholder (``${VAR}``,
+  ``<token>``, ``***``, ``changeme``), nor too short to be one, nor code — a call
+  (``token = Store.mint(id)``), an attribute (``api_key: self.key``), a variable
+  (``token = access_token``), a type (``password: Optional[str]``), a format string
+  (``"%H:%M:%S"``, ``"{token}"``), a number (``tokens: 12,345``) — nor a log line's status
+  (``PASS: Build …``) or a name that holds no secret (``token_url``, ``tokenizer``);
 - **high entropy**: any other assignment (``NAME = "value"``, ``NAME: value``) whose value
   looks random — see :func:`_high_entropy` for what keeps ids, digests, paths and words.
 
@@ -30,6 +34,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+
+from xsky.security.literal import ANNOTATED, ASSIGN_HINT, WORD, is_code, secret_name
 
 Rule = tuple[str, re.Pattern[str], int]  # (label, pattern, group holding the secret; 0 = all)
 
@@ -158,12 +164,11 @@ _NAME = (
     r"[A-Za-z0-9_.\-]*?(?:pass(?:word|wd|phrase)?|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
     r"credentials?|auth[_\-]?key|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|pwd|dsn)[A-Za-z0-9_.\-]*"
 )
-_ASSIGN_HINT = re.compile(r"(?i)pass|secret|token|key|credential|pwd|dsn")
 _NAME_WORD = re.compile(r"(?i)^" + _NAME + "$")
 
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_]+%|<[^>]*>?|\*+|x{3,}|\.{3,}|…|changeme|change_me|your[_\-].*|"
-    r"example|none|null|nil|true|false|undefined|redacted|\[redacted.*|required|optional|string|str|bytes|"
+    r"example|none|null|nil|true|false|undefined|redacted|missing|unset|empty|hidden|masked|n/a|tbd|todo|\[redacted.*|required|optional|string|str|bytes|"
     r"(?:os|process|env|settings|config|self|cls|args|kwargs|params|request|req|ctx)\b.*|getenv.*|secrets?\..*)$"
 )
 
@@ -259,7 +264,7 @@ def redact(text: str) -> str:
             text = pattern.sub(sub, text)
     if "sig=" in text or "SIG=" in text:
         text = _SAS_SIG.sub(_sas_signature, text)
-    if _ASSIGN_HINT.search(text):
+    if ASSIGN_HINT.search(text):
         text = _assignments(text)
     return _high_entropy(text)
 
@@ -296,7 +301,7 @@ def _assignments(text: str) -> str:
     out: list[str] = []
     at = pos = 0
     n = len(text)
-    for hit in _ASSIGN_HINT.finditer(text):
+    for hit in ASSIGN_HINT.finditer(text):
         if hit.start() < pos:
             continue
         start, end = hit.start(), hit.end()
@@ -310,17 +315,39 @@ def _assignments(text: str) -> str:
             continue
         op = _OPERATOR.match(text, end)
         span = _value_at(text, op.end()) if op is not None else None
-        if span is None:
+        if op is None or span is None:
             continue
         pos = span[1]
+        annotated = ANNOTATED.match(text, span[1])
+        if annotated and op.group(0).strip(" \t\"'(").startswith(":"):
+            op = _OPERATOR.match(text, annotated.end() - 1)  # `x: T = value`: the value
+            span = _value_at(text, op.end()) if op is not None else None
+            if op is None or span is None:
+                continue
+            pos = span[1]
         value = text[span[0] : span[1]]
-        if _is_placeholder(value) or name.lower() in _NOT_SECRET_NAMES:
+        quote = text[start - 1] if start > 0 and text[start - 1] in "\"'" else ""
+        if quote and quote not in op.group(0) and text[span[0] - 1 : span[0]] == quote:
+            continue  # `'Password: ' pw`: the end of a string that names the field, no value
+        if (
+            _is_placeholder(value)
+            or not secret_name(name, op.group(0), _NOT_SECRET_NAMES)
+            or is_code(value, text, span, op.group(0), _env_style(text, start, name, op.group(0)))
+        ):
             continue
         out.append(text[at : span[0]])
         out.append(_label("secret"))
         at = span[1]
     out.append(text[at:])
     return "".join(out)
+
+
+def _env_style(text: str, start: int, name: str, op: str) -> bool:
+    """``NAME=value`` as a shell or ``.env`` file writes it: CONSTANT_CASE, no spaces, at the
+    start of a line or after ``export`` / a space (a command's environment)."""
+    if op != "=" or name.upper() != name or not any(c.isalpha() for c in name):
+        return False
+    return start == 0 or text[start - 1] in " \t\n;"
 
 
 # -- Azure SAS: the signature of a URL or token that also has a SAS version or expiry --------
@@ -367,7 +394,6 @@ _ID_WORDS = frozenset(
 )
 # Providers' public object ids: a message, a tool call, a request, a completion.
 _PUBLIC_ID = re.compile(r"(?:msg|toolu|req|call|chatcmpl|resp|run|thread|asst|file|batch)[_\-]")
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _DIGEST_LENGTHS = frozenset({40, 64, 128})  # hex SHA-1, SHA-256, SHA-512: digests, not keys…
 _SIGNATURE_WORDS = frozenset({"signature", "sig", "hmac", "mac"})  # …unless an HMAC, named so
 _MIN_BITS = 3.5  # Shannon entropy per character of a base64-ish value (hex: 3.0)
@@ -396,7 +422,7 @@ def _looks_random(value: str, signed: bool) -> bool:
     if _HEX.fullmatch(core):
         digest = len(core) in _DIGEST_LENGTHS and not signed
         return len(core) >= 32 and not digest and _entropy(core) >= 3.0
-    words = _WORD.findall(core)
+    words = WORD.findall(core)
     letters = sum(map(len, words))
     return _entropy(core) >= _MIN_BITS and len(words) >= _MIN_WORDINESS * max(letters, 1)
 
@@ -430,7 +456,7 @@ def _high_entropy(text: str) -> str:
             return m[0]
         if start > 0 and text[start - 1] in "/@:$":
             return m[0]
-        words = {w.lower() for w in _WORD.findall(name)}
+        words = {w.lower() for w in WORD.findall(name)}
         if words & _ID_WORDS or not _looks_random(value, bool(words & _SIGNATURE_WORDS)):
             return m[0]
         return m[0][: m.start(1) - m.start()] + _label("high-entropy")

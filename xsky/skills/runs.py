@@ -74,10 +74,15 @@ class LaneSummary(Wire):
 
 
 class RenderResult(Wire):
+    """What one delta's render staged. The record counts are this delta's: every record type
+    it held (``type`` or ``type/subtype``), read by a rule (``interpreted``) or kept unread
+    (``opaque``); the file's running totals are in its parse state (``skills status``)."""
+
     key: str
     lanes: list[LaneSummary] = Field(default_factory=list)
     opaque: dict[str, int] = Field(default_factory=dict)
     unreadable: int = 0
+    interpreted: dict[str, int] = Field(default_factory=dict)
 
 
 class SplitResult(Wire):

@@ -144,12 +144,42 @@ def cap(text: str, limit: int) -> str:
     return text[:limit] + f"\n[… {len(text) - limit} more characters in the raw transcript]"
 
 
+# Terminal control in tool output (colours, cursor moves, window titles, hyperlinks): the raw
+# JSONL keeps it, the view and everything read from it (atoms, models' prompts) do not.
+_ANSI = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC … BEL / ST (titles, hyperlinks)
+    r"|\x1b[P_^X][^\x1b]*(?:\x1b\\)?"  # DCS, APC, PM, SOS strings
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor, erase)
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # CSI as one 8-bit byte
+    r"|\x1b[ -/]*[0-~]"  # any other escape (charset, keypad, reset)
+    r"|\x1b"  # a lone ESC left at a cut
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _last_redraw(line: str) -> str:
+    """A line a progress bar redrew with carriage returns: what the terminal showed last."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def strip_terminal(text: str) -> str:
+    """``text`` without ANSI escape sequences, stray control characters and ``\\r`` redraws."""
+    if "\x1b" in text or "\x9b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        lines = text.replace("\r\n", "\n").split("\n")
+        text = "\n".join(_last_redraw(line) if "\r" in line else line for line in lines)
+    return _CONTROL.sub("", text)
+
+
 def clean(text: str, kind: str) -> str:
-    """Redacted, shortened text for the view."""
+    """Redacted, shortened text for the view, without terminal control sequences."""
     limit = CAPS[kind]
     if len(text) > limit + _REDACT_MARGIN:
         text = text[: limit + _REDACT_MARGIN]
-    return cap(redact(text), limit).strip()
+    # escapes out first: a colour code inside a key would hide the key from redaction
+    return cap(redact(strip_terminal(text)), limit).strip()
 
 
 _FENCE_RUN = re.compile(r"`{3,}")

@@ -4,7 +4,10 @@ One module per source kind (``claude_code``, ``codex``, ``xsky_agent``). Each pa
 complete lines of one delta, carrying a small :class:`ParseState` from delta to delta
 (what was already seen, open tool calls, the session's model and cwd), and never trusts a
 record's shape: unknown record types and unknown fields are kept opaque (indexed, not
-interpreted), a line that is not JSON is counted and skipped.
+interpreted), a line that is not JSON is counted and skipped. Every record type seen is
+counted, as ``interpreted`` (a rule read it) or ``opaque`` (kept, not read): ``skills
+status`` shows both, so a record type that carries the person's words and is not read yet
+is noticed.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ KIND_TAG: dict[str, str] = {"claude-code": "cc", "codex": "codex", "xsky": "xsky
 # Bounds on what the state remembers between deltas (it travels through a database row).
 KEEP_SEEN = 4000
 KEEP_CALLS = 500
+KEEP_TYPES = 100  # record types counted per file (a record type is data: it may be anything)
+KEEP_PENDING = 50  # queued prompts and mirrored texts remembered at once
 
 
 class ParseState(WireModel):
@@ -42,7 +47,21 @@ class ParseState(WireModel):
     seen: list[str] = Field(default_factory=list)  # recent dedupe keys
     calls: dict[str, str] = Field(default_factory=dict)  # open call id → tool name
     opaque: dict[str, int] = Field(default_factory=dict)  # record types kept opaque, counted
+    interpreted: dict[str, int] = Field(default_factory=dict)  # record types a rule read, counted
     unreadable: int = 0  # lines that were not JSON objects
+    # Who wrote the next user turn, from structure (both survive delta edges):
+    question: str = ""  # the end of the agent's last words when they asked or offered options
+    correction: bool = False  # the person interrupted or rejected a tool use: next prompt corrects
+    # Claude Code's prompt queue: prompts typed while the agent works, not yet delivered …
+    queued: list[str] = Field(default_factory=list)
+    # … and the ones delivered, so the user message they are popped into is not a second prompt.
+    delivered: list[str] = Field(default_factory=list)  # text fingerprints
+    call_skills: dict[str, str] = Field(default_factory=dict)  # open call id → skill it would use
+    # Codex writes a prompt twice (response_item and event_msg) or once (Desktop): the
+    # fingerprints of texts seen from one side, with the record number, to drop the mirror.
+    mirror: list[str] = Field(default_factory=list)  # "<side>:<record no>:<fingerprint>"
+    seq: int = 0  # records seen in this file
+    failed_calls: list[str] = Field(default_factory=list)  # calls whose command exited non-zero
 
     def remember(self, attr: str, value: str, keep: int = KEEP_SEEN) -> None:
         items: list[str] = getattr(self, attr)
@@ -50,16 +69,49 @@ class ParseState(WireModel):
         if len(items) > keep * 2:  # trim in batches: amortised O(1)
             del items[: len(items) - keep]
 
-    def open_call(self, call_id: str, name: str) -> None:
+    def open_call(self, call_id: str, name: str, skill: str | None = None) -> None:
+        """A call waiting for its result; ``skill``: the skill it uses if it succeeds."""
         self.calls[call_id] = name
-        if len(self.calls) > KEEP_CALLS * 2:
-            for key in list(self.calls)[: len(self.calls) - KEEP_CALLS]:
-                del self.calls[key]
+        if skill is not None:
+            self.call_skills[call_id] = skill
+        for calls in (self.calls, self.call_skills):
+            if len(calls) > KEEP_CALLS * 2:
+                for key in list(calls)[: len(calls) - KEEP_CALLS]:
+                    del calls[key]
 
-    def count_opaque(self, kind: str) -> None:
-        key = ident(kind) or "(other)"  # a record type is data too: never a way to smuggle text out
-        if key in self.opaque or len(self.opaque) < 100:
-            self.opaque[key] = self.opaque.get(key, 0) + 1
+    def close_call(self, call_id: str | None, failed: bool) -> tuple[str | None, str | None]:
+        """(tool name, skill used) of a call's result: a failed call used no skill."""
+        if call_id is None:
+            return None, None
+        tool = self.calls.pop(call_id, None)
+        skill = self.call_skills.pop(call_id, None)
+        return tool, None if failed else skill
+
+    def count_opaque(self, kind: str, sub: Any = None) -> None:
+        _count(self.opaque, kind, sub)
+
+    def count_interpreted(self, kind: str, sub: Any = None) -> None:
+        _count(self.interpreted, kind, sub)
+
+    def bounded(self, attr: str, value: str, keep: int = KEEP_PENDING) -> None:
+        """Append to a short list, dropping the oldest beyond ``keep``."""
+        items: list[str] = getattr(self, attr)
+        items.append(value)
+        del items[: max(0, len(items) - keep)]
+
+
+def record_key(kind: Any, sub: Any = None) -> str:
+    """``type`` or ``type/subtype`` of a record, as counted (never free text)."""
+    key = ident(kind) or "(other)"  # a record type is data too: never a way to smuggle text out
+    if sub is not None:
+        key += "/" + (ident(sub) or "(other)")
+    return key
+
+
+def _count(counts: dict[str, int], kind: str, sub: Any) -> None:
+    key = record_key(kind, sub)
+    if key in counts or len(counts) < KEEP_TYPES:
+        counts[key] = counts.get(key, 0) + 1
 
 
 @dataclass(frozen=True)
@@ -87,7 +139,10 @@ class Adapter(Protocol):
 
 
 _IDENT = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
-SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_PART = r"[a-z0-9][a-z0-9-]{0,63}"
+# A skill name as used: ``name``, or ``plugin:name`` for a plugin's skill (the namespace is
+# kept: ``handgemacht:commit`` is not the library's ``commit``).
+SKILL_NAME = re.compile(rf"^(?:{_PART}:)?{_PART}$")
 
 
 def ident(value: Any) -> str | None:
@@ -107,10 +162,11 @@ def json_object(value: Any) -> dict[str, Any]:
 
 
 def skill_name(value: Any) -> str | None:
-    """A skill name as the library spells them (``plugin:name`` → ``name``), or None."""
+    """A skill name as used (``name``, ``/name args``, ``plugin:name``: the namespace kept), or None."""
     if not isinstance(value, str):
         return None
-    name = value.strip().lstrip("/").split(":")[-1].split()[0] if value.strip().lstrip("/") else ""
+    words = value.strip().lstrip("/").split()
+    name = words[0] if words else ""
     return name if SKILL_NAME.match(name) else None
 
 

@@ -2,16 +2,25 @@
 
 The record format is internal to Claude Code and changes between releases, so only what
 is documented by observation is interpreted (``user``, ``assistant``, ``system``
-subtypes, ``summary``) and everything else is kept opaque. Rules that matter for skills:
+subtypes, ``queue-operation``, hook and queued-command ``attachment``s) and everything
+else is kept opaque. Rules that matter for skills:
 
 - order follows the ``parentUuid`` → ``uuid`` chain, not file order; a record whose parent
   is not the previous one starts a branch (a rewind or an edited prompt) and says so;
 - one API message is written as several lines (one content block each) sharing
   ``message.id`` and ``requestId``; an identical line seen twice is dropped;
-- ``isMeta`` lines, command wrappers and ``isCompactSummary`` summaries are never user intent;
-- ``isSidechain`` lines inside a main file are an old-style subagent: their own lane;
-- a skill is *used* when the assistant calls the ``Skill`` tool (``input.skill``) or
-  reads a ``…/skills/<name>/SKILL.md``; the injected skill listing is not use.
+- every user-role text is classified (:mod:`claude_text`, :mod:`intent`): ``isMeta``
+  lines, task notifications, hook output, command wrappers and compaction summaries are
+  never user intent; a prompt typed while the agent works is a ``queue-operation``
+  ``enqueue``, delivered (a ``queued`` user event) at its ``remove`` / ``dequeue``, and not
+  counted again when it is popped into the next user message; a subagent's prompts
+  (``subagents/agent-*.jsonl``, old-style ``isSidechain`` lanes) are the model's, and a
+  compaction agent's file (``agent-acompact-*``, and any other internal agent named so,
+  ``agent-aprompt_suggestion-*``) holds no user turn at all;
+- a skill is *used* when a ``Skill`` call (``input.skill``, the plugin namespace kept)
+  succeeds, or a ``Read`` (or a ``cat`` in ``Bash``) of a ``…/skills/<name>/SKILL.md``
+  does: the use is on the result, so a failed call is no use; the injected skill listing
+  is not use.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.security.redact import redact
-from xsky.skills.trajectory import Event
+from xsky.skills.trajectory import CAPS, Event
 from xsky.skills.transcripts import (
     FileInfo,
     Identity,
@@ -37,19 +46,24 @@ from xsky.skills.transcripts import (
     skill_name,
     text_of,
 )
+from xsky.skills.transcripts.claude_text import INTERRUPTED, classify, rejection_feedback
+from xsky.skills.transcripts.intent import agent_acted, agent_said, normal, user_origin
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
-_COMMAND_WRAPPER = (
-    "<command-name>",
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "Caveat: The messages below were generated",
-    "<system-reminder>",
-    "<bash-input>",
-    "<bash-stdout>",
+# A shell command that reads a SKILL.md (``cat``, ``head``, ``sed -n …``), not one that writes it.
+SHELL_READ = re.compile(
+    r"(?:^|[;&|(]\s*|\s)(?:cat|head|tail|less|more|bat|nl|Get-Content|sed\s+-n\s+\S+)\s+[^;&|>]*?"
+    r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md"
 )
-INTERRUPTED = "[Request interrupted by user"
+_INTERPRETED = ("user", "assistant", "system")
+# Claude Code's own helper agents (compaction, prompt suggestions) are named, not numbered:
+# their input is the conversation itself, none of it a turn of theirs.
+_INTERNAL_AGENT = re.compile(r"^agent-a[a-z_]{3,}-")
+_ATTACHMENT_META = ("hook_",)  # hook output attached to a turn
+_QUEUED_ATTACHMENT = "queued_command"
+# A queued slash command (`/model opus`) or shell command (`!ls`): not a prompt.
+_QUEUED_COMMAND = re.compile(r"^\s*(?:/[a-z][\w:.\-]{0,60}(?:\s|$)|!)")
+_COMPARE_CHARS = 2000  # of a delivered prompt, to know its copy in the next user message
 
 
 def munged_cwd(cwd: str) -> str:
@@ -93,12 +107,28 @@ class ClaudeCodeAdapter:
         self, offset: int, end: int, rec: dict[str, Any], state: ParseState, info: FileInfo
     ) -> list[Event]:
         kind = rec.get("type")
-        if not isinstance(kind, str) or kind not in ("user", "assistant", "system"):
+        ts = ident(rec.get("timestamp"))
+        if kind == "queue-operation":
+            state.count_interpreted(kind, rec.get("operation"))
+
+            def queued(kind: Any, text: str, **kw: Any) -> Event:
+                return Event(kind, text, offset, end, timestamp=ts, **kw)
+
+            return _queue(rec, state, queued)
+        if not isinstance(kind, str) or kind not in (*_INTERPRETED, "attachment"):
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
+        attachment = json_object(rec.get("attachment"))
+        if kind == "attachment":
+            atype = attachment.get("type")
+            if not (isinstance(atype, str) and _known_attachment(atype)):
+                state.count_opaque(kind, atype if isinstance(atype, str) else None)
+                return []
+            state.count_interpreted(kind, atype)
+        else:
+            state.count_interpreted(kind, rec.get("subtype") if kind == "system" else None)
         lane = "sidechain" if rec.get("isSidechain") is True and not info.subagent else "main"
         uuid = ident(rec.get("uuid"))
-        ts = ident(rec.get("timestamp"))
         if isinstance(rec.get("cwd"), str):
             state.cwd = redact(rec["cwd"].replace("\n", " "))[:500]
         if ident(rec.get("sessionId")):
@@ -136,61 +166,18 @@ class ClaudeCodeAdapter:
         def ev(kind: Any, text: str, **kw: Any) -> Event:
             return Event(kind, text, offset, end, lane, uuid=uuid, timestamp=ts, **kw)
 
+        # Who may type here: the person in a main file's main lane; a model everywhere else.
+        writer = "person"
+        if info.subagent or lane == "sidechain":
+            internal = _INTERNAL_AGENT.match(PurePosixPath(info.path).name)
+            writer = "machine" if internal else "model"
         message = json_object(rec.get("message"))
+        if kind == "attachment":
+            return out + _attachment(attachment, state, ev, writer)
         if kind == "system":
-            sub = rec.get("subtype")
-            if sub == "compact_boundary":
-                meta = json_object(rec.get("compactMetadata"))
-                why = (
-                    f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
-                )
-                out.append(ev("marker", why, marker="compaction"))
-            elif sub == "turn_duration":
-                ms = rec.get("durationMs")
-                out.append(
-                    ev(
-                        "marker",
-                        f"turn took {ms / 1000:.0f}s" if isinstance(ms, (int, float)) else "",
-                        marker="turn_end",
-                    )
-                )
-            else:
-                out.append(ev("meta", f"{sub or 'system'}: {as_text(rec.get('content', ''))}"))
-            return out
-
+            return out + [_system(rec, ev)]
         if kind == "assistant":
-            model = ident(message.get("model"))
-            if model and not model.startswith("<"):
-                state.model = model
-            for block in _blocks(message.get("content")):
-                btype = block.get("type")
-                if btype == "text":
-                    out.append(ev("assistant", str(block.get("text", ""))))
-                elif btype == "thinking":
-                    out.append(ev("thinking", str(block.get("thinking", ""))))
-                elif btype in ("tool_use", "server_tool_use"):
-                    name = ident(block.get("name")) or "tool"
-                    call_id = ident(block.get("id"))
-                    args = json_object(block.get("input"))
-                    if call_id:
-                        state.open_call(call_id, name)
-                    out.append(
-                        Event(
-                            "tool_call",
-                            _call_text(name, args),
-                            offset,
-                            end,
-                            lane,
-                            uuid=uuid,
-                            call_id=call_id,
-                            tool=name,
-                            skill=_skill_used(name, args),
-                            timestamp=ts,
-                        )
-                    )
-                elif btype is not None:
-                    state.count_opaque(f"assistant.{btype}")  # ident() inside drops anything odd
-            return out
+            return out + _assistant(message, state, ev, writer)
 
         # user lines: a prompt, tool results, or injected context
         content = message.get("content")
@@ -200,44 +187,173 @@ class ClaudeCodeAdapter:
         if rec.get("isMeta") is True:
             out.append(ev("meta", text_of(content)))
             return out
-        if isinstance(content, str):
-            out.extend(self._prompt(content, ev))
-            return out
         for block in _blocks(content):
             btype = block.get("type")
             if btype == "tool_result":
-                call_id = ident(block.get("tool_use_id"))
-                tool = state.calls.pop(call_id, None) if call_id else None
-                out.append(
-                    Event(
-                        "tool_result",
-                        _result_text(block.get("content")),
-                        offset,
-                        end,
-                        lane,
-                        uuid=uuid,
-                        call_id=call_id,
-                        tool=tool,
-                        is_error=block.get("is_error") is True,
-                        timestamp=ts,
-                    )
-                )
+                out.extend(_tool_result(block, state, ev, writer))
             elif btype == "text":
-                out.extend(self._prompt(str(block.get("text", "")), ev))
+                out.extend(_typed(str(block.get("text", "")), state, ev, writer))
             elif btype == "image":
                 out.append(ev("meta", "[image]"))
             elif btype is not None:
-                state.count_opaque(f"user.{btype}")
+                state.count_opaque("user", btype)
         return out
 
-    @staticmethod
-    def _prompt(text: str, ev: Any) -> list[Event]:
-        stripped = text.lstrip()
-        if stripped.startswith(INTERRUPTED):
-            return [ev("marker", "the person interrupted the agent", marker="interrupted")]
-        if stripped.startswith(_COMMAND_WRAPPER):
-            return [ev("meta", text)]
-        return [ev("user", text)] if stripped else []
+
+def _known_attachment(atype: str) -> bool:
+    return atype.startswith(_ATTACHMENT_META) or atype == _QUEUED_ATTACHMENT
+
+
+def _system(rec: dict[str, Any], ev: Any) -> Event:
+    sub = rec.get("subtype")
+    if sub == "compact_boundary":
+        meta = json_object(rec.get("compactMetadata"))
+        why = f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
+        return ev("marker", why, marker="compaction")
+    if sub == "turn_duration":
+        ms = rec.get("durationMs")
+        took = f"turn took {ms / 1000:.0f}s" if isinstance(ms, (int, float)) else ""
+        return ev("marker", took, marker="turn_end")
+    return ev("meta", f"{sub or 'system'}: {as_text(rec.get('content', ''))}")
+
+
+def _assistant(message: dict[str, Any], state: ParseState, ev: Any, writer: str) -> list[Event]:
+    out: list[Event] = []
+    model = ident(message.get("model"))
+    if model and not model.startswith("<"):
+        state.model = model
+    person = writer == "person"
+    for block in _blocks(message.get("content")):
+        btype = block.get("type")
+        if btype == "text":
+            text = str(block.get("text", ""))
+            if person:
+                agent_said(text, state)
+            out.append(ev("assistant", text))
+        elif btype == "thinking":
+            out.append(ev("thinking", str(block.get("thinking", ""))))
+        elif btype in ("tool_use", "server_tool_use"):
+            name = ident(block.get("name")) or "tool"
+            call_id = ident(block.get("id"))
+            args = json_object(block.get("input"))
+            if call_id:
+                state.open_call(call_id, name, _skill_used(name, args))
+            if person:
+                agent_acted(state)
+            out.append(ev("tool_call", _call_text(name, args), call_id=call_id, tool=name))
+        elif btype is not None:
+            state.count_opaque("assistant", btype)
+    return out
+
+
+def _tool_result(block: dict[str, Any], state: ParseState, ev: Any, writer: str) -> list[Event]:
+    call_id = ident(block.get("tool_use_id"))
+    text = _result_text(block.get("content"))
+    failed = block.get("is_error") is True or text.lstrip().startswith("<tool_use_error>")
+    tool, skill = state.close_call(call_id, failed)
+    out = [ev("tool_result", text, call_id=call_id, tool=tool, is_error=failed, skill=skill)]
+    if writer != "person":
+        return out
+    feedback = rejection_feedback(text)
+    if text.lstrip().startswith(INTERRUPTED):  # stopped mid-call: the next prompt corrects
+        state.correction, state.question = True, ""
+    elif feedback is not None:  # the person said no to a tool use: what they say next corrects
+        state.correction, state.question = True, ""
+        if feedback:
+            state.correction = False
+            out.append(ev("user", feedback, origin="correction"))
+    elif tool == "AskUserQuestion" and not failed:  # the person picked from the agent's menu
+        out.append(ev("user", text, origin="answer"))
+    return out
+
+
+def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
+    """A user-role text: the person's prompt, or machine input, or the model's (subagents)."""
+    out: list[Event] = []
+    for what, part in classify(text):
+        if what == "interrupted":
+            if writer == "person":
+                state.correction, state.question = True, ""
+            out.append(ev("marker", "the person interrupted the agent", marker="interrupted"))
+        elif what == "queued":
+            out.extend(_deliver(part, state, ev) if writer == "person" else [ev("meta", part)])
+        elif what != "user":
+            out.append(ev(what, part))
+        elif writer == "machine":  # a compaction agent's input: the conversation to summarise
+            out.append(ev("meta", part))
+        elif writer == "model":
+            out.append(ev("user", part, origin="model"))
+        elif not _popped(part, state):
+            out.append(ev("user", part, origin=user_origin(part, state)))
+    return out
+
+
+# -- the prompt queue --------------------------------------------------------------------------
+
+
+def _queue(rec: dict[str, Any], state: ParseState, new: Any) -> list[Event]:
+    """``enqueue`` keeps a prompt typed while the agent works; ``remove`` (taken in mid-turn) and
+    ``dequeue`` (sent as the next message) deliver it; ``popAll`` hands the queue back to the
+    input box, where the person edits it and sends an ordinary prompt."""
+    op = rec.get("operation")
+    content = rec.get("content")
+    text = content if isinstance(content, str) and content.strip() else None
+    if op == "enqueue":
+        if text is not None:
+            state.bounded("queued", redact(text[: CAPS["user"] + 4096])[: CAPS["user"]])
+        return []
+    if op == "popAll":
+        state.queued.clear()
+        return []
+    if op not in ("remove", "dequeue"):
+        return []
+    if text is None:
+        if not state.queued:
+            return []
+        text = state.queued.pop(0)
+    return _deliver(text, state, new)
+
+
+def _deliver(text: str, state: ParseState, ev: Any) -> list[Event]:
+    """A queued prompt reaches the agent: a ``queued`` user event, once."""
+    shown = redact(text)
+    key = normal(shown)[:_COMPARE_CHARS]
+    for i, q in enumerate(state.queued):
+        if normal(q)[:_COMPARE_CHARS] == key:
+            del state.queued[i]
+            break
+    if _QUEUED_COMMAND.match(shown):  # Claude Code runs it; its wrapper (and args) follow
+        return [ev("meta", f"queued command {shown.split()[0][:80]}")]
+    if key in state.delivered:  # already delivered (a remove, then its copy in a reminder)
+        return []
+    state.bounded("delivered", key)
+    state.correction, state.question = False, ""
+    return [ev("user", shown, origin="queued")]
+
+
+def _popped(text: str, state: ParseState) -> bool:
+    """Whether this user message only repeats prompts just delivered from the queue."""
+    if not state.delivered:
+        return False
+    key = normal(redact(text))[:_COMPARE_CHARS]
+    if key in state.delivered:
+        state.delivered.remove(key)
+        return True
+    joined = " ".join(state.delivered)[:_COMPARE_CHARS]
+    state.delivered.clear()  # the next message is new: a later repeat is typed again
+    return key == joined
+
+
+def _attachment(attachment: dict[str, Any], state: ParseState, ev: Any, writer: str) -> list[Event]:
+    atype = str(attachment.get("type"))
+    if atype == _QUEUED_ATTACHMENT:
+        prompt = attachment.get("prompt", attachment.get("content"))
+        text = prompt if isinstance(prompt, str) else text_of(prompt)
+        if not text.strip():
+            return []
+        return _deliver(text, state, ev) if writer == "person" else [ev("meta", text)]
+    body = next((attachment[k] for k in ("content", "stdout", "stderr") if attachment.get(k)), "")
+    return [ev("meta", f"{atype}: {as_text(body)}")]
 
 
 def _parent_order(
@@ -310,9 +426,13 @@ def _result_text(content: Any) -> str:
 
 
 def _skill_used(name: str, args: dict[str, Any]) -> str | None:
+    """The skill a call would use (counted on its successful result)."""
     if name == "Skill":
         return skill_name(args.get("skill") or args.get("command"))
     if name in ("Read", "View"):
         m = SKILL_FILE.search(str(args.get("file_path", "")))
+        return m.group(1) if m else None
+    if name == "Bash":
+        m = SHELL_READ.search(str(args.get("command", "")))
         return m.group(1) if m else None
     return None

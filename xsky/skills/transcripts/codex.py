@@ -1,22 +1,28 @@
 """Codex CLI rollouts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`` and ``archived_sessions/``.
 
-Each line is ``{"timestamp", "type", "payload"}``. ``response_item`` is the protocol log
-and the source of truth; ``event_msg`` is the UI log, of which only the turn markers
-(``task_started`` / ``task_complete`` / ``turn_aborted``) are used — which other events
-get persisted changes between versions. Rules that matter for skills:
+Each line is ``{"timestamp", "type", "payload"}`` (0.58 – 0.128). ``response_item`` is the
+protocol log; ``event_msg`` is the UI log, which repeats much of it — which events get
+persisted changes between versions. Rules that matter for skills:
 
 - the model is in ``turn_context``, the cwd and thread id in ``session_meta``;
-- calls and their outputs are paired by ``call_id``; a non-zero exit code is an error;
+- the person's prompt is the ``response_item`` user message or the ``event_msg``
+  ``user_message``, whichever comes first, never both (Codex Desktop rollouts have only the
+  event); the agent's message likewise (``agent_message``); a prompt after ``turn_aborted``
+  is a correction;
+- calls and their outputs are paired by ``call_id``; a non-zero exit code is an error,
+  whether in the output's metadata, in its text ("Process exited with code 1", "Exit
+  code: 1": unified exec and the freeform shell) or in an ``exec_command_end`` event;
 - injected context (``<environment_context>``, AGENTS.md / ``<user_instructions>``,
   ``<skills_instructions>``) arrives as user messages but is never user intent;
 - a ``compacted`` record is a model-written summary, a boundary, not intent;
 - a skill is used when the agent reads a ``…/skills/<name>/SKILL.md`` (Codex lists
-  skills in the prompt and the model opens the file itself).
+  skills in the prompt and the model opens the file itself) and the read succeeds.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -33,7 +39,8 @@ from xsky.skills.transcripts import (
     json_object,
     records,
 )
-from xsky.skills.transcripts.claude_code import SKILL_FILE
+from xsky.skills.transcripts.claude_code import SHELL_READ
+from xsky.skills.transcripts.intent import agent_acted, agent_said, fingerprint, user_origin
 
 _INJECTED = (
     "<environment_context>",
@@ -70,10 +77,13 @@ class CodexAdapter:
         kind = rec.get("type")
         payload = json_object(rec.get("payload"))
         ts = ident(rec.get("timestamp"))
+        state.seq += 1
 
         def ev(kind: Any, text: str, **kw: Any) -> Event:
             return Event(kind, text, offset, end, timestamp=ts, **kw)
 
+        if kind in ("session_meta", "turn_context", "compacted"):
+            state.count_interpreted(kind)
         if kind == "session_meta":
             state.session_id = ident(payload.get("id")) or state.session_id
             state.cwd = _cwd(payload.get("cwd")) or state.cwd
@@ -90,28 +100,23 @@ class CodexAdapter:
         if kind == "compacted":
             return [ev("compaction", _str(payload.get("message")) or "(context compacted)")]
         if kind == "event_msg":
-            etype = payload.get("type")
-            if etype in ("task_started", "turn_started"):
-                return [ev("marker", "", marker="task_start")]
-            if etype in ("task_complete", "turn_complete"):
-                return [ev("marker", "", marker="task_complete")]
-            if etype == "turn_aborted":
-                return [ev("marker", _str(payload.get("reason")) or "", marker="aborted")]
-            return []  # the UI log repeats response items; other events are not reliably persisted
+            return _event_msg(payload, state, ev)
         if kind != "response_item":
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
 
         ptype = payload.get("type")
+        if ptype not in _ITEMS:
+            state.count_opaque(kind, ptype)
+            return []
+        state.count_interpreted(kind, ptype)
         if ptype == "message":
             role = payload.get("role")
             text = _content_text(payload.get("content"))
             if role == "user":
-                if text.lstrip().startswith(_INJECTED):
-                    return [ev("meta", text)]
-                return [ev("user", text)] if text.strip() else []
+                return _user(text, "item", state, ev)
             if role == "assistant":
-                return [ev("assistant", text)] if text.strip() else []
+                return _assistant(text, "item", state, ev)
             return [ev("meta", f"{role}: {text}")]
         if ptype == "reasoning":
             summary = payload.get("summary")
@@ -122,23 +127,89 @@ class CodexAdapter:
             )
             text = "\n".join(p for p in parts if isinstance(p, str))
             return [ev("thinking", text)] if text.strip() else []
-        if ptype in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+        if ptype in _CALLS:
             name = ident(payload.get("name")) or ptype.removesuffix("_call")
             call_id = ident(payload.get("call_id")) or ident(payload.get("id"))
             text = _call_text(ptype, payload)
+            m = SHELL_READ.search(text)  # a shell read of a SKILL.md; a patch editing one is no use
             if call_id:
-                state.open_call(call_id, name)
-            m = SKILL_FILE.search(text)
-            return [
-                ev("tool_call", text, call_id=call_id, tool=name, skill=m.group(1) if m else None)
-            ]
-        if ptype in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-            call_id = ident(payload.get("call_id"))
-            name = state.calls.pop(call_id, None) if call_id else None
-            text, failed = _output(payload.get("output"))
-            return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed)]
-        state.count_opaque(f"response_item.{ptype}")
+                state.open_call(call_id, name, m.group(1) if m else None)
+            agent_acted(state)
+            return [ev("tool_call", text, call_id=call_id, tool=name)]
+        # an output: paired with its call; the use of a skill counts when it succeeded
+        call_id = ident(payload.get("call_id"))
+        text, failed = _output(payload.get("output"))
+        if call_id is not None and call_id in state.failed_calls:
+            state.failed_calls.remove(call_id)
+            failed = True
+        name, skill = state.close_call(call_id, failed)
+        return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed, skill=skill)]
+
+
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+_ITEMS = ("message", "reasoning", *_CALLS, *_OUTPUTS)
+# The UI log's events that only repeat a response item or count tokens: read, and dropped.
+_ECHOES = ("token_count", "agent_reasoning", "exec_command_begin", "agent_reasoning_raw_content")
+_MIRROR_RECORDS = 50  # a prompt's two copies are this close together at most
+
+
+def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Event]:
+    """The UI log: turn markers, the person's prompt (the only copy in Codex Desktop rollouts),
+    the agent's message, and a command's exit code."""
+    etype = payload.get("type")
+    known = etype in (*_TURN_MARKS, "user_message", "agent_message", "exec_command_end", *_ECHOES)
+    (state.count_interpreted if known else state.count_opaque)("event_msg", etype)
+    if etype in ("task_started", "turn_started"):
+        return [ev("marker", "", marker="task_start")]
+    if etype in ("task_complete", "turn_complete"):
+        return [ev("marker", "", marker="task_complete")]
+    if etype == "turn_aborted":  # the person stopped the turn: what they say next corrects it
+        state.correction, state.question = True, ""
+        return [ev("marker", _str(payload.get("reason")) or "", marker="aborted")]
+    if etype == "user_message":
+        return _user(_str(payload.get("message")) or "", "event", state, ev)
+    if etype == "agent_message":
+        return _assistant(_str(payload.get("message")) or "", "event", state, ev)
+    if etype == "exec_command_end":
+        code = payload.get("exit_code")
+        call_id = ident(payload.get("call_id"))
+        if isinstance(code, int) and code != 0 and call_id and call_id in state.calls:
+            state.bounded("failed_calls", call_id)  # its output, recorded next, is an error
+    return []
+
+
+_TURN_MARKS = ("task_started", "turn_started", "task_complete", "turn_complete", "turn_aborted")
+
+
+def _mirrored(text: str, side: str, state: ParseState) -> bool:
+    """Whether ``text`` is the other log's copy of a text just seen; remembered if not."""
+    fp = fingerprint(text)
+    other = "event" if side == "item" else "item"
+    for i, entry in enumerate(state.mirror):
+        s, n, f = entry.split(":", 2)
+        if s == other and f == fp and state.seq - int(n) <= _MIRROR_RECORDS:
+            del state.mirror[i]
+            return True
+    state.bounded("mirror", f"{side}:{state.seq}:{fp}")
+    return False
+
+
+def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
+    if not text.strip():
         return []
+    if text.lstrip().startswith(_INJECTED):
+        return [ev("meta", text)] if side == "item" else []
+    if _mirrored(text, side, state):
+        return []
+    return [ev("user", text, origin=user_origin(text, state))]
+
+
+def _assistant(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
+    if not text.strip() or _mirrored(text, side, state):
+        return []
+    agent_said(text, state)
+    return [ev("assistant", text)]
 
 
 def _cwd(value: Any) -> str | None:
@@ -192,6 +263,19 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
     return as_text(search.get("query", search) if isinstance(search, dict) else search)
 
 
+# How unified exec ("Process exited with code 1") and the freeform shell ("Exit code: 1")
+# report a command's end, in the header lines above its output.
+_EXIT_LINE = re.compile(r"(?im)^\s*(?:process exited with code|exit code:?)\s*(-?\d+)\b")
+_HEADER_LINES = 8
+
+
+def _exit_in_text(text: str) -> int | None:
+    head = text.split("\nOutput:", 1)[0] if "\nOutput:" in text else text
+    head = "\n".join(head.splitlines()[:_HEADER_LINES])
+    m = _EXIT_LINE.search(head)
+    return int(m.group(1)) if m else None
+
+
 def _output(output: Any) -> tuple[str, bool]:
     """The text of a call's output and whether it failed (non-zero exit code)."""
     if isinstance(output, str):
@@ -202,15 +286,20 @@ def _output(output: Any) -> tuple[str, bool]:
         if isinstance(parsed, dict) and "output" in parsed:
             output = parsed
         else:
-            return output, False
+            code = _exit_in_text(output)
+            return output, code is not None and code != 0
     if isinstance(output, dict):
         meta = json_object(output.get("metadata"))
         code = meta.get("exit_code", output.get("exit_code"))
-        failed = isinstance(code, int) and code != 0
         body = as_text(output.get("output", output))
+        if not isinstance(code, int):
+            code = _exit_in_text(body)
+        failed = isinstance(code, int) and code != 0
         return (f"exit code {code}\n{body}" if failed else body), failed
     if isinstance(output, list):
-        return "\n".join(
+        text = "\n".join(
             as_text(o.get("text", o)) if isinstance(o, dict) else as_text(o) for o in output
-        ), False
+        )
+        code = _exit_in_text(text)
+        return text, code is not None and code != 0
     return as_text(output), False

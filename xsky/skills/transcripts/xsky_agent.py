@@ -52,6 +52,10 @@ class XskyAdapter:
     def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Event]:
         kind = rec.get("type")
         ts = ident(rec.get("timestamp"))
+        if kind in ("session", "outcome") or (
+            kind == "message" and isinstance(rec.get("message"), dict)
+        ):
+            state.count_interpreted(kind)
         if kind == "session":
             state.model = ident(rec.get("model")) or state.model
             state.session_id = f"{ident(rec.get('runId'))}/{ident(rec.get('agentId'))}"
@@ -82,7 +86,10 @@ class XskyAdapter:
             state.remember("seen", "user")
             intent = first_user or not text.startswith(NOT_INTENT)
             shown = text.removeprefix(TASK_PREFIX) if first_user else text
-            return [Event("user" if intent else "meta", shown, offset, end, timestamp=ts)]
+            if not intent:  # the supervisor's steering, the loop's budget notice: not a task
+                return [Event("meta", shown, offset, end, timestamp=ts)]
+            # the task given to the agent (by a person's plan or a planner): its prompt
+            return [Event("user", shown, offset, end, timestamp=ts, origin="prompt")]
         if role == "assistant":
             out = [Event("assistant", text, offset, end, timestamp=ts)] if text.strip() else []
             calls = message.get("tool_calls")

@@ -1,0 +1,263 @@
+"""Claude Code (2.0.76 and 2.1.7 shapes): every user-role record classified — the person's
+prompt, a queued prompt, a correction, an answer, the model's (subagents), or machine input —
+and skill use measured on the successful result, plugin namespaces kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xsky.skills.trajectory import Event
+from xsky.skills.transcripts import FileInfo, ParseState, adapter_for, skill_name
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
+NOTES = FIXTURES / "claude-code-2.0.76/projects/-home-dev-notes"
+NOTES_MAIN = NOTES / "6b1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e.jsonl"
+NOTES_SUB = NOTES / "6b1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e/subagents/agent-a3c4d5e6.jsonl"
+NOTES_COMPACT = NOTES / "6b1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e/subagents/agent-acompact-5f1e2d.jsonl"
+SHIPIT = (
+    FIXTURES
+    / "claude-code-2.1.7/projects/-home-dev-shipit/9c8b7a6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d.jsonl"
+)
+
+
+def parse(path: Path, subagent: bool = False) -> tuple[list[Event], ParseState]:
+    state = ParseState()
+    events = adapter_for("claude-code").parse(
+        path.read_bytes(), 0, state, FileInfo(str(path), subagent)
+    )
+    return events, state
+
+
+def users(events: list[Event], lane: str = "main") -> list[tuple[str | None, str]]:
+    return [(e.origin, e.text) for e in events if e.kind == "user" and e.lane == lane]
+
+
+def test_2_0_76_the_persons_turns_each_with_its_origin_and_no_machine_text() -> None:
+    events, _ = parse(NOTES_MAIN)
+    assert users(events) == [
+        ("prompt", "add a `search` command to the notes CLI that greps note titles and bodies"),
+        ("queued", "also make the search case-insensitive"),  # delivered at its dequeue, once
+        ("answer", "d"),  # the agent offered (p) / (d)
+        ("correction", "no, keep the old flag names — only add the new command"),
+        ("prompt", "the search command, for edge cases"),  # /review's arguments
+        ("prompt", "now add a `--limit N` option to search"),
+    ]
+    meta = [e.text for e in events if e.kind == "meta"]
+    assert any(t.startswith("<task-notification>") for t in meta), "a task notification is meta"
+    assert any(t.startswith("Caveat: The messages below") for t in meta)
+    assert "command /model" in meta and "command /review" in meta  # wrappers, no args: meta only
+    assert any(t.startswith("<local-command-stdout>") for t in meta)
+    assert [e.kind for e in events].count("compaction") == 1
+    assert any(e.marker == "compaction" for e in events)
+
+
+def test_2_0_76_an_old_style_sidechain_lane_is_the_models_task_never_the_persons() -> None:
+    events, _ = parse(NOTES_MAIN)
+    side = users(events, "sidechain")
+    assert side == [("model", side[0][1])] and side[0][1].startswith("List every place")
+
+
+def test_a_queued_prompt_never_dequeued_stays_pending_in_the_state() -> None:
+    events, state = parse(NOTES_MAIN)
+    assert state.queued == ["and document it in the README"]
+    assert not any("document it in the README" in e.text for e in events)
+    assert state.interpreted["queue-operation/enqueue"] == 2
+    assert state.interpreted["queue-operation/dequeue"] == 1
+    assert "queue-operation" not in state.opaque
+
+
+def test_a_subagent_files_first_prompt_is_model_written() -> None:
+    events, _ = parse(NOTES_SUB, subagent=True)
+    assert [o for o, _ in users(events)] == ["model"]
+
+
+def test_a_compaction_agents_file_holds_no_user_turn_at_all() -> None:
+    events, _ = parse(NOTES_COMPACT, subagent=True)
+    assert events and not [e for e in events if e.kind == "user"]
+    # even the copy of the person's prompt it was given to summarise is not a turn here
+    assert any(e.kind == "meta" and e.text.startswith("add a `search`") for e in events)
+
+
+def test_skill_use_is_the_successful_result_and_the_plugin_namespace_stays() -> None:
+    events, _ = parse(NOTES_MAIN)
+    used = [(e.kind, e.skill) for e in events if e.skill]
+    assert used == [("tool_result", "handgemacht:commit")], "deploy-prod failed: no use"
+    failed = next(e for e in events if e.kind == "tool_result" and "deploy-prod" in e.text)
+    assert failed.is_error and failed.skill is None
+
+
+def test_skill_md_reads_count_as_use_by_read_and_by_cat_but_not_when_they_fail() -> None:
+    events, _ = parse(SHIPIT)
+    assert [e.skill for e in events if e.skill] == ["release-notes", "changelog"]
+    missing = next(e for e in events if e.kind == "tool_result" and "does not exist" in e.text)
+    assert missing.is_error and missing.skill is None
+
+
+def test_2_1_7_hooks_queue_rejections_and_menu_answers() -> None:
+    events, state = parse(SHIPIT)
+    assert users(events) == [
+        ("prompt", "write release notes for v2.3 from the merged PRs"),  # the hook's text cut off
+        (
+            "queued",
+            "group them by area, not by author",
+        ),  # remove, its reminder copy, attachment: once
+        ("correction", "put them in CHANGELOG.md instead, newest first"),  # a rejection's feedback
+        ("answer", events[[e.tool for e in events].index("AskUserQuestion") + 1].text),
+        ("correction", "use the PR titles verbatim, no rewording"),  # after a bare rejection
+        ("answer", "go ahead"),  # the agent asked "Shall I also tag the release?"
+        ("prompt", "push the tag to origin and open the GitHub release page"),  # popAll: not queued
+    ]
+    meta = [e.text for e in events if e.kind == "meta"]
+    assert "hook_success: loaded 3 project rules" in meta
+    assert any("<user-prompt-submit-hook>" in t for t in meta)
+    assert state.queued == [] and state.interpreted["attachment/hook_success"] == 1
+    assert {"progress", "file-history-snapshot"} <= set(state.opaque)
+
+
+def test_skill_names_keep_their_namespace_and_refuse_anything_else() -> None:
+    assert skill_name("handgemacht:commit") == "handgemacht:commit"
+    assert skill_name("/commit the staged files") == "commit"
+    assert skill_name("pdf-extract") == "pdf-extract"
+    for bad in ("a:b:c", "../x", "Handgemacht:Commit", ":commit", "commit:", "/"):
+        assert skill_name(bad) is None, bad
+
+
+def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_a_correction() -> None:
+    lines = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "deploy to staging"}},
+        {
+            "type": "assistant",
+            "uuid": "u2",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "Bash",
+                        "input": {"command": "make deploy"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u3",
+            "parentUuid": "u2",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "[Request interrupted by user for tool use]",
+                        "is_error": True,
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u4",
+            "parentUuid": "u3",
+            "message": {"role": "user", "content": "use the canary target"},
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert users(events) == [
+        ("prompt", "deploy to staging"),
+        ("correction", "use the canary target"),
+    ]
+
+
+def test_any_named_internal_agent_is_machine_input_and_a_numbered_one_the_models(
+    tmp_path: Path,
+) -> None:
+    line = json.dumps(
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "fix it"}}
+    )
+    kinds = {}
+    for name in (
+        "agent-aprompt_suggestion-9f8e7d.jsonl",
+        "agent-acafe12.jsonl",
+        "agent-a1b2c3d.jsonl",
+    ):
+        path = tmp_path / "s" / "subagents" / name
+        events = adapter_for("claude-code").parse(
+            (line + "\n").encode(), 0, ParseState(), FileInfo(str(path), True)
+        )
+        kinds[name] = [(e.kind, e.origin) for e in events]
+    assert kinds == {
+        "agent-aprompt_suggestion-9f8e7d.jsonl": [("meta", None)],
+        "agent-acafe12.jsonl": [("user", "model")],
+        "agent-a1b2c3d.jsonl": [("user", "model")],
+    }
+
+
+def test_a_short_new_ask_after_anything_else_is_a_prompt_and_a_pick_is_an_answer() -> None:
+    def turns(question: str, reply: str) -> list[tuple[str | None, str]]:
+        lines = [
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "message": {"id": "m", "content": [{"type": "text", "text": question}]},
+            },
+            {
+                "type": "user",
+                "uuid": "u1",
+                "parentUuid": "a1",
+                "message": {"role": "user", "content": reply},
+            },
+        ]
+        data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        return users(adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl")))
+
+    assert turns("Done. Anything else?", "run the tests") == [("prompt", "run the tests")]
+    assert turns("Postgres or SQLite for the cache?", "sqlite") == [("answer", "sqlite")]
+    assert turns("Want me to open a PR?", "yes please") == [("answer", "yes please")]
+    assert turns("Done: the tests pass.", "go ahead") == [("prompt", "go ahead")]  # nothing asked
+    assert turns("Done: the tests pass.", "2") == [("answer", "2")]  # a menu choice, always
+
+
+def test_a_queued_slash_command_is_not_a_prompt_but_its_arguments_are() -> None:
+    session = "s1"
+    lines = [
+        {
+            "type": "queue-operation",
+            "operation": "enqueue",
+            "content": "/review the parser",
+            "sessionId": session,
+        },
+        {"type": "queue-operation", "operation": "dequeue", "sessionId": session},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "message": {
+                "role": "user",
+                "content": "<command-name>/review</command-name>\n<command-message>review</command-message>\n"
+                "<command-args>the parser</command-args>",
+            },
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert users(events) == [("prompt", "the parser")]
+    assert [e.text for e in events if e.kind == "meta"] == [
+        "queued command /review",
+        "command /review",
+    ]
+
+
+def test_an_unknown_hyphenated_wrapper_is_machine_input_but_a_pasted_tag_in_prose_is_not() -> None:
+    from xsky.skills.transcripts.claude_text import classify
+
+    assert classify("<bash-notification>\n<id>7</id>\n</bash-notification>") == [
+        ("meta", "<bash-notification>\n<id>7</id>\n</bash-notification>")
+    ]
+    prose = "why does <my-widget> render twice?"
+    assert classify(prose) == [("user", prose)]
+    pasted = "<my-button>Save</my-button>\nwhy is this button not styled?"
+    assert classify(pasted) == [("user", pasted)]

@@ -1,0 +1,123 @@
+"""Codex (0.58, 0.125, 0.128 rollout shapes): the person's prompt from whichever log has it,
+never twice; injected context is meta; exit codes from metadata, text and exec_command_end
+are errors; a prompt after turn_aborted corrects; SKILL.md reads count when they succeed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xsky.skills.trajectory import Event
+from xsky.skills.transcripts import FileInfo, ParseState, adapter_for
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
+V058 = next((FIXTURES / "codex-0.58").rglob("rollout-*.jsonl"))
+V0125 = next((FIXTURES / "codex-0.125").rglob("rollout-*.jsonl"))
+V0128 = next((FIXTURES / "codex-0.128").rglob("rollout-*.jsonl"))
+
+
+def parse(path: Path, data: bytes | None = None) -> tuple[list[Event], ParseState]:
+    state = ParseState()
+    raw = path.read_bytes() if data is None else data
+    return adapter_for("codex").parse(raw, 0, state, FileInfo(str(path))), state
+
+
+def users(events: list[Event]) -> list[tuple[str | None, str]]:
+    return [(e.origin, e.text) for e in events if e.kind == "user"]
+
+
+def test_0_58_a_mirrored_prompt_is_not_doubled_and_context_is_meta() -> None:
+    events, _ = parse(V058)
+    assert users(events) == [
+        (
+            "prompt",
+            "the /health endpoint returns 500 when redis is down; make it report degraded instead",
+        ),
+        ("answer", "1"),  # the agent offered 1. / 2.
+        ("correction", "don't touch the redis client, only the handler"),  # after turn_aborted
+    ]
+    meta = [e.text for e in events if e.kind == "meta"]
+    assert any(t.startswith("# AGENTS.md instructions") for t in meta)
+    assert any(t.startswith("<environment_context>") for t in meta)
+    assert any(t.startswith("<turn_aborted>") for t in meta)
+    assert [e.kind for e in events].count("assistant") == 2, "agent_message mirrors are dropped"
+
+
+def test_0_58_exit_codes_in_metadata_and_in_exec_command_end_are_errors() -> None:
+    events, state = parse(V058)
+    results = {e.text.splitlines()[-1]: e.is_error for e in events if e.kind == "tool_result"}
+    assert results == {"---": False, "1 failed in 0.31s": True, "ruff: 2 errors": True}
+    assert [e.skill for e in events if e.skill] == ["fastapi-health"]
+    assert state.interpreted["event_msg/exec_command_end"] == 2 and state.failed_calls == []
+    assert state.opaque == {"ghost_snapshot": 1}
+
+
+def test_0_125_unified_exec_and_freeform_shell_failures_are_read_from_their_text() -> None:
+    events, _ = parse(V0125)
+    results = [(e.tool, e.is_error) for e in events if e.kind == "tool_result"]
+    assert results == [
+        ("exec_command", False),  # "Process exited with code 0"
+        ("exec_command", True),  # "Process exited with code 1" (the body's own line is ignored)
+        ("apply_patch", False),
+        ("shell", True),  # "Exit code: 2"
+        ("local_shell", False),
+    ]
+    assert [(e.kind, e.skill) for e in events if e.skill] == [("tool_result", "uv-upgrade")]
+    assert users(events) == [("prompt", "bump fastapi to 0.120 and fix whatever breaks")]
+
+
+def test_0_128_desktop_prompts_exist_only_as_events_and_come_out_once_each() -> None:
+    events, state = parse(V0128)
+    assert users(events) == [
+        ("prompt", "add a /metrics endpoint with prometheus_client"),
+        ("prompt", "now protect it with the same basic auth as /admin"),
+        ("answer", "same one"),  # the agent asked which password
+        ("prompt", "now protect it with the same basic auth as /admin"),  # typed again: kept
+    ]
+    assistant = [e.text for e in events if e.kind == "assistant"]
+    assert assistant[0].startswith("prometheus_client is not")  # only an agent_message
+    assert assistant.count("Added `app/metrics.py` and mounted it at /metrics.") == 1
+    grep = next(e for e in events if e.kind == "tool_result" and e.tool == "exec_command")
+    assert grep.is_error, "exec_command_end said exit code 1"
+    assert any(e.kind == "compaction" for e in events) and not state.opaque
+
+
+def test_a_prompt_mirrored_in_the_other_order_is_still_one() -> None:
+    prompt = "rename the health module"
+    lines = [
+        {"type": "event_msg", "payload": {"type": "user_message", "message": prompt}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": prompt}, {"type": "input_image"}],
+            },
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events, _ = parse(V058, data)
+    assert users(events) == [("prompt", prompt)]
+
+
+def test_a_patch_that_edits_a_skill_md_is_not_its_use() -> None:
+    patch = "*** Begin Patch\n*** Update File: .agents/skills/uv-upgrade/SKILL.md\n*** End Patch\n"
+    lines = [
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "call_id": "c1",
+                "name": "apply_patch",
+                "input": patch,
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "custom_tool_call_output", "call_id": "c1", "output": "Success."},
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events, _ = parse(V058, data)
+    assert [e.kind for e in events] == ["tool_call", "tool_result"]
+    assert not [e for e in events if e.skill]
