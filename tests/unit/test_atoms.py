@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from xsky.skills.atom_finish import DeltaView, finish, heuristic_ux, signals
-from xsky.skills.atoms import group_offline, windows
+from xsky.skills.atoms import windows
+from xsky.skills.drafts import group_offline
 from xsky.skills.trajectory import Unit
 
 
