@@ -51,7 +51,8 @@ CRITIQUE = re.compile(
     r"(don'?t|do not|dont|never|please don'?t|stop)\b|"
     r"(not|isn'?t|is not|this isn'?t)\s+(acceptable|good|right|quite|correct|enough|it|what)\b|"
     r"(revise|redo|rewrite|rework|simplify|shorter|longer|too (long|short|complex|verbose|much))\b|"
-    r"(why (did|does|is|are) (you|it|this|that))\b|"
+    r"why\b[^\n]{0,120}\?|are you sure\b|really\?|is that (right|true|correct)\b|"
+    r"(it|this|that)('?s| is)\s+(too|not|wrong|still|way|overly|a bit|broken|odd|weird)\b|"
     r"(rather|prefer|i'?d prefer|better to|i said|as i said|i asked|you should|you need to)\b"
     r")"
 )
@@ -62,7 +63,8 @@ STEER = re.compile(
 STEER_CHARS = 160
 CRITIQUE_ANYWHERE = re.compile(
     r"(?i)\b(not acceptable|unacceptable|that'?s wrong|this is wrong|you broke|you forgot|"
-    r"still (fails|failing|broken|wrong|not)|doesn'?t (work|compile|build)|not what i (asked|wanted|meant))\b"
+    r"still (fails|failing|broken|wrong|not)|doesn'?t (work|compile|build)|not what i (asked|wanted|meant)|"
+    r"that'?s (odd|weird|strange|not right))\b"
 )
 REFINEMENT = re.compile(
     r"(?i)^\s*(also\b|and (also|the|what|how|now)\b|plus\b|one more\b|what else|anything else|"
@@ -72,8 +74,7 @@ REFINEMENT = re.compile(
 NEW_GOAL = re.compile(
     r"(?i)^\s*(new task\b|next task\b|next,|next:|unrelated\b|different (question|topic|task)\b|"
     r"separate(ly)? (question|task)?\b|moving on\b|let'?s move on\b|switching to\b|"
-    r"another (thing|task|question)\b|now (let'?s|something)\b|on another note\b|"
-    r"ok(ay)?[,.]?\s+(now|next)\b|great[,.!]?\s+(now|next)\b|thanks[,.!]?\s+(now|next)\b)"
+    r"another (thing|task|question)\b|now something\b|on another note\b)"
 )
 # A request that names its own goal: an imperative verb (or a polite form of one) first.
 REQUEST = re.compile(
@@ -86,7 +87,24 @@ REQUEST = re.compile(
     r"upgrade|bump|split|merge|extract|translate|test|check|audit|clean up|speed up|look into|"
     r"figure out|compare|list|describe|analy[sz]e|draw|scaffold|wire up|hook up|make)\b"
 )
+REQUEST_VERBS = frozenset(
+    "add write create implement build explain refactor migrate setup generate update fix remove "
+    "delete rename convert review investigate debug find show document deploy configure install "
+    "summarise summarize optimise optimize port design draft plan profile benchmark upgrade bump "
+    "split merge extract translate test check audit list describe analyse analyze draw scaffold "
+    "make please can could would help".split()
+)
+# A question about what was just done points back at it.
+BACK_REFERENCE = re.compile(r"(?i)\b(it|that|this|these|those|them|there|the same)\b")
 SAME_TOPIC = 0.34  # share of a prompt's keywords already in the task: a follow-up on it
+
+
+def stem(word: str) -> str:
+    """A crude stem, so "locking" and "lock", "tests" and "test" are one word of a topic."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
 
 
 def is_machine(head: str) -> bool:
@@ -130,12 +148,16 @@ def classify(
         return "reask"
     if not words:
         return "same"  # names nothing of its own ("do that", "why?")
-    known = set(task_words)
-    shared = sum(1 for w in words if w in known) / len(words)
+    known = {stem(w) for w in task_words}
+    shared = sum(1 for w in words if stem(w) in known) / len(words)
     if REQUEST.match(text):
+        if not [w for w in words if w not in REQUEST_VERBS]:
+            return "same"  # "implement it", "ok, build that": the object is the task at hand
         # After the agent answered, a request with its own verb and object is a new goal;
         # while it works, only one about something else is (the rest steers the task).
         return "new" if completed or shared < SAME_TOPIC else "same"
+    if text.endswith("?") and BACK_REFERENCE.search(text):
+        return "same"  # "does it lock the table?": a question about the result
     # While the agent still works, a prompt is more likely to steer than to start over.
     if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
         return "same"
