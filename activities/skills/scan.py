@@ -467,7 +467,9 @@ def _commit_lane(
 def _index_row(u: dict[str, Any]) -> dict[str, Any]:
     """A unit's index line; a user turn or a compaction keeps its first characters and who
     wrote it, so the TaskAgent's map of turns and a later delta's splitter can read them."""
-    row = {k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u}
+    row: dict[str, Any] = {
+        k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u
+    }
     if u.get("kind") in ("user", "compaction"):
         row.update({k: u[k] for k in ("head", "origin", "marker") if k in u})
     elif "marker" in u:

@@ -151,8 +151,9 @@ def classify(
     known = {stem(w) for w in task_words}
     shared = sum(1 for w in words if stem(w) in known) / len(words)
     if REQUEST.match(text):
-        if not [w for w in words if w not in REQUEST_VERBS]:
-            return "same"  # "implement it", "ok, build that": the object is the task at hand
+        objects = [stem(w) for w in words if w not in REQUEST_VERBS]
+        if all(w in known for w in objects):
+            return "same"  # "implement it", "build that design": the object is the task at hand
         # After the agent answered, a request with its own verb and object is a new goal;
         # while it works, only one about something else is (the rest steers the task).
         return "new" if completed or shared < SAME_TOPIC else "same"
