@@ -213,7 +213,9 @@ def finish(
             atom = d.extends.model_copy(deep=True)
             seen_until = atom.offset_end  # what the atom already holds
             atom.offset_end = end
-            if atom.intent.startswith(PLACEHOLDERS) and (d.intent or st.has_prompt or st.first_text):
+            if atom.intent.startswith(PLACEHOLDERS) and (
+                d.intent or st.has_prompt or st.first_text
+            ):
                 atom.intent = d.intent or intent_of(st)
             digest = (
                 d.extends.provenance.split is not None and atom.provenance.split_by == "offline"
