@@ -104,3 +104,24 @@ def test_every_line_a_delta_and_tiny_windows_give_the_same_atoms(
     # Windows of ~1,500 characters: a window edge between almost every two units.
     monkeypatch.setattr(task_agent, "windows", lambda units: atoms_module.windows(units, cap=1500))
     assert differences(expected, ingest_cut(rel, line_ends((LABELLED / rel).read_bytes()))) == []
+
+
+def test_a_delta_of_machine_lines_only_writes_no_atom_and_the_first_task_starts_at_them() -> None:
+    rel = next(f for f in FILES if f.startswith("codex"))
+    ends = line_ends((LABELLED / rel).read_bytes())
+    # session_meta, turn_context and the injected environment context: nothing of a task yet
+    with tempfile.TemporaryDirectory() as tmp:
+        root, home = Path(tmp) / "corpus", Path(tmp) / "home"
+        (root / rel).parent.mkdir(parents=True)
+        shutil.copy(LABELLED / rel, root / rel)
+        (found,) = scan(
+            home, [Source("codex", root / "codex", "test")], ScanInput(settle_seconds=3600)
+        ).deltas
+        d = found.model_copy(update={"end": ends[2]})
+        render_delta(home, d)
+        asyncio.run(split_delta(home, d, None, lambda note: None))
+        assert commit_delta(home, d).committed
+        assert read_atoms(home, found.traj_id) == []
+    first = next(iter(whole(rel).values()))
+    assert first["offset_start"] == ingest_cut(rel, [ends[2]])[first["atom_id"]]["offset_start"]
+    assert first["raw_segment"].startswith("> session_start:")

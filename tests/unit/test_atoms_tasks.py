@@ -146,3 +146,25 @@ def test_refinements_lower_the_score_less_than_critiques(sig: dict, score: int) 
 )
 def test_the_session_is_the_persons_whatever_the_file(kind: str, path: str, session: str) -> None:
     assert session_of(kind, path) == session
+
+
+def test_an_atom_of_an_older_version_is_extended_from_what_its_provenance_tells() -> None:
+    from xsky.skills.atoms import AtomTask, Provenance
+
+    old = AtomTask(
+        atom_id="atom_t_0001",
+        traj_id="t",
+        offset_start=0,
+        offset_end=100,
+        intent="fix the cart rounding test",
+        summary="Asked: fix the cart rounding test.",
+        ux_score=10,
+        provenance=Provenance(keywords=["cart", "rounding", "test"], ended="completed"),
+    )
+    us = units(("user", "no, use Decimal instead"), ("assistant", "Done with Decimal."))
+    us = [Unit(**{**u.__dict__, "s": u.s + 100, "e": u.e + 100}) for u in us]
+    view = DeltaView("t", "/r", "." * 200, 100, 10, 20)
+    (atom,) = finish(group_offline(us, old), view, 2, "offline")
+    assert atom.atom_id == "atom_t_0001" and atom.offset_end == us[-1].e
+    assert atom.summary.startswith("Asked: fix the cart rounding test. Then:")
+    assert atom.provenance.ux_signals == {"corrections": 1} and atom.ux_score == 7
