@@ -52,7 +52,9 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
             trow = store.traj(tid)
             start = trow.md_chars if trow else 0
             project = os.path.basename(state.cwd) if state.cwd else None
-            head = "" if trow else header(tid, row.kind, row.path, project, state.model)
+            # No model in the header: the first delta may end before the first answer names it,
+            # and the view (its offsets) must not depend on where deltas are cut.
+            head = "" if trow else header(tid, row.kind, row.path, project, None)
             rendered = render([e for e in events if e.lane == lane], start + len(head))
             if not rendered.units:
                 continue

@@ -429,12 +429,7 @@ def _commit_lane(
             }
         )
     ]
-    index_lines += [
-        json.dumps(
-            {k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u}
-        )
-        for u in lane["units"]
-    ]
+    index_lines += [json.dumps(_index_row(u)) for u in lane["units"]]
     index_data = ("\n".join(index_lines) + "\n").encode("utf-8")
     append_at(index_path(home, tid), index_bytes, index_data)
     folder = tasks_dir(home, tid)
@@ -467,6 +462,19 @@ def _commit_lane(
         )
     )
     return [a.atom_id for a in atoms]
+
+
+def _index_row(u: dict[str, Any]) -> dict[str, Any]:
+    """A unit's index line; a user turn or a compaction keeps its first characters and who
+    wrote it, so the TaskAgent's map of turns and a later delta's splitter can read them."""
+    row: dict[str, Any] = {
+        k: u[k] for k in ("s", "e", "kind", "offset", "end", "uuid", "call_id") if k in u
+    }
+    if u.get("kind") in ("user", "compaction"):
+        row.update({k: u[k] for k in ("head", "origin", "marker") if k in u})
+    elif "marker" in u:
+        row["marker"] = u["marker"]
+    return row
 
 
 # -- reading back ----------------------------------------------------------------------------

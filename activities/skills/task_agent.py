@@ -1,13 +1,17 @@
-"""TaskAgent: cut a delta of a trajectory into AtomTasks, with a model or offline.
+"""TaskAgent: cut a delta of a trajectory into AtomTasks (one per task), with a model or offline.
 
 With a model configured (``XSKY_MODEL`` + an OpenAI-compatible server), each window of at
-most 30,000 characters is shown to the model with its candidate boundaries marked
-(``[[B1]]``, ``[[B2]]`` … before each real prompt, compaction or task start); the model
-reads more with ``read_delta`` / ``recent_atoms`` and answers with ``submit_atom`` calls,
-each checked on arrival (a known boundary, after the previous one, a score of 1–10), and
-may revise the trajectory's previous atom with ``update_previous``. Without a model the
-offline splitter of :mod:`xsky.skills.atoms` decides. Either way ``used_skills`` is measured
-from the transcript (the model's claim is kept only when nothing was measured, marked
+most 30,000 characters — the reading unit, not the unit of judgement — is shown to the
+model with the map of *every* user turn of the trajectory so far (position, first
+sentence, who wrote it, how the offline rules read it) and the window's candidate
+boundaries marked (``[[B1]]``, ``[[B2]]`` … before each of the person's prompts); the model
+reads any part of the view with ``read_view`` and the latest atoms with ``recent_atoms``,
+answers with ``submit_atom`` calls, each checked on arrival (a known boundary, after the
+previous one, a score of 1–10), and revises the trajectory's previous atom with
+``update_previous`` — a revision that lands in that atom's file even when the window
+only continues it, or starts at once with a new atom. Without a model the offline splitter
+of :mod:`xsky.skills.drafts` decides. Either way ``used_skills`` is measured from the
+transcript (the model's claim is kept only when nothing was measured, marked
 "self-reported"), and the result is staged for the commit step.
 """
 
@@ -25,22 +29,21 @@ from activities import llm
 from activities.fsio import read_json, write_json
 from activities.model_tools import ModelTool, tool_loop
 from activities.skills.scan import md_tail
-from activities.skills.store import SkillStore
+from activities.skills.store import SkillStore, TrajRow
 from xsky.skills.atom_finish import UX_RUBRIC, DeltaView, finish
-from xsky.skills.atoms import (
-    INPUT_CAP,
-    AtomTask,
+from xsky.skills.atoms import INPUT_CAP, AtomTask, atom_number, windows
+from xsky.skills.drafts import (
     Draft,
-    atom_number,
-    boundary_indexes,
+    assume_model_prompts,
     group_at,
     group_offline,
-    is_boundary,
-    windows,
+    is_person_prompt,
 )
-from xsky.skills.layout import atom_path, staging_dir, tasks_dir
+from xsky.skills.layout import atom_path, index_path, md_path, staging_dir, tasks_dir
 from xsky.skills.runs import DeltaRef, SplitResult
+from xsky.skills.sessions import is_subagent_path, session_of
 from xsky.skills.trajectory import Unit
+from xsky.skills.turns import Turn, turn_map
 
 MAX_MODEL_TURNS = 12
 RECENT_ATOMS = 3
@@ -50,9 +53,14 @@ person's intent (one goal, with its clarifications and corrections) that could b
 and later distilled into a reusable skill.
 
 Rules:
-- An atom may only start at a marked boundary [[Bn]] (a real prompt, a compaction, a task start).
-- Cut where the person's intent changes (a new goal or topic). Do NOT cut for clarifications,
-  corrections ("no, use Decimal"), retries, "continue", or because the agent switched tools.
+- An atom may only start at a marked boundary [[Bn]] (one of the person's prompts).
+- An atom is a task, not a turn. Cut only where the person names a new goal. Do NOT cut for
+  clarifications, critiques and refinements of an iterative dialogue ("it's good, but…",
+  "don't produce code, design the solution first", "not acceptable, revise", "no, use
+  Decimal", "also …", "what else?"), retries, "continue", menu answers, or because the agent
+  switched tools: those belong to the task they refine, and critiques lower its ux_score.
+- The map lists every user turn of the trajectory with its class (who wrote it / how the
+  offline rules read it); read_view reads the view around any position.
 - A compaction summary is written by a model, not the person: it is never an intent.
 - Text before the first atom you submit continues the trajectory's previous atom (shown to you).
   If the first prompt only continues that previous task, do not submit it.
@@ -84,12 +92,13 @@ class UpdatePrevious(BaseModel):
     ux_score: Score
 
 
-class ReadDelta(BaseModel):
-    """Read part of this delta's transcript view by character offset (to look beyond the window)."""
+class ReadView(BaseModel):
+    """Read the trajectory's view around a character position (any position of the map)."""
 
-    start: int
+    position: int
     # The limits are advertised, and clamped to rather than refused.
-    length: Annotated[int, WithJsonSchema({"type": "integer", "maximum": 8000})] | None = None
+    before: Annotated[int, WithJsonSchema({"type": "integer", "maximum": 4000})] | None = None
+    after: Annotated[int, WithJsonSchema({"type": "integer", "maximum": 8000})] | None = None
 
 
 class RecentAtoms(BaseModel):
@@ -111,24 +120,24 @@ async def split_delta(
             tid = lane["traj_id"]
             trow = store.traj(tid)
             prior = _load(home, tid, trow.last_atom) if trow and trow.last_atom else None
-            view = DeltaView(
-                tid,
-                stage["path"],
-                lane["md"],
-                lane["md_start"],
-                delta.start,
-                delta.end,
-                previous_md=md_tail(home, tid, trow.md_bytes) if trow else "",
-            )
+            units = [Unit.from_wire(u) for u in lane["units"]]
+            if is_subagent_path(delta.kind, stage["path"]):
+                assume_model_prompts(units)
+            # Machine units an earlier delta left without an atom open this trajectory's first.
+            lead = _unplaced(home, tid, trow) if prior is None else []
+            view = _view(home, delta, stage["path"], lane, trow, prior, lead)
+            context = _Context(home, tid, trow, view) if target is not None else None
             number = (trow.atoms if trow else 0) + 1
             produced: dict[str, AtomTask] = {}
-            for window in windows([Unit.from_wire(u) for u in lane["units"]]):
+            for window in windows(units):
                 result.windows += 1
                 beat(f"{delta.label()}: window {result.windows}")
+                window = lead + window
                 drafts: list[Draft] | None = None
-                if target is not None and any(is_boundary(u) for u in window):
+                if context is not None and any(is_person_prompt(u) for u in window):
+                    assert target is not None
                     drafts, calls, note = await _model_drafts(
-                        target, window, view, prior, home, tid, beat
+                        target, window, view, prior, context, beat
                     )
                     result.model_calls += calls
                     if note:
@@ -136,6 +145,10 @@ async def split_delta(
                 split_by: Literal["model", "offline"] = "model" if drafts is not None else "offline"
                 if drafts is None:
                     drafts = group_offline(window, prior)
+                if prior is None and not any(d.has_content() for d in drafts):
+                    lead = window  # only machine units so far: they wait for the first task
+                    continue
+                lead = []
                 atoms = finish(drafts, view, number, split_by)
                 for atom in atoms:
                     produced[atom.atom_id] = atom
@@ -160,6 +173,72 @@ async def split_delta(
         store.close()
 
 
+CONTEXT_CHARS = 2000  # of view before the delta: an atom's context_prefix and the units it takes
+
+
+def _view(
+    home: Path,
+    delta: DeltaRef,
+    path: str,
+    lane: dict[str, Any],
+    trow: TrajRow | None,
+    prior: AtomTask | None,
+    lead: list[Unit],
+) -> DeltaView:
+    """The delta as the splitter sees it, with enough of the view before it that an atom
+    starting at an earlier unit (a pending compaction, an unplaced first unit) has its text."""
+    md_start = lane["md_start"]
+    earliest = md_start
+    if prior is not None and prior.provenance.split is not None and prior.provenance.split.pending:
+        earliest = min(
+            earliest, *(int(w.get("s", md_start)) for w in prior.provenance.split.pending)
+        )
+    if lead:
+        earliest = min(earliest, lead[0].s)
+    chars = CONTEXT_CHARS + max(0, md_start - earliest)
+    return DeltaView(
+        lane["traj_id"],
+        path,
+        lane["md"],
+        md_start,
+        delta.start,
+        delta.end,
+        previous_md=md_tail(home, lane["traj_id"], trow.md_bytes, chars) if trow else "",
+        session=session_of(delta.kind, path),
+    )
+
+
+def _index_units(home: Path, tid: str, trow: TrajRow) -> list[Unit]:
+    """The committed units of a trajectory, as its index records them."""
+    path = index_path(home, tid)
+    if not path.exists():
+        return []
+    out: list[Unit] = []
+    with open(path, "rb") as f:
+        data = f.read(trow.index_bytes).decode("utf-8", errors="replace")  # committed lines only
+        for line in data.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "kind" in row and "s" in row:
+                out.append(Unit.from_wire(row))
+    return out
+
+
+def _unplaced(home: Path, tid: str, trow: TrajRow | None) -> list[Unit]:
+    """Units committed before the trajectory had an atom (machine text only, by construction)."""
+    if trow is None or trow.atoms or not trow.md_chars:
+        return []
+    units = _index_units(home, tid, trow)
+    for u in units:
+        if u.kind == "user" and not u.head:
+            u.kind = (
+                "meta"  # an older index without the text: it made no atom, so it was machine text
+            )
+    return units
+
+
 def _load(home: Path, tid: str, aid: str) -> AtomTask | None:
     path = atom_path(home, tid, aid)
     return AtomTask.model_validate(read_json(path)) if path.exists() else None
@@ -177,8 +256,44 @@ def _recent(home: Path, tid: str, count: int) -> list[dict[str, Any]]:
     ]
 
 
+class _Context:
+    """The whole trajectory as the model may read it: the committed view and this delta's."""
+
+    def __init__(self, home: Path, tid: str, trow: TrajRow | None, view: DeltaView) -> None:
+        self.home, self.tid, self.view = home, tid, view
+        path = md_path(home, tid)
+        committed = ""
+        if trow is not None and path.exists():
+            with open(path, "rb") as f:
+                committed = f.read(trow.md_bytes).decode("utf-8", errors="replace")
+        self.committed = committed[: view.md_start]
+        self.turns = [
+            Turn(u.s, u.head or _block_text(self.text(u.s, u.e)), u.origin)
+            for u in (_index_units(home, tid, trow) if trow is not None else [])
+            if u.kind == "user"
+        ]
+
+    def text(self, s: int, e: int) -> str:
+        s, e = max(0, s), max(0, e)
+        start = self.view.md_start
+        before = self.committed[s : min(e, start)] if s < start else ""
+        return before + self.view.md[max(0, s - start) : max(0, e - start)]
+
+    def length(self) -> int:
+        return self.view.md_start + len(self.view.md)
+
+
+def _block_text(md: str) -> str:
+    """The text of one rendered block (its heading line dropped)."""
+    return md.split("\n", 1)[1] if md.startswith("#") and "\n" in md else md
+
+
 def window_prompt(
-    window: list[Unit], view: DeltaView, prior: AtomTask | None, marks: dict[int, str]
+    window: list[Unit],
+    view: DeltaView,
+    prior: AtomTask | None,
+    marks: dict[int, str],
+    context: _Context,
 ) -> str:
     parts = []
     for i, u in enumerate(window):
@@ -188,16 +303,25 @@ def window_prompt(
     text = "".join(parts)
     if len(text) > INPUT_CAP:
         text = (
-            text[:INPUT_CAP] + "\n[… window cut at 30,000 characters; use read_delta for the rest]"
+            text[:INPUT_CAP] + "\n[… window cut at 30,000 characters; use read_view for the rest]"
         )
     previous = (
         f"atom {prior.atom_id}: intent: {prior.intent}\nsummary: {prior.summary}\nux_score: {prior.ux_score}"
         if prior
         else "(none: this is the start of the trajectory)"
     )
+    in_window = {u.s: marks[i] for i, u in enumerate(window) if i in marks}
+    turns = context.turns + [
+        Turn(u.s, u.head, u.origin, in_window.get(u.s))
+        for u in window
+        if u.kind == "user" and u.s >= view.md_start
+    ]
+    turns = sorted({t.s: t for t in turns}.values(), key=lambda t: t.s)
     return (
         f"Trajectory {view.traj_id}; this window covers view characters {window[0].s}–{window[-1].e} "
-        f"(the delta covers {view.md_start}–{view.md_start + len(view.md)}).\n\n"
+        f"(the view so far covers 0–{context.length()}).\n\n"
+        f"Map of the user turns of the whole trajectory (@position [who/offline reading] first "
+        f"sentence; [[Bn]]: a boundary of this window):\n{turn_map(turns, window[0].s)}\n\n"
         f"The trajectory's previous atom:\n{previous}\n\nBoundaries you may start atoms at: "
         f"{', '.join(marks.values())}\n\n--- transcript window ---\n{text}\n--- end of window ---"
     )
@@ -208,16 +332,16 @@ async def _model_drafts(
     window: list[Unit],
     view: DeltaView,
     prior: AtomTask | None,
-    home: Path,
-    tid: str,
+    context: _Context,
     beat: Callable[[str], None],
 ) -> tuple[list[Draft] | None, int, str]:
     """Drafts chosen by the model, or None (the offline splitter decides) when it gave none."""
-    marks = {i: f"B{n + 1}" for n, i in enumerate(boundary_indexes(window))}
-    chat = _WindowChat(view, {m: i for i, m in marks.items()}, home, tid)
+    prompts = [i for i, u in enumerate(window) if is_person_prompt(u)]
+    marks = {i: f"B{n + 1}" for n, i in enumerate(prompts)}
+    chat = _WindowChat(context, {m: i for i, m in marks.items()}, prior)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": window_prompt(window, view, prior, marks)},
+        {"role": "user", "content": window_prompt(window, view, prior, marks, context)},
     ]
     async with llm.client_for(target) as client:
         end = await tool_loop(
@@ -230,8 +354,9 @@ async def _model_drafts(
             nudge=chat.remind_once,
             temperature=0,
         )
-    if not chat.submitted:
+    if not chat.submitted and (chat.previous is None or prior is None):
         return None, end.turns, "the model submitted no atoms; the offline splitter decided"
+    # No submission but a revision: the whole window continues the previous atom.
     drafts = group_at(window, [i for i, _ in chat.submitted], prior)
     # One fresh draft per submission (the leading units join the first).
     fresh = [d for d in drafts if d.extends is None]
@@ -240,7 +365,7 @@ async def _model_drafts(
         draft.ux_score, draft.self_reported = atom.ux_score, atom.used_skills or None
     if chat.previous is not None:
         for d in drafts:
-            if d.extends is not None:
+            if d.extends is not None:  # applied by finish even when the window adds no unit
                 d.summary, d.ux_score = chat.previous.summary, chat.previous.ux_score
     return drafts, end.turns, ""
 
@@ -248,8 +373,8 @@ async def _model_drafts(
 class _WindowChat:
     """The tools of one window's conversation; each submission is checked on arrival."""
 
-    def __init__(self, view: DeltaView, by_mark: dict[str, int], home: Path, tid: str) -> None:
-        self.view, self.by_mark, self.home, self.tid = view, by_mark, home, tid
+    def __init__(self, context: _Context, by_mark: dict[str, int], prior: AtomTask | None) -> None:
+        self.context, self.by_mark, self.prior = context, by_mark, prior
         self.submitted: list[tuple[int, SubmitAtom]] = []  # (unit index, normalised fields)
         self.previous: UpdatePrevious | None = None
         self.reminded = False
@@ -258,15 +383,19 @@ class _WindowChat:
         return [
             ModelTool.of("submit_atom", SubmitAtom, self.submit_atom),
             ModelTool.of("update_previous", UpdatePrevious, self.update_previous),
-            ModelTool.of("read_delta", ReadDelta, self.read_delta),
+            ModelTool.of("read_view", ReadView, self.read_view),
             ModelTool.of("recent_atoms", RecentAtoms, self.recent_atoms),
         ]
 
     def remind_once(self) -> str | None:
-        if self.submitted or self.reminded:
+        if self.submitted or self.previous is not None or self.reminded:
             return None
         self.reminded = True
-        return "You submitted no atom. Submit at least the atoms that start at the boundaries, with submit_atom."
+        return (
+            "You submitted no atom. Submit the atoms that start at the boundaries with "
+            "submit_atom, or, if the whole window continues the previous atom, say so with "
+            "update_previous."
+        )
 
     def submit_atom(self, a: SubmitAtom) -> str:
         mark = a.boundary.strip().strip("[]")
@@ -291,22 +420,22 @@ class _WindowChat:
         return f"ok: atom {len(self.submitted)} starts at {mark}"
 
     def update_previous(self, a: UpdatePrevious) -> str:
+        if self.prior is None:
+            return "ERROR: this trajectory has no previous atom yet; submit atoms instead"
         self.previous = UpdatePrevious(
             summary=_text(a.summary, 600) or "(no summary)", ux_score=a.ux_score
         )
-        return "ok: the previous atom will be updated"
+        return f"ok: {self.prior.atom_id} will carry this summary and ux_score"
 
-    def read_delta(self, a: ReadDelta) -> str:
-        view = self.view
-        length = max(1, min(4000 if a.length is None else a.length, 8000))
-        return (
-            view.slice(a.start, a.start + length)
-            or f"(nothing there: the delta covers {view.md_start}–{view.md_start + len(view.md)})"
-        )
+    def read_view(self, a: ReadView) -> str:
+        before = max(0, min(1000 if a.before is None else a.before, 4000))
+        after = max(1, min(3000 if a.after is None else a.after, 8000))
+        text = self.context.text(a.position - before, a.position + after)
+        return text or f"(nothing there: the view covers 0–{self.context.length()})"
 
     def recent_atoms(self, a: RecentAtoms) -> str:
         count = max(1, min(RECENT_ATOMS if a.count is None else a.count, 10))
-        return json.dumps(_recent(self.home, self.tid, count), ensure_ascii=False)
+        return json.dumps(_recent(self.context.home, self.context.tid, count), ensure_ascii=False)
 
 
 def _text(value: Any, limit: int) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from xsky.skills.atom_finish import DeltaView, finish, heuristic_ux, signals
-from xsky.skills.atoms import group_offline, windows
+from xsky.skills.atoms import windows
+from xsky.skills.drafts import group_offline
 from xsky.skills.trajectory import Unit
 
 
@@ -36,20 +37,27 @@ def test_a_correction_an_acknowledgement_and_a_go_ahead_stay_in_the_task() -> No
     assert starts(us) == ["fix the cart rounding test"]
 
 
-def test_a_new_ask_after_the_agent_answered_is_a_new_atom_and_a_compaction_starts_one() -> None:
+def test_a_new_ask_is_a_new_atom_and_a_compaction_goes_with_what_follows_it() -> None:
     us = units(
         ("user", "fix the cart rounding test"),
         ("assistant", "Done."),
         ("user", "now add a Dockerfile for production"),
         ("tool_call", "Write Dockerfile"),
         ("compaction", "summary of what happened"),
-        ("user", "continue"),
+        ("user", "continue"),  # inside the Dockerfile task: the compaction stays in it
+        ("assistant", "Dockerfile written."),
+        ("marker", "", {"marker": "compaction"}),
+        ("compaction", "summary of the Dockerfile work"),
+        ("user", "Write the README section about deployment"),  # a new goal: it takes them
     )
-    assert starts(us) == [
+    drafts = group_offline(us, None)
+    assert [d.units[0].head for d in drafts] == [
         "fix the cart rounding test",
         "now add a Dockerfile for production",
-        "summary of what happened",
+        "",  # the compaction marker opens the README task
     ]
+    assert [u.kind for u in drafts[2].units] == ["marker", "compaction", "user"]
+    assert drafts[1].units[-1].head == "Dockerfile written."
 
 
 def test_an_ask_repeated_after_an_interruption_is_the_same_task() -> None:

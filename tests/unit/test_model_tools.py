@@ -57,7 +57,7 @@ def test_the_skill_agents_tools_carry_their_constraints():
     from activities.skills.cluster_agent import _Placing
     from activities.skills.task_agent import _WindowChat
 
-    window = {t.name: params(t) for t in _WindowChat(None, {}, None, "t").tools()}  # type: ignore[arg-type]
+    window = {t.name: params(t) for t in _WindowChat(None, {}, None).tools()}  # type: ignore[arg-type]
     score = window["submit_atom"]["properties"]["ux_score"]
     assert (score["type"], score["minimum"], score["maximum"]) == ("integer", 1, 10)
     assert set(window["submit_atom"]["required"]) >= {"boundary", "intent", "ux_score"}

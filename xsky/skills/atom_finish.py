@@ -14,18 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from xsky.skills.atoms import (
-    CORRECTION,
-    REVERT_COMMAND,
-    VERBS,
-    AtomTask,
-    Draft,
-    Provenance,
-    RawAnchor,
-    atom_id,
-    containment,
-    keywords,
-)
+from xsky.skills.atoms import AtomTask, Provenance, RawAnchor, SplitState, atom_id
+from xsky.skills.drafts import Draft, fold
 from xsky.skills.trajectory import Unit
 from xsky.skills.transcripts import SKILL_NAME
 
@@ -47,43 +37,20 @@ visibly disappointed or takes over ("forget it, I'll do it"); 2 not done, blocke
 1 failed with damage (wrong files deleted, broken code, unwanted push). Never score by amount of work."""
 
 
-def signals(units: list[Unit], previous_user: list[str] | None = None) -> Counter[str]:
-    """Behavioural signals of how the interaction went, counted from the units."""
-    found: Counter[str] = Counter()
-    last_prompt: list[str] | None = previous_user
-    replied = True
-    for u in units:
-        if u.kind == "user":
-            text = u.head.strip()
-            if CORRECTION.match(text):
-                found["corrections"] += 1
-            words = keywords(text)
-            if last_prompt is not None and containment(words, last_prompt) >= 0.75:
-                found["re_asks"] += 1
-            if not replied:
-                found["unanswered_prompts"] += 1
-            last_prompt, replied = words, False
-        elif u.kind in ("assistant", "tool_call"):
-            replied = True
-            if u.kind == "tool_call" and REVERT_COMMAND.search(u.head):
-                found["reverted_edits"] += 1
-        elif u.kind == "tool_result" and u.error:
-            found["tool_errors"] += 1
-        elif u.marker in ("interrupted", "aborted"):
-            found["interrupted"] += 1
-            replied = True  # counted as an interruption, not as an abandoned prompt
-        elif u.marker == "task_complete":
-            found["completed"] += 1
-    return found
+def signals(units: list[Unit]) -> Counter[str]:
+    """Behavioural signals of how the interaction went, counted from the units (one task)."""
+    return Counter(fold(units).state.signals)
 
 
 def heuristic_ux(sig: dict[str, int]) -> int:
     """The offline UX score from behavioural signals (no model), on UX_RUBRIC's scale.
 
     A failing command on the way is normal work (reproducing a bug), so only repeated tool
-    errors count; what a person had to do — correct, re-ask, interrupt, revert — counts most.
+    errors count; what a person had to do — correct, refine, re-ask, interrupt, revert —
+    counts most, each critique more than the last few refinements.
     """
     penalty = min(2 * sig.get("corrections", 0), 5)
+    penalty += min(sig.get("refinements", 0), 2)
     penalty += min(sig.get("re_asks", 0), 2)
     errors = sig.get("tool_errors", 0)
     penalty += 2 if errors >= 4 else 1 if errors >= 2 else 0
@@ -115,69 +82,65 @@ def sentences(text: str, limit: int) -> str:
     return flat[:cut].strip() if cut >= limit // 3 else flat[: limit - 1].rstrip() + "…"
 
 
-def offline_intent(units: list[Unit], fallback: str | None) -> str:
-    prompt = next((u for u in units if u.kind == "user"), None)
-    if prompt is not None:
-        return sentences(prompt.head, INTENT_CHARS)
-    if fallback:
-        return (
-            fallback
-            if fallback.startswith("(continued)")
-            else f"(continued) {fallback}"[:INTENT_CHARS]
+PLACEHOLDERS = ("(no prompt)", "(agent activity", "(continued)")
+
+
+def intent_of(st: SplitState) -> str:
+    if st.intent_head:
+        return sentences(st.intent_head, INTENT_CHARS)
+    if st.first_text:
+        return f"(no prompt) {first_sentence(st.first_text, INTENT_CHARS - 12)}"
+    return "(agent activity without a prompt)"
+
+
+def offline_intent(units: list[Unit]) -> str:
+    return intent_of(fold(units).state)
+
+
+def summary_of(st: SplitState) -> str:
+    """What happened in a task, from its digest (the same whatever the deltas it came in)."""
+    parts = []
+    if st.intent_head:
+        asked = first_sentence(st.intent_head, 160)
+        more = st.prompts - 1
+        parts.append(f"Asked: {asked}" + (f" (+{more} follow-up prompts)" if more > 0 else ""))
+    if st.tools:
+        top = sorted(st.tools.items(), key=lambda kv: -kv[1])[:6]  # stable: first use breaks ties
+        shown = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in top)
+        errors = st.signals.get("tool_errors", 0)
+        parts.append(
+            f"Agent used {sum(st.tools.values())} tool calls ({shown})"
+            + (f", {errors} failed" if errors else "")
         )
-    first = next((u for u in units if u.kind in ("assistant", "compaction")), None)
-    return (
-        f"(no prompt) {first_sentence(first.head, INTENT_CHARS - 12)}"
-        if first
-        else "(agent activity without a prompt)"
-    )
+    if st.skills:
+        parts.append(f"Skills used: {', '.join(st.skills)}")
+    if st.last_answer is not None:
+        parts.append(f"Ended with: {first_sentence(st.last_answer, 200)}")
+    if st.person_interrupted:
+        parts.append("The person interrupted the agent")
+    if not parts:
+        return "(no activity)"
+    return ". ".join(p.rstrip(".") for p in parts)[:SUMMARY_CHARS] + "."
 
 
 def offline_summary(units: list[Unit]) -> str:
-    tools = Counter(u.tool or "tool" for u in units if u.kind == "tool_call")
-    errors = sum(1 for u in units if u.kind == "tool_result" and u.error)
-    prompts = [u for u in units if u.kind == "user"]
-    parts = []
-    if prompts:
-        asked = first_sentence(prompts[0].head, 160)
-        parts.append(
-            f"Asked: {asked}"
-            + (f" (+{len(prompts) - 1} follow-up prompts)" if len(prompts) > 1 else "")
-        )
-    if tools:
-        shown = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in tools.most_common(6))
-        parts.append(
-            f"Agent used {sum(tools.values())} tool calls ({shown})"
-            + (f", {errors} failed" if errors else "")
-        )
-    skills = measured_skills(units)
-    if skills:
-        parts.append(f"Skills used: {', '.join(skills)}")
-    answer = next((u for u in reversed(units) if u.kind == "assistant"), None)
-    if answer is not None:
-        parts.append(f"Ended with: {first_sentence(answer.head, 200)}")
-    if any(u.marker in ("interrupted", "aborted") for u in units):
-        parts.append("The person interrupted the agent")
-    return (
-        ". ".join(p.rstrip(".") for p in parts)[:SUMMARY_CHARS] + "." if parts else "(no activity)"
-    )
+    return summary_of(fold(units).state)
+
+
+def tags_of(st: SplitState) -> list[str]:
+    tags = [w.replace("-", "_") for w, _ in sorted(st.words.items(), key=lambda kv: -kv[1])[:3]]
+    tools: dict[str, int] = {}
+    for name, n in st.tools.items():
+        key = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
+        if key and name != "tool":
+            tools[key] = tools.get(key, 0) + n
+    tags += [t for t, _ in sorted(tools.items(), key=lambda kv: -kv[1])[:2]]
+    tags += st.skills
+    return [t for t in dict.fromkeys(tags) if t][:6]
 
 
 def offline_tags(units: list[Unit]) -> list[str]:
-    tags: list[str] = []
-    words = Counter(
-        w
-        for u in units
-        if u.kind == "user"
-        for w in keywords(u.head)
-        if len(w) >= 4 and w not in VERBS
-    )
-    tags += [w.replace("-", "_") for w, _ in words.most_common(3)]
-    tools = Counter((u.tool or "").lower() for u in units if u.kind == "tool_call" and u.tool)
-    for tool, _ in tools.most_common(2):
-        tags.append(re.sub(r"[^a-z0-9_]+", "_", tool).strip("_"))
-    tags += measured_skills(units)
-    return [t for t in dict.fromkeys(tags) if t][:6]
+    return tags_of(fold(units).state)
 
 
 # -- drafts → atom files -----------------------------------------------------------------------
@@ -193,10 +156,15 @@ class DeltaView:
     md_start: int  # where it starts in the whole view
     byte_start: int
     byte_end: int
-    previous_md: str = ""  # the view's text just before md_start (for context_prefix)
+    previous_md: str = ""  # the view's text just before md_start (context, and pending units)
+    session: str | None = None  # the person's session (xsky.skills.sessions.session_of)
 
     def slice(self, s: int, e: int) -> str:
-        return self.md[max(0, s - self.md_start) : max(0, e - self.md_start)]
+        """The view's text ``[s, e)``, as far as this delta and ``previous_md`` reach."""
+        base = self.md_start - len(self.previous_md)
+        if s >= self.md_start:
+            return self.md[max(0, s - self.md_start) : max(0, e - self.md_start)]
+        return (self.previous_md + self.md)[max(0, s - base) : max(0, e - base)]
 
 
 def _anchor(path: str, units: list[Unit]) -> RawAnchor:
@@ -212,90 +180,106 @@ def _anchor(path: str, units: list[Unit]) -> RawAnchor:
     )
 
 
+CUT_NOTE = "\n[… cut; see provenance.raw]"
+
+
+def _capped(segment: str) -> str:
+    return segment if len(segment) <= RAW_SEGMENT_CAP else segment[:RAW_SEGMENT_CAP] + CUT_NOTE
+
+
 def finish(
     drafts: list[Draft], view: DeltaView, next_number: int, split_by: Literal["model", "offline"]
 ) -> list[AtomTask]:
     """Atom files for the drafts: numbered on from ``next_number``, linked, tiling the delta.
 
     A draft that extends the trajectory's last atom returns that atom updated (range,
-    summary, signals, skills); new atoms follow it in the linked list.
+    digest, signals, skills, a model's revision); new atoms follow it in the linked list.
+    Every field but ``provenance.deltas`` is a function of the units alone, whatever the
+    windows and deltas they came in.
     """
     atoms: list[AtomTask] = []
     for i, d in enumerate(drafts):
         nxt = drafts[i + 1] if i + 1 < len(drafts) else None
-        new_units = d.units
         # Atoms tile the view: each ends where the next begins; the last where its units end
         # (the window's end, which the next window's atoms continue from).
         if nxt is not None and nxt.units:
             end = nxt.units[0].s
-        elif new_units:
-            end = new_units[-1].e
+        elif d.units:
+            end = d.units[-1].e
         else:
             end = d.extends.offset_end if d.extends is not None else view.md_start
+        st = d.state
         if d.extends is not None:
             atom = d.extends.model_copy(deep=True)
-            if not new_units:
-                atoms.append(atom)
-                continue
-            prev_signals = Counter(atom.provenance.ux_signals)
-            sig = prev_signals + signals(new_units, atom.provenance.keywords or None)
-            if atom.intent.startswith("(no prompt)") or atom.intent.startswith("(agent activity"):
-                atom.intent = d.intent or offline_intent(new_units, None)
-            seen_until = atom.offset_end  # what the atom already holds (an earlier delta or window)
+            seen_until = atom.offset_end  # what the atom already holds
             atom.offset_end = end
-            added = d.summary or offline_summary(new_units)
-            atom.summary = (
-                d.summary
-                if (d.summary and split_by == "model")
-                else _join_summary(atom.summary, added)
+            if atom.intent.startswith(PLACEHOLDERS) and (
+                d.intent or st.has_prompt or st.first_text
+            ):
+                atom.intent = d.intent or intent_of(st)
+            digest = (
+                d.extends.provenance.split is not None and atom.provenance.split_by == "offline"
             )
-            atom.tags = list(dict.fromkeys(atom.tags + (d.tags or offline_tags(new_units))))[:8]
+            if d.summary and split_by == "model":
+                atom.summary = d.summary  # the model's revision (update_previous)
+            elif d.units and digest:
+                atom.summary = summary_of(st)
+            elif d.units:  # a model's summary, or an older atom's: what was added follows it
+                atom.summary = _join_summary(atom.summary, summary_of(fold(d.units).state))
+            if d.tags:
+                atom.tags = list(dict.fromkeys(atom.tags + d.tags))[:8]
+            elif d.units:
+                atom.tags = (
+                    tags_of(st) if digest else list(dict.fromkeys(atom.tags + tags_of(st)))[:8]
+                )
+            if end < seen_until:  # its trailing compaction went to the next prompt's atom
+                trimmed = atom.raw_segment
+                if not trimmed.endswith(CUT_NOTE):
+                    trimmed = trimmed[: max(0, len(trimmed) - (seen_until - end))]
+                atom.raw_segment = trimmed
+            else:
+                atom.raw_segment = _capped(atom.raw_segment + view.slice(seen_until, end))
         else:
-            start = new_units[0].s
+            start = d.units[0].s
             atom = AtomTask(
                 atom_id=atom_id(view.traj_id, next_number),
                 traj_id=view.traj_id,
                 offset_start=start,
                 offset_end=end,
-                intent=d.intent or offline_intent(new_units, atoms[-1].intent if atoms else None),
-                summary=d.summary or offline_summary(new_units),
-                tags=d.tags or offline_tags(new_units),
+                intent=d.intent or intent_of(st),
+                summary=d.summary or summary_of(st),
+                tags=d.tags or tags_of(st),
                 ux_score=5,
                 context_prefix=_context_prefix(view, start),
+                raw_segment=_capped(view.slice(start, end)),
                 provenance=Provenance(split_by=split_by),
             )
             next_number += 1
-            sig = signals(new_units)
-        found = measured_skills(new_units)
-        if found or atom.provenance.used_skills_by == "measured":
-            kept = atom.used_skills if atom.provenance.used_skills_by == "measured" else []
-            atom.used_skills = list(dict.fromkeys(kept + found))
-            atom.provenance.used_skills_by = "measured"
+        p = atom.provenance
+        if st.skills or p.used_skills_by == "measured":
+            kept = atom.used_skills if p.used_skills_by == "measured" else []
+            atom.used_skills = list(dict.fromkeys(kept + st.skills))
+            p.used_skills_by = "measured"
         elif d.self_reported:
             atom.used_skills = list(dict.fromkeys(atom.used_skills + d.self_reported))
-            atom.provenance.used_skills_by = "self-reported"
-        atom.provenance.ux_signals = dict(sig)
+            p.used_skills_by = "self-reported"
+        p.ux_signals = dict(st.signals)
         if d.ux_score is not None:
-            atom.ux_score, atom.provenance.ux_score_by = max(1, min(10, int(d.ux_score))), "model"
-        elif atom.provenance.ux_score_by == "heuristic" or d.extends is None:
-            atom.ux_score, atom.provenance.ux_score_by = heuristic_ux(sig), "heuristic"
-        atom.provenance.keywords = (d.keywords or atom.provenance.keywords)[:40]
-        atom.provenance.ended = (
-            "interrupted" if d.interrupted else "completed" if d.completed else "open"
-        )
-        label = f"bytes {view.byte_start}-{view.byte_end}"
-        if label not in atom.provenance.deltas[-1:]:  # one entry per delta, not per window
-            atom.provenance.deltas = (atom.provenance.deltas + [label])[-KEEP_DELTAS:]
-        _extend_anchor(atom, view.path, new_units)
-        if d.extends is not None:
-            segment = atom.raw_segment + view.slice(max(seen_until, view.md_start), end)
-        else:
-            segment = view.slice(max(atom.offset_start, view.md_start), end)
-        atom.raw_segment = (
-            segment
-            if len(segment) <= RAW_SEGMENT_CAP
-            else segment[:RAW_SEGMENT_CAP] + "\n[… cut; see provenance.raw]"
-        )
+            atom.ux_score, p.ux_score_by = max(1, min(10, int(d.ux_score))), "model"
+        elif p.ux_score_by == "heuristic" or d.extends is None:
+            atom.ux_score, p.ux_score_by = heuristic_ux(st.signals), "heuristic"
+        p.keywords = (d.keywords or p.keywords)[:40]
+        p.ended = "interrupted" if st.interrupted else "completed" if st.completed else "open"
+        p.origin = st.origin if st.has_prompt else p.origin
+        p.session = view.session or p.session
+        saved = st.model_copy(deep=True)
+        saved.pending = [u.wire() for u in d.pending]
+        p.split = saved
+        if d.units or d.carried:
+            label = f"bytes {view.byte_start}-{view.byte_end}"
+            if label not in p.deltas[-1:]:  # one entry per delta, not per window
+                p.deltas = (p.deltas + [label])[-KEEP_DELTAS:]
+        _extend_anchor(atom, view.path, d.anchored())
         atoms.append(atom)
     for a, b in zip(atoms, atoms[1:], strict=False):
         a.post_atom_id, b.pre_atom_id = b.atom_id, a.atom_id
@@ -327,5 +311,4 @@ def _join_summary(before: str, added: str) -> str:
 
 def _context_prefix(view: DeltaView, start: int) -> str:
     """The view's text just before the atom (what the agent had just done), cut to a few lines."""
-    before = view.previous_md + view.md[: max(0, start - view.md_start)]
-    return before[-CONTEXT_PREFIX_CHARS:]
+    return view.slice(max(0, start - CONTEXT_PREFIX_CHARS), start)

@@ -5,9 +5,9 @@ tags, used_skills, ux_score, pre_atom_id, post_atom_id, context_prefix, raw_segm
 plus one extra field, ``provenance``: the raw anchors (file, byte range, first and last
 record id) and how each judgement was made (model or heuristic, measured or self-reported).
 
-This module is pure: the model, where an atom may start and whether a prompt shifts the
-topic, the offline splitter that groups units into drafts, and the windows one TaskAgent
-call sees. Judging a draft and turning drafts into atom files is
+This module is pure: the model, keywords and topic overlap, where an atom may start, and
+the windows one TaskAgent call sees. Grouping units into drafts (by task) is
+:mod:`xsky.skills.drafts`, how a prompt relates to the task :mod:`xsky.skills.followups`. Judging a draft and turning drafts into atom files is
 :mod:`xsky.skills.atom_finish`. The LLM TaskAgent (activities/skills/task_agent.py) reuses
 all of it and only replaces the boundary choice and the wording.
 """
@@ -15,8 +15,7 @@ all of it and only replaces the boundary choice and the wording.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +32,31 @@ class RawAnchor(BaseModel):
     uuid_first: str | None = None
     uuid_last: str | None = None
     call_ids: list[str] = Field(default_factory=list)
+
+
+class SplitState(BaseModel):
+    """Where the splitter stood at the end of an atom, so the next window or delta goes on
+    exactly as if it had seen the same units in one go (the same bytes, the same atoms)."""
+
+    model_config = ConfigDict(extra="ignore")
+    has_prompt: bool = False  # a person's prompt names the task
+    completed: bool = False  # the agent answered (or the turn ended) since the last prompt
+    interrupted: bool = False  # the person interrupted since the last prompt
+    # Trailing machine units (a compaction and its summary, a task start) not yet placed:
+    # they go with the next prompt's atom if that prompt starts one, else they stay here.
+    pending: list[dict[str, Any]] = Field(default_factory=list)
+    last_prompt: list[str] | None = None  # keywords of the last prompt (re-asks)
+    replied: bool = True  # the agent acted since the last prompt
+    prompts: int = 0
+    intent_head: str | None = None  # the first prompt (the intent)
+    first_text: str | None = None  # the first answer or summary (intent while no prompt)
+    origin: Literal["person", "model"] = "person"
+    signals: dict[str, int] = Field(default_factory=dict)
+    tools: dict[str, int] = Field(default_factory=dict)  # in first-use order
+    words: dict[str, int] = Field(default_factory=dict)  # prompt words, for tags
+    skills: list[str] = Field(default_factory=list)  # measured skill use
+    last_answer: str | None = None
+    person_interrupted: bool = False
 
 
 class Provenance(BaseModel):
@@ -57,6 +81,8 @@ class Provenance(BaseModel):
     # "model": the atom's task came from a model-written prompt (a subagent's Task prompt);
     # such an atom may join a skill, never found one.
     origin: Literal["person", "model"] = "person"
+    # The splitter's state after this atom's last unit (None: an atom from an older version).
+    split: SplitState | None = None
 
 
 class AtomTask(BaseModel):
@@ -170,122 +196,6 @@ def boundary_indexes(units: list[Unit]) -> list[int]:
 
 def _is_compaction(u: Unit) -> bool:
     return u.kind == "compaction" or u.marker == "compaction"
-
-
-# -- grouping units into atoms -----------------------------------------------------------------
-
-
-@dataclass
-class Draft:
-    """An atom being built from units (new, or the trajectory's last atom being extended)."""
-
-    units: list[Unit] = field(default_factory=list)
-    extends: AtomTask | None = None
-    keywords: list[str] = field(default_factory=list)
-    completed: bool = False  # the agent answered (or the turn ended) since the last prompt
-    interrupted: bool = (
-        False  # the person interrupted (or the turn was aborted) since its last prompt
-    )
-    intent: str | None = None  # set by a model
-    summary: str | None = None
-    tags: list[str] | None = None
-    ux_score: int | None = None
-    self_reported: list[str] | None = None
-
-    def add(self, u: Unit) -> None:
-        self.units.append(u)
-        if u.kind == "user":
-            self.keywords = list(dict.fromkeys(self.keywords + keywords(u.head)))[:40]
-            self.completed = self.interrupted = False
-        elif u.kind == "assistant" or u.marker in ("task_complete", "turn_end"):
-            self.completed = True
-        elif u.kind in ("tool_call", "tool_result", "thinking"):
-            self.completed = False
-        elif u.marker in ("interrupted", "aborted"):
-            self.interrupted = True
-
-    def has_prompt(self) -> bool:
-        return self.extends is not None or any(x.kind == "user" for x in self.units)
-
-
-def starts_new_atom(u: Unit, current: Draft | None) -> bool:
-    """Offline rule: does this boundary unit begin a new atom, or continue the current one?"""
-    if current is None:
-        return True
-    if not current.has_prompt():
-        # Nothing but agent activity or a compaction so far: this boundary names the task.
-        return False
-    if _is_compaction(u):
-        return True
-    if u.kind != "user":
-        return current.completed
-    text = u.head.strip()
-    words = keywords(text)
-    if CORRECTION.match(text) and len(text) < 400:
-        return False  # a correction belongs to the task it corrects
-    if ACKNOWLEDGEMENT.match(text):
-        return False  # feedback on the task just done
-    if current.interrupted and containment(words, current.keywords) >= 0.5:
-        return False  # asked again after an interruption: the same task
-    if containment(words, current.keywords) >= 0.75:
-        return False  # a re-ask
-    if CONTINUE.match(text) and len(text) < 300:
-        return False
-    if current.completed:
-        return True  # the agent had answered: a new ask is a new task
-    if SEQUEL.match(text) and len(text) < 300:
-        return False  # added to a task still in progress
-    return similarity(words, current.keywords) < SIMILAR
-
-
-def group_offline(units: list[Unit], prior: AtomTask | None) -> list[Draft]:
-    """Split one window of units into drafts; the first may extend ``prior``."""
-    drafts: list[Draft] = []
-    current: Draft | None = None
-    if prior is not None:
-        current = _continuing(prior)
-        drafts.append(current)
-    for u in units:
-        if current is None or (is_boundary(u) and starts_new_atom(u, current)):
-            current = Draft()
-            drafts.append(current)
-        current.add(u)
-    return drafts
-
-
-def _continuing(prior: AtomTask) -> Draft:
-    p = prior.provenance
-    return Draft(
-        extends=prior,
-        keywords=list(p.keywords),
-        completed=p.ended == "completed",
-        interrupted=p.ended == "interrupted",
-    )
-
-
-def group_at(units: list[Unit], starts: list[int], prior: AtomTask | None) -> list[Draft]:
-    """Drafts that start at the given unit indexes (a model's choice). What precedes the
-    first start extends ``prior``, or, when the trajectory has no atom yet, joins the first."""
-    drafts: list[Draft] = []
-    current: Draft | None = None
-    if prior is not None:
-        current = _continuing(prior)
-        drafts.append(current)
-    wanted = set(starts)
-    absorb_first = prior is None  # leading units without a prior atom: the first start joins them
-    for i, u in enumerate(units):
-        if current is None:
-            current = Draft()
-            drafts.append(current)
-            absorb_first = absorb_first and i not in wanted
-        elif i in wanted:
-            if absorb_first:
-                absorb_first = False
-            else:
-                current = Draft()
-                drafts.append(current)
-        current.add(u)
-    return drafts
 
 
 # -- windows of a delta --------------------------------------------------------------------------

@@ -1,0 +1,170 @@
+"""Atoms are tasks: how a prompt relates to the task in progress, who wrote it, pending
+compactions across window edges, and the person's session of a transcript path."""
+
+from __future__ import annotations
+
+import pytest
+
+from xsky.skills.atom_finish import DeltaView, finish, heuristic_ux
+from xsky.skills.drafts import group_offline
+from xsky.skills.followups import classify
+from xsky.skills.sessions import session_of
+from xsky.skills.trajectory import Unit
+
+TASK = ["import", "bank", "statements", "csv", "ledger", "design"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "follow"),
+    [
+        ("it's good, but I don't want a registry", "correction"),
+        ("don't produce code, design the solution first", "correction"),
+        ("not acceptable, revise", "correction"),
+        ("no, use Decimal", "correction"),
+        ("it's too complex. we send 200 messages a day", "correction"),
+        ("why is validate returning a tuple?", "correction"),
+        ("use uv instead of pip", "correction"),
+        ("also add the duplicate-import test", "refinement"),
+        ("what else should I test?", "refinement"),
+        ("thanks, looks good", "acknowledgement"),
+        ("ok, implement it", "continue"),
+        ("build that design", "same"),
+        ("does it handle a BOM at the start of the file?", "same"),
+        ("2", "answer"),
+        ("Write the README section for the new import command.", "new"),
+        ("unrelated: what is our on-call rotation?", "new"),
+        ("The login page throws a 500 when the password is empty.", "new"),
+    ],
+)
+def test_a_prompt_after_a_finished_turn_is_read_against_its_task(prompt: str, follow: str) -> None:
+    assert classify(prompt, None, TASK, True, False) == follow
+
+
+def test_who_wrote_a_prompt_decides_before_its_text() -> None:
+    assert classify("Write the README", "answer", TASK, True, False) == "answer"
+    assert classify("Write the README", "correction", TASK, True, False) == "correction"
+    # machine text from an older view (no origin) is never a task
+    assert classify("<task-notification>\n<status>completed</status>", None, TASK, True, False) == (
+        "machine"
+    )
+
+
+def test_while_the_agent_works_a_request_on_the_same_topic_steers_and_another_is_new() -> None:
+    assert classify("add the bank name to each csv row", None, TASK, False, False) == "same"
+    assert classify("add a Dockerfile for production", None, TASK, False, False) == "new"
+
+
+def units(*items: tuple) -> list[Unit]:
+    out, at = [], 0
+    for item in items:
+        kind, head = item[0], item[1]
+        extra = item[2] if len(item) > 2 else {}
+        size = max(len(head), 10)
+        out.append(Unit(s=at, e=at + size, kind=kind, head=head, offset=at, end=at + size, **extra))
+        at += size
+    return out
+
+
+DIALOGUE = units(
+    ("user", "design a retry policy for the notification sender"),
+    ("assistant", "Exponential backoff, 5 attempts."),
+    ("user", "it's too complex"),
+    ("assistant", "3 attempts."),
+    ("marker", "", {"marker": "compaction"}),
+    ("compaction", "summary: a retry policy with 3 attempts"),
+    ("user", "Add a Prometheus counter for failed notifications"),
+    ("assistant", "Added."),
+    ("user", "2", {"origin": "answer"}),
+)
+
+
+def cut(us: list[Unit], at: list[int]) -> list[dict]:
+    """Atoms of ``us`` split as windows ending before each index of ``at``."""
+    md = "".join("." * (u.e - u.s) for u in us)
+    view = DeltaView("traj_t", "/raw.jsonl", md, 0, 0, len(md), session="s1")
+    atoms: dict[str, dict] = {}
+    prior, number, start = None, 1, 0
+    for end in [*at, len(us)]:
+        made = finish(group_offline(us[start:end], prior), view, number, "offline")
+        for a in made:
+            atoms[a.atom_id] = a.model_dump(mode="json", exclude={"provenance": {"deltas"}})
+        prior = made[-1]
+        number = int(prior.atom_id[-4:]) + 1
+        start = end
+    return list(atoms.values())
+
+
+def test_a_compaction_cut_from_its_prompt_by_a_window_edge_still_opens_that_prompts_atom() -> None:
+    whole = cut(DIALOGUE, [])
+    assert [a["intent"] for a in whole] == [
+        "design a retry policy for the notification sender",
+        "Add a Prometheus counter for failed notifications",
+    ]
+    assert whole[1]["offset_start"] == DIALOGUE[4].s  # the compaction marker opens it
+    assert whole[0]["provenance"]["ux_signals"] == {"corrections": 1}
+    for edges in ([5], [6], [4, 5, 6], list(range(1, len(DIALOGUE)))):
+        assert cut(DIALOGUE, edges) == whole, edges
+
+
+def test_machine_units_alone_make_no_atom() -> None:
+    quiet = units(("marker", "", {"marker": "session_start"}), ("meta", "<environment_context>"))
+    drafts = group_offline(quiet, None)
+    assert not any(d.has_content() for d in drafts)
+
+
+def test_a_subagents_model_written_prompt_gives_its_atom_the_model_origin() -> None:
+    us = units(("user", "Search api/ for handlers returning emails", {"origin": "model"}))
+    md = "." * us[-1].e
+    (atom,) = finish(group_offline(us, None), DeltaView("t", "/r", md, 0, 0, 1), 1, "offline")
+    assert atom.provenance.origin == "model"
+
+
+@pytest.mark.parametrize(
+    ("sig", "score"),
+    [({"refinements": 1}, 8), ({"refinements": 3}, 7), ({"corrections": 3, "refinements": 2}, 2)],
+)
+def test_refinements_lower_the_score_less_than_critiques(sig: dict, score: int) -> None:
+    assert heuristic_ux(sig) == score
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "session"),
+    [
+        ("claude-code", "/h/.claude/projects/-home-a-x/3f2a9c1e-5b7d.jsonl", "3f2a9c1e-5b7d"),
+        (
+            "claude-code",
+            "/h/.claude/projects/-home-a-x/3f2a9c1e-5b7d/subagents/agent-a7c9.jsonl",
+            "3f2a9c1e-5b7d",
+        ),
+        (
+            "codex",
+            "/h/.codex/sessions/2026/11/28/rollout-2026-11-28T09-14-03-0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a.jsonl",
+            "0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a",
+        ),
+        ("xsky", "/h/.xsky/transcripts/run-42/coder-a1.jsonl", "run-42"),
+    ],
+)
+def test_the_session_is_the_persons_whatever_the_file(kind: str, path: str, session: str) -> None:
+    assert session_of(kind, path) == session
+
+
+def test_an_atom_of_an_older_version_is_extended_from_what_its_provenance_tells() -> None:
+    from xsky.skills.atoms import AtomTask, Provenance
+
+    old = AtomTask(
+        atom_id="atom_t_0001",
+        traj_id="t",
+        offset_start=0,
+        offset_end=100,
+        intent="fix the cart rounding test",
+        summary="Asked: fix the cart rounding test.",
+        ux_score=10,
+        provenance=Provenance(keywords=["cart", "rounding", "test"], ended="completed"),
+    )
+    us = units(("user", "no, use Decimal instead"), ("assistant", "Done with Decimal."))
+    us = [Unit(**{**u.__dict__, "s": u.s + 100, "e": u.e + 100}) for u in us]
+    view = DeltaView("t", "/r", "." * 200, 100, 10, 20)
+    (atom,) = finish(group_offline(us, old), view, 2, "offline")
+    assert atom.atom_id == "atom_t_0001" and atom.offset_end == us[-1].e
+    assert atom.summary.startswith("Asked: fix the cart rounding test. Then:")
+    assert atom.provenance.ux_signals == {"corrections": 1} and atom.ux_score == 7

@@ -1,0 +1,179 @@
+"""What a person's prompt is to the task in progress: a new goal, or more of the same task.
+
+An atom is a *task*, not a turn: follow-ups, critiques and refinements of an iterative
+dialogue ("it's good, but…", "don't produce code, design the solution first", "not
+acceptable, revise", "no, use X", "also …", "what else?") stay in the task they refine, and
+the critiques say how it went (they lower its UX score). Only a prompt that names a new
+goal starts a new atom. The adapters tell who wrote a user record (``Unit.origin``); for
+views rendered before they did (origin None) the same is read from the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from xsky.skills.atoms import ACKNOWLEDGEMENT, CONTINUE, CORRECTION, containment, keywords
+
+Follow = Literal[
+    "machine",  # machine text that reached a user record (older views): never intent
+    "answer",  # an approval or menu answer: stays with the turn that asked
+    "correction",  # a critique or correction of what was just done: stays, lowers the UX
+    "refinement",  # "also …", "what else?": more of the same task, lowers the UX a little
+    "acknowledgement",  # "thanks, looks good": stays
+    "continue",  # "go on": stays
+    "reask",  # the same ask again: stays
+    "same",  # a follow-up about the same thing: stays
+    "new",  # names a new goal: a new atom
+]
+
+# Machine input that older adapters rendered as a user prompt.
+MACHINE = re.compile(
+    r"(?is)^\s*(<task-notification>|<task-id>|<system-reminder>|<user-prompt-submit-hook>|"
+    r"<command-(name|message|args)>|<local-command-std|<bash-(input|stdout|stderr)>|"
+    r"caveat: the messages below were generated|your task is to create a detailed summary|"
+    r"this session is being continued from a previous conversation|"
+    r"(pre|post)tooluse:|stop hook feedback|\[request interrupted)"
+)
+# A compaction summary that arrived as a user record: it opens a compaction like a marker.
+COMPACTION_TEXT = re.compile(
+    r"(?is)^\s*(this session is being continued from a previous conversation|"
+    r"your task is to create a detailed summary)"
+)
+# Menu picks and approvals: "1", "p", "y", "yes, 2", "option b".
+MENU = re.compile(r"(?i)^\s*(\d{1,2}|[a-z]|y|n|yes|no|ok|option \w|\w\)|\(\w\))\s*[.!]?\s*$")
+# Critiques of what was just done (beyond the plain "no, …" of CORRECTION).
+CRITIQUE = re.compile(
+    r"(?i)^\s*("
+    r"(it|this|that)('?s| is| looks| seems)\s+(good|fine|ok|okay|nice|better|close|great|almost)\b[^.\n]{0,30}\bbut\b|"
+    r"(good|nice|great|ok|okay|fine|better|close|almost)\b[^.\n]{0,20}\bbut\b|"
+    r"(but|however|hmm+|meh|nah|ugh)\b|"
+    r"(don'?t|do not|dont|never|please don'?t|stop)\b|"
+    r"(not|isn'?t|is not|this isn'?t)\s+(acceptable|good|right|quite|correct|enough|it|what)\b|"
+    r"(revise|redo|rewrite|rework|simplify|shorter|longer|too (long|short|complex|verbose|much))\b|"
+    r"why\b[^\n]{0,120}\?|are you sure\b|really\?|is that (right|true|correct)\b|"
+    r"(it|this|that)('?s| is)\s+(too|not|wrong|still|way|overly|a bit|broken|odd|weird)\b|"
+    r"(rather|prefer|i'?d prefer|better to|i said|as i said|i asked|you should|you need to)\b"
+    r")"
+)
+# Steering words that only refine when the prompt is short ("use pnpm", "make it async").
+STEER = re.compile(
+    r"(?i)^\s*(make it|keep it|change it|rename it|move it|use|try|what about|how about|instead)\b"
+)
+STEER_CHARS = 160
+CRITIQUE_ANYWHERE = re.compile(
+    r"(?i)\b(not acceptable|unacceptable|that'?s wrong|this is wrong|you broke|you forgot|"
+    r"still (fails|failing|broken|wrong|not)|doesn'?t (work|compile|build)|not what i (asked|wanted|meant)|"
+    r"that'?s (odd|weird|strange|not right))\b"
+)
+REFINEMENT = re.compile(
+    r"(?i)^\s*(also\b|and (also|the|what|how|now)\b|plus\b|one more\b|what else|anything else|"
+    r"more\b|same (for|with)\b|and\b[^.\n]{0,40}\?\s*$|add (also|too)\b)"
+)
+# Words that say a new goal begins, whatever the topic overlap.
+NEW_GOAL = re.compile(
+    r"(?i)^\s*(new task\b|next task\b|next,|next:|unrelated\b|different (question|topic|task)\b|"
+    r"separate(ly)? (question|task)?\b|moving on\b|let'?s move on\b|switching to\b|"
+    r"another (thing|task|question)\b|now something\b|on another note\b)"
+)
+# A request that names its own goal: an imperative verb (or a polite form of one) first.
+REQUEST = re.compile(
+    r"(?i)^\s*(now\s+|ok(ay)?[,.]?\s+|great[,.!]?\s+|thanks[,.!]?\s+|next[,:]?\s+)?"
+    r"(please\s+|can you\s+|could you\s+|would you\s+|let'?s\s+|i (want|need|would like) (you )?to\s+|"
+    r"help me\s+)?"
+    r"(add|write|create|implement|build|explain|refactor|migrate|set up|setup|generate|update|"
+    r"fix|remove|delete|rename|convert|review|investigate|debug|find|show|document|deploy|"
+    r"configure|install|summari[sz]e|optimi[sz]e|port|design|draft|plan|profile|benchmark|"
+    r"upgrade|bump|split|merge|extract|translate|test|check|audit|clean up|speed up|look into|"
+    r"figure out|compare|list|describe|analy[sz]e|draw|scaffold|wire up|hook up|make)\b"
+)
+REQUEST_VERBS = frozenset(
+    "add write create implement build explain refactor migrate setup generate update fix remove "
+    "delete rename convert review investigate debug find show document deploy configure install "
+    "summarise summarize optimise optimize port design draft plan profile benchmark upgrade bump "
+    "split merge extract translate test check audit list describe analyse analyze draw scaffold "
+    "make please can could would help".split()
+)
+# A question about what was just done points back at it.
+BACK_REFERENCE = re.compile(r"(?i)\b(it|that|this|these|those|them|there|the same)\b")
+SAME_TOPIC = 0.34  # share of a prompt's keywords already in the task: a follow-up on it
+
+
+def stem(word: str) -> str:
+    """A crude stem, so "locking" and "lock", "tests" and "test" are one word of a topic."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def is_machine(head: str) -> bool:
+    return bool(MACHINE.match(head))
+
+
+def classify(
+    head: str,
+    origin: str | None,
+    task_words: list[str],
+    completed: bool,
+    interrupted: bool,
+) -> Follow:
+    """How a user unit relates to the task whose prompts' keywords are ``task_words``."""
+    text = head.strip()
+    if origin is None and is_machine(text):
+        return "machine"
+    if origin == "answer":
+        return "answer"
+    if origin == "correction":
+        return "correction"
+    if NEW_GOAL.match(text):
+        return "new"
+    if MENU.match(text):
+        return "answer"
+    short = len(text) < 600
+    if short and (CORRECTION.match(text) or CRITIQUE.match(text) or CRITIQUE_ANYWHERE.search(text)):
+        return "correction"
+    if len(text) < STEER_CHARS and STEER.match(text):
+        return "correction"
+    if ACKNOWLEDGEMENT.match(text):
+        return "acknowledgement"
+    if CONTINUE.match(text) and len(text) < 300:
+        return "continue"
+    if short and REFINEMENT.match(text):
+        return "refinement"
+    words = keywords(text)
+    if interrupted and containment(words, task_words) >= 0.5:
+        return "reask"
+    if containment(words, task_words) >= 0.75:
+        return "reask"
+    if not words:
+        return "same"  # names nothing of its own ("do that", "why?")
+    known = {stem(w) for w in task_words}
+    shared = sum(1 for w in words if stem(w) in known) / len(words)
+    if REQUEST.match(text):
+        objects = [stem(w) for w in words if w not in REQUEST_VERBS]
+        if all(w in known for w in objects):
+            return "same"  # "implement it", "build that design": the object is the task at hand
+        # After the agent answered, a request with its own verb and object is a new goal;
+        # while it works, only one about something else is (the rest steers the task).
+        return "new" if completed or shared < SAME_TOPIC else "same"
+    if text.endswith("?") and BACK_REFERENCE.search(text):
+        return "same"  # "does it lock the table?": a question about the result
+    # While the agent still works, a prompt is more likely to steer than to start over.
+    if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
+        return "same"
+    return "new"
+
+
+STAYS: frozenset[str] = frozenset(
+    {
+        "machine",
+        "answer",
+        "correction",
+        "refinement",
+        "acknowledgement",
+        "continue",
+        "reask",
+        "same",
+    }
+)
