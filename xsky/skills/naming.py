@@ -165,8 +165,10 @@ def _verbs(tokens: list[str]) -> list[tuple[int, str]]:
 def name_of(text: str) -> str | None:
     """``verb-object`` for one task description, or None when it names no kind of task we know.
 
-    The verb is the first task verb (not negated) that an object follows within six words;
-    two objects in a row make a compound (``postgres migrations`` → ``postgres-migrations``).
+    The verb is the first task verb (not negated) that an object follows within six words.
+    A run of objects names its last (``payment tests`` → ``tests``) unless the first
+    qualifies it (``postgres migrations``); a word before it may make a known object
+    (``flaky payment tests`` → ``flaky-tests``).
     """
     tokens = _tokens(text)
     for pos, verb in _verbs(tokens):
@@ -176,9 +178,16 @@ def name_of(text: str) -> str | None:
             if hit is None:
                 continue
             obj, used = hit
-            nxt = _objects_at(tokens, i + used)
-            if nxt is not None and obj in MODIFIERS and nxt[0] not in MODIFIERS:
-                obj = f"{obj}-{nxt[0]}"
+            j = i + used
+            while (nxt := _objects_at(tokens, j)) is not None and j < start + 8:
+                if obj in MODIFIERS and nxt[0] not in MODIFIERS:
+                    obj = f"{obj}-{nxt[0]}"
+                    break
+                obj, j = nxt[0], j + nxt[1]
+            for word in tokens[start:j]:
+                if f"{word}-{obj}" in OBJECTS:
+                    obj = f"{word}-{obj}"
+                    break
             if obj == verb or obj.split("-")[0] == verb:
                 continue  # "test the tests" names nothing
             return f"{verb}-{obj}"
