@@ -191,8 +191,10 @@ class _Placing:
             return f"ERROR: no skill {a.skill!r}; skills: {', '.join(self.skills) or 'none yet (use new_skill_folder)'}"
         skill = self.skills[a.skill]
         sim = similarity(atom_keywords(self.atom), skill.keywords)
-        bar = min_similarity(project_of(self.atom.traj_id), skill.projects)
-        if sim < bar:
+        project = project_of(self.atom.traj_id)
+        # within a project the model's judgement stands; across projects it needs the bar
+        bar = min_similarity(project, skill.projects)
+        if skill.projects and project not in skill.projects and sim < bar:
             return (
                 f"ERROR: {a.skill} holds atoms of other projects and this atom is only {sim:.2f} similar "
                 f"to it (at least {bar:.2f} across projects); skip it or start a new skill"

@@ -27,7 +27,8 @@ import yaml
 from activities.fsio import atomic_write, read_json
 from activities.skills import git as skill_git
 from xsky.skills.atoms import AtomTask
-from xsky.skills.clustering import SkillSummary, skill_keywords
+from xsky.skills.authoring import is_draft
+from xsky.skills.clustering import SkillSummary, atom_keywords, skill_keywords
 from xsky.skills.evidence import Seed, project_of
 from xsky.skills.layout import atom_path
 from xsky.skills.models import Candidate, Score, SkillEntityState, edit_weight
@@ -90,12 +91,14 @@ def summaries(home: Path) -> list[SkillSummary]:
         folder = skill_dir(home, slug)
         text, state = published_text(folder)
         description = description_of(text or "")
+        # a draft's description is boilerplate: its words would match every draft
+        own = "" if is_draft(text) else description
         out.append(
             SkillSummary(
                 name=slug,
                 description=description,
                 state=state,
-                keywords=skill_keywords(slug, description, candidate_tags(folder)),
+                keywords=skill_keywords(slug, own, candidate_tags(folder)),
                 projects=candidate_projects(folder),
             )
         )
@@ -177,7 +180,7 @@ def write_state(home: Path, state: SkillEntityState) -> None:
     for c in state.candidates:
         atom = read_atom(home, c.traj_id, c.atom_id)
         if atom is not None:
-            tags += atom.tags + atom.used_skills
+            tags += atom.tags + atom.used_skills + atom_keywords(atom)[:20]
     candidates = []
     for c in state.candidates:
         item = c.model_dump(mode="json", by_alias=False, exclude_none=True)

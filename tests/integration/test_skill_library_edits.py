@@ -473,3 +473,97 @@ async def test_with_a_model_a_skill_md_that_keeps_breaking_the_rules_is_never_co
         and skill_git.branch_commit(repo, "baby") == baby
     )
     assert len(v.pending) == 2, "a refused edit leaves the candidates pending"
+
+
+async def test_with_a_model_main_then_one_staging_under_the_guards_and_export_takes_main_only(
+    env: Env, transcripts: Transcripts, fake_llm: FakeLLM
+):
+    """The founding atom's weight does not count; the model's first version goes to main; more
+    weight makes no staging until main has a real UX score; then one staging version, never two."""
+    import re
+
+    from tests.integration.skill_library_helpers import (
+        candidates_of,
+        entity,
+        settled_view,
+    )
+    from tests.integration.test_cli_runs import starter
+    from xsky.skills.models import RecordScores, Score
+    from xsky.skills.spec import problems, split
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        if turn_of(req) > 0:
+            return text("written")
+        version = re.search(r"writing version (\d+)", req["messages"][1]["content"])
+        return calls(
+            (
+                "write_file",
+                {
+                    "path": "SKILL.md",
+                    "content": render(
+                        "fix-flaky-tests",
+                        GOOD_DESCRIPTION,
+                        GOOD_BODY,
+                        {"version": version.group(1) if version else "?"},
+                    ),
+                },
+            )
+        )
+
+    fake_llm.responder = responder
+    await start_pipeline(env)
+    home, slug = transcripts.home, "fix-flaky-tests"
+    seed = home / ".seed" / slug
+    seed.mkdir(parents=True)
+    (seed / "SKILL.md").write_text(render(slug, GOOD_DESCRIPTION, "draft", {"state": "draft"}))
+    repo = skill_dir(home, slug)
+    skill_git.init(repo, seed, f"new_skill_folder: {slug}")
+    traj = "traj_cc_shop_00000004"
+    ids = write_atoms(home, traj, [("fix the flaky payment tests in ci", ["tests"])] * 8)
+
+    def batch(*atoms: str, founding: bool = False) -> AddCandidates:
+        return AddCandidates(
+            candidates=[
+                Candidate(atom_id=a, traj_id=traj, weightscore=6, founding=founding) for a in atoms
+            ]
+        )
+
+    # A founding atom of weight 6 and one more of 6: 6 counts, no edit.
+    await entity(env, slug, "add_candidates", batch(ids[0], founding=True))
+    await entity(env, slug, "add_candidates", batch(ids[1]))
+    v = await eventually(lambda: settled_view(env, slug))
+    assert v.pending_weight == 6 and skill_git.branch_commit(repo, "main") is None
+    await entity(env, slug, "add_candidates", batch(ids[2]))
+    main = await eventually(lambda: on_branch(repo, "main"), 60)
+    assert skill_git.message(repo, main).startswith(f"commit_baby_to_main: {slug} v1")
+    assert (
+        problems(repo) == []
+        and split(skill_git.show(repo, "main") or "")[0]["metadata"]["version"] == "1"
+    )
+
+    # More weight, but main has no UX score yet: no staging.
+    await entity(env, slug, "add_candidates", batch(ids[3], ids[4]))
+    v = await eventually(lambda: settled_view(env, slug))
+    assert v.pending_weight >= 10 and v.staging_commit is None
+    # A session that used main scores it: the edit may run, onto staging.
+    await entity(
+        env,
+        slug,
+        "record_scores",
+        RecordScores(scores=[Score(traj_id="used-1", side="main", commit=main, score=8)]),
+    )
+    staging = await eventually(lambda: on_branch(repo, "staging"), 60)
+    assert skill_git.message(repo, staging).startswith(f"commit_to_staging: {slug} v2")
+    await entity(env, slug, "add_candidates", batch(ids[5], ids[6]))
+    v = await eventually(lambda: settled_view(env, slug))
+    assert v.staging_commit == staging and skill_git.branch_commit(repo, "staging") == staging
+    assert {c["status"] for c in candidates_of(home, slug)} == {"consumed", "pending"}
+
+    code, out, _ = await starter(env, "skills", "list", "--json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["state"] == "staging" and not row["draft"]
+    target = transcripts.root / "exported"
+    code, out, _ = await starter(env, "skills", "export", "--to", str(target), "--json")
+    assert json.loads(out)["exported"] == [slug]
+    exported = (target / slug / "SKILL.md").read_text()
+    assert "version: '1'" in exported and problems(target / slug) == []
