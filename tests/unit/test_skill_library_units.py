@@ -292,3 +292,15 @@ def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
     assert (repo / ".candidates.yml").exists() and "??" not in skill_git.git(
         repo, "status", "--porcelain"
     )
+
+
+def test_the_founding_atoms_weight_does_not_count_toward_the_first_version() -> None:
+    from xsky.skills.models import Candidate, edit_weight
+
+    founder = Candidate(atom_id="a1", traj_id="t1", weightscore=9, founding=True)
+    seed = Candidate(atom_id="a2", traj_id="t2", weightscore=8)
+    assert edit_weight([founder, seed], "baby") == 8, "one atom (plus its seed) never publishes"
+    assert edit_weight([founder, seed, seed.model_copy(update={"atom_id": "a3"})], "baby") == 16
+    assert edit_weight([founder, seed], "main") == 17, "once published, every pending atom counts"
+    consumed = seed.model_copy(update={"atom_id": "a4", "status": "consumed"})
+    assert edit_weight([founder, seed, consumed], "baby") == 8
