@@ -248,3 +248,13 @@ def record_decision(home: Path, decision: dict[str, Any]) -> None:
         fh.write(json.dumps({"at": now_iso(), **decision}, ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def export_refusal(folder: Path) -> str | None:
+    """Why a skill folder may not be exported, in one sentence (None: it may, from main or as
+    a hand-written folder). A draft never leaves the library."""
+    if not skill_git.is_repo(folder) or skill_git.branch_commit(folder, "main"):
+        return None
+    from xsky.skills.authoring import NEEDS_MODEL
+
+    return f"a draft on baby, not a skill yet: it is never exported ({NEEDS_MODEL})"

@@ -304,3 +304,19 @@ def test_the_founding_atoms_weight_does_not_count_toward_the_first_version() -> 
     assert edit_weight([founder, seed], "main") == 17, "once published, every pending atom counts"
     consumed = seed.model_copy(update={"atom_id": "a4", "status": "consumed"})
     assert edit_weight([founder, seed, consumed], "baby") == 8
+
+
+def test_a_draft_is_refused_export_with_a_sentence_that_says_why(tmp_path: Path) -> None:
+    from activities.skills.files import export_refusal
+
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "SKILL.md").write_text(render("fix-flaky-tests", "Draft. Use when x.", "draft"))
+    repo = tmp_path / "fix-flaky-tests"
+    skill_git.init(repo, files, "new")
+    assert export_refusal(repo) == (
+        "a draft on baby, not a skill yet: it is never exported "
+        "(needs a model to write: set XSKY_SKILLS_MODEL)"
+    )
+    skill_git.rename_baby_to_main(repo)
+    assert export_refusal(repo) is None
