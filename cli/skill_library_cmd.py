@@ -24,7 +24,8 @@ from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.safe_text import printable
 from xsky.skills import canary
-from xsky.skills.models import Score, entity_workflow_id
+from xsky.skills.authoring import NEEDS_MODEL
+from xsky.skills.models import EDIT_THRESHOLD, Score, entity_workflow_id
 from xsky.skills.spec import NAME_RE, description_of, problems
 
 
@@ -143,6 +144,15 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
+def draft_status(settings: Settings, pending: int) -> str:
+    """Why a baby skill is still a draft (a person should know when a model is needed)."""
+    from activities.llm import resolve_model
+
+    if resolve_model(settings.skills_model, None, settings) is None:
+        return f"draft — {NEEDS_MODEL}"
+    return f"draft — the model writes its first version at weight {EDIT_THRESHOLD} (now {pending})"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     settings = load_settings()
     rows = []
@@ -172,15 +182,18 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "staging": None,
             }
         )
+        pending = _candidates(folder).get("cumulative_weightscore", 0)
         rows.append(
             {
                 "name": name,
                 "state": state,
+                "draft": state == "baby",
+                "status": draft_status(settings, pending) if state == "baby" else state,
                 "versions": versions,
                 "meanUx": c["mean_main"],
                 "scores": c["n_main"],
                 "canary": f"{c['n_staging']} vs {c['n_main']}" if c["staging"] else "",
-                "pendingWeight": _candidates(folder).get("cumulative_weightscore", 0),
+                "pendingWeight": pending,
                 "description": description_of(text or ""),
             }
         )
@@ -205,14 +218,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         ux = f"{r['meanUx']} (n={r['scores']})" if r["meanUx"] is not None else "-"
         table.add_row(
             cell(r["name"]),
-            cell(r["state"]),
+            cell(r["status"]),
             str(r["versions"]),
             cell(ux),
             cell(r["canary"] or "-"),
-            cell(f"{r['pendingWeight']}/10"),
-            cell(one_line(r["description"], 70)),  # written by a model from transcripts
+            cell(f"{r['pendingWeight']}/{EDIT_THRESHOLD}"),
+            # a draft's description is a placeholder: the status says what it waits for
+            cell("-" if r["draft"] else one_line(r["description"], 70)),
         )
     out.print(table)
+    if any(r["draft"] for r in rows):
+        out.print(
+            "drafts stay on the baby branch: never published, promoted or exported until a model "
+            "writes them"
+        )
     return 0
 
 

@@ -5,13 +5,17 @@ the catalogue, and reading atoms back.
     skills/<slug>/.candidates.yml                             atoms that may shape its next version
     skills/<slug>/.ux_scores.jsonl                            canary scores, bound to (side, commit)
     skills/.decisions.jsonl                                   every TaskClusterAgent decision
+    skills/.seeds.json                                        atoms waiting for a second session
+    skills/.notes/<digest>.json                               a decision's reason and description
 
 Only the skill's entity workflow writes its ``.candidates.yml`` (through an activity), so
-concurrent atoms never race on it.
+concurrent atoms never race on it; only the library workflow's activities write the seeds.
+Workflows carry the digest of a note, never its text (it may quote a transcript).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -23,14 +27,18 @@ import yaml
 from activities.fsio import atomic_write, read_json
 from activities.skills import git as skill_git
 from xsky.skills.atoms import AtomTask
-from xsky.skills.clustering import SkillSummary, skill_keywords
+from xsky.skills.authoring import is_draft
+from xsky.skills.clustering import SkillSummary, atom_keywords, skill_keywords
+from xsky.skills.evidence import Seed, project_of
 from xsky.skills.layout import atom_path
-from xsky.skills.models import Candidate, Score, SkillEntityState
+from xsky.skills.models import Candidate, Score, SkillEntityState, edit_weight
 from xsky.skills.spec import NAME_RE, description_of
 
 CANDIDATES = ".candidates.yml"
 SCORES = ".ux_scores.jsonl"
 DECISIONS = ".decisions.jsonl"
+SEEDS = ".seeds.json"
+NOTES = ".notes"
 
 
 def library(home: Path) -> Path:
@@ -83,15 +91,69 @@ def summaries(home: Path) -> list[SkillSummary]:
         folder = skill_dir(home, slug)
         text, state = published_text(folder)
         description = description_of(text or "")
+        # a draft's description is boilerplate: its words would match every draft
+        own = "" if is_draft(text) else description
         out.append(
             SkillSummary(
                 name=slug,
                 description=description,
                 state=state,
-                keywords=skill_keywords(slug, description, candidate_tags(folder)),
+                keywords=skill_keywords(slug, own, candidate_tags(folder)),
+                projects=candidate_projects(folder),
             )
         )
     return out
+
+
+def candidate_projects(folder: Path) -> list[str]:
+    """The projects of the trajectories a skill's candidates come from."""
+    data = _yaml(folder / CANDIDATES)
+    items = data.get("candidates", []) if isinstance(data, dict) else []
+    found = {
+        project_of(str(c["traj_id"])) for c in items if isinstance(c, dict) and c.get("traj_id")
+    }
+    return sorted(found)
+
+
+# -- seeds and notes ----------------------------------------------------------------------------
+
+
+def read_seeds(home: Path) -> list[Seed]:
+    data = read_json(library(home) / SEEDS) if (library(home) / SEEDS).is_file() else []
+    out = []
+    for item in data if isinstance(data, list) else []:
+        try:
+            out.append(Seed.model_validate(item))
+        except ValueError:
+            continue
+    return out
+
+
+def write_seeds(home: Path, seeds: list[Seed]) -> None:
+    atomic_write(
+        library(home) / SEEDS,
+        json.dumps([s.model_dump(mode="json") for s in seeds], ensure_ascii=False, indent=1),
+        sync=True,
+    )
+
+
+def write_note(home: Path, note: dict[str, Any]) -> str:
+    """Keep a decision's text on disk; its digest is what workflows carry."""
+    data = json.dumps(note, ensure_ascii=False, sort_keys=True)
+    ref = hashlib.sha256(data.encode()).hexdigest()[:20]
+    path = library(home) / NOTES / f"{ref}.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data, sync=True)
+    return ref
+
+
+def read_note(home: Path, ref: str | None) -> dict[str, Any]:
+    if not ref or not ref.isalnum():
+        return {}
+    path = library(home) / NOTES / f"{ref}.json"
+    data = read_json(path) if path.is_file() else {}
+    return data if isinstance(data, dict) else {}
 
 
 def candidate_tags(folder: Path) -> list[str]:
@@ -118,16 +180,20 @@ def write_state(home: Path, state: SkillEntityState) -> None:
     for c in state.candidates:
         atom = read_atom(home, c.traj_id, c.atom_id)
         if atom is not None:
-            tags += atom.tags + atom.used_skills
-    pending = [c for c in state.candidates if c.status == "pending"]
+            tags += atom.tags + atom.used_skills + atom_keywords(atom)[:20]
+    candidates = []
+    for c in state.candidates:
+        item = c.model_dump(mode="json", by_alias=False, exclude_none=True)
+        if not item.get("reason") and c.note_ref:  # the reason, from the decision's note
+            item["reason"] = str(read_note(home, c.note_ref).get("reason", ""))
+        candidates.append(item)
     doc = {
         "skill": state.slug,
         "state": state.state,
-        "cumulative_weightscore": sum(c.weightscore for c in pending),
+        # what counts toward the next edit (without the founding atom's before the first)
+        "cumulative_weightscore": edit_weight(state.candidates, state.state),
         "keywords": list(dict.fromkeys(tags))[:60],
-        "candidates": [
-            c.model_dump(mode="json", by_alias=False, exclude_none=True) for c in state.candidates
-        ],
+        "candidates": candidates,
     }
     atomic_write(
         folder / CANDIDATES,
@@ -148,9 +214,13 @@ def load_state(home: Path, slug: str) -> SkillEntityState:
     data = _yaml(folder / CANDIDATES)
     for item in data.get("candidates", []) if isinstance(data, dict) else []:
         try:
-            state.candidates.append(Candidate.model_validate(item))
+            c = Candidate.model_validate(item)
         except ValueError:
             continue
+        if c.reason:  # the state goes into the entity's history: the reason stays in a note
+            ref = c.note_ref or write_note(home, {"reason": c.reason})
+            c = c.model_copy(update={"reason": "", "note_ref": ref})
+        state.candidates.append(c)
     scores = folder / SCORES
     if scores.is_file():
         for line in scores.read_text(encoding="utf-8").splitlines():
@@ -178,3 +248,13 @@ def record_decision(home: Path, decision: dict[str, Any]) -> None:
         fh.write(json.dumps({"at": now_iso(), **decision}, ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def export_refusal(folder: Path) -> str | None:
+    """Why a skill folder may not be exported, in one sentence (None: it may, from main or as
+    a hand-written folder). A draft never leaves the library."""
+    if not skill_git.is_repo(folder) or skill_git.branch_commit(folder, "main"):
+        return None
+    from xsky.skills.authoring import NEEDS_MODEL
+
+    return f"a draft on baby, not a skill yet: it is never exported ({NEEDS_MODEL})"

@@ -4,6 +4,10 @@ SkillEditAgent, canary git operations, and routing a delta's atoms into all of i
 Entities and the library are reached by signal-with-start from here (activities hold the
 client), so a skill's entity exists as soon as something is sent to it, and a repeated
 delivery (an activity retried) is absorbed by the entity, which dedupes by atom id.
+
+What these activities return to a workflow, or send to one, names atoms, skills and notes
+only: a decision's reason and description (which may quote a transcript, even redacted)
+are written to ``skills/.notes/<digest>.json`` by ``cluster_atom`` and read back here.
 """
 
 from __future__ import annotations
@@ -29,14 +33,21 @@ from activities.skills.files import (
     load_state,
     now_iso,
     read_atom,
+    read_note,
+    read_seeds,
     record_decision,
     skill_dir,
     summaries,
+    write_note,
+    write_seeds,
     write_state,
 )
 from activities.skills.pipeline import heartbeats, off_loop, skills_model
 from xsky.config import Settings
-from xsky.skills.clustering import ClusterDecision
+from xsky.skills.atoms import AtomTask
+from xsky.skills.authoring import draft_skill_md, is_draft
+from xsky.skills.clustering import ClusterDecision, atom_keywords, draft_description
+from xsky.skills.evidence import Seed, keep, project_of, session_of
 from xsky.skills.models import (
     AddCandidates,
     ApplyDecision,
@@ -59,8 +70,9 @@ from xsky.skills.models import (
     SkillEntityState,
     entity_workflow_id,
     library_workflow_id,
+    traj_of,
 )
-from xsky.skills.spec import NAME_RE, render, slugify
+from xsky.skills.spec import NAME_RE, render, slugify, split
 
 
 class LibraryActivities:
@@ -88,24 +100,62 @@ class LibraryActivities:
                 ]
             )
         skills = await asyncio.to_thread(summaries, self.home)
+        seeds = await asyncio.to_thread(read_seeds, self.home)
         async with heartbeats(1.0):
-            return ClusterOutcome(
-                decisions=await off_loop(cluster, atom, skills, skills_model(), lambda note: None)
+            decisions = await off_loop(
+                cluster, atom, skills, seeds, skills_model(), lambda note: None
             )
+        return ClusterOutcome(decisions=[self._referenced(d) for d in decisions])
+
+    def _referenced(self, d: ClusterDecision) -> ClusterDecision:
+        """The decision as it may travel: its text in a note, the note's digest in its place."""
+        ref = write_note(
+            self.home,
+            {
+                "atom_id": d.atom_id,
+                "action": d.action,
+                "reason": d.reason,
+                "description": d.description,
+            },
+        )
+        return d.referenced(ref)
 
     @activity.defn(name="apply_decision")
     async def apply_decision(self, inp: ApplyDecision) -> str:
         d = inp.decision
+        text = await asyncio.to_thread(read_note, self.home, d.note_ref)
+        full = d.model_copy(
+            update={
+                "reason": str(text.get("reason") or d.reason),
+                "description": text.get("description") or d.description,
+            }
+        )
         client = activity.client()
         note: str = d.action
         if d.action == "new" and d.skill:
             name = await asyncio.to_thread(free_name, self.home, d.skill)
             d = d.model_copy(update={"skill": name})
-            await asyncio.to_thread(new_skill_folder, self.home, d)
-            await self._deliver(client, name, [_candidate(d)], inp.heartbeat_timeout)
-            note = f"new baby skill {name}"
+            founders = await asyncio.to_thread(self._founders, d)
+            await asyncio.to_thread(new_skill_folder, self.home, d, [a for _, a in founders])
+            candidates = [
+                _candidate(d, seed.atom_id, seed.traj_id, seed.weightscore)
+                for seed, _ in founders
+                if seed.atom_id != d.atom_id
+            ] + [_candidate(d, d.atom_id, d.traj_id, d.weightscore, founding=True)]
+            await self._deliver(client, name, candidates, inp.heartbeat_timeout)
+            await asyncio.to_thread(self._unseed, {c.atom_id for c in candidates})
+            note = f"new baby skill {name} from {len(candidates)} atoms"
+        elif d.action == "seed":
+            held = await asyncio.to_thread(self._seed, d)
+            note = f"held as a seed ({held} waiting)"
         elif d.action == "add" and d.skill:
-            await self._deliver(client, d.skill, [_candidate(d)], inp.heartbeat_timeout)
+            await self._deliver(
+                client,
+                d.skill,
+                [_candidate(d, d.atom_id, d.traj_id, d.weightscore)],
+                inp.heartbeat_timeout,
+            )
+            await asyncio.to_thread(self._unseed, {d.atom_id})
             note = f"added to {d.skill}"
         elif d.action == "rename" and d.skill and d.new_name:
             note = await self._rename(client, d.skill, d.new_name, inp.heartbeat_timeout)
@@ -127,9 +177,11 @@ class LibraryActivities:
                         moved.model_copy(
                             update={
                                 "weightscore": d.weightscore,
-                                "reason": d.reason,
+                                "reason": "",
+                                "note_ref": d.note_ref,
                                 "by": d.by,
                                 "added_at": "",
+                                "founding": False,
                             }
                         )
                     ],
@@ -143,9 +195,42 @@ class LibraryActivities:
         await asyncio.to_thread(
             record_decision,
             self.home,
-            {**d.model_dump(mode="json", by_alias=False), "applied": note},
+            {
+                **full.model_dump(mode="json", by_alias=False),
+                "skill": d.skill,
+                "applied": note,
+            },
         )
         return note
+
+    # -- seeds ---------------------------------------------------------------------------------------
+
+    def _seed(self, d: ClusterDecision) -> int:
+        atom = read_atom(self.home, d.traj_id, d.atom_id)
+        seeds = read_seeds(self.home)
+        if atom is not None:
+            seeds = keep(seeds, _as_seed(atom, d))
+            write_seeds(self.home, seeds)
+        return len(seeds)
+
+    def _unseed(self, ids: set[str]) -> None:
+        seeds = read_seeds(self.home)
+        kept = [s for s in seeds if s.atom_id not in ids]
+        if len(kept) != len(seeds):
+            write_seeds(self.home, kept)
+
+    def _founders(self, d: ClusterDecision) -> list[tuple[Seed, AtomTask]]:
+        """The founding atoms that can still be read: the seeds named, then the new atom."""
+        seeds = {s.atom_id: s for s in read_seeds(self.home)}
+        out = []
+        for aid in [*d.founders, d.atom_id]:
+            seed = seeds.get(aid)
+            traj = seed.traj_id if seed else d.traj_id if aid == d.atom_id else traj_of(aid)
+            atom = read_atom(self.home, traj, aid)
+            if atom is None:
+                continue
+            out.append((seed or _as_seed(atom, d), atom))
+        return out
 
     async def _rename(self, client: Client, old: str, new: str, heartbeat: float) -> str:
         src, dest = skill_dir(self.home, old), skill_dir(self.home, new)
@@ -236,13 +321,31 @@ class LibraryActivities:
         ]
 
 
-def _candidate(d: ClusterDecision) -> Candidate:
+def _candidate(
+    d: ClusterDecision, atom_id: str, traj_id: str, weight: int, founding: bool = False
+) -> Candidate:
+    """A candidate as it is sent to an entity: the decision's note by reference, no text."""
     return Candidate(
-        atom_id=d.atom_id,
-        traj_id=d.traj_id,
-        weightscore=d.weightscore,
-        reason=d.reason,
+        atom_id=atom_id,
+        traj_id=traj_id,
+        weightscore=weight,
+        reason="",
+        note_ref=d.note_ref,
         by=d.by,
+        added_at=now_iso(),
+        founding=founding,
+    )
+
+
+def _as_seed(atom: AtomTask, d: ClusterDecision) -> Seed:
+    return Seed(
+        atom_id=atom.atom_id,
+        traj_id=atom.traj_id,
+        session=session_of(atom),
+        project=project_of(atom.traj_id),
+        weightscore=d.weightscore if d.atom_id == atom.atom_id else 0,
+        keywords=atom_keywords(atom),
+        name=d.skill if d.atom_id == atom.atom_id else None,
         added_at=now_iso(),
     )
 
@@ -257,8 +360,9 @@ def free_name(home: Path, wanted: str) -> str:
     return slugify(wanted, taken)
 
 
-def new_skill_folder(home: Path, d: ClusterDecision) -> None:
-    """A baby skill: its own git repository, a first SKILL.md on ``baby`` (not public yet)."""
+def new_skill_folder(home: Path, d: ClusterDecision, atoms: list[AtomTask]) -> None:
+    """A baby skill: its own git repository, a first SKILL.md on ``baby`` (not public yet): a
+    draft made of its name and the counts of its evidence (no prompt, path or id)."""
     folder = skill_dir(home, d.skill or "")
     if folder.exists() and not skill_git.is_repo(folder):
         raise ValueError(f"{folder} exists and is not a skill repository; it is left alone")
@@ -270,26 +374,18 @@ def new_skill_folder(home: Path, d: ClusterDecision) -> None:
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
-    description = d.description or f"{d.skill}. Use when a task like it comes up again."
-    body = (
-        f"# {d.skill}\n\nA baby skill: atoms are being collected for it; its first real version is written "
-        f"once their cumulative weightscore reaches 10.\n\nFirst atom: {d.atom_id} ({d.reason})\n"
-    )
-    (scratch / "SKILL.md").write_text(
-        render(d.skill or "", description, body, {"state": "baby"}), encoding="utf-8"
-    )
+    (scratch / "SKILL.md").write_text(draft_skill_md(d.skill or "", atoms), encoding="utf-8")
+    founders = ", ".join(a.atom_id for a in atoms)
     skill_git.init(
         folder,
         scratch,
-        f"new_skill_folder: {d.skill}\n\nFirst atom: {d.atom_id}\nReason: {d.reason}\n",
+        f"new_skill_folder: {d.skill} (a draft)\n\nFounding atoms: {founders}\nDecided by: {d.by}\n",
     )
     shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _retitle(folder: Path, new: str) -> None:
     """A renamed baby skill: its SKILL.md says its new name (committed on baby)."""
-    from xsky.skills.spec import split
-
     text = skill_git.show(folder, "baby")
     if text is None:
         return
@@ -301,9 +397,8 @@ def _retitle(folder: Path, new: str) -> None:
         shutil.rmtree(scratch)
     skill_git.export(folder, "baby", scratch)
     meta = front.get("metadata") if isinstance(front.get("metadata"), dict) else None
-    (scratch / "SKILL.md").write_text(
-        render(new, str(front.get("description", "")), body, meta), encoding="utf-8"
-    )
+    description = draft_description(new) if is_draft(text) else str(front.get("description", ""))
+    (scratch / "SKILL.md").write_text(render(new, description, body, meta), encoding="utf-8")
     tip = skill_git.branch_commit(folder, "baby")
     commit = skill_git.commit_tree(folder, scratch, tip, f"rename baby skill to {new}\n")
     skill_git.publish(folder, "baby", commit, tip)

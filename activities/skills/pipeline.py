@@ -81,7 +81,10 @@ class SkillActivities:
         target = skills_model()
         async with heartbeats():
             # Files, SQLite and the splitter block: all of it runs off the worker's event loop.
-            return await off_loop(split_delta, self.home, inp.delta, target, lambda note: None)
+            result = await off_loop(split_delta, self.home, inp.delta, target, lambda note: None)
+        if result.note:  # the model's closing words are about the transcript: not for a history
+            result.note = f"the TaskAgent's note ({len(result.note)} characters) is not kept"
+        return result
 
     @activity.defn(name="commit_delta")
     def commit_delta(self, inp: DeltaInput) -> CommitResult:

@@ -157,3 +157,106 @@ async def entity(env: Env, slug: str, signal: str, arg: Any) -> None:
         start_signal=signal,
         start_signal_args=[arg],
     )
+
+
+# -- Claude Code-shaped sessions written by the tests -----------------------------------------------------
+
+
+def claude_session(projects: Path, project: str, prompt: str, commands: list[str]) -> Path:
+    """A Claude Code session of one task in ``<projects>/-home-dev-<project>/<uuid>.jsonl``: the
+    person's prompt, one Bash call per command (each succeeding), and the agent's closing words."""
+    import json
+    import uuid
+
+    sid = str(uuid.uuid4())
+    cwd = f"/home/dev/{project}"
+    lines: list[dict[str, Any]] = []
+    parent: str | None = None
+    clock = iter(range(10, 60))
+
+    def add(record: dict[str, Any]) -> None:
+        nonlocal parent
+        me = str(uuid.uuid4())
+        lines.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": cwd,
+                "sessionId": sid,
+                "version": "2.1.7",
+                "gitBranch": "main",
+                "uuid": me,
+                "timestamp": f"2026-11-20T10:00:{next(clock):02d}.000Z",
+                **record,
+            }
+        )
+        parent = me
+
+    add({"type": "user", "message": {"role": "user", "content": prompt}})
+    for n, command in enumerate(commands):
+        call = f"toolu_{sid[:8]}{n:02d}"
+        add(
+            {
+                "type": "assistant",
+                "requestId": f"req_{sid[:8]}{n}",
+                "message": {
+                    "model": "claude-sonnet-4-5",
+                    "id": f"msg_{sid[:8]}{n}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": call,
+                            "name": "Bash",
+                            "input": {"command": command},
+                        }
+                    ],
+                    "stop_reason": "tool_use",
+                },
+            }
+        )
+        add(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "tool_use_id": call,
+                            "type": "tool_result",
+                            "content": "ok",
+                            "is_error": False,
+                        }
+                    ],
+                },
+                "toolUseResult": {"stdout": "ok", "stderr": "", "interrupted": False},
+            }
+        )
+    add(
+        {
+            "type": "assistant",
+            "requestId": f"req_{sid[:8]}end",
+            "message": {
+                "model": "claude-sonnet-4-5",
+                "id": f"msg_{sid[:8]}end",
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Done: the tests pass ten times in a row now."}
+                ],
+                "stop_reason": "end_turn",
+            },
+        }
+    )
+    path = projects / f"-home-dev-{project}" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def only_these_transcripts(t: Any) -> None:
+    """Remove the fixture sessions, so a test's own sessions are the only evidence."""
+    for path in list(t.claude.rglob("*.jsonl")) + list(t.codex.rglob("*.jsonl")):
+        path.unlink()

@@ -356,10 +356,12 @@ async def test_a_run_continued_as_new_with_its_state_by_reference_replays(
 
 async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcripts: Transcripts):
     from tests.integration.test_skills_watch import scan_once, start_pipeline
+    from tests.skills_fixtures import clone_codex
     from workflows.skills.library import SkillLibraryWorkflow
     from xsky.skills.models import library_workflow_id
 
     await start_pipeline(env)
+    clone_codex(transcripts, 1)  # a second session of the same work: a skill is founded
     await scan_once(env.client, env.settings.skills_queue)
     queue = env.settings.skills_queue
     (scan,) = [
@@ -405,8 +407,11 @@ async def test_a_skills_scan_its_deltas_and_the_library_replay(env: Env, transcr
     await record("skills_library", history)
 
 
-async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: Env):
+async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(
+    env: Env, fake_llm: FakeLLM
+):
     from activities.skills import git as skill_git
+    from tests.fake_llm import calls, turn_of
     from tests.integration.skill_library_helpers import make_skill, write_atoms
     from tests.integration.test_skills_watch import start_pipeline
     from workflows.skills.entity import SkillEntityWorkflow
@@ -418,9 +423,28 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(env: En
         SkillEntityInput,
         entity_workflow_id,
     )
+    from xsky.skills.spec import render
 
+    # Offline nothing is published: SkillEditAgent is a model that writes the new version.
+    fake_llm.responder = lambda req, i: (
+        calls(
+            (
+                "write_file",
+                {
+                    "path": "SKILL.md",
+                    "content": render(
+                        "rotate-api-keys",
+                        "Rotates API keys safely. Use when a key leaked or expires.",
+                        "# Rotate keys\n\n1. Create the new key.\n2. Revoke the old one.\n",
+                    ),
+                },
+            )
+        )
+        if turn_of(req) == 0
+        else text("written")
+    )
     await start_pipeline(env)
-    home, slug = env.settings.skills_home, "replay-skill"
+    home, slug = env.settings.skills_home, "rotate-api-keys"
     repo = make_skill(home, slug, "Rotates API keys. Use when a key leaked.")
     main = skill_git.branch_commit(repo, "main")
     assert main is not None

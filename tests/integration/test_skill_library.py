@@ -19,150 +19,133 @@ from tests.integration.helpers import settled
 from tests.integration.skill_library_helpers import (
     TOPICS,
     candidates_of,
+    claude_session,
     entity,
     entity_handle,
     make_skill,
-    on_branch,
-    settled_at_weight,
+    only_these_transcripts,
     settled_view,
     skills_on,
-    view,
     write_atoms,
 )
 from tests.integration.test_skills_watch import (
     scan_once,
     start_pipeline,
 )
-from tests.skills_fixtures import Transcripts, clone_codex
+from tests.skills_fixtures import Transcripts
 from workflows.skills.entity import SkillEntityWorkflow
 from xsky.skills.models import (
     RecordScores,
     Score,
     SkillEntityInput,
 )
-from xsky.skills.spec import problems, split
+from xsky.skills.spec import problems
 
 pytestmark = pytest.mark.integration
 
-pytestmark = pytest.mark.integration
+
+FLAKY = "fix the flaky payment tests in ci, they time out on the retry path every night"
+COMMANDS = [
+    "pytest tests/test_payments.py -x",
+    "pytest -p no:randomly tests/test_payments.py --count 10",
+    "git diff --stat",
+]
 
 
-async def test_atoms_grow_a_baby_skill_published_on_main_then_a_staging_candidate_under_the_guards(
+async def library_idle(env: Env) -> None:
+    """The library has decided on every atom sent to it, and applied each decision."""
+    from workflows.skills.library import SkillLibraryWorkflow
+    from xsky.skills.models import library_workflow_id
+
+    handle = env.client.get_workflow_handle_for(
+        SkillLibraryWorkflow.run, library_workflow_id(env.settings.task_queue)
+    )
+
+    async def idle() -> None:
+        assert (await handle.query(SkillLibraryWorkflow.backlog))["queued"] == 0
+        await settled(handle)
+
+    await eventually(idle, 60)
+
+
+async def test_offline_two_sessions_make_a_draft_that_is_never_published_promoted_or_exported(
     env: Env, transcripts: Transcripts
 ):
+    from tests.integration.test_cli_runs import starter
+    from xsky.skills.authoring import NEEDS_MODEL, is_draft
+    from xsky.skills.naming import name_problems
+
     await start_pipeline(env)
     home, queue = transcripts.home, env.settings.skills_queue
-    clone_codex(transcripts, 1)
+    only_these_transcripts(transcripts)
+    first = claude_session(transcripts.claude, "shop", FLAKY, COMMANDS)
     await scan_once(env.client, queue)
+    await library_idle(env)
+    # One session: worth a skill, but nobody else has done this kind of task yet — a seed.
+    assert slugs(home) == [], "one session founded a skill"
+    seeds = json.loads((home / "skills" / ".seeds.json").read_text())
+    assert len(seeds) == 1 and seeds[0]["atom_id"].startswith(f"atom_traj_cc_shop_{first.stem[:8]}")
 
-    def one_on_main() -> str:
-        published = [s for s, b in skills_on(home).items() if b["main"]]
-        assert len(published) == 1, f"skills on main: {published}"
-        return published[0]
+    # A second person's session of the same kind of task: the seed and it found a baby skill.
+    claude_session(
+        transcripts.claude, "shop", FLAKY.replace("every night", "since monday"), COMMANDS
+    )
+    await scan_once(env.client, queue)
+    await library_idle(env)
+    (slug,) = slugs(home)
+    assert slug == "fix-flaky-tests" and name_problems(slug) == []
+    v = await eventually(lambda: settled_view(env, slug))
+    # The founding atom's weight does not count: the seed's alone is below the threshold.
+    assert len(v.pending) == 2 and v.pending_weight < 10 and v.last_edit_error is None
+    assert [e.kind for e in v.events if e.kind in ("edit", "draft")] == []
 
-    slug = await eventually(one_on_main, 60)
+    # A third session brings the weight past 10: the offline editor writes a draft, on baby only.
+    claude_session(transcripts.claude, "shop", FLAKY.replace("every night", "on friday"), COMMANDS)
+    await scan_once(env.client, queue)
+    await library_idle(env)
+
+    async def drafted() -> None:
+        kinds = [e.kind for e in (await settled_view(env, slug)).events]
+        assert "draft" in kinds, kinds
+
+    await eventually(drafted, 60)
     repo = skill_dir(home, slug)
-    first = skill_git.message(repo, skill_git.branch_commit(repo, "main"))
-    assert first.startswith(f"commit_baby_to_main: {slug} v1") and "atom_traj_codex_learn_" in first
-
-    def batch_consumed() -> None:
-        assert any(c["status"] == "consumed" for c in candidates_of(home, slug)), candidates_of(
-            home, slug
-        )
-
-    await eventually(batch_consumed, 30)
-    consumed = [c for c in candidates_of(home, slug) if c["status"] == "consumed"]
-    assert consumed and all(c["atom_id"] in first for c in consumed), (
-        "the commit names the atoms it is based on"
-    )
-    assert skill_git.branch_commit(repo, "baby") is None, "baby was renamed main"
-    assert problems(repo) == []
-    front, body = split((repo / "SKILL.md").read_text())
+    assert skill_git.branch_commit(repo, "main") is None, "offline published a skill"
+    assert skill_git.branch_commit(repo, "staging") is None
+    draft = skill_git.show(repo, "baby") or ""
     assert (
-        front["name"] == slug
-        and "Use when" in front["description"]
-        and set(front) <= {"name", "description", "metadata"}
+        is_draft(draft)
+        and "Draft, not a skill yet" in draft
+        and "3 task(s) from 3 session(s)" in draft
     )
-
-    # More of the same work: weight piles up, but main has no real UX score yet → no staging.
-    clone_codex(transcripts, 2, day="29")
-    await scan_once(env.client, queue)
-    # Settled with that weight: the entity has decided, and the decision is no edit.
-    settled_v = await eventually(lambda: settled_at_weight(env, slug, 10), 60)
-    assert settled_v.canary["n_main"] == 0 and settled_v.staging_commit is None
-    assert skill_git.branch_commit(repo, "staging") is None, (
-        "no staging without a UX score for main"
+    assert "Draft: written offline" in skill_git.message(
+        repo, skill_git.branch_commit(repo, "baby")
     )
+    for leak in ("retry path", "atom_", "traj_", "/home/", "When to use", "×"):
+        assert leak not in draft, leak
+    intents = [FLAKY]
+    assert problems(repo, prompts=intents) == []
+    v = await eventually(lambda: settled_view(env, slug))
+    assert len(v.pending) == 3 and v.state == "baby", "a draft consumes no candidate"
 
-    # A session that used the published skill scores main; the edit may now run → staging.
-    clone_codex(transcripts, 1, day="28", skill_read=slug)
-    await scan_once(env.client, queue)
-    staging = await eventually(lambda: on_branch(repo, "staging"), 60)
-    assert skill_git.message(repo, staging).startswith(f"commit_to_staging: {slug} v2")
-    assert split(skill_git.show(repo, "staging") or "")[0]["metadata"]["version"] == "2"
-    assert split(skill_git.show(repo, "main") or "")[0]["metadata"]["version"] == "1"
-
-    async def staged() -> None:  # the branch moves in git first, then the entity records it
-        assert (await view(env, slug)).staging_commit == staging
-
-    await eventually(staged, 30)
-    v = await view(env, slug)
-    assert v.canary["n_main"] >= 1 and v.staging_commit == staging
-
-    # Even more weight: still one staging version, never a second.
-    clone_codex(transcripts, 3, day="27")
-    await scan_once(env.client, queue)
-    settled_v = await eventually(lambda: settled_at_weight(env, slug, 10), 60)
-    assert settled_v.staging_commit == staging  # decided: no edit while staging exists
-    assert skill_git.branch_commit(repo, "staging") == staging
-    assert [b for b in skill_git.git(repo, "branch", "--format=%(refname:short)").split()] == [
-        "main",
-        "staging",
-    ]
-
-    # What a person sees of it.
-    from tests.integration.test_cli_runs import starter
-
-    code, out, _ = await starter(env, "skills", "show", slug, "--branch", "staging")
-    assert code == 0 and out.startswith(f"---\nname: {slug}") and "version: '2'" in out
-    code, out, _ = await starter(env, "skills", "canary", slug, "--json")
-    facts = json.loads(out)
-    assert (
-        code == 0
-        and facts["staging"] == staging
-        and facts["n_main"] >= 1
-        and "waiting for 20 scores" in facts["decision"]
-    )
-    code, out, _ = await starter(env, "skills", "candidates", slug, "--json")
-    assert code == 0 and {c["status"] for c in json.loads(out)["candidates"]} == {
-        "consumed",
-        "pending",
-    }
+    # What a person sees: a draft, and why; nothing on main, nothing exported.
+    code, out, _ = await starter(env, "skills", "list", "--json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["draft"] and row["status"] == f"draft — {NEEDS_MODEL}"
+    code, out, _ = await starter(env, "skills", "list")
+    assert "needs a model to write: set XSKY_SKILLS_MODEL" in " ".join(out.split())
     target = transcripts.root / "exported"
-    (target / "hand-made").mkdir(parents=True)
-    (target / slug).mkdir()  # a folder of that name xsky did not export: left alone
     code, out, _ = await starter(env, "skills", "export", "--to", str(target), "--json")
     report = json.loads(out)
-    assert (
-        code == 0
-        and report["exported"] == []
-        and any("not exported by xsky" in x for x in report["skipped"])
-    )
-    (target / slug).rmdir()
-    code, out, _ = await starter(env, "skills", "export", "--to", str(target), "--json")
-    assert json.loads(out)["exported"] == [slug] and problems(target / slug) == []
-    assert (
-        "version: '1'" in (target / slug / "SKILL.md").read_text()
-        and (target / "hand-made").is_dir()
-    )
+    assert code == 0 and report["exported"] == [] and len(report["skipped"]) == 1
+    assert [p for p in target.iterdir() if not p.name.startswith(".")] == []
+    assert {s: b["main"] for s, b in skills_on(home).items()} == {slug: None}, "0 skills on main"
 
-    # Every decision is recorded; every atom is in at most one skill's candidates.
     decisions = [
         json.loads(x) for x in (home / "skills" / ".decisions.jsonl").read_text().splitlines()
     ]
-    assert {d["action"] for d in decisions} >= {"new", "add"}
-    placed = [c["atom_id"] for s in slugs(home) for c in candidates_of(home, s)]
-    assert len(placed) == len(set(placed))
+    assert [d["action"] for d in decisions] == ["seed", "new", "add"]
+    assert decisions[1]["founders"] == [decisions[0]["atom_id"]]
 
 
 async def test_fifty_atoms_arriving_at_once_for_five_skills_each_land_in_exactly_one_candidates_file(

@@ -61,7 +61,7 @@ def test_the_skill_agents_tools_carry_their_constraints():
     score = window["submit_atom"]["properties"]["ux_score"]
     assert (score["type"], score["minimum"], score["maximum"]) == ("integer", 1, 10)
     assert set(window["submit_atom"]["required"]) >= {"boundary", "intent", "ux_score"}
-    placing = {t.name: params(t) for t in _Placing(atom(), {}).tools()}
+    placing = {t.name: params(t) for t in _Placing(atom(), {}, []).tools()}
     assert list(placing) == [
         "add_to_skill",
         "new_skill_folder",
@@ -75,9 +75,9 @@ def test_the_skill_agents_tools_carry_their_constraints():
 async def test_the_skill_editor_refuses_a_path_outside_the_folder_in_its_argument_model(
     tmp_path: Path,
 ):
-    from activities.skills.editor import _Folder
+    from activities.skills.edit_agent import _Folder
 
-    folder = _Folder(tmp_path, tmp_path / "skill", None)  # type: ignore[arg-type]
+    folder = _Folder(tmp_path, tmp_path / "skill", None, lambda work: [])  # type: ignore[arg-type]
     tools = {t.name: t for t in folder.tools()}
     for path in ("../escape.md", "scripts/../../escape.sh", "notes.txt", "/etc/passwd"):
         answer = await tools["write_file"].answer(json.dumps({"path": path, "content": "x"}))
@@ -200,7 +200,7 @@ async def test_the_cluster_agent_answers_a_bad_weight_and_falls_back_offline_wit
 
     fake_llm.responder = corrects
     beats: list[str] = []
-    (decision,) = await cluster(atom(), skills, target(fake_llm), beats.append)
+    (decision,) = await cluster(atom(), skills, [], target(fake_llm), beats.append)
     assert (decision.action, decision.skill, decision.weightscore, decision.by) == (
         "add",
         "sql-index-migrations",
@@ -213,7 +213,7 @@ async def test_the_cluster_agent_answers_a_bad_weight_and_falls_back_offline_wit
     fake_llm.responder = lambda req, i: text(
         "hmm"
     )  # never decides: reminded each turn, then offline
-    (fallback,) = await cluster(atom(), skills, target(fake_llm), lambda note: None)
+    (fallback,) = await cluster(atom(), skills, [], target(fake_llm), lambda note: None)
     assert len(fake_llm.requests) == 6  # MAX_TURNS
     assert json.dumps(fake_llm.requests[-1]["messages"]).count("Decide for the new atom") == 5
     assert fallback.by == "offline" and fallback.reason.startswith("the model gave no decision")

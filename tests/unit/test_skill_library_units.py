@@ -12,7 +12,21 @@ import pytest
 from activities.skills import git as skill_git
 from xsky.skills import canary
 from xsky.skills.atoms import AtomTask, Provenance, RawAnchor
-from xsky.skills.clustering import DESCRIPTION_CAP, SkillSummary, catalogue, offline_decide
+from xsky.skills.clustering import (
+    DESCRIPTION_CAP,
+    ClusterDecision,
+    SkillSummary,
+    atom_keywords,
+    catalogue,
+    offline_decide,
+)
+from xsky.skills.evidence import (
+    ADD_MIN_SIMILARITY,
+    CROSS_PROJECT_MIN_SIMILARITY,
+    Seed,
+    project_of,
+    session_of,
+)
 from xsky.skills.spec import problems, render, slugify
 
 
@@ -141,10 +155,19 @@ def test_the_catalogue_keeps_every_name_and_drops_descriptions_past_the_budget()
     assert all(f"skill-{i} [" in crowded for i in (0, 999))
 
 
-def _atom(i: int, intent: str, tags: list[str], ux: int = 9, calls: int = 4) -> AtomTask:
+def _atom(
+    i: int,
+    intent: str,
+    tags: list[str],
+    ux: int = 9,
+    calls: int = 4,
+    session: str | None = None,
+    traj: str = "traj_cc_x_1",
+    origin: str = "person",
+) -> AtomTask:
     return AtomTask(
-        atom_id=f"atom_traj_cc_x_{i:04d}",
-        traj_id="traj_cc_x_1",
+        atom_id=f"atom_{traj}_{i:04d}",
+        traj_id=traj,
         offset_start=0,
         offset_end=10,
         intent=intent,
@@ -158,30 +181,92 @@ def _atom(i: int, intent: str, tags: list[str], ux: int = 9, calls: int = 4) -> 
                 )
             ],
             ux_signals={"completed": 1},
+            session=session,
+            origin=origin,  # type: ignore[arg-type]
         ),
     )
 
 
-def test_offline_clustering_adds_similar_atoms_starts_skills_only_for_worthy_ones_and_skips_the_rest() -> (
+def _seed_of(atom: AtomTask, decision: ClusterDecision) -> Seed:
+    return Seed(
+        atom_id=atom.atom_id,
+        traj_id=atom.traj_id,
+        session=session_of(atom),
+        project=project_of(atom.traj_id),
+        weightscore=decision.weightscore,
+        keywords=atom_keywords(atom),
+        name=decision.skill,
+    )
+
+
+def test_offline_a_skill_is_founded_only_by_atoms_of_two_sessions_and_similar_atoms_join_it() -> (
     None
 ):
-    first = offline_decide(
-        _atom(1, "deploy the billing api to kubernetes staging", ["deploy", "kubernetes"]), []
+    billing = _atom(
+        1, "deploy the billing api to kubernetes staging", ["deploy", "kubernetes"], session="s1"
     )
-    assert first.action == "new" and first.weightscore >= 7 and first.skill == "deploy-billing-api"
+    first = offline_decide(billing, [], [])
+    assert first.action == "seed" and first.weightscore >= 7 and first.skill == "deploy-api"
+    seeds = [_seed_of(billing, first)]
+    # The same kind of task again, in the same session (a subagent, a follow-up): still one session.
+    same = _atom(
+        2,
+        "deploy the billing api to kubernetes again",
+        ["deploy", "kubernetes"],
+        session="s1",
+        traj="traj_cc_x_2",
+    )
+    assert offline_decide(same, [], seeds).action == "seed"
+    # A model-written task (a subagent's Task prompt) never founds a skill, even from another session.
+    by_model = _atom(
+        3,
+        "deploy the checkout api to kubernetes staging",
+        ["deploy", "kubernetes"],
+        session="s2",
+        traj="traj_cc_x_3",
+        origin="model",
+    )
+    assert offline_decide(by_model, [], seeds).action == "skip"
+    # A person's atom of another session founds it, with the seed.
+    other = _atom(
+        4,
+        "deploy the checkout api to kubernetes staging",
+        ["deploy", "kubernetes"],
+        session="s2",
+        traj="traj_cc_x_4",
+    )
+    founded = offline_decide(other, [], seeds)
+    assert founded.action == "new" and founded.skill == "deploy-api"
+    assert founded.founders == [billing.atom_id]
     lib = [
         SkillSummary(
-            name=first.skill,
-            description=first.description or "",
+            name="deploy-api",
+            description=founded.description or "",
             keywords=["deploy", "kubernetes", "billing", "staging"],
+            projects=["x"],
         )
     ]
-    second = offline_decide(
-        _atom(2, "deploy the search api to kubernetes staging", ["deploy", "kubernetes"]), lib
-    )
-    assert second.action == "add" and second.skill == first.skill and 1 <= second.weightscore <= 10
-    chat = offline_decide(_atom(3, "what time is it in Tokyo", ["time"], ux=6, calls=0), lib)
+    joined = offline_decide(by_model, lib, [])
+    assert joined.action == "add" and joined.skill == "deploy-api" and 1 <= joined.weightscore <= 10
+    chat = offline_decide(_atom(5, "what time is it in Tokyo", ["time"], ux=6, calls=0), lib, [])
     assert chat.action == "skip"
+
+
+def test_routing_refuses_a_cross_project_match_below_the_stated_similarity() -> None:
+    lib = [
+        SkillSummary(
+            name="deploy-api",
+            keywords=["deploy", "kubernetes", "billing", "staging", "helm", "charts", "values"],
+            projects=["shop"],
+        )
+    ]
+    # similarity 2/7 ≈ 0.29: enough within the project, not across projects
+    words = ["deploy", "kubernetes"]
+    inside = _atom(1, "deploy kubernetes", words, traj="traj_cc_shop_00000001")
+    across = _atom(1, "deploy kubernetes", words, traj="traj_cc_blog_00000001")
+    assert ADD_MIN_SIMILARITY <= 0.29 < CROSS_PROJECT_MIN_SIMILARITY
+    assert offline_decide(inside, lib, []).action == "add"
+    assert offline_decide(across, lib, []).action != "add"
 
 
 def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
@@ -207,3 +292,31 @@ def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
     assert (repo / ".candidates.yml").exists() and "??" not in skill_git.git(
         repo, "status", "--porcelain"
     )
+
+
+def test_the_founding_atoms_weight_does_not_count_toward_the_first_version() -> None:
+    from xsky.skills.models import Candidate, edit_weight
+
+    founder = Candidate(atom_id="a1", traj_id="t1", weightscore=9, founding=True)
+    seed = Candidate(atom_id="a2", traj_id="t2", weightscore=8)
+    assert edit_weight([founder, seed], "baby") == 8, "one atom (plus its seed) never publishes"
+    assert edit_weight([founder, seed, seed.model_copy(update={"atom_id": "a3"})], "baby") == 16
+    assert edit_weight([founder, seed], "main") == 17, "once published, every pending atom counts"
+    consumed = seed.model_copy(update={"atom_id": "a4", "status": "consumed"})
+    assert edit_weight([founder, seed, consumed], "baby") == 8
+
+
+def test_a_draft_is_refused_export_with_a_sentence_that_says_why(tmp_path: Path) -> None:
+    from activities.skills.files import export_refusal
+
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "SKILL.md").write_text(render("fix-flaky-tests", "Draft. Use when x.", "draft"))
+    repo = tmp_path / "fix-flaky-tests"
+    skill_git.init(repo, files, "new")
+    assert export_refusal(repo) == (
+        "a draft on baby, not a skill yet: it is never exported "
+        "(needs a model to write: set XSKY_SKILLS_MODEL)"
+    )
+    skill_git.rename_baby_to_main(repo)
+    assert export_refusal(repo) is None

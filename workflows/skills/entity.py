@@ -7,8 +7,10 @@ on its ``.candidates.yml``:
   ``remove_candidate`` / ``retire`` (updates, from the library's move and rename);
 - when the pending candidates' cumulative weightscore reaches 10, SkillEditAgent runs —
   guarded as the seed says: never while a staging version exists, and on ``main`` only
-  once ``main`` has at least one real UX score. A failed edit leaves the candidates in
-  place with the reason, and waits for more weight before trying again;
+  once ``main`` has at least one real UX score. Until the first version, the founding
+  atom's own weight does not count (one atom never publishes a skill). A failed edit
+  leaves the candidates in place with the reason, and waits for more weight before trying
+  again; so does a *draft* (no model: the skill stays on ``baby``, nothing is published);
 - ``record_scores`` (signal, from the atom pipeline) binds UX scores to (side, commit),
   one per trajectory and side; the canary rule (:mod:`xsky.skills.canary`) promotes or discards
   staging — or a person does, with ``decide`` — and a staging version with no decision
@@ -51,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         SkillEntityState,
         SkillEvent,
         SkillView,
+        edit_weight,
     )
 
 SHORT = RetryPolicy(
@@ -89,7 +92,9 @@ class SkillEntityWorkflow:
                     c.model_copy(update={"added_at": c.added_at or self._now()})
                 )
                 known.add(c.atom_id)
-                self._event("candidate", f"{c.atom_id} weight {c.weightscore}: {c.reason[:120]}")
+                # the reason stays in its note file: it may quote the transcript
+                founding = " (founding)" if c.founding else ""
+                self._event("candidate", f"{c.atom_id} weight {c.weightscore}{founding}")
                 self.dirty = True
 
     @workflow.signal(
@@ -248,7 +253,8 @@ class SkillEntityWorkflow:
         return [c for c in self.s.candidates if c.status == "pending"]
 
     def _pending_weight(self) -> int:
-        return sum(c.weightscore for c in self._pending())
+        """The weight toward the next edit (without the founding atom's before the first)."""
+        return edit_weight(self.s.candidates, self.s.state)
 
     def _edit_due(self) -> bool:
         if not self.ready or self.s.state == "retired" or self.s.staging_commit:
@@ -296,7 +302,12 @@ class SkillEntityWorkflow:
         # retries exhausted (the model server down, a bug): like a refused edit
         except ActivityError as e:
             result = EditResult(ok=False, message=f"SkillEditAgent failed: {describe_failure(e)}")
-        if not result.ok:
+        if result.ok and result.draft:
+            # No model: a draft on baby at most; the candidates wait for the model's edit.
+            self.s.blocked_at_weight = self._pending_weight()
+            self.s.last_edit_error = None
+            self._event("draft", result.message[:300])
+        elif not result.ok:
             self.s.failed_edits += 1
             self.s.last_edit_error = result.message + ("".join(f"\n- {p}" for p in result.problems))
             self.s.blocked_at_weight = self._pending_weight()

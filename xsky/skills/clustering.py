@@ -1,9 +1,12 @@
 """TaskClusterAgent's pure parts: the skill catalogue under a budget, decisions, the offline rule.
 
 For every new atom the cluster agent decides one of: add it to a skill's candidates with
-a weightscore 0–10 and a reason; create a new baby skill (only for an atom scoring ≥ 7);
-rename a baby skill; move an atom between skills; or skip it (not reusable). The model
-makes that call when one is configured; offline, tag and keyword similarity does.
+a weightscore 0–10 and a reason; hold it as a *seed* (worth a skill, but its session is the
+only one seen doing that kind of task, :mod:`xsky.skills.evidence`); create a new baby skill
+with the seeds of other sessions it matches (only for an atom scoring ≥ 7, never for one
+whose task a model wrote); rename a baby skill; move an atom between skills; or skip it
+(not reusable). The model makes that call when one is configured; offline, tag and keyword
+similarity does, and the name comes from :func:`xsky.skills.naming.task_name`.
 """
 
 from __future__ import annotations
@@ -13,8 +16,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xsky.skills.atoms import VERBS, AtomTask, keywords, similarity
-from xsky.skills.spec import slugify
+from xsky.skills.atoms import AtomTask, keywords, similarity
+from xsky.skills.evidence import (
+    MAX_FOUNDERS,
+    MIN_SESSIONS,
+    Seed,
+    can_found,
+    min_similarity,
+    project_of,
+    session_of,
+)
+from xsky.skills.naming import task_name
 
 CATALOGUE_BUDGET = (
     25_000  # characters of catalogue the model sees (xskill: ~20 % of a 128k context)
@@ -22,9 +34,8 @@ CATALOGUE_BUDGET = (
 DESCRIPTION_CAP = 300
 DESCRIPTION_FLOOR = 75  # below this many characters a description says nothing: names only
 NEW_SKILL_MIN = 7
-ADD_MIN_SIMILARITY = 0.15
 
-Action = Literal["add", "new", "rename", "move", "skip"]
+Action = Literal["add", "new", "seed", "rename", "move", "skip"]
 
 
 class SkillSummary(BaseModel):
@@ -35,6 +46,7 @@ class SkillSummary(BaseModel):
     description: str = ""
     state: str = "baby"  # baby | main | staging
     keywords: list[str] = Field(default_factory=list)
+    projects: list[str] = Field(default_factory=list)  # of its candidates' trajectories
 
 
 class ClusterDecision(BaseModel):
@@ -49,6 +61,14 @@ class ClusterDecision(BaseModel):
     from_skill: str | None = None  # move
     description: str | None = None  # new: the baby skill's first description
     by: Literal["model", "offline"] = "offline"
+    founders: list[str] = Field(default_factory=list)  # new: the seeds (atom ids) it founds with
+    # the reason and description, kept in skills/.notes/<note_ref>.json: in a workflow's
+    # history a decision carries neither (they may quote the transcript)
+    note_ref: str | None = None
+
+    def referenced(self, ref: str) -> ClusterDecision:
+        """This decision without its text, pointing to where the text is kept."""
+        return self.model_copy(update={"reason": "", "description": None, "note_ref": ref})
 
 
 def catalogue(skills: list[SkillSummary], budget: int = CATALOGUE_BUDGET) -> str:
@@ -92,53 +112,107 @@ def worth(atom: AtomTask) -> int:
     return min(10, score)
 
 
-def offline_decide(atom: AtomTask, skills: list[SkillSummary]) -> ClusterDecision:
-    """Add to the most similar skill, else a new baby skill when the atom is worth ≥ 7, else skip."""
-    words = atom_keywords(atom)
-    value = worth(atom)
+def best_skill(atom: AtomTask, skills: list[SkillSummary]) -> tuple[SkillSummary | None, float]:
+    """The most similar skill the atom may join (the cross-project bar applied), and its similarity."""
+    words, project = atom_keywords(atom), project_of(atom.traj_id)
     best, best_sim = None, 0.0
     for s in skills:
         sim = similarity(words, s.keywords)
-        if sim > best_sim:
+        if sim >= min_similarity(project, s.projects) and sim > best_sim:
             best, best_sim = s, sim
+    return best, best_sim
+
+
+def matching_seeds(atom: AtomTask, seeds: list[Seed]) -> list[Seed]:
+    """The seeds this atom matches (most similar first), the cross-project bar applied."""
+    words, project = atom_keywords(atom), project_of(atom.traj_id)
+    scored = []
+    for seed in seeds:
+        if seed.atom_id == atom.atom_id:
+            continue
+        sim = similarity(words, seed.keywords)
+        if sim >= min_similarity(project, [seed.project]):
+            scored.append((sim, seed))
+    scored.sort(key=lambda x: -x[0])
+    return [seed for _, seed in scored]
+
+
+def offline_decide(
+    atom: AtomTask, skills: list[SkillSummary], seeds: list[Seed] | None = None
+) -> ClusterDecision:
+    """Add to the most similar skill; else, for an atom worth ≥ 7, found a skill with the
+    seeds of other sessions it matches, or become a seed itself; else skip."""
+    value = worth(atom)
     decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="offline")
-    if best is not None and best_sim >= ADD_MIN_SIMILARITY:
+    best, best_sim = best_skill(atom, skills)
+    if best is not None:
         relevance = min(1.0, best_sim / 0.4)
-        weight = max(1, round(value * relevance))
         return decision(
             action="add",
             skill=best.name,
-            weightscore=weight,
+            weightscore=max(1, round(value * relevance)),
             reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10",
         )
-    if value >= NEW_SKILL_MIN:
-        name = slugify("-".join(_name_words(atom)), {s.name for s in skills})
+    if value < NEW_SKILL_MIN:
+        return decision(
+            action="skip",
+            weightscore=value,
+            reason=f"no similar skill and worth {value}/10 < {NEW_SKILL_MIN}",
+        )
+    refused = can_found(atom)
+    if refused:
+        return decision(action="skip", weightscore=value, reason=f"no similar skill; {refused}")
+    return found_or_seed(atom, value, skills, seeds or [], by="offline")
+
+
+def found_or_seed(
+    atom: AtomTask,
+    value: int,
+    skills: list[SkillSummary],
+    seeds: list[Seed],
+    by: Literal["model", "offline"],
+    name: str | None = None,
+    description: str | None = None,
+    reason: str = "",
+) -> ClusterDecision:
+    """A new skill when the atom and the seeds it matches span ≥ 2 sessions and name a kind
+    of task; else the atom waits as a seed (its proposed name kept with it)."""
+    decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by=by)
+    matches = matching_seeds(atom, seeds)
+    others = [m for m in matches if m.session != session_of(atom)]
+    founders = (others + [m for m in matches if m not in others])[:MAX_FOUNDERS]
+    taken = {s.name for s in skills}
+    name = name or task_name([*(m.name or "" for m in founders), atom.intent], taken)
+    sessions = {m.session for m in founders} | {session_of(atom)}
+    if len(sessions) >= MIN_SESSIONS and name:
         return decision(
             action="new",
             skill=name,
             weightscore=value,
-            description=baby_description(atom),
-            reason=f"no similar skill (best similarity {best_sim:.2f}); atom worth {value}/10",
+            founders=[m.atom_id for m in founders],
+            description=description or draft_description(name),
+            reason=(reason + "; " if reason else "")
+            + f"the same kind of task in {len(sessions)} sessions ({len(founders)} earlier atoms); worth {value}/10",
         )
+    why = (
+        "no atom of another session matches it yet"
+        if len(sessions) < MIN_SESSIONS
+        else "no kind of task can be named from it yet"
+    )
     return decision(
-        action="skip",
+        action="seed",
+        skill=name,
         weightscore=value,
-        reason=f"no similar skill (best similarity {best_sim:.2f}) and worth {value}/10 < {NEW_SKILL_MIN}",
+        reason=(reason + "; " if reason else "") + f"held as a seed: {why}; worth {value}/10",
     )
 
 
-def _name_words(atom: AtomTask) -> list[str]:
-    """What the task was about: the intent's first content words (no request verbs, no tool names)."""
-    words = [w for w in keywords(atom.intent) if w not in VERBS and len(w) >= 3 and w.isascii()][:3]
-    return [w.replace("_", "-") for w in words or ["task"]]
-
-
-def baby_description(atom: AtomTask) -> str:
-    intent = " ".join(atom.intent.split()).replace("<", "(").replace(">", ")")
+def draft_description(name: str) -> str:
+    """A baby skill's first description, from its name alone (never from a prompt)."""
+    words = name.replace("-", " ")
     return (
-        f"How to {intent[:200].rstrip('.?!').lower()}. Use when a task like this comes up again."[
-            :1024
-        ]
+        f"Draft of a skill to {words}, not written yet. Use when asked to {words}, once a model "
+        "has written its steps."
     )
 
 

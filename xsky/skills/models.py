@@ -1,7 +1,9 @@
 """Inputs, outputs and state of the skill library's workflows and activities (one model each).
 
 Atom text never travels through Temporal: atoms are referenced by (trajectory, atom id)
-and read from the skills home by the activities that need them.
+and read from the skills home by the activities that need them. Nor does any text made
+from it (a model's reason, a description): that is kept in ``skills/.notes/<digest>.json``
+and referenced by its digest (``note_ref``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,20 @@ class Candidate(Wire):
     by: str = "offline"
     status: Literal["pending", "consumed"] = "pending"
     commit: str | None = None  # the commit that consumed it
+    # the atom whose decision founded the skill: its weight does not count toward the first
+    # version (one atom never publishes a skill)
+    founding: bool = False
+    note_ref: str | None = None  # the decision's reason, in skills/.notes/<note_ref>.json
+
+
+def edit_weight(candidates: list[Candidate], state: str) -> int:
+    """The cumulative weightscore that triggers SkillEditAgent: pending candidates, without the
+    founding atom's weight while the skill has no published version."""
+    return sum(
+        c.weightscore
+        for c in candidates
+        if c.status == "pending" and not (c.founding and state == "baby")
+    )
 
 
 class Score(Wire):
@@ -122,6 +138,9 @@ class EditResult(Wire):
     files: list[str] = Field(default_factory=list)
     scripts: list[str] = Field(default_factory=list)  # scripts that were run and passed
     by: str = "offline"
+    # no model: a draft on baby (or nothing on a published skill); the candidates stay
+    # pending and the next edit, with more weight, tries again
+    draft: bool = False
 
 
 class GitAction(Wire):

@@ -4,16 +4,21 @@ The reference validator (``skills-ref``, from agentskills.io) checks the front m
 top of it we hold what the issue and Anthropic's ``quick_validate.py`` ask: an ASCII name
 ``[a-z0-9-]`` equal to the folder, a description of 1–1024 characters without ``<``/``>``
 that says what the skill does *and when to use it*, our own fields only under
-``metadata`` (string → string), and a body of at most 500 lines.
+``metadata`` (string → string), and a body of at most 500 lines; and the authoring rules
+of :mod:`xsky.skills.rules` (no paths of the recording machine, no atom ids, no quoted
+prompts, no keyword-soup description).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from xsky.skills import rules
 
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_NAME = 64
@@ -57,8 +62,14 @@ def split(text: str) -> tuple[dict[str, Any], str]:
     return (front if isinstance(front, dict) else {}), text[m.end() :]
 
 
-def problems(skill_dir: Path) -> list[str]:
-    """Everything wrong with a skill folder; empty when it may be committed."""
+def problems(
+    skill_dir: Path, *, prompts: Sequence[str] = (), homes: Sequence[str] = ()
+) -> list[str]:
+    """Everything wrong with a skill folder; empty when it may be committed.
+
+    ``prompts``: the recorded prompts (atom intents) the skill was learned from, which it
+    must not quote; ``homes``: the recording machine's home folders, beyond the usual ones.
+    """
     from skills_ref import validate  # the reference validator
 
     path = skill_dir / "SKILL.md"
@@ -78,6 +89,7 @@ def problems(skill_dir: Path) -> list[str]:
             found.append("the description must not contain '<' or '>'")
         if not re.search(r"(?i)\bwhen\b", description):
             found.append("the description must say when to use the skill (e.g. '… Use when …')")
+        found += rules.description_problems(description, prompts)
     metadata = front.get("metadata")
     if metadata is not None and (
         not isinstance(metadata, dict)
@@ -91,6 +103,19 @@ def problems(skill_dir: Path) -> list[str]:
         )
     if not body.strip():
         found.append("the body is empty: say how to do the task")
+    found += rules.path_problems("SKILL.md", text, homes)
+    found += rules.id_problems("SKILL.md", text)
+    found += rules.body_problems(body, prompts)
+    for extra in sorted(p for p in skill_dir.rglob("*") if p.is_file() and p != path):
+        rel = extra.relative_to(skill_dir).as_posix()
+        if rel.startswith(".") or "/." in rel:
+            continue  # bookkeeping (.candidates.yml, .git): not part of the skill
+        try:
+            content = extra.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # binary assets are not read by an agent as text
+        found += rules.path_problems(rel, content, homes, script=rel.startswith("scripts/"))
+        found += rules.id_problems(rel, content)
     return list(dict.fromkeys(found))
 
 
