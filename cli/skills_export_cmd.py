@@ -12,6 +12,7 @@ xsky exported are ever replaced.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +21,8 @@ from activities.skills import canary_export
 from activities.skills import git as skill_git
 from activities.skills.files import skill_dir, slugs
 from cli.render import cell, out, print_json
-from xsky.config import load_settings
-from xsky.errors import UsageError
+from xsky.config import Settings, load_settings
+from xsky.errors import ConnectError, UsageError
 from xsky.skills import canary_window as cw
 
 EXPORT_MARK = canary_export.EXPORT_MARK
@@ -93,6 +94,7 @@ def _once(args: argparse.Namespace, dest: Path) -> int:
     skipped = [f"{p.name}: {p.skipped}" for p in placed if p.skipped]
     canaries = [_canary_line(settings.skills_home, p, now) for p in done if p.how != "copy"]
     canaries = [c for c in canaries if c]
+    told = asyncio.run(_tell(settings, canaries)) if canaries else ""
     if args.json:
         print_json(
             {
@@ -101,6 +103,7 @@ def _once(args: argparse.Namespace, dest: Path) -> int:
                 "to": str(dest),
                 "canary": canaries,
                 "switched": [p.name for p in done if p.switched],
+                "told": told,
             }
         )
         return 0
@@ -119,7 +122,46 @@ def _once(args: argparse.Namespace, dest: Path) -> int:
         )
     for line in skipped:
         out.print(cell(f"  skipped {line}"))
+    if told:
+        out.print(cell(f"  {told}"))
     return 0
+
+
+async def _tell(settings: Settings, canaries: list[dict[str, object]]) -> str:
+    """Tell each skill's entity since when its staging version is exported, so the canary's
+    14 days count from then (sent at every run: a restarted entity hears it again).
+
+    Best effort: the export works without a server; the 14 days then count from the staging
+    commit until a later run gets through."""
+    from temporalio.service import RPCError
+
+    from xsky.client import connect_client
+    from xsky.skills.models import entity_workflow_id
+
+    due = [c for c in canaries if c.get("since")]
+    if not due:
+        return ""
+    try:
+        client = await connect_client(settings)
+    except ConnectError as e:
+        return (
+            f"not told the entities since when staging is exported ({e}); the next run tries again"
+        )
+    missed = []
+    for c in due:
+        handle = client.get_workflow_handle(
+            entity_workflow_id(settings.task_queue, str(c["skill"]))
+        )
+        try:
+            await handle.signal(
+                "canary_exported",
+                cw.CanaryExported(staging_commit=str(c["staging"]), at=str(c["since"])),
+            )
+        except RPCError:  # the entity is not running: it starts from the files when needed
+            missed.append(str(c["skill"]))
+    if missed:
+        return f"no running entity for {', '.join(missed)}: told at a later run"
+    return ""
 
 
 def _canary_line(home: Path, p: canary_export.Placed, now: datetime) -> dict[str, object] | None:
@@ -129,6 +171,7 @@ def _canary_line(home: Path, p: canary_export.Placed, now: datetime) -> dict[str
     if not staging or p.commit is None:
         return None
     nxt = cw.next_switch(p.name, staging, now)
+    since = cw.canary_started(canary_export.read_switches(folder), staging)
     return {
         "skill": p.name,
         "side": p.side,
@@ -136,5 +179,8 @@ def _canary_line(home: Path, p: canary_export.Placed, now: datetime) -> dict[str
         "how": p.how,
         "switched": p.switched,
         "next": nxt.isoformat(timespec="minutes").replace("+00:00", "") if nxt else None,
+        "staging": staging,
+        # when an exported folder first showed this staging version: the canary's clock
+        "since": since.isoformat(timespec="seconds") if since else None,
         "log": str(canary_export.switches_path(folder)),
     }

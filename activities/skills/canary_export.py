@@ -90,6 +90,7 @@ def export_skill(
 ) -> Placed:
     """Place ``dest/name`` for one versioned skill (a git repository in the library)."""
     now = now or datetime.now(UTC)
+    dest.mkdir(parents=True, exist_ok=True)
     target = dest / name
     main = skill_git.branch_commit(folder, "main")
     if not main:

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from xsky.plan.models import WireModel as Wire
+
 WINDOW = timedelta(hours=6)
 P_STAGING_WINDOW = 0.5
 
@@ -140,3 +142,11 @@ def parse_time(value: str) -> datetime:
     """An ISO time as written by Claude Code / Codex (``…Z``) or by us; naive means UTC."""
     t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+class CanaryExported(Wire):
+    """To a skill's entity: an exported folder first showed ``staging_commit`` at ``at``, so
+    the canary's age counts from then (never earlier than the staging commit)."""
+
+    staging_commit: str
+    at: str  # ISO 8601, UTC
