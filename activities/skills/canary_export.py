@@ -112,7 +112,11 @@ def export_skill(
         else:
             how = "copy"
             _copy(found, target, f"{name} {plan.side} {plan.commit}\n")
-    last = cw.last_for(read_switches(folder), str(target))
+    # the record in force at ``now`` for this folder, not the last one written: an export
+    # run for an earlier moment (a clock set back, a replayed cron) must still log its side,
+    # or the sessions of that window would be read as "before the log" and scored on main
+    mine = [s for s in read_switches(folder) if s.to == str(target)]
+    last = cw.installed_at(mine, now)
     if switched or last is None or (last.side, last.commit) != (plan.side, plan.commit):
         # ``now`` was taken just before the switch: a session that read the folder after it
         # is on the new side (the switch itself takes milliseconds)

@@ -26,7 +26,7 @@ from activities.skills import git as skill_git
 from activities.skills.files import SCORES
 from tests.conftest import Env
 from tests.integration.eventually import eventually
-from tests.integration.skill_library_helpers import make_skill, view
+from tests.integration.skill_library_helpers import make_skill, settled_view, view
 from tests.integration.test_skills_watch import scan_once, start_pipeline
 from xsky.skills import canary
 from xsky.skills import canary_window as cw
@@ -347,3 +347,47 @@ async def test_a_staging_version_scored_worse_through_the_exported_symlink_is_di
     later = canary_export.export_skill(repo, NAME, claude.skills, True)
     assert later.commit != staging
     assert "STAGING VERSION" not in (claude.skills / NAME / "SKILL.md").read_text()
+
+
+async def test_the_fourteen_days_count_from_the_first_window_that_showed_staging(
+    claude: Claude, env: Env
+):
+    from cli.skills_export_cmd import _canary_line, _tell
+    from tests.integration.skill_library_helpers import entity
+    from xsky.skills.models import RecordScores
+
+    await start_pipeline(env)
+    repo = make_skill(env.settings.skills_home, NAME, DESCRIPTION, staging_body="# x\n\nSTAGING.\n")
+    staging = skill_git.branch_commit(repo, "staging") or ""
+    await entity(env, NAME, "record_scores", RecordScores(scores=[]))
+
+    async def loaded() -> None:
+        assert (await view(env, NAME)).staging_commit == staging
+
+    await eventually(loaded, 30)
+    # the export canary starts a day after the staging commit (its first staging window then)
+    index = cw.window_of(datetime.now(UTC) + timedelta(days=1))
+    while cw.planned_side(NAME, staging, index) != "staging":
+        index += 1
+    first = cw.window_start(index) + timedelta(minutes=1)
+    placed = canary_export.export_skill(repo, NAME, claude.skills, True, first)
+    line = _canary_line(env.settings.skills_home, placed, first)
+    assert line and line["since"] == first.isoformat(timespec="seconds")
+    assert await _tell(env.settings, [line]) == ""
+
+    async def moved() -> list[str]:
+        texts = [e.text for e in (await view(env, NAME)).events if e.kind == "canary"]
+        assert texts, "the entity has not heard of the export"
+        return texts
+
+    texts = await eventually(moved, 30)
+    assert texts == [f"exported under canary since {line['since'][:19]}: 14 days from then"]
+    # told again (every cron run tells), or told of an earlier moment: the clock stays
+    earlier = {**line, "since": (first - timedelta(hours=20)).isoformat(timespec="seconds")}
+    assert await _tell(env.settings, [line, earlier]) == ""
+
+    async def settled_now() -> Any:
+        return await settled_view(env, NAME)  # both signals handled, nothing in flight
+
+    settled_v = await eventually(settled_now, 30)
+    assert [e.text for e in settled_v.events if e.kind == "canary"] == texts

@@ -169,3 +169,23 @@ def test_folders_xsky_did_not_export_and_draft_skills_are_left_alone(
     skill_git.init(baby, files, "new a-draft")
     drafted = ce.export_skill(baby, "a-draft", dest, True, T0)
     assert drafted.skipped and "draft" in drafted.skipped and not (dest / "a-draft").exists()
+
+
+def test_an_export_for_an_earlier_moment_logs_its_side_even_when_the_link_shows_it(
+    skill: Path, tmp_path: Path
+) -> None:
+    """A run for a moment before the latest record (a clock set back, a replayed cron) whose
+    side is the one the link already shows still writes a record for that moment: without
+    it, sessions of that window would be read as "before the log" and scored on main."""
+    dest = tmp_path / "claude" / "skills"
+    staging = skill_git.branch_commit(skill, "staging")
+    assert staging
+    later = moment(staging, "staging", T0 + timedelta(days=30))
+    ce.export_skill(skill, NAME, dest, True, later)
+    earlier = moment(staging, "staging")
+    placed = ce.export_skill(skill, NAME, dest, True, earlier)
+    log = ce.read_switches(skill)
+    assert [s.when for s in log] == [later, earlier]
+    assert placed.switched
+    in_force = cw.installed_at(log, earlier + timedelta(minutes=5))
+    assert in_force is not None and in_force.side == "staging"
