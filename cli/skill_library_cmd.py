@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from xsky.safe_text import printable
 from xsky.skills import canary
 from xsky.skills.authoring import NEEDS_MODEL
 from xsky.skills.models import EDIT_THRESHOLD, Score, entity_workflow_id
-from xsky.skills.spec import NAME_RE, description_of, problems
+from xsky.skills.spec import NAME_RE, description_of
 
 
 def register(s: argparse._SubParsersAction) -> None:
@@ -63,15 +62,9 @@ def register(s: argparse._SubParsersAction) -> None:
         a.add_argument("--by", default="a person", help="who decided (default: a person)")
         a.set_defaults(handler=lambda x, v=verb: asyncio.run(cmd_decide(x, v)))
 
-    a = s.add_parser(
-        "export",
-        help="copy every skill's main version into a folder (e.g. ~/.claude/skills or .agents/skills)",
-    )
-    a.add_argument(
-        "--to", required=True, help="destination folder; each skill becomes <DIR>/<name>/"
-    )
-    a.add_argument("--json", action="store_true")
-    a.set_defaults(handler=cmd_export)
+    from cli import skills_export_cmd
+
+    skills_export_cmd.register(s)
 
 
 def _folder(settings: Settings, name: str) -> Path:
@@ -357,67 +350,3 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
         raise
     out.print(cell(f"{verb}d {args.name}: {said}"))
     return 0
-
-
-EXPORT_MARK = ".xsky-export"  # in every exported folder: only these are ever replaced
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    dest = Path(args.to).expanduser()
-    if dest.exists() and not dest.is_dir():
-        raise UsageError(
-            f"--to {dest}: is a file, not a folder; give a folder to export the skills into"
-        )
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(
-            f"--to {dest}: cannot create it ({e.strerror}); give a folder you can write"
-        ) from None
-    done, skipped = [], []
-    for name in slugs(settings.skills_home):
-        folder = skill_dir(settings.skills_home, name)
-        target = dest / name
-        if target.exists() and not (target / EXPORT_MARK).exists():
-            skipped.append(f"{name}: {target} exists and was not exported by xsky; left alone")
-            continue
-        scratch = dest / f".{name}.export"
-        if skill_git.is_repo(folder):
-            main = skill_git.branch_commit(folder, "main")
-            if not main:
-                skipped.append(f"{name}: a baby skill, not published yet")
-                continue
-            skill_git.export(folder, "main", scratch)
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
-            shutil.copytree(folder, scratch, ignore=shutil.ignore_patterns(".*"))
-            main = "hand-written"
-        found = problems(scratch) if scratch.name == name else _check_as(scratch, name)
-        if found:
-            shutil.rmtree(scratch, ignore_errors=True)
-            skipped.append(f"{name}: not spec-valid ({'; '.join(found)})")
-            continue
-        (scratch / EXPORT_MARK).write_text(f"{name} {main}\n")
-        if target.exists():
-            shutil.rmtree(target)
-        scratch.rename(target)
-        done.append(name)
-    if args.json:
-        print_json({"exported": done, "skipped": skipped, "to": str(dest)})
-        return 0
-    out.print(cell(f"exported {len(done)} skill(s) to {dest}: {', '.join(done) or 'none'}"))
-    for line in skipped:
-        out.print(cell(f"  skipped {line}"))
-    return 0
-
-
-def _check_as(scratch: Path, name: str) -> list[str]:
-    """Validate a copy as if it were in a folder of its own name (the spec ties the two)."""
-    probe = scratch.parent / f".check-{name}" / name
-    shutil.rmtree(probe.parent, ignore_errors=True)
-    shutil.copytree(scratch, probe)
-    try:
-        return problems(probe)
-    finally:
-        shutil.rmtree(probe.parent, ignore_errors=True)

@@ -4,7 +4,8 @@ skills sources | add-source KIND PATH | remove-source KIND PATH   cli/skills_sou
 skills watch [--every 30s] | unwatch | scan --once                cli/skills_watch_cmd.py
 skills status | atoms TRAJ                                        cli/skills_status_cmd.py
 skills list | show NAME [--branch B] | history NAME | candidates NAME | canary NAME
-skills promote NAME | discard NAME | export --to DIR              cli/skill_library_cmd.py
+skills promote NAME | discard NAME                                cli/skill_library_cmd.py
+skills export --to DIR [--canary] [--watch]                       cli/skills_export_cmd.py
 
 Each renders what :class:`xsky.client.skills.Skills` (or the library's store) returns.
 """

@@ -24,7 +24,8 @@ AUTHOR = {
     "GIT_COMMITTER_EMAIL": "xsky@localhost",
 }
 # Not part of a skill's versions: the entity's own bookkeeping next to it.
-UNTRACKED = (".candidates.yml", ".ux_scores.jsonl", ".decisions.jsonl")
+# ``.canary/``: the export canary's versions and its switch log (activities/skills/canary_export.py).
+UNTRACKED = (".candidates.yml", ".ux_scores.jsonl", ".decisions.jsonl", ".canary/")
 
 
 class GitError(RuntimeError):
@@ -151,7 +152,19 @@ def sync(repo: Path) -> None:
         return
     git(repo, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
     git(repo, "reset", "-q", "--hard", branch)
-    git(repo, "clean", "-q", "-fd", "-e", ".candidates.yml", "-e", ".ux_scores.jsonl")
+    # -e for repositories made before a name joined UNTRACKED (their exclude file lacks it)
+    git(
+        repo,
+        "clean",
+        "-q",
+        "-fd",
+        "-e",
+        ".candidates.yml",
+        "-e",
+        ".ux_scores.jsonl",
+        "-e",
+        ".canary/",
+    )
 
 
 def export(repo: Path, ref: str, dest: Path) -> None:

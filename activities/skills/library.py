@@ -440,7 +440,16 @@ def canary_git(home: Path, a: GitAction) -> GitResult:
 
 
 def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
-    """UX scores bound to (skill, side, commit) for atoms that used skills of the library."""
+    """UX scores bound to (skill, side, commit) for atoms that used skills of the library.
+
+    An xsky agent's transcript says which side and commit it read (its first line). A Claude
+    Code or Codex session read whatever the exported folder showed at the time it used the
+    skill: the side of the switch in force then, from the skill's switch log (see
+    :mod:`activities.skills.canary_use`); with no log (never exported by ``skills export``
+    since it logs), ``main`` as it is now.
+    """
+    from activities.skills.canary_use import exported_side
+
     sides = _transcript_skills(inp.path) if inp.kind == "xsky" else {}
     out: dict[str, list[Score]] = {}
     for ref in inp.scored_atoms:
@@ -449,11 +458,18 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
             continue
         for name in atom.used_skills:
             if not NAME_RE.match(name):
-                continue  # not a name the library can hold
+                continue  # not a name the library can hold (a plugin's ``ns:name``)
             folder = skill_dir(home, name)
             if not skill_git.is_repo(folder):
                 continue
-            side, commit = sides.get(name, ("main", skill_git.branch_commit(folder, "main")))
+            bound = (
+                sides.get(name, ("main", skill_git.branch_commit(folder, "main"), ""))
+                if inp.kind == "xsky"
+                else exported_side(folder, atom, name)
+            )
+            if bound is None:
+                continue  # a canary-exported skill used at a moment that cannot be read back
+            side, commit, at = bound
             if commit:
                 out.setdefault(name, []).append(
                     Score(
@@ -462,14 +478,15 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
                         commit=commit,
                         score=atom.ux_score,
                         atom_id=atom.atom_id,
-                        at=now_iso(),
+                        at=at or now_iso(),
                     )
                 )
     return out
 
 
-def _transcript_skills(path: str) -> dict[str, tuple[str, str]]:
-    """Which side and commit of each bound skill an xsky agent read (its transcript's first line)."""
+def _transcript_skills(path: str) -> dict[str, tuple[str, str | None, str]]:
+    """Which side and commit of each bound skill an xsky agent read (its transcript's first
+    line), with no time of use: the run was assigned its side for its whole length."""
     try:
         with open(path, encoding="utf-8") as fh:
             first = json.loads(fh.readline())
@@ -478,5 +495,5 @@ def _transcript_skills(path: str) -> dict[str, tuple[str, str]]:
     found = {}
     for item in first.get("skills", []) if isinstance(first, dict) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("commit"):
-            found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]))
+            found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]), "")
     return found

@@ -318,5 +318,12 @@ def test_a_draft_is_refused_export_with_a_sentence_that_says_why(tmp_path: Path)
         "a draft on baby, not a skill yet: it is never exported "
         "(needs a model to write: set XSKY_SKILLS_MODEL)"
     )
+    # and `skills export` (plain or --canary) says it for that skill and leaves the folder empty
+    from activities.skills.canary_export import export_skill
+
+    for canary in (False, True):
+        placed = export_skill(repo, "fix-flaky-tests", tmp_path / "dest", canary)
+        assert placed.skipped == export_refusal(repo)
+        assert not (tmp_path / "dest" / "fix-flaky-tests").exists()
     skill_git.rename_baby_to_main(repo)
     assert export_refusal(repo) is None

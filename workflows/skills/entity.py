@@ -34,6 +34,7 @@ from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky.skills import canary
+    from xsky.skills.canary_window import CanaryExported
     from xsky.skills.models import (
         EDIT_THRESHOLD,
         KEEP_CONSUMED,
@@ -116,6 +117,22 @@ class SkillEntityWorkflow:
             self.s.scores = kept + [score.model_copy(update={"at": score.at or self._now()})]
             self.dirty = True
         self._prune_scores()
+
+    @workflow.signal(
+        description="`skills export --canary` first showed this staging version then: its 14 days count from then."
+    )
+    async def canary_exported(self, req: CanaryExported) -> None:
+        await workflow.wait_condition(lambda: self.ready)
+        started = self.s.staging_started_at
+        # Only ever later (a re-sent or stale signal cannot shorten the canary), and only for
+        # the version under canary now; the exporter re-sends it at every run, so a restarted
+        # entity, which reads the commit's time, hears it again.
+        if req.staging_commit != self.s.staging_commit or started is None:
+            return
+        if datetime.fromisoformat(req.at) > datetime.fromisoformat(started):
+            self.s.staging_started_at = req.at
+            self._event("canary", f"exported under canary since {req.at[:19]}: 14 days from then")
+            self.dirty = True
 
     @workflow.update(
         description="Take an atom out of the candidates (it moves to another skill); returns it, or null."

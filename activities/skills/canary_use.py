@@ -1,0 +1,166 @@
+"""When a Claude Code or Codex session used a skill, and which side of it was installed then.
+
+An atom says *that* its session used a skill (``used_skills``, measured by the adapter); its
+raw anchors (``provenance.raw``: file and byte range) say where in the transcript. The time
+is the ``timestamp`` of the record that used it, read back from those bytes:
+
+- Claude Code: an assistant ``tool_use`` of ``Skill`` naming the skill (``input.skill``,
+  without a plugin namespace: ``ns:name`` is a plugin's skill, not the library's), or a
+  ``Read``/``View`` of ``…/skills/<name>/SKILL.md``, or a ``Bash`` command that reads it;
+  a call whose ``tool_result`` says ``is_error`` is not use (the next one is);
+- Codex: a ``function_call``/``custom_tool_call``/``local_shell_call`` whose arguments
+  name ``…/skills/<name>/SKILL.md`` (Codex opens the file itself).
+
+When no such record is in the anchors (a shape this reader does not know), the first
+timestamp of the anchors stands in, the start of the atom's task. The switch log
+(:mod:`activities.skills.canary_export`) then gives the side and commit in force at that
+moment (:func:`xsky.skills.canary_window.installed_at`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from xsky.skills import canary_window as cw
+from xsky.skills.atoms import AtomTask
+
+READ_CAP = 16 * 1024 * 1024  # bytes of one anchor read back (an atom's span; more is cut)
+_CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
+def skill_file(name: str) -> re.Pattern[str]:
+    return re.compile(rf"skills/{re.escape(name)}/SKILL\.md")
+
+
+def use_time(atom: AtomTask, name: str) -> datetime | None:
+    """The moment the atom's session first used ``name`` (see the module docstring)."""
+    first: datetime | None = None
+    for anchor in atom.provenance.raw:
+        records = _records(Path(anchor.path), anchor.byte_start, anchor.byte_end)
+        found = first_use(records, name)
+        if found is not None:
+            return found
+        if first is None:
+            first = next((t for t in map(_time, records) if t is not None), None)
+    return first
+
+
+def first_use(records: list[dict[str, Any]], name: str) -> datetime | None:
+    """The time of the first record that used ``name`` and did not fail."""
+    pattern = skill_file(name)
+    failed = _failed_calls(records)
+    for rec in records:
+        for call_id in _uses(rec, name, pattern):
+            if call_id not in failed:
+                t = _time(rec)
+                if t is not None:
+                    return t
+    return None
+
+
+def _uses(rec: dict[str, Any], name: str, pattern: re.Pattern[str]) -> list[str]:
+    """Ids of the calls in one record that use ``name`` ("" for a call without an id)."""
+    found: list[str] = []
+    if rec.get("type") == "assistant":
+        content = (rec.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            args = block.get("input") if isinstance(block.get("input"), dict) else {}
+            tool = block.get("name")
+            if tool == "Skill":
+                value = args.get("skill") or args.get("command")
+                words = value.strip().lstrip("/").split() if isinstance(value, str) else []
+                hit = words[:1] == [name]  # "ns:name" is a plugin's skill: not this one
+            else:
+                hit = bool(pattern.search(json.dumps(args)))
+            if hit:
+                found.append(str(block.get("id") or ""))
+    elif rec.get("type") == "response_item":
+        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        if payload.get("type") in _CODEX_CALLS:
+            text = json.dumps(
+                [payload.get("arguments"), payload.get("input"), payload.get("action")]
+            )
+            if pattern.search(text):
+                found.append(str(payload.get("call_id") or ""))
+    return found
+
+
+def _failed_calls(records: list[dict[str, Any]]) -> set[str]:
+    """Claude Code tool_use ids whose tool_result says is_error."""
+    failed: set[str] = set()
+    for rec in records:
+        if rec.get("type") != "user":
+            continue
+        content = (rec.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("is_error") is True
+            ):
+                failed.add(str(block.get("tool_use_id") or ""))
+    return failed
+
+
+def _records(path: Path, start: int, end: int) -> list[dict[str, Any]]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, start))
+            data = fh.read(max(0, min(end - start, READ_CAP)))
+    except OSError:
+        return []
+    out = []
+    for line in data.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the anchor's edge, or not JSON
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _time(rec: dict[str, Any]) -> datetime | None:
+    value = rec.get("timestamp")
+    if not isinstance(value, str):
+        return None
+    try:
+        return cw.parse_time(value)
+    except ValueError:
+        return None
+
+
+def side_at_use(
+    switches: list[cw.Switch], atom: AtomTask, name: str
+) -> tuple[str, str, datetime] | str:
+    """(side, commit, when) installed when the atom's session used ``name``, per the switch
+    log; ``"before"`` when the use came before the log's first switch (the folder was not
+    exported by a logging xsky then), ``"unknown"`` when no time can be read back."""
+    when = use_time(atom, name)
+    if when is None:
+        return "unknown"
+    switch = cw.installed_at(switches, when)
+    return (switch.side, switch.commit, when) if switch else "before"
+
+
+def exported_side(folder: Path, atom: AtomTask, name: str) -> tuple[str, str | None, str] | None:
+    """(side, commit, when) a Claude Code / Codex session's use of ``name`` is scored on:
+    per the skill's switch log; ``main`` as it is now when there is no log or the use came
+    before it (as before the export canary); None when the moment cannot be read back."""
+    from activities.skills import git as skill_git
+    from activities.skills.canary_export import read_switches
+
+    switches = read_switches(folder)
+    found = side_at_use(switches, atom, name) if switches else "before"
+    if found == "unknown":
+        return None
+    if isinstance(found, str):
+        return "main", skill_git.branch_commit(folder, "main"), ""
+    side, commit, when = found
+    return side, commit, when.isoformat(timespec="seconds")
