@@ -146,6 +146,14 @@ def draft_status(settings: Settings, pending: int) -> str:
     return f"draft — the model writes its first version at weight {EDIT_THRESHOLD} (now {pending})"
 
 
+def _status(folder: Path, state: str) -> str:
+    """A published skill's state, or why it is held back (an earlier xsky's offline main)."""
+    from activities.skills.files import export_refusal
+
+    refused = export_refusal(folder) if state == "main" else None
+    return f"main — {refused}" if refused else state
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     settings = load_settings()
     rows = []
@@ -181,7 +189,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "name": name,
                 "state": state,
                 "draft": state == "baby",
-                "status": draft_status(settings, pending) if state == "baby" else state,
+                "status": draft_status(settings, pending)
+                if state == "baby"
+                else _status(folder, state),
                 "versions": versions,
                 "meanUx": c["mean_main"],
                 "scores": c["n_main"],

@@ -92,8 +92,8 @@ def _once(args: argparse.Namespace, dest: Path) -> int:
             placed.append(canary_export.export_plain(folder, name, dest))
     done = [p for p in placed if not p.skipped]
     skipped = [f"{p.name}: {p.skipped}" for p in placed if p.skipped]
-    canaries = [_canary_line(settings.skills_home, p, now) for p in done if p.how != "copy"]
-    canaries = [c for c in canaries if c]
+    lines = [_canary_line(settings.skills_home, p, now) for p in done if p.how != "copy"]
+    canaries = [c for c in lines if c]
     told = asyncio.run(_tell(settings, canaries)) if canaries else ""
     if args.json:
         print_json(
@@ -113,11 +113,12 @@ def _once(args: argparse.Namespace, dest: Path) -> int:
         )
     )
     for c in canaries:
+        commit, nxt = str(c["commit"]), str(c["next"] or "")
         out.print(
             cell(
-                f"  {c['skill']}: {c['side']} {c['commit'][:10]} ({c['how']})"
+                f"  {c['skill']}: {c['side']} {commit[:10]} ({c['how']})"
                 + (" — switched now" if c["switched"] else "")
-                + (f"; next switch {c['next'][:16]}Z" if c["next"] else "")
+                + (f"; next switch {nxt[:16]}Z" if nxt else "")
             )
         )
     for line in skipped:

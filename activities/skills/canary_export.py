@@ -94,9 +94,10 @@ def export_skill(
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / name
     main = skill_git.branch_commit(folder, "main")
-    if not main:
-        # a draft never leaves the library: say why, and what would make it a skill
-        return Placed(name, skipped=export_refusal(folder) or "a draft on baby, not a skill yet")
+    refused = export_refusal(folder)
+    if refused or not main:
+        # a draft never leaves the library, nor an offline main: say why, and what would help
+        return Placed(name, skipped=refused or "a draft on baby, not a skill yet")
     if _foreign(target):
         return Placed(name, skipped=f"{target} exists and was not exported by xsky; left alone")
     staging = skill_git.branch_commit(folder, "staging")
@@ -135,7 +136,7 @@ def export_skill(
             ),
         )
         switched = True
-    _prune(folder, {main, staging, plan.commit} - {None})
+    _prune(folder, {c for c in (main, staging, plan.commit) if c})
     return Placed(name, plan.side, plan.commit, how, switched)
 
 

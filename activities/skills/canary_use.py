@@ -6,7 +6,8 @@ is the ``timestamp`` of the record that used it, read back from those bytes:
 
 - Claude Code: an assistant ``tool_use`` of ``Skill`` naming the skill (``input.skill``,
   without a plugin namespace: ``ns:name`` is a plugin's skill, not the library's), or a
-  ``Read``/``View`` of ``…/skills/<name>/SKILL.md``, or a ``Bash`` command that reads it;
+  ``Read``/``View`` of ``…/skills/<name>/SKILL.md``, or a ``Bash`` command that reads it,
+  or the skill loaded by a slash command (``isMeta`` "Base directory for this skill: …");
   a call whose ``tool_result`` says ``is_error`` is not use (the next one is);
 - Codex: a ``function_call``/``custom_tool_call``/``local_shell_call`` whose arguments
   name ``…/skills/<name>/SKILL.md`` (Codex opens the file itself).
@@ -22,11 +23,13 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from xsky.skills import canary_window as cw
 from xsky.skills.atoms import AtomTask
+from xsky.skills.transcripts import text_of
+from xsky.skills.transcripts.claude_code import SKILL_LOADED
 
 READ_CAP = 16 * 1024 * 1024  # bytes of one anchor read back (an atom's span; more is cut)
 _CODEX_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -65,12 +68,13 @@ def first_use(records: list[dict[str, Any]], name: str) -> datetime | None:
 def _uses(rec: dict[str, Any], name: str, pattern: re.Pattern[str]) -> list[str]:
     """Ids of the calls in one record that use ``name`` ("" for a call without an id)."""
     found: list[str] = []
+    message: dict[str, Any] = rec["message"] if isinstance(rec.get("message"), dict) else {}
     if rec.get("type") == "assistant":
-        content = (rec.get("message") or {}).get("content")
+        content = message.get("content")
         for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict) or block.get("type") != "tool_use":
                 continue
-            args = block.get("input") if isinstance(block.get("input"), dict) else {}
+            args: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
             tool = block.get("name")
             if tool == "Skill":
                 value = args.get("skill") or args.get("command")
@@ -80,8 +84,14 @@ def _uses(rec: dict[str, Any], name: str, pattern: re.Pattern[str]) -> list[str]
                 hit = bool(pattern.search(json.dumps(args)))
             if hit:
                 found.append(str(block.get("id") or ""))
+    elif rec.get("type") == "user" and rec.get("isMeta") is True:
+        # a skill the person loaded with a slash command (one answering a Skill call is the call)
+        text = text_of(message.get("content"))
+        m = SKILL_LOADED.match(text.strip())
+        if m and not rec.get("sourceToolUseID") and PurePosixPath(m.group(1)).name == name:
+            found.append("")
     elif rec.get("type") == "response_item":
-        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        payload: dict[str, Any] = rec["payload"] if isinstance(rec.get("payload"), dict) else {}
         if payload.get("type") in _CODEX_CALLS:
             text = json.dumps(
                 [payload.get("arguments"), payload.get("input"), payload.get("action")]

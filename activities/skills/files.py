@@ -250,11 +250,30 @@ def record_decision(home: Path, decision: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
+OFFLINE_MAIN = (
+    "written offline by an earlier xsky, not by a model: it is not exported until a model "
+    "writes its next version (set XSKY_SKILLS_MODEL), or `skills discard` it"
+)
+
+
+def offline_written(folder: Path, commit: str) -> bool:
+    """Whether a version's SKILL.md was written by an offline writer (its ``written_by``):
+    earlier xsky versions published such skills to ``main``; they are not worth installing."""
+    from xsky.skills.spec import split
+
+    meta = split(skill_git.show(folder, commit) or "")[0].get("metadata")
+    return isinstance(meta, dict) and str(meta.get("written_by", "")).startswith("xsky offline")
+
+
 def export_refusal(folder: Path) -> str | None:
     """Why a skill folder may not be exported, in one sentence (None: it may, from main or as
-    a hand-written folder). A draft never leaves the library."""
-    if not skill_git.is_repo(folder) or skill_git.branch_commit(folder, "main"):
+    a hand-written folder). A draft never leaves the library, nor does a ``main`` that an
+    earlier xsky wrote offline."""
+    if not skill_git.is_repo(folder):
         return None
+    main = skill_git.branch_commit(folder, "main")
+    if main:
+        return OFFLINE_MAIN if offline_written(folder, main) else None
     from xsky.skills.authoring import NEEDS_MODEL
 
     return f"a draft on baby, not a skill yet: it is never exported ({NEEDS_MODEL})"

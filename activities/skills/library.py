@@ -492,7 +492,7 @@ def _transcript_skills(path: str) -> dict[str, tuple[str, str | None, str]]:
             first = json.loads(fh.readline())
     except (OSError, ValueError):
         return {}
-    found = {}
+    found: dict[str, tuple[str, str | None, str]] = {}
     for item in first.get("skills", []) if isinstance(first, dict) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("commit"):
             found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]), "")

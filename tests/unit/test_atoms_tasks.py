@@ -168,3 +168,22 @@ def test_an_atom_of_an_older_version_is_extended_from_what_its_provenance_tells(
     assert atom.atom_id == "atom_t_0001" and atom.offset_end == us[-1].e
     assert atom.summary.startswith("Asked: fix the cart rounding test. Then:")
     assert atom.provenance.ux_signals == {"corrections": 1} and atom.ux_score == 7
+
+
+def test_skill_use_is_measured_wherever_the_adapter_puts_it() -> None:
+    """On the call (xsky's read_skill), the successful result (Claude Code, Codex) or the load
+    of a slash command (a meta line): the atom's used_skills are measured from all three."""
+    us = units(
+        ("user", "deploy the billing service with helm"),
+        ("tool_call", "Skill deploy-helm"),
+        ("tool_result", "Launching skill: deploy-helm", {"skill": "deploy-helm"}),
+        ("user", "now release the notes for v2.3"),
+        ("meta", "Base directory for this skill: …/release-notes", {"skill": "release-notes"}),
+        ("tool_call", "read_skill sql-migrate", {"skill": "sql-migrate"}),
+        ("assistant", "Done."),
+    )
+    made = cut(us, [])
+    assert [(a["used_skills"], a["provenance"]["used_skills_by"]) for a in made] == [
+        (["deploy-helm"], "measured"),
+        (["release-notes", "sql-migrate"], "measured"),
+    ]

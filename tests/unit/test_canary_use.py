@@ -146,3 +146,16 @@ def test_scores_go_to_the_side_installed_at_the_time_of_use_bound_to_its_commit(
     reported = atom_over(tmp_path / "b.jsonl", size, "traj_cc_infra_cccc0003")
     reported.provenance.used_skills_by = "self-reported"
     assert scores_of(home, _route(home, reported)) == {}
+
+
+def test_a_slash_command_use_is_timed_when_claude_code_loaded_the_skill(tmp_path: Path) -> None:
+    from tests.unit.test_transcripts_claude import slash_session
+
+    lines = slash_session()
+    loaded = next(x for x in lines if x.get("isMeta"))
+    assert first_use(lines, NAME) == cw.parse_time(loaded["timestamp"])
+    assert first_use(lines, "other-skill") is None
+    # the load that answers a Skill call is timed by the call (the record before it)
+    called = cc_session("billing", T0)
+    call = next(x for x in called if "Skill" in json.dumps(x.get("message", {})))
+    assert first_use(called, NAME) == cw.parse_time(call["timestamp"])

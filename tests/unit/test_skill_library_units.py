@@ -321,9 +321,34 @@ def test_a_draft_is_refused_export_with_a_sentence_that_says_why(tmp_path: Path)
     # and `skills export` (plain or --canary) says it for that skill and leaves the folder empty
     from activities.skills.canary_export import export_skill
 
-    for canary in (False, True):
-        placed = export_skill(repo, "fix-flaky-tests", tmp_path / "dest", canary)
+    for under_canary in (False, True):
+        placed = export_skill(repo, "fix-flaky-tests", tmp_path / "dest", under_canary)
         assert placed.skipped == export_refusal(repo)
         assert not (tmp_path / "dest" / "fix-flaky-tests").exists()
     skill_git.rename_baby_to_main(repo)
     assert export_refusal(repo) is None
+
+
+def test_a_main_an_earlier_xsky_wrote_offline_is_held_back_from_export(tmp_path: Path) -> None:
+    """Earlier xsky versions published offline-written skills to main (SKILL.md metadata
+    ``written_by: xsky offline skill writer``): they are kept, but not exported."""
+    from activities.skills.canary_export import export_skill
+    from activities.skills.files import OFFLINE_MAIN, export_refusal
+
+    files = tmp_path / "files"
+    files.mkdir()
+    body = "# run-tests\n\nRun the tests."
+    meta = {"written_by": "xsky offline skill writer"}
+    (files / "SKILL.md").write_text(render("run-tests", "Run tests. Use when x.", body, meta))
+    repo = tmp_path / "run-tests"
+    skill_git.init(repo, files, "new")
+    skill_git.rename_baby_to_main(repo)
+    assert export_refusal(repo) == OFFLINE_MAIN
+    placed = export_skill(repo, "run-tests", tmp_path / "dest", False)
+    assert placed.skipped == OFFLINE_MAIN and not (tmp_path / "dest" / "run-tests").exists()
+    # a model-written next version on main is exported
+    (files / "SKILL.md").write_text(render("run-tests", "Run tests. Use when x.", body, {}))
+    main = skill_git.branch_commit(repo, "main")
+    skill_git.publish(repo, "main", skill_git.commit_tree(repo, files, main, "edit"), main)
+    assert export_refusal(repo) is None
+    assert export_skill(repo, "run-tests", tmp_path / "dest", False).skipped is None

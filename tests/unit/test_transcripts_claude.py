@@ -5,7 +5,9 @@ and skill use measured on the successful result, plugin namespaces kept."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from xsky.skills.trajectory import Event
 from xsky.skills.transcripts import FileInfo, ParseState, adapter_for, skill_name
@@ -261,3 +263,44 @@ def test_an_unknown_hyphenated_wrapper_is_machine_input_but_a_pasted_tag_in_pros
     assert classify(prose) == [("user", prose)]
     pasted = "<my-button>Save</my-button>\nwhy is this button not styled?"
     assert classify(pasted) == [("user", pasted)]
+
+
+T1 = datetime(2026, 11, 2, 1, 0, tzinfo=UTC)
+
+
+def slash_session() -> list[dict[str, Any]]:
+    """A Claude Code 2.1 session where the person typed ``/deploy-helm billing to staging``:
+    the command's wrapper, then Claude Code loading the skill (isMeta, no Skill call)."""
+    from tests.integration.test_canary_export import NAME, cc_session
+
+    lines = cc_session("billing", T1)
+    call = next(i for i, x in enumerate(lines) if "Skill" in json.dumps(x.get("message", {})))
+    loaded = {k: v for k, v in lines[call + 2].items() if k != "sourceToolUseID"}
+    lines[0]["message"]["content"] = (
+        f"<command-message>{NAME}</command-message>\n<command-name>/{NAME}</command-name>\n"
+        "<command-args>billing to staging</command-args>"
+    )
+    return [lines[0], loaded, *lines[call + 3 :]]
+
+
+def _events_of(lines: list[dict[str, Any]], tmp_path: Path) -> list[Event]:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    events, _ = parse(path)
+    return events
+
+
+def test_a_skill_typed_as_a_slash_command_is_used_when_claude_code_loads_it(tmp_path: Path) -> None:
+    from tests.integration.test_canary_export import NAME, cc_session
+
+    events = _events_of(slash_session(), tmp_path)
+    assert [(e.kind, e.skill) for e in events if e.skill] == [("meta", NAME)]
+    assert users(events) == [("prompt", "billing to staging")]  # the command's arguments
+    # loaded for a Skill call (sourceToolUseID): counted once, on the call's result
+    called = _events_of(cc_session("billing", T1), tmp_path)
+    assert [(e.kind, e.skill) for e in called if e.skill] == [("tool_result", NAME)]
+    # a "Base directory" message with no slash command before it answers a Skill call (as
+    # 2.0.x writes it, without sourceToolUseID): not a second use
+    bare = slash_session()
+    bare[0]["message"]["content"] = "deploy billing to staging"
+    assert [e.skill for e in _events_of(bare, tmp_path) if e.skill] == []

@@ -128,6 +128,10 @@ class Draft:
 
     def _effects(self, u: Unit) -> None:
         st, sig = self.state, self.state.signals
+        # a measured use: on the successful result (Claude Code, Codex), the call (xsky's
+        # read_skill) or the load of a slash command (Claude Code's meta line)
+        if u.skill and SKILL_NAME.match(u.skill) and u.skill not in st.skills:
+            st.skills.append(u.skill)
         if u.kind == "user":
             if not is_person_prompt(u):
                 return  # machine text: no intent, no signal
@@ -143,8 +147,6 @@ class Draft:
             st.tools[name] = st.tools.get(name, 0) + 1
             if REVERT_COMMAND.search(u.head):
                 _bump(sig, "reverted_edits")
-            if u.skill and SKILL_NAME.match(u.skill) and u.skill not in st.skills:
-                st.skills.append(u.skill)
         elif u.kind == "tool_result":
             st.completed = False
             if u.error:

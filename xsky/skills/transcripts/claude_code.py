@@ -20,7 +20,9 @@ else is kept opaque. Rules that matter for skills:
 - a skill is *used* when a ``Skill`` call (``input.skill``, the plugin namespace kept)
   succeeds, or a ``Read`` (or a ``cat`` in ``Bash``) of a ``…/skills/<name>/SKILL.md``
   does: the use is on the result, so a failed call is no use; the injected skill listing
-  is not use.
+  is not use. A skill the person invoked as a slash command (``/deploy-helm …``) is used
+  when Claude Code loads it: the command's wrapper, then an ``isMeta`` "Base directory for
+  this skill: …/<name>" (a load that answers a ``Skill`` call is counted on the call).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ SHELL_READ = re.compile(
     r"(?:^|[;&|(]\s*|\s)(?:cat|head|tail|less|more|bat|nl|Get-Content|sed\s+-n\s+\S+)\s+[^;&|>]*?"
     r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md"
 )
+# Claude Code's message when it loads a skill (2.1.x): the skill's folder, then its body.
+SKILL_LOADED = re.compile(r"^Base directory for this skill:\s*(\S+)")
 _INTERPRETED = ("user", "assistant", "system")
 # Claude Code's own helper agents (compaction, prompt suggestions) are named, not numbered:
 # their input is the conversation itself, none of it a turn of theirs.
@@ -185,7 +189,8 @@ class ClaudeCodeAdapter:
             out.append(ev("compaction", text_of(content)))
             return out
         if rec.get("isMeta") is True:
-            out.append(ev("meta", text_of(content)))
+            text = text_of(content)
+            out.append(ev("meta", text, skill=_slash_skill(rec, text, state, writer)))
             return out
         for block in _blocks(content):
             btype = block.get("type")
@@ -278,6 +283,8 @@ def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
         elif what == "queued":
             out.extend(_deliver(part, state, ev) if writer == "person" else [ev("meta", part)])
         elif what != "user":
+            if what == "meta" and part.startswith("command /"):
+                state.last_command = part.removeprefix("command /")
             out.append(ev(what, part))
         elif writer == "machine":  # a compaction agent's input: the conversation to summarise
             out.append(ev("meta", part))
@@ -423,6 +430,17 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return text_of(content) or as_text(content)
+
+
+def _slash_skill(rec: dict[str, Any], text: str, state: ParseState, writer: str) -> str | None:
+    """The skill a slash command loaded (see the module docstring), or None. The name is the
+    command's when it names the same folder (a plugin's ``ns:name`` keeps its namespace)."""
+    command, state.last_command = state.last_command, ""
+    m = SKILL_LOADED.match(text.strip())
+    if m is None or rec.get("sourceToolUseID") or writer != "person" or not command:
+        return None  # a load with no slash command before it answers a Skill call (2.0.x)
+    folder = PurePosixPath(m.group(1).rstrip("/")).name
+    return skill_name(command) if command.split(":")[-1] == folder else None
 
 
 def _skill_used(name: str, args: dict[str, Any]) -> str | None:
