@@ -67,7 +67,8 @@ CRITIQUE_ANYWHERE = re.compile(
     r"that'?s (odd|weird|strange|not right))\b"
 )
 REFINEMENT = re.compile(
-    r"(?i)^\s*(also\b|and (also|the|what|how|now)\b|plus\b|one more\b|what else|anything else|"
+    # a prompt that opens with "and" goes on with the one before it ("and keep the upper() call")
+    r"(?i)^\s*(also\b|(oh,? )?and\b|plus\b|one more\b|what else|anything else|"
     r"more\b|same (for|with)\b|and\b[^.\n]{0,40}\?\s*$|add (also|too)\b)"
 )
 # Words that say a new goal begins, whatever the topic overlap.
