@@ -121,3 +121,31 @@ def test_a_patch_that_edits_a_skill_md_is_not_its_use() -> None:
     events, _ = parse(V058, data)
     assert [e.kind for e in events] == ["tool_call", "tool_result"]
     assert not [e for e in events if e.skill]
+
+
+def test_an_exit_code_recorded_after_the_output_still_makes_the_call_an_error() -> None:
+    """Some rollouts write ``exec_command_end`` after the ``function_call_output``: the output
+    read as a success, the later non-zero exit code still counts as a tool error (once)."""
+    call = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["bash", "-lc", "pytest -q"]}),
+            "call_id": "call_late1",
+        },
+    }
+    output = {
+        "type": "response_item",
+        "payload": {"type": "function_call_output", "call_id": "call_late1", "output": "3 failed"},
+    }
+    end = {
+        "type": "event_msg",
+        "payload": {"type": "exec_command_end", "call_id": "call_late1", "exit_code": 1},
+    }
+    ok_end = {**end, "payload": {**end["payload"], "call_id": "call_other", "exit_code": 0}}
+    data = "".join(json.dumps(x) + "\n" for x in [call, output, end, end, ok_end]).encode()
+    events, state = parse(V058, data)
+    results = [(e.text, e.is_error) for e in events if e.kind == "tool_result"]
+    assert results == [("3 failed", False), ("the command exited with code 1", True)]
+    assert state.succeeded == [] and state.failed_calls == []

@@ -62,6 +62,7 @@ class ParseState(WireModel):
     mirror: list[str] = Field(default_factory=list)  # "<side>:<record no>:<fingerprint>"
     seq: int = 0  # records seen in this file
     failed_calls: list[str] = Field(default_factory=list)  # calls whose command exited non-zero
+    succeeded: list[str] = Field(default_factory=list)  # "<call id>\t<tool>" of recent good outputs
     last_command: str = ""  # the slash command just typed (``/name``): a skill it loads is used
 
     def remember(self, attr: str, value: str, keep: int = KEEP_SEEN) -> None:

@@ -11,7 +11,8 @@ persisted changes between versions. Rules that matter for skills:
   is a correction;
 - calls and their outputs are paired by ``call_id``; a non-zero exit code is an error,
   whether in the output's metadata, in its text ("Process exited with code 1", "Exit
-  code: 1": unified exec and the freeform shell) or in an ``exec_command_end`` event;
+  code: 1": unified exec and the freeform shell) or in an ``exec_command_end`` event (one
+  written after the output adds a tool error of its own);
 - injected context (``<environment_context>``, AGENTS.md / ``<user_instructions>``,
   ``<skills_instructions>``) arrives as user messages but is never user intent;
 - a ``compacted`` record is a model-written summary, a boundary, not intent;
@@ -143,6 +144,8 @@ class CodexAdapter:
             state.failed_calls.remove(call_id)
             failed = True
         name, skill = state.close_call(call_id, failed)
+        if call_id and not failed:  # an exit code may still come after it (exec_command_end)
+            state.bounded("succeeded", f"{call_id}\t{name or ''}")
         return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed, skill=skill)]
 
 
@@ -176,6 +179,20 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         call_id = ident(payload.get("call_id"))
         if isinstance(code, int) and code != 0 and call_id and call_id in state.calls:
             state.bounded("failed_calls", call_id)  # its output, recorded next, is an error
+        elif isinstance(code, int) and code != 0 and call_id:
+            return _late_exit(call_id, code, state, ev)
+    return []
+
+
+def _late_exit(call_id: str, code: int, state: ParseState, ev: Any) -> list[Event]:
+    """A non-zero exit code recorded after the call's output was read as a success: the
+    failure is an event of its own (counted as a tool error), not lost."""
+    for i, item in enumerate(state.succeeded):
+        done, _, tool = item.partition("\t")
+        if done == call_id:
+            del state.succeeded[i]
+            text = f"the command exited with code {code}"
+            return [ev("tool_result", text, call_id=call_id, tool=tool or None, is_error=True)]
     return []
 
 
