@@ -85,17 +85,23 @@ async def test_skills_scan_once_says_no_worker_polls_and_never_outwaits_its_time
     env: Env, tmp_path: Path
 ):
     await stopped_worker(env, tmp_path, signal.SIGTERM)
+    # what starting the command costs on this (shared, noisy) machine, measured here: the
+    # bounds below are on the waiting, not on Python's start-up
+    began = time.monotonic()
+    await starter(env, "skills", "sources")
+    startup = time.monotonic() - began
     began = time.monotonic()
     code, out, err = await starter(env, "skills", "scan", "--once", "--timeout", "30")
     took = time.monotonic() - began
     said = " ".join((out + err).split())
     assert code == 2, said
     assert f"no worker is polling the task queue '{env.settings.skills_queue}'" in said
-    assert took < 10 + 3, took
+    assert took < 10 + startup + 3, (took, startup)
     # a --timeout shorter than the check: the command still ends within it
     began = time.monotonic()
     code, out, err = await starter(env, "skills", "scan", "--once", "--timeout", "2")
-    assert code == 2 and time.monotonic() - began < 2 + 3
+    took = time.monotonic() - began
+    assert code == 2 and took < 2 + startup + 3, (took, startup)
 
 
 async def test_following_says_when_no_worker_of_a_kind_takes_an_agent(env: Env, tmp_path: Path):
