@@ -207,3 +207,16 @@ def test_validate_accepts_field_references_of_a_dependency_and_refuses_others(
         res.returncode == 2
         and "{{agent_1_result.title}} is used but agent 2 does not depend on agent 1" in res.stderr
     )
+
+
+def test_the_planner_may_emit_schemas_and_its_bad_ones_are_refused() -> None:
+    from xsky.errors import WorkflowValidationError
+    from xsky.plan.planning import PlanRequest, check_plan, planning_prompt
+
+    assert "<output>" in planning_prompt(PlanRequest(task_id="t", task_prompt="x"))
+    good = parse_workflow(plan(f"<output>{json.dumps(SCHEMA)}</output>"))
+    assert check_plan(good, ["llm"]) == good
+    bad = parse_workflow(plan('<output>{"type": "strnig"}</output>'))
+    with pytest.raises(WorkflowValidationError) as e:
+        check_plan(bad, ["llm"])
+    assert "agent 1: the output schema is not a valid JSON Schema" in e.value.problems[0].message
