@@ -78,3 +78,19 @@ async def test_an_answer_that_never_fits_fails_with_its_errors_and_is_not_retrie
     assert f"did not match the output schema after {OUTPUT_RETRIES + 1} tries" in error
     assert "'year' is a required property" in error and "7 is not of type 'string'" in error
     assert "not retried" in error
+
+
+async def test_a_dependent_reading_a_missing_field_fails_saying_which_fields_there_are(
+    env: Env, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = lambda req, i: text('{"title": "Dune", "year": 1965}')
+    await env.start_worker()
+    author = REVIEW.replace("agent_1_result.title", "agent_1_result.author")
+    result = await env.run(plan(BOOK, author), options=RunOptions(max_auto_replans=0))
+    agents = {a.id: a for a in result.agents}
+    assert agents["1"].status == "completed" and agents["2"].status == "failed"
+    assert (
+        "{{agent_1_result.author}}: the result has no field 'author' (its fields: title, year)"
+        in (agents["2"].error or "")
+    )
+    assert len(fake_llm.requests) == 1  # agent 2 never reached the model
