@@ -82,14 +82,18 @@ async def chat(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     temperature: float | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> Any:
     """One chat completion, with errors turned into retryable or non-retryable failures;
-    timed, its tokens counted and traced (activities/metrics.py)."""
+    timed, its tokens counted and traced (activities/metrics.py). ``response_format``
+    ``{"type": "json_object"}`` asks for JSON mode (an agent with an output schema)."""
     kwargs: dict[str, Any] = {"model": t.model, "messages": messages}
     if tools:
         kwargs["tools"] = tools
     if temperature is not None:
         kwargs["temperature"] = temperature
+    if response_format is not None:
+        kwargs["response_format"] = response_format
     with metrics.model_call(t.model) as call:
         response = await _create(client, t, kwargs)
         call.answered(response)

@@ -28,6 +28,7 @@ from activities.tools.registry import IMPLEMENTATIONS, Session
 from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
 from xsky.outcomes import model_answer
+from xsky.plan import output_schema
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
@@ -120,6 +121,7 @@ class AgentLoop:
         self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.log = AgentLog(a.store.root, a.key, a.number, role.name, target.model)
+        self.schema = output_schema.output_schema(a.config)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -162,7 +164,7 @@ class AgentLoop:
                         "role": "system",
                         "content": system_prompt(self.role, self.a.goal, self.a.key.run_id),
                     },
-                    {"role": "user", "content": first_user_message(self.a.task, self.a.input_text)},
+                    {"role": "user", "content": self._first_message()},
                 ]
             )
             for m in cp.messages:
@@ -199,6 +201,8 @@ class AgentLoop:
                 cp.messages,
                 None if final_turn else tools,
                 self.settings.get("temperature"),
+                # JSON mode: the schema itself is in the first message (see _first_message)
+                {"type": "json_object"} if self.schema is not None else None,
             )
             self.log.llm(
                 self.target.model, time.monotonic() - asked, getattr(response, "usage", None)
@@ -224,6 +228,11 @@ class AgentLoop:
                         f"{none} (model {self.target.model}, step {cp.iteration})",
                         type="LLMNoAnswer",
                     )
+                if self.schema is not None:
+                    fitted = self._fitted(cp, answer)
+                    if fitted is None:
+                        continue  # the model was shown what is wrong: it answers again
+                    answer = fitted
                 self.checkpoints.save(cp)
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
@@ -233,6 +242,36 @@ class AgentLoop:
             self._after_iteration(cp, calls)
             if waiting is not None:
                 return waiting
+
+    def _first_message(self) -> str:
+        text = first_user_message(self.a.task, self.a.input_text)
+        if self.schema is not None:
+            text += "\n\n" + output_schema.instructions(self.schema)
+        return text
+
+    def _fitted(self, cp: Checkpoint, answer: str) -> str | None:
+        """The answer as compact JSON when it matches the agent's output schema; else None,
+        with the errors sent back to the model (checkpointed, so a retried attempt goes on
+        counting) — or, once OUTPUT_RETRIES corrections were used, a non-retryable failure
+        that lists them: the same model on the same conversation would not do better."""
+        assert self.schema is not None
+        value, problems = output_schema.result_problems(self.schema, answer)
+        if not problems:
+            return json.dumps(value, ensure_ascii=False)
+        tries = output_schema.corrections(cp.messages)
+        self.log.event("output_mismatch", problems=problems, corrections=tries)
+        if tries >= output_schema.OUTPUT_RETRIES:
+            self.checkpoints.save(cp)
+            raise ApplicationError(
+                output_schema.failure(problems, tries + 1),
+                type="OutputSchemaMismatch",
+                non_retryable=True,
+            )
+        cp.messages.append({"role": "user", "content": output_schema.correction(problems)})
+        self.log.message(cp.messages[-1])
+        self.checkpoints.save(cp)
+        self.beat.progress(f"answer did not match the output schema ({len(problems)} error(s))")
+        return None
 
     def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
         self.checkpoints.save(cp)

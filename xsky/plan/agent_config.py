@@ -12,7 +12,9 @@ Reserved keys (camelCase, as on the wire):
   and no automatic replan follows it); transient failures are retried by ``retry`` anyway;
 * ``stall`` — ``false`` to switch the stall ladder off for this agent, or
   ``{"nudgeAfter": 180, "restartAfter": 420}`` (seconds without progress);
-* ``model``, ``maxIterations``, ``temperature`` — for LLM agents.
+* ``model``, ``maxIterations``, ``temperature`` — for LLM agents;
+* ``output`` — the JSON Schema of the agent's result (``<output>`` in XML writes it here;
+  :mod:`xsky.plan.output_schema`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ RESERVED_KEYS = frozenset(
         "model",
         "maxIterations",
         "temperature",
+        "output",
     }
 )
 

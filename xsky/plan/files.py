@@ -11,6 +11,7 @@ from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
 from xsky.plan.agent_config import direct_argument_problems, plan_warnings
 from xsky.plan.models import RoleCapabilityModel, Workflow
+from xsky.plan.output_schema import output_problems
 from xsky.plan.xml import DEFAULT_MAX_BYTES, parse_workflow_source
 from xsky.plan.xml_reader import ParsedWorkflow
 from xsky.security.roles import plan_role_problems
@@ -68,6 +69,7 @@ def load_plan(
         context_keys=context_keys,
         max_bytes=max_bytes,
         base_roles=base_roles,
+        base_dir=p.parent,
     )
     warnings = _located(parsed, plan_warnings(parsed.workflow))
     return LoadedPlan(p, data.decode("utf-8", errors="replace"), parsed.workflow, warnings)
@@ -102,6 +104,7 @@ def _checked(
     context_keys: Collection[str] | None,
     max_bytes: int,
     base_roles: Mapping[str, RoleCapabilityModel] | None,
+    base_dir: Path | None = None,
 ) -> ParsedWorkflow:
     def whole(parsed: ParsedWorkflow) -> list[Problem]:
         """The checks of the whole plan, and of each direct tool's arguments."""
@@ -110,6 +113,7 @@ def _checked(
             workflow, known_agents, variables=variables, context_keys=context_keys
         )
         problems += direct_argument_problems(workflow)
+        problems += output_problems(workflow)
         if base_roles is not None:
             problems += [
                 Problem(message) for message in plan_role_problems(workflow.roles, base_roles)
@@ -117,7 +121,7 @@ def _checked(
         return sorted(_located(parsed, problems), key=_position)
 
     try:
-        parsed = parse_workflow_source(data, max_bytes=max_bytes)
+        parsed = parse_workflow_source(data, max_bytes=max_bytes, base_dir=base_dir)
     except WorkflowXMLError as e:
         if not isinstance(e.partial, ParsedWorkflow):
             raise

@@ -10,6 +10,7 @@ from xsky.errors import PlanError, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.plan import dag
 from xsky.plan.models import WireModel, Workflow
+from xsky.plan.output_schema import output_problems
 from xsky.plan.xml import parse_workflow
 
 
@@ -41,7 +42,15 @@ def check_plan(
     context_keys: Collection[str] | None = None,
 ) -> Workflow:
     """The workflow if it can run; else :class:`WorkflowValidationError` with every problem."""
-    return dag.ensure_valid(workflow, known_agents, variables=variables, context_keys=context_keys)
+    workflow = dag.ensure_valid(
+        workflow, known_agents, variables=variables, context_keys=context_keys
+    )
+    # Checked here, not in dag (which the leader's workflow code runs): a planner's schema
+    # is checked before the plan reaches the run, with no JSON Schema library in workflows.
+    problems = output_problems(workflow)
+    if problems:
+        raise WorkflowValidationError(problems)
+    return workflow
 
 
 def parse_and_check(
@@ -81,6 +90,7 @@ Output a workflow in this XML format:
   <agent name="[agent]" id="[n]" depends="[ids]">
     <task>[what to do]</task>
     <input>[optional: {{{{agent_[n]_result}}}} of agents it depends on]</input>
+    <output>[optional: a JSON Schema the agent's result must match]</output>
   </agent>
 </workflow>
 
@@ -93,6 +103,9 @@ Rules:
 6. An agent may use {{{{agent_N_result}}}} only of agents it depends on, directly or through others
 7. Use only the agent names listed above; ids are unique; depends lists ids separated by commas
 8. Answer with the XML only; in text write & as &amp; and < as &lt;
+9. When a later step needs particular fields, give the step that produces them an <output>
+   JSON Schema, e.g. <output>{{"type": "object", "properties": {{"title": {{"type": "string"}}}},
+   "required": ["title"]}}</output>, and read one field as {{{{agent_N_result.title}}}}
 {extra}
 User Request: {task_prompt}
 """

@@ -3,7 +3,8 @@
 Three kinds, all written ``{{ … }}`` (spaces inside the braces are allowed):
 
 * ``{{agent_3_result}}`` — the result of agent 3, which the agent must depend on
-  (directly or transitively);
+  (directly or transitively); ``{{agent_3_result.title}}`` reaches into a JSON result
+  (an agent with an ``<output>`` schema: :mod:`xsky.plan.fields`);
 * ``{{topic}}`` — a workflow variable, declared in ``<variables>`` or given with ``--var``;
 * ``{{context.user_input}}`` — a value from the run's context (dots reach nested keys).
 
@@ -26,12 +27,16 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from xsky.artifacts import is_marker
 from xsky.errors import Problem
+from xsky.plan.fields import field_value
 from xsky.plan.models import Workflow, WorkflowAgent
 
 REF_RE = re.compile(r"\{\{\s*((?:raw:)?[A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 RAW = "raw:"
-_AGENT_REF = re.compile(r"^agent_(.+)_result$")
+# ``agent_<id>_result`` and ``agent_<id>_result.<field>.<field>`` (a JSON result's field):
+# the shortest id that leaves a valid rest, so an id holding "_result" still reads whole.
+_AGENT_REF = re.compile(r"^agent_(.+?)_result(?:\.([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*))?$")
 
 RefKind = Literal["agent", "variable", "context"]
 
@@ -42,6 +47,7 @@ class Reference:
     key: str  # agent id, variable name or context key
     text: str  # as written, e.g. "{{agent_3_result}}"
     raw: bool = False  # {{raw:…}}: pasted into a shell command as written
+    field: str | None = None  # {{agent_3_result.title}}: a field of a JSON result
 
 
 class RenderError(ValueError):
@@ -53,7 +59,7 @@ def classify(name: str, text: str) -> Reference:
     name = name.removeprefix(RAW)
     m = _AGENT_REF.match(name)
     if m:
-        return Reference("agent", m.group(1), text, raw)
+        return Reference("agent", m.group(1), text, raw, m.group(2))
     if name.startswith("context."):
         return Reference("context", name[len("context.") :], text, raw)
     return Reference("variable", name, text, raw)
@@ -97,7 +103,7 @@ def check_references(
                 if name in seen:
                     continue
                 seen.add(name)
-                if name.startswith(RAW + "agent_") and name.endswith("_result"):
+                if name.startswith(RAW + "agent_") and _AGENT_REF.match(name.removeprefix(RAW)):
                     problems.append(
                         Problem(
                             f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
@@ -223,7 +229,19 @@ def _value(
     if ref.kind == "agent":
         if ref.key not in results:
             raise RenderError(f"{ref.text} has no result yet (agent {ref.key} has not completed)")
-        return results[ref.key]
+        if ref.field is None:
+            return results[ref.key]
+        result = results[ref.key]
+        if is_marker(result):
+            raise RenderError(
+                f"{ref.text}: agent {ref.key}'s result is over the artifact threshold and kept in "
+                f"the artifact store, where its fields cannot be read; use {{{{agent_{ref.key}_result}}}} "
+                "or ask for a smaller result"
+            )
+        try:
+            return field_value(result, ref.key, ref.field)
+        except ValueError as e:
+            raise RenderError(str(e)) from None
     if ref.kind == "context":
         return _as_text(_lookup_context(context, ref.key))
     if ref.key not in variables:
@@ -265,7 +283,7 @@ def render_command(
         if ref.raw and ref.kind == "agent":
             raise RenderError(
                 f"{ref.text}: an agent's result is never pasted raw into code; write "
-                f"{{{{agent_{ref.key}_result}}}}"
+                f"{{{{agent_{ref.key}_result{'.' + ref.field if ref.field else ''}}}}}"
             )
         value = _value(ref, results, variables, context)
         if ref.raw:

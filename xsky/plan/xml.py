@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from lxml import etree
@@ -68,13 +69,14 @@ def parse_workflow(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
 
 
 def parse_workflow_source(
-    text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES
+    text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, base_dir: Path | None = None
 ) -> ParsedWorkflow:
-    """Like :func:`parse_workflow`, and also return each agent's line and column."""
+    """Like :func:`parse_workflow`, and also return each agent's line and column.
+    ``base_dir``: where ``<output schema="FILE"/>`` paths start (None: the working directory)."""
     data, source, encoding = _as_bytes(text, max_bytes)
     root = _parse_tree(data, source, encoding)
     with gc_paused():
-        return Reader(root, source).read()
+        return Reader(root, source, base_dir).read()
 
 
 def _as_bytes(text: str | bytes, max_bytes: int) -> tuple[bytes, str, str | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import textwrap
 import uuid
+from pathlib import Path
 from typing import Any
 
 from lxml import etree
@@ -25,7 +26,9 @@ _WORKFLOW_ATTRS = ("name", "taskId", "modified")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
 _ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
 _AGENT_ATTRS = ("name", "id", "depends", "status")
-_AGENT_CHILDREN = ("task", "input", "config", "result")
+_AGENT_CHILDREN = ("task", "input", "config", "output", "result")
+# An <output schema="FILE"/> is a JSON Schema, not a data file: a megabyte is plenty.
+MAX_SCHEMA_BYTES = 1024 * 1024
 _AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
 _AGENT_CHILD_SET = frozenset(_AGENT_CHILDREN)
 _STATUSES = ("init", "running", "done", "error")
@@ -65,9 +68,11 @@ def _element_text(el: etree._Element) -> str:
 class Reader:
     """Turns the lxml tree into a Workflow, collecting every problem on the way."""
 
-    def __init__(self, root: etree._Element, source: str):
+    def __init__(self, root: etree._Element, source: str, base_dir: Path | None = None):
         self.root = root
         self.source = source
+        # where <output schema="FILE"/> paths start: the plan file's folder (None: the cwd)
+        self.base_dir = base_dir
         self.problems: list[Problem] = []
         self._incomplete = False  # a part the whole plan's checks need could not be read
         self._lines: list[str] | None = None
@@ -232,8 +237,12 @@ class Reader:
                 continue
             if tag == "config":
                 agent["config"] = self._read_config(child, _label(agent_id, index), index)
+            elif tag == "output":
+                agent["output"] = self._read_output(child, _label(agent_id, index), index)
             else:
                 agent[tag] = _element_text(child)
+        if "output" in agent:
+            self._merge_output(el, agent, _label(agent_id, index), index)
         if stray:
             self.problem(
                 el,
@@ -279,6 +288,106 @@ class Reader:
             )
             return None
         return value
+
+    def _read_output(self, el: etree._Element, label: str, index: int) -> Any:
+        """``<output>{schema}</output>`` or ``<output schema="FILE"/>``: the schema's JSON
+        value (checked as a JSON Schema by :func:`xsky.plan.output_schema.output_problems`),
+        or None when it cannot be read (the problem is recorded)."""
+        self._check_attrs(el, ("schema",), "output", index)
+        text = (el.text or "").strip()
+        file = el.get("schema")
+        example = '<output>{"type": "object", "properties": {"title": {"type": "string"}}}</output>'
+        if file is not None and text:
+            self.problem(
+                el,
+                f"<output> of {label} has both a schema file and an inline schema; keep one",
+                index,
+            )
+            return None
+        if file is None and not text:
+            self.problem(
+                el,
+                f"<output> of {label} is empty; write a JSON Schema inside it ({example}) or name a "
+                'file: <output schema="shape.json"/>',
+                index,
+            )
+            return None
+        if file is not None:
+            return self._read_schema_file(el, file, label, index)
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError, RecursionError) as e:
+            line, col = self.pos(el)
+            detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+            if isinstance(e, json.JSONDecodeError):
+                line += e.lineno - 1
+            self.problems.append(
+                Problem(
+                    f"<output> of {label} is not valid JSON ({detail}); write a JSON Schema such as "
+                    f"{example}",
+                    line,
+                    col,
+                    index,
+                )
+            )
+            return None
+
+    def _read_schema_file(self, el: etree._Element, file: str, label: str, index: int) -> Any:
+        path = Path(file) if self.base_dir is None else self.base_dir / file
+        fix = "write the path relative to the plan file, or put the schema inline: <output>{…}</output>"
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "is a directory")
+            with path.open("rb") as fh:
+                data = fh.read(MAX_SCHEMA_BYTES + 1)
+        except FileNotFoundError:
+            self.problem(
+                el, f'<output schema="{file}"> of {label}: no such file {path}; {fix}', index
+            )
+            return None
+        except OSError as e:
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: cannot read {path} ({e.strerror}); {fix}',
+                index,
+            )
+            return None
+        if len(data) > MAX_SCHEMA_BYTES:
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: {path} is over {MAX_SCHEMA_BYTES:,} bytes; '
+                "a JSON Schema is far smaller — name the schema file, not a data file",
+                index,
+            )
+            return None
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: {path} is not valid JSON ({detail}); '
+                "the file must hold one JSON Schema object",
+                index,
+            )
+            return None
+
+    def _merge_output(
+        self, el: etree._Element, agent: dict[str, Any], label: str, index: int
+    ) -> None:
+        """The schema of ``<output>`` goes where the run reads it: ``config["output"]``."""
+        schema = agent.pop("output")
+        config = agent.get("config")
+        if schema is None or ("config" in agent and config is None):
+            return  # already reported
+        if config and "output" in config:
+            self.problem(
+                el,
+                f'{label} has both <output> and "output" in its <config>; keep one',
+                index,
+            )
+            return
+        agent["config"] = {**(config or {}), "output": schema}
 
     def _read_role(self, el: etree._Element) -> dict[str, Any]:
         self._check_attrs(el, _ROLE_ATTRS, "role")

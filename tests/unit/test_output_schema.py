@@ -1,0 +1,222 @@
+"""Structured outputs: the three ways to declare an agent's ``<output>`` schema, the checks
+``validate`` runs on them, the answers they accept, and ``{{agent_N_result.field}}``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xsky.errors import PlanError
+from xsky.plan.files import load_plan
+from xsky.plan.output_schema import (
+    CORRECTION_HEAD,
+    correction,
+    corrections,
+    result_problems,
+    schema_problems,
+)
+from xsky.plan.variables import RenderError, render
+from xsky.plan.xml import parse_workflow, workflow_to_xml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["title", "year"],
+}
+
+
+def plan(output: str, config: str = "") -> str:
+    return f"""<workflow name="w" taskId="t">
+  <agent name="llm" id="1">
+    <task>Find a book</task>
+    {config}
+    {output}
+  </agent>
+  <agent name="llm" id="2" depends="1">
+    <task>Write about {{{{agent_1_result.title}}}}</task>
+  </agent>
+</workflow>"""
+
+
+def test_inline_file_and_config_forms_give_the_same_schema(tmp_path: Path) -> None:
+    (tmp_path / "book.json").write_text(json.dumps(SCHEMA))
+    forms = {
+        "inline": plan(f"<output>{json.dumps(SCHEMA)}</output>"),
+        "file": plan('<output schema="book.json"/>'),
+        "config": plan("", f"<config>{json.dumps({'output': SCHEMA})}</config>"),
+    }
+    configs = {}
+    for name, text in forms.items():
+        path = tmp_path / f"{name}.xml"
+        path.write_text(text)
+        configs[name] = load_plan(path).workflow.agent("1").config
+    assert configs["inline"] == configs["file"] == configs["config"] == {"output": SCHEMA}
+
+
+def test_output_beside_other_config_keys_keeps_them() -> None:
+    wf = parse_workflow(
+        plan(f"<output>{json.dumps(SCHEMA)}</output>", '<config>{"model": "m"}</config>')
+    )
+    assert wf.agent("1").config == {"model": "m", "output": SCHEMA}
+    # written back as config, read back the same
+    assert parse_workflow(workflow_to_xml(wf)) == wf
+
+
+def test_a_schema_file_is_found_beside_the_plan_not_in_the_cwd(tmp_path: Path) -> None:
+    sub = tmp_path / "plans"
+    sub.mkdir()
+    (sub / "book.json").write_text(json.dumps(SCHEMA))
+    (sub / "p.xml").write_text(plan('<output schema="book.json"/>'))
+    assert load_plan(sub / "p.xml").workflow.agent("1").config == {"output": SCHEMA}
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "starter.py"), "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "at", "says"),
+    [
+        ('<output schema="missing.json"/>', "5:5", "no such file"),
+        ('<output>{"type": "strnig"}</output>', "2:3", "not a valid JSON Schema"),
+        ("<output>{not json}</output>", "5:5", "<output> of agent 1 is not valid JSON"),
+        ("<output>[1, 2]</output>", "2:3", "must be a JSON object, not list"),
+        ("<output/>", "5:5", "<output> of agent 1 is empty"),
+        ('<output schema="bad.json"/>', "5:5", "bad.json is not valid JSON"),
+    ],
+    ids=["missing-file", "bad-type", "not-json", "not-object", "empty", "file-not-json"],
+)
+def test_validate_reports_a_bad_schema_at_its_line_and_no_traceback(
+    tmp_path: Path, output: str, at: str, says: str
+) -> None:
+    (tmp_path / "bad.json").write_text("{oops")
+    path = tmp_path / "p.xml"
+    path.write_text(plan(output))
+    res = validate(path)
+    assert res.returncode == 2, res.stdout
+    assert "Traceback" not in res.stderr
+    said = " ".join(res.stderr.split())  # the console wraps long lines
+    assert f"{path}:{at}: " in said and says in said, res.stderr
+    assert "fix" in said or "write" in said or "must" in said  # it says what to do
+
+
+def test_a_bad_schema_in_config_is_reported_too(tmp_path: Path) -> None:
+    path = tmp_path / "p.xml"
+    path.write_text(plan("", '<config>{"output": {"required": "title"}}</config>'))
+    with pytest.raises(PlanError) as e:
+        load_plan(path)
+    (problem,) = e.value.problems
+    assert "agent 1: the output schema is not a valid JSON Schema" in problem.message
+    assert "required" in problem.message and problem.line == 2
+
+
+def test_output_twice_is_refused() -> None:
+    with pytest.raises(PlanError, match='both <output> and "output" in its <config>'):
+        parse_workflow(plan("<output>{}</output>", '<config>{"output": {}}</config>'))
+
+
+def test_schema_problems_accepts_a_good_schema() -> None:
+    assert schema_problems(SCHEMA) == []
+
+
+def test_result_problems_lists_every_error_with_its_place() -> None:
+    value, problems = result_problems(SCHEMA, '{"title": 3}')
+    assert value == {"title": 3}
+    assert problems == [
+        "(top level): 'year' is a required property",
+        "title: 3 is not of type 'string'",
+    ]
+    assert result_problems(SCHEMA, '```json\n{"title": "Dune", "year": 1965}\n```') == (
+        {"title": "Dune", "year": 1965},
+        [],
+    )
+    _, not_json = result_problems(SCHEMA, "Here is the book: Dune")
+    assert not_json[0].startswith("the answer is not valid JSON")
+
+
+def test_corrections_count_the_answers_sent_back() -> None:
+    messages = [
+        {"role": "user", "content": "Your task: x"},
+        {"role": "assistant", "content": "nope"},
+        {"role": "user", "content": correction(["the answer is not valid JSON"])},
+        {"role": "assistant", "content": CORRECTION_HEAD},  # the model quoting it is no correction
+    ]
+    assert corrections(messages) == 1
+
+
+RESULT = json.dumps(
+    {"title": "Dune", "year": 1965, "tags": ["sf", "desert"], "meta": {"isbn": "x1"}}
+)
+
+
+def test_field_access_reaches_into_a_json_result() -> None:
+    text = "{{agent_1_result.title}} ({{agent_1_result.year}}) {{agent_1_result.tags.1}} {{agent_1_result.meta.isbn}}"
+    assert render(text, {"1": RESULT}, {}, {}) == "Dune (1965) desert x1"
+    assert render("{{agent_1_result}}", {"1": RESULT}, {}, {}) == RESULT
+
+
+@pytest.mark.parametrize(
+    ("ref", "says"),
+    [
+        (
+            "{{agent_1_result.author}}",
+            "the result has no field 'author' (its fields: meta, tags, title, year)",
+        ),
+        ("{{agent_1_result.meta.isbn13}}", "meta has no field 'isbn13' (its fields: isbn)"),
+        ("{{agent_1_result.tags.5}}", "tags has no field '5' (it is a list of 2 items"),
+        ("{{agent_1_result.title.x}}", "title has no field 'x' (it is a str, not an object)"),
+    ],
+)
+def test_a_missing_field_is_a_clear_render_error(ref: str, says: str) -> None:
+    with pytest.raises(RenderError) as e:
+        render(ref, {"1": RESULT}, {}, {})
+    assert str(e.value) == f"{ref}: {says}" or says in str(e.value)
+    assert str(e.value).startswith(ref)
+
+
+def test_a_field_of_a_result_that_is_not_json_says_so() -> None:
+    with pytest.raises(RenderError, match="agent 1's result is not JSON, so it has no fields"):
+        render("{{agent_1_result.title}}", {"1": "Dune, by Frank Herbert"}, {}, {})
+
+
+def test_a_field_of_a_stored_result_says_it_is_stored() -> None:
+    marker = "⟦artifact://run/1/result.txt⟧"
+    with pytest.raises(RenderError, match="kept in the artifact store"):
+        render("{{agent_1_result.title}}", {"1": marker}, {}, {})
+
+
+def test_validate_accepts_field_references_of_a_dependency_and_refuses_others(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "p.xml"
+    path.write_text(plan(f"<output>{json.dumps(SCHEMA)}</output>"))
+    assert validate(path).returncode == 0
+    path.write_text(plan("").replace('depends="1"', ""))
+    res = validate(path)
+    assert (
+        res.returncode == 2
+        and "{{agent_1_result.title}} is used but agent 2 does not depend on agent 1" in res.stderr
+    )
+
+
+def test_the_planner_may_emit_schemas_and_its_bad_ones_are_refused() -> None:
+    from xsky.errors import WorkflowValidationError
+    from xsky.plan.planning import PlanRequest, check_plan, planning_prompt
+
+    assert "<output>" in planning_prompt(PlanRequest(task_id="t", task_prompt="x"))
+    good = parse_workflow(plan(f"<output>{json.dumps(SCHEMA)}</output>"))
+    assert check_plan(good, ["llm"]) == good
+    bad = parse_workflow(plan('<output>{"type": "strnig"}</output>'))
+    with pytest.raises(WorkflowValidationError) as e:
+        check_plan(bad, ["llm"])
+    assert "agent 1: the output schema is not a valid JSON Schema" in e.value.problems[0].message
