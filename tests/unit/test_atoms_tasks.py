@@ -190,3 +190,23 @@ def test_skill_use_is_measured_wherever_the_adapter_puts_it() -> None:
         (["deploy-helm"], "measured"),
         (["release-notes", "sql-migrate"], "measured"),
     ]
+
+
+def test_a_skill_loaded_right_after_a_compaction_counts_whatever_the_cuts() -> None:
+    """A bare ``/deploy-helm`` after a compaction: its load (a meta unit) waits in the
+    compaction's pending run; when the agent goes on, the use is this task's."""
+    us = units(
+        ("user", "deploy the billing service with helm"),
+        ("assistant", "Deploying."),
+        ("marker", "", {"marker": "compaction"}),
+        ("compaction", "summary: deploying billing"),
+        ("meta", "command /deploy-helm"),
+        ("meta", "Base directory for this skill: …/deploy-helm", {"skill": "deploy-helm"}),
+        ("tool_call", "helm upgrade --install billing"),
+        ("tool_result", "Release upgraded"),
+        ("assistant", "Done."),
+    )
+    whole = cut(us, [])
+    assert [a["used_skills"] for a in whole] == [["deploy-helm"]]
+    for edges in ([5], [6], [3, 5, 7]):
+        assert [a["used_skills"] for a in cut(us, edges)] == [["deploy-helm"]], edges

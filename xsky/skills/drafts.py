@@ -107,6 +107,8 @@ class Draft:
                 self.state.first_text = u.head
             return
         if self.pending:  # the agent (or the person) goes on: the run was part of this task
+            for p in self.pending:  # a skill loaded in it (a bare slash command) was used here
+                self._count_skill(p)
             self.carried += self.pending[: self.from_prior]
             self.pending, self.from_prior = [], 0
         self._effects(u)
@@ -126,12 +128,16 @@ class Draft:
         own = self.units[: len(self.units) - in_window] if in_window else self.units
         return self.carried + own
 
-    def _effects(self, u: Unit) -> None:
-        st, sig = self.state, self.state.signals
-        # a measured use: on the successful result (Claude Code, Codex), the call (xsky's
-        # read_skill) or the load of a slash command (Claude Code's meta line)
+    def _count_skill(self, u: Unit) -> None:
+        """A measured use: on the successful result (Claude Code, Codex), the call (xsky's
+        read_skill) or the load of a slash command (Claude Code's meta line)."""
+        st = self.state
         if u.skill and SKILL_NAME.match(u.skill) and u.skill not in st.skills:
             st.skills.append(u.skill)
+
+    def _effects(self, u: Unit) -> None:
+        st, sig = self.state, self.state.signals
+        self._count_skill(u)
         if u.kind == "user":
             if not is_person_prompt(u):
                 return  # machine text: no intent, no signal
