@@ -218,7 +218,7 @@ def _link(version: Path, target: Path) -> str:
         if tmp.is_symlink() or tmp.exists():
             _remove(tmp)
         os.symlink(version.resolve(), tmp, target_is_directory=True)
-    except (OSError, NotImplementedError):
+    except OSError:  # no symlinks here (a filesystem or a Windows account without them)
         # marked "canary": the next run keeps it a copy instead of trying the link again
         mark = (version / EXPORT_MARK).read_text(encoding="utf-8").strip()
         _copy(version, target, f"{mark} canary\n")

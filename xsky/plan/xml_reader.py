@@ -263,22 +263,14 @@ class Reader:
         text = (el.text or "").strip()
         if not text:
             return {}
-        try:
-            value = json.loads(text, parse_constant=_reject_constant)
-        except (json.JSONDecodeError, ValueError, RecursionError) as e:
-            line, col = self.pos(el)
-            detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
-            if isinstance(e, json.JSONDecodeError):
-                line += e.lineno - 1
-            self.problems.append(
-                Problem(
-                    f"<config> of {label} is not valid JSON ({detail}); write a JSON object such as "
-                    '{"tool": "shell", "command": "ls"}',
-                    line,
-                    col,
-                    index,
-                )
-            )
+        value = self._json_text(
+            el,
+            text,
+            f"<config> of {label}",
+            'a JSON object such as {"tool": "shell", "command": "ls"}',
+            index,
+        )
+        if value is _UNREAD:
             return None
         if not isinstance(value, dict):
             self.problem(
@@ -314,6 +306,14 @@ class Reader:
             return None
         if file is not None:
             return self._read_schema_file(el, file, label, index)
+        value = self._json_text(
+            el, text, f"<output> of {label}", f"a JSON Schema such as {example}", index
+        )
+        return None if value is _UNREAD else value
+
+    def _json_text(self, el: etree._Element, text: str, what: str, such: str, index: int) -> Any:
+        """``text`` (the element's) parsed as JSON, or ``_UNREAD`` with the problem recorded at
+        the line of the error inside it."""
         try:
             return json.loads(text, parse_constant=_reject_constant)
         except (json.JSONDecodeError, ValueError, RecursionError) as e:
@@ -322,15 +322,9 @@ class Reader:
             if isinstance(e, json.JSONDecodeError):
                 line += e.lineno - 1
             self.problems.append(
-                Problem(
-                    f"<output> of {label} is not valid JSON ({detail}); write a JSON Schema such as "
-                    f"{example}",
-                    line,
-                    col,
-                    index,
-                )
+                Problem(f"{what} is not valid JSON ({detail}); write {such}", line, col, index)
             )
-            return None
+            return _UNREAD
 
     def _read_schema_file(self, el: etree._Element, file: str, label: str, index: int) -> Any:
         path = Path(file) if self.base_dir is None else self.base_dir / file
@@ -489,6 +483,9 @@ class Reader:
 
 def _label(agent_id: str | None, index: int) -> str:
     return f"agent {agent_id}" if agent_id else f"agent #{index + 1}"
+
+
+_UNREAD = object()  # what _json_text gives for text that is not JSON (None is valid JSON)
 
 
 def _reject_constant(name: str) -> Any:
