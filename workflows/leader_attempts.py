@@ -41,10 +41,17 @@ class Attempts:
         self._apply = apply
         self._agents_here = agents_here
         self._tasks: dict[str, asyncio.Task[None]] = {}  # agent id → its running attempt
-        # Local activities in flight, and the results of those that ended (see settle_local).
+        # Local activities in flight, and the results of those that ended: (schedule order,
+        # the nudge timer started with it, the settling) — see settle_local.
         self._local_seq = itertools.count()
         self._local_inflight = 0
-        self._local_done: list[tuple[int, Callable[[], None]]] = []
+        self._local_done: list[tuple[int, int, Callable[[], None]]] = []
+        # patched("local-results-next-task"), asked when the first local activity is scheduled.
+        self._next_task: bool | None = None
+        self._nudged_at = -1  # the history length at which the last nudge timer started
+        self._nudge = 0  # the last nudge timer's number (0: none yet)
+        self._nudges_fired: set[int] = set()
+        self._nudge_tasks: set[asyncio.Task[None]] = set()
 
     def start(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
         self._tasks[agent_id] = asyncio.create_task(self._execute(core, agent_id, dispatch))
@@ -58,8 +65,11 @@ class Attempts:
         return [t for t in self._tasks.values() if not t.done()]
 
     def locals_settled(self) -> bool:
-        """No local activity is in flight (nothing is decided while one is: see settle_local)."""
-        return self._local_inflight == 0
+        """No local activity is in flight, and the nudge timer started with each ended one
+        has fired (nothing is decided before: see settle_local)."""
+        if self._local_inflight:
+            return False
+        return not self._next_task or all(n in self._nudges_fired for _, n, _ in self._local_done)
 
     def local_results(self) -> bool:
         """Local activities ended whose results wait for settle_local."""
@@ -92,6 +102,7 @@ class Attempts:
             self._metrics.started(kind)
             if local:
                 seq = next(self._local_seq)
+                nudge = self._nudged()
                 self._local_inflight += 1
             outcome: AgentOutcome | None = None
             error: BaseException | None = None
@@ -110,6 +121,7 @@ class Attempts:
                 self._local_done.append(
                     (
                         seq,
+                        nudge,
                         lambda: self._settle(core, agent_id, task, dispatch, kind, outcome, error),
                     )
                 )
@@ -149,14 +161,43 @@ class Attempts:
             del self._tasks[agent_id]
         core.attempt_ended(agent_id, dispatch)
 
+    def _nudged(self) -> int:
+        """The nudge timer of the local activities this workflow task schedules — one 1 ms
+        timer for all of them, started with the first; its firing, a history event in a later
+        workflow task, is when their results are decided on (see settle_local)."""
+        if self._next_task is None:
+            self._next_task = patched("local-results-next-task")
+        if not self._next_task:
+            return 0
+        scheduled_at = workflow.info().get_current_history_length()
+        if self._nudged_at != scheduled_at:
+            self._nudged_at = scheduled_at
+            self._nudge += 1
+            task = asyncio.create_task(self._nudge_timer(self._nudge))
+            self._nudge_tasks.add(task)
+            task.add_done_callback(self._nudge_tasks.discard)
+        return self._nudge
+
+    async def _nudge_timer(self, number: int) -> None:
+        await workflow.sleep(0.001, summary="settle local results")
+        self._nudges_fired.add(number)
+
     def settle_local(self) -> None:
-        """Local activities' results, all at once and in the order they were scheduled.
+        """Local activities' results, all at once, in the order they were scheduled, and never
+        in the workflow task that scheduled them.
 
         Their results are recorded in the order they finish, which need not be the order they
-        were scheduled (a query that splits the workflow task is enough for it to show), and a
-        replay meets them in schedule order: deciding on each as it came would decide
-        differently on replay. So nothing is decided while any is in flight (the main loop
-        waits), and then all are settled together, sorted — the same on every replay."""
+        were scheduled, and a replay meets them in schedule order: deciding on each as it came
+        would decide differently on replay. So nothing is decided while any is in flight (the
+        main loop waits), and then all are settled together, sorted.
+
+        Nor is the workflow task they are seen in the same live and on replay: when a query
+        is answered while a local activity runs, the SDK (sdk-core's ``prepare_complete_resp``)
+        completes the workflow task with the result's marker but gives the workflow the result
+        only in a next task it forces — with that task's events, or alone in a task a replay
+        never activates — while a replay gives it in the task that recorded the marker. So a
+        local result is decided on only once the nudge timer started with it has fired: a
+        history event, met in the same workflow task live and on replay."""
         done, self._local_done = sorted(self._local_done, key=lambda d: d[0]), []
-        for _, settle in done:
+        for _, _, settle in done:
             settle()

@@ -75,6 +75,15 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.3.0 is still open (their agents' attempts are "
         "scheduled with the backoff policy on replay)",
     ),
+    "local-results-next-task": Patch(
+        what="a local activity's result is decided on only in a workflow task later than the "
+        "one that scheduled it: once a 1 ms timer started with the local activities has fired "
+        "(a history event): the SDK may record a local result in the task that scheduled it while the "
+        "workflow sees it only in the next (a query answered meanwhile), and a replay sees it "
+        "in the first; before, the result was decided on when seen",
+        since="v0.3.1",
+        delete_when="no run started before v0.3.1 with localTools on is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -99,15 +99,15 @@ class RunOptions(Wire):
         86400.0, gt=0, description="seconds a question or approval may wait for a person"
     )
     stall: StallWindows = Field(default_factory=StallWindows)
-    # Off by default: with temporalio ≤ 1.35 the SDK may group a local activity's result with
-    # other events differently on replay than it did live (sdk-python #1578, #1881), and a
-    # run that is queried while local activities run (status, --follow, the Web UI) can then
-    # fail replay after a worker loss. Opt in only where speed matters more than that risk.
+    # Off by default. A queried run's local results replay since the patch
+    # local-results-next-task (README, "Local activities and queries"); one case stays open in
+    # theory (a local activity past the workflow task's heartbeat that ends while a query is
+    # answered), and on, a run's history holds markers and timers instead of activity events.
     local_tools: bool = Field(
         False,
         description="run instant no-op agents as local activities on the leader's worker "
-        "(when it serves every kind): no task-queue round trip, but a queried run may fail "
-        "replay after a worker loss (an SDK bug); off by default",
+        "(when it serves every kind): no task-queue round trip, a marker and a 1 ms timer per "
+        "batch instead of activity events; off by default",
     )
     allow_hosts: list[str] = Field(
         default_factory=list,

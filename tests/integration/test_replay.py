@@ -254,8 +254,9 @@ async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(
 
 
 async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
-    """Not queried while it runs: a queried run with local activities can record a history
-    the SDK does not replay (README, "Local activities and queries")."""
+    """Local results are decided on once the nudge timer started with them fires (patch
+    ``local-results-next-task``; ``local_settled_v0.3.0`` is a history of the branch before);
+    ``test_replay_queried.py`` replays such runs queried all along."""
     await env.start_worker()
     fan = [noop(str(i), depends="1") for i in range(2, 8)]
     handle = await env.start(
@@ -271,6 +272,8 @@ async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
         if e.marker_recorded_event_attributes.marker_name == "core_local_activity"
     ]
     assert agents_scheduled(history) == [] and len(local) == 8  # every agent a local activity
+    nudges = events(history, EventType.EVENT_TYPE_TIMER_FIRED)
+    assert nudges, "no nudge timer fired: the local results were decided on when seen"
 
 
 async def test_a_large_plan_started_by_reference_replays(env: Env):
