@@ -175,17 +175,29 @@ async def completed(handle: WorkflowHandle) -> int:
     return -1
 
 
-@pytest.mark.chaos  # two minutes on two cores: `make chaos`, not `make test`
-@pytest.mark.timeout(900)  # its run may take 300 s, the kills and restarts more
-async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills_one_mid_state_write(
-    tmp_path: Path, monkeypatch
-):
+async def killed_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    n: int,
+    width: int,
+    can_after: int,
+    query_every: float,
+    thirds: bool,
+) -> tuple[list[str], int]:
+    """A run of `n` local no-ops in waves `width` wide, queried every `query_every` s, whose
+    leader worker is SIGKILLed while a state is written for continue-as-new (the server
+    suggests it every `can_after` events) and, with `thirds`, a third and two thirds of the
+    way in. Asserts every result exact and every execution replaying; returns what happened
+    when, and how many executions were replayed."""
     server = DevServer(
         db_path=tmp_path / "kill.db",
         port=free_port(),
         headless=True,
         log_path=tmp_path / "server.log",
-        extra_args=("--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=800"),
+        extra_args=(
+            "--dynamic-config-value",
+            f"limit.historyCount.suggestContinueAsNew={can_after}",
+        ),
     )
     server.start(timeout=90)
     monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
@@ -194,8 +206,7 @@ async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills
     monkeypatch.setenv("XSKY_TEST_PUT_DELAY", "0.2")
     settings = load_settings()
     environ = dict(os.environ)
-    n = 3000
-    wf = parse_workflow(waves(n, 150, slow_every=0))
+    wf = parse_workflow(waves(n, width, slow_every=0))
     logs = tmp_path / "workers"
     logs.mkdir()
     worker = start_slow_worker(environ, logs / "w0.log")
@@ -205,7 +216,7 @@ async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills
             LeaderWorkflow.run,
             RunInput(
                 workflow=wf,
-                options=RunOptions(max_parallel=150, inline_limit=1024, local_tools=True),
+                options=RunOptions(max_parallel=width, inline_limit=1024, local_tools=True),
             ),
             id=f"xsky-kill-{uuid.uuid4().hex[:6]}",
             task_queue=settings.task_queue,
@@ -222,14 +233,17 @@ async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills
             phases.append(f"{time.monotonic() - t0:.0f}s killed {why}")
             worker = start_slow_worker(environ, logs / f"w{len(kills)}.log")
 
-        async with queried(handle, 1.0):
-            deadline = time.monotonic() + 300
-            # 1: a third of the way in.
-            while await completed(handle) < n // 3:
-                assert time.monotonic() < deadline, "the run did not get a third of the way"
+        async def reach(fraction: float) -> None:
+            while await completed(handle) < n * fraction:
+                assert time.monotonic() < deadline, f"the run did not get {fraction:.0%} of the way"
                 await asyncio.sleep(0.2)
-            kill_and_replace("a third done")
-            # 2: while a state is written for continue-as-new (each part takes 0.2 s).
+
+        async with queried(handle, query_every):
+            deadline = time.monotonic() + 300
+            if thirds:
+                await reach(1 / 3)
+                kill_and_replace("a third done")
+            # While a state is written for continue-as-new (each part takes 0.2 s).
             while not any(
                 p.activity_type.name == "leader_put"
                 for p in (await handle.describe()).raw_description.pending_activities
@@ -237,22 +251,40 @@ async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills
                 assert time.monotonic() < deadline, "the run never wrote its state"
                 await asyncio.sleep(0.05)
             kill_and_replace("while the state was written")
-            # 3: two thirds of the way in.
-            while await completed(handle) < 2 * n // 3:
-                assert time.monotonic() < deadline, "the run did not get two thirds of the way"
-                await asyncio.sleep(0.2)
-            kill_and_replace("two thirds done")
+            if thirds:
+                await reach(2 / 3)
+                kill_and_replace("two thirds done")
             result = await asyncio.wait_for(run_outcome(handle), 300)
         phases.append(f"{time.monotonic() - t0:.0f}s completed")
-        assert len(kills) == 3
+        assert len(kills) == (3 if thirds else 1)
         assert exact(result, n, ArtifactStore(settings.artifacts)), result.status
+        assert await local_markers(client, handle.id) > 0, "no local activity ran"
         counts, failures = await replay_all(client, [handle.id])
-        count = counts[handle.id]
-        print(f"{n} agents: {'; '.join(phases)}; {count} executions replayed")
         assert failures == [], "\n".join(failures)
-        assert count >= 3, f"only {count} executions: the run continued as new less than twice"
+        return phases, counts[handle.id]
     finally:
         if worker.poll() is None:
             worker.kill()
             worker.wait()
         server.stop()
+
+
+@pytest.mark.timeout(300)
+async def test_a_queried_run_killed_while_writing_its_state_completes_and_replays(
+    tmp_path: Path, monkeypatch
+):
+    """In `make test`: 300 local no-ops queried every 100 ms, continued as new with the state
+    by reference, the leader's worker killed while it writes a state."""
+    phases, count = await killed_run(tmp_path, monkeypatch, 300, 30, 80, 0.1, thirds=False)
+    print(f"300 agents: {'; '.join(phases)}; {count} executions replayed")
+    assert count >= 2, f"only {count} execution: the run never continued as new"
+
+
+@pytest.mark.chaos  # two minutes on two cores: `make chaos`, not `make test`
+@pytest.mark.timeout(900)  # its run may take 300 s, the kills and restarts more
+async def test_a_3000_agent_run_queried_every_second_survives_three_leader_kills_one_mid_state_write(
+    tmp_path: Path, monkeypatch
+):
+    phases, count = await killed_run(tmp_path, monkeypatch, 3000, 150, 800, 1.0, thirds=True)
+    print(f"3000 agents: {'; '.join(phases)}; {count} executions replayed")
+    assert count >= 3, f"only {count} executions: the run continued as new less than twice"
