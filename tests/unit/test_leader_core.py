@@ -35,6 +35,7 @@ from xsky.leader.state import (
     ApprovePlanRequest,
     ApproveToolRequest,
     LeaderState,
+    PageRequest,
     PauseRequest,
     RetryTaskRequest,
     SkipTaskRequest,
@@ -390,6 +391,29 @@ class LeaderMachine(RuleBasedStateMachine):
                         f"{task.id} shows running with no attempt"
                     )
                     assert task.waiting_on is None
+
+    @invariant()
+    def queries_change_nothing(self) -> None:
+        """What every query handler reads (the board, plan, history, results, requests,
+        nudges, permission log) leaves the run as it was: a query that changed the state, a
+        cache or a flag that steers a later decision would decide differently on replay."""
+        if not hasattr(self, "core"):
+            return
+        core = self.core
+        before = (core.state.model_dump_json(), core.changed, list(core._heap), core.take_log())
+        core.log = list(before[3])
+        core.board(self.now)
+        core.board(self.now, PageRequest(offset=1, limit=2, status="pending"))
+        core.plan_page(PageRequest(limit=2))
+        core.history_page()
+        core.results_page()
+        core.pending_requests(with_review=True)
+        for task in core.state.tasks[:3]:
+            core.nudges_for(task.id)
+        core.notices()
+        core.search_values()
+        after = (core.state.model_dump_json(), core.changed, list(core._heap), list(core.log))
+        assert after == before, "a query changed the run's state"
 
     @invariant()
     def indexes_agree_with_a_fresh_count(self) -> None:
