@@ -33,6 +33,7 @@ from temporalio.worker import Worker
 from activities import telemetry
 from activities.agents.activity import AgentActivities
 from activities.beat import THROTTLE
+from activities.coordinator import CoordinatorActivities
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
@@ -98,12 +99,13 @@ def build_workers(
             )
         )
     planner = PlannerActivities()
+    coordinator = CoordinatorActivities(settings)
     if leader:
         # A worker that serves every kind also runs agents on the leader's queue: the server
         # hands each one back with the workflow task that scheduled it (no poll per step).
         here = set(kinds) == set(TOOL_AGENT_KINDS)
         agents: list[Callable[..., Any]] = (
-            [activities.run_agent, planner.plan_workflow] if here else []
+            [activities.run_agent, planner.plan_workflow, coordinator.coordinate] if here else []
         )
         workers.append(
             Worker(
@@ -119,8 +121,11 @@ def build_workers(
             )
         )
     for kind in kinds:
-        # The planner needs what llm agents need (a model, or the offline provider).
-        extra = [planner.plan_workflow] if kind == "llm" else []
+        # The planner and the leader's coordinator need what llm agents need (a model, or
+        # the offline provider's answer that there is none).
+        extra: list[Callable[..., Any]] = (
+            [planner.plan_workflow, coordinator.coordinate] if kind == "llm" else []
+        )
         workers.append(
             Worker(
                 client,

@@ -22,10 +22,12 @@ from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
 from xsky.runs import LeaderSetup
+from xsky.security.settings import SettingsError, worker_layers
 
 
 class LeaderStore:
     def __init__(self, settings: Settings, agents_here: bool = False):
+        self.settings = settings
         self.store = ArtifactStore(settings.artifacts)
         # This worker also runs agents of every kind on the leader's queue (worker.py).
         self.agents_here = agents_here
@@ -70,7 +72,27 @@ class LeaderStore:
         # no permission to ask (e.g. a restricted Cloud key): run without them
         except RPCError as e:
             activity.logger.warning("cannot list search attributes (%s): runs set none", e.message)
-        return LeaderSetup(search_attributes=attributes, agents_here=self.agents_here)
+        delegate, deny = await asyncio.to_thread(self._delegation)
+        return LeaderSetup(
+            search_attributes=attributes,
+            agents_here=self.agents_here,
+            delegate=delegate,
+            deny=deny,
+            model=self.settings.coordinator_model or self.settings.model,
+        )
+
+    def _delegation(self) -> tuple[list[str], list[str]]:
+        """The rules this worker's user settings delegate to the leader, and its deny rules
+        (a broken file delegates nothing: the worker's start already said what is wrong)."""
+        try:
+            layers = worker_layers(self.settings)
+        except SettingsError as e:
+            activity.logger.warning("settings not read, nothing delegated: %s", e)
+            return [], []
+        return (
+            [r for layer in layers for r in layer.settings.permissions.delegate],
+            [r for layer in layers for r in layer.settings.permissions.deny],
+        )
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.put, self.get, self.seal, self.setup]

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cli import (
         demo_cmd,
         follow_cmd,
+        ledger_cmd,
         log_cmd,
         permissions_cmd,
         plan_cmd,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     follow_cmd.register(sub)
     steer_cmd.register(sub)
     log_cmd.register(sub)
+    ledger_cmd.register(sub)
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)

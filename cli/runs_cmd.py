@@ -31,6 +31,7 @@ from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
+from xsky.security.permissions import rule_problems
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -143,6 +144,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_allow_host(p: argparse.ArgumentParser) -> None:
+    """The options a run's start shares (run, plan): hosts it may reach, and the leader's
+    judgment."""
     p.add_argument(
         "--allow-host",
         action="append",
@@ -150,6 +153,21 @@ def add_allow_host(p: argparse.ArgumentParser) -> None:
         metavar="HOST[:PORT]",
         help="a host this run's agents may reach (repeatable): 127.0.0.1:8080 opens that one "
         "local port; a local or private host needs its port",
+    )
+    p.add_argument(
+        "--coordinator",
+        choices=["auto", "act", "advise", "off"],
+        help="the leader's judgment: act (a model checks results and the goal, answers "
+        "workers, approves within --delegate rules), advise (records it for you), off "
+        "(mechanical rules only); default auto: act when the workers have a model",
+    )
+    p.add_argument(
+        "--delegate",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="a permission rule (allow-rule grammar, e.g. 'shell(make test:*)') within which the "
+        "leader may approve tool calls for you (repeatable); the worker's settings may add more",
     )
 
 
@@ -254,6 +272,13 @@ def run_options(args: argparse.Namespace) -> RunOptions:
             values[key] = value
     if getattr(args, "review", False):
         values["review"] = True
+    if getattr(args, "coordinator", None):
+        values["coordinator"] = args.coordinator
+    for rule in getattr(args, "delegate", []):
+        problems = rule_problems([rule])
+        if problems:
+            raise UsageError(f"--delegate {problems[0]}")
+        values.setdefault("delegate", []).append(rule.strip())
     for text in getattr(args, "allow_host", []):
         try:
             host_rule(text)

@@ -238,7 +238,8 @@ async def cmd_requests(args: argparse.Namespace) -> int:
             "approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
             "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)",
         }.get(r.kind, f"starter.py answer {args.id} {r.id} TEXT")
-        table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(r.text), cell(how))
+        asks = r.text + (f"\n(the leader: {r.suggestion})" if r.suggestion else "")
+        table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(asks), cell(how))
     out.print(table)
     return 0
 

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from xsky.plan.coordinator_prompts import ASKS
+from xsky.plan.coordinator_prompts import SYSTEM as COORDINATOR_SYSTEM
+
 
 @dataclass
 class Reply:
@@ -36,6 +39,36 @@ def calls(*items: tuple[str, dict[str, Any]]) -> Reply:
 
 def status(code: int, message: str) -> Reply:
     return Reply(status=code, error=message)
+
+
+def is_coordinator(request: dict[str, Any]) -> bool:
+    """A request of the leader's coordinator (activities/coordinator.py), not of an agent."""
+    return system(request) == COORDINATOR_SYSTEM
+
+
+def coordinator_point(request: dict[str, Any]) -> str:
+    """Which point the coordinator is asked about: result, goal, question, approval, stall."""
+    asked = first_user(request)
+    return next(point for point, text in ASKS.items() if text in asked)
+
+
+def judged(verdict: str, reason: str = "scripted", **fields: Any) -> Reply:
+    """A coordinator's reply: ``{"verdict": …, "reason": …, **fields}`` as JSON."""
+    return Reply(content=json.dumps({"verdict": verdict, "reason": reason, **fields}))
+
+
+def default_coordinator(request: dict[str, Any], index: int) -> Reply:
+    """The coordinator of tests that do not script one: it accepts results and finds the
+    goal met, leaves questions and tool requests to the person, and has no view of a stall
+    (an unreadable reply: the leader takes its ladder's own step)."""
+    point = coordinator_point(request)
+    if point == "result":
+        return judged("accept", "it does its task")
+    if point == "goal":
+        return judged("met", "the results answer the request")
+    if point in ("question", "approval"):
+        return judged("leave", "a person should decide")
+    return text("no opinion")
 
 
 def turn_of(request: dict[str, Any]) -> int:
@@ -60,6 +93,10 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.responder: Callable[[dict[str, Any], int], Reply] = lambda req, i: text("ok")
+        # The leader's coordinator asks with its own system prompt: its requests are kept and
+        # answered apart from the agents' (a test of the coordinator scripts it).
+        self.coordinator_requests: list[dict[str, Any]] = []
+        self.coordinator: Callable[[dict[str, Any], int], Reply] = default_coordinator
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,10 +108,16 @@ class FakeLLM:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_auth"] = self.headers.get("Authorization", "")
-                with fake.lock:
-                    index = len(fake.requests)
-                    fake.requests.append(body)
-                reply = fake.responder(body, index)
+                if is_coordinator(body):
+                    with fake.lock:
+                        index = len(fake.coordinator_requests)
+                        fake.coordinator_requests.append(body)
+                    reply = fake.coordinator(body, index)
+                else:
+                    with fake.lock:
+                        index = len(fake.requests)
+                        fake.requests.append(body)
+                    reply = fake.responder(body, index)
                 if reply.hold is not None:
                     reply.hold.wait(60)
                 if reply.status != 200:

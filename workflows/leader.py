@@ -25,7 +25,9 @@ from workflows import leader_io, leader_people
 from workflows.failures import describe_failure
 from workflows.leader_attempts import Attempts
 from workflows.leader_io import save_blob
+from workflows.leader_judgment import check_goal, judge_stall
 from workflows.leader_metrics import LeaderMetrics
+from workflows.leader_queries import LeaderQueries
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -33,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import (
         CallPlanner,
         Command,
+        Consult,
         LeaderCore,
         Rejected,
         StartAgent,
@@ -43,16 +46,11 @@ with workflow.unsafe.imports_passed_through():
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
-        AuditEntry,
-        BoardPage,
         DefineRoleRequest,
         EndRunRequest,
-        HumanRequest,
         InterventionResult,
         NudgeRequest,
-        PageRequest,
         PauseRequest,
-        PlanVersion,
         ReplanRequest,
         ResumeRequest,
         RetryTaskRequest,
@@ -61,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from xsky.plan.planning import problems_text
     from xsky.plan.xml import parse_workflow
-    from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
+    from xsky.runs import ProgressReport, RunInput, RunResult
 
 
 def _reject(message: str) -> None:
@@ -71,7 +69,7 @@ def _reject(message: str) -> None:
 
 
 @workflow.defn(name="LeaderWorkflow")
-class LeaderWorkflow:
+class LeaderWorkflow(LeaderQueries):
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
         # A state travels only by continue-as-new. One in the input of a run started afresh was
@@ -164,6 +162,11 @@ class LeaderWorkflow:
                 set(given.search_attributes),
                 given.agents_here,
             )
+        if patched("leader-coordinator"):
+            core.coordinating = True
+            if given is not None:
+                core.delegated, core.denied = list(given.delegate), list(given.deny)
+                core.worker_model = given.model
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(
                 "run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id
@@ -177,11 +180,13 @@ class LeaderWorkflow:
                 while True:
                     self._apply(core.dispatch(workflow.now()))
                     if core.finished():
+                        if await check_goal(core, self._board, self._queue("llm"), self._apply):
+                            continue  # judged: a replan, a question to a person, or the end
                         core.begin_close()
                         break
                     if leader_io.time_to_continue() and leader_io.grown_since(self._read_size):
                         core.begin_drain()
-                        if not core.active and not core.replanning:
+                        if not core.active and not core.replanning and not core.stall_consults:
                             if (why := await leader_io.continue_as_new(core)) is not None:
                                 # Not handed on: go on here, and try again once the history
                                 # has doubled.
@@ -240,7 +245,14 @@ class LeaderWorkflow:
             elif isinstance(command, StopAgent):
                 self._attempts.stop(command.agent_id)
             elif isinstance(command, CallPlanner):
-                asyncio.create_task(self._replan_in_background(command.reason))
+                asyncio.create_task(self._replan_in_background(command.reason, command.label))
+            elif isinstance(command, Consult):
+                asyncio.create_task(
+                    judge_stall(self._core, command, self._queue("llm"), self._apply)
+                )
+        outbox = self._core.take_outbox()
+        if outbox:
+            self._apply(outbox)
         lines = self._core.take_log()
         for line in lines:
             workflow.logger.info(line)
@@ -248,7 +260,7 @@ class LeaderWorkflow:
 
     # -- replanning -----------------------------------------------------------------------------
 
-    async def _replan_in_background(self, reason: str) -> None:
+    async def _replan_in_background(self, reason: str, label: str | None = None) -> None:
         core = self._core
         try:
             wf = await leader_io.replan_with_planner(core, None, reason, self._queue("llm"))
@@ -257,7 +269,7 @@ class LeaderWorkflow:
             risky = core.privileged_changes(wf)
             _, stops = core.apply_plan(
                 wf,
-                core.auto_replan_label(reason),
+                f"{label}: {reason}" if label else core.auto_replan_label(reason),
                 workflow.now(),
                 leader_people.keep_cancelled(core),
             )
@@ -367,11 +379,12 @@ class LeaderWorkflow:
         description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}."
     )
     async def answer(self, req: AnswerRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_answer(req))).answer(req, workflow.now())
+        core = await self._ready(lambda: self._core.check_answer(req, workflow.now()))
+        return core.answer(req, workflow.now())
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
-        self._validated(lambda: self._core.check_answer(req))
+        self._validated(lambda: self._core.check_answer(req, workflow.now()))
 
     @workflow.update(
         description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny."
@@ -444,48 +457,3 @@ class LeaderWorkflow:
     )
     def report_progress(self, report: ProgressReport) -> None:
         self._when_ready(lambda: self._core.report_progress(report, workflow.now()))
-
-    # -- queries ------------------------------------------------------------------------------
-
-    @workflow.query(
-        description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
-        "result or error, and the counts of the whole board."
-    )
-    def task_board(self, req: PageRequest | None = None) -> BoardPage:
-        return self._core.board(workflow.now(), req)
-
-    @workflow.query(
-        description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page)."
-    )
-    def plan(self, req: PageRequest | None = None) -> str:
-        return self._core.plan_page(req)
-
-    @workflow.query(
-        description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed."
-    )
-    def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
-        return self._core.history_page(req)
-
-    @workflow.query(
-        description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error."
-    )
-    def results(self, req: PageRequest | None = None) -> ResultsPage:
-        return self._core.results_page(req)
-
-    @workflow.query(
-        description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person."
-    )
-    def pending_requests(self) -> list[HumanRequest]:
-        return self._core.pending_requests(with_review=True)
-
-    @workflow.query(
-        description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
-    )
-    def permission_log(self) -> list[AuditEntry]:
-        return list(self._core.state.audit)
-
-    @workflow.query(
-        description="Nudges for one task ({taskId}), oldest first: running agents read these."
-    )
-    def nudges(self, req: TaskRequest) -> list[str]:
-        return self._core.nudges_for(req.task_id)

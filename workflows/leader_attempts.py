@@ -16,11 +16,13 @@ from temporalio.exceptions import ActivityError
 
 from workflows import leader_io
 from workflows.failures import attempt_failure
+from workflows.leader_judgment import consult
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import Command, LeaderCore
+    from xsky.leader.ledger import ConsultOutcome
     from xsky.leader.tasks import TaskState
     from xsky.plan.variables import RenderError
     from xsky.runs import AgentOutcome
@@ -106,6 +108,7 @@ class Attempts:
                 self._local_inflight += 1
             outcome: AgentOutcome | None = None
             error: BaseException | None = None
+            judged: ConsultOutcome | None = None
             try:
                 outcome = await leader_io.run_attempt(
                     core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
@@ -115,6 +118,17 @@ class Attempts:
             finally:
                 if local:
                     self._local_inflight -= 1
+            review = (
+                None if outcome is None or local else core.review_of(agent_id, dispatch, outcome)
+            )
+            if review is not None:
+                # The attempt is not over until the coordinator said what it makes of it: a
+                # stop meanwhile stops it as it would a running attempt.
+                core.judging(agent_id, review.point, workflow.now())
+                try:
+                    judged = await consult(review, self._queue("llm"))
+                except asyncio.CancelledError as e:
+                    outcome, error = None, e
             if local:
                 # Settled by the main loop once no local activity is in flight, in the order
                 # they were scheduled (see settle_local).
@@ -127,7 +141,7 @@ class Attempts:
                 )
                 settled = True
                 return
-            self._settle(core, agent_id, task, dispatch, kind, outcome, error, ended=False)
+            self._settle(core, agent_id, task, dispatch, kind, outcome, error, judged, ended=False)
         finally:
             if not settled:
                 self._ended(core, agent_id, dispatch)
@@ -141,6 +155,7 @@ class Attempts:
         kind: str,
         outcome: AgentOutcome | None,
         error: BaseException | None,
+        judged: ConsultOutcome | None = None,
         ended: bool = True,
     ) -> None:
         """An attempt's end, told to the core."""
@@ -151,7 +166,7 @@ class Attempts:
                 self._apply(core.attempt_failed(agent_id, task, dispatch, failure, workflow.now()))
                 return
             self._metrics.returned(kind, outcome.kind)
-            core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now())
+            core.attempt_succeeded(agent_id, task, dispatch, outcome, workflow.now(), judged)
         finally:
             if ended:
                 self._ended(core, agent_id, dispatch)

@@ -84,6 +84,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.3.1",
         delete_when="no run started before v0.3.1 with localTools on is still open",
     ),
+    "leader-coordinator": Patch(
+        what="the leader consults its coordinator (the coordinate activity) on model agents' "
+        "results, questions, tool requests, stalls past the nudge and the goal once every task "
+        "is done, and applies its verdicts within the person's bounds; mechanical rules send "
+        "back empty or unfinished answers; approvals within delegated rules are given by the "
+        "leader; before, every result was taken as it came and every request waited for a person",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open (their histories hold no "
+        "coordinate activities)",
+    ),
 }
 """The live patches, by id."""
 

@@ -12,6 +12,7 @@ One JSON object per line, each with ``type`` and ``at``:
 | permission | tool, arguments, effect (allow, ask, deny), reason, by |
 | tool_result | id, name, ms, content |
 | outcome | status (completed, question, needs_approval, failed), error, tokens, iterations, ms, result, request |
+| leader | point (result, question, approval, stall), verdict, reason, detail, by, model — what the leader's coordinator said of this agent's work (written by the ``coordinate`` activity; the leader applies it within the person's bounds, see the run's ``ledger``) |
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ def render_event(event: dict[str, Any], width: int = 2000) -> str:
             parts.append(f"{event['iterations']} iterations")
         parts.append(f"{event.get('ms')} ms")
         return " · ".join(parts)
+    if kind == "leader":
+        detail = f" — {_short(event['detail'], width)}" if event.get("detail") else ""
+        return (
+            f"{at} ◆ leader on the {event.get('point')}: {event.get('verdict')} "
+            f"({_short(event.get('reason') or '', width)}){detail} · by {event.get('by', 'leader')}"
+        )
     return (
         f"{at} {kind}: {_short({k: v for k, v in event.items() if k not in ('type', 'at')}, width)}"
     )

@@ -28,6 +28,7 @@ Cloud profile works unchanged.
 | XSKY_PROJECT_DIR | . | the project whose ``.xsky/settings.json`` applies |
 | XSKY_MODEL | (none: offline) | the model agents and the planner use (``OPENAI_BASE_URL`` says where) |
 | XSKY_SKILLS_MODEL | (none: offline) | the model of the skill pipeline's agents |
+| XSKY_COORDINATOR_MODEL | ``XSKY_MODEL`` | the model of the leader's coordinator (judges results, the goal, stalls; answers workers) |
 | XSKY_CHROMIUM | (found) | the Chromium executable for browser agents |
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
 | OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
@@ -63,6 +64,7 @@ class Settings:
     project_dir: Path = Path(".")
     model: str | None = None
     skills_model: str | None = None
+    coordinator_model: str | None = None
     openai_base_url: str | None = None
     chromium: str | None = None
     ui_port: int = 8233
@@ -149,6 +151,7 @@ def load_settings(
         project_dir=Path(env.get("XSKY_PROJECT_DIR") or "."),
         model=env.get("XSKY_MODEL") or None,
         skills_model=env.get("XSKY_SKILLS_MODEL") or None,
+        coordinator_model=env.get("XSKY_COORDINATOR_MODEL") or None,
         openai_base_url=env.get("OPENAI_BASE_URL") or None,
         chromium=env.get("XSKY_CHROMIUM") or None,
         ui_port=_int(env, "XSKY_UI_PORT", 8233),

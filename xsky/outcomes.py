@@ -20,6 +20,9 @@ EXHAUSTED = "exhausted"  # transient, but every attempt the budget allows ended 
 # The label of the offline extractive answers (no model), on the board and in results.
 OFFLINE_LABEL = "offline: extractive, no model"
 OFFLINE_PROVIDER = "offline"  # AgentOutcome.provider of those answers (xsky/plan/offline.py)
+# How the result of a model that stopped calling tools without saying anything begins: the
+# work may be done, but the task's answer is missing (the leader sends it back once).
+NO_FINAL_ANSWER = "(the model ended without a final answer"
 
 
 def provider_label(provider: str | None) -> str | None:
@@ -139,7 +142,7 @@ def model_answer(content: str | None, tool_results: list[str]) -> tuple[str | No
     if tool_results:
         last = tool_results[-1].strip()
         return (
-            f"(the model ended without a final answer after {len(tool_results)} tool call(s); "
+            f"{NO_FINAL_ANSWER} after {len(tool_results)} tool call(s); "
             f"the last tool result follows)\n{last}",
             None,
         )

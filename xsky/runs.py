@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef, BlobRef
+from xsky.leader.ledger import CoordinatorMode
 from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
 from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.plan.models import WireModel as Wire
@@ -121,6 +122,29 @@ class RunOptions(Wire):
         description="characters of state a continued run carries inline; "
         "more goes to the artifact store by reference",
     )
+    coordinator: CoordinatorMode = Field(
+        "auto",
+        description="the leader's judgment: act (a model checks results against their tasks and "
+        "the goal, answers workers' questions, approves within the delegated rules, finds a "
+        "stall's root cause), advise (the same, recorded as suggestions for a person), off "
+        "(mechanical rules only); auto: act when the workers have a model, off when not",
+    )
+    coordinator_retries: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="times the leader may send one task's result back with an instruction",
+    )
+    answer_grace: float = Field(
+        300.0,
+        ge=0,
+        description="seconds during which a person may override an answer the leader gave",
+    )
+    delegate: list[str] = Field(
+        default_factory=list,
+        description="permission rules (allow-rule grammar) within which the leader may approve "
+        "tool calls in a person's place, beside the worker's permissions.delegate",
+    )
 
 
 class AgentReport(Wire):
@@ -225,6 +249,13 @@ class LeaderSetup(Wire):
 
     search_attributes: list[str] = Field(default_factory=list)  # xsky's attributes the server has
     agents_here: bool = False  # the leader's queue runs every kind of agent: no per-kind queue
+    # The worker's own settings (its user file: never a folder an agent can write): rules
+    # within which the leader may approve tool calls, and the deny rules it never overrides.
+    delegate: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    # The model the worker's coordinator would use (None: it has none): an ``auto`` run
+    # consults its coordinator from the start when its leader's worker has one.
+    model: str | None = None
 
 
 class RequestPayload(Wire):
@@ -234,6 +265,7 @@ class RequestPayload(Wire):
     tool: str | None = None
     arguments: dict[str, Any] | None = None
     rule: str | None = None
+    hard: bool = False  # only a person may approve it (see HumanRequest.hard)
 
 
 class DecisionRecord(Wire):
@@ -309,3 +341,6 @@ class RunResult(Wire):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     permission_log: list[AuditEntry] = Field(default_factory=list)
+    # The leader's check of the goal: "met: …", "not met: …", "not checked: …" (None before
+    # the coordinator existed).
+    goal_check: str | None = None

@@ -176,7 +176,11 @@ def _waiting(a: Attempt, need: NeedsHuman, agent_log: AgentLog) -> AgentOutcome:
     return AgentOutcome(
         kind=kind,
         request=RequestPayload(
-            question=need.question, tool=need.tool, arguments=need.arguments, rule=need.rule
+            question=need.question,
+            tool=need.tool,
+            arguments=need.arguments,
+            rule=need.rule,
+            hard=need.hard,
         ),
         started_at=a.started,
         decisions=a.gate.decisions,

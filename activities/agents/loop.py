@@ -358,9 +358,11 @@ class AgentLoop:
                         tool=need.tool,
                         arguments=need.arguments,
                         rule=need.rule,
+                        hard=need.hard,
                     ),
                     tokens=cp.tokens,
                     iterations=cp.iteration,
+                    provider=self.target.model,
                 )
             if verdict == "nudge":
                 content += (
@@ -407,6 +409,11 @@ class AgentLoop:
                 return "ERROR: ask_user needs a 'question' string"
             for answer in reversed(self.a.answers):
                 if answer.question == question:
+                    if answer.by == "leader":
+                        return (
+                            "The leader answered (from the run's goal and the results so far; a "
+                            f"person may still correct it): {answer.answer}"
+                        )
                     return f"The person answered: {answer.answer}"
             raise NeedsHuman("question", question=question)
         # raises NeedsHuman when a person must approve

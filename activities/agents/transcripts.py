@@ -69,6 +69,22 @@ def write_transcript(
 LOG_TEXT_CHARS = 20_000
 
 
+def append_event(path: Path, kind: str, **fields: Any) -> None:
+    """One event at the end of an agent's log (redacted; best effort: a full disk loses the
+    line, never the work)."""
+    from xsky.security.redact import redact_value
+
+    line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
+    try:
+        text = json.dumps(redact_value(line), ensure_ascii=False, default=str)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            # one write per line: a reader never sees half of one but the last
+            fh.write(text + "\n")
+    except OSError as e:
+        log.warning("could not write the agent log %s: %s", path, e)
+
+
 class AgentLog:
     """Appends one agent's events to ``<artifacts>/<run>/<agent>/transcript.jsonl`` as they happen,
     so ``starter.py log … --follow`` shows an agent at work. Every attempt starts with an
@@ -94,17 +110,7 @@ class AgentLog:
         )
 
     def event(self, kind: str, **fields: Any) -> None:
-        from xsky.security.redact import redact_value
-
-        line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
-        try:
-            text = json.dumps(redact_value(line), ensure_ascii=False, default=str)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                # one write per line: a reader never sees half of one but the last
-                fh.write(text + "\n")
-        except OSError as e:
-            log.warning("could not write the agent log %s: %s", self.path, e)
+        append_event(self.path, kind, **fields)
 
     def message(self, message: dict[str, Any]) -> None:
         content = message.get("content")

@@ -138,14 +138,22 @@ class Gate:
             metrics.tool_call(tool, "denied")
             return False, decision.reason
         approval = self.approval(tool, arguments)
+        if approval is not None and approval.by == "leader" and decision.hard:
+            # Only a person may approve this call: an approval the leader gave is not theirs.
+            approval = None
         if approval is None:
             metrics.tool_call(tool, "asked")
-            raise NeedsHuman("needs_approval", tool=tool, arguments=arguments, rule=decision.reason)
+            raise NeedsHuman(
+                "needs_approval",
+                tool=tool,
+                arguments=arguments,
+                rule=decision.reason,
+                hard=decision.hard,
+            )
+        who = "the leader" if approval.by == "leader" else "a person"
         if approval.decision == "deny":
             metrics.tool_call(tool, "refused")
-            return False, "a person denied it" + (
-                f": {approval.message}" if approval.message else ""
-            )
+            return False, f"{who} denied it" + (f": {approval.message}" if approval.message else "")
         metrics.tool_call(tool, "approved")
         return True, ""
 

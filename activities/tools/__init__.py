@@ -46,6 +46,7 @@ class NeedsHuman(Exception):
         tool: str | None = None,
         arguments: dict[str, Any] | None = None,
         rule: str | None = None,
+        hard: bool = False,
     ):
         super().__init__(question or f"approve {tool}")
         self.kind = kind  # "question" | "needs_approval"
@@ -53,6 +54,9 @@ class NeedsHuman(Exception):
         self.tool = tool
         self.arguments = arguments
         self.rule = rule
+        # only a person may approve it (the checker could not vouch for the call, or the role
+        # is one the worker does not know): the leader never approves it in their place
+        self.hard = hard
 
 
 @dataclass

@@ -192,9 +192,11 @@ async def test_the_demo_runs_every_agent_kind_against_a_local_page(env: Env):
         assert "Durable agents, explained" in out  # the browser read the locally served page
         assert "[offline provider]" in out and "report.md" in out
         # the summary was made offline, and the results say so on its own line
-        summaries = [line for line in out.splitlines() if "T-4" in line and "completed" in line]
+        summaries = [line for line in out.splitlines() if "│ T-4" in line and "completed" in line]
         # (the final board and the results)
         assert summaries and all("completed (offline)" in line for line in summaries), out
+        # offline, the leader says it judged nothing: the goal was not checked
+        assert "goal not checked: T-4 answered offline (no model)" in " ".join(out.split())
         assert "worker started" in out
     finally:
         code, out, _ = await starter(env, "down")

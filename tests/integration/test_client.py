@@ -190,7 +190,10 @@ async def test_log_shows_an_llm_agents_tool_calls_in_order(env: Env, fake_llm: F
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     kinds = [e["type"] for e in events]
-    assert kinds[0] == "attempt" and kinds[-1] == "outcome" and events[-1]["status"] == "completed"
+    # the attempt's own lines, then what the leader's coordinator made of its result
+    assert kinds[0] == "attempt" and kinds[-2] == "outcome" and events[-2]["status"] == "completed"
+    assert kinds[-1] == "leader"
+    assert (events[-1]["point"], events[-1]["verdict"]) == ("result", "accept")
     assert [e["name"] for e in events if e["type"] == "tool_call"] == [
         "file_write",
         "file_read",

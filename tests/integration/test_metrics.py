@@ -38,7 +38,7 @@ from temporalio.client import Client
 from activities.telemetry import run_trace_ids
 from cli.devserver import DevServer, free_port
 from tests.conftest import ROOT
-from tests.fake_llm import FakeLLM, Reply, calls, first_user, text, turn_of
+from tests.fake_llm import FakeLLM, Reply, calls, coordinator_point, first_user, text, turn_of
 from tests.integration.eventually import eventually
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
@@ -250,12 +250,16 @@ async def test_the_metrics_endpoint_serves_the_sdks_series_and_xskys_after_a_run
     assert series(m, "xsky_tool_calls", tool="shell", decision="allowed") == 2
     assert series(m, "xsky_tool_calls", tool="shell", decision="asked") == 1
     assert series(m, "xsky_tool_calls", tool="shell", decision="approved") == 1
-    # the planner's call and the agent's two: 10 prompt and 5 completion tokens each
+    # the planner's call and the agent's two, and the leader's coordinator on agent 1's result,
+    # agent 2's tool request and the goal: 10 prompt and 5 completion tokens each
     # (tests/fake_llm.py)
     assert len(observed.fake.requests) == 3
-    assert series(m, "xsky_llm_tokens", model="fake-model", type="prompt") == 30
-    assert series(m, "xsky_llm_tokens", model="fake-model", type="completion") == 15
-    assert series(m, "xsky_llm_latency_count", model="fake-model", outcome="ok") == 3
+    asked = sorted(coordinator_point(r) for r in observed.fake.coordinator_requests)
+    assert asked == ["approval", "goal", "result"]
+    calls = 3 + len(asked)
+    assert series(m, "xsky_llm_tokens", model="fake-model", type="prompt") == 10 * calls
+    assert series(m, "xsky_llm_tokens", model="fake-model", type="completion") == 5 * calls
+    assert series(m, "xsky_llm_latency_count", model="fake-model", outcome="ok") == calls
     assert 0 < series(m, "xsky_llm_latency_sum", model="fake-model") < 10_000  # milliseconds
     assert series(m, "xsky_stall_steps", step="nudge") == 1  # the 2.5 s no-op, nudged after 1 s
     # one approval put to a person, waiting while the run ran, closed by its end; no run label
@@ -286,7 +290,10 @@ async def test_a_run_started_without_tracing_is_one_trace_from_planner_to_tool_c
         "CompleteWorkflow:LeaderWorkflow",
     ):
         assert expected in names, f"{expected} missing from {sorted(set(names))}"
-    assert names.count("RunActivity:run_agent") == 5 and names.count("chat fake-model") == 3
+    judged = len(observed.fake.coordinator_requests)  # see the test above
+    assert names.count("RunActivity:run_agent") == 5
+    assert names.count("chat fake-model") == 3 + judged
+    assert names.count("RunActivity:coordinate") == judged  # the leader's, in the same trace
     # the direct tools: agent 2 asked, then ran once approved; agent 4; agent 3's no-op; and
     # the LLM agent's own calls (file_write, then shell)
     assert names.count("tool shell") == 4 and names.count("tool noop") == 1
@@ -308,6 +315,7 @@ async def test_a_run_started_without_tracing_is_one_trace_from_planner_to_tool_c
     assert {by_id[s.parent_span_id].name for s in chats} == {
         "RunActivity:plan_workflow",
         "RunActivity:run_agent",
+        "RunActivity:coordinate",
     }
     usage = {
         a.key: a.value.int_value for a in chats[-1].attributes if a.key.startswith("gen_ai.usage")

@@ -43,6 +43,7 @@ from xsky.errors import (
     UsageError,
     XSkyError,
 )
+from xsky.leader.ledger import LedgerView
 from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
@@ -159,6 +160,11 @@ class Run:
     async def plan_history(self) -> list[PlanVersion]:
 
         return list(await self._query(LeaderWorkflow.plan_history))
+
+    async def ledger(self, offset: int = 0, limit: int = 200) -> LedgerView:
+        """The leader's ledgers: its mode, the goal and its check, facts, judgments."""
+        page = PageRequest.model_validate({"offset": offset, "limit": limit})
+        return await self._query(LeaderWorkflow.ledger, page)
 
     async def permission_log(self) -> list[AuditEntry]:
 

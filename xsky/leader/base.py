@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from xsky.leader.commands import SATISFIED, StopReason
+from xsky.leader.commands import SATISFIED, Command, StopReason
 from xsky.leader.replan import new_task
 from xsky.leader.state import (
     LeaderState,
@@ -82,6 +82,19 @@ class CoreBase:
         self.changed = False
         # what the shell should log (stall-ladder steps), taken by take_log
         self.log: list[str] = []
+        # agent id → (dispatch, ladder step, its message) of a stall the coordinator judges;
+        # workflow-local: a run drains them before it continues as new
+        self.stall_consults: dict[str, tuple[int, str, str]] = {}
+        # Set by the shell (patch leader-coordinator): the coordinator is consulted and the
+        # mechanical rules apply. The rules the person delegated to the leader, and the deny
+        # rules it never overrides (the worker's and the run's settings).
+        self.coordinating = False
+        self.delegated: list[str] = []
+        self.denied: list[str] = []
+        self.worker_model: str | None = None  # the leader worker's coordinator model, if any
+        # commands decided where no commands are returned (a person's answer asking for a
+        # replan): the shell takes them with take_outbox
+        self.outbox: list[Command] = []
         self._index()
 
     def _carry(self, resume: ResumeFrom) -> None:
@@ -154,6 +167,11 @@ class CoreBase:
         """Whether anything changed since the last call (and forget it)."""
         changed, self.changed = self.changed, False
         return changed
+
+    def take_outbox(self) -> list[Command]:
+        """Commands decided since the last call outside a call that returns them."""
+        commands, self.outbox = self.outbox, []
+        return commands
 
     def take_log(self) -> list[str]:
         """The lines to log since the last call (stall-ladder steps)."""

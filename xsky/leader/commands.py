@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from xsky.leader.ledger import ConsultInput
 from xsky.runs import (
     DecisionRecord,
 )
@@ -69,12 +70,26 @@ class StopAgent:
 
 @dataclass(frozen=True)
 class CallPlanner:
-    """Replan automatically for ``reason`` (failures, stalls)."""
+    """Replan for ``reason``: automatically (failures, stalls, a goal not met), or because
+    a person's answer asked for it (``label``: how plan history names it; None: as an
+    automatic replan)."""
 
     reason: str
+    label: str | None = None
 
 
-Command = StartAgent | StopAgent | CallPlanner
+@dataclass(frozen=True)
+class Consult:
+    """Ask the coordinator about a stalled task (``dispatch``: the attempt it was about);
+    the shell runs the ``coordinate`` activity and hands its outcome to
+    ``LeaderCore.stall_judged``."""
+
+    agent_id: str
+    dispatch: int
+    consult: ConsultInput
+
+
+Command = StartAgent | StopAgent | CallPlanner | Consult
 
 
 @dataclass(frozen=True)

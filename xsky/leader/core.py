@@ -33,22 +33,25 @@ from xsky.leader.commands import (
     AttemptFailure,
     CallPlanner,
     Command,
+    Consult,
     Rejected,
     StartAgent,
     StopAgent,
     StopReason,
 )
-from xsky.leader.interventions import Interventions
-from xsky.leader.views import Views
+from xsky.leader.ledger_views import LedgerViews
 
 
-class LeaderCore(Interventions, Views):
+class LeaderCore(LedgerViews):
     """One run's leader, its concerns layered one module each (lowest first): the state and
     its indexes (:mod:`~xsky.leader.base`), people's requests (:mod:`~xsky.leader.requests`),
     an attempt's input (:mod:`~xsky.leader.attempt_input`), the run's course
     (:mod:`~xsky.leader.course`), the stall ladder (:mod:`~xsky.leader.ladder`), the
-    interventions (:mod:`~xsky.leader.interventions`) and, beside them, the read-only views
-    (:mod:`~xsky.leader.views`). Each layer calls only the layers below it."""
+    interventions (:mod:`~xsky.leader.interventions`), the coordinator's judgment
+    (:mod:`~xsky.leader.coordination`) and, beside them, the read-only views
+    (:mod:`~xsky.leader.views`, :mod:`~xsky.leader.ledger_views`). Each layer calls only the
+    layers below it; a lower layer leaves hooks (``_take_result``, ``_requested``,
+    ``_judge_stall``) that the coordination layer fills."""
 
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "AttemptFailure",
     "CallPlanner",
     "Command",
+    "Consult",
     "LeaderCore",
     "Rejected",
     "StartAgent",

@@ -19,10 +19,12 @@ from xsky.leader.commands import (
     StopAgent,
     StopReason,
 )
+from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.replan import merge_plan, new_task
 from xsky.leader.stall import ESCALATED
 from xsky.leader.state import (
     AuditEntry,
+    HumanRequest,
     Nudge,
     PlanVersion,
 )
@@ -168,8 +170,16 @@ class Course(AttemptInputs):
         return []
 
     def attempt_succeeded(
-        self, agent_id: str, task: TaskState, dispatch: int, outcome: AgentOutcome, now: datetime
+        self,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        outcome: AgentOutcome,
+        now: datetime,
+        judged: ConsultOutcome | None = None,
     ) -> None:
+        """The attempt returned ``outcome``; ``judged``: what the coordinator said of it
+        (see :mod:`xsky.leader.coordination`), None when it was not asked."""
         intent = self.intents.pop(agent_id, None)
         if not self._current(agent_id, dispatch, task):
             return  # a late completion of an earlier dispatch: dropped
@@ -179,7 +189,7 @@ class Course(AttemptInputs):
             self._audit(task, outcome.decisions)
             self._after_stop(task, intent, now)
             return
-        self._on_outcome(task, outcome, now)
+        self._on_outcome(task, outcome, now, judged)
 
     def attempt_ended(self, agent_id: str, dispatch: int) -> None:
         """The attempt's activity is over, whatever its end; its slot is free."""
@@ -188,7 +198,13 @@ class Course(AttemptInputs):
             self._consider(agent_id)
         self.changed = True
 
-    def _on_outcome(self, task: TaskState, outcome: AgentOutcome, now: datetime) -> None:
+    def _on_outcome(
+        self,
+        task: TaskState,
+        outcome: AgentOutcome,
+        now: datetime,
+        judged: ConsultOutcome | None = None,
+    ) -> None:
         self._audit(task, outcome.decisions)
         self._observe_attempt(task, outcome.attempt)
         task.tokens += outcome.tokens
@@ -197,11 +213,7 @@ class Course(AttemptInputs):
             # the attempt that ended: time queued after a lost worker is not work
             task.started_at = outcome.started_at
         if outcome.kind == "completed":
-            task.provider = outcome.provider
-            task.result = outcome.result
-            task.result_ref = outcome.result_ref
-            task.artifacts = outcome.artifacts
-            self._finish(task, "completed", now)
+            self._take_result(task, outcome, now, judged)
             return
         req = outcome.request
         assert req is not None, "a question or approval outcome carries its request"
@@ -211,9 +223,31 @@ class Course(AttemptInputs):
             args = ", ".join(f"{k}={v!r}" for k, v in (req.arguments or {}).items())
             request = self._new_request("approval", task, f"{req.tool}({args[:300]})", now)
             request.tool, request.arguments, request.rule = req.tool, req.arguments, req.rule
+            request.hard = req.hard
         self._set_stored(task, "pending")
         self._set_waiting(task, request.id)
         task.last_progress = f"waiting for {request.id}: {request.text[:100]}"
+        self._requested(task, request, now, judged)
+
+    def _take_result(
+        self,
+        task: TaskState,
+        outcome: AgentOutcome,
+        now: datetime,
+        judged: ConsultOutcome | None,
+    ) -> None:
+        """A completed attempt's result: the task completes (the coordination layer may judge
+        it first)."""
+        task.provider = outcome.provider
+        task.result = outcome.result
+        task.result_ref = outcome.result_ref
+        task.artifacts = outcome.artifacts
+        self._finish(task, "completed", now)
+
+    def _requested(
+        self, task: TaskState, request: HumanRequest, now: datetime, judged: ConsultOutcome | None
+    ) -> None:
+        """A question or approval request was raised (the coordination layer may decide it)."""
 
     def _after_stop(self, task: TaskState, intent: StopReason, now: datetime) -> None:
         """A running attempt we stopped on purpose has ended; put the task where it belongs."""

@@ -57,7 +57,12 @@ class StallLadder(Course):
         commands: list[Command] = []
         for agent_id in list(self.active):
             task = self.tasks.get(agent_id)
-            if task is None or task.stored not in RUNNING or agent_id in self.intents:
+            if (
+                task is None
+                or task.stored not in RUNNING
+                or agent_id in self.intents
+                or agent_id in self.stall_consults
+            ):
                 continue
             windows = stall_windows(self.agents[agent_id].config, self.options.stall)
             level = self.state.stall_levels.get(task.id, 0)
@@ -69,35 +74,53 @@ class StallLadder(Course):
                 continue
             message = stall_message(action, idle)
             self.log.append(f"stall ladder: {task.id} {action} ({message})")
-            if action == "nudge":
-                self._add_nudge(Nudge(task_id=task.id, message=message, at=now, source="stall"))
-                self.state.stall_levels[task.id] = 1
-                task.last_progress = f"nudged: {message[:80]}"
-            elif action == "restart":
-                self.state.stall_levels[task.id] = 2
-                task.last_progress = message
-                commands += self._stop(agent_id, StopReason.RESTART)
-            elif action == "replan":
-                # Failed now, so the replan resets it; the stuck attempt is abandoned.
-                commands += self._stop(agent_id, StopReason.ABANDON)
-                self._finish(task, "failed", now, error=f"stalled: {message}")
-                commands += self.auto_replan(f"{task.id} stalled ({message})", force=True)
-            else:
-                self.state.stall_levels[task.id] = ESCALATED
-                request = self._new_request(
-                    "escalation",
-                    task,
-                    f"{task.id} is stuck — {message}. Answer with guidance to "
-                    "run it again with it, or use retry_task, skip_task or cancel_task.",
-                    now,
-                )
-                self._set_waiting(task, request.id)
-                task.last_progress = f"escalated as {request.id}"
-                # blocked on the request from now; the stuck attempt is abandoned
-                self._set_stored(task, "pending")
-                commands += self._stop(agent_id, StopReason.ABANDON)
+            judging = self._judge_stall(task, action, message, now)
+            if judging is not None:  # the coordinator finds the root cause instead
+                commands += judging
+                self.changed = True
+                continue
+            commands += self._climb(task, action, message, now)
             self.changed = True
         return commands
+
+    def _climb(self, task: TaskState, action: str, message: str, now: datetime) -> list[Command]:
+        """Take one step of the ladder for a stalled running task."""
+        commands: list[Command] = []
+        if action == "nudge":
+            self._add_nudge(Nudge(task_id=task.id, message=message, at=now, source="stall"))
+            self.state.stall_levels[task.id] = 1
+            task.last_progress = f"nudged: {message[:80]}"
+        elif action == "restart":
+            self.state.stall_levels[task.id] = 2
+            task.last_progress = message
+            commands += self._stop(task.agent_id, StopReason.RESTART)
+        elif action == "replan":
+            # Failed now, so the replan resets it; the stuck attempt is abandoned.
+            commands += self._stop(task.agent_id, StopReason.ABANDON)
+            self._finish(task, "failed", now, error=f"stalled: {message}")
+            commands += self.auto_replan(f"{task.id} stalled ({message})", force=True)
+        else:
+            self.state.stall_levels[task.id] = ESCALATED
+            request = self._new_request(
+                "escalation",
+                task,
+                f"{task.id} is stuck — {message}. Answer with guidance to "
+                "run it again with it, or use retry_task, skip_task or cancel_task.",
+                now,
+            )
+            self._set_waiting(task, request.id)
+            task.last_progress = f"escalated as {request.id}"
+            # blocked on the request from now; the stuck attempt is abandoned
+            self._set_stored(task, "pending")
+            commands += self._stop(task.agent_id, StopReason.ABANDON)
+        return commands
+
+    def _judge_stall(
+        self, task: TaskState, action: str, message: str, now: datetime
+    ) -> list[Command] | None:
+        """A step past the nudge: the coordination layer may consult the coordinator (the
+        commands to do so) instead of a blind restart or replan; None: climb as ever."""
+        return None
 
     def next_deadline(self, now: datetime) -> datetime | None:
         due: list[datetime] = [r.deadline for r in self._pending_requests if r.deadline is not None]
@@ -105,7 +128,7 @@ class StallLadder(Course):
             due.append(self.state.review_deadline)
         for agent_id in self.active:
             task = self.tasks.get(agent_id)
-            if task is None or task.stored not in RUNNING:
+            if task is None or task.stored not in RUNNING or agent_id in self.stall_consults:
                 continue
             windows = stall_windows(self.agents[agent_id].config, self.options.stall)
             wait = seconds_to_next_step(

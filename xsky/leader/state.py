@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from xsky.artifacts import BlobRef
+from xsky.leader.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
 from xsky.security.permissions import ApprovedRule
@@ -46,6 +47,15 @@ class HumanRequest(WireModel):
     # An escalation that holds the run open after its task failed (RunOptions.hold_on_failure):
     # retry, skip, replan or end_run decide it, not an answer.
     hold: bool = False
+    # Who decided it: a person, or the leader (its coordinator, within the person's bounds).
+    by: Literal["person", "leader"] | None = None
+    # What the leader would answer or decide (coordinator mode "advise"; or why it left it).
+    suggestion: str | None = None
+    # A run-level request's subject ("goal", "budget"); None: about its task.
+    about: str | None = None
+    # An approval only a person may give (the checker could not vouch for the call, or the
+    # role is one the worker does not know): never delegated to the leader.
+    hard: bool = False
 
 
 class AuditEntry(WireModel):
@@ -57,7 +67,7 @@ class AuditEntry(WireModel):
     arguments: str  # a short rendering of the call
     effect: Literal["allow", "ask", "deny"]
     reason: str
-    by: Literal["auto", "person"] = "auto"
+    by: Literal["auto", "person", "leader"] = "auto"
     request_id: str | None = None
 
 
@@ -73,7 +83,7 @@ class Nudge(WireModel):
     task_id: str
     message: str
     at: datetime
-    source: Literal["person", "stall"] = "person"
+    source: Literal["person", "stall", "leader"] = "person"
 
 
 class Answer(WireModel):
@@ -82,6 +92,7 @@ class Answer(WireModel):
     request_id: str
     question: str
     answer: str
+    by: Literal["person", "leader"] = "person"
 
 
 class ToolApproval(WireModel):
@@ -90,6 +101,7 @@ class ToolApproval(WireModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     decision: ToolDecision
     message: str | None = None
+    by: Literal["person", "leader"] = "person"
 
 
 class StallWindows(WireModel):
@@ -135,6 +147,7 @@ class LeaderState(WireModel):
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
+    ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
 
     @model_validator(mode="before")
     @classmethod

@@ -61,6 +61,7 @@ class TaskState(WireModel):
     waiting_on: str | None = None  # id of a pending human request
     # who answered the completed task: a model's name, "offline" (no model), None (a tool)
     provider: str | None = None
+    leader_retries: int = 0  # times the leader sent a result back with an instruction
 
     @property
     def terminal(self) -> bool:

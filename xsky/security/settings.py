@@ -59,6 +59,9 @@ class PermissionRules(_Strict):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # Calls the leader may approve in a person's place (allow-rule grammar). Read from the
+    # leader worker's own user settings only, like every security setting.
+    delegate: list[str] = Field(default_factory=list)
 
 
 class LimitsSettings(WireModel):
@@ -154,7 +157,7 @@ def parse_settings(text: str, path: str) -> SettingsFile:
             known = {
                 "": "roles, permissions, security, skills",
                 "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
-                "permissions": "allow, ask, deny",
+                "permissions": "allow, ask, deny, delegate",
                 "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
                 "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
                 "skills": "sources (each: kind, path)",
@@ -163,7 +166,7 @@ def parse_settings(text: str, path: str) -> SettingsFile:
                 path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}"
             ) from None
         raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
-    for effect in ("allow", "ask", "deny"):
+    for effect in ("allow", "ask", "deny", "delegate"):
         for rule in getattr(settings.permissions, effect):
             problems = rule_problems([rule])
             if problems:

@@ -1,0 +1,128 @@
+"""``coordinate``: the leader's coordinator, a model consulted at a point of the run.
+
+The leader's workflow never calls a model: it runs this activity, whose answer is recorded
+in history, and applies it within the person's bounds (xsky/leader/coordination.py). Here
+the consultation is sent to the model in JSON mode; a reply that cannot be read is shown its
+problems once, then the consultation fails (the leader falls back to its mechanical rules).
+With no model configured the answer is ``unavailable``, at once. What was said of a task is
+appended to that agent's log as a ``leader`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import llm
+from activities.agents.transcripts import append_event
+from activities.artifacts import ArtifactStore
+from activities.beat import heartbeating
+from xsky.agent_log import transcript_file
+from xsky.config import Settings
+from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
+from xsky.plan.coordinator_prompts import FIX, SYSTEM, read_reply, user_message
+
+# A stored result is shown to the coordinator up to this many characters.
+STORED_RESULT_CHARS = 6000
+# Readings of the model's reply (the first, and one after it was shown its problems).
+READINGS = 2
+
+
+class CoordinatorActivities:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.store = ArtifactStore(settings.artifacts)
+
+    @activity.defn(name="coordinate")
+    async def coordinate(self, inp: ConsultInput) -> ConsultOutcome:
+        target = llm.target(inp.model or self.settings.coordinator_model, None, self.settings)
+        if target is None:
+            return ConsultOutcome(
+                point=inp.point,
+                verdict="unavailable",
+                reason="no model is configured on this worker (set XSKY_MODEL or "
+                "XSKY_COORDINATOR_MODEL, and OPENAI_BASE_URL)",
+            )
+        results = await asyncio.to_thread(self._stored_results, inp)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": user_message(inp, results)},
+        ]
+        client = llm.client_for(target)
+        tokens = [0, 0, 0]
+        problems = ""
+        try:
+            for reading in range(1, READINGS + 1):
+                async with heartbeating(f"{inp.point}: reading {reading}"):
+                    response = await llm.chat(
+                        client,
+                        target,
+                        messages,
+                        temperature=0,
+                        response_format={"type": "json_object"},
+                    )
+                usage = getattr(response, "usage", None)
+                tokens[0] += getattr(usage, "total_tokens", 0) or 0
+                tokens[1] += getattr(usage, "prompt_tokens", 0) or 0
+                tokens[2] += getattr(usage, "completion_tokens", 0) or 0
+                text = response.choices[0].message.content or ""
+                fields, problems = read_reply(inp.point, text)  # type: ignore[assignment]
+                if fields is not None:
+                    outcome = ConsultOutcome(
+                        point=inp.point,
+                        model=target.model,
+                        tokens=tokens[0],
+                        input_tokens=tokens[1],
+                        output_tokens=tokens[2],
+                        **fields,
+                    )
+                    await asyncio.to_thread(self._log, inp, outcome)
+                    return outcome
+                messages += [
+                    {"role": "assistant", "content": text},
+                    {"role": "user", "content": FIX.format(problems=problems)},
+                ]
+        finally:
+            await client.close()
+        raise ApplicationError(
+            f"the coordinator's reply could not be used after {READINGS} readings: {problems}",
+            type="CoordinatorUnreadable",
+            non_retryable=True,
+        )
+
+    def _stored_results(self, inp: ConsultInput) -> dict[str, str]:
+        """The beginnings of results that travel by reference, by task id."""
+        evidence: list[Evidence] = [*inp.tasks, *inp.dependencies]
+        if inp.task is not None:
+            evidence.append(inp.task)
+        found: dict[str, str] = {}
+        for e in evidence:
+            if e.result is None and e.result_ref is not None:
+                try:
+                    text = self.store.read_text(e.result_ref)
+                except (OSError, ValueError) as err:
+                    text = f"(the stored result could not be read: {err})"
+                found[e.task_id] = text[:STORED_RESULT_CHARS]
+        return found
+
+    def _log(self, inp: ConsultInput, outcome: ConsultOutcome) -> None:
+        """What the coordinator said of a task, in that agent's log."""
+        if inp.task is None:
+            return
+        agent_id = inp.task.task_id.removeprefix("T-")
+        append_event(
+            transcript_file(self.store.root, inp.run_id, agent_id),
+            "leader",
+            point=inp.point,
+            verdict=outcome.verdict,
+            reason=outcome.reason,
+            detail=outcome.detail(),
+            by="leader (proposed; the run's ledger says what was applied)",
+            model=outcome.model,
+        )
+
+    def all(self) -> list[Any]:
+        return [self.coordinate]

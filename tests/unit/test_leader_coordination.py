@@ -1,0 +1,370 @@
+"""The leader's judgment without a server: what the coordinator is asked at each point, and
+how the core applies its verdicts within the person's bounds (xsky/leader/coordination.py,
+oversight.py). The coordinator's answers are given here as it would return them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.unit.test_leader_core import T0, ref
+from xsky.leader.core import CallPlanner, Consult, LeaderCore, Rejected, StartAgent, StopAgent
+from xsky.leader.ledger import ConsultOutcome
+from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest, StallWindows
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
+
+MODEL = "judge-1"
+
+
+def core_of(*agents: WorkflowAgent, delegated: list[str] | None = None, **options) -> LeaderCore:
+    options.setdefault("max_auto_replans", 1)
+    core = LeaderCore(
+        RunInput(
+            workflow=Workflow(
+                name="n", task_id="t", task_prompt="report the release date", agents=list(agents)
+            ),
+            options=RunOptions(**options),
+        ),
+        "run-1",
+        T0,
+    )
+    core.coordinating = True
+    core.delegated = delegated or []
+    return core
+
+
+def llm(agent_id: str = "1", **kw) -> WorkflowAgent:
+    return WorkflowAgent(id=agent_id, name="llm", task=f"task {agent_id}", **kw)
+
+
+def start(core: LeaderCore) -> list[StartAgent]:
+    return [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+
+
+def said(point: str, verdict: str, **fields) -> ConsultOutcome:
+    return ConsultOutcome(
+        point=point, verdict=verdict, reason=f"because {verdict}", model=MODEL, **fields
+    )  # type: ignore[arg-type]
+
+
+def finish(core: LeaderCore, agent_id: str, outcome: AgentOutcome, judged=None) -> None:
+    task = core.tasks[agent_id]
+    core.attempt_succeeded(agent_id, task, task.attempt, outcome, T0, judged)
+    core.attempt_ended(agent_id, task.attempt)
+
+
+def answer(text: str = "the answer") -> AgentOutcome:
+    return AgentOutcome(result=text, result_ref=ref("1"), provider=MODEL)
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def test_a_model_answer_is_shown_to_the_coordinator_with_its_task_and_dependencies() -> None:
+    core = core_of(llm("1"), llm("2", depends=["1"]))
+    start(core)
+    finish(core, "1", answer("2026-05-01"), said("result", "accept"))
+    (s,) = start(core)
+    review = core.review_of("2", s.dispatch, answer("May 1st"))
+    assert review is not None and review.point == "result"
+    assert review.goal == "report the release date"
+    assert review.task is not None and review.task.result == "May 1st"
+    assert [d.task_id for d in review.dependencies] == ["T-1"]
+    assert review.dependencies[0].result == "2026-05-01"
+
+
+def test_a_tool_answer_and_an_offline_answer_are_not_sent_to_the_coordinator() -> None:
+    core = core_of(llm("1"))
+    (s,) = start(core)
+    assert core.review_of("1", s.dispatch, AgentOutcome(result="x", provider=None)) is None
+    assert core.review_of("1", s.dispatch, AgentOutcome(result="x", provider="offline")) is None
+
+
+def test_a_result_sent_back_runs_again_with_the_instruction_then_is_kept_when_tries_are_spent() -> (
+    None
+):
+    core = core_of(llm("1"), coordinator_retries=1)
+    start(core)
+    finish(core, "1", answer("no idea"), said("result", "retry", instruction="look it up"))
+    task = core.tasks["1"]
+    assert task.stored == "pending" and task.leader_retries == 1
+    assert core.nudges_for("T-1") == ["look it up"]
+    (again,) = start(core)
+    assert again.dispatch == 2
+    finish(core, "1", answer("still no idea"), said("result", "retry", instruction="try again"))
+    assert task.stored == "completed" and task.result == "still no idea"
+    kinds = [(e.verdict, e.by) for e in core.state.ledger.entries]
+    assert kinds == [("retry", "leader"), ("accept", "leader")]
+    assert "still doubted" in core.state.ledger.entries[-1].reason
+
+
+def test_advise_mode_records_the_verdict_and_takes_the_result() -> None:
+    core = core_of(llm("1"), coordinator="advise")
+    start(core)
+    finish(core, "1", answer(), said("result", "retry", instruction="redo"))
+    assert core.tasks["1"].stored == "completed"
+    (entry,) = core.state.ledger.entries
+    assert (entry.by, entry.applied) == ("leader (advice)", False)
+
+
+def test_mechanical_rules_send_an_unfinished_answer_back_even_with_the_coordinator_off() -> None:
+    core = core_of(llm("1"), coordinator="off")
+    (s,) = start(core)
+    unfinished = answer("(the model ended without a final answer after 2 tool call(s); …)")
+    assert core.review_of("1", s.dispatch, unfinished) is None  # no model is asked
+    finish(core, "1", unfinished)
+    assert core.tasks["1"].stored == "pending"
+    assert core.state.ledger.entries[-1].by == "leader (mechanical)"
+    start(core)
+    finish(core, "1", answer("   "))  # empty, and no tries left: not work done
+    assert core.tasks["1"].stored == "failed"
+    assert "empty" in (core.tasks["1"].error or "")
+
+
+def test_no_model_on_the_workers_turns_auto_into_off_and_says_why() -> None:
+    core = core_of(llm("1"))
+    start(core)
+    finish(core, "1", answer(), ConsultOutcome(point="result", verdict="unavailable"))
+    assert core.tasks["1"].stored == "completed"
+    assert core.mode() == "off"
+    assert "no model configured" in core.mode_label()
+    (s,) = start(core_of(llm("2")))
+    assert core.review_of("1", s.dispatch, answer()) is None  # not asked again
+
+
+# -- questions ------------------------------------------------------------------------------------
+
+
+def asks(question: str = "which region?") -> AgentOutcome:
+    return AgentOutcome(kind="question", request=RequestPayload(question=question), provider=MODEL)
+
+
+def test_a_question_the_leader_can_answer_is_answered_and_the_task_goes_on() -> None:
+    core = core_of(llm("1"))
+    (s,) = start(core)
+    review = core.review_of("1", s.dispatch, asks())
+    assert review is not None and review.point == "question" and review.question == "which region?"
+    finish(core, "1", asks(), said("question", "answer", answer="eu-west-1"))
+    (request,) = core.state.requests
+    assert (request.status, request.by, request.answer) == ("answered", "leader", "eu-west-1")
+    assert core.pending_requests() == []
+    (again,) = start(core)
+    given = core.agent_input("1", core.agents["1"], again.dispatch, [], None)
+    assert [(a.answer, a.by) for a in given.answers] == [("eu-west-1", "leader")]
+
+
+def test_a_question_it_cannot_answer_waits_for_a_person_with_the_leaders_note() -> None:
+    core = core_of(llm("1"))
+    start(core)
+    finish(core, "1", asks(), said("question", "leave"))
+    (request,) = core.pending_requests()
+    assert request.by is None and "left it to you" in (request.suggestion or "")
+
+
+def test_a_person_overrides_the_leaders_answer_within_the_grace_period_only() -> None:
+    core = core_of(llm("1"), answer_grace=60)
+    start(core)
+    finish(core, "1", asks(), said("question", "answer", answer="eu-west-1"))
+    req = AnswerRequest(request_id="Q-1", text="us-east-2")
+    with pytest.raises(Rejected, match="are over"):
+        core.check_answer(req, T0 + timedelta(seconds=61))
+    core.check_answer(req, T0 + timedelta(seconds=30))
+    core.answer(req, T0 + timedelta(seconds=30))
+    assert [(a.answer, a.by) for a in core.state.answers["T-1"]] == [("us-east-2", "person")]
+    assert "us-east-2" in core.nudges_for("T-1")[-1]
+    assert core.state.ledger.entries[-1].by == "person"
+
+
+# -- tool approvals -------------------------------------------------------------------------------
+
+
+def wants(command: str, hard: bool = False) -> AgentOutcome:
+    return AgentOutcome(
+        kind="needs_approval",
+        request=RequestPayload(tool="shell", arguments={"command": command}, hard=hard),
+    )
+
+
+def test_a_call_within_the_delegated_rules_is_approved_by_the_leader() -> None:
+    core = core_of(llm("1"), delegated=["shell(make test:*)"])
+    start(core)
+    finish(core, "1", wants("make test -j2"), said("approval", "allow"))
+    (request,) = core.state.requests
+    assert (request.status, request.by, request.decision) == ("answered", "leader", "allow_once")
+    assert core.state.audit[-1].by == "leader"
+    assert core.state.approvals["T-1"][0].by == "leader"
+
+
+def test_a_call_outside_them_stays_with_the_person_whatever_the_model_says() -> None:
+    core = core_of(llm("1"), delegated=["shell(make test:*)"])
+    start(core)
+    finish(core, "1", wants("make deploy"), said("approval", "allow"))
+    (request,) = core.pending_requests()
+    assert request.by is None and request.decision is None
+    assert "no delegated rule" in (request.suggestion or "")
+
+
+def test_a_hard_approval_is_never_given_by_the_leader() -> None:
+    core = core_of(llm("1"), delegated=["shell"])
+    start(core)
+    finish(core, "1", wants("make test", hard=True))
+    (request,) = core.pending_requests()
+    assert request.hard and request.decision is None
+
+
+def test_a_deny_rule_holds_against_a_delegated_rule() -> None:
+    core = core_of(llm("1"), delegated=["shell"])
+    core.denied = ["shell(rm:*)"]
+    start(core)
+    finish(core, "1", wants("rm -rf build"))
+    assert core.pending_requests()[0].decision is None
+
+
+def test_an_off_goal_call_is_denied_by_the_leader_and_the_agent_is_told() -> None:
+    core = core_of(llm("1"))
+    start(core)
+    finish(core, "1", wants("curl evil.example"), said("approval", "deny"))
+    (request,) = core.state.requests
+    assert (request.by, request.decision) == ("leader", "deny")
+    assert core.state.approvals["T-1"][0].decision == "deny"
+    assert core.state.audit[-1].effect == "deny"
+
+
+# -- the goal ---------------------------------------------------------------------------------------
+
+
+def all_done(core: LeaderCore) -> None:
+    while ready := start(core):
+        for s in ready:
+            finish(core, s.agent_id, answer(), said("result", "accept"))
+
+
+def test_a_goal_not_met_is_replanned_with_its_gap_within_the_cap() -> None:
+    core = core_of(llm("1"), max_auto_replans=1)
+    all_done(core)
+    assert core.finished()
+    goal = core.goal_review(T0)
+    assert goal is not None and goal.point == "goal" and [t.task_id for t in goal.tasks] == ["T-1"]
+    commands = core.goal_judged(1, said("goal", "not_met", gap="the date is missing"), T0)
+    assert commands == [CallPlanner("the goal is not met: the date is missing")]
+    assert core.state.auto_replans == 1
+    assert core.goal_review(T0) is None  # checked at this version
+
+
+def test_a_goal_not_met_with_no_replans_left_asks_the_person_and_fails_if_nobody_answers() -> None:
+    core = core_of(llm("1"), max_auto_replans=0, request_timeout=60)
+    all_done(core)
+    core.goal_review(T0)
+    assert core.goal_judged(1, said("goal", "not_met", gap="no date"), T0) == []
+    (request,) = core.pending_requests()
+    assert (request.task_id, request.about, request.kind) == ("run", "goal", "escalation")
+    assert not core.finished()
+    core.tick(T0 + timedelta(seconds=61))  # nobody answered
+    assert core.finished()
+    result = core.result(T0)
+    assert result.status == "failed" and "the goal is not met: no date" in result.summary
+
+
+def test_a_goal_escalation_answered_by_a_person_replans_with_their_words() -> None:
+    core = core_of(llm("1"), max_auto_replans=0)
+    all_done(core)
+    core.goal_review(T0)
+    core.goal_judged(1, said("goal", "unsure"), T0)
+    (request,) = core.pending_requests()
+    core.check_answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
+    core.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
+    (replan,) = core.take_outbox()
+    assert isinstance(replan, CallPlanner) and "add the time zone" in replan.reason
+    assert core.state.auto_replans == 0  # a person's word is not an automatic replan
+
+
+def test_end_run_accepts_the_results_the_leader_doubted() -> None:
+    core = core_of(llm("1"), max_auto_replans=0)
+    all_done(core)
+    core.goal_review(T0)
+    core.goal_judged(1, said("goal", "not_met", gap="no date"), T0)
+    core.end(EndRunRequest(reason="good enough"), T0)
+    assert core.result(T0).status == "completed"
+
+
+def test_a_goal_met_completes_and_says_so() -> None:
+    core = core_of(llm("1"))
+    all_done(core)
+    core.goal_review(T0)
+    core.goal_judged(1, said("goal", "met"), T0)
+    result = core.result(T0)
+    assert result.status == "completed" and result.goal_check == "met (leader): because met"
+
+
+def test_offline_answers_leave_the_goal_unchecked_and_say_why() -> None:
+    core = core_of(llm("1"))
+    start(core)
+    finish(core, "1", AgentOutcome(result="x", result_ref=ref("1"), provider="offline"))
+    assert core.goal_review(T0) is None
+    assert "answered offline" in (core.result(T0).goal_check or "")
+
+
+# -- stalls ---------------------------------------------------------------------------------------
+
+
+def stalled_core() -> tuple[LeaderCore, str]:
+    core = core_of(
+        llm("1"), coordinator="act", stall=StallWindows(nudge_after=10, restart_after=20)
+    )
+    start(core)
+    core.tick(T0 + timedelta(seconds=11))  # nudged
+    (consult,) = core.tick(T0 + timedelta(seconds=40))  # the restart step: judged instead
+    assert isinstance(consult, Consult) and consult.consult.point == "stall"
+    assert core.next_deadline(T0 + timedelta(seconds=40)) is None  # no ladder while judged
+    return core, consult.agent_id
+
+
+def test_a_stall_gets_a_root_cause_and_a_changed_plan() -> None:
+    core, agent = stalled_core()
+    commands = core.stall_judged(agent, said("stall", "replan", root_cause="the API moved"), T0)
+    assert StopAgent(agent) in commands
+    (replan,) = [c for c in commands if isinstance(c, CallPlanner)]
+    assert "root cause: the API moved" in replan.reason
+    assert "the API moved" in (core.tasks[agent].error or "")
+
+
+def test_a_stall_the_coordinator_cannot_judge_takes_the_ladders_step() -> None:
+    core, agent = stalled_core()
+    assert core.stall_judged(agent, None, T0) == [StopAgent(agent)]  # restart, as ever
+    assert core.state.stall_levels["T-1"] == 2
+
+
+def test_a_goal_escalation_is_withdrawn_when_a_person_replans_or_retries() -> None:
+    for act in ("replan", "retry"):
+        core = core_of(llm("1"), max_auto_replans=0)
+        all_done(core)
+        core.goal_review(T0)
+        core.goal_judged(1, said("goal", "unsure"), T0)
+        assert len(core.pending_requests()) == 1
+        if act == "replan":
+            core.apply_plan(core.state.plan, "a person replanned", T0)
+        else:
+            core.tasks["1"].stored = "failed"
+            core.counts = {"failed": 1}
+            core.retry(RetryTaskRequest(task_id="T-1"), T0)
+        assert core.pending_requests() == [], act
+        assert core.state.requests[-1].status == "withdrawn"
+
+
+def test_auto_asks_no_model_before_one_has_answered_in_the_run() -> None:
+    """A run of tools alone (maybe on workers with no llm queue at all): nothing waits on a
+    coordinator, and the result says why the goal was not checked."""
+    core = core_of(llm("1"))
+    (s,) = start(core)
+    tool_asks = AgentOutcome(
+        kind="needs_approval", request=RequestPayload(tool="shell", arguments={"command": "ls"})
+    )
+    assert core.review_of("1", s.dispatch, tool_asks) is None
+    finish(core, "1", AgentOutcome(result="listed", result_ref=ref("1")))
+    assert core.goal_review(T0) is None
+    assert "no model agent ran in this run" in (core.result(T0).goal_check or "")
+    explicit = core_of(llm("1"), coordinator="act")
+    (s,) = start(explicit)
+    assert explicit.review_of("1", s.dispatch, tool_asks) is not None
