@@ -111,16 +111,7 @@ class Oversight(Coordination):
                 why = "no model agent ran in this run (--coordinator act checks any run's goal)"
             else:
                 why = self.mode_label().split(":")[0]
-            ledger.goal_verdict, ledger.goal_reason = None, f"not checked: {why}"
-            self._entry(
-                "goal",
-                None,
-                "unsure",
-                ledger.goal_reason,
-                now,
-                by="leader (mechanical)",
-                applied=False,
-            )
+            self._goal_unchecked(why, now)
             return None
         shown, used, omitted = [], 0, 0
         for task in self.state.tasks:
@@ -133,6 +124,13 @@ class Oversight(Coordination):
             shown.append(evidence)
         return self._consult_input("goal", None, tasks=shown, omitted=omitted)
 
+    def _goal_unchecked(self, why: str, now: datetime) -> None:
+        ledger = self.state.ledger
+        ledger.goal_verdict, ledger.goal_reason = None, f"not checked: {why}"
+        self._entry(
+            "goal", None, "unsure", ledger.goal_reason, now, by="leader (mechanical)", applied=False
+        )
+
     def goal_judged(
         self, version: int, judged: ConsultOutcome | None, now: datetime
     ) -> list[Command]:
@@ -142,20 +140,11 @@ class Oversight(Coordination):
             return []  # the plan changed while it was judged: the new one is checked
         ledger.goal_checked_version = version
         if judged is None or not self._heard(judged):
-            ledger.goal_verdict = None
-            ledger.goal_reason = (
-                "not checked: the coordinator could not be consulted"
+            self._goal_unchecked(
+                "the coordinator could not be consulted"
                 if judged is None
-                else "not checked: no model configured on the workers"
-            )
-            self._entry(
-                "goal",
-                None,
-                "unsure",
-                ledger.goal_reason,
+                else "no model configured on the workers",
                 now,
-                by="leader (mechanical)",
-                applied=False,
             )
             return []
         self._learn(judged, "leader", now)
