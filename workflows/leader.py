@@ -26,6 +26,7 @@ from workflows.failures import describe_failure
 from workflows.leader_attempts import Attempts
 from workflows.leader_io import save_blob
 from workflows.leader_metrics import LeaderMetrics
+from workflows.leader_queries import LeaderQueries
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -43,25 +44,21 @@ with workflow.unsafe.imports_passed_through():
         AnswerRequest,
         ApprovePlanRequest,
         ApproveToolRequest,
-        AuditEntry,
-        BoardPage,
         DefineRoleRequest,
         EndRunRequest,
-        HumanRequest,
         InterventionResult,
         NudgeRequest,
-        PageRequest,
         PauseRequest,
-        PlanVersion,
         ReplanRequest,
         ResumeRequest,
         RetryTaskRequest,
+        SetBudgetRequest,
         SkipTaskRequest,
         TaskRequest,
     )
     from xsky.plan.planning import problems_text
     from xsky.plan.xml import parse_workflow
-    from xsky.runs import ProgressReport, ResultsPage, RunInput, RunResult
+    from xsky.runs import ProgressReport, RunInput, RunResult
 
 
 def _reject(message: str) -> None:
@@ -71,7 +68,7 @@ def _reject(message: str) -> None:
 
 
 @workflow.defn(name="LeaderWorkflow")
-class LeaderWorkflow:
+class LeaderWorkflow(LeaderQueries):
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
         # A state travels only by continue-as-new. One in the input of a run started afresh was
@@ -159,6 +156,8 @@ class LeaderWorkflow:
                 signal()
             self._early.clear()
         core = self._core
+        if core.state.budget is not None and not patched("budgets"):
+            core.state.budget = None  # a history from before budgets existed: it had none
         if (given := await leader_io.setup()) is not None:
             self._board.searchable, self._agents_here = (
                 set(given.search_attributes),
@@ -205,6 +204,7 @@ class LeaderWorkflow:
                     core.take_changed()
                     self._timer.clear()
                     self._apply(core.tick(workflow.now()))
+                    self._metrics.spent(core.take_settled())
                     leader_io.offload_history(core)
                     self._board.publish(core)
         except asyncio.CancelledError:
@@ -406,6 +406,20 @@ class LeaderWorkflow:
     def _validate_end_run(self, req: EndRunRequest) -> None:
         self._validated(lambda: self._core.check_end(req))
 
+    @workflow.update(
+        description="Raise or lower the budget: {tokens}, {usd}, {minutes}, {agents} of the run, or "
+        "with {taskId} one task's cap; {reserve}: tokens held for an agent without a cap."
+    )
+    async def set_budget(self, req: SetBudgetRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_set_budget(req))
+        if core.state.budget is None:
+            patched("budgets")  # a run without a budget gets one
+        return core.set_budget(req, workflow.now())
+
+    @set_budget.validator
+    def _validate_set_budget(self, req: SetBudgetRequest) -> None:
+        self._validated(lambda: self._core.check_set_budget(req))
+
     # -- signals ------------------------------------------------------------------------------
 
     @workflow.signal(
@@ -444,48 +458,3 @@ class LeaderWorkflow:
     )
     def report_progress(self, report: ProgressReport) -> None:
         self._when_ready(lambda: self._core.report_progress(report, workflow.now()))
-
-    # -- queries ------------------------------------------------------------------------------
-
-    @workflow.query(
-        description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
-        "result or error, and the counts of the whole board."
-    )
-    def task_board(self, req: PageRequest | None = None) -> BoardPage:
-        return self._core.board(workflow.now(), req)
-
-    @workflow.query(
-        description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page)."
-    )
-    def plan(self, req: PageRequest | None = None) -> str:
-        return self._core.plan_page(req)
-
-    @workflow.query(
-        description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed."
-    )
-    def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
-        return self._core.history_page(req)
-
-    @workflow.query(
-        description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error."
-    )
-    def results(self, req: PageRequest | None = None) -> ResultsPage:
-        return self._core.results_page(req)
-
-    @workflow.query(
-        description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person."
-    )
-    def pending_requests(self) -> list[HumanRequest]:
-        return self._core.pending_requests(with_review=True)
-
-    @workflow.query(
-        description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
-    )
-    def permission_log(self) -> list[AuditEntry]:
-        return list(self._core.state.audit)
-
-    @workflow.query(
-        description="Nudges for one task ({taskId}), oldest first: running agents read these."
-    )
-    def nudges(self, req: TaskRequest) -> list[str]:
-        return self._core.nudges_for(req.task_id)

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from xsky.artifacts import BlobRef
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
+from xsky.plan.budget import BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
 from xsky.security.permissions import ApprovedRule
 
@@ -46,6 +47,9 @@ class HumanRequest(WireModel):
     # An escalation that holds the run open after its task failed (RunOptions.hold_on_failure):
     # retry, skip, replan or end_run decide it, not an answer.
     hold: bool = False
+    # What it is about: one task's work, or the budget (``task_id`` "run": the run's budget,
+    # decided by set_budget or end_run; a task's id: its own cap, set_budget or skip_task).
+    about: Literal["task", "budget"] = "task"
 
 
 class AuditEntry(WireModel):
@@ -135,6 +139,8 @@ class LeaderState(WireModel):
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
+    budget: RunBudget | None = None  # the limits in force (None: no budget); set_budget moves them
+    spend: Spend = Field(default_factory=Spend)
 
     @model_validator(mode="before")
     @classmethod
@@ -219,6 +225,20 @@ class EndRunRequest(WireModel):
     reason: str | None = None
 
 
+class SetBudgetRequest(WireModel):
+    """``set_budget``: raise or lower the run's limits — or, with ``taskId``, one task's cap
+    (over what its plan said). Only the limits given change: ``{"tokens": 200000, "usd": 5}``.
+    Any value decodes; the update's validator says what is wrong with a bad one (a decoding
+    error would only say "Failed decoding arguments")."""
+
+    tokens: float | str | None = None
+    usd: float | str | None = None
+    minutes: float | str | None = None
+    agents: float | str | None = None
+    task_id: str | None = None
+    reserve: float | str | None = None  # tokens reserved for an agent without a cap
+
+
 class InterventionResult(WireModel):
     ok: bool = True
     message: str
@@ -264,3 +284,4 @@ class BoardPage(WireModel):
     tasks: list[TaskView] = Field(default_factory=list)
     state: str = "running"
     notes: list[str] = Field(default_factory=list)  # paused, waiting for review, waiting for Q-n …
+    budget: BudgetView | None = None  # spend, and the limits when the run has a budget

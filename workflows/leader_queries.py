@@ -1,0 +1,71 @@
+"""The leader's queries: what people (``starter.py``, the Python API, the Web UI, the stock
+``temporal`` CLI) read of a run. Part of :class:`workflows.leader.LeaderWorkflow` (its base
+class: Temporal takes handlers from base classes), kept apart so the workflow class holds its
+main loop and the handlers that change the run. Read only: a query changes nothing."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from xsky.leader.core import LeaderCore
+    from xsky.leader.state import (
+        AuditEntry,
+        BoardPage,
+        HumanRequest,
+        PageRequest,
+        PlanVersion,
+        TaskRequest,
+    )
+    from xsky.runs import ResultsPage
+
+
+class LeaderQueries:
+    """The queries of a leader whose core is ``_core``."""
+
+    @property
+    def _core(self) -> LeaderCore:
+        raise NotImplementedError("LeaderWorkflow gives its core")
+
+    @workflow.query(
+        description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
+        "result or error, and the counts of the whole board."
+    )
+    def task_board(self, req: PageRequest | None = None) -> BoardPage:
+        return self._core.board(workflow.now(), req)
+
+    @workflow.query(
+        description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page)."
+    )
+    def plan(self, req: PageRequest | None = None) -> str:
+        return self._core.plan_page(req)
+
+    @workflow.query(
+        description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed."
+    )
+    def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
+        return self._core.history_page(req)
+
+    @workflow.query(
+        description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error."
+    )
+    def results(self, req: PageRequest | None = None) -> ResultsPage:
+        return self._core.results_page(req)
+
+    @workflow.query(
+        description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person."
+    )
+    def pending_requests(self) -> list[HumanRequest]:
+        return self._core.pending_requests(with_review=True)
+
+    @workflow.query(
+        description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
+    )
+    def permission_log(self) -> list[AuditEntry]:
+        return list(self._core.state.audit)
+
+    @workflow.query(
+        description="Nudges for one task ({taskId}), oldest first: running agents read these."
+    )
+    def nudges(self, req: TaskRequest) -> list[str]:
+        return self._core.nudges_for(req.task_id)
