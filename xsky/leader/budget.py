@@ -112,7 +112,7 @@ class Budgets(AttemptInputs):
             row = self._row(agent_id)
             if flight.share is None or row is None:
                 continue
-            used = self._spend(row).usage.minus(flight.start)
+            used = (row.spend or TaskSpend()).usage.minus(flight.start)
             tokens += max(0, (flight.share.tokens or 0) - used.tokens)
             usd += max(0.0, (flight.share.usd or 0.0) - used.usd)
         return tokens, usd
@@ -255,7 +255,7 @@ class Budgets(AttemptInputs):
         if spend.started_at is None:
             spend.started_at = now
             self.state.spend.started += 1
-        spend.share, spend.stopped = share, None
+        spend.share, spend.stopped, spend.need = share, None, None
         self.flights[task.agent_id] = Flight(
             task.attempt, share, spend.usage, self._model(task.agent_id) and share is not None
         )
