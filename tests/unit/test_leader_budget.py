@@ -60,6 +60,8 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     core = core_of(plan(20), RunBudget(run=Limits(tokens=12_000), reserve=1000))
     starts = core.dispatch(T0)
     assert len(starts) == 12 and {core.flights[s.agent_id].share.tokens for s in starts} == {1000}  # type: ignore[union-attr]
+    given = core.agent_input("1", core.agents["1"], 1, [], None).budget_share
+    assert given is not None and given.tokens == 1000  # the share travels to the agent
     for s in starts:
         complete(core, s, 1000)
     assert core.dispatch(T0) == []  # spent: nothing more starts
