@@ -217,6 +217,7 @@ class LeaderWorkflow(LeaderQueries):
             self._board.upsert(core, final="cancelled")
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
+        self._metrics.spent(core.take_settled())
         leader_people.close_requests(core, core.ended or "the run ended")
         self._board.publish(core, force=True)
         result = core.result(workflow.now())

@@ -11,12 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
 
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board, plan, query, wait_requests
 from tests.integration.test_cli_runs import starter
+from tests.integration.test_temporal_cli import temporal
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
 from xsky.leader.state import SetBudgetRequest
@@ -126,11 +128,12 @@ async def test_a_usd_limit_with_an_unpriced_model_fails_the_agent_before_any_cal
     assert "not retried" in error and result.agents[0].attempts == 1
 
 
-async def test_time_up_pauses_dispatch_and_set_budget_lets_the_rest_run(
+async def test_time_up_pauses_dispatch_and_set_budget_from_the_stock_cli_lets_it_run(
     env: Env, fake_llm: FakeLLM
 ):
-    """A run with a minute limit already spent (minutes=0.001): nothing starts, E-n says so;
-    raising minutes starts it."""
+    """A run with a minute limit already spent (minutes=0.001): nothing starts, E-n says so; a
+    bad set_budget is refused with the fix; raising minutes with the stock `temporal` CLI
+    (plain JSON) starts it."""
     fake_llm.responder = lambda req, i: text("ok")
     await env.start_worker()
     handle = await env.start(
@@ -143,6 +146,12 @@ async def test_time_up_pauses_dispatch_and_set_budget_lets_the_rest_run(
         assert "minutes used; raise it" in request.text
 
     await eventually(timed_out, 60)
-    await handle.execute_update(LeaderWorkflow.set_budget, SetBudgetRequest(minutes=60))
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(LeaderWorkflow.set_budget, SetBudgetRequest(tokens="lots"))
+    assert "set_budget: tokens='lots' is not a whole number" in str(refused.value.cause)
+    await temporal(
+        env, "workflow", "update", "execute", "--workflow-id", handle.id,
+        "--name", "set_budget", "--input", '{"minutes": 60}',
+    )  # fmt: skip
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed" and result.budget is not None
