@@ -156,8 +156,6 @@ class LeaderWorkflow(LeaderQueries):
                 signal()
             self._early.clear()
         core = self._core
-        if core.state.budget is not None and not patched("budgets"):
-            core.state.budget = None  # a history from before budgets existed: it had none
         if (given := await leader_io.setup()) is not None:
             self._board.searchable, self._agents_here = (
                 set(given.search_attributes),
@@ -172,6 +170,8 @@ class LeaderWorkflow(LeaderQueries):
                 core.planner_started()
                 self._board.publish(core)
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
+            if core.state.budget is not None and not patched("budgets"):
+                core.state.budget = None  # a history from before budgets existed: it had none
             if await leader_people.review_gate(core, self._board):
                 while True:
                     self._apply(core.dispatch(workflow.now()))
