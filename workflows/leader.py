@@ -170,8 +170,7 @@ class LeaderWorkflow(LeaderQueries):
                 core.planner_started()
                 self._board.publish(core)
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
-            if core.state.budget is not None and not patched("budgets"):
-                core.state.budget = None  # a history from before budgets existed: it had none
+            leader_people.budget_gate(core)
             if await leader_people.review_gate(core, self._board):
                 while True:
                     self._apply(core.dispatch(workflow.now()))
@@ -262,6 +261,7 @@ class LeaderWorkflow(LeaderQueries):
                 workflow.now(),
                 leader_people.keep_cancelled(core),
             )
+            leader_people.budget_gate(core)  # (the new plan may bring a budget)
             self._apply(stops)
             if risky:
                 core.require_review(risky, workflow.now(), patched("replan-review-deadline"))
@@ -305,6 +305,7 @@ class LeaderWorkflow(LeaderQueries):
             summary, stops = core.apply_plan(
                 wf, reason, workflow.now(), leader_people.keep_cancelled(core)
             )
+            leader_people.budget_gate(core)  # (the new plan may bring a budget)
             self._apply(stops)
         finally:
             core.planner_finished()
@@ -413,8 +414,7 @@ class LeaderWorkflow(LeaderQueries):
     )
     async def set_budget(self, req: SetBudgetRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.check_set_budget(req))
-        if core.state.budget is None:
-            patched("budgets")  # a run without a budget gets one
+        patched("budgets")  # the run has a budget from here (the handler is newer than the patch)
         return core.set_budget(req, workflow.now())
 
     @set_budget.validator

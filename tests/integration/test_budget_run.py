@@ -65,8 +65,10 @@ async def test_twenty_agents_on_a_budget_for_twelve_pause_with_e_n_and_complete_
     assert code == 0 and "budget: 12,000 of 12,000 tokens" in out, out
     assert "(1,000 tokens · $0.0019)" in out, out
 
-    raised = await handle.execute_update(LeaderWorkflow.set_budget, SetBudgetRequest(tokens=20_000))
-    assert "closed: dispatch goes on" in raised.message
+    code, out, _ = await starter(env, "budget", handle.id)
+    assert code == 0 and out.count("1,000 tokens · $0.0019") == 12, out
+    code, out, _ = await starter(env, "budget", handle.id, "tokens=20000")
+    assert code == 0 and "E-1 closed: dispatch goes on" in out, out
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed", result.summary
     assert result.usage.tokens == 20 * PER_AGENT and result.usage.calls == 20

@@ -88,6 +88,8 @@ class CoreBase:
         self.log: list[str] = []
         # agent id → its dispatch's hold on the budget (a run with a budget: xsky/leader/budget.py)
         self.flights: dict[str, Flight] = {}
+        # what they hold, kept during one dispatch pass (None between passes)
+        self.holding: tuple[int, float] | None = None
         # usage settled since the shell last took it (for its metrics)
         self.settled = Usage()
         self._index()

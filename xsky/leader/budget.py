@@ -106,7 +106,10 @@ class Budgets(AttemptInputs):
         return self.state.spend.total.plus(self.state.spend.unconfirmed)
 
     def _held(self) -> tuple[int, float]:
-        """Tokens and USD running agents hold: their shares less what they settled since."""
+        """Tokens and USD running agents hold: their shares less what they settled since
+        (during a dispatch pass, kept as it goes: a pass costs its starts, not starts × agents)."""
+        if self.holding is not None:
+            return self.holding
         tokens, usd = 0, 0.0
         for agent_id, flight in self.flights.items():
             row = self._row(agent_id)
@@ -212,6 +215,8 @@ class Budgets(AttemptInputs):
     def admit(self, task: TaskState, now: datetime) -> Verdict:
         """``_verdict``, acted on: a run that cannot go on says so once (E-n about the run),
         a task past its own cap waits on an E-n of its own."""
+        if self.holding is None and self.state.budget is not None:
+            self.holding = self._held()  # for the rest of this dispatch pass (reserve adds)
         verdict = self._verdict(task, now)
         if verdict.kind == "own":
             request = self._new_request("escalation", task, verdict.why, now)
@@ -225,6 +230,7 @@ class Budgets(AttemptInputs):
     def budget_settled(self, blocked: bool, admitted: bool, now: datetime) -> None:
         """After a dispatch pass: the run's budget E-n goes once the budget admits work again,
         or nothing waits to run."""
+        self.holding = None
         if blocked or self.state.budget is None:
             return
         if admitted or not self._any_ready():
@@ -256,6 +262,11 @@ class Budgets(AttemptInputs):
             spend.started_at = now
             self.state.spend.started += 1
         spend.share, spend.stopped, spend.need = share, None, None
+        if self.holding is not None and share is not None:
+            self.holding = (
+                self.holding[0] + (share.tokens or 0),
+                self.holding[1] + (share.usd or 0.0),
+            )
         self.flights[task.agent_id] = Flight(
             task.attempt, share, spend.usage, self._model(task.agent_id) and share is not None
         )

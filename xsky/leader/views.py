@@ -184,7 +184,11 @@ class Views(Course):
                 + " — signal resume"
             )
         for r in self._pending_requests:
-            notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
+            # (the budget's are the leader's own words, fixes included: kept whole)
+            text = " ".join(r.text.split())
+            notes.append(
+                f"❓ **{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
+            )
         if self.replanning:
             notes.append("✎ replanning…")
         if any(a.tool == "sandbox-off" for a in self.state.audit[-50:]):
