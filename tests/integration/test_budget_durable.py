@@ -23,7 +23,7 @@ from tests.integration.test_durability import own_server, start_worker_process, 
 from tests.integration.test_scale import CAN_EVERY_30
 from workflows.leader import LeaderWorkflow
 from xsky.client import run_outcome
-from xsky.leader.state import SetBudgetRequest
+from xsky.leader.state import PauseRequest, ResumeRequest, SetBudgetRequest
 from xsky.plan.budget import Limits, RunBudget
 from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput, RunOptions
@@ -131,3 +131,45 @@ async def test_the_figures_and_a_raised_limit_survive_continue_as_new(
         assert result.budget.agents == 8
         described = await handle.describe()
         assert described.run_id != handle.first_execution_run_id, "it never continued as new"
+
+
+async def test_an_agent_stopped_by_a_pause_says_what_it_used_and_goes_on_from_there(
+    env: Env, fake_llm: FakeLLM
+):
+    """Paused with --cancel-running while its second call waits on the model: the stopped
+    attempt reports its conversation's total on its way out (a cancelled activity carries no
+    details), so nothing is charged unconfirmed; resumed, it goes on from its checkpoint."""
+    held = threading.Event()
+
+    def responder(req: dict, i: int) -> Reply:
+        if turn_of(req) == 0:
+            reply = calls(("read_skill", {"name": "nothing"}))
+            reply.tokens, reply.completion = PER_AGENT, 100
+            return reply
+        hold = None if held.is_set() else held
+        return Reply(content="done", tokens=PER_AGENT, completion=100, hold=hold)
+
+    fake_llm.responder = responder
+    await env.start_worker()
+    handle = await env.start(
+        plan(llm("1"), name="paused"),
+        options=RunOptions(budget=RunBudget(run=Limits(tokens=50_000))),
+    )
+    await eventually(lambda: _asked(fake_llm, 2), 60)
+    await handle.signal(LeaderWorkflow.pause, PauseRequest(cancel_running=True))
+
+    async def stopped() -> None:
+        page = await query(handle, LeaderWorkflow.task_board)
+        assert page.tasks[0].status == "pending", page.tasks[0].status
+        assert page.budget.spent.tokens == PER_AGENT and page.budget.unconfirmed.empty()
+
+    await eventually(stopped, 60)
+    held.set()
+    await handle.signal(LeaderWorkflow.resume, ResumeRequest())
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed" and result.usage.tokens == 2 * PER_AGENT
+    assert [turn_of(r) for r in fake_llm.requests] == [0, 1, 1]
+
+
+def _asked(fake: FakeLLM, count: int) -> None:
+    assert len(fake.requests) >= count, f"{len(fake.requests)} model calls so far"

@@ -157,3 +157,22 @@ async def test_time_up_pauses_dispatch_and_set_budget_from_the_stock_cli_lets_it
     )  # fmt: skip
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed" and result.budget is not None
+
+
+async def test_an_offline_run_with_a_budget_spends_nothing_and_completes(env: Env):
+    """No model: the llm agents answer offline. Each is still reserved a share (the leader
+    cannot know the worker has no model), says it used nothing, and gives the share back."""
+    await env.start_worker()
+    agents = [
+        f'<agent name="llm" id="{i}"><task>summarise</task><input>Fact {i}. More.</input></agent>'
+        for i in range(1, 4)
+    ]
+    handle = await env.start(
+        plan(*agents, name="offline-budget"),
+        options=RunOptions(budget=RunBudget(run=Limits(tokens=5000))),  # one 4,096 share at a time
+    )
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed", result.summary
+    assert result.usage.empty() and result.budget is not None
+    assert result.budget.unconfirmed.empty() and result.budget.reserved_tokens == 0
+    assert all(a.provider == "offline" and a.usage is None for a in result.agents)
