@@ -47,9 +47,10 @@ class HumanRequest(WireModel):
     # An escalation that holds the run open after its task failed (RunOptions.hold_on_failure):
     # retry, skip, replan or end_run decide it, not an answer.
     hold: bool = False
-    # What it is about: one task's work, or the budget (``task_id`` "run": the run's budget,
-    # decided by set_budget or end_run; a task's id: its own cap, set_budget or skip_task).
-    about: Literal["task", "budget"] = "task"
+    # A run-level request's subject ("goal", "budget"); None: about its task. (A budget's
+    # E-n: task_id "run" for the run's budget, decided by set_budget or end_run; a task's id
+    # for its own cap, decided by set_budget or skip_task.)
+    about: str | None = None
 
 
 class AuditEntry(WireModel):
