@@ -222,8 +222,10 @@ class AgentLoop:
             cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
             self.meter.count(cp, response, cp.messages)
             self.beat.usage = self.meter.report(cp)
-            if (cut := self.meter.cut(response)) is not None:
-                return self._budget_stop(cp, cut)  # spent, and not kept: a cut answer
+            if (cut := self.meter.cut(response)) is not None:  # spent, not kept: a cut answer
+                if final_turn:
+                    cp.messages.pop()  # asked again, with the final-turn note, next dispatch
+                return self._budget_stop(cp, cut)
             message = response.choices[0].message
             cp.messages.append(llm.as_message(message))
             if message.content:
