@@ -176,3 +176,27 @@ async def test_an_offline_run_with_a_budget_spends_nothing_and_completes(env: En
     assert result.usage.empty() and result.budget is not None
     assert result.budget.unconfirmed.empty() and result.budget.reserved_tokens == 0
     assert all(a.provider == "offline" and a.usage is None for a in result.agents)
+
+
+async def test_an_answer_cut_at_the_shares_max_tokens_is_not_the_result_and_is_asked_again(
+    env: Env, fake_llm: FakeLLM
+):
+    """A 1,000-token share leaves the answer less room than the 900 tokens the model writes:
+    the call passes max_tokens, the server cuts the answer there (finish_reason "length"), the
+    agent keeps nothing of it and stops; dispatched again with room for a whole answer, it
+    completes. Both calls are counted."""
+    fake_llm.responder = lambda req, i: Reply(
+        content="the whole answer", tokens=1000, completion=900
+    )
+    await env.start_worker()
+    handle = await env.start(
+        plan(llm("1"), name="cut"),
+        options=RunOptions(budget=RunBudget(run=Limits(tokens=10_000), reserve=1000)),
+    )
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed" and result.agents[0].result == "the whole answer"
+    first, second = fake_llm.requests
+    assert isinstance(first["max_tokens"], int) and first["max_tokens"] < 900
+    assert second.get("max_tokens") is None or second["max_tokens"] >= 900
+    cut = 100 + first["max_tokens"]
+    assert result.usage.tokens == cut + 1000 and result.agents[0].attempts == 2
