@@ -23,7 +23,9 @@ from activities.beat import heartbeating
 from xsky.agent_log import transcript_file
 from xsky.config import Settings
 from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
+from xsky.plan.budget import Price, Usage, cost, estimate_tokens
 from xsky.plan.coordinator_prompts import FIX, SYSTEM, read_reply, user_message
+from xsky.security.settings import SettingsError, price_table, worker_layers
 
 # A stored result is shown to the coordinator up to this many characters.
 STORED_RESULT_CHARS = 6000
@@ -52,7 +54,8 @@ class CoordinatorActivities:
             {"role": "user", "content": user_message(inp, results)},
         ]
         client = llm.client_for(target)
-        tokens = [0, 0, 0]
+        price = await asyncio.to_thread(self._price, target.model)
+        usage = Usage()
         problems = ""
         try:
             for reading in range(1, READINGS + 1):
@@ -64,19 +67,14 @@ class CoordinatorActivities:
                         temperature=0,
                         response_format={"type": "json_object"},
                     )
-                usage = getattr(response, "usage", None)
-                tokens[0] += getattr(usage, "total_tokens", 0) or 0
-                tokens[1] += getattr(usage, "prompt_tokens", 0) or 0
-                tokens[2] += getattr(usage, "completion_tokens", 0) or 0
+                usage = usage.plus(self._used(response, messages, price))
                 text = response.choices[0].message.content or ""
                 fields, problems = read_reply(inp.point, text)  # type: ignore[assignment]
                 if fields is not None:
                     outcome = ConsultOutcome(
                         point=inp.point,
                         model=target.model,
-                        tokens=tokens[0],
-                        input_tokens=tokens[1],
-                        output_tokens=tokens[2],
+                        usage=usage,
                         **fields,
                     )
                     await asyncio.to_thread(self._log, inp, outcome)
@@ -92,6 +90,26 @@ class CoordinatorActivities:
             type="CoordinatorUnreadable",
             non_retryable=True,
         )
+
+    def _price(self, model: str) -> Price | None:
+        """The model's price in the worker's own settings (None: unpriced, or unreadable)."""
+        try:
+            return price_table(worker_layers(self.settings)).get(model)
+        except SettingsError:
+            return None
+
+    @staticmethod
+    def _used(response: Any, messages: list[dict[str, Any]], price: Price | None) -> Usage:
+        """One call's usage; a server that reports none is counted by estimate, never free."""
+        usage = getattr(response, "usage", None)
+        tokens_in = getattr(usage, "prompt_tokens", 0) or 0
+        tokens_out = getattr(usage, "completion_tokens", 0) or 0
+        if usage is None:
+            tokens_in = estimate_tokens(messages, None)
+            content = response.choices[0].message.content or ""
+            tokens_out = estimate_tokens([{"r": content}], None)
+        usd = cost(tokens_in, tokens_out, price) if price is not None else 0.0
+        return Usage(input_tokens=tokens_in, output_tokens=tokens_out, usd=usd, calls=1)
 
     def _stored_results(self, inp: ConsultInput) -> dict[str, str]:
         """The beginnings of results that travel by reference, by task id."""

@@ -83,11 +83,15 @@ async def chat(
     tools: list[dict[str, Any]] | None = None,
     temperature: float | None = None,
     response_format: dict[str, Any] | None = None,
+    max_tokens: int | None = None,
 ) -> Any:
     """One chat completion, with errors turned into retryable or non-retryable failures;
     timed, its tokens counted and traced (activities/metrics.py). ``response_format``
-    ``{"type": "json_object"}`` asks for JSON mode (an agent with an output schema)."""
+    ``{"type": "json_object"}`` asks for JSON mode (an agent with an output schema);
+    ``max_tokens``: the most the answer may use (a budget's share)."""
     kwargs: dict[str, Any] = {"model": t.model, "messages": messages}
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
     if tools:
         kwargs["tools"] = tools
     if temperature is not None:

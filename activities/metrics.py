@@ -151,6 +151,14 @@ class ModelCall:
             tokens.add(completion, {"model": self.model, "type": "completion"})
 
 
+def model_cost(model: str, usd: float) -> None:
+    """A model call's cost by the worker's prices (xsky_llm_usd_micro: millionths of a USD)."""
+    if usd > 0:
+        _meter().create_counter(
+            "xsky_llm_usd_micro", "model cost by model, in millionths of a USD (settings prices)"
+        ).add(round(usd * 1_000_000), {"model": model})
+
+
 @contextlib.contextmanager
 def model_call(model: str) -> Iterator[ModelCall]:
     """Time one model call (xsky_llm_latency, by model and outcome: ``ok`` or the error's

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities import llm
 from xsky.errors import PlanError
 from xsky.plan import offline
+from xsky.plan.budget import Price, Usage, cost
 from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.planning import (
     FIX_PROMPT,
@@ -27,6 +28,7 @@ from xsky.plan.planning import (
     problems_text,
 )
 from xsky.plan.xml import parse_workflow, workflow_to_xml
+from xsky.security.settings import SettingsError, price_table, worker_layers
 
 MAX_ATTEMPTS = 3
 
@@ -42,10 +44,13 @@ async def make_plan(
     client = llm.client_for(target)
     messages: list[dict[str, Any]] = [{"role": "user", "content": planning_prompt(req)}]
     failures: list[str] = []
+    price = _price(target.model)
+    used = Usage()
     try:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             heartbeat(f"planning, attempt {attempt}")
             response = await llm.chat(client, target, messages, temperature=0)
+            used = used.plus(_usage(response, price))
             reply = response.choices[0].message.content or ""
             try:
                 wf = parse_workflow(extract_workflow_xml(reply))
@@ -63,7 +68,11 @@ async def make_plan(
                 ]
                 continue
             return PlanResult(
-                workflow=wf, xml=workflow_to_xml(wf), provider=target.model, attempts=attempt
+                workflow=wf,
+                xml=workflow_to_xml(wf),
+                provider=target.model,
+                attempts=attempt,
+                usage=used,
             )
     finally:
         await client.close()
@@ -72,6 +81,22 @@ async def make_plan(
         type="PlanError",
         non_retryable=True,
     )
+
+
+def _price(model: str) -> Price | None:
+    """The worker's price of the planner's model (none: its cost is not known)."""
+    try:
+        return price_table(worker_layers()).get(model)
+    except (SettingsError, OSError):
+        return None  # the agents' attempts report a broken settings file, with its line
+
+
+def _usage(response: Any, price: Price | None) -> Usage:
+    usage = getattr(response, "usage", None)
+    tokens_in = getattr(usage, "prompt_tokens", 0) or 0
+    tokens_out = getattr(usage, "completion_tokens", 0) or 0
+    usd = cost(tokens_in, tokens_out, price) if price is not None else 0.0
+    return Usage(input_tokens=tokens_in, output_tokens=tokens_out, usd=usd, calls=1)
 
 
 def _offline(req: PlanRequest) -> PlanResult:

@@ -46,8 +46,8 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
         note = note_of(t, t.status, t.blocked_reason)
         if t.retries and t.status not in ("completed", "skipped"):
             note = f"{note} [{t.retries[-1]}]".strip()
-        if t.tokens:
-            note = f"{note} ({t.tokens} tokens)".strip()
+        if spent := task_spend(t):
+            note = f"{note} ({spent})".strip()
         table.add_row(
             cell(t.id),
             cell(t.assigned_agent),
@@ -58,6 +58,13 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
             Text(one_line(note, 70)),
         )
     return table
+
+
+def task_spend(t: TaskView) -> str:
+    """A task's spend for its row: ``1,000 tokens · $0.0012`` (empty when it used none)."""
+    if t.spend is not None and not t.spend.usage.empty():
+        return t.spend.usage.text()
+    return f"{t.tokens:,} tokens" if t.tokens else ""
 
 
 def live_duration(t: TaskView) -> float | None:

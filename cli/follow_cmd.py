@@ -107,6 +107,10 @@ def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
         print_json(result.wire())
     else:
         out.print(results_table(result, _store_reader(settings)))
+        if result.budget is not None:  # what it spent (each agent's: `budget ID`, --json)
+            out.print(cell(result.budget.summary()))
+        elif not result.usage.empty():
+            out.print(cell(f"spent: {result.usage.text()}"))
         out.print(cell(f"Web UI: {settings.ui_link(result.workflow_id)}"))
     return 0 if result.status == "completed" else 1
 

@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     from cli import (
+        budget_cmd,
         demo_cmd,
         follow_cmd,
         ledger_cmd,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs_cmd.register(sub)
     follow_cmd.register(sub)
     steer_cmd.register(sub)
+    budget_cmd.register(sub)
     log_cmd.register(sub)
     ledger_cmd.register(sub)
     plan_cmd.register(sub)

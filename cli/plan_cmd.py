@@ -14,6 +14,7 @@ import uuid
 from temporalio.exceptions import ApplicationError
 
 from cli.args import parse_pairs
+from cli.budget_cmd import add_budget_flags
 from cli.render import cell, err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
 from cli.runs_cmd import _parse_context, add_allow_host, announce, run_options
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--follow", action="store_true", help="with --run: show the live board until the run ends"
     )
     add_allow_host(p)
+    add_budget_flags(p)
     p.add_argument(
         "--id", help="with --run: workflow id (default: a new xsky-<id>-<yyyymmdd-hhmmss>-<hex>)"
     )

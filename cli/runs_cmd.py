@@ -14,6 +14,7 @@ from rich.table import Table
 
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, tally
+from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import cli_message
 from cli.render import cell, err, one_line, out, print_json, print_problems, shown
@@ -93,6 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default 3600): retry, skip, replan or `end` it",
     )
     add_allow_host(p)
+    add_budget_flags(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_run(a)))
 
@@ -285,6 +287,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         except ValueError as e:
             raise UsageError(f"--allow-host {e}") from None
         values.setdefault("allow_hosts", []).append(text.strip())
+    if (budget := budget_of(args)) is not None:
+        values["budget"] = budget
     try:
         return RunOptions.model_validate(values)
     except ValidationError as e:
@@ -329,6 +333,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
     )
     for note in page.notes:  # markdown for the Web UI, holding agents' questions: literal here
         out.print(cell(note.replace("**", "")))
+    if page.budget is not None and page.budget.limits is None:  # (a budget is among the notes)
+        out.print(cell(page.budget.summary()))
     for t in retried:  # why each retry happened: one line per attempt that ended
         out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:

@@ -238,6 +238,11 @@ async def cmd_requests(args: argparse.Namespace) -> int:
             "approval": f"starter.py approve {args.id} {r.id} [--run|--deny]",
             "review": f"starter.py approve-plan {args.id} --version {r.id.removeprefix('R-')} (or replan)",
         }.get(r.kind, f"starter.py answer {args.id} {r.id} TEXT")
+        if r.about == "budget":  # raised, not answered
+            task = "" if r.task_id == "run" else f" --task {r.task_id}"
+            how = f"starter.py budget {args.id}{task} tokens=… (or {'end' if not task else 'skip'})"
+        elif r.about == "goal":
+            how = f"starter.py answer {args.id} {r.id} 'what is missing' (a replan follows), or end"
         asks = r.text + (f"\n(the leader: {r.suggestion})" if r.suggestion else "")
         table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(asks), cell(how))
     out.print(table)

@@ -27,6 +27,7 @@ class Reply:
     error: str = ""
     hold: threading.Event | None = None  # wait for this before answering (simulates a slow model)
     tokens: int = 15
+    completion: int = 5  # of ``tokens``, the answer's; the rest are the prompt's
 
 
 def text(content: str) -> Reply:
@@ -91,6 +92,7 @@ def system(request: dict[str, Any]) -> str:
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.served: list[int] = []  # requests answered with a 200 (their usage was sent)
         self.lock = threading.Lock()
         self.responder: Callable[[dict[str, Any], int], Reply] = lambda req, i: text("ok")
         # The leader's coordinator asks with its own system prompt: its requests are kept and
@@ -140,6 +142,13 @@ class FakeLLM:
                         }
                         for n, (name, args) in enumerate(reply.tool_calls)
                     ]
+                # As real servers do: an answer is cut at max_tokens, and says so.
+                prompt, completion = reply.tokens - reply.completion, reply.completion
+                limit = body.get("max_tokens")
+                cut = isinstance(limit, int) and completion > limit
+                if cut:
+                    completion = limit
+                finish = "tool_calls" if reply.tool_calls else "stop"
                 self._send(
                     200,
                     {
@@ -151,16 +160,18 @@ class FakeLLM:
                             {
                                 "index": 0,
                                 "message": message,
-                                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                "finish_reason": "length" if cut else finish,
                             }
                         ],
                         "usage": {
-                            "prompt_tokens": reply.tokens - 5,
-                            "completion_tokens": 5,
-                            "total_tokens": reply.tokens,
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
                         },
                     },
                 )
+                with fake.lock:
+                    fake.served.append(index)
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

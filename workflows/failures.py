@@ -16,6 +16,7 @@ from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import AttemptFailure
+    from xsky.plan.budget import UsageReport
     from xsky.runs import DecisionRecord
 
 
@@ -63,4 +64,12 @@ def attempt_failure(err: ActivityError) -> AttemptFailure:
     deterministic = any(d.get("failure") == "deterministic" for d in details) and patched(
         "deterministic-failures-final"
     )
-    return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic)
+    usage = next(
+        (
+            UsageReport.model_validate(d["usage"])
+            for d in details
+            if isinstance(d.get("usage"), dict)
+        ),
+        None,
+    )
+    return AttemptFailure(describe_failure(err), decisions, attempt, lost, deterministic, usage)

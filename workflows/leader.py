@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         ReplanRequest,
         ResumeRequest,
         RetryTaskRequest,
+        SetBudgetRequest,
         SkipTaskRequest,
         TaskRequest,
     )
@@ -176,6 +177,7 @@ class LeaderWorkflow(LeaderQueries):
                 core.planner_started()
                 self._board.publish(core)
                 await leader_io.plan_from_prompt(core, self._queue("llm"))
+            leader_people.budget_gate(core)
             if await leader_people.review_gate(core, self._board):
                 while True:
                     self._apply(core.dispatch(workflow.now()))
@@ -210,6 +212,7 @@ class LeaderWorkflow(LeaderQueries):
                     core.take_changed()
                     self._timer.clear()
                     self._apply(core.tick(workflow.now()))
+                    self._metrics.spent(core.take_settled())
                     leader_io.offload_history(core)
                     self._board.publish(core)
         except asyncio.CancelledError:
@@ -222,6 +225,7 @@ class LeaderWorkflow(LeaderQueries):
             self._board.upsert(core, final="cancelled")
             raise
         await workflow.wait_condition(workflow.all_handlers_finished)
+        self._metrics.spent(core.take_settled())
         leader_people.close_requests(core, core.ended or "the run ended")
         self._board.publish(core, force=True)
         result = core.result(workflow.now())
@@ -273,6 +277,7 @@ class LeaderWorkflow(LeaderQueries):
                 workflow.now(),
                 leader_people.keep_cancelled(core),
             )
+            leader_people.budget_gate(core)  # (the new plan may bring a budget)
             self._apply(stops)
             if risky:
                 core.require_review(risky, workflow.now(), patched("replan-review-deadline"))
@@ -316,6 +321,7 @@ class LeaderWorkflow(LeaderQueries):
             summary, stops = core.apply_plan(
                 wf, reason, workflow.now(), leader_people.keep_cancelled(core)
             )
+            leader_people.budget_gate(core)  # (the new plan may bring a budget)
             self._apply(stops)
         finally:
             core.planner_finished()
@@ -418,6 +424,19 @@ class LeaderWorkflow(LeaderQueries):
     @end_run.validator
     def _validate_end_run(self, req: EndRunRequest) -> None:
         self._validated(lambda: self._core.check_end(req))
+
+    @workflow.update(
+        description="Raise or lower the budget: {tokens}, {usd}, {minutes}, {agents} of the run, or "
+        "with {taskId} one task's cap; {reserve}: tokens held for an agent without a cap."
+    )
+    async def set_budget(self, req: SetBudgetRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.check_set_budget(req))
+        patched("budgets")  # the run has a budget from here (the handler is newer than the patch)
+        return core.set_budget(req, workflow.now())
+
+    @set_budget.validator
+    def _validate_set_budget(self, req: SetBudgetRequest) -> None:
+        self._validated(lambda: self._core.check_set_budget(req))
 
     # -- signals ------------------------------------------------------------------------------
 

@@ -171,6 +171,7 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
         ) from None
     finally:
         core.first_plan_finished()
+    core.settle("planner", result.usage)
     try:
         wf = core.checked(result.workflow)
     except PlanError as e:
@@ -200,6 +201,7 @@ async def replan_with_planner(
         _summary(f"planner · replan v{core.state.plan_version + 1}: {reason[:80]}"),
         ["PlanError"],
     )
+    core.settle("planner", result.usage)
     return core.checked(result.workflow)
 
 
@@ -474,5 +476,5 @@ def show_board(core: LeaderCore) -> None:
         f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`"
     )
     workflow.set_current_details(
-        board_markdown(title, core.state.tasks, now, "\n\n".join([*core.notices(), logs]))
+        board_markdown(title, core.state.tasks, now, "\n\n".join([*core.notices(now), logs]))
     )

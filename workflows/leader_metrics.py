@@ -14,6 +14,9 @@ import re
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, CancelledError
 
+with workflow.unsafe.imports_passed_through():
+    from xsky.plan.budget import Usage
+
 # How LeaderCore logs a step of the stall ladder (see LeaderCore._check_stalls).
 _STALL_STEP = re.compile(r"^stall ladder: \S+ (nudge|restart|replan|escalate) \(")
 
@@ -43,6 +46,12 @@ class LeaderMetrics:
             "xsky_requests_closed", "requests answered, withdrawn or expired"
         )
         self._shown: int | None = None  # the pending count this worker last accounted for
+        self._tokens = meter.create_counter(
+            "xsky_run_tokens", "model tokens runs settled (agents, planner, leader), all runs"
+        )
+        self._usd = meter.create_counter(
+            "xsky_run_usd_micro", "model cost runs settled, in millionths of a USD, all runs"
+        )
 
     def started(self, kind: str) -> None:
         self._started.add(1, {"kind": kind})
@@ -59,6 +68,13 @@ class LeaderMetrics:
         )
         if not stopped:
             self._failed.add(1, {"kind": kind})
+
+    def spent(self, usage: Usage) -> None:
+        """Usage the run settled since it last said (a replay records nothing)."""
+        if usage.tokens:
+            self._tokens.add(usage.tokens)
+        if usage.usd:
+            self._usd.add(round(usage.usd * 1_000_000))
 
     def stall_steps(self, log: list[str]) -> None:
         for line in log:

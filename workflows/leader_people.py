@@ -45,3 +45,11 @@ def keep_cancelled(core: LeaderCore) -> bool:
     return any(t.stored == "cancelled" for t in core.state.tasks) and patched(
         "cancelled-stays-cancelled"
     )
+
+
+def budget_gate(core: LeaderCore) -> None:
+    """A run that has a budget (from its start, its plan or a replan's plan) asks the patch
+    ``budgets`` — once: the SDK remembers the answer. A history from before budgets existed
+    had none, and keeps none."""
+    if core.state.budget is not None and not patched("budgets"):
+        core.state.budget = None

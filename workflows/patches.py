@@ -94,6 +94,15 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.4.0 is still open (their histories hold no "
         "coordinate activities)",
     ),
+    "budgets": Patch(
+        what="a run with a budget (RunOptions.budget, <workflow budget>, set_budget) reserves each "
+        "agent's share before dispatch, hands it to the agent, settles what agents used and "
+        "pauses dispatch with an escalation when the budget is spent; asked only by a run that "
+        "has a budget, so runs without one issue the commands they did",
+        since="v0.4.0",
+        delete_when="never needed for old runs (none had a budget); may go with the next "
+        "collapse of patches",
+    ),
 }
 """The live patches, by id."""
 

@@ -15,6 +15,7 @@ from pydantic import Field
 from xsky.artifacts import ArtifactRef, BlobRef
 from xsky.leader.ledger import CoordinatorMode
 from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
+from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, StopReason, Usage, UsageReport
 from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.plan.models import WireModel as Wire
 from xsky.security.permissions import PermissionSettings
@@ -145,6 +146,11 @@ class RunOptions(Wire):
         description="permission rules (allow-rule grammar) within which the leader may approve "
         "tool calls in a person's place, beside the worker's permissions.delegate",
     )
+    budget: RunBudget | None = Field(
+        None,
+        description="tokens, USD, minutes and agents the run may spend (and caps per agent and "
+        "per role); None: no budget",
+    )
 
 
 class AgentReport(Wire):
@@ -161,6 +167,7 @@ class AgentReport(Wire):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     # who answered a completed agent: a model's name, "offline" (no model: extractive), None (a tool)
     provider: str | None = None
+    usage: Usage | None = None  # what its model calls used (None: it made none)
 
 
 class ResumeFrom(Wire):
@@ -242,6 +249,8 @@ class AgentInput(Wire):
     # a flat interval, and an attempt that follows an error waits the rest of this backoff
     # itself (an attempt lost with its worker does not wait). None: Temporal's policy backs off.
     error_backoff: RetryOptions | None = None
+    # What this dispatch may spend (a run with a budget, an agent that may call a model).
+    budget_share: BudgetShare | None = None
 
 
 class LeaderSetup(Wire):
@@ -278,7 +287,9 @@ class DecisionRecord(Wire):
     reason: str
 
 
-OutcomeKind = Literal["completed", "question", "needs_approval"]
+# "budget": the agent stopped cleanly before a model call its share could not cover (its
+# conversation is checkpointed); it runs again when the budget admits it.
+OutcomeKind = Literal["completed", "question", "needs_approval", "budget"]
 
 
 class AgentOutcome(Wire):
@@ -296,6 +307,9 @@ class AgentOutcome(Wire):
     request: RequestPayload | None = None  # for question / needs_approval
     decisions: list[DecisionRecord] = Field(default_factory=list)  # permission decisions made
     attempt: int = 1  # Temporal's attempt number of this dispatch that ended so
+    usage: UsageReport | None = None  # what its conversation has used (None: an older worker)
+    need: Usage | None = None  # a budget stop: what its next model call needs
+    stopped: StopReason | None = None  # a budget stop: which limit of its share it met
 
 
 class ProgressReport(Wire):
@@ -311,6 +325,8 @@ class ProgressReport(Wire):
     progress: bool = True  # False: only "I have started" (not progress for the stall ladder)
     started_at: datetime | None = None  # when this attempt began (the worker's clock)
     previous: str | None = None  # how the attempt before this one ended (error, or worker lost)
+    usage: UsageReport | None = None  # what the agent's conversation has used so far
+    final: bool = False  # sent as the attempt was stopped: its usage is all it used
 
 
 FinalStatus = Literal["completed", "failed", "cancelled"]
@@ -344,3 +360,5 @@ class RunResult(Wire):
     # The leader's check of the goal: "met: …", "not met: …", "not checked: …" (None before
     # the coordinator existed).
     goal_check: str | None = None
+    usage: Usage = Field(default_factory=Usage)  # every model call of the run, settled
+    budget: BudgetView | None = None  # spend against the budget (None: the run had none)

@@ -23,12 +23,14 @@ from activities.agents.direct import run_direct
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
 from activities.agents.loop import run_model
+from activities.agents.spend import stored_usage
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.sandbox.confine import sandbox_settings
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
 from xsky.plan.agent_config import deterministic_retries
+from xsky.plan.budget import UsageReport
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
 
@@ -76,6 +78,7 @@ class AgentActivities:
                 await asyncio.to_thread(
                     ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
                 )
+            await beat.final(await asyncio.to_thread(stored_usage, self.store, inp))
             raise
         # a bug or an unexpected error: recorded, retried like any error
         except Exception as e:
@@ -86,6 +89,8 @@ class AgentActivities:
                 ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__),
             ) from e
         outcome.attempt = info.attempt
+        if outcome.usage is None:  # a direct agent: no model call
+            outcome.usage = UsageReport()
         return outcome
 
     async def _failed(
@@ -99,6 +104,15 @@ class AgentActivities:
         final too, but each attempt failed in a way that might have passed. The leader does
         not replan a deterministic failure automatically (unless the run opts in)."""
         errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+        # what it used, for the leader to settle (spend is spend, failed or not)
+        used = await asyncio.to_thread(stored_usage, self.store, inp)
+        e = ApplicationError(
+            e.message,
+            *e.details,
+            {"usage": used.wire()},
+            type=e.type,
+            non_retryable=e.non_retryable,
+        )
         if e.non_retryable:
             retries = deterministic_retries(inp.agent.config)
             if retries and e.type not in NEVER_REPEATED:

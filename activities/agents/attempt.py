@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints, checkpoint_name
 from activities.agents.key import AgentKey
+from activities.agents.spend import dispatch_key
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.sandbox import egress
@@ -32,6 +33,7 @@ from activities.tools import ToolContext
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
+from xsky.plan.budget import BudgetShare, Price
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentInput, AgentOutcome, Answer
 from xsky.security.permissions import denied_host, trusted_settings
@@ -46,6 +48,7 @@ from xsky.security.settings import (
     SettingsError,
     SettingsLayer,
     permission_settings,
+    price_table,
     project_security_fields,
     role_layers,
     worker_layers,
@@ -80,6 +83,10 @@ class Attempt:
     beat: Beat
     gate: Gate
     ctx: ToolContext
+    share: BudgetShare | None  # what this dispatch may spend (a run with a budget)
+    prices: dict[str, Price]  # the worker's price of each model (settings.json prices)
+    dispatch_key: str  # "v<plan version>-d<dispatch>": a retry of the dispatch has the same
+    settings_file: str  # the worker's settings file, for messages that name it
 
 
 def prepare(
@@ -160,6 +167,10 @@ def prepare(
         beat=beat,
         gate=gate,
         ctx=ctx,
+        share=inp.budget_share,
+        prices=price_table(layers),
+        dispatch_key=dispatch_key(inp),
+        settings_file=str(settings.user_settings),
     )
 
 

@@ -12,12 +12,15 @@ from datetime import datetime
 from temporalio import activity
 
 from activities.beat import heartbeat, heartbeating, interval
+from xsky.plan.budget import UsageReport
 from xsky.runs import ProgressReport
 
 log = logging.getLogger("xsky.agents")
 
 # An attempt that works this long tells the leader it started (quicker ones report only their end).
 START_REPORT_AFTER = 1.0
+# How long a stopped attempt tries to tell the leader what it used.
+FINAL_REPORT_SECONDS = 5.0
 
 
 class Beat:
@@ -52,6 +55,7 @@ class Beat:
         self.last_report = float("-inf")
         self.iteration = 0
         self.tokens = 0
+        self.usage: UsageReport | None = None  # what the conversation has used (model agents)
         self.nudges_seen = 0
         self._retry_shown = False
         self._since = 0.0  # when running() began (the event loop's clock)
@@ -65,7 +69,7 @@ class Beat:
         self.pending = True
         heartbeat(note)
 
-    async def _send(self, progress: bool) -> None:
+    async def _send(self, progress: bool, final: bool = False) -> None:
         info = activity.info()
         report = ProgressReport(
             task_id=self.task_id,
@@ -78,6 +82,8 @@ class Beat:
             progress=progress,
             started_at=self.started_at,
             previous=self.previous,
+            usage=self.usage,
+            final=final,
         )
         if info.workflow_id is None:  # not scheduled by a leader: nobody to tell
             return
@@ -89,6 +95,19 @@ class Beat:
             )
         except Exception as e:  # noqa: BLE001 - progress is best effort; the work goes on
             log.warning("could not report progress of %s: %s", self.task_id, e)
+
+    async def final(self, usage: UsageReport) -> None:
+        """The attempt was stopped (cancelled): what its conversation used, told once more, so
+        the leader settles it (a cancelled activity's end carries no details)."""
+        if usage.total.empty():
+            return
+        self.usage = usage
+        try:
+            await asyncio.wait_for(self._send(progress=False, final=True), FINAL_REPORT_SECONDS)
+        except TimeoutError:
+            log.warning(
+                "the last usage report of %s took too long; the leader estimates it", self.task_id
+            )
 
     async def flush(self) -> None:
         """Send a pending progress report now, unless one went out too recently."""

@@ -17,6 +17,7 @@ from pydantic import Field
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from xsky.artifacts import artifact_path, safe_component
+from xsky.plan.budget import Usage
 from xsky.plan.models import WireModel
 from xsky.runs import AgentInput
 
@@ -31,6 +32,14 @@ class Checkpoint(WireModel):
     pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
     repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
     last_call: str | None = None
+    # What the conversation's model calls used, in all (budgets: activities/agents/spend.py):
+    # reported as a running total under the conversation's id, so the leader counts each once.
+    conversation: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    # The dispatch spending now ("v<plan version>-d<dispatch>") and the total when it began:
+    # a retry of the same dispatch (a lost worker) goes on from there, not from zero.
+    share_key: str | None = None
+    share_base: Usage = Field(default_factory=Usage)
 
 
 def checkpoint_name(inp: AgentInput) -> str:

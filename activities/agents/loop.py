@@ -21,6 +21,7 @@ from activities import llm, metrics
 from activities.agents import skills
 from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
+from activities.agents.spend import BudgetStop, Meter
 from activities.agents.transcripts import AgentLog, write_transcript
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
@@ -122,6 +123,9 @@ class AgentLoop:
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.log = AgentLog(a.store.root, a.key, a.number, role.name, target.model)
         self.schema = output_schema.output_schema(a.config)
+        # before any model call: a USD budget with an unpriced model fails here
+        self.meter = Meter(a.share, a.prices, target.model, a.dispatch_key, a.settings_file)
+        self.cp: Checkpoint | None = None
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -129,6 +133,7 @@ class AgentLoop:
         client = llm.client_for(self.target)
         try:
             outcome = await self._run(client)
+            outcome.usage = self.meter.report(self.cp) if self.cp is not None else None
             outcome.decisions = self.gate.decisions
             self.log.decisions(self.gate.decisions)
             request = outcome.request.question or outcome.request.tool if outcome.request else None
@@ -172,6 +177,8 @@ class AgentLoop:
         else:
             self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
             self.log.event("resumed", iteration=cp.iteration, pendingCalls=len(cp.pending_calls))
+        self.cp = cp
+        self.meter.begin(cp)
         detector = LoopDetector()
         detector._last, detector.repeats = cp.last_call, cp.repeats
         max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
@@ -186,13 +193,17 @@ class AgentLoop:
         while True:
             await self._take_nudges(cp)
             final_turn = cp.iteration >= max_iterations
+            last = {
+                "role": "user",
+                "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools.",
+            }
+            asking = [*cp.messages, last] if final_turn else cp.messages
+            try:
+                max_tokens = self.meter.before(cp, asking, None if final_turn else tools)
+            except BudgetStop as stop:
+                return self._budget_stop(cp, stop)
             if final_turn:
-                cp.messages.append(
-                    {
-                        "role": "user",
-                        "content": f"You have used all {max_iterations} steps. Give your final answer now, without tools.",
-                    }
-                )
+                cp.messages.append(last)
                 self.log.message(cp.messages[-1])
             asked = time.monotonic()
             response = await llm.chat(
@@ -203,11 +214,18 @@ class AgentLoop:
                 self.settings.get("temperature"),
                 # JSON mode: the schema itself is in the first message (see _first_message)
                 {"type": "json_object"} if self.schema is not None else None,
+                max_tokens,
             )
             self.log.llm(
                 self.target.model, time.monotonic() - asked, getattr(response, "usage", None)
             )
             cp.tokens += getattr(getattr(response, "usage", None), "total_tokens", 0) or 0
+            self.meter.count(cp, response, cp.messages)
+            self.beat.usage = self.meter.report(cp)
+            if (cut := self.meter.cut(response)) is not None:  # spent, not kept: a cut answer
+                if final_turn:
+                    cp.messages.pop()  # asked again, with the final-turn note, next dispatch
+                return self._budget_stop(cp, cut)
             message = response.choices[0].message
             cp.messages.append(llm.as_message(message))
             if message.content:
@@ -223,9 +241,12 @@ class AgentLoop:
                     [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"],
                 )
                 if answer is None:
-                    # Not saved: a retry asks again from the conversation before this reply.
+                    # A retry asks again from the conversation before this reply (its tokens count).
+                    del cp.messages[-2 if final_turn else -1 :]
+                    cp.iteration -= 1
+                    self.checkpoints.save(cp)
                     raise ApplicationError(
-                        f"{none} (model {self.target.model}, step {cp.iteration})",
+                        f"{none} (model {self.target.model}, step {cp.iteration + 1})",
                         type="LLMNoAnswer",
                     )
                 if self.schema is not None:
@@ -277,6 +298,22 @@ class AgentLoop:
         self.checkpoints.save(cp)
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
         self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
+
+    def _budget_stop(self, cp: Checkpoint, stop: BudgetStop) -> AgentOutcome:
+        """Stopped before a model call the share cannot cover: checkpointed, it goes on from
+        here when it is dispatched again with a new share."""
+        self.checkpoints.save(cp)
+        self.beat.progress(
+            f"stopped: this dispatch's share of the budget ({stop.stopped}) is spent"
+        )
+        self.log.event("budget_stop", stopped=stop.stopped, spent=self.meter.report(cp).wire())
+        return AgentOutcome(
+            kind="budget",
+            tokens=cp.tokens,
+            iterations=cp.iteration,
+            need=stop.need,
+            stopped=stop.stopped,
+        )
 
     def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens

@@ -51,6 +51,7 @@ def cases() -> list[Case]:
         "replan": ("add a step",),
         "approve-plan": (),
         "end": (),
+        "budget": ("tokens=200000",),
     }
     # retry on an ended run starts a follow-up run: refused when the task completed there
     ended_says = {"retry": "T-1 completed in"}
@@ -112,6 +113,17 @@ def cases() -> list[Case]:
             "the plan has no such name (its names: topic)",
         ),
         Case("bad-input", ("run", DIAMOND, "--max-parallel", "0"), "--max-parallel"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--budget", "tokns=5"),
+            "--budget: unknown limit 'tokns' (did you mean tokens?)",
+        ),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--agent-budget", "agents=5"),
+            "agents is a limit of the whole run",
+        ),
+        Case("bad-input", ("budget", ENDED, "tokens=0"), "tokens must be more than 0"),
         Case(
             "bad-input",
             ("run", DIAMOND, "--var", "topic=x", "--hold-on-failure", "-5"),

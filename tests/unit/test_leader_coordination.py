@@ -12,6 +12,7 @@ from tests.unit.test_leader_core import T0, ref
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, Rejected, StartAgent, StopAgent
 from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest, StallWindows
+from xsky.plan.budget import Limits, RunBudget, Usage
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
 
@@ -368,3 +369,17 @@ def test_auto_asks_no_model_before_one_has_answered_in_the_run() -> None:
     explicit = core_of(llm("1"), coordinator="act")
     (s,) = start(explicit)
     assert explicit.review_of("1", s.dispatch, tool_asks) is not None
+
+
+def test_the_coordinators_calls_count_against_the_budget_and_stop_when_it_has_no_room() -> None:
+    core = core_of(llm("1"), llm("2"), budget=RunBudget(run=Limits(tokens=10_000), reserve=2000))
+    starts = {s.agent_id: s.dispatch for s in start(core)}
+    assert sorted(starts) == ["1", "2"]  # two 2,000-token shares fit
+    used = Usage(input_tokens=5000, output_tokens=100, calls=1)
+    finish(core, "1", answer(), said("result", "accept", usage=used))
+    assert core.state.spend.sources["leader"].tokens == 5100
+    assert core.state.spend.total.tokens >= 5100
+    # 10,000 − 5,100 (the leader) − 2,000 (T-1 said nothing of its own: its whole share is
+    # charged) − 2,000 (T-2 holds) leaves less than one 2,000-token reservation
+    assert "less than one reservation" in (core.no_room_to_judge() or "")
+    assert core.review_of("2", starts["2"], answer()) is None  # taken by the mechanical rules

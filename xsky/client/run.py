@@ -60,10 +60,12 @@ from xsky.leader.state import (
     ReplanRequest,
     ResumeRequest,
     RetryTaskRequest,
+    SetBudgetRequest,
     SkipTaskRequest,
     TaskRequest,
 )
 from xsky.leader.tasks import TERMINAL, TaskView
+from xsky.plan.budget import KEYS
 from xsky.runs import AgentReport, RunResult
 
 
@@ -158,7 +160,6 @@ class Run:
         return str(await self._query(LeaderWorkflow.plan, page))
 
     async def plan_history(self) -> list[PlanVersion]:
-
         return list(await self._query(LeaderWorkflow.plan_history))
 
     async def ledger(self, offset: int = 0, limit: int = 200) -> LedgerView:
@@ -167,7 +168,6 @@ class Run:
         return await self._query(LeaderWorkflow.ledger, page)
 
     async def permission_log(self) -> list[AuditEntry]:
-
         return list(await self._query(LeaderWorkflow.permission_log))
 
     async def follow(
@@ -322,7 +322,6 @@ class Run:
         )
 
     async def resume(self) -> None:
-
         await self._signal(LeaderWorkflow.resume, ResumeRequest(), "resume")
 
     async def nudge(self, task: str, message: str) -> None:
@@ -430,8 +429,17 @@ class Run:
         withdrawn and it ends, failed if a task failed."""
         return await self._update(LeaderWorkflow.end_run, EndRunRequest(reason=reason))
 
-    async def skip(self, task: str, result: str = "") -> InterventionResult:
+    async def set_budget(
+        self, task: str | None = None, reserve: int | None = None, **limits: float
+    ) -> InterventionResult:
+        """Raise or lower limits (tokens, usd, minutes, agents): ``set_budget(tokens=200000)``;
+        with ``task`` its own cap. What was spent: ``(await run.board()).budget``."""
+        if unknown := sorted(set(limits) - set(KEYS)):
+            raise UsageError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(KEYS)}")
+        request = SetBudgetRequest.model_validate({**limits, "taskId": task, "reserve": reserve})
+        return await self._update(LeaderWorkflow.set_budget, request)
 
+    async def skip(self, task: str, result: str = "") -> InterventionResult:
         return await self._update(
             LeaderWorkflow.skip_task, SkipTaskRequest(task_id=task, result=result)
         )
@@ -474,7 +482,6 @@ class Run:
         return found
 
     def transcript_path(self, agent_id: str) -> Path:
-
         return transcript_file(self._settings.artifacts, self.id, agent_id)
 
     async def transcript_file(self, task: str) -> Path:

@@ -218,4 +218,6 @@ class AttemptInputs(Requests):
             goal=self.state.plan.task_prompt or self.state.plan.name or None,
             markers=markers,
             error_attempts=error_attempts,
+            # what this dispatch may spend (a run with a budget: xsky/leader/budget.py)
+            budget_share=flight.share if (flight := self.flights.get(agent_id)) else None,
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from xsky.leader.commands import SATISFIED, Command, StopReason
+from xsky.leader.commands import SATISFIED, Command, Flight, StopReason
 from xsky.leader.replan import new_task
 from xsky.leader.state import (
     LeaderState,
@@ -15,6 +15,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import StoredStatus, TaskState
 from xsky.plan import dag
+from xsky.plan.budget import Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import (
@@ -60,6 +61,7 @@ class CoreBase:
                 review_deadline=now + timedelta(seconds=inp.options.review_timeout)
                 if inp.options.review
                 else None,
+                budget=with_plan(inp.options.budget, first.budget),
             )
             if inp.resume is not None:
                 self._carry(inp.resume)
@@ -78,6 +80,8 @@ class CoreBase:
         self.closing = False
         # ended by end_run: its status is its tasks' (failed when any failed), not "cancelled"
         self.ended_by_person = False
+        # ended because nobody raised a spent budget: failed, whatever its tasks' states
+        self.ended_failed = False
         # something changed since the shell last looked (it wakes the main loop)
         self.changed = False
         # what the shell should log (stall-ladder steps), taken by take_log
@@ -95,6 +99,12 @@ class CoreBase:
         # commands decided where no commands are returned (a person's answer asking for a
         # replan): the shell takes them with take_outbox
         self.outbox: list[Command] = []
+        # agent id → its dispatch's hold on the budget (a run with a budget: xsky/leader/budget.py)
+        self.flights: dict[str, Flight] = {}
+        # what they hold, kept during one dispatch pass (None between passes)
+        self.holding: tuple[int, float] | None = None
+        # usage settled since the shell last took it (for its metrics)
+        self.settled = Usage()
         self._index()
 
     def _carry(self, resume: ResumeFrom) -> None:
@@ -177,6 +187,11 @@ class CoreBase:
         """The lines to log since the last call (stall-ladder steps)."""
         lines, self.log = self.log, []
         return lines
+
+    def take_settled(self) -> Usage:
+        """The usage settled since the last call (and forget it)."""
+        settled, self.settled = self.settled, Usage()
+        return settled
 
     # -- indexes ---------------------------------------------------------------------------------
 

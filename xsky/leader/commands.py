@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from xsky.leader.ledger import ConsultInput
+from xsky.plan.budget import BudgetShare, Usage, UsageReport
 from xsky.runs import (
     DecisionRecord,
 )
@@ -103,3 +104,15 @@ class AttemptFailure:
     # The failure would repeat (a non-zero exit, an HTTP 4xx, a refused argument): no
     # automatic replan follows it unless the run opts in (RunOptions.replan_deterministic).
     deterministic: bool = False
+    usage: UsageReport | None = None  # what the agent's conversation had used when it failed
+
+
+@dataclass
+class Flight:
+    """A dispatch's hold on the run's budget while it runs (only in runs with a budget)."""
+
+    dispatch: int
+    share: BudgetShare | None  # None: it calls no model and has no time limit
+    start: Usage  # its task's settled usage when it was dispatched
+    model: bool  # it may call a model
+    reported: bool = False  # its end said what it used

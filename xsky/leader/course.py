@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from xsky.leader.attempt_input import AttemptInputs
+from xsky.leader.budget import Budgets
 from xsky.leader.commands import (
     AUDIT_KEEP,
     MAX_RETRY_NOTES,
@@ -29,6 +29,7 @@ from xsky.leader.state import (
     PlanVersion,
 )
 from xsky.leader.tasks import StoredStatus, TaskState
+from xsky.plan.budget import BudgetShare, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import (
@@ -38,7 +39,7 @@ from xsky.runs import (
 )
 
 
-class Course(AttemptInputs):
+class Course(Budgets):
     """The run's course: what starts, how attempts end, how the plan changes."""
 
     # -- the run's course ------------------------------------------------------------------------
@@ -56,6 +57,7 @@ class Course(AttemptInputs):
             )
         ]
         self.variables = {**wf.variables, **self.input.variables}
+        self.state.budget = with_plan(self.state.budget, wf.budget)
         self._index()
         self.needs_plan = False
 
@@ -101,13 +103,29 @@ class Course(AttemptInputs):
             return []
         room = self.options.max_parallel - len(self.active)
         starts: list[Command] = []
+        held: list[tuple[int, str]] = []  # new tasks past the run's agent count
+        blocked = False
         while room > 0 and self._any_ready():
-            _, agent_id = heapq.heappop(self._heap)
-            starts.append(self._start(self.tasks[agent_id], now))
+            entry = heapq.heappop(self._heap)
+            verdict = self.admit(self.tasks[entry[1]], now)
+            if verdict.kind == "wait":  # the run's budget has no room: nothing more starts
+                heapq.heappush(self._heap, entry)
+                blocked = blocked or verdict.hard
+                break
+            if verdict.kind != "start":  # held back, or waiting on its own E-n
+                held += [entry] if verdict.kind == "hold" else []
+                blocked = blocked or verdict.kind == "hold"
+                continue
+            starts.append(self._start(self.tasks[entry[1]], now, verdict.share))
             room -= 1
+        for entry in held:
+            heapq.heappush(self._heap, entry)
+        self.budget_settled(blocked, bool(starts), now)
         return starts
 
-    def _start(self, task: TaskState, now: datetime) -> StartAgent:
+    def _start(
+        self, task: TaskState, now: datetime, share: BudgetShare | None = None
+    ) -> StartAgent:
         self._set_stored(task, "dispatched")
         task.attempt += 1
         task.dispatched_at = now
@@ -116,6 +134,8 @@ class Course(AttemptInputs):
         task.tries += 1
         task.activity_attempt = 1
         self.active[task.agent_id] = task.attempt
+        if self.state.budget is not None:
+            self.reserve(task, share, now)
         return StartAgent(task.agent_id, task.attempt)
 
     @staticmethod
@@ -131,6 +151,7 @@ class Course(AttemptInputs):
     # -- an attempt's end ------------------------------------------------------------------------
 
     def cannot_start(self, agent_id: str, why: str, now: datetime) -> None:
+        self.flight_unused(agent_id)
         self._finish(self.tasks[agent_id], "failed", now, error=f"cannot start: {why}")
 
     def _current(self, agent_id: str, dispatch: int, task: TaskState) -> bool:
@@ -146,6 +167,7 @@ class Course(AttemptInputs):
         now: datetime,
     ) -> list[Command]:
         """The attempt raised (``failure``) or was cancelled (``None``)."""
+        self.settle_usage(agent_id, failure.usage if failure else None, dispatch)
         intent = self.intents.pop(agent_id, None)
         if not self._current(agent_id, dispatch, task):
             return []  # an earlier dispatch, or a task a replan removed
@@ -180,6 +202,7 @@ class Course(AttemptInputs):
     ) -> None:
         """The attempt returned ``outcome``; ``judged``: what the coordinator said of it
         (see :mod:`xsky.leader.coordination`), None when it was not asked."""
+        self.settle_usage(agent_id, outcome.usage, dispatch)  # spend is spend, late or not
         intent = self.intents.pop(agent_id, None)
         if not self._current(agent_id, dispatch, task):
             return  # a late completion of an earlier dispatch: dropped
@@ -193,6 +216,7 @@ class Course(AttemptInputs):
 
     def attempt_ended(self, agent_id: str, dispatch: int) -> None:
         """The attempt's activity is over, whatever its end; its slot is free."""
+        self.flight_ended(agent_id, dispatch)
         if self.active.get(agent_id) == dispatch:
             del self.active[agent_id]
             self._consider(agent_id)
@@ -214,6 +238,9 @@ class Course(AttemptInputs):
             task.started_at = outcome.started_at
         if outcome.kind == "completed":
             self._take_result(task, outcome, now, judged)
+            return
+        if outcome.kind == "budget":
+            self.budget_stopped(task, outcome)
             return
         req = outcome.request
         assert req is not None, "a question or approval outcome carries its request"
@@ -307,6 +334,8 @@ class Course(AttemptInputs):
     # -- progress --------------------------------------------------------------------------------
 
     def report_progress(self, report: ProgressReport, now: datetime) -> None:
+        agent_id = report.task_id.removeprefix("T-")
+        self.settle_usage(agent_id, report.usage, report.dispatch if report.final else None)
         task = self.task_by_id(report.task_id)
         if task is None or report.dispatch != task.attempt or task.stored not in RUNNING:
             return  # a report from an earlier dispatch, or about a finished task
@@ -394,6 +423,8 @@ class Course(AttemptInputs):
         False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
         every cancelled task back to pending."""
         change = merge_plan(self.state.plan, self.tasks, wf, self.run_id, keep_cancelled)
+        if wf.budget != self.state.plan.budget:  # a plan's new budget narrows the run's
+            self.state.budget = with_plan(self.state.budget, wf.budget)
         commands: list[Command] = []
         for agent_id in change.stop:
             commands += self._stop(

@@ -224,6 +224,11 @@ class Interventions(StallLadder):
                 f"{request.id} asks to approve a tool call; decide it with the approve_tool update "
                 f"(request {request.id})"
             )
+        if request.about == "budget":
+            raise Rejected(
+                f"{request.id} is about the budget: {request.text.split('; ', 1)[-1]}, or use "
+                "the set_budget update"
+            )
         if not req.text.strip():
             raise Rejected("the answer is empty")
 

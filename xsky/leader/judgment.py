@@ -4,7 +4,7 @@ verdicts on results and requests, :mod:`xsky.leader.oversight` on stalls and the
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from xsky.leader.commands import (
     SATISFIED,
@@ -57,10 +57,32 @@ class Judgment(Interventions):
         without one, never waits on a coordinator nobody serves."""
         if not self.coordinating or self.mode() not in ("auto", "act", "advise"):
             return False
+        if self.no_room_to_judge() is not None:
+            return False
         if self.mode() != "auto":
             return True
         known = self.state.ledger.model or self.worker_model
         return known is not None or provider not in (None, OFFLINE_PROVIDER)
+
+    def no_room_to_judge(self) -> str | None:
+        """Why the run's budget leaves no room for a consultation (None: it does, or the run
+        has no budget): the coordinator's calls are spend like any agent's, so once what is
+        left (less what running agents hold) is under one reservation, the leader judges by
+        its mechanical rules alone."""
+        budget = self.state.budget
+        if budget is None:
+            return None
+        used, (held_tokens, held_usd) = self._used(), self._held()
+        limits = budget.run
+        if limits.tokens is not None:
+            left = limits.tokens - used.tokens - held_tokens
+            if left < budget.reserve_tokens():
+                return f"the budget has {max(0, left):,} tokens left, less than one reservation"
+        if limits.usd is not None and self.state.spend.price:
+            left_usd = limits.usd - used.usd - held_usd
+            if left_usd < budget.reserve_tokens() * self.state.spend.price:
+                return f"the budget has ${max(0.0, left_usd):,.4f} left, less than one reservation"
+        return None
 
     def _acts(self) -> bool:
         return self.mode() in ("act", "auto")
@@ -69,7 +91,8 @@ class Judgment(Interventions):
         """Learn from a consultation whether there is a model; False: there is none."""
         ledger = self.state.ledger
         ledger.consultations += 1
-        ledger.tokens += outcome.tokens
+        ledger.tokens += outcome.usage.tokens
+        self.settle("leader", outcome.usage)  # the coordinator's calls count against a budget
         if outcome.verdict == "unavailable":
             if ledger.mode in ("auto", "act", "advise"):
                 asked = self.options.coordinator
@@ -198,20 +221,8 @@ class Judgment(Interventions):
 
     def _run_request(self, about: str, text: str, now: datetime) -> HumanRequest:
         """An escalation about the whole run (``task_id`` "run")."""
-        self.state.request_seq += 1
-        request = HumanRequest(
-            id=f"E-{self.state.request_seq}",
-            kind="escalation",
-            task_id="run",
-            dispatch=0,
-            text=text,
-            created_at=now,
-            deadline=now + timedelta(seconds=self.options.request_timeout),
-            about=about,
-        )
-        self.state.requests.append(request)
-        self._pending_requests.append(request)
-        self.changed = True
+        request = self._new_request("escalation", None, text, now)
+        request.about = about
         return request
 
     def _answered_run_request(self, request: HumanRequest, text: str) -> None:

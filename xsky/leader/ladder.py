@@ -6,8 +6,10 @@ from datetime import datetime, timedelta
 
 from xsky.leader.commands import RUNNING, Command, StopReason
 from xsky.leader.course import Course
+from xsky.leader.requests import RUN_REQUEST
 from xsky.leader.stall import ESCALATED, seconds_to_next_step, stall_message, stall_step
 from xsky.leader.state import (
+    HumanRequest,
     Nudge,
 )
 from xsky.leader.tasks import TaskState
@@ -35,6 +37,10 @@ class StallLadder(Course):
             if request.deadline is not None and now >= request.deadline:
                 request.status = "expired"
                 self._pending_requests.remove(request)
+                if request.about == "budget":
+                    self._budget_expired(request, now)
+                    self.changed = True
+                    continue
                 task = self.task_by_id(request.task_id)
                 if task is not None and task.waiting_on == request.id:
                     self._set_waiting(task, None)
@@ -45,6 +51,34 @@ class StallLadder(Course):
                         error=f"no answer to {request.id} within {self.options.request_timeout:g}s",
                     )
         return self._check_stalls(now)
+
+    def _budget_expired(self, request: HumanRequest, now: datetime) -> None:
+        """Nobody decided a budget escalation in time. The run's: it ends failed, what did not
+        run is not run. A task's own: that task fails."""
+        wait = (
+            f"{self.options.request_timeout / 3600:g}h"
+            if self.options.request_timeout >= 3600
+            else f"{self.options.request_timeout:g}s"
+        )
+        figures = request.text.removeprefix("budget: ").split(";")[0]
+        if request.task_id != RUN_REQUEST:
+            task = self.task_by_id(request.task_id)
+            if task is not None and task.waiting_on == request.id:
+                self._set_waiting(task, None)
+                self._finish(
+                    task,
+                    "failed",
+                    now,
+                    error=f"budget spent: {figures}; nobody raised it within {wait}",
+                )
+            return
+        self.ended = f"budget spent: {figures}; nobody raised it within {wait}"
+        self.ended_failed = True
+        for task in self.state.tasks:
+            if not task.terminal and task.agent_id not in self.active:
+                self._withdraw(task.waiting_on, f"withdrawn: {task.id} not run", now)
+                self._set_waiting(task, None)
+                self._finish(task, "cancelled", now, error="not run: the budget was spent")
 
     # -- the stall ladder ------------------------------------------------------------------------
 

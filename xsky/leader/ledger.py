@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
+from xsky.plan.budget import Usage
 from xsky.plan.models import WireModel
 
 # How the leader judges: "act" applies the coordinator's decisions, "advise" records them as
@@ -166,9 +167,8 @@ class ConsultOutcome(WireModel):
     root_cause: str | None = None  # stall
     facts: list[str] = Field(default_factory=list)
     model: str | None = None
-    tokens: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    # what its model calls used, priced by the worker's settings (counted against a budget)
+    usage: Usage = Field(default_factory=Usage)
 
     def detail(self) -> str | None:
         return cut(

@@ -55,8 +55,8 @@ class LedgerViews(Oversight, Views):
             offset=req.offset,
         )
 
-    def notices(self) -> list[str]:
-        notes = super().notices()
+    def notices(self, now: datetime | None = None) -> list[str]:
+        notes = super().notices(now)
         if self.coordinating:
             line = f"🧭 leader: {self.mode_label().split(' — ')[0]}"
             goal = self.goal_line()

@@ -107,6 +107,8 @@ class Oversight(Coordination):
             ledger.goal_checked_version = self.state.plan_version
             if offline:
                 why = f"{', '.join(offline[:5])} answered offline (no model)"
+            elif (no_room := self.no_room_to_judge()) is not None:
+                why = no_room
             elif self.mode() == "auto":
                 why = "no model agent ran in this run (--coordinator act checks any run's goal)"
             else:

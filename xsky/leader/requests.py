@@ -13,6 +13,10 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState, derive_statuses
 
+# The task id of a request about the whole run (a budget spent). Its task is looked up only
+# through ``task.waiting_on == request.id``, so an agent whose id is "run" is never mistaken.
+RUN_REQUEST = "run"
+
 
 class Requests(CoreBase):
     """The requests a run has put to people, and the lookups interventions use."""
@@ -43,15 +47,16 @@ class Requests(CoreBase):
     # -- people: requests ------------------------------------------------------------------------
 
     def _new_request(
-        self, kind: RequestKind, task: TaskState, text: str, now: datetime
+        self, kind: RequestKind, task: TaskState | None, text: str, now: datetime
     ) -> HumanRequest:
+        """A request about ``task``, or (None) about the whole run: task id "run"."""
         self.state.request_seq += 1
         prefix = {"question": "Q", "approval": "A", "escalation": "E"}[kind]
         request = HumanRequest(
             id=f"{prefix}-{self.state.request_seq}",
             kind=kind,
-            task_id=task.id,
-            dispatch=task.attempt,
+            task_id=task.id if task is not None else RUN_REQUEST,
+            dispatch=task.attempt if task is not None else 0,
             text=text,
             created_at=now,
             deadline=now + timedelta(seconds=self.options.request_timeout),

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from xsky.artifacts import BlobRef
 from xsky.leader.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
+from xsky.plan.budget import BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
 from xsky.security.permissions import ApprovedRule
 
@@ -51,7 +52,9 @@ class HumanRequest(WireModel):
     by: Literal["person", "leader"] | None = None
     # What the leader would answer or decide (coordinator mode "advise"; or why it left it).
     suggestion: str | None = None
-    # A run-level request's subject ("goal", "budget"); None: about its task.
+    # A run-level request's subject ("goal", "budget"); None: about its task. (A budget's
+    # E-n: task_id "run" for the run's budget, decided by set_budget or end_run; a task's id
+    # for its own cap, decided by set_budget or skip_task.)
     about: str | None = None
     # An approval only a person may give (the checker could not vouch for the call, or the
     # role is one the worker does not know): never delegated to the leader.
@@ -148,6 +151,8 @@ class LeaderState(WireModel):
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
     ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
+    budget: RunBudget | None = None  # the limits in force (None: no budget); set_budget moves them
+    spend: Spend = Field(default_factory=Spend)
 
     @model_validator(mode="before")
     @classmethod
@@ -232,6 +237,20 @@ class EndRunRequest(WireModel):
     reason: str | None = None
 
 
+class SetBudgetRequest(WireModel):
+    """``set_budget``: raise or lower the run's limits — or, with ``taskId``, one task's cap
+    (over what its plan said). Only the limits given change: ``{"tokens": 200000, "usd": 5}``.
+    Any value decodes; the update's validator says what is wrong with a bad one (a decoding
+    error would only say "Failed decoding arguments")."""
+
+    tokens: float | str | None = None
+    usd: float | str | None = None
+    minutes: float | str | None = None
+    agents: float | str | None = None
+    task_id: str | None = None
+    reserve: float | str | None = None  # tokens reserved for an agent without a cap
+
+
 class InterventionResult(WireModel):
     ok: bool = True
     message: str
@@ -277,3 +296,4 @@ class BoardPage(WireModel):
     tasks: list[TaskView] = Field(default_factory=list)
     state: str = "running"
     notes: list[str] = Field(default_factory=list)  # paused, waiting for review, waiting for Q-n …
+    budget: BudgetView | None = None  # spend, and the limits when the run has a budget

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
 from xsky.outcomes import provider_label
+from xsky.plan.budget import TaskSpend
 from xsky.plan.models import WireModel
 from xsky.safe_text import markdown_inline, printable
 
@@ -62,6 +63,7 @@ class TaskState(WireModel):
     # who answered the completed task: a model's name, "offline" (no model), None (a tool)
     provider: str | None = None
     leader_retries: int = 0  # times the leader sent a result back with an instruction
+    spend: TaskSpend | None = None  # what its model calls used (None: none yet)
 
     @property
     def terminal(self) -> bool:
@@ -177,6 +179,9 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
             note = f"{note} [{t.retries[-1]}]"
         note = markdown_inline(note, 80)
         tokens = f" · {t.tokens:,} tok" if t.tokens else ""
+        if t.spend is not None and not t.spend.usage.empty():  # settled spend, with its cost
+            used = t.spend.usage
+            tokens = f" · {used.tokens:,} tok" + (f" · ${used.usd:,.4f}" if used.usd else "")
         # A running task's clock would stand still between workflow tasks: say since when instead.
         since = t.started_at or t.dispatched_at
         took = (

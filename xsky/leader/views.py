@@ -13,6 +13,7 @@ from xsky.leader.state import (
     PlanVersion,
 )
 from xsky.leader.tasks import TaskView, derive_statuses
+from xsky.plan.budget import BudgetView
 from xsky.runs import (
     AgentReport,
     FinalStatus,
@@ -44,8 +45,15 @@ class Views(Course):
             counts=dict(sorted(counts.items())),
             tasks=[TaskView.of(t, *derived[t.id], now) for t in page],
             state=self.run_state(),
-            notes=self.notices(),
+            notes=self.notices(now),
+            budget=self._shown_budget(now),
         )
+
+    def _shown_budget(self, now: datetime) -> BudgetView | None:
+        """Spend against the budget; spend alone in a run without one (None: nothing spent)."""
+        if self.state.budget is None and self.state.spend.total.empty():
+            return None
+        return self.budget_view(now)
 
     def results_page(self, req: PageRequest | None = None) -> ResultsPage:
         req = req or PageRequest()
@@ -123,6 +131,7 @@ class Views(Course):
                     ended_at=task.ended_at,
                     artifacts=task.artifacts,
                     provider=task.provider if task.stored == "completed" else None,
+                    usage=task.spend.usage if task.spend and not task.spend.usage.empty() else None,
                 )
             )
         return reports
@@ -156,9 +165,12 @@ class Views(Course):
             values["XskyResumes"] = self.state.resumes
         return values
 
-    def notices(self) -> list[str]:
-        """The lines above the board: review, pause, questions, replanning, sandbox, mode."""
+    def notices(self, now: datetime | None = None) -> list[str]:
+        """The lines above the board: review, pause, questions, replanning, sandbox, mode, and
+        (given the time) the budget."""
         notes = []
+        if now is not None and self.state.budget is not None:
+            notes.append(f"💰 {self.budget_view(now).summary()}")
         if self.state.review == "waiting":
             notes.append(
                 f"⏸ **waiting for plan review** — approve_plan (version {self.state.plan_version}) or replan"
@@ -172,7 +184,11 @@ class Views(Course):
                 + " — signal resume"
             )
         for r in self._pending_requests:
-            notes.append(f"❓ **{r.id}** ({r.kind}, {r.task_id}): {' '.join(r.text.split())[:160]}")
+            # (the budget's are the leader's own words, fixes included: kept whole)
+            text = " ".join(r.text.split())
+            notes.append(
+                f"❓ **{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
+            )
         if self.replanning:
             notes.append("✎ replanning…")
         if any(a.tool == "sandbox-off" for a in self.state.audit[-50:]):
@@ -199,7 +215,11 @@ class Views(Course):
                 r.model_copy(update={"result": None}) for r in reports if r.status not in SATISFIED
             ][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
-        cancelled = self.ended and not (self.ended_by_person and counts.get("failed"))
+        cancelled = (
+            self.ended
+            and not self.ended_failed
+            and not (self.ended_by_person and counts.get("failed"))
+        )
         status: FinalStatus = (
             "completed" if done == total else ("cancelled" if cancelled else "failed")
         )
@@ -221,6 +241,8 @@ class Views(Course):
             started_at=self.state.started_at,
             ended_at=now,
             permission_log=self.state.audit[-200:],
+            usage=self.state.spend.total,
+            budget=self.budget_view(now) if self.state.budget is not None else None,
         )
 
     def continue_input(self) -> RunInput:

@@ -14,7 +14,9 @@ Reserved keys (camelCase, as on the wire):
   ``{"nudgeAfter": 180, "restartAfter": 420}`` (seconds without progress);
 * ``model``, ``maxIterations``, ``temperature`` — for LLM agents;
 * ``output`` — the JSON Schema of the agent's result (``<output>`` in XML writes it here;
-  :mod:`xsky.plan.output_schema`).
+  :mod:`xsky.plan.output_schema`);
+* ``budget`` — the agent's own cap, ``{"tokens": 20000, "usd": 0.5, "minutes": 10}``: it
+  narrows the run's per-agent and per-role caps (:mod:`xsky.plan.budget`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pydantic import ValidationError
 
 from xsky.errors import Problem
 from xsky.leader.state import StallWindows
+from xsky.plan.budget import budget_problems
 from xsky.plan.models import Workflow
 from xsky.runs import RetryOptions, RunOptions
 
@@ -44,6 +47,7 @@ RESERVED_KEYS = frozenset(
         "maxIterations",
         "temperature",
         "output",
+        "budget",
     }
 )
 
@@ -159,6 +163,8 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
             problems.append(
                 f"config maxIterations must be a whole number from 1 to 200, not {value!r}"
             )
+    if "budget" in config:
+        problems += budget_problems(config["budget"])
     return problems
 
 

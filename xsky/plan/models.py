@@ -129,6 +129,16 @@ class RoleCapabilityModel(WireModel):
     suggested_model: XmlText | None = None
 
 
+class Limits(WireModel):
+    """Ceilings on what a run (or one agent) may spend; None: no ceiling on that. Parsed from
+    and written as ``tokens=100000,usd=2.50,minutes=30,agents=200`` (:mod:`xsky.plan.budget`)."""
+
+    tokens: int | None = Field(None, gt=0)
+    usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    minutes: float | None = Field(None, gt=0, allow_inf_nan=False)
+    agents: int | None = Field(None, gt=0)
+
+
 class Workflow(WireModel):
     """A plan: a named set of agents with dependencies."""
 
@@ -141,6 +151,8 @@ class Workflow(WireModel):
     variables: dict[VariableName, XmlText] = Field(default_factory=dict)
     # Roles the plan defines for its own agents (`<role>` elements).
     roles: list[RoleCapabilityModel] = Field(default_factory=list)
+    # `<workflow budget="tokens=…">`: narrows the run's budget, never widens it.
+    budget: Limits | None = None
 
     def agent(self, agent_id: str) -> WorkflowAgent:
         for a in self.agents:

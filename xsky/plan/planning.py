@@ -9,6 +9,7 @@ from pydantic import Field
 from xsky.errors import PlanError, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.plan import dag
+from xsky.plan.budget import Usage
 from xsky.plan.models import WireModel, Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.xml import parse_workflow
@@ -33,6 +34,7 @@ class PlanResult(WireModel):
     provider: str
     attempts: int = 1
     notes: str = ""
+    usage: Usage = Field(default_factory=Usage)  # the planner's model calls (counted by the run)
 
 
 def check_plan(

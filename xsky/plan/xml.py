@@ -31,6 +31,7 @@ from lxml import etree
 
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
+from xsky.plan.budget import limits_text
 from xsky.plan.models import (
     RoleCapabilityModel,
     Workflow,
@@ -207,6 +208,8 @@ def workflow_to_xml(workflow: Workflow) -> str:
     root.set("taskId", workflow.task_id)
     if workflow.modified:
         root.set("modified", "true")
+    if workflow.budget is not None and limits_text(workflow.budget):
+        root.set("budget", limits_text(workflow.budget))
     if workflow.task_prompt is not None:
         _text_element(root, "taskPrompt", workflow.task_prompt)
     if workflow.variables:

@@ -18,11 +18,12 @@ from lxml import etree
 from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
+from xsky.plan.budget import BudgetError, parse_limits
 from xsky.plan.models import Workflow, friendly_error
 
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
-_WORKFLOW_ATTRS = ("name", "taskId", "modified")
+_WORKFLOW_ATTRS = ("name", "taskId", "modified", "budget")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
 _ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
 _AGENT_ATTRS = ("name", "id", "depends", "status")
@@ -125,6 +126,11 @@ class Reader:
             if modified not in ("true", "false"):
                 self.problem(root, f'modified="{modified}" must be "true" or "false"')
             wf["modified"] = modified == "true"
+        if (budget := root.get("budget")) is not None:
+            try:
+                wf["budget"] = parse_limits(budget, "<workflow budget>")
+            except BudgetError as e:
+                self.problem(root, str(e))
 
         agent_els: list[etree._Element] = []
         for child in root:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError
 
 from xsky.config import Settings, load_settings
+from xsky.plan.budget import Price
 from xsky.plan.models import WireModel
 from xsky.security.permissions import (
     PermissionLayer,
@@ -103,11 +104,18 @@ class SkillsSettings(_Strict):
     sources: list[SkillSourceSetting] | None = None
 
 
+class PriceSetting(_Strict):
+    input: float = Field(ge=0, allow_inf_nan=False)  # USD per million input tokens
+    output: float = Field(ge=0, allow_inf_nan=False)  # USD per million output tokens
+
+
 class SettingsFile(_Strict):
     roles: dict[str, SettingsRole] = Field(default_factory=dict)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     security: SecuritySettings | None = None
     skills: SkillsSettings | None = None
+    # model → its price: what agents' usd is computed with (budgets, README "Budgets")
+    prices: dict[str, PriceSetting] = Field(default_factory=dict)
 
 
 class SettingsError(ValueError):
@@ -155,7 +163,8 @@ def parse_settings(text: str, path: str) -> SettingsFile:
         dotted = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
             known = {
-                "": "roles, permissions, security, skills",
+                "": "roles, permissions, security, skills, prices",
+                "prices": "input, output (USD per million tokens)",
                 "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
                 "permissions": "allow, ask, deny, delegate",
                 "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
@@ -185,7 +194,7 @@ def _section(loc: tuple[Any, ...]) -> str:
         return ""
     if loc[0] == "security" and len(loc) > 2 and loc[1] == "limits":
         return "limits"
-    return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills") else ""
+    return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills", "prices") else ""
 
 
 def settings_paths(config: Settings | None = None) -> list[tuple[Literal["user", "project"], Path]]:
@@ -287,6 +296,16 @@ def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
         ],
         mode=permission_mode(layers),
     )
+
+
+def price_table(layers: list[SettingsLayer]) -> dict[str, Price]:
+    """Each model's price from the worker's settings (``prices``; a later layer wins). A
+    worker passes its own layer only: a project's file could make spend look free."""
+    table: dict[str, Price] = {}
+    for layer in layers:
+        for model, price in layer.settings.prices.items():
+            table[model] = Price(input=price.input, output=price.output)
+    return table
 
 
 def skill_sources(

@@ -1,0 +1,164 @@
+"""What an agent's model calls spend, and the share of the budget it may spend.
+
+Every call's tokens (from the response's ``usage``) and their cost (the worker's price of the
+model, settings.json ``prices``) go into the conversation's checkpoint, so a retry after a
+lost worker, or the next dispatch, goes on counting from there. Before each call the share
+the leader gave this dispatch (``AgentInput.budget_share``) is checked: when what is left
+cannot cover the request's estimated input and a minimal answer, or its time is up, the
+attempt stops cleanly (:class:`BudgetStop`, outcome ``budget``); otherwise a call whose share
+is tight passes ``max_tokens``, so its answer cannot overrun the share.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities import metrics
+from activities.agents.checkpoint import Checkpoint, Checkpoints, checkpoint_name
+from activities.agents.key import AgentKey
+from activities.artifacts import ArtifactStore
+from xsky.plan.budget import (
+    ANSWER_CAP,
+    MIN_ANSWER,
+    BudgetShare,
+    Price,
+    StopReason,
+    Usage,
+    UsageReport,
+    cost,
+    estimate_tokens,
+)
+from xsky.runs import AgentInput
+
+
+class BudgetStop(Exception):
+    """The next model call would not fit this dispatch's share: stop, checkpointed."""
+
+    def __init__(self, stopped: StopReason, need: Usage | None = None):
+        super().__init__(stopped)
+        self.stopped = stopped
+        self.need = need
+
+
+def dispatch_key(inp: AgentInput) -> str:
+    """Names one dispatch of an agent: every retry of it (a lost worker) has the same."""
+    return f"v{inp.plan_version}-d{inp.dispatch}"
+
+
+def stored_usage(store: ArtifactStore, inp: AgentInput) -> UsageReport:
+    """What the agent's checkpointed conversation has used (nothing, for a direct agent)."""
+    cp = Checkpoints(store, AgentKey.of(inp), checkpoint_name(inp)).load()
+    return usage_report(cp, dispatch_key(inp))
+
+
+def usage_report(cp: Checkpoint | None, dispatch_key: str) -> UsageReport:
+    """What a conversation used, in all and in this dispatch (nothing, without one)."""
+    if cp is None:
+        return UsageReport()
+    mine = cp.usage.minus(cp.share_base) if cp.share_key == dispatch_key else Usage()
+    return UsageReport(conversation=cp.conversation, total=cp.usage, dispatch=mine)
+
+
+class Meter:
+    """One attempt's spend against its dispatch's share."""
+
+    def __init__(
+        self,
+        share: BudgetShare | None,
+        prices: dict[str, Price],
+        model: str,
+        dispatch_key: str,
+        settings_file: str = "settings.json",
+    ):
+        self.share = share
+        self.price = prices.get(model)
+        self.model = model
+        self.dispatch_key = dispatch_key
+        self.capped: int | None = None  # the max_tokens the share set for the last call
+        self.estimate = 0  # the last call's estimated input
+        if share is not None and share.usd is not None and self.price is None:
+            example = json.dumps({"prices": {model: {"input": 0.15, "output": 0.6}}})
+            raise ApplicationError(
+                f"the run has a USD budget, and model {model!r} has no price on this worker: add "
+                f"prices.{model} to the worker's {settings_file} (USD per million tokens, e.g. "
+                f"{example}), or start the run without usd=",
+                type="BudgetPriceMissing",
+                non_retryable=True,
+            )
+
+    def begin(self, cp: Checkpoint) -> None:
+        """The conversation's id, and where this dispatch's spending starts (a retry of the
+        same dispatch goes on from where its lost attempt was)."""
+        if not cp.conversation:
+            cp.conversation = uuid.uuid4().hex[:16]
+        if cp.share_key != self.dispatch_key:
+            cp.share_key, cp.share_base = self.dispatch_key, cp.usage
+
+    def before(
+        self, cp: Checkpoint, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> int | None:
+        """The ``max_tokens`` the next call is made with (None: no need for one); raises
+        :class:`BudgetStop` when the call would not fit the share."""
+        self.capped = None
+        share = self.share
+        if share is None:
+            return None
+        if share.until is not None and datetime.now(UTC) >= share.until:
+            raise BudgetStop("time")
+        estimate = self.estimate = estimate_tokens(messages, tools)
+        spent = cp.usage.minus(cp.share_base)
+        room: int | None = None
+        if share.tokens is not None:
+            left = share.tokens - spent.tokens
+            if left < estimate + MIN_ANSWER:
+                raise BudgetStop("tokens", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER))
+            room = left - estimate
+        if share.usd is not None and self.price is not None:
+            left_usd = share.usd - spent.usd
+            need = cost(estimate, MIN_ANSWER, self.price)
+            if left_usd < need:
+                raise BudgetStop(
+                    "usd", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER, usd=need)
+                )
+            if self.price.output > 0:
+                by_usd = int((left_usd - cost(estimate, 0, self.price)) * 1e6 / self.price.output)
+                room = by_usd if room is None else min(room, by_usd)
+        if room is None or room >= ANSWER_CAP:
+            return None
+        self.capped = room
+        return room
+
+    def count(self, cp: Checkpoint, response: Any, messages: list[dict[str, Any]]) -> None:
+        """A call's usage into the conversation's total. A server that reports none is
+        counted by estimate (its input, and its answer's length), never as free."""
+        usage = getattr(response, "usage", None)
+        tokens_in = getattr(usage, "prompt_tokens", 0) or 0
+        tokens_out = getattr(usage, "completion_tokens", 0) or 0
+        if usage is None:
+            tokens_in = estimate_tokens(messages, None)
+            reply = response.choices[0].message if getattr(response, "choices", None) else None
+            tokens_out = estimate_tokens([{"r": getattr(reply, "content", None) or ""}], None)
+        usd = cost(tokens_in, tokens_out, self.price) if self.price is not None else 0.0
+        cp.usage = cp.usage.plus(
+            Usage(input_tokens=tokens_in, output_tokens=tokens_out, usd=usd, calls=1)
+        )
+        metrics.model_cost(self.model, usd)
+
+    def cut(self, response: Any) -> BudgetStop | None:
+        """The answer was cut at the ``max_tokens`` the share set: it is dropped (a cut answer
+        is not an answer) and the agent stops, asking for room for a whole one next time."""
+        if self.capped is None or response.choices[0].finish_reason != "length":
+            return None
+        answer = 2 * max(self.capped, MIN_ANSWER)
+        usd = cost(self.estimate, answer, self.price) if self.price is not None else 0.0
+        return BudgetStop(
+            "tokens", Usage(input_tokens=self.estimate, output_tokens=answer, usd=usd)
+        )
+
+    def report(self, cp: Checkpoint) -> UsageReport:
+        return usage_report(cp, self.dispatch_key)

@@ -1,0 +1,146 @@
+"""Budgets on the command line: ``run --budget …`` (and ``plan --run``), and ``budget RUN``,
+which shows a run's spend or raises and lowers its limits (the ``set_budget`` update)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from rich.table import Table
+
+from cli.board import task_spend
+from cli.render import cell, out, print_json
+from xsky.client import XSky
+from xsky.config import load_settings
+from xsky.errors import UsageError
+from xsky.leader.tasks import TaskView
+from xsky.plan.budget import (
+    AGENT_KEYS,
+    EXAMPLE,
+    KEYS,
+    BudgetError,
+    BudgetView,
+    Limits,
+    RunBudget,
+    parse_limits,
+)
+
+
+def add_budget_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--budget",
+        metavar="LIMITS",
+        help=f"what the run may spend, e.g. {EXAMPLE}: dispatch pauses with an escalation E-n "
+        "when it is spent (README, Budgets)",
+    )
+    p.add_argument(
+        "--agent-budget",
+        metavar="LIMITS",
+        help="a cap for every agent: tokens=20000,usd=0.5,minutes=10",
+    )
+    p.add_argument(
+        "--role-budget",
+        action="append",
+        default=[],
+        metavar="ROLE:LIMITS",
+        help="a cap for every agent of one role (repeatable): verify:tokens=5000",
+    )
+    p.add_argument(
+        "--budget-reserve",
+        type=int,
+        metavar="TOKENS",
+        help="tokens held for an agent without a cap while it runs (default 4096)",
+    )
+
+
+def _limits(text: str, flag: str, keys: tuple[str, ...] = KEYS) -> Limits:
+    try:
+        return parse_limits(text, flag, keys)
+    except BudgetError as e:
+        raise UsageError(str(e)) from None
+
+
+def budget_of(args: argparse.Namespace) -> RunBudget | None:
+    """RunOptions.budget from ``--budget``, ``--agent-budget``, ``--role-budget`` and
+    ``--budget-reserve`` (None when none is given)."""
+    run = getattr(args, "budget", None)
+    agent = getattr(args, "agent_budget", None)
+    roles = getattr(args, "role_budget", [])
+    reserve = getattr(args, "budget_reserve", None)
+    if run is None and agent is None and not roles and reserve is None:
+        return None
+    per_role: dict[str, Limits] = {}
+    for item in roles:
+        role, sep, spec = item.partition(":")
+        if not sep or not role.strip():
+            raise UsageError(
+                f"--role-budget {item!r}: write it as ROLE:LIMITS, e.g. verify:tokens=5000"
+            )
+        per_role[role.strip()] = _limits(spec, f"--role-budget {role.strip()}", AGENT_KEYS)
+    if reserve is not None and reserve <= 0:
+        raise UsageError(f"--budget-reserve must be more than 0 tokens, not {reserve}")
+    return RunBudget(
+        run=_limits(run, "--budget") if run is not None else Limits(),
+        per_agent=_limits(agent, "--agent-budget", AGENT_KEYS) if agent is not None else None,
+        per_role=per_role,
+        reserve=reserve,
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget",
+        help="a run's spend per task and in all; with LIMITS, raise or lower its budget",
+    )
+    p.add_argument("id", help="workflow id of the run")
+    p.add_argument(
+        "limits", nargs="?", help=f"new limits, e.g. {EXAMPLE} (only those given change)"
+    )
+    p.add_argument("--task", help="set this task's own cap instead of the run's (T-3 or 3)")
+    p.add_argument("--reserve", type=int, metavar="TOKENS", help="tokens held per uncapped agent")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_budget(a)))
+
+
+async def cmd_budget(args: argparse.Namespace) -> int:
+    async with XSky.connect(load_settings()) as x:
+        run = await x.get(args.id)
+        if args.limits is None and args.reserve is None:
+            if args.task:
+                raise UsageError("--task sets a task's cap: give LIMITS too, e.g. tokens=20000")
+            page = await run.board(limit=2000)
+            return show_spend(args, page.budget, page.tasks)
+        keys = AGENT_KEYS if args.task else KEYS
+        given = _limits(args.limits, "budget", keys) if args.limits else Limits()
+        result = await run.set_budget(
+            task=args.task, reserve=args.reserve, **given.model_dump(exclude_none=True)
+        )
+    if args.json:
+        print_json(result.wire())
+    else:
+        out.print(cell(result.message))
+    return 0
+
+
+def show_spend(args: argparse.Namespace, view: BudgetView | None, tasks: list[TaskView]) -> int:
+    spent = [t for t in tasks if task_spend(t)]
+    if args.json:
+        print_json(
+            {
+                "workflowId": args.id,
+                "budget": view.wire() if view else None,
+                "tasks": {t.id: t.spend.usage.wire() for t in spent if t.spend is not None},
+            }
+        )
+        return 0
+    out.print(cell(view.summary() if view else "no model call has spent anything yet"))
+    if view is not None and view.paused:
+        out.print(cell(f"dispatch waits: {view.paused}"))
+    if spent:
+        table = Table(title_justify="left")
+        for col in ("task", "agent", "status", "spent"):
+            table.add_column(col)
+        for t in spent:
+            table.add_row(cell(t.id), cell(t.assigned_agent), cell(t.status), cell(task_spend(t)))
+        out.print(table)
+    return 0

@@ -1,0 +1,224 @@
+"""Budgets as people write them (flags, XML, <config>, settings) and as an agent meters them
+(activities/agents/spend.py): parsing with one-sentence errors, narrowing, and the checks
+before each model call."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.checkpoint import Checkpoint
+from activities.agents.spend import BudgetStop, Meter
+from cli.budget_cmd import budget_of
+from xsky.errors import PlanError, UsageError
+from xsky.plan import dag
+from xsky.plan.budget import (
+    ANSWER_CAP,
+    BudgetError,
+    BudgetShare,
+    Limits,
+    Price,
+    Usage,
+    estimate_tokens,
+    limits_text,
+    narrow,
+    parse_limits,
+    with_plan,
+)
+from xsky.plan.xml import parse_workflow, parse_workflow_source, workflow_to_xml
+from xsky.security.settings import SettingsError, parse_settings, price_table
+
+# -- writing limits --------------------------------------------------------------------------------
+
+
+def test_limits_parse_from_the_flag_and_write_back_the_same():
+    limits = parse_limits("tokens=100000, usd=$2.50 ,minutes=30,agents=200")
+    assert limits == Limits(tokens=100000, usd=2.5, minutes=30, agents=200)
+    assert parse_limits(limits_text(limits)) == limits
+    assert limits_text(Limits(usd=0.1, minutes=1.5)) == "usd=0.1,minutes=1.5"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("tokns=5", "unknown limit 'tokns' (did you mean tokens?)"),
+        ("tokens=0", "tokens must be more than 0, not 0"),
+        ("usd=-1", "usd must be more than 0, not -1"),
+        ("usd=lots", "usd='lots' is not a number; write e.g. usd=2.50"),
+        ("tokens=1.5", "tokens='1.5' is not a whole number"),
+        ("usd=nan", "usd must be more than 0, not nan"),
+        ("tokens", "'tokens' is not KEY=VALUE"),
+        ("tokens=1,tokens=2", "tokens is given twice"),
+        ("", "--budget is empty; write e.g. tokens=100000"),
+    ],
+)
+def test_a_bad_budget_is_one_sentence_with_the_fix(text: str, says: str):
+    with pytest.raises(BudgetError) as e:
+        parse_limits(text, "--budget")
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_agents_cap_is_refused_for_one_agent():
+    with pytest.raises(BudgetError, match="agents is a limit of the whole run"):
+        parse_limits("agents=3", "--agent-budget", ("tokens", "usd", "minutes"))
+
+
+def test_a_plan_only_narrows_what_the_person_gave():
+    given = Limits(tokens=100_000, usd=2.5)
+    plan = Limits(tokens=500_000, usd=1.0, minutes=10)
+    assert narrow(given, plan) == Limits(tokens=100_000, usd=1.0, minutes=10)
+    assert narrow(None, plan) == plan and narrow(given, None) == given
+    budget = with_plan(None, Limits(tokens=5000))
+    assert budget is not None and budget.run == Limits(tokens=5000)
+
+
+def test_the_command_line_builds_the_run_budget():
+    args = argparse.Namespace(
+        budget="tokens=12000,agents=20",
+        agent_budget="tokens=2000",
+        role_budget=["verify:usd=0.5"],
+        budget_reserve=1000,
+    )
+    budget = budget_of(args)
+    assert budget is not None and budget.run == Limits(tokens=12000, agents=20)
+    assert budget.per_agent == Limits(tokens=2000) and budget.per_role["verify"].usd == 0.5
+    assert budget.reserve == 1000
+    with pytest.raises(UsageError, match="ROLE:LIMITS"):
+        budget_of(argparse.Namespace(budget=None, agent_budget=None, role_budget=["x"]))
+
+
+# -- in a plan -------------------------------------------------------------------------------------
+
+PLAN = """<workflow name="b" taskId="b" budget="{budget}">
+  <agent name="llm" id="1"><task>t</task>{config}</agent>
+</workflow>"""
+
+
+def test_the_workflow_budget_attribute_round_trips():
+    wf = parse_workflow(PLAN.format(budget="tokens=5000,usd=0.25", config=""))
+    assert wf.budget == Limits(tokens=5000, usd=0.25)
+    assert parse_workflow(workflow_to_xml(wf)) == wf
+
+
+def test_a_bad_workflow_budget_is_reported_at_its_line_and_column():
+    with pytest.raises(PlanError) as e:
+        parse_workflow("\n" + PLAN.format(budget="tokens=lots", config=""))
+    (problem,) = e.value.problems
+    assert (problem.line, problem.column) == (2, 1)
+    assert "<workflow budget>: tokens='lots' is not a whole number" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ('{"budget": {"tokens": 0}}', "config budget tokens must be a whole number above 0"),
+        ('{"budget": {"agents": 2}}', "unknown limit 'agents'"),
+        ('{"budget": {"usd": "1"}}', "config budget usd must be a number above 0"),
+        ('{"budget": 5}', "config budget must be an object"),
+    ],
+)
+def test_a_bad_config_budget_is_found_where_the_plan_is_checked(config: str, says: str):
+    parsed = parse_workflow_source(
+        PLAN.replace(' budget="{budget}"', "").format(config=f"<config>{config}</config>")
+    )
+    with pytest.raises(PlanError) as e:
+        dag.ensure_valid(parsed.workflow, ["llm"])
+    assert any(says in p.message for p in e.value.problems), e.value.problems
+
+
+# -- prices in settings ----------------------------------------------------------------------------
+
+
+def test_prices_come_from_the_settings_with_their_errors_located():
+    text = '{"prices": {"fake-model": {"input": 1.0, "output": 2.0}}}'
+    settings = parse_settings(text, "s.json")
+    layers = [SimpleNamespace(settings=settings)]
+    assert price_table(layers) == {"fake-model": Price(input=1.0, output=2.0)}  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match=r"s.json:1:\d+: prices.m.input"):
+        parse_settings('{"prices": {"m": {"input": -1, "output": 1}}}', "s.json")
+
+
+# -- the agent's meter -----------------------------------------------------------------------------
+
+
+def response(prompt: int, completion: int, finish: str = "stop") -> SimpleNamespace:
+    message = SimpleNamespace(content="ok", tool_calls=None)
+    return SimpleNamespace(
+        usage=SimpleNamespace(prompt_tokens=prompt, completion_tokens=completion),
+        choices=[SimpleNamespace(message=message, finish_reason=finish)],
+    )
+
+
+MESSAGES = [{"role": "user", "content": "x" * 300}]
+
+
+def test_the_meter_counts_calls_and_stops_before_one_the_share_cannot_cover():
+    meter = Meter(BudgetShare(tokens=1000), {}, "m", "v1-d1")
+    cp = Checkpoint(messages=list(MESSAGES))
+    meter.begin(cp)
+    estimate = estimate_tokens(MESSAGES, None)
+    assert meter.before(cp, MESSAGES, None) == 1000 - estimate  # tight: max_tokens passed
+    meter.count(cp, response(500, 200), MESSAGES)
+    assert cp.usage == Usage(input_tokens=500, output_tokens=200, calls=1)
+    with pytest.raises(BudgetStop) as stop:  # 300 left: not enough for the input and an answer
+        meter.before(cp, MESSAGES, None)
+    assert stop.value.stopped == "tokens" and stop.value.need is not None
+    assert stop.value.need.tokens == estimate + 256
+
+
+def test_a_retry_of_the_same_dispatch_goes_on_from_what_its_lost_attempt_used():
+    cp = Checkpoint(messages=list(MESSAGES))
+    first = Meter(BudgetShare(tokens=2000), {}, "m", "v1-d1")
+    first.begin(cp)
+    first.count(cp, response(900, 100), MESSAGES)
+    retry = Meter(BudgetShare(tokens=2000), {}, "m", "v1-d1")
+    retry.begin(cp)  # same dispatch: 1,000 of its 2,000 are gone
+    assert retry.report(cp).dispatch.tokens == 1000
+    nxt = Meter(BudgetShare(tokens=2000), {}, "m", "v1-d2")
+    nxt.begin(cp)  # a new dispatch: its share is whole again, the total goes on
+    assert nxt.report(cp).dispatch.tokens == 0 and nxt.report(cp).total.tokens == 1000
+    assert nxt.before(cp, MESSAGES, None) is not None
+
+
+def test_a_share_with_room_passes_no_max_tokens_and_a_cut_answer_is_a_stop():
+    cp = Checkpoint(messages=list(MESSAGES))
+    roomy = Meter(BudgetShare(tokens=10 * ANSWER_CAP), {}, "m", "k")
+    roomy.begin(cp)
+    assert roomy.before(cp, MESSAGES, None) is None and roomy.cut(response(1, 1, "length")) is None
+    tight = Meter(BudgetShare(tokens=2000), {}, "m", "k")
+    limit = tight.before(cp, MESSAGES, None)
+    assert limit is not None
+    cut = tight.cut(response(100, limit, "length"))
+    assert cut is not None and cut.need is not None and cut.need.output_tokens == 2 * limit
+
+
+def test_usd_is_priced_by_the_worker_and_bounds_the_answer():
+    price = {"m": Price(input=1.0, output=10.0)}  # USD per million tokens
+    meter = Meter(BudgetShare(usd=0.01), price, "m", "k")
+    cp = Checkpoint(messages=list(MESSAGES))
+    meter.begin(cp)
+    limit = meter.before(cp, MESSAGES, None)
+    estimate = estimate_tokens(MESSAGES, None)
+    assert limit == int((0.01 - estimate * 1e-6) * 1e6 / 10.0)
+    meter.count(cp, response(1000, 500), MESSAGES)
+    assert cp.usage.usd == pytest.approx(0.001 + 0.005)
+
+
+def test_a_usd_limit_with_an_unpriced_model_fails_before_any_call_with_the_fix():
+    with pytest.raises(ApplicationError) as e:
+        Meter(BudgetShare(usd=1.0), {}, "gpt-x", "k", "/home/me/.xsky/settings.json")
+    assert e.value.non_retryable and e.value.type == "BudgetPriceMissing"
+    assert "add prices.gpt-x to the worker's /home/me/.xsky/settings.json" in e.value.message
+
+
+def test_time_is_up_stops_before_the_next_call():
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    meter = Meter(BudgetShare(until=past), {}, "m", "k")
+    cp = Checkpoint(messages=list(MESSAGES))
+    with pytest.raises(BudgetStop) as stop:
+        meter.before(cp, MESSAGES, None)
+    assert stop.value.stopped == "time"

@@ -1,0 +1,464 @@
+"""Budgets that hold: admission, reservations, settlement and the budget's escalations.
+
+Before an agent that may call a model is dispatched, its expected share is reserved, and it
+starts only if what the run has spent, what running agents hold and this share together fit
+every limit. The share travels to the agent (``AgentInput.budget_share``), which checks it
+before each model call and stops cleanly (outcome ``budget``) when the next call would not
+fit, so no dispatch spends more than it was given. What agents used is settled from the
+running totals they report (progress, outcome, failure): the same total settles once, so a
+retry after a lost worker, a late completion or a repeated report count nothing twice. A
+dispatch that ends without saying what it used is charged the rest of its share until its
+conversation says.
+
+When the next agent cannot be admitted even once every running one has settled, dispatch
+pauses and one escalation ``E-n`` about the run's budget waits for ``set_budget`` (or
+``end_run``); an agent past its own cap waits on an escalation of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from xsky.leader.attempt_input import AttemptInputs
+from xsky.leader.commands import Flight, Rejected
+from xsky.leader.requests import RUN_REQUEST
+from xsky.leader.state import HumanRequest, InterventionResult, SetBudgetRequest
+from xsky.leader.tasks import TaskState
+from xsky.plan.agent_config import tool_name
+from xsky.plan.budget import (
+    AGENT_KEYS,
+    KEYS,
+    MIN_ANSWER,
+    USD_RESERVE_PART,
+    BudgetError,
+    BudgetShare,
+    BudgetView,
+    Limits,
+    RunBudget,
+    TaskSpend,
+    Usage,
+    UsageReport,
+    config_budget,
+    describe,
+    limits_from,
+    limits_text,
+    narrow,
+    overlay,
+)
+from xsky.runs import AgentOutcome
+
+Admission = Literal["start", "wait", "hold", "own"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a ready task may start now: ``start`` (with its share), ``wait`` (the run's
+    budget has no room; ``hard``: not even once every running agent has settled), ``hold``
+    (a new task past the run's agent count) or ``own`` (past its own cap)."""
+
+    kind: Admission
+    share: BudgetShare | None = None
+    why: str = ""
+    hard: bool = False
+
+
+class Budgets(AttemptInputs):
+    """The run's budget: what may start, what was spent, what a person must decide."""
+
+    # -- what a task may spend ---------------------------------------------------------------
+
+    def _row(self, agent_id: str) -> TaskState | None:
+        """The board's row of an agent, or of one a replan removed (spend is spend)."""
+        task = self.tasks.get(agent_id)
+        if task is None:
+            task = next(
+                (t for t in reversed(self.state.removed_tasks) if t.agent_id == agent_id), None
+            )
+        return task
+
+    @staticmethod
+    def _spend(task: TaskState) -> TaskSpend:
+        if task.spend is None:
+            task.spend = TaskSpend()
+        return task.spend
+
+    def _caps(self, task: TaskState) -> Limits:
+        """A task's own cap: the narrowest of the run's per-agent cap, its role's and its
+        ``<config>`` budget — under what a person set for it with set_budget."""
+        budget = self.state.budget or RunBudget()
+        agent = self.agents.get(task.agent_id)
+        plan = narrow(
+            narrow(budget.per_agent, budget.per_role.get(task.assigned_agent)),
+            config_budget(agent.config if agent else None),
+        )
+        person = budget.per_task.get(task.id)
+        return overlay(plan, person) if person is not None else plan or Limits()
+
+    def _model(self, agent_id: str) -> bool:
+        """May this agent call a model (not a direct ``<config>`` tool)?"""
+        agent = self.agents.get(agent_id)
+        return agent is not None and tool_name(agent.config) is None
+
+    def _used(self) -> Usage:
+        """What the run has spent, with what it charged for attempts that did not say."""
+        return self.state.spend.total.plus(self.state.spend.unconfirmed)
+
+    def _held(self) -> tuple[int, float]:
+        """Tokens and USD running agents hold: their shares less what they settled since
+        (during a dispatch pass, kept as it goes: a pass costs its starts, not starts × agents)."""
+        if self.holding is not None:
+            return self.holding
+        tokens, usd = 0, 0.0
+        for agent_id, flight in self.flights.items():
+            row = self._row(agent_id)
+            if flight.share is None or row is None:
+                continue
+            used = (row.spend or TaskSpend()).usage.minus(flight.start)
+            tokens += max(0, (flight.share.tokens or 0) - used.tokens)
+            usd += max(0.0, (flight.share.usd or 0.0) - used.usd)
+        return tokens, usd
+
+    def _verdict(self, task: TaskState, now: datetime) -> Verdict:
+        """May ``task`` start now, and with what share? (Pure: changes nothing.)"""
+        budget = self.state.budget
+        if budget is None:
+            return Verdict("start")
+        limits, spend = budget.run, self.state.spend
+        start = self.state.started_at or now
+        end = start + timedelta(minutes=limits.minutes) if limits.minutes is not None else None
+        if end is not None and now >= end:
+            used = describe("minutes", (now - start).total_seconds() / 60, limits.minutes)
+            return Verdict("wait", why=self._raise_it(f"{used} used", "minutes"), hard=True)
+        own = task.spend or TaskSpend()
+        if own.started_at is None and limits.agents is not None and spend.started >= limits.agents:
+            used = describe("agents", spend.started, limits.agents)
+            return Verdict("hold", why=self._raise_it(f"{used} started", "agents"))
+        caps = self._caps(task)
+        if caps.minutes is not None:
+            mine = (own.started_at or now) + timedelta(minutes=caps.minutes)
+            if now >= mine:
+                return self._own(task, describe("minutes", caps.minutes, caps.minutes))
+            end = min(end, mine) if end is not None else mine
+        if not self._model(task.agent_id):
+            return Verdict("start")
+        tokens, blocked = self._share("tokens", task, own, caps.tokens, limits.tokens)
+        if blocked is not None:
+            return blocked
+        usd, blocked = self._share("usd", task, own, caps.usd, limits.usd)
+        if blocked is not None:
+            return blocked
+        if tokens is None and usd is None and end is None:
+            return Verdict("start")
+        whole = int(tokens) if tokens is not None else None
+        return Verdict("start", BudgetShare(tokens=whole, usd=usd, until=end))
+
+    def _share(
+        self, key: str, task: TaskState, own: TaskSpend, cap: float | None, limit: float | None
+    ) -> tuple[float | None, Verdict | None]:
+        """A model task's share of tokens (or USD): what it wants and the least it may start
+        with — its cap's rest, or the reserve raised to the most a dispatch has used (twice its
+        last share when that ran out) — fitted into the run's room; or why it cannot start."""
+        if cap is None and limit is None:
+            return None, None
+        budget = self.state.budget or RunBudget()
+        spend = self.state.spend
+        need = getattr(own.need or Usage(), key if key == "usd" else "tokens")
+        mine = getattr(own.usage.plus(own.unconfirmed), key if key == "usd" else "tokens")
+        if key == "usd":
+            base = (
+                budget.reserve_tokens() * spend.price
+                if spend.price
+                else (limit or 0.0) / USD_RESERVE_PART
+            )
+            largest: float = spend.largest.usd
+            floor = 0.0
+        else:
+            base, largest, floor = budget.reserve_tokens(), spend.largest.tokens, MIN_ANSWER
+        if cap is not None:
+            want = cap - mine
+            if want <= 0 or want < max(need, floor):
+                return None, self._own(task, describe(key, mine, cap))
+            least = min(want, max(base, need, floor))
+        else:
+            least = max(base, need)
+            want = max(least, largest)
+            last = getattr(own.share, key) if own.share is not None else None
+            if own.stopped == key and last:
+                want = max(want, 2 * last)
+        if limit is None:
+            return want, None
+        left = limit - getattr(self._used(), key if key == "usd" else "tokens")
+        held = self._held()[1 if key == "usd" else 0]
+        if left - held >= least:
+            return min(want, left - held), None
+        needs = f"${least:,.2f}" if key == "usd" else f"{least:,.0f}"
+        why = f"{describe(key, limit - left, limit)} used, and the next agent ({task.id}) needs {needs}"
+        return None, Verdict("wait", why=self._raise_it(why, key), hard=left < least)
+
+    def _raise_it(self, figures: str, key: str) -> str:
+        return (
+            f"budget: {figures}; raise it (starter.py budget {self.run_id} {key}=…) or end the "
+            f"run (starter.py end {self.run_id})"
+        )
+
+    def _own(self, task: TaskState, figures: str) -> Verdict:
+        return Verdict(
+            "own",
+            why=f"budget: {task.id} used {figures} (its own cap); raise its cap (starter.py budget {self.run_id} "
+            f"--task {task.id} KEY=…) or skip it (starter.py skip {self.run_id} {task.id})",
+        )
+
+    # -- admission: the core's dispatch asks ---------------------------------------------------
+
+    def admit(self, task: TaskState, now: datetime) -> Verdict:
+        """``_verdict``, acted on: a run that cannot go on says so once (E-n about the run),
+        a task past its own cap waits on an E-n of its own."""
+        if self.holding is None and self.state.budget is not None:
+            self.holding = self._held()  # for the rest of this dispatch pass (reserve adds)
+        verdict = self._verdict(task, now)
+        if verdict.kind == "own":
+            request = self._new_request("escalation", task, verdict.why, now)
+            request.about = "budget"
+            self._set_waiting(task, request.id)
+            task.last_progress = f"waiting for {request.id}: its budget is spent"
+        elif verdict.kind == "hold" or (verdict.kind == "wait" and verdict.hard):
+            self._budget_request(verdict.why, now)
+        return verdict
+
+    def budget_settled(self, blocked: bool, admitted: bool, now: datetime) -> None:
+        """After a dispatch pass: the run's budget E-n goes once the budget admits work again,
+        or nothing waits to run."""
+        self.holding = None
+        if blocked or self.state.budget is None:
+            return
+        if admitted or not self._any_ready():
+            for request in self._budget_requests():
+                self._close_request(request, "answered", now)
+                request.answer = "the budget admits work again"
+
+    def _budget_requests(self) -> list[HumanRequest]:
+        return [
+            r for r in self._pending_requests if r.about == "budget" and r.task_id == RUN_REQUEST
+        ]
+
+    def _budget_request(self, why: str, now: datetime) -> None:
+        """The one pending E-n about the run's budget, saying the latest figures."""
+        pending = self._budget_requests()
+        if pending:
+            if pending[0].text != why:
+                pending[0].text = why
+                self.changed = True
+            return
+        request = self._new_request("escalation", None, why, now)
+        request.about = "budget"
+        self.log.append(f"budget: {request.id} {why}")
+
+    def reserve(self, task: TaskState, share: BudgetShare | None, now: datetime) -> None:
+        """A task is dispatched in a run with a budget: its share is held while it runs."""
+        spend = self._spend(task)
+        if spend.started_at is None:
+            spend.started_at = now
+            self.state.spend.started += 1
+        spend.share, spend.stopped, spend.need = share, None, None
+        if self.holding is not None and share is not None:
+            self.holding = (
+                self.holding[0] + (share.tokens or 0),
+                self.holding[1] + (share.usd or 0.0),
+            )
+        self.flights[task.agent_id] = Flight(
+            task.attempt, share, spend.usage, self._model(task.agent_id) and share is not None
+        )
+
+    # -- settlement ------------------------------------------------------------------------------
+
+    def settle_usage(
+        self, agent_id: str, report: UsageReport | None, dispatch: int | None = None
+    ) -> None:
+        """Settle what an agent's conversation used beyond what was counted of it; with
+        ``dispatch``: the end of that dispatch, which has now said what it used."""
+        row = self._row(agent_id)
+        if report is None or row is None:
+            return
+        flight = self.flights.get(agent_id)
+        if dispatch is not None and flight is not None and flight.dispatch == dispatch:
+            flight.reported = True
+        if report.total.empty():
+            return
+        spend = self._spend(row)
+        known = spend.seen.get(report.conversation, Usage())
+        delta = report.total.minus(known)
+        if delta.empty():
+            return
+        spend.seen[report.conversation] = known.most(report.total)
+        spend.usage = spend.usage.plus(delta)
+        if not spend.unconfirmed.empty() and spend.unconfirmed_in in (None, report.conversation):
+            # the conversation that did not say what it used has said it now
+            self.state.spend.unconfirmed = self.state.spend.unconfirmed.minus(spend.unconfirmed)
+            spend.unconfirmed, spend.unconfirmed_in = Usage(), None
+        self._count(delta)
+        if delta.tokens and delta.usd / delta.tokens > self.state.spend.price:
+            self.state.spend.price = delta.usd / delta.tokens
+        self.changed = True
+
+    def settle(self, source: str, usage: Usage) -> None:
+        """Usage not tied to a task's dispatch — the planner's, a coordinator's (``leader``):
+        counted in the run's total (and so against its budget) under its source."""
+        if usage.empty():
+            return
+        sources = self.state.spend.sources
+        sources[source] = sources.get(source, Usage()).plus(usage)
+        self._count(usage)
+        self.changed = True
+
+    def _count(self, usage: Usage) -> None:
+        self.state.spend.total = self.state.spend.total.plus(usage)
+        self.settled = self.settled.plus(usage)
+
+    def flight_ended(self, agent_id: str, dispatch: int) -> None:
+        """A dispatch's activity is over: its hold goes. One that never said what it used is
+        charged the rest of its share (an upper bound) until its conversation says."""
+        flight = self.flights.get(agent_id)
+        row = self._row(agent_id)
+        if flight is None or flight.dispatch != dispatch or row is None:
+            return
+        del self.flights[agent_id]
+        spend = self._spend(row)
+        used = spend.usage.minus(flight.start)
+        if flight.model:
+            self.state.spend.largest = self.state.spend.largest.most(used)
+        if flight.reported or not flight.model or flight.share is None:
+            return
+        charge = Usage(
+            input_tokens=max(0, (flight.share.tokens or 0) - used.tokens),
+            usd=max(0.0, (flight.share.usd or 0.0) - used.usd),
+        )
+        if not charge.empty():
+            spend.unconfirmed = spend.unconfirmed.plus(charge)
+            spend.unconfirmed_in = next(reversed(spend.seen), None)
+            self.state.spend.unconfirmed = self.state.spend.unconfirmed.plus(charge)
+
+    def flight_unused(self, agent_id: str) -> None:
+        """A dispatch that never started an activity (its input could not be made)."""
+        if agent_id in self.flights:
+            self.flights[agent_id].reported = True
+
+    def budget_stopped(self, task: TaskState, outcome: AgentOutcome) -> None:
+        """The agent stopped before a model call its share could not cover: it runs again,
+        from its checkpoint, when the budget admits a share that covers its next call."""
+        spend = self._spend(task)
+        spend.need, spend.stopped = outcome.need, outcome.stopped
+        self._set_stored(task, "pending")
+        task.started_at = None
+        what = {"tokens": "tokens", "usd": "USD", "time": "time"}.get(
+            outcome.stopped or "", "budget"
+        )
+        task.last_progress = f"stopped cleanly: its share of the budget ({what}) is spent"
+        self.changed = True
+
+    # -- set_budget ----------------------------------------------------------------------------
+
+    def _budget_limits(self, req: SetBudgetRequest) -> Limits:
+        values = {k: getattr(req, k) for k in KEYS if getattr(req, k) is not None}
+        keys = AGENT_KEYS if req.task_id else KEYS
+        try:
+            return limits_from(values, "set_budget", keys) if values else Limits()
+        except BudgetError as e:
+            raise Rejected(str(e)) from None
+
+    def check_set_budget(self, req: SetBudgetRequest) -> None:
+        self._require_open()
+        given = [k for k in (*KEYS, "reserve") if getattr(req, k) is not None]
+        if not given:
+            raise Rejected(
+                'give at least one limit: tokens, usd, minutes or agents, e.g. {"tokens": 200000}'
+            )
+        self._budget_limits(req)
+        if req.reserve is not None:
+            try:
+                limits_from({"tokens": req.reserve}, "set_budget reserve")
+            except BudgetError as e:
+                raise Rejected(str(e).replace("tokens", "reserve", 1)) from None
+        if req.task_id is not None:
+            self._require_task(req.task_id)
+
+    def set_budget(self, req: SetBudgetRequest, now: datetime) -> InterventionResult:
+        """A person raises or lowers limits: budget escalations that no longer apply close,
+        and dispatch goes on."""
+        limits = self._budget_limits(req)
+        budget = self.state.budget
+        if budget is None:  # the run had none: count what it already started
+            budget = RunBudget()
+            self.state.spend.started = sum(1 for t in self.state.tasks if t.attempt > 0)
+            for t in self.state.tasks:
+                if t.attempt > 0:
+                    self._spend(t).started_at = t.dispatched_at or now
+        if req.task_id is not None:
+            task = self._require_task(req.task_id)
+            per_task = {**budget.per_task, task.id: overlay(budget.per_task.get(task.id), limits)}
+            budget = budget.model_copy(update={"per_task": per_task})
+            what = f"{task.id}'s cap: {limits_text(per_task[task.id])}"
+        else:
+            budget = budget.model_copy(update={"run": overlay(budget.run, limits)})
+            what = f"the run's budget: {limits_text(budget.run) or 'no limits'}"
+        if req.reserve is not None:
+            budget = budget.model_copy(update={"reserve": int(float(req.reserve))})
+            what += f"; reserve {budget.reserve:,} tokens"
+        self.state.budget = RunBudget.model_validate(budget.model_dump())
+        self.note_history(f"a person set {what}", now)
+        closed = self._review_budget_requests(now)
+        self.changed = True
+        then = f"; {', '.join(closed)} closed: dispatch goes on" if closed else ""
+        return InterventionResult(
+            message=f"set {what} ({self.budget_view(now).summary()}){then}",
+            plan_version=self.state.plan_version,
+        )
+
+    def _review_budget_requests(self, now: datetime) -> list[str]:
+        """Close the budget's escalations that the limits in force no longer call for; the
+        others say the latest figures."""
+        closed = []
+        for request in list(self._pending_requests):
+            if request.about != "budget":
+                continue
+            if request.task_id == RUN_REQUEST:
+                verdict = (
+                    self._verdict(self.tasks[self._heap[0][1]], now) if self._any_ready() else None
+                )
+                still = verdict is not None and (verdict.kind == "hold" or verdict.hard)
+                task = None
+            else:
+                task = self.task_by_id(request.task_id)
+                if task is None or task.waiting_on != request.id:
+                    continue
+                verdict = self._verdict(task, now)
+                still = verdict.kind == "own"
+            if still and verdict is not None:  # still called for: the latest figures
+                request.text = verdict.why
+                continue
+            self._close_request(request, "answered", now)
+            request.answer = "the budget was raised"
+            if task is not None:
+                self._set_waiting(task, None)
+            closed.append(request.id)
+        return closed
+
+    # -- what people see -----------------------------------------------------------------------
+
+    def budget_view(self, now: datetime) -> BudgetView:
+        spend = self.state.spend
+        held_tokens, held_usd = self._held()
+        started = self.state.started_at or now
+        pending = self._budget_requests()
+        return BudgetView(
+            limits=self.state.budget.run if self.state.budget is not None else None,
+            spent=spend.total,
+            unconfirmed=spend.unconfirmed,
+            reserved_tokens=held_tokens,
+            reserved_usd=held_usd,
+            minutes=max(0.0, (now - started).total_seconds() / 60),
+            agents=spend.started,
+            sources=dict(spend.sources),
+            paused=f"{pending[0].id}: {pending[0].text}" if pending else None,
+        )
