@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         demo_cmd,
         follow_cmd,
         log_cmd,
+        mcp_cmd,
         permissions_cmd,
         plan_cmd,
         roles_cmd,
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)
+    mcp_cmd.register(sub)
     skills_cmd.register(sub)
     server_cmd.register(sub)
     demo_cmd.register(sub)

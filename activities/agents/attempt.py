@@ -24,6 +24,8 @@ from activities.agents.checkpoint import Checkpoints, checkpoint_name
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.mcp.pool import McpPool
+from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
@@ -80,6 +82,8 @@ class Attempt:
     beat: Beat
     gate: Gate
     ctx: ToolContext
+    mcp_pool: McpPool  # the worker's MCP sessions
+    mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
 
 
 def prepare(
@@ -91,6 +95,7 @@ def prepare(
     beat: Beat,
     started: datetime,
     number: int,
+    mcp: McpPool | None = None,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
     ApplicationError for broken settings, a refused workspace or a missing artifact)."""
@@ -160,6 +165,8 @@ def prepare(
         beat=beat,
         gate=gate,
         ctx=ctx,
+        mcp_pool=mcp or McpPool(),
+        mcp_servers=configured(settings, layers),
     )
 
 
