@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -62,7 +63,9 @@ def picture() -> Image:
 @app.tool()
 def fail(reason: str) -> str:
     """Always fails, saying why."""
-    raise ValueError(f"failed on purpose: {reason}")
+    raise ToolError(
+        f"failed on purpose: {reason}"
+    )  # a tool's own error: its text reaches the client
 
 
 @app.tool(annotations=ToolAnnotations(read_only_hint=True))
