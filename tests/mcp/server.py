@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import os
 import socket
 import sys
+import urllib.request
 from pathlib import Path
 
 from mcp.server.caching import CacheHint
@@ -115,8 +117,9 @@ def crash(times: int) -> str:
 
 
 @app.tool()
-def probe(path: str = "", host: str = "", port: int = 0) -> str:
-    """What the server can see: a file's first bytes, a TCP connection, its environment's HOME."""
+def probe(path: str = "", host: str = "", port: int = 0, url: str = "") -> str:
+    """What the server can see: a file's first bytes, a TCP connection, a URL (through the
+    proxy its environment names, if any), its environment's HOME."""
     out = [f"HOME={os.environ.get('HOME')}", f"cwd={os.getcwd()}"]
     if path:
         try:
@@ -129,13 +132,20 @@ def probe(path: str = "", host: str = "", port: int = 0) -> str:
                 out.append(f"connect {host}:{port}: connected")
         except OSError as e:
             out.append(f"connect {host}:{port}: refused ({e})")
+    if url:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                out.append(f"get {url}: {answer.status}")
+        except OSError as e:
+            out.append(f"get {url}: refused ({e})")
     return "\n".join(out)
 
 
 @app.tool()
-def env(name: str) -> str:
-    """The value of one environment variable of the server (empty when unset)."""
-    return os.environ.get(name, "")
+def env(name: str, digest: bool = False) -> str:
+    """One environment variable of the server (empty when unset), or its SHA-256."""
+    value = os.environ.get(name, "")
+    return hashlib.sha256(value.encode()).hexdigest() if digest else value
 
 
 @app.resource("note://hello", mime_type="text/plain")
