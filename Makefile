@@ -40,6 +40,7 @@ bench: install
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py
 	$(PY) bench/recovery.py
+	$(PY) bench/mcp_conformance.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
