@@ -131,18 +131,18 @@ class Session:
         if self.launch.transport == "http":
             why = f"the egress proxy refused it: {self.refused}" if self.refused else _reason(e)
             return McpUnavailable(
-                f"MCP server {name} at {self.launch.url} could not be reached: {why}",
+                f"MCP server {name} at {self.launch.shown} could not be reached: {why}",
                 retryable=self.refused is None,
             )
         if "execvp" in tail and "No such file" in tail:
             return McpUnavailable(
-                f"MCP server {name}: the command {self.launch.command!r} was not found inside the sandbox "
+                f"MCP server {name}: the command {self.launch.shown!r} was not found inside the sandbox "
                 "(it sees /usr, /bin and the folders of security.read_only_paths in the worker's settings); "
                 "give the command's full path and add its folder to security.read_only_paths",
                 retryable=False,
             )
         return McpUnavailable(
-            f"MCP server {name} ({self.launch.command}) exited before it answered the MCP handshake"
+            f"MCP server {name} ({self.launch.shown}) exited before it answered the MCP handshake"
             + (tail or f" ({_reason(e)})"),
             retryable=False,
         )

@@ -61,6 +61,7 @@ class Launch:
     name: str
     transport: str
     digest: str
+    shown: str  # the command or URL as configured (its references unresolved): for messages
     command: str = ""
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict, repr=False)
@@ -143,6 +144,7 @@ def resolve(entry: ServerEntry, workspace: Path) -> Launch:
             name=entry.name,
             transport=spec.transport,
             digest=entry.digest,
+            shown=(spec.url if spec.transport == "http" else spec.command) or "",
             command=expand(spec.command or "", lookup),
             args=tuple(expand(a, lookup) for a in spec.args),
             env={k: expand(v, lookup) for k, v in spec.env.items()},
