@@ -84,6 +84,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.3.1",
         delete_when="no run started before v0.3.1 with localTools on is still open",
     ),
+    "mcp-tools-privileged": Patch(
+        what="an automatic replan that gives a new or changed agent tools of MCP servers (its "
+        "role's mcp__… tools, or a direct mcp__… call) waits for approve_plan, as one that "
+        "gives it shell, Python or network tools does; before, only those did",
+        since="v0.3.1",
+        delete_when="no run started before v0.3.1 is still open (an automatic replan of theirs "
+        "that hands out MCP tools replays without the review)",
+    ),
 }
 """The live patches, by id."""
 
