@@ -179,6 +179,7 @@ async def test_server_everything_over_stdio_and_over_http_through_the_egress_pro
                 return calls(
                     ("mcp__every__echo", {"message": "hi"}),
                     ("mcp__web__get-sum", {"a": 2, "b": 40}),
+                    ("mcp__every__get-resource-links", {"count": 1}),
                 )
             return text(" | ".join(tool_outputs(req)))
 
@@ -198,7 +199,9 @@ async def test_server_everything_over_stdio_and_over_http_through_the_egress_pro
     names = {t["function"]["name"] for t in fake_llm.requests[-1]["tools"]}
     assert "mcp__every__get-tiny-image" in names and "mcp__web__get-sum" in names
     assert "mcp__web__echo" not in names  # the role holds one tool of that server
-    assert result.agents[0].result == "Echo: hi | The sum of 2 and 40 is 42."
+    echo, total, links = (result.agents[0].result or "").split(" | ")
+    assert (echo, total) == ("Echo: hi", "The sum of 2 and 40 is 42.")
+    assert "[resource link: Blob Resource 1 demo://resource/dynamic/blob/1 (text/plain" in links
     assert any(
         e.tool == "network" and f"127.0.0.1:{port}" in e.arguments for e in result.permission_log
     )

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
-from tests.integration.helpers import plan
+from tests.integration.helpers import board, plan
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, agent, roles, write_settings
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
@@ -57,11 +57,18 @@ async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is
     def slow_started() -> None:
         assert "start s" in lines(), lines()
 
+    async def slow_reports_progress() -> (
+        None
+    ):  # the server's progress notifications reach the board
+        note = (await board(handle))["1"].last_progress or ""
+        assert "mcp__t__slow: s working" in note, note
+
     first = start_worker_process(
         env, tmp_path / "w1.log", "--kinds", "llm", "--no-leader", "--no-skills"
     )
     try:
         await eventually(slow_started, 60, interval=0.05)
+        await eventually(slow_reports_progress, 3, interval=0.1)
         servers = [
             pid
             for pid in descendants(first.pid)
