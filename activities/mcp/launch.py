@@ -224,7 +224,7 @@ def _env_file(env: dict[str, str], who: bwrap.Identity) -> Path:
     path = folder / "env"
     path.write_text(lines, encoding="utf-8")
     path.chmod(0o400)
-    folder.chmod(0o500)
+    folder.chmod(0o700)
     if who.drop:
         os.chown(path, who.uid, who.gid)
         os.chown(folder, who.uid, who.gid)

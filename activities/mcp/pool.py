@@ -68,7 +68,10 @@ class Session:
         self.connect_timeout = connect_timeout
         self.client: Client | None = None
         self.tail = StderrTail() if launch.transport == "stdio" else None
-        self.record: Record | None = None  # the calling attempt's permission log (egress decisions)
+        # Where the egress proxy's decisions for this server go: the permission logs of the
+        # attempts whose calls are in flight, else of the last attempt that used it.
+        self.record: Record | None = None
+        self._callers: list[Record] = []
         self.refused: str | None = None  # the egress proxy's last refusal (an HTTP server's why)
         self.last_used = time.monotonic()
         self.busy = 0
@@ -83,8 +86,10 @@ class Session:
     def _note(self, destination: str, effect: str, reason: str) -> None:
         if effect == "deny":
             self.refused = reason
-        if self.record is not None:
-            self.record(destination, effect, reason)
+        # Calls in flight together share the server: which one connected cannot be told, so
+        # each of their logs has the decision.
+        for record in dict.fromkeys(self._callers or ([self.record] if self.record else [])):
+            record(destination, effect, reason)
 
     async def start(self) -> None:
         self._owner = asyncio.create_task(self._own(), name=f"xsky-mcp-{self.launch.name}")
@@ -148,11 +153,17 @@ class Session:
         )
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None,
+        record: Record | None = None,
     ) -> CallToolResult:
         if not self.alive or self.client is None:
             raise _Gone()
         self.busy += 1
+        if record is not None:
+            self._callers.append(record)
         try:
             return await self.client.call_tool(
                 tool,
@@ -174,6 +185,8 @@ class Session:
         finally:
             self.busy -= 1
             self.last_used = time.monotonic()
+            if record is not None:
+                self._callers.remove(record)
 
     async def close(self) -> None:
         self._closing.set()
@@ -202,6 +215,7 @@ class McpPool:
         self.connect_timeout = connect_timeout
         self._sessions: dict[tuple[str, str, str], Session] = {}
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # idle sessions being closed
 
     @staticmethod
     def key(launch: Launch, place: Place) -> tuple[str, str, str]:
@@ -212,7 +226,7 @@ class McpPool:
 
     async def session(self, launch: Launch, place: Place, record: Record | None = None) -> Session:
         """The running session for this server and place, started if there is none."""
-        await self._close_idle()
+        self._close_idle()
         key = self.key(launch, place)
         async with self._locks.setdefault(key, asyncio.Lock()):
             found = self._sessions.get(key)
@@ -262,7 +276,7 @@ class McpPool:
         """The call's result, or the end of the server's stderr when it ended under the call."""
         session = await self.session(launch, place, record)
         try:
-            return await session.call(tool, arguments, progress)
+            return await session.call(tool, arguments, progress, record)
         except _Gone:
             tail = await session.stderr()
             await self._drop(launch, place, session)
@@ -274,7 +288,9 @@ class McpPool:
             del self._sessions[key]
         await session.close()
 
-    async def _close_idle(self) -> None:
+    def _close_idle(self) -> None:
+        """Close sessions unused for IDLE_CLOSE (or ended) in the background: a server may take
+        seconds to stop, which no caller should wait for."""
         now = time.monotonic()
         idle = [
             (k, s)
@@ -283,9 +299,12 @@ class McpPool:
         ]
         for key, session in idle:
             self._sessions.pop(key, None)
-            await session.close()
+            task = asyncio.create_task(session.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         """Close every session (the worker is shutting down)."""
         sessions, self._sessions = list(self._sessions.values()), {}
-        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        closing = [s.close() for s in sessions] + list(self._closing)
+        await asyncio.gather(*closing, return_exceptions=True)

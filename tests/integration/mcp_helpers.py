@@ -30,9 +30,11 @@ READ_ONLY = [sys.base_prefix, sys.prefix, str(MCP_DIR)]
 
 # The test server of tests/mcp/server.py, on the tests' own Python.
 TEST_SERVER: dict[str, Any] = {"command": sys.executable, "args": [str(MCP_DIR / "server.py")]}
+# Its directory is the run's workspace (it would also take it from the client's MCP roots, but
+# only once it has asked for them, which a first call can overtake).
 FILESYSTEM: dict[str, Any] = {
     "command": "node",
-    "args": [str(NODE_MODULES / "server-filesystem" / "dist" / "index.js")],
+    "args": [str(NODE_MODULES / "server-filesystem" / "dist" / "index.js"), "${XSKY_WORKSPACE}"],
 }
 EVERYTHING: dict[str, Any] = {
     "command": "node",

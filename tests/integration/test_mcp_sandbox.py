@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from activities.sandbox import egress
 from tests.conftest import Env
 from tests.integration.helpers import plan
 from tests.integration.mcp_helpers import TEST_SERVER, agent, roles, write_settings
@@ -35,6 +36,9 @@ async def test_a_stdio_server_sees_neither_home_nor_temporal_and_keeps_its_secre
     # Even a rule naming the Temporal frontend opens no way to it.
     rules = {"allow": [f"network(domain:{host}:{port})"]}
     write_settings(tmp_path / "user-settings.json", {"t": server}, roles=role, permissions=rules)
+    # The worker's egress proxy guards the Temporal server of the worker's settings: one started
+    # by an earlier test of this process may guard another server; the next use starts it anew.
+    egress.process().stop()
     await env.start_worker()
     probes = [
         {"tool": "mcp__t__probe", "path": str(canary), "host": host, "port": int(port)},
