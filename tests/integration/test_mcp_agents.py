@@ -107,7 +107,7 @@ async def test_direct_agents_call_mcp_tools_and_a_tool_error_fails_once(env: Env
 
 
 async def test_the_filesystem_server_works_in_the_workspace_and_nowhere_else(
-    env: Env, tmp_path: Path
+    env: Env, fake_llm: FakeLLM, tmp_path: Path
 ):
     installed()
     outside = tmp_path / "outside.txt"
@@ -120,6 +120,15 @@ async def test_the_filesystem_server_works_in_the_workspace_and_nowhere_else(
     )
     run_id = f"xsky-fs-{uuid.uuid4().hex[:8]}"
     workspace = env.home / "runs" / run_id / "workspace"
+
+    def responder(
+        req: dict, i: int
+    ) -> Reply:  # agent 2 reads what agent 1 wrote, by a model's call
+        if turn_of(req) == 0:
+            return calls(("mcp__fs__read_text_file", {"path": f"{workspace}/notes.txt"}))
+        return text(tool_outputs(req)[-1])
+
+    fake_llm.responder = responder
     await env.start_worker()
     handle = await env.start(
         plan(
@@ -133,13 +142,7 @@ async def test_the_filesystem_server_works_in_the_workspace_and_nowhere_else(
                     "content": "kept",
                 },
             ),
-            agent(
-                "2",
-                "files",
-                "read",
-                {"tool": "mcp__fs__read_text_file", "path": f"{workspace}/notes.txt"},
-                "1",
-            ),
+            agent("2", "files", "read the notes", depends="1"),
             agent(
                 "3", "files", "escape", {"tool": "mcp__fs__read_text_file", "path": str(outside)}
             ),
