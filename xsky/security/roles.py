@@ -6,6 +6,9 @@ a ``suggestedModel``. Built in: the seed's four tool agents and its 13 preset ro
 Layers, later wins field by field: built-ins < ``~/.xsky/settings.json`` <
 ``<project>/.xsky/settings.json`` < ``<role>`` elements in a plan < ``define_role`` on a
 running leader.
+
+A role holds the tools of MCP servers by name: ``mcp__github`` every tool of that server,
+``mcp__github__create_issue`` one (:mod:`xsky.security.mcp`); they count as privileged.
 """
 
 from __future__ import annotations
