@@ -1,21 +1,28 @@
 # The two commands of the README: `make demo` runs the product, `make test` its tests.
 # Everything they need is installed here, into .venv, from PyPI (and Debian's chromium
-# when Playwright's own browser cannot be downloaded).
+# when Playwright's own browser cannot be downloaded), and the npm packages the MCP tests run
+# (servers, the conformance suite) into tests/mcp/node_modules, pinned by its lock file.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+NPM_DIR := tests/mcp
+NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 
 .PHONY: install test chaos demo down bench clean
 
-install: $(STAMP) $(VENV)/.browser
+install: $(STAMP) $(VENV)/.browser $(NPM_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
+
+$(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	npm ci --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
@@ -33,6 +40,7 @@ bench: install
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py
 	$(PY) bench/recovery.py
+	$(PY) bench/mcp_conformance.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

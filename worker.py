@@ -222,7 +222,7 @@ async def serve(
     for task in running:
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())
-    await activities.browsers.close()
+    await activities.close()  # MCP servers and browsers
     if tracing is not None:
         await asyncio.to_thread(tracing.shutdown)
     log.info("worker stopped")

@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         follow_cmd,
         ledger_cmd,
         log_cmd,
+        mcp_cmd,
         permissions_cmd,
         plan_cmd,
         roles_cmd,
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)
+    mcp_cmd.register(sub)
     skills_cmd.register(sub)
     server_cmd.register(sub)
     demo_cmd.register(sub)

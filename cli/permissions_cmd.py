@@ -11,11 +11,14 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from activities.mcp.check import check
+from activities.mcp.servers import configured
 from cli.render import cell, out, print_json
 from cli.roles_cmd import resolve_roles
 from xsky.client import XSky
-from xsky.config import load_settings
+from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
+from xsky.security.mcp import Hint, is_mcp, is_tool_name, split
 from xsky.security.permissions import decide
 from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
 from xsky.security.settings import (
@@ -39,8 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     psub = p.add_subparsers(dest="action", metavar="ACTION")
     psub.required = True
     c = psub.add_parser("check", help="would this call be allowed, asked or denied — and why")
-    c.add_argument("tool", help=f"one of {', '.join(TOOLS)}")
-    c.add_argument("args", help="JSON arguments, or just the command / path / URL")
+    c.add_argument(
+        "tool", help=f"one of {', '.join(TOOLS)}, or a tool of an MCP server: mcp__<server>__<tool>"
+    )
+    c.add_argument(
+        "args", nargs="?", default="{}", help="JSON arguments, or just the command / path / URL"
+    )
     c.add_argument("--role", default="shell", help="the agent's role (default shell)")
     c.add_argument(
         "--mode",
@@ -73,8 +80,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Decided as a worker decides: with the user settings alone (a project's file is a place
     agents may have written, so its rules and roles never count), a project-only role as one
     the worker does not know."""
-    if args.tool not in TOOLS:
-        raise UsageError(f"unknown tool {args.tool!r}; tools: {', '.join(TOOLS)}")
+    if args.tool not in TOOLS and not is_tool_name(args.tool):
+        raise UsageError(
+            f"unknown tool {args.tool!r}; tools: {', '.join(TOOLS)}, and the tools of MCP servers "
+            "(mcp__<server>__<tool>)"
+        )
     config = load_settings()
     roles = resolve_roles()
     given = roles.get(args.role)
@@ -101,7 +111,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     arguments = _arguments(args.tool, args.args)
     workspace = os.path.abspath(args.workspace)
-    decision = decide(args.tool, arguments, role, settings, workspace)
+    hints, about = _mcp_hints(config, args.tool) if is_mcp(args.tool) else ({}, None)
+    if about and not args.json:
+        out.print(cell(about))
+    decision = decide(args.tool, arguments, role, settings, workspace, hints=hints)
     parts: list[dict[str, str]] = []
     if args.tool == "shell" and isinstance(arguments.get("command"), str):
         try:
@@ -135,6 +148,23 @@ def cmd_check(args: argparse.Namespace) -> int:
                 cell(f"{p['command']} — {p['reason']}"),
             )
     return 0
+
+
+def _mcp_hints(config: Settings, tool: str) -> tuple[dict[str, Hint], str]:
+    """What the tool's server says of it (read-only, destructive), asked as a worker asks; and
+    a line saying so, or why the decision goes without it."""
+    server = split(tool)[0]
+    known = server in configured(config)
+    found = asyncio.run(check(config, [server], timeout=15.0))[0] if known else None
+    if found is None or found.offer is None:
+        why = found.error if found is not None else f"no MCP server {server} is configured"
+        return {}, f"(decided without the server's annotations: {why})"
+    info = next((t for t in found.offer.tools if t.name == tool), None)
+    if info is None:
+        return {}, f"(MCP server {server} has no tool {tool}: a worker would not show it to agents)"
+    if info.hint is None:
+        return {}, f"(MCP server {server} gives {tool} no readOnlyHint or destructiveHint)"
+    return {tool: info.hint}, f"(MCP server {server} marks {tool} {info.hint.replace('_', '-')})"
 
 
 async def cmd_log(args: argparse.Namespace) -> int:

@@ -74,6 +74,7 @@ class Env:
     home: Path
     workers: list[Any] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    activities: list[AgentActivities] = field(default_factory=list)
     handles: list[WorkflowHandle[Any, Any]] = field(default_factory=list)
 
     def environ(self) -> dict[str, str]:
@@ -91,6 +92,7 @@ class Env:
         # A worker loads its configuration when it starts (a test may have set a model since).
         settings = load_settings()
         activities = AgentActivities(settings)
+        self.activities.append(activities)
         workers = build_workers(
             self.client, settings, kinds or list(TOOL_AGENT_KINDS), leader, 2.0, activities
         )
@@ -99,8 +101,11 @@ class Env:
 
     async def stop_workers(self) -> None:
         await asyncio.gather(*(w.shutdown() for w in self.workers), return_exceptions=True)
+        # their MCP servers, as worker.py closes them at shutdown
+        await asyncio.gather(*(a.mcp.close() for a in self.activities), return_exceptions=True)
         self.workers.clear()
         self.tasks.clear()
+        self.activities.clear()
 
     async def start(
         self,

@@ -270,7 +270,7 @@ class LeaderWorkflow(LeaderQueries):
             wf = await leader_io.replan_with_planner(core, None, reason, self._queue("llm"))
             if core.ended:
                 return  # the run ended while the planner worked (its review timed out)
-            risky = core.privileged_changes(wf)
+            risky = core.privileged_changes(wf, patched("mcp-tools-privileged"))
             _, stops = core.apply_plan(
                 wf,
                 f"{label}: {reason}" if label else core.auto_replan_label(reason),

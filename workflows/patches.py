@@ -103,6 +103,14 @@ PATCHES: dict[str, Patch] = {
         delete_when="never needed for old runs (none had a budget); may go with the next "
         "collapse of patches",
     ),
+    "mcp-tools-privileged": Patch(
+        what="an automatic replan that gives a new or changed agent tools of MCP servers (its "
+        "role's mcp__… tools, or a direct mcp__… call) waits for approve_plan, as one that "
+        "gives it shell, Python or network tools does; before, only those did",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open (an automatic replan of theirs "
+        "that hands out MCP tools replays without the review)",
+    ),
 }
 """The live patches, by id."""
 

@@ -26,6 +26,7 @@ from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.mcp.pool import McpPool
 from activities.sandbox.confine import sandbox_settings
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
@@ -40,12 +41,18 @@ NEVER_REPEATED = frozenset({"AgentConfigError", "ArtifactMissing", "PermissionDe
 
 
 class AgentActivities:
-    """Activities with the worker's shared resources: settings, artifact store, browsers."""
+    """Activities with the worker's shared resources: settings, artifact store, browsers, MCP
+    sessions (closed with :meth:`close` when the worker shuts down)."""
 
     def __init__(self, settings: Settings, browsers: BrowserPool | None = None):
         self.settings = settings
         self.store = ArtifactStore(settings.artifacts, share_gid=_sandbox_gid(settings))
         self.browsers = browsers or BrowserPool()
+        self.mcp = McpPool()
+
+    async def close(self) -> None:
+        await self.mcp.close()
+        await self.browsers.close()
 
     @activity.defn(name="run_agent")
     async def run_agent(self, inp: AgentInput) -> AgentOutcome:
@@ -159,6 +166,7 @@ class AgentActivities:
             beat=beat,
             started=started,
             number=number,
+            mcp=self.mcp,
         )
         outcome = await self._run(a)
         return store_result(a, outcome) if outcome.kind == "completed" else outcome

@@ -25,6 +25,8 @@ from activities.agents.key import AgentKey
 from activities.agents.spend import dispatch_key
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.mcp.pool import McpPool
+from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
@@ -87,6 +89,8 @@ class Attempt:
     prices: dict[str, Price]  # the worker's price of each model (settings.json prices)
     dispatch_key: str  # "v<plan version>-d<dispatch>": a retry of the dispatch has the same
     settings_file: str  # the worker's settings file, for messages that name it
+    mcp_pool: McpPool  # the worker's MCP sessions
+    mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
 
 
 def prepare(
@@ -98,6 +102,7 @@ def prepare(
     beat: Beat,
     started: datetime,
     number: int,
+    mcp: McpPool | None = None,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
     ApplicationError for broken settings, a refused workspace or a missing artifact)."""
@@ -171,6 +176,8 @@ def prepare(
         prices=price_table(layers),
         dispatch_key=dispatch_key(inp),
         settings_file=str(settings.user_settings),
+        mcp_pool=mcp or McpPool(),
+        mcp_servers=configured(settings, layers),
     )
 
 

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.agents.attempt import Attempt
 from activities.agents.transcripts import AgentLog
+from activities.mcp.toolset import McpToolset
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
@@ -29,6 +30,7 @@ from activities.tools.web import browser_navigate
 from xsky.plan import offline
 from xsky.plan.agent_config import tool_arguments
 from xsky.runs import AgentOutcome, RequestPayload
+from xsky.security.mcp import is_mcp, split
 from xsky.security.tools import DIRECT_TOOLS, TOOLS
 
 
@@ -79,14 +81,16 @@ OFFLINE_KIND = "llm"
 async def run_direct(a: Attempt) -> AgentOutcome:
     """The one call a direct agent is: logged, gated, under heartbeats. A completed one
     carries its whole text in ``result`` (``store_result`` keeps it)."""
-    name, fn, args = direct_call(a)
+    name, found, args = direct_call(a)
     agent_log = AgentLog(
-        a.store.root, a.key, a.number, a.name, offline.PROVIDER if fn is offline_llm else None
+        a.store.root, a.key, a.number, a.name, offline.PROVIDER if found is offline_llm else None
     )
     agent_log.tool_call("direct", name, args)
     called = time.monotonic()
     async with a.beat.running():
         try:
+            # An MCP tool: its server's offer first (its hints inform the gate's defaults).
+            fn = found or await mcp_tool(a, name)
             await _gate(a, name, args, agent_log)
             out = await fn(a.ctx, args)
         except ToolError as e:
@@ -114,9 +118,9 @@ async def run_direct(a: Attempt) -> AgentOutcome:
     )
 
 
-def direct_call(a: Attempt) -> tuple[str, Tool, dict[str, Any]]:
-    """The tool a direct agent calls (``llm`` for the offline model), its implementation and
-    its arguments."""
+def direct_call(a: Attempt) -> tuple[str, Tool | None, dict[str, Any]]:
+    """The tool a direct agent calls (``llm`` for the offline model), its implementation (None
+    for a tool of an MCP server: :func:`mcp_tool`) and its arguments."""
     if a.tool is None:
         if a.name in TOOL_KINDS:
             raise ApplicationError(
@@ -134,6 +138,8 @@ def direct_call(a: Attempt) -> tuple[str, Tool, dict[str, Any]]:
                 non_retryable=True,
             )
         return "llm", offline_llm, {"task": a.task, "input": a.input_text}
+    if is_mcp(a.tool):
+        return a.tool, None, tool_arguments(a.config)
     found = DIRECT_IMPLEMENTATIONS.get(a.tool)
     if found is None:
         raise ApplicationError(
@@ -146,12 +152,43 @@ def direct_call(a: Attempt) -> tuple[str, Tool, dict[str, Any]]:
     return a.tool, found, tool_arguments(a.config)
 
 
+async def mcp_tool(a: Attempt, name: str) -> Tool:
+    """The call of ``name`` on its MCP server, once the server's offer is known (discovered for
+    the run, or from the run's record); a server this worker does not run or a tool it does not
+    have fails the agent at once, saying which."""
+    server = split(name)[0]
+    toolset = await McpToolset.prepare(a.ctx, a.gate, a.mcp_pool, a.mcp_servers, [server])
+    entry = a.mcp_servers.get(server)
+    problem = None
+    if server not in toolset.servers:
+        known = ", ".join(sorted(a.mcp_servers)) or "none"
+        problem = (
+            f"MCP server {server} is not enabled here: {entry.why_not}"
+            if entry is not None
+            else f"no MCP server {server} is configured for this worker (configured: {known})"
+        )
+    elif name not in toolset.tools:
+        tools = ", ".join(sorted(toolset.tools)) or "none"
+        problem = f"MCP server {server} has no tool named {name}; its tools are {tools}"
+    if problem is not None:
+        raise ApplicationError(
+            f"agent {a.key.agent_id}: {problem}", type="AgentConfigError", non_retryable=True
+        )
+
+    async def call(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        return await toolset.direct(name, args)
+
+    return call
+
+
 async def _gate(a: Attempt, tool: str, args: dict[str, Any], agent_log: AgentLog) -> None:
     """The permission gate, once the call's arguments are there at all (a missing argument
-    gets the tool's own, clearer error). Raises NeedsHuman when a person must decide."""
+    gets the tool's own, clearer error; an MCP tool's rules take no arguments). Raises
+    NeedsHuman when a person must decide."""
     spec = TOOLS.get(tool)
-    if spec is None or not all(
-        k in args for k in spec.args.model_json_schema().get("required", [])
+    if not is_mcp(tool) and (
+        spec is None
+        or not all(k in args for k in spec.args.model_json_schema().get("required", []))
     ):
         return
     allowed, why = await a.gate.check(tool, args)

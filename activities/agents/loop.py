@@ -23,6 +23,7 @@ from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
 from activities.agents.transcripts import AgentLog, write_transcript
+from activities.mcp.toolset import McpToolset, wanted
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
@@ -121,6 +122,7 @@ class AgentLoop:
         self.settings = a.config
         self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
+        self.mcp: McpToolset | None = None  # the tools of MCP servers, once discovered
         self.log = AgentLog(a.store.root, a.key, a.number, role.name, target.model)
         self.schema = output_schema.output_schema(a.config)
         # before any model call: a USD budget with an unpriced model fails here
@@ -182,7 +184,8 @@ class AgentLoop:
         detector = LoopDetector()
         detector._last, detector.repeats = cp.last_call, cp.repeats
         max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
-        tools = openai_tools(self.tool_names)
+        self.mcp = await self._mcp_tools()
+        tools = openai_tools(self.tool_names) + (self.mcp.functions() if self.mcp else [])
 
         if cp.pending_calls:  # answers or approvals arrived with this dispatch
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
@@ -263,6 +266,19 @@ class AgentLoop:
             self._after_iteration(cp, calls)
             if waiting is not None:
                 return waiting
+
+    async def _mcp_tools(self) -> McpToolset | None:
+        """The agent's tools of MCP servers (those its role or the worker's rules name), from
+        the run's record of each server's offer (discovered by the first attempt that needs it)."""
+        names = wanted(self.role, self.gate, list(self.a.mcp_servers))
+        if not names:
+            return None
+        toolset = await McpToolset.prepare(
+            self.ctx, self.gate, self.a.mcp_pool, self.a.mcp_servers, names
+        )
+        toolset.expose()
+        self.tool_names += [t for t in toolset.generic if t not in self.tool_names]
+        return toolset
 
     def _first_message(self) -> str:
         text = first_user_message(self.a.task, self.a.input_text)
@@ -465,10 +481,14 @@ class AgentLoop:
             return f"ERROR: {e}"
 
     async def _execute(self, name: str, args: dict[str, Any]) -> str:
+        if self.mcp is not None and name in self.mcp.tools:
+            return await self.mcp.answer(name, args)
         impl = IMPLEMENTATIONS.get(name)
         if impl is None or name not in self.tool_names:
             return f"ERROR: unknown tool {name!r}; your tools are {', '.join(self.tool_names)}"
         problem = argument_problem(name, args)
         if problem is not None:
             return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
-        return await impl(Session(self.ctx, self.browser, self.role, self.a.key.run_id), args)
+        return await impl(
+            Session(self.ctx, self.browser, self.role, self.a.key.run_id, self.mcp), args
+        )

@@ -16,10 +16,12 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from xsky.plan.models import RoleCapabilityModel
+from xsky.security.mcp import Hint
 from xsky.security.permissions import Decision, PermissionSettings, decide
 
 log = logging.getLogger("xsky.checker")
@@ -91,11 +93,12 @@ async def check(
     workspace: str,
     protected: list[str] | None = None,
     budget: float = BUDGET_SECONDS,
+    hints: Mapping[str, Hint] | None = None,
 ) -> Decision:
     """``permissions.decide`` within ``budget`` seconds; past it, or on any failure, a refusal."""
     if tool != "shell":
         # no parsing: cheap and bounded
-        return decide(tool, arguments, role, settings, workspace, protected or ())
+        return decide(tool, arguments, role, settings, workspace, protected or (), hints)
     checker = _checkers.setdefault(id(asyncio.get_running_loop()), _Process())
     request = {
         "tool": tool,

@@ -19,6 +19,7 @@ from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord, ToolApproval  # the approvals' type, as AgentInput has it
+from xsky.security.mcp import Hint
 from xsky.security.permissions import MAX_COMMAND, Decision, PermissionSettings, decide
 from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
@@ -69,12 +70,20 @@ class Gate:
         self.unconfined = unconfined
         self._warned = False
         self.protected = list(protected)  # folders commands may not name (the worker's own)
+        # What the MCP servers of this attempt's tools say of them (read-only, destructive).
+        self.hints: dict[str, Hint] = {}
         if permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", task_id)
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         decision = await checker.check(
-            tool, arguments, self.role, self.permissions, self.workspace, self.protected
+            tool,
+            arguments,
+            self.role,
+            self.permissions,
+            self.workspace,
+            self.protected,
+            hints=self.hints,
         )
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
@@ -98,6 +107,13 @@ class Gate:
             )
         )
         return decision
+
+    def would(self, tool: str) -> Decision:
+        """The decision on a tool whose rules take no arguments (an MCP tool), not recorded:
+        what the agent is shown."""
+        return decide(
+            tool, {}, self.role, self.permissions, self.workspace, self.protected, self.hints
+        )
 
     def readable(self, path: str) -> bool:
         """May this workspace file be read? (file_read deny rules hold for every tool that reads.)"""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from activities.agents import skills
 from activities.tools import ToolContext, ToolError
@@ -24,6 +24,9 @@ from activities.tools.shell import shell
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.tools import TOOLS
 
+if TYPE_CHECKING:
+    from activities.mcp.toolset import McpToolset
+
 
 @dataclass
 class Session:
@@ -31,6 +34,7 @@ class Session:
     browser: BrowserSession
     role: RoleCapabilityModel
     run_id: str
+    mcp: McpToolset | None = None  # the agent's MCP servers (mcp_list, mcp_read)
 
 
 Impl = Callable[[Session, dict[str, Any]], Awaitable[str]]
@@ -48,6 +52,18 @@ async def _shell(s: Session, args: dict[str, Any]) -> str:
 
 async def _read_skill(s: Session, args: dict[str, Any]) -> str:
     return skills.read_skill(str(args.get("name", "")), s.role.skill_names, s.run_id)
+
+
+async def _mcp_list(s: Session, args: dict[str, Any]) -> str:
+    if s.mcp is None:
+        raise ToolError("you have no tools of an MCP server, so no resources or prompts to list")
+    return await s.mcp.listing(args)
+
+
+async def _mcp_read(s: Session, args: dict[str, Any]) -> str:
+    if s.mcp is None:
+        raise ToolError("you have no tools of an MCP server, so no resources or prompts to read")
+    return await s.mcp.read(args)
 
 
 # the loop answers ask_user before it gets here
@@ -70,6 +86,8 @@ IMPLEMENTATIONS: dict[str, Impl] = {
     "http_get": lambda s, a: _text(http_get(s.ctx, {**a, "allowFailure": True})),
     "ask_user": _ask_user,
     "read_skill": _read_skill,
+    "mcp_list": _mcp_list,
+    "mcp_read": _mcp_read,
 }
 
 

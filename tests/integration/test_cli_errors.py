@@ -179,6 +179,11 @@ def cases() -> list[Case]:
         Case("bad-input", ("roles", "show", "no-such-role"), "no-such-role"),
         Case("bad-input", ("permissions", "check", "teleport", "x"), "teleport"),
         Case("bad-input", ("permissions", "log", UNKNOWN), f"no run with id {UNKNOWN}"),
+        Case("bad-input", ("permissions", "check", "mcp__a.b__c"), "mcp__a.b__c"),
+        Case(
+            "bad-input", ("mcp", "check", "no-such-server"), "no MCP server named 'no-such-server'"
+        ),
+        Case("bad-input", ("mcp", "list", "--timeout", "0"), "--timeout 0"),
         Case("bad-input", ("skills", "add-source", "nokind"), "nokind"),
         Case("bad-input", ("skills", "watch", "--every", "soon"), "soon"),
         Case("bad-input", ("skills", "show", "no-such-skill"), "no-such-skill"),
@@ -253,7 +258,8 @@ def commands() -> set[str]:
 
 
 def covered(argv: tuple[str, ...]) -> str:
-    return " ".join(argv[:2]) if argv[0] in ("skills", "permissions") and len(argv) > 1 else argv[0]
+    two = ("skills", "permissions", "mcp")
+    return " ".join(argv[:2]) if argv[0] in two and len(argv) > 1 else argv[0]
 
 
 # Looking commands that work on an ended run, or need nothing wrong to show they answer.

@@ -10,8 +10,9 @@ import pytest
 
 from xsky.leader.core import CallPlanner, LeaderCore, StartAgent, StopAgent
 from xsky.leader.state import ApprovePlanRequest
-from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
+from xsky.security.roles import BUILTIN_ROLES
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -122,3 +123,27 @@ def test_a_review_that_times_out_withdraws_what_waited_for_a_person_and_waits_fo
     assert not core.finished(), "the run closed with the planner still at work"
     core.planner_finished()
     assert core.finished()
+
+
+def test_a_replan_handing_out_mcp_tools_is_privileged_under_its_patch():
+    """A new agent of a role with an MCP server's tools, or a direct MCP call: privileged with
+    the patch mcp-tools-privileged (a history without its marker replays the old answer)."""
+    plan = Workflow(name="p", task_id="p", agents=[WorkflowAgent(id="1", name="llm", task="t")])
+    roles = {
+        **BUILTIN_ROLES,
+        "gh": RoleCapabilityModel(name="gh", allowed_tools=["mcp__github"]),
+    }
+    core = LeaderCore(RunInput(workflow=plan, roles=roles), "run-1", T0)
+    new = plan.model_copy(
+        update={
+            "agents": [
+                *plan.agents,
+                WorkflowAgent(id="2", name="gh", task="open an issue"),
+                WorkflowAgent(id="3", name="llm", task="x", config={"tool": "mcp__fs__read_file"}),
+                WorkflowAgent(id="4", name="llm", task="y"),
+            ]
+        }
+    )
+    wf = core.checked(new)
+    assert core.privileged_changes(wf, mcp=True) == ["2", "3"]
+    assert core.privileged_changes(wf) == []

@@ -76,7 +76,7 @@ def test_role_problems_name_unknown_tools_and_bad_names():
     problems = role_problems(bad)
     assert any("unknown allowedTools teleport" in p for p in problems)
     assert any("shell both allowed and requested" in p for p in problems)
-    assert len(TOOLS) == 14
+    assert len(TOOLS) == 16  # with mcp_list and mcp_read (the tools of MCP servers are discovered)
 
 
 def test_settings_parse_roles_permissions_and_mode():

@@ -309,7 +309,8 @@ def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
     }
     assert all(config_problems({"tool": name}) == [] for name in VALIDATED)
     assert config_problems({"tool": "python_exec"}) == [
-        f"config tool 'python_exec' is not a direct tool; use one of {', '.join(VALIDATED)}"
+        f"config tool 'python_exec' is not a direct tool; use one of {', '.join(VALIDATED)}, "
+        "or a tool of an MCP server (mcp__<server>__<tool>)"
     ]
 
 

@@ -20,6 +20,7 @@ from xsky.plan.variables import render, render_command, render_config
 from xsky.runs import (
     AgentInput,
 )
+from xsky.security.mcp import is_mcp
 from xsky.security.roles import BUILTIN_ROLES, effective_roles, plan_role_problems
 from xsky.security.tools import EXEC_OR_NETWORK_TOOLS
 
@@ -96,8 +97,9 @@ class AttemptInputs(Requests):
             raise WorkflowValidationError([Problem(p) for p in widening])
         return wf
 
-    def privileged_changes(self, wf: Workflow) -> list[str]:
-        """Agents of ``wf`` that are new or changed and can run commands or reach the network."""
+    def privileged_changes(self, wf: Workflow, mcp: bool = False) -> list[str]:
+        """Agents of ``wf`` that are new or changed and can run commands or reach the network;
+        with ``mcp`` (patch mcp-tools-privileged), or use tools of MCP servers."""
         base = self.base_roles()
         roles = {**base, **effective_roles(wf.roles, base, approved=False)}
         risky = []
@@ -107,9 +109,10 @@ class AttemptInputs(Requests):
                 continue
             role = roles.get(agent.name)
             tools = set(role.allowed_tools + role.requested_tools) if role else set()
-            if tools & EXEC_OR_NETWORK_TOOLS or (
-                agent.config and tool_name(agent.config) in EXEC_OR_NETWORK_TOOLS
-            ):
+            direct = tool_name(agent.config) if agent.config else None
+            if tools & EXEC_OR_NETWORK_TOOLS or direct in EXEC_OR_NETWORK_TOOLS:
+                risky.append(agent.id)
+            elif mcp and (any(is_mcp(t) for t in tools) or (direct is not None and is_mcp(direct))):
                 risky.append(agent.id)
         return risky
 

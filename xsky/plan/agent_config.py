@@ -3,7 +3,8 @@
 Reserved keys (camelCase, as on the wire):
 
 * ``tool`` — run this tool directly with the other keys as its arguments (no LLM): one of
-  ``xsky.security.tools.DIRECT_TOOLS``;
+  ``xsky.security.tools.DIRECT_TOOLS``, or a tool of an MCP server (``mcp__<server>__<tool>``,
+  which only the worker that runs it knows);
 * ``startToCloseTimeout``, ``heartbeatTimeout`` — seconds, per attempt;
 * ``retry`` — ``{"maximumAttempts": 3, "initialInterval": 1, "backoffCoefficient": 2,
   "maximumInterval": 30}``;
@@ -31,6 +32,7 @@ from xsky.leader.state import StallWindows
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Workflow
 from xsky.runs import RetryOptions, RunOptions
+from xsky.security.mcp import is_mcp, is_tool_name
 
 # DIRECT_TOOLS: the registry's direct tools, llm and noop
 from xsky.security.tools import DIRECT_TOOLS, TOOLS
@@ -116,9 +118,16 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
         return []
     problems = []
     tool = config.get("tool")
-    if tool is not None and tool not in DIRECT_TOOLS:
+    if isinstance(tool, str) and is_mcp(tool):
+        if not is_tool_name(tool):
+            problems.append(
+                f"config tool {tool!r} does not name a tool of an MCP server; write mcp__<server>__<tool>, "
+                "e.g. mcp__fs__read_text_file"
+            )
+    elif tool is not None and tool not in DIRECT_TOOLS:
         problems.append(
-            f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}"
+            f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}, "
+            "or a tool of an MCP server (mcp__<server>__<tool>)"
         )
     for key in ("startToCloseTimeout", "heartbeatTimeout"):
         if key in config:

@@ -37,13 +37,14 @@ and the egress proxy). The names other modules use are importable from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.addresses import blocked_host
 from xsky.security.allow_hosts import host_rules
+from xsky.security.mcp import Hint, is_tool_name
 from xsky.security.net import denied_host, destinations, domain_rules, link_local
 from xsky.security.rules import (
     DEFAULT_PORTS,
@@ -101,8 +102,10 @@ def decide(
     settings: PermissionSettings | None = None,
     workspace: str | None = None,
     protected: Sequence[str] = (),
+    hints: Mapping[str, Hint] | None = None,
 ) -> Decision:
-    """``protected``: folders no command may name (xsky's state, artifacts, other runs)."""
+    """``protected``: folders no command may name (xsky's state, artifacts, other runs);
+    ``hints``: what MCP servers say of their tools (read-only, destructive)."""
     try:
         settings = settings or PermissionSettings()
         check = Check(
@@ -111,13 +114,15 @@ def decide(
             workspace,
             frozenset(settings.person_only_tools),
             tuple(protected),
+            hints or {},
         )
         if tool == "shell":
             decision = decide_shell(arguments, check)
         else:
             subject = arguments.get(PRIMARY_ARG.get(tool, ""))
             decision = decide_one(tool, subject if isinstance(subject, str) else None, check)
-        return _apply_mode(tool, arguments, decision, settings.mode, workspace)
+        read_only = tool in READ_ONLY_TOOLS or check.hints.get(tool) == "read_only"
+        return _apply_mode(tool, arguments, decision, settings.mode, workspace, read_only)
     except Exception as e:  # noqa: BLE001 - the checker failing is a refusal, never a pass
         return Decision(
             "deny",
@@ -132,10 +137,11 @@ def _apply_mode(
     decision: Decision,
     mode: PermissionMode,
     workspace: str | None,
+    read_only: bool,
 ) -> Decision:
     if decision.effect == "deny" and (decision.hard or decision.rule is not None):
         return decision  # deny rules and safety refusals hold in every mode
-    if mode == "plan" and tool not in READ_ONLY_TOOLS:
+    if mode == "plan" and not read_only:
         return Decision(
             "deny", f"permission mode plan allows read-only tools only; {tool} changes things"
         )
@@ -180,13 +186,15 @@ def approval_shaped(text: str) -> bool:
 
     A run's input may carry any list, so the worker keeps only narrow rules for one named
     tool (no wildcard in its name): one exact call (``tool(=…)``), one named host (or host
-    and port) for a URL tool, or a whole tool that cannot run code, reach the network or
-    write. ``shell``, ``shell(curl:*)`` or ``*`` is dropped.
+    and port) for a URL tool, a whole tool that cannot run code, reach the network or
+    write, or one tool of one MCP server (whose rules name tools, not calls). ``shell``, ``shell(curl:*)`` or ``*`` is dropped.
     """
     try:
         rule = parse_rule(text)
     except ValueError:
         return False
+    if is_tool_name(rule.tool):
+        return rule.specifier is None  # one tool of one MCP server (its rules take no arguments)
     if rule.tool not in TOOLS:
         return False
     if rule.specifier is None:
@@ -205,8 +213,10 @@ def run_rules_for(tool: str, arguments: dict[str, Any]) -> list[str]:
     A shell command gets one exact rule per command inside it; a URL its domain, with the
     port when the URL names another than its scheme's or the host is local or private (the
     egress proxy lets such a host through only for a rule naming host and port); a path its
-    path; anything else the tool.
+    path; an MCP tool (its rules take no arguments) and anything else the tool.
     """
+    if is_tool_name(tool):
+        return [tool]
     if tool == "shell" and isinstance(arguments.get("command"), str):
         try:
             parts = split_command(arguments["command"])

@@ -6,6 +6,9 @@ a ``suggestedModel``. Built in: the seed's four tool agents and its 13 preset ro
 Layers, later wins field by field: built-ins < ``~/.xsky/settings.json`` <
 ``<project>/.xsky/settings.json`` < ``<role>`` elements in a plan < ``define_role`` on a
 running leader.
+
+A role holds the tools of MCP servers by name: ``mcp__github`` every tool of that server,
+``mcp__github__create_issue`` one (:mod:`xsky.security.mcp`); they count as privileged.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from xsky.plan.models import AGENT_NAME_RE, RoleCapabilityModel
-from xsky.security.tools import PRIVILEGED_TOOLS
+from xsky.security.mcp import entry_problem, is_mcp
+from xsky.security.rules import has
 from xsky.security.tools import TOOLS as TOOL_SPECS
+from xsky.security.tools import privileged
 
 TOOLS: dict[str, str] = {name: spec.description for name, spec in TOOL_SPECS.items()}
 
@@ -213,11 +218,17 @@ def role_problems(role: Any) -> list[str]:
         ("allowedTools", role.allowed_tools),
         ("requestedTools", role.requested_tools),
     ):
-        unknown = [t for t in tools if t not in TOOLS]
+        unknown = [t for t in tools if t not in TOOLS and not is_mcp(t)]
         if unknown:
             problems.append(
-                f"role {role.name}: unknown {field} {', '.join(unknown)}; tools are {', '.join(TOOLS)}"
+                f"role {role.name}: unknown {field} {', '.join(unknown)}; tools are {', '.join(TOOLS)}, "
+                "and the tools of MCP servers: mcp__<server> or mcp__<server>__<tool>"
             )
+        problems += [
+            f"role {role.name}: {field}: {p}"
+            for p in (entry_problem(t) for t in tools if is_mcp(t))
+            if p is not None
+        ]
     both = sorted(set(role.allowed_tools) & set(role.requested_tools))
     if both:
         problems.append(
@@ -235,11 +246,11 @@ def plan_role_problems(
         known = base.get(role.name)
         if known is None:
             continue  # a new role: it gets privileged tools only with a person's approval (effective_roles)
-        added = [t for t in role.allowed_tools if t not in known.allowed_tools]
+        added = [t for t in role.allowed_tools if not has(known.allowed_tools, t)]
         added += [
             t
             for t in role.requested_tools
-            if t not in known.allowed_tools and t not in known.requested_tools
+            if not has(known.allowed_tools, t) and not has(known.requested_tools, t)
         ]
         if added:
             problems.append(
@@ -267,11 +278,11 @@ def effective_roles(
     for role in plan_roles:
         known = base.get(role.name)
         if known is not None:
-            allowed = [t for t in role.allowed_tools if t in known.allowed_tools]
+            allowed = [t for t in role.allowed_tools if has(known.allowed_tools, t)]
             requested = [
                 t
                 for t in role.requested_tools
-                if t in known.allowed_tools + known.requested_tools and t not in allowed
+                if has(known.allowed_tools + known.requested_tools, t) and t not in allowed
             ]
             out[role.name] = role.model_copy(
                 update={"allowed_tools": allowed, "requested_tools": requested}
@@ -279,10 +290,10 @@ def effective_roles(
         elif approved:
             out[role.name] = role
         else:
-            allowed = [t for t in role.allowed_tools if t not in PRIVILEGED_TOOLS]
+            allowed = [t for t in role.allowed_tools if not privileged(t)]
             requested = list(
                 dict.fromkeys(
-                    role.requested_tools + [t for t in role.allowed_tools if t in PRIVILEGED_TOOLS]
+                    role.requested_tools + [t for t in role.allowed_tools if privileged(t)]
                 )
             )
             out[role.name] = role.model_copy(
@@ -298,14 +309,14 @@ def trusted_role(
     itself knows of the role (its built-ins and settings). A role it does not know (from a
     plan, define_role, or a forged input) gets its privileged tools only with approval."""
     if known is not None:
-        allowed = [t for t in given.allowed_tools if t in known.allowed_tools]
+        allowed = [t for t in given.allowed_tools if has(known.allowed_tools, t)]
         requested = [
             t
             for t in given.requested_tools + given.allowed_tools
-            if t in known.allowed_tools + known.requested_tools and t not in allowed
+            if has(known.allowed_tools + known.requested_tools, t) and t not in allowed
         ]
     else:
-        allowed = [t for t in given.allowed_tools if t not in PRIVILEGED_TOOLS]
+        allowed = [t for t in given.allowed_tools if not privileged(t)]
         requested = [t for t in given.requested_tools + given.allowed_tools if t not in allowed]
     return given.model_copy(
         update={"allowed_tools": allowed, "requested_tools": list(dict.fromkeys(requested))}
@@ -324,11 +335,7 @@ def person_only_tools(
     """
     if given is None or known is not None:
         return []
-    return [
-        t
-        for t in dict.fromkeys(given.allowed_tools + given.requested_tools)
-        if t in PRIVILEGED_TOOLS
-    ]
+    return [t for t in dict.fromkeys(given.allowed_tools + given.requested_tools) if privileged(t)]
 
 
 def with_skill_access(role: RoleCapabilityModel | None) -> RoleCapabilityModel | None:

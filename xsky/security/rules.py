@@ -15,14 +15,15 @@ import fnmatch
 import ipaddress
 import posixpath
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
 from xsky.plan.models import RoleCapabilityModel, WireModel
+from xsky.security.mcp import Hint, covers, entry_problem, holds, is_mcp
 from xsky.security.tools import PATH_TOOLS, URL_TOOLS
 
 Effect = Literal["allow", "ask", "deny"]
@@ -33,7 +34,7 @@ Origin = Literal["settings", "input", "person", "start"]
 
 # What each tool is (read-only, which argument rules match …) comes from the tool registry.
 PROTECTED_DIRS = (".git", ".xsky")
-_RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*]*)\s*(?:\((.*)\))?\s*$", re.S)
+_RULE_RE = re.compile(r"^\s*([A-Za-z_*][A-Za-z0-9_*-]*)\s*(?:\((.*)\))?\s*$", re.S)
 _INPUT_SOURCE = "the run's input (no person approved it)"
 _START_SOURCE = "--allow-host (the run's options, from the person who started it)"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -101,6 +102,15 @@ def parse_rule(text: str, source: str = "", origin: Origin = "settings") -> Rule
             "file_write(src/**), browser_navigate(domain:example.com)"
         )
     specifier = m.group(2).strip() if m.group(2) is not None else None
+    if is_mcp(m.group(1)):
+        problem = None if "*" in m.group(1) else entry_problem(m.group(1))
+        if problem is None and specifier not in (None, "*"):
+            problem = (
+                "MCP rules name a server or one of its tools, without arguments: "
+                "mcp__<server> or mcp__<server>__<tool>"
+            )
+        if problem is not None:
+            raise ValueError(f"permission rule {text!r} is not valid: {problem}")
     if specifier is not None and specifier.startswith("domain:"):
         try:
             domain(specifier)
@@ -232,8 +242,9 @@ def url_port(url: str) -> int | None:
 
 
 def matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -> bool:
-    """Does the rule name this call of ``tool`` on ``subject`` (its primary argument)?"""
-    if not fnmatch.fnmatchcase(tool, rule.tool):
+    """Does the rule name this call of ``tool`` on ``subject`` (its primary argument)?
+    ``mcp__server`` names every tool of that server, as in Claude Code."""
+    if not fnmatch.fnmatchcase(tool, rule.tool) and not covers(rule.tool, tool):
         return False
     spec = rule.specifier
     if spec is None or spec == "*":
@@ -301,6 +312,8 @@ class Check:
     workspace: str | None = None
     person_only: frozenset[str] = frozenset()
     protected: tuple[str, ...] = ()
+    # What MCP servers say of their tools (xsky.security.mcp.McpToolInfo.hint): a default, never a rule.
+    hints: Mapping[str, Hint] = field(default_factory=dict)
 
     def without_shell_rules(self) -> Check:
         rules = {k: [r for r in v if r.tool != "shell"] for k, v in self.rules.items()}
@@ -322,8 +335,9 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
                 f"writing into {rel.split('/')[0]}/ is not allowed: agents may not change version control or xsky state",
                 hard=True,
             )
-    held = tool in role.allowed_tools or tool in role.requested_tools
-    person_only = held and tool in check.person_only
+    allowed, requested = has(role.allowed_tools, tool), has(role.requested_tools, tool)
+    held = allowed or requested
+    person_only = held and has(check.person_only, tool)
     for effect in ("deny", "ask", "allow"):
         for rule in check.rules[effect]:
             if rule.origin != "settings" and not held:
@@ -346,12 +360,24 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
             "permission mode say",
             hard=True,
         )
-    if tool in role.allowed_tools:
+    if allowed and check.hints.get(tool) == "destructive":
+        return Decision(
+            "ask",
+            f"role {role.name} holds {tool}, but its MCP server marks it destructive "
+            "(destructiveHint): a person approves each call unless an allow rule names it",
+        )
+    if allowed:
         return Decision("allow", f"role {role.name} lists {tool} in allowedTools")
-    if tool in role.requested_tools:
+    if requested:
         return Decision(
             "ask", f"role {role.name} lists {tool} in requestedTools: a person must approve it"
         )
     return Decision(
         "deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)"
     )
+
+
+def has(entries: Iterable[str], tool: str) -> bool:
+    """Does a role's tool list (or a person-only list) hold ``tool``? An MCP tool is held by its
+    own name or by its server's (``mcp__fs`` holds ``mcp__fs__read_file``)."""
+    return holds(entries, tool) if is_mcp(tool) else tool in entries

@@ -7,8 +7,15 @@
       "roles": {"perf": {"description": "…", "systemPrompt": "…", "allowedTools": ["file_read"],
                          "requestedTools": ["shell"], "skillNames": ["profiling"], "suggestedModel": "…"}},
       "permissions": {"allow": ["shell(git log:*)"], "ask": ["file_write(src/**)"], "deny": ["shell(rm:*)"]},
-      "security": {"permission_mode": "default", "sandbox": "on", "limits": {"memory": "2GiB"}}
+      "security": {"permission_mode": "default", "sandbox": "on", "limits": {"memory": "2GiB"}},
+      "mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]}},
+      "enabledMcpjsonServers": ["github"]
     }
+
+MCP servers (``mcpServers``, Claude Code's shape: :mod:`xsky.security.mcp`) come from the user
+file; a project's (its ``.xsky/settings.json`` or its ``.mcp.json``) is used only when the
+user's file enables it by name (``enabledMcpjsonServers``, or ``enableAllProjectMcpServers``),
+as Claude Code asks before it uses a project's servers.
 
 **Who reads which layer.** A worker decides with its user layer only (:func:`worker_layers`):
 roles, rules, the mode, the sandbox and its limits are security, and a project folder is a
@@ -29,11 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from xsky.config import Settings, load_settings
 from xsky.plan.budget import Price
 from xsky.plan.models import WireModel
+from xsky.security.mcp import SERVER_RE, McpServerSpec
 from xsky.security.permissions import (
     PermissionLayer,
     PermissionMode,
@@ -109,6 +117,16 @@ class PriceSetting(_Strict):
     output: float = Field(ge=0, allow_inf_nan=False)  # USD per million output tokens
 
 
+def _server_names(servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:
+    for name in servers:
+        if not SERVER_RE.match(name):
+            raise ValueError(
+                f"MCP server name {name!r} is not valid: letters, digits, '-' or '_' (no '__'), at most "
+                "32, as its tools are named mcp__<server>__<tool>"
+            )
+    return servers
+
+
 class SettingsFile(_Strict):
     roles: dict[str, SettingsRole] = Field(default_factory=dict)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
@@ -116,6 +134,22 @@ class SettingsFile(_Strict):
     skills: SkillsSettings | None = None
     # model → its price: what agents' usd is computed with (budgets, README "Budgets")
     prices: dict[str, PriceSetting] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerSpec] = Field(default_factory=dict)
+    # Which servers of the project's files (.mcp.json, .xsky/settings.json) a worker may use:
+    # read from the user's file only (Claude Code's names).
+    enabled_mcpjson_servers: list[str] = Field(default_factory=list)
+    disabled_mcpjson_servers: list[str] = Field(default_factory=list)
+    enable_all_project_mcp_servers: bool = False
+
+    _names = field_validator("mcp_servers")(_server_names)
+
+
+class McpJsonFile(_Strict):
+    """A project's ``.mcp.json``, as Claude Code writes it."""
+
+    mcp_servers: dict[str, McpServerSpec] = Field(default_factory=dict)
+
+    _names = field_validator("mcp_servers")(_server_names)
 
 
 class SettingsError(ValueError):
@@ -145,36 +179,55 @@ def _locate(text: str, loc: tuple[Any, ...]) -> tuple[int, int]:
     return line, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
-def parse_settings(text: str, path: str) -> SettingsFile:
+_KNOWN = {
+    "": "roles, permissions, security, skills, prices, mcpServers, enabledMcpjsonServers, "
+    "disabledMcpjsonServers, enableAllProjectMcpServers",
+    "prices": "input, output (USD per million tokens)",
+    "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
+    "permissions": "allow, ask, deny, delegate",
+    "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
+    "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
+    "skills": "sources (each: kind, path)",
+    "mcpServers": "type, command, args, env (stdio); type, url, headers (http); timeout",
+}
+
+
+def _validated(model: type[_Strict], text: str, path: str, shape: str) -> Any:
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as e:
         raise SettingsError(path, e.lineno, e.colno, f"not valid JSON: {e.msg}") from None
     if not isinstance(data, dict):
-        raise SettingsError(
-            path, 1, 1, 'the settings must be a JSON object: {"roles": {…}, "permissions": {…}}'
-        )
+        raise SettingsError(path, 1, 1, f"the settings must be a JSON object: {shape}")
     try:
-        settings = SettingsFile.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(err["loc"])
         line, col = _locate(text, loc)
         dotted = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
-            known = {
-                "": "roles, permissions, security, skills, prices",
-                "prices": "input, output (USD per million tokens)",
-                "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
-                "permissions": "allow, ask, deny, delegate",
-                "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
-                "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
-                "skills": "sources (each: kind, path)",
-            }[_section(loc)]
+            if len(loc) <= 1 and model is McpJsonFile:
+                known = "mcpServers"
+            else:
+                known = _KNOWN[_section(loc)]
             raise SettingsError(
                 path, line, col, f"unknown field {loc[-1]!r} at {dotted}; known here: {known}"
             ) from None
-        raise SettingsError(path, line, col, f"{dotted}: {err['msg']}") from None
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise SettingsError(path, line, col, f"{dotted}: {message}") from None
+
+
+def parse_mcp_json(text: str, path: str) -> dict[str, McpServerSpec]:
+    """A project's ``.mcp.json``: ``{"mcpServers": {name: server}}``."""
+    found: McpJsonFile = _validated(McpJsonFile, text, path, '{"mcpServers": {…}}')
+    return found.mcp_servers
+
+
+def parse_settings(text: str, path: str) -> SettingsFile:
+    settings: SettingsFile = _validated(
+        SettingsFile, text, path, '{"roles": {…}, "permissions": {…}}'
+    )
     for effect in ("allow", "ask", "deny", "delegate"):
         for rule in getattr(settings.permissions, effect):
             problems = rule_problems([rule])
@@ -194,6 +247,8 @@ def _section(loc: tuple[Any, ...]) -> str:
         return ""
     if loc[0] == "security" and len(loc) > 2 and loc[1] == "limits":
         return "limits"
+    if loc[0] == "mcpServers":
+        return "mcpServers"
     return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills", "prices") else ""
 
 

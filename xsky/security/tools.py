@@ -11,14 +11,19 @@ loop's) and ``activities/agents/direct.py`` (direct calls), which check at impor
 tool here has one and that each implementation's arguments are this model's.
 
 Adding a tool: its entry here, its implementation there (and in ``direct.py`` if ``direct``).
+
+The tools of MCP servers are not listed here: they are discovered from the servers the
+worker's settings configure (:mod:`xsky.security.mcp`), named ``mcp__<server>__<tool>``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from xsky.security.mcp import is_mcp
 
 
 class _Args(BaseModel):
@@ -89,6 +94,20 @@ class AskUserArgs(_Args):
 
 class ReadSkillArgs(_Args):
     name: str
+
+
+class McpListArgs(_Args):
+    server: str = Field(description="an MCP server whose tools you have")
+    kind: Literal["resources", "prompts"] | None = Field(
+        None, description="resources (the default) or prompts"
+    )
+
+
+class McpReadArgs(_Args):
+    server: str = Field(description="an MCP server whose tools you have")
+    uri: str | None = Field(None, description="a resource's URI, from mcp_list")
+    prompt: str | None = Field(None, description="a prompt's name, from mcp_list kind prompts")
+    arguments: dict[str, str] | None = Field(None, description="the prompt's arguments")
 
 
 @dataclass(frozen=True)
@@ -233,6 +252,22 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "read_skill", "read a bound skill's SKILL.md", ReadSkillArgs, reads=True, subject="name"
         ),
+        # The resources and prompts of the MCP servers whose tools an agent has (an agent with
+        # such tools gets these two as well: activities/mcp/toolset.py).
+        ToolSpec(
+            "mcp_list",
+            "list the resources or prompts of an MCP server whose tools you have",
+            McpListArgs,
+            reads=True,
+            subject="server",
+        ),
+        ToolSpec(
+            "mcp_read",
+            "read a resource (uri) or get a prompt (prompt, arguments) of an MCP server whose tools you have",
+            McpReadArgs,
+            reads=True,
+            subject="server",
+        ),
     ]
 }
 
@@ -243,6 +278,13 @@ PRIMARY_ARG = {n: t.subject for n, t in TOOLS.items() if t.subject}
 PRIVILEGED_TOOLS = frozenset(n for n, t in TOOLS.items() if t.privileged)
 EXEC_OR_NETWORK_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec or t.network)
 PROCESS_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec)  # they run in the OS sandbox
+
+
+def privileged(name: str) -> bool:
+    """Can the tool act beyond reading the workspace? An MCP tool always can: its server
+    decides what it does (its annotations are the server's hints, not facts)."""
+    return name in PRIVILEGED_TOOLS or is_mcp(name)
+
 
 # Kinds of direct agent that are no tool of the agent loop (the model never calls them), so
 # they pass no permission gate: each only answers from its own arguments.

@@ -1,0 +1,310 @@
+"""MCP sessions, pooled per worker: one per server configuration and place (the run's workspace,
+sandbox and network rules), kept between calls and attempts so a server keeps what it holds
+in memory, closed after ``IDLE_CLOSE`` unused and when the worker shuts down.
+
+Each session lives in a task of its own (the SDK's transports are anyio task groups, which
+must be left by the task that entered them); calls come from the attempts' tasks. A server
+that dies under a call (its process ended, its connection closed) is started again and the
+call sent once more; if it dies again, the call fails with the end of what it wrote to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
+
+from activities.mcp.launch import Place, Record, StderrTail, open_session, unwrap
+from activities.mcp.servers import Launch, McpConfigError
+
+log = logging.getLogger("xsky.mcp")
+
+CONNECT_TIMEOUT = 30.0  # seconds for a server to start and answer the handshake
+IDLE_CLOSE = 600.0  # seconds a session may go unused before it is closed
+CLOSE_TIMEOUT = 10.0
+Progress = ProgressFnT
+
+
+class McpUnavailable(Exception):
+    """A server could not be started or reached, or died twice under one call: one sentence."""
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class McpCallFailed(Exception):
+    """The server answered a call with an error (not a tool's own error result)."""
+
+
+class _Gone(Exception):
+    """The session ended under a request."""
+
+
+_GONE = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    httpx2.TransportError,
+)
+
+
+class Session:
+    """One server's session, owned by a task of its own."""
+
+    def __init__(self, launch: Launch, place: Place, connect_timeout: float = CONNECT_TIMEOUT):
+        self.launch = launch
+        self.place = place
+        self.connect_timeout = connect_timeout
+        self.client: Client | None = None
+        self.tail = StderrTail() if launch.transport == "stdio" else None
+        # Where the egress proxy's decisions for this server go: the permission logs of the
+        # attempts whose calls are in flight, else of the last attempt that used it.
+        self.record: Record | None = None
+        self._callers: list[Record] = []
+        self.refused: str | None = None  # the egress proxy's last refusal (an HTTP server's why)
+        self.last_used = time.monotonic()
+        self.busy = 0
+        self._closing = asyncio.Event()
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._owner: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._owner is not None and not self._owner.done() and self.client is not None
+
+    def _note(self, destination: str, effect: str, reason: str) -> None:
+        if effect == "deny":
+            self.refused = reason
+        # Calls in flight together share the server: which one connected cannot be told, so
+        # each of their logs has the decision.
+        for record in dict.fromkeys(self._callers or ([self.record] if self.record else [])):
+            record(destination, effect, reason)
+
+    async def start(self) -> None:
+        self._owner = asyncio.create_task(self._own(), name=f"xsky-mcp-{self.launch.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), self.connect_timeout)
+        except TimeoutError:
+            await self.close()
+            raise McpUnavailable(
+                f"MCP server {self.launch.name} did not answer the MCP handshake within "
+                f"{self.connect_timeout:g}s{await self.stderr()}"
+            ) from None
+        except McpConfigError:
+            await self.close()
+            raise
+        except BaseException as e:  # noqa: BLE001 - any failure to start is reported as one sentence
+            await self.close()
+            raise await self._unavailable(unwrap(e)) from None
+
+    async def _own(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                self.client = await open_session(
+                    stack, self.launch, self.place, self._note, self.tail
+                )
+                self._ready.set_result(None)
+                await self._closing.wait()
+        except asyncio.CancelledError:
+            if not self._ready.done():
+                self._ready.cancel()
+        except BaseException as e:  # noqa: BLE001 - handed to the starter, or logged
+            if not self._ready.done():
+                self._ready.set_exception(e)
+            else:
+                log.info("MCP server %s: its session ended: %s", self.launch.name, unwrap(e))
+
+    async def stderr(self) -> str:
+        if self.tail is None:
+            return ""
+        text = await self.tail.settled()
+        return f"; its stderr ended: {text[-600:]}" if text else ""
+
+    async def _unavailable(self, e: BaseException) -> McpUnavailable:
+        name, tail = self.launch.name, await self.stderr()
+        if self.launch.transport == "http":
+            why = f"the egress proxy refused it: {self.refused}" if self.refused else _reason(e)
+            return McpUnavailable(
+                f"MCP server {name} at {self.launch.shown} could not be reached: {why}",
+                retryable=self.refused is None,
+            )
+        if "execvp" in tail and "No such file" in tail:
+            return McpUnavailable(
+                f"MCP server {name}: the command {self.launch.shown!r} was not found inside the sandbox "
+                "(it sees /usr, /bin and the folders of security.read_only_paths in the worker's settings); "
+                "give the command's full path and add its folder to security.read_only_paths",
+                retryable=False,
+            )
+        return McpUnavailable(
+            f"MCP server {name} ({self.launch.shown}) exited before it answered the MCP handshake"
+            + (tail or f" ({_reason(e)})"),
+            retryable=False,
+        )
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None,
+        record: Record | None = None,
+    ) -> CallToolResult:
+        if not self.alive or self.client is None:
+            raise _Gone()
+        self.busy += 1
+        if record is not None:
+            self._callers.append(record)
+        try:
+            return await self.client.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=self.launch.timeout,
+                progress_callback=progress,
+            )
+        except MCPError as e:
+            if e.code == CONNECTION_CLOSED:
+                raise _Gone() from None
+            if e.code == REQUEST_TIMEOUT:
+                raise McpCallFailed(
+                    f"{tool} did not answer within {self.launch.timeout:g}s (the server's timeout in "
+                    "the worker's settings)"
+                ) from None
+            raise McpCallFailed(f"the server refused {tool}: {e}") from None
+        except _GONE:
+            raise _Gone() from None
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
+            if record is not None:
+                self._callers.remove(record)
+
+    async def close(self) -> None:
+        self._closing.set()
+        owner = self._owner
+        if owner is None or owner.done():
+            return
+        if not self._ready.done():  # still starting: nothing to close gracefully
+            owner.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), CLOSE_TIMEOUT)
+        except (TimeoutError, asyncio.CancelledError):
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+
+
+def _reason(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text[:400]
+
+
+class McpPool:
+    """This worker's MCP sessions, by server configuration and place."""
+
+    def __init__(self, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.connect_timeout = connect_timeout
+        self._sessions: dict[tuple[str, str, str], Session] = {}
+        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+        self._closing: set[asyncio.Task[None]] = set()  # idle sessions being closed
+
+    @staticmethod
+    def key(launch: Launch, place: Place) -> tuple[str, str, str]:
+        return launch.name, launch.digest, place.key()
+
+    def sessions(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    async def session(self, launch: Launch, place: Place, record: Record | None = None) -> Session:
+        """The running session for this server and place, started if there is none."""
+        self._close_idle()
+        key = self.key(launch, place)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            found = self._sessions.get(key)
+            if found is not None and found.alive:
+                found.record = record
+                return found
+            if found is not None:
+                await found.close()
+            fresh = Session(launch, place, self.connect_timeout)
+            fresh.record = record
+            await fresh.start()
+            self._sessions[key] = fresh
+            return fresh
+
+    async def call(
+        self,
+        launch: Launch,
+        place: Place,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        record: Record | None = None,
+        progress: Progress | None = None,
+    ) -> CallToolResult:
+        """Call ``tool``; a server that died under it is started again and the call sent once more."""
+        tail = await self._once(launch, place, tool, arguments, record, progress)
+        if isinstance(tail, CallToolResult):
+            return tail
+        log.warning("MCP server %s ended during %s; starting it again%s", launch.name, tool, tail)
+        again = await self._once(launch, place, tool, arguments, record, progress)
+        if isinstance(again, CallToolResult):
+            return again
+        raise McpUnavailable(
+            f"MCP server {launch.name} ended during {tool} twice (it was started again once){again}",
+            retryable=False,
+        )
+
+    async def _once(
+        self,
+        launch: Launch,
+        place: Place,
+        tool: str,
+        arguments: dict[str, Any],
+        record: Record | None,
+        progress: Progress | None,
+    ) -> CallToolResult | str:
+        """The call's result, or the end of the server's stderr when it ended under the call."""
+        session = await self.session(launch, place, record)
+        try:
+            return await session.call(tool, arguments, progress, record)
+        except _Gone:
+            tail = await session.stderr()
+            await self._drop(launch, place, session)
+            return tail
+
+    async def _drop(self, launch: Launch, place: Place, session: Session) -> None:
+        key = self.key(launch, place)
+        if self._sessions.get(key) is session:
+            del self._sessions[key]
+        await session.close()
+
+    def _close_idle(self) -> None:
+        """Close sessions unused for IDLE_CLOSE (or ended) in the background: a server may take
+        seconds to stop, which no caller should wait for."""
+        now = time.monotonic()
+        idle = [
+            (k, s)
+            for k, s in self._sessions.items()
+            if s.busy == 0 and (now - s.last_used > IDLE_CLOSE or not s.alive)
+        ]
+        for key, session in idle:
+            self._sessions.pop(key, None)
+            task = asyncio.create_task(session.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        """Close every session (the worker is shutting down)."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        closing = [s.close() for s in sessions] + list(self._closing)
+        await asyncio.gather(*closing, return_exceptions=True)

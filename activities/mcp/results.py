@@ -1,0 +1,99 @@
+"""A tool's answer as an agent reads it: text, structured content, and artifacts for the rest.
+
+Text blocks are the text; structured content is kept whole in the details (and is the text
+when the server gave no text); images, audio and binary resources are stored in the artifact
+store (the text says where); resource links and embedded text resources are written out.
+Large texts are stored like every result (the model loop caps what it reads and stores the
+whole; a direct agent's result goes to the store past the run's threshold).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import mimetypes
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    ReadResourceResult,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from activities.tools import ToolContext
+from xsky.artifacts import safe_component
+
+
+@dataclass
+class Rendered:
+    text: str
+    error: bool = False
+    structured: Any = None
+
+
+def tool_result(ctx: ToolContext, tool: str, result: CallToolResult) -> Rendered:
+    out = Rendered("", error=result.is_error, structured=result.structured_content)
+    parts = [_block(ctx, tool, n, block) for n, block in enumerate(result.content)]
+    if result.structured_content is not None and not any(
+        isinstance(b, TextContent) for b in result.content
+    ):
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=1))
+    out.text = "\n".join(p for p in parts if p)
+    return out
+
+
+def resource_result(ctx: ToolContext, uri: str, result: ReadResourceResult) -> Rendered:
+    parts = [_contents(ctx, f"resource-{n}", c) for n, c in enumerate(result.contents)]
+    return Rendered("\n".join(p for p in parts if p) or f"(resource {uri} is empty)")
+
+
+def prompt_result(ctx: ToolContext, name: str, result: GetPromptResult) -> Rendered:
+    lines = [result.description] if result.description else []
+    for n, message in enumerate(result.messages):
+        lines.append(f"[{message.role}] {_block(ctx, f'prompt-{name}', n, message.content)}")
+    return Rendered("\n".join(lines))
+
+
+def _block(ctx: ToolContext, tool: str, n: int, block: Any) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        return _stored(ctx, f"{tool}-{n}", kind, block.data, block.mime_type)
+    if isinstance(block, ResourceLink):
+        about = ", ".join(x for x in (block.mime_type, block.description) if x)
+        return f"[resource link: {block.name} {block.uri}" + (f" ({about})" if about else "") + "]"
+    if isinstance(block, EmbeddedResource):
+        return _contents(ctx, f"{tool}-{n}", block.resource)
+    return f"[{getattr(block, 'type', 'content')} not shown]"
+
+
+def _contents(ctx: ToolContext, name: str, contents: Any) -> str:
+    if isinstance(contents, TextResourceContents):
+        return f"[resource {contents.uri}]\n{contents.text}"
+    if isinstance(contents, BlobResourceContents):
+        mime = contents.mime_type or "application/octet-stream"
+        return _stored(ctx, name, f"resource {contents.uri}", contents.blob, mime)
+    return ""
+
+
+def _stored(ctx: ToolContext, name: str, kind: str, data: str, mime: str) -> str:
+    """Base64 content into the artifact store; the line that says where it went."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return f"[{kind} ({mime}) not stored: its data is not valid base64]"
+    extension = mimetypes.guess_extension(mime) or ".bin"
+    filename = f"{ctx.file_prefix}mcp-{safe_component(name, 80)}{extension}"
+    ref = ctx.store.put_bytes(ctx.run_id, ctx.agent_id, filename, raw, mime, preview=kind)
+    ctx.artifacts.append(ref)  # the attempt's artifacts, as a screenshot's are
+    return f"[{kind}, {mime}, {len(raw):,} bytes, stored as {ref.uri}]"

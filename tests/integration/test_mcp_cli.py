@@ -1,0 +1,60 @@
+"""``starter.py mcp list`` / ``mcp check``: each configured server started as a worker starts it,
+with its tools, or one sentence saying why it cannot be used — its command is missing, it
+exits, it does not answer, a variable is unset, the egress proxy refuses it, or it is a
+project's server the worker's settings have not enabled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.devserver import free_port
+from tests.conftest import Env
+from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, write_settings
+from tests.integration.test_cli_runs import starter
+
+pytestmark = pytest.mark.integration
+
+
+async def test_mcp_list_and_check_show_tools_or_say_why_not(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    port = free_port()  # nothing listens there
+    servers = {
+        "t": TEST_SERVER,
+        "missing": {"command": "no-such-mcp-server"},
+        "exits": {"command": "sh", "args": ["-c", "echo bad config >&2; exit 4"]},
+        "hangs": {"command": "sleep", "args": ["60"]},
+        "secret": {"command": "node", "env": {"T": "${XSKY_NOT_SET_ANYWHERE}"}},
+        "web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"},
+    }
+    write_settings(tmp_path / "user-settings.json", servers, roles=MCP_ROLE)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"command": "npx"}}}))
+    monkeypatch.setenv("XSKY_PROJECT_DIR", str(project))
+
+    code, out, err = await starter(env, "mcp", "list", "--json", "--timeout", "3")
+    assert code == 0, err
+    found = {s["name"]: s for s in json.loads(out)}
+    assert found["t"]["state"] == "ok" and "mcp__t__add" in {t["name"] for t in found["t"]["tools"]}
+    says = {name: s["error"] for name, s in found.items()}
+    assert "'no-such-mcp-server' was not found inside the sandbox" in says["missing"]
+    assert (
+        "exited before it answered the MCP handshake; its stderr ended: bad config" in says["exits"]
+    )
+    assert "did not answer the MCP handshake within 3s" in says["hangs"]
+    assert (
+        "${XSKY_NOT_SET_ANYWHERE}, which is not set in the worker's environment" in says["secret"]
+    )
+    assert f"--allow-host 127.0.0.1:{port}" in says["web"]
+    assert found["proj"]["state"] == "disabled" and "enabledMcpjsonServers" in says["proj"]
+
+    code, out, err = await starter(env, "mcp", "check", "t")
+    assert (
+        code == 0 and "mcp__t__remove [destructive]" in out and "mcp__t__count [read-only]" in out
+    )
+    code, out, _ = await starter(env, "permissions", "check", "mcp__t__remove", "--role", "mcpuser")
+    assert code == 0 and "marks mcp__t__remove destructive" in out and "\nASK" in out

@@ -1,0 +1,279 @@
+"""MCP tools in xsky's policy: their names, server configurations, discoveries, and the same
+rules, roles and modes as every other tool (Claude Code's mcp__server and mcp__server__tool)."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.mcp.toolset import schema_problem, wanted
+from activities.sandbox.gate import Gate
+from xsky.plan.agent_config import config_problems
+from xsky.plan.models import RoleCapabilityModel
+from xsky.security.mcp import (
+    McpDiscovery,
+    McpServerSpec,
+    MissingVariable,
+    covers,
+    entry_problem,
+    expand,
+    exposed_name,
+    function,
+    split,
+    tool_infos,
+)
+from xsky.security.permissions import (
+    ApprovedRule,
+    PermissionLayer,
+    PermissionSettings,
+    approval_shaped,
+    decide,
+    parse_rule,
+    run_rules_for,
+    trusted_settings,
+)
+from xsky.security.roles import (
+    effective_roles,
+    person_only_tools,
+    plan_role_problems,
+    role_problems,
+    trusted_role,
+)
+from xsky.security.settings import SettingsError, parse_mcp_json, parse_settings
+
+WS = "/work/ws"
+FS = RoleCapabilityModel(
+    name="dev", allowed_tools=["file_read", "mcp__fs"], requested_tools=["mcp__gh__create_issue"]
+)
+HINTS = {"mcp__fs__delete": "destructive", "mcp__fs__read": "read_only"}
+
+
+def rules(allow=(), ask=(), deny=(), mode="default") -> PermissionSettings:
+    layer = PermissionLayer(
+        scope="user", path="u.json", allow=list(allow), ask=list(ask), deny=list(deny)
+    )
+    return PermissionSettings(layers=[layer], mode=mode)
+
+
+def d(tool, role=FS, settings=None, hints=HINTS):
+    return decide(tool, {"path": "x"}, role, settings or rules(), WS, (), hints)
+
+
+# -- names --------------------------------------------------------------------------------------
+
+
+def test_names_split_into_server_and_tool_and_a_server_entry_covers_its_tools():
+    assert split("mcp__fs__read_file") == ("fs", "read_file")
+    assert split("mcp__fs") == ("fs", None) and split("shell") == ("", None)
+    assert covers("mcp__fs", "mcp__fs__read_file") and covers("mcp__fs__a", "mcp__fs__a")
+    assert not covers("mcp__fs", "mcp__fsx__a") and not covers("mcp__fs__a", "mcp__fs__b")
+    assert entry_problem("mcp__my-server__do_it") is None
+    assert "does not name a tool of server a" in entry_problem("mcp__a__")
+    assert "does not name an MCP server" in entry_problem("mcp____x")
+    assert "does not name a tool of server fs" in entry_problem("mcp__fs__a.b")
+
+
+def test_a_tool_name_a_function_cannot_hold_is_shown_safe_short_and_unique():
+    assert exposed_name("fs", "read.file") == "mcp__fs__read_file"
+    long = exposed_name("server", "x" * 100)
+    assert len(long) == 64 and long.startswith("mcp__server__xxx")
+    assert exposed_name("fs", "read.file", ["mcp__fs__read_file"]) != "mcp__fs__read_file"
+    infos = tool_infos("fs", [{"name": "read.file", "inputSchema": {}}, {"name": "read_file"}])
+    assert len({i.name for i in infos}) == 2 and {i.tool for i in infos} == {
+        "read.file",
+        "read_file",
+    }
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_claude_codes_server_shapes_are_read_and_mistakes_are_named():
+    stdio = McpServerSpec.model_validate(
+        {"command": "npx", "args": ["-y", "x"], "env": {"T": "${TOKEN}"}}
+    )
+    http = McpServerSpec.model_validate(
+        {"type": "http", "url": "https://h/mcp", "headers": {"A": "Bearer ${K}"}}
+    )
+    assert stdio.transport == "stdio" and http.transport == "http"
+    assert stdio.references() == ["TOKEN"] and http.references() == ["K"]
+    assert stdio.digest() != McpServerSpec.model_validate({"command": "npx"}).digest()
+    for bad, says in [
+        ({"type": "sse", "url": "https://h/sse"}, "SSE transport is deprecated"),
+        ({"type": "http"}, 'needs "url"'),
+        ({"args": ["x"]}, 'needs "command"'),
+        ({"command": "x", "url": "https://h"}, "an HTTP server takes"),
+        ({"command": "x", "env": {"1A": "v"}}, "not a variable name"),
+        ({"command": "x", "cwd": "/"}, "cwd"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            McpServerSpec.model_validate(bad)
+
+
+def test_references_resolve_from_a_lookup_and_a_missing_one_is_named_never_its_value():
+    env = {"TOKEN": "s3cret", "EMPTY": ""}
+    assert expand("Bearer ${TOKEN}", env.get) == "Bearer s3cret"
+    assert expand("${EMPTY:-fallback} ${NONE:-x}", env.get) == "fallback x"
+    with pytest.raises(MissingVariable) as e:
+        expand("${NOPE}", env.get)
+    assert e.value.name == "NOPE"
+
+
+def test_settings_files_and_mcp_json_hold_servers_with_errors_at_their_line():
+    s = parse_settings(
+        '{"mcpServers": {"fs": {"command": "npx"}}, "enabledMcpjsonServers": ["gh"]}', "u.json"
+    )
+    assert list(s.mcp_servers) == ["fs"] and s.enabled_mcpjson_servers == ["gh"]
+    assert list(
+        parse_mcp_json(
+            '{"mcpServers": {"gh": {"type": "http", "url": "https://x/mcp"}}}', ".mcp.json"
+        )
+    ) == ["gh"]
+    with pytest.raises(
+        SettingsError, match=r"u.json:2:\d+: unknown field 'cmd' at mcpServers.fs.cmd"
+    ):
+        parse_settings('{"mcpServers":\n {"fs": {"cmd": "npx"}}}', "u.json")
+    with pytest.raises(SettingsError, match="MCP server name 'a__b' is not valid"):
+        parse_mcp_json('{"mcpServers": {"a__b": {"command": "x"}}}', ".mcp.json")
+
+
+def test_a_direct_config_may_name_an_mcp_tool_but_not_a_server():
+    assert config_problems({"tool": "mcp__fs__read_file", "path": "x"}) == []
+    assert "does not name a tool of an MCP server" in config_problems({"tool": "mcp__fs"})[0]
+
+
+# -- discovery ----------------------------------------------------------------------------------
+
+
+def test_a_discovery_holds_for_the_run_or_for_the_servers_ttl_and_one_configuration():
+    offer = McpDiscovery(server="fs", config_digest="a", discovered_at=1000.0)
+    assert offer.fresh(10**9, "a") and not offer.fresh(1001, "b")
+    timed = offer.model_copy(update={"ttl_ms": 5000})
+    assert timed.fresh(1004.9, "a") and not timed.fresh(1005.1, "a")
+
+
+def test_a_tool_keeps_its_servers_schema_and_annotations():
+    (info,) = tool_infos(
+        "fs",
+        [
+            {
+                "name": "rm",
+                "description": "remove",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"p": {"type": "string"}},
+                    "required": ["p"],
+                },
+                "annotations": {"destructiveHint": True},
+            }
+        ],
+    )
+    assert info.hint == "destructive" and not info.read_only
+    fn = function(info)["function"]
+    assert fn["name"] == "mcp__fs__rm" and fn["parameters"]["required"] == ["p"]
+    assert schema_problem(info.input_schema, {}) == "arguments: 'p' is a required property"
+    assert schema_problem(info.input_schema, {"p": "x"}) is None
+    assert schema_problem({"type": "nonsense"}, {}) is None  # the server judges what we cannot
+
+
+# -- rules, roles, modes ------------------------------------------------------------------------
+
+
+def test_mcp_rules_name_a_server_or_a_tool_without_arguments():
+    assert parse_rule("mcp__fs").tool == "mcp__fs" and parse_rule("mcp__*").tool == "mcp__*"
+    for bad in ("mcp__fs(path)", "mcp__a.b", "mcp__fs__a.b"):
+        with pytest.raises(ValueError):
+            parse_rule(bad)
+
+
+@pytest.mark.parametrize(
+    "tool,settings,effect,why",
+    [
+        ("mcp__fs__read_file", None, "allow", "role dev lists mcp__fs__read_file in allowedTools"),
+        ("mcp__gh__create_issue", None, "ask", "requestedTools"),
+        ("mcp__gh__delete_repo", None, "deny", "may not use"),
+        ("mcp__fs__read_file", rules(deny=["mcp__fs"]), "deny", "deny rule 'mcp__fs'"),
+        ("mcp__fs__read_file", rules(ask=["mcp__fs__read_file"]), "ask", "ask rule"),
+        ("mcp__gh__delete_repo", rules(allow=["mcp__gh"]), "allow", "allow rule 'mcp__gh'"),
+        ("mcp__gh__delete_repo", rules(allow=["mcp__*"]), "allow", "allow rule 'mcp__*'"),
+        ("mcp__fs__delete", None, "ask", "destructiveHint"),
+        ("mcp__fs__delete", rules(allow=["mcp__fs__delete"]), "allow", "allow rule"),
+        ("mcp__fs__read", rules(deny=["mcp__fs__read"]), "deny", "deny rule"),
+        ("mcp__fs__write", rules(mode="plan"), "deny", "read-only tools only"),
+        ("mcp__fs__read", rules(mode="plan"), "allow", "allowedTools"),
+        ("mcp__fs__delete", rules(mode="bypass"), "allow", "bypass"),
+        ("mcp__fs__delete", rules(mode="bypass", deny=["mcp__fs"]), "deny", "deny rule"),
+    ],
+)
+def test_mcp_tools_are_decided_by_the_same_rules_roles_and_modes(tool, settings, effect, why):
+    decision = d(tool, settings=settings)
+    assert decision.effect == effect and why in decision.reason, decision
+
+
+def test_rules_of_the_run_allow_an_mcp_tool_only_for_a_role_that_holds_it():
+    given = PermissionSettings(run_rules=["mcp__gh__create_issue", "mcp__gh__delete_repo"])
+    settings = trusted_settings(rules(), given)
+    assert d("mcp__gh__create_issue", settings=settings).effect == "allow"
+    assert d("mcp__gh__delete_repo", settings=settings).effect == "deny"
+    assert approval_shaped("mcp__gh__create_issue") and not approval_shaped("mcp__gh")
+    assert not approval_shaped("mcp__*") and run_rules_for("mcp__gh__create_issue", {"a": 1}) == [
+        "mcp__gh__create_issue"
+    ]
+    person = PermissionSettings(
+        approved_rules=[ApprovedRule(rule="mcp__gh__create_issue", request_id="A-1")]
+    )
+    assert (
+        "request A-1"
+        in d("mcp__gh__create_issue", settings=trusted_settings(rules(), person)).reason
+    )
+
+
+def test_roles_hold_servers_and_tools_and_a_plan_may_only_narrow_them():
+    assert role_problems(FS) == []
+    bad = RoleCapabilityModel(name="x", allowed_tools=["mcp__a.b", "mcp_thing"])
+    problems = role_problems(bad)
+    assert any("does not name an MCP server" in p for p in problems)
+    assert any("unknown allowedTools mcp_thing" in p for p in problems)
+    narrowed = FS.model_copy(
+        update={"allowed_tools": ["mcp__fs__read_file"], "requested_tools": []}
+    )
+    assert plan_role_problems([narrowed], {"dev": FS}) == []
+    widened = FS.model_copy(update={"allowed_tools": ["mcp__gh"]})
+    assert "gives the role dev mcp__gh" in plan_role_problems([widened], {"dev": FS})[0]
+    assert trusted_role(narrowed, FS).allowed_tools == ["mcp__fs__read_file"]
+    assert (
+        trusted_role(FS.model_copy(update={"allowed_tools": ["mcp__fs"]}), narrowed).allowed_tools
+        == []
+    )
+
+
+def test_a_role_the_worker_does_not_know_gets_mcp_tools_only_from_a_person():
+    invented = RoleCapabilityModel(name="new", allowed_tools=["mcp__fs", "file_read"])
+    assert effective_roles([invented], {}, approved=False)["new"].requested_tools == ["mcp__fs"]
+    assert person_only_tools(invented, None) == ["mcp__fs"]
+    trusted = trusted_role(invented, None)
+    settings = rules(allow=["mcp__fs"]).model_copy(update={"person_only_tools": ["mcp__fs"]})
+    decision = decide("mcp__fs__read", {}, trusted, settings, WS)
+    assert decision.effect == "ask" and decision.hard
+
+
+def test_an_agent_gets_the_servers_its_role_or_the_workers_rules_name(tmp_path):
+    role = RoleCapabilityModel(
+        name="r", allowed_tools=["mcp__fs__read"], requested_tools=["mcp__gh"]
+    )
+    gate = Gate(
+        task_id="T-1",
+        permissions=rules(allow=["mcp__db__query"], ask=["mcp__w*"]),
+        approvals=[],
+        role=role,
+        workspace=tmp_path,
+    )
+    assert wanted(role, gate, ["fs", "gh", "db", "web", "other"]) == ["fs", "gh", "db", "web"]
+    run_only = PermissionSettings(run_rules=["mcp__other__x"])
+    gate = Gate(
+        task_id="T-1",
+        permissions=trusted_settings(rules(), run_only),
+        approvals=[],
+        role=role,
+        workspace=tmp_path,
+    )
+    assert wanted(role, gate, ["other"]) == []  # a run's rule never gives a role a tool it lacks

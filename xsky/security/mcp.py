@@ -1,0 +1,266 @@
+"""Tools from MCP servers, as xsky's policy sees them: names, server configurations, discoveries.
+
+A server's tools appear to agents as ``mcp__<server>__<tool>`` (Claude Code's names), and
+rules and roles name them so: ``mcp__fs__read_file`` one tool, ``mcp__fs`` every tool of the
+server ``fs``. A tool name a server gives that an OpenAI function name cannot hold (a dot, a
+name over 64 characters) is shown with those characters replaced, the real name kept in the
+discovery.
+
+A server is configured in Claude Code's shape — ``{"command": …, "args": […], "env": {…}}``
+for a stdio server, ``{"type": "http", "url": …, "headers": {…}}`` for streamable HTTP —
+with ``${VAR}`` (or ``${VAR:-default}``) references to the worker's environment, which are
+resolved only by the worker, inside an activity (:func:`expand`, given the lookup), so a
+secret is never in a workflow's input, its history, a log or an error: errors name the
+variable, never its value. ``${XSKY_WORKSPACE}`` is the run's workspace.
+
+A discovery (:class:`McpDiscovery`) is what a server said its tools were: recorded once per
+run (or again once the server's ``ttlMs`` has passed), so an agent's tool list never depends
+on a live server after the fact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from xsky.plan.models import WireModel
+
+PREFIX = "mcp__"
+SERVER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+_TOOL_PART_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+MAX_NAME = 64  # an OpenAI function name
+WORKSPACE_VAR = "XSKY_WORKSPACE"
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+def is_mcp(name: str) -> bool:
+    """Does ``name`` name an MCP server or one of its tools (``mcp__…``)?"""
+    return name.startswith(PREFIX)
+
+
+def split(name: str) -> tuple[str, str | None]:
+    """(server, tool or None) of ``mcp__server`` / ``mcp__server__tool``; ("", None) otherwise."""
+    if not is_mcp(name):
+        return "", None
+    server, sep, tool = name[len(PREFIX) :].partition("__")
+    return server, (tool if sep else None)
+
+
+def entry_problem(name: str) -> str | None:
+    """Why ``name`` is not a server or tool name a role or a rule may hold (None when it is)."""
+    server, tool = split(name)
+    if not SERVER_RE.match(server):
+        return (
+            f"{name!r} does not name an MCP server: write mcp__<server> or mcp__<server>__<tool>, "
+            "the server's name letters, digits, '-' or '_' (no '__'), e.g. mcp__github"
+        )
+    if tool is not None and not _TOOL_PART_RE.match(tool):
+        return f"{name!r} does not name a tool of server {server}: write mcp__{server}__<tool>, e.g. mcp__{server}__search"
+    return None
+
+
+def is_tool_name(name: str) -> bool:
+    """A whole tool name, ``mcp__server__tool`` (what a direct ``<config>`` may call)."""
+    return is_mcp(name) and entry_problem(name) is None and split(name)[1] is not None
+
+
+def covers(entry: str, name: str) -> bool:
+    """Does a role's or rule's ``entry`` hold the tool ``name``: itself, or its whole server?"""
+    if entry == name:
+        return True
+    server, tool = split(entry)
+    return bool(server) and tool is None and name.startswith(f"{entry}__")
+
+
+def holds(entries: Iterable[str], name: str) -> bool:
+    return any(covers(e, name) for e in entries)
+
+
+def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
+    """``mcp__<server>__<tool>`` as an OpenAI function may be named: characters it cannot hold
+    become ``_``; a name too long (or already taken by another tool) ends in a digest."""
+    base = f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}"
+    if len(base) <= MAX_NAME and base not in set(taken):
+        return base
+    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+    return f"{base[: MAX_NAME - 9]}_{digest}"
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+class McpServerSpec(WireModel):
+    """One entry of ``mcpServers``, as written (its ``${VAR}`` references unresolved)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["stdio", "http", "streamable-http", "sse"] | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    # Seconds one tool call may take (None: the agent attempt's own timeout bounds it).
+    timeout: float | None = Field(None, gt=0, le=86400)
+
+    @model_validator(mode="after")
+    def _shape(self) -> McpServerSpec:
+        if self.type == "sse":
+            raise ValueError(
+                "the SSE transport is deprecated and xsky does not speak it; the server's streamable "
+                'HTTP endpoint works with "type": "http" (usually the same URL ending in /mcp)'
+            )
+        if self.transport == "http":
+            if not self.url or not self.url.lower().startswith(("http://", "https://")):
+                raise ValueError('an HTTP server needs "url": "https://…/mcp"')
+            if self.command or self.args or self.env:
+                raise ValueError(
+                    'an HTTP server takes "url" and "headers", not command, args or env'
+                )
+        else:
+            if not self.command or not self.command.strip():
+                raise ValueError(
+                    'a stdio server needs "command" (e.g. "npx") and its "args"; an HTTP server needs '
+                    '"type": "http" and "url"'
+                )
+            if self.url or self.headers:
+                raise ValueError("a stdio server takes command, args and env, not url or headers")
+            bad = [k for k in self.env if not _ENV_NAME.match(k)]
+            if bad:
+                raise ValueError(
+                    f"env name {bad[0]!r} is not a variable name (letters, digits and '_', not starting with a digit)"
+                )
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "http" if self.type in ("http", "streamable-http") or self.url else "stdio"
+
+    def digest(self) -> str:
+        """Names this configuration as written (references unresolved: no secret in it)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def references(self) -> list[str]:
+        """The environment variables it names, in order (``XSKY_WORKSPACE`` aside)."""
+        texts = [self.command or "", *self.args, *self.env.values(), self.url or ""]
+        texts += list(self.headers.values())
+        found = [m.group(1) for t in texts for m in _REF.finditer(t)]
+        return list(dict.fromkeys(n for n in found if n != WORKSPACE_VAR))
+
+
+class MissingVariable(ValueError):
+    """A ``${VAR}`` reference without a value (and without a default)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def expand(text: str, lookup: Callable[[str], str | None]) -> str:
+    """``text`` with each ``${VAR}`` replaced by ``lookup(VAR)`` (``${VAR:-default}``: the
+    default when it has none); raises MissingVariable naming the first one without a value."""
+
+    def one(m: re.Match[str]) -> str:
+        value = lookup(m.group(1))
+        if value is None or value == "":
+            if m.group(2) is not None:
+                return m.group(2)
+            raise MissingVariable(m.group(1))
+        return value
+
+    return _REF.sub(one, text)
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+class McpToolInfo(WireModel):
+    """One tool, as its server listed it."""
+
+    name: str  # as agents, rules and roles see it: mcp__<server>__<tool>
+    tool: str  # the server's own name for it
+    title: str | None = None
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    read_only: bool = False  # readOnlyHint: it changes nothing
+    destructive: bool = False  # destructiveHint (and not read-only): it may destroy something
+
+    @property
+    def hint(self) -> Hint | None:
+        return "read_only" if self.read_only else "destructive" if self.destructive else None
+
+
+Hint = Literal["read_only", "destructive"]
+
+
+class McpDiscovery(WireModel):
+    """What one server said it offers, recorded once per run (or per its ``ttlMs``)."""
+
+    server: str
+    config_digest: str  # the configuration it was made with: another one rediscovers
+    tools: list[McpToolInfo] = Field(default_factory=list)
+    resources: bool = False  # it offers resources (read through mcp_list / mcp_read)
+    prompts: bool = False
+    protocol: str = ""
+    ttl_ms: int | None = None  # the server's own word on how long the list holds
+    discovered_at: float = 0.0  # seconds since the epoch
+
+    def fresh(self, now: float, digest: str) -> bool:
+        """Still the list to use: the same configuration, and within the server's ttlMs when it
+        gave one (none, or 0: for the whole run)."""
+        if digest != self.config_digest:
+            return False
+        return not self.ttl_ms or now < self.discovered_at + self.ttl_ms / 1000
+
+
+def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> list[McpToolInfo]:
+    """A server's ``tools/list`` entries (as JSON) under the names agents see."""
+    infos: list[McpToolInfo] = []
+    for t in tools:
+        annotations = t.get("annotations") or {}
+        read_only = annotations.get("readOnlyHint") is True
+        schema = t.get("inputSchema") or {}
+        infos.append(
+            McpToolInfo(
+                name=exposed_name(server, str(t["name"]), [i.name for i in infos]),
+                tool=str(t["name"]),
+                title=t.get("title") or annotations.get("title"),
+                description=str(t.get("description") or ""),
+                input_schema=schema if isinstance(schema, dict) else {},
+                output_schema=t.get("outputSchema"),
+                read_only=read_only,
+                destructive=annotations.get("destructiveHint") is True and not read_only,
+            )
+        )
+    return infos
+
+
+MAX_DESCRIPTION = 1024
+
+
+def function(info: McpToolInfo) -> dict[str, Any]:
+    """The OpenAI function-tool definition of one MCP tool: the server's own JSON schema."""
+    schema = dict(info.input_schema) or {}
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    schema.pop("$schema", None)
+    text = info.description or info.title or f"tool {info.tool} of MCP server {split(info.name)[0]}"
+    return {
+        "type": "function",
+        "function": {
+            "name": info.name,
+            "description": text[:MAX_DESCRIPTION],
+            "parameters": schema,
+        },
+    }
