@@ -208,6 +208,11 @@ async def _supervise(
             os.setpriority(os.PRIO_PGRP, pid, limits.cpu_niceness(c.limits))
 
     def stop() -> None:
+        if not capture.exited.done():
+            # The watchdog first: a command the worker stops (cancelled, timed out, over a
+            # limit) gets no record of its end, which would pass for one that finished.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if cgroup is not None:
             cgroup.kill()
         _kill_group(pid)
