@@ -40,6 +40,7 @@ from activities.sandbox import bwrap, limits, secrets
 from activities.sandbox.confine import sandbox_settings
 from activities.skills.library import LibraryActivities
 from activities.skills.pipeline import SkillActivities
+from activities.worker_guard import guarding
 from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
@@ -206,14 +207,18 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    running = [asyncio.create_task(w.run()) for w in workers]
-    stopper = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
-    if stopper in done:
-        log.info(
-            "shutting down: running agents get %.0fs to finish, then go back to Temporal", grace
-        )
-    await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+    # Stopped or stuck, this worker's connections to Temporal are closed from outside, so
+    # the polls it left open take no more work (activities/worker_guard.py).
+    async with guarding(settings.address):
+        running = [asyncio.create_task(w.run()) for w in workers]
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
+        if stopper in done:
+            log.info(
+                "shutting down: running agents get %.0fs to finish, then go back to Temporal",
+                grace,
+            )
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     for task in running:
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())
