@@ -172,7 +172,7 @@ async def serve(
 ) -> None:
     settings = settings or load_settings()
     # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
-    client = await connect(settings, runtime=runtime or Runtime.default())
+    client = await connect(settings, runtime=runtime or telemetry.runtime(None, None))
     # on the client, so the workers and the activities' own calls are traced
     if tracing is not None:
         config = client.config()
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # JSON logs: Temporal core's own lines go through Python's logging too, in the same format.
         core_logs = logging.getLogger("temporalio.core") if json_logs else None
-        rt = telemetry.runtime(metrics, core_logs) if metrics or json_logs else None
+        rt = telemetry.runtime(metrics, core_logs)
     except telemetry.TelemetryError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from workflows.leader import LeaderWorkflow
 from xsky.agent_log import parse_lines, transcript_file
 from xsky.client._consts import (
     QUERY_TIMEOUT,
+    QUERY_TRIES,
     RUNNING_STATUS,
     SILENT_WORKER_SECONDS,
     TRANSIENT,
@@ -32,7 +33,7 @@ from xsky.client.outcome import _status_name, cancelled_result, run_outcome
 from xsky.client.plan_agents import direct_tool
 from xsky.client.results import reports_of, result_text
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
-from xsky.client.workers import untaken
+from xsky.client.workers import unanswered, untaken
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -41,6 +42,7 @@ from xsky.errors import (
     RunEndedError,
     RunNotFoundError,
     UsageError,
+    WorkersBusyError,
     XSkyError,
 )
 from xsky.leader.state import (
@@ -103,21 +105,25 @@ class Run:
             ) from None
 
     async def _query(self, query: Any, *args: Any) -> Any:
-        try:
-            return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
-        except RPCError as e:
-            status = await self.temporal_status()
-            if status == "running":
-                raise NoWorkerError(
-                    f"{self.id} is running but no worker answered ({e.message})",
-                    "start one with `python worker.py`",
-                    topic="worker",
-                ) from None
-            raise NoWorkerError(
-                f"{self.id} is {status}; reading it needs a worker ({e.message})",
-                "start one with `python worker.py`",
-                topic="worker",
-            ) from None
+        """A query; unanswered, asked again while the workers are only busy (a bounded number
+        of times), else the reason: no worker, one that stopped answering, or busy ones."""
+        for tries in range(1, QUERY_TRIES + 1):
+            try:
+                return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
+            except RPCError as e:
+                status = await self.temporal_status()
+                if status != "running":
+                    raise NoWorkerError(
+                        f"{self.id} is {status}; reading it needs a worker ({e.message})",
+                        "start one with `python worker.py`",
+                        topic="worker",
+                    ) from None
+                queue = (await self.handle.describe()).task_queue
+                why = await unanswered(self._client, self._settings, self.id, queue, e.message)
+                if not isinstance(why, WorkersBusyError) or tries == QUERY_TRIES:
+                    raise why from None
+            await asyncio.sleep(1.0)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def board(
         self, offset: int = 0, limit: int = 200, status: str | None = None
