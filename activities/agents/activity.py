@@ -145,6 +145,8 @@ class AgentActivities:
         not replan a deterministic failure automatically (unless the run opts in)."""
         try:
             errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+            # Its command's end is reported with this error: a retry runs it again.
+            await asyncio.to_thread(ledger.command_record.unlink, missing_ok=True)
         except OSError as oe:  # a full store: the error is still this attempt's end
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1

@@ -38,16 +38,17 @@ from xsky.leader.commands import (
     StopAgent,
     StopReason,
 )
-from xsky.leader.interventions import Interventions
+from xsky.leader.refusals import Refusals
 from xsky.leader.views import Views
 
 
-class LeaderCore(Interventions, Views):
+class LeaderCore(Refusals, Views):
     """One run's leader, its concerns layered one module each (lowest first): the state and
     its indexes (:mod:`~xsky.leader.base`), people's requests (:mod:`~xsky.leader.requests`),
     an attempt's input (:mod:`~xsky.leader.attempt_input`), the run's course
     (:mod:`~xsky.leader.course`), the stall ladder (:mod:`~xsky.leader.ladder`), the
-    interventions (:mod:`~xsky.leader.interventions`) and, beside them, the read-only views
+    interventions (:mod:`~xsky.leader.interventions`), the signals' checks and refusals
+    (:mod:`~xsky.leader.refusals`) and, beside them, the read-only views
     (:mod:`~xsky.leader.views`). Each layer calls only the layers below it."""
 
 

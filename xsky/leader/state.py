@@ -135,6 +135,9 @@ class LeaderState(WireModel):
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
+    # Malformed or spoofed messages refused (each is in the audit log), and the last one said.
+    refused: int = 0
+    last_refusal: str | None = None
 
     @model_validator(mode="before")
     @classmethod
