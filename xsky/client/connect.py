@@ -4,6 +4,7 @@ when the server cannot be reached."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import Any, cast, get_args
 
@@ -38,6 +39,8 @@ from xsky.leader.state import (
     TaskRequest,
 )
 from xsky.wire_errors import one_sentence
+
+log = logging.getLogger("xsky.refusals")
 
 # -- the data converter ----------------------------------------------------------------------
 
@@ -101,11 +104,9 @@ class PlainPayloadErrors(PydanticPayloadConverter):
             for hint in type_hints or []:
                 model = _person_input(hint)
                 if model is not None:
-                    raise ApplicationError(
-                        f"{model.__name__}: {one_sentence(model, e)}",
-                        type="Rejected",
-                        non_retryable=True,
-                    ) from None
+                    said = f"{model.__name__}: {one_sentence(model, e)}"
+                    log.warning("refused a request that does not fit: %s", said)
+                    raise ApplicationError(said, type="Rejected", non_retryable=True) from None
             raise
 
 
