@@ -88,12 +88,15 @@ class LeaderSignals:
             failed = False
         # What the handler took before the patch: a decodable payload, null as the defaults.
         old = before if isinstance(before, model) else (empty if not failed else None)
-        try:
-            value = converter.from_payload(raw.payload)
-        except Exception:  # noqa: BLE001 - not JSON at all
-            problem: str | None = "its payload is not JSON"
+        encoding = raw.payload.metadata.get("encoding", b"").decode("utf-8", "replace")
+        problem: str | None
+        if encoding != "json/plain":
+            problem = f"its payload is not JSON (encoding {encoding or 'none'}); send a JSON object"
         else:
-            problem = strict_problem(model, value)
+            try:
+                problem = strict_problem(model, converter.from_payload(raw.payload))
+            except Exception:  # noqa: BLE001 - declared JSON, but not
+                problem = "its payload is not valid JSON"
         if problem is None and isinstance(before, model):
             return before
         if not patched("refusals-heard"):
