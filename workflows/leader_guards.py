@@ -8,7 +8,7 @@ import hashlib
 
 from temporalio import workflow
 
-from workflows.leader_io import save_blob
+from workflows.leader_blobs import save_blob
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():

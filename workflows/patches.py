@@ -103,6 +103,14 @@ PATCHES: dict[str, Patch] = {
         "got scheduled, so no history holds the old branch; the id may go once v0.3.2 is the oldest "
         "release still running)",
     ),
+    "state-per-execution": Patch(
+        what="a run continued as new stores its state under the next execution's number "
+        "(state-N-<digest>, N carried in the state) and the next execution removes the older "
+        "states once it has read its own (leader_drop); before, every execution's state was "
+        "named state-1-<digest> (the count was not carried) and none was removed",
+        since="v0.3.2",
+        delete_when="no run started before v0.3.2 is still open",
+    ),
 }
 """The live patches, by id."""
 
