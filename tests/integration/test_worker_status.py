@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board_shows, noop, plan
+from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from xsky.client import XSky
 from xsky.client.workers import workers_on
@@ -43,6 +44,12 @@ async def test_a_stopped_worker_is_said_to_have_stopped_answering_not_to_be_miss
                 said = str(told.value)
                 assert "stopped answering" in said and "start one" not in said, said
                 assert time.monotonic() - asked < 40, "the answer took too long"
+                # starter.py status answers all the same: what the server knows of the run
+                code, out, err = await starter(env, "status", handle.id)
+                said = " ".join(out.split())
+                assert code == 0, out + err
+                assert "the board is not available now" in said and "stopped answering" in said
+                assert "XskyStatus: running" in said and "agents in flight: T-1" in said, said
             finally:
                 worker.send_signal(signal.SIGCONT)
             page = await asyncio.wait_for(run.board(), 60)  # it answers again

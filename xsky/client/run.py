@@ -31,6 +31,7 @@ from xsky.client.attempts import attempt_ends, retry_lines
 from xsky.client.once import board_once, describe_once
 from xsky.client.outcome import _status_name, cancelled_result, run_outcome
 from xsky.client.results import reports_of, result_text
+from xsky.client.server_view import ServerView, server_view
 from xsky.client.steer import find_task, steer
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
 from xsky.client.workers import unanswered, untaken
@@ -88,6 +89,11 @@ class Run:
         return f"Run({self.id!r})"
 
     # -- looking ------------------------------------------------------------------------------
+
+    async def server_view(self) -> ServerView:
+        """What the server alone knows of the run (no worker needed): its search attributes
+        and the agents' attempts in flight — when the board query goes unanswered."""
+        return await server_view(self._client, self.id)
 
     async def temporal_status(self) -> str:
         try:
