@@ -33,6 +33,7 @@ bench: install
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py
 	$(PY) bench/recovery.py
+	$(PY) bench/load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -114,6 +114,8 @@ def build_workers(
                 activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
                 # what the four kinds' workers would run side by side
                 max_concurrent_activities=400 if here else 100,
+                max_concurrent_workflow_tasks=settings.workflow_slots,
+                sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.sticky_timeout),
                 graceful_shutdown_timeout=timedelta(seconds=grace),
                 max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
