@@ -32,7 +32,7 @@ Cloud profile works unchanged.
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
 | OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
 | XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
-| XSKY_WORKFLOW_SLOTS | 100 | a worker's workflow tasks in progress at once |
+| XSKY_WORKFLOW_SLOTS | 10 | a worker's workflow tasks in progress at once |
 | XSKY_STICKY_TIMEOUT | 30 | seconds a workflow task waits for the worker that caches its run before any worker may take it |
 """
 
@@ -73,7 +73,7 @@ class Settings:
     worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
     # A worker's workflow tasks in progress at once, and how long one waits for the worker that
     # caches its run before another takes it (README, Deployment: measured by bench/load.py).
-    workflow_slots: int = 100
+    workflow_slots: int = 10
     sticky_timeout: float = 30.0
     profile: str | None = None
     # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
@@ -159,7 +159,7 @@ def load_settings(
         chromium=env.get("XSKY_CHROMIUM") or None,
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
         worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
-        workflow_slots=_int(env, "XSKY_WORKFLOW_SLOTS", 100),
+        workflow_slots=_int(env, "XSKY_WORKFLOW_SLOTS", 10),
         sticky_timeout=float(_int(env, "XSKY_STICKY_TIMEOUT", 30)),
         # OpenTelemetry's own variables: the exporter reads the rest (headers, timeout) itself.
         tracing=bool(

@@ -118,14 +118,10 @@ class Run:
                 return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
             except RPCError as e:
                 status = await self.temporal_status()
-                if status != "running":
-                    raise NoWorkerError(
-                        f"{self.id} is {status}; reading it needs a worker ({e.message})",
-                        "start one with `python worker.py`",
-                        topic="worker",
-                    ) from None
                 queue = (await self.handle.describe()).task_queue
-                why = await unanswered(self._client, self._settings, self.id, queue, e.message)
+                why = await unanswered(
+                    self._client, self._settings, self.id, queue, e.message, status
+                )
                 if not isinstance(why, WorkersBusyError) or tries == QUERY_TRIES:
                     raise why from None
             await asyncio.sleep(1.0)

@@ -217,7 +217,12 @@ async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWor
 
 
 async def unanswered(
-    client: Client, settings: Settings, run_id: str, queue: str, problem: str
+    client: Client,
+    settings: Settings,
+    run_id: str,
+    queue: str,
+    problem: str,
+    status: str = "running",
 ) -> XSkyError:
     """Why no worker answered a query of ``run_id`` (whose leader is on ``queue``): none
     serves the queue, one stopped answering (its heartbeats stopped: stopped, frozen, cut
@@ -233,7 +238,9 @@ async def unanswered(
     stopped = [w for w in seen or [] if w.silent > WORKER_SILENT_SECONDS]
     if not live and not pollers and not stopped:
         return NoWorkerError(
-            f"{run_id} is running but no worker serves its task queue '{queue}' at {settings.address}",
+            f"{run_id} is {status}"
+            + (" but" if status == "running" else "; reading it needs a worker, and")
+            + f" no worker serves its task queue '{queue}' at {settings.address}",
             "start one with `python worker.py`",
             topic="worker",
         )
