@@ -33,9 +33,13 @@ from activities.sandbox.confine import sandbox_settings
 from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
-from xsky.plan.agent_config import deterministic_retries
+from xsky.plan.agent_config import deterministic_retries, tool_name
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
+
+# Direct tools that change nothing: doing one twice costs only its time, so an attempt of
+# such an agent keeps no outcome and holds no lease (instant no-ops stay instant).
+REPEATABLE = frozenset({"noop"})
 
 # Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
 # or a person's or a rule's refusal.
@@ -77,6 +81,8 @@ class AgentActivities:
                 lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
             )
             beat.previous = start.previous
+            if tool_name(inp.agent.config) in REPEATABLE:  # nothing to keep from doing twice
+                return await self._first_time(inp, ledger, beat, start, started, keep=False)
             kept = await asyncio.to_thread(ledger.outcome)
             if kept is None:
                 lease = Lease(ledger.lease_path, info.attempt, ttl=(timeout or 10.0) / 2)
@@ -119,18 +125,28 @@ class AgentActivities:
             ) from None
 
     async def _first_time(
-        self, inp: AgentInput, ledger: AttemptLedger, beat: Beat, start: Start, started: datetime
+        self,
+        inp: AgentInput,
+        ledger: AttemptLedger,
+        beat: Beat,
+        start: Start,
+        started: datetime,
+        keep: bool = True,
     ) -> AgentOutcome:
         """The attempt that does the work (no earlier one kept an outcome): its backoff after
-        an error, the agent, and its outcome kept durably before it is reported."""
+        an error, the agent, and (``keep``) its outcome kept durably before it is reported."""
         number = activity.info().attempt
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
         outcome = await self._attempt(inp, beat, started, number)
         outcome.attempt = number
-        await stored(
-            beat, self.store.root, "the attempt's outcome", lambda: ledger.complete(number, outcome)
-        )
+        if keep:
+            await stored(
+                beat,
+                self.store.root,
+                "the attempt's outcome",
+                lambda: ledger.complete(number, outcome),
+            )
         return outcome
 
     async def _failed(
