@@ -207,7 +207,11 @@ class Run:
                     silent = time.monotonic() - silent_since
                     if silent >= SILENT_WORKER_SECONDS and not told_silent and not ended:
                         told_silent = True
-                        yield WorkerSilent(silent, e.message)
+                        queue = described.execution_config.task_queue.name
+                        why = await unanswered(
+                            self._client, self._settings, self.id, queue, e.message
+                        )  # none serves the queue, one stopped answering, or they are busy
+                        yield WorkerSilent(silent, str(why))
                 lost = False
             except RPCError as e:
                 if e.status not in TRANSIENT:
