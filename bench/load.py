@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -163,6 +164,7 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         for w in workers:
             stop_worker_process(w)
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
     completed = sum(r.status == "completed" for r in results)
     agents = args.runs * args.agents
     latencies = [c[0] for c in calls]
