@@ -104,6 +104,12 @@ async def test_250_malformed_signals_and_updates_are_refused_where_people_see_th
         assert code != 0 and said in out, f"{name}: {out}"
         assert "validation error" not in out and "Traceback" not in out, out
 
+    # A query's argument that does not fit is refused in one sentence too (not "Failed decoding").
+    code, out = await temporal(
+        env, "workflow", "query", *wid, "--type", "task_board", "--input", '{"limit": "lots"}'
+    )
+    assert code != 0 and "field `limit`" in out and "Failed decoding" not in out, out
+
     async def all_refused() -> None:
         log = await handle.query(LeaderWorkflow.permission_log)
         refusals = [e for e in log if e.reason.startswith("refused:")]
