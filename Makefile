@@ -41,6 +41,7 @@ bench: install
 	$(PY) bench/sandbox.py
 	$(PY) bench/recovery.py
 	$(PY) bench/mcp_conformance.py
+	$(PY) bench/load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

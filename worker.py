@@ -41,6 +41,7 @@ from activities.sandbox import bwrap, limits, secrets
 from activities.sandbox.confine import sandbox_settings
 from activities.skills.library import LibraryActivities
 from activities.skills.pipeline import SkillActivities
+from activities.worker_guard import guarding
 from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
@@ -115,6 +116,8 @@ def build_workers(
                 activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
                 # what the four kinds' workers would run side by side
                 max_concurrent_activities=400 if here else 100,
+                max_concurrent_workflow_tasks=settings.workflow_slots,
+                sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.sticky_timeout),
                 graceful_shutdown_timeout=timedelta(seconds=grace),
                 max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
@@ -176,7 +179,7 @@ async def serve(
 ) -> None:
     settings = settings or load_settings()
     # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
-    client = await connect(settings, runtime=runtime or Runtime.default())
+    client = await connect(settings, runtime=runtime or telemetry.runtime(None, None))
     # on the client, so the workers and the activities' own calls are traced
     if tracing is not None:
         config = client.config()
@@ -211,14 +214,18 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    running = [asyncio.create_task(w.run()) for w in workers]
-    stopper = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
-    if stopper in done:
-        log.info(
-            "shutting down: running agents get %.0fs to finish, then go back to Temporal", grace
-        )
-    await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+    # Stopped or stuck, this worker's connections to Temporal are closed from outside, so
+    # the polls it left open take no more work (activities/worker_guard.py).
+    async with guarding(settings.address):
+        running = [asyncio.create_task(w.run()) for w in workers]
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
+        if stopper in done:
+            log.info(
+                "shutting down: running agents get %.0fs to finish, then go back to Temporal",
+                grace,
+            )
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     for task in running:
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())
@@ -279,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         # JSON logs: Temporal core's own lines go through Python's logging too, in the same format.
         core_logs = logging.getLogger("temporalio.core") if json_logs else None
-        rt = telemetry.runtime(metrics, core_logs) if metrics or json_logs else None
+        rt = telemetry.runtime(metrics, core_logs)
     except telemetry.TelemetryError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ activity on the leader's task queue, so no payload grows with the plan.
 from __future__ import annotations
 
 import asyncio
+import glob
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.artifacts import ArtifactStore, read_blob
-from xsky.artifacts import BlobPart, BlobPartRequest, BlobRef
+from xsky.artifacts import BLOB_AGENT, BlobDrop, BlobPart, BlobPartRequest, BlobRef, safe_component
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
 from xsky.runs import LeaderSetup
@@ -58,6 +59,22 @@ class LeaderStore:
             raise ApplicationError(str(e), type="StateNotStored", non_retryable=True) from None
         return ref
 
+    @activity.defn(name="leader_drop")
+    async def drop(self, req: BlobDrop) -> int:
+        """Remove the run's blobs whose names start with ``prefix``, but ``keep``; how many
+        parts went (the older states of a run continued as new, workflows/leader_io.py)."""
+        return await asyncio.to_thread(self._drop, req)
+
+    def _drop(self, req: BlobDrop) -> int:
+        folder = self.store.root / safe_component(req.run_id) / BLOB_AGENT
+        gone = 0
+        for part in folder.glob(f"{glob.escape(req.prefix)}*"):
+            name, _, index = part.name.rpartition(".")
+            if name != req.keep and index.isdigit():
+                part.unlink(missing_ok=True)
+                gone += 1
+        return gone
+
     @activity.defn(name="leader_setup")
     async def setup(self) -> LeaderSetup:
         """Which of xsky's search attributes the server knows (a leader sets only those), and
@@ -95,4 +112,4 @@ class LeaderStore:
         )
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.put, self.get, self.seal, self.setup]
+        return [self.put, self.get, self.seal, self.drop, self.setup]

@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import opentelemetry.trace
@@ -56,6 +56,10 @@ def metrics_address(value: str) -> str:
     return f"{host or '0.0.0.0'}:{int(port)}"
 
 
+# Seconds between a worker's heartbeats to the server (the SDK's default is a minute).
+WORKER_HEARTBEAT = 3.0
+
+
 def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runtime:
     """The SDK runtime: Prometheus on ``metrics_bind`` (if given); Core's own log lines sent
     to ``core_logs`` (if given, so they come out in the worker's log format)."""
@@ -72,7 +76,12 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
             histogram_bucket_overrides={"xsky_llm_latency": LLM_LATENCY_BUCKETS_MS},
         )
     try:
-        return Runtime(telemetry=TelemetryConfig(logging=logging_config, metrics=metrics))
+        return Runtime(
+            telemetry=TelemetryConfig(logging=logging_config, metrics=metrics),
+            # The server lists each worker with its last heartbeat: a worker that stopped
+            # answering is told from one that is busy (xsky/client/workers.py).
+            worker_heartbeat_interval=timedelta(seconds=WORKER_HEARTBEAT),
+        )
     except ValueError as e:
         reason = (
             "the address is in use (another worker or exporter has it)"

@@ -77,8 +77,8 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
                 continue
             if isinstance(event, WorkerSilent):
                 live.console.print(
-                    f"[yellow]no worker has answered for {event.seconds:.0f} s ({shown(event.error)}): "
-                    "is one running? start it with `starter.py up` or `python worker.py`; still following[/]"
+                    f"[yellow]no worker has answered for {event.seconds:.0f} s: {shown(event.error)}; "
+                    "still following[/]"
                 )
                 continue
             if isinstance(event, ConnectionLost):

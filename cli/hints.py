@@ -16,6 +16,9 @@ HINTS = {
     "worker": "start one with `starter.py up` (a server and a worker) or `python worker.py`",
     "worker-kinds": "start one with `python worker.py --kinds {subject} --no-leader` "
     "(or `starter.py up`); nothing was started",
+    "worker-stopped": "run it again in a moment (`starter.py status {subject}`); restart or resume "
+    "that worker if it stays silent",
+    "workers-busy": "run it again in a moment, or start more workers (`python worker.py`)",
     "unserved": "start one with `starter.py up` or `python worker.py`; {subject} is started and "
     "begins once a worker polls (watch it with `starter.py follow {subject}`)",
     "skills-unserved": "start one with `python starter.py up` (or `python worker.py`) on the "

@@ -26,8 +26,16 @@ from xsky.client import (
     new_run_id,
 )
 from xsky.client.attempts import attempt_ends, retry_lines
+from xsky.client.server_view import ServerView
 from xsky.config import Settings, load_settings
-from xsky.errors import PlanError, UnservedRunError, UsageError
+from xsky.errors import (
+    PlanError,
+    UnservedRunError,
+    UsageError,
+    WorkersBusyError,
+    WorkerStoppedError,
+    XSkyError,
+)
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.runs import AgentReport, RunOptions
@@ -314,7 +322,12 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 raise UsageError("--follow shows the whole board: drop --offset and --status")
             return await watch(run, settings, args.json)
         status = await run.temporal_status()
-        page = await run.board(args.offset, args.limit, args.only)
+        try:
+            page = await run.board(args.offset, args.limit, args.only)
+        except (WorkersBusyError, WorkerStoppedError) as e:
+            # No worker answered in time (under load, or its worker stopped): what the server
+            # itself knows, rather than nothing.
+            return _server_side(args, status, e, await run.server_view())
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
         follow_ups = await run.follow_ups() if status != "running" else []
@@ -343,6 +356,23 @@ async def cmd_status(args: argparse.Namespace) -> int:
         out.print(cell(f"↪ resumed by {follow_id}: `starter.py status {follow_id}`"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
+    return 0
+
+
+def _server_side(args: argparse.Namespace, status: str, why: XSkyError, view: ServerView) -> int:
+    if args.json:
+        print_json(
+            {"workflowId": args.id, "status": status, "boardUnavailable": str(why), **view.wire()}
+        )
+        return 0
+    out.print(cell(f"{args.id} — {status} — the board is not available now: {why.fact}"))
+    for line in view.lines():
+        out.print(cell(f"  {line}"))
+    out.print(
+        cell(
+            f"ask again in a moment for the whole board; Web UI: {load_settings().ui_link(args.id)}"
+        )
+    )
     return 0
 
 

@@ -126,20 +126,13 @@ async def _update(
 
 
 async def cmd_pause(args: argparse.Namespace) -> int:
-    _, run = await _run(args)
-    await run.pause(cancel_running=args.cancel_running, reason=args.reason)
-    return _say(
-        args,
-        "paused; running agents stop and resume later"
-        if args.cancel_running
-        else "paused: running agents finish, no new ones start",
+    return await _update(
+        args, lambda run: run.pause(cancel_running=args.cancel_running, reason=args.reason)
     )
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
-    _, run = await _run(args)
-    await run.resume()
-    return _say(args, "resumed")
+    return await _update(args, lambda run: run.resume())
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:
@@ -162,9 +155,7 @@ async def cmd_skip(args: argparse.Namespace) -> int:
 async def cmd_nudge(args: argparse.Namespace) -> int:
     if not args.message.strip():
         raise UsageError("the nudge message is empty: say what the agent should know")
-    _, run = await _run(args)
-    await run.nudge(args.task, args.message)
-    return _say(args, f"nudge sent to {args.task}")
+    return await _update(args, lambda run: run.nudge(args.task, args.message))
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from activities import telemetry  # noqa: E402
 from activities.agents.activity import AgentActivities  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
 from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
@@ -61,7 +62,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 
 @pytest_asyncio.fixture(scope="session")
 async def client(server: DevServer) -> Client:
-    return await Client.connect(server.address, data_converter=DATA_CONVERTER)
+    # The runtime worker.py gives its workers: their heartbeats tell a stopped worker from a busy one.
+    return await Client.connect(
+        server.address, data_converter=DATA_CONVERTER, runtime=telemetry.runtime(None, None)
+    )
 
 
 @dataclass

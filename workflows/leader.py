@@ -28,6 +28,7 @@ from workflows.leader_io import save_blob
 from workflows.leader_judgment import check_goal, judge_stall
 from workflows.leader_metrics import LeaderMetrics
 from workflows.leader_queries import LeaderQueries
+from workflows.leader_signals import LeaderSignals
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -49,10 +50,7 @@ with workflow.unsafe.imports_passed_through():
         DefineRoleRequest,
         EndRunRequest,
         InterventionResult,
-        NudgeRequest,
-        PauseRequest,
         ReplanRequest,
-        ResumeRequest,
         RetryTaskRequest,
         SetBudgetRequest,
         SkipTaskRequest,
@@ -60,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from xsky.plan.planning import problems_text
     from xsky.plan.xml import parse_workflow
-    from xsky.runs import ProgressReport, RunInput, RunResult
+    from xsky.runs import RunInput, RunResult
 
 
 def _reject(message: str) -> None:
@@ -70,7 +68,7 @@ def _reject(message: str) -> None:
 
 
 @workflow.defn(name="LeaderWorkflow")
-class LeaderWorkflow(LeaderQueries):
+class LeaderWorkflow(LeaderQueries, LeaderSignals):
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
         # A state travels only by continue-as-new. One in the input of a run started afresh was
@@ -438,41 +436,5 @@ class LeaderWorkflow(LeaderQueries):
     def _validate_set_budget(self, req: SetBudgetRequest) -> None:
         self._validated(lambda: self._core.check_set_budget(req))
 
-    # -- signals ------------------------------------------------------------------------------
-
-    @workflow.signal(
-        description="Stop dispatching new agents; {cancelRunning}: also stop running ones (they resume later)."
-    )
-    def pause(self, req: PauseRequest | None = None) -> None:
-        # No input (the Web UI's empty Data box, `temporal workflow signal` without --input)
-        # means the defaults: a signal handler that raised would stall the run for good.
-        request = req or PauseRequest()
-        self._when_ready(lambda: self._apply(self._core.pause(request)))
-
-    @workflow.signal(description="Dispatch again after a pause.")
-    def resume(self, req: ResumeRequest | None = None) -> None:
-        self._when_ready(lambda: self._core.resume())
-
-    @workflow.signal(
-        description="A message for one agent ({taskId}, {message}), delivered at its next step."
-    )
-    def nudge(self, req: NudgeRequest | None = None) -> None:
-        if req is None:
-            workflow.logger.warning('nudge ignored: it needs {"taskId": …, "message": …}')
-            return
-
-        request = req
-
-        def deliver() -> None:
-            if not self._core.nudge(request, workflow.now()):
-                workflow.logger.warning(
-                    "nudge ignored: no task %s or an empty message", request.task_id
-                )
-
-        self._when_ready(deliver)
-
-    @workflow.signal(
-        description="Sent by running agents: alive and moving (message, iteration, tokens)."
-    )
-    def report_progress(self, report: ProgressReport) -> None:
-        self._when_ready(lambda: self._core.report_progress(report, workflow.now()))
+    # -- signals: workflows/leader_signals.py (pause, resume, nudge, report_progress, and twins)
+    # -- queries: workflows/leader_queries.py

@@ -16,6 +16,7 @@ from temporalio.exceptions import ActivityError
 
 from workflows import leader_io
 from workflows.failures import attempt_failure
+from workflows.leader_guards import ReportTokens, within_budget
 from workflows.leader_judgment import consult
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
@@ -54,6 +55,7 @@ class Attempts:
         self._nudge = 0  # the last nudge timer's number (0: none yet)
         self._nudges_fired: set[int] = set()
         self._nudge_tasks: set[asyncio.Task[None]] = set()
+        self.tokens = ReportTokens()  # the dispatches' report tokens (workflows/leader_guards.py)
 
     def start(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
         self._tasks[agent_id] = asyncio.create_task(self._execute(core, agent_id, dispatch))
@@ -98,6 +100,7 @@ class Attempts:
             if patched("flat-retry-backoff"):
                 # Temporal retries at once; the attempt after an error waits its backoff itself.
                 agent_input = agent_input.model_copy(update={"error_backoff": settings.retry})
+            agent_input = await within_budget(self.tokens.issued(agent_input))
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
             local = self._agents_here() and core.runs_locally(agent_id)
             kind = core.queue_kind(agent_id)

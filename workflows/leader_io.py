@@ -14,11 +14,16 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
+from workflows.leader_blobs import BLOB_ACTIVITY, drop_older_states, load_blob, save_blob
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.artifacts import PART_CHARS, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
+    from xsky.artifacts import (
+        PART_CHARS,
+        BlobRef,
+        blob_ref,
+    )
     from xsky.errors import PlanError
     from xsky.leader.core import LeaderCore
     from xsky.leader.state import LeaderState, PlanVersion
@@ -32,15 +37,6 @@ with workflow.unsafe.imports_passed_through():
 
 # A history this small after reading the state may continue as new whenever Temporal says.
 SMALL_HISTORY = 1024 * 1024
-# Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
-BLOB_WAVE = 2
-# The leader's own activities (blob parts, at most 200,000 characters each), on its task
-# queue. A part is written or read in well under a second even on a slow disk; the timeout is
-# how long a part given to a worker that died waits before it is given to another.
-BLOB_ACTIVITY: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=10),
-    "retry_policy": RetryPolicy(maximum_attempts=5),
-}
 
 
 async def setup() -> LeaderSetup | None:
@@ -239,53 +235,6 @@ class DeadlineTimer:
             self.fired = True
 
 
-# -- blobs: text larger than a payload, one part per activity -------------------------------------
-
-
-async def save_blob(name: str, text: str) -> BlobRef:
-    ref = blob_ref(workflow.info().workflow_id, name, text)
-    parts = split_text(text)
-    # A few parts at a time: one workflow task must stay under gRPC's 4 MB.
-    for at in range(0, len(parts), BLOB_WAVE):
-        await asyncio.gather(
-            *(
-                workflow.execute_activity(
-                    "leader_put",
-                    BlobPart(ref=ref, index=i, text=parts[i]),
-                    **BLOB_ACTIVITY,
-                    summary=f"store {name} part {i + 1}/{ref.parts}",
-                )
-                for i in range(at, min(at + BLOB_WAVE, len(parts)))
-            )
-        )
-    return ref
-
-
-async def load_blob(ref: BlobRef) -> str:
-    parts: list[str] = []
-    for at in range(0, ref.parts, BLOB_WAVE):
-        parts += await asyncio.gather(
-            *(
-                workflow.execute_activity(
-                    "leader_get",
-                    BlobPartRequest(ref=ref, index=i),
-                    result_type=str,
-                    **BLOB_ACTIVITY,
-                    summary=f"read {ref.name} part {i + 1}/{ref.parts}",
-                )
-                for i in range(at, min(at + BLOB_WAVE, ref.parts))
-            )
-        )
-    text = "".join(parts)
-    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != ref.sha256:
-        raise ApplicationError(
-            f"the stored {ref.name} does not match its digest; the artifact store was changed",
-            type="ArtifactMissing",
-            non_retryable=True,
-        )
-    return text
-
-
 # -- a run's state across executions ------------------------------------------------------------
 
 
@@ -294,6 +243,7 @@ async def load_core(inp: RunInput) -> LeaderCore:
     run_id = workflow.info().workflow_id
     if inp.state_ref is not None:
         state = LeaderState.model_validate_json(await load_blob(inp.state_ref))
+        await drop_older_states(inp.state_ref)
         return LeaderCore(
             inp.model_copy(update={"state": state, "state_ref": None}), run_id, workflow.now()
         )
@@ -340,31 +290,39 @@ async def continue_as_new(core: LeaderCore) -> str | None:
     """Hand the run to a fresh history: the state by reference, so its size never matters.
 
     Returns (with the reason) only when the state could not be stored: the run then goes
-    on in this execution, nothing lost."""
+    on in this execution, nothing lost. Since the patch state-per-execution the state carries
+    the next execution's number (``continued``), and is stored under it: no two executions
+    write the same name, and the next one removes the older ones once it has read its own."""
     await workflow.wait_condition(workflow.all_handlers_finished)
+    per_execution = patched("state-per-execution")
+    if per_execution:
+        core.state.continued += 1  # the next execution's number, in the state it reads
     snapshot = core.snapshot()  # results by reference; the plan once, inside the state
     if len(snapshot) <= core.options.inline_limit:
         state = LeaderState.model_validate_json(snapshot)
         workflow.continue_as_new(
             core.continue_input().model_copy(update={"workflow": None, "state": state})
         )
-    ref = await _save_state(core, snapshot)
+    number = core.state.continued if per_execution else core.state.continued + 1
+    ref = await _save_state(core, snapshot, number)
     await workflow.wait_condition(workflow.all_handlers_finished)
     # A signal or update handled while the parts were written (a pause, an answer) changed
     # the state after its snapshot: write it again, or the next execution would not know.
     while (fresh := core.snapshot()) != snapshot:
         snapshot = fresh
-        ref = await _save_state(core, snapshot)
+        ref = await _save_state(core, snapshot, number)
         await workflow.wait_condition(workflow.all_handlers_finished)
     if ref is None:
+        if per_execution:
+            core.state.continued -= 1  # not handed on: this execution goes on
         return "its state could not be stored as written (see the log line before)"
     workflow.continue_as_new(
         core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref})
     )
 
 
-async def _save_state(core: LeaderCore, snapshot: str) -> BlobRef | None:
-    """Write a state for the next execution, under a name of its own digest; the reference handed on is what ``leader_seal`` read back from the store.
+async def _save_state(core: LeaderCore, snapshot: str, number: int) -> BlobRef | None:
+    """Write a state for the next execution (the ``number``-th), under a name of its own digest; the reference handed on is what ``leader_seal`` read back from the store.
 
     The next execution checks what it reads against the reference's digest. Computed here, in
     workflow code, that digest is of this execution's snapshot — on a replay after a crash, of
@@ -373,7 +331,7 @@ async def _save_state(core: LeaderCore, snapshot: str) -> BlobRef | None:
     late write of another snapshot cannot overwrite these parts; sealed, the reference is
     recorded in the history, so a replay hands on exactly what was stored. None when what the
     store holds is not what was written (then the run goes on in this execution)."""
-    name = f"state-{core.state.continued + 1}"
+    name = f"state-{number}"
     digest = hashlib.sha256(snapshot.encode("utf-8", "surrogatepass")).hexdigest()
     written = await save_blob(f"{name}-{digest[:16]}", snapshot)
     try:

@@ -111,6 +111,33 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.4.0 is still open (an automatic replan of theirs "
         "that hands out MCP tools replays without the review)",
     ),
+    "refusals-heard": Patch(
+        what="the signals check their payloads themselves: a malformed one (not a JSON object, an "
+        "unknown field, a wrong type, a text over its cap: pause null, pause {frobnicate: true}, a "
+        "nudge of 1.5 MiB) is refused, counted on the board and written in the permission log "
+        "instead of dropped or taken; each dispatch gets a report token in its input, and a "
+        "report_progress without it is refused; before, the SDK dropped undecodable payloads, "
+        "pause null paused, and any report was taken",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open",
+    ),
+    "agent-input-by-reference": Patch(
+        what="an attempt's input larger than INPUT_BUDGET (xsky/leader/limits.py) is written to "
+        "the artifact store first (leader_put activities) and travels as a reference; before, it "
+        "was scheduled whole, and one over Temporal's payload limit failed every workflow task",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open (their oversized inputs never "
+        "got scheduled, so no history holds the old branch; the id may go once v0.4.0 is the oldest "
+        "release still running)",
+    ),
+    "state-per-execution": Patch(
+        what="a run continued as new stores its state under the next execution's number "
+        "(state-N-<digest>, N carried in the state) and the next execution removes the older "
+        "states once it has read its own (leader_drop); before, every execution's state was "
+        "named state-1-<digest> (the count was not carried) and none was removed",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -101,6 +101,14 @@ class BlobPartRequest(WireModel):
     index: int
 
 
+class BlobDrop(WireModel):
+    """Input of ``leader_drop``: remove the run's blobs named ``prefix``…, but ``keep``."""
+
+    run_id: str
+    prefix: str
+    keep: str
+
+
 def split_text(text: str) -> list[str]:
     return [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
 

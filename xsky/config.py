@@ -33,6 +33,8 @@ Cloud profile works unchanged.
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
 | OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
 | XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
+| XSKY_WORKFLOW_SLOTS | 10 | a worker's workflow tasks in progress at once |
+| XSKY_STICKY_TIMEOUT | 30 | seconds a workflow task waits for the worker that caches its run before any worker may take it |
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class Settings:
     tracing: bool = False  # OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: the worker exports traces
     service_name: str = "xsky-worker"  # OTEL_SERVICE_NAME
     worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
+    # A worker's workflow tasks in progress at once, and how long one waits for the worker that
+    # caches its run before another takes it (README, Deployment: measured by bench/load.py).
+    workflow_slots: int = 10
+    sticky_timeout: float = 30.0
     profile: str | None = None
     # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
     connect_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -156,6 +162,8 @@ def load_settings(
         chromium=env.get("XSKY_CHROMIUM") or None,
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
         worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
+        workflow_slots=_int(env, "XSKY_WORKFLOW_SLOTS", 10),
+        sticky_timeout=float(_int(env, "XSKY_STICKY_TIMEOUT", 30)),
         # OpenTelemetry's own variables: the exporter reads the rest (headers, timeout) itself.
         tracing=bool(
             env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

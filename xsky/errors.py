@@ -97,6 +97,15 @@ class NoWorkerError(XSkyError):
     """No worker polls a task queue the run needs; nothing was started."""
 
 
+class WorkerStoppedError(NoWorkerError):
+    """A worker the server still lists stopped answering (its heartbeats stopped): the server
+    gives its work to the others within a heartbeat timeout; asking again soon helps."""
+
+
+class WorkersBusyError(NoWorkerError):
+    """Workers serve the queue and answer, but not in time: they are busy."""
+
+
 class UnservedRunError(NoWorkerError):
     """A run (or scan) was started, but no worker took its first task: the workers the server
     still lists have stopped. It stays started, and begins once a worker polls; ``subject``

@@ -20,6 +20,9 @@ from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
 from xsky.plan.models import WireModel as Wire
 from xsky.security.permissions import PermissionSettings
 
+# Characters of an agent's progress message the leader keeps (the board shows a line of it).
+PROGRESS_CHARS = 500
+
 # Seconds Temporal waits before any retry of an agent's attempt under the flat policy (see
 # RetryOptions.wait_after): a lost worker's attempt is retried this soon.
 FLAT_RETRY = 1.0
@@ -251,6 +254,12 @@ class AgentInput(Wire):
     error_backoff: RetryOptions | None = None
     # What this dispatch may spend (a run with a budget, an agent that may call a model).
     budget_share: BudgetShare | None = None
+    # The dispatch's token: its progress reports carry it, so the leader takes them from this
+    # attempt only (a report_progress signal sent by anyone else is dropped). None: an older leader.
+    report_token: str | None = None
+    # Set when the input was too large for a payload: the whole input, in the artifact store
+    # (the activity reads it; every other field is then the leader's placeholder).
+    input_ref: BlobRef | None = None
 
 
 class LeaderSetup(Wire):
@@ -327,6 +336,7 @@ class ProgressReport(Wire):
     previous: str | None = None  # how the attempt before this one ended (error, or worker lost)
     usage: UsageReport | None = None  # what the agent's conversation has used so far
     final: bool = False  # sent as the attempt was stopped: its usage is all it used
+    token: str | None = None  # the dispatch's report token (AgentInput.report_token)
 
 
 FinalStatus = Literal["completed", "failed", "cancelled"]

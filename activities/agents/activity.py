@@ -11,7 +11,9 @@ inline. How each attempt ends is written to its ledger (``ledger.py``) first.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -21,19 +23,26 @@ from activities.agents.attempt import Attempt, prepare, store_result
 from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
 from activities.agents.key import AgentKey
-from activities.agents.ledger import AttemptLedger
+from activities.agents.lease import Lease
+from activities.agents.ledger import AttemptLedger, Start
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
-from activities.artifacts import ArtifactStore
+from activities.agents.storage import storage_problem, stored
+from activities.artifacts import ArtifactStore, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox.confine import sandbox_settings
+from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
-from xsky.plan.agent_config import deterministic_retries
+from xsky.plan.agent_config import deterministic_retries, tool_name
 from xsky.plan.budget import UsageReport
 from xsky.runs import AgentInput, AgentOutcome
 from xsky.security.settings import SettingsError, worker_layers
+
+# Direct tools that change nothing: doing one twice costs only its time, so an attempt of
+# such an agent keeps no outcome and holds no lease (instant no-ops stay instant).
+REPEATABLE = frozenset({"noop"})
 
 # Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
 # or a person's or a rule's refusal.
@@ -57,26 +66,41 @@ class AgentActivities:
     @activity.defn(name="run_agent")
     async def run_agent(self, inp: AgentInput) -> AgentOutcome:
         """One attempt of one agent. How it ends is written down first (activities/agents/ledger.py),
-        so the next attempt — and the board — know an error from a lost worker."""
+        so the next attempt — and the board — know an error from a lost worker; an outcome is
+        kept before it is reported, so the next attempt returns it instead of doing it again."""
         info = activity.info()
         started = info.started_time or datetime.now(UTC)
+        if inp.input_ref is not None:  # too large for a payload: the leader stored it
+            inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
         ledger = AttemptLedger.of(self.settings.artifacts, AgentKey.of(inp))
-        start = await asyncio.to_thread(
-            ledger.begin,
-            info.attempt,
-            info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None,
-        )
+        timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         beat = Beat(
             task_id=inp.task_id,
             dispatch=inp.dispatch,
             progress_interval=inp.progress_interval,
             started_at=started,
-            previous=start.previous,
+            token=inp.report_token,
         )
+        root = self.store.root
         try:
-            if inp.error_backoff is not None and start.after_error:
-                await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
-            outcome = await self._attempt(inp, beat, started, info.attempt)
+            start = await stored(
+                beat,
+                root,
+                "the attempt ledger",
+                lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
+            )
+            beat.previous = start.previous
+            if tool_name(inp.agent.config) in REPEATABLE:  # nothing to keep from doing twice
+                return await self._first_time(inp, ledger, beat, start, started, keep=False)
+            kept = await asyncio.to_thread(ledger.outcome)
+            if kept is None:
+                lease = Lease(ledger.lease_path, info.attempt, ttl=(timeout or 10.0) / 2)
+                async with lease.held(beat, ledger.outcome_path.exists):
+                    kept = await asyncio.to_thread(ledger.outcome)
+                    if kept is None:
+                        return await self._first_time(inp, ledger, beat, start, started)
+            await asyncio.to_thread(ledger.returned, info.attempt, kept)
+            return kept.model_copy(update={"attempt": info.attempt})
         except ApplicationError as e:
             raise await self._failed(inp, ledger, info.attempt, e) from None
         except asyncio.CancelledError:
@@ -89,15 +113,52 @@ class AgentActivities:
             raise
         # a bug or an unexpected error: recorded, retried like any error
         except Exception as e:
+            problem = storage_problem(e, root)
             raise await self._failed(
                 inp,
                 ledger,
                 info.attempt,
-                ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__),
+                ApplicationError(
+                    f"{problem}: {e}" if problem else f"{type(e).__name__}: {e}",
+                    type="StorageError" if problem else type(e).__name__,
+                ),
             ) from e
-        outcome.attempt = info.attempt
+
+    def _stored_input(self, ref: BlobRef) -> AgentInput:
+        try:
+            return AgentInput.model_validate_json(read_blob(self.store, ref))
+        except (FileNotFoundError, ValueError) as e:
+            raise ApplicationError(
+                f"the agent's input, stored by its leader, cannot be read: {e}",
+                type="ArtifactMissing",
+                non_retryable=True,
+            ) from None
+
+    async def _first_time(
+        self,
+        inp: AgentInput,
+        ledger: AttemptLedger,
+        beat: Beat,
+        start: Start,
+        started: datetime,
+        keep: bool = True,
+    ) -> AgentOutcome:
+        """The attempt that does the work (no earlier one kept an outcome): its backoff after
+        an error, the agent, and (``keep``) its outcome kept durably before it is reported."""
+        number = activity.info().attempt
+        if inp.error_backoff is not None and start.after_error:
+            await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
+        outcome = await self._attempt(inp, beat, started, number)
+        outcome.attempt = number
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
+        if keep:
+            await stored(
+                beat,
+                self.store.root,
+                "the attempt's outcome",
+                lambda: ledger.complete(number, outcome),
+            )
         return outcome
 
     async def _failed(
@@ -110,7 +171,13 @@ class AgentActivities:
         "deterministic" | "transient" | "exhausted"}`` (xsky/outcomes.py) — "exhausted" is
         final too, but each attempt failed in a way that might have passed. The leader does
         not replan a deterministic failure automatically (unless the run opts in)."""
-        errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+        try:
+            errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
+            # Its command's end is reported with this error: a retry runs it again.
+            await asyncio.to_thread(ledger.command_record.unlink, missing_ok=True)
+        except OSError as oe:  # a full store: the error is still this attempt's end
+            activity.logger.warning("the attempt ledger cannot be written: %s", oe)
+            errors = await asyncio.to_thread(ledger.errors) + 1
         # what it used, for the leader to settle (spend is spend, failed or not)
         used = await asyncio.to_thread(stored_usage, self.store, inp)
         e = ApplicationError(
@@ -169,7 +236,9 @@ class AgentActivities:
             mcp=self.mcp,
         )
         outcome = await self._run(a)
-        return store_result(a, outcome) if outcome.kind == "completed" else outcome
+        if outcome.kind != "completed":
+            return outcome
+        return await stored(beat, self.store.root, "the result", lambda: store_result(a, outcome))
 
     async def _run(self, a: Attempt) -> AgentOutcome:
         """A config tool runs directly; without one, the configured model runs the agent's
@@ -191,6 +260,11 @@ async def _back_off(beat: Beat, seconds: float, errors: int) -> None:
     beat.note = f"waiting {seconds:g}s before retrying (backoff after {errors} error(s))"
     async with beat.running():
         await asyncio.sleep(seconds)
+
+
+def _last_word(details: Sequence[Any]) -> str | None:
+    """The previous attempt's last heartbeat note (Temporal hands it to the next attempt)."""
+    return details[-1] if details and isinstance(details[-1], str) else None
 
 
 def _sandbox_gid(settings: Settings) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints, checkpoint_name
 from activities.agents.key import AgentKey
+from activities.agents.ledger import AttemptLedger
 from activities.agents.spend import dispatch_key
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
@@ -29,6 +30,7 @@ from activities.mcp.pool import McpPool
 from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
 from activities.sandbox import workspace as workspaces
+from activities.sandbox.bwrap import Confinement
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
 from activities.sandbox.gate import Gate
 from activities.tools import ToolContext
@@ -132,10 +134,14 @@ def prepare(
         unconfined=unconfined,
         egress=web,
         command_network=command_network,
-        confinement=confinement_for(settings, sandbox, workspace, key.run_id),
+        confinement=with_attempt_key(
+            confinement_for(settings, sandbox, workspace, key.run_id), key.idempotency_key
+        ),
         owner=sandbox.owner,
     )
     task, input_text, config = _expanded(store, inp)
+    if tool_name(config) in RECORDED_TOOLS:  # the dispatch's one command: its end is recorded
+        ctx.command_record = AttemptLedger.of(settings.artifacts, key).command_record
     role, person_only = _role(inp, layers)
     gate = Gate(
         task_id=inp.task_id,
@@ -179,6 +185,17 @@ def prepare(
         mcp_pool=mcp or McpPool(),
         mcp_servers=configured(settings, layers),
     )
+
+
+# Direct tools whose one command's end its watchdog records (activities/sandbox/watchdog.py).
+RECORDED_TOOLS = frozenset({"shell"})
+
+
+def with_attempt_key(c: Confinement, key: str) -> Confinement:
+    """The sandbox's environment gets ``XSKY_ATTEMPT_KEY``: the same for every attempt of a
+    dispatch, so a script can tell a retry of its own work from new work and guard a side
+    effect it must not repeat (the README's recipe)."""
+    return replace(c, extra_env={**c.extra_env, "XSKY_ATTEMPT_KEY": key})
 
 
 def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:

@@ -13,7 +13,7 @@ from temporalio import activity
 
 from activities.beat import heartbeat, heartbeating, interval
 from xsky.plan.budget import UsageReport
-from xsky.runs import ProgressReport
+from xsky.runs import PROGRESS_CHARS, ProgressReport
 
 log = logging.getLogger("xsky.agents")
 
@@ -43,8 +43,10 @@ class Beat:
         progress_interval: float,
         started_at: datetime | None = None,
         previous: str | None = None,
+        token: str | None = None,
     ):
         self.task_id = task_id
+        self.token = token  # the dispatch's: the leader takes reports that carry it only
         self.dispatch = dispatch
         self.progress_interval = progress_interval
         self.started_at = started_at
@@ -74,7 +76,7 @@ class Beat:
         report = ProgressReport(
             task_id=self.task_id,
             dispatch=self.dispatch,
-            message=self.note,
+            message=self.note[:PROGRESS_CHARS],
             iteration=self.iteration,
             tokens=self.tokens,
             activity_attempt=info.attempt,
@@ -84,6 +86,7 @@ class Beat:
             previous=self.previous,
             usage=self.usage,
             final=final,
+            token=self.token,
         )
         if info.workflow_id is None:  # not scheduled by a leader: nobody to tell
             return

@@ -30,6 +30,21 @@ class AgentKey:
         )
 
     @property
+    def idempotency_key(self) -> str:
+        """``XSKY_ATTEMPT_KEY``: one per dispatch (every attempt of it has the same), unique to
+        the run's first execution (a later run that reuses the workflow id gets other keys)."""
+        return ":".join(
+            (
+                "xsky",
+                self.run_id,
+                (self.execution_id or "run")[:12],
+                self.task_id,
+                f"v{self.plan_version}",
+                f"d{self.dispatch}",
+            )
+        )
+
+    @property
     def file_prefix(self) -> str:
         """Of the artifacts this dispatch stores, e.g. "v1-d2-" (attempts of others never clash)."""
         return f"v{self.plan_version}-d{self.dispatch}-"

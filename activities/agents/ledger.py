@@ -12,6 +12,13 @@ Each attempt also writes that it started, so a stale attempt — its worker was 
 killed), the server gave up on it and a later attempt began elsewhere, then the worker was
 resumed — sees that it is superseded and writes nothing more (its end would count against
 the attempt that replaced it).
+
+An attempt that ends with an outcome (completed, or waiting for a person) writes the outcome
+beside the ledger, durably, *before* it reports it (:meth:`AttemptLedger.complete`): when the
+report is lost — the server was down, the worker died a moment later — the next attempt of the
+dispatch finds it (:meth:`AttemptLedger.outcome`) and returns it without running anything
+again. Beside it too: the dispatch's lease (activities/agents/lease.py) and the record a direct
+command's watchdog writes when the command ends (:attr:`AttemptLedger.command_record`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities.agents.key import AgentKey
+from activities.fsio import atomic_write
 from xsky.artifacts import safe_component
+from xsky.runs import AgentOutcome
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,49 @@ class AttemptLedger:
     def of(cls, root: Path, key: AgentKey) -> AttemptLedger:
         name = f"{safe_component(key.execution_id or 'run', 40)}-{safe_component(key.task_id, 60)}-v{key.plan_version}-d{key.dispatch}.jsonl"
         return cls(root / safe_component(key.run_id) / "_attempts" / name)
+
+    @property
+    def outcome_path(self) -> Path:
+        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".outcome.json")
+
+    @property
+    def command_record(self) -> Path:
+        """Where a direct command's watchdog writes how the command ended."""
+        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".command.json")
+
+    @property
+    def lease_path(self) -> Path:
+        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".lease")
+
+    def complete(self, attempt: int, outcome: AgentOutcome) -> None:
+        """Keep ``attempt``'s outcome durably, before it is reported (a stale attempt's too:
+        its work is done, and the attempt that replaced it returns it instead of redoing it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.outcome_path, outcome.model_dump_json(by_alias=True), sync=True)
+        self._write({"attempt": attempt, "kind": outcome.kind, "reason": ""}, sync=False)
+
+    def outcome(self) -> AgentOutcome | None:
+        """The outcome an attempt of this dispatch ended with, if one did."""
+        try:
+            text = self.outcome_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            return AgentOutcome.model_validate_json(text)
+        except ValueError:
+            return None  # not ours (atomic writes leave no half): run as if none were there
+
+    def returned(self, attempt: int, outcome: AgentOutcome) -> None:
+        """``attempt`` returned the outcome an earlier attempt kept (nothing ran again)."""
+        self._write(
+            {
+                "attempt": attempt,
+                "kind": "returned",
+                "reason": f"the outcome attempt {outcome.attempt} kept ({outcome.kind}); "
+                "nothing ran again",
+            },
+            sync=False,
+        )
 
     def entries(self) -> list[dict[str, object]]:
         try:
@@ -61,8 +113,12 @@ class AttemptLedger:
             self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
         return self.errors()
 
-    def begin(self, attempt: int, heartbeat_timeout: float | None) -> Start:
-        """Write that ``attempt`` started; how the one before it ended."""
+    def begin(
+        self, attempt: int, heartbeat_timeout: float | None, last_word: str | None = None
+    ) -> Start:
+        """Write that ``attempt`` started; how the one before it ended. ``last_word``: the
+        previous attempt's last heartbeat note — an attempt that could not write its end (a
+        full store) is not taken for a lost worker."""
         before = self.entries()
         self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
         ended = next(
@@ -80,6 +136,8 @@ class AttemptLedger:
             return Start(
                 f"{ended.get('kind')}: {ended.get('reason')}", ended.get("kind") == "error", errors
             )
+        if last_word is not None and "the artifact store at " in last_word:
+            return Start(f"error: {last_word}", True, errors + 1)
         beat = f" for {heartbeat_timeout:g}s" if heartbeat_timeout else ""
         return Start(
             f"worker lost: no heartbeat{beat} (killed, crashed, stopped or cut off)", False, errors

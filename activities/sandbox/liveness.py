@@ -7,19 +7,23 @@ worker (``--die-with-parent``), which kills everything in it — double-forked, 
 is another matter: its children are not stopped with it, and a command that keeps running
 while the server hands its attempt to another worker would do its side effect twice.
 
-So each command gets a watchdog between the worker and the sandbox (:data:`WATCHDOG`, a
-few lines of the worker's own Python, stdlib only): it runs the command and reads a pipe the
-worker writes a byte to every ``PULSE`` seconds from a thread of its own (not the event
-loop, which a long synchronous call may hold). End of file (the worker died) or silence for
-``quiet`` seconds (the worker is stopped) and it kills the command — its sandbox's namespace
-with it — and exits with :data:`LOST_EXIT`. ``quiet`` is under the time the server takes to
-give the attempt to another worker (a quarter of the heartbeat timeout, at most
-``QUIET_MAX``; the server's last heartbeat is at most a quarter of it old,
-:mod:`activities.beat`), so the stale command is gone before its replacement starts.
+So each command gets a watchdog between the worker and the sandbox (:data:`WATCHDOG`,
+``activities/sandbox/watchdog.py``, run by the worker's own Python, stdlib only): it runs the
+command and reads a pipe the worker writes a byte to every ``PULSE`` seconds from a thread of
+its own — while the event loop that sends the attempt's heartbeats still runs (a loop stuck
+for ``stall`` seconds sends no heartbeats, so the server will give the attempt away: the
+thread stops too). End of file (the worker died) or silence for ``quiet`` seconds (the worker
+is stopped, or its loop stuck) and it kills the command — its sandbox's namespace with it —
+and exits with :data:`LOST_EXIT`. ``quiet`` and ``stall`` are each a quarter of the heartbeat
+timeout (``quiet`` at most ``QUIET_MAX``; the server's last heartbeat is at most a quarter of
+it old, :mod:`activities.beat`), so the stale command is gone before the server gives the
+attempt to another worker. The watchdog also writes a command's end durably before it
+reports it (see its module): a worker lost just after its command ended loses nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -27,73 +31,55 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from temporalio import activity
+
+from activities.sandbox import watchdog
 
 PULSE = 0.25  # seconds between the worker's bytes
 QUIET_MIN = 1.5  # seconds: never less (a loaded machine may not run the pulse thread on time)
 QUIET_MAX = 5.0
 QUIET_DEFAULT = 5.0  # outside an activity (no heartbeat timeout to go by)
-LOST_EXIT = 199  # the watchdog's status when it killed the command
+LOST_EXIT = watchdog.LOST_EXIT  # the watchdog's status when it killed the command
+WATCHDOG = Path(watchdog.__file__)
 
-# argv: the pipe's fd, quiet seconds, the command. Exits with the command's status (or its
-# signal), or LOST_EXIT when it killed the command.
-WATCHDOG = r"""
-import os, select, signal, sys, time
-fd, quiet, argv = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
-child = os.fork()
-if child == 0:
-    os.close(fd)
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-try:
-    watch = [fd, os.pidfd_open(child)]
-except OSError:
-    watch = [fd]
-last, lost, status = time.monotonic(), None, 0
-while True:
-    ready = select.select(watch, [], [], 0.25)[0]
-    pid, status = os.waitpid(child, os.WNOHANG)
-    if pid:
-        break
-    if fd in ready:
-        if not os.read(fd, 4096):
-            lost = "the worker died"
-            break
-        last = time.monotonic()
-    if time.monotonic() - last > quiet:
-        lost = f"the worker stopped answering for {quiet:g}s"
-        break
-if lost is not None:
-    os.kill(child, signal.SIGKILL)
-    os.waitpid(child, 0)
-    os.write(2, f"xsky: {lost}: the command was killed\n".encode())
-    os._exit(LOST_EXIT)
-if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
-os._exit(os.waitstatus_to_exitcode(status))
-""".replace("LOST_EXIT", str(LOST_EXIT))
+
+@dataclass
+class _Loop:
+    """When an event loop last ran its ticker (a loop that does not run sends no heartbeats)."""
+
+    seen: float = field(default_factory=time.monotonic)
+    users: int = 0
+    task: asyncio.Task[None] | None = None
 
 
 class Pulse:
-    """The worker's side: one thread writes a byte to every open command's pipe."""
+    """The worker's side: one thread writes a byte to every open pipe while the event loop the
+    pipe was opened from still runs.
+
+    The bytes come from a thread, so a synchronous call that holds the loop for a moment does
+    not kill commands; but they stop once the loop has not run for the pipe's ``stall``
+    seconds: the heartbeats come from that loop, so the server gives the attempt away when it
+    stalls, and the command must be gone before (a stalled loop, like a stopped worker)."""
 
     def __init__(self) -> None:
-        self._writers: set[int] = set()
+        self._writers: dict[int, tuple[_Loop, float]] = {}
+        self._loops: dict[asyncio.AbstractEventLoop, _Loop] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def pipe(self) -> Iterator[int]:
-        """A pipe for one command: yields its read end, which the caller passes to the
+    def pipe(self, stall: float | None = None) -> Iterator[int]:
+        """A pipe fed while this thread's event loop runs (at most ``stall`` seconds stuck,
+        default :func:`stall_after`): yields its read end, which the caller passes to the
         watchdog and then closes (once); the write end is fed until the block ends."""
+        loop = self._ticking(asyncio.get_running_loop())
         read, write = os.pipe()  # both close-on-exec: only the watchdog gets the read end
         os.set_blocking(write, False)
         with self._lock:
-            self._writers.add(write)
+            self._writers[write] = (loop, stall_after() if stall is None else stall)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="xsky-pulse", daemon=True)
                 self._thread.start()
@@ -101,13 +87,37 @@ class Pulse:
             yield read
         finally:
             with self._lock:
-                self._writers.discard(write)
+                del self._writers[write]
             os.close(write)
+            self._done(loop)
+
+    def _ticking(self, running: asyncio.AbstractEventLoop) -> _Loop:
+        loop = self._loops.get(running)
+        if loop is None or loop.task is None or loop.task.done():
+            loop = self._loops[running] = _Loop()
+            loop.task = running.create_task(self._tick(loop))
+        loop.users += 1
+        return loop
+
+    def _done(self, loop: _Loop) -> None:
+        loop.users -= 1
+        if loop.users == 0 and loop.task is not None:
+            loop.task.cancel()
+            self._loops = {k: v for k, v in self._loops.items() if v is not loop}
+
+    @staticmethod
+    async def _tick(loop: _Loop) -> None:
+        while True:
+            loop.seen = time.monotonic()
+            await asyncio.sleep(PULSE)
 
     def _run(self) -> None:
         while True:
+            now = time.monotonic()
             with self._lock:
-                for fd in self._writers:
+                for fd, (loop, stall) in self._writers.items():
+                    if now - loop.seen > stall:
+                        continue  # that loop is stuck: its commands' watchdogs hear nothing
                     with contextlib.suppress(OSError):  # full (the watchdog is behind) or closed
                         os.write(fd, b".")
             time.sleep(PULSE)
@@ -128,9 +138,30 @@ def quiet_after() -> float:
     return min(QUIET_MAX, max(QUIET_MIN, timeout.total_seconds() / 4))
 
 
-def watched(argv: list[str], fd: int, quiet: float) -> list[str]:
-    """``argv`` under the watchdog (the worker's own Python, isolated), fed by pipe ``fd``."""
-    return [sys.executable, "-I", "-S", "-c", WATCHDOG, str(fd), f"{quiet:g}", *argv]
+def stall_after() -> float:
+    """Seconds the event loop may be stuck before the pulse stops: the watchdog's quiet, so
+    the command is gone two quiets after the loop stalled — half the heartbeat timeout, and
+    at most ¾ of it for the shortest — before the server gives the attempt away."""
+    return quiet_after()
+
+
+def watched(
+    argv: list[str], fd: int, quiet: float, record: Path | None = None, limit: int = 0
+) -> list[str]:
+    """``argv`` under the watchdog (the worker's own Python, isolated), fed by pipe ``fd``;
+    with ``record``, the command's end is written there before the watchdog exits (at most
+    ``limit`` bytes of each output stream)."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(WATCHDOG),
+        str(fd),
+        f"{quiet:g}",
+        str(record) if record is not None else "-",
+        str(limit or 1024 * 1024),
+        *argv,
+    ]
 
 
 def own_namespace(argv: list[str]) -> list[str]:

@@ -97,6 +97,9 @@ class ToolContext:
     )
     # (uid, gid) of the sandbox user, who owns what file tools make (None: the worker's own).
     owner: tuple[int, int] | None = None
+    # Where a direct command's watchdog writes how it ended (the dispatch's one command): a
+    # later attempt of the dispatch returns that end instead of running the command again.
+    command_record: Path | None = None
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

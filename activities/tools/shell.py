@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -86,6 +87,8 @@ class ProcessResult:
     timed_out: bool
     limit: str | None = None  # the sandbox limit the command ran into, named for a person
     notes: list[str] = field(default_factory=list)  # what the git guard undid after it
+    # the end an earlier attempt's watchdog recorded: the command was not run again
+    replayed: bool = False
 
 
 STORM_SECONDS = 3  # refused forks in this many consecutive seconds: a fork storm, stopped
@@ -112,6 +115,15 @@ async def run_process(
             return await run_process(routed, argv, timeout, limit)
     command_name = argv[0]  # what the person asked for, not the sandbox that runs it
     c = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
+    if ctx.command_record is not None:
+        done = await asyncio.to_thread(recorded_end, ctx.command_record, limit)
+        if done is not None:
+            # An earlier attempt of this dispatch ran it to its end and its worker was lost
+            # before it could report: the command is not run again.
+            done.notes += (
+                [] if ctx.unconfined else await asyncio.to_thread(git_guard.sweep, c.workspace)
+            )
+            return done
     cgroup: AttemptCgroup | None = None
     if not ctx.unconfined:  # "security": {"sandbox": "off"}: reported on the board and in the log
         problem = bwrap.ready(c.sandbox_user)
@@ -134,7 +146,7 @@ async def run_process(
     with liveness.PULSE_THREAD.pipe() as fed:
         result = await _supervise(
             ctx,
-            liveness.watched(argv, fed, liveness.quiet_after()),
+            liveness.watched(argv, fed, liveness.quiet_after(), ctx.command_record, limit),
             fed,
             c,
             cgroup,
@@ -175,7 +187,7 @@ async def _supervise(
             lambda: _Capture(limit),
             *argv,
             cwd=ctx.workspace,
-            env=scrubbed_env(ctx.workspace),
+            env={**scrubbed_env(ctx.workspace), **c.extra_env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -196,6 +208,11 @@ async def _supervise(
             os.setpriority(os.PRIO_PGRP, pid, limits.cpu_niceness(c.limits))
 
     def stop() -> None:
+        if not capture.exited.done():
+            # The watchdog first: a command the worker stops (cancelled, timed out, over a
+            # limit) gets no record of its end, which would pass for one that finished.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if cgroup is not None:
             cgroup.kill()
         _kill_group(pid)
@@ -284,6 +301,30 @@ async def _supervise(
     )
 
 
+def recorded_end(path: Path, limit: int) -> ProcessResult | None:
+    """The end of a command an earlier attempt of this dispatch ran, as its watchdog wrote it
+    (activities/sandbox/watchdog.py); None when it did not end (or never started)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("status"), int):
+        return None
+
+    def text(name: str, what: str) -> str:
+        value, dropped = str(record.get(name, ""))[:limit], record.get(f"{name}Dropped", 0)
+        return value + (f"\n[… {what} cut: {dropped:,} more bytes not shown]" if dropped else "")
+
+    return ProcessResult(
+        record["status"],
+        text("stdout", "stdout"),
+        text("stderr", "stderr"),
+        float(record.get("seconds", 0.0)),
+        False,
+        replayed=True,
+    )
+
+
 def _release(watch: disk.Watch | None, cgroup: AttemptCgroup | None) -> None:
     if watch is not None:
         disk.GUARD.remove(watch)
@@ -326,6 +367,11 @@ async def shell(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     }
     if proc.notes:
         details["gitGuard"] = proc.notes
+    if proc.replayed:
+        details["notRunAgain"] = (
+            "the command had run to its end in an earlier attempt whose worker was lost before it "
+            "reported: its recorded result is returned, and it was not run again"
+        )
     if proc.limit is not None:
         details["limit"] = proc.limit
         raise ToolError(f"the command was stopped: {proc.limit}: {command[:200]}", details=details)

@@ -40,7 +40,8 @@ RERECORD = (
     "XSKY_RECORD_HISTORIES=1 .venv/bin/python -m pytest "
     "tests/integration/test_replay.py tests/integration/test_replay_verdicts.py "
     "tests/integration/test_replay_budget.py tests/integration/test_replay_coordinator.py "
-    "tests/integration/test_replay_skills.py tests/integration/test_replay_mcp.py"
+    "tests/integration/test_replay_skills.py tests/integration/test_replay_mcp.py "
+    "tests/integration/test_replay_faults.py"
 )
 # The code a workflow runs deterministically on replay: the workflows, and the leader's core
 # (LeaderWorkflow is a shell around xsky/leader/core.py: most of its decisions are there).

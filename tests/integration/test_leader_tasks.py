@@ -164,7 +164,9 @@ async def test_two_questions_pending_at_once_answered_in_reverse_order(env: Env)
 
 async def test_nudge_is_kept_for_the_agent(env: Env):
     await env.start_worker()
-    handle = await env.start(plan(noop("1", 30)))
+    # An agent with no tool in its config reads nudges (a model does); under review it waits.
+    reader = '<agent name="llm" id="1"><task>sum up</task><input>text</input></agent>'
+    handle = await env.start(plan(reader), options=RunOptions(review=True))
     await handle.signal(LeaderWorkflow.nudge, NudgeRequest(task_id="T-1", message="wrap it up"))
 
     async def kept() -> None:

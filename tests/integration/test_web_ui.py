@@ -341,14 +341,23 @@ async def test_a_run_is_steered_and_answered_from_the_web_ui(
     assert run.status == "completed"
     assert [a.result for a in run.agents] == ["eu-west-1", "approved-in-the-ui"]
     assert run.agents[0].attempts == 2  # asked, then ran again with the answer
-    assert await query(handle, LeaderWorkflow.nudges, TaskRequest(task_id="T-1")) == [
-        "prefer EU regions"
+    # T-1 is a direct tool (ask_user): no model reads a nudge, so the signal was refused — the
+    # board counted it and the permission log says why (a signal cannot answer its sender).
+    assert await query(handle, LeaderWorkflow.nudges, TaskRequest(task_id="T-1")) == []
+    (refusal,) = [
+        e
+        for e in await query(handle, LeaderWorkflow.permission_log)
+        if e.by == "person" and e.tool == "nudge signal"
     ]
+    assert "cannot read a nudge" in refusal.reason
     assert "region.txt" not in await query(
         handle, LeaderWorkflow.plan
     )  # the replan was only filled in
 
     # The UI shows the outcome: the board is done, the run Completed with the answer in its result.
+    await refreshed(
+        page, board, "1 malformed or spoofed message(s) refused, the last: nudge signal"
+    )
     await refreshed(page, board, "2 completed")
     await page.get_by_role("tab", name="Timeline").click()
     await expect(page.get_by_role("textbox", name="Result")).to_contain_text(

@@ -25,6 +25,11 @@ PICKUP_WAIT = 5.0
 # Following a run: say so when an agent's first attempt has waited this long for a worker to
 # take it (none of its kind polls, whatever the server's poller list says).
 UNTAKEN_SECONDS = 10.0
+# A worker whose heartbeats (every 3 s: activities/telemetry.py) stopped this long ago has
+# stopped answering (stopped, frozen, cut off), though the server still lists it as running.
+WORKER_SILENT_SECONDS = 10.0
+# A query the workers are too busy to answer is asked this many times (a second apart).
+QUERY_TRIES = 3
 # Following a run: say so when no worker has answered the board query for this long.
 SILENT_WORKER_SECONDS = 15
 # Server trouble worth waiting out while following a run.

@@ -18,6 +18,8 @@ from xsky.artifacts import safe_component
 from xsky.leader.tasks import TaskView
 
 _FILE = re.compile(r"-v(\d+)-d(\d+)\.jsonl")
+# Ledger kinds of an attempt that ended with an outcome it kept (activities/agents/ledger.py).
+OUTCOMES = frozenset({"completed", "question", "needs_approval"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,18 @@ def attempt_ends(
                     recorded[number] = AttemptEnd(dispatch, number, kind, str(entry.get("reason")))
         # the current dispatch went on to attempt N: the ones before it all ended
         current = task.activity_attempt if dispatch == task.attempt else 0
+        # An attempt that kept an outcome explains nothing unless a later one followed it (its
+        # report was lost, and the later one returned what it kept).
+        for number in [n for n, e in recorded.items() if e.kind in OUTCOMES]:
+            if number >= max(started, current):
+                del recorded[number]
+            else:
+                recorded[number] = AttemptEnd(
+                    dispatch,
+                    number,
+                    recorded[number].kind,
+                    "its report did not reach the server; the next attempt returned the outcome it kept",
+                )
         last = max([*recorded, started - 1, current - 1], default=0)
         for number in range(1, last + 1):
             ends.append(

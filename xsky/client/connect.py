@@ -4,12 +4,17 @@ when the server cannot be reached."""
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any, cast, get_args
 
+from pydantic import BaseModel, ValidationError
+from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.client import (
     Client,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
@@ -18,6 +23,24 @@ from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
 )
+from xsky.leader.state import (
+    AnswerRequest,
+    ApprovePlanRequest,
+    ApproveToolRequest,
+    DefineRoleRequest,
+    EndRunRequest,
+    NudgeRequest,
+    PageRequest,
+    PauseRequest,
+    ReplanRequest,
+    ResumeRequest,
+    RetryTaskRequest,
+    SkipTaskRequest,
+    TaskRequest,
+)
+from xsky.wire_errors import one_sentence
+
+log = logging.getLogger("xsky.refusals")
 
 # -- the data converter ----------------------------------------------------------------------
 
@@ -37,10 +60,63 @@ class PlainRefusals(DefaultFailureConverter):
             failure.stack_trace = ""
 
 
-DATA_CONVERTER: DataConverter = dataclasses.replace(
-    pydantic_data_converter, failure_converter_class=PlainRefusals
+# What people type into an update or a query (the stock CLI, the Web UI): a payload that does
+# not fit is refused with one sentence naming the field, not a pydantic dump or "Failed
+# decoding arguments". Signals check their payloads themselves (workflows/leader_signals.py).
+PERSON_INPUTS: frozenset[type[BaseModel]] = frozenset(
+    {
+        ReplanRequest,
+        ApprovePlanRequest,
+        TaskRequest,
+        RetryTaskRequest,
+        SkipTaskRequest,
+        AnswerRequest,
+        ApproveToolRequest,
+        DefineRoleRequest,
+        EndRunRequest,
+        PauseRequest,
+        ResumeRequest,
+        NudgeRequest,
+        PageRequest,
+    }
 )
-"""pydantic payloads (xsky's models), refusals without a traceback: clients and workers."""
+
+
+def _person_input(hint: Any) -> type[BaseModel] | None:
+    """The request model ``hint`` names (alone or as ``X | None``), if it is a person's input."""
+    for candidate in (hint, *get_args(hint)):
+        if candidate in PERSON_INPUTS:
+            return cast(type[BaseModel], candidate)
+    return None
+
+
+class PlainPayloadErrors(PydanticPayloadConverter):
+    """pydantic's payload converter; a person's request that does not fit its model is an
+    ApplicationError ("Rejected") of one sentence: the SDK hands such an error to the update's
+    or query's caller as it is (any other decoding error it wraps as "Failed decoding arguments")."""
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[Any]:
+        try:
+            return super().from_payloads(payloads, type_hints)
+        except ValidationError as e:
+            for hint in type_hints or []:
+                model = _person_input(hint)
+                if model is not None:
+                    said = f"{model.__name__}: {one_sentence(model, e)}"
+                    log.warning("refused a request that does not fit: %s", said)
+                    raise ApplicationError(said, type="Rejected", non_retryable=True) from None
+            raise
+
+
+DATA_CONVERTER: DataConverter = dataclasses.replace(
+    pydantic_data_converter,
+    payload_converter_class=PlainPayloadErrors,
+    failure_converter_class=PlainRefusals,
+)
+"""pydantic payloads (xsky's models), a person's bad request said in one sentence, refusals
+without a traceback: clients and workers."""
 
 
 # -- connecting ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from workflows.leader import LeaderWorkflow
 from xsky.agent_log import parse_lines, transcript_file
 from xsky.client._consts import (
     QUERY_TIMEOUT,
+    QUERY_TRIES,
     RUNNING_STATUS,
     SILENT_WORKER_SECONDS,
     TRANSIENT,
@@ -29,10 +30,11 @@ from xsky.client._consts import (
 from xsky.client.attempts import attempt_ends, retry_lines
 from xsky.client.once import board_once, describe_once
 from xsky.client.outcome import _status_name, cancelled_result, run_outcome
-from xsky.client.plan_agents import direct_tool
 from xsky.client.results import reports_of, result_text
+from xsky.client.server_view import ServerView, server_view
+from xsky.client.steer import find_task, steer
 from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
-from xsky.client.workers import untaken
+from xsky.client.workers import unanswered, untaken
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -41,6 +43,7 @@ from xsky.errors import (
     RunEndedError,
     RunNotFoundError,
     UsageError,
+    WorkersBusyError,
     XSkyError,
 )
 from xsky.leader.ledger import LedgerView
@@ -64,7 +67,7 @@ from xsky.leader.state import (
     SkipTaskRequest,
     TaskRequest,
 )
-from xsky.leader.tasks import TERMINAL, TaskView
+from xsky.leader.tasks import TaskView
 from xsky.plan.budget import KEYS
 from xsky.runs import AgentReport, RunResult
 
@@ -90,6 +93,11 @@ class Run:
 
     # -- looking ------------------------------------------------------------------------------
 
+    async def server_view(self) -> ServerView:
+        """What the server alone knows of the run (no worker needed): its search attributes
+        and the agents' attempts in flight — when the board query goes unanswered."""
+        return await server_view(self._client, self.id)
+
     async def temporal_status(self) -> str:
         try:
             return _status_name((await self.handle.describe()).status)
@@ -106,21 +114,21 @@ class Run:
             ) from None
 
     async def _query(self, query: Any, *args: Any) -> Any:
-        try:
-            return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
-        except RPCError as e:
-            status = await self.temporal_status()
-            if status == "running":
-                raise NoWorkerError(
-                    f"{self.id} is running but no worker answered ({e.message})",
-                    "start one with `python worker.py`",
-                    topic="worker",
-                ) from None
-            raise NoWorkerError(
-                f"{self.id} is {status}; reading it needs a worker ({e.message})",
-                "start one with `python worker.py`",
-                topic="worker",
-            ) from None
+        """A query; unanswered, asked again while the workers are only busy (a bounded number
+        of times), else the reason: no worker, one that stopped answering, or busy ones."""
+        for tries in range(1, QUERY_TRIES + 1):
+            try:
+                return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
+            except RPCError as e:
+                status = await self.temporal_status()
+                queue = (await self.handle.describe()).task_queue
+                why = await unanswered(
+                    self._client, self._settings, self.id, queue, e.message, status
+                )
+                if not isinstance(why, WorkersBusyError) or tries == QUERY_TRIES:
+                    raise why from None
+            await asyncio.sleep(1.0)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def board(
         self, offset: int = 0, limit: int = 200, status: str | None = None
@@ -205,7 +213,11 @@ class Run:
                     silent = time.monotonic() - silent_since
                     if silent >= SILENT_WORKER_SECONDS and not told_silent and not ended:
                         told_silent = True
-                        yield WorkerSilent(silent, e.message)
+                        queue = described.execution_config.task_queue.name
+                        why = await unanswered(
+                            self._client, self._settings, self.id, queue, e.message
+                        )  # none serves the queue, one stopped answering, or they are busy
+                        yield WorkerSilent(silent, str(why))
                 lost = False
             except RPCError as e:
                 if e.status not in TRANSIENT:
@@ -294,51 +306,28 @@ class Run:
                 topic="worker",
             ) from None
 
-    async def _signal(self, signal: Any, request: Any, what: str, task: str | None = None) -> None:
-        await self._running(what)
-        if task is not None:  # signals cannot refuse: check the task exists first
-            board = await self.board(limit=2000)
-            row = _find_task(board.tasks, task)
-            if row is None and board.total <= len(board.tasks):
-                raise UsageError(
-                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
-                )
-            if row is not None and row.status in TERMINAL:
-                raise UsageError(
-                    f"{row.id} has already ended ({row.status}): a {what} reaches only agents that run or wait"
-                )
-        try:
-            await self.handle.signal(signal, request)
-        except RPCError as e:
-            raise ConnectError(f"could not signal {self.id}: {e.message}") from None
-
-    async def pause(self, cancel_running: bool = False, reason: str | None = None) -> None:
+    async def pause(
+        self, cancel_running: bool = False, reason: str | None = None
+    ) -> InterventionResult:
         """Stop dispatching new agents (and with ``cancel_running`` stop running ones; they resume later)."""
+        request = PauseRequest(cancel_running=cancel_running, reason=reason)
+        return await steer(self, LeaderWorkflow.pause_run, LeaderWorkflow.pause, request, "pause")
 
-        await self._signal(
-            LeaderWorkflow.pause,
-            PauseRequest(cancel_running=cancel_running, reason=reason),
-            "pause",
+    async def resume(self) -> InterventionResult:
+        request = ResumeRequest()
+        return await steer(
+            self, LeaderWorkflow.resume_run, LeaderWorkflow.resume, request, "resume"
         )
 
-    async def resume(self) -> None:
-        await self._signal(LeaderWorkflow.resume, ResumeRequest(), "resume")
-
-    async def nudge(self, task: str, message: str) -> None:
-        """A message for one agent, delivered at its next step."""
-
+    async def nudge(self, task: str, message: str) -> InterventionResult:
+        """A message for one agent, delivered at its next step (refused, saying why, for an
+        agent that cannot read it: a direct tool, an ended task)."""
         if not message.strip():
             raise UsageError("the nudge message is empty: say what the agent should know")
-        await self._running("nudge")
         row = await self.task(task)
-        tool = await direct_tool(self, row.agent_id)
-        if tool is not None:  # a signal cannot refuse: nobody would ever read it
-            raise UsageError(
-                f"{row.id} runs a direct {tool} tool (no model reads messages): it cannot read a nudge; "
-                "use retry (with new task text), skip or replan instead"
-            )
-        await self._signal(
-            LeaderWorkflow.nudge, NudgeRequest(task_id=task, message=message), "nudge", task=task
+        request = NudgeRequest(task_id=row.id, message=message)
+        return await steer(
+            self, LeaderWorkflow.nudge_task, LeaderWorkflow.nudge, request, "nudge", task
         )
 
     async def answer(self, request_id: str, text: str) -> InterventionResult:
@@ -473,7 +462,7 @@ class Run:
     async def task(self, task: str) -> TaskView:
         """The board row of a task, by task id (T-3 or 3) or agent id."""
         board = page = await self.board(limit=2000)
-        while (found := _find_task(page.tasks, task)) is None:
+        while (found := find_task(page.tasks, task)) is None:
             if page.offset + len(page.tasks) >= page.total or not page.tasks:
                 raise UsageError(
                     f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
@@ -498,8 +487,3 @@ class Run:
             return parse_lines(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
-
-
-def _find_task(tasks: list[TaskView], name: str) -> TaskView | None:
-    """The task called ``name``: its task id (T-3), its number (3) or its agent id."""
-    return next((t for t in tasks if name in (t.id, t.agent_id, t.id.removeprefix("T-"))), None)

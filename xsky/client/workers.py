@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import PendingActivityState, PendingWorkflowTaskState, TaskQueueType
+from temporalio.api.enums.v1 import (
+    PendingActivityState,
+    PendingWorkflowTaskState,
+    TaskQueueType,
+    WorkerStatus,
+)
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
     DescribeWorkflowExecutionResponse,
+    ListWorkersRequest,
 )
 from temporalio.client import (
     Client,
@@ -31,14 +38,19 @@ from temporalio.service import RPCError
 from xsky.client._consts import (
     LIVE_POLLER_SECONDS,
     PICKUP_WAIT,
+    QUERY_TIMEOUT,
     RUNNING_STATUS,
     UNTAKEN_SECONDS,
+    WORKER_SILENT_SECONDS,
     WORKER_WAIT,
 )
 from xsky.config import Settings
 from xsky.errors import (
     NoWorkerError,
     UnservedRunError,
+    WorkersBusyError,
+    WorkerStoppedError,
+    XSkyError,
 )
 
 
@@ -164,3 +176,90 @@ def untaken(
     ]
     longest = max(waits, key=lambda w: w[1], default=None)
     return longest if longest is not None and longest[1] >= after else None
+
+
+# -- why a run's query went unanswered ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeenWorker:
+    """A worker the server lists for a task queue, from its worker heartbeats."""
+
+    identity: str
+    silent: float  # seconds since its last heartbeat reached the server
+    free_slots: int | None  # workflow task slots free at its last heartbeat (None: not said)
+
+
+async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWorker] | None:
+    """Running workers of ``queue`` by their heartbeats; None when the server cannot say (an
+    older server, no permission)."""
+    try:
+        response = await client.workflow_service.list_workers(
+            ListWorkersRequest(namespace=namespace, page_size=1000)
+        )
+    except RPCError:
+        return None
+    now = time.time()
+    seen = []
+    for info in response.workers_info:
+        beat = info.worker_heartbeat
+        if beat.task_queue != queue or beat.status != WorkerStatus.WORKER_STATUS_RUNNING:
+            continue
+        slots = beat.workflow_task_slots_info
+        seen.append(
+            SeenWorker(
+                identity=beat.worker_identity,
+                silent=max(0.0, now - beat.heartbeat_time.ToSeconds()),
+                free_slots=slots.current_available_slots if slots.slot_supplier_kind else None,
+            )
+        )
+    return seen
+
+
+async def unanswered(
+    client: Client,
+    settings: Settings,
+    run_id: str,
+    queue: str,
+    problem: str,
+    status: str = "running",
+) -> XSkyError:
+    """Why no worker answered a query of ``run_id`` (whose leader is on ``queue``): none
+    serves the queue, one stopped answering (its heartbeats stopped: stopped, frozen, cut
+    off), or they are all busy — three situations, three fixes."""
+    seen = await workers_on(client, settings.namespace, queue)
+    try:
+        pollers = await queue_pollers(
+            client, settings, queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        )
+    except RPCError:
+        pollers = 0
+    live = [w for w in seen or [] if w.silent <= WORKER_SILENT_SECONDS]
+    stopped = [w for w in seen or [] if w.silent > WORKER_SILENT_SECONDS]
+    if not live and not pollers and not stopped:
+        return NoWorkerError(
+            f"{run_id} is {status}"
+            + (" but" if status == "running" else "; reading it needs a worker, and")
+            + f" no worker serves its task queue '{queue}' at {settings.address}",
+            "start one with `python worker.py`",
+            topic="worker",
+        )
+    if stopped:
+        names = ", ".join(f"{w.identity} (silent {w.silent:.0f}s)" for w in stopped[:3])
+        others = f"the {len(live)} that answer" if live else "another worker"
+        return WorkerStoppedError(
+            f"{run_id} did not answer: a worker that ran it stopped answering ({names}: stopped, "
+            f"frozen or cut off); the server gives its work to {others} within a heartbeat timeout",
+            "ask again in a moment; restart or resume that worker if it stays silent",
+            topic="worker-stopped",
+            subject=run_id,
+        )
+    full = [w for w in live if w.free_slots == 0]
+    busy = f" ({len(full)} of {len(live)} with no free workflow slot)" if full else ""
+    return WorkersBusyError(
+        f"{run_id} did not answer within {QUERY_TIMEOUT.total_seconds():g}s: the "
+        f"{len(live) or pollers} worker(s) serving '{queue}' are busy{busy} ({problem})",
+        "ask again in a moment, or add workers (`python worker.py` on another machine)",
+        topic="workers-busy",
+        subject=run_id,
+    )

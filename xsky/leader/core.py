@@ -47,7 +47,8 @@ class LeaderCore(LedgerViews):
     its indexes (:mod:`~xsky.leader.base`), people's requests (:mod:`~xsky.leader.requests`),
     an attempt's input (:mod:`~xsky.leader.attempt_input`), the run's course
     (:mod:`~xsky.leader.course`), the stall ladder (:mod:`~xsky.leader.ladder`), the
-    interventions (:mod:`~xsky.leader.interventions`), the coordinator's judgment
+    interventions (:mod:`~xsky.leader.interventions`), the signals' checks and refusals
+    (:mod:`~xsky.leader.refusals`), the coordinator's judgment
     (:mod:`~xsky.leader.coordination`) and, beside them, the read-only views
     (:mod:`~xsky.leader.views`, :mod:`~xsky.leader.ledger_views`). Each layer calls only the
     layers below it; a lower layer leaves hooks (``_take_result``, ``_requested``,

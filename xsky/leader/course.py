@@ -20,6 +20,7 @@ from xsky.leader.commands import (
     StopReason,
 )
 from xsky.leader.ledger import ConsultOutcome
+from xsky.leader.limits import ERROR_CHARS, NOTE_CHARS, QUESTION_CHARS, cut
 from xsky.leader.replan import merge_plan, new_task
 from xsky.leader.stall import ESCALATED
 from xsky.leader.state import (
@@ -245,7 +246,8 @@ class Course(Budgets):
         req = outcome.request
         assert req is not None, "a question or approval outcome carries its request"
         if outcome.kind == "question":
-            request = self._new_request("question", task, req.question or "(no question text)", now)
+            question = cut(req.question or "(no question text)", QUESTION_CHARS)
+            request = self._new_request("question", task, question, now)
         else:
             args = ", ".join(f"{k}={v!r}" for k, v in (req.arguments or {}).items())
             request = self._new_request("approval", task, f"{req.tool}({args[:300]})", now)
@@ -291,7 +293,7 @@ class Course(Budgets):
         self, task: TaskState, status: StoredStatus, now: datetime, *, error: str | None = None
     ) -> None:
         self._set_stored(task, status)
-        task.error = error
+        task.error = cut(error, ERROR_CHARS) if error else error
         task.ended_at = now
         if task.last_progress and task.last_progress.startswith("waiting for "):
             task.last_progress = None  # it waits for nothing now
@@ -339,7 +341,11 @@ class Course(Budgets):
         task = self.task_by_id(report.task_id)
         if task is None or report.dispatch != task.attempt or task.stored not in RUNNING:
             return  # a report from an earlier dispatch, or about a finished task
-        self._observe_attempt(task, report.activity_attempt, report.previous)
+        self._observe_attempt(
+            task,
+            report.activity_attempt,
+            cut(report.previous, NOTE_CHARS) if report.previous else None,
+        )
         if report.started_at is not None and report.activity_attempt >= task.activity_attempt:
             # this attempt's real start, not when the signal came
             task.started_at = report.started_at
@@ -348,7 +354,9 @@ class Course(Budgets):
             task.started_at = task.started_at or now
         if report.progress:
             task.last_progress_at = now
-            task.last_progress = report.message or task.last_progress
+            task.last_progress = (
+                cut(report.message, NOTE_CHARS) if report.message else task.last_progress
+            )
             if self.state.stall_levels.get(task.id, 0) < ESCALATED:
                 self.state.stall_levels.pop(task.id, None)  # progress starts the ladder over
         task.iterations = max(task.iterations, report.iteration)

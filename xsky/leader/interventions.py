@@ -8,6 +8,13 @@ from datetime import datetime
 from xsky.errors import PlanError
 from xsky.leader.commands import RUNNING, SATISFIED, Command, Rejected, StopReason
 from xsky.leader.ladder import StallLadder
+from xsky.leader.limits import (
+    ANSWER_CHARS,
+    REPLAN_PROMPT_CHARS,
+    ROLE_TEXT_CHARS,
+    SKIP_RESULT_CHARS,
+    over,
+)
 from xsky.leader.state import (
     Answer,
     AnswerRequest,
@@ -49,6 +56,15 @@ class Interventions(StallLadder):
             raise Rejected("a replan is already in progress; wait for it to finish")
         if (problem := req.problem()) is not None:
             raise Rejected(problem)
+        if req.prompt is not None and (
+            long := over(
+                "replan prompt",
+                req.prompt,
+                REPLAN_PROMPT_CHARS,
+                "say what to change in fewer words, or send the whole new plan as xml",
+            )
+        ):
+            raise Rejected(long)
         if req.xml is not None:
             try:
                 self.checked(parse_workflow(req.xml))
@@ -156,6 +172,14 @@ class Interventions(StallLadder):
         task = self._require_task(req.task_id)
         if task.stored in SATISFIED:
             raise Rejected(f"{task.id} is already {task.stored}")
+        long = over(
+            "result",
+            req.result,
+            SKIP_RESULT_CHARS,
+            "write it to a file in the run's workspace and give its path as the result",
+        )
+        if long:
+            raise Rejected(long)
 
     def skip(self, req: SkipTaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
         task = self._require_task(req.task_id)
@@ -231,6 +255,14 @@ class Interventions(StallLadder):
             )
         if not req.text.strip():
             raise Rejected("the answer is empty")
+        long = over(
+            "answer",
+            req.text,
+            ANSWER_CHARS,
+            "put long material in a file in the run's workspace and answer with its path",
+        )
+        if long:
+            raise Rejected(long)
 
     def answer(self, req: AnswerRequest, now: datetime) -> InterventionResult:
         request, task = self._answered(req.request_id, now)
@@ -327,6 +359,14 @@ class Interventions(StallLadder):
     def check_define_role(self, req: DefineRoleRequest) -> None:
         self._require_open()
         problems = role_problems(req)
+        problems += [
+            p
+            for what, text in (
+                ("description", req.description),
+                ("system prompt", req.system_prompt),
+            )
+            if (p := over(f"role's {what}", text, ROLE_TEXT_CHARS, "shorten it"))
+        ]
         if problems:
             raise Rejected("; ".join(problems))
         try:

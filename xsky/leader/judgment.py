@@ -10,7 +10,6 @@ from xsky.leader.commands import (
     SATISFIED,
     CallPlanner,
 )
-from xsky.leader.interventions import Interventions
 from xsky.leader.ledger import (
     DETAIL_CHARS,
     REASON_CHARS,
@@ -22,6 +21,7 @@ from xsky.leader.ledger import (
     Verdict,
     cut,
 )
+from xsky.leader.refusals import Refusals
 from xsky.leader.state import (
     HumanRequest,
 )
@@ -38,7 +38,7 @@ FACTS_SHOWN = 20
 EMPTY = "the answer is empty"
 
 
-class Judgment(Interventions):
+class Judgment(Refusals):
     """The coordinator's mode, ledger lines and inputs."""
 
     # -- the mode ---------------------------------------------------------------------------------

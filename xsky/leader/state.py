@@ -153,6 +153,9 @@ class LeaderState(WireModel):
     ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
     budget: RunBudget | None = None  # the limits in force (None: no budget); set_budget moves them
     spend: Spend = Field(default_factory=Spend)
+    # Malformed or spoofed messages refused (each is in the audit log), and the last one said.
+    refused: int = 0
+    last_refusal: str | None = None
 
     @model_validator(mode="before")
     @classmethod

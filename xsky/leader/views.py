@@ -195,6 +195,11 @@ class Views(Course):
             notes.append(
                 "⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
             )
+        if self.state.refused:
+            notes.append(
+                f"⚠ {self.state.refused} malformed or spoofed message(s) refused, the last: "
+                f"{' '.join((self.state.last_refusal or '').split())[:200]} (each is in the permission log)"
+            )
         if self.input.permissions.mode != "default":
             warn = (
                 " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""

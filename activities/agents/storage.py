@@ -1,0 +1,98 @@
+"""When the artifact store cannot take a write: say why, wait for it, and never pass for a lost worker.
+
+An attempt writes its ledger, its result and its outcome to the artifact store. A full (or
+read-only, or failing) store is not the agent's failure and usually passes — someone frees
+space, a cleanup job runs — so each of those writes waits for the store
+(:func:`stored`): it tries again with a growing pause, heartbeating, with the cause on the
+board ("no space left on the artifact store at /srv/xsky/artifacts: …"), for as long as the
+attempt's start-to-close timeout leaves room. Only then does the attempt fail, with that cause,
+as a transient error (retried after its backoff like any other). Every write the attempt
+waits for is one it needs: its ledger (a retry must know how the attempt before it ended), its
+result, and the outcome it keeps before reporting (what makes a retry return instead of
+redo); its log lines are best effort and never wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.beat import Beat
+
+T = TypeVar("T")
+
+# What each error number means for a store, said to a person.
+PROBLEMS = {
+    errno.ENOSPC: "no space left on the artifact store at {root}",
+    errno.EDQUOT: "the artifact store at {root} is over its disk quota",
+    errno.EROFS: "the artifact store at {root} is read-only",
+    errno.EIO: "the artifact store at {root} gives I/O errors",
+}
+FIRST_PAUSE = 1.0  # seconds before the first retry of a write; doubled each time
+LONGEST_PAUSE = 15.0
+MARGIN = 30.0  # seconds of the start-to-close timeout left for the rest of the attempt
+DEFAULT_WAIT = 300.0  # without a start-to-close timeout (a local activity, a test)
+
+
+def storage_problem(error: BaseException, root: Path) -> str | None:
+    """What is wrong with the store, for a person; None for an error that is not about space
+    or the disk (a missing file, a permission: the code's or the setup's, not the disk's)."""
+    if not isinstance(error, OSError) or error.errno not in PROBLEMS:
+        return None
+    return PROBLEMS[error.errno].format(root=root)
+
+
+def storage_error(problem: str, what: str, error: OSError) -> ApplicationError:
+    """The attempt's failure once the store stayed unusable: transient (retried, with backoff)."""
+    return ApplicationError(
+        f"{problem} while writing {what} ({error.strerror}); free space there or point "
+        "XSKY_ARTIFACTS at a larger store — the agent is tried again",
+        {"storage": problem},
+        type="StorageError",
+        non_retryable=False,
+    )
+
+
+def deadline() -> float:
+    """The monotonic time until which a write may wait: the attempt's start-to-close timeout
+    less :data:`MARGIN` (the rest of the attempt must still fit)."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return time.monotonic() + DEFAULT_WAIT
+    timeout = info.start_to_close_timeout
+    if not timeout:
+        return time.monotonic() + DEFAULT_WAIT
+    started = info.started_time or datetime.now(UTC)
+    left = (started + timeout - timedelta(seconds=MARGIN) - datetime.now(UTC)).total_seconds()
+    return time.monotonic() + max(0.0, left)
+
+
+async def stored(beat: Beat, root: Path, what: str, write: Callable[[], T]) -> T:
+    """``write()`` (run in a thread), tried again while the store is full or failing, until
+    the attempt's :func:`deadline`; then a StorageError saying why."""
+    until = deadline()
+    pause = FIRST_PAUSE
+    while True:
+        try:
+            return await asyncio.to_thread(write)
+        except OSError as e:
+            problem = storage_problem(e, root)
+            if problem is None:
+                raise
+            if time.monotonic() + pause > until:
+                raise storage_error(problem, what, e) from None
+            activity.logger.warning("%s (%s): waiting %gs to write %s", problem, e, pause, what)
+            beat.progress(f"{problem}: waiting {pause:g}s to write {what} — free space there")
+            async with beat.running():
+                await beat.flush()
+                await asyncio.sleep(pause)
+            pause = min(LONGEST_PAUSE, pause * 2)

@@ -1,0 +1,138 @@
+"""Refusals that are heard: 250 malformed signals and updates sent with the stock `temporal`
+CLI. Every malformed signal is on the board's count and in the permission log with what was
+wrong; every malformed update is refused to its sender in one sentence naming the field (and
+logged by the worker); the run is not paused by any of them and completes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from collections import Counter
+
+import pytest
+
+from cli.devserver import temporal_binary
+from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import ask, plan, wait_requests
+from workflows.leader import LeaderWorkflow
+from xsky.client import run_outcome
+from xsky.leader.state import AnswerRequest, PageRequest
+
+pytestmark = pytest.mark.integration
+
+TOTAL = 250
+
+# (kind, name, extra CLI arguments, what the refusal must say)
+SIGNALS: list[tuple[str, list[str], str]] = [
+    ("pause", ["--input", "null"], "must be a JSON object"),
+    ("pause", ["--input", '{"frobnicate": true}'], "unknown field(s) `frobnicate`"),
+    ("pause", ["--input", '{"cancelRunning": "yes please"}'], "field `cancelRunning`"),
+    ("pause", ["--input", '"lunch"'], "must be a JSON object"),
+    ("pause", ["--input", "[1, 2]"], "must be a JSON object"),
+    ("pause", ["--input", '{"reason": 42}'], "field `reason`"),
+    ("resume", ["--input", "17"], "must be a JSON object"),
+    ("resume", ["--input", '{"why": "x"}'], "unknown field(s) `why`"),
+    ("nudge", ["--input", '{"taskId": "T-2"}'], "field `message` is missing"),
+    ("nudge", ["--input", '{"taskId": 2, "message": "x"}'], "field `taskId`"),
+    ("nudge", ["--input", '{"taskId": "T-99", "message": "x"}'], "no task"),
+    ("nudge", ["--input", "true"], "must be a JSON object"),
+    ("nudge", ["--input-meta", "encoding=binary/plain", "--input", '"raw bytes"'], "not JSON"),
+    ("report_progress", ["--input", '{"taskId": "T-1"}'], "field `dispatch` is missing"),
+    ("report_progress", ["--input", '{"taskId": "T-1", "dispatch": "one"}'], "field `dispatch`"),
+]
+UPDATES: list[tuple[str, list[str], str]] = [
+    ("answer", ["--input", '{"requestId": "Q-1", "text": 42}'], "field `text`"),
+    ("answer", ["--input", '{"text": "x"}'], "field `requestId` is missing"),
+    ("answer", ["--input", "null"], "must be a JSON object"),
+    ("approve_tool", ["--input", '{"requestId": "A-1", "decision": "maybe"}'], "field `decision`"),
+    ("replan", ["--input", "[]"], "must be a JSON object"),
+    ("retry_task", ["--input", '{"taskId": 3}'], "field `taskId`"),
+    ("skip_task", ["--input", '{"result": "x"}'], "field `taskId` is missing"),
+    ("pause_run", ["--input", '{"cancelRunning": []}'], "field `cancelRunning`"),
+    ("nudge_task", ["--input", '{"taskId": "T-2", "message": null}'], "field `message`"),
+    ("end_run", ["--input", '{"reason": 5}'], "field `reason`"),
+]
+
+
+async def temporal(env: Env, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        temporal_binary(),
+        *args,
+        "--address",
+        env.address,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode()
+
+
+async def test_250_malformed_signals_and_updates_are_refused_where_people_see_them(
+    env: Env, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.WARNING, logger="xsky.refusals")
+    await env.start_worker()
+    reader = '<agent name="llm" id="2" depends="1"><task>sum up</task><input>{{agent_1_result}}</input></agent>'
+    handle = await env.start(plan(ask("1", "Which region?"), reader))
+    await wait_requests(handle, 1)
+    wid = ["--workflow-id", handle.id]
+    messages = list(
+        itertools.islice(
+            itertools.cycle([("signal", *s) for s in SIGNALS] + [("update", *u) for u in UPDATES]),
+            TOTAL,
+        )
+    )
+    gate = asyncio.Semaphore(6)
+
+    async def send(kind: str, name: str, extra: list[str]) -> tuple[int, str]:
+        async with gate:
+            if kind == "signal":
+                return await temporal(env, "workflow", "signal", *wid, "--name", name, *extra)
+            return await temporal(
+                env, "workflow", "update", "execute", *wid, "--name", name, *extra
+            )
+
+    results = await asyncio.gather(*(send(k, n, x) for k, n, x, _ in messages))
+    signals = [(m, r) for m, r in zip(messages, results, strict=True) if m[0] == "signal"]
+    updates = [(m, r) for m, r in zip(messages, results, strict=True) if m[0] == "update"]
+    assert all(code == 0 for _, (code, _) in signals), "a signal was not delivered"
+    for (_, name, _, said), (code, out) in updates:
+        # refused to the sender, in one sentence naming what was wrong, no Python dump
+        assert code != 0 and said in out, f"{name}: {out}"
+        assert "validation error" not in out and "Traceback" not in out, out
+
+    # A query's argument that does not fit is refused in one sentence too (not "Failed decoding").
+    code, out = await temporal(
+        env, "workflow", "query", *wid, "--type", "task_board", "--input", '{"limit": "lots"}'
+    )
+    assert code != 0 and "field `limit`" in out and "Failed decoding" not in out, out
+
+    async def all_refused() -> None:
+        log = await handle.query(LeaderWorkflow.permission_log)
+        refusals = [e for e in log if e.reason.startswith("refused:")]
+        assert len(refusals) == len(signals), f"{len(refusals)} of {len(signals)} recorded"
+
+    await eventually(all_refused, 60)
+    log = [e for e in await handle.query(LeaderWorkflow.permission_log) if e.by == "person"]
+    # Sent six at a time, they arrive in any order: each refusal says what was wrong with one.
+    expected = Counter(f"{name} signal" for (_, name, _, _), _ in signals)
+    assert Counter(e.tool for e in log) == expected
+    reasons = {(f"{name} signal", said) for (_, name, _, said), _ in signals}
+    for entry in log:
+        assert any(tool == entry.tool and said in entry.reason for tool, said in reasons), entry
+    page = await handle.query(LeaderWorkflow.task_board, PageRequest())
+    assert page.state != "paused", "a malformed pause was taken"
+    assert any(f"{len(signals)} malformed or spoofed message(s) refused" in n for n in page.notes)
+    refused_updates = [r for r in caplog.records if r.name == "xsky.refusals"]
+    assert len(refused_updates) >= len(updates), "the worker did not log every refused update"
+
+    (question,) = await handle.query(LeaderWorkflow.pending_requests)
+    await handle.execute_update(
+        LeaderWorkflow.answer, AnswerRequest(request_id=question.id, text="eu-west-1")
+    )
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed", result.summary
+    assert json.loads(json.dumps(result.agents[0].result)) == "eu-west-1"

@@ -1,0 +1,80 @@
+"""What the leader guards for its attempts: their inputs stay within a budget, and only they
+may report their progress. Workflow code (deterministic), used by workflows/leader_attempts.py
+and workflows/leader_signals.py."""
+
+from __future__ import annotations
+
+import hashlib
+
+from temporalio import workflow
+
+from workflows.leader_blobs import save_blob
+from workflows.patches import patched
+
+with workflow.unsafe.imports_passed_through():
+    from xsky.leader.limits import INPUT_BUDGET
+    from xsky.plan.models import WorkflowAgent
+    from xsky.runs import AgentInput, ProgressReport
+
+
+class ReportTokens:
+    """One token per dispatch, in its attempts' input: a ``report_progress`` signal is taken
+    only with its dispatch's token. Anyone may signal a run (the stock CLI, the Web UI), and a
+    spoofed report (``activityAttempt: 1000000``) would have put a lie on the board or held
+    off the stall ladder; one without the token is dropped, logged and counted as refused."""
+
+    def __init__(self) -> None:
+        self._by_task: dict[str, tuple[int, str]] = {}  # task id → (dispatch, its token)
+
+    def issued(self, agent_input: AgentInput) -> AgentInput:
+        if not patched("refusals-heard"):
+            return agent_input
+        token = str(workflow.uuid4())
+        self._by_task[agent_input.task_id] = (agent_input.dispatch, token)
+        return agent_input.model_copy(update={"report_token": token})
+
+    def problem(self, report: ProgressReport) -> str | None:
+        """Why ``report`` is not from the attempt it names (None: it is, or the dispatch got
+        no token: one scheduled before tokens, on replay)."""
+        issued = self._by_task.get(report.task_id)
+        if issued is None or issued[0] != report.dispatch:
+            return None  # no running dispatch to speak for: the core drops it as stale
+        if report.token != issued[1]:
+            return (
+                "it does not carry its dispatch's token (only the agent's own attempt may report)"
+            )
+        return None
+
+
+async def within_budget(agent_input: AgentInput) -> AgentInput:
+    """``agent_input`` as it travels: whole when its JSON fits :data:`INPUT_BUDGET`, else in
+    the artifact store with a reference in its place (the activity reads it back). A large
+    task text, a person's long approvals or a pile of answers cannot make the workflow task
+    that schedules the attempt too large for Temporal (it would fail, and be retried, for
+    ever)."""
+    text = agent_input.model_dump_json(by_alias=True)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= INPUT_BUDGET or not patched("agent-input-by-reference"):
+        return agent_input
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = (
+        f"input-{agent_input.task_id}-v{agent_input.plan_version}-d{agent_input.dispatch}-{digest}"
+    )
+    workflow.logger.info(
+        "%s's input is %d bytes, over the %d-byte budget: it travels by reference",
+        agent_input.task_id,
+        size,
+        INPUT_BUDGET,
+    )
+    ref = await save_blob(name, text)
+    agent = agent_input.agent
+    return AgentInput(
+        run_id=agent_input.run_id,
+        task_id=agent_input.task_id,
+        agent=WorkflowAgent(id=agent.id, name=agent.name, task=f"(stored as {name})"),
+        execution_id=agent_input.execution_id,
+        plan_version=agent_input.plan_version,
+        dispatch=agent_input.dispatch,
+        report_token=agent_input.report_token,
+        input_ref=ref,
+    )

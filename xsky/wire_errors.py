@@ -1,0 +1,67 @@
+"""One sentence for a message that does not fit its model: which field, what was wrong.
+
+pydantic's own error is a dump of every problem with links; a person who typed a signal or an
+update into the stock ``temporal`` CLI or the Web UI needs the field and the fix. Used by the
+data converter for updates and queries (xsky/client/connect.py) and by the leader's signal
+handlers, which check the payload themselves (workflows/leader_signals.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+def field_names(model: type[BaseModel]) -> list[str]:
+    """The fields as they travel (camelCase aliases where a model has them)."""
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def example(model: type[BaseModel]) -> str:
+    return "{" + ", ".join(f'"{n}": …' for n in field_names(model)) + "}"
+
+
+def one_sentence(model: type[BaseModel], error: ValidationError) -> str:
+    """The first problem of ``error`` as a sentence naming the field and the fix."""
+    problems = error.errors(include_url=False)
+    if not problems:
+        return f"the request does not fit {model.__name__}: send {example(model)}"
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    got = shown(first.get("input"))
+    more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+    if first.get("type") == "json_invalid":
+        return f"the request is not valid JSON ({first.get('msg', '')}); send {example(model)}"
+    if not where:
+        return f"the request must be a JSON object such as {example(model)}, not {got}"
+    if first.get("type") == "missing":
+        return f"field `{where}` is missing{more}; send {example(model)}"
+    return f"field `{where}`: {first.get('msg', 'invalid')} (got {got}){more}"
+
+
+def strict_problem(model: type[BaseModel], value: Any) -> str | None:
+    """What is wrong with ``value`` as a ``model`` (a JSON object, known fields only); None: fine."""
+    if not isinstance(value, dict):
+        return f"the request must be a JSON object such as {example(model)}, not {shown(value)}"
+    known = set(field_names(model)) | set(model.model_fields)
+    unknown = [k for k in value if k not in known]
+    if unknown:
+        return (
+            f"unknown field(s) {', '.join(f'`{k}`' for k in unknown[:5])}; it takes "
+            f"{', '.join(field_names(model))}"
+        )
+    try:
+        model.model_validate(value)
+    except ValidationError as e:
+        return one_sentence(model, e)
+    return None
