@@ -165,6 +165,18 @@ def cases() -> list[Case]:
         Case("ended-run", ("status", ENDED, "--follow"), "has ended (completed)", code=0),
         Case("bad-input", ("run",), "the following arguments are required: plan"),
         Case("bad-input", ("status", ENDED, "--limit", "0"), "--limit takes 1 to 2000"),
+        Case("bad-input", ("ledger", ENDED, "--limit", "0"), "--limit takes 1 to 2000"),
+        Case("bad-input", ("ledger", UNKNOWN), f"no run with id {UNKNOWN}"),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--delegate", "shell(("),
+            "--delegate permission rule 'shell((' is not valid",
+        ),
+        Case(
+            "bad-input",
+            ("run", DIAMOND, "--var", "topic=x", "--coordinator", "loud"),
+            "--coordinator 'loud' is not one of auto, act, advise, off",
+        ),
         Case("bad-input", ("result", ENDED, "--agent", "99"), "no agent 99"),
         Case("bad-input", ("log", ENDED, "T-99"), "no task 'T-99'"),
         Case("bad-input", ("replan", ENDED), "give what to change as a PROMPT"),

@@ -28,6 +28,9 @@ pytestmark = [
     pytest.mark.skipif(bwrap.ready() is not None, reason=f"no OS sandbox here: {bwrap.ready()}"),
 ]
 BIG = 64 * 1024 * 1024
+# What the download is made of: a file that begins with it is the download, wherever it is
+# (other processes on the machine write big files to /tmp too: servers' databases).
+CANARY = b"xsky-download-canary;"
 
 
 class _Site(BaseHTTPRequestHandler):
@@ -42,7 +45,8 @@ class _Site(BaseHTTPRequestHandler):
             self.send_header("Content-Disposition", 'attachment; filename="big.bin"')
             self.send_header("Content-Length", str(BIG))
             self.end_headers()
-            chunk = b"\0" * (1024 * 1024)
+            chunk = CANARY * (1024 * 1024 // len(CANARY) + 1)
+            chunk = chunk[: 1024 * 1024]
             for _ in range(BIG // len(chunk)):
                 try:
                     self.wfile.write(chunk)
@@ -124,9 +128,17 @@ def big_files_since(start: float, roots: list[Path]) -> list[str]:
                     info = os.lstat(path)
                 except OSError:
                     continue
-                if info.st_size >= BIG // 4 and info.st_mtime >= start:
+                if info.st_size >= BIG // 4 and info.st_mtime >= start and _is_download(path):
                     found.append(path)
     return found
+
+
+def _is_download(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(CANARY)) == CANARY
+    except OSError:
+        return False
 
 
 async def test_a_page_cannot_write_a_download_anywhere(tmp_path: Path, site: tuple[str, list[str]]):
