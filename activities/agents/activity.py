@@ -28,7 +28,7 @@ from activities.agents.ledger import AttemptLedger, Start
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
-from activities.artifacts import ArtifactStore, read_blob
+from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox.confine import sandbox_settings
@@ -55,7 +55,7 @@ class AgentActivities:
 
     def __init__(self, settings: Settings, browsers: BrowserPool | None = None):
         self.settings = settings
-        self.store = ArtifactStore(settings.artifacts, share_gid=_sandbox_gid(settings))
+        self.store = open_store(settings, share_gid=_sandbox_gid(settings))
         self.browsers = browsers or BrowserPool()
         self.mcp = McpPool()
 
@@ -72,7 +72,7 @@ class AgentActivities:
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
-        ledger = AttemptLedger.of(self.settings.artifacts, AgentKey.of(inp))
+        ledger = AttemptLedger.of(self.store.objects, AgentKey.of(inp))
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         beat = Beat(
             task_id=inp.task_id,
@@ -81,11 +81,11 @@ class AgentActivities:
             started_at=started,
             token=inp.report_token,
         )
-        root = self.store.root
+        where = self.store.where
         try:
             start = await stored(
                 beat,
-                root,
+                where,
                 "the attempt ledger",
                 lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
             )
@@ -94,8 +94,10 @@ class AgentActivities:
                 return await self._first_time(inp, ledger, beat, start, started, keep=False)
             kept = await asyncio.to_thread(ledger.outcome)
             if kept is None:
-                lease = Lease(ledger.lease_path, info.attempt, ttl=(timeout or 10.0) / 2)
-                async with lease.held(beat, ledger.outcome_path.exists):
+                lease = Lease(
+                    ledger.store, ledger.lease_key, info.attempt, ttl=(timeout or 10.0) / 2
+                )
+                async with lease.held(beat, ledger.has_outcome):
                     kept = await asyncio.to_thread(ledger.outcome)
                     if kept is None:
                         return await self._first_time(inp, ledger, beat, start, started)
@@ -113,7 +115,7 @@ class AgentActivities:
             raise
         # a bug or an unexpected error: recorded, retried like any error
         except Exception as e:
-            problem = storage_problem(e, root)
+            problem = storage_problem(e, where)
             raise await self._failed(
                 inp,
                 ledger,
@@ -155,7 +157,7 @@ class AgentActivities:
         if keep:
             await stored(
                 beat,
-                self.store.root,
+                self.store.where,
                 "the attempt's outcome",
                 lambda: ledger.complete(number, outcome),
             )
@@ -174,7 +176,7 @@ class AgentActivities:
         try:
             errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
             # Its command's end is reported with this error: a retry runs it again.
-            await asyncio.to_thread(ledger.command_record.unlink, missing_ok=True)
+            await asyncio.to_thread(ledger.store.delete, ledger.command_key)
         except OSError as oe:  # a full store: the error is still this attempt's end
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1
@@ -238,7 +240,7 @@ class AgentActivities:
         outcome = await self._run(a)
         if outcome.kind != "completed":
             return outcome
-        return await stored(beat, self.store.root, "the result", lambda: store_result(a, outcome))
+        return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
 
     async def _run(self, a: Attempt) -> AgentOutcome:
         """A config tool runs directly; without one, the configured model runs the agent's
