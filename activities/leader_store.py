@@ -95,6 +95,7 @@ class LeaderStore:
             delegate=delegate,
             deny=deny,
             model=self.settings.coordinator_model or self.settings.model,
+            workspace_hosts=self.settings.store is not None,
         )
 
     def _delegation(self) -> tuple[list[str], list[str]]:

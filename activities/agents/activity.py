@@ -32,6 +32,7 @@ from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox.confine import sandbox_settings
+from activities.storage.snapshots import Snapshots, workspace_key
 from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
@@ -58,6 +59,7 @@ class AgentActivities:
         self.store = open_store(settings, share_gid=_sandbox_gid(settings))
         self.browsers = browsers or BrowserPool()
         self.mcp = McpPool()
+        self._snapshot_locks: dict[str, asyncio.Lock] = {}
 
     async def close(self) -> None:
         await self.mcp.close()
@@ -80,6 +82,7 @@ class AgentActivities:
             progress_interval=inp.progress_interval,
             started_at=started,
             token=inp.report_token,
+            host=self.settings.host,
         )
         where = self.store.where
         try:
@@ -151,7 +154,7 @@ class AgentActivities:
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
         outcome = await self._attempt(inp, beat, started, number)
-        outcome.attempt = number
+        outcome.attempt, outcome.host = number, self.settings.host
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
         if keep:
@@ -237,10 +240,36 @@ class AgentActivities:
             number=number,
             mcp=self.mcp,
         )
+        workspace = self._workspace(inp, a)
+        if workspace is not None:  # its host holds the run's workspace (no disk in common)
+            async with self._moving(workspace.key):
+                fetched = await asyncio.to_thread(workspace.restore)
+            if fetched is not None:
+                beat.progress(f"workspace restored from its snapshot ({fetched} files fetched)")
         outcome = await self._run(a)
+        if workspace is not None:  # before the outcome is kept: a kept outcome has its files
+            async with self._moving(workspace.key):
+                await stored(beat, self.store.where, "the workspace snapshot", workspace.take)
         if outcome.kind != "completed":
             return outcome
         return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
+
+    def _workspace(self, inp: AgentInput, a: Attempt) -> Snapshots | None:
+        """The run's workspace in the store, for an attempt sent to this host's queue (its
+        workspace's host: workers share no disk); None for any other attempt."""
+        if activity.info().task_queue != self.settings.host_queue():
+            return None
+        return Snapshots(
+            self.store.objects,
+            workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
+            a.ctx.workspace,
+            self.settings.home / "snapshots",
+            a.ctx.owner,
+        )
+
+    def _moving(self, key: str) -> asyncio.Lock:
+        """One restore or snapshot of a workspace at a time on this worker."""
+        return self._snapshot_locks.setdefault(key, asyncio.Lock())
 
     async def _run(self, a: Attempt) -> AgentOutcome:
         """A config tool runs directly; without one, the configured model runs the agent's
