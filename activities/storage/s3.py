@@ -10,7 +10,7 @@ read back in the order written: several machines may append to one ledger withou
 
 from __future__ import annotations
 
-import secrets
+import secrets as random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +18,7 @@ from pathlib import Path
 import obstore
 from obstore.store import S3Store as ObS3Store
 
+from activities.sandbox import secrets
 from xsky.storage import StoreLocation
 
 PARTS = ".parts/"  # the suffix of an appendable object's folder of pieces
@@ -32,10 +33,21 @@ class S3Store:
         self.where = location.url
         # A plain-http endpoint (a local MinIO, moto in the tests) must be allowed explicitly.
         options = {"allow_http": True} if endpoint and endpoint.startswith("http://") else None
+        # worker.py takes secrets out of its environment (agents could read them there) and
+        # keeps them aside: the secret key and session token come from there.
+        given = {
+            field: value
+            for field, name in (
+                ("secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+                ("session_token", "AWS_SESSION_TOKEN"),
+            )
+            if (value := secrets.get(name))
+        }
         self._store = ObS3Store.from_url(
             location.url,
             client_options=options,  # type: ignore[arg-type]
             **({"endpoint": endpoint} if endpoint else {}),  # type: ignore[arg-type]
+            **given,  # type: ignore[arg-type]
         )
 
     def local(self, key: str) -> Path | None:
@@ -78,7 +90,7 @@ class S3Store:
         obstore.delete(self._store, doomed)
 
     def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
-        piece = f"{key}{PARTS}{time.time_ns():020d}-{secrets.token_hex(4)}"
+        piece = f"{key}{PARTS}{time.time_ns():020d}-{random.token_hex(4)}"
         obstore.put(self._store, piece, data)
 
     def appended(self, key: str) -> bytes:
