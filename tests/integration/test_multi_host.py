@@ -22,18 +22,19 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from temporalio.client import Client
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory, WorkflowQueryFailedError
 
 from activities.artifacts import open_store
 from cli.devserver import DevServer, free_port
 from tests.integration.eventually import eventually
+from tests.integration.histories import record, replayer
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_scale import CAN_EVERY_30
 from tests.s3server import S3Server, s3_server
 from xsky.client import XSky, run_outcome
 from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
-from xsky.leader.state import PageRequest
 from xsky.plan import offline
 from xsky.runs import AgentReport, RunOptions
 
@@ -180,7 +181,11 @@ async def test_the_workspace_host_killed_between_two_agents_the_run_goes_on_from
     run = await x.get(run_id)
 
     async def written() -> str:
-        board = {t.agent_id: t for t in (await run.board(limit=200)).tasks}
+        try:
+            tasks = (await run.board(limit=200)).tasks
+        except WorkflowQueryFailedError as e:  # reading its state after continue-as-new
+            raise AssertionError(str(e)) from None
+        board = {t.agent_id: t for t in tasks}
         assert board["2"].status == "completed" and board["2"].host, board["2"].status
         return board["2"].host
 
@@ -195,5 +200,37 @@ async def test_the_workspace_host_killed_between_two_agents_the_run_goes_on_from
     assert board["4"].host in survivor and board["5"].host in survivor
     assert all(board[a].tries == 1 for a in ("1", "2")), [board[a].tries for a in ("1", "2")]
     check_results(exact(result.agents))
-    pages = await run.handle.query("task_board", PageRequest(limit=200))
-    assert pages is not None
+    # every execution replays; the one where the host was lost is kept (test_replay_hosts.py)
+    histories = await executions(cluster.client, run_id)
+    lost = [h for h in histories if "host_alive" in scheduled(h)]
+    assert lost, [scheduled(h) for h in histories]
+    for h in histories:
+        if h is lost[-1]:
+            await record("workspace_hosts_lost", h)
+        else:
+            await replayer().replay_workflow(h)
+
+
+def scheduled(history: WorkflowHistory) -> list[str]:
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+async def executions(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """The history of every execution of a run, first to last (continue-as-new)."""
+    desc = await client.get_workflow_handle(workflow_id).describe()
+    run_id: str | None = desc.raw_description.workflow_execution_info.first_run_id
+    out = []
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        out.append(history)
+        last = history.events[-1]
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+            else None
+        )
+    return out
