@@ -34,6 +34,7 @@ from activities import telemetry
 from activities.agents.activity import AgentActivities
 from activities.beat import THROTTLE
 from activities.coordinator import CoordinatorActivities
+from activities.hosts import HostActivities
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
@@ -101,19 +102,30 @@ def build_workers(
         )
     planner = PlannerActivities()
     coordinator = CoordinatorActivities(settings)
+    hosts = HostActivities(settings)
+    # No disk in common (an object store): this host's own queue takes the workspace agents of
+    # the runs whose workspace lives here, and the claims of workspaces are answered here.
+    host = hosting(settings, kinds)
+    claims: list[Callable[..., Any]] = [hosts.claim_workspace] if host else []
     if leader:
         # A worker that serves every kind also runs agents on the leader's queue: the server
         # hands each one back with the workflow task that scheduled it (no poll per step).
         here = set(kinds) == set(TOOL_AGENT_KINDS)
         agents: list[Callable[..., Any]] = (
-            [activities.run_agent, planner.plan_workflow, coordinator.coordinate] if here else []
+            [activities.run_agent, planner.plan_workflow, coordinator.coordinate, *claims]
+            if here
+            else []
         )
         workers.append(
             Worker(
                 client,
                 task_queue=settings.task_queue,
                 workflows=[LeaderWorkflow],
-                activities=[*LeaderStore(settings, agents_here=here).all(), *agents],
+                activities=[
+                    *LeaderStore(settings, agents_here=here).all(),
+                    hosts.host_alive,
+                    *agents,
+                ],
                 # what the four kinds' workers would run side by side
                 max_concurrent_activities=400 if here else 100,
                 max_concurrent_workflow_tasks=settings.workflow_slots,
@@ -126,9 +138,9 @@ def build_workers(
     for kind in kinds:
         # The planner and the leader's coordinator need what llm agents need (a model, or
         # the offline provider's answer that there is none).
-        extra: list[Callable[..., Any]] = (
-            [planner.plan_workflow, coordinator.coordinate] if kind == "llm" else []
-        )
+        extra: list[Callable[..., Any]] = list(claims) if kind in WORKSPACE_KINDS else []
+        if kind == "llm":
+            extra += [planner.plan_workflow, coordinator.coordinate]
         workers.append(
             Worker(
                 client,
@@ -139,7 +151,28 @@ def build_workers(
                 interceptors=observed,
             )
         )
+    if host:
+        workers.append(
+            Worker(
+                client,
+                task_queue=settings.host_queue(),
+                activities=[activities.run_agent],
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
+                interceptors=observed,
+            )
+        )
     return workers
+
+
+# Agent kinds that may work in a run's workspace (file, shell; roles on the llm queue).
+WORKSPACE_KINDS = frozenset({"file", "shell", "llm"})
+
+
+def hosting(settings: Settings, kinds: list[str]) -> bool:
+    """Does this worker hold workspaces on its host's own queue (an object store, no shared disk,
+    and it runs agents that use one)?"""
+    return settings.store is not None and bool(WORKSPACE_KINDS & set(kinds))
 
 
 def sandbox_summary(settings: Settings) -> str:
@@ -198,6 +231,11 @@ async def serve(
         )
         + [f"{k} agents on '{settings.kind_queue(k)}'" for k in kinds]
         + ([f"the skill pipeline on '{settings.skills_queue}'"] if skills else [])
+        + (
+            [f"workspaces of host {settings.host} on '{settings.host_queue()}'"]
+            if hosting(settings, kinds)
+            else []
+        )
     )
     log.info(
         "xsky worker at %s (namespace %s) serving %s",
@@ -206,7 +244,9 @@ async def serve(
         "; ".join(served),
     )
     log.info(
-        "artifacts in %s, workspaces in %s", settings.artifacts.resolve(), settings.runs.resolve()
+        "artifacts in %s, workspaces in %s",
+        activities.store.where.removeprefix("the artifact store at "),
+        settings.runs.resolve(),
     )
     log.info("%s", await asyncio.to_thread(sandbox_summary, settings))
 

@@ -1,18 +1,18 @@
-"""The artifact store: a directory holding results and files too large for history.
+"""The artifact store: results and files too large for history, in the store the settings
+name (a local directory, or an object store every machine shares: activities/storage/).
 
-Writes are atomic (temp file + rename) and idempotent: a retried activity rewrites the
-same path with the same bytes.
+Writes are atomic and idempotent: a retried activity rewrites the same key with the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Collection
 from pathlib import Path
 
-from activities.fsio import atomic_write
+from activities.storage import open_objects
+from activities.storage.local import LocalStore
 from xsky.artifacts import (
     BLOB_AGENT,
     MARKER_RE,
@@ -24,16 +24,24 @@ from xsky.artifacts import (
     split_text,
     uri_path,
 )
+from xsky.config import Settings
+from xsky.storage import ObjectStore
 
 PREVIEW_CHARS = 240
 
 
 class ArtifactStore:
-    def __init__(self, root: str | Path, share_gid: int | None = None):
-        self.root = Path(root).resolve()
-        # The sandbox user's group, when it is not the worker's (a root worker): a run's
-        # sandboxes may read that run's artifacts (bound read-only), nobody else may.
-        self.share_gid = share_gid
+    """Results, blobs and files of runs, in the store the settings name (xsky/storage.py): a
+    local directory (a path, the default) or an object store shared by every machine."""
+
+    def __init__(self, root: str | Path | ObjectStore, share_gid: int | None = None):
+        self.objects: ObjectStore = (
+            root if isinstance(root, ObjectStore) else LocalStore(root, share_gid)
+        )
+
+    @property
+    def where(self) -> str:
+        return self.objects.where
 
     def put_bytes(
         self,
@@ -45,9 +53,7 @@ class ArtifactStore:
         preview: str = "",
     ) -> ArtifactRef:
         rel = artifact_path(run_id, agent_id, filename)
-        target = self.root / rel
-        share = None if self.share_gid is None else lambda fd: self._share(target.parent, fd)
-        atomic_write(target, data, sync=False, before=share)
+        self.objects.put(rel, data)
         return ArtifactRef(
             uri=URI_PREFIX + rel,
             size=len(data),
@@ -55,19 +61,6 @@ class ArtifactStore:
             preview=preview,
             media_type=media_type,
         )
-
-    def _share(self, folder: Path, fd: int) -> None:
-        """Group-readable by the sandbox's group: the file, its agent folder, its run folder."""
-        assert self.share_gid is not None
-        os.fchown(fd, -1, self.share_gid)
-        os.fchmod(fd, 0o640)
-        for place in (folder, folder.parent):
-            if place == self.root or not place.is_relative_to(self.root):
-                break
-            info = place.stat()
-            if info.st_gid != self.share_gid or info.st_mode & 0o050 != 0o050:
-                os.chown(place, -1, self.share_gid)
-                os.chmod(place, (info.st_mode & 0o7777) | 0o050)
 
     def put_text(self, run_id: str, agent_id: str, filename: str, text: str) -> ArtifactRef:
         preview = text[:PREVIEW_CHARS]
@@ -79,18 +72,21 @@ class ArtifactStore:
         """One part of a blob (idempotent: a retry writes the same bytes to the same path)."""
         self.put_text(part.ref.run_id, BLOB_AGENT, f"{part.ref.name}.{part.index}", part.text)
 
-    def path(self, ref_or_uri: ArtifactRef | str) -> Path:
+    def read_bytes(self, ref_or_uri: ArtifactRef | str) -> bytes:
         uri = ref_or_uri.uri if isinstance(ref_or_uri, ArtifactRef) else ref_or_uri
-        return self.root / uri_path(uri)
+        try:
+            return self.objects.get(uri_path(uri))
+        except FileNotFoundError:
+            hint = (
+                "is XSKY_STORE the same for this process and the workers?"
+                if self.objects.shared
+                else "is XSKY_ARTIFACTS the same for this process and the workers (workers on "
+                "other machines need XSKY_STORE=s3://…)?"
+            )
+            raise FileNotFoundError(f"artifact {uri} is not in {self.where}; {hint}") from None
 
     def read_text(self, ref_or_uri: ArtifactRef | str) -> str:
-        try:
-            return self.path(ref_or_uri).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            uri = ref_or_uri.uri if isinstance(ref_or_uri, ArtifactRef) else ref_or_uri
-            raise FileNotFoundError(
-                f"artifact {uri} is not in the store at {self.root}; is XSKY_ARTIFACTS the same for this process and the workers?"
-            ) from None
+        return self.read_bytes(ref_or_uri).decode("utf-8")
 
     def expand_markers(self, text: str, issued: Collection[str] | None = None) -> str:
         """Swap ``⟦artifact:…⟧`` markers for the stored text they stand for.
@@ -130,3 +126,8 @@ def read_blob(store: ArtifactStore, ref: BlobRef) -> str:
             f"blob {ref.name} of run {ref.run_id} does not match its digest: the store was changed or is incomplete"
         )
     return text
+
+
+def open_store(settings: Settings, share_gid: int | None = None) -> ArtifactStore:
+    """The artifact store this process's settings name (``XSKY_STORE``, else ``XSKY_ARTIFACTS``)."""
+    return ArtifactStore(open_objects(settings, share_gid))

@@ -18,9 +18,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities import llm
 from activities.agents.transcripts import append_event
-from activities.artifacts import ArtifactStore
+from activities.artifacts import open_store
 from activities.beat import heartbeating
-from xsky.agent_log import transcript_file
+from xsky.agent_log import transcript_key
 from xsky.config import Settings
 from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
 from xsky.plan.budget import Price, Usage, cost, estimate_tokens
@@ -36,7 +36,7 @@ READINGS = 2
 class CoordinatorActivities:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.store = ArtifactStore(settings.artifacts)
+        self.store = open_store(settings)
 
     @activity.defn(name="coordinate")
     async def coordinate(self, inp: ConsultInput) -> ConsultOutcome:
@@ -132,7 +132,8 @@ class CoordinatorActivities:
             return
         agent_id = inp.task.task_id.removeprefix("T-")
         append_event(
-            transcript_file(self.store.root, inp.run_id, agent_id),
+            self.store.objects,
+            transcript_key(inp.run_id, agent_id),
             "leader",
             point=inp.point,
             verdict=outcome.verdict,

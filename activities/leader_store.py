@@ -9,7 +9,6 @@ activity on the leader's task queue, so no payload grows with the plan.
 from __future__ import annotations
 
 import asyncio
-import glob
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from activities.artifacts import ArtifactStore, read_blob
+from activities.artifacts import open_store, read_blob
 from xsky.artifacts import BLOB_AGENT, BlobDrop, BlobPart, BlobPartRequest, BlobRef, safe_component
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
@@ -29,7 +28,7 @@ from xsky.security.settings import SettingsError, worker_layers
 class LeaderStore:
     def __init__(self, settings: Settings, agents_here: bool = False):
         self.settings = settings
-        self.store = ArtifactStore(settings.artifacts)
+        self.store = open_store(settings)
         # This worker also runs agents of every kind on the leader's queue (worker.py).
         self.agents_here = agents_here
 
@@ -66,12 +65,12 @@ class LeaderStore:
         return await asyncio.to_thread(self._drop, req)
 
     def _drop(self, req: BlobDrop) -> int:
-        folder = self.store.root / safe_component(req.run_id) / BLOB_AGENT
+        folder = f"{safe_component(req.run_id)}/{BLOB_AGENT}/"
         gone = 0
-        for part in folder.glob(f"{glob.escape(req.prefix)}*"):
-            name, _, index = part.name.rpartition(".")
-            if name != req.keep and index.isdigit():
-                part.unlink(missing_ok=True)
+        for key in self.store.objects.keys(folder + req.prefix):
+            name, _, index = key[len(folder) :].rpartition(".")
+            if name != req.keep and index.isdigit() and "/" not in name:
+                self.store.objects.delete(key)
                 gone += 1
         return gone
 
@@ -96,6 +95,7 @@ class LeaderStore:
             delegate=delegate,
             deny=deny,
             model=self.settings.coordinator_model or self.settings.model,
+            workspace_hosts=self.settings.store is not None,
         )
 
     def _delegation(self) -> tuple[list[str], list[str]]:

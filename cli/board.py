@@ -36,7 +36,10 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
         caption=Text(caption) if caption else None,
         caption_justify="left",
     )
-    for col in ("task", "agent", "status", "duration", "tries", "subject", "note"):
+    # Where each task ran, once a run's tasks ran on more than one host (workers on several machines).
+    hosts = len({t.host for t in tasks if t.host}) > 1
+    columns = ("task", "agent", "status", "duration", "tries", *(("host",) if hosts else ()))
+    for col in (*columns, "subject", "note"):
         table.add_column(
             col,
             overflow="fold" if col in ("subject", "note") else "ellipsis",
@@ -54,6 +57,7 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
             Text(status_shown(t.status, t.provider), style=STATUS_STYLE.get(t.status, "")),
             format_duration(live_duration(t)),
             str(t.tries or t.attempt),
+            *((cell(t.host or ""),) if hosts else ()),
             Text(one_line(t.subject, 48)),
             Text(one_line(note, 70)),
         )

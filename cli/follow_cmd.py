@@ -116,6 +116,6 @@ def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:
 
 
 def _store_reader(settings: Settings) -> Any:
-    from activities.artifacts import ArtifactStore
+    from activities.artifacts import open_store
 
-    return ArtifactStore(settings.artifacts).read_text
+    return open_store(settings).read_text

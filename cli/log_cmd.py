@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 from typing import Any
 
+from activities.storage import open_objects
 from cli.render import cell, json_text, out
 from xsky.agent_log import parse_lines, render_event
 from xsky.client import Run, XSky
@@ -53,14 +53,9 @@ def _show(events: list[dict[str, Any]], as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _read_from(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+async def _read_from(run: Run, key: str, offset: int) -> tuple[list[dict[str, Any]], int]:
     """Whole lines appended since ``offset``; a line still being written waits for the next read."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except FileNotFoundError:
-        return [], offset
+    data = (await run.transcript_bytes(key))[offset:]
     whole = data[: data.rfind(b"\n") + 1]
     return parse_lines(whole.decode("utf-8", errors="replace")), offset + len(whole)
 
@@ -78,21 +73,21 @@ async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
     run = await x.get(args.id)
-    path = await run.transcript_file(args.task)
-    events, offset = _read_from(path, 0)
+    key = await run.transcript_key(args.task)
+    events, offset = await _read_from(run, key, 0)
     _show(events, args.json)
     if not args.follow:
         if not events and not args.json:
             out.print(
                 cell(
-                    f"no transcript yet for {args.task} in {args.id} (it has not started, or the artifact store "
-                    f"at {settings.artifacts} is not the workers')"
+                    f"no transcript yet for {args.task} in {args.id} (it has not started, or "
+                    f"{open_objects(settings).where} is not the workers' store: XSKY_STORE)"
                 )
             )
         return 0
     while True:
         done = await _task_done(run, args.task)
-        events, offset = _read_from(path, offset)
+        events, offset = await _read_from(run, key, offset)
         _show(events, args.json)
         if done:
             return 0

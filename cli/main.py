@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         budget_cmd,
         demo_cmd,
         follow_cmd,
+        gc_cmd,
         ledger_cmd,
         log_cmd,
         mcp_cmd,
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget_cmd.register(sub)
     log_cmd.register(sub)
     ledger_cmd.register(sub)
+    gc_cmd.register(sub)
     plan_cmd.register(sub)
     roles_cmd.register(sub)
     permissions_cmd.register(sub)

@@ -12,6 +12,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from rich.table import Table
 
+from activities.storage import open_objects
 from cli.args import parse_pairs
 from cli.board import board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
@@ -332,7 +333,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         first = await run.first_run_id() if retried else None
         follow_ups = await run.follow_ups() if status != "running" else []
     why = {
-        t.id: retry_lines(t, attempt_ends(settings.artifacts, args.id, first, t)) for t in retried
+        t.id: retry_lines(t, attempt_ends(open_objects(settings), args.id, first, t))
+        for t in retried
     }
     if args.json:
         print_json({"workflowId": args.id, "status": status, **page.wire(), "attempts": why})

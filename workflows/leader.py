@@ -24,6 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows import leader_io, leader_people
 from workflows.failures import describe_failure
 from workflows.leader_attempts import Attempts
+from workflows.leader_hosts import Hosts
 from workflows.leader_io import save_blob
 from workflows.leader_judgment import check_goal, judge_stall
 from workflows.leader_metrics import LeaderMetrics
@@ -161,6 +162,8 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                 set(given.search_attributes),
                 given.agents_here,
             )
+        if given is not None and given.workspace_hosts and patched("workspace-hosts"):
+            self._attempts.hosts = Hosts()  # no shared disk: the workspace on one host at a time
         if patched("leader-coordinator"):
             core.coordinating = True
             if given is not None:

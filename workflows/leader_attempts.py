@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError
 from workflows import leader_io
 from workflows.failures import attempt_failure
 from workflows.leader_guards import ReportTokens, within_budget
+from workflows.leader_hosts import Hosts
 from workflows.leader_judgment import consult
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
@@ -56,6 +57,8 @@ class Attempts:
         self._nudges_fired: set[int] = set()
         self._nudge_tasks: set[asyncio.Task[None]] = set()
         self.tokens = ReportTokens()  # the dispatches' report tokens (workflows/leader_guards.py)
+        # The workspace's host, when workers share no disk (patch workspace-hosts), else None.
+        self.hosts: Hosts | None = None
 
     def start(self, core: LeaderCore, agent_id: str, dispatch: int) -> None:
         self._tasks[agent_id] = asyncio.create_task(self._execute(core, agent_id, dispatch))
@@ -113,9 +116,14 @@ class Attempts:
             error: BaseException | None = None
             judged: ConsultOutcome | None = None
             try:
-                outcome = await leader_io.run_attempt(
-                    core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
-                )
+                if self.hosts is not None and not local and core.uses_workspace(agent_id):
+                    outcome = await self.hosts.run(
+                        core, agent_id, dispatch, agent_input, settings, self._queue(kind)
+                    )
+                else:
+                    outcome = await leader_io.run_attempt(
+                        core, agent_id, dispatch, agent_input, settings, self._queue(kind), local
+                    )
             except (ActivityError, asyncio.CancelledError) as e:
                 error = e
             finally:

@@ -113,11 +113,14 @@ async def run_attempt(
     settings: Any,
     queue: str,
     local: bool,
+    routed: dict[str, Any] | None = None,
 ) -> AgentOutcome:
     """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
-    tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip."""
+    tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip.
+    ``routed``: the options of an attempt sent to its workspace's host (workflows/leader_hosts.py)."""
     flat = agent_input.error_backoff is not None
     options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings, flat)
+    options.update(routed or {})
     if local:
         del options["task_queue"], options["heartbeat_timeout"]
         return await workflow.execute_local_activity(

@@ -138,6 +138,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.4.0",
         delete_when="no run started before v0.4.0 is still open",
     ),
+    "workspace-hosts": Patch(
+        what="with workers that share an object store and no disk (leader_setup says so), a run's "
+        "workspace agents go to the task queue of the host that holds its workspace, chosen by a "
+        "claim_workspace activity when the first one starts, and chosen again when that host is "
+        "lost (an attempt not taken within its schedule-to-start timeout, and host_alive finds no "
+        "worker there); asked only by runs whose leader's worker has such a store",
+        since="v0.4.0",
+        delete_when="no run started before v0.4.0 is still open (runs of an older worker never "
+        "ask it: they run every agent on its kind's queue)",
+    ),
 }
 """The live patches, by id."""
 

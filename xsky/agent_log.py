@@ -18,7 +18,6 @@ One JSON object per line, each with ``type`` and ``at``:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from xsky.artifacts import artifact_path
@@ -26,8 +25,9 @@ from xsky.artifacts import artifact_path
 TRANSCRIPT_NAME = "transcript.jsonl"
 
 
-def transcript_file(store_root: Path, run_id: str, agent_id: str) -> Path:
-    return Path(store_root) / artifact_path(run_id, agent_id, TRANSCRIPT_NAME)
+def transcript_key(run_id: str, agent_id: str) -> str:
+    """Where an agent's log is in the store (``<run>/<agent>/transcript.jsonl``)."""
+    return artifact_path(run_id, agent_id, TRANSCRIPT_NAME)
 
 
 def parse_lines(text: str) -> list[dict[str, Any]]:
@@ -41,14 +41,6 @@ def parse_lines(text: str) -> list[dict[str, Any]]:
         if isinstance(event, dict) and "type" in event:
             events.append(event)
     return events
-
-
-def read_transcript(store_root: Path, run_id: str, agent_id: str) -> list[dict[str, Any]]:
-    path = transcript_file(store_root, run_id, agent_id)
-    try:
-        return parse_lines(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
 
 
 def _short(value: Any, width: int) -> str:

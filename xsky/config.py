@@ -18,7 +18,9 @@ Cloud profile works unchanged.
 | TEMPORAL_PROFILE | default | which profile of the Temporal config file to use |
 | XSKY_TASK_QUEUE | xsky | leader workflows' queue; agents use ``<queue>-<kind>`` |
 | XSKY_HOME | .xsky | local state: server DB, logs, runs, artifacts |
-| XSKY_ARTIFACTS | $XSKY_HOME/artifacts | where results and screenshots are stored |
+| XSKY_ARTIFACTS | $XSKY_HOME/artifacts | where results and screenshots are stored (the local store) |
+| XSKY_STORE | (unset: XSKY_ARTIFACTS) | ``s3://bucket/prefix``: an S3-compatible object store instead, shared by workers on any machine (``AWS_ENDPOINT_URL`` and the AWS credentials variables say where and as whom) |
+| XSKY_HOST | (the machine's name) | this worker's host identity: its workspaces' task queue is ``<queue>-host-<host>`` |
 | XSKY_RUNS | $XSKY_HOME/runs | per-run workspaces (``<runs>/<workflow id>/workspace``) |
 | XSKY_ARTIFACT_THRESHOLD | 8192 | results larger than this (bytes) travel as references |
 | XSKY_UI_URL | http://localhost:8233 | the Temporal Web UI, for links |
@@ -40,6 +42,8 @@ Cloud profile works unchanged.
 from __future__ import annotations
 
 import os
+import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +52,7 @@ from typing import Any
 from temporalio.envconfig import ClientConfig
 
 from xsky.errors import UsageError
+from xsky.storage import parse_store
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,10 @@ class Settings:
     workflow_slots: int = 10
     sticky_timeout: float = 30.0
     profile: str | None = None
+    # XSKY_STORE (None: the local directory ``artifacts``) and the S3 endpoint (AWS_ENDPOINT_URL).
+    store: str | None = None
+    store_endpoint: str | None = None
+    host: str = "localhost"  # XSKY_HOST: this worker's host identity (its workspaces' queue)
     # Client.connect keyword arguments from temporalio.envconfig (address, namespace, TLS, API key …).
     connect_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
@@ -89,6 +98,10 @@ class Settings:
     def skills_queue(self) -> str:
         """The task queue of the skill pipeline (its workflows and activities)."""
         return f"{self.task_queue}-skills"
+
+    def host_queue(self, host: str | None = None) -> str:
+        """The task queue of one host's workspaces (the worker-specific task queue pattern)."""
+        return f"{self.task_queue}-host-{host or self.host}"
 
     def kind_queue(self, kind: str) -> str:
         """The task queue that serves agents of one kind (browser, file, llm, shell)."""
@@ -111,6 +124,16 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise UsageError(f"{name}={raw!r} must be positive; set it to e.g. {default}")
     return value
+
+
+def _host(raw: str) -> str:
+    """A host identity fit for a task queue's name (letters, digits, ``.``, ``-``, ``_``)."""
+    host = re.sub(r"[^A-Za-z0-9_.-]+", "-", raw.strip()).strip("-.")[:100]
+    if not host:
+        raise UsageError(
+            f"XSKY_HOST={raw!r} has no letter or digit; name this worker's host, e.g. vm-1"
+        )
+    return host
 
 
 def temporal_connect_config(env: Mapping[str, str], profile: str | None = None) -> dict[str, Any]:
@@ -170,6 +193,9 @@ def load_settings(
         ),
         service_name=env.get("OTEL_SERVICE_NAME") or "xsky-worker",
         profile=profile or env.get("TEMPORAL_PROFILE") or None,
+        store=parse_store(env.get("XSKY_STORE")).url or None,
+        store_endpoint=env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
+        host=_host(env.get("XSKY_HOST") or socket.gethostname()),
         connect_config=connect,
     )
 

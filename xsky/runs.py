@@ -274,6 +274,31 @@ class LeaderSetup(Wire):
     # The model the worker's coordinator would use (None: it has none): an ``auto`` run
     # consults its coordinator from the start when its leader's worker has one.
     model: str | None = None
+    # The workers share an object store and have no disk in common: a run's workspace lives on
+    # one host at a time, and its workspace agents go to that host's task queue.
+    workspace_hosts: bool = False
+
+
+class WorkspaceClaim(Wire):
+    """Input of ``claim_workspace``: which run's workspace is to live on the worker that takes it."""
+
+    run_id: str
+    task_id: str  # the agent it is claimed for (for the log)
+    lost: str | None = None  # the host queue the workspace was on, lost (None: a first claim)
+
+
+class WorkspaceHost(Wire):
+    """Where a run's workspace lives: a host and its task queue."""
+
+    host: str
+    queue: str
+
+
+class HostCheck(Wire):
+    """Input of ``host_alive``: does a worker still serve this host's queue?"""
+
+    queue: str
+    window: float = 10.0  # seconds: a worker silent longer than this is gone
 
 
 class RequestPayload(Wire):
@@ -319,6 +344,7 @@ class AgentOutcome(Wire):
     usage: UsageReport | None = None  # what its conversation has used (None: an older worker)
     need: Usage | None = None  # a budget stop: what its next model call needs
     stopped: StopReason | None = None  # a budget stop: which limit of its share it met
+    host: str | None = None  # where the attempt ran (the worker's XSKY_HOST)
 
 
 class ProgressReport(Wire):
@@ -337,6 +363,7 @@ class ProgressReport(Wire):
     usage: UsageReport | None = None  # what the agent's conversation has used so far
     final: bool = False  # sent as the attempt was stopped: its usage is all it used
     token: str | None = None  # the dispatch's report token (AgentInput.report_token)
+    host: str | None = None  # the worker's host (XSKY_HOST): the board shows where a task runs
 
 
 FinalStatus = Literal["completed", "failed", "cancelled"]

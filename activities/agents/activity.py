@@ -28,10 +28,11 @@ from activities.agents.ledger import AttemptLedger, Start
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
-from activities.artifacts import ArtifactStore, read_blob
+from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox.confine import sandbox_settings
+from activities.storage.snapshots import Snapshots, workspace_key
 from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
@@ -55,9 +56,10 @@ class AgentActivities:
 
     def __init__(self, settings: Settings, browsers: BrowserPool | None = None):
         self.settings = settings
-        self.store = ArtifactStore(settings.artifacts, share_gid=_sandbox_gid(settings))
+        self.store = open_store(settings, share_gid=_sandbox_gid(settings))
         self.browsers = browsers or BrowserPool()
         self.mcp = McpPool()
+        self._snapshot_locks: dict[str, asyncio.Lock] = {}
 
     async def close(self) -> None:
         await self.mcp.close()
@@ -72,7 +74,7 @@ class AgentActivities:
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
-        ledger = AttemptLedger.of(self.settings.artifacts, AgentKey.of(inp))
+        ledger = AttemptLedger.of(self.store.objects, AgentKey.of(inp))
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         beat = Beat(
             task_id=inp.task_id,
@@ -80,12 +82,13 @@ class AgentActivities:
             progress_interval=inp.progress_interval,
             started_at=started,
             token=inp.report_token,
+            host=self.settings.host,
         )
-        root = self.store.root
+        where = self.store.where
         try:
             start = await stored(
                 beat,
-                root,
+                where,
                 "the attempt ledger",
                 lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
             )
@@ -94,8 +97,10 @@ class AgentActivities:
                 return await self._first_time(inp, ledger, beat, start, started, keep=False)
             kept = await asyncio.to_thread(ledger.outcome)
             if kept is None:
-                lease = Lease(ledger.lease_path, info.attempt, ttl=(timeout or 10.0) / 2)
-                async with lease.held(beat, ledger.outcome_path.exists):
+                lease = Lease(
+                    ledger.store, ledger.lease_key, info.attempt, ttl=(timeout or 10.0) / 2
+                )
+                async with lease.held(beat, ledger.has_outcome):
                     kept = await asyncio.to_thread(ledger.outcome)
                     if kept is None:
                         return await self._first_time(inp, ledger, beat, start, started)
@@ -113,7 +118,7 @@ class AgentActivities:
             raise
         # a bug or an unexpected error: recorded, retried like any error
         except Exception as e:
-            problem = storage_problem(e, root)
+            problem = storage_problem(e, where)
             raise await self._failed(
                 inp,
                 ledger,
@@ -149,13 +154,13 @@ class AgentActivities:
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
         outcome = await self._attempt(inp, beat, started, number)
-        outcome.attempt = number
+        outcome.attempt, outcome.host = number, self.settings.host
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
         if keep:
             await stored(
                 beat,
-                self.store.root,
+                self.store.where,
                 "the attempt's outcome",
                 lambda: ledger.complete(number, outcome),
             )
@@ -174,7 +179,7 @@ class AgentActivities:
         try:
             errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
             # Its command's end is reported with this error: a retry runs it again.
-            await asyncio.to_thread(ledger.command_record.unlink, missing_ok=True)
+            await asyncio.to_thread(ledger.store.delete, ledger.command_key)
         except OSError as oe:  # a full store: the error is still this attempt's end
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1
@@ -235,10 +240,36 @@ class AgentActivities:
             number=number,
             mcp=self.mcp,
         )
+        workspace = self._workspace(inp, a)
+        if workspace is not None:  # its host holds the run's workspace (no disk in common)
+            async with self._moving(workspace.key):
+                fetched = await asyncio.to_thread(workspace.restore)
+            if fetched is not None:
+                beat.progress(f"workspace restored from its snapshot ({fetched} files fetched)")
         outcome = await self._run(a)
+        if workspace is not None:  # before the outcome is kept: a kept outcome has its files
+            async with self._moving(workspace.key):
+                await stored(beat, self.store.where, "the workspace snapshot", workspace.take)
         if outcome.kind != "completed":
             return outcome
-        return await stored(beat, self.store.root, "the result", lambda: store_result(a, outcome))
+        return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
+
+    def _workspace(self, inp: AgentInput, a: Attempt) -> Snapshots | None:
+        """The run's workspace in the store, for an attempt sent to this host's queue (its
+        workspace's host: workers share no disk); None for any other attempt."""
+        if activity.info().task_queue != self.settings.host_queue():
+            return None
+        return Snapshots(
+            self.store.objects,
+            workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
+            a.ctx.workspace,
+            self.settings.home / "snapshots",
+            a.ctx.owner,
+        )
+
+    def _moving(self, key: str) -> asyncio.Lock:
+        """One restore or snapshot of a workspace at a time on this worker."""
+        return self._snapshot_locks.setdefault(key, asyncio.Lock())
 
     async def _run(self, a: Attempt) -> AgentOutcome:
         """A config tool runs directly; without one, the configured model runs the agent's

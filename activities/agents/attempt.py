@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from activities.agents.ledger import AttemptLedger
 from activities.agents.spend import dispatch_key
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.fsio import atomic_write
 from activities.mcp.pool import McpPool
 from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
@@ -141,7 +143,9 @@ def prepare(
     )
     task, input_text, config = _expanded(store, inp)
     if tool_name(config) in RECORDED_TOOLS:  # the dispatch's one command: its end is recorded
-        ctx.command_record = AttemptLedger.of(settings.artifacts, key).command_record
+        ctx.command_record, ctx.command_publish = command_record(
+            AttemptLedger.of(store.objects, key), settings.home
+        )
     role, person_only = _role(inp, layers)
     gate = Gate(
         task_id=inp.task_id,
@@ -189,6 +193,28 @@ def prepare(
 
 # Direct tools whose one command's end its watchdog records (activities/sandbox/watchdog.py).
 RECORDED_TOOLS = frozenset({"shell"})
+
+
+def command_record(ledger: AttemptLedger, home: Path) -> tuple[Path, Callable[[], None] | None]:
+    """Where the watchdog writes the command's end, and how that reaches the store: a local
+    store's own file (nothing to do), or a file in this worker's home, fetched from the object
+    store before the command (an earlier attempt's record, on any machine) and put there after."""
+    here = ledger.store.local(ledger.command_key)
+    if here is not None:
+        return here, None
+    path = home / "commands" / ledger.command_key
+    try:
+        data = ledger.store.get(ledger.command_key)
+    except FileNotFoundError:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write(path, data)
+
+    def publish() -> None:
+        if path.is_file():
+            ledger.store.put(ledger.command_key, path.read_bytes(), sync=True)
+
+    return path, publish
 
 
 def with_attempt_key(c: Confinement, key: str) -> Confinement:

@@ -44,9 +44,11 @@ class Beat:
         started_at: datetime | None = None,
         previous: str | None = None,
         token: str | None = None,
+        host: str | None = None,
     ):
         self.task_id = task_id
         self.token = token  # the dispatch's: the leader takes reports that carry it only
+        self.host = host  # this worker's host, shown on the board
         self.dispatch = dispatch
         self.progress_interval = progress_interval
         self.started_at = started_at
@@ -87,6 +89,7 @@ class Beat:
             usage=self.usage,
             final=final,
             token=self.token,
+            host=self.host,
         )
         if info.workflow_id is None:  # not scheduled by a leader: nobody to tell
             return

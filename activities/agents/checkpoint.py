@@ -73,13 +73,13 @@ class Checkpoints:
     name: str
 
     def load(self) -> Checkpoint | None:
-        path = self.store.root / artifact_path(self.key.run_id, self.key.agent_id, self.name)
-        if not path.is_file():
-            return None
+        key = artifact_path(self.key.run_id, self.key.agent_id, self.name)
         try:
-            return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
+            return Checkpoint.model_validate_json(self.store.objects.get(key))
+        except FileNotFoundError:
+            return None
         except ValueError as e:
-            log.warning("ignoring an unreadable checkpoint %s: %s", path, e)
+            log.warning("ignoring an unreadable checkpoint %s in %s: %s", key, self.store.where, e)
             return None
 
     def save(self, cp: Checkpoint) -> Any:

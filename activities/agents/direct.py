@@ -83,7 +83,7 @@ async def run_direct(a: Attempt) -> AgentOutcome:
     carries its whole text in ``result`` (``store_result`` keeps it)."""
     name, found, args = direct_call(a)
     agent_log = AgentLog(
-        a.store.root, a.key, a.number, a.name, offline.PROVIDER if found is offline_llm else None
+        a.store.objects, a.key, a.number, a.name, offline.PROVIDER if found is offline_llm else None
     )
     agent_log.tool_call("direct", name, args)
     called = time.monotonic()

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities.agents.beat import Beat
-from activities.fsio import atomic_write
+from activities.storage.local import LocalStore
+from xsky.storage import ObjectStore
 
 RENEW = 1.0  # seconds between renewals
 POLL = 0.25  # seconds between looks while waiting for another attempt's lease
@@ -56,37 +57,51 @@ class Holder:
 
 @dataclass
 class Lease:
-    path: Path
+    store: ObjectStore
+    key: str
     attempt: int
     ttl: float
 
+    @classmethod
+    def at(cls, path: Path, attempt: int, ttl: float) -> Lease:
+        """A lease file in a local folder (tests, tools)."""
+        return cls(LocalStore(path.parent), path.name, attempt, ttl)
+
     def holder(self) -> Holder | None:
-        """Who holds the lease now (None: nobody, or an unreadable file)."""
+        """Who holds the lease now (None: nobody, or an unreadable object)."""
         try:
-            info = self.path.stat()
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(self.store.get(self.key))
             return Holder(
                 int(data["attempt"]),
                 str(data["host"]),
                 int(data["pid"]),
-                time.time() - info.st_mtime,
+                # renewed at "at" by its holder's clock (an object store keeps no mtime to touch)
+                time.time() - float(data["at"]),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
+    def _write(self) -> None:
+        holder = {
+            "attempt": self.attempt,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "at": time.time(),
+        }
+        self.store.put(self.key, json.dumps(holder).encode())
+
     def _take(self) -> None:
-        holder = {"attempt": self.attempt, "host": socket.gethostname(), "pid": os.getpid()}
-        atomic_write(self.path, json.dumps(holder), sync=False)
+        self._write()
 
     def _renew(self) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path)
+        with contextlib.suppress(Exception):  # a missed renewal is the next one's job
+            self._write()
 
     def _release(self) -> None:
         holder = self.holder()
         if holder is not None and holder.attempt == self.attempt and holder.here:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+            with contextlib.suppress(Exception):
+                self.store.delete(self.key)
 
     @contextlib.asynccontextmanager
     async def held(self, beat: Beat, settled: Callable[[], bool]) -> AsyncIterator[None]:

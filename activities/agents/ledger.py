@@ -24,49 +24,63 @@ command's watchdog writes when the command ends (:attr:`AttemptLedger.command_re
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from activities.agents.key import AgentKey
-from activities.fsio import atomic_write
+from activities.storage.local import LocalStore
 from xsky.artifacts import safe_component
 from xsky.runs import AgentOutcome
+from xsky.storage import ObjectStore
 
 
 @dataclass(frozen=True)
 class AttemptLedger:
-    path: Path
+    """One dispatch's ledger in the store (``<run>/_attempts/<name>.jsonl``) and, beside it,
+    its kept outcome, its lease and its command's record: where every worker finds them."""
+
+    store: ObjectStore
+    key: str
 
     @classmethod
-    def of(cls, root: Path, key: AgentKey) -> AttemptLedger:
+    def of(cls, store: ObjectStore, key: AgentKey) -> AttemptLedger:
         name = f"{safe_component(key.execution_id or 'run', 40)}-{safe_component(key.task_id, 60)}-v{key.plan_version}-d{key.dispatch}.jsonl"
-        return cls(root / safe_component(key.run_id) / "_attempts" / name)
+        return cls(store, f"{safe_component(key.run_id)}/_attempts/{name}")
+
+    @classmethod
+    def at(cls, path: Path) -> AttemptLedger:
+        """A ledger file in a local folder (tests, tools)."""
+        return cls(LocalStore(path.parent), path.name)
+
+    def _beside(self, suffix: str) -> str:
+        return self.key.removesuffix(".jsonl") + suffix
 
     @property
-    def outcome_path(self) -> Path:
-        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".outcome.json")
+    def outcome_key(self) -> str:
+        return self._beside(".outcome.json")
 
     @property
-    def command_record(self) -> Path:
-        """Where a direct command's watchdog writes how the command ended."""
-        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".command.json")
+    def command_key(self) -> str:
+        """Where a direct command's watchdog's record of how the command ended is kept."""
+        return self._beside(".command.json")
 
     @property
-    def lease_path(self) -> Path:
-        return self.path.with_name(self.path.name.removesuffix(".jsonl") + ".lease")
+    def lease_key(self) -> str:
+        return self._beside(".lease")
+
+    def has_outcome(self) -> bool:
+        return self.store.exists(self.outcome_key)
 
     def complete(self, attempt: int, outcome: AgentOutcome) -> None:
         """Keep ``attempt``'s outcome durably, before it is reported (a stale attempt's too:
         its work is done, and the attempt that replaced it returns it instead of redoing it)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.outcome_path, outcome.model_dump_json(by_alias=True), sync=True)
+        self.store.put(self.outcome_key, outcome.model_dump_json(by_alias=True).encode(), sync=True)
         self._write({"attempt": attempt, "kind": outcome.kind, "reason": ""}, sync=False)
 
     def outcome(self) -> AgentOutcome | None:
         """The outcome an attempt of this dispatch ended with, if one did."""
         try:
-            text = self.outcome_path.read_text(encoding="utf-8")
+            text = self.store.get(self.outcome_key).decode("utf-8")
         except FileNotFoundError:
             return None
         try:
@@ -87,10 +101,7 @@ class AttemptLedger:
         )
 
     def entries(self) -> list[dict[str, object]]:
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
+        lines = self.store.appended(self.key).decode("utf-8", "replace").splitlines()
         out = []
         for line in lines:
             try:
@@ -144,12 +155,7 @@ class AttemptLedger:
         )
 
     def _write(self, entry: dict[str, object], *, sync: bool) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
+        self.store.append(self.key, (json.dumps(entry) + "\n").encode(), sync=sync)
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ class AgentLoop:
         self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.mcp: McpToolset | None = None  # the tools of MCP servers, once discovered
-        self.log = AgentLog(a.store.root, a.key, a.number, role.name, target.model)
+        self.log = AgentLog(a.store.objects, a.key, a.number, role.name, target.model)
         self.schema = output_schema.output_schema(a.config)
         # before any model call: a USD budget with an unpriced model fails here
         self.meter = Meter(a.share, a.prices, target.model, a.dispatch_key, a.settings_file)

@@ -19,7 +19,6 @@ import errno
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TypeVar
 
 from temporalio import activity
@@ -31,10 +30,10 @@ T = TypeVar("T")
 
 # What each error number means for a store, said to a person.
 PROBLEMS = {
-    errno.ENOSPC: "no space left on the artifact store at {root}",
-    errno.EDQUOT: "the artifact store at {root} is over its disk quota",
-    errno.EROFS: "the artifact store at {root} is read-only",
-    errno.EIO: "the artifact store at {root} gives I/O errors",
+    errno.ENOSPC: "no space left on {where}",
+    errno.EDQUOT: "{where} is over its disk quota",
+    errno.EROFS: "{where} is read-only",
+    errno.EIO: "{where} gives I/O errors",
 }
 FIRST_PAUSE = 1.0  # seconds before the first retry of a write; doubled each time
 LONGEST_PAUSE = 15.0
@@ -42,12 +41,12 @@ MARGIN = 30.0  # seconds of the start-to-close timeout left for the rest of the 
 DEFAULT_WAIT = 300.0  # without a start-to-close timeout (a local activity, a test)
 
 
-def storage_problem(error: BaseException, root: Path) -> str | None:
+def storage_problem(error: BaseException, where: str) -> str | None:
     """What is wrong with the store, for a person; None for an error that is not about space
     or the disk (a missing file, a permission: the code's or the setup's, not the disk's)."""
     if not isinstance(error, OSError) or error.errno not in PROBLEMS:
         return None
-    return PROBLEMS[error.errno].format(root=root)
+    return PROBLEMS[error.errno].format(where=where)
 
 
 def storage_error(problem: str, what: str, error: OSError) -> ApplicationError:
@@ -76,7 +75,7 @@ def deadline() -> float:
     return time.monotonic() + max(0.0, left)
 
 
-async def stored(beat: Beat, root: Path, what: str, write: Callable[[], T]) -> T:
+async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T:
     """``write()`` (run in a thread), tried again while the store is full or failing, until
     the attempt's :func:`deadline`; then a StorageError saying why."""
     until = deadline()
@@ -85,7 +84,7 @@ async def stored(beat: Beat, root: Path, what: str, write: Callable[[], T]) -> T
         try:
             return await asyncio.to_thread(write)
         except OSError as e:
-            problem = storage_problem(e, root)
+            problem = storage_problem(e, where)
             if problem is None:
                 raise
             if time.monotonic() + pause > until:

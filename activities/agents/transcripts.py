@@ -21,6 +21,7 @@ from activities.fsio import atomic_write
 from activities.tools import cap_text
 from xsky.artifacts import safe_component
 from xsky.plan.models import RoleCapabilityModel
+from xsky.storage import ObjectStore
 
 log = logging.getLogger("xsky.agent_log")
 
@@ -69,7 +70,7 @@ def write_transcript(
 LOG_TEXT_CHARS = 20_000
 
 
-def append_event(path: Path, kind: str, **fields: Any) -> None:
+def append_event(store: ObjectStore, key: str, kind: str, **fields: Any) -> None:
     """One event at the end of an agent's log (redacted; best effort: a full disk loses the
     line, never the work)."""
     from xsky.security.redact import redact_value
@@ -77,12 +78,9 @@ def append_event(path: Path, kind: str, **fields: Any) -> None:
     line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
     try:
         text = json.dumps(redact_value(line), ensure_ascii=False, default=str)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            # one write per line: a reader never sees half of one but the last
-            fh.write(text + "\n")
-    except OSError as e:
-        log.warning("could not write the agent log %s: %s", path, e)
+        store.append(key, (text + "\n").encode("utf-8"))
+    except Exception as e:  # noqa: BLE001 - a log line is best effort, whatever the store says
+        log.warning("could not write the agent log %s in %s: %s", key, store.where, e)
 
 
 class AgentLog:
@@ -91,10 +89,13 @@ class AgentLog:
     ``attempt`` line; secrets are redacted before anything is written. Writing is best effort:
     a full disk loses log lines, never the agent's work."""
 
-    def __init__(self, store_root: Path, key: AgentKey, attempt: int, role: str, model: str | None):
-        from xsky.agent_log import transcript_file
+    def __init__(
+        self, store: ObjectStore, key: AgentKey, attempt: int, role: str, model: str | None
+    ):
+        from xsky.agent_log import transcript_key
 
-        self.path = transcript_file(store_root, key.run_id, key.agent_id)
+        self.store = store
+        self.key = transcript_key(key.run_id, key.agent_id)
         self.started = time.monotonic()
         self.decisions_seen = 0
         self.event(
@@ -110,7 +111,7 @@ class AgentLog:
         )
 
     def event(self, kind: str, **fields: Any) -> None:
-        append_event(self.path, kind, **fields)
+        append_event(self.store, self.key, kind, **fields)
 
     def message(self, message: dict[str, Any]) -> None:
         content = message.get("content")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 
 from activities.artifacts import ArtifactStore
 from activities.mcp.launch import Place, Record
@@ -27,18 +26,23 @@ RECORDS = "_mcp"  # the run's artifact folder of discoveries
 MAX_PAGES = 50  # a server whose tools/list never ends is not followed for ever
 
 
-def record_path(store: ArtifactStore, run_id: str, server: str) -> Path:
-    return store.root / artifact_path(run_id, RECORDS, f"tools-{server}.json")
+def record_name(server: str) -> str:
+    return f"tools-{server}.json"
+
+
+def record_key(run_id: str, server: str) -> str:
+    """Where the run's record of a server's tools is in the store."""
+    return artifact_path(run_id, RECORDS, record_name(server))
 
 
 def recorded(store: ArtifactStore, run_id: str, server: str) -> McpDiscovery | None:
-    path = record_path(store, run_id, server)
+    key = record_key(run_id, server)
     try:
-        return McpDiscovery.model_validate_json(path.read_text(encoding="utf-8"))
+        return McpDiscovery.model_validate_json(store.objects.get(key))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
-        log.warning("ignoring an unreadable MCP discovery %s: %s", path, e)
+        log.warning("ignoring an unreadable MCP discovery %s in %s: %s", key, store.where, e)
         return None
 
 
@@ -90,7 +94,7 @@ async def for_run(
         store.put_text,
         run_id,
         RECORDS,
-        record_path(store, run_id, launch.name).name,
+        record_name(launch.name),
         fresh.model_dump_json(),
     )
     return fresh

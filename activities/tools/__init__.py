@@ -100,6 +100,9 @@ class ToolContext:
     # Where a direct command's watchdog writes how it ended (the dispatch's one command): a
     # later attempt of the dispatch returns that end instead of running the command again.
     command_record: Path | None = None
+    # With a shared object store the record is written on this machine first; this puts it
+    # there, where the next attempt of the dispatch looks, on whichever machine it runs.
+    command_publish: Callable[[], None] | None = None
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -234,6 +234,9 @@ def cases() -> list[Case]:
         # nothing answers at the address
         Case("unreachable", ("run", DIAMOND, "--var", "topic=x"), "cannot reach Temporal"),
         Case("unreachable", ("list",), "cannot reach Temporal"),
+        Case("unreachable", ("gc",), "cannot reach Temporal"),
+        Case("bad-input", ("gc", "--older-than", "-1"), "--older-than -1"),
+        Case("bad-input", ("gc", "--run", UNKNOWN), f"holds nothing of {UNKNOWN}"),
         Case("unreachable", ("plan", "xsky-x"), "cannot reach Temporal"),
         Case(
             "unreachable",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from activities.artifacts import ArtifactStore
-from activities.mcp.discovery import record_path
+from activities.mcp.discovery import record_key
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.helpers import plan
@@ -73,9 +73,9 @@ async def test_an_llm_agent_calls_a_sandboxed_stdio_servers_tools(
 
     (report,) = result.agents
     (png,) = [a for a in report.artifacts if a.media_type == "image/png"]
-    assert ArtifactStore(env.settings.artifacts).path(png).read_bytes().startswith(b"\x89PNG")
+    assert ArtifactStore(env.settings.artifacts).read_bytes(png).startswith(b"\x89PNG")
     record = json.loads(
-        record_path(ArtifactStore(env.settings.artifacts), result.workflow_id, "t").read_text()
+        ArtifactStore(env.settings.artifacts).objects.get(record_key(result.workflow_id, "t"))
     )
     assert record["server"] == "t" and len(record["tools"]) == 10  # discovered once, for the run
     gated = [e for e in result.permission_log if e.tool.startswith("mcp")]

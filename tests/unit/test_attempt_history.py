@@ -7,6 +7,7 @@ from pathlib import Path
 
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
+from activities.storage.local import LocalStore
 from xsky.client.attempts import attempt_ends, retry_lines
 from xsky.leader.tasks import TaskView
 
@@ -40,7 +41,7 @@ def ledger(root: Path, tid: str, dispatch: int, execution: str = FIRST) -> Attem
         plan_version=dispatch,
         dispatch=dispatch,
     )
-    return AttemptLedger.of(root, key)
+    return AttemptLedger.of(LocalStore(root), key)
 
 
 def test_every_ended_attempt_has_a_line_and_a_lost_worker_is_found_by_its_gap(tmp_path: Path):
@@ -60,7 +61,7 @@ def test_every_ended_attempt_has_a_line_and_a_lost_worker_is_found_by_its_gap(tm
     ledger(tmp_path, "T-2", 1, execution="an-older-run").record(1, "error", "not mine either")
 
     row = task(dispatch=2, activity_attempt=1, tries=5)  # the board may not know attempt 2 yet
-    lines = retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row))
+    lines = retry_lines(row, attempt_ends(LocalStore(tmp_path), RUN, FIRST, row))
     assert lines == [
         "attempt 1 (dispatch 1): error: agent 2: the command exited with status 5: exit 5",
         "attempt 2 (dispatch 1): worker lost: no heartbeat (killed, crashed, stopped or cut off)",
@@ -72,7 +73,7 @@ def test_every_ended_attempt_has_a_line_and_a_lost_worker_is_found_by_its_gap(tm
 def test_a_running_retry_after_lost_workers_only_has_its_gaps(tmp_path: Path):
     ledger(tmp_path, "T-1", 1).record(1, "error", "someone else's")  # the run's folder exists
     row = task("T-2", dispatch=1, activity_attempt=3, tries=3)
-    assert retry_lines(row, attempt_ends(tmp_path, RUN, FIRST, row)) == [
+    assert retry_lines(row, attempt_ends(LocalStore(tmp_path), RUN, FIRST, row)) == [
         "attempt 1: worker lost: no heartbeat (killed, crashed, stopped or cut off)",
         "attempt 2: worker lost: no heartbeat (killed, crashed, stopped or cut off)",
     ]
@@ -80,5 +81,5 @@ def test_a_running_retry_after_lost_workers_only_has_its_gaps(tmp_path: Path):
 
 def test_without_a_readable_store_the_boards_notes_are_shown(tmp_path: Path):
     row = task(activity_attempt=2, tries=2)
-    assert attempt_ends(tmp_path / "elsewhere", RUN, FIRST, row) is None
+    assert attempt_ends(LocalStore(tmp_path / "elsewhere"), RUN, FIRST, row) is None
     assert retry_lines(row, None) == ["attempt 2 after a failed or lost attempt"]

@@ -39,7 +39,7 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_a_kept_outcome_is_found_by_the_next_attempt_and_shown_as_returned(tmp_path: Path):
-    ledger = AttemptLedger(tmp_path / "run" / "_attempts" / "x-T-1-v1-d1.jsonl")
+    ledger = AttemptLedger.at(tmp_path / "run" / "_attempts" / "x-T-1-v1-d1.jsonl")
     assert ledger.outcome() is None
     ledger.begin(1, 10.0)
     ledger.complete(1, AgentOutcome(result="42", attempt=1))
@@ -52,7 +52,7 @@ def test_a_kept_outcome_is_found_by_the_next_attempt_and_shown_as_returned(tmp_p
 
 
 def test_an_attempt_whose_end_could_not_be_written_is_not_taken_for_a_lost_worker(tmp_path: Path):
-    ledger = AttemptLedger(tmp_path / "l.jsonl")
+    ledger = AttemptLedger.at(tmp_path / "l.jsonl")
     ledger.begin(1, 10.0)
     word = "no space left on the artifact store at /s: waiting 4s to write the result"
     start = ledger.begin(2, 10.0, last_word=word)
@@ -79,14 +79,14 @@ async def test_a_later_attempt_waits_while_an_earlier_one_holds_a_live_lease(
     monkeypatch.setattr(Beat, "progress", lambda self, note: order.append("said: " + note[:21]))
 
     async def first() -> None:
-        async with Lease(path, 1, ttl=5).held(beat(), lambda: False):
+        async with Lease.at(path, 1, ttl=5).held(beat(), lambda: False):
             order.append("first runs")
             await asyncio.sleep(0.4)
             order.append("first ends")
 
     async def second() -> None:
         await asyncio.sleep(0.1)
-        async with Lease(path, 2, ttl=5).held(beat(), lambda: settled):
+        async with Lease.at(path, 2, ttl=5).held(beat(), lambda: settled):
             order.append("second runs")
 
     await asyncio.gather(first(), second())
@@ -96,15 +96,17 @@ async def test_a_later_attempt_waits_while_an_earlier_one_holds_a_live_lease(
 
 async def test_a_lapsed_lease_or_one_of_a_dead_process_here_is_not_waited_for(tmp_path: Path):
     path = tmp_path / "x.lease"
-    path.write_text(json.dumps({"attempt": 1, "host": "elsewhere", "pid": 1}))
-    old = time.time() - 30
-    os.utime(path, (old, old))
-    assert Lease(path, 2, ttl=5).holder() is not None
-    assert not Lease(path, 2, ttl=5).holder().alive(5)  # type: ignore[union-attr]
+    path.write_text(
+        json.dumps({"attempt": 1, "host": "elsewhere", "pid": 1, "at": time.time() - 30})
+    )
+    assert Lease.at(path, 2, ttl=5).holder() is not None
+    assert not Lease.at(path, 2, ttl=5).holder().alive(5)  # type: ignore[union-attr]
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    path.write_text(json.dumps({"attempt": 1, "host": socket.gethostname(), "pid": gone.pid}))
-    assert not Lease(path, 2, ttl=5).holder().alive(5)  # type: ignore[union-attr]
+    path.write_text(
+        json.dumps({"attempt": 1, "host": socket.gethostname(), "pid": gone.pid, "at": time.time()})
+    )
+    assert not Lease.at(path, 2, ttl=5).holder().alive(5)  # type: ignore[union-attr]
 
 
 class _no_heartbeats:
@@ -157,7 +159,7 @@ async def test_a_command_of_a_worker_that_stops_answering_is_killed_and_not_reco
 
 
 def test_a_full_store_is_said_with_its_cause_and_other_errors_are_not():
-    root = Path("/srv/store")
+    root = "the artifact store at /srv/store"
     assert storage_problem(OSError(errno.ENOSPC, "No space"), root) == (
         "no space left on the artifact store at /srv/store"
     )

@@ -18,7 +18,7 @@ def test_error_retries_still_back_off_the_users_way_less_the_flat_interval():
 
 
 def test_an_attempt_after_an_error_waits_and_one_after_a_lost_worker_does_not(tmp_path: Path):
-    ledger = AttemptLedger(tmp_path / "a.jsonl")
+    ledger = AttemptLedger.at(tmp_path / "a.jsonl")
     first = ledger.begin(1, 10)
     assert (first.previous, first.after_error, first.errors) == (None, False, 0)
     ledger.record(1, "error", "exit 1")
@@ -31,7 +31,7 @@ def test_an_attempt_after_an_error_waits_and_one_after_a_lost_worker_does_not(tm
 
 
 def test_a_superseded_attempt_writes_no_end(tmp_path: Path):
-    ledger = AttemptLedger(tmp_path / "a.jsonl")
+    ledger = AttemptLedger.at(tmp_path / "a.jsonl")
     ledger.begin(1, 10)
     ledger.begin(2, 10)  # the server gave up on 1 (its worker stopped) and started 2
     assert ledger.superseded(1) and not ledger.superseded(2)

@@ -260,9 +260,7 @@ async def test_browser_navigate_returns_title_text_links_and_a_screenshot(ctx, s
         assert out.text.startswith("# Test page") and "42 coins" in out.text
         assert f"Other → {site}/other.html" in out.text
         (shot,) = out.artifacts
-        assert (
-            shot.media_type == "image/png" and ctx.store.path(shot).read_bytes()[:4] == b"\x89PNG"
-        )
+        assert shot.media_type == "image/png" and ctx.store.read_bytes(shot)[:4] == b"\x89PNG"
         value = await browser_navigate(
             ctx, {"url": f"{site}/index.html", "selector": "#v", "screenshot": False}
         )

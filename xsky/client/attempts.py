@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from activities.agents.ledger import AttemptLedger
 from xsky.artifacts import safe_component
 from xsky.leader.tasks import TaskView
+from xsky.storage import ObjectStore
 
 _FILE = re.compile(r"-v(\d+)-d(\d+)\.jsonl")
 # Ledger kinds of an attempt that ended with an outcome it kept (activities/agents/ledger.py).
@@ -37,19 +37,25 @@ class AttemptEnd:
 
 
 def attempt_ends(
-    artifacts: Path, run_id: str, first_run_id: str | None, task: TaskView
+    store: ObjectStore, run_id: str, first_run_id: str | None, task: TaskView
 ) -> list[AttemptEnd] | None:
     """Every ended attempt of ``task``, dispatch by dispatch; None when no ledger of the run
     is readable here (then the board's notes are all there is)."""
-    folder = Path(artifacts) / safe_component(run_id) / "_attempts"
-    if not folder.is_dir():
+    folder = f"{safe_component(run_id)}/_attempts/"
+    try:
+        if not store.keys(folder):
+            return None
+        prefix = (
+            f"{folder}{safe_component(first_run_id or 'run', 40)}-{safe_component(task.id, 60)}"
+        )
+        keys = store.keys(prefix)
+    except Exception:  # noqa: BLE001 - a store this process cannot reach: the board's notes
         return None
-    prefix = f"{safe_component(first_run_id or 'run', 40)}-{safe_component(task.id, 60)}"
     ledgers: dict[int, list[AttemptLedger]] = {}
-    for path in folder.glob(f"{glob_escape(prefix)}-v*-d*.jsonl"):
-        found = _FILE.fullmatch(path.name[len(prefix) :])
+    for key in keys:
+        found = _FILE.fullmatch(key[len(prefix) :])
         if found:
-            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(path))
+            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, key))
     if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
         ledgers.setdefault(task.attempt, [])
     ends: list[AttemptEnd] = []
@@ -91,11 +97,6 @@ def attempt_ends(
                 )
             )
     return ends
-
-
-def glob_escape(text: str) -> str:
-    """``text`` matched literally by Path.glob (a task id may hold ``[``)."""
-    return re.sub(r"([*?[])", r"[\1]", text)
 
 
 def retry_lines(task: TaskView, ends: list[AttemptEnd] | None) -> list[str]:

@@ -3,7 +3,7 @@ and an agent's whole result text (by reference when it was large)."""
 
 from __future__ import annotations
 
-from activities.artifacts import ArtifactStore, read_blob
+from activities.artifacts import open_store, read_blob
 from xsky.config import Settings
 from xsky.errors import XSkyError
 from xsky.runs import AgentReport, RunResult
@@ -14,11 +14,11 @@ def reports_of(settings: Settings, result: RunResult) -> list[AgentReport]:
     if result.results_ref is None:
         return result.agents
     try:
-        text = read_blob(ArtifactStore(settings.artifacts), result.results_ref)
+        text = read_blob(open_store(settings), result.results_ref)
     except (FileNotFoundError, ValueError) as e:
         raise XSkyError(
             f"the full results of {result.workflow_id} are not readable here ({e}); "
-            "read them where XSKY_ARTIFACTS points on the workers"
+            "read them with the workers' XSKY_STORE (or XSKY_ARTIFACTS)"
         ) from None
     return [AgentReport.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
@@ -28,6 +28,6 @@ def result_text(settings: Settings, report: AgentReport) -> str:
     if report.result_ref is None:
         return report.result or ""
     try:
-        return ArtifactStore(settings.artifacts).read_text(report.result_ref)
+        return open_store(settings).read_text(report.result_ref)
     except (FileNotFoundError, ValueError) as e:
         return f"(stored at {report.result_ref}, not readable here: {e})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, get_args
 
 from temporalio.client import (
@@ -17,8 +16,9 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.storage import open_objects
 from workflows.leader import LeaderWorkflow
-from xsky.agent_log import parse_lines, transcript_file
+from xsky.agent_log import parse_lines, transcript_key
 from xsky.client._consts import (
     QUERY_TIMEOUT,
     QUERY_TRIES,
@@ -449,7 +449,7 @@ class Run:
         from the attempt ledgers in the artifact store, else from the board's notes."""
         row = await self.task(task)
         return retry_lines(
-            row, attempt_ends(self._settings.artifacts, self.id, await self.first_run_id(), row)
+            row, attempt_ends(open_objects(self._settings), self.id, await self.first_run_id(), row)
         )
 
     async def first_run_id(self) -> str | None:
@@ -470,20 +470,21 @@ class Run:
             page = await self.board(offset=page.offset + len(page.tasks), limit=2000)
         return found
 
-    def transcript_path(self, agent_id: str) -> Path:
-        return transcript_file(self._settings.artifacts, self.id, agent_id)
+    async def transcript_key(self, task: str) -> str:
+        """Where a task's transcript is in the store: an agent id needs no worker to find, a
+        task id the board."""
+        store = open_objects(self._settings)
+        key = transcript_key(self.id, task)
+        if await asyncio.to_thread(store.keys, key):
+            return key
+        return transcript_key(self.id, (await self.task(task)).agent_id)
 
-    async def transcript_file(self, task: str) -> Path:
-        """Where a task's transcript is: an agent id needs no worker to find, a task id the board."""
-        path = self.transcript_path(task)
-        return path if path.is_file() else self.transcript_path((await self.task(task)).agent_id)
+    async def transcript_bytes(self, key: str) -> bytes:
+        """An agent log's text as stored so far (b"" for none)."""
+        return await asyncio.to_thread(open_objects(self._settings).appended, key)
 
     async def transcript(self, task: str) -> list[dict[str, Any]]:
         """One agent's conversation, every attempt in order: messages, tool calls with their
         arguments and results, permission decisions, tokens and timings."""
-
-        path = await self.transcript_file(task)
-        try:
-            return parse_lines(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return []
+        data = await self.transcript_bytes(await self.transcript_key(task))
+        return parse_lines(data.decode("utf-8", errors="replace"))

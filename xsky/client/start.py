@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from activities.artifacts import ArtifactStore, put_blob
+from activities.artifacts import open_store, put_blob
 from xsky.artifacts import blob_ref
 from xsky.client._consts import INPUT_LIMIT
 from xsky.config import Settings
@@ -72,7 +72,7 @@ def by_reference(
         return inp
     xml = workflow_to_xml(inp.workflow)
     ref = blob_ref(workflow_id, "plan-input", xml)
-    put_blob(ArtifactStore(settings.artifacts), ref, xml)
+    put_blob(open_store(settings), ref, xml)
     return inp.model_copy(update={"workflow": None, "plan_ref": ref})
 
 

@@ -22,7 +22,7 @@ from xsky.runs import (
 )
 from xsky.security.mcp import is_mcp
 from xsky.security.roles import BUILTIN_ROLES, effective_roles, plan_role_problems
-from xsky.security.tools import EXEC_OR_NETWORK_TOOLS
+from xsky.security.tools import EXEC_OR_NETWORK_TOOLS, WORKSPACE_TOOLS
 
 
 class _Results(Mapping[str, str]):
@@ -171,6 +171,17 @@ class AttemptInputs(Requests):
 
     def settings_for(self, agent_id: str) -> Any:
         return activity_settings(self.agents[agent_id].config, self.options)
+
+    def uses_workspace(self, agent_id: str) -> bool:
+        """Does this agent work in the run's workspace (files, commands, MCP servers)? Such
+        agents run where the workspace lives; the others (llm, browser, http) anywhere."""
+        agent = self.agents[agent_id]
+        direct = tool_name(agent.config) if agent.config else None
+        if direct is not None:
+            return direct in WORKSPACE_TOOLS or is_mcp(direct)
+        role = self.roles().get(agent.name)
+        tools = set(role.allowed_tools + role.requested_tools) if role else set()
+        return bool(tools & WORKSPACE_TOOLS) or any(is_mcp(t) for t in tools)
 
     def queue_kind(self, agent_id: str) -> str:
         name = self.agents[agent_id].name

@@ -237,6 +237,7 @@ class Course(Budgets):
         if outcome.started_at is not None:
             # the attempt that ended: time queued after a lost worker is not work
             task.started_at = outcome.started_at
+        task.host = outcome.host or task.host
         if outcome.kind == "completed":
             self._take_result(task, outcome, now, judged)
             return
@@ -349,6 +350,7 @@ class Course(Budgets):
         if report.started_at is not None and report.activity_attempt >= task.activity_attempt:
             # this attempt's real start, not when the signal came
             task.started_at = report.started_at
+            task.host = report.host or task.host
         if task.stored == "dispatched":
             self._set_stored(task, "in_progress")
             task.started_at = task.started_at or now

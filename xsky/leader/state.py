@@ -150,6 +150,10 @@ class LeaderState(WireModel):
     audit_dropped: int = 0  # entries beyond the kept tail
     started_at: datetime | None = None
     continued: int = 0  # how many times the run continued as new
+    # Where the run's workspace lives (workers that share no disk): the host's task queue, chosen
+    # when the first workspace agent started; None: not chosen yet, or one disk for all.
+    workspace_queue: str | None = None
+    lost_queue: str | None = None  # the host queue found lost, until another is claimed
     ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
     budget: RunBudget | None = None  # the limits in force (None: no budget); set_budget moves them
     spend: Spend = Field(default_factory=Spend)

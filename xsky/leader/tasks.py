@@ -64,6 +64,7 @@ class TaskState(WireModel):
     provider: str | None = None
     leader_retries: int = 0  # times the leader sent a result back with an instruction
     spend: TaskSpend | None = None  # what its model calls used (None: none yet)
+    host: str | None = None  # the host its latest attempt ran on (the worker's XSKY_HOST)
 
     @property
     def terminal(self) -> bool:

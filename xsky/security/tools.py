@@ -277,6 +277,11 @@ URL_TOOLS = {n: t.subject for n, t in TOOLS.items() if t.kind == "url" and t.sub
 PRIMARY_ARG = {n: t.subject for n, t in TOOLS.items() if t.subject}
 PRIVILEGED_TOOLS = frozenset(n for n, t in TOOLS.items() if t.privileged)
 EXEC_OR_NETWORK_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec or t.network)
+# Tools that work in the run's workspace: its files, the processes that run in it, and MCP
+# (a stdio server runs in the workspace's sandbox).
+WORKSPACE_TOOLS = frozenset(
+    n for n, t in TOOLS.items() if t.exec or t.kind == "path" or n.startswith("mcp")
+)
 PROCESS_TOOLS = frozenset(n for n, t in TOOLS.items() if t.exec)  # they run in the OS sandbox
 
 

@@ -1,0 +1,98 @@
+"""The local directory store: today's artifact folder (``XSKY_ARTIFACTS``), one file per key.
+
+Writes are atomic (a temporary file in the same folder, renamed over the target) and
+idempotent; appends are single writes to one file, so a reader never sees half a line but the
+last. The files keep the layout they always had (``<run>/<agent>/<file>``), so one machine — or
+workers sharing one disk — runs exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from activities.fsio import atomic_write
+
+CHUNK = 1024 * 1024
+
+
+class LocalStore:
+    shared = False
+
+    def __init__(self, root: str | Path, share_gid: int | None = None):
+        self.root = Path(root).resolve()
+        self.where = f"the artifact store at {self.root}"
+        # The sandbox user's group, when it is not the worker's (a root worker): a run's
+        # sandboxes may read that run's artifacts (bound read-only), nobody else may.
+        self.share_gid = share_gid
+
+    def _path(self, key: str) -> Path:
+        if key.startswith("/") or any(p in ("", ".", "..") for p in key.split("/")):
+            raise ValueError(f"{key!r} does not name a file inside {self.where}")
+        return self.root / key
+
+    def local(self, key: str) -> Path | None:
+        return self._path(key)
+
+    def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
+        target = self._path(key)
+        share = None if self.share_gid is None else lambda fd: self._share(target.parent, fd)
+        atomic_write(target, data, sync=sync, before=share)
+
+    def _share(self, folder: Path, fd: int) -> None:
+        """Group-readable by the sandbox's group: the file, its agent folder, its run folder."""
+        assert self.share_gid is not None
+        os.fchown(fd, -1, self.share_gid)
+        os.fchmod(fd, 0o640)
+        for place in (folder, folder.parent):
+            if place == self.root or not place.is_relative_to(self.root):
+                break
+            info = place.stat()
+            if info.st_gid != self.share_gid or info.st_mode & 0o050 != 0o050:
+                os.chown(place, -1, self.share_gid)
+                os.chmod(place, (info.st_mode & 0o7777) | 0o050)
+
+    def get(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def chunks(self, key: str) -> Iterator[bytes]:
+        with self._path(key).open("rb") as fh:
+            while piece := fh.read(CHUNK):
+                yield piece
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def keys(self, prefix: str) -> list[str]:
+        folder, _, start = prefix.rpartition("/")
+        base = self.root / folder if folder else self.root
+        if not base.is_dir():
+            return []
+        found = []
+        for dirpath, _dirs, files in os.walk(base):
+            for name in files:
+                if name.startswith(".tmp-"):  # a write in progress (atomic_write)
+                    continue
+                key = Path(dirpath, name).relative_to(self.root).as_posix()
+                if key.startswith(prefix):
+                    found.append(key)
+        return sorted(found)
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as fh:
+            fh.write(data)  # one write: a reader never sees half of it but the last
+            fh.flush()
+            if sync:
+                os.fsync(fh.fileno())
+
+    def appended(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return b""

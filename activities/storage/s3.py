@@ -1,0 +1,104 @@
+"""Any S3-compatible object store (AWS S3, MinIO, R2, GCS's S3 API) through ``obstore``.
+
+``XSKY_STORE=s3://bucket/prefix``; the endpoint, region and credentials come from the standard
+AWS variables (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` …), which obstore reads itself. A single PUT is
+atomic in S3 (a reader sees the old object or the new one), and writing the same bytes again
+changes nothing. An appendable object is a folder of small objects, ``<key>.parts/<time>-<random>``,
+read back in the order written: several machines may append to one ledger without a lock.
+"""
+
+from __future__ import annotations
+
+import secrets as random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import obstore
+from obstore.store import S3Store as ObS3Store
+
+from activities.sandbox import secrets
+from xsky.storage import StoreLocation
+
+PARTS = ".parts/"  # the suffix of an appendable object's folder of pieces
+CHUNK = 1024 * 1024
+
+
+class S3Store:
+    shared = True
+
+    def __init__(self, location: StoreLocation, endpoint: str | None = None):
+        self.location = location
+        self.where = location.url
+        # A plain-http endpoint (a local MinIO, moto in the tests) must be allowed explicitly.
+        options = {"allow_http": True} if endpoint and endpoint.startswith("http://") else None
+        # worker.py takes secrets out of its environment (agents could read them there) and
+        # keeps them aside: the secret key and session token come from there.
+        given = {
+            field: value
+            for field, name in (
+                ("secret_access_key", "AWS_SECRET_ACCESS_KEY"),
+                ("session_token", "AWS_SESSION_TOKEN"),
+            )
+            if (value := secrets.get(name))
+        }
+        self._store = ObS3Store.from_url(
+            location.url,
+            client_options=options,  # type: ignore[arg-type]
+            **({"endpoint": endpoint} if endpoint else {}),  # type: ignore[arg-type]
+            **given,  # type: ignore[arg-type]
+        )
+
+    def local(self, key: str) -> Path | None:
+        return None
+
+    def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
+        obstore.put(self._store, key, data)  # acknowledged = durable
+
+    def get(self, key: str) -> bytes:
+        return bytes(obstore.get(self._store, key).bytes())
+
+    def chunks(self, key: str) -> Iterator[bytes]:
+        for piece in obstore.get(self._store, key).stream(min_chunk_size=CHUNK):
+            yield bytes(piece)
+
+    def exists(self, key: str) -> bool:
+        try:
+            obstore.head(self._store, key)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _listed(self, prefix: str) -> list[str]:
+        # object_store lists by path segments: list the folder, keep the names that match.
+        folder = prefix.rpartition("/")[0]
+        found: list[str] = []
+        for batch in obstore.list(self._store, folder or None, chunk_size=1000):
+            found += [m["path"] for m in batch if m["path"].startswith(prefix)]
+        return found
+
+    def keys(self, prefix: str) -> list[str]:
+        keys = set()
+        for key in self._listed(prefix):
+            whole, parts, _ = key.partition(PARTS)
+            keys.add(whole if parts else key)
+        return sorted(keys)
+
+    def delete(self, key: str) -> None:
+        doomed = [key, *self._listed(key + PARTS)]
+        obstore.delete(self._store, doomed)
+
+    def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
+        piece = f"{key}{PARTS}{time.time_ns():020d}-{random.token_hex(4)}"
+        obstore.put(self._store, piece, data)
+
+    def appended(self, key: str) -> bytes:
+        pieces = sorted(self._listed(key + PARTS))
+        return b"".join(self._got(p) for p in pieces)
+
+    def _got(self, key: str) -> bytes:
+        try:
+            return self.get(key)
+        except FileNotFoundError:  # removed meanwhile (gc)
+            return b""

@@ -1,0 +1,138 @@
+"""Both stores behind xsky/storage.py keep the same contract: atomic, idempotent writes, a
+missing key is FileNotFoundError, keys by prefix, appends read back in order, streamed reads,
+deletes — the local directory and an S3-compatible server (moto), side by side. And the
+ledger, the lease and the artifact store work the same over either."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from activities.agents.lease import Lease
+from activities.agents.ledger import AttemptLedger
+from activities.artifacts import ArtifactStore, put_blob, read_blob
+from activities.storage.local import LocalStore
+from activities.storage.s3 import S3Store
+from tests.s3server import S3Server, s3_server
+from xsky.artifacts import blob_ref
+from xsky.errors import UsageError
+from xsky.runs import AgentOutcome
+from xsky.storage import ObjectStore, parse_store
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    with s3_server() as server:
+        yield server
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    if request.param == "local":
+        return LocalStore(tmp_path / "artifacts")
+    server: S3Server = request.getfixturevalue("s3")
+    bucket = server.bucket(f"b-{uuid.uuid4().hex[:12]}")
+    return S3Store(parse_store(f"s3://{bucket}/pre/fix"), server.endpoint)
+
+
+@pytest.fixture(autouse=True)
+def _aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in S3Server("").env("x").items():
+        if name.startswith("AWS_") and name != "AWS_ENDPOINT_URL":
+            monkeypatch.setenv(name, value)
+
+
+def test_writes_replace_whole_objects_and_a_missing_key_is_file_not_found(store: ObjectStore):
+    with pytest.raises(FileNotFoundError):
+        store.get("run-1/T/result.txt")
+    assert not store.exists("run-1/T/result.txt")
+    store.put("run-1/T/result.txt", b"first")
+    store.put("run-1/T/result.txt", b"second", sync=True)
+    store.put("run-1/T/result.txt", b"second")  # the same bytes again: a retry changes nothing
+    assert store.get("run-1/T/result.txt") == b"second" and store.exists("run-1/T/result.txt")
+    big = bytes(range(256)) * 20_000  # 5 MB, read back in pieces
+    store.put("run-1/T/big.bin", big)
+    assert b"".join(store.chunks("run-1/T/big.bin")) == big
+
+
+def test_keys_by_folder_or_name_prefix_and_deletes(store: ObjectStore):
+    for key in ("r/_leader/state-2-a.0", "r/_leader/state-2-a.1", "r/_leader/plan.0", "r/T/x"):
+        store.put(key, b"1")
+    store.put("r2/T/x", b"1")
+    assert store.keys("r/_leader/state-") == ["r/_leader/state-2-a.0", "r/_leader/state-2-a.1"]
+    assert store.keys("r/") == sorted(
+        ["r/_leader/state-2-a.0", "r/_leader/state-2-a.1", "r/_leader/plan.0", "r/T/x"]
+    )
+    store.delete("r/T/x")
+    store.delete("r/T/never-there")
+    assert "r/T/x" not in store.keys("r/") and store.keys("r2/") == ["r2/T/x"]
+
+
+def test_appends_are_read_back_whole_in_order_and_listed_as_one_key(store: ObjectStore):
+    assert store.appended("r/_attempts/a.jsonl") == b""
+    for n in range(5):
+        store.append("r/_attempts/a.jsonl", f'{{"n": {n}}}\n'.encode(), sync=n == 4)
+    lines = store.appended("r/_attempts/a.jsonl").decode().splitlines()
+    assert [json.loads(line)["n"] for line in lines] == [0, 1, 2, 3, 4]
+    assert store.keys("r/_attempts/") == ["r/_attempts/a.jsonl"]
+    store.delete("r/_attempts/a.jsonl")
+    assert store.appended("r/_attempts/a.jsonl") == b"" and store.keys("r/") == []
+
+
+def test_the_ledger_and_a_kept_outcome_are_found_through_the_store(store: ObjectStore):
+    ledger = AttemptLedger(store, "run/_attempts/x-T-1-v1-d1.jsonl")
+    ledger.begin(1, 10.0)
+    ledger.complete(1, AgentOutcome(result="42", attempt=1))
+    # another worker (another machine) reading the same store
+    again = AttemptLedger(store, "run/_attempts/x-T-1-v1-d1.jsonl")
+    assert again.has_outcome() and (again.outcome() or AgentOutcome()).result == "42"
+    start = again.begin(2, 10.0)
+    assert start.previous is not None and start.previous.startswith("completed")
+    assert [e["kind"] for e in again.entries()] == ["started", "completed", "started"]
+
+
+def test_a_lease_lapses_by_its_renewal_time_not_by_a_file_date(store: ObjectStore):
+    lease = Lease(store, "run/_attempts/x.lease", 2, ttl=5)
+    store.put(
+        "run/_attempts/x.lease",
+        json.dumps({"attempt": 1, "host": "vm-9", "pid": 1, "at": time.time()}).encode(),
+    )
+    holder = lease.holder()
+    assert holder is not None and holder.attempt == 1 and holder.alive(5)
+    store.put(
+        "run/_attempts/x.lease",
+        json.dumps({"attempt": 1, "host": "vm-9", "pid": 1, "at": time.time() - 30}).encode(),
+    )
+    assert not (lease.holder() or holder).alive(5)
+
+
+def test_results_and_blobs_round_trip_through_the_artifact_store(store: ObjectStore):
+    artifacts = ArtifactStore(store)
+    ref = artifacts.put_text("run-1", "2", "v1-d1-result.txt", "é" * 20_000)
+    assert (
+        artifacts.read_text(ref) == "é" * 20_000 and ref.uri == "artifact:run-1/2/v1-d1-result.txt"
+    )
+    text = "x" * 450_000
+    blob = blob_ref("run-1", "state-2-abc", text)
+    put_blob(artifacts, blob, text)
+    assert blob.parts == 3 and read_blob(artifacts, blob) == text
+    with pytest.raises(FileNotFoundError, match="is not in"):
+        artifacts.read_text("artifact:run-1/2/nope.txt")
+
+
+def test_xsky_store_is_a_bucket_url_or_one_sentence():
+    assert parse_store(None).s3 is False and parse_store("").url == ""
+    where = parse_store("s3://bucket/some/prefix/")
+    assert (where.url, where.bucket, where.prefix) == (
+        "s3://bucket/some/prefix",
+        "bucket",
+        "some/prefix",
+    )
+    for bad in ("/srv/xsky", "gs://b", "s3://", "s3://b/../x"):
+        with pytest.raises(UsageError, match="XSKY_STORE"):
+            parse_store(bad)

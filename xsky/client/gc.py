@@ -1,0 +1,80 @@
+"""Expiry of what runs left in the store: ``starter.py gc [--older-than DAYS] [--run ID]``.
+
+A run's objects (results, blobs, ledgers, logs, screenshots, workspace snapshots) are the keys
+under ``<run>/``. Those of a run that has ended more than ``older_than`` days ago go; a running
+run's never do, nor those of a run the server still lists as running. A run the server no longer
+knows (its retention passed) has ended long ago and goes too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from temporalio.api.enums.v1 import WorkflowExecutionStatus
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.storage import open_objects
+from xsky.artifacts import safe_component
+from xsky.config import Settings
+from xsky.errors import UsageError
+from xsky.storage import ObjectStore
+
+
+@dataclass(frozen=True)
+class Collected:
+    run_id: str
+    objects: int
+    why: str  # "ended 2024-05-01 10:00", "unknown to the server", or why it stays
+    removed: bool
+
+
+async def collect(
+    client: Client, settings: Settings, older_than: float = 0.0, run: str | None = None
+) -> list[Collected]:
+    """Remove the objects of ended runs (one run with ``run``); what went and what stayed."""
+    if older_than < 0:
+        raise UsageError(f"--older-than {older_than:g}: give the days since a run ended, 0 or more")
+    store = open_objects(settings)
+    folders = await asyncio.to_thread(_run_folders, store)
+    if run is not None:
+        folders = [f for f in folders if f == safe_component(run)]
+        if not folders:
+            raise UsageError(f"{store.where} holds nothing of {run}; nothing to remove")
+    cutoff = datetime.now(UTC) - timedelta(days=older_than)
+    done = []
+    for folder in folders:
+        ended, why = await _ended(client, folder)
+        removable = ended is not None and ended <= cutoff
+        keys = await asyncio.to_thread(store.keys, folder + "/")
+        if removable:
+            for key in keys:
+                await asyncio.to_thread(store.delete, key)
+        done.append(Collected(folder, len(keys), why, removable))
+    return done
+
+
+def _run_folders(store: ObjectStore) -> list[str]:
+    # "_workspaces/…": named workspaces outlive the runs that use them
+    return sorted({k.split("/", 1)[0] for k in store.keys("") if not k.startswith("_")})
+
+
+async def _ended(client: Client, workflow_id: str) -> tuple[datetime | None, str]:
+    try:
+        desc = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as e:
+        if e.status == RPCStatusCode.NOT_FOUND:
+            return datetime.min.replace(tzinfo=UTC), "unknown to the server (its retention passed)"
+        raise
+    if (
+        desc.raw_description.workflow_execution_info.status
+        in (
+            WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
+            WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED,
+        )
+        or desc.close_time is None
+    ):
+        return None, "running: kept"
+    return desc.close_time, f"ended {desc.close_time:%Y-%m-%d %H:%M}"
