@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from activities.agents.activity import AgentActivities
@@ -29,6 +28,7 @@ from activities.leader_store import LeaderStore
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
 from cli.devserver import DevServer, free_port
 from workflows.leader import LeaderWorkflow
+from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -43,7 +43,7 @@ async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]
     server = DevServer(db_path=tmp / "bench.db", port=free_port(), headless=True)
     server.start(timeout=90)
     try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
         settings = load_settings()
         acts = AgentActivities(settings)
         # As worker.py builds a worker that serves every kind: agents on the leader's queue too.

@@ -67,15 +67,10 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
 async def run_one(
     client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False
 ) -> dict[str, object]:
-    from cli.runs_cmd import by_reference
-    from xsky.config import load_settings
-
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    inp = by_reference(
-        RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local)),
-        load_settings(),
-        workflow_id,
-    )
+    # a plan over 256 KiB goes to the store through Temporal's External Storage (the client's
+    # data converter), not into the history
+    inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local))
     start = time.perf_counter()
     result = await client.execute_workflow(
         LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue

@@ -22,7 +22,6 @@ from cli.render import cell, err, one_line, out, print_json, print_problems, sho
 from xsky.client import (
     Run,
     XSky,
-    by_reference,
     check_names,
     new_run_id,
 )
@@ -472,4 +471,4 @@ async def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["by_reference", "check_names", "new_run_id", "register"]
+__all__ = ["check_names", "new_run_id", "register"]

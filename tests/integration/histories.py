@@ -25,7 +25,6 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.conftest import ROOT
@@ -33,6 +32,7 @@ from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from xsky.client.connect import DATA_CONVERTER
 
 FIXTURES = ROOT / "tests" / "fixtures" / "histories"
 RECORDED = FIXTURES / "recorded.json"
@@ -57,8 +57,15 @@ def replayer() -> Replayer:
             SkillLibraryWorkflow,
             SkillEntityWorkflow,
         ],
-        data_converter=pydantic_data_converter,
+        # xsky's own converter: a payload over 256 KiB is a reference to the store (External
+        # Storage), read back from the store this process's settings name
+        data_converter=DATA_CONVERTER,
     )
+
+
+def external_payloads(history: WorkflowHistory) -> int:
+    """How many payloads of ``history`` are references to the store (External Storage)."""
+    return history.to_json().count('"externalPayloads"')
 
 
 def recording() -> bool:
@@ -224,6 +231,8 @@ async def record(name: str, history: WorkflowHistory) -> None:
     await replayer().replay_workflow(history)
     if not recording():
         return
+    # A fixture must replay from a fresh clone, where the store that held them is gone.
+    assert not external_payloads(history), f"{name}: a fixture may not refer to the store"
     (FIXTURES / f"{name}.json").write_text(history.to_json())
     with _locked():
         fixtures = read_recorded()

@@ -280,7 +280,7 @@ async def test_a_large_plan_started_by_reference_replays(env: Env):
     """Over INLINE_AGENTS tasks (the board is throttled, results go by reference), started
     with its plan in the artifact store; by_reference's limit is lowered so 202 agents cross
     it (at the default 512 KiB it takes thousands)."""
-    from xsky.client import by_reference
+    from tests.integration.plan_by_reference import by_reference
     from xsky.leader.core import INLINE_AGENTS
     from xsky.plan.xml import parse_workflow
 

@@ -136,3 +136,36 @@ def test_xsky_store_is_a_bucket_url_or_one_sentence():
     for bad in ("/srv/xsky", "gs://b", "s3://", "s3://b/../x"):
         with pytest.raises(UsageError, match="XSKY_STORE"):
             parse_store(bad)
+
+
+async def test_temporal_payloads_over_the_threshold_go_to_the_store_and_come_back(
+    store: ObjectStore,
+):
+    """External Storage's driver over either store: a large payload becomes a small reference
+    (its bytes in the store once, under the run's folder when it is a workflow's), a small one
+    stays inline, and both decode to what was sent."""
+    import dataclasses
+
+    from temporalio.converter import ExternalStorage, StorageDriverStoreContext
+    from temporalio.converter import StorageDriverWorkflowInfo as WorkflowInfo
+
+    from activities.storage.payloads import PAYLOAD_THRESHOLD, StoreDriver
+    from xsky.client.connect import DATA_CONVERTER
+
+    storage = ExternalStorage(
+        drivers=[StoreDriver(store)], payload_size_threshold=PAYLOAD_THRESHOLD
+    )
+    target = StorageDriverStoreContext(target=WorkflowInfo(namespace="default", id="xsky-a/b"))
+    converter = dataclasses.replace(DATA_CONVERTER, external_storage=storage)._with_store_context(
+        target
+    )
+    big = {"plan": "x" * (3 * 1024 * 1024)}  # over Temporal's 2 MiB limit for one payload
+    small = {"plan": "y" * 1000}
+    payloads = await converter.encode([big, small])
+    assert payloads[0].ByteSize() < 1024 and len(payloads[0].external_payloads) == 1
+    assert payloads[1].ByteSize() < PAYLOAD_THRESHOLD and not payloads[1].external_payloads
+    keys = store.keys("")
+    assert len(keys) == 1 and keys[0].startswith("xsky-a_b-") and "/_payloads/" in keys[0], keys
+    assert await converter.decode(payloads, [dict, dict]) == [big, small]
+    await converter.encode([big])  # the same payload again: the same one object
+    assert store.keys("") == keys

@@ -25,7 +25,7 @@ from xsky.client.outcome import result_of, run_outcome
 from xsky.client.run import Run
 from xsky.client.settings import resolve_permissions, resolve_roles
 from xsky.client.skills import Skills, SkillsStatus
-from xsky.client.start import by_reference, check_names, new_run_id
+from xsky.client.start import check_names, new_run_id
 from xsky.client.values import ConnectionLost, RunStatus, RunSummary, WorkerSilent
 from xsky.client.workers import picked_up, queue_pollers
 from xsky.errors import XSkyError
@@ -46,7 +46,6 @@ __all__ = [
     "XSky",
     "XSkyError",
     # the building blocks the CLI and scripts compose (each documented where it is defined)
-    "by_reference",
     "check_names",
     "connect_client",
     "list_query",

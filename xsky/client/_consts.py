@@ -12,8 +12,6 @@ from temporalio.service import RPCStatusCode
 QUERY_TIMEOUT = timedelta(seconds=5)
 # A worker that was just started (`starter.py up`) may take a moment to poll.
 WORKER_WAIT = 10.0
-# A plan whose input would pass this many bytes goes to the artifact store (payloads stay < 1 MiB).
-INPUT_LIMIT = 512 * 1024
 # The failure types a leader ends with when it has a RunResult to give.
 OUTCOME_TYPES = ("RunFailed", "RunCancelled")
 # A poller seen within this many seconds is a live worker (long polls last about a minute).

@@ -19,6 +19,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverter, Payload
 from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
+from activities.storage.payloads import external_storage
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -114,9 +115,11 @@ DATA_CONVERTER: DataConverter = dataclasses.replace(
     pydantic_data_converter,
     payload_converter_class=PlainPayloadErrors,
     failure_converter_class=PlainRefusals,
+    external_storage=external_storage(),
 )
 """pydantic payloads (xsky's models), a person's bad request said in one sentence, refusals
-without a traceback: clients and workers."""
+without a traceback, payloads over 256 KiB in the store (Temporal's External Storage,
+activities/storage/payloads.py): clients, workers and replayers."""
 
 
 # -- connecting ------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from xsky.client.run import Run
 from xsky.client.settings import resolve_permissions, resolve_roles
 from xsky.client.skills import Skills
 from xsky.client.start import (
-    by_reference,
     check_hosts,
     check_names,
     is_prompt,
@@ -206,7 +205,7 @@ class XSky:
         try:
             handle = await self.client.start_workflow(
                 LeaderWorkflow.run,
-                by_reference(inp, self.settings, workflow_id),
+                inp,
                 id=workflow_id,
                 task_queue=self.settings.task_queue,
                 static_summary=summary,

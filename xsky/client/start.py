@@ -1,4 +1,5 @@
-"""Starting a run: run ids, the names a plan refers to, input by reference."""
+"""Starting a run: run ids and the names a plan refers to. A large plan goes to the store by
+itself (Temporal's External Storage: activities/storage/payloads.py)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from activities.artifacts import open_store, put_blob
-from xsky.artifacts import blob_ref
-from xsky.client._consts import INPUT_LIMIT
-from xsky.config import Settings
 from xsky.errors import (
     UsageError,
 )
 from xsky.leader.core import QUEUE_KINDS
 from xsky.plan.models import Workflow
 from xsky.plan.variables import agent_references
-from xsky.plan.xml import workflow_to_xml
-from xsky.runs import RunInput
 from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
@@ -62,18 +57,6 @@ def check_names(
                 topic=f"unknown-{what}",
                 subject=", ".join(unknown),
             )
-
-
-def by_reference(
-    inp: RunInput, settings: Settings, workflow_id: str, limit: int = INPUT_LIMIT
-) -> RunInput:
-    """The run's input, with a large plan stored as XML in the artifact store."""
-    if inp.workflow is None or len(inp.model_dump_json(by_alias=True)) <= limit:
-        return inp
-    xml = workflow_to_xml(inp.workflow)
-    ref = blob_ref(workflow_id, "plan-input", xml)
-    put_blob(open_store(settings), ref, xml)
-    return inp.model_copy(update={"workflow": None, "plan_ref": ref})
 
 
 def plan_kinds(wf: Workflow | None) -> list[str]:
