@@ -4,11 +4,14 @@
     python worker.py --kinds browser      # only browser agents (e.g. on a machine with Chromium)
     python worker.py --kinds shell,file --no-leader
     python worker.py --no-skills          # not the skill pipeline (transcripts → atoms)
+    python worker.py --skills             # with XSKY_STORE (several hosts): this host holds the skills home
     python worker.py --metrics-port 9464 --log-format json   # Prometheus /metrics, JSON log lines
 
 Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers for one
 kind can be added anywhere. The skill pipeline (the transcript watcher's workflows and
-activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads. SIGINT/SIGTERM shut down gracefully: running agents get
+activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads and
+whose skills home it keeps: with an object store (several hosts) only the one started with
+``--skills`` (xsky/client/skills_host.py). SIGINT/SIGTERM shut down gracefully: running agents get
 ``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, runs are traced over OTLP/HTTP (activities/telemetry.py).
 """
@@ -48,6 +51,12 @@ from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.client import connect_client as connect
+from xsky.client.skills_host import (
+    elsewhere_message,
+    serves_skills,
+    skills_elsewhere,
+    skills_identity,
+)
 from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
@@ -95,6 +104,9 @@ def build_workers(
                 ],
                 activities=[*pipeline.all(), *lib.all()],
                 activity_executor=ThreadPoolExecutor(max_workers=8),
+                # the host in the identity: a worker of another host that would serve the
+                # pipeline reads it and refuses (xsky/client/skills_host.py)
+                identity=skills_identity(settings, os.getpid()),
                 graceful_shutdown_timeout=timedelta(seconds=grace),
                 max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
                 interceptors=observed,
@@ -218,6 +230,10 @@ async def serve(
         config = client.config()
         config["interceptors"] = [*config["interceptors"], tracing.interceptor]
         client = Client(**config)
+    if skills and settings.store is not None:
+        host = await skills_elsewhere(client, settings)
+        if host is not None:
+            raise UsageError(elsewhere_message(settings, host))
     activities = AgentActivities(settings)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
@@ -287,9 +303,20 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated agent kinds to serve (default: all of {', '.join(TOOL_AGENT_KINDS)})",
     )
     ap.add_argument("--no-leader", action="store_true", help="do not run leader workflows here")
-    ap.add_argument(
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument(
+        "--skills",
+        dest="skills",
+        action="store_const",
+        const=True,
+        help="run the skill pipeline here: the skills home is this host's (the default on one "
+        "machine; with an object store, XSKY_STORE, only one host runs it)",
+    )
+    which.add_argument(
         "--no-skills",
-        action="store_true",
+        dest="skills",
+        action="store_const",
+        const=False,
         help="do not run the skill pipeline (transcripts → atoms) here",
     )
     ap.add_argument(
@@ -342,11 +369,22 @@ def main(argv: list[str] | None = None) -> int:
     tracing = telemetry.start_tracing(settings.service_name, headers) if settings.tracing else None
     try:
         asyncio.run(
-            serve(kinds, not args.no_leader, args.grace, not args.no_skills, rt, tracing, settings)
+            serve(
+                kinds,
+                not args.no_leader,
+                args.grace,
+                serves_skills(settings, args.skills),
+                rt,
+                tracing,
+                settings,
+            )
         )
     except ConnectError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 1
+    except UsageError as e:  # e.g. the skills home is another host's
+        print(f"worker.py: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

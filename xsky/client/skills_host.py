@@ -1,0 +1,67 @@
+"""The skills home on one host: its git repositories and SQLite cursors are files of one machine,
+so with workers on several machines (an object store, no shared disk) one host runs the skill
+pipeline (``worker.py --skills``) and its queue ``<queue>-skills`` is that host's alone.
+
+One machine (no object store): every worker runs the pipeline, as before (they share the home).
+Several: only a worker started with ``--skills``; and it refuses to start while a worker of
+another host still serves the pipeline (two homes would split the library). README, "Moving the
+skills home", says how to move it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+
+from xsky.client._consts import LIVE_POLLER_SECONDS
+from xsky.config import Settings
+
+
+def serves_skills(settings: Settings, asked: bool | None) -> bool:
+    """Does this worker run the skill pipeline: ``asked`` is ``--skills`` (True), ``--no-skills``
+    (False) or neither (None: yes on one machine, no with an object store)."""
+    if asked is not None:
+        return asked
+    return settings.store is None
+
+
+def skills_identity(settings: Settings, pid: int) -> str:
+    """The skill pipeline's worker identity: the host is what the check below reads."""
+    return f"{pid}@{settings.host}"
+
+
+async def skills_elsewhere(client: Client, settings: Settings) -> str | None:
+    """The host whose worker serves the skill pipeline now, when it is not this one."""
+    now = time.time()
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=settings.namespace,
+                task_queue=TaskQueue(name=settings.skills_queue),
+                task_queue_type=kind,
+            )
+        )
+        for poller in response.pollers:
+            if (
+                poller.HasField("last_access_time")
+                and now - poller.last_access_time.ToSeconds() >= LIVE_POLLER_SECONDS
+            ):
+                continue  # a worker that died a while ago
+            host = poller.identity.rpartition("@")[2]
+            if host and host != settings.host:
+                return host
+    return None
+
+
+def elsewhere_message(settings: Settings, host: str) -> str:
+    return (
+        f"the skills home is on host {host}: its worker serves the skill pipeline on "
+        f"'{settings.skills_queue}', and one host holds it (its git repositories and SQLite "
+        f"cursors are files of that machine). Start this worker without --skills, or move the "
+        f"home: stop {host}'s worker, copy its XSKY_SKILLS_HOME here, then start this one with "
+        "--skills (README, 'Moving the skills home')"
+    )
