@@ -26,6 +26,7 @@ from temporalio.client import Client
 
 from bench.harness import fan_out, random_dag, temporal
 from workflows.leader import LeaderWorkflow
+from xsky.config import Settings, load_settings
 from xsky.plan.models import Workflow
 from xsky.runs import RunInput, RunOptions
 
@@ -65,15 +66,21 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
 
 
 async def run_one(
-    client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False
+    client: Client,
+    queue: str,
+    wf: Workflow,
+    parallel: int,
+    local: bool = False,
+    settings: Settings | None = None,
 ) -> dict[str, object]:
+    """One run of ``wf`` (a large plan stored by reference in ``settings``' store, default: this
+    process's settings), timed, with its histories' sizes."""
     from cli.runs_cmd import by_reference
-    from xsky.config import load_settings
 
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
     inp = by_reference(
         RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local)),
-        load_settings(),
+        settings or load_settings(),
         workflow_id,
     )
     start = time.perf_counter()
