@@ -42,6 +42,7 @@ bench: install
 	$(PY) bench/recovery.py
 	$(PY) bench/mcp_conformance.py
 	$(PY) bench/load.py
+	$(PY) bench/store.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -28,21 +28,24 @@ from activities.leader_store import LeaderStore
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
 from cli.devserver import DevServer, free_port
 from workflows.leader import LeaderWorkflow
+<<<<<<< HEAD
 from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
+=======
+from xsky.config import Settings, load_settings
+>>>>>>> deploy
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
 
 
 @asynccontextmanager
-async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]:
+async def dev_server() -> AsyncIterator[tuple[Client, Path]]:
+    """A dev server on free ports with its database in a new temporary folder (yielded too)."""
     tmp = Path(tempfile.mkdtemp(prefix="xsky-bench-"))
-    os.environ["XSKY_HOME"] = str(tmp / "home")
-    queue = f"bench-{uuid.uuid4().hex[:6]}"
-    os.environ["XSKY_TASK_QUEUE"] = queue
     server = DevServer(db_path=tmp / "bench.db", port=free_port(), headless=True)
     server.start(timeout=90)
     try:
+<<<<<<< HEAD
         client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
         settings = load_settings()
         acts = AgentActivities(settings)
@@ -82,8 +85,66 @@ async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]
             await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
             for t in tasks:
                 t.cancel()
+=======
+        yield await Client.connect(server.address, data_converter=pydantic_data_converter), tmp
+>>>>>>> deploy
     finally:
         server.stop()
+
+
+@asynccontextmanager
+async def serving(
+    client: Client, settings: Settings, same_queue: bool = True
+) -> AsyncIterator[None]:
+    """In-process workers for ``settings`` (its task queue, its store), as worker.py builds a
+    worker that serves every kind: agents on the leader's queue too."""
+    queue = settings.task_queue
+    acts = AgentActivities(settings)
+    workers = [
+        Worker(
+            client,
+            task_queue=queue,
+            workflows=[
+                LeaderWorkflow,
+                MinimalDagWorkflow,
+                LevelByLevelWorkflow,
+                BareDagWorkflow,
+            ],
+            activities=[
+                *LeaderStore(settings, agents_here=same_queue).all(),
+                acts.run_agent,
+                bare_step,
+            ],
+            max_cached_workflows=100,
+            max_concurrent_activities=400,
+        )
+    ]
+    workers += [
+        Worker(
+            client,
+            task_queue=settings.kind_queue(k),
+            activities=[acts.run_agent],
+            max_concurrent_activities=400,
+        )
+        for k in TOOL_AGENT_KINDS
+    ]
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+    try:
+        yield
+    finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        for t in tasks:
+            t.cancel()
+
+
+@asynccontextmanager
+async def temporal(same_queue: bool = True) -> AsyncIterator[tuple[Client, str]]:
+    async with dev_server() as (client, tmp):
+        os.environ["XSKY_HOME"] = str(tmp / "home")
+        queue = f"bench-{uuid.uuid4().hex[:6]}"
+        os.environ["XSKY_TASK_QUEUE"] = queue
+        async with serving(client, load_settings(), same_queue):
+            yield client, queue
 
 
 def noop_agent(agent_id: str, depends: list[str], seconds: float = 0.0) -> WorkflowAgent:

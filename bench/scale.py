@@ -26,6 +26,7 @@ from temporalio.client import Client
 
 from bench.harness import fan_out, random_dag, temporal
 from workflows.leader import LeaderWorkflow
+from xsky.config import Settings
 from xsky.plan.models import Workflow
 from xsky.runs import RunInput, RunOptions
 
@@ -65,11 +66,17 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
 
 
 async def run_one(
-    client: Client, queue: str, wf: Workflow, parallel: int, local: bool = False
+    client: Client,
+    queue: str,
+    wf: Workflow,
+    parallel: int,
+    local: bool = False,
+    settings: Settings | None = None,
 ) -> dict[str, object]:
+    """One run of ``wf``, timed, with its histories' sizes. A plan over 256 KiB goes to the
+    store through Temporal's External Storage (the client's data converter, which reads this
+    process's store), not into the history; ``settings`` is the workers' (unused here)."""
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    # a plan over 256 KiB goes to the store through Temporal's External Storage (the client's
-    # data converter), not into the history
     inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local))
     start = time.perf_counter()
     result = await client.execute_workflow(

@@ -18,8 +18,9 @@ Cloud profile works unchanged.
 | TEMPORAL_PROFILE | default | which profile of the Temporal config file to use |
 | XSKY_TASK_QUEUE | xsky | leader workflows' queue; agents use ``<queue>-<kind>`` |
 | XSKY_HOME | .xsky | local state: server DB, logs, runs, artifacts |
-| XSKY_ARTIFACTS | $XSKY_HOME/artifacts | where results and screenshots are stored (the local store) |
+| XSKY_ARTIFACTS | $XSKY_HOME/artifacts | the local store (results, ledgers, logs, screenshots …) when XSKY_STORE is unset |
 | XSKY_STORE | (unset: XSKY_ARTIFACTS) | ``s3://bucket/prefix``: an S3-compatible object store instead, shared by workers on any machine (``AWS_ENDPOINT_URL`` and the AWS credentials variables say where and as whom) |
+| AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL | (AWS S3) | the object store's endpoint (``http://`` allowed); credentials and region: the standard AWS variables, which obstore reads itself |
 | XSKY_HOST | (the machine's name) | this worker's host identity: its workspaces' task queue is ``<queue>-host-<host>`` |
 | XSKY_RUNS | $XSKY_HOME/runs | per-run workspaces (``<runs>/<workflow id>/workspace``) |
 | XSKY_ARTIFACT_THRESHOLD | 8192 | results larger than this (bytes) travel as references |

@@ -181,3 +181,76 @@ def test_the_dockerfile_is_the_one_the_services_build_and_it_holds_every_module_
     assert re.search(r'^CMD \["python", "worker\.py"\]$', text, re.M), (
         "the image's default command is not worker.py"
     )
+
+
+def worker_services() -> dict[str, dict[str, Any]]:
+    """The services that run worker.py (by their command, or by the image's: worker.py)."""
+    workers = {}
+    for name, service in own_services().items():
+        full = argv(service.get("entrypoint")) + argv(service.get("command"))
+        if not full or full[1:2] == ["worker.py"]:
+            workers[name] = service
+    return workers
+
+
+def shared_mounts(service: dict[str, Any]) -> list[str]:
+    """The service's mounts another container could mount too: named volumes and host paths
+    (an anonymous volume or a tmpfs is the container's own)."""
+    shared = []
+    for mount in service.get("volumes", []):
+        if isinstance(mount, str):
+            source = mount.split(":")[0] if ":" in mount else ""
+        else:
+            source = "" if mount.get("type") == "tmpfs" else str(mount.get("source") or "")
+        if source:
+            shared.append(source)
+    return shared
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        return dict(item.partition("=")[::2] for item in env)
+    return {k: "" if v is None else str(v) for k, v in env.items()}
+
+
+def test_no_worker_mounts_a_volume_or_folder_another_container_could_share():
+    workers = worker_services()
+    assert {"worker", "browser-worker"} <= workers.keys()
+    for name, service in workers.items():
+        assert shared_mounts(service) == [], (
+            f"{name} mounts {shared_mounts(service)}: workers keep what others need in the store"
+        )
+    broken = copy.deepcopy(workers["worker"])
+    broken["volumes"] = ["xsky-data:/data", {"type": "tmpfs", "target": "/tmp"}, "/scratch"]
+    assert shared_mounts(broken) == ["xsky-data"]
+
+
+def test_every_worker_and_the_starter_use_the_s3_store_whose_bucket_a_service_creates_first():
+    from xsky.storage import parse_store
+
+    services = compose()["services"]
+    for name, service in {**worker_services(), "starter": services["starter"]}.items():
+        env = environment(service)
+        location = parse_store(env.get("XSKY_STORE"))
+        assert location.s3, (
+            f"{name} has no XSKY_STORE=s3://…: it would keep results on its own disk"
+        )
+        endpoint = env.get("AWS_ENDPOINT_URL", "")
+        host = re.match(r"https?://([^:/]+)", endpoint)
+        assert host and host[1] in services, (
+            f"{name}: AWS_ENDPOINT_URL={endpoint!r} is no service here"
+        )
+        assert env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"), name
+        if name == "starter":
+            continue
+        creators = [
+            dep
+            for dep in service.get("depends_on", {})
+            if services[dep].get("depends_on", {}).get(host[1])
+            and location.bucket in argv(services[dep].get("command"))[-1].split("/")
+        ]
+        assert creators and all(
+            service["depends_on"][c]["condition"] == "service_completed_successfully"
+            for c in creators
+        ), f"{name} may start before bucket {location.bucket!r} exists"
