@@ -19,6 +19,7 @@ Workflow code (deterministic).
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -32,8 +33,8 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import LeaderCore
     from xsky.runs import AgentInput, AgentOutcome, HostCheck, WorkspaceClaim, WorkspaceHost
 
-# Times an agent is sent again after its host did not take it (lost, or busy) before it fails.
-MAX_REROUTES = 20
+# Hosts lost one after another under one attempt before it fails (a busy host is waited for).
+MAX_MOVES = 20
 # Seconds without a worker heartbeat after which a host counts as lost (workers beat every 3 s).
 SILENT = 10.0
 HOST_ACTIVITY: dict[str, Any] = {
@@ -100,7 +101,8 @@ class Hosts:
         """One attempt of a workspace agent on the workspace's host, sent again while that host
         does not take it (to another host once it is found lost)."""
         task_id = core.tasks[agent_id].id
-        for reroute in range(MAX_REROUTES + 1):
+        moves = 0
+        for reroute in itertools.count():
             queue = await self.queue(core, task_id, kind_queue)
             try:
                 return await leader_io.run_attempt(
@@ -123,9 +125,14 @@ class Hosts:
                     },
                 )
             except ActivityError as e:
-                if not _not_taken(e) or reroute == MAX_REROUTES:
+                if not _not_taken(e):
                     raise
-                await self._lost(core, queue)
+                # A busy host (all its slots taken by this run's other agents) is waited for as
+                # long as it takes; only hosts lost one after another fail the agent.
+                if await self._lost(core, queue):
+                    moves += 1
+                    if moves > MAX_MOVES:
+                        raise
         raise AssertionError("unreachable")
 
 
