@@ -28,12 +28,8 @@ from activities.leader_store import LeaderStore
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
 from cli.devserver import DevServer, free_port
 from workflows.leader import LeaderWorkflow
-<<<<<<< HEAD
 from xsky.client.connect import DATA_CONVERTER
-from xsky.config import load_settings
-=======
 from xsky.config import Settings, load_settings
->>>>>>> deploy
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
 
@@ -45,49 +41,7 @@ async def dev_server() -> AsyncIterator[tuple[Client, Path]]:
     server = DevServer(db_path=tmp / "bench.db", port=free_port(), headless=True)
     server.start(timeout=90)
     try:
-<<<<<<< HEAD
-        client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
-        settings = load_settings()
-        acts = AgentActivities(settings)
-        # As worker.py builds a worker that serves every kind: agents on the leader's queue too.
-        workers = [
-            Worker(
-                client,
-                task_queue=queue,
-                workflows=[
-                    LeaderWorkflow,
-                    MinimalDagWorkflow,
-                    LevelByLevelWorkflow,
-                    BareDagWorkflow,
-                ],
-                activities=[
-                    *LeaderStore(settings, agents_here=same_queue).all(),
-                    acts.run_agent,
-                    bare_step,
-                ],
-                max_cached_workflows=100,
-                max_concurrent_activities=400,
-            )
-        ]
-        workers += [
-            Worker(
-                client,
-                task_queue=settings.kind_queue(k),
-                activities=[acts.run_agent],
-                max_concurrent_activities=400,
-            )
-            for k in TOOL_AGENT_KINDS
-        ]
-        tasks = [asyncio.create_task(w.run()) for w in workers]
-        try:
-            yield client, queue
-        finally:
-            await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-            for t in tasks:
-                t.cancel()
-=======
-        yield await Client.connect(server.address, data_converter=pydantic_data_converter), tmp
->>>>>>> deploy
+        yield await Client.connect(server.address, data_converter=DATA_CONVERTER), tmp
     finally:
         server.stop()
 
