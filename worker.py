@@ -35,6 +35,7 @@ from temporalio.worker import Worker
 
 from activities import telemetry
 from activities.agents.activity import AgentActivities
+from activities.agents.transcripts import flush_logs
 from activities.beat import THROTTLE
 from activities.coordinator import CoordinatorActivities
 from activities.hosts import HostActivities
@@ -45,6 +46,7 @@ from activities.sandbox import bwrap, limits, secrets
 from activities.sandbox.confine import sandbox_settings
 from activities.skills.library import LibraryActivities
 from activities.skills.pipeline import SkillActivities
+from activities.storage import io_threads
 from activities.worker_guard import guarding
 from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
@@ -234,6 +236,7 @@ async def serve(
         host = await skills_elsewhere(client, settings)
         if host is not None:
             raise UsageError(elsewhere_message(settings, host))
+    io_threads(settings)
     activities = AgentActivities(settings)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
@@ -286,6 +289,8 @@ async def serve(
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())
     await activities.close()  # MCP servers and browsers
+    if not await asyncio.to_thread(flush_logs, 5.0):
+        log.warning("some agent log lines were not written to the store before the stop")
     if tracing is not None:
         await asyncio.to_thread(tracing.shutdown)
     log.info("worker stopped")

@@ -24,7 +24,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.agents.activity import AgentActivities
+from activities.agents.transcripts import flush_logs
 from activities.leader_store import LeaderStore
+from activities.storage import io_threads
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
 from cli.devserver import DevServer, free_port
 from workflows.leader import LeaderWorkflow
@@ -53,6 +55,7 @@ async def serving(
     """In-process workers for ``settings`` (its task queue, its store), as worker.py builds a
     worker that serves every kind: agents on the leader's queue too."""
     queue = settings.task_queue
+    io_threads(settings)  # as worker.py: store calls in a pool sized for network I/O
     acts = AgentActivities(settings)
     workers = [
         Worker(
@@ -89,6 +92,7 @@ async def serving(
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
         for t in tasks:
             t.cancel()
+        await asyncio.to_thread(flush_logs, 60.0)  # the agent logs' lines, before the store goes
 
 
 @asynccontextmanager

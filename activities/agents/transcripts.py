@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
+import threading
 import time
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,15 +75,87 @@ LOG_TEXT_CHARS = 20_000
 
 def append_event(store: ObjectStore, key: str, kind: str, **fields: Any) -> None:
     """One event at the end of an agent's log (redacted; best effort: a full disk loses the
-    line, never the work)."""
+    line, never the work). On an object store the write is a network call: it goes to a
+    writer thread, so the agent's event loop (and its heartbeats) never waits for it."""
     from xsky.security.redact import redact_value
 
     line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
     try:
-        text = json.dumps(redact_value(line), ensure_ascii=False, default=str)
-        store.append(key, (text + "\n").encode("utf-8"))
+        data = (json.dumps(redact_value(line), ensure_ascii=False, default=str) + "\n").encode()
+    except Exception as e:  # noqa: BLE001 - a log line is best effort
+        log.warning("could not write the agent log %s: %s", key, e)
+        return
+    if store.shared:
+        _LOG_WRITER.put(store, key, data)
+    else:
+        _append(store, key, data)
+
+
+def _append(store: ObjectStore, key: str, data: bytes) -> None:
+    try:
+        store.append(key, data)
     except Exception as e:  # noqa: BLE001 - a log line is best effort, whatever the store says
         log.warning("could not write the agent log %s in %s: %s", key, store.where, e)
+
+
+class LogWriter:
+    """Agent-log lines for an object store, written by a few daemon threads: a log always by
+    the same thread, so its lines stay in the order written. Best effort, as the lines are: a
+    backlog over ``limit`` lines drops new ones (counted in the worker's log), and a process
+    that exits does not wait for the store (``flush`` gives a graceful shutdown a bounded
+    wait)."""
+
+    def __init__(self, threads: int = 8, limit: int = 50_000):
+        self.limit = limit
+        self.queues: list[queue.SimpleQueue[tuple[ObjectStore, str, bytes]]] = []
+        self.pending = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._started = False
+        self._threads = threads
+
+    def _start(self) -> None:
+        for i in range(self._threads):
+            q: queue.SimpleQueue[tuple[ObjectStore, str, bytes]] = queue.SimpleQueue()
+            self.queues.append(q)
+            threading.Thread(target=self._run, args=(q,), name=f"xsky-log-{i}", daemon=True).start()
+        self._started = True
+
+    def put(self, store: ObjectStore, key: str, data: bytes) -> None:
+        with self._lock:
+            if not self._started:
+                self._start()
+            if self.pending >= self.limit:
+                self.dropped += 1
+                if self.dropped in (1, 100, 10_000):
+                    log.warning("agent log lines dropped (the store is behind): %d", self.dropped)
+                return
+            self.pending += 1
+        self.queues[zlib.crc32(key.encode()) % len(self.queues)].put((store, key, data))
+
+    def _run(self, q: queue.SimpleQueue[tuple[ObjectStore, str, bytes]]) -> None:
+        while True:
+            store, key, data = q.get()
+            try:
+                _append(store, key, data)
+            finally:
+                with self._lock:
+                    self.pending -= 1
+
+    def flush(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the lines already given; were they all written?"""
+        end = time.monotonic() + timeout
+        while self.pending and time.monotonic() < end:
+            time.sleep(0.05)
+        return not self.pending
+
+
+_LOG_WRITER = LogWriter()
+
+
+def flush_logs(timeout: float = 5.0) -> bool:
+    """At a worker's shutdown: the agent-log lines still on their way, for up to ``timeout``."""
+    return _LOG_WRITER.flush(timeout)
 
 
 class AgentLog:

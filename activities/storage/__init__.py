@@ -17,3 +17,17 @@ def open_objects(settings: Settings, share_gid: int | None = None) -> ObjectStor
     from activities.storage.local import LocalStore
 
     return LocalStore(settings.artifacts, share_gid)
+
+
+def io_threads(settings: Settings) -> None:
+    """With an object store every read and write is a network call made in a thread
+    (``asyncio.to_thread``): the default pool (a few threads on a small machine) would queue
+    hundreds of attempts' calls behind each other, long enough for their heartbeats to time out.
+    Call from the running event loop of a worker."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    if parse_store(settings.store).s3:
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=64, thread_name_prefix="xsky-io")
+        )

@@ -169,3 +169,37 @@ async def test_temporal_payloads_over_the_threshold_go_to_the_store_and_come_bac
     assert await converter.decode(payloads, [dict, dict]) == [big, small]
     await converter.encode([big])  # the same payload again: the same one object
     assert store.keys("") == keys
+
+
+def test_agent_log_lines_are_written_in_the_order_given_on_either_store(
+    store: ObjectStore,
+):
+    """On an object store an agent's log lines go through writer threads (its event loop and
+    heartbeats never wait for the network), each log's lines in the order written, all of them
+    there after a flush; on the local directory they are written at once."""
+    from activities.agents.transcripts import append_event, flush_logs
+
+    for i in range(30):
+        append_event(store, "run/agent/transcript.jsonl", "step", i=i)
+    assert flush_logs(30)
+    lines = [json.loads(x) for x in store.appended("run/agent/transcript.jsonl").splitlines()]
+    assert [line["i"] for line in lines] == list(range(30))
+
+
+def test_a_slow_object_store_does_not_hold_up_the_agent_that_logs(tmp_path: Path):
+    """Five log lines to a store whose every append takes 0.2 s: the agent goes on at once."""
+    from activities.agents.transcripts import append_event, flush_logs
+
+    class Slow(LocalStore):
+        shared = True
+
+        def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
+            time.sleep(0.2)
+            super().append(key, data, sync=sync)
+
+    slow = Slow(tmp_path / "artifacts")
+    began = time.monotonic()
+    for i in range(5):
+        append_event(slow, "run/a/transcript.jsonl", "step", i=i)
+    assert time.monotonic() - began < 0.2
+    assert flush_logs(30) and len(slow.appended("run/a/transcript.jsonl").splitlines()) == 5
