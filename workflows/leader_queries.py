@@ -4,6 +4,8 @@ was). A base of :class:`workflows.leader.LeaderWorkflow` (Temporal finds handler
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -23,9 +25,10 @@ with workflow.unsafe.imports_passed_through():
 class LeaderQueries:
     """The leader's queries, over the core the workflow holds."""
 
-    @property
-    def _core(self) -> LeaderCore:
-        raise NotImplementedError  # the workflow's own core
+    if TYPE_CHECKING:  # the workflow's own core (LeaderWorkflow._core)
+
+        @property
+        def _core(self) -> LeaderCore: ...
 
     @workflow.query(
         description="A page of the task board ({offset}, {limit} ≤ 2000, {status}): status, attempts, timings, "
