@@ -10,14 +10,10 @@ skills home", says how to move it.
 
 from __future__ import annotations
 
-import time
-
 from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from xsky.client._consts import LIVE_POLLER_SECONDS
+from xsky.client.workers import live_pollers
 from xsky.config import Settings
 
 
@@ -36,21 +32,8 @@ def skills_identity(settings: Settings, pid: int) -> str:
 
 async def skills_elsewhere(client: Client, settings: Settings) -> str | None:
     """The host whose worker serves the skill pipeline now, when it is not this one."""
-    now = time.time()
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
-        response = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=settings.namespace,
-                task_queue=TaskQueue(name=settings.skills_queue),
-                task_queue_type=kind,
-            )
-        )
-        for poller in response.pollers:
-            if (
-                poller.HasField("last_access_time")
-                and now - poller.last_access_time.ToSeconds() >= LIVE_POLLER_SECONDS
-            ):
-                continue  # a worker that died a while ago
+        for poller in await live_pollers(client, settings, settings.skills_queue, kind):
             host = poller.identity.rpartition("@")[2]
             if host and host != settings.host:
                 return host

@@ -23,7 +23,7 @@ from temporalio.api.enums.v1 import (
     TaskQueueType,
     WorkerStatus,
 )
-from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.taskqueue.v1 import PollerInfo, TaskQueue
 from temporalio.api.workflowservice.v1 import (
     DescribeTaskQueueRequest,
     DescribeWorkflowExecutionRequest,
@@ -54,9 +54,10 @@ from xsky.errors import (
 )
 
 
-async def queue_pollers(
+async def live_pollers(
     client: Client, settings: Settings, queue: str, kind: TaskQueueType.ValueType
-) -> int:
+) -> list[PollerInfo]:
+    """The pollers of ``queue`` whose worker is alive."""
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=settings.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
@@ -65,12 +66,18 @@ async def queue_pollers(
     # The server lists a poller for minutes after its worker died; a live one polls again
     # at least every minute (a long poll), so only recent ones count.
     now = time.time()
-    return sum(
-        1
+    return [
+        p
         for p in response.pollers
         if not p.HasField("last_access_time")
         or now - p.last_access_time.ToSeconds() < LIVE_POLLER_SECONDS
-    )
+    ]
+
+
+async def queue_pollers(
+    client: Client, settings: Settings, queue: str, kind: TaskQueueType.ValueType
+) -> int:
+    return len(await live_pollers(client, settings, queue, kind))
 
 
 async def missing_queues(client: Client, settings: Settings, kinds: list[str]) -> list[str]:
