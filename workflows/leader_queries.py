@@ -10,6 +10,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import LeaderCore
+    from xsky.leader.grants import Grants, GrantsRequest
     from xsky.leader.ledger import LedgerView
     from xsky.leader.state import (
         AuditEntry,
@@ -80,3 +81,11 @@ class LeaderQueries:
     )
     def nudges(self, req: TaskRequest) -> list[str]:
         return self._core.nudges_for(req.task_id)
+
+    @workflow.query(
+        description="What one dispatch ({taskId}, {dispatch}) was given: its approvals, the run's "
+        "rules and opened hosts, a plan role a person approved. Workers ask it before they honour "
+        "an approval their input carries."
+    )
+    def grants(self, req: GrantsRequest) -> Grants:
+        return self._core.grants(req)

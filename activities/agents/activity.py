@@ -22,6 +22,7 @@ from activities import llm
 from activities.agents.attempt import Attempt, prepare, store_result
 from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
+from activities.agents.grants import GrantChecks
 from activities.agents.key import AgentKey
 from activities.agents.lease import Lease
 from activities.agents.ledger import AttemptLedger, Start
@@ -60,6 +61,7 @@ class AgentActivities:
         self.browsers = browsers or BrowserPool()
         self.mcp = McpPool()
         self._snapshot_locks: dict[str, asyncio.Lock] = {}
+        self.grants = GrantChecks(settings)
 
     async def close(self) -> None:
         await self.mcp.close()
@@ -230,6 +232,8 @@ class AgentActivities:
         self, inp: AgentInput, beat: Beat, started: datetime, number: int
     ) -> AgentOutcome:
         """Prepare once; then the direct tool or the model loop; a completed result is stored."""
+        # what the input grants (approvals, run rules, hosts), only as far as its leader says
+        inp, refused = await self.grants.confirm(inp)
         a = prepare(
             inp,
             settings=self.settings,
@@ -240,6 +244,7 @@ class AgentActivities:
             number=number,
             mcp=self.mcp,
         )
+        a.gate.decisions[:0] = refused
         workspace = self._workspace(inp, a)
         if workspace is not None:  # its host holds the run's workspace (no disk in common)
             async with self._moving(workspace.key):

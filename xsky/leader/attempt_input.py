@@ -10,7 +10,9 @@ from xsky.artifacts import marker
 from xsky.errors import Problem, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.leader.commands import LOCAL_SECONDS, QUEUE_KINDS, SATISFIED
+from xsky.leader.grants import Grants, GrantsRequest
 from xsky.leader.requests import Requests
+from xsky.leader.state import Granted
 from xsky.leader.tasks import TaskState
 from xsky.plan import dag
 from xsky.plan.agent_config import activity_settings, stall_windows, tool_name
@@ -198,6 +200,13 @@ class AttemptInputs(Requests):
     ) -> AgentInput:
         task = self.tasks[agent_id]
         windows = stall_windows(self.agents[agent_id].config, self.options.stall)
+        # a person's decisions go to the next dispatch only; what it was given is kept, so the
+        # worker can check its input against the leader's word (xsky/leader/grants.py)
+        approvals = self.state.approvals.pop(task.id, [])
+        if approvals:
+            self.state.granted[task.id] = Granted(dispatch=dispatch, approvals=approvals)
+        else:
+            self.state.granted.pop(task.id, None)
         return AgentInput(
             run_id=self.run_id,
             execution_id=execution_id,
@@ -210,8 +219,7 @@ class AttemptInputs(Requests):
             artifact_threshold=self.options.artifact_threshold,
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=list(self.state.answers.get(task.id, [])),
-            # a person's decisions go to the next dispatch only
-            approvals=self.state.approvals.pop(task.id, []),
+            approvals=list(approvals),
             nudges=list(self._nudges.get(task.id, [])),
             role=self.roles().get(self.agents[agent_id].name),
             role_approved=self._plan_role_approved(self.agents[agent_id].name),
@@ -219,12 +227,7 @@ class AttemptInputs(Requests):
             # the answers people gave in this run travel apart, so decisions say which decided.
             permissions=self.input.permissions.model_copy(
                 update={
-                    "run_rules": list(
-                        dict.fromkeys(
-                            self.input.permissions.run_rules
-                            + [a.rule for a in self.input.permissions.approved_rules]
-                        )
-                    ),
+                    "run_rules": self._run_rules(),
                     "approved_rules": list(self.state.approved_rules),
                 }
             ),
@@ -234,4 +237,27 @@ class AttemptInputs(Requests):
             error_attempts=error_attempts,
             # what this dispatch may spend (a run with a budget: xsky/leader/budget.py)
             budget_share=flight.share if (flight := self.flights.get(agent_id)) else None,
+        )
+
+    def _run_rules(self) -> list[str]:
+        """The rules of the run's input (whoever started the run wrote them, approvedRules
+        included); the answers people gave in this run travel apart, so decisions say which."""
+        given = self.input.permissions
+        return list(dict.fromkeys(given.run_rules + [a.rule for a in given.approved_rules]))
+
+    def grants(self, req: GrantsRequest) -> Grants:
+        """What the leader gave ``req``'s dispatch (the ``grants`` query a worker asks before it
+        honours an approval its input carries). Read only."""
+        task = self.task_by_id(req.task_id)
+        granted = self.state.granted.get(req.task_id)
+        approvals = granted.approvals if granted and granted.dispatch == req.dispatch else []
+        name = self.agents[task.agent_id].name if task and task.agent_id in self.agents else ""
+        approved = bool(name) and self._plan_role_approved(name)
+        return Grants(
+            approvals=list(approvals),
+            run_rules=self._run_rules(),
+            approved_rules=list(self.state.approved_rules),
+            allow_hosts=list(self.options.allow_hosts),
+            role_approved=approved,
+            role=self.roles().get(name) if approved else None,
         )

@@ -107,6 +107,14 @@ class ToolApproval(WireModel):
     by: Literal["person", "leader"] = "person"
 
 
+class Granted(WireModel):
+    """The approvals one dispatch of a task was given (kept until its next dispatch, so the
+    worker running it can check its input against them: xsky/leader/grants.py)."""
+
+    dispatch: int
+    approvals: list[ToolApproval] = Field(default_factory=list)
+
+
 class StallWindows(WireModel):
     """Seconds without progress before each step of the stall ladder."""
 
@@ -134,6 +142,8 @@ class LeaderState(WireModel):
     nudges: list[Nudge] = Field(default_factory=list)
     answers: dict[str, list[Answer]] = Field(default_factory=dict)  # by task id
     approvals: dict[str, list[ToolApproval]] = Field(default_factory=dict)  # by task id
+    # what the latest dispatch of each task was given of them (by task id)
+    granted: dict[str, Granted] = Field(default_factory=dict)
     stall_levels: dict[str, int] = Field(default_factory=dict)  # by task id
     paused: bool = False
     pause_reason: str | None = None
