@@ -31,7 +31,7 @@ def interval() -> float | None:
     return max(FLOOR, timeout.total_seconds() / 4)
 
 
-def heartbeat(note: str) -> None:
+def heartbeat(note: object) -> None:
     """Heartbeat, except in a local activity (the leader runs cheap tools so: the workflow
     task it belongs to is its liveness)."""
     if not activity.info().is_local:
@@ -40,7 +40,7 @@ def heartbeat(note: str) -> None:
 
 @contextlib.asynccontextmanager
 async def heartbeating(
-    note: str | Callable[[], str] = "working",
+    note: object | Callable[[], object] = "working",
     *,
     every: float | None = None,
     also: Callable[[], Awaitable[None]] | None = None,

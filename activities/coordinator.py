@@ -11,6 +11,7 @@ appended to that agent's log as a ``leader`` event.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from temporalio import activity
@@ -20,17 +21,20 @@ from activities import llm
 from activities.agents.transcripts import append_event
 from activities.artifacts import open_store
 from activities.beat import heartbeating
+from activities.call_budget import CallBudget
 from xsky.agent_log import transcript_key
 from xsky.config import Settings
 from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
-from xsky.plan.budget import Price, Usage, cost, estimate_tokens
-from xsky.plan.coordinator_prompts import FIX, SYSTEM, read_reply, user_message
+from xsky.plan.budget import Price, ShareSpent, Usage, cost, estimate_tokens
+from xsky.plan.coordinator_prompts import (
+    FIX,
+    READINGS,
+    STORED_RESULT_CHARS,
+    SYSTEM,
+    read_reply,
+    user_message,
+)
 from xsky.security.settings import SettingsError, price_table, worker_layers
-
-# A stored result is shown to the coordinator up to this many characters.
-STORED_RESULT_CHARS = 6000
-# Readings of the model's reply (the first, and one after it was shown its problems).
-READINGS = 2
 
 
 class CoordinatorActivities:
@@ -55,26 +59,42 @@ class CoordinatorActivities:
         ]
         client = llm.client_for(target)
         price = await asyncio.to_thread(self._price, target.model)
-        usage = Usage()
+        budget = CallBudget(inp.budget_share, price)
         problems = ""
         try:
             for reading in range(1, READINGS + 1):
-                async with heartbeating(f"{inp.point}: reading {reading}"):
-                    response = await llm.chat(
-                        client,
-                        target,
-                        messages,
-                        temperature=0,
-                        response_format={"type": "json_object"},
+                try:
+                    max_tokens = budget.before(messages)
+                except ShareSpent as spent:
+                    return ConsultOutcome(
+                        point=inp.point,
+                        verdict="unchecked",
+                        reason=f"its share of the run's budget has no room for reading {reading} "
+                        f"({spent.stopped} spent)",
+                        model=target.model,
+                        usage=budget.spent,
                     )
-                usage = usage.plus(self._used(response, messages, price))
+                note = f"{inp.point}: reading {reading}"
+                try:
+                    async with heartbeating(partial(budget.details, note)):
+                        response = await llm.chat(
+                            client,
+                            target,
+                            messages,
+                            temperature=0,
+                            response_format={"type": "json_object"},
+                            max_tokens=max_tokens,
+                        )
+                except ApplicationError as e:
+                    raise budget.failure(e) from None
+                budget.count(self._used(response, messages, price))
                 text = response.choices[0].message.content or ""
                 fields, problems = read_reply(inp.point, text)  # type: ignore[assignment]
                 if fields is not None:
                     outcome = ConsultOutcome(
                         point=inp.point,
                         model=target.model,
-                        usage=usage,
+                        usage=budget.spent,
                         **fields,
                     )
                     await asyncio.to_thread(self._log, inp, outcome)
@@ -85,10 +105,12 @@ class CoordinatorActivities:
                 ]
         finally:
             await client.close()
-        raise ApplicationError(
-            f"the coordinator's reply could not be used after {READINGS} readings: {problems}",
-            type="CoordinatorUnreadable",
-            non_retryable=True,
+        raise budget.failure(
+            ApplicationError(
+                f"the coordinator's reply could not be used after {READINGS} readings: {problems}",
+                type="CoordinatorUnreadable",
+                non_retryable=True,
+            )
         )
 
     def _price(self, model: str) -> Price | None:

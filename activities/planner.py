@@ -15,12 +15,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm
+from activities.call_budget import CallBudget
 from xsky.errors import PlanError
 from xsky.plan import offline
-from xsky.plan.budget import Price, Usage, cost
+from xsky.plan.budget import Price, ShareSpent, Usage, cost
 from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.planning import (
     FIX_PROMPT,
+    PLAN_ATTEMPTS,
     PlanRequest,
     PlanResult,
     check_plan,
@@ -30,13 +32,16 @@ from xsky.plan.planning import (
 from xsky.plan.xml import parse_workflow, workflow_to_xml
 from xsky.security.settings import SettingsError, price_table, worker_layers
 
-MAX_ATTEMPTS = 3
+MAX_ATTEMPTS = PLAN_ATTEMPTS
 
 
 async def make_plan(
-    req: PlanRequest, heartbeat: Callable[[str], None] = lambda note: None
+    req: PlanRequest,
+    heartbeat: Callable[[str], None] = lambda note: None,
+    budget: CallBudget | None = None,
 ) -> PlanResult:
-    """Plan or replan; raises ApplicationError (non-retryable for bad plans) on failure."""
+    """Plan or replan; raises ApplicationError (non-retryable for bad plans) on failure.
+    ``budget``: the call's share (in an activity, made from ``req.budget_share``)."""
     target = llm.target()
     if target is None:
         return _offline(req)
@@ -44,13 +49,29 @@ async def make_plan(
     client = llm.client_for(target)
     messages: list[dict[str, Any]] = [{"role": "user", "content": planning_prompt(req)}]
     failures: list[str] = []
-    price = _price(target.model)
-    used = Usage()
+    budget = budget or CallBudget(req.budget_share, _price(target.model))
     try:
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                max_tokens = budget.before(messages)
+            except ShareSpent as spent:
+                raise budget.failure(
+                    ApplicationError(
+                        f"the run's budget has no room for the planner's request {attempt} "
+                        f"({spent.stopped} spent); raise the budget (starter.py budget RUN "
+                        "tokens=…) and replan",
+                        type="PlanError",
+                        non_retryable=True,
+                    )
+                ) from None
             heartbeat(f"planning, attempt {attempt}")
-            response = await llm.chat(client, target, messages, temperature=0)
-            used = used.plus(_usage(response, price))
+            try:
+                response = await llm.chat(
+                    client, target, messages, temperature=0, max_tokens=max_tokens
+                )
+            except ApplicationError as e:
+                raise budget.failure(e) from None
+            budget.count(_usage(response, budget.price))
             reply = response.choices[0].message.content or ""
             try:
                 wf = parse_workflow(extract_workflow_xml(reply))
@@ -72,14 +93,16 @@ async def make_plan(
                 xml=workflow_to_xml(wf),
                 provider=target.model,
                 attempts=attempt,
-                usage=used,
+                usage=budget.spent,
             )
     finally:
         await client.close()
-    raise ApplicationError(
-        f"the planner gave no usable plan in {MAX_ATTEMPTS} attempts:\n" + "\n".join(failures),
-        type="PlanError",
-        non_retryable=True,
+    raise budget.failure(
+        ApplicationError(
+            f"the planner gave no usable plan in {MAX_ATTEMPTS} attempts:\n" + "\n".join(failures),
+            type="PlanError",
+            non_retryable=True,
+        )
     )
 
 
@@ -130,4 +153,6 @@ def _offline(req: PlanRequest) -> PlanResult:
 class PlannerActivities:
     @activity.defn(name="plan_workflow")
     async def plan_workflow(self, req: PlanRequest) -> PlanResult:
-        return await make_plan(req, activity.heartbeat)
+        target = llm.target()
+        budget = CallBudget(req.budget_share, _price(target.model)) if target else None
+        return await make_plan(req, budget.beat if budget else activity.heartbeat, budget)

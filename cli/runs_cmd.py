@@ -38,6 +38,9 @@ from xsky.errors import (
 )
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
+from xsky.plan.agent_config import tool_name
+from xsky.plan.budget import checks_warning, with_plan
+from xsky.plan.models import Workflow
 from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
 from xsky.security.permissions import rule_problems
@@ -207,6 +210,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
             print_problems(e, args.plan)
             err.print("nothing was started")
             return 2
+        small = _checks_warning(settings, options, wf)
+        if small is not None and not args.json:
+            err.print(f"[yellow]warning:[/] {cell(small)}")
         start = x.run(
             wf,
             variables=variables,
@@ -216,6 +222,18 @@ async def cmd_run(args: argparse.Namespace) -> int:
             on_wait=lambda note: err.print(cell(note)),
         )
         return await announce(args, settings, x, start, options, f"({len(wf.agents)} agents)")
+
+
+def _checks_warning(settings: Settings, options: RunOptions, wf: Workflow) -> str | None:
+    """The run's budget is too small for its leader's checks (said before it starts; the
+    board says it too). Not for a run whose coordinator is off, or an ``auto`` one where this
+    machine knows of no model (its workers then likely have none either)."""
+    if options.coordinator == "off" or (
+        options.coordinator == "auto" and not (settings.model or settings.coordinator_model)
+    ):
+        return None
+    models = sum(1 for a in wf.agents if tool_name(a.config) is None)
+    return checks_warning(with_plan(options.budget, wf.budget), models)
 
 
 async def announce(

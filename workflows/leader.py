@@ -164,6 +164,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             )
         if given is not None and given.workspace_hosts and patched("workspace-hosts"):
             self._attempts.hosts = Hosts()  # no shared disk: the workspace on one host at a time
+        core.leader_budget = patched("leader-budget-holds")
         if patched("leader-coordinator"):
             core.coordinating = True
             if given is not None:
@@ -318,6 +319,8 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                         f"the planner's plan does not fit this run:\n{problems_text(e)}",
                         type="PlanError",
                     ) from None
+                except leader_io.PlannerNoRoom as e:
+                    raise ApplicationError(str(e), type="BudgetSpent") from None
                 reason = f"a person asked: {req.prompt}"
             summary, stops = core.apply_plan(
                 wf, reason, workflow.now(), leader_people.keep_cancelled(core)

@@ -130,14 +130,16 @@ class Attempts:
                 if local:
                     self._local_inflight -= 1
             review = (
-                None if outcome is None or local else core.review_of(agent_id, dispatch, outcome)
+                None
+                if outcome is None or local
+                else core.review_of(agent_id, dispatch, outcome, workflow.now())
             )
             if review is not None:
                 # The attempt is not over until the coordinator said what it makes of it: a
                 # stop meanwhile stops it as it would a running attempt.
                 core.judging(agent_id, review.point, workflow.now())
                 try:
-                    judged = await consult(review, self._queue("llm"))
+                    judged = await consult(core, review, self._queue("llm"))
                 except asyncio.CancelledError as e:
                     outcome, error = None, e
             if local:

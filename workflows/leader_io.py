@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
 from workflows.leader_blobs import BLOB_ACTIVITY, drop_older_states, load_blob, save_blob
+from workflows.leader_judgment import settle_failed
 from workflows.leader_metrics import LeaderMetrics
 from workflows.patches import patched
 
@@ -29,8 +30,16 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.state import LeaderState, PlanVersion
     from xsky.leader.tasks import board_markdown, subject_of
     from xsky.plan.agent_config import deterministic_retries
+    from xsky.plan.budget import estimate_tokens
     from xsky.plan.models import Workflow
-    from xsky.plan.planning import PlanRequest, PlanResult, problems_text
+    from xsky.plan.planning import (
+        PLAN_ANSWER_TOKENS,
+        PLAN_ATTEMPTS,
+        PlanRequest,
+        PlanResult,
+        planning_prompt,
+        problems_text,
+    )
     from xsky.plan.xml import parse_workflow
     from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
     from xsky.safe_text import printable
@@ -131,20 +140,59 @@ async def run_attempt(
     )
 
 
+class PlannerNoRoom(ValueError):
+    """The run's budget has no room for a planner call (the sentence says what to raise)."""
+
+
 async def call_planner(
-    request: PlanRequest, queue: str, summary: str, non_retryable: list[str]
+    core: LeaderCore,
+    request: PlanRequest,
+    queue: str,
+    summary: str,
+    non_retryable: list[str],
 ) -> PlanResult:
-    """The planner activity (where llm agents run: it needs what they need)."""
-    return await workflow.execute_activity(
-        "plan_workflow",
-        request,
-        result_type=PlanResult,
-        task_queue=queue,
-        start_to_close_timeout=timedelta(minutes=10),
-        heartbeat_timeout=timedelta(minutes=2),
-        retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=non_retryable),
-        summary=summary,
+    """The planner activity (where llm agents run: it needs what they need), holding a share
+    of the run's budget while it works (a run with a budget, whose leader's worker has a model:
+    the offline planner spends nothing). Raises PlannerNoRoom when the budget has none."""
+    key = f"planner:v{core.state.plan_version}"
+    hold = (
+        core.hold_leader_call(
+            key,
+            estimate_tokens([{"role": "user", "content": planning_prompt(request)}], None),
+            PLAN_ANSWER_TOKENS,
+            PLAN_ATTEMPTS,
+            workflow.now(),
+        )
+        if core.worker_model is not None
+        else None
     )
+    if hold is not None and hold.no_room is not None:
+        raise PlannerNoRoom(
+            f"the run's budget has no room for the planner: {hold.no_room}; raise it "
+            f"(starter.py budget {core.run_id} tokens=…)"
+        )
+    if hold is not None and hold.share is not None:
+        request = request.model_copy(update={"budget_share": hold.share})
+    try:
+        result = await workflow.execute_activity(
+            "plan_workflow",
+            request,
+            result_type=PlanResult,
+            task_queue=queue,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=non_retryable),
+            summary=summary,
+        )
+    except ActivityError as e:
+        settle_failed(core, key, "planner", e)
+        raise
+    except asyncio.CancelledError:
+        core.leader_call_lost(key, "planner")
+        raise
+    core.leader_call_ended(key, "planner")
+    core.settle("planner", result.usage)
+    return result
 
 
 async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
@@ -153,6 +201,7 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
     prompt = core.input.task_prompt
     try:
         result = await call_planner(
+            core,
             PlanRequest(
                 task_id=core.state.plan.task_id,
                 task_prompt=prompt,
@@ -168,9 +217,12 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
         raise ApplicationError(
             f"planning failed: {describe_failure(e)}", type="PlanError", non_retryable=True
         ) from None
+    except PlannerNoRoom as e:
+        raise ApplicationError(
+            f"planning failed: {e}", type="PlanError", non_retryable=True
+        ) from None
     finally:
         core.first_plan_finished()
-    core.settle("planner", result.usage)
     try:
         wf = core.checked(result.workflow)
     except PlanError as e:
@@ -187,6 +239,7 @@ async def replan_with_planner(
 ) -> Workflow:
     """A new plan from the planner, checked to fit this run (its variables, its agents)."""
     result = await call_planner(
+        core,
         PlanRequest(
             task_id=core.state.plan.task_id,
             current_xml=core.planner_xml(),
@@ -200,7 +253,6 @@ async def replan_with_planner(
         _summary(f"planner · replan v{core.state.plan_version + 1}: {reason[:80]}"),
         ["PlanError"],
     )
-    core.settle("planner", result.usage)
     return core.checked(result.workflow)
 
 

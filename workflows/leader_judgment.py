@@ -6,19 +6,22 @@ and its attempts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import Command, Consult, LeaderCore
+    from xsky.leader.judgment import consult_key
     from xsky.leader.ledger import ConsultInput, ConsultOutcome
+    from xsky.plan.budget import Usage
     from xsky.safe_text import printable
 
 # What people read in the Web UI for each point.
@@ -31,13 +34,15 @@ _WHAT = {
 }
 
 
-async def consult(inp: ConsultInput, queue: str) -> ConsultOutcome | None:
+async def consult(core: LeaderCore, inp: ConsultInput, queue: str) -> ConsultOutcome | None:
     """The coordinator's answer, or None when it could not be had (its model failed after
     the retries, or its reply could not be read): the leader then takes its mechanical
-    course, and says so in the ledger."""
+    course, and says so in the ledger. The consultation's hold on the run's budget (taken by
+    the core when it asked: xsky/leader/judgment.py) goes when it ends."""
     task = inp.task.task_id if inp.task is not None else "the run"
+    key = consult_key(inp)
     try:
-        return await workflow.execute_activity(
+        outcome = await workflow.execute_activity(
             "coordinate",
             inp,
             result_type=ConsultOutcome,
@@ -61,7 +66,38 @@ async def consult(inp: ConsultInput, queue: str) -> ConsultOutcome | None:
         workflow.logger.warning(
             "the coordinator could not be consulted (%s): %s", inp.point, describe_failure(e)
         )
+        settle_failed(core, key, "leader", e)
         return None
+    except asyncio.CancelledError:
+        core.leader_call_lost(key, "leader")  # stopped mid-call: what it spent is not known
+        raise
+    core.leader_call_ended(key, "leader")  # its usage is settled with its answer
+    return outcome
+
+
+def settle_failed(core: LeaderCore, key: str, source: str, e: ActivityError) -> None:
+    """A leader call that failed: charged what its error (or its last heartbeat) says it used,
+    else its whole share."""
+    used = failed_usage(e)
+    if used is None:
+        core.leader_call_lost(key, source)
+    else:
+        core.leader_call_ended(key, source, used)
+
+
+def failed_usage(e: ActivityError) -> Usage | None:
+    """What a failed leader call said it used: in its error's details, or in the last
+    heartbeat of an attempt that timed out (None: it did not say)."""
+    cause = e.cause
+    details: Sequence[Any] = ()
+    if isinstance(cause, ApplicationError):
+        details = cause.details
+    elif isinstance(cause, TimeoutError):
+        details = cause.last_heartbeat_details
+    for d in details:
+        if isinstance(d, dict) and isinstance(d.get("usage"), dict):
+            return Usage.model_validate(d["usage"])
+    return None
 
 
 async def check_goal(
@@ -73,7 +109,7 @@ async def check_goal(
     if goal is None:
         return False
     board.publish(core)
-    judged = await consult(goal, queue)
+    judged = await consult(core, goal, queue)
     apply(core.goal_judged(goal.plan_version, judged, workflow.now()))
     board.publish(core)
     return True
@@ -83,5 +119,5 @@ async def judge_stall(
     core: LeaderCore, command: Consult, queue: str, apply: Callable[[list[Command]], None]
 ) -> None:
     """The coordinator looks for a stalled task's root cause; the core acts on it."""
-    judged = await consult(command.consult, queue)
+    judged = await consult(core, command.consult, queue)
     apply(core.stall_judged(command.agent_id, judged, workflow.now()))

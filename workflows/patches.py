@@ -148,6 +148,17 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.4.0 is still open (runs of an older worker never "
         "ask it: they run every agent on its kind's queue)",
     ),
+    "leader-budget-holds": Patch(
+        what="the leader's own model calls hold a share of a run's budget while they run, as "
+        "agents' dispatches do: a consultation of the coordinator and a planner call are made "
+        "only with room for them (their share travels in their input and the activity checks it "
+        "before every request), held shares count when agents are admitted, and a call the "
+        'budget has no room for is skipped and said ("not checked (budget)"); before, the '
+        "coordinator was consulted while one reservation's worth was left and its calls were "
+        "only counted after they were made",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -23,26 +23,21 @@ from activities.agents.checkpoint import Checkpoint, Checkpoints, checkpoint_nam
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from xsky.plan.budget import (
-    ANSWER_CAP,
     MIN_ANSWER,
     BudgetShare,
     Price,
-    StopReason,
+    ShareSpent,
     Usage,
     UsageReport,
+    call_room,
     cost,
     estimate_tokens,
 )
 from xsky.runs import AgentInput
 
 
-class BudgetStop(Exception):
+class BudgetStop(ShareSpent):
     """The next model call would not fit this dispatch's share: stop, checkpointed."""
-
-    def __init__(self, stopped: StopReason, need: Usage | None = None):
-        super().__init__(stopped)
-        self.stopped = stopped
-        self.need = need
 
 
 def dispatch_key(inp: AgentInput) -> str:
@@ -108,28 +103,13 @@ class Meter:
         share = self.share
         if share is None:
             return None
-        if share.until is not None and datetime.now(UTC) >= share.until:
-            raise BudgetStop("time")
         estimate = self.estimate = estimate_tokens(messages, tools)
-        spent = cp.usage.minus(cp.share_base)
-        room: int | None = None
-        if share.tokens is not None:
-            left = share.tokens - spent.tokens
-            if left < estimate + MIN_ANSWER:
-                raise BudgetStop("tokens", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER))
-            room = left - estimate
-        if share.usd is not None and self.price is not None:
-            left_usd = share.usd - spent.usd
-            need = cost(estimate, MIN_ANSWER, self.price)
-            if left_usd < need:
-                raise BudgetStop(
-                    "usd", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER, usd=need)
-                )
-            if self.price.output > 0:
-                by_usd = int((left_usd - cost(estimate, 0, self.price)) * 1e6 / self.price.output)
-                room = by_usd if room is None else min(room, by_usd)
-        if room is None or room >= ANSWER_CAP:
-            return None
+        try:
+            room = call_room(
+                share, cp.usage.minus(cp.share_base), estimate, self.price, datetime.now(UTC)
+            )
+        except ShareSpent as spent:
+            raise BudgetStop(spent.stopped, spent.need) from None
         self.capped = room
         return room
 

@@ -15,7 +15,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import StoredStatus, TaskState
 from xsky.plan import dag
-from xsky.plan.budget import Usage, with_plan
+from xsky.plan.budget import BudgetShare, Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import (
@@ -101,6 +101,11 @@ class CoreBase:
         self.outbox: list[Command] = []
         # agent id → its dispatch's hold on the budget (a run with a budget: xsky/leader/budget.py)
         self.flights: dict[str, Flight] = {}
+        # Set by the shell (patch leader-budget-holds): the leader's own model calls (coordinator,
+        # planner) hold a share of the budget while they run, as agents do; their holds by key
+        # (workflow-local: a run drains its consultations and replans before it continues as new).
+        self.leader_budget = False
+        self.leader_holds: dict[str, BudgetShare] = {}
         # what they hold, kept during one dispatch pass (None between passes)
         self.holding: tuple[int, float] | None = None
         # usage settled since the shell last took it (for its metrics)

@@ -53,6 +53,16 @@ Admission = Literal["start", "wait", "hold", "own"]
 
 
 @dataclass(frozen=True)
+class LeaderHold:
+    """A leader call's hold on the budget: its ``key`` and ``share`` (both None when nothing is
+    held: no budget), or why the budget has no room for it (``no_room``)."""
+
+    key: str | None = None
+    share: BudgetShare | None = None
+    no_room: str | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     """Whether a ready task may start now: ``start`` (with its share), ``wait`` (the run's
     budget has no room; ``hard``: not even once every running agent has settled), ``hold``
@@ -118,6 +128,9 @@ class Budgets(AttemptInputs):
             used = (row.spend or TaskSpend()).usage.minus(flight.start)
             tokens += max(0, (flight.share.tokens or 0) - used.tokens)
             usd += max(0.0, (flight.share.usd or 0.0) - used.usd)
+        for share in self.leader_holds.values():  # the coordinator's and planner's calls
+            tokens += share.tokens or 0
+            usd += share.usd or 0.0
         return tokens, usd
 
     def _verdict(self, task: TaskState, now: datetime) -> Verdict:
@@ -269,6 +282,74 @@ class Budgets(AttemptInputs):
             )
         self.flights[task.agent_id] = Flight(
             task.attempt, share, spend.usage, self._model(task.agent_id) and share is not None
+        )
+
+    # -- the leader's own model calls ---------------------------------------------------------------
+
+    def hold_leader_call(
+        self, key: str, estimate: int, answer: int, readings: int, now: datetime
+    ) -> LeaderHold:
+        """Reserve a share of the run's budget for one of the leader's model calls (a
+        consultation of its coordinator, the planner) before it is made, as an agent's share is
+        reserved before it starts: ``estimate`` tokens in, up to ``answer`` out, ``readings``
+        requests. The call is made only with room for its first request; the activity checks its
+        share before every request (xsky.plan.budget.call_room). Nothing is held without a
+        budget, or in a run started before leader calls held shares."""
+        budget = self.state.budget
+        if budget is None or not self.leader_budget:
+            return LeaderHold()
+        limits, spend = budget.run, self.state.spend
+        start = self.state.started_at or now
+        end = start + timedelta(minutes=limits.minutes) if limits.minutes is not None else None
+        if end is not None and now >= end:
+            return LeaderHold(
+                no_room=f"the run's {describe('minutes', limits.minutes or 0)} are up"
+            )
+        least = estimate + MIN_ANSWER
+        want = readings * (estimate + answer)
+        used, (held_tokens, held_usd) = self._used(), self._held()
+        tokens: int | None = None
+        usd: float | None = None
+        if limits.tokens is not None:
+            left = int(limits.tokens - used.tokens - held_tokens)
+            if left < least:
+                return LeaderHold(
+                    no_room=f"{max(0, left):,} tokens of the budget are free "
+                    f"({describe('tokens', used.tokens, limits.tokens)} used, {held_tokens:,} "
+                    f"held by running work) and the call needs about {least:,}"
+                )
+            tokens = min(left, want)
+        if limits.usd is not None:
+            left_usd = limits.usd - used.usd - held_usd
+            price = spend.price
+            if left_usd <= 0 or left_usd < least * price:
+                return LeaderHold(
+                    no_room=f"${max(0.0, left_usd):,.4f} of the budget is free "
+                    f"({describe('usd', used.usd, limits.usd)} used) and the call needs more"
+                )
+            usd = min(left_usd, want * price if price else limits.usd / USD_RESERVE_PART)
+        share = BudgetShare(tokens=tokens, usd=usd, until=end)
+        self.leader_holds[key] = share
+        return LeaderHold(key, share)
+
+    def leader_call_ended(self, key: str | None, source: str, failed: Usage | None = None) -> None:
+        """A leader call's hold goes. One that answered settled its usage with its answer; one
+        that failed is charged what its error said it used, or, when it could not say (its
+        worker was lost), its whole share."""
+        share = self.leader_holds.pop(key, None) if key is not None else None
+        if share is None:
+            return
+        if failed is None:
+            return
+        self.settle(source, failed)
+
+    def leader_call_lost(self, key: str | None, source: str) -> None:
+        """A leader call that ended without saying what it used: charged its whole share."""
+        share = self.leader_holds.get(key) if key is not None else None
+        if share is None:
+            return
+        self.leader_call_ended(
+            key, source, Usage(input_tokens=share.tokens or 0, usd=share.usd or 0.0)
         )
 
     # -- settlement ------------------------------------------------------------------------------

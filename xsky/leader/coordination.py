@@ -64,11 +64,22 @@ class Coordination(Judgment):
             return "the model stopped calling tools without giving its final answer"
         return None
 
-    def review_of(self, agent_id: str, dispatch: int, outcome: AgentOutcome) -> ConsultInput | None:
-        """What to ask the coordinator before this attempt's outcome is taken (None: nothing).
+    def review_of(
+        self, agent_id: str, dispatch: int, outcome: AgentOutcome, now: datetime | None = None
+    ) -> ConsultInput | None:
+        """What to ask the coordinator before this attempt's outcome is taken (None: nothing,
+        or the run's budget has no room for the question: its hold is taken here).
 
         A model agent's completed answer (not one a mechanical rule already refuses), a
         question, a tool request."""
+        asked = self._review(agent_id, dispatch, outcome)
+        if asked is None or now is None:
+            return asked
+        task = self.tasks[agent_id]
+        task.check = None
+        return self._hold_consult(asked, now)
+
+    def _review(self, agent_id: str, dispatch: int, outcome: AgentOutcome) -> ConsultInput | None:
         task = self.tasks.get(agent_id)
         if (
             not self._asks_model(outcome.provider)

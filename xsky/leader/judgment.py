@@ -27,6 +27,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState
 from xsky.outcomes import OFFLINE_PROVIDER
+from xsky.plan.coordinator_prompts import ANSWER_TOKENS, READINGS, consult_tokens
 
 # How much of results the coordinator is shown (its input is recorded in history).
 RESULT_CHARS = 6000
@@ -36,6 +37,12 @@ GOAL_RESULT_CHARS = 800
 GOAL_INPUT_CHARS = 40_000
 FACTS_SHOWN = 20
 EMPTY = "the answer is empty"
+NOT_CHECKED = "not checked (budget)"
+
+
+def consult_key(inp: ConsultInput) -> str:
+    """Names a consultation's hold on the budget (one at a time per point and task)."""
+    return f"{inp.point}:{inp.task.task_id if inp.task is not None else 'run'}"
 
 
 class Judgment(Refusals):
@@ -57,7 +64,8 @@ class Judgment(Refusals):
         without one, never waits on a coordinator nobody serves."""
         if not self.coordinating or self.mode() not in ("auto", "act", "advise"):
             return False
-        if self.no_room_to_judge() is not None:
+        # (With leader_budget, a consultation holds its own share instead: see _hold_consult.)
+        if not self.leader_budget and self.no_room_to_judge() is not None:
             return False
         if self.mode() != "auto":
             return True
@@ -84,6 +92,38 @@ class Judgment(Refusals):
                 return f"the budget has ${max(0.0, left_usd):,.4f} left, less than one reservation"
         return None
 
+    def _hold_consult(self, inp: ConsultInput, now: datetime) -> ConsultInput | None:
+        """``inp`` with the share of the budget its consultation holds, or None when the budget
+        has no room for it (the skip is recorded: the ledger, and the task's row says "not
+        checked (budget)")."""
+        hold = self.hold_leader_call(
+            consult_key(inp), consult_tokens(inp), ANSWER_TOKENS, READINGS, now
+        )
+        if hold.no_room is not None:
+            self._unchecked(inp, hold.no_room, now)
+            return None
+        return inp.model_copy(update={"budget_share": hold.share}) if hold.share else inp
+
+    def _unchecked(self, inp: ConsultInput, why: str, now: datetime) -> None:
+        """A consultation the budget had no room for: said where people look."""
+        task = self.task_by_id(inp.task.task_id) if inp.task is not None else None
+        reason = f"{NOT_CHECKED}: {why}"
+        if inp.point == "goal":
+            self._goal_unchecked(f"budget: {why}", now)
+            return
+        if task is not None and inp.point == "result":
+            task.check = NOT_CHECKED
+        verdict: Verdict = "leave" if inp.point in ("question", "approval") else "unsure"
+        self._entry(inp.point, task, verdict, reason, now, by="leader (mechanical)", applied=False)
+        self.changed = True
+
+    def _goal_unchecked(self, why: str, now: datetime) -> None:
+        ledger = self.state.ledger
+        ledger.goal_verdict, ledger.goal_reason = None, f"not checked: {why}"
+        self._entry(
+            "goal", None, "unsure", ledger.goal_reason, now, by="leader (mechanical)", applied=False
+        )
+
     def _acts(self) -> bool:
         return self.mode() in ("act", "auto")
 
@@ -93,6 +133,8 @@ class Judgment(Refusals):
         ledger.consultations += 1
         ledger.tokens += outcome.usage.tokens
         self.settle("leader", outcome.usage)  # the coordinator's calls count against a budget
+        if outcome.verdict == "unchecked":  # its share ran out before it could answer
+            return False
         if outcome.verdict == "unavailable":
             if ledger.mode in ("auto", "act", "advise"):
                 asked = self.options.coordinator

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef
-from xsky.plan.budget import Usage
+from xsky.plan.budget import BudgetShare, Usage
 from xsky.plan.models import WireModel
 
 # How the leader judges: "act" applies the coordinator's decisions, "advise" records them as
@@ -27,7 +27,8 @@ CoordinatorMode = Literal["auto", "act", "advise", "off"]
 Point = Literal["result", "goal", "stall", "question", "approval"]
 # What it may answer, by point: result accept|retry|unsure; goal met|not_met|unsure; stall
 # instruct|replan|escalate; question answer|leave; approval deny|allow|leave. "unavailable":
-# no model on the workers (the leader falls back to its mechanical rules).
+# no model on the workers (the leader falls back to its mechanical rules); "unchecked": the
+# consultation's share of the run's budget ran out before the model answered.
 Verdict = Literal[
     "accept",
     "retry",
@@ -42,6 +43,7 @@ Verdict = Literal[
     "allow",
     "deny",
     "unavailable",
+    "unchecked",
 ]
 
 # Bounds on what a model's answer may put into the run's state (it is carried by every
@@ -153,6 +155,8 @@ class ConsultInput(WireModel):
     stalled: str | None = None  # how long and since what the task made no progress
     earlier: list[str] = Field(default_factory=list)  # earlier verdicts on this task, for context
     model: str | None = None  # the run's coordinator model, if the run set one
+    # What the consultation may spend (a run with a budget): checked before every request.
+    budget_share: BudgetShare | None = None
 
 
 class ConsultOutcome(WireModel):

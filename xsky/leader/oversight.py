@@ -42,12 +42,20 @@ class Oversight(Coordination):
         if not self._asks_model() or action not in ("restart", "replan"):
             return None
         self.stall_consults[task.agent_id] = (task.attempt, action, message)
+        before = task.last_progress
         task.last_progress = f"stalled; the leader looks for the root cause ({message})"
         stalled = f"{message}; last progress: {task.last_progress_at or 'none'} ({cut(task.last_progress, 200)})"
-        consult = self._consult_input(
-            "stall", task, task=self._evidence(task, RESULT_CHARS), stalled=stalled
+        asked = self._hold_consult(
+            self._consult_input(
+                "stall", task, task=self._evidence(task, RESULT_CHARS), stalled=stalled
+            ),
+            now,
         )
-        return [Consult(task.agent_id, task.attempt, consult)]
+        if asked is None:  # no room in the budget: the ladder's own step
+            del self.stall_consults[task.agent_id]
+            task.last_progress = before
+            return None
+        return [Consult(task.agent_id, task.attempt, asked)]
 
     def stall_judged(
         self, agent_id: str, judged: ConsultOutcome | None, now: datetime
@@ -124,14 +132,12 @@ class Oversight(Coordination):
                 continue
             used += size
             shown.append(evidence)
-        return self._consult_input("goal", None, tasks=shown, omitted=omitted)
-
-    def _goal_unchecked(self, why: str, now: datetime) -> None:
-        ledger = self.state.ledger
-        ledger.goal_verdict, ledger.goal_reason = None, f"not checked: {why}"
-        self._entry(
-            "goal", None, "unsure", ledger.goal_reason, now, by="leader (mechanical)", applied=False
+        asked = self._hold_consult(
+            self._consult_input("goal", None, tasks=shown, omitted=omitted), now
         )
+        if asked is None:  # no room in the budget (recorded as the goal unchecked)
+            ledger.goal_checked_version = self.state.plan_version
+        return asked
 
     def goal_judged(
         self, version: int, judged: ConsultOutcome | None, now: datetime
@@ -145,6 +151,8 @@ class Oversight(Coordination):
             self._goal_unchecked(
                 "the coordinator could not be consulted"
                 if judged is None
+                else f"budget: {judged.reason}"
+                if judged.verdict == "unchecked"
                 else "no model configured on the workers",
                 now,
             )

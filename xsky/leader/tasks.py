@@ -65,6 +65,9 @@ class TaskState(WireModel):
     leader_retries: int = 0  # times the leader sent a result back with an instruction
     spend: TaskSpend | None = None  # what its model calls used (None: none yet)
     host: str | None = None  # the host its latest attempt ran on (the worker's XSKY_HOST)
+    # How the leader checked its result when it could not consult its coordinator: "not
+    # checked (budget)" (None: checked, or not a result the leader checks).
+    check: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -79,6 +82,8 @@ def status_shown(status: str, provider: str | None) -> str:
 def note_of(task: TaskState, status: str, reason: str | None) -> str:
     """A task's note: its error, why it is blocked, how an offline answer was made, its progress."""
     label = provider_label(task.provider) if status == "completed" else None
+    if status == "completed" and task.check:
+        label = f"{label}; {task.check}" if label else task.check
     return task.error or reason or label or task.last_progress or ""
 
 

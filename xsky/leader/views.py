@@ -13,7 +13,7 @@ from xsky.leader.state import (
     PlanVersion,
 )
 from xsky.leader.tasks import TaskView, derive_statuses
-from xsky.plan.budget import BudgetView
+from xsky.plan.budget import BudgetView, checks_warning
 from xsky.runs import (
     AgentReport,
     FinalStatus,
@@ -171,6 +171,15 @@ class Views(Course):
         notes = []
         if now is not None and self.state.budget is not None:
             notes.append(f"💰 {self.budget_view(now).summary()}")
+            checks = self.coordinating and "off" not in (
+                self.options.coordinator,
+                self.state.ledger.mode,
+            )
+            if self.leader_budget and checks:
+                models = sum(1 for agent_id in self.agents if self._model(agent_id))
+                small = checks_warning(self.state.budget, models)
+                if small is not None:
+                    notes.append(f"⚠ {small}")
         if self.state.review == "waiting":
             notes.append(
                 f"⏸ **waiting for plan review** — approve_plan (version {self.state.plan_version}) or replan"

@@ -222,6 +222,46 @@ class BudgetShare(WireModel):
     until: datetime | None = None  # no model call starts after this (the run's or its minutes)
 
 
+class ShareSpent(Exception):
+    """The next model call would not fit its share (``stopped``: which part ran out; ``need``:
+    what the call needs at least)."""
+
+    def __init__(self, stopped: StopReason, need: Usage | None = None):
+        super().__init__(stopped)
+        self.stopped = stopped
+        self.need = need
+
+
+def call_room(
+    share: BudgetShare, spent: Usage, estimate: int, price: Price | None, now: datetime
+) -> int | None:
+    """The ``max_tokens`` a model call whose input is about ``estimate`` tokens is made with,
+    after ``spent`` of ``share`` went on earlier calls (None: no need for one, the model's own
+    limit is tighter); raises :class:`ShareSpent` when the call would not fit at all. Every
+    model call a run causes — its agents', its coordinator's, its planner's — passes this."""
+    if share.until is not None and now >= share.until:
+        raise ShareSpent("time")
+    room: int | None = None
+    if share.tokens is not None:
+        left = share.tokens - spent.tokens
+        if left < estimate + MIN_ANSWER:
+            raise ShareSpent("tokens", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER))
+        room = left - estimate
+    if share.usd is not None and price is not None:
+        left_usd = share.usd - spent.usd
+        need = cost(estimate, MIN_ANSWER, price)
+        if left_usd < need:
+            raise ShareSpent(
+                "usd", Usage(input_tokens=estimate, output_tokens=MIN_ANSWER, usd=need)
+            )
+        if price.output > 0:
+            by_usd = int((left_usd - cost(estimate, 0, price)) * 1e6 / price.output)
+            room = by_usd if room is None else min(room, by_usd)
+    if room is None or room >= ANSWER_CAP:
+        return None
+    return room
+
+
 class Price(WireModel):
     """USD per million tokens of one model (settings.json ``prices``)."""
 
@@ -241,6 +281,35 @@ def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] 
     if tools:
         size += len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))
     return -(-size // 3) + 4 * len(messages)
+
+
+# About what one consultation of the leader's coordinator about a result takes (it reads the
+# task, its result and its dependencies' beginnings, and answers in a short JSON object).
+CHECK_TOKENS = 2000
+
+
+def checks_warning(budget: RunBudget | None, model_agents: int) -> str | None:
+    """Why a run's budget leaves its leader too little to check its model agents' results and
+    its goal (None: it leaves enough, or it sets no token limit). Said when the run starts and
+    on its board, so a small budget never turns the checks off unseen."""
+    if budget is None or budget.run.tokens is None or model_agents <= 0:
+        return None
+    per_agent = (
+        budget.per_agent.tokens
+        if budget.per_agent is not None and budget.per_agent.tokens is not None
+        else budget.reserve_tokens()
+    )
+    need = model_agents * (int(per_agent) + CHECK_TOKENS) + CHECK_TOKENS
+    if budget.run.tokens >= need:
+        return None
+    return (
+        f"the budget of {budget.run.tokens:,} tokens leaves too little for the leader to check "
+        f"its agents' work: {model_agents} model agent(s) reserve about {int(per_agent):,} tokens "
+        f"each, and the coordinator's check of each result (and of the goal) about {CHECK_TOKENS:,} "
+        f"more — {need:,} in all; a check the budget has no room for is skipped, and its task "
+        f'says "not checked (budget)". Give --budget tokens={need} or more, or --coordinator off '
+        "to spend nothing on checks"
+    )
 
 
 # -- a run's budget --------------------------------------------------------------------------------

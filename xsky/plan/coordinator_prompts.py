@@ -14,6 +14,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xsky.leader.ledger import ConsultInput, Evidence, Point
+from xsky.plan.budget import estimate_tokens
+
+# A stored result is shown to the coordinator up to this many characters.
+STORED_RESULT_CHARS = 6000
+# Readings of the model's reply (the first, and one after it was shown its problems).
+READINGS = 2
+# The most a reply is expected to take (a JSON verdict with its reason and facts): what a
+# consultation holds of the budget for each reading's answer.
+ANSWER_TOKENS = 1024
 
 SYSTEM = """You are the leader of a team of AI agents working for a person on one goal. You \
 judge their work against what the person asked for, answer a worker's question when the \
@@ -136,6 +145,19 @@ def user_message(inp: ConsultInput, results: dict[str, str]) -> str:
         parts.append("EARLIER JUDGMENTS OF THIS TASK:\n" + "\n".join(f"- {e}" for e in inp.earlier))
     parts.append(ASKS[inp.point])
     return "\n\n".join(parts)
+
+
+def consult_tokens(inp: ConsultInput) -> int:
+    """About how many tokens the consultation's first request holds (system prompt and
+    message, each stored result counted at the most the activity shows of it): what the leader
+    reserves for it before the call (xsky/leader/judgment.py)."""
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": user_message(inp, {})},
+    ]
+    shown = [*inp.tasks, *inp.dependencies, *([inp.task] if inp.task is not None else [])]
+    stored = sum(1 for e in shown if e.result is None and e.result_ref is not None)
+    return estimate_tokens(messages, None) + stored * (STORED_RESULT_CHARS // 3)
 
 
 def read_reply(point: Point, text: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -9,7 +9,7 @@ from pydantic import Field
 from xsky.errors import PlanError, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.plan import dag
-from xsky.plan.budget import Usage
+from xsky.plan.budget import BudgetShare, Usage
 from xsky.plan.models import WireModel, Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.xml import parse_workflow
@@ -26,6 +26,14 @@ class PlanRequest(WireModel):
     agents: list[AgentInfo] = Field(default_factory=list)
     variables: list[str] = Field(default_factory=list)
     context_keys: list[str] | None = None
+    # What the planner's model calls may spend (a run with a budget): checked before each one.
+    budget_share: BudgetShare | None = None
+
+
+# Requests the planner makes at most (its first, and one per plan it was shown the problems
+# of), and what each answer is expected to take at most: what a planner call holds of a budget.
+PLAN_ATTEMPTS = 3
+PLAN_ANSWER_TOKENS = 4096
 
 
 class PlanResult(WireModel):
