@@ -6,6 +6,8 @@ queue, ``<queue>-host-<host>`` — Temporal's worker-specific task queue. The fi
 claims a host: a ``claim_workspace`` activity on the agent's kind's queue, taken by whichever
 worker polls first, answers with its host; the answer is recorded in history, so a replay sends
 every agent where it went. Each agent there snapshots the workspace to the store when it ends.
+The claim is the workspace's, not the run's: runs that name the same workspace (and follow-up
+runs) are answered with the host that holds it while that host is alive (claims.py).
 
 When the host is lost, an agent scheduled on its queue is not taken within its
 schedule-to-start timeout (twice the heartbeat timeout); ``host_alive`` then asks the server
@@ -49,19 +51,32 @@ class Hosts:
     def __init__(self) -> None:
         self._claim: asyncio.Task[str] | None = None
 
-    async def queue(self, core: LeaderCore, task_id: str, kind_queue: str) -> str:
+    async def queue(
+        self, core: LeaderCore, task_id: str, kind_queue: str, agent_input: AgentInput
+    ) -> str:
         """The queue of the host holding the workspace; claimed on ``kind_queue`` the first time
         (agents ready together wait for the one claim)."""
         if core.state.workspace_queue is not None:
             return core.state.workspace_queue
         if self._claim is None or self._claim.done():
-            self._claim = asyncio.create_task(self._claimed(core, task_id, kind_queue))
+            self._claim = asyncio.create_task(self._claimed(core, task_id, kind_queue, agent_input))
         return await asyncio.shield(self._claim)
 
-    async def _claimed(self, core: LeaderCore, task_id: str, kind_queue: str) -> str:
+    async def _claimed(
+        self, core: LeaderCore, task_id: str, kind_queue: str, agent_input: AgentInput
+    ) -> str:
+        # The workspace, not only the run: the host that holds it for another run (the same
+        # name, the first run of a follow-up chain) is answered while it is alive.
         host = await workflow.execute_activity(
             "claim_workspace",
-            WorkspaceClaim(run_id=core.run_id, task_id=task_id, lost=core.state.lost_queue),
+            WorkspaceClaim(
+                run_id=core.run_id,
+                task_id=task_id,
+                lost=core.state.lost_queue,
+                workspace=agent_input.workspace,
+                workspace_of=agent_input.workspace_of,
+                window=SILENT,
+            ),
             result_type=WorkspaceHost,
             task_queue=kind_queue,
             **HOST_ACTIVITY,
@@ -103,7 +118,7 @@ class Hosts:
         task_id = core.tasks[agent_id].id
         moves = 0
         for reroute in itertools.count():
-            queue = await self.queue(core, task_id, kind_queue)
+            queue = await self.queue(core, task_id, kind_queue, agent_input)
             try:
                 return await leader_io.run_attempt(
                     core,

@@ -280,11 +280,17 @@ class LeaderSetup(Wire):
 
 
 class WorkspaceClaim(Wire):
-    """Input of ``claim_workspace``: which run's workspace is to live on the worker that takes it."""
+    """Input of ``claim_workspace``: which workspace a run's agents need a host for. One host
+    holds a workspace for every run that uses it (activities/storage/claims.py): the run's own,
+    a named one (``workspace``), or the first run's of a follow-up chain (``workspace_of``)."""
 
     run_id: str
     task_id: str  # the agent it is claimed for (for the log)
     lost: str | None = None  # the host queue the workspace was on, lost (None: a first claim)
+    # (Leaders older than these fields send neither: the run's own workspace is claimed.)
+    workspace: str | None = None  # the name the run gave its workspace
+    workspace_of: str | None = None  # a follow-up run: the run whose workspace it works in
+    window: float = 10.0  # seconds: a holder none of whose workers beat for longer is lost
 
 
 class WorkspaceHost(Wire):

@@ -37,6 +37,12 @@ class ObjectStore(Protocol):
         """Replace ``key`` with ``data`` (``sync``: durable before this returns)."""
         ...
 
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Write ``key`` only if no object has that key yet, atomically across machines; True
+        when this call made it, False when it was there already (another writer won). Durable
+        when it returns. What claims are made of: one winner, whoever races."""
+        ...
+
     def get(self, key: str) -> bytes: ...
 
     def chunks(self, key: str) -> Iterator[bytes]:

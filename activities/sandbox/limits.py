@@ -27,6 +27,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -280,6 +281,12 @@ class AttemptCgroup:
         name = f"a{next(_counter)}-{time.monotonic_ns() % 10**9}"
         self.folders = {c: parent / name for c, parent in where.parents.items()}
         self._base_events = {"oom": 0, "max": 0}
+        self._on_remove: list[Callable[[], None]] = []
+
+    def when_removed(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the cgroup is removed, before its folders go: a registry that
+        holds it lets it go (activities/sandbox/freeze.py thaws a cgroup it froze)."""
+        self._on_remove.append(callback)
 
     def create(self) -> None:
         for folder in self.folders.values():
@@ -390,6 +397,8 @@ class AttemptCgroup:
 
     def remove(self) -> None:
         """Removed once empty; a cgroup still busy is killed and removed (retried briefly)."""
+        while self._on_remove:
+            self._on_remove.pop()()
         for folder in self.folders.values():
             for attempt in range(40):
                 try:

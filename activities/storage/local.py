@@ -9,6 +9,7 @@ workers sharing one disk — runs exactly as before.
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +40,28 @@ class LocalStore:
         target = self._path(key)
         share = None if self.share_gid is None else lambda fd: self._share(target.parent, fd)
         atomic_write(target, data, sync=sync, before=share)
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        # Written whole under a temporary name, then linked to the key: link() fails when the
+        # key exists, so the key never names a part, and of two writers one wins.
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".tmp-{secrets.token_hex(6)}"  # skipped by keys()
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            os.unlink(tmp)
 
     def _share(self, folder: Path, fd: int) -> None:
         """Group-readable by the sandbox's group: the file, its agent folder, its run folder."""

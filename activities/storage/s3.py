@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import obstore
+from obstore.exceptions import AlreadyExistsError, PreconditionError
 from obstore.store import S3Store as ObS3Store
 
 from activities.sandbox import secrets
@@ -55,6 +56,16 @@ class S3Store:
 
     def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
         obstore.put(self._store, key, data)  # acknowledged = durable
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        # A conditional PUT (If-None-Match: *): the store itself lets one writer win.
+        try:
+            obstore.put(self._store, key, data, mode="create")
+        except AlreadyExistsError:
+            return False
+        except PreconditionError:  # how some S3-compatible stores word the same refusal
+            return False
+        return True
 
     def get(self, key: str) -> bytes:
         return bytes(obstore.get(self._store, key).bytes())

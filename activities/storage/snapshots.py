@@ -6,29 +6,48 @@ queue); with a shared object store, each agent that ran there ends by recording 
 every regular file's content under ``<key>/files/<sha256>`` (content-addressed: only what
 changed is uploaded), a manifest of paths, modes and digests, and ``<key>/HEAD`` naming the
 newest manifest. An agent that starts on a host whose copy is not at ``HEAD`` (a new host,
-after the old one was lost) first makes the workspace exactly the manifest's: missing and
-changed files fetched, files the manifest does not hold removed. What each host last made or
-restored is noted outside the workspace (``$XSKY_HOME/snapshots/…``), where agents cannot write.
+after the old one was lost) first makes the workspace exactly the manifest's: entries the
+manifest does not hold removed (links and folders included), missing and changed files fetched.
+What each host last made or restored is noted outside the workspace (``$XSKY_HOME/snapshots/…``),
+where agents cannot write.
 
-Symbolic links, sockets and empty folders are not kept: a workspace moves as its files.
+The workspace is the agents' and may be full of traps (links planted where a later restore
+writes, files swapped for links to the worker's keys while they are read): the filesystem half
+of both runs as the sandbox's user, through directory descriptors and never following a link
+(tree_helper.py, workspace_tree.py), while every process of an agent working in the workspace
+on this worker is frozen (activities/sandbox/freeze.py). The worker keeps the store: it hashes
+the bytes the helper hands it and stores them under that digest.
+
+Symbolic links, FIFOs, sockets and empty folders are not kept: a workspace moves as its files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import re
 import secrets
-import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from activities.fsio import atomic_write
+from activities.sandbox import freeze
+from activities.storage import tree_helper
+from activities.storage.workspace_tree import Stamp, refusal
 from xsky.artifacts import safe_component
 from xsky.storage import ObjectStore
 
+log = logging.getLogger("xsky.snapshots")
+
 MANIFEST_VERSION = 1
+DIGEST = re.compile(r"^[0-9a-f]{64}$")
+# Blobs up to this size are fetched once per restore, however many files hold them.
+SMALL = 64 * 1024
 
 
 def workspace_key(run_id: str, workspace: str | None, workspace_of: str | None) -> str:
@@ -39,24 +58,43 @@ def workspace_key(run_id: str, workspace: str | None, workspace_of: str | None) 
     return f"{safe_component(workspace_of or run_id)}/_workspace"
 
 
+class SnapshotError(RuntimeError):
+    """A snapshot cannot be restored as stored; the message says which file and why."""
+
+
 @dataclass(frozen=True)
 class Snapshots:
     store: ObjectStore
     key: str  # workspace_key(...)
     folder: Path  # the workspace on this machine
     marks: Path  # $XSKY_HOME/snapshots: what this machine last took or restored
-    owner: tuple[int, int] | None = None  # the sandbox user, who owns the workspace's files
+    owner: tuple[int, int] | None = None  # the sandbox user: the helper runs as it
 
     @property
     def _mark(self) -> Path:
         return self.marks / f"{self.key.replace('/', '__')}.json"
 
-    def _local(self) -> dict[str, object]:
+    def _local(self) -> dict[str, Any]:
         try:
             value = json.loads(self._mark.read_text(encoding="utf-8"))
             return value if isinstance(value, dict) else {}
         except (OSError, ValueError):
             return {}
+
+    def _known(self) -> dict[str, dict[str, Any]]:
+        """What this machine noted of each file: digest, mode and stamp (size, mtime, ctime,
+        inode) — a file with the same stamp is not read again."""
+        noted = self._local().get("files")
+        if not isinstance(noted, dict):
+            return {}
+        return {
+            rel: info
+            for rel, info in noted.items()
+            if isinstance(info, dict)
+            and isinstance(info.get("stamp"), list)
+            and len(info["stamp"]) == 4
+            and all(isinstance(n, int) for n in info["stamp"])
+        }
 
     def head(self) -> str | None:
         try:
@@ -70,47 +108,79 @@ class Snapshots:
         head = self.head()
         if head is None or self._local().get("manifest") == head:
             return None
-        manifest = json.loads(self.store.get(head))
-        files: dict[str, dict[str, object]] = manifest["files"]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        here = _scan(self.folder, {})
-        fetched = 0
-        for rel, info in files.items():
-            target = self.folder / rel
-            if not _inside(target, self.folder):
-                continue  # a manifest that climbs out is not followed
-            if here.get(rel, {}).get("sha256") == info["sha256"]:
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = b"".join(self.store.chunks(f"{self.key}/files/{info['sha256']}"))
-            mode = info.get("mode")
-            atomic_write(
-                target, data, sync=False, mode=mode & 0o777 if isinstance(mode, int) else 0o644
+        files = _sound(json.loads(self.store.get(head)).get("files", {}), head)
+        known = {
+            rel: (*_stamp(info), str(info.get("sha256"))) for rel, info in self._known().items()
+        }
+        cache: dict[str, bytes] = {}
+
+        def fetch(digest: str) -> Iterator[bytes]:
+            if digest in cache:
+                yield cache[digest]
+                return
+            got = bytearray()
+            for piece in self.store.chunks(f"{self.key}/files/{digest}"):
+                if len(got) <= SMALL:
+                    got += piece
+                yield piece
+            if len(got) <= SMALL:
+                cache[digest] = bytes(got)
+
+        self._present()
+        with freeze.frozen(self.folder):
+            done = tree_helper.restore(
+                self.folder,
+                self.owner,
+                {rel: (info["sha256"], info["mode"]) for rel, info in files.items()},
+                known,
+                fetch,
             )
-            fetched += 1
-        for rel in here.keys() - files.keys():
-            (self.folder / rel).unlink(missing_ok=True)
-        if self.owner is not None:
-            _hand_over(self.folder, self.owner)
-        self._note(head, _scan(self.folder, {}))
-        return fetched
+        if done.damaged:
+            raise SnapshotError(
+                f"the snapshot {head} cannot be restored: the stored bytes of "
+                f"{', '.join(done.damaged[:5])} are not the content its manifest names (a damaged "
+                "or altered store); take a new snapshot from a host that holds the workspace"
+            )
+        self._note(
+            head,
+            {
+                rel: {**files[rel], "stamp": list(stamp)}
+                for rel, stamp in done.stamps.items()
+                if rel in files
+            },
+        )
+        return len(done.fetched)
 
     def take(self) -> int:
         """Record the workspace as it is now; the number of files uploaded (changed ones)."""
-        noted = self._local().get("files")
-        known: dict[str, dict[str, object]] = noted if isinstance(noted, dict) else {}
-        files = _scan(self.folder, known)
-        stored = {str(v["sha256"]) for v in known.values()}
+        known = self._known()
+        stored = {str(v.get("sha256")) for v in known.values()}
+        files: dict[str, dict[str, Any]] = {}
         sent = 0
-        for rel, info in files.items():
-            digest = str(info["sha256"])
-            if digest in stored:
-                continue
-            blob = f"{self.key}/files/{digest}"
-            if not self.store.exists(blob):
-                self.store.put(blob, (self.folder / rel).read_bytes())
-                sent += 1
-            stored.add(digest)
+
+        def keep(f: tree_helper.Taken) -> None:
+            nonlocal sent
+            if f.data is None:  # the same as this machine noted
+                digest = str(known[f.path]["sha256"])
+            else:
+                digest = hashlib.sha256(f.data).hexdigest()
+                if digest not in stored:
+                    blob = f"{self.key}/files/{digest}"
+                    if not self.store.exists(blob):
+                        self.store.put(blob, f.data)
+                        sent += 1
+                    stored.add(digest)
+            files[f.path] = {"sha256": digest, "mode": f.mode, "stamp": list(f.stamp)}
+
+        self._present()
+        with freeze.frozen(self.folder):
+            skipped = tree_helper.take(
+                self.folder, self.owner, {rel: _stamp(info) for rel, info in known.items()}, keep
+            )
+        if skipped:
+            log.info(
+                "snapshot of %s: %d entries skipped (gone, links, unreadable)", self.key, skipped
+            )
         manifest = {
             "version": MANIFEST_VERSION,
             "takenAt": time.time(),
@@ -122,54 +192,42 @@ class Snapshots:
         self._note(name, files)
         return sent
 
-    def _note(self, manifest: str, files: dict[str, dict[str, object]]) -> None:
+    def _present(self) -> None:
+        """The workspace folder, made (for the sandbox user) when it is not there yet."""
+        if not self.folder.is_dir():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if self.owner is not None:
+                os.chown(self.folder, *self.owner)
+
+    def _note(self, manifest: str, files: dict[str, dict[str, Any]]) -> None:
         atomic_write(self._mark, json.dumps({"manifest": manifest, "files": files}), sync=False)
 
 
-def _scan(folder: Path, known: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
-    """Every regular file under ``folder``: digest, mode, size and mtime (a file whose size and
-    mtime are those ``known`` has keeps its known digest: nothing is read twice)."""
-    out: dict[str, dict[str, object]] = {}
-    if not folder.is_dir():
-        return out
-    for dirpath, dirs, names in os.walk(folder):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(dirpath, d))]
-        for name in names:
-            path = Path(dirpath, name)
-            info = path.lstat()
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            rel = path.relative_to(folder).as_posix()
-            seen = known.get(rel)
-            if seen and seen.get("size") == info.st_size and seen.get("mtime") == info.st_mtime_ns:
-                digest = str(seen["sha256"])
-            else:
-                digest = _digest(path)
-            out[rel] = {
-                "sha256": digest,
-                "mode": stat.S_IMODE(info.st_mode),
-                "size": info.st_size,
-                "mtime": info.st_mtime_ns,
-            }
+def _stamp(info: dict[str, Any]) -> Stamp:
+    size, mtime, ctime, inode = info["stamp"]
+    return (int(size), int(mtime), int(ctime), int(inode))
+
+
+def _sound(files: object, head: str) -> dict[str, dict[str, Any]]:
+    """The manifest's files that may be written: a path that climbs out (``..``, absolute),
+    has an empty or NUL component, or is a file and a folder at once is refused (logged)."""
+    if not isinstance(files, dict):
+        raise SnapshotError(f"the snapshot {head} holds no file list; take a new snapshot")
+    out: dict[str, dict[str, Any]] = {}
+    for rel, info in files.items():
+        problem = refusal(rel)
+        if problem is None and not (
+            isinstance(info, dict)
+            and DIGEST.match(str(info.get("sha256")))
+            and isinstance(info.get("mode"), int)
+        ):
+            problem = "has no digest and mode"
+        if problem is not None:
+            log.warning("snapshot %s: the path %r %s; it is not restored", head, rel, problem)
+            continue
+        out[rel] = {"sha256": info["sha256"], "mode": info["mode"]}
+    folders = {rel.rsplit("/", n)[0] for rel in out for n in range(1, rel.count("/") + 1)}
+    for rel in sorted(out.keys() & folders):
+        log.warning("snapshot %s: %r is a file and a folder; the file is not restored", head, rel)
+        del out[rel]
     return out
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while piece := fh.read(1024 * 1024):
-            h.update(piece)
-    return h.hexdigest()
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return os.path.normpath(path).startswith(os.path.normpath(folder) + os.sep)
-
-
-def _hand_over(folder: Path, owner: tuple[int, int]) -> None:
-    """Restored files belong to the sandbox user, as the workspace does."""
-    for dirpath, dirs, names in os.walk(folder):
-        for name in [*dirs, *names]:
-            path = os.path.join(dirpath, name)
-            if not os.path.islink(path):
-                os.chown(path, *owner)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from activities.sandbox import bwrap, disk, egress, git_guard, limits, liveness
+from activities.sandbox import bwrap, disk, egress, freeze, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import scrubbed_env
 from activities.sandbox.limits import AttemptCgroup, Limits, shown
@@ -140,6 +140,8 @@ async def run_process(
             await asyncio.to_thread(workspaces.make, c.workspace, who.uid, who.gid)
         c = replace(c, protected=bwrap.protected_paths(c.workspace))
         cgroup = limits.attempt_cgroup(c.limits)
+        if cgroup is not None:  # stopped while its workspace is snapshotted or restored
+            cgroup.when_removed(freeze.register(c.workspace, cgroup))
         argv = bwrap.command(argv, c, cgroup)
     else:
         argv = liveness.own_namespace(argv)
