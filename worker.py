@@ -351,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(
             level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+    # No log line carries a secret's value: the worker's own, or one an MCP server was given.
+    secrets.install_log_filter()
     kinds = parse_kinds(args.kinds) if args.kinds is not None else list(TOOL_AGENT_KINDS)
     try:
         metrics = (

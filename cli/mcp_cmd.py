@@ -67,6 +67,7 @@ def _wire(found: Checked) -> dict[str, Any]:
         "state": found.state,
         "error": found.error,
         "tools": [t.wire() for t in found.offer.tools] if found.offer else [],
+        "refused": found.offer.refused if found.offer else [],
     }
 
 
@@ -86,6 +87,8 @@ async def cmd_list(args: argparse.Namespace) -> int:
         table.add_column(col, overflow="fold")
     for f in found:
         tools = ", ".join(t.name for t in f.offer.tools) if f.offer else f.error or ""
+        if f.offer and f.offer.refused:
+            tools += "\n" + "\n".join(f.offer.refused)
         table.add_row(
             cell(f.entry.name),
             f.entry.spec.transport,
@@ -120,4 +123,6 @@ async def cmd_check(args: argparse.Namespace) -> int:
         hint = " [read-only]" if t.read_only else " [destructive]" if t.destructive else ""
         about = (t.description or t.title or "").strip().splitlines()
         out.print(cell(f"  {t.name}{hint}" + (f" — {about[0]}" if about else "")))
+    for sentence in offer.refused:
+        out.print(cell(f"  not offered: {sentence}"))
     return 0

@@ -32,6 +32,7 @@ from activities.agents.storage import storage_problem, stored
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
+from activities.sandbox import secrets
 from activities.sandbox.confine import sandbox_settings
 from activities.storage.snapshots import Snapshots, workspace_key
 from xsky.artifacts import BlobRef
@@ -178,6 +179,14 @@ class AgentActivities:
         "deterministic" | "transient" | "exhausted"}`` (xsky/outcomes.py) — "exhausted" is
         final too, but each attempt failed in a way that might have passed. The leader does
         not replan a deterministic failure automatically (unless the run opts in)."""
+        # A secret the worker handed out (an MCP server's ${VAR}) never leaves in an error: not
+        # to the ledger, the run's history, the board or the log.
+        e = ApplicationError(
+            secrets.scrub(e.message),
+            *secrets.scrub_value(list(e.details)),
+            type=e.type,
+            non_retryable=e.non_retryable,
+        )
         try:
             errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
             # Its command's end is reported with this error: a retry runs it again.
@@ -251,7 +260,7 @@ class AgentActivities:
                 fetched = await asyncio.to_thread(workspace.restore)
             if fetched is not None:
                 beat.progress(f"workspace restored from its snapshot ({fetched} files fetched)")
-        outcome = await self._run(a)
+        outcome = secrets.scrub_value(await self._run(a))  # (its result, notes and requests)
         if workspace is not None:  # before the outcome is kept: a kept outcome has its files
             async with self._moving(workspace.key):
                 await stored(beat, self.store.where, "the workspace snapshot", workspace.take)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from temporalio.exceptions import ApplicationError
@@ -87,10 +88,11 @@ async def run_direct(a: Attempt) -> AgentOutcome:
     )
     agent_log.tool_call("direct", name, args)
     called = time.monotonic()
-    async with a.beat.running():
+    # An MCP tool's servers, and whatever they started, end with the attempt (held below).
+    async with a.beat.running(), AsyncExitStack() as held:
         try:
             # An MCP tool: its server's offer first (its hints inform the gate's defaults).
-            fn = found or await mcp_tool(a, name)
+            fn = found or await mcp_tool(a, name, held)
             await _gate(a, name, args, agent_log)
             out = await fn(a.ctx, args)
         except ToolError as e:
@@ -152,12 +154,13 @@ def direct_call(a: Attempt) -> tuple[str, Tool | None, dict[str, Any]]:
     return a.tool, found, tool_arguments(a.config)
 
 
-async def mcp_tool(a: Attempt, name: str) -> Tool:
+async def mcp_tool(a: Attempt, name: str, held: AsyncExitStack) -> Tool:
     """The call of ``name`` on its MCP server, once the server's offer is known (discovered for
     the run, or from the run's record); a server this worker does not run or a tool it does not
-    have fails the agent at once, saying which."""
+    have fails the agent at once, saying which. Its sessions are released when ``held`` closes."""
     server = split(name)[0]
     toolset = await McpToolset.prepare(a.ctx, a.gate, a.mcp_pool, a.mcp_servers, [server])
+    held.push_async_callback(toolset.release)
     entry = a.mcp_servers.get(server)
     problem = None
     if server not in toolset.servers:

@@ -159,6 +159,10 @@ class AgentLoop:
                 non_retryable=e.non_retryable,
             ) from None
         finally:
+            # Before the attempt reports (and its workspace is snapshotted): its stdio MCP
+            # servers, and whatever they started, end with it.
+            if self.mcp is not None:
+                await self.mcp.release()
             await self.browser.close()
             await client.close()
 

@@ -63,6 +63,7 @@ async def _one(pool: McpPool, place: Place, entry: ServerEntry) -> Checked:
         return Checked(entry, error=entry.why_not)
     try:
         launch = resolve(entry, place.workspace)
-        return Checked(entry, offer=await discovery.discover(pool, launch, place, None))
+        offer = await discovery.discover(pool, launch, place.for_entry(entry), None)
+        return Checked(entry, offer=offer)
     except (McpConfigError, McpUnavailable) as e:
         return Checked(entry, error=str(e))

@@ -14,6 +14,9 @@ answered), never through an argument list another process could read. Its stderr
 **HTTP** — streamable HTTP through the worker's egress proxy with the run's browser and
 ``http_get`` policy: public hosts, and loopback, private or metadata addresses only for a rule
 naming the host and port (``network(domain:127.0.0.1:8080)`` or ``--allow-host``).
+
+A project's server (of ``.mcp.json``) reaches only the hosts the worker's settings grant it
+(:meth:`Place.for_entry`), over either transport.
 """
 
 from __future__ import annotations
@@ -39,9 +42,9 @@ from mcp.client import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from activities.mcp.servers import Launch, McpConfigError
-from activities.sandbox import bwrap, egress, limits, liveness
-from activities.sandbox.egress_policy import Policy
+from activities.mcp.servers import Launch, McpConfigError, ServerEntry
+from activities.sandbox import bwrap, egress, freeze, limits, liveness, secrets
+from activities.sandbox.egress_policy import WEB_PORTS, Policy
 from activities.tools import ToolContext
 
 Record = Callable[[str, str, str], None]
@@ -69,6 +72,24 @@ class Place:
             command_network=ctx.command_network,
             web=ctx.egress,
         )
+
+    def for_entry(self, entry: ServerEntry) -> Place:
+        """Where this server runs: a user's server here; a project's with no network but the
+        hosts the worker's settings grant it (``mcpServerGrants.<name>.hosts``) — neither the
+        run's rules nor public hosts — so what it was given goes nowhere else. The worker's
+        deny rules still hold."""
+        if not entry.project:
+            return self
+        hosts = entry.grant.patterns()
+        denied = list(self.web.deny) if self.web is not None else []
+        where = self.web.settings_file if self.web is not None else entry.user_settings
+        web = Policy.from_rules(hosts, denied, any_host=False, ports=None, settings_file=where)
+        commands = (
+            Policy.from_rules(hosts, denied, any_host=False, ports=WEB_PORTS, settings_file=where)
+            if hosts
+            else None
+        )
+        return replace(self, command_network=commands, web=web)
 
     def key(self) -> str:
         """Names this place (sessions are pooled per server configuration and place)."""
@@ -127,7 +148,8 @@ class StderrTail:
         return self.text()
 
     def text(self) -> str:
-        return bytes(self._data).decode("utf-8", "replace").strip()
+        """What the server wrote, its secrets' values scrubbed: a server may print its env."""
+        return secrets.scrub(bytes(self._data).decode("utf-8", "replace").strip())
 
     def close(self) -> None:
         self.spawned()
@@ -188,6 +210,8 @@ async def _stdio(
         cgroup = limits.attempt_cgroup(c.limits)
         if cgroup is not None:
             stack.callback(cgroup.remove)
+            # Frozen while its workspace is snapshotted; let go once killed, before removed.
+            stack.callback(freeze.register(place.workspace, cgroup))
             stack.callback(cgroup.kill)
         argv = bwrap.command(argv, replace(c, protected=bwrap.protected_paths(c.workspace)), cgroup)
     stack.callback(tail.close)

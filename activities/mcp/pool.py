@@ -1,6 +1,13 @@
 """MCP sessions, pooled per worker: one per server configuration and place (the run's workspace,
-sandbox and network rules), kept between calls and attempts so a server keeps what it holds
-in memory, closed after ``IDLE_CLOSE`` unused and when the worker shuts down.
+sandbox and network rules), kept between calls so a server keeps what it holds in memory.
+
+A stdio session is held by the attempts that use it (each passes itself as ``holder``) and
+closed when the last of them lets go (:meth:`McpPool.release`): its server's cgroup is then
+killed, so nothing a server started outlives the attempts it served — no process of an
+ended attempt writes in a workspace being snapshotted, or runs on. The price is a server
+started again by the next attempt (its memory gone). An HTTP session runs nothing here: it
+stays pooled, closed after ``IDLE_CLOSE`` unused, as is a session nobody holds
+(``starter.py mcp check``); every session is closed when the worker shuts down.
 
 Each session lives in a task of its own (the SDK's transports are anyio task groups, which
 must be left by the task that entered them); calls come from the attempts' tasks. A server
@@ -26,6 +33,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 
 from activities.mcp.launch import Place, Record, StderrTail, open_session, unwrap
 from activities.mcp.servers import Launch, McpConfigError
+from activities.sandbox import secrets
 
 log = logging.getLogger("xsky.mcp")
 
@@ -36,15 +44,20 @@ Progress = ProgressFnT
 
 
 class McpUnavailable(Exception):
-    """A server could not be started or reached, or died twice under one call: one sentence."""
+    """A server could not be started or reached, or died twice under one call: one sentence
+    (its secrets' values scrubbed: it may quote the server's stderr)."""
 
     def __init__(self, message: str, *, retryable: bool = True):
-        super().__init__(message)
+        super().__init__(secrets.scrub(message))
         self.retryable = retryable
 
 
 class McpCallFailed(Exception):
-    """The server answered a call with an error (not a tool's own error result)."""
+    """The server answered a call with an error (not a tool's own error result); its text is
+    the server's, scrubbed."""
+
+    def __init__(self, message: str):
+        super().__init__(secrets.scrub(message))
 
 
 class _Gone(Exception):
@@ -75,6 +88,7 @@ class Session:
         self.refused: str | None = None  # the egress proxy's last refusal (an HTTP server's why)
         self.last_used = time.monotonic()
         self.busy = 0
+        self.holders: set[object] = set()  # the attempts using it (a stdio one ends with the last)
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._owner: asyncio.Task[None] | None = None
@@ -84,6 +98,7 @@ class Session:
         return self._owner is not None and not self._owner.done() and self.client is not None
 
     def _note(self, destination: str, effect: str, reason: str) -> None:
+        destination, reason = secrets.scrub(destination), secrets.scrub(reason)
         if effect == "deny":
             self.refused = reason
         # Calls in flight together share the server: which one connected cannot be told, so
@@ -215,7 +230,7 @@ class McpPool:
         self.connect_timeout = connect_timeout
         self._sessions: dict[tuple[str, str, str], Session] = {}
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
-        self._closing: set[asyncio.Task[None]] = set()  # idle sessions being closed
+        self._closing: set[asyncio.Future[Any]] = set()  # sessions being closed
 
     @staticmethod
     def key(launch: Launch, place: Place) -> tuple[str, str, str]:
@@ -224,22 +239,53 @@ class McpPool:
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
 
-    async def session(self, launch: Launch, place: Place, record: Record | None = None) -> Session:
-        """The running session for this server and place, started if there is none."""
+    async def session(
+        self,
+        launch: Launch,
+        place: Place,
+        record: Record | None = None,
+        holder: object | None = None,
+    ) -> Session:
+        """The running session for this server and place, started if there is none; ``holder``
+        (the attempt) holds it until it calls :meth:`release`."""
         self._close_idle()
         key = self.key(launch, place)
         async with self._locks.setdefault(key, asyncio.Lock()):
             found = self._sessions.get(key)
             if found is not None and found.alive:
                 found.record = record
+                if holder is not None:
+                    found.holders.add(holder)
                 return found
             if found is not None:
-                await found.close()
+                await self._drop(launch, place, found)
             fresh = Session(launch, place, self.connect_timeout)
             fresh.record = record
+            # The attempts that held the one that died hold the new one: it serves them now.
+            fresh.holders = (found.holders if found is not None else set()) | (
+                {holder} if holder is not None else set()
+            )
             await fresh.start()
             self._sessions[key] = fresh
             return fresh
+
+    async def release(self, holder: object) -> None:
+        """``holder`` (an attempt) is done: each stdio session no attempt holds any more is
+        closed, and with it every process its server started (its cgroup killed), before this
+        returns. A release cancelled midway still finishes closing them."""
+        ending: list[Session] = []
+        for key, session in list(self._sessions.items()):
+            if holder not in session.holders:
+                continue
+            session.holders.discard(holder)
+            if not session.holders and session.launch.transport == "stdio":
+                del self._sessions[key]
+                ending.append(session)
+        if ending:
+            closing = asyncio.gather(*(s.close() for s in ending), return_exceptions=True)
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+            await asyncio.shield(closing)
 
     async def call(
         self,
@@ -250,13 +296,14 @@ class McpPool:
         *,
         record: Record | None = None,
         progress: Progress | None = None,
+        holder: object | None = None,
     ) -> CallToolResult:
         """Call ``tool``; a server that died under it is started again and the call sent once more."""
-        tail = await self._once(launch, place, tool, arguments, record, progress)
+        tail = await self._once(launch, place, tool, arguments, record, progress, holder)
         if isinstance(tail, CallToolResult):
             return tail
         log.warning("MCP server %s ended during %s; starting it again%s", launch.name, tool, tail)
-        again = await self._once(launch, place, tool, arguments, record, progress)
+        again = await self._once(launch, place, tool, arguments, record, progress, holder)
         if isinstance(again, CallToolResult):
             return again
         raise McpUnavailable(
@@ -272,9 +319,10 @@ class McpPool:
         arguments: dict[str, Any],
         record: Record | None,
         progress: Progress | None,
+        holder: object | None,
     ) -> CallToolResult | str:
         """The call's result, or the end of the server's stderr when it ended under the call."""
-        session = await self.session(launch, place, record)
+        session = await self.session(launch, place, record, holder)
         try:
             return await session.call(tool, arguments, progress, record)
         except _Gone:
@@ -289,13 +337,13 @@ class McpPool:
         await session.close()
 
     def _close_idle(self) -> None:
-        """Close sessions unused for IDLE_CLOSE (or ended) in the background: a server may take
-        seconds to stop, which no caller should wait for."""
+        """Close sessions no attempt holds that were unused for IDLE_CLOSE (or ended), in the
+        background: a server may take seconds to stop, which no caller should wait for."""
         now = time.monotonic()
         idle = [
             (k, s)
             for k, s in self._sessions.items()
-            if s.busy == 0 and (now - s.last_used > IDLE_CLOSE or not s.alive)
+            if s.busy == 0 and (not s.alive or (not s.holders and now - s.last_used > IDLE_CLOSE))
         ]
         for key, session in idle:
             self._sessions.pop(key, None)

@@ -5,12 +5,17 @@ when the server gave no text); images, audio and binary resources are stored in 
 store (the text says where); resource links and embedded text resources are written out.
 Large texts are stored like every result (the model loop caps what it reads and stores the
 whole; a direct agent's result goes to the store past the run's threshold).
+
+Everything here is scrubbed of the worker's secrets (:func:`activities.sandbox.secrets.scrub`):
+a server may echo what it was given, and its answer reaches the model, the board and the
+run's history. Stored text (a ``text/*`` or JSON blob) is scrubbed too; other binaries are not.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import mimetypes
 from dataclasses import dataclass
@@ -29,6 +34,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from activities.sandbox import secrets
 from activities.tools import ToolContext
 from xsky.artifacts import safe_component
 
@@ -41,26 +47,25 @@ class Rendered:
 
 
 def tool_result(ctx: ToolContext, tool: str, result: CallToolResult) -> Rendered:
-    out = Rendered("", error=result.is_error, structured=result.structured_content)
+    structured = secrets.scrub_value(result.structured_content)
+    out = Rendered("", error=result.is_error, structured=structured)
     parts = [_block(ctx, tool, n, block) for n, block in enumerate(result.content)]
-    if result.structured_content is not None and not any(
-        isinstance(b, TextContent) for b in result.content
-    ):
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=1))
-    out.text = "\n".join(p for p in parts if p)
+    if structured is not None and not any(isinstance(b, TextContent) for b in result.content):
+        parts.append(json.dumps(structured, ensure_ascii=False, indent=1))
+    out.text = secrets.scrub("\n".join(p for p in parts if p))
     return out
 
 
 def resource_result(ctx: ToolContext, uri: str, result: ReadResourceResult) -> Rendered:
     parts = [_contents(ctx, f"resource-{n}", c) for n, c in enumerate(result.contents)]
-    return Rendered("\n".join(p for p in parts if p) or f"(resource {uri} is empty)")
+    return Rendered(secrets.scrub("\n".join(p for p in parts if p)) or f"(resource {uri} is empty)")
 
 
 def prompt_result(ctx: ToolContext, name: str, result: GetPromptResult) -> Rendered:
     lines = [result.description] if result.description else []
     for n, message in enumerate(result.messages):
         lines.append(f"[{message.role}] {_block(ctx, f'prompt-{name}', n, message.content)}")
-    return Rendered("\n".join(lines))
+    return Rendered(secrets.scrub("\n".join(lines)))
 
 
 def _block(ctx: ToolContext, tool: str, n: int, block: Any) -> str:
@@ -92,6 +97,9 @@ def _stored(ctx: ToolContext, name: str, kind: str, data: str, mime: str) -> str
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return f"[{kind} ({mime}) not stored: its data is not valid base64]"
+    if mime.startswith("text/") or mime.endswith(("json", "xml")):
+        with contextlib.suppress(UnicodeDecodeError):  # text in another encoding: kept as it is
+            raw = secrets.scrub(raw.decode("utf-8")).encode()
     extension = mimetypes.guess_extension(mime) or ".bin"
     filename = f"{ctx.file_prefix}mcp-{safe_component(name, 80)}{extension}"
     ref = ctx.store.put_bytes(ctx.run_id, ctx.agent_id, filename, raw, mime, preview=kind)

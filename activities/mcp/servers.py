@@ -9,7 +9,15 @@ servers with one name, the user's wins.
 
 References are resolved from the worker's own environment (its secrets included:
 :mod:`activities.sandbox.secrets`) only when a server starts; ``${XSKY_WORKSPACE}`` is the
-run's workspace. A missing variable is an error naming it, never a value.
+run's workspace. A missing variable is an error naming it, never a value. Every value a
+reference resolves to is scrubbed from what the worker writes from then on.
+
+A project's server is enabled by name, but what it gets is not the project's to choose:
+each ``${VAR}`` of it resolves only when the user's settings grant that variable to that
+server (``mcpServerGrants.<name>.secrets``), and an HTTP one's URL must be at a host they
+grant it (``mcpServerGrants.<name>.hosts``) — the only hosts its egress policy lets through
+(:meth:`activities.mcp.launch.Place.for_entry`). Otherwise a project file an agent wrote
+could send the worker's token anywhere once a person enabled the server's name.
 """
 
 from __future__ import annotations
@@ -20,8 +28,11 @@ from pathlib import Path
 
 from activities.sandbox import secrets
 from xsky.config import Settings
+from xsky.security.addresses import blocked_host
 from xsky.security.mcp import WORKSPACE_VAR, McpServerSpec, MissingVariable, expand
+from xsky.security.rules import url_host, url_port
 from xsky.security.settings import (
+    McpServerGrant,
     SettingsError,
     SettingsFile,
     SettingsLayer,
@@ -47,10 +58,17 @@ class ServerEntry:
     source: str  # "user settings (/home/you/.xsky/settings.json)", "project .mcp.json (…)"
     enabled: bool = True
     why_not: str = ""  # what to set, when it is not enabled
+    project: bool = False  # from a project's file: it gets only what the grant gives it
+    grant: McpServerGrant = field(default_factory=McpServerGrant)
+    user_settings: str = ""  # the worker's settings file, where a grant is added
 
     @property
     def digest(self) -> str:
         return self.spec.digest()
+
+    def grant_hint(self, kind: str, value: str) -> str:
+        """Where the user adds ``value`` to this server's grant (``kind``: secrets or hosts)."""
+        return f'add "{value}" to mcpServerGrants.{self.name}.{kind} in {self.user_settings}'
 
 
 @dataclass(frozen=True)
@@ -76,8 +94,11 @@ def configured(
     """Every server the worker's settings and the project's files name, by name (a worker
     whose user settings cannot be read raises SettingsError, as for every other setting)."""
     layers = worker_layers(settings) if layers is None else layers
-    user = layers[0].settings if layers else SettingsFile()
-    where = layers[0].path if layers else str(settings.user_settings)
+    # Which project servers are enabled, and what they are granted, is the user file's word
+    # alone: a project layer among ``layers`` never decides it.
+    own = next((layer for layer in layers if layer.scope == "user"), None)
+    user = own.settings if own is not None else SettingsFile()
+    where = own.path if own is not None else str(settings.user_settings)
     found = {
         name: ServerEntry(name, spec, f"user settings ({where})")
         for name, spec in user.mcp_servers.items()
@@ -95,7 +116,16 @@ def configured(
                 else f"a project's server is used only once the worker's settings ({where}) enable it: add \"{name}\" "
                 'to "enabledMcpjsonServers" there'
             )
-            found[name] = ServerEntry(name, spec, f"project {path}", enabled, why)
+            found[name] = ServerEntry(
+                name,
+                spec,
+                f"project {path}",
+                enabled,
+                why,
+                project=True,
+                grant=user.mcp_server_grants.get(name, McpServerGrant()),
+                user_settings=where,
+            )
     return found
 
 
@@ -133,14 +163,23 @@ def usable(settings: Settings, name: str, layers: list[SettingsLayer] | None = N
 
 
 def resolve(entry: ServerEntry, workspace: Path) -> Launch:
-    """The entry's configuration with every ``${VAR}`` resolved (McpConfigError names a missing one)."""
+    """The entry's configuration with every ``${VAR}`` resolved (McpConfigError names a missing
+    one, and for a project's server one its grant does not give, or a host it does not grant)."""
 
     def lookup(name: str) -> str | None:
-        return str(workspace) if name == WORKSPACE_VAR else secrets.get(name)
+        return str(workspace) if name == WORKSPACE_VAR else secrets.handed_out(name)
 
     spec = entry.spec
+    if entry.project:
+        ungranted = [n for n in spec.references() if n not in entry.grant.secrets]
+        if ungranted:
+            raise McpConfigError(
+                f"MCP server {entry.name} ({entry.source}) refers to ${{{ungranted[0]}}}, which a "
+                "project's server gets only when the worker's settings grant it: "
+                + entry.grant_hint("secrets", ungranted[0])
+            )
     try:
-        return Launch(
+        launch = Launch(
             name=entry.name,
             transport=spec.transport,
             digest=entry.digest,
@@ -158,3 +197,23 @@ def resolve(entry: ServerEntry, workspace: Path) -> Launch:
             "environment; set it where the worker starts (the value stays on the worker: no run's history "
             "or log holds it)"
         ) from None
+    if entry.project and launch.transport == "http":
+        _granted_host(entry, launch.url)
+    return launch
+
+
+def _granted_host(entry: ServerEntry, url: str) -> None:
+    """A project's HTTP server is at a host its grant names (McpConfigError saying what to add)."""
+    host, port = url_host(url), url_port(url)
+    for granted, pinned in entry.grant.destinations():
+        if host and (host, port) == (granted, pinned):
+            return
+        if host and pinned is None and (host == granted or host.endswith("." + granted)):
+            return
+    shown = f"[{host}]" if ":" in host else host
+    # A local or private host is granted one port at a time, as --allow-host opens it.
+    wanted = f"{shown}:{port}" if port is not None and blocked_host(host) else shown
+    raise McpConfigError(
+        f"MCP server {entry.name} ({entry.source}) is at {shown or repr(url)}, which a project's server "
+        f"may reach only when the worker's settings grant it: {entry.grant_hint('hosts', wanted)}"
+    )

@@ -10,7 +10,13 @@ read-only → allowed in permission mode ``plan``), never over a rule.
 
 Every call passes the gate first (a denied call never reaches its server), then its arguments
 are checked against the tool's own JSON schema, then the pool sends it. An agent with a server
-that has resources or prompts also gets ``mcp_list`` and ``mcp_read`` for them.
+that has resources or prompts also gets ``mcp_list`` and ``mcp_read`` for them. The gate
+knows each tool's real name beside the one shown (``Gate.real_names``), so a rule naming what
+runs decides too.
+
+A toolset holds the stdio sessions it uses until :meth:`McpToolset.release`, which the attempt
+calls as it ends: its servers end with it, and whatever they started. Everything a
+server says reaches the agent scrubbed of the worker's secrets.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from activities.mcp.launch import Place
 from activities.mcp.pool import McpCallFailed, McpPool, McpUnavailable
 from activities.mcp.results import Rendered, prompt_result, resource_result, tool_result
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
+from activities.sandbox import secrets
 from activities.tools import ToolError, ToolResult, cap_text
 from xsky.plan.models import RoleCapabilityModel
-from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, split
+from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, real_name, split
 from xsky.security.permissions import rules_of
 
 if TYPE_CHECKING:
@@ -49,6 +56,7 @@ class Server:
     entry: ServerEntry
     launch: Launch
     offer: McpDiscovery
+    place: Place  # the attempt's place, a project's server's network narrowed to its grant
 
 
 def wanted(role: RoleCapabilityModel, gate: Gate, names: list[str]) -> list[str]:
@@ -76,7 +84,8 @@ def failure(e: McpConfigError | McpUnavailable) -> ApplicationError:
 
 
 class McpToolset:
-    """One attempt's MCP servers and tools."""
+    """One attempt's MCP servers and tools; it holds the stdio sessions it used until
+    :meth:`release`."""
 
     def __init__(self, ctx: ToolContext, gate: Gate, pool: McpPool):
         self.ctx = ctx
@@ -96,8 +105,17 @@ class McpToolset:
         names: list[str],
     ) -> McpToolset:
         """The servers ``names`` (those configured and enabled), discovered for the run; raises
-        ApplicationError when one cannot be used."""
+        ApplicationError when one cannot be used (having released what it started)."""
         toolset = cls(ctx, gate, pool)
+        try:
+            await toolset._prepare(entries, names)
+        except BaseException:
+            await toolset.release()
+            raise
+        return toolset
+
+    async def _prepare(self, entries: dict[str, ServerEntry], names: list[str]) -> None:
+        ctx, gate = self.ctx, self.gate
         for name in names:
             entry = entries.get(name)
             if entry is None or not entry.enabled:
@@ -108,20 +126,28 @@ class McpToolset:
                         "MCP server %s is named by a role or rule but not used: %s", name, why
                     )
                 continue
+            place = self.place.for_entry(entry)
             try:
                 launch = resolve(entry, ctx.workspace)
                 offer = await discovery.for_run(
-                    ctx.store, ctx.run_id, pool, launch, toolset.place, gate.network
+                    ctx.store, ctx.run_id, self.pool, launch, place, gate.network, self
                 )
             except (McpConfigError, McpUnavailable) as e:
                 raise failure(e) from None
-            server = Server(entry, launch, offer)
-            toolset.servers[name] = server
+            server = Server(entry, launch, offer, place)
+            self.servers[name] = server
             for info in offer.tools:
                 if info.hint is not None:
                     gate.hints[info.name] = info.hint
-                toolset.tools[info.name] = (server, info)
-        return toolset
+                real = real_name(name, info.tool)
+                if real != info.name:  # rules naming what runs decide too
+                    gate.real_names[info.name] = real
+                self.tools[info.name] = (server, info)
+
+    async def release(self) -> None:
+        """The attempt is done with its servers: a stdio session no other attempt holds is
+        closed, its server and every process it started ended, before this returns."""
+        await self.pool.release(self)
 
     def expose(self) -> None:
         """Keep the tools the gate would not deny outright; give the agent the generic tools
@@ -160,16 +186,18 @@ class McpToolset:
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             of = f"/{total:g}" if total else ""
-            self.ctx.progress(f"{name}: {message or 'working'} ({progress:g}{of})")
+            note = secrets.scrub(message or "working")  # the board shows it
+            self.ctx.progress(f"{name}: {note} ({progress:g}{of})")
 
         try:
             result = await self.pool.call(
                 server.launch,
-                self.place,
+                server.place,
                 info.tool,
                 arguments,
                 record=self.gate.network,
                 progress=on_progress,
+                holder=self,
             )
         except McpUnavailable as e:
             raise ToolError(str(e), retryable=e.retryable) from None
@@ -220,7 +248,10 @@ class McpToolset:
                     + (f": {p.description}" if p.description else "")
                     for p in prompts
                 ]
-                return "\n".join(lines) or f"MCP server {server.entry.name} has no prompts"
+                return (
+                    secrets.scrub("\n".join(lines))
+                    or f"MCP server {server.entry.name} has no prompts"
+                )
             resources = (await client.list_resources()).resources
             lines = [
                 f"{r.uri} — {r.name}"
@@ -228,9 +259,14 @@ class McpToolset:
                 + (f": {r.description}" if r.description else "")
                 for r in resources
             ]
-            return "\n".join(lines) or f"MCP server {server.entry.name} has no resources"
+            return (
+                secrets.scrub("\n".join(lines))
+                or f"MCP server {server.entry.name} has no resources"
+            )
         except MCPError as e:
-            raise ToolError(f"MCP server {server.entry.name} refused the listing: {e}") from None
+            raise ToolError(
+                secrets.scrub(f"MCP server {server.entry.name} refused the listing: {e}")
+            ) from None
 
     async def read(self, args: dict[str, Any]) -> str:
         server = self._server(args)
@@ -244,7 +280,7 @@ class McpToolset:
                 got = await client.get_prompt(args["prompt"], args.get("arguments") or {})
                 return prompt_result(self.ctx, args["prompt"], got).text
         except MCPError as e:
-            raise ToolError(f"MCP server {server.entry.name}: {e}") from None
+            raise ToolError(secrets.scrub(f"MCP server {server.entry.name}: {e}")) from None
         raise ToolError("mcp_read needs a 'uri' (a resource) or a 'prompt' (a prompt's name)")
 
     def _server(self, args: dict[str, Any]) -> Server:
@@ -258,7 +294,9 @@ class McpToolset:
 
     async def _client(self, server: Server) -> Any:
         try:
-            session = await self.pool.session(server.launch, self.place, self.gate.network)
+            session = await self.pool.session(
+                server.launch, server.place, self.gate.network, holder=self
+            )
         except McpUnavailable as e:
             raise ToolError(str(e), retryable=e.retryable) from None
         return session.client

@@ -3,6 +3,9 @@
 The gate decides with the worker's trusted settings and, for a role the worker does not know,
 with that role's privileged tools marked person-only (``PermissionSettings.person_only_tools``):
 only a person's approval of the exact call, or a rule a person gave for the run, lets one run.
+
+An MCP tool is decided under both its names — the one shown to the agent and the server's
+own (``real_names``) — so a rule written for the tool that runs holds whatever it is shown as.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord, ToolApproval  # the approvals' type, as AgentInput has it
-from xsky.security.mcp import Hint
+from xsky.security.mcp import Hint, is_mcp
 from xsky.security.permissions import MAX_COMMAND, Decision, PermissionSettings, decide
 from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
@@ -72,19 +75,24 @@ class Gate:
         self.protected = list(protected)  # folders commands may not name (the worker's own)
         # What the MCP servers of this attempt's tools say of them (read-only, destructive).
         self.hints: dict[str, Hint] = {}
+        # An MCP tool shown under another name than its server's: shown name → mcp__server__real.
+        self.real_names: dict[str, str] = {}
         if permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", task_id)
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
-        decision = await checker.check(
-            tool,
-            arguments,
-            self.role,
-            self.permissions,
-            self.workspace,
-            self.protected,
-            hints=self.hints,
-        )
+        if is_mcp(tool):  # no parsing (its rules take no arguments), and both of its names
+            decision = self.would(tool)
+        else:
+            decision = await checker.check(
+                tool,
+                arguments,
+                self.role,
+                self.permissions,
+                self.workspace,
+                self.protected,
+                hints=self.hints,
+            )
         if self.unconfined and tool in PROCESS_TOOLS and not self._warned:
             self._warned = True  # on the board and in the run's permission log: nothing confines these commands
             self.decisions.append(
@@ -112,7 +120,14 @@ class Gate:
         """The decision on a tool whose rules take no arguments (an MCP tool), not recorded:
         what the agent is shown."""
         return decide(
-            tool, {}, self.role, self.permissions, self.workspace, self.protected, self.hints
+            tool,
+            {},
+            self.role,
+            self.permissions,
+            self.workspace,
+            self.protected,
+            self.hints,
+            self.real_names,
         )
 
     def readable(self, path: str) -> bool:

@@ -30,6 +30,8 @@ READ_ONLY = [sys.base_prefix, sys.prefix, str(MCP_DIR)]
 
 # The test server of tests/mcp/server.py, on the tests' own Python.
 TEST_SERVER: dict[str, Any] = {"command": sys.executable, "args": [str(MCP_DIR / "server.py")]}
+# The misbehaving server of tests/mcp/hostile_server.py: its secret is its env's TOKEN.
+HOSTILE: dict[str, Any] = {"command": sys.executable, "args": [str(MCP_DIR / "hostile_server.py")]}
 # Its directory is the run's workspace (it would also take it from the client's MCP roots, but
 # only once it has asked for them, which a first call can overtake).
 FILESYSTEM: dict[str, Any] = {

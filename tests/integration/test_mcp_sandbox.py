@@ -13,6 +13,7 @@ from activities.sandbox import egress
 from tests.conftest import Env
 from tests.integration.helpers import plan
 from tests.integration.mcp_helpers import TEST_SERVER, agent, roles, write_settings
+from tests.integration.test_mcp_secrets import texts
 from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
@@ -61,5 +62,6 @@ async def test_a_stdio_server_sees_neither_home_nor_temporal_and_keeps_its_secre
     assert any("Temporal" in e.reason for e in refusals), refusals
     assert out["3"] == hashlib.sha256(SECRET.encode()).hexdigest()  # it has its secret …
     assert out["4"] == ""  # … and nothing else of the worker's environment
-    history = (await handle.fetch_history()).to_json()
+    events = (await handle.fetch_history()).events
+    history = "\n".join(t for e in events for t in texts(e))  # every payload decoded
     assert SECRET not in history and "hunter2" not in history

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from activities.mcp.launch import Place
+from activities.mcp.servers import McpConfigError, ServerEntry, resolve
 from activities.mcp.toolset import schema_problem, wanted
+from activities.sandbox.egress_policy import Policy
 from activities.sandbox.gate import Gate
 from xsky.plan.agent_config import config_problems
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.mcp import (
+    NAMING,
     McpDiscovery,
     McpServerSpec,
     MissingVariable,
@@ -38,7 +42,7 @@ from xsky.security.roles import (
     role_problems,
     trusted_role,
 )
-from xsky.security.settings import SettingsError, parse_mcp_json, parse_settings
+from xsky.security.settings import McpServerGrant, SettingsError, parse_mcp_json, parse_settings
 
 WS = "/work/ws"
 FS = RoleCapabilityModel(
@@ -72,16 +76,67 @@ def test_names_split_into_server_and_tool_and_a_server_entry_covers_its_tools():
     assert "does not name a tool of server fs" in entry_problem("mcp__fs__a.b")
 
 
-def test_a_tool_name_a_function_cannot_hold_is_shown_safe_short_and_unique():
+def test_a_tool_name_a_function_cannot_hold_is_shown_safe_and_short():
     assert exposed_name("fs", "read.file") == "mcp__fs__read_file"
     long = exposed_name("server", "x" * 100)
     assert len(long) == 64 and long.startswith("mcp__server__xxx")
-    assert exposed_name("fs", "read.file", ["mcp__fs__read_file"]) != "mcp__fs__read_file"
-    infos = tool_infos("fs", [{"name": "read.file", "inputSchema": {}}, {"name": "read_file"}])
-    assert len({i.name for i in infos}) == 2 and {i.tool for i in infos} == {
-        "read.file",
-        "read_file",
-    }
+    assert exposed_name("server", "x" * 99) != long  # the digest is of the whole name
+    infos, refused = tool_infos("fs", [{"name": "read.file"}, {"name": "write"}])
+    assert [(i.name, i.tool) for i in infos] == [
+        ("mcp__fs__read_file", "read.file"),
+        ("mcp__fs__write", "write"),
+    ]
+    assert refused == []
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [["danger.op", "danger_op"], ["danger_op", "danger.op"]],
+    ids=["dot-first", "dot-last"],
+)
+def test_a_shown_name_that_is_another_tools_name_is_refused_whatever_the_order(listed):
+    infos, refused = tool_infos("srv", [{"name": n} for n in listed])
+    # danger_op keeps its own name; danger.op, shown so too, is not offered
+    assert [(i.name, i.tool) for i in infos] == [("mcp__srv__danger_op", "danger_op")]
+    (sentence,) = refused
+    assert "its tool 'danger.op' is not offered" in sentence
+    assert "mcp__srv__danger_op, is also the name of its tool 'danger_op'" in sentence
+
+
+def test_two_changed_names_that_meet_are_both_refused_and_a_repeated_name_once():
+    infos, refused = tool_infos(
+        "s", [{"name": "a.b"}, {"name": "a/b"}, {"name": "c"}, {"name": "c"}]
+    )
+    assert [i.tool for i in infos] == ["c"]
+    assert len(refused) == 3 and "lists its tool 'c' twice" in refused[2]
+    assert "'a.b' is not offered" in refused[0] and "its tool 'a/b'" in refused[0]
+
+
+def test_rules_and_role_entries_match_an_mcp_tools_real_name_too():
+    long = "x" * 80
+    shown = exposed_name("srv", long)
+    real = {shown: f"mcp__srv__{long}", "mcp__srv__read_file": "mcp__srv__read.file"}
+    role = RoleCapabilityModel(name="r", allowed_tools=["mcp__srv"])
+
+    def decided(tool: str, settings: PermissionSettings, who=role) -> str:
+        return decide(tool, {}, who, settings, WS, (), {}, real).effect
+
+    # a deny or ask rule written with the server's own name holds for the tool it names
+    assert decided(shown, rules(deny=[f"mcp__srv__{long}"])) == "deny"
+    assert decided(shown, rules(ask=[f"mcp__srv__{long}"])) == "ask"
+    assert decided(shown, rules()) == "allow"  # without a rule: the role's server entry
+    # the strictest wins: a deny by one name beats an allow by the other
+    assert decided(shown, rules(allow=[shown], deny=[f"mcp__srv__{long}"])) == "deny"
+    # a role entry naming the real name holds the tool shown otherwise
+    by_real = RoleCapabilityModel(name="q", allowed_tools=[f"mcp__srv__{long}"])
+    assert decided(shown, rules(), by_real) == "allow"
+    assert decide(shown, {}, by_real, rules(), WS).effect == "deny"  # without the real name
+
+
+def test_a_record_made_before_the_clash_check_is_discovered_again():
+    old = McpDiscovery(server="fs", config_digest="a", discovered_at=1000.0)
+    assert not old.fresh(1001, "a")
+    assert old.model_copy(update={"naming": NAMING}).fresh(1001, "a")
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -145,14 +200,14 @@ def test_a_direct_config_may_name_an_mcp_tool_but_not_a_server():
 
 
 def test_a_discovery_holds_for_the_run_or_for_the_servers_ttl_and_one_configuration():
-    offer = McpDiscovery(server="fs", config_digest="a", discovered_at=1000.0)
+    offer = McpDiscovery(server="fs", config_digest="a", discovered_at=1000.0, naming=NAMING)
     assert offer.fresh(10**9, "a") and not offer.fresh(1001, "b")
     timed = offer.model_copy(update={"ttl_ms": 5000})
     assert timed.fresh(1004.9, "a") and not timed.fresh(1005.1, "a")
 
 
 def test_a_tool_keeps_its_servers_schema_and_annotations():
-    (info,) = tool_infos(
+    (info,), _ = tool_infos(
         "fs",
         [
             {
@@ -277,3 +332,79 @@ def test_an_agent_gets_the_servers_its_role_or_the_workers_rules_name(tmp_path):
         workspace=tmp_path,
     )
     assert wanted(role, gate, ["other"]) == []  # a run's rule never gives a role a tool it lacks
+
+
+# -- a project's servers: what the user's settings grant them -----------------------------------
+
+
+def test_grants_are_read_strictly_from_the_user_settings():
+    s = parse_settings(
+        '{"mcpServerGrants": {"gh": {"secrets": ["GITHUB_TOKEN"], '
+        '"hosts": ["api.github.com", "127.0.0.1:8080", "[::1]:9000"]}}}',
+        "u.json",
+    )
+    grant = s.mcp_server_grants["gh"]
+    assert grant.secrets == ["GITHUB_TOKEN"]
+    assert grant.patterns() == ["api.github.com", "127.0.0.1:8080", "[::1]:9000"]
+    for bad, says in [
+        (
+            '{"mcpServerGrants": {"gh": {"secret": []}}}',
+            "unknown field 'secret' .*known here: secrets",
+        ),
+        ('{"mcpServerGrants": {"gh": {"secrets": ["A-B"]}}}', "'A-B' is not a variable name"),
+        ('{"mcpServerGrants": {"gh": {"hosts": ["127.0.0.1"]}}}', "name the port"),
+        ('{"mcpServerGrants": {"gh": {"hosts": ["https://x/y"]}}}', "is not a host"),
+        ('{"mcpServerGrants": {"a__b": {}}}', "MCP server name 'a__b' is not valid"),
+    ]:
+        with pytest.raises(SettingsError, match=says):
+            parse_settings(bad, "u.json")
+
+
+def project(spec: dict, **grant: list[str]) -> ServerEntry:
+    return ServerEntry(
+        "gh",
+        McpServerSpec.model_validate(spec),
+        "project /p/.mcp.json",
+        project=True,
+        grant=McpServerGrant(**grant),
+        user_settings="/root/.xsky/settings.json",
+    )
+
+
+def test_a_project_server_gets_a_secret_only_when_the_user_grants_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+):
+    monkeypatch.setenv("XSKY_TEST_GRANTED", "granted-value-1")
+    spec = {"command": "srv", "env": {"T": "${XSKY_TEST_GRANTED}", "W": "${XSKY_WORKSPACE}"}}
+    with pytest.raises(McpConfigError) as e:
+        resolve(project(spec), tmp_path)
+    assert str(e.value) == (
+        "MCP server gh (project /p/.mcp.json) refers to ${XSKY_TEST_GRANTED}, which a project's "
+        'server gets only when the worker\'s settings grant it: add "XSKY_TEST_GRANTED" to '
+        "mcpServerGrants.gh.secrets in /root/.xsky/settings.json"
+    )
+    launch = resolve(project(spec, secrets=["XSKY_TEST_GRANTED"]), tmp_path)
+    assert launch.env == {"T": "granted-value-1", "W": str(tmp_path)}
+    # the user's own server is trusted as before
+    user = ServerEntry("gh", McpServerSpec.model_validate(spec), "user settings (u.json)")
+    assert resolve(user, tmp_path).env["T"] == "granted-value-1"
+
+
+def test_a_project_http_server_must_be_at_a_granted_host_and_reaches_only_those(tmp_path):
+    spec = {"type": "http", "url": "https://mcp.example.com/mcp"}
+    with pytest.raises(McpConfigError, match=r'add "mcp.example.com" to mcpServerGrants.gh.hosts'):
+        resolve(project(spec, hosts=["api.example.com"]), tmp_path)
+    local = {"type": "http", "url": "http://127.0.0.1:7000/mcp"}
+    with pytest.raises(McpConfigError, match=r'add "127.0.0.1:7000" to mcpServerGrants'):
+        resolve(project(local, hosts=["127.0.0.1:7001"]), tmp_path)
+    assert resolve(project(spec, hosts=["example.com"]), tmp_path).url.endswith("/mcp")
+    entry = project(spec, hosts=["example.com", "127.0.0.1:7000"])
+    base = Place(tmp_path, None, None, Policy(allow=None, deny=["evil.example.com"]))
+    place = base.for_entry(entry)
+    assert place.web is not None and place.command_network is not None
+    assert place.web.check_name("mcp.example.com", 443) is None
+    assert place.web.check_name("127.0.0.1", 7000) is None
+    assert "not among the domains" in (place.web.check_name("pypi.org", 443) or "")
+    assert "denied" in (place.web.check_name("evil.example.com", 443) or "")
+    assert base.for_entry(project(spec)).command_network is None  # nothing granted: no network
+    assert base.for_entry(entry).key() != base.key()

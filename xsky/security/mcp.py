@@ -4,7 +4,9 @@ A server's tools appear to agents as ``mcp__<server>__<tool>`` (Claude Code's na
 rules and roles name them so: ``mcp__fs__read_file`` one tool, ``mcp__fs`` every tool of the
 server ``fs``. A tool name a server gives that an OpenAI function name cannot hold (a dot, a
 name over 64 characters) is shown with those characters replaced, the real name kept in the
-discovery.
+discovery; rules and roles match a tool by either name (:func:`real_name`). A shown name that
+is also another tool's name — real or shown — would let a rule written for one decide for the
+other, so such a tool is not offered at all (:func:`tool_infos` says why, naming both).
 
 A server is configured in Claude Code's shape — ``{"command": …, "args": […], "env": {…}}``
 for a stdio server, ``{"type": "http", "url": …, "headers": {…}}`` for streamable HTTP —
@@ -37,7 +39,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64  # an OpenAI function name
 WORKSPACE_VAR = "XSKY_WORKSPACE"
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 # -- names -----------------------------------------------------------------------------------
@@ -86,14 +88,20 @@ def holds(entries: Iterable[str], name: str) -> bool:
     return any(covers(e, name) for e in entries)
 
 
-def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
+def exposed_name(server: str, tool: str) -> str:
     """``mcp__<server>__<tool>`` as an OpenAI function may be named: characters it cannot hold
-    become ``_``; a name too long (or already taken by another tool) ends in a digest."""
+    become ``_``; a name too long ends in a digest of the whole."""
     base = f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}"
-    if len(base) <= MAX_NAME and base not in set(taken):
+    if len(base) <= MAX_NAME:
         return base
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
     return f"{base[: MAX_NAME - 9]}_{digest}"
+
+
+def real_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>`` with the server's own name for the tool, as a rule naming
+    what runs would write it (a rule may hold a name a function name cannot)."""
+    return f"{PREFIX}{server}__{tool}"
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -134,7 +142,7 @@ class McpServerSpec(WireModel):
                 )
             if self.url or self.headers:
                 raise ValueError("a stdio server takes command, args and env, not url or headers")
-            bad = [k for k in self.env if not _ENV_NAME.match(k)]
+            bad = [k for k in self.env if not ENV_NAME.match(k)]
             if bad:
                 raise ValueError(
                     f"env name {bad[0]!r} is not a variable name (letters, digits and '_', not starting with a digit)"
@@ -204,12 +212,21 @@ class McpToolInfo(WireModel):
 Hint = Literal["read_only", "destructive"]
 
 
+# How tools are named and refused (:func:`tool_infos`); a record made by an older way (0: a
+# clashing name got a digest, so a rule could name another tool than the one that ran) is
+# not used: the server is discovered again.
+NAMING = 1
+
+
 class McpDiscovery(WireModel):
     """What one server said it offers, recorded once per run (or per its ``ttlMs``)."""
 
     server: str
     config_digest: str  # the configuration it was made with: another one rediscovers
     tools: list[McpToolInfo] = Field(default_factory=list)
+    # Tools it listed that are not offered, each with the sentence saying why.
+    refused: list[str] = Field(default_factory=list)
+    naming: int = 0
     resources: bool = False  # it offers resources (read through mcp_list / mcp_read)
     prompts: bool = False
     protocol: str = ""
@@ -219,21 +236,38 @@ class McpDiscovery(WireModel):
     def fresh(self, now: float, digest: str) -> bool:
         """Still the list to use: the same configuration, and within the server's ttlMs when it
         gave one (none, or 0: for the whole run)."""
-        if digest != self.config_digest:
+        if digest != self.config_digest or self.naming != NAMING:
             return False
         return not self.ttl_ms or now < self.discovered_at + self.ttl_ms / 1000
 
 
-def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> list[McpToolInfo]:
-    """A server's ``tools/list`` entries (as JSON) under the names agents see."""
+def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpToolInfo], list[str]]:
+    """A server's ``tools/list`` entries (as JSON) under the names agents see, and a sentence
+    for each tool not offered: one whose shown name is another tool's real or shown name
+    (whatever order the server lists them in), or a name it listed twice."""
+    listed = [t for t in tools if isinstance(t.get("name"), str)]
+    shown = {str(t["name"]): exposed_name(server, str(t["name"])) for t in listed}
     infos: list[McpToolInfo] = []
-    for t in tools:
+    refused: list[str] = []
+    seen: set[str] = set()
+    for t in listed:
+        tool = str(t["name"])
+        if tool in seen:
+            refused.append(
+                f"MCP server {server} lists its tool {tool!r} twice: only the first is offered"
+            )
+            continue
+        seen.add(tool)
+        clash = _clash(server, tool, shown)
+        if clash is not None:
+            refused.append(clash)
+            continue
         annotations = t.get("annotations") or {}
         read_only = annotations.get("readOnlyHint") is True
         schema = t.get("inputSchema") or {}
         infos.append(
             McpToolInfo(
-                name=exposed_name(server, str(t["name"]), [i.name for i in infos]),
+                name=shown[tool],
                 tool=str(t["name"]),
                 title=t.get("title") or annotations.get("title"),
                 description=str(t.get("description") or ""),
@@ -243,7 +277,24 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> list[McpToolInfo
                 destructive=annotations.get("destructiveHint") is True and not read_only,
             )
         )
-    return infos
+    return infos, refused
+
+
+def _clash(server: str, tool: str, shown: dict[str, str]) -> str | None:
+    """Why ``tool`` cannot be named unambiguously (None when it can). A tool shown by its own
+    name keeps it; one shown by a changed name loses it to any tool named so, really or
+    shown: neither the order of the list nor the server decides what a rule means."""
+    name = shown[tool]
+    if name == real_name(server, tool):
+        return None
+    for other, other_shown in shown.items():
+        if other != tool and name in (real_name(server, other), other_shown):
+            return (
+                f"MCP server {server}: its tool {tool!r} is not offered, as its name for agents and "
+                f"rules, {name}, is also the name of its tool {other!r} — a rule could not tell "
+                "them apart; give one of them another name in the server"
+            )
+    return None
 
 
 MAX_DESCRIPTION = 1024

@@ -103,9 +103,12 @@ def decide(
     workspace: str | None = None,
     protected: Sequence[str] = (),
     hints: Mapping[str, Hint] | None = None,
+    real_names: Mapping[str, str] | None = None,
 ) -> Decision:
     """``protected``: folders no command may name (xsky's state, artifacts, other runs);
-    ``hints``: what MCP servers say of their tools (read-only, destructive)."""
+    ``hints``: what MCP servers say of their tools (read-only, destructive); ``real_names``:
+    an MCP tool's server's own name when it is shown under another (rules and role entries
+    naming either hold, the strictest first)."""
     try:
         settings = settings or PermissionSettings()
         check = Check(
@@ -115,6 +118,7 @@ def decide(
             frozenset(settings.person_only_tools),
             tuple(protected),
             hints or {},
+            real_names or {},
         )
         if tool == "shell":
             decision = decide_shell(arguments, check)

@@ -314,6 +314,13 @@ class Check:
     protected: tuple[str, ...] = ()
     # What MCP servers say of their tools (xsky.security.mcp.McpToolInfo.hint): a default, never a rule.
     hints: Mapping[str, Hint] = field(default_factory=dict)
+    # An MCP tool shown under a name its server does not give it → mcp__<server>__<its name>.
+    real_names: Mapping[str, str] = field(default_factory=dict)
+
+    def names(self, tool: str) -> tuple[str, ...]:
+        """The names rules and roles may hold ``tool`` by: its own, and an MCP tool's real one."""
+        real = self.real_names.get(tool)
+        return (tool,) if real is None or real == tool else (tool, real)
 
     def without_shell_rules(self) -> Check:
         rules = {k: [r for r in v if r.tool != "shell"] for k, v in self.rules.items()}
@@ -322,7 +329,9 @@ class Check:
 
 def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
     """One tool on one subject (a path, a URL, one simple command, or None): the workspace
-    bounds, then the rules (deny, ask, allow), then the role. The mode is not applied here."""
+    bounds, then the rules (deny, ask, allow), then the role. The mode is not applied here.
+    An MCP tool shown under another name than its server's is matched under both: a rule or
+    role entry naming either counts, deny before ask before allow as always."""
     role = check.role
     shown = f" for {subject[:80]!r}" if subject else ""
     if tool in PATH_TOOLS and subject is not None:
@@ -335,16 +344,18 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
                 f"writing into {rel.split('/')[0]}/ is not allowed: agents may not change version control or xsky state",
                 hard=True,
             )
-    allowed, requested = has(role.allowed_tools, tool), has(role.requested_tools, tool)
+    names = check.names(tool)
+    allowed = any(has(role.allowed_tools, n) for n in names)
+    requested = any(has(role.requested_tools, n) for n in names)
     held = allowed or requested
-    person_only = held and has(check.person_only, tool)
+    person_only = held and any(has(check.person_only, n) for n in names)
     for effect in ("deny", "ask", "allow"):
         for rule in check.rules[effect]:
             if rule.origin != "settings" and not held:
                 continue  # a rule of the run never gives a role a tool it lacks
             if person_only and effect == "allow" and rule.origin != "person":
                 continue
-            if matches(rule, tool, subject, check.workspace):
+            if any(matches(rule, n, subject, check.workspace) for n in names):
                 return Decision(
                     effect,
                     f"{effect} rule {rule.text!r} from {rule.source} matched{shown}",

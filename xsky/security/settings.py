@@ -9,13 +9,17 @@
       "permissions": {"allow": ["shell(git log:*)"], "ask": ["file_write(src/**)"], "deny": ["shell(rm:*)"]},
       "security": {"permission_mode": "default", "sandbox": "on", "limits": {"memory": "2GiB"}},
       "mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]}},
-      "enabledMcpjsonServers": ["github"]
+      "enabledMcpjsonServers": ["github"],
+      "mcpServerGrants": {"github": {"secrets": ["GITHUB_TOKEN"], "hosts": ["api.githubcopilot.com"]}}
     }
 
 MCP servers (``mcpServers``, Claude Code's shape: :mod:`xsky.security.mcp`) come from the user
 file; a project's (its ``.xsky/settings.json`` or its ``.mcp.json``) is used only when the
 user's file enables it by name (``enabledMcpjsonServers``, or ``enableAllProjectMcpServers``),
-as Claude Code asks before it uses a project's servers.
+as Claude Code asks before it uses a project's servers. What a project's server gets is the
+user file's word too (``mcpServerGrants``, xsky's own key): the worker's secrets its
+``${VAR}`` references may resolve to, and the hosts it may reach — a file an agent may have
+written never chooses which secret goes where.
 
 **Who reads which layer.** A worker decides with its user layer only (:func:`worker_layers`):
 roles, rules, the mode, the sandbox and its limits are security, and a project folder is a
@@ -41,11 +45,13 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from xsky.config import Settings, load_settings
 from xsky.plan.budget import Price
 from xsky.plan.models import WireModel
-from xsky.security.mcp import SERVER_RE, McpServerSpec
+from xsky.security.allow_hosts import host_rule
+from xsky.security.mcp import ENV_NAME, SERVER_RE, McpServerSpec
 from xsky.security.permissions import (
     PermissionLayer,
     PermissionMode,
     PermissionSettings,
+    domain,
     rule_problems,
 )
 from xsky.skills.transcripts import SourceKind
@@ -127,6 +133,54 @@ def _server_names(servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]
     return servers
 
 
+class McpServerGrant(_Strict):
+    """What the user's settings give one project server (of ``.mcp.json`` or the project's
+    settings): the worker's secrets its ``${VAR}`` references may resolve to, and the hosts it
+    may reach (``HOST`` or ``HOST:PORT``, as ``--allow-host`` takes them; a local or private
+    host with its port)."""
+
+    secrets: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not ENV_NAME.match(name):
+                raise ValueError(
+                    f"{name!r} is not a variable name: give the name a ${{VAR}} reference uses "
+                    '(letters, digits and "_"), e.g. "GITHUB_TOKEN"'
+                )
+        return names
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            host_rule(host)  # ValueError: how to write it
+        return hosts
+
+    def destinations(self) -> list[tuple[str, int | None]]:
+        """Each granted host (lower case, an IPv6 address without brackets) and its port or None."""
+        return [domain(f"domain:{text.strip()}") for text in self.hosts]
+
+    def patterns(self) -> list[str]:
+        """The granted hosts as egress-policy patterns: ``host`` or ``host:port``."""
+        return [
+            (f"[{host}]" if ":" in host else host) + ("" if port is None else f":{port}")
+            for host, port in self.destinations()
+        ]
+
+
+def _grant_names(grants: dict[str, McpServerGrant]) -> dict[str, McpServerGrant]:
+    for name in grants:
+        if not SERVER_RE.match(name):
+            raise ValueError(
+                f"MCP server name {name!r} is not valid: letters, digits, '-' or '_' (no '__'), at most 32"
+            )
+    return grants
+
+
 class SettingsFile(_Strict):
     roles: dict[str, SettingsRole] = Field(default_factory=dict)
     permissions: PermissionRules = Field(default_factory=PermissionRules)
@@ -140,8 +194,11 @@ class SettingsFile(_Strict):
     enabled_mcpjson_servers: list[str] = Field(default_factory=list)
     disabled_mcpjson_servers: list[str] = Field(default_factory=list)
     enable_all_project_mcp_servers: bool = False
+    # What each project server gets (read from the user's file only): secrets and hosts.
+    mcp_server_grants: dict[str, McpServerGrant] = Field(default_factory=dict)
 
     _names = field_validator("mcp_servers")(_server_names)
+    _grants = field_validator("mcp_server_grants")(_grant_names)
 
 
 class McpJsonFile(_Strict):
@@ -181,7 +238,7 @@ def _locate(text: str, loc: tuple[Any, ...]) -> tuple[int, int]:
 
 _KNOWN = {
     "": "roles, permissions, security, skills, prices, mcpServers, enabledMcpjsonServers, "
-    "disabledMcpjsonServers, enableAllProjectMcpServers",
+    "disabledMcpjsonServers, enableAllProjectMcpServers, mcpServerGrants",
     "prices": "input, output (USD per million tokens)",
     "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
     "permissions": "allow, ask, deny, delegate",
@@ -189,6 +246,7 @@ _KNOWN = {
     "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
     "skills": "sources (each: kind, path)",
     "mcpServers": "type, command, args, env (stdio); type, url, headers (http); timeout",
+    "mcpServerGrants": "secrets (variable names), hosts (HOST or HOST:PORT)",
 }
 
 
@@ -247,8 +305,8 @@ def _section(loc: tuple[Any, ...]) -> str:
         return ""
     if loc[0] == "security" and len(loc) > 2 and loc[1] == "limits":
         return "limits"
-    if loc[0] == "mcpServers":
-        return "mcpServers"
+    if loc[0] in ("mcpServers", "mcpServerGrants"):
+        return str(loc[0])
     return str(loc[0]) if loc[0] in ("roles", "permissions", "security", "skills", "prices") else ""
 
 
