@@ -165,6 +165,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         if given is not None and given.workspace_hosts and patched("workspace-hosts"):
             self._attempts.hosts = Hosts()  # no shared disk: the workspace on one host at a time
         core.leader_budget = patched("leader-budget-holds")
+        core.delegation_programs = patched("delegation-program-forms")
         if patched("leader-coordinator"):
             core.coordinating = True
             if given is not None:

@@ -159,6 +159,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.5.0",
         delete_when="no run started before v0.5.0 is still open",
     ),
+    "delegation-program-forms": Patch(
+        what="a delegated rule lets the leader approve a shell call only when no part of it runs a "
+        "program, loads code or writes what it does not name (sed e, awk system(), tar "
+        "--checkpoint-action, git -c, env, xargs …), takes an option the checker does not know, "
+        "or names a place whose files run programs (.git/, ~, .npmrc …): such a call is left to a "
+        "person with the reason; before, a rule's words alone decided (shell(sed:*) covered sed e)",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 is still open (their delegated approvals were "
+        "decided by the rules' words alone)",
+    ),
 }
 """The live patches, by id."""
 

@@ -105,6 +105,10 @@ class CoreBase:
         # planner) hold a share of the budget while they run, as agents do; their holds by key
         # (workflow-local: a run drains its consultations and replans before it continues as new).
         self.leader_budget = False
+        # Set by the shell (patch delegation-program-forms): a delegated rule approves no call
+        # that runs a program or takes an option the checker does not know (xsky/security/
+        # delegation.py); before, the rule's words alone decided.
+        self.delegation_programs = True
         self.leader_holds: dict[str, BudgetShare] = {}
         # what they hold, kept during one dispatch pass (None between passes)
         self.holding: tuple[int, float] | None = None

@@ -204,7 +204,9 @@ class Coordination(Judgment):
             return False, "only a person may approve this call"
         rules = self.delegated + list(self.options.delegate)
         deny = self.denied + [r for layer in self.input.permissions.layers for r in layer.deny]
-        return delegation(tool, arguments, rules, deny, self.options.workspace)
+        return delegation(
+            tool, arguments, rules, deny, self.options.workspace, self.delegation_programs
+        )
 
     def _requested(
         self, task: TaskState, request: HumanRequest, now: datetime, judged: ConsultOutcome | None

@@ -17,6 +17,8 @@ from typing import Any
 import bashlex
 import bashlex.errors
 
+from xsky.security.program_forms import hidden_code
+
 SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
 # Commands that run another command given as their arguments: for each, the options that
 # take a value, and how many positional arguments come before the wrapped command.
@@ -70,6 +72,14 @@ class Redirect:
 class ShellCommand:
     argv: list[str]
     redirects: list[Redirect] = field(default_factory=list)
+    # How the shell changes the words before the program sees them: facts of how the command is
+    # written, not of what it runs, so they do not count in comparisons. The variables set for
+    # this command alone (`A=1 cmd`), and by argv index the words the shell expands: "runtime"
+    # ($x, $(…), `…`: known only when it runs) or an unquoted * ? [ { naming files — "glob", or
+    # "glob-start" where the expansion can begin the word, so a file name can become an option.
+    # Commands found inside a wrapper's arguments (`env cmd`, `find -exec cmd`) carry neither.
+    assignments: list[str] = field(default_factory=list, compare=False)
+    expansions: dict[int, str] = field(default_factory=dict, compare=False)
 
     @property
     def text(self) -> str:
@@ -135,7 +145,7 @@ def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
             f"the command cannot be parsed ({e}); write it as plain commands"
         ) from None
     for tree in trees:
-        _walk(tree, command, out, depth)
+        _walk(tree, plain, out, depth)  # node positions are into the text bashlex parsed
 
 
 # Variables that change what a command does without showing in its name or arguments.
@@ -210,9 +220,12 @@ def _redirect(node: Any, source: str, out: list[ShellCommand], depth: int) -> Re
 def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
     argv: list[str] = []
     redirects: list[Redirect] = []
+    assignments: list[str] = []
+    expansions: dict[int, str] = {}
     for part in node.parts:
         if part.kind == "assignment":
             _check_assignment(part.word)
+            assignments.append(part.word)
             _walk(part, source, out, depth)  # FOO=$(rm x): the substitution runs
             continue
         if part.kind == "redirect":
@@ -233,13 +246,53 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
                     )
             elif argv[0] in _DECLARERS and "=" in part.word:
                 _check_assignment(part.word)
+            if argv and (how := _expansion(part, source)) is not None:
+                expansions[len(argv)] = how
             argv.append(part.word)
             _walk(part, source, out, depth)  # substitutions inside arguments run too
     if not argv:
         out.append(ShellCommand([":"], redirects))  # assignments only, or redirects only
         return
-    out.append(ShellCommand(argv, redirects))
+    out.append(ShellCommand(argv, redirects, assignments, expansions))
     _unwrap(argv, out, depth)
+
+
+_GLOB_CHARS = set("*?[{")
+
+
+def _expansion(word: Any, source: str) -> str | None:
+    """How the shell expands a word (see :class:`ShellCommand`), None when it does not."""
+    if any(p.kind in ("parameter", "commandsubstitution") for p in getattr(word, "parts", [])):
+        return "runtime"
+    start, end = getattr(word, "pos", (0, 0))
+    written = source[start:end] or word.word
+    quote = ""
+    first = ""  # the first character the word surely begins with
+    i = 0
+    while i < len(written):
+        c = written[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif quote == '"' and c == "\\":
+                i += 1
+                first = first or written[i : i + 1]
+            else:
+                first = first or c
+        elif c == "$" and written[i + 1 : i + 2] in ("'", '"'):
+            quote = written[i + 1]
+            i += 1
+        elif c in ("'", '"'):
+            quote = c
+        elif c == "\\":
+            i += 1
+            first = first or written[i : i + 1]
+        elif c in _GLOB_CHARS:
+            return "glob" if first and first != "-" else "glob-start"
+        else:
+            first = first or c
+        i += 1
+    return None
 
 
 def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
@@ -271,6 +324,11 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
                     out.append(ShellCommand(inner))
                     _unwrap(inner, out, depth + 1)
         return
+    if name == "flock":  # flock FILE -c 'command line': run by sh -c
+        for i, arg in enumerate(args[:-1]):
+            if arg in ("-c", "--command"):
+                _parse_into(args[i + 1], out, depth + 1)
+                return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
         rest = list(args)
@@ -293,6 +351,10 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
                 continue
             break
         rest = rest[positional:]
+        if name == "watch" and rest and not {"-x", "--exec"} & set(args):
+            # watch joins its arguments into one command line for sh -c
+            _parse_into(" ".join(rest), out, depth + 1)
+            return
         if rest:
             out.append(ShellCommand(rest))
             _unwrap(rest, out, depth + 1)
@@ -384,6 +446,10 @@ def normalized(argv: list[str]) -> list[str]:
 
 def inline_code(argv: list[str]) -> str | None:
     """Why this command may run code the checker cannot see in it (None when it cannot)."""
+    return _inline_code(argv) or hidden_code(argv)
+
+
+def _inline_code(argv: list[str]) -> str | None:
     name = argv[0].rsplit("/", 1)[-1]
     args = argv[1:]
     joined = " ".join(args)
