@@ -1,7 +1,7 @@
 """``coordinate``: the leader's coordinator, a model consulted at a point of the run.
 
 The leader's workflow never calls a model: it runs this activity, whose answer is recorded
-in history, and applies it within the person's bounds (xsky/leader/coordination.py). Here
+in history, and applies it within the person's bounds (xsky/leader/coordinator/). Here
 the consultation is sent to the model in JSON mode; a reply that cannot be read is shown its
 problems once, then the consultation fails (the leader falls back to its mechanical rules).
 With no model configured the answer is ``unavailable``, at once. What was said of a task is
@@ -24,9 +24,8 @@ from activities.beat import heartbeating
 from activities.call_budget import CallBudget
 from xsky.agent_log import transcript_key
 from xsky.config import Settings
-from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
-from xsky.plan.budget import Price, ShareSpent, Usage, cost, estimate_tokens
-from xsky.plan.coordinator_prompts import (
+from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome, Evidence
+from xsky.leader.coordinator.prompts import (
     FIX,
     READINGS,
     STORED_RESULT_CHARS,
@@ -34,6 +33,7 @@ from xsky.plan.coordinator_prompts import (
     read_reply,
     user_message,
 )
+from xsky.plan.budget import Price, ShareSpent, Usage, cost, estimate_tokens
 from xsky.security.settings import SettingsError, price_table, worker_layers
 
 

@@ -2,7 +2,7 @@
 (``XSKY_HOST``) and its own task queue, ``<queue>-host-<host>``; ``claim_workspace`` answers
 with the host that holds the workspace for every run that uses it (the store's claims,
 activities/storage/claims.py), ``host_alive`` says whether any worker still serves a host's
-queue (workflows/leader_hosts.py decides with both)."""
+queue (workflows/leader/hosts.py decides with both)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class LeaderStore:
     async def seal(self, ref: BlobRef) -> BlobRef:
         """The reference of what the store holds under ``ref``'s name, read back part by part:
         the state handed to the next execution is what was stored, not what a replay thinks it
-        wrote (workflows/leader_io.py ``_save_state``)."""
+        wrote (workflows/leader/io.py ``_save_state``)."""
         # Checked here, not in the workflow: this outcome is recorded, so a replay takes the
         # same path whatever it computes itself.
         try:
@@ -61,7 +61,7 @@ class LeaderStore:
     @activity.defn(name="leader_drop")
     async def drop(self, req: BlobDrop) -> int:
         """Remove the run's blobs whose names start with ``prefix``, but ``keep``; how many
-        parts went (the older states of a run continued as new, workflows/leader_io.py)."""
+        parts went (the older states of a run continued as new, workflows/leader/io.py)."""
         return await asyncio.to_thread(self._drop, req)
 
     def _drop(self, req: BlobDrop) -> int:

@@ -2,7 +2,7 @@
 
 Metrics are the Temporal SDK's own: one :class:`temporalio.runtime.Runtime` serves its
 runtime metrics and xsky's (recorded through ``activity.metric_meter()`` and
-``workflow.metric_meter()``, see activities/metrics.py and workflows/leader_metrics.py)
+``workflow.metric_meter()``, see activities/metrics.py and workflows/leader/metrics.py)
 on one ``/metrics`` endpoint.
 
 Traces go through the SDK's :class:`TracingInterceptor` to an OTLP/HTTP exporter, one

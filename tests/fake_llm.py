@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from xsky.plan.coordinator_prompts import ASKS
-from xsky.plan.coordinator_prompts import SYSTEM as COORDINATOR_SYSTEM
+from xsky.leader.coordinator.prompts import ASKS
+from xsky.leader.coordinator.prompts import SYSTEM as COORDINATOR_SYSTEM
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef, BlobRef
-from xsky.leader.ledger import CoordinatorMode
+from xsky.leader.coordinator.ledger import CoordinatorMode
 from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
 from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, StopReason, Usage, UsageReport
 from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent

@@ -33,7 +33,7 @@ from xsky.config import load_settings
 from xsky.storage import ObjectStore
 
 # Temporal's own default: a payload this size or larger goes to the store. The leader's own
-# blobs travel in parts under it (workflows/leader_blobs.py), so they stay in history and a
+# blobs travel in parts under it (workflows/leader/blobs.py), so they stay in history and a
 # recorded history replays without the store.
 PAYLOAD_THRESHOLD = 256 * 1024
 FOLDER = "_payloads"

@@ -24,7 +24,7 @@ from tests.integration.eventually import eventually
 from tests.integration.helpers import board, noop, plan, query
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
-from workflows.leader_io import EVENT_CAP
+from workflows.leader.io import EVENT_CAP
 from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.leader.state import PageRequest

@@ -83,10 +83,10 @@ def test_an_upward_import_breaks_a_contract(tmp_path: Path):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     runs = tmp_path / "xsky" / "runs.py"
-    runs.write_text(runs.read_text() + "\nfrom workflows import leader_io  # upward\n")
+    runs.write_text(runs.read_text() + "\nfrom workflows.leader import io  # upward\n")
     done = lint_imports(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0
-    assert "xsky.runs -> workflows.leader_io" in done.stdout
+    assert "xsky.runs -> workflows.leader.io" in done.stdout
 
 
 def test_the_worker_imports_no_cli():

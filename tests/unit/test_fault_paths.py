@@ -182,33 +182,33 @@ def core() -> LeaderCore:
 
 def test_nudges_are_capped_in_size_and_number_and_refused_for_an_agent_that_cannot_read_them():
     c = core()
-    c.check_nudge(NudgeRequest(task_id="T-1", message="be brief"))
+    c.checks.nudge(NudgeRequest(task_id="T-1", message="be brief"))
     with pytest.raises(Rejected, match="over the cap of 8,192"):
-        c.check_nudge(NudgeRequest(task_id="T-1", message="x" * 9000))
+        c.checks.nudge(NudgeRequest(task_id="T-1", message="x" * 9000))
     with pytest.raises(Rejected, match="direct shell tool"):
-        c.check_nudge(NudgeRequest(task_id="T-2", message="hi"))
+        c.checks.nudge(NudgeRequest(task_id="T-2", message="hi"))
     for i in range(NUDGES_PER_TASK):
         c.nudge(NudgeRequest(task_id="T-1", message=f"n{i}"), NOW)
     with pytest.raises(Rejected, match=f"{NUDGES_PER_TASK} nudges already"):
-        c.check_nudge(NudgeRequest(task_id="T-1", message="one more"))
+        c.checks.nudge(NudgeRequest(task_id="T-1", message="one more"))
 
 
 def test_answers_and_pause_reasons_over_their_caps_are_refused_with_the_cap():
     c = core()
     with pytest.raises(Rejected, match="over the cap of 1,000"):
-        c.check_pause(PauseRequest(reason="r" * 1001))
-    c.check_pause(PauseRequest(reason="lunch"))
+        c.checks.pause(PauseRequest(reason="r" * 1001))
+    c.checks.pause(PauseRequest(reason="lunch"))
     assert over("answer", "a" * (ANSWER_CHARS + 1), ANSWER_CHARS, "x") is not None
     with pytest.raises(Rejected):  # no such request; the cap is checked after it is found
-        c.check_answer(AnswerRequest(request_id="Q-9", text="a"))
+        c.checks.answer(AnswerRequest(request_id="Q-9", text="a"))
 
 
 def test_a_refusal_is_counted_on_the_board_and_written_in_the_permission_log():
     c = core()
     c.refuse("pause signal", "null", "the request must be a JSON object", NOW)
-    assert c.state.refused == 1
-    assert any("1 malformed or spoofed message(s) refused" in n for n in c.notices())
-    (entry,) = c.state.audit
+    assert c.state.audit.refused == 1
+    assert any("1 malformed or spoofed message(s) refused" in n for n in c.views.notices())
+    (entry,) = c.state.audit.entries
     assert entry.tool == "pause signal" and entry.effect == "deny" and entry.by == "person"
     assert entry.reason == "refused: the request must be a JSON object"
 

@@ -93,9 +93,12 @@ def test_the_leader_says_what_one_dispatch_was_given_and_nothing_for_another() -
     (request,) = core.pending_requests()
     core.approve_tool(ApproveToolRequest(request_id=request.id), T0)
     (again,) = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
-    given = core.agent_input("1", core.agents["1"], again.dispatch, [], None)
-    grants = core.grants(GrantsRequest(task_id="T-1", dispatch=again.dispatch))
+    given = core.inputs.agent_input("1", core.agents["1"], again.dispatch, [], None)
+    grants = core.inputs.grants(GrantsRequest(task_id="T-1", dispatch=again.dispatch))
     assert grants.approvals == given.approvals and len(grants.approvals) == 1
     assert grants.allow_hosts == ["127.0.0.1:8080"]
     assert confirmed(given, grants) == (given, [])
-    assert core.grants(GrantsRequest(task_id="T-1", dispatch=again.dispatch + 1)).approvals == []
+    assert (
+        core.inputs.grants(GrantsRequest(task_id="T-1", dispatch=again.dispatch + 1)).approvals
+        == []
+    )

@@ -60,7 +60,7 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     core = core_of(plan(20), RunBudget(run=Limits(tokens=12_000), reserve=1000))
     starts = core.dispatch(T0)
     assert len(starts) == 12 and {core.flights[s.agent_id].share.tokens for s in starts} == {1000}  # type: ignore[union-attr]
-    given = core.agent_input("1", core.agents["1"], 1, [], None).budget_share
+    given = core.inputs.agent_input("1", core.agents["1"], 1, [], None).budget_share
     assert given is not None and given.tokens == 1000  # the share travels to the agent
     for s in starts:
         complete(core, s, 1000)
@@ -77,7 +77,7 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     assert core.dispatch(T0) == [] and len(core.pending_requests()) == 1  # still one E-n
     assert not core.finished()
 
-    core.check_set_budget(SetBudgetRequest(tokens=20_000))
+    core.checks.set_budget(SetBudgetRequest(tokens=20_000))
     result = core.set_budget(SetBudgetRequest(tokens=20_000), T0)
     assert "E-1 closed: dispatch goes on" in result.message and not core.pending_requests()
     rest = core.dispatch(T0)
@@ -85,7 +85,7 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     for s in rest:
         complete(core, s, 1000)
     assert core.finished()
-    run = core.result(T0)
+    run = core.views.result(T0)
     assert run.status == "completed" and run.usage.tokens == 20_000
     assert [a.usage.tokens for a in run.agents] == [1000] * 20  # type: ignore[union-attr]
     assert run.budget is not None and run.budget.summary() == "budget: 20,000 of 20,000 tokens"
@@ -97,13 +97,15 @@ def test_a_report_settles_once_however_often_it_comes_and_a_late_one_still_count
     report = ProgressReport(task_id="T-1", dispatch=1, usage=used(600, "c1"))
     core.report_progress(report, T0)
     core.report_progress(report, T0)
-    assert core.state.spend.total.tokens == 600
-    assert core.budget_view(T0).reserved_tokens == 4096 - 600  # the rest of its share is held
+    assert core.state.budget.spend.total.tokens == 600
+    assert (
+        core.budget.budget_view(T0).reserved_tokens == 4096 - 600
+    )  # the rest of its share is held
     complete(core, s, 900)  # the total grew to 900: 300 more
     core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(900, "c1")), T0)
-    assert core.state.spend.total.tokens == 900 and core.tasks["1"].spend.usage.tokens == 900  # type: ignore[union-attr]
+    assert core.state.budget.spend.total.tokens == 900 and core.tasks["1"].spend.usage.tokens == 900  # type: ignore[union-attr]
     core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(950, "c1")), T0)
-    assert core.state.spend.total.tokens == 950  # a report after the end: spend is spend
+    assert core.state.budget.spend.total.tokens == 950  # a report after the end: spend is spend
 
 
 def test_an_attempt_that_ends_without_saying_is_charged_its_share_until_its_conversation_says():
@@ -112,11 +114,13 @@ def test_an_attempt_that_ends_without_saying_is_charged_its_share_until_its_conv
     core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(500, "c1")), T0)
     core.attempt_failed("1", core.tasks["1"], 1, AttemptFailure("lost", lost=True), T0)
     core.attempt_ended("1", 1)
-    assert core.state.spend.unconfirmed.tokens == 1500  # the rest of its 2,000
+    assert core.state.budget.spend.unconfirmed.tokens == 1500  # the rest of its 2,000
     core.retry(RetryTaskRequest(task_id="T-1"), T0)
     (again,) = core.dispatch(T0)
     complete(core, again, 1700)  # the conversation's total: the lost attempt's 1,200 with it
-    assert core.state.spend.unconfirmed.empty() and core.state.spend.total.tokens == 1700
+    assert (
+        core.state.budget.spend.unconfirmed.empty() and core.state.budget.spend.total.tokens == 1700
+    )
 
 
 def test_a_budget_stop_returns_the_task_to_pending_and_its_next_share_covers_its_need():
@@ -169,7 +173,7 @@ def test_time_up_stops_new_work_and_nobody_raising_it_ends_the_run_failed_with_t
     end = later + timedelta(hours=1)
     core.tick(end)
     assert core.finished()
-    run = core.result(end)
+    run = core.views.result(end)
     assert run.status == "failed"
     assert run.summary.startswith("budget spent: 31 of 30 minutes used; nobody raised it within 1h")
     assert [a.status for a in run.agents] == ["completed", "cancelled", "cancelled"]
@@ -212,7 +216,7 @@ def test_a_run_request_is_never_taken_for_the_task_of_an_agent_named_run():
 def test_the_leader_settles_usage_of_its_own_under_a_source():
     core = core_of(plan(1), RunBudget(run=Limits(tokens=10_000)))
     core.settle("leader", Usage(input_tokens=700, output_tokens=100, calls=1))
-    view = core.budget_view(T0)
+    view = core.budget.budget_view(T0)
     assert view.spent.tokens == 800 and view.sources["leader"].tokens == 800
     assert "leader: 800 tokens" in view.summary()
 
@@ -221,10 +225,12 @@ def test_a_run_without_a_budget_reserves_nothing_and_shares_nothing():
     core = core_of(plan(3), None)
     starts = core.dispatch(T0)
     assert len(starts) == 3 and core.flights == {}
-    assert core.agent_input("1", core.agents["1"], 1, [], None).budget_share is None
+    assert core.inputs.agent_input("1", core.agents["1"], 1, [], None).budget_share is None
     complete(core, starts[0], 100)
-    assert core.state.spend.total.tokens == 100 and core.state.budget is None  # spend is shown
-    assert not any(n.startswith("💰") for n in core.notices(T0))
+    assert (
+        core.state.budget.spend.total.tokens == 100 and core.state.budget.limits is None
+    )  # spend is shown
+    assert not any(n.startswith("💰") for n in core.views.notices(T0))
 
 
 def test_continue_as_new_carries_the_spend_and_the_limits():
@@ -232,12 +238,12 @@ def test_continue_as_new_carries_the_spend_and_the_limits():
     for s in core.dispatch(T0):
         complete(core, s, 1000)
     core.set_budget(SetBudgetRequest(tokens=5000), T0)
-    state = LeaderState.model_validate_json(core.snapshot())
+    state = LeaderState.model_validate_json(core.views.snapshot())
     after = LeaderCore(
         core.continue_input().model_copy(update={"workflow": None, "state": state}), "run-1", T0
     )
-    assert after.budget_view(T0) == core.budget_view(T0)
-    assert after.state.budget is not None and after.state.budget.run.tokens == 5000
+    assert after.budget.budget_view(T0) == core.budget.budget_view(T0)
+    assert after.state.budget.limits is not None and after.state.budget.limits.run.tokens == 5000
     assert len(after.dispatch(T0)) == 2
 
 
@@ -267,7 +273,7 @@ class BudgetMachine(RuleBasedStateMachine):
 
     def _dispatch(self) -> None:
         core = self.core
-        before = core._used().tokens
+        before = core.budget._used().tokens
         starts = core.dispatch(T0)
         for s in starts:
             self.running[s.agent_id] = s.dispatch
@@ -275,8 +281,8 @@ class BudgetMachine(RuleBasedStateMachine):
             assert share is not None and share.tokens is not None
             self.shares.append(share.tokens)
         if starts:  # admitted: what was spent and what is held fit the limit
-            limit = core.state.budget.run.tokens  # type: ignore[union-attr]
-            assert before + core._held()[0] <= limit, "dispatched past the budget"
+            limit = core.state.budget.limits.run.tokens  # type: ignore[union-attr]
+            assert before + core.budget._held()[0] <= limit, "dispatched past the budget"
 
     @rule()
     def dispatch(self) -> None:
@@ -327,7 +333,7 @@ class BudgetMachine(RuleBasedStateMachine):
     @rule(tokens=st.integers(500, 30_000))
     def set_budget(self, tokens: int) -> None:
         req = SetBudgetRequest(tokens=tokens)
-        self.core.check_set_budget(req)
+        self.core.checks.set_budget(req)
         self.core.set_budget(req, T0)
         self.limits.append(tokens)
 
@@ -341,16 +347,16 @@ class BudgetMachine(RuleBasedStateMachine):
     @rule()
     def continue_as_new(self) -> None:
         core = self.core
-        state = LeaderState.model_validate_json(core.snapshot())
+        state = LeaderState.model_validate_json(core.views.snapshot())
         inp = core.continue_input().model_copy(update={"workflow": None, "state": state})
         self.core = LeaderCore(inp, core.run_id, T0)
-        assert self.core.budget_view(T0) == core.budget_view(T0)
+        assert self.core.budget.budget_view(T0) == core.budget.budget_view(T0)
 
     @invariant()
     def spend_stays_within_the_limit_and_one_reservation(self) -> None:
         if not hasattr(self, "core"):
             return
-        spend = self.core.state.spend
+        spend = self.core.state.budget.spend
         true = sum(self.true.values())
         # settled: never more than was used; with what is charged unconfirmed: never less
         assert spend.total.tokens <= true <= spend.total.tokens + spend.unconfirmed.tokens
@@ -361,11 +367,11 @@ class BudgetMachine(RuleBasedStateMachine):
         if not hasattr(self, "core"):
             return
         core = self.core
-        before = (core.state.model_dump_json(), core.changed, list(core._heap))
-        core.board(T0)
-        core.notices(T0)
-        core.result(T0)
-        assert (core.state.model_dump_json(), core.changed, list(core._heap)) == before
+        before = (core.state.model_dump_json(), core.changed, list(core.board._heap))
+        core.views.board_page(T0)
+        core.views.notices(T0)
+        core.views.result(T0)
+        assert (core.state.model_dump_json(), core.changed, list(core.board._heap)) == before
 
 
 BudgetMachine.TestCase.settings = settings(

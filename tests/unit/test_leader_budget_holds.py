@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from tests.unit.test_leader_budget import T0, ref, used
+from xsky.leader.coordinator.judgment import NOT_CHECKED, consult_key
+from xsky.leader.coordinator.ledger import ConsultOutcome
 from xsky.leader.core import LeaderCore, StartAgent
-from xsky.leader.judgment import NOT_CHECKED, consult_key
-from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.tasks import note_of
 from xsky.plan.budget import (
     CHECK_TOKENS,
@@ -43,9 +43,9 @@ def core_of(n: int, tokens: int, reserve: int = 1000, parallel: int = 20) -> Lea
         "run-1",
         T0,
     )
-    core.coordinating = True
-    core.leader_budget = True
-    core.worker_model = MODEL
+    core.judgment.on = True
+    core.budget.leader_budget = True
+    core.judgment.worker_model = MODEL
     return core
 
 
@@ -77,7 +77,7 @@ def test_a_consultation_holds_its_share_and_agents_are_admitted_around_it() -> N
     held = review.budget_share.tokens
     assert held is not None and held > CHECK_TOKENS // 4  # room for its reading(s)
     assert core.leader_holds == {consult_key(review): review.budget_share}
-    assert core.budget_view(T0).reserved_tokens >= held  # people see it held
+    assert core.budget.budget_view(T0).reserved_tokens >= held  # people see it held
     # the agent's own share settles; its check still holds while it is made
     task = core.tasks["1"]
     core.attempt_succeeded("1", task, first.dispatch, answered("1", 1000), T0, None)
@@ -86,14 +86,14 @@ def test_a_consultation_holds_its_share_and_agents_are_admitted_around_it() -> N
     share = core.flights[second.agent_id].share
     assert share is not None and share.tokens is not None
     assert 1000 + held + share.tokens <= 10_000  # spent + the check's hold + the agent's share
-    core.leader_call_ended(consult_key(review), "leader")
+    core.budget.leader_call_ended(consult_key(review), "leader")
     assert core.leader_holds == {}
 
 
 def test_with_no_room_for_a_check_the_result_is_kept_and_its_row_says_not_checked() -> None:
     core = core_of(1, tokens=1300, reserve=1000)
     (s,) = starts(core)
-    core.settle_usage("1", used(1200, "c1"))  # the agent spent nearly everything
+    core.budget.settle_usage("1", used(1200, "c1"))  # the agent spent nearly everything
     review = core.review_of("1", s.dispatch, answered("1", 1200), T0)
     assert review is None  # no consultation is made
     task = core.tasks["1"]
@@ -113,12 +113,12 @@ def test_a_failed_consultation_is_charged_what_it_said_and_a_lost_one_its_whole_
     ra = core.review_of(a.agent_id, a.dispatch, answered(a.agent_id, 500), T0)
     rb = core.review_of(b.agent_id, b.dispatch, answered(b.agent_id, 500), T0)
     assert ra is not None and rb is not None and rb.budget_share is not None
-    before = core.state.spend.total.tokens
-    core.leader_call_ended(consult_key(ra), "leader", Usage(input_tokens=300, calls=1))
-    assert core.state.spend.total.tokens == before + 300
-    assert core.state.spend.sources["leader"].tokens == 300
-    core.leader_call_lost(consult_key(rb), "leader")
-    assert core.state.spend.total.tokens == before + 300 + (rb.budget_share.tokens or 0)
+    before = core.state.budget.spend.total.tokens
+    core.budget.leader_call_ended(consult_key(ra), "leader", Usage(input_tokens=300, calls=1))
+    assert core.state.budget.spend.total.tokens == before + 300
+    assert core.state.budget.spend.sources["leader"].tokens == 300
+    core.budget.leader_call_lost(consult_key(rb), "leader")
+    assert core.state.budget.spend.total.tokens == before + 300 + (rb.budget_share.tokens or 0)
     assert core.leader_holds == {}
 
 
@@ -134,16 +134,18 @@ def test_the_goal_check_without_room_says_not_checked_budget() -> None:
 
 def test_a_planner_call_is_refused_without_room() -> None:
     core = core_of(1, tokens=900, reserve=500)
-    hold = core.hold_leader_call("planner:v1", estimate=800, answer=4096, readings=3, now=T0)
+    hold = core.budget.hold_leader_call("planner:v1", estimate=800, answer=4096, readings=3, now=T0)
     assert hold.no_room is not None and "needs about 1,056" in hold.no_room
-    ok = core.hold_leader_call("planner:v1", estimate=300, answer=4096, readings=3, now=T0)
+    ok = core.budget.hold_leader_call("planner:v1", estimate=300, answer=4096, readings=3, now=T0)
     assert ok.share is not None and ok.share.tokens == 900  # all that is free, not more
 
 
 def test_a_run_started_before_the_change_holds_nothing() -> None:
     core = core_of(1, tokens=1300, reserve=1000)
-    core.leader_budget = False
-    hold = core.hold_leader_call("planner:v1", estimate=100_000, answer=1, readings=1, now=T0)
+    core.budget.leader_budget = False
+    hold = core.budget.hold_leader_call(
+        "planner:v1", estimate=100_000, answer=1, readings=1, now=T0
+    )
     assert hold.share is None and hold.no_room is None
 
 
@@ -155,7 +157,7 @@ def test_a_budget_too_small_for_the_checks_is_said_with_what_to_set() -> None:
     assert checks_warning(RunBudget(run=Limits(tokens=need)), model_agents=4) is None
     assert checks_warning(RunBudget(run=Limits(usd=1.0)), model_agents=4) is None
     core = core_of(4, tokens=4000)
-    assert any("too little for the leader" in n for n in core.notices(T0))
+    assert any("too little for the leader" in n for n in core.views.notices(T0))
 
 
 class AgentsAndChecks(RuleBasedStateMachine):
@@ -201,18 +203,18 @@ class AgentsAndChecks(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(sorted(self.checks)))
         cap = self.checks.pop(key)
         if lost:
-            self.core.leader_call_lost(key, "leader")
+            self.core.budget.leader_call_lost(key, "leader")
         else:
-            self.core.leader_call_ended(
+            self.core.budget.leader_call_ended(
                 key, "leader", Usage(input_tokens=data.draw(st.integers(0, cap)), calls=1)
             )
         self._dispatch()
 
     @invariant()
     def spend_stays_within_the_limit_and_one_reservation(self) -> None:
-        spent = self.core.state.spend.total.plus(self.core.state.spend.unconfirmed)
+        spent = self.core.state.budget.spend.total.plus(self.core.state.budget.spend.unconfirmed)
         assert spent.tokens <= self.LIMIT + self.RESERVE
-        held_tokens, _ = self.core._held()
+        held_tokens, _ = self.core.budget._held()
         assert spent.tokens + held_tokens <= self.LIMIT + self.RESERVE
 
 

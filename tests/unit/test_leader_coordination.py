@@ -1,5 +1,5 @@
 """The leader's judgment without a server: what the coordinator is asked at each point, and
-how the core applies its verdicts within the person's bounds (xsky/leader/coordination.py,
+how the core applies its verdicts within the person's bounds (xsky/leader/coordinator/,
 oversight.py). The coordinator's answers are given here as it would return them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.test_leader_core import T0, ref
+from xsky.leader.coordinator.ledger import ConsultOutcome
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, Rejected, StartAgent, StopAgent
-from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest, StallWindows
 from xsky.plan.budget import Limits, RunBudget, Usage
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -31,8 +31,8 @@ def core_of(*agents: WorkflowAgent, delegated: list[str] | None = None, **option
         "run-1",
         T0,
     )
-    core.coordinating = True
-    core.delegated = delegated or []
+    core.judgment.on = True
+    core.judgment.delegated = delegated or []
     return core
 
 
@@ -129,8 +129,8 @@ def test_no_model_on_the_workers_turns_auto_into_off_and_says_why() -> None:
     start(core)
     finish(core, "1", answer(), ConsultOutcome(point="result", verdict="unavailable"))
     assert core.tasks["1"].stored == "completed"
-    assert core.mode() == "off"
-    assert "no model configured" in core.mode_label()
+    assert core.judgment.mode() == "off"
+    assert "no model configured" in core.judgment.mode_label()
     (s,) = start(core_of(llm("2")))
     assert core.review_of("1", s.dispatch, answer()) is None  # not asked again
 
@@ -148,11 +148,11 @@ def test_a_question_the_leader_can_answer_is_answered_and_the_task_goes_on() -> 
     review = core.review_of("1", s.dispatch, asks())
     assert review is not None and review.point == "question" and review.question == "which region?"
     finish(core, "1", asks(), said("question", "answer", answer="eu-west-1"))
-    (request,) = core.state.requests
+    (request,) = core.state.requests.requests
     assert (request.status, request.by, request.answer) == ("answered", "leader", "eu-west-1")
     assert core.pending_requests() == []
     (again,) = start(core)
-    given = core.agent_input("1", core.agents["1"], again.dispatch, [], None)
+    given = core.inputs.agent_input("1", core.agents["1"], again.dispatch, [], None)
     assert [(a.answer, a.by) for a in given.answers] == [("eu-west-1", "leader")]
 
 
@@ -170,10 +170,10 @@ def test_a_person_overrides_the_leaders_answer_within_the_grace_period_only() ->
     finish(core, "1", asks(), said("question", "answer", answer="eu-west-1"))
     req = AnswerRequest(request_id="Q-1", text="us-east-2")
     with pytest.raises(Rejected, match="are over"):
-        core.check_answer(req, T0 + timedelta(seconds=61))
-    core.check_answer(req, T0 + timedelta(seconds=30))
+        core.checks.answer(req, T0 + timedelta(seconds=61))
+    core.checks.answer(req, T0 + timedelta(seconds=30))
     core.answer(req, T0 + timedelta(seconds=30))
-    assert [(a.answer, a.by) for a in core.state.answers["T-1"]] == [("us-east-2", "person")]
+    assert [(a.answer, a.by) for a in core.state.briefs.answers["T-1"]] == [("us-east-2", "person")]
     assert "us-east-2" in core.nudges_for("T-1")[-1]
     assert core.state.ledger.entries[-1].by == "person"
 
@@ -192,10 +192,10 @@ def test_a_call_within_the_delegated_rules_is_approved_by_the_leader() -> None:
     core = core_of(llm("1"), delegated=["shell(make test:*)"])
     start(core)
     finish(core, "1", wants("make test -j2"), said("approval", "allow"))
-    (request,) = core.state.requests
+    (request,) = core.state.requests.requests
     assert (request.status, request.by, request.decision) == ("answered", "leader", "allow_once")
-    assert core.state.audit[-1].by == "leader"
-    assert core.state.approvals["T-1"][0].by == "leader"
+    assert core.state.audit.entries[-1].by == "leader"
+    assert core.state.briefs.approvals["T-1"][0].by == "leader"
 
 
 def test_a_call_outside_them_stays_with_the_person_whatever_the_model_says() -> None:
@@ -217,7 +217,7 @@ def test_a_hard_approval_is_never_given_by_the_leader() -> None:
 
 def test_a_deny_rule_holds_against_a_delegated_rule() -> None:
     core = core_of(llm("1"), delegated=["shell"])
-    core.denied = ["shell(rm:*)"]
+    core.judgment.denied = ["shell(rm:*)"]
     start(core)
     finish(core, "1", wants("rm -rf build"))
     assert core.pending_requests()[0].decision is None
@@ -227,10 +227,10 @@ def test_an_off_goal_call_is_denied_by_the_leader_and_the_agent_is_told() -> Non
     core = core_of(llm("1"))
     start(core)
     finish(core, "1", wants("curl evil.example"), said("approval", "deny"))
-    (request,) = core.state.requests
+    (request,) = core.state.requests.requests
     assert (request.by, request.decision) == ("leader", "deny")
-    assert core.state.approvals["T-1"][0].decision == "deny"
-    assert core.state.audit[-1].effect == "deny"
+    assert core.state.briefs.approvals["T-1"][0].decision == "deny"
+    assert core.state.audit.entries[-1].effect == "deny"
 
 
 # -- the goal ---------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_a_goal_not_met_is_replanned_with_its_gap_within_the_cap() -> None:
     assert goal is not None and goal.point == "goal" and [t.task_id for t in goal.tasks] == ["T-1"]
     commands = core.goal_judged(1, said("goal", "not_met", gap="the date is missing"), T0)
     assert commands == [CallPlanner("the goal is not met: the date is missing")]
-    assert core.state.auto_replans == 1
+    assert core.state.plan.auto_replans == 1
     assert core.goal_review(T0) is None  # checked at this version
 
 
@@ -264,7 +264,7 @@ def test_a_goal_not_met_with_no_replans_left_asks_the_person_and_fails_if_nobody
     assert not core.finished()
     core.tick(T0 + timedelta(seconds=61))  # nobody answered
     assert core.finished()
-    result = core.result(T0)
+    result = core.views.result(T0)
     assert result.status == "failed" and "the goal is not met: no date" in result.summary
 
 
@@ -274,11 +274,11 @@ def test_a_goal_escalation_answered_by_a_person_replans_with_their_words() -> No
     core.goal_review(T0)
     core.goal_judged(1, said("goal", "unsure"), T0)
     (request,) = core.pending_requests()
-    core.check_answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
+    core.checks.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
     core.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
     (replan,) = core.take_outbox()
     assert isinstance(replan, CallPlanner) and "add the time zone" in replan.reason
-    assert core.state.auto_replans == 0  # a person's word is not an automatic replan
+    assert core.state.plan.auto_replans == 0  # a person's word is not an automatic replan
 
 
 def test_end_run_accepts_the_results_the_leader_doubted() -> None:
@@ -287,7 +287,7 @@ def test_end_run_accepts_the_results_the_leader_doubted() -> None:
     core.goal_review(T0)
     core.goal_judged(1, said("goal", "not_met", gap="no date"), T0)
     core.end(EndRunRequest(reason="good enough"), T0)
-    assert core.result(T0).status == "completed"
+    assert core.views.result(T0).status == "completed"
 
 
 def test_a_goal_met_completes_and_says_so() -> None:
@@ -295,7 +295,7 @@ def test_a_goal_met_completes_and_says_so() -> None:
     all_done(core)
     core.goal_review(T0)
     core.goal_judged(1, said("goal", "met"), T0)
-    result = core.result(T0)
+    result = core.views.result(T0)
     assert result.status == "completed" and result.goal_check == "met (leader): because met"
 
 
@@ -304,7 +304,7 @@ def test_offline_answers_leave_the_goal_unchecked_and_say_why() -> None:
     start(core)
     finish(core, "1", AgentOutcome(result="x", result_ref=ref("1"), provider="offline"))
     assert core.goal_review(T0) is None
-    assert "answered offline" in (core.result(T0).goal_check or "")
+    assert "answered offline" in (core.views.result(T0).goal_check or "")
 
 
 # -- stalls ---------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def test_a_stall_gets_a_root_cause_and_a_changed_plan() -> None:
 def test_a_stall_the_coordinator_cannot_judge_takes_the_ladders_step() -> None:
     core, agent = stalled_core()
     assert core.stall_judged(agent, None, T0) == [StopAgent(agent)]  # restart, as ever
-    assert core.state.stall_levels["T-1"] == 2
+    assert core.state.ladder.levels["T-1"] == 2
 
 
 def test_a_goal_escalation_is_withdrawn_when_a_person_replans_or_retries() -> None:
@@ -345,13 +345,13 @@ def test_a_goal_escalation_is_withdrawn_when_a_person_replans_or_retries() -> No
         core.goal_judged(1, said("goal", "unsure"), T0)
         assert len(core.pending_requests()) == 1
         if act == "replan":
-            core.apply_plan(core.state.plan, "a person replanned", T0)
+            core.apply_plan(core.state.plan.plan, "a person replanned", T0)
         else:
             core.tasks["1"].stored = "failed"
-            core.counts = {"failed": 1}
+            core.board.counts = {"failed": 1}
             core.retry(RetryTaskRequest(task_id="T-1"), T0)
         assert core.pending_requests() == [], act
-        assert core.state.requests[-1].status == "withdrawn"
+        assert core.state.requests.requests[-1].status == "withdrawn"
 
 
 def test_auto_asks_no_model_before_one_has_answered_in_the_run() -> None:
@@ -365,7 +365,7 @@ def test_auto_asks_no_model_before_one_has_answered_in_the_run() -> None:
     assert core.review_of("1", s.dispatch, tool_asks) is None
     finish(core, "1", AgentOutcome(result="listed", result_ref=ref("1")))
     assert core.goal_review(T0) is None
-    assert "no model agent ran in this run" in (core.result(T0).goal_check or "")
+    assert "no model agent ran in this run" in (core.views.result(T0).goal_check or "")
     explicit = core_of(llm("1"), coordinator="act")
     (s,) = start(explicit)
     assert explicit.review_of("1", s.dispatch, tool_asks) is not None
@@ -377,9 +377,9 @@ def test_the_coordinators_calls_count_against_the_budget_and_stop_when_it_has_no
     assert sorted(starts) == ["1", "2"]  # two 2,000-token shares fit
     used = Usage(input_tokens=5000, output_tokens=100, calls=1)
     finish(core, "1", answer(), said("result", "accept", usage=used))
-    assert core.state.spend.sources["leader"].tokens == 5100
-    assert core.state.spend.total.tokens >= 5100
+    assert core.state.budget.spend.sources["leader"].tokens == 5100
+    assert core.state.budget.spend.total.tokens >= 5100
     # 10,000 − 5,100 (the leader) − 2,000 (T-1 said nothing of its own: its whole share is
     # charged) − 2,000 (T-2 holds) leaves less than one 2,000-token reservation
-    assert "less than one reservation" in (core.no_room_to_judge() or "")
+    assert "less than one reservation" in (core.budget.no_room_to_judge() or "")
     assert core.review_of("2", starts["2"], answer()) is None  # taken by the mechanical rules

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from tests.unit.test_leader_core import T0, ref
+from xsky.leader.coordinator.ledger import ConsultOutcome, Verdict
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, StartAgent, StopAgent
-from xsky.leader.ledger import ConsultOutcome, Verdict
 from xsky.leader.state import AnswerRequest, StallWindows
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
@@ -81,8 +81,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             "run-1",
             T0,
         )
-        self.core.coordinating = True
-        self.core.delegated, self.core.denied = list(DELEGATED), list(DENY)
+        self.core.judgment.on = True
+        self.core.judgment.delegated, self.core.judgment.denied = list(DELEGATED), list(DENY)
         self.now = T0
         self.running: dict[str, int] = {}
         self.judging: list[Consult] = []
@@ -156,7 +156,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             request = data.draw(st.sampled_from(pending))
             req = AnswerRequest(request_id=request.id, text="go")
             try:
-                self.core.check_answer(req, self.now)
+                self.core.checks.answer(req, self.now)
             except Exception:  # noqa: BLE001 - a refusal is fine here; bounds are checked below
                 return
             self.core.answer(req, self.now)
@@ -166,14 +166,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def approvals_stay_within_the_delegated_rules(self) -> None:
         if not hasattr(self, "core"):
             return
-        for request in self.core.state.requests:
+        for request in self.core.state.requests.requests:
             if request.by == "leader" and request.decision in ("allow_once", "allow_run"):
                 assert not request.hard, f"{request.id}: a person-only approval given by the leader"
                 covered, why = delegation(
                     request.tool or "", request.arguments or {}, DELEGATED, DENY
                 )
                 assert covered, f"{request.id} approved beyond the delegated rules: {why}"
-        for approvals in self.core.state.approvals.values():
+        for approvals in self.core.state.briefs.approvals.values():
             for approval in approvals:
                 if approval.by == "leader" and approval.decision != "deny":
                     assert delegation(approval.tool, approval.arguments, DELEGATED, DENY)[0]
@@ -183,8 +183,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if not hasattr(self, "core"):
             return
         options = self.core.options
-        assert self.core.state.auto_replans <= options.max_auto_replans
-        for task in self.core.state.tasks:
+        assert self.core.state.plan.auto_replans <= options.max_auto_replans
+        for task in self.core.state.board.tasks:
             assert task.leader_retries <= options.coordinator_retries
 
 

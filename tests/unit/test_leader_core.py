@@ -102,7 +102,9 @@ class LeaderMachine(RuleBasedStateMachine):
                         f"{c.agent_id} started before its dependency {d} was done"
                     )
                 assert c.agent_id not in self.running, f"{c.agent_id} started twice"
-                assert core.state.review != "waiting", f"{c.agent_id} started during plan review"
+                assert core.state.plan.review != "waiting", (
+                    f"{c.agent_id} started during plan review"
+                )
                 assert not self.unreviewed, (
                     f"{c.agent_id} started while {sorted(self.unreviewed)} wait for approve_plan"
                 )
@@ -125,9 +127,9 @@ class LeaderMachine(RuleBasedStateMachine):
         return (
             c.state.model_dump_json(),
             dict(c.active),
-            dict(c.intents),
+            dict(c.board.intents),
             c.replanning,
-            c.ready_ids(),
+            c.board.ready_ids(),
             [r.id for r in c.pending_requests()],
         )
 
@@ -154,7 +156,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def attempt_returns(self, data: st.DataObject, kind: str) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.board.removed if t.agent_id == agent_id
         )
         request = (
             None
@@ -175,7 +177,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def attempt_raises(self, data: st.DataObject, cancelled: bool) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.running)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.board.removed if t.agent_id == agent_id
         )
         failure = None if cancelled and agent_id in self.stopping else AttemptFailure("boom")
         self.apply(
@@ -201,17 +203,20 @@ class LeaderMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), text=st.sampled_from(["yes", "", "  "]))
     def answer(self, data: st.DataObject, text: str) -> None:
-        ids = [r.id for r in self.core.state.requests] + ["Q-999"]
+        ids = [r.id for r in self.core.state.requests.requests] + ["Q-999"]
         rid = data.draw(st.sampled_from(ids))
         req = AnswerRequest(request_id=rid, text=text)
-        self.intervene(lambda: self.core.check_answer(req), lambda: self.core.answer(req, self.now))
+        self.intervene(
+            lambda: self.core.checks.answer(req), lambda: self.core.answer(req, self.now)
+        )
 
     @rule(data=st.data(), decision=st.sampled_from(["allow_once", "allow_run", "deny"]))
     def approve_tool(self, data: st.DataObject, decision: str) -> None:
-        ids = [r.id for r in self.core.state.requests] + ["A-999"]
+        ids = [r.id for r in self.core.state.requests.requests] + ["A-999"]
         req = ApproveToolRequest(request_id=data.draw(st.sampled_from(ids)), decision=decision)  # type: ignore[arg-type]
         self.intervene(
-            lambda: self.core.check_approve_tool(req), lambda: self.core.approve_tool(req, self.now)
+            lambda: self.core.checks.approve_tool(req),
+            lambda: self.core.approve_tool(req, self.now),
         )
 
     @rule(
@@ -220,19 +225,23 @@ class LeaderMachine(RuleBasedStateMachine):
         new_text=st.sampled_from([None, "again", " "]),
     )
     def task_intervention(self, data: st.DataObject, action: str, new_text: str | None) -> None:
-        task_id = data.draw(st.sampled_from([t.id for t in self.core.state.tasks] + ["T-nope"]))
+        task_id = data.draw(
+            st.sampled_from([t.id for t in self.core.state.board.tasks] + ["T-nope"])
+        )
         core = self.core
         if action == "retry":
             req = RetryTaskRequest(task_id=task_id, task=new_text)
-            if self.intervene(lambda: core.check_retry(req), lambda: core.retry(req, self.now)):
+            if self.intervene(lambda: core.checks.retry(req), lambda: core.retry(req, self.now)):
                 self.decided.pop(task_id, None)
         elif action == "skip":
             sreq = SkipTaskRequest(task_id=task_id, result="skipped")
-            if self.intervene(lambda: core.check_skip(sreq), lambda: core.skip(sreq, self.now)):
+            if self.intervene(lambda: core.checks.skip(sreq), lambda: core.skip(sreq, self.now)):
                 self.decided[task_id] = "skipped"
         else:
             creq = TaskRequest(task_id=task_id)
-            if self.intervene(lambda: core.check_cancel(creq), lambda: core.cancel(creq, self.now)):
+            if self.intervene(
+                lambda: core.checks.cancel(creq), lambda: core.cancel(creq, self.now)
+            ):
                 self.decided[task_id] = "cancelled"
 
     @rule(cancel_running=st.booleans())
@@ -247,43 +256,45 @@ class LeaderMachine(RuleBasedStateMachine):
     def approve_plan(self, version: int | None) -> None:
         req = ApprovePlanRequest(version=version)
         if self.intervene(
-            lambda: self.core.check_approve_plan(req), lambda: self.core.approve_plan(req, self.now)
+            lambda: self.core.checks.approve_plan(req),
+            lambda: self.core.approve_plan(req, self.now),
         ):
             self.unreviewed.clear()
 
     @precondition(lambda self: not self.running and not self.planner)
     @rule(pause_while_stored=st.booleans())
     def continue_as_new(self, pause_while_stored: bool) -> None:
-        """The shell hands the run on (workflows/leader_io.continue_as_new): once nothing runs,
+        """The shell hands the run on (workflows/leader/io.continue_as_new): once nothing runs,
         the state is snapshotted and written; a pause that arrives while it is written changes
         the state, so it is written again. The next execution's core is built from what was
         written last, and must be the same run."""
         core = self.core
         core.begin_drain()
         assert core.dispatch(self.now) == [], "a draining run started an agent"
-        snapshot = core.snapshot()
+        snapshot = core.views.snapshot()
         if pause_while_stored:
             self.apply(core.pause(PauseRequest(reason="while the state was written")))
-        if (fresh := core.snapshot()) != snapshot:
+        if (fresh := core.views.snapshot()) != snapshot:
             snapshot = fresh
         state = LeaderState.model_validate_json(snapshot)
         inp = core.continue_input().model_copy(update={"workflow": None, "state": state})
-        assert core.state.continued == state.continued + 1
+        assert core.state.run.continued == state.run.continued + 1
         after = LeaderCore(inp, core.run_id, self.now)
         # The same state, stored results by reference (continue_input counts the hand-over in
         # the old state, after the snapshot was taken).
-        assert after.snapshot() == snapshot
-        assert after.state.paused or not pause_while_stored
-        assert after.ready_ids() == core.ready_ids()
+        assert after.views.snapshot() == snapshot
+        assert after.state.run.paused or not pause_while_stored
+        assert after.board.ready_ids() == core.board.ready_ids()
         assert [r.id for r in after.pending_requests(True)] == [
             r.id for r in core.pending_requests(True)
         ]
-        assert not after.draining, "the next execution starts work again"
+        assert not after.flow.draining, "the next execution starts work again"
         self.core = after
 
     @precondition(
         lambda self: any(
-            r.kind == "escalation" and r.status == "pending" for r in self.core.state.requests
+            r.kind == "escalation" and r.status == "pending"
+            for r in self.core.state.requests.requests
         )
     )
     @rule(data=st.data(), new_text=st.sampled_from([None, "try it this way"]))
@@ -292,20 +303,24 @@ class LeaderMachine(RuleBasedStateMachine):
         core = self.core
         request = data.draw(
             st.sampled_from(
-                [r for r in core.state.requests if r.kind == "escalation" and r.status == "pending"]
+                [
+                    r
+                    for r in core.state.requests.requests
+                    if r.kind == "escalation" and r.status == "pending"
+                ]
             )
         )
-        task = core.task_by_id(request.task_id)
+        task = core.board.task_by_id(request.task_id)
         assert task is not None and task.waiting_on == request.id
         req = RetryTaskRequest(task_id=task.id, task=new_text)
-        if not self.intervene(lambda: core.check_retry(req), lambda: core.retry(req, self.now)):
-            assert core.replanning or core.ended or core.closing, (
+        if not self.intervene(lambda: core.checks.retry(req), lambda: core.retry(req, self.now)):
+            assert core.replanning or core.ended or core.flow.closing, (
                 "an escalation could not be retried"
             )
             return
         self.decided.pop(task.id, None)
         assert request.status == "withdrawn" and task.waiting_on is None
-        assert task.stored == "pending" and task.id not in core.state.stall_levels
+        assert task.stored == "pending" and task.id not in core.state.ladder.levels
         assert request.id not in [r.id for r in core.pending_requests()]
         if new_text:
             assert core.agents[task.agent_id].task == new_text
@@ -317,7 +332,7 @@ class LeaderMachine(RuleBasedStateMachine):
         reason = self.planner.pop(0)
         core = self.core
         if succeeds:
-            agents = list(core.state.plan.agents)
+            agents = list(core.state.plan.plan.agents)
             change = data.draw(st.sampled_from(["same", "drop", "add"]))
             if change == "drop" and len(agents) > 1:
                 gone = agents[-1].id
@@ -341,17 +356,18 @@ class LeaderMachine(RuleBasedStateMachine):
                         config={"tool": "shell", "command": "echo added"} if shell else None,
                     )
                 )
-            wf = core.checked(core.state.plan.model_copy(update={"agents": agents}))
+            wf = core.checks.plan(core.state.plan.plan.model_copy(update={"agents": agents}))
             # a replan retries the cancelled
             self.decided = {t: s for t, s in self.decided.items() if s == "skipped"}
-            risky = core.privileged_changes(wf)  # as workflows/leader.py's _replan_in_background
-            _, stops = core.apply_plan(wf, core.auto_replan_label(reason), self.now)
+            # as workflows/leader/workflow.py's _replan_in_background
+            risky = core.cast.privileged_changes(wf, core.board.agents)
+            _, stops = core.apply_plan(wf, core.plans.auto_label(reason), self.now)
             self.apply(stops)
             if risky:
-                core.require_review(risky, self.now)
+                core.plans.require_review(risky, self.now)
                 self.unreviewed.update(risky)
         else:
-            core.note_history(f"automatic replan failed ({reason})", self.now)
+            core.plans.note(f"automatic replan failed ({reason})", self.now)
         core.planner_finished()
 
     @precondition(lambda self: self.stopping)
@@ -359,7 +375,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def stop_acknowledged(self, data: st.DataObject) -> None:
         agent_id = data.draw(st.sampled_from(sorted(self.stopping)))
         task = self.core.tasks.get(agent_id) or next(
-            t for t in self.core.state.removed_tasks if t.agent_id == agent_id
+            t for t in self.core.state.board.removed if t.agent_id == agent_id
         )
         self.apply(self.core.attempt_failed(agent_id, task, self.running[agent_id], None, self.now))
         self.end(agent_id)
@@ -377,7 +393,7 @@ class LeaderMachine(RuleBasedStateMachine):
         """Skipped or cancelled by a person stays so (a pause or stall cannot undo it)."""
         if hasattr(self, "core"):
             for task_id, status in self.decided.items():
-                task = self.core.task_by_id(task_id)
+                task = self.core.board.task_by_id(task_id)
                 assert task is None or task.stored == status, (
                     f"{task_id} was {status} by a person, now {task.stored}"
                 )
@@ -385,7 +401,7 @@ class LeaderMachine(RuleBasedStateMachine):
     @invariant()
     def running_tasks_have_an_attempt(self) -> None:
         if hasattr(self, "core"):
-            for task in self.core.state.tasks:
+            for task in self.core.state.board.tasks:
                 if task.stored in ("dispatched", "in_progress"):
                     assert task.agent_id in self.core.active, (
                         f"{task.id} shows running with no attempt"
@@ -400,19 +416,24 @@ class LeaderMachine(RuleBasedStateMachine):
         if not hasattr(self, "core"):
             return
         core = self.core
-        before = (core.state.model_dump_json(), core.changed, list(core._heap), core.take_log())
+        before = (
+            core.state.model_dump_json(),
+            core.changed,
+            list(core.board._heap),
+            core.take_log(),
+        )
         core.log = list(before[3])
-        core.board(self.now)
-        core.board(self.now, PageRequest(offset=1, limit=2, status="pending"))
-        core.plan_page(PageRequest(limit=2))
-        core.history_page()
-        core.results_page()
+        core.views.board_page(self.now)
+        core.views.board_page(self.now, PageRequest(offset=1, limit=2, status="pending"))
+        core.views.plan_page(PageRequest(limit=2))
+        core.views.history_page()
+        core.views.results_page()
         core.pending_requests(with_review=True)
-        for task in core.state.tasks[:3]:
+        for task in core.state.board.tasks[:3]:
             core.nudges_for(task.id)
-        core.notices()
-        core.search_values()
-        after = (core.state.model_dump_json(), core.changed, list(core._heap), list(core.log))
+        core.views.notices()
+        core.views.search_values()
+        after = (core.state.model_dump_json(), core.changed, list(core.board._heap), list(core.log))
         assert after == before, "a query changed the run's state"
 
     @invariant()
@@ -420,21 +441,21 @@ class LeaderMachine(RuleBasedStateMachine):
         if not hasattr(self, "core"):
             return
         core = self.core
-        for a in core.state.plan.agents:
-            assert core._missing[a.id] == sum(
+        for a in core.state.plan.plan.agents:
+            assert core.board._missing[a.id] == sum(
                 1 for d in a.depends if d in core.tasks and core.tasks[d].stored not in SATISFIED
             )
         brute = [
             a.id
-            for a in core.state.plan.agents
+            for a in core.state.plan.plan.agents
             if a.id not in core.active
             and core.tasks[a.id].stored == "pending"
             and core.tasks[a.id].waiting_on is None
             and all(core.tasks[d].stored in SATISFIED for d in a.depends if d in core.tasks)
         ]
-        assert core.ready_ids() == brute
+        assert core.board.ready_ids() == brute
         assert [r.id for r in core.pending_requests()] == [
-            r.id for r in core.state.requests if r.status == "pending"
+            r.id for r in core.state.requests.requests if r.status == "pending"
         ]
 
     def teardown(self) -> None:
@@ -443,7 +464,7 @@ class LeaderMachine(RuleBasedStateMachine):
             return
         core = self.core
         for _ in range(200):
-            if core.state.review == "waiting":
+            if core.state.plan.review == "waiting":
                 core.approve_plan(ApprovePlanRequest(), self.now)
                 self.unreviewed.clear()
             core.resume()
@@ -454,12 +475,12 @@ class LeaderMachine(RuleBasedStateMachine):
                     core.answer(AnswerRequest(request_id=r.id, text="go on"), self.now)
             while self.planner:
                 reason = self.planner.pop(0)
-                core.note_history(f"automatic replan failed ({reason})", self.now)
+                core.plans.note(f"automatic replan failed ({reason})", self.now)
                 core.planner_finished()
             self.apply(core.dispatch(self.now))
             for agent_id in sorted(self.running):
                 task = core.tasks.get(agent_id) or next(
-                    t for t in core.state.removed_tasks if t.agent_id == agent_id
+                    t for t in core.state.board.removed if t.agent_id == agent_id
                 )
                 outcome = AgentOutcome(kind="completed", result="r", result_ref=ref(agent_id))
                 core.attempt_succeeded(agent_id, task, self.running[agent_id], outcome, self.now)
@@ -467,16 +488,18 @@ class LeaderMachine(RuleBasedStateMachine):
             if core.finished() and not self.planner:
                 break
         assert core.finished(), "the run never drained"
-        derived = derive_statuses({t.id: t for t in core.state.tasks})
-        for task in core.state.tasks:
+        derived = derive_statuses({t.id: t for t in core.state.board.tasks})
+        for task in core.state.board.tasks:
             status, reason = derived[task.id]
             assert status in TERMINAL or (status == "blocked" and reason), (
                 f"{task.id} ended {status}"
             )
-        result = core.result(self.now)
-        assert sorted(r.task_id for r in result.agents) == sorted(t.id for t in core.state.tasks)
+        result = core.views.result(self.now)
+        assert sorted(r.task_id for r in result.agents) == sorted(
+            t.id for t in core.state.board.tasks
+        )
         assert (result.status == "completed") == all(
-            t.stored in SATISFIED for t in core.state.tasks
+            t.stored in SATISFIED for t in core.state.board.tasks
         )
 
 

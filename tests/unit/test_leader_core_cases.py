@@ -46,7 +46,7 @@ def test_the_ready_set_is_plan_order_and_each_completion_costs_only_its_dependen
     core.attempt_ended("root", start.dispatch)  # type: ignore[union-attr]
     starts = core.dispatch(T0)
     assert [c.agent_id for c in starts] == [f"f{i:04d}" for i in range(1000)]  # type: ignore[union-attr]
-    assert len(core.ready_ids()) == 1000
+    assert len(core.board.ready_ids()) == 1000
 
 
 @pytest.mark.parametrize("wrong", ["T-9", "Q-1"])
@@ -62,9 +62,9 @@ def test_rejections_say_what_to_do(wrong: str) -> None:
     )
     with pytest.raises(Rejected, match="tasks: T-1|pending requests: none"):
         if wrong.startswith("T-"):
-            core.check_retry(RetryTaskRequest(task_id=wrong))
+            core.checks.retry(RetryTaskRequest(task_id=wrong))
         else:
-            core.check_answer(AnswerRequest(request_id=wrong, text="x"))
+            core.checks.answer(AnswerRequest(request_id=wrong, text="x"))
 
 
 def test_a_pause_cannot_undo_a_cancel_whose_attempt_is_still_stopping() -> None:
@@ -78,7 +78,7 @@ def test_a_pause_cannot_undo_a_cancel_whose_attempt_is_still_stopping() -> None:
         False,
     )
     m.dispatch()
-    m.core.check_cancel(TaskRequest(task_id="T-1"))
+    m.core.checks.cancel(TaskRequest(task_id="T-1"))
     _, stops = m.core.cancel(TaskRequest(task_id="T-1"), m.now)
     m.apply(stops)
     m.pause(True)

@@ -1,4 +1,4 @@
-"""Exact rules of LeaderCore on a simulated clock, driven as workflows/leader.py drives it.
+"""Exact rules of LeaderCore on a simulated clock, driven as workflows/leader/workflow.py drives it.
 
 What the integration tests could only check as "nothing happened within a second" is
 checked here at the exact instant it is due, and one second before: the stall ladder rung
@@ -116,7 +116,7 @@ class Shell:
         reason = self.planner.pop(0)
         core = self.core
         _, stops = core.apply_plan(
-            core.checked(core.state.plan), core.auto_replan_label(reason), self.now
+            core.checks.plan(core.state.plan.plan), core.plans.auto_label(reason), self.now
         )
         self.apply(stops)
         core.planner_finished()
@@ -128,7 +128,7 @@ class Shell:
         return None if deadline is None else (deadline - T0).total_seconds()
 
     def status(self, agent_id: str) -> str:
-        return {t.agent_id: t for t in self.core.board(self.now).tasks}[agent_id].status
+        return {t.agent_id: t for t in self.core.views.board_page(self.now).tasks}[agent_id].status
 
 
 # -- the stall ladder ------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_the_stall_ladder_nudges_restarts_replans_and_escalates_each_at_its_seco
     assert shell.started[-1][1] == 2
     shell.planner_keeps_the_plan()
     assert shell.started[-1] == ("1", 3, T0 + timedelta(seconds=840))
-    assert core.state.plan_history[-1].reason.startswith("automatic replan 1/1: T-1 stalled")
+    assert core.state.plan.history[-1].reason.startswith("automatic replan 1/1: T-1 stalled")
 
     # Dispatch 3: the ladder starts over (nudge, restart); dispatch 4 escalates.
     assert shell.at(840 + 179) == [] and len(core.nudges_for("T-1")) == 1
@@ -198,7 +198,7 @@ def test_the_stall_ladder_nudges_restarts_replans_and_escalates_each_at_its_seco
     # A person decides.
     _, stops = core.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), shell.now)
     assert stops == [] and core.pending_requests() == [] and core.finished()
-    result = core.result(shell.now)
+    result = core.views.result(shell.now)
     assert result.status == "completed" and result.agents[0].result == "done by hand"
 
 
@@ -220,10 +220,10 @@ def test_progress_starts_the_ladder_over():
     shell = Shell(workflow("1"), stall=StallWindows(nudge_after=180, restart_after=420))
     shell.loop()
     shell.at(180)
-    assert shell.core.state.stall_levels == {"T-1": 1}
+    assert shell.core.state.ladder.levels == {"T-1": 1}
     shell.now = T0 + timedelta(seconds=300)
     shell.core.report_progress(ProgressReport(task_id="T-1", dispatch=1, message="step"), shell.now)
-    assert shell.core.state.stall_levels == {} and shell.due() == 300 + 180
+    assert shell.core.state.ladder.levels == {} and shell.due() == 300 + 180
     assert shell.at(420) == []  # the restart that was due at 420 s is not: progress came at 300 s
     assert shell.at(479) == [] and len(shell.core.nudges_for("T-1")) == 1
     assert shell.at(480) == [] and len(shell.core.nudges_for("T-1")) == 2
@@ -242,7 +242,7 @@ def test_the_ladder_counts_from_the_attempts_start_and_a_started_report_is_not_p
     assert shell.at(280) == [] and len(shell.core.nudges_for("T-1")) == 1
     shell.now = T0 + timedelta(seconds=300)
     shell.core.report_progress(started, shell.now)
-    assert shell.core.state.stall_levels == {"T-1": 1} and shell.due() == 100 + 420
+    assert shell.core.state.ladder.levels == {"T-1": 1} and shell.due() == 100 + 420
     assert shell.at(519) == [] and shell.at(520) == [StopAgent("1")]
 
 
@@ -260,7 +260,7 @@ def test_nothing_is_dispatched_while_the_plan_waits_for_review_whatever_the_time
     shell = Shell(workflow("1"), review=True, review_timeout=3600)
     assert shell.loop() == [] and shell.at(3599) == []
     assert [r.id for r in shell.core.pending_requests(with_review=True)] == ["R-1"]
-    shell.core.check_approve_plan(ApprovePlanRequest(version=1))
+    shell.core.checks.approve_plan(ApprovePlanRequest(version=1))
     shell.core.approve_plan(ApprovePlanRequest(version=1), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1"]  # type: ignore[union-attr]
 
@@ -270,21 +270,21 @@ def test_a_replan_during_review_does_not_approve_and_the_approval_must_name_the_
     shell = Shell(workflow("1"), review=True)
     core = shell.core
     new = workflow("1", "2")
-    core.check_replan(ReplanRequest(xml=workflow_to_xml(new)))
-    summary, stops = core.apply_plan(core.checked(new), "replaced by a person", shell.now)
+    core.checks.replan(ReplanRequest(xml=workflow_to_xml(new)))
+    summary, stops = core.apply_plan(core.checks.plan(new), "replaced by a person", shell.now)
     assert summary == "added 2" and stops == []
-    assert core.state.review == "waiting" and shell.loop() == [] and shell.at(60) == []
+    assert core.state.plan.review == "waiting" and shell.loop() == [] and shell.at(60) == []
     with pytest.raises(Rejected, match="you reviewed v1 but the plan is now v2"):
-        core.check_approve_plan(ApprovePlanRequest(version=1))
-    core.check_approve_plan(ApprovePlanRequest(version=2))
+        core.checks.approve_plan(ApprovePlanRequest(version=1))
+    core.checks.approve_plan(ApprovePlanRequest(version=2))
     core.approve_plan(ApprovePlanRequest(version=2, comment="looks good"), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1", "2"]  # type: ignore[union-attr]
-    assert core.state.plan_history[-1].reason == "plan v2 approved: looks good"
+    assert core.state.plan.history[-1].reason == "plan v2 approved: looks good"
 
 
 def test_the_review_deadline_is_the_timeout_after_the_start():
     shell = Shell(workflow("1"), review=True, review_timeout=3600)
-    assert shell.core.state.review_deadline == T0 + timedelta(seconds=3600)
+    assert shell.core.state.plan.review_deadline == T0 + timedelta(seconds=3600)
     (review,) = shell.core.pending_requests(with_review=True)
     assert review.deadline == T0 + timedelta(seconds=3600)
 
@@ -294,25 +294,25 @@ def test_an_unreviewed_plan_is_cancelled_at_the_timeout():
     shell.now = T0 + timedelta(seconds=3600)
     assert shell.core.review_timed_out(shell.now) is False  # the run ends here
     assert shell.loop() == [] and shell.core.finished()
-    result = shell.core.result(shell.now)
+    result = shell.core.views.result(shell.now)
     assert result.status == "cancelled"
     assert result.summary.startswith("cancelled: nobody approved the plan within 3600s")
     assert [(a.status, a.attempts) for a in result.agents] == [("cancelled", 0), ("cancelled", 0)]
     with pytest.raises(Rejected, match="the run has finished"):
-        shell.core.check_approve_plan(ApprovePlanRequest())
+        shell.core.checks.approve_plan(ApprovePlanRequest())
 
 
 def test_an_unreviewed_plan_runs_at_the_timeout_when_so_configured():
     shell = Shell(workflow("1"), review=True, review_timeout=3600, review_timeout_action="approve")
     shell.now = T0 + timedelta(seconds=3600)
     assert shell.core.review_timed_out(shell.now) is True
-    assert shell.core.state.review == "approved_by_timeout"
+    assert shell.core.state.plan.review == "approved_by_timeout"
     assert "approved automatically: nobody reviewed the plan within 3600s" in (
-        shell.core.state.plan_history[-1].reason
+        shell.core.state.plan.history[-1].reason
     )
     assert [c.agent_id for c in shell.loop()] == ["1"]  # type: ignore[union-attr]
     shell.complete("1")
-    assert shell.core.finished() and shell.core.result(shell.now).status == "completed"
+    assert shell.core.finished() and shell.core.views.result(shell.now).status == "completed"
 
 
 # -- pause -----------------------------------------------------------------------------------------
@@ -327,7 +327,7 @@ def test_a_pause_starts_nothing_new_at_any_time_and_resume_starts_the_next():
     assert shell.status("1") == "completed" and shell.status("2") == "pending"
     assert shell.at(10**6) == [] and shell.core.tasks["2"].attempt == 0
     assert not shell.core.finished()  # the run waits for resume, with work ready
-    assert shell.core.run_state() == "paused"
+    assert shell.core.views.run_state() == "paused"
     shell.core.resume()
     assert [(c.agent_id, c.dispatch) for c in shell.loop()] == [("2", 1)]  # type: ignore[union-attr]
 

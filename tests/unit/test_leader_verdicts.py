@@ -69,8 +69,8 @@ TIMEOUT = AttemptFailure("GET http://x timed out — retries exhausted")
 def test_a_deterministic_failure_is_final_and_the_run_ends_failed_without_a_replan() -> None:
     core = core_for(chain("1", "2"))
     assert fail(core, "1", EXIT_1) == []
-    assert core.state.auto_replans == 0 and not core.replanning
-    assert core.finished() and core.result(T0).status == "failed"
+    assert core.state.plan.auto_replans == 0 and not core.replanning
+    assert core.finished() and core.views.result(T0).status == "failed"
 
 
 def test_a_transient_failure_still_replans_and_a_run_may_opt_in_for_every_failure() -> None:
@@ -88,20 +88,20 @@ def test_hold_on_failure_keeps_the_run_open_with_an_escalation_that_an_answer_ca
     assert hold.kind == "escalation" and hold.hold and hold.task_id == "T-1"
     assert "retry, skip, replan, or end the run" in hold.text
     assert hold.deadline == T0 + timedelta(seconds=600)
-    assert not core.finished() and core.waiting_on_people() == 1
+    assert not core.finished() and core.views.waiting_on_people() == 1
     with pytest.raises(Rejected, match="retry_task, skip_task or replan"):
-        core.check_answer(AnswerRequest(request_id=hold.id, text="try harder"))
+        core.checks.answer(AnswerRequest(request_id=hold.id, text="try harder"))
 
 
 def test_a_retry_of_a_held_task_closes_its_escalation_and_the_run_goes_on() -> None:
     core = core_for(chain("1", "2"), hold_on_failure=600)
     fail(core, "1", EXIT_1)
-    core.check_retry(RetryTaskRequest(task_id="T-1"))
+    core.checks.retry(RetryTaskRequest(task_id="T-1"))
     core.retry(RetryTaskRequest(task_id="T-1"), T0)
     assert core.pending_requests() == []
     complete(core, "1")
     complete(core, "2")
-    assert core.finished() and core.result(T0).status == "completed"
+    assert core.finished() and core.views.result(T0).status == "completed"
 
 
 def test_a_skip_of_a_held_task_closes_its_escalation() -> None:
@@ -109,7 +109,7 @@ def test_a_skip_of_a_held_task_closes_its_escalation() -> None:
     fail(core, "1", EXIT_1)
     core.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), T0)
     assert core.pending_requests() == []
-    assert core.ready_ids() == ["2"]
+    assert core.board.ready_ids() == ["2"]
 
 
 def test_end_closes_a_held_run_which_ends_failed_and_is_refused_while_agents_run() -> None:
@@ -129,17 +129,17 @@ def test_end_closes_a_held_run_which_ends_failed_and_is_refused_while_agents_run
     core.attempt_failed("1", core.tasks["1"], 1, EXIT_1, T0)
     core.attempt_ended("1", 1)
     with pytest.raises(Rejected, match=r"agents are still running \(T-2\)"):
-        core.check_end(EndRunRequest())
+        core.checks.end(EndRunRequest())
     core.attempt_succeeded(
         "2", core.tasks["2"], 1, AgentOutcome(result="r", result_ref=ref("2")), T0
     )
     core.attempt_ended("2", 1)
     assert not core.finished()  # held
-    core.check_end(EndRunRequest(reason="fixed by hand"))
+    core.checks.end(EndRunRequest(reason="fixed by hand"))
     result = core.end(EndRunRequest(reason="fixed by hand"), T0)
     assert "ended by a person: fixed by hand" in result.message
     assert core.pending_requests() == [] and core.finished()
-    assert core.result(T0).status == "failed"  # a task failed: not "cancelled"
+    assert core.views.result(T0).status == "failed"  # a task failed: not "cancelled"
 
 
 def test_a_hold_expires_and_the_run_ends() -> None:
@@ -155,18 +155,18 @@ def test_closing_requests_withdraws_questions_and_reviews_and_drops_waiting_note
     question = AgentOutcome(kind="question", request=RequestPayload(question="which branch?"))
     core.attempt_succeeded("1", core.tasks["1"], dispatch, question, T0)
     core.attempt_ended("1", dispatch)
-    assert core.waiting_on_people() == 1
+    assert core.views.waiting_on_people() == 1
     assert (core.tasks["1"].last_progress or "").startswith("waiting for Q-1")
     core.close_requests("the run was cancelled", T0)
-    assert core.pending_requests(with_review=True) == [] and core.waiting_on_people() == 0
-    assert core.search_values()["XskyPending"] == 0
-    assert core.request("Q-1").status == "withdrawn"  # type: ignore[union-attr]
+    assert core.pending_requests(with_review=True) == [] and core.views.waiting_on_people() == 0
+    assert core.views.search_values()["XskyPending"] == 0
+    assert core.requests.get("Q-1").status == "withdrawn"  # type: ignore[union-attr]
     assert not (core.tasks["1"].last_progress or "").startswith("waiting for")
 
     reviewed = core_for(chain("1"), review=True)
-    assert reviewed.waiting_on_people() == 1
+    assert reviewed.views.waiting_on_people() == 1
     reviewed.close_requests("the run was cancelled", T0)
-    assert reviewed.waiting_on_people() == 0 and reviewed.state.review == "none"
+    assert reviewed.views.waiting_on_people() == 0 and reviewed.state.plan.review == "none"
 
 
 def test_a_finished_task_keeps_no_waiting_note() -> None:
@@ -230,8 +230,10 @@ def test_a_follow_up_run_carries_completed_results_and_reruns_the_task_and_its_d
     }
     assert core.tasks["1"].result == "r1"
     assert [c.agent_id for c in core.dispatch(T0) if isinstance(c, StartAgent)] == ["2"]
-    assert core.state.resumes == "run-0" and core.search_values()["XskyResumes"] == "run-0"
-    assert "resumes run-0: 2 results carried over; T-2, T-3 run again" in (
-        core.state.plan_history[0].reason
+    assert (
+        core.state.plan.resumes == "run-0" and core.views.search_values()["XskyResumes"] == "run-0"
     )
-    assert core.agent_input("2", core.agents["2"], 1, [], None).workspace_of == "run-0"
+    assert "resumes run-0: 2 results carried over; T-2, T-3 run again" in (
+        core.state.plan.history[0].reason
+    )
+    assert core.inputs.agent_input("2", core.agents["2"], 1, [], None).workspace_of == "run-0"

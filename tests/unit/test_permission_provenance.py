@@ -68,8 +68,10 @@ def test_a_state_kept_by_an_older_version_keeps_its_approvals_as_a_persons():
     state = LeaderState.model_validate(
         {"plan": {"name": "w", "taskId": "w"}, "runRules": ["shell(=make test)"]}
     )
-    assert state.approved_rules == [ApprovedRule(rule="shell(=make test)")]
-    decision = shell("make test", ASKER, PermissionSettings(approved_rules=state.approved_rules))
+    assert state.briefs.approved_rules == [ApprovedRule(rule="shell(=make test)")]
+    decision = shell(
+        "make test", ASKER, PermissionSettings(approved_rules=state.briefs.approved_rules)
+    )
     assert "from this run (approved by a person)" in decision.reason
 
 
@@ -200,8 +202,8 @@ def approval_asked(core: LeaderCore, command: str) -> str:
 
 def agent_input(core: LeaderCore):
     (start,) = core.dispatch(T0)
-    rendered, markers = core.render("1")
-    return core.agent_input("1", rendered, start.dispatch, markers, None)
+    rendered, markers = core.inputs.render("1")
+    return core.inputs.agent_input("1", rendered, start.dispatch, markers, None)
 
 
 def test_the_leader_sends_the_inputs_rules_and_the_peoples_approvals_apart():
@@ -211,7 +213,7 @@ def test_the_leader_sends_the_inputs_rules_and_the_peoples_approvals_apart():
     )
     core = LeaderCore(RunInput(workflow=parse_workflow(PLAN), permissions=given), "run-1", T0)
     request_id = approval_asked(core, "pytest -q")
-    core.check_approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"))
+    core.checks.approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"))
     core.approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"), T0)
     sent = agent_input(core).permissions
     # Approvals in a run's input were written by whoever started it: input rules, not a person's.
@@ -230,7 +232,7 @@ def test_only_a_person_approving_the_plan_gives_invented_roles_their_tools():
     assert "shell" not in role.allowed_tools and "shell" in role.requested_tools
 
     approved = LeaderCore(RunInput(workflow=parse_workflow(PLAN), options=options), "run-1", T0)
-    approved.check_approve_plan(ApprovePlanRequest(version=1))
+    approved.checks.approve_plan(ApprovePlanRequest(version=1))
     approved.approve_plan(ApprovePlanRequest(version=1), T0)
     role = agent_input(approved).role
     assert role is not None and "shell" in role.allowed_tools

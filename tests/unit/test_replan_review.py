@@ -48,10 +48,10 @@ def core_after_privileged_replan(action: str, timed: bool = True) -> tuple[Leade
             ]
         }
     )
-    wf = core.checked(new)
-    risky = core.privileged_changes(wf)
-    core.apply_plan(wf, core.auto_replan_label("T-1 failed"), T0)
-    core.require_review(risky, T0, timed)
+    wf = core.checks.plan(new)
+    risky = core.cast.privileged_changes(wf, core.board.agents)
+    core.apply_plan(wf, core.plans.auto_label("T-1 failed"), T0)
+    core.plans.require_review(risky, T0, timed)
     core.planner_finished()
     return core, risky
 
@@ -59,13 +59,13 @@ def core_after_privileged_replan(action: str, timed: bool = True) -> tuple[Leade
 def test_the_new_shell_agent_does_not_start_before_approve_plan():
     core, risky = core_after_privileged_replan("cancel")
     assert risky == ["3"]
-    assert core.state.review == "waiting"
+    assert core.state.plan.review == "waiting"
     assert core.dispatch(T0 + timedelta(seconds=5)) == []
     assert [r.id for r in core.pending_requests(with_review=True)] == [
-        f"R-{core.state.plan_version}"
+        f"R-{core.state.plan.version}"
     ]
     core.approve_plan(
-        ApprovePlanRequest(version=core.state.plan_version), T0 + timedelta(seconds=6)
+        ApprovePlanRequest(version=core.state.plan.version), T0 + timedelta(seconds=6)
     )
     started = [c.agent_id for c in core.dispatch(T0 + timedelta(seconds=6))]
     assert "3" in started
@@ -75,25 +75,25 @@ def test_the_review_times_out_as_a_first_plans_review_does_cancel():
     core, _ = core_after_privileged_replan("cancel")
     assert core.next_deadline(T0) == T0 + timedelta(seconds=30)
     assert core.tick(T0 + timedelta(seconds=29)) == []
-    assert core.state.review == "waiting"
+    assert core.state.plan.review == "waiting"
     stops = core.tick(T0 + timedelta(seconds=30))
     assert stops == [StopAgent("2")]  # the attempt still running is stopped
     assert core.ended and "nobody approved the plan within 30s" in core.ended
     assert core.tasks["3"].stored == "cancelled" and core.dispatch(T0 + timedelta(seconds=31)) == []
     core.attempt_failed("2", core.tasks["2"], 1, None, T0 + timedelta(seconds=31))
     core.attempt_ended("2", 1)
-    assert core.finished() and core.result(T0 + timedelta(seconds=31)).status == "cancelled"
+    assert core.finished() and core.views.result(T0 + timedelta(seconds=31)).status == "cancelled"
 
 
 def test_the_review_times_out_as_a_first_plans_review_does_approve():
     core, _ = core_after_privileged_replan("approve")
     assert core.tick(T0 + timedelta(seconds=30)) == []
-    assert core.state.review == "approved_by_timeout"
+    assert core.state.plan.review == "approved_by_timeout"
     # one slot beside the running agent 2: the shell agent, approved by the timeout
     assert [c.agent_id for c in core.dispatch(T0 + timedelta(seconds=30))] == ["3"]
     outcome = AgentOutcome(kind="completed", result="done")
     core.attempt_succeeded("2", core.tasks["2"], 1, outcome, T0 + timedelta(seconds=31))
-    assert core.state.plan_history[-1].reason.startswith("approved automatically")
+    assert core.state.plan.history[-1].reason.startswith("approved automatically")
 
 
 @pytest.mark.parametrize("action", ["cancel", "approve"])
@@ -101,11 +101,11 @@ def test_runs_recorded_before_the_patch_keep_waiting(action: str):
     """Without the patch (histories of v0.2.0) the review has no deadline: no timer is armed,
     nothing happens with time, exactly as those runs recorded it."""
     core, _ = core_after_privileged_replan(action, timed=False)
-    assert core.state.review_deadline is None
+    assert core.state.plan.review_deadline is None
     assert core.next_deadline(T0) is not None  # agent 2's stall ladder, not the review
     assert core.next_deadline(T0) != T0 + timedelta(seconds=30)
     core.tick(T0 + timedelta(days=2))
-    assert core.state.review == "waiting" and not core.ended
+    assert core.state.plan.review == "waiting" and not core.ended
 
 
 def test_a_review_that_times_out_withdraws_what_waited_for_a_person_and_waits_for_the_planner():
@@ -118,7 +118,7 @@ def test_a_review_that_times_out_withdraws_what_waited_for_a_person_and_waits_fo
     assert [r.kind for r in core.pending_requests()] == ["question"]
     core.planner_started()  # say a second automatic replan is still at work
     core.tick(T0 + timedelta(seconds=30))
-    assert core.pending_requests() == [] and core.search_values()["XskyPending"] == 0
+    assert core.pending_requests() == [] and core.views.search_values()["XskyPending"] == 0
     assert core.tasks["2"].stored == "cancelled" and core.tasks["2"].waiting_on is None
     assert not core.finished(), "the run closed with the planner still at work"
     core.planner_finished()
@@ -144,6 +144,6 @@ def test_a_replan_handing_out_mcp_tools_is_privileged_under_its_patch():
             ]
         }
     )
-    wf = core.checked(new)
-    assert core.privileged_changes(wf, mcp=True) == ["2", "3"]
-    assert core.privileged_changes(wf) == []
+    wf = core.checks.plan(new)
+    assert core.cast.privileged_changes(wf, core.board.agents, mcp=True) == ["2", "3"]
+    assert core.cast.privileged_changes(wf, core.board.agents) == []

@@ -63,7 +63,7 @@ class PlainRefusals(DefaultFailureConverter):
 
 # What people type into an update or a query (the stock CLI, the Web UI): a payload that does
 # not fit is refused with one sentence naming the field, not a pydantic dump or "Failed
-# decoding arguments". Signals check their payloads themselves (workflows/leader_signals.py).
+# decoding arguments". Signals check their payloads themselves (workflows/leader/signals.py).
 PERSON_INPUTS: frozenset[type[BaseModel]] = frozenset(
     {
         ReplanRequest,

@@ -46,7 +46,7 @@ from xsky.errors import (
     WorkersBusyError,
     XSkyError,
 )
-from xsky.leader.ledger import LedgerView
+from xsky.leader.coordinator.ledger import LedgerView
 from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,

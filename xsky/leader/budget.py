@@ -21,10 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from xsky.leader.attempt_input import AttemptInputs
+from xsky.leader.board import TaskBoard
 from xsky.leader.commands import Flight, Rejected
-from xsky.leader.requests import RUN_REQUEST
-from xsky.leader.state import HumanRequest, InterventionResult, SetBudgetRequest
+from xsky.leader.requests import RUN_REQUEST, RequestBook
+from xsky.leader.state import (
+    BudgetState,
+    HumanRequest,
+    RunFacts,
+    SetBudgetRequest,
+)
 from xsky.leader.tasks import TaskState
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import (
@@ -47,7 +52,7 @@ from xsky.plan.budget import (
     narrow,
     overlay,
 )
-from xsky.runs import AgentOutcome
+from xsky.runs import AgentOutcome, RunOptions
 
 Admission = Literal["start", "wait", "hold", "own"]
 
@@ -74,19 +79,41 @@ class Verdict:
     hard: bool = False
 
 
-class Budgets(AttemptInputs):
+class Budget:
     """The run's budget: what may start, what was spent, what a person must decide."""
 
-    # -- what a task may spend ---------------------------------------------------------------
+    def __init__(
+        self,
+        state: BudgetState,
+        run: RunFacts,
+        board: TaskBoard,
+        requests: RequestBook,
+        options: RunOptions,
+        run_id: str,
+    ) -> None:
+        self.state = state
+        self.run = run
+        self.board = board
+        self.requests = requests
+        self.options = options
+        self.run_id = run_id
+        # agent id → its dispatch's hold on the budget (a run with a budget)
+        self.flights: dict[str, Flight] = {}
+        # what they hold, kept during one dispatch pass (None between passes)
+        self.holding: tuple[int, float] | None = None
+        # usage settled since the shell last took it (for its metrics)
+        self.settled = Usage()
+        # Set by the shell (patch leader-budget-holds): the leader's own model calls (coordinator,
+        # planner) hold a share of the budget while they run, as agents do; their holds by key
+        # (workflow-local: a run drains its consultations and replans before it continues as new).
+        self.leader_budget = False
+        self.leader_holds: dict[str, BudgetShare] = {}
 
-    def _row(self, agent_id: str) -> TaskState | None:
-        """The board's row of an agent, or of one a replan removed (spend is spend)."""
-        task = self.tasks.get(agent_id)
-        if task is None:
-            task = next(
-                (t for t in reversed(self.state.removed_tasks) if t.agent_id == agent_id), None
-            )
-        return task
+    @property
+    def limits(self) -> RunBudget | None:
+        return self.state.limits
+
+    # -- what a task may spend ---------------------------------------------------------------
 
     @staticmethod
     def _spend(task: TaskState) -> TaskSpend:
@@ -97,8 +124,8 @@ class Budgets(AttemptInputs):
     def _caps(self, task: TaskState) -> Limits:
         """A task's own cap: the narrowest of the run's per-agent cap, its role's and its
         ``<config>`` budget — under what a person set for it with set_budget."""
-        budget = self.state.budget or RunBudget()
-        agent = self.agents.get(task.agent_id)
+        budget = self.state.limits or RunBudget()
+        agent = self.board.agents.get(task.agent_id)
         plan = narrow(
             narrow(budget.per_agent, budget.per_role.get(task.assigned_agent)),
             config_budget(agent.config if agent else None),
@@ -106,9 +133,9 @@ class Budgets(AttemptInputs):
         person = budget.per_task.get(task.id)
         return overlay(plan, person) if person is not None else plan or Limits()
 
-    def _model(self, agent_id: str) -> bool:
+    def model(self, agent_id: str) -> bool:
         """May this agent call a model (not a direct ``<config>`` tool)?"""
-        agent = self.agents.get(agent_id)
+        agent = self.board.agents.get(agent_id)
         return agent is not None and tool_name(agent.config) is None
 
     def _used(self) -> Usage:
@@ -122,7 +149,7 @@ class Budgets(AttemptInputs):
             return self.holding
         tokens, usd = 0, 0.0
         for agent_id, flight in self.flights.items():
-            row = self._row(agent_id)
+            row = self.board.row(agent_id)
             if flight.share is None or row is None:
                 continue
             used = (row.spend or TaskSpend()).usage.minus(flight.start)
@@ -135,11 +162,11 @@ class Budgets(AttemptInputs):
 
     def _verdict(self, task: TaskState, now: datetime) -> Verdict:
         """May ``task`` start now, and with what share? (Pure: changes nothing.)"""
-        budget = self.state.budget
+        budget = self.state.limits
         if budget is None:
             return Verdict("start")
         limits, spend = budget.run, self.state.spend
-        start = self.state.started_at or now
+        start = self.run.started_at or now
         end = start + timedelta(minutes=limits.minutes) if limits.minutes is not None else None
         if end is not None and now >= end:
             used = describe("minutes", (now - start).total_seconds() / 60, limits.minutes)
@@ -154,7 +181,7 @@ class Budgets(AttemptInputs):
             if now >= mine:
                 return self._own(task, describe("minutes", caps.minutes, caps.minutes))
             end = min(end, mine) if end is not None else mine
-        if not self._model(task.agent_id):
+        if not self.model(task.agent_id):
             return Verdict("start")
         tokens, blocked = self._share("tokens", task, own, caps.tokens, limits.tokens)
         if blocked is not None:
@@ -175,7 +202,7 @@ class Budgets(AttemptInputs):
         last share when that ran out) — fitted into the run's room; or why it cannot start."""
         if cap is None and limit is None:
             return None, None
-        budget = self.state.budget or RunBudget()
+        budget = self.state.limits or RunBudget()
         spend = self.state.spend
         need = getattr(own.need or Usage(), key if key == "usd" else "tokens")
         mine = getattr(own.usage.plus(own.unconfirmed), key if key == "usd" else "tokens")
@@ -225,48 +252,52 @@ class Budgets(AttemptInputs):
 
     # -- admission: the core's dispatch asks ---------------------------------------------------
 
-    def admit(self, task: TaskState, now: datetime) -> Verdict:
+    def admit(self, task: TaskState, now: datetime) -> tuple[Verdict, str | None]:
         """``_verdict``, acted on: a run that cannot go on says so once (E-n about the run),
-        a task past its own cap waits on an E-n of its own."""
-        if self.holding is None and self.state.budget is not None:
+        a task past its own cap waits on an E-n of its own. With the verdict, what changed for
+        people to see (a log line when an E-n about the run is new; "" for a change alone)."""
+        if self.holding is None and self.state.limits is not None:
             self.holding = self._held()  # for the rest of this dispatch pass (reserve adds)
         verdict = self._verdict(task, now)
+        said: str | None = None
         if verdict.kind == "own":
-            request = self._new_request("escalation", task, verdict.why, now)
+            request = self.requests.new("escalation", task, verdict.why, now)
             request.about = "budget"
-            self._set_waiting(task, request.id)
+            self.board.set_waiting(task, request.id)
             task.last_progress = f"waiting for {request.id}: its budget is spent"
+            said = ""
         elif verdict.kind == "hold" or (verdict.kind == "wait" and verdict.hard):
-            self._budget_request(verdict.why, now)
-        return verdict
+            said = self._budget_request(verdict.why, now)
+        return verdict, said
 
     def budget_settled(self, blocked: bool, admitted: bool, now: datetime) -> None:
         """After a dispatch pass: the run's budget E-n goes once the budget admits work again,
         or nothing waits to run."""
         self.holding = None
-        if blocked or self.state.budget is None:
+        if blocked or self.state.limits is None:
             return
-        if admitted or not self._any_ready():
+        if admitted or not self.board.any_ready():
             for request in self._budget_requests():
-                self._close_request(request, "answered", now)
+                self.requests.close(request, "answered", now)
                 request.answer = "the budget admits work again"
 
     def _budget_requests(self) -> list[HumanRequest]:
         return [
-            r for r in self._pending_requests if r.about == "budget" and r.task_id == RUN_REQUEST
+            r for r in self.requests.pending if r.about == "budget" and r.task_id == RUN_REQUEST
         ]
 
-    def _budget_request(self, why: str, now: datetime) -> None:
-        """The one pending E-n about the run's budget, saying the latest figures."""
+    def _budget_request(self, why: str, now: datetime) -> str | None:
+        """The one pending E-n about the run's budget, saying the latest figures: its log line
+        when it is new, "" when only its figures changed, None when nothing did."""
         pending = self._budget_requests()
         if pending:
             if pending[0].text != why:
                 pending[0].text = why
-                self.changed = True
-            return
-        request = self._new_request("escalation", None, why, now)
+                return ""
+            return None
+        request = self.requests.new("escalation", None, why, now)
         request.about = "budget"
-        self.log.append(f"budget: {request.id} {why}")
+        return f"budget: {request.id} {why}"
 
     def reserve(self, task: TaskState, share: BudgetShare | None, now: datetime) -> None:
         """A task is dispatched in a run with a budget: its share is held while it runs."""
@@ -281,7 +312,7 @@ class Budgets(AttemptInputs):
                 self.holding[1] + (share.usd or 0.0),
             )
         self.flights[task.agent_id] = Flight(
-            task.attempt, share, spend.usage, self._model(task.agent_id) and share is not None
+            task.attempt, share, spend.usage, self.model(task.agent_id) and share is not None
         )
 
     # -- the leader's own model calls ---------------------------------------------------------------
@@ -295,11 +326,11 @@ class Budgets(AttemptInputs):
         requests. The call is made only with room for its first request; the activity checks its
         share before every request (xsky.plan.budget.call_room). Nothing is held without a
         budget, or in a run started before leader calls held shares."""
-        budget = self.state.budget
+        budget = self.state.limits
         if budget is None or not self.leader_budget:
             return LeaderHold()
         limits, spend = budget.run, self.state.spend
-        start = self.state.started_at or now
+        start = self.run.started_at or now
         end = start + timedelta(minutes=limits.minutes) if limits.minutes is not None else None
         if end is not None and now >= end:
             return LeaderHold(
@@ -356,22 +387,23 @@ class Budgets(AttemptInputs):
 
     def settle_usage(
         self, agent_id: str, report: UsageReport | None, dispatch: int | None = None
-    ) -> None:
+    ) -> bool:
         """Settle what an agent's conversation used beyond what was counted of it; with
-        ``dispatch``: the end of that dispatch, which has now said what it used."""
-        row = self._row(agent_id)
+        ``dispatch``: the end of that dispatch, which has now said what it used. True when
+        something was settled."""
+        row = self.board.row(agent_id)
         if report is None or row is None:
-            return
+            return False
         flight = self.flights.get(agent_id)
         if dispatch is not None and flight is not None and flight.dispatch == dispatch:
             flight.reported = True
         if report.total.empty():
-            return
+            return False
         spend = self._spend(row)
         known = spend.seen.get(report.conversation, Usage())
         delta = report.total.minus(known)
         if delta.empty():
-            return
+            return False
         spend.seen[report.conversation] = known.most(report.total)
         spend.usage = spend.usage.plus(delta)
         if not spend.unconfirmed.empty() and spend.unconfirmed_in in (None, report.conversation):
@@ -381,17 +413,18 @@ class Budgets(AttemptInputs):
         self._count(delta)
         if delta.tokens and delta.usd / delta.tokens > self.state.spend.price:
             self.state.spend.price = delta.usd / delta.tokens
-        self.changed = True
+        return True
 
-    def settle(self, source: str, usage: Usage) -> None:
+    def settle(self, source: str, usage: Usage) -> bool:
         """Usage not tied to a task's dispatch — the planner's, a coordinator's (``leader``):
-        counted in the run's total (and so against its budget) under its source."""
+        counted in the run's total (and so against its budget) under its source. True when
+        there was any."""
         if usage.empty():
-            return
+            return False
         sources = self.state.spend.sources
         sources[source] = sources.get(source, Usage()).plus(usage)
         self._count(usage)
-        self.changed = True
+        return True
 
     def _count(self, usage: Usage) -> None:
         self.state.spend.total = self.state.spend.total.plus(usage)
@@ -401,7 +434,7 @@ class Budgets(AttemptInputs):
         """A dispatch's activity is over: its hold goes. One that never said what it used is
         charged the rest of its share (an upper bound) until its conversation says."""
         flight = self.flights.get(agent_id)
-        row = self._row(agent_id)
+        row = self.board.row(agent_id)
         if flight is None or flight.dispatch != dispatch or row is None:
             return
         del self.flights[agent_id]
@@ -430,13 +463,11 @@ class Budgets(AttemptInputs):
         from its checkpoint, when the budget admits a share that covers its next call."""
         spend = self._spend(task)
         spend.need, spend.stopped = outcome.need, outcome.stopped
-        self._set_stored(task, "pending")
-        task.started_at = None
+        self.board.back_to_pending(task)
         what = {"tokens": "tokens", "usd": "USD", "time": "time"}.get(
             outcome.stopped or "", "budget"
         )
         task.last_progress = f"stopped cleanly: its share of the budget ({what}) is spent"
-        self.changed = True
 
     # -- set_budget ----------------------------------------------------------------------------
 
@@ -448,8 +479,7 @@ class Budgets(AttemptInputs):
         except BudgetError as e:
             raise Rejected(str(e)) from None
 
-    def check_set_budget(self, req: SetBudgetRequest) -> None:
-        self._require_open()
+    def check_set_budget(self, req: SetBudgetRequest, plan_version: int) -> None:
         given = [k for k in (*KEYS, "reserve") if getattr(req, k) is not None]
         if not given:
             raise Rejected(
@@ -462,21 +492,21 @@ class Budgets(AttemptInputs):
             except BudgetError as e:
                 raise Rejected(str(e).replace("tokens", "reserve", 1)) from None
         if req.task_id is not None:
-            self._require_task(req.task_id)
+            self.board.require(req.task_id, plan_version)
 
-    def set_budget(self, req: SetBudgetRequest, now: datetime) -> InterventionResult:
-        """A person raises or lowers limits: budget escalations that no longer apply close,
-        and dispatch goes on."""
+    def set_budget(self, req: SetBudgetRequest, plan_version: int, now: datetime) -> str:
+        """A person raises or lowers limits: what they set, in words (the escalations that no
+        longer apply are closed by :meth:`review_requests`)."""
         limits = self._budget_limits(req)
-        budget = self.state.budget
+        budget = self.state.limits
         if budget is None:  # the run had none: count what it already started
             budget = RunBudget()
-            self.state.spend.started = sum(1 for t in self.state.tasks if t.attempt > 0)
-            for t in self.state.tasks:
+            self.state.spend.started = sum(1 for t in self.board.state.tasks if t.attempt > 0)
+            for t in self.board.state.tasks:
                 if t.attempt > 0:
                     self._spend(t).started_at = t.dispatched_at or now
         if req.task_id is not None:
-            task = self._require_task(req.task_id)
+            task = self.board.require(req.task_id, plan_version)
             per_task = {**budget.per_task, task.id: overlay(budget.per_task.get(task.id), limits)}
             budget = budget.model_copy(update={"per_task": per_task})
             what = f"{task.id}'s cap: {limits_text(per_task[task.id])}"
@@ -486,31 +516,23 @@ class Budgets(AttemptInputs):
         if req.reserve is not None:
             budget = budget.model_copy(update={"reserve": int(float(req.reserve))})
             what += f"; reserve {budget.reserve:,} tokens"
-        self.state.budget = RunBudget.model_validate(budget.model_dump())
-        self.note_history(f"a person set {what}", now)
-        closed = self._review_budget_requests(now)
-        self.changed = True
-        then = f"; {', '.join(closed)} closed: dispatch goes on" if closed else ""
-        return InterventionResult(
-            message=f"set {what} ({self.budget_view(now).summary()}){then}",
-            plan_version=self.state.plan_version,
-        )
+        self.state.limits = RunBudget.model_validate(budget.model_dump())
+        return what
 
-    def _review_budget_requests(self, now: datetime) -> list[str]:
+    def review_requests(self, now: datetime) -> list[str]:
         """Close the budget's escalations that the limits in force no longer call for; the
         others say the latest figures."""
         closed = []
-        for request in list(self._pending_requests):
+        for request in list(self.requests.pending):
             if request.about != "budget":
                 continue
             if request.task_id == RUN_REQUEST:
-                verdict = (
-                    self._verdict(self.tasks[self._heap[0][1]], now) if self._any_ready() else None
-                )
+                first = self.board.first_ready()
+                verdict = self._verdict(first, now) if first is not None else None
                 still = verdict is not None and (verdict.kind == "hold" or verdict.hard)
                 task = None
             else:
-                task = self.task_by_id(request.task_id)
+                task = self.board.task_by_id(request.task_id)
                 if task is None or task.waiting_on != request.id:
                     continue
                 verdict = self._verdict(task, now)
@@ -518,22 +540,65 @@ class Budgets(AttemptInputs):
             if still and verdict is not None:  # still called for: the latest figures
                 request.text = verdict.why
                 continue
-            self._close_request(request, "answered", now)
+            self.requests.close(request, "answered", now)
             request.answer = "the budget was raised"
             if task is not None:
-                self._set_waiting(task, None)
+                self.board.set_waiting(task, None)
             closed.append(request.id)
         return closed
+
+    def expired(self, request: HumanRequest, now: datetime) -> str | None:
+        """Nobody decided a budget escalation in time. A task's own: that task fails (None).
+        The run's: what did not run is not run, and the run ends failed — the reason is
+        returned for the router to end it with."""
+        wait = (
+            f"{self.options.request_timeout / 3600:g}h"
+            if self.options.request_timeout >= 3600
+            else f"{self.options.request_timeout:g}s"
+        )
+        figures = request.text.removeprefix("budget: ").split(";")[0]
+        if request.task_id != RUN_REQUEST:
+            task = self.board.task_by_id(request.task_id)
+            if task is not None and task.waiting_on == request.id:
+                self.board.set_waiting(task, None)
+                self.board.finish(
+                    task,
+                    "failed",
+                    now,
+                    error=f"budget spent: {figures}; nobody raised it within {wait}",
+                )
+            return None
+        return f"budget spent: {figures}; nobody raised it within {wait}"
+
+    def no_room_to_judge(self) -> str | None:
+        """Why the run's budget leaves no room for a consultation (None: it does, or the run
+        has no budget), as leaders before patch leader-budget-holds judged it: once what is
+        left (less what running agents hold) is under one reservation, the leader judged by its
+        mechanical rules alone."""
+        budget = self.state.limits
+        if budget is None:
+            return None
+        used, (held_tokens, held_usd) = self._used(), self._held()
+        limits = budget.run
+        if limits.tokens is not None:
+            left = limits.tokens - used.tokens - held_tokens
+            if left < budget.reserve_tokens():
+                return f"the budget has {max(0, left):,} tokens left, less than one reservation"
+        if limits.usd is not None and self.state.spend.price:
+            left_usd = limits.usd - used.usd - held_usd
+            if left_usd < budget.reserve_tokens() * self.state.spend.price:
+                return f"the budget has ${max(0.0, left_usd):,.4f} left, less than one reservation"
+        return None
 
     # -- what people see -----------------------------------------------------------------------
 
     def budget_view(self, now: datetime) -> BudgetView:
         spend = self.state.spend
         held_tokens, held_usd = self._held()
-        started = self.state.started_at or now
+        started = self.run.started_at or now
         pending = self._budget_requests()
         return BudgetView(
-            limits=self.state.budget.run if self.state.budget is not None else None,
+            limits=self.state.limits.run if self.state.limits is not None else None,
             spent=spend.total,
             unconfirmed=spend.unconfirmed,
             reserved_tokens=held_tokens,

@@ -1,24 +1,39 @@
-"""LeaderCore: the leader's decisions as a pure, deterministic state machine.
+"""LeaderCore: the leader's decisions as a pure, deterministic state machine — a router over
+components that each own their part of the run's state.
 
-The scheduler, the task board, people's requests, the stall ladder, replan merging and
-the rules of every intervention live here, with no Temporal import: the core takes
-``now`` and events (an attempt ended, an update, a signal, a timer) and returns commands
-(:class:`StartAgent`, :class:`StopAgent`, :class:`CallPlanner`). ``workflows/leader.py``
-turns Temporal events into calls and commands into activities and cancellations, so all
-of this is tested without a server (tests/unit/test_leader_core.py drives it through
-generated event sequences).
+The components (each in its module, each with its own state and tests): the task board and its
+ready set (:mod:`~xsky.leader.board`), the plan book (:mod:`~xsky.leader.plans`), the cast of
+roles (:mod:`~xsky.leader.cast`), the request book (:mod:`~xsky.leader.requests`), the briefs
+each dispatch is given (:mod:`~xsky.leader.briefs`), the budget (:mod:`~xsky.leader.budget`),
+the stall ladder (:mod:`~xsky.leader.ladder`), the permission log (:mod:`~xsky.leader.audit`),
+the coordinator (:mod:`xsky.leader.coordinator`: judgment, results, requests, oversight, its
+views), an attempt's input (:mod:`~xsky.leader.attempt_input`) and the read-only views
+(:mod:`~xsky.leader.views`).
 
-Per-event cost does not grow with the plan: the ready set is a heap of plan positions,
-each task counts its unfinished dependencies, and status counters are kept as states
-change. Whole-board work (derived ``blocked`` statuses, the board's rows) happens only
-in queries and when the board is published.
+The router takes ``now`` and events (an attempt ended, an update, a signal, time passing) and
+returns commands (:class:`StartAgent`, :class:`StopAgent`, :class:`CallPlanner`,
+:class:`Consult`); each event is one method here, which calls the components in the order
+written in it. ``workflows/leader/workflow.py`` turns Temporal events into these calls and the
+commands into activities and cancellations, so all of this is tested without a server
+(tests/unit/test_leader_core.py drives it through generated event sequences).
 
-Validators (``check_*``) raise :class:`Rejected` and change nothing; handlers assume the
-check passed.
+Validators (``check_*``) raise :class:`Rejected` and change nothing; handlers assume the check
+passed. ``changed`` tells the shell's main loop that something moved: set by the events that
+move something, never by the passes the loop makes every time (dispatch, tick) unless they did.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from xsky.leader.attempt_input import AttemptInputs
+from xsky.leader.audit import AuditLog
+from xsky.leader.beginning import carry, first_state
+from xsky.leader.board import TaskBoard
+from xsky.leader.briefs import Briefs
+from xsky.leader.budget import Budget
+from xsky.leader.cast import Cast
+from xsky.leader.checks import Checks
 from xsky.leader.commands import (
     AUDIT_KEEP,
     INLINE_AGENTS,
@@ -34,25 +49,924 @@ from xsky.leader.commands import (
     CallPlanner,
     Command,
     Consult,
+    Flight,
     Rejected,
     StartAgent,
     StopAgent,
     StopReason,
 )
-from xsky.leader.ledger_views import LedgerViews
+from xsky.leader.coordinator.judgment import Judgment
+from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome, Point
+from xsky.leader.coordinator.oversight import Oversight
+from xsky.leader.coordinator.requests import RequestJudge
+from xsky.leader.coordinator.results import ResultCheck
+from xsky.leader.coordinator.review import consultation
+from xsky.leader.coordinator.views import CoordinatorViews
+from xsky.leader.flow import Flow
+from xsky.leader.ladder import StallLadder
+from xsky.leader.limits import (
+    QUESTION_CHARS,
+    cut,
+)
+from xsky.leader.plans import PlanBook
+from xsky.leader.replan import merge_plan, new_task
+from xsky.leader.requests import RequestBook, approval_of, decision_said, person_decided
+from xsky.leader.state import (
+    Answer,
+    AnswerRequest,
+    ApprovePlanRequest,
+    ApproveToolRequest,
+    DefineRoleRequest,
+    EndRunRequest,
+    HumanRequest,
+    InterventionResult,
+    Nudge,
+    NudgeRequest,
+    PauseRequest,
+    RetryTaskRequest,
+    SetBudgetRequest,
+    SkipTaskRequest,
+    TaskRequest,
+)
+from xsky.leader.tasks import TaskState, subject_of
+from xsky.leader.views import Views
+from xsky.plan import dag
+from xsky.plan.agent_config import tool_name
+from xsky.plan.budget import BudgetShare, Usage, with_plan
+from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.runs import AgentOutcome, ProgressReport, RunInput
+from xsky.security.permissions import run_rules_for
 
 
-class LeaderCore(LedgerViews):
-    """One run's leader, its concerns layered one module each (lowest first): the state and
-    its indexes (:mod:`~xsky.leader.base`), people's requests (:mod:`~xsky.leader.requests`),
-    an attempt's input (:mod:`~xsky.leader.attempt_input`), the run's course
-    (:mod:`~xsky.leader.course`), the stall ladder (:mod:`~xsky.leader.ladder`), the
-    interventions (:mod:`~xsky.leader.interventions`), the signals' checks and refusals
-    (:mod:`~xsky.leader.refusals`), the coordinator's judgment
-    (:mod:`~xsky.leader.coordination`) and, beside them, the read-only views
-    (:mod:`~xsky.leader.views`, :mod:`~xsky.leader.ledger_views`). Each layer calls only the
-    layers below it; a lower layer leaves hooks (``_take_result``, ``_requested``,
-    ``_judge_stall``) that the coordination layer fills."""
+class LeaderCore:
+    """One run's leader: its components, and the order in which each event reaches them."""
+
+    def __init__(self, inp: RunInput, run_id: str, now: datetime) -> None:
+        self.input = inp
+        self.options = inp.options
+        self.run_id = run_id
+        self.flow = Flow(planning=inp.state is None and inp.workflow is None)
+        first = (
+            (inp.state.plan.plan if inp.state is not None else None)
+            or inp.workflow
+            or Workflow(
+                name=" ".join((inp.task_prompt or "").split())[:80],
+                task_id=inp.task_id or run_id,
+                task_prompt=inp.task_prompt,
+            )
+        )
+        self.variables = {**first.variables, **inp.variables}
+        self.state = inp.state if inp.state is not None else first_state(inp, first, run_id, now)
+        s = self.state
+        self.plans = PlanBook(s.plan, self.options)
+        self.cast = Cast(s.plan, inp)
+        self.board = TaskBoard(s.board, self.plans.plan)
+        self.requests = RequestBook(s.requests, self.options)
+        self.briefs = Briefs(s.briefs)
+        self.audit = AuditLog(s.audit)
+        self.budget = Budget(s.budget, s.run, self.board, self.requests, self.options, run_id)
+        self.ladder = StallLadder(
+            s.ladder, self.board, self.requests, self.briefs, self.options, self._replan
+        )
+        self.judgment = Judgment(
+            s.ledger, self.board, self.plans, self.requests, self.budget, self.options, run_id
+        )
+        self.results = ResultCheck(self.judgment, self.board, self.briefs)
+        self.asks = RequestJudge(
+            self.judgment, self.board, self.requests, self.briefs, self.audit, inp.permissions
+        )
+        self.oversight = Oversight(
+            self.judgment,
+            self.board,
+            self.requests,
+            self.briefs,
+            self.ladder,
+            self._replan,
+            lambda: self.flow.ended is not None,
+        )
+        self.inputs = AttemptInputs(
+            inp, run_id, self.board, self.plans, self.cast, self.briefs, self.budget, self.variables
+        )
+        self.checks = Checks(
+            self.flow,
+            self.board,
+            self.plans,
+            self.cast,
+            self.requests,
+            self.briefs,
+            self.budget,
+            self.asks,
+            self.variables,
+        )
+        self.views = Views(
+            s,
+            inp,
+            run_id,
+            self.flow,
+            self.board,
+            self.plans,
+            self.requests,
+            self.budget,
+            self.audit,
+            self.judgment,
+            CoordinatorViews(self.judgment, self.board),
+        )
+        if inp.state is None and inp.resume is not None:
+            carry(self.board, self.plans, inp.resume)
+        # something changed since the shell last looked (it wakes the main loop)
+        self.changed = False
+        # what the shell should log (stall-ladder steps, budget escalations), taken by take_log
+        self.log: list[str] = []
+        # commands decided where no commands are returned (a person's answer asking for a
+        # replan): the shell takes them with take_outbox
+        self.outbox: list[Command] = []
+
+    # -- what the shell sets and reads -------------------------------------------------------------
+
+    def configure(
+        self,
+        *,
+        coordinating: bool,
+        delegated: list[str] | None = None,
+        denied: list[str] | None = None,
+        worker_model: str | None = None,
+        leader_budget: bool = False,
+        delegation_programs: bool = True,
+    ) -> None:
+        """What the run's worker and its patches say (the shell, once per execution)."""
+        self.judgment.on = coordinating
+        self.judgment.delegated = list(delegated or [])
+        self.judgment.denied = list(denied or [])
+        self.judgment.worker_model = worker_model
+        self.judgment.programs = delegation_programs
+        self.budget.leader_budget = leader_budget
+
+    @property
+    def needs_plan(self) -> bool:
+        return self.flow.planning
+
+    @property
+    def replanning(self) -> bool:
+        return self.flow.replanning
+
+    @property
+    def ended(self) -> str | None:
+        return self.flow.ended
+
+    @property
+    def tasks(self) -> dict[str, TaskState]:
+        return self.board.tasks
+
+    @property
+    def agents(self) -> dict[str, WorkflowAgent]:
+        return self.board.agents
+
+    @property
+    def active(self) -> dict[str, int]:
+        return self.board.active
+
+    @property
+    def stall_consults(self) -> dict[str, tuple[int, str, str]]:
+        return self.oversight.stall_consults
+
+    @property
+    def workspace_queue(self) -> str | None:
+        return self.state.run.workspace_queue
+
+    @property
+    def lost_queue(self) -> str | None:
+        return self.state.run.lost_queue
+
+    def host_claimed(self, queue: str) -> None:
+        """The run's workspace lives on the host of ``queue`` (workers that share no disk)."""
+        self.state.run.workspace_queue, self.state.run.lost_queue = queue, None
+        self.changed = True
+
+    def host_lost(self, queue: str) -> None:
+        """The workspace's host is gone: the next workspace agent claims another."""
+        self.state.run.workspace_queue, self.state.run.lost_queue = None, queue
+        self.changed = True
+
+    def executions(self) -> int:
+        """How many times the run continued as new (the state's count)."""
+        return self.state.run.continued
+
+    def next_execution(self) -> None:
+        """The state is written for the next execution: it carries that one's number."""
+        self.state.run.continued += 1
+
+    def stays_here(self) -> None:
+        """The state could not be handed on: this execution goes on, its number unchanged."""
+        self.state.run.continued -= 1
+
+    def keep_no_budget(self) -> None:
+        """A history from before budgets existed had none, and keeps none (patch budgets)."""
+        self.budget.state.limits = None
+
+    def take_changed(self) -> bool:
+        """Whether anything changed since the last call (and forget it)."""
+        changed, self.changed = self.changed, False
+        return changed
+
+    def take_outbox(self) -> list[Command]:
+        """Commands decided since the last call outside a call that returns them."""
+        commands, self.outbox = self.outbox, []
+        return commands
+
+    def take_log(self) -> list[str]:
+        """The lines to log since the last call (stall-ladder steps, budget escalations)."""
+        lines, self.log = self.log, []
+        return lines
+
+    def take_settled(self) -> Usage:
+        """The usage settled since the last call (and forget it)."""
+        settled, self.budget.settled = self.budget.settled, Usage()
+        return settled
+
+    # -- the plan ----------------------------------------------------------------------------------
+
+    def planner_started(self) -> None:
+        """The planner is at work (a plan from the prompt, or a person's replan)."""
+        self.flow.replanning = True
+
+    def planner_finished(self) -> None:
+        """The planner's work ended, whatever its outcome: look again."""
+        self.flow.replanning = False
+        self.changed = True
+
+    def first_plan_finished(self) -> None:
+        """The planning of a prompt-only run ended (the main loop has not started yet)."""
+        self.flow.replanning = False
+
+    def set_first_plan(self, wf: Workflow, provider: str, now: datetime) -> None:
+        """Plan v1 of a run started from a sentence."""
+        self.plans.first(wf, provider, now)
+        self.board.state.tasks = [new_task(a, self.run_id) for a in wf.agents]
+        self.variables = {**wf.variables, **self.input.variables}
+        self.inputs.variables = self.checks.variables = self.variables
+        self.budget.state.limits = with_plan(self.budget.state.limits, wf.budget)
+        self.board.index(wf)
+        self.flow.planning = False
+
+    def _replan(self, reason: str, force: bool) -> list[Command]:
+        return self.auto_replan(reason, force)
+
+    def auto_replan(self, reason: str, force: bool = False) -> list[Command]:
+        """Replan automatically (failures, stalls, a goal not met) while the run's replans last."""
+        if self.flow.replanning or not self.plans.may_replan(force):
+            return []
+        self.flow.replanning = True
+        return [CallPlanner(reason)]
+
+    def apply_plan(
+        self, wf: Workflow, reason: str, now: datetime, keep_cancelled: bool = True
+    ) -> tuple[str, list[Command]]:
+        """Make ``wf`` the plan: (what changed, the attempts to stop). ``keep_cancelled``
+        False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
+        every cancelled task back to pending."""
+        self.oversight.withdraw_goal_requests("withdrawn: the plan changed", now)
+        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id, keep_cancelled)
+        if wf.budget != self.plans.plan.budget:  # a plan's new budget narrows the run's
+            self.budget.state.limits = with_plan(self.budget.state.limits, wf.budget)
+        commands: list[Command] = []
+        for agent_id in change.stop:
+            commands += self.board.stop(
+                agent_id, StopReason.CHANGED if agent_id in change.restarted else StopReason.REMOVED
+            )
+        for request_id in change.withdrawn_requests:
+            self.requests.withdraw(request_id, "withdrawn: the plan changed", now)
+        for agent_id in change.reset:
+            self.requests.withdraw_holds(self.board.tasks[agent_id], "replanned", now)
+        summary = change.summary()
+        self.plans.adopt(wf, f"{reason} — {summary}", now)
+        for task in [*change.removed, *change.tasks]:  # a replan starts every ladder over
+            self.ladder.forget(task.id)
+        self.board.replace(change.tasks, change.removed, wf)
+        self.changed = True
+        return summary, commands
+
+    def review_timed_out(self, now: datetime) -> bool:
+        """Nobody reviewed the plan in time: approve or end the run. True if it goes on."""
+        if self.plans.review_timed_out(now):
+            return True
+        self.flow.ended = (
+            f"cancelled: nobody approved the plan within {self.options.review_timeout:g}s"
+        )
+        for task in self.board.state.tasks:
+            if not task.terminal:
+                self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} cancelled", now)
+                self.board.set_waiting(task, None)
+                self.board.finish(task, "cancelled", now, error="the plan was never approved")
+        self.changed = True
+        return False
+
+    # -- the run's course --------------------------------------------------------------------------
+
+    def finished(self) -> bool:
+        """Nothing runs and nothing can start: every task is terminal, blocked, or paused."""
+        if self.flow.ended:
+            return not self.board.active and not self.flow.replanning
+        if self.board.active or self.flow.replanning:
+            return False
+        if self.requests.pending:
+            return False  # a person still has to answer
+        return not self.board.any_ready()  # ready work while paused waits for resume
+
+    def begin_drain(self) -> None:
+        """Continue-as-new is due: start nothing new until the run is handed on."""
+        self.flow.draining = True
+
+    def drain_failed(self) -> None:
+        """The run could not be handed on: go on here, and dispatch again."""
+        self.flow.draining = False
+        self.changed = True
+
+    def begin_close(self) -> None:
+        """Every task is done: the run is about to return (interventions are refused)."""
+        self.flow.closing = True
+
+    def dispatch(self, now: datetime) -> list[Command]:
+        """Start ready agents, in plan order, while there is room (and the budget admits them)."""
+        flow = self.flow
+        if (
+            self.state.run.paused
+            or flow.replanning
+            or flow.draining
+            or flow.ended
+            or self.plans.reviewing
+        ):
+            return []
+        room = self.options.max_parallel - len(self.board.active)
+        starts: list[Command] = []
+        held: list[tuple[int, str]] = []  # new tasks past the run's agent count
+        blocked = False
+        while room > 0 and self.board.any_ready():
+            entry = self.board.pop_ready()
+            task = self.board.tasks[entry[1]]
+            verdict, said = self.budget.admit(task, now)
+            if said is not None:  # an escalation about the budget is new, or says new figures
+                self.changed = True
+                if said:
+                    self.log.append(said)
+            if verdict.kind == "wait":  # the run's budget has no room: nothing more starts
+                self.board.push_back(entry)
+                blocked = blocked or verdict.hard
+                break
+            if verdict.kind != "start":  # held back, or waiting on its own E-n
+                held += [entry] if verdict.kind == "hold" else []
+                blocked = blocked or verdict.kind == "hold"
+                continue
+            dispatch = self.board.start(task, now)
+            if self.budget.limits is not None:
+                self.budget.reserve(task, verdict.share, now)
+            starts.append(StartAgent(task.agent_id, dispatch))
+            room -= 1
+        for entry in held:
+            self.board.push_back(entry)
+        self.budget.budget_settled(blocked, bool(starts), now)
+        return starts
+
+    # -- an attempt's end --------------------------------------------------------------------------
+
+    def cannot_start(self, agent_id: str, why: str, now: datetime) -> None:
+        """The attempt's input could not be made (a reference that cannot be rendered)."""
+        self.budget.flight_unused(agent_id)
+        self.board.finish(self.board.tasks[agent_id], "failed", now, error=f"cannot start: {why}")
+        self.changed = True
+
+    def attempt_failed(
+        self,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        failure: AttemptFailure | None,
+        now: datetime,
+    ) -> list[Command]:
+        """The attempt raised (``failure``) or was cancelled (``None``): settle what it spent;
+        unless it was stopped on purpose, the task fails — and is replanned automatically, or
+        held for a person, when the run says so."""
+        if self.budget.settle_usage(agent_id, failure.usage if failure else None, dispatch):
+            self.changed = True
+        intent = self.board.intents.pop(agent_id, None)
+        if not self.board.current(agent_id, dispatch, task):
+            return []  # an earlier dispatch, or a task a replan removed
+        if failure is not None:
+            self.audit.decisions(task, failure.decisions)
+            self.board.observe_attempt(task, failure.attempt)
+        if intent is not None:
+            self._after_stop(task, intent, now)
+            return []
+        if failure is None:
+            return []
+        self.board.finish(task, "failed", now, error=failure.message)
+        self.changed = True
+        replan: list[Command] = []
+        # Workers kept dying (replanning the agent would not help), or the failure would
+        # repeat — a replan would most likely run the same step again (a deploy, a
+        # migration): the person decides (retry, skip, replan), nothing repeats on its own.
+        if not failure.lost and (not failure.deterministic or self.options.replan_deterministic):
+            replan = self.auto_replan(f"{task.id} failed: {task.error}")
+        if not replan and self.options.hold_on_failure > 0:
+            self.requests.hold(task, now)
+        return replan
+
+    def attempt_succeeded(
+        self,
+        agent_id: str,
+        task: TaskState,
+        dispatch: int,
+        outcome: AgentOutcome,
+        now: datetime,
+        judged: ConsultOutcome | None = None,
+    ) -> None:
+        """The attempt returned ``outcome``; ``judged``: what the coordinator said of it, None
+        when it was not asked. In order: the budget settles what it spent; a late completion
+        is dropped; the permission log takes its decisions; then the result is judged and
+        taken, the budget stop set aside, or the request raised (and judged)."""
+        if self.budget.settle_usage(agent_id, outcome.usage, dispatch):  # spend is spend
+            self.changed = True
+        intent = self.board.intents.pop(agent_id, None)
+        if not self.board.current(agent_id, dispatch, task):
+            return  # a late completion of an earlier dispatch: dropped
+        self.audit.decisions(task, outcome.decisions)
+        if intent is not None and intent not in (StopReason.PAUSE, StopReason.RESTART):
+            # It finished just as it was stopped: the decision already made stands (and a
+            # result of a definition the plan has since changed is not kept).
+            self._after_stop(task, intent, now)
+            return
+        self.board.attempt_ended_with(task, outcome)
+        self.changed = True
+        if outcome.kind == "completed":
+            if not self.results.take(task, outcome, now, judged):
+                self._complete(task, outcome, now)
+            return
+        if outcome.kind == "budget":
+            self.budget.budget_stopped(task, outcome)
+            return
+        request = self._raise(task, outcome, now)
+        self.asks.requested(task, request, now, judged)
+
+    def _complete(self, task: TaskState, outcome: AgentOutcome, now: datetime) -> None:
+        task.provider = outcome.provider
+        task.result = outcome.result
+        task.result_ref = outcome.result_ref
+        task.artifacts = outcome.artifacts
+        self.board.finish(task, "completed", now)
+
+    def _raise(self, task: TaskState, outcome: AgentOutcome, now: datetime) -> HumanRequest:
+        """The attempt asks a person: a question, or the approval of a tool call."""
+        req = outcome.request
+        assert req is not None, "a question or approval outcome carries its request"
+        if outcome.kind == "question":
+            question = cut(req.question or "(no question text)", QUESTION_CHARS)
+            request = self.requests.new("question", task, question, now)
+        else:
+            args = ", ".join(f"{k}={v!r}" for k, v in (req.arguments or {}).items())
+            request = self.requests.new("approval", task, f"{req.tool}({args[:300]})", now)
+            request.tool, request.arguments, request.rule = req.tool, req.arguments, req.rule
+            request.hard = req.hard
+        self.board.set_stored(task, "pending")
+        self.board.set_waiting(task, request.id)
+        task.last_progress = f"waiting for {request.id}: {request.text[:100]}"
+        return request
+
+    def _after_stop(self, task: TaskState, intent: StopReason, now: datetime) -> None:
+        """A running attempt we stopped on purpose has ended; put the task where it belongs."""
+        if intent in (StopReason.PAUSE, StopReason.RESTART, StopReason.CHANGED):
+            self.board.back_to_pending(task)  # runs again (from its checkpoint) in its turn
+        elif intent == StopReason.RUN_CANCEL:
+            self.board.finish(task, "cancelled", now, error="the run was cancelled")
+            self.changed = True
+        # "cancel", "skip" and "abandon" set the task's state when they were decided;
+        # "removed": the task left the board.
+
+    def attempt_ended(self, agent_id: str, dispatch: int) -> None:
+        """The attempt's activity is over, whatever its end: its hold on the budget goes and
+        its slot is free."""
+        self.budget.flight_ended(agent_id, dispatch)
+        self.board.ended(agent_id, dispatch)
+        self.changed = True
+
+    def report_progress(self, report: ProgressReport, now: datetime) -> None:
+        """An attempt says it is alive and moving: the budget settles what it reported; the
+        board takes its start and note; progress starts the stall ladder over."""
+        agent_id = report.task_id.removeprefix("T-")
+        if self.budget.settle_usage(
+            agent_id, report.usage, report.dispatch if report.final else None
+        ):
+            self.changed = True
+        task = self.board.task_by_id(report.task_id)
+        if task is None or report.dispatch != task.attempt or task.stored not in RUNNING:
+            return  # a report from an earlier dispatch, or about a finished task
+        self.board.progressed(task, report, now)
+        if report.progress:
+            self.ladder.progressed(task.id)
+        self.changed = True
+
+    # -- time passing --------------------------------------------------------------------------------
+
+    def tick(self, now: datetime) -> list[Command]:
+        """Time passed: a review past its deadline is decided, requests past theirs expire,
+        the stall ladder climbs."""
+        review_due = self.plans.review_due()
+        if review_due is not None and now >= review_due:
+            # An automatic replan's review (a first plan's is timed by the shell's review gate).
+            stops = (
+                []
+                if self.options.review_timeout_action == "approve"
+                else self.board.stop_everything(StopReason.RUN_CANCEL)
+            )
+            self.review_timed_out(now)
+            self.changed = True
+            return stops
+        for request in self.requests.due(now):
+            self.changed = True
+            if request.about == "budget":
+                ended = self.budget.expired(request, now)
+                if ended is not None:
+                    self._end_for_budget(ended, now)
+                continue
+            task = self.board.task_by_id(request.task_id)
+            if task is not None and task.waiting_on == request.id:
+                self.board.set_waiting(task, None)
+                self.board.finish(
+                    task,
+                    "failed",
+                    now,
+                    error=f"no answer to {request.id} within {self.options.request_timeout:g}s",
+                )
+        return self._stalls(now)
+
+    def _end_for_budget(self, why: str, now: datetime) -> None:
+        """Nobody raised the run's spent budget in time: it ends failed, what did not run is
+        not run."""
+        self.flow.ended = why
+        self.flow.ended_failed = True
+        for task in self.board.state.tasks:
+            if not task.terminal and task.agent_id not in self.board.active:
+                self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} not run", now)
+                self.board.set_waiting(task, None)
+                self.board.finish(task, "cancelled", now, error="not run: the budget was spent")
+
+    def _stalls(self, now: datetime) -> list[Command]:
+        """Each running task whose next rung is due: the coordinator looks for the root cause,
+        or the ladder climbs."""
+        commands: list[Command] = []
+        judged = self.oversight.stall_consults
+        for task, action, message in self.ladder.due(
+            now,
+            skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
+            can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
+        ):
+            self.log.append(f"stall ladder: {task.id} {action} ({message})")
+            self.changed = True
+            judging = self.oversight.judge_stall(task, action, message, now)
+            if judging is not None:  # the coordinator finds the root cause instead
+                commands += judging
+                continue
+            commands += self.ladder.climb(task, action, message, now)
+        return commands
+
+    def next_deadline(self, now: datetime) -> datetime | None:
+        """The earliest moment time alone would change something: a request's deadline, the
+        review's, a stall ladder's next rung."""
+        due = self.requests.deadlines()
+        if self.plans.reviewing and self.plans.state.review_deadline is not None:
+            due.append(self.plans.state.review_deadline)
+        due += self.ladder.deadlines(now, self.oversight.stall_consults)
+        return min(due) if due else None
+
+    # -- the coordinator ---------------------------------------------------------------------------
+
+    def review_of(
+        self, agent_id: str, dispatch: int, outcome: AgentOutcome, now: datetime | None = None
+    ) -> ConsultInput | None:
+        """What to ask the coordinator before this attempt's outcome is taken (None: nothing,
+        or the run's budget has no room for the question: its hold is taken here).
+
+        A model agent's completed answer (not one a mechanical rule already refuses), a
+        question, a tool request."""
+        asked = consultation(
+            self.judgment,
+            self.asks,
+            self.board.intents,
+            self.board.tasks.get(agent_id),
+            dispatch,
+            outcome,
+        )
+        if asked is None or now is None:
+            return asked
+        self.board.tasks[agent_id].check = None
+        held = self.judgment.hold(asked, now)
+        if held is None:
+            self.changed = True
+        return held
+
+    def judging(self, agent_id: str, point: Point, now: datetime) -> None:
+        """The coordinator is being asked about this attempt's outcome (its clock restarts)."""
+        if self.judgment.judging(agent_id, point, now):
+            self.changed = True
+
+    def stall_judged(
+        self, agent_id: str, judged: ConsultOutcome | None, now: datetime
+    ) -> list[Command]:
+        """The coordinator's view of a stall (None: it could not be asked)."""
+        self.changed = True
+        return self.oversight.stall_judged(agent_id, judged, now)
+
+    def goal_review(self, now: datetime) -> ConsultInput | None:
+        """When every task is done: what to ask the coordinator about the goal (None: nothing)."""
+        return self.oversight.goal_review(now)
+
+    def goal_judged(
+        self, version: int, judged: ConsultOutcome | None, now: datetime
+    ) -> list[Command]:
+        """The coordinator's verdict on the goal of plan ``version``."""
+        asked = self.requests.state.seq
+        commands = self.oversight.goal_judged(version, judged, now)
+        if self.requests.state.seq != asked:  # an escalation about the goal waits for a person
+            self.changed = True
+        return commands
+
+    # -- the budget ------------------------------------------------------------------------------------
+
+    def settle(self, source: str, usage: Usage) -> None:
+        """Usage not tied to a task's dispatch (the planner's): counted under its source."""
+        if self.budget.settle(source, usage):
+            self.changed = True
+
+    @property
+    def flights(self) -> dict[str, Flight]:
+        return self.budget.flights
+
+    @property
+    def leader_holds(self) -> dict[str, BudgetShare]:
+        return self.budget.leader_holds
+
+    # -- an attempt's input ----------------------------------------------------------------------------
+
+    # -- people: lookups ----------------------------------------------------------------------------
+
+    def pending_requests(self, with_review: bool = False) -> list[HumanRequest]:
+        """Requests waiting for a person; ``with_review``: the plan review as one of them."""
+        show = with_review and not self.flow.planning
+        return self.requests.listed(self.plans.state if show else None)
+
+    def nudges_for(self, task_id: str) -> list[str]:
+        task = self.board.task_by_id(task_id)
+        return self.briefs.nudges_for(task.id) if task is not None else []
+
+    def close_requests(self, why: str, now: datetime) -> None:
+        """The run ends (cancelled, ended, failed): nobody need answer anything any more. Every
+        pending request is withdrawn, a waiting review too, so nothing lists the run as waiting
+        for a person."""
+        for request in list(self.requests.pending):
+            self.requests.close(request, "withdrawn", now)
+            request.answer = why
+            task = self.board.task_by_id(request.task_id)
+            if task is not None and task.waiting_on == request.id:
+                task.waiting_on = None
+                if task.last_progress and task.last_progress.startswith("waiting for "):
+                    task.last_progress = f"{request.id} withdrawn: {why}"
+        self.plans.withdraw_review(why, now)
+        self.changed = True
+
+    # -- interventions: replan and review -------------------------------------------------------------
+
+    def replan_result(self, summary: str) -> InterventionResult:
+        review = " — review it and approve_plan" if self.plans.reviewing else ""
+        return InterventionResult(
+            message=f"plan v{self.plans.version}: {summary}{review}",
+            plan_version=self.plans.version,
+        )
+
+    def approve_plan(self, req: ApprovePlanRequest, now: datetime) -> InterventionResult:
+        note = self.plans.approve(req, now)
+        self.changed = True
+        return InterventionResult(message=note, plan_version=self.plans.version)
+
+    # -- interventions: tasks ---------------------------------------------------------------------------
+
+    def retry(self, req: RetryTaskRequest, now: datetime) -> InterventionResult:
+        """Run a failed, cancelled or escalated task again (with new text: a new plan version)."""
+        task = self.checks.task(req.task_id)
+        self.oversight.withdraw_goal_requests(f"withdrawn: {task.id} runs again", now)
+        if req.task:
+            self.plans.retext(task.agent_id, req.task, f"{task.id} retried with new task text", now)
+            task.description, task.subject = req.task, subject_of(req.task)
+            self.board.index(self.plans.plan)
+        self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} retried", now)
+        self.requests.withdraw_holds(task, "retried", now)
+        task.waiting_on = None
+        task.error = None
+        task.ended_at = None
+        self.board.set_stored(task, "pending")
+        self.ladder.forget(task.id)
+        self.changed = True
+        return InterventionResult(
+            message=f"{task.id} will run again", plan_version=self.plans.version
+        )
+
+    def _end_by_person(
+        self, task: TaskState, intent: StopReason, done: str, now: datetime
+    ) -> list[Command]:
+        """Before a person's skip or cancel: stop the running attempt, withdraw its request."""
+        commands = self.board.stop(task.agent_id, intent) if task.stored in RUNNING else []
+        self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} {done}", now)
+        self.requests.withdraw_holds(task, done, now)
+        task.waiting_on = None
+        return commands
+
+    def skip(self, req: SkipTaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
+        task = self.checks.task(req.task_id)
+        commands = self._end_by_person(task, StopReason.SKIP, "skipped", now)
+        task.result = req.result
+        task.result_ref = None
+        self.board.finish(task, "skipped", now)
+        self.changed = True
+        return InterventionResult(
+            message=f"{task.id} skipped; its dependents get {len(req.result)} characters",
+            plan_version=self.plans.version,
+        ), commands
+
+    def cancel(self, req: TaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
+        task = self.checks.task(req.task_id)
+        commands = self._end_by_person(task, StopReason.CANCEL, "cancelled", now)
+        self.board.finish(task, "cancelled", now, error="cancelled by a person")
+        self.changed = True
+        blocked = dag.descendants(self.plans.plan, task.agent_id)
+        note = f"; blocked now: {', '.join('T-' + b for b in blocked[:10])}" if blocked else ""
+        return InterventionResult(
+            message=f"{task.id} cancelled{note}", plan_version=self.plans.version
+        ), commands
+
+    # -- interventions: answers and approvals ----------------------------------------------------------
+
+    def answer(self, req: AnswerRequest, now: datetime) -> InterventionResult:
+        """A person's answer: to an agent's question or escalation, to the leader's question
+        about the goal (a replan follows), or in place of the leader's answer."""
+        asked = self.requests.get(req.request_id)
+        if asked is not None and asked.about == "goal":
+            self.requests.close(asked, "answered", now)
+            asked.by, asked.answer = "person", req.text
+            self.outbox.append(self.oversight.goal_answered(asked, req.text))
+            self.flow.replanning = True
+            return InterventionResult(
+                message=f"{asked.id} answered; the plan is changed with your answer",
+                plan_version=self.plans.version,
+            )
+        overridden = self.asks.overridable(req.request_id)
+        if overridden is not None:
+            said = self.asks.override(overridden, req, now)
+            self.changed = True
+            return InterventionResult(message=said, plan_version=self.plans.version)
+        request, task = self._answered(req.request_id, now)
+        request.answer = req.text
+        if task is not None:
+            if request.kind == "question":
+                self.briefs.answer(
+                    task.id, Answer(request_id=request.id, question=request.text, answer=req.text)
+                )
+            else:  # escalation: the answer is guidance for the next attempt
+                self.briefs.nudge(Nudge(task_id=task.id, message=req.text, at=now, source="person"))
+                self.ladder.forget(task.id)
+        return InterventionResult(
+            message=f"{request.id} answered; {request.task_id} will continue",
+            plan_version=self.plans.version,
+        )
+
+    def _answered(self, request_id: str, now: datetime) -> tuple[HumanRequest, TaskState | None]:
+        """Mark a request answered; return it and its task if that task still waits on it."""
+        request = self.requests.get(request_id)
+        assert request is not None
+        self.requests.close(request, "answered", now)
+        self.changed = True
+        task = self.board.task_by_id(request.task_id)
+        if task is None or task.waiting_on != request.id:
+            return request, None
+        self.board.set_waiting(task, None)
+        return request, task
+
+    def approve_tool(self, req: ApproveToolRequest, now: datetime) -> InterventionResult:
+        """A person decides a tool request: the permission log takes it, an "allow for this
+        run" adds its rules, and the task's next dispatch gets the decision."""
+        request, task = self._answered(req.request_id, now)
+        request.decision, request.answer = req.decision, req.message
+        self.audit.add(person_decided(request, req, now))
+        if req.decision == "allow_run" and request.tool:
+            rules = run_rules_for(request.tool, request.arguments or {})
+            self.briefs.allow_for_run(rules, request.id)
+        if task is not None:
+            self.briefs.approve(task.id, approval_of(request, req))
+        direct = task is not None and tool_name(self.board.agents[task.agent_id].config) is not None
+        return InterventionResult(
+            message=decision_said(request, req.decision, direct), plan_version=self.plans.version
+        )
+
+    # -- interventions: the run -------------------------------------------------------------------------
+
+    def end(self, req: EndRunRequest, now: datetime) -> InterventionResult:
+        """A person closes the run: nothing more runs, no request waits; it ends with the
+        status its tasks have (failed when any failed)."""
+        why = "the run was ended by a person" + (f": {req.reason}" if req.reason else "")
+        self.close_requests(why, now)
+        self.plans.note(why, now)
+        self.flow.ended = why
+        self.flow.ended_by_person = True
+        self.changed = True
+        return InterventionResult(
+            message=f"{why}; it finishes now", plan_version=self.plans.version
+        )
+
+    def set_budget(self, req: SetBudgetRequest, now: datetime) -> InterventionResult:
+        """A person raises or lowers limits: budget escalations that no longer apply close,
+        and dispatch goes on."""
+        what = self.budget.set_budget(req, self.plans.version, now)
+        self.plans.note(f"a person set {what}", now)
+        closed = self.budget.review_requests(now)
+        self.changed = True
+        then = f"; {', '.join(closed)} closed: dispatch goes on" if closed else ""
+        return InterventionResult(
+            message=f"set {what} ({self.budget.budget_view(now).summary()}){then}",
+            plan_version=self.plans.version,
+        )
+
+    # -- interventions: roles -----------------------------------------------------------------------------
+
+    def define_role(self, req: DefineRoleRequest) -> InterventionResult:
+        role = RoleCapabilityModel(**req.model_dump(by_alias=False))
+        verb = "redefined" if self.cast.define(role) else "defined"
+        self.changed = True
+        return InterventionResult(
+            message=f"role {role.name} {verb}; agents named {role.name} use it from their next dispatch"
+        )
+
+    # -- signals and their twins ---------------------------------------------------------------------------
+
+    def refuse(self, what: str, payload: str, why: str, now: datetime, task_id: str = "") -> None:
+        """A refused message: counted, the last on the board, each in the permission log."""
+        self.audit.refuse(what, payload, why, now, task_id)
+        self.changed = True
+
+    def pause(self, req: PauseRequest) -> list[Command]:
+        self.state.run.paused = True
+        self.state.run.pause_reason = req.reason
+        self.changed = True
+        return self.board.stop_everything(StopReason.PAUSE) if req.cancel_running else []
+
+    def resume(self) -> None:
+        self.state.run.paused = False
+        self.state.run.pause_reason = None
+        self.changed = True
+
+    def pause_run(self, req: PauseRequest) -> tuple[InterventionResult, list[Command]]:
+        commands = self.pause(req)
+        said = (
+            "paused; running agents stop and resume later"
+            if req.cancel_running
+            else "paused: running agents finish, no new ones start"
+        )
+        return InterventionResult(message=said, plan_version=self.plans.version), commands
+
+    def resume_run(self) -> InterventionResult:
+        was = self.state.run.paused
+        self.resume()
+        return InterventionResult(
+            message="resumed" if was else "the run was not paused; it goes on",
+            plan_version=self.plans.version,
+        )
+
+    def nudge(self, req: NudgeRequest, now: datetime) -> bool:
+        task = self.board.task_by_id(req.task_id)
+        if task is None or not req.message.strip():
+            return False
+        self.briefs.nudge(Nudge(task_id=task.id, message=req.message, at=now, source="person"))
+        self.changed = True
+        return True
+
+    def nudge_task(self, req: NudgeRequest, now: datetime) -> InterventionResult:
+        self.nudge(req, now)
+        task = self.checks.task(req.task_id)
+        return InterventionResult(
+            message=f"nudge for {task.id} kept: its agent reads it at its next step",
+            plan_version=self.plans.version,
+        )
+
+    # -- what people see (read only: xsky/leader/views.py) --------------------------------------------------
+
+    def continue_input(self) -> RunInput:
+        """The next run's input: the same run, carrying the whole state."""
+        self.state.run.continued += 1
+        return RunInput(
+            workflow=self.plans.plan,
+            variables=self.input.variables,
+            context=self.input.context,
+            options=self.options,
+            roles=self.input.roles,
+            permissions=self.input.permissions,
+            task_prompt=self.input.task_prompt,
+            state=self.state,
+        )
 
 
 __all__ = [

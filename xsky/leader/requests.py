@@ -1,59 +1,46 @@
-"""People's requests (questions, approvals, escalations) and finding tasks by id."""
+"""The request book: what the run has asked people — questions ``Q-n``, tool approvals ``A-n``,
+escalations ``E-n`` — and what became of each (answered, expired, withdrawn). The plan review
+``R-v`` is listed with them while it waits, but it is the plan's (xsky/leader/plans.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from xsky.leader.base import CoreBase
 from xsky.leader.commands import Rejected
 from xsky.leader.state import (
+    ApproveToolRequest,
+    AuditEntry,
     HumanRequest,
+    PlanState,
     RequestKind,
+    RequestState,
     RequestStatus,
+    ToolApproval,
 )
-from xsky.leader.tasks import TaskState, derive_statuses
+from xsky.leader.tasks import TaskState
+from xsky.runs import RunOptions
 
 # The task id of a request about the whole run (a budget spent). Its task is looked up only
 # through ``task.waiting_on == request.id``, so an agent whose id is "run" is never mistaken.
 RUN_REQUEST = "run"
 
 
-class Requests(CoreBase):
-    """The requests a run has put to people, and the lookups interventions use."""
+class RequestBook:
+    """The run's requests to people, the pending ones indexed."""
 
-    # -- lookups -------------------------------------------------------------------------------
+    def __init__(self, state: RequestState, options: RunOptions) -> None:
+        self.state = state
+        self.options = options
+        self.pending = [r for r in state.requests if r.status == "pending"]
 
-    def task_by_id(self, task_id: str) -> TaskState | None:
-        """A task by ``T-3`` or ``3``."""
-        agent_id = task_id[2:] if task_id.startswith("T-") else task_id
-        return self.tasks.get(agent_id)
-
-    def _require_task(self, task_id: str) -> TaskState:
-        task = self.task_by_id(task_id)
-        if task is None:
-            known = ", ".join(t.id for t in self.state.tasks[:20])
-            raise Rejected(
-                f"no task {task_id!r} in plan v{self.state.plan_version}; tasks: {known}"
-            )
-        return task
-
-    def _status(self, task: TaskState) -> str:
-        return derive_statuses({t.id: t for t in self.state.tasks})[task.id][0]
-
-    def _require_open(self) -> None:
-        if self.ended or self.closing:
-            raise Rejected("the run has finished; start a new run instead")
-
-    # -- people: requests ------------------------------------------------------------------------
-
-    def _new_request(
+    def new(
         self, kind: RequestKind, task: TaskState | None, text: str, now: datetime
     ) -> HumanRequest:
         """A request about ``task``, or (None) about the whole run: task id "run"."""
-        self.state.request_seq += 1
+        self.state.seq += 1
         prefix = {"question": "Q", "approval": "A", "escalation": "E"}[kind]
         request = HumanRequest(
-            id=f"{prefix}-{self.state.request_seq}",
+            id=f"{prefix}-{self.state.seq}",
             kind=kind,
             task_id=task.id if task is not None else RUN_REQUEST,
             dispatch=task.attempt if task is not None else 0,
@@ -62,66 +49,47 @@ class Requests(CoreBase):
             deadline=now + timedelta(seconds=self.options.request_timeout),
         )
         self.state.requests.append(request)
-        self._pending_requests.append(request)
-        self.changed = True
+        self.pending.append(request)
         return request
 
-    def request(self, request_id: str) -> HumanRequest | None:
+    def get(self, request_id: str) -> HumanRequest | None:
         return next((r for r in self.state.requests if r.id == request_id), None)
 
-    def pending_requests(self, with_review: bool = False) -> list[HumanRequest]:
-        """Requests waiting for a person; ``with_review``: the plan review as one of them."""
-        pending = list(self._pending_requests)
-        if with_review and self.state.review == "waiting" and not self.needs_plan:
-            at = (
-                self.state.plan_history[-1].at if self.state.plan_history else self.state.started_at
-            )
+    def listed(self, plan: PlanState | None = None) -> list[HumanRequest]:
+        """Requests waiting for a person; with ``plan``, its review as one of them (R-v)."""
+        pending = list(self.pending)
+        if plan is not None and plan.review == "waiting" and plan.history:
             pending.insert(
                 0,
                 HumanRequest(
-                    id=f"R-{self.state.plan_version}",
+                    id=f"R-{plan.version}",
                     kind="review",
                     task_id="plan",
                     dispatch=0,
-                    # A plan exists (not needs_plan), so plan_history holds its version and ``at`` is set.
-                    created_at=at or self.state.started_at,  # type: ignore[arg-type]
-                    deadline=self.state.review_deadline,
-                    text=f"review plan v{self.state.plan_version} ({len(self.state.plan.agents)} agents), then approve_plan with version "
-                    f"{self.state.plan_version}, or replan",
+                    created_at=plan.history[-1].at,
+                    deadline=plan.review_deadline,
+                    text=f"review plan v{plan.version} ({len(plan.plan.agents)} agents), then approve_plan with version "
+                    f"{plan.version}, or replan",
                 ),
             )
         return pending
 
-    def _close_request(self, request: HumanRequest, status: RequestStatus, now: datetime) -> None:
+    def close(self, request: HumanRequest, status: RequestStatus, now: datetime) -> None:
         request.status = status
         request.answered_at = now
-        if request in self._pending_requests:
-            self._pending_requests.remove(request)
+        if request in self.pending:
+            self.pending.remove(request)
 
-    def close_requests(self, why: str, now: datetime) -> None:
-        """The run ends (cancelled, ended, failed): nobody need answer anything any more. Every
-        pending request is withdrawn, a waiting review too, so nothing lists the run as waiting
-        for a person."""
-        for request in list(self._pending_requests):
-            self._close_request(request, "withdrawn", now)
+    def withdraw(self, request_id: str | None, why: str, now: datetime) -> None:
+        request = self.get(request_id) if request_id else None
+        if request is not None and request.status == "pending":
+            self.close(request, "withdrawn", now)
             request.answer = why
-            task = self.task_by_id(request.task_id)
-            if task is not None and task.waiting_on == request.id:
-                task.waiting_on = None
-                if task.last_progress and task.last_progress.startswith("waiting for "):
-                    task.last_progress = f"{request.id} withdrawn: {why}"
-        if self.state.review == "waiting":
-            self.state.review = "none"
-            self.state.review_deadline = None
-            self.note_history(
-                f"the review of plan v{self.state.plan_version} was withdrawn: {why}", now
-            )
-        self.changed = True
 
-    def _hold(self, task: TaskState, now: datetime) -> None:
+    def hold(self, task: TaskState, now: datetime) -> None:
         """A task failed for good and the run holds on failure: an escalation keeps the run
         open for ``hold_on_failure`` seconds while a person decides."""
-        request = self._new_request(
+        request = self.new(
             "escalation",
             task,
             f"{task.id} failed: {(task.error or '')[:300]} — retry, skip, replan, or end the run",
@@ -130,15 +98,79 @@ class Requests(CoreBase):
         request.hold = True
         request.deadline = now + timedelta(seconds=self.options.hold_on_failure)
 
-    def _withdraw_holds(self, task: TaskState, why: str, now: datetime) -> None:
+    def withdraw_holds(self, task: TaskState, why: str, now: datetime) -> None:
         """A held task was decided (retried, skipped, cancelled, replanned): its hold goes."""
-        for request in list(self._pending_requests):
+        for request in list(self.pending):
             if request.hold and request.task_id == task.id:
-                self._close_request(request, "answered", now)
+                self.close(request, "answered", now)
                 request.answer = why
 
-    def _withdraw(self, request_id: str | None, why: str, now: datetime) -> None:
-        request = self.request(request_id) if request_id else None
-        if request is not None and request.status == "pending":
-            self._close_request(request, "withdrawn", now)
-            request.answer = why
+    def about(self, subject: str) -> list[HumanRequest]:
+        """Pending requests about ``subject`` ("budget", "goal")."""
+        return [r for r in self.pending if r.about == subject]
+
+    def due(self, now: datetime) -> list[HumanRequest]:
+        """Pending requests past their deadline: expired now (their tasks are the caller's)."""
+        expired = [r for r in self.pending if r.deadline is not None and now >= r.deadline]
+        for request in expired:
+            request.status = "expired"
+            self.pending.remove(request)
+        return expired
+
+    def require_pending(self, request_id: str, plan: PlanState) -> HumanRequest:
+        """The pending request ``request_id`` an intervention answers, or why not."""
+        request = self.get(request_id)
+        if request is None and request_id.startswith("R-") and plan.review == "waiting":
+            raise Rejected(
+                f"{request_id} is the plan review: approve it with approve_plan (version {plan.version}), or replan"
+            )
+        if request is None:
+            pending = ", ".join(r.id for r in self.pending) or "none"
+            raise Rejected(f"no request {request_id!r}; pending requests: {pending}")
+        if request.status != "pending":
+            raise Rejected(f"{request.id} is already {request.status}")
+        return request
+
+    def deadlines(self) -> list[datetime]:
+        return [r.deadline for r in self.pending if r.deadline is not None]
+
+
+# -- a person's decision on a tool request -----------------------------------------------------------
+
+
+def person_decided(request: HumanRequest, req: ApproveToolRequest, now: datetime) -> AuditEntry:
+    """The permission log's entry of a person's decision on ``request``."""
+    return AuditEntry(
+        at=now,
+        task_id=request.task_id,
+        tool=request.tool or "",
+        arguments=request.text,
+        effect="deny" if req.decision == "deny" else "allow",
+        reason=f"{req.decision} by a person" + (f": {req.message}" if req.message else ""),
+        by="person",
+        request_id=request.id,
+    )
+
+
+def approval_of(request: HumanRequest, req: ApproveToolRequest) -> ToolApproval:
+    """A person's decision, as the task's next dispatch is given it."""
+    return ToolApproval(
+        request_id=request.id,
+        tool=request.tool or "",
+        arguments=request.arguments or {},
+        decision=req.decision,
+        message=req.message,
+    )
+
+
+def decision_said(request: HumanRequest, decision: str, direct: bool) -> str:
+    """What happens next, told to the person who decided (``direct``: the task is a direct tool
+    agent, whose one call this was)."""
+    if decision != "deny":
+        then = f"{request.task_id} runs again and makes the call"
+    elif direct:
+        # a direct tool agent has only this one call: refused, it has nothing left to do
+        then = f"{request.task_id} fails: its one tool call was denied (retry or skip it)"
+    else:
+        then = f"{request.task_id} runs again and is told the call was denied"
+    return f"{request.id}: {decision}; {then}"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from xsky.artifacts import BlobRef
-from xsky.leader.ledger import Ledger
+from xsky.leader.coordinator.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
 from xsky.plan.budget import BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
@@ -129,8 +129,160 @@ class StallWindows(WireModel):
         return self
 
 
+# -- the state, by component -------------------------------------------------------------------
+#
+# Each component of the core (xsky/leader/core.py) owns one part of the state: its fields, and
+# nobody else's. Continue-as-new carries them together as one LeaderState.
+
+
+class PlanState(WireModel):
+    """The plan in force, every version of it, its review and the replans made (xsky/leader/plans.py)."""
+
+    plan: Workflow
+    version: int = 1
+    history: list[PlanVersion] = Field(default_factory=list)
+    # "approved": by a person (approve_plan); "approved_by_timeout": nobody reviewed in time and
+    # reviewTimeoutAction is "approve" — the plan runs, but plan-invented roles stay restricted.
+    review: Literal["none", "waiting", "approved", "approved_by_timeout"] = "none"
+    review_deadline: datetime | None = None
+    auto_replans: int = 0
+    resumes: str | None = None  # the ended run this follow-up run resumes (Run.retry)
+    defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # define_role's
+
+
+class BoardState(WireModel):
+    """The task board (xsky/leader/board.py): a task per agent, in plan order, and the tasks
+    replans removed (kept for the record and their spend)."""
+
+    tasks: list[TaskState] = Field(default_factory=list)
+    removed: list[TaskState] = Field(default_factory=list)
+
+
+class RequestState(WireModel):
+    """What the run asked people (xsky/leader/requests.py): questions, approvals, escalations."""
+
+    requests: list[HumanRequest] = Field(default_factory=list)
+    seq: int = 0
+
+
+class BriefState(WireModel):
+    """What each task's next dispatch is told besides its task (xsky/leader/briefs.py)."""
+
+    answers: dict[str, list[Answer]] = Field(default_factory=dict)  # by task id
+    approvals: dict[str, list[ToolApproval]] = Field(default_factory=dict)  # by task id
+    # what the latest dispatch of each task was given of them (by task id)
+    granted: dict[str, Granted] = Field(default_factory=dict)
+    # "allow for this run" answers people gave, as allow rules naming their request
+    approved_rules: list[ApprovedRule] = Field(default_factory=list)
+    nudges: list[Nudge] = Field(default_factory=list)
+
+
+class LadderState(WireModel):
+    """Each stalled task's step on the stall ladder (xsky/leader/ladder.py), by task id."""
+
+    levels: dict[str, int] = Field(default_factory=dict)
+
+
+class BudgetState(WireModel):
+    """The limits in force (None: no budget; set_budget moves them) and the spend (xsky/leader/budget.py)."""
+
+    limits: RunBudget | None = None
+    spend: Spend = Field(default_factory=Spend)
+
+
+class AuditState(WireModel):
+    """The permission log (xsky/leader/audit.py): decisions, and messages refused."""
+
+    entries: list[AuditEntry] = Field(default_factory=list)
+    dropped: int = 0  # entries beyond the kept tail
+    refused: int = 0  # malformed or spoofed messages refused (each is an entry)
+    last_refusal: str | None = None
+
+
+class RunFacts(WireModel):
+    """The run's own facts, the router's (xsky/leader/core.py)."""
+
+    started_at: datetime | None = None
+    continued: int = 0  # how many times the run continued as new
+    paused: bool = False
+    pause_reason: str | None = None
+    # Where the run's workspace lives (workers that share no disk): the host's task queue, chosen
+    # when the first workspace agent started; None: not chosen yet, or one disk for all.
+    workspace_queue: str | None = None
+    lost_queue: str | None = None  # the host queue found lost, until another is claimed
+
+
 class LeaderState(WireModel):
-    """Everything continue-as-new must carry."""
+    """Everything continue-as-new must carry: each component's state.
+
+    It travels as one flat object (:class:`CarriedState`, the shape every version so far has
+    written), so a state carried over by an older execution reads as it was written, and a
+    state this one writes is the same bytes an older one would have written of it: a replay
+    stores exactly what the recorded history stored."""
+
+    plan: PlanState
+    board: BoardState = Field(default_factory=BoardState)
+    requests: RequestState = Field(default_factory=RequestState)
+    briefs: BriefState = Field(default_factory=BriefState)
+    ladder: LadderState = Field(default_factory=LadderState)
+    budget: BudgetState = Field(default_factory=BudgetState)
+    ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
+    audit: AuditState = Field(default_factory=AuditState)
+    run: RunFacts = Field(default_factory=RunFacts)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _carried(cls, data: Any) -> Any:
+        """The flat form it travels in (:class:`CarriedState`), read into the components' parts."""
+        if isinstance(data, CarriedState):
+            return data.parts()
+        if not isinstance(data, dict) or "board" in data:
+            return data
+        plan = data.get("plan")
+        flat = isinstance(plan, Workflow) or (isinstance(plan, dict) and "plan" not in plan)
+        return CarriedState.model_validate(data).parts() if flat else data
+
+    def carried(self) -> CarriedState:
+        """The flat form it travels in."""
+        p, b, r, f, a, u = self.plan, self.briefs, self.requests, self.run, self.audit, self.budget
+        return CarriedState(
+            plan=p.plan,
+            plan_version=p.version,
+            plan_history=p.history,
+            tasks=self.board.tasks,
+            removed_tasks=self.board.removed,
+            requests=r.requests,
+            request_seq=r.seq,
+            nudges=b.nudges,
+            answers=b.answers,
+            approvals=b.approvals,
+            granted=b.granted,
+            stall_levels=self.ladder.levels,
+            paused=f.paused,
+            pause_reason=f.pause_reason,
+            review=p.review,
+            resumes=p.resumes,
+            review_deadline=p.review_deadline,
+            auto_replans=p.auto_replans,
+            defined_roles=p.defined_roles,
+            approved_rules=b.approved_rules,
+            audit=a.entries,
+            audit_dropped=a.dropped,
+            started_at=f.started_at,
+            continued=f.continued,
+            workspace_queue=f.workspace_queue,
+            lost_queue=f.lost_queue,
+            ledger=self.ledger,
+            budget=u.limits,
+            spend=u.spend,
+            refused=a.refused,
+            last_refusal=a.last_refusal,
+        )
+
+
+class CarriedState(WireModel):
+    """A leader's state as continue-as-new carries it: one flat object, field for field as
+    every version has written it (new fields only ever added, with defaults)."""
 
     plan: Workflow
     plan_version: int = 1
@@ -142,32 +294,25 @@ class LeaderState(WireModel):
     nudges: list[Nudge] = Field(default_factory=list)
     answers: dict[str, list[Answer]] = Field(default_factory=dict)  # by task id
     approvals: dict[str, list[ToolApproval]] = Field(default_factory=dict)  # by task id
-    # what the latest dispatch of each task was given of them (by task id)
     granted: dict[str, Granted] = Field(default_factory=dict)
     stall_levels: dict[str, int] = Field(default_factory=dict)  # by task id
     paused: bool = False
     pause_reason: str | None = None
-    # "approved": by a person (approve_plan); "approved_by_timeout": nobody reviewed in time and
-    # reviewTimeoutAction is "approve" — the plan runs, but plan-invented roles stay restricted.
     review: Literal["none", "waiting", "approved", "approved_by_timeout"] = "none"
-    resumes: str | None = None  # the ended run this follow-up run resumes (Run.retry)
+    resumes: str | None = None
     review_deadline: datetime | None = None
     auto_replans: int = 0
-    defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)  # by define_role
-    # "allow for this run" answers people gave, as allow rules naming their request
+    defined_roles: dict[str, RoleCapabilityModel] = Field(default_factory=dict)
     approved_rules: list[ApprovedRule] = Field(default_factory=list)
     audit: list[AuditEntry] = Field(default_factory=list)
-    audit_dropped: int = 0  # entries beyond the kept tail
+    audit_dropped: int = 0
     started_at: datetime | None = None
-    continued: int = 0  # how many times the run continued as new
-    # Where the run's workspace lives (workers that share no disk): the host's task queue, chosen
-    # when the first workspace agent started; None: not chosen yet, or one disk for all.
+    continued: int = 0
     workspace_queue: str | None = None
-    lost_queue: str | None = None  # the host queue found lost, until another is claimed
-    ledger: Ledger = Field(default_factory=Ledger)  # the coordinator's task and progress ledgers
-    budget: RunBudget | None = None  # the limits in force (None: no budget); set_budget moves them
+    lost_queue: str | None = None
+    ledger: Ledger = Field(default_factory=Ledger)
+    budget: RunBudget | None = None
     spend: Spend = Field(default_factory=Spend)
-    # Malformed or spoofed messages refused (each is in the audit log), and the last one said.
     refused: int = 0
     last_refusal: str | None = None
 
@@ -181,6 +326,47 @@ class LeaderState(WireModel):
             if older and not data.get("approvedRules", data.get("approved_rules")):
                 data = {**data, "approvedRules": [{"rule": r} for r in older]}
         return data
+
+    def parts(self) -> dict[str, Any]:
+        """The components' parts of a :class:`LeaderState`."""
+        return {
+            "plan": PlanState(
+                plan=self.plan,
+                version=self.plan_version,
+                history=self.plan_history,
+                review=self.review,
+                review_deadline=self.review_deadline,
+                auto_replans=self.auto_replans,
+                resumes=self.resumes,
+                defined_roles=self.defined_roles,
+            ),
+            "board": BoardState(tasks=self.tasks, removed=self.removed_tasks),
+            "requests": RequestState(requests=self.requests, seq=self.request_seq),
+            "briefs": BriefState(
+                answers=self.answers,
+                approvals=self.approvals,
+                granted=self.granted,
+                approved_rules=self.approved_rules,
+                nudges=self.nudges,
+            ),
+            "ladder": LadderState(levels=self.stall_levels),
+            "budget": BudgetState(limits=self.budget, spend=self.spend),
+            "ledger": self.ledger,
+            "audit": AuditState(
+                entries=self.audit,
+                dropped=self.audit_dropped,
+                refused=self.refused,
+                last_refusal=self.last_refusal,
+            ),
+            "run": RunFacts(
+                started_at=self.started_at,
+                continued=self.continued,
+                paused=self.paused,
+                pause_reason=self.pause_reason,
+                workspace_queue=self.workspace_queue,
+                lost_queue=self.lost_queue,
+            ),
+        }
 
 
 # -- messages: updates ---------------------------------------------------------------------

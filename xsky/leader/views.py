@@ -5,38 +5,68 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from xsky.leader.audit import AuditLog
+from xsky.leader.board import TaskBoard
+from xsky.leader.budget import Budget
 from xsky.leader.commands import INLINE_AGENTS, INLINE_RESULT_BUDGET, PLAN_PAGE, SATISFIED
-from xsky.leader.course import Course
-from xsky.leader.state import (
-    BoardPage,
-    PageRequest,
-    PlanVersion,
-)
+from xsky.leader.coordinator.judgment import Judgment
+from xsky.leader.coordinator.views import CoordinatorViews
+from xsky.leader.flow import Flow
+from xsky.leader.plans import PlanBook
+from xsky.leader.requests import RequestBook
+from xsky.leader.state import BoardPage, LeaderState, PageRequest, PlanVersion, RunFacts
 from xsky.leader.tasks import TaskView, derive_statuses
 from xsky.plan.budget import BudgetView, checks_warning
-from xsky.runs import (
-    AgentReport,
-    FinalStatus,
-    ResultsPage,
-    RunInput,
-    RunResult,
-)
+from xsky.runs import AgentReport, FinalStatus, ResultsPage, RunInput, RunResult
 
 
-class Views(Course):
+class Views:
     """Read-only projections of the state."""
+
+    def __init__(
+        self,
+        state: LeaderState,
+        inp: RunInput,
+        run_id: str,
+        flow: Flow,
+        board: TaskBoard,
+        plans: PlanBook,
+        requests: RequestBook,
+        budget: Budget,
+        audit: AuditLog,
+        judgment: Judgment,
+        coordinator: CoordinatorViews,
+    ) -> None:
+        self.state = state
+        self.input = inp
+        self.options = inp.options
+        self.run_id = run_id
+        self.flow = flow
+        self.board = board
+        self.plans = plans
+        self.requests = requests
+        self.budget = budget
+        self.audit = audit
+        self.judgment = judgment
+        self.coordinator = coordinator
+
+    @property
+    def run(self) -> RunFacts:
+        return self.state.run
 
     # -- what people see ---------------------------------------------------------------------------
 
-    def board(self, now: datetime, req: PageRequest | None = None) -> BoardPage:
+    def board_page(self, now: datetime, req: PageRequest | None = None) -> BoardPage:
         """A page of the board (derived statuses need the whole board: queries only)."""
         req = req or PageRequest()
-        derived = derive_statuses({t.id: t for t in self.state.tasks})
+        derived = derive_statuses({t.id: t for t in self.board.state.tasks})
         counts: dict[str, int] = {}
         for status, _ in derived.values():
             counts[status] = counts.get(status, 0) + 1
         chosen = [
-            t for t in self.state.tasks if req.status is None or derived[t.id][0] == req.status
+            t
+            for t in self.board.state.tasks
+            if req.status is None or derived[t.id][0] == req.status
         ]
         page = chosen[req.offset : req.offset + req.limit]
         return BoardPage(
@@ -51,9 +81,9 @@ class Views(Course):
 
     def _shown_budget(self, now: datetime) -> BudgetView | None:
         """Spend against the budget; spend alone in a run without one (None: nothing spent)."""
-        if self.state.budget is None and self.state.spend.total.empty():
+        if self.budget.limits is None and self.budget.state.spend.total.empty():
             return None
-        return self.budget_view(now)
+        return self.budget.budget_view(now)
 
     def results_page(self, req: PageRequest | None = None) -> ResultsPage:
         req = req or PageRequest()
@@ -71,11 +101,11 @@ class Views(Course):
     def plan_page(self, req: PageRequest | None = None) -> str:
         """The plan as XML with statuses and results; a large plan one page of agents at a time."""
         req = req or PageRequest(limit=PLAN_PAGE)
-        total = len(self.state.plan.agents)
+        total = len(self.plans.plan.agents)
         if total <= req.limit and req.offset == 0:
-            return self.planner_xml()
-        window = self.state.plan.agents[req.offset : req.offset + req.limit]
-        xml = self.planner_xml(window)
+            return self.plans.planner_xml(self.board.tasks, None)
+        window = self.plans.plan.agents[req.offset : req.offset + req.limit]
+        xml = self.plans.planner_xml(self.board.tasks, window)
         last = req.offset + len(window)
         return (
             f"<!-- agents {req.offset + 1}–{last} of {total}"
@@ -86,20 +116,20 @@ class Views(Course):
 
     def history_page(self, req: PageRequest | None = None) -> list[PlanVersion]:
         req = req or PageRequest()
-        return list(self.state.plan_history[req.offset : req.offset + req.limit])
+        return list(self.plans.state.history[req.offset : req.offset + req.limit])
 
     def snapshot(self) -> str:
-        """The state for the next run, as JSON: results by reference whenever stored."""
+        """The state for the next run, as JSON in the form it travels in (flat: see
+        LeaderState), results by reference whenever stored."""
         tasks = [
             t.model_copy(update={"result": None}) if t.result_ref is not None else t
-            for t in self.state.tasks
+            for t in self.board.state.tasks
         ]
-        return self.state.model_copy(update={"tasks": tasks}).model_dump_json(
-            by_alias=True, exclude_defaults=True
-        )
+        carried = self.state.carried().model_copy(update={"tasks": tasks})
+        return carried.model_dump_json(by_alias=True, exclude_defaults=True)
 
     def large(self) -> bool:
-        return len(self.state.tasks) > INLINE_AGENTS
+        return len(self.board.state.tasks) > INLINE_AGENTS
 
     def reports_jsonl(self) -> str:
         return "".join(
@@ -107,9 +137,9 @@ class Views(Course):
         )
 
     def reports(self, budget: int = INLINE_RESULT_BUDGET) -> list[AgentReport]:
-        derived = derive_statuses({t.id: t for t in self.state.tasks})
+        derived = derive_statuses({t.id: t for t in self.board.state.tasks})
         reports = []
-        for task in self.state.tasks:
+        for task in self.board.state.tasks:
             inline = task.result
             if inline is not None:
                 size = len(inline.encode("utf-8"))
@@ -138,82 +168,87 @@ class Views(Course):
 
     def run_state(self) -> str:
         """What the run is doing, in a word (the XskyStatus search attribute, ``status``)."""
-        if self.closing or self.ended:
+        if self.flow.closing or self.flow.ended:
             return "finishing"
-        if self.state.review == "waiting":
+        if self.plans.state.review == "waiting":
             return "reviewing"
-        if self.state.paused:
+        if self.run.paused:
             return "paused"
-        if self._pending_requests:
+        if self.requests.pending:
             return "waiting"
-        if self.replanning:
+        if self.flow.replanning:
             return "replanning"
         return "running"
 
     def waiting_on_people(self) -> int:
         """Requests a person must answer, the plan review counted as one."""
-        return len(self._pending_requests) + (1 if self.state.review == "waiting" else 0)
+        return len(self.requests.pending) + (1 if self.plans.state.review == "waiting" else 0)
 
     def search_values(self) -> dict[str, str | int]:
         values: dict[str, str | int] = {
             "XskyStatus": self.run_state(),
-            "XskyPlan": self.state.plan.name or self.state.plan.task_id,
-            "XskyFailed": self.counts.get("failed", 0),
+            "XskyPlan": self.plans.plan.name or self.plans.plan.task_id,
+            "XskyFailed": self.board.counts.get("failed", 0),
             "XskyPending": self.waiting_on_people(),
         }
-        if self.state.resumes:  # (only then: other runs' upserts stay as they were)
-            values["XskyResumes"] = self.state.resumes
+        if self.plans.state.resumes:  # (only then: other runs' upserts stay as they were)
+            values["XskyResumes"] = self.plans.state.resumes
         return values
 
     def notices(self, now: datetime | None = None) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode, and
         (given the time) the budget."""
         notes = []
-        if now is not None and self.state.budget is not None:
-            notes.append(f"💰 {self.budget_view(now).summary()}")
-            checks = self.coordinating and "off" not in (
+        if now is not None and self.budget.limits is not None:
+            notes.append(f"💰 {self.budget.budget_view(now).summary()}")
+            checks = self.judgment.on and "off" not in (
                 self.options.coordinator,
-                self.state.ledger.mode,
+                self.judgment.ledger.mode,
             )
-            if self.leader_budget and checks:
-                models = sum(1 for agent_id in self.agents if self._model(agent_id))
-                small = checks_warning(self.state.budget, models)
+            if self.budget.leader_budget and checks:
+                models = sum(1 for agent_id in self.board.agents if self.budget.model(agent_id))
+                small = checks_warning(self.budget.limits, models)
                 if small is not None:
                     notes.append(f"⚠ {small}")
-        if self.state.review == "waiting":
+        if self.plans.state.review == "waiting":
             notes.append(
-                f"⏸ **waiting for plan review** — approve_plan (version {self.state.plan_version}) or replan"
+                f"⏸ **waiting for plan review** — approve_plan (version {self.plans.version}) or replan"
             )
-        if self.state.resumes:
-            notes.append(f"↩ resumes {self.state.resumes}: its completed results are carried over")
-        if self.state.paused:
+        if self.plans.state.resumes:
+            notes.append(
+                f"↩ resumes {self.plans.state.resumes}: its completed results are carried over"
+            )
+        if self.run.paused:
             notes.append(
                 "⏸ **paused**"
-                + (f": {self.state.pause_reason}" if self.state.pause_reason else "")
+                + (f": {self.run.pause_reason}" if self.run.pause_reason else "")
                 + " — signal resume"
             )
-        for r in self._pending_requests:
+        for r in self.requests.pending:
             # (the budget's are the leader's own words, fixes included: kept whole)
             text = " ".join(r.text.split())
             notes.append(
                 f"❓ **{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
             )
-        if self.replanning:
+        if self.flow.replanning:
             notes.append("✎ replanning…")
-        if any(a.tool == "sandbox-off" for a in self.state.audit[-50:]):
+        if self.audit.sandbox_off():
             notes.append(
                 "⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
             )
-        if self.state.refused:
+        if self.audit.state.refused:
             notes.append(
-                f"⚠ {self.state.refused} malformed or spoofed message(s) refused, the last: "
-                f"{' '.join((self.state.last_refusal or '').split())[:200]} (each is in the permission log)"
+                f"⚠ {self.audit.state.refused} malformed or spoofed message(s) refused, the last: "
+                f"{' '.join((self.audit.state.last_refusal or '').split())[:200]} (each is in the permission log)"
             )
         if self.input.permissions.mode != "default":
             warn = (
                 " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""
             )
             notes.append(f"🔒 permission mode **{self.input.permissions.mode}**{warn}")
+        leader = self.coordinator.notice()
+        if leader is not None:
+            notes.append(leader)
         return notes
 
     def result(self, now: datetime) -> RunResult:
@@ -230,9 +265,9 @@ class Views(Course):
             ][:INLINE_AGENTS]
         done = len(counts.get("completed", [])) + len(counts.get("skipped", []))
         cancelled = (
-            self.ended
-            and not self.ended_failed
-            and not (self.ended_by_person and counts.get("failed"))
+            self.flow.ended
+            and not self.flow.ended_failed
+            and not (self.flow.ended_by_person and counts.get("failed"))
         )
         status: FinalStatus = (
             "completed" if done == total else ("cancelled" if cancelled else "failed")
@@ -241,34 +276,21 @@ class Views(Course):
         for name in ("failed", "blocked", "cancelled"):
             if counts.get(name):
                 parts.append(f"{len(counts[name])} {name} ({', '.join(counts[name][:8])})")
-        if self.ended:
-            parts.insert(0, self.ended)
-        return RunResult(
+        if self.flow.ended:
+            parts.insert(0, self.flow.ended)
+        result = RunResult(
             workflow_id=self.run_id,
-            name=self.state.plan.name,
+            name=self.plans.plan.name,
             status=status,
             summary="; ".join(parts),
             agents=reports,
             counts={k: len(v) for k, v in sorted(counts.items())},
             agents_total=total,
-            plan_version=self.state.plan_version,
-            started_at=self.state.started_at,
+            plan_version=self.plans.version,
+            started_at=self.run.started_at,
             ended_at=now,
-            permission_log=self.state.audit[-200:],
-            usage=self.state.spend.total,
-            budget=self.budget_view(now) if self.state.budget is not None else None,
+            permission_log=self.audit.state.entries[-200:],
+            usage=self.budget.state.spend.total,
+            budget=self.budget.budget_view(now) if self.budget.limits is not None else None,
         )
-
-    def continue_input(self) -> RunInput:
-        """The next run's input: the same run, carrying the whole state."""
-        self.state.continued += 1
-        return RunInput(
-            workflow=self.state.plan,
-            variables=self.input.variables,
-            context=self.input.context,
-            options=self.options,
-            roles=self.input.roles,
-            permissions=self.input.permissions,
-            task_prompt=self.input.task_prompt,
-            state=self.state,
-        )
+        return self.coordinator.judged_result(result, self.flow.ended_by_person)

@@ -21,15 +21,16 @@ from collections.abc import Callable
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows import leader_io, leader_people
 from workflows.failures import describe_failure
-from workflows.leader_attempts import Attempts
-from workflows.leader_hosts import Hosts
-from workflows.leader_io import save_blob
-from workflows.leader_judgment import check_goal, judge_stall
-from workflows.leader_metrics import LeaderMetrics
-from workflows.leader_queries import LeaderQueries
-from workflows.leader_signals import LeaderSignals
+from workflows.leader import io as leader_io
+from workflows.leader import people as leader_people
+from workflows.leader.attempts import Attempts
+from workflows.leader.hosts import Hosts
+from workflows.leader.io import save_blob
+from workflows.leader.judgment import check_goal, judge_stall
+from workflows.leader.metrics import LeaderMetrics
+from workflows.leader.queries import LeaderQueries
+from workflows.leader.signals import LeaderSignals
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -164,13 +165,18 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             )
         if given is not None and given.workspace_hosts and patched("workspace-hosts"):
             self._attempts.hosts = Hosts()  # no shared disk: the workspace on one host at a time
-        core.leader_budget = patched("leader-budget-holds")
-        core.delegation_programs = patched("delegation-program-forms")
-        if patched("leader-coordinator"):
-            core.coordinating = True
-            if given is not None:
-                core.delegated, core.denied = list(given.delegate), list(given.deny)
-                core.worker_model = given.model
+        leader_budget = patched("leader-budget-holds")
+        programs = patched("delegation-program-forms")
+        coordinating = patched("leader-coordinator")
+        told = given if coordinating else None  # what the worker delegates, for the coordinator
+        core.configure(
+            coordinating=coordinating,
+            delegated=list(told.delegate) if told is not None else [],
+            denied=list(told.deny) if told is not None else [],
+            worker_model=told.model if told is not None else None,
+            leader_budget=leader_budget,
+            delegation_programs=programs,
+        )
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(
                 "run %s uses permission mode BYPASS: only deny rules are enforced", core.run_id
@@ -219,7 +225,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                     leader_io.offload_history(core)
                     self._board.publish(core)
         except asyncio.CancelledError:
-            self._apply(core.stop_everything(StopReason.RUN_CANCEL))
+            self._apply(core.board.stop_everything(StopReason.RUN_CANCEL))
             pending = self._attempts.unfinished()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
@@ -231,9 +237,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         self._metrics.spent(core.take_settled())
         leader_people.close_requests(core, core.ended or "the run ended")
         self._board.publish(core, force=True)
-        result = core.result(workflow.now())
-        if core.large():
-            result.results_ref = await save_blob("results", core.reports_jsonl())
+        result = core.views.result(workflow.now())
+        if core.views.large():
+            result.results_ref = await save_blob("results", core.views.reports_jsonl())
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
@@ -273,20 +279,22 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             wf = await leader_io.replan_with_planner(core, None, reason, self._queue("llm"))
             if core.ended:
                 return  # the run ended while the planner worked (its review timed out)
-            risky = core.privileged_changes(wf, patched("mcp-tools-privileged"))
+            risky = core.cast.privileged_changes(
+                wf, core.board.agents, patched("mcp-tools-privileged")
+            )
             _, stops = core.apply_plan(
                 wf,
-                f"{label}: {reason}" if label else core.auto_replan_label(reason),
+                f"{label}: {reason}" if label else core.plans.auto_label(reason),
                 workflow.now(),
                 leader_people.keep_cancelled(core),
             )
             leader_people.budget_gate(core)  # (the new plan may bring a budget)
             self._apply(stops)
             if risky:
-                core.require_review(risky, workflow.now(), patched("replan-review-deadline"))
+                core.plans.require_review(risky, workflow.now(), patched("replan-review-deadline"))
         except (ActivityError, PlanError, ValueError) as e:
             workflow.logger.warning("automatic replan failed: %s", e)
-            core.note_history(f"automatic replan failed ({reason}): {e}", workflow.now())
+            core.plans.note(f"automatic replan failed ({reason}): {e}", workflow.now())
         finally:
             core.planner_finished()
 
@@ -296,7 +304,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Change the plan: {prompt} for the planner, or {xml} replacing it. Completed agents keep their results."
     )
     async def replan(self, req: ReplanRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_replan(req))
+        core = await self._ready(lambda: self._core.checks.replan(req))
         if core.replanning:  # two replans accepted in one activation: the second one fails
             raise ApplicationError(
                 "a replan is already in progress; wait for it to finish", type="Busy"
@@ -304,7 +312,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         core.planner_started()
         try:
             if req.xml is not None and req.xml.strip():
-                wf = core.checked(parse_workflow(req.xml))
+                wf = core.checks.plan(parse_workflow(req.xml))
                 reason = "replaced by a person"
             else:
                 try:
@@ -334,35 +342,35 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @replan.validator
     def _validate_replan(self, req: ReplanRequest) -> None:
-        self._validated(lambda: self._core.check_replan(req))
+        self._validated(lambda: self._core.checks.replan(req))
 
     @workflow.update(
         description="Approve the plan under review ({version}: the version you reviewed) so agents start."
     )
     async def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_approve_plan(req))).approve_plan(
+        return (await self._ready(lambda: self._core.checks.approve_plan(req))).approve_plan(
             req, workflow.now()
         )
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
-        self._validated(lambda: self._core.check_approve_plan(req))
+        self._validated(lambda: self._core.checks.approve_plan(req))
 
     @workflow.update(
         description="Run a failed, cancelled or escalated task again, optionally with new {task} text."
     )
     async def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_retry(req))).retry(req, workflow.now())
+        return (await self._ready(lambda: self._core.checks.retry(req))).retry(req, workflow.now())
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
-        self._validated(lambda: self._core.check_retry(req))
+        self._validated(lambda: self._core.checks.retry(req))
 
     @workflow.update(
         description="Mark a task done without running it; {result} is what its dependents get."
     )
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.check_skip(req))).skip(
+        result, stops = (await self._ready(lambda: self._core.checks.skip(req))).skip(
             req, workflow.now()
         )
         self._apply(stops)
@@ -370,13 +378,13 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
-        self._validated(lambda: self._core.check_skip(req))
+        self._validated(lambda: self._core.checks.skip(req))
 
     @workflow.update(
         description="Cancel one task (stopping it if it runs); its dependents stay blocked."
     )
     async def cancel_task(self, req: TaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.check_cancel(req))).cancel(
+        result, stops = (await self._ready(lambda: self._core.checks.cancel(req))).cancel(
             req, workflow.now()
         )
         self._apply(stops)
@@ -384,64 +392,64 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @cancel_task.validator
     def _validate_cancel(self, req: TaskRequest) -> None:
-        self._validated(lambda: self._core.check_cancel(req))
+        self._validated(lambda: self._core.checks.cancel(req))
 
     @workflow.update(
         description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}."
     )
     async def answer(self, req: AnswerRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_answer(req, workflow.now()))
+        core = await self._ready(lambda: self._core.checks.answer(req, workflow.now()))
         return core.answer(req, workflow.now())
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
-        self._validated(lambda: self._core.check_answer(req, workflow.now()))
+        self._validated(lambda: self._core.checks.answer(req, workflow.now()))
 
     @workflow.update(
         description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny."
     )
     async def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_approve_tool(req))).approve_tool(
+        return (await self._ready(lambda: self._core.checks.approve_tool(req))).approve_tool(
             req, workflow.now()
         )
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
-        self._validated(lambda: self._core.check_approve_tool(req))
+        self._validated(lambda: self._core.checks.approve_tool(req))
 
     @workflow.update(
         description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …"
     )
     async def define_role(self, req: DefineRoleRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_define_role(req))).define_role(req)
+        return (await self._ready(lambda: self._core.checks.define_role(req))).define_role(req)
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
-        self._validated(lambda: self._core.check_define_role(req))
+        self._validated(lambda: self._core.checks.define_role(req))
 
     @workflow.update(
         description="End a run held open (failed tasks waiting for a decision, or paused): pending "
         "requests are withdrawn; it ends failed if a task failed. {reason} is optional."
     )
     async def end_run(self, req: EndRunRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.check_end(req))).end(req, workflow.now())
+        return (await self._ready(lambda: self._core.checks.end(req))).end(req, workflow.now())
 
     @end_run.validator
     def _validate_end_run(self, req: EndRunRequest) -> None:
-        self._validated(lambda: self._core.check_end(req))
+        self._validated(lambda: self._core.checks.end(req))
 
     @workflow.update(
         description="Raise or lower the budget: {tokens}, {usd}, {minutes}, {agents} of the run, or "
         "with {taskId} one task's cap; {reserve}: tokens held for an agent without a cap."
     )
     async def set_budget(self, req: SetBudgetRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_set_budget(req))
+        core = await self._ready(lambda: self._core.checks.set_budget(req))
         patched("budgets")  # the run has a budget from here (the handler is newer than the patch)
         return core.set_budget(req, workflow.now())
 
     @set_budget.validator
     def _validate_set_budget(self, req: SetBudgetRequest) -> None:
-        self._validated(lambda: self._core.check_set_budget(req))
+        self._validated(lambda: self._core.checks.set_budget(req))
 
-    # -- signals: workflows/leader_signals.py (pause, resume, nudge, report_progress, and twins)
-    # -- queries: workflows/leader_queries.py
+    # -- signals: workflows/leader/signals.py (pause, resume, nudge, report_progress, and twins)
+    # -- queries: workflows/leader/queries.py

@@ -29,7 +29,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 
-from workflows import leader_io
+from workflows.leader import io as leader_io
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.core import LeaderCore
@@ -56,8 +56,8 @@ class Hosts:
     ) -> str:
         """The queue of the host holding the workspace; claimed on ``kind_queue`` the first time
         (agents ready together wait for the one claim)."""
-        if core.state.workspace_queue is not None:
-            return core.state.workspace_queue
+        if core.workspace_queue is not None:
+            return core.workspace_queue
         if self._claim is None or self._claim.done():
             self._claim = asyncio.create_task(self._claimed(core, task_id, kind_queue, agent_input))
         return await asyncio.shield(self._claim)
@@ -72,7 +72,7 @@ class Hosts:
             WorkspaceClaim(
                 run_id=core.run_id,
                 task_id=task_id,
-                lost=core.state.lost_queue,
+                lost=core.lost_queue,
                 workspace=agent_input.workspace,
                 workspace_of=agent_input.workspace_of,
                 window=SILENT,
@@ -82,13 +82,12 @@ class Hosts:
             **HOST_ACTIVITY,
             summary=f"a host for the workspace ({task_id})",
         )
-        core.state.workspace_queue, core.state.lost_queue = host.queue, None
-        core.changed = True
+        core.host_claimed(host.queue)
         return host.queue
 
     async def _lost(self, core: LeaderCore, queue: str) -> bool:
         """Is the host of ``queue`` gone (then the next agent claims another)?"""
-        if core.state.workspace_queue != queue:
+        if core.workspace_queue != queue:
             return True  # another agent found it lost already
         alive = await workflow.execute_activity(
             "host_alive",
@@ -98,10 +97,9 @@ class Hosts:
             **HOST_ACTIVITY,
             summary=f"is {queue} still served?",
         )
-        if not alive and core.state.workspace_queue == queue:
+        if not alive and core.workspace_queue == queue:
             workflow.logger.warning("run %s: the workspace's host (%s) is lost", core.run_id, queue)
-            core.state.workspace_queue, core.state.lost_queue = None, queue
-            core.changed = True
+            core.host_lost(queue)
         return not alive
 
     async def run(
@@ -132,7 +130,7 @@ class Hosts:
                         "schedule_to_start_timeout": timedelta(seconds=2 * settings.heartbeat),
                         **(
                             {
-                                "activity_id": f"{task_id}-v{core.state.plan_version}-d{dispatch}-r{reroute}"
+                                "activity_id": f"{task_id}-v{core.plans.version}-d{dispatch}-r{reroute}"
                             }
                             if reroute
                             else {}

@@ -14,17 +14,17 @@ from collections.abc import Callable
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from workflows import leader_io
 from workflows.failures import attempt_failure
-from workflows.leader_guards import ReportTokens, within_budget
-from workflows.leader_hosts import Hosts
-from workflows.leader_judgment import consult
-from workflows.leader_metrics import LeaderMetrics
+from workflows.leader import io as leader_io
+from workflows.leader.guards import ReportTokens, within_budget
+from workflows.leader.hosts import Hosts
+from workflows.leader.judgment import consult
+from workflows.leader.metrics import LeaderMetrics
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
+    from xsky.leader.coordinator.ledger import ConsultOutcome
     from xsky.leader.core import Command, LeaderCore
-    from xsky.leader.ledger import ConsultOutcome
     from xsky.leader.tasks import TaskState
     from xsky.plan.variables import RenderError
     from xsky.runs import AgentOutcome
@@ -56,7 +56,7 @@ class Attempts:
         self._nudge = 0  # the last nudge timer's number (0: none yet)
         self._nudges_fired: set[int] = set()
         self._nudge_tasks: set[asyncio.Task[None]] = set()
-        self.tokens = ReportTokens()  # the dispatches' report tokens (workflows/leader_guards.py)
+        self.tokens = ReportTokens()  # the dispatches' report tokens (workflows/leader/guards.py)
         # The workspace's host, when workers share no disk (patch workspace-hosts), else None.
         self.hosts: Hosts | None = None
 
@@ -87,12 +87,12 @@ class Attempts:
         settled = False
         try:
             try:
-                rendered, markers = core.render(agent_id)
-                settings = core.settings_for(agent_id)
+                rendered, markers = core.inputs.render(agent_id)
+                settings = core.inputs.settings_for(agent_id)
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
                 return
-            agent_input = core.agent_input(
+            agent_input = core.inputs.agent_input(
                 agent_id,
                 rendered,
                 dispatch,
@@ -105,8 +105,8 @@ class Attempts:
                 agent_input = agent_input.model_copy(update={"error_backoff": settings.retry})
             agent_input = await within_budget(self.tokens.issued(agent_input))
             # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-            local = self._agents_here() and core.runs_locally(agent_id)
-            kind = core.queue_kind(agent_id)
+            local = self._agents_here() and core.inputs.runs_locally(agent_id)
+            kind = core.inputs.queue_kind(agent_id)
             self._metrics.started(kind)
             if local:
                 seq = next(self._local_seq)
@@ -116,7 +116,7 @@ class Attempts:
             error: BaseException | None = None
             judged: ConsultOutcome | None = None
             try:
-                if self.hosts is not None and not local and core.uses_workspace(agent_id):
+                if self.hosts is not None and not local and core.inputs.uses_workspace(agent_id):
                     outcome = await self.hosts.run(
                         core, agent_id, dispatch, agent_input, settings, self._queue(kind)
                     )

@@ -3,7 +3,7 @@ coordinator is asked, what it answers, and what the leader did with the answer.
 
 The coordinator is a model run as an activity (``activities/coordinator.py``): its answers
 are recorded in history like any activity result and *applied* by the deterministic core
-(:mod:`xsky.leader.coordination`), which holds them to the person's bounds — an approval
+(:mod:`xsky.leader.coordinator`), which holds them to the person's bounds — an approval
 beyond the delegated rules is never granted, whatever the model says. Every model here is
 plain JSON (the ``ledger`` query, the stock ``temporal`` CLI).
 """

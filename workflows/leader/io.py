@@ -14,9 +14,9 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
-from workflows.leader_blobs import BLOB_ACTIVITY, drop_older_states, load_blob, save_blob
-from workflows.leader_judgment import settle_failed
-from workflows.leader_metrics import LeaderMetrics
+from workflows.leader.blobs import BLOB_ACTIVITY, drop_older_states, load_blob, save_blob
+from workflows.leader.judgment import settle_failed
+from workflows.leader.metrics import LeaderMetrics
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -95,7 +95,7 @@ def agent_activity(
             non_retryable_error_types=["AgentConfigError", "ArtifactMissing"],
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        activity_id=f"{task.id}-v{core.state.plan_version}-d{dispatch}",
+        activity_id=f"{task.id}-v{core.plans.version}-d{dispatch}",
         summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
     )
 
@@ -126,7 +126,7 @@ async def run_attempt(
 ) -> AgentOutcome:
     """One attempt of an agent: an activity on ``queue``, or a local activity for a cheap
     tool (see ``LeaderCore.runs_locally``) — same code, same retries, no round trip.
-    ``routed``: the options of an attempt sent to its workspace's host (workflows/leader_hosts.py)."""
+    ``routed``: the options of an attempt sent to its workspace's host (workflows/leader/hosts.py)."""
     flat = agent_input.error_backoff is not None
     options = agent_activity(core, agent_id, dispatch, queue, settings.heartbeat, settings, flat)
     options.update(routed or {})
@@ -154,16 +154,16 @@ async def call_planner(
     """The planner activity (where llm agents run: it needs what they need), holding a share
     of the run's budget while it works (a run with a budget, whose leader's worker has a model:
     the offline planner spends nothing). Raises PlannerNoRoom when the budget has none."""
-    key = f"planner:v{core.state.plan_version}"
+    key = f"planner:v{core.plans.version}"
     hold = (
-        core.hold_leader_call(
+        core.budget.hold_leader_call(
             key,
             estimate_tokens([{"role": "user", "content": planning_prompt(request)}], None),
             PLAN_ANSWER_TOKENS,
             PLAN_ATTEMPTS,
             workflow.now(),
         )
-        if core.worker_model is not None
+        if core.judgment.worker_model is not None
         else None
     )
     if hold is not None and hold.no_room is not None:
@@ -188,9 +188,9 @@ async def call_planner(
         settle_failed(core, key, "planner", e)
         raise
     except asyncio.CancelledError:
-        core.leader_call_lost(key, "planner")
+        core.budget.leader_call_lost(key, "planner")
         raise
-    core.leader_call_ended(key, "planner")
+    core.budget.leader_call_ended(key, "planner")
     core.settle("planner", result.usage)
     return result
 
@@ -203,9 +203,9 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
         result = await call_planner(
             core,
             PlanRequest(
-                task_id=core.state.plan.task_id,
+                task_id=core.plans.plan.task_id,
                 task_prompt=prompt,
-                agents=core.agent_infos(),
+                agents=core.cast.agent_infos(),
                 variables=sorted(core.variables),
                 context_keys=sorted(core.input.context),
             ),
@@ -224,7 +224,7 @@ async def plan_from_prompt(core: LeaderCore, queue: str) -> None:
     finally:
         core.first_plan_finished()
     try:
-        wf = core.checked(result.workflow)
+        wf = core.checks.plan(result.workflow)
     except PlanError as e:
         raise ApplicationError(
             f"the planner's plan cannot run:\n{problems_text(e)}",
@@ -241,19 +241,19 @@ async def replan_with_planner(
     result = await call_planner(
         core,
         PlanRequest(
-            task_id=core.state.plan.task_id,
-            current_xml=core.planner_xml(),
+            task_id=core.plans.plan.task_id,
+            current_xml=core.plans.planner_xml(core.board.tasks, None),
             modification=modification,
             reason=reason,
-            agents=core.agent_infos(),
+            agents=core.cast.agent_infos(),
             variables=sorted(core.variables),
             context_keys=sorted(core.input.context),
         ),
         queue,
-        _summary(f"planner · replan v{core.state.plan_version + 1}: {reason[:80]}"),
+        _summary(f"planner · replan v{core.plans.version + 1}: {reason[:80]}"),
         ["PlanError"],
     )
-    return core.checked(result.workflow)
+    return core.checks.plan(result.workflow)
 
 
 class DeadlineTimer:
@@ -351,25 +351,25 @@ async def continue_as_new(core: LeaderCore) -> str | None:
     await workflow.wait_condition(workflow.all_handlers_finished)
     per_execution = patched("state-per-execution")
     if per_execution:
-        core.state.continued += 1  # the next execution's number, in the state it reads
-    snapshot = core.snapshot()  # results by reference; the plan once, inside the state
+        core.next_execution()  # the next execution's number, in the state it reads
+    snapshot = core.views.snapshot()  # results by reference; the plan once, inside the state
     if len(snapshot) <= core.options.inline_limit:
         state = LeaderState.model_validate_json(snapshot)
         workflow.continue_as_new(
             core.continue_input().model_copy(update={"workflow": None, "state": state})
         )
-    number = core.state.continued if per_execution else core.state.continued + 1
+    number = core.executions() if per_execution else core.executions() + 1
     ref = await _save_state(core, snapshot, number)
     await workflow.wait_condition(workflow.all_handlers_finished)
     # A signal or update handled while the parts were written (a pause, an answer) changed
     # the state after its snapshot: write it again, or the next execution would not know.
-    while (fresh := core.snapshot()) != snapshot:
+    while (fresh := core.views.snapshot()) != snapshot:
         snapshot = fresh
         ref = await _save_state(core, snapshot, number)
         await workflow.wait_condition(workflow.all_handlers_finished)
     if ref is None:
         if per_execution:
-            core.state.continued -= 1  # not handed on: this execution goes on
+            core.stays_here()  # not handed on: this execution goes on
         return "its state could not be stored as written (see the log line before)"
     workflow.continue_as_new(
         core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref})
@@ -410,7 +410,7 @@ async def _save_state(core: LeaderCore, snapshot: str, number: int) -> BlobRef |
 def offload_history(core: LeaderCore) -> None:
     """Plan versions too large for a payload go to the artifact store (queries and the
     continued state then carry their reference)."""
-    for index, version in enumerate(core.state.plan_history):
+    for index, version in enumerate(core.plans.state.history):
         if len(version.xml) > PART_CHARS and version.xml_ref is None:
             version.xml_ref = blob_ref(
                 workflow.info().workflow_id, f"plan-v{version.version}-{index}", version.xml
@@ -448,7 +448,7 @@ class Board:
         now = workflow.now()
         if (
             not force
-            and core.large()
+            and core.views.large()
             and self._published_at is not None
             and (now - self._published_at).total_seconds() < PUBLISH_EVERY
         ):
@@ -460,7 +460,7 @@ class Board:
 
 def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> None:
     """Search attributes that changed (each upsert is a history event: changes only)."""
-    values = core.search_values()
+    values = core.views.search_values()
     if final is not None:
         values["XskyStatus"] = final
     current = workflow.info().typed_search_attributes
@@ -483,11 +483,13 @@ def show_board(core: LeaderCore) -> None:
     """The board in the Web UI's current details (the plan's name and the agents' words in
     it are made literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
     now = workflow.now()
-    title = f"{core.state.plan.name or core.run_id} · plan v{core.state.plan_version}"
+    title = f"{core.plans.plan.name or core.run_id} · plan v{core.plans.version}"
     logs = (
         f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
         f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`"
     )
     workflow.set_current_details(
-        board_markdown(title, core.state.tasks, now, "\n\n".join([*core.notices(now), logs]))
+        board_markdown(
+            title, core.board.state.tasks, now, "\n\n".join([*core.views.notices(now), logs])
+        )
     )

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from xsky.leader.coordinator.ledger import LedgerView
     from xsky.leader.core import LeaderCore
     from xsky.leader.grants import Grants, GrantsRequest
-    from xsky.leader.ledger import LedgerView
     from xsky.leader.state import (
         AuditEntry,
         BoardPage,
@@ -36,25 +36,25 @@ class LeaderQueries:
         "result or error, and the counts of the whole board."
     )
     def task_board(self, req: PageRequest | None = None) -> BoardPage:
-        return self._core.board(workflow.now(), req)
+        return self._core.views.board_page(workflow.now(), req)
 
     @workflow.query(
         description="The current plan as workflow XML, with statuses and results ({offset}, {limit}: agents per page)."
     )
     def plan(self, req: PageRequest | None = None) -> str:
-        return self._core.plan_page(req)
+        return self._core.views.plan_page(req)
 
     @workflow.query(
         description="Plan versions ({offset}, {limit}): XML (or a reference for large ones) and why it changed."
     )
     def plan_history(self, req: PageRequest | None = None) -> list[PlanVersion]:
-        return self._core.history_page(req)
+        return self._core.views.history_page(req)
 
     @workflow.query(
         description="A page of results ({offset}, {limit}, {status}): status, inline text or artifact reference, error."
     )
     def results(self, req: PageRequest | None = None) -> ResultsPage:
-        return self._core.results_page(req)
+        return self._core.views.results_page(req)
 
     @workflow.query(
         description="Questions, tool approvals, escalations and the plan review (R-v) waiting for a person."
@@ -66,7 +66,7 @@ class LeaderQueries:
         description="Every permission decision so far: tool, call, allow/ask/deny, the rule or role that decided, who."
     )
     def permission_log(self) -> list[AuditEntry]:
-        return list(self._core.state.audit)
+        return list(self._core.audit.state.entries)
 
     @workflow.query(
         description="The leader's ledgers: its mode, the goal and its check, facts learned, each "
@@ -74,7 +74,7 @@ class LeaderQueries:
         "question, approval: verdict, reason, by, applied)."
     )
     def ledger(self, req: PageRequest | None = None) -> LedgerView:
-        return self._core.ledger_view(req)
+        return self._core.views.coordinator.ledger_view(req)
 
     @workflow.query(
         description="Nudges for one task ({taskId}), oldest first: running agents read these."
@@ -88,4 +88,4 @@ class LeaderQueries:
         "an approval their input carries."
     )
     def grants(self, req: GrantsRequest) -> Grants:
-        return self._core.grants(req)
+        return self._core.inputs.grants(req)

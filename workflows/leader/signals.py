@@ -8,7 +8,7 @@ it cannot decode with nothing but a line in the worker's log. So each handler he
 raw payload and checks it itself: a malformed one — not JSON, not an object, an unknown
 field, a field of the wrong type, a text over its cap, a progress report without its
 dispatch's token — is refused where people look (the board's notes and the permission log,
-``xsky/leader/refusals.py``) and in the worker's log. Whoever needs an answer uses the twins
+``xsky/leader/audit.py``) and in the worker's log. Whoever needs an answer uses the twins
 (``pause_run``, ``resume_run``, ``nudge_task``), updates whose validators run the same checks.
 
 Runs recorded before the patch ``refusals-heard`` keep what they did: a malformed payload
@@ -25,11 +25,11 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
-from workflows.leader_guards import ReportTokens
+from workflows.leader.guards import ReportTokens
 from workflows.patches import patched
 
 if TYPE_CHECKING:
-    from workflows.leader_attempts import Attempts
+    from workflows.leader.attempts import Attempts
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.commands import Command, Rejected
@@ -132,7 +132,7 @@ class LeaderSignals:
             def apply() -> None:
                 if patched("refusals-heard"):
                     try:
-                        self._core.check_pause(request)
+                        self._core.checks.pause(request)
                     except Rejected as e:
                         self._core.refuse("pause signal", _preview(raw), str(e), workflow.now())
                         return
@@ -156,23 +156,23 @@ class LeaderSignals:
         "running agents, {reason} is shown on the board."
     )
     async def pause_run(self, req: PauseRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_pause(req))
+        core = await self._ready(lambda: self._core.checks.pause(req))
         result, stops = core.pause_run(req)
         self._apply(stops)
         return result
 
     @pause_run.validator
     def _validate_pause_run(self, req: PauseRequest) -> None:
-        self._validated(lambda: self._core.check_pause(req))
+        self._validated(lambda: self._core.checks.pause(req))
 
     @workflow.update(description="Resume after a pause, answered (the resume signal's twin).")
     async def resume_run(self, req: ResumeRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_resume(req))
+        core = await self._ready(lambda: self._core.checks.resume(req))
         return core.resume_run()
 
     @resume_run.validator
     def _validate_resume_run(self, req: ResumeRequest) -> None:
-        self._validated(lambda: self._core.check_resume(req))
+        self._validated(lambda: self._core.checks.resume(req))
 
     # -- nudges ---------------------------------------------------------------------------------
 
@@ -194,7 +194,7 @@ class LeaderSignals:
         def deliver() -> None:
             if patched("refusals-heard"):
                 try:
-                    self._core.check_nudge(request)
+                    self._core.checks.nudge(request)
                 except Rejected as e:
                     workflow.logger.warning("nudge signal refused: %s", e)
                     self._core.refuse(
@@ -213,12 +213,12 @@ class LeaderSignals:
         "signal's twin): refused for an agent that cannot read it."
     )
     async def nudge_task(self, req: NudgeRequest) -> InterventionResult:
-        core = await self._ready(lambda: self._core.check_nudge(req))
+        core = await self._ready(lambda: self._core.checks.nudge(req))
         return core.nudge_task(req, workflow.now())
 
     @nudge_task.validator
     def _validate_nudge_task(self, req: NudgeRequest) -> None:
-        self._validated(lambda: self._core.check_nudge(req))
+        self._validated(lambda: self._core.checks.nudge(req))
 
     # -- the agents' own reports -----------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The leader's consultations of its coordinator: the ``coordinate`` activity, whose answer
-is recorded in history and applied by the core (xsky/leader/coordination.py).
+is recorded in history and applied by the core (xsky/leader/coordinator/).
 
 Workflow code (deterministic): called only from :class:`workflows.leader.LeaderWorkflow`
 and its attempts."""
@@ -18,9 +18,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
+    from xsky.leader.coordinator.judgment import consult_key
+    from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome
     from xsky.leader.core import Command, Consult, LeaderCore
-    from xsky.leader.judgment import consult_key
-    from xsky.leader.ledger import ConsultInput, ConsultOutcome
     from xsky.plan.budget import Usage
     from xsky.safe_text import printable
 
@@ -38,7 +38,7 @@ async def consult(core: LeaderCore, inp: ConsultInput, queue: str) -> ConsultOut
     """The coordinator's answer, or None when it could not be had (its model failed after
     the retries, or its reply could not be read): the leader then takes its mechanical
     course, and says so in the ledger. The consultation's hold on the run's budget (taken by
-    the core when it asked: xsky/leader/judgment.py) goes when it ends."""
+    the core when it asked: xsky/leader/coordinator/judgment.py) goes when it ends."""
     task = inp.task.task_id if inp.task is not None else "the run"
     key = consult_key(inp)
     try:
@@ -69,9 +69,9 @@ async def consult(core: LeaderCore, inp: ConsultInput, queue: str) -> ConsultOut
         settle_failed(core, key, "leader", e)
         return None
     except asyncio.CancelledError:
-        core.leader_call_lost(key, "leader")  # stopped mid-call: what it spent is not known
+        core.budget.leader_call_lost(key, "leader")  # stopped mid-call: what it spent is not known
         raise
-    core.leader_call_ended(key, "leader")  # its usage is settled with its answer
+    core.budget.leader_call_ended(key, "leader")  # its usage is settled with its answer
     return outcome
 
 
@@ -80,9 +80,9 @@ def settle_failed(core: LeaderCore, key: str, source: str, e: ActivityError) -> 
     else its whole share."""
     used = failed_usage(e)
     if used is None:
-        core.leader_call_lost(key, source)
+        core.budget.leader_call_lost(key, source)
     else:
-        core.leader_call_ended(key, source, used)
+        core.budget.leader_call_ended(key, source, used)
 
 
 def failed_usage(e: ActivityError) -> Usage | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from workflows.leader_io import Board
+from workflows.leader.io import Board
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
@@ -15,16 +15,16 @@ with workflow.unsafe.imports_passed_through():
 
 async def review_gate(core: LeaderCore, board: Board) -> bool:
     """Wait for approve_plan when the run asked for review. False if the run ends here."""
-    if core.state.review != "waiting":
+    if not core.plans.reviewing:
         return True
     board.publish(core)
     # No deadline: an automatic replan's review from before the patch replan-review-deadline,
     # carried over by continue-as-new; it waits for approve_plan as it did then.
-    deadline = core.state.review_deadline
+    deadline = core.plans.state.review_deadline
     remaining = None if deadline is None else max(0.0, (deadline - workflow.now()).total_seconds())
     try:
         await workflow.wait_condition(
-            lambda: core.state.review != "waiting",
+            lambda: not core.plans.reviewing,
             timeout=remaining,
             timeout_summary="plan review",
         )
@@ -42,7 +42,7 @@ def close_requests(core: LeaderCore, why: str) -> None:
 
 def keep_cancelled(core: LeaderCore) -> bool:
     """Whether a replan keeps people's cancellations (asked only when there is one to keep)."""
-    return any(t.stored == "cancelled" for t in core.state.tasks) and patched(
+    return any(t.stored == "cancelled" for t in core.board.state.tasks) and patched(
         "cancelled-stays-cancelled"
     )
 
@@ -51,5 +51,5 @@ def budget_gate(core: LeaderCore) -> None:
     """A run that has a budget (from its start, its plan or a replan's plan) asks the patch
     ``budgets`` — once: the SDK remembers the answer. A history from before budgets existed
     had none, and keeps none."""
-    if core.state.budget is not None and not patched("budgets"):
-        core.state.budget = None
+    if core.budget.limits is not None and not patched("budgets"):
+        core.keep_no_budget()

@@ -1,6 +1,6 @@
 """What the leader guards for its attempts: their inputs stay within a budget, and only they
-may report their progress. Workflow code (deterministic), used by workflows/leader_attempts.py
-and workflows/leader_signals.py."""
+may report their progress. Workflow code (deterministic), used by workflows/leader/attempts.py
+and workflows/leader/signals.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import hashlib
 
 from temporalio import workflow
 
-from workflows.leader_blobs import save_blob
+from workflows.leader.blobs import save_blob
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
