@@ -188,7 +188,7 @@ def test_nudges_are_capped_in_size_and_number_and_refused_for_an_agent_that_cann
     with pytest.raises(Rejected, match="direct shell tool"):
         c.checks.nudge(NudgeRequest(task_id="T-2", message="hi"))
     for i in range(NUDGES_PER_TASK):
-        c.nudge(NudgeRequest(task_id="T-1", message=f"n{i}"), NOW)
+        c.people.nudge(NudgeRequest(task_id="T-1", message=f"n{i}"), NOW)
     with pytest.raises(Rejected, match=f"{NUDGES_PER_TASK} nudges already"):
         c.checks.nudge(NudgeRequest(task_id="T-1", message="one more"))
 
@@ -205,7 +205,7 @@ def test_answers_and_pause_reasons_over_their_caps_are_refused_with_the_cap():
 
 def test_a_refusal_is_counted_on_the_board_and_written_in_the_permission_log():
     c = core()
-    c.refuse("pause signal", "null", "the request must be a JSON object", NOW)
+    c.people.refuse("pause signal", "null", "the request must be a JSON object", NOW)
     assert c.state.audit.refused == 1
     assert any("1 malformed or spoofed message(s) refused" in n for n in c.views.notices())
     (entry,) = c.state.audit.entries

@@ -91,7 +91,7 @@ def test_the_leader_says_what_one_dispatch_was_given_and_nothing_for_another() -
     core.attempt_succeeded("1", task, s.dispatch, asks, T0)
     core.attempt_ended("1", s.dispatch)
     (request,) = core.pending_requests()
-    core.approve_tool(ApproveToolRequest(request_id=request.id), T0)
+    core.people.approve_tool(ApproveToolRequest(request_id=request.id), T0)
     (again,) = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
     given = core.inputs.agent_input("1", core.agents["1"], again.dispatch, [], None)
     grants = core.inputs.grants(GrantsRequest(task_id="T-1", dispatch=again.dispatch))

@@ -78,7 +78,7 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     assert not core.finished()
 
     core.checks.set_budget(SetBudgetRequest(tokens=20_000))
-    result = core.set_budget(SetBudgetRequest(tokens=20_000), T0)
+    result = core.people.set_budget(SetBudgetRequest(tokens=20_000), T0)
     assert "E-1 closed: dispatch goes on" in result.message and not core.pending_requests()
     rest = core.dispatch(T0)
     assert len(rest) == 8
@@ -115,7 +115,7 @@ def test_an_attempt_that_ends_without_saying_is_charged_its_share_until_its_conv
     core.attempt_failed("1", core.tasks["1"], 1, AttemptFailure("lost", lost=True), T0)
     core.attempt_ended("1", 1)
     assert core.state.budget.spend.unconfirmed.tokens == 1500  # the rest of its 2,000
-    core.retry(RetryTaskRequest(task_id="T-1"), T0)
+    core.people.retry(RetryTaskRequest(task_id="T-1"), T0)
     (again,) = core.dispatch(T0)
     complete(core, again, 1700)  # the conversation's total: the lost attempt's 1,200 with it
     assert (
@@ -155,7 +155,7 @@ def test_an_agent_past_its_own_cap_waits_on_its_own_escalation_until_its_cap_is_
     assert request.task_id == "T-1" and request.about == "budget"
     assert request.text.startswith("budget: T-1 used 900 of 1,000 tokens (its own cap)")
     assert core.tasks["1"].waiting_on == request.id
-    core.set_budget(SetBudgetRequest(task_id="T-1", tokens=5000), T0)
+    core.people.set_budget(SetBudgetRequest(task_id="T-1", tokens=5000), T0)
     assert not core.pending_requests()
     (again,) = core.dispatch(T0)
     assert core.flights["1"].share.tokens == 4100  # type: ignore[union-attr]
@@ -189,7 +189,7 @@ def test_past_the_agent_count_no_new_task_starts_but_a_started_one_goes_on():
     budget_request = next(r for r in core.pending_requests() if r.about == "budget")
     assert budget_request.text.startswith("budget: 1 of 1 agents started")
     question = next(r for r in core.pending_requests() if r.kind == "question")
-    core.answer(AnswerRequest(request_id=question.id, text="that"), T0)
+    core.people.answer(AnswerRequest(request_id=question.id, text="that"), T0)
     (again,) = core.dispatch(T0)
     assert again.agent_id == "1"  # started before: it may go on
 
@@ -237,7 +237,7 @@ def test_continue_as_new_carries_the_spend_and_the_limits():
     core = core_of(plan(4), RunBudget(run=Limits(tokens=3000), reserve=1000), parallel=2)
     for s in core.dispatch(T0):
         complete(core, s, 1000)
-    core.set_budget(SetBudgetRequest(tokens=5000), T0)
+    core.people.set_budget(SetBudgetRequest(tokens=5000), T0)
     state = LeaderState.model_validate_json(core.views.snapshot())
     after = LeaderCore(
         core.continue_input().model_copy(update={"workflow": None, "state": state}), "run-1", T0
@@ -334,14 +334,14 @@ class BudgetMachine(RuleBasedStateMachine):
     def set_budget(self, tokens: int) -> None:
         req = SetBudgetRequest(tokens=tokens)
         self.core.checks.set_budget(req)
-        self.core.set_budget(req, T0)
+        self.core.people.set_budget(req, T0)
         self.limits.append(tokens)
 
     @rule()
     def people_answer(self) -> None:
         for r in self.core.pending_requests():
             if r.kind == "question":
-                self.core.answer(AnswerRequest(request_id=r.id, text="go"), T0)
+                self.core.people.answer(AnswerRequest(request_id=r.id, text="go"), T0)
 
     @precondition(lambda self: not self.running)
     @rule()

@@ -172,7 +172,7 @@ def test_a_person_overrides_the_leaders_answer_within_the_grace_period_only() ->
     with pytest.raises(Rejected, match="are over"):
         core.checks.answer(req, T0 + timedelta(seconds=61))
     core.checks.answer(req, T0 + timedelta(seconds=30))
-    core.answer(req, T0 + timedelta(seconds=30))
+    core.people.answer(req, T0 + timedelta(seconds=30))
     assert [(a.answer, a.by) for a in core.state.briefs.answers["T-1"]] == [("us-east-2", "person")]
     assert "us-east-2" in core.nudges_for("T-1")[-1]
     assert core.state.ledger.entries[-1].by == "person"
@@ -275,7 +275,7 @@ def test_a_goal_escalation_answered_by_a_person_replans_with_their_words() -> No
     core.goal_judged(1, said("goal", "unsure"), T0)
     (request,) = core.pending_requests()
     core.checks.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
-    core.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
+    core.people.answer(AnswerRequest(request_id=request.id, text="add the time zone"), T0)
     (replan,) = core.take_outbox()
     assert isinstance(replan, CallPlanner) and "add the time zone" in replan.reason
     assert core.state.plan.auto_replans == 0  # a person's word is not an automatic replan
@@ -286,7 +286,7 @@ def test_end_run_accepts_the_results_the_leader_doubted() -> None:
     all_done(core)
     core.goal_review(T0)
     core.goal_judged(1, said("goal", "not_met", gap="no date"), T0)
-    core.end(EndRunRequest(reason="good enough"), T0)
+    core.people.end(EndRunRequest(reason="good enough"), T0)
     assert core.views.result(T0).status == "completed"
 
 
@@ -349,7 +349,7 @@ def test_a_goal_escalation_is_withdrawn_when_a_person_replans_or_retries() -> No
         else:
             core.tasks["1"].stored = "failed"
             core.board.counts = {"failed": 1}
-            core.retry(RetryTaskRequest(task_id="T-1"), T0)
+            core.people.retry(RetryTaskRequest(task_id="T-1"), T0)
         assert core.pending_requests() == [], act
         assert core.state.requests.requests[-1].status == "withdrawn"
 

@@ -159,7 +159,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 self.core.checks.answer(req, self.now)
             except Exception:  # noqa: BLE001 - a refusal is fine here; bounds are checked below
                 return
-            self.core.answer(req, self.now)
+            self.core.people.answer(req, self.now)
             self.apply(self.core.take_outbox())
 
     @invariant()

@@ -8,6 +8,9 @@ every step what must always hold:
 * a rejected intervention changes nothing;
 * the incremental indexes (ready heap, unfinished-dependency counts, pending requests)
   agree with a from-scratch computation;
+* each event reaches each component once: an attempt's end is settled by the budget, taken by
+  the board, judged by the coordinator and logged by the permission log once each (the tower
+  this core replaced sent a finished attempt down and up five floors);
 * when the run drains, every task ends in exactly one terminal state or is blocked by one.
 """
 
@@ -68,6 +71,36 @@ def ref(agent_id: str) -> ArtifactRef:
     )
 
 
+# What each component does with one event for one agent: done twice, an attempt's end would be
+# settled, taken, judged or logged twice.
+ONCE_PER_EVENT = (
+    ("budget", "settle_usage"),
+    ("budget", "flight_ended"),
+    ("board", "attempt_ended_with"),
+    ("board", "progressed"),
+    ("board", "ended"),
+    ("audit", "decisions"),
+    ("results", "take"),
+    ("asks", "requested"),
+    ("ladder", "progressed"),
+)
+
+
+def counted(core: LeaderCore, calls: dict[tuple[str, str, str], int]) -> None:
+    """Count every call of ONCE_PER_EVENT's methods on ``core``'s components, by the agent or
+    task it is about."""
+    for component, method in ONCE_PER_EVENT:
+        part = getattr(core, component)
+        real = getattr(part, method)
+
+        def wrapper(*args, _real=real, _key=(component, method), **kw):  # type: ignore[no-untyped-def]
+            about = args[0] if isinstance(args[0], str) else getattr(args[0], "id", "?")
+            calls[(*_key, str(about))] = calls.get((*_key, str(about)), 0) + 1
+            return _real(*args, **kw)
+
+        setattr(part, method, wrapper)
+
+
 class LeaderMachine(RuleBasedStateMachine):
     @initialize(
         plan=dags(), max_parallel=st.integers(1, 4), replans=st.integers(0, 2), review=st.booleans()
@@ -82,6 +115,8 @@ class LeaderMachine(RuleBasedStateMachine):
             request_timeout=3600,
         )
         self.core = LeaderCore(RunInput(workflow=plan, options=options), "run-1", self.now)
+        self.calls: dict[tuple[str, str, str], int] = {}
+        counted(self.core, self.calls)
         self.running: dict[str, int] = {}  # agent id → dispatch the "shell" is running
         self.stopping: list[str] = []
         self.planner: list[str] = []  # reasons of planner calls in flight
@@ -207,7 +242,7 @@ class LeaderMachine(RuleBasedStateMachine):
         rid = data.draw(st.sampled_from(ids))
         req = AnswerRequest(request_id=rid, text=text)
         self.intervene(
-            lambda: self.core.checks.answer(req), lambda: self.core.answer(req, self.now)
+            lambda: self.core.checks.answer(req), lambda: self.core.people.answer(req, self.now)
         )
 
     @rule(data=st.data(), decision=st.sampled_from(["allow_once", "allow_run", "deny"]))
@@ -216,7 +251,7 @@ class LeaderMachine(RuleBasedStateMachine):
         req = ApproveToolRequest(request_id=data.draw(st.sampled_from(ids)), decision=decision)  # type: ignore[arg-type]
         self.intervene(
             lambda: self.core.checks.approve_tool(req),
-            lambda: self.core.approve_tool(req, self.now),
+            lambda: self.core.people.approve_tool(req, self.now),
         )
 
     @rule(
@@ -231,33 +266,37 @@ class LeaderMachine(RuleBasedStateMachine):
         core = self.core
         if action == "retry":
             req = RetryTaskRequest(task_id=task_id, task=new_text)
-            if self.intervene(lambda: core.checks.retry(req), lambda: core.retry(req, self.now)):
+            if self.intervene(
+                lambda: core.checks.retry(req), lambda: core.people.retry(req, self.now)
+            ):
                 self.decided.pop(task_id, None)
         elif action == "skip":
             sreq = SkipTaskRequest(task_id=task_id, result="skipped")
-            if self.intervene(lambda: core.checks.skip(sreq), lambda: core.skip(sreq, self.now)):
+            if self.intervene(
+                lambda: core.checks.skip(sreq), lambda: core.people.skip(sreq, self.now)
+            ):
                 self.decided[task_id] = "skipped"
         else:
             creq = TaskRequest(task_id=task_id)
             if self.intervene(
-                lambda: core.checks.cancel(creq), lambda: core.cancel(creq, self.now)
+                lambda: core.checks.cancel(creq), lambda: core.people.cancel(creq, self.now)
             ):
                 self.decided[task_id] = "cancelled"
 
     @rule(cancel_running=st.booleans())
     def pause(self, cancel_running: bool) -> None:
-        self.apply(self.core.pause(PauseRequest(cancel_running=cancel_running)))
+        self.apply(self.core.people.pause(PauseRequest(cancel_running=cancel_running)))
 
     @rule()
     def resume(self) -> None:
-        self.core.resume()
+        self.core.people.resume()
 
     @rule(version=st.sampled_from([None, 1, 2, 99]))
     def approve_plan(self, version: int | None) -> None:
         req = ApprovePlanRequest(version=version)
         if self.intervene(
             lambda: self.core.checks.approve_plan(req),
-            lambda: self.core.approve_plan(req, self.now),
+            lambda: self.core.people.approve_plan(req, self.now),
         ):
             self.unreviewed.clear()
 
@@ -273,7 +312,7 @@ class LeaderMachine(RuleBasedStateMachine):
         assert core.dispatch(self.now) == [], "a draining run started an agent"
         snapshot = core.views.snapshot()
         if pause_while_stored:
-            self.apply(core.pause(PauseRequest(reason="while the state was written")))
+            self.apply(core.people.pause(PauseRequest(reason="while the state was written")))
         if (fresh := core.views.snapshot()) != snapshot:
             snapshot = fresh
         state = LeaderState.model_validate_json(snapshot)
@@ -290,6 +329,7 @@ class LeaderMachine(RuleBasedStateMachine):
         ]
         assert not after.flow.draining, "the next execution starts work again"
         self.core = after
+        counted(self.core, self.calls)
 
     @precondition(
         lambda self: any(
@@ -313,7 +353,9 @@ class LeaderMachine(RuleBasedStateMachine):
         task = core.board.task_by_id(request.task_id)
         assert task is not None and task.waiting_on == request.id
         req = RetryTaskRequest(task_id=task.id, task=new_text)
-        if not self.intervene(lambda: core.checks.retry(req), lambda: core.retry(req, self.now)):
+        if not self.intervene(
+            lambda: core.checks.retry(req), lambda: core.people.retry(req, self.now)
+        ):
             assert core.replanning or core.ended or core.flow.closing, (
                 "an escalation could not be retried"
             )
@@ -383,6 +425,14 @@ class LeaderMachine(RuleBasedStateMachine):
     # -- invariants ----------------------------------------------------------------------------
 
     @invariant()
+    def each_event_reaches_each_component_once(self) -> None:
+        if not hasattr(self, "core"):
+            return
+        twice = {key: n for key, n in self.calls.items() if n > 1}
+        self.calls.clear()
+        assert not twice, f"an event reached a component more than once: {twice}"
+
+    @invariant()
     def active_attempts_are_the_shells(self) -> None:
         if hasattr(self, "core"):
             assert self.core.active == self.running
@@ -422,7 +472,7 @@ class LeaderMachine(RuleBasedStateMachine):
             list(core.board._heap),
             core.take_log(),
         )
-        core.log = list(before[3])
+        core.flow.log = list(before[3])
         core.views.board_page(self.now)
         core.views.board_page(self.now, PageRequest(offset=1, limit=2, status="pending"))
         core.views.plan_page(PageRequest(limit=2))
@@ -433,7 +483,12 @@ class LeaderMachine(RuleBasedStateMachine):
             core.nudges_for(task.id)
         core.views.notices()
         core.views.search_values()
-        after = (core.state.model_dump_json(), core.changed, list(core.board._heap), list(core.log))
+        after = (
+            core.state.model_dump_json(),
+            core.changed,
+            list(core.board._heap),
+            list(core.flow.log),
+        )
         assert after == before, "a query changed the run's state"
 
     @invariant()
@@ -465,14 +520,14 @@ class LeaderMachine(RuleBasedStateMachine):
         core = self.core
         for _ in range(200):
             if core.state.plan.review == "waiting":
-                core.approve_plan(ApprovePlanRequest(), self.now)
+                core.people.approve_plan(ApprovePlanRequest(), self.now)
                 self.unreviewed.clear()
-            core.resume()
+            core.people.resume()
             for r in core.pending_requests():
                 if r.kind == "approval":
-                    core.approve_tool(ApproveToolRequest(request_id=r.id), self.now)
+                    core.people.approve_tool(ApproveToolRequest(request_id=r.id), self.now)
                 else:
-                    core.answer(AnswerRequest(request_id=r.id, text="go on"), self.now)
+                    core.people.answer(AnswerRequest(request_id=r.id, text="go on"), self.now)
             while self.planner:
                 reason = self.planner.pop(0)
                 core.plans.note(f"automatic replan failed ({reason})", self.now)

@@ -79,7 +79,7 @@ def test_a_pause_cannot_undo_a_cancel_whose_attempt_is_still_stopping() -> None:
     )
     m.dispatch()
     m.core.checks.cancel(TaskRequest(task_id="T-1"))
-    _, stops = m.core.cancel(TaskRequest(task_id="T-1"), m.now)
+    _, stops = m.core.people.cancel(TaskRequest(task_id="T-1"), m.now)
     m.apply(stops)
     m.pause(True)
     task = m.core.tasks["1"]

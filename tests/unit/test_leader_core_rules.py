@@ -183,7 +183,7 @@ def test_the_stall_ladder_nudges_restarts_replans_and_escalates_each_at_its_seco
     assert shell.status("1") == "blocked" and core.tasks["1"].attempt == 4
     assert len(shell.started) == 4 and shell.planner == []
     assert all("no progress" in n for n in core.nudges_for("T-1"))
-    assert [line.split(" (")[0] for line in core.log] == [
+    assert [line.split(" (")[0] for line in core.flow.log] == [
         "stall ladder: T-1 nudge",
         "stall ladder: T-1 restart",
         "stall ladder: T-1 replan",
@@ -196,7 +196,7 @@ def test_the_stall_ladder_nudges_restarts_replans_and_escalates_each_at_its_seco
     assert shell.at(1680 + 86400 - 1) == [] and core.pending_requests() == [request]
 
     # A person decides.
-    _, stops = core.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), shell.now)
+    _, stops = core.people.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), shell.now)
     assert stops == [] and core.pending_requests() == [] and core.finished()
     result = core.views.result(shell.now)
     assert result.status == "completed" and result.agents[0].result == "done by hand"
@@ -261,7 +261,7 @@ def test_nothing_is_dispatched_while_the_plan_waits_for_review_whatever_the_time
     assert shell.loop() == [] and shell.at(3599) == []
     assert [r.id for r in shell.core.pending_requests(with_review=True)] == ["R-1"]
     shell.core.checks.approve_plan(ApprovePlanRequest(version=1))
-    shell.core.approve_plan(ApprovePlanRequest(version=1), shell.now)
+    shell.core.people.approve_plan(ApprovePlanRequest(version=1), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1"]  # type: ignore[union-attr]
 
 
@@ -277,7 +277,7 @@ def test_a_replan_during_review_does_not_approve_and_the_approval_must_name_the_
     with pytest.raises(Rejected, match="you reviewed v1 but the plan is now v2"):
         core.checks.approve_plan(ApprovePlanRequest(version=1))
     core.checks.approve_plan(ApprovePlanRequest(version=2))
-    core.approve_plan(ApprovePlanRequest(version=2, comment="looks good"), shell.now)
+    core.people.approve_plan(ApprovePlanRequest(version=2, comment="looks good"), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1", "2"]  # type: ignore[union-attr]
     assert core.state.plan.history[-1].reason == "plan v2 approved: looks good"
 
@@ -321,25 +321,25 @@ def test_an_unreviewed_plan_runs_at_the_timeout_when_so_configured():
 def test_a_pause_starts_nothing_new_at_any_time_and_resume_starts_the_next():
     shell = Shell(workflow("1", ("2", "1"), ("3", "2")))
     shell.loop()
-    assert shell.apply(shell.core.pause(PauseRequest(reason="checking something"))) == []
+    assert shell.apply(shell.core.people.pause(PauseRequest(reason="checking something"))) == []
     shell.now = T0 + timedelta(seconds=5)
     shell.complete("1")  # completes while paused
     assert shell.status("1") == "completed" and shell.status("2") == "pending"
     assert shell.at(10**6) == [] and shell.core.tasks["2"].attempt == 0
     assert not shell.core.finished()  # the run waits for resume, with work ready
     assert shell.core.views.run_state() == "paused"
-    shell.core.resume()
+    shell.core.people.resume()
     assert [(c.agent_id, c.dispatch) for c in shell.loop()] == [("2", 1)]  # type: ignore[union-attr]
 
 
 def test_a_pause_that_stops_running_agents_runs_them_again_after_resume():
     shell = Shell(workflow("1", "2"))
     shell.loop()
-    stops = shell.apply(shell.core.pause(PauseRequest(cancel_running=True)))
+    stops = shell.apply(shell.core.people.pause(PauseRequest(cancel_running=True)))
     assert stops == [StopAgent("1"), StopAgent("2")]
     shell.acknowledge_stops()
     assert shell.status("1") == shell.status("2") == "pending" and shell.running == {}
-    shell.core.resume()
+    shell.core.people.resume()
     assert [(c.agent_id, c.dispatch) for c in shell.loop()] == [("1", 2), ("2", 2)]  # type: ignore[union-attr]
 
 

@@ -97,7 +97,7 @@ def test_a_retry_of_a_held_task_closes_its_escalation_and_the_run_goes_on() -> N
     core = core_for(chain("1", "2"), hold_on_failure=600)
     fail(core, "1", EXIT_1)
     core.checks.retry(RetryTaskRequest(task_id="T-1"))
-    core.retry(RetryTaskRequest(task_id="T-1"), T0)
+    core.people.retry(RetryTaskRequest(task_id="T-1"), T0)
     assert core.pending_requests() == []
     complete(core, "1")
     complete(core, "2")
@@ -107,7 +107,7 @@ def test_a_retry_of_a_held_task_closes_its_escalation_and_the_run_goes_on() -> N
 def test_a_skip_of_a_held_task_closes_its_escalation() -> None:
     core = core_for(chain("1", "2"), hold_on_failure=600)
     fail(core, "1", EXIT_1)
-    core.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), T0)
+    core.people.skip(SkipTaskRequest(task_id="T-1", result="done by hand"), T0)
     assert core.pending_requests() == []
     assert core.board.ready_ids() == ["2"]
 
@@ -136,7 +136,7 @@ def test_end_closes_a_held_run_which_ends_failed_and_is_refused_while_agents_run
     core.attempt_ended("2", 1)
     assert not core.finished()  # held
     core.checks.end(EndRunRequest(reason="fixed by hand"))
-    result = core.end(EndRunRequest(reason="fixed by hand"), T0)
+    result = core.people.end(EndRunRequest(reason="fixed by hand"), T0)
     assert "ended by a person: fixed by hand" in result.message
     assert core.pending_requests() == [] and core.finished()
     assert core.views.result(T0).status == "failed"  # a task failed: not "cancelled"
@@ -157,7 +157,7 @@ def test_closing_requests_withdraws_questions_and_reviews_and_drops_waiting_note
     core.attempt_ended("1", dispatch)
     assert core.views.waiting_on_people() == 1
     assert (core.tasks["1"].last_progress or "").startswith("waiting for Q-1")
-    core.close_requests("the run was cancelled", T0)
+    core.people.close_requests("the run was cancelled", T0)
     assert core.pending_requests(with_review=True) == [] and core.views.waiting_on_people() == 0
     assert core.views.search_values()["XskyPending"] == 0
     assert core.requests.get("Q-1").status == "withdrawn"  # type: ignore[union-attr]
@@ -165,7 +165,7 @@ def test_closing_requests_withdraws_questions_and_reviews_and_drops_waiting_note
 
     reviewed = core_for(chain("1"), review=True)
     assert reviewed.views.waiting_on_people() == 1
-    reviewed.close_requests("the run was cancelled", T0)
+    reviewed.people.close_requests("the run was cancelled", T0)
     assert reviewed.views.waiting_on_people() == 0 and reviewed.state.plan.review == "none"
 
 
@@ -175,7 +175,7 @@ def test_a_finished_task_keeps_no_waiting_note() -> None:
     question = AgentOutcome(kind="question", request=RequestPayload(question="which?"))
     core.attempt_succeeded("1", core.tasks["1"], dispatch, question, T0)
     core.attempt_ended("1", dispatch)
-    core.answer(AnswerRequest(request_id="Q-1", text="main"), T0)
+    core.people.answer(AnswerRequest(request_id="Q-1", text="main"), T0)
     complete(core, "1")
     assert core.tasks["1"].last_progress is None
 
@@ -183,7 +183,7 @@ def test_a_finished_task_keeps_no_waiting_note() -> None:
 def test_a_cancelled_task_stays_cancelled_through_a_replan_unless_redefined() -> None:
     wf = chain("1", "2")
     core = core_for(wf)
-    core.cancel(TaskRequest(task_id="T-2"), T0)
+    core.people.cancel(TaskRequest(task_id="T-2"), T0)
     core.apply_plan(wf, "a person asked: go on", T0)
     assert core.tasks["2"].stored == "cancelled"
     redefined = wf.model_copy(
@@ -193,7 +193,7 @@ def test_a_cancelled_task_stays_cancelled_through_a_replan_unless_redefined() ->
     assert core.tasks["2"].stored == "pending"
 
     old = core_for(wf)  # a run recorded before the patch: every cancelled task goes back
-    old.cancel(TaskRequest(task_id="T-2"), T0)
+    old.people.cancel(TaskRequest(task_id="T-2"), T0)
     old.apply_plan(wf, "replan", T0, keep_cancelled=False)
     assert old.tasks["2"].stored == "pending"
 

@@ -214,7 +214,7 @@ def test_the_leader_sends_the_inputs_rules_and_the_peoples_approvals_apart():
     core = LeaderCore(RunInput(workflow=parse_workflow(PLAN), permissions=given), "run-1", T0)
     request_id = approval_asked(core, "pytest -q")
     core.checks.approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"))
-    core.approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"), T0)
+    core.people.approve_tool(ApproveToolRequest(request_id=request_id, decision="allow_run"), T0)
     sent = agent_input(core).permissions
     # Approvals in a run's input were written by whoever started it: input rules, not a person's.
     assert sent.run_rules == ["shell(=make test)", "shell(=forged)"]
@@ -233,7 +233,7 @@ def test_only_a_person_approving_the_plan_gives_invented_roles_their_tools():
 
     approved = LeaderCore(RunInput(workflow=parse_workflow(PLAN), options=options), "run-1", T0)
     approved.checks.approve_plan(ApprovePlanRequest(version=1))
-    approved.approve_plan(ApprovePlanRequest(version=1), T0)
+    approved.people.approve_plan(ApprovePlanRequest(version=1), T0)
     role = agent_input(approved).role
     assert role is not None and "shell" in role.allowed_tools
 

@@ -64,7 +64,7 @@ def test_the_new_shell_agent_does_not_start_before_approve_plan():
     assert [r.id for r in core.pending_requests(with_review=True)] == [
         f"R-{core.state.plan.version}"
     ]
-    core.approve_plan(
+    core.people.approve_plan(
         ApprovePlanRequest(version=core.state.plan.version), T0 + timedelta(seconds=6)
     )
     started = [c.agent_id for c in core.dispatch(T0 + timedelta(seconds=6))]

@@ -37,7 +37,7 @@ def close_requests(core: LeaderCore, why: str) -> None:
     """Nothing waits for a person once the run ends (the patch is asked only when something
     would: a run that ends with nothing pending records no marker)."""
     if core.pending_requests(with_review=True) and patched("requests-end-with-run"):
-        core.close_requests(why, workflow.now())
+        core.people.close_requests(why, workflow.now())
 
 
 def keep_cancelled(core: LeaderCore) -> bool:

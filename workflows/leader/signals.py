@@ -112,7 +112,7 @@ class LeaderSignals:
     def _refused(self, what: str, raw: RawValue, why: str, task_id: str = "") -> None:
         workflow.logger.warning("%s refused: %s", what, why)
         self._when_ready(
-            lambda: self._core.refuse(what, _preview(raw), why, workflow.now(), task_id)
+            lambda: self._core.people.refuse(what, _preview(raw), why, workflow.now(), task_id)
         )
 
     # -- pause and resume -----------------------------------------------------------------------
@@ -134,9 +134,11 @@ class LeaderSignals:
                     try:
                         self._core.checks.pause(request)
                     except Rejected as e:
-                        self._core.refuse("pause signal", _preview(raw), str(e), workflow.now())
+                        self._core.people.refuse(
+                            "pause signal", _preview(raw), str(e), workflow.now()
+                        )
                         return
-                self._apply(self._core.pause(request))
+                self._apply(self._core.people.pause(request))
 
             self._when_ready(apply)
 
@@ -149,7 +151,7 @@ class LeaderSignals:
         if isinstance(req, str):
             self._refused("resume signal", raw, req)
         elif req is not None:
-            self._when_ready(lambda: self._core.resume())
+            self._when_ready(lambda: self._core.people.resume())
 
     @workflow.update(
         description="Pause, answered (the pause signal's twin): {cancelRunning} also stops "
@@ -157,7 +159,7 @@ class LeaderSignals:
     )
     async def pause_run(self, req: PauseRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.checks.pause(req))
-        result, stops = core.pause_run(req)
+        result, stops = core.people.pause_run(req)
         self._apply(stops)
         return result
 
@@ -168,7 +170,7 @@ class LeaderSignals:
     @workflow.update(description="Resume after a pause, answered (the resume signal's twin).")
     async def resume_run(self, req: ResumeRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.checks.resume(req))
-        return core.resume_run()
+        return core.people.resume_run()
 
     @resume_run.validator
     def _validate_resume_run(self, req: ResumeRequest) -> None:
@@ -197,11 +199,11 @@ class LeaderSignals:
                     self._core.checks.nudge(request)
                 except Rejected as e:
                     workflow.logger.warning("nudge signal refused: %s", e)
-                    self._core.refuse(
+                    self._core.people.refuse(
                         "nudge signal", _preview(raw), str(e), workflow.now(), request.task_id
                     )
                     return
-            if not self._core.nudge(request, workflow.now()):
+            if not self._core.people.nudge(request, workflow.now()):
                 workflow.logger.warning(
                     "nudge ignored: no task %s or an empty message", request.task_id
                 )
@@ -214,7 +216,7 @@ class LeaderSignals:
     )
     async def nudge_task(self, req: NudgeRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.checks.nudge(req))
-        return core.nudge_task(req, workflow.now())
+        return core.people.nudge_task(req, workflow.now())
 
     @nudge_task.validator
     def _validate_nudge_task(self, req: NudgeRequest) -> None:

@@ -338,7 +338,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             self._apply(stops)
         finally:
             core.planner_finished()
-        return core.replan_result(summary)
+        return core.people.replan_result(summary)
 
     @replan.validator
     def _validate_replan(self, req: ReplanRequest) -> None:
@@ -348,7 +348,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Approve the plan under review ({version}: the version you reviewed) so agents start."
     )
     async def approve_plan(self, req: ApprovePlanRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.checks.approve_plan(req))).approve_plan(
+        return (await self._ready(lambda: self._core.checks.approve_plan(req))).people.approve_plan(
             req, workflow.now()
         )
 
@@ -360,7 +360,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Run a failed, cancelled or escalated task again, optionally with new {task} text."
     )
     async def retry_task(self, req: RetryTaskRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.checks.retry(req))).retry(req, workflow.now())
+        return (await self._ready(lambda: self._core.checks.retry(req))).people.retry(
+            req, workflow.now()
+        )
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
@@ -370,7 +372,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Mark a task done without running it; {result} is what its dependents get."
     )
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.checks.skip(req))).skip(
+        result, stops = (await self._ready(lambda: self._core.checks.skip(req))).people.skip(
             req, workflow.now()
         )
         self._apply(stops)
@@ -384,7 +386,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Cancel one task (stopping it if it runs); its dependents stay blocked."
     )
     async def cancel_task(self, req: TaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.checks.cancel(req))).cancel(
+        result, stops = (await self._ready(lambda: self._core.checks.cancel(req))).people.cancel(
             req, workflow.now()
         )
         self._apply(stops)
@@ -399,7 +401,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
     )
     async def answer(self, req: AnswerRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.checks.answer(req, workflow.now()))
-        return core.answer(req, workflow.now())
+        return core.people.answer(req, workflow.now())
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
@@ -409,7 +411,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny."
     )
     async def approve_tool(self, req: ApproveToolRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.checks.approve_tool(req))).approve_tool(
+        return (await self._ready(lambda: self._core.checks.approve_tool(req))).people.approve_tool(
             req, workflow.now()
         )
 
@@ -421,7 +423,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …"
     )
     async def define_role(self, req: DefineRoleRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.checks.define_role(req))).define_role(req)
+        return (await self._ready(lambda: self._core.checks.define_role(req))).people.define_role(
+            req
+        )
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
@@ -432,7 +436,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         "requests are withdrawn; it ends failed if a task failed. {reason} is optional."
     )
     async def end_run(self, req: EndRunRequest) -> InterventionResult:
-        return (await self._ready(lambda: self._core.checks.end(req))).end(req, workflow.now())
+        return (await self._ready(lambda: self._core.checks.end(req))).people.end(
+            req, workflow.now()
+        )
 
     @end_run.validator
     def _validate_end_run(self, req: EndRunRequest) -> None:
@@ -445,7 +451,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
     async def set_budget(self, req: SetBudgetRequest) -> InterventionResult:
         core = await self._ready(lambda: self._core.checks.set_budget(req))
         patched("budgets")  # the run has a budget from here (the handler is newer than the patch)
-        return core.set_budget(req, workflow.now())
+        return core.people.set_budget(req, workflow.now())
 
     @set_budget.validator
     def _validate_set_budget(self, req: SetBudgetRequest) -> None:

@@ -68,34 +68,18 @@ from xsky.leader.limits import (
     QUESTION_CHARS,
     cut,
 )
+from xsky.leader.people import People
 from xsky.leader.plans import PlanBook
 from xsky.leader.replan import merge_plan, new_task
-from xsky.leader.requests import RequestBook, approval_of, decision_said, person_decided
+from xsky.leader.requests import RequestBook
 from xsky.leader.state import (
-    Answer,
-    AnswerRequest,
-    ApprovePlanRequest,
-    ApproveToolRequest,
-    DefineRoleRequest,
-    EndRunRequest,
     HumanRequest,
-    InterventionResult,
-    Nudge,
-    NudgeRequest,
-    PauseRequest,
-    RetryTaskRequest,
-    SetBudgetRequest,
-    SkipTaskRequest,
-    TaskRequest,
 )
-from xsky.leader.tasks import TaskState, subject_of
+from xsky.leader.tasks import TaskState
 from xsky.leader.views import Views
-from xsky.plan import dag
-from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Usage, with_plan
-from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport, RunInput
-from xsky.security.permissions import run_rules_for
 
 
 class LeaderCore:
@@ -158,6 +142,21 @@ class LeaderCore:
             self.asks,
             self.variables,
         )
+        self.people = People(
+            self.flow,
+            s.run,
+            self.board,
+            self.plans,
+            self.cast,
+            self.requests,
+            self.briefs,
+            self.budget,
+            self.ladder,
+            self.audit,
+            self.asks,
+            self.oversight,
+            self.checks,
+        )
         self.views = Views(
             s,
             inp,
@@ -173,13 +172,6 @@ class LeaderCore:
         )
         if inp.state is None and inp.resume is not None:
             carry(self.board, self.plans, inp.resume)
-        # something changed since the shell last looked (it wakes the main loop)
-        self.changed = False
-        # what the shell should log (stall-ladder steps, budget escalations), taken by take_log
-        self.log: list[str] = []
-        # commands decided where no commands are returned (a person's answer asking for a
-        # replan): the shell takes them with take_outbox
-        self.outbox: list[Command] = []
 
     # -- what the shell sets and reads -------------------------------------------------------------
 
@@ -200,6 +192,11 @@ class LeaderCore:
         self.judgment.worker_model = worker_model
         self.judgment.programs = delegation_programs
         self.budget.leader_budget = leader_budget
+
+    @property
+    def changed(self) -> bool:
+        """Something changed since the shell last looked (take_changed forgets it)."""
+        return self.flow.changed
 
     @property
     def needs_plan(self) -> bool:
@@ -240,12 +237,12 @@ class LeaderCore:
     def host_claimed(self, queue: str) -> None:
         """The run's workspace lives on the host of ``queue`` (workers that share no disk)."""
         self.state.run.workspace_queue, self.state.run.lost_queue = queue, None
-        self.changed = True
+        self.flow.changed = True
 
     def host_lost(self, queue: str) -> None:
         """The workspace's host is gone: the next workspace agent claims another."""
         self.state.run.workspace_queue, self.state.run.lost_queue = None, queue
-        self.changed = True
+        self.flow.changed = True
 
     def executions(self) -> int:
         """How many times the run continued as new (the state's count)."""
@@ -265,17 +262,17 @@ class LeaderCore:
 
     def take_changed(self) -> bool:
         """Whether anything changed since the last call (and forget it)."""
-        changed, self.changed = self.changed, False
+        changed, self.flow.changed = self.flow.changed, False
         return changed
 
     def take_outbox(self) -> list[Command]:
         """Commands decided since the last call outside a call that returns them."""
-        commands, self.outbox = self.outbox, []
+        commands, self.flow.outbox = self.flow.outbox, []
         return commands
 
     def take_log(self) -> list[str]:
         """The lines to log since the last call (stall-ladder steps, budget escalations)."""
-        lines, self.log = self.log, []
+        lines, self.flow.log = self.flow.log, []
         return lines
 
     def take_settled(self) -> Usage:
@@ -292,7 +289,7 @@ class LeaderCore:
     def planner_finished(self) -> None:
         """The planner's work ended, whatever its outcome: look again."""
         self.flow.replanning = False
-        self.changed = True
+        self.flow.changed = True
 
     def first_plan_finished(self) -> None:
         """The planning of a prompt-only run ended (the main loop has not started yet)."""
@@ -342,7 +339,7 @@ class LeaderCore:
         for task in [*change.removed, *change.tasks]:  # a replan starts every ladder over
             self.ladder.forget(task.id)
         self.board.replace(change.tasks, change.removed, wf)
-        self.changed = True
+        self.flow.changed = True
         return summary, commands
 
     def review_timed_out(self, now: datetime) -> bool:
@@ -357,7 +354,7 @@ class LeaderCore:
                 self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} cancelled", now)
                 self.board.set_waiting(task, None)
                 self.board.finish(task, "cancelled", now, error="the plan was never approved")
-        self.changed = True
+        self.flow.changed = True
         return False
 
     # -- the run's course --------------------------------------------------------------------------
@@ -379,7 +376,7 @@ class LeaderCore:
     def drain_failed(self) -> None:
         """The run could not be handed on: go on here, and dispatch again."""
         self.flow.draining = False
-        self.changed = True
+        self.flow.changed = True
 
     def begin_close(self) -> None:
         """Every task is done: the run is about to return (interventions are refused)."""
@@ -405,9 +402,9 @@ class LeaderCore:
             task = self.board.tasks[entry[1]]
             verdict, said = self.budget.admit(task, now)
             if said is not None:  # an escalation about the budget is new, or says new figures
-                self.changed = True
+                self.flow.changed = True
                 if said:
-                    self.log.append(said)
+                    self.flow.log.append(said)
             if verdict.kind == "wait":  # the run's budget has no room: nothing more starts
                 self.board.push_back(entry)
                 blocked = blocked or verdict.hard
@@ -432,7 +429,7 @@ class LeaderCore:
         """The attempt's input could not be made (a reference that cannot be rendered)."""
         self.budget.flight_unused(agent_id)
         self.board.finish(self.board.tasks[agent_id], "failed", now, error=f"cannot start: {why}")
-        self.changed = True
+        self.flow.changed = True
 
     def attempt_failed(
         self,
@@ -446,7 +443,7 @@ class LeaderCore:
         unless it was stopped on purpose, the task fails — and is replanned automatically, or
         held for a person, when the run says so."""
         if self.budget.settle_usage(agent_id, failure.usage if failure else None, dispatch):
-            self.changed = True
+            self.flow.changed = True
         intent = self.board.intents.pop(agent_id, None)
         if not self.board.current(agent_id, dispatch, task):
             return []  # an earlier dispatch, or a task a replan removed
@@ -459,7 +456,7 @@ class LeaderCore:
         if failure is None:
             return []
         self.board.finish(task, "failed", now, error=failure.message)
-        self.changed = True
+        self.flow.changed = True
         replan: list[Command] = []
         # Workers kept dying (replanning the agent would not help), or the failure would
         # repeat — a replan would most likely run the same step again (a deploy, a
@@ -484,7 +481,7 @@ class LeaderCore:
         is dropped; the permission log takes its decisions; then the result is judged and
         taken, the budget stop set aside, or the request raised (and judged)."""
         if self.budget.settle_usage(agent_id, outcome.usage, dispatch):  # spend is spend
-            self.changed = True
+            self.flow.changed = True
         intent = self.board.intents.pop(agent_id, None)
         if not self.board.current(agent_id, dispatch, task):
             return  # a late completion of an earlier dispatch: dropped
@@ -495,7 +492,7 @@ class LeaderCore:
             self._after_stop(task, intent, now)
             return
         self.board.attempt_ended_with(task, outcome)
-        self.changed = True
+        self.flow.changed = True
         if outcome.kind == "completed":
             if not self.results.take(task, outcome, now, judged):
                 self._complete(task, outcome, now)
@@ -536,7 +533,7 @@ class LeaderCore:
             self.board.back_to_pending(task)  # runs again (from its checkpoint) in its turn
         elif intent == StopReason.RUN_CANCEL:
             self.board.finish(task, "cancelled", now, error="the run was cancelled")
-            self.changed = True
+            self.flow.changed = True
         # "cancel", "skip" and "abandon" set the task's state when they were decided;
         # "removed": the task left the board.
 
@@ -545,7 +542,7 @@ class LeaderCore:
         its slot is free."""
         self.budget.flight_ended(agent_id, dispatch)
         self.board.ended(agent_id, dispatch)
-        self.changed = True
+        self.flow.changed = True
 
     def report_progress(self, report: ProgressReport, now: datetime) -> None:
         """An attempt says it is alive and moving: the budget settles what it reported; the
@@ -554,14 +551,14 @@ class LeaderCore:
         if self.budget.settle_usage(
             agent_id, report.usage, report.dispatch if report.final else None
         ):
-            self.changed = True
+            self.flow.changed = True
         task = self.board.task_by_id(report.task_id)
         if task is None or report.dispatch != task.attempt or task.stored not in RUNNING:
             return  # a report from an earlier dispatch, or about a finished task
         self.board.progressed(task, report, now)
         if report.progress:
             self.ladder.progressed(task.id)
-        self.changed = True
+        self.flow.changed = True
 
     # -- time passing --------------------------------------------------------------------------------
 
@@ -577,10 +574,10 @@ class LeaderCore:
                 else self.board.stop_everything(StopReason.RUN_CANCEL)
             )
             self.review_timed_out(now)
-            self.changed = True
+            self.flow.changed = True
             return stops
         for request in self.requests.due(now):
-            self.changed = True
+            self.flow.changed = True
             if request.about == "budget":
                 ended = self.budget.expired(request, now)
                 if ended is not None:
@@ -618,8 +615,8 @@ class LeaderCore:
             skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
             can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
         ):
-            self.log.append(f"stall ladder: {task.id} {action} ({message})")
-            self.changed = True
+            self.flow.log.append(f"stall ladder: {task.id} {action} ({message})")
+            self.flow.changed = True
             judging = self.oversight.judge_stall(task, action, message, now)
             if judging is not None:  # the coordinator finds the root cause instead
                 commands += judging
@@ -659,19 +656,19 @@ class LeaderCore:
         self.board.tasks[agent_id].check = None
         held = self.judgment.hold(asked, now)
         if held is None:
-            self.changed = True
+            self.flow.changed = True
         return held
 
     def judging(self, agent_id: str, point: Point, now: datetime) -> None:
         """The coordinator is being asked about this attempt's outcome (its clock restarts)."""
         if self.judgment.judging(agent_id, point, now):
-            self.changed = True
+            self.flow.changed = True
 
     def stall_judged(
         self, agent_id: str, judged: ConsultOutcome | None, now: datetime
     ) -> list[Command]:
         """The coordinator's view of a stall (None: it could not be asked)."""
-        self.changed = True
+        self.flow.changed = True
         return self.oversight.stall_judged(agent_id, judged, now)
 
     def goal_review(self, now: datetime) -> ConsultInput | None:
@@ -685,7 +682,7 @@ class LeaderCore:
         asked = self.requests.state.seq
         commands = self.oversight.goal_judged(version, judged, now)
         if self.requests.state.seq != asked:  # an escalation about the goal waits for a person
-            self.changed = True
+            self.flow.changed = True
         return commands
 
     # -- the budget ------------------------------------------------------------------------------------
@@ -693,7 +690,7 @@ class LeaderCore:
     def settle(self, source: str, usage: Usage) -> None:
         """Usage not tied to a task's dispatch (the planner's): counted under its source."""
         if self.budget.settle(source, usage):
-            self.changed = True
+            self.flow.changed = True
 
     @property
     def flights(self) -> dict[str, Flight]:
@@ -715,242 +712,6 @@ class LeaderCore:
     def nudges_for(self, task_id: str) -> list[str]:
         task = self.board.task_by_id(task_id)
         return self.briefs.nudges_for(task.id) if task is not None else []
-
-    def close_requests(self, why: str, now: datetime) -> None:
-        """The run ends (cancelled, ended, failed): nobody need answer anything any more. Every
-        pending request is withdrawn, a waiting review too, so nothing lists the run as waiting
-        for a person."""
-        for request in list(self.requests.pending):
-            self.requests.close(request, "withdrawn", now)
-            request.answer = why
-            task = self.board.task_by_id(request.task_id)
-            if task is not None and task.waiting_on == request.id:
-                task.waiting_on = None
-                if task.last_progress and task.last_progress.startswith("waiting for "):
-                    task.last_progress = f"{request.id} withdrawn: {why}"
-        self.plans.withdraw_review(why, now)
-        self.changed = True
-
-    # -- interventions: replan and review -------------------------------------------------------------
-
-    def replan_result(self, summary: str) -> InterventionResult:
-        review = " — review it and approve_plan" if self.plans.reviewing else ""
-        return InterventionResult(
-            message=f"plan v{self.plans.version}: {summary}{review}",
-            plan_version=self.plans.version,
-        )
-
-    def approve_plan(self, req: ApprovePlanRequest, now: datetime) -> InterventionResult:
-        note = self.plans.approve(req, now)
-        self.changed = True
-        return InterventionResult(message=note, plan_version=self.plans.version)
-
-    # -- interventions: tasks ---------------------------------------------------------------------------
-
-    def retry(self, req: RetryTaskRequest, now: datetime) -> InterventionResult:
-        """Run a failed, cancelled or escalated task again (with new text: a new plan version)."""
-        task = self.checks.task(req.task_id)
-        self.oversight.withdraw_goal_requests(f"withdrawn: {task.id} runs again", now)
-        if req.task:
-            self.plans.retext(task.agent_id, req.task, f"{task.id} retried with new task text", now)
-            task.description, task.subject = req.task, subject_of(req.task)
-            self.board.index(self.plans.plan)
-        self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} retried", now)
-        self.requests.withdraw_holds(task, "retried", now)
-        task.waiting_on = None
-        task.error = None
-        task.ended_at = None
-        self.board.set_stored(task, "pending")
-        self.ladder.forget(task.id)
-        self.changed = True
-        return InterventionResult(
-            message=f"{task.id} will run again", plan_version=self.plans.version
-        )
-
-    def _end_by_person(
-        self, task: TaskState, intent: StopReason, done: str, now: datetime
-    ) -> list[Command]:
-        """Before a person's skip or cancel: stop the running attempt, withdraw its request."""
-        commands = self.board.stop(task.agent_id, intent) if task.stored in RUNNING else []
-        self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} {done}", now)
-        self.requests.withdraw_holds(task, done, now)
-        task.waiting_on = None
-        return commands
-
-    def skip(self, req: SkipTaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
-        task = self.checks.task(req.task_id)
-        commands = self._end_by_person(task, StopReason.SKIP, "skipped", now)
-        task.result = req.result
-        task.result_ref = None
-        self.board.finish(task, "skipped", now)
-        self.changed = True
-        return InterventionResult(
-            message=f"{task.id} skipped; its dependents get {len(req.result)} characters",
-            plan_version=self.plans.version,
-        ), commands
-
-    def cancel(self, req: TaskRequest, now: datetime) -> tuple[InterventionResult, list[Command]]:
-        task = self.checks.task(req.task_id)
-        commands = self._end_by_person(task, StopReason.CANCEL, "cancelled", now)
-        self.board.finish(task, "cancelled", now, error="cancelled by a person")
-        self.changed = True
-        blocked = dag.descendants(self.plans.plan, task.agent_id)
-        note = f"; blocked now: {', '.join('T-' + b for b in blocked[:10])}" if blocked else ""
-        return InterventionResult(
-            message=f"{task.id} cancelled{note}", plan_version=self.plans.version
-        ), commands
-
-    # -- interventions: answers and approvals ----------------------------------------------------------
-
-    def answer(self, req: AnswerRequest, now: datetime) -> InterventionResult:
-        """A person's answer: to an agent's question or escalation, to the leader's question
-        about the goal (a replan follows), or in place of the leader's answer."""
-        asked = self.requests.get(req.request_id)
-        if asked is not None and asked.about == "goal":
-            self.requests.close(asked, "answered", now)
-            asked.by, asked.answer = "person", req.text
-            self.outbox.append(self.oversight.goal_answered(asked, req.text))
-            self.flow.replanning = True
-            return InterventionResult(
-                message=f"{asked.id} answered; the plan is changed with your answer",
-                plan_version=self.plans.version,
-            )
-        overridden = self.asks.overridable(req.request_id)
-        if overridden is not None:
-            said = self.asks.override(overridden, req, now)
-            self.changed = True
-            return InterventionResult(message=said, plan_version=self.plans.version)
-        request, task = self._answered(req.request_id, now)
-        request.answer = req.text
-        if task is not None:
-            if request.kind == "question":
-                self.briefs.answer(
-                    task.id, Answer(request_id=request.id, question=request.text, answer=req.text)
-                )
-            else:  # escalation: the answer is guidance for the next attempt
-                self.briefs.nudge(Nudge(task_id=task.id, message=req.text, at=now, source="person"))
-                self.ladder.forget(task.id)
-        return InterventionResult(
-            message=f"{request.id} answered; {request.task_id} will continue",
-            plan_version=self.plans.version,
-        )
-
-    def _answered(self, request_id: str, now: datetime) -> tuple[HumanRequest, TaskState | None]:
-        """Mark a request answered; return it and its task if that task still waits on it."""
-        request = self.requests.get(request_id)
-        assert request is not None
-        self.requests.close(request, "answered", now)
-        self.changed = True
-        task = self.board.task_by_id(request.task_id)
-        if task is None or task.waiting_on != request.id:
-            return request, None
-        self.board.set_waiting(task, None)
-        return request, task
-
-    def approve_tool(self, req: ApproveToolRequest, now: datetime) -> InterventionResult:
-        """A person decides a tool request: the permission log takes it, an "allow for this
-        run" adds its rules, and the task's next dispatch gets the decision."""
-        request, task = self._answered(req.request_id, now)
-        request.decision, request.answer = req.decision, req.message
-        self.audit.add(person_decided(request, req, now))
-        if req.decision == "allow_run" and request.tool:
-            rules = run_rules_for(request.tool, request.arguments or {})
-            self.briefs.allow_for_run(rules, request.id)
-        if task is not None:
-            self.briefs.approve(task.id, approval_of(request, req))
-        direct = task is not None and tool_name(self.board.agents[task.agent_id].config) is not None
-        return InterventionResult(
-            message=decision_said(request, req.decision, direct), plan_version=self.plans.version
-        )
-
-    # -- interventions: the run -------------------------------------------------------------------------
-
-    def end(self, req: EndRunRequest, now: datetime) -> InterventionResult:
-        """A person closes the run: nothing more runs, no request waits; it ends with the
-        status its tasks have (failed when any failed)."""
-        why = "the run was ended by a person" + (f": {req.reason}" if req.reason else "")
-        self.close_requests(why, now)
-        self.plans.note(why, now)
-        self.flow.ended = why
-        self.flow.ended_by_person = True
-        self.changed = True
-        return InterventionResult(
-            message=f"{why}; it finishes now", plan_version=self.plans.version
-        )
-
-    def set_budget(self, req: SetBudgetRequest, now: datetime) -> InterventionResult:
-        """A person raises or lowers limits: budget escalations that no longer apply close,
-        and dispatch goes on."""
-        what = self.budget.set_budget(req, self.plans.version, now)
-        self.plans.note(f"a person set {what}", now)
-        closed = self.budget.review_requests(now)
-        self.changed = True
-        then = f"; {', '.join(closed)} closed: dispatch goes on" if closed else ""
-        return InterventionResult(
-            message=f"set {what} ({self.budget.budget_view(now).summary()}){then}",
-            plan_version=self.plans.version,
-        )
-
-    # -- interventions: roles -----------------------------------------------------------------------------
-
-    def define_role(self, req: DefineRoleRequest) -> InterventionResult:
-        role = RoleCapabilityModel(**req.model_dump(by_alias=False))
-        verb = "redefined" if self.cast.define(role) else "defined"
-        self.changed = True
-        return InterventionResult(
-            message=f"role {role.name} {verb}; agents named {role.name} use it from their next dispatch"
-        )
-
-    # -- signals and their twins ---------------------------------------------------------------------------
-
-    def refuse(self, what: str, payload: str, why: str, now: datetime, task_id: str = "") -> None:
-        """A refused message: counted, the last on the board, each in the permission log."""
-        self.audit.refuse(what, payload, why, now, task_id)
-        self.changed = True
-
-    def pause(self, req: PauseRequest) -> list[Command]:
-        self.state.run.paused = True
-        self.state.run.pause_reason = req.reason
-        self.changed = True
-        return self.board.stop_everything(StopReason.PAUSE) if req.cancel_running else []
-
-    def resume(self) -> None:
-        self.state.run.paused = False
-        self.state.run.pause_reason = None
-        self.changed = True
-
-    def pause_run(self, req: PauseRequest) -> tuple[InterventionResult, list[Command]]:
-        commands = self.pause(req)
-        said = (
-            "paused; running agents stop and resume later"
-            if req.cancel_running
-            else "paused: running agents finish, no new ones start"
-        )
-        return InterventionResult(message=said, plan_version=self.plans.version), commands
-
-    def resume_run(self) -> InterventionResult:
-        was = self.state.run.paused
-        self.resume()
-        return InterventionResult(
-            message="resumed" if was else "the run was not paused; it goes on",
-            plan_version=self.plans.version,
-        )
-
-    def nudge(self, req: NudgeRequest, now: datetime) -> bool:
-        task = self.board.task_by_id(req.task_id)
-        if task is None or not req.message.strip():
-            return False
-        self.briefs.nudge(Nudge(task_id=task.id, message=req.message, at=now, source="person"))
-        self.changed = True
-        return True
-
-    def nudge_task(self, req: NudgeRequest, now: datetime) -> InterventionResult:
-        self.nudge(req, now)
-        task = self.checks.task(req.task_id)
-        return InterventionResult(
-            message=f"nudge for {task.id} kept: its agent reads it at its next step",
-            plan_version=self.plans.version,
-        )
 
     # -- what people see (read only: xsky/leader/views.py) --------------------------------------------------
 

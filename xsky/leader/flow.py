@@ -1,10 +1,14 @@
-"""Where a run is in its course, as the router moves it: planning its first plan, replanning,
-draining for continue-as-new, closing, ended — and why it ended. Workflow-local (a run hands
-itself on only between these), read by the components that must know (views, oversight)."""
+"""Where a run is in its course, as the routers move it (xsky/leader/core.py, people.py):
+planning its first plan, replanning, draining for continue-as-new, closing, ended — and why
+it ended; and what the shell has not taken yet: that something changed, lines to log, commands
+decided outside a call that returns them. Workflow-local (a run hands itself on only between
+these), read by the components that must know (views, oversight)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from xsky.leader.commands import Command
 
 
 @dataclass
@@ -25,3 +29,11 @@ class Flow:
     ended_by_person: bool = False
     # ended because nobody raised a spent budget: failed, whatever its tasks' states
     ended_failed: bool = False
+
+    # something changed since the shell last looked (it wakes the main loop): set by the events
+    # that move something, never by the passes the loop makes every time unless they did
+    changed: bool = False
+    # what the shell should log (stall-ladder steps, budget escalations)
+    log: list[str] = field(default_factory=list)
+    # commands decided where no commands are returned (a person's answer asking for a replan)
+    outbox: list[Command] = field(default_factory=list)
