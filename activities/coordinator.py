@@ -34,7 +34,7 @@ from xsky.plan.coordinator_prompts import (
     read_reply,
     user_message,
 )
-from xsky.security.settings import SettingsError, price_table, worker_layers
+from xsky.settings_files import SettingsError, price_table, worker_layers
 
 
 class CoordinatorActivities:
