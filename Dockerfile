@@ -10,6 +10,7 @@ COPY pyproject.toml README.md ./
 COPY xsky ./xsky
 COPY workflows ./workflows
 COPY activities ./activities
+COPY client ./client
 COPY cli ./cli
 COPY worker.py starter.py ./
 RUN pip install --no-cache-dir .

@@ -11,7 +11,7 @@ Each agent kind has its own task queue, ``<XSKY_TASK_QUEUE>-<kind>``, so workers
 kind can be added anywhere. The skill pipeline (the transcript watcher's workflows and
 activities) runs on ``<XSKY_TASK_QUEUE>-skills``, on the machine whose transcripts it reads and
 whose skills home it keeps: with an object store (several hosts) only the one started with
-``--skills`` (xsky/client/skills_host.py). SIGINT/SIGTERM shut down gracefully: running agents get
+``--skills`` (client/skills_host.py). SIGINT/SIGTERM shut down gracefully: running agents get
 ``--grace`` seconds to finish, then are handed back to Temporal to retry elsewhere.
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, runs are traced over OTLP/HTTP (activities/telemetry.py).
 """
@@ -44,25 +44,26 @@ from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
 from activities.sandbox import bwrap, limits, secrets
 from activities.sandbox.confine import sandbox_settings
+from activities.skills.entity import EntityActivities
 from activities.skills.library import LibraryActivities
 from activities.skills.pipeline import SkillActivities
 from activities.storage import io_threads
 from activities.worker_guard import guarding
-from workflows.leader import LeaderWorkflow
-from workflows.skills.entity import SkillEntityWorkflow
-from workflows.skills.library import SkillLibraryWorkflow
-from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
-from xsky.client import connect_client as connect
-from xsky.client.skills_host import (
+from client.connect import connect_client as connect
+from client.skills_host import (
     elsewhere_message,
     serves_skills,
     skills_elsewhere,
     skills_identity,
 )
+from workflows.leader import LeaderWorkflow
+from workflows.skills.entity import SkillEntityWorkflow
+from workflows.skills.library import SkillLibraryWorkflow
+from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.security.settings import SettingsError, worker_layers
+from xsky.settings_files import SettingsError, worker_layers
 
 log = logging.getLogger("xsky.worker")
 
@@ -94,6 +95,7 @@ def build_workers(
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:
         pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
+        entity = EntityActivities(settings)
         workers.append(
             Worker(
                 client,
@@ -104,10 +106,10 @@ def build_workers(
                     SkillLibraryWorkflow,
                     SkillEntityWorkflow,
                 ],
-                activities=[*pipeline.all(), *lib.all()],
+                activities=[*pipeline.all(), *lib.all(), *entity.all()],
                 activity_executor=ThreadPoolExecutor(max_workers=8),
                 # the host in the identity: a worker of another host that would serve the
-                # pipeline reads it and refuses (xsky/client/skills_host.py)
+                # pipeline reads it and refuses (client/skills_host.py)
                 identity=skills_identity(settings, os.getpid()),
                 graceful_shutdown_timeout=timedelta(seconds=grace),
                 max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),

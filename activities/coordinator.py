@@ -34,7 +34,7 @@ from xsky.leader.coordinator.prompts import (
     user_message,
 )
 from xsky.plan.budget import Price, ShareSpent, Usage, cost, estimate_tokens
-from xsky.security.settings import SettingsError, price_table, worker_layers
+from xsky.settings_files import SettingsError, price_table, worker_layers
 
 
 class CoordinatorActivities:

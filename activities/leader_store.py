@@ -22,7 +22,7 @@ from xsky.artifacts import BLOB_AGENT, BlobDrop, BlobPart, BlobPartRequest, Blob
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
 from xsky.runs import LeaderSetup
-from xsky.security.settings import SettingsError, worker_layers
+from xsky.settings_files import SettingsError, worker_layers
 
 
 class LeaderStore:

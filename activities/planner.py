@@ -30,7 +30,7 @@ from xsky.plan.planning import (
     problems_text,
 )
 from xsky.plan.xml import parse_workflow, workflow_to_xml
-from xsky.security.settings import SettingsError, price_table, worker_layers
+from xsky.settings_files import SettingsError, price_table, worker_layers
 
 MAX_ATTEMPTS = PLAN_ATTEMPTS
 

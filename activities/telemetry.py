@@ -79,7 +79,7 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
         return Runtime(
             telemetry=TelemetryConfig(logging=logging_config, metrics=metrics),
             # The server lists each worker with its last heartbeat: a worker that stopped
-            # answering is told from one that is busy (xsky/client/workers.py).
+            # answering is told from one that is busy (client/workers.py).
             worker_heartbeat_interval=timedelta(seconds=WORKER_HEARTBEAT),
         )
     except ValueError as e:

@@ -29,8 +29,8 @@ from activities.leader_store import LeaderStore
 from activities.storage import io_threads
 from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWorkflow, bare_step
 from cli.devserver import DevServer, free_port
+from client.connect import DATA_CONVERTER
 from workflows.leader import LeaderWorkflow
-from xsky.client.connect import DATA_CONVERTER
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent

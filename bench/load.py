@@ -37,10 +37,10 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client, WorkflowHandle
 
 from cli.devserver import DevServer, free_port
+from client.connect import DATA_CONVERTER
+from client.outcome import run_outcome
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
-from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
 from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput, RunOptions

@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from temporalio.client import Client, WorkflowHandle
 
 from cli.devserver import DevServer, free_port
+from client.connect import DATA_CONVERTER
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
 from workflows.leader import LeaderWorkflow
-from xsky.client.connect import DATA_CONVERTER
 from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput, RunOptions
 

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from cli.board import task_spend
 from cli.render import cell, out, print_json
-from xsky.client import XSky
+from client import XSky
 from xsky.config import load_settings
 from xsky.errors import UsageError
 from xsky.leader.tasks import TaskView

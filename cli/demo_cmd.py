@@ -23,7 +23,9 @@ from pathlib import Path
 from cli.follow_cmd import follow, print_result
 from cli.render import out, shown
 from cli.server_cmd import ensure_server, ensure_worker
-from xsky.client import XSky, new_run_id, resolve_permissions
+from client import XSky
+from client.settings import resolve_permissions
+from client.start import new_run_id
 from xsky.config import Settings, load_settings
 from xsky.runs import RunInput
 

@@ -1,6 +1,6 @@
 """``follow RUN`` (and ``status RUN --follow``): the live board of any run, re-attached.
 
-The same board ``run --follow`` shows (:meth:`xsky.client.Run.follow`), through server
+The same board ``run --follow`` shows (:meth:`client.Run.follow`), through server
 outages, until the run ends; then the results and the outcome. On a run that has ended it
 prints the last board and the outcome at once. Ctrl-C leaves the run running (cli/main.py
 says how to re-attach).
@@ -17,7 +17,7 @@ from temporalio.client import WorkflowFailureError
 
 from cli.board import board_table, page_note, results_table, tally
 from cli.render import cell, err, out, print_json, shown
-from xsky.client import ConnectionLost, Run, WorkerSilent, XSky
+from client import ConnectionLost, Run, WorkerSilent, XSky
 from xsky.config import Settings, load_settings
 from xsky.runs import RunResult
 

@@ -6,8 +6,8 @@ import argparse
 import asyncio
 
 from cli.render import cell, out, print_json
-from xsky.client import XSky
-from xsky.client.gc import collect
+from client import XSky
+from client.gc import collect
 from xsky.config import load_settings
 
 

@@ -10,7 +10,7 @@ import asyncio
 from rich.table import Table
 
 from cli.render import cell, one_line, out, print_json
-from xsky.client import XSky
+from client import XSky
 from xsky.config import load_settings
 from xsky.errors import UsageError
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from activities.storage import open_objects
 from cli.render import cell, json_text, out
+from client import Run, XSky
 from xsky.agent_log import parse_lines, render_event
-from xsky.client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import NoWorkerError
 from xsky.leader.tasks import TERMINAL

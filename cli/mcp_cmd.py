@@ -15,7 +15,7 @@ from activities.mcp.servers import configured
 from cli.render import cell, out, print_json
 from xsky.config import load_settings
 from xsky.errors import UsageError
-from xsky.security.settings import SettingsError
+from xsky.settings_files import SettingsError
 
 STATE_STYLE = {"ok": "green", "failed": "bold red", "disabled": "yellow"}
 

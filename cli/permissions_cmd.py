@@ -15,21 +15,21 @@ from activities.mcp.check import check
 from activities.mcp.servers import configured
 from cli.render import cell, out, print_json
 from cli.roles_cmd import resolve_roles
-from xsky.client import XSky
+from client import XSky
 from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.security.mcp import Hint, is_mcp, is_tool_name, split
 from xsky.security.permissions import decide
 from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
-from xsky.security.settings import (
+from xsky.security.shell_parse import ShellParseError, split_command
+from xsky.security.tools import PRIMARY_ARG
+from xsky.settings_files import (
     SettingsError,
     permission_settings,
     project_security_fields,
     role_layers,
     worker_layers,
 )
-from xsky.security.shell_parse import ShellParseError, split_command
-from xsky.security.tools import PRIMARY_ARG
 
 EFFECT_STYLE = {"allow": "green", "ask": "yellow", "deny": "bold red"}
 

@@ -19,7 +19,7 @@ from cli.render import cell, err, out, plan_tree, print_json
 from cli.roles_cmd import resolve_roles
 from cli.runs_cmd import _parse_context, add_allow_host, announce, run_options
 from cli.steer_cmd import show_run_plan
-from xsky.client import Run, XSky
+from client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import ConnectError, RunNotFoundError, UsageError
 from xsky.kinds import AgentInfo

@@ -7,15 +7,15 @@ import argparse
 from rich.table import Table
 
 from cli.render import cell, out, print_json, shown
-from xsky import client
+from client import settings as client_settings
 from xsky.config import load_settings
 from xsky.errors import UsageError
-from xsky.plan.models import RoleCapabilityModel
+from xsky.security.roles import RoleCapabilityModel
 
 
 def resolve_roles() -> dict[str, RoleCapabilityModel]:
     """Built-ins < ~/.xsky/settings.json < <project>/.xsky/settings.json; bad files are usage errors."""
-    return client.resolve_roles(load_settings())
+    return client_settings.resolve_roles(load_settings())
 
 
 def register(sub: argparse._SubParsersAction) -> None:

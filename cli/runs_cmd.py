@@ -1,4 +1,5 @@
-"""``run``, ``status``, ``result``, ``list``: starting runs and looking at them (on :mod:`xsky.client`)."""
+"""Runs from the command line: ``run`` starts one; ``status``, ``result`` and ``list`` look at them
+(on :mod:`client`)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,10 @@ from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import cli_message
 from cli.render import cell, err, one_line, out, print_json, print_problems, shown
-from xsky.client import (
-    Run,
-    XSky,
-    check_names,
-    new_run_id,
-)
-from xsky.client.attempts import attempt_ends, retry_lines
-from xsky.client.server_view import ServerView
+from client import Run, XSky
+from client.attempts import attempt_ends, retry_lines
+from client.server_view import ServerView
+from client.start import check_names, new_run_id
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     PlanError,
@@ -427,7 +424,7 @@ def agent_failure(report: AgentReport) -> str:
 
 def list_query(args: argparse.Namespace) -> str:
     """The Temporal visibility query for ``list``'s filters (what :meth:`XSky.runs` sends)."""
-    from xsky.client import list_query as build
+    from client.listing import list_query as build
 
     return build(
         args.query, status=args.status, waiting=args.waiting, failed=args.failed, plan=args.plan

@@ -1,4 +1,4 @@
-"""``server``, ``up``, ``down``: the local Temporal dev server and a background worker."""
+"""The local Temporal dev server and a background worker: ``server``, ``up``, ``down``."""
 
 from __future__ import annotations
 

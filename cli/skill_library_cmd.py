@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.skills import git as skill_git
 from activities.skills.files import CANDIDATES, SCORES, published_text, skill_dir, slugs
 from cli.render import cell, one_line, out, print_json, shown
-from xsky.client import connect_client as connect
+from client.connect import connect_client as connect
 from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.safe_text import printable

@@ -7,7 +7,7 @@ skills list | show NAME [--branch B] | history NAME | candidates NAME | canary N
 skills promote NAME | discard NAME                                cli/skill_library_cmd.py
 skills export --to DIR [--canary] [--watch]                       cli/skills_export_cmd.py
 
-Each renders what :class:`xsky.client.skills.Skills` (or the library's store) returns.
+Each renders what :class:`client.skills.Skills` (or the library's store) returns.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ async def _tell(settings: Settings, canaries: list[dict[str, object]]) -> str:
     commit until a later run gets through."""
     from temporalio.service import RPCError
 
-    from xsky.client import connect_client
+    from client.connect import connect_client
     from xsky.skills.models import entity_workflow_id
 
     due = [c for c in canaries if c.get("since")]

@@ -10,7 +10,7 @@ import os
 from rich.table import Table
 
 from cli.render import cell, err, out, print_json, shown
-from xsky.client.skills import Skills
+from client.skills import Skills
 from xsky.config import load_settings
 from xsky.skills.sources import default_root, expand
 from xsky.skills.transcripts import SOURCE_KINDS

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from activities.skills.store import RecordCount, TrajRow
 from cli.render import cell, one_line, out, print_json, shown
-from xsky.client.skills import Skills
+from client.skills import Skills
 from xsky.config import load_settings
 
 

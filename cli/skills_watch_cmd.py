@@ -11,8 +11,9 @@ from datetime import timedelta
 
 from cli.hints import cli_message
 from cli.render import err, out, print_json, shown
-from xsky.client import PICKUP_WAIT, connect_client
-from xsky.client.skills import Skills, schedule_id
+from client._consts import PICKUP_WAIT
+from client.connect import connect_client
+from client.skills import Skills, schedule_id
 from xsky.config import load_settings
 from xsky.errors import UsageError
 

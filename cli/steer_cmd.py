@@ -12,7 +12,8 @@ from typing import Any
 from rich.table import Table
 
 from cli.render import cell, err, out, print_json, print_problems, shown
-from xsky.client import Run, XSky, resolve_roles
+from client import Run, XSky
+from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import InterventionResult

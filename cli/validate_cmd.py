@@ -7,7 +7,7 @@ import argparse
 from cli.args import parse_pairs
 from cli.render import cell, err, out, plan_summary, plan_tree, print_json, print_problems
 from cli.roles_cmd import resolve_roles
-from xsky.client import check_names
+from client.start import check_names
 from xsky.config import load_settings
 from xsky.errors import PlanError
 from xsky.plan.files import load_plan

@@ -27,11 +27,11 @@ if str(ROOT) not in sys.path:
 from activities import telemetry  # noqa: E402
 from activities.agents.activity import AgentActivities  # noqa: E402
 from cli.devserver import DevServer, free_port  # noqa: E402
+from client.connect import DATA_CONVERTER  # noqa: E402
+from client.outcome import run_outcome  # noqa: E402
 from tests.skills_fixtures import transcripts  # noqa: E402, F401 - a fixture, shared
 from worker import build_workers  # noqa: E402
 from workflows.leader import LeaderWorkflow  # noqa: E402
-from xsky.client import run_outcome  # noqa: E402
-from xsky.client.connect import DATA_CONVERTER  # noqa: E402
 from xsky.config import Settings, load_settings  # noqa: E402
 from xsky.kinds import TOOL_AGENT_KINDS  # noqa: E402
 from xsky.plan.models import Workflow  # noqa: E402

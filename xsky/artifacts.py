@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from xsky.plan.models import WireModel
+from xsky.wire import WireModel
 
 
 class ArtifactRef(WireModel):

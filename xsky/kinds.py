@@ -1,6 +1,6 @@
 """The agent kinds a worker can run without a role definition: the seed's tool agents."""
 
-from xsky.plan.models import WireModel
+from xsky.wire import WireModel
 
 
 class AgentInfo(WireModel):

@@ -16,9 +16,10 @@ from xsky.artifacts import ArtifactRef, BlobRef
 from xsky.leader.coordinator.ledger import CoordinatorMode
 from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
 from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, StopReason, Usage, UsageReport
-from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
-from xsky.plan.models import WireModel as Wire
+from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.security.permissions import PermissionSettings
+from xsky.security.roles import RoleCapabilityModel
+from xsky.wire import WireModel as Wire
 
 # Characters of an agent's progress message the leader keeps (the board shows a line of it).
 PROGRESS_CHARS = 500

@@ -2,7 +2,7 @@
 
 pydantic's own error is a dump of every problem with links; a person who typed a signal or an
 update into the stock ``temporal`` CLI or the Web UI needs the field and the fix. Used by the
-data converter for updates and queries (xsky/client/connect.py) and by the leader's signal
+data converter for updates and queries (client/connect.py) and by the leader's signal
 handlers, which check the payload themselves (workflows/leader/signals.py).
 """
 

@@ -1,11 +1,12 @@
 """``run_agent``: one agent attempt, as a Temporal activity.
 
 The attempt runs in three steps: ``attempt.prepare`` resolves once what it needs (the
-worker's settings, role, sandbox, workspace, gate and tool context); then the agent's
+worker's settings, role, model, sandbox, workspace, gate and tool context); then the agent's
 ``<config>`` tool runs directly (``direct.py``, no LLM), or, without one, the configured
 model runs the agent's loop (``loop.py``; with no model configured, the offline one
 answers); a completed result is written to the artifact store, small ones also travel
-inline. How each attempt ends is written to its ledger (``ledger.py``) first.
+inline. How each attempt ends is written to its ledger (``ledger.py``) first. The input's
+names (``AgentKey``) are made once, before anything is written.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import llm
-from activities.agents.attempt import Attempt, prepare, store_result
+from activities.agents.attempt import Attempt, prepare
 from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
@@ -34,14 +34,13 @@ from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox import secrets
 from activities.sandbox.confine import sandbox_settings
-from activities.storage.snapshots import Snapshots, workspace_key
 from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
 from xsky.plan.agent_config import deterministic_retries, tool_name
 from xsky.plan.budget import UsageReport
 from xsky.runs import AgentInput, AgentOutcome
-from xsky.security.settings import SettingsError, worker_layers
+from xsky.settings_files import SettingsError, worker_layers
 
 # Direct tools that change nothing: doing one twice costs only its time, so an attempt of
 # such an agent keeps no outcome and holds no lease (instant no-ops stay instant).
@@ -77,7 +76,8 @@ class AgentActivities:
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
-        ledger = AttemptLedger.of(self.store.objects, AgentKey.of(inp))
+        key = AgentKey.of(inp)
+        ledger = AttemptLedger.of(self.store.objects, key)
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         beat = Beat(
             task_id=inp.task_id,
@@ -97,7 +97,7 @@ class AgentActivities:
             )
             beat.previous = start.previous
             if tool_name(inp.agent.config) in REPEATABLE:  # nothing to keep from doing twice
-                return await self._first_time(inp, ledger, beat, start, started, keep=False)
+                return await self._first_time(inp, key, ledger, beat, start, started, keep=False)
             kept = await asyncio.to_thread(ledger.outcome)
             if kept is None:
                 lease = Lease(
@@ -106,24 +106,25 @@ class AgentActivities:
                 async with lease.held(beat, ledger.has_outcome):
                     kept = await asyncio.to_thread(ledger.outcome)
                     if kept is None:
-                        return await self._first_time(inp, ledger, beat, start, started)
+                        return await self._first_time(inp, key, ledger, beat, start, started)
             await asyncio.to_thread(ledger.returned, info.attempt, kept)
             return kept.model_copy(update={"attempt": info.attempt})
         except ApplicationError as e:
-            raise await self._failed(inp, ledger, info.attempt, e) from None
+            raise await self._failed(inp, key, ledger, info.attempt, e) from None
         except asyncio.CancelledError:
             details = activity.cancellation_details()
             if details is not None and details.timed_out:
                 await asyncio.to_thread(
                     ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
                 )
-            await beat.final(await asyncio.to_thread(stored_usage, self.store, inp))
+            await beat.final(await asyncio.to_thread(stored_usage, self.store, key))
             raise
         # a bug or an unexpected error: recorded, retried like any error
         except Exception as e:
             problem = storage_problem(e, where)
             raise await self._failed(
                 inp,
+                key,
                 ledger,
                 info.attempt,
                 ApplicationError(
@@ -145,6 +146,7 @@ class AgentActivities:
     async def _first_time(
         self,
         inp: AgentInput,
+        key: AgentKey,
         ledger: AttemptLedger,
         beat: Beat,
         start: Start,
@@ -156,7 +158,7 @@ class AgentActivities:
         number = activity.info().attempt
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
-        outcome = await self._attempt(inp, beat, started, number)
+        outcome = await self._attempt(inp, key, ledger, beat, started, number)
         outcome.attempt, outcome.host = number, self.settings.host
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
@@ -170,7 +172,12 @@ class AgentActivities:
         return outcome
 
     async def _failed(
-        self, inp: AgentInput, ledger: AttemptLedger, attempt: int, e: ApplicationError
+        self,
+        inp: AgentInput,
+        key: AgentKey,
+        ledger: AttemptLedger,
+        attempt: int,
+        e: ApplicationError,
     ) -> ApplicationError:
         """The error this attempt ends with: recorded; final once the error budget is spent.
 
@@ -195,7 +202,7 @@ class AgentActivities:
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1
         # what it used, for the leader to settle (spend is spend, failed or not)
-        used = await asyncio.to_thread(stored_usage, self.store, inp)
+        used = await asyncio.to_thread(stored_usage, self.store, key)
         e = ApplicationError(
             e.message,
             *e.details,
@@ -238,13 +245,21 @@ class AgentActivities:
         return ApplicationError(e.message, *details, type=e.type, non_retryable=False)
 
     async def _attempt(
-        self, inp: AgentInput, beat: Beat, started: datetime, number: int
+        self,
+        inp: AgentInput,
+        key: AgentKey,
+        ledger: AttemptLedger,
+        beat: Beat,
+        started: datetime,
+        number: int,
     ) -> AgentOutcome:
         """Prepare once; then the direct tool or the model loop; a completed result is stored."""
         # what the input grants (approvals, run rules, hosts), only as far as its leader says
         inp, refused = await self.grants.confirm(inp)
         a = prepare(
             inp,
+            key=key,
+            ledger=ledger,
             settings=self.settings,
             store=self.store,
             browsers=self.browsers,
@@ -252,48 +267,38 @@ class AgentActivities:
             started=started,
             number=number,
             mcp=self.mcp,
+            refused=refused,
+            # its host holds the run's workspace (workers share no disk)
+            workspace_host=activity.info().task_queue == self.settings.host_queue(),
         )
-        a.gate.decisions[:0] = refused
-        workspace = self._workspace(inp, a)
-        if workspace is not None:  # its host holds the run's workspace (no disk in common)
-            async with self._moving(workspace.key):
-                fetched = await asyncio.to_thread(workspace.restore)
+        if a.snapshots is not None:
+            async with self._moving(a.snapshots.key):
+                fetched = await asyncio.to_thread(a.snapshots.restore)
             if fetched is not None:
                 beat.progress(f"workspace restored from its snapshot ({fetched} files fetched)")
-        outcome = secrets.scrub_value(await self._run(a))  # (its result, notes and requests)
-        if workspace is not None:  # before the outcome is kept: a kept outcome has its files
-            async with self._moving(workspace.key):
-                await stored(beat, self.store.where, "the workspace snapshot", workspace.take)
+        # The configured model runs the agent's loop; without one, its tool (or the offline llm).
+        ran = await (run_direct(a) if a.target is None else run_model(a))
+        outcome = secrets.scrub_value(ran)  # (its result, notes and requests)
+        if a.snapshots is not None:  # before the outcome is kept: a kept outcome has its files
+            async with self._moving(a.snapshots.key):
+                await stored(beat, self.store.where, "the workspace snapshot", a.snapshots.take)
         if outcome.kind != "completed":
             return outcome
         return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
-
-    def _workspace(self, inp: AgentInput, a: Attempt) -> Snapshots | None:
-        """The run's workspace in the store, for an attempt sent to this host's queue (its
-        workspace's host: workers share no disk); None for any other attempt."""
-        if activity.info().task_queue != self.settings.host_queue():
-            return None
-        return Snapshots(
-            self.store.objects,
-            workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
-            a.ctx.workspace,
-            self.settings.home / "snapshots",
-            a.ctx.owner,
-        )
 
     def _moving(self, key: str) -> asyncio.Lock:
         """One restore or snapshot of a workspace at a time on this worker."""
         return self._snapshot_locks.setdefault(key, asyncio.Lock())
 
-    async def _run(self, a: Attempt) -> AgentOutcome:
-        """A config tool runs directly; without one, the configured model runs the agent's
-        loop, and with no model configured the offline one answers (a direct ``llm``)."""
-        if a.tool is None:
-            suggested = a.role.suggested_model if a.role else None
-            target = llm.target(a.config.get("model"), suggested, self.settings)
-            if target is not None:
-                return await run_model(a, target)
-        return await run_direct(a)
+
+def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:
+    """Every result goes to the artifact store; small ones also travel inline."""
+    text = outcome.result or ""
+    outcome.result_ref = a.store.put_text(
+        a.key.run_id, a.key.agent_id, f"{a.key.file_prefix}result.txt", text
+    )
+    outcome.result = text if len(text.encode("utf-8")) <= a.artifact_threshold else None
+    return outcome
 
 
 async def _back_off(beat: Beat, seconds: float, errors: int) -> None:

@@ -1,47 +1,49 @@
-"""One attempt, prepared: what it needs resolved once, before a tool or a model runs.
+"""One attempt, prepared: everything it works with, resolved once before a tool or a model runs.
 
-:func:`prepare` reads the worker's own settings (the sandbox, the rules, the roles: never a
-project's, an agent may have written it), makes the run's workspace, expands the artifact
-markers the leader put in the agent's texts, resolves the role the worker trusts, and sets
-up the permission gate and the tools' context. What it returns, an :class:`Attempt`, is
-frozen: the direct call (``direct.py``) and the model loop (``loop.py``) read it, and
-:func:`store_result` keeps what a completed attempt produced.
+:func:`prepare` reads the worker's own settings (the sandbox, the rules, the roles, the prices,
+the MCP servers: never a project's, an agent may have written it), makes the run's workspace,
+expands the artifact markers the leader put in the agent's texts, resolves the role the worker
+trusts and the model that runs the agent (if one does), and builds the permission gate and the
+tools' context from them. What it returns, an :class:`Attempt`, is frozen and passed down: the
+activity (``activity.py``), the direct call (``direct.py``), the model loop (``loop.py``) and
+the tools read it; none of them resolves any of it again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities import llm
 from activities.agents.beat import Beat
-from activities.agents.checkpoint import Checkpoints, checkpoint_name
+from activities.agents.checkpoint import Checkpoints
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
-from activities.agents.spend import dispatch_key
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
-from activities.fsio import atomic_write
 from activities.mcp.pool import McpPool
 from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
 from activities.sandbox import workspace as workspaces
-from activities.sandbox.bwrap import Confinement
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
 from activities.sandbox.gate import Gate
+from activities.skills.files import library
+from activities.storage.snapshots import Snapshots, workspace_key
 from activities.tools import ToolContext
+from activities.tools.skills import SkillLibrary
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Price
 from xsky.plan.models import RoleCapabilityModel
-from xsky.runs import AgentInput, AgentOutcome, Answer
+from xsky.runs import AgentInput, Answer, DecisionRecord
 from xsky.security.permissions import denied_host, trusted_settings
 from xsky.security.roles import (
     BUILTIN_ROLES,
@@ -50,7 +52,7 @@ from xsky.security.roles import (
     trusted_role,
     with_skill_access,
 )
-from xsky.security.settings import (
+from xsky.settings_files import (
     SettingsError,
     SettingsLayer,
     permission_settings,
@@ -63,6 +65,9 @@ from xsky.security.settings import (
 log = logging.getLogger("xsky.agents")
 _WARNED = {"sandbox-off": False}
 _IGNORED_PROJECTS: set[str] = set()  # projects whose ignored security settings were logged
+
+# Direct tools whose one command's end its watchdog records (activities/sandbox/watchdog.py).
+RECORDED_TOOLS = frozenset({"shell"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +83,9 @@ class Attempt:
     config: dict[str, Any]
     tool: str | None  # the tool the config names: a direct agent, no model
     role: RoleCapabilityModel | None  # the role the worker trusts the agent with (None: none)
+    # The model that runs the agent's loop; None: a direct call (its tool, or, with no tool
+    # and no model configured, the offline llm).
+    target: llm.LLMTarget | None
     goal: str | None  # the run's goal
     answers: list[Answer]  # people's answers to this task's questions
     nudges: list[str]  # the supervisor's messages, as the dispatch brought them
@@ -86,12 +94,15 @@ class Attempt:
     store: ArtifactStore
     checkpoints: Checkpoints
     transcripts: Path  # where finished conversations go, for the skill pipeline
+    skills: SkillLibrary  # the skill library as this run reads it
     beat: Beat
     gate: Gate
     ctx: ToolContext
+    # The run's workspace in the store, for an attempt on its workspace's host (workers share
+    # no disk: restored before the agent, snapshotted after); None for any other attempt.
+    snapshots: Snapshots | None
     share: BudgetShare | None  # what this dispatch may spend (a run with a budget)
     prices: dict[str, Price]  # the worker's price of each model (settings.json prices)
-    dispatch_key: str  # "v<plan version>-d<dispatch>": a retry of the dispatch has the same
     settings_file: str  # the worker's settings file, for messages that name it
     mcp_pool: McpPool  # the worker's MCP sessions
     mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
@@ -100,6 +111,8 @@ class Attempt:
 def prepare(
     inp: AgentInput,
     *,
+    key: AgentKey,
+    ledger: AttemptLedger,
     settings: Settings,
     store: ArtifactStore,
     browsers: BrowserPool,
@@ -107,12 +120,19 @@ def prepare(
     started: datetime,
     number: int,
     mcp: McpPool | None = None,
+    refused: Sequence[DecisionRecord] = (),
+    workspace_host: bool = False,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
-    ApplicationError for broken settings, a refused workspace or a missing artifact)."""
+    ApplicationError for broken settings, a refused workspace, a missing artifact or a model
+    without an endpoint).
+
+    ``key`` and ``ledger`` are the dispatch's (its files' names, where its command's end is
+    recorded); ``refused``: the input's grants its leader did not confirm; ``workspace_host``:
+    the attempt runs on its workspace's host, which restores and snapshots it."""
     layers = worker_settings(settings)
     sandbox = _sandbox(layers)
-    workspace = workspace_for(settings, inp, sandbox)
+    workspace = workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
         _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
@@ -120,8 +140,28 @@ def prepare(
     # The worker decides from what it trusts: its own settings' rules, the run's approvals
     # and the hosts its starter opened.
     permissions = trusted_settings(permission_settings(layers), inp.permissions, inp.allow_hosts)
-    key = AgentKey.of(inp)
     web, command_network = egress.policies(permissions, str(settings.user_settings))
+    task, input_text, config = _expanded(store, inp)
+    tool = tool_name(config)
+    role, person_only = _role(inp, layers)
+    gate = Gate(
+        task_id=key.task_id,
+        permissions=permissions,
+        approvals=inp.approvals,
+        role=role or RoleCapabilityModel(name=inp.agent.name),
+        workspace=workspace,
+        unconfined=unconfined,
+        person_only=person_only,
+        protected=[
+            str(p.resolve())
+            for p in (settings.home, settings.artifacts, settings.runs, settings.skills_home)
+        ],
+        refused=refused,
+    )
+    # The dispatch's one command: its end is recorded, and a later attempt returns it.
+    record, publish = (
+        ledger.command_record(settings.home) if tool in RECORDED_TOOLS else (None, None)
+    )
     ctx = ToolContext(
         run_id=key.run_id,
         agent_id=key.agent_id,
@@ -133,34 +173,36 @@ def prepare(
         progress=beat.progress,
         answers=inp.answers,
         blocked_url=denied_host(permissions),
+        confinement=confinement_for(
+            settings, sandbox, workspace, key.run_id, attempt_key=key.idempotency_key
+        ),
         unconfined=unconfined,
         egress=web,
         command_network=command_network,
-        confinement=with_attempt_key(
-            confinement_for(settings, sandbox, workspace, key.run_id), key.idempotency_key
-        ),
+        record=gate.network,
+        readable=gate.readable,
         owner=sandbox.owner,
+        command_record=record,
+        command_publish=publish,
     )
-    task, input_text, config = _expanded(store, inp)
-    if tool_name(config) in RECORDED_TOOLS:  # the dispatch's one command: its end is recorded
-        ctx.command_record, ctx.command_publish = command_record(
-            AttemptLedger.of(store.objects, key), settings.home
+    config = config or {}
+    # Without a tool the configured model runs the agent's loop (None: no model is configured)
+    target = (
+        llm.target(config.get("model"), role.suggested_model if role else None, settings)
+        if tool is None
+        else None
+    )
+    snapshots = (
+        Snapshots(
+            store.objects,
+            workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
+            workspace,
+            settings.home / "snapshots",
+            sandbox.owner,
         )
-    role, person_only = _role(inp, layers)
-    gate = Gate(
-        task_id=inp.task_id,
-        permissions=permissions,
-        approvals=inp.approvals,
-        role=role or RoleCapabilityModel(name=inp.agent.name),
-        workspace=workspace,
-        unconfined=unconfined,
-        person_only=person_only,
-        protected=[
-            str(p.resolve())
-            for p in (settings.home, settings.artifacts, settings.runs, settings.skills_home)
-        ],
+        if workspace_host
+        else None
     )
-    ctx.record, ctx.readable = gate.network, gate.readable
     return Attempt(
         key=key,
         number=number,
@@ -168,70 +210,29 @@ def prepare(
         name=inp.agent.name,
         task=task,
         input_text=input_text,
-        config=config or {},
-        tool=tool_name(config),
+        config=config,
+        tool=tool,
         role=role,
+        target=target,
         goal=inp.goal,
         answers=inp.answers,
         nudges=inp.nudges,
         resume=inp.resume,
         artifact_threshold=inp.artifact_threshold,
         store=store,
-        checkpoints=Checkpoints(store, key, checkpoint_name(inp)),
+        checkpoints=Checkpoints(store, key),
         transcripts=settings.home / "transcripts",
+        skills=SkillLibrary(library(settings.skills_home), key.run_id),
         beat=beat,
         gate=gate,
         ctx=ctx,
+        snapshots=snapshots,
         share=inp.budget_share,
         prices=price_table(layers),
-        dispatch_key=dispatch_key(inp),
         settings_file=str(settings.user_settings),
         mcp_pool=mcp or McpPool(),
         mcp_servers=configured(settings, layers),
     )
-
-
-# Direct tools whose one command's end its watchdog records (activities/sandbox/watchdog.py).
-RECORDED_TOOLS = frozenset({"shell"})
-
-
-def command_record(ledger: AttemptLedger, home: Path) -> tuple[Path, Callable[[], None] | None]:
-    """Where the watchdog writes the command's end, and how that reaches the store: a local
-    store's own file (nothing to do), or a file in this worker's home, fetched from the object
-    store before the command (an earlier attempt's record, on any machine) and put there after."""
-    here = ledger.store.local(ledger.command_key)
-    if here is not None:
-        return here, None
-    path = home / "commands" / ledger.command_key
-    try:
-        data = ledger.store.get(ledger.command_key)
-    except FileNotFoundError:
-        path.unlink(missing_ok=True)
-    else:
-        atomic_write(path, data)
-
-    def publish() -> None:
-        if path.is_file():
-            ledger.store.put(ledger.command_key, path.read_bytes(), sync=True)
-
-    return path, publish
-
-
-def with_attempt_key(c: Confinement, key: str) -> Confinement:
-    """The sandbox's environment gets ``XSKY_ATTEMPT_KEY``: the same for every attempt of a
-    dispatch, so a script can tell a retry of its own work from new work and guard a side
-    effect it must not repeat (the README's recipe)."""
-    return replace(c, extra_env={**c.extra_env, "XSKY_ATTEMPT_KEY": key})
-
-
-def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:
-    """Every result goes to the artifact store; small ones also travel inline."""
-    text = outcome.result or ""
-    outcome.result_ref = a.store.put_text(
-        a.key.run_id, a.key.agent_id, f"{a.key.file_prefix}result.txt", text
-    )
-    outcome.result = text if len(text.encode("utf-8")) <= a.artifact_threshold else None
-    return outcome
 
 
 # -- the worker's settings, its workspace ----------------------------------------------------
@@ -273,13 +274,15 @@ def _sandbox(layers: list[SettingsLayer]) -> SandboxSettings:
         ) from None
 
 
-def workspace_for(settings: Settings, inp: AgentInput, sandbox: SandboxSettings) -> Path:
-    """The run's workspace: where the worker's settings put the name the run gave (never a
-    path from the run), checked, made by the worker and handed to the sandbox user."""
+def workspace_for(
+    settings: Settings, sandbox: SandboxSettings, name: str | None, run_id: str
+) -> Path:
+    """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
+    where the worker's settings put the ``name`` the run gave (never a path from the run),
+    checked, made by the worker and handed to the sandbox user."""
     roots = sandbox.workspace_roots
     try:
-        # a follow-up run works where the run it resumes worked
-        folder = workspaces.resolve(inp.workspace, settings, inp.workspace_of or inp.run_id, roots)
+        folder = workspaces.resolve(name, settings, run_id, roots)
     except workspaces.WorkspaceRefused as e:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     owner = sandbox.owner

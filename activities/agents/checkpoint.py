@@ -1,13 +1,11 @@
 """An LLM agent's conversation, checkpointed to the artifact store after every step.
 
-One conversation per run and agent definition: a retried or restarted attempt resumes from
-the last checkpoint instead of asking the model again.
+One conversation per run and agent definition (its name: ``AgentKey.checkpoint``): a retried
+or restarted attempt resumes from the last checkpoint instead of asking the model again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +14,9 @@ from pydantic import Field
 
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
-from xsky.artifacts import artifact_path, safe_component
+from xsky.artifacts import artifact_path
 from xsky.plan.budget import Usage
 from xsky.plan.models import WireModel
-from xsky.runs import AgentInput
 
 log = logging.getLogger("xsky.agent_loop")
 
@@ -42,35 +39,17 @@ class Checkpoint(WireModel):
     share_base: Usage = Field(default_factory=Usage)
 
 
-def checkpoint_name(inp: AgentInput) -> str:
-    """One conversation per run and agent definition.
-
-    Keyed by the run's first execution (a new run that reuses the workflow id starts
-    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
-    keeps its progress; new task text or a new role starts it over).
-    """
-    definition = json.dumps(
-        [
-            inp.agent.name,
-            inp.agent.task,
-            inp.agent.input,
-            inp.agent.config,
-            inp.role.model_dump() if inp.role else None,
-        ],
-        sort_keys=True,
-        default=str,
-    )
-    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
-    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"
-
-
 @dataclass(frozen=True)
 class Checkpoints:
-    """Where one agent's checkpoint is kept: its run's and agent's folder, under ``name``."""
+    """Where one agent's checkpoint is kept: its run's and agent's folder, under the name
+    its key gives it (``AgentKey.checkpoint``)."""
 
     store: ArtifactStore
     key: AgentKey
-    name: str
+
+    @property
+    def name(self) -> str:
+        return self.key.checkpoint
 
     def load(self) -> Checkpoint | None:
         key = artifact_path(self.key.run_id, self.key.agent_id, self.name)

@@ -84,7 +84,12 @@ async def run_direct(a: Attempt) -> AgentOutcome:
     carries its whole text in ``result`` (``store_result`` keeps it)."""
     name, found, args = direct_call(a)
     agent_log = AgentLog(
-        a.store.objects, a.key, a.number, a.name, offline.PROVIDER if found is offline_llm else None
+        a.store.objects,
+        a.key,
+        a.number,
+        a.name,
+        offline.PROVIDER if found is offline_llm else None,
+        a.gate.decisions,
     )
     agent_log.tool_call("direct", name, args)
     called = time.monotonic()
@@ -96,7 +101,6 @@ async def run_direct(a: Attempt) -> AgentOutcome:
             await _gate(a, name, args, agent_log)
             out = await fn(a.ctx, args)
         except ToolError as e:
-            agent_log.decisions(a.gate.decisions)
             agent_log.outcome("failed", error=str(e))
             raise ApplicationError(
                 f"agent {a.key.agent_id}: {e}",
@@ -107,7 +111,6 @@ async def run_direct(a: Attempt) -> AgentOutcome:
             ) from None
         except NeedsHuman as need:
             return _waiting(a, need, agent_log)
-    agent_log.decisions(a.gate.decisions)
     agent_log.tool_result("direct", name, out.text, time.monotonic() - called)
     agent_log.outcome("completed", result=out.text)
     return AgentOutcome(
@@ -196,7 +199,6 @@ async def _gate(a: Attempt, tool: str, args: dict[str, Any], agent_log: AgentLog
         return
     allowed, why = await a.gate.check(tool, args)
     if not allowed:
-        agent_log.decisions(a.gate.decisions)
         agent_log.outcome("failed", error=f"{tool} denied: {why}")
         raise ApplicationError(
             f"agent {a.key.agent_id}: {tool} denied: {why}",
@@ -211,7 +213,6 @@ def _waiting(a: Attempt, need: NeedsHuman, agent_log: AgentLog) -> AgentOutcome:
     kind: Literal["question", "needs_approval"] = (
         "question" if need.kind == "question" else "needs_approval"
     )
-    agent_log.decisions(a.gate.decisions)
     agent_log.outcome(kind, request=need.question or need.tool)
     return AgentOutcome(
         kind=kind,

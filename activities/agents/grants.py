@@ -42,6 +42,11 @@ class GrantChecks:
 
     async def confirm(self, inp: AgentInput) -> tuple[AgentInput, list[DecisionRecord]]:
         """``inp`` with only the grants its leader confirms, and the refusals of the others."""
+        kept, refused = await self._confirmed(inp)
+        return kept, _refusals(inp.task_id, refused)
+
+    async def _confirmed(self, inp: AgentInput) -> tuple[AgentInput, list[str]]:
+        """``inp`` with only the grants its leader confirms, and why each other one is dropped."""
         if not claimed(inp):
             return inp, []
         if tool_name(inp.agent.config) in NO_CALLS:
@@ -49,20 +54,15 @@ class GrantChecks:
         info = activity.info()
         if info.workflow_type != LEADER or not info.workflow_id:
             who = f"a {info.workflow_type} workflow" if info.workflow_type else "no workflow"
-            return stripped(inp), _refusals(
-                inp, [f"the attempt was scheduled by {who}, not by a run's leader"]
-            )
+            return stripped(inp), [f"the attempt was scheduled by {who}, not by a run's leader"]
         client = activity.client()
         run_id = info.workflow_run_id or None
         queue = await self._queue(client, info.workflow_id, run_id)
         if queue != self.settings.task_queue:
-            return stripped(inp), _refusals(
-                inp,
-                [
-                    f"the leader that scheduled the attempt runs on task queue {queue!r}, not this "
-                    f"deployment's ({self.settings.task_queue!r})"
-                ],
-            )
+            return stripped(inp), [
+                f"the leader that scheduled the attempt runs on task queue {queue!r}, not this "
+                f"deployment's ({self.settings.task_queue!r})"
+            ]
         handle = client.get_workflow_handle(info.workflow_id, run_id=run_id)
         try:
             grants = await handle.query(
@@ -78,8 +78,7 @@ class GrantChecks:
                 "the attempt is tried again",
                 type="GrantsUnconfirmed",
             ) from None
-        kept, refused = confirmed(inp, grants)
-        return kept, _refusals(inp, refused)
+        return confirmed(inp, grants)
 
     async def _queue(self, client: Client, workflow_id: str, run_id: str | None) -> str:
         key = run_id or workflow_id
@@ -101,16 +100,16 @@ class GrantChecks:
         return described.task_queue
 
 
-def _refusals(inp: AgentInput, reasons: list[str]) -> list[DecisionRecord]:
+def _refusals(task_id: str, reasons: list[str]) -> list[DecisionRecord]:
     """Each dropped grant, as a refusal in the attempt's permission log (and the worker's log)."""
     now = datetime.now(UTC)
     for reason in reasons:
-        log.warning("%s: refused a grant in its input: %s", inp.task_id, reason)
+        log.warning("%s: refused a grant in its input: %s", task_id, reason)
     return [
         DecisionRecord(
             at=now,
             tool="grant",
-            arguments=inp.task_id,
+            arguments=task_id,
             effect="deny",
             reason=f"refused: {reason} (a worker honours only what the run's leader gave)",
         )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
+from xsky.artifacts import safe_component
 from xsky.runs import AgentInput
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentKey:
-    """The names an attempt's ledger, log, transcript and stored results go by."""
+    """The names an attempt's ledger, log, transcript, checkpoint and stored results go by,
+    made once from its input (:meth:`of`)."""
 
     run_id: str
     agent_id: str
@@ -17,6 +21,7 @@ class AgentKey:
     execution_id: str | None = None  # the run's first execution: survives continue-as-new
     plan_version: int = 1
     dispatch: int = 1
+    checkpoint: str  # the name of the agent's conversation (:func:`checkpoint_name`)
 
     @classmethod
     def of(cls, inp: AgentInput) -> AgentKey:
@@ -27,6 +32,7 @@ class AgentKey:
             execution_id=inp.execution_id,
             plan_version=inp.plan_version,
             dispatch=inp.dispatch,
+            checkpoint=checkpoint_name(inp),
         )
 
     @property
@@ -45,6 +51,34 @@ class AgentKey:
         )
 
     @property
+    def dispatch_key(self) -> str:
+        """Names one dispatch of an agent, "v<plan version>-d<dispatch>": every retry of it (a
+        lost worker) has the same (what its spending is counted under)."""
+        return f"v{self.plan_version}-d{self.dispatch}"
+
+    @property
     def file_prefix(self) -> str:
         """Of the artifacts this dispatch stores, e.g. "v1-d2-" (attempts of others never clash)."""
-        return f"v{self.plan_version}-d{self.dispatch}-"
+        return f"{self.dispatch_key}-"
+
+
+def checkpoint_name(inp: AgentInput) -> str:
+    """One conversation per run and agent definition.
+
+    Keyed by the run's first execution (a new run that reuses the workflow id starts
+    afresh) and by what the agent is asked to do (a replan that leaves this agent alone
+    keeps its progress; new task text or a new role starts it over).
+    """
+    definition = json.dumps(
+        [
+            inp.agent.name,
+            inp.agent.task,
+            inp.agent.input,
+            inp.agent.config,
+            inp.role.model_dump() if inp.role else None,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
+    return f"checkpoint-{safe_component(inp.execution_id or 'run', 40)}-{digest}.json"

@@ -18,16 +18,18 @@ beside the ledger, durably, *before* it reports it (:meth:`AttemptLedger.complet
 report is lost — the server was down, the worker died a moment later — the next attempt of the
 dispatch finds it (:meth:`AttemptLedger.outcome`) and returns it without running anything
 again. Beside it too: the dispatch's lease (activities/agents/lease.py) and the record a direct
-command's watchdog writes when the command ends (:attr:`AttemptLedger.command_record`).
+command's watchdog writes when the command ends (:meth:`AttemptLedger.command_record`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from activities.agents.key import AgentKey
+from activities.fsio import atomic_write
 from activities.storage.local import LocalStore
 from xsky.artifacts import safe_component
 from xsky.runs import AgentOutcome
@@ -67,6 +69,28 @@ class AttemptLedger:
     @property
     def lease_key(self) -> str:
         return self._beside(".lease")
+
+    def command_record(self, home: Path) -> tuple[Path, Callable[[], None] | None]:
+        """Where a direct command's watchdog writes how the command ended, and how that reaches
+        the store: a local store's own file (nothing to do), or a file in the worker's ``home``,
+        fetched from the object store before the command (an earlier attempt's record, on any
+        machine) and put there after."""
+        here = self.store.local(self.command_key)
+        if here is not None:
+            return here, None
+        path = home / "commands" / self.command_key
+        try:
+            data = self.store.get(self.command_key)
+        except FileNotFoundError:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, data)
+
+        def publish() -> None:
+            if path.is_file():
+                self.store.put(self.command_key, path.read_bytes(), sync=True)
+
+        return path, publish
 
     def has_outcome(self) -> bool:
         return self.store.exists(self.outcome_key)

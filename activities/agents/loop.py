@@ -18,7 +18,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm, metrics
-from activities.agents import skills
 from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
@@ -27,6 +26,7 @@ from activities.mcp.toolset import McpToolset, wanted
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
+from activities.tools.skills import SkillLibrary
 from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
 from xsky.outcomes import model_answer
@@ -41,9 +41,9 @@ DEFAULT_MAX_ITERATIONS = 20
 TOOL_RESULT_CHARS = 30_000
 
 
-def system_prompt(role: RoleCapabilityModel, run_goal: str | None, run_id: str = "") -> str:
+def system_prompt(role: RoleCapabilityModel, run_goal: str | None, skills: SkillLibrary) -> str:
     parts = [role.system_prompt.strip()]
-    bound = skills.listing(role.skill_names, run_id)
+    bound = skills.listing(role.skill_names)
     if bound:
         parts.append(f"Skills you can read with read_skill:\n{bound}")
     if run_goal:
@@ -58,10 +58,12 @@ def first_user_message(task: str, input_text: str | None) -> str:
     return text
 
 
-async def run_model(a: Attempt, target: llm.LLMTarget) -> AgentOutcome:
-    """An LLM agent's attempt: the loop under heartbeats, its transcript kept once it ends (for
-    the skill pipeline). A completed one carries its answer in ``result``."""
-    role = a.role
+async def run_model(a: Attempt) -> AgentOutcome:
+    """An LLM agent's attempt (``a.target`` is its model): the loop under heartbeats, its
+    transcript kept once it ends (for the skill pipeline). A completed one carries its answer
+    in ``result``."""
+    role, target = a.role, a.target
+    assert target is not None, "run_model runs an attempt that has a model (Attempt.target)"
     if role is None:
         raise ApplicationError(
             f"agent {a.key.agent_id}: no role named {a.name!r}",
@@ -74,38 +76,13 @@ async def run_model(a: Attempt, target: llm.LLMTarget) -> AgentOutcome:
             outcome = await loop.run()
         except ApplicationError as e:
             if e.non_retryable:
-                keep_transcript(a, role, target.model, "failed", e.message)
+                loop.keep_transcript("failed", e.message)
             raise
     if outcome.kind == "completed":
-        keep_transcript(a, role, target.model, "completed")
+        loop.keep_transcript("completed")
     outcome.started_at = a.started
     outcome.artifacts = a.ctx.artifacts
     return outcome
-
-
-def keep_transcript(
-    a: Attempt, role: RoleCapabilityModel, model: str, status: str, error: str | None = None
-) -> None:
-    """The finished conversation, for the skill pipeline (best effort: the run goes on without it)."""
-    cp = a.checkpoints.load()
-    if cp is None:
-        return
-    try:
-        write_transcript(
-            a.transcripts,
-            a.key,
-            role,
-            model,
-            a.checkpoints.name.removesuffix(".json"),
-            cp.messages,
-            status,
-            error,
-            {"skills": skills.versions(role.skill_names, a.key.run_id)},
-        )
-    except OSError as e:
-        logging.getLogger("xsky.agents").warning(
-            "could not write the transcript of %s: %s", a.key.task_id, e
-        )
 
 
 class AgentLoop:
@@ -119,15 +96,41 @@ class AgentLoop:
         self.beat = a.beat
         self.gate = a.gate
         self.checkpoints = a.checkpoints
-        self.settings = a.config
+        self.config = a.config
         self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.mcp: McpToolset | None = None  # the tools of MCP servers, once discovered
-        self.log = AgentLog(a.store.objects, a.key, a.number, role.name, target.model)
+        self.log = AgentLog(
+            a.store.objects, a.key, a.number, role.name, target.model, a.gate.decisions
+        )
         self.schema = output_schema.output_schema(a.config)
         # before any model call: a USD budget with an unpriced model fails here
-        self.meter = Meter(a.share, a.prices, target.model, a.dispatch_key, a.settings_file)
+        self.meter = Meter(a.share, a.prices, target.model, a.key.dispatch_key, a.settings_file)
         self.cp: Checkpoint | None = None
+
+    def keep_transcript(self, status: str, error: str | None = None) -> None:
+        """The finished conversation, for the skill pipeline (best effort: the run goes on
+        without it)."""
+        a = self.a
+        cp = self.checkpoints.load()
+        if cp is None:
+            return
+        try:
+            write_transcript(
+                a.transcripts,
+                a.key,
+                self.role,
+                self.target.model,
+                self.checkpoints.name.removesuffix(".json"),
+                cp.messages,
+                status,
+                error,
+                {"skills": a.skills.versions(self.role.skill_names)},
+            )
+        except OSError as e:
+            logging.getLogger("xsky.agents").warning(
+                "could not write the transcript of %s: %s", a.key.task_id, e
+            )
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -137,7 +140,6 @@ class AgentLoop:
             outcome = await self._run(client)
             outcome.usage = self.meter.report(self.cp) if self.cp is not None else None
             outcome.decisions = self.gate.decisions
-            self.log.decisions(self.gate.decisions)
             request = outcome.request.question or outcome.request.tool if outcome.request else None
             self.log.outcome(
                 outcome.kind,
@@ -148,7 +150,6 @@ class AgentLoop:
             )
             return outcome
         except ApplicationError as e:
-            self.log.decisions(self.gate.decisions)
             self.log.outcome("failed", error=e.message)
             # Keep the permission decisions made before the failure for the run's audit log.
             raise ApplicationError(
@@ -173,7 +174,7 @@ class AgentLoop:
                 messages=[
                     {
                         "role": "system",
-                        "content": system_prompt(self.role, self.a.goal, self.a.key.run_id),
+                        "content": system_prompt(self.role, self.a.goal, self.a.skills),
                     },
                     {"role": "user", "content": self._first_message()},
                 ]
@@ -187,7 +188,7 @@ class AgentLoop:
         self.meter.begin(cp)
         detector = LoopDetector()
         detector._last, detector.repeats = cp.last_call, cp.repeats
-        max_iterations = int(self.settings.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
+        max_iterations = int(self.config.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
         self.mcp = await self._mcp_tools()
         tools = openai_tools(self.tool_names) + (self.mcp.functions() if self.mcp else [])
 
@@ -218,7 +219,7 @@ class AgentLoop:
                 self.target,
                 cp.messages,
                 None if final_turn else tools,
-                self.settings.get("temperature"),
+                self.config.get("temperature"),
                 # JSON mode: the schema itself is in the first message (see _first_message)
                 {"type": "json_object"} if self.schema is not None else None,
                 max_tokens,
@@ -402,7 +403,7 @@ class AgentLoop:
                 async with metrics.tool_span(call["name"]):
                     content = await self._call(call, args)
             except NeedsHuman as need:
-                self.log.decisions(self.gate.decisions)
+                self.log.decisions()
                 cp.pending_calls = calls[index:]
                 self.checkpoints.save(cp)
                 kind: Literal["question", "needs_approval"] = (
@@ -439,7 +440,6 @@ class AgentLoop:
     ) -> None:
         """The result of one call: into the conversation, off the pending list, checkpointed."""
         self._tool_message(cp, calls[index], content)
-        self.log.decisions(self.gate.decisions)
         self.log.tool_result(
             calls[index]["id"],
             calls[index]["name"],
@@ -493,6 +493,4 @@ class AgentLoop:
         problem = argument_problem(name, args)
         if problem is not None:
             return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
-        return await impl(
-            Session(self.ctx, self.browser, self.role, self.a.key.run_id, self.mcp), args
-        )
+        return await impl(Session(self.ctx, self.browser, self.role, self.a.skills, self.mcp), args)

@@ -19,7 +19,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from activities import metrics
-from activities.agents.checkpoint import Checkpoint, Checkpoints, checkpoint_name
+from activities.agents.checkpoint import Checkpoint, Checkpoints
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from xsky.plan.budget import (
@@ -33,22 +33,15 @@ from xsky.plan.budget import (
     cost,
     estimate_tokens,
 )
-from xsky.runs import AgentInput
 
 
 class BudgetStop(ShareSpent):
     """The next model call would not fit this dispatch's share: stop, checkpointed."""
 
 
-def dispatch_key(inp: AgentInput) -> str:
-    """Names one dispatch of an agent: every retry of it (a lost worker) has the same."""
-    return f"v{inp.plan_version}-d{inp.dispatch}"
-
-
-def stored_usage(store: ArtifactStore, inp: AgentInput) -> UsageReport:
+def stored_usage(store: ArtifactStore, key: AgentKey) -> UsageReport:
     """What the agent's checkpointed conversation has used (nothing, for a direct agent)."""
-    cp = Checkpoints(store, AgentKey.of(inp), checkpoint_name(inp)).load()
-    return usage_report(cp, dispatch_key(inp))
+    return usage_report(Checkpoints(store, key).load(), key.dispatch_key)
 
 
 def usage_report(cp: Checkpoint | None, dispatch_key: str) -> UsageReport:

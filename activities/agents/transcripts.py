@@ -24,6 +24,7 @@ from activities.fsio import atomic_write
 from activities.tools import cap_text
 from xsky.artifacts import safe_component
 from xsky.plan.models import RoleCapabilityModel
+from xsky.runs import DecisionRecord
 from xsky.storage import ObjectStore
 
 log = logging.getLogger("xsky.agent_log")
@@ -165,13 +166,22 @@ class AgentLog:
     a full disk loses log lines, never the agent's work."""
 
     def __init__(
-        self, store: ObjectStore, key: AgentKey, attempt: int, role: str, model: str | None
+        self,
+        store: ObjectStore,
+        key: AgentKey,
+        attempt: int,
+        role: str,
+        model: str | None,
+        decisions: list[DecisionRecord],
     ):
         from xsky.agent_log import transcript_key
 
         self.store = store
         self.key = transcript_key(key.run_id, key.agent_id)
         self.started = time.monotonic()
+        # The attempt's permission decisions, as its gate makes them (Gate.decisions): each is
+        # written once, before the result or the outcome that follows it.
+        self._decisions = decisions
         self.decisions_seen = 0
         self.event(
             "attempt",
@@ -207,9 +217,9 @@ class AgentLog:
     def tool_call(self, call_id: str, name: str, arguments: Any) -> None:
         self.event("tool_call", id=call_id, name=name, arguments=arguments)
 
-    def decisions(self, decisions: list[Any]) -> None:
+    def decisions(self) -> None:
         """The permission decisions made since the last call of this (the gate keeps them all)."""
-        for d in decisions[self.decisions_seen :]:
+        for d in self._decisions[self.decisions_seen :]:
             self.event(
                 "permission",
                 tool=d.tool,
@@ -218,9 +228,10 @@ class AgentLog:
                 reason=d.reason,
                 by=getattr(d, "by", "auto"),
             )
-        self.decisions_seen = len(decisions)
+        self.decisions_seen = len(self._decisions)
 
     def tool_result(self, call_id: str, name: str, content: str, seconds: float) -> None:
+        self.decisions()
         cut = cap_text(content, LOG_TEXT_CHARS, "tool output")[0]
         self.event("tool_result", id=call_id, name=name, ms=round(seconds * 1000, 1), content=cut)
 
@@ -234,6 +245,7 @@ class AgentLog:
         result: str | None = None,
         request: str | None = None,
     ) -> None:
+        self.decisions()
         self.event(
             "outcome",
             status=status,

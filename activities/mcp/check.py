@@ -19,7 +19,7 @@ from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import confinement_for, sandbox_settings
 from xsky.config import Settings
 from xsky.security.mcp import McpDiscovery
-from xsky.security.settings import permission_settings, worker_layers
+from xsky.settings_files import permission_settings, worker_layers
 
 
 @dataclass

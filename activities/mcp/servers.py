@@ -31,7 +31,7 @@ from xsky.config import Settings
 from xsky.security.addresses import blocked_host
 from xsky.security.mcp import WORKSPACE_VAR, McpServerSpec, MissingVariable, expand
 from xsky.security.rules import url_host, url_port
-from xsky.security.settings import (
+from xsky.settings_files import (
     McpServerGrant,
     SettingsError,
     SettingsFile,

@@ -37,9 +37,9 @@ from activities.mcp.results import Rendered, prompt_result, resource_result, too
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
 from activities.sandbox import secrets
 from activities.tools import ToolError, ToolResult, cap_text
-from xsky.plan.models import RoleCapabilityModel
 from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, real_name, split
 from xsky.security.permissions import rules_of
+from xsky.security.roles import RoleCapabilityModel
 
 if TYPE_CHECKING:
     from activities.sandbox.gate import Gate

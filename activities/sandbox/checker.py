@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from xsky.plan.models import RoleCapabilityModel
 from xsky.security.mcp import Hint
 from xsky.security.permissions import Decision, PermissionSettings, decide
+from xsky.security.roles import RoleCapabilityModel
 
 log = logging.getLogger("xsky.checker")
 
@@ -33,7 +33,7 @@ import json, resource, sys
 sys.path.insert(0, {str(ROOT)!r})
 resource.setrlimit(resource.RLIMIT_AS, ({512 * 1024 * 1024}, {512 * 1024 * 1024}))
 resource.setrlimit(resource.RLIMIT_CPU, (3600, 3600))
-from xsky.plan.models import RoleCapabilityModel
+from xsky.security.roles import RoleCapabilityModel
 from xsky.security.permissions import PermissionSettings, decide
 for line in sys.stdin:
     q = json.loads(line)

@@ -23,7 +23,7 @@ from activities.sandbox.limits import Limits, parse_size
 from activities.tools import ToolError
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.security.settings import SettingsError, SettingsLayer
+from xsky.settings_files import SettingsError, SettingsLayer
 
 # Directories no agent may write into, wherever they sit in the workspace.
 PROTECTED_DIRS = (".git", ".xsky")
@@ -89,7 +89,7 @@ class SandboxSettings:
 
 
 def sandbox_settings(layers: list[SettingsLayer]) -> SandboxSettings:
-    """From the worker's layers (xsky.security.settings.worker_layers); a bad size is a SettingsError."""
+    """From the worker's layers (xsky.settings_files.worker_layers); a bad size is a SettingsError."""
     found = SandboxSettings()
     for layer in layers:
         sec = layer.settings.security
@@ -132,13 +132,19 @@ def confinement_for(
     workspace: Path,
     run_id: str,
     proxy_socket: Path | None = None,
+    attempt_key: str | None = None,
 ) -> Confinement:
     """A run's sandbox: its workspace writable (with git's code-running files read-only), its
-    own artifacts readable, the worker's read-only additions, its limits."""
+    own artifacts readable, the worker's read-only additions, its limits.
+
+    An agent's sandbox gets its dispatch's ``attempt_key`` as ``XSKY_ATTEMPT_KEY``: the same
+    for every attempt of a dispatch, so a script can tell a retry of its own work from new work
+    and guard a side effect it must not repeat (the README's recipe)."""
     return Confinement(
         workspace=workspace,
         readable=(settings.artifacts / safe_component(run_id),),
         proxy_socket=proxy_socket,
+        extra_env={"XSKY_ATTEMPT_KEY": attempt_key} if attempt_key is not None else {},
         read_only_paths=sandbox.read_only_paths,
         limits=sandbox.limits,
         sandbox_user=sandbox.sandbox_user,

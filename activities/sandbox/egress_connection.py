@@ -21,9 +21,10 @@ import hmac
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from activities.sandbox import temporal_ports
 from activities.sandbox.egress_http import (
     HOP_BY_HOP,
     MAX_HEAD,
@@ -46,9 +47,6 @@ from activities.sandbox.egress_http import (
 from activities.sandbox.egress_policy import Policy, normal_host
 from activities.sandbox.egress_sockets import peer_uid
 from xsky.security.addresses import ip_of
-
-if TYPE_CHECKING:
-    from activities.sandbox.egress_server import Proxy
 
 MAX_CONNECTIONS = 64  # open at once through one endpoint; more are refused at once
 MAX_DESTINATIONS = 1000  # distinct destinations one endpoint may name (each one is logged)
@@ -121,10 +119,23 @@ class Refused(Exception):
     """A tunnel ended by the proxy after a check of what the client sent."""
 
 
+class Hub(Protocol):
+    """What a connection asks of the proxy it came in through (egress_server's ``Proxy``):
+    the session a shared socket's credentials name, the record of a decision, and where the
+    Temporal server is (never to be reached)."""
+
+    pending: set[asyncio.Task[Any]]  # connections on the shared socket, not yet authenticated
+    discovery: temporal_ports.Discovery
+
+    def session(self, username: str, password: str) -> Endpoint | None: ...
+
+    def record(self, ep: Endpoint, destination: str, effect: str, reason: str) -> None: ...
+
+
 class Connection:
     def __init__(
         self,
-        proxy: Proxy,
+        proxy: Hub,
         ep: Endpoint | None,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,

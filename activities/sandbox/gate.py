@@ -20,10 +20,10 @@ from typing import Any
 from activities import metrics
 from activities.sandbox import checker
 from activities.tools import NeedsHuman
-from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord, ToolApproval  # the approvals' type, as AgentInput has it
 from xsky.security.mcp import Hint, is_mcp
 from xsky.security.permissions import MAX_COMMAND, Decision, PermissionSettings, decide
+from xsky.security.roles import RoleCapabilityModel
 from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
 log = logging.getLogger("xsky.security.permissions")
@@ -47,7 +47,8 @@ def summarize(arguments: dict[str, Any], limit: int = MAX_COMMAND) -> str:
 
 class Gate:
     """One attempt's gate: the worker's trusted rules, the people's approvals of this dispatch,
-    the agent's role, its workspace and the folders its commands may not name."""
+    the agent's role, its workspace and the folders its commands may not name (``refused``: the
+    input's grants its leader did not confirm, activities/agents/grants.py)."""
 
     def __init__(
         self,
@@ -60,6 +61,7 @@ class Gate:
         unconfined: bool = False,
         person_only: Sequence[str] = (),
         protected: Sequence[str] = (),
+        refused: Sequence[DecisionRecord] = (),
     ):
         self.approvals = list(approvals)
         self.role = role
@@ -68,7 +70,8 @@ class Gate:
             update={"person_only_tools": list(dict.fromkeys([*given, *person_only]))}
         )
         self.workspace = str(workspace.resolve())
-        self.decisions: list[DecisionRecord] = []
+        # The grants of the input its leader did not confirm come first in the permission log.
+        self.decisions: list[DecisionRecord] = list(refused)
         self._used: set[str] = set()  # approvals already spent in this attempt
         self.unconfined = unconfined
         self._warned = False

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from xsky.artifacts import safe_component
 from xsky.config import Settings
-from xsky.security.settings import settings_paths
+from xsky.settings_files import settings_paths
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Dot-folders and files that hold credentials: a folder with one at its top is a home.

@@ -1,4 +1,9 @@
-"""When a Claude Code or Codex session used a skill, and which side of it was installed then.
+"""Scores of a library skill's uses, each bound to the side and commit that was used.
+
+:func:`scores_of` turns the atoms of a delta that used skills into UX scores bound to (skill,
+side, commit). An xsky agent's transcript names the side and commit it read; for a Claude Code
+or Codex session, the moment it used the skill is read back from its transcript, and with it
+the side installed then.
 
 An atom says *that* its session used a skill (``used_skills``, measured by the adapter); its
 raw anchors (``provenance.raw``: file and byte range) say where in the transcript. The time
@@ -26,8 +31,13 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from activities.skills import git as skill_git
+from activities.skills.canary_export import read_switches
+from activities.skills.files import now_iso, read_atom, skill_dir
 from xsky.skills import canary_window as cw
 from xsky.skills.atoms import AtomTask
+from xsky.skills.models import RouteInput, Score
+from xsky.skills.spec import NAME_RE
 from xsky.skills.transcripts import text_of
 from xsky.skills.transcripts.claude_code import SKILL_LOADED
 
@@ -163,9 +173,6 @@ def exported_side(folder: Path, atom: AtomTask, name: str) -> tuple[str, str | N
     """(side, commit, when) a Claude Code / Codex session's use of ``name`` is scored on:
     per the skill's switch log; ``main`` as it is now when there is no log or the use came
     before it (as before the export canary); None when the moment cannot be read back."""
-    from activities.skills import git as skill_git
-    from activities.skills.canary_export import read_switches
-
     switches = read_switches(folder)
     found = side_at_use(switches, atom, name) if switches else "before"
     if found == "unknown":
@@ -174,3 +181,61 @@ def exported_side(folder: Path, atom: AtomTask, name: str) -> tuple[str, str | N
         return "main", skill_git.branch_commit(folder, "main"), ""
     side, commit, when = found
     return side, commit, when.isoformat(timespec="seconds")
+
+
+def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
+    """UX scores bound to (skill, side, commit) for atoms that used skills of the library.
+
+    An xsky agent's transcript says which side and commit it read (its first line). A Claude
+    Code or Codex session read whatever the exported folder showed at the time it used the
+    skill: the side of the switch in force then, from the skill's switch log
+    (:func:`exported_side`); with no log (never exported by ``skills export`` since it logs),
+    ``main`` as it is now.
+    """
+    sides = _transcript_skills(inp.path) if inp.kind == "xsky" else {}
+    out: dict[str, list[Score]] = {}
+    for ref in inp.scored_atoms:
+        atom = read_atom(home, ref.traj_id, ref.atom_id)
+        if atom is None or atom.provenance.used_skills_by != "measured":
+            continue
+        for name in atom.used_skills:
+            if not NAME_RE.match(name):
+                continue  # not a name the library can hold (a plugin's ``ns:name``)
+            folder = skill_dir(home, name)
+            if not skill_git.is_repo(folder):
+                continue
+            bound = (
+                sides.get(name, ("main", skill_git.branch_commit(folder, "main"), ""))
+                if inp.kind == "xsky"
+                else exported_side(folder, atom, name)
+            )
+            if bound is None:
+                continue  # a canary-exported skill used at a moment that cannot be read back
+            side, commit, at = bound
+            if commit:
+                out.setdefault(name, []).append(
+                    Score(
+                        traj_id=atom.traj_id,
+                        side=side,  # type: ignore[arg-type]  # as the transcript says; Score validates it
+                        commit=commit,
+                        score=atom.ux_score,
+                        atom_id=atom.atom_id,
+                        at=at or now_iso(),
+                    )
+                )
+    return out
+
+
+def _transcript_skills(path: str) -> dict[str, tuple[str, str | None, str]]:
+    """Which side and commit of each bound skill an xsky agent read (its transcript's first
+    line), with no time of use: the run was assigned its side for its whole length."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, tuple[str, str | None, str]] = {}
+    for item in first.get("skills", []) if isinstance(first, dict) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("commit"):
+            found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]), "")
+    return found

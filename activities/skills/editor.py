@@ -36,7 +36,7 @@ from activities.skills.files import read_atom, skill_dir
 from activities.tools import ToolContext
 from activities.tools.shell import run_process
 from xsky.config import load_settings
-from xsky.security.settings import worker_layers
+from xsky.settings_files import worker_layers
 from xsky.skills.atoms import AtomTask
 from xsky.skills.authoring import NEEDS_MODEL, draft_skill_md
 from xsky.skills.models import EditInput, EditResult

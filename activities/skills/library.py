@@ -1,9 +1,14 @@
-"""The skill library's activities: TaskClusterAgent, applying its decisions, the entities' files,
-SkillEditAgent, canary git operations, and routing a delta's atoms into all of it.
+"""The skill library's activities: where each new atom goes, and that decision applied.
 
-Entities and the library are reached by signal-with-start from here (activities hold the
-client), so a skill's entity exists as soon as something is sent to it, and a repeated
-delivery (an activity retried) is absorbed by the entity, which dedupes by atom id.
+TaskClusterAgent (:mod:`activities.skills.cluster_agent`) decides for one atom at a time, as
+the library workflow (``SkillLibraryWorkflow``) asks; :meth:`LibraryActivities.apply_decision`
+carries the decision out: a new baby skill (its own git repository, a draft on ``baby``), an
+atom held as a seed until a second session brings another, an atom added to a skill, a baby
+skill renamed, or a pending atom moved from one skill to another.
+
+Skills' entities are reached by signal-with-start from here (activities hold the client), so
+a skill's entity exists as soon as something is sent to it, and a repeated delivery (an
+activity retried) is absorbed by the entity, which dedupes by atom id.
 
 What these activities return to a workflow, or send to one, names atoms, skills and notes
 only: a decision's reason and description (which may quote a transcript, even redacted)
@@ -14,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -27,10 +31,8 @@ from temporalio.service import RPCError
 
 from activities.skills import git as skill_git
 from activities.skills.cluster_agent import cluster
-from activities.skills.editor import edit_skill
 from activities.skills.files import (
     library,
-    load_state,
     now_iso,
     read_atom,
     read_note,
@@ -40,7 +42,6 @@ from activities.skills.files import (
     summaries,
     write_note,
     write_seeds,
-    write_state,
 )
 from activities.skills.pipeline import heartbeats, off_loop, skills_model
 from xsky.config import Settings
@@ -53,26 +54,14 @@ from xsky.skills.models import (
     ApplyDecision,
     AtomRef,
     Candidate,
-    CandidatesFile,
     ClusterOutcome,
-    ClusterRequest,
-    EditInput,
-    EditResult,
-    GitAction,
-    GitResult,
-    LibraryInput,
-    RecordScores,
     RemoveCandidate,
     RetireRequest,
-    RouteInput,
-    Score,
     SkillEntityInput,
-    SkillEntityState,
     entity_workflow_id,
-    library_workflow_id,
     traj_of,
 )
-from xsky.skills.spec import NAME_RE, render, slugify, split
+from xsky.skills.spec import render, slugify, split
 
 
 class LibraryActivities:
@@ -260,65 +249,8 @@ class LibraryActivities:
             static_summary=f"skill {slug}: candidates, edits, canary",
         )
 
-    # -- the entities' files ---------------------------------------------------------------------
-
-    @activity.defn(name="load_skill_state")
-    def load_skill_state(self, inp: SkillEntityInput) -> SkillEntityState:
-        return load_state(self.home, inp.slug)
-
-    @activity.defn(name="write_skill_state")
-    def write_skill_state(self, f: CandidatesFile) -> None:
-        write_state(self.home, f.state)
-
-    # -- SkillEditAgent and the canary -------------------------------------------------------------
-
-    @activity.defn(name="edit_skill")
-    async def edit_skill(self, inp: EditInput) -> EditResult:
-        async with heartbeats(1.0):  # git, the validator and the scripts block: off the event loop
-            return await off_loop(edit_skill, self.home, inp, skills_model(), lambda note: None)
-
-    @activity.defn(name="canary_git")
-    def canary_git(self, a: GitAction) -> GitResult:
-        return canary_git(self.home, a)
-
-    # -- after a delta's commit --------------------------------------------------------------------
-
-    @activity.defn(name="route_atoms")
-    async def route_atoms(self, inp: RouteInput) -> int:
-        """New atoms to the library; UX scores of atoms that used a library skill to that skill."""
-        client = activity.client()
-        if inp.new_atoms:
-            await client.start_workflow(
-                "SkillLibraryWorkflow",
-                LibraryInput(heartbeat_timeout=inp.heartbeat_timeout),
-                id=library_workflow_id(self.settings.task_queue),
-                task_queue=self.settings.skills_queue,
-                start_signal="cluster",
-                start_signal_args=[ClusterRequest(atoms=inp.new_atoms)],
-                static_summary="skill library: TaskClusterAgent for every new atom",
-            )
-        scores = await asyncio.to_thread(scores_of, self.home, inp)
-        for slug, items in scores.items():
-            await client.start_workflow(
-                "SkillEntityWorkflow",
-                SkillEntityInput(slug=slug, heartbeat_timeout=inp.heartbeat_timeout),
-                id=entity_workflow_id(self.settings.task_queue, slug),
-                task_queue=self.settings.skills_queue,
-                start_signal="record_scores",
-                start_signal_args=[RecordScores(scores=items)],
-            )
-        return len(inp.new_atoms) + sum(len(v) for v in scores.values())
-
     def all(self) -> list[Callable[..., Any]]:
-        return [
-            self.cluster_atom,
-            self.apply_decision,
-            self.load_skill_state,
-            self.write_skill_state,
-            self.edit_skill,
-            self.canary_git,
-            self.route_atoms,
-        ]
+        return [self.cluster_atom, self.apply_decision]
 
 
 def _candidate(
@@ -404,96 +336,3 @@ def _retitle(folder: Path, new: str) -> None:
     skill_git.publish(folder, "baby", commit, tip)
     skill_git.sync(folder)
     shutil.rmtree(scratch.parent, ignore_errors=True)
-
-
-def canary_git(home: Path, a: GitAction) -> GitResult:
-    """Promote (main takes staging's tree, a merge commit citing the figures) or discard (an
-    annotated tag ``discarded/<sha>`` keeps the version and the figures); staging goes."""
-    repo = skill_dir(home, a.slug)
-    main = skill_git.branch_commit(repo, "main")
-    staging = skill_git.branch_commit(repo, "staging")
-    marker = f"Canary-Of: {a.staging_commit}"
-    if staging != a.staging_commit:  # done already (a retried activity) or decided by someone else
-        return GitResult(main_commit=main, done="already decided")
-    if a.action == "promote":
-        if main and marker not in skill_git.message(repo, main):
-            tree = skill_git.git(repo, "rev-parse", f"{staging}^{{tree}}")
-            commit = skill_git.git(
-                repo,
-                "commit-tree",
-                tree,
-                "-p",
-                main,
-                "-p",
-                staging,
-                "-F",
-                "-",
-                input_text=f"{a.message}\n\n{marker}\n",
-            )
-            skill_git.publish(repo, "main", commit, main)
-            main = commit
-    else:
-        skill_git.tag(repo, f"discarded/{staging[:12]}", staging, f"{a.message}\n\n{marker}\n")
-    skill_git.delete_branch(repo, "staging", staging)
-    skill_git.sync(repo)
-    return GitResult(main_commit=main, done=a.action)
-
-
-def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
-    """UX scores bound to (skill, side, commit) for atoms that used skills of the library.
-
-    An xsky agent's transcript says which side and commit it read (its first line). A Claude
-    Code or Codex session read whatever the exported folder showed at the time it used the
-    skill: the side of the switch in force then, from the skill's switch log (see
-    :mod:`activities.skills.canary_use`); with no log (never exported by ``skills export``
-    since it logs), ``main`` as it is now.
-    """
-    from activities.skills.canary_use import exported_side
-
-    sides = _transcript_skills(inp.path) if inp.kind == "xsky" else {}
-    out: dict[str, list[Score]] = {}
-    for ref in inp.scored_atoms:
-        atom = read_atom(home, ref.traj_id, ref.atom_id)
-        if atom is None or atom.provenance.used_skills_by != "measured":
-            continue
-        for name in atom.used_skills:
-            if not NAME_RE.match(name):
-                continue  # not a name the library can hold (a plugin's ``ns:name``)
-            folder = skill_dir(home, name)
-            if not skill_git.is_repo(folder):
-                continue
-            bound = (
-                sides.get(name, ("main", skill_git.branch_commit(folder, "main"), ""))
-                if inp.kind == "xsky"
-                else exported_side(folder, atom, name)
-            )
-            if bound is None:
-                continue  # a canary-exported skill used at a moment that cannot be read back
-            side, commit, at = bound
-            if commit:
-                out.setdefault(name, []).append(
-                    Score(
-                        traj_id=atom.traj_id,
-                        side=side,  # type: ignore[arg-type]  # as the transcript says; Score validates it
-                        commit=commit,
-                        score=atom.ux_score,
-                        atom_id=atom.atom_id,
-                        at=at or now_iso(),
-                    )
-                )
-    return out
-
-
-def _transcript_skills(path: str) -> dict[str, tuple[str, str | None, str]]:
-    """Which side and commit of each bound skill an xsky agent read (its transcript's first
-    line), with no time of use: the run was assigned its side for its whole length."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-    except (OSError, ValueError):
-        return {}
-    found: dict[str, tuple[str, str | None, str]] = {}
-    for item in first.get("skills", []) if isinstance(first, dict) else []:
-        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("commit"):
-            found[item["name"]] = (str(item.get("side", "main")), str(item["commit"]), "")
-    return found

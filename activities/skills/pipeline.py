@@ -1,4 +1,9 @@
-"""The skill pipeline's activities, bound to the worker's settings.
+"""The skill pipeline's activities, bound to the worker's settings: a delta's steps, scan to route.
+
+Each delta of a transcript is scanned, rendered, split into atoms by the TaskAgent and
+committed; then its atoms are routed: new ones to the library (``SkillLibraryWorkflow``), the
+UX scores of those that used a library skill to that skill's entity (``SkillEntityWorkflow``),
+both by signal-with-start, so a library or an entity exists as soon as something is sent to it.
 
 The worker reads its own settings files for the transcript sources (never the workflow
 input), and the model for the TaskAgent from its environment (``XSKY_SKILLS_MODEL``, else
@@ -20,11 +25,21 @@ from temporalio.exceptions import ApplicationError
 
 from activities import llm
 from activities.beat import FLOOR, heartbeating
+from activities.skills.canary_use import scores_of
 from activities.skills.render import render_delta
 from activities.skills.scan import commit_delta, scan
 from activities.skills.task_agent import split_delta
 from xsky.config import Settings, load_settings
-from xsky.security.settings import SettingsError, load_layers, skill_sources
+from xsky.settings_files import SettingsError, load_layers, skill_sources
+from xsky.skills.models import (
+    ClusterRequest,
+    LibraryInput,
+    RecordScores,
+    RouteInput,
+    SkillEntityInput,
+    entity_workflow_id,
+    library_workflow_id,
+)
 from xsky.skills.runs import (
     CommitResult,
     DeltaInput,
@@ -101,8 +116,40 @@ class SkillActivities:
                 non_retryable=True,
             ) from None
 
+    @activity.defn(name="route_atoms")
+    async def route_atoms(self, inp: RouteInput) -> int:
+        """New atoms to the library; UX scores of atoms that used a library skill to that skill."""
+        client = activity.client()
+        if inp.new_atoms:
+            await client.start_workflow(
+                "SkillLibraryWorkflow",
+                LibraryInput(heartbeat_timeout=inp.heartbeat_timeout),
+                id=library_workflow_id(self.settings.task_queue),
+                task_queue=self.settings.skills_queue,
+                start_signal="cluster",
+                start_signal_args=[ClusterRequest(atoms=inp.new_atoms)],
+                static_summary="skill library: TaskClusterAgent for every new atom",
+            )
+        scores = await asyncio.to_thread(scores_of, self.home, inp)
+        for slug, items in scores.items():
+            await client.start_workflow(
+                "SkillEntityWorkflow",
+                SkillEntityInput(slug=slug, heartbeat_timeout=inp.heartbeat_timeout),
+                id=entity_workflow_id(self.settings.task_queue, slug),
+                task_queue=self.settings.skills_queue,
+                start_signal="record_scores",
+                start_signal_args=[RecordScores(scores=items)],
+            )
+        return len(inp.new_atoms) + sum(len(v) for v in scores.values())
+
     def all(self) -> list[Callable[..., Any]]:
-        return [self.scan_transcripts, self.render_delta, self.split_delta, self.commit_delta]
+        return [
+            self.scan_transcripts,
+            self.render_delta,
+            self.split_delta,
+            self.commit_delta,
+            self.route_atoms,
+        ]
 
 
 def _split_offline(home: Path, inp: DeltaInput) -> SplitResult:

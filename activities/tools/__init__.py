@@ -7,15 +7,15 @@ agent (or the person reading the run) can act on.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xsky.artifacts import ArtifactRef
 
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
-    from activities.browser import BrowserPool
     from activities.sandbox.bwrap import Confinement
     from activities.sandbox.egress import Policy
 
@@ -66,13 +66,21 @@ class ToolResult:
     artifacts: list[ArtifactRef] = field(default_factory=list)
 
 
+class Browsers(Protocol):
+    """The worker's browsers as tools use them (:class:`activities.browser.BrowserPool`)."""
+
+    def page_for(self, ctx: ToolContext) -> AbstractAsyncContextManager[Any]: ...
+
+    def limit_reached(self) -> str | None: ...
+
+
 @dataclass
 class ToolContext:
     run_id: str
     agent_id: str
     workspace: Path
     store: ArtifactStore
-    browsers: BrowserPool
+    browsers: Browsers
     heartbeat: Callable[[str], None]  # say "still working" (with a short note)
     file_prefix: str = ""  # e.g. "v1-d2-" so artifacts of different attempts do not clash
     progress: Callable[[str], None] = lambda note: None  # say "moving forward" (throttled report)

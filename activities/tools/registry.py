@@ -1,7 +1,7 @@
 """The implementation of every tool of :mod:`xsky.security.tools`, for the agent loop.
 
 Each entry takes the loop's :class:`Session` (the tool context, the agent's browser page,
-its role and run) and the arguments the model gave — already checked against the tool's
+its role and the skill library its run reads) and the arguments the model gave — already checked against the tool's
 argument model — and returns the text the model reads. ``ask_user`` is answered by the
 loop itself (it ends the attempt until a person answers). At import, the registry and
 this table must agree, and each tool's permission subject must be one of its arguments:
@@ -14,14 +14,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from activities.agents import skills
 from activities.tools import ToolContext, ToolError
 from activities.tools.browsing import BrowserSession
 from activities.tools.code import code_search, python_exec
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
 from activities.tools.shell import shell
-from xsky.plan.models import RoleCapabilityModel
+from activities.tools.skills import SkillLibrary
+from xsky.security.roles import RoleCapabilityModel
 from xsky.security.tools import TOOLS
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Session:
     ctx: ToolContext
     browser: BrowserSession
     role: RoleCapabilityModel
-    run_id: str
+    skills: SkillLibrary  # read_skill's
     mcp: McpToolset | None = None  # the agent's MCP servers (mcp_list, mcp_read)
 
 
@@ -51,7 +51,7 @@ async def _shell(s: Session, args: dict[str, Any]) -> str:
 
 
 async def _read_skill(s: Session, args: dict[str, Any]) -> str:
-    return skills.read_skill(str(args.get("name", "")), s.role.skill_names, s.run_id)
+    return s.skills.read(str(args.get("name", "")), s.role.skill_names)
 
 
 async def _mcp_list(s: Session, args: dict[str, Any]) -> str:

@@ -27,12 +27,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
+from client.connect import DATA_CONVERTER
 from tests.conftest import ROOT
 from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
-from xsky.client.connect import DATA_CONVERTER
 
 FIXTURES = ROOT / "tests" / "fixtures" / "histories"
 RECORDED = FIXTURES / "recorded.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.devserver import free_port
-from xsky.client import resolve_roles
+from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.plan.models import RoleCapabilityModel
 

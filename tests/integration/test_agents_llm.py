@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from client import XSky
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import (
     FakeLLM,
@@ -25,7 +27,6 @@ from tests.fake_llm import (
 from tests.integration.eventually import eventually
 from tests.integration.helpers import RUNNING, board, board_shows, plan, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import XSky, run_outcome
 from xsky.leader.state import AnswerRequest
 from xsky.runs import RunInput, RunOptions
 

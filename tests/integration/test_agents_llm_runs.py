@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import (
     FakeLLM,
@@ -24,7 +25,6 @@ from tests.integration.test_agents_llm import (
     agent,
 )
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

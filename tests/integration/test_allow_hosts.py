@@ -11,10 +11,10 @@ from threading import Thread
 
 import pytest
 
+from client import XSky
 from tests.conftest import Env
 from tests.integration.helpers import plan
 from tests.integration.test_cli_runs import starter
-from xsky.client import XSky
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

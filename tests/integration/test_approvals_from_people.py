@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import plan, query, wait_requests
 from tests.integration.test_permissions_run import shell_agent
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApprovePlanRequest, ApproveToolRequest
 from xsky.runs import AgentInput, RunOptions
 from xsky.security.permissions import PermissionSettings

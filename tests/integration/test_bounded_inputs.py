@@ -9,11 +9,11 @@ import asyncio
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board_shows, noop, plan, rejected, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.limits import ANSWER_CHARS, INPUT_BUDGET, NUDGE_CHARS
 from xsky.leader.state import (
     AnswerRequest,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, first_user, turn_of
 from tests.integration.eventually import eventually
@@ -25,7 +26,6 @@ from tests.integration.test_budget_run import PER_AGENT, llm
 from tests.integration.test_durability import own_server, start_worker_process, stop_worker_process
 from tests.integration.test_scale import CAN_EVERY_30
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import PauseRequest, ResumeRequest, SetBudgetRequest
 from xsky.plan.budget import Limits, RunBudget
 from xsky.plan.xml import parse_workflow

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
@@ -23,7 +24,6 @@ from tests.integration.helpers import board, plan, query, wait_requests
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_temporal_cli import temporal
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import SetBudgetRequest
 from xsky.plan.budget import Limits, RunBudget
 from xsky.runs import RunOptions

@@ -18,9 +18,9 @@ import pytest
 
 from cli import render
 from cli.main import build_parser, main
+from client import XSky
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan
-from xsky.client import XSky
 
 pytestmark = pytest.mark.integration
 

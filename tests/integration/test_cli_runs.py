@@ -322,8 +322,8 @@ async def test_a_printed_plan_is_exact_xml_even_with_lines_longer_than_the_termi
 
 
 async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_workspace(env: Env):
+    from client.outcome import run_outcome
     from workflows.leader import LeaderWorkflow
-    from xsky.client import run_outcome
 
     await env.start_worker()
     ids = []

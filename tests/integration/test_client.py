@@ -1,4 +1,4 @@
-"""xsky.client against a real server: the README's example, every intervention through the
+"""client against a real server: the README's example, every intervention through the
 API, its one-sentence errors, Temporal's environment configuration, and agent logs
 (`starter.py log`) of an LLM agent that made tool calls."""
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from client import ConnectionLost, XSky
 from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, calls, text, turn_of
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, noop, plan
 from tests.integration.test_cli_runs import starter
-from xsky.client import ConnectionLost, XSky
 from xsky.config import load_settings
 from xsky.errors import ConnectError, RefusedError, RunEndedError, RunNotFoundError, UsageError
 from xsky.leader.state import BoardPage

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.fake_llm import (
     FakeLLM,
@@ -30,7 +31,6 @@ from tests.fake_llm import (
 from tests.integration.eventually import eventually
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApproveToolRequest
 from xsky.runs import RunOptions
 

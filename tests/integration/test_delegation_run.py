@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, last_tool_output, text, turn_of
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApproveToolRequest
 from xsky.runs import RunOptions
 

@@ -22,11 +22,11 @@ from temporalio.service import RPCError
 from activities.agents.activity import AgentActivities
 from activities.artifacts import ArtifactStore
 from cli.devserver import DevServer, free_port
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
 from worker import build_workers
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.leader.state import PageRequest

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import own_server, stop_worker_process
 from tests.integration.test_recovery import shell_plan, shell_worker
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import PageRequest
 from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput, RunOptions

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import RUNNING, agents_scheduled, board, handled_end_of
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

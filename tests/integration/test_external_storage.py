@@ -10,11 +10,12 @@ import uuid
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from client import XSky
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import ask, noop, plan, wait_requests
 from tests.integration.histories import events, external_payloads, replayer
 from xsky.artifacts import safe_component
-from xsky.client import XSky, run_outcome
 from xsky.plan.xml import parse_workflow
 from xsky.runs import RunInput, RunOptions
 from xsky.storage import ObjectStore

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
+from client import XSky
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan
 from tests.integration.test_cli_runs import starter
-from xsky.client import XSky
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board
 from tests.integration.test_recovery import shell_plan
-from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.runs import RunOptions
 

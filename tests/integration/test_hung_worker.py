@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import stop_worker_process
 from tests.integration.test_recovery import command_processes, shell_worker
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

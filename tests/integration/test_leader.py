@@ -19,6 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.agents.activity import AgentActivities
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import (
@@ -35,7 +36,6 @@ from tests.integration.helpers import (
 )
 from worker import build_workers
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.leader.state import (

@@ -8,6 +8,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import (
@@ -24,7 +25,6 @@ from tests.integration.helpers import (
     wait_requests,
 )
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import (
     AnswerRequest,
     ApproveToolRequest,

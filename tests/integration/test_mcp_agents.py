@@ -14,6 +14,7 @@ import pytest
 
 from activities.artifacts import ArtifactStore
 from activities.mcp.discovery import record_key
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.helpers import plan
@@ -28,7 +29,6 @@ from tests.integration.mcp_helpers import (
     roles,
     write_settings,
 )
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.helpers import plan, wait_requests
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, agent, roles, write_settings
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApproveToolRequest
 
 pytestmark = pytest.mark.integration

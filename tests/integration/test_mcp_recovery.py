@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
@@ -18,7 +19,6 @@ from tests.integration.helpers import board, plan
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, agent, roles, write_settings
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
-from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from activities.sandbox import egress
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.helpers import plan
 from tests.integration.mcp_helpers import TEST_SERVER, agent, roles, write_settings
 from tests.integration.test_mcp_secrets import texts
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

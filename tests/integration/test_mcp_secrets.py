@@ -20,13 +20,13 @@ import pytest
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.helpers import board, plan
 from tests.integration.mcp_helpers import HOSTILE, agent, roles, write_settings
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

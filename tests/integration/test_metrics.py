@@ -37,12 +37,12 @@ from temporalio.client import Client
 
 from activities.telemetry import run_trace_ids
 from cli.devserver import DevServer, free_port
+from client.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.fake_llm import FakeLLM, Reply, calls, coordinator_point, first_user, text, turn_of
 from tests.integration.eventually import eventually
 from tests.integration.helpers import wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApproveToolRequest
 from xsky.runs import RunInput
 

@@ -27,13 +27,14 @@ from temporalio.client import Client, WorkflowHistory, WorkflowQueryFailedError
 
 from activities.artifacts import open_store
 from cli.devserver import DevServer, free_port
+from client import XSky
+from client.connect import DATA_CONVERTER
+from client.outcome import run_outcome
 from tests.integration.eventually import eventually
 from tests.integration.histories import record, replayer
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_scale import CAN_EVERY_30
 from tests.s3server import S3Server, s3_server
-from xsky.client import XSky, run_outcome
-from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
 from xsky.plan import offline
 from xsky.runs import AgentReport, RunOptions

@@ -29,11 +29,12 @@ import pytest
 import pytest_asyncio
 
 from cli.devserver import DevServer, free_port
+from client import XSky
+from client.connect import DATA_CONVERTER
+from client.outcome import run_outcome
 from tests.integration.test_durability import stop_worker_process
 from tests.integration.test_multi_host import Cluster
 from tests.s3server import S3Server, s3_server
-from xsky.client import XSky, run_outcome
-from xsky.client.connect import DATA_CONVERTER
 from xsky.config import load_settings
 from xsky.runs import RunOptions
 

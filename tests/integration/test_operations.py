@@ -14,11 +14,11 @@ import pytest
 from temporalio.api.enums.v1 import PendingActivityState
 
 from cli.devserver import free_port, is_listening
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board_shows, noop, plan
 from tests.integration.test_durability import start_worker_process, stop_worker_process
-from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

@@ -8,13 +8,13 @@ import json
 import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import RUNNING, ask, board_shows, noop, plan, query, wait_requests
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_temporal_cli import temporal
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import AnswerRequest
 from xsky.runs import RunOptions
 

@@ -170,7 +170,7 @@ async def test_a_shell_step_that_exits_1_runs_once_and_says_why_it_was_not_retri
         '"command": "echo deployed >> deploys.log; echo no quota >&2; exit 1"}]]></config></agent>'
     )
     handle = await env.start(plan(step, name="deploy"), options=QUICK)
-    from xsky.client import run_outcome
+    from client.outcome import run_outcome
 
     result = await run_outcome(handle)
     (a,) = result.agents

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, calls, last_tool_output, text, turn_of
 from tests.integration.eventually import eventually
@@ -16,7 +17,6 @@ from tests.integration.helpers import plan, rejected, wait_requests
 from tests.integration.test_cli_runs import starter
 from tests.unit.test_tools import none_running
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApproveToolRequest
 from xsky.runs import RunOptions
 from xsky.security.permissions import PermissionLayer, PermissionSettings

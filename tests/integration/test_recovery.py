@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import start_worker_process, stop_worker_process
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

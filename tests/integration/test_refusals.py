@@ -14,11 +14,11 @@ from collections import Counter
 import pytest
 
 from cli.devserver import temporal_binary
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, plan, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import AnswerRequest, PageRequest
 
 pytestmark = pytest.mark.integration

@@ -20,6 +20,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, text
 from tests.integration.eventually import eventually
@@ -43,7 +44,6 @@ from tests.integration.histories import (
     stale_modules,
 )
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,

@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply
 from tests.integration.helpers import plan, wait_requests
@@ -17,7 +18,6 @@ from tests.integration.histories import agents_scheduled, replayer
 from tests.integration.test_budget_run import PER_AGENT, llm
 from tests.integration.test_replay import finish
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import SetBudgetRequest
 from xsky.plan.budget import Limits, RunBudget
 from xsky.runs import RunOptions

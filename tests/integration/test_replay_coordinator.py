@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import (
     FakeLLM,
@@ -23,7 +24,6 @@ from tests.fake_llm import (
 )
 from tests.integration.histories import agents_scheduled
 from tests.integration.test_replay import finish
-from xsky.client import run_outcome
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -13,13 +13,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
+from client.outcome import run_outcome
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board_shows, noop, plan, wait_requests
 from tests.integration.histories import record, replayer
 from tests.integration.test_durability import own_server
 from tests.integration.test_scale import CAN_EVERY_30
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.limits import INPUT_BUDGET
 from xsky.leader.state import (
     AnswerRequest,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
@@ -17,7 +18,6 @@ from tests.integration.histories import agents_scheduled
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, agent, roles, write_settings
 from tests.integration.test_replay import finish, shell
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ApprovePlanRequest, ApproveToolRequest
 from xsky.runs import RunOptions
 

@@ -28,11 +28,11 @@ from temporalio.worker import Replayer
 
 from activities.artifacts import ArtifactStore, read_blob
 from cli.devserver import DevServer, free_port
+from client.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.integration.helpers import noop, plan
 from tests.integration.test_durability import own_server, start_worker_process
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.leader.state import PageRequest
 from xsky.plan.xml import parse_workflow

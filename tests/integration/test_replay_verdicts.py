@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from temporalio.client import WorkflowFailureError
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board, noop, plan, query, wait_requests
 from tests.integration.histories import agents_scheduled
 from tests.integration.test_replay import finish, shell
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import EndRunRequest, ReplanRequest, TaskRequest
 from xsky.runs import ResumeFrom, RunOptions
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import plan, rejected
@@ -20,7 +21,6 @@ from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.unit.test_tools import none_running, running_with
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.leader.state import ReplanRequest
 from xsky.runs import RunOptions
 

@@ -83,7 +83,7 @@ async def test_the_workers_own_settings_turn_the_sandbox_off_and_it_is_shown(
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
     await env.start_worker(kinds=["shell", "llm"])
     handle = await env.start(plan(shell("1", "echo unconfined")), options=options())
-    from xsky.client import run_outcome
+    from client.outcome import run_outcome
 
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.agents[0].result == "unconfined"

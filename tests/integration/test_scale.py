@@ -14,13 +14,13 @@ from temporalio import activity
 
 from activities.artifacts import ArtifactStore, read_blob
 from activities.leader_store import LeaderStore
+from client.outcome import run_outcome
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board_shows, noop, plan, query, wait_requests
 from tests.integration.plan_by_reference import by_reference
 from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
 from xsky.artifacts import BlobPart
-from xsky.client import run_outcome
 from xsky.leader.state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
 from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunInput, RunOptions

@@ -292,7 +292,7 @@ async def test_a_staging_version_without_a_decision_is_discarded_after_fourteen_
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
-    from activities.skills.library import LibraryActivities
+    from activities.skills.entity import EntityActivities
     from xsky.config import load_settings
 
     monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "home"))
@@ -303,12 +303,12 @@ async def test_a_staging_version_without_a_decision_is_discarded_after_fourteen_
     async with await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=str(server)
     ) as tenv:
-        lib = LibraryActivities(settings)
+        entity = EntityActivities(settings)
         async with Worker(
             tenv.client,
             task_queue="ts",
             workflows=[SkillEntityWorkflow],
-            activities=lib.all(),
+            activities=entity.all(),
             activity_executor=ThreadPoolExecutor(4),
         ):
             handle = await tenv.client.start_workflow(

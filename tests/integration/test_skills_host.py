@@ -1,4 +1,4 @@
-"""The skills home on one host (xsky/client/skills_host.py): with an object store (workers on
+"""The skills home on one host (client/skills_host.py): with an object store (workers on
 several machines) the skill pipeline runs only where ``worker.py --skills`` says, and a second
 host's worker asked to run it while another host's serves it refuses with a sentence."""
 
@@ -13,9 +13,9 @@ import time
 import pytest
 from temporalio.worker import Worker
 
+from client.skills_host import serves_skills, skills_elsewhere, skills_identity
 from tests.conftest import ROOT, Env
 from workflows.skills.watch import SkillsScanWorkflow
-from xsky.client.skills_host import serves_skills, skills_elsewhere, skills_identity
 
 pytestmark = pytest.mark.integration
 

@@ -23,6 +23,8 @@ from activities.agents.activity import AgentActivities
 from activities.skills.scan import read_atoms
 from activities.skills.store import SkillStore
 from cli.devserver import DevServer, free_port
+from client.skills import schedule_id
+from client.skills import watch_schedule as _schedule
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
@@ -40,8 +42,6 @@ from tests.skills_fixtures import (
 )
 from worker import build_workers
 from workflows.skills.watch import SkillsScanWorkflow
-from xsky.client.skills import schedule_id
-from xsky.client.skills import watch_schedule as _schedule
 from xsky.config import load_settings
 from xsky.skills.atoms import AtomTask
 from xsky.skills.runs import ScanInput, SkillsScanInput, SkillsScanResult

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from cli.devserver import temporal_binary
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import (
@@ -22,7 +23,6 @@ from tests.integration.helpers import (
     noop,
     plan,
 )
-from xsky.client import run_outcome
 
 pytestmark = pytest.mark.integration
 

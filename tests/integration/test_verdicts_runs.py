@@ -11,11 +11,12 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from client import XSky
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import agents_scheduled, plan
 from workflows.leader import LeaderWorkflow
-from xsky.client import XSky, run_outcome
 from xsky.leader.state import RetryTaskRequest
 from xsky.runs import RunOptions
 

@@ -30,10 +30,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.browser import CHROMIUM_ARGS, chromium_executable
 from cli.devserver import DevServer, free_port
+from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import ask, plan, query, wait_requests
 from workflows.leader import LeaderWorkflow
-from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.leader.state import TaskRequest
 from xsky.runs import RunOptions

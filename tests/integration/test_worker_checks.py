@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import TaskQueueType
 
+from client import XSky
+from client._consts import UNTAKEN_SECONDS
+from client.workers import missing_queues, queue_pollers
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import noop, plan
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process
-from xsky.client import XSky, queue_pollers
-from xsky.client._consts import UNTAKEN_SECONDS
-from xsky.client.workers import missing_queues
 from xsky.errors import UnservedRunError
 
 pytestmark = pytest.mark.integration

@@ -19,13 +19,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
 from cli.devserver import DevServer, free_port
+from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board, noop, plan, query
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
 from workflows.leader.io import EVENT_CAP
-from xsky.client import run_outcome
 from xsky.config import load_settings
 from xsky.leader.state import PageRequest
 from xsky.plan.xml import parse_workflow

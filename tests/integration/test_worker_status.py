@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from client import XSky
+from client.workers import workers_on
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board_shows, noop, plan
 from tests.integration.test_cli_runs import starter
 from tests.integration.test_durability import start_worker_process, stop_worker_process
-from xsky.client import XSky
-from xsky.client.workers import workers_on
 from xsky.errors import WorkerStoppedError
 
 pytestmark = pytest.mark.integration

@@ -6,36 +6,47 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.agents.attempt import Attempt, prepare, store_result
+from activities.agents.activity import store_result
+from activities.agents.attempt import Attempt, prepare
 from activities.agents.beat import Beat
 from activities.agents.direct import direct_call, offline_llm
+from activities.agents.key import AgentKey
+from activities.agents.ledger import AttemptLedger
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.storage.snapshots import workspace_key
 from xsky.artifacts import marker
 from xsky.config import load_settings
 from xsky.plan.models import RoleCapabilityModel, WorkflowAgent
-from xsky.runs import AgentInput, AgentOutcome
+from xsky.runs import AgentInput, AgentOutcome, DecisionRecord
 
 
-def attempt_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inp: AgentInput) -> Attempt:
+def attempt_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inp: AgentInput, **kw: Any
+) -> Attempt:
     monkeypatch.setenv("XSKY_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XSKY_PROJECT_DIR", str(tmp_path / "project"))
     (tmp_path / "user-settings.json").write_text('{"security": {"sandbox": "off"}}')
     settings = load_settings()
     store = ArtifactStore(settings.artifacts)
     beat = Beat(task_id=inp.task_id, dispatch=inp.dispatch, progress_interval=5.0)
+    key = AgentKey.of(inp)
     return prepare(
         inp,
+        key=key,
+        ledger=AttemptLedger.of(store.objects, key),
         settings=settings,
         store=store,
         browsers=BrowserPool(),
         beat=beat,
         started=datetime.now(UTC),
         number=2,
+        **kw,
     )
 
 
@@ -58,6 +69,47 @@ def test_an_attempt_is_prepared_once_into_a_frozen_context(tmp_path, monkeypatch
     assert str((tmp_path / "home" / "artifacts").resolve()) in a.gate.protected
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.tool = "shell"  # type: ignore[misc]
+
+
+def test_what_lower_layers_need_is_resolved_once_into_the_attempt(tmp_path, monkeypatch):
+    refused = DecisionRecord(
+        at=datetime.now(UTC), tool="grant", arguments="T-1", effect="deny", reason="not given"
+    )
+    agent = WorkflowAgent(
+        id="a1", name="shell", task="t", config={"tool": "shell", "command": "ls"}
+    )
+    a = attempt_of(
+        tmp_path, monkeypatch, agent_input(agent), refused=[refused], workspace_host=True
+    )
+    # the grants its leader did not confirm open the permission log
+    assert a.gate.decisions == [refused]
+    # the dispatch's key reaches the sandbox; its one command's end is recorded beside its ledger
+    assert a.ctx.confinement is not None
+    assert a.ctx.confinement.extra_env == {"XSKY_ATTEMPT_KEY": a.key.idempotency_key}
+    assert a.ctx.command_record is not None and a.ctx.command_record.name.endswith(".command.json")
+    # a direct agent has no model; an attempt on its workspace's host snapshots that workspace
+    assert a.target is None and a.snapshots is not None
+    assert (a.snapshots.key, a.snapshots.folder) == (
+        workspace_key("run-1", None, None),
+        a.ctx.workspace,
+    )
+    # the skill library is the worker's, read as this run reads it
+    assert (a.skills.folder, a.skills.run_id) == (tmp_path / "skills-home" / "skills", "run-1")
+    assert a.checkpoints.name == a.key.checkpoint and a.key.dispatch_key == "v2-d3"
+    elsewhere = attempt_of(tmp_path, monkeypatch, agent_input(agent))
+    assert elsewhere.snapshots is None and elsewhere.gate.decisions == []
+
+
+def test_an_agent_without_a_tool_gets_its_model_when_one_is_configured(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("XSKY_MODEL", "worker-model")
+    thinker = WorkflowAgent(id="a1", name="verify", task="check it")
+    a = attempt_of(tmp_path, monkeypatch, agent_input(thinker))
+    assert a.tool is None and a.target is not None and a.target.model == "worker-model"
+    chosen = WorkflowAgent(id="a1", name="verify", task="check it", config={"model": "m2"})
+    assert attempt_of(tmp_path, monkeypatch, agent_input(chosen)).target.model == "m2"
+    direct = WorkflowAgent(id="a1", name="shell", task="t", config={"tool": "noop"})
+    assert attempt_of(tmp_path, monkeypatch, agent_input(direct)).target is None
 
 
 def test_a_role_the_worker_does_not_know_gets_its_privileged_tools_from_a_person(

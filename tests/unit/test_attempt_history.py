@@ -8,7 +8,7 @@ from pathlib import Path
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
 from activities.storage.local import LocalStore
-from xsky.client.attempts import attempt_ends, retry_lines
+from client.attempts import attempt_ends, retry_lines
 from xsky.leader.tasks import TaskView
 
 RUN, FIRST = "xsky-run-1", "0a1b2c3d-run"
@@ -40,6 +40,7 @@ def ledger(root: Path, tid: str, dispatch: int, execution: str = FIRST) -> Attem
         execution_id=execution,
         plan_version=dispatch,
         dispatch=dispatch,
+        checkpoint="checkpoint.json",
     )
     return AttemptLedger.of(LocalStore(root), key)
 

@@ -30,7 +30,7 @@ from xsky.plan.budget import (
     with_plan,
 )
 from xsky.plan.xml import parse_workflow, parse_workflow_source, workflow_to_xml
-from xsky.security.settings import SettingsError, parse_settings, price_table
+from xsky.settings_files import SettingsError, parse_settings, price_table
 
 # -- writing limits --------------------------------------------------------------------------------
 

@@ -11,8 +11,7 @@ from typing import Any
 from activities.fsio import write_json
 from activities.skills import canary_export as ce
 from activities.skills import git as skill_git
-from activities.skills.canary_use import first_use, use_time
-from activities.skills.library import scores_of
+from activities.skills.canary_use import first_use, scores_of, use_time
 from tests.integration.skill_library_helpers import make_skill
 from tests.integration.test_canary_export import DESCRIPTION, NAME, cc_session
 from xsky.skills import canary_window as cw

@@ -42,7 +42,7 @@ from xsky.security.roles import (
     role_problems,
     trusted_role,
 )
-from xsky.security.settings import McpServerGrant, SettingsError, parse_mcp_json, parse_settings
+from xsky.settings_files import McpServerGrant, SettingsError, parse_mcp_json, parse_settings
 
 WS = "/work/ws"
 FS = RoleCapabilityModel(

@@ -8,7 +8,7 @@ import pytest
 
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, role_problems
-from xsky.security.settings import (
+from xsky.settings_files import (
     SettingsError,
     load_layers,
     parse_settings,

@@ -1,4 +1,4 @@
-"""The skill pipeline's Python API (xsky.client.skills.Skills) without the CLI: sources are
+"""The skill pipeline's Python API (client.skills.Skills) without the CLI: sources are
 edited in the settings file, and status tells what it knows locally when no server answers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xsky.client.skills import Skills
+from client.skills import Skills
 from xsky.config import load_settings
 from xsky.errors import UsageError
 

@@ -150,7 +150,7 @@ async def test_temporal_payloads_over_the_threshold_go_to_the_store_and_come_bac
     from temporalio.converter import StorageDriverWorkflowInfo as WorkflowInfo
 
     from activities.storage.payloads import PAYLOAD_THRESHOLD, StoreDriver
-    from xsky.client.connect import DATA_CONVERTER
+    from client.connect import DATA_CONVERTER
 
     storage = ExternalStorage(
         drivers=[StoreDriver(store)], payload_size_threshold=PAYLOAD_THRESHOLD

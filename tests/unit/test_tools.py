@@ -369,18 +369,20 @@ async def test_python_exec_runs_in_the_workspace_and_reports_errors(ctx):
     assert out.startswith("exit code 1") and "boom" in out
 
 
-def test_read_skill_reads_only_bound_skills(tmp_path, monkeypatch):
-    from activities.agents import skills
+def test_read_skill_reads_only_bound_skills(tmp_path):
+    from activities.tools.skills import SkillLibrary
 
-    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path))
     (tmp_path / "skills" / "deploy").mkdir(parents=True)
     (tmp_path / "skills" / "deploy" / "SKILL.md").write_text(
         "---\nname: deploy\ndescription: Deploy a FastAPI app\n---\n# Steps\n1. …\n"
     )
+    skills = SkillLibrary(tmp_path / "skills", "run-1")
     assert skills.listing(["deploy", "missing"]) == "- deploy: Deploy a FastAPI app"
-    assert skills.read_skill("deploy", ["deploy"]).startswith("---\nname: deploy")
+    assert skills.read("deploy", ["deploy"]).startswith("---\nname: deploy")
     with pytest.raises(ToolError, match="not bound"):
-        skills.read_skill("deploy", [])
+        skills.read("deploy", [])
+    with pytest.raises(ToolError, match="no published version under"):
+        skills.read("missing", ["missing"])
 
 
 @pytest.mark.browser

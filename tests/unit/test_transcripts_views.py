@@ -13,7 +13,7 @@ import pytest
 from activities.skills.store import SkillStore
 from cli import skills_status_cmd
 from cli.render import out
-from xsky.client.skills import Skills
+from client.skills import Skills
 from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError
 from xsky.skills.trajectory import Event, render, strip_terminal

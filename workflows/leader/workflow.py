@@ -65,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
 
 def _reject(message: str) -> None:
     """Refuse an update in its validator: nothing is written, the caller gets ``message``
-    (type Rejected: it reaches people without a stack trace, xsky/client/connect.py)."""
+    (type Rejected: it reaches people without a stack trace, client/connect.py)."""
     raise ApplicationError(message, type="Rejected", non_retryable=True)
 
 
@@ -243,7 +243,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
-            # filters); the RunResult travels in the failure, still readable (xsky/client/outcome.py).
+            # filters); the RunResult travels in the failure, still readable (client/outcome.py).
             kind = "RunCancelled" if result.status == "cancelled" else "RunFailed"
             raise ApplicationError(
                 f"{result.status}: {result.summary}", result, type=kind, non_retryable=True

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from xsky.plan.models import Limits, WireModel
+from xsky.plan.models import Limits
+from xsky.wire import WireModel
 
 KEYS = ("tokens", "usd", "minutes", "agents")
 AGENT_KEYS = ("tokens", "usd", "minutes")  # an agent's own cap: agents is a run's limit

@@ -10,11 +10,10 @@ from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError,
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
 from xsky.plan.agent_config import direct_argument_problems, plan_warnings
-from xsky.plan.models import RoleCapabilityModel, Workflow
+from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
-from xsky.plan.xml import DEFAULT_MAX_BYTES, parse_workflow_source
-from xsky.plan.xml_reader import ParsedWorkflow
-from xsky.security.roles import plan_role_problems
+from xsky.plan.xml import DEFAULT_MAX_BYTES, ParsedWorkflow, parse_workflow_source
+from xsky.security.roles import RoleCapabilityModel, plan_role_problems
 
 
 @dataclass

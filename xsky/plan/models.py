@@ -3,7 +3,8 @@
 The wire format keeps the seed's camelCase (``taskId``, ``taskPrompt``, ``nextAgent``)
 through aliases; Python code uses snake_case attributes. Every model validates on
 construction, so a ``Workflow`` that exists is well-formed at the field level; graph-level
-checks (cycles, unknown ids) live in :mod:`xsky.plan.dag`.
+checks (cycles, unknown ids) live in :mod:`xsky.plan.dag`. The roles a plan defines are
+:class:`xsky.security.roles.RoleCapabilityModel`: what a role is, security says.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, StringConstraints, field_validator
+
+from xsky.security.roles import AgentName, RoleCapabilityModel
+from xsky.wire import XML_ILLEGAL_CLASS, WireModel, XmlText, scrub_xml_illegal
 
 AgentStatus = Literal["init", "running", "done", "error"]
 NodeType = Literal["normal", "parallel"]
@@ -20,49 +23,16 @@ NodeType = Literal["normal", "parallel"]
 # Agent ids appear in comma-separated `depends` lists and in `{{agent_<id>_result}}`,
 # so they must not contain commas, spaces or braces.
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# Role/agent names: what `<agent name=…>` and `<role name=…>` accept.
-AGENT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
-# Characters XML 1.0 cannot carry at all, even escaped.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def scrub_xml_illegal(text: str) -> str:
-    """Replace characters XML cannot carry (e.g. a NUL in shell output) with U+FFFD."""
-    return _XML_ILLEGAL.sub("\ufffd", text)
-
-
-class WireModel(BaseModel):
-    """Base of every model: camelCase on the wire, checked fields and assignments.
-
-    Unknown fields are ignored, not refused: these models travel through Temporal history,
-    and a history recorded by an older version (with a field since removed) must still
-    decode on replay. Strictness about unknown names lives where people type them: the
-    XML reader and settings files refuse unknown elements, attributes and keys.
-    """
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="ignore",
-        validate_assignment=True,
-        serialize_by_alias=True,  # camelCase on the wire, also through Temporal's converter
-    )
-
-    def wire(self) -> dict[str, Any]:
-        """The JSON shape with the seed's camelCase names."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-# Field shapes checked in pydantic-core (Rust regex): plans can hold 10,000 agents.
-_ILLEGAL_CLASS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\ufffe\\uffff"
+# Field shapes checked in pydantic-core (Rust regex): plans can hold 10,000 agents. An
+# agent's name is a role's (AgentName, xsky.security.roles); its texts are XmlText (xsky.wire).
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_RE.pattern)]
-AgentName = Annotated[str, StringConstraints(pattern=AGENT_NAME_RE.pattern)]
-XmlText = Annotated[str, StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*$")]
 TaskText = Annotated[
     str,
-    StringConstraints(pattern=f"^[^{_ILLEGAL_CLASS}]*[^\\s{_ILLEGAL_CLASS}][^{_ILLEGAL_CLASS}]*$"),
+    StringConstraints(
+        pattern=f"^[^{XML_ILLEGAL_CLASS}]*[^\\s{XML_ILLEGAL_CLASS}][^{XML_ILLEGAL_CLASS}]*$"
+    ),
 ]
 
 # What each pattern means, for error messages a person can act on.
@@ -115,18 +85,6 @@ class WorkflowAgent(WireModel):
 
 
 VariableName = Annotated[str, StringConstraints(pattern=VARIABLE_NAME_RE.pattern)]
-
-
-class RoleCapabilityModel(WireModel):
-    """A role (LingXiao's RoleCapabilityModel): who the agent is and what it may use."""
-
-    name: AgentName
-    description: XmlText = ""
-    system_prompt: XmlText = ""
-    allowed_tools: list[str] = Field(default_factory=list)
-    requested_tools: list[str] = Field(default_factory=list)  # usable with a person's approval
-    skill_names: list[str] = Field(default_factory=list)
-    suggested_model: XmlText | None = None
 
 
 class Limits(WireModel):

@@ -10,9 +10,10 @@ from xsky.errors import PlanError, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.plan import dag
 from xsky.plan.budget import BudgetShare, Usage
-from xsky.plan.models import WireModel, Workflow
+from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.xml import parse_workflow
+from xsky.wire import WireModel
 
 
 class PlanRequest(WireModel):

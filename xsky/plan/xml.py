@@ -14,31 +14,32 @@ The format is the seed's::
 plus optional ``<taskPrompt>``, ``<variables>`` and, per agent, a ``status`` attribute and
 a ``<result>`` so a plan in progress can be written out and read back unchanged.
 
-Parsing is hardened: no DTDs, no entity expansion, no network, a size limit; the tree is
-then read by :mod:`xsky.plan.xml_reader`. Anything wrong raises :class:`WorkflowXMLError`
-with line and column; nothing else escapes. Finding the plan inside an LLM reply is
-:mod:`xsky.plan.extract`'s.
+Parsing is hardened: no DTDs, no entity expansion, no network, a size limit. The tree is
+then read (:class:`Reader`): every element, attribute and text is checked against the format
+and the result validated; anything wrong raises :class:`WorkflowXMLError` with every problem
+found, each with its line and column — not only the first; nothing else escapes. Writing
+(:func:`workflow_to_xml`) is the exact inverse: ``parse_workflow(workflow_to_xml(w)) == w``.
+Finding the plan inside an LLM reply is :mod:`xsky.plan.extract`'s.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import textwrap
+import uuid
 from pathlib import Path
 from typing import Any
 
 from lxml import etree
+from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
-from xsky.plan.budget import limits_text
-from xsky.plan.models import (
-    RoleCapabilityModel,
-    Workflow,
-    WorkflowAgent,
-    scrub_xml_illegal,
-)
-from xsky.plan.xml_reader import XML_SPACE, ParsedWorkflow, Reader, clean_text
+from xsky.plan.budget import BudgetError, limits_text, parse_limits
+from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
+from xsky.security.roles import RoleCapabilityModel
+from xsky.wire import scrub_xml_illegal
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -62,6 +63,9 @@ _PARSER_OPTIONS: dict[str, Any] = dict(
     remove_pis=True,
     collect_ids=False,
 )
+
+
+# -- parsing, hardened --------------------------------------------------------------------
 
 
 def parse_workflow(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Workflow:
@@ -181,6 +185,485 @@ def _offset_to_line_col(text: str, offset: int) -> tuple[int, int]:
 def _find_in_source(source: str, needle: str) -> tuple[int, int]:
     at = source.find(needle)
     return _offset_to_line_col(source, at) if at >= 0 else (1, 1)
+
+
+# -- reading: the tree → a Workflow, every problem with its line and column ---------------
+
+XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+
+_WORKFLOW_ATTRS = ("name", "taskId", "modified", "budget")
+_WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
+_ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
+_AGENT_ATTRS = ("name", "id", "depends", "status")
+_AGENT_CHILDREN = ("task", "input", "config", "output", "result")
+# An <output schema="FILE"/> is a JSON Schema, not a data file: a megabyte is plenty.
+MAX_SCHEMA_BYTES = 1024 * 1024
+_AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
+_AGENT_CHILD_SET = frozenset(_AGENT_CHILDREN)
+_STATUSES = ("init", "running", "done", "error")
+
+
+class ParsedWorkflow:
+    """A parsed plan plus where each agent stood in the text, for error messages."""
+
+    def __init__(self, workflow: Workflow, reader: Reader, agent_els: list[etree._Element]):
+        self.workflow = workflow
+        self._reader = reader
+        self._agent_els = agent_els
+
+    def agent_position(self, index: int) -> tuple[int, int]:
+        """Line and column of the ``index``-th ``<agent>`` start tag."""
+        return self._reader.pos(self._agent_els[index])
+
+
+def clean_text(text: str) -> str:
+    """What a person meant by an element's text: indentation and edge blank space dropped."""
+    if "\n" in text:
+        text = textwrap.dedent(text)
+    return text.strip()
+
+
+def _element_text(el: etree._Element) -> str:
+    raw = el.text
+    if not raw:
+        return ""
+    if "\n" not in raw and not raw[0].isspace() and not raw[-1].isspace():
+        return raw  # nothing to tidy, so xml:space cannot matter: the common case
+    if el.get(XML_SPACE) == "preserve":
+        return raw
+    return clean_text(raw)
+
+
+class Reader:
+    """Turns the lxml tree into a Workflow, collecting every problem on the way."""
+
+    def __init__(self, root: etree._Element, source: str, base_dir: Path | None = None):
+        self.root = root
+        self.source = source
+        # where <output schema="FILE"/> paths start: the plan file's folder (None: the cwd)
+        self.base_dir = base_dir
+        self.problems: list[Problem] = []
+        self._incomplete = False  # a part the whole plan's checks need could not be read
+        self._lines: list[str] | None = None
+        self._nth: dict[etree._Element, int] | None = None
+
+    # -- positions -------------------------------------------------------------
+    def pos(self, el: etree._Element) -> tuple[int, int]:
+        """Line and column of an element's start tag (lxml gives only the line)."""
+        if self._lines is None or self._nth is None:
+            self._lines = self.source.splitlines()
+            # Several elements of one tag can share a line (minified XML): number them.
+            self._nth = {}
+            counts: dict[tuple[object, int | None], int] = {}
+            for other in self.root.iter():
+                key = (other.tag, other.sourceline)
+                self._nth[other] = counts.get(key, 0)
+                counts[key] = self._nth[other] + 1
+        line = el.sourceline or 1
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        tag = el.tag if isinstance(el.tag, str) else ""
+        nth = self._nth.get(el, 0)
+        at = -1
+        for _ in range(nth + 1):
+            at = text.find("<" + tag, at + 1)
+            if at < 0:
+                return line, 1
+        return line, at + 1
+
+    def problem(self, el: etree._Element, message: str, agent_index: int | None = None) -> None:
+        line, col = self.pos(el)
+        self.problems.append(Problem(message, line, col, agent_index))
+
+    # -- reading ----------------------------------------------------------------
+    def read(self) -> ParsedWorkflow:
+        root = self.root
+        if root.tag != "workflow":
+            shown = root.tag if isinstance(root.tag, str) else "?"
+            self.problem(root, f"the root element is <{shown}>; a plan's root must be <workflow>")
+            raise WorkflowXMLError(self.problems)
+        self._check_attrs(root, _WORKFLOW_ATTRS, "workflow")
+        self._check_no_text(root, "workflow")
+
+        wf: dict[str, Any] = {
+            "name": root.get("name", ""),
+            "taskId": root.get("taskId") or str(uuid.uuid4()),
+            "agents": [],
+        }
+        modified = root.get("modified")
+        if modified is not None:
+            if modified not in ("true", "false"):
+                self.problem(root, f'modified="{modified}" must be "true" or "false"')
+            wf["modified"] = modified == "true"
+        if (budget := root.get("budget")) is not None:
+            try:
+                wf["budget"] = parse_limits(budget, "<workflow budget>")
+            except BudgetError as e:
+                self.problem(root, str(e))
+
+        agent_els: list[etree._Element] = []
+        for child in root:
+            tag = child.tag
+            if tag == "agent":
+                agent_els.append(child)
+            elif tag == "taskPrompt":
+                wf["taskPrompt"] = _element_text(child)
+            elif tag == "variables":
+                before = len(self.problems)
+                wf["variables"] = self._read_variables(child)
+                self._incomplete |= len(self.problems) > before
+            elif tag == "role":
+                wf.setdefault("roles", []).append(self._read_role(child))
+            else:
+                self._unknown_child(child, "workflow", _WORKFLOW_CHILDREN)
+        if not agent_els and not self.problems:
+            self.problem(root, "the workflow has no <agent> elements; add at least one agent")
+
+        for index, el in enumerate(agent_els):
+            wf["agents"].append(self._read_agent(el, index))
+
+        if self.problems:
+            raise WorkflowXMLError(self.problems, partial=self._partial(wf, agent_els))
+        try:
+            workflow = Workflow.model_validate(wf)
+        except ValidationError as e:
+            self._validation_problems(e, root, agent_els)
+            raise WorkflowXMLError(self.problems) from None
+        return ParsedWorkflow(workflow, self, agent_els)
+
+    def _partial(
+        self, wf: dict[str, Any], agent_els: list[etree._Element]
+    ) -> ParsedWorkflow | None:
+        """The plan as far as it reads, for the checks of the whole (dependencies, names,
+        cycles) to run too — so one bad ``<config>`` does not hide every other problem. None
+        when a part the checks stand on is missing (an agent's id, name or task, a variable),
+        which would make them report what is not wrong."""
+        if self._incomplete:
+            return None
+        try:
+            return ParsedWorkflow(Workflow.model_validate(wf), self, agent_els)
+        except ValidationError:
+            return None
+
+    def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
+        # The hot loop for big plans: read attributes as one dict, children in one pass,
+        # and only look closer (and build messages) when something is off.
+        attrs = dict(el.attrib)
+        if not attrs.keys() <= _AGENT_ATTR_SET:
+            self._check_attrs(el, _AGENT_ATTRS, "agent", index)
+        agent: dict[str, Any] = {}
+        agent_id = attrs.get("id")
+        if agent_id is None:
+            self.problem(
+                el,
+                f'{_label(None, index)} has no id attribute; add id="…" (unique in the plan)',
+                index,
+            )
+        else:
+            agent["id"] = agent_id
+        name = attrs.get("name")
+        if name is None:
+            self.problem(
+                el,
+                f'{_label(agent_id, index)} has no name attribute; add name="llm" (or browser, file, shell, a role)',
+                index,
+            )
+        else:
+            agent["name"] = name
+        depends = attrs.get("depends")
+        if depends:
+            parts = depends.split(",")
+            if " " in depends or "" in parts or any(not p or p != p.strip() for p in parts):
+                parts = [d.strip() for d in parts if d.strip()]
+            agent["depends"] = parts
+        status = attrs.get("status")
+        if status is not None:
+            if status not in _STATUSES:
+                self.problem(
+                    el,
+                    f'{_label(agent_id, index)}: status="{status}" must be one of {", ".join(_STATUSES)}',
+                    index,
+                )
+            else:
+                agent["status"] = status
+
+        text = el.text
+        stray = bool(text and not text.isspace())
+        for child in el:
+            tag = child.tag
+            tail = child.tail
+            if tail and not stray and not tail.isspace():
+                stray = True
+            if tag not in _AGENT_CHILD_SET:
+                self._unknown_child(child, "agent", _AGENT_CHILDREN, index)
+                continue
+            if tag in agent:
+                self.problem(
+                    child, f"{_label(agent_id, index)} has more than one <{tag}>; keep one", index
+                )
+                continue
+            if len(child):
+                self.problem(
+                    child,
+                    f"<{tag}> of {_label(agent_id, index)} contains elements; write text only (escape '<' as &lt; or use CDATA)",
+                    index,
+                )
+                agent[tag] = None
+                continue
+            if tag == "config":
+                agent["config"] = self._read_config(child, _label(agent_id, index), index)
+            elif tag == "output":
+                agent["output"] = self._read_output(child, _label(agent_id, index), index)
+            else:
+                agent[tag] = _element_text(child)
+        if "output" in agent:
+            self._merge_output(el, agent, _label(agent_id, index), index)
+        if stray:
+            self.problem(
+                el,
+                f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>",
+                index,
+            )
+        if agent.get("task") is None or agent_id is None or name is None:
+            self._incomplete = True
+        if "task" not in agent:
+            self.problem(
+                el,
+                f"{_label(agent_id, index)} has no <task>; add <task>what this agent should do</task>",
+                index,
+            )
+        return agent
+
+    def _read_config(self, el: etree._Element, label: str, index: int) -> dict[str, Any] | None:
+        text = (el.text or "").strip()
+        if not text:
+            return {}
+        value = self._json_text(
+            el,
+            text,
+            f"<config> of {label}",
+            'a JSON object such as {"tool": "shell", "command": "ls"}',
+            index,
+        )
+        if value is _UNREAD:
+            return None
+        if not isinstance(value, dict):
+            self.problem(
+                el,
+                f"<config> of {label} must be a JSON object {{…}}, not {type(value).__name__}",
+                index,
+            )
+            return None
+        return value
+
+    def _read_output(self, el: etree._Element, label: str, index: int) -> Any:
+        """``<output>{schema}</output>`` or ``<output schema="FILE"/>``: the schema's JSON
+        value (checked as a JSON Schema by :func:`xsky.plan.output_schema.output_problems`),
+        or None when it cannot be read (the problem is recorded)."""
+        self._check_attrs(el, ("schema",), "output", index)
+        text = (el.text or "").strip()
+        file = el.get("schema")
+        example = '<output>{"type": "object", "properties": {"title": {"type": "string"}}}</output>'
+        if file is not None and text:
+            self.problem(
+                el,
+                f"<output> of {label} has both a schema file and an inline schema; keep one",
+                index,
+            )
+            return None
+        if file is None and not text:
+            self.problem(
+                el,
+                f"<output> of {label} is empty; write a JSON Schema inside it ({example}) or name a "
+                'file: <output schema="shape.json"/>',
+                index,
+            )
+            return None
+        if file is not None:
+            return self._read_schema_file(el, file, label, index)
+        value = self._json_text(
+            el, text, f"<output> of {label}", f"a JSON Schema such as {example}", index
+        )
+        return None if value is _UNREAD else value
+
+    def _json_text(self, el: etree._Element, text: str, what: str, such: str, index: int) -> Any:
+        """``text`` (the element's) parsed as JSON, or ``_UNREAD`` with the problem recorded at
+        the line of the error inside it."""
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError, RecursionError) as e:
+            line, col = self.pos(el)
+            detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+            if isinstance(e, json.JSONDecodeError):
+                line += e.lineno - 1
+            self.problems.append(
+                Problem(f"{what} is not valid JSON ({detail}); write {such}", line, col, index)
+            )
+            return _UNREAD
+
+    def _read_schema_file(self, el: etree._Element, file: str, label: str, index: int) -> Any:
+        path = Path(file) if self.base_dir is None else self.base_dir / file
+        fix = "write the path relative to the plan file, or put the schema inline: <output>{…}</output>"
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "is a directory")
+            with path.open("rb") as fh:
+                data = fh.read(MAX_SCHEMA_BYTES + 1)
+        except FileNotFoundError:
+            self.problem(
+                el, f'<output schema="{file}"> of {label}: no such file {path}; {fix}', index
+            )
+            return None
+        except OSError as e:
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: cannot read {path} ({e.strerror}); {fix}',
+                index,
+            )
+            return None
+        if len(data) > MAX_SCHEMA_BYTES:
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: {path} is over {MAX_SCHEMA_BYTES:,} bytes; '
+                "a JSON Schema is far smaller — name the schema file, not a data file",
+                index,
+            )
+            return None
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: {path} is not valid JSON ({detail}); '
+                "the file must hold one JSON Schema object",
+                index,
+            )
+            return None
+
+    def _merge_output(
+        self, el: etree._Element, agent: dict[str, Any], label: str, index: int
+    ) -> None:
+        """The schema of ``<output>`` goes where the run reads it: ``config["output"]``."""
+        schema = agent.pop("output")
+        config = agent.get("config")
+        if schema is None or ("config" in agent and config is None):
+            return  # already reported
+        if config and "output" in config:
+            self.problem(
+                el,
+                f'{label} has both <output> and "output" in its <config>; keep one',
+                index,
+            )
+            return
+        agent["config"] = {**(config or {}), "output": schema}
+
+    def _read_role(self, el: etree._Element) -> dict[str, Any]:
+        self._check_attrs(el, _ROLE_ATTRS, "role")
+        name = el.get("name")
+        if not name:
+            self.problem(
+                el,
+                '<role> needs a name attribute: <role name="reviewer" tools="file_read">…</role>',
+            )
+        role: dict[str, Any] = {"name": name or "unnamed"}
+        for attr, field in (("description", "description"), ("model", "suggestedModel")):
+            if el.get(attr) is not None:
+                role[field] = el.get(attr)
+        for attr, field in (
+            ("tools", "allowedTools"),
+            ("requestedTools", "requestedTools"),
+            ("skills", "skillNames"),
+        ):
+            if el.get(attr) is not None:
+                role[field] = [t.strip() for t in (el.get(attr) or "").split(",") if t.strip()]
+        for child in el:
+            if child.tag != "systemPrompt":
+                self._unknown_child(child, "role", ("systemPrompt",))
+            elif "systemPrompt" in role:
+                self.problem(child, f"role {name} has more than one <systemPrompt>; keep one")
+            else:
+                role["systemPrompt"] = _element_text(child)
+        if (el.text or "").strip():
+            self.problem(
+                el, f"<role> {name} holds loose text; put the prompt inside <systemPrompt>"
+            )
+        return role
+
+    def _read_variables(self, el: etree._Element) -> dict[str, str]:
+        self._check_no_text(el, "variables")
+        variables: dict[str, str] = {}
+        for child in el:
+            if child.tag != "variable":
+                self._unknown_child(child, "variables", ("variable",))
+                continue
+            self._check_attrs(child, ("name",), "variable")
+            name = child.get("name")
+            if not name:
+                self.problem(
+                    child,
+                    'a <variable> needs a name attribute: <variable name="topic">default</variable>',
+                )
+                continue
+            if name in variables:
+                self.problem(child, f"variable {name!r} is declared twice; keep one")
+                continue
+            variables[name] = _element_text(child)
+        return variables
+
+    def _check_attrs(
+        self, el: etree._Element, allowed: tuple[str, ...], what: str, index: int | None = None
+    ) -> None:
+        if len(el.attrib) <= len(allowed) and all(k in allowed for k in el.attrib):
+            return
+        for key in el.keys():
+            if key == XML_SPACE:
+                continue
+            if key not in allowed:
+                self.problem(
+                    el,
+                    f"unknown attribute {key!r} on <{what}>; allowed: {', '.join(allowed)}",
+                    index,
+                )
+
+    def _check_no_text(self, el: etree._Element, what: str) -> None:
+        stray = [(el.text or "")] + [(c.tail or "") for c in el]
+        if any(s.strip() for s in stray):
+            self.problem(
+                el, f"<{what}> holds loose text; put text inside <task>, <input> or <taskPrompt>"
+            )
+
+    def _unknown_child(
+        self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None
+    ) -> None:
+        tag = el.tag if isinstance(el.tag, str) else "entity reference"
+        self.problem(
+            el, f"unknown element <{tag}> inside <{parent}>; allowed: {', '.join(allowed)}", index
+        )
+
+    def _validation_problems(
+        self, e: ValidationError, root: etree._Element, agents: list[etree._Element]
+    ) -> None:
+        for err in e.errors():
+            loc = err["loc"]
+            msg = friendly_error(loc, err["type"], err["msg"], err.get("input"))
+            if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], int):
+                index = loc[1]
+                el = agents[index]
+                agent_id = el.get("id") or f"#{index + 1}"
+                self.problem(el, f"agent {agent_id}: {msg}", index)
+            else:
+                self.problem(root, f"<workflow>: {msg}")
+
+
+def _label(agent_id: str | None, index: int) -> str:
+    return f"agent {agent_id}" if agent_id else f"agent #{index + 1}"
+
+
+_UNREAD = object()  # what _json_text gives for text that is not JSON (None is valid JSON)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")
 
 
 # -- writing ------------------------------------------------------------------------

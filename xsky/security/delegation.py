@@ -37,10 +37,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from xsky.plan.models import RoleCapabilityModel
 from xsky.security.option_reading import rule_words
 from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 from xsky.security.program_forms import Finding, finding, program_name
+from xsky.security.roles import RoleCapabilityModel
 from xsky.security.rules import Rule, matches, parse_rule, rule_problems
 from xsky.security.shell_parse import ShellCommand, ShellParseError, normalized, split_command
 

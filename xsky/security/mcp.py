@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from xsky.plan.models import WireModel
+from xsky.wire import WireModel
 
 PREFIX = "mcp__"
 SERVER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")

@@ -41,11 +41,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from xsky.plan.models import RoleCapabilityModel
 from xsky.security.addresses import blocked_host
 from xsky.security.allow_hosts import host_rules
 from xsky.security.mcp import Hint, is_tool_name
 from xsky.security.net import denied_host, destinations, domain_rules, link_local
+from xsky.security.roles import RoleCapabilityModel
 from xsky.security.rules import (
     DEFAULT_PORTS,
     ApprovedRule,

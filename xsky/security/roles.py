@@ -13,14 +13,39 @@ A role holds the tools of MCP servers by name: ``mcp__github`` every tool of tha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from xsky.plan.models import AGENT_NAME_RE, RoleCapabilityModel
-from xsky.security.mcp import entry_problem, is_mcp
-from xsky.security.rules import has
+from pydantic import Field, StringConstraints
+
+from xsky.security.mcp import entry_problem, holds, is_mcp
 from xsky.security.tools import TOOLS as TOOL_SPECS
 from xsky.security.tools import privileged
+from xsky.wire import WireModel, XmlText
+
+# Role names, which are agents' names too: what `<agent name=…>` and `<role name=…>` accept.
+AGENT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+AgentName = Annotated[str, StringConstraints(pattern=AGENT_NAME_RE.pattern)]
+
+
+class RoleCapabilityModel(WireModel):
+    """A role (LingXiao's RoleCapabilityModel): who the agent is and what it may use."""
+
+    name: AgentName
+    description: XmlText = ""
+    system_prompt: XmlText = ""
+    allowed_tools: list[str] = Field(default_factory=list)
+    requested_tools: list[str] = Field(default_factory=list)  # usable with a person's approval
+    skill_names: list[str] = Field(default_factory=list)
+    suggested_model: XmlText | None = None
+
+
+def has(entries: Iterable[str], tool: str) -> bool:
+    """Does a role's tool list (or a person-only list) hold ``tool``? An MCP tool is held by its
+    own name or by its server's (``mcp__fs`` holds ``mcp__fs__read_file``)."""
+    return holds(entries, tool) if is_mcp(tool) else tool in entries
+
 
 TOOLS: dict[str, str] = {name: spec.description for name, spec in TOOL_SPECS.items()}
 

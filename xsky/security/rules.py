@@ -22,9 +22,10 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from xsky.plan.models import RoleCapabilityModel, WireModel
-from xsky.security.mcp import Hint, covers, entry_problem, holds, is_mcp
+from xsky.security.mcp import Hint, covers, entry_problem, is_mcp
+from xsky.security.roles import RoleCapabilityModel, has
 from xsky.security.tools import PATH_TOOLS, URL_TOOLS
+from xsky.wire import WireModel
 
 Effect = Literal["allow", "ask", "deny"]
 PermissionMode = Literal["default", "accept_edits", "plan", "bypass"]
@@ -386,9 +387,3 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
     return Decision(
         "deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)"
     )
-
-
-def has(entries: Iterable[str], tool: str) -> bool:
-    """Does a role's tool list (or a person-only list) hold ``tool``? An MCP tool is held by its
-    own name or by its server's (``mcp__fs`` holds ``mcp__fs__read_file``)."""
-    return holds(entries, tool) if is_mcp(tool) else tool in entries

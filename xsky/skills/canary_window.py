@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from xsky.plan.models import WireModel as Wire
+from xsky.wire import WireModel as Wire
 
 WINDOW = timedelta(hours=6)
 P_STAGING_WINDOW = 0.5

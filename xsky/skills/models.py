@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from xsky.plan.models import WireModel as Wire
 from xsky.skills.clustering import ClusterDecision
+from xsky.wire import WireModel as Wire
 
 SkillState = Literal["baby", "main", "retired"]
 EDIT_THRESHOLD = 10  # cumulative weightscore of pending candidates that triggers SkillEditAgent

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from xsky.plan.models import WireModel as Wire
+from xsky.wire import WireModel as Wire
 
 
 class DeltaRef(Wire):

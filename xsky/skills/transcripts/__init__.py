@@ -20,9 +20,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-from xsky.plan.models import WireModel
 from xsky.security.redact import redact
 from xsky.skills.trajectory import Event
+from xsky.wire import WireModel
 
 SourceKind = Literal["claude-code", "codex", "xsky"]
 SOURCE_KINDS: tuple[SourceKind, ...] = ("claude-code", "codex", "xsky")

@@ -41,13 +41,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.fsio import atomic_write
 from activities.skills.scan import read_atoms
 from activities.skills.store import RecordCount, SkillStore, TrajRow
+from client._consts import PICKUP_WAIT
+from client.connect import connect_client
+from client.workers import picked_up, queue_pollers, unserved_error
 from workflows.skills.watch import SkillsScanWorkflow
-from xsky.client._consts import PICKUP_WAIT
-from xsky.client.connect import connect_client
-from xsky.client.workers import picked_up, queue_pollers, unserved_error
 from xsky.config import Settings
 from xsky.errors import ConnectError, NoWorkerError, UsageError
-from xsky.security.settings import (
+from xsky.settings_files import (
     SettingsError,
     load_layers,
     parse_settings,

@@ -10,30 +10,27 @@ name the first run, and each board says so.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from xsky.client.settings import resolve_permissions
 from xsky.errors import ConnectError, UsageError
-from xsky.plan.xml import parse_workflow
-from xsky.runs import ResumeFrom, RunInput
-
-if TYPE_CHECKING:
-    from xsky.client.run import Run
+from xsky.plan.models import Workflow
+from xsky.runs import AgentReport, ResumeFrom, RunInput
+from xsky.security.permissions import PermissionSettings
 
 # Reports carried in the follow-up's input: beyond this the input would near Temporal's
 # payload limit (a larger run is resumed by replanning it instead: not supported yet).
 MAX_CARRIED = 2000
 
 
-async def first_input(client: Client, run: Run) -> RunInput:
+async def first_input(client: Client, handle: WorkflowHandle[Any, Any]) -> RunInput:
     """The input the run's latest execution was started with (its options, variables …)."""
     try:
-        history = await run.handle.fetch_history()
+        history = await handle.fetch_history()
     except RPCError as e:
-        raise ConnectError(f"could not read the history of {run.id}: {e.message}") from None
+        raise ConnectError(f"could not read the history of {handle.id}: {e.message}") from None
     started = history.events[0].workflow_execution_started_event_attributes
     (inp,) = await client.data_converter.decode(started.input.payloads, [RunInput])
     assert isinstance(inp, RunInput)
@@ -52,13 +49,9 @@ def agent_ids(wf_agents: list[str], tasks: list[str]) -> list[str]:
     return out
 
 
-async def start_follow_up(run: Run, tasks: list[str], text: str | None = None) -> Run:
-    """Start the follow-up run of the ended ``run`` that runs ``tasks`` again."""
-    from xsky.client.handle import XSky  # the handle starts runs; it imports this module's caller
-
-    client = run._client  # the same connection the run was read with
-    inp = await first_input(client, run)
-    wf = parse_workflow(await run.plan())
+def retask(wf: Workflow, tasks: list[str], text: str | None) -> tuple[Workflow, list[str]]:
+    """The plan to run again and the agent ids of ``tasks`` in it; with ``text`` the first of
+    them gets that as its new task."""
     ids = agent_ids([a.id for a in wf.agents], tasks)
     if text is not None:
         if not text.strip():
@@ -70,32 +63,46 @@ async def start_follow_up(run: Run, tasks: list[str], text: str | None = None) -
                 ]
             }
         )
-    reports = await run.reports()
+    return wf, ids
+
+
+def follow_up_input(
+    run_id: str,
+    first: RunInput,
+    wf: Workflow,
+    rerun: list[str],
+    reports: list[AgentReport],
+    permissions: PermissionSettings,
+) -> RunInput:
+    """The follow-up's input: ``first``'s variables, context and options (no second review),
+    every completed agent of ``reports`` carried over, the agents ``rerun`` run again."""
     carried = [r for r in reports if r.status in ("completed", "skipped")]
-    done = [f"T-{r.id}" for r in carried if r.id in ids]
+    done = [f"T-{r.id}" for r in carried if r.id in rerun]
     if done:
         raise UsageError(
-            f"{', '.join(done)} completed in {run.id}: nothing to retry",
+            f"{', '.join(done)} completed in {run_id}: nothing to retry",
             "to run finished work again, start a new run (`starter.py run`)",
             topic="ended",
-            subject=run.id,
+            subject=run_id,
         )
     if len(carried) > MAX_CARRIED:
         raise UsageError(
-            f"{run.id} has {len(carried)} completed agents; a follow-up run carries at most "
+            f"{run_id} has {len(carried)} completed agents; a follow-up run carries at most "
             f"{MAX_CARRIED}",
             "replan the remaining work as a new run instead",
         )
-    first = inp.resume.workspace_of if inp.resume is not None else run.id
-    settings = run._settings
-    follow = RunInput(
+    workspace_of = first.resume.workspace_of if first.resume is not None else run_id
+    return RunInput(
         workflow=wf,
-        variables=inp.variables,
-        context=inp.context,
-        options=inp.options.model_copy(update={"review": False}),
-        roles=inp.roles,
-        permissions=resolve_permissions(settings),
-        resume=ResumeFrom(run_id=run.id, workspace_of=first, carried=carried, rerun=ids),
+        variables=first.variables,
+        context=first.context,
+        options=first.options.model_copy(update={"review": False}),
+        roles=first.roles,
+        permissions=permissions,
+        resume=ResumeFrom(run_id=run_id, workspace_of=workspace_of, carried=carried, rerun=rerun),
     )
-    new_id = f"{run.id[:160]}-retry-{uuid.uuid4().hex[:6]}"
-    return await XSky(client, settings).start(follow, new_id, memo={"resumes": run.id})
+
+
+def follow_up_id(run_id: str) -> str:
+    """The follow-up's own run id: the first run's, marked as a retry."""
+    return f"{run_id[:160]}-retry-{uuid.uuid4().hex[:6]}"

@@ -1,4 +1,9 @@
-"""settings.json: roles, permission rules, the permission mode and the sandbox, in two layers.
+"""The settings files (settings.json): roles, rules, the mode, the sandbox and more, in two layers.
+
+One file configures several parts of xsky — security (roles, rules, the mode, the sandbox,
+MCP servers), the skill pipeline (its transcript sources) and budgets (models' prices) — so
+this module stands above the core's packages it reads for (:mod:`xsky.security`,
+:mod:`xsky.skills`, :mod:`xsky.plan`), and none of them reads it.
 
 ``~/.xsky/settings.json`` (the user's; ``XSKY_USER_SETTINGS`` names another file) and
 ``<project>/.xsky/settings.json`` (the project's; later wins). The format follows LingXiao's::
@@ -44,7 +49,6 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from xsky.config import Settings, load_settings
 from xsky.plan.budget import Price
-from xsky.plan.models import WireModel
 from xsky.security.allow_hosts import host_rule
 from xsky.security.mcp import ENV_NAME, SERVER_RE, McpServerSpec
 from xsky.security.permissions import (
@@ -55,6 +59,7 @@ from xsky.security.permissions import (
     rule_problems,
 )
 from xsky.skills.transcripts import SourceKind
+from xsky.wire import WireModel
 
 
 class _Strict(WireModel):

@@ -1,4 +1,5 @@
-"""Starting a run: run ids and the names a plan refers to. A large plan goes to the store by
+"""Starting a run: its id, the names its plan refers to, the hosts it opens, and the start
+itself (workers checked first, the first task seen taken). A large plan goes to the store by
 itself (Temporal's External Storage: activities/storage/payloads.py)."""
 
 from __future__ import annotations
@@ -9,12 +10,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from client._consts import RUN_ID
+from client.workers import picked_up, require_workers, unserved_error
+from workflows.leader import LeaderWorkflow
+from xsky.config import Settings
 from xsky.errors import (
+    ConnectError,
     UsageError,
 )
 from xsky.leader.core import QUEUE_KINDS
 from xsky.plan.models import Workflow
 from xsky.plan.variables import agent_references
+from xsky.runs import RunInput, RunResult
 from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
@@ -74,3 +86,55 @@ def is_prompt(text: str) -> bool:
         return not Path(text).is_file()
     except (OSError, ValueError):  # too long or NUL bytes for a path: words
         return True
+
+
+async def launch(
+    client: Client,
+    settings: Settings,
+    inp: RunInput,
+    workflow_id: str,
+    wait_for_worker: float | None = None,
+    on_wait: Any = None,
+    memo: dict[str, Any] | None = None,
+) -> WorkflowHandle[Any, RunResult]:
+    """Start the leader of a prepared RunInput once workers serve every queue it needs; its
+    handle once a worker has taken its first task (an UnservedRunError, the run started, when
+    none has within a few seconds)."""
+    wf = inp.workflow
+    summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
+    details = (
+        f"{len(wf.agents)} agents · taskId {wf.task_id}"
+        if wf
+        else "planned from a request by the leader"
+    )
+    if not RUN_ID.fullmatch(workflow_id):
+        raise UsageError(
+            f"run id {workflow_id!r}: use letters, digits and . _ - : (at most 200), e.g. xsky-nightly-1"
+        )
+    check_hosts(inp.options.allow_hosts)
+    wait = settings.worker_wait if wait_for_worker is None else wait_for_worker
+    await require_workers(client, settings, plan_kinds(wf), wait, on_wait)
+    try:
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            inp,
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            static_summary=summary,
+            static_details=details,
+            # An id names one run (and its workspace and artifacts): never a second one.
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            memo=memo,
+        )
+    except WorkflowAlreadyStartedError:
+        raise UsageError(
+            f"a run with id {workflow_id} already exists (its workspace and results are its own)",
+            f"see it with XSky.get({workflow_id!r}).status(), or start this one with another id",
+            topic="exists",
+            subject=workflow_id,
+        ) from None
+    except RPCError as e:
+        raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
+    if not await picked_up(client, workflow_id):
+        raise unserved_error(settings, settings.task_queue, workflow_id, "run")
+    return handle

@@ -13,7 +13,7 @@ from __future__ import annotations
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import Client
 
-from xsky.client.workers import live_pollers
+from client.workers import live_pollers
 from xsky.config import Settings
 
 

@@ -11,7 +11,7 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client
 from temporalio.converter import DataConverter
 
-from xsky.client.once import describe_once
+from client.once import describe_once
 
 
 @dataclass

@@ -17,9 +17,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.storage import open_objects
-from workflows.leader import LeaderWorkflow
-from xsky.agent_log import parse_lines, transcript_key
-from xsky.client._consts import (
+from client._consts import (
     QUERY_TIMEOUT,
     QUERY_TRIES,
     RUNNING_STATUS,
@@ -27,14 +25,19 @@ from xsky.client._consts import (
     TRANSIENT,
     Decision,
 )
-from xsky.client.attempts import attempt_ends, retry_lines
-from xsky.client.once import board_once, describe_once
-from xsky.client.outcome import _status_name, cancelled_result, run_outcome
-from xsky.client.results import reports_of, result_text
-from xsky.client.server_view import ServerView, server_view
-from xsky.client.steer import find_task, steer
-from xsky.client.values import ConnectionLost, RunStatus, WorkerSilent
-from xsky.client.workers import unanswered, untaken
+from client.attempts import attempt_ends, retry_lines
+from client.once import board_once, describe_once
+from client.outcome import _status_name, cancelled_result, run_outcome
+from client.results import reports_of, result_text
+from client.resume import first_input, follow_up_id, follow_up_input, retask
+from client.server_view import ServerView, server_view
+from client.settings import resolve_permissions
+from client.start import launch
+from client.steer import check_signalled, find_task, predates_update, send_signal
+from client.values import ConnectionLost, RunStatus, WorkerSilent
+from client.workers import unanswered, untaken
+from workflows.leader import LeaderWorkflow
+from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -69,6 +72,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskView
 from xsky.plan.budget import KEYS
+from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunResult
 
 
@@ -306,17 +310,33 @@ class Run:
                 topic="worker",
             ) from None
 
+    async def _steer(
+        self, update: Any, signal: Any, request: Any, what: str, task: str | None = None
+    ) -> InterventionResult:
+        """The update ``update`` (answered), or for a run whose worker predates it the signal
+        ``signal`` (client/steer.py)."""
+        try:
+            return await self._update(update, request)
+        except RefusedError as e:
+            if not predates_update(e):
+                raise
+        await self._running(what)
+        if task is not None:  # a signal cannot refuse: the task must be there, not ended
+            board = await self.board(limit=2000)
+            check_signalled(board, find_task(board.tasks, task), task, self.id, what)
+        return await send_signal(self.handle, signal, request, what)
+
     async def pause(
         self, cancel_running: bool = False, reason: str | None = None
     ) -> InterventionResult:
         """Stop dispatching new agents (and with ``cancel_running`` stop running ones; they resume later)."""
         request = PauseRequest(cancel_running=cancel_running, reason=reason)
-        return await steer(self, LeaderWorkflow.pause_run, LeaderWorkflow.pause, request, "pause")
+        return await self._steer(LeaderWorkflow.pause_run, LeaderWorkflow.pause, request, "pause")
 
     async def resume(self) -> InterventionResult:
         request = ResumeRequest()
-        return await steer(
-            self, LeaderWorkflow.resume_run, LeaderWorkflow.resume, request, "resume"
+        return await self._steer(
+            LeaderWorkflow.resume_run, LeaderWorkflow.resume, request, "resume"
         )
 
     async def nudge(self, task: str, message: str) -> InterventionResult:
@@ -326,8 +346,8 @@ class Run:
             raise UsageError("the nudge message is empty: say what the agent should know")
         row = await self.task(task)
         request = NudgeRequest(task_id=row.id, message=message)
-        return await steer(
-            self, LeaderWorkflow.nudge_task, LeaderWorkflow.nudge, request, "nudge", task
+        return await self._steer(
+            LeaderWorkflow.nudge_task, LeaderWorkflow.nudge, request, "nudge", task
         )
 
     async def answer(self, request_id: str, text: str) -> InterventionResult:
@@ -397,10 +417,16 @@ class Run:
 
     async def follow_up(self, tasks: list[str], text: str | None = None) -> Run:
         """A follow-up run of this ended run: ``tasks`` and their dependents run again, the
-        rest is carried over with its results, in this run's workspace (xsky/client/resume.py)."""
-        from xsky.client.resume import start_follow_up  # it starts runs through the XSky handle
-
-        return await start_follow_up(self, tasks, text)
+        rest is carried over with its results, in this run's workspace (client/resume.py)."""
+        first = await first_input(self._client, self.handle)
+        wf, rerun = retask(parse_workflow(await self.plan()), tasks, text)
+        follow = follow_up_input(
+            self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
+        )
+        handle = await launch(
+            self._client, self._settings, follow, follow_up_id(self.id), memo={"resumes": self.id}
+        )
+        return Run(self._client, self._settings, handle)
 
     async def follow_ups(self) -> list[str]:
         """Ids of the follow-up runs that resume this one, oldest first (none where the server

@@ -11,32 +11,21 @@ from typing import Any
 from temporalio.client import (
     Client,
 )
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
+from client.connect import connect_client
+from client.listing import list_query
+from client.outcome import _status_name
+from client.results import reports_of, result_text
+from client.run import Run
+from client.settings import resolve_permissions, resolve_roles
+from client.skills import Skills
+from client.start import check_names, is_prompt, launch, new_run_id
+from client.values import RunSummary
 from workflows.leader import LeaderWorkflow
-from xsky.client._consts import RUN_ID
-from xsky.client.connect import connect_client
-from xsky.client.listing import list_query
-from xsky.client.outcome import _status_name
-from xsky.client.results import reports_of, result_text
-from xsky.client.run import Run
-from xsky.client.settings import resolve_permissions, resolve_roles
-from xsky.client.skills import Skills
-from xsky.client.start import (
-    check_hosts,
-    check_names,
-    is_prompt,
-    new_run_id,
-    plan_kinds,
-)
-from xsky.client.values import RunSummary
-from xsky.client.workers import picked_up, require_workers, unserved_error
 from xsky.config import Settings, load_settings
 from xsky.errors import (
-    ConnectError,
     PlanError,
     UsageError,
 )
@@ -185,46 +174,9 @@ class XSky:
         memo: dict[str, Any] | None = None,
     ) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds)."""
-
-        wf = inp.workflow
-        summary = (
-            wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]
-        ) or workflow_id
-        details = (
-            f"{len(wf.agents)} agents · taskId {wf.task_id}"
-            if wf
-            else "planned from a request by the leader"
+        handle = await launch(
+            self.client, self.settings, inp, workflow_id, wait_for_worker, on_wait, memo
         )
-        if not RUN_ID.fullmatch(workflow_id):
-            raise UsageError(
-                f"run id {workflow_id!r}: use letters, digits and . _ - : (at most 200), e.g. xsky-nightly-1"
-            )
-        check_hosts(inp.options.allow_hosts)
-        wait = self.settings.worker_wait if wait_for_worker is None else wait_for_worker
-        await require_workers(self.client, self.settings, plan_kinds(wf), wait, on_wait)
-        try:
-            handle = await self.client.start_workflow(
-                LeaderWorkflow.run,
-                inp,
-                id=workflow_id,
-                task_queue=self.settings.task_queue,
-                static_summary=summary,
-                static_details=details,
-                # An id names one run (and its workspace and artifacts): never a second one.
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                memo=memo,
-            )
-        except WorkflowAlreadyStartedError:
-            raise UsageError(
-                f"a run with id {workflow_id} already exists (its workspace and results are its own)",
-                f"see it with XSky.get({workflow_id!r}).status(), or start this one with another id",
-                topic="exists",
-                subject=workflow_id,
-            ) from None
-        except RPCError as e:
-            raise ConnectError(f"could not start {workflow_id}: {e.message}") from None
-        if not await picked_up(self.client, workflow_id):
-            raise unserved_error(self.settings, self.settings.task_queue, workflow_id, "run")
         return Run(self.client, self.settings, handle)
 
     async def get(self, run_id: str) -> Run:

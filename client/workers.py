@@ -35,7 +35,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from xsky.client._consts import (
+from client._consts import (
     LIVE_POLLER_SECONDS,
     PICKUP_WAIT,
     QUERY_TIMEOUT,

@@ -12,7 +12,7 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import Client
 
-from xsky.client._consts import QUERY_TIMEOUT
+from client._consts import QUERY_TIMEOUT
 from xsky.leader.state import BoardPage, PageRequest
 
 

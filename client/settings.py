@@ -11,7 +11,7 @@ from xsky.errors import (
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.permissions import PermissionSettings
 from xsky.security.roles import BUILTIN_ROLES, merge_roles, role_problems
-from xsky.security.settings import SettingsError, load_layers, permission_settings, role_layers
+from xsky.settings_files import SettingsError, load_layers, permission_settings, role_layers
 
 # -- settings files: roles and permissions ------------------------------------------------------
 

@@ -12,8 +12,8 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from client._consts import OUTCOME_TYPES, QUERY_TIMEOUT
 from workflows.leader import LeaderWorkflow
-from xsky.client._consts import OUTCOME_TYPES, QUERY_TIMEOUT
 from xsky.errors import NoWorkerError
 from xsky.leader.state import PageRequest
 from xsky.runs import AgentReport, RunResult

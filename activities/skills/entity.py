@@ -1,0 +1,92 @@
+"""One skill's side effects, for its entity workflow: its state, its next version, its canary's verdict.
+
+The entity (``SkillEntityWorkflow``) owns one skill: it loads and writes its
+``.candidates.yml`` here, has SkillEditAgent (:mod:`activities.skills.editor`) write the next
+version from the pending candidates, and applies the canary's verdict to the skill's git
+repository: staging promoted onto main, or discarded under a tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+
+from activities.skills import git as skill_git
+from activities.skills.editor import edit_skill
+from activities.skills.files import load_state, skill_dir, write_state
+from activities.skills.pipeline import heartbeats, off_loop, skills_model
+from xsky.config import Settings
+from xsky.skills.models import (
+    CandidatesFile,
+    EditInput,
+    EditResult,
+    GitAction,
+    GitResult,
+    SkillEntityInput,
+    SkillEntityState,
+)
+
+
+class EntityActivities:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @property
+    def home(self) -> Path:
+        return self.settings.skills_home
+
+    @activity.defn(name="load_skill_state")
+    def load_skill_state(self, inp: SkillEntityInput) -> SkillEntityState:
+        return load_state(self.home, inp.slug)
+
+    @activity.defn(name="write_skill_state")
+    def write_skill_state(self, f: CandidatesFile) -> None:
+        write_state(self.home, f.state)
+
+    @activity.defn(name="edit_skill")
+    async def edit_skill(self, inp: EditInput) -> EditResult:
+        async with heartbeats(1.0):  # git, the validator and the scripts block: off the event loop
+            return await off_loop(edit_skill, self.home, inp, skills_model(), lambda note: None)
+
+    @activity.defn(name="canary_git")
+    def canary_git(self, a: GitAction) -> GitResult:
+        return canary_git(self.home, a)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.load_skill_state, self.write_skill_state, self.edit_skill, self.canary_git]
+
+
+def canary_git(home: Path, a: GitAction) -> GitResult:
+    """Promote (main takes staging's tree, a merge commit citing the figures) or discard (an
+    annotated tag ``discarded/<sha>`` keeps the version and the figures); staging goes."""
+    repo = skill_dir(home, a.slug)
+    main = skill_git.branch_commit(repo, "main")
+    staging = skill_git.branch_commit(repo, "staging")
+    marker = f"Canary-Of: {a.staging_commit}"
+    if staging != a.staging_commit:  # done already (a retried activity) or decided by someone else
+        return GitResult(main_commit=main, done="already decided")
+    if a.action == "promote":
+        if main and marker not in skill_git.message(repo, main):
+            tree = skill_git.git(repo, "rev-parse", f"{staging}^{{tree}}")
+            commit = skill_git.git(
+                repo,
+                "commit-tree",
+                tree,
+                "-p",
+                main,
+                "-p",
+                staging,
+                "-F",
+                "-",
+                input_text=f"{a.message}\n\n{marker}\n",
+            )
+            skill_git.publish(repo, "main", commit, main)
+            main = commit
+    else:
+        skill_git.tag(repo, f"discarded/{staging[:12]}", staging, f"{a.message}\n\n{marker}\n")
+    skill_git.delete_branch(repo, "staging", staging)
+    skill_git.sync(repo)
+    return GitResult(main_commit=main, done=a.action)
