@@ -13,8 +13,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xsky.artifacts import ArtifactRef, BlobRef
-from xsky.leader.coordinator.ledger import CoordinatorMode
-from xsky.leader.state import Answer, AuditEntry, LeaderState, StallWindows, ToolApproval
+from xsky.leader.ledger import CoordinatorMode
+from xsky.leader.state import Answer, AuditEntry, LeaderState, ToolApproval
+from xsky.plan.agent_config import RetryOptions, StallWindows
 from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, StopReason, Usage, UsageReport
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.security.permissions import PermissionSettings
@@ -23,42 +24,6 @@ from xsky.wire import WireModel as Wire
 
 # Characters of an agent's progress message the leader keeps (the board shows a line of it).
 PROGRESS_CHARS = 500
-
-# Seconds Temporal waits before any retry of an agent's attempt under the flat policy (see
-# RetryOptions.wait_after): a lost worker's attempt is retried this soon.
-FLAT_RETRY = 1.0
-
-
-class RetryOptions(Wire):
-    """Bounded retries for one agent's activity (Temporal's default retries forever).
-
-    The backoff (``initial_interval`` × ``backoff_coefficient`` ^ (errors − 1), at most
-    ``maximum_interval``) is between attempts that ended in an *error*. An attempt lost with
-    its worker is retried at once: Temporal's policy for the attempt is flat (``FLAT_RETRY``)
-    and the attempt after an error waits the rest of its backoff itself, before it runs."""
-
-    maximum_attempts: int = Field(3, ge=1, le=50)
-    initial_interval: float = Field(1.0, gt=0, le=3600, description="seconds")
-    backoff_coefficient: float = Field(2.0, ge=1, le=10)
-    maximum_interval: float = Field(30.0, gt=0, le=86400, description="seconds")
-
-    def flat_interval(self) -> float:
-        """Seconds Temporal waits before every retry under the flat policy."""
-        return min(FLAT_RETRY, self.initial_interval)
-
-    def backoff(self, errors: int) -> float:
-        """Seconds between the ``errors``-th error and the attempt after it (0 before any)."""
-        if errors < 1:
-            return 0.0
-        exponent = min(errors - 1, 64)  # past this the cap has long been reached
-        return min(
-            self.maximum_interval, self.initial_interval * self.backoff_coefficient**exponent
-        )
-
-    def wait_after(self, errors: int) -> float:
-        """Seconds an attempt that follows the ``errors``-th error waits before it runs: its
-        backoff less the flat interval Temporal already waited."""
-        return max(0.0, self.backoff(errors) - self.flat_interval()) if errors else 0.0
 
 
 class RunOptions(Wire):

@@ -33,9 +33,9 @@ from xsky.leader.state import (
     ResumeRequest,
     RetryTaskRequest,
     SkipTaskRequest,
-    StallWindows,
     TaskRequest,
 )
+from xsky.plan.agent_config import StallWindows
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration

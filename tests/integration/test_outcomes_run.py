@@ -22,7 +22,8 @@ from tests.conftest import Env
 from tests.fake_llm import FakeLLM, text
 from tests.integration.helpers import board, plan
 from tests.integration.test_cli_runs import starter
-from xsky.runs import RetryOptions, RunOptions
+from xsky.plan.agent_config import RetryOptions
+from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration
 

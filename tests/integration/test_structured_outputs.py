@@ -13,8 +13,9 @@ import pytest
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, first_user, text, turn_of
 from tests.integration.helpers import plan
+from xsky.plan.agent_config import RetryOptions
 from xsky.plan.output_schema import CORRECTION_HEAD, OUTPUT_RETRIES
-from xsky.runs import RetryOptions, RunOptions
+from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration
 

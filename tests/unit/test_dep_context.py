@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from activities.artifacts import ArtifactStore
 from xsky.artifacts import ArtifactRef
+from xsky.leader.dep_context import MIN_EACH, PER_DEPENDENCY, dependency_context, wants_context
 from xsky.leader.tasks import TaskState
-from xsky.plan.dep_context import MIN_EACH, PER_DEPENDENCY, dependency_context, wants_context
 from xsky.plan.models import WorkflowAgent
 
 

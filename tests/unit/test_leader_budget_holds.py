@@ -13,8 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from tests.unit.test_leader_budget import T0, ref, used
 from xsky.leader.coordinator.judgment import NOT_CHECKED, consult_key
-from xsky.leader.coordinator.ledger import ConsultOutcome
 from xsky.leader.core import LeaderCore, StartAgent
+from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.tasks import note_of
 from xsky.plan.budget import (
     CHECK_TOKENS,

@@ -9,9 +9,10 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.test_leader_core import T0, ref
-from xsky.leader.coordinator.ledger import ConsultOutcome
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, Rejected, StartAgent, StopAgent
-from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest, StallWindows
+from xsky.leader.ledger import ConsultOutcome
+from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest
+from xsky.plan.agent_config import StallWindows
 from xsky.plan.budget import Limits, RunBudget, Usage
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions

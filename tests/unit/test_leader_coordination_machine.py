@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from tests.unit.test_leader_core import T0, ref
-from xsky.leader.coordinator.ledger import ConsultOutcome, Verdict
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, StartAgent, StopAgent
-from xsky.leader.state import AnswerRequest, StallWindows
+from xsky.leader.ledger import ConsultOutcome, Verdict
+from xsky.leader.state import AnswerRequest
+from xsky.plan.agent_config import StallWindows
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput, RunOptions
 from xsky.security.delegation import delegation

@@ -42,10 +42,10 @@ from xsky.leader.state import (
     PauseRequest,
     RetryTaskRequest,
     SkipTaskRequest,
-    StallWindows,
     TaskRequest,
 )
 from xsky.leader.tasks import TERMINAL, derive_statuses
+from xsky.plan.agent_config import StallWindows
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport, RequestPayload, RunInput, RunOptions
 

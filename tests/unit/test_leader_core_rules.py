@@ -27,8 +27,8 @@ from xsky.leader.state import (
     PauseRequest,
     ReplanRequest,
     SkipTaskRequest,
-    StallWindows,
 )
+from xsky.plan.agent_config import StallWindows
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.xml import workflow_to_xml
 from xsky.runs import AgentOutcome, ProgressReport, RunInput, RunOptions

@@ -8,9 +8,9 @@ import pytest
 
 from xsky.leader.replan import merge_plan, new_task
 from xsky.leader.stall import LoopDetector, seconds_to_next_step, stall_step
-from xsky.leader.state import ReplanRequest, StallWindows
+from xsky.leader.state import ReplanRequest
 from xsky.leader.tasks import TaskState, board_markdown, derive_statuses
-from xsky.plan.agent_config import config_problems, stall_windows
+from xsky.plan.agent_config import StallWindows, config_problems, stall_windows
 from xsky.plan.models import Workflow, WorkflowAgent
 
 W = StallWindows(nudge_after=180, restart_after=420)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from activities.agents.ledger import AttemptLedger
-from xsky.runs import FLAT_RETRY, RetryOptions
+from xsky.plan.agent_config import FLAT_RETRY, RetryOptions
 
 
 def test_error_retries_still_back_off_the_users_way_less_the_flat_interval():

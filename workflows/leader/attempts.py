@@ -23,8 +23,8 @@ from workflows.leader.metrics import LeaderMetrics
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.leader.coordinator.ledger import ConsultOutcome
     from xsky.leader.core import Command, LeaderCore
+    from xsky.leader.ledger import ConsultOutcome
     from xsky.leader.tasks import TaskState
     from xsky.plan.variables import RenderError
     from xsky.runs import AgentOutcome

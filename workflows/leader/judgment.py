@@ -19,8 +19,8 @@ from workflows.failures import describe_failure
 
 with workflow.unsafe.imports_passed_through():
     from xsky.leader.coordinator.judgment import consult_key
-    from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome
     from xsky.leader.core import Command, Consult, LeaderCore
+    from xsky.leader.ledger import ConsultInput, ConsultOutcome
     from xsky.plan.budget import Usage
     from xsky.safe_text import printable
 

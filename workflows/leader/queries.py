@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.leader.coordinator.ledger import LedgerView
     from xsky.leader.core import LeaderCore
     from xsky.leader.grants import Grants, GrantsRequest
+    from xsky.leader.ledger import LedgerView
     from xsky.leader.state import (
         AuditEntry,
         BoardPage,

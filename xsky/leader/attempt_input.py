@@ -5,6 +5,7 @@ its queue — and, for the worker that checks an input against it, what a dispat
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from xsky.artifacts import marker
@@ -13,14 +14,14 @@ from xsky.leader.briefs import Briefs
 from xsky.leader.budget import Budget
 from xsky.leader.cast import Cast
 from xsky.leader.commands import LOCAL_SECONDS, QUEUE_KINDS, SATISFIED
+from xsky.leader.dep_context import dependency_context, wants_context
 from xsky.leader.grants import Grants, GrantsRequest
 from xsky.leader.plans import PlanBook
 from xsky.leader.tasks import TaskState
-from xsky.plan.agent_config import activity_settings, stall_windows, tool_name
-from xsky.plan.dep_context import dependency_context, wants_context
+from xsky.plan.agent_config import RetryOptions, config_problems, stall_windows, tool_name
 from xsky.plan.models import WorkflowAgent
 from xsky.plan.variables import render, render_command, render_config
-from xsky.runs import AgentInput, RunInput
+from xsky.runs import AgentInput, RunInput, RunOptions
 from xsky.security.mcp import is_mcp
 from xsky.security.tools import WORKSPACE_TOOLS
 
@@ -56,6 +57,31 @@ class _Results(Mapping[str, str]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+@dataclass(frozen=True)
+class ActivitySettings:
+    start_to_close: float
+    heartbeat: float
+    retry: RetryOptions
+
+
+def activity_settings(config: dict[str, Any] | None, options: RunOptions) -> ActivitySettings:
+    """Per-agent timeouts and retries: the agent's config over the run's defaults."""
+    problems = config_problems(config)
+    if problems:
+        raise ValueError("; ".join(problems))
+    cfg = config or {}
+    retry = options.retry
+    if "retry" in cfg:
+        retry = RetryOptions.model_validate(
+            {**options.retry.model_dump(by_alias=True), **cfg["retry"]}
+        )
+    return ActivitySettings(
+        start_to_close=float(cfg.get("startToCloseTimeout", options.start_to_close_timeout)),
+        heartbeat=float(cfg.get("heartbeatTimeout", options.heartbeat_timeout)),
+        retry=retry,
+    )
 
 
 class AttemptInputs:
@@ -100,7 +126,7 @@ class AttemptInputs:
         return isinstance(seconds, int | float) and 0 <= seconds <= LOCAL_SECONDS
 
     def wants_context(self, agent_id: str) -> bool:
-        """Does this agent get its dependencies' results as input (see :mod:`xsky.plan.dep_context`)?"""
+        """Does this agent get its dependencies' results as input (see :mod:`xsky.leader.dep_context`)?"""
         return wants_context(self.board.agents[agent_id])
 
     def render(self, agent_id: str) -> tuple[WorkflowAgent, list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from xsky.leader.coordinator.ledger import ConsultInput
+from xsky.leader.ledger import ConsultInput
 from xsky.plan.budget import BudgetShare, Usage, UsageReport
 from xsky.runs import (
     DecisionRecord,

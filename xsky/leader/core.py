@@ -56,7 +56,6 @@ from xsky.leader.commands import (
     StopReason,
 )
 from xsky.leader.coordinator.judgment import Judgment
-from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome, Point
 from xsky.leader.coordinator.oversight import Oversight
 from xsky.leader.coordinator.requests import RequestJudge
 from xsky.leader.coordinator.results import ResultCheck
@@ -64,6 +63,7 @@ from xsky.leader.coordinator.review import consultation
 from xsky.leader.coordinator.views import CoordinatorViews
 from xsky.leader.flow import Flow
 from xsky.leader.ladder import StallLadder
+from xsky.leader.ledger import ConsultInput, ConsultOutcome, Point
 from xsky.leader.limits import (
     QUESTION_CHARS,
     cut,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from xsky.leader.state import StallWindows
+from xsky.plan.agent_config import StallWindows
 
 StallAction = Literal["nudge", "restart", "replan", "escalate"]
 # Ladder levels: 0 fresh, 1 nudged, 2 restarted, 3 escalated (nothing further).

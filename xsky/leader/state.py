@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from xsky.artifacts import BlobRef
-from xsky.leader.coordinator.ledger import Ledger
+from xsky.leader.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
 from xsky.plan.budget import BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
@@ -113,20 +113,6 @@ class Granted(WireModel):
 
     dispatch: int
     approvals: list[ToolApproval] = Field(default_factory=list)
-
-
-class StallWindows(WireModel):
-    """Seconds without progress before each step of the stall ladder."""
-
-    enabled: bool = True
-    nudge_after: float = Field(180.0, gt=0)
-    restart_after: float = Field(420.0, gt=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> StallWindows:
-        if self.restart_after <= self.nudge_after:
-            raise ValueError("restartAfter must be longer than nudgeAfter")
-        return self
 
 
 # -- the state, by component -------------------------------------------------------------------

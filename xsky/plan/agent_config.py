@@ -22,20 +22,69 @@ Reserved keys (camelCase, as on the wire):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from xsky.errors import Problem
-from xsky.leader.state import StallWindows
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Workflow
-from xsky.runs import RetryOptions, RunOptions
 from xsky.security.mcp import is_mcp, is_tool_name
 
 # DIRECT_TOOLS: the registry's direct tools, llm and noop
 from xsky.security.tools import DIRECT_TOOLS, TOOLS
+from xsky.wire import WireModel
+
+# Seconds Temporal waits before any retry of an agent's attempt under the flat policy (see
+# RetryOptions.wait_after): a lost worker's attempt is retried this soon.
+FLAT_RETRY = 1.0
+
+
+class RetryOptions(WireModel):
+    """Bounded retries for one agent's activity (Temporal's default retries forever).
+
+    The backoff (``initial_interval`` × ``backoff_coefficient`` ^ (errors − 1), at most
+    ``maximum_interval``) is between attempts that ended in an *error*. An attempt lost with
+    its worker is retried at once: Temporal's policy for the attempt is flat (``FLAT_RETRY``)
+    and the attempt after an error waits the rest of its backoff itself, before it runs."""
+
+    maximum_attempts: int = Field(3, ge=1, le=50)
+    initial_interval: float = Field(1.0, gt=0, le=3600, description="seconds")
+    backoff_coefficient: float = Field(2.0, ge=1, le=10)
+    maximum_interval: float = Field(30.0, gt=0, le=86400, description="seconds")
+
+    def flat_interval(self) -> float:
+        """Seconds Temporal waits before every retry under the flat policy."""
+        return min(FLAT_RETRY, self.initial_interval)
+
+    def backoff(self, errors: int) -> float:
+        """Seconds between the ``errors``-th error and the attempt after it (0 before any)."""
+        if errors < 1:
+            return 0.0
+        exponent = min(errors - 1, 64)  # past this the cap has long been reached
+        return min(
+            self.maximum_interval, self.initial_interval * self.backoff_coefficient**exponent
+        )
+
+    def wait_after(self, errors: int) -> float:
+        """Seconds an attempt that follows the ``errors``-th error waits before it runs: its
+        backoff less the flat interval Temporal already waited."""
+        return max(0.0, self.backoff(errors) - self.flat_interval()) if errors else 0.0
+
+
+class StallWindows(WireModel):
+    """Seconds without progress before each step of the stall ladder."""
+
+    enabled: bool = True
+    nudge_after: float = Field(180.0, gt=0)
+    restart_after: float = Field(420.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> StallWindows:
+        if self.restart_after <= self.nudge_after:
+            raise ValueError("restartAfter must be longer than nudgeAfter")
+        return self
+
 
 RESERVED_KEYS = frozenset(
     {
@@ -54,13 +103,6 @@ RESERVED_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class ActivitySettings:
-    start_to_close: float
-    heartbeat: float
-    retry: RetryOptions
-
-
 def tool_name(config: dict[str, Any] | None) -> str | None:
     if not config:
         return None
@@ -70,24 +112,6 @@ def tool_name(config: dict[str, Any] | None) -> str | None:
 
 def tool_arguments(config: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (config or {}).items() if k not in RESERVED_KEYS}
-
-
-def activity_settings(config: dict[str, Any] | None, options: RunOptions) -> ActivitySettings:
-    """Per-agent timeouts and retries: the agent's config over the run's defaults."""
-    problems = config_problems(config)
-    if problems:
-        raise ValueError("; ".join(problems))
-    cfg = config or {}
-    retry = options.retry
-    if "retry" in cfg:
-        retry = RetryOptions.model_validate(
-            {**options.retry.model_dump(by_alias=True), **cfg["retry"]}
-        )
-    return ActivitySettings(
-        start_to_close=float(cfg.get("startToCloseTimeout", options.start_to_close_timeout)),
-        heartbeat=float(cfg.get("heartbeatTimeout", options.heartbeat_timeout)),
-        retry=retry,
-    )
 
 
 MAX_RETRIES = 10

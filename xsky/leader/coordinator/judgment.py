@@ -15,7 +15,8 @@ from typing import Any
 from xsky.leader.board import TaskBoard
 from xsky.leader.budget import Budget
 from xsky.leader.commands import SATISFIED
-from xsky.leader.coordinator.ledger import (
+from xsky.leader.coordinator.prompts import ANSWER_TOKENS, READINGS, consult_tokens
+from xsky.leader.ledger import (
     DETAIL_CHARS,
     REASON_CHARS,
     ConsultInput,
@@ -27,7 +28,6 @@ from xsky.leader.coordinator.ledger import (
     Verdict,
     cut,
 )
-from xsky.leader.coordinator.prompts import ANSWER_TOKENS, READINGS, consult_tokens
 from xsky.leader.plans import PlanBook
 from xsky.leader.requests import RequestBook
 from xsky.leader.state import HumanRequest

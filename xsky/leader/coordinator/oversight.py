@@ -16,8 +16,8 @@ from xsky.leader.coordinator.judgment import (
     RESULT_CHARS,
     Judgment,
 )
-from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome, Verdict, cut
 from xsky.leader.ladder import Replan, StallLadder
+from xsky.leader.ledger import ConsultInput, ConsultOutcome, Verdict, cut
 from xsky.leader.requests import RequestBook
 from xsky.leader.state import HumanRequest, Nudge
 from xsky.leader.tasks import TaskState

@@ -1,7 +1,7 @@
 """The coordinator's prompts and the shape of its replies, per point of the run.
 
 Pure text and parsing; the ``coordinate`` activity (``activities/coordinator.py``) sends
-them to the model and turns the reply into a :class:`~xsky.leader.coordinator.ledger.ConsultOutcome`.
+them to the model and turns the reply into a :class:`~xsky.leader.ledger.ConsultOutcome`.
 The ledgers are Magentic-One's (a task ledger of facts, a progress ledger of judgments),
 the "done" decision AgentKit's, the root cause after a stall Magentic-One's replanning.
 """
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from xsky.leader.coordinator.ledger import ConsultInput, Evidence, Point
+from xsky.leader.ledger import ConsultInput, Evidence, Point
 from xsky.plan.budget import estimate_tokens
 
 # A stored result is shown to the coordinator up to this many characters.

@@ -16,7 +16,7 @@ from xsky.leader.board import TaskBoard
 from xsky.leader.briefs import Briefs
 from xsky.leader.commands import Rejected
 from xsky.leader.coordinator.judgment import Judgment
-from xsky.leader.coordinator.ledger import DETAIL_CHARS, ConsultOutcome, cut
+from xsky.leader.ledger import DETAIL_CHARS, ConsultOutcome, cut
 from xsky.leader.requests import RequestBook
 from xsky.leader.state import Answer, AnswerRequest, AuditEntry, HumanRequest, Nudge, ToolApproval
 from xsky.leader.tasks import TaskState

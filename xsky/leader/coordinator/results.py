@@ -10,7 +10,7 @@ from datetime import datetime
 from xsky.leader.board import TaskBoard
 from xsky.leader.briefs import Briefs
 from xsky.leader.coordinator.judgment import EMPTY, NOT_CHECKED, Judgment
-from xsky.leader.coordinator.ledger import ConsultOutcome, Verdict, cut
+from xsky.leader.ledger import ConsultOutcome, Verdict, cut
 from xsky.leader.state import Nudge
 from xsky.leader.tasks import TaskState
 from xsky.outcomes import NO_FINAL_ANSWER, OFFLINE_PROVIDER

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 from xsky.leader.commands import StopReason
 from xsky.leader.coordinator.judgment import RESULT_CHARS, Judgment
-from xsky.leader.coordinator.ledger import DETAIL_CHARS, ConsultInput, cut
 from xsky.leader.coordinator.requests import RequestJudge
 from xsky.leader.coordinator.results import unfinished
+from xsky.leader.ledger import DETAIL_CHARS, ConsultInput, cut
 from xsky.leader.tasks import TaskState
 from xsky.outcomes import OFFLINE_PROVIDER
 from xsky.runs import AgentOutcome

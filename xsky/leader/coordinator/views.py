@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xsky.leader.board import TaskBoard
 from xsky.leader.coordinator.judgment import Judgment
-from xsky.leader.coordinator.ledger import LedgerView, TaskIntent
+from xsky.leader.ledger import LedgerView, TaskIntent
 from xsky.leader.state import PageRequest
 from xsky.leader.tasks import derive_statuses
 from xsky.runs import RunResult
