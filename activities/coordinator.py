@@ -24,7 +24,6 @@ from activities.beat import heartbeating
 from activities.call_budget import CallBudget
 from xsky.agent_log import transcript_key
 from xsky.config import Settings
-from xsky.leader.coordinator.ledger import ConsultInput, ConsultOutcome, Evidence
 from xsky.leader.coordinator.prompts import (
     FIX,
     READINGS,
@@ -33,6 +32,7 @@ from xsky.leader.coordinator.prompts import (
     read_reply,
     user_message,
 )
+from xsky.leader.ledger import ConsultInput, ConsultOutcome, Evidence
 from xsky.plan.budget import Price, ShareSpent, Usage, cost, estimate_tokens
 from xsky.settings_files import SettingsError, price_table, worker_layers
 

@@ -49,7 +49,7 @@ from xsky.errors import (
     WorkersBusyError,
     XSkyError,
 )
-from xsky.leader.coordinator.ledger import LedgerView
+from xsky.leader.ledger import LedgerView
 from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
