@@ -28,7 +28,7 @@ $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
 
 test: install
-	$(PY) -m pytest -q -n 2 -m "not chaos"  # two processes (pytest-xdist): most tests wait on servers, not on CPU
+	$(PY) -m pytest -q -n 2 -m "not chaos" --durations=25  # two processes (pytest-xdist): most tests wait on servers, not on CPU
 
 chaos: install  # the long fault runs: workers SIGKILLed under large runs
 	$(PY) -m pytest -q -m chaos

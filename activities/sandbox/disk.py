@@ -73,6 +73,13 @@ def refusal(workspace: Path, reserve: int) -> str | None:
     return None
 
 
+def quota_reason(quota: int, size: int) -> str:
+    return (
+        f"disk quota {shown(quota)} of the workspace reached (it holds {shown(size)}): the command "
+        "was stopped (security.limits.disk in the worker's settings raises it)"
+    )
+
+
 @dataclass
 class Watch:
     """One running sandboxed command and its workspace."""
@@ -94,6 +101,17 @@ class Watch:
         if self.reason is None:
             self.reason = reason
             self.kill()
+
+    def over_quota(self) -> str | None:
+        """Measured now: the quota reason if the workspace holds more than its quota.
+
+        Asked when the kernel stopped a command for memory: pages written to a tmpfs
+        workspace are charged to the command's memory, so a fast writer can meet the memory
+        limit before the watcher's next look — the disk is then the truer cause."""
+        size = usage(self.workspace)
+        if size is None or size <= self.quota:
+            return None
+        return quota_reason(self.quota, size)
 
 
 class DiskGuard:
@@ -177,10 +195,7 @@ class DiskGuard:
             w.next_check = used + 8 * 1024 * 1024
             return
         if size > w.quota:
-            w.stop(
-                f"disk quota {shown(w.quota)} of the workspace reached (it holds {shown(size)}): the command "
-                "was stopped (security.limits.disk in the worker's settings raises it)"
-            )
+            w.stop(quota_reason(w.quota, size))
             return
         # Measure again once the filesystem has grown by half of what is left of the quota.
         w.next_check = used + max(8 * 1024 * 1024, (w.quota - size) // 2)

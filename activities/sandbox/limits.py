@@ -350,6 +350,16 @@ class AttemptCgroup:
                 continue
         return total
 
+    def tmpfs_charged(self) -> int:
+        """Bytes of tmpfs files its processes wrote that still count against its memory (the
+        kernel charges them there until they are deleted, after the writers are gone too)."""
+        if self.version == 2:
+            return _field(_read(self.folders[""] / "memory.stat"), "shmem")
+        if "memory" not in self.folders:
+            return 0
+        stat = _read(self.folders["memory"] / "memory.stat")
+        return max(_field(stat, "total_shmem"), _field(stat, "shmem"))
+
     def forks_refused(self) -> int:
         return self._events()[1]
 

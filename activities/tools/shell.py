@@ -281,6 +281,14 @@ async def _supervise(
         verdict = watch.reason
     if verdict is None and cgroup is not None:
         verdict = cgroup.verdict()
+        if (
+            verdict is not None
+            and watch is not None
+            and verdict.startswith("memory limit")
+            and cgroup.tmpfs_charged() > watch.quota
+        ):
+            # Its memory went to files it wrote on a tmpfs workspace: the disk is the cause.
+            verdict = await asyncio.to_thread(watch.over_quota) or verdict
     _release(watch, cgroup)
     stderr = capture.text(2, "stderr")
     code = transport.get_returncode()

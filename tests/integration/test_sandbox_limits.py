@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.sandbox import bwrap
+from activities.sandbox import bwrap, disk
 from tests.conftest import Env
 from tests.integration.helpers import plan
 from xsky.runs import RunOptions
@@ -144,3 +144,34 @@ async def test_a_filesystem_filled_past_its_reserve_stops_the_writer_and_keeps_r
         ["df", "-B1", "--output=avail", str(small_disk)], capture_output=True, text=True
     )
     assert int(free.stdout.split()[-1]) > 32 * 1024 * 1024  # room is left
+
+
+async def test_a_tmpfs_workspace_filled_before_the_watcher_looks_is_named_as_its_disk_quota(
+    env: Env, small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Files on a tmpfs count as the writer's memory: one written faster than the disk watcher
+    looks meets the memory limit first. The verdict names the disk quota the workspace went
+    past, not memory it never allocated; an allocation beside it is still named memory."""
+    monkeypatch.setattr(disk, "INTERVAL", 30.0)  # the watcher does not look in time
+    settings = tmp_path / "worker-settings.json"
+    limits = {"memory": "128MiB", "disk": "32MiB", "disk_reserve": "16MiB"}
+    settings.write_text(
+        json.dumps({"security": {"limits": limits}, "permissions": {"allow": ["shell(python3:*)"]}})
+    )
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    await env.start_worker(kinds=["shell", "llm"])
+    result = await env.run(
+        plan(
+            agent("1", "head -c 1G /dev/zero > big"),
+            agent("2", "python3 -c 'b = bytearray(1 << 30); print(len(b))'"),
+        ),
+        timeout=120,
+        options=RunOptions(max_auto_replans=0),
+    )
+    by_id = {a.id: a for a in result.agents}
+    assert by_id["1"].status == "failed", by_id["1"]
+    assert "disk quota 32 MiB of the workspace reached" in (by_id["1"].error or ""), by_id[
+        "1"
+    ].error
+    assert by_id["2"].status == "failed", by_id["2"]
+    assert "memory limit 128 MiB reached" in (by_id["2"].error or ""), by_id["2"].error

@@ -30,7 +30,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as fh:
             state = next(line for line in fh if line.startswith("State:"))
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before or while it was read
         return False
     return "Z" not in state.split()[1]
 
