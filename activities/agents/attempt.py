@@ -26,6 +26,7 @@ from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
+from activities.agents.transcripts import LogTail
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
@@ -38,6 +39,7 @@ from activities.skills.files import library
 from activities.storage.snapshots import Snapshots, workspace_key
 from activities.tools import ToolContext
 from activities.tools.skills import SkillLibrary
+from xsky.agent_log import transcript_key
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
@@ -89,13 +91,16 @@ class Attempt:
     goal: str | None  # the run's goal
     answers: list[Answer]  # people's answers to this task's questions
     nudges: list[str]  # the supervisor's messages, as the dispatch brought them
-    resume: bool  # pick up the agent's checkpoint when one exists
+    # Pick up the agent's checkpoint when one exists (False where none can: the first attempt
+    # of an agent's first dispatch reads none).
+    resume: bool
     artifact_threshold: int  # results up to this many bytes also travel inline
     store: ArtifactStore
     checkpoints: Checkpoints
     transcripts: Path  # where finished conversations go, for the skill pipeline
     skills: SkillLibrary  # the skill library as this run reads it
     beat: Beat
+    log: LogTail  # where the agent's log lines go, in batches (the activity writes the rest)
     gate: Gate
     ctx: ToolContext
     # The run's workspace in the store, for an attempt on its workspace's host (workers share
@@ -122,6 +127,8 @@ def prepare(
     mcp: McpPool | None = None,
     refused: Sequence[DecisionRecord] = (),
     workspace_host: bool = False,
+    tail: LogTail | None = None,
+    fresh: bool = False,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
     ApplicationError for broken settings, a refused workspace, a missing artifact or a model
@@ -129,7 +136,9 @@ def prepare(
 
     ``key`` and ``ledger`` are the dispatch's (its files' names, where its command's end is
     recorded); ``refused``: the input's grants its leader did not confirm; ``workspace_host``:
-    the attempt runs on its workspace's host, which restores and snapshots it."""
+    the attempt runs on its workspace's host, which restores and snapshots it; ``tail``: where
+    its log lines go (default: straight to the store); ``fresh``: the dispatch's first attempt,
+    with nothing of its dispatch in the store (ledger.py), so nothing of it is read."""
     layers = worker_settings(settings)
     sandbox = _sandbox(layers)
     workspace = workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
@@ -158,10 +167,17 @@ def prepare(
         ],
         refused=refused,
     )
-    # The dispatch's one command: its end is recorded, and a later attempt returns it.
+    # The dispatch's one command: its end is recorded, and a later attempt returns it. On an
+    # object store the record is written on this machine and put in the store before the
+    # workspace's snapshot (the one long step between the command's end and the outcome the
+    # attempt keeps); without a snapshot the kept outcome follows at once, and is the record.
     record, publish = (
-        ledger.command_record(settings.home) if tool in RECORDED_TOOLS else (None, None)
+        ledger.command_record(settings.home, fetch=not fresh)
+        if tool in RECORDED_TOOLS
+        else (None, None)
     )
+    if not workspace_host:
+        publish = None
     ctx = ToolContext(
         run_id=key.run_id,
         agent_id=key.agent_id,
@@ -217,13 +233,15 @@ def prepare(
         goal=inp.goal,
         answers=inp.answers,
         nudges=inp.nudges,
-        resume=inp.resume,
+        # an agent's checkpoint is kept across its dispatches: none before its first
+        resume=inp.resume and not (fresh and key.dispatch == 1 and key.plan_version == 1),
         artifact_threshold=inp.artifact_threshold,
         store=store,
         checkpoints=Checkpoints(store, key),
         transcripts=settings.home / "transcripts",
         skills=SkillLibrary(library(settings.skills_home), key.run_id),
         beat=beat,
+        log=tail or LogTail(store.objects, transcript_key(key.run_id, key.agent_id)),
         gate=gate,
         ctx=ctx,
         snapshots=snapshots,
