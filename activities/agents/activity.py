@@ -324,11 +324,20 @@ class AgentActivities:
         # The configured model runs the agent's loop; without one, its tool (or the offline llm).
         ran = await (run_direct(a) if a.target is None else run_model(a))
         outcome = secrets.scrub_value(ran)  # (its result, notes and requests)
+        if a.publish_command is not None and (
+            a.snapshots is not None or (outcome.kind == "completed" and not inline_only(a, outcome))
+        ):
+            # Writes come before the outcome is kept (the snapshot, the result): the command's
+            # record goes first, so a worker lost meanwhile loses nothing. Otherwise the kept
+            # outcome, written next, is the record (one write less).
+            await stored(beat, self.store.where, "the command's record", a.publish_command)
         if a.snapshots is not None:  # before the outcome is kept: a kept outcome has its files
             async with self._moving(a.snapshots.key):
                 await stored(beat, self.store.where, "the workspace snapshot", a.snapshots.take)
         if outcome.kind != "completed":
             return outcome
+        if inline_only(a, outcome):  # nothing to write
+            return store_result(a, outcome)
         return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
 
     def _moving(self, key: str) -> asyncio.Lock:
@@ -336,19 +345,23 @@ class AgentActivities:
         return self._snapshot_locks.setdefault(key, asyncio.Lock())
 
 
+def inline_only(a: Attempt, outcome: AgentOutcome) -> bool:
+    """Does the result travel inline only (up to :data:`INLINE_ONLY` bytes, and the run's
+    ``artifact_threshold``), with nothing written?"""
+    return len((outcome.result or "").encode("utf-8")) <= min(INLINE_ONLY, a.artifact_threshold)
+
+
 def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:
-    """A result over :data:`INLINE_ONLY` bytes goes to the artifact store; small ones travel
-    inline (only inline, up to :data:`INLINE_ONLY`)."""
+    """A result over :data:`INLINE_ONLY` bytes goes to the artifact store (and travels inline
+    too up to the run's ``artifact_threshold``); a smaller one travels inline only."""
     text = outcome.result or ""
-    size = len(text.encode("utf-8"))
-    inline = size <= a.artifact_threshold
-    if inline and size <= INLINE_ONLY:
+    if inline_only(a, outcome):
         outcome.result, outcome.result_ref = text, None
         return outcome
     outcome.result_ref = a.store.put_text(
         a.key.run_id, a.key.agent_id, f"{a.key.file_prefix}result.txt", text
     )
-    outcome.result = text if inline else None
+    outcome.result = text if len(text.encode("utf-8")) <= a.artifact_threshold else None
     return outcome
 
 
