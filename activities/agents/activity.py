@@ -32,7 +32,7 @@ from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
 from activities.agents.key import AgentKey
 from activities.agents.lease import Lease
-from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch
+from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
@@ -133,7 +133,11 @@ class AgentActivities:
                 # attempt's start): an earlier attempt cut off from the server may still be at
                 # work, and this one must not do the same work beside it.
                 lease = Lease(
-                    ledger.store, ledger.lease_key, info.attempt, ttl=(timeout or 10.0) / 2
+                    ledger.store,
+                    ledger.lease_key,
+                    info.attempt,
+                    ttl=(timeout or 10.0) / 2,
+                    reroute=reroute_of(info.activity_id) or 0,
                 )
                 async with lease.held(beat, ledger.has_outcome, first=first):
                     # it waited for an earlier attempt, which may have kept its outcome since

@@ -57,6 +57,11 @@ class Holder:
     host: str
     pid: int
     age: float  # seconds since its last renewal (this machine's clock)
+    reroute: int = 0  # its activity's place among those of the dispatch (ledger.reroute_of)
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.reroute, self.attempt)
 
     @property
     def here(self) -> bool:
@@ -74,7 +79,14 @@ class Lease:
     key: str
     attempt: int
     ttl: float
+    # The attempt's activity among those of its dispatch: one sent again to another host
+    # counts its attempts from 1 again, and comes after every attempt of the ones before it.
+    reroute: int = 0
     kept: bool = False  # the attempt kept its outcome: the lease is left as it is (settled)
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.reroute, self.attempt)
 
     @classmethod
     def at(cls, path: Path, attempt: int, ttl: float) -> Lease:
@@ -91,6 +103,7 @@ class Lease:
                 int(data["pid"]),
                 # renewed at "at" by its holder's clock (an object store keeps no mtime to touch)
                 time.time() - float(data["at"]),
+                int(data.get("reroute", 0)),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -98,6 +111,7 @@ class Lease:
     def _write(self) -> None:
         holder = {
             "attempt": self.attempt,
+            "reroute": self.reroute,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "at": time.time(),
@@ -121,7 +135,7 @@ class Lease:
 
     def _release(self) -> None:
         holder = self.holder()
-        if holder is not None and holder.attempt == self.attempt and holder.here:
+        if holder is not None and holder.order == self.order and holder.here:
             with contextlib.suppress(Exception):
                 self.store.delete(self.key)
 
@@ -149,7 +163,7 @@ class Lease:
 
     async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> None:
         holder = await asyncio.to_thread(self.holder)
-        if holder is None or holder.attempt >= self.attempt or not holder.alive(self.ttl):
+        if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
             return
         where = f"{holder.host} (pid {holder.pid})"
         beat.progress(
@@ -162,7 +176,7 @@ class Lease:
                 if await asyncio.to_thread(settled):
                     return
                 holder = await asyncio.to_thread(self.holder)
-                if holder is None or holder.attempt >= self.attempt or not holder.alive(self.ttl):
+                if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
                     return
 
     async def _renewing(self) -> None:

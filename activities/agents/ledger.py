@@ -43,19 +43,26 @@ from xsky.artifacts import safe_component
 from xsky.runs import AgentOutcome
 from xsky.storage import ObjectStore
 
-# The activity id the leader gives a dispatch's attempts (workflows/leader/io.py): an id of
-# another form (an activity sent again to another host, "-r<n>", or one the leader did not
-# schedule) may follow another activity of the same dispatch.
-_DISPATCH_ACTIVITY = re.compile(r".+-v\d+-d\d+")
+# The activity ids the leader gives a dispatch's attempts (workflows/leader/io.py), and, with
+# "-r<n>", an activity of the dispatch sent again to another host (workflows/leader/hosts.py).
+_DISPATCH_ACTIVITY = re.compile(r".+-v\d+-d\d+(?:-r(\d+))?")
+
+
+def reroute_of(activity_id: str) -> int | None:
+    """Which activity of its dispatch this is: 0 for the one the leader scheduled, n for the
+    one it sent again to another host the n-th time; None for an id the leader did not give
+    (an activity scheduled by someone else: anything may have come before it)."""
+    found = _DISPATCH_ACTIVITY.fullmatch(activity_id)
+    return None if found is None else int(found[1] or 0)
 
 
 def first_of_dispatch(attempt: int, activity_id: str) -> bool:
     """Is this the first attempt of its dispatch, with nothing of it in the store yet?
 
     Attempt 1 of the activity the leader scheduled for the dispatch. Not attempt 1 of an
-    activity sent again to another host (workflows/leader/hosts.py gives it an ``-r<n>`` id): an
-    attempt of the activity before it may have kept an outcome, or still hold a lease."""
-    return attempt == 1 and _DISPATCH_ACTIVITY.fullmatch(activity_id) is not None
+    activity sent again to another host: an attempt of the activity before it may have kept an
+    outcome, or still hold a lease."""
+    return attempt == 1 and reroute_of(activity_id) == 0
 
 
 @dataclass(frozen=True)
