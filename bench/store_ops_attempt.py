@@ -22,7 +22,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from temporalio.testing import ActivityEnvironment
 
 from tests.counting_store import READS, WRITES, CountingStore
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
-from tests.s3server import s3_server
+from tests.s3server import S3Server, s3_server
 
 CONFIGS: dict[str, dict[str, Any] | None] = {
     "noop": {"tool": "noop"},
@@ -172,7 +173,7 @@ def main() -> None:
             env_vars |= {"XSKY_MODEL": "fake-model", "OPENAI_BASE_URL": fake.base_url}
         try:
             if where == "s3":
-                with s3_server() as server:
+                with s3_endpoint() as server:
                     bucket = server.bucket(f"ops-{uuid.uuid4().hex[:8]}")
                     aws = server.env(bucket)
                     os.environ.update({k: v for k, v in aws.items() if k.startswith("AWS_")})
@@ -181,7 +182,21 @@ def main() -> None:
                 row = measure(kind, where, rounds, env_vars)
         finally:
             fake.close()
+    import activities
+
+    row["tree"] = str(Path(activities.__file__).parents[1])  # the code that was measured
     print(json.dumps(row))
+
+
+@contextmanager
+def s3_endpoint() -> Iterator[S3Server]:
+    """The S3 server bench/store_ops.py started (``XSKY_BENCH_S3``), or one of its own."""
+    given = os.environ.get("XSKY_BENCH_S3")
+    if given:
+        yield S3Server(given)
+        return
+    with s3_server() as server:
+        yield server
 
 
 if __name__ == "__main__":
