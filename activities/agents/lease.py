@@ -42,6 +42,7 @@ from pathlib import Path
 
 from activities import beat as beats
 from activities.agents.beat import Beat
+from activities.agents.storage import stored
 from activities.storage.local import LocalStore
 from xsky.storage import ObjectStore
 
@@ -150,7 +151,8 @@ class Lease:
         :meth:`settled`."""
         if not first:
             await self._wait(beat, settled)
-        await asyncio.to_thread(self._take)
+        # a dispatch's first attempt writes nothing before this: a full store is waited out here
+        await stored(beat, self.store.where, "the attempt's lease", self._take)
         renewing = asyncio.create_task(self._renewing())
         try:
             yield self
