@@ -1,8 +1,8 @@
 """When the artifact store cannot take a write: say why, wait for it, and never pass for a lost worker.
 
-An attempt writes its ledger, its lease, its result and its outcome to the artifact store. A full (or
-read-only, or failing) store is not the agent's failure and usually passes — someone frees
-space, a cleanup job runs — so each of those writes waits for the store
+An attempt writes its ledger, its lease, its result and its outcome to the artifact store. A
+full (or read-only, or failing) store is not the agent's failure and usually passes — someone
+frees space, a cleanup job runs — so each of those writes waits for the store
 (:func:`stored`): it tries again with a growing pause, heartbeating, with the cause on the
 board ("no space left on the artifact store at /srv/xsky/artifacts: …"), for as long as the
 attempt's start-to-close timeout leaves room. Only then does the attempt fail, with that cause,
