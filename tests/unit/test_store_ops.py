@@ -279,7 +279,7 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
     assert order == ["attempt 3 runs", "attempt 3 ends", "rerouted attempt 1 runs"]
 
 
-# -- a worker lost just after its command ended -------------------------------------------------------
+# -- a worker lost just after its command ended ----------------------------------------------
 
 EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
 
