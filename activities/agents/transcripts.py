@@ -113,10 +113,10 @@ def _append(store: ObjectStore, key: str, data: bytes) -> None:
 
 class LogWriter:
     """Agent-log lines for an object store, written by a few daemon threads: a log always by
-    the same thread, so its lines stay in the order written. Best effort, as the lines are: a
-    backlog over ``limit`` lines drops new ones (counted in the worker's log), and a process
-    that exits does not wait for the store (``flush`` gives a graceful shutdown a bounded
-    wait)."""
+    the same thread, so its lines stay in the order written. Each write is one append (an
+    attempt's batch of lines, :class:`LogTail`). Best effort, as the lines are: a backlog over
+    ``limit`` writes drops new ones (counted in the worker's log), and a process that exits
+    does not wait for the store (``flush`` gives a graceful shutdown a bounded wait)."""
 
     def __init__(self, threads: int = 8, limit: int = 50_000):
         self.limit = limit
