@@ -43,6 +43,7 @@ bench: install
 	$(PY) bench/mcp_conformance.py
 	$(PY) bench/load.py
 	$(PY) bench/store.py
+	$(PY) bench/store_ops.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,25 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+Stamp = tuple[int, int, int, int]
+
+# A file's modification time is the clock's at a coarse tick (milliseconds): a file changed
+# this recently may change again under the same stamp, so what is read from it is not kept.
+RECENT_NS = 2_000_000_000
+
+
+def stamp(path: Path, *, follow: bool = True) -> Stamp | None:
+    """What changes when a file (or folder) is written or replaced: its device and inode, size
+    and modification time (None: no such file). For caches of what is read from it."""
+    try:
+        info = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def settled(found: Stamp | None) -> bool:
+    """May what was read under this stamp be kept (no file, or one not changed just now)?"""
+    return found is None or time.time_ns() - found[3] > RECENT_NS

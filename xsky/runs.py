@@ -303,7 +303,9 @@ class AgentOutcome(Wire):
 
     kind: OutcomeKind = "completed"
     result: str | None = None  # inline when at most the threshold
-    result_ref: ArtifactRef | None = None  # always set for a completed agent: the stored full text
+    # A completed agent's whole result, stored: one over 256 bytes (a smaller one travels
+    # inline only, activities/agents/activity.py INLINE_ONLY)
+    result_ref: ArtifactRef | None = None
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
     tokens: int = 0

@@ -4,9 +4,16 @@ The attempt runs in three steps: ``attempt.prepare`` resolves once what it needs
 worker's settings, role, model, sandbox, workspace, gate and tool context); then the agent's
 ``<config>`` tool runs directly (``direct.py``, no LLM), or, without one, the configured
 model runs the agent's loop (``loop.py``; with no model configured, the offline one
-answers); a completed result is written to the artifact store, small ones also travel
-inline. How each attempt ends is written to its ledger (``ledger.py``) first. The input's
-names (``AgentKey``) are made once, before anything is written.
+answers); a completed result over :data:`INLINE_ONLY` bytes is written to the artifact store,
+small ones travel inline. How each attempt ends is written to its ledger (``ledger.py``) first.
+The input's names (``AgentKey``) are made once, before anything is written.
+
+Every store call is a request someone pays for on S3, so an attempt's own cost stays one
+durable write: a dispatch's first attempt reads nothing before it works; an attempt that keeps
+its outcome writes it once (its result inline, its ledger line with it), after the lease it
+took at its start (only where exactly once needs one: not for a :data:`REPEATABLE` tool); its
+log's lines go in batches (``transcripts.LogTail``), the last at its end. An instant no-op
+writes its log's lines, once, and nothing else.
 """
 
 from __future__ import annotations
@@ -19,21 +26,23 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.agents.attempt import Attempt, prepare
+from activities.agents.attempt import RECORDED_TOOLS, Attempt, prepare
 from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
 from activities.agents.key import AgentKey
 from activities.agents.lease import Lease
-from activities.agents.ledger import AttemptLedger, Start
+from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
+from activities.agents.transcripts import LogTail
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox import secrets
 from activities.sandbox.confine import sandbox_settings
+from xsky.agent_log import transcript_key
 from xsky.artifacts import BlobRef
 from xsky.config import Settings
 from xsky.outcomes import DETERMINISTIC, EXHAUSTED, TRANSIENT
@@ -43,8 +52,18 @@ from xsky.runs import AgentInput, AgentOutcome
 from xsky.settings_files import SettingsError, worker_layers
 
 # Direct tools that change nothing: doing one twice costs only its time, so an attempt of
-# such an agent keeps no outcome and holds no lease (instant no-ops stay instant).
-REPEATABLE = frozenset({"noop"})
+# such an agent keeps no outcome and holds no lease (instant no-ops stay instant, and such an
+# attempt writes nothing to the store but its log's lines). A retry after a lost worker reads
+# again what the lost attempt read: nobody saw what that one returned.
+REPEATABLE = frozenset({"noop", "file_read", "file_list", "llm"})
+
+# A completed result up to this many bytes travels inline only, with no artifact (a write
+# less): the leader keeps such a result in its state and shows it as it is, and its budgets
+# for inline results still hold — a page of results (at most 2,000 agents) holds at most
+# 512 KiB of them, the run's whole inline budget (xsky/leader/commands.py). Larger results
+# are stored (the leader hands them on by reference), and travel inline too up to the run's
+# ``artifact_threshold``.
+INLINE_ONLY = 256
 
 # Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
 # or a person's or a rule's refusal.
@@ -88,25 +107,47 @@ class AgentActivities:
             host=self.settings.host,
         )
         where = self.store.where
+        tail = LogTail(self.store.objects, transcript_key(key.run_id, key.agent_id))
+        first = first_of_dispatch(info.attempt, info.activity_id)
         try:
-            start = await stored(
-                beat,
-                where,
-                "the attempt ledger",
-                lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
+            # A dispatch's first attempt reads nothing and writes no line as it starts: nothing
+            # of its dispatch is in the store yet (see ledger.py). Every other one does.
+            start = (
+                Start.first()
+                if first
+                else await stored(
+                    beat,
+                    where,
+                    "the attempt ledger",
+                    lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
+                )
             )
             beat.previous = start.previous
             if tool_name(inp.agent.config) in REPEATABLE:  # nothing to keep from doing twice
-                return await self._first_time(inp, key, ledger, beat, start, started, keep=False)
-            kept = await asyncio.to_thread(ledger.outcome)
-            if kept is None:
-                lease = Lease(
-                    ledger.store, ledger.lease_key, info.attempt, ttl=(timeout or 10.0) / 2
+                return await self._first_time(
+                    inp, key, ledger, beat, start, started, tail, keep=False
                 )
-                async with lease.held(beat, ledger.has_outcome):
-                    kept = await asyncio.to_thread(ledger.outcome)
+            kept = start.kept
+            if kept is None:
+                # Exactly once needs the lease here, taken before the work (the one write at an
+                # attempt's start): an earlier attempt cut off from the server may still be at
+                # work, and this one must not do the same work beside it.
+                lease = Lease(
+                    ledger.store,
+                    ledger.lease_key,
+                    info.attempt,
+                    ttl=(timeout or 10.0) / 2,
+                    reroute=reroute_of(info.activity_id) or 0,
+                )
+                async with lease.held(beat, ledger.has_outcome, first=first):
+                    # it waited for an earlier attempt, which may have kept its outcome since
+                    kept = None if first else await asyncio.to_thread(ledger.outcome)
                     if kept is None:
-                        return await self._first_time(inp, key, ledger, beat, start, started)
+                        outcome = await self._first_time(
+                            inp, key, ledger, beat, start, started, tail
+                        )
+                        lease.settled()  # its outcome is kept: the next attempt returns it
+                        return outcome
             await asyncio.to_thread(ledger.returned, info.attempt, kept)
             return kept.model_copy(update={"attempt": info.attempt})
         except ApplicationError as e:
@@ -132,6 +173,8 @@ class AgentActivities:
                     type="StorageError" if problem else type(e).__name__,
                 ),
             ) from e
+        finally:
+            tail.flush()  # the attempt's log lines still held: one append, after its outcome
 
     def _stored_input(self, ref: BlobRef) -> AgentInput:
         try:
@@ -151,6 +194,7 @@ class AgentActivities:
         beat: Beat,
         start: Start,
         started: datetime,
+        tail: LogTail,
         keep: bool = True,
     ) -> AgentOutcome:
         """The attempt that does the work (no earlier one kept an outcome): its backoff after
@@ -158,7 +202,7 @@ class AgentActivities:
         number = activity.info().attempt
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
-        outcome = await self._attempt(inp, key, ledger, beat, started, number)
+        outcome = await self._attempt(inp, key, ledger, beat, started, number, tail, start)
         outcome.attempt, outcome.host = number, self.settings.host
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
@@ -196,8 +240,9 @@ class AgentActivities:
         )
         try:
             errors = await asyncio.to_thread(ledger.record, attempt, "error", e.message)
-            # Its command's end is reported with this error: a retry runs it again.
-            await asyncio.to_thread(ledger.store.delete, ledger.command_key)
+            if tool_name(inp.agent.config) in RECORDED_TOOLS:
+                # Its command's end is reported with this error: a retry runs it again.
+                await asyncio.to_thread(ledger.store.delete, ledger.command_key)
         except OSError as oe:  # a full store: the error is still this attempt's end
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1
@@ -252,6 +297,8 @@ class AgentActivities:
         beat: Beat,
         started: datetime,
         number: int,
+        tail: LogTail,
+        start: Start,
     ) -> AgentOutcome:
         """Prepare once; then the direct tool or the model loop; a completed result is stored."""
         # what the input grants (approvals, run rules, hosts), only as far as its leader says
@@ -270,6 +317,8 @@ class AgentActivities:
             refused=refused,
             # its host holds the run's workspace (workers share no disk)
             workspace_host=activity.info().task_queue == self.settings.host_queue(),
+            tail=tail,
+            fresh=start.fresh,
         )
         if a.snapshots is not None:
             async with self._moving(a.snapshots.key):
@@ -279,11 +328,20 @@ class AgentActivities:
         # The configured model runs the agent's loop; without one, its tool (or the offline llm).
         ran = await (run_direct(a) if a.target is None else run_model(a))
         outcome = secrets.scrub_value(ran)  # (its result, notes and requests)
+        if a.publish_command is not None and (
+            a.snapshots is not None or (outcome.kind == "completed" and not inline_only(a, outcome))
+        ):
+            # Writes come before the outcome is kept (the snapshot, the result): the command's
+            # record goes first, so a worker lost meanwhile loses nothing. Otherwise the kept
+            # outcome, written next, is the record (one write less).
+            await stored(beat, self.store.where, "the command's record", a.publish_command)
         if a.snapshots is not None:  # before the outcome is kept: a kept outcome has its files
             async with self._moving(a.snapshots.key):
                 await stored(beat, self.store.where, "the workspace snapshot", a.snapshots.take)
         if outcome.kind != "completed":
             return outcome
+        if inline_only(a, outcome):  # nothing to write
+            return store_result(a, outcome)
         return await stored(beat, self.store.where, "the result", lambda: store_result(a, outcome))
 
     def _moving(self, key: str) -> asyncio.Lock:
@@ -291,9 +349,19 @@ class AgentActivities:
         return self._snapshot_locks.setdefault(key, asyncio.Lock())
 
 
+def inline_only(a: Attempt, outcome: AgentOutcome) -> bool:
+    """Does the result travel inline only (up to :data:`INLINE_ONLY` bytes, and the run's
+    ``artifact_threshold``), with nothing written?"""
+    return len((outcome.result or "").encode("utf-8")) <= min(INLINE_ONLY, a.artifact_threshold)
+
+
 def store_result(a: Attempt, outcome: AgentOutcome) -> AgentOutcome:
-    """Every result goes to the artifact store; small ones also travel inline."""
+    """A result over :data:`INLINE_ONLY` bytes goes to the artifact store (and travels inline
+    too up to the run's ``artifact_threshold``); a smaller one travels inline only."""
     text = outcome.result or ""
+    if inline_only(a, outcome):
+        outcome.result, outcome.result_ref = text, None
+        return outcome
     outcome.result_ref = a.store.put_text(
         a.key.run_id, a.key.agent_id, f"{a.key.file_prefix}result.txt", text
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,8 +26,10 @@ from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
+from activities.agents.transcripts import LogTail
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
+from activities.fsio import Stamp, settled, stamp
 from activities.mcp.pool import McpPool
 from activities.mcp.servers import ServerEntry, configured
 from activities.sandbox import egress
@@ -38,13 +40,14 @@ from activities.skills.files import library
 from activities.storage.snapshots import Snapshots, workspace_key
 from activities.tools import ToolContext
 from activities.tools.skills import SkillLibrary
+from xsky.agent_log import transcript_key
 from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Price
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import AgentInput, Answer, DecisionRecord
-from xsky.security.permissions import denied_host, trusted_settings
+from xsky.security.permissions import PermissionSettings, denied_host, trusted_settings
 from xsky.security.roles import (
     BUILTIN_ROLES,
     merge_roles,
@@ -89,13 +92,16 @@ class Attempt:
     goal: str | None  # the run's goal
     answers: list[Answer]  # people's answers to this task's questions
     nudges: list[str]  # the supervisor's messages, as the dispatch brought them
-    resume: bool  # pick up the agent's checkpoint when one exists
+    # Pick up the agent's checkpoint when one exists (False where none can: the first attempt
+    # of an agent's first dispatch reads none).
+    resume: bool
     artifact_threshold: int  # results up to this many bytes also travel inline
     store: ArtifactStore
     checkpoints: Checkpoints
     transcripts: Path  # where finished conversations go, for the skill pipeline
     skills: SkillLibrary  # the skill library as this run reads it
     beat: Beat
+    log: LogTail  # where the agent's log lines go, in batches (the activity writes the rest)
     gate: Gate
     ctx: ToolContext
     # The run's workspace in the store, for an attempt on its workspace's host (workers share
@@ -104,6 +110,10 @@ class Attempt:
     share: BudgetShare | None  # what this dispatch may spend (a run with a budget)
     prices: dict[str, Price]  # the worker's price of each model (settings.json prices)
     settings_file: str  # the worker's settings file, for messages that name it
+    # With an object store a command's record is written on this machine first; this puts it in
+    # the store, where the next attempt of the dispatch looks on whichever machine it runs (the
+    # activity does, when a write comes between the command's end and the kept outcome).
+    publish_command: Callable[[], None] | None
     mcp_pool: McpPool  # the worker's MCP sessions
     mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
 
@@ -122,6 +132,8 @@ def prepare(
     mcp: McpPool | None = None,
     refused: Sequence[DecisionRecord] = (),
     workspace_host: bool = False,
+    tail: LogTail | None = None,
+    fresh: bool = False,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
     ApplicationError for broken settings, a refused workspace, a missing artifact or a model
@@ -129,9 +141,11 @@ def prepare(
 
     ``key`` and ``ledger`` are the dispatch's (its files' names, where its command's end is
     recorded); ``refused``: the input's grants its leader did not confirm; ``workspace_host``:
-    the attempt runs on its workspace's host, which restores and snapshots it."""
-    layers = worker_settings(settings)
-    sandbox = _sandbox(layers)
+    the attempt runs on its workspace's host, which restores and snapshots it; ``tail``: where
+    its log lines go (default: straight to the store); ``fresh``: the dispatch's first attempt,
+    with nothing of its dispatch in the store (ledger.py), so nothing of it is read."""
+    view = worker_view(settings)
+    layers, sandbox = view.layers, view.sandbox
     workspace = workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
@@ -139,11 +153,11 @@ def prepare(
         log.warning("security.sandbox is OFF in the settings: tools run WITHOUT the OS sandbox")
     # The worker decides from what it trusts: its own settings' rules, the run's approvals
     # and the hosts its starter opened.
-    permissions = trusted_settings(permission_settings(layers), inp.permissions, inp.allow_hosts)
+    permissions = trusted_settings(view.permissions, inp.permissions, inp.allow_hosts)
     web, command_network = egress.policies(permissions, str(settings.user_settings))
     task, input_text, config = _expanded(store, inp)
     tool = tool_name(config)
-    role, person_only = _role(inp, layers)
+    role, person_only = _role(inp, view.roles)
     gate = Gate(
         task_id=key.task_id,
         permissions=permissions,
@@ -152,15 +166,14 @@ def prepare(
         workspace=workspace,
         unconfined=unconfined,
         person_only=person_only,
-        protected=[
-            str(p.resolve())
-            for p in (settings.home, settings.artifacts, settings.runs, settings.skills_home)
-        ],
+        protected=list(view.protected),
         refused=refused,
     )
     # The dispatch's one command: its end is recorded, and a later attempt returns it.
     record, publish = (
-        ledger.command_record(settings.home) if tool in RECORDED_TOOLS else (None, None)
+        ledger.command_record(settings.home, fetch=not fresh)
+        if tool in RECORDED_TOOLS
+        else (None, None)
     )
     ctx = ToolContext(
         run_id=key.run_id,
@@ -183,7 +196,6 @@ def prepare(
         readable=gate.readable,
         owner=sandbox.owner,
         command_record=record,
-        command_publish=publish,
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)
@@ -217,19 +229,22 @@ def prepare(
         goal=inp.goal,
         answers=inp.answers,
         nudges=inp.nudges,
-        resume=inp.resume,
+        # an agent's checkpoint is kept across its dispatches: none before its first
+        resume=inp.resume and not (fresh and key.dispatch == 1 and key.plan_version == 1),
         artifact_threshold=inp.artifact_threshold,
         store=store,
         checkpoints=Checkpoints(store, key),
         transcripts=settings.home / "transcripts",
         skills=SkillLibrary(library(settings.skills_home), key.run_id),
         beat=beat,
+        log=tail or LogTail(store.objects, transcript_key(key.run_id, key.agent_id)),
         gate=gate,
         ctx=ctx,
         snapshots=snapshots,
         share=inp.budget_share,
-        prices=price_table(layers),
+        prices=view.prices,
         settings_file=str(settings.user_settings),
+        publish_command=publish,
         mcp_pool=mcp or McpPool(),
         mcp_servers=configured(settings, layers),
     )
@@ -238,21 +253,77 @@ def prepare(
 # -- the worker's settings, its workspace ----------------------------------------------------
 
 
+@dataclass(frozen=True)
+class WorkerView:
+    """What an attempt takes from the worker's own settings file, read and checked once per
+    change of the file (:func:`worker_view`): every attempt of the worker decides with it."""
+
+    layers: list[SettingsLayer]
+    sandbox: SandboxSettings
+    permissions: PermissionSettings  # the file's rules (a run's are added per attempt)
+    roles: dict[str, RoleCapabilityModel]  # the roles the worker knows: built in, then its own
+    prices: dict[str, Price]
+    protected: tuple[str, ...]  # xsky's own folders, which no tool may touch (real paths)
+
+
+# The view of each settings file, with the file's stamp when it was read (fsio.stamp: its
+# inode, size and modification time): read again when any of them changes.
+_VIEWS: dict[tuple[str, ...], tuple[Stamp | None, WorkerView]] = {}
+
+
+def worker_view(settings: Settings) -> WorkerView:
+    """The worker's settings as attempts use them: parsed, checked and merged once, and again
+    whenever its settings file changes (a broken file fails every attempt, with its line)."""
+    worker_settings_warnings(settings)
+    place = (
+        str(settings.user_settings),
+        str(settings.home),
+        str(settings.artifacts),
+        str(settings.runs),
+        str(settings.skills_home),
+    )
+    now = stamp(settings.user_settings)
+    known = _VIEWS.get(place)
+    if known is not None and known[0] == now and settled(now):
+        return known[1]
+    layers = worker_settings(settings)
+    view = WorkerView(
+        layers=layers,
+        sandbox=_sandbox(layers),
+        permissions=permission_settings(layers),
+        roles=merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)),
+        prices=price_table(layers),
+        protected=tuple(
+            str(p.resolve())
+            for p in (settings.home, settings.artifacts, settings.runs, settings.skills_home)
+        ),
+    )
+    if len(_VIEWS) >= 16:  # one per settings a process works with: a few in tests
+        _VIEWS.clear()
+    _VIEWS[place] = (now, view)
+    return view
+
+
+def worker_settings_warnings(settings: Settings) -> None:
+    """Once per project: the security settings its file sets, which the worker ignores."""
+    project = str(settings.project_dir)
+    if project in _IGNORED_PROJECTS:
+        return
+    _IGNORED_PROJECTS.add(project)
+    ignored = project_security_fields(settings)
+    if ignored:
+        log.warning(
+            "the project's settings (%s) set %s; a worker takes security settings from its user "
+            "settings only (%s), so these are ignored here",
+            settings.project_dir / ".xsky" / "settings.json",
+            ", ".join(ignored),
+            settings.user_settings,
+        )
+
+
 def worker_settings(settings: Settings) -> list[SettingsLayer]:
     """The worker's own settings file: it decides the sandbox, the rules and the roles
     (a project's file never does: an agent may have written it)."""
-    project = str(settings.project_dir.resolve())
-    if project not in _IGNORED_PROJECTS:
-        _IGNORED_PROJECTS.add(project)
-        ignored = project_security_fields(settings)
-        if ignored:
-            log.warning(
-                "the project's settings (%s) set %s; a worker takes security settings from its user "
-                "settings only (%s), so these are ignored here",
-                settings.project_dir / ".xsky" / "settings.json",
-                ", ".join(ignored),
-                settings.user_settings,
-            )
     try:
         return worker_layers(settings)
     except SettingsError as e:
@@ -301,7 +372,7 @@ def workspace_for(
 
 
 def _role(
-    inp: AgentInput, layers: list[SettingsLayer]
+    inp: AgentInput, roles: dict[str, RoleCapabilityModel]
 ) -> tuple[RoleCapabilityModel | None, list[str]]:
     """The role the worker lets the agent act with, and the tools only a person may allow.
 
@@ -310,7 +381,7 @@ def _role(
     cannot: the leader sets it only after an approve_plan update)."""
     name = inp.agent.name
     given = inp.role or BUILTIN_ROLES.get(name)
-    known = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers)).get(name)
+    known = roles.get(name)
     approved = inp.role_approved and known is None
     trusted = given if approved else (trusted_role(given, known) if given is not None else None)
     return with_skill_access(trusted), [] if approved else person_only_tools(given, known)

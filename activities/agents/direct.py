@@ -84,7 +84,7 @@ async def run_direct(a: Attempt) -> AgentOutcome:
     carries its whole text in ``result`` (``store_result`` keeps it)."""
     name, found, args = direct_call(a)
     agent_log = AgentLog(
-        a.store.objects,
+        a.log,
         a.key,
         a.number,
         a.name,

@@ -7,15 +7,25 @@ kill them, activities/sandbox/liveness.py) — but not always: while the server 
 worker is cut off from it, the attempt goes on working, and once the server is back it retries
 the attempt elsewhere before the first one hears (at its next heartbeat) that it was given up.
 Running the two side by side would do a command's work twice. So the running attempt holds
-this lease, renewed every :data:`RENEW` seconds from the same event loop that sends its
-heartbeats, and the next attempt waits while the lease is alive: until the first attempt ends
-(it keeps its outcome first: the next returns that, activities/agents/ledger.py) or is
-cancelled (its command killed with it), or the lease lapses (its worker died or stopped).
+this lease, renewed from the same event loop that sends its heartbeats and at their cadence (a
+quarter of the heartbeat timeout, :func:`activities.beat.interval`), and the next attempt waits
+while the lease is alive: until the first attempt ends (it keeps its outcome first: the next
+returns that, activities/agents/ledger.py) or is cancelled (its command killed with it), or the
+lease lapses (its worker died or stopped).
 
-A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout), by the
-clock of the attempt that reads it — workers' clocks must agree to within a second or so, as
-they must for the heartbeat timeout itself — or at once when its holder ran on this machine
-and its process is gone.
+A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout: two
+renewals fit in it, and a renewal that fails is tried again at once, every :data:`POLL`
+seconds), by the clock of the attempt that reads it — workers' clocks must agree to within a
+second or so, as they must for the heartbeat timeout itself — or at once when its holder ran on
+this machine and its process is gone. A worker that dies or stops renews nothing: its lease
+has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
+
+What it costs: each renewal is a write to the store (a PUT on S3), so it is renewed at the
+heartbeat cadence, not more often: a command shorter than that writes its lease once. A
+dispatch's first attempt takes the lease without reading it (nothing came before it). An
+attempt that kept its outcome leaves its lease as it is (:meth:`Lease.settled`): the next
+attempt returns the kept outcome before it ever looks at a lease, and a dead holder's lease
+lapses by itself; one that failed releases it, so its retry does not wait it out.
 """
 
 from __future__ import annotations
@@ -30,12 +40,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities import beat as beats
 from activities.agents.beat import Beat
+from activities.agents.storage import stored
 from activities.storage.local import LocalStore
 from xsky.storage import ObjectStore
 
-RENEW = 1.0  # seconds between renewals
-POLL = 0.25  # seconds between looks while waiting for another attempt's lease
+# Seconds between renewals outside an activity, or in one without a heartbeat timeout (a
+# quarter of the default 10 s); in one, a quarter of its heartbeat timeout.
+RENEW = 2.5
+POLL = 0.25  # seconds between looks while waiting for another attempt's lease (or retries)
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,11 @@ class Holder:
     host: str
     pid: int
     age: float  # seconds since its last renewal (this machine's clock)
+    reroute: int = 0  # its activity's place among those of the dispatch (ledger.reroute_of)
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.reroute, self.attempt)
 
     @property
     def here(self) -> bool:
@@ -61,6 +80,14 @@ class Lease:
     key: str
     attempt: int
     ttl: float
+    # The attempt's activity among those of its dispatch: one sent again to another host
+    # counts its attempts from 1 again, and comes after every attempt of the ones before it.
+    reroute: int = 0
+    kept: bool = False  # the attempt kept its outcome: the lease is left as it is (settled)
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.reroute, self.attempt)
 
     @classmethod
     def at(cls, path: Path, attempt: int, ttl: float) -> Lease:
@@ -77,6 +104,7 @@ class Lease:
                 int(data["pid"]),
                 # renewed at "at" by its holder's clock (an object store keeps no mtime to touch)
                 time.time() - float(data["at"]),
+                int(data.get("reroute", 0)),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -84,6 +112,7 @@ class Lease:
     def _write(self) -> None:
         holder = {
             "attempt": self.attempt,
+            "reroute": self.reroute,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "at": time.time(),
@@ -93,35 +122,50 @@ class Lease:
     def _take(self) -> None:
         self._write()
 
-    def _renew(self) -> None:
-        with contextlib.suppress(Exception):  # a missed renewal is the next one's job
+    def _renew(self) -> bool:
+        try:
             self._write()
+        except Exception:  # noqa: BLE001 - a missed renewal is tried again at once
+            return False
+        return True
+
+    def settled(self) -> None:
+        """The attempt kept its outcome: its lease need not be released (one write less); the
+        next attempt returns the outcome without looking at the lease."""
+        self.kept = True
 
     def _release(self) -> None:
         holder = self.holder()
-        if holder is not None and holder.attempt == self.attempt and holder.here:
+        if holder is not None and holder.order == self.order and holder.here:
             with contextlib.suppress(Exception):
                 self.store.delete(self.key)
 
     @contextlib.asynccontextmanager
-    async def held(self, beat: Beat, settled: Callable[[], bool]) -> AsyncIterator[None]:
+    async def held(
+        self, beat: Beat, settled: Callable[[], bool], *, first: bool = False
+    ) -> AsyncIterator[Lease]:
         """Wait while an earlier attempt holds a live lease (heartbeating, and saying so on
         the board) or until ``settled`` says an attempt kept its outcome; then hold the lease
-        while the body runs."""
-        await self._wait(beat, settled)
-        await asyncio.to_thread(self._take)
+        while the body runs. ``first``: the dispatch's first attempt, with no earlier one to
+        wait for (nothing is read). Released at the end unless the body said it
+        :meth:`settled`."""
+        if not first:
+            await self._wait(beat, settled)
+        # a dispatch's first attempt writes nothing before this: a full store is waited out here
+        await stored(beat, self.store.where, "the attempt's lease", self._take)
         renewing = asyncio.create_task(self._renewing())
         try:
-            yield
+            yield self
         finally:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
-            await asyncio.to_thread(self._release)
+            if not self.kept:
+                await asyncio.to_thread(self._release)
 
     async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> None:
         holder = await asyncio.to_thread(self.holder)
-        if holder is None or holder.attempt >= self.attempt or not holder.alive(self.ttl):
+        if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
             return
         where = f"{holder.host} (pid {holder.pid})"
         beat.progress(
@@ -134,13 +178,25 @@ class Lease:
                 if await asyncio.to_thread(settled):
                     return
                 holder = await asyncio.to_thread(self.holder)
-                if holder is None or holder.attempt >= self.attempt or not holder.alive(self.ttl):
+                if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
                     return
 
     async def _renewing(self) -> None:
+        every = _cadence()
         while True:
-            await asyncio.sleep(RENEW)
-            await asyncio.to_thread(self._renew)
+            await asyncio.sleep(every)
+            while not await asyncio.to_thread(self._renew):
+                await asyncio.sleep(POLL)
+
+
+def _cadence() -> float:
+    """Seconds between renewals: the heartbeats' (a quarter of the heartbeat timeout, half
+    the lease's ttl), or :data:`RENEW` where there is none."""
+    try:
+        every = beats.interval()
+    except RuntimeError:  # not in an activity (tests, tools)
+        return RENEW
+    return every if every is not None else RENEW
 
 
 def _process_exists(pid: int) -> bool:

@@ -19,11 +19,19 @@ report is lost — the server was down, the worker died a moment later — the n
 dispatch finds it (:meth:`AttemptLedger.outcome`) and returns it without running anything
 again. Beside it too: the dispatch's lease (activities/agents/lease.py) and the record a direct
 command's watchdog writes when the command ends (:meth:`AttemptLedger.command_record`).
+
+What it costs: every store call is a request someone pays for on S3, so an attempt writes once
+where it can. The kept outcome is its ledger line too (it names its attempt and kind:
+:meth:`AttemptLedger.entries` reads it in its place), so keeping it is one write. A first attempt
+of a dispatch (:attr:`Start.first`) reads nothing and writes no ``started`` line: nothing of its
+dispatch can be in the store yet, and only a *later* attempt's line tells a stale one that it
+was superseded — every retry still begins with its line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +42,27 @@ from activities.storage.local import LocalStore
 from xsky.artifacts import safe_component
 from xsky.runs import AgentOutcome
 from xsky.storage import ObjectStore
+
+# The activity ids the leader gives a dispatch's attempts (workflows/leader/io.py), and, with
+# "-r<n>", an activity of the dispatch sent again to another host (workflows/leader/hosts.py).
+_DISPATCH_ACTIVITY = re.compile(r".+-v\d+-d\d+(?:-r(\d+))?")
+
+
+def reroute_of(activity_id: str) -> int | None:
+    """Which activity of its dispatch this is: 0 for the one the leader scheduled, n for the
+    one it sent again to another host the n-th time; None for an id the leader did not give
+    (an activity scheduled by someone else: anything may have come before it)."""
+    found = _DISPATCH_ACTIVITY.fullmatch(activity_id)
+    return None if found is None else int(found[1] or 0)
+
+
+def first_of_dispatch(attempt: int, activity_id: str) -> bool:
+    """Is this the first attempt of its dispatch, with nothing of it in the store yet?
+
+    Attempt 1 of the activity the leader scheduled for the dispatch. Not attempt 1 of an
+    activity sent again to another host: an attempt of the activity before it may have kept an
+    outcome, or still hold a lease."""
+    return attempt == 1 and reroute_of(activity_id) == 0
 
 
 @dataclass(frozen=True)
@@ -70,16 +99,20 @@ class AttemptLedger:
     def lease_key(self) -> str:
         return self._beside(".lease")
 
-    def command_record(self, home: Path) -> tuple[Path, Callable[[], None] | None]:
+    def command_record(
+        self, home: Path, *, fetch: bool = True
+    ) -> tuple[Path, Callable[[], None] | None]:
         """Where a direct command's watchdog writes how the command ended, and how that reaches
         the store: a local store's own file (nothing to do), or a file in the worker's ``home``,
         fetched from the object store before the command (an earlier attempt's record, on any
-        machine) and put there after."""
+        machine; not by a dispatch's first attempt, ``fetch=False``) and put there after."""
         here = self.store.local(self.command_key)
         if here is not None:
             return here, None
         path = home / "commands" / self.command_key
         try:
+            if not fetch:
+                raise FileNotFoundError(self.command_key)
             data = self.store.get(self.command_key)
         except FileNotFoundError:
             path.unlink(missing_ok=True)
@@ -97,9 +130,11 @@ class AttemptLedger:
 
     def complete(self, attempt: int, outcome: AgentOutcome) -> None:
         """Keep ``attempt``'s outcome durably, before it is reported (a stale attempt's too:
-        its work is done, and the attempt that replaced it returns it instead of redoing it)."""
+        its work is done, and the attempt that replaced it returns it instead of redoing it).
+        One write: the outcome is also the attempt's ledger line (its ``attempt`` and ``kind``)."""
+        if outcome.attempt != attempt:
+            outcome = outcome.model_copy(update={"attempt": attempt})
         self.store.put(self.outcome_key, outcome.model_dump_json(by_alias=True).encode(), sync=True)
-        self._write({"attempt": attempt, "kind": outcome.kind, "reason": ""}, sync=False)
 
     def outcome(self) -> AgentOutcome | None:
         """The outcome an attempt of this dispatch ended with, if one did."""
@@ -125,6 +160,11 @@ class AttemptLedger:
         )
 
     def entries(self) -> list[dict[str, object]]:
+        """Every line of the ledger, the kept outcome's in its place (after the lines of the
+        attempts up to its own)."""
+        return _with_kept(self._lines(), self.outcome())
+
+    def _lines(self) -> list[dict[str, object]]:
         lines = self.store.appended(self.key).decode("utf-8", "replace").splitlines()
         out = []
         for line in lines:
@@ -135,18 +175,22 @@ class AttemptLedger:
         return out
 
     def errors(self) -> int:
-        return sum(1 for e in self.entries() if e.get("kind") == "error")
+        return sum(1 for e in self._lines() if e.get("kind") == "error")
 
     def superseded(self, attempt: int) -> bool:
-        """Has a later attempt than ``attempt`` started (this one is stale)?"""
-        return any(_number(e) > attempt for e in self.entries())
+        """Has a later attempt than ``attempt`` started (this one is stale)? Every attempt but a
+        dispatch's first writes its line as it starts, so the lines alone say."""
+        return any(_number(e) > attempt for e in self._lines())
 
     def record(self, attempt: int, kind: str, reason: str) -> int:
         """Write how ``attempt`` ended (nothing when a later attempt has started); returns the
         errors recorded so far."""
-        if not self.superseded(attempt):
-            self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
-        return self.errors()
+        lines = self._lines()
+        errors = sum(1 for e in lines if e.get("kind") == "error")
+        if any(_number(e) > attempt for e in lines):  # superseded: its end is not its to write
+            return errors
+        self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
+        return errors + (kind == "error")
 
     def begin(
         self, attempt: int, heartbeat_timeout: float | None, last_word: str | None = None
@@ -154,7 +198,8 @@ class AttemptLedger:
         """Write that ``attempt`` started; how the one before it ended. ``last_word``: the
         previous attempt's last heartbeat note — an attempt that could not write its end (a
         full store) is not taken for a lost worker."""
-        before = self.entries()
+        kept = self.outcome()
+        before = _with_kept(self._lines(), kept)
         self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
         ended = next(
             (
@@ -166,16 +211,22 @@ class AttemptLedger:
         )
         errors = sum(1 for e in before if e.get("kind") == "error")
         if attempt <= 1:
-            return Start(None, False, errors)
+            return Start(None, False, errors, kept)
         if ended is not None:
             return Start(
-                f"{ended.get('kind')}: {ended.get('reason')}", ended.get("kind") == "error", errors
+                f"{ended.get('kind')}: {ended.get('reason')}",
+                ended.get("kind") == "error",
+                errors,
+                kept,
             )
         if last_word is not None and "the artifact store at " in last_word:
-            return Start(f"error: {last_word}", True, errors + 1)
+            return Start(f"error: {last_word}", True, errors + 1, kept)
         beat = f" for {heartbeat_timeout:g}s" if heartbeat_timeout else ""
         return Start(
-            f"worker lost: no heartbeat{beat} (killed, crashed, stopped or cut off)", False, errors
+            f"worker lost: no heartbeat{beat} (killed, crashed, stopped or cut off)",
+            False,
+            errors,
+            kept,
         )
 
     def _write(self, entry: dict[str, object], *, sync: bool) -> None:
@@ -189,8 +240,31 @@ class Start:
     previous: str | None  # how the attempt before it ended (None for a first attempt)
     after_error: bool  # that attempt ended in an error: this one waits the error backoff
     errors: int  # attempts of this dispatch that ended in an error so far
+    kept: AgentOutcome | None = None  # the outcome an earlier attempt kept, if one did
+    # The dispatch's first attempt: nothing of its dispatch can be in the store yet (nothing
+    # was read, and nothing needs to be: no kept outcome, lease, command record or checkpoint).
+    fresh: bool = False
+
+    @classmethod
+    def first(cls) -> Start:
+        """A dispatch's first attempt: nothing before it, nothing read (see the module)."""
+        return cls(None, False, 0, fresh=True)
 
 
 def _number(entry: dict[str, object]) -> int:
     n = entry.get("attempt")
     return n if isinstance(n, int) else 0
+
+
+def _with_kept(
+    lines: list[dict[str, object]], kept: AgentOutcome | None
+) -> list[dict[str, object]]:
+    """The ledger's lines with the kept outcome's own line in its place: before the first line
+    of a later attempt (a ledger written before the outcome was its line has it already)."""
+    if kept is None or any(
+        _number(e) == kept.attempt and e.get("kind") == kept.kind for e in lines
+    ):
+        return lines
+    entry: dict[str, object] = {"attempt": kept.attempt, "kind": kept.kind, "reason": ""}
+    at = next((i for i, e in enumerate(lines) if _number(e) > kept.attempt), len(lines))
+    return [*lines[:at], entry, *lines[at:]]

@@ -100,9 +100,7 @@ class AgentLoop:
         self.browser = BrowserSession(a.ctx)
         self.tool_names = list(dict.fromkeys(role.allowed_tools + role.requested_tools))
         self.mcp: McpToolset | None = None  # the tools of MCP servers, once discovered
-        self.log = AgentLog(
-            a.store.objects, a.key, a.number, role.name, target.model, a.gate.decisions
-        )
+        self.log = AgentLog(a.log, a.key, a.number, role.name, target.model, a.gate.decisions)
         self.schema = output_schema.output_schema(a.config)
         # before any model call: a USD budget with an unpriced model fails here
         self.meter = Meter(a.share, a.prices, target.model, a.key.dispatch_key, a.settings_file)
@@ -110,9 +108,10 @@ class AgentLoop:
 
     def keep_transcript(self, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on
-        without it)."""
+        without it): a completed one as the loop holds it (saved just before it returned), any
+        other as it was last checkpointed."""
         a = self.a
-        cp = self.checkpoints.load()
+        cp = self.cp if status == "completed" and self.cp is not None else self.checkpoints.load()
         if cp is None:
             return
         try:
@@ -316,7 +315,7 @@ class AgentLoop:
         return None
 
     def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
-        self.checkpoints.save(cp)
+        # (checkpointed already: the answer to the last call was, and nothing changed since)
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
         self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
 

@@ -1,15 +1,15 @@
 """When the artifact store cannot take a write: say why, wait for it, and never pass for a lost worker.
 
-An attempt writes its ledger, its result and its outcome to the artifact store. A full (or
-read-only, or failing) store is not the agent's failure and usually passes — someone frees
-space, a cleanup job runs — so each of those writes waits for the store
+An attempt writes its ledger, its lease, its result and its outcome to the artifact store. A
+full (or read-only, or failing) store is not the agent's failure and usually passes — someone
+frees space, a cleanup job runs — so each of those writes waits for the store
 (:func:`stored`): it tries again with a growing pause, heartbeating, with the cause on the
 board ("no space left on the artifact store at /srv/xsky/artifacts: …"), for as long as the
 attempt's start-to-close timeout leaves room. Only then does the attempt fail, with that cause,
 as a transient error (retried after its backoff like any other). Every write the attempt
 waits for is one it needs: its ledger (a retry must know how the attempt before it ended), its
-result, and the outcome it keeps before reporting (what makes a retry return instead of
-redo); its log lines are best effort and never wait.
+lease (one attempt at a time), its result, and the outcome it keeps before reporting (what
+makes a retry return instead of redo); its log lines are best effort and never wait.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ the watcher never sees half a conversation. The format is read back by
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import queue
@@ -75,17 +76,28 @@ LOG_TEXT_CHARS = 20_000
 
 
 def append_event(store: ObjectStore, key: str, kind: str, **fields: Any) -> None:
-    """One event at the end of an agent's log (redacted; best effort: a full disk loses the
-    line, never the work). On an object store the write is a network call: it goes to a
-    writer thread, so the agent's event loop (and its heartbeats) never waits for it."""
+    """One event at the end of an agent's log, at once (redacted; best effort: a full disk
+    loses the line, never the work). An attempt's own lines go through its :class:`LogTail`."""
+    data = log_line(key, kind, **fields)
+    if data is not None:
+        _written(store, key, data)
+
+
+def log_line(key: str, kind: str, **fields: Any) -> bytes | None:
+    """An event as a line of the log ``key``, redacted (None: it cannot be written)."""
     from xsky.security.redact import redact_value
 
     line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
     try:
-        data = (json.dumps(redact_value(line), ensure_ascii=False, default=str) + "\n").encode()
+        return (json.dumps(redact_value(line), ensure_ascii=False, default=str) + "\n").encode()
     except Exception as e:  # noqa: BLE001 - a log line is best effort
         log.warning("could not write the agent log %s: %s", key, e)
-        return
+        return None
+
+
+def _written(store: ObjectStore, key: str, data: bytes) -> None:
+    """Lines appended to a log. On an object store the write is a network call: it goes to a
+    writer thread, so the agent's event loop (and its heartbeats) never waits for it."""
     if store.shared:
         _LOG_WRITER.put(store, key, data)
     else:
@@ -101,10 +113,10 @@ def _append(store: ObjectStore, key: str, data: bytes) -> None:
 
 class LogWriter:
     """Agent-log lines for an object store, written by a few daemon threads: a log always by
-    the same thread, so its lines stay in the order written. Best effort, as the lines are: a
-    backlog over ``limit`` lines drops new ones (counted in the worker's log), and a process
-    that exits does not wait for the store (``flush`` gives a graceful shutdown a bounded
-    wait)."""
+    the same thread, so its lines stay in the order written. Each write is one append (an
+    attempt's batch of lines, :class:`LogTail`). Best effort, as the lines are: a backlog over
+    ``limit`` writes drops new ones (counted in the worker's log), and a process that exits
+    does not wait for the store (``flush`` gives a graceful shutdown a bounded wait)."""
 
     def __init__(self, threads: int = 8, limit: int = 50_000):
         self.limit = limit
@@ -159,25 +171,64 @@ def flush_logs(timeout: float = 5.0) -> bool:
     return _LOG_WRITER.flush(timeout)
 
 
+# A line waits at most this long before it is written (``starter.py log --follow`` shows a
+# working agent's lines this much later at most); an attempt's end writes what is left.
+FLUSH_SECONDS = 2.0
+
+
+class LogTail:
+    """An attempt's agent-log lines on their way to the store, written in batches: at most one
+    append every :data:`FLUSH_SECONDS` while the attempt works, and one at its end
+    (:meth:`flush`, called by the activity whatever the end) — every append is a request on
+    S3, and an instant agent's lines take one. The lines keep the order they were given in
+    (an object store's appends go through :class:`LogWriter`, one thread per log). Outside a
+    running event loop a line is written at once."""
+
+    def __init__(self, store: ObjectStore, key: str):
+        self.store = store
+        self.key = key
+        self._lines: list[bytes] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, data: bytes) -> None:
+        self._lines.append(data)
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._timer = loop.call_later(FLUSH_SECONDS, self.flush)
+
+    def flush(self) -> None:
+        """Write the lines held, in one append (best effort, as every log line)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._lines:
+            return
+        data, self._lines = b"".join(self._lines), []
+        _written(self.store, self.key, data)
+
+
 class AgentLog:
-    """Appends one agent's events to ``<artifacts>/<run>/<agent>/transcript.jsonl`` as they happen,
-    so ``starter.py log … --follow`` shows an agent at work. Every attempt starts with an
-    ``attempt`` line; secrets are redacted before anything is written. Writing is best effort:
-    a full disk loses log lines, never the agent's work."""
+    """Appends one agent's events to ``<artifacts>/<run>/<agent>/transcript.jsonl`` as they happen
+    (through the attempt's :class:`LogTail`: in batches), so ``starter.py log … --follow`` shows
+    an agent at work. Every attempt starts with an ``attempt`` line; secrets are redacted before
+    anything is written. Writing is best effort: a full disk loses log lines, never the agent's
+    work."""
 
     def __init__(
         self,
-        store: ObjectStore,
+        tail: LogTail,
         key: AgentKey,
         attempt: int,
         role: str,
         model: str | None,
         decisions: list[DecisionRecord],
     ):
-        from xsky.agent_log import transcript_key
-
-        self.store = store
-        self.key = transcript_key(key.run_id, key.agent_id)
+        self.tail = tail
         self.started = time.monotonic()
         # The attempt's permission decisions, as its gate makes them (Gate.decisions): each is
         # written once, before the result or the outcome that follows it.
@@ -196,7 +247,9 @@ class AgentLog:
         )
 
     def event(self, kind: str, **fields: Any) -> None:
-        append_event(self.store, self.key, kind, **fields)
+        data = log_line(self.tail.key, kind, **fields)
+        if data is not None:
+            self.tail.add(data)
 
     def message(self, message: dict[str, Any]) -> None:
         content = message.get("content")

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from activities.fsio import settled, stamp
 from xsky.artifacts import safe_component
 from xsky.config import Settings
 from xsky.settings_files import settings_paths
@@ -108,12 +109,15 @@ def problem(
 
     ``owner``: the sandbox's uid. A folder it owns is one the worker made for a sandbox;
     any other existing folder must not look like a home (credentials at its top)."""
+    # Every attempt resolves its workspace and the roots again: a folder a sandbox can write in
+    # (another run's workspace) may hold a root or a workspace, and swap it for a link. What
+    # is checked of a real folder is remembered (:func:`_checked`).
     ws = Path(os.path.realpath(workspace))
     under = next(((r, w) for r, w in workspace_roots(settings, roots) if _inside(ws, r)), None)
     if under is None:
         return f"the workspace {ws} is outside every workspace root of this worker"
     root, what = under
-    found = root_problem_of(root, settings, what) or _code_path_problem(ws, f"the workspace {ws}")
+    found = _checked(root, settings, what) or _checked_code_path(ws)
     if found:
         return found
     if ws.is_dir() and (owner is None or ws.stat().st_uid != owner) and _credentials(ws):
@@ -129,6 +133,50 @@ def workspace_roots(settings: Settings, roots: dict[str, str]) -> list[tuple[Pat
         *((Path(p).expanduser(), f"workspace root {name!r}") for name, p in sorted(roots.items())),
     ]
     return [(Path(os.path.realpath(folder.absolute())), what) for folder, what in found]
+
+
+# What was found of each real root, remembered while nothing it depends on has changed: the
+# root itself (its inode and modification time: a name added or removed in it, or the folder
+# replaced), the worker's settings file and folders, and its import and program paths — and
+# only once the root and the file have not changed for a moment (fsio.settled).
+_ROOTS: dict[tuple[object, ...], str | None] = {}
+_CODE_PATHS: dict[tuple[object, ...], str | None] = {}
+_REMEMBERED = 256  # entries of each, at most (a worker uses a few roots and workspaces)
+
+
+def _checked(root: Path, settings: Settings, what: str) -> str | None:
+    """:func:`root_problem_of` a real root, computed again when the root or what the check
+    reads may have changed."""
+    own, file = stamp(root, follow=False), stamp(settings.user_settings)
+    key = (
+        str(root),
+        what,
+        own,
+        file,
+        *(str(p) for p in (settings.home, settings.artifacts, settings.skills_home)),
+        *(str(p) for _, p in settings_paths(settings)),
+        tuple(sys.path),
+        os.environ.get("PATH", ""),
+    )
+    if key in _ROOTS:
+        return _ROOTS[key]
+    found = root_problem_of(root, settings, what)
+    if settled(own) and settled(file):
+        if len(_ROOTS) >= _REMEMBERED:
+            _ROOTS.clear()
+        _ROOTS[key] = found
+    return found
+
+
+def _checked_code_path(ws: Path) -> str | None:
+    """:func:`_code_path_problem` of a real workspace folder (a path, checked against the
+    worker's import and program paths: computed again when those change)."""
+    key = (str(ws), tuple(sys.path), os.environ.get("PATH", ""))
+    if key not in _CODE_PATHS:
+        if len(_CODE_PATHS) >= _REMEMBERED:
+            _CODE_PATHS.clear()
+        _CODE_PATHS[key] = _code_path_problem(ws, f"the workspace {ws}")
+    return _CODE_PATHS[key]
 
 
 def root_problem_of(root: Path, settings: Settings, what: str = "a workspace root") -> str | None:
@@ -238,5 +286,7 @@ def _credentials(folder: Path) -> str:
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    """Is ``path`` strictly inside ``folder``?"""
-    return path != folder and path.is_relative_to(folder)
+    """Is ``path`` strictly inside ``folder``? (Both absolute and normal, as real paths are:
+    compared by their names' components, as ``Path.is_relative_to`` does, only faster.)"""
+    inner, outer = str(path), str(folder)
+    return inner != outer and inner.startswith(outer.rstrip("/") + "/")

@@ -106,11 +106,9 @@ class ToolContext:
     # (uid, gid) of the sandbox user, who owns what file tools make (None: the worker's own).
     owner: tuple[int, int] | None = None
     # Where a direct command's watchdog writes how it ended (the dispatch's one command): a
-    # later attempt of the dispatch returns that end instead of running the command again.
+    # later attempt of the dispatch returns that end instead of running the command again
+    # (with an object store, once the activity has put it there: Attempt.publish_command).
     command_record: Path | None = None
-    # With a shared object store the record is written on this machine first; this puts it
-    # there, where the next attempt of the dispatch looks, on whichever machine it runs.
-    command_publish: Callable[[], None] | None = None
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -156,8 +156,6 @@ async def run_process(
             timeout,
             limit,
         )
-    if ctx.command_publish is not None:
-        await asyncio.to_thread(ctx.command_publish)
     if result.returncode == liveness.LOST_EXIT and "xsky: the worker " in result.stderr:
         # This worker stopped answering (SIGSTOP, a frozen machine) and the watchdog killed the
         # command, so that it cannot run beside the attempt the server gives another worker.

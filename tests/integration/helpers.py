@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -163,11 +164,14 @@ async def rejected(handle: WorkflowHandle[Any, Any], update: Any, request: Any) 
     raise AssertionError(f"the update was accepted: {result}")
 
 
-def noop(agent_id: str, seconds: float = 0, depends: str = "", extra: str = "") -> str:
+def noop(
+    agent_id: str, seconds: float = 0, depends: str = "", extra: str = "", result: str = ""
+) -> str:
     dep = f' depends="{depends}"' if depends else ""
+    said = json.dumps(result or f"r{agent_id}")
     return (
         f'<agent name="llm" id="{agent_id}"{dep}><task>step {agent_id}</task>'
-        f'<config>{{"tool": "noop", "seconds": {seconds}, "result": "r{agent_id}", "heartbeatTimeout": 2{extra}}}</config></agent>'
+        f'<config>{{"tool": "noop", "seconds": {seconds}, "result": {said}, "heartbeatTimeout": 2{extra}}}</config></agent>'
     )
 
 

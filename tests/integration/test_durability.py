@@ -35,6 +35,9 @@ from xsky.runs import RunInput
 
 pytestmark = pytest.mark.integration
 
+# A result over the 256 bytes that travel inline only: it is stored, and handed on by reference.
+LONG = "a result long enough to be stored, " * 10
+
 
 def ledger_chain(n: int, sleep: float) -> str:
     """A chain of shell agents that each log 'start N' to a ledger, work, then answer N."""
@@ -297,8 +300,10 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
     async with own_server(tmp_path, monkeypatch, "can", limit) as (_, client, settings):
         # The question is asked first; the chain keeps the history growing past the limit
         # while it is pending, so the run must continue as new with it.
+        # (agent 2's result is over 256 bytes: stored, it crosses continue-as-new by reference)
         chain = [
-            noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "") for i in range(2, 10)
+            noop(str(i), 0.1, depends=str(i - 1) if i > 2 else "", result=LONG if i == 2 else "")
+            for i in range(2, 10)
         ]  # activities, not local
         wf = parse_workflow(plan(ask("1", "Publish?"), *chain))
         handle = await client.start_workflow(
@@ -323,13 +328,14 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         )
         result = await asyncio.wait_for(run_outcome(handle), 60)
         assert result.status == "completed"
-        # Results cross continue-as-new by reference: the store holds them, byte for byte.
+        # Stored results cross continue-as-new by reference: the store holds them, byte for
+        # byte (small ones travel inline only).
         store = ArtifactStore(settings.artifacts)
         texts = [
             a.result if a.result is not None else store.read_text(a.result_ref)
             for a in result.agents
         ]
-        assert texts == ["yes, publish"] + [f"r{i}" for i in range(2, 10)]
+        assert texts == ["yes, publish", LONG] + [f"r{i}" for i in range(3, 10)]
         assert any(a.result is None and a.result_ref is not None for a in result.agents)
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
         history = await handle.query(LeaderWorkflow.plan_history)

@@ -1,0 +1,367 @@
+"""What an attempt costs its store — every call is a request someone pays for on S3 — and the
+guarantees that cost keeps: one durable write per attempt (its outcome, result and ledger line
+together, and its log's lines once), no read before a dispatch's first attempt, a lease renewed
+at the heartbeat cadence, and still nothing done twice when a worker is lost.
+
+Through the ``run_agent`` activity itself (the SDK's ActivityEnvironment: no server), with its
+store wrapped in a counting one (tests/counting_store.py), on the local directory and on S3
+(moto); real commands, a real worker process killed just after its command ended."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.agents import lease as leases
+from activities.agents.activity import INLINE_ONLY, AgentActivities
+from activities.agents.beat import Beat
+from activities.agents.key import AgentKey
+from activities.agents.lease import Lease
+from activities.agents.ledger import AttemptLedger, first_of_dispatch, reroute_of
+from activities.agents.transcripts import flush_logs
+from activities.sandbox import watchdog
+from activities.storage.local import LocalStore
+from tests.counting_store import CountingStore
+from tests.s3server import S3Server, s3_server
+from tests.unit.attempt_runner import environment, run
+from xsky.agent_log import parse_lines, transcript_key
+from xsky.config import load_settings
+from xsky.plan.models import WorkflowAgent
+from xsky.runs import AgentInput
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    with s3_server() as server:
+        yield server
+
+
+def settings_env(tmp_path: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    user = tmp_path / "settings.json"
+    user.write_text(json.dumps({"security": {"sandbox": "off"}}))
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("XSKY_", "OPENAI_"))},
+        "XSKY_HOME": str(tmp_path / "home"),
+        "XSKY_USER_SETTINGS": str(user),
+        "XSKY_PROJECT_DIR": str(tmp_path / "project"),
+        **(extra or {}),
+    }
+
+
+@pytest.fixture(params=["local", "s3"])
+def acts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentActivities]:
+    """The activities of a worker whose store counts its calls."""
+    extra: dict[str, str] = {}
+    if request.param == "s3":
+        server: S3Server = request.getfixturevalue("s3")
+        extra = server.env(server.bucket(f"b-{uuid.uuid4().hex[:12]}"))
+        for name, value in extra.items():
+            if name.startswith("AWS_"):
+                os.environ[name] = value  # obstore reads the credentials itself
+    made = AgentActivities(load_settings(settings_env(tmp_path, extra)))
+    made.store.objects = CountingStore(made.store.objects)
+    yield made
+    asyncio.run(made.close())
+
+
+def counted(acts: AgentActivities) -> CountingStore:
+    store = acts.store.objects
+    assert isinstance(store, CountingStore)
+    return store
+
+
+def agent_input(config: dict[str, Any] | None, agent_id: str = "a1", **kw: Any) -> AgentInput:
+    agent = WorkflowAgent(id=agent_id, name="shell", task="do it", config=config)
+    return AgentInput(run_id="run-1", task_id=f"T-{agent_id}", agent=agent, **kw)
+
+
+def log_of(acts: AgentActivities, inp: AgentInput) -> list[dict[str, Any]]:
+    assert flush_logs(10)
+    key = transcript_key(inp.run_id, inp.agent.id)
+    return parse_lines(acts.store.objects.appended(key).decode())
+
+
+# -- the budget ---------------------------------------------------------------------------------
+
+
+async def test_an_instant_noop_reads_nothing_and_writes_its_log_once(acts: AgentActivities):
+    inp = agent_input({"tool": "noop"})
+    outcome = await run(acts, inp)
+    assert flush_logs(10)
+    store = counted(acts)
+    assert (store.reads, store.writes) == (0, 1), store.log
+    assert [name for name, _ in store.log] == ["append"]  # its log's lines, together
+    assert outcome.result == "ok" and outcome.result_ref is None  # inline only
+    # the log a person reads is whole and in order
+    assert [e["type"] for e in log_of(acts, inp)] == [
+        "attempt",
+        "tool_call",
+        "tool_result",
+        "outcome",
+    ]
+
+
+async def test_a_shell_attempt_writes_its_lease_outcome_and_log_and_reads_nothing(
+    acts: AgentActivities,
+):
+    inp = agent_input({"tool": "shell", "command": "echo hi"})
+    outcome = await run(acts, inp)
+    assert flush_logs(10)
+    store = counted(acts)
+    assert store.reads == 0, store.log
+    assert store.writes <= 3, store.log
+    written = sorted((name, key.rsplit(".", 1)[-1]) for name, key in store.log)
+    assert written == [("append", "jsonl"), ("put", "json"), ("put", "lease")]
+    assert outcome.result == "hi" and outcome.result_ref is None
+    ledger = AttemptLedger.of(store.inner, AgentKey.of(inp))
+    kept = ledger.outcome()
+    assert kept is not None and kept.result == "hi" and kept.attempt == 1
+    assert [(e["attempt"], e["kind"]) for e in ledger.entries()] == [(1, "completed")]
+
+
+async def test_a_result_over_the_inline_size_is_stored_once_and_a_small_one_is_not(
+    acts: AgentActivities,
+):
+    big = "x" * (INLINE_ONLY + 1)
+    inp = agent_input({"tool": "noop", "result": big})
+    outcome = await run(acts, inp)
+    store = counted(acts)
+    assert store.calls["put"] == 1 and store.reads == 0
+    assert outcome.result == big and outcome.result_ref is not None  # inline, and stored
+    assert acts.store.read_text(outcome.result_ref) == big
+    over = agent_input({"tool": "noop", "result": big}, agent_id="a2", artifact_threshold=10)
+    stored = await run(acts, over, activity_id="T-a2-v1-d1")
+    assert stored.result is None and stored.result_ref is not None  # only stored
+
+
+# -- what a retry still finds ----------------------------------------------------------------------
+
+
+async def test_a_retry_returns_the_outcome_its_first_attempt_kept_and_runs_nothing(
+    acts: AgentActivities, tmp_path: Path
+):
+    effects = acts.settings.runs / "run-1" / "workspace" / "effects.txt"
+    inp = agent_input({"tool": "shell", "command": "echo effect >> effects.txt; echo done"})
+    first = await run(acts, inp)
+    second = await run(acts, inp, attempt=2)  # its report was lost: Temporal retried it
+    assert (first.result, second.result, second.attempt) == ("done", "done", 2)
+    assert effects.read_text() == "effect\n"
+    ledger = AttemptLedger.of(counted(acts).inner, AgentKey.of(inp))
+    kinds = [(e["attempt"], e["kind"]) for e in ledger.entries()]
+    assert kinds == [(1, "completed"), (2, "started"), (2, "returned")]
+
+
+async def test_an_attempt_sent_again_to_another_host_looks_for_what_the_one_before_kept(
+    acts: AgentActivities,
+):
+    """Attempt 1 of an activity the leader sent again (an ``-r<n>`` id) is no first attempt:
+    the activity before it may have kept an outcome."""
+    effects = acts.settings.runs / "run-1" / "workspace" / "effects.txt"
+    inp = agent_input({"tool": "shell", "command": "echo effect >> effects.txt; echo done"})
+    await run(acts, inp)
+    store = counted(acts)
+    store.reset()
+    again = await run(acts, inp, activity_id="T-a1-v1-d1-r1")
+    assert again.result == "done" and effects.read_text() == "effect\n"
+    assert store.reads > 0
+    assert reroute_of("T-a1-v1-d1-r1") == 1 and reroute_of("T-a1-v1-d1") == 0
+    assert first_of_dispatch(1, "T-a1-v1-d1") and not first_of_dispatch(1, "T-a1-v1-d1-r2")
+    assert not first_of_dispatch(2, "T-a1-v1-d1") and not first_of_dispatch(1, "elsewhere")
+
+
+async def test_a_failed_attempt_releases_its_lease_and_a_kept_outcome_leaves_it(
+    acts: AgentActivities,
+):
+    from temporalio.exceptions import ApplicationError
+
+    ok = agent_input({"tool": "shell", "command": "true"})
+    await run(acts, ok)
+    store = counted(acts).inner
+    assert store.exists(AttemptLedger.of(store, AgentKey.of(ok)).lease_key)  # settled: left
+    bad = agent_input({"tool": "shell", "command": "exit 3"}, agent_id="a2")
+    with pytest.raises(ApplicationError):
+        await run(acts, bad, activity_id="T-a2-v1-d1")
+    ledger = AttemptLedger.of(store, AgentKey.of(bad))
+    assert not store.exists(ledger.lease_key)  # released: its retry need not wait it out
+    assert [e["kind"] for e in ledger.entries()] == ["error"]
+
+
+# -- the lease at the heartbeat cadence ------------------------------------------------------------
+
+
+async def test_a_lease_is_renewed_at_the_heartbeat_cadence_twice_within_its_ttl(tmp_path: Path):
+    counting = CountingStore(LocalStore(tmp_path))
+    timeout = 2.0  # heartbeats every 0.5 s; the lease's ttl is 1 s
+    ages: list[float] = []
+
+    async def hold() -> None:
+        lease = Lease(counting, "run/x.lease", 1, ttl=timeout / 2)
+        async with lease.held(_beat(), lambda: False, first=True):
+            for _ in range(14):
+                await asyncio.sleep(0.1)
+                holder = Lease(LocalStore(tmp_path), "run/x.lease", 2, ttl=1.0).holder()
+                assert holder is not None and holder.alive(timeout / 2)
+                ages.append(holder.age)
+
+    with _no_heartbeats():
+        await environment(heartbeat=timeout).run(hold)
+    puts = counting.calls["put"]
+    assert 2 <= puts <= 4, counting.log  # taken, then renewed every 0.5 s (not every 0.1)
+    assert counting.reads == 0 or counting.calls["get"] == 1  # its release looks once
+    assert max(ages) < timeout / 2  # two renewals fit in the ttl: never near lapsing
+
+
+async def test_a_renewal_that_fails_is_tried_again_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(leases, "POLL", 0.05)
+    failing = {"left": 2}
+
+    class Flaky(LocalStore):
+        def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
+            if failing["left"] and "renewed" in failing:
+                failing["left"] -= 1
+                raise OSError("the store is busy")
+            failing["renewed"] = 1
+            super().put(key, data, sync=sync)
+
+    async def hold() -> float:
+        lease = Lease(Flaky(tmp_path), "x.lease", 1, ttl=1.0)
+        async with lease.held(_beat(), lambda: False, first=True):
+            await asyncio.sleep(0.75)  # the renewal at 0.5 s fails twice, then is written
+            holder = lease.holder()
+            assert holder is not None
+            return holder.age
+
+    with _no_heartbeats():
+        age = await environment(heartbeat=2.0).run(hold)
+    assert failing["left"] == 0 and age < 0.5
+
+
+async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Its attempts count from 1 again: attempt 1 of the activity sent again still waits for
+    attempt 3 of the one before it (still at work on a host cut off from the server)."""
+    monkeypatch.setattr(leases, "POLL", 0.05)
+    monkeypatch.setattr(leases, "RENEW", 0.05)
+    order: list[str] = []
+    path = tmp_path / "x.lease"
+
+    async def earlier() -> None:
+        async with Lease.at(path, 3, ttl=5).held(_beat(), lambda: False):
+            order.append("attempt 3 runs")
+            await asyncio.sleep(0.4)
+            order.append("attempt 3 ends")
+
+    async def rerouted() -> None:
+        await asyncio.sleep(0.1)
+        lease = Lease(Lease.at(path, 1, ttl=5).store, path.name, 1, ttl=5, reroute=1)
+        async with lease.held(_beat(), lambda: False):
+            order.append("rerouted attempt 1 runs")
+
+    with _no_heartbeats():
+        await asyncio.gather(earlier(), rerouted())
+    assert order == ["attempt 3 runs", "attempt 3 ends", "rerouted attempt 1 runs"]
+
+
+# -- a worker lost just after its command ended ----------------------------------------------
+
+EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
+
+
+def kill_after(path: Path, proc: subprocess.Popen[bytes], delay: float) -> threading.Thread:
+    """A thread that SIGKILLs ``proc`` ``delay`` seconds after ``path`` appears (watched every
+    0.2 ms, from a thread: an event loop's turns take longer)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not path.exists():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                return
+            time.sleep(0.0002)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("delay_ms", [1, 5, 20])
+async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effect(
+    tmp_path: Path, delay_ms: int
+):
+    """The first attempt runs in a worker process of its own (a real command, a real store on
+    disk), killed 1–20 ms after its command's last act; the retry returns the command's recorded
+    end, or the outcome the first kept, and never runs it again."""
+    env = settings_env(tmp_path)
+    inp = agent_input({"tool": "shell", "command": EFFECT}, agent_id="k")
+    raw = tmp_path / "input.json"
+    raw.write_text(inp.model_dump_json())
+    workspace = tmp_path / "home" / "runs" / "run-1" / "workspace"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.unit.attempt_runner", json.dumps(env), str(raw), "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    killer = kill_after(workspace / "finished", worker, delay_ms / 1000)
+    try:
+        await asyncio.to_thread(killer.join, 60)
+        assert worker.wait(timeout=30) == -signal.SIGKILL, "the worker was not killed"
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    # The server retries a lost attempt once its heartbeat timeout has passed; by then the
+    # command's watchdog (which outlives its worker) has written the command's end.
+    await asyncio.sleep(watchdog.DRAIN_SECONDS + 0.5)
+    acts = AgentActivities(load_settings(env))
+    try:
+        retry = await run(acts, inp, attempt=2, activity_id="T-k-v1-d1")
+    finally:
+        await acts.close()
+    assert (workspace / "effects.txt").read_text() == "effect\n", "the command ran twice"
+    assert retry.result is not None and retry.result.startswith("done by xsky:run-1:")
+    assert retry.attempt == 2
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _beat() -> Beat:
+    return Beat(task_id="T-1", dispatch=1, progress_interval=5.0)
+
+
+class _no_heartbeats:
+    """Beat's reports need a leader; the lease's tests have none."""
+
+    def __enter__(self) -> None:
+        self._patch = pytest.MonkeyPatch()
+        self._patch.setattr(Beat, "running", lambda self: _quiet())
+        self._patch.setattr(Beat, "progress", lambda self, note: None)
+
+    def __exit__(self, *_: object) -> None:
+        self._patch.undo()
+
+
+class _quiet:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
