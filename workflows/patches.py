@@ -169,6 +169,14 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.5.0 is still open (their delegated approvals were "
         "decided by the rules' words alone)",
     ),
+    "final-board": Patch(
+        what="a large run (over INLINE_AGENTS agents) stores its whole board as it ended and "
+        "names it in RunResult.board_ref, so `status` of an ended run reads the store instead "
+        "of a worker replaying the run; before, only the results were stored",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 is still open (their end schedules one store "
+        "write fewer on replay)",
+    ),
 }
 """The live patches, by id."""
 

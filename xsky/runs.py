@@ -362,6 +362,8 @@ class RunResult(Wire):
     counts: dict[str, int] = Field(default_factory=dict)  # agents by status
     agents_total: int = 0
     results_ref: BlobRef | None = None
+    # A large run's whole board as it ended (a BoardPage), for `status` to read from the store.
+    board_ref: BlobRef | None = None
     plan_version: int = 1
     started_at: datetime | None = None
     ended_at: datetime | None = None

@@ -15,6 +15,7 @@ from temporalio import activity
 from activities.artifacts import ArtifactStore, read_blob
 from activities.leader_store import LeaderStore
 from client.outcome import run_outcome
+from client.run import Run
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board_shows, noop, plan, query, wait_requests
 from tests.integration.plan_by_reference import by_reference
@@ -150,6 +151,20 @@ async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_com
         assert (
             largest_payload(history.to_json()) < 256 * 1024
         )  # a blob part at most, whatever the plan's size
+
+        # The run left its whole board in the store: `status` reads it there, not by asking a
+        # worker to replay the run (no query is asked), and it pages as the query does.
+        assert result.board_ref is not None
+        run = Run(client, settings, handle)
+
+        async def no_query(*_: object) -> None:
+            raise AssertionError("the ended run's board was asked for, not read")
+
+        monkeypatch.setattr(run, "_query", no_query)
+        stored = await run.board(offset=250, limit=20)
+        assert (stored.total, stored.counts) == (page.total, page.counts)
+        assert [(t.id, t.status) for t in stored.tasks] == [(t.id, t.status) for t in page.tasks]
+        assert (await run.board(status="completed", limit=5)).total == 260
 
 
 class SlowStore(LeaderStore):

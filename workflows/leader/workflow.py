@@ -240,6 +240,8 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         result = core.views.result(workflow.now())
         if core.views.large():
             result.results_ref = await save_blob("results", core.views.reports_jsonl())
+            if patched("final-board"):
+                result.board_ref = await save_blob("board", core.views.whole_board(workflow.now()))
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its

@@ -486,3 +486,16 @@ class BoardPage(WireModel):
     state: str = "running"
     notes: list[str] = Field(default_factory=list)  # paused, waiting for review, waiting for Q-n …
     budget: BudgetView | None = None  # spend, and the limits when the run has a budget
+
+    def page(self, req: PageRequest) -> BoardPage:
+        """A page of this page, as the ``task_board`` query pages the board: for the whole
+        board of a run that ended, stored as it ended (RunResult.board_ref), read without
+        asking a worker to replay the run."""
+        chosen = [t for t in self.tasks if req.status is None or t.status == req.status]
+        return self.model_copy(
+            update={
+                "total": len(chosen),
+                "offset": req.offset,
+                "tasks": chosen[req.offset : req.offset + req.limit],
+            }
+        )

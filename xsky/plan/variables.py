@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from xsky.artifacts import is_marker
-from xsky.errors import Problem
+from xsky.errors import Problem, UsageError
 from xsky.plan.fields import field_value
 from xsky.plan.models import Workflow, WorkflowAgent
 
@@ -342,3 +342,24 @@ def render_config(
     if isinstance(value, list):
         return [render_config(v, results, variables, context) for v in value]
     return value
+
+
+def check_names(
+    wf: Workflow,
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+    done: str = "nothing was started",
+) -> None:
+    """A variable or context value the plan never uses is a typo: say which names it has."""
+    refs = [r for agent in wf.agents for r in agent_references(agent)]
+    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
+    keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
+    for what, given, known in (("variable", variables, declared), ("context", context, keys)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            names = ", ".join(known) if known else "none"
+            raise UsageError(
+                f"{what} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}",
+                topic=f"unknown-{what}",
+                subject=", ".join(unknown),
+            )
