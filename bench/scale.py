@@ -7,7 +7,7 @@ second, how many times it continued as new, the largest payload anywhere in its 
 Targets: all complete; agents/s at 10,000 at least half of agents/s at 100; every payload
 under 1 MiB.
 
-    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200] [--local]
+    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200]
 """
 
 from __future__ import annotations
@@ -70,14 +70,13 @@ async def run_one(
     queue: str,
     wf: Workflow,
     parallel: int,
-    local: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, object]:
     """One run of ``wf``, timed, with its histories' sizes. A plan over 256 KiB goes to the
     store through Temporal's External Storage (the client's data converter, which reads this
     process's store), not into the history; ``settings`` is the workers' (unused here)."""
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local))
+    inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel))
     start = time.perf_counter()
     result = await client.execute_workflow(
         LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue
@@ -97,14 +96,14 @@ async def run_one(
     }
 
 
-async def main(sizes: list[int], parallel: int, local: bool) -> None:
+async def main(sizes: list[int], parallel: int) -> None:
     async with temporal() as (client, queue):
         await run_one(client, queue, random_dag(50, seed=1), parallel)  # warm-up
         rows = []
         for n in sizes:
-            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel, local))
+            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel))
             print(_row(rows[-1]), flush=True)
-        rows.append(await run_one(client, queue, fan_out(2000), parallel, local))
+        rows.append(await run_one(client, queue, fan_out(2000), parallel))
         print(_row(rows[-1]), flush=True)
     print()
     print(
@@ -135,11 +134,5 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,3000,10000")
     ap.add_argument("--parallel", type=int, default=200)
-    ap.add_argument(
-        "--local",
-        action="store_true",
-        help="let instant no-ops run as local activities (default: every agent "
-        "is a real activity, so the leader's per-event cost is what is measured)",
-    )
     a = ap.parse_args()
-    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel, a.local))
+    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel))

@@ -169,6 +169,16 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.5.0 is still open (their delegated approvals were "
         "decided by the rules' words alone)",
     ),
+    "local-tools-off": Patch(
+        what="RunOptions.local_tools is ignored: an instant no-op runs as an activity like every "
+        "agent; before, it ran as a local activity whose result waited for a 1 ms timer (patch "
+        "local-results-next-task) that the server fires about a second late, so a chain of them "
+        "took a second a step",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 with localTools on is still open; then the "
+        "local path (Attempts' local activities, settle_local, the nudge timer) goes with "
+        "local-results-next-task",
+    ),
     "final-board": Patch(
         what="a large run (over INLINE_AGENTS agents) stores its whole board as it ended and "
         "names it in RunResult.board_ref, so `status` of an ended run reads the store instead "
