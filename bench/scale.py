@@ -54,15 +54,18 @@ def largest_payload(history_json: str) -> int:
     return largest
 
 
-async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
-    """(executions, events in all, largest payload) over the continue-as-new chain."""
+async def histories(client: Client, workflow_id: str) -> tuple[int, int, int, int, int]:
+    """(executions, events in all, largest payload, the most events and the most bytes one
+    execution's history held) over the continue-as-new chain."""
     runs = [e async for e in client.list_workflows(f"WorkflowId='{workflow_id}'")]
-    largest = events = 0
+    largest = events = most_events = most_bytes = 0
     for run in runs:
         history = await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
         events += len(history.events)
+        most_events = max(most_events, len(history.events))
+        most_bytes = max(most_bytes, sum(e.ByteSize() for e in history.events))
         largest = max(largest, largest_payload(history.to_json()))
-    return len(runs), events, largest
+    return len(runs), events, largest, most_events, most_bytes
 
 
 async def run_one(
@@ -82,7 +85,7 @@ async def run_one(
         LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue
     )
     took = time.perf_counter() - start
-    executions, events, largest = await histories(client, workflow_id)
+    executions, events, largest, most_events, most_bytes = await histories(client, workflow_id)
     return {
         "plan": wf.name,
         "agents": len(wf.agents),
@@ -92,6 +95,8 @@ async def run_one(
         "executions": executions,
         "events": events,
         "largest": largest,
+        "most_events": most_events,
+        "most_bytes": most_bytes,
         "rss": rss_mib(),
     }
 
@@ -107,7 +112,7 @@ async def main(sizes: list[int], parallel: int) -> None:
         print(_row(rows[-1]), flush=True)
     print()
     print(
-        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}"
+        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}{'per execution at most':>26}"
     )
     for r in rows:
         print(_row(r))
@@ -126,8 +131,9 @@ async def main(sizes: list[int], parallel: int) -> None:
 def _row(r: dict[str, object]) -> str:
     return (
         f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
-        f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"
-    )  # type: ignore[arg-type]
+        f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"  # type: ignore[arg-type]
+        f"{r['most_events']:>11,} events {int(r['most_bytes']) / MIB:>6.1f} MiB"  # type: ignore[arg-type]
+    )
 
 
 if __name__ == "__main__":

@@ -179,6 +179,14 @@ PATCHES: dict[str, Patch] = {
         "local path (Attempts' local activities, settle_local, the nudge timer) goes with "
         "local-results-next-task",
     ),
+    "large-state-as-payload": Patch(
+        what="a state over STATE_IN_HISTORY_MAX (2 MiB) goes to the next execution as its input, "
+        "which the worker's External Storage writes to the store (the history holds a claim); "
+        "before, it went in parts through leader_put and leader_get, whose inputs and results "
+        "stood in the history, so a 30,000-agent run filled the 50 MB history",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 with a state over 2 MiB is still open",
+    ),
     "final-board": Patch(
         what="a large run (over INLINE_AGENTS agents) stores its whole board as it ended and "
         "names it in RunResult.board_ref, so `status` of an ended run reads the store instead "

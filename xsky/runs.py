@@ -240,6 +240,9 @@ class LeaderSetup(Wire):
     # The workers share an object store and have no disk in common: a run's workspace lives on
     # one host at a time, and its workspace agents go to that host's task queue.
     workspace_hosts: bool = False
+    # The worker hands payloads over Temporal's threshold to the store (External Storage): a
+    # state too large for the history may go to the next execution as its input.
+    payloads_by_reference: bool = False
 
 
 class WorkspaceClaim(Wire):
