@@ -63,6 +63,7 @@ from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.security.shell_parse import load_parser
 from xsky.settings_files import SettingsError, worker_layers
 
 log = logging.getLogger("xsky.worker")
@@ -91,6 +92,8 @@ def build_workers(
     activities: AgentActivities,
     skills: bool = False,
 ) -> list[Worker]:
+    # The shell parser is loaded on first use; load it here, outside any workflow's sandbox.
+    load_parser()
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:

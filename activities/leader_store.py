@@ -96,6 +96,7 @@ class LeaderStore:
             deny=deny,
             model=self.settings.coordinator_model or self.settings.model,
             workspace_hosts=self.settings.store is not None,
+            payloads_by_reference=activity.client().data_converter.external_storage is not None,
         )
 
     def _delegation(self) -> tuple[list[str], list[str]]:

@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from activities.tools import NeedsHuman
-from xsky.leader.core import QUEUE_KINDS
+from xsky.kinds import queue_kind
 from xsky.plan.agent_config import tool_name
 from xsky.runs import AgentInput
 
@@ -34,11 +34,6 @@ _tracer = opentelemetry.trace.get_tracer("xsky")
 def _meter() -> MetricMeter:
     # Outside an activity (a unit test, a script) there is nowhere to record.
     return activity.metric_meter() if activity.in_activity() else MetricMeter.noop
-
-
-def agent_kind(name: str) -> str:
-    """The kind an agent runs as (the leader's queue kinds: roles run as ``llm``)."""
-    return name if name in QUEUE_KINDS else "llm"
 
 
 # -- agent attempts -----------------------------------------------------------------------------
@@ -61,7 +56,7 @@ class _CountedAttempt(ActivityInboundInterceptor):
         ):
             return await self.next.execute_activity(input)
         agent = input.args[0].agent
-        kind, tool = agent_kind(agent.name), tool_name(agent.config)
+        kind, tool = queue_kind(agent.name), tool_name(agent.config)
         counter = _meter().create_counter(
             "xsky_agent_attempts", "run_agent attempts by agent kind and how they ended"
         )

@@ -36,10 +36,10 @@ async def main(rounds: int) -> None:
     ]
     async with temporal() as (client, queue):
 
-        async def xsky(wf, local: bool = False):  # type: ignore[no-untyped-def]
+        async def xsky(wf):  # type: ignore[no-untyped-def]
             result = await client.execute_workflow(
                 LeaderWorkflow.run,
-                RunInput(workflow=wf, options=RunOptions(max_parallel=1000, local_tools=local)),
+                RunInput(workflow=wf, options=RunOptions(max_parallel=1000)),
                 id=f"bench-x-{uuid.uuid4().hex[:8]}",
                 task_queue=queue,
             )
@@ -57,30 +57,23 @@ async def main(rounds: int) -> None:
 
         for _, wf, _ in plans:  # warm-up: worker caches, first connections
             await xsky(wf)
-            await xsky(wf, local=True)
             await bare(wf)
             await minimal(wf)
         print(f"median of {rounds} rounds, interleaved, same server and workers")
         print(
-            "xsky: defaults (every agent an activity); xsky-local: instant no-ops as local activities (localTools on)"
-        )
-        print(
-            f"{'plan':24}{'xsky':>8}{'xsky-local':>12}{'bare':>8}{'minimal':>9}{'xsky/bare':>11}{'local/bare':>12}{'xsky/minimal':>14}"
+            f"{'plan':24}{'xsky':>8}{'bare':>8}{'minimal':>9}{'xsky/bare':>11}{'xsky/minimal':>14}"
         )
         worst = 0.0
         for name, wf, targeted in plans:
-            xs, xa, bs, ms = [], [], [], []
+            xs, bs, ms = [], [], []
             for _ in range(rounds):
                 xs.append(await timed(partial(xsky, wf)))
-                xa.append(await timed(partial(xsky, wf, local=True)))
                 bs.append(await timed(partial(bare, wf)))
                 ms.append(await timed(partial(minimal, wf)))
-            x, a, b, m = summary(xs), summary(xa), summary(bs), summary(ms)
+            x, b, m = summary(xs), summary(bs), summary(ms)
             if targeted:
                 worst = max(worst, x / b)
-            print(
-                f"{name:24}{x:>7.2f}s{a:>11.2f}s{b:>7.2f}s{m:>8.2f}s{x / b:>10.2f}×{a / b:>11.2f}×{x / m:>13.2f}×"
-            )
+            print(f"{name:24}{x:>7.2f}s{b:>7.2f}s{m:>8.2f}s{x / b:>10.2f}×{x / m:>13.2f}×")
         print(
             f"target (xsky ≤ {TARGET:.2f}× bare on the chain and the fan-out): {'met' if worst <= TARGET else 'NOT met'} (worst {worst:.2f}×)"
         )

@@ -7,7 +7,7 @@ second, how many times it continued as new, the largest payload anywhere in its 
 Targets: all complete; agents/s at 10,000 at least half of agents/s at 100; every payload
 under 1 MiB.
 
-    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200] [--local]
+    python bench/scale.py [--sizes 100,1000,3000,10000] [--parallel 200]
 """
 
 from __future__ import annotations
@@ -54,15 +54,18 @@ def largest_payload(history_json: str) -> int:
     return largest
 
 
-async def histories(client: Client, workflow_id: str) -> tuple[int, int, int]:
-    """(executions, events in all, largest payload) over the continue-as-new chain."""
+async def histories(client: Client, workflow_id: str) -> tuple[int, int, int, int, int]:
+    """(executions, events in all, largest payload, the most events and the most bytes one
+    execution's history held) over the continue-as-new chain."""
     runs = [e async for e in client.list_workflows(f"WorkflowId='{workflow_id}'")]
-    largest = events = 0
+    largest = events = most_events = most_bytes = 0
     for run in runs:
         history = await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
         events += len(history.events)
+        most_events = max(most_events, len(history.events))
+        most_bytes = max(most_bytes, sum(e.ByteSize() for e in history.events))
         largest = max(largest, largest_payload(history.to_json()))
-    return len(runs), events, largest
+    return len(runs), events, largest, most_events, most_bytes
 
 
 async def run_one(
@@ -70,20 +73,19 @@ async def run_one(
     queue: str,
     wf: Workflow,
     parallel: int,
-    local: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, object]:
     """One run of ``wf``, timed, with its histories' sizes. A plan over 256 KiB goes to the
     store through Temporal's External Storage (the client's data converter, which reads this
     process's store), not into the history; ``settings`` is the workers' (unused here)."""
     workflow_id = f"bench-scale-{uuid.uuid4().hex[:8]}"
-    inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel, local_tools=local))
+    inp = RunInput(workflow=wf, options=RunOptions(max_parallel=parallel))
     start = time.perf_counter()
     result = await client.execute_workflow(
         LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue
     )
     took = time.perf_counter() - start
-    executions, events, largest = await histories(client, workflow_id)
+    executions, events, largest, most_events, most_bytes = await histories(client, workflow_id)
     return {
         "plan": wf.name,
         "agents": len(wf.agents),
@@ -93,22 +95,24 @@ async def run_one(
         "executions": executions,
         "events": events,
         "largest": largest,
+        "most_events": most_events,
+        "most_bytes": most_bytes,
         "rss": rss_mib(),
     }
 
 
-async def main(sizes: list[int], parallel: int, local: bool) -> None:
+async def main(sizes: list[int], parallel: int) -> None:
     async with temporal() as (client, queue):
         await run_one(client, queue, random_dag(50, seed=1), parallel)  # warm-up
         rows = []
         for n in sizes:
-            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel, local))
+            rows.append(await run_one(client, queue, random_dag(n, seed=n), parallel))
             print(_row(rows[-1]), flush=True)
-        rows.append(await run_one(client, queue, fan_out(2000), parallel, local))
+        rows.append(await run_one(client, queue, fan_out(2000), parallel))
         print(_row(rows[-1]), flush=True)
     print()
     print(
-        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}"
+        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}{'per execution at most':>26}"
     )
     for r in rows:
         print(_row(r))
@@ -127,19 +131,14 @@ async def main(sizes: list[int], parallel: int, local: bool) -> None:
 def _row(r: dict[str, object]) -> str:
     return (
         f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
-        f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"
-    )  # type: ignore[arg-type]
+        f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"  # type: ignore[arg-type]
+        f"{r['most_events']:>11,} events {int(r['most_bytes']) / MIB:>6.1f} MiB"  # type: ignore[arg-type]
+    )
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,3000,10000")
     ap.add_argument("--parallel", type=int, default=200)
-    ap.add_argument(
-        "--local",
-        action="store_true",
-        help="let instant no-ops run as local activities (default: every agent "
-        "is a real activity, so the leader's per-event cost is what is measured)",
-    )
     a = ap.parse_args()
-    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel, a.local))
+    asyncio.run(main([int(x) for x in a.sizes.split(",")], a.parallel))

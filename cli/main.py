@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-
-from temporalio.client import WorkflowQueryFailedError
-from temporalio.service import RPCError
 
 from cli.args import Parser, reject_unknown
 from cli.hints import cli_message
@@ -18,53 +16,69 @@ from xsky.errors import PlanError, XSkyError
 Handler = Callable[[argparse.Namespace], int]
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each command's module, in the order `--help` lists them. Only the module of the command
+# given is imported: the others bring Temporal's client, the MCP SDK, the leader — a second
+# of start-up that `validate` or `status` do not need. tests/unit/test_cli_start.py checks
+# this table against what the modules register.
+COMMANDS: dict[str, str] = {
+    "validate": "validate_cmd",
+    "run": "runs_cmd",
+    "status": "runs_cmd",
+    "result": "runs_cmd",
+    "list": "runs_cmd",
+    "follow": "follow_cmd",
+    **dict.fromkeys(
+        (
+            "pause",
+            "resume",
+            "cancel",
+            "retry",
+            "skip",
+            "nudge",
+            "answer",
+            "approve",
+            "replan",
+            "approve-plan",
+            "end",
+            "requests",
+        ),
+        "steer_cmd",
+    ),
+    "budget": "budget_cmd",
+    "log": "log_cmd",
+    "ledger": "ledger_cmd",
+    "gc": "gc_cmd",
+    "plan": "plan_cmd",
+    "roles": "roles_cmd",
+    "permissions": "permissions_cmd",
+    "mcp": "mcp_cmd",
+    "skills": "skills_cmd",
+    "server": "server_cmd",
+    "up": "server_cmd",
+    "down": "server_cmd",
+    "demo": "demo_cmd",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone when it is one (quicker)."""
     parser = Parser(
         prog="starter.py",
         description="xsky: durable AI-agent workflows on Temporal.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    from cli import (
-        budget_cmd,
-        demo_cmd,
-        follow_cmd,
-        gc_cmd,
-        ledger_cmd,
-        log_cmd,
-        mcp_cmd,
-        permissions_cmd,
-        plan_cmd,
-        roles_cmd,
-        runs_cmd,
-        server_cmd,
-        skills_cmd,
-        steer_cmd,
-        validate_cmd,
-    )
-
-    validate_cmd.register(sub)
-    runs_cmd.register(sub)
-    follow_cmd.register(sub)
-    steer_cmd.register(sub)
-    budget_cmd.register(sub)
-    log_cmd.register(sub)
-    ledger_cmd.register(sub)
-    gc_cmd.register(sub)
-    plan_cmd.register(sub)
-    roles_cmd.register(sub)
-    permissions_cmd.register(sub)
-    mcp_cmd.register(sub)
-    skills_cmd.register(sub)
-    server_cmd.register(sub)
-    demo_cmd.register(sub)
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:
+        importlib.import_module(f"cli.{module}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    # The command is the first word that is not an option: the top level has only --help.
+    parser = build_parser(next((a for a in given if not a.startswith("-")), None))
+    args, extras = parser.parse_known_args(given)
     if extras:
         reject_unknown(parser, args, extras)
     handler: Handler = args.handler
@@ -76,23 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except PlanError as e:
         err.print(f"[red]error:[/] {shown(e)}")
-        return 2
-    except WorkflowQueryFailedError as e:
-        # The run's own code failed to answer (its message may quote the run's data).
-        err.print(
-            f"[red]error:[/] the run could not answer: {shown(e)}; the worker's log has the details",
-            markup=True,
-            highlight=False,
-        )
-        return 2
-    except RPCError as e:
-        # Anything the server refused that a command did not expect: one sentence, not a traceback.
-        err.print(
-            f"[red]error:[/] Temporal refused the request: {shown(e.message)} ({e.status.name if e.status else 'unknown'}); "
-            "check the server with `starter.py list`, and the worker with `starter.py up`",
-            markup=True,
-            highlight=False,
-        )
         return 2
     except BrokenPipeError:
         # The reader went away (`… | head`): nothing more to say, and nothing wrong.
@@ -108,6 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             highlight=False,
         )
         return 2
+    except Exception as e:
+        said = _temporal_error(e)
+        if said is None:
+            raise
+        err.print(f"[red]error:[/] {said}", markup=True, highlight=False)
+        return 2
     except KeyboardInterrupt:
         # Ctrl-C stops this command only: a run it started or followed goes on.
         run = getattr(args, "started", None) or getattr(args, "id", None)
@@ -120,6 +123,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
         return 130
+
+
+def _temporal_error(e: Exception) -> str | None:
+    """One sentence for what Temporal refused, or None for anything else. Temporal's client
+    is imported only by commands that talk to it: when it is not loaded, ``e`` is not its."""
+    if "temporalio.client" not in sys.modules:
+        return None
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError
+
+    if isinstance(e, WorkflowQueryFailedError):
+        # The run's own code failed to answer (its message may quote the run's data).
+        return f"the run could not answer: {shown(e)}; the worker's log has the details"
+    if isinstance(e, RPCError):
+        # Anything the server refused that a command did not expect: one sentence, not a traceback.
+        return (
+            f"Temporal refused the request: {shown(e.message)} "
+            f"({e.status.name if e.status else 'unknown'}); "
+            "check the server with `starter.py list`, and the worker with `starter.py up`"
+        )
+    return None
 
 
 if __name__ == "__main__":

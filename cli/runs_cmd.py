@@ -23,7 +23,7 @@ from cli.render import cell, err, one_line, out, print_json, print_problems, sho
 from client import Run, XSky
 from client.attempts import attempt_ends, retry_lines
 from client.server_view import ServerView
-from client.start import check_names, new_run_id
+from client.start import new_run_id
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     PlanError,
@@ -38,6 +38,7 @@ from xsky.leader.tasks import TaskStatus
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import checks_warning, with_plan
 from xsky.plan.models import Workflow
+from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
 from xsky.security.permissions import rule_problems

@@ -7,10 +7,10 @@ import argparse
 from cli.args import parse_pairs
 from cli.render import cell, err, out, plan_summary, plan_tree, print_json, print_problems
 from cli.roles_cmd import resolve_roles
-from client.start import check_names
 from xsky.config import load_settings
 from xsky.errors import PlanError
 from xsky.plan.files import load_plan
+from xsky.plan.variables import check_names
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -22,23 +22,67 @@ their own modules (``client.start``, ``client.outcome``, ``client.workers`` …)
 
 from __future__ import annotations
 
-from client.handle import XSky
-from client.run import Run
-from client.skills import Skills, SkillsStatus
-from client.values import ConnectionLost, RunStatus, RunSummary, WorkerSilent
-from xsky.errors import (
-    ConnectError,
-    NoWorkerError,
-    PlanError,
-    RefusedError,
-    RunEndedError,
-    RunNotFoundError,
-    UnservedRunError,
-    UsageError,
-    XSkyError,
-)
-from xsky.leader.state import BoardPage
-from xsky.runs import AgentReport, RunOptions, RunResult
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from client.handle import XSky
+    from client.run import Run
+    from client.skills import Skills, SkillsStatus
+    from client.values import ConnectionLost, RunStatus, RunSummary, WorkerSilent
+    from xsky.errors import (
+        ConnectError,
+        NoWorkerError,
+        PlanError,
+        RefusedError,
+        RunEndedError,
+        RunNotFoundError,
+        UnservedRunError,
+        UsageError,
+        XSkyError,
+    )
+    from xsky.leader.state import BoardPage
+    from xsky.runs import AgentReport, RunOptions, RunResult
+
+# Where each name lives, imported when first used: `from client import settings` (or a CLI
+# command that never connects) does not pay for Temporal's client and the leader's code.
+_HOMES = {
+    "XSky": "client.handle",
+    "Run": "client.run",
+    "Skills": "client.skills",
+    "SkillsStatus": "client.skills",
+    **dict.fromkeys(("ConnectionLost", "RunStatus", "RunSummary", "WorkerSilent"), "client.values"),
+    **dict.fromkeys(
+        (
+            "ConnectError",
+            "NoWorkerError",
+            "PlanError",
+            "RefusedError",
+            "RunEndedError",
+            "RunNotFoundError",
+            "UnservedRunError",
+            "UsageError",
+            "XSkyError",
+        ),
+        "xsky.errors",
+    ),
+    "BoardPage": "xsky.leader.state",
+    **dict.fromkeys(("AgentReport", "RunOptions", "RunResult"), "xsky.runs"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "AgentReport",

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import (
     Client,
@@ -14,16 +14,15 @@ from temporalio.client import (
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
+from client import leader_calls as calls
 from client.connect import connect_client
 from client.listing import list_query
 from client.outcome import _status_name
 from client.results import reports_of, result_text
 from client.run import Run
 from client.settings import resolve_permissions, resolve_roles
-from client.skills import Skills
-from client.start import check_names, is_prompt, launch, new_run_id
+from client.start import is_prompt, launch, new_run_id
 from client.values import RunSummary
-from workflows.leader import LeaderWorkflow
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     PlanError,
@@ -32,7 +31,11 @@ from xsky.errors import (
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.plan.files import check_plan, load_plan
 from xsky.plan.models import RoleCapabilityModel, Workflow
+from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
+
+if TYPE_CHECKING:
+    from client.skills import Skills
 
 
 class XSky:
@@ -67,6 +70,8 @@ class XSky:
     @property
     def skills(self) -> Skills:
         """The skill pipeline: transcript sources, the watch schedule, scans, status, atoms."""
+        from client.skills import Skills  # the pipeline's code, for the commands that use it
+
         return Skills(self.settings, self.client)
 
     def load(
@@ -185,7 +190,7 @@ class XSky:
         run = Run(
             self.client,
             self.settings,
-            self.client.get_workflow_handle_for(LeaderWorkflow.run, run_id),
+            self.client.get_workflow_handle(run_id, result_type=calls.RESULT),
         )
         await run.temporal_status()
         return run

@@ -12,8 +12,8 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from client import leader_calls as calls
 from client._consts import OUTCOME_TYPES, QUERY_TIMEOUT
-from workflows.leader import LeaderWorkflow
 from xsky.errors import NoWorkerError
 from xsky.leader.state import PageRequest
 from xsky.runs import AgentReport, RunResult
@@ -53,8 +53,9 @@ async def cancelled_result(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
     while True:
         try:
             page = await handle.query(
-                LeaderWorkflow.results,
+                calls.RESULTS.name,
                 PageRequest(offset=len(agents), limit=2000),
+                result_type=calls.RESULTS.answer,
                 rpc_timeout=QUERY_TIMEOUT,
             )
         except RPCError as e:

@@ -16,7 +16,9 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.artifacts import open_store, read_blob
 from activities.storage import open_objects
+from client import leader_calls as calls
 from client._consts import (
     QUERY_TIMEOUT,
     QUERY_TRIES,
@@ -36,7 +38,6 @@ from client.start import launch
 from client.steer import check_signalled, find_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import unanswered, untaken
-from workflows.leader import LeaderWorkflow
 from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import Settings
 from xsky.errors import (
@@ -83,6 +84,7 @@ class Run:
         self._client = client
         self._settings = settings
         self.handle = handle
+        self._final: BoardPage | None = None  # the whole board a large run left as it ended
 
     @property
     def id(self) -> str:
@@ -117,12 +119,14 @@ class Run:
                 f"cannot reach Temporal at {self._settings.address} ({e.message}); is the server up?"
             ) from None
 
-    async def _query(self, query: Any, *args: Any) -> Any:
+    async def _query(self, query: calls.Query, *args: Any) -> Any:
         """A query; unanswered, asked again while the workers are only busy (a bounded number
         of times), else the reason: no worker, one that stopped answering, or busy ones."""
         for tries in range(1, QUERY_TRIES + 1):
             try:
-                return await self.handle.query(query, *args, rpc_timeout=QUERY_TIMEOUT)
+                return await self.handle.query(
+                    query.name, *args, result_type=query.answer, rpc_timeout=QUERY_TIMEOUT
+                )
             except RPCError as e:
                 status = await self.temporal_status()
                 queue = (await self.handle.describe()).task_queue
@@ -141,10 +145,29 @@ class Run:
 
         if not 1 <= limit <= 2000 or offset < 0:
             raise UsageError("a board page takes a limit of 1 to 2000 and an offset of 0 or more")
-        return await self._query(
-            LeaderWorkflow.task_board,
-            PageRequest.model_validate({"offset": offset, "limit": limit, "status": status}),
-        )
+        request = PageRequest.model_validate({"offset": offset, "limit": limit, "status": status})
+        final = await self._final_board()
+        if final is not None:
+            return final.page(request)
+        return await self._query(calls.TASK_BOARD, request)
+
+    async def _final_board(self) -> BoardPage | None:
+        """The whole board a large run stored as it ended (RunResult.board_ref): read from the
+        store, where asking would make a worker replay the whole run (seconds for 10,000
+        agents). None while it runs, and for a run small (or old) enough to be asked."""
+        if self._final is not None:
+            return self._final
+        if await self.temporal_status() not in ("completed", "failed"):
+            return None
+        result = await self.result()
+        if result.board_ref is None:
+            return None
+        try:
+            text = read_blob(open_store(self._settings), result.board_ref)
+        except (FileNotFoundError, ValueError):
+            return None  # not readable here (another store): the query still answers
+        self._final = BoardPage.model_validate_json(text)
+        return self._final
 
     async def status(self) -> RunStatus:
         status = await self.temporal_status()
@@ -160,27 +183,27 @@ class Run:
     async def requests(self) -> list[HumanRequest]:
         """Questions, approvals, escalations and plan reviews waiting for a person."""
 
-        return list(await self._query(LeaderWorkflow.pending_requests))
+        return list(await self._query(calls.PENDING_REQUESTS))
 
     async def plan(self, offset: int = 0, limit: int | None = None) -> str:
         """The run's current plan, as workflow XML (a large plan a page of agents at a time)."""
         if offset == 0 and limit is None:
-            return str(await self._query(LeaderWorkflow.plan))
+            return str(await self._query(calls.PLAN))
         page = (
             PageRequest(offset=offset) if limit is None else PageRequest(offset=offset, limit=limit)
         )
-        return str(await self._query(LeaderWorkflow.plan, page))
+        return str(await self._query(calls.PLAN, page))
 
     async def plan_history(self) -> list[PlanVersion]:
-        return list(await self._query(LeaderWorkflow.plan_history))
+        return list(await self._query(calls.PLAN_HISTORY))
 
     async def ledger(self, offset: int = 0, limit: int = 200) -> LedgerView:
         """The leader's ledgers: its mode, the goal and its check, facts, judgments."""
         page = PageRequest.model_validate({"offset": offset, "limit": limit})
-        return await self._query(LeaderWorkflow.ledger, page)
+        return await self._query(calls.LEDGER, page)
 
     async def permission_log(self) -> list[AuditEntry]:
-        return list(await self._query(LeaderWorkflow.permission_log))
+        return list(await self._query(calls.PERMISSION_LOG))
 
     async def follow(
         self, interval: float = 0.7, page: PageRequest | None = None
@@ -294,10 +317,12 @@ class Run:
                 subject=self.id,
             )
 
-    async def _update(self, update: Any, request: Any) -> InterventionResult:
+    async def _update(self, update: calls.Update, request: Any) -> InterventionResult:
         await self._running("change")
         try:
-            result: InterventionResult = await self.handle.execute_update(update, request)
+            result: InterventionResult = await self.handle.execute_update(
+                update.name, request, result_type=InterventionResult
+            )
             return result
         except WorkflowUpdateFailedError as e:
             cause = e.cause
@@ -311,7 +336,12 @@ class Run:
             ) from None
 
     async def _steer(
-        self, update: Any, signal: Any, request: Any, what: str, task: str | None = None
+        self,
+        update: calls.Update,
+        signal: calls.Signal,
+        request: Any,
+        what: str,
+        task: str | None = None,
     ) -> InterventionResult:
         """The update ``update`` (answered), or for a run whose worker predates it the signal
         ``signal`` (client/steer.py)."""
@@ -324,20 +354,18 @@ class Run:
         if task is not None:  # a signal cannot refuse: the task must be there, not ended
             board = await self.board(limit=2000)
             check_signalled(board, find_task(board.tasks, task), task, self.id, what)
-        return await send_signal(self.handle, signal, request, what)
+        return await send_signal(self.handle, signal.name, request, what)
 
     async def pause(
         self, cancel_running: bool = False, reason: str | None = None
     ) -> InterventionResult:
         """Stop dispatching new agents (and with ``cancel_running`` stop running ones; they resume later)."""
         request = PauseRequest(cancel_running=cancel_running, reason=reason)
-        return await self._steer(LeaderWorkflow.pause_run, LeaderWorkflow.pause, request, "pause")
+        return await self._steer(calls.PAUSE_RUN, calls.PAUSE, request, "pause")
 
     async def resume(self) -> InterventionResult:
         request = ResumeRequest()
-        return await self._steer(
-            LeaderWorkflow.resume_run, LeaderWorkflow.resume, request, "resume"
-        )
+        return await self._steer(calls.RESUME_RUN, calls.RESUME, request, "resume")
 
     async def nudge(self, task: str, message: str) -> InterventionResult:
         """A message for one agent, delivered at its next step (refused, saying why, for an
@@ -346,16 +374,12 @@ class Run:
             raise UsageError("the nudge message is empty: say what the agent should know")
         row = await self.task(task)
         request = NudgeRequest(task_id=row.id, message=message)
-        return await self._steer(
-            LeaderWorkflow.nudge_task, LeaderWorkflow.nudge, request, "nudge", task
-        )
+        return await self._steer(calls.NUDGE_TASK, calls.NUDGE, request, "nudge", task)
 
     async def answer(self, request_id: str, text: str) -> InterventionResult:
         """Answer a pending question (Q-n) or escalation (E-n)."""
 
-        return await self._update(
-            LeaderWorkflow.answer, AnswerRequest(request_id=request_id, text=text)
-        )
+        return await self._update(calls.ANSWER, AnswerRequest(request_id=request_id, text=text))
 
     async def approve(
         self, request_id: str, decision: Decision = "allow_once", message: str | None = None
@@ -366,7 +390,7 @@ class Run:
             raise UsageError(f"decision {decision!r}: give one of {', '.join(get_args(Decision))}")
 
         return await self._update(
-            LeaderWorkflow.approve_tool,
+            calls.APPROVE_TOOL,
             ApproveToolRequest(request_id=request_id, decision=decision, message=message),
         )
 
@@ -380,7 +404,7 @@ class Run:
         if prompt is not None and not prompt.strip():
             raise UsageError("the prompt is empty: say what to change")
         request = ReplanRequest(xml=xml) if xml is not None else ReplanRequest(prompt=prompt)
-        return await self._update(LeaderWorkflow.replan, request)
+        return await self._update(calls.REPLAN, request)
 
     async def review_version(self) -> int | None:
         """The plan version waiting for review (request ``R-n``), or None when none waits."""
@@ -397,7 +421,7 @@ class Run:
                 "(Run.review_version() says which one waits)"
             )
         return await self._update(
-            LeaderWorkflow.approve_plan, ApprovePlanRequest(version=version, comment=comment)
+            calls.APPROVE_PLAN, ApprovePlanRequest(version=version, comment=comment)
         )
 
     async def retry(self, task: str, text: str | None = None) -> InterventionResult:
@@ -411,9 +435,7 @@ class Run:
                 "on it run again, every completed result is carried over",
                 plan_version=None,
             )
-        return await self._update(
-            LeaderWorkflow.retry_task, RetryTaskRequest(task_id=task, task=text)
-        )
+        return await self._update(calls.RETRY_TASK, RetryTaskRequest(task_id=task, task=text))
 
     async def follow_up(self, tasks: list[str], text: str | None = None) -> Run:
         """A follow-up run of this ended run: ``tasks`` and their dependents run again, the
@@ -442,7 +464,7 @@ class Run:
     async def end(self, reason: str | None = None) -> InterventionResult:
         """Close a run held open (``hold_on_failure``, or paused): pending requests are
         withdrawn and it ends, failed if a task failed."""
-        return await self._update(LeaderWorkflow.end_run, EndRunRequest(reason=reason))
+        return await self._update(calls.END_RUN, EndRunRequest(reason=reason))
 
     async def set_budget(
         self, task: str | None = None, reserve: int | None = None, **limits: float
@@ -452,20 +474,16 @@ class Run:
         if unknown := sorted(set(limits) - set(KEYS)):
             raise UsageError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(KEYS)}")
         request = SetBudgetRequest.model_validate({**limits, "taskId": task, "reserve": reserve})
-        return await self._update(LeaderWorkflow.set_budget, request)
+        return await self._update(calls.SET_BUDGET, request)
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
-        return await self._update(
-            LeaderWorkflow.skip_task, SkipTaskRequest(task_id=task, result=result)
-        )
+        return await self._update(calls.SKIP_TASK, SkipTaskRequest(task_id=task, result=result))
 
     async def cancel(self, task: str | None = None) -> str:
         """Cancel one task, or the whole run without one."""
 
         if task is not None:
-            return (
-                await self._update(LeaderWorkflow.cancel_task, TaskRequest(task_id=task))
-            ).message
+            return (await self._update(calls.CANCEL_TASK, TaskRequest(task_id=task))).message
         await self._running("cancel")
         await self.handle.cancel()
         return f"cancellation of {self.id} requested: it ends Cancelled once any running agents have stopped"

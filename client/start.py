@@ -5,7 +5,6 @@ itself (Temporal's External Storage: activities/storage/payloads.py)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,16 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from client import leader_calls as calls
 from client._consts import RUN_ID
 from client.workers import picked_up, require_workers, unserved_error
-from workflows.leader import LeaderWorkflow
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
     UsageError,
 )
-from xsky.leader.core import QUEUE_KINDS
+from xsky.kinds import queue_kind
 from xsky.plan.models import Workflow
-from xsky.plan.variables import agent_references
 from xsky.runs import RunInput, RunResult
 from xsky.security.allow_hosts import host_rule
 
@@ -50,32 +48,11 @@ def check_hosts(hosts: list[str]) -> None:
             ) from None
 
 
-def check_names(
-    wf: Workflow,
-    variables: Mapping[str, str],
-    context: Mapping[str, Any],
-    done: str = "nothing was started",
-) -> None:
-    """A variable or context value the plan never uses is a typo: say which names it has."""
-    refs = [r for agent in wf.agents for r in agent_references(agent)]
-    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
-    keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
-    for what, given, known in (("variable", variables, declared), ("context", context, keys)):
-        unknown = sorted(set(given) - set(known))
-        if unknown:
-            names = ", ".join(known) if known else "none"
-            raise UsageError(
-                f"{what} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}",
-                topic=f"unknown-{what}",
-                subject=", ".join(unknown),
-            )
-
-
 def plan_kinds(wf: Workflow | None) -> list[str]:
     """The agent kinds (task queues) a plan needs; a prompt needs the planner's (llm)."""
     if wf is None:
         return ["llm"]
-    return sorted({a.name if a.name in QUEUE_KINDS else "llm" for a in wf.agents})
+    return sorted({queue_kind(a.name) for a in wf.agents})
 
 
 def is_prompt(text: str) -> bool:
@@ -115,9 +92,10 @@ async def launch(
     wait = settings.worker_wait if wait_for_worker is None else wait_for_worker
     await require_workers(client, settings, plan_kinds(wf), wait, on_wait)
     try:
-        handle = await client.start_workflow(
-            LeaderWorkflow.run,
+        handle: WorkflowHandle[Any, RunResult] = await client.start_workflow(
+            calls.WORKFLOW,
             inp,
+            result_type=calls.RESULT,
             id=workflow_id,
             task_queue=settings.task_queue,
             static_summary=summary,

@@ -131,8 +131,8 @@ async def require_workers(
 
 
 async def picked_up(client: Client, workflow_id: str, wait: float = PICKUP_WAIT) -> bool:
-    """Has a worker taken the workflow's first task within ``wait`` seconds of now? (True
-    when it has ended, or the server cannot say.)"""
+    """Has a worker taken the workflow's first task within ``wait`` seconds of now — or is one
+    busy with others on its queue? (True when it has ended, or the server cannot say.)"""
     deadline = time.monotonic() + wait
     request = DescribeWorkflowExecutionRequest(
         namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
@@ -151,8 +151,32 @@ async def picked_up(client: Client, workflow_id: str, wait: float = PICKUP_WAIT)
         ):
             return True
         if time.monotonic() >= deadline:
-            return False
+            return await polled_since_start(client, response)
         await asyncio.sleep(0.2)
+
+
+async def polled_since_start(client: Client, described: DescribeWorkflowExecutionResponse) -> bool:
+    """Has any worker polled the workflow's task queue since the workflow started? Under load
+    (300 runs started at once) a first task waits its turn behind the others while the
+    workers poll again as each task ends: a queue served, only busy. A worker that stopped
+    before the start (however recently the server still lists it) cannot have polled since.
+    Both times are the server's own."""
+    started = described.workflow_execution_info.start_time.ToNanoseconds()
+    queue = described.execution_config.task_queue.name
+    try:
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except RPCError:
+        return True  # cannot tell; do not cry wolf
+    return any(
+        p.HasField("last_access_time") and p.last_access_time.ToNanoseconds() > started
+        for p in response.pollers
+    )
 
 
 def unserved_error(settings: Settings, queue: str, workflow_id: str, what: str) -> UnservedRunError:

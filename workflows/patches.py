@@ -169,6 +169,32 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.5.0 is still open (their delegated approvals were "
         "decided by the rules' words alone)",
     ),
+    "local-tools-off": Patch(
+        what="RunOptions.local_tools is ignored: an instant no-op runs as an activity like every "
+        "agent; before, it ran as a local activity whose result waited for a 1 ms timer (patch "
+        "local-results-next-task) that the server fires about a second late, so a chain of them "
+        "took a second a step",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 with localTools on is still open; then the "
+        "local path (Attempts' local activities, settle_local, the nudge timer) goes with "
+        "local-results-next-task",
+    ),
+    "large-state-as-payload": Patch(
+        what="a state over STATE_IN_HISTORY_MAX (2 MiB) goes to the next execution as its input, "
+        "which the worker's External Storage writes to the store (the history holds a claim); "
+        "before, it went in parts through leader_put and leader_get, whose inputs and results "
+        "stood in the history, so a 30,000-agent run filled the 50 MB history",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 with a state over 2 MiB is still open",
+    ),
+    "final-board": Patch(
+        what="a large run (over INLINE_AGENTS agents) stores its whole board as it ended and "
+        "names it in RunResult.board_ref, so `status` of an ended run reads the store instead "
+        "of a worker replaying the run; before, only the results were stored",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 is still open (their end schedules one store "
+        "write fewer on replay)",
+    ),
 }
 """The live patches, by id."""
 

@@ -50,8 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from temporalio.envconfig import ClientConfig
-
 from xsky.errors import UsageError
 from xsky.storage import parse_store
 
@@ -140,6 +138,12 @@ def _host(raw: str) -> str:
 def temporal_connect_config(env: Mapping[str, str], profile: str | None = None) -> dict[str, Any]:
     """Temporal's environment configuration (profile file + TEMPORAL_* variables) as
     ``Client.connect`` keyword arguments; a missing profile or a broken file is a sentence."""
+    if profile is None and not _temporal_configured(env):
+        # Nothing to read, so nothing the SDK would find ({}): a command that never connects
+        # (validate, roles) does not pay a tenth of a second to import Temporal's client.
+        return {}
+    from temporalio.envconfig import ClientConfig
+
     try:
         return dict(
             ClientConfig.load_client_connect_config(
@@ -153,6 +157,16 @@ def temporal_connect_config(env: Mapping[str, str], profile: str | None = None) 
             f"Temporal's client configuration cannot be used: {e}; check TEMPORAL_PROFILE and "
             "TEMPORAL_CONFIG_FILE (or ~/.config/temporalio/temporal.toml)"
         ) from None
+
+
+def _temporal_configured(env: Mapping[str, str]) -> bool:
+    """Whether Temporal's environment configuration has anything to say: a TEMPORAL_*
+    variable, or its configuration file where the SDK looks (the user's config folder)."""
+    if any(name.startswith("TEMPORAL_") for name in env):
+        return True
+    homes = [env.get("XDG_CONFIG_HOME"), f"{env['HOME']}/.config" if env.get("HOME") else None]
+    homes.append(os.path.expanduser("~/.config"))
+    return any(home and Path(home, "temporalio", "temporal.toml").exists() for home in homes)
 
 
 def load_settings(

@@ -11,3 +11,11 @@ class AgentInfo(WireModel):
 
 
 TOOL_AGENT_KINDS: tuple[str, ...] = ("browser", "file", "llm", "shell")
+
+# Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
+QUEUE_KINDS: tuple[str, ...] = ("browser", "file", "shell")
+
+
+def queue_kind(name: str) -> str:
+    """The task queue's kind an agent of this name runs on: roles run as ``llm``."""
+    return name if name in QUEUE_KINDS else "llm"

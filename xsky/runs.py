@@ -70,15 +70,12 @@ class RunOptions(Wire):
         86400.0, gt=0, description="seconds a question or approval may wait for a person"
     )
     stall: StallWindows = Field(default_factory=StallWindows)
-    # Off by default. A queried run's local results replay since the patch
-    # local-results-next-task (README, "Local activities and queries"); one case stays open in
-    # theory (a local activity past the workflow task's heartbeat that ends while a query is
-    # answered), and on, a run's history holds markers and timers instead of activity events.
+    # Ignored since v0.5.0 (patch local-tools-off): kept so that inputs that set it still
+    # parse, and runs started before replay as they ran (README, "Local activities and queries").
     local_tools: bool = Field(
         False,
-        description="run instant no-op agents as local activities on the leader's worker "
-        "(when it serves every kind): no task-queue round trip, a marker and a 1 ms timer per "
-        "batch instead of activity events; off by default",
+        description="ignored since v0.5.0: every agent runs as an activity (a local activity's "
+        "result waited for a timer the server fires about a second late)",
     )
     allow_hosts: list[str] = Field(
         default_factory=list,
@@ -243,6 +240,9 @@ class LeaderSetup(Wire):
     # The workers share an object store and have no disk in common: a run's workspace lives on
     # one host at a time, and its workspace agents go to that host's task queue.
     workspace_hosts: bool = False
+    # The worker hands payloads over Temporal's threshold to the store (External Storage): a
+    # state too large for the history may go to the next execution as its input.
+    payloads_by_reference: bool = False
 
 
 class WorkspaceClaim(Wire):
@@ -364,6 +364,8 @@ class RunResult(Wire):
     counts: dict[str, int] = Field(default_factory=dict)  # agents by status
     agents_total: int = 0
     results_ref: BlobRef | None = None
+    # A large run's whole board as it ended (a BoardPage), for `status` to read from the store.
+    board_ref: BlobRef | None = None
     plan_version: int = 1
     started_at: datetime | None = None
     ended_at: datetime | None = None

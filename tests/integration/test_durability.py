@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
 from activities.agents.activity import AgentActivities
@@ -82,9 +83,14 @@ def stop_worker_process(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.asynccontextmanager
 async def own_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, extra_args: tuple[str, ...] = ()
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    extra_args: tuple[str, ...] = (),
+    data_converter: DataConverter = pydantic_data_converter,
 ) -> AsyncIterator[tuple[DevServer, Client, Settings]]:
-    """A dev server of the test's own (to kill or configure) with in-process workers on it."""
+    """A dev server of the test's own (to kill or configure) with in-process workers on it
+    (``data_converter``: theirs and the client's; xsky's own stores large payloads)."""
     monkeypatch.setenv("XSKY_HOME", str(tmp_path / "xsky"))
     monkeypatch.setenv("XSKY_TASK_QUEUE", f"{name[0]}{uuid.uuid4().hex[:6]}")
     server = DevServer(
@@ -97,7 +103,7 @@ async def own_server(
     server.start(timeout=90)
     workers = []
     try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=data_converter)
         monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
         settings = load_settings()
         workers = build_workers(

@@ -253,10 +253,11 @@ async def test_a_role_defined_while_the_run_goes_is_taken_by_a_new_agent(
     await finish("define_role", handle)
 
 
-async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
-    """Local results are decided on once the nudge timer started with them fires (patch
-    ``local-results-next-task``; ``local_settled_v0.3.0`` is a history of the branch before);
-    ``test_replay_queried.py`` replays such runs queried all along."""
+async def test_local_tools_on_runs_instant_agents_as_activities_and_replays(env: Env):
+    """Since v0.5.0 (patch ``local-tools-off``) localTools is ignored: instant no-ops run as
+    activities, no local activity, no nudge timer. Runs of before replay as they ran:
+    ``local_settled_v0.4.0`` (local results settled on the nudge timer, patch
+    ``local-results-next-task``) and ``local_settled_v0.3.0`` (the branch before it)."""
     await env.start_worker()
     fan = [noop(str(i), depends="1") for i in range(2, 8)]
     handle = await env.start(
@@ -265,15 +266,14 @@ async def test_instant_agents_as_local_activities_settle_and_replay(env: Env):
     )
     result = await run_outcome(handle)
     assert result.status == "completed" and len(result.agents) == 8
-    history = await finish("local_settled", handle)
+    history = await finish("local_tools_off", handle)
     local = [
         e
         for e in events(history, EventType.EVENT_TYPE_MARKER_RECORDED)
         if e.marker_recorded_event_attributes.marker_name == "core_local_activity"
     ]
-    assert agents_scheduled(history) == [] and len(local) == 8  # every agent a local activity
-    nudges = events(history, EventType.EVENT_TYPE_TIMER_FIRED)
-    assert nudges, "no nudge timer fired: the local results were decided on when seen"
+    assert local == [] and len(agents_scheduled(history)) == 8  # every agent an activity
+    assert events(history, EventType.EVENT_TYPE_TIMER_FIRED) == []
 
 
 async def test_a_large_plan_started_by_reference_replays(env: Env):

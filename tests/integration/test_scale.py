@@ -15,6 +15,7 @@ from temporalio import activity
 from activities.artifacts import ArtifactStore, read_blob
 from activities.leader_store import LeaderStore
 from client.outcome import run_outcome
+from client.run import Run
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, board_shows, noop, plan, query, wait_requests
 from tests.integration.plan_by_reference import by_reference
@@ -150,6 +151,71 @@ async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_com
         assert (
             largest_payload(history.to_json()) < 256 * 1024
         )  # a blob part at most, whatever the plan's size
+
+        # The run left its whole board in the store: `status` reads it there, not by asking a
+        # worker to replay the run (no query is asked), and it pages as the query does.
+        assert result.board_ref is not None
+        run = Run(client, settings, handle)
+
+        async def no_query(*_: object) -> None:
+            raise AssertionError("the ended run's board was asked for, not read")
+
+        monkeypatch.setattr(run, "_query", no_query)
+        stored = await run.board(offset=250, limit=20)
+        assert (stored.total, stored.counts) == (page.total, page.counts)
+        assert [(t.id, t.status) for t in stored.tasks] == [(t.id, t.status) for t in page.tasks]
+        assert (await run.board(status="completed", limit=5)).total == 260
+
+
+async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
+    tmp_path: Path, monkeypatch
+):
+    """A state over STATE_IN_HISTORY_MAX (2 MiB: 40 agents of 64 KB tasks) goes to the next
+    execution as its input, which the worker's External Storage writes to the store: each
+    continued history holds a claim where it held the state twice (written in parts, read in
+    parts); the run is exact, and every execution replays from the store."""
+    from client.connect import DATA_CONVERTER
+    from tests.integration.histories import external_payloads, replayer
+
+    async with own_server(
+        tmp_path, monkeypatch, "big-state", CAN_EVERY_30, data_converter=DATA_CONVERTER
+    ) as (_, client, settings):
+        words = "x" * 64_000  # a long task: 40 of them make a state over 2.5 MB
+        chain = [noop(str(i), 0, depends=str(i - 1) if i > 1 else "") for i in range(1, 41)]
+        wf = parse_workflow(plan(*chain, name="big-state"))
+        wf = wf.model_copy(
+            update={
+                "agents": [a.model_copy(update={"task": f"{a.task} {words}"}) for a in wf.agents]
+            }
+        )
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
+            id=f"xsky-big-state-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
+        result = await asyncio.wait_for(run_outcome(handle), 120)
+        assert result.status == "completed" and result.counts == {"completed": 40}
+        executions = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
+        assert len(executions) >= 2, "the run never continued as new"
+        stored_states = 0
+        for ex in executions:
+            history = await client.get_workflow_handle(handle.id, run_id=ex.run_id).fetch_history()
+            puts = [
+                e
+                for e in history.events
+                if e.HasField("activity_task_scheduled_event_attributes")
+                and e.activity_task_scheduled_event_attributes.activity_type.name == "leader_put"
+                and b'"name":"state-'
+                in e.activity_task_scheduled_event_attributes.input.payloads[0].data
+            ]
+            assert puts == [], "a state went through the history in parts"
+            started = history.events[0].workflow_execution_started_event_attributes
+            if started.continued_execution_run_id:
+                assert external_payloads(history) >= 1  # its input: a claim, not the state
+                stored_states += 1
+            await replayer().replay_workflow(history)  # the claim read back from the store
+        assert stored_states >= 1
 
 
 class SlowStore(LeaderStore):

@@ -52,6 +52,7 @@ class Attempts:
         self._local_done: list[tuple[int, int, Callable[[], None]]] = []
         # patched("local-results-next-task"), asked when the first local activity is scheduled.
         self._next_task: bool | None = None
+        self._locals_off: bool | None = None  # patched("local-tools-off"), asked when first needed
         self._nudged_at = -1  # the history length at which the last nudge timer started
         self._nudge = 0  # the last nudge timer's number (0: none yet)
         self._nudges_fired: set[int] = set()
@@ -104,8 +105,14 @@ class Attempts:
                 # Temporal retries at once; the attempt after an error waits its backoff itself.
                 agent_input = agent_input.model_copy(update={"error_backoff": settings.retry})
             agent_input = await within_budget(self.tokens.issued(agent_input))
-            # A cheap tool on a worker that runs agents: a local activity, no task queue round trip.
-            local = self._agents_here() and core.inputs.runs_locally(agent_id)
+            # Runs of before v0.5.0 with localTools on ran instant no-ops as local activities
+            # (no task queue round trip, but a 1 ms timer per batch that the server fires about
+            # a second late): they replay so; a run of since gives every agent an activity.
+            local = (
+                self._agents_here()
+                and core.inputs.runs_locally(agent_id)
+                and not self._local_tools_off()
+            )
             kind = core.inputs.queue_kind(agent_id)
             self._metrics.started(kind)
             if local:
@@ -188,6 +195,13 @@ class Attempts:
         if core.active.get(agent_id) == dispatch:
             del self._tasks[agent_id]
         core.attempt_ended(agent_id, dispatch)
+
+    def _local_tools_off(self) -> bool:
+        """patched("local-tools-off"), asked the first time an agent could run locally (so a
+        run without localTools records no marker)."""
+        if self._locals_off is None:
+            self._locals_off = patched("local-tools-off")
+        return self._locals_off
 
     def _nudged(self) -> int:
         """The nudge timer of the local activities this workflow task schedules — one 1 ms

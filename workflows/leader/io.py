@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
@@ -341,7 +342,15 @@ def grown_since(read_size: int) -> bool:
     return workflow.info().get_current_history_size() >= 2 * read_size
 
 
-async def continue_as_new(core: LeaderCore) -> str | None:
+# A state larger than this goes to the next execution as its input, which Temporal's External
+# Storage writes to the store (the history holds a claim), where the worker has it: in parts
+# through the leader's store activities it would stand in each history twice (written, read),
+# and a 30,000-agent plan's state (~30 MB) fills the 50 MB history within a few executions.
+# A smaller one goes in parts, replayable without the store.
+STATE_IN_HISTORY_MAX = 2 * 1024 * 1024
+
+
+async def continue_as_new(core: LeaderCore, payloads_by_reference: bool = False) -> str | None:
     """Hand the run to a fresh history: the state by reference, so its size never matters.
 
     Returns (with the reason) only when the state could not be stored: the run then goes
@@ -358,6 +367,12 @@ async def continue_as_new(core: LeaderCore) -> str | None:
         workflow.continue_as_new(
             core.continue_input().model_copy(update={"workflow": None, "state": state})
         )
+    if (
+        payloads_by_reference
+        and len(snapshot) > STATE_IN_HISTORY_MAX
+        and patched("large-state-as-payload")
+    ):
+        workflow.continue_as_new(RawValue(_input_with_state(core, snapshot)))
     number = core.executions() if per_execution else core.executions() + 1
     ref = await _save_state(core, snapshot, number)
     await workflow.wait_condition(workflow.all_handlers_finished)
@@ -374,6 +389,17 @@ async def continue_as_new(core: LeaderCore) -> str | None:
     workflow.continue_as_new(
         core.continue_input().model_copy(update={"workflow": None, "state": None, "state_ref": ref})
     )
+
+
+def _input_with_state(core: LeaderCore, snapshot: str) -> Payload:
+    """The next execution's input, the state in it as the snapshot's JSON, as the pydantic
+    converter writes a RunInput: put together as text, because turning a 30,000-agent snapshot
+    back into objects only for the converter to write them out again takes seconds of the
+    workflow task's two."""
+    rest = core.continue_input().model_copy(update={"workflow": None, "state": None})
+    head = rest.model_dump_json(exclude={"state"})
+    data = f'{head[:-1]},"state":{snapshot}}}' if head != "{}" else f'{{"state":{snapshot}}}'
+    return Payload(metadata={"encoding": b"json/plain"}, data=data.encode())
 
 
 async def _save_state(core: LeaderCore, snapshot: str, number: int) -> BlobRef | None:

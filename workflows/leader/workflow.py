@@ -35,6 +35,7 @@ from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.errors import PlanError
+    from xsky.gcpause import gc_paused
     from xsky.leader.core import (
         CallPlanner,
         Command,
@@ -85,10 +86,12 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         # A run whose plan or state is in the artifact store gets its core once run() read it.
         self._loaded: LeaderCore | None = None
         if inp.state_ref is None and inp.plan_ref is None:
-            self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
+            with gc_paused():  # a large plan's tasks: no collection while they are built
+                self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
         self._early: list[Callable[[], None]] = []  # signals that came while the state was read
         self._timer = leader_io.DeadlineTimer()
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
+        self._payloads_by_reference = False  # its worker stores large payloads (LeaderSetup)
         self._read_size = 0  # bytes of history once a stored state was read
         self._metrics = LeaderMetrics()
         self._board = leader_io.Board(self._metrics)
@@ -163,6 +166,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                 set(given.search_attributes),
                 given.agents_here,
             )
+            self._payloads_by_reference = given.payloads_by_reference
         if given is not None and given.workspace_hosts and patched("workspace-hosts"):
             self._attempts.hosts = Hosts()  # no shared disk: the workspace on one host at a time
         leader_budget = patched("leader-budget-holds")
@@ -198,7 +202,11 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                     if leader_io.time_to_continue() and leader_io.grown_since(self._read_size):
                         core.begin_drain()
                         if not core.active and not core.replanning and not core.stall_consults:
-                            if (why := await leader_io.continue_as_new(core)) is not None:
+                            if (
+                                why := await leader_io.continue_as_new(
+                                    core, self._payloads_by_reference
+                                )
+                            ) is not None:
                                 # Not handed on: go on here, and try again once the history
                                 # has doubled.
                                 workflow.logger.error("run %s goes on: %s", core.run_id, why)
@@ -240,6 +248,8 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         result = core.views.result(workflow.now())
         if core.views.large():
             result.results_ref = await save_blob("results", core.views.reports_jsonl())
+            if patched("final-board"):
+                result.board_ref = await save_blob("board", core.views.whole_board(workflow.now()))
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from xsky.artifacts import marker
+from xsky.kinds import queue_kind
 from xsky.leader.board import TaskBoard
 from xsky.leader.briefs import Briefs
 from xsky.leader.budget import Budget
 from xsky.leader.cast import Cast
-from xsky.leader.commands import LOCAL_SECONDS, QUEUE_KINDS, SATISFIED
+from xsky.leader.commands import LOCAL_SECONDS, SATISFIED
 from xsky.leader.dep_context import dependency_context, wants_context
 from xsky.leader.grants import Grants, GrantsRequest
 from xsky.leader.plans import PlanBook
@@ -175,8 +176,7 @@ class AttemptInputs:
         return bool(tools & WORKSPACE_TOOLS) or any(is_mcp(t) for t in tools)
 
     def queue_kind(self, agent_id: str) -> str:
-        name = self.board.agents[agent_id].name
-        return name if name in QUEUE_KINDS else "llm"
+        return queue_kind(self.board.agents[agent_id].name)
 
     def agent_input(
         self,

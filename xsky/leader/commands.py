@@ -12,8 +12,6 @@ from xsky.runs import (
     DecisionRecord,
 )
 
-# Agent kinds with their own task queue; every other name (llm and roles) goes to "llm".
-QUEUE_KINDS = ("browser", "file", "shell")
 # A noop this short runs as a local activity where the leader's worker runs agents (longer
 # ones stay activities: a local one holds the workflow task, so the board would not move).
 LOCAL_SECONDS = 0.05

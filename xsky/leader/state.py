@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from xsky.artifacts import BlobRef
+from xsky.gcpause import gc_paused
 from xsky.leader.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
 from xsky.plan.budget import BudgetView, RunBudget, Spend
@@ -226,7 +227,10 @@ class LeaderState(WireModel):
             return data
         plan = data.get("plan")
         flat = isinstance(plan, Workflow) or (isinstance(plan, dict) and "plan" not in plan)
-        return CarriedState.model_validate(data).parts() if flat else data
+        if not flat:
+            return data
+        with gc_paused():  # a 30,000-agent state: the collector would double the time
+            return CarriedState.model_validate(data).parts()
 
     def carried(self) -> CarriedState:
         """The flat form it travels in."""
@@ -486,3 +490,16 @@ class BoardPage(WireModel):
     state: str = "running"
     notes: list[str] = Field(default_factory=list)  # paused, waiting for review, waiting for Q-n …
     budget: BudgetView | None = None  # spend, and the limits when the run has a budget
+
+    def page(self, req: PageRequest) -> BoardPage:
+        """A page of this page, as the ``task_board`` query pages the board: for the whole
+        board of a run that ended, stored as it ended (RunResult.board_ref), read without
+        asking a worker to replay the run."""
+        chosen = [t for t in self.tasks if req.status is None or t.status == req.status]
+        return self.model_copy(
+            update={
+                "total": len(chosen),
+                "offset": req.offset,
+                "tasks": chosen[req.offset : req.offset + req.limit],
+            }
+        )

@@ -128,6 +128,24 @@ class Views:
         carried = self.state.carried().model_copy(update={"tasks": tasks})
         return carried.model_dump_json(by_alias=True, exclude_defaults=True)
 
+    def whole_board(self, now: datetime) -> str:
+        """The board with every task, as JSON: what a large run leaves when it ends, so that
+        `status` reads it (BoardPage.page) instead of a worker replaying the whole run."""
+        derived = derive_statuses({t.id: t for t in self.board.state.tasks})
+        counts: dict[str, int] = {}
+        for status, _ in derived.values():
+            counts[status] = counts.get(status, 0) + 1
+        tasks = self.board.state.tasks
+        return BoardPage(
+            total=len(tasks),
+            offset=0,
+            counts=dict(sorted(counts.items())),
+            tasks=[TaskView.of(t, *derived[t.id], now) for t in tasks],
+            state=self.run_state(),
+            notes=self.notices(now),
+            budget=self._shown_budget(now),
+        ).model_dump_json(by_alias=True, exclude_none=True)
+
     def large(self) -> bool:
         return len(self.board.state.tasks) > INLINE_AGENTS
 

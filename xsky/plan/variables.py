@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from xsky.artifacts import is_marker
-from xsky.errors import Problem
+from xsky.errors import Problem, UsageError
 from xsky.plan.fields import field_value
 from xsky.plan.models import Workflow, WorkflowAgent
 
@@ -85,6 +85,9 @@ def agent_references(agent: WorkflowAgent) -> list[Reference]:
     return [ref for text in _rendered_texts(agent) for ref in find_references(text)]
 
 
+_RAW_AGENT = RAW + "agent_"
+
+
 def check_references(
     workflow: Workflow,
     variables: Collection[str],
@@ -95,15 +98,24 @@ def check_references(
     by_id = {a.id: a for a in workflow.agents}
     var_names = sorted(set(variables))
     for i, agent in enumerate(workflow.agents):
+        config = agent.config
+        texts = (
+            (agent.task, agent.input, *_config_strings(config))
+            if config
+            else (agent.task, agent.input)
+        )
+        depends = agent.depends
         seen: set[str] = set()
-        for text in _rendered_texts(agent):
-            if "{{" not in text:  # most texts hold no reference: skip the regex
+        for text in texts:
+            if not text or "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
             for name in REF_RE.findall(text):
+                if name[:6] == "agent_" and name[-7:] == "_result" and name[6:-7] in depends:
+                    continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
                 if name in seen:
                     continue
                 seen.add(name)
-                if name.startswith(RAW + "agent_") and _AGENT_REF.match(name.removeprefix(RAW)):
+                if name.startswith(_RAW_AGENT) and _AGENT_REF.match(name.removeprefix(RAW)):
                     problems.append(
                         Problem(
                             f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
@@ -114,12 +126,6 @@ def check_references(
                         )
                     )
                     continue
-                if (
-                    name.startswith("agent_")
-                    and name.endswith("_result")
-                    and name[6:-7] in agent.depends
-                ):
-                    continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
                 msg = _check_one(
                     classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys
                 )
@@ -336,3 +342,24 @@ def render_config(
     if isinstance(value, list):
         return [render_config(v, results, variables, context) for v in value]
     return value
+
+
+def check_names(
+    wf: Workflow,
+    variables: Mapping[str, str],
+    context: Mapping[str, Any],
+    done: str = "nothing was started",
+) -> None:
+    """A variable or context value the plan never uses is a typo: say which names it has."""
+    refs = [r for agent in wf.agents for r in agent_references(agent)]
+    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
+    keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
+    for what, given, known in (("variable", variables, declared), ("context", context, keys)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            names = ", ".join(known) if known else "none"
+            raise UsageError(
+                f"{what} {', '.join(unknown)}: the plan has no such name (its names: {names}); {done}",
+                topic=f"unknown-{what}",
+                subject=", ".join(unknown),
+            )

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
 from xsky.plan.budget import BudgetError, limits_text, parse_limits
 from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
+from xsky.plan.plain_plans import JSON, XML_SPACE, clean_text, element_text, read_plain
 from xsky.security.roles import RoleCapabilityModel
 from xsky.wire import scrub_xml_illegal
 
@@ -51,10 +52,8 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 
-# One parser per process is enough: lxml parsers are reusable, and building one per call
-# costs more than parsing a small plan.
+# Nothing outside the text is ever read; entity handling is chosen per document (_parser_for).
 _PARSER_OPTIONS: dict[str, Any] = dict(
-    resolve_entities=False,
     no_network=True,
     load_dtd=False,
     dtd_validation=False,
@@ -63,6 +62,7 @@ _PARSER_OPTIONS: dict[str, Any] = dict(
     remove_pis=True,
     collect_ids=False,
 )
+_PLAIN_OPTIONS: dict[str, Any] = {**_PARSER_OPTIONS, "resolve_entities": "internal"}
 
 
 # -- parsing, hardened --------------------------------------------------------------------
@@ -79,9 +79,28 @@ def parse_workflow_source(
     """Like :func:`parse_workflow`, and also return each agent's line and column.
     ``base_dir``: where ``<output schema="FILE"/>`` paths start (None: the working directory)."""
     data, source, encoding = _as_bytes(text, max_bytes)
-    root = _parse_tree(data, source, encoding)
+    _refuse_doctype(source)
+    parser, plain_utf8 = _parser_for(data, source, encoding)
     with gc_paused():
+        if plain_utf8:
+            plain = read_plain(data, _PLAIN_OPTIONS)
+            if plain is not None:
+                try:
+                    workflow = Workflow.model_validate(plain)
+                except ValidationError:
+                    pass  # the Reader says where
+                else:
+                    return ParsedWorkflow(workflow, lambda: _reader_of(data, source, parser))
+        root = _parse_tree(data, source, parser)
         return Reader(root, source, base_dir).read()
+
+
+def _reader_of(
+    data: bytes, source: str, parser: etree.XMLParser
+) -> tuple[Reader, list[etree._Element]]:
+    """A Reader over the tree of a plan read on the plain path, for its agents' positions."""
+    root = _parse_tree(data, source, parser)
+    return Reader(root, source), [el for el in root if el.tag == "agent"]
 
 
 def _as_bytes(text: str | bytes, max_bytes: int) -> tuple[bytes, str, str | None]:
@@ -139,12 +158,14 @@ def _doctype_problem(source: str) -> Problem:
     )
 
 
-def _parse_tree(data: bytes, source: str, encoding: str | None) -> etree._Element:
-    # Refuse a DTD before libxml2 sees it, so it never tries to fetch an external subset.
+def _refuse_doctype(source: str) -> None:
+    """Refuse a DTD before libxml2 sees it, so it never tries to fetch an external subset."""
     prolog_end = _PROLOG_SKIP.match(source)
     if source.startswith("<!DOCTYPE", prolog_end.end() if prolog_end else 0):
         raise WorkflowXMLError([_doctype_problem(source)])
-    parser = etree.XMLParser(encoding=encoding, **_PARSER_OPTIONS)
+
+
+def _parse_tree(data: bytes, source: str, parser: etree.XMLParser) -> etree._Element:
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as e:
@@ -158,6 +179,28 @@ def _parse_tree(data: bytes, source: str, encoding: str | None) -> etree._Elemen
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise WorkflowXMLError([_doctype_problem(source)])  # e.g. a UTF-16 document
     return root
+
+
+_DECLARED_ENCODING = re.compile(r"""\ufeff?<\?xml\s[^>]*?encoding\s*=\s*["']([^"']*)["']""")
+
+
+def _parser_for(data: bytes, source: str, encoding: str | None) -> tuple[etree.XMLParser, bool]:
+    """The parser for a document whose prolog holds no DOCTYPE (checked on ``source``).
+
+    When libxml2 reads the very text that check read — UTF-8, a str or bytes — no DTD can
+    follow (one stands only in the prolog), so no entity but the five built-in ones exists
+    and the default entity handling reads the document the same as turning it off, which
+    costs a third of a 10,000-agent parse; such a plan may also be read on the plain path
+    (:mod:`xsky.plan.plain_plans`): the flag says so. Other bytes (UTF-16, a legacy encoding, where the check
+    may not have seen what libxml2 will) keep entities off."""
+    declared = _DECLARED_ENCODING.match(source)
+    says_utf8 = declared is None or declared.group(1).lower() in ("utf-8", "utf8")
+    if encoding is not None and not says_utf8:  # a str, encoded here as UTF-8
+        return etree.XMLParser(encoding=encoding, **_PLAIN_OPTIONS), False
+    if says_utf8 and not data.startswith((b"\xfe\xff", b"\xff\xfe")) and b"\x00" not in data[:4]:
+        # Naming UTF-8, libxml2's own, would only slow it down.
+        return etree.XMLParser(**_PLAIN_OPTIONS), True
+    return etree.XMLParser(**_PARSER_OPTIONS, resolve_entities=False), False
 
 
 def _syntax_message(e: etree.XMLSyntaxError) -> str:
@@ -189,8 +232,6 @@ def _find_in_source(source: str, needle: str) -> tuple[int, int]:
 
 # -- reading: the tree → a Workflow, every problem with its line and column ---------------
 
-XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
-
 _WORKFLOW_ATTRS = ("name", "taskId", "modified", "budget")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
 _ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
@@ -204,34 +245,30 @@ _STATUSES = ("init", "running", "done", "error")
 
 
 class ParsedWorkflow:
-    """A parsed plan plus where each agent stood in the text, for error messages."""
+    """A parsed plan plus where each agent stood in the text, for error messages.
+    ``located``: the Reader and the agents' elements, or how to get them when first asked
+    (a plan read on the plain path has no tree until a problem needs a position)."""
 
-    def __init__(self, workflow: Workflow, reader: Reader, agent_els: list[etree._Element]):
+    def __init__(
+        self,
+        workflow: Workflow,
+        located: tuple[Reader, list[etree._Element]]
+        | Callable[[], tuple[Reader, list[etree._Element]]],
+    ):
         self.workflow = workflow
-        self._reader = reader
-        self._agent_els = agent_els
+        self._located = located
 
     def agent_position(self, index: int) -> tuple[int, int]:
         """Line and column of the ``index``-th ``<agent>`` start tag."""
-        return self._reader.pos(self._agent_els[index])
-
-
-def clean_text(text: str) -> str:
-    """What a person meant by an element's text: indentation and edge blank space dropped."""
-    if "\n" in text:
-        text = textwrap.dedent(text)
-    return text.strip()
+        if callable(self._located):
+            self._located = self._located()
+        reader, agent_els = self._located
+        return reader.pos(agent_els[index])
 
 
 def _element_text(el: etree._Element) -> str:
     raw = el.text
-    if not raw:
-        return ""
-    if "\n" not in raw and not raw[0].isspace() and not raw[-1].isspace():
-        return raw  # nothing to tidy, so xml:space cannot matter: the common case
-    if el.get(XML_SPACE) == "preserve":
-        return raw
-    return clean_text(raw)
+    return element_text(raw, bool(raw) and el.get(XML_SPACE) == "preserve")
 
 
 class Reader:
@@ -328,7 +365,7 @@ class Reader:
         except ValidationError as e:
             self._validation_problems(e, root, agent_els)
             raise WorkflowXMLError(self.problems) from None
-        return ParsedWorkflow(workflow, self, agent_els)
+        return ParsedWorkflow(workflow, (self, agent_els))
 
     def _partial(
         self, wf: dict[str, Any], agent_els: list[etree._Element]
@@ -340,13 +377,11 @@ class Reader:
         if self._incomplete:
             return None
         try:
-            return ParsedWorkflow(Workflow.model_validate(wf), self, agent_els)
+            return ParsedWorkflow(Workflow.model_validate(wf), (self, agent_els))
         except ValidationError:
             return None
 
     def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
-        # The hot loop for big plans: read attributes as one dict, children in one pass,
-        # and only look closer (and build messages) when something is off.
         attrs = dict(el.attrib)
         if not attrs.keys() <= _AGENT_ATTR_SET:
             self._check_attrs(el, _AGENT_ATTRS, "agent", index)
@@ -489,7 +524,7 @@ class Reader:
         """``text`` (the element's) parsed as JSON, or ``_UNREAD`` with the problem recorded at
         the line of the error inside it."""
         try:
-            return json.loads(text, parse_constant=_reject_constant)
+            return JSON.decode(text)
         except (json.JSONDecodeError, ValueError, RecursionError) as e:
             line, col = self.pos(el)
             detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
@@ -529,7 +564,7 @@ class Reader:
             )
             return None
         try:
-            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+            return JSON.decode(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             detail = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
             self.problem(
@@ -660,10 +695,6 @@ def _label(agent_id: str | None, index: int) -> str:
 
 
 _UNREAD = object()  # what _json_text gives for text that is not JSON (None is valid JSON)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in JSON")
 
 
 # -- writing ------------------------------------------------------------------------

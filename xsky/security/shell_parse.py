@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
-
-import bashlex
-import bashlex.errors
 
 from xsky.security.program_forms import hidden_code
 
@@ -125,10 +123,27 @@ def _strip_arithmetic(command: str) -> str:
         i = j
 
 
+_bashlex: ModuleType | None = None
+
+
+def load_parser() -> ModuleType:
+    """bashlex, imported when first needed: its parser tables take 70 ms to build, which a
+    command line that checks no command (``status``, ``validate``) should not pay. The worker
+    calls this as it starts, so a workflow's sandbox never imports a copy of its own."""
+    global _bashlex
+    if _bashlex is None:
+        import bashlex
+        import bashlex.errors
+
+        _bashlex = bashlex
+    return _bashlex
+
+
 def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
     if depth > _MAX_DEPTH:
         raise ShellParseError("commands nest too deeply to check")
     plain = _strip_arithmetic(command)
+    bashlex = load_parser()
     try:
         trees = bashlex.parse(plain)
     # bashlex raises RuntimeError subclasses for syntax it does not support (and for input

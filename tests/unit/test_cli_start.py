@@ -1,0 +1,81 @@
+"""The command line imports what the command given needs, and nothing it does not: the table
+of commands is what the modules register, and quick commands stay clear of Temporal's client,
+the MCP SDK and the leader's code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.main import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_table_is_what_each_module_registers_in_the_order_help_lists() -> None:
+    registered: dict[str, str] = {}
+    for module in dict.fromkeys(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"cli.{module}").register(sub)
+        registered.update(dict.fromkeys(sub.choices, module))
+    assert registered == COMMANDS
+    assert list(registered) == list(COMMANDS)
+
+
+def test_a_command_given_builds_its_own_parser_and_no_other() -> None:
+    parser = build_parser("validate")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == ["validate"]
+    sub = next(a for a in build_parser(None)._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(COMMANDS)
+
+
+def _modules_after(argv: list[str], tmp_path: Path) -> set[str]:
+    code = (
+        "import sys, json\n"
+        "from cli.main import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XSKY_HOME": str(tmp_path / "x")},
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _heavy(modules: set[str]) -> set[str]:
+    return {
+        m
+        for m in modules
+        if m.split(".")[0] in ("mcp", "workflows", "bashlex")
+        or m in ("temporalio.worker", "xsky.leader.core", "client.skills")
+    }
+
+
+def test_validate_imports_neither_temporal_nor_the_leader(tmp_path: Path) -> None:
+    plan = tmp_path / "p.xml"
+    plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
+    modules = _modules_after(["validate", str(plan)], tmp_path)
+    assert "xsky.plan.xml" in modules  # it did its work
+    assert not {m for m in modules if m.startswith("temporalio")}
+    assert not _heavy(modules)
+
+
+@pytest.mark.parametrize("argv", [["status", "nope"], ["list"]])
+def test_status_and_list_need_temporals_client_and_nothing_heavier(
+    argv: list[str], tmp_path: Path
+) -> None:
+    modules = _modules_after(argv, tmp_path)
+    assert "temporalio.client" in modules
+    assert not _heavy(modules)
