@@ -25,7 +25,7 @@ class SlowFirstTask:
 
     @workflow.run
     async def run(self) -> None:
-        time.sleep(1.5)  # noqa: ASYNC251 - holding the slot is the point
+        time.sleep(1.5)
 
 
 async def test_a_first_task_waiting_behind_others_is_served_not_unserved(env: Env) -> None:
