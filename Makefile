@@ -28,10 +28,10 @@ $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 	$(PY) scripts/install_browser.py --stamp $(VENV)/.browser
 
 test: install
-	$(PY) -m pytest -q -n 2 -m "not chaos" --durations=25  # two processes (pytest-xdist): most tests wait on servers, not on CPU
+	$(PY) -m pytest -q -n 4 --dist worksteal -m "not chaos" --durations=25  # four processes on two cores (pytest-xdist): most tests wait on servers, not on CPU
 
-chaos: install  # the long fault runs: workers SIGKILLed under large runs
-	$(PY) -m pytest -q -m chaos
+chaos: install  # the long fault runs (README, Development: what make chaos covers)
+	$(PY) -m pytest -q -m chaos --durations=25
 
 bench: install
 	$(PY) bench/parse.py

@@ -37,17 +37,21 @@ async def test_a_first_task_waiting_behind_others_is_served_not_unserved(env: En
         max_concurrent_workflow_tasks=1,
         max_cached_workflows=0,
     ):
-        ahead = [
-            await env.client.start_workflow(
-                SlowFirstTask.run, id=f"{queue}-ahead-{i}", task_queue=queue
+        # Started together (one by one, on a loaded machine, the worker got through the first
+        # before the last was started): 8 × 1.5 s of work ahead of the last one.
+        ahead = await asyncio.gather(
+            *(
+                env.client.start_workflow(
+                    SlowFirstTask.run, id=f"{queue}-ahead-{i}", task_queue=queue
+                )
+                for i in range(8)
             )
-            for i in range(6)
-        ]
+        )
         began = time.monotonic()
         last = await env.client.start_workflow(
             SlowFirstTask.run, id=f"{queue}-last", task_queue=queue
         )
-        # Six tasks of 1.5 s ahead of it on one slot: its own waits past the pickup window.
+        # Eight tasks of 1.5 s ahead of it on one slot: its own waits past the pickup window.
         assert await picked_up(env.client, last.id)
         assert time.monotonic() - began >= PICKUP_WAIT  # it did wait: served, only busy
         await asyncio.gather(*(h.result() for h in [*ahead, last]))

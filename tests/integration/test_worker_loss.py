@@ -45,6 +45,7 @@ def healthy(seconds: float) -> str:
     return f'<workflow name="healthy" taskId="healthy"><agent name="shell" id="1"><task>work</task><config><![CDATA[{config}]]></config></agent></workflow>'
 
 
+@pytest.mark.chaos  # 35-50 s of SIGKILLs: `make chaos` (test_durability kills a worker in make test)
 async def test_twelve_worker_sigkills_neither_fail_a_healthy_agent_nor_spend_a_replan(
     env: Env, tmp_path: Path
 ):
@@ -133,6 +134,7 @@ LONG_HISTORY = (
 )
 
 
+@pytest.mark.chaos  # a recovery bound measured under a long history: `make chaos`, on a quiet machine
 @pytest.mark.timeout(600)  # 240 s to the cap, 30 s to resume, 120 s to hand on
 async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_seconds_and_the_run_continues_at_the_cap(
     tmp_path: Path, monkeypatch
