@@ -12,13 +12,15 @@ that filesystem has grown by enough to matter:
 - a filesystem whose free space falls below the reserve (``security.limits.disk_reserve``)
   has every sandbox writing to it frozen at once; those whose workspace grew are killed,
   the others go on — so the worker's own state and its neighbours keep room to finish;
-- a command does not start while its workspace's filesystem is already below the reserve.
+- a command does not start while its workspace's filesystem is already below the reserve: it
+  waits, saying so on the board, until there is room or its attempt's time runs short.
 
 ``RLIMIT_FSIZE`` (activities/sandbox/limits.py) also caps any single file, synchronously.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -78,6 +80,40 @@ def quota_reason(quota: int, size: int) -> str:
         f"disk quota {shown(quota)} of the workspace reached (it holds {shown(size)}): the command "
         "was stopped (security.limits.disk in the worker's settings raises it)"
     )
+
+
+ROOM_FIRST_PAUSE = 1.0  # seconds before looking again at a disk below its reserve; doubled
+ROOM_LONGEST_PAUSE = 15.0
+BEAT_EVERY = 2.0  # a waiting attempt still heartbeats (its heartbeat timeout may be a few s)
+
+
+async def room(
+    workspace: Path,
+    reserve: int,
+    until: float,
+    say: Callable[[str], None],
+    beat: Callable[[str], None],
+) -> str | None:
+    """Wait while the workspace's disk is below the reserve, saying so (``say``, on the board)
+    and heartbeating; None once it has room, the refusal if it has none at ``until``
+    (monotonic). A nearly full disk usually passes — a cleanup, another run's end — so a
+    command waits for it as an attempt waits for a full artifact store."""
+    pause = ROOM_FIRST_PAUSE
+    while True:
+        full = refusal(workspace, reserve)
+        if full is None:
+            return None
+        if time.monotonic() + pause > until:
+            return full
+        note = f"waiting {pause:g}s before starting the command: {full}"
+        log.warning("%s: %s", workspace, note)
+        say(note)
+        waited = 0.0
+        while waited < pause:
+            await asyncio.sleep(min(BEAT_EVERY, pause - waited))
+            waited += BEAT_EVERY
+            beat(note)
+        pause = min(ROOM_LONGEST_PAUSE, pause * 2)
 
 
 @dataclass

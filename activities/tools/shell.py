@@ -14,8 +14,11 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from temporalio import activity
 
 from activities.sandbox import bwrap, disk, egress, freeze, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
@@ -132,7 +135,9 @@ async def run_process(
                 f"refused: the OS sandbox every command runs in cannot start: {problem}",
                 details={"sandbox": "unavailable"},
             )
-        full = disk.refusal(ctx.workspace, c.limits.disk_reserve)
+        full = await disk.room(
+            ctx.workspace, c.limits.disk_reserve, _room_deadline(), ctx.progress, ctx.heartbeat
+        )
         if full is not None:
             raise ToolError(f"refused: {full}", details={"limit": "disk_reserve"})
         who = bwrap.identity(c.sandbox_user)
@@ -309,6 +314,24 @@ async def _supervise(
         verdict,
         notes,
     )
+
+
+ROOM_WAIT = 300.0  # outside an activity (direct use, tests): how long a full disk is waited for
+ROOM_MARGIN = 60.0  # of the attempt's start-to-close timeout, left for the command itself
+
+
+def _room_deadline() -> float:
+    """Until when (monotonic) a command waits for room on its workspace's disk: its attempt's
+    start-to-close timeout less a margin for the command."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return time.monotonic() + ROOM_WAIT
+    if not info.start_to_close_timeout:
+        return time.monotonic() + ROOM_WAIT
+    started = info.started_time or datetime.now(UTC)
+    end = started + info.start_to_close_timeout - timedelta(seconds=ROOM_MARGIN)
+    return time.monotonic() + max(0.0, (end - datetime.now(UTC)).total_seconds())
 
 
 def recorded_end(path: Path, limit: int) -> ProcessResult | None:

@@ -8,8 +8,10 @@ worker's state for the disk.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import resource
 import subprocess
 from collections.abc import Iterator
@@ -18,8 +20,10 @@ from pathlib import Path
 import pytest
 
 from activities.sandbox import bwrap, disk
+from client.outcome import run_outcome
 from tests.conftest import Env
-from tests.integration.helpers import plan
+from tests.integration.eventually import eventually
+from tests.integration.helpers import board, plan
 from xsky.runs import RunOptions
 
 pytestmark = [
@@ -175,3 +179,30 @@ async def test_a_tmpfs_workspace_filled_before_the_watcher_looks_is_named_as_its
     ].error
     assert by_id["2"].status == "failed", by_id["2"]
     assert "memory limit 128 MiB reached" in (by_id["2"].error or ""), by_id["2"].error
+
+
+async def test_a_command_waits_while_its_disk_is_below_the_reserve_says_so_and_runs_once_freed(
+    env: Env, small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A nearly full disk usually passes (a cleanup, another run's end): the command waits for
+    room, with the cause on the board, and runs once there is room — not a failed agent."""
+    settings = tmp_path / "worker-settings.json"
+    settings.write_text(json.dumps({"security": {"limits": {"disk_reserve": "96MiB"}}}))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    await env.start_worker(kinds=["shell", "llm"])
+    filler = small_disk / "filler"  # beside the worker's state: 48 MiB left, half the reserve
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    with open(filler, "wb") as fh:
+        os.posix_fallocate(fh.fileno(), 0, free - 48 * 1024 * 1024)
+    handle = await env.start(plan(agent("1", "echo ran")), options=RunOptions(max_auto_replans=0))
+
+    async def says_it_waits() -> str:
+        note = (await board(handle))["1"].last_progress or ""
+        assert "before starting the command: the disk holding the workspace has" in note, note
+        return note
+
+    await eventually(says_it_waits, 60)
+    filler.unlink()
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    report = {a.id: a for a in result.agents}["1"]
+    assert report.status == "completed" and report.result == "ran", report
