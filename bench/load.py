@@ -6,7 +6,8 @@ of agent, as deployed, with the worker's own tuning); 300 runs are started toget
 chains of five ``noop`` agents that wait 0.2–1 s; while they run, ``starter.py status`` asks for
 a running run's board every second. Then every run's history is read: its workflow tasks that
 timed out (start-to-close or, on a sticky queue, schedule-to-start) or failed.
-Targets: 0 workflow-task timeouts, 0 failed ``status`` calls.
+Targets: 0 workflow-task timeouts, 0 failed ``status`` calls, 0 ``UnservedRunError`` (the
+check ``XSky.run`` makes of each run it starts, asked of all 300 at once).
 
 Loaded twice: with the SDK's defaults (a sticky schedule-to-start timeout of 10 s, 100
 workflow task slots) and with the worker's own tuning (``XSKY_STICKY_TIMEOUT``,
@@ -39,6 +40,7 @@ from temporalio.client import Client, WorkflowHandle
 from cli.devserver import DevServer, free_port
 from client.connect import DATA_CONVERTER
 from client.outcome import run_outcome
+from client.workers import picked_up
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
 from xsky.config import load_settings
@@ -153,7 +155,11 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         started = time.monotonic() - began
         done = asyncio.Event()
         asking = asyncio.create_task(status_calls(env, [h.id for h in handles], done))
+        # What XSky.run asks of each run it starts: was its first task picked up (or is a
+        # worker busy on its queue)? False raises UnservedRunError — here always a false alarm.
+        checks = asyncio.gather(*(picked_up(client, h.id) for h in handles))
         results = await asyncio.gather(*(run_outcome(h) for h in handles))
+        unserved = sum(not served for served in await checks)
         elapsed = time.monotonic() - began
         done.set()
         calls = await asking
@@ -174,6 +180,7 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         f"  started in {started:.1f}s; all ended in {elapsed:.1f}s ({agents / elapsed:.0f} agents/s)"
     )
     print(f"  completed: {completed} of {args.runs}")
+    print(f"  UnservedRunError (every one false: a worker served each run): {unserved}")
     print(f"  workflow tasks timed out or failed: {sum(troubles.values())} {dict(troubles)}")
     if latencies:
         print(
@@ -182,7 +189,7 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         )
     for call in failed_calls[:5]:
         print(f"    failed: {call[2]}")
-    return completed == args.runs and not troubles and not failed_calls
+    return completed == args.runs and not troubles and not failed_calls and not unserved
 
 
 async def main() -> int:

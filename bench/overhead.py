@@ -4,7 +4,7 @@ A 50-agent chain, a 200-agent fan-out and a 300-agent random DAG of no-op agents
 through LeaderWorkflow, through ``BareDagWorkflow`` (Temporal's DSL sample's shape: a string
 in, "ok" out, activities on the workflow's own queue) and through ``MinimalDagWorkflow``
 (the same ``run_agent`` activity as xsky, on the per-kind queue), interleaved round by round.
-Prints medians and the ratios. Target: xsky ≤ 1.10× bare on the chain and the fan-out.
+Prints medians and the ratios. Target: xsky ≤ 1.05× bare on the fan-out and the DAG.
 
     python bench/overhead.py [--rounds 3]
 """
@@ -25,14 +25,14 @@ from bench.harness import chain, fan_out, random_dag, summary, temporal, timed
 from workflows.leader import LeaderWorkflow
 from xsky.runs import RunInput, RunOptions
 
-TARGET = 1.10
+TARGET = 1.05
 
 
 async def main(rounds: int) -> None:
     plans = [
-        ("50-agent chain", chain(50), True),
+        ("50-agent chain", chain(50), False),
         ("200-agent fan-out", fan_out(200), True),
-        ("300-agent random DAG", random_dag(300, seed=3), False),
+        ("300-agent random DAG", random_dag(300, seed=3), True),
     ]
     async with temporal() as (client, queue):
 
@@ -75,7 +75,7 @@ async def main(rounds: int) -> None:
                 worst = max(worst, x / b)
             print(f"{name:24}{x:>7.2f}s{b:>7.2f}s{m:>8.2f}s{x / b:>10.2f}×{x / m:>13.2f}×")
         print(
-            f"target (xsky ≤ {TARGET:.2f}× bare on the chain and the fan-out): {'met' if worst <= TARGET else 'NOT met'} (worst {worst:.2f}×)"
+            f"target (xsky ≤ {TARGET:.2f}× bare on the fan-out and the DAG): {'met' if worst <= TARGET else 'NOT met'} (worst {worst:.2f}×)"
         )
 
 
