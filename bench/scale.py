@@ -3,7 +3,9 @@
 Random DAGs (each agent depends on up to 3 of the 20 before it) and a 2,000-wide fan-out,
 run by LeaderWorkflow with in-process workers. For each: whether it completed, agents per
 second, how many times it continued as new, the largest payload anywhere in its histories
-(every execution of the chain), and the worker process's resident memory afterwards.
+(every execution of the chain), the worker process's resident memory afterwards, the most
+events and bytes one execution's history held, and how long ``starter.py status`` takes for
+the run right after it ended (a new process; target ≤ 2 s at 10,000).
 Targets: all complete; agents/s at 10,000 at least half of agents/s at 100; every payload
 under 1 MiB.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 import uuid
@@ -31,6 +34,7 @@ from xsky.plan.models import Workflow
 from xsky.runs import RunInput, RunOptions
 
 MIB = 1024 * 1024
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def rss_mib() -> float:
@@ -68,6 +72,28 @@ async def histories(client: Client, workflow_id: str) -> tuple[int, int, int, in
     return len(runs), events, largest, most_events, most_bytes
 
 
+async def status_latency(client: Client, workflow_id: str) -> float:
+    """Seconds ``starter.py status`` takes for the run just ended: a new process, as a person
+    types it (an ended large run's board is read from the store, not from a replay)."""
+    env = dict(os.environ, TEMPORAL_ADDRESS=client.service_client.config.target_host)
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "starter.py"),
+        "status",
+        workflow_id,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await proc.communicate()
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(f"starter.py status failed ({proc.returncode}): {err.decode()[-500:]}")
+        return float("nan")
+    return took
+
+
 async def run_one(
     client: Client,
     queue: str,
@@ -85,6 +111,7 @@ async def run_one(
         LeaderWorkflow.run, inp, id=workflow_id, task_queue=queue
     )
     took = time.perf_counter() - start
+    status_seconds = await status_latency(client, workflow_id)
     executions, events, largest, most_events, most_bytes = await histories(client, workflow_id)
     return {
         "plan": wf.name,
@@ -98,6 +125,7 @@ async def run_one(
         "most_events": most_events,
         "most_bytes": most_bytes,
         "rss": rss_mib(),
+        "status_seconds": status_seconds,
     }
 
 
@@ -112,7 +140,7 @@ async def main(sizes: list[int], parallel: int) -> None:
         print(_row(rows[-1]), flush=True)
     print()
     print(
-        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}{'per execution at most':>26}"
+        f"{'plan':18}{'agents':>8}{'status':>11}{'seconds':>9}{'agents/s':>10}{'runs':>6}{'events':>8}{'largest payload':>17}{'RSS':>9}{'per execution at most':>26}{'status cmd':>11}"
     )
     for r in rows:
         print(_row(r))
@@ -133,6 +161,7 @@ def _row(r: dict[str, object]) -> str:
         f"{str(r['plan']):18}{r['agents']:>8,}{str(r['status']):>11}{float(r['seconds']):>8.1f}s{float(r['rate']):>10.1f}"  # type: ignore[arg-type]
         f"{r['executions']:>6}{r['events']:>8,}{int(r['largest']) / 1024:>13.0f} KiB{float(r['rss']):>6.0f} MiB"  # type: ignore[arg-type]
         f"{r['most_events']:>11,} events {int(r['most_bytes']) / MIB:>6.1f} MiB"  # type: ignore[arg-type]
+        f"{float(r['status_seconds']):>10.2f}s"  # type: ignore[arg-type]
     )
 
 
