@@ -195,6 +195,15 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.5.0 is still open (their end schedules one store "
         "write fewer on replay)",
     ),
+    "final-blobs-by-reference": Patch(
+        what="where the leader's worker has External Storage (LeaderSetup.payloads_by_reference), "
+        "a large run's results and whole board are stored at its end in parts of "
+        "STORED_PART_CHARS (1,000,000 characters), over External Storage's threshold, so the "
+        "history holds claims; before, in parts of PART_CHARS (200,000), just under it, which "
+        "stood in the last execution's history (7.9 of its 8.0 MiB at 10,000 agents)",
+        since="v0.5.0",
+        delete_when="no run started before v0.5.0 is still open (their end writes smaller parts)",
+    ),
 }
 """The live patches, by id."""
 

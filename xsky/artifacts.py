@@ -68,6 +68,9 @@ def uri_path(uri: str) -> str:
 
 # One part of a blob: at most this many characters (under 1 MiB as UTF-8 JSON, whatever the text).
 PART_CHARS = 200_000
+# Where the worker has External Storage: parts over its 256 KiB threshold, so the history holds
+# a claim for each instead of its text (and a blob takes fewer activities).
+STORED_PART_CHARS = 1_000_000
 BLOB_AGENT = "_leader"  # the blobs' folder inside a run's artifacts
 
 
@@ -109,16 +112,17 @@ class BlobDrop(WireModel):
     keep: str
 
 
-def split_text(text: str) -> list[str]:
-    return [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+def split_text(text: str, part_chars: int = PART_CHARS) -> list[str]:
+    return [text[i : i + part_chars] for i in range(0, len(text), part_chars)] or [""]
 
 
-def blob_ref(run_id: str, name: str, text: str) -> BlobRef:
-    """The reference ``text`` gets when stored as ``name`` of the run (pure: no I/O)."""
+def blob_ref(run_id: str, name: str, text: str, part_chars: int = PART_CHARS) -> BlobRef:
+    """The reference ``text`` gets when stored as ``name`` of the run in parts of
+    ``part_chars`` (pure: no I/O)."""
     return BlobRef(
         run_id=run_id,
         name=name,
-        parts=len(split_text(text)),
+        parts=len(split_text(text, part_chars)),
         size=len(text),
         sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
     )

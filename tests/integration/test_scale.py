@@ -21,7 +21,7 @@ from tests.integration.helpers import ask, board_shows, noop, plan, query, wait_
 from tests.integration.plan_by_reference import by_reference
 from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
-from xsky.artifacts import BlobPart
+from xsky.artifacts import STORED_PART_CHARS, BlobPart
 from xsky.leader.state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
 from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunInput, RunOptions
@@ -305,3 +305,60 @@ async def test_a_state_the_store_does_not_hold_as_written_is_not_handed_on_and_t
             if e.activity_task_scheduled_event_attributes.activity_type.name == "leader_seal"
         ]
         assert sealed, "the state was never sealed"
+
+
+async def test_a_large_runs_results_and_board_at_its_end_go_through_the_history_as_claims(
+    tmp_path: Path, monkeypatch
+):
+    """Where the worker has External Storage, a large run's results and whole board are stored
+    at its end in parts over the storage's threshold: the last execution's history holds
+    claims, not the text (in parts just under it, they filled most of that history); what is
+    stored reads back whole, and the history replays from the store."""
+    from client.connect import DATA_CONVERTER
+    from tests.integration.histories import external_payloads, replayer
+
+    async with own_server(tmp_path, monkeypatch, "final-claims", data_converter=DATA_CONVERTER) as (
+        _,
+        client,
+        settings,
+    ):
+        words = "y" * 2_000  # 210 tasks of 2 KB: a board over 400 KB
+        agents = [noop(str(i), result="r" * 2_000) for i in range(1, 211)]
+        wf = parse_workflow(plan(*agents, name="final-claims"))
+        wf = wf.model_copy(
+            update={
+                "agents": [a.model_copy(update={"task": f"{a.task} {words}"}) for a in wf.agents]
+            }
+        )
+        handle = await client.start_workflow(
+            LeaderWorkflow.run,
+            RunInput(workflow=wf, options=RunOptions(max_parallel=210)),
+            id=f"xsky-final-claims-{uuid.uuid4().hex[:6]}",
+            task_queue=settings.task_queue,
+        )
+        result = await asyncio.wait_for(run_outcome(handle), 120)
+        assert result.status == "completed" and result.counts == {"completed": 210}
+        assert result.results_ref is not None and result.board_ref is not None
+        for ref in (result.results_ref, result.board_ref):  # parts of a million characters
+            assert ref.parts == -(-ref.size // STORED_PART_CHARS), ref
+        store = ArtifactStore(settings.artifacts)
+        reports = read_blob(store, result.results_ref).splitlines()
+        assert len(reports) == 210 and all('"status":"completed"' in line for line in reports)
+        assert read_blob(store, result.board_ref).count(words) == 210
+        history = await handle.fetch_history()
+        puts = [
+            e.activity_task_scheduled_event_attributes.input.payloads[0]
+            for e in history.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+            and e.activity_task_scheduled_event_attributes.activity_type.name == "leader_put"
+            and (
+                b"store results" in e.user_metadata.summary.data
+                or b"store board" in e.user_metadata.summary.data
+            )
+        ]
+        assert len(puts) == result.results_ref.parts + result.board_ref.parts
+        # The board (over 1 MB) went as claims; the results (132 KB, under the threshold) inline.
+        # In parts of 200,000 characters all 1.2 MB stood in the history.
+        assert sum(len(p.data) for p in puts) < 200_000, [len(p.data) for p in puts]
+        assert external_payloads(history) >= result.board_ref.parts
+        await replayer().replay_workflow(history)

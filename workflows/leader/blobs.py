@@ -16,7 +16,15 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
-    from xsky.artifacts import BlobDrop, BlobPart, BlobPartRequest, BlobRef, blob_ref, split_text
+    from xsky.artifacts import (
+        PART_CHARS,
+        BlobDrop,
+        BlobPart,
+        BlobPartRequest,
+        BlobRef,
+        blob_ref,
+        split_text,
+    )
 
 # Blob parts in flight at once (each ≤ PART_CHARS): well under gRPC's 4 MB per workflow task.
 BLOB_WAVE = 2
@@ -32,9 +40,12 @@ BLOB_ACTIVITY: dict[str, Any] = {
 # -- blobs: text larger than a payload, one part per activity -------------------------------------
 
 
-async def save_blob(name: str, text: str) -> BlobRef:
-    ref = blob_ref(workflow.info().workflow_id, name, text)
-    parts = split_text(text)
+async def save_blob(name: str, text: str, part_chars: int = PART_CHARS) -> BlobRef:
+    """``text`` stored as ``name`` of the run, one part of ``part_chars`` per activity (parts
+    over External Storage's threshold go through the history as claims, where the worker has
+    it: STORED_PART_CHARS)."""
+    ref = blob_ref(workflow.info().workflow_id, name, text, part_chars)
+    parts = split_text(text, part_chars)
     # A few parts at a time: one workflow task must stay under gRPC's 4 MB.
     for at in range(0, len(parts), BLOB_WAVE):
         await asyncio.gather(

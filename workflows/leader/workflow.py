@@ -34,6 +34,7 @@ from workflows.leader.signals import LeaderSignals
 from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
+    from xsky.artifacts import PART_CHARS, STORED_PART_CHARS
     from xsky.errors import PlanError
     from xsky.gcpause import gc_paused
     from xsky.leader.core import (
@@ -247,9 +248,17 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         self._board.publish(core, force=True)
         result = core.views.result(workflow.now())
         if core.views.large():
-            result.results_ref = await save_blob("results", core.views.reports_jsonl())
+            # Parts over External Storage's threshold leave claims in the history, not text.
+            part = (
+                STORED_PART_CHARS
+                if self._payloads_by_reference and patched("final-blobs-by-reference")
+                else PART_CHARS
+            )
+            result.results_ref = await save_blob("results", core.views.reports_jsonl(), part)
             if patched("final-board"):
-                result.board_ref = await save_blob("board", core.views.whole_board(workflow.now()))
+                result.board_ref = await save_blob(
+                    "board", core.views.whole_board(workflow.now()), part
+                )
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its
