@@ -20,6 +20,7 @@ from cli.devserver import free_port
 @dataclass(frozen=True)
 class S3Server:
     endpoint: str
+    pid: int = 0  # moto's process: a test may stop it (SIGSTOP) to play a paused store
 
     def env(self, bucket: str, prefix: str = "xsky") -> dict[str, str]:
         """What a worker needs to use ``bucket`` on this server (the standard AWS variables)."""
@@ -58,7 +59,7 @@ def s3_server(log: Path | None = None) -> Iterator[S3Server]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"moto's S3 server did not start on {endpoint}") from None
                 time.sleep(0.1)
-        yield S3Server(endpoint)
+        yield S3Server(endpoint, proc.pid)
     finally:
         proc.terminate()
         proc.wait(10)

@@ -10,6 +10,10 @@ as a transient error (retried after its backoff like any other). Every write the
 waits for is one it needs: its ledger (a retry must know how the attempt before it ended), its
 lease (one attempt at a time), its result, and the outcome it keeps before reporting (what
 makes a retry return instead of redo); its log lines are best effort and never wait.
+
+A write that does not return (an object store that is slow or paused) is waited for with
+heartbeats and its cause on the board (:func:`patiently`): without them the server would take
+the attempt for lost after its heartbeat timeout and run it again elsewhere.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ FIRST_PAUSE = 1.0  # seconds before the first retry of a write; doubled each tim
 LONGEST_PAUSE = 15.0
 MARGIN = 30.0  # seconds of the start-to-close timeout left for the rest of the attempt
 DEFAULT_WAIT = 300.0  # without a start-to-close timeout (a local activity, a test)
+SLOW_WRITE = 1.0  # seconds a write may take before the attempt heartbeats through it
+SLOW_NOTE_EVERY = 2.0  # seconds between the board's notes while a write is waited for
 
 
 def storage_problem(error: BaseException, where: str) -> str | None:
@@ -82,7 +88,7 @@ async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T
     pause = FIRST_PAUSE
     while True:
         try:
-            return await asyncio.to_thread(write)
+            return await patiently(beat, where, what, write)
         except OSError as e:
             problem = storage_problem(e, where)
             if problem is None:
@@ -95,3 +101,27 @@ async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T
                 await beat.flush()
                 await asyncio.sleep(pause)
             pause = min(LONGEST_PAUSE, pause * 2)
+
+
+async def patiently(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T:
+    """``write()`` in a thread; one that has not returned within :data:`SLOW_WRITE` seconds
+    (a slow or paused object store) is waited for heartbeating, with the cause on the board,
+    so the server does not take a slow store for a lost worker and run the attempt again."""
+    task = asyncio.ensure_future(asyncio.to_thread(write))
+    done, _ = await asyncio.wait({task}, timeout=SLOW_WRITE)
+    if done:
+        return task.result()
+    began = time.monotonic() - SLOW_WRITE
+    async with beat.running():
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=SLOW_NOTE_EVERY)
+            if done:
+                return task.result()
+            waited = time.monotonic() - began
+            note = (
+                f"{where} has not answered for {waited:.0f}s: waiting to write {what} "
+                "(a slow store, not a lost worker)"
+            )
+            activity.logger.warning(note)
+            beat.progress(note)
+            await beat.flush()

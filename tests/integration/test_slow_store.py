@@ -1,0 +1,75 @@
+"""A paused object store is a slow store, not a lost worker: an attempt whose write to the store
+does not return heartbeats while it waits and says so on the board, and completes once the
+store answers — one attempt, no retry, nothing run twice. (Before, a write that hung past the
+heartbeat timeout had the server give the attempt to another worker.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from client.outcome import run_outcome
+from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import board, noop, plan
+from tests.s3server import S3Server, s3_server
+from xsky.config import load_settings
+from xsky.runs import RunOptions
+
+pytestmark = pytest.mark.integration
+
+PAUSE = 8.0  # seconds the store stays stopped: four heartbeat timeouts of the agent's 2 s
+
+
+@pytest.fixture
+def s3(tmp_path: Path) -> Iterator[S3Server]:
+    with s3_server(tmp_path / "moto.log") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_paused_store_is_waited_out_heartbeating_and_said_not_taken_for_a_lost_worker(
+    env: Env, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+):
+    for name, value in s3.env(s3.bucket(f"slow-{uuid.uuid4().hex[:8]}")).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
+    env.settings = load_settings()
+    await env.start_worker()
+    # A result over 256 bytes is stored as the agent ends: that write meets the paused store.
+    handle = await env.start(
+        plan(noop("1", 3, result="r" * 400)), options=RunOptions(max_auto_replans=0)
+    )
+
+    async def working() -> None:
+        assert (await board(handle))["1"].status == "in_progress"
+
+    await eventually(working, 30)
+    with stopped(s3.pid):
+
+        async def says_the_store_is_slow() -> str:
+            note = (await board(handle))["1"].last_progress or ""
+            assert "has not answered for" in note and "not a lost worker" in note, note
+            return note
+
+        await eventually(says_the_store_is_slow, PAUSE - 1)
+        await asyncio.sleep(max(0.0, PAUSE - 3))
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    report = {a.id: a for a in result.agents}["1"]
+    assert report.status == "completed", report
+    assert report.attempts == 1, f"the attempt was taken for lost and run again: {report}"
