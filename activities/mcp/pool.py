@@ -33,7 +33,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 
 from activities.mcp.launch import Place, Record, StderrTail, open_session, unwrap
 from activities.mcp.servers import Launch, McpConfigError
-from activities.sandbox import secrets
+from activities.sandbox import egress, secrets
 
 log = logging.getLogger("xsky.mcp")
 
@@ -201,7 +201,12 @@ class Session:
             self.busy -= 1
             self.last_used = time.monotonic()
             if record is not None:
-                self._callers.remove(record)
+                try:
+                    # The proxy decided on this call's connections before they were answered:
+                    # its decisions reach this call's log before the sync's reply does.
+                    await egress.process().sync()
+                finally:
+                    self._callers.remove(record)
 
     async def close(self) -> None:
         self._closing.set()

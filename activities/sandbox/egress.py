@@ -294,6 +294,15 @@ class EgressProcess:
                 with contextlib.suppress(EgressUnavailable):
                     await asyncio.shield(close)
 
+    async def sync(self) -> None:
+        """Once this returns, every decision the running proxy made before it has been handed
+        to its recorder (a shared endpoint's connections outlive any one call's block)."""
+        run = self._run
+        if run is None or not run.alive:
+            return
+        with contextlib.suppress(EgressUnavailable):
+            await self._request({"op": "sync"}, run=run)
+
     async def browser_socket(self) -> Path:
         _, reply = await self._open({"op": "browser_socket"}, None)
         return Path(reply["path"])

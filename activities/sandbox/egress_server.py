@@ -15,6 +15,8 @@ Control protocol, one JSON object a line. The worker writes requests on the proc
 - ``{"id": 2, "op": "close", "endpoint": "e1"}`` — its listener and connections end; the
   reply comes after every decision of the endpoint was written.
 - ``{"id": 3, "op": "browser_socket"}`` — the shared browser socket's ``path``.
+- ``{"id": 4, "op": "sync"}`` — an empty reply, written after every decision made before it
+  (a caller whose connections were answered knows their decisions have reached it).
 
 The proxy writes on its stdout replies (``{"reply": 1, …}``, or ``{"reply": 1, "error":
 sentence}``) and, as they are made, decisions: ``{"event": "decision", "endpoint": "e1",
@@ -93,6 +95,8 @@ class Proxy:
                 reply = await self.close(msg["endpoint"])
             elif msg["op"] == "browser_socket":
                 reply = {"path": await self.browser_socket()}
+            elif msg["op"] == "sync":
+                reply = {}  # answered after every decision written before it
             else:
                 raise ValueError(f"unknown control operation {msg['op']!r}")
         except Exception as e:  # noqa: BLE001 - every failure is answered, never lost
