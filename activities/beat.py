@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
 
@@ -68,3 +70,19 @@ async def heartbeating(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def deadline(margin: float, default: float) -> float:
+    """The monotonic time by which a wait inside the activity must end: its start-to-close
+    timeout less ``margin`` seconds for what the attempt still has to do (at least now);
+    ``default`` seconds from now outside an activity or without that timeout."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return time.monotonic() + default
+    timeout = info.start_to_close_timeout
+    if not timeout:
+        return time.monotonic() + default
+    started = info.started_time or datetime.now(UTC)
+    left = (started + timeout - timedelta(seconds=margin) - datetime.now(UTC)).total_seconds()
+    return time.monotonic() + max(0.0, left)

@@ -22,12 +22,12 @@ import asyncio
 import errno
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import beat as beats
 from activities.agents.beat import Beat
 
 T = TypeVar("T")
@@ -69,16 +69,7 @@ def storage_error(problem: str, what: str, error: OSError) -> ApplicationError:
 def deadline() -> float:
     """The monotonic time until which a write may wait: the attempt's start-to-close timeout
     less :data:`MARGIN` (the rest of the attempt must still fit)."""
-    try:
-        info = activity.info()
-    except RuntimeError:
-        return time.monotonic() + DEFAULT_WAIT
-    timeout = info.start_to_close_timeout
-    if not timeout:
-        return time.monotonic() + DEFAULT_WAIT
-    started = info.started_time or datetime.now(UTC)
-    left = (started + timeout - timedelta(seconds=MARGIN) - datetime.now(UTC)).total_seconds()
-    return time.monotonic() + max(0.0, left)
+    return beats.deadline(MARGIN, DEFAULT_WAIT)
 
 
 async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T:

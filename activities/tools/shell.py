@@ -14,12 +14,10 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio import activity
-
+from activities import beat as beats
 from activities.sandbox import bwrap, disk, egress, freeze, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import scrubbed_env
@@ -323,15 +321,7 @@ ROOM_MARGIN = 60.0  # of the attempt's start-to-close timeout, left for the comm
 def _room_deadline() -> float:
     """Until when (monotonic) a command waits for room on its workspace's disk: its attempt's
     start-to-close timeout less a margin for the command."""
-    try:
-        info = activity.info()
-    except RuntimeError:
-        return time.monotonic() + ROOM_WAIT
-    if not info.start_to_close_timeout:
-        return time.monotonic() + ROOM_WAIT
-    started = info.started_time or datetime.now(UTC)
-    end = started + info.start_to_close_timeout - timedelta(seconds=ROOM_MARGIN)
-    return time.monotonic() + max(0.0, (end - datetime.now(UTC)).total_seconds())
+    return beats.deadline(ROOM_MARGIN, ROOM_WAIT)
 
 
 def recorded_end(path: Path, limit: int) -> ProcessResult | None:
