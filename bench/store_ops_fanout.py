@@ -19,16 +19,15 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.getcwd())  # the tree measured: this one, or the one exported from git
 
 from bench.harness import dev_server, noop_agent, serving
+from bench.store_ops_attempt import s3_endpoint
 from tests.counting_store import READS, WRITES
-from tests.s3server import S3Server, s3_server
 from workflows.leader import LeaderWorkflow
 from xsky.config import Settings, load_settings
 from xsky.plan.models import Workflow
@@ -91,16 +90,6 @@ async def one_run(client: Any, settings: Settings) -> float:
     )
     assert result.status == "completed", result.summary
     return time.perf_counter() - start
-
-
-@contextmanager
-def s3_endpoint() -> Iterator[S3Server]:
-    given = os.environ.get("XSKY_BENCH_S3")
-    if given:
-        yield S3Server(given)
-        return
-    with s3_server() as server:
-        yield server
 
 
 async def main(rounds: int) -> dict[str, Any]:

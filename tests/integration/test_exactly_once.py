@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import own_server, stop_worker_process
 from tests.integration.test_recovery import shell_plan, shell_worker
+from tests.sigkill import kill_after
 from workflows.leader import LeaderWorkflow
 from xsky.leader.state import PageRequest
 from xsky.plan.xml import parse_workflow
@@ -29,24 +28,6 @@ pytestmark = pytest.mark.integration
 # The side effect goes to a ledger in the workspace; the output names the dispatch's key; the
 # last thing the command does is to say it has finished.
 EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
-
-
-def kill_after(path: Path, proc: subprocess.Popen[bytes], delay: float) -> threading.Thread:
-    """A thread that SIGKILLs ``proc`` ``delay`` seconds after ``path`` appears (watched
-    every 0.2 ms, not from the event loop, whose turns take longer)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 120
-        while not path.exists():
-            if time.monotonic() > deadline or proc.poll() is not None:
-                return
-            time.sleep(0.0002)
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
 
 
 @pytest.mark.parametrize("delay_ms", [1, 20])

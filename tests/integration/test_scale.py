@@ -23,6 +23,7 @@ from tests.integration.test_durability import own_server
 from workflows.leader import LeaderWorkflow
 from xsky.artifacts import STORED_PART_CHARS, BlobPart
 from xsky.leader.state import AnswerRequest, PageRequest, PauseRequest, ResumeRequest
+from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, RunInput, RunOptions
 
@@ -182,12 +183,7 @@ async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
     ) as (_, client, settings):
         words = "x" * 64_000  # a long task: 40 of them make a state over 2.5 MB
         chain = [noop(str(i), 0, depends=str(i - 1) if i > 1 else "") for i in range(1, 41)]
-        wf = parse_workflow(plan(*chain, name="big-state"))
-        wf = wf.model_copy(
-            update={
-                "agents": [a.model_copy(update={"task": f"{a.task} {words}"}) for a in wf.agents]
-            }
-        )
+        wf = padded(parse_workflow(plan(*chain, name="big-state")), words)
         handle = await client.start_workflow(
             LeaderWorkflow.run,
             RunInput(workflow=wf, options=RunOptions(inline_limit=1024)),
@@ -216,6 +212,13 @@ async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
                 stored_states += 1
             await replayer().replay_workflow(history)  # the claim read back from the store
         assert stored_states >= 1
+
+
+def padded(wf: Workflow, words: str) -> Workflow:
+    """``wf`` with ``words`` after every agent's task (a large state or board, on purpose)."""
+    return wf.model_copy(
+        update={"agents": [a.model_copy(update={"task": f"{a.task} {words}"}) for a in wf.agents]}
+    )
 
 
 class SlowStore(LeaderStore):
@@ -324,12 +327,7 @@ async def test_a_large_runs_results_and_board_at_its_end_go_through_the_history_
     ):
         words = "y" * 2_000  # 210 tasks of 2 KB: a board over 400 KB
         agents = [noop(str(i), result="r" * 2_000) for i in range(1, 211)]
-        wf = parse_workflow(plan(*agents, name="final-claims"))
-        wf = wf.model_copy(
-            update={
-                "agents": [a.model_copy(update={"task": f"{a.task} {words}"}) for a in wf.agents]
-            }
-        )
+        wf = padded(parse_workflow(plan(*agents, name="final-claims")), words)
         handle = await client.start_workflow(
             LeaderWorkflow.run,
             RunInput(workflow=wf, options=RunOptions(max_parallel=210)),

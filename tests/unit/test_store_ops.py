@@ -15,8 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +33,7 @@ from activities.sandbox import watchdog
 from activities.storage.local import LocalStore
 from tests.counting_store import CountingStore
 from tests.s3server import S3Server, s3_server
+from tests.sigkill import kill_after
 from tests.unit.attempt_runner import environment, run
 from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import load_settings
@@ -282,24 +281,6 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
 # -- a worker lost just after its command ended ----------------------------------------------
 
 EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
-
-
-def kill_after(path: Path, proc: subprocess.Popen[bytes], delay: float) -> threading.Thread:
-    """A thread that SIGKILLs ``proc`` ``delay`` seconds after ``path`` appears (watched every
-    0.2 ms, from a thread: an event loop's turns take longer)."""
-
-    def watch() -> None:
-        deadline = time.monotonic() + 60
-        while not path.exists():
-            if time.monotonic() > deadline or proc.poll() is not None:
-                return
-            time.sleep(0.0002)
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
 
 
 @pytest.mark.parametrize("delay_ms", [1, 5, 20])
