@@ -14,6 +14,14 @@ COPY client ./client
 COPY cli ./cli
 COPY worker.py starter.py ./
 RUN pip install --no-cache-dir .
+# The compiled command watchdog (activities/sandbox/native.py), built here so the slim image
+# needs no compiler at run time; without it every command would start a Python watchdog.
+ENV XSKY_CACHE_DIR=/opt/xsky-cache
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && python -c "from activities.sandbox import native; assert native.compiled_watchdog()" \
+ && apt-get purge -y --auto-remove gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 
 ENV XSKY_CHROMIUM=/usr/bin/chromium \
     XSKY_HOME=/data \

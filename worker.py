@@ -42,7 +42,7 @@ from activities.hosts import HostActivities
 from activities.leader_store import LeaderStore
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
-from activities.sandbox import bwrap, limits, secrets
+from activities.sandbox import bwrap, limits, native, secrets
 from activities.sandbox.confine import sandbox_settings
 from activities.skills.entity import EntityActivities
 from activities.skills.library import LibraryActivities
@@ -94,6 +94,9 @@ def build_workers(
 ) -> list[Worker]:
     # The shell parser is loaded on first use; load it here, outside any workflow's sandbox.
     load_parser()
+    # The command watchdog is compiled on first use (~0.2 s once per version): here, not in
+    # the first command's attempt.
+    native.compiled_watchdog()
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:

@@ -1,8 +1,9 @@
 """Benchmark: what the OS sandbox costs.
 
-1. Starting ``true`` through the shell tool's process runner, sandboxed (bubblewrap) and
-   unsandboxed, interleaved, many times: the median extra milliseconds per call.
-   Target: ≤ 30 ms extra.
+1. Starting ``true`` five ways, interleaved, many times (median ms): a bare subprocess, bare
+   ``bwrap`` with the shell tool's own arguments, the shell tool's runner with the sandbox off
+   and on, and on with the Python watchdog instead of the compiled one. Target: the sandboxed
+   runner within 10 ms of bare bwrap.
 2. A 200-agent plan of shell agents (``echo``) through LeaderWorkflow, on the same server
    and workers, with the sandbox on and off (settings ``security.sandbox``), interleaved:
    the makespan ratio.
@@ -21,11 +22,16 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.sandbox.bwrap import Confinement, identity, ready
+from activities.sandbox import native
+from activities.sandbox.bwrap import Confinement, command, identity, protected_paths, ready
+from activities.sandbox.confine import scrubbed_env
+from activities.sandbox.limits import attempt_cgroup
 from activities.sandbox.workspace import make
 from activities.tools import ToolContext
 from activities.tools.shell import run_process
@@ -35,13 +41,30 @@ from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import RunInput, RunOptions
 
 
-async def process_cost(calls: int) -> tuple[float, float]:
+async def _bare(argv: list[str], ws: Path, env: dict[str, str]) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=ws,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    await proc.communicate()
+
+
+async def process_cost(calls: int) -> dict[str, float]:
+    """Median ms of starting ``true`` five ways, interleaved: a bare subprocess, bare bwrap
+    (the argv the shell tool builds, run directly), and the shell tool's runner with the
+    sandbox off and on (compiled watchdog), and on with the Python watchdog."""
     # A workspace as the worker makes one (owned by the sandbox user) in a folder it can
     # reach: the common case, where no path needs staging.
     base = Path(tempfile.mkdtemp(prefix="xsky-bench-sandbox-"))
     base.chmod(0o755)
     who = identity()
     ws = make(base / "workspace", *((who.uid, who.gid) if who.drop else (None, None)))
+    confinement = Confinement(workspace=ws)
     confined = ToolContext(
         "bench",
         "1",
@@ -49,21 +72,51 @@ async def process_cost(calls: int) -> tuple[float, float]:
         None,
         None,
         lambda n: None,  # type: ignore[arg-type]
-        confinement=Confinement(workspace=ws),
+        confinement=confinement,
     )
     plain = ToolContext("bench", "1", ws, None, None, lambda n: None, unconfined=True)  # type: ignore[arg-type]
-    on, off = [], []
-    for _ in range(5):  # warm-up: page cache, the bwrap binary
-        await run_process(confined, ["true"], 10, 1024)
-        await run_process(plain, ["true"], 10, 1024)
+    env = scrubbed_env(ws)
+    bare_bwrap = command(["true"], replace(confinement, protected=protected_paths(ws)), None)
+    compiled = native.watchdog_command
+
+    def python_form() -> list[str]:
+        return [sys.executable, "-I", "-S", str(native.PYTHON_FORM)]
+
+    async def with_python_watchdog() -> None:
+        native.watchdog_command = python_form  # type: ignore[assignment]
+        try:
+            await run_process(confined, ["true"], 10, 1024)
+        finally:
+            native.watchdog_command = compiled  # type: ignore[assignment]
+
+    async def bare_bwrap_in_cgroup() -> None:
+        # What the sandbox's limits add to bwrap: a cgroup made and removed per command.
+        cgroup = attempt_cgroup(confinement.limits)
+        try:
+            argv = command(["true"], replace(confinement, protected=protected_paths(ws)), cgroup)
+            await _bare(argv, ws, env)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+
+    ways: dict[str, Callable[[], Awaitable[object]]] = {
+        "bare subprocess": lambda: _bare(["true"], ws, env),
+        "bare bwrap": lambda: _bare(bare_bwrap, ws, env),
+        "bare bwrap in a cgroup of its own": bare_bwrap_in_cgroup,
+        "shell tool, sandbox off": lambda: run_process(plain, ["true"], 10, 1024),
+        "shell tool, sandbox on": lambda: run_process(confined, ["true"], 10, 1024),
+        "shell tool, sandbox on, Python watchdog": with_python_watchdog,
+    }
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(5):  # warm-up: page cache, the bwrap binary, the compiled watchdog
+        for way in ways.values():
+            await way()
     for _ in range(calls):
-        start = time.perf_counter()
-        await run_process(confined, ["true"], 10, 1024)
-        on.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        await run_process(plain, ["true"], 10, 1024)
-        off.append(time.perf_counter() - start)
-    return statistics.median(on) * 1000, statistics.median(off) * 1000
+        for name, way in ways.items():
+            start = time.perf_counter()
+            await way()
+            times[name].append(time.perf_counter() - start)
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
 
 
 def shell_plan(n: int) -> Workflow:
@@ -110,13 +163,25 @@ async def main(calls: int, rounds: int, agents: int) -> None:
     if problem:
         print(f"no sandbox here: {problem}")
         return
-    sandboxed, plain = await process_cost(calls)
-    extra = sandboxed - plain
+    ms = await process_cost(calls)
+    watchdog = "compiled" if native.compiled_watchdog() else "Python (no C compiler)"
+    print(f"starting `true`, {calls} calls each way, interleaved, median (watchdog: {watchdog}):")
+    for name, value in ms.items():
+        print(f"  {name:<42} {value:6.1f} ms")
+    over_bwrap = ms["shell tool, sandbox on"] - ms["bare bwrap"]
+    over_cgroup = ms["shell tool, sandbox on"] - ms["bare bwrap in a cgroup of its own"]
+    over_bare = ms["shell tool, sandbox off"] - ms["bare subprocess"]
     print(
-        f"starting `true` ({calls} calls each, interleaved): sandboxed {sandboxed:.1f} ms, unsandboxed {plain:.1f} ms, "
-        f"extra {extra:.1f} ms (median)"
+        f"sandbox on, over bare bwrap in its cgroup: {over_cgroup:+.1f} ms (the watchdog and the runner)"
     )
-    print(f"target (≤ 30 ms extra per call): {'met' if extra <= 30 else 'NOT met'}")
+    print(
+        f"sandbox on, over bare bwrap: {over_bwrap:+.1f} ms (target ≤ 10 ms: {'met' if over_bwrap <= 10 else 'NOT met'})"
+    )
+    print(f"sandbox off, over a bare subprocess: {over_bare:+.1f} ms")
+    print(
+        "the Python watchdog's extra: "
+        f"{ms['shell tool, sandbox on, Python watchdog'] - ms['shell tool, sandbox on']:+.1f} ms per command"
+    )
     on, off = await makespans(rounds, agents)
     print(
         f"{agents}-agent shell plan, median of {rounds} rounds: sandbox on {on:.2f}s, off {off:.2f}s, ratio {on / off:.2f}×"

@@ -7,8 +7,8 @@ worker (``--die-with-parent``), which kills everything in it — double-forked, 
 is another matter: its children are not stopped with it, and a command that keeps running
 while the server hands its attempt to another worker would do its side effect twice.
 
-So each command gets a watchdog between the worker and the sandbox (:data:`WATCHDOG`,
-``activities/sandbox/watchdog.py``, run by the worker's own Python, stdlib only): it runs the
+So each command gets a watchdog between the worker and the sandbox (``watchdog.c``, compiled
+once per worker by :mod:`.native`, or its Python form ``watchdog.py`` where no compiler is): it runs the
 command and reads a pipe the worker writes a byte to every ``PULSE`` seconds from a thread of
 its own — while the event loop that sends the attempt's heartbeats still runs (a loop stuck
 for ``stall`` seconds sends no heartbeats, so the server will give the attempt away: the
@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,14 +35,13 @@ from pathlib import Path
 
 from temporalio import activity
 
-from activities.sandbox import watchdog
+from activities.sandbox import native, watchdog
 
 PULSE = 0.25  # seconds between the worker's bytes
 QUIET_MIN = 1.5  # seconds: never less (a loaded machine may not run the pulse thread on time)
 QUIET_MAX = 5.0
 QUIET_DEFAULT = 5.0  # outside an activity (no heartbeat timeout to go by)
 LOST_EXIT = watchdog.LOST_EXIT  # the watchdog's status when it killed the command
-WATCHDOG = Path(watchdog.__file__)
 
 
 @dataclass
@@ -148,14 +146,11 @@ def stall_after() -> float:
 def watched(
     argv: list[str], fd: int, quiet: float, record: Path | None = None, limit: int = 0
 ) -> list[str]:
-    """``argv`` under the watchdog (the worker's own Python, isolated), fed by pipe ``fd``;
-    with ``record``, the command's end is written there before the watchdog exits (at most
-    ``limit`` bytes of each output stream)."""
+    """``argv`` under the watchdog (compiled, else the worker's own Python: :mod:`.native`),
+    fed by pipe ``fd``; with ``record``, the command's end is written there before the
+    watchdog exits (at most ``limit`` bytes of each output stream)."""
     return [
-        sys.executable,
-        "-I",
-        "-S",
-        str(WATCHDOG),
+        *native.watchdog_command(),
         str(fd),
         f"{quiet:g}",
         str(record) if record is not None else "-",

@@ -1,5 +1,9 @@
 """A command's watchdog: runs between the worker and the command (one per command), stdlib only.
 
+Its compiled form, ``watchdog.c``, is the same program and the one used wherever the worker's
+machine has a C compiler (:mod:`activities.sandbox.native`): this one costs a Python start
+(~20 ms) per command.
+
 Started as ``python -I -S watchdog.py FD QUIET RECORD LIMIT COMMAND...`` (see
 :func:`activities.sandbox.liveness.watched`). It runs the command with pipes of its own and
 passes its output on to the worker, and it reads pipe ``FD``, which the worker's pulse thread
@@ -23,6 +27,7 @@ and the watchdog still watches the pulse).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import json
@@ -92,11 +97,11 @@ def write_record(path: str, status: int, out: Stream, err: Stream, seconds: floa
     """The command's end, durably: a temporary file synced, then renamed (a reader sees the
     whole record or none). Best effort: a full disk leaves no record (the worker, if alive,
     still reports the end itself)."""
-    record = {
+    record = {  # the heads as bytes (base64), as the compiled form writes them (watchdog.c)
         "status": status,
-        "stdout": out.head.decode("utf-8", "replace"),
+        "stdoutB64": base64.b64encode(out.head).decode("ascii"),
         "stdoutDropped": out.dropped,
-        "stderr": err.head.decode("utf-8", "replace"),
+        "stderrB64": base64.b64encode(err.head).decode("ascii"),
         "stderrDropped": err.dropped,
         "seconds": round(seconds, 3),
     }
@@ -130,6 +135,7 @@ def start(argv: list[str], pulse: int, limit: int) -> tuple[int, Stream, Stream,
         os.close(err_r)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # Python ignores it; the command must not
         try:
             os.execvp(argv[0], argv)
         finally:

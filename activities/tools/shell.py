@@ -7,6 +7,7 @@ everything it started, not only the shell.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -335,7 +336,11 @@ def recorded_end(path: Path, limit: int) -> ProcessResult | None:
         return None
 
     def text(name: str, what: str) -> str:
-        value, dropped = str(record.get(name, ""))[:limit], record.get(f"{name}Dropped", 0)
+        try:  # the head's bytes; a record of an older worker holds them as text
+            head = base64.b64decode(record[f"{name}B64"]).decode("utf-8", "replace")
+        except (KeyError, TypeError, ValueError):
+            head = str(record.get(name, ""))
+        value, dropped = head[:limit], record.get(f"{name}Dropped", 0)
         return value + (f"\n[… {what} cut: {dropped:,} more bytes not shown]" if dropped else "")
 
     return ProcessResult(
