@@ -35,7 +35,12 @@ def _cache_dir() -> Path:
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "xsky"
+    if xdg:
+        return Path(xdg) / "xsky"
+    try:
+        return Path.home() / ".cache" / "xsky"
+    except RuntimeError:  # no home (no HOME, no passwd entry): a folder of this user's own
+        return Path(tempfile.gettempdir()) / f"xsky-cache-{os.geteuid()}"
 
 
 def _safe_folder(folder: Path) -> bool:
