@@ -28,7 +28,7 @@ from activities.tools.human import ask_user
 from activities.tools.registry import agree
 from activities.tools.shell import shell
 from activities.tools.web import browser_navigate
-from xsky.plan import offline
+from xsky.plan import dependency_text, offline
 from xsky.plan.agent_config import tool_arguments
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.mcp import is_mcp, split
@@ -48,10 +48,11 @@ async def offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     """The offline extractive answer: sentences of the agent's input, never invented text.
     With no input there is nothing to answer from, and the agent fails with the fix."""
     source = args.get("input")
-    if not isinstance(source, str) or not source.strip():
+    if not isinstance(source, str) or not dependency_text.content(source).strip():
         raise ToolError(
-            "the offline llm agent (no model is configured) answers only from its <input>, and this one "
-            "has none: give it an <input> (e.g. {{agent_1_result}}), or set XSKY_MODEL and "
+            "the offline llm agent (no model is configured) answers only from its <input> or its "
+            "dependencies' results, and this one has none to work from: give it an <input> (e.g. "
+            "{{agent_1_result}}) or a dependency that returns text, or set XSKY_MODEL and "
             "OPENAI_BASE_URL (or OPENAI_API_KEY) on the worker",
             details={"provider": offline.PROVIDER},
         )

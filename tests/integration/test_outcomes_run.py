@@ -22,6 +22,7 @@ from tests.conftest import Env
 from tests.fake_llm import FakeLLM, text
 from tests.integration.helpers import board, plan
 from tests.integration.test_cli_runs import starter
+from xsky.plan import offline
 from xsky.plan.agent_config import RetryOptions
 from xsky.runs import RunOptions
 
@@ -29,6 +30,14 @@ pytestmark = pytest.mark.integration
 
 QUICK = RunOptions(
     max_auto_replans=0, retry=RetryOptions(initial_interval=0.1, maximum_interval=0.2)
+)
+
+
+NOTES = (
+    b"<title>Release notes</title><h1>Release notes</h1>"
+    b"<p>Version 2.1 adds durable retries for every agent.</p>"
+    b"<p>The scheduler now starts agents the moment their dependencies finish.</p>"
+    b"<p>Workers recover in ten seconds after a crash.</p><a href='/page'>Home</a>"
 )
 
 
@@ -42,6 +51,8 @@ class Site(BaseHTTPRequestHandler):
         code, body = 404, b"<title>Not found</title><p>no such page</p>"
         if self.path == "/page":
             code, body = 200, b"<title>Page</title><p>Durable runs keep their state.</p>"
+        elif self.path == "/notes":
+            code, body = 200, NOTES
         elif self.path == "/flaky":
             code, body = (503, b"busy") if n <= 2 else (200, b"ready at last")
         self.send_response(code)
@@ -233,10 +244,11 @@ async def test_a_role_with_no_model_fails_at_once_with_the_fix_and_the_offline_l
     )
     assert "Results of the steps" not in (agents["3"].error or "")
     assert await attempts(env, workflow_id) == {"T-1-v1-d1": 1, "T-2-v1-d1": 1, "T-3-v1-d1": 1}
-    offline = agents["2"]
-    assert offline.status == "completed" and offline.provider == "offline"
+    answered = agents["2"]
+    assert answered.status == "completed" and answered.provider == "offline"
     assert (
-        offline.result == "[offline provider] Temporal keeps workflow state durable across crashes."
+        answered.result
+        == "[offline provider] Temporal keeps workflow state durable across crashes."
     )
     assert agents["1"].provider is None  # a tool's result: nobody to label
     shown = await board(env.handles[-1])
@@ -271,3 +283,32 @@ async def test_a_model_that_answers_nothing_fails_instead_of_completing_empty(
     ), a.error
     # The model may answer next time: retried while the budget lasts (3 attempts), then final.
     assert len(fake_llm.requests) == 3 and "retries exhausted (3 attempts" in a.error
+
+
+@pytest.mark.browser
+async def test_an_offline_summary_of_a_page_is_made_of_the_pages_words_not_the_labels(
+    env: Env, site: tuple[int, dict[str, int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The README's shape with no model: a browser agent reads a page, an llm agent that only
+    depends on it summarises it. Its input is the dependencies' results under labels; the
+    offline answer is sentences of the page, never the heading or the labels."""
+    port, _ = site
+    allow_loopback(tmp_path, monkeypatch, port)
+    no_model(monkeypatch)
+    await env.start_worker()
+    result = await env.run(
+        plan(
+            browser("1", f"http://127.0.0.1:{port}/notes"),
+            '<agent name="llm" id="2" depends="1"><task>Summarize the page in one sentence</task></agent>',
+            '<agent name="llm" id="3" depends="1,2"><task>Summarize the release in 3 sentences</task></agent>',
+            name="notes",
+        ),
+        options=QUICK,
+    )
+    assert result.status == "completed", result.summary
+    agents = {a.id: a for a in result.agents}
+    for agent_id, sentences in (("2", 1), ("3", 3)):
+        answer = (agents[agent_id].result or "").removeprefix("[offline provider] ")
+        assert "Results of the steps" not in answer and "[T-" not in answer, answer
+        said = offline.split_sentences(answer)
+        assert len(said) == sentences and all(x in NOTES.decode() for x in said), answer

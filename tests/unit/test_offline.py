@@ -97,3 +97,35 @@ def test_link_labels_and_menus_are_not_taken_for_sentences():
     out = offline.answer("Summarize in two sentences how durability works", page)
     assert "Release data" not in out and "documentation" not in out
     assert out.count(".") == 2
+
+
+def test_dependencies_results_are_read_without_their_labels_heading_and_notes():
+    from xsky.plan import dependency_text
+
+    given = "\n".join(
+        [
+            dependency_text.HEADING,
+            "",
+            dependency_text.label("T-1", "browser", "Read the page"),
+            "Example Domain This domain is for documentation examples without permission.",
+            "… (300 more characters in xsky://run/a)",
+            "",
+            dependency_text.label("T-2", "llm", "Summarize"),
+            "[offline provider] Example Domain This domain is for documentation examples without permission.",
+            "",
+            dependency_text.label("T-3", "file", "write x"),
+            dependency_text.NO_RESULT,
+        ]
+    )
+    answer = offline.answer("Summarize the page in one sentence", given)
+    assert answer == (
+        "[offline provider] Example Domain This domain is for documentation examples without permission."
+    )
+    # Nothing but scaffolding: nothing to answer from (the offline llm agent then fails).
+    empty = "\n".join(
+        [dependency_text.HEADING, "", dependency_text.label("T-3", "file", "x"), "(no result)"]
+    )
+    assert dependency_text.content(empty) == ""
+    assert "No input to work from" in offline.answer("Summarize", empty)
+    # A plain input is left as it is.
+    assert dependency_text.content("[T-1 · a · b]\nkept") == "[T-1 · a · b]\nkept"

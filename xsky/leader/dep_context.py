@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from xsky.artifacts import marker
 from xsky.leader.tasks import TaskState, subject_of
 from xsky.plan.agent_config import tool_name
+from xsky.plan.dependency_text import HEADING, NO_RESULT, label
 from xsky.plan.models import WorkflowAgent
 
 # Characters of each dependency's result an agent is given (the rest is named, not pasted).
@@ -22,7 +23,6 @@ PER_DEPENDENCY = 4000
 # Characters of results in all: many dependencies share it (never less than MIN_EACH each).
 TOTAL = 24_000
 MIN_EACH = 500
-HEADING = "Results of the steps this task depends on:"
 
 
 def wants_context(agent: WorkflowAgent) -> bool:
@@ -52,7 +52,6 @@ def dependency_context(
         task, source = tasks.get(dep), agents.get(dep)
         if task is None or source is None:
             continue
-        label = f"[{task.id} · {source.name} · {subject_of(source.task, 80)}]"
         if task.result_ref is not None:
             issued.append(task.result_ref.uri)
             text = marker(task.result_ref, head=each)
@@ -65,6 +64,6 @@ def dependency_context(
                 )
             )
         else:
-            text = "(no result)"
-        parts.append(f"{label}\n{text}")
+            text = NO_RESULT
+        parts.append(f"{label(task.id, source.name, subject_of(source.task, 80))}\n{text}")
     return "\n\n".join(parts)

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from xsky.plan import dependency_text
 from xsky.plan.models import Workflow, WorkflowAgent
 
 LABEL = "[offline provider]"
@@ -77,15 +78,17 @@ def wanted_sentences(task: str) -> int:
 
 
 def answer(task: str, input_text: str | None) -> str:
-    """An extractive answer to ``task`` from ``input_text``, starting with the offline label."""
-    source = (input_text or "").strip()
+    """An extractive answer to ``task`` from ``input_text``, starting with the offline label.
+    Dependencies' results given as input are read without their labels and notes."""
+    source = dependency_text.content(input_text or "").replace(LABEL, "").strip()
     if not source:
         return (
             f"{LABEL} No input to work from, and the offline provider does not invent answers. "
             f"Task: {' '.join(task.split())}. Configure a model (OPENAI_API_KEY / OPENAI_BASE_URL, "
             "XSKY_MODEL) for generative answers."
         )
-    sentences = split_sentences(source)
+    # Once each: a dependency that summarised another repeats its sentences.
+    sentences = list(dict.fromkeys(split_sentences(source)))
     if not sentences:
         return f"{LABEL} {' '.join(source.split())[:2000]}"
     n = wanted_sentences(task)
