@@ -230,7 +230,8 @@ class Views:
                     notes.append(f"⚠ {small}")
         if self.plans.state.review == "waiting":
             notes.append(
-                f"⏸ **waiting for plan review** — approve_plan (version {self.plans.version}) or replan"
+                f"⏸ **waiting for plan review** — `starter.py approve-plan {self.run_id}` (the "
+                f"`approve_plan` update, version {self.plans.version}, in the Web UI) or a replan"
             )
         if self.plans.state.resumes:
             notes.append(
@@ -240,7 +241,7 @@ class Views:
             notes.append(
                 "⏸ **paused**"
                 + (f": {self.run.pause_reason}" if self.run.pause_reason else "")
-                + " — signal resume"
+                + f" — `starter.py resume {self.run_id}` (or the `resume` signal in the Web UI)"
             )
         for r in self.requests.pending:
             # (the budget's are the leader's own words, fixes included: kept whole)
