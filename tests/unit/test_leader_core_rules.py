@@ -330,7 +330,9 @@ def test_a_pause_starts_nothing_new_at_any_time_and_resume_starts_the_next():
     assert shell.core.views.run_state() == "paused"
     # The board says how to resume it with the command a person types, and the Web UI's name.
     paused = next(n for n in shell.core.views.notices() if "paused" in n)
-    assert f"`starter.py resume {shell.core.views.run_id}`" in paused and "`resume` signal" in paused
+    assert (
+        f"`starter.py resume {shell.core.views.run_id}`" in paused and "`resume` signal" in paused
+    )
     shell.core.people.resume()
     assert [(c.agent_id, c.dispatch) for c in shell.loop()] == [("2", 1)]  # type: ignore[union-attr]
 

@@ -60,8 +60,23 @@ def test_unknown_variable_lists_what_is_available():
     (msg,) = problems(w, variables=["lang"])
     assert (
         msg
-        == "agent 2: unknown variable {{topc}}; available: agent_1_result, lang, topic (declare it in <variables> or pass --var topc=…)"
+        == "agent 2: unknown variable {{topc}} (did you mean 'topic'?); available: agent_1_result, "
+        "lang, topic (declare it in <variables> or pass --var topc=…)"
     )
+
+
+def test_a_misspelled_dependency_is_said_once_with_the_id_meant_and_never_listed_as_available():
+    from xsky.plan.dag import validate
+
+    w = wf(
+        a("fetch", "x"),
+        a("sum", "about {{tpoic}} {{agent_fetch_result}}", "fecth"),
+        variables={"topic": "AI"},
+    )
+    said = [p.message for p in validate(w, ["llm"])]
+    assert any("unknown agent 'fecth' (did you mean 'fetch'?)" in m for m in said), said
+    assert not any("agent_fecth_result" in m for m in said), said  # not offered as available
+    assert not any("does not depend on agent fetch" in m for m in said), said  # said once
 
 
 def test_context_keys_are_checked_only_when_given():

@@ -17,7 +17,7 @@ from xsky.errors import Problem, WorkflowValidationError
 from xsky.gcpause import gc_paused
 from xsky.plan.agent_config import config_problems
 from xsky.plan.models import Workflow, WorkflowAgent, WorkflowNode
-from xsky.plan.variables import check_references
+from xsky.plan.variables import check_references, nearest
 from xsky.security.roles import role_problems
 
 
@@ -100,8 +100,8 @@ def _validate(
             elif j is None:
                 problems.append(
                     Problem(
-                        f"agent {agent.id} depends on unknown agent {dep!r}; ids in this plan: "
-                        f"{_short_list(index_of)}",
+                        f"agent {agent.id} depends on unknown agent {dep!r}"
+                        f"{nearest(dep, index_of)}; ids in this plan: {_short_list(index_of)}",
                         agent_index=i,
                         agent_id=agent.id,
                     )

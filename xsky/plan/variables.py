@@ -21,6 +21,7 @@ from a web page or a model.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -144,6 +145,12 @@ def _rendered_texts(agent: WorkflowAgent) -> Iterator[str]:
         yield from _config_strings(agent.config)
 
 
+def nearest(name: str, names: Collection[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``names`` to a mistyped ``name``, or ""."""
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _check_one(
     ref: Reference,
     agent: WorkflowAgent,
@@ -153,9 +160,14 @@ def _check_one(
 ) -> str | None:
     if ref.kind == "agent":
         if ref.key not in by_id:
-            return f"{ref.text} names no agent of this plan (ids: {', '.join(list(by_id)[:12])})"
+            return (
+                f"{ref.text} names no agent of this plan{nearest(ref.key, by_id)}; "
+                f"ids: {', '.join(list(by_id)[:12])}"
+            )
         if ref.key == agent.id:
             return f"{ref.text} is this agent's own result; an agent can only use results of agents it depends on"
+        if any(d not in by_id and nearest(d, [ref.key]) for d in agent.depends):
+            return None  # its depends misspells this id: that problem is the one said (dag.py)
         if not _depends_on(agent, ref.key, by_id):
             return f"{ref.text} is used but agent {agent.id} does not depend on agent {ref.key}; add {ref.key} to its depends"
         return None
@@ -171,9 +183,11 @@ def _check_one(
             return f"unknown context key {ref.text}; available: {have} (pass {how})"
         return None
     if ref.key not in var_names:
-        available = [f"agent_{d}_result" for d in agent.depends] + var_names
+        # Only results that exist: a misspelled dependency has none (dag.py names it).
+        available = [f"agent_{d}_result" for d in agent.depends if d in by_id] + var_names
         return (
-            f"unknown variable {ref.text}; available: {', '.join(available) or 'none'}"
+            f"unknown variable {ref.text}{nearest(ref.key, available)}; available: "
+            f"{', '.join(available) or 'none'}"
             f" (declare it in <variables> or pass --var {ref.key}=…)"
         )
     return None
