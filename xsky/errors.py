@@ -17,6 +17,7 @@ class Problem:
     column: int | None = None
     agent_index: int | None = None  # position of the agent in the plan, when about one
     agent_id: str | None = None
+    step: tuple[int, ...] | None = None  # the agent's step it is about (xsky.plan.steps)
 
     def located(self, line: int | None, column: int | None) -> Problem:
         return replace(self, line=line, column=column)

@@ -162,7 +162,7 @@ BAD_INPUTS = {
     "only whitespace": ("  \n\t ", 1, "empty"),
     "missing workflow": ("<?xml version='1.0'?>\n<!-- nothing -->", 2, "XML"),
     "wrong root": (
-        '<root><agents><agent name="Browser" id="0"><task>x</task></agent></agents></root>',
+        '<plan><agent name="browser" id="0"><task>x</task></agent></plan>',
         1,
         "<workflow>",
     ),

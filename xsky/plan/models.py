@@ -59,6 +59,30 @@ def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value:
     return f"{field or 'value'}: {msg.removeprefix('Value error, ')}"
 
 
+StepKind = Literal["node", "forEach", "watch"]
+
+
+class Step(WireModel):
+    """One step of an agent's plan: Eko's ``<nodes>`` children, kept in order.
+
+    A ``node`` is one thing to do (``text``), reading the variables ``input`` names
+    (comma-separated) and storing its result under ``output``; a ``forEach`` repeats its
+    ``steps`` for each item of ``items``; a ``watch`` runs its ``steps`` (Eko's
+    ``<trigger>``) when ``event`` happens, again and again with ``loop``. Today the agent's
+    model is given them as instructions (:func:`xsky.plan.steps.render_steps`); nothing runs
+    a forEach or a watch durably yet. One model for the three, as the XML nests them freely."""
+
+    kind: StepKind = "node"
+    text: XmlText = ""
+    input: XmlText | None = None
+    output: XmlText | None = None
+    items: XmlText | None = None
+    event: XmlText | None = None
+    loop: bool = False
+    description: XmlText | None = None
+    steps: list[Step] = Field(default_factory=list)
+
+
 class WorkflowAgent(WireModel):
     """One agent of a plan. ``name`` is the agent kind or role; ``id`` is unique in the plan."""
 
@@ -70,6 +94,8 @@ class WorkflowAgent(WireModel):
     depends: list[AgentId] = Field(default_factory=list)
     status: AgentStatus = "init"
     result: str | None = None
+    # Its ordered steps (`<nodes>`); empty for most plans, and in histories recorded before.
+    steps: list[Step] = Field(default_factory=list)
 
     @field_validator("depends")
     @classmethod

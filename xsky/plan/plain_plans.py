@@ -22,6 +22,7 @@ from typing import Any
 from lxml import etree
 
 from xsky.plan.budget import BudgetError, parse_limits
+from xsky.wire import scrub_xml_illegal
 
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
@@ -56,6 +57,19 @@ def element_text(raw: str | None, preserve: bool) -> str:
     if "\n" not in raw and not raw[0].isspace() and not raw[-1].isspace():
         return raw  # nothing to tidy, so xml:space cannot matter: the common case
     return raw if preserve else clean_text(raw)
+
+
+def text_element(parent: etree._Element, tag: str, text: str) -> etree._Element:
+    """A child element holding ``text`` written so that :func:`element_text` reads it back."""
+    el = etree.SubElement(parent, tag)
+    # A result set on a model without validation (the leader's copies) may hold what XML 1.0
+    # cannot carry at all (an ESC, a NUL): U+FFFD, as validation itself does.
+    text = scrub_xml_illegal(text)
+    el.text = text
+    if clean_text(text) != text:
+        # Keep edge whitespace and indentation that the reader would otherwise tidy away.
+        el.set(XML_SPACE, "preserve")
+    return el
 
 
 class NotPlain(Exception):

@@ -36,11 +36,12 @@ from pydantic import ValidationError
 
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
+from xsky.plan import eko
 from xsky.plan.budget import BudgetError, limits_text, parse_limits
 from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
-from xsky.plan.plain_plans import JSON, XML_SPACE, clean_text, element_text, read_plain
+from xsky.plan.plain_plans import JSON, XML_SPACE, element_text, read_plain, text_element
+from xsky.plan.steps import read_steps, step_element, write_steps
 from xsky.security.roles import RoleCapabilityModel
-from xsky.wire import scrub_xml_illegal
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -81,6 +82,12 @@ def parse_workflow_source(
     data, source, encoding = _as_bytes(text, max_bytes)
     _refuse_doctype(source)
     parser, plain_utf8 = _parser_for(data, source, encoding)
+    if eko.is_eko(source):  # the one place the dialect is told apart: Eko's root is <root>
+        return eko.read(
+            source,
+            lambda text: _parse_tree(text.encode("utf-8"), text, etree.XMLParser(**_PLAIN_OPTIONS)),
+            lambda root, text: Reader(root, text, base_dir).read(),
+        )
     with gc_paused():
         if plain_utf8:
             plain = read_plain(data, _PLAIN_OPTIONS)
@@ -236,7 +243,7 @@ _WORKFLOW_ATTRS = ("name", "taskId", "modified", "budget")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
 _ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
 _AGENT_ATTRS = ("name", "id", "depends", "status")
-_AGENT_CHILDREN = ("task", "input", "config", "output", "result")
+_AGENT_CHILDREN = ("task", "input", "config", "output", "nodes", "result")
 # An <output schema="FILE"/> is a JSON Schema, not a data file: a megabyte is plenty.
 MAX_SCHEMA_BYTES = 1024 * 1024
 _AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
@@ -257,13 +264,27 @@ class ParsedWorkflow:
     ):
         self.workflow = workflow
         self._located = located
+        # Set for a plan read in Eko's dialect (xsky.plan.eko): the one line that says what was
+        # mapped, the repairs made to its XML (each at its line:col), and the text as written.
+        self.dialect: str | None = None
+        self.repairs: list[Problem] = []
+        self.original: str | None = None
+
+    def _where(self) -> tuple[Reader, list[etree._Element]]:
+        if callable(self._located):
+            self._located = self._located()
+        return self._located
 
     def agent_position(self, index: int) -> tuple[int, int]:
         """Line and column of the ``index``-th ``<agent>`` start tag."""
-        if callable(self._located):
-            self._located = self._located()
-        reader, agent_els = self._located
+        reader, agent_els = self._where()
         return reader.pos(agent_els[index])
+
+    def step_position(self, index: int, path: tuple[int, ...]) -> tuple[int, int]:
+        """Line and column of a step of the ``index``-th agent (its agent's, when not found)."""
+        reader, agent_els = self._where()
+        el = step_element(agent_els[index], path)
+        return reader.pos(el if el is not None else agent_els[index])
 
 
 def _element_text(el: etree._Element) -> str:
@@ -431,10 +452,13 @@ class Reader:
             if tag not in _AGENT_CHILD_SET:
                 self._unknown_child(child, "agent", _AGENT_CHILDREN, index)
                 continue
-            if tag in agent:
+            if tag in agent or (tag == "nodes" and "steps" in agent):
                 self.problem(
                     child, f"{_label(agent_id, index)} has more than one <{tag}>; keep one", index
                 )
+                continue
+            if tag == "nodes":
+                agent["steps"] = read_steps(child, lambda e, m: self.problem(e, m, index))
                 continue
             if len(child):
                 self.problem(
@@ -700,18 +724,6 @@ _UNREAD = object()  # what _json_text gives for text that is not JSON (None is v
 # -- writing ------------------------------------------------------------------------
 
 
-def _text_element(parent: etree._Element, tag: str, text: str) -> etree._Element:
-    el = etree.SubElement(parent, tag)
-    # A result set on a model without validation (the leader's copies) may hold what XML 1.0
-    # cannot carry at all (an ESC, a NUL): U+FFFD, as validation itself does.
-    text = scrub_xml_illegal(text)
-    el.text = text
-    if clean_text(text) != text:
-        # Keep edge whitespace and indentation that the reader would otherwise tidy away.
-        el.set(XML_SPACE, "preserve")
-    return el
-
-
 def workflow_to_xml(workflow: Workflow) -> str:
     """The seed's ``resetWorkflowXml``, done right: everything escaped, every field kept.
 
@@ -725,11 +737,11 @@ def workflow_to_xml(workflow: Workflow) -> str:
     if workflow.budget is not None and limits_text(workflow.budget):
         root.set("budget", limits_text(workflow.budget))
     if workflow.task_prompt is not None:
-        _text_element(root, "taskPrompt", workflow.task_prompt)
+        text_element(root, "taskPrompt", workflow.task_prompt)
     if workflow.variables:
         variables = etree.SubElement(root, "variables")
         for name, default in workflow.variables.items():
-            _text_element(variables, "variable", default).set("name", name)
+            text_element(variables, "variable", default).set("name", name)
     for role in workflow.roles:
         _role_element(root, role)
     for agent in workflow.agents:
@@ -753,7 +765,7 @@ def _role_element(root: etree._Element, role: RoleCapabilityModel) -> None:
         if values:
             el.set(attr, ",".join(values))
     if role.system_prompt:
-        _text_element(el, "systemPrompt", role.system_prompt)
+        text_element(el, "systemPrompt", role.system_prompt)
 
 
 def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
@@ -764,12 +776,13 @@ def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
         el.set("depends", ",".join(agent.depends))
     if agent.status != "init":
         el.set("status", agent.status)
-    _text_element(el, "task", agent.task)
+    text_element(el, "task", agent.task)
     if agent.input is not None:
-        _text_element(el, "input", agent.input)
+        text_element(el, "input", agent.input)
     if agent.config is not None:
         etree.SubElement(el, "config").text = json.dumps(
             agent.config, ensure_ascii=False, allow_nan=False
         )
+    write_steps(el, agent.steps)
     if agent.result is not None:
-        _text_element(el, "result", agent.result)
+        text_element(el, "result", agent.result)

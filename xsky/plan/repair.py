@@ -1,0 +1,92 @@
+"""Mending a plan's XML the way Eko mends a plan it is still streaming, every change reported.
+
+Eko (``fixXmlTag`` in eko-core's ``common/utils.ts``, and xmldom's tolerance) reads a plan
+cut off mid-stream by dropping a half-written tag, escaping a bare ``&`` and closing the
+elements left open; its parser also steps over an end tag that closes nothing. The same class
+of damage is mended here, for the text of an Eko plan and of a planner's reply only — a
+native ``<workflow>`` a person typed stays strict. Unlike Eko, each change is returned as a
+:class:`~xsky.errors.Problem` at its line and column, for the caller to show as a warning.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xsky.errors import Problem
+
+# What the scan steps over whole (comments, CDATA, processing instructions), or a tag.
+_TOKEN = re.compile(
+    r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>"
+    r"|<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\"<>])*?)(/?)>",
+    re.S,
+)
+_BARE_AMP = re.compile(r"&(?!(?:[A-Za-z_][\w.-]*|#[0-9]+|#x[0-9A-Fa-f]+);)")
+
+
+def repair(text: str) -> tuple[str, list[Problem]]:
+    """``text`` mended, and what was changed (empty: nothing could be, or needed to be)."""
+    repairs: list[Problem] = []
+    body = _drop_cut_tag(text, repairs)
+    out: list[str] = []
+    stack: list[tuple[str, int]] = []  # open elements: name, offset of the start tag
+    at = 0
+    for m in _TOKEN.finditer(body):
+        out.append(_escape_amps(body, at, m.start(), repairs))
+        at = m.end()
+        closing, name, _, empty = m.groups()
+        token = m.group()
+        if name is None or empty:
+            out.append(token)
+        elif not closing:
+            stack.append((name, m.start()))
+            out.append(token)
+        elif stack and stack[-1][0] == name:
+            stack.pop()
+            out.append(token)
+        elif any(open_name == name for open_name, _ in stack):
+            # An end tag for an outer element: the inner ones were left open — close them here.
+            closed = []
+            while stack[-1][0] != name:
+                closed.append(stack.pop()[0])
+            stack.pop()
+            tags = "".join(f"</{n}>" for n in closed)
+            repairs.append(_at(body, m.start(), f"closed {tags} left open before </{name}>"))
+            out.append(tags + token)
+        else:
+            repairs.append(_at(body, m.start(), f"removed a stray </{name}> that closes nothing"))
+            out.append(" " * len(token))  # blanked, so every later position stays put
+    out.append(_escape_amps(body, at, len(body), repairs))
+    if stack:
+        tags = "".join(f"</{name}>" for name, _ in reversed(stack))
+        repairs.append(
+            _at(body, len(body), f"the plan ends before its elements do (cut off?): added {tags}")
+        )
+        out.append(tags)
+    return "".join(out), repairs
+
+
+def _drop_cut_tag(text: str, repairs: list[Problem]) -> str:
+    """``text`` without a tag (or attribute) it ends in the middle of."""
+    body = text.rstrip()
+    last_lt = body.rfind("<")
+    if last_lt > body.rfind(">"):
+        cut = body[last_lt:]
+        shown = cut if len(cut) <= 30 else cut[:27] + "…"
+        repairs.append(_at(body, last_lt, f"dropped a tag cut off mid-way: {shown!r}"))
+        body = body[:last_lt]
+    return body
+
+
+def _escape_amps(body: str, start: int, end: int, repairs: list[Problem]) -> str:
+    chunk = body[start:end]
+    if "&" not in chunk:
+        return chunk
+    for m in _BARE_AMP.finditer(chunk):
+        repairs.append(_at(body, start + m.start(), "escaped a bare '&' as &amp;"))
+    return _BARE_AMP.sub("&amp;", chunk)
+
+
+def _at(text: str, offset: int, message: str) -> Problem:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Problem(f"repaired: {message}", line, column)

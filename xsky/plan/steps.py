@@ -1,0 +1,240 @@
+"""An agent's steps (``<nodes>``): read from the XML, written back, checked, shown to its model.
+
+The element names are Eko's, in a native plan as in an Eko one::
+
+    <nodes>
+      <node output="jobs">List the open positions</node>
+      <forEach items="jobs"><node>Read the job's page</node></forEach>
+      <watch event="dom" loop="true">
+        <description>New messages in the group</description>
+        <trigger><node input="jobs">Answer the message</node></trigger>
+      </watch>
+    </nodes>
+
+What runs today is the agent, with its steps as its plan (:func:`render_steps`, the way Eko
+gives them to its model); a forEach or a watch is an instruction, not a durable loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+
+from lxml import etree
+
+from xsky.errors import Problem
+from xsky.plan.models import Step, Workflow
+from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
+
+Report = Callable[[etree._Element, str], None]
+
+STEP_TAGS = ("node", "forEach", "watch")
+_ATTRS: dict[str, tuple[str, ...]] = {
+    "node": ("input", "output"),
+    "forEach": ("items",),
+    "watch": ("event", "loop"),
+}
+_EXAMPLE = '<nodes><node output="x">…</node><forEach items="x"><node>…</node></forEach></nodes>'
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def read_steps(nodes: etree._Element, report: Report) -> list[dict[str, object]]:
+    """The steps under ``<nodes>`` (or a ``<forEach>``, a ``<trigger>``), as the model's
+    fields; each problem goes to ``report`` with the element it is about."""
+    _no_loose_text(nodes, report)
+    steps: list[dict[str, object]] = []
+    for child in nodes:
+        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        if tag not in STEP_TAGS:
+            report(
+                child,
+                f"unknown element <{tag}> inside <{nodes.tag}>; allowed: {', '.join(STEP_TAGS)} "
+                f"(e.g. {_EXAMPLE})",
+            )
+            continue
+        for key in child.keys():
+            if key != XML_SPACE and key not in _ATTRS[tag]:
+                allowed = ", ".join(_ATTRS[tag])
+                report(child, f"unknown attribute {key!r} on <{tag}>; allowed: {allowed}")
+        steps.append(_READERS[tag](child, report))
+    return steps
+
+
+def _read_node(el: etree._Element, report: Report) -> dict[str, object]:
+    if len(el):
+        report(el, "<node> holds elements; a step is text (escape '<' as &lt; or use CDATA)")
+    step: dict[str, object] = {"kind": "node", "text": _text(el)}
+    for attr in ("input", "output"):
+        if (value := el.get(attr)) is not None:
+            step[attr] = value
+    return step
+
+
+def _read_for_each(el: etree._Element, report: Report) -> dict[str, object]:
+    step: dict[str, object] = {"kind": "forEach", "steps": read_steps(el, report)}
+    if (items := el.get("items")) is not None:
+        step["items"] = items
+    return step
+
+
+def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
+    step: dict[str, object] = {"kind": "watch"}
+    if (event := el.get("event")) is not None:
+        step["event"] = event
+    loop = el.get("loop")
+    if loop is not None and loop not in ("true", "false"):
+        report(el, f'<watch loop="{loop}"> must be "true" or "false"')
+    step["loop"] = loop == "true"
+    _no_loose_text(el, report)
+    for child in el:
+        if child.tag == "description" and "description" not in step:
+            step["description"] = _text(child)
+        elif child.tag == "trigger" and "steps" not in step:
+            step["steps"] = read_steps(child, report)
+        elif child.tag in ("description", "trigger"):
+            report(child, f"<watch> has more than one <{child.tag}>; keep one")
+        else:
+            tag = child.tag if isinstance(child.tag, str) else "entity reference"
+            report(child, f"unknown element <{tag}> inside <watch>; allowed: description, trigger")
+    return step
+
+
+_READERS = {"node": _read_node, "forEach": _read_for_each, "watch": _read_watch}
+
+
+def _text(el: etree._Element) -> str:
+    raw = el.text
+    return element_text(raw, bool(raw) and el.get(XML_SPACE) == "preserve")
+
+
+def _no_loose_text(el: etree._Element, report: Report) -> None:
+    if any((s or "").strip() for s in [el.text, *(c.tail for c in el)]):
+        report(el, f"<{el.tag}> holds loose text; put each step in a <node>")
+
+
+def step_element(agent: etree._Element, path: tuple[int, ...]) -> etree._Element | None:
+    """The element of the step at ``path`` (indices into steps, then into their steps)."""
+    here = next((c for c in agent if c.tag == "nodes"), None)
+    for depth, index in enumerate(path):
+        if here is None:
+            return None
+        if depth and here.tag == "watch":
+            here = next((c for c in here if c.tag == "trigger"), None)
+            if here is None:
+                return None
+        children = [c for c in here if c.tag in STEP_TAGS]
+        if index >= len(children):
+            return None
+        here = children[index]
+    return here
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write_steps(parent: etree._Element, steps: list[Step]) -> None:
+    """``<nodes>`` with ``steps`` under ``parent`` (nothing when there are none)."""
+    if steps:
+        _write(etree.SubElement(parent, "nodes"), steps)
+
+
+def _write(parent: etree._Element, steps: list[Step]) -> None:
+    for step in steps:
+        if step.kind == "node":
+            el = text_element(parent, "node", step.text)
+            for attr in ("input", "output"):
+                if (value := getattr(step, attr)) is not None:
+                    el.set(attr, value)
+        elif step.kind == "forEach":
+            el = etree.SubElement(parent, "forEach")
+            if step.items is not None:
+                el.set("items", step.items)
+            _write(el, step.steps)
+        else:
+            el = etree.SubElement(parent, "watch")
+            if step.event is not None:
+                el.set("event", step.event)
+            el.set("loop", "true" if step.loop else "false")
+            if step.description is not None:
+                text_element(el, "description", step.description)
+            _write(etree.SubElement(el, "trigger"), step.steps)
+
+
+# -- checking -----------------------------------------------------------------------------
+
+
+def names(value: str | None) -> list[str]:
+    """The variable names an ``input`` or ``output`` holds (Eko allows ``a,b,c``)."""
+    return [n.strip() for n in (value or "").split(",") if n.strip()]
+
+
+def _walk(steps: list[Step], path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Step]]:
+    found = []
+    for i, step in enumerate(steps):
+        found.append(((*path, i), step))
+        found += _walk(step.steps, (*path, i))
+    return found
+
+
+def input_problems(workflow: Workflow, variables: Collection[str] = ()) -> list[Problem]:
+    """Every step ``input`` that nothing outputs: no step of the plan, no workflow variable
+    (declared or given as ``variables``). Each problem names its agent and step path."""
+    walked = [
+        (i, path, step) for i, a in enumerate(workflow.agents) for path, step in _walk(a.steps)
+    ]
+    outputs = {n for _, _, step in walked for n in names(step.output)}
+    known = outputs | set(workflow.variables) | set(variables)
+    problems = []
+    for index, path, step in walked:
+        for name in names(step.input):
+            if name not in known:
+                agent = workflow.agents[index].id
+                where = ".".join(str(p + 1) for p in path)
+                problems.append(
+                    Problem(
+                        f'agent {agent}, step {where}: input="{name}" but no step outputs {name!r} '
+                        f'and no workflow variable is named so; add output="{name}" to the step '
+                        "that makes it, or declare the variable",
+                        agent_index=index,
+                        step=path,
+                    )
+                )
+    return problems
+
+
+# -- showing them to the agent -------------------------------------------------------------
+
+
+def render_steps(steps: list[Step]) -> str:
+    """The steps as a numbered plan for the agent's model ("" for none): forEach and watch
+    are said as instructions, as Eko gives them to its agents."""
+    if not steps:
+        return ""
+    return "Steps (follow them in order):\n" + "\n".join(_render(steps, ""))
+
+
+def _render(steps: list[Step], prefix: str) -> list[str]:
+    lines = []
+    for i, step in enumerate(steps, 1):
+        number = f"{prefix}{i}"
+        indent = "   " * number.count(".")
+        if step.kind == "node":
+            line = f"{indent}{number}. {step.text}"
+            notes = []
+            if step.input:
+                notes.append(f"uses {step.input}")
+            if step.output:
+                notes.append(f"its result is {step.output}")
+            lines.append(line + (f" ({'; '.join(notes)})" if notes else ""))
+        elif step.kind == "forEach":
+            what = step.items or "the list from the steps before"
+            lines.append(f"{indent}{number}. For each item of {what}, do:")
+            lines += _render(step.steps, number + ".")
+        else:
+            again = "every time" if step.loop else "once"
+            event = f"a {step.event} event" if step.event else "the event"
+            about = f": {step.description}" if step.description else ""
+            lines.append(f"{indent}{number}. Watch for {event}{about}; {again} it happens, do:")
+            lines += _render(step.steps, number + ".")
+    return lines
