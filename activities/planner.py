@@ -29,7 +29,7 @@ from xsky.plan.planning import (
     planning_prompt,
     problems_text,
 )
-from xsky.plan.xml import parse_workflow, workflow_to_xml
+from xsky.plan.xml import ParsedWorkflow, parse_workflow, parse_workflow_source, workflow_to_xml
 from xsky.settings_files import SettingsError, price_table, worker_layers
 
 MAX_ATTEMPTS = PLAN_ATTEMPTS
@@ -74,7 +74,8 @@ async def make_plan(
             budget.count(_usage(response, budget.price))
             reply = response.choices[0].message.content or ""
             try:
-                wf = parse_workflow(extract_workflow_xml(reply))
+                parsed = parse_workflow_source(extract_workflow_xml(reply))
+                wf = parsed.workflow
                 if req.current_xml is None:
                     wf = wf.model_copy(
                         update={"task_id": req.task_id, "task_prompt": req.task_prompt}
@@ -94,6 +95,7 @@ async def make_plan(
                 provider=target.model,
                 attempts=attempt,
                 usage=budget.spent,
+                notes=_dialect_notes(parsed),
             )
     finally:
         await client.close()
@@ -104,6 +106,13 @@ async def make_plan(
             non_retryable=True,
         )
     )
+
+
+def _dialect_notes(parsed: ParsedWorkflow) -> str:
+    """What reading an Eko-form reply mapped and repaired (nothing for a native reply)."""
+    if parsed.dialect is None:
+        return ""
+    return "\n".join([parsed.dialect, *(f"warning: {r.format('reply')}" for r in parsed.repairs)])
 
 
 def _price(model: str) -> Price | None:

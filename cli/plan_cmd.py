@@ -130,6 +130,8 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     out.print(xml_safe(result.xml), markup=False, highlight=False, soft_wrap=True, emoji=False)
     # Only the XML goes to stdout (`plan "…" > plan.xml` saves a valid plan); the rest to stderr.
     err.print()
+    if result.notes:  # e.g. the reply was in Eko's form: what was mapped, what repaired
+        err.print(cell(result.notes))
     err.print(plan_tree(result.workflow))
     err.print(
         cell(

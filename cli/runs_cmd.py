@@ -203,7 +203,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     options = run_options(args)
     async with XSky.connect(settings) as x:
         try:
-            wf = x.load(args.plan, variables, list(context))
+            wf = x.load(args.plan, variables, list(context), on_note=lambda n: err.print(cell(n)))
         except PlanError as e:
             print_problems(e, args.plan)
             err.print("nothing was started")

@@ -47,10 +47,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
-    warnings = [w.format(args.plan) for w in plan.warnings]
+    warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings]
     if args.json:
-        print_json({"valid": True, **plan_summary(plan.workflow), "warnings": warnings})
+        dialect = {"dialect": plan.dialect} if plan.dialect else {}
+        print_json({"valid": True, **plan_summary(plan.workflow), **dialect, "warnings": warnings})
     else:
+        if plan.dialect:  # an Eko plan: say once what was read as what
+            err.print(cell(plan.dialect))
         out.print(plan_tree(plan.workflow))
         for warning in warnings:  # valid, but not on every worker: exit 0
             err.print(cell(f"warning: {warning}"))

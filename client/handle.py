@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -80,10 +80,12 @@ class XSky:
         variables: Mapping[str, str] | None = None,
         context_keys: list[str] | None = None,
         roles: Mapping[str, RoleCapabilityModel] | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> Workflow:
         """A plan from a Workflow, a path to an XML file, or XML text; validated against the
         roles in settings (or ``roles``, already resolved). Raises PlanError listing every
-        problem with its line."""
+        problem with its line. ``on_note`` hears what reading a file said on the way: an Eko
+        plan's line on what was mapped, and each repair made to its XML (file:line:col)."""
         if isinstance(plan, Workflow):
             return plan
         roles = roles or self.roles()
@@ -97,14 +99,19 @@ class XSky:
                     max_bytes=self.settings.max_plan_bytes,
                     base_roles=roles,
                 )
-            return load_plan(
+            loaded = load_plan(
                 plan,
                 known_agents=list(roles),
                 variables=list(variables or {}),
                 context_keys=context_keys,
                 max_bytes=self.settings.max_plan_bytes,
                 base_roles=roles,
-            ).workflow
+            )
+            if on_note is not None and loaded.dialect is not None:
+                on_note(loaded.dialect)
+                for repair in loaded.repairs:
+                    on_note(f"warning: {repair.format(str(plan))}")
+            return loaded.workflow
         except PlanError as e:
             # str(e) names the file (or "<plan>" for XML text) with each problem's line:col.
             source = (

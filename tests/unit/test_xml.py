@@ -322,7 +322,7 @@ def test_extract_repairs_a_cut_inside_an_element():
 
 
 def test_extract_without_a_workflow_says_so():
-    with pytest.raises(WorkflowXMLError, match="no <workflow> element"):
+    with pytest.raises(WorkflowXMLError, match="no <workflow> \\(nor Eko.s <root>\\) element"):
         extract_workflow_xml("I cannot help with that.")
     with pytest.raises(WorkflowXMLError, match="empty"):
         extract_workflow_xml("")

@@ -103,9 +103,9 @@ class _Mapped:
         for source, count in sorted(self.task_less.items()):
             said.append(f"{count} task-less agent(s) given the {source} as task")
         if self.steps:
-            said.append(f"{self.steps} agent(s) with steps (forEach/watch given as instructions)")
+            said.append(f"{self.steps} agent(s) with steps")
         if repairs:
-            said.append(f"{repairs} repair(s), see the warnings")
+            said.append(f"{repairs} repair(s) (warnings below)")
         return "read as an Eko plan: " + ", ".join(said)
 
 

@@ -1,4 +1,5 @@
-"""Find the plan in an LLM reply: the ``<workflow>`` element inside chatty or cut-off output.
+"""Find the plan in an LLM reply: the ``<workflow>`` element (or Eko's ``<root>``) inside chatty
+or cut-off output.
 
 A planning concern, not the format's: :mod:`xsky.plan.xml` parses what this finds, and
 raises on what is still wrong with line and column.
@@ -12,6 +13,7 @@ from xsky.errors import Problem, WorkflowXMLError
 
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _OPEN_RE = re.compile(r"<workflow(?=[\s>/])")
+_EKO_RE = re.compile(r"<root(?=[\s>])")
 _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\">])*?)(/?)>")
 
 
@@ -34,10 +36,20 @@ def extract_workflow_xml(text: str) -> str:
     found = _first_workflow(text)
     if found is not None:
         return found
+    # An Eko-form reply (<root>…): taken as Eko takes it, from <root> to </root> or to the end
+    # when cut off; the Eko reader (xsky.plan.eko) repairs it, saying what it changed.
+    for body in [b for _, b in _FENCE_RE.findall(text) if _EKO_RE.search(b)] + [text]:
+        start = next(
+            (m.start() for m in _EKO_RE.finditer(body) if "<agent" in body[m.start() :]), -1
+        )
+        if start >= 0:
+            end = body.find("</root>", start)
+            return body[start : end + len("</root>")] if end >= 0 else body[start:].rstrip()
     raise WorkflowXMLError(
         [
             Problem(
-                "no <workflow> element was found in the reply; answer with <workflow …> … </workflow>",
+                "no <workflow> (nor Eko's <root>) element was found in the reply; answer with "
+                "<workflow …> … </workflow>",
                 1,
                 1,
             )

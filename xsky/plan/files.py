@@ -12,6 +12,7 @@ from xsky.plan import dag
 from xsky.plan.agent_config import direct_argument_problems, plan_warnings
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
+from xsky.plan.steps import input_problems
 from xsky.plan.xml import DEFAULT_MAX_BYTES, ParsedWorkflow, parse_workflow_source
 from xsky.security.roles import RoleCapabilityModel, plan_role_problems
 
@@ -23,6 +24,10 @@ class LoadedPlan:
     workflow: Workflow
     # what may go wrong on some workers only (a shell agent that needs a model): said, not refused
     warnings: list[Problem] = field(default_factory=list)
+    # an Eko plan's one line on what was mapped (xsky.plan.eko), None for a native plan; and
+    # the repairs made to its XML (xsky.plan.repair), each at its line:col
+    dialect: str | None = None
+    repairs: list[Problem] = field(default_factory=list)
 
 
 def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Path, bytes]:
@@ -71,7 +76,8 @@ def load_plan(
         base_dir=p.parent,
     )
     warnings = _located(parsed, plan_warnings(parsed.workflow))
-    return LoadedPlan(p, data.decode("utf-8", errors="replace"), parsed.workflow, warnings)
+    text = data.decode("utf-8", errors="replace")
+    return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)
 
 
 def check_plan(
@@ -113,6 +119,8 @@ def _checked(
         )
         problems += direct_argument_problems(workflow)
         problems += output_problems(workflow)
+        if variables is not None:
+            problems += input_problems(workflow, variables)
         if base_roles is not None:
             problems += [
                 Problem(message) for message in plan_role_problems(workflow.roles, base_roles)
@@ -137,7 +145,9 @@ def _checked(
 def _located(parsed: ParsedWorkflow, problems: list[Problem]) -> list[Problem]:
     """Each problem at the line:col of its agent (the plan's start for the rest)."""
     return [
-        p.located(*parsed.agent_position(p.agent_index))
+        p.located(*parsed.step_position(p.agent_index, p.step))
+        if p.agent_index is not None and p.step is not None
+        else p.located(*parsed.agent_position(p.agent_index))
         if p.agent_index is not None
         else p.located(1, 1)
         for p in problems

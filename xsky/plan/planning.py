@@ -12,6 +12,7 @@ from xsky.plan import dag
 from xsky.plan.budget import BudgetShare, Usage
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
+from xsky.plan.steps import input_problems
 from xsky.plan.xml import parse_workflow
 from xsky.wire import WireModel
 
@@ -58,7 +59,7 @@ def check_plan(
     )
     # Checked here, not in dag (which the leader's workflow code runs): a planner's schema
     # is checked before the plan reaches the run, with no JSON Schema library in workflows.
-    problems = output_problems(workflow)
+    problems = output_problems(workflow) + input_problems(workflow, variables)
     if problems:
         raise WorkflowValidationError(problems)
     return workflow
@@ -117,6 +118,9 @@ Rules:
 9. When a later step needs particular fields, give the step that produces them an <output>
    JSON Schema, e.g. <output>{{"type": "object", "properties": {{"title": {{"type": "string"}}}},
    "required": ["title"]}}</output>, and read one field as {{{{agent_N_result.title}}}}
+10. An agent with several steps may list them after its <task>, in order:
+   <nodes><node output="items">…</node><forEach items="items"><node>…</node></forEach></nodes>
+   (a step's input="name" must be another step's output="name")
 {extra}
 User Request: {task_prompt}
 """

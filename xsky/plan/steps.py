@@ -177,6 +177,11 @@ def _walk(steps: list[Step], path: tuple[int, ...] = ()) -> list[tuple[tuple[int
     return found
 
 
+def inputs(steps: list[Step]) -> set[str]:
+    """Every variable name the steps read (``input``), at any depth."""
+    return {name for _, step in _walk(steps) for name in names(step.input)}
+
+
 def input_problems(workflow: Workflow, variables: Collection[str] = ()) -> list[Problem]:
     """Every step ``input`` that nothing outputs: no step of the plan, no workflow variable
     (declared or given as ``variables``). Each problem names its agent and step path."""

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from xsky.artifacts import is_marker
 from xsky.errors import Problem, UsageError
+from xsky.plan import steps
 from xsky.plan.fields import field_value
 from xsky.plan.models import Workflow, WorkflowAgent
 
@@ -366,7 +367,10 @@ def check_names(
 ) -> None:
     """A variable or context value the plan never uses is a typo: say which names it has."""
     refs = [r for agent in wf.agents for r in agent_references(agent)]
-    declared = sorted(set(wf.variables) | {r.key for r in refs if r.kind == "variable"})
+    read_by_steps = {name for agent in wf.agents for name in steps.inputs(agent.steps)}
+    declared = sorted(
+        set(wf.variables) | {r.key for r in refs if r.kind == "variable"} | read_by_steps
+    )
     keys = sorted({r.key.split(".")[0] for r in refs if r.kind == "context"})
     for what, given, known in (("variable", variables, declared), ("context", context, keys)):
         unknown = sorted(set(given) - set(known))

@@ -322,8 +322,12 @@ class Reader:
         tag = el.tag if isinstance(el.tag, str) else ""
         nth = self._nth.get(el, 0)
         at = -1
+        end = len(tag) + 1
         for _ in range(nth + 1):
             at = text.find("<" + tag, at + 1)
+            # not a longer name that starts the same (<node> and <nodes>, <task> and <taskPrompt>)
+            while at >= 0 and text[at + end : at + end + 1] not in ("", " ", "\t", "/", ">", "\r"):
+                at = text.find("<" + tag, at + 1)
             if at < 0:
                 return line, 1
         return line, at + 1
