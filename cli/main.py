@@ -22,6 +22,7 @@ Handler = Callable[[argparse.Namespace], int]
 # this table against what the modules register.
 COMMANDS: dict[str, str] = {
     "validate": "validate_cmd",
+    "convert": "convert_cmd",
     "run": "runs_cmd",
     "status": "runs_cmd",
     "result": "runs_cmd",

@@ -45,7 +45,7 @@ from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Price
-from xsky.plan.models import RoleCapabilityModel
+from xsky.plan.models import RoleCapabilityModel, Step
 from xsky.runs import AgentInput, Answer, DecisionRecord
 from xsky.security.permissions import PermissionSettings, denied_host, trusted_settings
 from xsky.security.roles import (
@@ -83,6 +83,7 @@ class Attempt:
     name: str  # the agent's kind: the name of its role
     task: str  # the task, its input and config, with the leader's artifact markers expanded
     input_text: str | None
+    steps: list[Step]  # the agent's steps (<nodes>): its plan, given to its model
     config: dict[str, Any]
     tool: str | None  # the tool the config names: a direct agent, no model
     role: RoleCapabilityModel | None  # the role the worker trusts the agent with (None: none)
@@ -222,6 +223,7 @@ def prepare(
         name=inp.agent.name,
         task=task,
         input_text=input_text,
+        steps=inp.agent.steps,
         config=config,
         tool=tool,
         role=role,

@@ -31,7 +31,8 @@ from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
 from xsky.outcomes import model_answer
 from xsky.plan import output_schema
-from xsky.plan.models import RoleCapabilityModel
+from xsky.plan.models import RoleCapabilityModel, Step
+from xsky.plan.steps import render_steps
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
 
@@ -51,8 +52,10 @@ def system_prompt(role: RoleCapabilityModel, run_goal: str | None, skills: Skill
     return "\n\n".join(p for p in parts if p)
 
 
-def first_user_message(task: str, input_text: str | None) -> str:
+def first_user_message(task: str, input_text: str | None, steps: list[Step] | None = None) -> str:
     text = f"Your task:\n{task}"
+    if steps:  # until steps run durably one by one, the agent is given them as its plan
+        text += "\n\n" + render_steps(steps)
     if input_text:
         text += f"\n\nInput:\n{input_text}"
     return text
@@ -285,7 +288,7 @@ class AgentLoop:
         return toolset
 
     def _first_message(self) -> str:
-        text = first_user_message(self.a.task, self.a.input_text)
+        text = first_user_message(self.a.task, self.a.input_text, self.a.steps)
         if self.schema is not None:
             text += "\n\n" + output_schema.instructions(self.schema)
         return text

@@ -56,12 +56,13 @@ def load_plan(
     path: str | Path,
     *,
     known_agents: Collection[str] = TOOL_AGENT_KINDS,
-    variables: Collection[str] = (),
+    variables: Collection[str] | None = (),
     context_keys: Collection[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     base_roles: Mapping[str, RoleCapabilityModel] | None = None,
 ) -> LoadedPlan:
     """Parse and validate; raise :class:`PlanError` whose problems carry line:col in the file.
+    ``variables`` None leaves ``{{names}}`` and steps' inputs unchecked (the run gives them).
 
     With ``base_roles`` (built-ins and settings), a ``<role>`` that would widen one is refused.
     """
