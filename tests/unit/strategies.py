@@ -6,7 +6,7 @@ import string
 
 from hypothesis import strategies as st
 
-from xsky.plan.models import RoleCapabilityModel, Workflow, WorkflowAgent
+from xsky.plan.models import RoleCapabilityModel, Step, Workflow, WorkflowAgent
 
 # Anything XML 1.0 can carry: no C0 controls but tab/newline/CR, no surrogates, no U+FFFE/F.
 _xml_char = st.characters(
@@ -55,6 +55,29 @@ json_values = st.recursive(
 )
 
 
+def _step(children: st.SearchStrategy[list[Step]]) -> st.SearchStrategy[Step]:
+    names = st.none() | st.lists(var_names, min_size=1, max_size=2).map(",".join)
+    return st.one_of(
+        st.builds(Step, kind=st.just("forEach"), items=st.none() | var_names, steps=children),
+        st.builds(
+            Step,
+            kind=st.just("watch"),
+            event=st.none() | st.sampled_from(["dom", "file", "timer", "http"]),
+            loop=st.booleans(),
+            description=st.none() | rich_text,
+            steps=children,
+        ),
+    ) | st.builds(Step, kind=st.just("node"), text=rich_text, input=names, output=names)
+
+
+# An agent's steps (<nodes>): nodes, and forEach / watch holding steps of their own.
+steps = st.recursive(
+    st.lists(_step(st.just([])), max_size=3),
+    lambda inner: st.lists(_step(inner), max_size=3),
+    max_leaves=8,
+)
+
+
 @st.composite
 def workflows(draw: st.DrawFn) -> Workflow:
     ids = draw(st.lists(agent_ids, min_size=1, max_size=8, unique=True))
@@ -70,6 +93,7 @@ def workflows(draw: st.DrawFn) -> Workflow:
                 depends=draw(st.lists(st.sampled_from(ids), max_size=3)),
                 status=draw(st.sampled_from(["init", "running", "done", "error"])),
                 result=draw(st.none() | rich_text),
+                steps=draw(steps),
             )
         )
     tool_names = st.lists(st.from_regex(r"\A[a-z_]{1,12}\Z"), max_size=3)
