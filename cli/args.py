@@ -39,7 +39,11 @@ class Parser(argparse.ArgumentParser):
             message = what + _did_you_mean(value, choices, quote=True)
         # The sentence and where to look, not argparse's usage block first: with this many
         # options it is 10-20 lines that push the one that matters off the screen.
-        hint = "" if "--help" in message or "did you mean" in message else f" (`{self.prog} --help` shows what it takes)"
+        hint = (
+            ""
+            if "--help" in message or "did you mean" in message
+            else f" (`{self.prog} --help` shows what it takes)"
+        )
         self.exit(2, f"{self.prog}: error: {message}{hint}\n")
 
 

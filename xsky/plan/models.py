@@ -95,7 +95,8 @@ class WorkflowAgent(WireModel):
     status: AgentStatus = "init"
     result: str | None = None
     # Its ordered steps (`<nodes>`); empty for most plans, and in histories recorded before.
-    steps: list[Step] = Field(default_factory=list)
+    # Left out of the wire form when empty: plans without steps travel exactly as before.
+    steps: list[Step] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @field_validator("depends")
     @classmethod
