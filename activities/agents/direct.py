@@ -12,6 +12,7 @@ loop's calls pass.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from contextlib import AsyncExitStack
 from typing import Any, Literal
@@ -44,6 +45,15 @@ async def _noop(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult(value if isinstance(value, str) else str(value))
 
 
+async def _gather(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    """A forEach agent's result: its items' results (``items``, rendered by the leader and
+    expanded from the store here), in order, as one JSON list."""
+    items = args.get("items")
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise ToolError('gather needs "items": a list of the items\' results (texts)')
+    return ToolResult(json.dumps(items, ensure_ascii=False))
+
+
 async def offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     """The offline extractive answer: sentences of the agent's input, never invented text.
     With no input there is nothing to answer from, and the agent fails with the fix."""
@@ -69,6 +79,7 @@ DIRECT_IMPLEMENTATIONS: dict[str, Tool] = {
     "llm": offline_llm,
     "ask_user": ask_user,
     "noop": _noop,
+    "gather": _gather,
 }
 
 agree("direct implementations", DIRECT_TOOLS, DIRECT_IMPLEMENTATIONS)

@@ -9,6 +9,7 @@ environment's 128 KiB per variable), no quoting, and the text is never parsed as
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import shutil
 import tempfile
@@ -22,6 +23,28 @@ from activities.tools import ToolContext, ToolError
 from xsky.plan.variables import SHELL_VALUE_RE
 
 MAX_VALUES_BYTES = 256 * 1024 * 1024
+# Folders are named for the worker that made them: a worker killed while a command ran leaves
+# its folder behind (results' text, readable by the sandbox user), and the next command on this
+# machine removes it (sweep_stale).
+PREFIX = "xsky-values-"
+
+
+def sweep_stale() -> None:
+    """Remove the values folders of workers that are gone (killed before their cleanup)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = folder.name.removeprefix(PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def checked(raw: Any, tool: str) -> dict[str, str]:
@@ -50,7 +73,8 @@ def provided(ctx: ToolContext, values: dict[str, str]) -> Iterator[tuple[ToolCon
     if not values:
         yield ctx, ""
         return
-    folder = Path(tempfile.mkdtemp(prefix="xsky-values-"))
+    sweep_stale()
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     try:
         # Readable by the sandbox user (not root when the worker is), shown to it read-only.
         folder.chmod(0o755)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -73,7 +74,7 @@ async def test_shell_values_are_set_as_variables_whole_however_large_and_only_xs
     )
     assert out.text.split("\n")[0] == str(len(big.encode())) and out.text.endswith("two")
     assert not (ctx.workspace / "pwned").exists() and not list(
-        Path(tempfile.gettempdir()).glob("xsky-values-*")
+        Path(tempfile.gettempdir()).glob(f"xsky-values-{os.getpid()}-*")
     )
     for bad in ({"PATH": "/tmp"}, {"LD_PRELOAD": "x"}, {"XSKY_V1": 3}, ["XSKY_V1"]):
         with pytest.raises(ToolError, match="'values' must map names XSKY_V1"):
@@ -304,6 +305,7 @@ def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
         "llm",
         "ask_user",
         "noop",
+        "gather",
     }
     assert all(config_problems({"tool": name}) == [] for name in VALIDATED)
     assert config_problems({"tool": "python_exec"}) == [
@@ -471,3 +473,18 @@ async def test_pages_get_no_webrtc_which_would_bypass_the_egress_proxy(ctx, site
         await ctx.browsers.close()
     assert kinds == ["undefined"] * 3
     assert framed == "undefined"
+
+
+def test_a_killed_workers_values_folder_is_swept_and_a_live_ones_kept(tmp_path, monkeypatch):
+    from activities.tools import values
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / f"xsky-values-{gone.pid}-abc"
+    live = tmp_path / f"xsky-values-{os.getpid()}-def"
+    for folder in (stale, live):
+        folder.mkdir()
+        (folder / "XSKY_V1").write_text("a result's text")
+    values.sweep_stale()
+    assert not stale.exists() and live.exists()

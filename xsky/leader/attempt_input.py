@@ -20,8 +20,9 @@ from xsky.leader.grants import Grants, GrantsRequest
 from xsky.leader.plans import PlanBook
 from xsky.leader.tasks import TaskState
 from xsky.plan.agent_config import RetryOptions, config_problems, stall_windows, tool_name
+from xsky.plan.loops import LoopError
 from xsky.plan.models import WorkflowAgent
-from xsky.plan.variables import render, render_command, render_config
+from xsky.plan.variables import item_values, render, render_command, render_config
 from xsky.runs import AgentInput, RunInput, RunOptions
 from xsky.security.mcp import is_mcp
 from xsky.security.tools import WORKSPACE_TOOLS
@@ -138,20 +139,26 @@ class AttemptInputs:
         agent = self.board.agents[agent_id]
         results = _Results(self.board.tasks)
         ctx = self.input.context
+        # A forEach item's {{item}}: a value like a variable's (never pasted into a command)
+        values = (
+            {**self.variables, **item_values(agent)} if agent.item is not None else self.variables
+        )
         config = agent.config
         if agent.config:
-            config = render_config(agent.config, results, self.variables, ctx)
+            config = render_config(agent.config, results, values, ctx)
             if self.templated_command(agent_id):
-                command, values = render_command(
-                    agent.config["command"], results, self.variables, ctx
+                command, shell_values = render_command(
+                    agent.config["command"], results, values, ctx
                 )
-                config = {**config, "command": command, **({"values": values} if values else {})}
+                config = {
+                    **config,
+                    "command": command,
+                    **({"values": shell_values} if shell_values else {}),
+                }
         rendered = agent.model_copy(
             update={
-                "task": render(agent.task, results, self.variables, ctx),
-                "input": render(agent.input, results, self.variables, ctx)
-                if agent.input
-                else agent.input,
+                "task": render(agent.task, results, values, ctx),
+                "input": render(agent.input, results, values, ctx) if agent.input else agent.input,
                 "config": config,
             }
         )
@@ -160,6 +167,23 @@ class AttemptInputs:
             if given is not None:
                 rendered = rendered.model_copy(update={"input": given})
         return rendered, list(dict.fromkeys(results.issued))
+
+    def loop_list(self, agent_id: str) -> str:
+        """The text of the list forEach agent ``agent_id`` runs over (its ``forEach``
+        rendered); :class:`LoopError` when that is a result kept only in the artifact store,
+        which the leader does not read."""
+        agent = self.board.agents[agent_id]
+        assert agent.for_each is not None
+        results = _Results(self.board.tasks)
+        text = render(agent.for_each, results, self.variables, self.input.context)
+        if results.issued:
+            raise LoopError(
+                f"forEach of agent {agent_id}: the list {agent.for_each.strip()} is over the "
+                f"{self.options.artifact_threshold:,}-byte artifact threshold, and the leader reads "
+                "a list inline only; raise the run's artifact threshold (XSKY_ARTIFACT_THRESHOLD) "
+                "or have the list's agent return a shorter list"
+            )
+        return text
 
     def settings_for(self, agent_id: str) -> Any:
         return activity_settings(self.board.agents[agent_id].config, self.options)

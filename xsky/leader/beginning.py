@@ -11,7 +11,7 @@ from xsky.leader.commands import SATISFIED
 from xsky.leader.plans import PlanBook
 from xsky.leader.replan import new_task
 from xsky.leader.state import BoardState, BudgetState, LeaderState, PlanState, PlanVersion, RunFacts
-from xsky.plan import dag
+from xsky.plan import dag, loops
 from xsky.plan.budget import with_plan
 from xsky.plan.models import Workflow
 from xsky.plan.xml import workflow_to_xml
@@ -51,14 +51,14 @@ def first_state(inp: RunInput, first: Workflow, run_id: str, now: datetime) -> L
     """A new run's state: its first plan (none yet for a run started from a sentence: the
     planner makes it), a task per agent, its review and budget as it was started with."""
     planning = inp.workflow is None
+    first, durable = loops.lower(first)  # a forEach among an agent's steps: agents of its own
+    reason = "; ".join(["initial plan", *durable])
     return LeaderState(
         plan=PlanState(
             plan=first,
             history=[]
             if planning
-            else [
-                PlanVersion(version=1, xml=workflow_to_xml(first), reason="initial plan", at=now)
-            ],
+            else [PlanVersion(version=1, xml=workflow_to_xml(first), reason=reason, at=now)],
             review="waiting" if inp.options.review else "none",
             review_deadline=now + timedelta(seconds=inp.options.review_timeout)
             if inp.options.review

@@ -76,8 +76,10 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState
 from xsky.leader.views import Views
+from xsky.plan import loops
 from xsky.plan.budget import BudgetShare, Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.variables import RenderError
 from xsky.runs import AgentOutcome, ProgressReport, RunInput
 
 
@@ -296,7 +298,10 @@ class LeaderCore:
 
     def set_first_plan(self, wf: Workflow, provider: str, now: datetime) -> None:
         """Plan v1 of a run started from a sentence."""
+        wf, durable = loops.lower(wf)
         self.plans.first(wf, provider, now)
+        for line in durable:
+            self.plans.note(line, now)
         self.board.state.tasks = [new_task(a, self.run_id) for a in wf.agents]
         self.variables = {**wf.variables, **self.input.variables}
         self.inputs.variables = self.checks.variables = self.variables
@@ -321,6 +326,8 @@ class LeaderCore:
         False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
         every cancelled task back to pending."""
         self.oversight.withdraw_goal_requests("withdrawn: the plan changed", now)
+        wf, durable = loops.lower(wf)
+        reason = "; ".join([reason, *durable])
         change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id, keep_cancelled)
         if wf.budget != self.plans.plan.budget:  # a plan's new budget narrows the run's
             self.budget.state.limits = with_plan(self.budget.state.limits, wf.budget)
@@ -399,6 +406,9 @@ class LeaderCore:
         while room > 0 and self.board.any_ready():
             entry = self.board.pop_ready()
             task = self.board.tasks[entry[1]]
+            if self.board.agents[task.agent_id].for_each is not None:
+                self._expand_loop(task, now)  # its items take its place on the board
+                continue
             verdict, said = self.budget.admit(task, now)
             if said is not None:  # an escalation about the budget is new, or says new figures
                 self.flow.changed = True
@@ -421,6 +431,26 @@ class LeaderCore:
             self.board.push_back(entry)
         self.budget.budget_settled(blocked, bool(starts), now)
         return starts
+
+    def _expand_loop(self, task: TaskState, now: datetime) -> None:
+        """forEach agent ``task`` is ready: its list read, the plan's next version has an
+        agent per item and it gathering their results (:mod:`xsky.plan.loops`)."""
+        agent_id = task.agent_id
+        try:
+            items = loops.items_from(self.inputs.loop_list(agent_id), agent_id)
+        except (loops.LoopError, RenderError) as e:
+            self.board.finish(task, "failed", now, error=f"cannot start: {e}")
+            self.flow.changed = True
+            return
+        wf = loops.expand(self.plans.plan, agent_id, items)
+        # Not a replan: nothing running changes, no request is withdrawn, no ladder restarts.
+        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
+        shown = f"{agent_id}[1]…{agent_id}[{len(items)}]" if items else "no items"
+        self.plans.adopt(
+            wf, f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order", now
+        )
+        self.board.replace(change.tasks, change.removed, wf)
+        self.flow.changed = True
 
     # -- an attempt's end --------------------------------------------------------------------------
 

@@ -313,6 +313,8 @@ def _not_in_eko(workflow: Workflow) -> list[str]:
                 ("<config>", agent.config is not None),
                 ("a status", agent.status != "init"),
                 ("a <result>", agent.result is not None),
+                ("forEach=", agent.for_each is not None),
+                ("an <item>", agent.item is not None),
             )
             if present
         ]

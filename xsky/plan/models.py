@@ -21,8 +21,9 @@ AgentStatus = Literal["init", "running", "done", "error"]
 NodeType = Literal["normal", "parallel"]
 
 # Agent ids appear in comma-separated `depends` lists and in `{{agent_<id>_result}}`,
-# so they must not contain commas, spaces or braces.
-AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# so they must not contain commas, spaces or braces. ``3[4]`` is the 4th item of forEach agent 3
+# (xsky.plan.loops): the leader makes those ids when it expands the loop.
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(?:\[[1-9][0-9]{0,4}\])?$")
 VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 # Field shapes checked in pydantic-core (Rust regex): plans can hold 10,000 agents. An
@@ -97,6 +98,11 @@ class WorkflowAgent(WireModel):
     # Its ordered steps (`<nodes>`); empty for most plans, and in histories recorded before.
     # Left out of the wire form when empty: plans without steps travel exactly as before.
     steps: list[Step] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # `forEach="{{agent_2_result}}"`: the agent runs once per item of that list, each item an
+    # agent of its own (xsky.plan.loops); None (most agents): once.
+    for_each: XmlText | None = Field(None, exclude_if=lambda v: v is None)
+    # An item agent's item (`3[4]`, made by the leader from a forEach): its `{{item}}`.
+    item: XmlText | None = Field(None, exclude_if=lambda v: v is None)
 
     @field_validator("depends")
     @classmethod

@@ -121,6 +121,9 @@ Rules:
 10. An agent with several steps may list them after its <task>, in order:
    <nodes><node output="items">…</node><forEach items="items"><node>…</node></forEach></nodes>
    (a step's input="name" must be another step's output="name")
+11. To do the same work for each item of a list an agent returns, give the worker agent
+   forEach="{{{{agent_N_result}}}}" and write {{{{item}}}} in its task: it runs once per item, each
+   its own agent, and its result is the list of their results
 {extra}
 User Request: {task_prompt}
 """

@@ -11,8 +11,10 @@ The element names are Eko's, in a native plan as in an Eko one::
       </watch>
     </nodes>
 
-What runs today is the agent, with its steps as its plan (:func:`render_steps`, the way Eko
-gives them to its model); a forEach or a watch is an instruction, not a durable loop.
+What runs is the agent, with its steps as its plan (:func:`render_steps`, the way Eko gives
+them to its model). A ``<forEach>`` whose list can be found is split off into agents of its
+own when the run starts (:func:`xsky.plan.loops.lower`: one durable agent per item); a watch
+is an instruction, not yet a durable trigger.
 """
 
 from __future__ import annotations

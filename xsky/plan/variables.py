@@ -32,9 +32,11 @@ from xsky.artifacts import is_marker
 from xsky.errors import Problem, UsageError
 from xsky.plan import steps
 from xsky.plan.fields import field_value
+from xsky.plan.loops import ITEM_NAMES
 from xsky.plan.models import Workflow, WorkflowAgent
 
-REF_RE = re.compile(r"\{\{\s*((?:raw:)?[A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
+# ([…] in a name: `agent_3[2]_result`, a forEach item's result, xsky.plan.loops)
+REF_RE = re.compile(r"\{\{\s*((?:raw:)?[A-Za-z_][A-Za-z0-9_.\[\]-]*)\s*\}\}")
 RAW = "raw:"
 # ``agent_<id>_result`` and ``agent_<id>_result.<field>.<field>`` (a JSON result's field):
 # the shortest id that leaves a valid rest, so an id holding "_result" still reads whole.
@@ -106,6 +108,10 @@ def check_references(
             if config
             else (agent.task, agent.input)
         )
+        if agent.for_each is not None:  # the list it runs over: a reference like the others
+            texts = (*texts, agent.for_each)
+        # {{item}} and {{item_index}}: the item of a forEach agent, and only there
+        names = [*var_names, *ITEM_NAMES] if looped(agent) else var_names
         depends = agent.depends
         seen: set[str] = set()
         for text in texts:
@@ -129,8 +135,13 @@ def check_references(
                     )
                     continue
                 msg = _check_one(
-                    classify(name, "{{" + name + "}}"), agent, by_id, var_names, context_keys
+                    classify(name, "{{" + name + "}}"), agent, by_id, names, context_keys
                 )
+                if msg and name in ITEM_NAMES:
+                    msg = (
+                        f"{{{{{name}}}}} is the item of a forEach agent, and agent {agent.id} has no "
+                        'forEach; add forEach="{{agent_N_result}}" (the list it runs over) to it'
+                    )
                 if msg:
                     problems.append(
                         Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id)
@@ -144,6 +155,8 @@ def _rendered_texts(agent: WorkflowAgent) -> Iterator[str]:
         yield agent.input
     if agent.config:
         yield from _config_strings(agent.config)
+    if agent.for_each is not None:
+        yield agent.for_each
 
 
 def nearest(name: str, names: Collection[str]) -> str:
@@ -192,6 +205,19 @@ def _check_one(
             f" (declare it in <variables> or pass --var {ref.key}=…)"
         )
     return None
+
+
+def looped(agent: WorkflowAgent) -> bool:
+    """Is the agent a forEach agent, or one of its items (its ``{{item}}`` has a value)?"""
+    return agent.for_each is not None or agent.item is not None
+
+
+def item_values(agent: WorkflowAgent) -> dict[str, str]:
+    """``{{item}}`` and ``{{item_index}}`` of an item agent (``3[2]``), else nothing."""
+    if agent.item is None:
+        return {}
+    number = agent.id.rsplit("[", 1)[-1].rstrip("]")
+    return {ITEM_NAMES[0]: agent.item, ITEM_NAMES[1]: number}
 
 
 def _depends_on(agent: WorkflowAgent, target: str, by_id: Mapping[str, WorkflowAgent]) -> bool:

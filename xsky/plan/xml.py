@@ -38,6 +38,7 @@ from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
 from xsky.plan import eko
 from xsky.plan.budget import BudgetError, limits_text, parse_limits
+from xsky.plan.loops import source_problem
 from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
 from xsky.plan.plain_plans import JSON, XML_SPACE, element_text, read_plain, text_element
 from xsky.plan.steps import read_steps, step_element, write_steps
@@ -242,8 +243,8 @@ def _find_in_source(source: str, needle: str) -> tuple[int, int]:
 _WORKFLOW_ATTRS = ("name", "taskId", "modified", "budget")
 _WORKFLOW_CHILDREN = ("taskPrompt", "variables", "role", "agent")
 _ROLE_ATTRS = ("name", "description", "model", "tools", "requestedTools", "skills")
-_AGENT_ATTRS = ("name", "id", "depends", "status")
-_AGENT_CHILDREN = ("task", "input", "config", "output", "nodes", "result")
+_AGENT_ATTRS = ("name", "id", "depends", "forEach", "status")
+_AGENT_CHILDREN = ("task", "input", "config", "output", "nodes", "item", "result")
 # An <output schema="FILE"/> is a JSON Schema, not a data file: a megabyte is plenty.
 MAX_SCHEMA_BYTES = 1024 * 1024
 _AGENT_ATTR_SET = frozenset(_AGENT_ATTRS)
@@ -435,6 +436,12 @@ class Reader:
             if " " in depends or "" in parts or any(not p or p != p.strip() for p in parts):
                 parts = [d.strip() for d in parts if d.strip()]
             agent["depends"] = parts
+        for_each = attrs.get("forEach")
+        if for_each is not None:
+            problem = source_problem(for_each)
+            if problem is not None:
+                self.problem(el, f"{_label(agent_id, index)}: {problem}", index)
+            agent["for_each"] = for_each
         status = attrs.get("status")
         if status is not None:
             if status not in _STATUSES:
@@ -778,6 +785,8 @@ def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
     el.set("id", agent.id)
     if agent.depends:
         el.set("depends", ",".join(agent.depends))
+    if agent.for_each is not None:
+        el.set("forEach", agent.for_each)
     if agent.status != "init":
         el.set("status", agent.status)
     text_element(el, "task", agent.task)
@@ -788,5 +797,7 @@ def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
             agent.config, ensure_ascii=False, allow_nan=False
         )
     write_steps(el, agent.steps)
+    if agent.item is not None:
+        text_element(el, "item", agent.item)
     if agent.result is not None:
         text_element(el, "result", agent.result)

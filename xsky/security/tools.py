@@ -296,6 +296,7 @@ def privileged(name: str) -> bool:
 DIRECT_ONLY: dict[str, str] = {
     "llm": "the offline model's answer to the agent's task (no model is configured)",
     "noop": 'returns "result" (default "ok") after "seconds" (default 0): benchmarks, dry runs',
+    "gather": 'the results of a forEach\'s items ("items"), in order, as a JSON list (xsky/plan/loops.py)',
 }
 if set(DIRECT_ONLY) & set(TOOLS):
     raise ImportError(f"direct-only kinds {sorted(set(DIRECT_ONLY) & set(TOOLS))} are also tools")

@@ -1,0 +1,117 @@
+"""forEach on a real server: an agent per item, and a worker killed in the middle of the list
+runs again only the item it was working on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from client.outcome import run_outcome
+from tests.conftest import Env
+from tests.fake_llm import FakeLLM, first_user, text
+from tests.integration.eventually import eventually
+from tests.integration.test_durability import start_worker_process, stop_worker_process
+from xsky.runs import RunOptions
+
+pytestmark = pytest.mark.integration
+
+# Each item writes its side effect once per attempt; item c works long on its first attempt
+# (the worker is killed then) and answers at once on its retry.
+ITEM = (
+    "echo {{item}} >> items.log; "
+    "if test {{item}} = c && test ! -e c.started; then touch c.started; sleep 60; fi; "
+    'echo "did {{item_index}} {{item}}"'
+)
+
+
+def loop_plan() -> str:
+    config = json.dumps({"tool": "shell", "command": ITEM, "heartbeatTimeout": 4})
+    return f"""<workflow name="loop" taskId="loop">
+  <agent name="shell" id="list"><task>list the items</task>
+    <config>{{"tool": "shell", "command": "printf 'a\\\\nb\\\\nc\\\\nd\\\\ne\\\\n'"}}</config></agent>
+  <agent name="shell" id="each" depends="list" forEach="{{{{agent_list_result}}}}">
+    <task>work on {{{{item}}}}</task><config><![CDATA[{config}]]></config></agent>
+  <agent name="shell" id="after" depends="each"><task>count</task>
+    <config>{{"tool": "shell", "command": "echo {{{{agent_each_result}}}} | wc -c"}}</config></agent>
+</workflow>"""
+
+
+async def test_a_forEach_runs_an_agent_per_item_and_a_killed_worker_reruns_only_its_item(
+    env: Env, tmp_path: Path
+):
+    await env.start_worker(kinds=["llm"])  # the leader; shell agents run only in the processes
+    handle = await env.start(loop_plan(), options=RunOptions(max_parallel=1, max_auto_replans=0))
+    log = env.home / "runs" / handle.id / "workspace" / "items.log"
+    first = start_worker_process(
+        env, tmp_path / "first.log", "--kinds", "shell", "--no-leader", "--no-skills"
+    )
+    try:
+
+        def working_on_c() -> None:
+            assert log.exists() and log.read_text().split() == ["a", "b", "c"]
+
+        await eventually(working_on_c, 60, interval=0.1)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    second = start_worker_process(
+        env, tmp_path / "second.log", "--kinds", "shell", "--no-leader", "--no-skills"
+    )
+    try:
+        result = await asyncio.wait_for(run_outcome(handle), 90)
+    finally:
+        stop_worker_process(second)
+    assert result.status == "completed", result.summary
+    agents = {a.id: a for a in result.agents}
+    assert [a for a in agents if a.startswith("each[")] == [f"each[{n}]" for n in range(1, 6)]
+    assert json.loads(agents["each"].result or "") == [
+        f"did {n} {x}" for n, x in enumerate("abcde", 1)
+    ]
+    # a and b had finished before the kill: not run again; c ran again, d and e once.
+    assert log.read_text().split() == ["a", "b", "c", "c", "d", "e"]
+
+
+EKO_PLAN = """<root>
+  <name>Greetings</name>
+  <thought>List the people, then greet each one.</thought>
+  <agents>
+    <agent name="Chat" id="0" dependsOn="">
+      <task>Greet the team</task>
+      <nodes>
+        <node output="people">List the people of the team</node>
+        <forEach items="people">
+          <node>Write a greeting for the person</node>
+        </forEach>
+      </nodes>
+    </agent>
+  </agents>
+</root>"""
+
+
+async def test_an_eko_plans_forEach_runs_each_item_as_an_agent_with_a_scripted_model(
+    env: Env, fake_llm: FakeLLM
+):
+    def responder(req, i):  # type: ignore[no-untyped-def]
+        asked = first_user(req)
+        if "answer with the list" in asked:
+            return text('["Ann", "Bo", "Cy"]')
+        person = asked.rsplit("Item ", 1)[1].split(":\n", 1)[1].strip()
+        return text(f"Hello {person}!")
+
+    fake_llm.responder = responder
+    await env.start_worker()
+    result = await env.run(EKO_PLAN, options=RunOptions(max_auto_replans=0, coordinator="off"))
+    assert result.status == "completed", result.summary
+    agents = {a.id: a for a in result.agents}
+    assert list(agents) == ["0.list", "0[1]", "0[2]", "0[3]", "0"]
+    assert json.loads(agents["0"].result or "") == ["Hello Ann!", "Hello Bo!", "Hello Cy!"]
+    # Each item's agent saw its steps and its item, once.
+    items = [first_user(r) for r in fake_llm.requests if "Item " in first_user(r)]
+    assert len(items) == 3 and all("Write a greeting for the person" in m for m in items)

@@ -1,0 +1,280 @@
+"""forEach made durable (xsky/plan/loops.py): lists split, plans expanded, the leader's part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.unit.test_leader_core_rules import Shell
+from xsky.artifacts import ArtifactRef
+from xsky.errors import WorkflowXMLError
+from xsky.leader.commands import StartAgent
+from xsky.plan import loops
+from xsky.plan.dag import validate
+from xsky.plan.models import Step, Workflow, WorkflowAgent
+from xsky.plan.xml import parse_workflow, parse_workflow_source, workflow_to_xml
+from xsky.runs import AgentOutcome
+
+
+def plan(list_result_agent: str = "1", **for_each: str) -> Workflow:
+    return Workflow(
+        name="loop",
+        task_id="loop",
+        agents=[
+            WorkflowAgent(id="1", name="llm", task="list the pages"),
+            WorkflowAgent(
+                id="2",
+                name="shell",
+                task="read page {{item_index}}: {{item}}",
+                depends=["1"],
+                config={"tool": "shell", "command": "echo {{item}}"},
+                for_each=for_each.get("source", f"{{{{agent_{list_result_agent}_result}}}}"),
+            ),
+            WorkflowAgent(
+                id="3", name="llm", task="sum up", depends=["2"], input="{{agent_2_result}}"
+            ),
+        ],
+    )
+
+
+# -- lists ---------------------------------------------------------------------------------------
+
+
+def test_a_list_is_a_json_array_or_else_its_lines():
+    assert loops.split_items('["a", "b c", 3, {"k": 1}]') == ["a", "b c", "3", '{"k": 1}']
+    assert loops.split_items("  first\n\n second \nthird") == ["first", "second", "third"]
+    assert loops.split_items("[not json\nsecond") == ["[not json", "second"]
+    assert loops.split_items("") == [] and loops.split_items("[]") == []
+
+
+def test_a_list_longer_than_the_limit_is_refused_with_the_fix():
+    with pytest.raises(loops.LoopError, match="1,001 items, over the 1,000"):
+        loops.items_from("\n".join(str(i) for i in range(1001)), "2")
+
+
+@given(
+    st.lists(st.text(min_size=1).filter(lambda t: t.strip() == t and "\n" not in t), max_size=20)
+)
+def test_any_list_of_strings_comes_back_as_it_was_written(items: list[str]):
+    assert loops.split_items(json.dumps(items)) == items
+
+
+def test_item_ids_name_their_loop_and_number():
+    assert loops.item_of("2[3]") == ("2", 3) and loops.item_of("a.b[12]") == ("a.b", 12)
+    assert loops.item_of("2") is None and loops.item_of("2[0]") is None
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+
+def test_expanding_inserts_an_agent_per_item_and_turns_the_loop_into_their_gathering():
+    wf = loops.expand(plan(), "2", ["a", "b"])
+    assert [a.id for a in wf.agents] == ["1", "2[1]", "2[2]", "2", "3"]
+    first = wf.agent("2[1]")
+    assert (first.item, first.depends, first.for_each) == ("a", ["1"], None)
+    assert first.config == {
+        "tool": "shell",
+        "command": "echo {{item}}",
+    }  # {{item}} kept: rendered safely
+    gather = wf.agent("2")
+    assert gather.depends == ["2[1]", "2[2]"] and gather.for_each is None
+    assert gather.config == {
+        "tool": "gather",
+        "items": ["{{agent_2[1]_result}}", "{{agent_2[2]_result}}"],
+    }
+    assert wf.agent("3").depends == ["2"]  # its dependents still see one result
+    assert validate(wf, ["llm", "shell"]) == []
+    assert parse_workflow(workflow_to_xml(wf)) == wf  # a plan in progress writes and reads back
+
+
+def test_an_item_that_its_agent_never_mentions_is_given_as_its_input():
+    wf = plan()
+    wf.agents[1] = wf.agents[1].model_copy(update={"task": "read the page", "config": None})
+    expanded = loops.expand(wf, "2", ["https://a", "https://b"])
+    assert expanded.agent("2[2]").input == "Item 2 of 2:\n{{item}}"
+
+
+def test_a_loop_is_checked_like_the_rest_of_the_plan():
+    assert validate(plan(), ["llm", "shell"]) == []
+    assert parse_workflow(workflow_to_xml(plan())) == plan()
+    # The list must come from an agent it depends on.
+    wrong = plan("3")
+    said = [p.message for p in validate(wrong, ["llm", "shell"])]
+    assert any("does not depend on agent 3" in m or "cycle" in m for m in said), said
+    # {{item}} belongs to a loop.
+    no_loop = Workflow(
+        name="x", task_id="x", agents=[WorkflowAgent(id="1", name="llm", task="say {{item}}")]
+    )
+    (problem,) = validate(no_loop, ["llm"])
+    assert "{{item}} is the item of a forEach agent, and agent 1 has no forEach" in problem.message
+
+
+def test_a_forEach_that_is_not_one_reference_is_refused_at_its_line():
+    xml = """<workflow name="x" taskId="x">
+  <agent name="llm" id="1"><task>list</task></agent>
+  <agent name="llm" id="2" depends="1" forEach="agent_1_result"><task>do {{item}}</task></agent>
+</workflow>"""
+    with pytest.raises(WorkflowXMLError) as caught:
+        parse_workflow(xml)
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.column) == (3, 3)
+    assert 'forEach="agent_1_result" must be one reference to a list' in problem.message
+
+
+# -- the leader ----------------------------------------------------------------------------------
+
+
+def complete(shell: Shell, agent_id: str, result: str | None, ref: bool = False) -> None:
+    dispatch = shell.running.pop(agent_id)
+    outcome = AgentOutcome(
+        kind="completed",
+        result=result,
+        result_ref=ArtifactRef(
+            uri=f"artifact:run-1/{agent_id}/r.txt", size=9, sha256="0" * 64, preview="…"
+        )
+        if ref
+        else None,
+    )
+    shell.core.attempt_succeeded(agent_id, shell.core.tasks[agent_id], dispatch, outcome, shell.now)
+    shell.core.attempt_ended(agent_id, dispatch)
+    shell.loop()
+
+
+def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then_gathers():
+    shell = Shell(plan(), max_parallel=2)
+    assert [c.agent_id for c in shell.loop()] == ["1"]  # type: ignore[union-attr]
+    complete(shell, "1", '["alpha", "beta", "gamma"]')
+    assert sorted(shell.running) == ["2[1]", "2[2]"]  # two at a time: the run's max_parallel
+    history = shell.core.plans.state.history[-1]
+    assert history.version == 2 and "forEach of 2: 3 item(s), 2[1]…2[3]" in history.reason
+    rendered, _ = shell.core.inputs.render("2[2]")
+    assert rendered.task == "read page 2: beta"
+    assert rendered.config is not None and rendered.config["command"] == 'echo "${XSKY_V1}"'
+    assert rendered.config["values"] == {"XSKY_V1": "beta"}  # data never pasted into the command
+    complete(shell, "2[1]", "A")
+    assert sorted(shell.running) == ["2[2]", "2[3]"]
+    complete(shell, "2[3]", "C")
+    assert "2" not in shell.running  # the gathering waits for every item
+    complete(shell, "2[2]", "B")
+    gathered, _ = shell.core.inputs.render("2")
+    assert gathered.config == {"tool": "gather", "items": ["A", "B", "C"]}  # in order
+    complete(shell, "2", '["A", "B", "C"]')
+    assert list(shell.running) == ["3"]
+    shown = {t.agent_id for t in shell.core.views.board_page(shell.now).tasks}
+    assert {"2[1]", "2[2]", "2[3]"} <= shown
+
+
+def test_an_empty_list_gathers_nothing_at_once():
+    shell = Shell(plan())
+    shell.loop()
+    complete(shell, "1", "[]")
+    assert list(shell.running) == ["2"]
+    gathered, _ = shell.core.inputs.render("2")
+    assert gathered.config == {"tool": "gather", "items": []}
+
+
+def test_a_list_kept_only_in_the_store_fails_the_loop_with_the_fix():
+    shell = Shell(plan())
+    shell.loop()
+    complete(shell, "1", None, ref=True)
+    task = shell.core.tasks["2"]
+    assert task.stored == "failed" and task.error is not None
+    assert (
+        "over the 8,192-byte artifact threshold" in task.error
+        and "XSKY_ARTIFACT_THRESHOLD" in task.error
+    )
+    assert not shell.running and shell.status("3") == "blocked"
+
+
+def test_a_failed_item_blocks_the_gathering_and_the_rest_is_kept():
+    shell = Shell(plan(), max_auto_replans=0)
+    shell.loop()
+    complete(shell, "1", "x\ny")
+    dispatch = shell.running.pop("2[1]")
+    from xsky.leader.commands import AttemptFailure
+
+    shell.core.attempt_failed(
+        "2[1]",
+        shell.core.tasks["2[1]"],
+        dispatch,
+        AttemptFailure(message="boom", deterministic=True),
+        shell.now,
+    )
+    shell.core.attempt_ended("2[1]", dispatch)
+    shell.loop()
+    complete(shell, "2[2]", "Y")
+    assert shell.status("2[1]") == "failed" and shell.status("2[2]") == "completed"
+    assert shell.status("2") == "blocked" and not isinstance(shell.loop(), StartAgent)
+
+
+# -- Eko's forEach among an agent's steps -----------------------------------------------------------
+
+EKO_FIXTURES = Path(__file__).parents[1] / "fixtures" / "eko"
+
+
+def test_an_eko_forEach_becomes_a_list_agent_a_loop_and_the_steps_after():
+    parsed = parse_workflow_source(
+        (EKO_FIXTURES / "03-github-developers-output-forEach.xml").read_text()
+    )
+    wf, said = loops.lower(parsed.workflow)
+    assert said == ["forEach of agent 0 made durable: 0.list → 0.each → 0"]
+    listing, each, after = wf.agents
+    assert [s.output for s in listing.steps][-1] == "developers" and "JSON array" in listing.task
+    assert each.for_each == "{{agent_0.list_result}}" and each.depends == ["0.list"]
+    assert [s.text for s in each.steps] == [
+        "Visit developer's homepage",
+        "Extract developer's location information",
+    ]
+    assert (
+        after.id == "0"
+        and after.depends == ["0.each"]
+        and "{{agent_0.each_result}}" in (after.input or "")
+    )
+    assert validate(wf, ["browser"]) == []
+    assert loops.lower(wf) == (wf, [])  # once is enough
+
+
+def test_a_forEach_with_no_steps_after_is_the_agent_its_dependents_read():
+    parsed = parse_workflow_source((EKO_FIXTURES / "01-boss-zhipin-forEach.xml").read_text())
+    wf, said = loops.lower(parsed.workflow)
+    assert [a.id for a in wf.agents] == ["0.list", "0"]
+    assert wf.agent("0").for_each == "{{agent_0.list_result}}"
+
+
+def test_a_list_another_agent_makes_or_a_variable_is_read_from_there():
+    def agent(agent_id: str, steps: list[Step], depends: list[str] | None = None) -> WorkflowAgent:
+        return WorkflowAgent(
+            id=agent_id, name="llm", task=f"task {agent_id}", steps=steps, depends=depends or []
+        )
+
+    wf = Workflow(
+        name="x",
+        task_id="x",
+        variables={"cities": '["Oslo", "Lima"]'},
+        agents=[
+            agent("a", [Step(text="find people", output="people")]),
+            agent("b", [Step(kind="forEach", items="people", steps=[Step(text="greet")])], ["a"]),
+            agent("c", [Step(kind="forEach", items="cities", steps=[Step(text="visit")])]),
+            agent("d", [Step(kind="forEach", items="nowhere", steps=[Step(text="?")])]),
+        ],
+    )
+    lowered, said = loops.lower(wf)
+    assert lowered.agent("b").for_each == "{{agent_a_result}}" and lowered.agent("b").depends == [
+        "a"
+    ]
+    assert lowered.agent("c").for_each == "{{cities}}"
+    assert lowered.agent("d") == wf.agent("d")  # a list from nowhere stays an instruction
+    assert len(said) == 2 and validate(lowered, ["llm"]) == []
+
+
+def test_the_leader_makes_an_eko_forEach_durable_from_the_first_plan_on():
+    parsed = parse_workflow_source((EKO_FIXTURES / "01-boss-zhipin-forEach.xml").read_text())
+    shell = Shell(parsed.workflow)
+    assert "forEach of agent 0 made durable: 0.list → 0" in shell.core.plans.state.history[0].reason
+    assert [c.agent_id for c in shell.loop()] == ["0.list"]  # type: ignore[union-attr]
+    complete(shell, "0.list", '["job A", "job B"]')
+    assert sorted(shell.running) == ["0[1]", "0[2]"]

@@ -1,0 +1,209 @@
+"""forEach made durable: an agent that runs once per item of a list, each item an agent.
+
+A plan says ``<agent id="3" name="browser" depends="2" forEach="{{agent_2_result}}">``: agent
+3 runs once for each item of agent 2's result (a JSON array, or else its non-empty lines),
+with the item as ``{{item}}`` and its number as ``{{item_index}}`` in its task, input and
+config. When agent 3 is ready, the leader reads the list and :func:`expand` writes the next
+plan version: agents ``3[1]`` … ``3[N]``, each a copy of 3 holding its item (``<item>``), and
+agent 3 itself becomes the gathering of their results, in order, into a JSON list (the
+``gather`` tool), which is what its dependents see as ``{{agent_3_result}}``.
+
+So every item is a durable unit of its own: an activity, retried alone, at most
+``max_parallel`` at a time with the rest of the run; a worker lost in the 7th item runs the
+7th again and nothing that finished. The expansion is a plan version like a replan's, so
+the board, the plan history and a follow-up run all see the items.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.plan.models import Step, Workflow, WorkflowAgent
+
+ITEM = "item"  # {{item}}: the item's text
+ITEM_INDEX = "item_index"  # {{item_index}}: its number, from 1
+ITEM_NAMES = (ITEM, ITEM_INDEX)
+MAX_ITEMS = 1000  # items one forEach may have (each is an agent of the run)
+GATHER = "gather"  # the direct tool that gathers the items' results
+_ITEM_ID = re.compile(r"^(.+)\[([1-9][0-9]{0,4})\]$")
+_ONE_REF = re.compile(r"^\s*\{\{\s*[^{}]+?\s*\}\}\s*$")
+
+
+class LoopError(ValueError):
+    """The list cannot be expanded; the message says why and how to fix it."""
+
+
+def item_of(agent_id: str) -> tuple[str, int] | None:
+    """(the forEach agent's id, the item's number) for an item agent's id, else None."""
+    m = _ITEM_ID.match(agent_id)
+    return (m[1], int(m[2])) if m else None
+
+
+def source_problem(for_each: str) -> str | None:
+    """What is wrong with a ``forEach`` value (it must be one ``{{…}}`` reference), or None."""
+    if not _ONE_REF.match(for_each):
+        return (
+            f'forEach="{for_each}" must be one reference to a list: a result '
+            '(forEach="{{agent_2_result}}"), a variable (forEach="{{topics}}") or a context value'
+        )
+    return None
+
+
+def split_items(text: str) -> list[str]:
+    """The items of a list: a JSON array's elements (strings as they are, anything else as
+    JSON), else the text's non-empty lines, stripped."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            return [
+                v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
+                for v in value
+            ]
+    return [line.strip() for line in stripped.splitlines() if line.strip()]
+
+
+def items_from(text: str, agent_id: str) -> list[str]:
+    """The items agent ``agent_id`` runs over, or :class:`LoopError` with the fix."""
+    items = split_items(text)
+    if len(items) > MAX_ITEMS:
+        raise LoopError(
+            f"forEach of agent {agent_id}: the list has {len(items):,} items, over the "
+            f"{MAX_ITEMS:,} one forEach may run; split the list, or the work, into parts"
+        )
+    return items
+
+
+def _mentions_item(agent: WorkflowAgent) -> bool:
+    texts = [agent.task, agent.input or "", json.dumps(agent.config or {})]
+    return any(re.search(r"\{\{\s*item(?:_index)?\s*\}\}", t) for t in texts)
+
+
+def expand(wf: Workflow, agent_id: str, items: list[str]) -> Workflow:
+    """The plan with forEach agent ``agent_id`` expanded over ``items``: its item agents
+    inserted before it, and it, now depending on them, gathering their results."""
+    loop = wf.agent(agent_id)
+    copies = []
+    for n, item in enumerate(items, 1):
+        extra = {}
+        if not _mentions_item(loop):  # the item must reach the agent: as its input, then
+            said = f"Item {n} of {len(items)}:\n{{{{{ITEM}}}}}"
+            extra["input"] = f"{loop.input}\n\n{said}" if loop.input else said
+        copies.append(
+            loop.model_copy(
+                update={"id": f"{agent_id}[{n}]", "for_each": None, "item": item, **extra}
+            )
+        )
+    gather = loop.model_copy(
+        update={
+            "name": loop.name if loop.name in TOOL_AGENT_KINDS else "llm",
+            "task": f"Gather the results of the {len(copies)} items of forEach {agent_id}, in order",
+            "for_each": None,
+            "steps": [],
+            "input": None,
+            "config": {"tool": GATHER, "items": [f"{{{{agent_{c.id}_result}}}}" for c in copies]},
+            "depends": [c.id for c in copies],
+        }
+    )
+    agents: list[WorkflowAgent] = []
+    for a in wf.agents:
+        agents += [*copies, gather] if a.id == agent_id else [a]
+    return wf.model_copy(update={"agents": agents})
+
+
+# -- a forEach among an agent's steps (Eko's <forEach items="x">) ---------------------------------
+
+
+def _fresh(wanted: str, taken: set[str]) -> str:
+    agent_id, n = wanted, 2
+    while agent_id in taken:
+        agent_id, n = f"{wanted}{n}", n + 1
+    taken.add(agent_id)
+    return agent_id
+
+
+def _outputs(steps: list[Step]) -> set[str]:
+    names: set[str] = set()
+    for step in steps:
+        if step.output:
+            names.add(step.output)
+        names |= _outputs(step.steps)
+    return names
+
+
+def lower(wf: Workflow) -> tuple[Workflow, list[str]]:
+    """The plan with each agent whose steps hold a ``<forEach>`` made of durable agents, and
+    one line per agent so changed.
+
+    Agent ``A`` with steps *before*, ``forEach items="x"`` over *body*, *after* becomes:
+    ``A.list`` (the steps before, answering with the list), ``A.each`` (a forEach agent over
+    ``A.list``'s result whose steps are the body) and ``A`` (the steps after, given the
+    gathered results) — or, with no steps after, ``A`` is the forEach agent itself, so its
+    dependents get the list of results. ``x`` produced by another agent's step (or a workflow
+    variable) is read from there instead, and no ``A.list`` is made. A forEach whose list
+    comes from nowhere stays an instruction (:func:`xsky.plan.steps.render_steps`)."""
+    if not any(s.kind == "forEach" for a in wf.agents for s in a.steps):
+        return wf, []
+    taken = {a.id for a in wf.agents}
+    producer = {name: a.id for a in wf.agents for name in _outputs(a.steps)}
+    agents: list[WorkflowAgent] = []
+    said: list[str] = []
+    for agent in wf.agents:
+        at = next((i for i, s in enumerate(agent.steps) if s.kind == "forEach"), None)
+        if at is None or agent.for_each is not None:
+            agents.append(agent)
+            continue
+        before, loop, after = agent.steps[:at], agent.steps[at], agent.steps[at + 1 :]
+        name = loop.items or ""
+        source_agent = producer.get(name)
+        made: list[WorkflowAgent] = []
+        depends = list(agent.depends)
+        if name in wf.variables:
+            source = f"{{{{{name}}}}}"
+        elif source_agent is not None and source_agent != agent.id:
+            source = f"{{{{agent_{source_agent}_result}}}}"
+            depends = list(dict.fromkeys([*depends, source_agent]))
+        elif before:
+            list_id = _fresh(f"{agent.id}.list", taken)
+            what = f'the list "{name}"' if name else "the list"
+            made.append(
+                agent.model_copy(
+                    update={
+                        "id": list_id,
+                        "task": f"{agent.task}\n\nDo only these steps, and answer with {what}: a "
+                        "JSON array, one element per item.",
+                        "steps": before,
+                    }
+                )
+            )
+            source = f"{{{{agent_{list_id}_result}}}}"
+            depends = [*agent.depends, list_id]
+        else:
+            agents.append(agent)  # a list from nowhere: the agent reads it as an instruction
+            continue
+        each_id = _fresh(f"{agent.id}.each", taken) if after else agent.id
+        made.append(
+            agent.model_copy(
+                update={"id": each_id, "steps": loop.steps, "for_each": source, "depends": depends}
+            )
+        )
+        if after:
+            made.append(
+                agent.model_copy(
+                    update={
+                        "steps": after,
+                        "depends": [*agent.depends, each_id],
+                        "input": f"{agent.input}\n\n{{{{agent_{each_id}_result}}}}"
+                        if agent.input
+                        else f"The results for each item, in order:\n{{{{agent_{each_id}_result}}}}",
+                    }
+                )
+            )
+        agents += made
+        said.append(f"forEach of agent {agent.id} made durable: {' → '.join(a.id for a in made)}")
+    return wf.model_copy(update={"agents": agents}), said
