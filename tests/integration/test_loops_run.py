@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from client.outcome import run_outcome
-from tests.conftest import Env
+from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, first_user, text
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import start_worker_process, stop_worker_process
@@ -115,3 +115,34 @@ async def test_an_eko_plans_forEach_runs_each_item_as_an_agent_with_a_scripted_m
     # Each item's agent saw its steps and its item, once.
     items = [first_user(r) for r in fake_llm.requests if "Item " in first_user(r)]
     assert len(items) == 3 and all("Write a greeting for the person" in m for m in items)
+
+
+async def test_one_of_ekos_own_plans_runs_end_to_end_with_a_scripted_model(
+    env: Env, fake_llm: FakeLLM
+):
+    """Eko's "Latest AI News" example, unchanged: Browser → Computer, a forEach among the first
+    agent's steps (made durable), the summary passed to the second by name."""
+    plan = (ROOT / "tests/fixtures/eko/02-ai-news-dependsOn-computer.xml").read_text()
+
+    def responder(req, i):  # type: ignore[no-untyped-def]
+        asked = first_user(req)
+        if "answer with the list" in asked:
+            return text('["GPT news", "Robot news"]')
+        if "Item " in asked:
+            item = asked.rsplit("Item ", 1)[1].split(":\n", 1)[1].strip()
+            return text(f"details of {item}")
+        if "Send summary message" in asked:
+            return text("sent: " + asked.split("summaryInfo:\n", 1)[1].strip())
+        return text("Summary: GPT and robots")
+
+    fake_llm.responder = responder
+    await env.start_worker()
+    result = await env.run(plan, options=RunOptions(max_auto_replans=0, coordinator="off"))
+    assert result.status == "completed", result.summary
+    agents = {a.id: a for a in result.agents}
+    assert list(agents) == ["0.list", "0.each[1]", "0.each[2]", "0.each", "0", "1"]
+    assert json.loads(agents["0.each"].result or "") == [
+        "details of GPT news",
+        "details of Robot news",
+    ]
+    assert agents["1"].result == "sent: Summary: GPT and robots"

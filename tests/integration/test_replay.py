@@ -60,6 +60,11 @@ pytestmark = pytest.mark.integration
 PLANS = {
     "diamond": (ROOT / "examples/diamond.xml").read_text(),
     "fanout": (ROOT / "examples/fanout.xml").read_text(),
+    # forEach: the loop's expansion into a plan version, its items, their gathering
+    "loop": """<workflow name="loop" taskId="replay-loop">
+      <agent name="shell" id="1"><task>list</task><config>{"tool": "shell", "command": "printf 'x\\ny\\n'"}</config></agent>
+      <agent name="shell" id="2" depends="1" forEach="{{agent_1_result}}"><task>say {{item}}</task><config>{"tool": "shell", "command": "echo {{item_index}} {{item}}"}</config></agent>
+    </workflow>""",
     "failure": """<workflow name="failure" taskId="replay-failure">
       <agent name="shell" id="1"><task>ok</task><config>{"tool": "shell", "command": "echo one"}</config></agent>
       <agent name="shell" id="2"><task>breaks</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>

@@ -278,3 +278,36 @@ def test_the_leader_makes_an_eko_forEach_durable_from_the_first_plan_on():
     assert [c.agent_id for c in shell.loop()] == ["0.list"]  # type: ignore[union-attr]
     complete(shell, "0.list", '["job A", "job B"]')
     assert sorted(shell.running) == ["0[1]", "0[2]"]
+
+
+def test_a_steps_input_another_agent_outputs_is_that_agents_result_given_by_name():
+    parsed = parse_workflow_source((EKO_FIXTURES / "02-ai-news-dependsOn-computer.xml").read_text())
+    wf, said = loops.lower(parsed.workflow)
+    sender = wf.agent("1")
+    assert sender.input == "summaryInfo:\n{{agent_0_result}}" and sender.depends == ["0"]
+    assert "agent 1 reads summaryInfo from the agents that output it" in said
+    assert validate(wf, ["browser", "shell"]) == []
+    assert loops.lower(wf) == (wf, [])  # a replan of the plan as it runs changes nothing
+
+
+def test_a_named_value_from_an_agent_not_depended_on_adds_the_dependency():
+    wf = Workflow(
+        name="x",
+        task_id="x",
+        variables={"tone": "warm"},
+        agents=[
+            WorkflowAgent(
+                id="a", name="llm", task="find", steps=[Step(text="find", output="facts")]
+            ),
+            WorkflowAgent(
+                id="b",
+                name="llm",
+                task="write",
+                steps=[Step(text="write", input="facts,tone")],
+            ),
+        ],
+    )
+    lowered, _ = loops.lower(wf)
+    assert lowered.agent("b").depends == ["a"]
+    assert lowered.agent("b").input == "facts:\n{{agent_a_result}}\n\ntone:\n{{tone}}"
+    assert validate(lowered, ["llm"]) == []

@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.plan.planning import problems_text
     from xsky.plan.xml import parse_workflow
     from xsky.runs import RunInput, RunResult
+    from xsky.security.shell_parse import load_parser
 
 
 def _reject(message: str) -> None:
@@ -75,6 +76,12 @@ def _reject(message: str) -> None:
 class LeaderWorkflow(LeaderQueries, LeaderSignals):
     @workflow.init
     def __init__(self, inp: RunInput) -> None:
+        # The shell checker's parser (bashlex), which the leader uses to judge commands
+        # against delegated rules: the worker loads it as it starts, but a replayer (or any
+        # process that did not) would import it here inside the sandbox, where the import
+        # fails — and the leader would judge the same command otherwise. Loaded as the host's.
+        with workflow.unsafe.imports_passed_through():
+            load_parser()
         # A state travels only by continue-as-new. One in the input of a run started afresh was
         # written by whoever started it (the stock CLI can send any input): its approvals,
         # reviews and "allow for this run" rules would pass for people's. Refused in run().

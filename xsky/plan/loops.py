@@ -21,6 +21,7 @@ import re
 
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Step, Workflow, WorkflowAgent
+from xsky.plan.steps import inputs as steps_inputs
 
 ITEM = "item"  # {{item}}: the item's text
 ITEM_INDEX = "item_index"  # {{item_index}}: its number, from 1
@@ -137,6 +138,71 @@ def _outputs(steps: list[Step]) -> set[str]:
 
 
 def lower(wf: Workflow) -> tuple[Workflow, list[str]]:
+    """The plan as it runs: each forEach among an agent's steps made of durable agents
+    (:func:`lower_loops`), then each step's ``input`` that another agent's step outputs passed
+    along (:func:`pass_named_values`); one line per change."""
+    wf, loops_said = lower_loops(wf)
+    wf, values_said = pass_named_values(wf)
+    return wf, loops_said + values_said
+
+
+def pass_named_values(wf: Workflow) -> tuple[Workflow, list[str]]:
+    """A step's ``input="x"`` that a step of *another* agent outputs (``output="x"``) reads
+    that agent's result — what the agent answered at the end of its steps — given to the
+    reader as input under the name, the reader depending on that agent (added when it did
+    not already, directly or through others). Within one agent, steps share the agent's
+    conversation, so nothing is passed; a workflow variable named ``x`` is given as
+    ``{{x}}``. Passed like ``{{agent_N_result}}``: the same size rules and references."""
+    producer: dict[str, str] = {}
+    for a in wf.agents:
+        for name in sorted(_outputs(a.steps)):
+            producer.setdefault(name, a.id)
+    by_id = {a.id: a for a in wf.agents}
+    agents: list[WorkflowAgent] = []
+    said: list[str] = []
+    for agent in wf.agents:
+        wanted = sorted(steps_inputs(agent.steps) - _outputs(agent.steps))
+        given: list[str] = []
+        depends = list(agent.depends)
+        for name in wanted:
+            source = producer.get(name)
+            if source is not None and source != agent.id:
+                if not _reaches(agent.id, source, depends, by_id):
+                    depends.append(source)
+                given.append(f"{name}:\n{{{{agent_{source}_result}}}}")
+            elif name in wf.variables:
+                given.append(f"{name}:\n{{{{{name}}}}}")
+        text = "\n\n".join(given)
+        if not given or text in (agent.input or ""):  # nothing to pass, or passed already
+            agents.append(agent)
+            continue
+        agents.append(
+            agent.model_copy(
+                update={
+                    "depends": depends,
+                    "input": f"{agent.input}\n\n{text}" if agent.input else text,
+                }
+            )
+        )
+        said.append(f"agent {agent.id} reads {', '.join(wanted)} from the agents that output it")
+    return wf.model_copy(update={"agents": agents}), said
+
+
+def _reaches(start: str, target: str, depends: list[str], by_id: dict[str, WorkflowAgent]) -> bool:
+    seen: set[str] = set()
+    todo = list(depends)
+    while todo:
+        d = todo.pop()
+        if d == target:
+            return True
+        if d in seen or d not in by_id:
+            continue
+        seen.add(d)
+        todo.extend(by_id[d].depends)
+    return False
+
+
+def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
     """The plan with each agent whose steps hold a ``<forEach>`` made of durable agents, and
     one line per agent so changed.
 
