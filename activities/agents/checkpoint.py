@@ -37,6 +37,9 @@ class Checkpoint(WireModel):
     # a retry of the same dispatch (a lost worker) goes on from there, not from zero.
     share_key: str | None = None
     share_base: Usage = Field(default_factory=Usage)
+    # Of the agent's steps (<nodes>), how many its model said it finished (step_done): a retry
+    # resumes at the next, and the board says which it is at.
+    steps_done: int = 0
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from xsky.leader.state import TaskRequest
 from xsky.outcomes import model_answer
 from xsky.plan import output_schema
 from xsky.plan.models import RoleCapabilityModel, Step
-from xsky.plan.steps import render_steps
+from xsky.plan.steps import STEP_DONE, render_steps, step_done_tool, step_reached
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
 
@@ -54,8 +54,9 @@ def system_prompt(role: RoleCapabilityModel, run_goal: str | None, skills: Skill
 
 def first_user_message(task: str, input_text: str | None, steps: list[Step] | None = None) -> str:
     text = f"Your task:\n{task}"
-    if steps:  # until steps run durably one by one, the agent is given them as its plan
+    if steps:  # its plan, and how it says where it is in it (step_done: the board shows it)
         text += "\n\n" + render_steps(steps)
+        text += f"\n\nWhen you finish a step, call {STEP_DONE} with its number."
     if input_text:
         text += f"\n\nInput:\n{input_text}"
     return text
@@ -183,6 +184,11 @@ class AgentLoop:
             )
             for m in cp.messages:
                 self.log.message(m)
+        elif cp.steps_done and self.a.steps:
+            total = len(self.a.steps)
+            at = min(cp.steps_done + 1, total)
+            self.beat.progress(f"resuming at step {at} of {total} from the checkpoint")
+            self.log.event("resumed", iteration=cp.iteration, step=at)
         else:
             self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
             self.log.event("resumed", iteration=cp.iteration, pendingCalls=len(cp.pending_calls))
@@ -193,6 +199,8 @@ class AgentLoop:
         max_iterations = int(self.config.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
         self.mcp = await self._mcp_tools()
         tools = openai_tools(self.tool_names) + (self.mcp.functions() if self.mcp else [])
+        if self.a.steps:
+            tools.append(step_done_tool(self.a.steps))
 
         if cp.pending_calls:  # answers or approvals arrived with this dispatch
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
@@ -320,7 +328,14 @@ class AgentLoop:
     def _after_iteration(self, cp: Checkpoint, calls: list[dict[str, Any]]) -> None:
         # (checkpointed already: the answer to the last call was, and nothing changed since)
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens
-        self.beat.progress(f"iteration {cp.iteration}: {', '.join(c['name'] for c in calls)}")
+        names = [c["name"] for c in calls if c["name"] != STEP_DONE]
+        if not names:
+            return  # it only said a step was done: the board shows that line
+        where = ""
+        if self.a.steps:  # an agent with steps: the board says which it is at
+            total = len(self.a.steps)
+            where = f"step {min(cp.steps_done + 1, total)} of {total} · "
+        self.beat.progress(f"{where}iteration {cp.iteration}: {', '.join(names)}")
 
     def _budget_stop(self, cp: Checkpoint, stop: BudgetStop) -> AgentOutcome:
         """Stopped before a model call the share cannot cover: checkpointed, it goes on from
@@ -462,6 +477,13 @@ class AgentLoop:
 
     async def _call(self, call: dict[str, Any], args: dict[str, Any]) -> str:
         name = call["name"]
+        if name == STEP_DONE and self.a.steps and self.cp is not None:
+            # Where the agent is in its steps: kept in the checkpoint (saved with this answer),
+            # shown on the board. Touches nothing, so no permission gate.
+            self.cp.steps_done, shown, said = step_reached(self.a.steps, self.cp.steps_done, args)
+            if shown:
+                self.beat.progress(shown)
+            return said
         if name == "ask_user":
             question = args.get("question")
             if not isinstance(question, str) or not question.strip():

@@ -7,15 +7,18 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
 from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
-from tests.fake_llm import FakeLLM, first_user, text
+from tests.fake_llm import FakeLLM, Reply, calls, first_user, text, turn_of
 from tests.integration.eventually import eventually
+from tests.integration.helpers import board
 from tests.integration.test_durability import start_worker_process, stop_worker_process
+from xsky.plan.agent_config import RetryOptions
 from xsky.runs import RunOptions
 
 pytestmark = pytest.mark.integration
@@ -146,3 +149,60 @@ async def test_one_of_ekos_own_plans_runs_end_to_end_with_a_scripted_model(
         "details of Robot news",
     ]
     assert agents["1"].result == "sent: Summary: GPT and robots"
+
+
+STEPS_PLAN = """<root><name>Steps</name><agents>
+  <agent name="Chat" id="0"><task>Greet the team</task>
+    <nodes><node>List the people</node><node>Write the greetings</node><node>Check them</node></nodes>
+  </agent>
+</agents></root>"""
+
+
+async def test_an_agents_steps_show_on_the_board_and_a_retry_resumes_at_the_step_it_reached(
+    env: Env, fake_llm: FakeLLM
+):
+    hold = threading.Event()
+    failed: list[int] = []
+
+    def responder(req, i):  # type: ignore[no-untyped-def]
+        turn = turn_of(req)
+        if turn == 0:
+            return calls(("step_done", {"step": 1, "note": "three people"}))
+        if turn == 1:
+            return calls(("step_done", {"step": 2}))
+        if not failed:  # the model fails once after step 2: the attempt is retried
+            failed.append(i)
+            return Reply(status=503, error="the model is down", hold=hold)
+        return text("all greeted and checked")
+
+    fake_llm.responder = responder
+    await env.start_worker()
+    handle = await env.start(
+        STEPS_PLAN,
+        options=RunOptions(
+            max_auto_replans=0,
+            coordinator="off",
+            retry=RetryOptions(initial_interval=0.1, maximum_interval=0.2),
+        ),
+    )
+
+    async def at_step_two() -> None:
+        shown = (await board(handle))["0"]
+        assert (shown.last_progress or "").startswith("step 2 of 3 done: Write the greetings"), (
+            shown
+        )
+
+    await eventually(at_step_two, 30, interval=0.2)
+    hold.set()
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "completed" and result.agents[0].result == "all greeted and checked"
+    first = first_user(fake_llm.requests[0])
+    assert "1. List the people" in first and "call step_done with its number" in first
+    # The retry went on from the checkpoint: its one request holds both steps' answers.
+    last = fake_llm.requests[-1]["messages"]
+    answers = [m["content"] for m in last if m.get("role") == "tool"]
+    assert answers == [
+        "Step 1 of 3 recorded. Next: step 2: Write the greetings",
+        "Step 2 of 3 recorded. Next: step 3: Check them",
+    ]
+    assert sum(1 for r in fake_llm.requests if turn_of(r) == 0) == 1  # step 1 was not redone

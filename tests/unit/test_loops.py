@@ -311,3 +311,18 @@ def test_a_named_value_from_an_agent_not_depended_on_adds_the_dependency():
     assert lowered.agent("b").depends == ["a"]
     assert lowered.agent("b").input == "facts:\n{{agent_a_result}}\n\ntone:\n{{tone}}"
     assert validate(lowered, ["llm"]) == []
+
+
+def test_step_done_moves_forward_never_back_and_refuses_a_step_that_is_not_there():
+    from xsky.plan.steps import step_reached
+
+    steps = [Step(text="List the people"), Step(kind="forEach", items="people"), Step(text="Check")]
+    done, shown, said = step_reached(steps, 0, {"step": 1, "note": "3 people"})
+    assert (done, shown) == (1, "step 1 of 3 done: List the people — 3 people")
+    assert said == "Step 1 of 3 recorded. Next: step 2: for each item of people"
+    assert step_reached(steps, 2, {"step": 1})[0] == 2  # a late report does not go back
+    assert step_reached(steps, 2, {"step": 3})[2].endswith(
+        "All steps are done: give your final answer."
+    )
+    for wrong in ({"step": 0}, {"step": 4}, {"step": "2"}, {"step": True}, {}):
+        assert step_reached(steps, 1, wrong) == (1, "", "ERROR: step must be a number from 1 to 3")

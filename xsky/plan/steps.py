@@ -245,3 +245,61 @@ def _render(steps: list[Step], prefix: str) -> list[str]:
             lines.append(f"{indent}{number}. Watch for {event}{about}; {again} it happens, do:")
             lines += _render(step.steps, number + ".")
     return lines
+
+
+# -- progress through the steps -------------------------------------------------------------
+
+STEP_DONE = "step_done"  # the model's call when it finished one of its steps
+
+
+def step_done_tool(steps: list[Step]) -> dict[str, object]:
+    """The function an agent with steps is given to say it finished one (an OpenAI tool)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": STEP_DONE,
+            "description": f"say that you finished step N of your {len(steps)} steps (call it "
+            "after each one, in order; the last answer is still your final message)",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "integer", "minimum": 1, "maximum": len(steps)},
+                    "note": {"type": "string", "description": "what the step found, in a line"},
+                },
+                "required": ["step"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def step_label(step: Step) -> str:
+    """A step in a few words, for the board."""
+    text = " ".join((step.text or step.description or "").split())
+    if step.kind == "forEach":
+        text = f"for each item of {step.items or 'the list'}"
+    elif step.kind == "watch":
+        text = f"watch {step.event or 'the event'}" + (f": {text}" if text else "")
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def step_reached(steps: list[Step], done: int, args: dict[str, object]) -> tuple[int, str, str]:
+    """(steps done now, the progress line for the board, the answer to the model) for a
+    ``step_done`` call with ``args``; a wrong call leaves ``done`` as it was and says why."""
+    total = len(steps)
+    step = args.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= total:
+        return done, "", f"ERROR: step must be a number from 1 to {total}"
+    done = max(done, step)
+    note = args.get("note")
+    shown = f"step {step} of {total} done: {step_label(steps[step - 1])}"
+    if isinstance(note, str) and note.strip():
+        shown += f" — {' '.join(note.split())[:120]}"
+    if done >= total:
+        return (
+            done,
+            shown,
+            f"Step {step} of {total} recorded. All steps are done: give your final answer.",
+        )
+    nxt = steps[done]
+    return done, shown, f"Step {step} of {total} recorded. Next: step {done + 1}: {step_label(nxt)}"
