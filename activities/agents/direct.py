@@ -28,6 +28,7 @@ from activities.tools.http import http_get
 from activities.tools.human import ask_user
 from activities.tools.registry import agree
 from activities.tools.shell import shell
+from activities.tools.watch import watch
 from activities.tools.web import browser_navigate
 from xsky.plan import dependency_text, offline
 from xsky.plan.agent_config import tool_arguments
@@ -80,6 +81,7 @@ DIRECT_IMPLEMENTATIONS: dict[str, Tool] = {
     "ask_user": ask_user,
     "noop": _noop,
     "gather": _gather,
+    "watch": watch,
 }
 
 agree("direct implementations", DIRECT_TOOLS, DIRECT_IMPLEMENTATIONS)
@@ -110,7 +112,7 @@ async def run_direct(a: Attempt) -> AgentOutcome:
         try:
             # An MCP tool: its server's offer first (its hints inform the gate's defaults).
             fn = found or await mcp_tool(a, name, held)
-            await _gate(a, name, args, agent_log)
+            await _gate(a, *_gated(name, args), agent_log)
             out = await fn(a.ctx, args)
         except ToolError as e:
             agent_log.outcome("failed", error=str(e))
@@ -197,6 +199,21 @@ async def mcp_tool(a: Attempt, name: str, held: AsyncExitStack) -> Tool:
         return await toolset.direct(name, args)
 
     return call
+
+
+def _gated(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The call the permission gate judges: a watch's poll as what it looks with (the page
+    through the browser, a URL through http_get, a workspace file), under the same rules."""
+    if name != "watch":
+        return name, args
+    event = args.get("event")
+    if event == "dom":
+        return "browser_navigate", {"url": args.get("url")}
+    if event == "http":
+        return "http_get", {"url": args.get("url")}
+    if event == "file":
+        return "file_read", {"path": args.get("path")}
+    return name, args  # a timer looks at nothing
 
 
 async def _gate(a: Attempt, tool: str, args: dict[str, Any], agent_log: AgentLog) -> None:

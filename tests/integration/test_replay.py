@@ -65,6 +65,10 @@ PLANS = {
       <agent name="shell" id="1"><task>list</task><config>{"tool": "shell", "command": "printf 'x\\ny\\n'"}</config></agent>
       <agent name="shell" id="2" depends="1" forEach="{{agent_1_result}}"><task>say {{item}}</task><config>{"tool": "shell", "command": "echo {{item_index}} {{item}}"}</config></agent>
     </workflow>""",
+    # watch: polls, firings, the watch's end at its limit (a timer: no page needed)
+    "watch": """<workflow name="watch" taskId="replay-watch">
+      <agent name="shell" id="w"><task>tick</task><config>{"tool": "shell", "command": "echo tick {{item_index}}", "watch": {"event": "timer", "every": 0.3, "maxFirings": 2, "idleTimeout": 10}}</config></agent>
+    </workflow>""",
     "failure": """<workflow name="failure" taskId="replay-failure">
       <agent name="shell" id="1"><task>ok</task><config>{"tool": "shell", "command": "echo one"}</config></agent>
       <agent name="shell" id="2"><task>breaks</task><config>{"tool": "shell", "command": "exit 1", "retry": {"maximumAttempts": 1}}</config></agent>

@@ -306,6 +306,7 @@ def test_the_direct_tools_validation_knows_are_the_ones_activities_run():
         "ask_user",
         "noop",
         "gather",
+        "watch",
     }
     assert all(config_problems({"tool": name}) == [] for name in VALIDATED)
     assert config_problems({"tool": "python_exec"}) == [

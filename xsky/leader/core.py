@@ -76,7 +76,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState
 from xsky.leader.views import Views
-from xsky.plan import loops
+from xsky.plan import loops, watches
 from xsky.plan.budget import BudgetShare, Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.variables import RenderError
@@ -406,9 +406,17 @@ class LeaderCore:
         while room > 0 and self.board.any_ready():
             entry = self.board.pop_ready()
             task = self.board.tasks[entry[1]]
-            if self.board.agents[task.agent_id].for_each is not None:
+            agent = self.board.agents[task.agent_id]
+            if agent.for_each is not None:
                 self._expand_loop(task, now)  # its items take its place on the board
                 continue
+            if watches.spec_of(agent) is not None and not watches.started(
+                self.plans.plan, agent.id
+            ):
+                self._grow(
+                    watches.start(self.plans.plan, agent.id), f"watch {agent.id}: watching", now
+                )
+                continue  # its first poll takes its place
             verdict, said = self.budget.admit(task, now)
             if said is not None:  # an escalation about the budget is new, or says new figures
                 self.flow.changed = True
@@ -442,13 +450,19 @@ class LeaderCore:
             self.board.finish(task, "failed", now, error=f"cannot start: {e}")
             self.flow.changed = True
             return
-        wf = loops.expand(self.plans.plan, agent_id, items)
-        # Not a replan: nothing running changes, no request is withdrawn, no ladder restarts.
-        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
         shown = f"{agent_id}[1]…{agent_id}[{len(items)}]" if items else "no items"
-        self.plans.adopt(
-            wf, f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order", now
+        self._grow(
+            loops.expand(self.plans.plan, agent_id, items),
+            f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order",
+            now,
         )
+
+    def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
+        """The plan's next version, grown by the run itself (a loop's items, a watch's polls
+        and firings): not a replan — nothing running changes, no request is withdrawn, no
+        stall ladder starts over."""
+        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
+        self.plans.adopt(wf, reason, now)
         self.board.replace(change.tasks, change.removed, wf)
         self.flow.changed = True
 
@@ -525,6 +539,10 @@ class LeaderCore:
         if outcome.kind == "completed":
             if not self.results.take(task, outcome, now, judged):
                 self._complete(task, outcome, now)
+                if watches.poll_of(agent_id) is not None:  # a watch's poll answered
+                    grown, line = watches.polled(self.plans.plan, agent_id, task.result)
+                    if line:
+                        self._grow(grown, line, now)
             return
         if outcome.kind == "budget":
             self.budget.budget_stopped(task, outcome)

@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError, model_validator
 from xsky.errors import Problem
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Workflow
+from xsky.plan.watches import watch_problems
 from xsky.security.mcp import is_mcp, is_tool_name
 
 # DIRECT_TOOLS: the registry's direct tools, llm and noop
@@ -153,6 +154,8 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
             f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}, "
             "or a tool of an MCP server (mcp__<server>__<tool>)"
         )
+    if "watch" in config:
+        problems += watch_problems(config["watch"])
     for key in ("startToCloseTimeout", "heartbeatTimeout"):
         if key in config:
             value = config[key]

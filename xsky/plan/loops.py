@@ -22,6 +22,7 @@ import re
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Step, Workflow, WorkflowAgent
 from xsky.plan.steps import inputs as steps_inputs
+from xsky.plan.watches import lower_watches
 
 ITEM = "item"  # {{item}}: the item's text
 ITEM_INDEX = "item_index"  # {{item_index}}: its number, from 1
@@ -139,11 +140,17 @@ def _outputs(steps: list[Step]) -> set[str]:
 
 def lower(wf: Workflow) -> tuple[Workflow, list[str]]:
     """The plan as it runs: each forEach among an agent's steps made of durable agents
-    (:func:`lower_loops`), then each step's ``input`` that another agent's step outputs passed
-    along (:func:`pass_named_values`); one line per change."""
+    (:func:`lower_loops`), each watch of a page a durable watch
+    (:func:`xsky.plan.watches.lower_watches`), then each step's ``input`` that another agent's
+    step outputs passed along (:func:`pass_named_values`); one line per change."""
     wf, loops_said = lower_loops(wf)
+    wf, watches_said = (wf, []) if not _has(wf, "watch") else lower_watches(wf)
     wf, values_said = pass_named_values(wf)
-    return wf, loops_said + values_said
+    return wf, loops_said + watches_said + values_said
+
+
+def _has(wf: Workflow, kind: str) -> bool:
+    return any(s.kind == kind for a in wf.agents for s in a.steps)
 
 
 def pass_named_values(wf: Workflow) -> tuple[Workflow, list[str]]:

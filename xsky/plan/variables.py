@@ -208,8 +208,9 @@ def _check_one(
 
 
 def looped(agent: WorkflowAgent) -> bool:
-    """Is the agent a forEach agent, or one of its items (its ``{{item}}`` has a value)?"""
-    return agent.for_each is not None or agent.item is not None
+    """Is the agent a forEach or a watch, or one of their items or firings (its ``{{item}}``
+    has a value)?"""
+    return agent.for_each is not None or agent.item is not None or "watch" in (agent.config or {})
 
 
 def item_values(agent: WorkflowAgent) -> dict[str, str]:

@@ -292,11 +292,13 @@ def privileged(name: str) -> bool:
 
 
 # Kinds of direct agent that are no tool of the agent loop (the model never calls them), so
-# they pass no permission gate: each only answers from its own arguments.
+# they pass no permission gate of their own: each answers from its own arguments, but a watch's
+# poll, which is judged as what it looks with (activities/agents/direct.py _gated).
 DIRECT_ONLY: dict[str, str] = {
     "llm": "the offline model's answer to the agent's task (no model is configured)",
     "noop": 'returns "result" (default "ok") after "seconds" (default 0): benchmarks, dry runs',
     "gather": 'the results of a forEach\'s items ("items"), in order, as a JSON list (xsky/plan/loops.py)',
+    "watch": "one poll of a durable watch: waits for a change (xsky/plan/watches.py)",
 }
 if set(DIRECT_ONLY) & set(TOOLS):
     raise ImportError(f"direct-only kinds {sorted(set(DIRECT_ONLY) & set(TOOLS))} are also tools")

@@ -1,0 +1,106 @@
+"""The watch tool: one poll of a durable watch (xsky/plan/watches.py), run as an activity.
+
+It looks at what the watch names every ``every`` seconds — a page's text through Chromium
+(``dom``, with the browser tool, so the egress rules and the run's allowed hosts apply), an
+HTTP response (``http``, with ``http_get``), a file of the run's workspace (``file``), or
+nothing (``timer``: it waits ``every`` seconds) — until its fingerprint differs from
+``since`` (the last poll's; a first poll takes its first look as the baseline) or ``wait``
+seconds pass. It answers JSON: ``{"fired": true, "hash": …, "text": …}`` (the text as it is
+now, its tail) or ``{"fired": false, "hash": …, "why": …}``. The fingerprint it starts from
+is in its arguments, so a retried poll (a worker lost) misses no change and fires none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from typing import Any
+
+from activities.tools import ToolContext, ToolError, ToolResult, optional_number
+from activities.tools.http import http_get
+from activities.tools.web import browser_navigate
+from xsky.plan.watches import TEXT_CHARS
+
+EVENTS = ("dom", "http", "file", "timer")
+
+
+async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> str:
+    """What the watched thing says now."""
+    if event == "dom":
+        seen = await browser_navigate(
+            ctx,
+            {
+                "url": args["url"],
+                "selector": args.get("selector"),
+                "screenshot": False,
+                "format": "json",
+            },
+        )
+        return str(json.loads(seen.text).get("text", ""))  # the page's (or element's) text
+    if event == "http":
+        return (await http_get(ctx, {"url": args["url"]})).text
+    path = (ctx.workspace / str(args["path"])).resolve()
+    if not path.is_relative_to(ctx.workspace.resolve()):
+        raise ToolError(f"watch: {args['path']!r} is outside the run's workspace")
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""  # not there yet: its appearing is a change
+
+
+def _fingerprint(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+async def watch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    event = args.get("event")
+    if event not in EVENTS:
+        raise ToolError(f"watch: event must be one of {', '.join(EVENTS)}, not {event!r}")
+    if event in ("dom", "http") and not str(args.get("url", "")).strip().startswith(
+        ("http://", "https://")
+    ):
+        raise ToolError(f"watch: a {event} watch needs an http(s) url, not {args.get('url')!r}")
+    args = {**args, "url": str(args.get("url", "")).strip()}
+    every = optional_number(args, "every", 2, 0.2, 3600, "watch")
+    wait = optional_number(args, "wait", 3600, 0.1, 7 * 24 * 3600, "watch")
+    first = optional_number(args, "waitFirst", 0, 0, 86400, "watch")
+    since = args.get("since")
+    what = args.get("url") or args.get("path") or f"a {every:g}s timer"
+    firing = f"firing {args.get('firing', 1)} of at most {args.get('maxFirings', '?')}"
+    if first:
+        ctx.heartbeat(f"waiting {first:g}s before watching {what} again (the watch's minInterval)")
+        await _sleep(ctx, first, f"waiting before watching {what}")
+    began = time.monotonic()
+    if event == "timer":
+        await _sleep(ctx, every, f"{firing}: the timer fires in {every:g}s")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return _said({"fired": True, "hash": stamp, "text": f"the timer fired at {stamp}"})
+    baseline = since if isinstance(since, str) and since else None
+    while True:
+        text = await _look(ctx, event, args)
+        now = _fingerprint(text)
+        if baseline is None:
+            baseline = now  # a first poll: what it sees first is what changes are measured from
+        elif now != baseline:
+            return _said({"fired": True, "hash": now, "text": text[-TEXT_CHARS:]})
+        quiet = time.monotonic() - began
+        if quiet + every > wait:
+            return _said({"fired": False, "hash": baseline, "why": f"no change within {wait:g}s"})
+        note = f"watching {what} ({firing}): no change for {quiet:.0f}s"
+        ctx.heartbeat(note)
+        ctx.progress(note)  # the board's line (reports are throttled by the attempt)
+        await _sleep(ctx, every, f"watching {what}")
+
+
+async def _sleep(ctx: ToolContext, seconds: float, note: str) -> None:
+    """Wait, heartbeating at least every few seconds (a long wait is not a lost worker)."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        await asyncio.sleep(min(left, 5.0))
+        ctx.heartbeat(note)
+
+
+def _said(value: dict[str, Any]) -> ToolResult:
+    return ToolResult(json.dumps(value, ensure_ascii=False), details={"fired": value["fired"]})

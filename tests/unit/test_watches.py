@@ -1,0 +1,143 @@
+"""watch made durable (xsky/plan/watches.py): specs, polls and firings, the leader's part."""
+
+from __future__ import annotations
+
+import json
+
+from tests.unit.test_leader_core_rules import Shell
+from tests.unit.test_loops import complete
+from xsky.plan import watches
+from xsky.plan.agent_config import config_problems
+from xsky.plan.dag import validate
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.xml import parse_workflow, workflow_to_xml
+
+SPEC = {
+    "event": "http",
+    "url": "http://127.0.0.1:9/room",
+    "every": 1,
+    "maxFirings": 2,
+    "idleTimeout": 60,
+}
+
+
+def plan(**spec: object) -> Workflow:
+    return Workflow(
+        name="watch",
+        task_id="watch",
+        agents=[
+            WorkflowAgent(id="open", name="llm", task="open the room"),
+            WorkflowAgent(
+                id="w",
+                name="llm",
+                task="answer the new message: {{item}}",
+                depends=["open"],
+                config={"watch": {**SPEC, **spec}},
+            ),
+            WorkflowAgent(
+                id="sum", name="llm", task="sum up", depends=["w"], input="{{agent_w_result}}"
+            ),
+        ],
+    )
+
+
+def poll_said(fired: bool, fingerprint: str = "h1", text: str = "new message") -> str:
+    return json.dumps({"fired": fired, "hash": fingerprint, "text": text})
+
+
+def test_a_watch_needs_its_limits_and_what_it_looks_at():
+    assert config_problems({"watch": SPEC}) == []
+    no_limit = {k: v for k, v in SPEC.items() if k != "maxFirings"}
+    (said,) = config_problems({"watch": no_limit})
+    assert said.startswith("config watch needs maxFirings") and "never ends" in said
+    assert config_problems({"watch": {**SPEC, "url": None}}) == [
+        'config watch of event "http" needs a "url" (http or https)'
+    ]
+    assert "config watch event" in config_problems({"watch": {**SPEC, "event": "gui"}})[0]
+    assert validate(plan(), ["llm"]) == []  # {{item}} is a watch's firing's
+    assert parse_workflow(workflow_to_xml(plan())) == plan()
+
+
+def test_a_watch_polls_fires_and_polls_on_until_its_limit_then_gathers():
+    wf = watches.start(plan(), "w")
+    assert [a.id for a in wf.agents] == ["open", "w.poll[1]", "w", "sum"]
+    first = wf.agent("w.poll[1]")
+    assert (
+        first.config is not None and first.config["tool"] == "watch" and "since" not in first.config
+    )
+    assert first.depends == ["open"] and wf.agent("w").depends == ["w.poll[1]"]
+    wf, line = watches.polled(wf, "w.poll[1]", poll_said(True, "h1", "hello"))
+    assert line == "watch w: firing 1 (w[1]), watching on (w.poll[2])"
+    firing = wf.agent("w[1]")
+    assert (firing.item, firing.depends, firing.config) == ("hello", ["w.poll[1]"], None)
+    second = wf.agent("w.poll[2]")
+    assert second.config is not None and second.config["since"] == "h1"
+    assert wf.agent("w").depends == ["w.poll[2]", "w[1]"]
+    wf, line = watches.polled(wf, "w.poll[2]", poll_said(True, "h2", "again"))
+    assert line == "watch w ended after 2 firing(s): 2 firing(s), its limit"
+    assert "w.poll[3]" not in {a.id for a in wf.agents}
+    gather = wf.agent("w")
+    assert gather.config == {
+        "tool": "gather",
+        "items": ["{{agent_w[1]_result}}", "{{agent_w[2]_result}}"],
+    }
+    assert gather.depends == ["w[1]", "w[2]"]
+    assert validate(wf, ["llm"]) == [] and parse_workflow(workflow_to_xml(wf)) == wf
+
+
+def test_a_watch_that_sees_no_change_ends_with_no_firing_and_one_that_does_not_loop_after_one():
+    quiet, line = watches.polled(watches.start(plan(), "w"), "w.poll[1]", poll_said(False))
+    assert line == "watch w ended after 0 firing(s): no change within 60s"
+    assert quiet.agent("w").config == {"tool": "gather", "items": []}
+    once, line = watches.polled(watches.start(plan(loop=False), "w"), "w.poll[1]", poll_said(True))
+    assert line.endswith("it does not loop") and once.agent("w").depends == ["w[1]"]
+
+
+def test_the_leader_runs_polls_and_firings_as_agents_and_ends_the_watch_at_its_limit():
+    shell = Shell(plan())
+    shell.loop()
+    complete(shell, "open", "opened")
+    assert list(shell.running) == ["w.poll[1]"]
+    complete(shell, "w.poll[1]", poll_said(True, "h1", "hi"))
+    assert sorted(shell.running) == ["w.poll[2]", "w[1]"]  # it fires and watches on at once
+    rendered, _ = shell.core.inputs.render("w[1]")
+    assert rendered.task == "answer the new message: hi"
+    poll, _ = shell.core.inputs.render("w.poll[2]")
+    assert (
+        poll.config is not None and poll.config["since"] == "h1" and poll.config["waitFirst"] == 0
+    )
+    complete(shell, "w[1]", "answered hi")
+    complete(shell, "w.poll[2]", poll_said(True, "h2", "ho"))
+    assert list(shell.running) == ["w[2]"]  # the limit: no third poll
+    complete(shell, "w[2]", "answered ho")
+    gathered, _ = shell.core.inputs.render("w")
+    assert gathered.config == {"tool": "gather", "items": ["answered hi", "answered ho"]}
+    reasons = [v.reason for v in shell.core.plans.state.history]
+    assert "watch w: watching" in reasons and reasons[-1].startswith(
+        "watch w ended after 2 firing(s)"
+    )
+
+
+def test_an_eko_watch_of_a_page_becomes_the_steps_that_reach_it_and_a_durable_watch():
+    from pathlib import Path
+
+    from xsky.plan.loops import lower
+    from xsky.plan.xml import parse_workflow_source
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "eko" / "04-discord-watch.xml"
+    wf, said = lower(parse_workflow_source(fixture.read_text()).workflow)
+    assert said == [
+        "watch of agent 0 made durable: 0.page → 0 (limits: every 2, maxFirings 10, "
+        "minInterval 5, idleTimeout 3600)"
+    ]
+    page, watcher = wf.agents
+    assert [s.text for s in page.steps] == ["Open Discord page", "Find and open Group A"]
+    assert "answer with only the URL" in page.task
+    spec = watches.spec_of(watcher)
+    assert spec is not None and spec.url == "{{agent_0.page_result}}" and spec.loop
+    assert [s.text for s in watcher.steps] == [
+        "Analyze message content",
+        "Automatic reply to new messages",
+    ]
+    assert watcher.depends == ["0.page"] and validate(wf, ["browser"]) == []
+    assert lower(wf) == (wf, [])
