@@ -141,3 +141,22 @@ def test_an_eko_watch_of_a_page_becomes_the_steps_that_reach_it_and_a_durable_wa
     ]
     assert watcher.depends == ["0.page"] and validate(wf, ["browser"]) == []
     assert lower(wf) == (wf, [])
+
+
+def test_a_person_or_a_system_fires_a_watch_by_skipping_its_poll_with_what_happened():
+    from xsky.leader.state import SkipTaskRequest
+
+    shell = Shell(plan())
+    shell.loop()
+    complete(shell, "open", "opened")
+    assert list(shell.running) == ["w.poll[1]"]
+    req = SkipTaskRequest(task_id="T-w.poll[1]", result="the boss wrote: ship it")
+    shell.core.checks.skip(req)
+    shell.apply(shell.core.people.skip(req, shell.now)[1])  # the poll is stopped
+    shell.core.poll_ended("w.poll[1]", shell.now)
+    shell.acknowledge_stops()
+    assert sorted(shell.running) == ["w.poll[2]", "w[1]"]
+    rendered, _ = shell.core.inputs.render("w[1]")
+    assert rendered.task == "answer the new message: the boss wrote: ship it"
+    nxt = shell.core.agents["w.poll[2]"].config or {}
+    assert "since" not in nxt  # it takes its first look as the baseline

@@ -398,10 +398,11 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         description="Mark a task done without running it; {result} is what its dependents get."
     )
     async def skip_task(self, req: SkipTaskRequest) -> InterventionResult:
-        result, stops = (await self._ready(lambda: self._core.checks.skip(req))).people.skip(
-            req, workflow.now()
-        )
+        core = await self._ready(lambda: self._core.checks.skip(req))
+        result, stops = core.people.skip(req, workflow.now())
         self._apply(stops)
+        # A watch's poll skipped with what happened: the watch fires (a person's or a system's event).
+        core.poll_ended(core.checks.task(req.task_id).agent_id, workflow.now())
         return result
 
     @skip_task.validator

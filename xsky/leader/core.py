@@ -457,6 +457,16 @@ class LeaderCore:
             now,
         )
 
+    def poll_ended(self, agent_id: str, now: datetime) -> None:
+        """A watch's poll completed (it saw a change, or none) or was skipped by a person or a
+        system with what happened: the watch fires, watches on, or ends (xsky/plan/watches.py)."""
+        task = self.board.tasks.get(agent_id)
+        if watches.poll_of(agent_id) is None or task is None or task.stored not in SATISFIED:
+            return
+        grown, line = watches.polled(self.plans.plan, agent_id, task.result)
+        if line:
+            self._grow(grown, line, now)
+
     def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
         """The plan's next version, grown by the run itself (a loop's items, a watch's polls
         and firings): not a replan — nothing running changes, no request is withdrawn, no
@@ -539,10 +549,7 @@ class LeaderCore:
         if outcome.kind == "completed":
             if not self.results.take(task, outcome, now, judged):
                 self._complete(task, outcome, now)
-                if watches.poll_of(agent_id) is not None:  # a watch's poll answered
-                    grown, line = watches.polled(self.plans.plan, agent_id, task.result)
-                    if line:
-                        self._grow(grown, line, now)
+                self.poll_ended(agent_id, now)
             return
         if outcome.kind == "budget":
             self.budget.budget_stopped(task, outcome)

@@ -131,7 +131,8 @@ def _poll(
         if value is not None:
             args[key] = value
     if since is not None:
-        args["since"] = since
+        if since:  # (none after a firing by hand: the next poll takes its first look as baseline)
+            args["since"] = since
         args["waitFirst"] = spec.min_interval
     return WorkflowAgent(
         id=f"{watch.id}.poll[{k}]",
@@ -181,7 +182,9 @@ def polled(wf: Workflow, poll_id: str, result: str | None) -> tuple[Workflow, st
         seen = json.loads(result or "")
         fired, fingerprint, text = bool(seen["fired"]), str(seen["hash"]), str(seen.get("text", ""))
     except (ValueError, KeyError, TypeError):
-        fired, fingerprint, text = False, "", ""
+        # Not the watch tool's answer: a person or a system fired the watch by skipping its
+        # poll with what happened as the result. The next poll starts from what it sees.
+        fired, fingerprint, text = bool((result or "").strip()), "", result or ""
     firings = _firings(wf, watch_id)
     added: list[WorkflowAgent] = []
     if fired:
