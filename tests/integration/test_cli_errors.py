@@ -88,6 +88,12 @@ def cases() -> list[Case]:
             "many_problems.xml:3:3:",
         ),
         Case("bad-input", ("run", "no/such/plan.xml"), "no such file"),
+        Case("bad-input", ("convert", "no/such/plan.xml"), "no such file"),
+        Case(
+            "bad-input",
+            ("convert", str(ROOT / "examples/invalid/many_problems.xml")),
+            "many_problems.xml:3:3:",
+        ),
         Case("bad-input", ("run", DIAMOND, "--var", "topic=x", "--id", ENDED), "already exists"),
         Case(
             "bad-input", ("run", DIAMOND, "--var", "topic=x", "--id", "bad id/"), "run id 'bad id/'"

@@ -73,6 +73,7 @@ def test_twenty_agents_on_a_budget_for_twelve_pause_with_one_escalation_then_fin
     assert (
         "starter.py budget run-1 tokens=…" in request.text
         and "starter.py end run-1" in request.text
+        and "set_budget update" in request.text
     )
     assert core.dispatch(T0) == [] and len(core.pending_requests()) == 1  # still one E-n
     assert not core.finished()

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from tests.unit.test_leader_core import T0, ref
+from xsky.leader.coordinator.views import CoordinatorViews
 from xsky.leader.core import CallPlanner, Consult, LeaderCore, Rejected, StartAgent, StopAgent
 from xsky.leader.ledger import ConsultOutcome
 from xsky.leader.state import AnswerRequest, EndRunRequest, RetryTaskRequest
@@ -367,6 +368,12 @@ def test_auto_asks_no_model_before_one_has_answered_in_the_run() -> None:
     finish(core, "1", AgentOutcome(result="listed", result_ref=ref("1")))
     assert core.goal_review(T0) is None
     assert "no model agent ran in this run" in (core.views.result(T0).goal_check or "")
+    # The ledger says so too, not "not yet": it will not be checked.
+    said = CoordinatorViews(core.judgment, core.board).ledger_view().goal_check or ""
+    assert said.startswith("not checked: no model agent ran in this run"), said
+    waiting = core_of(llm("1"))  # before the run's end: no model has answered yet
+    said = CoordinatorViews(waiting.judgment, waiting.board).ledger_view().goal_check or ""
+    assert said.startswith("not checked: no model answered for an agent of this run"), said
     explicit = core_of(llm("1"), coordinator="act")
     (s,) = start(explicit)
     assert explicit.review_of("1", s.dispatch, tool_asks) is not None

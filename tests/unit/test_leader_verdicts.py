@@ -212,7 +212,9 @@ def test_a_follow_up_run_carries_completed_results_and_reruns_the_task_and_its_d
     carried = [
         AgentReport(id="1", task_id="T-1", name="shell", status="completed", result="r1"),
         AgentReport(id="2", task_id="T-2", name="shell", status="failed", error="exit 1"),
-        AgentReport(id="4", task_id="T-4", name="shell", status="completed", result="r4"),
+        AgentReport(
+            id="4", task_id="T-4", name="shell", status="completed", result="r4", provider="offline"
+        ),
     ]
     core = LeaderCore(
         RunInput(
@@ -229,6 +231,8 @@ def test_a_follow_up_run_carries_completed_results_and_reruns_the_task_and_its_d
         "4": "completed",
     }
     assert core.tasks["1"].result == "r1"
+    # A carried offline answer keeps its mark (the board says "completed (offline)").
+    assert core.tasks["4"].provider == "offline" and core.tasks["1"].provider is None
     assert [c.agent_id for c in core.dispatch(T0) if isinstance(c, StartAgent)] == ["2"]
     assert (
         core.state.plan.resumes == "run-0" and core.views.search_values()["XskyResumes"] == "run-0"

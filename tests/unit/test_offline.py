@@ -129,3 +129,20 @@ def test_dependencies_results_are_read_without_their_labels_heading_and_notes():
     assert "No input to work from" in offline.answer("Summarize", empty)
     # A plain input is left as it is.
     assert dependency_text.content("[T-1 · a · b]\nkept") == "[T-1 · a · b]\nkept"
+
+
+def test_a_write_step_writes_the_words_it_says_and_otherwise_the_results_before_it():
+    from xsky.plan.models import Workflow, WorkflowAgent
+
+    wf = Workflow(
+        name="x", task_id="x", agents=[WorkflowAgent(id="1", name="llm", task="find the news")]
+    )
+    said = {
+        "then write the word done into result.txt": "done",
+        'write "all good" to notes.txt': "all good",
+        "write the summary to out.md": "{{agent_1_result}}",
+    }
+    for prompt, content in said.items():
+        written = offline.replan(wf, prompt).agents[-1]
+        assert written.config is not None and written.config["tool"] == "file_write", prompt
+        assert written.config["content"] == content, prompt

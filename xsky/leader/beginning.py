@@ -32,6 +32,7 @@ def carry(board: TaskBoard, plans: PlanBook, resume: ResumeFrom) -> None:
             continue
         task.stored = "skipped" if report.status == "skipped" else "completed"
         task.result, task.result_ref = report.result, report.result_ref
+        task.provider = report.provider  # an offline answer stays marked as one
         task.artifacts = list(report.artifacts)
         task.started_at, task.ended_at = report.started_at, report.ended_at
         task.last_progress = f"carried from {resume.run_id}"

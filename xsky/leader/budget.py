@@ -239,15 +239,17 @@ class Budget:
 
     def _raise_it(self, figures: str, key: str) -> str:
         return (
-            f"budget: {figures}; raise it (starter.py budget {self.run_id} {key}=…) or end the "
-            f"run (starter.py end {self.run_id})"
+            f"budget: {figures}; raise it (starter.py budget {self.run_id} {key}=…, or the "
+            f"set_budget update in the Web UI) or end the run (starter.py end {self.run_id}, or "
+            "the end_run update)"
         )
 
     def _own(self, task: TaskState, figures: str) -> Verdict:
         return Verdict(
             "own",
             why=f"budget: {task.id} used {figures} (its own cap); raise its cap (starter.py budget {self.run_id} "
-            f"--task {task.id} KEY=…) or skip it (starter.py skip {self.run_id} {task.id})",
+            f"--task {task.id} KEY=…, or the set_budget update with taskId) or skip it (starter.py "
+            f"skip {self.run_id} {task.id}, or the skip_task update)",
         )
 
     # -- admission: the core's dispatch asks ---------------------------------------------------

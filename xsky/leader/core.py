@@ -7,7 +7,8 @@ roles (:mod:`~xsky.leader.cast`), the request book (:mod:`~xsky.leader.requests`
 each dispatch is given (:mod:`~xsky.leader.briefs`), the budget (:mod:`~xsky.leader.budget`),
 the stall ladder (:mod:`~xsky.leader.ladder`), the permission log (:mod:`~xsky.leader.audit`),
 the coordinator (:mod:`xsky.leader.coordinator`: judgment, results, requests, oversight, its
-views), an attempt's input (:mod:`~xsky.leader.attempt_input`) and the read-only views
+views), an attempt's input (:mod:`~xsky.leader.attempt_input`), the plan's own growth — loops'
+items, watches' polls and firings (:mod:`~xsky.leader.growth`) — and the read-only views
 (:mod:`~xsky.leader.views`).
 
 The router takes ``now`` and events (an attempt ended, an update, a signal, time passing) and
@@ -61,6 +62,7 @@ from xsky.leader.coordinator.results import ResultCheck
 from xsky.leader.coordinator.review import consultation
 from xsky.leader.coordinator.views import CoordinatorViews
 from xsky.leader.flow import Flow
+from xsky.leader.growth import Growth
 from xsky.leader.ladder import StallLadder
 from xsky.leader.ledger import ConsultInput, ConsultOutcome, Point
 from xsky.leader.limits import (
@@ -76,10 +78,9 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskState
 from xsky.leader.views import Views
-from xsky.plan import loops, watches
+from xsky.plan import loops
 from xsky.plan.budget import BudgetShare, Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
-from xsky.plan.variables import RenderError
 from xsky.runs import AgentOutcome, ProgressReport, RunInput
 
 
@@ -132,6 +133,7 @@ class LeaderCore:
         self.inputs = AttemptInputs(
             inp, run_id, self.board, self.plans, self.cast, self.briefs, self.budget, self.variables
         )
+        self.growth = Growth(run_id, self.flow, self.board, self.plans, self.inputs)
         self.checks = Checks(
             self.flow,
             self.board,
@@ -406,17 +408,8 @@ class LeaderCore:
         while room > 0 and self.board.any_ready():
             entry = self.board.pop_ready()
             task = self.board.tasks[entry[1]]
-            agent = self.board.agents[task.agent_id]
-            if agent.for_each is not None:
-                self._expand_loop(task, now)  # its items take its place on the board
+            if self.growth.instead_of_start(task, now):  # a forEach or a watch grows the plan
                 continue
-            if watches.spec_of(agent) is not None and not watches.started(
-                self.plans.plan, agent.id
-            ):
-                self._grow(
-                    watches.start(self.plans.plan, agent.id), f"watch {agent.id}: watching", now
-                )
-                continue  # its first poll takes its place
             verdict, said = self.budget.admit(task, now)
             if said is not None:  # an escalation about the budget is new, or says new figures
                 self.flow.changed = True
@@ -440,41 +433,9 @@ class LeaderCore:
         self.budget.budget_settled(blocked, bool(starts), now)
         return starts
 
-    def _expand_loop(self, task: TaskState, now: datetime) -> None:
-        """forEach agent ``task`` is ready: its list read, the plan's next version has an
-        agent per item and it gathering their results (:mod:`xsky.plan.loops`)."""
-        agent_id = task.agent_id
-        try:
-            items = loops.items_from(self.inputs.loop_list(agent_id), agent_id)
-        except (loops.LoopError, RenderError) as e:
-            self.board.finish(task, "failed", now, error=f"cannot start: {e}")
-            self.flow.changed = True
-            return
-        shown = f"{agent_id}[1]…{agent_id}[{len(items)}]" if items else "no items"
-        self._grow(
-            loops.expand(self.plans.plan, agent_id, items),
-            f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order",
-            now,
-        )
-
     def poll_ended(self, agent_id: str, now: datetime) -> None:
-        """A watch's poll completed (it saw a change, or none) or was skipped by a person or a
-        system with what happened: the watch fires, watches on, or ends (xsky/plan/watches.py)."""
-        task = self.board.tasks.get(agent_id)
-        if watches.poll_of(agent_id) is None or task is None or task.stored not in SATISFIED:
-            return
-        grown, line = watches.polled(self.plans.plan, agent_id, task.result)
-        if line:
-            self._grow(grown, line, now)
-
-    def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
-        """The plan's next version, grown by the run itself (a loop's items, a watch's polls
-        and firings): not a replan — nothing running changes, no request is withdrawn, no
-        stall ladder starts over."""
-        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
-        self.plans.adopt(wf, reason, now)
-        self.board.replace(change.tasks, change.removed, wf)
-        self.flow.changed = True
+        """A task completed or was skipped: a watch's poll grows its watch."""
+        self.growth.poll_ended(agent_id, now)
 
     # -- an attempt's end --------------------------------------------------------------------------
 

@@ -137,6 +137,12 @@ _PATH = re.compile(
 )
 _WRITE = re.compile(r"\b(?:write|save|store|create|append|record|put)\b", re.I)
 _LIST = re.compile(r"\b(?:list|ls)\b", re.I)
+# What a write step says to write, word for word: quoted, or "the word/text/line X".
+_LITERAL = re.compile(
+    r"\b(?:write|save|store|put|append|record)\s+(?:the\s+(?:word|text|line|string)\s+)?"
+    r"(?:\"([^\"]+)\"|'([^']+)'|“([^”]+)”|(?<=the word )(\S+)|(?<=the text )(\S+))",
+    re.I,
+)
 
 
 def split_steps(text: str) -> tuple[list[str], bool]:
@@ -225,7 +231,9 @@ def build_steps(
         sources = [a.id for a in agents] if gathering else depends
         inp = _refs(sources) or None
         if config and config.get("tool") == "file_write":
-            config = {**config, "content": inp or ""}
+            said = _LITERAL.search(step)  # "write the word done into x.txt": that word, as said
+            content = next(g for g in said.groups() if g is not None) if said else inp or ""
+            config = {**config, "content": content}
             inp = None
         if config is not None:
             inp = None if kind != "llm" else inp

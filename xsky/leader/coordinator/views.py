@@ -26,6 +26,16 @@ class CoordinatorViews:
             return None
         ledger = j.ledger
         if ledger.goal_checked_version == 0:
+            mode = j.mode()
+            if mode == "off":  # never will be: say so rather than "not yet"
+                return (
+                    "not checked: the leader's judgment is off for this run (mechanical rules only)"
+                )
+            if mode == "auto":
+                return (
+                    "not checked: no model answered for an agent of this run, so the leader has no "
+                    "model to check the goal with"
+                )
             return None
         if ledger.goal_verdict == "met":
             return f"met (leader): {ledger.goal_reason}"

@@ -1,0 +1,80 @@
+"""The plan growing by itself: a forEach's items (:mod:`xsky.plan.loops`) and a watch's polls
+and firings (:mod:`xsky.plan.watches`), each step a plan version.
+
+Not a replan: nothing running changes, no request is withdrawn, no stall ladder starts over.
+Its state is the plan's (the versions say what grew and why); the router calls
+:meth:`Growth.instead_of_start` for each ready task before it starts one, and
+:meth:`Growth.poll_ended` when a task completes or is skipped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from xsky.leader.attempt_input import AttemptInputs
+from xsky.leader.board import TaskBoard
+from xsky.leader.commands import SATISFIED
+from xsky.leader.flow import Flow
+from xsky.leader.plans import PlanBook
+from xsky.leader.replan import merge_plan
+from xsky.leader.tasks import TaskState
+from xsky.plan import loops, watches
+from xsky.plan.models import Workflow
+from xsky.plan.variables import RenderError
+
+
+class Growth:
+    """Loops expanded and watches run, as plan versions the run writes itself."""
+
+    def __init__(
+        self, run_id: str, flow: Flow, board: TaskBoard, plans: PlanBook, inputs: AttemptInputs
+    ) -> None:
+        self.run_id = run_id
+        self.flow = flow
+        self.board = board
+        self.plans = plans
+        self.inputs = inputs
+
+    def instead_of_start(self, task: TaskState, now: datetime) -> bool:
+        """A ready forEach or an unstarted watch grows the plan instead of starting (True)."""
+        agent = self.board.agents[task.agent_id]
+        if agent.for_each is not None:
+            self._expand_loop(task, now)  # its items take its place on the board
+            return True
+        if watches.spec_of(agent) is not None and not watches.started(self.plans.plan, agent.id):
+            self._grow(watches.start(self.plans.plan, agent.id), f"watch {agent.id}: watching", now)
+            return True  # its first poll takes its place
+        return False
+
+    def _expand_loop(self, task: TaskState, now: datetime) -> None:
+        """forEach agent ``task`` is ready: its list read, the plan's next version has an
+        agent per item and it gathering their results."""
+        agent_id = task.agent_id
+        try:
+            items = loops.items_from(self.inputs.loop_list(agent_id), agent_id)
+        except (loops.LoopError, RenderError) as e:
+            self.board.finish(task, "failed", now, error=f"cannot start: {e}")
+            self.flow.changed = True
+            return
+        shown = f"{agent_id}[1]…{agent_id}[{len(items)}]" if items else "no items"
+        self._grow(
+            loops.expand(self.plans.plan, agent_id, items),
+            f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order",
+            now,
+        )
+
+    def poll_ended(self, agent_id: str, now: datetime) -> None:
+        """A watch's poll completed (it saw a change, or none) or was skipped by a person or a
+        system with what happened: the watch fires, watches on, or ends."""
+        task = self.board.tasks.get(agent_id)
+        if watches.poll_of(agent_id) is None or task is None or task.stored not in SATISFIED:
+            return
+        grown, line = watches.polled(self.plans.plan, agent_id, task.result)
+        if line:
+            self._grow(grown, line, now)
+
+    def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
+        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
+        self.plans.adopt(wf, reason, now)
+        self.board.replace(change.tasks, change.removed, wf)
+        self.flow.changed = True
