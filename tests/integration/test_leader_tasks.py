@@ -235,6 +235,14 @@ async def test_cancelling_the_run_stops_running_agents(env: Env):
     assert isinstance(info.value.cause, CancelledError)
     desc = await handle.describe()
     assert desc.status.name == "CANCELED"
+    # Its board says what became of each task, and no duration goes on growing.
+    first = await board(handle)
+    assert {a: t.status for a, t in first.items()} == {"1": "cancelled", "2": "cancelled"}
+    assert all(t.ended_at is not None for t in first.values())
+    await asyncio.sleep(1.1)
+    assert [t.duration_s for t in (await board(handle)).values()] == [
+        t.duration_s for t in first.values()
+    ]
 
 
 async def test_a_cancelled_task_stays_cancelled_through_pause_and_resume(env: Env):

@@ -164,3 +164,24 @@ def test_raw_pastes_trusted_variables_only_and_agents_results_never():
     assert command == 'ls -la "${XSKY_V1}"' and values == {"XSKY_V1": "r"}
     with pytest.raises(RenderError, match="never pasted raw"):
         render_command("ls {{raw:agent_1_result}}", {"1": "r"}, {}, {})
+
+
+def test_what_people_read_has_the_variables_values_and_nothing_else_rendered():
+    from datetime import UTC, datetime
+
+    from xsky.leader.core import LeaderCore
+    from xsky.plan.variables import with_values
+    from xsky.runs import RunInput
+
+    said = with_values(
+        "Release {{version}} after {{agent_1_result}} ({{ nope }})", {"version": "2.1"}
+    )
+    assert said == "Release 2.1 after {{agent_1_result}} ({{ nope }})"
+    w = wf(a("1", "Build {{version}}"), a("2", "Summarize", "1"), variables={"version": "2.0"})
+    core = LeaderCore(
+        RunInput(workflow=w, variables={"version": "2.1"}), "run-1", datetime.now(UTC)
+    )
+    assert core.tasks["1"].subject == "Build 2.1" and core.tasks["1"].description == "Build 2.1"
+    core.board.tasks["1"].stored, core.board.tasks["1"].result = "completed", "built"
+    rendered, _ = core.inputs.render("2")
+    assert (rendered.input or "").splitlines()[2] == "[T-1 · llm · Build 2.1]"

@@ -246,6 +246,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
             leader_people.close_requests(core, "the run was cancelled")
+            core.run_cancelled(workflow.now())
             self._board.publish(core, force=True)
             self._board.upsert(core, final="cancelled")
             raise

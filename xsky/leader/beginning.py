@@ -65,7 +65,9 @@ def first_state(inp: RunInput, first: Workflow, run_id: str, now: datetime) -> L
             if inp.options.review
             else None,
         ),
-        board=BoardState(tasks=[new_task(a, run_id) for a in first.agents]),
+        board=BoardState(
+            tasks=[new_task(a, run_id, {**first.variables, **inp.variables}) for a in first.agents]
+        ),
         budget=BudgetState(limits=with_plan(inp.options.budget, first.budget)),
         run=RunFacts(started_at=now),
     )

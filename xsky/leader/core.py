@@ -133,7 +133,9 @@ class LeaderCore:
         self.inputs = AttemptInputs(
             inp, run_id, self.board, self.plans, self.cast, self.briefs, self.budget, self.variables
         )
-        self.growth = Growth(run_id, self.flow, self.board, self.plans, self.inputs)
+        self.growth = Growth(
+            run_id, self.flow, self.board, self.plans, self.inputs, lambda: self.variables
+        )
         self.checks = Checks(
             self.flow,
             self.board,
@@ -304,8 +306,8 @@ class LeaderCore:
         self.plans.first(wf, provider, now)
         for line in durable:
             self.plans.note(line, now)
-        self.board.state.tasks = [new_task(a, self.run_id) for a in wf.agents]
         self.variables = {**wf.variables, **self.input.variables}
+        self.board.state.tasks = [new_task(a, self.run_id, self.variables) for a in wf.agents]
         self.inputs.variables = self.checks.variables = self.variables
         self.budget.state.limits = with_plan(self.budget.state.limits, wf.budget)
         self.board.index(wf)
@@ -330,7 +332,9 @@ class LeaderCore:
         self.oversight.withdraw_goal_requests("withdrawn: the plan changed", now)
         wf, durable = loops.lower(wf)
         reason = "; ".join([reason, *durable])
-        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id, keep_cancelled)
+        change = merge_plan(
+            self.plans.plan, self.board.tasks, wf, self.run_id, keep_cancelled, self.variables
+        )
         if wf.budget != self.plans.plan.budget:  # a plan's new budget narrows the run's
             self.budget.state.limits = with_plan(self.budget.state.limits, wf.budget)
         commands: list[Command] = []
@@ -349,6 +353,15 @@ class LeaderCore:
         self.board.replace(change.tasks, change.removed, wf)
         self.flow.changed = True
         return summary, commands
+
+    def run_cancelled(self, now: datetime) -> None:
+        """The run was cancelled (Temporal's cancel): what had not ended is cancelled with it,
+        so its board says so and no duration goes on growing."""
+        for task in self.board.state.tasks:
+            if not task.terminal:
+                self.board.set_waiting(task, None)
+                self.board.finish(task, "cancelled", now, error="the run was cancelled")
+        self.flow.changed = True
 
     def review_timed_out(self, now: datetime) -> bool:
         """Nobody reviewed the plan in time: approve or end the run. True if it goes on."""

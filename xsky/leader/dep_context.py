@@ -65,5 +65,6 @@ def dependency_context(
             )
         else:
             text = NO_RESULT
-        parts.append(f"{label(task.id, source.name, subject_of(source.task, 80))}\n{text}")
+        # (the subject: the board's words for it, its variables' values in them)
+        parts.append(f"{label(task.id, source.name, subject_of(task.description, 80))}\n{text}")
     return "\n\n".join(parts)

@@ -9,6 +9,7 @@ Its state is the plan's (the versions say what grew and why); the router calls
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from xsky.leader.attempt_input import AttemptInputs
@@ -27,9 +28,16 @@ class Growth:
     """Loops expanded and watches run, as plan versions the run writes itself."""
 
     def __init__(
-        self, run_id: str, flow: Flow, board: TaskBoard, plans: PlanBook, inputs: AttemptInputs
+        self,
+        run_id: str,
+        flow: Flow,
+        board: TaskBoard,
+        plans: PlanBook,
+        inputs: AttemptInputs,
+        variables: Callable[[], Mapping[str, str]],
     ) -> None:
         self.run_id = run_id
+        self.variables = variables  # the run's (a first plan from a sentence sets them later)
         self.flow = flow
         self.board = board
         self.plans = plans
@@ -74,7 +82,9 @@ class Growth:
             self._grow(grown, line, now)
 
     def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
-        change = merge_plan(self.plans.plan, self.board.tasks, wf, self.run_id)
+        change = merge_plan(
+            self.plans.plan, self.board.tasks, wf, self.run_id, variables=self.variables()
+        )
         self.plans.adopt(wf, reason, now)
         self.board.replace(change.tasks, change.removed, wf)
         self.flow.changed = True

@@ -16,10 +16,12 @@ Rules, by agent id:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xsky.leader.tasks import TaskState, subject_of, task_id_for
 from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.variables import with_values
 
 _RUNNING = ("dispatched", "in_progress")
 
@@ -57,13 +59,18 @@ def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
     )
 
 
-def new_task(agent: WorkflowAgent, run_id: str) -> TaskState:
+def new_task(
+    agent: WorkflowAgent, run_id: str, variables: Mapping[str, str] | None = None
+) -> TaskState:
+    """The board's task for ``agent``; its subject and description with the run's variables
+    in them (``{{version}}`` as its value: what people read, and the label later agents get)."""
+    text = with_values(agent.task, variables or {})
     return TaskState(
         id=task_id_for(agent.id),
         agent_id=agent.id,
         session_id=run_id,
-        subject=subject_of(agent.task),
-        description=agent.task,
+        subject=subject_of(text),
+        description=text,
         assigned_agent=agent.name,
         blocked_by=[task_id_for(d) for d in agent.depends],
     )
@@ -75,6 +82,7 @@ def merge_plan(
     new: Workflow,
     run_id: str,
     keep_cancelled: bool = True,
+    variables: Mapping[str, str] | None = None,
 ) -> PlanChange:
     old_agents = {a.id: a for a in old.agents}
     new_ids = {a.id for a in new.agents}
@@ -82,12 +90,12 @@ def merge_plan(
     for agent in new.agents:
         task = tasks.get(agent.id)
         if task is None:
-            change.tasks.append(new_task(agent, run_id))
+            change.tasks.append(new_task(agent, run_id, variables))
             change.added.append(agent.id)
             continue
         unchanged = agent.id in old_agents and _same(old_agents[agent.id], agent)
-        task.description = agent.task
-        task.subject = subject_of(agent.task)
+        task.description = with_values(agent.task, variables or {})
+        task.subject = subject_of(task.description)
         task.assigned_agent = agent.name
         task.blocked_by = [task_id_for(d) for d in agent.depends]
         if task.stored in ("completed", "skipped"):

@@ -373,6 +373,19 @@ class QuoteState:
             i += 1
 
 
+def with_values(text: str, variables: Mapping[str, str]) -> str:
+    """``text`` with the workflow variables it names replaced by their values; every other
+    reference (results, context, unknown names) left as written. For what people read."""
+    if "{{" not in text or not variables:
+        return text
+
+    def value(m: re.Match[str]) -> str:
+        ref = classify(m.group(1), m.group(0))
+        return variables[ref.key] if ref.kind == "variable" and ref.key in variables else m.group(0)
+
+    return REF_RE.sub(value, text)
+
+
 def render_config(
     value: Any, results: Mapping[str, str], variables: Mapping[str, str], context: Mapping[str, Any]
 ) -> Any:
