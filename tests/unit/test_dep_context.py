@@ -24,8 +24,8 @@ def done(agent_id: str, result: str | None = None, ref: ArtifactRef | None = Non
         id=f"T-{agent_id}",
         agent_id=agent_id,
         session_id="run",
-        subject="s",
-        description="d",
+        subject=f"step {agent_id}",
+        description=f"step {agent_id}",  # as the board makes it: the agent's task
         assigned_agent="shell",
         stored="completed",
         result=result,

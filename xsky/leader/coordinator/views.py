@@ -26,16 +26,6 @@ class CoordinatorViews:
             return None
         ledger = j.ledger
         if ledger.goal_checked_version == 0:
-            mode = j.mode()
-            if mode == "off":  # never will be: say so rather than "not yet"
-                return (
-                    "not checked: the leader's judgment is off for this run (mechanical rules only)"
-                )
-            if mode == "auto":
-                return (
-                    "not checked: no model answered for an agent of this run, so the leader has no "
-                    "model to check the goal with"
-                )
             return None
         if ledger.goal_verdict == "met":
             return f"met (leader): {ledger.goal_reason}"
@@ -45,6 +35,22 @@ class CoordinatorViews:
         if ledger.goal_verdict == "unsure":
             return f"not confirmed (leader): {ledger.goal_reason}"
         return ledger.goal_reason
+
+    def unchecked(self) -> str | None:
+        """Why the goal is not checked while the run goes, when it will not be (the ledger's
+        line, rather than "not yet")."""
+        j = self.judgment
+        if not j.on or j.ledger.goal_checked_version != 0:
+            return None
+        mode = j.mode()
+        if mode == "off":
+            return "not checked: the leader's judgment is off for this run (mechanical rules only)"
+        if mode == "auto":
+            return (
+                "not checked: no model answered for an agent of this run, so the leader has no "
+                "model to check the goal with"
+            )
+        return None
 
     def ledger_view(self, req: PageRequest | None = None) -> LedgerView:
         """The task ledger (goal, facts, each task's intent) and a page of the progress ledger
@@ -63,7 +69,7 @@ class CoordinatorViews:
         return LedgerView(
             mode=j.mode_label(),
             goal=j.goal(),
-            goal_check=self.goal_line(),
+            goal_check=self.goal_line() or self.unchecked(),
             facts=list(ledger.facts),
             intents=intents,
             intents_total=len(tasks),
