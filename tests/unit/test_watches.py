@@ -160,3 +160,21 @@ def test_a_person_or_a_system_fires_a_watch_by_skipping_its_poll_with_what_happe
     assert rendered.task == "answer the new message: the boss wrote: ship it"
     nxt = shell.core.agents["w.poll[2]"].config or {}
     assert "since" not in nxt  # it takes its first look as the baseline
+
+
+def test_a_watch_ends_when_what_changed_meets_its_condition():
+    wf = watches.start(plan(until=r"\bclosed\b", maxFirings=10), "w")
+    wf, line = watches.polled(wf, "w.poll[1]", poll_said(True, "h1", "still open"))
+    assert "w.poll[2]" in {a.id for a in wf.agents}
+    wf, line = watches.polled(wf, "w.poll[2]", poll_said(True, "h2", "The room is CLOSED now"))
+    assert (
+        line
+        == "watch w ended after 2 firing(s): what changed matches its condition (until '\\\\bclosed\\\\b')"
+    )
+    assert "w.poll[3]" not in {a.id for a in wf.agents} and wf.agent("w").depends == [
+        "w[1]",
+        "w[2]",
+    ]
+    assert (
+        "until is not a regular expression" in config_problems({"watch": {**SPEC, "until": "("}})[0]
+    )

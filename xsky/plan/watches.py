@@ -30,7 +30,7 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -60,6 +60,19 @@ class WatchSpec(WireModel):
     )
     idle_timeout: float = Field(gt=0, le=MAX_IDLE, description="seconds without a change: it ends")
     loop: bool = True
+    # A condition that ends the watch: a change whose text matches this regular expression
+    # (Python's, searched, case-insensitive) fires once more and the watch ends after it.
+    until: str | None = None
+
+    @field_validator("until")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"until is not a regular expression ({e})") from None
+        return v
 
 
 EXAMPLE = (
@@ -203,7 +216,8 @@ def polled(wf: Workflow, poll_id: str, result: str | None) -> tuple[Workflow, st
             )
         added.append(firing)
         firings.append(firing)
-    if fired and spec.loop and k < spec.max_firings:
+    met = fired and spec.until is not None and re.search(spec.until, text, re.I) is not None
+    if fired and spec.loop and k < spec.max_firings and not met:
         nxt = _poll(watch, spec, k + 1, fingerprint, [poll_id])
         added.append(nxt)
         line = f"watch {watch_id}: firing {k} ({watch_id}[{k}]), watching on ({nxt.id})"
@@ -214,7 +228,9 @@ def polled(wf: Workflow, poll_id: str, result: str | None) -> tuple[Workflow, st
             watch.model_copy(update={"depends": [nxt.id, *(f.id for f in firings)]}),
         ), line
     why = (
-        f"{spec.max_firings} firing(s), its limit"
+        f"what changed matches its condition (until {spec.until!r})"
+        if met
+        else f"{spec.max_firings} firing(s), its limit"
         if fired and k >= spec.max_firings
         else "it does not loop"
         if fired
