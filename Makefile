@@ -16,8 +16,8 @@ install: $(STAMP) $(VENV)/.browser $(NPM_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[test]'  # (setuptools' notes about editable installs are not the user's business)
+	$(PY) -m pip install -qq --upgrade pip
+	PYTHONWARNINGS=ignore $(PY) -m pip install -qq -e '.[test]'  # -qq: errors only (index notices and setuptools' editable-install notes are not the user's business)
 	@touch $(STAMP)
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
