@@ -45,6 +45,8 @@ COMMANDS: dict[str, str] = {
         ),
         "steer_cmd",
     ),
+    "fork": "fork_cmd",
+    "diff": "fork_cmd",
     "budget": "budget_cmd",
     "log": "log_cmd",
     "ledger": "ledger_cmd",

@@ -28,6 +28,7 @@ from client._consts import (
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
+from client.fork import edited, fork_at, fork_id, fork_input
 from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
 from client.results import reports_of, result_text
@@ -73,7 +74,9 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TaskView
 from xsky.plan.budget import KEYS
+from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
+from xsky.run_diff import RunDiff, diff_runs
 from xsky.runs import AgentReport, RunResult
 
 
@@ -449,6 +452,63 @@ class Run:
             self._client, self._settings, follow, follow_up_id(self.id), memo={"resumes": self.id}
         )
         return Run(self._client, self._settings, handle)
+
+    async def fork(
+        self,
+        task: str,
+        text: str | None = None,
+        input_text: str | None = None,
+        plan: Workflow | None = None,
+    ) -> Run:
+        """A new run from agent ``task`` of this one (ended or running): every result it does
+        not lead to carried over, it — with ``text`` as its task, ``input_text`` as its input,
+        or under a new ``plan`` — and everything downstream run again (client/fork.py)."""
+        ended = await self.temporal_status() != "running"
+        first = await first_input(self._client, self.handle)
+        old = parse_workflow(await self.plan())
+        at = fork_at(plan or old, task)
+        new = edited(plan or old, at, text, input_text)
+        reports = await self.reports() if ended else await self._reports_so_far()
+        own_id = fork_id(self.id)
+        inp = fork_input(
+            self.id,
+            first,
+            old,
+            new,
+            at,
+            reports,
+            resolve_permissions(self._settings),
+            ended,
+            own_id,
+        )
+        handle = await launch(
+            self._client,
+            self._settings,
+            inp,
+            own_id,
+            memo={"resumes": self.id, "forkOf": self.id, "forkAt": f"T-{at}"},
+        )
+        return Run(self._client, self._settings, handle)
+
+    async def diff(self, other: Run) -> RunDiff:
+        """What differs between this run and ``other``, agent by agent (xsky/run_diff.py)."""
+
+        async def side(run: Run) -> tuple[Workflow, list[AgentReport]]:
+            running = await run.temporal_status() == "running"
+            reports = await (run._reports_so_far() if running else run.reports())
+            return parse_workflow(await run.plan()), reports
+
+        (plan_a, reports_a), (plan_b, reports_b) = await asyncio.gather(side(self), side(other))
+        return diff_runs(self.id, plan_a, reports_a, other.id, plan_b, reports_b)
+
+    async def _reports_so_far(self) -> list[AgentReport]:
+        """The reports of a run that is still going (the results query, page by page)."""
+        got: list[AgentReport] = []
+        while True:
+            page = await self._query(calls.RESULTS, PageRequest(offset=len(got), limit=2000))
+            got += page.agents
+            if not page.agents or len(got) >= page.total:
+                return got
 
     async def follow_ups(self) -> list[str]:
         """Ids of the follow-up runs that resume this one, oldest first (none where the server

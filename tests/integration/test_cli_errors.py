@@ -89,6 +89,11 @@ def cases() -> list[Case]:
         ),
         Case("bad-input", ("run", "no/such/plan.xml"), "no such file"),
         Case("bad-input", ("convert", "no/such/plan.xml"), "no such file"),
+        Case("unknown-run", ("fork", UNKNOWN, "T-1"), f"no run with id {UNKNOWN}"),
+        Case("unreachable", ("fork", "xsky-x", "T-1"), "cannot reach Temporal"),
+        Case("bad-input", ("fork", ENDED, "T-99"), "no task 'T-99' in the run's last plan"),
+        Case("bad-input", ("diff", ENDED, ENDED), "give two different runs to compare"),
+        Case("unknown-run", ("diff", ENDED, UNKNOWN), f"no run with id {UNKNOWN}"),
         Case(
             "bad-input",
             ("convert", str(ROOT / "examples/invalid/many_problems.xml")),

@@ -1,0 +1,94 @@
+"""Going back: fork a run at any agent with an edit, and compare two runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from cli.render import cell, err, out, print_json, print_problems
+from client import XSky
+from client.settings import resolve_roles
+from xsky.config import load_settings
+from xsky.errors import PlanError, UsageError
+from xsky.plan.files import check_plan, read_plan_bytes
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fork",
+        help="a new run from any agent of a run (ended or running): what it does not lead to is "
+        "carried over, it and what follows run again, with an edit",
+    )
+    p.add_argument("id", help="workflow id of the run to fork")
+    p.add_argument("task", help="the agent to start again from (T-4 or 4)")
+    edit = p.add_mutually_exclusive_group()
+    edit.add_argument("--task", dest="text", help="its new task text")
+    edit.add_argument("--input", dest="input_text", help="its new input")
+    edit.add_argument(
+        "--plan",
+        help="a new plan (XML file) for the fork; the agents it keeps "
+        "unchanged above the fork point keep their results",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_fork(a)))
+    p = sub.add_parser("diff", help="what differs between two runs, agent by agent")
+    p.add_argument("a", help="workflow id of one run")
+    p.add_argument("b", help="workflow id of the other")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_diff(a)))
+
+
+async def cmd_fork(args: argparse.Namespace) -> int:
+    plan = None
+    settings = load_settings()
+    if args.plan is not None:
+        _, data = read_plan_bytes(args.plan, settings.max_plan_bytes)
+        try:  # checked here: a mistake is shown at its line:col before anything starts
+            plan = check_plan(
+                data,
+                known_agents=list(resolve_roles(settings)),
+                variables=None,
+                max_bytes=settings.max_plan_bytes,
+            )
+        except PlanError as e:
+            print_problems(e, args.plan)
+            err.print("nothing was started")
+            return 2
+    x = await XSky.connect(settings)
+    run = await x.get(args.id)
+    fork = await run.fork(args.task, args.text, args.input_text, plan)
+    if args.json:
+        print_json({"fork": fork.id, "of": run.id, "at": args.task})
+        return 0
+    out.print(cell(f"{fork.id}: a fork of {run.id} at {args.task}"))
+    out.print(
+        cell(
+            f"follow it: starter.py follow {fork.id} · compare: starter.py diff {run.id} {fork.id}"
+        )
+    )
+    return 0
+
+
+async def cmd_diff(args: argparse.Namespace) -> int:
+    if args.a == args.b:
+        raise UsageError("give two different runs to compare")
+    x = await XSky.connect(load_settings())
+    a, b = await x.get(args.a), await x.get(args.b)
+    d = await a.diff(b)
+    if args.json:
+        print_json(
+            {
+                "summary": d.summary(),
+                "agents": [{"id": g.agent_id, "differs": g.what} for g in d.agents],
+                "onlyIn": {d.a: d.only_a, d.b: d.only_b},
+            }
+        )
+        return 0
+    out.print(cell(d.summary(), style="bold"))
+    for g in d.agents:
+        if g.same:
+            continue
+        out.print(cell(f"T-{g.agent_id}", style="bold"))
+        for line in g.what:
+            out.print(cell(f"  {line}"))
+    return 0

@@ -1,0 +1,110 @@
+"""Forks: go back to any agent of a run — completed, failed, cancelled or still running — and
+try again from there with an edit (``Run.fork``, ``starter.py fork``).
+
+A fork is a new run of the run's plan (or of a new plan) that carries every result the chosen
+agent does not lead to — its upstream and the parallel branches — and runs the agent, with
+its new task, input or plan, and everything downstream of it again. It is a follow-up run in
+the leader's terms (:class:`xsky.runs.ResumeFrom`): the fork's board says what it resumes,
+its memo and ``XskyResumes`` name the run it came from, and ``follow_ups()`` of that run list
+it. A fork of an ended run works in that run's workspace, as a follow-up does; a fork of a
+run that is still going gets a workspace of its own (results carry, files do not), so the
+two never write the same files.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from client.resume import MAX_CARRIED, agent_ids
+from xsky.errors import UsageError
+from xsky.plan import dag
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.runs import AgentReport, ResumeFrom, RunInput
+from xsky.security.permissions import PermissionSettings
+
+_LINEAGE = re.compile(r"(?:-(?:retry|fork)-[0-9a-f]{6})+$")
+
+
+def edited(wf: Workflow, agent_id: str, task: str | None, input_text: str | None) -> Workflow:
+    """The plan with agent ``agent_id``'s task or input replaced."""
+    if task is not None and not task.strip():
+        raise UsageError("the new task text is empty")
+    update: dict[str, object] = {}
+    if task is not None:
+        update["task"] = task
+    if input_text is not None:
+        update["input"] = input_text or None
+    if not update:
+        return wf
+    agents = [a.model_copy(update=update) if a.id == agent_id else a for a in wf.agents]
+    return wf.model_copy(update={"agents": agents})
+
+
+def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
+    keep = ("name", "task", "input", "config", "depends", "steps", "for_each", "item")
+    return all(getattr(a, k) == getattr(b, k) for k in keep)
+
+
+def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -> list[AgentReport]:
+    """The results the fork keeps: of agents that completed (or were skipped), are not ``at``
+    nor downstream of it in the new plan, and whose definition the new plan did not change."""
+    again = {at, *dag.descendants(new, at)}
+    before = {a.id: a for a in old.agents}
+    after = {a.id: a for a in new.agents}
+    kept = []
+    for r in reports:
+        if r.status not in ("completed", "skipped") or r.id in again or r.id not in after:
+            continue
+        if r.id in before and not _same(before[r.id], after[r.id]):
+            continue  # the new plan asks something else of it: it runs again
+        kept.append(r)
+    return kept
+
+
+def fork_input(
+    run_id: str,
+    first: RunInput,
+    old: Workflow,
+    new: Workflow,
+    at: str,
+    reports: list[AgentReport],
+    permissions: PermissionSettings,
+    ended: bool,
+    own_id: str,
+) -> RunInput:
+    """The fork's input: ``first``'s variables, context and options, the results it keeps."""
+    if at not in {a.id for a in new.agents}:
+        raise UsageError(f"the new plan has no agent {at!r} to fork at; fork at one it has")
+    kept = carried(old, new, at, reports)
+    if len(kept) > MAX_CARRIED:
+        raise UsageError(
+            f"{run_id} has {len(kept)} results to carry; a fork carries at most {MAX_CARRIED}",
+            "fork at an earlier agent, or replan the rest as a new run",
+        )
+    inherited = first.resume.workspace_of if first.resume is not None else run_id
+    return RunInput(
+        workflow=new,
+        variables=first.variables,
+        context=first.context,
+        options=first.options.model_copy(update={"review": False}),
+        roles=first.roles,
+        permissions=permissions,
+        resume=ResumeFrom(
+            run_id=run_id,
+            workspace_of=inherited if ended else own_id,  # a running run's workspace is its own
+            carried=kept,
+            rerun=[at],
+        ),
+    )
+
+
+def fork_id(run_id: str) -> str:
+    """The fork's run id: the first run's own (without earlier -retry-/-fork- marks) and a mark."""
+    base = _LINEAGE.sub("", run_id)[:160]
+    return f"{base}-fork-{uuid.uuid4().hex[:6]}"
+
+
+def fork_at(wf: Workflow, task: str) -> str:
+    (agent_id,) = agent_ids([a.id for a in wf.agents], [task])
+    return agent_id

@@ -1,0 +1,126 @@
+"""Going back: a run forked at any agent with an edit, and two runs compared."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+
+import pytest
+
+from client import XSky
+from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import agents_scheduled, plan
+from xsky.plan.xml import parse_workflow
+
+pytestmark = pytest.mark.integration
+
+
+def shell(agent_id: str, command: str, depends: str = "") -> str:
+    dep = f' depends="{depends}"' if depends else ""
+    return (
+        f'<agent name="shell" id="{agent_id}"{dep}><task>step {agent_id}</task>'
+        f'<config>{{"tool": "shell", "command": "echo {agent_id} &gt;&gt; ran.log; {command}"}}</config></agent>'
+    )
+
+
+SIX = [
+    shell("1", "echo one"),
+    shell("2", "echo two-{{agent_1_result}}", "1"),
+    shell("3", "echo three-{{agent_2_result}}", "2"),
+    shell("4", "echo four-{{agent_3_result}}", "3"),
+    shell("5", "echo five-{{agent_4_result}}", "4"),
+    shell("6", "echo six-{{agent_1_result}}", "1"),  # a parallel branch
+]
+
+
+def scheduled(events: list[object]) -> list[str]:
+    return sorted(a.split("-v")[0] for a in agents_scheduled(events))
+
+
+async def test_a_completed_run_forked_at_its_4th_agent_runs_only_it_and_what_follows(env: Env):
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(plan(*SIX, name="six"), id=f"xsky-six-{uuid.uuid4().hex[:6]}")
+        first = await asyncio.wait_for(run.result(), 60)
+        assert first.status == "completed", first.summary
+        log = env.settings.runs / run.id / "workspace" / "ran.log"
+
+        # A new plan below T-4: its command changes; T-1..T-3 and the branch T-6 do not.
+        new = parse_workflow(await run.plan())
+        new = new.model_copy(
+            update={
+                "agents": [
+                    a.model_copy(
+                        update={
+                            "config": {"tool": "shell", "command": "echo 4 >> ran.log; echo FOUR"}
+                        }
+                    )
+                    if a.id == "4"
+                    else a
+                    for a in new.agents
+                ]
+            }
+        )
+        fork = await run.fork("T-4", plan=new)
+        forked = await asyncio.wait_for(fork.result(), 60)
+        assert forked.status == "completed", forked.summary
+        results = {a.id: a.result for a in forked.agents}
+        assert (
+            results["3"] == "three-two-one"
+            and results["4"] == "FOUR"
+            and results["5"] == "five-FOUR"
+        )
+        events = [e async for e in fork.handle.fetch_history_events()]
+        assert scheduled(events) == ["T-4", "T-5"]  # nothing upstream, nothing beside it
+        assert Counter(log.read_text().split()) == Counter("1 2 3 4 5 6 4 5".split())
+        # The lineage, both ways.
+        history = await fork.plan_history()
+        assert history[0].reason.startswith(f"resumes {run.id}: 4 results carried over; T-4, T-5")
+        assert await (await fork.handle.describe()).memo_value("forkOf") == run.id
+
+        async def linked() -> None:
+            assert fork.id in await run.follow_ups()
+
+        await eventually(linked, 10)
+        # diff names exactly the agents that changed
+        d = await run.diff(fork)
+        assert d.changed == ["4", "5"] and d.only_a == [] and d.only_b == []
+        assert d.summary().startswith("2 of 6 shared agent(s) differ (T-4, T-5)")
+
+        # A fork whose edit changes nothing upstream re-runs nothing upstream: a new task text.
+        again = await run.fork("4", text="step 4, said again")
+        redone = await asyncio.wait_for(again.result(), 60)
+        assert redone.status == "completed", redone.summary
+        events = [e async for e in again.handle.fetch_history_events()]
+        assert scheduled(events) == ["T-4", "T-5"]
+        d = await run.diff(again)
+        assert d.changed == ["4"]  # its task; its result and T-5's are the same
+        assert any(
+            line.startswith("task: step 4 → step 4, said again") for line in d.agents[3].what
+        )
+
+
+async def test_a_running_run_forked_goes_on_and_the_fork_has_a_workspace_of_its_own(env: Env):
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(shell("1", "echo one"), shell("2", "sleep 30; echo two", "1"), name="going"),
+            id=f"xsky-going-{uuid.uuid4().hex[:6]}",
+        )
+
+        async def first_done() -> None:
+            assert (await run.board()).counts.get("completed") == 1
+
+        await eventually(first_done, 30)
+        fork = await run.fork("T-2", text="step 2 without waiting", plan=None)
+        assert await run.temporal_status() == "running"  # the original goes on
+        # (its T-2 still sleeps; the fork's T-2 runs the same command in its own workspace)
+        await run.cancel()
+        forked = await asyncio.wait_for(fork.result(), 60)
+        assert (
+            forked.status == "completed" and {a.id: a.result for a in forked.agents}["2"] == "two"
+        )
+        own = env.settings.runs / fork.id / "workspace" / "ran.log"
+        assert own.read_text().split() == ["2"]  # T-1 carried: its side effect is not redone
