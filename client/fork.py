@@ -13,17 +13,14 @@ two never write the same files.
 
 from __future__ import annotations
 
-import re
 import uuid
 
-from client.resume import MAX_CARRIED, agent_ids
+from client.resume import LINEAGE, MAX_CARRIED, agent_ids
 from xsky.errors import UsageError
 from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 from xsky.security.permissions import PermissionSettings
-
-_LINEAGE = re.compile(r"(?:-(?:retry|fork)-[0-9a-f]{6})+$")
 
 
 def edited(wf: Workflow, agent_id: str, task: str | None, input_text: str | None) -> Workflow:
@@ -101,7 +98,7 @@ def fork_input(
 
 def fork_id(run_id: str) -> str:
     """The fork's run id: the first run's own (without earlier -retry-/-fork- marks) and a mark."""
-    base = _LINEAGE.sub("", run_id)[:160]
+    base = LINEAGE.sub("", run_id)[:160]
     return f"{base}-fork-{uuid.uuid4().hex[:6]}"
 
 

@@ -9,6 +9,7 @@ name the first run, and each board says so.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -23,6 +24,8 @@ from xsky.security.permissions import PermissionSettings
 # Reports carried in the follow-up's input: beyond this the input would near Temporal's
 # payload limit (a larger run is resumed by replanning it instead: not supported yet).
 MAX_CARRIED = 2000
+# Earlier follow-up and fork marks: a follow-up of a follow-up is named for the first run.
+LINEAGE = re.compile(r"(?:-(?:retry|fork)-[0-9a-f]{6})+$")
 
 
 async def first_input(client: Client, handle: WorkflowHandle[Any, Any]) -> RunInput:
@@ -104,5 +107,6 @@ def follow_up_input(
 
 
 def follow_up_id(run_id: str) -> str:
-    """The follow-up's own run id: the first run's, marked as a retry."""
-    return f"{run_id[:160]}-retry-{uuid.uuid4().hex[:6]}"
+    """The follow-up's own run id: the first run's (without earlier marks), marked as a retry:
+    ``x-retry-0ac3da``, never ``x-retry-0ac3da-retry-434285``."""
+    return f"{LINEAGE.sub('', run_id)[:160]}-retry-{uuid.uuid4().hex[:6]}"

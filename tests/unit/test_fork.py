@@ -1,0 +1,47 @@
+"""Forks and follow-ups (client/fork.py, client/resume.py): what is carried, and their names."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.fork import carried, edited, fork_id
+from client.resume import follow_up_id
+from xsky.errors import UsageError
+from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.runs import AgentReport
+
+
+def wf(*agents: tuple[str, str, str]) -> Workflow:
+    return Workflow(
+        name="w",
+        task_id="w",
+        agents=[
+            WorkflowAgent(id=i, name="llm", task=t, depends=[d] if d else []) for i, t, d in agents
+        ],
+    )
+
+
+def done(agent_id: str, status: str = "completed") -> AgentReport:
+    return AgentReport(
+        id=agent_id, task_id=f"T-{agent_id}", name="llm", status=status, result="r", attempts=1
+    )
+
+
+def test_a_fork_keeps_what_its_agent_does_not_lead_to_and_what_a_new_plan_keeps_the_same():
+    old = wf(("1", "a", ""), ("2", "b", "1"), ("3", "c", "2"), ("4", "d", "1"))
+    reports = [done("1"), done("2"), done("3"), done("4", "failed")]
+    assert [r.id for r in carried(old, old, "2", reports)] == ["1"]  # 2 and 3 again; 4 failed
+    new = wf(("1", "a", ""), ("2", "b", "1"), ("3", "c", "2"), ("4", "D", "1"))
+    assert [r.id for r in carried(old, edited(old, "3", "c2", None), "3", reports)] == ["1", "2"]
+    assert [r.id for r in carried(old, new, "3", [*reports[:3], done("4")])] == [
+        "1",
+        "2",
+    ]  # 4 changed
+    with pytest.raises(UsageError, match="the new task text is empty"):
+        edited(old, "2", " ", None)
+
+
+def test_follow_ups_and_forks_are_named_for_the_first_run():
+    assert follow_up_id("xsky-a-retry-0ac3da-retry-434285").startswith("xsky-a-retry-")
+    assert len(follow_up_id("xsky-a-retry-0ac3da-retry-434285")) == len("xsky-a-retry-000000")
+    assert fork_id("xsky-a-fork-abcdef-retry-012345").startswith("xsky-a-fork-")
