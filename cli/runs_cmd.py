@@ -166,6 +166,13 @@ def add_allow_host(p: argparse.ArgumentParser) -> None:
         "local port; a local or private host needs its port",
     )
     p.add_argument(
+        "--messages",
+        choices=["queue", "interrupt", "reject"],
+        help="what a nudge does to an agent in the middle of a step: queue (read at its next "
+        "step, the default), interrupt (the step stops; the attempt starts again from its "
+        "checkpoint and reads it first), reject (refused while it runs)",
+    )
+    p.add_argument(
         "--coordinator",
         choices=["auto", "act", "advise", "off"],
         help="the leader's judgment: act (a model checks results and the goal, answers "
@@ -300,6 +307,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         values["review"] = True
     if getattr(args, "coordinator", None):
         values["coordinator"] = args.coordinator
+    if getattr(args, "messages", None):
+        values["messages"] = args.messages
     for rule in getattr(args, "delegate", []):
         problems = rule_problems([rule])
         if problems:

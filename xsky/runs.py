@@ -89,6 +89,13 @@ class RunOptions(Wire):
         description="characters of state a continued run carries inline; "
         "more goes to the artifact store by reference",
     )
+    messages: Literal["queue", "interrupt", "reject"] = Field(
+        "queue",
+        description="what a nudge does when it reaches an agent in the middle of a step: queue "
+        "(read at its next step: after the model call or tool call in progress), interrupt (the "
+        "step is stopped and the attempt starts again from its checkpoint, reading it first), "
+        "reject (refused while the agent is running; sent again once it is not)",
+    )
     coordinator: CoordinatorMode = Field(
         "auto",
         description="the leader's judgment: act (a model checks results against their tasks and "

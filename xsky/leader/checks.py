@@ -257,6 +257,12 @@ class Checks:
             )
         if not req.message.strip():
             raise Rejected("the nudge message is empty: say what the agent should know")
+        if self.plans.options.messages == "reject" and task.stored in RUNNING:
+            raise Rejected(
+                f"{task.id} is in the middle of a step and this run's message policy is reject "
+                "(RunOptions.messages): send the nudge once it is not running, or start runs "
+                "with --messages queue"
+            )
         long = over(
             "nudge",
             req.message,

@@ -303,13 +303,23 @@ class People:
         if task is None or not req.message.strip():
             return False
         self.briefs.nudge(Nudge(task_id=task.id, message=req.message, at=now, source="person"))
+        if self.plans.options.messages == "interrupt" and task.stored in RUNNING:
+            # The step in progress is stopped; the attempt starts again from its checkpoint and
+            # reads the nudge before anything else (RunOptions.messages).
+            self.flow.outbox += self.board.stop(task.agent_id, StopReason.RESTART)
         self.flow.changed = True
         return True
 
     def nudge_task(self, req: NudgeRequest, now: datetime) -> InterventionResult:
-        self.nudge(req, now)
         task = self.checks.task(req.task_id)
+        interrupted = self.plans.options.messages == "interrupt" and task.stored in RUNNING
+        self.nudge(req, now)
         return InterventionResult(
-            message=f"nudge for {task.id} kept: its agent reads it at its next step",
+            message=f"nudge for {task.id} kept: "
+            + (
+                "its step was stopped; it starts again from its checkpoint and reads it first"
+                if interrupted
+                else "its agent reads it at its next step"
+            ),
             plan_version=self.plans.version,
         )
