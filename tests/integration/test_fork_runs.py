@@ -106,7 +106,13 @@ async def test_a_running_run_forked_goes_on_and_the_fork_has_a_workspace_of_its_
     await env.start_worker()
     async with XSky.connect() as x:
         run = await x.run(
-            plan(shell("1", "echo one"), shell("2", "sleep 30; echo two", "1"), name="going"),
+            # T-1 leaves a mark in the original's workspace only (the fork carries its result),
+            # so T-2 is slow there and quick in the fork's own workspace.
+            plan(
+                shell("1", "touch slow; echo one"),
+                shell("2", "if test -e slow; then sleep 30; fi; echo two", "1"),
+                name="going",
+            ),
             id=f"xsky-going-{uuid.uuid4().hex[:6]}",
         )
 
@@ -116,7 +122,7 @@ async def test_a_running_run_forked_goes_on_and_the_fork_has_a_workspace_of_its_
         await eventually(first_done, 30)
         fork = await run.fork("T-2", text="step 2 without waiting", plan=None)
         assert await run.temporal_status() == "running"  # the original goes on
-        # (its T-2 still sleeps; the fork's T-2 runs the same command in its own workspace)
+        # (its T-2 still sleeps; the fork's T-2 runs the same command in a workspace of its own)
         await run.cancel()
         forked = await asyncio.wait_for(fork.result(), 60)
         assert (
