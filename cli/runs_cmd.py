@@ -355,7 +355,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
             return _server_side(args, status, e, await run.server_view())
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
-        follow_ups = await run.follow_ups() if status != "running" else []
+        follow_ups = await run.follow_ups()  # follow-ups of an ended run, forks of any
     why = {
         t.id: retry_lines(t, attempt_ends(open_objects(settings), args.id, first, t))
         for t in retried
@@ -379,7 +379,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
     for follow_id in follow_ups:
-        out.print(cell(f"↪ resumed by {follow_id}: `starter.py status {follow_id}`"))
+        how = "forked as" if "-fork-" in follow_id else "resumed by"
+        out.print(cell(f"↪ {how} {follow_id}: `starter.py status {follow_id}`"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))
     return 0

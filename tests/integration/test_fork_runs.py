@@ -12,6 +12,7 @@ from client import XSky
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import agents_scheduled, plan
+from tests.integration.test_cli_runs import starter
 from xsky.plan.xml import parse_workflow
 
 pytestmark = pytest.mark.integration
@@ -84,10 +85,18 @@ async def test_a_completed_run_forked_at_its_4th_agent_runs_only_it_and_what_fol
             assert fork.id in await run.follow_ups()
 
         await eventually(linked, 10)
+        code, said, _ = await starter(env, "status", run.id)
+        assert code == 0 and f"↪ forked as {fork.id}" in said, said
+        code, said, _ = await starter(env, "status", fork.id)
+        assert code == 0 and f"resumes {run.id}" in said, said
         # diff names exactly the agents that changed
         d = await run.diff(fork)
         assert d.changed == ["4", "5"] and d.only_a == [] and d.only_b == []
         assert d.summary().startswith("2 of 6 shared agent(s) differ (T-4, T-5)")
+        code, said, _ = await starter(env, "diff", run.id, fork.id)
+        lines = said.splitlines()
+        assert code == 0 and lines[0].startswith("2 of 6 shared agent(s) differ (T-4, T-5)"), said
+        assert "config: " in said and "  +FOUR" in said, said  # what changed, and how
 
         # A fork whose edit changes nothing upstream re-runs nothing upstream: a new task text.
         again = await run.fork("4", text="step 4, said again")
