@@ -51,7 +51,7 @@ from xsky.errors import (
     WorkersBusyError,
     XSkyError,
 )
-from xsky.leader.ledger import LedgerView
+from xsky.leader.ledger import LedgerEntry, LedgerView
 from xsky.leader.state import (
     AnswerRequest,
     ApprovePlanRequest,
@@ -493,13 +493,14 @@ class Run:
     async def diff(self, other: Run) -> RunDiff:
         """What differs between this run and ``other``, agent by agent (xsky/run_diff.py)."""
 
-        async def side(run: Run) -> tuple[Workflow, list[AgentReport]]:
+        async def side(run: Run) -> tuple[Workflow, list[AgentReport], list[LedgerEntry]]:
             running = await run.temporal_status() == "running"
             reports = await (run._reports_so_far() if running else run.reports())
-            return parse_workflow(await run.plan()), reports
+            ledger = await run.ledger(0, 2000)
+            return parse_workflow(await run.plan()), reports, ledger.entries
 
-        (plan_a, reports_a), (plan_b, reports_b) = await asyncio.gather(side(self), side(other))
-        return diff_runs(self.id, plan_a, reports_a, other.id, plan_b, reports_b)
+        (pa, ra, la), (pb, rb, lb) = await asyncio.gather(side(self), side(other))
+        return diff_runs(self.id, pa, ra, other.id, pb, rb, la, lb)
 
     async def _reports_so_far(self) -> list[AgentReport]:
         """The reports of a run that is still going (the results query, page by page)."""

@@ -1,9 +1,10 @@
 """Two runs side by side: what differed, agent by agent (``starter.py diff A B``, ``XSky.diff``).
 
 For runs of one plan — a fork and its origin, a follow-up, a rerun — it says, per agent: a
-definition the plans give differently (task, input, config, dependencies), a status, a
-result (a line diff of text; the fields that differ of JSON), attempts, tokens and cost, and
-time; agents only one run has; and a summary line first. Pure: it reads what the runs
+definition the plans give differently (task, input, config, dependencies), the coordinator's
+and people's decisions on it (the ledger's judgments), a status, a result (a line diff of
+text; the fields that differ of JSON), attempts, tokens and cost, and time; agents only one
+run has; and a summary line first. Pure: it reads what the runs
 reported, nothing else.
 """
 
@@ -14,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from xsky.leader.ledger import LedgerEntry
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentReport
 
@@ -107,8 +109,14 @@ def agent_diff(
     rb: AgentReport,
     da: WorkflowAgent | None,
     db: WorkflowAgent | None,
+    decided_a: list[str] | None = None,
+    decided_b: list[str] | None = None,
 ) -> AgentDiff:
     d = AgentDiff(agent_id, _definition(da, db))
+    if (decided_a or []) != (decided_b or []):  # the coordinator's and people's decisions on it
+        d.what.append(
+            f"decisions: {'; '.join(decided_a or []) or '(none)'} → {'; '.join(decided_b or []) or '(none)'}"
+        )
     if ra.status != rb.status:
         d.what.append(f"status: {ra.status} → {rb.status}")
     d.what += result_diff(ra.result, rb.result) if ra.status == rb.status == "completed" else []
@@ -135,6 +143,17 @@ def agent_diff(
     return d
 
 
+def decisions(entries: list[LedgerEntry]) -> dict[str, list[str]]:
+    """Per agent, the judgments on it in a run's ledger: ``result: retry (leader)``."""
+    out: dict[str, list[str]] = {}
+    for e in entries:
+        if e.task_id:
+            out.setdefault(e.task_id.removeprefix("T-"), []).append(
+                f"{e.point}: {e.verdict} ({e.by})"
+            )
+    return out
+
+
 def diff_runs(
     a: str,
     plan_a: Workflow,
@@ -142,15 +161,24 @@ def diff_runs(
     b: str,
     plan_b: Workflow,
     reports_b: list[AgentReport],
+    ledger_a: list[LedgerEntry] | None = None,
+    ledger_b: list[LedgerEntry] | None = None,
 ) -> RunDiff:
-    """What differs between run ``a`` and run ``b`` (their last plans and their reports)."""
+    """What differs between run ``a`` and run ``b`` (their last plans, their reports, and the
+    judgments their ledgers hold)."""
+    dec_a, dec_b = decisions(ledger_a or []), decisions(ledger_b or [])
     by_a, by_b = {r.id: r for r in reports_a}, {r.id: r for r in reports_b}
     defs_a, defs_b = {x.id: x for x in plan_a.agents}, {x.id: x for x in plan_b.agents}
     shared = [r.id for r in reports_a if r.id in by_b]
     return RunDiff(
         a=a,
         b=b,
-        agents=[agent_diff(i, by_a[i], by_b[i], defs_a.get(i), defs_b.get(i)) for i in shared],
+        agents=[
+            agent_diff(
+                i, by_a[i], by_b[i], defs_a.get(i), defs_b.get(i), dec_a.get(i), dec_b.get(i)
+            )
+            for i in shared
+        ],
         only_a=[r.id for r in reports_a if r.id not in by_b],
         only_b=[r.id for r in reports_b if r.id not in by_a],
     )
