@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
         (
             "pause",
             "resume",
+            "reset",
+            "timeout",
             "cancel",
             "retry",
             "skip",

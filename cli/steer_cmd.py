@@ -30,14 +30,24 @@ def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argp
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = _cmd(sub, "pause", "stop dispatching new agents", cmd_pause)
+    p = _cmd(
+        sub, "pause", "stop dispatching new agents (with a task: pause that agent alone)", cmd_pause
+    )
+    p.add_argument("task", nargs="?", help="one agent to pause (T-3 or 3): the rest go on")
     p.add_argument(
         "--cancel-running",
         action="store_true",
         help="also stop running agents (they resume later from their checkpoints)",
     )
     p.add_argument("--reason")
-    _cmd(sub, "resume", "dispatch again after a pause", cmd_resume)
+    p = _cmd(sub, "resume", "dispatch again after a pause (with a task: that agent)", cmd_resume)
+    p.add_argument("task", nargs="?", help="the agent paused alone to resume")
+    p = _cmd(sub, "reset", "start one agent's attempt again, from its checkpoint", cmd_reset)
+    p.add_argument("task")
+    p.add_argument("--fresh", action="store_true", help="from scratch, not from its checkpoint")
+    p = _cmd(sub, "timeout", "seconds one agent's next attempt may take", cmd_timeout)
+    p.add_argument("task")
+    p.add_argument("seconds", type=float)
     p = _cmd(sub, "cancel", "cancel one task, or the whole run when no task is given", cmd_cancel)
     p.add_argument("task", nargs="?", help="task id (T-3 or 3)")
     p = _cmd(
@@ -127,13 +137,27 @@ async def _update(
 
 
 async def cmd_pause(args: argparse.Namespace) -> int:
+    if args.task is not None:
+        if args.cancel_running or args.reason:
+            raise UsageError("pausing one agent takes no --cancel-running or --reason")
+        return await _update(args, lambda run: run.pause_task(args.task))
     return await _update(
         args, lambda run: run.pause(cancel_running=args.cancel_running, reason=args.reason)
     )
 
 
 async def cmd_resume(args: argparse.Namespace) -> int:
+    if args.task is not None:
+        return await _update(args, lambda run: run.resume_task(args.task))
     return await _update(args, lambda run: run.resume())
+
+
+async def cmd_reset(args: argparse.Namespace) -> int:
+    return await _update(args, lambda run: run.reset_task(args.task, args.fresh))
+
+
+async def cmd_timeout(args: argparse.Namespace) -> int:
+    return await _update(args, lambda run: run.set_task_timeout(args.task, args.seconds))
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:

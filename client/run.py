@@ -66,11 +66,13 @@ from xsky.leader.state import (
     PauseRequest,
     PlanVersion,
     ReplanRequest,
+    ResetTaskRequest,
     ResumeRequest,
     RetryTaskRequest,
     SetBudgetRequest,
     SkipTaskRequest,
     TaskRequest,
+    TaskTimeoutRequest,
 )
 from xsky.leader.tasks import TaskView
 from xsky.plan.budget import KEYS
@@ -536,6 +538,25 @@ class Run:
             raise UsageError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(KEYS)}")
         request = SetBudgetRequest.model_validate({**limits, "taskId": task, "reserve": reserve})
         return await self._update(calls.SET_BUDGET, request)
+
+    # -- one agent at a time --------------------------------------------------------------------
+
+    async def pause_task(self, task: str) -> InterventionResult:
+        """Hold one agent (a running attempt stops; it goes on from its checkpoint when resumed)."""
+        return await self._update(calls.PAUSE_TASK, TaskRequest(task_id=task))
+
+    async def resume_task(self, task: str) -> InterventionResult:
+        return await self._update(calls.RESUME_TASK, TaskRequest(task_id=task))
+
+    async def reset_task(self, task: str, fresh: bool = False) -> InterventionResult:
+        """Start one agent's attempt again: from its checkpoint, or ``fresh`` from scratch."""
+        return await self._update(calls.RESET_TASK, ResetTaskRequest(task_id=task, fresh=fresh))
+
+    async def set_task_timeout(self, task: str, seconds: float) -> InterventionResult:
+        """Seconds one agent's next attempt may take."""
+        return await self._update(
+            calls.SET_TASK_TIMEOUT, TaskTimeoutRequest(task_id=task, seconds=seconds)
+        )
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
         return await self._update(calls.SKIP_TASK, SkipTaskRequest(task_id=task, result=result))

@@ -52,6 +52,8 @@ def cases() -> list[Case]:
         "approve-plan": (),
         "end": (),
         "budget": ("tokens=200000",),
+        "reset": ("T-1",),
+        "timeout": ("T-1", "60"),
     }
     # retry on an ended run starts a follow-up run: refused when the task completed there
     ended_says = {"retry": "T-1 completed in"}

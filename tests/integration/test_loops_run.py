@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from client import XSky
 from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.fake_llm import FakeLLM, Reply, calls, first_user, text, turn_of
@@ -206,3 +207,56 @@ async def test_an_agents_steps_show_on_the_board_and_a_retry_resumes_at_the_step
         "Step 2 of 3 recorded. Next: step 3: Check them",
     ]
     assert sum(1 for r in fake_llm.requests if turn_of(r) == 0) == 1  # step 1 was not redone
+
+
+ONE_OF_TWO = """<workflow name="one at a time" taskId="one">
+  <agent name="llm" id="1"><task>Write the report</task>
+    <nodes><node>Gather the figures</node><node>Write it</node></nodes></agent>
+  <agent name="shell" id="2"><task>other work</task>
+    <config>{"tool": "shell", "command": "sleep 1; echo done"}</config></agent>
+</workflow>"""
+
+
+async def test_one_agent_paused_mid_conversation_waits_while_the_others_go_on_and_resumes_where_it_was(
+    env: Env, fake_llm: FakeLLM
+):
+    thinking = threading.Event()
+
+    def responder(req, i):  # type: ignore[no-untyped-def]
+        if turn_of(req) == 0:
+            return calls(("step_done", {"step": 1, "note": "figures gathered"}))
+        if not thinking.is_set():
+            thinking.set()
+            return Reply(content="(never read: the attempt is paused)", hold=threading.Event())
+        return text("the report")
+
+    fake_llm.responder = responder
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(ONE_OF_TWO, options=RunOptions(max_auto_replans=0, coordinator="off"))
+        await eventually(lambda: _true(thinking.is_set()), 30, interval=0.1)
+        said = await run.pause_task("T-1")
+        assert said.message.startswith("T-1 paused: its attempt is stopped")
+
+        async def others_done_and_it_waits() -> None:
+            shown = await board(run.handle)
+            assert shown["2"].status == "completed", shown["2"]
+            assert shown["1"].status == "blocked" and shown["1"].blocked_reason == (
+                "paused by a person (resume_task)"
+            ), shown["1"]
+
+        await eventually(others_done_and_it_waits, 30, interval=0.2)
+        await run.resume_task("T-1")
+        result = await asyncio.wait_for(run.result(), 60)
+    assert (
+        result.status == "completed"
+        and {a.id: a.result for a in result.agents}["1"] == "the report"
+    )
+    # It went on from its checkpoint: step 1 was asked once, and the last request holds its answer.
+    assert sum(1 for r in fake_llm.requests if turn_of(r) == 0) == 1
+    answers = [m["content"] for m in fake_llm.requests[-1]["messages"] if m.get("role") == "tool"]
+    assert answers == ["Step 1 of 2 recorded. Next: step 2: Write it"]
+
+
+async def _true(value: bool) -> None:
+    assert value

@@ -55,10 +55,12 @@ with workflow.unsafe.imports_passed_through():
         EndRunRequest,
         InterventionResult,
         ReplanRequest,
+        ResetTaskRequest,
         RetryTaskRequest,
         SetBudgetRequest,
         SkipTaskRequest,
         TaskRequest,
+        TaskTimeoutRequest,
     )
     from xsky.plan.planning import problems_text
     from xsky.plan.xml import parse_workflow
@@ -409,6 +411,54 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
         self._validated(lambda: self._core.checks.skip(req))
+
+    @workflow.update(
+        description="Pause one agent ({taskId}): not started again until resume_task; a running "
+        "attempt is stopped and goes on from its checkpoint when resumed."
+    )
+    async def pause_task(self, req: TaskRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.checks.pause_task(req))
+        result, stops = core.people.pause_task(req)
+        self._apply(stops)
+        return result
+
+    @pause_task.validator
+    def _validate_pause_task(self, req: TaskRequest) -> None:
+        self._validated(lambda: self._core.checks.pause_task(req))
+
+    @workflow.update(description="Resume one agent paused with pause_task ({taskId}).")
+    async def resume_task(self, req: TaskRequest) -> InterventionResult:
+        return (await self._ready(lambda: self._core.checks.resume_task(req))).people.resume_task(
+            req
+        )
+
+    @resume_task.validator
+    def _validate_resume_task(self, req: TaskRequest) -> None:
+        self._validated(lambda: self._core.checks.resume_task(req))
+
+    @workflow.update(
+        description="Start one agent's attempt again ({taskId}): from its checkpoint, or from "
+        "scratch with {fresh}: true."
+    )
+    async def reset_task(self, req: ResetTaskRequest) -> InterventionResult:
+        core = await self._ready(lambda: self._core.checks.reset_task(req))
+        result, stops = core.people.reset_task(req)
+        self._apply(stops)
+        return result
+
+    @reset_task.validator
+    def _validate_reset_task(self, req: ResetTaskRequest) -> None:
+        self._validated(lambda: self._core.checks.reset_task(req))
+
+    @workflow.update(description="Seconds one agent's next attempt may take ({taskId}, {seconds}).")
+    async def set_task_timeout(self, req: TaskTimeoutRequest) -> InterventionResult:
+        return (await self._ready(lambda: self._core.checks.task_timeout(req))).people.task_timeout(
+            req
+        )
+
+    @set_task_timeout.validator
+    def _validate_task_timeout(self, req: TaskTimeoutRequest) -> None:
+        self._validated(lambda: self._core.checks.task_timeout(req))
 
     @workflow.update(
         description="Cancel one task (stopping it if it runs); its dependents stay blocked."

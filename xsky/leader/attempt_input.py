@@ -5,7 +5,7 @@ its queue — and, for the worker that checks an input against it, what a dispat
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xsky.artifacts import marker
@@ -186,7 +186,11 @@ class AttemptInputs:
         return text
 
     def settings_for(self, agent_id: str) -> Any:
-        return activity_settings(self.board.agents[agent_id].config, self.options)
+        settings = activity_settings(self.board.agents[agent_id].config, self.options)
+        task = self.board.tasks.get(agent_id)
+        if task is not None and task.timeout is not None:  # a person's (set_task_timeout)
+            return replace(settings, start_to_close=task.timeout)
+        return settings
 
     def uses_workspace(self, agent_id: str) -> bool:
         """Does this agent work in the run's workspace (files, commands, MCP servers)? Such
@@ -245,6 +249,7 @@ class AttemptInputs:
             goal=plan.task_prompt or plan.name or None,
             markers=markers,
             error_attempts=error_attempts,
+            resume=task.fresh != dispatch,  # reset_task --fresh: this dispatch from scratch
             # what this dispatch may spend (a run with a budget: xsky/leader/budget.py)
             budget_share=flight.share if (flight := self.budget.flights.get(agent_id)) else None,
         )

@@ -78,6 +78,7 @@ class TaskBoard:
             and agent_id not in self.active  # an earlier attempt is still winding down
             and task.stored == "pending"
             and task.waiting_on is None
+            and not task.held  # paused by a person, alone (pause_task)
             and self._missing.get(agent_id, 0) == 0
         )
 

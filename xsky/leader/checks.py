@@ -38,11 +38,13 @@ from xsky.leader.state import (
     NudgeRequest,
     PauseRequest,
     ReplanRequest,
+    ResetTaskRequest,
     ResumeRequest,
     RetryTaskRequest,
     SetBudgetRequest,
     SkipTaskRequest,
     TaskRequest,
+    TaskTimeoutRequest,
 )
 from xsky.leader.tasks import TaskState
 from xsky.plan.agent_config import tool_name
@@ -136,6 +138,36 @@ class Checks:
 
     def task(self, task_id: str) -> TaskState:
         return self.board.require(task_id, self.plans.version)
+
+    # -- one agent at a time ---------------------------------------------------------------------
+
+    def pause_task(self, req: TaskRequest) -> None:
+        self.open()
+        task = self.task(req.task_id)
+        if task.terminal:
+            raise Rejected(f"{task.id} has already ended ({task.stored}): nothing to pause")
+        if task.held:
+            raise Rejected(f"{task.id} is paused already; resume_task resumes it")
+
+    def resume_task(self, req: TaskRequest) -> None:
+        self.open()
+        task = self.task(req.task_id)
+        if not task.held:
+            raise Rejected(f"{task.id} is not paused (pause_task pauses one agent)")
+
+    def reset_task(self, req: ResetTaskRequest) -> None:
+        self.open()
+        task = self.task(req.task_id)
+        if task.terminal:
+            raise Rejected(f"{task.id} has already ended ({task.stored}): retry_task runs it again")
+
+    def task_timeout(self, req: TaskTimeoutRequest) -> None:
+        self.open()
+        task = self.task(req.task_id)
+        if task.terminal:
+            raise Rejected(f"{task.id} has already ended ({task.stored}): its timeout is moot")
+        if not 1 <= req.seconds <= 7 * 24 * 3600:
+            raise Rejected(f"a timeout of {req.seconds:g}s is not one: give 1 to 604800 seconds")
 
     def retry(self, req: RetryTaskRequest) -> None:
         self.open()

@@ -388,6 +388,8 @@ class LeaderCore:
             return False
         if self.requests.pending:
             return False  # a person still has to answer
+        if any(t.held and not t.terminal for t in self.board.state.tasks):
+            return False  # an agent a person paused waits for resume_task (or the run's end)
         return not self.board.any_ready()  # ready work while paused waits for resume
 
     def begin_drain(self) -> None:

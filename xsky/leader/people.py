@@ -32,11 +32,13 @@ from xsky.leader.state import (
     Nudge,
     NudgeRequest,
     PauseRequest,
+    ResetTaskRequest,
     RetryTaskRequest,
     RunFacts,
     SetBudgetRequest,
     SkipTaskRequest,
     TaskRequest,
+    TaskTimeoutRequest,
 )
 from xsky.leader.tasks import TaskState, subject_of
 from xsky.plan import dag
@@ -269,6 +271,59 @@ class People:
         """A refused message: counted, the last on the board, each in the permission log."""
         self.audit.refuse(what, payload, why, now, task_id)
         self.flow.changed = True
+
+    # -- one agent at a time (the checks are Checks.pause_task …) ----------------------------------
+
+    def pause_task(self, req: TaskRequest) -> tuple[InterventionResult, list[Command]]:
+        """Hold one agent: not dispatched until resumed; a running attempt is stopped (its
+        conversation is checkpointed after every model turn and tool call: it goes on from
+        there when resumed)."""
+        task = self.checks.task(req.task_id)
+        task.held = True
+        stops = self.board.stop(task.agent_id, StopReason.PAUSE) if task.stored in RUNNING else []
+        self.flow.changed = True
+        said = "its attempt is stopped; " if stops else ""
+        return InterventionResult(
+            message=f"{task.id} paused: {said}resume_task goes on from its checkpoint",
+            plan_version=self.plans.version,
+        ), stops
+
+    def resume_task(self, req: TaskRequest) -> InterventionResult:
+        task = self.checks.task(req.task_id)
+        task.held = False
+        self.board.consider(task.agent_id)
+        self.flow.changed = True
+        return InterventionResult(
+            message=f"{task.id} resumed: it runs again in its turn", plan_version=self.plans.version
+        )
+
+    def reset_task(self, req: ResetTaskRequest) -> tuple[InterventionResult, list[Command]]:
+        """Start one agent's attempt again: from its checkpoint, or from scratch (``fresh``)."""
+        task = self.checks.task(req.task_id)
+        if req.fresh:  # the next dispatch, and only it, starts from scratch
+            task.fresh = task.attempt + 1
+        stops = self.board.stop(task.agent_id, StopReason.RESTART) if task.stored in RUNNING else []
+        self.flow.changed = True
+        how = "from scratch" if req.fresh else "from its checkpoint"
+        when = "now" if stops else "when it next starts"
+        return InterventionResult(
+            message=f"{task.id} reset: its attempt starts again {how}, {when}",
+            plan_version=self.plans.version,
+        ), stops
+
+    def task_timeout(self, req: TaskTimeoutRequest) -> InterventionResult:
+        task = self.checks.task(req.task_id)
+        task.timeout = req.seconds
+        self.flow.changed = True
+        running = (
+            " (the attempt running now keeps its own: reset_task applies it at once)"
+            if task.stored in RUNNING
+            else ""
+        )
+        return InterventionResult(
+            message=f"{task.id}: its next attempt may take {req.seconds:g}s{running}",
+            plan_version=self.plans.version,
+        )
 
     def pause(self, req: PauseRequest) -> list[Command]:
         self.run.paused = True

@@ -397,6 +397,19 @@ class SkipTaskRequest(TaskRequest):
     result: str = ""
 
 
+class ResetTaskRequest(TaskRequest):
+    """``reset_task``: start one agent's attempt again — from its checkpoint (its conversation
+    so far), or with ``fresh`` from scratch."""
+
+    fresh: bool = False
+
+
+class TaskTimeoutRequest(TaskRequest):
+    """``set_task_timeout``: seconds one agent's next attempt may take (start to close)."""
+
+    seconds: float
+
+
 class AnswerRequest(WireModel):
     request_id: str
     text: str

@@ -68,6 +68,11 @@ class TaskState(WireModel):
     # How the leader checked its result when it could not consult its coordinator: "not
     # checked (budget)" (None: checked, or not a result the leader checks).
     check: str | None = None
+    # One agent steered by a person (pause_task, reset_task, set_task_timeout): held back from
+    # dispatch; the dispatch that starts without its checkpoint (0: none); its attempts' timeout.
+    held: bool = False
+    fresh: int = 0
+    timeout: float | None = None
 
     @property
     def terminal(self) -> bool:
@@ -108,6 +113,10 @@ def derive_statuses(tasks: Mapping[str, TaskState]) -> dict[str, tuple[TaskStatu
                 continue
             if task.waiting_on is not None:
                 out[tid] = ("blocked", f"waiting for request {task.waiting_on}")
+                stack.pop()
+                continue
+            if task.held:
+                out[tid] = ("blocked", "paused by a person (resume_task)")
                 stack.pop()
                 continue
             todo = [d for d in task.blocked_by if d in tasks and d not in out and d not in stack]
