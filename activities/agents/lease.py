@@ -43,6 +43,7 @@ from pathlib import Path
 from activities import beat as beats
 from activities.agents.beat import Beat
 from activities.agents.storage import stored
+from activities.sandbox.pids import alive as process_alive
 from activities.storage.local import LocalStore
 from xsky.storage import ObjectStore
 
@@ -69,7 +70,7 @@ class Holder:
         return self.host == socket.gethostname()
 
     def alive(self, ttl: float) -> bool:
-        if self.here and not _process_exists(self.pid):
+        if self.here and not process_alive(self.pid):
             return False
         return self.age < ttl
 
@@ -197,13 +198,3 @@ def _cadence() -> float:
     except RuntimeError:  # not in an activity (tests, tools)
         return RENEW
     return every if every is not None else RENEW
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from activities.sandbox.pids import alive as process_alive
+
 log = logging.getLogger("xsky.sandbox")
 
 SWEEP = 0.01  # seconds between two looks for processes that started during a freeze
@@ -284,7 +286,7 @@ def _sweep_dead(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             owner = entry.name.removeprefix("xsky-").partition("-freeze-")[0]
-            if entry.name.startswith("xsky-") and owner.isdigit() and not _alive(int(owner)):
+            if entry.name.startswith("xsky-") and owner.isdigit() and not process_alive(int(owner)):
                 _write(entry / "freezer.state", "THAWED")
                 for pid in _read(entry / "cgroup.procs").split():
                     _write(parent / "cgroup.procs", pid)
@@ -303,16 +305,6 @@ def _remove(folder: Path) -> None:
                 origin = folder.parent
                 _write(origin / "cgroup.procs", pid)
             time.sleep(0.002)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _state(pid: int) -> str | None:

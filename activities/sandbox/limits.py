@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.sandbox.pids import alive as process_alive
+
 log = logging.getLogger("xsky.sandbox")
 
 GiB = 1024**3
@@ -153,20 +155,10 @@ def _sweep(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             name = entry.name
-            if name.startswith("xsky-") and name[5:].isdigit() and not _alive(int(name[5:])):
+            if name.startswith("xsky-") and name[5:].isdigit() and not process_alive(int(name[5:])):
                 for child in [*entry.glob("*/"), entry]:
                     with contextlib.suppress(OSError):
                         child.rmdir()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _forget(where: Hierarchy) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.sandbox import bwrap
+from activities.sandbox.pids import alive as process_alive
 from activities.tools import ToolContext, ToolError
 from xsky.plan.variables import SHELL_VALUE_RE
 
@@ -33,18 +34,8 @@ def sweep_stale() -> None:
     """Remove the values folders of workers that are gone (killed before their cleanup)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
         pid = folder.name.removeprefix(PREFIX).split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def checked(raw: Any, tool: str) -> dict[str, str]:
