@@ -20,13 +20,12 @@ import json
 import re
 
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Step, Workflow, WorkflowAgent
+from xsky.plan.models import Workflow, WorkflowAgent, unused_id
 from xsky.plan.steps import inputs as steps_inputs
+from xsky.plan.steps import outputs
+from xsky.plan.variables import ITEM, reaches
 from xsky.plan.watches import lower_watches
 
-ITEM = "item"  # {{item}}: the item's text
-ITEM_INDEX = "item_index"  # {{item_index}}: its number, from 1
-ITEM_NAMES = (ITEM, ITEM_INDEX)
 MAX_ITEMS = 1000  # items one forEach may have (each is an agent of the run)
 GATHER = "gather"  # the direct tool that gathers the items' results
 _ITEM_ID = re.compile(r"^(.+)\[([1-9][0-9]{0,4})\]$")
@@ -121,23 +120,6 @@ def expand(wf: Workflow, agent_id: str, items: list[str]) -> Workflow:
 # -- a forEach among an agent's steps (Eko's <forEach items="x">) ---------------------------------
 
 
-def _fresh(wanted: str, taken: set[str]) -> str:
-    agent_id, n = wanted, 2
-    while agent_id in taken:
-        agent_id, n = f"{wanted}{n}", n + 1
-    taken.add(agent_id)
-    return agent_id
-
-
-def _outputs(steps: list[Step]) -> set[str]:
-    names: set[str] = set()
-    for step in steps:
-        if step.output:
-            names.add(step.output)
-        names |= _outputs(step.steps)
-    return names
-
-
 def lower(wf: Workflow) -> tuple[Workflow, list[str]]:
     """The plan as it runs: each forEach among an agent's steps made of durable agents
     (:func:`lower_loops`), each watch of a page a durable watch
@@ -162,19 +144,19 @@ def pass_named_values(wf: Workflow) -> tuple[Workflow, list[str]]:
     ``{{x}}``. Passed like ``{{agent_N_result}}``: the same size rules and references."""
     producer: dict[str, str] = {}
     for a in wf.agents:
-        for name in sorted(_outputs(a.steps)):
+        for name in sorted(outputs(a.steps)):
             producer.setdefault(name, a.id)
     by_id = {a.id: a for a in wf.agents}
     agents: list[WorkflowAgent] = []
     said: list[str] = []
     for agent in wf.agents:
-        wanted = sorted(steps_inputs(agent.steps) - _outputs(agent.steps))
+        wanted = sorted(steps_inputs(agent.steps) - outputs(agent.steps))
         given: list[str] = []
         depends = list(agent.depends)
         for name in wanted:
             source = producer.get(name)
             if source is not None and source != agent.id:
-                if not _reaches(agent.id, source, depends, by_id):
+                if not reaches(depends, source, by_id):
                     depends.append(source)
                 given.append(f"{name}:\n{{{{agent_{source}_result}}}}")
             elif name in wf.variables:
@@ -195,20 +177,6 @@ def pass_named_values(wf: Workflow) -> tuple[Workflow, list[str]]:
     return wf.model_copy(update={"agents": agents}), said
 
 
-def _reaches(start: str, target: str, depends: list[str], by_id: dict[str, WorkflowAgent]) -> bool:
-    seen: set[str] = set()
-    todo = list(depends)
-    while todo:
-        d = todo.pop()
-        if d == target:
-            return True
-        if d in seen or d not in by_id:
-            continue
-        seen.add(d)
-        todo.extend(by_id[d].depends)
-    return False
-
-
 def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
     """The plan with each agent whose steps hold a ``<forEach>`` made of durable agents, and
     one line per agent so changed.
@@ -223,7 +191,7 @@ def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
     if not any(s.kind == "forEach" for a in wf.agents for s in a.steps):
         return wf, []
     taken = {a.id for a in wf.agents}
-    producer = {name: a.id for a in wf.agents for name in _outputs(a.steps)}
+    producer = {name: a.id for a in wf.agents for name in outputs(a.steps)}
     agents: list[WorkflowAgent] = []
     said: list[str] = []
     for agent in wf.agents:
@@ -242,7 +210,7 @@ def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
             source = f"{{{{agent_{source_agent}_result}}}}"
             depends = list(dict.fromkeys([*depends, source_agent]))
         elif before:
-            list_id = _fresh(f"{agent.id}.list", taken)
+            list_id = unused_id(f"{agent.id}.list", taken)
             what = f'the list "{name}"' if name else "the list"
             made.append(
                 agent.model_copy(
@@ -259,7 +227,7 @@ def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
         else:
             agents.append(agent)  # a list from nowhere: the agent reads it as an instruction
             continue
-        each_id = _fresh(f"{agent.id}.each", taken) if after else agent.id
+        each_id = unused_id(f"{agent.id}.each", taken) if after else agent.id
         made.append(
             agent.model_copy(
                 update={"id": each_id, "steps": loop.steps, "for_each": source, "depends": depends}

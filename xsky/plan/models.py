@@ -84,6 +84,16 @@ class Step(WireModel):
     steps: list[Step] = Field(default_factory=list)
 
 
+def unused_id(wanted: str, taken: set[str]) -> str:
+    """``wanted``, or ``wanted2``, ``wanted3`` … if taken; the id returned is taken from now on
+    (ids a plan grows for itself: a loop's ``3.list``, a watch's ``3.page``)."""
+    agent_id, n = wanted, 2
+    while agent_id in taken:
+        agent_id, n = f"{wanted}{n}", n + 1
+    taken.add(agent_id)
+    return agent_id
+
+
 class WorkflowAgent(WireModel):
     """One agent of a plan. ``name`` is the agent kind or role; ``id`` is unique in the plan."""
 

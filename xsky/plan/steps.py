@@ -184,14 +184,19 @@ def inputs(steps: list[Step]) -> set[str]:
     return {name for _, step in _walk(steps) for name in names(step.input)}
 
 
+def outputs(steps: list[Step]) -> set[str]:
+    """Every variable name the steps store (``output``), at any depth."""
+    return {name for _, step in _walk(steps) for name in names(step.output)}
+
+
 def input_problems(workflow: Workflow, variables: Collection[str] = ()) -> list[Problem]:
     """Every step ``input`` that nothing outputs: no step of the plan, no workflow variable
     (declared or given as ``variables``). Each problem names its agent and step path."""
     walked = [
         (i, path, step) for i, a in enumerate(workflow.agents) for path, step in _walk(a.steps)
     ]
-    outputs = {n for _, _, step in walked for n in names(step.output)}
-    known = outputs | set(workflow.variables) | set(variables)
+    stored = {n for a in workflow.agents for n in outputs(a.steps)}
+    known = stored | set(workflow.variables) | set(variables)
     problems = []
     for index, path, step in walked:
         for name in names(step.input):

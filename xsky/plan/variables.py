@@ -32,7 +32,6 @@ from xsky.artifacts import is_marker
 from xsky.errors import Problem, UsageError
 from xsky.plan import steps
 from xsky.plan.fields import field_value
-from xsky.plan.loops import ITEM_NAMES
 from xsky.plan.models import Workflow, WorkflowAgent
 
 # ([…] in a name: `agent_3[2]_result`, a forEach item's result, xsky.plan.loops)
@@ -43,6 +42,12 @@ RAW = "raw:"
 _AGENT_REF = re.compile(r"^agent_(.+?)_result(?:\.([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*))?$")
 
 RefKind = Literal["agent", "variable", "context"]
+
+# {{item}} and {{item_index}}: a forEach item's text and number, a watch firing's change
+# (xsky/plan/loops.py, xsky/plan/watches.py): values only those agents have.
+ITEM = "item"
+ITEM_INDEX = "item_index"
+ITEM_NAMES = (ITEM, ITEM_INDEX)
 
 
 @dataclass(frozen=True)
@@ -222,10 +227,15 @@ def item_values(agent: WorkflowAgent) -> dict[str, str]:
 
 
 def _depends_on(agent: WorkflowAgent, target: str, by_id: Mapping[str, WorkflowAgent]) -> bool:
-    if target in agent.depends:  # the common case, O(1)-ish
+    return reaches(agent.depends, target, by_id)
+
+
+def reaches(depends: list[str], target: str, by_id: Mapping[str, WorkflowAgent]) -> bool:
+    """Does an agent with these ``depends`` depend on ``target``, directly or through others?"""
+    if target in depends:  # the common case, O(1)-ish
         return True
     seen: set[str] = set()
-    todo = list(agent.depends)
+    todo = list(depends)
     while todo:
         d = todo.pop()
         if d == target:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.models import Workflow, WorkflowAgent, unused_id
 from xsky.wire import WireModel
 
 WATCH = "watch"  # the config key, and the direct tool of a poll
@@ -279,10 +279,7 @@ def lower_watches(wf: Workflow) -> tuple[Workflow, list[str]]:
         ):
             agents.append(agent)
             continue
-        page_id, n = f"{agent.id}.page", 2
-        while page_id in taken:
-            page_id, n = f"{agent.id}.page{n}", n + 1
-        taken.add(page_id)
+        page_id = unused_id(f"{agent.id}.page", taken)
         page = agent.model_copy(
             update={
                 "id": page_id,
