@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 
-from client.resume import LINEAGE, MAX_CARRIED, agent_ids
+from client.resume import LINEAGE, MAX_CARRIED, agent_ids, continued_input, inherited_workspace
 from xsky.errors import UsageError
 from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -79,17 +79,14 @@ def fork_input(
             f"{run_id} has {len(kept)} results to carry; a fork carries at most {MAX_CARRIED}",
             "fork at an earlier agent, or replan the rest as a new run",
         )
-    inherited = first.resume.workspace_of if first.resume is not None else run_id
-    return RunInput(
-        workflow=new,
-        variables=first.variables,
-        context=first.context,
-        options=first.options.model_copy(update={"review": False}),
-        roles=first.roles,
-        permissions=permissions,
-        resume=ResumeFrom(
+    return continued_input(
+        first,
+        new,
+        permissions,
+        ResumeFrom(
             run_id=run_id,
-            workspace_of=inherited if ended else own_id,  # a running run's workspace is its own
+            # a running run's workspace is its own: the fork gets one of its own too
+            workspace_of=inherited_workspace(run_id, first) if ended else own_id,
             carried=kept,
             rerun=[at],
         ),

@@ -94,7 +94,29 @@ def follow_up_input(
             f"{MAX_CARRIED}",
             "replan the remaining work as a new run instead",
         )
-    workspace_of = first.resume.workspace_of if first.resume is not None else run_id
+    return continued_input(
+        first,
+        wf,
+        permissions,
+        ResumeFrom(
+            run_id=run_id,
+            workspace_of=inherited_workspace(run_id, first),
+            carried=carried,
+            rerun=rerun,
+        ),
+    )
+
+
+def inherited_workspace(run_id: str, first: RunInput) -> str:
+    """The workspace a run continuing ``run_id`` works in: the first of its chain's."""
+    return first.resume.workspace_of if first.resume is not None else run_id
+
+
+def continued_input(
+    first: RunInput, wf: Workflow, permissions: PermissionSettings, resume: ResumeFrom
+) -> RunInput:
+    """A run that goes on from another (a follow-up, a fork): ``first``'s variables, context,
+    options (no second review) and roles, ``wf`` as its plan, ``resume`` what it carries."""
     return RunInput(
         workflow=wf,
         variables=first.variables,
@@ -102,7 +124,7 @@ def follow_up_input(
         options=first.options.model_copy(update={"review": False}),
         roles=first.roles,
         permissions=permissions,
-        resume=ResumeFrom(run_id=run_id, workspace_of=workspace_of, carried=carried, rerun=rerun),
+        resume=resume,
     )
 
 
