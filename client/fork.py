@@ -17,8 +17,9 @@ import uuid
 
 from client.resume import LINEAGE, MAX_CARRIED, agent_ids, continued_input, inherited_workspace
 from xsky.errors import UsageError
+from xsky.leader.replan import same_definition
 from xsky.plan import dag
-from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.plan.models import Workflow
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 from xsky.security.permissions import PermissionSettings
 
@@ -38,11 +39,6 @@ def edited(wf: Workflow, agent_id: str, task: str | None, input_text: str | None
     return wf.model_copy(update={"agents": agents})
 
 
-def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
-    keep = ("name", "task", "input", "config", "depends", "steps", "for_each", "item")
-    return all(getattr(a, k) == getattr(b, k) for k in keep)
-
-
 def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -> list[AgentReport]:
     """The results the fork keeps: of agents that completed (or were skipped), are not ``at``
     nor downstream of it in the new plan, and whose definition the new plan did not change."""
@@ -53,7 +49,7 @@ def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -
     for r in reports:
         if r.status not in ("completed", "skipped") or r.id in again or r.id not in after:
             continue
-        if r.id in before and not _same(before[r.id], after[r.id]):
+        if r.id in before and not same_definition(before[r.id], after[r.id]):
             continue  # the new plan asks something else of it: it runs again
         kept.append(r)
     return kept

@@ -119,6 +119,22 @@ def test_merge_keeps_completed_resets_failed_adds_and_removes():
     assert change.summary() == "added 5; removed 4; restarting 3; retrying 2"
 
 
+def test_a_replan_that_changes_only_an_agents_steps_or_loop_restarts_it():
+    from xsky.plan.models import Step
+
+    old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2")])
+    tasks = board(old, **{"1": "in_progress", "2": "in_progress"})
+    new = Workflow(
+        name="p",
+        task_id="t",
+        agents=[
+            agent("1").model_copy(update={"steps": [Step(text="a new first step")]}),
+            agent("2").model_copy(update={"for_each": "{{topics}}"}),
+        ],
+    )
+    assert merge_plan(old, tasks, new, "run").restarted == ["1", "2"]
+
+
 def test_merge_withdraws_a_question_when_its_task_changes_or_goes():
     old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2")])
     tasks = board(old)

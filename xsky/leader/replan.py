@@ -49,14 +49,13 @@ class PlanChange:
         return "; ".join(parts) or "no task changed"
 
 
-def _same(a: WorkflowAgent, b: WorkflowAgent) -> bool:
-    return (a.name, a.task, a.input, a.config, a.depends) == (
-        b.name,
-        b.task,
-        b.input,
-        b.config,
-        b.depends,
-    )
+# What an agent is asked to do: a change to any of these is a new definition (its steps, its
+# loop and a loop item's item included, since plans may carry them).
+DEFINITION = ("name", "task", "input", "config", "depends", "steps", "for_each", "item")
+
+
+def same_definition(a: WorkflowAgent, b: WorkflowAgent) -> bool:
+    return all(getattr(a, k) == getattr(b, k) for k in DEFINITION)
 
 
 def new_task(
@@ -93,7 +92,7 @@ def merge_plan(
             change.tasks.append(new_task(agent, run_id, variables))
             change.added.append(agent.id)
             continue
-        unchanged = agent.id in old_agents and _same(old_agents[agent.id], agent)
+        unchanged = agent.id in old_agents and same_definition(old_agents[agent.id], agent)
         task.description = with_values(agent.task, variables or {})
         task.subject = subject_of(task.description)
         task.assigned_agent = agent.name
