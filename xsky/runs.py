@@ -288,6 +288,8 @@ class RequestPayload(Wire):
     arguments: dict[str, Any] | None = None
     rule: str | None = None
     hard: bool = False  # only a person may approve it (see HumanRequest.hard)
+    # The only answers a question takes (a tool call in doubt: xsky/in_doubt.py); None: any.
+    choices: list[str] | None = None
 
 
 class DecisionRecord(Wire):

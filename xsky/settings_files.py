@@ -82,6 +82,9 @@ class PermissionRules(_Strict):
     # Calls the leader may approve in a person's place (allow-rule grammar). Read from the
     # leader worker's own user settings only, like every security setting.
     delegate: list[str] = Field(default_factory=list)
+    # Calls that must not run again unasked when a worker died during them (allow-rule
+    # grammar; xsky/security/idempotence.py): a person decides whether to repeat them.
+    effects: list[str] = Field(default_factory=list)
 
 
 class LimitsSettings(WireModel):
@@ -246,7 +249,7 @@ _KNOWN = {
     "disabledMcpjsonServers, enableAllProjectMcpServers, mcpServerGrants",
     "prices": "input, output (USD per million tokens)",
     "roles": "description, systemPrompt, allowedTools, requestedTools, skillNames, suggestedModel",
-    "permissions": "allow, ask, deny, delegate",
+    "permissions": "allow, ask, deny, delegate, effects",
     "security": "permission_mode, sandbox, sandbox_user, read_only_paths, workspace_roots, limits",
     "limits": "memory, processes, cpu_weight, open_files, file_size, disk, tmp, disk_reserve, browser_memory",
     "skills": "sources (each: kind, path)",
@@ -291,7 +294,7 @@ def parse_settings(text: str, path: str) -> SettingsFile:
     settings: SettingsFile = _validated(
         SettingsFile, text, path, '{"roles": {…}, "permissions": {…}}'
     )
-    for effect in ("allow", "ask", "deny", "delegate"):
+    for effect in ("allow", "ask", "deny", "delegate", "effects"):
         for rule in getattr(settings.permissions, effect):
             problems = rule_problems([rule])
             if problems:
@@ -409,6 +412,7 @@ def permission_settings(layers: list[SettingsLayer]) -> PermissionSettings:
                 allow=layer.settings.permissions.allow,
                 ask=layer.settings.permissions.ask,
                 deny=layer.settings.permissions.deny,
+                effects=layer.settings.permissions.effects,
             )
             for layer in layers
         ],

@@ -319,6 +319,7 @@ class AgentActivities:
             workspace_host=activity.info().task_queue == self.settings.host_queue(),
             tail=tail,
             fresh=start.fresh,
+            start=start,
         )
         if a.snapshots is not None:
             async with self._moving(a.snapshots.key):

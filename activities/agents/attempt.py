@@ -25,7 +25,7 @@ from activities import llm
 from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints
 from activities.agents.key import AgentKey
-from activities.agents.ledger import AttemptLedger
+from activities.agents.ledger import AttemptLedger, Start
 from activities.agents.transcripts import LogTail
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
@@ -117,6 +117,8 @@ class Attempt:
     publish_command: Callable[[], None] | None
     mcp_pool: McpPool  # the worker's MCP sessions
     mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
+    ledger: AttemptLedger  # the dispatch's ledger (a direct call that may not be repeated marks it)
+    start: Start  # what the attempt learnt from that ledger as it began
 
 
 def prepare(
@@ -135,6 +137,7 @@ def prepare(
     workspace_host: bool = False,
     tail: LogTail | None = None,
     fresh: bool = False,
+    start: Start | None = None,
 ) -> Attempt:
     """The attempt ``inp`` asks for, as this worker lets it run (raises a non-retryable
     ApplicationError for broken settings, a refused workspace, a missing artifact or a model
@@ -249,6 +252,8 @@ def prepare(
         publish_command=publish,
         mcp_pool=mcp or McpPool(),
         mcp_servers=configured(settings, layers),
+        ledger=ledger,
+        start=start or (Start.first() if fresh else Start(None, False, 0)),
     )
 
 

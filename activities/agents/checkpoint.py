@@ -40,6 +40,12 @@ class Checkpoint(WireModel):
     # Of the agent's steps (<nodes>), how many its model said it finished (step_done): a retry
     # resumes at the next, and the board says which it is at.
     steps_done: int = 0
+    # The call that may be running: the first of ``pending_calls`` when it may change something,
+    # named in the save before it starts (activities/agents/in_doubt.py). An attempt that resumes
+    # to find it there knows it may have run. ``doubt_acted``: the number of the last answer
+    # about it a person gave that was acted on (xsky/in_doubt.py).
+    calling: str | None = None
+    doubt_acted: int = 0
 
 
 @dataclass(frozen=True)

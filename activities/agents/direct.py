@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from temporalio.exceptions import ApplicationError
 
+from activities.agents import in_doubt
 from activities.agents.attempt import Attempt
 from activities.agents.transcripts import AgentLog
 from activities.mcp.toolset import McpToolset
@@ -113,7 +114,10 @@ async def run_direct(a: Attempt) -> AgentOutcome:
             # An MCP tool: its server's offer first (its hints inform the gate's defaults).
             fn = found or await mcp_tool(a, name, held)
             await _gate(a, *_gated(name, args), agent_log)
-            out = await fn(a.ctx, args)
+            # A call that may have run already (its worker died during it) is not repeated
+            # unasked when it must not be: a person's answer may stand in for it.
+            decided = await in_doubt.before_direct_call(a, name, args, agent_log)
+            out = decided if decided is not None else await fn(a.ctx, args)
         except ToolError as e:
             agent_log.outcome("failed", error=str(e))
             raise ApplicationError(
@@ -251,6 +255,7 @@ def _waiting(a: Attempt, need: NeedsHuman, agent_log: AgentLog) -> AgentOutcome:
             arguments=need.arguments,
             rule=need.rule,
             hard=need.hard,
+            choices=need.choices,
         ),
         started_at=a.started,
         decisions=a.gate.decisions,

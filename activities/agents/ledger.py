@@ -45,6 +45,8 @@ from xsky.storage import ObjectStore
 
 # The activity ids the leader gives a dispatch's attempts (workflows/leader/io.py), and, with
 # "-r<n>", an activity of the dispatch sent again to another host (workflows/leader/hosts.py).
+# The ledger line an attempt writes before a call that must not be repeated unasked.
+CALLING = "calling"
 _DISPATCH_ACTIVITY = re.compile(r".+-v\d+-d\d+(?:-r(\d+))?")
 
 
@@ -205,29 +207,49 @@ class AttemptLedger:
             (
                 e
                 for e in reversed(before)
-                if _number(e) == attempt - 1 and e.get("kind") != "started"
+                if _number(e) == attempt - 1 and e.get("kind") not in ("started", CALLING)
             ),
             None,
         )
         errors = sum(1 for e in before if e.get("kind") == "error")
+        # A call that must not be repeated unasked, started by an attempt that then ended
+        # without an outcome (its end would have been kept): it may have run.
+        # (An attempt that wrote an error after it ended with the call's failure: not in doubt.)
+        failed = {_number(e) for e in before if e.get("kind") == "error"}
+        calling = next(
+            (
+                str(e.get("reason"))
+                for e in reversed(before)
+                if e.get("kind") == CALLING and _number(e) not in failed
+            ),
+            None,
+        )
         if attempt <= 1:
-            return Start(None, False, errors, kept)
+            return Start(None, False, errors, kept, calling=calling)
         if ended is not None:
             return Start(
                 f"{ended.get('kind')}: {ended.get('reason')}",
                 ended.get("kind") == "error",
                 errors,
                 kept,
+                calling=calling,
             )
         if last_word is not None and "the artifact store at " in last_word:
-            return Start(f"error: {last_word}", True, errors + 1, kept)
+            return Start(f"error: {last_word}", True, errors + 1, kept, calling=calling)
         beat = f" for {heartbeat_timeout:g}s" if heartbeat_timeout else ""
         return Start(
             f"worker lost: no heartbeat{beat} (killed, crashed, stopped or cut off)",
             False,
             errors,
             kept,
+            calling=calling,
         )
+
+    def calling(self, attempt: int, call: str) -> None:
+        """``attempt`` is about to make ``call``, one that must not run again unasked: a later
+        attempt that finds this line (and no outcome) knows it may have run. Written durably,
+        before the call; only such calls are (an ordinary one costs no write)."""
+        self._write({"attempt": attempt, "kind": CALLING, "reason": call[:300]}, sync=True)
 
     def _write(self, entry: dict[str, object], *, sync: bool) -> None:
         self.store.append(self.key, (json.dumps(entry) + "\n").encode(), sync=sync)
@@ -244,6 +266,9 @@ class Start:
     # The dispatch's first attempt: nothing of its dispatch can be in the store yet (nothing
     # was read, and nothing needs to be: no kept outcome, lease, command record or checkpoint).
     fresh: bool = False
+    # A call an earlier attempt of the dispatch began and never reported (see
+    # :meth:`AttemptLedger.calling`): how it was shown; None when there is none.
+    calling: str | None = None
 
     @classmethod
     def first(cls) -> Start:

@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import llm, metrics
+from activities.agents import in_doubt
 from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
@@ -27,6 +28,7 @@ from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
 from activities.tools.skills import SkillLibrary
+from xsky.in_doubt import Doubt
 from xsky.leader.stall import LoopDetector
 from xsky.leader.state import TaskRequest
 from xsky.outcomes import model_answer
@@ -109,6 +111,8 @@ class AgentLoop:
         # before any model call: a USD budget with an unpriced model fails here
         self.meter = Meter(a.share, a.prices, target.model, a.key.dispatch_key, a.settings_file)
         self.cp: Checkpoint | None = None
+        # The call the checkpoint this attempt resumed from says may have been running.
+        self.doubtful: str | None = None
 
     def keep_transcript(self, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on
@@ -192,6 +196,8 @@ class AgentLoop:
         else:
             self.beat.progress(f"resuming at iteration {cp.iteration + 1} from the checkpoint")
             self.log.event("resumed", iteration=cp.iteration, pendingCalls=len(cp.pending_calls))
+        if cp.iteration and cp.pending_calls and cp.pending_calls[0]["id"] == cp.calling:
+            self.doubtful = cp.calling
         self.cp = cp
         self.meter.begin(cp)
         detector = LoopDetector()
@@ -276,6 +282,7 @@ class AgentLoop:
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
             cp.pending_calls = calls
+            self._mark(cp, calls, 0)
             self.checkpoints.save(cp)
             waiting = await self._run_calls(cp, calls, detector)
             self._after_iteration(cp, calls)
@@ -417,10 +424,13 @@ class AgentLoop:
                     non_retryable=True,
                 )
             try:
+                decided = self._in_doubt(cp, call, args) if call["id"] == self.doubtful else None
                 async with metrics.tool_span(call["name"]):
-                    content = await self._call(call, args)
+                    content = decided if decided is not None else await self._call(call, args)
             except NeedsHuman as need:
                 self.log.decisions()
+                if not need.choices:  # asked before it ran; a call in doubt stays marked
+                    cp.calling = None
                 cp.pending_calls = calls[index:]
                 self.checkpoints.save(cp)
                 kind: Literal["question", "needs_approval"] = (
@@ -434,6 +444,7 @@ class AgentLoop:
                         arguments=need.arguments,
                         rule=need.rule,
                         hard=need.hard,
+                        choices=need.choices,
                     ),
                     tokens=cp.tokens,
                     iterations=cp.iteration,
@@ -464,7 +475,16 @@ class AgentLoop:
             time.monotonic() - started if started else 0.0,
         )
         cp.pending_calls = calls[index + 1 :]
+        self._mark(cp, calls, index + 1)
         self.checkpoints.save(cp)
+
+    def _mark(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int) -> None:
+        """Name the call about to run in the checkpoint's next save, when it may change
+        something: should the worker die during it, the next attempt knows it may have run."""
+        call = calls[index] if index < len(calls) else None
+        calling = call["id"] if call is not None and self.gate.tracked(call["name"]) else None
+        if calling != cp.calling:
+            cp.calling, cp.doubt_acted = calling, 0
 
     def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
         cp.messages.append(
@@ -474,6 +494,30 @@ class AgentLoop:
                 "content": cap_text(content, TOOL_RESULT_CHARS, "tool output")[0],
             }
         )
+
+    def _in_doubt(self, cp: Checkpoint, call: dict[str, Any], args: dict[str, Any]) -> str | None:
+        """The call this attempt resumed at may have run (its worker died during it): None to
+        run it again (it may be repeated, or a person said again), or what the model is told
+        in its place; raises NeedsHuman when a person must decide."""
+        self.doubtful = None
+        name = call["name"]
+        why = self.gate.not_repeatable(name, args, self.config)
+        doubt = Doubt(self.a.key.task_id, call["id"], name, args, why or "")
+        if why is None:
+            self.log.event("in_doubt", call=call["id"], tool=name, repeated=True)
+            self.beat.progress(in_doubt.repeated_note(doubt))
+            return None
+        decided = doubt.decision(self.a.answers, cp.doubt_acted)
+        if decided is None:
+            raise in_doubt.ask(doubt, self.a.answers, self.log, self.beat.progress)
+        cp.doubt_acted, choice, note = decided
+        self.log.event("in_doubt_decided", call=call["id"], tool=name, choice=choice)
+        if choice == "again":
+            self.checkpoints.save(
+                cp
+            )  # acted on: should it be in doubt again, a person is asked anew
+            return None
+        return in_doubt.told(choice, note)
 
     async def _call(self, call: dict[str, Any], args: dict[str, Any]) -> str:
         name = call["name"]

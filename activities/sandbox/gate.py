@@ -21,9 +21,11 @@ from activities import metrics
 from activities.sandbox import checker
 from activities.tools import NeedsHuman
 from xsky.runs import DecisionRecord, ToolApproval  # the approvals' type, as AgentInput has it
+from xsky.security import idempotence
 from xsky.security.mcp import Hint, is_mcp
 from xsky.security.permissions import MAX_COMMAND, Decision, PermissionSettings, decide
 from xsky.security.roles import RoleCapabilityModel
+from xsky.security.rules import effect_rules
 from xsky.security.tools import PROCESS_TOOLS  # the tools that start processes (the exec flag)
 
 log = logging.getLogger("xsky.security.permissions")
@@ -118,6 +120,25 @@ class Gate:
             )
         )
         return decision
+
+    def tracked(self, tool: str) -> bool:
+        """Is a call of ``tool`` one that may change something (kept track of while it runs, so
+        a retry knows it may have run)? Reads are not: one that may have run is read again."""
+        return idempotence.changes_something(tool, self.hints.get(tool) == "read_only")
+
+    def not_repeatable(
+        self, tool: str, arguments: dict[str, Any], config: dict[str, Any] | None
+    ) -> str | None:
+        """Why this call, should it have run already, must not run again unasked (None: it
+        may), by the worker's ``permissions.effects`` rules, the agent's config and the call."""
+        return idempotence.not_repeatable(
+            tool,
+            arguments,
+            effects=effect_rules(self.permissions),
+            config=config,
+            mcp_read_only=self.hints.get(tool) == "read_only",
+            workspace=self.workspace,
+        )
 
     def would(self, tool: str) -> Decision:
         """The decision on a tool whose rules take no arguments (an MCP tool), not recorded:

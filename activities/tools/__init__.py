@@ -47,6 +47,7 @@ class NeedsHuman(Exception):
         arguments: dict[str, Any] | None = None,
         rule: str | None = None,
         hard: bool = False,
+        choices: list[str] | None = None,
     ):
         super().__init__(question or f"approve {tool}")
         self.kind = kind  # "question" | "needs_approval"
@@ -57,6 +58,8 @@ class NeedsHuman(Exception):
         # only a person may approve it (the checker could not vouch for the call, or the role
         # is one the worker does not know): the leader never approves it in their place
         self.hard = hard
+        # The only answers the question takes (a call in doubt: again, skip, done); None: any.
+        self.choices = choices
 
 
 @dataclass

@@ -51,6 +51,7 @@ from xsky.plan.agent_config import tool_name
 from xsky.plan.models import RoleCapabilityModel, Workflow
 from xsky.plan.planning import problems_text
 from xsky.plan.xml import parse_workflow
+from xsky.security.idempotence import choice_of
 from xsky.security.roles import role_problems
 
 
@@ -231,6 +232,11 @@ class Checks:
             )
         if not req.text.strip():
             raise Rejected("the answer is empty")
+        if request.choices and not choice_of(req.text)[0]:
+            raise Rejected(
+                f"{request.id} takes one of: {', '.join(request.choices)} (done may say what the "
+                f"call returned: 'done: …'); got {req.text.strip()[:60]!r}"
+            )
         long = over(
             "answer",
             req.text,

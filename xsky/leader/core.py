@@ -547,6 +547,12 @@ class LeaderCore:
         if outcome.kind == "question":
             question = cut(req.question or "(no question text)", QUESTION_CHARS)
             request = self.requests.new("question", task, question, now)
+            if req.choices:  # a call in doubt: its call, for the delegated rules and the board
+                request.choices, request.tool, request.arguments = (
+                    req.choices,
+                    req.tool,
+                    req.arguments,
+                )
         else:
             args = ", ".join(f"{k}={v!r}" for k, v in (req.arguments or {}).items())
             request = self.requests.new("approval", task, f"{req.tool}({args[:300]})", now)

@@ -60,6 +60,8 @@ class HumanRequest(WireModel):
     # An approval only a person may give (the checker could not vouch for the call, or the
     # role is one the worker does not know): never delegated to the leader.
     hard: bool = False
+    # The only answers a question takes (a tool call in doubt: again, skip, done[: note]).
+    choices: list[str] | None = None
 
 
 class AuditEntry(WireModel):

@@ -64,6 +64,8 @@ class PermissionLayer(WireModel):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # Calls not to repeat unasked after a worker died during them (xsky/security/idempotence.py).
+    effects: list[str] = Field(default_factory=list)
 
 
 class ApprovedRule(WireModel):
@@ -282,6 +284,15 @@ def matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -
             return host.endswith(want[1:])
         return host == want or host.endswith("." + want)
     return fnmatch.fnmatchcase(subject, spec)
+
+
+def effect_rules(settings: PermissionSettings) -> list[Rule]:
+    """The settings' ``effects`` rules, each naming where it came from."""
+    return [
+        parse_rule(t, f"{layer.scope} settings" + (f" ({layer.path})" if layer.path else ""))
+        for layer in settings.layers
+        for t in layer.effects
+    ]
 
 
 def rules_of(settings: PermissionSettings) -> dict[str, list[Rule]]:

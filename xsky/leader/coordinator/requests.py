@@ -21,6 +21,7 @@ from xsky.leader.requests import RequestBook
 from xsky.leader.state import Answer, AnswerRequest, AuditEntry, HumanRequest, Nudge, ToolApproval
 from xsky.leader.tasks import TaskState
 from xsky.security.delegation import delegation
+from xsky.security.idempotence import choice_of
 from xsky.security.permissions import PermissionSettings
 
 
@@ -65,6 +66,11 @@ class RequestJudge:
         if request.kind == "question":
             if judged is not None and heard:
                 self._question(task, request, judged, now)
+            elif request.choices:
+                request.suggestion = (
+                    "left to you: the call may have run, and no delegated rule lets the leader "
+                    "decide whether to repeat it"
+                )
             return
         self._approval(task, request, judged if heard else None, now)
 
@@ -73,6 +79,13 @@ class RequestJudge:
     ) -> None:
         j = self.judgment
         answer = cut(judged.answer, DETAIL_CHARS)
+        if request.choices and answer and not choice_of(answer)[0]:
+            judged = judged.model_copy(
+                update={
+                    "verdict": "leave",
+                    "reason": f"its answer {answer[:60]!r} is none of {', '.join(request.choices)}",
+                }
+            )
         if judged.verdict != "answer" or not answer:
             request.suggestion = f"the leader left it to you: {cut(judged.reason, 300)}"
             j.entry("question", task, "leave", judged.reason, now, applied=False)

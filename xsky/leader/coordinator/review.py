@@ -49,6 +49,11 @@ def consultation(
         return None
     evidence = judgment.evidence(task, RESULT_CHARS)
     if outcome.kind == "question":
+        if (
+            request.choices
+            and not asks.delegated(request.tool or "", request.arguments or {}, False)[0]
+        ):
+            return None  # a call in doubt that no delegated rule covers: a person decides
         return judgment.consult_input(
             "question", task, task=evidence, question=cut(request.question, DETAIL_CHARS)
         )
