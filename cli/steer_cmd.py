@@ -259,6 +259,8 @@ async def cmd_requests(args: argparse.Namespace) -> int:
             how = f"starter.py budget {args.id}{task} tokens=… (or {'end' if not task else 'skip'})"
         elif r.about == "goal":
             how = f"starter.py answer {args.id} {r.id} 'what is missing' (a replan follows), or end"
+        elif r.choices:  # a tool call in doubt
+            how = f"starter.py answer {args.id} {r.id} {'|'.join(r.choices)} (done: what it returned)"
         asks = r.text + (f"\n(the leader: {r.suggestion})" if r.suggestion else "")
         table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(asks), cell(how))
     out.print(table)
