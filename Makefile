@@ -1,4 +1,4 @@
-# The two commands of the README: `make demo` runs the product, `make test` its tests.
+# The two commands of the README (and docs/index.md): `make demo` runs the product, `make test` its tests.
 # Everything they need is installed here, into .venv, from PyPI (and Debian's chromium
 # when Playwright's own browser cannot be downloaded), and the npm packages the MCP tests run
 # (servers, the conformance suite) into tests/mcp/node_modules, pinned by its lock file.
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NPM_DIR := tests/mcp
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 
-.PHONY: install test chaos demo down bench clean
+.PHONY: install test chaos demo down bench clean docs
 
 install: $(STAMP) $(VENV)/.browser $(NPM_STAMP)
 
@@ -30,7 +30,7 @@ $(VENV)/.browser: $(STAMP) scripts/install_browser.py
 test: install
 	$(PY) -m pytest -q -n 4 --dist worksteal -m "not chaos" --durations=25  # four processes on two cores (pytest-xdist): most tests wait on servers, not on CPU
 
-chaos: install  # the long fault runs (README, Development: what make chaos covers)
+chaos: install  # the long fault runs (docs/development.md: what make chaos covers)
 	$(PY) -m pytest -q -m chaos --durations=25
 
 bench: install
@@ -44,6 +44,9 @@ bench: install
 	$(PY) bench/load.py
 	$(PY) bench/store.py
 	$(PY) bench/store_ops.py
+
+docs: install  # the documentation site at http://127.0.0.1:8000, rebuilt as docs/ changes
+	$(PY) -m mkdocs serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

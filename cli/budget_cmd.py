@@ -31,7 +31,7 @@ def add_budget_flags(p: argparse.ArgumentParser) -> None:
         "--budget",
         metavar="LIMITS",
         help=f"what the run may spend, e.g. {EXAMPLE}: dispatch pauses with an escalation E-n "
-        "when it is spent (README, Budgets)",
+        "when it is spent (docs/budgets.md)",
     )
     p.add_argument(
         "--agent-budget",

@@ -1,6 +1,6 @@
 """Steering a running run: pause, resume, cancel, retry, skip, nudge, answer, approve, replan,
 approve-plan; and looking at it: requests, plan. Each is a Temporal signal, update or query
-on the run's LeaderWorkflow (the README shows the same with the stock `temporal` CLI)."""
+on the run's LeaderWorkflow (docs/steering.md shows the same with the stock `temporal` CLI)."""
 
 from __future__ import annotations
 

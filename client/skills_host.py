@@ -4,7 +4,7 @@ pipeline (``worker.py --skills``) and its queue ``<queue>-skills`` is that host'
 
 One machine (no object store): every worker runs the pipeline, as before (they share the home).
 Several: only a worker started with ``--skills``; and it refuses to start while a worker of
-another host still serves the pipeline (two homes would split the library). README, "Moving the
+another host still serves the pipeline (two homes would split the library). docs/deployment.md, "Moving the
 skills home", says how to move it.
 """
 
@@ -46,5 +46,5 @@ def elsewhere_message(settings: Settings, host: str) -> str:
         f"'{settings.skills_queue}', and one host holds it (its git repositories and SQLite "
         f"cursors are files of that machine). Start this worker without --skills, or move the "
         f"home: stop {host}'s worker, copy its XSKY_SKILLS_HOME here, then start this one with "
-        "--skills (README, 'Moving the skills home')"
+        "--skills (docs/deployment.md, 'Moving the skills home')"
     )

@@ -78,7 +78,7 @@ class Settings:
     service_name: str = "xsky-worker"  # OTEL_SERVICE_NAME
     worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
     # A worker's workflow tasks in progress at once, and how long one waits for the worker that
-    # caches its run before another takes it (README, Deployment: measured by bench/load.py).
+    # caches its run before another takes it (docs/deployment.md: measured by bench/load.py).
     workflow_slots: int = 10
     sticky_timeout: float = 30.0
     profile: str | None = None

@@ -71,7 +71,7 @@ class RunOptions(Wire):
     )
     stall: StallWindows = Field(default_factory=StallWindows)
     # Ignored since v0.5.0 (patch local-tools-off): kept so that inputs that set it still
-    # parse, and runs started before replay as they ran (README, "Local activities and queries").
+    # parse, and runs started before replay as they ran (docs/deployment.md, "Local activities and queries").
     local_tools: bool = Field(
         False,
         description="ignored since v0.5.0: every agent runs as an activity (a local activity's "

@@ -194,7 +194,7 @@ class SettingsFile(_Strict):
     permissions: PermissionRules = Field(default_factory=PermissionRules)
     security: SecuritySettings | None = None
     skills: SkillsSettings | None = None
-    # model → its price: what agents' usd is computed with (budgets, README "Budgets")
+    # model → its price: what agents' usd is computed with (budgets, docs/budgets.md)
     prices: dict[str, PriceSetting] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerSpec] = Field(default_factory=dict)
     # Which servers of the project's files (.mcp.json, .xsky/settings.json) a worker may use:

@@ -139,7 +139,7 @@ def confinement_for(
 
     An agent's sandbox gets its dispatch's ``attempt_key`` as ``XSKY_ATTEMPT_KEY``: the same
     for every attempt of a dispatch, so a script can tell a retry of its own work from new work
-    and guard a side effect it must not repeat (the README's recipe)."""
+    and guard a side effect it must not repeat (the recipe in docs/deployment.md, "Recovery from a lost worker")."""
     return Confinement(
         workspace=workspace,
         readable=(settings.artifacts / safe_component(run_id),),

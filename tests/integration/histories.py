@@ -3,7 +3,7 @@
 ``record(name, history)`` (a no-op unless ``XSKY_RECORD_HISTORIES`` is set) writes
 ``tests/fixtures/histories/<name>.json`` and, in ``recorded.json`` beside it, the fixture's
 workflow type and the digest of every watched module as it was when the history was
-recorded. ``stale_modules()`` is the coverage rule built on that (README, "Replay histories"): a
+recorded. ``stale_modules()`` is the coverage rule built on that (docs/development.md, "Replay histories"): a
 watched module whose current code matches no history that exercises it.
 
 A module's digest is of its syntax tree with every docstring (any bare string statement)

@@ -1,4 +1,4 @@
-"""client against a real server: the README's example, every intervention through the
+"""client against a real server: the docs' example (docs/python-api.md), every intervention through the
 API, its one-sentence errors, Temporal's environment configuration, and agent logs
 (`starter.py log`) of an LLM agent that made tool calls."""
 
@@ -26,19 +26,19 @@ from xsky.leader.state import BoardPage
 pytestmark = pytest.mark.integration
 
 
-def readme_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- api-example -->\s*```python\n(.*?)```", readme, re.S)
-    assert found, "the README's Python API example (marked <!-- api-example -->) is missing"
+def docs_example() -> str:
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- api-example -->\s*```python\n(.*?)```", page, re.S)
+    assert found, "docs/python-api.md's example (marked <!-- api-example -->) is missing"
     return found.group(1)
 
 
-async def test_the_readme_example_runs_as_written(env: Env):
+async def test_the_docs_example_runs_as_written(env: Env):
     await env.start_worker()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        readme_example(),
+        docs_example(),
         env=env.environ(),
         cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,

@@ -289,7 +289,7 @@ async def test_a_model_that_answers_nothing_fails_instead_of_completing_empty(
 async def test_an_offline_summary_of_a_page_is_made_of_the_pages_words_not_the_labels(
     env: Env, site: tuple[int, dict[str, int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """The README's shape with no model: a browser agent reads a page, an llm agent that only
+    """The docs' shape with no model: a browser agent reads a page, an llm agent that only
     depends on it summarises it. Its input is the dependencies' results under labels; the
     offline answer is sentences of the page, never the heading or the labels."""
     port, _ = site

@@ -4,7 +4,7 @@ Each scenario runs to its end on the real dev server, replays its fetched histor
 Replayer (which raises on non-determinism) and, with XSKY_RECORD_HISTORIES=1, is kept in
 tests/fixtures/histories. Every kept history must keep replaying; and every watched module
 (workflows/, xsky/leader/) must be exercised by a history recorded with its current code
-(tests/integration/histories.py; README, "Replay histories"). A change that breaks the old histories
+(tests/integration/histories.py; docs/development.md, "Replay histories"). A change that breaks the old histories
 goes behind ``workflow.patched``. The skill pipeline's scenarios: test_replay_skills.py; the
 verdicts': test_replay_verdicts.py (all recorded by one command, ``RERECORD``).
 """

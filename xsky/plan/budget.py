@@ -30,7 +30,7 @@ AGENT_KEYS = ("tokens", "usd", "minutes")  # an agent's own cap: agents is a run
 _EXAMPLE = {"tokens": "100000", "usd": "2.50", "minutes": "30", "agents": "200"}
 EXAMPLE = "tokens=100000,usd=2.50,minutes=30,agents=200"
 # Tokens reserved for an agent that has no cap of its own, before any dispatch of the run has
-# shown more: a few model calls with a modest conversation (README, "Budgets").
+# shown more: a few model calls with a modest conversation (docs/budgets.md).
 DEFAULT_RESERVE = 4096
 # The least room a model call is made with: an answer shorter than this is likely cut.
 MIN_ANSWER = 256

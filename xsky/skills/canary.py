@@ -3,7 +3,7 @@
 **Assignment** is sticky: ``sha256("<run or trajectory id>:<skill>")`` read as a fraction
 of 2^64 below p = 0.2 → staging, else main. The same run always gets the same side.
 
-**Decision rule** (stated in the README). Nothing is decided before both sides have at
+**Decision rule** (stated in docs/skills.md). Nothing is decided before both sides have at
 least 20 UX scores. Then one Mann–Whitney statistic compares ``staging + 0.5`` with
 ``main`` (the margin is 0.5 points), read on both tails at α = 0.05:
 

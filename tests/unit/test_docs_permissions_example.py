@@ -1,5 +1,5 @@
-"""The README's `permissions check` example shows what the command truly prints, with the
-settings the README shows just above it."""
+"""The docs' `permissions check` example (docs/permissions.md) shows what the command truly
+prints, with the settings the page shows just above it."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "permissions.md").read_text(encoding="utf-8")
 SHOWN_PATH = "/home/you/.xsky/settings.json"
 
 
-def test_the_readme_example_is_the_commands_true_output(tmp_path: Path):
-    checker = README[README.index("### The checker") :]
+def test_the_docs_example_is_the_commands_true_output(tmp_path: Path):
+    checker = PAGE[PAGE.index("### The checker") :]
     settings = json.loads(re.search(r"```json\n(.*?)```", checker, re.S)[1])  # type: ignore[index]
     example = re.search(
         r"```text\n\$ python starter\.py (permissions check .*?)\n(.*?)```", checker, re.S
     )
-    assert example, "the README's permissions check example is gone"
+    assert example, "docs/permissions.md's permissions check example is gone"
     command, shown = example[1], example[2]
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(settings))
