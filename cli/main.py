@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "result": "runs_cmd",
     "list": "runs_cmd",
     "follow": "follow_cmd",
+    "events": "events_cmd",
+    "ui": "ui_cmd",
     **dict.fromkeys(
         (
             "pause",

@@ -1,0 +1,255 @@
+// The live run page. One EventSource per stream (the run's events, the chosen agent's
+// transcript): the browser never polls. Everything shown is built from the event stream
+// documented with `starter.py events`, applied in order; a reconnect resumes after the
+// last event id seen (the browser sends Last-Event-ID; a stream that had to be reopened by
+// hand says ?after=).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const NODE_W = 190, NODE_H = 46, COL = 250, ROW = 64, PAD = 16;
+
+const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null };
+
+function el(tag, attrs = {}, text) {
+  const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;  // always text: names and notes are the agents' words
+  return node;
+}
+
+// -- the runs ------------------------------------------------------------------------------
+
+async function listRuns() {
+  const list = $("runs");
+  list.replaceChildren(el("li", {}, "loading…"));
+  try {
+    const rows = await (await fetch("/api/runs")).json();
+    list.replaceChildren();
+    if (rows.error) { list.append(el("li", {}, rows.error)); return; }
+    if (!rows.length) list.append(el("li", {}, "no runs yet: start one with `starter.py run`"));
+    for (const r of rows) {
+      const li = el("li", { "data-run": r.id });
+      li.append(el("div", { class: "id" }, r.id), el("div", { class: "st" }, `${r.state || r.status}${r.plan ? " · " + r.plan : ""}`));
+      if (r.id === page.run) li.classList.add("open");
+      li.onclick = () => { history.pushState({}, "", "/?run=" + encodeURIComponent(r.id)); openRun(r.id); };
+      list.append(li);
+    }
+  } catch (e) { list.replaceChildren(el("li", {}, "the server did not answer: " + e)); }
+}
+
+// -- one run -------------------------------------------------------------------------------
+
+function openRun(runId) {
+  if (page.source) page.source.close();
+  closeLog();
+  Object.assign(page, { run: runId, lastId: 0, selected: null });
+  page.agents.clear(); page.requests.clear();
+  $("run").hidden = false;
+  $("title").textContent = runId;
+  $("events").replaceChildren(); $("dag").replaceChildren(); $("requests").replaceChildren();
+  $("agent-name").textContent = "— click one in the graph"; $("agent-facts").textContent = ""; $("agent-actions").hidden = true;
+  for (const li of document.querySelectorAll("#runs li")) li.classList.toggle("open", li.dataset.run === runId);
+  connect();
+}
+
+function connect() {
+  const url = `/runs/${encodeURIComponent(page.run)}/events` + (page.lastId ? `?after=${page.lastId}` : "");
+  const source = page.source = new EventSource(url);
+  setConn("reconnecting", "connecting…");
+  source.onopen = () => setConn("live", "live");
+  source.onmessage = (m) => { const ev = JSON.parse(m.data); if (ev.id > page.lastId) apply(ev); };
+  source.onerror = () => {
+    if (source !== page.source) return;
+    setConn("reconnecting", "reconnecting…");
+    // The browser retries by itself (sending Last-Event-ID) unless the stream was refused.
+    if (source.readyState === EventSource.CLOSED) setTimeout(() => { if (source === page.source) connect(); }, 1000);
+  };
+}
+
+function setConn(state, text) { const c = $("conn"); c.dataset.state = state; c.textContent = text; }
+
+function apply(ev) {
+  page.lastId = ev.id;
+  const d = ev.data;
+  logEvent(ev);
+  switch (ev.type) {
+    case "plan":
+      page.agents = new Map(d.agents.map((a) => [a.task, a]));
+      drawGraph();
+      setBanner(d.status === "running" ? d.state : d.status, `plan v${d.version}`);
+      break;
+    case "run.state": setBanner(d.state); break;
+    case "run.ended": setBanner(d.status, d.summary || ""); break;
+    case "request.raised": page.requests.set(d.id, d); drawRequests(); break;
+    case "request.answered": page.requests.delete(d.id); drawRequests(); break;
+    case "budget": $("budget").textContent = d.summary; break;
+    case "agent.step": {
+      const a = page.agents.get(d.task);
+      if (a) { Object.assign(a, { iterations: d.iterations, progress: d.progress, tokens: d.tokens }); drawNode(a); }
+      break;
+    }
+    default:
+      if (ev.type.startsWith("agent.")) { page.agents.set(d.task, d); drawNode(d); }
+  }
+  if (page.selected && d.task === page.selected) showAgent(page.selected);
+}
+
+function summary(ev) {
+  const d = ev.data;
+  switch (ev.type) {
+    case "plan": return `v${d.version}: ${d.agents.length} agents${d.reason ? " — " + d.reason : ""}`;
+    case "run.state": return `${d.was} → ${d.state}`;
+    case "run.ended": return `${d.status}${d.summary ? ": " + d.summary : ""}`;
+    case "request.raised": return `${d.id} (${d.kind}, ${d.taskId}): ${d.text}`;
+    case "request.answered": return `${d.id} (${d.task})`;
+    case "budget": return d.summary;
+    case "coordinator.decision": return `${d.point}${d.taskId ? " " + d.taskId : ""}: ${d.verdict} — ${d.reason}`;
+    case "agent.step": return `${d.task} step ${d.iterations}${d.progress ? ": " + d.progress : ""}`;
+    case "watch.lost": return d.why;
+    case "watch.back": return "watching again";
+    default: return d.task ? `${d.task} ${d.shown}${d.note ? " — " + d.note : ""}` : "";
+  }
+}
+
+function logEvent(ev) {
+  const li = el("li", { value: String(ev.id), "data-type": ev.type }, `${ev.at.slice(11, 19)} ${ev.type} ${summary(ev)}`);
+  if (ev.type === "watch.lost") li.classList.add("lost");
+  const list = $("events");
+  list.append(li);
+  list.scrollTop = list.scrollHeight;
+}
+
+function setBanner(state, extra) {
+  const b = $("banner");
+  b.dataset.state = state;
+  const words = { paused: "PAUSED — resume to dispatch again", waiting: "WAITING for a person", reviewing: "WAITING for plan review" };
+  b.textContent = (words[state] || state.toUpperCase()) + (extra ? ` · ${extra}` : "");
+}
+
+// -- the graph: layered by dependency level, edges drawn ------------------------------------
+
+function levels() {
+  const level = new Map();
+  const visit = (task, seen) => {
+    if (level.has(task)) return level.get(task);
+    if (seen.has(task)) return 0;  // (a cycle cannot pass validation; drawn flat if it did)
+    seen.add(task);
+    const a = page.agents.get(task);
+    const deps = a ? a.depends.filter((t) => page.agents.has(t)) : [];
+    const l = deps.length ? 1 + Math.max(...deps.map((t) => visit(t, seen))) : 0;
+    level.set(task, l);
+    return l;
+  };
+  for (const task of page.agents.keys()) visit(task, new Set());
+  return level;
+}
+
+function drawGraph() {
+  const svg = $("dag");
+  svg.replaceChildren();
+  const defs = el("svg:defs");
+  const marker = el("svg:marker", { id: "arrow", viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto" });
+  marker.append(el("svg:path", { d: "M0,0 L10,5 L0,10 z", fill: "#8a93a6" }));
+  defs.append(marker);
+  svg.append(defs);
+  const level = levels(), rows = new Map(), pos = new Map();
+  for (const [task, l] of level) {
+    const row = rows.get(l) || 0;
+    rows.set(l, row + 1);
+    pos.set(task, { x: PAD + l * COL, y: PAD + row * ROW });
+  }
+  const width = PAD * 2 + (Math.max(0, ...level.values()) * COL) + NODE_W;
+  const height = PAD * 2 + (Math.max(1, ...rows.values()) - 1) * ROW + NODE_H;
+  svg.setAttribute("width", width); svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const edges = el("svg:g", { class: "edges" }), nodes = el("svg:g", { class: "nodes" });
+  svg.append(edges, nodes);
+  for (const a of page.agents.values()) {
+    const to = pos.get(a.task);
+    for (const dep of a.depends) {
+      const from = pos.get(dep);
+      if (!from) continue;
+      const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2, mid = (x1 + x2) / 2;
+      edges.append(el("svg:path", { class: "edge", "data-from": dep, "data-to": a.task, d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
+    }
+    const g = el("svg:g", { class: "node", "data-task": a.task, transform: `translate(${to.x},${to.y})` });
+    g.append(el("svg:rect", { width: NODE_W, height: NODE_H }), el("svg:text", { x: 8, y: 18, class: "head" }), el("svg:text", { x: 8, y: 36, class: "sub" }), el("svg:title"));
+    g.onclick = () => selectAgent(a.task);
+    nodes.append(g);
+    drawNode(a);
+  }
+}
+
+function drawNode(a) {
+  const g = document.querySelector(`#dag .node[data-task="${CSS.escape(a.task)}"]`);
+  if (!g) return;
+  g.dataset.status = a.status;
+  g.classList.toggle("selected", a.task === page.selected);
+  const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
+  g.querySelector(".head").textContent = clip(`${a.task} · ${a.kind}`, 28);
+  const step = a.status === "in_progress" && a.iterations ? ` · step ${a.iterations}` : "";
+  g.querySelector(".sub").textContent = clip(a.shown + step, 30);
+  g.querySelector("title").textContent = `${a.task} (${a.agent}) ${a.shown}\n${a.subject}${a.note ? "\n" + a.note : ""}`;
+}
+
+// -- one agent: facts, actions, live transcript ---------------------------------------------
+
+function closeLog() { if (page.logSource) { page.logSource.close(); page.logSource = null; } }
+
+function selectAgent(task) {
+  page.selected = task;
+  for (const g of document.querySelectorAll("#dag .node")) g.classList.toggle("selected", g.dataset.task === task);
+  showAgent(task);
+  $("agent-actions").hidden = false;
+  closeLog();
+  const pre = $("transcript");
+  pre.textContent = "";
+  const source = page.logSource = new EventSource(`/runs/${encodeURIComponent(page.run)}/agents/${encodeURIComponent(task)}/log`);
+  source.onmessage = (m) => { const line = JSON.parse(m.data); pre.append(line.text + "\n"); pre.scrollTop = pre.scrollHeight; };
+}
+
+function showAgent(task) {
+  const a = page.agents.get(task);
+  if (!a) return;
+  $("agent-name").textContent = `${a.task} · ${a.kind}`;
+  $("agent-facts").textContent = `${a.shown}${a.attempt ? ` · attempt ${a.attempt}` : ""}${a.tokens ? ` · ${a.tokens} tokens` : ""}\n${a.subject}${a.note ? "\n" + a.note : ""}`;
+}
+
+// -- requests and interventions ------------------------------------------------------------
+
+function drawRequests() {
+  const list = $("requests");
+  list.replaceChildren();
+  if (!page.requests.size) list.append(el("li", {}, "nothing waits"));
+  for (const r of page.requests.values()) {
+    const li = el("li", { "data-request": r.id }, `${r.id} (${r.kind}, ${r.taskId}): ${r.text}`);
+    li.onclick = () => { $("answer-request").value = r.id; $("answer-text").focus(); };
+    list.append(li);
+  }
+}
+
+async function act(body) {
+  const notice = $("notice");
+  notice.className = ""; notice.textContent = `${body.action}…`;
+  try {
+    const res = await fetch(`/api/runs/${encodeURIComponent(page.run)}/act`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const said = await res.json();
+    notice.className = said.ok ? "ok" : "error";
+    notice.textContent = said.ok ? said.message : said.error;
+    if (said.open) { listRuns(); }
+  } catch (e) { notice.className = "error"; notice.textContent = "the page's server did not answer: " + e; }
+}
+
+$("pause").onclick = () => act({ action: "pause" });
+$("resume").onclick = () => act({ action: "resume" });
+$("answer-form").onsubmit = (e) => { e.preventDefault(); act({ action: "answer", request: $("answer-request").value, text: $("answer-text").value }); };
+$("approve").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "allow_once", text: $("answer-text").value });
+$("deny").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "deny", text: $("answer-text").value });
+for (const b of document.querySelectorAll("#agent-actions button")) b.onclick = () => act({ action: b.dataset.act, task: page.selected, text: $("agent-text").value });
+$("refresh").onclick = listRuns;
+window.onpopstate = () => { const r = new URLSearchParams(location.search).get("run"); if (r) openRun(r); };
+
+listRuns();
+const first = new URLSearchParams(location.search).get("run");
+if (first) openRun(first);
