@@ -47,7 +47,7 @@ function openRun(runId) {
   page.agents.clear(); page.requests.clear();
   $("run").hidden = false;
   $("title").textContent = runId;
-  $("events").replaceChildren(); $("dag").replaceChildren(); $("requests").replaceChildren();
+  $("events").replaceChildren(); $("dag").replaceChildren(); drawRequests();
   $("agent-name").textContent = "— click one in the graph"; $("agent-facts").textContent = ""; $("agent-actions").hidden = true;
   for (const li of document.querySelectorAll("#runs li")) li.classList.toggle("open", li.dataset.run === runId);
   connect();
