@@ -79,7 +79,11 @@ class PageServer:
     async def start(self) -> None:
         app = make_app(lambda: XSky.connect(self.settings), self.settings.home / "ui-events")
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=0.5
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=0.5,
         )
         self.server = uvicorn.Server(config)
         self.task = asyncio.create_task(self.server.serve())
@@ -193,9 +197,14 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         await expect(node(page, "T-5")).to_have_attribute("data-status", "completed")
         await expect(page.locator("#banner")).to_have_attribute("data-state", "completed")
         await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
-        ids = [int(v) for v in await page.locator("#events li").evaluate_all("l => l.map(e => e.value)")]
+        ids = [
+            int(v)
+            for v in await page.locator("#events li").evaluate_all("l => l.map(e => e.value)")
+        ]
         assert ids == list(range(1, len(ids) + 1)) and len(ids) > seen
-        completed = await page.locator('#events li[data-type="agent.completed"]').all_text_contents()
+        completed = await page.locator(
+            '#events li[data-type="agent.completed"]'
+        ).all_text_contents()
         assert sorted(t.split()[2] for t in completed) == ["T-1", "T-2", "T-3", "T-4", "T-5"]
         assert await page.evaluate("window.sameDocument") is True
         await page.screenshot(path=str(SHOTS / "3-after-restarts.png"))
