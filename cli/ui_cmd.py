@@ -5,6 +5,7 @@ interventions (cli/ui/server.py)."""
 from __future__ import annotations
 
 import argparse
+import socket
 import webbrowser
 from urllib.parse import quote
 
@@ -48,9 +49,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
         app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1
     )
     server = uvicorn.Server(config)
-    try:
-        server.config.load()
-        sock = server.config.bind_socket()
+    try:  # bound here: uvicorn's own binding logs and exits on a port in use
+        sock = socket.create_server((args.host, args.port))
     except OSError as e:
         raise UsageError(
             f"cannot listen on {args.host}:{args.port} ({e.strerror or e}): "

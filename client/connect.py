@@ -45,13 +45,28 @@ log = logging.getLogger("xsky.refusals")
 
 # -- the data converter ----------------------------------------------------------------------
 
-# Refusals people read (an update's validator said no): the Web UI shows a failure's stack
-# trace under its message, and a refusal is one sentence for a person, not a Python error.
-REFUSALS = frozenset({"Rejected", "Busy", "Loading"})
+# The product's own errors a person reads: the Web UI shows a failure's stack trace under its
+# message, and these are sentences for a person, not Python errors — refusals (an update's
+# validator said no, the run is busy or loading), a plan that cannot be made or does not fit,
+# a spent budget, and how a run ended (its result rides a RunFailed or RunCancelled failure).
+# Any other failure (a bug, an agent's error) keeps its trace: someone will need it.
+REFUSALS = frozenset(
+    {
+        "Rejected",
+        "Busy",
+        "Loading",
+        "StateRefused",
+        "PlanError",
+        "BudgetSpent",
+        "RunFailed",
+        "RunCancelled",
+    }
+)
 
 
 class PlainRefusals(DefaultFailureConverter):
-    """Temporal's failure converter, but refusals carry no stack trace."""
+    """Temporal's failure converter, but the product's user-facing errors carry no stack
+    trace (clients, workers and replayers all use it: client/connect.DATA_CONVERTER)."""
 
     def to_failure(
         self, exception: BaseException, payload_converter: PayloadConverter, failure: Failure

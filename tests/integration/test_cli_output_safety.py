@@ -167,7 +167,7 @@ async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_
 
     # The Web UI: the board in markdown (cells escaped for markdown too), activities' summaries
     details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert_shown_not_obeyed(details, "invoice\\\\u202egnp.exe", "Deploy?\\x1b]0;owned\\x07")
+    assert_shown_not_obeyed(details, "invoice\\u202egnp.exe", "Deploy?\\x1b]0;owned\\x07")
     summaries = [
         json.loads(event.user_metadata.summary.data)
         async for event in handle.fetch_history_events()

@@ -231,7 +231,7 @@ def test_a_run_without_a_budget_reserves_nothing_and_shares_nothing():
     assert (
         core.state.budget.spend.total.tokens == 100 and core.state.budget.limits is None
     )  # spend is shown
-    assert not any(n.startswith("💰") for n in core.views.notices(T0))
+    assert not any(n.startswith("budget:") for n in core.views.notices(T0))
 
 
 def test_continue_as_new_carries_the_spend_and_the_limits():

@@ -167,8 +167,31 @@ def test_the_markdown_board_shows_each_task_and_a_tally():
     now = datetime(2026, 1, 1, tzinfo=UTC)
     tasks["1"].dispatched_at, tasks["1"].ended_at = now - timedelta(seconds=3), now
     md = board_markdown("Plan", list(tasks.values()), now, "footer note")
-    assert "**Plan** — 1 completed, 1 pending" in md
-    assert "| T-1 | llm | ✓ completed | 3.0s | 0 | task 1 |  |" in md and md.endswith("footer note")
+    lines = md.splitlines()
+    assert lines[0] == "**Plan** · RUNNING · 1 completed, 1 pending"
+    assert lines[2:7] == [
+        "```text",
+        "task  agent  status       duration  tries  subject  note",
+        "T-1   llm    + completed  3.0s      0      task 1",
+        "T-2   llm    . pending    –         0      task 2",
+        "```",
+    ]
+    assert md.endswith("footer note")
+
+
+def test_the_board_keeps_its_columns_in_line_and_its_notes_whole_and_says_paused_first():
+    wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1")])
+    tasks = board(wf, **{"1": "failed"})
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    why = "the page at https://example.com/a/very/long/path answered 503 " * 4
+    tasks["1"].error = why
+    tasks["2"].assigned_agent = "数据"  # wide characters: two columns each
+    lines = board_markdown("Plan", list(tasks.values()), now, "", "paused").splitlines()
+    assert lines[0].startswith("**Plan** · PAUSED · ")
+    header, first, second = lines[3:6]
+    # the status column starts at one screen column in every row
+    assert header.index("status") == first.index("! failed") == second.index("# blocked") + 2
+    assert " ".join(why.split()) in first  # the note whole (it was cut at 80)
 
 
 def test_replan_request_needs_exactly_one_of_prompt_and_xml():

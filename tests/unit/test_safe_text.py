@@ -140,8 +140,11 @@ def test_the_web_ui_board_keeps_its_table_whatever_the_agents_wrote() -> None:
     )
     md = board_markdown("plan **bold** \x9b", [task], now, "footer\x1b]52;c;eA==\x07")
     assert obeyed(md) == []
-    row = next(line for line in md.splitlines() if line.startswith("| T-1"))
-    assert len(re.findall(r"(?<!\\)\|", row)) == 8  # 7 cells: no cell split by the agent's |
-    assert "\\[page\\]" in row and "\\x1b" in row and "\\u202e" in row
+    lines = md.splitlines()
+    # the table is a fenced block of two lines: no line of the agents' words opens or closes it
+    assert [i for i, line in enumerate(lines) if line.startswith("```")] == [2, 5]
+    row = lines[4]
+    assert row.startswith("T-1 ") and "new row?" in row  # the error's line break did not split it
+    assert "[page](https://e.example)" in row and "\\x1b" in row and "\\u202e" in row
     assert md.splitlines()[0].startswith("**plan \\*\\*bold\\*\\* \\\\x9b**")
     assert md.endswith("footer\\x1b]52;c;eA==\\x07")

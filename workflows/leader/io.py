@@ -516,6 +516,10 @@ def show_board(core: LeaderCore) -> None:
     )
     workflow.set_current_details(
         board_markdown(
-            title, core.board.state.tasks, now, "\n\n".join([*core.views.notices(now), logs])
+            title,
+            core.board.state.tasks,
+            now,
+            "\n\n".join([*core.views.notices(now), logs]),
+            core.views.run_state(),
         )
     )

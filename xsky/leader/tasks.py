@@ -7,6 +7,7 @@ ended without completing — so the board, the CLI and the Web UI can never disa
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
@@ -158,32 +159,63 @@ def format_duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-_ICONS = {
-    "pending": "·",
-    "dispatched": "→",
-    "in_progress": "▶",
-    "completed": "✓",
-    "failed": "✗",
-    "blocked": "⏸",
-    "cancelled": "⊘",
-    "skipped": "↷",
+# Text glyphs, not emoji: common fonts draw emoji (⏸ above all) as empty boxes, and a glyph
+# of double width would push the board's columns out of line.
+_GLYPHS = {
+    "pending": ".",
+    "dispatched": ">",
+    "in_progress": ">",
+    "completed": "+",
+    "failed": "!",
+    "blocked": "#",
+    "cancelled": "x",
+    "skipped": "-",
 }
 
 
 MAX_BOARD_ROWS = 150
+# Widest a column's text gets (the note, last, is never cut short of this: it says why).
+_COLUMNS = {
+    "task": 16,
+    "agent": 18,
+    "status": 26,
+    "duration": 16,
+    "tries": 30,
+    "subject": 48,
+    "note": 1000,
+}
 
 
-def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: str = "") -> str:
-    """The board as a markdown table, for the Web UI's current details.
+def _plain(text: str, width: int) -> str:
+    """One line of literal text: controls shown, whitespace runs made one space, cut at width."""
+    flat = " ".join(printable(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
-    The title and every cell are the plan's and the agents' words, so each is literal text
-    (:func:`~xsky.safe_text.markdown_inline`: no control characters, no markup, no ``|`` or
-    line break to split the table); the footer is markdown of the leader's own, its controls
-    shown."""
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font (East Asian wide characters take two)."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def board_markdown(
+    title: str, tasks: list[TaskState], now: datetime, footer: str = "", state: str = "running"
+) -> str:
+    """The board for the Web UI's current details: a first line with the run's state (PAUSED
+    there, not only in a search attribute) and the tally, then the table in a fenced block —
+    the Web UI renders markdown tables without cell padding, so columns ran together — in
+    fixed-width columns, the note last and whole.
+
+    Inside the block nothing is markup; every cell is made one line of literal text, so no
+    line of the agents' words can close the fence (each row starts with its task id). The
+    title is literal markdown text (:func:`~xsky.safe_text.markdown_inline`); the footer is
+    markdown of the leader's own, its controls shown."""
     by_id = {t.id: t for t in tasks}
     derived = derive_statuses(by_id)
     counts: dict[str, int] = {}
-    rows: list[str] = []
+    rows: list[list[str]] = []
     for t in tasks:
         status, reason = derived[t.id]
         counts[status] = counts.get(status, 0) + 1
@@ -192,7 +224,6 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
         note = note_of(t, status, reason)
         if t.retries and status not in ("completed", "skipped"):
             note = f"{note} [{t.retries[-1]}]"
-        note = markdown_inline(note, 80)
         tokens = f" · {t.tokens:,} tok" if t.tokens else ""
         if t.spend is not None and not t.spend.usage.empty():  # settled spend, with its cost
             used = t.spend.usage
@@ -204,23 +235,39 @@ def board_markdown(title: str, tasks: list[TaskState], now: datetime, footer: st
             if status in ("dispatched", "in_progress") and since
             else format_duration(duration_seconds(t, now))
         )
-        rows.append(
-            f"| {markdown_inline(t.id)} | {markdown_inline(t.assigned_agent)} | {_ICONS[status]} {status_shown(status, t.provider)} | "
-            f"{took} | {t.tries or t.attempt}{tokens} | {markdown_inline(subject_of(printable(t.description), 48))} | {note} |"
-        )
+        cells = [
+            t.id,
+            t.assigned_agent,
+            f"{_GLYPHS[status]} {status_shown(status, t.provider)}",
+            took,
+            f"{t.tries or t.attempt}{tokens}",
+            subject_of(printable(t.description), 48),
+            note,
+        ]
+        rows.append([_plain(c, w) for c, w in zip(cells, _COLUMNS.values(), strict=True)])
     if len(tasks) > MAX_BOARD_ROWS:
-        rows.append(f"| … | | | | | {len(tasks) - MAX_BOARD_ROWS} more tasks: query task_board | |")
-    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        rows.append(
+            ["…", "", "", "", "", f"{len(tasks) - MAX_BOARD_ROWS} more tasks", "query task_board"]
+        )
+    table = [list(_COLUMNS), *rows]
+    widths = [max(_width(r[i]) for r in table) for i in range(len(_COLUMNS) - 1)]
     lines = [
-        f"**{markdown_inline(title)}** — {tally}",
+        "  ".join(
+            [*(c + " " * (w - _width(c)) for c, w in zip(r, widths, strict=False)), r[-1]]
+        ).rstrip()
+        for r in table
+    ]
+    tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    out = [
+        f"**{markdown_inline(title)}** · {state.upper()} · {tally}",
         "",
-        "| task | agent | status | duration | tries | subject | note |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
+        "```text",
+        *lines,
+        "```",
     ]
     if footer:
-        lines += ["", printable(footer)]
-    return "\n".join(lines)
+        out += ["", printable(footer)]
+    return "\n".join(out)
 
 
 class TaskView(TaskState):

@@ -1,5 +1,6 @@
 """What people see: the board and its pages, the plan, reports, notices and the result — read
-only, and the one home of the core's markdown and emoji."""
+only, and the one home of the core's markdown (text glyphs, no emoji: common fonts draw them
+as empty boxes)."""
 
 from __future__ import annotations
 
@@ -218,7 +219,7 @@ class Views:
         (given the time) the budget."""
         notes = []
         if now is not None and self.budget.limits is not None:
-            notes.append(f"💰 {self.budget.budget_view(now).summary()}")
+            notes.append(self.budget.budget_view(now).summary())
             checks = self.judgment.on and "off" not in (
                 self.options.coordinator,
                 self.judgment.ledger.mode,
@@ -227,19 +228,19 @@ class Views:
                 models = sum(1 for agent_id in self.board.agents if self.budget.model(agent_id))
                 small = checks_warning(self.budget.limits, models)
                 if small is not None:
-                    notes.append(f"⚠ {small}")
+                    notes.append(f"warning: {small}")
         if self.plans.state.review == "waiting":
             notes.append(
-                f"⏸ **waiting for plan review** — `starter.py approve-plan {self.run_id}` (the "
+                f"**waiting for plan review** — `starter.py approve-plan {self.run_id}` (the "
                 f"`approve_plan` update, version {self.plans.version}, in the Web UI) or a replan"
             )
         if self.plans.state.resumes:
             notes.append(
-                f"↩ resumes {self.plans.state.resumes}: its completed results are carried over"
+                f"resumes {self.plans.state.resumes}: its completed results are carried over"
             )
         if self.run.paused:
             notes.append(
-                "⏸ **paused**"
+                "**paused**"
                 + (f": {self.run.pause_reason}" if self.run.pause_reason else "")
                 + f" — `starter.py resume {self.run_id}` (or the `resume` signal in the Web UI)"
             )
@@ -247,24 +248,24 @@ class Views:
             # (the budget's are the leader's own words, fixes included: kept whole)
             text = " ".join(r.text.split())
             notes.append(
-                f"❓ **{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
+                f"**{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
             )
         if self.flow.replanning:
-            notes.append("✎ replanning…")
+            notes.append("replanning…")
         if self.audit.sandbox_off():
             notes.append(
-                "⚠ **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
+                "warning: **OS sandbox OFF** on a worker (security.sandbox: off): commands ran unconfined"
             )
         if self.audit.state.refused:
             notes.append(
-                f"⚠ {self.audit.state.refused} malformed or spoofed message(s) refused, the last: "
+                f"warning: {self.audit.state.refused} malformed or spoofed message(s) refused, the last: "
                 f"{' '.join((self.audit.state.last_refusal or '').split())[:200]} (each is in the permission log)"
             )
         if self.input.permissions.mode != "default":
             warn = (
                 " — only deny rules are enforced" if self.input.permissions.mode == "bypass" else ""
             )
-            notes.append(f"🔒 permission mode **{self.input.permissions.mode}**{warn}")
+            notes.append(f"permission mode **{self.input.permissions.mode}**{warn}")
         leader = self.coordinator.notice()
         if leader is not None:
             notes.append(leader)

@@ -83,7 +83,7 @@ class CoordinatorViews:
         """The board's line about the leader (None: no coordinator in this run)."""
         if not self.judgment.on:
             return None
-        line = f"🧭 leader: {self.judgment.mode_label().split(' — ')[0]}"
+        line = f"leader: {self.judgment.mode_label().split(' — ')[0]}"
         goal = self.goal_line()
         if goal:
             line += f" · goal {goal}"
