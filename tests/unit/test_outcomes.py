@@ -184,5 +184,6 @@ def test_an_offline_answer_is_labelled_on_the_board():
     assert note_of(offline, "completed", None) == OFFLINE_LABEL == "offline: extractive, no model"
     assert note_of(model, "completed", None) == "started" == note_of(tool, "completed", None)
     rows = board_markdown("run", [offline, model, tool], now).splitlines()
-    assert "  + completed (offline)  " in rows[4] and "offline: extractive, no model" in rows[4]
+    assert "  + completed (offline)  " in rows[4] and "(offline)" not in rows[5]
+    assert "- **T-1** offline: extractive, no model" in rows
     assert "(offline)" not in rows[5] and "(offline)" not in rows[6]

@@ -144,7 +144,9 @@ def test_the_web_ui_board_keeps_its_table_whatever_the_agents_wrote() -> None:
     # the table is a fenced block of two lines: no line of the agents' words opens or closes it
     assert [i for i, line in enumerate(lines) if line.startswith("```")] == [2, 5]
     row = lines[4]
-    assert row.startswith("T-1 ") and "new row?" in row  # the error's line break did not split it
-    assert "[page](https://e.example)" in row and "\\x1b" in row and "\\u202e" in row
+    assert row.startswith("T-1 ") and "[page](https://e.example)" in row and "\\u20" in row
+    # the error under the table: one line of literal markdown (its line break did not split it)
+    note = lines[7]
+    assert note == r"- **T-1** boom\\x1b\[2J \| second cell? new row?", note
     assert md.splitlines()[0].startswith("**plan \\*\\*bold\\*\\* \\\\x9b**")
     assert md.endswith("footer\\x1b]52;c;eA==\\x07")

@@ -174,16 +174,9 @@ _GLYPHS = {
 
 
 MAX_BOARD_ROWS = 150
-# Widest a column's text gets (the note, last, is never cut short of this: it says why).
-_COLUMNS = {
-    "task": 16,
-    "agent": 18,
-    "status": 26,
-    "duration": 16,
-    "tries": 30,
-    "subject": 48,
-    "note": 1000,
-}
+# Widest a column's text gets: the Web UI's details pane is narrow, and a wider block scrolls.
+_COLUMNS = {"task": 16, "agent": 18, "status": 26, "duration": 16, "tries": 30, "subject": 36}
+NOTE_CHARS = 1000  # a note (an error, why it waits) is whole up to this, under the table
 
 
 def _plain(text: str, width: int) -> str:
@@ -206,7 +199,8 @@ def board_markdown(
     """The board for the Web UI's current details: a first line with the run's state (PAUSED
     there, not only in a search attribute) and the tally, then the table in a fenced block —
     the Web UI renders markdown tables without cell padding, so columns ran together — in
-    fixed-width columns, the note last and whole.
+    fixed-width columns; under it each task's note, whole and wrapped (an error, why it waits),
+    where a last column would run off the narrow pane.
 
     Inside the block nothing is markup; every cell is made one line of literal text, so no
     line of the agents' words can close the fence (each row starts with its task id). The
@@ -216,6 +210,7 @@ def board_markdown(
     derived = derive_statuses(by_id)
     counts: dict[str, int] = {}
     rows: list[list[str]] = []
+    notes: list[str] = []
     for t in tasks:
         status, reason = derived[t.id]
         counts[status] = counts.get(status, 0) + 1
@@ -241,20 +236,17 @@ def board_markdown(
             f"{_GLYPHS[status]} {status_shown(status, t.provider)}",
             took,
             f"{t.tries or t.attempt}{tokens}",
-            subject_of(printable(t.description), 48),
-            note,
+            subject_of(printable(t.description), 36),
         ]
         rows.append([_plain(c, w) for c, w in zip(cells, _COLUMNS.values(), strict=True)])
+        if note.strip():
+            notes.append(f"- **{markdown_inline(t.id)}** {markdown_inline(note, NOTE_CHARS)}")
     if len(tasks) > MAX_BOARD_ROWS:
-        rows.append(
-            ["…", "", "", "", "", f"{len(tasks) - MAX_BOARD_ROWS} more tasks", "query task_board"]
-        )
+        rows.append(["…", "", "", "", "", f"{len(tasks) - MAX_BOARD_ROWS} more: query task_board"])
     table = [list(_COLUMNS), *rows]
-    widths = [max(_width(r[i]) for r in table) for i in range(len(_COLUMNS) - 1)]
+    widths = [max(_width(r[i]) for r in table) for i in range(len(_COLUMNS))]
     lines = [
-        "  ".join(
-            [*(c + " " * (w - _width(c)) for c, w in zip(r, widths, strict=False)), r[-1]]
-        ).rstrip()
+        "  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths, strict=True)).rstrip()
         for r in table
     ]
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -265,6 +257,8 @@ def board_markdown(
         *lines,
         "```",
     ]
+    if notes:
+        out += ["", *notes]
     if footer:
         out += ["", printable(footer)]
     return "\n".join(out)

@@ -62,9 +62,24 @@ function connect() {
   source.onerror = () => {
     if (source !== page.source) return;
     setConn("reconnecting", "reconnecting…");
-    // The browser retries by itself (sending Last-Event-ID) unless the stream was refused.
-    if (source.readyState === EventSource.CLOSED) setTimeout(() => { if (source === page.source) connect(); }, 1000);
+    // The browser retries by itself (sending Last-Event-ID) unless the stream was refused:
+    // then the server's sentence is shown, and the stream asked for again a while later.
+    if (source.readyState === EventSource.CLOSED) refused(url, source);
   };
+}
+
+async function refused(url, source) {
+  let wait = 1000;
+  try {
+    const ctrl = new AbortController();
+    const res = await fetch(url, { signal: ctrl.signal });
+    const isStream = (res.headers.get("content-type") || "").startsWith("text/event-stream");
+    const said = isStream ? {} : await res.json();
+    if (isStream) ctrl.abort();  // it streams again: the EventSource takes it from here
+    if (said.error) { const n = $("notice"); n.className = "error"; n.textContent = said.error; wait = 5000; }
+  } catch (e) { /* the server is away: the next try says more */ }
+  setConn("reconnecting", "reconnecting…");
+  setTimeout(() => { if (source === page.source) connect(); }, wait);
 }
 
 function setConn(state, text) { const c = $("conn"); c.dataset.state = state; c.textContent = text; }
