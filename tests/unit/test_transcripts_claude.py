@@ -41,7 +41,7 @@ def test_2_0_76_the_persons_turns_each_with_its_origin_and_no_machine_text() -> 
         ("prompt", "add a `search` command to the notes CLI that greps note titles and bodies"),
         ("queued", "also make the search case-insensitive"),  # delivered at its dequeue, once
         ("answer", "d"),  # the agent offered (p) / (d)
-        ("correction", "no, keep the old flag names — only add the new command"),
+        ("after_interrupt", "no, keep the old flag names — only add the new command"),
         ("prompt", "the search command, for edge cases"),  # /review's arguments
         ("prompt", "now add a `--limit N` option to search"),
     ]
@@ -125,7 +125,7 @@ def test_skill_names_keep_their_namespace_and_refuse_anything_else() -> None:
         assert skill_name(bad) is None, bad
 
 
-def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_a_correction() -> None:
+def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_marked_after_interrupt() -> None:
     lines = [
         {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "deploy to staging"}},
         {
@@ -171,7 +171,7 @@ def test_a_prompt_after_a_tool_call_interrupted_mid_run_is_a_correction() -> Non
     events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
     assert users(events) == [
         ("prompt", "deploy to staging"),
-        ("correction", "use the canary target"),
+        ("after_interrupt", "use the canary target"),
     ]
 
 

@@ -34,7 +34,7 @@ def test_0_58_a_mirrored_prompt_is_not_doubled_and_context_is_meta() -> None:
             "the /health endpoint returns 500 when redis is down; make it report degraded instead",
         ),
         ("answer", "1"),  # the agent offered 1. / 2.
-        ("correction", "don't touch the redis client, only the handler"),  # after turn_aborted
+        ("after_interrupt", "don't touch the redis client, only the handler"),  # after turn_aborted
     ]
     meta = [e.text for e in events if e.kind == "meta"]
     assert any(t.startswith("# AGENTS.md instructions") for t in meta)

@@ -86,15 +86,51 @@ REQUEST = re.compile(
     r"fix|remove|delete|rename|convert|review|investigate|debug|find|show|document|deploy|"
     r"configure|install|summari[sz]e|optimi[sz]e|port|design|draft|plan|profile|benchmark|"
     r"upgrade|bump|split|merge|extract|translate|test|check|audit|clean up|speed up|look into|"
-    r"figure out|compare|list|describe|analy[sz]e|draw|scaffold|wire up|hook up|make)\b"
+    r"figure out|compare|list|describe|analy[sz]e|draw|scaffold|wire up|hook up|make|explore|"
+    r"research|tackle|work on|start on|prepare|publish|release|rewrite)\b"
 )
 REQUEST_VERBS = frozenset(
     "add write create implement build explain refactor migrate setup generate update fix remove "
     "delete rename convert review investigate debug find show document deploy configure install "
     "summarise summarize optimise optimize port design draft plan profile benchmark upgrade bump "
     "split merge extract translate test check audit list describe analyse analyze draw scaffold "
-    "make please can could would help".split()
+    "make please can could would help explore research tackle work start prepare publish "
+    "release rewrite".split()
 )
+# A statement about what was just done, by its relation to it rather than its opening word:
+# a subject that points back (or the person, or "we") and, in the same first clause, a
+# negation or a verdict ("it's bad idea, since…", "ir's not jsonl file…", "we don't control
+# claude code process…", "the tests still fail"). Typos in the pronoun ("ir's") are common.
+STATEMENT_SUBJECT = re.compile(
+    r"(?i)^\s*(?:it|ir|its|this|that|these|those|they|there|we|you|i|"
+    r"the (?:output|result|answer|file|code|tests?|change|diff|plan|script|command|page|build|"
+    r"function|query|error|fix|approach|design|format))(?:'s|'re|'m|'ll|'ve)?\b"
+)
+VERDICT = re.compile(
+    r"(?i)\b(?:not|no|never|nothing|\w+n't|cannot|bad|wrong|broken|incorrect|missing|useless|"
+    r"pointless|unnecessary|overkill|too|still|worse|fail(?:s|ed|ing)?|ugly|confusing|off|"
+    r"misleading|outdated|invalid|empty|only)\b"
+)
+CLAUSE = re.compile(r"[,.;:!?\n]|\b(?:since|because|so|but|and)\b")
+# Pointing at the last output: "your answer", "what you wrote", "the output above".
+BACK_POINTER = re.compile(
+    r"(?i)\b(?:what you (?:wrote|did|said|made|changed|suggested|proposed)|"
+    r"your (?:answer|output|change|changes|code|plan|fix|version|suggestion|approach|summary|draft)|"
+    r"the (?:output|result) above|above\b|previous (?:one|version|answer|attempt)|"
+    r"last (?:one|change|answer|attempt))"
+)
+BACK_POINTER_CHARS = 300
+
+
+def is_statement_about_it(text: str) -> bool:
+    """A short statement whose subject points back and whose first clause negates or judges."""
+    subject = STATEMENT_SUBJECT.match(text) if len(text) < 600 else None
+    if subject is None:
+        return False
+    first = CLAUSE.split(text[subject.end() :], maxsplit=1)[0]
+    return bool(VERDICT.search(first))
+
+
 # A question about what was just done points back at it.
 BACK_REFERENCE = re.compile(r"(?i)\b(it|that|this|these|those|them|there|the same)\b")
 SAME_TOPIC = 0.34  # share of a prompt's keywords already in the task: a follow-up on it
@@ -120,7 +156,7 @@ def classify(
     interrupted: bool,
 ) -> Follow:
     """How a user unit relates to the task whose prompts' keywords are ``task_words``."""
-    text = head.strip()
+    text = head.strip().replace("’", "'").replace("‘", "'")
     if origin is None and is_machine(text):
         return "machine"
     if origin == "answer":
@@ -132,7 +168,16 @@ def classify(
     if MENU.match(text):
         return "answer"
     short = len(text) < 600
-    if short and (CORRECTION.match(text) or CRITIQUE.match(text) or CRITIQUE_ANYWHERE.search(text)):
+    critique = short and bool(
+        CORRECTION.match(text)
+        or CRITIQUE.match(text)
+        or CRITIQUE_ANYWHERE.search(text)
+        or is_statement_about_it(text)
+        or (len(text) < BACK_POINTER_CHARS and BACK_POINTER.search(text))
+    )
+    if origin == "after_interrupt":
+        return _after_interrupt(text, task_words, critique)
+    if critique:
         return "correction"
     if len(text) < STEER_CHARS and STEER.match(text):
         return "correction"
@@ -164,6 +209,19 @@ def classify(
     if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
         return "same"
     return "new"
+
+
+def _after_interrupt(text: str, task_words: list[str], critique: bool) -> Follow:
+    """The person stopped the agent and typed at once: a refinement of the task ("no, keep the
+    flags", "use the canary target") unless the words name a goal of their own — a request
+    whose objects the task never mentioned ("explore more of current repo")."""
+    if critique or not REQUEST.match(text):
+        return "correction"
+    words = keywords(text)
+    known = {stem(w) for w in task_words}
+    objects = [stem(w) for w in words if w not in REQUEST_VERBS]
+    shared = sum(1 for w in objects if w in known) / len(objects) if objects else 1.0
+    return "new" if shared < SAME_TOPIC else "correction"
 
 
 STAYS: frozenset[str] = frozenset(

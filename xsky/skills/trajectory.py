@@ -47,6 +47,9 @@ UserOrigin = Literal[
     "prompt",  # the person's own prompt
     "queued",  # a prompt the person typed while the agent worked (delivered when dequeued)
     "correction",  # the person correcting or refining the task in progress
+    # the first prompt after the person interrupted the agent: a refinement of the task, or
+    # a new goal typed at once (the splitter reads which from the words)
+    "after_interrupt",
     "answer",  # an approval or menu answer: stays with the turn that asked
     "model",  # written by a model (a subagent's Task prompt): the task of its own
     # trajectory, but never the founder of a skill

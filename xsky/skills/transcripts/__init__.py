@@ -34,6 +34,7 @@ KEEP_SEEN = 4000
 KEEP_CALLS = 500
 KEEP_TYPES = 100  # record types counted per file (a record type is data: it may be anything)
 KEEP_PENDING = 50  # queued prompts and mirrored texts remembered at once
+NOT_INTENT = "not-intent"  # the record key of text recognised as not a person's intent
 
 
 class ParseState(WireModel):
@@ -51,9 +52,16 @@ class ParseState(WireModel):
     unreadable: int = 0  # lines that were not JSON objects
     # Who wrote the next user turn, from structure (both survive delta edges):
     question: str = ""  # the end of the agent's last words when they asked or offered options
-    correction: bool = False  # the person interrupted or rejected a tool use: next prompt corrects
+    correction: bool = False  # the person rejected a tool use: the next prompt corrects
+    # The person interrupted the agent: the next prompt refines the task or names a new one.
+    interrupted: bool = False
+    # Lanes whose conversation is machine work (a compaction agent, a warm-up): "<lane>:<kind>".
+    machine_lanes: list[str] = Field(default_factory=list)
     # Claude Code's prompt queue: prompts typed while the agent works, not yet delivered …
     queued: list[str] = Field(default_factory=list)
+    # … each with its kind, in the same order: one queue holds the person's prompts and
+    # Claude Code's task notifications alike ("prompt" or a machine kind; missing: "prompt").
+    queued_kinds: list[str] = Field(default_factory=list)
     # … and the ones delivered, so the user message they are popped into is not a second prompt.
     delivered: list[str] = Field(default_factory=list)  # text fingerprints
     call_skills: dict[str, str] = Field(default_factory=dict)  # open call id → skill it would use
@@ -94,6 +102,24 @@ class ParseState(WireModel):
 
     def count_interpreted(self, kind: str, sub: Any = None) -> None:
         _count(self.interpreted, kind, sub)
+
+    def count_not_intent(self, what: str) -> None:
+        """Text recognised as not a person's intent (machine text, a menu letter), by kind:
+        counted as the record key ``not-intent/<kind>`` that ``skills status`` lists."""
+        _count(self.interpreted, NOT_INTENT, what)
+
+    def machine_lane(self, lane: str) -> str | None:
+        """The machine kind of a lane's conversation, if it is machine work."""
+        for item in self.machine_lanes:
+            name, _, kind = item.partition(":")
+            if name == lane:
+                return kind
+        return None
+
+    def set_machine_lane(self, lane: str, kind: str | None) -> None:
+        self.machine_lanes = [i for i in self.machine_lanes if i.partition(":")[0] != lane]
+        if kind is not None:
+            self.machine_lanes.append(f"{lane}:{kind}")
 
     def bounded(self, attr: str, value: str, keep: int = KEEP_PENDING) -> None:
         """Append to a short list, dropping the oldest beyond ``keep``."""

@@ -48,7 +48,13 @@ from xsky.skills.transcripts import (
     skill_name,
     text_of,
 )
-from xsky.skills.transcripts.claude_text import INTERRUPTED, classify, rejection_feedback
+from xsky.skills.transcripts.claude_text import (
+    INTERRUPTED,
+    WARMUP,
+    classify,
+    machine_kind,
+    rejection_feedback,
+)
 from xsky.skills.transcripts.intent import agent_acted, agent_said, normal, user_origin
 
 SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
@@ -180,11 +186,19 @@ class ClaudeCodeAdapter:
             return out + _attachment(attachment, state, ev, writer)
         if kind == "system":
             return out + [_system(rec, ev)]
+        machine = "machine-agent" if writer == "machine" else state.machine_lane(lane)
         if kind == "assistant":
+            if machine is not None:  # a compaction agent's summary, a warm-up's reply: no task
+                state.count_not_intent(machine)
+                return out + [ev("meta", f"{machine} output")]
             return out + _assistant(message, state, ev, writer)
 
         # user lines: a prompt, tool results, or injected context
         content = message.get("content")
+        marked = _marked_origin(rec.get("origin"))
+        if marked is not None:  # Claude Code says who sent it (2.1.x): not the person
+            state.count_not_intent(marked)
+            return out + [ev("meta", f"{marked}: {text_of(content)}")]
         if rec.get("isCompactSummary") is True:
             out.append(ev("compaction", text_of(content)))
             return out
@@ -260,8 +274,8 @@ def _tool_result(block: dict[str, Any], state: ParseState, ev: Any, writer: str)
     if writer != "person":
         return out
     feedback = rejection_feedback(text)
-    if text.lstrip().startswith(INTERRUPTED):  # stopped mid-call: the next prompt corrects
-        state.correction, state.question = True, ""
+    if text.lstrip().startswith(INTERRUPTED):  # stopped mid-call: the next prompt refines
+        state.interrupted, state.question = True, ""
     elif feedback is not None:  # the person said no to a tool use: what they say next corrects
         state.correction, state.question = True, ""
         if feedback:
@@ -272,23 +286,48 @@ def _tool_result(block: dict[str, Any], state: ParseState, ev: Any, writer: str)
     return out
 
 
+def ev_lane(ev: Any) -> str:
+    """The lane an event constructor writes to (it is bound to one record)."""
+    return str(ev("meta", "").lane)
+
+
+def _marked_origin(origin: Any) -> str | None:
+    """The kind of sender a record's ``origin`` names when it is not the person (2.1.x writes
+    ``{"kind": "human"}`` on what the person typed, ``task-notification`` or ``peer`` else)."""
+    kind = json_object(origin).get("kind")
+    if not isinstance(kind, str) or kind == "human":
+        return None
+    return ident(kind) or "other-sender"
+
+
 def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
     """A user-role text: the person's prompt, or machine input, or the model's (subagents)."""
     out: list[Event] = []
     for what, part in classify(text):
         if what == "interrupted":
             if writer == "person":
-                state.correction, state.question = True, ""
+                state.interrupted, state.question = True, ""
             out.append(ev("marker", "the person interrupted the agent", marker="interrupted"))
         elif what == "queued":
             out.extend(_deliver(part, state, ev) if writer == "person" else [ev("meta", part)])
         elif what != "user":
             if what == "meta" and part.startswith("command /"):
                 state.last_command = part.removeprefix("command /")
+            found = "command" if part.startswith("command") else machine_kind(part)
+            if found is not None:
+                state.count_not_intent(found)
+                if found == "compaction-prompt" and writer != "person":
+                    state.set_machine_lane(ev_lane(ev), "compaction-agent")
             out.append(ev(what, part))
         elif writer == "machine":  # a compaction agent's input: the conversation to summarise
+            state.count_not_intent("machine-agent")
             out.append(ev("meta", part))
+        elif writer == "model" and part.strip() == WARMUP:  # Claude Code warming a subagent
+            state.count_not_intent("warm-up")
+            state.set_machine_lane(ev_lane(ev), "warm-up")
+            out.append(ev("meta", "warm-up"))
         elif writer == "model":
+            state.set_machine_lane(ev_lane(ev), None)  # a new task for the lane: its own again
             out.append(ev("user", part, origin="model"))
         elif not _popped(part, state):
             out.append(ev("user", part, origin=user_origin(part, state)))
@@ -301,40 +340,80 @@ def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
 def _queue(rec: dict[str, Any], state: ParseState, new: Any) -> list[Event]:
     """``enqueue`` keeps a prompt typed while the agent works; ``remove`` (taken in mid-turn) and
     ``dequeue`` (sent as the next message) deliver it; ``popAll`` hands the queue back to the
-    input box, where the person edits it and sends an ordinary prompt."""
+    input box, where the person edits it and sends an ordinary prompt.
+
+    Claude Code queues its task notifications in the same queue: each entry keeps its kind
+    (from its marker) so a notification taken off the queue is machine text, and the person's
+    prompts keep their own places (a dequeue without content takes the head, as Claude Code does).
+    """
     op = rec.get("operation")
     content = rec.get("content")
     text = content if isinstance(content, str) and content.strip() else None
     if op == "enqueue":
         if text is not None:
-            state.bounded("queued", redact(text[: CAPS["user"] + 4096])[: CAPS["user"]])
+            _push(state, redact(text[: CAPS["user"] + 4096])[: CAPS["user"]])
         return []
     if op == "popAll":
         state.queued.clear()
+        state.queued_kinds.clear()
         return []
     if op not in ("remove", "dequeue"):
         return []
     if text is None:
         if not state.queued:
             return []
-        text = state.queued.pop(0)
+        text, kind = _pop(state, 0)
+        if kind != "prompt":
+            state.count_not_intent(kind)
+            return [new("meta", f"{kind} taken from the queue")]
     return _deliver(text, state, new)
 
 
-def _deliver(text: str, state: ParseState, ev: Any) -> list[Event]:
-    """A queued prompt reaches the agent: a ``queued`` user event, once."""
+def _queued_kind(text: str) -> str:
+    """A queue entry's kind: the person's ``prompt`` or the machine kind its marker says."""
+    return machine_kind(text) or "prompt"
+
+
+def _push(state: ParseState, text: str) -> None:
+    _align(state)
+    state.bounded("queued", text)
+    state.bounded("queued_kinds", _queued_kind(text))
+
+
+def _pop(state: ParseState, i: int) -> tuple[str, str]:
+    _align(state)
+    return state.queued.pop(i), state.queued_kinds.pop(i)
+
+
+def _align(state: ParseState) -> None:
+    """Kinds for entries of a state saved before kinds were kept (their prompts, then)."""
+    missing = len(state.queued) - len(state.queued_kinds)
+    if missing > 0:
+        state.queued_kinds[:0] = [_queued_kind(q) for q in state.queued[:missing]]
+    elif missing < 0:
+        del state.queued_kinds[:-missing]
+
+
+def _deliver(text: str, state: ParseState, ev: Any, mode: str | None = None) -> list[Event]:
+    """A queued entry reaches the agent: the person's prompt as a ``queued`` user event, once;
+    a task notification (by its marker or the record's ``commandMode``) as machine text."""
     shown = redact(text)
     key = normal(shown)[:_COMPARE_CHARS]
     for i, q in enumerate(state.queued):
         if normal(q)[:_COMPARE_CHARS] == key:
-            del state.queued[i]
+            _pop(state, i)
             break
+    kind = machine_kind(shown) or (mode if mode not in (None, "prompt") else None)
+    if kind is not None:
+        state.count_not_intent(kind)
+        return [ev("meta", shown)]
     if _QUEUED_COMMAND.match(shown):  # Claude Code runs it; its wrapper (and args) follow
+        state.count_not_intent("queued-command")
         return [ev("meta", f"queued command {shown.split()[0][:80]}")]
     if key in state.delivered:  # already delivered (a remove, then its copy in a reminder)
         return []
     state.bounded("delivered", key)
-    state.correction, state.question = False, ""
+    state.correction, state.question, state.interrupted = False, "", False
     return [ev("user", shown, origin="queued")]
 
 
@@ -358,7 +437,13 @@ def _attachment(attachment: dict[str, Any], state: ParseState, ev: Any, writer: 
         text = prompt if isinstance(prompt, str) else text_of(prompt)
         if not text.strip():
             return []
-        return _deliver(text, state, ev) if writer == "person" else [ev("meta", text)]
+        if writer != "person":
+            return [ev("meta", text)]
+        mode = ident(attachment.get("commandMode"))
+        sender = _marked_origin(attachment.get("origin"))
+        if mode == "bash":  # a shell command typed with `!`: Claude Code runs it
+            mode = "shell-command"
+        return _deliver(text, state, ev, sender or mode)
     body = next((attachment[k] for k in ("content", "stdout", "stderr") if attachment.get(k)), "")
     return [ev("meta", f"{atype}: {as_text(body)}")]
 

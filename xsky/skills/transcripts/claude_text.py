@@ -86,6 +86,41 @@ def classify(text: str) -> list[Part]:
     return [("user", text)]
 
 
+# What a piece of machine text is, from its marker (the tag or preamble Claude Code wrote),
+# so ``skills status`` can say what was kept out of the person's intents and how often.
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("<task-notification>", "task-notification"),
+    ("<task-id>", "task-notification"),
+    ("<command-name>", "command"),
+    ("<command-message>", "command"),
+    ("<command-args>", "command"),
+    ("<local-command-stdout>", "command-output"),
+    ("<local-command-stderr>", "command-output"),
+    ("<bash-stdout>", "command-output"),
+    ("<bash-stderr>", "command-output"),
+    ("<bash-input>", "shell-command"),
+    ("<local-command-caveat>", "caveat"),
+    ("Caveat: The messages below were generated", "caveat"),
+    ("<user-prompt-submit-hook>", "hook-output"),
+    ("<system-reminder>", "system-reminder"),
+    (COMPACT_PROMPT, "compaction-prompt"),
+    (COMPACT_SUMMARY, "compaction-summary"),
+    (INTERRUPTED, "interruption"),
+)
+WARMUP = "Warmup"  # the first turn of a subagent Claude Code starts to warm its cache
+
+
+def machine_kind(text: str) -> str | None:
+    """The kind of machine text ``text`` is by its marker, or None when it has none."""
+    stripped = text.strip()
+    for marker, kind in _KINDS:
+        if stripped.startswith(marker):
+            return kind
+    if _unknown_wrapper(stripped):
+        return "wrapped"
+    return None
+
+
 def _unknown_wrapper(text: str) -> bool:
     """A machine payload: one hyphenated tag around structured fields (nested tags on their own
     lines), or around the whole message — not a person's pasted ``<my-widget>…</my-widget>``

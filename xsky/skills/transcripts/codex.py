@@ -167,8 +167,8 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         return [ev("marker", "", marker="task_start")]
     if etype in ("task_complete", "turn_complete"):
         return [ev("marker", "", marker="task_complete")]
-    if etype == "turn_aborted":  # the person stopped the turn: what they say next corrects it
-        state.correction, state.question = True, ""
+    if etype == "turn_aborted":  # the person stopped the turn: what they say next refines it
+        state.interrupted, state.question = True, ""  # … or names a new goal
         return [ev("marker", _str(payload.get("reason")) or "", marker="aborted")]
     if etype == "user_message":
         return _user(_str(payload.get("message")) or "", "event", state, ev)

@@ -5,9 +5,10 @@ compaction prompts) from the person's words; what is left is a ``user`` event wh
 :data:`~xsky.skills.trajectory.UserOrigin` says how it came:
 
 - ``model``: a subagent's task prompt (written by the parent agent);
-- ``correction``: the first prompt after the person interrupted the agent or rejected a
-  tool use (structural evidence only: telling a critique from a new request by its words
-  is the atom splitter's job);
+- ``correction``: the first prompt after the person rejected a tool use;
+- ``after_interrupt``: the first prompt after the person interrupted the agent (structural
+  evidence only: telling a refinement from a new goal typed at once by its words is the
+  atom splitter's job);
 - ``answer``: a short reply that approves, refuses or picks from what an agent turn asked or
   offered, or a bare menu choice (``1``, ``y``, ``p``) at any time: it stays with the turn
   that asked;
@@ -91,11 +92,16 @@ def answers(text: str, question: str) -> bool:
 
 def user_origin(text: str, state: ParseState) -> UserOrigin:
     """The origin of the person's turn ``text``, consuming the state that decided it."""
-    correction, question = state.correction, state.question
-    state.correction, state.question = False, ""
+    correction, question, interrupted = state.correction, state.question, state.interrupted
+    state.correction, state.question, state.interrupted = False, "", False
     if correction:
         return "correction"
-    if menu_choice(text) or answers(text, question):
+    if menu_choice(text):
+        state.count_not_intent("menu-letter")
+        return "answer"
+    if interrupted:
+        return "after_interrupt"
+    if answers(text, question):
         return "answer"
     return "prompt"
 
