@@ -4,7 +4,9 @@ Trajectory ids, projects, models and atoms' intents and tags come from transcrip
 model's reading of them): they are printed as literal text. ``status`` also lists every
 record type the adapters met, counted, and whether a rule read it ("interpreted") or it was
 kept unread ("opaque"): a record type that carries the person's words and stays opaque is
-a lost prompt, and this is where it shows.
+a lost prompt, and this is where it shows. Text the adapters recognised as *not* the
+person's intent (task notifications, warm-ups, compaction agents, command output, menu
+letters) is listed apart, by kind, so what was kept out of the tasks is visible too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from activities.skills.store import RecordCount, TrajRow
 from cli.render import cell, one_line, out, print_json, shown
 from client.skills import Skills
 from xsky.config import load_settings
+from xsky.skills.transcripts import NOT_INTENT
 
 
 def register(s: argparse._SubParsersAction) -> None:
@@ -48,7 +51,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_records(records: list[RecordCount]) -> None:
+def _print_records(all_records: list[RecordCount]) -> None:
+    prefix = NOT_INTENT + "/"
+    _print_not_intent([r for r in all_records if r.record.startswith(prefix)])
+    records = [r for r in all_records if not r.record.startswith(prefix)]
     if not records:
         return
     opaque = sum(r.count for r in records if r.how == "opaque")
@@ -65,6 +71,24 @@ def _print_records(records: list[RecordCount]) -> None:
             f"{r.count:,}",
             str(len(r.trajs)),
             "[yellow]opaque[/]" if r.how == "opaque" else "interpreted",
+        )
+    out.print(table)
+
+
+def _print_not_intent(records: list[RecordCount]) -> None:
+    """What the adapters recognised as not a person's intent, by kind (task notifications,
+    warm-ups, compaction agents, command output, menu letters …): never an atom's intent."""
+    if not records:
+        return
+    table = Table(
+        title=f"recognised as not a person's intent ({sum(r.count for r in records):,} in all)",
+        title_justify="left",
+    )
+    for col in ("source", "kind", "count", "trajectories"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(records, key=lambda r: (r.kind, -r.count, r.record)):
+        table.add_row(
+            cell(r.kind), cell(r.record.split("/", 1)[1]), f"{r.count:,}", str(len(r.trajs))
         )
     out.print(table)
 

@@ -4,7 +4,9 @@ With a model configured (``XSKY_MODEL`` + an OpenAI-compatible server), each win
 most 30,000 characters — the reading unit, not the unit of judgement — is shown to the
 model with the map of *every* user turn of the trajectory so far (position, first
 sentence, who wrote it, how the offline rules read it) and the window's candidate
-boundaries marked (``[[B1]]``, ``[[B2]]`` … before each of the person's prompts); the model
+boundaries marked (``[[B1]]``, ``[[B2]]`` … before each of the person's prompts, a queued one
+too); a window with no prompt is shown as well, with no boundary, so the model can revise
+the atom it continues; the map holds the turns of the whole delta, later windows' too; the model
 reads any part of the view with ``read_view`` and the latest atoms with ``recent_atoms``,
 answers with ``submit_atom`` calls, each checked on arrival (a known boundary, after the
 previous one, a score of 1–10), and revises the trajectory's previous atom with
@@ -61,7 +63,14 @@ Rules:
   switched tools: those belong to the task they refine, and critiques lower its ux_score.
 - The map lists every user turn of the trajectory with its class (who wrote it / how the
   offline rules read it); read_view reads the view around any position.
-- A compaction summary is written by a model, not the person: it is never an intent.
+- A correction is known by its relation to the request before it, not by its first word: a
+  statement that negates or judges what was just done ("it's a bad idea, since…", "that's not
+  a jsonl file"), a pointer at the last output, a critique. A new goal typed right after the
+  person interrupted the agent (class after_interrupt/new) starts a task.
+- A compaction summary is written by a model, not the person: it is never an intent; nor are
+  task notifications, warm-ups, command output or menu letters (they are not in the map).
+- A window may have no boundary (no prompt of the person's): it continues the previous atom;
+  revise that atom with update_previous when the window changes how it went.
 - Text before the first atom you submit continues the trajectory's previous atom (shown to you).
   If the first prompt only continues that previous task, do not submit it.
 - Submit atoms in order with submit_atom; when done, answer with a short plain-text note.
@@ -127,6 +136,8 @@ async def split_delta(
             lead = _unplaced(home, tid, trow) if prior is None else []
             view = _view(home, delta, stage["path"], lane, trow, prior, lead)
             context = _Context(home, tid, trow, view) if target is not None else None
+            if context is not None:  # the map holds every turn read so far, later windows' too
+                context.delta_turns = _turns_of(units)
             number = (trow.atoms if trow else 0) + 1
             produced: dict[str, AtomTask] = {}
             for window in windows(units):
@@ -134,7 +145,11 @@ async def split_delta(
                 beat(f"{delta.label()}: window {result.windows}")
                 window = lead + window
                 drafts: list[Draft] | None = None
-                if context is not None and any(is_person_prompt(u) for u in window):
+                # Every window is read with the map, one without a prompt too (it may change
+                # how the previous atom went); without a previous atom it has nothing to revise.
+                if context is not None and (
+                    prior is not None or any(is_person_prompt(u) for u in window)
+                ):
                     assert target is not None
                     drafts, calls, note = await _model_drafts(
                         target, window, view, prior, context, beat
@@ -267,6 +282,7 @@ class _Context:
             with open(path, "rb") as f:
                 committed = f.read(trow.md_bytes).decode("utf-8", errors="replace")
         self.committed = committed[: view.md_start]
+        self.delta_turns: list[Turn] = []  # the user turns of the delta being split
         self.turns = [
             Turn(u.s, u.head or _block_text(self.text(u.s, u.e)), u.origin)
             for u in (_index_units(home, tid, trow) if trow is not None else [])
@@ -281,6 +297,10 @@ class _Context:
 
     def length(self) -> int:
         return self.view.md_start + len(self.view.md)
+
+
+def _turns_of(units: list[Unit]) -> list[Turn]:
+    return [Turn(u.s, u.head, u.origin) for u in units if u.kind == "user"]
 
 
 def _block_text(md: str) -> str:
@@ -311,19 +331,24 @@ def window_prompt(
         else "(none: this is the start of the trajectory)"
     )
     in_window = {u.s: marks[i] for i, u in enumerate(window) if i in marks}
+    fresh = context.delta_turns + [u for u in _turns_of(window) if u.s >= view.md_start]
     turns = context.turns + [
-        Turn(u.s, u.head, u.origin, in_window.get(u.s))
-        for u in window
-        if u.kind == "user" and u.s >= view.md_start
+        Turn(t.s, t.head, t.origin, in_window.get(t.s)) for t in fresh if t.s >= view.md_start
     ]
     turns = sorted({t.s: t for t in turns}.values(), key=lambda t: t.s)
+    bounds = (
+        ", ".join(marks.values())
+        if marks
+        else "(none: no prompt of the person's in this window; it continues the previous atom — "
+        "revise that atom with update_previous if what happens here changes how it went)"
+    )
     return (
         f"Trajectory {view.traj_id}; this window covers view characters {window[0].s}–{window[-1].e} "
         f"(the view so far covers 0–{context.length()}).\n\n"
         f"Map of the user turns of the whole trajectory (@position [who/offline reading] first "
         f"sentence; [[Bn]]: a boundary of this window):\n{turn_map(turns, window[0].s)}\n\n"
         f"The trajectory's previous atom:\n{previous}\n\nBoundaries you may start atoms at: "
-        f"{', '.join(marks.values())}\n\n--- transcript window ---\n{text}\n--- end of window ---"
+        f"{bounds}\n\n--- transcript window ---\n{text}\n--- end of window ---"
     )
 
 

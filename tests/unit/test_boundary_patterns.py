@@ -1,0 +1,341 @@
+"""Each boundary pattern from a real record shape: the fields Claude Code 2.1.x writes (a
+public session's records — ``promptId``, ``origin: {kind}``, ``queue-operation`` enqueue with
+``content`` then a bare ``dequeue``, ``queued_command`` attachments with ``commandMode``) and
+Codex's ``turn_aborted``; the texts are this file's own. Machine text is recognised by its
+markers and counted by kind; the person's queued prompts keep their places; a correction is
+read by its relation to the request; a new goal typed after an interrupt starts a task."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from xsky.skills.atoms import keywords
+from xsky.skills.drafts import group_offline
+from xsky.skills.followups import classify
+from xsky.skills.trajectory import Event, Unit, render
+from xsky.skills.transcripts import NOT_INTENT, FileInfo, ParseState, adapter_for
+
+SESSION = "5d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+MAIN = f"/h/.claude/projects/-home-dev-app/{SESSION}.jsonl"
+
+
+class Records:
+    """Lines in Claude Code 2.1.x's shapes, chained by parentUuid."""
+
+    def __init__(self, sidechain: bool = False) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.n = 0
+        self.sidechain = sidechain
+
+    def _base(self, kind: str, **kw: Any) -> dict[str, Any]:
+        self.n += 1
+        uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{SESSION}#{self.n}"))
+        rec = {
+            "parentUuid": self.parent,
+            "isSidechain": self.sidechain,
+            "type": kind,
+            **kw,
+            "uuid": uid,
+            "timestamp": f"2026-08-10T06:{self.n // 60:02d}:{self.n % 60:02d}.000Z",
+            "userType": "external",
+            "entrypoint": "cli",
+            "cwd": "/home/dev/app",
+            "sessionId": SESSION,
+            "version": "2.1.226",
+            "gitBranch": "main",
+        }
+        self.parent = uid
+        self.lines.append(rec)
+        return rec
+
+    def prompt(self, text: str, origin: str | None = "human") -> None:
+        extra: dict[str, Any] = {"promptId": str(uuid.uuid4())}
+        if origin is not None:
+            extra["origin"] = {"kind": origin}
+        self._base("user", message={"role": "user", "content": text}, **extra)
+
+    def said(self, text: str) -> None:
+        self._base(
+            "assistant",
+            message={
+                "model": "claude-opus-4-1",
+                "id": f"msg_{self.n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+            },
+            requestId=f"req_{self.n:04d}",
+        )
+
+    def ran(self, command: str, result: str) -> None:
+        call = f"toolu_{self.n:04d}"
+        self._base(
+            "assistant",
+            message={
+                "model": "claude-opus-4-1",
+                "id": f"msg_{self.n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}
+                ],
+            },
+            requestId=f"req_{self.n:04d}",
+        )
+        self._base(
+            "user",
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "content": result, "tool_use_id": call}],
+            },
+        )
+
+    def queue(self, operation: str, content: str | None = None) -> None:
+        rec: dict[str, Any] = {
+            "type": "queue-operation",
+            "operation": operation,
+            "timestamp": "2026-08-10T06:30:00.000Z",
+            "sessionId": SESSION,
+        }
+        if content is not None:
+            rec["content"] = content
+        self.lines.append(rec)
+
+    def queued_command(self, prompt: str, mode: str, origin: str | None) -> None:
+        attachment: dict[str, Any] = {
+            "type": "queued_command",
+            "prompt": prompt,
+            "commandMode": mode,
+        }
+        if origin is not None:
+            attachment["origin"] = {"kind": origin}
+        self._base("attachment", attachment=attachment)
+
+    def data(self) -> bytes:
+        return "".join(json.dumps(r) + "\n" for r in self.lines).encode()
+
+
+def parse(
+    recs: Records, path: str = MAIN, subagent: bool = False
+) -> tuple[list[Event], ParseState]:
+    state = ParseState()
+    events = adapter_for("claude-code").parse(recs.data(), 0, state, FileInfo(path, subagent))
+    return events, state
+
+
+def users(events: list[Event]) -> list[tuple[str | None, str]]:
+    return [(e.origin, e.text) for e in events if e.kind == "user"]
+
+
+def not_intent(state: ParseState) -> dict[str, int]:
+    prefix = NOT_INTENT + "/"
+    return {k[len(prefix) :]: v for k, v in state.interpreted.items() if k.startswith(prefix)}
+
+
+def units_of(events: list[Event]) -> list[Unit]:
+    return render(events, 0).units
+
+
+NOTIFICATION = (
+    "<task-notification>\n<task-id>b7f2</task-id>\n<tool-use-id>toolu_01</tool-use-id>\n"
+    "<status>completed</status>\n<summary>Background command finished</summary>\n</task-notification>"
+)
+
+
+def test_a_queued_task_notification_is_machine_text_and_the_persons_prompt_keeps_its_place() -> (
+    None
+):
+    r = Records()
+    r.prompt("run the slow integration suite in the background and fix what fails")
+    r.ran("pytest tests/integration &", "started")
+    r.queue("enqueue", NOTIFICATION)  # Claude Code queues its notification …
+    r.queue("enqueue", "check again after the fixture change")  # … and the person's prompt
+    r.queue("dequeue")  # the head: the notification
+    r.said("The suite finished with 2 failures.")
+    r.queue("dequeue")  # then the person's prompt, at its own time
+    r.said("Checking again.")
+    events, state = parse(r)
+    assert users(events) == [
+        ("prompt", "run the slow integration suite in the background and fix what fails"),
+        ("queued", "check again after the fixture change"),
+    ]
+    kinds = [e.kind for e in events]
+    # delivered after the notification's turn, not in its place
+    assert kinds.index("user", 1) > [e.text for e in events].index(
+        "The suite finished with 2 failures."
+    )
+    assert not_intent(state) == {"task-notification": 1}
+    assert state.queued == [] and state.queued_kinds == []
+
+
+def test_queued_command_attachments_are_matched_to_their_kind_by_their_markers() -> None:
+    r = Records()
+    r.prompt("migrate the settings loader to pydantic")
+    r.queue("enqueue", NOTIFICATION)
+    r.queue("enqueue", "new beads for the epic were added. tackle them")
+    r.queued_command(NOTIFICATION, "task-notification", "task-notification")
+    r.queued_command("new beads for the epic were added. tackle them", "prompt", "human")
+    r.queued_command("hello from the other session", "prompt", "peer")
+    r.queued_command("ls -la", "bash", "human")
+    events, state = parse(r)
+    assert users(events) == [
+        ("prompt", "migrate the settings loader to pydantic"),
+        ("queued", "new beads for the epic were added. tackle them"),  # not lost
+    ]
+    assert not_intent(state) == {"task-notification": 1, "peer": 1, "shell-command": 1}
+    assert state.queued == []
+
+
+def test_a_user_record_whose_origin_is_not_human_is_not_the_persons() -> None:
+    r = Records()
+    r.prompt("add retries to the uploader")
+    r.prompt("<task-notification>done</task-notification>", origin="task-notification")
+    r.prompt("a message from another session", origin="peer")
+    events, state = parse(r)
+    assert users(events) == [("prompt", "add retries to the uploader")]
+    assert not_intent(state) == {"task-notification": 1, "peer": 1}
+
+
+def test_command_output_and_its_caveat_are_counted_as_what_they_are() -> None:
+    r = Records()
+    r.prompt(
+        "Caveat: The messages below were generated by the user while running local commands. "
+        "DO NOT respond to these messages.",
+        origin=None,
+    )
+    r.prompt("<command-name>/cost</command-name>\n<command-message>cost</command-message>", None)
+    r.prompt("<local-command-stdout>Total cost: $0.42</local-command-stdout>", origin=None)
+    r.prompt("now profile the importer")
+    events, state = parse(r)
+    assert users(events) == [("prompt", "now profile the importer")]
+    assert not_intent(state) == {"caveat": 1, "command": 1, "command-output": 1}
+
+
+def test_a_menu_letter_answers_and_is_counted_never_an_intent() -> None:
+    r = Records()
+    r.prompt("clean up the flaky tests")
+    r.said("Options:\n(a) quarantine them\n(b) fix the fixtures\nWhich one?")
+    r.prompt("b")
+    events, state = parse(r)
+    assert users(events)[1] == ("answer", "b")
+    assert not_intent(state) == {"menu-letter": 1}
+    (draft,) = group_offline(units_of(events), None)
+    assert draft.state.intent_head == "clean up the flaky tests"
+
+
+def test_a_warm_up_subagent_makes_no_user_turn_and_no_atom() -> None:
+    r = Records(sidechain=True)
+    r.prompt("Warmup", origin=None)
+    r.said("I'm ready to help you search the codebase.")
+    path = f"/h/.claude/projects/-home-dev-app/{SESSION}/subagents/agent-a1b2c3d4.jsonl"
+    events, state = parse(r, path, subagent=True)
+    assert users(events) == []
+    assert {e.kind for e in events} == {"meta"}
+    assert not_intent(state) == {"warm-up": 2}  # its turn and its reply
+    assert not any(d.has_content() for d in group_offline(units_of(events), None))
+
+
+def test_a_compaction_subagent_writes_no_intent_no_prompt_analysis_atom() -> None:
+    r = Records(sidechain=True)
+    r.prompt(
+        "Your task is to create a detailed summary of the conversation so far, paying close "
+        "attention to the user's explicit requests.",
+        origin=None,
+    )
+    r.said("<analysis>\nThe user asked for a migration …\n</analysis>\n<summary>…</summary>")
+    # an old-style sidechain lane of the main file: the compaction agent's conversation
+    events, state = parse(r)
+    assert users(events) == []
+    assert not [e for e in events if e.kind == "assistant"]
+    assert not_intent(state) == {"compaction-prompt": 1, "compaction-agent": 1}
+    assert not any(d.has_content() for d in group_offline(units_of(events), None))
+
+
+def test_a_sidechain_lane_that_gets_a_task_after_a_warm_up_is_the_models_again() -> None:
+    r = Records(sidechain=True)
+    r.prompt("Warmup", origin=None)
+    r.said("Ready.")
+    r.prompt("List every call site of load_settings", origin=None)
+    r.said("Found 4 call sites.")
+    events, _ = parse(r)
+    assert users(events) == [("model", "List every call site of load_settings")]
+    assert "Found 4 call sites." in [e.text for e in events if e.kind == "assistant"]
+
+
+def test_a_new_goal_typed_right_after_an_interrupt_starts_a_task() -> None:
+    r = Records()
+    r.prompt("design how the session analyzer stores its cursors")
+    r.ran("ls docs", "[Request interrupted by user for tool use]")
+    r.prompt("explore more of current repo", origin="human")
+    events, _ = parse(r)
+    assert users(events)[1] == ("after_interrupt", "explore more of current repo")
+    drafts = group_offline(units_of(events), None)
+    assert [d.state.intent_head for d in drafts] == [
+        "design how the session analyzer stores its cursors",
+        "explore more of current repo",
+    ]
+
+
+def test_a_refinement_right_after_an_interrupt_stays_as_a_correction() -> None:
+    r = Records()
+    r.prompt("rename the config module to settings")
+    r.ran("git mv config.py settings.py", "[Request interrupted by user for tool use]")
+    r.prompt("no, keep the old module as a shim")
+    events, _ = parse(r)
+    (draft,) = group_offline(units_of(events), None)
+    assert draft.state.signals.get("corrections") == 1
+
+
+def test_codex_turn_aborted_marks_the_next_prompt_after_interrupt() -> None:
+    lines = [
+        {"type": "session_meta", "payload": {"id": "0199c0aa-0000-7000-8000-000000000001"}},
+        {"type": "event_msg", "payload": {"type": "task_started"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "bump the sdk"}},
+        {"type": "event_msg", "payload": {"type": "turn_aborted", "reason": "interrupted"}},
+        {
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "write the changelog"},
+        },
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("codex").parse(data, 0, ParseState(), FileInfo("/h/rollout-x.jsonl"))
+    assert [(e.origin, e.text) for e in events if e.kind == "user"][1] == (
+        "after_interrupt",
+        "write the changelog",
+    )
+
+
+TASK = keywords("design how we record coding sessions and cut them into tasks, in DESIGN.md")
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "it's bad idea, since the file grows without bound",
+        "ir's not jsonl file, it's the sqlite index",  # a typo in the pronoun
+        "we don't control claude code process, so a hook is the only way in",
+        "it’s good, but the cursor section is too long",  # a typographic apostrophe
+        "that's not what the queue does",
+        "the tests still fail on the second delta",
+        "your summary misses the queue part",  # pointing at the last output
+    ],
+)
+def test_a_correction_is_recognised_by_its_relation_to_the_request(prompt: str) -> None:
+    assert classify(prompt, "prompt", TASK, True, False) == "correction"
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Add a Makefile target that cleans up stale locks",
+        "there is a new bead for the epic. tackle it",
+        "I need a release checklist for the CLI",
+    ],
+)
+def test_a_statement_that_names_a_new_goal_is_not_a_correction(prompt: str) -> None:
+    assert classify(prompt, "prompt", TASK, True, False) == "new"
