@@ -260,7 +260,9 @@ async def cmd_requests(args: argparse.Namespace) -> int:
         elif r.about == "goal":
             how = f"starter.py answer {args.id} {r.id} 'what is missing' (a replan follows), or end"
         elif r.choices:  # a tool call in doubt
-            how = f"starter.py answer {args.id} {r.id} {'|'.join(r.choices)} (done: what it returned)"
+            how = (
+                f"starter.py answer {args.id} {r.id} {'|'.join(r.choices)} (done: what it returned)"
+            )
         asks = r.text + (f"\n(the leader: {r.suggestion})" if r.suggestion else "")
         table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(asks), cell(how))
     out.print(table)
