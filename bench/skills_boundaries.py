@@ -12,11 +12,16 @@ without a model runs it: scan → render → the offline TaskAgent → commit. M
   file, the parent model) typed;
 - lost prompts: prompts the person typed that are not a user turn of the trajectory.
 
-``python bench/skills_boundaries.py`` prints both parts against the targets.
+``python bench/skills_boundaries.py`` prints both parts against the targets for the committed
+(synthetic) corpus and its truth.json. ``--corpus DIR`` runs the same measures on another folder laid
+out like it (``claude/projects/<munged-cwd>/<id>.jsonl``, ``codex/sessions/YYYY/MM/DD/rollout-….jsonl``)
+whose ``labels.json`` holds the labels in truth.json's shape — e.g. real public transcripts kept
+outside the repository (their licence keeps them out of it), labelled by the corpus's GUIDE.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import shutil
@@ -38,8 +43,19 @@ from xsky.skills.runs import ScanInput
 from xsky.skills.sources import Source
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "labelled"
+TRUTH = (
+    "truth.json"  # the committed corpus's labels (its labels.json is an older, starts-only file)
+)
+LABELS = "labels.json"  # what a --corpus folder carries, in truth.json's shape
 HEAD = 48  # characters of a prompt that name it in the labels
 TARGETS = {"precision": 0.8, "recall": 0.9, "corrections": 0.8}
+PARTS = ("claude", "codex")
+# Both spellings are accepted because people write either; the report uses the first.
+SPLITS = {"tuned": "tuned", "held-out": "held-out", "held_out": "held-out"}
+
+
+class CorpusError(Exception):
+    """A corpus folder or its labels are not usable; the message is one sentence saying how to fix it."""
 
 
 @dataclass
@@ -80,14 +96,65 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def load_labels(corpus: Path, name: str = LABELS) -> dict[str, dict[str, Any]]:
+    """The labels of a corpus folder, checked and with the split spelled one way."""
+    if not corpus.is_dir():
+        raise CorpusError(
+            f"{corpus} is not a folder; pass --corpus a folder holding claude/ or codex/ and {name}."
+        )
+    path = corpus / name
+    if not path.is_file():
+        raise CorpusError(
+            f"{corpus} has no {name}; label its sessions by tests/fixtures/labelled/GUIDE.md into {path} first."
+        )
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{path} is not valid JSON ({e}); fix it and run again.") from None
+    if not isinstance(raw, dict) or not raw:
+        raise CorpusError(f"{path} must be a JSON object mapping session paths to their labels.")
+    labels: dict[str, dict[str, Any]] = {}
+    for rel, truth in raw.items():
+        if not isinstance(truth, dict):
+            raise CorpusError(
+                f"{path}: the labels of {rel} must be an object with split, starts, prompts, corrections."
+            )
+        split = SPLITS.get(str(truth.get("split")))
+        if split is None:
+            raise CorpusError(
+                f'{path}: {rel} has split {truth.get("split")!r}; use "tuned" or "held_out".'
+            )
+        for key in ("starts", "prompts", "corrections"):
+            value = truth.get(key)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise CorpusError(
+                    f"{path}: {rel} needs {key!r} as a list of strings (the prompts' first {HEAD} characters)."
+                )
+        if not (corpus / rel).is_file():
+            raise CorpusError(
+                f"{path} labels {rel}, which is not a file under {corpus}; fix the path or add the file."
+            )
+        labels[rel] = {**truth, "split": split}
+    return labels
+
+
 def ingest(corpus: Path, work: Path) -> Path:
     """The corpus through the real pipeline, offline; the skills home it filled."""
     root, home = work / "corpus", work / "home"
-    for part in ("claude", "codex"):
+    parts = [p for p in PARTS if (corpus / p).is_dir()]
+    if not parts:
+        raise CorpusError(
+            f"{corpus} has neither claude/ nor codex/; lay it out like tests/fixtures/labelled."
+        )
+    for part in parts:
         shutil.copytree(corpus / part, root / part)
     sources = [
-        Source("claude-code", root / "claude" / "projects", "bench"),
-        Source("codex", root / "codex", "bench"),
+        src
+        for src in (
+            Source("claude-code", root / "claude" / "projects", "bench"),
+            Source("codex", root / "codex", "bench"),
+        )
+        if src.root.is_dir()
     ]
     for d in scan(home, sources, ScanInput(settle_seconds=3600)).deltas:
         render_delta(home, d)
@@ -127,9 +194,9 @@ def _started_by(atom: AtomTask) -> str | None:
     return _flat(st.intent_head[:HEAD]) if st is not None and st.intent_head else None
 
 
-def measure(corpus: Path = CORPUS) -> dict[str, Figures]:
+def measure(corpus: Path = CORPUS, labels: str = TRUTH) -> dict[str, Figures]:
     """Figures per part of the corpus (``tuned``, ``held-out``)."""
-    truths: dict[str, dict[str, Any]] = json.loads((corpus / "truth.json").read_text())
+    truths = load_labels(corpus, labels)
     parts: dict[str, Figures] = {}
     with tempfile.TemporaryDirectory(prefix="xsky-bounds-") as tmp:
         work = Path(tmp)
@@ -188,9 +255,24 @@ def report(parts: dict[str, Figures]) -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    print(f"task boundaries on {CORPUS.relative_to(CORPUS.parents[2])} (offline splitter)")
-    print(report(measure()))
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        help=f"a folder laid out like tests/fixtures/labelled with its labels in {LABELS} "
+        "(default: the committed synthetic corpus and its truth.json)",
+    )
+    args = ap.parse_args(argv)
+    corpus, labels = (args.corpus, LABELS) if args.corpus is not None else (CORPUS, TRUTH)
+    name = corpus.relative_to(CORPUS.parents[2]) if corpus == CORPUS else corpus
+    try:
+        parts = measure(corpus, labels)
+    except CorpusError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"task boundaries on {name} (offline splitter)")
+    print(report(parts))
     return 0
 
 
