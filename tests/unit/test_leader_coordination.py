@@ -391,3 +391,49 @@ def test_the_coordinators_calls_count_against_the_budget_and_stop_when_it_has_no
     # charged) − 2,000 (T-2 holds) leaves less than one 2,000-token reservation
     assert "less than one reservation" in (core.budget.no_room_to_judge() or "")
     assert core.review_of("2", starts["2"], answer()) is None  # taken by the mechanical rules
+
+
+# -- calls in doubt (xsky/in_doubt.py) ---------------------------------------------------------
+
+
+def in_doubt(command: str) -> AgentOutcome:
+    return AgentOutcome(
+        kind="question",
+        request=RequestPayload(
+            question=f"T-1: `{command}` may have run [call c1, #1] …",
+            tool="shell",
+            arguments={"command": command},
+            choices=["again", "skip", "done"],
+        ),
+        provider=MODEL,
+    )
+
+
+def test_a_call_in_doubt_is_left_to_a_person_unless_a_delegated_rule_covers_it() -> None:
+    core = core_of(llm("1"), delegated=["shell(touch:*)"])
+    (s,) = start(core)
+    assert core.review_of("1", s.dispatch, in_doubt("curl -X POST https://x/pay")) is None
+    finish(core, "1", in_doubt("curl -X POST https://x/pay"))
+    (request,) = core.pending_requests()
+    assert request.by is None and "no delegated rule" in (request.suggestion or "")
+    covered = core_of(llm("1"), delegated=["shell(touch:*)"])
+    (s,) = start(covered)
+    review = covered.review_of("1", s.dispatch, in_doubt("touch deployed.flag"))
+    assert review is not None and review.point == "question"
+
+
+def test_the_leader_answers_a_call_in_doubt_only_with_one_of_its_choices() -> None:
+    core = core_of(llm("1"), delegated=["shell(touch:*)"])
+    start(core)
+    finish(
+        core, "1", in_doubt("touch deployed.flag"), said("question", "answer", answer="yes, retry")
+    )
+    (request,) = core.pending_requests()
+    assert request.by is None and "none of again, skip, done" in (request.suggestion or "")
+    decided = core_of(llm("1"), delegated=["shell(touch:*)"])
+    start(decided)
+    finish(
+        decided, "1", in_doubt("touch deployed.flag"), said("question", "answer", answer="again")
+    )
+    (request,) = decided.state.requests.requests
+    assert (request.status, request.by, request.answer) == ("answered", "leader", "again")
