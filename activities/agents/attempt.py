@@ -150,7 +150,16 @@ def prepare(
     with nothing of its dispatch in the store (ledger.py), so nothing of it is read."""
     view = worker_view(settings)
     layers, sandbox = view.layers, view.sandbox
-    workspace = workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
+    task, input_text, config = _expanded(store, inp)
+    tool = tool_name(config)
+    # An agent whose one call touches no workspace (a no-op, a loop's gather, the offline llm)
+    # is not given one: checking and making it would be most of such an attempt's cost.
+    free = tool in WORKSPACE_FREE
+    workspace = (
+        _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
+        if free
+        else workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
+    )
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
         _WARNED["sandbox-off"] = True  # once per worker process; every run shows it on its board
@@ -159,8 +168,6 @@ def prepare(
     # and the hosts its starter opened.
     permissions = trusted_settings(view.permissions, inp.permissions, inp.allow_hosts)
     web, command_network = egress.policies(permissions, str(settings.user_settings))
-    task, input_text, config = _expanded(store, inp)
-    tool = tool_name(config)
     role, person_only = _role(inp, view.roles)
     gate = Gate(
         task_id=key.task_id,
@@ -190,7 +197,9 @@ def prepare(
         progress=beat.progress,
         answers=inp.answers,
         blocked_url=denied_host(permissions),
-        confinement=confinement_for(
+        confinement=None
+        if free
+        else confinement_for(
             settings, sandbox, workspace, key.run_id, attempt_key=key.idempotency_key
         ),
         unconfined=unconfined,
@@ -216,7 +225,7 @@ def prepare(
             settings.home / "snapshots",
             sandbox.owner,
         )
-        if workspace_host
+        if workspace_host and not free
         else None
     )
     return Attempt(
@@ -350,6 +359,21 @@ def _sandbox(layers: list[SettingsLayer]) -> SandboxSettings:
             type="SettingsError",
             non_retryable=True,
         ) from None
+
+
+# Direct tools that touch no workspace (activities/agents/direct.py): their attempts get none.
+WORKSPACE_FREE = frozenset({"noop", "gather", "llm"})
+
+
+def _named_workspace(
+    settings: Settings, sandbox: SandboxSettings, name: str | None, run_id: str
+) -> Path:
+    """Where the run's workspace would be, neither checked nor made (an attempt that touches
+    none: the path only names it)."""
+    try:
+        return workspaces.resolve(name, settings, run_id, sandbox.workspace_roots)
+    except workspaces.WorkspaceRefused as e:
+        raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
 
 
 def workspace_for(

@@ -55,7 +55,7 @@ def agent_input(agent: WorkflowAgent, **kw) -> AgentInput:
 
 
 def test_an_attempt_is_prepared_once_into_a_frozen_context(tmp_path, monkeypatch):
-    agent = WorkflowAgent(id="a1", name="shell", task="list", config={"tool": "noop"})
+    agent = WorkflowAgent(id="a1", name="shell", task="list", config={"tool": "file_list"})
     a = attempt_of(tmp_path, monkeypatch, agent_input(agent))
     assert (
         a.ctx.workspace.is_dir()
@@ -63,12 +63,20 @@ def test_an_attempt_is_prepared_once_into_a_frozen_context(tmp_path, monkeypatch
     )
     assert (a.key.run_id, a.key.agent_id, a.key.file_prefix) == ("run-1", "a1", "v2-d3-")
     assert a.ctx.file_prefix == "v2-d3-" and a.ctx.unconfined and a.gate.unconfined
-    assert a.tool == "noop" and a.number == 2
+    assert a.tool == "file_list" and a.number == 2
     assert a.role is not None and a.role.name == "shell"  # the worker's built-in role
     assert a.ctx.readable == a.gate.readable and a.ctx.record == a.gate.network
     assert str((tmp_path / "home" / "artifacts").resolve()) in a.gate.protected
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.tool = "shell"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("tool", ["noop", "gather", "llm"])
+def test_an_agent_whose_call_touches_no_workspace_is_given_none(tmp_path, monkeypatch, tool):
+    agent = WorkflowAgent(id="a1", name="llm", task="t", config={"tool": tool})
+    a = attempt_of(tmp_path, monkeypatch, agent_input(agent))
+    assert a.ctx.workspace == tmp_path / "home" / "runs" / "run-1" / "workspace"
+    assert not a.ctx.workspace.exists() and a.ctx.confinement is None and a.snapshots is None
 
 
 def test_what_lower_layers_need_is_resolved_once_into_the_attempt(tmp_path, monkeypatch):
