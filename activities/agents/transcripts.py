@@ -83,13 +83,27 @@ def append_event(store: ObjectStore, key: str, kind: str, **fields: Any) -> None
         _written(store, key, data)
 
 
+# Fields of log lines that the product fills with its own names and numbers.
+_NAMES = frozenset(
+    {"runId", "agentId", "taskId", "dispatch", "attempt", "planVersion", "role", "model", "id"}
+    | {"ms", "promptTokens", "completionTokens", "totalTokens", "iteration", "step", "tokens"}
+    | {"iterations", "pendingCalls", "status", "effect", "by", "asked", "repeated"}
+)
+
+
 def log_line(key: str, kind: str, **fields: Any) -> bytes | None:
     """An event as a line of the log ``key``, redacted (None: it cannot be written)."""
     from xsky.security.redact import redact_value
 
-    line = {"type": kind, "at": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}
+    line: dict[str, Any] = {
+        "type": kind,
+        "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+    # What the product itself names (ids, counters, the role, the model) is not searched for
+    # credentials: every other field — arguments, content, results, errors — is.
+    line.update({k: v if k in _NAMES else redact_value(v) for k, v in fields.items()})
     try:
-        return (json.dumps(redact_value(line), ensure_ascii=False, default=str) + "\n").encode()
+        return (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode()
     except Exception as e:  # noqa: BLE001 - a log line is best effort
         log.warning("could not write the agent log %s: %s", key, e)
         return None
