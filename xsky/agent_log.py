@@ -81,6 +81,15 @@ def render_event(event: dict[str, Any], width: int = 2000) -> str:
             parts.append(f"{event['iterations']} iterations")
         parts.append(f"{event.get('ms')} ms")
         return " · ".join(parts)
+    if kind == "in_doubt":
+        then = (
+            "run again (repeating it is harmless)"
+            if event.get("repeated")
+            else f"a person is asked (#{event.get('asked')}): {event.get('why')}"
+        )
+        return f"{at} ?? in doubt: {event.get('tool')} [{event.get('call')}] may have run before its worker died; {then}"
+    if kind == "in_doubt_decided":
+        return f"{at} ?? {event.get('tool')} [{event.get('call')}]: a person answered {event.get('choice')}"
     if kind == "leader":
         detail = f" — {_short(event['detail'], width)}" if event.get("detail") else ""
         return (

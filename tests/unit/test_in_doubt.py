@@ -157,3 +157,25 @@ def test_the_leader_takes_only_the_requests_choices_as_an_answer() -> None:
     core.people.answer(AnswerRequest(request_id=qid, text="done: refund 118 sent"), T0)
     (given,) = core.briefs.answers_for("T-4")
     assert given.answer == "done: refund 118 sent" and "[call call_7, #1]" in given.question
+
+
+def test_the_log_says_a_call_was_in_doubt_and_what_was_done() -> None:
+    from xsky.agent_log import render_event
+
+    asked = render_event(
+        {
+            "type": "in_doubt",
+            "at": "2026-12-05T16:00:00",
+            "call": "c1",
+            "tool": "shell",
+            "asked": 1,
+            "why": "sends data (curl)",
+        }
+    )
+    assert "in doubt: shell [c1] may have run" in asked and "a person is asked (#1)" in asked
+    again = render_event({"type": "in_doubt", "call": "x", "tool": "file_write", "repeated": True})
+    assert "run again" in again
+    decided = render_event(
+        {"type": "in_doubt_decided", "call": "c1", "tool": "shell", "choice": "skip"}
+    )
+    assert decided.endswith("a person answered skip")
