@@ -88,7 +88,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         x = await XSky.connect(settings)
         roles = x.roles()
         workflow = x.load(PLAN, variables={"site": url})
-        workflow_id = new_run_id("demo")
+        workflow_id = new_run_id(workflow.task_id, workflow.name)
         inp = RunInput(
             workflow=workflow,
             variables={"site": url},

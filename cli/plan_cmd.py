@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_allow_host(p)
     add_budget_flags(p)
     p.add_argument(
-        "--id", help="with --run: workflow id (default: a new xsky-<id>-<yyyymmdd-hhmmss>-<hex>)"
+        "--id",
+        help="with --run: workflow id (default: a new xsky-<the request's first words>-<6 hex>)",
     )
     p.add_argument("--var", action="append", default=[], metavar="K=V")
     p.add_argument("--context", action="append", default=[], metavar="K=V")

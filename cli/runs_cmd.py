@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--id",
-        help="workflow id (default: xsky-<taskId>-<yyyymmdd-hhmmss>-<hex>, new for every start)",
+        help="workflow id (default: xsky-<taskId, or the plan's name>-<6 hex>, new for every start)",
     )
     p.add_argument(
         "--follow",

@@ -149,6 +149,7 @@ class XSky:
             hosts = list(dict.fromkeys([*opts.allow_hosts, *allow_hosts]))
             opts = opts.model_copy(update={"allow_hosts": hosts})
         roles = self.roles()
+        named: tuple[str | None, str | None]  # what the default id is named for
         if isinstance(plan_or_prompt, str) and is_prompt(plan_or_prompt):
             if not plan_or_prompt.strip():
                 raise UsageError("the request is empty: say what should be done")
@@ -162,7 +163,7 @@ class XSky:
                 roles=roles,
                 permissions=resolve_permissions(self.settings),
             )
-            workflow_id = id or new_run_id(task_id[:8])
+            named = (None, plan_or_prompt)  # a request's first words name its run
         else:
             wf = self.load(plan_or_prompt, variables, list(context), roles)
             check_names(wf, variables, context)
@@ -174,8 +175,18 @@ class XSky:
                 roles=roles,
                 permissions=resolve_permissions(self.settings),
             )
-            workflow_id = id or new_run_id(wf.task_id)
-        return await self.start(inp, workflow_id, wait_for_worker=wait_for_worker, on_wait=on_wait)
+            named = (wf.task_id, wf.name)
+        if id is not None:
+            return await self.start(inp, id, wait_for_worker=wait_for_worker, on_wait=on_wait)
+        for _ in range(3):  # an id drawn twice (1 in 16 million) is drawn again, never reused
+            try:
+                return await self.start(
+                    inp, new_run_id(*named), wait_for_worker=wait_for_worker, on_wait=on_wait
+                )
+            except UsageError as e:
+                if e.topic != "exists":
+                    raise
+        raise UsageError("three run ids drawn were all taken: start it again, or give an id")
 
     async def start(
         self,

@@ -4,8 +4,6 @@ itself (Temporal's External Storage: activities/storage/payloads.py)."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +22,17 @@ from xsky.errors import (
 )
 from xsky.kinds import queue_kind
 from xsky.plan.models import Workflow
+from xsky.run_ids import default_run_id
 from xsky.runs import RunInput, RunResult
 from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
 
 
-def new_run_id(task_id: str) -> str:
-    """A run id of its own for every start (so a workspace of its own): the plan's taskId,
-    when it started, and a few random characters for starts within the same second."""
-    return f"xsky-{task_id}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+def new_run_id(task_id: str | None, name: str | None) -> str:
+    """A run id of its own for every start (so a workspace of its own), short and named for
+    the plan: ``xsky-<taskId, or the plan's name>-<6 hex>`` (xsky/run_ids.py)."""
+    return default_run_id(task_id, name)
 
 
 def check_hosts(hosts: list[str]) -> None:
