@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from cli.follow_cmd import follow, print_result
 from cli.render import cell, err, out, print_json, print_problems
 from client import XSky
 from client.settings import resolve_roles
@@ -28,6 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--plan",
         help="a new plan (XML file) for the fork; the agents it keeps "
         "unchanged above the fork point keep their results",
+    )
+    p.add_argument(
+        "--id", dest="fork_id", help="the fork's workflow id (default: <the run's id>-fork-<6 hex>)"
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="show the fork's live task board until it ends, then its results (as `run` does)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_fork(a)))
@@ -56,17 +65,18 @@ async def cmd_fork(args: argparse.Namespace) -> int:
             return 2
     x = await XSky.connect(settings)
     run = await x.get(args.id)
-    fork = await run.fork(args.task, args.text, args.input_text, plan)
-    if args.json:
+    fork = await run.fork(args.task, args.text, args.input_text, plan, id=args.fork_id)
+    if args.json and not args.follow:
         print_json({"fork": fork.id, "of": run.id, "at": args.task})
         return 0
-    out.print(cell(f"{fork.id}: a fork of {run.id} at {args.task}"))
-    out.print(
-        cell(
-            f"follow it: starter.py follow {fork.id} · compare: starter.py diff {run.id} {fork.id}"
-        )
-    )
-    return 0
+    if not args.json:
+        out.print(cell(f"{fork.id}: a fork of {run.id} at {args.task}"))
+        follow_it = "" if args.follow else f"follow it: starter.py follow {fork.id} · "
+        out.print(cell(f"{follow_it}compare: starter.py diff {run.id} {fork.id}"))
+    if not args.follow:
+        return 0
+    # as `run --follow`: the board until it ends, then its results (--json: the result)
+    return print_result(await follow(fork, quiet=args.json), settings, args.json)
 
 
 async def cmd_diff(args: argparse.Namespace) -> int:

@@ -461,17 +461,19 @@ class Run:
         text: str | None = None,
         input_text: str | None = None,
         plan: Workflow | None = None,
+        id: str | None = None,
     ) -> Run:
         """A new run from agent ``task`` of this one (ended or running): every result it does
         not lead to carried over, it — with ``text`` as its task, ``input_text`` as its input,
-        or under a new ``plan`` — and everything downstream run again (client/fork.py)."""
+        or under a new ``plan`` — and everything downstream run again (client/fork.py).
+        ``id``: the fork's run id (default: this run's first id, ``-fork-`` and 6 hex)."""
         ended = await self.temporal_status() != "running"
         first = await first_input(self._client, self.handle)
         old = parse_workflow(await self.plan())
         at = fork_at(plan or old, task)
         new = edited(plan or old, at, text, input_text)
         reports = await self.reports() if ended else await self._reports_so_far()
-        own_id = fork_id(self.id)
+        own_id = id or fork_id(self.id)
         inp = fork_input(
             self.id,
             first,

@@ -96,6 +96,8 @@ def cases() -> list[Case]:
         Case("unknown-run", ("fork", UNKNOWN, "T-1"), f"no run with id {UNKNOWN}"),
         Case("unreachable", ("fork", "xsky-x", "T-1"), "cannot reach Temporal"),
         Case("bad-input", ("fork", ENDED, "T-99"), "no task 'T-99' in the run's last plan"),
+        Case("bad-input", ("fork", ENDED, "T-1", "--id", "bad id/"), "run id 'bad id/'"),
+        Case("bad-input", ("fork", ENDED, "T-1", "--id", ENDED, "--follow"), "already exists"),
         Case("bad-input", ("diff", ENDED, ENDED), "give two different runs to compare"),
         Case("unknown-run", ("diff", ENDED, UNKNOWN), f"no run with id {UNKNOWN}"),
         Case(
