@@ -19,6 +19,7 @@ from pathlib import Path
 
 from xsky.config import server_ports
 from xsky.leader.search import dev_server_flags
+from xsky.lineage import register_flags as lineage_flags
 
 
 def temporal_binary() -> str:
@@ -105,6 +106,7 @@ class DevServer:
             str(metrics if port_free(self.ip, metrics) else free_port()),
         ]
         cmd += dev_server_flags()  # the runs' XskyStatus, XskyPending … (xsky/leader/search.py)
+        cmd += lineage_flags()  # the runs each descends from (xsky/lineage.py)
         if self.headless:
             cmd.append("--headless")
         else:

@@ -147,6 +147,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--plan", help="only runs of the plan with this name")
     p.add_argument(
+        "--descendants",
+        metavar="ID",
+        help="only the follow-up runs and forks of run ID, and theirs, at any depth (XskyLineage)",
+    )
+    p.add_argument(
         "--query",
         help="a Temporal list filter added to the above, e.g. \"StartTime > '2026-11-01T00:00:00Z'\"",
     )
@@ -438,7 +443,12 @@ def list_query(args: argparse.Namespace) -> str:
     from client.listing import list_query as build
 
     return build(
-        args.query, status=args.status, waiting=args.waiting, failed=args.failed, plan=args.plan
+        args.query,
+        status=args.status,
+        waiting=args.waiting,
+        failed=args.failed,
+        plan=args.plan,
+        descendants=getattr(args, "descendants", None),
     )
 
 
@@ -451,6 +461,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
             waiting=args.waiting,
             failed=args.failed,
             plan=args.plan,
+            descendants=args.descendants,
             limit=args.limit,
         )
     rows = [

@@ -29,6 +29,8 @@ from xsky.errors import (
     UsageError,
 )
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
+from xsky.lineage import NAME as LINEAGE
+from xsky.lineage import TYPE as LINEAGE_TYPE
 from xsky.plan.files import check_plan, load_plan
 from xsky.plan.models import RoleCapabilityModel, Workflow
 from xsky.plan.variables import check_names
@@ -221,14 +223,19 @@ class XSky:
         waiting: bool = False,
         failed: bool = False,
         plan: str | None = None,
+        descendants: str | None = None,
         limit: int = 20,
     ) -> list[RunSummary]:
-        """Recent runs, newest first, filtered by xsky's search attributes and a Temporal list query."""
+        """Recent runs, newest first, filtered by xsky's search attributes and a Temporal list
+        query; ``descendants=ID``: the follow-up runs and forks of run ID, and theirs, at any
+        depth (xsky/lineage.py)."""
         if status is not None and status not in XSKY_STATUSES:
             raise UsageError(f"status {status!r}: give one of {', '.join(XSKY_STATUSES)}")
         if limit < 1:
             raise UsageError(f"limit {limit}: give 1 or more")
-        text = list_query(query, status=status, waiting=waiting, failed=failed, plan=plan)
+        text = list_query(
+            query, status=status, waiting=waiting, failed=failed, plan=plan, descendants=descendants
+        )
         rows: list[RunSummary] = []
         try:
             async for wf in self.client.list_workflows(text, limit=limit):
@@ -252,7 +259,7 @@ class XSky:
                     "register them: "
                     + "; ".join(
                         f"temporal operator search-attribute create --name {n} --type {t}"
-                        for n, t in SEARCH_ATTRIBUTES.items()
+                        for n, t in [*SEARCH_ATTRIBUTES.items(), (LINEAGE, LINEAGE_TYPE)]
                     ),
                     topic="search-attributes",
                 ) from None

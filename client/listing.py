@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from xsky.lineage import descendants_clause, quoted
+
 
 def list_query(
     query: str | None = None,
@@ -10,6 +12,7 @@ def list_query(
     waiting: bool = False,
     failed: bool = False,
     plan: str | None = None,
+    descendants: str | None = None,
 ) -> str:
     """The Temporal visibility query for runs with these xsky search attributes (and ``query``)."""
     clauses = ["WorkflowType='LeaderWorkflow'"]
@@ -20,7 +23,9 @@ def list_query(
     if failed:
         clauses.append("XskyFailed > 0")
     if plan:
-        clauses.append("XskyPlan=" + "'" + plan.replace("\\", "\\\\").replace("'", "\\'") + "'")
+        clauses.append("XskyPlan=" + quoted(plan))
+    if descendants:
+        clauses.append(descendants_clause(descendants))
     if query:
         clauses.append(f"({query})")
     return " AND ".join(clauses)

@@ -35,7 +35,7 @@ from client.results import reports_of, result_text
 from client.resume import first_input, follow_up_id, follow_up_input, retask
 from client.server_view import ServerView, server_view
 from client.settings import resolve_permissions
-from client.start import launch
+from client.start import LINEAGE_KEY, launch
 from client.steer import check_signalled, find_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import unanswered, untaken
@@ -75,6 +75,7 @@ from xsky.leader.state import (
     TaskTimeoutRequest,
 )
 from xsky.leader.tasks import TaskView
+from xsky.lineage import lineage_of
 from xsky.plan.budget import KEYS
 from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
@@ -451,7 +452,12 @@ class Run:
             self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
         )
         handle = await launch(
-            self._client, self._settings, follow, follow_up_id(self.id), memo={"resumes": self.id}
+            self._client,
+            self._settings,
+            follow,
+            follow_up_id(self.id),
+            memo={"resumes": self.id},
+            lineage=await self.descendant_lineage(),
         )
         return Run(self._client, self._settings, handle)
 
@@ -491,6 +497,7 @@ class Run:
             inp,
             own_id,
             memo={"resumes": self.id, "forkOf": self.id, "forkAt": f"T-{at}"},
+            lineage=await self.descendant_lineage(),
         )
         return Run(self._client, self._settings, handle)
 
@@ -525,6 +532,16 @@ class Run:
         except RPCError:
             return []
         return found[::-1]
+
+    async def lineage(self) -> list[str]:
+        """The runs this one descends from through follow-ups and forks, the first first
+        (the ``XskyLineage`` search attribute; empty for a first run, or on a server without it)."""
+        described = await self.handle.describe()
+        return list(described.typed_search_attributes.get(LINEAGE_KEY) or [])
+
+    async def descendant_lineage(self) -> list[str]:
+        """The lineage a run started from this one gets: this one's, then this one."""
+        return lineage_of(self.id, await self.lineage())
 
     async def end(self, reason: str | None = None) -> InterventionResult:
         """Close a run held open (``hold_on_failure``, or paused): pending requests are

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDReusePolicy,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -21,12 +26,15 @@ from xsky.errors import (
     UsageError,
 )
 from xsky.kinds import queue_kind
+from xsky.lineage import NAME as lineage_name
 from xsky.plan.models import Workflow
 from xsky.run_ids import default_run_id
 from xsky.runs import RunInput, RunResult
 from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
+
+LINEAGE_KEY = SearchAttributeKey.for_keyword_list(lineage_name)
 
 
 def new_run_id(task_id: str | None, name: str | None) -> str:
@@ -72,10 +80,11 @@ async def launch(
     wait_for_worker: float | None = None,
     on_wait: Any = None,
     memo: dict[str, Any] | None = None,
+    lineage: list[str] | None = None,
 ) -> WorkflowHandle[Any, RunResult]:
     """Start the leader of a prepared RunInput once workers serve every queue it needs; its
     handle once a worker has taken its first task (an UnservedRunError, the run started, when
-    none has within a few seconds)."""
+    none has within a few seconds). ``lineage``: the runs it descends from (xsky/lineage.py)."""
     wf = inp.workflow
     summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
     details = (
@@ -90,8 +99,9 @@ async def launch(
     check_hosts(inp.options.allow_hosts)
     wait = settings.worker_wait if wait_for_worker is None else wait_for_worker
     await require_workers(client, settings, plan_kinds(wf), wait, on_wait)
-    try:
-        handle: WorkflowHandle[Any, RunResult] = await client.start_workflow(
+
+    async def start(attributes: TypedSearchAttributes) -> WorkflowHandle[Any, RunResult]:
+        return await client.start_workflow(
             calls.WORKFLOW,
             inp,
             result_type=calls.RESULT,
@@ -102,7 +112,21 @@ async def launch(
             # An id names one run (and its workspace and artifacts): never a second one.
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             memo=memo,
+            search_attributes=attributes,
         )
+
+    attributes = TypedSearchAttributes.empty
+    if lineage:
+        attributes = TypedSearchAttributes([SearchAttributePair(LINEAGE_KEY, lineage)])
+    try:
+        try:
+            handle = await start(attributes)
+        except RPCError as e:
+            if not lineage or lineage_name not in e.message:
+                raise
+            # a server without XskyLineage (registered by `starter.py server`): the run
+            # starts all the same, found as a descendant only of its parent (XskyResumes)
+            handle = await start(TypedSearchAttributes.empty)
     except WorkflowAlreadyStartedError:
         raise UsageError(
             f"a run with id {workflow_id} already exists (its workspace and results are its own)",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections import Counter
 
 import pytest
+from temporalio.common import SearchAttributeKey
 
-from client import XSky
+from client import XSky, start
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import agents_scheduled, plan
@@ -139,3 +141,35 @@ async def test_a_running_run_forked_goes_on_and_the_fork_has_a_workspace_of_its_
         )
         own = env.settings.runs / fork.id / "workspace" / "ran.log"
         assert own.read_text().split() == ["2"]  # T-1 carried: its side effect is not redone
+
+
+async def test_list_descendants_finds_forks_of_forks_which_xsky_resumes_alone_misses(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+):
+    await env.start_worker()
+    tag = uuid.uuid4().hex[:6]
+    async with XSky.connect() as x:
+        first = await x.run(plan(shell("1", "echo one"), name="kin"), id=f"xsky-kin-{tag}")
+        assert (await asyncio.wait_for(first.result(), 60)).status == "completed"
+        child = await first.fork("T-1", "again", id=f"xsky-kin-{tag}-child")
+        assert (await asyncio.wait_for(child.result(), 60)).status == "completed"
+        grandchild = await child.fork("T-1", "once more")
+        assert (await asyncio.wait_for(grandchild.result(), 60)).status == "completed"
+
+        assert await grandchild.lineage() == [first.id, child.id]
+        assert await first.follow_ups() == [child.id]  # the direct parent only
+
+        async def descendants() -> None:
+            found = {r.id for r in await x.runs(descendants=first.id)}
+            assert found == {child.id, grandchild.id}, found
+
+        await eventually(descendants, 20)
+        code, out, err = await starter(env, "list", "--descendants", child.id, "--json")
+        assert code == 0, err
+        assert [r["workflowId"] for r in json.loads(out)] == [grandchild.id]
+
+        # A server that lacks the attribute: the fork starts all the same, without it.
+        monkeypatch.setattr(start, "LINEAGE_KEY", SearchAttributeKey.for_keyword_list("XskyNone"))
+        monkeypatch.setattr(start, "lineage_name", "XskyNone")
+        unregistered = await grandchild.fork("T-1")
+        assert (await asyncio.wait_for(unregistered.result(), 60)).status == "completed"
