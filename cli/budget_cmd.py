@@ -10,9 +10,10 @@ from rich.table import Table
 
 from cli.board import task_spend
 from cli.render import cell, out, print_json
-from client import XSky
+from client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import UsageError
+from xsky.leader.state import InterventionResult
 from xsky.leader.tasks import TaskView
 from xsky.plan.budget import (
     AGENT_KEYS,
@@ -110,16 +111,21 @@ async def cmd_budget(args: argparse.Namespace) -> int:
                 raise UsageError("--task sets a task's cap: give LIMITS too, e.g. tokens=20000")
             page = await run.board(limit=2000)
             return show_spend(args, page.budget, page.tasks)
-        keys = AGENT_KEYS if args.task else KEYS
-        given = _limits(args.limits, "budget", keys) if args.limits else Limits()
-        result = await run.set_budget(
-            task=args.task, reserve=args.reserve, **given.model_dump(exclude_none=True)
-        )
+        result = await set_limits(run, args.limits, args.task, args.reserve)
     if args.json:
         print_json(result.wire())
     else:
         out.print(cell(result.message))
     return 0
+
+
+async def set_limits(
+    run: Run, limits: str | None, task: str | None = None, reserve: int | None = None
+) -> InterventionResult:
+    """The ``set_budget`` update from limits as ``budget RUN LIMITS`` takes them (the CLI's
+    and the live page's: the same sentences for the same mistakes)."""
+    given = _limits(limits, "budget", AGENT_KEYS if task else KEYS) if limits else Limits()
+    return await run.set_budget(task=task, reserve=reserve, **given.model_dump(exclude_none=True))
 
 
 def show_spend(args: argparse.Namespace, view: BudgetView | None, tasks: list[TaskView]) -> int:

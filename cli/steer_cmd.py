@@ -221,19 +221,22 @@ async def cmd_replan(args: argparse.Namespace) -> int:
     return await _update(args, lambda run: run.replan(args.prompt if xml is None else None, xml))
 
 
+async def no_version_given(run: Run) -> UsageError:
+    """Why an approval that names no plan version is refused (the CLI's and the live page's):
+    approving "whatever is current" could approve a replan nobody has read."""
+    current = await run.review_version()
+    if current is None:
+        return UsageError(f"no plan of {run.id} is waiting for review: there is nothing to approve")
+    return UsageError(
+        f"say which plan version you reviewed: v{current} waits for review — read it with "
+        f"`starter.py plan {run.id}`, then `starter.py approve-plan {run.id} --version {current}`"
+    )
+
+
 async def cmd_approve_plan(args: argparse.Namespace) -> int:
     if args.version is None:
-        # Approving "whatever is current" could approve a replan nobody has read.
         _, run = await _run(args)
-        current = await run.review_version()
-        if current is None:
-            raise UsageError(
-                f"no plan of {args.id} is waiting for review: there is nothing to approve"
-            )
-        raise UsageError(
-            f"say which plan version you reviewed: v{current} waits for review — read it with "
-            f"`starter.py plan {args.id}`, then `starter.py approve-plan {args.id} --version {current}`"
-        )
+        raise await no_version_given(run)
     return await _update(args, lambda run: run.approve_plan(args.version, args.comment))
 
 
@@ -299,4 +302,4 @@ async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
     return 0
 
 
-__all__ = ["register"]
+__all__ = ["no_version_given", "register"]

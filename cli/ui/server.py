@@ -23,12 +23,15 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from cli.budget_cmd import set_limits
 from cli.hints import cli_message
+from cli.steer_cmd import no_version_given
 from client import Run, XSky
 from client.events import EventLog, watch
 from xsky.agent_log import parse_lines, render_event
 from xsky.errors import UsageError, XSkyError
 from xsky.leader.run_events import EVENT_TYPES
+from xsky.plan.budget import EXAMPLE
 
 log = logging.getLogger("xsky.ui")
 
@@ -132,11 +135,26 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         (task,) = _need(body, "task")
         fork = await run.fork(task, body.get("text") or None)
         return {"ok": True, "message": f"forked from {task}: {fork.id}", "open": fork.id}
-    elif action == "cancel":
+    elif action == "cancel":  # with a task, that task; without, the whole run
         return {"ok": True, "message": await run.cancel(body.get("task") or None)}
+    elif action == "approve-plan":
+        version = str(body.get("version") or "").strip()
+        if not version:
+            raise await no_version_given(run)
+        if not version.removeprefix("v").isdigit():
+            raise UsageError(f"plan version {version!r}: give the number the page shows, e.g. 2")
+        said = await run.approve_plan(int(version.removeprefix("v")), body.get("text") or None)
+    elif action == "replan":  # a prompt for the planner, as `starter.py replan ID PROMPT`
+        said = await run.replan(str(body.get("text") or ""))
+    elif action == "budget":  # limits as `starter.py budget ID LIMITS [--task T]` takes them
+        limits = str(body.get("limits") or "").strip()
+        if not limits:
+            raise UsageError(f"budget needs limits: fill them in, e.g. {EXAMPLE}")
+        said = await set_limits(run, limits, body.get("task") or None)
     else:
         raise UsageError(
-            f"unknown action {action!r}: pause, resume, answer, approve, retry, skip, nudge, fork or cancel"
+            f"unknown action {action!r}: pause, resume, answer, approve, retry, skip, nudge, "
+            "fork, cancel, approve-plan, replan or budget"
         )
     return {"ok": True, "message": said.message}
 

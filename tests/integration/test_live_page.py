@@ -166,6 +166,11 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
             await run.answer("Q-9", "yes")
         await expect(page.locator("#notice.error")).to_have_text(cli_message(refused.value))
 
+        # A budget set from the toolbar, as `starter.py budget ID LIMITS` sets it.
+        await page.fill("#budget-limits", "tokens=500000")
+        await page.click("#set-budget")
+        await expect(page.locator("#notice.ok")).to_contain_text("500,000")
+
         # A pause from the page pauses the run (the run says so), and the page shows it.
         await page.click("#pause")
         await expect(page.locator("#notice.ok")).to_contain_text("pause")

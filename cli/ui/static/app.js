@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 190, NODE_H = 46, COL = 250, ROW = 64, PAD = 16;
 
-const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null };
+const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null };
 
 function el(tag, attrs = {}, text) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
@@ -233,7 +233,17 @@ function showAgent(task) {
 
 // -- requests and interventions ------------------------------------------------------------
 
+function drawReview() {
+  // A plan under review is request R-<version>: the page approves the version it shows.
+  const review = [...page.requests.values()].find((r) => r.kind === "review");
+  page.review = review ? review.id.replace(/^R-/, "") : null;
+  $("review").hidden = !review;
+  $("review-text").textContent = review ? `plan v${page.review} waits for review:` : "";
+  $("approve-plan").textContent = review ? `Approve v${page.review}` : "Approve plan";
+}
+
 function drawRequests() {
+  drawReview();
   const list = $("requests");
   list.replaceChildren();
   if (!page.requests.size) list.append(el("li", {}, "nothing waits"));
@@ -258,6 +268,10 @@ async function act(body) {
 
 $("pause").onclick = () => act({ action: "pause" });
 $("resume").onclick = () => act({ action: "resume" });
+$("cancel-run").onclick = () => { if (confirm(`Cancel ${page.run}? Running agents stop and it ends Cancelled.`)) act({ action: "cancel" }); };
+$("set-budget").onclick = () => act({ action: "budget", limits: $("budget-limits").value });
+$("approve-plan").onclick = () => act({ action: "approve-plan", version: page.review || "", text: $("review-comment").value });
+$("replan").onclick = () => act({ action: "replan", text: $("replan-text").value });
 $("answer-form").onsubmit = (e) => { e.preventDefault(); act({ action: "answer", request: $("answer-request").value, text: $("answer-text").value }); };
 $("approve").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "allow_once", text: $("answer-text").value });
 $("deny").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "deny", text: $("answer-text").value });
