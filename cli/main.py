@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "status": "runs_cmd",
     "result": "runs_cmd",
     "list": "runs_cmd",
+    "files": "files_cmd",
     "follow": "follow_cmd",
     "events": "events_cmd",
     "ui": "ui_cmd",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, get_args
 
 from temporalio.client import (
@@ -39,6 +40,7 @@ from client.start import LINEAGE_KEY, launch
 from client.steer import check_signalled, find_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import unanswered, untaken
+from client.workspace_files import workspace_folder
 from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import Settings
 from xsky.errors import (
@@ -542,6 +544,13 @@ class Run:
     async def descendant_lineage(self) -> list[str]:
         """The lineage a run started from this one gets: this one's, then this one."""
         return lineage_of(self.id, await self.lineage())
+
+    async def workspace(self) -> Path:
+        """Where the worker keeps this run's workspace on this machine (a follow-up's is its
+        first run's); read it with client/workspace_files.py, confined to it."""
+        return workspace_folder(
+            self._settings, self.id, await first_input(self._client, self.handle)
+        )
 
     async def end(self, reason: str | None = None) -> InterventionResult:
         """Close a run held open (``hold_on_failure``, or paused): pending requests are

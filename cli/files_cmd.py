@@ -1,0 +1,52 @@
+"""`files RUN [PATH]`: a run's workspace files — the list, or one file printed as it is —
+for a person, who may not read the workspace folder itself (it belongs to the sandbox user).
+Confined to the workspace: client/workspace_files.py."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from cli.render import cell, out, print_json
+from client import XSky
+from client.workspace_files import is_folder, list_files, read_file
+from xsky.config import load_settings
+from xsky.safe_text import printable
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "files",
+        help="a run's workspace files: the list, or with PATH one file printed (or a folder listed)",
+    )
+    p.add_argument("id", help="workflow id of the run")
+    p.add_argument("path", nargs="?", default="", help="a file or folder inside the workspace")
+    p.add_argument("--json", action="store_true", help="the list as JSON")
+    p.set_defaults(handler=lambda a: asyncio.run(cmd_files(a)))
+
+
+async def cmd_files(args: argparse.Namespace) -> int:
+    async with XSky.connect(load_settings()) as x:
+        run = await x.get(args.id)
+        root = await run.workspace()
+    if args.path and not is_folder(root, run.id, args.path):
+        data = read_file(root, run.id, args.path)
+        raw = getattr(sys.stdout, "buffer", None)
+        if raw is not None and not sys.stdout.isatty():
+            raw.write(data)  # piped: as it is, so `> copy.pdf` is the file
+            raw.flush()
+        else:  # an agent wrote it: its escape sequences are shown, never played on a terminal
+            sys.stdout.write(printable(data.decode("utf-8", errors="replace")))
+            sys.stdout.flush()
+        return 0
+    names = list_files(root, run.id, args.path)
+    if args.json:
+        print_json({"workflowId": run.id, "workspace": str(root), "files": names})
+        return 0
+    out.print(cell(f"{run.id}'s workspace ({root}): {len(names)} file(s)"))
+    for name in names:
+        out.print(cell(f"  {name}"))
+    if names:
+        out.print(cell(f"print one: starter.py files {run.id} {names[0]}"))
+    return 0
