@@ -100,7 +100,6 @@ def cases() -> list[Case]:
         Case("unknown-run", ("files", UNKNOWN), f"no run with id {UNKNOWN}"),
         Case("unreachable", ("files", "xsky-x"), "cannot reach Temporal"),
         Case("bad-input", ("files", ENDED, "../../etc/passwd"), "is outside the run's workspace"),
-        Case("ended-run", ("files", ENDED, "no-such.txt"), "no file 'no-such.txt'"),
         Case("bad-input", ("fork", ENDED, "T-1", "--id", ENDED, "--follow"), "already exists"),
         Case("bad-input", ("diff", ENDED, ENDED), "give two different runs to compare"),
         Case("unknown-run", ("diff", ENDED, UNKNOWN), f"no run with id {UNKNOWN}"),
