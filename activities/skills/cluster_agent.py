@@ -5,7 +5,7 @@ characters and dropped to stay within 25,000 characters) and the seeds (atoms wo
 waiting for another session), and answers with one of the tools below; each call is
 checked on arrival (a known skill, a weightscore 0–10, no cross-project match below
 :data:`xsky.skills.evidence.CROSS_PROJECT_MIN_SIMILARITY`, a new baby skill only for an
-atom worth ≥ 7 that a person asked for, renames of baby skills only, a name that is a verb
+atom worth ≥ NEW_SKILL_MIN that a person asked for, renames of baby skills only, a name that is a verb
 and an object, :func:`xsky.skills.naming.name_problems`). A new skill needs atoms of two
 sessions: until another session's atom joins, the atom is held as a seed. Without a
 model, :func:`xsky.skills.clustering.offline_decide` decides by tag and keyword similarity.

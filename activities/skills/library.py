@@ -61,6 +61,7 @@ from xsky.skills.models import (
     entity_workflow_id,
     traj_of,
 )
+from xsky.skills.recurrence import shape_of
 from xsky.skills.spec import render, slugify, split
 
 
@@ -279,6 +280,7 @@ def _as_seed(atom: AtomTask, d: ClusterDecision) -> Seed:
         keywords=atom_keywords(atom),
         name=d.skill if d.atom_id == atom.atom_id else None,
         added_at=now_iso(),
+        shape=shape_of(atom),
     )
 
 

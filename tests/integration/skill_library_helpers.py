@@ -162,9 +162,16 @@ async def entity(env: Env, slug: str, signal: str, arg: Any) -> None:
 # -- Claude Code-shaped sessions written by the tests -----------------------------------------------------
 
 
-def claude_session(projects: Path, project: str, prompt: str, commands: list[str]) -> Path:
+def claude_session(
+    projects: Path,
+    project: str,
+    prompt: str,
+    commands: list[str | tuple[str, dict[str, Any]]],
+    failing: frozenset[int] = frozenset(),
+) -> Path:
     """A Claude Code session of one task in ``<projects>/-home-dev-<project>/<uuid>.jsonl``: the
-    person's prompt, one Bash call per command (each succeeding), and the agent's closing words."""
+    person's prompt, one call per command (a Bash command, or a ``(tool, input)`` pair), each
+    succeeding but those whose index is in ``failing``, and the agent's closing words."""
     import json
     import uuid
 
@@ -209,8 +216,10 @@ def claude_session(projects: Path, project: str, prompt: str, commands: list[str
                         {
                             "type": "tool_use",
                             "id": call,
-                            "name": "Bash",
-                            "input": {"command": command},
+                            "name": command[0] if isinstance(command, tuple) else "Bash",
+                            "input": command[1]
+                            if isinstance(command, tuple)
+                            else {"command": command},
                         }
                     ],
                     "stop_reason": "tool_use",
@@ -226,8 +235,8 @@ def claude_session(projects: Path, project: str, prompt: str, commands: list[str
                         {
                             "tool_use_id": call,
                             "type": "tool_result",
-                            "content": "ok",
-                            "is_error": False,
+                            "content": "failed" if n in failing else "ok",
+                            "is_error": n in failing,
                         }
                     ],
                 },

@@ -3,10 +3,18 @@
 For every new atom the cluster agent decides one of: add it to a skill's candidates with
 a weightscore 0–10 and a reason; hold it as a *seed* (worth a skill, but its session is the
 only one seen doing that kind of task, :mod:`xsky.skills.evidence`); create a new baby skill
-with the seeds of other sessions it matches (only for an atom scoring ≥ 7, never for one
+with the seeds of other sessions it matches (only for an atom worth ≥ NEW_SKILL_MIN, never for one
 whose task a model wrote); rename a baby skill; move an atom between skills; or skip it
 (not reusable). The model makes that call when one is configured; offline, tag and keyword
 similarity does, and the name comes from :func:`xsky.skills.naming.task_name`.
+
+Seeds are matched by *kind of task* (:mod:`xsky.skills.recurrence`: the request without its
+particulars, the steps, the outcome), not by words alone, so an unrelated pair that shares
+words never founds a skill. The worth bar :data:`NEW_SKILL_MIN` is what an atom needs to be
+kept as evidence at all; it was tuned on data (bench/recurrence.py): at 7 the one recurring
+workflow of the measured corpus (four "work on bead" sessions, each worth 6) was thrown away;
+at 4 one-off lookups would wait as seeds; recurrence across sessions, not one atom's worth,
+is what founds a skill.
 """
 
 from __future__ import annotations
@@ -27,13 +35,14 @@ from xsky.skills.evidence import (
     session_of,
 )
 from xsky.skills.naming import task_name
+from xsky.skills.recurrence import kind_similarity, same_kind, shape_of
 
 CATALOGUE_BUDGET = (
     25_000  # characters of catalogue the model sees (xskill: ~20 % of a 128k context)
 )
 DESCRIPTION_CAP = 300
 DESCRIPTION_FLOOR = 75  # below this many characters a description says nothing: names only
-NEW_SKILL_MIN = 7
+NEW_SKILL_MIN = 6  # tuned in bench/recurrence.py (see the module's doc)
 
 Action = Literal["add", "new", "seed", "rename", "move", "skip"]
 
@@ -124,11 +133,19 @@ def best_skill(atom: AtomTask, skills: list[SkillSummary]) -> tuple[SkillSummary
 
 
 def matching_seeds(atom: AtomTask, seeds: list[Seed]) -> list[Seed]:
-    """The seeds this atom matches (most similar first), the cross-project bar applied."""
-    words, project = atom_keywords(atom), project_of(atom.traj_id)
+    """The seeds of the same kind of task as this atom (most similar first); a seed kept by an
+    older version, without its shape, is matched by keywords with the cross-project bar."""
+    words, project, shape = atom_keywords(atom), project_of(atom.traj_id), shape_of(atom)
     scored = []
     for seed in seeds:
         if seed.atom_id == atom.atom_id:
+            continue
+        if seed.shape is not None:
+            if same_kind(shape, seed.shape) and (
+                seed.project == project
+                or similarity(words, seed.keywords) >= min_similarity(project, [seed.project])
+            ):
+                scored.append((kind_similarity(shape, seed.shape), seed))
             continue
         sim = similarity(words, seed.keywords)
         if sim >= min_similarity(project, [seed.project]):
@@ -140,7 +157,7 @@ def matching_seeds(atom: AtomTask, seeds: list[Seed]) -> list[Seed]:
 def offline_decide(
     atom: AtomTask, skills: list[SkillSummary], seeds: list[Seed] | None = None
 ) -> ClusterDecision:
-    """Add to the most similar skill; else, for an atom worth ≥ 7, found a skill with the
+    """Add to the most similar skill; else, for an atom worth ≥ NEW_SKILL_MIN, found a skill with the
     seeds of other sessions it matches, or become a seed itself; else skip."""
     value = worth(atom)
     decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by="offline")
@@ -157,7 +174,8 @@ def offline_decide(
         return decision(
             action="skip",
             weightscore=value,
-            reason=f"no similar skill and worth {value}/10 < {NEW_SKILL_MIN}",
+            reason=f"no similar skill and worth {value}/10 < {NEW_SKILL_MIN} (the bar an atom needs "
+            "to be kept as evidence of a kind of task)",
         )
     refused = can_found(atom)
     if refused:

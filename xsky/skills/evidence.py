@@ -17,6 +17,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from xsky.skills.atoms import AtomTask
+from xsky.skills.recurrence import Shape
 
 ADD_MIN_SIMILARITY = 0.15  # within a project (or a skill with no recorded project)
 CROSS_PROJECT_MIN_SIMILARITY = 0.35  # across projects: above the 0.17–0.20 seen mis-routed
@@ -37,6 +38,7 @@ class Seed(BaseModel):
     keywords: list[str] = Field(default_factory=list)
     name: str | None = None  # the kind of task it names (xsky.skills.naming), if any
     added_at: str = ""
+    shape: Shape | None = None  # its kind of task (None: a seed kept by an older version)
 
 
 def session_of(atom: AtomTask) -> str:
