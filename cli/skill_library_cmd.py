@@ -24,7 +24,10 @@ from xsky.errors import UsageError
 from xsky.safe_text import printable
 from xsky.skills import canary
 from xsky.skills.authoring import NEEDS_MODEL
+from xsky.skills.clustering import NEW_SKILL_MIN
 from xsky.skills.models import EDIT_THRESHOLD, Score, entity_workflow_id
+from xsky.skills.paired import RECORD, PairedResult, kind_label
+from xsky.skills.recurrence import KIND_MIN, STEPS_MIN, TEXT_MIN
 from xsky.skills.spec import NAME_RE, description_of
 
 
@@ -122,7 +125,13 @@ def _canary(folder: Path) -> dict[str, Any]:
     m = [float(x.score) for x in scores if x.side == "main" and x.commit == main]
     st = [float(x.score) for x in scores if x.side == "staging" and x.commit == staging]
     decision = canary.decide(m, st) if staging else None
+    kinds = {
+        side: kind_label([x.by for x in scores if x.side == side and x.commit == commit])
+        for side, commit in (("main", main), ("staging", staging))
+    }
     return {
+        "kind_main": kinds["main"],
+        "kind_staging": kinds["staging"],
         "main": main,
         "staging": staging,
         "n_main": len(m),
@@ -154,6 +163,45 @@ def _status(folder: Path, state: str) -> str:
     return f"main — {refused}" if refused else state
 
 
+RECURRENCE_RULE = (
+    f"a candidate skill needs the same kind of task in 2 or more sessions (request words "
+    f"without ids >= {TEXT_MIN}, tool-use profile >= {STEPS_MIN}, combined >= {KIND_MIN}) and "
+    f"atoms worth >= {NEW_SKILL_MIN}/10 (tuned on data: at 7 the measured corpus's one recurring "
+    "workflow was dropped)"
+)
+ASKED = (
+    "a model would be asked to write SKILL.md from the candidate's atoms (all but those held out "
+    "for the paired test): a trigger description, numbered steps, exact commands, how to verify "
+    "and the pitfalls of the low-scoring atoms"
+)
+
+
+def paired_of(folder: Path, branch: str) -> PairedResult | None:
+    """The paired test committed with a branch's version (``.paired.json``), if any."""
+    text = (
+        skill_git.show(folder, branch, RECORD) if skill_git.branch_commit(folder, branch) else None
+    )
+    if not text:
+        return None
+    try:
+        return PairedResult.model_validate_json(text)
+    except ValueError:
+        return None
+
+
+def evidence(folder: Path) -> str:
+    """A candidate's evidence: how many atoms of how many sessions, and which."""
+    from xsky.skills.models import traj_of
+
+    items = _candidates(folder).get("candidates", [])
+    trajs = list(dict.fromkeys(traj_of(str(c["atom_id"])) for c in items))
+    return (
+        f"{len(items)} atoms from {len(trajs)} trajectories: "
+        + ", ".join(str(c["atom_id"]) for c in items[:6])
+        + (" …" if len(items) > 6 else "")
+    )
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     settings = load_settings()
     rows = []
@@ -181,7 +229,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "n_staging": 0,
                 "mean_staging": None,
                 "staging": None,
+                "kind_main": "no scores",
             }
+        )
+        tested = (
+            paired_of(folder, "staging" if c["staging"] else "main" if state != "baby" else "baby")
+            if repo
+            else None
         )
         pending = _candidates(folder).get("cumulative_weightscore", 0)
         rows.append(
@@ -198,6 +252,11 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "canary": f"{c['n_staging']} vs {c['n_main']}" if c["staging"] else "",
                 "pendingWeight": pending,
                 "description": description_of(text or ""),
+                "uxKind": c["kind_main"],
+                "paired": tested.model_dump(mode="json") if tested else None,
+                "pairedLine": tested.line() if tested else "no paired test yet",
+                "evidence": evidence(folder) if state == "baby" else "",
+                "modelWouldWrite": ASKED if state == "baby" else "",
             }
         )
     if args.json:
@@ -214,11 +273,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         "UX (main)",
         "canary staging vs main",
         "pending weight",
+        "paired test",
         "description",
     ):
         table.add_column(col, overflow="fold")
     for r in rows:
-        ux = f"{r['meanUx']} (n={r['scores']})" if r["meanUx"] is not None else "-"
+        ux = f"{r['meanUx']} (n={r['scores']}, {r['uxKind']})" if r["meanUx"] is not None else "-"
         table.add_row(
             cell(r["name"]),
             cell(r["status"]),
@@ -226,10 +286,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             cell(ux),
             cell(r["canary"] or "-"),
             cell(f"{r['pendingWeight']}/{EDIT_THRESHOLD}"),
-            # a draft's description is a placeholder: the status says what it waits for
-            cell("-" if r["draft"] else one_line(r["description"], 70)),
+            cell(one_line(r["pairedLine"], 90)),
+            # a draft's description is a placeholder: the evidence says what it is made of
+            cell(f"candidate: {r['evidence']}" if r["draft"] else one_line(r["description"], 70)),
         )
     out.print(table)
+    if any(r["draft"] for r in rows):
+        out.print(cell(f"for a candidate, {ASKED}"))
+    out.print(cell(f"how candidates are found: {RECURRENCE_RULE}"))
     if any(r["draft"] for r in rows):
         out.print(
             "drafts stay on the baby branch: never published, promoted or exported until a model "
@@ -252,6 +316,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     # A model wrote it from transcripts: every control character shown, nothing else changed.
     text = printable(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if skill_git.is_repo(folder):
+        tested = paired_of(folder, branch)
+        if tested is not None:  # the version's evidence, committed with it
+            sys.stdout.write(f"\n-- {branch}: {printable(tested.line())}\n")
+            for t in tested.trials:
+                sys.stdout.write(
+                    f"   trial on {t.task}: with {t.with_score}, baseline {t.baseline_score} "
+                    f"(model-judged, shown first: {t.shown_first})\n"
+                )
     return 0
 
 
@@ -327,8 +400,14 @@ def cmd_canary(args: argparse.Namespace) -> int:
         out.print(f"{args.name}: no staging version under canary. Rule: {facts['rule']}")
         return 0
     out.print(f"[bold]{args.name}[/] main {facts['main'][:10]} vs staging {facts['staging'][:10]}")
-    out.print(f"  main:    n={facts['n_main']}, mean {facts['mean_main']}")
-    out.print(f"  staging: n={facts['n_staging']}, mean {facts['mean_staging']}")
+    out.print(f"  main:    n={facts['n_main']}, mean {facts['mean_main']} ({facts['kind_main']})")
+    out.print(
+        f"  staging: n={facts['n_staging']}, mean {facts['mean_staging']} ({facts['kind_staging']})"
+    )
+    tested = paired_of(folder, "staging")
+    out.print(
+        cell(f"  {tested.line() if tested else 'no paired test: never promoted by the canary'}")
+    )
     out.print(cell(f"  {facts['decision']}"))
     out.print(f"  rule: {facts['rule']}")
     return 0

@@ -37,6 +37,15 @@ class Patch:
 
 
 PATCHES: dict[str, Patch] = {
+    "paired-test": Patch(
+        what="a skill version SkillEditAgent writes is tested with and without it on held-out "
+        "atoms (activity paired_test) before anything else: a first version stays on baby until it "
+        "beats no skill (then publish_first), a staging version that does not beat main is "
+        "discarded, and the live canary never promotes a version without a passing paired test",
+        since="v0.7.0",
+        delete_when="no skill entity started before v0.7.0 is still open (their edits publish a "
+        "first version at once and their canary promotes on UX scores alone)",
+    ),
     "replan-review-deadline": Patch(
         what="the review an automatic replan asks for (it gives shell, Python or network tools to "
         "new agents) has the run's review_timeout and review_timeout_action, as a first plan's "

@@ -221,6 +221,10 @@ def scores_of(home: Path, inp: RouteInput) -> dict[str, list[Score]]:
                         score=atom.ux_score,
                         atom_id=atom.atom_id,
                         at=at or now_iso(),
+                        # a model's UX judgement or the offline signals' heuristic, said as such
+                        by="model-judged"
+                        if atom.provenance.ux_score_by == "model"
+                        else "heuristic",
                     )
                 )
     return out

@@ -104,7 +104,11 @@ def atom_card(atom: AtomTask) -> str:
 def seed_list(seeds: list[Seed], atom: AtomTask, limit: int = 40) -> str:
     """The seeds of other sessions, most similar to the atom first."""
     words = atom_keywords(atom)
-    others = [s for s in seeds if s.session != session_of(atom) and s.atom_id != atom.atom_id]
+    others = [
+        s
+        for s in seeds
+        if s.session != session_of(atom) and s.atom_id != atom.atom_id and s.joined is None
+    ]
     others.sort(key=lambda s: -similarity(words, s.keywords))
     if not others:
         return "(no seeds waiting)"

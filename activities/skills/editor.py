@@ -39,23 +39,36 @@ from xsky.config import load_settings
 from xsky.settings_files import worker_layers
 from xsky.skills.atoms import AtomTask
 from xsky.skills.authoring import NEEDS_MODEL, draft_skill_md
-from xsky.skills.models import EditInput, EditResult
+from xsky.skills.models import AtomRef, EditInput, EditResult, traj_of
+from xsky.skills.paired import hold_out
 from xsky.skills.rules import machine_homes
 
 SCRIPT_TIMEOUT = 60.0
 RUNNERS = {".sh": ["bash"], ".py": ["python3"]}
 DRAFT_MARK = "Draft: written offline, not published"
 ERRORS = ".edit-errors"  # skills/.edit-errors/<slug>.txt: a failed script's output
+HELD_OUT = "Held-Out: "
 
 
-def edit_message(inp: EditInput, by: str, kind: str, draft: bool = False) -> str:
+def edit_message(
+    inp: EditInput, by: str, kind: str, draft: bool = False, held: list[AtomRef] | None = None
+) -> str:
     atoms = ", ".join(c.atom_id for c in inp.candidates)
     weight = sum(c.weightscore for c in inp.candidates)
     mark = f"{DRAFT_MARK}\n" if draft else ""
+    # the paired test's tasks: kept out of what the model saw
+    out = f"{HELD_OUT}{', '.join(r.atom_id for r in held)}\n" if held else ""
     return (
         f"{kind}: {inp.slug} v{inp.version} from {len(inp.candidates)} atoms (cumulative weightscore {weight})\n\n"
-        f"Atoms: {atoms}\nWritten by: {by}\n{mark}\nEdit-Id: {inp.edit_id}\n"
+        f"Atoms: {atoms}\n{out}Written by: {by}\n{mark}\nEdit-Id: {inp.edit_id}\n"
     )
+
+
+def held_out_of(message: str) -> list[AtomRef]:
+    """The atoms an edit held out for the paired test, from its commit message."""
+    line = next((x for x in message.splitlines() if x.startswith(HELD_OUT)), "")
+    ids = [a.strip() for a in line[len(HELD_OUT) :].split(",") if a.strip()]
+    return [AtomRef(traj_id=traj_of(a), atom_id=a) for a in ids]
 
 
 async def edit_skill(
@@ -86,6 +99,11 @@ async def edit_skill(
     prompts, homes = [a.intent for a in atoms], _homes(atoms)
     if target is None:
         return _draft(repo, inp, atoms, work, checker(prompts, homes))
+    held: list[AtomRef] = []
+    if inp.paired:  # the paired test's tasks are atoms the model does not see
+        written, out = hold_out([a.atom_id for a in atoms])
+        held = [AtomRef(traj_id=a.traj_id, atom_id=a.atom_id) for a in atoms if a.atom_id in out]
+        atoms = [a for a in atoms if a.atom_id in written]
     found = await model_edit(home, inp, atoms, work, target, beat, checker(prompts, homes, True))
     by = f"model {target.model}"
     if found:
@@ -110,14 +128,16 @@ async def edit_skill(
     if inp.branch == "baby":
         tip = skill_git.branch_commit(repo, "baby")
         commit = skill_git.commit_tree(
-            repo, work, tip, edit_message(inp, by, "commit_baby_to_main")
+            repo, work, tip, edit_message(inp, by, "commit_baby_to_main", held=held)
         )
         skill_git.publish(repo, "baby", commit, tip)
-        skill_git.rename_baby_to_main(repo)
-        branch = "main"
+        branch = "baby"
+        if not inp.paired:  # else main only once its paired test beats no skill
+            skill_git.rename_baby_to_main(repo)
+            branch = "main"
     else:
         commit = skill_git.commit_tree(
-            repo, work, inp.base_commit, edit_message(inp, by, "commit_to_staging")
+            repo, work, inp.base_commit, edit_message(inp, by, "commit_to_staging", held=held)
         )
         skill_git.publish(repo, "staging", commit, None)
         branch = "staging"
@@ -130,6 +150,7 @@ async def edit_skill(
         scripts=passed,
         by=by,
         message=f"{inp.slug}: {branch} {commit[:10]} from {len(atoms)} atoms",
+        held_out=held,
     )
 
 
@@ -143,7 +164,7 @@ def _already_committed(repo: Path, inp: EditInput) -> EditResult | None:
                 return EditResult(
                     ok=True, draft=True, commit=tip, branch="baby", message=_draft_note(inp, tip)
                 )
-            if branch == "baby":
+            if branch == "baby" and not inp.paired:
                 skill_git.rename_baby_to_main(repo)
                 branch = "main"
             return EditResult(
@@ -151,6 +172,7 @@ def _already_committed(repo: Path, inp: EditInput) -> EditResult | None:
                 commit=tip,
                 branch=branch,
                 message=f"{inp.slug}: {branch} {tip[:10]} (already committed)",
+                held_out=held_out_of(message),
             )
     return None
 

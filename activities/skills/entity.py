@@ -17,6 +17,7 @@ from temporalio import activity
 from activities.skills import git as skill_git
 from activities.skills.editor import edit_skill
 from activities.skills.files import load_state, skill_dir, write_state
+from activities.skills.paired_test import paired_test
 from activities.skills.pipeline import heartbeats, off_loop, skills_model
 from xsky.config import Settings
 from xsky.skills.models import (
@@ -25,9 +26,12 @@ from xsky.skills.models import (
     EditResult,
     GitAction,
     GitResult,
+    PairedInput,
+    PublishFirst,
     SkillEntityInput,
     SkillEntityState,
 )
+from xsky.skills.paired import RECORD, PairedResult
 
 
 class EntityActivities:
@@ -40,7 +44,23 @@ class EntityActivities:
 
     @activity.defn(name="load_skill_state")
     def load_skill_state(self, inp: SkillEntityInput) -> SkillEntityState:
-        return load_state(self.home, inp.slug)
+        state = load_state(self.home, inp.slug)
+        if state.staging_commit:  # a staging version carries its paired test in git, if it had one
+            state.paired = paired_record(skill_dir(self.home, inp.slug), state.staging_commit)
+        return state
+
+    @activity.defn(name="paired_test")
+    async def paired_test(self, inp: PairedInput) -> PairedResult:
+        async with heartbeats(1.0):
+            return await off_loop(paired_test, self.home, inp, skills_model())
+
+    @activity.defn(name="publish_first")
+    def publish_first(self, inp: PublishFirst) -> str | None:
+        """A first version that passed its paired test: baby is renamed main."""
+        repo = skill_dir(self.home, inp.slug)
+        if skill_git.branch_commit(repo, "baby") == inp.commit:
+            skill_git.rename_baby_to_main(repo)
+        return skill_git.branch_commit(repo, "main")
 
     @activity.defn(name="write_skill_state")
     def write_skill_state(self, f: CandidatesFile) -> None:
@@ -56,7 +76,25 @@ class EntityActivities:
         return canary_git(self.home, a)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.load_skill_state, self.write_skill_state, self.edit_skill, self.canary_git]
+        return [
+            self.load_skill_state,
+            self.write_skill_state,
+            self.edit_skill,
+            self.paired_test,
+            self.publish_first,
+            self.canary_git,
+        ]
+
+
+def paired_record(repo: Path, commit: str) -> PairedResult | None:
+    """The paired test committed with a version (its ``.paired.json``), if any."""
+    text = skill_git.show(repo, commit, RECORD)
+    if not text:
+        return None
+    try:
+        return PairedResult.model_validate_json(text).model_copy(update={"record_commit": commit})
+    except ValueError:
+        return None
 
 
 def canary_git(home: Path, a: GitAction) -> GitResult:

@@ -133,7 +133,7 @@ class LibraryActivities:
                 if seed.atom_id != d.atom_id
             ] + [_candidate(d, d.atom_id, d.traj_id, d.weightscore, founding=True)]
             await self._deliver(client, name, candidates, inp.heartbeat_timeout)
-            await asyncio.to_thread(self._unseed, {c.atom_id for c in candidates})
+            await asyncio.to_thread(self._join, [a for _, a in founders], d, name)
             note = f"new baby skill {name} from {len(candidates)} atoms"
         elif d.action == "seed":
             held = await asyncio.to_thread(self._seed, d)
@@ -145,7 +145,8 @@ class LibraryActivities:
                 [_candidate(d, d.atom_id, d.traj_id, d.weightscore)],
                 inp.heartbeat_timeout,
             )
-            await asyncio.to_thread(self._unseed, {d.atom_id})
+            atom = await asyncio.to_thread(read_atom, self.home, d.traj_id, d.atom_id)
+            await asyncio.to_thread(self._join, [atom] if atom else [], d, d.skill)
             note = f"added to {d.skill}"
         elif d.action == "rename" and d.skill and d.new_name:
             note = await self._rename(client, d.skill, d.new_name, inp.heartbeat_timeout)
@@ -203,11 +204,14 @@ class LibraryActivities:
             write_seeds(self.home, seeds)
         return len(seeds)
 
-    def _unseed(self, ids: set[str]) -> None:
+    def _join(self, atoms: list[AtomTask], d: ClusterDecision, skill: str) -> None:
+        """The atoms are a skill's now: kept, by kind, so a later atom of the same kind of task
+        joins that skill (never waiting as a seed, never founding another)."""
         seeds = read_seeds(self.home)
-        kept = [s for s in seeds if s.atom_id not in ids]
-        if len(kept) != len(seeds):
-            write_seeds(self.home, kept)
+        for atom in atoms:
+            member = _as_seed(atom, d).model_copy(update={"joined": skill, "name": skill})
+            seeds = keep(seeds, member)
+        write_seeds(self.home, seeds)
 
     def _founders(self, d: ClusterDecision) -> list[tuple[Seed, AtomTask]]:
         """The founding atoms that can still be read: the seeds named, then the new atom."""

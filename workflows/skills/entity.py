@@ -15,6 +15,11 @@ on its ``.candidates.yml``:
   one per trajectory and side; the canary rule (:mod:`xsky.skills.canary`) promotes or discards
   staging — or a person does, with ``decide`` — and a staging version with no decision
   after 14 days is discarded. Each is a git operation whose message cites the figures.
+- the paired test (patch ``paired-test``): a version SkillEditAgent writes is tested with and
+  without it on atoms held out of the edit (:mod:`xsky.skills.paired`) before anything else: a
+  first version stays on ``baby`` until it beats no skill, a staging version that does not
+  beat ``main`` is discarded, and the live canary never promotes a version without a paired
+  test it passed (a person's ``skills promote`` still can: it is their explicit decision).
 
 The Web UI's current details show the branch, cumulative weightscore, pending atoms,
 canary counts and means. Long histories continue as new with the whole state.
@@ -31,6 +36,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.failures import describe_failure
+from workflows.patches import patched
 
 with workflow.unsafe.imports_passed_through():
     from xsky.skills import canary
@@ -47,15 +53,19 @@ with workflow.unsafe.imports_passed_through():
         EditResult,
         GitAction,
         GitResult,
+        PairedInput,
+        PublishFirst,
         RecordScores,
         RemoveCandidate,
         RetireRequest,
+        Score,
         SkillEntityInput,
         SkillEntityState,
         SkillEvent,
         SkillView,
         edit_weight,
     )
+    from xsky.skills.paired import PairedResult, kind_label, not_run
 
 SHORT = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -78,6 +88,7 @@ class SkillEntityWorkflow:
         self.verdict: CanaryVerdict | None = None
         self.retiring: str | None = None
         self.ready = False
+        self.paired_gate = False  # set at the start of a run by the patch "paired-test"
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -197,6 +208,7 @@ class SkillEntityWorkflow:
             decision=self._decision().message() if self.s.staging_commit else "no staging version",
             last_edit_error=self.s.last_edit_error,
             events=self.s.events[-20:],
+            paired=self.s.paired,
         )
 
     # -- the loop --------------------------------------------------------------------------------
@@ -204,6 +216,8 @@ class SkillEntityWorkflow:
     @workflow.run
     async def run(self, inp: SkillEntityInput) -> str:
         self.beat = timedelta(seconds=inp.heartbeat_timeout)
+        # executions begun before the paired test replay without it (no marker in their history)
+        self.paired_gate = patched("paired-test")
         if inp.state is not None:
             self.s = inp.state
         else:
@@ -309,6 +323,7 @@ class SkillEntityWorkflow:
                     candidates=batch,
                     edit_id=edit_id,
                     version=self.s.edits + 1,
+                    paired=self.paired_gate,
                 ),
                 result_type=EditResult,
                 start_to_close_timeout=timedelta(minutes=30),
@@ -332,14 +347,10 @@ class SkillEntityWorkflow:
                 "edit failed",
                 self.s.last_edit_error[:300] + " — the candidates stay; more weight retries",
             )
+        elif self.paired_gate and result.branch == "baby":
+            await self._first_version(batch, result)
         else:
-            consumed = {c.atom_id for c in batch}
-            for c in self.s.candidates:
-                if c.atom_id in consumed:
-                    c.status, c.commit = "consumed", result.commit
-            self._trim_consumed()
-            self.s.edits += 1
-            self.s.last_edit_error, self.s.blocked_at_weight = None, None
+            self._consume(batch, result.commit)
             if result.branch == "main":
                 self.s.state, self.s.main_commit = "main", result.commit
                 self._event(
@@ -352,8 +363,98 @@ class SkillEntityWorkflow:
                     "staging",
                     f"candidate {result.commit[:10] if result.commit else ''} on staging, under canary ({result.by})",
                 )
+                if self.paired_gate:
+                    await self._test_staging(result)
         self.dirty = True
         await self._persist()
+
+    def _consume(self, batch: list[Candidate], commit: str | None) -> None:
+        consumed = {c.atom_id for c in batch}
+        for c in self.s.candidates:
+            if c.atom_id in consumed:
+                c.status, c.commit = "consumed", commit
+        self._trim_consumed()
+        self.s.edits += 1
+        self.s.last_edit_error, self.s.blocked_at_weight = None, None
+
+    # -- the paired test -----------------------------------------------------------------------
+
+    async def _paired(self, result: EditResult, branch: Literal["baby", "staging"]) -> PairedResult:
+        baseline = self.s.main_commit if branch == "staging" else None
+        commit = result.commit or ""
+        self._event(
+            "paired",
+            f"paired test of {commit[:10]} against {baseline[:10] if baseline else 'no skill'}",
+        )
+        self._publish()
+        try:
+            paired: PairedResult = await workflow.execute_activity(
+                "paired_test",
+                PairedInput(
+                    slug=self.s.slug,
+                    branch=branch,
+                    commit=commit,
+                    baseline=baseline,
+                    held_out=result.held_out,
+                ),
+                result_type=PairedResult,
+                start_to_close_timeout=timedelta(minutes=30),
+                heartbeat_timeout=self.beat,
+                retry_policy=EDIT_RETRY,
+                summary=f"paired test · {self.s.slug}",
+            )
+        except ActivityError as e:  # never a reason to publish: said as a test that did not run
+            paired = not_run(
+                commit,
+                f"main {baseline[:10]}" if baseline else "no skill",
+                f"the paired test failed: {describe_failure(e)}",
+            )
+        self.s.paired = paired
+        self._event("paired", paired.line()[:300])
+        return paired
+
+    async def _first_version(self, batch: list[Candidate], result: EditResult) -> None:
+        """A first version is published (baby → main) only when it beats no skill."""
+        paired = await self._paired(result, "baby")
+        main: str | None = None
+        if paired.passed:
+            try:
+                main = await workflow.execute_activity(
+                    "publish_first",
+                    PublishFirst(
+                        slug=self.s.slug, commit=paired.record_commit or result.commit or ""
+                    ),
+                    result_type=str,
+                    start_to_close_timeout=timedelta(minutes=2),
+                    retry_policy=SHORT,
+                    summary=f"publish · {self.s.slug}",
+                )
+            except ActivityError as e:
+                self._event("publish failed", describe_failure(e))
+        if main is None:
+            self.s.blocked_at_weight = self._pending_weight()
+            self.s.last_edit_error = f"not published: {paired.line()}"
+            self._event(
+                "not published", f"{paired.line()[:240]} — stays on baby; more weight retries"
+            )
+            return
+        self._consume(batch, main)
+        self.s.state, self.s.main_commit = "main", main
+        self._event("main", f"first version on main {main[:10]} ({result.by}): beat no skill")
+
+    async def _test_staging(self, result: EditResult) -> None:
+        """A staging version that does not beat main is discarded before any canary."""
+        paired = await self._paired(result, "staging")
+        if paired.record_commit and paired.version == self.s.staging_commit:
+            self.s.staging_commit = paired.record_commit
+        if not paired.passed:
+            await self._canary(
+                "discard", f"it did not beat main in its paired test: {paired.line()}"
+            )
+
+    def _paired_passed(self) -> bool:
+        p = self.s.paired
+        return p is not None and p.passed and p.record_commit == self.s.staging_commit
 
     def _trim_consumed(self) -> None:
         consumed = [c for c in self.s.candidates if c.status == "consumed"]
@@ -376,6 +477,10 @@ class SkillEntityWorkflow:
         ]
         return main, staging
 
+    def _live_scores(self) -> list[Score]:
+        live = {("main", self.s.main_commit), ("staging", self.s.staging_commit)}
+        return [x for x in self.s.scores if (x.side, x.commit) in live]
+
     def _decision(self) -> canary.Decision:
         if not self.ready or not self.s.staging_commit:
             return canary.Decision("wait", "no staging version")
@@ -383,7 +488,15 @@ class SkillEntityWorkflow:
         started = (
             datetime.fromisoformat(self.s.staging_started_at) if self.s.staging_started_at else None
         )
-        return canary.decide(main, staging, started, workflow.now())
+        decision = canary.decide(main, staging, started, workflow.now())
+        if self.paired_gate and decision.verdict == "promote" and not self._paired_passed():
+            return canary.Decision(
+                "wait",
+                "the live canary would promote it, but it has no paired test it passed: it is "
+                "not promoted (a person may still `skills promote` it)",
+                decision.figures,
+            )
+        return decision
 
     def _until_expiry(self) -> timedelta | None:
         if not self.ready or not self.s.staging_commit or not self.s.staging_started_at:
@@ -397,6 +510,10 @@ class SkillEntityWorkflow:
             return
         main, stag = self._canary_scores()
         figures = f"main n={len(main)} mean={_fmt(_mean(main))}; staging n={len(stag)} mean={_fmt(_mean(stag))}"
+        if self.paired_gate:  # every score says how it was made
+            figures += f" (UX scores: {kind_label([x.by for x in self._live_scores()])})"
+            if self.s.paired is not None:
+                figures += f"; {self.s.paired.line()}"
         verb: Literal["promote", "discard"] = "promote" if action == "promote" else "discard"
         try:
             result: GitResult = await workflow.execute_activity(
@@ -455,6 +572,10 @@ class SkillEntityWorkflow:
             f"cumulative weightscore {self._pending_weight()} / {EDIT_THRESHOLD} from {len(pending)} pending atoms",
             f"canary: main n={len(main)} mean {_fmt(_mean(main))} · staging n={len(staging)} mean {_fmt(_mean(staging))}",
         ]
+        if self.paired_gate:
+            lines[-1] += f" (UX scores: {kind_label([x.by for x in self._live_scores()])})"
+            if self.s.paired is not None:
+                lines.append(self.s.paired.line())
         if self.s.last_edit_error:
             lines.append(f"⚠ last edit failed: {self.s.last_edit_error[:200]}")
         lines += [f"- {e.at[:19]} {e.kind}: {e.text[:140]}" for e in self.s.events[-5:]]

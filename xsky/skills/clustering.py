@@ -35,7 +35,7 @@ from xsky.skills.evidence import (
     session_of,
 )
 from xsky.skills.naming import task_name
-from xsky.skills.recurrence import kind_similarity, same_kind, shape_of
+from xsky.skills.recurrence import explain, kind_similarity, same_kind, shape_of
 
 CATALOGUE_BUDGET = (
     25_000  # characters of catalogue the model sees (xskill: ~20 % of a 128k context)
@@ -170,6 +170,16 @@ def offline_decide(
             weightscore=max(1, round(value * relevance)),
             reason=f"keyword similarity {best_sim:.2f} with {best.name}; atom worth {value}/10",
         )
+    names = {s.name for s in skills}
+    kin = next((m for m in matching_seeds(atom, seeds or []) if m.joined in names), None)
+    if kin is not None and kin.shape is not None:  # the same kind of task as a skill's atom
+        return decision(
+            action="add",
+            skill=kin.joined,
+            weightscore=value,
+            reason=f"the same kind of task as {kin.atom_id} of {kin.joined} "
+            f"({explain(shape_of(atom), kin.shape)}); atom worth {value}/10",
+        )
     if value < NEW_SKILL_MIN:
         return decision(
             action="skip",
@@ -196,7 +206,7 @@ def found_or_seed(
     """A new skill when the atom and the seeds it matches span ≥ 2 sessions and name a kind
     of task; else the atom waits as a seed (its proposed name kept with it)."""
     decision = partial(ClusterDecision, atom_id=atom.atom_id, traj_id=atom.traj_id, by=by)
-    matches = matching_seeds(atom, seeds)
+    matches = [m for m in matching_seeds(atom, seeds) if m.joined is None]
     others = [m for m in matches if m.session != session_of(atom)]
     founders = (others + [m for m in matches if m not in others])[:MAX_FOUNDERS]
     taken = {s.name for s in skills}

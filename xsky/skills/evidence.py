@@ -39,6 +39,8 @@ class Seed(BaseModel):
     name: str | None = None  # the kind of task it names (xsky.skills.naming), if any
     added_at: str = ""
     shape: Shape | None = None  # its kind of task (None: a seed kept by an older version)
+    # the skill it founded or joined: kept so a later atom of its kind joins that skill too
+    joined: str | None = None
 
 
 def session_of(atom: AtomTask) -> str:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from xsky.skills.clustering import ClusterDecision
+from xsky.skills.paired import PairedResult, ScoreKind
 from xsky.wire import WireModel as Wire
 
 SkillState = Literal["baby", "main", "retired"]
@@ -62,6 +63,7 @@ class Score(Wire):
     score: int = Field(ge=1, le=10)
     atom_id: str = ""
     at: str = ""
+    by: ScoreKind = "heuristic"  # how the UX score was made (the atom's ux_score_by)
 
 
 class SkillEvent(Wire):
@@ -84,6 +86,8 @@ class SkillEntityState(Wire):
     blocked_at_weight: int | None = None  # a failed edit waits for more weight than this
     events: list[SkillEvent] = Field(default_factory=list)
     retired_to: str | None = None
+    # the paired test of the version under test or canary (staging, or a held first version)
+    paired: PairedResult | None = None
 
 
 class SkillEntityInput(Wire):
@@ -127,6 +131,8 @@ class EditInput(Wire):
     candidates: list[Candidate]
     edit_id: str  # deterministic from the candidates: a re-run finds its own commit
     version: int = 1
+    # hold atoms out for the paired test, and keep a first version on baby until it passes
+    paired: bool = False
 
 
 class EditResult(Wire):
@@ -141,6 +147,26 @@ class EditResult(Wire):
     # no model: a draft on baby (or nothing on a published skill); the candidates stay
     # pending and the next edit, with more weight, tries again
     draft: bool = False
+    held_out: list[AtomRef] = Field(
+        default_factory=list
+    )  # kept out of the edit for the paired test
+
+
+class PairedInput(Wire):
+    """Test ``commit`` (the tip of ``branch``) against ``baseline`` (main's commit, None: no skill)."""
+
+    slug: str
+    branch: Literal["baby", "staging"]
+    commit: str
+    baseline: str | None
+    held_out: list[AtomRef]
+
+
+class PublishFirst(Wire):
+    """A first version that passed its paired test: baby becomes main."""
+
+    slug: str
+    commit: str
 
 
 class GitAction(Wire):
@@ -177,6 +203,7 @@ class SkillView(Wire):
     decision: str
     last_edit_error: str | None
     events: list[SkillEvent]
+    paired: PairedResult | None = None
 
 
 class ClusterRequest(Wire):
