@@ -27,6 +27,7 @@ from pathlib import Path
 from activities.skills import git as skill_git
 from activities.skills.files import export_refusal
 from xsky.skills import canary_window as cw
+from xsky.skills.paired import RECORD as PAIRED_RECORD
 from xsky.skills.spec import problems
 
 EXPORT_MARK = ".xsky-export"  # in every exported folder: only these are ever replaced
@@ -196,6 +197,8 @@ def _version(folder: Path, name: str, side: str, commit: str) -> Path | list[str
     scratch = folder / CANARY_DIR / f".{side}-{commit}.{os.getpid()}" / name
     shutil.rmtree(scratch.parent, ignore_errors=True)
     skill_git.export(folder, commit, scratch)
+    # the paired test's record is the library's evidence about the version, not part of the skill
+    (scratch / PAIRED_RECORD).unlink(missing_ok=True)
     found = problems(scratch)
     if found:
         shutil.rmtree(scratch.parent, ignore_errors=True)

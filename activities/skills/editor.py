@@ -40,6 +40,7 @@ from xsky.settings_files import worker_layers
 from xsky.skills.atoms import AtomTask
 from xsky.skills.authoring import NEEDS_MODEL, draft_skill_md
 from xsky.skills.models import AtomRef, EditInput, EditResult, traj_of
+from xsky.skills.paired import RECORD as PAIRED_RECORD
 from xsky.skills.paired import hold_out
 from xsky.skills.rules import machine_homes
 
@@ -93,6 +94,8 @@ async def edit_skill(
     if work.parent.exists():
         shutil.rmtree(work.parent)
     skill_git.export(repo, source, work)
+    # the base's paired-test record says nothing of the new version: it never inherits it
+    (work / PAIRED_RECORD).unlink(missing_ok=True)
     atoms = [a for c in inp.candidates if (a := read_atom(home, c.traj_id, c.atom_id)) is not None]
     if not atoms:
         return EditResult(ok=False, message="none of the candidate atoms could be read")

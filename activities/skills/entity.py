@@ -17,7 +17,7 @@ from temporalio import activity
 from activities.skills import git as skill_git
 from activities.skills.editor import edit_skill
 from activities.skills.files import load_state, skill_dir, write_state
-from activities.skills.paired_test import paired_test
+from activities.skills.paired_test import paired_test, trailer
 from activities.skills.pipeline import heartbeats, off_loop, skills_model
 from xsky.config import Settings
 from xsky.skills.models import (
@@ -87,14 +87,19 @@ class EntityActivities:
 
 
 def paired_record(repo: Path, commit: str) -> PairedResult | None:
-    """The paired test committed with a version (its ``.paired.json``), if any."""
+    """The paired test committed with a version (its ``.paired.json``), if any: only a record
+    committed by the test itself on top of the version it tested counts (never one a version
+    carried over from the tree it was written from)."""
     text = skill_git.show(repo, commit, RECORD)
     if not text:
         return None
     try:
-        return PairedResult.model_validate_json(text).model_copy(update={"record_commit": commit})
+        found = PairedResult.model_validate_json(text)
     except ValueError:
         return None
+    if trailer(found.version) not in skill_git.message(repo, commit):
+        return None
+    return found.model_copy(update={"record_commit": commit})
 
 
 def canary_git(home: Path, a: GitAction) -> GitResult:

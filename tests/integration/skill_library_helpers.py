@@ -3,6 +3,7 @@ and building library states directly (skills, atoms, candidates)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from activities.skills import git as skill_git
 from activities.skills.files import CANDIDATES, skill_dir, slugs
 from tests.conftest import Env
+from tests.fake_llm import Reply
 from tests.integration.helpers import settled
 from workflows.skills.entity import SkillEntityWorkflow
 from xsky.skills.models import (
@@ -53,6 +55,14 @@ def on_branch(repo: Path, branch: str) -> str:
     return commit
 
 
+def paired_tip(repo: Path, branch: str) -> str:
+    """Assert that ``branch``'s tip is a paired test's record (committed on top of the version
+    it tested); return it."""
+    commit = on_branch(repo, branch)
+    assert "Paired-Of: " in skill_git.message(repo, commit), f"{branch} has no paired test yet"
+    return commit
+
+
 async def settled_view(env: Env, slug: str) -> SkillView:
     """The entity's view once it has nothing in flight: it has decided on all it was sent
     (an edit or a canary decision it found due would be a pending activity, or done)."""
@@ -92,8 +102,17 @@ TOPICS = {
 }
 
 
-def make_skill(home: Path, slug: str, description: str, staging_body: str | None = None) -> Path:
-    """A skill with a main version (and optionally a staging one), made with the same git helpers."""
+def make_skill(
+    home: Path,
+    slug: str,
+    description: str,
+    staging_body: str | None = None,
+    paired: bool = False,
+) -> Path:
+    """A skill with a main version (and optionally a staging one), made with the same git helpers.
+
+    ``paired``: the staging version carries a passing paired test (``.paired.json`` committed on
+    top of it, as activities/skills/paired_test does), so the canary may promote it."""
     from xsky.skills.spec import render
 
     files = home / ".seed" / slug
@@ -107,13 +126,67 @@ def make_skill(home: Path, slug: str, description: str, staging_body: str | None
     if staging_body is not None:
         (files / "SKILL.md").write_text(render(slug, description, staging_body, {"version": "2"}))
         main = skill_git.branch_commit(repo, "main")
-        skill_git.publish(
-            repo,
-            "staging",
-            skill_git.commit_tree(repo, files, main, "commit_to_staging: test"),
-            None,
-        )
+        version = skill_git.commit_tree(repo, files, main, "commit_to_staging: test")
+        skill_git.publish(repo, "staging", version, None)
+        if paired:
+            commit_passing_paired(repo, files, version, main or "")
     return repo
+
+
+def commit_passing_paired(repo: Path, files: Path, version: str, main: str) -> str:
+    """``.paired.json`` of a test the version passed (it beat ``main`` on three held-out tasks),
+    committed on top of it on staging; returns the new staging tip."""
+    from activities.skills.paired_test import trailer
+    from xsky.skills.paired import RECORD, Trial, summarise
+
+    trials = [
+        Trial(task=f"atom_held_{n}", shown_first="with", with_score=9, baseline_score=5)
+        for n in range(3)
+    ]
+    result = summarise(trials, version, f"main {main[:10]}", "fake-model", ["atom_held_0"])
+    assert result.passed, result.line()
+    (files / RECORD).write_text(result.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    commit = skill_git.commit_tree(
+        repo, files, version, f"paired test: {result.line()}\n\n{trailer(version)}\n"
+    )
+    skill_git.publish(repo, "staging", commit, version)
+    (files / RECORD).unlink()
+    return commit
+
+
+def paired_wins(responder: Callable[[dict[str, Any], int], Reply]) -> Callable[..., Reply]:
+    """``responder`` that also answers the paired test's calls (activities/skills/paired_test),
+    so that the version SkillEditAgent wrote last beats its baseline: the trial agent (known by
+    its system prompt) says which written SKILL.md it had loaded — its rank among those the
+    scripted editor wrote, -1 for no skill or one the test made — and the blind comparator (known
+    by its system prompt) scores the answer of the higher rank 9 and the other 5 (a tie 5 each).
+    Every other request goes to ``responder``, whose SKILL.md writes are noted in order."""
+    import json
+    import re
+
+    from activities.skills.paired_test import AGENT_SYSTEM, COMPARATOR_SYSTEM, SKILL_LOADED
+    from tests.fake_llm import first_user, system, text
+
+    written: list[str] = []
+
+    def respond(req: dict[str, Any], i: int) -> Reply:
+        prompt = system(req)
+        if prompt.startswith(AGENT_SYSTEM):
+            loaded = prompt.split(SKILL_LOADED, 1)[1].strip() if SKILL_LOADED in prompt else None
+            rank = written.index(loaded) if loaded in written else -1
+            return text(f"Skill rank {rank}: I did the task and verified the result.")
+        if prompt == COMPARATOR_SYSTEM:
+            one, two = (int(r) for r in re.findall(r"Skill rank (-?\d+)", first_user(req)))
+            score = lambda a, b: 9 if a > b else 5  # noqa: E731
+            return text(json.dumps({"score_1": score(one, two), "score_2": score(two, one)}))
+        reply = responder(req, i)
+        for name, args in reply.tool_calls:
+            content = str(args.get("content", "")).strip()
+            if name == "write_file" and args.get("path") == "SKILL.md" and content not in written:
+                written.append(content)
+        return reply
+
+    return respond
 
 
 def write_atoms(home: Path, traj: str, atoms: list[tuple[str, list[str]]]) -> list[str]:

@@ -12,6 +12,7 @@ from activities.skills import canary_export as ce
 from activities.skills import git as skill_git
 from tests.integration.skill_library_helpers import make_skill
 from xsky.skills import canary_window as cw
+from xsky.skills.paired import RECORD
 from xsky.skills.spec import render
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
@@ -29,8 +30,13 @@ def moment(staging: str, side: cw.Side, after: datetime = T0) -> datetime:
 
 @pytest.fixture
 def skill(tmp_path: Path) -> Path:
+    # staging as the entity leaves it: its paired test's record committed on top of it
     return make_skill(
-        tmp_path / "home", NAME, DESCRIPTION, staging_body="# deploy-helm\n\nSTAGING.\n"
+        tmp_path / "home",
+        NAME,
+        DESCRIPTION,
+        staging_body="# deploy-helm\n\nSTAGING.\n",
+        paired=True,
     )
 
 
@@ -53,6 +59,8 @@ def test_canary_export_links_the_planned_side_and_logs_each_switch_once(
     link = dest / NAME
     assert placed.side == "staging" and placed.commit == staging and placed.switched
     assert link.is_symlink() and "STAGING." in text(dest)
+    assert skill_git.show(skill, staging, RECORD), "the fixture's staging has no paired record"
+    assert not (link / RECORD).exists(), "the paired test's record is the library's, not exported"
     assert Path(os.readlink(link)).parts[-2:] == (f"staging-{staging}", NAME)
     log = ce.read_switches(skill)
     assert [(s.side, s.commit, s.to, s.how) for s in log] == [
