@@ -75,7 +75,7 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(
 ):
     from activities.skills import git as skill_git
     from tests.fake_llm import calls, turn_of
-    from tests.integration.skill_library_helpers import make_skill, write_atoms
+    from tests.integration.skill_library_helpers import make_skill, paired_wins, write_atoms
     from tests.integration.test_skills_watch import start_pipeline
     from workflows.skills.entity import SkillEntityWorkflow
     from xsky.skills.models import (
@@ -88,23 +88,26 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(
     )
     from xsky.skills.spec import render
 
-    # Offline nothing is published: SkillEditAgent is a model that writes the new version.
-    fake_llm.responder = lambda req, i: (
-        calls(
-            (
-                "write_file",
-                {
-                    "path": "SKILL.md",
-                    "content": render(
-                        "rotate-api-keys",
-                        "Rotates API keys safely. Use when a key leaked or expires.",
-                        "# Rotate keys\n\n1. Create the new key.\n2. Revoke the old one.\n",
-                    ),
-                },
+    # Offline nothing is published: SkillEditAgent is a model that writes the new version, and
+    # the paired test's agent and comparator find it better than main on the held-out tasks.
+    fake_llm.responder = paired_wins(
+        lambda req, i: (
+            calls(
+                (
+                    "write_file",
+                    {
+                        "path": "SKILL.md",
+                        "content": render(
+                            "rotate-api-keys",
+                            "Rotates API keys safely. Use when a key leaked or expires.",
+                            "# Rotate keys\n\n1. Create the new key.\n2. Revoke the old one.\n",
+                        ),
+                    },
+                )
             )
+            if turn_of(req) == 0
+            else text("written")
         )
-        if turn_of(req) == 0
-        else text("written")
     )
     await start_pipeline(env)
     home, slug = env.settings.skills_home, "rotate-api-keys"
@@ -134,10 +137,15 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(
     async def staged() -> None:
         view = await handle.query(SkillEntityWorkflow.view)
         assert view.staging_commit is not None, "SkillEditAgent's version is not on staging yet"
+        assert view.paired is not None, "the version's paired test has not run yet"
 
     await eventually(staged, timeout=60)
-    staging = (await handle.query(SkillEntityWorkflow.view)).staging_commit
+    view = await handle.query(SkillEntityWorkflow.view)
+    staging = view.staging_commit
     assert staging is not None and staging == skill_git.branch_commit(repo, "staging")
+    # staging's tip is the paired test's record, on top of the version SkillEditAgent wrote
+    assert view.paired is not None and view.paired.passed and view.paired.record_commit == staging
+    assert skill_git.message(repo, f"{staging}^").startswith("commit_to_staging: rotate-api-keys")
     scores = [Score(traj_id=f"m{i}", side="main", commit=main, score=7) for i in range(21)]
     scores += [Score(traj_id=f"s{i}", side="staging", commit=staging, score=8) for i in range(21)]
     await handle.signal(SkillEntityWorkflow.record_scores, RecordScores(scores=scores))
@@ -150,5 +158,5 @@ async def test_a_skill_entity_edits_onto_staging_and_its_canary_promotes(
     assert skill_git.git(repo, "rev-parse", "main^2") == staging
     history = await idle_history(handle, "the entity idle")
     kinds = [e.kind for e in (await handle.query(SkillEntityWorkflow.view)).events]
-    assert kinds[-3:] == ["edit", "staging", "promote"], kinds
+    assert kinds[-5:] == ["edit", "staging", "paired", "paired", "promote"], kinds
     await record("skill_entity", history)

@@ -16,6 +16,8 @@ from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
 from tests.integration.skill_library_helpers import (
     on_branch,
+    paired_tip,
+    paired_wins,
     write_atoms,
 )
 from tests.integration.test_skills_watch import (
@@ -27,6 +29,7 @@ from xsky.skills.models import (
     AddCandidates,
     Candidate,
 )
+from xsky.skills.paired import RECORD
 from xsky.skills.spec import render
 
 pytestmark = pytest.mark.integration
@@ -143,7 +146,7 @@ async def test_with_a_model_a_skill_is_written_from_two_sessions_to_the_authorin
             return cluster_model(req)
         return editor_model(req)
 
-    fake_llm.responder = responder
+    fake_llm.responder = paired_wins(responder)
     await start_pipeline(env)
     home, queue = transcripts.home, env.settings.skills_queue
     only_these_transcripts(transcripts)
@@ -155,7 +158,11 @@ async def test_with_a_model_a_skill_is_written_from_two_sessions_to_the_authorin
         if n == 0:  # one session: the model's new skill is held as a seed
             assert not repo.exists(), "one session founded a skill"
     main = await eventually(lambda: on_branch(repo, "main"), 60)  # the model-written first version
-    message = skill_git.message(repo, main)
+    # main's tip is the paired test it passed, on top of the version the model wrote
+    beat = "paired test (model-judged, 3 trials a side vs no skill): better"
+    assert beat in skill_git.message(repo, main)
+    assert json.loads(skill_git.show(repo, main, RECORD) or "{}")["verdict"] == "better"
+    message = skill_git.message(repo, f"{main}^")
     assert message.startswith("commit_baby_to_main: fix-flaky-tests v1")
     assert "Written by: model fake-model" in message
     trajectories = {
@@ -276,7 +283,7 @@ async def test_with_a_model_main_then_one_staging_under_the_guards_and_export_ta
             )
         )
 
-    fake_llm.responder = responder
+    fake_llm.responder = paired_wins(responder)
     await start_pipeline(env)
     home, slug = transcripts.home, "fix-flaky-tests"
     seed = home / ".seed" / slug
@@ -301,7 +308,10 @@ async def test_with_a_model_main_then_one_staging_under_the_guards_and_export_ta
     assert v.pending_weight == 6 and skill_git.branch_commit(repo, "main") is None
     await entity(env, slug, "add_candidates", batch(ids[2]))
     main = await eventually(lambda: on_branch(repo, "main"), 60)
-    assert skill_git.message(repo, main).startswith(f"commit_baby_to_main: {slug} v1")
+    assert "paired test (model-judged, 3 trials a side vs no skill): better" in (
+        skill_git.message(repo, main)
+    )
+    assert skill_git.message(repo, f"{main}^").startswith(f"commit_baby_to_main: {slug} v1")
     assert (
         problems(repo) == []
         and split(skill_git.show(repo, "main") or "")[0]["metadata"]["version"] == "1"
@@ -318,8 +328,10 @@ async def test_with_a_model_main_then_one_staging_under_the_guards_and_export_ta
         "record_scores",
         RecordScores(scores=[Score(traj_id="used-1", side="main", commit=main, score=8)]),
     )
-    staging = await eventually(lambda: on_branch(repo, "staging"), 60)
-    assert skill_git.message(repo, staging).startswith(f"commit_to_staging: {slug} v2")
+    # staging's tip, once its paired test beat main: the record on top of the version
+    staging = await eventually(lambda: paired_tip(repo, "staging"), 60)
+    assert skill_git.message(repo, f"{staging}^").startswith(f"commit_to_staging: {slug} v2")
+    assert json.loads(skill_git.show(repo, staging, RECORD) or "{}")["verdict"] == "better"
     await entity(env, slug, "add_candidates", batch(ids[5], ids[6]))
     v = await eventually(lambda: settled_view(env, slug))
     assert v.staging_commit == staging and skill_git.branch_commit(repo, "staging") == staging
@@ -333,3 +345,4 @@ async def test_with_a_model_main_then_one_staging_under_the_guards_and_export_ta
     assert json.loads(out)["exported"] == [slug]
     exported = (target / slug / "SKILL.md").read_text()
     assert "version: '1'" in exported and problems(target / slug) == []
+    assert not (target / slug / RECORD).exists(), "the paired test's record was exported"
