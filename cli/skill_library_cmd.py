@@ -295,9 +295,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         out.print(cell(f"for a candidate, {ASKED}"))
     out.print(cell(f"how candidates are found: {RECURRENCE_RULE}"))
     if any(r["draft"] for r in rows):
+        # said whole under the table too: the state column is too narrow not to wrap it
         out.print(
             "drafts stay on the baby branch: never published, promoted or exported until a model "
-            "writes them"
+            f"writes them (a draft {NEEDS_MODEL})"
         )
     return 0
 
