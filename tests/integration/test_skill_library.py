@@ -208,7 +208,8 @@ async def test_the_canary_promotes_and_discards_in_git_citing_the_figures_and_a_
 
     await start_pipeline(env)
     home = transcripts.home
-    better = make_skill(home, "better-skill", "Does x. Use when x.", "STAGING better")
+    # better-skill's staging passed its paired test (the gate of a promotion); the others' did not
+    better = make_skill(home, "better-skill", "Does x. Use when x.", "STAGING better", paired=True)
     worse = make_skill(home, "worse-skill", "Does y. Use when y.", "STAGING worse")
     person = make_skill(home, "person-skill", "Does z. Use when z.", "STAGING person")
 
@@ -249,6 +250,7 @@ async def test_the_canary_promotes_and_discards_in_git_citing_the_figures_and_a_
     assert (
         promoted.startswith("promote staging") and "Mann-Whitney" in promoted and "n=21" in promoted
     )
+    assert "paired test (model-judged, 3 trials a side vs main" in promoted, promoted
     assert "STAGING better" in (skill_git.show(better, "main") or "")
     assert skill_git.git(better, "rev-parse", "main^2") == staged[better], (
         "the promotion merges the staging commit"
