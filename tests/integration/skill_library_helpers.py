@@ -154,13 +154,16 @@ def commit_passing_paired(repo: Path, files: Path, version: str, main: str) -> s
     return commit
 
 
-def paired_wins(responder: Callable[[dict[str, Any], int], Reply]) -> Callable[..., Reply]:
+def paired_wins(
+    responder: Callable[[dict[str, Any], int], Reply], echo: str = ""
+) -> Callable[..., Reply]:
     """``responder`` that also answers the paired test's calls (activities/skills/paired_test),
     so that the version SkillEditAgent wrote last beats its baseline: the trial agent (known by
     its system prompt) says which written SKILL.md it had loaded — its rank among those the
     scripted editor wrote, -1 for no skill or one the test made — and the blind comparator (known
     by its system prompt) scores the answer of the higher rank 9 and the other 5 (a tie 5 each).
-    Every other request goes to ``responder``, whose SKILL.md writes are noted in order."""
+    Every other request goes to ``responder``, whose SKILL.md writes are noted in order.
+    ``echo``: said in every answer of the trial agent and the comparator too."""
     import json
     import re
 
@@ -174,11 +177,12 @@ def paired_wins(responder: Callable[[dict[str, Any], int], Reply]) -> Callable[.
         if prompt.startswith(AGENT_SYSTEM):
             loaded = prompt.split(SKILL_LOADED, 1)[1].strip() if SKILL_LOADED in prompt else None
             rank = written.index(loaded) if loaded in written else -1
-            return text(f"Skill rank {rank}: I did the task and verified the result.")
+            return text(f"Skill rank {rank}: I did the task and verified the result. {echo}")
         if prompt == COMPARATOR_SYSTEM:
             one, two = (int(r) for r in re.findall(r"Skill rank (-?\d+)", first_user(req)))
             score = lambda a, b: 9 if a > b else 5  # noqa: E731
-            return text(json.dumps({"score_1": score(one, two), "score_2": score(two, one)}))
+            scores = {"score_1": score(one, two), "score_2": score(two, one)}
+            return text(f"{json.dumps(scores)} {echo}".strip())
         reply = responder(req, i)
         for name, args in reply.tool_calls:
             content = str(args.get("content", "")).strip()

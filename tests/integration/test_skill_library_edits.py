@@ -23,6 +23,7 @@ from tests.integration.eventually import eventually
 from tests.integration.skill_library_helpers import (
     make_skill,
     on_branch,
+    paired_wins,
     write_atoms,
 )
 from tests.integration.test_durability import stop_worker_process
@@ -153,7 +154,7 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
             )
         return text("done")
 
-    fake.responder = responder
+    fake.responder = paired_wins(responder)  # and the version beats no skill in its paired test
     server = DevServer(
         db_path=tmp_path / "edit.db",
         port=free_port(),
@@ -242,10 +243,11 @@ async def test_a_worker_killed_during_skill_edit_leaves_no_half_commit_and_the_e
         assert len(edits) >= 3, "the edit ran again after the kill"
         main = skill_git.branch_commit(repo, "main")
         assert (
-            skill_git.git(repo, "rev-list", "--count", "main") == "2"
-        )  # the baby commit and exactly one edit
-        assert skill_git.git(repo, "rev-parse", "main^") == baby
-        message = skill_git.message(repo, main)
+            skill_git.git(repo, "rev-list", "--count", "main") == "3"
+        )  # the baby commit, exactly one edit and its paired test's record
+        assert skill_git.git(repo, "rev-parse", "main^^") == baby
+        assert "Paired-Of: " in skill_git.message(repo, main)
+        message = skill_git.message(repo, f"{main}^")
         assert message.startswith("commit_baby_to_main: crash-skill v1") and all(
             a in message for a in ids
         )

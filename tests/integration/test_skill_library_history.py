@@ -18,6 +18,7 @@ from tests.integration.eventually import eventually
 from tests.integration.skill_library_helpers import (
     claude_session,
     only_these_transcripts,
+    paired_wins,
     settled_view,
     skills_on,
 )
@@ -140,8 +141,8 @@ async def test_a_canary_phrase_in_a_prompt_is_in_no_workflow_history_of_the_skil
     monkeypatch: pytest.MonkeyPatch,
     model: bool,
 ):
-    if model:
-        fake_llm.responder = echoing_model
+    if model:  # the paired test's agent and comparator repeat it too (the version wins)
+        fake_llm.responder = paired_wins(echoing_model, f"as in the {CANARY} job ({REDACTED})")
     else:
         monkeypatch.delenv("XSKY_MODEL")
     await start_pipeline(env)
