@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from xsky.skills.atoms import AtomTask, keywords
 
-TEXT_MIN = 0.3  # request words in common (Jaccard, particulars removed)
+TEXT_MIN = 0.3  # request words in common (over the shorter request's, particulars removed)
 STEPS_MIN = 0.5  # tool-use profile in common (weighted Jaccard)
 KIND_MIN = 0.55  # the combined similarity a founding match needs
 _PARTICULAR = re.compile(r"\d|^[a-z]+-[a-z0-9]{2,}$")  # ids and numbers
@@ -61,8 +61,12 @@ def shape_of(atom: AtomTask) -> Shape:
 
 
 def text_similarity(a: Shape, b: Shape) -> float:
+    """The words in common over the shorter request's (the overlap coefficient), not over
+    both (Jaccard): an intent is cut to its first sentences, so of two requests of one kind
+    one may hold only the opening ("Work on bead xsky-31: show the queue depth …") while the
+    other goes on ("… Read the bead with bd show, implement it, run the tests …")."""
     sa, sb = set(a.request), set(b.request)
-    return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+    return len(sa & sb) / min(len(sa), len(sb)) if sa and sb else 0.0
 
 
 def steps_similarity(a: Shape, b: Shape) -> float:
