@@ -258,11 +258,14 @@ async def the_canary_decides(
 ) -> tuple[Path, str, str]:
     await start_pipeline(env)
     home = env.settings.skills_home
+    # staging as an entity's edit leaves it: it beat main in its paired test, so the canary
+    # alone decides between promoting and discarding it
     repo = make_skill(
         home,
         NAME,
         DESCRIPTION,
         staging_body=f"# {NAME}\n\nSTAGING VERSION of {NAME}.\n",
+        paired=True,
     )
     main, staging = skill_git.branch_commit(repo, "main"), skill_git.branch_commit(repo, "staging")
     assert main and staging
