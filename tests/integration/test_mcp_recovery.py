@@ -15,10 +15,12 @@ from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.fake_llm import FakeLLM, Reply, calls, text, turn_of
 from tests.integration.eventually import eventually
-from tests.integration.helpers import board, plan
+from tests.integration.helpers import board, plan, wait_requests
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, agent, roles, write_settings
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
+from workflows.leader import LeaderWorkflow
+from xsky.leader.state import AnswerRequest
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +33,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is_retried(
+async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is_retried_once_a_person_says_so(
     env: Env, fake_llm: FakeLLM, tmp_path: Path
 ):
     write_settings(tmp_path / "user-settings.json", {"t": TEST_SERVER}, roles=MCP_ROLE)
@@ -89,6 +91,14 @@ async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is
         env, tmp_path / "w2.log", "--kinds", "llm", "--no-leader", "--no-skills"
     )
     try:
+        # The interrupted call may have run, and its server does not call it read-only: it is
+        # not repeated until a person says so (tests/integration/test_in_doubt_run.py).
+        (asked,) = await wait_requests(handle, 1, timeout=60)
+        assert asked.choices == ["again", "skip", "done"] and "mcp__t__slow" in asked.text
+        assert "readOnlyHint" in asked.text and lines() == ["add 1 2", "start s"]
+        await handle.execute_update(
+            LeaderWorkflow.answer, AnswerRequest(request_id=asked.id, text="again")
+        )
         result = await asyncio.wait_for(run_outcome(handle), 90)
     finally:
         stop_worker_process(second)
