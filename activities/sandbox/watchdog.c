@@ -33,6 +33,9 @@
 #define BUFFERED (1024 * 1024)
 #define CHUNK 65536
 #define DRAIN_SECONDS 0.5
+/* When the worker dies, a command already ending is given this long to end by itself and have
+ * its end recorded (watchdog.py: DYING_GRACE). */
+#define DYING_GRACE 0.5
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -315,6 +318,25 @@ int main(int argc, char **argv) {
             snprintf(lost_text, sizeof lost_text, "the worker stopped answering for %gs", quiet);
             lost = lost_text;
             break;
+        }
+    }
+    if (lost != NULL && strcmp(lost, "the worker died") == 0) {
+        double until = now() + DYING_GRACE;
+        for (;;) {
+            if (waitpid(child, &status, WNOHANG) == child) {
+                lost = NULL;
+                break;
+            }
+            double left = until - now();
+            if (left <= 0)
+                break;
+            if (pidfd >= 0) {
+                struct pollfd one = {.fd = pidfd, .events = POLLIN};
+                poll(&one, 1, (int)(left * 1000) + 1);
+            } else {
+                struct timespec nap = {0, 10 * 1000 * 1000};
+                nanosleep(&nap, NULL);
+            }
         }
     }
     if (lost != NULL) {

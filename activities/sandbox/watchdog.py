@@ -9,7 +9,8 @@ Started as ``python -I -S watchdog.py FD QUIET RECORD LIMIT COMMAND...`` (see
 passes its output on to the worker, and it reads pipe ``FD``, which the worker's pulse thread
 writes a byte to every quarter second while the worker's event loop answers:
 
-- end of file (the worker died) or ``QUIET`` seconds of silence (the worker is stopped, its
+- end of file (the worker died; a command that ends by itself within :data:`DYING_GRACE`
+  is recorded instead) or ``QUIET`` seconds of silence (the worker is stopped, its
   event loop is stuck, its machine is frozen): the command is killed — its sandbox's
   namespace with it — and the watchdog exits with :data:`LOST_EXIT`, so nothing a lost worker
   started runs beside the attempt the server gives another worker;
@@ -38,6 +39,10 @@ import sys
 import time
 
 LOST_EXIT = 199  # the watchdog's status when it killed the command
+# When the worker dies, a command that is already ending (its last act done, its sandbox going
+# away) is given this long to end by itself and have its end recorded: on a busy machine a
+# sandbox takes tens of milliseconds to go, and a command that ended must not run again.
+DYING_GRACE = 0.5
 TICK = 0.25  # seconds between looks at the pulse when nothing else happens
 BUFFERED = 1024 * 1024  # bytes of output held for a worker that does not read, per stream
 DRAIN_SECONDS = 0.5  # after the command's exit: how long its last output may take to arrive
@@ -151,6 +156,20 @@ def start(argv: list[str], pulse: int, limit: int) -> tuple[int, Stream, Stream,
     return child, Stream(out_r, 1, limit), Stream(err_r, 2, limit), pidfd
 
 
+def _ended_within(child: int, pidfd: int, seconds: float) -> tuple[int, int]:
+    """``os.waitpid``'s answer once ``child`` ends by itself within ``seconds``, else (0, 0)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        left = deadline - time.monotonic()
+        if pid or left <= 0:
+            return pid, status
+        if pidfd >= 0:
+            select.select([pidfd], [], [], left)
+        else:
+            time.sleep(min(left, 0.01))
+
+
 def main(args: list[str]) -> None:
     pulse, quiet, record, limit = int(args[0]), float(args[1]), args[2], int(args[3])
     argv = args[4:]
@@ -183,6 +202,10 @@ def main(args: list[str]) -> None:
         if time.monotonic() - last > quiet:
             lost = f"the worker stopped answering for {quiet:g}s"
             break
+    if lost == "the worker died":
+        pid, status = _ended_within(child, pidfd, DYING_GRACE)
+        if pid:
+            lost = None
     if lost is not None:
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)

@@ -149,6 +149,19 @@ async def test_a_worker_that_died_has_its_command_killed_at_once(
     assert loop.time() - began < 10 and not record.exists()
 
 
+async def test_a_command_already_ending_when_its_worker_dies_has_its_end_recorded(
+    watchdog: list[str], pulse: tuple[int, int], tmp_path: Path
+):
+    """Its last act done as the worker dies, a command that ends within the grace is recorded
+    (the next attempt returns it) instead of killed (and run again)."""
+    record = tmp_path / "cmd.json"
+    os.close(pulse[1])  # the worker is gone before the command has quite ended
+    code, out, _ = await _run(watchdog, pulse[0], ["sh", "-c", "sleep 0.15; echo done"], record)
+    assert code == 0 and out == b"done\n"
+    done = recorded_end(record, 1024)
+    assert done is not None and done.stdout == "done\n"
+
+
 async def test_a_command_killed_by_a_signal_is_reported_as_that_signal(
     watchdog: list[str], pulse: tuple[int, int], tmp_path: Path
 ):
