@@ -35,6 +35,10 @@ from activities.sandbox.limits import AttemptCgroup, shown
 
 log = logging.getLogger("xsky.sandbox")
 INTERVAL = 0.02
+# How far ahead the watcher looks at the rate a filesystem fills: at least this long, and at
+# least twice the time its last look took to come (a watcher held up by a busy machine looks
+# further ahead), so a fast writer is stopped before the reserve is gone, not after.
+LOOKAHEAD = 0.1
 BASELINE_STEP = 1024 * 1024
 DU_TIMEOUT = 30.0
 
@@ -158,6 +162,7 @@ class DiskGuard:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._full_at: dict[int, int] = {}  # device → its use when last found nearly full
+        self._seen: dict[int, tuple[int, float]] = {}  # device → (its use, when) at the last look
 
     def add(self, watch: Watch) -> None:
         found = free_bytes(watch.workspace)
@@ -207,7 +212,7 @@ class DiskGuard:
             if found is None:
                 continue
             dev, used, free = found
-            if free < min(w.reserve for w in group):
+            if free < min(w.reserve for w in group) + self._coming(dev, used):
                 # Still full, and nobody wrote since the last look: no one to freeze again.
                 if used > self._full_at.get(dev, -1) + 1024 * 1024:
                     self._full_at[dev] = used
@@ -217,6 +222,18 @@ class DiskGuard:
             for w in group:
                 if used >= w.next_check:
                     self._measure(w, used)
+
+    def _coming(self, dev: int, used: int) -> int:
+        """What the filesystem will have taken by the look after next, at the rate it grew
+        since the last look (0 when it shrank, or on a first look)."""
+        now = time.monotonic()
+        last = self._seen.get(dev)
+        self._seen[dev] = (used, now)
+        gap = now - last[1] if last is not None else 0.0
+        # (a look a second ago or more is no rate: the guard slept with no command to watch)
+        if last is None or not 0 < gap < 1.0 or used <= last[0]:
+            return 0
+        return int((used - last[0]) / gap * max(LOOKAHEAD, 2 * gap))
 
     def _measure(self, w: Watch, used: int) -> None:
         size = usage(w.workspace)
@@ -272,6 +289,9 @@ class DiskGuard:
                 else:
                     culprits = sharing
                 for w in culprits:
+                    if size > w.quota:  # its quota was the first limit it passed: say that one
+                        w.stop(quota_reason(w.quota, size))
+                        continue
                     w.stop(
                         f"the disk holding the workspace is nearly full ({shown(free)} free, the sandbox keeps "
                         f"{shown(w.reserve)}): this command wrote {shown(max(grew, 0))} to the workspace and was "
