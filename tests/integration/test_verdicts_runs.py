@@ -87,6 +87,8 @@ async def test_hold_on_failure_waits_with_an_escalation_until_end(env: Env):
             requests = await run.requests()
             assert [(r.id, r.kind, r.task_id) for r in requests] == [("E-1", "escalation", "T-1")]
             assert "retry, skip, replan, or end the run" in requests[0].text
+            # end_run is refused while an agent still runs (a loaded machine: T-2 may be late)
+            assert (await run.task("T-2")).status == "completed"
 
         await eventually(held, 60)
         assert (await run.temporal_status()) == "running"
