@@ -5,7 +5,7 @@ go on."""
 from __future__ import annotations
 
 import asyncio
-import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -119,18 +119,16 @@ async def test_loopback_is_reached_only_with_an_exact_rule(
 
 
 def big_files_since(start: float, roots: list[Path]) -> list[str]:
-    found = []
-    for root in roots:
-        for dirpath, _dirs, files in os.walk(root):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    continue
-                if info.st_size >= BIG // 4 and info.st_mtime >= start and _is_download(path):
-                    found.append(path)
-    return found
+    """Files of at least a quarter of the download, changed since ``start``, that hold the
+    download's bytes. find(1) walks (a Python walk of a busy /tmp took a minute and more)."""
+    found = subprocess.run(
+        ["find", *map(str, roots), "-xdev", "-type", "f", "-newermt", f"@{start:.0f}"]
+        + ["-size", f"+{BIG // 4 // 1024 - 1}k"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.splitlines()
+    return [path for path in found if _is_download(path)]
 
 
 def _is_download(path: str) -> bool:
