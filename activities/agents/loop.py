@@ -209,6 +209,8 @@ class AgentLoop:
             tools.append(step_done_tool(self.a.steps))
 
         if cp.pending_calls:  # answers or approvals arrived with this dispatch
+            if self._mark(cp, cp.pending_calls, 0):  # (saved: the call is about to run)
+                self.checkpoints.save(cp)
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
             if waiting is not None:
                 return waiting
@@ -478,13 +480,16 @@ class AgentLoop:
         self._mark(cp, calls, index + 1)
         self.checkpoints.save(cp)
 
-    def _mark(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int) -> None:
+    def _mark(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int) -> bool:
         """Name the call about to run in the checkpoint's next save, when it may change
-        something: should the worker die during it, the next attempt knows it may have run."""
+        something: should the worker die during it, the next attempt knows it may have run.
+        True when the mark changed."""
         call = calls[index] if index < len(calls) else None
         calling = call["id"] if call is not None and self.gate.tracked(call["name"]) else None
-        if calling != cp.calling:
-            cp.calling, cp.doubt_acted = calling, 0
+        if calling == cp.calling:
+            return False
+        cp.calling, cp.doubt_acted = calling, 0
+        return True
 
     def _tool_message(self, cp: Checkpoint, call: dict[str, Any], content: str) -> None:
         cp.messages.append(
@@ -513,9 +518,8 @@ class AgentLoop:
         cp.doubt_acted, choice, note = decided
         self.log.event("in_doubt_decided", call=call["id"], tool=name, choice=choice)
         if choice == "again":
-            self.checkpoints.save(
-                cp
-            )  # acted on: should it be in doubt again, a person is asked anew
+            # Acted on (saved before it runs): should it be in doubt again, a person is asked anew.
+            self.checkpoints.save(cp)
             return None
         return in_doubt.told(choice, note)
 
