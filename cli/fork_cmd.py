@@ -6,12 +6,11 @@ import argparse
 import asyncio
 
 from cli.follow_cmd import follow, print_result
-from cli.render import cell, err, out, print_json, print_problems
+from cli.render import cell, out, print_json
+from cli.steer_cmd import checked_plan_file
 from client import XSky
-from client.settings import resolve_roles
 from xsky.config import load_settings
-from xsky.errors import PlanError, UsageError
-from xsky.plan.files import check_plan, read_plan_bytes
+from xsky.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,20 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def cmd_fork(args: argparse.Namespace) -> int:
     plan = None
-    settings = load_settings()
     if args.plan is not None:
-        _, data = read_plan_bytes(args.plan, settings.max_plan_bytes)
-        try:  # checked here: a mistake is shown at its line:col before anything starts
-            plan = check_plan(
-                data,
-                known_agents=list(resolve_roles(settings)),
-                variables=None,
-                max_bytes=settings.max_plan_bytes,
-            )
-        except PlanError as e:
-            print_problems(e, args.plan)
-            err.print("nothing was started")
+        checked = checked_plan_file(args.plan, "nothing was started")
+        if checked is None:
             return 2
+        plan = checked[1]
+    settings = load_settings()
     x = await XSky.connect(settings)
     run = await x.get(args.id)
     fork = await run.fork(args.task, args.text, args.input_text, plan, id=args.fork_id)
@@ -82,7 +73,8 @@ async def cmd_fork(args: argparse.Namespace) -> int:
 async def cmd_diff(args: argparse.Namespace) -> int:
     if args.a == args.b:
         raise UsageError("give two different runs to compare")
-    x = await XSky.connect(load_settings())
+    settings = load_settings()
+    x = await XSky.connect(settings)
     a, b = await x.get(args.a), await x.get(args.b)
     d = await a.diff(b)
     if args.json:

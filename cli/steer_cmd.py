@@ -18,6 +18,7 @@ from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import InterventionResult
 from xsky.plan.files import check_plan, read_plan_bytes
+from xsky.plan.models import Workflow
 from xsky.safe_text import xml_safe
 
 
@@ -200,22 +201,10 @@ async def cmd_replan(args: argparse.Namespace) -> int:
         )
     xml = None
     if args.xml:
-        settings = load_settings()
-        _, data = read_plan_bytes(args.xml, settings.max_plan_bytes)
-        # Checked here first, so a mistake is shown at its line:col; the run checks the rest
-        # (its variables and roles) and refuses with its reason.
-        try:
-            check_plan(
-                data,
-                known_agents=list(resolve_roles(settings)),
-                variables=None,
-                max_bytes=settings.max_plan_bytes,
-            )
-        except PlanError as e:
-            print_problems(e, args.xml)
-            err.print("nothing was changed")
+        checked = checked_plan_file(args.xml, "nothing was changed")
+        if checked is None:
             return 2
-        xml = data.decode("utf-8", errors="replace")
+        xml = checked[0].decode("utf-8", errors="replace")
     elif not args.prompt.strip():
         raise UsageError("the prompt is empty: say what to change")
     return await _update(args, lambda run: run.replan(args.prompt if xml is None else None, xml))
@@ -238,6 +227,26 @@ async def cmd_approve_plan(args: argparse.Namespace) -> int:
         _, run = await _run(args)
         raise await no_version_given(run)
     return await _update(args, lambda run: run.approve_plan(args.version, args.comment))
+
+
+def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | None:
+    """A plan file a command hands to a run (replan --xml, fork --plan), checked here first so
+    a mistake is shown at its line:col (the run checks the rest — its variables and roles —
+    and refuses with its reason); None, with the problems and ``nothing_done`` said."""
+    settings = load_settings()
+    _, data = read_plan_bytes(path, settings.max_plan_bytes)
+    try:
+        plan = check_plan(
+            data,
+            known_agents=list(resolve_roles(settings)),
+            variables=None,
+            max_bytes=settings.max_plan_bytes,
+        )
+    except PlanError as e:
+        print_problems(e, path)
+        err.print(nothing_done)
+        return None
+    return data, plan
 
 
 async def cmd_requests(args: argparse.Namespace) -> int:
