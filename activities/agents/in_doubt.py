@@ -17,6 +17,7 @@ answers (``again``, ``skip``, ``done``); the agent's next dispatch acts on the a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from activities.agents.attempt import Attempt
@@ -24,6 +25,7 @@ from activities.agents.transcripts import AgentLog
 from activities.tools import NeedsHuman, ToolResult
 from activities.tools.shell import recorded_end
 from xsky.in_doubt import CHOICES, Doubt, told
+from xsky.leader.state import Answer
 
 
 def repeated_note(doubt: Doubt) -> str:
@@ -33,7 +35,9 @@ def repeated_note(doubt: Doubt) -> str:
     )
 
 
-def ask(doubt: Doubt, answers: list[Any], log: AgentLog, progress: Any) -> NeedsHuman:
+def ask(
+    doubt: Doubt, answers: Sequence[Answer], log: AgentLog, progress: Callable[[str], None]
+) -> NeedsHuman:
     """The question that ends the attempt: the call is in doubt and only a person may say."""
     number = doubt.asked(answers) + 1
     log.event("in_doubt", call=doubt.call, tool=doubt.tool, asked=number, why=doubt.why)

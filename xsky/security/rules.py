@@ -67,6 +67,11 @@ class PermissionLayer(WireModel):
     # Calls not to repeat unasked after a worker died during them (xsky/security/idempotence.py).
     effects: list[str] = Field(default_factory=list)
 
+    @property
+    def source(self) -> str:
+        """How decisions name this layer's rules: "user settings (/home/u/.xsky/settings.json)"."""
+        return f"{self.scope} settings" + (f" ({self.path})" if self.path else "")
+
 
 class ApprovedRule(WireModel):
     """An "allow for this run" rule a person gave by answering an approval request."""
@@ -288,11 +293,7 @@ def matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -
 
 def effect_rules(settings: PermissionSettings) -> list[Rule]:
     """The settings' ``effects`` rules, each naming where it came from."""
-    return [
-        parse_rule(t, f"{layer.scope} settings" + (f" ({layer.path})" if layer.path else ""))
-        for layer in settings.layers
-        for t in layer.effects
-    ]
+    return [parse_rule(t, layer.source) for layer in settings.layers for t in layer.effects]
 
 
 def rules_of(settings: PermissionSettings) -> dict[str, list[Rule]]:
@@ -300,7 +301,7 @@ def rules_of(settings: PermissionSettings) -> dict[str, list[Rule]]:
     rules: dict[str, list[Rule]] = {"deny": [], "ask": [], "allow": []}
     # Project rules are listed before user rules, so a project rule is named when both match.
     for layer in sorted(settings.layers, key=lambda layer: 0 if layer.scope == "project" else 1):
-        source = f"{layer.scope} settings" + (f" ({layer.path})" if layer.path else "")
+        source = layer.source
         for effect in ("deny", "ask", "allow"):
             rules[effect] += [parse_rule(t, source) for t in getattr(layer, effect)]
     # A person's approval is named before an input rule that says the same.
