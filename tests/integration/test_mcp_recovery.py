@@ -52,6 +52,7 @@ async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is
     config = {"heartbeatTimeout": 2, "retry": {"maximumAttempts": 2, "initialInterval": 0.1}}
     handle = await env.start(plan(agent("1", "mcpuser", "add, then work", config)), roles=roles())
     log = env.home / "runs" / handle.id / "workspace" / "calls.log"
+    hold = log.parent / "s.hold"
 
     def lines() -> list[str]:
         return log.read_text().splitlines() if log.exists() else []
@@ -70,7 +71,8 @@ async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is
     )
     try:
         await eventually(slow_started, 60, interval=0.05)
-        await eventually(slow_reports_progress, 3, interval=0.1)
+        hold.touch()  # the first call keeps working until the kill, whatever the load
+        await eventually(slow_reports_progress, 30, interval=0.1)
         servers = [
             pid
             for pid in descendants(first.pid)
@@ -87,6 +89,7 @@ async def test_a_killed_worker_leaves_no_server_and_only_the_interrupted_call_is
         assert not [pid for pid in servers if alive(pid)], "the dead worker's server still runs"
 
     await eventually(gone, 10)
+    hold.unlink()  # the call sent again works its 4 s and ends
     second = start_worker_process(
         env, tmp_path / "w2.log", "--kinds", "llm", "--no-leader", "--no-skills"
     )

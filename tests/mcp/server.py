@@ -88,10 +88,12 @@ def remove(path: str) -> str:
 
 @app.tool()
 async def slow(seconds: float, label: str, ctx: Context) -> str:
-    """Works for a while, reporting progress, and logs its start and end."""
+    """Works for a while, reporting progress, and logs its start and end. It keeps working past
+    ``seconds`` while a file ``<label>.hold`` is in its folder, so a test can stop it mid-call
+    however slowly a loaded machine runs."""
     log(f"start {label}")
     done = 0.0
-    while done < seconds:
+    while done < seconds or Path(f"{label}.hold").exists():
         await ctx.report_progress(done, seconds, f"{label} working")
         await asyncio.sleep(0.2)
         done += 0.2
