@@ -1,6 +1,6 @@
 """Benchmark: how long an agent waits after its worker is lost (killed or stopped), under load.
 
-Real ``worker.py`` processes on a dev server of its own: one leader worker, and two shell
+Real ``worker.py`` processes on a dev server of its own: two leader workers, and two shell
 workers that also run a background load of other runs' commands. A probe run's shell agent
 writes the wall-clock time of every attempt's start to its workspace, leaves a double-forked
 child behind that would do a side effect 3 s later, and sleeps; the bench loses the worker
@@ -9,14 +9,19 @@ running it and measures **recovery** = the retry's start − the moment of the l
 - ``kill``: SIGKILL the worker, ``--kills`` times (median and max);
 - ``successive``: one agent whose worker is killed ``--successive`` times in a row (the last
   kill's recovery shows whether lost-worker retries back off);
-- ``stop``: SIGSTOP the worker (hung, not dead), ``--stops`` times.
+- ``stop``: SIGSTOP the worker (hung, not dead), ``--stops`` times;
+- ``leader``: SIGKILL the *leader's* worker that holds a two-step probe while its first step
+  runs, ``--leader-kills`` times, with a second leader worker serving; **recovery** = the
+  second step's start − the first step's end. The run's next workflow task is queued on the
+  dead worker's sticky queue unless the worker's hand-back (client/sticky_release.py) resets it:
+  without one it waited the 30 s sticky timeout.
 
 A replacement worker is started after each loss, so two shell workers serve at all times.
 After every lost attempt the bench checks that its escaped child never did its side effect.
 Target: every median, and the 10th successive kill, ≤ 12 s (the default heartbeat timeout is
 10 s; the lost attempt is retried after a flat 1 s).
 
-    python bench/recovery.py [--kills 5] [--successive 10] [--stops 3] [--load 4]
+    python bench/recovery.py [--kills 5] [--successive 10] [--stops 3] [--leader-kills 5] [--load 4]
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from cli.devserver import DevServer, free_port
 from client.connect import DATA_CONVERTER
+from client.sticky_release import last_taken_by
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
 from workflows.leader import LeaderWorkflow
@@ -87,7 +93,15 @@ class Bench:
     queue: str
     logs: Path
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    leaders: list[subprocess.Popen[bytes]] = field(default_factory=list)
     spawned: int = 0
+
+    def start_leader_worker(self) -> subprocess.Popen[bytes]:
+        self.spawned += 1
+        log = self.logs / f"leader-{self.spawned}.log"
+        proc = start_worker_process(self.env, log, "--kinds", "llm", "--no-skills")
+        self.leaders.append(proc)
+        return proc
 
     def start_shell_worker(self) -> subprocess.Popen[bytes]:
         self.spawned += 1
@@ -184,6 +198,40 @@ async def successive(b: Bench, kills: int) -> list[float]:
     return out
 
 
+def two_steps(name: str) -> str:
+    first = json.dumps({"tool": "shell", "command": "touch begun; sleep 2; date +%s.%N > ended"})
+    second = json.dumps({"tool": "shell", "command": "date +%s.%N > started"})
+    return (
+        f'<workflow name="{name}" taskId="{name}">'
+        f'<agent name="shell" id="1"><task>first</task><config><![CDATA[{first}]]></config></agent>'
+        f'<agent name="shell" id="2" depends="1"><task>second</task>'
+        f"<config><![CDATA[{second}]]></config></agent></workflow>"
+    )
+
+
+async def leader_kill(b: Bench, label: str) -> float:
+    """Kill the leader worker that holds a two-step probe during its first step; the wait
+    between the steps."""
+    run_id = f"probe-{label}-{uuid.uuid4().hex[:6]}"
+    handle = await b.start(two_steps(run_id), run_id)
+    workspace = b.workspace(run_id)
+    deadline = time.monotonic() + WAIT
+    while not (workspace / "begun").exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{label}: the probe's first step never started")
+        await asyncio.sleep(0.05)
+    described = await handle.describe()
+    holder = await last_taken_by(b.client, "default", run_id, described.run_id)
+    (proc,) = [p for p in b.leaders if holder.startswith(f"{p.pid}@")]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    b.leaders.remove(proc)
+    await asyncio.wait_for(handle.result(), WAIT)
+    b.start_leader_worker()
+    ended = float((workspace / "ended").read_text())
+    return float((workspace / "started").read_text()) - ended
+
+
 def line(name: str, samples: list[float]) -> str:
     med = statistics.median(samples)
     return (
@@ -192,7 +240,7 @@ def line(name: str, samples: list[float]) -> str:
     )
 
 
-async def main(kills: int, in_a_row: int, stops: int, load: int) -> None:
+async def main(kills: int, in_a_row: int, stops: int, leader_kills: int, load: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="xsky-recovery-"))
     home, logs = tmp / "home", tmp / "logs"
     logs.mkdir()
@@ -209,7 +257,8 @@ async def main(kills: int, in_a_row: int, stops: int, load: int) -> None:
     os.environ.update(env)
     client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
     b = Bench(client, env, home, queue, logs)
-    leader = start_worker_process(env, logs / "leader.log", "--kinds", "llm", "--no-skills")
+    b.start_leader_worker()
+    b.start_leader_worker()
     loads: list[WorkflowHandle[LeaderWorkflow, object]] = []
     try:
         b.start_shell_worker()
@@ -219,13 +268,14 @@ async def main(kills: int, in_a_row: int, stops: int, load: int) -> None:
         killed = [await kill_once(b, signal.SIGKILL, f"kill{i}") for i in range(kills)]
         row = await successive(b, in_a_row) if in_a_row else []
         stopped = [await kill_once(b, signal.SIGSTOP, f"stop{i}") for i in range(stops)]
+        leaders = [await leader_kill(b, f"leader{i}") for i in range(leader_kills)]
     finally:
         for h in loads:
             try:
                 await h.cancel()
             except Exception:  # noqa: BLE001 — the bench ends either way
                 pass
-        for proc in [*b.workers, leader]:
+        for proc in [*b.workers, *b.leaders]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 stop_worker_process(proc)
@@ -246,6 +296,9 @@ async def main(kills: int, in_a_row: int, stops: int, load: int) -> None:
     if stopped:
         print(line("SIGSTOP", stopped))
         checks.append(statistics.median(stopped))
+    if leaders:
+        print(line("leader's worker SIGKILL", leaders))
+        checks.append(statistics.median(leaders))
     print("no escaped child of a lost worker did its side effect")
     print(f"target (each ≤ {TARGET:.0f} s): {'met' if max(checks) <= TARGET else 'NOT met'}")
 
@@ -255,6 +308,7 @@ if __name__ == "__main__":
     ap.add_argument("--kills", type=int, default=5)
     ap.add_argument("--successive", type=int, default=10)
     ap.add_argument("--stops", type=int, default=3)
+    ap.add_argument("--leader-kills", type=int, default=5)
     ap.add_argument("--load", type=int, default=4)
     args = ap.parse_args()
-    asyncio.run(main(args.kills, args.successive, args.stops, args.load))
+    asyncio.run(main(args.kills, args.successive, args.stops, args.leader_kills, args.load))
