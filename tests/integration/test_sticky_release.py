@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from client.outcome import run_outcome
+from client.sticky_release import last_taken_by
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.test_durability import start_worker_process, stop_worker_process
@@ -60,12 +61,20 @@ async def test_a_killed_leader_workers_run_goes_on_at_once_on_another_leader_wor
 
         await eventually(lambda: started(1), 60)  # the first worker holds the run now
         await env.start_worker(kinds=["llm"], leader=True)  # the leader worker that stays
+        # other runs, each held by whichever leader worker took it: only the first's go back
+        others = [await env.start(chain(3)) for _ in range(3)]
         await eventually(lambda: started(2), 60)
         await asyncio.sleep(0.3)  # inside agent 1's sleep: no workflow task is queued
+        holders = {
+            h.id: await last_taken_by(env.client, "default", h.id, (await h.describe()).run_id)
+            for h in [handle, *others]
+        }
         first.send_signal(signal.SIGKILL)
         first.wait()
         killed = time.time()
         result = await asyncio.wait_for(run_outcome(handle), 120)
+        for other in others:
+            assert (await asyncio.wait_for(run_outcome(other), 120)).status == "completed"
     finally:
         if first.poll() is None:
             first.kill()
@@ -78,8 +87,15 @@ async def test_a_killed_leader_workers_run_goes_on_at_once_on_another_leader_wor
     assert after - killed < STEP + 5, (after - killed, gaps)
     assert max(gaps) < STEP + 5, gaps
     said = (tmp_path / "first.log").read_text()
-    assert "died; 1 run(s) it held handed back to the other workers" in said, said[-2000:]
-    assert handle.id in said
+    held = sorted(run for run, who in holders.items() if who.startswith(f"{first.pid}@"))
+    assert handle.id in held, holders
+    assert (
+        f"died; {len(held)} run(s) it held handed back to the other workers: {', '.join(held)}\n"
+        in said
+    ), (
+        holders,
+        said[-2000:],
+    )
 
     def watched(yes: bool) -> None:
         assert bool(releasers(queue)) == yes
