@@ -14,7 +14,7 @@ from cli.render import cell, json_text, out
 from client import Run, XSky
 from xsky.agent_log import parse_lines, render_event
 from xsky.config import load_settings
-from xsky.errors import NoWorkerError
+from xsky.errors import NoWorkerError, XSkyError
 from xsky.leader.tasks import TERMINAL
 
 STYLE = {
@@ -69,6 +69,21 @@ async def _task_done(run: Run, task: str) -> bool:
         return False  # a worker is restarting: keep following
 
 
+async def _none_why(run: Run, args: argparse.Namespace, where: str) -> str:
+    """Why an agent has no transcript: not started, one that keeps none, or another store."""
+    elsewhere = f"{where} is not the workers' store: XSKY_STORE"
+    try:
+        status = (await run.task(args.task)).status
+    except XSkyError:  # a worker restarting, a task it does not know
+        status = None
+    if status in TERMINAL:
+        return (
+            f"no transcript for {args.task} in {args.id}: a no-op or a loop's gather keeps none "
+            f"(its result, in `status {args.id}`, is all it did); for any other agent, {elsewhere}"
+        )
+    return f"no transcript yet for {args.task} in {args.id} (it has not started, or {elsewhere})"
+
+
 async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
@@ -78,12 +93,7 @@ async def cmd_log(args: argparse.Namespace) -> int:
     _show(events, args.json)
     if not args.follow:
         if not events and not args.json:
-            out.print(
-                cell(
-                    f"no transcript yet for {args.task} in {args.id} (it has not started, or "
-                    f"{open_objects(settings).where} is not the workers' store: XSKY_STORE)"
-                )
-            )
+            out.print(cell(await _none_why(run, args, open_objects(settings).where)))
         return 0
     while True:
         done = await _task_done(run, args.task)

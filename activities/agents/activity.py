@@ -53,9 +53,14 @@ from xsky.settings_files import SettingsError, worker_layers
 
 # Direct tools that change nothing: doing one twice costs only its time, so an attempt of
 # such an agent keeps no outcome and holds no lease (instant no-ops stay instant, and such an
-# attempt writes nothing to the store but its log's lines). A retry after a lost worker reads
+# attempt writes nothing to the store but its log's lines, and a no-op not even those). A retry after a lost worker reads
 # again what the lost attempt read: nobody saw what that one returned.
 REPEATABLE = frozenset({"noop", "file_read", "file_list", "llm"})
+
+# Direct tools whose whole work is their result, which the run's history holds: an attempt of
+# one writes nothing at all to the store, not even its log (`starter.py log` says why there is
+# none). Issue 37: an instant no-op costs no store request.
+UNLOGGED = frozenset({"noop", "gather"})
 
 # A completed result up to this many bytes travels inline only, with no artifact (a write
 # less): the leader keeps such a result in its state and shows it as it is, and its budgets
@@ -107,7 +112,10 @@ class AgentActivities:
             host=self.settings.host,
         )
         where = self.store.where
-        tail = LogTail(self.store.objects, transcript_key(key.run_id, key.agent_id))
+        tail = LogTail(
+            None if tool_name(inp.agent.config) in UNLOGGED else self.store.objects,
+            transcript_key(key.run_id, key.agent_id),
+        )
         first = first_of_dispatch(info.attempt, info.activity_id)
         try:
             # A dispatch's first attempt reads nothing and writes no line as it starts: nothing

@@ -198,13 +198,19 @@ class LogTail:
     (an object store's appends go through :class:`LogWriter`, one thread per log). Outside a
     running event loop a line is written at once."""
 
-    def __init__(self, store: ObjectStore, key: str):
-        self.store = store
+    def __init__(self, store: ObjectStore | None, key: str):
+        self.store = store  # None: an agent that keeps no log (:data:`UNLOGGED`)
         self.key = key
         self._lines: list[bytes] = []
         self._timer: asyncio.TimerHandle | None = None
 
+    @property
+    def keeps(self) -> bool:
+        return self.store is not None
+
     def add(self, data: bytes) -> None:
+        if self.store is None:
+            return
         self._lines.append(data)
         if self._timer is not None:
             return
@@ -220,7 +226,7 @@ class LogTail:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._lines:
+        if not self._lines or self.store is None:
             return
         data, self._lines = b"".join(self._lines), []
         _written(self.store, self.key, data)
@@ -261,6 +267,8 @@ class AgentLog:
         )
 
     def event(self, kind: str, **fields: Any) -> None:
+        if not self.tail.keeps:
+            return  # not even the line's making
         data = log_line(self.tail.key, kind, **fields)
         if data is not None:
             self.tail.add(data)

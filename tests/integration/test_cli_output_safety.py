@@ -54,9 +54,12 @@ def assert_shown_not_obeyed(output: str, *shown: str) -> None:
         assert piece in output, f"{piece!r} is not shown in:\n{output}"
 
 
-def _agent(agent_id: str, name: str, task: str, config: dict[str, object]) -> str:
+def _agent(
+    agent_id: str, name: str, task: str, config: dict[str, object], depends: str = ""
+) -> str:
     # json.dumps writes the controls as \u001b escapes: XML text cannot hold them raw.
-    return f'<agent name="{name}" id="{agent_id}"><task>{task}</task><config>{escape(json.dumps(config))}</config></agent>'
+    after = f' depends="{depends}"' if depends else ""
+    return f'<agent name="{name}" id="{agent_id}"{after}><task>{task}</task><config>{escape(json.dumps(config))}</config></agent>'
 
 
 def safety_plan(name: str) -> str:
@@ -64,6 +67,11 @@ def safety_plan(name: str) -> str:
         _agent("1", "llm", "return the page's text", {"tool": "noop", "result": RESULT}),
         # XML character references: a C1 CSI and a right-to-left override in the task itself
         _agent("2", "llm", "check invoice&#x202E;gnp.exe &#x9B;2J now", {"tool": "noop"}),
+        # a no-op keeps no transcript: the log shows a file read's (the same text, from a file)
+        _agent(
+            "4", "file", "keep the text", {"tool": "file_write", "path": "t.txt", "content": RESULT}
+        ),
+        _agent("5", "file", "read it back", {"tool": "file_read", "path": "t.txt"}, depends="4"),
         _agent(
             "3",
             "shell",
@@ -99,8 +107,8 @@ async def test_every_command_shows_a_runs_escape_sequences_instead_of_obeying_th
         "result": ("result", workflow_id),
         "agent": ("result", workflow_id, "--agent", "1"),
         "json": ("result", workflow_id, "--json"),
-        "log": ("log", workflow_id, "T-1"),
-        "log-json": ("log", workflow_id, "T-1", "--json"),
+        "log": ("log", workflow_id, "T-5"),
+        "log-json": ("log", workflow_id, "T-5", "--json"),
         "list": ("list",),
         "permissions": ("permissions", "log", workflow_id),
     }
