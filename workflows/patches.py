@@ -37,6 +37,15 @@ class Patch:
 
 
 PATCHES: dict[str, Patch] = {
+    "plan-growth-folded": Patch(
+        what="a forEach's or a watch's plan versions keep their XML only in the newest of them, "
+        "and at most 20 entries in the plan's history (the first, one counting those folded, the "
+        "newest); before, each of a watch's up to 1,000 versions kept the whole plan's XML (large "
+        "ones stored through an activity each)",
+        since="v0.8.0",
+        delete_when="no run started before v0.8.0 is still open (their loops' and watches' "
+        "versions keep every XML, and store each large one)",
+    ),
     "paired-test": Patch(
         what="a skill version SkillEditAgent writes is tested with and without it on held-out "
         "atoms (activity paired_test) before anything else: a first version stays on baby until it "

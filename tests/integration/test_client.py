@@ -235,7 +235,12 @@ async def test_log_follow_shows_an_agent_at_work_and_stops_when_its_task_ends(en
     await env.start_worker()
     async with XSky.connect() as x:
         run = await x.run(
-            plan(noop("1", 3), noop("2", depends="1"), name="follow"),
+            plan(
+                '<agent name="shell" id="1"><task>work a while</task>'
+                '<config>{"tool": "shell", "command": "sleep 3; echo done"}</config></agent>',
+                noop("2", depends="1"),
+                name="follow",
+            ),
             id=f"xsky-follow-{uuid.uuid4().hex[:6]}",
         )
         code, out, err = await starter(env, "log", run.id, "T-1", "--follow", timeout=60)
@@ -243,7 +248,7 @@ async def test_log_follow_shows_an_agent_at_work_and_stops_when_its_task_ends(en
         lines = out.splitlines()
         assert (
             "attempt 1 of T-1" in lines[0]
-            and "→ noop" in out
+            and "→ shell" in out
             and lines[-1].split()[1:3] == ["══", "completed"]
         ), out
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"

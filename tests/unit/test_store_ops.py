@@ -97,21 +97,17 @@ def log_of(acts: AgentActivities, inp: AgentInput) -> list[dict[str, Any]]:
 # -- the budget ---------------------------------------------------------------------------------
 
 
-async def test_an_instant_noop_reads_nothing_and_writes_its_log_once(acts: AgentActivities):
-    inp = agent_input({"tool": "noop"})
-    outcome = await run(acts, inp)
-    assert flush_logs(10)
-    store = counted(acts)
-    assert (store.reads, store.writes) == (0, 1), store.log
-    assert [name for name, _ in store.log] == ["append"]  # its log's lines, together
-    assert outcome.result == "ok" and outcome.result_ref is None  # inline only
-    # the log a person reads is whole and in order
-    assert [e["type"] for e in log_of(acts, inp)] == [
-        "attempt",
-        "tool_call",
-        "tool_result",
-        "outcome",
-    ]
+async def test_an_instant_noop_or_gather_reads_and_writes_nothing(acts: AgentActivities):
+    for n, config in enumerate(({"tool": "noop"}, {"tool": "gather", "items": ["a", "b"]})):
+        inp = agent_input(config, agent_id=f"a{n}")
+        counted(acts).reset()
+        outcome = await run(acts, inp)
+        assert flush_logs(10)
+        store = counted(acts)
+        assert (store.reads, store.writes) == (0, 0), store.log  # not even a log line
+        assert outcome.result_ref is None  # inline only: the run's history holds it all
+        assert log_of(acts, inp) == []
+    assert outcome.result == '["a", "b"]'
 
 
 async def test_a_shell_attempt_writes_its_lease_outcome_and_log_and_reads_nothing(

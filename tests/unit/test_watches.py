@@ -6,6 +6,7 @@ import json
 
 from tests.unit.test_leader_core_rules import Shell
 from tests.unit.test_loops import complete
+from xsky.leader.plans import GROWTH_LISTED
 from xsky.plan import watches
 from xsky.plan.agent_config import config_problems
 from xsky.plan.dag import validate
@@ -178,3 +179,53 @@ def test_a_watch_ends_when_what_changed_meets_its_condition():
     assert (
         "until is not a regular expression" in config_problems({"watch": {**SPEC, "until": "("}})[0]
     )
+
+
+def watched(firings: int, fold: bool) -> Shell:
+    """A run whose watch fired ``firings`` times (its limit), every firing answered."""
+    shell = Shell(plan(maxFirings=firings))
+    shell.core.growth.fold = fold  # patch plan-growth-folded (the workflow says, per execution)
+    shell.loop()
+    complete(shell, "open", "opened")
+    for k in range(1, firings + 1):
+        complete(shell, f"w.poll[{k}]", poll_said(True, f"h{k}", f"message {k}"))
+        complete(shell, f"w[{k}]", f"answered {k}")
+    return shell
+
+
+def test_a_long_watch_keeps_a_short_plan_history_whose_newest_version_holds_the_plan():
+    folded, kept = watched(60, fold=True), watched(60, fold=False)
+    # the same run either way: the same plan, the same results
+    assert folded.core.plans.plan == kept.core.plans.plan
+    assert folded.core.plans.version == kept.core.plans.version == 62  # v1, watching, 60 more
+    history = folded.core.plans.state.history
+    mine = [v for v in history if v.grown_by == "watch w"]
+    assert len(mine) == GROWTH_LISTED and len(kept.core.plans.state.history) == 62
+    first, fold, *rest = mine
+    assert first.reason == "watch w: watching" and first.version == 2
+    assert (fold.folded, fold.folded_from, fold.version) == (42, 3, 44)
+    assert fold.reason.startswith("watch w: v3–v44, 42 versions folded")
+    assert [v.version for v in rest] == list(range(45, 63))  # the newest, each listed
+    assert rest[-1].reason.startswith("watch w ended after 60 firing(s)")
+    # only the newest keeps its XML, and it is the plan in force
+    assert [v.version for v in history if v.xml] == [1, 62]
+    assert parse_workflow(history[-1].xml) == folded.core.plans.plan
+    size = len(folded.core.plans.state.model_dump_json())
+    unfolded = len(kept.core.plans.state.model_dump_json())
+    assert size * 10 < unfolded, (size, unfolded)  # grows with the firings, not their square
+
+
+def test_a_replan_between_a_watchs_versions_keeps_its_own_xml():
+    shell = Shell(plan(maxFirings=3))
+    shell.core.growth.fold = True
+    shell.loop()
+    complete(shell, "open", "opened")
+    complete(shell, "w.poll[1]", poll_said(True, "h1", "one"))
+    complete(shell, "w[1]", "answered 1")
+    replanned = shell.core.plans.plan.model_copy(update={"name": "renamed"})
+    shell.core.apply_plan(replanned, "a person's replan", shell.now)
+    complete(shell, "w.poll[2]", poll_said(True, "h2", "two"))
+    history = shell.core.plans.state.history
+    (replan,) = [v for v in history if v.reason.startswith("a person's replan")]
+    assert replan.xml and replan.grown_by is None  # not the watch's: never folded or emptied
+    assert [v.version for v in history if v.xml] == [1, 4, 5]  # the watch's newest: v5

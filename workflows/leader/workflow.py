@@ -190,6 +190,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             worker_model=told.model if told is not None else None,
             leader_budget=leader_budget,
             delegation_programs=programs,
+            growth_folded=patched("plan-growth-folded"),
         )
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -78,6 +78,7 @@ EDIT_RETRY = RetryPolicy(
 HISTORY_LIMIT = 2000  # events before handing over to a fresh run
 # or bytes of history (each state write carries the state; Temporal's limit is 50 MB)
 HISTORY_BYTES = 8 * 1024 * 1024
+R = TypeVar("R")  # what an agent step returns
 
 
 @workflow.defn(name="SkillEntityWorkflow")
@@ -308,13 +309,10 @@ class SkillEntityWorkflow:
             :16
         ]
         branch: Literal["baby", "main"] = "baby" if self.s.state == "baby" else "main"
-        self._event(
-            "edit",
-            f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}",
-        )
-        self._publish()
         try:
-            result: EditResult = await workflow.execute_activity(
+            result = await self._agent_step(
+                "edit",
+                f"SkillEditAgent on {branch}: {len(batch)} atoms, weight {self._pending_weight()}",
                 "edit_skill",
                 EditInput(
                     slug=self.s.slug,
@@ -325,11 +323,8 @@ class SkillEntityWorkflow:
                     version=self.s.edits + 1,
                     paired=self.paired_gate,
                 ),
-                result_type=EditResult,
-                start_to_close_timeout=timedelta(minutes=30),
-                heartbeat_timeout=self.beat,
-                retry_policy=EDIT_RETRY,
-                summary=f"SkillEditAgent · {self.s.slug}",
+                EditResult,
+                f"SkillEditAgent · {self.s.slug}",
             )
         # retries exhausted (the model server down, a bug): like a refused edit
         except ActivityError as e:
@@ -377,18 +372,33 @@ class SkillEntityWorkflow:
         self.s.edits += 1
         self.s.last_edit_error, self.s.blocked_at_weight = None, None
 
+    async def _agent_step(
+        self, kind: str, said: str, name: str, arg: object, result_type: type[R], summary: str
+    ) -> R:
+        """A model's long step (an edit, a paired test), said on the view first: up to 30
+        minutes, heartbeating, retried as an edit is."""
+        self._event(kind, said)
+        self._publish()
+        result: R = await workflow.execute_activity(
+            name,
+            arg,
+            result_type=result_type,
+            start_to_close_timeout=timedelta(minutes=30),
+            heartbeat_timeout=self.beat,
+            retry_policy=EDIT_RETRY,
+            summary=summary,
+        )
+        return result
+
     # -- the paired test -----------------------------------------------------------------------
 
     async def _paired(self, result: EditResult, branch: Literal["baby", "staging"]) -> PairedResult:
         baseline = self.s.main_commit if branch == "staging" else None
         commit = result.commit or ""
-        self._event(
-            "paired",
-            f"paired test of {commit[:10]} against {baseline[:10] if baseline else 'no skill'}",
-        )
-        self._publish()
         try:
-            paired: PairedResult = await workflow.execute_activity(
+            paired = await self._agent_step(
+                "paired",
+                f"paired test of {commit[:10]} against {baseline[:10] if baseline else 'no skill'}",
                 "paired_test",
                 PairedInput(
                     slug=self.s.slug,
@@ -397,11 +407,8 @@ class SkillEntityWorkflow:
                     baseline=baseline,
                     held_out=result.held_out,
                 ),
-                result_type=PairedResult,
-                start_to_close_timeout=timedelta(minutes=30),
-                heartbeat_timeout=self.beat,
-                retry_policy=EDIT_RETRY,
-                summary=f"paired test · {self.s.slug}",
+                PairedResult,
+                f"paired test · {self.s.slug}",
             )
         except ActivityError as e:  # never a reason to publish: said as a test that did not run
             paired = not_run(

@@ -189,8 +189,10 @@ class LeaderCore:
         worker_model: str | None = None,
         leader_budget: bool = False,
         delegation_programs: bool = True,
+        growth_folded: bool = False,
     ) -> None:
         """What the run's worker and its patches say (the shell, once per execution)."""
+        self.growth.fold = growth_folded
         self.judgment.on = coordinating
         self.judgment.delegated = list(delegated or [])
         self.judgment.denied = list(denied or [])

@@ -42,6 +42,8 @@ class Growth:
         self.board = board
         self.plans = plans
         self.inputs = inputs
+        # a grower's older versions folded in the plan's history (patch plan-growth-folded)
+        self.fold = False
 
     def instead_of_start(self, task: TaskState, now: datetime) -> bool:
         """A ready forEach or an unstarted watch grows the plan instead of starting (True)."""
@@ -50,7 +52,12 @@ class Growth:
             self._expand_loop(task, now)  # its items take its place on the board
             return True
         if watches.spec_of(agent) is not None and not watches.started(self.plans.plan, agent.id):
-            self._grow(watches.start(self.plans.plan, agent.id), f"watch {agent.id}: watching", now)
+            self._grow(
+                watches.start(self.plans.plan, agent.id),
+                f"watch {agent.id}: watching",
+                f"watch {agent.id}",
+                now,
+            )
             return True  # its first poll takes its place
         return False
 
@@ -68,6 +75,7 @@ class Growth:
         self._grow(
             loops.expand(self.plans.plan, agent_id, items),
             f"forEach of {agent_id}: {len(items)} item(s), {shown}, gathered in order",
+            f"forEach {agent_id}",
             now,
         )
 
@@ -75,16 +83,17 @@ class Growth:
         """A watch's poll completed (it saw a change, or none) or was skipped by a person or a
         system with what happened: the watch fires, watches on, or ends."""
         task = self.board.tasks.get(agent_id)
-        if watches.poll_of(agent_id) is None or task is None or task.stored not in SATISFIED:
+        poll = watches.poll_of(agent_id)
+        if poll is None or task is None or task.stored not in SATISFIED:
             return
         grown, line = watches.polled(self.plans.plan, agent_id, task.result)
         if line:
-            self._grow(grown, line, now)
+            self._grow(grown, line, f"watch {poll[0]}", now)
 
-    def _grow(self, wf: Workflow, reason: str, now: datetime) -> None:
+    def _grow(self, wf: Workflow, reason: str, by: str, now: datetime) -> None:
         change = merge_plan(
             self.plans.plan, self.board.tasks, wf, self.run_id, variables=self.variables()
         )
-        self.plans.adopt(wf, reason, now)
+        self.plans.grow(wf, reason, by, now, self.fold)
         self.board.replace(change.tasks, change.removed, wf)
         self.flow.changed = True

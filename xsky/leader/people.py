@@ -280,8 +280,7 @@ class People:
         there when resumed)."""
         task = self.checks.task(req.task_id)
         task.held = True
-        stops = self.board.stop(task.agent_id, StopReason.PAUSE) if task.stored in RUNNING else []
-        self.flow.changed = True
+        stops = self._stop_if_running(task, StopReason.PAUSE)
         said = "its attempt is stopped; " if stops else ""
         return InterventionResult(
             message=f"{task.id} paused: {said}resume_task goes on from its checkpoint",
@@ -302,14 +301,18 @@ class People:
         task = self.checks.task(req.task_id)
         if req.fresh:  # the next dispatch, and only it, starts from scratch
             task.fresh = task.attempt + 1
-        stops = self.board.stop(task.agent_id, StopReason.RESTART) if task.stored in RUNNING else []
-        self.flow.changed = True
+        stops = self._stop_if_running(task, StopReason.RESTART)
         how = "from scratch" if req.fresh else "from its checkpoint"
         when = "now" if stops else "when it next starts"
         return InterventionResult(
             message=f"{task.id} reset: its attempt starts again {how}, {when}",
             plan_version=self.plans.version,
         ), stops
+
+    def _stop_if_running(self, task: TaskState, reason: StopReason) -> list[Command]:
+        """The task's attempt stopped, if one runs (the board changed either way)."""
+        self.flow.changed = True
+        return self.board.stop(task.agent_id, reason) if task.stored in RUNNING else []
 
     def task_timeout(self, req: TaskTimeoutRequest) -> InterventionResult:
         task = self.checks.task(req.task_id)

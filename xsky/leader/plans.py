@@ -26,6 +26,12 @@ _PLANNER_STATUS = {
 }
 
 
+# Entries one forEach or watch keeps in the plan's history: its first version, one entry for
+# the versions folded, and its newest. A watch writes a version per firing (up to 1,000), each
+# with the whole plan's XML: unfolded, its history grew with the square of its firings.
+GROWTH_LISTED = 20
+
+
 class PlanBook:
     """The plan, its versions, its review and the automatic replans."""
 
@@ -62,6 +68,34 @@ class PlanBook:
         self.state.history.append(
             PlanVersion(version=self.state.version, xml=workflow_to_xml(wf), reason=reason, at=now)
         )
+
+    def grow(self, wf: Workflow, reason: str, by: str, now: datetime, fold: bool = True) -> None:
+        """A version the run wrote itself, by forEach or watch ``by``. Each is derived from the
+        one before by what the plan says, so only ``by``'s newest version keeps its XML, and
+        ``by`` keeps at most :data:`GROWTH_LISTED` entries: its first, one that counts the
+        versions folded, and its newest. ``fold`` False: runs recorded before the patch
+        plan-growth-folded, whose every version kept its XML and its entry."""
+        if fold:
+            for v in self.state.history:
+                if v.grown_by == by:
+                    v.xml, v.xml_ref = "", None
+        self.adopt(wf, reason, now)
+        if not fold:
+            return
+        self.state.history[-1].grown_by = by
+        mine = [i for i, v in enumerate(self.state.history) if v.grown_by == by]
+        if len(mine) <= GROWTH_LISTED:
+            return
+        into, oldest = self.state.history[mine[1]], self.state.history[mine[2]]
+        if not into.folded:  # the first fold: the entry after the first becomes the fold
+            into.folded, into.folded_from = 1, into.version
+        into.folded += 1
+        into.version, into.at = oldest.version, oldest.at
+        into.reason = (
+            f"{by}: v{into.folded_from}–v{into.version}, {into.folded} versions folded (each "
+            "a step of it; its newest version holds what they added)"
+        )
+        del self.state.history[mine[2]]
 
     def retext(self, agent_id: str, text: str, reason: str, now: datetime) -> WorkflowAgent:
         """One agent's task text changes (retry with new text): a new version, nothing else."""

@@ -79,10 +79,17 @@ class AuditEntry(WireModel):
 
 class PlanVersion(WireModel):
     version: int
-    xml: str  # empty for a note, or when the XML is large and kept by reference
+    # empty for a note, when the XML is large and kept by reference, and for a loop's or a
+    # watch's versions but its newest (PlanBook.grow)
+    xml: str
     reason: str
     at: datetime
     xml_ref: BlobRef | None = None  # a large version's XML, in the artifact store
+    grown_by: str | None = None  # the forEach or watch that wrote this version ("watch w")
+    # A grower's older versions folded into this one entry: how many, from which version (its
+    # own ``version`` is the newest folded)
+    folded: int = 0
+    folded_from: int = 0
 
 
 class Nudge(WireModel):
