@@ -12,9 +12,9 @@ from typing import Any
 from activities.storage import open_objects
 from cli.render import cell, json_text, out
 from client import Run, XSky
-from xsky.agent_log import parse_lines, render_event
+from xsky.agent_log import UNLOGGED_SAID, parse_lines, render_event
 from xsky.config import load_settings
-from xsky.errors import NoWorkerError, XSkyError
+from xsky.errors import NoWorkerError
 from xsky.leader.tasks import TERMINAL
 
 STYLE = {
@@ -69,21 +69,6 @@ async def _task_done(run: Run, task: str) -> bool:
         return False  # a worker is restarting: keep following
 
 
-async def _none_why(run: Run, args: argparse.Namespace, where: str) -> str:
-    """Why an agent has no transcript: not started, one that keeps none, or another store."""
-    elsewhere = f"{where} is not the workers' store: XSKY_STORE"
-    try:
-        status = (await run.task(args.task)).status
-    except XSkyError:  # a worker restarting, a task it does not know
-        status = None
-    if status in TERMINAL:
-        return (
-            f"no transcript for {args.task} in {args.id}: a no-op or a loop's gather keeps none "
-            f"(its result, in `status {args.id}`, is all it did); for any other agent, {elsewhere}"
-        )
-    return f"no transcript yet for {args.task} in {args.id} (it has not started, or {elsewhere})"
-
-
 async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
@@ -93,7 +78,16 @@ async def cmd_log(args: argparse.Namespace) -> int:
     _show(events, args.json)
     if not args.follow:
         if not events and not args.json:
-            out.print(cell(await _none_why(run, args, open_objects(settings).where)))
+            elsewhere = f"{open_objects(settings).where} is not the workers' store: XSKY_STORE"
+            out.print(
+                cell(
+                    f"no transcript for {args.task} in {args.id}: {UNLOGGED_SAID} (`status "
+                    f"{args.id}`); for any other agent, {elsewhere}"
+                    if await run.ended_without_transcript(args.task, key)
+                    else f"no transcript yet for {args.task} in {args.id} (it has not started, "
+                    f"or {elsewhere})"
+                )
+            )
         return 0
     while True:
         done = await _task_done(run, args.task)

@@ -76,7 +76,7 @@ from xsky.leader.state import (
     TaskRequest,
     TaskTimeoutRequest,
 )
-from xsky.leader.tasks import TaskView
+from xsky.leader.tasks import TERMINAL, TaskView
 from xsky.lineage import lineage_of
 from xsky.plan.budget import KEYS
 from xsky.plan.models import Workflow
@@ -632,6 +632,16 @@ class Run:
         if await asyncio.to_thread(store.keys, key):
             return key
         return transcript_key(self.id, (await self.task(task)).agent_id)
+
+    async def ended_without_transcript(self, task: str, key: str) -> bool:
+        """Has the task ended with no transcript (a no-op, a loop's gather: they keep none)?
+        False while it runs, or when its board cannot be read now."""
+        if await self.transcript_bytes(key):
+            return False
+        try:
+            return (await self.task(task)).status in TERMINAL
+        except XSkyError:  # a worker restarting, a task it does not know
+            return False
 
     async def transcript_bytes(self, key: str) -> bytes:
         """An agent log's text as stored so far (b"" for none)."""

@@ -23,6 +23,8 @@ from typing import Any
 from xsky.artifacts import artifact_path
 
 TRANSCRIPT_NAME = "transcript.jsonl"
+# Why an agent that ended has no transcript (activities/agents/activity.py: UNLOGGED)
+UNLOGGED_SAID = "a no-op or a loop's gather keeps no transcript: its result is all it did"
 
 
 def transcript_key(run_id: str, agent_id: str) -> str:

@@ -28,7 +28,7 @@ from cli.hints import cli_message
 from cli.steer_cmd import no_version_given
 from client import Run, XSky
 from client.events import EventLog, watch
-from xsky.agent_log import parse_lines, render_event
+from xsky.agent_log import UNLOGGED_SAID, parse_lines, render_event
 from xsky.errors import UsageError, XSkyError
 from xsky.leader.run_events import EVENT_TYPES
 from xsky.plan.budget import EXAMPLE
@@ -224,6 +224,7 @@ def make_app(connect: Callable[[], Awaitable[XSky]], folder: Path | None) -> Sta
         async def stream() -> AsyncIterator[str]:
             nonlocal offset
             yield f"retry: {RETRY_MS}\n\n"
+            told = False  # that an agent which ended keeps no transcript (said once)
             while True:
                 data = (await run.transcript_bytes(key))[offset:]
                 whole = data[: data.rfind(b"\n") + 1]
@@ -232,6 +233,11 @@ def make_app(connect: Callable[[], Awaitable[XSky]], folder: Path | None) -> Sta
                     said = {"type": line.get("type"), "text": render_event(line)}
                     yield sse(json.dumps(said), offset)  # the id: where to go on from
                 if not whole:
+                    if not offset and not told and await run.ended_without_transcript(task, key):
+                        told = True
+                        yield sse(
+                            json.dumps({"type": "none", "text": f"{task}: {UNLOGGED_SAID}"}), 0
+                        )
                     yield ": ping\n\n"
                 await got.wait(LOG_RECHECK_SECONDS)
 

@@ -252,6 +252,9 @@ async def test_log_follow_shows_an_agent_at_work_and_stops_when_its_task_ends(en
             and lines[-1].split()[1:3] == ["══", "completed"]
         ), out
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+        # a no-op keeps no transcript, and `log` says so rather than "not started yet"
+        code, out, err = await starter(env, "log", run.id, "T-2")
+        assert code == 0 and "a no-op or a loop's gather keeps no transcript" in out, out + err
 
 
 async def test_signals_without_input_or_with_bad_input_do_not_stall_a_run(env: Env):

@@ -29,6 +29,7 @@ from client.connect import DATA_CONVERTER
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import noop, plan
+from xsky.agent_log import UNLOGGED_SAID
 from xsky.config import load_settings
 from xsky.errors import RefusedError
 
@@ -135,7 +136,9 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         noop("2", 2.0, depends="1"),
         noop("3", 2.0, depends="1"),
         noop("4", 1.0, depends="2,3"),
-        noop("5", 1.5, depends="4"),
+        # a shell agent keeps a transcript (a no-op keeps none: the page says so)
+        '<agent name="shell" id="5" depends="4"><task>step 5</task>'
+        '<config>{"tool": "shell", "command": "sleep 1.5; echo r5"}</config></agent>',
         name="live",
     )
     handle = await live_env.start(diamond)
@@ -216,7 +219,12 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
 
         # The transcript of an agent, live from the store.
         await node(page, "T-5").click()
-        await expect(page.locator("#transcript")).to_contain_text("T-5")
+        await expect(page.locator("#transcript")).to_contain_text("attempt 1 of T-5")
+        await expect(page.locator("#transcript")).to_contain_text("→ shell")
+        await node(page, "T-1").click()
+        await expect(page.locator("#transcript")).to_have_text(
+            f"T-1: {UNLOGGED_SAID}\n", use_inner_text=True
+        )
     finally:
         if ui.server is not None and not ui.task.done():  # type: ignore[union-attr]
             await ui.stop()
