@@ -81,6 +81,11 @@ class Doubt:
         return (n, choice, note) if choice else None
 
 
+def is_doubt(question: str) -> bool:
+    """Is this a question about a call in doubt (:meth:`Doubt.question`)?"""
+    return _MARK.search(question) is not None
+
+
 def told(choice: str, note: str) -> str:
     """What an agent's model is told of a call a person decided not to run again."""
     if choice == "skip":
@@ -96,4 +101,4 @@ def told(choice: str, note: str) -> str:
     )
 
 
-__all__ = ["CHOICES", "Doubt", "told"]
+__all__ = ["CHOICES", "Doubt", "is_doubt", "told"]

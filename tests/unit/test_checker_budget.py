@@ -56,7 +56,14 @@ async def test_a_check_past_its_budget_is_refused_and_the_loop_stays_free() -> N
 
     task = asyncio.create_task(ticker())
     decision = await checker.check(
-        "shell", {"command": "ls;" * 5000}, ROLE, PermissionSettings(), "/ws", budget=0.05
+        # the whole check takes ~0.5 s on a quiet machine: 0.2 s is past its budget, and long
+        # enough for a loaded machine's event loop to tick a few times (0.05 s was not)
+        "shell",
+        {"command": "ls;" * 5000},
+        ROLE,
+        PermissionSettings(),
+        "/ws",
+        budget=0.2,
     )
     task.cancel()
     assert decision.effect == "deny" and "budget" in decision.reason

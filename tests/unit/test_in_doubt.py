@@ -11,7 +11,7 @@ from activities.agents.ledger import AttemptLedger
 from tests.unit.test_leader_core import T0
 from xsky.in_doubt import Doubt, told
 from xsky.leader.core import LeaderCore, Rejected
-from xsky.leader.state import Answer, AnswerRequest
+from xsky.leader.state import Answer, AnswerRequest, RetryTaskRequest, TaskRequest
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput
 from xsky.security.idempotence import changes_something, choice_of, not_repeatable
@@ -179,3 +179,16 @@ def test_the_log_says_a_call_was_in_doubt_and_what_was_done() -> None:
         {"type": "in_doubt_decided", "call": "c1", "tool": "shell", "choice": "skip"}
     )
     assert decided.endswith("a person answered skip")
+
+
+def test_a_persons_retry_starts_the_tasks_calls_afresh_without_its_old_doubt_answers() -> None:
+    core, qid = _asked_core()
+    core.people.answer(AnswerRequest(request_id=qid, text="skip"), T0)
+    core.briefs.answer("T-4", Answer(request_id="Q-9", question="which region?", answer="eu"))
+    # its next dispatch was cancelled before it ran; a person then runs the task again
+    core.people.cancel(TaskRequest(task_id="T-4"), T0)
+    core.checks.retry(RetryTaskRequest(task_id="T-4"))
+    core.people.retry(RetryTaskRequest(task_id="T-4"), T0)
+    # the skip was for the attempt that asked: the new start makes its call (a plain
+    # answer a person gave the agent stays)
+    assert [a.question for a in core.briefs.answers_for("T-4")] == ["which region?"]

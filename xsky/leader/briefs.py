@@ -6,6 +6,7 @@ is kept so the worker can check its input against it (xsky/leader/grants.py)."""
 
 from __future__ import annotations
 
+from xsky.in_doubt import is_doubt
 from xsky.leader.state import Answer, BriefState, Granted, Nudge, ToolApproval
 from xsky.security.permissions import ApprovedRule
 
@@ -31,6 +32,13 @@ class Briefs:
 
     def answers_for(self, task_id: str) -> list[Answer]:
         return list(self.state.answers.get(task_id, []))
+
+    def forget_doubts(self, task_id: str) -> None:
+        """A person runs the task again: what they decided about its calls in doubt (skip,
+        done) was for the attempt that asked, not for this new start, which makes its calls."""
+        answers = self.state.answers.get(task_id)
+        if answers:
+            answers[:] = [a for a in answers if not is_doubt(a.question)]
 
     # -- tool decisions --------------------------------------------------------------------------
 

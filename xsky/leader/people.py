@@ -121,6 +121,7 @@ class People:
             self.board.index(self.plans.plan)
         self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} retried", now)
         self.requests.withdraw_holds(task, "retried", now)
+        self.briefs.forget_doubts(task.id)
         task.waiting_on = None
         task.error = None
         task.ended_at = None
