@@ -139,6 +139,8 @@ class McpToolset:
             for info in offer.tools:
                 if info.hint is not None:
                     gate.hints[info.name] = info.hint
+                if info.idempotent:
+                    gate.idempotent_mcp.add(info.name)
                 real = real_name(name, info.tool)
                 if real != info.name:  # rules naming what runs decide too
                     gate.real_names[info.name] = real

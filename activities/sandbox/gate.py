@@ -80,6 +80,8 @@ class Gate:
         self.protected = list(protected)  # folders commands may not name (the worker's own)
         # What the MCP servers of this attempt's tools say of them (read-only, destructive).
         self.hints: dict[str, Hint] = {}
+        # MCP tools their server calls idempotent (idempotentHint): in doubt, they run again
+        self.idempotent_mcp: set[str] = set()
         # An MCP tool shown under another name than its server's: shown name → mcp__server__real.
         self.real_names: dict[str, str] = {}
         if permissions.mode == "bypass":
@@ -137,6 +139,7 @@ class Gate:
             effects=effect_rules(self.permissions),
             config=config,
             mcp_read_only=self.hints.get(tool) == "read_only",
+            mcp_idempotent=tool in self.idempotent_mcp,
             workspace=self.workspace,
         )
 

@@ -15,6 +15,7 @@ from xsky.leader.state import Answer, AnswerRequest, RetryTaskRequest, TaskReque
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, RequestPayload, RunInput
 from xsky.security.idempotence import changes_something, choice_of, not_repeatable
+from xsky.security.mcp import tool_infos
 from xsky.security.rules import parse_rule
 
 
@@ -66,9 +67,30 @@ def test_config_idempotent_false_covers_every_call_that_changes_something() -> N
     assert not_repeatable("shell", {"command": "git push"}, config={"idempotent": True})
 
 
-def test_mcp_tools_are_effects_unless_their_server_marks_them_read_only() -> None:
-    assert not_repeatable("mcp__pay__refund", {"id": 1}) is not None
+def test_mcp_tools_are_effects_unless_their_server_marks_them_read_only_or_idempotent() -> None:
+    assert "idempotentHint" in (not_repeatable("mcp__pay__refund", {"id": 1}) or "")
     assert not_repeatable("mcp__pay__status", {"id": 1}, mcp_read_only=True) is None
+    # idempotent: it changes something (tracked), and in doubt it simply runs again ...
+    assert changes_something("mcp__kv__put")
+    assert not_repeatable("mcp__kv__put", {"k": "a"}, mcp_idempotent=True) is None
+    # ... unless the worker's rules or the agent's config say otherwise
+    (rule,) = [parse_rule("mcp__kv__put", "settings")]
+    assert not_repeatable("mcp__kv__put", {}, mcp_idempotent=True, effects=[rule]) is not None
+    config = {"idempotent": False}
+    assert not_repeatable("mcp__kv__put", {}, mcp_idempotent=True, config=config) is not None
+    infos, _ = tool_infos(
+        "kv",
+        [
+            {"name": "put", "annotations": {"idempotentHint": True}},
+            {"name": "get", "annotations": {"readOnlyHint": True, "idempotentHint": True}},
+            {"name": "add"},
+        ],
+    )
+    assert [(i.tool, i.idempotent, i.read_only) for i in infos] == [
+        ("put", True, False),
+        ("get", False, True),  # read-only already says more
+        ("add", False, False),
+    ]
     assert not changes_something("mcp__pay__status", mcp_read_only=True)
     assert not changes_something("file_read") and changes_something("browser_click")
     assert not changes_something("no_such_tool")  # it runs nothing: the model is told so

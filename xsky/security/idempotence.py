@@ -18,7 +18,8 @@ is untrusted: it may ask for more care, never for less):
   something;
 - what the call is: HTTP methods other than GET/HEAD/OPTIONS, and the commands of
   :data:`_EFFECT_COMMANDS` (uploads with curl or wget, ``git push``, package publishing…),
-  and an MCP tool whose server does not mark it read-only (``readOnlyHint``).
+  and an MCP tool whose server marks it neither read-only (``readOnlyHint``) nor idempotent
+  (``idempotentHint``: called again with the same arguments it does nothing more).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def not_repeatable(
     effects: Sequence[Rule] = (),
     config: Mapping[str, Any] | None = None,
     mcp_read_only: bool = False,
+    mcp_idempotent: bool = False,
     workspace: str | None = None,
 ) -> str | None:
     """Why a call that may have run must not run again without a person's say (None: it may).
@@ -90,7 +92,12 @@ def not_repeatable(
         if any(matches(rule, tool, subject, workspace) for subject in subjects):
             return f"the rule {rule.text} in {rule.source} marks it as an effect"
     if is_mcp(tool):
-        return "its MCP server does not mark it read-only (readOnlyHint)"
+        return (
+            None
+            if mcp_idempotent
+            else "its MCP server marks it neither read-only (readOnlyHint) nor idempotent "
+            "(idempotentHint)"
+        )
     method = arguments.get("method")
     if isinstance(method, str) and method.upper() not in _SAFE_METHODS:
         return f"it sends an HTTP {method.upper()}"

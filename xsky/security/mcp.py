@@ -203,6 +203,9 @@ class McpToolInfo(WireModel):
     output_schema: dict[str, Any] | None = None
     read_only: bool = False  # readOnlyHint: it changes nothing
     destructive: bool = False  # destructiveHint (and not read-only): it may destroy something
+    # idempotentHint (and not read-only): called again with the same arguments, it does nothing
+    # more (a call in doubt may simply run again: xsky/security/idempotence.py)
+    idempotent: bool = False
 
     @property
     def hint(self) -> Hint | None:
@@ -275,6 +278,7 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpTo
                 output_schema=t.get("outputSchema"),
                 read_only=read_only,
                 destructive=annotations.get("destructiveHint") is True and not read_only,
+                idempotent=annotations.get("idempotentHint") is True and not read_only,
             )
         )
     return infos, refused
