@@ -46,6 +46,7 @@ bench: install
 	$(PY) bench/store_ops.py
 	$(PY) bench/skills_boundaries.py
 	$(PY) bench/recurrence.py
+	$(PY) bench/watch_history.py
 
 docs: install  # the documentation site at http://127.0.0.1:8000, rebuilt as docs/ changes
 	$(PY) -m mkdocs serve
