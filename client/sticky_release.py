@@ -44,6 +44,8 @@ from temporalio.api.workflowservice.v1 import (
 )
 from temporalio.client import Client
 
+from activities import telemetry
+
 log = logging.getLogger("xsky.sticky_release")
 
 GOODBYE = b"bye"
@@ -127,6 +129,7 @@ def beside(address: str, namespace: str, queues: dict[str, str]) -> Iterator[Non
                 "--namespace",
                 namespace,
                 *[f"--queue={q}={who}" for q, who in queues.items()],
+                *(["--log-format=json"] if telemetry.logging_as_json() else []),
             ],
             pass_fds=(read,),
             cwd=ROOT,
@@ -187,9 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--address", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--queue", action="append", default=[], help="QUEUE=IDENTITY")
+    parser.add_argument("--log-format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
     queues = dict(q.split("=", 1) for q in args.queue)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.log_format == "json":  # as the worker's own lines, in the same stream
+        telemetry.use_json_logs("INFO")
+    else:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
     return asyncio.run(_watch(args.fd, args.address, args.namespace, queues))
 
 

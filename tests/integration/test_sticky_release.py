@@ -51,7 +51,9 @@ async def test_a_killed_leader_workers_run_goes_on_at_once_on_another_leader_wor
 ) -> None:
     queue = env.settings.task_queue
     await env.start_worker(kinds=["shell"], leader=False)  # the agents: never killed
-    first = start_worker_process(env, tmp_path / "first.log", "--kinds", "llm", "--no-skills")
+    first = start_worker_process(
+        env, tmp_path / "first.log", "--kinds", "llm", "--no-skills", "--log-format", "json"
+    )
     try:
         handle = await env.start(chain(6))
         stamps = env.home / "runs" / handle.id / "workspace" / "stamps"
@@ -89,13 +91,12 @@ async def test_a_killed_leader_workers_run_goes_on_at_once_on_another_leader_wor
     said = (tmp_path / "first.log").read_text()
     held = sorted(run for run, who in holders.items() if who.startswith(f"{first.pid}@"))
     assert handle.id in held, holders
-    assert (
-        f"died; {len(held)} run(s) it held handed back to the other workers: {', '.join(held)}\n"
-        in said
-    ), (
-        holders,
-        said[-2000:],
-    )
+    # in the worker's log, in its format (JSON lines here)
+    (line,) = [json.loads(x) for x in said.splitlines() if '"logger": "xsky.sticky_release"' in x]
+    assert line["message"] == (
+        f"worker {first.pid}@{holders[handle.id].split('@', 1)[1]} died; {len(held)} run(s) it "
+        f"held handed back to the other workers: {', '.join(held)}"
+    ), (holders, line)
 
     def watched(yes: bool) -> None:
         assert bool(releasers(queue)) == yes
