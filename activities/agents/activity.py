@@ -53,8 +53,8 @@ from xsky.settings_files import SettingsError, worker_layers
 
 # Direct tools that change nothing: doing one twice costs only its time, so an attempt of
 # such an agent keeps no outcome and holds no lease (instant no-ops stay instant, and such an
-# attempt writes nothing to the store but its log's lines, and a no-op not even those). A retry after a lost worker reads
-# again what the lost attempt read: nobody saw what that one returned.
+# attempt writes nothing to the store but its log's lines — see UNLOGGED for those). A retry
+# after a lost worker reads again what the lost attempt read: nobody saw what that one returned.
 REPEATABLE = frozenset({"noop", "gather", "file_read", "file_list", "llm"})
 
 # Direct tools whose whole work is their result, which the run's history holds: an attempt of
