@@ -105,7 +105,9 @@ async def test_a_killed_leader_workers_run_goes_on_at_once_on_another_leader_wor
 
     # A worker that shuts down hands nothing back (the SDK has): its watcher just goes.
     second = start_worker_process(env, tmp_path / "second.log", "--kinds", "llm", "--no-skills")
-    await eventually(lambda: watched(True), 10)  # started just after "serving" is logged
-    stop_worker_process(second)
+    try:
+        await eventually(lambda: watched(True), 10)  # started just after "serving" is logged
+    finally:
+        stop_worker_process(second)
     assert "handed back" not in (tmp_path / "second.log").read_text()
     await eventually(lambda: watched(False), 10)
