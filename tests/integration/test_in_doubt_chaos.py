@@ -27,8 +27,10 @@ from xsky.runs import RunOptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
-# The effect, a moment of work, then the end: killed anywhere in it or just after it.
-COMMAND = "echo effect >> fx.txt; touch began; sleep 0.3; echo ran"
+# The effect, a while of work, then the end: killed anywhere in it or just after it. The work
+# outlasts the watchdog's DYING_GRACE (a command that ends within 0.5 s of its worker's death
+# is let end and recorded): with 0.3 s of it, every kill was "returned", none "asked".
+COMMAND = "echo effect >> fx.txt; touch began; sleep 1.5; echo ran"
 
 
 def _plan(n: int) -> str:
@@ -50,7 +52,7 @@ async def test_a_non_idempotent_call_is_never_repeated_unasked_wherever_its_work
         workspace = env.home / "runs" / handle.id / "workspace"
         worker = shell_worker(env, tmp_path / f"w{n}.log")
         # from a moment after the effect to a moment after the command's end
-        killer = kill_after(workspace / "began", worker, rng.uniform(0.0, 0.6))
+        killer = kill_after(workspace / "began", worker, rng.uniform(0.0, 2.2))
         await asyncio.to_thread(killer.join, 120)
         assert worker.wait(timeout=10) == -signal.SIGKILL
         second = shell_worker(env, tmp_path / f"w{n}b.log")
