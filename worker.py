@@ -56,7 +56,6 @@ from client.skills_host import (
     skills_elsewhere,
     skills_identity,
 )
-from client.sticky_release import beside
 from workflows.leader import LeaderWorkflow
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
@@ -282,23 +281,18 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    # Killed, this worker's runs go back to the other workers at once (client/sticky_release.py);
-    # stopped or stuck, its connections to Temporal are closed from outside, so the polls it
-    # left open take no more work (activities/worker_guard.py).
-    held = {settings.task_queue: client.identity} if leader else {}
-    if skills:
-        held[settings.skills_queue] = skills_identity(settings, os.getpid())
-    with beside(settings.address, settings.namespace, held):
-        async with guarding(settings.address):
-            running = [asyncio.create_task(w.run()) for w in workers]
-            stopper = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
-            if stopper in done:
-                log.info(
-                    "shutting down: running agents get %.0fs to finish, then go back to Temporal",
-                    grace,
-                )
-            await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+    # Stopped or stuck, this worker's connections to Temporal are closed from outside, so
+    # the polls it left open take no more work (activities/worker_guard.py).
+    async with guarding(settings.address):
+        running = [asyncio.create_task(w.run()) for w in workers]
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
+        if stopper in done:
+            log.info(
+                "shutting down: running agents get %.0fs to finish, then go back to Temporal",
+                grace,
+            )
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
     for task in running:
         if task.done() and task.exception():
             log.error("worker stopped with an error: %s", task.exception())

@@ -243,11 +243,6 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def logging_as_json() -> bool:
-    """Does this process log JSON lines (:func:`use_json_logs`)? Its helpers then do too."""
-    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger().handlers)
-
-
 def use_json_logs(level: str) -> None:
     """Every log line as JSON; the SDK's adapters put their context in fields, not the message."""
     handler = logging.StreamHandler()

@@ -13,8 +13,7 @@ running it and measures **recovery** = the retry's start − the moment of the l
 - ``leader``: SIGKILL the *leader's* worker that holds a two-step probe while its first step
   runs, ``--leader-kills`` times, with a second leader worker serving; **recovery** = the
   second step's start − the first step's end. The run's next workflow task is queued on the
-  dead worker's sticky queue unless the worker's hand-back (client/sticky_release.py) resets it:
-  without one it waited the 30 s sticky timeout.
+  dead worker's sticky queue and waits out the sticky timeout (``XSKY_STICKY_TIMEOUT``, 30 s).
 
 A replacement worker is started after each loss, so two shell workers serve at all times.
 After every lost attempt the bench checks that its escaped child never did its side effect.
@@ -42,11 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from cli.devserver import DevServer, free_port
 from client.connect import DATA_CONVERTER
-from client.sticky_release import last_taken_by
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from tests.integration.test_recovery import descendants
 from workflows.leader import LeaderWorkflow
@@ -198,6 +197,17 @@ async def successive(b: Bench, kills: int) -> list[float]:
     return out
 
 
+async def last_taken_by(client: Client, workflow_id: str, run_id: str) -> str:
+    """The identity of the worker that took the run's newest workflow task ('' if none did)."""
+    taken = ""
+    async for event in client.get_workflow_handle(
+        workflow_id, run_id=run_id
+    ).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            taken = str(event.workflow_task_started_event_attributes.identity)
+    return taken
+
+
 def two_steps(name: str) -> str:
     first = json.dumps({"tool": "shell", "command": "touch begun; sleep 2; date +%s.%N > ended"})
     second = json.dumps({"tool": "shell", "command": "date +%s.%N > started"})
@@ -221,7 +231,7 @@ async def leader_kill(b: Bench, label: str) -> float:
             raise SystemExit(f"{label}: the probe's first step never started")
         await asyncio.sleep(0.05)
     described = await handle.describe()
-    holder = await last_taken_by(b.client, "default", run_id, described.run_id)
+    holder = await last_taken_by(b.client, run_id, described.run_id)
     (proc,) = [p for p in b.leaders if holder.startswith(f"{p.pid}@")]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
