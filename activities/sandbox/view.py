@@ -24,6 +24,7 @@ next to the workspace. The worker's settings may add read-only paths
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import shutil
@@ -102,12 +103,30 @@ _GENERATED = {
 }
 
 
+ETC_PREFIX = "xsky-etc-"
+
+
+def sweep_etc_folders(tmp: Path | None = None) -> list[Path]:
+    """Remove the /etc copies of worker processes that are gone (a killed worker cannot remove
+    its own): each is named for its process, ``xsky-etc-<pid>-…``. Returns what was removed."""
+    removed = []
+    for folder in (tmp or Path(tempfile.gettempdir())).glob(f"{ETC_PREFIX}*-*"):
+        pid = folder.name.removeprefix(ETC_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 @lru_cache(maxsize=2)
 def etc_folder(browser: bool = False) -> Path:
     """The sandbox's /etc, made once per worker process: the written files, and copies of
     the allowed host entries (symbolic links kept as links). One bind mount instead of one
-    per entry: each mount costs a sandbox start about a quarter of a millisecond."""
-    folder = Path(tempfile.mkdtemp(prefix="xsky-etc-"))
+    per entry: each mount costs a sandbox start about a quarter of a millisecond. Removed when
+    the process exits, or by the next worker if it is killed (named for its process)."""
+    sweep_etc_folders()
+    folder = Path(tempfile.mkdtemp(prefix=f"{ETC_PREFIX}{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, True)
     for pattern in ETC_FROM_HOST + (ETC_FOR_BROWSER if browser else ()):
         for source in sorted(glob.glob(os.path.join("/etc", pattern))):
             target = folder / os.path.relpath(source, "/etc")
