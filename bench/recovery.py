@@ -95,19 +95,15 @@ class Bench:
     leaders: list[subprocess.Popen[bytes]] = field(default_factory=list)
     spawned: int = 0
 
-    def start_leader_worker(self) -> subprocess.Popen[bytes]:
+    def _start(self, name: str, into: list[subprocess.Popen[bytes]], *args: str) -> None:
         self.spawned += 1
-        log = self.logs / f"leader-{self.spawned}.log"
-        proc = start_worker_process(self.env, log, "--kinds", "llm", "--no-skills")
-        self.leaders.append(proc)
-        return proc
+        into.append(start_worker_process(self.env, self.logs / f"{name}-{self.spawned}.log", *args))
 
-    def start_shell_worker(self) -> subprocess.Popen[bytes]:
-        self.spawned += 1
-        log = self.logs / f"shell-{self.spawned}.log"
-        proc = start_worker_process(self.env, log, "--kinds", "shell", "--no-leader", "--no-skills")
-        self.workers.append(proc)
-        return proc
+    def start_leader_worker(self) -> None:
+        self._start("leader", self.leaders, "--kinds", "llm", "--no-skills")
+
+    def start_shell_worker(self) -> None:
+        self._start("shell", self.workers, "--kinds", "shell", "--no-leader", "--no-skills")
 
     async def start(self, plan: str, workflow_id: str) -> WorkflowHandle[LeaderWorkflow, object]:
         wf = parse_workflow(plan)

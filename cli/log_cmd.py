@@ -83,7 +83,7 @@ async def cmd_log(args: argparse.Namespace) -> int:
                 cell(
                     f"no transcript for {args.task} in {args.id}: {UNLOGGED_SAID} (`status "
                     f"{args.id}`); for any other agent, {elsewhere}"
-                    if await run.ended_without_transcript(args.task, key)
+                    if await run.task_ended(args.task)
                     else f"no transcript yet for {args.task} in {args.id} (it has not started, "
                     f"or {elsewhere})"
                 )

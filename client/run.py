@@ -633,11 +633,9 @@ class Run:
             return key
         return transcript_key(self.id, (await self.task(task)).agent_id)
 
-    async def ended_without_transcript(self, task: str, key: str) -> bool:
-        """Has the task ended with no transcript (a no-op, a loop's gather: they keep none)?
-        False while it runs, or when its board cannot be read now."""
-        if await self.transcript_bytes(key):
-            return False
+    async def task_ended(self, task: str) -> bool:
+        """Has the task ended? (Why one that ended has no transcript: a no-op or a loop's
+        gather keeps none.) False while it runs, or when its board cannot be read now."""
         try:
             return (await self.task(task)).status in TERMINAL
         except XSkyError:  # a worker restarting, a task it does not know

@@ -233,7 +233,7 @@ def make_app(connect: Callable[[], Awaitable[XSky]], folder: Path | None) -> Sta
                     said = {"type": line.get("type"), "text": render_event(line)}
                     yield sse(json.dumps(said), offset)  # the id: where to go on from
                 if not whole:
-                    if not offset and not told and await run.ended_without_transcript(task, key):
+                    if not offset and not told and await run.task_ended(task):
                         told = True
                         yield sse(
                             json.dumps({"type": "none", "text": f"{task}: {UNLOGGED_SAID}"}), 0
