@@ -1,13 +1,22 @@
-"""An LLM agent's conversation, checkpointed to the artifact store after every step.
+"""An LLM agent's conversation, checkpointed to the artifact store after every model turn.
 
 One conversation per run and agent definition (its name: ``AgentKey.checkpoint``): a retried
 or restarted attempt resumes from the last checkpoint instead of asking the model again.
+
+What is saved at once (:meth:`Checkpoints.save`) and what may wait (:meth:`Checkpoints.later`):
+a model's answer is paid for, so it is saved as it arrives (a retry must not pay for it again,
+and the budget counts it from here); so is the mark of a call that may change something,
+before it runs (exactly once, or ask: xsky/in_doubt.py). The answer of a call that may simply
+run again (a read, a write to the workspace) waits for the next save — at most
+``DEFERRED_SECONDS`` — since a worker lost meanwhile only costs running it again. An attempt
+that ends in any way but its worker's death writes what waited (:meth:`Checkpoints.flush`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
@@ -48,13 +57,20 @@ class Checkpoint(WireModel):
     doubt_acted: int = 0
 
 
-@dataclass(frozen=True)
+# The longest the answers of calls that may run again wait for a save: a worker lost after
+# a minute of slow reads (web pages, big files) costs no more than this of them again.
+DEFERRED_SECONDS = 10.0
+
+
+@dataclass
 class Checkpoints:
     """Where one agent's checkpoint is kept: its run's and agent's folder, under the name
-    its key gives it (``AgentKey.checkpoint``)."""
+    its key gives it (``AgentKey.checkpoint``) — and the one this attempt has not saved yet."""
 
     store: ArtifactStore
     key: AgentKey
+    _waiting: Checkpoint | None = field(default=None, init=False, repr=False)
+    _saved_at: float = field(default_factory=time.monotonic, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -71,6 +87,26 @@ class Checkpoints:
             return None
 
     def save(self, cp: Checkpoint) -> Any:
+        """Saved now (anything that waited goes with it: ``cp`` is the newest state)."""
+        self._waiting = None
+        self._saved_at = time.monotonic()
         return self.store.put_text(
             self.key.run_id, self.key.agent_id, self.name, cp.model_dump_json()
         )
+
+    def later(self, cp: Checkpoint) -> None:
+        """Saved with the next save, or now when the last was ``DEFERRED_SECONDS`` ago."""
+        if time.monotonic() - self._saved_at >= DEFERRED_SECONDS:
+            self.save(cp)
+        else:
+            self._waiting = cp
+
+    @property
+    def waiting(self) -> bool:
+        """Is there a state not saved yet?"""
+        return self._waiting is not None
+
+    def flush(self) -> None:
+        """Save what waits, if anything: the attempt ends (failed, stopped, cancelled)."""
+        if self._waiting is not None:
+            self.save(self._waiting)

@@ -167,12 +167,21 @@ class AgentLoop:
                 non_retryable=e.non_retryable,
             ) from None
         finally:
+            self._flush_checkpoint()
             # Before the attempt reports (and its workspace is snapshotted): its stdio MCP
             # servers, and whatever they started, end with it.
             if self.mcp is not None:
                 await self.mcp.release()
             await self.browser.close()
             await client.close()
+
+    def _flush_checkpoint(self) -> None:
+        """The answers that waited for a save, saved as the attempt ends (failed, stopped,
+        cancelled: a paused agent resumes from here, and the failure's transcript shows them)."""
+        try:
+            self.checkpoints.flush()
+        except OSError as e:  # the attempt's own end matters more; the calls may run again
+            log.warning("could not save the checkpoint of %s: %s", self.a.key.task_id, e)
 
     async def _run(self, client: Any) -> AgentOutcome:
         cp = self.checkpoints.load() if self.a.resume else None
@@ -214,7 +223,6 @@ class AgentLoop:
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
             if waiting is not None:
                 return waiting
-            self.checkpoints.save(cp)
 
         while True:
             await self._take_nudges(cp)
@@ -457,7 +465,12 @@ class AgentLoop:
                     f"\n\nNOTE: you have made this same call {detector.repeats} times in a row. It will not "
                     "give a different result; change your approach or finish."
                 )
-            self._answer(cp, calls, index, content, started)
+            # Lost with its worker, the answer of a call that may not run again unasked would
+            # have a person asked about a call that ran: saved at once. Any other may wait.
+            once = self.gate.tracked(call["name"]) and (
+                self.gate.not_repeatable(call["name"], args, self.config) is not None
+            )
+            self._answer(cp, calls, index, content, started, durable=once)
         return None
 
     def _answer(
@@ -467,8 +480,11 @@ class AgentLoop:
         index: int,
         content: str,
         started: float | None = None,
+        durable: bool = False,
     ) -> None:
-        """The result of one call: into the conversation, off the pending list, checkpointed."""
+        """The result of one call: into the conversation, off the pending list, checkpointed —
+        at once when ``durable`` or when the next call may change something (its mark must be
+        saved before it runs); else with the next save (the call may simply run again)."""
         self._tool_message(cp, calls[index], content)
         self.log.tool_result(
             calls[index]["id"],
@@ -477,8 +493,10 @@ class AgentLoop:
             time.monotonic() - started if started else 0.0,
         )
         cp.pending_calls = calls[index + 1 :]
-        self._mark(cp, calls, index + 1)
-        self.checkpoints.save(cp)
+        if (self._mark(cp, calls, index + 1) and cp.calling is not None) or durable:
+            self.checkpoints.save(cp)
+        else:
+            self.checkpoints.later(cp)
 
     def _mark(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int) -> bool:
         """Name the call about to run in the checkpoint's next save, when it may change

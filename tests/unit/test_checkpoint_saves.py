@@ -1,0 +1,146 @@
+"""When a model agent's conversation is saved (activities/agents/checkpoint.py): a model's
+answer at once (paid for: a retry must not pay again), the mark of a call that may change
+something before it runs, and the answer of a call that may not run again unasked; the
+answers of calls that may simply run again wait for the next save — and are saved when the
+attempt ends any other way than its worker's death.
+
+Through the ``run_agent`` activity itself (the SDK's ActivityEnvironment: no server), a
+scripted OpenAI-compatible server (tests/fake_llm.py) and a store that counts its calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.agents import checkpoint
+from activities.agents.activity import AgentActivities
+from activities.agents.checkpoint import Checkpoints
+from activities.agents.key import AgentKey
+from tests.counting_store import CountingStore
+from tests.fake_llm import FakeLLM, Reply, calls, status, text, turn_of
+from tests.unit.attempt_runner import run
+from xsky.config import load_settings
+from xsky.plan.models import WorkflowAgent
+from xsky.runs import AgentInput
+
+READS = [("file_read", {"path": f"n{i}.txt"}) for i in range(3)]
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    server = FakeLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def acts(tmp_path: Path, fake: FakeLLM) -> Iterator[AgentActivities]:
+    user = tmp_path / "settings.json"
+    user.write_text(json.dumps({"security": {"sandbox": "off"}}))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("XSKY_", "OPENAI_"))},
+        "XSKY_HOME": str(tmp_path / "home"),
+        "XSKY_USER_SETTINGS": str(user),
+        "XSKY_PROJECT_DIR": str(tmp_path / "project"),
+        "XSKY_MODEL": "fake-model",
+        "OPENAI_BASE_URL": fake.base_url,
+    }
+    made = AgentActivities(load_settings(env))
+    made.store.objects = CountingStore(made.store.objects)
+    yield made
+    asyncio.run(made.close())
+
+
+def agent_input(config: dict[str, Any] | None = None) -> AgentInput:
+    agent = WorkflowAgent(id="a1", name="file", task="read the notes", config=config)
+    return AgentInput(run_id="run-1", task_id="T-1", agent=agent)
+
+
+def saves(acts: AgentActivities) -> int:
+    store = acts.store.objects
+    assert isinstance(store, CountingStore)
+    return sum(1 for name, key in store.log if name == "put" and "checkpoint-" in key)
+
+
+def stored(acts: AgentActivities, inp: AgentInput) -> checkpoint.Checkpoint:
+    cp = Checkpoints(acts.store, AgentKey.of(inp)).load()
+    assert cp is not None
+    return cp
+
+
+def answers(cp: checkpoint.Checkpoint) -> list[str]:
+    return [m["tool_call_id"] for m in cp.messages if m.get("role") == "tool"]
+
+
+async def test_the_answers_of_reads_wait_for_the_next_save(acts: AgentActivities, fake: FakeLLM):
+    inp = agent_input()
+    seen: list[tuple[list[str], int]] = []  # what the store holds as the model is asked again
+
+    def scripted(request: dict[str, Any], index: int) -> Reply:
+        if turn_of(request) == 0:
+            return calls(*READS)
+        cp = stored(acts, inp)
+        seen.append((answers(cp), len(cp.pending_calls)))
+        return text("read them all")
+
+    fake.responder = scripted
+    outcome = await run(acts, inp)
+    assert outcome.kind == "completed" and outcome.result == "read them all"
+    # A worker lost during the second model call would leave the three reads pending: a retry
+    # reads them again, and does not ask the model for them again.
+    assert seen == [([], 3)]
+    # saved as the calls were asked for, and with the answer: not once per read
+    assert saves(acts) == 2
+    assert len(answers(stored(acts, inp))) == 3
+
+
+async def test_every_answer_is_saved_once_the_wait_is_up(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(checkpoint, "DEFERRED_SECONDS", 0.0)
+    fake.responder = lambda req, i: calls(*READS) if turn_of(req) == 0 else text("done")
+    outcome = await run(acts, agent_input())
+    assert outcome.kind == "completed"
+    assert saves(acts) == 2 + len(READS)
+
+
+async def test_the_answer_of_a_call_that_may_not_run_again_is_saved_at_once(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # "idempotent": false — the agent's own calls that change something may not run again
+    # unasked: its write is marked before it runs and its answer saved as it ends.
+    inp = agent_input({"idempotent": False})
+    held: list[tuple[list[str], str | None]] = []
+
+    def scripted(request: dict[str, Any], index: int) -> Reply:
+        if turn_of(request) == 0:
+            return calls(("file_write", {"path": "out.txt", "content": "x"}), READS[0])
+        cp = stored(acts, inp)
+        held.append((answers(cp), cp.calling))
+        return text("wrote it")
+
+    fake.responder = scripted
+    outcome = await run(acts, inp)
+    assert outcome.kind == "completed"
+    # the write's answer (and its mark cleared) was saved; the read's waited
+    assert len(held) == 1 and len(held[0][0]) == 1 and held[0][1] is None
+    assert saves(acts) == 3  # the calls asked for (the write marked), the write's answer, the end
+
+
+async def test_an_attempt_that_fails_saves_what_waited(acts: AgentActivities, fake: FakeLLM):
+    inp = agent_input()
+    fake.responder = lambda req, i: (
+        calls(*READS) if turn_of(req) == 0 else status(400, "this model cannot go on")
+    )
+    with pytest.raises(ApplicationError):
+        await run(acts, inp)
+    cp = stored(acts, inp)
+    # a retry or the next dispatch goes on from the three answers, not the three reads
+    assert len(answers(cp)) == 3 and cp.pending_calls == []
