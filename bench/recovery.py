@@ -13,7 +13,7 @@ running it and measures **recovery** = the retry's start − the moment of the l
 - ``leader``: SIGKILL the *leader's* worker that holds a two-step probe while its first step
   runs, ``--leader-kills`` times, with a second leader worker serving; **recovery** = the
   second step's start − the first step's end. The run's next workflow task is queued on the
-  dead worker's sticky queue and waits out the sticky timeout (``XSKY_STICKY_TIMEOUT``, 30 s).
+  dead worker's sticky queue and waits out the sticky timeout (``XSKY_STICKY_TIMEOUT``, 10 s).
 
 A replacement worker is started after each loss, so two shell workers serve at all times.
 After every lost attempt the bench checks that its escaped child never did its side effect.

@@ -37,7 +37,7 @@ Cloud profile works unchanged.
 | OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
 | XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
 | XSKY_WORKFLOW_SLOTS | 10 | a worker's workflow tasks in progress at once |
-| XSKY_STICKY_TIMEOUT | 30 | seconds a workflow task waits for the worker that caches its run before any worker may take it |
+| XSKY_STICKY_TIMEOUT | 10 | seconds a workflow task waits for the worker that caches its run before any worker may take it |
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ class Settings:
     service_name: str = "xsky-worker"  # OTEL_SERVICE_NAME
     worker_wait: float = 10.0  # how long a start waits for a worker to poll before saying none does
     # A worker's workflow tasks in progress at once, and how long one waits for the worker that
-    # caches its run before another takes it (docs/deployment.md: measured by bench/load.py).
+    # caches its run before another takes it (docs/deployment.md: measured by bench/load.py) —
+    # also what a run stands still when its leader's worker dies (bench/recovery.py).
     workflow_slots: int = 10
-    sticky_timeout: float = 30.0
+    sticky_timeout: float = 10.0
     profile: str | None = None
     # XSKY_STORE (None: the local directory ``artifacts``) and the S3 endpoint (AWS_ENDPOINT_URL).
     store: str | None = None
@@ -201,7 +202,7 @@ def load_settings(
         ui_port=_int(env, "XSKY_UI_PORT", 8233),
         worker_wait=float(_int(env, "XSKY_WORKER_WAIT", 10)),
         workflow_slots=_int(env, "XSKY_WORKFLOW_SLOTS", 10),
-        sticky_timeout=float(_int(env, "XSKY_STICKY_TIMEOUT", 30)),
+        sticky_timeout=float(_int(env, "XSKY_STICKY_TIMEOUT", 10)),
         # OpenTelemetry's own variables: the exporter reads the rest (headers, timeout) itself.
         tracing=bool(
             env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
