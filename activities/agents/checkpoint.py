@@ -101,11 +101,6 @@ class Checkpoints:
         else:
             self._waiting = cp
 
-    @property
-    def waiting(self) -> bool:
-        """Is there a state not saved yet?"""
-        return self._waiting is not None
-
     def flush(self) -> None:
         """Save what waits, if anything: the attempt ends (failed, stopped, cancelled)."""
         if self._waiting is not None:
