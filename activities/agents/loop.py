@@ -180,7 +180,10 @@ class AgentLoop:
         cancelled: a paused agent resumes from here, and the failure's transcript shows them)."""
         try:
             self.checkpoints.flush()
-        except OSError as e:  # the attempt's own end matters more; the calls may run again
+        # Any store's error (S3's are not OSErrors): raised here, in the loop's ``finally``, it
+        # would take the place of the attempt's own end — its real error, or its outcome — and
+        # what waited are answers of calls that may run again.
+        except Exception as e:  # noqa: BLE001
             log.warning("could not save the checkpoint of %s: %s", self.a.key.task_id, e)
 
     async def _run(self, client: Any) -> AgentOutcome:

@@ -144,3 +144,24 @@ async def test_an_attempt_that_fails_saves_what_waited(acts: AgentActivities, fa
     cp = stored(acts, inp)
     # a retry or the next dispatch goes on from the three answers, not the three reads
     assert len(answers(cp)) == 3 and cp.pending_calls == []
+
+
+async def test_a_store_that_fails_the_last_save_leaves_the_attempts_own_error(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    # An S3 store's errors are not OSErrors: whatever the store raises as the attempt ends,
+    # the attempt's failure is the model's, not the store's.
+    class StoreDown(Exception):
+        pass
+
+    def refused(self: Checkpoints) -> None:
+        raise StoreDown("the store is down")
+
+    monkeypatch.setattr(Checkpoints, "flush", refused)
+    fake.responder = lambda req, i: (
+        calls(*READS) if turn_of(req) == 0 else status(400, "this model cannot go on")
+    )
+    with pytest.raises(ApplicationError) as failed:
+        await run(acts, agent_input())
+    assert "StoreDown" not in str(failed.value) and "store is down" not in str(failed.value)
+    assert "this model cannot go on" in str(failed.value)
