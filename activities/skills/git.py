@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 AUTHOR = {
@@ -25,7 +26,11 @@ AUTHOR = {
 }
 # Not part of a skill's versions: the entity's own bookkeeping next to it.
 # ``.canary/``: the export canary's versions and its switch log (activities/skills/canary_export.py).
-UNTRACKED = (".candidates.yml", ".ux_scores.jsonl", ".decisions.jsonl", ".canary/")
+# ``.tmp-*``: those files' writes in progress (fsio.atomic_write): never shown by ``git status``
+# nor removed by ``clean`` under a write; one a killed worker left is swept by :func:`sync`.
+UNTRACKED = (".candidates.yml", ".ux_scores.jsonl", ".decisions.jsonl", ".canary/", ".tmp-*")
+# A write in progress lasts milliseconds: a temporary this old was left by a killed worker.
+STALE_TEMPORARY_SECONDS = 600
 
 
 class GitError(RuntimeError):
@@ -92,9 +97,7 @@ def init(repo: Path, files: Path, msg: str) -> str:
     repo.mkdir(parents=True, exist_ok=True)
     if not is_repo(repo):
         git(repo, "init", "-q", "--initial-branch=baby")
-        exclude = repo / ".git" / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        exclude.write_text("".join(f"{name}\n" for name in UNTRACKED))
+        _exclude_untracked(repo)
     existing = branch_commit(repo, "baby") or branch_commit(repo, "main")
     if existing:
         return existing
@@ -152,19 +155,31 @@ def sync(repo: Path) -> None:
         return
     git(repo, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
     git(repo, "reset", "-q", "--hard", branch)
-    # -e for repositories made before a name joined UNTRACKED (their exclude file lacks it)
-    git(
-        repo,
-        "clean",
-        "-q",
-        "-fd",
-        "-e",
-        ".candidates.yml",
-        "-e",
-        ".ux_scores.jsonl",
-        "-e",
-        ".canary/",
-    )
+    _exclude_untracked(repo)  # for repositories made before a name joined UNTRACKED
+    git(repo, "clean", "-q", "-fd", *(arg for name in UNTRACKED for arg in ("-e", name)))
+    _sweep_temporaries(repo)
+
+
+def _exclude_untracked(repo: Path) -> None:
+    """The repository's exclude file names every one of :data:`UNTRACKED` (missing ones added)."""
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    text = exclude.read_text() if exclude.is_file() else ""
+    missing = [name for name in UNTRACKED if name not in text.splitlines()]
+    if missing:
+        with exclude.open("a") as fh:
+            fh.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n")
+
+
+def _sweep_temporaries(repo: Path) -> None:
+    """Remove the entity's temporaries that no write has touched for a while (a killed worker's)."""
+    now = time.time()
+    for tmp in repo.glob(".tmp-*"):
+        try:
+            if now - tmp.lstat().st_mtime > STALE_TEMPORARY_SECONDS:
+                tmp.unlink()
+        except FileNotFoundError:  # its write ended meanwhile
+            continue
 
 
 def export(repo: Path, ref: str, dest: Path) -> None:

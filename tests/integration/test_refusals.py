@@ -89,16 +89,23 @@ async def test_250_malformed_signals_and_updates_are_refused_where_people_see_th
 
     async def send(kind: str, name: str, extra: list[str]) -> tuple[int, str]:
         async with gate:
-            if kind == "signal":
-                return await temporal(env, "workflow", "signal", *wid, "--name", name, *extra)
-            return await temporal(
-                env, "workflow", "update", "execute", *wid, "--name", name, *extra
-            )
+            if kind == "update":
+                return await temporal(
+                    env, "workflow", "update", "execute", *wid, "--name", name, *extra
+                )
+            # A CLI that fails on a busy machine (once in CI, its output unseen) is run again:
+            # what it may have delivered anyway is counted from the history below.
+            for _ in range(3):
+                code, out = await temporal(env, "workflow", "signal", *wid, "--name", name, *extra)
+                if code == 0:
+                    break
+            return code, out
 
     results = await asyncio.gather(*(send(k, n, x) for k, n, x, _ in messages))
     signals = [(m, r) for m, r in zip(messages, results, strict=True) if m[0] == "signal"]
     updates = [(m, r) for m, r in zip(messages, results, strict=True) if m[0] == "update"]
-    assert all(code == 0 for _, (code, _) in signals), "a signal was not delivered"
+    failed = [(m[1], out) for m, (code, out) in signals if code != 0]
+    assert not failed, f"a signal was not delivered: {failed[:3]}"
     for (_, name, _, said), (code, out) in updates:
         # refused to the sender, in one sentence naming what was wrong, no Python dump
         assert code != 0 and said in out, f"{name}: {out}"
@@ -110,22 +117,36 @@ async def test_250_malformed_signals_and_updates_are_refused_where_people_see_th
     )
     assert code != 0 and "field `limit`" in out and "Failed decoding" not in out, out
 
+    # Every signal the run received (each sent, and any a failed CLI delivered before it was run
+    # again) is refused and recorded.
+    delivered = Counter(
+        [
+            f"{e.workflow_execution_signaled_event_attributes.signal_name} signal"
+            async for e in handle.fetch_history_events()
+            if e.HasField("workflow_execution_signaled_event_attributes")
+        ]
+    )
+    assert delivered >= Counter(f"{name} signal" for (_, name, _, _), _ in signals)
+
     async def all_refused() -> None:
         log = await handle.query(LeaderWorkflow.permission_log)
         refusals = [e for e in log if e.reason.startswith("refused:")]
-        assert len(refusals) == len(signals), f"{len(refusals)} of {len(signals)} recorded"
+        assert len(refusals) == delivered.total(), (
+            f"{len(refusals)} of {delivered.total()} recorded"
+        )
 
     await eventually(all_refused, 60)
     log = [e for e in await handle.query(LeaderWorkflow.permission_log) if e.by == "person"]
     # Sent six at a time, they arrive in any order: each refusal says what was wrong with one.
-    expected = Counter(f"{name} signal" for (_, name, _, _), _ in signals)
-    assert Counter(e.tool for e in log) == expected
+    assert Counter(e.tool for e in log) == delivered
     reasons = {(f"{name} signal", said) for (_, name, _, said), _ in signals}
     for entry in log:
         assert any(tool == entry.tool and said in entry.reason for tool, said in reasons), entry
     page = await handle.query(LeaderWorkflow.task_board, PageRequest())
     assert page.state != "paused", "a malformed pause was taken"
-    assert any(f"{len(signals)} malformed or spoofed message(s) refused" in n for n in page.notes)
+    assert any(
+        f"{delivered.total()} malformed or spoofed message(s) refused" in n for n in page.notes
+    )
     refused_updates = [r for r in caplog.records if r.name == "xsky.refusals"]
     assert len(refused_updates) >= len(updates), "the worker did not log every refused update"
 

@@ -294,6 +294,43 @@ def test_a_branch_moves_in_one_step_or_not_at_all(tmp_path: Path) -> None:
     )
 
 
+def test_a_write_in_progress_is_neither_shown_nor_removed_and_a_killed_workers_is_swept(
+    tmp_path: Path,
+) -> None:
+    """The entity writes its own files in the skill's folder through a temporary (atomic_write):
+    ``git status`` never shows one, ``sync`` never removes one under a write, and one a killed
+    worker left (untouched for long) goes at the next ``sync``. A repository made before
+    ``.tmp-*`` joined the exclude file gets it."""
+    import os
+    import time
+
+    from activities.fsio import atomic_write
+
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "SKILL.md").write_text(render("s", "Does x. Use when y.", "v0"))
+    repo = tmp_path / "s"
+    skill_git.init(repo, files, "new")
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.write_text(".candidates.yml\n.ux_scores.jsonl\n.canary/")  # an older repository's
+    skill_git.sync(repo)
+    assert (
+        ".tmp-*" in exclude.read_text().splitlines()
+        and ".canary/" in exclude.read_text().splitlines()
+    )
+    in_progress = repo / ".tmp-0123456789ab"
+    left = repo / ".tmp-ba9876543210"
+    in_progress.write_text("half of .candidates.yml")
+    left.write_text("what a killed worker left")
+    old = time.time() - skill_git.STALE_TEMPORARY_SECONDS - 60
+    os.utime(left, (old, old))
+    assert skill_git.git(repo, "status", "--porcelain") == ""
+    skill_git.sync(repo)
+    assert in_progress.exists() and not left.exists()
+    atomic_write(repo / ".candidates.yml", "kept: true\n")
+    assert skill_git.git(repo, "status", "--porcelain") == ""
+
+
 def test_the_founding_atoms_weight_does_not_count_toward_the_first_version() -> None:
     from xsky.skills.models import Candidate, edit_weight
 
