@@ -106,51 +106,68 @@ def check_references(
     problems: list[Problem] = []
     by_id = {a.id: a for a in workflow.agents}
     var_names = sorted(set(variables))
+    findall = REF_RE.findall
     for i, agent in enumerate(workflow.agents):
-        config = agent.config
-        texts = (
-            (agent.task, agent.input, *_config_strings(config))
-            if config
-            else (agent.task, agent.input)
-        )
-        if agent.for_each is not None:  # the list it runs over: a reference like the others
-            texts = (*texts, agent.for_each)
-        # {{item}} and {{item_index}}: the item of a forEach agent, and only there
-        names = [*var_names, *ITEM_NAMES] if looped(agent) else var_names
+        # Most agents' references are all results of direct dependencies (the valid, common
+        # case; unknown ids are caught by dag): only the others are looked at further.
         depends = agent.depends
-        seen: set[str] = set()
-        for text in texts:
-            if not text or "{{" not in text:  # most texts hold no reference: skip the regex
+        others: list[str] = []
+        for text in _reference_texts(agent):
+            if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
-            for name in REF_RE.findall(text):
-                if name[:6] == "agent_" and name[-7:] == "_result" and name[6:-7] in depends:
-                    continue  # a direct dependency: the common, valid case (unknown ids are caught by dag)
-                if name in seen:
-                    continue
-                seen.add(name)
-                if name.startswith(_RAW_AGENT) and _AGENT_REF.match(name.removeprefix(RAW)):
-                    problems.append(
-                        Problem(
-                            f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
-                            f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
-                            "is quoted for you",
-                            agent_index=i,
-                            agent_id=agent.id,
-                        )
-                    )
-                    continue
-                msg = _check_one(
-                    classify(name, "{{" + name + "}}"), agent, by_id, names, context_keys
+            for name in findall(text):
+                if not (name[:6] == "agent_" and name[-7:] == "_result" and name[6:-7] in depends):
+                    others.append(name)
+        if others:
+            problems += _check_others(i, agent, others, by_id, var_names, context_keys)
+    return problems
+
+
+def _reference_texts(agent: WorkflowAgent) -> tuple[str, ...]:
+    """The texts of an agent a reference may stand in (empty ones as "")."""
+    config = agent.config
+    texts = (
+        (agent.task, agent.input or "", *_config_strings(config))
+        if config
+        else (agent.task, agent.input or "")
+    )
+    if agent.for_each is not None:  # the list it runs over: a reference like the others
+        texts = (*texts, agent.for_each)
+    return texts
+
+
+def _check_others(
+    i: int,
+    agent: WorkflowAgent,
+    others: list[str],
+    by_id: Mapping[str, WorkflowAgent],
+    var_names: list[str],
+    context_keys: Collection[str] | None,
+) -> list[Problem]:
+    """The problems of an agent's references that are not its direct dependencies' results."""
+    problems: list[Problem] = []
+    # {{item}} and {{item_index}}: the item of a forEach agent, and only there
+    names = [*var_names, *ITEM_NAMES] if looped(agent) else var_names
+    for name in dict.fromkeys(others):
+        if name.startswith(_RAW_AGENT) and _AGENT_REF.match(name.removeprefix(RAW)):
+            problems.append(
+                Problem(
+                    f"agent {agent.id}: {{{{{name}}}}}: an agent's result is never pasted raw into "
+                    f"a command (it may say anything); write {{{{{name.removeprefix(RAW)}}}}} and it "
+                    "is quoted for you",
+                    agent_index=i,
+                    agent_id=agent.id,
                 )
-                if msg and name in ITEM_NAMES:
-                    msg = (
-                        f"{{{{{name}}}}} is the item of a forEach agent, and agent {agent.id} has no "
-                        'forEach; add forEach="{{agent_N_result}}" (the list it runs over) to it'
-                    )
-                if msg:
-                    problems.append(
-                        Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id)
-                    )
+            )
+            continue
+        msg = _check_one(classify(name, "{{" + name + "}}"), agent, by_id, names, context_keys)
+        if msg and name in ITEM_NAMES:
+            msg = (
+                f"{{{{{name}}}}} is the item of a forEach agent, and agent {agent.id} has no "
+                'forEach; add forEach="{{agent_N_result}}" (the list it runs over) to it'
+            )
+        if msg:
+            problems.append(Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id))
     return problems
 
 
