@@ -187,6 +187,8 @@ def _plain(text: str, width: int) -> str:
 
 def _width(text: str) -> int:
     """Columns ``text`` takes in a monospace font (East Asian wide characters take two)."""
+    if text.isascii():  # one column each (the board's common case: a character loop costs)
+        return len(text)
     return sum(
         0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
         for c in text
@@ -244,10 +246,11 @@ def board_markdown(
     if len(tasks) > MAX_BOARD_ROWS:
         rows.append(["…", "", "", "", "", f"{len(tasks) - MAX_BOARD_ROWS} more: query task_board"])
     table = [list(_COLUMNS), *rows]
-    widths = [max(_width(r[i]) for r in table) for i in range(len(_COLUMNS))]
+    sizes = [[_width(c) for c in r] for r in table]
+    widths = [max(r[i] for r in sizes) for i in range(len(_COLUMNS))]
     lines = [
-        "  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in table
+        "  ".join(c + " " * (w - n) for c, n, w in zip(r, size, widths, strict=True)).rstrip()
+        for r, size in zip(table, sizes, strict=True)
     ]
     tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     out = [
