@@ -112,7 +112,7 @@ def check_references(
         # case; unknown ids are caught by dag): only the others are looked at further.
         depends = agent.depends
         others: list[str] = []
-        for text in _reference_texts(agent):
+        for text in _rendered_texts(agent):
             if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
             for name in findall(text):
@@ -121,19 +121,6 @@ def check_references(
         if others:
             problems += _check_others(i, agent, others, by_id, var_names, context_keys)
     return problems
-
-
-def _reference_texts(agent: WorkflowAgent) -> tuple[str, ...]:
-    """The texts of an agent a reference may stand in (empty ones as "")."""
-    config = agent.config
-    texts = (
-        (agent.task, agent.input or "", *_config_strings(config))
-        if config
-        else (agent.task, agent.input or "")
-    )
-    if agent.for_each is not None:  # the list it runs over: a reference like the others
-        texts = (*texts, agent.for_each)
-    return texts
 
 
 def _check_others(
