@@ -181,6 +181,14 @@ NOTE_CHARS = 1000  # a note (an error, why it waits) is whole up to this, under 
 
 def _plain(text: str, width: int) -> str:
     """One line of literal text: controls shown, whitespace runs made one space, cut at width."""
+    if (
+        len(text) <= width
+        and text.isprintable()  # no control, and no whitespace but the space
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+    ):
+        return text  # already so (most cells: ids, names, statuses, durations)
     flat = " ".join(printable(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
