@@ -150,3 +150,20 @@ def test_the_web_ui_board_keeps_its_table_whatever_the_agents_wrote() -> None:
     assert note == r"- **T-1** boom\\x1b\[2J \| second cell? new row?", note
     assert md.splitlines()[0].startswith("**plan \\*\\*bold\\*\\* \\\\x9b**")
     assert md.endswith("footer\\x1b]52;c;eA==\\x07")
+
+
+def test_a_board_cell_is_one_line_with_single_spaces_and_cut_at_its_width() -> None:
+    """Cells already plain are taken as they are (the board's fast path); any other is made so:
+    controls shown, whitespace runs, edge spaces and tabs made single spaces, a long one cut."""
+    from xsky.leader.tasks import _plain
+
+    assert _plain("T-12", 16) == "T-12"
+    assert _plain("fetch the page", 14) == "fetch the page"
+    assert _plain(" fetch  the\tpage ", 36) == "fetch the page"
+    assert _plain("fetch  the page", 36) == "fetch the page"
+    assert _plain(" fetch the page", 36) == "fetch the page"
+    assert _plain("fetch the page ", 36) == "fetch the page"
+    assert _plain("fetch\u3000the\xa0page", 36) == "fetch the page"  # Unicode spaces
+    assert _plain("fetch the page", 10) == "fetch the…"
+    assert _plain("ok\u202e", 36) == "ok\\u202e"  # a bidi override is shown, not obeyed
+    assert _plain("ok\x1b[2J", 36) == "ok\\x1b[2J"
