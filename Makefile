@@ -36,6 +36,7 @@ chaos: install  # the long fault runs (docs/development.md: what make chaos cove
 bench: install
 	$(PY) bench/parse.py
 	$(PY) bench/overhead.py
+	$(PY) bench/workflow_tasks.py
 	$(PY) bench/makespan.py
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py
