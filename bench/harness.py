@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,14 +39,16 @@ from xsky.plan.models import Workflow, WorkflowAgent
 
 @asynccontextmanager
 async def dev_server() -> AsyncIterator[tuple[Client, Path]]:
-    """A dev server on free ports with its database in a new temporary folder (yielded too)."""
+    """A dev server on free ports with its database in a new temporary folder (yielded too),
+    removed with everything the bench put in it once the server stops."""
     tmp = Path(tempfile.mkdtemp(prefix="xsky-bench-"))
     server = DevServer(db_path=tmp / "bench.db", port=free_port(), headless=True)
-    server.start(timeout=90)
     try:
+        server.start(timeout=90)
         yield await Client.connect(server.address, data_converter=DATA_CONVERTER), tmp
     finally:
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @asynccontextmanager
