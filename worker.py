@@ -57,6 +57,7 @@ from client.skills_host import (
     skills_identity,
 )
 from workflows.leader import LeaderWorkflow
+from workflows.sandbox import workflow_runner
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
@@ -114,6 +115,7 @@ def build_workers(
                 ],
                 activities=[*pipeline.all(), *lib.all(), *entity.all()],
                 activity_executor=ThreadPoolExecutor(max_workers=8),
+                workflow_runner=workflow_runner(),
                 # the host in the identity: a worker of another host that would serve the
                 # pipeline reads it and refuses (client/skills_host.py)
                 identity=skills_identity(settings, os.getpid()),
@@ -143,6 +145,7 @@ def build_workers(
                 client,
                 task_queue=settings.task_queue,
                 workflows=[LeaderWorkflow],
+                workflow_runner=workflow_runner(),
                 activities=[
                     *LeaderStore(settings, agents_here=here).all(),
                     hosts.host_alive,

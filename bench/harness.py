@@ -32,6 +32,7 @@ from bench.baselines import BareDagWorkflow, LevelByLevelWorkflow, MinimalDagWor
 from cli.devserver import DevServer, free_port
 from client.connect import DATA_CONVERTER
 from workflows.leader import LeaderWorkflow
+from workflows.sandbox import workflow_runner
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -76,6 +77,7 @@ async def serving(
                 bare_step,
             ],
             max_cached_workflows=100,
+            workflow_runner=workflow_runner(),
             max_concurrent_activities=400,
         )
     ]

@@ -30,6 +30,7 @@ from temporalio.worker import Replayer
 from client.connect import DATA_CONVERTER
 from tests.conftest import ROOT
 from workflows.leader import LeaderWorkflow
+from workflows.sandbox import workflow_runner
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
@@ -60,6 +61,7 @@ def replayer() -> Replayer:
         # xsky's own converter: a payload over 256 KiB is a reference to the store (External
         # Storage), read back from the store this process's settings name
         data_converter=DATA_CONVERTER,
+        workflow_runner=workflow_runner(),  # the workers' sandbox (workflows/sandbox.py)
     )
 
 

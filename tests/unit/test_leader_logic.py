@@ -179,6 +179,17 @@ def test_the_markdown_board_shows_each_task_and_a_tally():
     assert md.endswith("footer note")
 
 
+def test_a_running_task_on_the_board_says_since_when_in_hours_minutes_and_seconds():
+    wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2")])
+    tasks = board(wf, **{"1": "in_progress", "2": "dispatched"})
+    now = datetime(2026, 1, 1, 9, 5, 7, tzinfo=UTC)
+    tasks["1"].started_at = datetime(2026, 1, 1, 8, 4, 3, 120_000, tzinfo=UTC)
+    tasks["2"].dispatched_at = datetime(2026, 1, 1, 23, 59, 59, tzinfo=UTC)
+    lines = board_markdown("Plan", list(tasks.values()), now).splitlines()
+    assert "since 08:04:03" in lines[4]
+    assert "since 23:59:59" in lines[5]
+
+
 def test_the_board_keeps_its_columns_in_line_and_its_notes_whole_and_says_paused_first():
     wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1")])
     tasks = board(wf, **{"1": "failed"})

@@ -234,9 +234,10 @@ def board_markdown(
             used = t.spend.usage
             tokens = f" · {used.tokens:,} tok" + (f" · ${used.usd:,.4f}" if used.usd else "")
         # A running task's clock would stand still between workflow tasks: say since when instead.
+        # (Not strftime: it imports `time` on every call, a slow import in a workflow's sandbox.)
         since = t.started_at or t.dispatched_at
         took = (
-            f"since {since:%H:%M:%S}"
+            f"since {since.hour:02}:{since.minute:02}:{since.second:02}"
             if status in ("dispatched", "in_progress") and since
             else format_duration(duration_seconds(t, now))
         )

@@ -1,0 +1,127 @@
+"""The workers' workflow sandbox (workflows/sandbox.py): the SDK's sandbox with its glue code
+compiled once and each command's serialization context read once per activation — same
+answers, same restrictions, fewer entries into the sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import (
+    RestrictedWorkflowAccessError,
+    SandboxedWorkflowRunner,
+)
+from temporalio.worker.workflow_sandbox import _runner as sdk_runner
+
+from client.connect import DATA_CONVERTER
+from workflows import sandbox
+from workflows.leader import LeaderWorkflow
+
+HISTORIES = Path(__file__).resolve().parents[1] / "fixtures" / "histories"
+# Recorded leader runs with activities, results and a continue-as-new between them.
+RECORDED = ("fanout.json", "diamond.json", "large_plan.json", "continued.json")
+
+
+def _replay(runner: Any, names: tuple[str, ...] = RECORDED) -> None:
+    replayer = Replayer(
+        workflows=[LeaderWorkflow], data_converter=DATA_CONVERTER, workflow_runner=runner
+    )
+
+    async def go() -> None:
+        for name in names:
+            text = (HISTORIES / name).read_text()
+            await replayer.replay_workflow(WorkflowHistory.from_json(name, text))
+
+    asyncio.run(go())
+
+
+def test_the_installed_sdk_still_runs_its_sandbox_glue_through_run_code() -> None:
+    # If this fails, a new SDK no longer has the private method the runner relies on: the
+    # workers fall back to the SDK's own sandbox (correct, slower); look at workflows/sandbox.py.
+    assert sandbox.supported()
+    assert isinstance(sandbox.workflow_runner(), sandbox.CompiledOnceSandbox)
+
+
+def test_recorded_runs_replay_with_each_glue_string_compiled_once() -> None:
+    sandbox.compiled.cache_clear()
+    _replay(sandbox.workflow_runner())
+    info = sandbox.compiled.cache_info()
+    # One string per workflow class to import it, and the SDK's fixed few (create, activate,
+    # the two contexts); every other entry into the sandbox reuses a compiled one.
+    assert info.misses <= 8, info
+    assert info.hits > 50 * info.misses, info
+
+
+def test_a_commands_context_is_read_from_the_sandbox_once_per_activation_and_is_the_sandboxs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = 0
+    asked = 0
+    stale: list[str] = []
+    sdk_read = sdk_runner._Instance.get_serialization_context
+
+    def counted(self: Any, command_info: Any) -> Any:
+        nonlocal entries
+        entries += 1
+        return sdk_read(self, command_info)
+
+    remembered = sandbox._CompiledOnceInstance._context
+
+    def checked(self: Any, kind: str, command_info: Any, read: Any) -> Any:
+        # Every answer from memory is compared with a fresh read from the sandbox.
+        nonlocal asked, entries
+        asked += kind == "serialization"
+        answer = remembered(self, kind, command_info, read)
+        before = entries
+        fresh = read(command_info)
+        entries = before  # the check's own reads are not the runner's
+        if answer != fresh:
+            stale.append(f"{kind} {command_info}: {answer!r} != {fresh!r}")
+        return answer
+
+    monkeypatch.setattr(sdk_runner._Instance, "get_serialization_context", counted)
+    monkeypatch.setattr(sandbox._CompiledOnceInstance, "_context", checked)
+    _replay(sandbox.workflow_runner())
+    assert not stale, stale[:3]
+    # The SDK asks for a payload's context in each of its passes over a workflow task; the
+    # sandbox is entered once per command and activation.
+    assert asked >= 3 * entries > 0, (asked, entries)
+
+
+def test_the_sandboxs_restrictions_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "wall_clock_workflow.py").write_text(
+        textwrap.dedent(
+            """
+            import datetime
+
+            from temporalio import workflow
+
+            STARTED = datetime.datetime.now()  # not allowed in a workflow's module
+
+            @workflow.defn
+            class WallClockWorkflow:
+                @workflow.run
+                async def run(self) -> str:
+                    return STARTED.isoformat()
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from wall_clock_workflow import WallClockWorkflow  # type: ignore[import-not-found]
+
+    defn = workflow._Definition.must_from_class(WallClockWorkflow)
+    errors = []
+    for runner in (SandboxedWorkflowRunner(), sandbox.workflow_runner()):
+        with pytest.raises(RestrictedWorkflowAccessError) as refused:
+            runner.prepare_workflow(defn)
+        errors.append(str(refused.value))
+    assert errors[0] == errors[1]
+    assert "Cannot access datetime.datetime.now" in errors[1]
+    sys.modules.pop("wall_clock_workflow", None)
