@@ -13,6 +13,10 @@ NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 .PHONY: install test chaos demo down bench clean docs
 
 install: $(STAMP) $(VENV)/.browser $(NPM_STAMP)
+	@# xsky's own modules compiled ahead (pip compiles the packages it installs, not an editable
+	@# source tree): a workflow's sandbox imports the leader's modules again for every run, and
+	@# where PYTHONDONTWRITEBYTECODE is set every process would compile them from source.
+	@$(PY) -m compileall -q -j 0 xsky workflows activities client cli worker.py starter.py > /dev/null
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
