@@ -4,6 +4,7 @@ when the server cannot be reached."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any, cast, get_args
@@ -15,7 +16,13 @@ from temporalio.client import (
     Client,
 )
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultFailureConverter, PayloadConverter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultFailureConverter,
+    EncodingPayloadConverter,
+    PayloadConverter,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 
@@ -106,10 +113,25 @@ def _person_input(hint: Any) -> type[BaseModel] | None:
     return None
 
 
+@functools.cache
+def _encoding_converters() -> tuple[EncodingPayloadConverter, ...]:
+    """The encodings of pydantic's payload converter, made once per process."""
+    return tuple(PydanticPayloadConverter().converters.values())
+
+
 class PlainPayloadErrors(PydanticPayloadConverter):
     """pydantic's payload converter; a person's request that does not fit its model is an
     ApplicationError ("Rejected") of one sentence: the SDK hands such an error to the update's
-    or query's caller as it is (any other decoding error it wraps as "Failed decoding arguments")."""
+    or query's caller as it is (any other decoding error it wraps as "Failed decoding arguments").
+
+    Its encodings are shared: a ``DataConverter`` makes its payload converter anew for every
+    copy of itself, and the SDK copies it for every payload a workflow task carries (with the
+    payload's storage context) and every activity it runs — pydantic's converter made its JSON
+    encoding, a schema serializer and a cache of type adapters each time, where one of each
+    serves every copy (they hold no per-payload state; the type adapters' cache is shared)."""
+
+    def __init__(self) -> None:
+        CompositePayloadConverter.__init__(self, *_encoding_converters())
 
     def from_payloads(
         self, payloads: Sequence[Payload], type_hints: list[type] | None = None

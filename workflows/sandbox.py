@@ -64,16 +64,24 @@ class _CompiledOnceInstance(_SdkInstance):
     def get_external_store_context(self, command_info: Any) -> Any:
         return self._context("store", command_info, super().get_external_store_context)
 
-    def _context(self, kind: str, command_info: Any, read: Callable[[Any], Any]) -> Any:
-        """The context of ``command_info``, read from inside the sandbox once per activation.
+    def _context(self, kind: str, command_info: Any, enter: Callable[[Any], Any]) -> Any:
+        """The context of ``command_info``, read once per activation.
 
         The SDK asks again for every payload of a command in each of its three passes over a
-        workflow task (encode, external store, references): four entries into the sandbox for
-        an activity's input and as many for its summary, where one answers them all."""
+        workflow task (encode, external store, references), and each time entered the sandbox
+        (its import hooks put in place and taken out) to ask the workflow's instance, whose
+        answer only reads the run's info and its pending commands. That instance is asked
+        directly (``enter``, the SDK's way, where it is not at hand)."""
         key = (kind, command_info)
         if key not in self._contexts:
+            inner = getattr(self.globals_and_locals.get("__temporal_in_sandbox"), "instance", None)
+            read = getattr(inner, _READERS[kind], None) or enter
             self._contexts[key] = read(command_info)
         return self._contexts[key]
+
+
+# The workflow instance's methods that answer a command's contexts (the SDK's names).
+_READERS = {"serialization": "get_serialization_context", "store": "get_external_store_context"}
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
+from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
 from temporalio.worker.workflow_sandbox import (
     RestrictedWorkflowAccessError,
     SandboxedWorkflowRunner,
@@ -53,46 +54,55 @@ def test_recorded_runs_replay_with_each_glue_string_compiled_once() -> None:
     sandbox.compiled.cache_clear()
     _replay(sandbox.workflow_runner())
     info = sandbox.compiled.cache_info()
-    # One string per workflow class to import it, and the SDK's fixed few (create, activate,
-    # the two contexts); every other entry into the sandbox reuses a compiled one.
+    # One string per workflow class to import it, and the SDK's fixed few (create, activate);
+    # every activation after reuses a compiled one.
     assert info.misses <= 8, info
-    assert info.hits > 50 * info.misses, info
+    assert info.hits >= 10 * info.misses, info
 
 
-def test_a_commands_context_is_read_from_the_sandbox_once_per_activation_and_is_the_sandboxs(
+def test_a_commands_context_is_read_once_per_activation_without_entering_the_sandbox(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    entries = 0
-    asked = 0
-    stale: list[str] = []
-    sdk_read = sdk_runner._Instance.get_serialization_context
+    entered = 0  # the SDK's way: into the sandbox, its import hooks in place
+    read = 0  # xsky's: the workflow's instance asked directly
+    asked = 0  # what the SDK asked for
+    differs: list[str] = []
+    sdk_enter = sdk_runner._Instance.get_serialization_context
+    sdk_read = _WorkflowInstanceImpl.get_serialization_context
 
-    def counted(self: Any, command_info: Any) -> Any:
-        nonlocal entries
-        entries += 1
+    def entering(self: Any, command_info: Any) -> Any:
+        nonlocal entered
+        entered += 1
+        return sdk_enter(self, command_info)
+
+    def reading(self: Any, command_info: Any) -> Any:
+        nonlocal read
+        read += 1
         return sdk_read(self, command_info)
 
     remembered = sandbox._CompiledOnceInstance._context
 
-    def checked(self: Any, kind: str, command_info: Any, read: Any) -> Any:
-        # Every answer from memory is compared with a fresh read from the sandbox.
-        nonlocal asked, entries
+    def checked(self: Any, kind: str, command_info: Any, enter: Any) -> Any:
+        # Every answer is compared with the SDK's own, read through the sandbox.
+        nonlocal asked, entered, read
         asked += kind == "serialization"
-        answer = remembered(self, kind, command_info, read)
-        before = entries
-        fresh = read(command_info)
-        entries = before  # the check's own reads are not the runner's
-        if answer != fresh:
-            stale.append(f"{kind} {command_info}: {answer!r} != {fresh!r}")
+        answer = remembered(self, kind, command_info, enter)
+        counts = entered, read
+        sdks = enter(command_info)
+        entered, read = counts  # the check's own reads are not the runner's
+        if answer != sdks:
+            differs.append(f"{kind} {command_info}: {answer!r} != {sdks!r}")
         return answer
 
-    monkeypatch.setattr(sdk_runner._Instance, "get_serialization_context", counted)
+    monkeypatch.setattr(sdk_runner._Instance, "get_serialization_context", entering)
+    monkeypatch.setattr(_WorkflowInstanceImpl, "get_serialization_context", reading)
     monkeypatch.setattr(sandbox._CompiledOnceInstance, "_context", checked)
     _replay(sandbox.workflow_runner())
-    assert not stale, stale[:3]
+    assert not differs, differs[:3]
+    assert entered == 0
     # The SDK asks for a payload's context in each of its passes over a workflow task; the
-    # sandbox is entered once per command and activation.
-    assert asked >= 3 * entries > 0, (asked, entries)
+    # workflow's instance is asked once per command and activation.
+    assert asked >= 3 * read > 0, (asked, read)
 
 
 def test_the_sandboxs_restrictions_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

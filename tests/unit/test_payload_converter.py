@@ -1,0 +1,52 @@
+"""xsky's payload converter (client/connect.PlainPayloadErrors): pydantic's, its encodings made
+once per process and shared by every copy the SDK makes — the same payloads either way."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import pytest
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.exceptions import ApplicationError
+
+from client.connect import DATA_CONVERTER, PlainPayloadErrors
+from xsky.leader.state import AnswerRequest
+from xsky.runs import AgentOutcome
+
+
+def test_copies_share_one_set_of_pydantics_encodings() -> None:
+    ours, again, pydantics = PlainPayloadErrors(), PlainPayloadErrors(), PydanticPayloadConverter()
+    assert list(ours.converters) == list(pydantics.converters)
+    for encoding, converter in ours.converters.items():
+        assert converter is again.converters[encoding]
+        assert type(converter) is type(pydantics.converters[encoding])
+    # what the SDK does with the data converter for each payload's storage context
+    copy = dataclasses.replace(DATA_CONVERTER)
+    assert copy.payload_converter is not DATA_CONVERTER.payload_converter
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        AgentOutcome(kind="completed", result="ok", started_at=datetime(2026, 1, 2, tzinfo=UTC)),
+        {"a": [1, 2.5, None, "é"]},
+        "text",
+        b"\x00bytes",
+        None,
+    ],
+)
+def test_the_payloads_are_pydantics(value: object) -> None:
+    ours, pydantics = PlainPayloadErrors(), PydanticPayloadConverter()
+    payloads = ours.to_payloads([value])
+    assert payloads == pydantics.to_payloads([value])
+    hint = [type(value)] if value is not None else None
+    assert ours.from_payloads(payloads, hint) == pydantics.from_payloads(payloads, hint)
+
+
+def test_a_request_that_does_not_fit_is_still_refused_in_one_sentence() -> None:
+    bad = PydanticPayloadConverter().to_payloads([{"request_id": 3}])
+    with pytest.raises(ApplicationError) as refused:
+        PlainPayloadErrors().from_payloads(bad, [AnswerRequest])
+    assert refused.value.type == "Rejected"
+    assert refused.value.message.startswith("AnswerRequest: ")
