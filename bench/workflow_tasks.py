@@ -6,7 +6,9 @@ of bench/overhead.py (``MinimalDagWorkflow``: the same ``run_agent`` and ``Agent
 From each history it prints the medians of: the run's wall time (first to last event), its
 events, its workflow tasks, the time the worker spent in them (started → completed), and the
 longest one (the task that schedules the fan-out). The server's work follows the events;
-the worker's workflow-side CPU is the workflow-task time.
+the worker's workflow-side CPU is the workflow-task time. Then each kind's last history is
+replayed (no server, one thread: the workflow-side CPU alone, steadier than wall times on a
+shared machine) in the workers' sandbox (workflows/sandbox.py) and in the SDK's own.
 
     python bench/workflow_tasks.py [--rounds 7] [--agents 200]
 """
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,11 +28,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.worker import Replayer, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from bench.baselines import BareDagWorkflow, MinimalDagWorkflow
 from bench.harness import fan_out, temporal
+from client.connect import DATA_CONVERTER
 from workflows.leader import LeaderWorkflow
+from workflows.sandbox import workflow_runner
 from xsky.plan.models import Workflow
 from xsky.runs import RunInput, RunOptions
 
@@ -67,9 +74,26 @@ def starters(
     }
 
 
+async def replayed(runner: WorkflowRunner, history: WorkflowHistory, times: int = 5) -> float:
+    """Median ms to replay ``history`` in ``runner``."""
+    replayer = Replayer(
+        workflows=[LeaderWorkflow, MinimalDagWorkflow, BareDagWorkflow],
+        data_converter=DATA_CONVERTER,
+        workflow_runner=runner,
+    )
+    await replayer.replay_workflow(history)  # warm
+    samples = []
+    for _ in range(times):
+        started = time.perf_counter()
+        await replayer.replay_workflow(history)
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
 async def main(rounds: int, agents: int) -> None:
     wf = fan_out(agents)
     rows: dict[str, list[tuple[float, int, int, float, float]]] = {}
+    histories: dict[str, WorkflowHistory] = {}
     async with temporal() as (client, queue):
         kinds = starters(client, queue, wf)
         for round_ in range(rounds + 1):  # the first round warms up
@@ -77,8 +101,8 @@ async def main(rounds: int, agents: int) -> None:
                 handle = await start(f"bench-wft-{name}-{uuid.uuid4().hex[:8]}")
                 await handle.result()
                 if round_:
-                    events = list((await handle.fetch_history()).events)
-                    rows.setdefault(name, []).append(measured(events))
+                    histories[name] = await handle.fetch_history()
+                    rows.setdefault(name, []).append(measured(list(histories[name].events)))
     print(f"{agents}-agent fan-out, median of {rounds} rounds, interleaved, one server")
     print(f"{'':10}" + "".join(f"{c:>16}" for c in COLUMNS))
     for name, samples in rows.items():
@@ -87,6 +111,11 @@ async def main(rounds: int, agents: int) -> None:
     x, m = rows["xsky"], rows["minimal"]
     ratio = statistics.median(s[3] for s in x) / statistics.median(s[3] for s in m)
     print(f"xsky's workflow-task time: {ratio:.2f}× the minimal workflow's")
+    print("replay of the last history (ms, median of 5): the workers' sandbox · the SDK's own")
+    for name, history in histories.items():
+        ours = await replayed(workflow_runner(), history)
+        sdks = await replayed(SandboxedWorkflowRunner(), history)
+        print(f"{name:10}{ours:>16,.1f}{sdks:>16,.1f}   ({len(history.events)} events)")
 
 
 if __name__ == "__main__":
