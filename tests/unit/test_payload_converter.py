@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import _payload_converter
 from temporalio.exceptions import ApplicationError
 
 from client.connect import DATA_CONVERTER, PlainPayloadErrors
 from xsky.leader.state import AnswerRequest
 from xsky.runs import AgentOutcome
+from xsky.wire import WireModel
 
 
 def test_copies_share_one_set_of_pydantics_encodings() -> None:
@@ -50,3 +52,12 @@ def test_a_request_that_does_not_fit_is_still_refused_in_one_sentence() -> None:
         PlainPayloadErrors().from_payloads(bad, [AnswerRequest])
     assert refused.value.type == "Rejected"
     assert refused.value.message.startswith("AnswerRequest: ")
+
+
+def test_xskys_models_say_on_their_class_that_they_have_no_transfer_converter() -> None:
+    # found on the class (no pydantic metaclass raising for a missing attribute per payload)
+    assert _payload_converter._TRANSFER_TYPE_CONVERTER_ATTR in vars(WireModel)
+    assert _payload_converter._TRANSFER_TYPE_CONVERTER_ATTR not in AgentOutcome.model_fields
+    assert _payload_converter._get_transfer_type_converter(AgentOutcome) is None
+    before = AgentOutcome(kind="completed", result="ok")
+    assert AgentOutcome.model_validate_json(before.model_dump_json()) == before
