@@ -190,6 +190,26 @@ def test_a_running_task_on_the_board_says_since_when_in_hours_minutes_and_second
     assert "since 23:59:59" in lines[5]
 
 
+def test_a_board_drawn_again_shows_what_changed_and_only_that():
+    # Rows are remembered between drawings (a board is drawn after every workflow task).
+    wf = Workflow(name="p", task_id="t", agents=[agent(str(i), "", f"task {i}") for i in range(4)])
+    tasks = board(wf, **{"0": "completed", "1": "in_progress", "2": "failed", "3": "pending"})
+    now = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    tasks["0"].dispatched_at, tasks["0"].ended_at = now - timedelta(seconds=2), now
+    tasks["1"].started_at = now - timedelta(seconds=5)
+    tasks["2"].error = "the first error"
+    first = board_markdown("Plan", list(tasks.values()), now).splitlines()
+    tasks["1"].stored, tasks["1"].ended_at = "completed", now
+    tasks["2"].error = "another error"
+    tasks["3"].description = "a new subject"
+    again = board_markdown("Plan", list(tasks.values()), now).splitlines()
+    assert again[0] == "**Plan** · RUNNING · 2 completed, 1 failed, 1 pending"
+    assert first[4].split() == again[4].split()  # unchanged (its column widths may move)
+    assert "since 08:59:55" in first[5] and "5.0s" in again[5]
+    assert "a new subject" in again[7] and "task 3" in first[7]
+    assert "- **T-2** another error" in again and "- **T-2** the first error" in first
+
+
 def test_the_board_keeps_its_columns_in_line_and_its_notes_whole_and_says_paused_first():
     wf = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1")])
     tasks = board(wf, **{"1": "failed"})
