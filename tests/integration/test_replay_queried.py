@@ -34,6 +34,7 @@ from tests.conftest import ROOT
 from tests.integration.helpers import noop, plan
 from tests.integration.test_durability import own_server, start_worker_process
 from workflows.leader import LeaderWorkflow
+from workflows.sandbox import workflow_runner
 from xsky.config import load_settings
 from xsky.leader.state import PageRequest
 from xsky.plan.xml import parse_workflow
@@ -78,7 +79,11 @@ async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[in
 
 async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[dict[str, int], list[str]]:
     """Replay every execution of these runs: (executions replayed per run, the failures)."""
-    replayer = Replayer(workflows=[LeaderWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        workflows=[LeaderWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),  # the workers' sandbox (workflows/sandbox.py)
+    )
     counts: dict[str, int] = dict.fromkeys(workflow_ids, 0)
     failures: list[str] = []
     for wid in workflow_ids:
