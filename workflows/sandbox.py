@@ -1,18 +1,23 @@
-"""The sandbox the workers run workflows in: the SDK's own, with its glue code compiled once.
+"""The sandbox the workers run workflows in: the SDK's own, with two of its costs taken out.
 
 The SDK's sandbox enters the workflow's isolated module world by ``exec`` of a short source
-string — for every activation, and for the serialization context of every payload a workflow
-task carries (each activity's input, its Web UI summary, its result). ``exec`` of a string
-compiles it again each time: ~60 µs, some 600 times for a 200-agent fan-out's payloads. py-spy of
-those fan-outs put 70 % of ``get_serialization_context``'s time in that compilation, and the
-serialization contexts at half the worker's workflow-side time outside the workflow's own
-thread. The strings are the SDK's own and few (one per workflow class and four fixed ones), so
-each is compiled once and its code object run after. Nothing else changes: the restrictions,
-the per-run import of the workflow's modules, the isolation between runs are the SDK's.
+string: at every activation, and for a command's payload contexts (serialization, storage),
+which it asks for every payload of a workflow task (an activity's input, its Web UI summary,
+its result) in each of three passes over it. ``exec`` of a string compiles it again each time,
+and each entry puts the sandbox's import hooks in place and takes them out: py-spy of 200-agent
+fan-outs put those contexts at half the worker's workflow-side time outside the workflow's own
+thread, 70 % of it compilation. So:
 
-The SDK offers no hook for this: ``_Instance._run_code`` is private. Where an SDK release no
-longer has it, ``workflow_runner`` gives the SDK's sandbox as it is (slower, never wrong), and
-tests/unit/test_workflow_sandbox.py fails so that the change is seen.
+* the glue strings (one per workflow class and a few fixed ones) are compiled once;
+* a command's contexts are read once per activation, from the workflow's instance directly —
+  its answer only reads the run's info and its pending commands, and the SDK's own way (into
+  the sandbox) is kept for where that instance is not at hand.
+
+Nothing else changes: the restrictions, the per-run import of the workflow's modules, the
+isolation between runs are the SDK's. The SDK offers no hook for this (``_Instance._run_code``
+is private): where a release no longer has it, ``workflow_runner`` gives the SDK's sandbox as
+it is (slower, the same behaviour), and tests/unit/test_workflow_sandbox.py fails so that the
+change is seen.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ _SdkInstance: Any = getattr(sdk_runner, "_Instance", object)
 
 class _CompiledOnceInstance(_SdkInstance):
     def __init__(self, *args: Any) -> None:
-        # (kind, command) -> the context the sandboxed instance gave for it (see get_context)
+        # (kind, command) -> the context the workflow's instance gave for it (see _context)
         self._contexts: dict[tuple[str, Any], Any] = {}
         super().__init__(*args)
 
@@ -86,7 +91,7 @@ _READERS = {"serialization": "get_serialization_context", "store": "get_external
 
 @dataclass(frozen=True)
 class CompiledOnceSandbox(SandboxedWorkflowRunner):
-    """The SDK's sandbox whose glue strings are compiled once per worker process."""
+    """The SDK's sandbox, its glue compiled once and a command's contexts read once."""
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
         instance: WorkflowInstance = _CompiledOnceInstance(

@@ -211,11 +211,16 @@ def _row(
     """A task's row on the board — its cells made one line each, their widths — and its note's
     line under the table ("" for none). Remembered: the leader draws its board again after
     every workflow task, and most rows have not changed since the last (a 200-agent fan-out
-    drew it some 20 times; py-spy: a third of the leader's thread)."""
+    drew it some 20 times; py-spy: a third of the leader's thread). A worker keeps the last
+    4,096 rows: short cells, a note of at most NOTE_CHARS."""
     cells = (task_id, agent, status, took, tries, subject_of(printable(description), 36))
     row = tuple(_plain(c, w) for c, w in zip(cells, _COLUMNS.values(), strict=True))
-    line = f"- **{markdown_inline(task_id)}** {markdown_inline(note, NOTE_CHARS)}"
-    return row, tuple(_width(c) for c in row), line if note.strip() else ""
+    line = (
+        f"- **{markdown_inline(task_id)}** {markdown_inline(note, NOTE_CHARS)}"
+        if note.strip()
+        else ""
+    )
+    return row, tuple(_width(c) for c in row), line
 
 
 def board_markdown(
