@@ -102,11 +102,17 @@ async def test_skills_scan_once_says_no_worker_polls_and_never_outwaits_its_time
     assert code == 2, said
     assert f"no worker is polling the task queue '{env.settings.skills_queue}'" in said
     assert took < 10 + startup + 3, (took, startup)
-    # a --timeout shorter than the check: the command still ends within it
+    # a --timeout shorter than the check (PICKUP_WAIT, 5 s): the command still ends within it.
+    # A busy machine makes a process's start-up vary by seconds from one to the next: the bound
+    # takes the longer of two start-ups measured around it, or the run just before (the 5 s
+    # check) less most of the 3 s the shorter timeout saves.
+    checked = took
     began = time.monotonic()
     code, out, err = await starter(env, "skills", "scan", "--once", "--timeout", "2")
     took = time.monotonic() - began
-    assert code == 2 and took < 2 + startup + 3, (took, startup)
+    assert code == 2, " ".join((out + err).split())
+    startup = max(startup, await startup_time(env))
+    assert took < 2 + startup + 3 or took < checked - 1.5, (took, checked, startup)
 
 
 async def test_following_says_when_no_worker_of_a_kind_takes_an_agent(env: Env, tmp_path: Path):
