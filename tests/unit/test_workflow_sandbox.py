@@ -1,6 +1,6 @@
 """The workers' workflow sandbox (workflows/sandbox.py): the SDK's sandbox with its glue code
-compiled once and each command's serialization context read once per activation — same
-answers, same restrictions, fewer entries into the sandbox."""
+compiled once and a command's payload contexts read once per activation from the workflow's
+instance, not through the sandbox — same answers, same restrictions."""
 
 from __future__ import annotations
 
