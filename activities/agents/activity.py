@@ -10,10 +10,11 @@ The input's names (``AgentKey``) are made once, before anything is written.
 
 Every store call is a request someone pays for on S3, so an attempt's own cost stays one
 durable write: a dispatch's first attempt reads nothing before it works; an attempt that keeps
-its outcome writes it once (its result inline, its ledger line with it), after the lease it
-took at its start (only where exactly once needs one: not for a :data:`REPEATABLE` tool); its
-log's lines go in batches (``transcripts.LogTail``), the last at its end. An instant no-op
-writes its log's lines, once, and nothing else.
+its outcome writes it once (its result inline, its ledger line with it), and a lease only
+where exactly once needs one — not for a :data:`REPEATABLE` tool, and only once the attempt
+has run long enough for a later one to exist (``lease.first_write_after``: a quarter of its
+heartbeat timeout); its log's lines go in batches (``transcripts.LogTail``), the last at its
+end. An instant no-op writes nothing at all (:data:`UNLOGGED`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
 from activities.agents.key import AgentKey
-from activities.agents.lease import Lease
+from activities.agents.lease import Lease, first_write_after
 from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
@@ -137,9 +138,10 @@ class AgentActivities:
                 )
             kept = start.kept
             if kept is None:
-                # Exactly once needs the lease here, taken before the work (the one write at an
-                # attempt's start): an earlier attempt cut off from the server may still be at
-                # work, and this one must not do the same work beside it.
+                # Exactly once needs the lease: an earlier attempt cut off from the server may
+                # still be at work, and this one must not do the same work beside it — nor a
+                # later one beside this. It is written by the time a later attempt can exist
+                # (first_write_after): an attempt shorter than that writes none.
                 lease = Lease(
                     ledger.store,
                     ledger.lease_key,
@@ -147,7 +149,9 @@ class AgentActivities:
                     ttl=(timeout or 10.0) / 2,
                     reroute=reroute_of(info.activity_id) or 0,
                 )
-                async with lease.held(beat, ledger.has_outcome, first=first):
+                async with lease.held(
+                    beat, ledger.has_outcome, first=first, after=first_write_after()
+                ):
                     # it waited for an earlier attempt, which may have kept its outcome since
                     kept = None if first else await asyncio.to_thread(ledger.outcome)
                     if kept is None:

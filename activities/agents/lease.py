@@ -20,9 +20,15 @@ second or so, as they must for the heartbeat timeout itself — or at once when 
 this machine and its process is gone. A worker that dies or stops renews nothing: its lease
 has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
 
-What it costs: each renewal is a write to the store (a PUT on S3), so it is renewed at the
-heartbeat cadence, not more often: a command shorter than that writes its lease once. A
-dispatch's first attempt takes the lease without reading it (nothing came before it). An
+What it costs: each write is a request to the store (a PUT on S3), so the lease is written
+when a later attempt could first be looking for it, and renewed at the heartbeat cadence, not
+more often. The server starts another attempt of a running one only when the running one's
+heartbeats have been missing for a whole heartbeat timeout, or its start-to-close timeout has
+passed: the lease is first written a quarter of the shorter of the two into the attempt
+(:func:`first_write_after`: the heartbeat cadence, 2.5 s for the default 10 s), three quarters
+of it before a retry can exist. An attempt shorter than that — most commands, an instant tool —
+writes no lease and has none to release; one that lasts writes it then and at every heartbeat.
+A dispatch's first attempt takes the lease without reading it (nothing came before it). An
 attempt that kept its outcome leaves its lease as it is (:meth:`Lease.settled`): the next
 attempt returns the kept outcome before it ever looks at a lease, and a dead holder's lease
 lapses by itself; one that failed releases it, so its retry does not wait it out.
@@ -39,6 +45,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from temporalio import activity
 
 from activities import beat as beats
 from activities.agents.beat import Beat
@@ -85,6 +93,7 @@ class Lease:
     # counts its attempts from 1 again, and comes after every attempt of the ones before it.
     reroute: int = 0
     kept: bool = False  # the attempt kept its outcome: the lease is left as it is (settled)
+    taken: bool = False  # written at least once (or its first write under way): released at the end
 
     @property
     def order(self) -> tuple[int, int]:
@@ -143,25 +152,34 @@ class Lease:
 
     @contextlib.asynccontextmanager
     async def held(
-        self, beat: Beat, settled: Callable[[], bool], *, first: bool = False
+        self,
+        beat: Beat,
+        settled: Callable[[], bool],
+        *,
+        first: bool = False,
+        after: float = 0.0,
     ) -> AsyncIterator[Lease]:
         """Wait while an earlier attempt holds a live lease (heartbeating, and saying so on
         the board) or until ``settled`` says an attempt kept its outcome; then hold the lease
         while the body runs. ``first``: the dispatch's first attempt, with no earlier one to
-        wait for (nothing is read). Released at the end unless the body said it
-        :meth:`settled`."""
+        wait for (nothing is read). ``after``: seconds before its first write (0: before the
+        body; :func:`first_write_after` for an attempt, as no later one can look sooner).
+        Released at the end, if it was written, unless the body said it :meth:`settled`."""
         if not first:
             await self._wait(beat, settled)
-        # a dispatch's first attempt writes nothing before this: a full store is waited out here
-        await stored(beat, self.store.where, "the attempt's lease", self._take)
-        renewing = asyncio.create_task(self._renewing())
+        if after <= 0:
+            # a dispatch's first attempt writes nothing before this: a full store is waited
+            # out here
+            self.taken = True
+            await stored(beat, self.store.where, "the attempt's lease", self._take)
+        renewing = asyncio.create_task(self._renewing(after))
         try:
             yield self
         finally:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
-            if not self.kept:
+            if self.taken and not self.kept:
                 await asyncio.to_thread(self._release)
 
     async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> None:
@@ -182,12 +200,36 @@ class Lease:
                 if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
                     return
 
-    async def _renewing(self) -> None:
+    async def _renewing(self, after: float = 0.0) -> None:
         every = _cadence()
+        if after > 0:
+            await asyncio.sleep(after)
+            # Marked before the write: a write still under way when the body ends is released
+            # (or, landing after, lapses by itself — as a renewal under way would).
+            self.taken = True
+            while not await asyncio.to_thread(self._renew):
+                await asyncio.sleep(POLL)
         while True:
             await asyncio.sleep(every)
             while not await asyncio.to_thread(self._renew):
                 await asyncio.sleep(POLL)
+
+
+def first_write_after() -> float:
+    """Seconds into an attempt before its lease is first written: a quarter of the sooner of
+    the two ways the server can start another attempt of a running one — a heartbeat timeout
+    without heartbeats, or its start-to-close timeout — so the lease is there three quarters
+    of that before any later attempt can look for it. 0 outside an activity (written at once)."""
+    try:
+        info = activity.info()
+    except RuntimeError:  # not in an activity (tests, tools)
+        return 0.0
+    limits = [
+        t.total_seconds()
+        for t in (info.heartbeat_timeout, info.start_to_close_timeout)
+        if t is not None and t.total_seconds() > 0
+    ]
+    return min(limits) / 4 if limits else 0.0
 
 
 def _cadence() -> float:

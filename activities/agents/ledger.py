@@ -107,11 +107,17 @@ class AttemptLedger:
         """Where a direct command's watchdog writes how the command ended, and how that reaches
         the store: a local store's own file (nothing to do), or a file in the worker's ``home``,
         fetched from the object store before the command (an earlier attempt's record, on any
-        machine; not by a dispatch's first attempt, ``fetch=False``) and put there after."""
+        machine; not by a dispatch's first attempt, ``fetch=False``) and put there after.
+
+        Its folder is made here (a local call, no store request): the watchdog writes the record
+        but makes no folder, and nothing else of the dispatch may have been written yet — an
+        attempt's lease comes only once it has lasted (lease.first_write_after)."""
         here = self.store.local(self.command_key)
         if here is not None:
+            here.parent.mkdir(parents=True, exist_ok=True)
             return here, None
         path = home / "commands" / self.command_key
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             if not fetch:
                 raise FileNotFoundError(self.command_key)

@@ -41,9 +41,13 @@ def environment(
 
 
 async def run(
-    acts: AgentActivities, inp: AgentInput, attempt: int = 1, activity_id: str = "T-1-v1-d1"
+    acts: AgentActivities,
+    inp: AgentInput,
+    attempt: int = 1,
+    activity_id: str = "T-1-v1-d1",
+    heartbeat: float = 10.0,
 ) -> AgentOutcome:
-    return await environment(attempt, activity_id).run(acts.run_agent, inp)
+    return await environment(attempt, activity_id, heartbeat).run(acts.run_agent, inp)
 
 
 def main() -> None:

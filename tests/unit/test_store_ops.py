@@ -110,17 +110,18 @@ async def test_an_instant_noop_or_gather_reads_and_writes_nothing(acts: AgentAct
     assert outcome.result == '["a", "b"]'
 
 
-async def test_a_shell_attempt_writes_its_lease_outcome_and_log_and_reads_nothing(
+async def test_a_short_shell_attempt_writes_its_outcome_and_log_and_reads_nothing(
     acts: AgentActivities,
 ):
+    """No lease: it ended before a later attempt could exist (lease.first_write_after)."""
     inp = agent_input({"tool": "shell", "command": "echo hi"})
     outcome = await run(acts, inp)
     assert flush_logs(10)
     store = counted(acts)
     assert store.reads == 0, store.log
-    assert store.writes <= 3, store.log
+    assert store.writes <= 2, store.log
     written = sorted((name, key.rsplit(".", 1)[-1]) for name, key in store.log)
-    assert written == [("append", "jsonl"), ("put", "json"), ("put", "lease")]
+    assert written == [("append", "jsonl"), ("put", "json")]
     assert outcome.result == "hi" and outcome.result_ref is None
     ledger = AttemptLedger.of(store.inner, AgentKey.of(inp))
     kept = ledger.outcome()
@@ -181,18 +182,73 @@ async def test_an_attempt_sent_again_to_another_host_looks_for_what_the_one_befo
 async def test_a_failed_attempt_releases_its_lease_and_a_kept_outcome_leaves_it(
     acts: AgentActivities,
 ):
+    """Attempts that last past their lease's first write (a quarter of a 1 s heartbeat
+    timeout); one that fails sooner has no lease and touches none."""
     from temporalio.exceptions import ApplicationError
 
-    ok = agent_input({"tool": "shell", "command": "true"})
-    await run(acts, ok)
+    ok = agent_input({"tool": "shell", "command": "sleep 0.8; true"})
+    await run(acts, ok, heartbeat=1.0)
     store = counted(acts).inner
     assert store.exists(AttemptLedger.of(store, AgentKey.of(ok)).lease_key)  # settled: left
-    bad = agent_input({"tool": "shell", "command": "exit 3"}, agent_id="a2")
+    bad = agent_input({"tool": "shell", "command": "sleep 0.8; exit 3"}, agent_id="a2")
     with pytest.raises(ApplicationError):
-        await run(acts, bad, activity_id="T-a2-v1-d1")
+        await run(acts, bad, activity_id="T-a2-v1-d1", heartbeat=1.0)
     ledger = AttemptLedger.of(store, AgentKey.of(bad))
     assert not store.exists(ledger.lease_key)  # released: its retry need not wait it out
     assert [e["kind"] for e in ledger.entries()] == ["error"]
+    quick = agent_input({"tool": "shell", "command": "exit 3"}, agent_id="a3")
+    counted(acts).reset()
+    with pytest.raises(ApplicationError):
+        await run(acts, quick, activity_id="T-a3-v1-d1")
+    lease_key = AttemptLedger.of(store, AgentKey.of(quick)).lease_key
+    assert [call for call in counted(acts).log if call[1] == lease_key] == []
+
+
+async def test_a_lasting_attempt_writes_its_lease_before_a_retry_could_exist_and_the_retry_waits(
+    acts: AgentActivities,
+):
+    """The lease is not written as the attempt starts but a quarter of its heartbeat timeout
+    into it — long before the server could give the attempt to another worker (a whole
+    heartbeat timeout without heartbeats). A retry started while it runs (as after the first
+    worker lost the server, not its work) waits for it, and returns what it kept: the command
+    runs once."""
+    heartbeat = 6.0  # the lease's first write 1.5 s in
+    workspace = acts.settings.runs / "run-1" / "workspace"
+    inp = agent_input(
+        {
+            "tool": "shell",
+            "command": "touch started; sleep 2.5; echo effect >> effects.txt; echo done",
+        }
+    )
+    lease_key = AttemptLedger.of(counted(acts).inner, AgentKey.of(inp)).lease_key
+    first = asyncio.create_task(run(acts, inp, heartbeat=heartbeat))
+    while not (workspace / "started").exists():
+        assert not first.done(), first.result()
+        await asyncio.sleep(0.02)
+    assert not counted(acts).inner.exists(lease_key)  # the command runs; no lease yet
+    while not counted(acts).inner.exists(lease_key):
+        assert not first.done(), "the attempt ended without its lease"
+        await asyncio.sleep(0.02)
+    retry = await run(acts, inp, attempt=2, heartbeat=heartbeat)
+    assert first.done()  # the retry waited for the first attempt to end
+    assert (retry.result, (await first).result) == ("done", "done")
+    assert (workspace / "effects.txt").read_text() == "effect\n"
+
+
+async def test_a_first_attempts_command_record_reaches_the_store_before_its_result(
+    acts: AgentActivities,
+):
+    """A dispatch's first attempt has written nothing of its dispatch when its command runs:
+    the watchdog's record still has a folder to go to, and with an object store it is put in
+    the store before the result (a worker lost between the two loses nothing)."""
+    inp = agent_input({"tool": "shell", "command": f"printf '%0{INLINE_ONLY + 10}d' 7"})
+    outcome = await run(acts, inp)
+    assert outcome.result_ref is not None  # stored: a write before the kept outcome
+    store = counted(acts)
+    ledger = AttemptLedger.of(store.inner, AgentKey.of(inp))
+    record = json.loads(store.inner.get(ledger.command_key))
+    assert record["status"] == 0
+    assert store.reads == 0, store.log
 
 
 # -- the lease at the heartbeat cadence ------------------------------------------------------------
