@@ -187,6 +187,8 @@ class AgentActivities:
             ) from e
         finally:
             tail.flush()  # the attempt's log lines still held: one append, after its outcome
+            if tool_name(inp.agent.config) in RECORDED_TOOLS:
+                ledger.forget_local_record(self.settings.home)
 
     def _stored_input(self, ref: BlobRef) -> AgentInput:
         try:

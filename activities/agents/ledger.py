@@ -133,6 +133,14 @@ class AttemptLedger:
 
         return path, publish
 
+    def forget_local_record(self, home: Path) -> None:
+        """The attempt has reported (its outcome kept, or its error written): with an object
+        store, its command's record on this machine's disk has done its work (the store holds
+        what a later attempt needs), so it goes — a worker's disk does not fill with one file
+        per command. A local store's record is the store's own object: it stays."""
+        if self.store.local(self.command_key) is None:
+            (home / "commands" / self.command_key).unlink(missing_ok=True)
+
     def has_outcome(self) -> bool:
         return self.store.exists(self.outcome_key)
 
