@@ -182,7 +182,9 @@ def prepare(
     )
     # The dispatch's one command: its end is recorded, and a later attempt returns it.
     record, publish = (
-        ledger.command_record(settings.home, fetch=not fresh)
+        ledger.command_record(
+            settings.home, fetch=not fresh, after_error=start is not None and start.after_error
+        )
         if tool in RECORDED_TOOLS
         else (None, None)
     )

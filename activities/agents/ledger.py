@@ -102,12 +102,19 @@ class AttemptLedger:
         return self._beside(".lease")
 
     def command_record(
-        self, home: Path, *, fetch: bool = True
+        self, home: Path, *, fetch: bool = True, after_error: bool = False
     ) -> tuple[Path, Callable[[], None] | None]:
         """Where a direct command's watchdog writes how the command ended, and how that reaches
         the store: a local store's own file (nothing to do), or a file in the worker's ``home``,
         fetched from the object store before the command (an earlier attempt's record, on any
         machine; not by a dispatch's first attempt, ``fetch=False``) and put there after.
+
+        With none in the store, a file already on this machine's disk is the record of an
+        earlier attempt here whose worker died before it could report (one that reports
+        removes its file: :meth:`forget_local_record`) — the command ended, and it is kept, so
+        a retry on the same host returns it instead of running the command again. Unless the
+        attempt before this one ended in an error (``after_error``): elsewhere, after that
+        record, and its error cleared the store's record, so the command runs again.
 
         Its folder is made here (a local call, no store request): the watchdog writes the record
         but makes no folder, and nothing else of the dispatch may have been written yet — an
@@ -123,7 +130,8 @@ class AttemptLedger:
                 raise FileNotFoundError(self.command_key)
             data = self.store.get(self.command_key)
         except FileNotFoundError:
-            path.unlink(missing_ok=True)
+            if not fetch or after_error:
+                path.unlink(missing_ok=True)
         else:
             atomic_write(path, data)
 

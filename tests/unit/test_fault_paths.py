@@ -155,6 +155,40 @@ async def test_a_command_of_a_worker_that_stops_answering_is_killed_and_not_reco
     assert not record.exists() and recorded_end(record, 1024) is None
 
 
+def test_a_record_on_this_machine_is_kept_for_a_retry_here_unless_an_error_came_after_it(
+    tmp_path: Path,
+):
+    """With an object store the watchdog writes to the worker's disk. A retry on the same
+    machine whose store holds no record keeps such a file (its worker died before it could put
+    it in the store) — unless the attempt before ended in an error, which cleared the record,
+    or it is a dispatch's first attempt (nothing of its dispatch can be anywhere)."""
+    from activities.storage.local import LocalStore
+
+    class ObjectStore(LocalStore):
+        def local(self, key: str) -> Path | None:
+            return None  # as an S3 store: its objects are not files here
+
+    home = tmp_path / "home"
+    ledger = AttemptLedger(ObjectStore(tmp_path / "store"), "run/_attempts/x-T-1-v1-d1.jsonl")
+
+    def written() -> Path:
+        path = home / "commands" / ledger.command_key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"status": 0, "stdoutB64": "", "stderrB64": ""}))
+        return path
+
+    path = written()
+    assert ledger.command_record(home, fetch=True)[0] == path and path.exists()  # kept
+    assert ledger.command_record(home, fetch=True, after_error=True)[0] == path
+    assert not path.exists()  # an error came after it: the command runs again
+    path = written()
+    ledger.command_record(home, fetch=False)
+    assert not path.exists()  # a first attempt: not its dispatch's
+    path = written()
+    ledger.forget_local_record(home)
+    assert not path.exists()  # its attempt reported
+
+
 # -- a full store -------------------------------------------------------------------------------------
 
 

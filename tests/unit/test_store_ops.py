@@ -338,14 +338,25 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
 EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
 
 
-@pytest.mark.parametrize("delay_ms", [1, 5, 20])
+@pytest.mark.parametrize(
+    ("store", "delay_ms"), [("local", 1), ("local", 5), ("local", 20), ("s3", 1), ("s3", 20)]
+)
 async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effect(
-    tmp_path: Path, delay_ms: int
+    tmp_path: Path, store: str, delay_ms: int, request: pytest.FixtureRequest
 ):
-    """The first attempt runs in a worker process of its own (a real command, a real store on
-    disk), killed 1–20 ms after its command's last act; the retry returns the command's recorded
-    end, or the outcome the first kept, and never runs it again."""
-    env = settings_env(tmp_path)
+    """The first attempt runs in a worker process of its own (a real command, a real store),
+    killed 1–20 ms after its command's last act; the retry, a new worker on the same machine
+    (a workspace agent's retry goes to its workspace's host), returns the command's recorded
+    end, or the outcome the first kept, and never runs it again. With an object store the
+    record is on the machine's disk only (the worker died before it could put it in the store)."""
+    extra: dict[str, str] = {}
+    if store == "s3":
+        server: S3Server = request.getfixturevalue("s3")
+        extra = server.env(server.bucket(f"k-{uuid.uuid4().hex[:12]}"))
+        for name, value in extra.items():
+            if name.startswith("AWS_"):
+                os.environ[name] = value  # obstore reads the credentials itself
+    env = settings_env(tmp_path, extra)
     inp = agent_input({"tool": "shell", "command": EFFECT}, agent_id="k")
     raw = tmp_path / "input.json"
     raw.write_text(inp.model_dump_json())
@@ -353,6 +364,7 @@ async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effe
     worker = subprocess.Popen(
         [sys.executable, "-m", "tests.unit.attempt_runner", json.dumps(env), str(raw), "1"],
         cwd=ROOT,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
