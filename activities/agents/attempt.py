@@ -167,7 +167,11 @@ def prepare(
     # The worker decides from what it trusts: its own settings' rules, the run's approvals
     # and the hosts its starter opened.
     permissions = trusted_settings(view.permissions, inp.permissions, inp.allow_hosts)
-    web, command_network = egress.policies(permissions, str(settings.user_settings))
+    # Where its tools may connect: nowhere to go for a call that touches no workspace either
+    # (a no-op, a gather, the offline llm), so it is not worked out for one.
+    web, command_network = (
+        (None, None) if free else egress.policies(permissions, str(settings.user_settings))
+    )
     role, person_only = _role(inp, view.roles)
     gate = Gate(
         task_id=key.task_id,
@@ -262,7 +266,8 @@ def prepare(
         settings_file=str(settings.user_settings),
         publish_command=publish,
         mcp_pool=mcp or McpPool(),
-        mcp_servers=configured(settings, layers),
+        # (a no-op, a gather or the offline llm calls no MCP tool: the project's files unread)
+        mcp_servers={} if free else configured(settings, layers),
         ledger=ledger,
         start=start or (Start.first() if fresh else Start(None, False, 0)),
     )
