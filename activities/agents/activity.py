@@ -20,6 +20,7 @@ end. An instant no-op writes nothing at all (:data:`UNLOGGED`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -98,6 +99,7 @@ class AgentActivities:
         so the next attempt — and the board — know an error from a lost worker; an outcome is
         kept before it is reported, so the next attempt returns it instead of doing it again."""
         info = activity.info()
+        entered = time.monotonic()
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
@@ -118,6 +120,9 @@ class AgentActivities:
             transcript_key(key.run_id, key.agent_id),
         )
         first = first_of_dispatch(info.attempt, info.activity_id)
+        rerouted = bool(reroute_of(info.activity_id))
+        lease: Lease | None = None
+        cancelled = False
         try:
             # A dispatch's first attempt reads nothing and writes no line as it starts: nothing
             # of its dispatch is in the store yet (see ledger.py). Every other one does.
@@ -128,7 +133,12 @@ class AgentActivities:
                     beat,
                     where,
                     "the attempt ledger",
-                    lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
+                    lambda: ledger.begin(
+                        info.attempt,
+                        timeout,
+                        _last_word(info.heartbeat_details),
+                        rerouted=rerouted,
+                    ),
                 )
             )
             beat.previous = start.previous
@@ -141,7 +151,8 @@ class AgentActivities:
                 # Exactly once needs the lease: an earlier attempt cut off from the server may
                 # still be at work, and this one must not do the same work beside it — nor a
                 # later one beside this. It is written by the time a later attempt can exist
-                # (first_write_after): an attempt shorter than that writes none.
+                # (first_write_after, counted from this attempt's start): an attempt shorter
+                # than that writes none.
                 lease = Lease(
                     ledger.store,
                     ledger.lease_key,
@@ -149,9 +160,8 @@ class AgentActivities:
                     ttl=(timeout or 10.0) / 2,
                     reroute=reroute_of(info.activity_id) or 0,
                 )
-                async with lease.held(
-                    beat, ledger.has_outcome, first=first, after=first_write_after()
-                ):
+                after = max(0.0, first_write_after() - (time.monotonic() - entered))
+                async with lease.held(beat, ledger.has_outcome, first=first, after=after):
                     # it waited for an earlier attempt, which may have kept its outcome since
                     kept = None if first else await asyncio.to_thread(ledger.outcome)
                     if kept is None:
@@ -165,6 +175,7 @@ class AgentActivities:
         except ApplicationError as e:
             raise await self._failed(inp, key, ledger, info.attempt, e) from None
         except asyncio.CancelledError:
+            cancelled = True  # not reported: what it leaves is for the next attempt to find
             details = activity.cancellation_details()
             if details is not None and details.timed_out:
                 await asyncio.to_thread(
@@ -187,8 +198,10 @@ class AgentActivities:
             ) from e
         finally:
             tail.flush()  # the attempt's log lines still held: one append, after its outcome
-            if tool_name(inp.agent.config) in RECORDED_TOOLS:
-                ledger.forget_local_record(self.settings.home)
+            if not cancelled and tool_name(inp.agent.config) in RECORDED_TOOLS:
+                ledger.forget_local_record(self.settings.home)  # reported: its end is known
+            if lease is not None:  # after its end is written: a waiting attempt reads that
+                await lease.let_go()
 
     def _stored_input(self, ref: BlobRef) -> AgentInput:
         try:

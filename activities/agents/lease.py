@@ -14,8 +14,8 @@ returns that, activities/agents/ledger.py) or is cancelled (its command killed w
 lease lapses (its worker died or stopped).
 
 A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout: two
-renewals fit in it, and a renewal that fails is tried again at once, every :data:`POLL`
-seconds), by the clock of the attempt that reads it — workers' clocks must agree to within a
+renewals fit in it, and a renewal that fails is tried again at once, after :data:`POLL`
+seconds, then at pauses doubling up to the cadence), by the clock of the attempt that reads it — workers' clocks must agree to within a
 second or so, as they must for the heartbeat timeout itself — or at once when its holder ran on
 this machine and its process is gone. A worker that dies or stops renews nothing: its lease
 has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
@@ -26,12 +26,16 @@ more often. The server starts another attempt of a running one only when the run
 heartbeats have been missing for a whole heartbeat timeout, or its start-to-close timeout has
 passed: the lease is first written a quarter of the shorter of the two into the attempt
 (:func:`first_write_after`: the heartbeat cadence, 2.5 s for the default 10 s), three quarters
-of it before a retry can exist. An attempt shorter than that — most commands, an instant tool —
-writes no lease and has none to release; one that lasts writes it then and at every heartbeat.
+of it before a retry can exist (counted from the attempt's own start). An attempt shorter than
+that — most commands, an instant tool — writes no lease and has none to release; one that lasts
+writes it then and at every heartbeat. An attempt that waited for an earlier one writes it at
+once: another may have been waiting beside it. A first write that meets a full or slow store
+waits for it as any of the attempt's writes does (activities/agents/storage.py), on the board.
 A dispatch's first attempt takes the lease without reading it (nothing came before it). An
 attempt that kept its outcome leaves its lease as it is (:meth:`Lease.settled`): the next
 attempt returns the kept outcome before it ever looks at a lease, and a dead holder's lease
-lapses by itself; one that failed releases it, so its retry does not wait it out.
+lapses by itself; one that failed releases it (:meth:`Lease.let_go`) once its error is
+written and its command's record cleared, so its retry does not wait it out and reads them.
 """
 
 from __future__ import annotations
@@ -39,11 +43,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio import activity
@@ -54,6 +60,8 @@ from activities.agents.storage import stored
 from activities.sandbox.pids import alive as process_alive
 from activities.storage.local import LocalStore
 from xsky.storage import ObjectStore
+
+log = logging.getLogger("xsky.agents")
 
 # Seconds between renewals outside an activity, or in one without a heartbeat timeout (a
 # quarter of the default 10 s); in one, a quarter of its heartbeat timeout.
@@ -94,6 +102,9 @@ class Lease:
     reroute: int = 0
     kept: bool = False  # the attempt kept its outcome: the lease is left as it is (settled)
     taken: bool = False  # written at least once (or its first write under way): released at the end
+    # Held while the lease is written or released: a release waits for a write under way (one
+    # landing after the release would leave a lease nobody renews, waited out by the retry).
+    _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def order(self) -> tuple[int, int]:
@@ -127,7 +138,8 @@ class Lease:
             "pid": os.getpid(),
             "at": time.time(),
         }
-        self.store.put(self.key, json.dumps(holder).encode())
+        with self._busy:
+            self.store.put(self.key, json.dumps(holder).encode())
 
     def _take(self) -> None:
         self._write()
@@ -145,10 +157,19 @@ class Lease:
         self.kept = True
 
     def _release(self) -> None:
-        holder = self.holder()
-        if holder is not None and holder.order == self.order and holder.here:
-            with contextlib.suppress(Exception):
-                self.store.delete(self.key)
+        with self._busy:
+            holder = self.holder()
+            if holder is not None and holder.order == self.order and holder.here:
+                with contextlib.suppress(Exception):
+                    self.store.delete(self.key)
+
+    async def let_go(self) -> None:
+        """Released, if it was written and its attempt kept no outcome: called once the attempt
+        has written how it ended (its error, its command's record cleared), so an attempt that
+        waited for it reads that, not what was there before."""
+        if self.taken and not self.kept:
+            self.kept = True  # (released once)
+            await asyncio.to_thread(self._release)
 
     @contextlib.asynccontextmanager
     async def held(
@@ -163,29 +184,29 @@ class Lease:
         the board) or until ``settled`` says an attempt kept its outcome; then hold the lease
         while the body runs. ``first``: the dispatch's first attempt, with no earlier one to
         wait for (nothing is read). ``after``: seconds before its first write (0: before the
-        body; :func:`first_write_after` for an attempt, as no later one can look sooner).
-        Released at the end, if it was written, unless the body said it :meth:`settled`."""
-        if not first:
-            await self._wait(beat, settled)
-        if after <= 0:
+        body; for an attempt, what is left of :func:`first_write_after` since it began, as no
+        later one can look sooner) — at once after waiting for an earlier attempt (another
+        may be waiting beside this one). Renewed until the body ends; released by
+        :meth:`let_go`, once the attempt has written how it ended."""
+        waited = False if first else await self._wait(beat, settled)
+        if after <= 0 or waited:
             # a dispatch's first attempt writes nothing before this: a full store is waited
             # out here
             self.taken = True
             await stored(beat, self.store.where, "the attempt's lease", self._take)
-        renewing = asyncio.create_task(self._renewing(after))
+        renewing = asyncio.create_task(self._renewing(beat, 0.0 if self.taken else after))
         try:
             yield self
         finally:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
-            if self.taken and not self.kept:
-                await asyncio.to_thread(self._release)
 
-    async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> None:
+    async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> bool:
+        """Wait while an earlier attempt holds a live lease; did it wait?"""
         holder = await asyncio.to_thread(self.holder)
         if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
-            return
+            return False
         where = f"{holder.host} (pid {holder.pid})"
         beat.progress(
             f"waiting for attempt {holder.attempt} on {where} to end first: it still runs "
@@ -195,24 +216,35 @@ class Lease:
             while True:
                 await asyncio.sleep(POLL)
                 if await asyncio.to_thread(settled):
-                    return
+                    return True
                 holder = await asyncio.to_thread(self.holder)
                 if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
-                    return
+                    return True
 
-    async def _renewing(self, after: float = 0.0) -> None:
+    async def _renewing(self, beat: Beat, after: float = 0.0) -> None:
         every = _cadence()
         if after > 0:
             await asyncio.sleep(after)
-            # Marked before the write: a write still under way when the body ends is released
-            # (or, landing after, lapses by itself — as a renewal under way would).
+            # Marked before the write: a write under way when the body ends is waited for by
+            # the release (the lock in _write and _release).
             self.taken = True
-            while not await asyncio.to_thread(self._renew):
-                await asyncio.sleep(POLL)
+            try:
+                # as the write before the body was: a full or slow store waited out, on the board
+                await stored(beat, self.store.where, "the attempt's lease", self._take)
+            except Exception as e:  # noqa: BLE001 - the work has begun: it goes on, said
+                note = (
+                    f"the attempt's lease cannot be written ({e}); it is tried again at every "
+                    "heartbeat — until it is, a retry would not wait for this attempt"
+                )
+                log.warning(note)
+                beat.progress(note)
         while True:
             await asyncio.sleep(every)
+            pause = POLL
+            # a renewal that fails is tried again soon, then less often (each try is a request)
             while not await asyncio.to_thread(self._renew):
-                await asyncio.sleep(POLL)
+                await asyncio.sleep(pause)
+                pause = min(every, pause * 2)
 
 
 def first_write_after() -> float:

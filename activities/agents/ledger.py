@@ -30,6 +30,7 @@ was superseded — every retry still begins with its line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -147,7 +148,9 @@ class AttemptLedger:
         what a later attempt needs), so it goes — a worker's disk does not fill with one file
         per command. A local store's record is the store's own object: it stays."""
         if self.store.local(self.command_key) is None:
-            (home / "commands" / self.command_key).unlink(missing_ok=True)
+            # best effort: an outcome already kept must not turn into a failure here
+            with contextlib.suppress(OSError):
+                (home / "commands" / self.command_key).unlink(missing_ok=True)
 
     def has_outcome(self) -> bool:
         return self.store.exists(self.outcome_key)
@@ -217,22 +220,37 @@ class AttemptLedger:
         return errors + (kind == "error")
 
     def begin(
-        self, attempt: int, heartbeat_timeout: float | None, last_word: str | None = None
+        self,
+        attempt: int,
+        heartbeat_timeout: float | None,
+        last_word: str | None = None,
+        *,
+        rerouted: bool = False,
     ) -> Start:
         """Write that ``attempt`` started; how the one before it ended. ``last_word``: the
         previous attempt's last heartbeat note — an attempt that could not write its end (a
-        full store) is not taken for a lost worker."""
+        full store) is not taken for a lost worker. ``rerouted``: an attempt of an activity
+        the leader sent again to another host, which counts its attempts from 1 again: the
+        attempt before it is the ledger's last, whatever its number."""
         kept = self.outcome()
         before = _with_kept(self._lines(), kept)
         self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
-        ended = next(
-            (
-                e
-                for e in reversed(before)
-                if _number(e) == attempt - 1 and e.get("kind") not in ("started", CALLING)
-            ),
-            None,
-        )
+        if rerouted:
+            # The attempt before it is the ledger's last, whatever its number: its end, or its
+            # "started" line and no end (its worker was lost); none at all: it is the first.
+            last = next((e for e in reversed(before) if e.get("kind") != CALLING), None)
+            ended = None if last is None or last.get("kind") == "started" else last
+            ran_before = last is not None
+        else:
+            ended = next(
+                (
+                    e
+                    for e in reversed(before)
+                    if _number(e) == attempt - 1 and e.get("kind") not in ("started", CALLING)
+                ),
+                None,
+            )
+            ran_before = attempt > 1
         errors = sum(1 for e in before if e.get("kind") == "error")
         # A call that must not be repeated unasked, started by an attempt that then ended
         # without an outcome (its end would have been kept): it may have run.
@@ -246,7 +264,7 @@ class AttemptLedger:
             ),
             None,
         )
-        if attempt <= 1:
+        if not ran_before:
             return Start(None, False, errors, kept, calling=calling)
         if ended is not None:
             return Start(

@@ -79,15 +79,19 @@ async def test_a_later_attempt_waits_while_an_earlier_one_holds_a_live_lease(
     monkeypatch.setattr(Beat, "progress", lambda self, note: order.append("said: " + note[:21]))
 
     async def first() -> None:
-        async with Lease.at(path, 1, ttl=5).held(beat(), lambda: False):
+        lease = Lease.at(path, 1, ttl=5)
+        async with lease.held(beat(), lambda: False):
             order.append("first runs")
             await asyncio.sleep(0.4)
             order.append("first ends")
+        await lease.let_go()  # (its end written first: activity.py)
 
     async def second() -> None:
         await asyncio.sleep(0.1)
-        async with Lease.at(path, 2, ttl=5).held(beat(), lambda: settled):
+        lease = Lease.at(path, 2, ttl=5)
+        async with lease.held(beat(), lambda: settled):
             order.append("second runs")
+        await lease.let_go()
 
     await asyncio.gather(first(), second())
     assert order == ["first runs", "said: waiting for attempt 1", "first ends", "second runs"]

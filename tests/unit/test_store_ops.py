@@ -62,7 +62,9 @@ def settings_env(tmp_path: Path, extra: dict[str, str] | None = None) -> dict[st
 
 
 @pytest.fixture(params=["local", "s3"])
-def acts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentActivities]:
+def acts(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AgentActivities]:
     """The activities of a worker whose store counts its calls."""
     extra: dict[str, str] = {}
     if request.param == "s3":
@@ -70,7 +72,7 @@ def acts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentActivi
         extra = server.env(server.bucket(f"b-{uuid.uuid4().hex[:12]}"))
         for name, value in extra.items():
             if name.startswith("AWS_"):
-                os.environ[name] = value  # obstore reads the credentials itself
+                monkeypatch.setenv(name, value)  # obstore reads the credentials itself
     made = AgentActivities(load_settings(settings_env(tmp_path, extra)))
     made.store.objects = CountingStore(made.store.objects)
     yield made
@@ -250,7 +252,11 @@ async def test_a_first_attempts_command_record_reaches_the_store_before_its_resu
     assert record["status"] == 0
     assert store.reads == 0, store.log
     if store.inner.local(ledger.command_key) is None:
-        # an object store: the copy on the worker's disk goes once the attempt has reported
+        # an object store: the record is put before the result (a local store's record is the
+        # watchdog's own file), and the copy on the worker's disk goes once it has reported
+        puts = [key for name, key in store.log if name == "put"]
+        result_key = outcome.result_ref.uri.removeprefix("artifact:")
+        assert puts.index(ledger.command_key) < puts.index(result_key), puts
         assert list((acts.settings.home / "commands").rglob("*.json")) == []
 
 
@@ -270,12 +276,13 @@ async def test_a_lease_is_renewed_at_the_heartbeat_cadence_twice_within_its_ttl(
                 holder = Lease(LocalStore(tmp_path), "run/x.lease", 2, ttl=1.0).holder()
                 assert holder is not None and holder.alive(timeout / 2)
                 ages.append(holder.age)
+        await lease.let_go()
 
     with _no_heartbeats():
         await environment(heartbeat=timeout).run(hold)
     puts = counting.calls["put"]
     assert 2 <= puts <= 4, counting.log  # taken, then renewed every 0.5 s (not every 0.1)
-    assert counting.reads == 0 or counting.calls["get"] == 1  # its release looks once
+    assert counting.calls["get"] == 1 and counting.reads == 1  # its release looks once
     assert max(ages) < timeout / 2  # two renewals fit in the ttl: never near lapsing
 
 
@@ -317,10 +324,12 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
     path = tmp_path / "x.lease"
 
     async def earlier() -> None:
-        async with Lease.at(path, 3, ttl=5).held(_beat(), lambda: False):
+        lease = Lease.at(path, 3, ttl=5)
+        async with lease.held(_beat(), lambda: False):
             order.append("attempt 3 runs")
             await asyncio.sleep(0.4)
             order.append("attempt 3 ends")
+        await lease.let_go()
 
     async def rerouted() -> None:
         await asyncio.sleep(0.1)
@@ -333,6 +342,126 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
     assert order == ["attempt 3 runs", "attempt 3 ends", "rerouted attempt 1 runs"]
 
 
+async def test_an_attempt_that_waited_for_an_earlier_one_writes_its_lease_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Its first write is not put off: another attempt may have been waiting beside it (it
+    too was given up by the server), and must find this one's lease, not none."""
+    monkeypatch.setattr(leases, "POLL", 0.05)
+    monkeypatch.setattr(leases, "RENEW", 0.05)
+    order: list[str] = []
+    path = tmp_path / "x.lease"
+    second_runs = asyncio.Event()
+
+    async def attempt(n: int, after: float, body: float, wait: float = 0.0) -> None:
+        await asyncio.sleep(wait)
+        lease = Lease.at(path, n, ttl=5)
+        async with lease.held(_beat(), lambda: False, first=n == 1, after=after):
+            order.append(f"{n} runs")
+            if n == 2:
+                second_runs.set()
+            await asyncio.sleep(body)
+            order.append(f"{n} ends")
+        await lease.let_go()
+
+    async def third() -> None:
+        await second_runs.wait()  # it looks once the second runs, its lease put off by 5 s
+        await attempt(3, after=5.0, body=0.0)
+
+    with _no_heartbeats():
+        await asyncio.gather(
+            attempt(1, after=0.0, body=0.3), attempt(2, after=5.0, body=0.3, wait=0.1), third()
+        )
+    assert order == ["1 runs", "1 ends", "2 runs", "2 ends", "3 runs", "3 ends"]
+
+
+async def test_a_lease_whose_first_write_meets_a_full_store_waits_for_it_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Put off into the attempt, the first write still waits out a full store as it did
+    before the work (a note on the board, pauses that grow): not a request every 0.25 s."""
+    import errno
+
+    from activities.agents import storage
+
+    monkeypatch.setattr(storage, "FIRST_PAUSE", 0.1)
+    full = {"left": 3, "tries": 0}
+
+    class Full(LocalStore):
+        def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
+            full["tries"] += 1
+            if full["left"]:
+                full["left"] -= 1
+                raise OSError(errno.ENOSPC, "No space left on device")
+            super().put(key, data, sync=sync)
+
+    said: list[str] = []
+    lease = Lease(Full(tmp_path), "x.lease", 1, ttl=5.0)
+    with _no_heartbeats():
+        monkeypatch.setattr(Beat, "progress", lambda self, note: said.append(note))
+        async with lease.held(_beat(), lambda: False, first=True, after=0.05):
+            await asyncio.sleep(1.2)  # full three times: 0.1 + 0.2 + 0.4 s of pauses
+            assert lease.holder() is not None
+        await lease.let_go()
+    assert full["tries"] == 4, full
+    assert any("no space left" in note for note in said), said
+
+
+async def test_a_first_write_under_way_when_the_attempt_ends_is_released_after_it_lands(
+    tmp_path: Path,
+):
+    """A slow store: the release waits for the write, so no lease is left behind for the
+    retry to wait out."""
+
+    class Slow(LocalStore):
+        def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
+            import time
+
+            time.sleep(0.3)
+            super().put(key, data, sync=sync)
+
+    lease = Lease(Slow(tmp_path), "x.lease", 1, ttl=5.0)
+    with _no_heartbeats():
+        async with lease.held(_beat(), lambda: False, first=True, after=0.05):
+            await asyncio.sleep(0.15)  # the write began at 0.05 s and lands at 0.35 s
+        await lease.let_go()
+        await asyncio.sleep(0.3)
+    assert not (tmp_path / "x.lease").exists()
+
+
+def test_the_first_write_comes_a_quarter_of_the_sooner_timeout_into_an_attempt():
+    from datetime import timedelta
+
+    from activities.agents.lease import first_write_after
+
+    assert first_write_after() == 0.0  # not in an activity: at once
+    for heartbeat, start_to_close, expected in [(10.0, 120.0, 2.5), (10.0, 4.0, 1.0)]:
+        env = environment(heartbeat=heartbeat)
+        env.info = env.info.__class__(
+            **{**env.info.__dict__, "start_to_close_timeout": timedelta(seconds=start_to_close)}
+        )
+        assert env.run(first_write_after) == expected
+    env = environment()
+    env.info = env.info.__class__(**{**env.info.__dict__, "heartbeat_timeout": None})
+    assert env.run(first_write_after) == 30.0  # no heartbeat timeout: its start-to-close's
+
+
+def test_a_rerouted_attempt_reads_how_the_last_attempt_before_it_ended(tmp_path: Path):
+    """An activity sent again to another host counts its attempts from 1: the attempt before
+    it is the ledger's last, not "none" (its error backoff and a command's record follow)."""
+    ledger = AttemptLedger.at(tmp_path / "x.jsonl")
+    assert ledger.begin(1, 10.0, rerouted=True).previous is None  # nothing ran before it
+    ledger = AttemptLedger.at(tmp_path / "y.jsonl")
+    ledger.begin(2, 10.0)
+    ledger.record(2, "error", "exit 3")
+    start = ledger.begin(1, 10.0, rerouted=True)
+    assert start.after_error and start.previous == "error: exit 3" and start.errors == 1
+    ledger = AttemptLedger.at(tmp_path / "z.jsonl")
+    ledger.begin(2, 10.0)  # started, and no end: its worker was lost
+    start = ledger.begin(1, 10.0, rerouted=True)
+    assert not start.after_error and (start.previous or "").startswith("worker lost")
+
+
 # -- a worker lost just after its command ended ----------------------------------------------
 
 EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch finished'
@@ -342,7 +471,11 @@ EFFECT = 'echo effect >> effects.txt; echo "done by $XSKY_ATTEMPT_KEY"; touch fi
     ("store", "delay_ms"), [("local", 1), ("local", 5), ("local", 20), ("s3", 1), ("s3", 20)]
 )
 async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effect(
-    tmp_path: Path, store: str, delay_ms: int, request: pytest.FixtureRequest
+    tmp_path: Path,
+    store: str,
+    delay_ms: int,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     """The first attempt runs in a worker process of its own (a real command, a real store),
     killed 1–20 ms after its command's last act; the retry, a new worker on the same machine
@@ -355,7 +488,7 @@ async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effe
         extra = server.env(server.bucket(f"k-{uuid.uuid4().hex[:12]}"))
         for name, value in extra.items():
             if name.startswith("AWS_"):
-                os.environ[name] = value  # obstore reads the credentials itself
+                monkeypatch.setenv(name, value)  # obstore reads the credentials itself
     env = settings_env(tmp_path, extra)
     inp = agent_input({"tool": "shell", "command": EFFECT}, agent_id="k")
     raw = tmp_path / "input.json"
