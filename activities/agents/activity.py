@@ -20,6 +20,7 @@ end. An instant no-op writes nothing at all (:data:`UNLOGGED`).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -198,10 +199,12 @@ class AgentActivities:
             ) from e
         finally:
             tail.flush()  # the attempt's log lines still held: one append, after its outcome
+            # (a cancellation that came while its failure was being written counts too)
+            cancelled = cancelled or isinstance(sys.exc_info()[1], asyncio.CancelledError)
             if not cancelled and tool_name(inp.agent.config) in RECORDED_TOOLS:
                 ledger.forget_local_record(self.settings.home)  # reported: its end is known
             if lease is not None:  # after its end is written: a waiting attempt reads that
-                await lease.let_go()
+                await lease.let_go(beat)
 
     def _stored_input(self, ref: BlobRef) -> AgentInput:
         try:

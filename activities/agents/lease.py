@@ -105,6 +105,7 @@ class Lease:
     # Held while the lease is written or released: a release waits for a write under way (one
     # landing after the release would leave a lease nobody renews, waited out by the retry).
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _released: bool = field(default=False, init=False, repr=False)  # no write after a release
 
     @property
     def order(self) -> tuple[int, int]:
@@ -139,6 +140,8 @@ class Lease:
             "at": time.time(),
         }
         with self._busy:
+            if self._released:  # a write that reached its thread after the release: dropped
+                return
             self.store.put(self.key, json.dumps(holder).encode())
 
     def _take(self) -> None:
@@ -158,18 +161,24 @@ class Lease:
 
     def _release(self) -> None:
         with self._busy:
+            self._released = True
             holder = self.holder()
             if holder is not None and holder.order == self.order and holder.here:
                 with contextlib.suppress(Exception):
                     self.store.delete(self.key)
 
-    async def let_go(self) -> None:
+    async def let_go(self, beat: Beat) -> None:
         """Released, if it was written and its attempt kept no outcome: called once the attempt
         has written how it ended (its error, its command's record cleared), so an attempt that
-        waited for it reads that, not what was there before."""
+        waited for it reads that, not what was there before. Heartbeating, and for at most its
+        ``ttl`` (a store that hangs: the lease lapses by itself then anyway)."""
         if self.taken and not self.kept:
             self.kept = True  # (released once)
-            await asyncio.to_thread(self._release)
+            async with beat.running():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        asyncio.shield(asyncio.to_thread(self._release)), self.ttl
+                    )
 
     @contextlib.asynccontextmanager
     async def held(
@@ -188,25 +197,33 @@ class Lease:
         later one can look sooner) — at once after waiting for an earlier attempt (another
         may be waiting beside this one). Renewed until the body ends; released by
         :meth:`let_go`, once the attempt has written how it ended."""
-        waited = False if first else await self._wait(beat, settled)
-        if after <= 0 or waited:
+        began = time.monotonic()
+        waited = None if first else await self._wait(beat, settled)
+        if waited == "settled":
+            # the attempt it waited for kept its outcome, which this one returns: no lease
+            self.kept = True
+        elif after <= 0 or waited == "ended":
             # a dispatch's first attempt writes nothing before this: a full store is waited
             # out here
             self.taken = True
             await stored(beat, self.store.where, "the attempt's lease", self._take)
-        renewing = asyncio.create_task(self._renewing(beat, 0.0 if self.taken else after))
+        # (what the wait took counts: the first write is due ``after`` seconds from the call)
+        due = 0.0 if self.taken else max(0.01, after - (time.monotonic() - began))
+        renewing = asyncio.create_task(self._renewing(beat, due)) if not self.kept else None
         try:
             yield self
         finally:
-            renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewing
+            if renewing is not None:
+                renewing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewing
 
-    async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> bool:
-        """Wait while an earlier attempt holds a live lease; did it wait?"""
+    async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> str | None:
+        """Wait while an earlier attempt holds a live lease: None (there was none to wait
+        for), "settled" (an attempt kept its outcome) or "ended" (the lease went or lapsed)."""
         holder = await asyncio.to_thread(self.holder)
         if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
-            return False
+            return None
         where = f"{holder.host} (pid {holder.pid})"
         beat.progress(
             f"waiting for attempt {holder.attempt} on {where} to end first: it still runs "
@@ -216,10 +233,10 @@ class Lease:
             while True:
                 await asyncio.sleep(POLL)
                 if await asyncio.to_thread(settled):
-                    return True
+                    return "settled"
                 holder = await asyncio.to_thread(self.holder)
                 if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
-                    return True
+                    return "ended"
 
     async def _renewing(self, beat: Beat, after: float = 0.0) -> None:
         every = _cadence()
@@ -228,9 +245,12 @@ class Lease:
             # Marked before the write: a write under way when the body ends is waited for by
             # the release (the lock in _write and _release).
             self.taken = True
+            said = beat.note
             try:
                 # as the write before the body was: a full or slow store waited out, on the board
                 await stored(beat, self.store.where, "the attempt's lease", self._take)
+                if "the attempt's lease" in beat.note:  # its wait's note, not the agent's
+                    beat.note = said
             except Exception as e:  # noqa: BLE001 - the work has begun: it goes on, said
                 note = (
                     f"the attempt's lease cannot be written ({e}); it is tried again at every "

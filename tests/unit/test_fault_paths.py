@@ -84,14 +84,14 @@ async def test_a_later_attempt_waits_while_an_earlier_one_holds_a_live_lease(
             order.append("first runs")
             await asyncio.sleep(0.4)
             order.append("first ends")
-        await lease.let_go()  # (its end written first: activity.py)
+        await lease.let_go(beat())  # (its end written first: activity.py)
 
     async def second() -> None:
         await asyncio.sleep(0.1)
         lease = Lease.at(path, 2, ttl=5)
         async with lease.held(beat(), lambda: settled):
             order.append("second runs")
-        await lease.let_go()
+        await lease.let_go(beat())
 
     await asyncio.gather(first(), second())
     assert order == ["first runs", "said: waiting for attempt 1", "first ends", "second runs"]

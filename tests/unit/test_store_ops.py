@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,17 +116,22 @@ async def test_an_instant_noop_or_gather_reads_and_writes_nothing(acts: AgentAct
 async def test_a_short_shell_attempt_writes_its_outcome_and_log_and_reads_nothing(
     acts: AgentActivities,
 ):
-    """No lease: it ended before a later attempt could exist (lease.first_write_after)."""
+    """No lease: it ended before a later attempt could exist (lease.first_write_after: 15 s
+    into an attempt with a 60 s heartbeat timeout — a loaded machine's first command, which
+    builds the watchdog, can take seconds)."""
     inp = agent_input({"tool": "shell", "command": "echo hi"})
-    outcome = await run(acts, inp)
+    outcome = await run(acts, inp, heartbeat=60.0)
     assert flush_logs(10)
     store = counted(acts)
     assert store.reads == 0, store.log
-    assert store.writes <= 2, store.log
-    written = sorted((name, key.rsplit(".", 1)[-1]) for name, key in store.log)
-    assert written == [("append", "jsonl"), ("put", "json")]
-    assert outcome.result == "hi" and outcome.result_ref is None
     ledger = AttemptLedger.of(store.inner, AgentKey.of(inp))
+    log_key = transcript_key(inp.run_id, inp.agent.id)
+    # Its kept outcome, then its log's lines in one append — two, should the attempt last past
+    # the log's batch interval (2 s: a loaded machine's first command builds the watchdog).
+    assert [call for call in store.log if call[1] != log_key] == [("put", ledger.outcome_key)]
+    appends = [call for call in store.log if call[1] == log_key]
+    assert 1 <= len(appends) <= 2 and {name for name, _ in appends} == {"append"}, store.log
+    assert outcome.result == "hi" and outcome.result_ref is None
     kept = ledger.outcome()
     assert kept is not None and kept.result == "hi" and kept.attempt == 1
     assert [(e["attempt"], e["kind"]) for e in ledger.entries()] == [(1, "completed")]
@@ -201,7 +207,7 @@ async def test_a_failed_attempt_releases_its_lease_and_a_kept_outcome_leaves_it(
     quick = agent_input({"tool": "shell", "command": "exit 3"}, agent_id="a3")
     counted(acts).reset()
     with pytest.raises(ApplicationError):
-        await run(acts, quick, activity_id="T-a3-v1-d1")
+        await run(acts, quick, activity_id="T-a3-v1-d1", heartbeat=60.0)  # (due 15 s in)
     lease_key = AttemptLedger.of(store, AgentKey.of(quick)).lease_key
     assert [call for call in counted(acts).log if call[1] == lease_key] == []
 
@@ -214,20 +220,22 @@ async def test_a_lasting_attempt_writes_its_lease_before_a_retry_could_exist_and
     heartbeat timeout without heartbeats). A retry started while it runs (as after the first
     worker lost the server, not its work) waits for it, and returns what it kept: the command
     runs once."""
-    heartbeat = 6.0  # the lease's first write 1.5 s in
+    heartbeat = 8.0  # the lease's first write 2 s in
     workspace = acts.settings.runs / "run-1" / "workspace"
     inp = agent_input(
         {
             "tool": "shell",
-            "command": "touch started; sleep 2.5; echo effect >> effects.txt; echo done",
+            "command": "touch started; sleep 3; echo effect >> effects.txt; echo done",
         }
     )
     lease_key = AttemptLedger.of(counted(acts).inner, AgentKey.of(inp)).lease_key
+    began = time.monotonic()
     first = asyncio.create_task(run(acts, inp, heartbeat=heartbeat))
     while not (workspace / "started").exists():
         assert not first.done(), first.result()
         await asyncio.sleep(0.02)
-    assert not counted(acts).inner.exists(lease_key)  # the command runs; no lease yet
+    if time.monotonic() - began < 1.5:  # (a loaded machine may take longer to start it)
+        assert not counted(acts).inner.exists(lease_key)  # the command runs; no lease yet
     while not counted(acts).inner.exists(lease_key):
         assert not first.done(), "the attempt ended without its lease"
         await asyncio.sleep(0.02)
@@ -276,7 +284,7 @@ async def test_a_lease_is_renewed_at_the_heartbeat_cadence_twice_within_its_ttl(
                 holder = Lease(LocalStore(tmp_path), "run/x.lease", 2, ttl=1.0).holder()
                 assert holder is not None and holder.alive(timeout / 2)
                 ages.append(holder.age)
-        await lease.let_go()
+        await lease.let_go(_beat())
 
     with _no_heartbeats():
         await environment(heartbeat=timeout).run(hold)
@@ -329,7 +337,7 @@ async def test_an_attempt_sent_again_waits_for_the_live_lease_of_the_activity_be
             order.append("attempt 3 runs")
             await asyncio.sleep(0.4)
             order.append("attempt 3 ends")
-        await lease.let_go()
+        await lease.let_go(_beat())
 
     async def rerouted() -> None:
         await asyncio.sleep(0.1)
@@ -362,7 +370,7 @@ async def test_an_attempt_that_waited_for_an_earlier_one_writes_its_lease_at_onc
                 second_runs.set()
             await asyncio.sleep(body)
             order.append(f"{n} ends")
-        await lease.let_go()
+        await lease.let_go(_beat())
 
     async def third() -> None:
         await second_runs.wait()  # it looks once the second runs, its lease put off by 5 s
@@ -400,9 +408,9 @@ async def test_a_lease_whose_first_write_meets_a_full_store_waits_for_it_and_say
     with _no_heartbeats():
         monkeypatch.setattr(Beat, "progress", lambda self, note: said.append(note))
         async with lease.held(_beat(), lambda: False, first=True, after=0.05):
-            await asyncio.sleep(1.2)  # full three times: 0.1 + 0.2 + 0.4 s of pauses
+            await asyncio.sleep(2.0)  # full three times: 0.1 + 0.2 + 0.4 s of pauses
             assert lease.holder() is not None
-        await lease.let_go()
+        await lease.let_go(_beat())
     assert full["tries"] == 4, full
     assert any("no space left" in note for note in said), said
 
@@ -415,8 +423,6 @@ async def test_a_first_write_under_way_when_the_attempt_ends_is_released_after_i
 
     class Slow(LocalStore):
         def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
-            import time
-
             time.sleep(0.3)
             super().put(key, data, sync=sync)
 
@@ -424,7 +430,7 @@ async def test_a_first_write_under_way_when_the_attempt_ends_is_released_after_i
     with _no_heartbeats():
         async with lease.held(_beat(), lambda: False, first=True, after=0.05):
             await asyncio.sleep(0.15)  # the write began at 0.05 s and lands at 0.35 s
-        await lease.let_go()
+        await lease.let_go(_beat())
         await asyncio.sleep(0.3)
     assert not (tmp_path / "x.lease").exists()
 
