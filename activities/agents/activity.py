@@ -105,7 +105,7 @@ class AgentActivities:
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
         key = AgentKey.of(inp)
-        ledger = AttemptLedger.of(self.store.objects, key)
+        ledger = AttemptLedger.of(self.store.objects, key, reroute_of(info.activity_id) or 0)
         timeout = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
         beat = Beat(
             task_id=inp.task_id,
@@ -121,7 +121,6 @@ class AgentActivities:
             transcript_key(key.run_id, key.agent_id),
         )
         first = first_of_dispatch(info.attempt, info.activity_id)
-        rerouted = bool(reroute_of(info.activity_id))
         lease: Lease | None = None
         cancelled = False
         try:
@@ -134,12 +133,7 @@ class AgentActivities:
                     beat,
                     where,
                     "the attempt ledger",
-                    lambda: ledger.begin(
-                        info.attempt,
-                        timeout,
-                        _last_word(info.heartbeat_details),
-                        rerouted=rerouted,
-                    ),
+                    lambda: ledger.begin(info.attempt, timeout, _last_word(info.heartbeat_details)),
                 )
             )
             beat.previous = start.previous

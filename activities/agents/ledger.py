@@ -75,11 +75,15 @@ class AttemptLedger:
 
     store: ObjectStore
     key: str
+    # The writing attempt's activity among those of its dispatch (reroute_of): an activity sent
+    # again to another host counts its attempts from 1 again, so its lines say which it is, and
+    # an attempt comes after another by (reroute, attempt) — as the lease orders them.
+    reroute: int = 0
 
     @classmethod
-    def of(cls, store: ObjectStore, key: AgentKey) -> AttemptLedger:
+    def of(cls, store: ObjectStore, key: AgentKey, reroute: int = 0) -> AttemptLedger:
         name = f"{safe_component(key.execution_id or 'run', 40)}-{safe_component(key.task_id, 60)}-v{key.plan_version}-d{key.dispatch}.jsonl"
-        return cls(store, f"{safe_component(key.run_id)}/_attempts/{name}")
+        return cls(store, f"{safe_component(key.run_id)}/_attempts/{name}", reroute)
 
     @classmethod
     def at(cls, path: Path) -> AttemptLedger:
@@ -207,31 +211,28 @@ class AttemptLedger:
     def superseded(self, attempt: int) -> bool:
         """Has a later attempt than ``attempt`` started (this one is stale)? Every attempt but a
         dispatch's first writes its line as it starts, so the lines alone say."""
-        return any(_number(e) > attempt for e in self._lines())
+        return any(_order(e) > (self.reroute, attempt) for e in self._lines())
 
     def record(self, attempt: int, kind: str, reason: str) -> int:
         """Write how ``attempt`` ended (nothing when a later attempt has started); returns the
         errors recorded so far."""
         lines = self._lines()
         errors = sum(1 for e in lines if e.get("kind") == "error")
-        if any(_number(e) > attempt for e in lines):  # superseded: its end is not its to write
+        # superseded: its end is not its to write
+        if any(_order(e) > (self.reroute, attempt) for e in lines):
             return errors
         self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
         return errors + (kind == "error")
 
     def begin(
-        self,
-        attempt: int,
-        heartbeat_timeout: float | None,
-        last_word: str | None = None,
-        *,
-        rerouted: bool = False,
+        self, attempt: int, heartbeat_timeout: float | None, last_word: str | None = None
     ) -> Start:
         """Write that ``attempt`` started; how the one before it ended. ``last_word``: the
         previous attempt's last heartbeat note — an attempt that could not write its end (a
-        full store) is not taken for a lost worker. ``rerouted``: an attempt of an activity
-        the leader sent again to another host, which counts its attempts from 1 again: the
-        attempt before it is the ledger's last, whatever its number."""
+        full store) is not taken for a lost worker. The first attempt of an activity sent again
+        to another host (``reroute``): the attempt before it is the ledger's last."""
+        rerouted = self.reroute > 0 and attempt == 1
+        own = (self.reroute, attempt)
         kept = self.outcome()
         before = _with_kept(self._lines(), kept)
         self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
@@ -246,21 +247,22 @@ class AttemptLedger:
                 (
                     e
                     for e in reversed(before)
-                    if _number(e) == attempt - 1 and e.get("kind") not in ("started", CALLING)
+                    if _order(e) == (self.reroute, attempt - 1)
+                    and e.get("kind") not in ("started", CALLING)
                 ),
                 None,
             )
-            ran_before = attempt > 1
+            ran_before = own > (0, 1)
         errors = sum(1 for e in before if e.get("kind") == "error")
         # A call that must not be repeated unasked, started by an attempt that then ended
         # without an outcome (its end would have been kept): it may have run.
         # (An attempt that wrote an error after it ended with the call's failure: not in doubt.)
-        failed = {_number(e) for e in before if e.get("kind") == "error"}
+        failed = {_order(e) for e in before if e.get("kind") == "error"}
         calling = next(
             (
                 str(e.get("reason"))
                 for e in reversed(before)
-                if e.get("kind") == CALLING and _number(e) not in failed
+                if e.get("kind") == CALLING and _order(e) not in failed
             ),
             None,
         )
@@ -292,6 +294,8 @@ class AttemptLedger:
         self._write({"attempt": attempt, "kind": CALLING, "reason": call[:300]}, sync=True)
 
     def _write(self, entry: dict[str, object], *, sync: bool) -> None:
+        if self.reroute:  # (left out for the first activity: its lines read as before)
+            entry = {**entry, "reroute": self.reroute}
         self.store.append(self.key, (json.dumps(entry) + "\n").encode(), sync=sync)
 
 
@@ -319,6 +323,12 @@ class Start:
 def _number(entry: dict[str, object]) -> int:
     n = entry.get("attempt")
     return n if isinstance(n, int) else 0
+
+
+def _order(entry: dict[str, object]) -> tuple[int, int]:
+    """Where a line's attempt comes among the dispatch's: (reroute, attempt)."""
+    r = entry.get("reroute")
+    return (r if isinstance(r, int) else 0, _number(entry))
 
 
 def _with_kept(

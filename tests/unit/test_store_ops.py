@@ -454,18 +454,36 @@ def test_the_first_write_comes_a_quarter_of_the_sooner_timeout_into_an_attempt()
 
 def test_a_rerouted_attempt_reads_how_the_last_attempt_before_it_ended(tmp_path: Path):
     """An activity sent again to another host counts its attempts from 1: the attempt before
-    it is the ledger's last, not "none" (its error backoff and a command's record follow)."""
-    ledger = AttemptLedger.at(tmp_path / "x.jsonl")
-    assert ledger.begin(1, 10.0, rerouted=True).previous is None  # nothing ran before it
-    ledger = AttemptLedger.at(tmp_path / "y.jsonl")
-    ledger.begin(2, 10.0)
-    ledger.record(2, "error", "exit 3")
-    start = ledger.begin(1, 10.0, rerouted=True)
+    its first is the ledger's last, not "none" (its error backoff and a command's record
+    follow), and its lines come after those of every attempt before it, whatever their
+    numbers: its end is written, and a call it began is known to a later attempt."""
+
+    def ledgers(name: str) -> tuple[AttemptLedger, AttemptLedger]:
+        first = AttemptLedger.at(tmp_path / name)
+        return first, AttemptLedger(first.store, first.key, reroute=1)
+
+    before, again = ledgers("x.jsonl")
+    assert again.begin(1, 10.0).previous is None  # nothing ran before it
+    before, again = ledgers("y.jsonl")
+    before.begin(2, 10.0)
+    before.record(2, "error", "exit 3")
+    start = again.begin(1, 10.0)
     assert start.after_error and start.previous == "error: exit 3" and start.errors == 1
-    ledger = AttemptLedger.at(tmp_path / "z.jsonl")
-    ledger.begin(2, 10.0)  # started, and no end: its worker was lost
-    start = ledger.begin(1, 10.0, rerouted=True)
+    before, again = ledgers("z.jsonl")
+    before.begin(2, 10.0)  # started, and no end: its worker was lost
+    start = again.begin(1, 10.0)
     assert not start.after_error and (start.previous or "").startswith("worker lost")
+    # its own end is not taken for a stale attempt's (attempt 1 < attempt 2 of the first)
+    assert again.record(1, "error", "exit 4") == 1
+    start = again.begin(2, 10.0)
+    assert start.after_error and start.previous == "error: exit 4" and start.errors == 1
+    # a call it began and never reported is in doubt for the next, though an attempt 1 of the
+    # first activity ended in an error
+    before, again = ledgers("w.jsonl")
+    before.record(1, "error", "exit 5")
+    again.begin(1, 10.0)
+    again.calling(1, "shell: git push")
+    assert again.begin(2, 10.0).calling == "shell: git push"
 
 
 # -- a worker lost just after its command ended ----------------------------------------------
