@@ -193,7 +193,7 @@ async def test_an_agents_steps_show_on_the_board_and_a_retry_resumes_at_the_step
             shown
         )
 
-    await eventually(at_step_two, 30, interval=0.2)
+    await eventually(at_step_two, 60, interval=0.2)  # (a loaded machine starts runs slowly)
     hold.set()
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed" and result.agents[0].result == "all greeted and checked"

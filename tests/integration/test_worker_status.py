@@ -36,6 +36,11 @@ async def test_a_stopped_worker_is_said_to_have_stopped_answering_not_to_be_miss
         await eventually(listed, 30)
         async with XSky.connect(env.settings) as x:
             run = await x.get(handle.id)
+
+            async def searchable() -> None:  # its search attributes are set (a loaded machine)
+                assert (await run.server_view()).search.get("XskyStatus") == "running"
+
+            await eventually(searchable, 30)
             worker.send_signal(signal.SIGSTOP)
             asked = time.monotonic()
             try:
