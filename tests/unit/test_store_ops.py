@@ -405,12 +405,14 @@ async def test_a_lease_whose_first_write_meets_a_full_store_waits_for_it_and_say
 
     said: list[str] = []
     lease = Lease(Full(tmp_path), "x.lease", 1, ttl=5.0)
-    with _no_heartbeats():
-        monkeypatch.setattr(Beat, "progress", lambda self, note: said.append(note))
-        async with lease.held(_beat(), lambda: False, first=True, after=0.05):
-            await asyncio.sleep(2.0)  # full three times: 0.1 + 0.2 + 0.4 s of pauses
-            assert lease.holder() is not None
-        await lease.let_go(_beat())
+    # (patched by this test's monkeypatch alone: mixed with _no_heartbeats' own, its undo would
+    # put _no_heartbeats' silent progress back for every later test of the process)
+    monkeypatch.setattr(Beat, "running", lambda self: _quiet())
+    monkeypatch.setattr(Beat, "progress", lambda self, note: said.append(note))
+    async with lease.held(_beat(), lambda: False, first=True, after=0.05):
+        await asyncio.sleep(2.0)  # full three times: 0.1 + 0.2 + 0.4 s of pauses
+        assert lease.holder() is not None
+    await lease.let_go(_beat())
     assert full["tries"] == 4, full
     assert any("no space left" in note for note in said), said
 
