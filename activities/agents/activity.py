@@ -153,7 +153,7 @@ class AgentActivities:
                     ledger.lease_key,
                     info.attempt,
                     ttl=(timeout or 10.0) / 2,
-                    reroute=reroute_of(info.activity_id) or 0,
+                    reroute=ledger.reroute,
                 )
                 after = max(0.0, first_write_after() - (time.monotonic() - entered))
                 async with lease.held(beat, ledger.has_outcome, first=first, after=after):

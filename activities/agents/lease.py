@@ -14,10 +14,10 @@ returns that, activities/agents/ledger.py) or is cancelled (its command killed w
 lease lapses (its worker died or stopped).
 
 A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout: two
-renewals fit in it, and a renewal that fails is tried again at once, after :data:`POLL`
-seconds, then at pauses doubling up to the cadence), by the clock of the attempt that reads it — workers' clocks must agree to within a
-second or so, as they must for the heartbeat timeout itself — or at once when its holder ran on
-this machine and its process is gone. A worker that dies or stops renews nothing: its lease
+renewals fit in it, and a renewal that fails is tried again after :data:`POLL` seconds, then
+at pauses doubling up to the cadence), by the clock of the attempt that reads it — workers'
+clocks must agree to within a second or so, as they must for the heartbeat timeout itself — or
+at once when its holder ran on this machine and its process is gone. A worker that dies or stops renews nothing: its lease
 has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
 
 What it costs: each write is a request to the store (a PUT on S3), so the lease is written
@@ -101,7 +101,7 @@ class Lease:
     # counts its attempts from 1 again, and comes after every attempt of the ones before it.
     reroute: int = 0
     kept: bool = False  # the attempt kept its outcome: the lease is left as it is (settled)
-    taken: bool = False  # written at least once (or its first write under way): released at the end
+    taken: bool = False  # written at least once (or its first write under way): let_go releases it
     # Held while the lease is written or released: a release waits for a write under way (one
     # landing after the release would leave a lease nobody renews, waited out by the retry).
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
