@@ -211,15 +211,18 @@ class AttemptLedger:
     def superseded(self, attempt: int) -> bool:
         """Has a later attempt than ``attempt`` started (this one is stale)? Every attempt but a
         dispatch's first writes its line as it starts, so the lines alone say."""
-        return any(_order(e) > (self.reroute, attempt) for e in self._lines())
+        return self._after(self._lines(), attempt)
+
+    def _after(self, lines: list[dict[str, object]], attempt: int) -> bool:
+        """Does a line of ``lines`` come from an attempt after this ledger's ``attempt``?"""
+        return any(_order(e) > (self.reroute, attempt) for e in lines)
 
     def record(self, attempt: int, kind: str, reason: str) -> int:
         """Write how ``attempt`` ended (nothing when a later attempt has started); returns the
         errors recorded so far."""
         lines = self._lines()
         errors = sum(1 for e in lines if e.get("kind") == "error")
-        # superseded: its end is not its to write
-        if any(_order(e) > (self.reroute, attempt) for e in lines):
+        if self._after(lines, attempt):  # superseded: its end is not its to write
             return errors
         self._write({"attempt": attempt, "kind": kind, "reason": reason[:300]}, sync=True)
         return errors + (kind == "error")
@@ -232,7 +235,6 @@ class AttemptLedger:
         full store) is not taken for a lost worker. The first attempt of an activity sent again
         to another host (``reroute``): the attempt before it is the ledger's last."""
         rerouted = self.reroute > 0 and attempt == 1
-        own = (self.reroute, attempt)
         kept = self.outcome()
         before = _with_kept(self._lines(), kept)
         self._write({"attempt": attempt, "kind": "started", "reason": ""}, sync=False)
@@ -252,7 +254,7 @@ class AttemptLedger:
                 ),
                 None,
             )
-            ran_before = own > (0, 1)
+            ran_before = attempt > 1  # (a rerouted activity's 2nd attempt or later too)
         errors = sum(1 for e in before if e.get("kind") == "error")
         # A call that must not be repeated unasked, started by an attempt that then ended
         # without an outcome (its end would have been kept): it may have run.

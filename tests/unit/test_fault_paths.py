@@ -168,12 +168,12 @@ def test_a_record_on_this_machine_is_kept_for_a_retry_here_unless_an_error_came_
     or it is a dispatch's first attempt (nothing of its dispatch can be anywhere)."""
     from activities.storage.local import LocalStore
 
-    class ObjectStore(LocalStore):
+    class NotLocal(LocalStore):
         def local(self, key: str) -> Path | None:
             return None  # as an S3 store: its objects are not files here
 
     home = tmp_path / "home"
-    ledger = AttemptLedger(ObjectStore(tmp_path / "store"), "run/_attempts/x-T-1-v1-d1.jsonl")
+    ledger = AttemptLedger(NotLocal(tmp_path / "store"), "run/_attempts/x-T-1-v1-d1.jsonl")
 
     def written() -> Path:
         path = home / "commands" / ledger.command_key

@@ -62,18 +62,23 @@ def settings_env(tmp_path: Path, extra: dict[str, str] | None = None) -> dict[st
     }
 
 
+def store_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A new bucket of the module's S3 server: a worker's variables for it (its credentials set
+    in this process too, for the test's own time)."""
+    server: S3Server = request.getfixturevalue("s3")
+    extra = server.env(server.bucket(f"b-{uuid.uuid4().hex[:12]}"))
+    for name, value in extra.items():
+        if name.startswith("AWS_"):
+            monkeypatch.setenv(name, value)  # obstore reads the credentials itself
+    return extra
+
+
 @pytest.fixture(params=["local", "s3"])
 def acts(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[AgentActivities]:
     """The activities of a worker whose store counts its calls."""
-    extra: dict[str, str] = {}
-    if request.param == "s3":
-        server: S3Server = request.getfixturevalue("s3")
-        extra = server.env(server.bucket(f"b-{uuid.uuid4().hex[:12]}"))
-        for name, value in extra.items():
-            if name.startswith("AWS_"):
-                monkeypatch.setenv(name, value)  # obstore reads the credentials itself
+    extra = store_env(request, monkeypatch) if request.param == "s3" else {}
     made = AgentActivities(load_settings(settings_env(tmp_path, extra)))
     made.store.objects = CountingStore(made.store.objects)
     yield made
@@ -508,14 +513,7 @@ async def test_a_worker_killed_just_after_its_command_ended_leaves_one_side_effe
     (a workspace agent's retry goes to its workspace's host), returns the command's recorded
     end, or the outcome the first kept, and never runs it again. With an object store the
     record is on the machine's disk only (the worker died before it could put it in the store)."""
-    extra: dict[str, str] = {}
-    if store == "s3":
-        server: S3Server = request.getfixturevalue("s3")
-        extra = server.env(server.bucket(f"k-{uuid.uuid4().hex[:12]}"))
-        for name, value in extra.items():
-            if name.startswith("AWS_"):
-                monkeypatch.setenv(name, value)  # obstore reads the credentials itself
-    env = settings_env(tmp_path, extra)
+    env = settings_env(tmp_path, store_env(request, monkeypatch) if store == "s3" else {})
     inp = agent_input({"tool": "shell", "command": EFFECT}, agent_id="k")
     raw = tmp_path / "input.json"
     raw.write_text(inp.model_dump_json())
