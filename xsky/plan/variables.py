@@ -78,15 +78,19 @@ def find_references(text: str) -> list[Reference]:
     return [classify(m.group(1), m.group(0)) for m in REF_RE.finditer(text)]
 
 
-def _config_strings(value: Any) -> Iterator[str]:
+def _config_strings(value: Any, into: list[str] | None = None) -> list[str]:
+    """Every string in a config value, depth first in order (a list, not a generator: a
+    config is read for every agent of a plan)."""
+    found: list[str] = [] if into is None else into
     if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _config_strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _config_strings(v)
+        found.append(value)
+    elif isinstance(value, dict | list):
+        for v in value.values() if isinstance(value, dict) else value:
+            if isinstance(v, str):
+                found.append(v)
+            elif isinstance(v, dict | list):
+                _config_strings(v, found)
+    return found
 
 
 def agent_references(agent: WorkflowAgent) -> list[Reference]:
@@ -104,21 +108,32 @@ def check_references(
 ) -> list[Problem]:
     """Static check: agent results only from dependencies; known variables and context keys."""
     problems: list[Problem] = []
-    by_id = {a.id: a for a in workflow.agents}
+    by_id: dict[str, WorkflowAgent] | None = None  # made when an agent needs it (rarely)
     var_names = sorted(set(variables))
     findall = REF_RE.findall
     for i, agent in enumerate(workflow.agents):
         # Most agents' references are all results of direct dependencies (the valid, common
-        # case; unknown ids are caught by dag): only the others are looked at further.
-        depends = agent.depends
+        # case; unknown ids are caught by dag): only the others are looked at further. The
+        # texts are read in place, not through _rendered_texts: a 10,000-agent plan is
+        # validated as it is parsed, and a generator per agent was a tenth of that.
+        texts = [agent.task]
+        if agent.input:
+            texts.append(agent.input)
+        if agent.config:
+            _config_strings(agent.config, texts)
+        if agent.for_each is not None:
+            texts.append(agent.for_each)
         others: list[str] = []
-        for text in _rendered_texts(agent):
+        for text in texts:
             if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
+            depends = agent.depends
             for name in findall(text):
                 if not (name[:6] == "agent_" and name[-7:] == "_result" and name[6:-7] in depends):
                     others.append(name)
         if others:
+            if by_id is None:
+                by_id = {a.id: a for a in workflow.agents}
             problems += _check_others(i, agent, others, by_id, var_names, context_keys)
     return problems
 
