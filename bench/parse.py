@@ -4,9 +4,10 @@ A plain plan is read while libxml2 parses it (xsky.plan.plain_plans), no tree bu
 with something to report is read from the tree, where every problem has a line and column.
 
 Both sides build the same `Workflow` objects from the same XML text in the same run;
-best of N repetitions each (the minimum is the least noisy estimate on a shared machine).
+best of N rounds each, the sides in turn within each round (the minimum is the least noisy
+estimate on a shared machine).
 
-    python bench/parse.py [--agents 10000] [--repeat 7]
+    python bench/parse.py [--agents 10000] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from xml.dom import minidom
 
@@ -86,20 +88,23 @@ def parse_minidom(text: str) -> Workflow:
     )
 
 
-def best_of(fn, repeat: int) -> float:
-    times = []
+def interleaved(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """The best time of each of ``fns``, run in turn round by round: this VM's speed drifts
+    within a minute, and one side measured after the other would carry the drift."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for i, fn in enumerate(fns):
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
 
     wf = random_plan(args.agents)
@@ -109,12 +114,17 @@ def main() -> None:
     )
     assert dag.validate(wf, TOOL_AGENT_KINDS) == []
 
-    ours_parse = best_of(lambda: parse_workflow(text), args.repeat)
-    ours_total = best_of(lambda: dag.validate(parse_workflow(text), TOOL_AGENT_KINDS), args.repeat)
     data = text.encode()
-    bare_lxml = best_of(lambda: etree.fromstring(data), args.repeat)
-    mini_parse = best_of(lambda: parse_minidom(text), args.repeat)
-    mini_total = best_of(lambda: dag.validate(parse_minidom(text), TOOL_AGENT_KINDS), args.repeat)
+    ours_parse, ours_total, bare_lxml, mini_parse, mini_total = interleaved(
+        [
+            lambda: parse_workflow(text),
+            lambda: dag.validate(parse_workflow(text), TOOL_AGENT_KINDS),
+            lambda: etree.fromstring(data),
+            lambda: parse_minidom(text),
+            lambda: dag.validate(parse_minidom(text), TOOL_AGENT_KINDS),
+        ],
+        args.repeat,
+    )
 
     print(
         f"plan: {args.agents:,} agents, {sum(len(a.depends) for a in wf.agents):,} dependencies, {len(text) / 1e6:.2f} MB of XML; best of {args.repeat}"
