@@ -40,9 +40,17 @@ from xsky.plan import eko
 from xsky.plan.budget import BudgetError, limits_text, parse_limits
 from xsky.plan.loops import source_problem
 from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
-from xsky.plan.plain_plans import JSON, XML_SPACE, element_text, read_plain, text_element
+from xsky.plan.plain_plans import (
+    JSON,
+    XML_SPACE,
+    clean_text,
+    element_text,
+    read_plain,
+    text_element,
+)
 from xsky.plan.steps import read_steps, step_element, write_steps
 from xsky.security.roles import RoleCapabilityModel
+from xsky.wire import XML_ILLEGAL_CLASS, scrub_xml_illegal
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -735,6 +743,18 @@ _UNREAD = object()  # what _json_text gives for text that is not JSON (None is v
 # -- writing ------------------------------------------------------------------------
 
 
+# One encoder for every <config> written (json.dumps with options builds one per call: a
+# tenth of writing a 30,000-agent plan, which a run does in its first workflow task).
+_CONFIG_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    """``json.dumps(config, ensure_ascii=False, allow_nan=False)``, by the C encoder directly:
+    in a workflow's sandbox ``isinstance`` is a Python wrapper (the SDK's), and ``encode``'s
+    own checks made it half of writing a large plan there."""
+    return "".join(_CONFIG_JSON.iterencode(config, _one_shot=True))
+
+
 def workflow_to_xml(workflow: Workflow) -> str:
     """The seed's ``resetWorkflowXml``, done right: everything escaped, every field kept.
 
@@ -755,10 +775,95 @@ def workflow_to_xml(workflow: Workflow) -> str:
             text_element(variables, "variable", default).set("name", name)
     for role in workflow.roles:
         _role_element(root, role)
-    for agent in workflow.agents:
-        _agent_element(root, agent)
-    etree.indent(root, space="  ")
-    return etree.tostring(root, encoding="unicode")
+    if not workflow.agents:
+        etree.indent(root, space="  ")
+        return etree.tostring(root, encoding="unicode")
+    # The document lxml would write for this tree, indented, with each plain agent written as
+    # text (:func:`_plain_agent`): a run writes its whole plan as it starts, and building an
+    # element per field took 0.3 s of a 30,000-agent run's first workflow task, which the SDK
+    # fails after 2 s. Everything else is lxml's own writing, one child at a time.
+    head = etree.tostring(etree.Element("workflow", dict(root.attrib)), encoding="unicode")
+    parts = [head.removesuffix("/>") + ">"]
+    parts += ["\n  " + _written(child) for child in root]
+    parts += [
+        "\n  " + (_plain_agent(a) or _written(_agent_element(None, a))) for a in workflow.agents
+    ]
+    parts.append("\n</workflow>")
+    return "".join(parts)
+
+
+def _written(el: etree._Element) -> str:
+    """``el`` as lxml writes it as a child of the plan's root, indented, without its tail."""
+    holder = etree.Element("workflow")
+    holder.append(el)
+    etree.indent(holder, space="  ")
+    return etree.tostring(el, encoding="unicode", with_tail=False)
+
+
+# What lxml refuses in a value (it raises: the plain path leaves such an agent to it).
+_XML_ILLEGAL = re.compile(f"[{XML_ILLEGAL_CLASS}\ud800-\udfff]")
+_TEXT_SPECIAL = re.compile(r"[&<>\r]")
+_ATTR_SPECIAL = re.compile(r'[&<>"\n\r\t]')
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
+_ATTR_ESCAPES = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "\n": "&#10;",
+        "\r": "&#13;",
+        "\t": "&#9;",
+    }
+)
+
+
+def _escaped_text(text: str) -> str:
+    return text.translate(_TEXT_ESCAPES) if _TEXT_SPECIAL.search(text) else text
+
+
+def _escaped_attr(text: str) -> str:
+    return text.translate(_ATTR_ESCAPES) if _ATTR_SPECIAL.search(text) else text
+
+
+def _text_part(tag: str, text: str) -> str:
+    """:func:`text_element` as lxml writes it (``xml:space`` when tidying would change it)."""
+    if _XML_ILLEGAL.search(text):
+        text = scrub_xml_illegal(text)
+    tidy = not text or ("\n" not in text and not text[0].isspace() and not text[-1].isspace())
+    space = "" if tidy or clean_text(text) == text else ' xml:space="preserve"'
+    return f"\n    <{tag}{space}>{_escaped_text(text)}</{tag}>"
+
+
+def _plain_agent(agent: WorkflowAgent) -> str | None:
+    """What :func:`_agent_element` and lxml write for ``agent``, as text; None for an agent
+    with steps, or with a character XML cannot carry in a value lxml would refuse (lxml writes
+    those, and says so)."""
+    if agent.steps:
+        return None
+    depends = ",".join(agent.depends)
+    config = "" if agent.config is None else _config_text(agent.config)
+    if _XML_ILLEGAL.search(
+        f"{agent.name}{agent.id}{depends}{agent.for_each or ''}{agent.status}{config}"
+    ):
+        return None
+    text = f'<agent name="{_escaped_attr(agent.name)}" id="{_escaped_attr(agent.id)}"'
+    if depends:
+        text += f' depends="{_escaped_attr(depends)}"'
+    if agent.for_each is not None:
+        text += f' forEach="{_escaped_attr(agent.for_each)}"'
+    if agent.status != "init":
+        text += f' status="{_escaped_attr(agent.status)}"'
+    text += ">" + _text_part("task", agent.task)
+    if agent.input is not None:
+        text += _text_part("input", agent.input)
+    if agent.config is not None:
+        text += f"\n    <config>{_escaped_text(config)}</config>"
+    if agent.item is not None:
+        text += _text_part("item", agent.item)
+    if agent.result is not None:
+        text += _text_part("result", agent.result)
+    return text + "\n  </agent>"
 
 
 def _role_element(root: etree._Element, role: RoleCapabilityModel) -> None:
@@ -779,8 +884,8 @@ def _role_element(root: etree._Element, role: RoleCapabilityModel) -> None:
         text_element(el, "systemPrompt", role.system_prompt)
 
 
-def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
-    el = etree.SubElement(root, "agent")
+def _agent_element(root: etree._Element | None, agent: WorkflowAgent) -> etree._Element:
+    el = etree.Element("agent") if root is None else etree.SubElement(root, "agent")
     el.set("name", agent.name)
     el.set("id", agent.id)
     if agent.depends:
@@ -793,11 +898,10 @@ def _agent_element(root: etree._Element, agent: WorkflowAgent) -> None:
     if agent.input is not None:
         text_element(el, "input", agent.input)
     if agent.config is not None:
-        etree.SubElement(el, "config").text = json.dumps(
-            agent.config, ensure_ascii=False, allow_nan=False
-        )
+        etree.SubElement(el, "config").text = _config_text(agent.config)
     write_steps(el, agent.steps)
     if agent.item is not None:
         text_element(el, "item", agent.item)
     if agent.result is not None:
         text_element(el, "result", agent.result)
+    return el
