@@ -49,6 +49,7 @@ bench: install
 	$(PY) bench/load.py
 	$(PY) bench/store.py
 	$(PY) bench/store_ops.py
+	$(PY) bench/first_task.py
 	$(PY) bench/skills_boundaries.py
 	$(PY) bench/recurrence.py
 	$(PY) bench/watch_history.py

@@ -46,12 +46,12 @@ KINDS = {
 SCRIPTS = ("bench/store_ops_attempt.py", "bench/store_ops_fanout.py", "tests/counting_store.py")
 
 
-def exported(commit: str, into: Path) -> Path:
+def exported(commit: str, into: Path, scripts: tuple[str, ...] = SCRIPTS) -> Path:
     """The tree of ``commit``, with the measuring scripts beside its code."""
     data = subprocess.check_output(["git", "-C", str(ROOT), "archive", "--format=tar", commit])
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
-    for script in SCRIPTS:
+    for script in scripts:
         shutil.copy2(ROOT / script, into / script)
     return into
 
