@@ -10,15 +10,31 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+# Pauses may overlap across threads (a worker decodes large payloads in its workflow and
+# activity threads at once): the first to enter turns the collector off, the last to leave
+# turns it back on if it was on. Reading and setting the flag without this count let a
+# thread that entered while another held the pause turn it off for good after that other
+# one left.
+_lock = threading.Lock()
+_depth = 0
+_restore = False
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _depth, _restore
     try:
+        with _lock:
+            _depth += 1
+            if _depth == 1:
+                _restore = gc.isenabled()
+                gc.disable()
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _restore:
+                gc.enable()
