@@ -65,9 +65,12 @@ TEXT = st.one_of(
     st.text(min_size=0, max_size=30),
 )
 IDS = st.sampled_from(["1", "2", "x_y.z-1", "3[2]"])
+# What only an unvalidated copy holds: lxml writes it, or refuses it (a ValueError)
+ODD_VALUES = st.sampled_from(["", 'a"<b>&\n\t\r', "bad\x01", "\ud800", "ü 𝄞"])
 CONFIG: st.SearchStrategy[Any] = st.one_of(
     st.none(),
     st.just({"tool": "noop"}),
+    st.just({"x": float("nan")}),  # json refuses it (allow_nan=False), after any bad attribute
     st.dictionaries(
         st.text(max_size=8),
         st.recursive(
@@ -99,6 +102,18 @@ def agents(draw: st.DrawFn) -> WorkflowAgent:
             "input": draw(st.none() | TEXT),
             "config": draw(CONFIG),
             "for_each": draw(st.none() | st.sampled_from(["{{agent_1_result}}", 'a"<b>&\n'])),
+            **draw(
+                st.sampled_from([{}, {}, {}])
+                | st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "name": ODD_VALUES,
+                        "id": ODD_VALUES,
+                        "depends": st.lists(ODD_VALUES, max_size=2),
+                        "status": ODD_VALUES,
+                    },
+                )
+            ),
             "item": draw(st.none() | TEXT),
             "result": draw(st.none() | TEXT),
             "steps": draw(st.sampled_from([[], [], [Step(text="first"), Step(text="b & <c>")]])),
@@ -126,11 +141,11 @@ def workflows(draw: st.DrawFn) -> Workflow:
     )
 
 
-def written(write: Any, wf: Workflow) -> str | type[Exception]:
+def written(write: Any, wf: Workflow) -> str | tuple[type[Exception], str]:
     try:
         return str(write(wf))
-    except (ValueError, TypeError) as e:  # lxml refuses a value: the same for both
-        return type(e)
+    except (ValueError, TypeError) as e:  # lxml refuses a value: the same refusal for both
+        return type(e), str(e)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -178,3 +193,20 @@ def test_config_json_is_written_as_json_dumps_writes_it() -> None:
 
 def parse_workflow_text(wf: Workflow) -> str:
     return str(etree.fromstring(workflow_to_xml(wf).encode()).find("agent/config").text)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"depends": [""]},  # lxml writes depends=""
+        {"depends": ["", ""]},
+        {"name": ""},
+        {"status": 'x"y'},
+        {"name": "bad\x01", "config": {"x": float("nan")}},  # lxml's refusal comes first
+        {"id": "\ud800", "config": {"x": float("inf")}},
+    ],
+)
+def test_an_unvalidated_copy_is_written_or_refused_as_lxml_does(update: dict[str, Any]) -> None:
+    agent = WorkflowAgent(id="1", name="llm", task="t").model_copy(update=update)
+    wf = Workflow(name="p", task_id="t", agents=[agent])
+    assert written(workflow_to_xml, wf) == written(lxml_writer, wf)

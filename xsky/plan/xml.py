@@ -842,13 +842,14 @@ def _plain_agent(agent: WorkflowAgent) -> str | None:
     if agent.steps:
         return None
     depends = ",".join(agent.depends)
+    # lxml would refuse an attribute before the config is encoded: in that order here too
+    if _XML_ILLEGAL.search(f"{agent.name}{agent.id}{depends}{agent.for_each or ''}{agent.status}"):
+        return None
     config = "" if agent.config is None else _config_text(agent.config)
-    if _XML_ILLEGAL.search(
-        f"{agent.name}{agent.id}{depends}{agent.for_each or ''}{agent.status}{config}"
-    ):
+    if _XML_ILLEGAL.search(config):
         return None
     text = f'<agent name="{_escaped_attr(agent.name)}" id="{_escaped_attr(agent.id)}"'
-    if depends:
+    if agent.depends:  # (a list of one empty id is written as lxml writes it: depends="")
         text += f' depends="{_escaped_attr(depends)}"'
     if agent.for_each is not None:
         text += f' forEach="{_escaped_attr(agent.for_each)}"'
