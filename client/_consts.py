@@ -30,12 +30,16 @@ WORKER_SILENT_SECONDS = 10.0
 QUERY_TRIES = 3
 # Following a run: say so when no worker has answered the board query for this long.
 SILENT_WORKER_SECONDS = 15
-# Server trouble worth waiting out while following a run.
+# Server trouble worth waiting out while following a run. RESOURCE_EXHAUSTED: "Workflow is
+# busy." (the server could not take the run's lock in time: a large workflow task being
+# written on a loaded machine) or a rate limit — a following `starter.py run` gave up on a
+# run that went on and completed.
 TRANSIENT = (
     RPCStatusCode.UNAVAILABLE,
     RPCStatusCode.DEADLINE_EXCEEDED,
     RPCStatusCode.CANCELLED,
     RPCStatusCode.UNKNOWN,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
 )
 
 RUNNING_STATUS = ExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
