@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from pydantic.alias_generators import to_camel
 
 # Characters XML 1.0 cannot carry at all, even escaped.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 # The same, as a character class checked in pydantic-core (Rust regex, no surrogates): plans
 # can hold 10,000 agents.
 XML_ILLEGAL_CLASS = "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\ufffe\\uffff"
@@ -25,7 +25,7 @@ XmlText = Annotated[str, StringConstraints(pattern=f"^[^{XML_ILLEGAL_CLASS}]*$")
 
 def scrub_xml_illegal(text: str) -> str:
     """Replace characters XML cannot carry (e.g. a NUL in shell output) with U+FFFD."""
-    return _XML_ILLEGAL.sub("\ufffd", text)
+    return XML_ILLEGAL.sub("\ufffd", text)
 
 
 class WireModel(BaseModel):

@@ -50,7 +50,7 @@ from xsky.plan.plain_plans import (
 )
 from xsky.plan.steps import read_steps, step_element, write_steps
 from xsky.security.roles import RoleCapabilityModel
-from xsky.wire import XML_ILLEGAL_CLASS, scrub_xml_illegal
+from xsky.wire import XML_ILLEGAL, scrub_xml_illegal
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -800,8 +800,6 @@ def _written(el: etree._Element) -> str:
     return etree.tostring(el, encoding="unicode", with_tail=False)
 
 
-# What lxml refuses in a value (it raises: the plain path leaves such an agent to it).
-_XML_ILLEGAL = re.compile(f"[{XML_ILLEGAL_CLASS}\ud800-\udfff]")
 _TEXT_SPECIAL = re.compile(r"[&<>\r]")
 _ATTR_SPECIAL = re.compile(r'[&<>"\n\r\t]')
 _TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
@@ -828,8 +826,7 @@ def _escaped_attr(text: str) -> str:
 
 def _text_part(tag: str, text: str) -> str:
     """:func:`text_element` as lxml writes it (``xml:space`` when tidying would change it)."""
-    if _XML_ILLEGAL.search(text):
-        text = scrub_xml_illegal(text)
+    text = scrub_xml_illegal(text)
     tidy = not text or ("\n" not in text and not text[0].isspace() and not text[-1].isspace())
     space = "" if tidy or clean_text(text) == text else ' xml:space="preserve"'
     return f"\n    <{tag}{space}>{_escaped_text(text)}</{tag}>"
@@ -837,16 +834,16 @@ def _text_part(tag: str, text: str) -> str:
 
 def _plain_agent(agent: WorkflowAgent) -> str | None:
     """What :func:`_agent_element` and lxml write for ``agent``, as text; None for an agent
-    with steps, or with a character XML cannot carry in a value lxml would refuse (lxml writes
-    those, and says so)."""
+    with steps, or with a character XML cannot carry (:data:`~xsky.wire.XML_ILLEGAL`) in a
+    value lxml would refuse: lxml writes those, and says so."""
     if agent.steps:
         return None
     depends = ",".join(agent.depends)
     # lxml would refuse an attribute before the config is encoded: in that order here too
-    if _XML_ILLEGAL.search(f"{agent.name}{agent.id}{depends}{agent.for_each or ''}{agent.status}"):
+    if XML_ILLEGAL.search(f"{agent.name}{agent.id}{depends}{agent.for_each or ''}{agent.status}"):
         return None
     config = "" if agent.config is None else _config_text(agent.config)
-    if _XML_ILLEGAL.search(config):
+    if XML_ILLEGAL.search(config):
         return None
     text = f'<agent name="{_escaped_attr(agent.name)}" id="{_escaped_attr(agent.id)}"'
     if agent.depends:  # (a list of one empty id is written as lxml writes it: depends="")
