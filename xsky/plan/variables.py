@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -113,18 +113,9 @@ def check_references(
     findall = REF_RE.findall
     for i, agent in enumerate(workflow.agents):
         # Most agents' references are all results of direct dependencies (the valid, common
-        # case; unknown ids are caught by dag): only the others are looked at further. The
-        # texts are read in place, not through _rendered_texts: a 10,000-agent plan is
-        # validated as it is parsed, and a generator per agent was a tenth of that.
-        texts = [agent.task]
-        if agent.input:
-            texts.append(agent.input)
-        if agent.config:
-            _config_strings(agent.config, texts)
-        if agent.for_each is not None:
-            texts.append(agent.for_each)
+        # case; unknown ids are caught by dag): only the others are looked at further.
         others: list[str] = []
-        for text in texts:
+        for text in _rendered_texts(agent):
             if "{{" not in text:  # most texts hold no reference: skip the regex
                 continue
             depends = agent.depends
@@ -173,14 +164,18 @@ def _check_others(
     return problems
 
 
-def _rendered_texts(agent: WorkflowAgent) -> Iterator[str]:
-    yield agent.task
+def _rendered_texts(agent: WorkflowAgent) -> list[str]:
+    """The texts of ``agent`` that are rendered, in order (a list, not a generator: a
+    10,000-agent plan's references are checked as it is validated, and a generator per agent
+    was a tenth of that)."""
+    texts = [agent.task]
     if agent.input:
-        yield agent.input
+        texts.append(agent.input)
     if agent.config:
-        yield from _config_strings(agent.config)
+        _config_strings(agent.config, texts)
     if agent.for_each is not None:
-        yield agent.for_each
+        texts.append(agent.for_each)
+    return texts
 
 
 def nearest(name: str, names: Collection[str]) -> str:
