@@ -16,30 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from xsky.plan.budget import limits_text
 from xsky.plan.models import Limits, Step, Workflow, WorkflowAgent
-from xsky.plan.plain_plans import text_element
-from xsky.plan.xml import _agent_element, _role_element, parse_workflow, workflow_to_xml
+from xsky.plan.xml import _agent_element, _plan_head, parse_workflow, workflow_to_xml
 from xsky.security.roles import RoleCapabilityModel
 
 
 def lxml_writer(workflow: Workflow) -> str:
-    """workflow_to_xml before plain agents were written as text: every element lxml's."""
-    root = etree.Element("workflow")
-    root.set("name", workflow.name)
-    root.set("taskId", workflow.task_id)
-    if workflow.modified:
-        root.set("modified", "true")
-    if workflow.budget is not None and limits_text(workflow.budget):
-        root.set("budget", limits_text(workflow.budget))
-    if workflow.task_prompt is not None:
-        text_element(root, "taskPrompt", workflow.task_prompt)
-    if workflow.variables:
-        variables = etree.SubElement(root, "variables")
-        for name, default in workflow.variables.items():
-            text_element(variables, "variable", default).set("name", name)
-    for role in workflow.roles:
-        _role_element(root, role)
+    """workflow_to_xml before plain agents were written as text: every element lxml's (the
+    plan's head is built as the writer builds it; the agents are what this holds apart)."""
+    root = _plan_head(workflow)
     for agent in workflow.agents:
         _agent_element(root, agent)
     etree.indent(root, space="  ")

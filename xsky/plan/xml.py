@@ -760,21 +760,7 @@ def workflow_to_xml(workflow: Workflow) -> str:
 
     ``parse_workflow(workflow_to_xml(w)) == w`` holds for every valid workflow.
     """
-    root = etree.Element("workflow")
-    root.set("name", workflow.name)
-    root.set("taskId", workflow.task_id)
-    if workflow.modified:
-        root.set("modified", "true")
-    if workflow.budget is not None and limits_text(workflow.budget):
-        root.set("budget", limits_text(workflow.budget))
-    if workflow.task_prompt is not None:
-        text_element(root, "taskPrompt", workflow.task_prompt)
-    if workflow.variables:
-        variables = etree.SubElement(root, "variables")
-        for name, default in workflow.variables.items():
-            text_element(variables, "variable", default).set("name", name)
-    for role in workflow.roles:
-        _role_element(root, role)
+    root = _plan_head(workflow)
     if not workflow.agents:
         etree.indent(root, space="  ")
         return etree.tostring(root, encoding="unicode")
@@ -790,6 +776,27 @@ def workflow_to_xml(workflow: Workflow) -> str:
     ]
     parts.append("\n</workflow>")
     return "".join(parts)
+
+
+def _plan_head(workflow: Workflow) -> etree._Element:
+    """The plan's root element with everything but its agents (attributes, prompt,
+    variables, roles)."""
+    root = etree.Element("workflow")
+    root.set("name", workflow.name)
+    root.set("taskId", workflow.task_id)
+    if workflow.modified:
+        root.set("modified", "true")
+    if workflow.budget is not None and limits_text(workflow.budget):
+        root.set("budget", limits_text(workflow.budget))
+    if workflow.task_prompt is not None:
+        text_element(root, "taskPrompt", workflow.task_prompt)
+    if workflow.variables:
+        variables = etree.SubElement(root, "variables")
+        for name, default in workflow.variables.items():
+            text_element(variables, "variable", default).set("name", name)
+    for role in workflow.roles:
+        _role_element(root, role)
+    return root
 
 
 def _written(el: etree._Element) -> str:
