@@ -14,6 +14,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.details import draw_details
 from workflows.failures import describe_failure
 from workflows.leader.blobs import BLOB_ACTIVITY, drop_older_states, load_blob, save_blob
 from workflows.leader.judgment import settle_failed
@@ -452,7 +453,8 @@ async def _store_version(version: PlanVersion, xml: str) -> None:
 # -- what people see ------------------------------------------------------------------------------
 
 
-# A board over INLINE_AGENTS tasks is published at most every this many seconds (workflow time).
+# A board over INLINE_AGENTS tasks sets its search attributes at most every this many seconds
+# (workflow time): each change is a history event.
 PUBLISH_EVERY = 5.0
 
 
@@ -464,13 +466,18 @@ class Board:
         self._published_at: datetime | None = None
         # xsky's search attributes the server has (none until leader_setup said)
         self.searchable: set[str] = set()
+        self._shown = False  # the board's drawer given to the Web UI's details
 
     def upsert(self, core: LeaderCore, final: str | None = None) -> None:
         upsert(core, self.searchable, final)
         self._metrics.pending_requests(0 if final else len(core.pending_requests(with_review=True)))
 
     def publish(self, core: LeaderCore, force: bool = False) -> None:
-        """The board in the Web UI's details: a large board at most every few seconds."""
+        """The run's search attributes (a large board's at most every few seconds), and its
+        board in the Web UI's details, drawn whenever someone looks (:func:`show_board`)."""
+        if not self._shown:
+            self._shown = True
+            show_board(core)
         now = workflow.now()
         if (
             not force
@@ -481,7 +488,6 @@ class Board:
             return
         self._published_at = now
         self.upsert(core)
-        show_board(core)
 
 
 def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> None:
@@ -506,20 +512,25 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
 
 
 def show_board(core: LeaderCore) -> None:
-    """The board in the Web UI's current details (the plan's name and the agents' words in
-    it are made literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
+    """The board in the Web UI's current details, drawn from the run's state whenever they are
+    read (workflows/details.py): drawing it after every workflow task cost a third of the
+    leader's workflow-side CPU in a fan-out."""
+    draw_details(lambda: board_text(core))
+
+
+def board_text(core: LeaderCore) -> str:
+    """The board as the Web UI shows it (the plan's name and the agents' words in it are made
+    literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
     now = workflow.now()
     title = f"{core.plans.plan.name or core.run_id} · plan v{core.plans.version}"
     logs = (
         f"Agent logs (messages, tool calls, permission decisions, tokens): `starter.py log {core.run_id} T-n`, "
         f"or `<artifacts>/{core.run_id}/<agent id>/transcript.jsonl`"
     )
-    workflow.set_current_details(
-        board_markdown(
-            title,
-            core.board.state.tasks,
-            now,
-            "\n\n".join([*core.views.notices(now), logs]),
-            core.views.run_state(),
-        )
+    return board_markdown(
+        title,
+        core.board.state.tasks,
+        now,
+        "\n\n".join([*core.views.notices(now), logs]),
+        core.views.run_state(),
     )

@@ -1,0 +1,58 @@
+"""workflows/details.py with the installed SDK: the hook it uses is there, and without it the
+details are drawn and set at once (as the SDK's own API does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
+from temporalio.workflow import _Runtime
+
+from workflows import details
+
+
+def test_the_installed_sdk_reads_current_details_through_the_hooked_method() -> None:
+    # If this fails, a new SDK reads a run's current details another way: every board is drawn
+    # after every workflow task again (correct, slower); look at workflows/details.py.
+    assert details.supported(_WorkflowInstanceImpl.__new__(_WorkflowInstanceImpl))
+    assert (
+        "workflow_get_current_details"
+        in _WorkflowInstanceImpl._temporal_workflow_metadata.__code__.co_names
+    )
+
+
+class _Older:
+    """A runtime that has no getter to hook: details are only set."""
+
+    def __init__(self) -> None:
+        self.set: list[str] = []
+
+    def workflow_set_current_details(self, text: str) -> None:
+        self.set.append(text)
+
+
+class _Hooked(_Older):
+    def workflow_get_current_details(self) -> str:
+        return self.set[-1] if self.set else ""
+
+
+@pytest.mark.parametrize("runtime_class", [_Older, _Hooked])
+def test_details_are_drawn_when_read_or_at_once_without_the_hook(
+    runtime_class: type[_Older], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime: Any = runtime_class()
+    monkeypatch.setattr(_Runtime, "current", staticmethod(lambda: runtime))
+    drawn: list[int] = []
+
+    def draw() -> str:
+        drawn.append(1)
+        return f"board {len(drawn)}"
+
+    details.draw_details(draw)
+    if runtime_class is _Older:
+        assert runtime.set == ["board 1"] and len(drawn) == 1  # drawn at once, and set
+    else:
+        assert runtime.set == [] and drawn == []  # nothing drawn until read
+        assert runtime.workflow_get_current_details() == "board 1"
+        assert runtime.workflow_get_current_details() == "board 2"

@@ -1,0 +1,40 @@
+"""A workflow's current details — the Web UI's pane — drawn when someone asks for them.
+
+The SDK keeps a run's current details as a string that workflow code sets
+(``workflow.set_current_details``), and reads it only to answer the metadata query the Web UI
+and the CLI send (``__temporal_workflow_metadata``); it is in no command and no history. The
+leader set its board there after every workflow task: py-spy of 200-agent fan-outs put drawing
+it at a third of the leader's workflow-side CPU, for a pane nobody may be looking at.
+:func:`draw_details` gives the run a drawer instead, which the query calls: the board is drawn
+when it is looked at, from the state the run holds then (a query reads, it changes nothing).
+
+The SDK offers no hook for this: the run's own instance answers ``workflow_get_current_details``
+with the drawer (an attribute of that one instance, in front of its class's method). Where a
+release no longer has that method, the text is drawn and set at once, as before (slower, the
+same pane), and tests/unit/test_current_details.py fails so that the change is seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+from temporalio.workflow import _Runtime
+
+# The method of the SDK's workflow instance that the metadata query reads the details through.
+_GETTER = "workflow_get_current_details"
+
+
+def supported(runtime: object) -> bool:
+    """Does this workflow instance read its current details through ``_GETTER``?"""
+    return callable(getattr(type(runtime), _GETTER, None))
+
+
+def draw_details(draw: Callable[[], str]) -> None:
+    """The run's current details are ``draw()``, drawn whenever they are read (in workflow
+    code: a run's instance keeps the last drawer given)."""
+    runtime = _Runtime.current()
+    if supported(runtime):
+        setattr(runtime, _GETTER, draw)
+    else:
+        workflow.set_current_details(draw())
