@@ -127,6 +127,15 @@ def chain(n: int) -> Workflow:
     )
 
 
+def parallel(n: int) -> Workflow:
+    """``n`` agents that depend on nothing: all dispatched at once."""
+    return Workflow(
+        name=f"parallel-{n}",
+        task_id="parallel",
+        agents=[noop_agent(str(i), []) for i in range(n)],
+    )
+
+
 def fan_out(n: int) -> Workflow:
     agents = [noop_agent("root", [])] + [noop_agent(str(i), ["root"]) for i in range(n - 2)]
     agents.append(noop_agent("sink", [str(i) for i in range(n - 2)]))

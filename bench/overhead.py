@@ -1,9 +1,10 @@
 """Benchmark: xsky's per-step overhead against bare Temporal workflows on the same server.
 
-A 50-agent chain, a 200-agent fan-out and a 300-agent random DAG of no-op agents run
-through LeaderWorkflow, through ``BareDagWorkflow`` (Temporal's DSL sample's shape: a string
-in, "ok" out, activities on the workflow's own queue) and through ``MinimalDagWorkflow``
-(the same ``run_agent`` activity as xsky, on the per-kind queue), interleaved round by round.
+A 50-agent chain, 200 agents in parallel, a 200-agent fan-out and 100- and 300-agent random
+DAGs of no-op agents run through LeaderWorkflow, through ``BareDagWorkflow`` (Temporal's DSL
+sample's shape: a string in, "ok" out, activities on the workflow's own queue) and through
+``MinimalDagWorkflow`` (the same ``run_agent`` activity as xsky, on the per-kind queue),
+interleaved round by round.
 Prints medians and the ratios. Target: xsky ≤ 1.05× bare on the fan-out and the DAG.
 
     python bench/overhead.py [--rounds 3]
@@ -21,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.baselines import BareDagWorkflow, MinimalDagWorkflow
-from bench.harness import chain, fan_out, random_dag, summary, temporal, timed
+from bench.harness import chain, fan_out, parallel, random_dag, summary, temporal, timed
 from workflows.leader import LeaderWorkflow
 from xsky.runs import RunInput, RunOptions
 
@@ -29,9 +30,11 @@ TARGET = 1.05
 
 
 async def main(rounds: int) -> None:
-    plans = [
+    plans = [  # the issue's chain50 / par200 / fan200 / dag100, and a larger DAG
         ("50-agent chain", chain(50), False),
+        ("200 in parallel", parallel(200), False),
         ("200-agent fan-out", fan_out(200), True),
+        ("100-agent random DAG", random_dag(100, seed=3), True),
         ("300-agent random DAG", random_dag(300, seed=3), True),
     ]
     async with temporal() as (client, queue):
