@@ -62,6 +62,7 @@ from workflows.sandbox import workflow_runner
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from workflows.task_time import allow_task_time
 from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
@@ -105,24 +106,26 @@ def build_workers(
         pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
         entity = EntityActivities(settings)
         workers.append(
-            Worker(
-                client,
-                task_queue=settings.skills_queue,
-                workflows=[
-                    SkillsScanWorkflow,
-                    SkillDeltaWorkflow,
-                    SkillLibraryWorkflow,
-                    SkillEntityWorkflow,
-                ],
-                activities=[*pipeline.all(), *lib.all(), *entity.all()],
-                activity_executor=ThreadPoolExecutor(max_workers=8),
-                workflow_runner=workflow_runner(),
-                # the host in the identity: a worker of another host that would serve the
-                # pipeline reads it and refuses (client/skills_host.py)
-                identity=skills_identity(settings, os.getpid()),
-                graceful_shutdown_timeout=timedelta(seconds=grace),
-                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
-                interceptors=observed,
+            allow_task_time(
+                Worker(
+                    client,
+                    task_queue=settings.skills_queue,
+                    workflows=[
+                        SkillsScanWorkflow,
+                        SkillDeltaWorkflow,
+                        SkillLibraryWorkflow,
+                        SkillEntityWorkflow,
+                    ],
+                    activities=[*pipeline.all(), *lib.all(), *entity.all()],
+                    activity_executor=ThreadPoolExecutor(max_workers=8),
+                    workflow_runner=workflow_runner(),
+                    # the host in the identity: a worker of another host that would serve the
+                    # pipeline reads it and refuses (client/skills_host.py)
+                    identity=skills_identity(settings, os.getpid()),
+                    graceful_shutdown_timeout=timedelta(seconds=grace),
+                    max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
+                    interceptors=observed,
+                )
             )
         )
     planner = PlannerActivities()
@@ -142,23 +145,28 @@ def build_workers(
             else []
         )
         workers.append(
-            Worker(
-                client,
-                task_queue=settings.task_queue,
-                workflows=[LeaderWorkflow],
-                workflow_runner=workflow_runner(),
-                activities=[
-                    *LeaderStore(settings, agents_here=here).all(),
-                    hosts.host_alive,
-                    *agents,
-                ],
-                # what the four kinds' workers would run side by side
-                max_concurrent_activities=400 if here else 100,
-                max_concurrent_workflow_tasks=settings.workflow_slots,
-                sticky_queue_schedule_to_start_timeout=timedelta(seconds=settings.sticky_timeout),
-                graceful_shutdown_timeout=timedelta(seconds=grace),
-                max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
-                interceptors=observed,
+            # a large plan's first workflow task: more than the SDK's 2 s on a loaded machine
+            allow_task_time(
+                Worker(
+                    client,
+                    task_queue=settings.task_queue,
+                    workflows=[LeaderWorkflow],
+                    workflow_runner=workflow_runner(),
+                    activities=[
+                        *LeaderStore(settings, agents_here=here).all(),
+                        hosts.host_alive,
+                        *agents,
+                    ],
+                    # what the four kinds' workers would run side by side
+                    max_concurrent_activities=400 if here else 100,
+                    max_concurrent_workflow_tasks=settings.workflow_slots,
+                    sticky_queue_schedule_to_start_timeout=timedelta(
+                        seconds=settings.sticky_timeout
+                    ),
+                    graceful_shutdown_timeout=timedelta(seconds=grace),
+                    max_heartbeat_throttle_interval=timedelta(seconds=THROTTLE),
+                    interceptors=observed,
+                )
             )
         )
     for kind in kinds:
