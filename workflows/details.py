@@ -31,10 +31,20 @@ def supported(runtime: object) -> bool:
 
 
 def draw_details(draw: Callable[[], str]) -> None:
-    """The run's current details are ``draw()``, drawn whenever they are read (in workflow
-    code: a run's instance keeps the last drawer given)."""
+    """The run's current details are ``draw()``, drawn when they are read (in workflow code: a
+    run's instance keeps the last drawer given). What was drawn is kept until the run's history
+    grows: a run's state and ``workflow.now()`` change only in a workflow task, so the pages and
+    CLIs that read the pane meanwhile (a query each, on the run's worker) cost one drawing."""
     runtime = _Runtime.current()
-    if supported(runtime):
-        setattr(runtime, _GETTER, draw)
-    else:
+    if not supported(runtime):
         workflow.set_current_details(draw())
+        return
+    kept: dict[str, object] = {}
+
+    def drawn() -> str:
+        at = workflow.info().get_current_history_length()
+        if kept.get("at") != at:
+            kept["text"], kept["at"] = draw(), at
+        return str(kept["text"])
+
+    setattr(runtime, _GETTER, drawn)

@@ -58,9 +58,12 @@ async def test_details_are_drawn_from_the_state_when_read(env: Env) -> None:
         await handle.signal(Drawn.move, 4)
         # drawn once more, for this read, from the state after the last signal
         assert await details(handle) == "step 4 · drawn 2"
-        assert await details(handle) == "step 4 · drawn 3"
+        # read again with nothing changed since (the history as it was): not drawn again
+        assert await details(handle) == "step 4 · drawn 2"
+        await handle.signal(Drawn.move, 5)
+        assert await details(handle) == "step 5 · drawn 3"
         await handle.signal(Drawn.finish)
         assert await handle.result() == 3  # no workflow task drew anything
     # A closed run: its history is replayed to answer, and the drawer reads the state it ends in.
     async with Worker(env.client, task_queue=queue, workflows=[Drawn]):
-        assert (await details(handle)).startswith("step 4 · drawn ")
+        assert (await details(handle)).startswith("step 5 · drawn ")

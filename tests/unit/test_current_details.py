@@ -3,6 +3,7 @@ details are drawn and set at once (as the SDK's own API does)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -43,6 +44,12 @@ def test_details_are_drawn_when_read_or_at_once_without_the_hook(
 ) -> None:
     runtime: Any = runtime_class()
     monkeypatch.setattr(_Runtime, "current", staticmethod(lambda: runtime))
+    history = [5]  # the run's history length, as workflow.info() would give it
+    monkeypatch.setattr(
+        details.workflow,
+        "info",
+        lambda: SimpleNamespace(get_current_history_length=lambda: history[0]),
+    )
     drawn: list[int] = []
 
     def draw() -> str:
@@ -55,4 +62,6 @@ def test_details_are_drawn_when_read_or_at_once_without_the_hook(
     else:
         assert runtime.set == [] and drawn == []  # nothing drawn until read
         assert runtime.workflow_get_current_details() == "board 1"
+        assert runtime.workflow_get_current_details() == "board 1"  # nothing happened since
+        history[0] = 9  # a workflow task: the state may have changed
         assert runtime.workflow_get_current_details() == "board 2"
