@@ -58,7 +58,8 @@ def _heavy(modules: set[str]) -> set[str]:
     return {
         m
         for m in modules
-        if m.split(".")[0] in ("mcp", "workflows", "bashlex")
+        # (jsonschema: only a plan with an output schema needs it, ~60 ms of start-up)
+        if m.split(".")[0] in ("mcp", "workflows", "bashlex", "jsonschema")
         or m in ("temporalio.worker", "xsky.leader.core", "client.skills")
     }
 

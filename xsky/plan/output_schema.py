@@ -15,9 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from xsky.errors import Problem
 from xsky.plan.fields import parse_answer
 from xsky.plan.models import Workflow
@@ -45,6 +42,11 @@ def schema_problems(schema: Any) -> list[str]:
     fix = 'write a JSON Schema object such as {"type": "object", "properties": {"title": {"type": "string"}}}'
     if not isinstance(schema, dict):
         return [f"the output schema must be a JSON object, not {type(schema).__name__}; {fix}"]
+    # jsonschema is imported when a schema is checked: ~60 ms of every command's start-up
+    # (`validate`, `status`, `list`) for plans that mostly have none.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
@@ -71,6 +73,8 @@ def result_problems(schema: dict[str, Any], text: str) -> tuple[Any, list[str]]:
     value, not_json = parse_answer(text)
     if not_json is not None:
         return None, [not_json]
+    from jsonschema import Draft202012Validator  # (imported when needed: see schema_problems)
+
     errors = sorted(
         Draft202012Validator(schema).iter_errors(value), key=lambda e: list(map(str, e.path))
     )
