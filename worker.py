@@ -68,6 +68,7 @@ from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.security.shell_parse import load_parser
 from xsky.settings_files import SettingsError, worker_layers
+from xsky.wire import build_models
 
 log = logging.getLogger("xsky.worker")
 
@@ -100,6 +101,8 @@ def build_workers(
     # The command watchdog is compiled on first use (~0.2 s once per version): here, not in
     # the first command's attempt.
     native.compiled_watchdog()
+    # The models' validators are built on first use (xsky/wire.py): here, not in a workflow task.
+    build_models()
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:

@@ -36,6 +36,7 @@ from workflows.sandbox import workflow_runner
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.wire import build_models
 
 
 @asynccontextmanager
@@ -60,6 +61,7 @@ async def serving(
     worker that serves every kind: agents on the leader's queue too."""
     queue = settings.task_queue
     io_threads(settings)  # as worker.py: store calls in a pool sized for network I/O
+    build_models()  # as worker.py: no model's validator is built inside a workflow task
     acts = AgentActivities(settings)
     workers = [
         Worker(

@@ -43,8 +43,30 @@ class WireModel(BaseModel):
         extra="ignore",
         validate_assignment=True,
         serialize_by_alias=True,  # camelCase on the wire, also through Temporal's converter
+        # Each model's validator and serializer are built when it is first used, not as its
+        # module is imported: a command (`validate`, `status`) uses a few of the ~140 models
+        # it imports. A worker builds them all before it serves (:func:`build_models`), so
+        # no workflow task builds one.
+        defer_build=True,
     )
 
     def wire(self) -> dict[str, Any]:
         """The JSON shape with the seed's camelCase names."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def build_models() -> int:
+    """Build the validator and serializer of every model imported so far whose building was
+    deferred (a worker, before it serves: a first run's workflow task would build those it
+    uses, ~165 ms for all of them); how many were built."""
+    built, todo, seen = 0, list(WireModel.__subclasses__()), set()
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        todo.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True, raise_errors=False)
+            built += 1
+    return built

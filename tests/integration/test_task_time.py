@@ -18,6 +18,7 @@ from tests.conftest import Env
 from worker import build_workers
 from workflows.task_time import ALLOWED, allow_task_time, allowed
 from xsky.kinds import TOOL_AGENT_KINDS
+from xsky.wire import WireModel
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +63,9 @@ async def test_a_task_over_two_seconds_completes_where_the_sdk_would_fail_it(env
         assert not any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
 
 
-async def test_the_workers_that_run_workflows_allow_them_the_time(env: Env) -> None:
+async def test_built_workers_allow_workflows_the_time_and_have_every_model_built(
+    env: Env,
+) -> None:
     activities = AgentActivities(env.settings)
     workers = build_workers(
         env.client, env.settings, list(TOOL_AGENT_KINDS), True, 2.0, activities, skills=True
@@ -71,5 +74,17 @@ async def test_the_workers_that_run_workflows_allow_them_the_time(env: Env) -> N
         with_workflows = [w for w in workers if allowed(w) is not None]
         assert len(with_workflows) == 2  # the leader's and the skill pipeline's
         assert all(allowed(w) == ALLOWED for w in with_workflows)
+        # Models build their validators on first use (xsky/wire.py): a worker builds them
+        # all before it serves, so that no workflow task does.
+        assert not [m.__name__ for m in _models() if not m.__pydantic_complete__]
     finally:
         await activities.close()
+
+
+def _models() -> list[type[WireModel]]:
+    found, todo = [], list(WireModel.__subclasses__())
+    while todo:
+        model = todo.pop()
+        found.append(model)
+        todo.extend(model.__subclasses__())
+    return found

@@ -80,3 +80,29 @@ def test_status_and_list_need_temporals_client_and_nothing_heavier(
     modules = _modules_after(argv, tmp_path)
     assert "temporalio.client" in modules
     assert not _heavy(modules)
+
+
+def test_validate_builds_few_of_the_models_it_imports(tmp_path: Path) -> None:
+    # A model's validator is built on first use (xsky/wire.py): most of the ~140 are never
+    # used by a quick command, and building them all took ~120 ms of its start-up.
+    plan = tmp_path / "p.xml"
+    plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
+    code = (
+        "from cli.main import main\n"
+        f"try:\n    main(['validate', {str(plan)!r}])\nexcept SystemExit:\n    pass\n"
+        "from xsky.wire import WireModel\n"
+        "found, todo = [], list(WireModel.__subclasses__())\n"
+        "while todo:\n"
+        "    m = todo.pop(); found.append(m); todo.extend(m.__subclasses__())\n"
+        "print(sum(m.__pydantic_complete__ for m in found), len(found))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XSKY_HOME": str(tmp_path / "x")},
+    )
+    built, imported = map(int, done.stdout.split()[-2:])
+    assert imported >= 40 and built <= imported // 4, (built, imported)
