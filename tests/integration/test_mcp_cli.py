@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from activities.sandbox.temporal_ports import grpc_port
 from cli.devserver import free_port
 from tests.conftest import Env
 from tests.integration.mcp_helpers import MCP_ROLE, TEST_SERVER, write_settings
 from tests.integration.test_cli_runs import starter
+from xsky.config import server_ports
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +23,10 @@ pytestmark = pytest.mark.integration
 async def test_mcp_list_and_check_show_tools_or_say_why_not(
     env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    port = free_port()  # nothing listens there
+    # Nothing listens there, and it is none of the ports agents' egress refuses as the test
+    # server's (its Web UI, HTTP API and metrics ports: once, a free port was one of them).
+    refused = set(server_ports(grpc_port(env.address)))
+    port = next(p for p in iter(free_port, None) if p not in refused)
     servers = {
         "t": TEST_SERVER,
         "missing": {"command": "no-such-mcp-server"},
