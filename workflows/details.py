@@ -10,8 +10,9 @@ when it is looked at, from the state the run holds then (a query reads, it chang
 
 The SDK offers no hook for this: the run's own instance answers ``workflow_get_current_details``
 with the drawer (an attribute of that one instance, in front of its class's method). Where a
-release no longer has that method, the text is drawn and set at once, as before (slower, the
-same pane), and tests/unit/test_current_details.py fails so that the change is seen.
+release no longer has that method, the text is drawn and set whenever the state changes, as
+before (slower, the same pane), and tests/unit/test_current_details.py fails so that the change
+is seen.
 """
 
 from __future__ import annotations
@@ -30,21 +31,34 @@ def supported(runtime: object) -> bool:
     return callable(getattr(type(runtime), _GETTER, None))
 
 
-def draw_details(draw: Callable[[], str]) -> None:
+def draw_details(draw: Callable[[], str], version: Callable[[], object] = lambda: None) -> bool:
     """The run's current details are ``draw()``, drawn when they are read (in workflow code: a
-    run's instance keeps the last drawer given). What was drawn is kept until the run's history
-    grows: a run's state and ``workflow.now()`` change only in a workflow task, so the pages and
-    CLIs that read the pane meanwhile (a query each, on the run's worker) cost one drawing."""
+    run's instance keeps the last drawer given); True. What was drawn is kept while the run's
+    history and ``version()`` stay as they were: a run's state and ``workflow.now()`` change in
+    workflow tasks, so the pages and CLIs that read the pane meanwhile (a query each, on the
+    run's worker) cost one drawing — ``version`` names changes its history length misses (a
+    rejected update's task; the results of local activities within one task).
+
+    False where the SDK has no hook: the text was drawn and set now, and the caller draws it
+    again when the state changes, as before."""
     runtime = _Runtime.current()
     if not supported(runtime):
         workflow.set_current_details(draw())
-        return
+        return False
     kept: dict[str, object] = {}
 
     def drawn() -> str:
-        at = workflow.info().get_current_history_length()
+        at = (workflow.info().get_current_history_length(), version())
         if kept.get("at") != at:
-            kept["text"], kept["at"] = draw(), at
+            try:
+                kept["text"] = draw()
+            # In a query, an error would fail the Web UI's whole metadata query (its lists of
+            # queries, signals and updates too): the pane says what went wrong instead.
+            except Exception as e:  # noqa: BLE001
+                workflow.logger.warning("the run's details could not be drawn: %s", e)
+                kept["text"] = f"(the board could not be drawn: {e})"
+            kept["at"] = at
         return str(kept["text"])
 
     setattr(runtime, _GETTER, drawn)
+    return True

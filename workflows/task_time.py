@@ -3,7 +3,7 @@
 The Python SDK fails an activation whose code has not given control back within 2 s
 ("[TMPRL1101] Potential deadlock detected"), and the server hands the workflow task out again.
 A large plan's first task decodes its input and builds a task per agent and the plan's first
-version: 0.9–1.5 s for 30,000 agents on a quiet 2-core machine (bench/first_task.py). On a
+version: 0.9–1.5 s for 30,000 agents on a 2-core machine (bench/first_task.py). On a
 loaded machine the same task takes longer each time it is given, and fails each time: the run
 never starts. The Go and Java SDKs let a worker set this allowance (``DeadlockDetectionTimeout``);
 the Python SDK has no option for it, so :func:`allow_task_time` sets it on a worker's workflow
@@ -11,7 +11,7 @@ side: :data:`ALLOWED`, half the server's default workflow-task timeout (10 s), w
 longer task anyway. Code that really is stuck is still reported, with its stack, 3 s later.
 
 Where a release no longer keeps the allowance where this sets it, nothing changes (the SDK's
-2 s) and tests/unit/test_task_time.py fails so that the change is seen.
+2 s) and tests/integration/test_task_time.py fails so that the change is seen.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ class WireModel(BaseModel):
 def build_models() -> int:
     """Build the validator and serializer of every model imported so far whose building was
     deferred (a worker, before it serves: a first run's workflow task would build those it
-    uses, ~165 ms for all of them); how many were built."""
+    uses, 120–165 ms for all of them); how many were built. A model that cannot be built
+    raises here, as the worker starts, not in the workflow task that first uses it."""
     built, todo, seen = 0, list(WireModel.__subclasses__()), set()
     while todo:
         model = todo.pop()
@@ -67,6 +68,6 @@ def build_models() -> int:
         seen.add(model)
         todo.extend(model.__subclasses__())
         if not model.__pydantic_complete__:
-            model.model_rebuild(force=True, raise_errors=False)
+            model.model_rebuild()  # (its nested models' validators are reused once built)
             built += 1
     return built

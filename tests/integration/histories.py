@@ -34,6 +34,7 @@ from workflows.sandbox import workflow_runner
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
+from xsky.wire import build_models
 
 FIXTURES = ROOT / "tests" / "fixtures" / "histories"
 RECORDED = FIXTURES / "recorded.json"
@@ -50,6 +51,7 @@ WATCHED = ("workflows", "xsky/leader")
 
 
 def replayer() -> Replayer:
+    build_models()  # as a worker does before it serves: no replayed task builds a model
     return Replayer(
         workflows=[
             LeaderWorkflow,

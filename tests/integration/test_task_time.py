@@ -5,22 +5,26 @@ machine — completes on xsky's workers, where the SDK's own allowance fails it 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Worker
 
+import worker
 from activities.agents.activity import AgentActivities
 from tests.conftest import Env
-from worker import build_workers
 from workflows.task_time import ALLOWED, allow_task_time, allowed
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.wire import WireModel
 
 pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HELD = 2.5  # seconds: over the SDK's 2, under xsky's allowance
 
@@ -63,28 +67,45 @@ async def test_a_task_over_two_seconds_completes_where_the_sdk_would_fail_it(env
         assert not any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
 
 
-async def test_built_workers_allow_workflows_the_time_and_have_every_model_built(
-    env: Env,
+async def test_built_workers_allow_workflows_the_time_and_build_the_models_first(
+    env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    built: list[int] = []
+    monkeypatch.setattr(worker, "build_models", lambda: built.append(1) or 0)
     activities = AgentActivities(env.settings)
-    workers = build_workers(
+    workers = worker.build_workers(
         env.client, env.settings, list(TOOL_AGENT_KINDS), True, 2.0, activities, skills=True
     )
+    running = [asyncio.create_task(w.run()) for w in workers]
     try:
         with_workflows = [w for w in workers if allowed(w) is not None]
         assert len(with_workflows) == 2  # the leader's and the skill pipeline's
         assert all(allowed(w) == ALLOWED for w in with_workflows)
-        # Models build their validators on first use (xsky/wire.py): a worker builds them
-        # all before it serves, so that no workflow task does.
-        assert not [m.__name__ for m in _models() if not m.__pydantic_complete__]
+        # Models build their validators on first use (xsky/wire.py): the workers are built
+        # after every model is, so that no workflow task builds one.
+        assert built == [1]
     finally:
+        await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+        await asyncio.gather(*running, return_exceptions=True)
         await activities.close()
 
 
-def _models() -> list[type[WireModel]]:
-    found, todo = [], list(WireModel.__subclasses__())
-    while todo:
-        model = todo.pop()
-        found.append(model)
-        todo.extend(model.__subclasses__())
-    return found
+def test_build_models_builds_every_model_a_worker_imports() -> None:
+    # In a process of its own: this one's tests have used (and so built) models already.
+    code = (
+        "import worker\n"
+        "from xsky.wire import WireModel, build_models\n"
+        "found, todo = [], list(WireModel.__subclasses__())\n"
+        "while todo:\n"
+        "    m = todo.pop(); found.append(m); todo.extend(m.__subclasses__())\n"
+        "before = sum(not m.__pydantic_complete__ for m in found)\n"
+        "built = build_models()\n"
+        "print(before, built, sum(not m.__pydantic_complete__ for m in found), build_models())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, built, left, again = map(int, done.stdout.split()[-4:])
+    assert before >= 100 and built == before  # deferred on import, all built here
+    assert left == 0 and again == 0

@@ -51,17 +51,46 @@ def test_details_are_drawn_when_read_or_at_once_without_the_hook(
         lambda: SimpleNamespace(get_current_history_length=lambda: history[0]),
     )
     drawn: list[int] = []
+    version = [0]
 
     def draw() -> str:
         drawn.append(1)
         return f"board {len(drawn)}"
 
-    details.draw_details(draw)
+    on_demand = details.draw_details(draw, lambda: version[0])
     if runtime_class is _Older:
-        assert runtime.set == ["board 1"] and len(drawn) == 1  # drawn at once, and set
-    else:
-        assert runtime.set == [] and drawn == []  # nothing drawn until read
-        assert runtime.workflow_get_current_details() == "board 1"
-        assert runtime.workflow_get_current_details() == "board 1"  # nothing happened since
-        history[0] = 9  # a workflow task: the state may have changed
-        assert runtime.workflow_get_current_details() == "board 2"
+        # drawn at once, and set; the caller draws again when the state changes
+        assert not on_demand and runtime.set == ["board 1"] and len(drawn) == 1
+        return
+    assert on_demand and runtime.set == [] and drawn == []  # nothing drawn until read
+    assert runtime.workflow_get_current_details() == "board 1"
+    assert runtime.workflow_get_current_details() == "board 1"  # nothing happened since
+    history[0] = 9  # a workflow task: the state may have changed
+    assert runtime.workflow_get_current_details() == "board 2"
+    version[0] = 1  # a change the history's length does not show (a rejected update's task)
+    assert runtime.workflow_get_current_details() == "board 3"
+    assert runtime.workflow_get_current_details() == "board 3"
+
+
+def test_a_drawer_that_fails_says_so_in_the_pane(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In the metadata query an error would fail it whole (the Web UI's lists of queries,
+    # signals and updates too): the pane says what went wrong instead.
+    runtime: Any = _Hooked()
+    monkeypatch.setattr(_Runtime, "current", staticmethod(lambda: runtime))
+    monkeypatch.setattr(
+        details.workflow,
+        "info",
+        lambda: SimpleNamespace(get_current_history_length=lambda: 3),
+    )
+
+    warned: list[str] = []
+    monkeypatch.setattr(
+        details.workflow, "logger", SimpleNamespace(warning=lambda m, *a: warned.append(m % a))
+    )
+
+    def broken() -> str:
+        raise KeyError("T-9")
+
+    assert details.draw_details(broken)
+    assert runtime.workflow_get_current_details() == "(the board could not be drawn: 'T-9')"
+    assert warned == ["the run's details could not be drawn: 'T-9'"]  # and in the worker's log

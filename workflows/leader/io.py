@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -466,7 +467,10 @@ class Board:
         self._published_at: datetime | None = None
         # xsky's search attributes the server has (none until leader_setup said)
         self.searchable: set[str] = set()
-        self._shown = False  # the board's drawer given to the Web UI's details
+        # The Web UI's details draw the board when read (workflows/details.py); ``_version``
+        # counts the publications, each after a step of the leader that may change it.
+        self._on_demand = False
+        self._version = 0
 
     def upsert(self, core: LeaderCore, final: str | None = None) -> None:
         upsert(core, self.searchable, final)
@@ -475,9 +479,9 @@ class Board:
     def publish(self, core: LeaderCore, force: bool = False) -> None:
         """The run's search attributes (a large board's at most every few seconds), and its
         board in the Web UI's details, drawn whenever someone looks (:func:`show_board`)."""
-        if not self._shown:
-            self._shown = True
-            show_board(core)
+        self._version += 1
+        if not self._on_demand:  # (an SDK without the hook: drawn and set now, each time)
+            self._on_demand = show_board(core, lambda: self._version)
         now = workflow.now()
         if (
             not force
@@ -511,11 +515,11 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
         workflow.upsert_search_attributes(updates)
 
 
-def show_board(core: LeaderCore) -> None:
+def show_board(core: LeaderCore, version: Callable[[], object]) -> bool:
     """The board in the Web UI's current details, drawn from the run's state whenever they are
-    read (workflows/details.py): drawing it after every workflow task cost a third of the
+    read (workflows/details.py: True), not after every workflow task — that cost a third of the
     leader's workflow-side CPU in a fan-out."""
-    draw_details(lambda: board_text(core))
+    return draw_details(lambda: board_text(core), version)
 
 
 def board_text(core: LeaderCore) -> str:
