@@ -37,11 +37,16 @@ def test_a_command_given_builds_its_own_parser_and_no_other() -> None:
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> set[str]:
+    return set(json.loads(_after(argv, tmp_path, "print(json.dumps(sorted(sys.modules)))\n")))
+
+
+def _after(argv: list[str], tmp_path: Path, report: str) -> str:
+    """The last line ``report`` (Python) prints in a new process, after ``starter.py argv``."""
     code = (
         "import sys, json\n"
         "from cli.main import main\n"
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        f"{report}"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -51,7 +56,8 @@ def _modules_after(argv: list[str], tmp_path: Path) -> set[str]:
         timeout=60,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XSKY_HOME": str(tmp_path / "x")},
     )
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
 
 
 def _heavy(modules: set[str]) -> set[str]:
@@ -87,22 +93,12 @@ def test_validate_builds_few_of_the_models_it_imports(tmp_path: Path) -> None:
     # used by a quick command, and building them all took ~120 ms of its start-up.
     plan = tmp_path / "p.xml"
     plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
-    code = (
-        "from cli.main import main\n"
-        f"try:\n    main(['validate', {str(plan)!r}])\nexcept SystemExit:\n    pass\n"
+    report = (
         "from xsky.wire import WireModel\n"
         "found, todo = [], list(WireModel.__subclasses__())\n"
         "while todo:\n"
         "    m = todo.pop(); found.append(m); todo.extend(m.__subclasses__())\n"
         "print(sum(m.__pydantic_complete__ for m in found), len(found))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XSKY_HOME": str(tmp_path / "x")},
-    )
-    built, imported = map(int, done.stdout.split()[-2:])
+    built, imported = map(int, _after(["validate", str(plan)], tmp_path, report).split())
     assert imported >= 40 and built <= imported // 4, (built, imported)
