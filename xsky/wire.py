@@ -55,18 +55,25 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def wire_models() -> list[type[WireModel]]:
+    """Every model imported so far: the subclasses of :class:`WireModel`, at any depth."""
+    found: list[type[WireModel]] = []
+    todo = list(WireModel.__subclasses__())
+    while todo:
+        model = todo.pop()
+        if model not in found:
+            found.append(model)
+            todo.extend(model.__subclasses__())
+    return found
+
+
 def build_models() -> int:
     """Build the validator and serializer of every model imported so far whose building was
     deferred (a worker, before it serves: a first run's workflow task would build those it
     uses, 120–165 ms for all of them); how many were built. A model that cannot be built
     raises here, as the worker starts, not in the workflow task that first uses it."""
-    built, todo, seen = 0, list(WireModel.__subclasses__()), set()
-    while todo:
-        model = todo.pop()
-        if model in seen:
-            continue
-        seen.add(model)
-        todo.extend(model.__subclasses__())
+    built = 0
+    for model in wire_models():
         if not model.__pydantic_complete__:
             model.model_rebuild()  # (its nested models' validators are reused once built)
             built += 1

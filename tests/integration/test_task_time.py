@@ -94,10 +94,8 @@ def test_build_models_builds_every_model_a_worker_imports() -> None:
     # In a process of its own: this one's tests have used (and so built) models already.
     code = (
         "import worker\n"
-        "from xsky.wire import WireModel, build_models\n"
-        "found, todo = [], list(WireModel.__subclasses__())\n"
-        "while todo:\n"
-        "    m = todo.pop(); found.append(m); todo.extend(m.__subclasses__())\n"
+        "from xsky.wire import build_models, wire_models\n"
+        "found = wire_models()\n"
         "before = sum(not m.__pydantic_complete__ for m in found)\n"
         "built = build_models()\n"
         "print(before, built, sum(not m.__pydantic_complete__ for m in found), build_models())\n"

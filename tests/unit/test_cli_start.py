@@ -97,10 +97,8 @@ def test_validate_builds_few_of_the_models_it_imports(tmp_path: Path) -> None:
     plan = tmp_path / "p.xml"
     plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
     report = (
-        "from xsky.wire import WireModel\n"
-        "found, todo = [], list(WireModel.__subclasses__())\n"
-        "while todo:\n"
-        "    m = todo.pop(); found.append(m); todo.extend(m.__subclasses__())\n"
+        "from xsky.wire import wire_models\n"
+        "found = wire_models()\n"
         "print(sum(m.__pydantic_complete__ for m in found), len(found))\n"
     )
     built, imported = map(int, _after(["validate", str(plan)], tmp_path, report).split())
