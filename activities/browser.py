@@ -9,9 +9,12 @@ through the egress proxy, with credentials that tie it to its run's rules and lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import shlex
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -27,6 +30,15 @@ from xsky.config import load_settings
 
 if TYPE_CHECKING:
     from activities.tools import ToolContext
+
+log = logging.getLogger("xsky.browser")
+
+# Opening a page (its context, then the page) has no timeout of its own in Playwright, and can
+# wait forever on a browser that stopped answering (microsoft/playwright-python#2987; a watch's
+# poll once waited so a minute, "opening" its page, on a loaded machine): past this many
+# seconds the browser is taken for hung and replaced. Closing one is bounded the same way.
+OPEN_TIMEOUT = 30.0
+CLOSE_TIMEOUT = 10.0
 
 # Without these, Chromium's background calls are refused by closed networks, one by one.
 CHROMIUM_ARGS = [
@@ -239,22 +251,63 @@ class BrowserPool:
         with the credentials that tie the page to its run's policy. ``sandbox`` None starts
         Chromium unconfined, as the worker (``"security": {"sandbox": "off"}``).
         """
-        browser = await self._ensure(sandbox)
+        context, page = await self._open(blocked, proxy, sandbox)
+        try:
+            yield page
+        finally:
+            # The browser may be gone already, or hung: the agent's work is not held by it.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), CLOSE_TIMEOUT)
+
+    async def _open(
+        self,
+        blocked: Callable[[str], bool] | None,
+        proxy: dict[str, str] | None,
+        sandbox: BrowserSandbox | None,
+    ) -> tuple[Any, Any]:
+        """A context and its page; a browser that gives none within ``OPEN_TIMEOUT`` is
+        replaced, once (the pages other agents had in it fail, and their attempts retry)."""
+        for tries in (1, 2):
+            browser = await self._ensure(sandbox)
+            try:
+                return await asyncio.wait_for(
+                    self._new_page(browser, blocked, proxy, sandbox), OPEN_TIMEOUT
+                )
+            except TimeoutError:
+                log.warning(
+                    "Chromium opened no page within %gs (try %d of 2): it is hung, and replaced",
+                    OPEN_TIMEOUT,
+                    tries,
+                )
+                async with self._lock:
+                    if self._browser is browser:
+                        await self._close_browser()
+        raise BrowserUnavailable(
+            f"Chromium opened no page within {OPEN_TIMEOUT:g}s, twice, restarted in between: "
+            "the machine may be overloaded, or its Chromium broken (see the worker's log)"
+        )
+
+    @staticmethod
+    async def _new_page(
+        browser: Any,
+        blocked: Callable[[str], bool] | None,
+        proxy: dict[str, str] | None,
+        sandbox: BrowserSandbox | None,
+    ) -> tuple[Any, Any]:
         context = await browser.new_context(
             viewport={"width": 1280, "height": 900},
             proxy={**proxy, "bypass": ""} if proxy else None,
             accept_downloads=False,  # a page's downloads would land outside every workspace
         )
-        await context.add_init_script(NO_WEBRTC)
-        if blocked is not None:
-            await context.route("**/*", _guard(blocked, hops=sandbox is None))
         try:
-            yield await context.new_page()
-        finally:
-            try:
-                await context.close()
-            except Exception:  # noqa: BLE001 - the browser may already be gone
-                pass
+            await context.add_init_script(NO_WEBRTC)
+            if blocked is not None:
+                await context.route("**/*", _guard(blocked, hops=sandbox is None))
+            return context, await context.new_page()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), CLOSE_TIMEOUT)
+            raise
 
     @asynccontextmanager
     async def page_for(self, ctx: ToolContext) -> AsyncIterator[Any]:
@@ -287,17 +340,32 @@ class BrowserPool:
     async def _close_browser(self) -> None:
         if self._browser is not None:
             try:
-                await self._browser.close()
-            except Exception:  # noqa: BLE001
+                await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
+            except TimeoutError:
+                log.warning("Chromium did not close within %gs: it is killed", CLOSE_TIMEOUT)
+                await self._stop_driver()
+            except Exception:  # noqa: BLE001 - already gone
                 pass
             self._browser = None
         if self._cgroup is not None:
-            await asyncio.to_thread(self._cgroup.remove)
+            await asyncio.to_thread(self._cgroup.remove)  # kills what is left of a confined one
             self._cgroup = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
         self._launched_for = False
+
+    async def _stop_driver(self) -> None:
+        """End Playwright's driver and every process under it (the browsers it started): a
+        browser that answers nothing is not asked to close."""
+        tree = _descendants(os.getpid(), lambda argv: "playwright" in argv and "driver" in argv)
+        if self._pw is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._pw.stop(), CLOSE_TIMEOUT)
+            self._pw = None
+        for pid in tree:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
     async def close(self) -> None:
         async with self._lock:
@@ -305,6 +373,26 @@ class BrowserPool:
             if self._pw is not None:
                 await self._pw.stop()
                 self._pw = None
+
+
+def _descendants(root: int, chosen: Callable[[str], bool]) -> list[int]:
+    """The processes under ``root`` whose command line ``chosen`` takes, and all of theirs."""
+    children: dict[int, list[int]] = {}
+    argv: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+            argv[int(entry.name)] = (
+                (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
+    found = [pid for pid in children.get(root, []) if chosen(argv.get(pid, ""))]
+    for pid in found:  # grows as it goes: every level below
+        found += [c for c in children.get(pid, []) if c not in found]
+    return found
 
 
 _ARGS = "\x00args"  # where Playwright's arguments go in the launcher script

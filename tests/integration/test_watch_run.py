@@ -98,14 +98,19 @@ async def test_a_watch_fires_once_per_change_up_to_its_limit_through_a_killed_br
             assert shown is not None and shown.status in RUNNING, shown
             assert "no change for" in (shown.last_progress or ""), shown
 
-        # The first look launches Chromium in the new worker process: on a loaded machine that
-        # took over 60 s once, stalled "opening" the page. What the worker logged says why.
-        try:
-            await eventually(lambda: polling("w.poll[1]"), 120, interval=0.2)
-        except AssertionError as e:
-            raise AssertionError(f"{e}\nthe browser worker's log:\n{worker_log(tmp_path)}") from e
+        async def watching(poll: str) -> None:
+            # A look opens a page in the worker's Chromium (the first look launches it); on a
+            # loaded machine that once stood "opening" a minute. The worker's log says why.
+            try:
+                await eventually(lambda: polling(poll), 120, interval=0.2)
+            except AssertionError as e:
+                raise AssertionError(
+                    f"{e}\nthe browser worker's log:\n{worker_log(tmp_path)}"
+                ) from e
+
+        await watching("w.poll[1]")
         messages.append("first news")
-        await eventually(lambda: polling("w.poll[2]"), 60, interval=0.2)
+        await watching("w.poll[2]")
         os.kill(browsers.pid, signal.SIGKILL)  # lost while it watches
         browsers.wait()
     finally:
