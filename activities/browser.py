@@ -109,7 +109,11 @@ def _guard(blocked: Callable[[str], bool], hops: bool = True) -> Callable[[Any],
 
 
 class BrowserUnavailable(RuntimeError):
-    pass
+    """No browser to open a page in. ``retryable``: it may be there later (it hung)."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 @dataclass(frozen=True)
@@ -284,7 +288,8 @@ class BrowserPool:
                         await self._close_browser()
         raise BrowserUnavailable(
             f"Chromium opened no page within {OPEN_TIMEOUT:g}s, twice, restarted in between: "
-            "the machine may be overloaded, or its Chromium broken (see the worker's log)"
+            "the machine may be overloaded, or its Chromium broken (see the worker's log)",
+            retryable=True,
         )
 
     @staticmethod

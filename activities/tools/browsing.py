@@ -122,7 +122,7 @@ class BrowserSession:
                     self.ctx.browsers.page_for(self.refusals.context(self.ctx))
                 )
             except (BrowserUnavailable, egress.EgressUnavailable) as e:
-                raise ToolError(str(e)) from None
+                raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
         return self._page
 
     async def close(self) -> None:

@@ -80,7 +80,7 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                 )
             final_url = page.url
     except (BrowserUnavailable, egress.EgressUnavailable) as e:
-        raise ToolError(str(e)) from None
+        raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
 
     text, _ = cap_text(text, MAX_TEXT, "page text")
     links = links[:MAX_LINKS]

@@ -93,9 +93,10 @@ async def test_a_browser_that_never_opens_a_page_is_a_clear_error_after_one_rest
     monkeypatch.setattr(pool, "_ensure", counted)
     monkeypatch.setattr(pool, "_new_page", never)
     try:
-        with pytest.raises(BrowserUnavailable, match="opened no page within 1s, twice"):
+        with pytest.raises(BrowserUnavailable, match="opened no page within 1s, twice") as info:
             async with pool.page():
                 pass
+        assert info.value.retryable  # the agent's attempt is tried again, not failed for good
         assert len(launched) == 2  # replaced once, not again and again
         assert not launched[0].is_connected()
     finally:
