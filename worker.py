@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
+import importlib
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -41,6 +44,7 @@ from activities.beat import THROTTLE
 from activities.coordinator import CoordinatorActivities
 from activities.hosts import HostActivities
 from activities.leader_store import LeaderStore
+from activities.mcp.servers import configured
 from activities.metrics import AgentAttempts
 from activities.planner import PlannerActivities
 from activities.sandbox import bwrap, limits, native, secrets
@@ -202,6 +206,33 @@ def build_workers(
     return workers
 
 
+def warm_up(settings: Settings, kinds: list[str]) -> threading.Thread | None:
+    """Import, beside the serving worker, the SDKs its agents will likely need: the model
+    client when a model is configured, MCP's when servers are. Before serving they made
+    every worker (a lost one's replacement too) start ~2 s later, and most workers of a
+    kind use neither; imported at first use they hold the event loop ~1 s once."""
+    wanted: list[str] = []
+    if kinds and (settings.model or settings.openai_base_url):
+        wanted.append("openai")
+    if kinds:
+        with contextlib.suppress(Exception):  # unreadable settings: the agents will say so
+            if configured(settings):
+                wanted.append("activities.mcp.toolset")
+    if not wanted:
+        return None
+
+    def load() -> None:
+        for name in wanted:
+            try:
+                importlib.import_module(name)
+            except Exception as e:  # noqa: BLE001 - the agent that needs it reports it
+                log.warning("could not import %s ahead of the agents: %s", name, e)
+
+    thread = threading.Thread(target=load, name="xsky-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 # Agent kinds that may work in a run's workspace (file, shell; roles on the llm queue).
 WORKSPACE_KINDS = frozenset({"file", "shell", "llm"})
 
@@ -300,6 +331,7 @@ async def serve(
     # the polls it left open take no more work (activities/worker_guard.py).
     async with guarding(settings.address):
         running = [asyncio.create_task(w.run()) for w in workers]
+        warm_up(settings, kinds)
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
         if stopper in done:

@@ -13,12 +13,14 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-import openai
 import pydantic
 
 from activities import llm
+
+if TYPE_CHECKING:
+    import openai  # imported when a model is first called (activities/llm.py)
 
 A = TypeVar("A", bound=pydantic.BaseModel)
 
@@ -46,9 +48,9 @@ class ModelTool(Generic[A]):
 
     def schema(self) -> dict[str, Any]:
         """The chat-completions tool definition, generated from ``Args``."""
-        tool = openai.pydantic_function_tool(
-            self.Args, name=self.name, description=self.description
-        )
+        from openai import pydantic_function_tool
+
+        tool = pydantic_function_tool(self.Args, name=self.name, description=self.description)
         params: dict[str, Any] = tool["function"]["parameters"]
         for key in ("title", "description"):  # the class name, and the tool's description again
             params.pop(key, None)

@@ -22,7 +22,6 @@ from temporalio.exceptions import ApplicationError
 from activities.agents import in_doubt
 from activities.agents.attempt import Attempt
 from activities.agents.transcripts import AgentLog
-from activities.mcp.toolset import McpToolset
 from activities.tools import NeedsHuman, Tool, ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.files import file_list, file_read, file_write
 from activities.tools.http import http_get
@@ -180,6 +179,8 @@ async def mcp_tool(a: Attempt, name: str, held: AsyncExitStack) -> Tool:
     the run, or from the run's record); a server this worker does not run or a tool it does not
     have fails the agent at once, saying which. Its sessions are released when ``held`` closes."""
     server = split(name)[0]
+    from activities.mcp.toolset import McpToolset  # the MCP SDK: imported when first used
+
     toolset = await McpToolset.prepare(a.ctx, a.gate, a.mcp_pool, a.mcp_servers, [server])
     held.push_async_callback(toolset.release)
     entry = a.mcp_servers.get(server)

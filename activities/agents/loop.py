@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -23,7 +23,6 @@ from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
 from activities.agents.transcripts import AgentLog, write_transcript
-from activities.mcp.toolset import McpToolset, wanted
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
@@ -37,6 +36,9 @@ from xsky.plan.models import RoleCapabilityModel, Step
 from xsky.plan.steps import STEP_DONE, render_steps, step_done_tool, step_reached
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.tools import argument_problem, openai_tools
+
+if TYPE_CHECKING:
+    from activities.mcp.toolset import McpToolset
 
 log = logging.getLogger("xsky.agent_loop")
 
@@ -305,6 +307,11 @@ class AgentLoop:
     async def _mcp_tools(self) -> McpToolset | None:
         """The agent's tools of MCP servers (those its role or the worker's rules name), from
         the run's record of each server's offer (discovered by the first attempt that needs it)."""
+        if not self.a.mcp_servers:
+            return None
+        # The MCP SDK is imported by the first agent of a worker that has MCP servers.
+        from activities.mcp.toolset import McpToolset, wanted
+
         names = wanted(self.role, self.gate, list(self.a.mcp_servers))
         if not names:
             return None

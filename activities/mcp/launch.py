@@ -32,24 +32,26 @@ import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import mcp_types
-from mcp import Client
-from mcp.client import ClientRequestContext
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry
 from activities.sandbox import bwrap, egress, freeze, limits, liveness, secrets
 from activities.sandbox.egress_policy import WEB_PORTS, Policy
 from activities.tools import ToolContext
 
+# The MCP SDK is imported when a session is opened: it is ~1 s of a worker's start, and most
+# workers never open one (tests/unit/test_cli_start.py keeps it so).
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+    from mcp.client import ClientRequestContext
+
 Record = Callable[[str, str, str], None]
 TAIL_BYTES = 8192
-CLIENT = mcp_types.Implementation(name="xsky", version="0.3")
 # The shell wrapper that reads a server's env from its file, then becomes the server.
 _WITH_ENV = '. "$0" && exec "$@"'
 
@@ -167,7 +169,17 @@ async def open_session(
     return await _stdio(stack, launch, place, record, tail)
 
 
+@cache
+def _client_info() -> mcp_types.Implementation:
+    import mcp_types
+
+    return mcp_types.Implementation(name="xsky", version="0.3")
+
+
 async def _http(stack: AsyncExitStack, launch: Launch, place: Place, record: Record) -> Client:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     proxy = await stack.enter_async_context(egress.serving(place.web or Policy(), record))
     http = await stack.enter_async_context(
         httpx2.AsyncClient(
@@ -178,12 +190,18 @@ async def _http(stack: AsyncExitStack, launch: Launch, place: Place, record: Rec
         )
     )
     transport = streamable_http_client(launch.url, http_client=http)
-    return await stack.enter_async_context(Client(transport, client_info=CLIENT, cache=None))
+    return await stack.enter_async_context(
+        Client(transport, client_info=_client_info(), cache=None)
+    )
 
 
 async def _stdio(
     stack: AsyncExitStack, launch: Launch, place: Place, record: Record, tail: StderrTail
 ) -> Client:
+    import mcp_types
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     argv = [launch.command, *launch.args]
     env: dict[str, str] | None = None
     env_folder: Path | None = None
@@ -228,7 +246,7 @@ async def _stdio(
 
     client = Client(
         stdio_client(params, errlog=tail.writer),
-        client_info=CLIENT,
+        client_info=_client_info(),
         list_roots_callback=roots,
         cache=None,
     )

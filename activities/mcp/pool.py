@@ -22,25 +22,25 @@ import contextlib
 import logging
 import time
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
-from mcp import Client
-from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 
 from activities.mcp.launch import Place, Record, StderrTail, open_session, unwrap
 from activities.mcp.servers import Launch, McpConfigError
 from activities.sandbox import egress, secrets
+
+if TYPE_CHECKING:  # the MCP SDK is imported when a session is opened (activities/mcp/launch.py)
+    from mcp import Client
+    from mcp.shared.dispatcher import ProgressFnT as Progress
+    from mcp_types import CallToolResult
 
 log = logging.getLogger("xsky.mcp")
 
 CONNECT_TIMEOUT = 30.0  # seconds for a server to start and answer the handshake
 IDLE_CLOSE = 600.0  # seconds a session may go unused before it is closed
 CLOSE_TIMEOUT = 10.0
-Progress = ProgressFnT
 
 
 class McpUnavailable(Exception):
@@ -174,6 +174,9 @@ class Session:
         progress: Progress | None,
         record: Record | None = None,
     ) -> CallToolResult:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
         if not self.alive or self.client is None:
             raise _Gone()
         self.busy += 1
@@ -304,6 +307,8 @@ class McpPool:
         holder: object | None = None,
     ) -> CallToolResult:
         """Call ``tool``; a server that died under it is started again and the call sent once more."""
+        from mcp_types import CallToolResult
+
         tail = await self._once(launch, place, tool, arguments, record, progress, holder)
         if isinstance(tail, CallToolResult):
             return tail
