@@ -206,13 +206,16 @@ def build_workers(
     return workers
 
 
-def warm_up(settings: Settings, kinds: list[str]) -> threading.Thread | None:
+def warm_up(settings: Settings, kinds: list[str], skills: bool = False) -> threading.Thread | None:
     """Import, beside the serving worker, the SDKs its agents will likely need: the model
     client when a model is configured, MCP's when servers are. Before serving they made
     every worker (a lost one's replacement too) start ~2 s later, and most workers of a
-    kind use neither; imported at first use they hold the event loop ~1 s once."""
+    kind use neither; imported at first use they hold the event loop ~1 s once. What they
+    load is then frozen out of the cycle collector's sight, as what the worker loaded to
+    start is (``main``)."""
     wanted: list[str] = []
-    if kinds and (settings.model or settings.openai_base_url):
+    model = settings.model or settings.openai_base_url or os.environ.get("OPENAI_API_KEY")
+    if (kinds or skills) and model:
         wanted.append("openai")
     if kinds:
         with contextlib.suppress(Exception):  # unreadable settings: the agents will say so
@@ -227,6 +230,8 @@ def warm_up(settings: Settings, kinds: list[str]) -> threading.Thread | None:
                 importlib.import_module(name)
             except Exception as e:  # noqa: BLE001 - the agent that needs it reports it
                 log.warning("could not import %s ahead of the agents: %s", name, e)
+        gc.collect()
+        gc.freeze()
 
     thread = threading.Thread(target=load, name="xsky-warm-up", daemon=True)
     thread.start()
@@ -331,7 +336,7 @@ async def serve(
     # the polls it left open take no more work (activities/worker_guard.py).
     async with guarding(settings.address):
         running = [asyncio.create_task(w.run()) for w in workers]
-        warm_up(settings, kinds)
+        warm_up(settings, kinds, skills)
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait([stopper, *running], return_when=asyncio.FIRST_COMPLETED)
         if stopper in done:

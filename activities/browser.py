@@ -16,6 +16,7 @@ import shlex
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -160,6 +161,7 @@ class BrowserPool:
         self._launched_for: BrowserSandbox | None | bool = False  # False: nothing launched
         self._cgroup: AttemptCgroup | None = None
         self._scratch: Path | None = None
+        self._opened_at = 0.0  # monotonic time of the last page opened
 
     async def _ensure(self, sandbox: BrowserSandbox | None) -> Any:
         async with self._lock:
@@ -269,15 +271,20 @@ class BrowserPool:
         proxy: dict[str, str] | None,
         sandbox: BrowserSandbox | None,
     ) -> tuple[Any, Any]:
-        """A context and its page; a browser that gives none within ``OPEN_TIMEOUT`` is
-        replaced, once (the pages other agents had in it fail, and their attempts retry)."""
+        """A context and its page; a browser that gives none within ``OPEN_TIMEOUT`` (and no
+        other agent one since this open began) is replaced, once — the pages other agents
+        had in it fail, and their attempts retry. An open that the replacement cut short is
+        tried again on the new browser."""
         for tries in (1, 2):
             browser = await self._ensure(sandbox)
+            began = time.monotonic()
             try:
-                return await asyncio.wait_for(
+                opened = await asyncio.wait_for(
                     self._new_page(browser, blocked, proxy, sandbox), OPEN_TIMEOUT
                 )
             except TimeoutError:
+                if self._opened_at > began:
+                    continue  # the browser opened another's page meanwhile: it answers
                 log.warning(
                     "Chromium opened no page within %gs (try %d of 2): it is hung, and replaced",
                     OPEN_TIMEOUT,
@@ -286,9 +293,17 @@ class BrowserPool:
                 async with self._lock:
                     if self._browser is browser:
                         await self._close_browser()
+                continue
+            except Exception:
+                if browser is self._browser and browser.is_connected():
+                    raise
+                continue  # another open replaced it under this one
+            self._opened_at = time.monotonic()
+            return opened
         raise BrowserUnavailable(
-            f"Chromium opened no page within {OPEN_TIMEOUT:g}s, twice, restarted in between: "
-            "the machine may be overloaded, or its Chromium broken (see the worker's log)",
+            f"Chromium opened no page within {OPEN_TIMEOUT:g}s, twice (a hung browser is "
+            "restarted in between): the machine may be overloaded, or its Chromium broken (see "
+            "the worker's log)",
             retryable=True,
         )
 
@@ -361,16 +376,15 @@ class BrowserPool:
         self._launched_for = False
 
     async def _stop_driver(self) -> None:
-        """End Playwright's driver and every process under it (the browsers it started): a
-        browser that answers nothing is not asked to close."""
-        tree = _descendants(os.getpid(), lambda argv: "playwright" in argv and "driver" in argv)
+        """Kill Playwright's driver and every process under it (the browsers it started), then
+        let go of it: a browser that answers nothing is not asked to close."""
+        for pid in reversed(_descendants(os.getpid(), _is_driver)):  # the deepest first
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         if self._pw is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._pw.stop(), CLOSE_TIMEOUT)
             self._pw = None
-        for pid in tree:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
 
     async def close(self) -> None:
         async with self._lock:
@@ -380,10 +394,22 @@ class BrowserPool:
                 self._pw = None
 
 
-def _descendants(root: int, chosen: Callable[[str], bool]) -> list[int]:
-    """The processes under ``root`` whose command line ``chosen`` takes, and all of theirs."""
+def _is_driver(argv: list[str]) -> bool:
+    """Is this Playwright's driver (its node running its cli.js, as Playwright starts it)?"""
+    try:
+        from playwright._impl._driver import compute_driver_executable
+
+        node, cli = compute_driver_executable()
+    except Exception:  # noqa: BLE001 - a release without it: nothing is taken for the driver
+        return False
+    return argv[:2] == [str(node), str(cli)] and "run-driver" in argv
+
+
+def _descendants(root: int, chosen: Callable[[list[str]], bool]) -> list[int]:
+    """The children of ``root`` whose argv ``chosen`` takes, and everything under them, each
+    after its parent."""
     children: dict[int, list[int]] = {}
-    argv: dict[int, str] = {}
+    argv: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -391,10 +417,9 @@ def _descendants(root: int, chosen: Callable[[str], bool]) -> list[int]:
             stat = (entry / "stat").read_text()
             parent = int(stat[stat.rindex(")") + 2 :].split()[1])
             children.setdefault(parent, []).append(int(entry.name))
-            argv[int(entry.name)] = (
-                (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            )
-    found = [pid for pid in children.get(root, []) if chosen(argv.get(pid, ""))]
+            raw = (entry / "cmdline").read_bytes()
+            argv[int(entry.name)] = raw.decode(errors="replace").split("\0")[:-1]
+    found = [pid for pid in children.get(root, []) if chosen(argv.get(pid, []))]
     for pid in found:  # grows as it goes: every level below
         found += [c for c in children.get(pid, []) if c not in found]
     return found

@@ -22,7 +22,7 @@ PAGE = "data:text/html,<title>t</title><p>answered</p>"
 
 def chromium_processes() -> list[int]:
     """This process's Chromium browsers (the main process of each: its helpers have a --type)."""
-    tree = browser_module._descendants(os.getpid(), lambda argv: "playwright" in argv)
+    tree = browser_module._descendants(os.getpid(), browser_module._is_driver)
     return [pid for pid in tree if "chromium" in _argv(pid) and "--type=" not in _argv(pid)]
 
 
@@ -99,5 +99,34 @@ async def test_a_browser_that_never_opens_a_page_is_a_clear_error_after_one_rest
         assert info.value.retryable  # the agent's attempt is tried again, not failed for good
         assert len(launched) == 2  # replaced once, not again and again
         assert not launched[0].is_connected()
+    finally:
+        await pool.close()
+
+
+async def test_one_agents_stuck_open_does_not_replace_a_browser_that_opens_others_pages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(browser_module, "OPEN_TIMEOUT", 3.0)
+    pool = BrowserPool()
+    new_page = pool._new_page
+    calls: list[int] = []
+
+    async def first_hangs(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            await asyncio.Event().wait()  # this open alone is stuck
+        return await new_page(*args)
+
+    monkeypatch.setattr(pool, "_new_page", first_hangs)
+    try:
+        stuck = asyncio.create_task(read(pool))
+        await asyncio.sleep(0.5)
+        async with pool.page() as other:  # another agent's page, while the first waits
+            await other.goto(PAGE)
+            browser = pool._browser
+            assert await asyncio.wait_for(stuck, 30) == "answered"  # tried again, same browser
+            assert pool._browser is browser and browser.is_connected()
+            assert await other.inner_text("p") == "answered"  # the other's page lives on
+        assert len(calls) == 3
     finally:
         await pool.close()
