@@ -7,6 +7,7 @@ server keeps its state in a SQLite file, so runs survive a restart of the server
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -43,10 +44,31 @@ def server_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in SERVER_ENV}
 
 
+# Below this, the kernel's ephemeral range (where it picks a port for ``bind(0)`` and for every
+# outgoing connection) does not start on any common setup.
+LOW_PORTS = (10000, 30000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port free now, below the kernel's ephemeral range, with room for the ports a dev
+    server derives from it (``server_ports``: +1000, +2000, +2001). A port of that range can be
+    taken between this check and its use by whatever the kernel gives a port next: a dev
+    server's own internal service once took the HTTP port chosen for it, and crashed."""
+    low = min(LOW_PORTS[1], _ephemeral_start() - 2002)
+    for _ in range(100):
+        port = random.randrange(LOW_PORTS[0], max(LOW_PORTS[0] + 1, low))
+        if all(port_free("127.0.0.1", p) for p in server_ports(port)):
+            return port
+    with socket.socket() as s:  # the low ports all taken: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def port_free(host: str, port: int) -> bool:
