@@ -294,7 +294,7 @@ class BrowserPool:
                     if self._browser is browser:
                         await self._close_browser()
                 continue
-            except Exception:
+            except Exception:  # Playwright's own error types, for a browser closed under it
                 if browser is self._browser and browser.is_connected():
                     raise
                 continue  # another open replaced it under this one

@@ -44,7 +44,7 @@ from activities.sandbox.egress_policy import WEB_PORTS, Policy
 from activities.tools import ToolContext
 
 # The MCP SDK is imported when a session is opened: it is ~1 s of a worker's start, and most
-# workers never open one (tests/unit/test_cli_start.py keeps it so).
+# workers never open one (tests/unit/test_worker_start.py keeps it so).
 if TYPE_CHECKING:
     import mcp_types
     from mcp import Client
