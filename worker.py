@@ -37,7 +37,7 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
-from activities import telemetry
+from activities import llm, telemetry
 from activities.agents.activity import AgentActivities
 from activities.agents.transcripts import flush_logs
 from activities.beat import THROTTLE
@@ -208,14 +208,13 @@ def build_workers(
 
 def warm_up(settings: Settings, kinds: list[str], skills: bool = False) -> threading.Thread | None:
     """Import, beside the serving worker, the SDKs its agents will likely need: the model
-    client when a model is configured, MCP's when servers are. Before serving they made
+    client when a model server is configured, MCP's when servers are. Before serving they made
     every worker (a lost one's replacement too) start ~2 s later, and most workers of a
     kind use neither; imported at first use they hold the event loop ~1 s once. What they
     load is then frozen out of the cycle collector's sight, as what the worker loaded to
     start is (``main``)."""
     wanted: list[str] = []
-    model = settings.model or settings.openai_base_url or os.environ.get("OPENAI_API_KEY")
-    if (kinds or skills) and model:
+    if (kinds or skills) and llm.server_configured(settings):
         wanted.append("openai")
     if kinds:
         with contextlib.suppress(Exception):  # unreadable settings: the agents will say so

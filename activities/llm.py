@@ -38,6 +38,13 @@ def resolve_model(
     return config_model or role_model or (settings or load_settings()).model or None
 
 
+def server_configured(settings: Settings) -> bool:
+    """Can this worker call a model: is a model server set (``OPENAI_BASE_URL``, or OpenAI's
+    own through ``OPENAI_API_KEY``)? A model is named by the agent's config, its role or
+    ``XSKY_MODEL`` (:func:`resolve_model`)."""
+    return settings.openai_base_url is not None or bool(secrets.get("OPENAI_API_KEY"))
+
+
 def target(
     config_model: str | None = None, role_model: str | None = None, settings: Settings | None = None
 ) -> LLMTarget | None:
@@ -46,15 +53,14 @@ def target(
     model = resolve_model(config_model, role_model, settings)
     if model is None:
         return None
-    base_url = settings.openai_base_url
-    if base_url is None and not secrets.get("OPENAI_API_KEY"):
+    if not server_configured(settings):
         raise ApplicationError(
             f"model {model!r} is configured but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set on the worker; "
             "set the key (OpenAI) or the base URL of your server (Ollama, vLLM, llama.cpp …)",
             type="LLMConfigError",
             non_retryable=True,
         )
-    return LLMTarget(model=model, base_url=base_url)
+    return LLMTarget(model=model, base_url=settings.openai_base_url)
 
 
 def client_for(t: LLMTarget, timeout: float = DEFAULT_TIMEOUT) -> openai.AsyncOpenAI:
