@@ -5,14 +5,18 @@ activity threads at once)."""
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from xsky.gcpause import gc_paused
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -70,3 +74,50 @@ def test_overlapping_pauses_in_many_threads_leave_the_collector_on(collector_on:
             assert gc.isenabled()
     finally:
         sys.setswitchinterval(interval)
+
+
+def _in_a_new_process(code: str) -> str:
+    """``code``'s last printed line, run in a new interpreter (the generations and the frozen
+    set are the process's own)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+_MADE_IN_A_PAUSE = """
+import gc
+from xsky.gcpause import gc_paused
+gc.collect()
+{before}
+with gc_paused():
+    made = [[i] for i in range(100_000)]
+young = gc.get_count()[0]
+print(young, any(o is made for o in gc.get_objects(generation=2)), gc.get_freeze_count() - frozen)
+"""
+
+
+def test_what_a_pause_made_goes_to_the_oldest_generation_unwalked() -> None:
+    """Left young, 100,000 lists would be walked at the next allocation, and again a
+    generation up: a tenth of a 10,000-agent plan's parse and check."""
+    young, oldest, thawed = _in_a_new_process(_MADE_IN_A_PAUSE.format(before="frozen = 0")).split()
+    assert int(young) < gc.get_threshold()[0], "the young generation still holds the pause's work"
+    assert oldest == "True"
+    assert thawed == "0"
+
+
+def test_what_a_worker_froze_stays_frozen() -> None:
+    """A worker freezes what it loaded to start (worker.py): a pause must not thaw it."""
+    before = "[object() for _ in range(10)]; gc.freeze(); frozen = gc.get_freeze_count()"
+    _, oldest, thawed = _in_a_new_process(_MADE_IN_A_PAUSE.format(before=before)).split()
+    assert thawed == "0", "objects frozen before the pause were thawed by it"
+    assert oldest == "False"  # left to the collector's usual course
+
+
+def test_a_small_pause_leaves_its_few_objects_young() -> None:
+    """A small payload's pause: its objects (and any garbage cycle among them) take the
+    collector's usual course, not a trip to the oldest generation."""
+    code = _MADE_IN_A_PAUSE.format(before="frozen = 0").replace("range(100_000)", "range(100)")
+    _, oldest, _ = _in_a_new_process(code).split()
+    assert oldest == "False"
