@@ -71,10 +71,26 @@ def test_two_separate_cycles_are_both_reported():
     assert len([m for m in msgs if "cycle" in m]) == 2
 
 
-def test_unknown_agent_names_list_the_known_ones():
+def test_unknown_agent_names_list_the_known_ones_and_a_near_one():
     wf = Workflow(name="p", task_id="t", agents=[WorkflowAgent(id="1", name="brwser", task="x")])
     (msg,) = messages(wf)
-    assert msg == "agent 1: unknown agent name 'brwser'; known: browser, file, llm, shell"
+    assert msg == (
+        "agent 1: unknown agent name 'brwser' (did you mean 'browser'?); "
+        "known: browser, file, llm, shell"
+    )
+
+
+def test_an_agent_of_ones_own_is_told_how_to_define_its_role():
+    """An Eko plan names its author's own agents (``mock_agent``): no kind is near, so the
+    problem says how to make one of that name, in settings or in a native plan."""
+    wf = Workflow(
+        name="p", task_id="t", agents=[WorkflowAgent(id="1", name="mock_agent", task="x")]
+    )
+    (msg,) = messages(wf)
+    assert msg.startswith("agent 1: unknown agent name 'mock_agent'; known: browser, file, llm")
+    assert "define a role named 'mock_agent'" in msg
+    assert '"roles" in .xsky/settings.json' in msg
+    assert '<role name="mock_agent"' in msg
 
 
 def test_all_problems_are_reported_together():

@@ -79,13 +79,7 @@ def _validate(
     unblocks: list[list[int]] = [[] for _ in agents]
     for i, agent in enumerate(agents):
         if agent.name not in known_set:
-            problems.append(
-                Problem(
-                    f"agent {agent.id}: unknown agent name {agent.name!r}; known: {', '.join(known)}",
-                    agent_index=i,
-                    agent_id=agent.id,
-                )
-            )
+            problems.append(Problem(_unknown_name(agent, known), agent_index=i, agent_id=agent.id))
         in_graph = index_of[agent.id] == i
         for dep in agent.depends:
             j = index_of.get(dep)
@@ -148,6 +142,22 @@ def ensure_valid(
     if problems:
         raise WorkflowValidationError(problems)
     return workflow
+
+
+def _unknown_name(agent: WorkflowAgent, known: list[str]) -> str:
+    """What to do about an agent whose name is no kind or role: a near name is likely a typo;
+    any other is likely an agent of the author's own (an Eko plan's custom agent), which runs
+    here as a role once one of that name is defined."""
+    near = nearest(agent.name, known)
+    text = f"agent {agent.id}: unknown agent name {agent.name!r}{near}; known: {', '.join(known)}"
+    if near:
+        return text
+    return (
+        f"{text}; to run an agent of your own, define a role named {agent.name!r}: under "
+        '"roles" in .xsky/settings.json (`starter.py roles` lists them), or as a '
+        f'<role name="{agent.name}" tools="…"><systemPrompt>…</systemPrompt></role> in a '
+        "native <workflow>"
+    )
 
 
 def _short_list(ids: Iterable[str], limit: int = 12) -> str:
