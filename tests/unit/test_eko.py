@@ -160,14 +160,61 @@ def test_an_input_nothing_outputs_is_refused_at_its_line_and_column():
     assert check_plan(data, known_agents=KNOWN, variables=["y"])  # a workflow variable will do
 
 
-def test_eko_only_mistakes_are_said_in_eko_terms():
+def test_parts_eko_does_not_read_are_left_out_each_with_a_warning_where_it_stands():
+    """Tools built on Eko add their own parts (a recorder's <template> of variables, an
+    <action> inside a step): Eko's parser passes over them, and so does this one, saying so."""
+    text = (
+        "<root>\n"
+        "  <name>N</name>\n"
+        '  <template version="1.0"><variables><variable name="q"/></variables></template>\n'
+        "  <agents>\n"
+        '    <agent name="Chat" id="0" idx="1"><task>a</task><hint>x</hint></agent>\n'
+        "    <note>between</note>\n"
+        '    <agent name="Browser" id="1" dependsOn="0"><task>b</task>\n'
+        "      <nodes><step/><node>Open\n"
+        '        <action type="browser.click"><selector css="#go"/></action> then\n'
+        "      </node></nodes></agent>\n"
+        "  </agents>\n"
+        "</root>"
+    )
+    parsed = parse_workflow_source(text)
+    w = parsed.workflow
+    assert [(a.id, a.name, a.depends) for a in w.agents] == [
+        ("0", "llm", []),
+        ("1", "browser", ["0"]),
+    ]
+    [step] = w.agents[1].steps
+    assert step.text == 'Open <action type="browser.click"><selector css="#go"/></action> then'
+    said = {(p.line, p.column): p.message for p in parsed.repairs}
+    assert said == {
+        (3, 3): "<template> is not part of an Eko plan (name, thought, agents): left out",
+        (5, 5): "attribute 'idx' on an Eko <agent> is not Eko's: left out",
+        (5, 53): "<hint> inside an Eko <agent> is not Eko's (task, nodes): left out",
+        (6, 5): "<note> inside <agents> is not an agent: left out",
+        (8, 14): "<step> inside <nodes> is not a step Eko reads: left out",
+        (8, 21): "<node> holds elements (<action>): kept in the step's text as written, for "
+        "the agent's model (Eko reads their text alone)",
+    }
+    assert parsed.dialect is not None and "6 part(s) Eko does not read left out" in parsed.dialect
+    assert parse_workflow(workflow_to_xml(w)) == w
+
+
+def test_what_the_native_form_knows_is_refused_in_an_eko_plan_not_left_out():
+    """Left out, a <role> or a `depends` would change what runs: they are refused, with the
+    way to keep them."""
     with pytest.raises(WorkflowXMLError) as e:
         parse_workflow(
-            b'<root><name>N</name><plan/><agents><agent name="Chat" idx="1"><task>a</task></agent></agents></root>'
+            b'<root><name>N</name><role name="r"><systemPrompt>s</systemPrompt></role><agents>'
+            b'<agent name="Chat" id="0"><task>a</task></agent>'
+            b'<agent name="Chat" id="1" depends="0"><task>b</task></agent></agents></root>'
         )
     messages = " | ".join(p.message for p in e.value.problems)
-    assert "unknown element <plan> inside <root>" in messages
-    assert "unknown attribute 'idx' on an Eko <agent>" in messages
+    assert "<role> belongs to a native <workflow>, not an Eko <root>" in messages
+    assert "starter.py convert" in messages
+    assert (
+        "attribute 'depends' is a native <agent>'s; an Eko <agent> has name, id and dependsOn"
+        in messages
+    )
 
 
 def test_native_plans_carry_steps_too():

@@ -19,7 +19,8 @@ is the native plan in other clothes: :func:`read` turns its tree into the native
 ``depends``, Eko's agent kinds → ours) and hands it to the native reader, so an Eko plan
 gets every native check with the same messages. ``<nodes>`` are native too
 (:mod:`xsky.plan.steps`). A plan whose XML is damaged the way a streamed one is gets
-:func:`xsky.plan.repair.repair`'s mending, reported. :func:`workflow_to_eko` writes back.
+:func:`xsky.plan.repair.repair`'s mending, reported; parts Eko's parser passes over (tools built
+on it add their own) are left out, reported too. :func:`workflow_to_eko` writes back.
 
 Kinds: ``Browser`` and ``File`` are ours, in any case; ``Chat`` is the ``llm`` kind (a model
 with no tools but asking the user); ``Computer`` is the ``shell`` kind — a model agent whose
@@ -38,7 +39,7 @@ from lxml import etree
 
 from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
-from xsky.plan.plain_plans import element_text, text_element
+from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import repair
 from xsky.plan.steps import write_steps
 
@@ -64,8 +65,14 @@ KINDS = {
 }
 EKO_NAMES = {"browser": "Browser", "file": "File", "llm": "Chat", "shell": "Computer"}
 
-_ROOT_CHILDREN = ("name", "thought", "agents")
 _AGENT_ATTRS = ("name", "id", "dependsOn")
+# What a native plan holds that an Eko one cannot: refused, not left out (it means something).
+_NATIVE_ONLY = frozenset(("taskPrompt", "variables", "role", "agent", "workflow"))
+_NATIVE_AGENT_ATTRS = frozenset(("depends", "forEach", "status"))
+# An agent's children the native reader takes (Eko's task and nodes, and the native ones).
+_AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
+_STEP_CONTAINERS = ("nodes", "forEach", "trigger")
+_STEP_ATTRS = {"node": ("input", "output"), "forEach": ("items",), "watch": ("event", "loop")}
 _STARTS_AS_EKO = re.compile(r"\A(?:\ufeff|\s+|<\?.*?\?>|<!--.*?-->)*<root(?=[\s>/]|\Z)", re.S)
 
 
@@ -88,6 +95,7 @@ class _Mapped:
     in_order: bool = False  # an Eko v2 plan (no ids, no dependsOn): agents run one after another
     task_less: dict[str, int] = field(default_factory=dict)  # what their task came from → count
     steps: int = 0
+    left_out: int = 0  # parts Eko's parser does not read, left out with a warning each
 
     def line(self, repairs: int) -> str:
         said = ["<root>→<workflow>"]
@@ -105,7 +113,11 @@ class _Mapped:
         if self.steps:
             said.append(f"{self.steps} agent(s) with steps")
         if repairs:
-            said.append(f"{repairs} repair(s) (warnings below)")
+            said.append(f"{repairs} repair(s)")
+        if self.left_out:
+            said.append(f"{self.left_out} part(s) Eko does not read left out")
+        if repairs or self.left_out:
+            said[-1] += " (warnings below)"
         return "read as an Eko plan: " + ", ".join(said)
 
 
@@ -139,7 +151,8 @@ def read(
                 ]
             ) from None
     problems: list[Problem] = []
-    mapped = _to_native(root, text, problems)
+    notices: list[Problem] = []
+    mapped = _to_native(root, text, problems, notices)
     try:
         parsed = read_native(root, text)
     except WorkflowXMLError as e:
@@ -150,35 +163,60 @@ def read(
     if problems:
         raise WorkflowXMLError(problems, partial=parsed)
     parsed.dialect = mapped.line(len(repairs))
-    parsed.repairs = repairs
+    parsed.repairs = repairs + notices
     parsed.original = source
     return parsed
 
 
-def _to_native(root: etree._Element, text: str, problems: list[Problem]) -> _Mapped:
-    """Rewrite the Eko tree in place as a native one; Eko-only mistakes go to ``problems``."""
+def _to_native(
+    root: etree._Element, text: str, problems: list[Problem], notices: list[Problem]
+) -> _Mapped:
+    """Rewrite the Eko tree in place as a native one; Eko-only mistakes go to ``problems``.
+
+    Eko's parser reads the elements and attributes it knows and passes over the rest, so
+    plans of tools built on it carry their own (a ``<template>`` of variables, an ``<action>``
+    inside a step): what neither Eko nor the native form reads is left out, each with a
+    warning in ``notices`` saying where; a step holding elements keeps them as its text (Eko
+    reads their text alone). What the native form knows under another name in Eko (a
+    ``depends``, a ``<role>``) is refused instead: leaving it out would change the plan."""
     lines = text.splitlines()
 
-    def problem(el: etree._Element, message: str) -> None:
+    def where(el: etree._Element) -> tuple[int, int]:
+        """The line lxml gives, and the column of the first such tag on it (<node, not <nodes)."""
         line = el.sourceline or 1
-        col = lines[line - 1].find(f"<{el.tag}") + 1 if 0 < line <= len(lines) else 1
-        problems.append(Problem(message, line, max(col, 1)))
+        if not (0 < line <= len(lines) and isinstance(el.tag, str)):
+            return line, 1
+        at = re.search(f"<{re.escape(el.tag)}(?=[\\s/>]|$)", lines[line - 1])
+        return line, at.start() + 1 if at else 1
+
+    def problem(el: etree._Element, message: str) -> None:
+        problems.append(Problem(message, *where(el)))
+
+    def notice(el: etree._Element, message: str) -> None:
+        mapped.left_out += 1
+        notices.append(Problem(message, *where(el)))
 
     mapped = _Mapped()
     for key in root.keys():
         if key != "taskId":
-            problem(root, f"unknown attribute {key!r} on <root>; an Eko plan's <root> has none")
+            notice(root, f"attribute {key!r} on <root> is not Eko's: left out")
     name, thought, agents = "", "", None
     for child in root:
-        if child.tag == "name":
+        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        if tag == "name":
             name = element_text(child.text, False)
-        elif child.tag == "thought":
+        elif tag == "thought":
             thought = element_text(child.text, False)
-        elif child.tag == "agents" and agents is None:
+        elif tag == "agents" and agents is None:
             agents = child
+        elif tag in _NATIVE_ONLY:
+            problem(
+                child,
+                f"<{tag}> belongs to a native <workflow>, not an Eko <root> (name, thought, "
+                "agents); `starter.py convert` writes the native plan, where it can go",
+            )
         else:
-            tag = child.tag if isinstance(child.tag, str) else "entity reference"
-            problem(child, f"unknown element <{tag}> inside <root>; allowed: name, thought, agents")
+            notice(child, f"<{tag}> is not part of an Eko plan (name, thought, agents): left out")
     if (root.text or "").strip() or any((c.tail or "").strip() for c in root):
         problem(root, "<root> holds loose text; put it in <name> or <thought>")
     if agents is None:
@@ -188,7 +226,7 @@ def _to_native(root: etree._Element, text: str, problems: list[Problem]) -> _Map
     for child in agents:
         if child.tag != "agent":
             tag = child.tag if isinstance(child.tag, str) else "entity reference"
-            problem(child, f"unknown element <{tag}> inside <agents>; allowed: agent")
+            notice(child, f"<{tag}> inside <agents> is not an agent: left out")
 
     task_id = root.get("taskId")
     root.tag = "workflow"
@@ -202,7 +240,7 @@ def _to_native(root: etree._Element, text: str, problems: list[Problem]) -> _Map
     v2 = not any(el.get("id") is not None or el.get("dependsOn") is not None for el in agent_els)
     mapped.in_order = v2 and len(agent_els) > 1
     for index, el in enumerate(agent_els):
-        _agent(el, index, v2, name, thought, mapped, problem)
+        _agent(el, index, v2, name, thought, mapped, problem, notice)
         el.tail = None
         root.append(el)
     return mapped
@@ -216,13 +254,27 @@ def _agent(
     thought: str,
     mapped: _Mapped,
     problem: Callable[[etree._Element, str], None],
+    notice: Callable[[etree._Element, str], None],
 ) -> None:
     for key in el.keys():
-        if key not in _AGENT_ATTRS:
+        if key in _NATIVE_AGENT_ATTRS:
             problem(
-                el, f"unknown attribute {key!r} on an Eko <agent>; allowed: name, id, dependsOn"
+                el,
+                f"attribute {key!r} is a native <agent>'s; an Eko <agent> has name, id and "
+                + ("dependsOn" if key == "depends" else "dependsOn (convert the plan to use it)"),
             )
-            del el.attrib[key]
+        elif key not in _AGENT_ATTRS:
+            notice(el, f"attribute {key!r} on an Eko <agent> is not Eko's: left out")
+        else:
+            continue
+        del el.attrib[key]
+    for child in list(el):
+        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        if tag not in _AGENT_CHILDREN:
+            notice(child, f"<{tag}> inside an Eko <agent> is not Eko's (task, nodes): left out")
+            _remove(child)
+        elif tag == "nodes":
+            _steps_as_eko_reads_them(child, notice)
     kind = el.get("name")
     if kind is not None and kind.lower() in KINDS and KINDS[kind.lower()] != kind:
         ours = KINDS[kind.lower()]
@@ -265,6 +317,65 @@ def _agent(
                 el.insert(0, task)
             task.text = value
             return
+
+
+def _steps_as_eko_reads_them(
+    container: etree._Element, notice: Callable[[etree._Element, str], None]
+) -> None:
+    """Leave out of ``<nodes>`` (a ``<forEach>``, a ``<trigger>``) what Eko's parser passes
+    over, and give a ``<node>`` that holds elements its content as text, markup included (Eko
+    reads only their text; the agent's model is shown all of it)."""
+    for child in list(container):
+        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        if tag not in _STEP_ATTRS:
+            notice(child, f"<{tag}> inside <{container.tag}> is not a step Eko reads: left out")
+            _remove(child)
+            continue
+        for key in child.keys():
+            if key not in _STEP_ATTRS[tag] and key != XML_SPACE:
+                notice(child, f"attribute {key!r} on <{tag}> is not Eko's: left out")
+                del child.attrib[key]
+        if tag == "node" and len(child):
+            inner = (child.text or "") + "".join(
+                etree.tostring(c, encoding="unicode", with_tail=True) for c in child
+            )
+            names = ", ".join(dict.fromkeys(f"<{c.tag}>" for c in child if isinstance(c.tag, str)))
+            notice(
+                child,
+                f"<node> holds elements ({names}): kept in the step's text as written, for the "
+                "agent's model (Eko reads their text alone)",
+            )
+            for c in list(child):
+                child.remove(c)
+            child.text = " ".join(inner.split())
+        elif tag == "forEach":
+            _steps_as_eko_reads_them(child, notice)
+        elif tag == "watch":
+            for part in list(child):
+                if part.tag == "trigger":
+                    _steps_as_eko_reads_them(part, notice)
+                elif part.tag != "description":
+                    name = part.tag if isinstance(part.tag, str) else "entity reference"
+                    notice(
+                        part,
+                        f"<{name}> inside <watch> is not Eko's (description, trigger): left out",
+                    )
+                    _remove(part)
+
+
+def _remove(el: etree._Element) -> None:
+    """Take ``el`` out of its parent, keeping the text after it (lxml's ``remove`` drops it)."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    tail = el.tail
+    previous = el.getprevious()
+    if tail:
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(el)
 
 
 # -- writing ------------------------------------------------------------------------------
