@@ -17,7 +17,7 @@ from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import InterventionResult
-from xsky.plan.files import check_plan, read_plan_bytes
+from xsky.plan.files import check_plan_source, read_plan_bytes
 from xsky.plan.models import Workflow
 from xsky.safe_text import xml_safe
 
@@ -236,7 +236,7 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
     settings = load_settings()
     _, data = read_plan_bytes(path, settings.max_plan_bytes)
     try:
-        plan = check_plan(
+        parsed = check_plan_source(
             data,
             known_agents=list(resolve_roles(settings)),
             variables=None,
@@ -246,7 +246,11 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
         print_problems(e, path)
         err.print(nothing_done)
         return None
-    return data, plan
+    if parsed.dialect:  # an Eko plan: what was mapped, repaired or left out, as validate says
+        err.print(cell(parsed.dialect))
+    for repair in parsed.repairs:
+        err.print(cell(f"warning: {repair.format(path)}"))
+    return data, parsed.workflow
 
 
 async def cmd_requests(args: argparse.Namespace) -> int:

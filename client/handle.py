@@ -31,9 +31,10 @@ from xsky.errors import (
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.lineage import NAME as LINEAGE
 from xsky.lineage import TYPE as LINEAGE_TYPE
-from xsky.plan.files import check_plan, load_plan
+from xsky.plan.files import LoadedPlan, check_plan_source, load_plan
 from xsky.plan.models import RoleCapabilityModel, Workflow
 from xsky.plan.variables import check_names
+from xsky.plan.xml import ParsedWorkflow
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class XSky:
         roles = roles or self.roles()
         try:
             if isinstance(plan, str) and plan.lstrip().startswith("<"):
-                return check_plan(
+                loaded: ParsedWorkflow | LoadedPlan = check_plan_source(
                     plan.encode("utf-8"),
                     known_agents=list(roles),
                     variables=list(variables or {}),
@@ -101,18 +102,21 @@ class XSky:
                     max_bytes=self.settings.max_plan_bytes,
                     base_roles=roles,
                 )
-            loaded = load_plan(
-                plan,
-                known_agents=list(roles),
-                variables=list(variables or {}),
-                context_keys=context_keys,
-                max_bytes=self.settings.max_plan_bytes,
-                base_roles=roles,
-            )
+                source = "<plan>"
+            else:
+                loaded = load_plan(
+                    plan,
+                    known_agents=list(roles),
+                    variables=list(variables or {}),
+                    context_keys=context_keys,
+                    max_bytes=self.settings.max_plan_bytes,
+                    base_roles=roles,
+                )
+                source = str(plan)
             if on_note is not None and loaded.dialect is not None:
                 on_note(loaded.dialect)
                 for repair in loaded.repairs:
-                    on_note(f"warning: {repair.format(str(plan))}")
+                    on_note(f"warning: {repair.format(source)}")
             return loaded.workflow
         except PlanError as e:
             # str(e) names the file (or "<plan>" for XML text) with each problem's line:col.

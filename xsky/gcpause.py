@@ -44,6 +44,8 @@ def gc_paused() -> Iterator[None]:
 # Young objects past which a pause's work is moved on unwalked: a large plan or payload, not
 # the few a small pause leaves (those, and any garbage cycles among them, take the usual course).
 _MANY = 50_000
+# Set once something is found frozen: it stays so (this module thaws only what it froze).
+_frozen_here = False
 
 
 def _keep_what_was_made() -> None:
@@ -56,6 +58,11 @@ def _keep_what_was_made() -> None:
     object to the oldest generation and sets the young count to zero, in constant time. A
     full collection still reads them. Not where something is frozen already (a worker
     freezes what it loaded to start): ``unfreeze`` would thaw that too."""
-    if gc.get_count()[0] > _MANY and gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
+    global _frozen_here
+    if _frozen_here or gc.get_count()[0] <= _MANY:
+        return
+    if gc.get_freeze_count():  # (it counts the frozen objects: ~1 ms in a worker; asked once)
+        _frozen_here = True
+        return
+    gc.freeze()
+    gc.unfreeze()

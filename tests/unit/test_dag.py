@@ -80,14 +80,17 @@ def test_unknown_agent_names_list_the_known_ones_and_a_near_one():
     )
 
 
-def test_an_agent_of_ones_own_is_told_how_to_define_its_role():
-    """An Eko plan names its author's own agents (``mock_agent``): no kind is near, so the
-    problem says how to make one of that name, in settings or in a native plan."""
+def test_an_agent_of_ones_own_is_told_how_to_define_its_role_but_not_a_planner():
+    """An Eko plan names its author's own agents (``mock_agent``): no kind is near, so a
+    person is told how to make one of that name, in settings or in a native plan; a planner's
+    model is not (it is to use the names it was given)."""
     wf = Workflow(
         name="p", task_id="t", agents=[WorkflowAgent(id="1", name="mock_agent", task="x")]
     )
-    (msg,) = messages(wf)
-    assert msg.startswith("agent 1: unknown agent name 'mock_agent'; known: browser, file, llm")
+    (plain,) = messages(wf)
+    assert plain == "agent 1: unknown agent name 'mock_agent'; known: browser, file, llm, shell"
+    (msg,) = [p.message for p in dag.validate(wf, KNOWN, for_a_person=True)]
+    assert msg.startswith(plain + "; to run an agent of your own")
     assert "define a role named 'mock_agent'" in msg
     assert '"roles" in .xsky/settings.json' in msg
     assert '<role name="mock_agent"' in msg

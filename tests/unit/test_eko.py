@@ -192,10 +192,13 @@ def test_parts_eko_does_not_read_are_left_out_each_with_a_warning_where_it_stand
         (5, 53): "<hint> inside an Eko <agent> is not Eko's (task, nodes): left out",
         (6, 5): "<note> inside <agents> is not an agent: left out",
         (8, 14): "<step> inside <nodes> is not a step Eko reads: left out",
-        (8, 21): "<node> holds elements (<action>): kept in the step's text as written, for "
-        "the agent's model (Eko reads their text alone)",
+        (8, 21): "<node> holds elements (<action>): kept in its text as written, for the "
+        "agent's model (Eko reads their text alone)",
     }
-    assert parsed.dialect is not None and "6 part(s) Eko does not read left out" in parsed.dialect
+    assert (
+        parsed.dialect is not None
+        and "6 part(s) Eko does not read (warnings below)" in parsed.dialect
+    )
     assert parse_workflow(workflow_to_xml(w)) == w
 
 
@@ -210,11 +213,56 @@ def test_what_the_native_form_knows_is_refused_in_an_eko_plan_not_left_out():
         )
     messages = " | ".join(p.message for p in e.value.problems)
     assert "<role> belongs to a native <workflow>, not an Eko <root>" in messages
-    assert "starter.py convert" in messages
-    assert (
-        "attribute 'depends' is a native <agent>'s; an Eko <agent> has name, id and dependsOn"
-        in messages
+    assert "write the native one (`starter.py convert`), then add it there" in messages
+    assert "an Eko <agent> says its dependencies in dependsOn, not depends" in messages
+
+
+def test_a_step_holding_elements_keeps_them_as_written_and_the_nth_tag_of_a_line_is_located():
+    parsed = parse_workflow_source(
+        '<root><name>N</name><agents><agent name="Browser" id="0" xml:space="default">'
+        "<task>t</task><nodes><node>a</node><node>if a &lt; b run <code>x &amp;&amp; y</code>"
+        '</node><node xml:space="preserve">keep\n  <b>this</b>\n  lines</node></nodes>'
+        "</agent></agents></root>"
     )
+    texts = [step.text for step in parsed.workflow.agents[0].steps]
+    assert texts == [
+        "a",
+        "if a &lt; b run <code>x &amp;&amp; y</code>",  # escaped throughout, as XML writes it
+        "keep\n  <b>this</b>\n  lines",
+    ]
+    # the second and third <node> of the line, not the first (nor <nodes>); xml:space is fine
+    assert [(p.line, p.column) for p in parsed.repairs] == [(1, 113), (1, 169)]
+
+
+@pytest.mark.parametrize(
+    ("xml", "said"),
+    [
+        (
+            '<root budget="tokens=10"><name>N</name><agents>{agent}</agents></root>',
+            "attribute 'budget' is a native <workflow>'s",
+        ),
+        (
+            "<root><name>N</name><agents>{agent}</agents><agents>{agent}</agents></root>",
+            "a second <agents>; list every agent in one",
+        ),
+        (
+            "<root><name>N</name><agents>{agent}<group>{agent}</group></agents></root>",
+            "<group> inside <agents> holds agents or their parts; move them out",
+        ),
+        (
+            '<root><name>N</name><agents><agent name="Chat" id="0"><details><task>real</task>'
+            "</details></agent></agents></root>",
+            "<details> inside an Eko <agent> holds a task or steps; move them out",
+        ),
+    ],
+)
+def test_a_part_left_out_would_change_the_plan_so_it_is_refused(xml: str, said: str) -> None:
+    """Eko reads agents, tasks and steps wherever they stand, and a budget means a ceiling:
+    none of them is left out quietly."""
+    agent = '<agent name="Chat" id="0"><task>a</task></agent>'
+    with pytest.raises(WorkflowXMLError) as e:
+        parse_workflow(xml.format(agent=agent))
+    assert said in " | ".join(p.message for p in e.value.problems)
 
 
 def test_native_plans_carry_steps_too():

@@ -27,9 +27,14 @@ def validate(
     *,
     variables: Collection[str] | None = None,
     context_keys: Collection[str] | None = None,
+    for_a_person: bool = False,
 ) -> list[Problem]:
+    """Every problem that stops this plan from running (see ``_validate``). ``for_a_person``:
+    the problems are shown to a person (the command line, the client), so an unknown agent
+    name also says how to define a role of that name — not to a planner's model, which is
+    to use the names it was given, not invent roles."""
     with gc_paused():
-        return _validate(workflow, known_agents, variables, context_keys)
+        return _validate(workflow, known_agents, variables, context_keys, for_a_person)
 
 
 def _validate(
@@ -37,6 +42,7 @@ def _validate(
     known_agents: Collection[str],
     variables: Collection[str] | None,
     context_keys: Collection[str] | None,
+    for_a_person: bool = False,
 ) -> list[Problem]:
     """Every problem that stops this plan from running, in plan order; ``[]`` when valid.
 
@@ -79,7 +85,8 @@ def _validate(
     unblocks: list[list[int]] = [[] for _ in agents]
     for i, agent in enumerate(agents):
         if agent.name not in known_set:
-            problems.append(Problem(_unknown_name(agent, known), agent_index=i, agent_id=agent.id))
+            message = _unknown_name(agent, known, for_a_person)
+            problems.append(Problem(message, agent_index=i, agent_id=agent.id))
         in_graph = index_of[agent.id] == i
         for dep in agent.depends:
             j = index_of.get(dep)
@@ -144,13 +151,13 @@ def ensure_valid(
     return workflow
 
 
-def _unknown_name(agent: WorkflowAgent, known: list[str]) -> str:
+def _unknown_name(agent: WorkflowAgent, known: list[str], for_a_person: bool) -> str:
     """What to do about an agent whose name is no kind or role: a near name is likely a typo;
-    any other is likely an agent of the author's own (an Eko plan's custom agent), which runs
-    here as a role once one of that name is defined."""
+    any other, for a person, likely an agent of their own (an Eko plan's custom agent), which
+    runs here as a role once one of that name is defined."""
     near = nearest(agent.name, known)
     text = f"agent {agent.id}: unknown agent name {agent.name!r}{near}; known: {', '.join(known)}"
-    if near:
+    if near or not for_a_person:
         return text
     return (
         f"{text}; to run an agent of your own, define a role named {agent.name!r}: under "

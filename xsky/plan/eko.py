@@ -30,6 +30,7 @@ checked like a native one (a role, or refused as unknown).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +70,12 @@ _AGENT_ATTRS = ("name", "id", "dependsOn")
 # What a native plan holds that an Eko one cannot: refused, not left out (it means something).
 _NATIVE_ONLY = frozenset(("taskPrompt", "variables", "role", "agent", "workflow"))
 _NATIVE_AGENT_ATTRS = frozenset(("depends", "forEach", "status"))
+_NATIVE_ROOT_ATTRS = frozenset(("budget", "modified"))
+_NATIVE = (
+    "take it out of the Eko plan, write the native one (`starter.py convert`), then add it there"
+)
+# What no part Eko's parser passes over may hold: it reads them wherever they stand.
+_PLAN_PARTS = ("agent", "task", "nodes", "node", "forEach", "watch")
 # An agent's children the native reader takes (Eko's task and nodes, and the native ones).
 _AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
 _STEP_CONTAINERS = ("nodes", "forEach", "trigger")
@@ -95,7 +102,9 @@ class _Mapped:
     in_order: bool = False  # an Eko v2 plan (no ids, no dependsOn): agents run one after another
     task_less: dict[str, int] = field(default_factory=dict)  # what their task came from → count
     steps: int = 0
-    left_out: int = 0  # parts Eko's parser does not read, left out with a warning each
+    not_read: int = (
+        0  # parts Eko's parser does not read: left out, or kept as text (a warning each)
+    )
 
     def line(self, repairs: int) -> str:
         said = ["<root>→<workflow>"]
@@ -114,9 +123,9 @@ class _Mapped:
             said.append(f"{self.steps} agent(s) with steps")
         if repairs:
             said.append(f"{repairs} repair(s)")
-        if self.left_out:
-            said.append(f"{self.left_out} part(s) Eko does not read left out")
-        if repairs or self.left_out:
+        if self.not_read:
+            said.append(f"{self.not_read} part(s) Eko does not read")
+        if repairs or self.not_read:
             said[-1] += " (warnings below)"
         return "read as an Eko plan: " + ", ".join(said)
 
@@ -180,25 +189,37 @@ def _to_native(
     reads their text alone). What the native form knows under another name in Eko (a
     ``depends``, a ``<role>``) is refused instead: leaving it out would change the plan."""
     lines = text.splitlines()
+    # Several elements of one tag may share a line (minified XML): each is the nth there.
+    nth: dict[etree._Element, int] = {}
+    counts: dict[tuple[object, int | None], int] = {}
+    for el in root.iter():
+        key = (el.tag, el.sourceline)
+        nth[el] = counts.get(key, 0)
+        counts[key] = nth[el] + 1
 
     def where(el: etree._Element) -> tuple[int, int]:
-        """The line lxml gives, and the column of the first such tag on it (<node, not <nodes)."""
+        """Line and column of an element's start tag (lxml gives only the line)."""
         line = el.sourceline or 1
         if not (0 < line <= len(lines) and isinstance(el.tag, str)):
             return line, 1
-        at = re.search(f"<{re.escape(el.tag)}(?=[\\s/>]|$)", lines[line - 1])
+        tags = re.finditer(f"<{re.escape(el.tag)}(?=[\\s/>]|$)", lines[line - 1])
+        at = next(itertools.islice(tags, nth.get(el, 0), None), None)
         return line, at.start() + 1 if at else 1
 
     def problem(el: etree._Element, message: str) -> None:
         problems.append(Problem(message, *where(el)))
 
     def notice(el: etree._Element, message: str) -> None:
-        mapped.left_out += 1
+        mapped.not_read += 1
         notices.append(Problem(message, *where(el)))
 
     mapped = _Mapped()
     for key in root.keys():
-        if key != "taskId":
+        if key in _NATIVE_ROOT_ATTRS:
+            problem(
+                root, f"attribute {key!r} is a native <workflow>'s, not an Eko <root>'s; {_NATIVE}"
+            )
+        elif key not in ("taskId", XML_SPACE):
             notice(root, f"attribute {key!r} on <root> is not Eko's: left out")
     name, thought, agents = "", "", None
     for child in root:
@@ -210,10 +231,12 @@ def _to_native(
         elif tag == "agents" and agents is None:
             agents = child
         elif tag in _NATIVE_ONLY:
+            problem(child, f"<{tag}> belongs to a native <workflow>, not an Eko <root>; {_NATIVE}")
+        elif tag == "agents":
+            problem(child, "a second <agents>; list every agent in one")
+        elif _holds_plan(child):
             problem(
-                child,
-                f"<{tag}> belongs to a native <workflow>, not an Eko <root> (name, thought, "
-                "agents); `starter.py convert` writes the native plan, where it can go",
+                child, f"<{tag}> holds parts of the plan (agents, tasks or steps); move them out"
             )
         else:
             notice(child, f"<{tag}> is not part of an Eko plan (name, thought, agents): left out")
@@ -226,7 +249,12 @@ def _to_native(
     for child in agents:
         if child.tag != "agent":
             tag = child.tag if isinstance(child.tag, str) else "entity reference"
-            notice(child, f"<{tag}> inside <agents> is not an agent: left out")
+            if _holds_plan(child):
+                problem(
+                    child, f"<{tag}> inside <agents> holds agents or their parts; move them out"
+                )
+            else:
+                notice(child, f"<{tag}> inside <agents> is not an agent: left out")
 
     task_id = root.get("taskId")
     root.tag = "workflow"
@@ -257,24 +285,25 @@ def _agent(
     notice: Callable[[etree._Element, str], None],
 ) -> None:
     for key in el.keys():
-        if key in _NATIVE_AGENT_ATTRS:
-            problem(
-                el,
-                f"attribute {key!r} is a native <agent>'s; an Eko <agent> has name, id and "
-                + ("dependsOn" if key == "depends" else "dependsOn (convert the plan to use it)"),
-            )
-        elif key not in _AGENT_ATTRS:
+        if key == "depends":
+            problem(el, "an Eko <agent> says its dependencies in dependsOn, not depends")
+        elif key in _NATIVE_AGENT_ATTRS:
+            problem(el, f"attribute {key!r} is a native <agent>'s, not an Eko one's; {_NATIVE}")
+        elif key not in _AGENT_ATTRS and key != XML_SPACE:
             notice(el, f"attribute {key!r} on an Eko <agent> is not Eko's: left out")
         else:
             continue
         del el.attrib[key]
     for child in list(el):
         tag = child.tag if isinstance(child.tag, str) else "entity reference"
-        if tag not in _AGENT_CHILDREN:
+        if tag in _AGENT_CHILDREN:
+            if tag == "nodes":
+                _steps_as_eko_reads_them(child, notice, problem)
+        elif _holds_plan(child):
+            problem(child, f"<{tag}> inside an Eko <agent> holds a task or steps; move them out")
+        else:
             notice(child, f"<{tag}> inside an Eko <agent> is not Eko's (task, nodes): left out")
             _remove(child)
-        elif tag == "nodes":
-            _steps_as_eko_reads_them(child, notice)
     kind = el.get("name")
     if kind is not None and kind.lower() in KINDS and KINDS[kind.lower()] != kind:
         ours = KINDS[kind.lower()]
@@ -320,14 +349,19 @@ def _agent(
 
 
 def _steps_as_eko_reads_them(
-    container: etree._Element, notice: Callable[[etree._Element, str], None]
+    container: etree._Element,
+    notice: Callable[[etree._Element, str], None],
+    problem: Callable[[etree._Element, str], None],
 ) -> None:
     """Leave out of ``<nodes>`` (a ``<forEach>``, a ``<trigger>``) what Eko's parser passes
-    over, and give a ``<node>`` that holds elements its content as text, markup included (Eko
-    reads only their text; the agent's model is shown all of it)."""
+    over, and give a ``<node>`` (a ``<description>``) that holds elements its content as
+    text, markup included (Eko reads only their text; the agent's model is shown all of it)."""
     for child in list(container):
         tag = child.tag if isinstance(child.tag, str) else "entity reference"
         if tag not in _STEP_ATTRS:
+            if _holds_plan(child):
+                problem(child, f"<{tag}> inside <{container.tag}> holds steps; move them out")
+                continue
             notice(child, f"<{tag}> inside <{container.tag}> is not a step Eko reads: left out")
             _remove(child)
             continue
@@ -335,32 +369,49 @@ def _steps_as_eko_reads_them(
             if key not in _STEP_ATTRS[tag] and key != XML_SPACE:
                 notice(child, f"attribute {key!r} on <{tag}> is not Eko's: left out")
                 del child.attrib[key]
-        if tag == "node" and len(child):
-            inner = (child.text or "") + "".join(
-                etree.tostring(c, encoding="unicode", with_tail=True) for c in child
-            )
-            names = ", ".join(dict.fromkeys(f"<{c.tag}>" for c in child if isinstance(c.tag, str)))
-            notice(
-                child,
-                f"<node> holds elements ({names}): kept in the step's text as written, for the "
-                "agent's model (Eko reads their text alone)",
-            )
-            for c in list(child):
-                child.remove(c)
-            child.text = " ".join(inner.split())
+        if tag == "node":
+            _as_text(child, notice)
         elif tag == "forEach":
-            _steps_as_eko_reads_them(child, notice)
+            _steps_as_eko_reads_them(child, notice, problem)
         elif tag == "watch":
             for part in list(child):
                 if part.tag == "trigger":
-                    _steps_as_eko_reads_them(part, notice)
-                elif part.tag != "description":
+                    _steps_as_eko_reads_them(part, notice, problem)
+                elif part.tag == "description":
+                    _as_text(part, notice)
+                elif _holds_plan(part):
+                    problem(part, f"<{part.tag}> inside <watch> holds steps; move them out")
+                else:
                     name = part.tag if isinstance(part.tag, str) else "entity reference"
                     notice(
                         part,
                         f"<{name}> inside <watch> is not Eko's (description, trigger): left out",
                     )
                     _remove(part)
+
+
+def _as_text(el: etree._Element, notice: Callable[[etree._Element, str], None]) -> None:
+    """A text element that holds elements: its content as one text, written as XML writes it
+    (``<`` and ``&`` escaped throughout, the elements' tags kept), its white space run together
+    unless it asks ``xml:space="preserve"``."""
+    if not len(el):
+        return
+    names = ", ".join(dict.fromkeys(f"<{c.tag}>" for c in el if isinstance(c.tag, str)))
+    notice(
+        el,
+        f"<{el.tag}> holds elements ({names}): kept in its text as written, for the agent's "
+        "model (Eko reads their text alone)",
+    )
+    whole = etree.tostring(el, encoding="unicode", with_tail=False)
+    inner = whole[whole.index(">") + 1 : whole.rindex("</")]  # (a '>' in a value is &gt;)
+    for c in list(el):
+        el.remove(c)
+    el.text = inner if el.get(XML_SPACE) == "preserve" else " ".join(inner.split())
+
+
+def _holds_plan(el: etree._Element) -> bool:
+    """Does ``el`` hold an agent, a task or a step somewhere inside (which Eko would read)?"""
+    return any(isinstance(d.tag, str) and d.tag in _PLAN_PARTS for d in el.iterdescendants())
 
 
 def _remove(el: etree._Element) -> None:

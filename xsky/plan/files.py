@@ -92,7 +92,7 @@ def check_plan(
 ) -> Workflow:
     """Parse and validate plan bytes; every problem located at its line:col. ``variables``
     None leaves ``{{names}}`` unchecked (a replan's run supplies them)."""
-    return _checked(
+    return check_plan_source(
         data,
         known_agents=known_agents,
         variables=variables,
@@ -100,6 +100,27 @@ def check_plan(
         max_bytes=max_bytes,
         base_roles=base_roles,
     ).workflow
+
+
+def check_plan_source(
+    data: bytes,
+    *,
+    known_agents: Collection[str] = TOOL_AGENT_KINDS,
+    variables: Collection[str] | None = (),
+    context_keys: Collection[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    base_roles: Mapping[str, RoleCapabilityModel] | None = None,
+) -> ParsedWorkflow:
+    """:func:`check_plan`, with what reading said on the way: an Eko plan's line on what was
+    mapped (``dialect``) and each repair or part left out (``repairs``), for a person to see."""
+    return _checked(
+        data,
+        known_agents=known_agents,
+        variables=variables,
+        context_keys=context_keys,
+        max_bytes=max_bytes,
+        base_roles=base_roles,
+    )
 
 
 def _checked(
@@ -116,7 +137,11 @@ def _checked(
         """The checks of the whole plan, and of each direct tool's arguments."""
         workflow = parsed.workflow
         problems = dag.validate(
-            workflow, known_agents, variables=variables, context_keys=context_keys
+            workflow,
+            known_agents,
+            variables=variables,
+            context_keys=context_keys,
+            for_a_person=True,
         )
         problems += direct_argument_problems(workflow)
         problems += output_problems(workflow)

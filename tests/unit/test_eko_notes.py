@@ -1,0 +1,45 @@
+"""What reading an Eko plan said on the way (its mapping, each repair and each part left out)
+reaches a person on every way a plan comes in: `replan --xml` and `fork --plan` (a file the
+command checks first) and XML text given to the client, as `validate` and `run` show it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.steer_cmd import checked_plan_file
+from client.handle import XSky
+from xsky.config import load_settings
+
+PLAN = """<root>
+  <name>N</name>
+  <template version="1.0"><variables><variable name="q"/></variables></template>
+  <agents>
+    <agent name="Chat" id="0"><task>a</task></agent>
+  </agents>
+</root>
+"""
+SAID = "3:3: <template> is not part of an Eko plan (name, thought, agents): left out"
+
+
+def test_a_plan_file_checked_by_a_command_says_what_was_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "eko.xml"
+    path.write_text(PLAN)
+    checked = checked_plan_file(str(path), "nothing was done")
+    assert checked is not None and [a.name for a in checked[1].agents] == ["llm"]
+    said = " ".join(capsys.readouterr().err.split())
+    assert "read as an Eko plan" in said
+    assert f"warning: {path}:{SAID}" in said
+
+
+def test_xml_text_given_to_the_client_says_what_was_left_out() -> None:
+    notes: list[str] = []
+    x: Any = XSky(client=None, settings=load_settings())  # type: ignore[arg-type] # (no server needed)
+    workflow = x.load(PLAN, on_note=notes.append)
+    assert [a.name for a in workflow.agents] == ["llm"]
+    assert notes[0].startswith("read as an Eko plan")
+    assert f"warning: <plan>:{SAID}" in notes
