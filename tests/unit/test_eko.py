@@ -17,7 +17,7 @@ from xsky.errors import PlanError, UsageError, WorkflowValidationError, Workflow
 from xsky.plan import dag
 from xsky.plan.eko import workflow_to_eko
 from xsky.plan.extract import extract_workflow_xml
-from xsky.plan.files import check_plan, load_plan
+from xsky.plan.files import check_plan_source, load_plan
 from xsky.plan.models import Step
 from xsky.plan.steps import render_steps
 from xsky.plan.xml import parse_workflow, parse_workflow_source, workflow_to_xml
@@ -115,9 +115,9 @@ def test_an_unknown_eko_kind_is_refused_like_a_native_one():
     eko = _eko('<agent name="Timer" id="0"><task>every morning</task></agent>')
     native = b'<workflow name="N"><agent name="Timer" id="0"><task>every morning</task></agent></workflow>'
     with pytest.raises(WorkflowValidationError) as from_eko:
-        check_plan(eko, known_agents=KNOWN)
+        check_plan_source(eko, known_agents=KNOWN)
     with pytest.raises(WorkflowValidationError) as from_native:
-        check_plan(native, known_agents=KNOWN)
+        check_plan_source(native, known_agents=KNOWN)
     assert [p.message for p in from_eko.value.problems] == [
         p.message for p in from_native.value.problems
     ]
@@ -154,10 +154,12 @@ def test_an_input_nothing_outputs_is_refused_at_its_line_and_column():
         '<agent name="File" id="1" dependsOn="0"><task>b</task>\n  <nodes><node input="x,y">use</node></nodes></agent>',
     )
     with pytest.raises(WorkflowValidationError) as e:
-        check_plan(data, known_agents=KNOWN)
+        check_plan_source(data, known_agents=KNOWN)
     [problem] = e.value.problems
     assert (problem.line, problem.column) == (7, 10) and 'input="y"' in problem.message
-    assert check_plan(data, known_agents=KNOWN, variables=["y"])  # a workflow variable will do
+    assert check_plan_source(
+        data, known_agents=KNOWN, variables=["y"]
+    )  # a workflow variable will do
 
 
 def test_parts_eko_does_not_read_are_left_out_each_with_a_warning_where_it_stands():

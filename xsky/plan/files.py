@@ -81,27 +81,6 @@ def load_plan(
     return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)
 
 
-def check_plan(
-    data: bytes,
-    *,
-    known_agents: Collection[str] = TOOL_AGENT_KINDS,
-    variables: Collection[str] | None = (),
-    context_keys: Collection[str] | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    base_roles: Mapping[str, RoleCapabilityModel] | None = None,
-) -> Workflow:
-    """Parse and validate plan bytes; every problem located at its line:col. ``variables``
-    None leaves ``{{names}}`` unchecked (a replan's run supplies them)."""
-    return check_plan_source(
-        data,
-        known_agents=known_agents,
-        variables=variables,
-        context_keys=context_keys,
-        max_bytes=max_bytes,
-        base_roles=base_roles,
-    ).workflow
-
-
 def check_plan_source(
     data: bytes,
     *,
@@ -111,8 +90,10 @@ def check_plan_source(
     max_bytes: int = DEFAULT_MAX_BYTES,
     base_roles: Mapping[str, RoleCapabilityModel] | None = None,
 ) -> ParsedWorkflow:
-    """:func:`check_plan`, with what reading said on the way: an Eko plan's line on what was
-    mapped (``dialect``) and each repair or part left out (``repairs``), for a person to see."""
+    """Parse and validate plan bytes; every problem located at its line:col. ``variables``
+    None leaves ``{{names}}`` unchecked (a replan's run supplies them). With the plan, what
+    reading it said on the way: an Eko plan's line on what was mapped (``dialect``) and each
+    repair or part left out (``repairs``), for a person to see."""
     return _checked(
         data,
         known_agents=known_agents,
@@ -184,4 +165,11 @@ def _position(problem: Problem) -> tuple[int, int]:
     return (problem.line or 0, problem.column or 0)
 
 
-__all__ = ["LoadedPlan", "PlanError", "UsageError", "check_plan", "load_plan", "read_plan_bytes"]
+__all__ = [
+    "LoadedPlan",
+    "PlanError",
+    "UsageError",
+    "check_plan_source",
+    "load_plan",
+    "read_plan_bytes",
+]
