@@ -94,6 +94,11 @@ def test_an_agent_of_ones_own_is_told_how_to_define_its_role_but_not_a_planner()
     assert "define a role named 'mock_agent'" in msg
     assert '"roles" in .xsky/settings.json' in msg
     assert '<role name="mock_agent"' in msg
+    # a custom name that merely shares letters with a kind is not called a typo of it
+    mailer = Workflow(
+        name="p", task_id="t", agents=[WorkflowAgent(id="1", name="Mailer", task="x")]
+    )
+    assert "did you mean" not in messages(mailer)[0]
 
 
 def test_all_problems_are_reported_together():

@@ -249,22 +249,56 @@ def test_a_step_holding_elements_keeps_them_as_written_and_the_nth_tag_of_a_line
         ),
         (
             "<root><name>N</name><agents>{agent}<group>{agent}</group></agents></root>",
-            "<group> inside <agents> holds agents or their parts; move them out",
+            "<group> inside <agents> holds agents, which Eko runs",
         ),
         (
             '<root><name>N</name><agents><agent name="Chat" id="0"><details><task>real</task>'
             "</details></agent></agents></root>",
-            "<details> inside an Eko <agent> holds a task or steps; move them out",
+            "<details> inside an Eko <agent> holds a <task>, which Eko would read",
+        ),
+        (
+            '<root><name>N</name><agents><agent name="Chat" id="0"><x><task>first</task></x>'
+            "<task>own</task></agent></agents></root>",
+            "<x> inside an Eko <agent> holds a <task>, which Eko would read",
+        ),
+        (
+            '<root><name>N</name><agents><agent name="Chat" id="0"><task>t</task><nodes>'
+            '<forEach items="l"><g><node>x</node></g></forEach></nodes></agent></agents></root>',
+            "<g> inside <forEach> holds steps, which Eko would read",
         ),
     ],
 )
 def test_a_part_left_out_would_change_the_plan_so_it_is_refused(xml: str, said: str) -> None:
-    """Eko reads agents, tasks and steps wherever they stand, and a budget means a ceiling:
-    none of them is left out quietly."""
+    """What Eko would read there (it finds agents, a first task or a forEach's nodes with
+    getElementsByTagName, wherever they stand), and a budget, which means a ceiling: none is
+    left out quietly, and each is said once."""
     agent = '<agent name="Chat" id="0"><task>a</task></agent>'
     with pytest.raises(WorkflowXMLError) as e:
         parse_workflow(xml.format(agent=agent))
-    assert said in " | ".join(p.message for p in e.value.problems)
+    messages = [p.message for p in e.value.problems]
+    assert any(said in m for m in messages), messages
+    assert len(messages) == len(set(messages)) == 1, messages
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        # a recorder's template whose fields have plan-like names: Eko does not look inside
+        '<root><name>N</name><template><f><task>q</task><agent name="x"/></f></template>'
+        "<agents>{agent}</agents></root>",
+        # <nodes>' children only are steps to Eko
+        '<root><name>N</name><agents><agent name="Chat" id="0"><task>t</task><nodes>'
+        "<group><node>x</node></group><node>y</node></nodes></agent></agents></root>",
+        # after the agent's own task, another is not read
+        '<root><name>N</name><agents><agent name="Chat" id="0"><task>t</task>'
+        "<examples><task>x</task><node>z</node></examples></agent></agents></root>",
+    ],
+)
+def test_what_eko_would_not_read_is_left_out_even_when_it_looks_like_the_plan(xml: str) -> None:
+    agent = '<agent name="Chat" id="0"><task>a</task></agent>'
+    parsed = parse_workflow_source(xml.format(agent=agent))
+    assert len(parsed.workflow.agents) == 1
+    assert parsed.repairs and all("left out" in p.message for p in parsed.repairs)
 
 
 def test_native_plans_carry_steps_too():

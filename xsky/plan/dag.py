@@ -153,11 +153,12 @@ def ensure_valid(
 
 def _unknown_name(agent: WorkflowAgent, known: list[str], for_a_person: bool) -> str:
     """What to do about an agent whose name is no kind or role: a near name is likely a typo;
-    any other, for a person, likely an agent of their own (an Eko plan's custom agent), which
-    runs here as a role once one of that name is defined."""
-    near = nearest(agent.name, known)
+    and a person may mean an agent of their own (an Eko plan's custom agent), which runs here
+    as a role once one of that name is defined."""
+    # (a stricter match than for a variable: a custom agent "Mailer" is no typo of "file")
+    near = nearest(agent.name.lower(), known, cutoff=0.75)
     text = f"agent {agent.id}: unknown agent name {agent.name!r}{near}; known: {', '.join(known)}"
-    if near or not for_a_person:
+    if not for_a_person:
         return text
     return (
         f"{text}; to run an agent of your own, define a role named {agent.name!r}: under "

@@ -74,8 +74,7 @@ _NATIVE_ROOT_ATTRS = frozenset(("budget", "modified"))
 _NATIVE = (
     "take it out of the Eko plan, write the native one (`starter.py convert`), then add it there"
 )
-# What no part Eko's parser passes over may hold: it reads them wherever they stand.
-_PLAN_PARTS = ("agent", "task", "nodes", "node", "forEach", "watch")
+_TAKE_OUT = "take it out, or write what it holds where the plan's own parts are"
 # An agent's children the native reader takes (Eko's task and nodes, and the native ones).
 _AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
 _STEP_CONTAINERS = ("nodes", "forEach", "trigger")
@@ -234,10 +233,9 @@ def _to_native(
             problem(child, f"<{tag}> belongs to a native <workflow>, not an Eko <root>; {_NATIVE}")
         elif tag == "agents":
             problem(child, "a second <agents>; list every agent in one")
-        elif _holds_plan(child):
-            problem(
-                child, f"<{tag}> holds parts of the plan (agents, tasks or steps); move them out"
-            )
+        elif _holds(child, "agents"):
+            problem(child, f"<{tag}> holds an <agents>, which Eko would read; {_TAKE_OUT}")
+            _remove(child)
         else:
             notice(child, f"<{tag}> is not part of an Eko plan (name, thought, agents): left out")
     if (root.text or "").strip() or any((c.tail or "").strip() for c in root):
@@ -249,10 +247,9 @@ def _to_native(
     for child in agents:
         if child.tag != "agent":
             tag = child.tag if isinstance(child.tag, str) else "entity reference"
-            if _holds_plan(child):
-                problem(
-                    child, f"<{tag}> inside <agents> holds agents or their parts; move them out"
-                )
+            if _holds(child, "agent"):
+                problem(child, f"<{tag}> inside <agents> holds agents, which Eko runs; {_TAKE_OUT}")
+                _remove(child)
             else:
                 notice(child, f"<{tag}> inside <agents> is not an agent: left out")
 
@@ -299,8 +296,12 @@ def _agent(
         if tag in _AGENT_CHILDREN:
             if tag == "nodes":
                 _steps_as_eko_reads_them(child, notice, problem)
-        elif _holds_plan(child):
-            problem(child, f"<{tag}> inside an Eko <agent> holds a task or steps; move them out")
+        elif read := _read_by_eko(child, el):
+            problem(
+                child,
+                f"<{tag}> inside an Eko <agent> holds {read}, which Eko would read; {_TAKE_OUT}",
+            )
+            _remove(child)
         else:
             notice(child, f"<{tag}> inside an Eko <agent> is not Eko's (task, nodes): left out")
             _remove(child)
@@ -359,8 +360,14 @@ def _steps_as_eko_reads_them(
     for child in list(container):
         tag = child.tag if isinstance(child.tag, str) else "entity reference"
         if tag not in _STEP_ATTRS:
-            if _holds_plan(child):
-                problem(child, f"<{tag}> inside <{container.tag}> holds steps; move them out")
+            # (Eko reads a <forEach>'s nodes wherever they stand; <nodes>' and <trigger>'s
+            # children only)
+            if container.tag == "forEach" and _holds(child, "node"):
+                problem(
+                    child,
+                    f"<{tag}> inside <forEach> holds steps, which Eko would read; {_TAKE_OUT}",
+                )
+                _remove(child)
                 continue
             notice(child, f"<{tag}> inside <{container.tag}> is not a step Eko reads: left out")
             _remove(child)
@@ -379,8 +386,11 @@ def _steps_as_eko_reads_them(
                     _steps_as_eko_reads_them(part, notice, problem)
                 elif part.tag == "description":
                     _as_text(part, notice)
-                elif _holds_plan(part):
-                    problem(part, f"<{part.tag}> inside <watch> holds steps; move them out")
+                elif _holds(part, "trigger", "description"):
+                    problem(
+                        part, f"<{part.tag}> inside <watch> holds what Eko would read; {_TAKE_OUT}"
+                    )
+                    _remove(part)
                 else:
                     name = part.tag if isinstance(part.tag, str) else "entity reference"
                     notice(
@@ -409,9 +419,24 @@ def _as_text(el: etree._Element, notice: Callable[[etree._Element, str], None]) 
     el.text = inner if el.get(XML_SPACE) == "preserve" else " ".join(inner.split())
 
 
-def _holds_plan(el: etree._Element) -> bool:
-    """Does ``el`` hold an agent, a task or a step somewhere inside (which Eko would read)?"""
-    return any(isinstance(d.tag, str) and d.tag in _PLAN_PARTS for d in el.iterdescendants())
+def _holds(el: etree._Element, *tags: str) -> bool:
+    """Does ``el`` hold one of ``tags`` somewhere inside (Eko's ``getElementsByTagName`` finds
+    those wherever they stand)?"""
+    return any(True for _ in el.iterdescendants(*tags))
+
+
+def _read_by_eko(part: etree._Element, agent: etree._Element) -> str | None:
+    """What of a foreign part of an agent Eko would read: an <agent> inside it (Eko runs every
+    agent in <agents>), or the agent's first <task> or <nodes> when it comes before the agent's
+    own (Eko takes the first in the document). None: nothing."""
+    if _holds(part, "agent"):
+        return "an <agent>"
+    for tag in ("task", "nodes"):
+        if _holds(part, tag):
+            own = next((c for c in agent if c.tag == tag), None)
+            if own is None or part in own.itersiblings(preceding=True):
+                return f"a <{tag}>"
+    return None
 
 
 def _remove(el: etree._Element) -> None:

@@ -178,9 +178,9 @@ def _rendered_texts(agent: WorkflowAgent) -> list[str]:
     return texts
 
 
-def nearest(name: str, names: Collection[str]) -> str:
+def nearest(name: str, names: Collection[str], cutoff: float = 0.6) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``names`` to a mistyped ``name``, or ""."""
-    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=cutoff)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
