@@ -42,7 +42,7 @@ from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import repair
-from xsky.plan.steps import write_steps
+from xsky.plan.steps import STEP_ATTRS, tag_name, write_steps
 
 
 class _Parsed(Protocol):
@@ -77,8 +77,6 @@ _NATIVE = (
 _TAKE_OUT = "take it out, or write what it holds where the plan's own parts are"
 # An agent's children the native reader takes (Eko's task and nodes, and the native ones).
 _AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
-_STEP_CONTAINERS = ("nodes", "forEach", "trigger")
-_STEP_ATTRS = {"node": ("input", "output"), "forEach": ("items",), "watch": ("event", "loop")}
 _STARTS_AS_EKO = re.compile(r"\A(?:\ufeff|\s+|<\?.*?\?>|<!--.*?-->)*<root(?=[\s>/]|\Z)", re.S)
 
 
@@ -101,9 +99,8 @@ class _Mapped:
     in_order: bool = False  # an Eko v2 plan (no ids, no dependsOn): agents run one after another
     task_less: dict[str, int] = field(default_factory=dict)  # what their task came from → count
     steps: int = 0
-    not_read: int = (
-        0  # parts Eko's parser does not read: left out, or kept as text (a warning each)
-    )
+    # parts Eko's parser does not read: left out, or kept as text (a warning each)
+    not_read: int = 0
 
     def line(self, repairs: int) -> str:
         said = ["<root>→<workflow>"]
@@ -222,7 +219,7 @@ def _to_native(
             notice(root, f"attribute {key!r} on <root> is not Eko's: left out")
     name, thought, agents = "", "", None
     for child in root:
-        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        tag = tag_name(child)
         if tag == "name":
             name = element_text(child.text, False)
         elif tag == "thought":
@@ -246,7 +243,7 @@ def _to_native(
     agent_els = [c for c in agents if c.tag == "agent"]
     for child in agents:
         if child.tag != "agent":
-            tag = child.tag if isinstance(child.tag, str) else "entity reference"
+            tag = tag_name(child)
             if _holds(child, "agent"):
                 problem(child, f"<{tag}> inside <agents> holds agents, which Eko runs; {_TAKE_OUT}")
                 _remove(child)
@@ -292,7 +289,7 @@ def _agent(
             continue
         del el.attrib[key]
     for child in list(el):
-        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        tag = tag_name(child)
         if tag in _AGENT_CHILDREN:
             if tag == "nodes":
                 _steps_as_eko_reads_them(child, notice, problem)
@@ -358,8 +355,8 @@ def _steps_as_eko_reads_them(
     over, and give a ``<node>`` (a ``<description>``) that holds elements its content as
     text, markup included (Eko reads only their text; the agent's model is shown all of it)."""
     for child in list(container):
-        tag = child.tag if isinstance(child.tag, str) else "entity reference"
-        if tag not in _STEP_ATTRS:
+        tag = tag_name(child)
+        if tag not in STEP_ATTRS:
             # (Eko reads a <forEach>'s nodes wherever they stand; <nodes>' and <trigger>'s
             # children only)
             if container.tag == "forEach" and _holds(child, "node"):
@@ -373,7 +370,7 @@ def _steps_as_eko_reads_them(
             _remove(child)
             continue
         for key in child.keys():
-            if key not in _STEP_ATTRS[tag] and key != XML_SPACE:
+            if key not in STEP_ATTRS[tag] and key != XML_SPACE:
                 notice(child, f"attribute {key!r} on <{tag}> is not Eko's: left out")
                 del child.attrib[key]
         if tag == "node":
@@ -392,7 +389,7 @@ def _steps_as_eko_reads_them(
                     )
                     _remove(part)
                 else:
-                    name = part.tag if isinstance(part.tag, str) else "entity reference"
+                    name = tag_name(part)
                     notice(
                         part,
                         f"<{name}> inside <watch> is not Eko's (description, trigger): left out",

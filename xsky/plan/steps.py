@@ -30,11 +30,18 @@ from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 Report = Callable[[etree._Element, str], None]
 
 STEP_TAGS = ("node", "forEach", "watch")
-_ATTRS: dict[str, tuple[str, ...]] = {
+STEP_ATTRS: dict[str, tuple[str, ...]] = {
     "node": ("input", "output"),
     "forEach": ("items",),
     "watch": ("event", "loop"),
 }
+
+
+def tag_name(el: etree._Element) -> str:
+    """An element's tag as a message names it (an entity reference has none of its own)."""
+    return el.tag if isinstance(el.tag, str) else "entity reference"
+
+
 _EXAMPLE = '<nodes><node output="x">…</node><forEach items="x"><node>…</node></forEach></nodes>'
 
 
@@ -47,7 +54,7 @@ def read_steps(nodes: etree._Element, report: Report) -> list[dict[str, object]]
     _no_loose_text(nodes, report)
     steps: list[dict[str, object]] = []
     for child in nodes:
-        tag = child.tag if isinstance(child.tag, str) else "entity reference"
+        tag = tag_name(child)
         if tag not in STEP_TAGS:
             report(
                 child,
@@ -56,8 +63,8 @@ def read_steps(nodes: etree._Element, report: Report) -> list[dict[str, object]]
             )
             continue
         for key in child.keys():
-            if key != XML_SPACE and key not in _ATTRS[tag]:
-                allowed = ", ".join(_ATTRS[tag])
+            if key != XML_SPACE and key not in STEP_ATTRS[tag]:
+                allowed = ", ".join(STEP_ATTRS[tag])
                 report(child, f"unknown attribute {key!r} on <{tag}>; allowed: {allowed}")
         steps.append(_READERS[tag](child, report))
     return steps
@@ -97,7 +104,7 @@ def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
         elif child.tag in ("description", "trigger"):
             report(child, f"<watch> has more than one <{child.tag}>; keep one")
         else:
-            tag = child.tag if isinstance(child.tag, str) else "entity reference"
+            tag = tag_name(child)
             report(child, f"unknown element <{tag}> inside <watch>; allowed: description, trigger")
     return step
 

@@ -48,7 +48,7 @@ from xsky.plan.plain_plans import (
     read_plain,
     text_element,
 )
-from xsky.plan.steps import read_steps, step_element, write_steps
+from xsky.plan.steps import read_steps, step_element, tag_name, write_steps
 from xsky.security.roles import RoleCapabilityModel
 from xsky.wire import XML_ILLEGAL, scrub_xml_illegal
 
@@ -713,7 +713,7 @@ class Reader:
     def _unknown_child(
         self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None
     ) -> None:
-        tag = el.tag if isinstance(el.tag, str) else "entity reference"
+        tag = tag_name(el)
         self.problem(
             el, f"unknown element <{tag}> inside <{parent}>; allowed: {', '.join(allowed)}", index
         )
