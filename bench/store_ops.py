@@ -14,7 +14,7 @@ own with that tree first on its path (the measuring scripts are copied beside it
 Python S3 server on this machine: its times bound the client's and the round trips' cost from
 above, not a network's latency; the counts are what they would be anywhere.
 
-    python bench/store_ops.py [--rounds 10] [--fanout-rounds 3] [--no-fanout]
+    python bench/store_ops.py [--rounds 10] [--fanout-rounds 3] [--no-fanout] [--before REV]
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ def measured(tree: Path, script: str, *args: str, endpoint: str) -> dict[str, An
     return row
 
 
-def main(rounds: int, fanout_rounds: int, fanout: bool) -> None:
+def main(rounds: int, fanout_rounds: int, fanout: bool, before: str = BEFORE) -> None:
     with tempfile.TemporaryDirectory(prefix="xsky-store-ops-") as tmp, s3_server() as s3:
-        trees = {"before": exported(BEFORE, Path(tmp) / "before"), "after": ROOT}
-        print(f"before: {BEFORE} (exported to {trees['before']}); after: {ROOT}")
+        trees = {"before": exported(before, Path(tmp) / "before"), "after": ROOT}
+        print(f"before: {before} (exported to {trees['before']}); after: {ROOT}")
         print(f"S3: moto at {s3.endpoint}; {rounds} attempts of each kind, each a first attempt\n")
         rows: dict[tuple[str, str, str], dict[str, Any]] = {}
         for kind in KINDS:
@@ -149,5 +149,8 @@ if __name__ == "__main__":
         "--fanout-rounds", type=int, default=3, help="fan-out runs per store (default 3)"
     )
     ap.add_argument("--no-fanout", action="store_true", help="the attempts' counts only")
+    ap.add_argument(
+        "--before", default=BEFORE, help=f"the git revision compared with (default {BEFORE})"
+    )
     a = ap.parse_args()
-    main(a.rounds, a.fanout_rounds, not a.no_fanout)
+    main(a.rounds, a.fanout_rounds, not a.no_fanout, a.before)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from activities.agents.ledger import AttemptLedger
+from xsky.agent_log import agent_folder
 from xsky.artifacts import safe_component
 from xsky.leader.tasks import TaskView
 from xsky.storage import ObjectStore
@@ -55,7 +56,9 @@ def attempt_ends(
     for key in keys:
         found = _FILE.fullmatch(key[len(prefix) :])
         if found:
-            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, key))
+            ledgers.setdefault(int(found[2]), []).append(
+                AttemptLedger(store, key, home=agent_folder(run_id, task.agent_id))
+            )
     if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
         ledgers.setdefault(task.attempt, [])
     ends: list[AttemptEnd] = []

@@ -643,7 +643,10 @@ class Run:
 
     async def transcript_bytes(self, key: str) -> bytes:
         """An agent log's text as stored so far (b"" for none)."""
-        return await asyncio.to_thread(open_objects(self._settings).appended, key)
+        # (imported here: the agents' activity modules, which only a log's reader needs)
+        from activities.agents.transcripts import read_log
+
+        return await asyncio.to_thread(read_log, open_objects(self._settings), key)
 
     async def transcript(self, task: str) -> list[dict[str, Any]]:
         """One agent's conversation, every attempt in order: messages, tool calls with their

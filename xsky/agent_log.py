@@ -18,9 +18,10 @@ One JSON object per line, each with ``type`` and ``at``:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from xsky.artifacts import artifact_path
+from xsky.artifacts import artifact_path, safe_component
 
 TRANSCRIPT_NAME = "transcript.jsonl"
 # Why an agent that ended has no transcript (activities/agents/activity.py: UNLOGGED)
@@ -30,6 +31,46 @@ UNLOGGED_SAID = "a no-op or a loop's gather keeps no transcript: its result is a
 def transcript_key(run_id: str, agent_id: str) -> str:
     """Where an agent's log is in the store (``<run>/<agent>/transcript.jsonl``)."""
     return artifact_path(run_id, agent_id, TRANSCRIPT_NAME)
+
+
+# An attempt's kept outcome (activities/agents/ledger.py) is kept in its agent's folder under a
+# name that ends so; on an object store it also carries the attempt's last log lines ("log").
+OUTCOME_SUFFIX = ".outcome.json"
+
+
+def agent_folder(run_id: str, agent_id: str) -> str:
+    """The folder of one agent's objects in the store (``<run>/<agent>/``)."""
+    return f"{safe_component(run_id)}/{safe_component(agent_id)}/"
+
+
+# Where a line says when it was written: log_line writes "type" then "at", so it is near the start.
+_AT = re.compile(rb'"at": ?"([^"]*)"')
+
+
+def _at(line: bytes) -> bytes:
+    found = _AT.search(line, 0, 200)
+    return found[1] if found else b""
+
+
+def with_tails(log: bytes, tails: list[bytes]) -> bytes:
+    """An agent log with the lines its attempts' kept outcomes carry, each attempt's in its place:
+    after every line written before its own first (ISO times in UTC compare as text). An
+    attempt's carried lines are its last, so they land after what it appended and before what
+    came later (the next dispatch, the leader's word on it)."""
+    tails = sorted((t if t.endswith(b"\n") else t + b"\n" for t in tails if t), key=_at)
+    if not tails:
+        return log
+    lines = log.splitlines(keepends=True)
+    out: list[bytes] = []
+    i = 0
+    for tail in tails:
+        at = _at(tail)
+        while i < len(lines) and _at(lines[i]) <= at:
+            out.append(lines[i])
+            i += 1
+        out.append(tail)
+    out.extend(lines[i:])
+    return b"".join(out)
 
 
 def parse_lines(text: str) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ its outcome writes it once (its result inline, its ledger line with it), and a l
 where exactly once needs one — not for a :data:`REPEATABLE` tool, and only once the attempt
 has run long enough for a later one to exist (``lease.first_write_after``: a quarter of its
 heartbeat timeout); its log's lines go in batches (``transcripts.LogTail``), the last at its
-end. An instant no-op writes nothing at all (:data:`UNLOGGED`).
+end — on an object store inside the kept outcome, so that a short attempt that keeps its
+outcome makes one request in all. An instant no-op writes nothing at all (:data:`UNLOGGED`).
 """
 
 from __future__ import annotations
@@ -231,12 +232,19 @@ class AgentActivities:
         if outcome.usage is None:  # a direct agent: no model call
             outcome.usage = UsageReport()
         if keep:
-            await stored(
-                beat,
-                self.store.where,
-                "the attempt's outcome",
-                lambda: ledger.complete(number, outcome),
-            )
+            # The log's last lines go with it: the attempt's one write at its end (on an
+            # object store; a local disk appends them, as ever, in the ``finally`` of run_agent).
+            held = tail.for_outcome()
+            try:
+                await stored(
+                    beat,
+                    self.store.where,
+                    "the attempt's outcome",
+                    lambda: ledger.complete(number, outcome, held),
+                )
+            except BaseException:
+                tail.put_back(held)  # not kept: they are appended as the attempt ends
+                raise
         return outcome
 
     async def _failed(

@@ -23,6 +23,7 @@ from typing import Any
 from activities.agents.key import AgentKey
 from activities.fsio import atomic_write
 from activities.tools import cap_text
+from xsky.agent_log import OUTCOME_SUFFIX, with_tails
 from xsky.artifacts import safe_component
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord
@@ -221,6 +222,25 @@ class LogTail:
             return
         self._timer = loop.call_later(FLUSH_SECONDS, self.flush)
 
+    def for_outcome(self) -> bytes:
+        """The lines held, taken to travel in the attempt's kept outcome (its one write at the
+        end: AttemptLedger.complete) — on an object store, where the append they would take is
+        a request paid for. On a local disk they are appended as ever: an append costs no
+        request there, and the log stays one file a person can read or follow."""
+        if self.store is None or self.store.local(self.key) is not None:
+            return b""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        data, self._lines = b"".join(self._lines), []
+        return data
+
+    def put_back(self, data: bytes) -> None:
+        """Lines :meth:`for_outcome` took, when the outcome could not be kept: they are written
+        as any other (before the lines added since)."""
+        if data:
+            self._lines.insert(0, data)
+
     def flush(self) -> None:
         """Write the lines held, in one append (best effort, as every log line)."""
         if self._timer is not None:
@@ -230,6 +250,27 @@ class LogTail:
             return
         data, self._lines = b"".join(self._lines), []
         _written(self.store, self.key, data)
+
+
+def read_log(store: ObjectStore, key: str) -> bytes:
+    """An agent's log as written so far (b"" for none): what was appended to ``key`` and, on an
+    object store, the last lines of each attempt, carried by its kept outcome in the agent's
+    folder (:meth:`LogTail.for_outcome`), each in its place. One listing and one read per kept
+    outcome more, for a person reading a log, against a write less for every attempt."""
+    data = store.appended(key)
+    if store.local(key) is not None:
+        return data
+    tails = []
+    for name in store.keys(key.rpartition("/")[0] + "/"):
+        if not name.endswith(OUTCOME_SUFFIX):
+            continue
+        try:
+            carried = json.loads(store.get(name)).get("log")
+        except (FileNotFoundError, ValueError, AttributeError):
+            continue  # removed meanwhile, or not ours
+        if isinstance(carried, str):
+            tails.append(carried.encode())
+    return with_tails(data, tails)
 
 
 class AgentLog:

@@ -170,6 +170,9 @@ async def test_three_hosts_share_no_disk_and_every_result_is_exact(cluster: Clus
     assert len(workspace_hosts) == 1 and workspace_hosts <= {"h2", "h3"}, workspace_hosts
     assert board["3"].host == "h1"  # the llm agent ran on another host than the workspace's
     check_results(exact(result.agents))
+    # An agent's log reads whole from the bucket: its last lines travel in its kept outcome.
+    kinds = [e["type"] for e in await run.transcript("T-2")]
+    assert kinds[0] == "attempt" and kinds[-1] == "outcome" and "tool_call" in kinds, kinds
     desc = await run.handle.describe()
     assert desc.raw_description.workflow_execution_info.first_run_id != desc.run_id  # continued
 
