@@ -12,13 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from activities.agents.ledger import AttemptLedger
-from xsky.agent_log import agent_folder
-from xsky.artifacts import safe_component
+from activities.agents.ledger import AttemptLedger, attempts_folder, task_prefix
 from xsky.leader.tasks import TaskView
 from xsky.storage import ObjectStore
 
-_FILE = re.compile(r"-v(\d+)-d(\d+)\.jsonl")
+_FILE = re.compile(r"(\d+)-d(\d+)\.jsonl")  # after the task's prefix
 # Ledger kinds of an attempt that ended with an outcome it kept (activities/agents/ledger.py).
 OUTCOMES = frozenset({"completed", "question", "needs_approval"})
 
@@ -42,13 +40,10 @@ def attempt_ends(
 ) -> list[AttemptEnd] | None:
     """Every ended attempt of ``task``, dispatch by dispatch; None when no ledger of the run
     is readable here (then the board's notes are all there is)."""
-    folder = f"{safe_component(run_id)}/_attempts/"
     try:
-        if not store.keys(folder):
+        if not store.keys(attempts_folder(run_id)):
             return None
-        prefix = (
-            f"{folder}{safe_component(first_run_id or 'run', 40)}-{safe_component(task.id, 60)}"
-        )
+        prefix = task_prefix(run_id, first_run_id, task.id)
         keys = store.keys(prefix)
     except Exception:  # noqa: BLE001 - a store this process cannot reach: the board's notes
         return None
@@ -56,9 +51,7 @@ def attempt_ends(
     for key in keys:
         found = _FILE.fullmatch(key[len(prefix) :])
         if found:
-            ledgers.setdefault(int(found[2]), []).append(
-                AttemptLedger(store, key, home=agent_folder(run_id, task.agent_id))
-            )
+            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, key))
     if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
         ledgers.setdefault(task.attempt, [])
     ends: list[AttemptEnd] = []

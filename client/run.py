@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -93,6 +94,7 @@ class Run:
         self._settings = settings
         self.handle = handle
         self._final: BoardPage | None = None  # the whole board a large run left as it ended
+        self._logs: dict[str, _LogReading] = {}  # by transcript key: the agents' logs read
 
     @property
     def id(self) -> str:
@@ -627,11 +629,14 @@ class Run:
     async def transcript_key(self, task: str) -> str:
         """Where a task's transcript is in the store: an agent id needs no worker to find, a
         task id the board."""
-        store = open_objects(self._settings)
         key = transcript_key(self.id, task)
-        if await asyncio.to_thread(store.keys, key):
+        self._logs.setdefault(key, _LogReading(task))
+        if await self.transcript_bytes(key):
             return key
-        return transcript_key(self.id, (await self.task(task)).agent_id)
+        agent_id = (await self.task(task)).agent_id
+        key = transcript_key(self.id, agent_id)
+        self._logs.setdefault(key, _LogReading(agent_id))
+        return key
 
     async def task_ended(self, task: str) -> bool:
         """Has the task ended? (Why one that ended has no transcript: a no-op or a loop's
@@ -642,14 +647,36 @@ class Run:
             return False
 
     async def transcript_bytes(self, key: str) -> bytes:
-        """An agent log's text as stored so far (b"" for none)."""
+        """An agent log's text as stored so far (b"" for none), for a key :meth:`transcript_key`
+        gave: on an object store with the last lines each attempt's kept outcome carries."""
         # (imported here: the agents' activity modules, which only a log's reader needs)
         from activities.agents.transcripts import read_log
 
-        return await asyncio.to_thread(read_log, open_objects(self._settings), key)
+        store = open_objects(self._settings)
+        reading = self._logs.get(key)
+        if reading is None:  # a key of another making: what was appended to it
+            return await asyncio.to_thread(store.appended, key)
+        if reading.first_run is None and store.local(key) is None:
+            try:  # what names the task's kept outcomes (asked once)
+                reading.first_run = await self.first_run_id()
+            except (RPCError, XSkyError):
+                pass  # the run is not on the server (any more): every kept outcome is listed
+        return await asyncio.to_thread(
+            read_log, store, self.id, reading.agent_id, reading.first_run, reading.carried
+        )
 
     async def transcript(self, task: str) -> list[dict[str, Any]]:
         """One agent's conversation, every attempt in order: messages, tool calls with their
         arguments and results, permission decisions, tokens and timings."""
         data = await self.transcript_bytes(await self.transcript_key(task))
         return parse_lines(data.decode("utf-8", errors="replace"))
+
+
+@dataclass
+class _LogReading:
+    """One agent's log as this run's reader has read it: whose it is, the run's first execution
+    (which names the agent's kept outcomes), and the lines they carry, read once each."""
+
+    agent_id: str
+    first_run: str | None = None
+    carried: dict[str, tuple[str, bytes]] = field(default_factory=dict)

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from xsky.artifacts import artifact_path, safe_component
+from xsky.artifacts import artifact_path
 
 TRANSCRIPT_NAME = "transcript.jsonl"
 # Why an agent that ended has no transcript (activities/agents/activity.py: UNLOGGED)
@@ -33,16 +33,6 @@ def transcript_key(run_id: str, agent_id: str) -> str:
     return artifact_path(run_id, agent_id, TRANSCRIPT_NAME)
 
 
-# An attempt's kept outcome (activities/agents/ledger.py) is kept in its agent's folder under a
-# name that ends so; on an object store it also carries the attempt's last log lines ("log").
-OUTCOME_SUFFIX = ".outcome.json"
-
-
-def agent_folder(run_id: str, agent_id: str) -> str:
-    """The folder of one agent's objects in the store (``<run>/<agent>/``)."""
-    return f"{safe_component(run_id)}/{safe_component(agent_id)}/"
-
-
 # Where a line says when it was written: log_line writes "type" then "at", so it is near the start.
 _AT = re.compile(rb'"at": ?"([^"]*)"')
 
@@ -52,23 +42,32 @@ def _at(line: bytes) -> bytes:
     return found[1] if found else b""
 
 
-def with_tails(log: bytes, tails: list[bytes]) -> bytes:
-    """An agent log with the lines its attempts' kept outcomes carry, each attempt's in its place:
-    after every line written before its own first (ISO times in UTC compare as text). An
-    attempt's carried lines are its last, so they land after what it appended and before what
-    came later (the next dispatch, the leader's word on it)."""
-    tails = sorted((t if t.endswith(b"\n") else t + b"\n" for t in tails if t), key=_at)
+def with_tails(log: bytes, tails: list[tuple[str, bytes]]) -> bytes:
+    """An agent log with the lines its attempts' kept outcomes carry, each ``(written, lines)``
+    after every line written by the time it was (ISO times in UTC compare as text): where an
+    append of its own would have put it, so that a log read again only grows at its end, as a
+    follower reading it by its length needs. A carried line also appended (an outcome written
+    whose write was then taken for failed) is shown once."""
+    tails = [(at or _at(lines).decode(), lines) for at, lines in tails if lines]
     if not tails:
         return log
     lines = log.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"  # (a line cut short stays one line of its own)
+    present = set(lines)
     out: list[bytes] = []
     i = 0
-    for tail in tails:
-        at = _at(tail)
-        while i < len(lines) and _at(lines[i]) <= at:
+    for written, carried in sorted(tails, key=lambda tail: tail[0]):
+        while i < len(lines) and _at(lines[i]) <= written.encode():
             out.append(lines[i])
             i += 1
-        out.append(tail)
+        out += [
+            line
+            for line in carried.splitlines(keepends=True)
+            if line.rstrip(b"\n") + b"\n" not in present
+        ]
+        if out and not out[-1].endswith(b"\n"):
+            out[-1] += b"\n"
     out.extend(lines[i:])
     return b"".join(out)
 

@@ -14,11 +14,10 @@ resumed — sees that it is superseded and writes nothing more (its end would co
 the attempt that replaced it).
 
 An attempt that ends with an outcome (completed, or waiting for a person) writes the outcome
-in its agent's folder (``<run>/<agent>/<name>.outcome.json``: with the attempt's last log lines
-on an object store), durably, *before* it reports it (:meth:`AttemptLedger.complete`): when the
+beside the ledger, durably, *before* it reports it (:meth:`AttemptLedger.complete`): when the
 report is lost — the server was down, the worker died a moment later — the next attempt of the
 dispatch finds it (:meth:`AttemptLedger.outcome`) and returns it without running anything
-again. Beside the ledger: the dispatch's lease (activities/agents/lease.py) and the record a direct
+again. Beside it too: the dispatch's lease (activities/agents/lease.py) and the record a direct
 command's watchdog writes when the command ends (:meth:`AttemptLedger.command_record`).
 
 What it costs: every store call is a request someone pays for on S3, so an attempt writes once
@@ -36,12 +35,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from activities.agents.key import AgentKey
 from activities.fsio import atomic_write
 from activities.storage.local import LocalStore
-from xsky.agent_log import OUTCOME_SUFFIX, agent_folder
 from xsky.artifacts import safe_component
 from xsky.runs import AgentOutcome
 from xsky.storage import ObjectStore
@@ -70,11 +69,26 @@ def first_of_dispatch(attempt: int, activity_id: str) -> bool:
     return attempt == 1 and reroute_of(activity_id) == 0
 
 
+def attempts_folder(run_id: str) -> str:
+    """Where a run's ledgers, kept outcomes, leases and command records are."""
+    return f"{safe_component(run_id)}/_attempts/"
+
+
+def task_prefix(run_id: str, execution_id: str | None, task_id: str) -> str:
+    """What the names of one task's ledgers, kept outcomes, leases and command records begin
+    with (``<run>/_attempts/<execution>-<task>-v``): the plan version and the dispatch follow."""
+    execution, task = safe_component(execution_id or "run", 40), safe_component(task_id, 60)
+    return f"{attempts_folder(run_id)}{execution}-{task}-v"
+
+
+# After a task's prefix: the name of a kept outcome.
+KEPT_OUTCOME = re.compile(r"\d+-d\d+\.outcome\.json")
+
+
 @dataclass(frozen=True)
 class AttemptLedger:
-    """One dispatch's ledger in the store (``<run>/_attempts/<name>.jsonl``), beside it its
-    lease and its command's record, and its kept outcome in the agent's folder: where every
-    worker finds them."""
+    """One dispatch's ledger in the store (``<run>/_attempts/<name>.jsonl``) and, beside it,
+    its kept outcome, its lease and its command's record: where every worker finds them."""
 
     store: ObjectStore
     key: str
@@ -82,20 +96,11 @@ class AttemptLedger:
     # again to another host counts its attempts from 1 again, so its lines say which it is, and
     # an attempt comes after another by (reroute, attempt) — as the lease orders them.
     reroute: int = 0
-    # Where its kept outcome is: the agent's folder (xsky/agent_log.agent_folder), so a reader of
-    # the agent's log finds the last lines it carries with one listing; "" for beside the ledger
-    # (a ledger read on its own: tests, tools).
-    home: str = ""
 
     @classmethod
     def of(cls, store: ObjectStore, key: AgentKey, reroute: int = 0) -> AttemptLedger:
-        name = f"{safe_component(key.execution_id or 'run', 40)}-{safe_component(key.task_id, 60)}-v{key.plan_version}-d{key.dispatch}.jsonl"
-        return cls(
-            store,
-            f"{safe_component(key.run_id)}/_attempts/{name}",
-            reroute,
-            agent_folder(key.run_id, key.agent_id),
-        )
+        prefix = task_prefix(key.run_id, key.execution_id, key.task_id)
+        return cls(store, f"{prefix}{key.plan_version}-d{key.dispatch}.jsonl", reroute)
 
     @classmethod
     def at(cls, path: Path) -> AttemptLedger:
@@ -107,18 +112,7 @@ class AttemptLedger:
 
     @property
     def outcome_key(self) -> str:
-        if not self.home:
-            return self._beside(OUTCOME_SUFFIX)
-        return self.home + self.key.rpartition("/")[2].removesuffix(".jsonl") + OUTCOME_SUFFIX
-
-    @property
-    def _outcome_keys(self) -> tuple[str, ...]:
-        """Where a kept outcome may be: where it is kept, then beside the ledger, where workers
-        up to v0.11.4 kept it (a run in flight across an upgrade: an attempt of such a worker
-        may have kept its outcome, its report lost)."""
-        return (
-            (self.outcome_key, self._beside(OUTCOME_SUFFIX)) if self.home else (self.outcome_key,)
-        )
+        return self._beside(".outcome.json")
 
     @property
     def command_key(self) -> str:
@@ -180,35 +174,34 @@ class AttemptLedger:
                 (home / "commands" / self.command_key).unlink(missing_ok=True)
 
     def has_outcome(self) -> bool:
-        return any(self.store.exists(key) for key in self._outcome_keys)
+        return self.store.exists(self.outcome_key)
 
     def complete(self, attempt: int, outcome: AgentOutcome, log: bytes = b"") -> None:
         """Keep ``attempt``'s outcome durably, before it is reported (a stale attempt's too:
         its work is done, and the attempt that replaced it returns it instead of redoing it).
         One write: the outcome is also the attempt's ledger line (its ``attempt`` and ``kind``),
-        and it carries ``log``, the attempt's last log lines, where each append is a request
-        (transcripts.LogTail.for_outcome; read back in their place by transcripts.read_log)."""
+        and it carries ``log``, the attempt's last log lines, where an append of their own
+        would be a request (transcripts.LogTail.for_outcome), with when they were written:
+        transcripts.read_log puts them in their place."""
         if outcome.attempt != attempt:
             outcome = outcome.model_copy(update={"attempt": attempt})
         data = outcome.model_dump_json(by_alias=True).encode()
-        if log:  # (an extra field: AgentOutcome reads past it, a worker of any version too)
-            data = (
-                data[:-1] + b',"log":' + json.dumps(log.decode("utf-8", "replace")).encode() + b"}"
-            )
+        if log:  # (extra fields: AgentOutcome reads past them, a worker of any version too)
+            written = datetime.now(UTC).isoformat(timespec="milliseconds")
+            text = json.dumps(log.decode("utf-8", "replace"))
+            data = data[:-1] + f',"log":{text},"logWritten":"{written}"}}'.encode()
         self.store.put(self.outcome_key, data, sync=True)
 
     def outcome(self) -> AgentOutcome | None:
         """The outcome an attempt of this dispatch ended with, if one did."""
-        for key in self._outcome_keys:
-            try:
-                text = self.store.get(key).decode("utf-8")
-            except FileNotFoundError:
-                continue
-            try:
-                return AgentOutcome.model_validate_json(text)
-            except ValueError:
-                return None  # not ours (atomic writes leave no half): run as if none were there
-        return None
+        try:
+            text = self.store.get(self.outcome_key).decode("utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            return AgentOutcome.model_validate_json(text)
+        except ValueError:
+            return None  # not ours (atomic writes leave no half): run as if none were there
 
     def returned(self, attempt: int, outcome: AgentOutcome) -> None:
         """``attempt`` returned the outcome an earlier attempt kept (nothing ran again)."""

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import queue
+import re
 import threading
 import time
 import zlib
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from activities.agents.key import AgentKey
+from activities.agents.ledger import KEPT_OUTCOME, attempts_folder, task_prefix
 from activities.fsio import atomic_write
 from activities.tools import cap_text
-from xsky.agent_log import OUTCOME_SUFFIX, with_tails
+from xsky.agent_log import transcript_key, with_tails
 from xsky.artifacts import safe_component
+from xsky.leader.tasks import task_id_for
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord
 from xsky.storage import ObjectStore
@@ -137,6 +140,7 @@ class LogWriter:
         self.limit = limit
         self.queues: list[queue.SimpleQueue[tuple[ObjectStore, str, bytes]]] = []
         self.pending = 0
+        self._pending_by_key: dict[str, int] = {}  # the writes of each log not yet done
         self.dropped = 0
         self._lock = threading.Lock()
         self._started = False
@@ -159,7 +163,13 @@ class LogWriter:
                     log.warning("agent log lines dropped (the store is behind): %d", self.dropped)
                 return
             self.pending += 1
+            self._pending_by_key[key] = self._pending_by_key.get(key, 0) + 1
         self.queues[zlib.crc32(key.encode()) % len(self.queues)].put((store, key, data))
+
+    def busy(self, key: str) -> bool:
+        """Are lines of the log ``key`` still on their way?"""
+        with self._lock:
+            return key in self._pending_by_key
 
     def _run(self, q: queue.SimpleQueue[tuple[ObjectStore, str, bytes]]) -> None:
         while True:
@@ -169,6 +179,9 @@ class LogWriter:
             finally:
                 with self._lock:
                     self.pending -= 1
+                    left = self._pending_by_key.pop(key, 1) - 1
+                    if left:
+                        self._pending_by_key[key] = left
 
     def flush(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the lines already given; were they all written?"""
@@ -226,8 +239,12 @@ class LogTail:
         """The lines held, taken to travel in the attempt's kept outcome (its one write at the
         end: AttemptLedger.complete) — on an object store, where the append they would take is
         a request paid for. On a local disk they are appended as ever: an append costs no
-        request there, and the log stays one file a person can read or follow."""
+        request there, and the log stays one file a person can read or follow. Nor while an
+        earlier batch of the log is still on its way: it would land after them, and a reader
+        following the log by its length would see it grow in the middle."""
         if self.store is None or self.store.local(self.key) is not None:
+            return b""
+        if _LOG_WRITER.busy(self.key):
             return b""
         if self._timer is not None:
             self._timer.cancel()
@@ -252,25 +269,48 @@ class LogTail:
         _written(self.store, self.key, data)
 
 
-def read_log(store: ObjectStore, key: str) -> bytes:
-    """An agent's log as written so far (b"" for none): what was appended to ``key`` and, on an
-    object store, the last lines of each attempt, carried by its kept outcome in the agent's
-    folder (:meth:`LogTail.for_outcome`), each in its place. One listing and one read per kept
-    outcome more, for a person reading a log, against a write less for every attempt."""
+def read_log(
+    store: ObjectStore,
+    run_id: str,
+    agent_id: str,
+    execution_id: str | None,
+    seen: dict[str, tuple[str, bytes]],
+) -> bytes:
+    """An agent's log as written so far (b"" for none): what was appended to it and, on an
+    object store, the last lines its attempts' kept outcomes carry (:meth:`LogTail.for_outcome`),
+    each where it was written. ``execution_id``: the run's first execution, which names its
+    task's kept outcomes (None when it is not known: every kept outcome of the run is listed to
+    find its task's); ``seen``: the carried lines read so far, by outcome (a follower reads each
+    kept outcome once, and lists them once a read)."""
+    key = transcript_key(run_id, agent_id)
     data = store.appended(key)
     if store.local(key) is not None:
         return data
-    tails = []
-    for name in store.keys(key.rpartition("/")[0] + "/"):
-        if not name.endswith(OUTCOME_SUFFIX):
-            continue
-        try:
-            carried = json.loads(store.get(name)).get("log")
-        except (FileNotFoundError, ValueError, AttributeError):
-            continue  # removed meanwhile, or not ours
-        if isinstance(carried, str):
-            tails.append(carried.encode())
-    return with_tails(data, tails)
+    task_id = task_id_for(agent_id)
+    if execution_id is not None:
+        prefix = task_prefix(run_id, execution_id, task_id)
+        names = [n for n in store.keys(prefix) if KEPT_OUTCOME.fullmatch(n[len(prefix) :])]
+    else:
+        folder = attempts_folder(run_id)
+        ours = re.compile(
+            rf"[^/]+-{re.escape(safe_component(task_id, 60))}-v{KEPT_OUTCOME.pattern}"
+        )
+        names = [n for n in store.keys(folder) if ours.fullmatch(n[len(folder) :])]
+    for name in names:
+        if name not in seen:
+            seen[name] = _carried(store, name)
+    return with_tails(data, [seen[name] for name in names])
+
+
+def _carried(store: ObjectStore, name: str) -> tuple[str, bytes]:
+    """The lines a kept outcome carries, and when they were written (("", b"") for none)."""
+    try:
+        kept = json.loads(store.get(name))
+    except (FileNotFoundError, ValueError):
+        return "", b""  # removed meanwhile, or not ours
+    if not isinstance(kept, dict) or not isinstance(kept.get("log"), str):
+        return "", b""
+    return str(kept.get("logWritten") or ""), kept["log"].encode()
 
 
 class AgentLog:

@@ -4,15 +4,18 @@ end instead of two), and a reader of the agent's log finds them in their place."
 from __future__ import annotations
 
 import json
-import time
+import threading
 from pathlib import Path
 
+from activities.agents import transcripts
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
 from activities.agents.transcripts import LogTail, append_event, log_line, read_log
 from activities.storage.local import LocalStore
 from xsky.agent_log import parse_lines, transcript_key, with_tails
 from xsky.runs import AgentOutcome
+
+T = "2026-12-06T10:00:{:06.3f}+00:00"  # a line's time, by its second
 
 
 class ObjectLike(LocalStore):
@@ -22,77 +25,75 @@ class ObjectLike(LocalStore):
         return None
 
 
-def line(kind: str, at: str, **fields: object) -> bytes:
-    return (json.dumps({"type": kind, "at": at, **fields}) + "\n").encode()
+def line(kind: str, second: float) -> bytes:
+    return (json.dumps({"type": kind, "at": T.format(second)}) + "\n").encode()
 
 
 def kinds(data: bytes) -> list[str]:
     return [e["type"] for e in parse_lines(data.decode())]
 
 
-def test_each_attempts_carried_lines_land_after_what_was_written_before_them() -> None:
-    log = b"".join(
-        [
-            line("attempt", "2026-12-06T10:00:00.000+00:00", attempt=1),
-            line("tool_call", "2026-12-06T10:00:01.000+00:00"),
-            # the second dispatch's first lines, appended after the first attempt ended
-            line("attempt", "2026-12-06T10:00:05.000+00:00", attempt=2),
-            line("leader", "2026-12-06T10:00:09.000+00:00"),
-        ]
-    )
-    first = line("tool_result", "2026-12-06T10:00:02.000+00:00") + line(
-        "outcome", "2026-12-06T10:00:02.500+00:00"
-    )
-    second = line("outcome", "2026-12-06T10:00:06.000+00:00").rstrip(b"\n")  # no newline
-    merged = with_tails(log, [second, first, b""])  # listed in any order
+def test_carried_lines_land_where_an_append_of_their_own_would_have() -> None:
+    """By when they were written, not when their lines were: a log read again only grows at
+    its end (a follower reads it by its length), even when a line of another writer (the
+    leader's word on a stall) came between an attempt's lines and its end."""
+    log = line("attempt", 0) + line("tool_call", 1) + line("leader", 3) + line("attempt", 9)
+    first = line("tool_result", 2) + line("outcome", 2.5)
+    second = line("outcome", 10).rstrip(b"\n")  # no newline at its end
+    merged = with_tails(log, [(T.format(11), second), (T.format(4), first), ("", b"")])
     assert kinds(merged) == [
         "attempt",
         "tool_call",
+        "leader",
         "tool_result",
         "outcome",
         "attempt",
         "outcome",
-        "leader",
     ]
     assert merged.endswith(b"\n") and with_tails(log, []) is log
+    # what was read before the first attempt's outcome was written is where it was
+    before = line("attempt", 0) + line("tool_call", 1) + line("leader", 3)
+    assert merged.startswith(before)
+    # a line both carried and appended (a write taken for failed that had landed) shows once
+    assert (
+        kinds(with_tails(log + line("outcome", 10), [(T.format(11), second)])).count("outcome") == 1
+    )
 
 
-def test_a_short_attempt_on_an_object_store_writes_once_and_its_log_reads_whole(
-    tmp_path: Path,
-) -> None:
+def test_a_kept_outcome_carries_the_last_lines_and_the_log_reads_whole(tmp_path: Path) -> None:
     store = ObjectLike(tmp_path / "store")
-    key = AgentKey(run_id="run-1", agent_id="a1", task_id="T-a1", checkpoint="cp.json")
+    key = AgentKey(
+        run_id="run-1", agent_id="a1", task_id="T-a1", execution_id="e-1", checkpoint="cp.json"
+    )
     ledger = AttemptLedger.of(store, key)
     log_key = transcript_key("run-1", "a1")
     tail = LogTail(store, log_key)
-    for kind in ("attempt", "tool_call", "outcome"):
-        data = log_line(log_key, kind)
-        assert data is not None
-        tail.add(data)  # outside an event loop a line is written at once: none held
-    assert kinds(store.appended(log_key)) == ["attempt", "tool_call", "outcome"]
-    held_tail = LogTail(store, log_key)
-    held_tail._lines = [
-        log_line(log_key, "tool_result") or b"",
-        log_line(log_key, "outcome") or b"",
-    ]
-    held = held_tail.for_outcome()
-    assert held and held_tail._lines == []
+    tail.add(log_line(log_key, "attempt") or b"")  # outside an event loop: written at once
+    tail._lines = [log_line(log_key, "tool_result") or b"", log_line(log_key, "outcome") or b""]
+    held = tail.for_outcome()
+    assert kinds(held) == ["tool_result", "outcome"] and tail._lines == []
     ledger.complete(1, AgentOutcome(result="hi"), held)
-    held_tail.flush()  # nothing left to append
-    time.sleep(0.002)  # (the leader's word comes later, in a line's millisecond resolution)
+    tail.flush()  # nothing left to append
+    # another task of the run whose id ends like this one's: not read as its
+    AttemptLedger.of(store, AgentKey(**{**key.__dict__, "task_id": "T-xa1"})).complete(
+        1, AgentOutcome(result="other"), line("other", 1)
+    )
     append_event(store, log_key, "leader", point="result", verdict="accept")
-    assert kinds(read_log(store, log_key)) == [
-        "attempt",
-        "tool_call",
-        "outcome",
-        "tool_result",
-        "outcome",
-        "leader",
-    ]
-    assert kinds(store.appended(log_key)) == ["attempt", "tool_call", "outcome", "leader"]
+    assert kinds(store.appended(log_key)) == ["attempt", "leader"]
+    expected = ["attempt", "tool_result", "outcome", "leader"]
+    for execution in ("e-1", None):  # None: the run's first execution not known
+        assert kinds(read_log(store, "run-1", "a1", execution, {})) == expected
+    # a task whose id ends in this one's (agent "b-T-a1"): told apart by the first execution
+    AttemptLedger.of(store, AgentKey(**{**key.__dict__, "task_id": "T-b-T-a1"})).complete(
+        1, AgentOutcome(result="other"), line("other", 1)
+    )
+    assert kinds(read_log(store, "run-1", "a1", "e-1", {})) == expected
     kept = ledger.outcome()  # the carried lines do not disturb the outcome itself
     assert kept is not None and kept.result == "hi" and ledger.has_outcome()
-    assert ledger.outcome_key.startswith("run-1/a1/")
+    seen: dict[str, tuple[str, bytes]] = {}
+    read_log(store, "run-1", "a1", "e-1", seen)
+    store.put(ledger.outcome_key, b"{}")  # a follower reads each kept outcome once
+    assert kinds(read_log(store, "run-1", "a1", "e-1", seen)) == expected
 
 
 def test_on_a_local_disk_the_lines_are_appended_as_ever(tmp_path: Path) -> None:
@@ -103,6 +104,30 @@ def test_on_a_local_disk_the_lines_are_appended_as_ever(tmp_path: Path) -> None:
     assert tail.for_outcome() == b""  # kept to be appended: the file stays whole
     tail.flush()
     assert kinds((tmp_path / "store" / log_key).read_bytes()) == ["outcome"]
+
+
+def test_lines_wait_for_an_earlier_batch_still_on_its_way(tmp_path: Path) -> None:
+    """A batch queued for the store's writer thread would land after lines carried by the
+    outcome: while one is on its way, the last lines are appended after it instead."""
+    store = ObjectLike(tmp_path / "store")
+    store.shared = True  # its appends go through the writer threads
+    log_key = transcript_key("run-1", "a1")
+    gate = threading.Event()
+    real = transcripts._append
+    transcripts._append = lambda *a: (gate.wait(10), real(*a))  # type: ignore[assignment]
+    try:
+        tail = LogTail(store, log_key)
+        tail._lines = [log_line(log_key, "tool_call") or b""]
+        tail.flush()  # queued, held at the gate
+        tail._lines = [log_line(log_key, "outcome") or b""]
+        assert transcripts._LOG_WRITER.busy(log_key)
+        assert tail.for_outcome() == b"" and len(tail._lines) == 1
+    finally:
+        gate.set()
+        transcripts._append = real
+    assert transcripts.flush_logs(10) and not transcripts._LOG_WRITER.busy(log_key)
+    tail._lines = [log_line(log_key, "outcome") or b""]
+    assert kinds(tail.for_outcome()) == ["outcome"]
 
 
 def test_lines_put_back_when_the_outcome_could_not_be_kept_are_appended_first(
@@ -117,18 +142,3 @@ def test_lines_put_back_when_the_outcome_could_not_be_kept_are_appended_first(
     tail.put_back(held)
     tail.flush()
     assert kinds(store.appended(log_key)) == ["tool_result", "failed"]
-
-
-def test_an_outcome_kept_beside_the_ledger_by_an_older_worker_is_still_found(
-    tmp_path: Path,
-) -> None:
-    """A run in flight across an upgrade: its report lost, the next attempt returns it."""
-    store = LocalStore(tmp_path / "store")
-    key = AgentKey(run_id="run-1", agent_id="a1", task_id="T-a1", checkpoint="cp.json")
-    ledger = AttemptLedger.of(store, key)
-    assert not ledger.has_outcome() and ledger.outcome() is None
-    legacy = ledger.key.removesuffix(".jsonl") + ".outcome.json"
-    store.put(legacy, AgentOutcome(result="kept before").model_dump_json(by_alias=True).encode())
-    assert ledger.has_outcome()
-    kept = ledger.outcome()
-    assert kept is not None and kept.result == "kept before"

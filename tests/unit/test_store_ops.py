@@ -99,8 +99,8 @@ def agent_input(config: dict[str, Any] | None, agent_id: str = "a1", **kw: Any) 
 def log_of(acts: AgentActivities, inp: AgentInput) -> list[dict[str, Any]]:
     """The agent's log as its reader sees it (with the lines kept outcomes carry)."""
     assert flush_logs(10)
-    key = transcript_key(inp.run_id, inp.agent.id)
-    return parse_lines(read_log(counted(acts).inner, key).decode())
+    log = read_log(counted(acts).inner, inp.run_id, inp.agent.id, inp.execution_id, {})
+    return parse_lines(log.decode())
 
 
 # -- the budget ---------------------------------------------------------------------------------
@@ -141,6 +141,11 @@ async def test_a_short_shell_attempt_writes_its_outcome_and_log_and_reads_nothin
     local = store.inner.local(log_key) is not None
     assert (1 <= len(appends) <= 2) if local else len(appends) <= 1, store.log
     assert {name for name, _ in appends} <= {"append"}, store.log
+    carried = json.loads(store.inner.get(ledger.outcome_key)).get("log")
+    if local:
+        assert carried is None
+    else:  # its last lines, its outcome's among them, are in its one write
+        assert '"type": "outcome"' in carried and carried.endswith("\n"), carried
     kinds = [e["type"] for e in log_of(acts, inp)]
     assert kinds == ["attempt", "tool_call", "permission", "permission", "tool_result", "outcome"]
     assert outcome.result == "hi" and outcome.result_ref is None
