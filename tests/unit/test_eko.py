@@ -320,6 +320,20 @@ def test_native_plans_carry_steps_too():
         parse_workflow(text.replace("<node>reply</node>", "").replace("<nodes>", "<nodes><step/>"))
 
 
+def test_a_native_watch_description_that_holds_elements_is_kept_whole_as_text():
+    """It was cut at its first element without a word ("Price of "); refusing it instead would
+    fail a run whose history holds such a replan, read again as it was accepted."""
+    text = """<workflow name="n"><agent name="browser" id="1"><task>t</task><nodes>
+      <watch event="dom" loop="false"><description>Price of <b>AAPL &amp; co</b>
+        moves</description><trigger><node>say so</node></trigger></watch>
+    </nodes></agent></workflow>"""
+    w = parse_workflow(text)
+    assert w.agents[0].steps[0].description == "Price of <b>AAPL &amp; co</b> moves"
+    assert parse_workflow(workflow_to_xml(w)) == w
+    kept = parse_workflow(text.replace("<description>", '<description xml:space="preserve">'))
+    assert kept.agents[0].steps[0].description == "Price of <b>AAPL &amp; co</b>\n        moves"
+
+
 def test_writing_in_eko_form_refuses_what_eko_cannot_hold():
     w = parse_workflow(
         '<workflow name="n"><agent name="llm" id="1"><task>a</task><input>x</input></agent></workflow>'

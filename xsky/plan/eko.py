@@ -42,7 +42,7 @@ from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import repair
-from xsky.plan.steps import STEP_ATTRS, tag_name, write_steps
+from xsky.plan.steps import STEP_ATTRS, inner_xml, tag_name, write_steps
 
 
 class _Parsed(Protocol):
@@ -409,11 +409,10 @@ def _as_text(el: etree._Element, notice: Callable[[etree._Element, str], None]) 
         f"<{el.tag}> holds elements ({names}): kept in its text as written, for the agent's "
         "model (Eko reads their text alone)",
     )
-    whole = etree.tostring(el, encoding="unicode", with_tail=False)
-    inner = whole[whole.index(">") + 1 : whole.rindex("</")]  # (a '>' in a value is &gt;)
+    inner = inner_xml(el)
     for c in list(el):
         el.remove(c)
-    el.text = inner if el.get(XML_SPACE) == "preserve" else " ".join(inner.split())
+    el.text = inner
 
 
 def _holds(el: etree._Element, *tags: str) -> bool:

@@ -98,7 +98,9 @@ def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
     _no_loose_text(el, report)
     for child in el:
         if child.tag == "description" and "description" not in step:
-            step["description"] = _text(child)
+            # One that holds elements is kept whole, as text: it was cut at its first element
+            # (not refused: a replan in a run's history is read again as it was accepted).
+            step["description"] = inner_xml(child) if len(child) else _text(child)
         elif child.tag == "trigger" and "steps" not in step:
             step["steps"] = read_steps(child, report)
         elif child.tag in ("description", "trigger"):
@@ -115,6 +117,15 @@ _READERS = {"node": _read_node, "forEach": _read_for_each, "watch": _read_watch}
 def _text(el: etree._Element) -> str:
     raw = el.text
     return element_text(raw, bool(raw) and el.get(XML_SPACE) == "preserve")
+
+
+def inner_xml(el: etree._Element) -> str:
+    """The content of an element that holds elements, as one text written as XML writes it
+    (``<`` and ``&`` escaped throughout, the elements' tags kept), its white space run together
+    unless it asks ``xml:space="preserve"``."""
+    whole = etree.tostring(el, encoding="unicode", with_tail=False)
+    inner = whole[whole.index(">") + 1 : whole.rindex("</")]  # (a '>' in a value is &gt;)
+    return inner if el.get(XML_SPACE) == "preserve" else " ".join(inner.split())
 
 
 def _no_loose_text(el: etree._Element, report: Report) -> None:
