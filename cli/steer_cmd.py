@@ -16,7 +16,7 @@ from client import Run, XSky
 from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
-from xsky.leader.state import InterventionResult
+from xsky.leader.state import REPLY_READ_MARKS, InterventionResult
 from xsky.plan.files import check_plan_source, read_plan_bytes
 from xsky.plan.models import Workflow
 from xsky.safe_text import xml_safe
@@ -207,7 +207,18 @@ async def cmd_replan(args: argparse.Namespace) -> int:
         xml = checked[0].decode("utf-8", errors="replace")
     elif not args.prompt.strip():
         raise UsageError("the prompt is empty: say what to change")
-    return await _update(args, lambda run: run.replan(args.prompt if xml is None else None, xml))
+
+    async def replanned(run: Run) -> InterventionResult:
+        result = await run.replan(args.prompt if xml is None else None, xml)
+        if xml is None:
+            return result
+        # What reading the file said was shown above, at the file's lines: the run's reply says
+        # it again (for the stock `temporal` CLI), not needed twice here.
+        lines = result.message.splitlines()
+        kept = [line for line in lines if not line.startswith(REPLY_READ_MARKS)]
+        return result.model_copy(update={"message": "\n".join(kept)})
+
+    return await _update(args, replanned)
 
 
 async def no_version_given(run: Run) -> UsageError:

@@ -137,6 +137,29 @@ async def test_replan_with_xml_keeps_completed_results_and_cancels_a_removed_run
     ].reason
 
 
+async def test_a_replan_with_an_eko_plan_says_what_reading_it_left_out(env: Env):
+    """In the update's reply: a person who sent it with the stock `temporal` CLI sees it too."""
+    await env.start_worker()
+    handle = await env.start(plan(noop("1", 30)))
+    await eventually(lambda: board_shows(handle, {"1": RUNNING}))
+    eko = """<root>
+  <name>N</name>
+  <template version="1.0"><variables><variable name="q"/></variables></template>
+  <agents><agent name="Chat" id="1"><task>a</task></agent></agents>
+</root>"""
+    result = await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=eko))
+    lines = result.message.splitlines()
+    assert lines[0].startswith("plan v2: ") and lines[1:] == [
+        "warning: <plan>:3:3: <template> is not part of an Eko plan (name, thought, agents): "
+        "left out"
+    ], result.message
+    plain = await handle.execute_update(
+        LeaderWorkflow.replan, ReplanRequest(xml=plan(noop("1", 0)))
+    )
+    assert "\n" not in plain.message  # a plan read without a word: its summary alone
+    assert (await asyncio.wait_for(run_outcome(handle), 30)).status == "completed"
+
+
 async def test_replan_rejections_change_nothing(env: Env):
     await env.start_worker()
     handle = await env.start(plan(noop("1", 30)))

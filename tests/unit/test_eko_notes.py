@@ -43,3 +43,32 @@ def test_xml_text_given_to_the_client_says_what_was_left_out() -> None:
     assert [a.name for a in workflow.agents] == ["llm"]
     assert notes[0].startswith("read as an Eko plan")
     assert f"warning: <plan>:{SAID}" in notes
+
+
+async def test_replan_xml_says_what_reading_the_file_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command shows the warnings at the file's lines; the run's reply, which says them
+    again for the stock `temporal` CLI (`<plan>:…`), is shown without them."""
+    import argparse
+
+    from cli import steer_cmd
+    from xsky.leader.state import InterventionResult
+
+    path = tmp_path / "eko.xml"
+    path.write_text(PLAN)
+
+    class Ran:
+        async def replan(self, prompt: str | None, xml: str | None) -> InterventionResult:
+            assert prompt is None and xml == PLAN
+            return InterventionResult(message=f"plan v2: added 0\nwarning: <plan>:{SAID}")
+
+    async def ran(args: argparse.Namespace) -> tuple[None, Ran]:
+        return None, Ran()
+
+    monkeypatch.setattr(steer_cmd, "_run", ran)
+    args = argparse.Namespace(id="r", prompt=None, xml=str(path), json=False)
+    assert await steer_cmd.cmd_replan(args) == 0
+    said = capsys.readouterr()
+    assert " ".join(said.out.split()) == "plan v2: added 0"
+    assert " ".join(said.err.split()).count(SAID) == 1

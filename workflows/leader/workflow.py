@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         TaskTimeoutRequest,
     )
     from xsky.plan.planning import problems_text
-    from xsky.plan.xml import parse_workflow
+    from xsky.plan.xml import parse_workflow_source
     from xsky.runs import RunInput, RunResult
     from xsky.security.shell_parse import load_parser
 
@@ -341,8 +341,13 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             )
         core.planner_started()
         try:
+            read: list[str] = []
             if req.xml is not None and req.xml.strip():
-                wf = core.checks.plan(parse_workflow(req.xml))
+                parsed = parse_workflow_source(req.xml)
+                wf = core.checks.plan(parsed.workflow)
+                # What reading it said (an Eko plan's parts left out, its repairs): in the reply,
+                # where a person who sent it with the stock `temporal` CLI sees it too.
+                read = [p.format("<plan>") for p in parsed.repairs]
                 reason = "replaced by a person"
             else:
                 try:
@@ -368,7 +373,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             self._apply(stops)
         finally:
             core.planner_finished()
-        return core.people.replan_result(summary)
+        return core.people.replan_result(summary, read)
 
     @replan.validator
     def _validate_replan(self, req: ReplanRequest) -> None:

@@ -46,6 +46,9 @@ from xsky.plan.agent_config import tool_name
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.permissions import run_rules_for
 
+# Of what reading a replan's XML said, the lines its reply carries (state.REPLY_READ_MARKS).
+READ_SHOWN = 5
+
 
 class People:
     """Every intervention's handler."""
@@ -97,10 +100,15 @@ class People:
 
     # -- interventions: replan and review -------------------------------------------------------------
 
-    def replan_result(self, summary: str) -> InterventionResult:
+    def replan_result(self, summary: str, read: list[str] | None = None) -> InterventionResult:
+        """``read``: what reading the person's XML said on the way (parts of an Eko plan left
+        out, repairs), a line each after the summary (the first few: the CLI shows them all)."""
         review = " — review it and approve_plan" if self.plans.reviewing else ""
+        said = [f"warning: {line}" for line in (read or [])[:READ_SHOWN]]  # (each "<plan>:…")
+        if read and len(read) > READ_SHOWN:
+            said.append(f"… and {len(read) - READ_SHOWN} more (`starter.py validate` the file)")
         return InterventionResult(
-            message=f"plan v{self.plans.version}: {summary}{review}",
+            message="\n".join([f"plan v{self.plans.version}: {summary}{review}", *said]),
             plan_version=self.plans.version,
         )
 

@@ -472,6 +472,11 @@ class InterventionResult(WireModel):
     plan_version: int | None = None
 
 
+# How the lines begin that a replan's reply adds after its first, on what reading its XML said
+# (xsky/leader/people.py: People.replan_result).
+REPLY_READ_MARKS = ("warning: <plan>:", "… and ")
+
+
 # -- messages: signals ----------------------------------------------------------------------
 
 
