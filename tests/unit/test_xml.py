@@ -326,3 +326,26 @@ def test_extract_without_a_workflow_says_so():
         extract_workflow_xml("I cannot help with that.")
     with pytest.raises(WorkflowXMLError, match="empty"):
         extract_workflow_xml("")
+
+
+def test_a_default_namespace_on_the_root_is_read_past_as_eko_reads_it():
+    """`<workflow xmlns="…">` and an Eko `<root xmlns="…">` mean the names they write; they
+    were refused ("the root element is <{urn:x}workflow>", "add <agents>")."""
+    spaced = SEED_EXAMPLE.replace("<workflow name=", '<workflow xmlns="urn:x" name=', 1)
+    assert parse_workflow(spaced) == parse_workflow(SEED_EXAMPLE)
+    eko = parse_workflow_source(
+        '<root xmlns="http://example.com/eko"><name>N</name><agents>'
+        '<agent name="Chat" id="0"><task>say hi</task></agent></agents></root>'
+    )
+    assert [(a.id, a.name, a.task) for a in eko.workflow.agents] == [("0", "llm", "say hi")]
+
+
+def test_an_element_of_another_namespace_is_named_as_the_plan_writes_it():
+    with pytest.raises(WorkflowXMLError) as e:
+        parse_workflow(
+            '<workflow xmlns="urn:x" xmlns:x="urn:y" name="n"><agent name="llm" id="1">'
+            "<task>t</task><x:note>hi</x:note></agent></workflow>"
+        )
+    assert "unknown element <x:note> inside <agent>" in str(e.value)
+    with pytest.raises(WorkflowXMLError, match=r"the root element is <x:workflow>;"):
+        parse_workflow('<x:workflow xmlns:x="urn:y" name="n"/>')

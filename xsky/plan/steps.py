@@ -38,8 +38,14 @@ STEP_ATTRS: dict[str, tuple[str, ...]] = {
 
 
 def tag_name(el: etree._Element) -> str:
-    """An element's tag as a message names it (an entity reference has none of its own)."""
-    return el.tag if isinstance(el.tag, str) else "entity reference"
+    """An element's tag as a message names it: as the plan writes it (``x:note``, not lxml's
+    ``{urn:…}note``); an entity reference has none of its own."""
+    if not isinstance(el.tag, str):
+        return "entity reference"
+    if el.tag.startswith("{"):
+        local = etree.QName(el).localname
+        return f"{el.prefix}:{local}" if el.prefix else local
+    return el.tag
 
 
 _EXAMPLE = '<nodes><node output="x">…</node><forEach items="x"><node>…</node></forEach></nodes>'

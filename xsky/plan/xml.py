@@ -194,7 +194,24 @@ def _parse_tree(data: bytes, source: str, parser: etree.XMLParser) -> etree._Ele
     tree = root.getroottree()
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise WorkflowXMLError([_doctype_problem(source)])  # e.g. a UTF-16 document
+    if isinstance(root.tag, str) and root.tag.startswith("{"):
+        _default_namespace_dropped(root)
     return root
+
+
+def _default_namespace_dropped(root: etree._Element) -> None:
+    """A plan whose root declares a default namespace (``<workflow xmlns="…">``, an Eko
+    ``<root xmlns="…">``) means the names it writes, as Eko's parser reads them: the elements in
+    that namespace go by their local names. Elements of another (prefixed) namespace keep it,
+    and are reported where they stand, as any element the plan does not know."""
+    default = root.nsmap.get(None)
+    if default is None:
+        return
+    prefix = "{" + default + "}"
+    for el in root.iter():
+        if isinstance(el.tag, str) and el.tag.startswith(prefix):
+            el.tag = el.tag[len(prefix) :]
+    etree.cleanup_namespaces(root)
 
 
 _DECLARED_ENCODING = re.compile(r"""\ufeff?<\?xml\s[^>]*?encoding\s*=\s*["']([^"']*)["']""")
@@ -349,8 +366,9 @@ class Reader:
     def read(self) -> ParsedWorkflow:
         root = self.root
         if root.tag != "workflow":
-            shown = root.tag if isinstance(root.tag, str) else "?"
-            self.problem(root, f"the root element is <{shown}>; a plan's root must be <workflow>")
+            self.problem(
+                root, f"the root element is <{tag_name(root)}>; a plan's root must be <workflow>"
+            )
             raise WorkflowXMLError(self.problems)
         self._check_attrs(root, _WORKFLOW_ATTRS, "workflow")
         self._check_no_text(root, "workflow")
