@@ -349,3 +349,16 @@ def test_an_element_of_another_namespace_is_named_as_the_plan_writes_it():
     assert "unknown element <x:note> inside <agent>" in str(e.value)
     with pytest.raises(WorkflowXMLError, match=r"the root element is <x:workflow>;"):
         parse_workflow('<x:workflow xmlns:x="urn:y" name="n"/>')
+
+
+def test_a_start_tag_written_over_several_lines_is_located_where_it_begins():
+    """lxml gives the line a start tag ends on; a person looks for the line it begins on."""
+    text = '<workflow name="n">\n  <agent\n     name="llm"\n     id="1" bogus="x">\n    <task>t</task>\n  </agent>\n</workflow>\n'
+    with pytest.raises(WorkflowXMLError) as e:
+        parse_workflow(text)
+    assert e.value.problems[0].line == 2 and e.value.problems[0].column == 3, e.value.problems
+    eko = parse_workflow_source(
+        '<root><name>n</name><agents>\n  <agent\n     name="Chat"\n     id="1" bogus="x">\n'
+        "    <task>t</task>\n  </agent></agents>\n</root>\n"
+    )
+    assert [(p.line, p.column) for p in eko.repairs] == [(2, 3)]

@@ -30,7 +30,6 @@ checked like a native one (a role, or refused as unknown).
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import repair
-from xsky.plan.steps import STEP_ATTRS, inner_xml, tag_name, write_steps
+from xsky.plan.steps import STEP_ATTRS, inner_xml, start_tag_at, tag_name, write_steps
 
 
 class _Parsed(Protocol):
@@ -195,12 +194,7 @@ def _to_native(
 
     def where(el: etree._Element) -> tuple[int, int]:
         """Line and column of an element's start tag (lxml gives only the line)."""
-        line = el.sourceline or 1
-        if not (0 < line <= len(lines) and isinstance(el.tag, str)):
-            return line, 1
-        tags = re.finditer(f"<{re.escape(el.tag)}(?=[\\s/>]|$)", lines[line - 1])
-        at = next(itertools.islice(tags, nth.get(el, 0), None), None)
-        return line, at.start() + 1 if at else 1
+        return start_tag_at(lines, el, nth.get(el, 0))
 
     def problem(el: etree._Element, message: str) -> None:
         problems.append(Problem(message, *where(el)))

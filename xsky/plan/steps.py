@@ -19,6 +19,8 @@ is an instruction, not yet a durable trigger.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Callable, Collection
 
 from lxml import etree
@@ -46,6 +48,28 @@ def tag_name(el: etree._Element) -> str:
         local = etree.QName(el).localname
         return f"{el.prefix}:{local}" if el.prefix else local
     return el.tag
+
+
+# How far back a start tag written over several lines is looked for (lxml gives its last line).
+_TAG_LINES = 50
+
+
+def start_tag_at(lines: list[str], el: etree._Element, nth: int) -> tuple[int, int]:
+    """Line and column of an element's start tag, the ``nth`` of its name on its line (lxml
+    gives only the line, and for a start tag written over several lines its last): (line, 1)
+    when the text does not show it."""
+    line = el.sourceline or 1
+    if not (0 < line <= len(lines) and isinstance(el.tag, str)):
+        return line, 1
+    written = re.compile(f"<{re.escape(tag_name(el))}(?=[\\s/>]|$)")
+    at = next(itertools.islice(written.finditer(lines[line - 1]), nth, None), None)
+    if at is not None:
+        return line, at.start() + 1
+    for back in range(line - 1, max(0, line - 1 - _TAG_LINES), -1):
+        found = [m.start() for m in written.finditer(lines[back - 1])]
+        if found:  # its start, on an earlier line: the last of its name there
+            return back, found[-1] + 1
+    return line, 1
 
 
 _EXAMPLE = '<nodes><node output="x">…</node><forEach items="x"><node>…</node></forEach></nodes>'

@@ -48,7 +48,7 @@ from xsky.plan.plain_plans import (
     read_plain,
     text_element,
 )
-from xsky.plan.steps import read_steps, step_element, tag_name, write_steps
+from xsky.plan.steps import read_steps, start_tag_at, step_element, tag_name, write_steps
 from xsky.security.roles import RoleCapabilityModel
 from xsky.wire import XML_ILLEGAL, scrub_xml_illegal
 
@@ -343,20 +343,7 @@ class Reader:
                 key = (other.tag, other.sourceline)
                 self._nth[other] = counts.get(key, 0)
                 counts[key] = self._nth[other] + 1
-        line = el.sourceline or 1
-        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
-        tag = el.tag if isinstance(el.tag, str) else ""
-        nth = self._nth.get(el, 0)
-        at = -1
-        end = len(tag) + 1
-        for _ in range(nth + 1):
-            at = text.find("<" + tag, at + 1)
-            # not a longer name that starts the same (<node> and <nodes>, <task> and <taskPrompt>)
-            while at >= 0 and text[at + end : at + end + 1] not in ("", " ", "\t", "/", ">", "\r"):
-                at = text.find("<" + tag, at + 1)
-            if at < 0:
-                return line, 1
-        return line, at + 1
+        return start_tag_at(self._lines, el, self._nth.get(el, 0))
 
     def problem(self, el: etree._Element, message: str, agent_index: int | None = None) -> None:
         line, col = self.pos(el)
