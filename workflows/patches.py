@@ -222,6 +222,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.5.0",
         delete_when="no run started before v0.5.0 is still open (their end writes smaller parts)",
     ),
+    "watch-description-whole": Patch(
+        what="a native watch's <description> that holds elements, in XML the leader reads (a "
+        "replan's, a large plan's stored text), is kept whole as text (xsky/plan/steps.inner_xml); "
+        "before, it was cut at its first element, and a replan's plan compared with the run's by "
+        "what it was cut to",
+        since="v0.11.5",
+        delete_when="no run that took a replan's XML before v0.11.5 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -389,3 +389,31 @@ def test_a_changed_module_is_named_with_the_command_that_re_records():
     problems = stale_modules(changed)
     assert len(problems) == 1 and problems[0].startswith("workflows/skills/library.py changed")
     assert "skills_library" in problems[0] and RERECORD in problems[0]
+
+
+WATCHING = (
+    '<agent name="shell" id="w"><task>watch</task><config>{"tool": "noop", "seconds": 2}</config>'
+    "<nodes>"
+    '<watch event="dom" loop="false"><description>the <b>Buy</b> button</description>'
+    "<trigger><node>say so</node></trigger></watch></nodes></agent>"
+)
+
+
+async def test_a_replan_keeping_a_watch_whose_description_holds_elements_replays(env: Env):
+    """The run compared the plans by what it read of the description: a history recorded
+    before v0.11.5 (cut at its first element) replays as it was (patch watch-description-whole),
+    its running watching agent left to run, not stopped and started again."""
+    await env.start_worker()
+
+    def xml(*more: str) -> str:
+        return plan(WATCHING, noop("2", 1.0), *more, name="watch-description")
+
+    handle = await env.start(xml())
+    while (await board(handle))["w"].status not in ("dispatched", "in_progress"):
+        await asyncio.sleep(0.05)
+    said = await handle.execute_update(LeaderWorkflow.replan, ReplanRequest(xml=xml(noop("3"))))
+    assert "added 3" in said.message, said.message
+    result = await run_outcome(handle)
+    assert result.status == "completed" and [a.id for a in result.agents] == ["w", "2", "3"]
+    assert result.agents[0].attempts == 1  # left to run, not started again
+    await finish("watch_description", handle)

@@ -19,7 +19,7 @@ from xsky.plan.eko import workflow_to_eko
 from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.files import check_plan_source, load_plan
 from xsky.plan.models import Step
-from xsky.plan.steps import render_steps
+from xsky.plan.steps import descriptions_as_before_v0_11_5, render_steps
 from xsky.plan.xml import parse_workflow, parse_workflow_source, workflow_to_xml
 from xsky.security.roles import BUILTIN_ROLES
 
@@ -332,6 +332,10 @@ def test_a_native_watch_description_that_holds_elements_is_kept_whole_as_text():
     assert parse_workflow(workflow_to_xml(w)) == w
     kept = parse_workflow(text.replace("<description>", '<description xml:space="preserve">'))
     assert kept.agents[0].steps[0].description == "Price of <b>AAPL &amp; co</b>\n        moves"
+    # as a run that read it before v0.11.5 reads it again (workflows/leader/io.read_plan_xml)
+    with descriptions_as_before_v0_11_5():
+        assert parse_workflow(text).agents[0].steps[0].description == "Price of"
+    assert parse_workflow(text).agents[0].steps[0].description.endswith("moves")  # only inside
 
 
 def test_writing_in_eko_form_refuses_what_eko_cannot_hold():

@@ -43,12 +43,24 @@ with workflow.unsafe.imports_passed_through():
         planning_prompt,
         problems_text,
     )
-    from xsky.plan.xml import parse_workflow
+    from xsky.plan.steps import descriptions_as_before_v0_11_5
+    from xsky.plan.xml import ParsedWorkflow, parse_workflow_source
     from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
     from xsky.safe_text import printable
 
 # A history this small after reading the state may continue as new whenever Temporal says.
 SMALL_HISTORY = 1024 * 1024
+
+
+def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
+    """A plan's XML (a large plan's stored text, a person's replan) as this run reads it: as it
+    was read when the run first read it, should it have been before v0.11.5 (a native watch's
+    <description> holding elements was cut at its first element then), since the run compared
+    later plans with it by what it read."""
+    if patched("watch-description-whole"):
+        return parse_workflow_source(text)
+    with descriptions_as_before_v0_11_5():
+        return parse_workflow_source(text)
 
 
 async def setup() -> LeaderSetup | None:
@@ -307,7 +319,7 @@ async def load_core(inp: RunInput) -> LeaderCore:
         )
     assert inp.plan_ref is not None
     try:
-        wf = parse_workflow(await load_blob(inp.plan_ref))
+        wf = read_plan_xml(await load_blob(inp.plan_ref)).workflow
     except PlanError as e:
         raise ApplicationError(
             f"the stored plan is not valid:\n{problems_text(e)}",

@@ -63,7 +63,6 @@ with workflow.unsafe.imports_passed_through():
         TaskTimeoutRequest,
     )
     from xsky.plan.planning import problems_text
-    from xsky.plan.xml import parse_workflow_source
     from xsky.runs import RunInput, RunResult
     from xsky.security.shell_parse import load_parser
 
@@ -343,7 +342,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         try:
             read: list[str] = []
             if req.xml is not None and req.xml.strip():
-                parsed = parse_workflow_source(req.xml)
+                parsed = leader_io.read_plan_xml(req.xml)
                 wf = core.checks.plan(parsed.workflow)
                 # What reading it said (an Eko plan's parts left out, its repairs): in the reply,
                 # where a person who sent it with the stock `temporal` CLI sees it too.

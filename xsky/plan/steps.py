@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from lxml import etree
 
@@ -117,6 +119,22 @@ def _read_for_each(el: etree._Element, report: Report) -> dict[str, object]:
     return step
 
 
+# Set while workflow code reads a replan's XML that a run took before v0.11.5 (a patch in
+# workflows/leader/workflow.py): a native watch's <description> is read as it was then, cut at
+# its first element, so the plan it makes is the one that run compared and acted on.
+_DESCRIPTIONS_CUT: ContextVar[bool] = ContextVar("xsky_descriptions_cut", default=False)
+
+
+@contextmanager
+def descriptions_as_before_v0_11_5() -> Iterator[None]:
+    """Read a native watch's <description> as v0.11.4 and before did (see ``_DESCRIPTIONS_CUT``)."""
+    token = _DESCRIPTIONS_CUT.set(True)
+    try:
+        yield
+    finally:
+        _DESCRIPTIONS_CUT.reset(token)
+
+
 def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
     step: dict[str, object] = {"kind": "watch"}
     if (event := el.get("event")) is not None:
@@ -130,7 +148,8 @@ def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
         if child.tag == "description" and "description" not in step:
             # One that holds elements is kept whole, as text: it was cut at its first element
             # (not refused: a replan in a run's history is read again as it was accepted).
-            step["description"] = inner_xml(child) if len(child) else _text(child)
+            whole = len(child) and not _DESCRIPTIONS_CUT.get()
+            step["description"] = inner_xml(child) if whole else _text(child)
         elif child.tag == "trigger" and "steps" not in step:
             step["steps"] = read_steps(child, report)
         elif child.tag in ("description", "trigger"):
