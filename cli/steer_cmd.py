@@ -210,7 +210,7 @@ async def cmd_replan(args: argparse.Namespace) -> int:
 
     async def replanned(run: Run) -> InterventionResult:
         result = await run.replan(args.prompt if xml is None else None, xml)
-        if xml is None:
+        if xml is None or args.json:  # (--json: the run's reply as it is)
             return result
         # What reading the file said was shown above, at the file's lines: the run's reply says
         # it again (for the stock `temporal` CLI), not needed twice here.

@@ -84,6 +84,7 @@ from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
 from xsky.run_diff import RunDiff, diff_runs
 from xsky.runs import AgentReport, RunResult
+from xsky.storage import ObjectStore
 
 
 class Run:
@@ -95,6 +96,8 @@ class Run:
         self.handle = handle
         self._final: BoardPage | None = None  # the whole board a large run left as it ended
         self._logs: dict[str, _LogReading] = {}  # by transcript key: the agents' logs read
+        self._first_asked = False  # (asked for the run's first execution: _first_execution)
+        self._first_run: str | None = None
 
     @property
     def id(self) -> str:
@@ -629,14 +632,32 @@ class Run:
     async def transcript_key(self, task: str) -> str:
         """Where a task's transcript is in the store: an agent id needs no worker to find, a
         task id the board."""
+        from activities.agents.transcripts import has_log
+
+        store = open_objects(self._settings)
         key = transcript_key(self.id, task)
-        self._logs.setdefault(key, _LogReading(task))
-        if await self.transcript_bytes(key):
+        first = await self._first_execution(store, key)
+        if await asyncio.to_thread(has_log, store, self.id, task, first):
+            self._logs.setdefault(key, _LogReading(task))
             return key
         agent_id = (await self.task(task)).agent_id
         key = transcript_key(self.id, agent_id)
         self._logs.setdefault(key, _LogReading(agent_id))
         return key
+
+    async def _first_execution(self, store: ObjectStore, key: str) -> str | None:
+        """The run's first execution, which names its tasks' kept outcomes — asked of the server
+        once, and only where a log's last lines travel in them (an object store); None when
+        the run is not on the server (any more): every kept outcome of the run is listed."""
+        if store.local(key) is not None:
+            return None
+        if not self._first_asked:
+            self._first_asked = True
+            try:
+                self._first_run = await self.first_run_id()
+            except (RPCError, XSkyError):
+                self._first_run = None
+        return self._first_run
 
     async def task_ended(self, task: str) -> bool:
         """Has the task ended? (Why one that ended has no transcript: a no-op or a loop's
@@ -656,13 +677,9 @@ class Run:
         reading = self._logs.get(key)
         if reading is None:  # a key of another making: what was appended to it
             return await asyncio.to_thread(store.appended, key)
-        if reading.first_run is None and store.local(key) is None:
-            try:  # what names the task's kept outcomes (asked once)
-                reading.first_run = await self.first_run_id()
-            except (RPCError, XSkyError):
-                pass  # the run is not on the server (any more): every kept outcome is listed
+        first = await self._first_execution(store, key)
         return await asyncio.to_thread(
-            read_log, store, self.id, reading.agent_id, reading.first_run, reading.carried
+            read_log, store, self.id, reading.agent_id, first, reading.carried
         )
 
     async def transcript(self, task: str) -> list[dict[str, Any]]:
@@ -674,9 +691,8 @@ class Run:
 
 @dataclass
 class _LogReading:
-    """One agent's log as this run's reader has read it: whose it is, the run's first execution
-    (which names the agent's kept outcomes), and the lines they carry, read once each."""
+    """One agent's log as this run's reader has read it: whose it is, and the lines its kept
+    outcomes carry, read once each."""
 
     agent_id: str
-    first_run: str | None = None
     carried: dict[str, tuple[str, bytes]] = field(default_factory=dict)

@@ -286,20 +286,40 @@ def read_log(
     data = store.appended(key)
     if store.local(key) is not None:
         return data
-    task_id = task_id_for(agent_id)
-    if execution_id is not None:
-        prefix = task_prefix(run_id, execution_id, task_id)
-        names = [n for n in store.keys(prefix) if KEPT_OUTCOME.fullmatch(n[len(prefix) :])]
-    else:
-        folder = attempts_folder(run_id)
-        ours = re.compile(
-            rf"[^/]+-{re.escape(safe_component(task_id, 60))}-v{KEPT_OUTCOME.pattern}"
-        )
-        names = [n for n in store.keys(folder) if ours.fullmatch(n[len(folder) :])]
+    names = _kept_outcomes(store, run_id, agent_id, execution_id)
     for name in names:
         if name not in seen:
             seen[name] = _carried(store, name)
     return with_tails(data, [seen[name] for name in names])
+
+
+def has_log(store: ObjectStore, run_id: str, agent_id: str, execution_id: str | None) -> bool:
+    """Has the agent written a log (appended lines, or on an object store a kept outcome that
+    may carry its lines)? A listing or two, not a read of the log."""
+    key = transcript_key(run_id, agent_id)
+    if store.keys(key):
+        return True
+    return store.local(key) is None and bool(_kept_outcomes(store, run_id, agent_id, execution_id))
+
+
+# A Temporal run id (what names a run's first execution in a ledger's name), or the name a
+# ledger without one goes by: what stands before a task's id in the names of its files.
+_EXECUTION = r"(?:run|[0-9A-Fa-f-]{36})"
+
+
+def _kept_outcomes(
+    store: ObjectStore, run_id: str, agent_id: str, execution_id: str | None
+) -> list[str]:
+    """The names of the agent's task's kept outcomes: by the task's prefix, or without the
+    run's first execution every kept outcome of the run is listed to find its task's."""
+    task_id = task_id_for(agent_id)
+    if execution_id is not None:
+        prefix = task_prefix(run_id, execution_id, task_id)
+        return [n for n in store.keys(prefix) if KEPT_OUTCOME.fullmatch(n[len(prefix) :])]
+    folder = attempts_folder(run_id)
+    task = re.escape(safe_component(task_id, 60))
+    ours = re.compile(rf"{_EXECUTION}-{task}-v{KEPT_OUTCOME.pattern}")
+    return [n for n in store.keys(folder) if ours.fullmatch(n[len(folder) :])]
 
 
 def _carried(store: ObjectStore, name: str) -> tuple[str, bytes]:

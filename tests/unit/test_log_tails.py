@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from activities.agents import transcripts
 from activities.agents.key import AgentKey
 from activities.agents.ledger import AttemptLedger
-from activities.agents.transcripts import LogTail, append_event, log_line, read_log
+from activities.agents.transcripts import LogTail, append_event, has_log, log_line, read_log
 from activities.storage.local import LocalStore
 from xsky.agent_log import parse_lines, transcript_key, with_tails
 from xsky.runs import AgentOutcome
@@ -62,8 +63,9 @@ def test_carried_lines_land_where_an_append_of_their_own_would_have() -> None:
 
 def test_a_kept_outcome_carries_the_last_lines_and_the_log_reads_whole(tmp_path: Path) -> None:
     store = ObjectLike(tmp_path / "store")
+    first = "0193b2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"  # a Temporal run id: the run's first execution
     key = AgentKey(
-        run_id="run-1", agent_id="a1", task_id="T-a1", execution_id="e-1", checkpoint="cp.json"
+        run_id="run-1", agent_id="a1", task_id="T-a1", execution_id=first, checkpoint="cp.json"
     )
     ledger = AttemptLedger.of(store, key)
     log_key = transcript_key("run-1", "a1")
@@ -74,26 +76,25 @@ def test_a_kept_outcome_carries_the_last_lines_and_the_log_reads_whole(tmp_path:
     assert kinds(held) == ["tool_result", "outcome"] and tail._lines == []
     ledger.complete(1, AgentOutcome(result="hi"), held)
     tail.flush()  # nothing left to append
-    # another task of the run whose id ends like this one's: not read as its
-    AttemptLedger.of(store, AgentKey(**{**key.__dict__, "task_id": "T-xa1"})).complete(
-        1, AgentOutcome(result="other"), line("other", 1)
-    )
+    time.sleep(0.002)  # the leader's word comes later (a line's time is to the millisecond)
     append_event(store, log_key, "leader", point="result", verdict="accept")
     assert kinds(store.appended(log_key)) == ["attempt", "leader"]
     expected = ["attempt", "tool_result", "outcome", "leader"]
-    for execution in ("e-1", None):  # None: the run's first execution not known
+    for execution in (first, None):  # None: the run's first execution not known
         assert kinds(read_log(store, "run-1", "a1", execution, {})) == expected
-    # a task whose id ends in this one's (agent "b-T-a1"): told apart by the first execution
-    AttemptLedger.of(store, AgentKey(**{**key.__dict__, "task_id": "T-b-T-a1"})).complete(
-        1, AgentOutcome(result="other"), line("other", 1)
-    )
-    assert kinds(read_log(store, "run-1", "a1", "e-1", {})) == expected
+    # a task whose id ends in this one's (agent "b-T-a1"): told apart, with the first
+    # execution or without it (a Temporal run id, or "run", stands before a task's id)
+    other = AttemptLedger.of(store, AgentKey(**{**key.__dict__, "task_id": "T-b-T-a1"}))
+    other.complete(1, AgentOutcome(result="other"), line("other", 1))
+    for execution in (first, None):
+        assert kinds(read_log(store, "run-1", "a1", execution, {})) == expected
+    assert has_log(store, "run-1", "a1", None) and not has_log(store, "run-1", "a2", None)
     kept = ledger.outcome()  # the carried lines do not disturb the outcome itself
     assert kept is not None and kept.result == "hi" and ledger.has_outcome()
     seen: dict[str, tuple[str, bytes]] = {}
-    read_log(store, "run-1", "a1", "e-1", seen)
+    read_log(store, "run-1", "a1", first, seen)
     store.put(ledger.outcome_key, b"{}")  # a follower reads each kept outcome once
-    assert kinds(read_log(store, "run-1", "a1", "e-1", seen)) == expected
+    assert kinds(read_log(store, "run-1", "a1", first, seen)) == expected
 
 
 def test_on_a_local_disk_the_lines_are_appended_as_ever(tmp_path: Path) -> None:
