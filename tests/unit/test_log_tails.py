@@ -143,3 +143,49 @@ def test_lines_put_back_when_the_outcome_could_not_be_kept_are_appended_first(
     tail.put_back(held)
     tail.flush()
     assert kinds(store.appended(log_key)) == ["tool_result", "failed"]
+
+
+def test_a_follower_reading_by_length_sees_every_line_once_in_the_order_written(
+    tmp_path: Path,
+) -> None:
+    """`log --follow` and the live page read the log again and go on from the length they had:
+    the carried lines must land at its end, after a line another writer stored meanwhile (the
+    leader's word on a stall), and before what comes after the outcome."""
+    store = ObjectLike(tmp_path / "store")
+    first = "0193b2c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"
+    key = AgentKey(
+        run_id="run-1", agent_id="a1", task_id="T-a1", execution_id=first, checkpoint="cp.json"
+    )
+    log_key = transcript_key("run-1", "a1")
+    seen: dict[str, tuple[str, bytes]] = {}
+    shown: list[str] = []
+    offset = 0
+
+    def follow() -> None:
+        nonlocal offset
+        data = read_log(store, "run-1", "a1", first, seen)[offset:]
+        whole = data[: data.rfind(b"\n") + 1]
+        offset += len(whole)
+        shown.extend(kinds(whole))
+
+    def later() -> None:
+        time.sleep(0.002)  # (a line's time is to the millisecond)
+
+    tail = LogTail(store, log_key)
+    tail.add(log_line(log_key, "attempt") or b"")
+    follow()
+    later()
+    tail._lines = [log_line(log_key, "tool_call") or b""]  # a batch, held
+    later()
+    append_event(store, log_key, "leader", point="stall", verdict="wait")  # another writer
+    follow()
+    later()
+    tail._lines.append(log_line(log_key, "outcome") or b"")
+    later()
+    AttemptLedger.of(store, key).complete(1, AgentOutcome(result="ok"), tail.for_outcome())
+    follow()
+    later()
+    append_event(store, log_key, "leader", point="result", verdict="accept")
+    follow()
+    assert shown == ["attempt", "leader", "tool_call", "outcome", "leader"], shown
+    assert kinds(read_log(store, "run-1", "a1", first, {})) == shown  # (a new reader: the same)
