@@ -41,7 +41,14 @@ from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import repair
-from xsky.plan.steps import STEP_ATTRS, inner_xml, start_tag_at, tag_name, write_steps
+from xsky.plan.steps import (
+    STEP_ATTRS,
+    inner_xml,
+    nth_on_line,
+    start_tag_at,
+    tag_name,
+    write_steps,
+)
 
 
 class _Parsed(Protocol):
@@ -184,13 +191,7 @@ def _to_native(
     reads their text alone). What the native form knows under another name in Eko (a
     ``depends``, a ``<role>``) is refused instead: leaving it out would change the plan."""
     lines = text.splitlines()
-    # Several elements of one tag may share a line (minified XML): each is the nth there.
-    nth: dict[etree._Element, int] = {}
-    counts: dict[tuple[object, int | None], int] = {}
-    for el in root.iter():
-        key = (el.tag, el.sourceline)
-        nth[el] = counts.get(key, 0)
-        counts[key] = nth[el] + 1
+    nth = nth_on_line(root)  # (before any part is left out: their places count)
 
     def where(el: etree._Element) -> tuple[int, int]:
         """Line and column of an element's start tag (lxml gives only the line)."""

@@ -56,6 +56,18 @@ def tag_name(el: etree._Element) -> str:
 _TAG_LINES = 50
 
 
+def nth_on_line(root: etree._Element) -> dict[etree._Element, int]:
+    """Each element's place among those of its name whose start tags end on its line (several
+    share one in minified XML): what :func:`start_tag_at` is given as ``nth``."""
+    nth: dict[etree._Element, int] = {}
+    counts: dict[tuple[object, int | None], int] = {}
+    for el in root.iter():
+        key = (el.tag, el.sourceline)
+        nth[el] = counts.get(key, 0)
+        counts[key] = nth[el] + 1
+    return nth
+
+
 def start_tag_at(lines: list[str], el: etree._Element, nth: int) -> tuple[int, int]:
     """Line and column of an element's start tag, the ``nth`` of its name on its line (lxml
     gives only the line, and for a start tag written over several lines its last): (line, 1)
@@ -119,8 +131,8 @@ def _read_for_each(el: etree._Element, report: Report) -> dict[str, object]:
     return step
 
 
-# Set while workflow code reads a replan's XML that a run took before v0.11.5 (a patch in
-# workflows/leader/workflow.py): a native watch's <description> is read as it was then, cut at
+# Set while the leader reads XML a run took before v0.11.5 (workflows/leader/io.read_plan_xml,
+# patch watch-description-whole): a native watch's <description> is read as it was then, cut at
 # its first element, so the plan it makes is the one that run compared and acted on.
 _DESCRIPTIONS_CUT: ContextVar[bool] = ContextVar("xsky_descriptions_cut", default=False)
 
@@ -146,8 +158,8 @@ def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
     _no_loose_text(el, report)
     for child in el:
         if child.tag == "description" and "description" not in step:
-            # One that holds elements is kept whole, as text: it was cut at its first element
-            # (not refused: a replan in a run's history is read again as it was accepted).
+            # One that holds elements is kept whole, as text (not refused: the leader reads a
+            # replan's XML again on replay); runs from before v0.11.5 read it cut, as they did.
             whole = len(child) and not _DESCRIPTIONS_CUT.get()
             step["description"] = inner_xml(child) if whole else _text(child)
         elif child.tag == "trigger" and "steps" not in step:

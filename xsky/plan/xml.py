@@ -48,7 +48,14 @@ from xsky.plan.plain_plans import (
     read_plain,
     text_element,
 )
-from xsky.plan.steps import read_steps, start_tag_at, step_element, tag_name, write_steps
+from xsky.plan.steps import (
+    nth_on_line,
+    read_steps,
+    start_tag_at,
+    step_element,
+    tag_name,
+    write_steps,
+)
 from xsky.security.roles import RoleCapabilityModel
 from xsky.wire import XML_ILLEGAL, scrub_xml_illegal
 
@@ -336,13 +343,7 @@ class Reader:
         """Line and column of an element's start tag (lxml gives only the line)."""
         if self._lines is None or self._nth is None:
             self._lines = self.source.splitlines()
-            # Several elements of one tag can share a line (minified XML): number them.
-            self._nth = {}
-            counts: dict[tuple[object, int | None], int] = {}
-            for other in self.root.iter():
-                key = (other.tag, other.sourceline)
-                self._nth[other] = counts.get(key, 0)
-                counts[key] = self._nth[other] + 1
+            self._nth = nth_on_line(self.root)
         return start_tag_at(self._lines, el, self._nth.get(el, 0))
 
     def problem(self, el: etree._Element, message: str, agent_index: int | None = None) -> None:
