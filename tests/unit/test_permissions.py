@@ -352,3 +352,28 @@ def test_bad_rules_are_reported():
         "permission rule 'file_write()' is not valid; write Tool or Tool(specifier), e.g. shell(git log:*), file_write(src/**), browser_navigate(domain:example.com)",
     ]
     assert parse_rule("browser_*(domain:x.org)").tool == "browser_*"
+
+
+async def test_a_gate_resolves_its_workspace_when_it_first_decides_and_judges_by_the_real_path(
+    tmp_path,
+):
+    # An attempt whose one call is no tool (a no-op, a gather) decides nothing: the walk of
+    # its workspace's path is not paid for. One that decides judges paths by the real folder.
+    from activities.sandbox.gate import Gate
+
+    real = tmp_path / "real" / "ws"
+    real.mkdir(parents=True)
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    gate = Gate(
+        task_id="T-1",
+        permissions=PermissionSettings(),
+        approvals=[],
+        role=READER,
+        workspace=tmp_path / "via" / "ws",
+    )
+    assert "workspace" not in vars(gate)
+    inside = await gate.decide("file_read", {"path": str(real / "notes.txt")})
+    assert gate.workspace == str(real)
+    assert inside.effect == "allow", inside.reason
+    outside = await gate.decide("file_write", {"path": str(tmp_path / "elsewhere.txt")})
+    assert outside.effect != "allow"
