@@ -58,7 +58,8 @@ def main() -> None:
             "starter.py validate (4 agents)": [py, "starter.py", "validate", str(plan)],
             "starter.py status (unknown id)": [py, "starter.py", "status", "xsky-none"],
             "starter.py list": [py, "starter.py", "list"],
-            "starter.py --help (every command)": [py, "starter.py", "--help"],
+            "starter.py --help": [py, "starter.py", "--help"],
+            "starter.py run --help": [py, "starter.py", "run", "--help"],
         }
         best = dict.fromkeys(cases, float("inf"))
         for _ in range(args.rounds):

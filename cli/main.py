@@ -68,14 +68,66 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or of ``command`` alone when it is one (quicker)."""
+# What the top level's `--help` says of each command. It is asked for first, and a command
+# misspelt is answered from it too: neither imports a command's module (~0.3 s of start-up
+# on a quick machine). tests/unit/test_cli_start.py checks it against what the modules register.
+SUMMARIES: dict[str, str] = {
+    "validate": "check a workflow XML and show it as a tree",
+    "convert": "write an Eko plan (<root>) as a native <workflow>, or back with --to eko",
+    "run": "validate a workflow XML and start it as a durable run",
+    "status": "the task board of a run",
+    "result": "the results of a finished run",
+    "list": "recent runs, with what each is doing (xsky's search attributes)",
+    "files": "a run's workspace files: the list, or with PATH one file printed (or a folder listed)",
+    "follow": "the live task board of a run until it ends, then its results (Ctrl-C leaves it running)",
+    "events": "a run's events as JSON lines: agents started, stepped, done; requests; budget; decisions",
+    "ui": "a live page of runs: the plan as a graph, events as they happen, transcripts, steering",
+    "pause": "stop dispatching new agents (with a task: pause that agent alone)",
+    "resume": "dispatch again after a pause (with a task: that agent)",
+    "reset": "start one agent's attempt again, from its checkpoint",
+    "timeout": "seconds one agent's next attempt may take",
+    "cancel": "cancel one task, or the whole run when no task is given",
+    "retry": "run a failed, cancelled or escalated task again (on an ended run: a follow-up run that carries every completed result over)",
+    "skip": "mark a task done without running it",
+    "nudge": "send a message to one agent, delivered at its next step",
+    "answer": "answer a pending question (Q-n) or escalation (E-n)",
+    "approve": "decide a pending tool approval (A-n)",
+    "replan": "change the plan: a prompt for the planner, or --xml FILE to replace it",
+    "approve-plan": "approve the plan under review so agents start",
+    "end": "end a run held open after a failure (--hold-on-failure) or paused",
+    "requests": "questions, approvals and escalations waiting for a person",
+    "fork": "a new run from any agent of a run (ended or running): what it does not lead to is carried over, it and what follows run again, with an edit",
+    "diff": "what differs between two runs, agent by agent",
+    "budget": "a run's spend per task and in all; with LIMITS, raise or lower its budget",
+    "log": "an agent's transcript: messages, tool calls and results, permission decisions, tokens",
+    "ledger": "the leader's ledgers: the goal and its check, facts, and every judgment it made",
+    "gc": "remove the stored objects of runs that ended (never a running run's)",
+    "plan": "plan a request (print it, or --run it), or show a run's plan by its id",
+    "roles": "list the roles agents can take (or `roles show NAME`)",
+    "permissions": "check a tool call against the rules and a role, or show a run's audit log",
+    "mcp": "the MCP servers workers use: list them, or check one",
+    "skills": "learn skills from coding-agent transcripts (sources, watch, scan, status, atoms)",
+    "server": "start (or --stop) the local Temporal dev server",
+    "up": "start the server and a worker in the background, if they are not up",
+    "down": "stop the worker and the server that `up` started",
+    "demo": "run the demo plan against a locally served page (starts what it needs)",
+}
+
+
+def build_parser(command: str | None = None, *, summaries: bool = False) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone when it is one (quicker); with
+    ``summaries``, each command named with its line of help and nothing more (the top level's
+    ``--help``, and what a command that does not exist is answered with)."""
     parser = Parser(
         prog="starter.py",
         description="xsky: durable AI-agent workflows on Temporal.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    if summaries:
+        for name, line in SUMMARIES.items():
+            sub.add_parser(name, help=line, add_help=False)
+        return parser
     modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     for module in modules:
         importlib.import_module(f"cli.{module}").register(sub)
@@ -85,7 +137,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     # The command is the first word that is not an option: the top level has only --help.
-    parser = build_parser(next((a for a in given if not a.startswith("-")), None))
+    command = next((a for a in given if not a.startswith("-")), None)
+    parser = build_parser(command, summaries=command not in COMMANDS)
     args, extras = parser.parse_known_args(given)
     if extras:
         reject_unknown(parser, args, extras)

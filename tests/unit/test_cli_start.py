@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import COMMANDS, build_parser
+from cli.main import COMMANDS, SUMMARIES, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,6 +26,28 @@ def test_the_table_is_what_each_module_registers_in_the_order_help_lists() -> No
         registered.update(dict.fromkeys(sub.choices, module))
     assert registered == COMMANDS
     assert list(registered) == list(COMMANDS)
+
+
+def test_the_summaries_help_shows_are_what_each_module_registers() -> None:
+    said: dict[str, str | None] = {}
+    for module in dict.fromkeys(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"cli.{module}").register(sub)
+        said.update({a.dest: a.help for a in sub._choices_actions})
+    assert said == SUMMARIES
+    assert list(said) == list(SUMMARIES)
+
+
+@pytest.mark.parametrize("argv", [["--help"], [], ["staus"]])
+def test_help_no_command_and_a_misspelt_one_import_no_commands_module(
+    argv: list[str], tmp_path: Path
+) -> None:
+    # The first thing a newcomer types: answered from the summaries, not by importing every
+    # command (Temporal's client, the MCP SDK: ~0.3 s).
+    modules = _modules_after(argv, tmp_path)
+    assert not {m for m in modules if m.startswith("cli.") and m.endswith("_cmd")}
+    assert not {m for m in modules if m.startswith("temporalio")}
+    assert not _heavy(modules)
 
 
 def test_a_command_given_builds_its_own_parser_and_no_other() -> None:
