@@ -138,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     # The command is the first word that is not an option: the top level has only --help.
     command = next((a for a in given if not a.startswith("-")), None)
-    parser = build_parser(command, summaries=command not in COMMANDS)
+    # `--help` before any command is the top level's (`starter.py -h status`): every command.
+    top_help = bool({"-h", "--help"} & set(given[: given.index(command) if command else None]))
+    parser = build_parser(command, summaries=top_help or command not in COMMANDS)
     args, extras = parser.parse_known_args(given)
     if extras:
         reject_unknown(parser, args, extras)

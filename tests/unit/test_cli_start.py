@@ -38,7 +38,7 @@ def test_the_summaries_help_shows_are_what_each_module_registers() -> None:
     assert list(said) == list(SUMMARIES)
 
 
-@pytest.mark.parametrize("argv", [["--help"], [], ["staus"]])
+@pytest.mark.parametrize("argv", [["--help"], [], ["staus"], ["-h", "status"]])
 def test_help_no_command_and_a_misspelt_one_import_no_commands_module(
     argv: list[str], tmp_path: Path
 ) -> None:
