@@ -27,7 +27,9 @@ from xsky.security.mcp import is_mcp
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built when first used (an agent's first tool call, or the model's tool list): a command
+    # that imports this table (`validate`) never uses most of them; ~5 ms of its start-up.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class BrowserNavigateArgs(_Args):
