@@ -10,7 +10,6 @@ own (``real_names``) — so a rule written for the tool that runs holds whatever
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -72,7 +71,7 @@ class Gate:
         self.permissions = permissions.model_copy(
             update={"person_only_tools": list(dict.fromkeys([*given, *person_only]))}
         )
-        self._workspace = workspace
+        self.workspace = str(workspace.resolve())
         # The grants of the input its leader did not confirm come first in the permission log.
         self.decisions: list[DecisionRecord] = list(refused)
         self._used: set[str] = set()  # approvals already spent in this attempt
@@ -87,12 +86,6 @@ class Gate:
         self.real_names: dict[str, str] = {}
         if permissions.mode == "bypass":
             log.warning("%s runs in permission mode BYPASS: only deny rules are enforced", task_id)
-
-    @functools.cached_property
-    def workspace(self) -> str:
-        """The workspace's real path, resolved when a call is first decided: an attempt that
-        decides none (a no-op, a gather) does not pay for the walk of its path."""
-        return str(self._workspace.resolve())
 
     async def decide(self, tool: str, arguments: dict[str, Any]) -> Decision:
         if is_mcp(tool):  # no parsing (its rules take no arguments), and both of its names

@@ -354,11 +354,9 @@ def test_bad_rules_are_reported():
     assert parse_rule("browser_*(domain:x.org)").tool == "browser_*"
 
 
-async def test_a_gate_resolves_its_workspace_when_it_first_decides_and_judges_by_the_real_path(
-    tmp_path,
-):
-    # An attempt whose one call is no tool (a no-op, a gather) decides nothing: the walk of
-    # its workspace's path is not paid for. One that decides judges paths by the real folder.
+async def test_a_gate_judges_paths_by_its_workspaces_real_folder(tmp_path):
+    # Resolved as the gate is made, right after the workspace was checked: a folder on the
+    # path swapped for a symlink later does not move what counts as inside.
     from activities.sandbox.gate import Gate
 
     real = tmp_path / "real" / "ws"
@@ -371,9 +369,10 @@ async def test_a_gate_resolves_its_workspace_when_it_first_decides_and_judges_by
         role=READER,
         workspace=tmp_path / "via" / "ws",
     )
-    assert "workspace" not in vars(gate)
-    inside = await gate.decide("file_read", {"path": str(real / "notes.txt")})
+    (tmp_path / "via").unlink()
+    (tmp_path / "via").symlink_to(tmp_path)  # swapped after the gate was made
     assert gate.workspace == str(real)
+    inside = await gate.decide("file_read", {"path": str(real / "notes.txt")})
     assert inside.effect == "allow", inside.reason
     outside = await gate.decide("file_write", {"path": str(tmp_path / "elsewhere.txt")})
     assert outside.effect != "allow"
