@@ -139,7 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command is the first word that is not an option: the top level has only --help.
     command = next((a for a in given if not a.startswith("-")), None)
     # `--help` before any command is the top level's (`starter.py -h status`): every command.
-    top_help = bool({"-h", "--help"} & set(given[: given.index(command) if command else None]))
+    # (argparse takes `--he` or `--hel` for it too.)
+    before = given[: given.index(command) if command else None]
+    top_help = any(a == "-h" or (len(a) > 2 and "--help".startswith(a)) for a in before)
     parser = build_parser(command, summaries=top_help or command not in COMMANDS)
     args, extras = parser.parse_known_args(given)
     if extras:

@@ -35,10 +35,12 @@ def test_the_summaries_help_shows_are_what_each_module_registers() -> None:
         importlib.import_module(f"cli.{module}").register(sub)
         said.update({a.dest: a.help for a in sub._choices_actions})
     assert said == SUMMARIES
-    assert list(said) == list(SUMMARIES)
+    assert list(said) == list(SUMMARIES) == list(COMMANDS)
+    # and the help built from them is the whole parser's, word for word
+    assert build_parser(summaries=True).format_help() == build_parser().format_help()
 
 
-@pytest.mark.parametrize("argv", [["--help"], [], ["staus"], ["-h", "status"]])
+@pytest.mark.parametrize("argv", [["--help"], [], ["staus"], ["-h", "status"], ["--hel", "status"]])
 def test_help_no_command_and_a_misspelt_one_import_no_commands_module(
     argv: list[str], tmp_path: Path
 ) -> None:
