@@ -23,11 +23,10 @@ ACTIVITY = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
 }
 # Their number follows when the agents' results arrive (several in one task, or one each),
-# which is the server's timing, not the leader's choice.
+# which is the server's timing, not the leader's choice; so do a loaded machine's timed-out
+# or failed tasks (a sticky queue's wait).
 WORKFLOW_TASK = {
-    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    value for name, value in EventType.items() if name.startswith("EVENT_TYPE_WORKFLOW_TASK_")
 }
 
 
