@@ -71,6 +71,7 @@ from xsky.config import Settings, load_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.security.shell_parse import load_parser
+from xsky.security.tools import build_argument_models
 from xsky.settings_files import SettingsError, worker_layers
 from xsky.wire import build_models
 
@@ -105,8 +106,10 @@ def build_workers(
     # The command watchdog is compiled on first use (~0.2 s once per version): here, not in
     # the first command's attempt.
     native.compiled_watchdog()
-    # The models' validators are built on first use (xsky/wire.py): here, not in a workflow task.
+    # The models' validators are built on first use (xsky/wire.py): here, not in a workflow task
+    # (nor, for the tools' arguments, in an agent's first call).
     build_models()
+    build_argument_models()
     workers = []
     observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
     if skills:

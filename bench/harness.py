@@ -36,6 +36,7 @@ from workflows.sandbox import workflow_runner
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
+from xsky.security.tools import build_argument_models
 from xsky.wire import build_models
 
 
@@ -62,6 +63,7 @@ async def serving(
     queue = settings.task_queue
     io_threads(settings)  # as worker.py: store calls in a pool sized for network I/O
     build_models()  # as worker.py: no model's validator is built inside a workflow task
+    build_argument_models()  # as worker.py: nor in an agent's first tool call
     acts = AgentActivities(settings)
     workers = [
         Worker(

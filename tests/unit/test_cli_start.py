@@ -127,3 +127,19 @@ def test_validate_builds_few_of_the_models_it_imports(tmp_path: Path) -> None:
     )
     built, imported = map(int, _after(["validate", str(plan)], tmp_path, report).split())
     assert imported >= 40 and built <= imported // 4, (built, imported)
+
+
+def test_the_tools_argument_models_wait_to_be_built_and_all_build() -> None:
+    # A fresh process: built when first used (a command importing the tool table builds none),
+    # and every one builds, as a worker builds them all before it serves.
+    report = (
+        "from xsky.security.tools import TOOLS, build_argument_models\n"
+        "waiting = sum(not s.args.__pydantic_complete__ for s in TOOLS.values())\n"
+        "built = build_argument_models()\n"
+        "print(waiting, built, len(TOOLS), all(s.args.__pydantic_complete__ for s in TOOLS.values()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", report], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    waiting, built, tools, complete = done.stdout.split()
+    assert waiting == built == tools and complete == "True", done.stdout + done.stderr

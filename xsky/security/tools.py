@@ -342,6 +342,17 @@ def openai_tools(names: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+def build_argument_models() -> int:
+    """Build every tool's argument model now (a worker, before it serves: a model that cannot
+    be built fails the worker's start, not an agent's first call); how many were built."""
+    built = 0
+    for spec in TOOLS.values():
+        if not spec.args.__pydantic_complete__:
+            spec.args.model_rebuild()
+            built += 1
+    return built
+
+
 def argument_problem(name: str, arguments: dict[str, Any]) -> str | None:
     """Why these arguments do not fit the tool's model (None when they do)."""
     from pydantic import ValidationError
