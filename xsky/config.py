@@ -24,7 +24,7 @@ Cloud profile works unchanged.
 | XSKY_HOST | (the machine's name) | this worker's host identity: its workspaces' task queue is ``<queue>-host-<host>`` |
 | XSKY_RUNS | $XSKY_HOME/runs | per-run workspaces (``<runs>/<workflow id>/workspace``) |
 | XSKY_ARTIFACT_THRESHOLD | 8192 | results larger than this (bytes) travel as references |
-| XSKY_UI_URL | http://localhost:8233 | the Temporal Web UI, for links |
+| XSKY_UI_URL | http://localhost:$XSKY_UI_PORT | the Temporal Web UI, for links |
 | XSKY_MAX_PLAN_BYTES | 5242880 | largest workflow XML accepted |
 | XSKY_SKILLS_HOME | ~/.xsky/skills-home | trajectories, atoms and the skill library |
 | XSKY_USER_SETTINGS | ~/.xsky/settings.json | the user's settings file (roles, permissions, skills) |
@@ -185,7 +185,8 @@ def load_settings(
         artifacts=Path(env.get("XSKY_ARTIFACTS") or home / "artifacts"),
         runs=Path(env.get("XSKY_RUNS") or home / "runs"),
         artifact_threshold=_int(env, "XSKY_ARTIFACT_THRESHOLD", 8192),
-        ui_url=env.get("XSKY_UI_URL") or "http://localhost:8233",
+        # (the dev server `starter.py up` starts serves its UI on XSKY_UI_PORT: links follow it)
+        ui_url=env.get("XSKY_UI_URL") or f"http://localhost:{_int(env, 'XSKY_UI_PORT', 8233)}",
         max_plan_bytes=_int(env, "XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
         skills_home=Path(env.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home")
         .expanduser()
