@@ -108,7 +108,11 @@ def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any)
 
 def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Table:
     table = Table(
-        title=cell(f"{result.name or result.workflow_id} — {result.status}: {result.summary}"),
+        # (a summary that begins with the status, as a cancelled run's does, says it once)
+        title=cell(
+            f"{result.name or result.workflow_id} — {result.status}: "
+            + result.summary.removeprefix(f"{result.status}: ")
+        ),
         title_justify="left",
     )
     table.add_column("task", no_wrap=True)

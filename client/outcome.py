@@ -42,6 +42,10 @@ async def run_outcome(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:
+    """Temporal's status of a run in xsky's words ("cancelled", as a run's result and its
+    tasks say it, where Temporal writes CANCELED)."""
+    if status == WorkflowExecutionStatus.CANCELED:
+        return "cancelled"
     return status.name.lower().replace("_", " ") if status else "unknown"
 
 
