@@ -119,6 +119,27 @@ def test_merge_keeps_completed_resets_failed_adds_and_removes():
     assert change.summary() == "added 5; removed 4; restarting 3; retrying 2"
 
 
+def test_the_reply_names_waiting_tasks_redefined_and_done_ones_that_keep_their_result():
+    # The plan's history says what it always said; the person who replanned is told too that
+    # 2 runs as redefined, and that 1, done, keeps its result although its command changed.
+    old = Workflow(name="p", task_id="t", agents=[agent("1"), agent("2", "1"), agent("3", "1")])
+    tasks = board(old, **{"1": "completed"})
+    new = Workflow(
+        name="p",
+        task_id="t",
+        agents=[agent("1", task="again"), agent("2", "1", task="other"), agent("3"), agent("4")],
+    )
+    change = merge_plan(old, tasks, new, "run")
+    assert change.changed == ["2", "3"] and change.kept == ["1"]  # (3: its dependencies)
+    assert change.summary() == "added 4"
+    assert change.reply() == (
+        "added 4; changed 2, 3; kept 1 as done (a new definition of a done agent does not run: "
+        "give it a new id to run it)"
+    )
+    same = merge_plan(new, board(new), new, "run")
+    assert same.changed == same.kept == [] and same.reply() == "no task changed"
+
+
 def test_a_replan_that_changes_only_an_agents_steps_or_loop_restarts_it():
     from xsky.plan.models import Step
 

@@ -328,7 +328,8 @@ class LeaderCore:
     def apply_plan(
         self, wf: Workflow, reason: str, now: datetime, keep_cancelled: bool = True
     ) -> tuple[str, list[Command]]:
-        """Make ``wf`` the plan: (what changed, the attempts to stop). ``keep_cancelled``
+        """Make ``wf`` the plan: (what changed, as a person is told it; the attempts to stop).
+        ``keep_cancelled``
         False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
         every cancelled task back to pending."""
         self.oversight.withdraw_goal_requests("withdrawn: the plan changed", now)
@@ -348,13 +349,12 @@ class LeaderCore:
             self.requests.withdraw(request_id, "withdrawn: the plan changed", now)
         for agent_id in change.reset:
             self.requests.withdraw_holds(self.board.tasks[agent_id], "replanned", now)
-        summary = change.summary()
-        self.plans.adopt(wf, f"{reason} — {summary}", now)
+        self.plans.adopt(wf, f"{reason} — {change.summary()}", now)
         for task in [*change.removed, *change.tasks]:  # a replan starts every ladder over
             self.ladder.forget(task.id)
         self.board.replace(change.tasks, change.removed, wf)
         self.flow.changed = True
-        return summary, commands
+        return change.reply(), commands
 
     def run_cancelled(self, now: datetime) -> None:
         """The run was cancelled (Temporal's cancel): what had not ended is cancelled with it,

@@ -35,8 +35,28 @@ class PlanChange:
     reset: list[str] = field(default_factory=list)  # failed/cancelled ids back to pending
     added: list[str] = field(default_factory=list)
     withdrawn_requests: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # not started yet: they run as redefined
+    kept: list[str] = field(default_factory=list)  # done: kept with their result, not run again
 
     def summary(self) -> str:
+        """What the plan's history says of the change (the run's state keeps it)."""
+        return "; ".join(self._parts()) or "no task changed"
+
+    def reply(self) -> str:
+        """What the person who replanned is told: the summary, and the tasks it does not name
+        whose definition changed — those that will run as redefined, and those done already,
+        which keep their result (a new id runs one again)."""
+        parts = self._parts()
+        if self.changed:
+            parts.append(f"changed {', '.join(self.changed)}")
+        if self.kept:
+            parts.append(
+                f"kept {', '.join(self.kept)} as done (a new definition of a done agent does "
+                "not run: give it a new id to run it)"
+            )
+        return "; ".join(parts) or "no task changed"
+
+    def _parts(self) -> list[str]:
         parts = []
         if self.added:
             parts.append(f"added {', '.join(self.added)}")
@@ -46,7 +66,7 @@ class PlanChange:
             parts.append(f"restarting {', '.join(self.restarted)}")
         if self.reset:
             parts.append(f"retrying {', '.join(self.reset)}")
-        return "; ".join(parts) or "no task changed"
+        return parts
 
 
 # What an agent is asked to do: a change to any of these is a new definition (its steps, its
@@ -93,12 +113,14 @@ def merge_plan(
             change.added.append(agent.id)
             continue
         unchanged = agent.id in old_agents and same_definition(old_agents[agent.id], agent)
+        redefined = agent.id in old_agents and not unchanged
         task.description = with_values(agent.task, variables or {})
         task.subject = subject_of(task.description)
         task.assigned_agent = agent.name
         task.blocked_by = [task_id_for(d) for d in agent.depends]
         if task.stored in ("completed", "skipped"):
-            pass
+            if redefined:
+                change.kept.append(agent.id)
         elif task.stored in _RUNNING:
             if not unchanged:
                 change.stop.append(agent.id)
@@ -110,9 +132,12 @@ def merge_plan(
             task.error = None
             task.ended_at = None
             change.reset.append(agent.id)
-        elif task.waiting_on is not None and not unchanged:
-            change.withdrawn_requests.append(task.waiting_on)
-            task.waiting_on = None
+        else:  # not started: it runs as the new plan defines it
+            if redefined:
+                change.changed.append(agent.id)
+            if task.waiting_on is not None and not unchanged:
+                change.withdrawn_requests.append(task.waiting_on)
+                task.waiting_on = None
         change.tasks.append(task)
     for agent_id, task in tasks.items():
         if agent_id in new_ids:
