@@ -232,6 +232,7 @@ async def _gate(a: Attempt, tool: str, args: dict[str, Any], agent_log: AgentLog
     ):
         return
     allowed, why = await a.gate.check(tool, args)
+    agent_log.decisions()  # in the log when made, before the call runs (or is denied)
     if not allowed:
         agent_log.outcome("failed", error=f"{tool} denied: {why}")
         raise ApplicationError(

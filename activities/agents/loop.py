@@ -575,6 +575,7 @@ class AgentLoop:
             raise NeedsHuman("question", question=question)
         # raises NeedsHuman when a person must approve
         allowed, why = await self.gate.check(name, args)
+        self.log.decisions()  # in the log when made, before the call runs (or is denied)
         if not allowed:
             return (
                 f"DENIED: {why}. Do not retry this call; find another way or explain what you need."

@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,20 @@ async def test_a_short_shell_attempt_writes_its_outcome_and_log_and_reads_nothin
     kept = ledger.outcome()
     assert kept is not None and kept.result == "hi" and kept.attempt == 1
     assert [(e["attempt"], e["kind"]) for e in ledger.entries()] == [(1, "completed")]
+
+
+async def test_a_calls_permission_is_logged_when_it_is_decided_before_the_call_runs(
+    acts: AgentActivities,
+):
+    # (it was written with the call's result, stamped when the command had ended: as if the
+    # command had run before it was allowed)
+    inp = agent_input({"tool": "shell", "command": "sleep 0.5; echo done"})
+    await run(acts, inp, heartbeat=60.0)
+    lines = log_of(acts, inp)
+    kinds = [e["type"] for e in lines]
+    assert kinds == ["attempt", "tool_call", "permission", "permission", "tool_result", "outcome"]
+    at = {e["type"]: datetime.fromisoformat(e["at"]) for e in lines}  # (a kind's last line)
+    assert (at["tool_result"] - at["permission"]).total_seconds() >= 0.4, lines
 
 
 async def test_a_result_over_the_inline_size_is_stored_once_and_a_small_one_is_not(
