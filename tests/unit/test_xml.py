@@ -362,3 +362,32 @@ def test_a_start_tag_written_over_several_lines_is_located_where_it_begins():
         "    <task>t</task>\n  </agent></agents>\n</root>\n"
     )
     assert [(p.line, p.column) for p in eko.repairs] == [(2, 3)]
+
+
+@pytest.mark.parametrize(
+    "text, where, tag",
+    [
+        # libxml2 notices at the next tag (5:3); the one left open ends at 4:10
+        ('<workflow name="x">\n  <agent name="llm" id="1">\n    <task>t</task>\n  </agent\n'
+         '  <agent name="llm" id="2"><task>u</task></agent>\n</workflow>', (4, 10), "</agent"),
+        ('<workflow name="x">\n  <agent name="llm" id="1">\n    <task>ééé</task <x/>\n'
+         "  </agent>\n</workflow>", (3, 20), "</task"),
+    ],
+)  # fmt: skip
+def test_a_tag_left_without_its_closing_bracket_is_named_where_it_ends(text, where, tag):
+    with pytest.raises(WorkflowXMLError) as info:
+        parse_workflow(text)
+    (problem,) = info.value.problems
+    assert (problem.line, problem.column) == where
+    assert f"{tag!r} is not closed: expected '>' after it" in problem.message
+
+
+def test_attribute_mistakes_say_how_attributes_are_written():
+    with pytest.raises(WorkflowXMLError, match="is the '>' of the tag before this point missing"):
+        parse_workflow(
+            '<workflow name="x">\n<agent name="llm" id="1"\n<task>t</task></agent></workflow>'
+        )
+    with pytest.raises(WorkflowXMLError, match=r"quoted: name=\"value\""):
+        parse_workflow(
+            '<workflow name=x><agent name="llm" id="1"><task>t</task></agent></workflow>'
+        )

@@ -193,7 +193,11 @@ def _parse_tree(data: bytes, source: str, parser: etree.XMLParser) -> etree._Ele
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as e:
         line, col = e.position if e.position else (e.lineno or 1, 1)
-        raise WorkflowXMLError([Problem(_syntax_message(e), line or 1, max(col, 1))]) from None
+        said = _syntax_message(e)
+        if "expected '>'" in said and (unclosed := _unclosed_tag(source, line or 1, col)):
+            # libxml2 notices where the next tag begins: the one left open is named, at its end
+            said, line, col = unclosed
+        raise WorkflowXMLError([Problem(said, line or 1, max(col, 1))]) from None
     except (etree.LxmlError, ValueError, LookupError) as e:
         raise WorkflowXMLError([Problem(f"the text is not readable XML: {e}", 1, 1)]) from None
     if root is None:
@@ -254,9 +258,38 @@ def _syntax_message(e: etree.XMLSyntaxError) -> str:
         hint = " (every <tag> needs its matching </tag>)"
     elif "Start tag expected" in msg or "Document is empty" in msg:
         hint = " (a plan starts with <workflow …>)"
+    elif "error parsing attribute name" in msg or "attributes construct error" in msg:
+        hint = (
+            " (a tag holds name=\"value\" pairs and ends with '>': is the '>' of the tag "
+            "before this point missing?)"
+        )
+    elif "AttValue" in msg:
+        hint = ' (an attribute\'s value is quoted: name="value")'
     elif "Excessive depth" in msg:
         hint = " (elements are nested too deeply; a plan needs only <workflow> → <agent> → <task>)"
     return f"XML syntax error: {msg}{hint}"
+
+
+def _unclosed_tag(source: str, line: int, col: int) -> tuple[str, int, int] | None:
+    """For libxml2's "expected '>'" at (line, col): the tag left without its '>' — the text
+    from the last '<' before that point — said where it ends, or None when there is none."""
+    lines = source.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    offset = sum(len(text) + 1 for text in lines[: line - 1]) + max(col, 1) - 1
+    opened = source.rfind("<", 0, offset)
+    if opened < 0:
+        return None
+    tag = source[opened:offset].rstrip()
+    if not tag or len(tag) > 200 or ">" in tag:
+        return None
+    end_line, end_col = _offset_to_line_col(source, opened + len(tag))
+    return (
+        f"XML syntax error: {' '.join(tag.split())!r} is not closed: expected '>' after it "
+        "(every tag ends with '>')",
+        end_line,
+        end_col,
+    )
 
 
 def _offset_to_line_col(text: str, offset: int) -> tuple[int, int]:
