@@ -40,7 +40,7 @@ from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, re
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
-from activities.agents.transcripts import LogTail
+from activities.agents.transcripts import LogTail, log_line
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
@@ -177,6 +177,11 @@ class AgentActivities:
                 await asyncio.to_thread(
                     ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
                 )
+            # Its log says it ended here (a paused agent's next dispatch follows this line).
+            if (
+                line := log_line(tail.key, "outcome", status="stopped", error=_stopped(details))
+            ) is not None:
+                tail.add(line)
             await beat.final(await asyncio.to_thread(stored_usage, self.store, key))
             raise
         # a bug or an unexpected error: recorded, retried like any error
@@ -411,6 +416,17 @@ async def _back_off(beat: Beat, seconds: float, errors: int) -> None:
     beat.note = f"waiting {seconds:g}s before retrying (backoff after {errors} error(s))"
     async with beat.running():
         await asyncio.sleep(seconds)
+
+
+def _stopped(details: activity.ActivityCancellationDetails | None) -> str:
+    """Why an attempt was stopped, as far as the worker knows it."""
+    if details is not None and details.timed_out:
+        return "ran past its start-to-close timeout"
+    if details is not None and details.worker_shutdown:
+        return "its worker shut down; the attempt runs again elsewhere"
+    if details is not None and details.paused:
+        return "paused"
+    return "stopped by its leader: the agent or the run was paused, cancelled or replanned"
 
 
 def _last_word(details: Sequence[Any]) -> str | None:

@@ -169,6 +169,20 @@ async def test_a_calls_permission_is_logged_when_it_is_decided_before_the_call_r
     assert (at["tool_result"] - at["permission"]).total_seconds() >= 0.4, lines
 
 
+async def test_a_stopped_attempt_ends_its_log_with_a_line_saying_so(acts: AgentActivities):
+    # (a paused agent's log went from its command straight to its next dispatch)
+    inp = agent_input({"tool": "shell", "command": "sleep 30"})
+    env = environment(heartbeat=60.0)
+    attempt = asyncio.create_task(env.run(acts.run_agent, inp))
+    await asyncio.sleep(1.0)
+    env.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await attempt
+    last = log_of(acts, inp)[-1]
+    assert last["type"] == "outcome" and last["status"] == "stopped", last
+    assert "stopped by its leader" in last["error"]
+
+
 async def test_a_result_over_the_inline_size_is_stored_once_and_a_small_one_is_not(
     acts: AgentActivities,
 ):
