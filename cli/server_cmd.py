@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from cli.devserver import DevServer, is_listening, stop_pid
-from cli.render import out
+from cli.render import err, out
 from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 
@@ -120,6 +120,16 @@ def ensure_worker(
     if pid is not None:
         out.print(f"the worker is already running (pid {pid}, log {settings.home / 'worker.log'})")
         return False
+    if settings.store is None and (others := _other_workers(settings)):
+        # Started elsewhere (another XSKY_HOME's `up`, a `worker.py` by hand): with a local
+        # store each keeps what it runs, and the runs would be split between the two.
+        err.print(
+            f"note: a worker this home did not start already serves task queue "
+            f"'{settings.task_queue}' at {settings.address} ({', '.join(others[:3])}); if its "
+            f"XSKY_HOME differs from this one ({settings.home}), runs are split between them and "
+            "`log` or `files` here will not find what the other ran: use one home, or give this "
+            "one its own queue (XSKY_TASK_QUEUE) or server (TEMPORAL_ADDRESS, XSKY_UI_PORT)"
+        )
     log_path = settings.home / "worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start_size = log_path.stat().st_size if log_path.exists() else 0
@@ -147,6 +157,27 @@ def ensure_worker(
                 return True
         time.sleep(0.2)
     raise UsageError(f"the worker did not report ready within {timeout:g}s; see {log_path}")
+
+
+def _other_workers(settings: Settings) -> list[str]:
+    """The identities of the live workers polling this home's leader queue (none of them
+    this home's: it has no worker running); [] when the server cannot say."""
+    import asyncio
+
+    from temporalio.api.enums.v1 import TaskQueueType
+
+    from client.connect import connect_client
+    from client.workers import live_pollers
+
+    async def ask() -> list[str]:
+        client = await connect_client(settings)
+        kind = TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+        return [p.identity for p in await live_pollers(client, settings, settings.task_queue, kind)]
+
+    try:
+        return asyncio.run(asyncio.wait_for(ask(), 10))
+    except Exception:  # noqa: BLE001 - a note only: the worker starts either way
+        return []
 
 
 def cmd_up(args: argparse.Namespace) -> int:
