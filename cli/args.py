@@ -70,12 +70,19 @@ def reject_unknown(
             break
         command = subs[0].choices[name]
     options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    flags = {o for a in command._actions if a.nargs == 0 for o in a.option_strings}
     said = []
+    after_option = False  # the word after an unknown option is taken as its value, not said
     for extra in extras:
         if extra.startswith("-") and extra != "-":
             flag = extra.split("=", 1)[0]
             hint = _did_you_mean(flag, options) or f"; `{command.prog} --help` lists its options"
             said.append(f"unknown option {flag}{hint}")
+            meant = difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+            # (`--taks hi`: hi is the value of the --task it meant; `--folow x`: x is not)
+            after_option = "=" not in extra and not (meant and meant[0] in flags)
+        elif after_option:
+            after_option = False
         else:
             said.append(
                 f"unexpected argument {extra!r}; `{command.prog} --help` shows what it takes"

@@ -52,3 +52,21 @@ def test_nothing_is_suggested_when_nothing_is_near(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         main(["frobnicate"])
     assert "did you mean" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says", "not_said"),
+    [
+        # the word after a misspelt option that takes a value is that value, not a stray word
+        (["fork", "x", "T-1", "--taks", "hi"], "did you mean --task?", "unexpected argument"),
+        # after a misspelt flag it is a stray word, and is said
+        (["status", "x", "--folow", "extra"], "unexpected argument 'extra'", None),
+    ],
+)
+def test_the_value_of_a_misspelt_option_is_not_called_an_unexpected_argument(
+    argv: list[str], says: str, not_said: str | None, capsys: pytest.CaptureFixture[str]
+):
+    with pytest.raises(SystemExit):
+        main(argv)
+    said = capsys.readouterr().err
+    assert says in said and (not_said is None or not_said not in said), said
