@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cli.devserver import DevServer, is_listening, stop_pid
@@ -174,10 +176,31 @@ def _other_workers(settings: Settings) -> list[str]:
         kind = TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
         return [p.identity for p in await live_pollers(client, settings, settings.task_queue, kind)]
 
-    try:
+    def asked() -> list[str]:  # in a thread of its own: `demo` calls this inside its event loop
         return asyncio.run(asyncio.wait_for(ask(), 10))
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            found = pool.submit(asked).result()
     except Exception:  # noqa: BLE001 - a note only: the worker starts either way
         return []
+    # The server lists a poller for a while after its worker stopped: one of this machine
+    # that is gone (this home's own worker, crashed or stopped a moment ago) is no other.
+    return [i for i in found if not _gone_here(i)]
+
+
+def _gone_here(identity: str) -> bool:
+    """Is ``identity`` (the SDK's ``pid@host``) a process of this machine that has ended?"""
+    pid, _, host = identity.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def cmd_up(args: argparse.Namespace) -> int:
