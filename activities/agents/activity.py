@@ -40,7 +40,7 @@ from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, re
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
-from activities.agents.transcripts import LogTail, log_line
+from activities.agents.transcripts import LogTail
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
@@ -177,11 +177,11 @@ class AgentActivities:
                 await asyncio.to_thread(
                     ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
                 )
-            # Its log says it ended here (a paused agent's next dispatch follows this line).
-            if (
-                line := log_line(tail.key, "outcome", status="stopped", error=_stopped(details))
-            ) is not None:
-                tail.add(line)
+            # Its log says it ended here (a paused agent's next dispatch follows this line),
+            # unless it had said how it ended already or had not begun to.
+            said = tail.attempt_log
+            if said is not None and not said.ended:
+                said.outcome("stopped", error=_stopped(details))
             await beat.final(await asyncio.to_thread(stored_usage, self.store, key))
             raise
         # a bug or an unexpected error: recorded, retried like any error

@@ -216,6 +216,9 @@ class LogTail:
         self.store = store  # None: an agent that keeps no log (:data:`UNLOGGED`)
         self.key = key
         self._lines: list[bytes] = []
+        # The attempt's log once its first line is written (:class:`AgentLog`): an attempt
+        # stopped before it says how it ended says "stopped" through it.
+        self.attempt_log: AgentLog | None = None
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -351,6 +354,7 @@ class AgentLog:
     ):
         self.tail = tail
         self.started = time.monotonic()
+        self.ended = False  # its outcome line is written
         # The attempt's permission decisions, as its gate makes them (Gate.decisions): each is
         # written once, before the result or the outcome that follows it.
         self._decisions = decisions
@@ -366,6 +370,7 @@ class AgentLog:
             role=role,
             model=model,
         )
+        tail.attempt_log = self
 
     def event(self, kind: str, **fields: Any) -> None:
         if not self.tail.keeps:
@@ -422,6 +427,7 @@ class AgentLog:
         request: str | None = None,
     ) -> None:
         self.decisions()
+        self.ended = True
         self.event(
             "outcome",
             status=status,

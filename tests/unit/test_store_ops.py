@@ -37,7 +37,7 @@ from tests.counting_store import CountingStore
 from tests.s3server import S3Server, s3_server
 from tests.sigkill import kill_after
 from tests.unit.attempt_runner import environment, run
-from xsky.agent_log import parse_lines, transcript_key
+from xsky.agent_log import parse_lines, render_event, transcript_key
 from xsky.config import load_settings
 from xsky.plan.models import WorkflowAgent
 from xsky.runs import AgentInput
@@ -178,9 +178,12 @@ async def test_a_stopped_attempt_ends_its_log_with_a_line_saying_so(acts: AgentA
     env.cancel()
     with pytest.raises(asyncio.CancelledError):
         await attempt
-    last = log_of(acts, inp)[-1]
+    lines = log_of(acts, inp)
+    last = lines[-1]
     assert last["type"] == "outcome" and last["status"] == "stopped", last
-    assert "stopped by its leader" in last["error"]
+    assert "stopped by its leader" in last["error"] and last["ms"] >= 900, last
+    assert [e["type"] for e in lines].count("outcome") == 1  # (one end, this one)
+    assert "None" not in render_event(last, 200), render_event(last, 200)
 
 
 async def test_a_result_over_the_inline_size_is_stored_once_and_a_small_one_is_not(
