@@ -129,7 +129,8 @@ def test_mechanical_rules_send_an_unfinished_answer_back_even_with_the_coordinat
 def test_no_model_on_the_workers_turns_auto_into_off_and_says_why() -> None:
     core = core_of(llm("1"))
     # before any model answered: off for now, as the docs say of auto with no model
-    assert core.judgment.mode_label().startswith("auto: off for now — no model is configured")
+    said = core.judgment.mode_label()
+    assert said == "auto: off until a model answers (the leader's worker has none)"
     core.judgment.worker_model = "gpt-x"
     assert core.judgment.mode_label().startswith("auto (act once a model agent")
     core.judgment.worker_model = None

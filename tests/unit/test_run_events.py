@@ -140,6 +140,14 @@ def test_coordinator_decisions_and_the_end_of_the_run():
     assert set(kinds(events)) <= set(EVENT_TYPES)
 
 
+def test_a_cancelled_runs_end_says_cancelled_once():
+    a = picture(task("1", "in_progress"))
+    b = picture(task("1", "cancelled"), status="cancelled")
+    b = b.model_copy(update={"summary": "cancelled: 0 of 1 agents completed"})
+    (ended,) = [data for kind, data in diff_pictures(a, b) if kind == "run.ended"]
+    assert ended == {"status": "cancelled", "summary": "0 of 1 agents completed"}
+
+
 def test_the_event_log_resumes_its_ids_after_a_restart(tmp_path):
     log = EventLog("xsky-a/b", tmp_path)
     first = picture(task("1"))

@@ -383,7 +383,7 @@ def test_a_tag_left_without_its_closing_bracket_is_named_where_it_ends(text, whe
 
 
 def test_attribute_mistakes_say_how_attributes_are_written():
-    with pytest.raises(WorkflowXMLError, match="is the '>' of the tag before this point missing"):
+    with pytest.raises(WorkflowXMLError, match="or the '>' of the tag before this point missing"):
         parse_workflow(
             '<workflow name="x">\n<agent name="llm" id="1"\n<task>t</task></agent></workflow>'
         )

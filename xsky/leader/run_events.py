@@ -182,7 +182,9 @@ def diff_pictures(
     for entry in decisions:
         out.append(("coordinator.decision", entry.model_dump(mode="json", by_alias=True)))
     if after.status != "running" and (before is None or before.status == "running"):
-        out.append(("run.ended", {"status": after.status, "summary": after.summary}))
+        # (a summary that begins with the status, as a cancelled run's does, says it once)
+        said = after.summary.removeprefix(f"{after.status}: ") if after.summary else after.summary
+        out.append(("run.ended", {"status": after.status, "summary": said}))
     return out
 
 

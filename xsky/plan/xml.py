@@ -260,8 +260,8 @@ def _syntax_message(e: etree.XMLSyntaxError) -> str:
         hint = " (a plan starts with <workflow …>)"
     elif "error parsing attribute name" in msg or "attributes construct error" in msg:
         hint = (
-            " (a tag holds name=\"value\" pairs and ends with '>': is the '>' of the tag "
-            "before this point missing?)"
+            " (a tag holds name=\"value\" pairs, each after a space, and ends with '>' or "
+            "'/>': is a space, a quote or the '>' of the tag before this point missing?)"
         )
     elif "AttValue" in msg:
         hint = ' (an attribute\'s value is quoted: name="value")'

@@ -143,10 +143,7 @@ class Judgment:
             )
         if mode == "auto":
             if self.worker_model is None:  # (the docs' "off when the workers have no model")
-                return (
-                    "auto: off for now — no model is configured on the workers; it acts once "
-                    "a model agent of the run has answered from a model"
-                )
+                return "auto: off until a model answers (the leader's worker has none)"
             return "auto (act once a model agent of the run has answered; none has yet)"
         return f"{mode} (model {self.ledger.model or 'of the workers'})"
 
