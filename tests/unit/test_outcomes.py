@@ -187,3 +187,21 @@ def test_an_offline_answer_is_labelled_on_the_board():
     assert "  + completed (offline)  " in rows[4] and "(offline)" not in rows[5]
     assert "- **T-1** offline: extractive, no model" in rows
     assert "(offline)" not in rows[5] and "(offline)" not in rows[6]
+
+
+def test_a_completed_tasks_own_last_progress_is_not_its_note_and_the_leaders_note_is():
+    def task(progress: str | None, agent_note: str | None) -> TaskState:
+        return TaskState(
+            id="T-1", agent_id="1", session_id="run", subject="s", description="d",
+            assigned_agent="shell", stored="completed",
+            last_progress=progress, agent_note=agent_note,
+        )  # fmt: skip
+
+    running = "bash running for 20s, 6 bytes of output"  # the attempt's own report: stale now
+    assert note_of(task(running, running), "completed", None) == ""
+    assert note_of(task(running, running), "in_progress", None) == running
+    # the leader's own notes on completed tasks stay (a fork's carried tasks, advice)
+    assert note_of(task("carried from run-1", None), "completed", None) == "carried from run-1"
+    assert note_of(task("leader (advice): fine", running), "completed", None) == (
+        "leader (advice): fine"
+    )

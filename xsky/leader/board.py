@@ -217,9 +217,8 @@ class TaskBoard:
             task.started_at = task.started_at or now
         if report.progress:
             task.last_progress_at = now
-            task.last_progress = (
-                cut(report.message, NOTE_CHARS) if report.message else task.last_progress
-            )
+            if report.message:
+                task.last_progress = task.agent_note = cut(report.message, NOTE_CHARS)
         task.iterations = max(task.iterations, report.iteration)
         task.tokens = max(task.tokens, report.tokens)
 

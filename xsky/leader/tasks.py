@@ -57,6 +57,9 @@ class TaskState(WireModel):
     ended_at: datetime | None = None
     last_progress_at: datetime | None = None
     last_progress: str | None = None
+    # The progress its attempts last reported ("bash running for 20s"): once the task has
+    # completed it is stale, and its note is not it (a note of the leader's still shows).
+    agent_note: str | None = None
     error: str | None = None
     result: str | None = None
     result_ref: ArtifactRef | None = None
@@ -87,11 +90,15 @@ def status_shown(status: str, provider: str | None) -> str:
 
 
 def note_of(task: TaskState, status: str, reason: str | None) -> str:
-    """A task's note: its error, why it is blocked, how an offline answer was made, its progress."""
+    """A task's note: its error, why it is blocked, how an offline answer was made, its progress
+    (a completed task's last own progress report is stale: not shown)."""
     label = provider_label(task.provider) if status == "completed" else None
     if status == "completed" and task.check:
         label = f"{label}; {task.check}" if label else task.check
-    return task.error or reason or label or task.last_progress or ""
+    progress = task.last_progress
+    if status == "completed" and progress is not None and progress == task.agent_note:
+        progress = None
+    return task.error or reason or label or progress or ""
 
 
 def subject_of(task: str, width: int = 60) -> str:
