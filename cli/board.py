@@ -11,7 +11,7 @@ from rich.text import Text
 from cli.render import cell, one_line
 from xsky.artifacts import ArtifactRef
 from xsky.leader.state import BoardPage
-from xsky.leader.tasks import TaskView, format_duration, note_of, status_shown
+from xsky.leader.tasks import TaskView, format_duration, note_of, status_shown, summary_after
 from xsky.runs import RunResult
 
 STATUS_STYLE = {
@@ -108,10 +108,9 @@ def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any)
 
 def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Table:
     table = Table(
-        # (a summary that begins with the status, as a cancelled run's does, says it once)
         title=cell(
             f"{result.name or result.workflow_id} — {result.status}: "
-            + result.summary.removeprefix(f"{result.status}: ")
+            + summary_after(result.status, result.summary)
         ),
         title_justify="left",
     )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from xsky.leader.ledger import LedgerEntry
 from xsky.leader.state import BoardPage, HumanRequest, PlanVersion
-from xsky.leader.tasks import TaskView, note_of, status_shown, subject_of
+from xsky.leader.tasks import TaskView, note_of, status_shown, subject_of, summary_after
 
 # What an agent's new status is called in the stream ("agent.<verb>").
 STATUS_EVENTS: dict[str, str] = {
@@ -182,8 +182,7 @@ def diff_pictures(
     for entry in decisions:
         out.append(("coordinator.decision", entry.model_dump(mode="json", by_alias=True)))
     if after.status != "running" and (before is None or before.status == "running"):
-        # (a summary that begins with the status, as a cancelled run's does, says it once)
-        said = after.summary.removeprefix(f"{after.status}: ") if after.summary else after.summary
+        said = summary_after(after.status, after.summary) if after.summary else after.summary
         out.append(("run.ended", {"status": after.status, "summary": said}))
     return out
 

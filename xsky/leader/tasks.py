@@ -89,6 +89,12 @@ def status_shown(status: str, provider: str | None) -> str:
     return f"{status} (offline)" if status == "completed" and provider_label(provider) else status
 
 
+def summary_after(status: str, summary: str) -> str:
+    """A run's summary as it follows its status ("cancelled: 0 of 4 …"): said once when the
+    summary begins with the status, as a cancelled run's does."""
+    return summary.removeprefix(f"{status}: ")
+
+
 def note_of(task: TaskState, status: str, reason: str | None) -> str:
     """A task's note: its error, why it is blocked, how an offline answer was made, its progress
     (a completed task's last own progress report is stale: not shown)."""
