@@ -391,3 +391,13 @@ def test_attribute_mistakes_say_how_attributes_are_written():
         parse_workflow(
             '<workflow name=x><agent name="llm" id="1"><task>t</task></agent></workflow>'
         )
+
+
+def test_a_fenced_plan_whose_text_holds_backticks_is_found_whole():
+    # (found by test_xml_properties: a description "```" ended the fence, cutting the plan)
+    plan = (
+        '<workflow name="w">\n  <agent name="llm" id="1"><task>quote a fence: ```</task>'
+        "</agent>\n</workflow>"
+    )
+    reply = f"Here it is:\n```xml\n{plan}\n```\nDone."
+    assert parse_workflow(extract_workflow_xml(reply)).agents[0].task == "quote a fence: ```"

@@ -11,7 +11,9 @@ import re
 
 from xsky.errors import Problem, WorkflowXMLError
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+# A fence closes at a line that begins with ``` (as Markdown's does): backticks inside the
+# plan's text (a description quoting a fence) do not cut it short.
+_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
 _OPEN_RE = re.compile(r"<workflow(?=[\s>/])")
 _EKO_RE = re.compile(r"<root(?=[\s>])")
 _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\">])*?)(/?)>")
