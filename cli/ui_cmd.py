@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import socket
 import webbrowser
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from cli.render import cell, out
+from cli.ui.guard import ANY_ADDRESS
 from xsky.config import load_settings
 from xsky.errors import UsageError
 
@@ -37,14 +38,23 @@ def cmd_ui(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port}: give a port from 1 to 65535")
     import uvicorn  # the page's server: only this command needs it
 
+    from cli.ui.guard import KEY_PARAM, page_key
     from cli.ui.server import make_app
     from client import XSky
 
     settings = load_settings()
-    app = make_app(lambda: XSky.connect(settings), settings.home / "ui-events")
-    url = f"http://{args.host}:{args.port}/" + (
-        f"?run={quote(args.id, safe='')}" if args.id else ""
+    key = page_key(settings.home)
+    app = make_app(
+        lambda: XSky.connect(settings),
+        settings.home / "ui-events",
+        key=key,
+        port=args.port,
+        listen=args.host,
     )
+    # The link carries the page's key (cli/ui/guard.py): the page steers runs, so a page of
+    # another site must not be able to use it.
+    query = {KEY_PARAM: key} | ({"run": args.id} if args.id else {})
+    url = f"http://{_named(args.host)}:{args.port}/?{urlencode(query, quote_via=quote)}"
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1
     )
@@ -57,7 +67,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
             "pick another with --port, or stop what uses it"
         ) from None
     out.print(cell(f"the live page: {url} (Ctrl-C stops it; runs go on)"))
+    if args.host.strip("[]") in ANY_ADDRESS:
+        out.print(
+            cell(
+                f"it listens on every address ({args.host}): from another machine use this "
+                "machine's name in the link; anyone with the link (its key) can steer your runs"
+            )
+        )
     if args.open:
         webbrowser.open(url)
     server.run(sockets=[sock])
     return 0
+
+
+def _named(host: str) -> str:
+    """A name a browser can open for the address listened on (every address: this
+    machine's, which other machines reach by its own name or address)."""
+    if host.strip("[]") in ANY_ADDRESS:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

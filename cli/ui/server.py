@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from cli.budget_cmd import set_limits
 from cli.hints import cli_message
 from cli.steer_cmd import no_version_given
+from cli.ui.guard import PageGuard
 from client import Run, XSky
 from client.events import EventLog, watch
 from xsky.agent_log import UNLOGGED_SAID, parse_lines, render_event
@@ -159,9 +160,18 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "message": said.message}
 
 
-def make_app(connect: Callable[[], Awaitable[XSky]], folder: Path | None) -> Starlette:
+def make_app(
+    connect: Callable[[], Awaitable[XSky]],
+    folder: Path | None,
+    *,
+    key: str,
+    port: int,
+    listen: str = "127.0.0.1",
+) -> PageGuard:
     """The page's app; ``connect`` gives the Temporal connection (made on first use, on the
-    server's own event loop); ``folder`` keeps the runs' event logs (None: in memory)."""
+    server's own event loop); ``folder`` keeps the runs' event logs (None: in memory). Only
+    a browser holding ``key`` (cli/ui/guard.py), on this machine's names (or ``listen``'s) at
+    ``port``, is served."""
     runs = Runs(connect, folder)
 
     async def index(request: Request) -> Response:
@@ -271,7 +281,7 @@ def make_app(connect: Callable[[], Awaitable[XSky]], folder: Path | None) -> Sta
         lifespan=_closing(runs),
     )
     app.state.runs = runs
-    return app
+    return PageGuard(app, key, port, listen)
 
 
 def _closing(runs: Runs) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:

@@ -23,6 +23,7 @@ from temporalio.client import Client
 from activities.browser import CHROMIUM_ARGS, chromium_executable
 from cli.devserver import DevServer, free_port
 from cli.hints import cli_message
+from cli.ui.guard import page_key
 from cli.ui.server import make_app
 from client import XSky
 from client.connect import DATA_CONVERTER
@@ -78,7 +79,13 @@ class PageServer:
         self.task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        app = make_app(lambda: XSky.connect(self.settings), self.settings.home / "ui-events")
+        self.key = page_key(self.settings.home)  # the same after a restart: tabs keep it
+        app = make_app(
+            lambda: XSky.connect(self.settings),
+            self.settings.home / "ui-events",
+            key=self.key,
+            port=self.port,
+        )
         config = uvicorn.Config(
             app,
             host="127.0.0.1",
@@ -147,7 +154,9 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
     ui = PageServer(live_env.settings, free_port())
     await ui.start()
     try:
-        await page.goto(f"http://127.0.0.1:{ui.port}/?run={handle.id}")
+        # The link `starter.py ui` prints: its key becomes the page's cookie, and leaves the URL.
+        await page.goto(f"http://127.0.0.1:{ui.port}/?key={ui.key}&run={handle.id}")
+        assert page.url == f"http://127.0.0.1:{ui.port}/?run={handle.id}"
         await page.evaluate("window.sameDocument = true")  # gone if the page ever reloads
 
         # The plan as a graph: five agents, edges from each dependency.

@@ -14,6 +14,7 @@ import pytest
 
 from cli.hints import cli_message
 from cli.steer_cmd import no_version_given
+from cli.ui.guard import cookie_name, page_key
 from cli.ui.server import make_app
 from client import Run, XSky
 from tests.conftest import Env
@@ -26,9 +27,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def page(env: Env) -> AsyncIterator[httpx.AsyncClient]:
-    app = make_app(lambda: XSky.connect(env.settings), None)
+    key = page_key(env.settings.home)
+    app = make_app(lambda: XSky.connect(env.settings), None, key=key, port=8765)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://page") as http:
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url="http://127.0.0.1:8765",
+        cookies={cookie_name(8765): key},  # as the page's link leaves it (cli/ui/guard.py)
+    ) as http:
         yield http
 
 
