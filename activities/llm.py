@@ -11,6 +11,8 @@ refused key or an unknown model fail at once with a message that says what to fi
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,8 @@ from temporalio.exceptions import ApplicationError
 from activities import metrics
 from activities.sandbox import secrets
 from xsky.config import Settings, load_settings
+
+log = logging.getLogger("xsky.llm")
 
 if TYPE_CHECKING:
     import openai  # imported when a model is first called: it is ~0.8 s of a worker's start
@@ -118,7 +122,16 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
     import openai
 
     try:
-        return await client.chat.completions.create(**kwargs)
+        try:
+            return await client.chat.completions.create(**kwargs)
+        except openai.BadRequestError as e:
+            # A budget's max_tokens the server will not take as given: asked once more as it
+            # says (nothing was answered, so nothing was spent).
+            fitted = answer_limit_fitted(str(e), kwargs)
+            if fitted is None:
+                raise
+            log.info("the model server refused max_tokens as sent (%s): asking again", _short(e))
+            return await client.chat.completions.create(**fitted)
     except openai.RateLimitError as e:
         raise ApplicationError(
             f"rate limited by the model server (429): {_short(e)}", type="LLMRateLimited"
@@ -142,6 +155,41 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
             type="LLMRequestError",
             non_retryable=True,
         ) from None
+
+
+# How servers refuse an answer limit (a budget's max_tokens): OpenAI's reasoning models want
+# it named max_completion_tokens; OpenAI ("supports at most 4096 completion tokens"),
+# Anthropic's compatible API ("max_tokens: 16384 > 8192, which is the maximum") and vLLM
+# ("maximum context length is 8192 tokens … (7000 in the messages, …)") say what fits.
+_AT_MOST = (
+    re.compile(r"supports at most (\d+) (?:completion|output)? ?tokens", re.I),
+    re.compile(r"> ?(\d+), which is the maximum", re.I),
+)
+_CONTEXT = re.compile(
+    r"maximum context length is (\d+) tokens.*?\((\d+) in the messages", re.I | re.S
+)
+
+
+def answer_limit_fitted(error: str, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The request again with the answer limit the server's refusal asks for — renamed, or
+    lowered to what it says fits (never raised: the share set it) — or None when the refusal
+    is not about that limit."""
+    limit = kwargs.get("max_tokens")
+    if not isinstance(limit, int):
+        return None
+    if "max_completion_tokens" in error and "max_tokens" in error:
+        fitted = {k: v for k, v in kwargs.items() if k != "max_tokens"}
+        return fitted | {"max_completion_tokens": limit}
+    fits: int | None = None
+    for pattern in _AT_MOST:
+        if (m := pattern.search(error)) is not None:
+            fits = int(m.group(1))
+            break
+    if fits is None and (m := _CONTEXT.search(error)) is not None:
+        fits = int(m.group(1)) - int(m.group(2))
+    if fits is None or not 0 < fits < limit:
+        return None
+    return kwargs | {"max_tokens": fits}
 
 
 def as_message(message: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from activities.agents.checkpoint import Checkpoint, Checkpoints
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from xsky.plan.budget import (
+    ANSWER_CAP,
     MIN_ANSWER,
     BudgetShare,
     Price,
@@ -124,8 +125,12 @@ class Meter:
 
     def cut(self, response: Any) -> BudgetStop | None:
         """The answer was cut at the ``max_tokens`` the share set: it is dropped (a cut answer
-        is not an answer) and the agent stops, asking for room for a whole one next time."""
-        if self.capped is None or response.choices[0].finish_reason != "length":
+        is not an answer) and the agent stops, asking for room for a whole one next time. Cut
+        at :data:`ANSWER_CAP` (the share had more room) it is not the share's doing: it goes on
+        as an answer cut at the model's own limit does."""
+        if self.capped is None or self.capped >= ANSWER_CAP:
+            return None
+        if response.choices[0].finish_reason != "length":
             return None
         answer = 2 * max(self.capped, MIN_ANSWER)
         usd = cost(self.estimate, answer, self.price) if self.price is not None else 0.0

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from activities import llm
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
 from cli.budget_cmd import budget_of
@@ -23,6 +24,7 @@ from xsky.plan.budget import (
     Limits,
     Price,
     Usage,
+    cost,
     estimate_tokens,
     limits_text,
     narrow,
@@ -184,11 +186,25 @@ def test_a_retry_of_the_same_dispatch_goes_on_from_what_its_lost_attempt_used():
     assert nxt.before(cp, MESSAGES, None) is not None
 
 
-def test_a_share_with_room_passes_no_max_tokens_and_a_cut_answer_is_a_stop():
+def test_a_share_always_bounds_the_answer_and_only_a_cut_at_its_own_room_is_a_stop():
     cp = Checkpoint(messages=list(MESSAGES))
-    roomy = Meter(BudgetShare(tokens=10 * ANSWER_CAP), {}, "m", "k")
-    roomy.begin(cp)
-    assert roomy.before(cp, MESSAGES, None) is None and roomy.cut(response(1, 1, "length")) is None
+    unbudgeted = Meter(None, {}, "m", "k")
+    assert unbudgeted.before(cp, MESSAGES, None) is None  # no share: the model's own limit
+    # A roomy share still caps the answer: a model whose own limit is 64k tokens must not
+    # spend 64k of a 20k share in one answer (it did: no max_tokens was sent at >= 16k room).
+    for share in (BudgetShare(tokens=20_000), BudgetShare(tokens=10 * ANSWER_CAP)):
+        roomy = Meter(share, {}, "m", "k")
+        roomy.begin(cp)
+        limit = roomy.before(cp, MESSAGES, None)
+        assert limit == ANSWER_CAP
+        assert estimate_tokens(MESSAGES, None) + limit <= (share.tokens or 0)
+        # cut at the cap, with room to spare: the model's limit, not the share's — no stop
+        assert roomy.cut(response(1, limit, "length")) is None
+    price = {"m": Price(input=3.0, output=15.0)}
+    usd = Meter(BudgetShare(usd=0.50), price, "m", "k")
+    usd.begin(cp)
+    limit = usd.before(cp, MESSAGES, None)
+    assert limit is not None and cost(estimate_tokens(MESSAGES, None), limit, price["m"]) <= 0.50
     tight = Meter(BudgetShare(tokens=2000), {}, "m", "k")
     limit = tight.before(cp, MESSAGES, None)
     assert limit is not None
@@ -222,3 +238,84 @@ def test_time_is_up_stops_before_the_next_call():
     with pytest.raises(BudgetStop) as stop:
         meter.before(cp, MESSAGES, None)
     assert stop.value.stopped == "time"
+
+
+# How real servers refuse a max_tokens they will not take (quoted from their error bodies).
+OPENAI_TOO_LARGE = (
+    "Error code: 400 - {'error': {'message': 'max_tokens is too large: 16384. This model "
+    "supports at most 4096 completion tokens, whereas you provided 16384.'}}"
+)
+OPENAI_RENAMED = (
+    "Error code: 400 - {'error': {'message': \"Unsupported parameter: 'max_tokens' is not "
+    "supported with this model. Use 'max_completion_tokens' instead.\"}}"
+)
+ANTHROPIC = (
+    "Error code: 400 - {'error': {'message': 'max_tokens: 16384 > 8192, which is the maximum "
+    "allowed number of output tokens for claude-3-5-haiku-20241022'}}"
+)
+VLLM = (
+    "Error code: 400 - {'message': \"This model's maximum context length is 8192 tokens. "
+    "However, you requested 16684 tokens (300 in the messages, 16384 in the completion). "
+    'Please reduce the length of the messages or completion."}'
+)
+
+
+def test_a_refused_answer_limit_is_asked_again_as_the_server_says_never_higher():
+    from activities.llm import answer_limit_fitted
+
+    sent = {"model": "m", "messages": [], "max_tokens": ANSWER_CAP}
+    assert answer_limit_fitted(OPENAI_TOO_LARGE, sent) == sent | {"max_tokens": 4096}
+    assert answer_limit_fitted(ANTHROPIC, sent) == sent | {"max_tokens": 8192}
+    assert answer_limit_fitted(VLLM, sent) == sent | {"max_tokens": 8192 - 300}
+    renamed = answer_limit_fitted(OPENAI_RENAMED, sent)
+    assert renamed == {"model": "m", "messages": [], "max_completion_tokens": ANSWER_CAP}
+    # never raised above what the share set, and nothing else is asked again
+    assert answer_limit_fitted(OPENAI_TOO_LARGE, sent | {"max_tokens": 1000}) is None
+    assert answer_limit_fitted("Error code: 400 - model not found", sent) is None
+    assert answer_limit_fitted(OPENAI_TOO_LARGE, {"model": "m", "messages": []}) is None
+
+
+async def test_a_server_that_refuses_the_shares_max_tokens_answers_when_asked_as_it_says(
+    fake_llm,
+):
+    from tests.fake_llm import Reply, status, text
+
+    def responder(request: dict, index: int) -> Reply:
+        if "max_completion_tokens" in request:  # a reasoning model's name for it
+            return text(f"answered within {request['max_completion_tokens']}")
+        return status(
+            400,
+            "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+        )
+
+    fake_llm.responder = responder
+    target = llm.LLMTarget("o-mini", fake_llm.base_url)
+    client = llm.client_for(target)
+    try:
+        reply = await llm.chat(
+            client, target, [{"role": "user", "content": "hi"}], max_tokens=16384
+        )
+        assert reply.choices[0].message.content == "answered within 16384"
+        # too large: asked again at the server's own limit, which it then takes
+        fake_llm.responder = lambda r, i: (
+            status(
+                400,
+                "max_tokens is too large: 16384. This model supports at most 4096 "
+                "completion tokens, whereas you provided 16384.",
+            )
+            if r["max_tokens"] > 4096
+            else text(f"answered within {r['max_tokens']}")
+        )
+        reply = await llm.chat(
+            client, target, [{"role": "user", "content": "hi"}], max_tokens=16384
+        )
+        assert reply.choices[0].message.content == "answered within 4096"
+        # a refusal about something else fails as before, once
+        fake_llm.responder = lambda r, i: status(400, "model not found")
+        before = len(fake_llm.requests)
+        with pytest.raises(ApplicationError) as e:
+            await llm.chat(client, target, [{"role": "user", "content": "hi"}], max_tokens=100)
+        assert e.value.non_retryable and len(fake_llm.requests) == before + 1
+    finally:
+        await client.close()

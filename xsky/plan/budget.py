@@ -34,9 +34,10 @@ EXAMPLE = "tokens=100000,usd=2.50,minutes=30,agents=200"
 DEFAULT_RESERVE = 4096
 # The least room a model call is made with: an answer shorter than this is likely cut.
 MIN_ANSWER = 256
-# A call whose share leaves less than this for the answer passes max_tokens; with more room
-# the model's own output limit is the tighter one, and some servers refuse a max_tokens
-# beyond their context.
+# The most a call with a share asks to be answered with: its max_tokens is the share's room,
+# but never more than this — some servers refuse a max_tokens beyond their model's output
+# limit, and sending none would leave the answer to that limit, which for some models is
+# larger than the share (an answer of 64k tokens on a share of 20k).
 ANSWER_CAP = 16384
 # Before any dispatch has shown a price, an agent without a usd cap reserves this part of
 # the run's usd limit.
@@ -237,9 +238,10 @@ def call_room(
     share: BudgetShare, spent: Usage, estimate: int, price: Price | None, now: datetime
 ) -> int | None:
     """The ``max_tokens`` a model call whose input is about ``estimate`` tokens is made with,
-    after ``spent`` of ``share`` went on earlier calls (None: no need for one, the model's own
-    limit is tighter); raises :class:`ShareSpent` when the call would not fit at all. Every
-    model call a run causes — its agents', its coordinator's, its planner's — passes this."""
+    after ``spent`` of ``share`` went on earlier calls: what is left of it, at most
+    :data:`ANSWER_CAP` (None: the share limits neither tokens nor priced USD); raises
+    :class:`ShareSpent` when the call would not fit at all. Every model call a run causes —
+    its agents', its coordinator's, its planner's — passes this."""
     if share.until is not None and now >= share.until:
         raise ShareSpent("time")
     room: int | None = None
@@ -258,9 +260,7 @@ def call_room(
         if price.output > 0:
             by_usd = int((left_usd - cost(estimate, 0, price)) * 1e6 / price.output)
             room = by_usd if room is None else min(room, by_usd)
-    if room is None or room >= ANSWER_CAP:
-        return None
-    return room
+    return None if room is None else min(room, ANSWER_CAP)
 
 
 class Price(WireModel):
