@@ -160,6 +160,30 @@ def body_problems(body: str, prompts: Sequence[str]) -> list[str]:
     return found
 
 
+# A download run as it arrives: `curl … | sh`, `wget -qO- … | sudo bash`, `bash <(curl …)`,
+# `sh -c "$(curl …)"`, PowerShell's `iwr … | iex` / `iex (iwr …)`. A skill is learned from
+# transcripts a prompt injection may have written, and an agent follows its steps: what it
+# would fetch and run unseen is named for a person to check instead.
+_FETCHERS = r"(?:curl|wget|fetch|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|DownloadString)"
+_RUNNERS = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|iex|Invoke-Expression"
+_FETCH_AND_RUN = re.compile(
+    rf"(?i)\b{_FETCHERS}\b[^\n|;&]*\|\s*(?:{_RUNNERS})\b"
+    rf"|\b(?:{_RUNNERS})\s+(?:-\S+\s+)*(?:<\(|\"?\$\(|\()\s*{_FETCHERS}\b"
+)
+
+
+def fetch_and_run_problems(where: str, text: str) -> list[str]:
+    """A step that runs what it downloads, unseen (above)."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if _FETCH_AND_RUN.search(line):
+            return [
+                f"{where} line {n}: runs what it downloads, unseen; a skill must not pipe a "
+                "download into a shell or interpreter — name the package, or download, check "
+                "and then run"
+            ]
+    return []
+
+
 def description_problems(description: str, prompts: Sequence[str]) -> list[str]:
     found = []
     if keyword_soup(description):

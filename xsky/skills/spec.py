@@ -103,9 +103,18 @@ def problems(
         )
     if not body.strip():
         found.append("the body is empty: say how to do the task")
+    if "allowed-tools" in front:
+        # Agents that read the skill (Claude Code among them) pre-approve what it lists while
+        # it is active; a skill xsky writes is learned from transcripts a prompt injection
+        # may have written, so it grants nothing: the agent asks, as without it.
+        found.append(
+            "allowed-tools: a skill xsky writes does not pre-approve tools; remove the field "
+            "(the agent that uses the skill is asked for them as ever)"
+        )
     found += rules.path_problems("SKILL.md", text, homes)
     found += rules.id_problems("SKILL.md", text)
     found += rules.body_problems(body, prompts)
+    found += rules.fetch_and_run_problems("SKILL.md", body)
     for extra in sorted(p for p in skill_dir.rglob("*") if p.is_file() and p != path):
         rel = extra.relative_to(skill_dir).as_posix()
         if rel.startswith(".") or "/." in rel:
@@ -116,6 +125,7 @@ def problems(
             continue  # binary assets are not read by an agent as text
         found += rules.path_problems(rel, content, homes, script=rel.startswith("scripts/"))
         found += rules.id_problems(rel, content)
+        found += rules.fetch_and_run_problems(rel, content)
     return list(dict.fromkeys(found))
 
 
