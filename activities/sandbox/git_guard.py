@@ -8,7 +8,8 @@ into a workspace:
 
 - a repository that is there when a command starts has its ``config`` and ``hooks`` bound
   read-only inside the sandbox (:func:`activities.sandbox.bwrap.protected_paths`);
-- a repository a command makes (``git init``, ``git clone``) is checked when the command
+- a repository a command makes or changes (``git init``, ``git clone``, a planted
+  ``.git`` file, link or ``commondir``, a bare repository, anywhere) is checked when the command
   has ended (every process of the sandbox is gone by then, so nothing races): its config
   keeps only keys from an allow-list of keys that run nothing, and hooks that are not
   git's ``.sample`` files lose their execute bits. What was removed is reported, so the
@@ -26,13 +27,15 @@ import os
 import re
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-MAX_ENTRIES = 5000  # folders looked at per sweep: a workspace of 100k files costs no more
-MAX_DEPTH = 3
-SKIP = frozenset(
-    {"node_modules", ".venv", "venv", "__pycache__", "target", ".tox", "dist", "build"}
-)
+# Files in a git folder that git reads settings or programs from (``config.worktree`` with
+# extensions.worktreeConfig; ``hooks/`` is a folder).
+CONFIGS = ("config", "config.worktree")
+# Pointers git follows from where a person runs it to another git folder, whose config then
+# counts: a ``.git`` file (``gitdir: …``) or link, a worktree's or submodule's ``commondir``.
+GITFILE = re.compile(r"^gitdir:\s*(.+?)\s*$", re.M)
 
 # section (lower case) → keys (lower case) that only store data. A subsection name is
 # allowed where shown with "*": remote "origin", branch "main".
@@ -156,51 +159,151 @@ def clean_config(text: str) -> tuple[str, list[str]]:
     return "".join(out), removed
 
 
-def repositories(workspace: Path) -> list[Path]:
-    """``.git`` folders in the workspace, to a few levels down (bounded)."""
-    found: list[Path] = []
-    seen = 0
-    level = [workspace]
-    for _depth in range(MAX_DEPTH + 1):
-        below: list[Path] = []
-        for folder in level:
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    return found
-                if not entry.is_dir(follow_symlinks=False):
+@dataclass(frozen=True)
+class _Folder:
+    """What the walk needs of one folder, kept while the folder's ctime stays: its subfolders,
+    whether git would take it for a git folder, and its pointers (``.git`` files and links,
+    a git folder's ``commondir``) as ``(name, is a link)`` — read again every time, since
+    writing into a file changes no folder's ctime."""
+
+    stamp: tuple[int, int, int]
+    subfolders: tuple[str, ...]
+    git: bool
+    pointers: tuple[tuple[str, bool], ...]
+
+
+# Per workspace, the folders as last seen: a command that changed a few folders of a large
+# workspace costs a stat per folder, not a read of every entry. A folder's ctime changes with
+# every name added, removed or renamed in it (and, unlike its mtime, cannot be set back from
+# inside the sandbox), so a folder whose ctime stayed holds the same names.
+_SEEN: dict[str, dict[str, _Folder]] = {}
+_SEEN_WORKSPACES = 16
+_SEEN_FOLDERS = 200_000  # beyond this a workspace is read whole every time
+
+
+def _folder(path: str, seen: dict[str, _Folder]) -> _Folder | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    stamp = (info.st_dev, info.st_ino, info.st_ctime_ns)
+    known = seen.get(path)
+    if known is not None and known.stamp == stamp:
+        return known
+    subfolders: list[str] = []
+    pointers: list[tuple[str, bool]] = []
+    names: set[str] = set()
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                names.add(entry.name)
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_link = entry.is_symlink()
+                except OSError:
                     continue
-                if entry.name == ".git":
-                    found.append(Path(entry.path))
-                elif entry.name not in SKIP and not entry.name.startswith("."):
-                    below.append(Path(entry.path))
-        level = below
-    return found
+                if is_dir:
+                    subfolders.append(entry.name)
+                elif entry.name in (".git", "commondir"):
+                    pointers.append((entry.name, is_link))
+    except OSError:
+        return None
+    git = "HEAD" in names and ("objects" in names or "commondir" in names)
+    folder = _Folder(stamp, tuple(subfolders), git, tuple(pointers))
+    seen[path] = folder
+    return folder
+
+
+def _inside(path: str, root: str) -> str | None:
+    """``path`` with every link resolved, when it is inside ``root`` (itself resolved)."""
+    real = os.path.realpath(path)
+    return real if real == root or real.startswith(root + os.sep) else None
+
+
+def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
+    """(the git folders of the workspace, what was removed on the way).
+
+    Every folder is looked at, however deep or however named (a repository planted under
+    ``node_modules/``, four levels down or after 5,000 files is found as well); a folder
+    unchanged since the last sweep costs one stat (``_SEEN``). A git folder is a ``.git``
+    folder, or any folder git would take for one (``HEAD`` beside ``objects`` or
+    ``commondir``: a bare repository, a submodule's or a worktree's). A ``.git`` file or
+    link, and a ``commondir``, that lead out of the workspace are removed: what git would
+    read through them is not the agent's to write, and a repository there is not the
+    workspace's. One that leads inside is found by the walk itself."""
+    root = os.path.realpath(workspace)
+    seen = _SEEN.pop(root, {})
+    current: dict[str, _Folder] = {}
+    found: list[str] = []
+    notes: list[str] = []
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        folder = _folder(path, seen)
+        if folder is None:
+            continue
+        current[path] = folder
+        if folder.git or os.path.basename(path) == ".git":
+            found.append(path)
+        for name, is_link in folder.pointers:
+            if name == "commondir" and not folder.git:
+                continue
+            pointer = os.path.join(path, name)
+            if name == ".git":
+                target = _git_pointer(pointer, is_link)
+            else:
+                target = None if is_link else _commondir(pointer, path)
+            if target is None or _inside(target, root) is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(pointer)
+                what = (
+                    f"a .git {'link' if is_link else 'file'} that leads"
+                    if name == ".git"
+                    else "it leads"
+                )
+                notes.append(f"{_rel(pointer, root)}: removed ({what} out of the workspace)")
+        stack.extend(os.path.join(path, sub) for sub in folder.subfolders)
+    if len(current) <= _SEEN_FOLDERS:
+        _SEEN[root] = current
+        while len(_SEEN) > _SEEN_WORKSPACES:
+            _SEEN.pop(next(iter(_SEEN)))
+    return [Path(f) for f in sorted(found)], notes
+
+
+def _git_pointer(path: str, is_link: bool) -> str | None:
+    """Where a ``.git`` link or file leads (None: nowhere git would follow)."""
+    if is_link:
+        return os.path.join(os.path.dirname(path), os.readlink(path))
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    m = GITFILE.search(head)
+    return os.path.join(os.path.dirname(path), m.group(1)) if m else None
+
+
+def _commondir(path: str, gitdir: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(4096).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return os.path.join(gitdir, text) if text else None
+
+
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(path, root)
 
 
 def sweep(workspace: Path) -> list[str]:
     """Neutralise what a command left in repositories of the workspace; what was done."""
-    notes: list[str] = []
-    for git in repositories(workspace):
-        rel = git.relative_to(workspace)
-        config = git / "config"
-        try:
-            info = os.lstat(config)
-        except OSError:
-            info = None
-        if info is not None and stat.S_ISREG(info.st_mode):
-            text = config.read_text(encoding="utf-8", errors="replace")
-            cleaned, removed = clean_config(text)
-            if removed:
-                _replace(config, cleaned, info)
-                notes.append(f"{rel}/config: removed {', '.join(removed)}")
-        elif info is not None:  # a link or a device where git reads its config: away with it
-            config.unlink()
-            notes.append(f"{rel}/config: removed (not a regular file)")
+    git_folders, notes = repositories(workspace)
+    root = os.path.realpath(workspace)
+    for git in git_folders:
+        rel = _rel(str(git), root)
+        for name in CONFIGS:
+            notes += _clean(git / name, f"{rel}/{name}")
         hooks = git / "hooks"
         if hooks.is_symlink():
             hooks.unlink()
@@ -222,6 +325,23 @@ def sweep(workspace: Path) -> list[str]:
                 os.chmod(entry.path, mode & ~0o111 & 0o7777)
                 notes.append(f"{rel}/hooks/{entry.name}: no longer executable")
     return notes
+
+
+def _clean(config: Path, shown: str) -> list[str]:
+    """One config file of a git folder with only the keys that run nothing."""
+    try:
+        info = os.lstat(config)
+    except OSError:
+        return []
+    if not stat.S_ISREG(info.st_mode):  # a link or a device where git reads its config
+        config.unlink()
+        return [f"{shown}: removed (not a regular file)"]
+    text = config.read_text(encoding="utf-8", errors="replace")
+    cleaned, removed = clean_config(text)
+    if not removed:
+        return []
+    _replace(config, cleaned, info)
+    return [f"{shown}: removed {', '.join(removed)}"]
 
 
 def _replace(path: Path, text: str, info: os.stat_result) -> None:
