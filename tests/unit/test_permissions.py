@@ -376,3 +376,39 @@ async def test_a_gate_judges_paths_by_its_workspaces_real_folder(tmp_path):
     assert inside.effect == "allow", inside.reason
     outside = await gate.decide("file_write", {"path": str(tmp_path / "elsewhere.txt")})
     assert outside.effect != "allow"
+
+
+def test_a_persons_approval_for_the_run_answers_the_ask_rule_that_raised_it():
+    """`approve RUN A-1 --run` on a call an ask rule stopped: the next identical call runs
+    without asking (it asked again, the ask rule coming before every allow); a deny rule
+    still wins, and an input rule saying the same allows nothing past the ask."""
+    from xsky.security.rules import ApprovedRule
+
+    asks = PermissionLayer(
+        scope="user",
+        path="~/.xsky/settings.json",
+        ask=["shell(echo ask-me:*)"],
+        deny=["shell(echo ask-me never)"],
+    )
+    call = {"command": "echo ask-me one"}
+    before = PermissionSettings(layers=[asks])
+    assert decide("shell", call, ASKER, before, WS).effect == "ask"
+    approved = PermissionSettings(
+        layers=[asks],
+        approved_rules=[
+            ApprovedRule(rule=r, request_id="A-1") for r in run_rules_for("shell", call)
+        ],
+    )
+    decision = decide("shell", call, ASKER, approved, WS)
+    assert decision.effect == "allow" and "request A-1" in decision.reason, decision.reason
+    # what was approved, exactly: another command under the same ask rule still asks
+    assert decide("shell", {"command": "echo ask-me two"}, ASKER, approved, WS).effect == "ask"
+    # a deny rule is not lifted by any approval
+    denied = PermissionSettings(
+        layers=[asks],
+        approved_rules=[ApprovedRule(rule="shell(=echo ask-me never)", request_id="A-2")],
+    )
+    assert decide("shell", {"command": "echo ask-me never"}, ASKER, denied, WS).effect == "deny"
+    # a rule of the run's input is no person's answer: the ask rule still asks
+    from_input = PermissionSettings(layers=[asks], run_rules=run_rules_for("shell", call))
+    assert decide("shell", call, ASKER, from_input, WS).effect == "ask"

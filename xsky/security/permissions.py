@@ -2,8 +2,8 @@
 
 ``decide(tool, arguments, role, settings)`` evaluates, in order:
 
-1. rules — ``deny`` rules first (a deny in any layer wins), then ``ask``, then ``allow``;
-   the first match decides. Syntax: ``Tool`` or ``Tool(specifier)``: a shell prefix
+1. rules — ``deny`` rules first (a deny in any layer wins), then a person's approvals for
+   the run, then ``ask``, then ``allow``; the first match decides. Syntax: ``Tool`` or ``Tool(specifier)``: a shell prefix
    ``shell(git log:*)``, an exact command ``shell(=make test)``, a path glob
    ``file_write(src/**)``, a domain ``browser_navigate(domain:example.com)`` or one host
    on one port ``http_get(domain:127.0.0.1:8080)``. Rules come from three places, and

@@ -342,7 +342,8 @@ class Check:
 
 def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
     """One tool on one subject (a path, a URL, one simple command, or None): the workspace
-    bounds, then the rules (deny, ask, allow), then the role. The mode is not applied here.
+    bounds, then the rules (deny, a person's approvals, ask, allow), then the role. The mode
+    is not applied here.
     An MCP tool shown under another name than its server's is matched under both: a rule or
     role entry naming either counts, deny before ask before allow as always."""
     role = check.role
@@ -362,8 +363,17 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
     requested = any(has(role.requested_tools, n) for n in names)
     held = allowed or requested
     person_only = held and any(has(check.person_only, n) for n in names)
-    for effect in ("deny", "ask", "allow"):
-        for rule in check.rules[effect]:
+    # A person's approval for the rest of the run is the answer to an ask: it comes after
+    # the deny rules (which no approval lifts) and before the ask rules — one of which raised
+    # the request it answered, and would otherwise ask again at the next identical call.
+    by_person = [r for r in check.rules["allow"] if r.origin == "person"]
+    for effect, rules in (
+        ("deny", check.rules["deny"]),
+        ("allow", by_person),
+        ("ask", check.rules["ask"]),
+        ("allow", check.rules["allow"]),
+    ):
+        for rule in rules:
             if rule.origin != "settings" and not held:
                 continue  # a rule of the run never gives a role a tool it lacks
             if person_only and effect == "allow" and rule.origin != "person":
