@@ -367,12 +367,13 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
     # the deny rules (which no approval lifts) and before the ask rules — one of which raised
     # the request it answered, and would otherwise ask again at the next identical call.
     by_person = [r for r in check.rules["allow"] if r.origin == "person"]
-    for effect, rules in (
+    steps: tuple[tuple[Effect, list[Rule]], ...] = (
         ("deny", check.rules["deny"]),
         ("allow", by_person),
         ("ask", check.rules["ask"]),
         ("allow", check.rules["allow"]),
-    ):
+    )
+    for effect, rules in steps:
         for rule in rules:
             if rule.origin != "settings" and not held:
                 continue  # a rule of the run never gives a role a tool it lacks
