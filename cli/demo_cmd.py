@@ -4,10 +4,11 @@ Starts the local server and a worker if they are not up, serves ``examples/demo-
 a local port (so the browser agent reads a real page), runs ``examples/demo.xml`` with a
 live task board, and prints the results and the Web UI link.
 
-Agents reach this machine's addresses only where the *worker's* settings name the exact
-host and port (a run's input cannot open them), so the demo keeps a settings file of its
-own, ``<XSKY_HOME>/demo/settings.json``, naming the demo site, and the worker it starts
-reads that file. The site's port is chosen once and kept beside it.
+Agents reach this machine's addresses only where a person opened the exact host and port:
+the demo opens the site's for its own run (``RunOptions.allow_hosts``, as ``run
+--allow-host`` does), so the worker it starts is an ordinary one, reading your settings —
+the rules you write hold for the runs you start next on it. The site's port is chosen once
+and kept in ``<XSKY_HOME>/demo/port``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import json
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,7 +27,7 @@ from client import XSky
 from client.settings import resolve_permissions
 from client.start import new_run_id
 from xsky.config import Settings, load_settings
-from xsky.runs import RunInput
+from xsky.runs import RunInput, RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "examples" / "demo-site"
@@ -47,9 +47,8 @@ def serve_site(directory: Path, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
-def demo_site(settings: Settings) -> tuple[ThreadingHTTPServer, Path]:
-    """The demo site on its kept port (a new one if that is taken), and the demo worker's
-    settings file naming it exactly."""
+def demo_site(settings: Settings) -> ThreadingHTTPServer:
+    """The demo site on its kept port (a new one if that is taken)."""
     folder = settings.home / "demo"
     folder.mkdir(parents=True, exist_ok=True)
     kept = folder / "port"
@@ -57,12 +56,8 @@ def demo_site(settings: Settings) -> tuple[ThreadingHTTPServer, Path]:
         site = serve_site(SITE, int(kept.read_text()))
     except (OSError, ValueError):
         site = serve_site(SITE)
-    port = site.server_address[1]
-    kept.write_text(str(port))
-    rules = [f"browser_navigate(domain:127.0.0.1:{port})", f"http_get(domain:127.0.0.1:{port})"]
-    path = folder / "settings.json"
-    path.write_text(json.dumps({"permissions": {"allow": rules}}, indent=2) + "\n")
-    return site, path
+    kept.write_text(str(site.server_address[1]))
+    return site
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,14 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 async def cmd_demo(args: argparse.Namespace) -> int:
     settings = load_settings()
     ensure_server(settings)
-    site, demo_settings = demo_site(settings)
+    site = demo_site(settings)
     try:
-        if not ensure_worker(settings, user_settings=demo_settings):
-            out.print(
-                f"(a worker started before this demo allows the demo site only if its settings name "
-                f"it exactly, as {shown(str(demo_settings))} does; `make down` lets the demo start its own)"
-            )
-        url = f"http://127.0.0.1:{site.server_address[1]}"
+        ensure_worker(settings)
+        host = f"127.0.0.1:{site.server_address[1]}"
+        url = f"http://{host}"
         out.print(f"serving the demo site at {url}")
         x = await XSky.connect(settings)
         roles = x.roles()
@@ -94,6 +86,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
             variables={"site": url},
             roles=roles,
             permissions=resolve_permissions(settings),
+            options=RunOptions(allow_hosts=[host]),  # opened for this run alone
         )
         run = await x.start(inp, workflow_id)
         out.print(f"started [bold]{shown(workflow_id)}[/]\nWeb UI: {shown(run.ui_url)}")

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -198,6 +199,17 @@ async def test_the_demo_runs_every_agent_kind_against_a_local_page(env: Env):
         # offline, the leader says it judged nothing: the goal was not checked
         assert "goal not checked: T-4 answered offline (no model)" in " ".join(out.split())
         assert "worker started" in out
+        # The worker it left running is an ordinary one: it decides by the person's own
+        # settings (the demo's site was opened for the demo's run alone), so the rules they
+        # write hold for the plans they run next on it.
+        from cli.server_cmd import _pid_file, _read_pid
+
+        pid = _read_pid(_pid_file(env.settings, "worker"))
+        assert pid is not None
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        demo_file = f"XSKY_USER_SETTINGS={env.home / 'demo' / 'settings.json'}".encode()
+        assert demo_file not in environ
+        assert not (env.home / "demo" / "settings.json").exists()
     finally:
         code, out, _ = await starter(env, "down")
         assert "worker: stopped" in out
