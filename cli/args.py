@@ -57,18 +57,63 @@ def _did_you_mean(value: str, choices: Sequence[str], quote: bool = False) -> st
     return f" — did you mean {close[0]!r}?" if quote else f" — did you mean {close[0]}?"
 
 
+def _command_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that was given."""
+    command = parser
+    while True:
+        subs = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            return command
+        command = subs[0].choices[name]
+
+
+def late_positionals(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]
+) -> list[str]:
+    """Words argparse left over that are the command's optional positionals, given after an
+    option (``budget RUN --task T-1 tokens=5000``: argparse gives ``LIMITS`` nothing once it
+    has seen ``RUN`` alone, and refuses ``tokens=5000``) — set on ``args``, in order; what is
+    left is returned. The messages xsky prints write commands in this order."""
+    command = _command_parser(parser, args)
+    open_slots = [
+        a
+        for a in command._actions
+        if not a.option_strings
+        and a.nargs in ("?", "*")
+        and getattr(args, a.dest, None) in (None, [], a.default)  # not given
+    ]
+    left: list[str] = []
+    words = iter(extras)
+    for word in words:
+        if word.startswith("-") and word != "-":
+            left.append(word)
+            # an unknown option's value stays with it (reject_unknown says which)
+            if "=" not in word:
+                nxt = next(words, None)
+                if nxt is not None:
+                    left.append(nxt)
+            continue
+        if not open_slots:
+            left.append(word)
+            continue
+        slot = open_slots[0]
+        if slot.nargs == "?":
+            setattr(args, slot.dest, word)
+            open_slots.pop(0)
+        else:
+            setattr(args, slot.dest, [*(getattr(args, slot.dest, None) or []), word])
+    return left
+
+
 def reject_unknown(
     parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]
 ) -> NoReturn:
     """What ``parse_args`` would refuse, said by the (sub)command's own parser, with the
     nearest option it has: ``unknown option --folow — did you mean --follow?``."""
-    command = parser
-    while True:  # the parser of the (sub)command that was given
-        subs = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
-        name = getattr(args, subs[0].dest, None) if subs else None
-        if not subs or name not in subs[0].choices:
-            break
-        command = subs[0].choices[name]
+    command = _command_parser(parser, args)
     options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
     flags = {o for a in command._actions if a.nargs == 0 for o in a.option_strings}
     said = []

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from cli.args import Parser, reject_unknown
+from cli.args import Parser, late_positionals, reject_unknown
 from cli.hints import cli_message
 from cli.render import err, shown
 from xsky.errors import PlanError, XSkyError
@@ -144,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     top_help = any(a == "-h" or (len(a) > 2 and "--help".startswith(a)) for a in before)
     parser = build_parser(command, summaries=top_help or command not in COMMANDS)
     args, extras = parser.parse_known_args(given)
+    if extras:
+        extras = late_positionals(parser, args, extras)
     if extras:
         reject_unknown(parser, args, extras)
     handler: Handler = args.handler

@@ -70,3 +70,36 @@ def test_the_value_of_a_misspelt_option_is_not_called_an_unexpected_argument(
         main(argv)
     said = capsys.readouterr().err
     assert says in said and (not_said is None or not_said not in said), said
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["budget", "R1", "--task", "T-1", "tokens=5000"],  # as the leader's escalation writes it
+        ["budget", "--task", "T-1", "R1", "tokens=5000"],
+        ["budget", "R1", "tokens=5000", "--task", "T-1"],
+    ],
+)
+def test_an_optional_positional_after_an_option_is_taken(argv: list[str]) -> None:
+    """argparse gives an optional positional nothing once it saw the one before it alone,
+    then refuses it after an option: `budget RUN --task T-1 tokens=…` (the command xsky's
+    own budget escalation prints) said "unexpected argument 'tokens=5000'"."""
+    from cli.args import late_positionals
+    from cli.main import build_parser
+
+    parser = build_parser("budget", summaries=False)
+    args, extras = parser.parse_known_args(argv)
+    assert late_positionals(parser, args, extras) == []
+    assert (args.id, args.task, args.limits) == ("R1", "T-1", "tokens=5000")
+
+
+def test_a_positional_with_a_default_after_an_option_is_taken(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["permissions", "check", "shell", "--role", "verify", '{"command": "ls"}'])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("ALLOW  shell as verify"), out
+    with pytest.raises(SystemExit) as e:  # one word too many is still said
+        main(["permissions", "check", "shell", "--role", "verify", "{}", "more"])
+    assert e.value.code == 2
+    assert "unexpected argument 'more'" in capsys.readouterr().err
