@@ -382,3 +382,31 @@ BudgetMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_budget_state_machine = BudgetMachine.TestCase
+
+
+def test_a_resumed_agents_tokens_are_its_conversations_not_the_sum_of_its_running_totals():
+    """An outcome carries its conversation's running total: an agent that asked a question
+    (3,000 tokens) and then finished (3,000 more, 6,000 in all) used 6,000 — the board said
+    9,000, adding the totals, while the budget said 6,000. A new conversation (a changed
+    definition) adds to the earlier one's."""
+    core = core_of(plan(1), None, parallel=1)
+    (s,) = core.dispatch(T0)
+    ask = AgentOutcome(
+        kind="question", request=RequestPayload(question="which?"), usage=used(3000), tokens=3000
+    )
+    core.attempt_succeeded("1", core.tasks["1"], s.dispatch, ask, T0)
+    core.attempt_ended("1", s.dispatch)
+    assert core.tasks["1"].tokens == 3000
+    question = next(r for r in core.pending_requests() if r.kind == "question")
+    core.people.answer(AnswerRequest(request_id=question.id, text="that"), T0)
+    (again,) = core.dispatch(T0)
+    done = AgentOutcome(result="r", result_ref=ref("1"), usage=used(6000), tokens=6000)
+    core.attempt_succeeded("1", core.tasks["1"], again.dispatch, done, T0)
+    core.attempt_ended("1", again.dispatch)
+    task = core.tasks["1"]
+    assert task.stored == "completed"
+    assert task.tokens == 6000 == core.state.budget.spend.total.tokens
+    # another conversation of the same task counts on top (as the budget settles it)
+    core.budget.settle_usage("1", used(500, "another"))
+    core.board.attempt_ended_with(task, AgentOutcome(result="r", tokens=500, attempt=1))
+    assert task.tokens == 6500

@@ -193,7 +193,11 @@ class TaskBoard:
         """What an attempt's outcome says of the task's course: tries, tokens, its real start,
         the host it ran on."""
         self.observe_attempt(task, outcome.attempt)
-        task.tokens += outcome.tokens
+        # An outcome's tokens are its conversation's running total (a resumed agent's include
+        # its earlier dispatches'): added, a task that asked a question counted them twice.
+        # What the budget settled counts every conversation once (xsky/leader/budget.py).
+        spent = task.spend.usage.tokens if task.spend is not None else 0
+        task.tokens = max(task.tokens, outcome.tokens, spent)
         task.iterations = max(task.iterations, outcome.iterations)
         if outcome.started_at is not None:
             # the attempt that ended: time queued after a lost worker is not work
