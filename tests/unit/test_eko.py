@@ -162,6 +162,25 @@ def test_an_input_nothing_outputs_is_refused_at_its_line_and_column():
     )  # a workflow variable will do
 
 
+def test_inside_a_loop_the_item_at_hand_is_an_input_nothing_needs_to_output():
+    """Eko's planners write `<node input="item">` inside a forEach (and a watch's trigger):
+    the element at hand. It was refused as "no step outputs 'item'"; outside a loop it still is."""
+    looped = _eko(
+        '<agent name="Browser" id="0"><task>a</task><nodes><node output="list">find them</node>'
+        '<forEach items="list"><node input="item">open it</node>'
+        '<node input="item,item_index">note where it stands</node></forEach>'
+        '<watch event="dom" loop="true"><description>new rows</description>'
+        '<trigger><node input="item">read the row</node></trigger></watch></nodes></agent>',
+    )
+    assert check_plan_source(looped, known_agents=KNOWN)
+    outside = _eko(
+        '<agent name="Browser" id="0"><task>a</task><nodes><node input="item">x</node></nodes></agent>',
+    )
+    with pytest.raises(WorkflowValidationError) as e:
+        check_plan_source(outside, known_agents=KNOWN)
+    assert 'input="item"' in e.value.problems[0].message
+
+
 def test_parts_eko_does_not_read_are_left_out_each_with_a_warning_where_it_stands():
     """Tools built on Eko add their own parts (a recorder's <template> of variables, an
     <action> inside a step): Eko's parser passes over them, and so does this one, saying so."""

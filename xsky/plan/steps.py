@@ -258,6 +258,22 @@ def _walk(steps: list[Step], path: tuple[int, ...] = ()) -> list[tuple[tuple[int
     return found
 
 
+# What a step inside a forEach or a watch may read without any step storing it.
+LOOP_NAMES = frozenset(("item", "item_index"))
+
+
+def _walk_looped(
+    steps: list[Step], path: tuple[int, ...] = (), looped: bool = False
+) -> list[tuple[tuple[int, ...], Step, bool]]:
+    """Every step with its path, and whether a forEach or a watch holds it."""
+    found = []
+    for i, step in enumerate(steps):
+        found.append(((*path, i), step, looped))
+        inner = looped or step.kind in ("forEach", "watch")
+        found += _walk_looped(step.steps, (*path, i), inner)
+    return found
+
+
 def inputs(steps: list[Step]) -> set[str]:
     """Every variable name the steps read (``input``), at any depth."""
     return {name for _, step in _walk(steps) for name in names(step.input)}
@@ -272,14 +288,18 @@ def input_problems(workflow: Workflow, variables: Collection[str] = ()) -> list[
     """Every step ``input`` that nothing outputs: no step of the plan, no workflow variable
     (declared or given as ``variables``). Each problem names its agent and step path."""
     walked = [
-        (i, path, step) for i, a in enumerate(workflow.agents) for path, step in _walk(a.steps)
+        (i, path, step, looped)
+        for i, a in enumerate(workflow.agents)
+        for path, step, looped in _walk_looped(a.steps)
     ]
     stored = {n for a in workflow.agents for n in outputs(a.steps)}
     known = stored | set(workflow.variables) | set(variables)
     problems = []
-    for index, path, step in walked:
+    for index, path, step, looped in walked:
         for name in names(step.input):
-            if name not in known:
+            # Inside a forEach (or a watch's trigger) `item` is the element at hand, as Eko's
+            # planners write it (`<node input="item">`), and `item_index` its number.
+            if name not in known and not (looped and name in LOOP_NAMES):
                 agent = workflow.agents[index].id
                 where = ".".join(str(p + 1) for p in path)
                 problems.append(
