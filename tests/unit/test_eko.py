@@ -181,6 +181,28 @@ def test_inside_a_loop_the_item_at_hand_is_an_input_nothing_needs_to_output():
     assert 'input="item"' in e.value.problems[0].message
 
 
+def test_a_model_reply_saved_whole_says_where_its_plan_is_and_what_to_save():
+    """`validate` of a reply saved as it came (prose, a fence) said "Start tag expected" at 1:1."""
+    plan = _eko('<agent name="Browser" id="0"><task>a</task></agent>').decode()
+    reply = f"Here is the plan you asked for.\n\n```xml\n{plan}\n```\n\nTell me if it fits.\n"
+    with pytest.raises(WorkflowXMLError) as e:
+        check_plan_source(reply.encode(), known_agents=KNOWN)
+    [problem] = e.value.problems
+    last = 4 + plan.count("\n")
+    assert (problem.line, problem.column) == (4, 1), problem
+    assert f"it runs from line 4 to line {last}; save only <root>…</root>" in problem.message
+    # a file that begins with its plan keeps its own problems
+    with pytest.raises(WorkflowXMLError) as e:
+        check_plan_source(b"<root><agents><agent", known_agents=KNOWN)
+    assert not any("inside other text" in p.message for p in e.value.problems)
+
+
+def test_a_root_said_in_prose_before_the_plan_is_not_taken_for_it():
+    plan = _eko('<agent name="Browser" id="0"><task>a</task></agent>').decode()
+    reply = f"I answer with the <root> XML format; each <agent> has an id.\n\n{plan}\n"
+    assert extract_workflow_xml(reply) == plan
+
+
 def test_parts_eko_does_not_read_are_left_out_each_with_a_warning_where_it_stands():
     """Tools built on Eko add their own parts (a recorder's <template> of variables, an
     <action> inside a step): Eko's parser passes over them, and so does this one, saying so."""

@@ -16,6 +16,7 @@ from xsky.errors import Problem, WorkflowXMLError
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\Z)", re.S)
 _OPEN_RE = re.compile(r"<workflow(?=[\s>/])")
 _EKO_RE = re.compile(r"<root(?=[\s>])")
+_ROOT_ELEMENT_RE = re.compile(r"<root(?:\s[^<>]*)?>\s*<[A-Za-z!?]")
 _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\">])*?)(/?)>")
 
 
@@ -41,9 +42,12 @@ def extract_workflow_xml(text: str) -> str:
     # An Eko-form reply (<root>…): taken as Eko takes it, from <root> to </root> or to the end
     # when cut off; the Eko reader (xsky.plan.eko) repairs it, saying what it changed.
     for body in [b for _, b in _FENCE_RE.findall(text) if _EKO_RE.search(b)] + [text]:
-        start = next(
-            (m.start() for m in _EKO_RE.finditer(body) if "<agent" in body[m.start() :]), -1
-        )
+        starts = [m.start() for m in _EKO_RE.finditer(body) if "<agent" in body[m.start() :]]
+        # A <root> said in prose ("I answer in the <root> format") holds words, not elements:
+        # the plan's own is the first whose start tag is followed by an element.
+        start = next((at for at in starts if _ROOT_ELEMENT_RE.match(body, at)), -1)
+        if start < 0:
+            start = starts[0] if starts else -1
         if start >= 0:
             end = body.find("</root>", start)
             return body[start : end + len("</root>")] if end >= 0 else body[start:].rstrip()

@@ -10,6 +10,7 @@ from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError,
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
 from xsky.plan.agent_config import direct_argument_problems, plan_warnings
+from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
@@ -137,6 +138,8 @@ def _checked(
     try:
         parsed = parse_workflow_source(data, max_bytes=max_bytes, base_dir=base_dir)
     except WorkflowXMLError as e:
+        if (inside := _plan_inside_text(data)) is not None:
+            raise WorkflowXMLError([inside]) from None
         if not isinstance(e.partial, ParsedWorkflow):
             raise
         # What the reader refused, and what the rest of the plan would still be refused for.
@@ -147,6 +150,32 @@ def _checked(
     if problems:
         raise WorkflowValidationError(problems)
     return parsed
+
+
+def _plan_inside_text(data: bytes) -> Problem | None:
+    """A plan that does not parse because other text surrounds it — a model's reply saved as
+    it came (prose, a Markdown fence): where the plan is, and what to save. None when the
+    file begins with its plan (its own problems are the ones to say)."""
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if text.lstrip().startswith("<"):
+        return None
+    try:
+        plan = extract_workflow_xml(text)
+    except WorkflowXMLError:
+        return None
+    at = text.find(plan[:200])
+    if at < 0:
+        return None
+    first = text.count("\n", 0, at) + 1
+    last = first + plan.count("\n")
+    tag = "<root>…</root>" if plan.startswith("<root") else "<workflow …>…</workflow>"
+    return Problem(
+        f"the plan is inside other text (a model's reply, a Markdown fence?): it runs from "
+        f'line {first} to line {last}; save only {tag} in the file (`starter.py plan "…" > '
+        "plan.xml` writes just the plan)",
+        first,
+        1,
+    )
 
 
 def _located(parsed: ParsedWorkflow, problems: list[Problem]) -> list[Problem]:
