@@ -230,6 +230,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.5",
         delete_when="no run that took a replan's XML before v0.11.5 is still open",
     ),
+    "eko-bare-lt-escaped": Patch(
+        what="an Eko plan's XML the leader reads (a replan's, a large plan's stored text) has a "
+        "'<' that starts no tag ('price < 50') escaped as &lt;, as a bare '&' is (xsky/plan/"
+        "repair.py); before, such a plan was refused as malformed. Asked only of XML that holds "
+        "such a '<'",
+        since="v0.11.7",
+        delete_when="no run that read an Eko plan's XML before v0.11.7 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -75,6 +75,33 @@ def test_a_half_written_tag_is_dropped_and_a_bare_ampersand_escaped_with_positio
     assert parsed.workflow.name == "R&D" and [a.id for a in parsed.workflow.agents] == ["0"]
 
 
+def test_a_less_than_that_starts_no_tag_is_escaped_as_eko_reads_it():
+    """`AT&T … price < 50` in a real planner's Eko plan: refused before ("EntityRef:
+    expecting ';'", with no fix), read now with both repairs said; a leader replaying a run
+    from before (patch eko-bare-lt-escaped) reads it as then."""
+    from xsky.plan.repair import bare_lt_as_before_v0_11_7, may_escape_lt
+
+    text = (
+        "<root><name>AT&T plans</name>\n<thought>price < 50 and data >= 10GB; a <= b</thought>\n"
+        '<agents><agent name="Browser" id="0"><task>compare</task></agent></agents></root>'
+    )
+    parsed = parse_workflow_source(text)
+    said = [(r.line, r.column, r.message) for r in parsed.repairs]
+    assert (1, 15, "repaired: escaped a bare '&' as &amp;") in said
+    assert (2, 16, "repaired: escaped a bare '<' as &lt;") in said
+    assert (2, 41, "repaired: escaped a bare '<' as &lt;") in said
+    assert parsed.workflow.name == "AT&T plans"
+    assert may_escape_lt(text) and not may_escape_lt("<root><name>a &amp; b</name></root>")
+    with bare_lt_as_before_v0_11_7(), pytest.raises(WorkflowXMLError):
+        parse_workflow_source(text)
+    # a native plan a person typed stays strict, and says how to write it
+    with pytest.raises(WorkflowXMLError) as e:
+        parse_workflow_source(
+            '<workflow name="x"><agent name="llm" id="1"><task>AT&T</task></agent></workflow>'
+        )
+    assert "write a literal '&' as &amp;" in e.value.problems[0].message
+
+
 def test_a_plan_that_cannot_be_repaired_fails_with_line_and_column():
     text = '<root><agents>\n  <agent name="Browser" id=0><task>a</task></agent>\n</agents></root>'
     with pytest.raises(WorkflowXMLError) as e:

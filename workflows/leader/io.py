@@ -5,6 +5,7 @@ called only from :class:`workflows.leader.LeaderWorkflow`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         planning_prompt,
         problems_text,
     )
+    from xsky.plan.repair import bare_lt_as_before_v0_11_7, may_escape_lt
     from xsky.plan.steps import descriptions_as_before_v0_11_5
     from xsky.plan.xml import ParsedWorkflow, parse_workflow_source
     from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
@@ -55,11 +57,15 @@ SMALL_HISTORY = 1024 * 1024
 def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
     """A plan's XML (a large plan's stored text, a person's replan) as this run reads it: as it
     was read when the run first read it, should it have been before v0.11.5 (a native watch's
-    <description> holding elements was cut at its first element then), since the run compared
-    later plans with it by what it read."""
-    if patched("watch-description-whole"):
-        return parse_workflow_source(text)
-    with descriptions_as_before_v0_11_5():
+    <description> holding elements was cut at its first element then) or before v0.11.7 (an
+    Eko plan's '<' that starts no tag was not escaped), since the run compared later plans with
+    it by what it read."""
+    with contextlib.ExitStack() as as_then:
+        if not patched("watch-description-whole"):
+            as_then.enter_context(descriptions_as_before_v0_11_5())
+        # asked only of XML the change can alter: no marker in any other run's history
+        if may_escape_lt(text) and not patched("eko-bare-lt-escaped"):
+            as_then.enter_context(bare_lt_as_before_v0_11_7())
         return parse_workflow_source(text)
 
 

@@ -221,6 +221,12 @@ def _to_native(
             thought = element_text(child.text, False)
         elif tag == "agents" and agents is None:
             agents = child
+        elif tag == "agent":  # Eko's own element, one level too high
+            problem(
+                child,
+                "an <agent> directly under <root>: Eko lists its agents inside <agents>…</agents>; "
+                "wrap the agents in one",
+            )
         elif tag in _NATIVE_ONLY:
             problem(child, f"<{tag}> belongs to a native <workflow>, not an Eko <root>; {_NATIVE}")
         elif tag == "agents":

@@ -1,7 +1,8 @@
 """Mending a plan's XML the way Eko mends a plan it is still streaming, every change reported.
 
 Eko (``fixXmlTag`` in eko-core's ``common/utils.ts``, and xmldom's tolerance) reads a plan
-cut off mid-stream by dropping a half-written tag, escaping a bare ``&`` and closing the
+cut off mid-stream by dropping a half-written tag, escaping a bare ``&`` (and here a ``<``
+that starts no tag: ``price < 50``) and closing the
 elements left open; its parser also steps over an end tag that closes nothing. The same class
 of damage is mended here, for the text of an Eko plan and of a planner's reply only — a
 native ``<workflow>`` a person typed stays strict. Unlike Eko, each change is returned as a
@@ -11,6 +12,9 @@ native ``<workflow>`` a person typed stays strict. Unlike Eko, each change is re
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from xsky.errors import Problem
 
@@ -21,6 +25,28 @@ _TOKEN = re.compile(
     re.S,
 )
 _BARE_AMP = re.compile(r"&(?!(?:[A-Za-z_][\w.-]*|#[0-9]+|#x[0-9A-Fa-f]+);)")
+# A '<' no tag can start with (before a space, a digit, '=' or the end): a comparison in a
+# model's text ("price < 50", "a <= b"), as xmldom reads it.
+_BARE_LT = re.compile(r"<(?=[\s\d=]|\Z)")
+# A leader replaying a run that read plan XML before v0.11.7 (workflows/patches.py, patch
+# eko-bare-lt-escaped) reads it as then: such a '<' left as it is (the plan refused).
+_LT_KEPT: ContextVar[bool] = ContextVar("xsky_bare_lt_kept", default=False)
+
+
+def may_escape_lt(text: str | bytes) -> bool:
+    """Whether repairing ``text`` could escape a '<' (the leader asks its patch only then)."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    return _BARE_LT.search(raw) is not None
+
+
+@contextmanager
+def bare_lt_as_before_v0_11_7() -> Iterator[None]:
+    """Repair as v0.11.6 and before did: a '<' that starts no tag is left as it is."""
+    token = _LT_KEPT.set(True)
+    try:
+        yield
+    finally:
+        _LT_KEPT.reset(token)
 
 
 def repair(text: str) -> tuple[str, list[Problem]]:
@@ -78,12 +104,18 @@ def _drop_cut_tag(text: str, repairs: list[Problem]) -> str:
 
 
 def _escape_amps(body: str, start: int, end: int, repairs: list[Problem]) -> str:
+    """The text between tags with its bare '&' and '<' escaped (each a repair)."""
     chunk = body[start:end]
-    if "&" not in chunk:
+    if "&" not in chunk and "<" not in chunk:
         return chunk
     for m in _BARE_AMP.finditer(chunk):
         repairs.append(_at(body, start + m.start(), "escaped a bare '&' as &amp;"))
-    return _BARE_AMP.sub("&amp;", chunk)
+    chunk_amp = _BARE_AMP.sub("&amp;", chunk)
+    if _LT_KEPT.get():
+        return chunk_amp
+    for m in _BARE_LT.finditer(chunk):
+        repairs.append(_at(body, start + m.start(), "escaped a bare '<' as &lt;"))
+    return _BARE_LT.sub("&lt;", chunk_amp)
 
 
 def _at(text: str, offset: int, message: str) -> Problem:

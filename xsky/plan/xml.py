@@ -250,7 +250,7 @@ def _parser_for(data: bytes, source: str, encoding: str | None) -> tuple[etree.X
 def _syntax_message(e: etree.XMLSyntaxError) -> str:
     msg = re.sub(r", line \d+, column \d+.*$", "", str(e.msg or e)).strip()
     hint = ""
-    if "xmlParseEntityRef" in msg or ("Entity" in msg and "not defined" in msg):
+    if "EntityRef" in msg or ("Entity" in msg and "not defined" in msg):
         hint = " (write a literal '&' as &amp;; only &amp; &lt; &gt; &quot; &apos; and &#N; are allowed)"
     elif "StartTag: invalid element name" in msg or "xmlParseStartTag" in msg:
         hint = " (write a literal '<' in text as &lt; or wrap the text in <![CDATA[ … ]]>)"
