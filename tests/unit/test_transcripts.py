@@ -211,3 +211,28 @@ def test_hostile_records_neither_break_parsing_nor_smuggle_text_or_paths() -> No
         adapter_for("xsky").parse(xsky_line.encode(), 0, ParseState(), FileInfo("/y.jsonl"))[0].kind
         == "assistant"
     )
+
+
+def test_windows_sessions_are_named_for_their_project_and_their_skill_reads_count() -> None:
+    """A session recorded on Windows: its project was the whole path squashed
+    (`cusersdevshopapp`), and a `Read` or `Get-Content` of a SKILL.md by a Windows path was not
+    the skill's use."""
+    from xsky.skills.transcripts import folder_name
+    from xsky.skills.transcripts.claude_code import SHELL_READ, SKILL_FILE
+
+    assert folder_name(r"C:\Users\dev\shop-app") == "shop-app"
+    assert folder_name(r"\\server\share\billing-api") == "billing-api"
+    assert folder_name("/home/dev/shop-app") == "shop-app"
+    path = r"C:\Users\dev\.claude\skills\fix-flaky-tests\SKILL.md"
+    assert SKILL_FILE.search(path).group(1) == "fix-flaky-tests"  # type: ignore[union-attr]
+    escaped = path.replace("\\", "\\\\")  # as it stands in a call's JSON
+    assert SKILL_FILE.search(escaped).group(1) == "fix-flaky-tests"  # type: ignore[union-attr]
+    for command in (
+        r"Get-Content C:\Users\dev\.codex\skills\deploy-billing-api\SKILL.md",
+        '{"command": "cat /home/dev/.codex/skills/deploy-billing-api/SKILL.md"}',
+        "type C:\\Users\\dev\\.codex\\skills\\deploy-billing-api\\SKILL.md",
+    ):
+        m = SHELL_READ.search(command)
+        assert m is not None and m.group(1) == "deploy-billing-api", command
+    # writing one is not reading it
+    assert SHELL_READ.search("echo x > skills/deploy-billing-api/SKILL.md") is None

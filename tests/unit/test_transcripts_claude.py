@@ -304,3 +304,35 @@ def test_a_skill_typed_as_a_slash_command_is_used_when_claude_code_loads_it(tmp_
     bare = slash_session()
     bare[0]["message"]["content"] = "deploy billing to staging"
     assert [e.skill for e in _events_of(bare, tmp_path) if e.skill] == []
+
+
+def test_a_turn_that_ended_on_an_api_error_is_not_a_completed_task(tmp_path: Path) -> None:
+    """Claude Code writes an assistant record with isApiErrorMessage when the model's API
+    failed ("API Error: 500 …"): it was read as the agent's answer, the task scored completed."""
+    import json
+
+    from xsky.skills.atom_finish import heuristic_ux
+
+    records = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "message": {"role": "user", "content": "upgrade react to 19 and fix the type errors"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "isApiErrorMessage": True,
+            "message": {
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": "API Error: 500 Internal server error"}],
+            },
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    events, _ = parse(path)
+    assert [(e.kind, e.tool, e.is_error) for e in events][-1] == ("tool_result", "model API", True)
+    assert not any(e.kind == "assistant" for e in events)
+    assert heuristic_ux({"api_errors": 1}) < heuristic_ux({})

@@ -149,3 +149,80 @@ def test_an_exit_code_recorded_after_the_output_still_makes_the_call_an_error() 
     results = [(e.text, e.is_error) for e in events if e.kind == "tool_result"]
     assert results == [("3 failed", False), ("the command exited with code 1", True)]
     assert state.succeeded == [] and state.failed_calls == []
+
+
+def _lines(*records: dict) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def test_the_freeform_shells_command_is_read_as_a_command_and_a_skill_it_reads_counts() -> None:
+    """`shell_command` (Codex's current shell tool) gives `command` as text: the view showed
+    its raw JSON, and a `cat …/SKILL.md` in it was not seen as the skill's use."""
+    call = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "shell_command",
+            "arguments": json.dumps(
+                {
+                    "command": "cat /home/dev/.codex/skills/deploy-billing-api/SKILL.md",
+                    "workdir": "/home/dev/billing",
+                    "timeout_ms": 120000,
+                }
+            ),
+            "call_id": "call_s1",
+        },
+    }
+    output = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call_output",
+            "call_id": "call_s1",
+            "output": "Exit code: 0\nOutput:\n---",
+        },
+    }
+    events, _ = parse(V058, _lines(call, output))
+    [tool_call] = [e for e in events if e.kind == "tool_call"]
+    assert (
+        tool_call.text.splitlines()[0] == "cat /home/dev/.codex/skills/deploy-billing-api/SKILL.md"
+    )
+    assert [e.skill for e in events if e.skill] == ["deploy-billing-api"]
+
+
+def test_an_mcp_tool_that_failed_and_an_error_that_ended_the_turn_are_errors() -> None:
+    call = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "kubernetes__get_pods",
+            "arguments": "{}",
+            "call_id": "call_m1",
+        },
+    }
+    end = {
+        "type": "event_msg",
+        "payload": {
+            "type": "mcp_tool_call_end",
+            "call_id": "call_m1",
+            "result": {"Err": "tool call error: connection refused"},
+        },
+    }
+    output = {
+        "type": "response_item",
+        "payload": {
+            "type": "function_call_output",
+            "call_id": "call_m1",
+            "output": "tool call error: connection refused",
+        },
+    }
+    error = {"type": "event_msg", "payload": {"type": "error", "message": "stream disconnected"}}
+    # the end event before the output (as recorded), and after it (as some versions write it)
+    tool = "kubernetes__get_pods"
+    for order, said in (
+        ((call, end, output, error), [(tool, True), ("model API", True)]),
+        # read as a success first, then the failure as an event of its own (as a late exit)
+        ((call, output, end, error), [(tool, False), (tool, True), ("model API", True)]),
+    ):
+        events, state = parse(V058, _lines(*order))
+        assert [(e.tool, e.is_error) for e in events if e.kind == "tool_result"] == said
+        assert state.opaque == {}

@@ -57,6 +57,7 @@ def heuristic_ux(sig: dict[str, int]) -> int:
     penalty += 2 * min(sig.get("interrupted", 0), 2)
     penalty += 2 * min(sig.get("reverted_edits", 0), 1)
     penalty += 2 * min(sig.get("unanswered_prompts", 0), 1)
+    penalty += 2 * min(sig.get("api_errors", 0), 1)  # a turn the model's API cut short
     if penalty == 0:
         return 10 if sig.get("completed") else 9
     return max(1, 9 - penalty)
@@ -116,6 +117,8 @@ def summary_of(st: SplitState) -> str:
         parts.append(f"Skills used: {', '.join(st.skills)}")
     if st.last_answer is not None:
         parts.append(f"Ended with: {first_sentence(st.last_answer, 200)}")
+    if st.signals.get("api_errors"):
+        parts.append("The agent's model API failed")
     if st.person_interrupted:
         parts.append("The person interrupted the agent")
     if not parts:

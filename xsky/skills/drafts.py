@@ -25,7 +25,7 @@ from xsky.skills.atoms import (
     keywords,
 )
 from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine
-from xsky.skills.trajectory import Unit
+from xsky.skills.trajectory import MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
 # Markers that open (or continue) a pending run: they belong to what comes next.
@@ -153,6 +153,9 @@ class Draft:
             st.tools[name] = st.tools.get(name, 0) + 1
             if REVERT_COMMAND.search(u.head):
                 _bump(sig, "reverted_edits")
+        elif u.kind == "tool_result" and u.tool == MODEL_API:  # the turn failed: no answer
+            st.completed = False
+            _bump(sig, "api_errors")
         elif u.kind == "tool_result":
             st.completed = False
             if u.error:

@@ -71,6 +71,11 @@ CAPS: dict[str, int] = {
 _REDACT_MARGIN = 4096
 
 
+# The ``tool`` of an error that is no tool's: the agent's model API failed to answer (Claude
+# Code's isApiErrorMessage, Codex's error event). Counted apart from tool errors.
+MODEL_API = "model API"
+
+
 @dataclass
 class Event:
     kind: EventKind

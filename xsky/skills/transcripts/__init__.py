@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -253,6 +254,17 @@ def as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
+
+
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def folder_name(path: str) -> str:
+    """The last folder of a recorded working directory, a Windows one (``C:\\Users\\dev\\shop``)
+    as well as a POSIX one — the project a transcript is named for."""
+    if _WINDOWS_PATH.match(path) or ("\\" in path and "/" not in path):
+        return PureWindowsPath(path).name
+    return PurePosixPath(path).name
 
 
 def first_json_value(head: bytes, *keys: str) -> dict[str, Any]:

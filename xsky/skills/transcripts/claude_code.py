@@ -34,13 +34,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.security.redact import redact
-from xsky.skills.trajectory import CAPS, Event
+from xsky.skills.trajectory import CAPS, MODEL_API, Event
 from xsky.skills.transcripts import (
     FileInfo,
     Identity,
     ParseState,
     as_text,
     first_json_value,
+    folder_name,
     guarded,
     ident,
     json_object,
@@ -57,11 +58,14 @@ from xsky.skills.transcripts.claude_text import (
 )
 from xsky.skills.transcripts.intent import agent_acted, agent_said, normal, user_origin
 
-SKILL_FILE = re.compile(r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md")
-# A shell command that reads a SKILL.md (``cat``, ``head``, ``sed -n …``), not one that writes it.
+# (Windows paths too: `C:\Users\dev\.claude\skills\x\SKILL.md`, also JSON-escaped `\\`.)
+SKILL_FILE = re.compile(r"skills[/\\]+([a-z0-9][a-z0-9-]{0,63})[/\\]+SKILL\.md")
+# A shell command that reads a SKILL.md (``cat``, ``head``, ``sed -n …``), not one that writes it
+# (the command may begin a string: ``"cat …`` in a call's JSON).
 SHELL_READ = re.compile(
-    r"(?:^|[;&|(]\s*|\s)(?:cat|head|tail|less|more|bat|nl|Get-Content|sed\s+-n\s+\S+)\s+[^;&|>]*?"
-    r"skills/([a-z0-9][a-z0-9-]{0,63})/SKILL\.md"
+    r"(?:^|[;&|(\"']\s*|\s)(?:cat|head|tail|less|more|bat|nl|type|Get-Content|gc|sed\s+-n\s+\S+)\s+[^;&|>]*?"
+    r"skills[/\\]+([a-z0-9][a-z0-9-]{0,63})[/\\]+SKILL\.md",
+    re.I,
 )
 # Claude Code's message when it loads a skill (2.1.x): the skill's folder, then its body.
 SKILL_LOADED = re.compile(r"^Base directory for this skill:\s*(\S+)")
@@ -86,7 +90,7 @@ class ClaudeCodeAdapter:
         path = PurePosixPath(info.path)
         found = first_json_value(head, "cwd", "message.model", "sessionId", "agentId")
         cwd = found.get("cwd")
-        project = PurePosixPath(cwd).name if cwd else path.parent.name.rsplit("-", 1)[-1]
+        project = folder_name(cwd) if cwd else path.parent.name.rsplit("-", 1)[-1]
         if info.subagent:  # <root>/<project>/<session>/subagents/agent-<id>.jsonl
             session = path.parent.parent.name
             agent = found.get("agentId") or path.stem.removeprefix("agent-")
@@ -191,6 +195,11 @@ class ClaudeCodeAdapter:
             if machine is not None:  # a compaction agent's summary, a warm-up's reply: no task
                 state.count_not_intent(machine)
                 return out + [ev("meta", f"{machine} output")]
+            if rec.get("isApiErrorMessage") is True:
+                # Claude Code's stand-in for an answer the model's API failed to give ("API
+                # Error: 500 …"): the turn failed, it did not complete.
+                text = _result_text(message.get("content")) or "API error"
+                return out + [ev("tool_result", text, tool=MODEL_API, is_error=True)]
             return out + _assistant(message, state, ev, writer)
 
         # user lines: a prompt, tool results, or injected context

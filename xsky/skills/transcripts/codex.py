@@ -28,13 +28,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.security.redact import redact
-from xsky.skills.trajectory import Event
+from xsky.skills.trajectory import MODEL_API, Event
 from xsky.skills.transcripts import (
     FileInfo,
     Identity,
     ParseState,
     as_text,
     first_json_value,
+    folder_name,
     guarded,
     ident,
     json_object,
@@ -59,7 +60,7 @@ class CodexAdapter:
     def identity(self, head: bytes, info: FileInfo) -> Identity:
         found = first_json_value(head, "payload.id", "payload.cwd", "payload.model")
         cwd = found.get("payload.cwd")
-        project = PurePosixPath(cwd).name if cwd else None
+        project = folder_name(cwd) if cwd else None
         thread = found.get("payload.id") or PurePosixPath(info.path).stem[-36:]
         return Identity(
             model_or_project=project or found.get("payload.model"),
@@ -161,7 +162,15 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
     """The UI log: turn markers, the person's prompt (the only copy in Codex Desktop rollouts),
     the agent's message, and a command's exit code."""
     etype = payload.get("type")
-    known = etype in (*_TURN_MARKS, "user_message", "agent_message", "exec_command_end", *_ECHOES)
+    known = etype in (
+        *_TURN_MARKS,
+        "user_message",
+        "agent_message",
+        "exec_command_end",
+        "mcp_tool_call_end",
+        "error",
+        *_ECHOES,
+    )
     (state.count_interpreted if known else state.count_opaque)("event_msg", etype)
     if etype in ("task_started", "turn_started"):
         return [ev("marker", "", marker="task_start")]
@@ -174,24 +183,35 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         return _user(_str(payload.get("message")) or "", "event", state, ev)
     if etype == "agent_message":
         return _assistant(_str(payload.get("message")) or "", "event", state, ev)
+    if etype == "error":  # the turn failed (the model's API, a stream that broke for good)
+        text = _str(payload.get("message")) or "error"
+        return [ev("tool_result", text, tool=MODEL_API, is_error=True)]
+    failure: str | None = None
     if etype == "exec_command_end":
         code = payload.get("exit_code")
-        call_id = ident(payload.get("call_id"))
-        if isinstance(code, int) and code != 0 and call_id and call_id in state.calls:
-            state.bounded("failed_calls", call_id)  # its output, recorded next, is an error
-        elif isinstance(code, int) and code != 0 and call_id:
-            return _late_exit(call_id, code, state, ev)
+        if isinstance(code, int) and code != 0:
+            failure = f"the command exited with code {code}"
+    elif etype == "mcp_tool_call_end":  # result {"Ok": …} or {"Err": "…"}
+        result = payload.get("result")
+        if isinstance(result, dict) and "Err" in result:
+            failure = f"tool call error: {as_text(result['Err'])}"
+        elif isinstance(result, dict) and json_object(result.get("Ok")).get("isError") is True:
+            failure = "the tool said it failed (isError)"
+    call_id = ident(payload.get("call_id"))
+    if failure is not None and call_id and call_id in state.calls:
+        state.bounded("failed_calls", call_id)  # its output, recorded next, is an error
+    elif failure is not None and call_id:
+        return _late_failure(call_id, failure, state, ev)
     return []
 
 
-def _late_exit(call_id: str, code: int, state: ParseState, ev: Any) -> list[Event]:
-    """A non-zero exit code recorded after the call's output was read as a success: the
-    failure is an event of its own (counted as a tool error), not lost."""
+def _late_failure(call_id: str, text: str, state: ParseState, ev: Any) -> list[Event]:
+    """A failure (a non-zero exit code, an MCP error) recorded after the call's output was
+    read as a success: an event of its own (counted as a tool error), not lost."""
     for i, item in enumerate(state.succeeded):
         done, _, tool = item.partition("\t")
         if done == call_id:
             del state.succeeded[i]
-            text = f"the command exited with code {code}"
             return [ev("tool_result", text, call_id=call_id, tool=tool or None, is_error=True)]
     return []
 
@@ -266,8 +286,11 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
             )
             rest = {k: v for k, v in args.items() if k != "command"}
             return str(shown) + (f"\n{as_text(rest)}" if rest else "")
-        if isinstance(args, dict) and isinstance(args.get("cmd"), str):
-            return args["cmd"]
+        # the freeform shell (`shell_command`) and unified exec (`exec_command`) give it as text
+        for key in ("command", "cmd"):
+            if isinstance(args, dict) and isinstance(args.get(key), str):
+                rest = {k: v for k, v in args.items() if k != key}
+                return args[key] + (f"\n{as_text(rest)}" if rest else "")
         return as_text(args)
     if ptype == "custom_tool_call":
         return as_text(payload.get("input", ""))
