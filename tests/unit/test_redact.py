@@ -415,3 +415,45 @@ def test_a_corpus_of_ordinary_code_lines_loses_nothing_to_redaction() -> None:
 def test_literal_values_of_secret_names_still_go(text: str) -> None:
     out = redact(text)
     assert "[REDACTED:secret]" in out, out
+
+
+# Fake keys, in the shapes a security review got past the rules with.
+_ANT = "sk-ant-api03-" + "Q7mZp2LxW9vK4rT8yB3nC6dF1gH5jJ0s"
+_AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+_GHP = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("ghp_a1B2c3D4e5F6g7\u200bH8i9J0k1L2m3N4o5P6q7R8", "H8i9J0k1"),  # a zero-width space
+        ("https://x.example/?k=" + _GHP.replace("_", "%5F"), "a1B2c3D4"),  # percent-encoded
+        (__import__("base64").b64encode(f"export KEY={_ANT}\n".encode()).decode(), "ZXhwb3J0"),
+        (_ANT.encode().hex(), "736b2d616e74"),
+        (f"the secret access key {_AWS} was set", _AWS),  # bare, in prose
+        (f"NAME      VALUE\nprod-key  {_AWS}", _AWS),  # a column of a table
+        (f"docker login -p {_AWS}x registry.example", _AWS),
+        (f"podman login --username u -p 'hunter2hunter2' quay.io", "hunter2"),
+    ],
+)
+def test_a_secret_hidden_by_encoding_invisible_characters_or_no_name_is_redacted(
+    text: str, gone: str
+) -> None:
+    out = redact(text)
+    assert gone not in out and "[REDACTED:" in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 1f3a9b7c2d4e5f60718293a4b5c6d7e8f9012345 fixed the build",  # a sha: binary as hex
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        "integrity sha512-AbCdEf0123456789/abcdefGHIJKLmnopQRSTuvwxyz0123456789+AbCdEfGhIj==",
+        "see src/components/Button/index.tsx and lib/utils/a1b2/c.py here",
+        "path /usr/lib/python3.11/site-packages/foo/Bar9.py",
+        "SGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0IG9mIHBsYWluIHRleHQ=",  # base64 of plain words
+        "100%20done and 50%25 left",
+    ],
+)
+def test_what_only_looks_encoded_is_kept(text: str) -> None:
+    assert redact(text) == text

@@ -137,6 +137,14 @@ CONTEXT: list[Rule] = [
     ),
     ("cookie", re.compile(r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\n\"']{8,})"), 1),
     (
+        "registry-password",
+        re.compile(
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?|oras)\s+login\b"
+            r"[^\n]{0,300}?\s-p[= ]?[\"']?([^\s\"']{4,})"
+        ),
+        1,
+    ),
+    (
         "cli-secret",
         re.compile(
             r"(?i)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|access-key|secret-key)(?:=|\s+)[\"']?([^\s\"']{4,})"
@@ -248,6 +256,7 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("-u", "--user"),
     ("mysql",),
     ("ookie", "OOKIE"),
+    ("login",),
     ("--",),
     ("ccountKey", "ccountkey", "CCOUNTKEY"),
     ("haredAccessKey", "haredaccesskey", "HAREDACCESSKEY"),
@@ -255,10 +264,31 @@ _NEEDLES: list[tuple[str, ...]] = [
 ]
 
 
+# Invisible characters a key may carry (pasted from a chat or a web page, or put there to
+# get past a pattern): taken out before anything is matched.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# A character no URL needs to encode (letters, digits, - _ . ~), percent-encoded anyway.
+_NEEDLESS_PERCENT = re.compile(r"%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])")
+# A token long enough to be a secret said bare or to hold one encoded: one scan finds them,
+# each then looked at (:func:`_token`).
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{24,}")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{24,8192}={0,2}")
+_HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2}){20,4096}")
+
+
 def redact(text: str) -> str:
     """The text with every credential it holds replaced by ``[REDACTED:<rule>]``."""
     if not text:
         return text
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
+    if "%" in text:
+        text = _NEEDLESS_PERCENT.sub(lambda m: chr(int(m[1], 16)), text)
+    text = _redact_plain(text)
+    return _LONG_TOKEN.sub(_token, text) if len(text) >= 24 else text
+
+
+def _redact_plain(text: str) -> str:
     for (pattern, sub), needles in zip(_SUBS, _NEEDLES, strict=True):
         if any(n in text for n in needles):
             text = pattern.sub(sub, text)
@@ -267,6 +297,56 @@ def redact(text: str) -> str:
     if ASSIGN_HINT.search(text):
         text = _assignments(text)
     return _high_entropy(text)
+
+
+def _token(m: re.Match[str]) -> str:
+    """A long token: a credential inside base64 or hex (a `.env` piped through `base64`, a
+    key printed as hex) redacts the run whole; a bare secret of AWS's shape (40 characters of
+    base64 with '/' or '+') said with no name is redacted too."""
+    value = m[0]
+    if _HEX_RUN.fullmatch(value):
+        return _decoded(value, bytes.fromhex)
+    if _BASE64.fullmatch(value):
+        said = _decoded(value, _b64)
+        if said != value:
+            return said
+        return _bare_secret(value) if 40 <= len(value) <= 44 else value
+    return value
+
+
+def _bare_secret(value: str) -> str:
+    # Its shape: '/' or '+' among upper case, lower case and digits, and random (a path's
+    # 40 characters repeat themselves far more: 4.0 bits a character and over, it is not one).
+    if not ("/" in value or "+" in value) or value.count("/") > 4:
+        return value
+    if not (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+    ):
+        return value
+    return _label("aws-secret-key") if _entropy(value) >= 4.0 else value
+
+
+def _decoded(value: str, decode: Callable[[str], bytes]) -> str:
+    """``value`` redacted whole when it decodes to text that holds a credential."""
+    try:
+        inner = decode(value).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return value  # not that encoding, or binary (an image, a digest): no key in text
+    if not all(c.isprintable() or c in "\n\r\t" for c in inner):
+        return value
+    return _label("encoded-secret") if _redact_plain(inner) != inner else value
+
+
+def _b64(value: str) -> bytes:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except binascii.Error as e:
+        raise ValueError(str(e)) from None
 
 
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
