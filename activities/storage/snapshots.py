@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from activities.fsio import atomic_write
 from activities.sandbox import freeze
@@ -167,7 +167,8 @@ class Snapshots:
                 if digest not in stored:
                     blob = f"{self.key}/files/{digest}"
                     if not self.store.exists(blob):
-                        self.store.put(blob, f.data)
+                        # a large file's map is bytes-like: each store writes it as it does bytes
+                        self.store.put(blob, cast(bytes, f.data))
                         sent += 1
                     stored.add(digest)
             files[f.path] = {"sha256": digest, "mode": f.mode, "stamp": list(f.stamp)}

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import hashlib
 import marshal
+import mmap
 import os
 import shutil
 import subprocess
@@ -99,7 +100,14 @@ class Taken:
     path: str
     mode: int
     stamp: Stamp
-    data: bytes | None
+    # A file over SPOOL_BYTES comes as a read-only map of a temporary copy (bytes-like, valid
+    # while ``each`` runs): its pages are the disk's, which the kernel takes back at will, so a
+    # file as large as the quota costs the worker no memory it could run out of.
+    data: bytes | mmap.mmap | None
+
+
+# Files larger than this are spooled to a temporary file rather than held in memory.
+SPOOL_BYTES = 8 * 1024 * 1024
 
 
 class Helper:
@@ -230,23 +238,42 @@ def take(folder: Path, owner: Owner, known: dict[str, Stamp], each: Callable[[Ta
                 return int(tree.DONE_RECORD.unpack(payload)[0])
             mode, size, mtime, ctime, ino, same = tree.FILE_RECORD.unpack_from(payload)
             path = tree.path_text(payload[tree.FILE_RECORD.size :])
-            data: bytearray | None = None
-            if not same:
-                data = bytearray()
+            stamp = (size, mtime, ctime, ino)
+            if same:
+                each(Taken(path, mode, stamp, None))
+                continue
+            with contextlib.ExitStack() as held:
+                sink: Any = (
+                    held.enter_context(tempfile.TemporaryFile())
+                    if size > SPOOL_BYTES
+                    else bytearray()
+                )
+                whole = True
                 while True:
                     kind, piece = helper.receive(tree.DATA, tree.END, tree.DROPPED)
                     if kind == tree.DATA:
-                        data += piece
+                        if isinstance(sink, bytearray):
+                            sink += piece
+                        else:
+                            sink.write(piece)
                     elif kind == tree.END:
                         break
                     else:  # unreadable midway: left out of this snapshot
-                        data = None
+                        whole = False
                         break
-                if data is None:
+                if not whole:
                     continue
-            each(
-                Taken(path, mode, (size, mtime, ctime, ino), None if data is None else bytes(data))
-            )
+                if isinstance(sink, bytearray):
+                    data: bytes | mmap.mmap = bytes(sink)
+                else:
+                    sink.flush()
+                    if sink.tell() == 0:
+                        data = b""
+                    else:
+                        data = held.enter_context(
+                            mmap.mmap(sink.fileno(), 0, access=mmap.ACCESS_READ)
+                        )
+                each(Taken(path, mode, stamp, data))
 
 
 @dataclass(frozen=True)
