@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: the CLI starts without the XML machinery for other commands.
-    from xsky.plan.eko import workflow_to_eko
+    from xsky.plan.eko import plan_thought, thought_comment, workflow_to_eko
     from xsky.plan.files import load_plan
     from xsky.plan.xml import workflow_to_xml
     from xsky.safe_text import xml_safe
@@ -54,13 +54,19 @@ def run(args: argparse.Namespace) -> int:
         err.print(cell(plan.dialect))
     for repair in plan.repairs:
         err.print(cell(f"warning: {repair.format(args.plan)}"))
+    # Eko's <thought> has no place in the native model: it rides along as a comment of the
+    # native plan, and back into <thought> when that is written in Eko's form again.
+    thought = plan_thought(plan.text)
     if args.to == "eko":
-        text = workflow_to_eko(plan.workflow)
+        text = workflow_to_eko(plan.workflow, thought)
     elif plan.dialect is None:
         err.print(cell(f"{args.plan} is already a native plan: written as it is"))
         text = plan.text
     else:
         text = workflow_to_xml(plan.workflow)
+        if thought:
+            first, _, rest = text.partition("\n")
+            text = f"{first}\n  {thought_comment(thought)}\n{rest}"
     if args.output:
         Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         err.print(cell(f"wrote {args.output}"))

@@ -543,3 +543,24 @@ def test_convert_writes_the_native_plan_and_says_what_it_mapped(tmp_path: Path):
 def test_plan_errors_stay_plan_errors():
     with pytest.raises(PlanError):
         parse_workflow("<root>")
+
+
+def test_convert_keeps_the_plans_thought_both_ways(tmp_path: Path) -> None:
+    """`convert` dropped an Eko plan's <thought> (the planner's reasoning, for the person who
+    reads the plan): it rides in the native plan as a comment, and back into <thought>."""
+    from cli.main import main
+
+    eko = tmp_path / "plan.xml"
+    eko.write_bytes(
+        _eko(
+            '<agent name="Browser" id="0"><task>a</task></agent>',
+            thought="Look first -- then act &amp; report",
+        )
+    )
+    native, back = tmp_path / "native.xml", tmp_path / "back.xml"
+    assert main(["convert", str(eko), "-o", str(native)]) == 0
+    text = native.read_text()
+    assert "<!-- Eko thought: Look first - - then act & report -->" in text
+    parse_workflow_source(text)  # still a native plan that reads
+    assert main(["convert", str(native), "--to", "eko", "-o", str(back)]) == 0
+    assert "<thought>Look first - - then act &amp; report</thought>" in back.read_text()

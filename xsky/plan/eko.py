@@ -454,9 +454,10 @@ def _remove(el: etree._Element) -> None:
 # -- writing ------------------------------------------------------------------------------
 
 
-def workflow_to_eko(workflow: Workflow) -> str:
+def workflow_to_eko(workflow: Workflow, thought: str | None = None) -> str:
     """The plan in Eko's form (Eko's kind names, ``dependsOn``, ``<nodes>``); ``taskId`` rides
-    on ``<root>``, where Eko's parser does not look. What Eko has no place for is refused."""
+    on ``<root>``, where Eko's parser does not look. What Eko has no place for is refused.
+    ``thought``: the plan's ``<thought>`` (a native plan has none; ``convert`` keeps it)."""
     lost = _not_in_eko(workflow)
     if lost:
         raise UsageError(
@@ -466,6 +467,8 @@ def workflow_to_eko(workflow: Workflow) -> str:
     root = etree.Element("root")
     root.set("taskId", workflow.task_id)
     text_element(root, "name", workflow.name)
+    if thought:
+        text_element(root, "thought", thought)
     agents = etree.SubElement(root, "agents")
     for agent in workflow.agents:
         el = etree.SubElement(agents, "agent")
@@ -505,3 +508,28 @@ def _not_in_eko(workflow: Workflow) -> list[str]:
         if parts:
             lost.append(f"agent {agent.id}'s {', '.join(parts)}")
     return lost
+
+
+_THOUGHT = re.compile(r"<thought(?:\s[^>]*)?>(.*?)</thought\s*>", re.S)
+# How ``convert`` keeps an Eko plan's thought in the native plan it writes: a comment.
+THOUGHT_COMMENT = "Eko thought: "
+_THOUGHT_COMMENT = re.compile(r"<!--\s*" + re.escape(THOUGHT_COMMENT) + r"(.*?)-->", re.S)
+
+
+def plan_thought(source: str) -> str | None:
+    """An Eko plan's ``<thought>`` text, or the one a native plan keeps from it in a comment."""
+    m = _THOUGHT.search(source) or _THOUGHT_COMMENT.search(source)
+    if m is None:
+        return None
+    text = m.group(1)
+    if m.re is _THOUGHT:
+        from xml.sax.saxutils import unescape
+
+        text = unescape(text.removeprefix("<![CDATA[").removesuffix("]]>"))
+    return " ".join(text.split()) or None
+
+
+def thought_comment(thought: str) -> str:
+    """The native plan's comment that keeps ``thought`` ("--" cannot stand in a comment)."""
+    safe = thought.replace("--", "- -").rstrip("-")
+    return f"<!-- {THOUGHT_COMMENT}{safe} -->"
