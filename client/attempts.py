@@ -16,14 +16,22 @@ from activities.agents.ledger import AttemptLedger, attempts_folder, task_prefix
 from xsky.leader.tasks import TaskView
 from xsky.storage import ObjectStore
 
-_FILE = re.compile(r"(\d+)-d(\d+)\.jsonl")  # after the task's prefix
+# After the task's prefix: a dispatch's ledger, or the outcome its first attempt kept (which
+# wrote no ledger line of its own: activities/agents/ledger.py).
+_FILE = re.compile(r"(\d+)-d(\d+)\.(jsonl|outcome\.json)")
 # Ledger kinds of an attempt that ended with an outcome it kept (activities/agents/ledger.py).
 OUTCOMES = frozenset({"completed", "question", "needs_approval"})
+# What an earlier dispatch that ended on one of these did: the task was dispatched again.
+_ASKED = {
+    "question": "it asked a person a question; dispatched again with the answer",
+    "needs_approval": "a tool call waited for a person's approval; dispatched again once decided",
+}
 
 
 @dataclass(frozen=True)
 class AttemptEnd:
-    """How one attempt of a task ended: ``error``, ``timeout`` or ``worker lost``."""
+    """How one attempt of a task ended: ``error``, ``timeout``, ``worker lost`` — or, for an
+    earlier dispatch, ``question`` or ``needs_approval`` (it waited for a person)."""
 
     dispatch: int
     attempt: int  # Temporal's attempt number inside its dispatch
@@ -31,6 +39,8 @@ class AttemptEnd:
     reason: str
 
     def line(self, dispatches: int) -> str:
+        if self.kind in _ASKED:  # a whole dispatch that waited for a person
+            return f"dispatch {self.dispatch}: {self.kind}: {self.reason}"
         where = f" (dispatch {self.dispatch})" if dispatches > 1 else ""
         return f"attempt {self.attempt}{where}: {self.kind}: {self.reason}"
 
@@ -48,10 +58,16 @@ def attempt_ends(
     except Exception:  # noqa: BLE001 - a store this process cannot reach: the board's notes
         return None
     ledgers: dict[int, list[AttemptLedger]] = {}
+    seen: set[str] = set()
     for key in keys:
         found = _FILE.fullmatch(key[len(prefix) :])
         if found:
-            ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, key))
+            ledger_key = (
+                key.removesuffix(".outcome.json") + ".jsonl" if found[3] != "jsonl" else key
+            )
+            if ledger_key not in seen:  # its entries hold its kept outcome too
+                seen.add(ledger_key)
+                ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, ledger_key))
     if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
         ledgers.setdefault(task.attempt, [])
     ends: list[AttemptEnd] = []
@@ -72,7 +88,11 @@ def attempt_ends(
         # An attempt that kept an outcome explains nothing unless a later one followed it (its
         # report was lost, and the later one returned what it kept).
         for number in [n for n, e in recorded.items() if e.kind in OUTCOMES]:
-            if number >= max(started, current):
+            kind = recorded[number].kind
+            if number >= max(started, current) and dispatch != task.attempt and kind in _ASKED:
+                # An earlier dispatch that ended asking a person: why there was another.
+                recorded[number] = AttemptEnd(dispatch, number, kind, _ASKED[kind])
+            elif number >= max(started, current):
                 del recorded[number]
             else:
                 recorded[number] = AttemptEnd(

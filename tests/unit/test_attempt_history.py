@@ -84,3 +84,21 @@ def test_without_a_readable_store_the_boards_notes_are_shown(tmp_path: Path):
     row = task(activity_attempt=2, tries=2)
     assert attempt_ends(LocalStore(tmp_path / "elsewhere"), RUN, FIRST, row) is None
     assert retry_lines(row, None) == ["attempt 2 after a failed or lost attempt"]
+
+
+def test_an_earlier_dispatch_that_asked_a_person_says_so(tmp_path: Path):
+    """After an approval or an answer the task is dispatched again: `status` said "2 attempts
+    (why is not recorded)"; the first dispatch's kept outcome says it waited for a person."""
+    from xsky.runs import AgentOutcome, RequestPayload
+
+    asked = AgentOutcome(kind="needs_approval", request=RequestPayload(tool="shell"), attempt=1)
+    ledger(tmp_path, "T-1", 1).complete(1, asked)
+    ledger(tmp_path, "T-1", 2).complete(1, AgentOutcome(result="done", attempt=1))
+    row = task("T-1", dispatch=2, activity_attempt=1, tries=2)
+    assert retry_lines(row, attempt_ends(LocalStore(tmp_path), RUN, FIRST, row)) == [
+        "dispatch 1: needs_approval: a tool call waited for a person's approval; "
+        "dispatched again once decided"
+    ]
+    # the current dispatch's own kept outcome explains nothing (it is the task's end)
+    only = task("T-1", dispatch=1, activity_attempt=1, tries=1)
+    assert attempt_ends(LocalStore(tmp_path), RUN, FIRST, only) == []
