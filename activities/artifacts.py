@@ -7,6 +7,7 @@ Writes are atomic and idempotent: a retried activity rewrites the same key with 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -21,6 +22,7 @@ from xsky.artifacts import (
     BlobPart,
     BlobRef,
     artifact_path,
+    gc_mark_key,
     split_text,
     uri_path,
 )
@@ -77,6 +79,11 @@ class ArtifactStore:
         try:
             return self.objects.get(uri_path(uri))
         except FileNotFoundError:
+            gone = removed_by_gc(self.objects, uri_path(uri).split("/", 1)[0])
+            if gone is not None:
+                raise FileNotFoundError(
+                    f"artifact {uri} is no more: its run's stored objects were {gone}"
+                ) from None
             hint = (
                 "is XSKY_STORE the same for this process and the workers?"
                 if self.objects.shared
@@ -116,6 +123,19 @@ def put_blob(store: ArtifactStore, ref: BlobRef, text: str) -> None:
     """Write every part of ``text`` (for processes with the store at hand, such as the CLI)."""
     for index, part in enumerate(split_text(text)):
         store.put_part(BlobPart(ref=ref, index=index, text=part))
+
+
+def removed_by_gc(objects: ObjectStore, run_id: str) -> str | None:
+    """ "removed by `starter.py gc` on 2026-12-06 20:31 (42 objects)" when gc removed the run's
+    stored objects (the mark it leaves: xsky.artifacts.GC_MARK), else None."""
+    try:
+        said = json.loads(objects.get(gc_mark_key(run_id)))
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(said, dict):
+        return None
+    when = str(said.get("removedAt", "")).replace("T", " ")[:16]
+    return f"removed by `starter.py gc` on {when} ({said.get('objects', '?')} objects)"
 
 
 def read_blob(store: ArtifactStore, ref: BlobRef) -> str:

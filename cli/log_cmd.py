@@ -9,6 +9,7 @@ import asyncio
 import sys
 from typing import Any
 
+from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
 from cli.render import cell, json_text, out
 from client import Run, XSky
@@ -78,6 +79,14 @@ async def cmd_log(args: argparse.Namespace) -> int:
     _show(events, args.json)
     if not args.follow:
         if not events and not args.json:
+            gone = removed_by_gc(open_objects(settings), args.id)
+            if gone is not None:
+                out.print(
+                    cell(
+                        f"no transcript for {args.task} in {args.id}: the run's stored objects were {gone}"
+                    )
+                )
+                return 0
             elsewhere = f"{open_objects(settings).where} is not the workers' store: XSKY_STORE"
             out.print(
                 cell(

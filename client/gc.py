@@ -9,6 +9,7 @@ knows (its retention passed) has ended long ago and goes too.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -16,8 +17,9 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
-from xsky.artifacts import safe_component
+from xsky.artifacts import GC_MARK, safe_component
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.storage import ObjectStore
@@ -46,12 +48,23 @@ async def collect(
     cutoff = datetime.now(UTC) - timedelta(days=older_than)
     done = []
     for folder in folders:
+        mark = f"{folder}/{GC_MARK}"
+        keys = [k for k in await asyncio.to_thread(store.keys, folder + "/") if k != mark]
+        if not keys:  # removed before: only its mark is left
+            if run is not None:
+                done.append(Collected(folder, 0, f"already {removed_by_gc(store, run)}", True))
+            continue
         ended, why = await _ended(client, folder)
         removable = ended is not None and ended <= cutoff
-        keys = await asyncio.to_thread(store.keys, folder + "/")
         if removable:
             for key in keys:
                 await asyncio.to_thread(store.delete, key)
+            # Left behind so that reading the run later says what happened to its objects.
+            said = {
+                "removedAt": datetime.now(UTC).isoformat(timespec="seconds"),
+                "objects": len(keys),
+            }
+            await asyncio.to_thread(store.put, mark, json.dumps(said).encode())
         done.append(Collected(folder, len(keys), why, removable))
     return done
 

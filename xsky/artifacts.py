@@ -46,6 +46,15 @@ def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
     return "/".join((safe_component(run_id), safe_component(agent_id), safe_component(filename)))
 
 
+# What `starter.py gc` leaves of a run whose stored objects it removed: when, and how many,
+# so a later read says they were removed rather than blaming the reader's configuration.
+GC_MARK = "_gc.json"
+
+
+def gc_mark_key(run_id: str) -> str:
+    return f"{safe_component(run_id)}/{GC_MARK}"
+
+
 def marker(ref: ArtifactRef, head: int | None = None) -> str:
     return f"⟦{ref.uri}⟧" if head is None else f"⟦{ref.uri}#head={head}⟧"
 

@@ -350,3 +350,34 @@ async def test_each_start_of_the_same_plan_is_a_run_of_its_own_with_its_own_work
         )
         assert result.status == "completed"
         assert (env.home / "runs" / workflow_id / "workspace" / "note.txt").exists()
+
+
+async def test_gc_removes_an_ended_runs_objects_and_later_reads_say_so(env: Env):
+    """After `gc`, `log` blamed XSKY_STORE and `result --agent` a misconfigured XSKY_ARTIFACTS
+    (with the stored reference's raw repr): the run's objects were removed, and they say so."""
+    from activities.storage import open_objects
+    from tests.integration.helpers import plan
+
+    await env.start_worker()
+    long = "x" * 600  # over what travels inline: stored, read back by reference
+    shell = (
+        '<agent name="shell" id="1"><task>print</task>'
+        f'<config>{{"tool": "shell", "command": "printf {long}"}}</config></agent>'
+    )
+    handle = await env.start(plan(shell, name="gc"))
+    assert (await handle.result()).status == "completed"
+    code, out, _ = await starter(env, "result", handle.id, "--agent", "1")
+    assert code == 0 and long in "".join(out.split())
+    store = open_objects(env.settings)
+    assert len(store.keys(handle.id + "/")) > 1
+
+    code, out, err = await starter(env, "gc", "--run", handle.id)
+    assert code == 0 and f"{handle.id}: removed" in out, out + err
+    assert store.keys(handle.id + "/") == [f"{handle.id}/_gc.json"]  # only its mark is left
+    for args in (("result", handle.id, "--agent", "1"), ("log", handle.id, "T-1")):
+        code, out, err = await starter(env, *args)
+        said = " ".join((out + err).split())
+        assert "removed by `starter.py gc` on" in said, said
+        assert "XSKY_ARTIFACTS" not in said and "XSKY_STORE" not in said and "sha256=" not in said
+    code, out, _ = await starter(env, "gc", "--run", handle.id)  # again: nothing more to do
+    assert code == 0 and "already removed by `starter.py gc`" in " ".join(out.split())
