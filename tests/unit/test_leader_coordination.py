@@ -78,6 +78,21 @@ def test_a_model_answer_is_shown_to_the_coordinator_with_its_task_and_dependenci
     assert review.dependencies[0].result == "2026-05-01"
 
 
+def test_a_result_the_leader_accepted_does_not_keep_saying_it_is_being_checked() -> None:
+    """While the coordinator judges a result the row says "the leader checks the result
+    against its task"; every completed task kept saying it afterwards."""
+    from xsky.leader.tasks import note_of
+
+    core = core_of(llm("1"))
+    (s,) = start(core)
+    assert core.judgment.judging("1", "result", T0)
+    assert core.tasks["1"].last_progress == "the leader checks the result against its task"
+    finish(core, "1", answer("2026-05-01"), said("result", "accept"))
+    task = core.tasks["1"]
+    assert task.stored == "completed" and task.last_progress is None
+    assert "checks the result" not in note_of(task, "completed", None)
+
+
 def test_a_tool_answer_and_an_offline_answer_are_not_sent_to_the_coordinator() -> None:
     core = core_of(llm("1"))
     (s,) = start(core)

@@ -29,6 +29,15 @@ from xsky.leader.tasks import StoredStatus, TaskState, derive_statuses
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport
 
+# What a task's row says while the leader's coordinator judges its attempt (by point): gone
+# once the task ends (xsky/leader/coordinator/judgment.py sets it).
+JUDGING = {
+    "result": "the leader checks the result against its task",
+    "question": "the leader looks at the question",
+    "approval": "the leader looks at the tool request",
+    "": "the leader judges",
+}
+
 
 class TaskBoard:
     """The tasks of the plan in force, their indexes, and the attempts in flight."""
@@ -232,8 +241,11 @@ class TaskBoard:
         self.set_stored(task, status)
         task.error = cut(error, ERROR_CHARS) if error else error
         task.ended_at = now
-        if task.last_progress and task.last_progress.startswith("waiting for "):
-            task.last_progress = None  # it waits for nothing now
+        if task.last_progress and (
+            task.last_progress.startswith("waiting for ")
+            or task.last_progress in JUDGING.values()
+        ):
+            task.last_progress = None  # it waits for nothing now, nor for the leader's judgment
         if task.started_at is None:
             task.started_at = task.dispatched_at
 

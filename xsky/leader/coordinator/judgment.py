@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from xsky.leader.board import TaskBoard
+from xsky.leader.board import JUDGING, TaskBoard
 from xsky.leader.budget import Budget
 from xsky.leader.commands import SATISFIED
 from xsky.leader.coordinator.prompts import ANSWER_TOKENS, READINGS, consult_tokens
@@ -245,11 +245,7 @@ class Judgment:
         if task is None:
             return False
         task.last_progress_at = now
-        task.last_progress = {
-            "result": "the leader checks the result against its task",
-            "question": "the leader looks at the question",
-            "approval": "the leader looks at the tool request",
-        }.get(point, "the leader judges")
+        task.last_progress = JUDGING.get(point, JUDGING[""])
         return True
 
     def run_request(self, about: str, text: str, now: datetime) -> HumanRequest:
