@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,16 @@ class Runs:
         for task in self.watchers.values():
             task.cancel()
         await asyncio.gather(*self.watchers.values(), return_exceptions=True)
+
+
+def transcript_lines(whole: bytes, offset: int) -> Iterator[tuple[dict[str, Any], int]]:
+    """The events of whole transcript lines read at ``offset``, each with the offset after its
+    own line — its event id: a reconnect in the middle of a batch goes on at the next line,
+    none skipped (each line of a batch once had the batch's end as its id) or repeated."""
+    for raw in whole.splitlines(keepends=True):
+        offset += len(raw)
+        for line in parse_lines(raw.decode("utf-8", errors="replace")):
+            yield {"type": line.get("type"), "text": render_event(line)}, offset
 
 
 def _said(e: Exception) -> JSONResponse:
@@ -238,10 +248,11 @@ def make_app(
             while True:
                 data = (await run.transcript_bytes(key))[offset:]
                 whole = data[: data.rfind(b"\n") + 1]
-                offset += len(whole)
-                for line in parse_lines(whole.decode("utf-8", errors="replace")):
-                    said = {"type": line.get("type"), "text": render_event(line)}
-                    yield sse(json.dumps(said), offset)  # the id: where to go on from
+                start = offset
+                for said, after in transcript_lines(whole, start):
+                    offset = after
+                    yield sse(json.dumps(said), after)  # the id: where to go on from
+                offset = start + len(whole)  # (a line that is no event counts too)
                 if not whole:
                     if not offset and not told and await run.task_ended(task):
                         told = True

@@ -162,3 +162,20 @@ def test_the_key_is_made_once_per_home_and_only_its_owner_reads_it(tmp_path: Pat
     assert stat.S_IMODE((home / KEY_FILE).stat().st_mode) == 0o600
     assert page_key(tmp_path / "other") != key
     assert cookie_name(8765) != cookie_name(8766)  # two homes' pages on one machine
+
+
+def test_each_transcript_line_is_its_own_event_id_so_a_reconnect_skips_none() -> None:
+    """Every line of a batch had the batch's end as its SSE id: a page that lost the stream
+    after the first line of five reconnected past the other four."""
+    import json
+
+    from cli.ui.server import transcript_lines
+
+    lines = [json.dumps({"type": "message", "role": "user", "content": f"m{i}"}) for i in range(5)]
+    data = "".join(line + "\n" for line in lines).encode()
+    got = list(transcript_lines(data, 100))
+    ends = [100 + len("".join(line + "\n" for line in lines[: i + 1]).encode()) for i in range(5)]
+    assert [offset for _, offset in got] == ends
+    # resuming after the second line's id gives the third line first
+    again = list(transcript_lines(data[ends[1] - 100 :], ends[1]))
+    assert [said["text"] for said, _ in again] == [said["text"] for said, _ in got[2:]]
