@@ -56,6 +56,10 @@ def test_limits_parse_from_the_flag_and_write_back_the_same():
         ("tokens", "'tokens' is not KEY=VALUE"),
         ("tokens=1,tokens=2", "tokens is given twice"),
         ("", "--budget is empty; write e.g. tokens=100000"),
+        ("dollars=3", "unknown limit 'dollars' (did you mean usd?)"),
+        # every problem at once, not the first alone
+        ("tokens=abc,dollars=3", "tokens='abc' is not a whole number"),
+        ("tokens=abc,dollars=3", "unknown limit 'dollars' (did you mean usd?)"),
     ],
 )
 def test_a_bad_budget_is_one_sentence_with_the_fix(text: str, says: str):

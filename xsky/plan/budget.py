@@ -84,20 +84,44 @@ def parse_limits(text: str, what: str = "budget", keys: tuple[str, ...] = KEYS) 
     return limits_from(values, what, keys)
 
 
+# Words people write for a limit, and the limit they mean.
+_SAID_AS = {
+    "dollars": "usd",
+    "dollar": "usd",
+    "cost": "usd",
+    "money": "usd",
+    "spend": "usd",
+    "time": "minutes",
+    "min": "minutes",
+    "mins": "minutes",
+    "tok": "tokens",
+    "toks": "tokens",
+}
+
+
 def limits_from(values: dict[str, Any], what: str, keys: tuple[str, ...] = KEYS) -> Limits:
     """Limits from ``{"tokens": 100000, "usd": "2.50"}`` (numbers or their text)."""
     checked: dict[str, int | float] = {}
+    problems: list[str] = []  # every one, at once: "tokens=abc,dollars=3" has two
     for key, raw in values.items():
         if key not in keys:
-            close = difflib.get_close_matches(key, keys, n=1)
+            close = [s for s in [_SAID_AS.get(key)] if s in keys] or difflib.get_close_matches(
+                key, keys, n=1
+            )
             hint = f" (did you mean {close[0]}?)" if close else ""
             extra = " (agents is a limit of the whole run)" if key == "agents" else ""
-            raise BudgetError(
+            problems.append(
                 f"{what}: unknown limit {key!r}{hint}{extra}; the limits are {', '.join(keys)}"
             )
+            continue
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
-        checked[key] = _number(key, str(raw), what)
+        try:
+            checked[key] = _number(key, str(raw), what)
+        except BudgetError as e:
+            problems.append(str(e))
+    if problems:
+        raise BudgetError("; ".join(problems))
     return Limits.model_validate(checked)
 
 
