@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.table import Table
 
@@ -54,7 +55,7 @@ def cmd_roles(args: argparse.Namespace) -> int:
         print_json([r.wire() for r in roles.values()])
         return 0
     table = Table(
-        title="roles (built-ins < ~/.xsky/settings.json < .xsky/settings.json)",
+        title=f"roles (built-ins < {shown(_user_file())} < .xsky/settings.json)",
         title_justify="left",
     )
     for col in ("role", "description", "allowed tools", "requested"):
@@ -68,3 +69,11 @@ def cmd_roles(args: argparse.Namespace) -> int:
         )
     out.print(table)
     return 0
+
+
+def _user_file() -> str:
+    """The user settings file as it was given (XSKY_USER_SETTINGS, else ~/.xsky/settings.json),
+    with the home folder written ~."""
+    path = str(load_settings().user_settings.expanduser())
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path == home or path.startswith(home + "/") else path
