@@ -55,6 +55,16 @@ def test_a_watch_needs_its_limits_and_what_it_looks_at():
         'config watch of event "http" needs a "url" (http or https)'
     ]
     assert "config watch event" in config_problems({"watch": {**SPEC, "event": "gui"}})[0]
+    # said plainly, not in pydantic's words
+    bad = {**SPEC, "every": "soon", "maxFirings": 0}
+    said = " ".join(config_problems({"watch": bad}))
+    assert "config watch every must be a number" in said
+    assert "config watch maxFirings must be at least 1" in said
+    assert "Input should" not in said and "Value error" not in said
+    no_event = {k: v for k, v in SPEC.items() if k != "event"}
+    assert config_problems({"watch": no_event})[0].startswith(
+        "config watch needs event: one of dom, http, file, timer"
+    )
     assert validate(plan(), ["llm"]) == []  # {{item}} is a watch's firing's
     assert parse_workflow(workflow_to_xml(plan())) == plan()
 

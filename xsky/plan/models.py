@@ -10,6 +10,7 @@ checks (cycles, unknown ids) live in :mod:`xsky.plan.dag`. The roles a plan defi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator
@@ -46,6 +47,33 @@ FIELD_HINTS = {
     "task": "the task says what the agent should do: it cannot be empty, nor hold characters XML cannot carry",
     "input": "the input cannot hold characters XML cannot carry (control characters)",
 }
+
+
+def plain_error(err: Mapping[str, Any]) -> str:
+    """What a pydantic error says, said plainly: "must be a number", "must be at least 1" —
+    not "Input should be a valid number, unable to parse string as a number"."""
+    kind, ctx = str(err.get("type", "")), err.get("ctx") or {}
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "must be a whole number"
+    if kind in ("float_parsing", "float_type", "finite_number"):
+        return "must be a number"
+    if kind in ("bool_parsing", "bool_type"):
+        return "must be true or false"
+    if kind in ("string_type",):
+        return "must be text"
+    for bound, words in (
+        ("ge", "at least"),
+        ("gt", "more than"),
+        ("le", "at most"),
+        ("lt", "less than"),
+    ):
+        if bound in ctx and kind.startswith(("greater", "less")):
+            return f"must be {words} {ctx[bound]}"
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be one of {ctx['expected']}"
+    if kind == "extra_forbidden":
+        return "is not a setting it has"
+    return str(err.get("msg", "")).removeprefix("Value error, ")
 
 
 def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value: object) -> str:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Workflow, WorkflowAgent, unused_id
+from xsky.plan.models import Workflow, WorkflowAgent, plain_error, unused_id
 from xsky.wire import WireModel
 
 WATCH = "watch"  # the config key, and the direct tool of a poll
@@ -102,12 +102,15 @@ def watch_problems(raw: Any) -> list[str]:
         said = []
         for err in e.errors():
             where = ".".join(str(p) for p in err["loc"])
-            said.append(
-                f"config watch needs {where} (its limit is required: a watch that never ends is a "
-                "run that never ends)"
-                if err["type"] == "missing"
-                else f"config watch {where}: {err['msg']}"
-            )
+            if err["type"] == "missing" and where == "event":
+                said.append(f"config watch needs event: one of {', '.join(get_args(Event))}")
+            elif err["type"] == "missing":
+                said.append(
+                    f"config watch needs {where} (its limit is required: a watch that never ends "
+                    "is a run that never ends)"
+                )
+            else:
+                said.append(f"config watch {where} {plain_error(err)}")
         return [f"{s}; e.g. {EXAMPLE}" for s in said]
     if spec.event in ("dom", "http") and not (spec.url or "").strip():
         return [f'config watch of event "{spec.event}" needs a "url" (http or https)']
