@@ -101,6 +101,16 @@ def test_a_failed_agent_says_why_and_a_retry_is_told_as_a_new_attempt():
     assert kinds(diff_pictures(b, c)) == ["agent.started"]
 
 
+def test_a_task_no_longer_blocked_is_unblocked_not_reset():
+    """Once Q-1 was answered, the task waiting behind it was told as "agent.reset"."""
+    a = picture(task("1", "in_progress"), task("3", "blocked", depends=("1",)))
+    b = picture(task("1", "in_progress"), task("3", "pending", depends=("1",)))
+    assert kinds(diff_pictures(a, b)) == ["agent.unblocked"]
+    c = picture(task("1", "failed"), task("3", "pending", depends=("1",)))
+    d = picture(task("1", "pending", attempt=2), task("3", "pending", depends=("1",)))
+    assert kinds(diff_pictures(c, d)) == ["agent.reset"]  # a retry sends it back
+
+
 def test_requests_raised_and_answered_and_the_run_state_changes():
     a = picture(task("1", "in_progress"))
     b = picture(

@@ -35,6 +35,7 @@ STATUS_EVENTS: dict[str, str] = {
 EVENT_TYPES: tuple[str, ...] = (
     "plan",
     *dict.fromkeys(STATUS_EVENTS.values()),
+    "agent.unblocked",
     "agent.step",
     "request.raised",
     "request.answered",
@@ -156,7 +157,11 @@ def diff_pictures(
         if old is None:  # a new agent: the plan event above shows it
             continue
         if old.status != a.status or (a.status != "completed" and old.attempt != a.attempt):
-            out.append((STATUS_EVENTS[a.status], a.model_dump()))
+            # a task no longer blocked waits for its turn: not a reset of it
+            unblocked = old.status == "blocked" and a.status == "pending"
+            out.append(
+                ("agent.unblocked" if unblocked else STATUS_EVENTS[a.status], a.model_dump())
+            )
         elif (old.iterations, old.progress, old.tokens) != (a.iterations, a.progress, a.tokens):
             out.append(
                 (
