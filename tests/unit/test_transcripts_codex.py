@@ -226,3 +226,58 @@ def test_an_mcp_tool_that_failed_and_an_error_that_ended_the_turn_are_errors() -
         events, state = parse(V058, _lines(*order))
         assert [(e.tool, e.is_error) for e in events if e.kind == "tool_result"] == said
         assert state.opaque == {}
+
+
+def test_a_rollout_from_before_the_envelope_is_read_too(tmp_path: Path) -> None:
+    """Codex CLI rollouts to mid-2025: a bare header, `record_type: state` lines and bare
+    response items. Every record was opaque: no prompt, no call, no atom, and the trajectory
+    named `unknown`."""
+    from xsky.skills.transcripts import adapter_for
+
+    tid = "5973b6c0-94b8-487b-a530-2aeb6098ae0e"
+    header = {"id": tid, "timestamp": "2025-08-20T13:20:47.060Z", "instructions": None}
+    context = {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {
+                "type": "input_text",
+                "text": "<environment_context>\n  <cwd>/home/dev/api</cwd>\n</environment_context>",
+            }
+        ],
+    }
+    prompt = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "add an index on orders(customer_id)"}],
+    }
+    call = {
+        "type": "function_call",
+        "name": "shell",
+        "arguments": json.dumps({"command": ["bash", "-lc", "ls migrations"]}),
+        "call_id": "call_1",
+    }
+    output = {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": json.dumps({"output": "0001_init.sql\n", "metadata": {"exit_code": 0}}),
+    }
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Added the migration."}],
+    }
+    state = {"record_type": "state"}
+    data = _lines(header, state, context, state, prompt, call, output, state, answer)
+    path = tmp_path / f"rollout-2025-08-20T13-20-47-{tid}.jsonl"
+    path.write_bytes(data)
+    events, parsed = parse(path, data)
+    assert users(events) == [("prompt", "add an index on orders(customer_id)")]
+    assert [e.kind for e in events if e.kind in ("tool_call", "tool_result", "assistant")] == [
+        "tool_call",
+        "tool_result",
+        "assistant",
+    ]
+    assert parsed.opaque == {}
+    who = adapter_for("codex").identity(data[:4096], FileInfo(str(path)))
+    assert (who.project, who.short_id) == ("api", "5973b6c0")

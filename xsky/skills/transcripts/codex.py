@@ -60,6 +60,9 @@ class CodexAdapter:
     def identity(self, head: bytes, info: FileInfo) -> Identity:
         found = first_json_value(head, "payload.id", "payload.cwd", "payload.model")
         cwd = found.get("payload.cwd")
+        if not cwd:  # a rollout from before the envelope: its cwd is in the context it sent
+            m = _CWD_IN_CONTEXT.search(head.decode("utf-8", errors="replace"))
+            cwd = json.loads(f'"{m.group(1)}"') if m else None
         project = folder_name(cwd) if cwd else None
         thread = found.get("payload.id") or PurePosixPath(info.path).stem[-36:]
         return Identity(
@@ -78,6 +81,14 @@ class CodexAdapter:
     def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Event]:
         kind = rec.get("type")
         payload = json_object(rec.get("payload"))
+        if "payload" not in rec:  # a rollout from before the envelope (Codex CLI to mid-2025)
+            if kind in _ITEMS:  # a bare response item
+                kind, payload = "response_item", rec
+            elif rec.get("record_type") == "state":  # its state markers: nothing to read
+                state.count_interpreted("state")
+                return []
+            elif kind is None and isinstance(rec.get("id"), str):  # its header: the session
+                kind, payload = "session_meta", rec
         ts = ident(rec.get("timestamp"))
         state.seq += 1
 
@@ -150,6 +161,8 @@ class CodexAdapter:
         return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed, skill=skill)]
 
 
+# The working directory in an <environment_context> the agent was sent (JSON-escaped text).
+_CWD_IN_CONTEXT = re.compile(r"<cwd>((?:[^<\\\"]|\\.)+)</cwd>")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 _ITEMS = ("message", "reasoning", *_CALLS, *_OUTPUTS)
