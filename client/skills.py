@@ -56,7 +56,7 @@ from xsky.settings_files import (
 )
 from xsky.skills.atoms import AtomTask
 from xsky.skills.runs import ScanInput, SkillsScanInput, SkillsScanResult
-from xsky.skills.sources import Source, expand, resolve
+from xsky.skills.sources import Source, default_root, expand, resolve
 from xsky.skills.transcripts import SOURCE_KINDS
 
 
@@ -187,7 +187,7 @@ class Skills:
                 + (
                     ""
                     if user
-                    else " (sources in the user's settings file are removed with user=True, `--user`)"
+                    else " (a source in your user settings file: add --user; user=True in Python)"
                 )
             )
         data.setdefault("skills", {})["sources"] = kept
@@ -392,10 +392,14 @@ def _check_kind(kind: str) -> None:
 def _same(entry: dict[str, Any], kind: str, path: str | None) -> bool:
     if entry.get("kind") != kind:
         return False
-    mine, theirs = path, entry.get("path")
-    if not mine or not theirs:
-        return not mine and not theirs
-    return expand(mine, os.environ) == expand(theirs, os.environ)
+    # a source registered without a path is its kind's usual place: naming that place is
+    # naming it (`remove-source claude-code ~/.claude/projects`)
+    mine = expand(path, os.environ) if path else default_root(kind, os.environ)
+    given = entry.get("path")
+    theirs = expand(given, os.environ) if given else default_root(kind, os.environ)
+    if not path or not given:  # the usual place and a folder named for it are the same source
+        return mine.resolve() == theirs.resolve()
+    return mine == theirs
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
