@@ -339,3 +339,17 @@ def test_a_correction_is_recognised_by_its_relation_to_the_request(prompt: str) 
 )
 def test_a_statement_that_names_a_new_goal_is_not_a_correction(prompt: str) -> None:
     assert classify(prompt, "prompt", TASK, True, False) == "new"
+
+
+def test_the_task_said_again_with_more_after_an_interrupt_refines_it() -> None:
+    """Stopped mid-way, the person retyped the task with a condition: it became a task of its
+    own (its new words outnumbered the shared ones) where it refines the one it stopped."""
+    task = keywords("add a Dockerfile for the app so we can run it in prod")
+    again = (
+        "add a Dockerfile for the app so we can run it in prod — but do NOT bake .env into "
+        "the image, read settings from environment variables and use a slim python base"
+    )
+    assert classify(again, "after_interrupt", task, False, True) == "correction"
+    # a goal of its own after an interrupt is still new
+    other = "explore more of the current repo and list its services"
+    assert classify(other, "after_interrupt", task, False, True) == "new"

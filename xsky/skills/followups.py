@@ -218,6 +218,8 @@ def _after_interrupt(text: str, task_words: list[str], critique: bool) -> Follow
     if critique or not REQUEST.match(text):
         return "correction"
     words = keywords(text)
+    if containment(words, task_words) >= 0.5:
+        return "correction"  # the task said again, with more: "add a Dockerfile … but do NOT …"
     known = {stem(w) for w in task_words}
     objects = [stem(w) for w in words if w not in REQUEST_VERBS]
     shared = sum(1 for w in objects if w in known) / len(objects) if objects else 1.0
