@@ -44,7 +44,7 @@ def test_a_source_goes_to_the_users_file_when_asked(skills: Skills, tmp_path: Pa
     change = skills.add_source("codex", str(tmp_path / "mine"), user=True)
     assert change.file == tmp_path / "user.json"
     assert not (tmp_path / "project" / ".xsky" / "settings.json").exists()
-    with pytest.raises(UsageError, match="removed with user=True"):
+    with pytest.raises(UsageError, match="add --user; user=True in Python"):
         skills.remove_source("codex", str(tmp_path / "mine"))  # not in the project's file
     assert skills.remove_source("codex", str(tmp_path / "mine"), user=True) == change.file
 
