@@ -242,8 +242,7 @@ class TaskBoard:
         task.error = cut(error, ERROR_CHARS) if error else error
         task.ended_at = now
         if task.last_progress and (
-            task.last_progress.startswith("waiting for ")
-            or task.last_progress in JUDGING.values()
+            task.last_progress.startswith("waiting for ") or task.last_progress in JUDGING.values()
         ):
             task.last_progress = None  # it waits for nothing now, nor for the leader's judgment
         if task.started_at is None:
