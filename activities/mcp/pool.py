@@ -43,6 +43,17 @@ IDLE_CLOSE = 600.0  # seconds a session may go unused before it is closed
 CLOSE_TIMEOUT = 10.0
 
 
+# What a server's stderr says when it started but its own files are out of the sandbox's view.
+_NOT_FOUND_INSIDE = (
+    "Cannot find module",
+    "MODULE_NOT_FOUND",
+    "ModuleNotFoundError",
+    "can't open file",
+    "No such file or directory",
+    "ENOENT",
+)
+
+
 class McpUnavailable(Exception):
     """A server could not be started or reached, or died twice under one call: one sentence
     (its secrets' values scrubbed: it may quote the server's stderr)."""
@@ -161,9 +172,19 @@ class Session:
                 "give the command's full path and add its folder to security.read_only_paths",
                 retryable=False,
             )
+        hint = ""
+        if any(sign in tail for sign in _NOT_FOUND_INSIDE):
+            # It started, then could not find its own files: most often they are where the
+            # sandbox does not look (a project's node_modules, a virtualenv under a home).
+            hint = (
+                "; it could not find a file it needs — the sandbox sees /usr, /bin, the run's "
+                "workspace and the folders of security.read_only_paths in the worker's settings: "
+                "add the folder its files are in there"
+            )
         return McpUnavailable(
             f"MCP server {name} ({self.launch.shown}) exited before it answered the MCP handshake"
-            + (tail or f" ({_reason(e)})"),
+            + (tail or f" ({_reason(e)})")
+            + hint,
             retryable=False,
         )
 

@@ -31,6 +31,14 @@ async def test_mcp_list_and_check_show_tools_or_say_why_not(
         "t": TEST_SERVER,
         "missing": {"command": "no-such-mcp-server"},
         "exits": {"command": "sh", "args": ["-c", "echo bad config >&2; exit 4"]},
+        # node's own words when the server's files are where the sandbox does not look
+        "unseen": {
+            "command": "sh",
+            "args": [
+                "-c",
+                "echo \"Error: Cannot find module '/home/x/node_modules/s/index.js'\" >&2; exit 1",
+            ],
+        },
         "secret": {"command": "node", "env": {"T": "${XSKY_NOT_SET_ANYWHERE}"}},
         "web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"},
     }
@@ -52,6 +60,9 @@ async def test_mcp_list_and_check_show_tools_or_say_why_not(
     assert (
         "exited before it answered the MCP handshake; its stderr ended: bad config" in says["exits"]
     )
+    assert "Cannot find module" in says["unseen"]
+    assert "add the folder its files are in there" in says["unseen"]
+    assert "security.read_only_paths" not in says["exits"]  # no hint where none fits
     assert (
         "${XSKY_NOT_SET_ANYWHERE}, which is not set in the worker's environment" in says["secret"]
     )

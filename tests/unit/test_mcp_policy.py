@@ -408,3 +408,15 @@ def test_a_project_http_server_must_be_at_a_granted_host_and_reaches_only_those(
     assert "denied" in (place.web.check_name("evil.example.com", 443) or "")
     assert base.for_entry(project(spec)).command_network is None  # nothing granted: no network
     assert base.for_entry(entry).key() != base.key()
+
+
+def test_an_mcp_tool_a_role_lacks_is_refused_with_how_to_give_it() -> None:
+    from xsky.security.permissions import PermissionSettings, decide
+    from xsky.security.roles import BUILTIN_ROLES
+
+    decision = decide(
+        "mcp__fs__list_directory", {"path": "."}, BUILTIN_ROLES["file"], PermissionSettings()
+    )
+    assert decision.effect == "deny"
+    assert 'an allow rule "mcp__fs" to permissions' in decision.reason
+    assert "add mcp__fs (the server's tools) or mcp__fs__list_directory" in decision.reason

@@ -407,6 +407,15 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
         return Decision(
             "ask", f"role {role.name} lists {tool} in requestedTools: a person must approve it"
         )
+    if tool.startswith("mcp__"):
+        server = tool.split("__")[1] if tool.count("__") >= 2 else tool.removeprefix("mcp__")
+        return Decision(
+            "deny",
+            f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools); "
+            f"to give it, add mcp__{server} (the server's tools) or {tool} to a role's "
+            f"allowedTools, or an allow rule \"mcp__{server}\" to permissions in the worker's "
+            "settings",
+        )
     return Decision(
         "deny", f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools)"
     )
