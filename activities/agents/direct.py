@@ -31,7 +31,7 @@ from activities.tools.shell import shell
 from activities.tools.watch import watch
 from activities.tools.web import browser_navigate
 from xsky.plan import dependency_text, offline
-from xsky.plan.agent_config import tool_arguments
+from xsky.plan.agent_config import kind_example, tool_arguments
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.mcp import is_mcp, split
 from xsky.security.tools import DIRECT_TOOLS, TOOLS
@@ -147,7 +147,7 @@ def direct_call(a: Attempt) -> tuple[str, Tool | None, dict[str, Any]]:
         if a.name in TOOL_KINDS:
             raise ApplicationError(
                 f"agent {a.key.agent_id} ({a.name}) has no tool in its <config> and no model is configured; add e.g. "
-                '<config>{"tool": "shell", "command": "ls"}</config>, or set XSKY_MODEL with OPENAI_API_KEY / OPENAI_BASE_URL',
+                f"<config>{kind_example(a.name)}</config>, or set XSKY_MODEL with OPENAI_API_KEY / OPENAI_BASE_URL",
                 type="AgentConfigError",
                 non_retryable=True,
             )

@@ -164,6 +164,11 @@ def test_a_direct_agent_calls_its_tool_or_the_offline_model(tmp_path, monkeypatc
     with pytest.raises(ApplicationError, match="has no tool in its <config> and no model") as info:
         call(None, name="shell")
     assert info.value.type == "AgentConfigError"
+    assert '{"tool": "shell", "command": "…"}' in info.value.message
+    # its kind's own example, as `validate` shows it (a file agent was shown a shell command)
+    with pytest.raises(ApplicationError) as info:
+        call(None, name="file")
+    assert '{"tool": "file_read", "path": "…"}' in info.value.message
     # A role thinks with a model: without one it fails at once with the fix, never boilerplate.
     for role in ("verify", "doc", "architect"):
         with pytest.raises(ApplicationError) as info:

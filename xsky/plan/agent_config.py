@@ -212,6 +212,11 @@ _KIND_EXAMPLES = {
 }
 
 
+def kind_example(kind: str) -> str:
+    """A direct tool call for an agent of ``kind`` (the same fix ``validate`` shows)."""
+    return _KIND_EXAMPLES.get(kind, _KIND_EXAMPLES["shell"])
+
+
 def direct_argument_problems(workflow: Workflow) -> list[Problem]:
     """A direct tool without an argument it cannot run without (``shell`` and no
     ``command``): it would fail at once on every worker. Checked where plans are loaded
