@@ -564,3 +564,32 @@ def test_convert_keeps_the_plans_thought_both_ways(tmp_path: Path) -> None:
     parse_workflow_source(text)  # still a native plan that reads
     assert main(["convert", str(native), "--to", "eko", "-o", str(back)]) == 0
     assert "<thought>Look first - - then act &amp; report</thought>" in back.read_text()
+
+
+def test_empty_steps_are_warned_of_where_they_stand(tmp_path: Path) -> None:
+    """An LLM planner writes `<node/>` and a `<forEach>` with nothing in it: they ran silently
+    as empty steps ("1. ", "2. "); validate now says where they are (they still run, as in Eko)."""
+    path = tmp_path / "plan.xml"
+    path.write_bytes(
+        _eko(
+            '<agent name="Browser" id="0"><task>a</task><nodes><node output="l">find</node>\n'
+            "<node/>\n<node>   </node>\n"
+            '<forEach items="l"></forEach></nodes></agent>'
+        )
+    )
+    plan = load_plan(path, known_agents=KNOWN)
+    said = [(w.line, w.message) for w in plan.warnings if "agent 0, step" in w.message]
+    assert said == [
+        (
+            7,
+            "agent 0, step 2 is empty: it gives the agent nothing to do; write what the step does, or remove it",
+        ),
+        (
+            8,
+            "agent 0, step 3 is empty: it gives the agent nothing to do; write what the step does, or remove it",
+        ),
+        (
+            8,
+            "agent 0, step 4 (<forEach>) holds no steps: it does nothing for each item; give it steps, or remove it",
+        ),
+    ]

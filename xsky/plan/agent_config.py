@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from xsky.errors import Problem
 from xsky.plan.budget import budget_problems
-from xsky.plan.models import Workflow
+from xsky.plan.models import Step, Workflow, WorkflowAgent
 from xsky.plan.watches import watch_problems
 from xsky.security.mcp import is_mcp, is_tool_name
 
@@ -260,4 +260,28 @@ def plan_warnings(workflow: Workflow) -> list[Problem]:
                     agent_id=agent.id,
                 )
             )
+        warnings += _empty_steps(i, agent)
     return warnings
+
+
+def _empty_steps(index: int, agent: WorkflowAgent) -> list[Problem]:
+    """Steps that give the agent's model nothing to do: an empty <node>, a <forEach> or a
+    watch's <trigger> with no steps (an LLM planner writes them; they run, as Eko runs them)."""
+    found: list[Problem] = []
+
+    def walk(steps: list[Step], path: tuple[int, ...]) -> None:
+        for n, step in enumerate(steps):
+            at = (*path, n)
+            where = ".".join(str(p + 1) for p in at)
+            if step.kind == "node" and not step.text.strip():
+                said = f"agent {agent.id}, step {where} is empty: it gives the agent nothing to do; write what the step does, or remove it"
+            elif step.kind in ("forEach", "watch") and not step.steps:
+                what = "for each item" if step.kind == "forEach" else "when it fires"
+                said = f"agent {agent.id}, step {where} (<{step.kind}>) holds no steps: it does nothing {what}; give it steps, or remove it"
+            else:
+                walk(step.steps, at)
+                continue
+            found.append(Problem(said, agent_index=index, agent_id=agent.id, step=at))
+
+    walk(agent.steps, ())
+    return found
