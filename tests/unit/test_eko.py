@@ -581,11 +581,11 @@ def test_empty_steps_are_warned_of_where_they_stand(tmp_path: Path) -> None:
     said = [(w.line, w.message) for w in plan.warnings if "agent 0, step" in w.message]
     assert said == [
         (
-            7,
+            6,
             "agent 0, step 2 is empty: it gives the agent nothing to do; write what the step does, or remove it",
         ),
         (
-            8,
+            7,
             "agent 0, step 3 is empty: it gives the agent nothing to do; write what the step does, or remove it",
         ),
         (
