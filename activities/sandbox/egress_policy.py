@@ -155,6 +155,27 @@ class Policy:
         reason = blocked_address(addr)
         if reason is None and temporal_ports.is_local(str(addr)):
             reason = f"{addr} is an address of this machine (its services may listen there)"
-        if reason and (normal_host(host), port) not in self.exact:
+        name = normal_host(host)
+        mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is loopback too
+        if reason and (mapped or addr).is_loopback and not _loopback_name(name):
+            # A rule naming a host opens what that name resolves to — but a name that resolves
+            # to this machine's loopback may have been made to (DNS rebinding by whoever owns
+            # it): loopback opens only to a rule that names it.
+            return (
+                f"{where}: {reason}, reached through the name {name}; a rule for a name does not "
+                f"open this machine's loopback: name 127.0.0.1:{port} or localhost:{port} itself"
+            )
+        if reason and (name, port) not in self.exact:
             return f"{where}: {reason}; {how_to_open(normal_host(host), port, self.settings_file)}"
         return None
+
+
+def _loopback_name(host: str) -> bool:
+    """``localhost`` (or a name under it), or a loopback address written as one."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return (getattr(addr, "ipv4_mapped", None) or addr).is_loopback

@@ -138,3 +138,20 @@ def test_the_flag_is_repeatable_and_a_bad_host_is_a_usage_error():
     assert run_options(args).allow_hosts == ["127.0.0.1:8080", "docs.python.org"]
     with pytest.raises(UsageError, match=r"--allow-host 127\.0\.0\.1: .*name the port"):
         run_options(argparse.Namespace(allow_host=["127.0.0.1"]))
+
+
+def test_a_rule_for_a_name_does_not_open_this_machines_loopback():
+    """`--allow-host api.partner.example:8443` opened whatever the name resolved to, this
+    machine's loopback too: the name's owner could point it at 127.0.0.1 (DNS rebinding) and
+    reach a local service on that port. A private LAN address stays open to a name (that is
+    what `docs.internal:443` is for); loopback opens only to a rule that names it."""
+    web, commands = egress.policies(opened("api.partner.example:8443"))
+    assert commands is not None
+    for policy in (web, commands):
+        for ip in ("127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1"):
+            refused = policy.check_address("api.partner.example", ip, 8443, NO_TEMPORAL) or ""
+            assert "does not open this machine's loopback" in refused, (ip, refused)
+        assert policy.check_address("api.partner.example", "10.0.0.7", 8443, NO_TEMPORAL) is None
+        assert policy.check_address("api.partner.example", "203.0.114.9", 8443, NO_TEMPORAL) is None
+    web, _ = egress.policies(opened("localhost:8080"))
+    assert web.check_address("localhost", "127.0.0.1", 8080, NO_TEMPORAL) is None
