@@ -434,6 +434,10 @@ _GHP = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
         (f"NAME      VALUE\nprod-key  {_AWS}", _AWS),  # a column of a table
         (f"docker login -p {_AWS}x registry.example", _AWS),
         ("podman login --username u -p 'hunter2hunter2' quay.io", "hunter2"),
+        (
+            '{"out": "\\u0073k\\u002dant\\u002dapi03\\u002dQ7mZp2LxW9vK4rT8yB3nC6dF1gH5jJ0s"}',
+            "Q7mZp2",
+        ),
     ],
 )
 def test_a_secret_hidden_by_encoding_invisible_characters_or_no_name_is_redacted(

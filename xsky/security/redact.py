@@ -267,6 +267,10 @@ _NEEDLES: list[tuple[str, ...]] = [
 # Invisible characters a key may carry (pasted from a chat or a web page, or put there to
 # get past a pattern): taken out before anything is matched.
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# A JSON \u escape of a printable ASCII character other than the quote and the backslash.
+_ASCII_ESCAPE = re.compile(
+    r"\\u00(2[013-9a-fA-F]|[3-4][0-9a-fA-F]|5[0-9a-bA-Bd-fD-F]|[67][0-9a-eA-E])"
+)
 # A character no URL needs to encode (letters, digits, - _ . ~), percent-encoded anyway.
 _NEEDLESS_PERCENT = re.compile(r"%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])")
 # A token long enough to be a secret said bare or to hold one encoded: one scan finds them,
@@ -284,6 +288,8 @@ def redact(text: str) -> str:
         text = _INVISIBLE.sub("", text)
     if "%" in text:
         text = _NEEDLESS_PERCENT.sub(lambda m: chr(int(m[1], 16)), text)
+    if "\\u00" in text:  # JSON's \u escapes of plain ASCII ("\u0073k\u002dant…")
+        text = _ASCII_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)
     text = _redact_plain(text)
     return _LONG_TOKEN.sub(_token, text) if len(text) >= 24 else text
 

@@ -413,7 +413,7 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
             "deny",
             f"role {role.name} may not use {tool} (not in its allowedTools or requestedTools); "
             f"to give it, add mcp__{server} (the server's tools) or {tool} to a role's "
-            f"allowedTools, or an allow rule \"mcp__{server}\" to permissions in the worker's "
+            f'allowedTools, or an allow rule "mcp__{server}" to permissions in the worker\'s '
             "settings",
         )
     return Decision(
