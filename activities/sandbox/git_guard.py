@@ -27,15 +27,19 @@ import os
 import re
 import stat
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from activities.sandbox import freeze
 
 # Files in a git folder that git reads settings or programs from (``config.worktree`` with
 # extensions.worktreeConfig; ``hooks/`` is a folder).
 CONFIGS = ("config", "config.worktree")
-# Pointers git follows from where a person runs it to another git folder, whose config then
-# counts: a ``.git`` file (``gitdir: …``) or link, a worktree's or submodule's ``commondir``.
-GITFILE = re.compile(r"^gitdir:\s*(.+?)\s*$", re.M)
+# (Pointers git follows from where a person runs it to another git folder, whose config then
+# counts: a ``.git`` file (``gitdir: …``) or link, a worktree's or submodule's ``commondir``:
+# see repositories.)
 
 # section (lower case) → keys (lower case) that only store data. A subsection name is
 # allowed where shown with "*": remote "origin", branch "main".
@@ -170,6 +174,7 @@ class _Folder:
     subfolders: tuple[str, ...]
     git: bool
     pointers: tuple[tuple[str, bool], ...]
+    trusted: bool  # its ctime was over a second old when it was read (git's "racy" rule)
 
 
 # Per workspace, the folders as last seen: a command that changed a few folders of a large
@@ -177,8 +182,11 @@ class _Folder:
 # every name added, removed or renamed in it (and, unlike its mtime, cannot be set back from
 # inside the sandbox), so a folder whose ctime stayed holds the same names.
 _SEEN: dict[str, dict[str, _Folder]] = {}
-_SEEN_WORKSPACES = 16
-_SEEN_FOLDERS = 200_000  # beyond this a workspace is read whole every time
+_SEEN_LOCK = threading.Lock()  # sweeps of several workspaces run in threads at once
+_SEEN_FOLDERS = 200_000  # folders remembered in all (a few tens of MB at most)
+# A folder changed this recently may change again within the same tick of a coarse clock
+# without its ctime moving: it is read again next time, whatever its ctime says.
+_RACY_NS = 1_000_000_000
 
 
 def _folder(path: str, seen: dict[str, _Folder]) -> _Folder | None:
@@ -188,8 +196,9 @@ def _folder(path: str, seen: dict[str, _Folder]) -> _Folder | None:
         return None
     stamp = (info.st_dev, info.st_ino, info.st_ctime_ns)
     known = seen.get(path)
-    if known is not None and known.stamp == stamp:
+    if known is not None and known.stamp == stamp and known.trusted:
         return known
+    read_at = time.time_ns()
     subfolders: list[str] = []
     pointers: list[tuple[str, bool]] = []
     names: set[str] = set()
@@ -208,8 +217,13 @@ def _folder(path: str, seen: dict[str, _Folder]) -> _Folder | None:
                     pointers.append((entry.name, is_link))
     except OSError:
         return None
-    git = "HEAD" in names and ("objects" in names or "commondir" in names)
-    folder = _Folder(stamp, tuple(subfolders), git, tuple(pointers))
+    # What git takes for a git folder (HEAD beside objects or a commondir), and what it takes
+    # for one's common folder (objects and refs: config and hooks are read from there).
+    git = ("HEAD" in names and ("objects" in names or "commondir" in names)) or (
+        "objects" in names and "refs" in names
+    )
+    trusted = info.st_ctime_ns < read_at - _RACY_NS
+    folder = _Folder(stamp, tuple(subfolders), git, tuple(pointers), trusted)
     seen[path] = folder
     return folder
 
@@ -232,7 +246,8 @@ def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
     read through them is not the agent's to write, and a repository there is not the
     workspace's. One that leads inside is found by the walk itself."""
     root = os.path.realpath(workspace)
-    seen = _SEEN.pop(root, {})
+    with _SEEN_LOCK:
+        seen = _SEEN.pop(root, {})
     current: dict[str, _Folder] = {}
     found: list[str] = []
     notes: list[str] = []
@@ -253,7 +268,12 @@ def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
                 target = _git_pointer(pointer, is_link)
             else:
                 target = None if is_link else _commondir(pointer, path)
-            if target is None or _inside(target, root) is None:
+            inside = None if target is None else _inside(target, root)
+            if inside is not None:
+                # Cleaned wherever it stands: git reads config and hooks there, whether or
+                # not the walk would take that folder for a git folder of its own.
+                found.append(inside)
+            else:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(pointer)
                 what = (
@@ -263,24 +283,30 @@ def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
                 )
                 notes.append(f"{_rel(pointer, root)}: removed ({what} out of the workspace)")
         stack.extend(os.path.join(path, sub) for sub in folder.subfolders)
-    if len(current) <= _SEEN_FOLDERS:
-        _SEEN[root] = current
-        while len(_SEEN) > _SEEN_WORKSPACES:
-            _SEEN.pop(next(iter(_SEEN)))
-    return [Path(f) for f in sorted(found)], notes
+    with _SEEN_LOCK:
+        if len(current) <= _SEEN_FOLDERS:
+            _SEEN[root] = current
+        # the oldest remembered workspaces go first, to keep the folders remembered in bounds
+        while _SEEN and sum(map(len, _SEEN.values())) > _SEEN_FOLDERS:
+            _SEEN.pop(next(iter(_SEEN)), None)
+    return [Path(f) for f in sorted(set(found))], notes
 
 
 def _git_pointer(path: str, is_link: bool) -> str | None:
-    """Where a ``.git`` link or file leads (None: nowhere git would follow)."""
-    if is_link:
+    """Where a ``.git`` link or file leads (None: nowhere git would follow). A link to a
+    regular file is a gitfile, as git reads it; a gitfile is read as git reads it: "gitdir: "
+    at its first byte, the rest less its trailing line ends (a line break inside is kept)."""
+    if is_link and not os.path.isfile(path):
         return os.path.join(os.path.dirname(path), os.readlink(path))
     try:
         with open(path, "rb") as f:
-            head = f.read(4096).decode("utf-8", errors="replace")
+            data = f.read(4096)
     except OSError:
         return None
-    m = GITFILE.search(head)
-    return os.path.join(os.path.dirname(path), m.group(1)) if m else None
+    if not data.startswith(b"gitdir: "):
+        return None
+    where = data[len(b"gitdir: ") :].rstrip(b"\r\n").decode("utf-8", errors="surrogateescape")
+    return os.path.join(os.path.dirname(path), where) if where else None
 
 
 def _commondir(path: str, gitdir: str) -> str | None:
@@ -297,7 +323,14 @@ def _rel(path: str, root: str) -> str:
 
 
 def sweep(workspace: Path) -> list[str]:
-    """Neutralise what a command left in repositories of the workspace; what was done."""
+    """Neutralise what a command left in repositories of the workspace; what was done. Other
+    agents' processes in the same workspace are stopped meanwhile (activities/sandbox/freeze):
+    nothing plants a repository behind the walk, or swaps a config for a link under it."""
+    with freeze.frozen(workspace):
+        return _sweep(workspace)
+
+
+def _sweep(workspace: Path) -> list[str]:
     git_folders, notes = repositories(workspace)
     root = os.path.realpath(workspace)
     for git in git_folders:

@@ -98,9 +98,30 @@ def worktree_config(ws: Path) -> tuple[Path, Path]:
     return ws / ".git" / "config.worktree", ws
 
 
+def commondir_without_head(ws: Path) -> tuple[Path, Path]:
+    """Git reads config and hooks from a commondir that has only objects/ and refs/."""
+    init(ws)
+    (ws / "evil" / "objects").mkdir(parents=True)
+    (ws / "evil" / "refs").mkdir()
+    (ws / "evil" / "config").write_text("")
+    (ws / ".git" / "commondir").write_text("../evil\n")
+    return ws / "evil" / "config", ws
+
+
+def linked_gitfile(ws: Path) -> tuple[Path, Path]:
+    """`.git` a link to a regular file inside the workspace, itself a gitfile."""
+    init(ws / "store", "--bare")
+    (ws / "sub").mkdir(parents=True)
+    (ws / "notes.txt").write_text(f"gitdir: {ws / 'store'}\n")
+    os.symlink("../notes.txt", ws / "sub" / ".git")
+    return ws / "store" / "config", ws / "sub"
+
+
 @pytest.mark.parametrize(
     "planted",
     [
+        commondir_without_head,
+        linked_gitfile,
         symlinked_dotgit,
         gitfile,
         deep,
@@ -151,6 +172,24 @@ def test_a_pointer_out_of_the_workspace_is_removed_and_one_inside_kept(tmp_path:
     ]
     assert (ws / "mod" / ".git").is_file() and (ws / "linked").is_symlink()
     assert (outside / ".git" / "config").exists()  # nothing outside is touched
+
+
+def test_pointers_are_read_as_git_reads_them(tmp_path: Path) -> None:
+    """A link to a gitfile that leads out, and a gitfile whose path holds a line break (git
+    keeps it: it strips only the trailing line ends), are removed: the guard read the first
+    line and the link's file as the target."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    init(outside, "--bare")
+    (ws / "sub").mkdir(parents=True)
+    (ws / "notes.txt").write_text(f"gitdir: {outside}\n")
+    os.symlink("../notes.txt", ws / "sub" / ".git")
+    (ws / "two" / "in\n").mkdir(parents=True)
+    (ws / "two" / ".git").write_text(f"gitdir: in\n/../../../{outside.name}\n")
+    notes = git_guard.sweep(ws)
+    assert sorted(notes) == [
+        "sub/.git: removed (a .git link that leads out of the workspace)",
+        "two/.git: removed (a .git file that leads out of the workspace)",
+    ]
 
 
 def test_a_later_sweep_sees_what_changed_in_folders_it_remembers(tmp_path: Path) -> None:

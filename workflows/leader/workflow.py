@@ -342,8 +342,13 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         try:
             read: list[str] = []
             if req.xml is not None and req.xml.strip():
-                parsed = leader_io.read_plan_xml(req.xml)
-                wf = core.checks.plan(parsed.workflow)
+                try:
+                    parsed = leader_io.read_plan_xml(req.xml)
+                    wf = core.checks.plan(parsed.workflow)
+                except PlanError as e:  # an update's failure, not a workflow task that fails for ever
+                    raise ApplicationError(
+                        f"the plan's XML cannot be used:\n{problems_text(e)}", type="PlanError"
+                    ) from None
                 # What reading it said (an Eko plan's parts left out, its repairs): in the reply,
                 # where a person who sent it with the stock `temporal` CLI sees it too.
                 read = [p.format("<plan>") for p in parsed.repairs]

@@ -34,9 +34,14 @@ _LT_KEPT: ContextVar[bool] = ContextVar("xsky_bare_lt_kept", default=False)
 
 
 def may_escape_lt(text: str | bytes) -> bool:
-    """Whether repairing ``text`` could escape a '<' (the leader asks its patch only then)."""
+    """Whether repairing ``text`` escapes a '<' (the leader asks its patch only then): one
+    outside every tag, comment and CDATA section — XML that v0.11.6 refused whole, so no run
+    of that version holds it as a plan it read."""
     raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-    return _BARE_LT.search(raw) is not None
+    if _BARE_LT.search(raw) is None:  # the common case: no scan at all
+        return False
+    _, repairs = repair(raw)
+    return any(r.message.endswith("escaped a bare '<' as &lt;") for r in repairs)
 
 
 @contextmanager
