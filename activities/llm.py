@@ -121,16 +121,20 @@ async def chat(
 async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, Any]) -> Any:
     import openai
 
+    server = (t.base_url or "", t.model)
+    kwargs = _as_learned(kwargs, _LEARNED.get(server))
     try:
         try:
             return await client.chat.completions.create(**kwargs)
         except openai.BadRequestError as e:
             # A budget's max_tokens the server will not take as given: asked once more as it
-            # says (nothing was answered, so nothing was spent).
+            # says (nothing was answered, so nothing was spent), and remembered for this
+            # server and model, so that its later calls are not refused first.
             fitted = answer_limit_fitted(str(e), kwargs)
             if fitted is None:
                 raise
             log.info("the model server refused max_tokens as sent (%s): asking again", _short(e))
+            _LEARNED[server] = _learned(kwargs, fitted)
             return await client.chat.completions.create(**fitted)
     except openai.RateLimitError as e:
         raise ApplicationError(
@@ -164,7 +168,12 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
 _AT_MOST = (
     re.compile(r"supports at most (\d+) (?:completion|output)? ?tokens", re.I),
     re.compile(r"> ?(\d+), which is the maximum", re.I),
+    re.compile(r"range of max_tokens is \[\d+, ?(\d+)\]", re.I),  # DeepSeek's
+    re.compile(r"max_tokens`? must be less than or equal to `?(\d+)", re.I),  # Groq's
 )
+# What a server taught about the answer limit, by (base URL, model): a lower limit, the
+# other name, or that it takes none (its refusal named max_tokens but no number).
+_LEARNED: dict[tuple[str, str], int | str] = {}
 _CONTEXT = re.compile(
     r"maximum context length is (\d+) tokens.*?\((\d+) in the messages", re.I | re.S
 )
@@ -187,9 +196,34 @@ def answer_limit_fitted(error: str, kwargs: dict[str, Any]) -> dict[str, Any] | 
             break
     if fits is None and (m := _CONTEXT.search(error)) is not None:
         fits = int(m.group(1)) - int(m.group(2))
+    if fits is None and re.search(r"\bmax_tokens\b", error):
+        # about the limit, with no number we read: asked without it (the answer is counted
+        # as it comes, against the share, as before a share passed one)
+        return {k: v for k, v in kwargs.items() if k != "max_tokens"}
     if fits is None or not 0 < fits < limit:
         return None
     return kwargs | {"max_tokens": fits}
+
+
+def _learned(sent: dict[str, Any], fitted: dict[str, Any]) -> int | str:
+    if "max_completion_tokens" in fitted:
+        return "renamed"
+    if "max_tokens" in fitted:
+        return int(fitted["max_tokens"])
+    return "none"
+
+
+def _as_learned(kwargs: dict[str, Any], learned: int | str | None) -> dict[str, Any]:
+    """``kwargs`` as what the server taught before asks them (nothing learned: as they are)."""
+    limit = kwargs.get("max_tokens")
+    if learned is None or not isinstance(limit, int):
+        return kwargs
+    rest = {k: v for k, v in kwargs.items() if k != "max_tokens"}
+    if learned == "renamed":
+        return rest | {"max_completion_tokens": limit}
+    if learned == "none":
+        return rest
+    return kwargs | {"max_tokens": min(limit, int(learned))}
 
 
 def as_message(message: Any) -> dict[str, Any]:

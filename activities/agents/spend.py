@@ -132,6 +132,9 @@ class Meter:
             return None
         if response.choices[0].finish_reason != "length":
             return None
+        used = getattr(getattr(response, "usage", None), "completion_tokens", None)
+        if isinstance(used, int) and used < self.capped:
+            return None  # cut below the share's room: the server's own lower limit, not the share
         answer = 2 * max(self.capped, MIN_ANSWER)
         usd = cost(self.estimate, answer, self.price) if self.price is not None else 0.0
         return BudgetStop(

@@ -276,15 +276,28 @@ def test_a_refused_answer_limit_is_asked_again_as_the_server_says_never_higher()
     # never raised above what the share set, and nothing else is asked again
     assert answer_limit_fitted(OPENAI_TOO_LARGE, sent | {"max_tokens": 1000}) is None
     assert answer_limit_fitted("Error code: 400 - model not found", sent) is None
+    deepseek = "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]"
+    groq = "`max_tokens` must be less than or equal to `8192`, the maximum value for max_tokens"
+    for said in (deepseek, groq):
+        assert answer_limit_fitted(said, sent) == sent | {"max_tokens": 8192}
+    # about the limit but no number read: asked without one
+    assert answer_limit_fitted("Invalid value for max_tokens", sent) == {
+        "model": "m",
+        "messages": [],
+    }
     assert answer_limit_fitted(OPENAI_TOO_LARGE, {"model": "m", "messages": []}) is None
 
 
 async def test_a_server_that_refuses_the_shares_max_tokens_answers_when_asked_as_it_says(
     fake_llm,
 ):
+    """Refused as sent, a call is asked once more as the server says — and the server's lesson
+    is kept for its later calls, which are not refused first."""
     from tests.fake_llm import Reply, status, text
 
-    def responder(request: dict, index: int) -> Reply:
+    hi = [{"role": "user", "content": "hi"}]
+
+    def renamed(request: dict, index: int) -> Reply:
         if "max_completion_tokens" in request:  # a reasoning model's name for it
             return text(f"answered within {request['max_completion_tokens']}")
         return status(
@@ -293,33 +306,58 @@ async def test_a_server_that_refuses_the_shares_max_tokens_answers_when_asked_as
             "Use 'max_completion_tokens' instead.",
         )
 
-    fake_llm.responder = responder
-    target = llm.LLMTarget("o-mini", fake_llm.base_url)
-    client = llm.client_for(target)
-    try:
-        reply = await llm.chat(
-            client, target, [{"role": "user", "content": "hi"}], max_tokens=16384
-        )
-        assert reply.choices[0].message.content == "answered within 16384"
-        # too large: asked again at the server's own limit, which it then takes
-        fake_llm.responder = lambda r, i: (
-            status(
+    def lower(request: dict, index: int) -> Reply:
+        if request.get("max_tokens", 0) > 4096:
+            return status(
                 400,
                 "max_tokens is too large: 16384. This model supports at most 4096 "
                 "completion tokens, whereas you provided 16384.",
             )
-            if r["max_tokens"] > 4096
-            else text(f"answered within {r['max_tokens']}")
-        )
-        reply = await llm.chat(
-            client, target, [{"role": "user", "content": "hi"}], max_tokens=16384
-        )
-        assert reply.choices[0].message.content == "answered within 4096"
-        # a refusal about something else fails as before, once
-        fake_llm.responder = lambda r, i: status(400, "model not found")
+        return text(f"answered within {request.get('max_tokens')}")
+
+    def unnumbered(request: dict, index: int) -> Reply:
+        if "max_tokens" in request:
+            return status(400, "Invalid value for max_tokens")
+        return text("answered without a limit")
+
+    llm._LEARNED.clear()
+    for model, responder, answer in (
+        ("o-mini", renamed, "answered within 16384"),
+        ("small-4k", lower, "answered within 4096"),
+        ("odd-server", unnumbered, "answered without a limit"),
+    ):
+        fake_llm.responder = responder
+        target = llm.LLMTarget(model, fake_llm.base_url)
+        client = llm.client_for(target)
+        try:
+            before = len(fake_llm.requests)
+            reply = await llm.chat(client, target, hi, max_tokens=16384)
+            assert reply.choices[0].message.content == answer
+            assert len(fake_llm.requests) == before + 2  # refused once, then answered
+            reply = await llm.chat(client, target, hi, max_tokens=16384)
+            assert reply.choices[0].message.content == answer
+            assert len(fake_llm.requests) == before + 3  # learned: asked right at once
+        finally:
+            await client.close()
+    # a refusal about something else fails as before, once
+    fake_llm.responder = lambda r, i: status(400, "model not found")
+    target = llm.LLMTarget("missing", fake_llm.base_url)
+    client = llm.client_for(target)
+    try:
         before = len(fake_llm.requests)
         with pytest.raises(ApplicationError) as e:
-            await llm.chat(client, target, [{"role": "user", "content": "hi"}], max_tokens=100)
+            await llm.chat(client, target, hi, max_tokens=100)
         assert e.value.non_retryable and len(fake_llm.requests) == before + 1
     finally:
         await client.close()
+        llm._LEARNED.clear()
+
+
+def test_an_answer_cut_below_the_shares_room_is_the_servers_limit_not_a_budget_stop():
+    cp = Checkpoint(messages=list(MESSAGES))
+    tight = Meter(BudgetShare(tokens=10_000), {}, "m", "k")
+    tight.begin(cp)
+    limit = tight.before(cp, MESSAGES, None)
+    assert limit is not None and limit < ANSWER_CAP
+    assert tight.cut(response(100, limit - 500, "length")) is None  # the server's own cap
+    assert tight.cut(response(100, limit, "length")) is not None  # the share's room
