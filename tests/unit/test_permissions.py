@@ -412,3 +412,21 @@ def test_a_persons_approval_for_the_run_answers_the_ask_rule_that_raised_it():
     # a rule of the run's input is no person's answer: the ask rule still asks
     from_input = PermissionSettings(layers=[asks], run_rules=run_rules_for("shell", call))
     assert decide("shell", call, ASKER, from_input, WS).effect == "ask"
+
+
+def test_an_approval_ahead_of_the_ask_rules_names_the_host_it_showed_not_its_subdomains():
+    from xsky.security.rules import ApprovedRule
+
+    asks = PermissionLayer(scope="user", path="~/.xsky/settings.json", ask=["http_get"])
+    role = RoleCapabilityModel(name="web", allowed_tools=["http_get"])
+    approved = PermissionSettings(
+        layers=[asks],
+        approved_rules=[
+            ApprovedRule(rule=r, request_id="A-1")
+            for r in run_rules_for("http_get", {"url": "https://example.com/docs"})
+        ],
+    )
+    same = decide("http_get", {"url": "https://example.com/other"}, role, approved, WS)
+    assert same.effect == "allow" and "request A-1" in same.reason
+    sub = decide("http_get", {"url": "https://admin.example.com/delete"}, role, approved, WS)
+    assert sub.effect == "ask", sub.reason

@@ -249,9 +249,12 @@ def url_port(url: str) -> int | None:
         return None
 
 
-def matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -> bool:
+def matches(
+    rule: Rule, tool: str, subject: str | None, workspace: str | None, exact_host: bool = False
+) -> bool:
     """Does the rule name this call of ``tool`` on ``subject`` (its primary argument)?
-    ``mcp__server`` names every tool of that server, as in Claude Code."""
+    ``mcp__server`` names every tool of that server, as in Claude Code. ``exact_host``: a
+    ``domain:`` rule names that host alone, not its subdomains."""
     if not fnmatch.fnmatchcase(tool, rule.tool) and not covers(rule.tool, tool):
         return False
     spec = rule.specifier
@@ -285,6 +288,8 @@ def matches(rule: Rule, tool: str, subject: str | None, workspace: str | None) -
         host = url_host(subject)
         if port is not None:  # one service: this host exactly, on this port
             return host == want and url_port(subject) == port
+        if exact_host:
+            return host == want
         if want.startswith("*."):
             return host.endswith(want[1:])
         return host == want or host.endswith("." + want)
@@ -373,13 +378,16 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
         ("ask", check.rules["ask"]),
         ("allow", check.rules["allow"]),
     )
-    for effect, rules in steps:
+    for step, (effect, rules) in enumerate(steps):
+        # Ahead of the ask rules, a person's approval names the host they were shown, not its
+        # subdomains (approving example.com/docs is no answer for admin.example.com).
+        exact = step == 1
         for rule in rules:
             if rule.origin != "settings" and not held:
                 continue  # a rule of the run never gives a role a tool it lacks
             if person_only and effect == "allow" and rule.origin != "person":
                 continue
-            if any(matches(rule, n, subject, check.workspace) for n in names):
+            if any(matches(rule, n, subject, check.workspace, exact) for n in names):
                 return Decision(
                     effect,
                     f"{effect} rule {rule.text!r} from {rule.source} matched{shown}",
