@@ -23,10 +23,11 @@ import json
 import os
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.requests import cookie_parser
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -123,13 +124,10 @@ class PageGuard:
                 ],
             )
             return
-        cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:  # noqa: BLE001 - a malformed cookie header is no key
-            cookie = SimpleCookie()
-        held = cookie.get(self.cookie)
-        if held is None or not self._right(held.value):
+        # Browsers send a host's cookies to all its ports: other local apps' cookies come
+        # too, in any shape (a space, JSON): read as browsers write them, never all or nothing.
+        held = cookie_parser(headers.get("cookie", "")).get(self.cookie)
+        if held is None or not self._right(held):
             await _refuse(send, 403, _NO_KEY if held is None else _WRONG_KEY)
             return
         if scope.get("method") == "POST":

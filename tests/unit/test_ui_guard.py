@@ -179,3 +179,16 @@ def test_each_transcript_line_is_its_own_event_id_so_a_reconnect_skips_none() ->
     # resuming after the second line's id gives the third line first
     again = list(transcript_lines(data[ends[1] - 100 :], ends[1]))
     assert [said["text"] for said, _ in again] == [said["text"] for said, _ in got[2:]]
+
+
+async def test_other_local_apps_cookies_do_not_hide_the_key() -> None:
+    """A browser sends every cookie of 127.0.0.1 to every port: one with a space or JSON in
+    it (a dev server's, Jupyter's) made the whole header unreadable and the key with it."""
+    async with client([]) as http:
+        for header in (
+            f'sess={{"a":1}}; {cookie_name(PORT)}={KEY}',
+            f"{cookie_name(PORT)}={KEY}; a=b c",
+            f"{cookie_name(8766)}=other; {cookie_name(PORT)}={KEY}",
+        ):
+            r = await http.get("/api/runs", headers={"cookie": header})
+            assert r.status_code == 200, (header, r.text)
