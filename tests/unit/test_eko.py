@@ -562,6 +562,12 @@ def test_convert_keeps_the_plans_thought_both_ways(tmp_path: Path) -> None:
     text = native.read_text()
     assert "<!-- Eko thought: Look first - - then act & report -->" in text
     parse_workflow_source(text)  # still a native plan that reads
+    from xsky.plan.eko import thought_comment
+
+    for odd in ("a --- b", "a ---- b -", "---"):  # each still a comment XML can hold
+        parse_workflow_source(
+            f'<workflow name="x">{thought_comment(odd)}<agent name="llm" id="1"><task>t</task></agent></workflow>'
+        )
     assert main(["convert", str(native), "--to", "eko", "-o", str(back)]) == 0
     assert "<thought>Look first - - then act &amp; report</thought>" in back.read_text()
 

@@ -531,5 +531,8 @@ def plan_thought(source: str) -> str | None:
 
 def thought_comment(thought: str) -> str:
     """The native plan's comment that keeps ``thought`` ("--" cannot stand in a comment)."""
-    safe = thought.replace("--", "- -").rstrip("-")
+    safe = thought
+    while "--" in safe:  # "---" would leave "- --"
+        safe = safe.replace("--", "- -")
+    safe = safe.rstrip("-")
     return f"<!-- {THOUGHT_COMMENT}{safe} -->"
