@@ -23,7 +23,10 @@ DRAFT_STATE = "draft"
 
 AUTHORING_RULES = """SKILL.md must follow the Agent Skills specification and its authoring rules:
 - front matter with only: name (exactly "{slug}"), description, optional license, compatibility,
-  allowed-tools, and metadata (a map of strings to strings, for anything else);
+  and metadata (a map of strings to strings, for anything else) — no allowed-tools: a skill
+  pre-approves nothing;
+- no step that runs what it downloads (curl … | sh, bash <(curl …), iwr … | iex): name the
+  package, or download, check, then run;
 - the description is the trigger: one or two sentences saying what the skill does AND when to use
   it ("... Use when ..."), in the words a user would use when asking for this kind of task; 1-1024
   characters, no < or >, never a list of keywords;

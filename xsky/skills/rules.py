@@ -164,17 +164,38 @@ def body_problems(body: str, prompts: Sequence[str]) -> list[str]:
 # `sh -c "$(curl …)"`, PowerShell's `iwr … | iex` / `iex (iwr …)`. A skill is learned from
 # transcripts a prompt injection may have written, and an agent follows its steps: what it
 # would fetch and run unseen is named for a person to check instead.
-_FETCHERS = r"(?:curl|wget|fetch|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|DownloadString)"
-_RUNNERS = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node|iex|Invoke-Expression"
+_FETCHERS = (
+    r"(?:curl|wget|fetch|iwr|irm|Invoke-WebRequest|Invoke-RestMethod|DownloadString|DownloadFile)"
+)
+_SHELLS = r"(?:ba|z|da|k|fi)?sh|pwsh|powershell|iex|Invoke-Expression"
+# An interpreter runs what is piped in only when it is given no script: `python3`, `python3 -`
+# (not `python3 -m json.tool`, a pretty-printer).
+_INTERPRETERS = (
+    r"(?:python[0-9.]*|perl|ruby|node|deno|bun|php)(?=\s*$|\s*[;&|)`'\"]|\s+-(?:[\s;&|)`'\"]|$))"
+)
+# A runner as a pipe or a substitution names it: after sudo and its flags, a path, `env`.
+_PREFIX = r"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?"
+_RUNNER = rf"{_PREFIX}(?:(?:{_SHELLS})\b|{_INTERPRETERS})"
 _FETCH_AND_RUN = re.compile(
-    rf"(?i)\b{_FETCHERS}\b[^\n|;&]*\|\s*(?:{_RUNNERS})\b"
-    rf"|\b(?:{_RUNNERS})\s+(?:-\S+\s+)*(?:<\(|\"?\$\(|\()\s*{_FETCHERS}\b"
+    # a download piped, through whatever else, into a shell or interpreter
+    rf"(?i)\b{_FETCHERS}\b[^\n]*\|\s*{_RUNNER}"
+    # a shell or interpreter given a download's output: sh -c "$(curl …)", bash <(curl …)
+    rf"|\b{_PREFIX}(?:{_SHELLS}|python[0-9.]*|perl|ruby|node)\s+(?:-\S+\s+)*(?:<\(|\"?\$\(|\()[^\n]*?\b{_FETCHERS}\b"
+    # sourced: source <(curl …), . <(wget …)
+    rf"|(?:^|[\s;&|(`'\"])(?:source|\.)\s+<\(\s*[^\n]*?\b{_FETCHERS}\b"
+    # PowerShell's: iex ((New-Object Net.WebClient).DownloadString(…))
+    rf"|\b(?:iex|Invoke-Expression)\b[^\n]*?\b{_FETCHERS}\b"
 )
 
 
 def fetch_and_run_problems(where: str, text: str) -> list[str]:
     """A step that runs what it downloads, unseen (above)."""
-    for n, line in enumerate(text.splitlines(), start=1):
+    # A command continued over lines (a backslash at a line's end) is read as one line.
+    lines = text.splitlines()
+    for n, line in enumerate(lines, start=1):
+        while line.endswith("\\") and n < len(lines):
+            line = line[:-1] + " " + lines[n]
+            n += 1
         if _FETCH_AND_RUN.search(line):
             return [
                 f"{where} line {n}: runs what it downloads, unseen; a skill must not pipe a "

@@ -120,8 +120,14 @@ def problems(
         if rel.startswith(".") or "/." in rel:
             continue  # bookkeeping (.candidates.yml, .git): not part of the skill
         try:
-            content = extra.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
+            raw = extra.read_bytes()
+        except OSError:
+            continue
+        if rel.startswith("scripts/"):  # what runs is checked whatever its bytes
+            found += rules.fetch_and_run_problems(rel, raw.decode("utf-8", errors="replace"))
+        try:
+            content = raw.decode("utf-8")
+        except UnicodeDecodeError:
             continue  # binary assets are not read by an agent as text
         found += rules.path_problems(rel, content, homes, script=rel.startswith("scripts/"))
         found += rules.id_problems(rel, content)
