@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from activities.storage import workspace_tree as tree
 from activities.storage.workspace_tree import Stamp
@@ -244,9 +244,7 @@ def take(folder: Path, owner: Owner, known: dict[str, Stamp], each: Callable[[Ta
                 continue
             with contextlib.ExitStack() as held:
                 sink: Any = (
-                    held.enter_context(tempfile.TemporaryFile())
-                    if size > SPOOL_BYTES
-                    else bytearray()
+                    held.enter_context(_spool(folder)) if size > SPOOL_BYTES else bytearray()
                 )
                 whole = True
                 while True:
@@ -274,6 +272,15 @@ def take(folder: Path, owner: Owner, known: dict[str, Stamp], each: Callable[[Ta
                             mmap.mmap(sink.fileno(), 0, access=mmap.ACCESS_READ)
                         )
                 each(Taken(path, mode, stamp, data))
+
+
+def _spool(folder: Path) -> IO[bytes]:
+    """A nameless temporary file beside the workspace — on the workspaces' disk, not in /tmp,
+    which may be a tmpfs whose pages are memory — else in the system's temporary folder."""
+    try:
+        return tempfile.TemporaryFile(dir=folder.parent)
+    except OSError:
+        return tempfile.TemporaryFile()
 
 
 @dataclass(frozen=True)
