@@ -100,11 +100,17 @@ def late_positionals(
             left.append(word)
             continue
         slot = open_slots[0]
+        try:  # as argparse takes a positional: its type, then its choices
+            value = command._get_value(slot, word)
+            command._check_value(slot, value)
+        except argparse.ArgumentError:
+            left.append(word)  # said by reject_unknown, as any word the command does not take
+            continue
         if slot.nargs == "?":
-            setattr(args, slot.dest, word)
+            setattr(args, slot.dest, value)
             open_slots.pop(0)
         else:
-            setattr(args, slot.dest, [*(getattr(args, slot.dest, None) or []), word])
+            setattr(args, slot.dest, [*(getattr(args, slot.dest, None) or []), value])
     return left
 
 
