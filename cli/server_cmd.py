@@ -121,6 +121,12 @@ def ensure_worker(
     pid = _read_pid(pid_path)
     if pid is not None:
         out.print(f"the worker is already running (pid {pid}, log {settings.home / 'worker.log'})")
+        if _reads_old_demo_settings(pid, settings):
+            err.print(
+                "note: this worker was started by an earlier `demo` with the demo's own settings "
+                f"file ({settings.home / 'demo' / 'settings.json'}): your own rules are not applied "
+                "to its runs; `starter.py down` then `starter.py up` starts one that reads them"
+            )
         return False
     if settings.store is None and (others := _other_workers(settings)):
         # Started elsewhere (another XSKY_HOME's `up`, a `worker.py` by hand): with a local
@@ -159,6 +165,15 @@ def ensure_worker(
                 return True
         time.sleep(0.2)
     raise UsageError(f"the worker did not report ready within {timeout:g}s; see {log_path}")
+
+
+def _reads_old_demo_settings(pid: int, settings: Settings) -> bool:
+    """Was worker ``pid`` started by a `demo` before v0.11.7, with the demo's settings file?"""
+    mark = f"XSKY_USER_SETTINGS={settings.home / 'demo' / 'settings.json'}".encode()
+    try:
+        return mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def _other_workers(settings: Settings) -> list[str]:
