@@ -345,7 +345,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                 try:
                     parsed = leader_io.read_plan_xml(req.xml)
                     wf = core.checks.plan(parsed.workflow)
-                except PlanError as e:  # an update's failure, not a workflow task that fails for ever
+                except (
+                    PlanError
+                ) as e:  # an update's failure, not a workflow task that fails for ever
                     raise ApplicationError(
                         f"the plan's XML cannot be used:\n{problems_text(e)}", type="PlanError"
                     ) from None
