@@ -247,7 +247,7 @@ class XSky:
                 rows.append(
                     RunSummary(
                         wf.id,
-                        _status_name(wf.status),
+                        _status_name(wf.status, attrs.get("XskyStatus")),
                         attrs.get("XskyStatus"),
                         attrs.get("XskyPlan"),
                         attrs.get("XskyFailed"),

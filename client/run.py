@@ -119,7 +119,9 @@ class Run:
 
     async def temporal_status(self) -> str:
         try:
-            return _status_name((await self.handle.describe()).status)
+            desc = await self.handle.describe()
+            said = {key.name: value for key, value in desc.typed_search_attributes}
+            return _status_name(desc.status, said.get("XskyStatus"))
         except RPCError as e:
             if e.status == RPCStatusCode.NOT_FOUND:
                 raise RunNotFoundError(

@@ -101,6 +101,33 @@ async def test_hold_on_failure_waits_with_an_escalation_until_end(env: Env):
         assert (await search_attributes(x, run.id)).get("XskyPending") == 0
 
 
+async def test_a_run_ended_with_no_task_failed_is_called_cancelled_everywhere(env: Env):
+    """`end` of a run waiting on a question: its result said cancelled, while `status` and
+    `list` said failed (Temporal's status: the leader raises its result); all say cancelled."""
+    from tests.integration.helpers import ask
+
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(ask("1", "Proceed?"), name="ended"), id=f"xsky-ended-{uuid.uuid4().hex[:6]}"
+        )
+
+        async def asked() -> None:
+            assert [r.id for r in await run.requests()] == ["Q-1"]
+
+        await eventually(asked, 30)
+        await run.end("not today")
+        result = await asyncio.wait_for(run.result(), 60)
+        assert result.status == "cancelled"
+        assert await run.temporal_status() == "cancelled"
+
+        async def listed() -> None:
+            (row,) = [r for r in await x.runs() if r.id == run.id]
+            assert (row.status, row.xsky_status) == ("cancelled", "cancelled")
+
+        await eventually(listed, 20)
+
+
 async def test_an_ended_run_is_fixed_and_resumed_without_re_running_what_completed(env: Env):
     await env.start_worker()
     async with XSky.connect() as x:
