@@ -230,6 +230,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.5",
         delete_when="no run that took a replan's XML before v0.11.5 is still open",
     ),
+    "budget-wait-passes-free-tasks": Patch(
+        what="when the run's budget makes a ready task wait, the ready tasks behind it that spend "
+        "nothing of it (direct tools) still start; before, nothing more started until the budget "
+        "admitted the first (an approved direct call stayed pending behind a model agent)",
+        since="v0.11.7",
+        delete_when="no run with a budget started before v0.11.7 is still open",
+    ),
     "eko-bare-lt-escaped": Patch(
         what="an Eko plan's XML the leader reads (a replan's, a large plan's stored text) has a "
         "'<' that starts no tag ('price < 50') escaped as &lt;, as a bare '&' is (xsky/plan/"

@@ -410,3 +410,32 @@ def test_a_resumed_agents_tokens_are_its_conversations_not_the_sum_of_its_runnin
     core.budget.settle_usage("1", used(500, "another"))
     core.board.attempt_ended_with(task, AgentOutcome(result="r", tokens=500, attempt=1))
     assert task.tokens == 6500
+
+
+def test_a_task_that_spends_nothing_starts_while_the_budget_makes_one_before_it_wait():
+    """An approved direct call stayed pending behind a model agent the run's budget made wait
+    (dispatch stopped at the first wait). With the patch it starts; without (a run replaying
+    from before), nothing behind the wait starts, as then."""
+    wf = Workflow(
+        name="b",
+        task_id="b",
+        agents=[
+            WorkflowAgent(id="1", name="llm", task="think"),
+            WorkflowAgent(id="2", name="llm", task="t", config={"tool": "noop", "result": "x"}),
+        ],
+    )
+    asked: list[bool] = []
+
+    def patch() -> bool:
+        asked.append(True)
+        return True
+
+    core = core_of(wf, RunBudget(run=Limits(tokens=1000), reserve=4000))
+    assert [s.agent_id for s in core.dispatch(T0, patch)] == ["2"]
+    assert asked == [True]  # asked because it mattered
+    assert core.tasks["1"].stored == "pending" and any(
+        r.about == "budget" for r in core.pending_requests()
+    )
+    before = core_of(wf, RunBudget(run=Limits(tokens=1000), reserve=4000))
+    assert before.dispatch(T0) == []
+    assert before.dispatch(T0, lambda: False) == []

@@ -145,6 +145,11 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         else:
             signal()
 
+    def _past_budget_wait(self) -> bool:
+        """patched("budget-wait-passes-free-tasks"), asked when the run's budget makes a task
+        wait with more ready behind it (xsky/leader/core.py dispatch)."""
+        return patched("budget-wait-passes-free-tasks")
+
     def _queue(self, kind: str) -> str:
         """Where an agent (or the planner) runs: the leader's own queue when its worker serves
         every kind — the server then hands the activity back with the workflow task (eager) —
@@ -203,7 +208,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             leader_people.budget_gate(core)
             if await leader_people.review_gate(core, self._board):
                 while True:
-                    self._apply(core.dispatch(workflow.now()))
+                    self._apply(core.dispatch(workflow.now(), self._past_budget_wait))
                     if core.finished():
                         if await check_goal(core, self._board, self._queue("llm"), self._apply):
                             continue  # judged: a replan, a question to a person, or the end

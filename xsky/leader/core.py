@@ -25,6 +25,7 @@ move something, never by the passes the loop makes every time (dispatch, tick) u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from xsky.leader.attempt_input import AttemptInputs
@@ -407,8 +408,10 @@ class LeaderCore:
         """Every task is done: the run is about to return (interventions are refused)."""
         self.flow.closing = True
 
-    def dispatch(self, now: datetime) -> list[Command]:
-        """Start ready agents, in plan order, while there is room (and the budget admits them)."""
+    def dispatch(self, now: datetime, past_wait: Callable[[], bool] | None = None) -> list[Command]:
+        """Start ready agents, in plan order, while there is room (and the budget admits them);
+        ``past_wait()`` (a patch, asked when it matters): past a task the budget makes wait,
+        those spending none of it (direct tools) start."""
         flow = self.flow
         if (
             self.state.run.paused
@@ -421,20 +424,27 @@ class LeaderCore:
         room = self.options.max_parallel - len(self.board.active)
         starts: list[Command] = []
         held: list[tuple[int, str]] = []  # new tasks past the run's agent count
+        waiting: list[tuple[int, str]] = []  # tasks the run's budget has no room for yet
         blocked = False
         while room > 0 and self.board.any_ready():
             entry = self.board.pop_ready()
             task = self.board.tasks[entry[1]]
             if self.growth.instead_of_start(task, now):  # a forEach or a watch grows the plan
                 continue
+            if waiting and self.budget.model(task.agent_id):
+                waiting.append(entry)  # a model agent waits as the one before it does
+                continue
             verdict, said = self.budget.admit(task, now)
             if said is not None:  # an escalation about the budget is new, or says new figures
                 self.flow.changed = True
                 if said:
                     self.flow.log.append(said)
-            if verdict.kind == "wait":  # the run's budget has no room: nothing more starts
-                self.board.push_back(entry)
+            if verdict.kind == "wait":  # the run's budget has no room for it
                 blocked = blocked or verdict.hard
+                if past_wait is not None and self.board.any_ready() and past_wait():
+                    waiting.append(entry)  # the next may spend nothing of it
+                    continue
+                self.board.push_back(entry)
                 break
             if verdict.kind != "start":  # held back, or waiting on its own E-n
                 held += [entry] if verdict.kind == "hold" else []
@@ -445,7 +455,7 @@ class LeaderCore:
                 self.budget.reserve(task, verdict.share, now)
             starts.append(StartAgent(task.agent_id, dispatch))
             room -= 1
-        for entry in held:
+        for entry in held + waiting:
             self.board.push_back(entry)
         self.budget.budget_settled(blocked, bool(starts), now)
         return starts
