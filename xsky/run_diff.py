@@ -113,7 +113,10 @@ def agent_diff(
     decided_b: list[str] | None = None,
 ) -> AgentDiff:
     d = AgentDiff(agent_id, _definition(da, db))
-    if (decided_a or []) != (decided_b or []):  # the coordinator's and people's decisions on it
+    carried = 0 in (ra.attempts, rb.attempts)  # carried over (a fork, a follow-up): not run there
+    # the coordinator's and people's decisions on it — made where it ran: a carried result was
+    # not judged again, and counts as the same
+    if not carried and (decided_a or []) != (decided_b or []):
         d.what.append(
             f"decisions: {'; '.join(decided_a or []) or '(none)'} → {'; '.join(decided_b or []) or '(none)'}"
         )
@@ -122,7 +125,7 @@ def agent_diff(
     d.what += result_diff(ra.result, rb.result) if ra.status == rb.status == "completed" else []
     if (ra.error or "") != (rb.error or ""):
         d.what.append(f"error: {_short(ra.error or '(none)')} → {_short(rb.error or '(none)')}")
-    if 0 in (ra.attempts, rb.attempts):  # carried over (a fork, a follow-up): not run there
+    if carried:
         return d
     if ra.attempts != rb.attempts:
         d.what.append(f"attempts: {ra.attempts} → {rb.attempts}")

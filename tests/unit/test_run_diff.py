@@ -53,7 +53,10 @@ def test_only_what_changed_is_named_and_carried_results_count_as_the_same():
     judged = LedgerEntry(
         at=T0, point="result", task_id="T-2", verdict="retry", reason="vague", by="leader"
     )
-    d = diff_runs("A", plan(), a, "B", plan("b, again"), b, [], [judged])
+    accepted = LedgerEntry(  # run A's coordinator judged T-1, carried into B unjudged
+        at=T0, point="result", task_id="T-1", verdict="accept", reason="fine", by="leader"
+    )
+    d = diff_runs("A", plan(), a, "B", plan("b, again"), b, [accepted], [judged])
     assert d.changed == ["2"]
     said = d.agents[1].what
     assert said[0] == "task: b → b, again"
