@@ -19,9 +19,8 @@ from client import XSky
 from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.security.mcp import Hint, is_mcp, is_tool_name, split
-from xsky.security.permissions import decide
+from xsky.security.permissions import decide, decide_parts
 from xsky.security.roles import BUILTIN_ROLES, TOOLS, merge_roles, person_only_tools, trusted_role
-from xsky.security.shell_parse import ShellParseError, split_command
 from xsky.security.tools import PRIMARY_ARG
 from xsky.settings_files import (
     SettingsError,
@@ -117,12 +116,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     decision = decide(args.tool, arguments, role, settings, workspace, hints=hints)
     parts: list[dict[str, str]] = []
     if args.tool == "shell" and isinstance(arguments.get("command"), str):
-        try:
-            for part in split_command(arguments["command"]):
-                d = decide("shell", {"command": part.text}, role, settings, workspace)
-                parts.append({"command": part.text, "effect": d.effect, "reason": d.reason})
-        except ShellParseError:
-            pass
+        for text, d in decide_parts(arguments["command"], role, settings, workspace):
+            parts.append({"command": text, "effect": d.effect, "reason": d.reason})
     if args.json:
         print_json(
             {

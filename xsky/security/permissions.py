@@ -67,7 +67,7 @@ from xsky.security.rules import (
     url_port,
 )
 from xsky.security.shell_parse import ShellParseError, normalized, split_command
-from xsky.security.shell_rules import MAX_COMMAND, decide_shell
+from xsky.security.shell_rules import MAX_COMMAND, RANK, decide_shell, part_decisions
 from xsky.security.tools import PRIMARY_ARG, PRIVILEGED_TOOLS, READ_ONLY_TOOLS, TOOLS, URL_TOOLS
 
 __all__ = [
@@ -133,6 +133,33 @@ def decide(
             f"refused: the permission checker failed on this call ({type(e).__name__}: {str(e)[:200]})",
             hard=True,
         )
+
+
+def decide_parts(
+    command: str,
+    role: RoleCapabilityModel,
+    settings: PermissionSettings | None = None,
+    workspace: str | None = None,
+) -> list[tuple[str, Decision]]:
+    """Each simple command of a shell command, as shown, with the strictest decision on it —
+    decided from what was parsed (a part's shown text, `sh (reading commands from its
+    input)`, is no command to parse again). Empty when the command is not understood."""
+    settings = settings or PermissionSettings()
+    check = Check(role, rules_of(settings), workspace, frozenset(settings.person_only_tools))
+    try:
+        parts = split_command(command)
+    except ShellParseError:
+        return []
+    out = []
+    for part in parts:
+        worst = max(part_decisions(part, check), key=lambda d: RANK[d.effect])
+        out.append(
+            (
+                part.text,
+                _apply_mode("shell", {"command": command}, worst, settings.mode, workspace, False),
+            )
+        )
+    return out
 
 
 def _apply_mode(

@@ -26,7 +26,7 @@ from xsky.security.shell_parse import (
     split_command,
 )
 
-_RANK = {"allow": 0, "ask": 1, "deny": 2}
+RANK = {"allow": 0, "ask": 1, "deny": 2}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 _HEREDOC_OPS = {"<<", "<<-", "<<<"}
 _RUNTIME_CHARS = set("~$`*?[{")
@@ -65,8 +65,8 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
         )
     worst: Decision | None = None
     for part in parts:
-        for d in _part_decisions(part, check):
-            if worst is None or _RANK[d.effect] > _RANK[worst.effect]:
+        for d in part_decisions(part, check):
+            if worst is None or RANK[d.effect] > RANK[worst.effect]:
                 worst = d
     assert worst is not None
     if len(parts) > 1 and worst.effect != "allow":
@@ -79,7 +79,7 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
     return worst
 
 
-def _part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
+def part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     # ":" stands for redirects or assignments with no command of their own: only they count.
     decisions = [] if part.argv == [":"] else _command_decisions(part, check)
     decisions += [
