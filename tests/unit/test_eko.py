@@ -599,3 +599,22 @@ def test_empty_steps_are_warned_of_where_they_stand(tmp_path: Path) -> None:
             "agent 0, step 4 (<forEach>) holds no steps: it does nothing for each item; give it steps, or remove it",
         ),
     ]
+
+
+def test_an_eko_watch_of_a_file_says_it_is_only_an_instruction(tmp_path: Path) -> None:
+    """An Eko <watch event="file"> ran as one model reply and the run completed, no firing:
+    nothing watched, and nothing said so."""
+    path = tmp_path / "plan.xml"
+    path.write_bytes(
+        _eko(
+            '<agent name="File" id="0"><task>watch notes</task><nodes><watch event="file" loop="true">'
+            "<description>notes.txt changes</description><trigger><node>summarise</node></trigger>"
+            "</watch></nodes></agent>"
+        )
+    )
+    said = [w.message for w in load_plan(path, known_agents=KNOWN).warnings]
+    assert any(
+        '<watch event="file"> is given to the model as an instruction' in m
+        and '"event": "file", "path"' in m
+        for m in said
+    ), said

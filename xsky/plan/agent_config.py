@@ -278,6 +278,15 @@ def _empty_steps(index: int, agent: WorkflowAgent) -> list[Problem]:
             elif step.kind in ("forEach", "watch") and not step.steps:
                 what = "for each item" if step.kind == "forEach" else "when it fires"
                 said = f"agent {agent.id}, step {where} (<{step.kind}>) holds no steps: it does nothing {what}; give it steps, or remove it"
+            elif step.kind == "watch" and step.event != "dom":
+                # Only a dom watch becomes durable (the page comes from the steps before it);
+                # an Eko <watch> names no file, URL or timer for any other event.
+                said = (
+                    f'agent {agent.id}, step {where}: <watch event="{step.event}"> is given to the '
+                    "model as an instruction — nothing watches durably (Eko's watch names no path "
+                    'or URL); for a durable watch use <config>{"watch": {"event": "file", '
+                    '"path": "…", "maxFirings": 10, "idleTimeout": 3600}}</config>'
+                )
             else:
                 walk(step.steps, at)
                 continue
