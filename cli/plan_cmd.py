@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
+import re
 import uuid
 
 from temporalio.exceptions import ApplicationError
@@ -71,11 +73,29 @@ async def _existing_run(text: str) -> Run | None:
     try:
         return await x.get(text)
     except RunNotFoundError:
-        if text.startswith("xsky-"):  # a run id, mistyped: planning it as a request would puzzle
-            raise RunNotFoundError(
-                f"no run with id {text}; `starter.py list` shows the recent ones (to plan a request, write it in words)"
-            ) from None
-        return None
+        # A run id, mistyped: planning it as a request would puzzle (and, with a model, spend).
+        # One word shaped as an id (`my-frist-run`, `b2x`, `fail-run-ef435`) close to a recent
+        # run's id is taken for one; a one-word request in plain letters is planned.
+        close: list[str] = []
+        if not text.startswith("xsky-") and _id_shaped(text):
+            recent = [r.id for r in await x.runs(limit=200)]
+            close = difflib.get_close_matches(text, recent, n=1, cutoff=0.6)
+            if not close:
+                return None
+        elif not text.startswith("xsky-"):
+            return None
+        hint = f" — did you mean {close[0]}?" if close else ""
+        raise RunNotFoundError(
+            f"no run with id {text}{hint}; `starter.py list` shows the recent ones (to plan a "
+            "request, write it in words)"
+        ) from None
+
+
+def _id_shaped(text: str) -> bool:
+    """One word as run ids are written: letters, digits, '-', '_' or '.', with a '-' or a digit."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", text)) and any(
+        c == "-" or c.isdigit() for c in text
+    )
 
 
 async def cmd_plan(args: argparse.Namespace) -> int:

@@ -381,3 +381,20 @@ async def test_gc_removes_an_ended_runs_objects_and_later_reads_say_so(env: Env)
         assert "XSKY_ARTIFACTS" not in said and "XSKY_STORE" not in said and "sha256=" not in said
     code, out, _ = await starter(env, "gc", "--run", handle.id)  # again: nothing more to do
     assert code == 0 and "already removed by `starter.py gc`" in " ".join(out.split())
+
+
+async def test_plan_of_a_mistyped_run_id_names_the_run_not_a_new_plan(env: Env):
+    """`plan my-frist-run` planned the typo as a request (exit 0, a one-agent plan; with a
+    model, tokens spent): a word shaped as an id close to a recent run's is taken for one."""
+    from tests.integration.helpers import noop, plan
+
+    await env.start_worker()
+    handle = await env.start(plan(noop("1"), name="typo"), workflow_id="my-first-run")
+    await handle.result()
+    code, out, err = await starter(env, "plan", "my-frist-run")
+    said = " ".join((out + err).split())
+    assert code == 2 and "no run with id my-frist-run — did you mean my-first-run?" in said, said
+    code, out, _ = await starter(env, "plan", "my-first-run")  # the run's own plan
+    assert code == 0 and "<workflow" in out and 'name="typo"' in out
+    code, out, err = await starter(env, "plan", "summarise")  # one word, a request
+    assert code == 0 and "no run with id" not in out + err
