@@ -290,7 +290,7 @@ async def cmd_requests(args: argparse.Namespace) -> int:
             how = (
                 f"starter.py answer {args.id} {r.id} {'|'.join(r.choices)} (done: what it returned)"
             )
-        asks = r.text + (f"\n(the leader: {r.suggestion})" if r.suggestion else "")
+        asks = r.text + (f"\n({leader_said(r.suggestion)})" if r.suggestion else "")
         table.add_row(cell(r.id), cell(r.kind), cell(r.task_id), cell(asks), cell(how))
     out.print(table)
     return 0
@@ -327,3 +327,9 @@ async def show_run_plan(args: argparse.Namespace, run: Run) -> int:
 
 
 __all__ = ["no_version_given", "register"]
+
+
+def leader_said(suggestion: str) -> str:
+    """The leader's note on a request, said once as the leader's ("the leader: the leader left
+    it to you: …" was said twice)."""
+    return suggestion if suggestion.startswith("the leader") else f"the leader: {suggestion}"

@@ -103,3 +103,12 @@ def test_a_positional_with_a_default_after_an_option_is_taken(
         main(["permissions", "check", "shell", "--role", "verify", "{}", "more"])
     assert e.value.code == 2
     assert "unexpected argument 'more'" in capsys.readouterr().err
+
+
+def test_the_leaders_note_on_a_request_names_the_leader_once() -> None:
+    from cli.steer_cmd import leader_said
+
+    assert leader_said("the leader left it to you: unsure") == "the leader left it to you: unsure"
+    assert leader_said("left to you: the call may have run") == (
+        "the leader: left to you: the call may have run"
+    )
