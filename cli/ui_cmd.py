@@ -9,9 +9,9 @@ import socket
 import webbrowser
 from urllib.parse import quote, urlencode
 
-from cli.render import cell, out
+from cli.render import cell, err, out
 from cli.ui.guard import ANY_ADDRESS
-from xsky.config import load_settings
+from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 
 DEFAULT_PORT = 8765
@@ -43,6 +43,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from client import XSky
 
     settings = load_settings()
+    if args.id:
+        _check_run(settings, args.id)
     key = page_key(settings.home)
     app = make_app(
         lambda: XSky.connect(settings),
@@ -86,3 +88,26 @@ def _named(host: str) -> str:
     if host.strip("[]") in ANY_ADDRESS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _check_run(settings: Settings, run_id: str) -> None:
+    """A run named that does not exist is said now, not only by the page later; an
+    unreachable server is not this command's to refuse (the page waits for it)."""
+    import asyncio
+
+    from client import XSky
+    from xsky.errors import ConnectError, RunNotFoundError
+
+    async def ask() -> None:
+        async with XSky.connect(settings) as x:
+            await (await x.get(run_id)).temporal_status()
+
+    try:
+        asyncio.run(ask())
+    except RunNotFoundError:
+        raise UsageError(
+            f"no run with id {run_id}; `starter.py list` shows the recent ones "
+            "(or open the page without an id: it lists them)"
+        ) from None
+    except ConnectError as e:
+        err.print(cell(f"note: {e}; the page shows runs once the server answers"))

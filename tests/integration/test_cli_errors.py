@@ -234,6 +234,7 @@ def cases() -> list[Case]:
         Case("bad-input", ("server", "--ui-port", "many"), "invalid int value"),
         Case("bad-input", ("ui", "--port", "0"), "--port 0: give a port from 1 to 65535"),
         Case("bad-input", ("ui", "--host", "no-such-host.invalid"), "cannot listen on"),
+        Case("bad-input", ("ui", UNKNOWN, "--port", "1"), f"no run with id {UNKNOWN}"),
         Case("bad-input", ("demo", "--fast"), "unknown option --fast; `starter.py demo --help`"),
         Case("bad-input", ("down", "--now"), "unknown option --now; `starter.py down --help`"),
         # a mistyped command, sub-command, option or choice: the nearest one is named
