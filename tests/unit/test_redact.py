@@ -461,3 +461,11 @@ def test_a_secret_hidden_by_encoding_invisible_characters_or_no_name_is_redacted
 )
 def test_what_only_looks_encoded_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+def test_text_with_no_hidden_secret_is_kept_exactly() -> None:
+    """The reading that finds keys behind invisible characters or encodings must not change
+    text that hides none: an agent's log keeps what it saw (a right-to-left override, a
+    percent-escape, a JSON escape)."""
+    for text in ("invoice\u202egnp.exe", "100%41 done", "say \\u0041", "a\u200bb " * 10):
+        assert redact(text) == text

@@ -281,15 +281,32 @@ _HEX_RUN = re.compile(r"(?:[0-9A-Fa-f]{2}){20,4096}")
 
 
 def redact(text: str) -> str:
-    """The text with every credential it holds replaced by ``[REDACTED:<rule>]``."""
+    """The text with every credential it holds replaced by ``[REDACTED:<rule>]``. The text is
+    kept as it is (an agent's log holds exactly what it saw, invisible characters and all)
+    unless a credential shows only once invisible characters, needless percent-encoding or
+    JSON's \\u escapes are read: then the text as read, redacted."""
     if not text:
         return text
+    said = _redact_all(text)
+    read = _normalised(text)
+    if read != text:
+        hidden = _redact_all(read)
+        if hidden.count("[REDACTED:") > said.count("[REDACTED:"):
+            return hidden
+    return said
+
+
+def _normalised(text: str) -> str:
     if _INVISIBLE.search(text):
         text = _INVISIBLE.sub("", text)
     if "%" in text:
         text = _NEEDLESS_PERCENT.sub(lambda m: chr(int(m[1], 16)), text)
     if "\\u00" in text:  # JSON's \u escapes of plain ASCII ("\u0073k\u002dant…")
         text = _ASCII_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)
+    return text
+
+
+def _redact_all(text: str) -> str:
     text = _redact_plain(text)
     return _LONG_TOKEN.sub(_token, text) if len(text) >= 24 else text
 
