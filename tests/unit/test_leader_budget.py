@@ -19,7 +19,7 @@ from xsky.leader.state import (
     RetryTaskRequest,
     SetBudgetRequest,
 )
-from xsky.plan.budget import Limits, RunBudget, Usage, UsageReport
+from xsky.plan.budget import Limits, RunBudget, TaskSpend, Usage, UsageReport
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.runs import AgentOutcome, ProgressReport, RequestPayload, RunInput, RunOptions
 
@@ -439,3 +439,31 @@ def test_a_task_that_spends_nothing_starts_while_the_budget_makes_one_before_it_
     before = core_of(wf, RunBudget(run=Limits(tokens=1000), reserve=4000))
     assert before.dispatch(T0) == []
     assert before.dispatch(T0, lambda: False) == []
+
+
+def test_two_budget_reasons_in_one_pass_do_not_take_turns_in_its_escalation():
+    """A model task waiting on tokens, then a direct task held by the agent count: the run's
+    one E-n was rewritten from one reason to the other in every pass, each a change, and the
+    leader never slept (a review found it). The first reason stays."""
+    wf = Workflow(
+        name="b",
+        task_id="b",
+        agents=[
+            WorkflowAgent(id="0", name="llm", task="t", config={"tool": "noop", "result": "x"}),
+            WorkflowAgent(id="1", name="llm", task="think"),
+            WorkflowAgent(id="2", name="llm", task="t", config={"tool": "noop", "result": "y"}),
+            WorkflowAgent(id="3", name="llm", task="t", config={"tool": "noop", "result": "z"}),
+        ],
+    )
+    core = core_of(wf, RunBudget(run=Limits(tokens=1000, agents=2), reserve=4000), parallel=5)
+    # 1 ran before (a retry): the agent count does not hold it, the tokens make it wait
+    core.tasks["1"].spend = TaskSpend(started_at=T0)
+    # 0 starts; 1 waits on tokens; 2 starts past it; 3 is held by the agent count
+    assert [s.agent_id for s in core.dispatch(T0, lambda: True)] == ["0", "2"]
+    (request,) = [r for r in core.pending_requests() if r.about == "budget"]
+    said = request.text
+    assert "tokens" in said
+    for _ in range(3):
+        core.flow.changed = False
+        assert core.dispatch(T0, lambda: True) == []
+        assert not core.flow.changed and request.text == said

@@ -254,10 +254,14 @@ class Budget:
 
     # -- admission: the core's dispatch asks ---------------------------------------------------
 
-    def admit(self, task: TaskState, now: datetime) -> tuple[Verdict, str | None]:
+    def admit(
+        self, task: TaskState, now: datetime, said_already: bool = False
+    ) -> tuple[Verdict, str | None]:
         """``_verdict``, acted on: a run that cannot go on says so once (E-n about the run),
         a task past its own cap waits on an E-n of its own. With the verdict, what changed for
-        people to see (a log line when an E-n about the run is new; "" for a change alone)."""
+        people to see (a log line when an E-n about the run is new; "" for a change alone).
+        ``said_already``: the pass's E-n about the run said why already (a task that waits
+        before this one): its words stay, or two reasons would take turns in it every pass."""
         if self.holding is None and self.state.limits is not None:
             self.holding = self._held()  # for the rest of this dispatch pass (reserve adds)
         verdict = self._verdict(task, now)
@@ -268,7 +272,9 @@ class Budget:
             self.board.set_waiting(task, request.id)
             task.last_progress = f"waiting for {request.id}: its budget is spent"
             said = ""
-        elif verdict.kind == "hold" or (verdict.kind == "wait" and verdict.hard):
+        elif (verdict.kind == "hold" or (verdict.kind == "wait" and verdict.hard)) and not (
+            said_already
+        ):
             said = self._budget_request(verdict.why, now)
         return verdict, said
 

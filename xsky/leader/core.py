@@ -434,7 +434,7 @@ class LeaderCore:
             if waiting and self.budget.model(task.agent_id):
                 waiting.append(entry)  # a model agent waits as the one before it does
                 continue
-            verdict, said = self.budget.admit(task, now)
+            verdict, said = self.budget.admit(task, now, bool(waiting))
             if said is not None:  # an escalation about the budget is new, or says new figures
                 self.flow.changed = True
                 if said:
