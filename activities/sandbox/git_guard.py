@@ -183,7 +183,8 @@ class _Folder:
 # inside the sandbox), so a folder whose ctime stayed holds the same names.
 _SEEN: dict[str, dict[str, _Folder]] = {}
 _SEEN_LOCK = threading.Lock()  # sweeps of several workspaces run in threads at once
-_SEEN_FOLDERS = 200_000  # folders remembered in all (a few tens of MB at most)
+_SEEN_FOLDERS = 200_000  # folders remembered of one workspace: beyond, it is read whole
+_SEEN_ALL = 600_000  # and of all of them (a few tens of MB at most)
 # A folder changed this recently may change again within the same tick of a coarse clock
 # without its ctime moving: it is read again next time, whatever its ctime says.
 _RACY_NS = 1_000_000_000
@@ -217,11 +218,10 @@ def _folder(path: str, seen: dict[str, _Folder]) -> _Folder | None:
                     pointers.append((entry.name, is_link))
     except OSError:
         return None
-    # What git takes for a git folder (HEAD beside objects or a commondir), and what it takes
-    # for one's common folder (objects and refs: config and hooks are read from there).
-    git = ("HEAD" in names and ("objects" in names or "commondir" in names)) or (
-        "objects" in names and "refs" in names
-    )
+    # What git takes for a git folder: HEAD beside objects or a commondir. (A common folder a
+    # commondir names is cleaned through that pointer: a project's own folders named objects
+    # and refs are no git folder.)
+    git = "HEAD" in names and ("objects" in names or "commondir" in names)
     trusted = info.st_ctime_ns < read_at - _RACY_NS
     folder = _Folder(stamp, tuple(subfolders), git, tuple(pointers), trusted)
     seen[path] = folder
@@ -265,14 +265,15 @@ def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
                 continue
             pointer = os.path.join(path, name)
             if name == ".git":
-                target = _git_pointer(pointer, is_link)
+                target = _git_pointer(pointer, is_link, root)
             else:
                 target = None if is_link else _commondir(pointer, path)
             inside = None if target is None else _inside(target, root)
             if inside is not None:
-                # Cleaned wherever it stands: git reads config and hooks there, whether or
-                # not the walk would take that folder for a git folder of its own.
-                found.append(inside)
+                # Cleaned wherever it stands when git would use it (config and hooks are read
+                # there), whether or not the walk takes it for a git folder of its own.
+                if _git_would_use(inside, common=name == "commondir"):
+                    found.append(inside)
             else:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(pointer)
@@ -287,34 +288,63 @@ def repositories(workspace: Path) -> tuple[list[Path], list[str]]:
         if len(current) <= _SEEN_FOLDERS:
             _SEEN[root] = current
         # the oldest remembered workspaces go first, to keep the folders remembered in bounds
-        while _SEEN and sum(map(len, _SEEN.values())) > _SEEN_FOLDERS:
+        while _SEEN and sum(map(len, _SEEN.values())) > _SEEN_ALL:
             _SEEN.pop(next(iter(_SEEN)), None)
     return [Path(f) for f in sorted(set(found))], notes
 
 
-def _git_pointer(path: str, is_link: bool) -> str | None:
+def _git_would_use(path: str, common: bool) -> bool:
+    """Would git take ``path`` for a git folder (HEAD beside objects or a commondir), or with
+    ``common`` for a common folder (objects/ and refs/)?"""
+
+    def has(name: str, folder: bool) -> bool:
+        try:
+            mode = os.lstat(os.path.join(path, name)).st_mode
+        except OSError:
+            return False
+        return stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+
+    if common:
+        return has("objects", True) and has("refs", True)
+    return has("HEAD", False) and (has("objects", True) or has("commondir", False))
+
+
+def _read_small(path: str) -> bytes | None:
+    """The first 4 KiB of a regular file, read without following a link or waiting on a FIFO
+    or a device (an agent may plant either where git looks); None for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _git_pointer(path: str, is_link: bool, root: str) -> str | None:
     """Where a ``.git`` link or file leads (None: nowhere git would follow). A link to a
     regular file is a gitfile, as git reads it; a gitfile is read as git reads it: "gitdir: "
     at its first byte, the rest less its trailing line ends (a line break inside is kept)."""
-    if is_link and not os.path.isfile(path):
-        return os.path.join(os.path.dirname(path), os.readlink(path))
-    try:
-        with open(path, "rb") as f:
-            data = f.read(4096)
-    except OSError:
-        return None
-    if not data.startswith(b"gitdir: "):
+    if is_link:
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or _inside(real, root) is None:
+            return real  # a folder, nothing, or out of the workspace (removed unread)
+        path = real  # a file of the workspace: a gitfile, as git reads it
+    data = _read_small(path)
+    if data is None or not data.startswith(b"gitdir: "):
         return None
     where = data[len(b"gitdir: ") :].rstrip(b"\r\n").decode("utf-8", errors="surrogateescape")
     return os.path.join(os.path.dirname(path), where) if where else None
 
 
 def _commondir(path: str, gitdir: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            text = f.read(4096).decode("utf-8", errors="replace").strip()
-    except OSError:
-        return None
+    data = _read_small(path)
+    text = data.decode("utf-8", errors="replace").strip() if data else ""
     return os.path.join(gitdir, text) if text else None
 
 
@@ -349,14 +379,16 @@ def _sweep(workspace: Path) -> list[str]:
                 continue
             try:
                 mode = entry.stat(follow_symlinks=False).st_mode
-            except OSError:
-                continue
-            if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
-                os.unlink(entry.path)
-                notes.append(f"{rel}/hooks/{entry.name}: removed (not a regular file)")
-            elif mode & 0o111:
-                os.chmod(entry.path, mode & ~0o111 & 0o7777)
-                notes.append(f"{rel}/hooks/{entry.name}: no longer executable")
+                if stat.S_ISDIR(mode):
+                    continue  # git runs files named for hooks, never a folder
+                if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+                    os.unlink(entry.path)
+                    notes.append(f"{rel}/hooks/{entry.name}: removed (not a regular file)")
+                elif mode & 0o111:
+                    os.chmod(entry.path, mode & ~0o111 & 0o7777)
+                    notes.append(f"{rel}/hooks/{entry.name}: no longer executable")
+            except OSError as e:  # gone meanwhile, or not ours to change: said, never raised
+                notes.append(f"{rel}/hooks/{entry.name}: left as it is ({e.strerror or e})")
     return notes
 
 

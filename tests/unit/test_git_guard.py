@@ -212,3 +212,48 @@ def test_a_later_sweep_sees_what_changed_in_folders_it_remembers(tmp_path: Path)
     assert git_guard.sweep(ws) == [
         "d3/x/.git: removed (a .git file that leads out of the workspace)"
     ]
+
+
+def test_a_projects_own_folders_and_files_are_never_taken_for_git(tmp_path: Path) -> None:
+    """A project folder holding `objects/`, `refs/`, `hooks/auth/` and a `config` was taken for
+    a git folder: its config was rewritten and the sweep then failed on every command."""
+    ws = tmp_path / "ws"
+    for folder in ("src/objects", "src/refs", "src/hooks/auth"):
+        (ws / folder).mkdir(parents=True)
+    (ws / "src" / "config").write_text("[server]\nport = 8080\n")
+    (ws / "gitdir-dot").mkdir()
+    (ws / "gitdir-dot" / ".git").write_text("gitdir: ..\n")  # points inside, at no git folder
+    (ws / "config").write_text("[server]\nport = 9090\n")
+    assert git_guard.sweep(ws) == []
+    assert (ws / "src" / "config").read_text() == "[server]\nport = 8080\n"
+    assert (ws / "config").read_text() == "[server]\nport = 9090\n"
+    # a hooks/ folder of a real repository may hold folders: kept, the sweep goes on
+    init(ws / "repo")
+    (ws / "repo" / ".git" / "hooks" / "lib").mkdir()
+    assert git_guard.sweep(ws) == []
+
+
+def test_a_fifo_or_a_link_to_a_device_where_git_looks_does_not_stop_the_sweep(
+    tmp_path: Path,
+) -> None:
+    """`mkfifo .git` blocked the sweep for ever, with the workspace's other agents frozen; a
+    `.git` link to /proc/kmsg would have been read (and consumed) as root."""
+    import threading
+
+    ws = tmp_path / "ws"
+    (ws / "a").mkdir(parents=True)
+    os.mkfifo(ws / "a" / ".git")
+    init(ws / "b")
+    os.mkfifo(ws / "b" / ".git" / "commondir")
+    (ws / "c").mkdir()
+    os.symlink("/dev/zero", ws / "c" / ".git")
+    done: list[list[str]] = []
+    t = threading.Thread(target=lambda: done.append(git_guard.sweep(ws)), daemon=True)
+    t.start()
+    t.join(10)
+    assert done, "the sweep blocked"
+    assert sorted(done[0]) == [
+        "a/.git: removed (a .git file that leads out of the workspace)",
+        "b/.git/commondir: removed (it leads out of the workspace)",
+        "c/.git: removed (a .git link that leads out of the workspace)",
+    ]
