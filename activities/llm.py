@@ -134,8 +134,14 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
             if fitted is None:
                 raise
             log.info("the model server refused max_tokens as sent (%s): asking again", _short(e))
-            _LEARNED[server] = _learned(kwargs, fitted)
-            return await client.chat.completions.create(**fitted)
+            answered = await client.chat.completions.create(**fitted)
+            # Kept only what is the server's for every call (its own limit, the other name):
+            # not a fit to this prompt's length, nor "none", which would leave every later
+            # call unbounded by the share.
+            learned = _learned(kwargs, fitted)
+            if learned == "renamed" or (isinstance(learned, int) and _read_limit(str(e))):
+                _LEARNED[server] = learned
+            return answered
     except openai.RateLimitError as e:
         raise ApplicationError(
             f"rate limited by the model server (429): {_short(e)}", type="LLMRateLimited"
@@ -203,6 +209,11 @@ def answer_limit_fitted(error: str, kwargs: dict[str, Any]) -> dict[str, Any] | 
     if fits is None or not 0 < fits < limit:
         return None
     return kwargs | {"max_tokens": fits}
+
+
+def _read_limit(error: str) -> bool:
+    """Does the refusal state the model's own output limit (not a fit to one prompt)?"""
+    return any(pattern.search(error) for pattern in _AT_MOST)
 
 
 def _learned(sent: dict[str, Any], fitted: dict[str, Any]) -> int | str:

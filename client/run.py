@@ -172,7 +172,8 @@ class Run:
         agents). None while it runs, and for a run small (or old) enough to be asked."""
         if self._final is not None:
             return self._final
-        if await self.temporal_status() not in ("completed", "failed"):
+        # ("cancelled": also a run a person ended, Failed in Temporal, which stored its board)
+        if await self.temporal_status() not in ("completed", "failed", "cancelled"):
             return None
         result = await self.result()
         if result.board_ref is None:
