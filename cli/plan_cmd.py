@@ -79,7 +79,7 @@ async def _existing_run(text: str) -> Run | None:
         close: list[str] = []
         if not text.startswith("xsky-") and _id_shaped(text):
             recent = [r.id for r in await x.runs(limit=200)]
-            close = difflib.get_close_matches(text, recent, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(text, recent, n=1, cutoff=0.8)
             if not close:
                 return None
         elif not text.startswith("xsky-"):

@@ -430,6 +430,13 @@ def test_an_approval_ahead_of_the_ask_rules_names_the_host_it_showed_not_its_sub
     assert same.effect == "allow" and "request A-1" in same.reason
     sub = decide("http_get", {"url": "https://admin.example.com/delete"}, role, approved, WS)
     assert sub.effect == "ask", sub.reason
+    # nor past the ask rules: with none, a role that must ask for it is not let through
+    asker = RoleCapabilityModel(name="web", requested_tools=["http_get"])
+    bare = PermissionSettings(approved_rules=approved.approved_rules)
+    assert (
+        decide("http_get", {"url": "https://admin.example.com/x"}, asker, bare, WS).effect == "ask"
+    )
+    assert decide("http_get", {"url": "https://example.com/x"}, asker, bare, WS).effect == "allow"
 
 
 def test_each_part_is_decided_from_what_was_parsed_not_its_shown_text():
@@ -443,5 +450,6 @@ def test_each_part_is_decided_from_what_was_parsed_not_its_shown_text():
     assert [text for text, _ in parts][-1] == "sh (reading commands from its input)"
     assert all(d.effect == whole.effect for _, d in parts), parts
     assert not any("cannot be parsed" in d.reason for _, d in parts)
+    assert decide_parts("ls \x00", DEV, None, WS) == []  # refused whole: no parts shown
     rules = decide_parts("git log && git push", ASKER, RULES, WS)
     assert [(t, d.effect) for t, d in rules] == [("git log", "allow"), ("git push", "ask")]

@@ -145,21 +145,21 @@ def decide_parts(
     decided from what was parsed (a part's shown text, `sh (reading commands from its
     input)`, is no command to parse again). Empty when the command is not understood."""
     settings = settings or PermissionSettings()
-    check = Check(role, rules_of(settings), workspace, frozenset(settings.person_only_tools))
+    whole = decide("shell", {"command": command}, role, settings, workspace)
+    if whole.effect == "deny" and whole.hard:
+        return []  # refused as a whole (a NUL byte, too long, the checker failing): no parts
     try:
-        parts = split_command(command)
-    except ShellParseError:
-        return []
-    out = []
-    for part in parts:
-        worst = max(part_decisions(part, check), key=lambda d: RANK[d.effect])
-        out.append(
-            (
-                part.text,
-                _apply_mode("shell", {"command": command}, worst, settings.mode, workspace, False),
+        check = Check(role, rules_of(settings), workspace, frozenset(settings.person_only_tools))
+        out = []
+        for part in split_command(command):
+            worst = max(part_decisions(part, check), key=lambda d: RANK[d.effect])
+            mode = _apply_mode(
+                "shell", {"command": command}, worst, settings.mode, workspace, False
             )
-        )
-    return out
+            out.append((part.text, mode))
+        return out
+    except Exception:  # noqa: BLE001 - a list for a person to read: the whole decision stands
+        return []
 
 
 def _apply_mode(

@@ -378,15 +378,15 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
         ("ask", check.rules["ask"]),
         ("allow", check.rules["allow"]),
     )
-    for step, (effect, rules) in enumerate(steps):
-        # Ahead of the ask rules, a person's approval names the host they were shown, not its
-        # subdomains (approving example.com/docs is no answer for admin.example.com).
-        exact = step == 1
+    for effect, rules in steps:
         for rule in rules:
             if rule.origin != "settings" and not held:
                 continue  # a rule of the run never gives a role a tool it lacks
             if person_only and effect == "allow" and rule.origin != "person":
                 continue
+            # A person's approval names the host they were shown, not its subdomains
+            # (approving example.com/docs is no answer for admin.example.com).
+            exact = rule.origin == "person"
             if any(matches(rule, n, subject, check.workspace, exact) for n in names):
                 return Decision(
                     effect,
