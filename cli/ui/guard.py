@@ -22,18 +22,11 @@ import hmac
 import json
 import os
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.requests import cookie_parser
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 KEY_FILE = "ui-key"
 KEY_PARAM = "key"
