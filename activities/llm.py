@@ -138,9 +138,10 @@ async def _create(client: openai.AsyncOpenAI, t: LLMTarget, kwargs: dict[str, An
             # Kept only what is the server's for every call (its own limit, the other name):
             # not a fit to this prompt's length, nor "none", which would leave every later
             # call unbounded by the share.
-            learned = _learned(kwargs, fitted)
-            if learned == "renamed" or (isinstance(learned, int) and _read_limit(str(e))):
-                _LEARNED[server] = learned
+            if "max_completion_tokens" in fitted:
+                _LEARNED[server] = "renamed"
+            elif "max_tokens" in fitted and _read_limit(str(e)):
+                _LEARNED[server] = int(fitted["max_tokens"])
             return answered
     except openai.RateLimitError as e:
         raise ApplicationError(
@@ -177,8 +178,8 @@ _AT_MOST = (
     re.compile(r"range of max_tokens is \[\d+, ?(\d+)\]", re.I),  # DeepSeek's
     re.compile(r"max_tokens`? must be less than or equal to `?(\d+)", re.I),  # Groq's
 )
-# What a server taught about the answer limit, by (base URL, model): a lower limit, the
-# other name, or that it takes none (its refusal named max_tokens but no number).
+# What a server taught about the answer limit, by (base URL, model): its own lower limit, or
+# "renamed" (it takes max_completion_tokens).
 _LEARNED: dict[tuple[str, str], int | str] = {}
 _CONTEXT = re.compile(
     r"maximum context length is (\d+) tokens.*?\((\d+) in the messages", re.I | re.S
@@ -216,24 +217,14 @@ def _read_limit(error: str) -> bool:
     return any(pattern.search(error) for pattern in _AT_MOST)
 
 
-def _learned(sent: dict[str, Any], fitted: dict[str, Any]) -> int | str:
-    if "max_completion_tokens" in fitted:
-        return "renamed"
-    if "max_tokens" in fitted:
-        return int(fitted["max_tokens"])
-    return "none"
-
-
 def _as_learned(kwargs: dict[str, Any], learned: int | str | None) -> dict[str, Any]:
     """``kwargs`` as what the server taught before asks them (nothing learned: as they are)."""
     limit = kwargs.get("max_tokens")
     if learned is None or not isinstance(limit, int):
         return kwargs
-    rest = {k: v for k, v in kwargs.items() if k != "max_tokens"}
     if learned == "renamed":
+        rest = {k: v for k, v in kwargs.items() if k != "max_tokens"}
         return rest | {"max_completion_tokens": limit}
-    if learned == "none":
-        return rest
     return kwargs | {"max_tokens": min(limit, int(learned))}
 
 
