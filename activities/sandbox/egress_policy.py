@@ -156,8 +156,11 @@ class Policy:
         if reason is None and temporal_ports.is_local(str(addr)):
             reason = f"{addr} is an address of this machine (its services may listen there)"
         name = normal_host(host)
-        mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is loopback too
-        if reason and (mapped or addr).is_loopback and not _loopback_name(name):
+        mapped = getattr(addr, "ipv4_mapped", None) or addr  # ::ffff:127.0.0.1 is loopback too
+        # this machine: loopback, the unspecified address (a connect to 0.0.0.0 lands on it),
+        # and its own interfaces' addresses
+        here = mapped.is_loopback or mapped.is_unspecified or temporal_ports.is_local(str(mapped))
+        if reason and here and not _loopback_name(name):
             # A rule naming a host opens what that name resolves to — but a name that resolves
             # to this machine's loopback may have been made to (DNS rebinding by whoever owns
             # it): loopback opens only to a rule that names it.

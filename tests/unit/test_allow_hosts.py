@@ -148,7 +148,8 @@ def test_a_rule_for_a_name_does_not_open_this_machines_loopback():
     web, commands = egress.policies(opened("api.partner.example:8443"))
     assert commands is not None
     for policy in (web, commands):
-        for ip in ("127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1"):
+        # 0.0.0.0 and :: land on this machine too (a connect to them is one to localhost)
+        for ip in ("127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", "0.0.0.0", "::"):
             refused = policy.check_address("api.partner.example", ip, 8443, NO_TEMPORAL) or ""
             assert "does not open this machine's loopback" in refused, (ip, refused)
         assert policy.check_address("api.partner.example", "10.0.0.7", 8443, NO_TEMPORAL) is None
