@@ -174,11 +174,12 @@ class Policy:
 
 
 def _loopback_name(host: str) -> bool:
-    """``localhost`` (or a name under it), or a loopback address written as one."""
+    """``localhost`` (or a name under it), or an address written as one: what a rule names
+    then is this machine itself, not what someone's DNS says a name is."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        addr = ipaddress.ip_address(host)
+        ipaddress.ip_address(host)
     except ValueError:
         return False
-    return (getattr(addr, "ipv4_mapped", None) or addr).is_loopback
+    return True
