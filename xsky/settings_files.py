@@ -135,8 +135,8 @@ def _server_names(servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]
     for name in servers:
         if not SERVER_RE.match(name):
             raise ValueError(
-                f"MCP server name {name!r} is not valid: letters, digits, '-' or '_' (no '__'), at most "
-                "32, as its tools are named mcp__<server>__<tool>"
+                f"MCP server name {name!r} is not valid: letters, digits, '-' or '_' (no '__', none "
+                "at the end), at most 32, as its tools are named mcp__<server>__<tool>"
             )
     return servers
 

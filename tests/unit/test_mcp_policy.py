@@ -420,3 +420,26 @@ def test_an_mcp_tool_a_role_lacks_is_refused_with_how_to_give_it() -> None:
     assert decision.effect == "deny"
     assert 'an allow rule "mcp__fs" to permissions' in decision.reason
     assert "add mcp__fs (the server's tools) or mcp__fs__list_directory" in decision.reason
+
+
+def test_server_names_cannot_make_two_servers_tools_one_name() -> None:
+    """Servers `a` and `a_`: a's tool `_b` and a_'s tool `b` were both `mcp__a___b`, and a role
+    holding mcp__a held every tool of a_ (a second security review)."""
+    from xsky.security.mcp import SERVER_RE, covers, entry_problem
+
+    assert not SERVER_RE.match("a_") and not SERVER_RE.match("a__b")
+    assert SERVER_RE.match("a_b") and SERVER_RE.match("github")
+    assert entry_problem("mcp__a_") is not None
+    assert covers("mcp__a", "mcp__a__b") and covers("mcp__a", "mcp__a___b")  # a's own _b
+    assert not covers("mcp__a", "mcp__ab__c") and not covers("mcp__a", "mcp__b__a")
+
+
+def test_a_tool_that_says_it_only_reads_and_destroys_is_taken_for_destructive() -> None:
+    from xsky.security.mcp import tool_infos
+
+    infos, _ = tool_infos(
+        "s",
+        [{"name": "wipe", "annotations": {"readOnlyHint": True, "destructiveHint": True}}],
+    )
+    (info,) = infos
+    assert info.destructive and not info.read_only

@@ -33,7 +33,9 @@ from pydantic import ConfigDict, Field, model_validator
 from xsky.wire import WireModel
 
 PREFIX = "mcp__"
-SERVER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+# No '__' inside and no '_' at the end: the first '__' after the prefix must end the server's
+# name, or `mcp__a___b` would be server a's tool _b and server a_'s tool b at once.
+SERVER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?![_]|$)){0,31}$")
 _TOOL_PART_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_NAME = 64  # an OpenAI function name
@@ -81,7 +83,8 @@ def covers(entry: str, name: str) -> bool:
     if entry == name:
         return True
     server, tool = split(entry)
-    return bool(server) and tool is None and name.startswith(f"{entry}__")
+    held, held_tool = split(name)
+    return bool(server) and tool is None and held == server and held_tool is not None
 
 
 def holds(entries: Iterable[str], name: str) -> bool:
@@ -266,7 +269,10 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpTo
             refused.append(clash)
             continue
         annotations = t.get("annotations") or {}
-        read_only = annotations.get("readOnlyHint") is True
+        # Both hints set: the stricter holds (a server's word that it only reads is a default,
+        # and one that contradicts itself earns none)
+        destructive = annotations.get("destructiveHint") is True
+        read_only = annotations.get("readOnlyHint") is True and not destructive
         schema = t.get("inputSchema") or {}
         infos.append(
             McpToolInfo(
@@ -277,7 +283,7 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpTo
                 input_schema=schema if isinstance(schema, dict) else {},
                 output_schema=t.get("outputSchema"),
                 read_only=read_only,
-                destructive=annotations.get("destructiveHint") is True and not read_only,
+                destructive=destructive,
                 idempotent=annotations.get("idempotentHint") is True and not read_only,
             )
         )
