@@ -443,3 +443,22 @@ def test_a_tool_that_says_it_only_reads_and_destroys_is_taken_for_destructive() 
     )
     (info,) = infos
     assert info.destructive and not info.read_only
+
+
+def test_a_tool_whose_schema_would_flood_every_request_is_not_offered() -> None:
+    """A description is cut at 1,024 characters, but the input schema went to the model whole
+    on every turn: a server could put 100 MB of instructions there (a second review)."""
+    from xsky.security.mcp import MAX_SCHEMA, MAX_TOOLS, tool_infos
+
+    big = {
+        "type": "object",
+        "properties": {"x": {"type": "string", "description": "y" * MAX_SCHEMA}},
+    }
+    infos, refused = tool_infos("s", [{"name": "big", "inputSchema": big}, {"name": "ok"}])
+    assert [i.tool for i in infos] == ["ok"]
+    assert "its tool 'big' is not offered: its input schema is" in refused[0]
+    many = [{"name": f"t{i}"} for i in range(MAX_TOOLS + 5)]
+    infos, refused = tool_infos("s", many)
+    assert (
+        len(infos) == MAX_TOOLS and f"5 of its {MAX_TOOLS + 5} tools are not offered" in refused[0]
+    )

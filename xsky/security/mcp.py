@@ -256,8 +256,23 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpTo
     infos: list[McpToolInfo] = []
     refused: list[str] = []
     seen: set[str] = set()
+    if len(listed) > MAX_TOOLS:  # every tool is in every model request: a bound on them all
+        refused.append(
+            f"MCP server {server}: {len(listed) - MAX_TOOLS} of its {len(listed)} tools are not "
+            f"offered: a server's first {MAX_TOOLS} are"
+        )
+        listed = listed[:MAX_TOOLS]
     for t in listed:
         tool = str(t["name"])
+        size = len(json.dumps(t.get("inputSchema") or {}, default=str))
+        if size > MAX_SCHEMA:
+            # the schema's own descriptions go to the model whole, on every turn: the
+            # description's cap would mean nothing beside an unbounded schema
+            refused.append(
+                f"MCP server {server}: its tool {tool!r} is not offered: its input schema is "
+                f"{size:,} characters, more than {MAX_SCHEMA:,}"
+            )
+            continue
         if tool in seen:
             refused.append(
                 f"MCP server {server} lists its tool {tool!r} twice: only the first is offered"
@@ -308,6 +323,8 @@ def _clash(server: str, tool: str, shown: dict[str, str]) -> str | None:
 
 
 MAX_DESCRIPTION = 1024
+MAX_SCHEMA = 16_384  # characters of a tool's input schema as JSON
+MAX_TOOLS = 256  # tools offered of one server
 
 
 def function(info: McpToolInfo) -> dict[str, Any]:
