@@ -46,7 +46,39 @@ class Rendered:
     structured: Any = None
 
 
+# The most of a tool's answer that is read (its text, structured content and encoded data,
+# as the server sent them): a server's reply is not trusted to be of a size a worker holds
+# many of — every step below makes copies.
+MAX_RESULT_CHARS = 32 * 1024 * 1024
+
+
+class ResultTooLarge(ValueError):
+    """A server's answer larger than :data:`MAX_RESULT_CHARS`."""
+
+
+def result_size(result: CallToolResult) -> int:
+    """Characters of ``result`` as sent: text, encoded data and structured content."""
+    size = 0
+    for block in result.content:
+        for field in ("text", "data"):
+            value = getattr(block, field, None)
+            size += len(value) if isinstance(value, str) else 0
+        resource = getattr(block, "resource", None)
+        for field in ("text", "blob"):
+            value = getattr(resource, field, None)
+            size += len(value) if isinstance(value, str) else 0
+    if result.structured_content is not None:
+        size += len(json.dumps(result.structured_content, default=str))
+    return size
+
+
 def tool_result(ctx: ToolContext, tool: str, result: CallToolResult) -> Rendered:
+    size = result_size(result)
+    if size > MAX_RESULT_CHARS:
+        raise ResultTooLarge(
+            f"its answer to {tool} is {size:,} characters, more than the {MAX_RESULT_CHARS:,} an "
+            "answer may be: not kept (ask for less: a page, a range, a filter)"
+        )
     structured = secrets.scrub_value(result.structured_content)
     out = Rendered("", error=result.is_error, structured=structured)
     parts = [_block(ctx, tool, n, block) for n, block in enumerate(result.content)]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,13 @@ from temporalio.exceptions import ApplicationError
 from activities.mcp import discovery
 from activities.mcp.launch import Place
 from activities.mcp.pool import McpCallFailed, McpPool, McpUnavailable
-from activities.mcp.results import Rendered, prompt_result, resource_result, tool_result
+from activities.mcp.results import (
+    Rendered,
+    ResultTooLarge,
+    prompt_result,
+    resource_result,
+    tool_result,
+)
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
 from activities.sandbox import secrets
 from activities.tools import ToolError, ToolResult, cap_text
@@ -46,6 +53,10 @@ if TYPE_CHECKING:
     from activities.tools import ToolContext
 
 log = logging.getLogger("xsky.mcp")
+
+# A server's progress notes on the board: at most one this often, and this long.
+PROGRESS_EVERY = 0.5
+PROGRESS_CHARS = 500
 GENERIC = ("mcp_list", "mcp_read")
 RESULT_CHARS = 30_000  # what the model reads of one result; the whole is stored past it
 _SKIPPED: set[str] = set()  # servers a role names that this worker does not run (logged once)
@@ -186,9 +197,17 @@ class McpToolset:
                 f"the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
             )
 
+        told = [0.0]
+
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            # A server's notes, as many as it sends: at most one every PROGRESS_EVERY seconds
+            # reaches the board, cut short before it is scrubbed.
+            now = time.monotonic()
+            if now - told[0] < PROGRESS_EVERY:
+                return
+            told[0] = now
             of = f"/{total:g}" if total else ""
-            note = secrets.scrub(message or "working")  # the board shows it
+            note = secrets.scrub((message or "working")[:PROGRESS_CHARS])  # the board shows it
             self.ctx.progress(f"{name}: {note} ({progress:g}{of})")
 
         try:
@@ -205,7 +224,10 @@ class McpToolset:
             raise ToolError(str(e), retryable=e.retryable) from None
         except McpCallFailed as e:
             raise ToolError(f"MCP server {server.entry.name}: {e}") from None
-        return tool_result(self.ctx, info.tool, result)
+        try:
+            return tool_result(self.ctx, info.tool, result)
+        except ResultTooLarge as e:
+            raise ToolError(f"MCP server {server.entry.name}: {e}") from None
 
     async def answer(self, name: str, arguments: dict[str, Any]) -> str:
         """A call as the model reads it: the result, or ``ERROR: …``; the whole of a long one stored."""

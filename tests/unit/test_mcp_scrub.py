@@ -119,3 +119,18 @@ def test_the_log_filter_scrubs_messages_arguments_and_tracebacks_of_every_logger
     assert value not in text and b64(value) not in text
     assert text.count("[secret ${XSKY_TEST_LOG_TOKEN}]") == 3, text
     assert "RuntimeError: boom [secret ${XSKY_TEST_LOG_TOKEN}]" in text  # the traceback kept
+
+
+def test_an_answer_larger_than_a_worker_keeps_is_refused_not_read() -> None:
+    """A server's reply of hundreds of MB was read, copied about seven times and stored (a
+    second security review): over the bound it is refused with what to ask instead."""
+    import pytest
+    from mcp_types import CallToolResult, TextContent
+
+    from activities.mcp.results import MAX_RESULT_CHARS, ResultTooLarge, result_size, tool_result
+
+    small = CallToolResult(content=[TextContent(type="text", text="ok")])
+    assert result_size(small) == 2
+    big = CallToolResult(content=[TextContent(type="text", text="x" * (MAX_RESULT_CHARS + 1))])
+    with pytest.raises(ResultTooLarge, match="ask for less"):
+        tool_result(None, "dump", big)  # type: ignore[arg-type]
