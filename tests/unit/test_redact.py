@@ -469,3 +469,12 @@ def test_text_with_no_hidden_secret_is_kept_exactly() -> None:
     percent-escape, a JSON escape)."""
     for text in ("invoice\u202egnp.exe", "100%41 done", "say \\u0041", "a\u200bb " * 10):
         assert redact(text) == text
+
+
+def test_the_rest_of_a_key_wrapped_onto_the_next_line_is_redacted_too() -> None:
+    wrapped = "key is sk-ant-api03-Q7mZp2LxW9\nvK4rT8yB3nC6dF1gH5jJ0s\nnext line"
+    out = redact(wrapped)
+    assert "vK4rT8yB3nC6dF1gH5jJ0s" not in out and out.endswith("\nnext line")
+    # a word on the next line is a word
+    kept = redact("key is sk-ant-api03-Q7mZp2LxW9vK4rT8yB3nC6dF1gH5jJ0s\nSuccessfully logged in")
+    assert kept.endswith("\nSuccessfully logged in")

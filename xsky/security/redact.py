@@ -319,7 +319,22 @@ def _redact_plain(text: str) -> str:
         text = _SAS_SIG.sub(_sas_signature, text)
     if ASSIGN_HINT.search(text):
         text = _assignments(text)
-    return _high_entropy(text)
+    text = _high_entropy(text)
+    if "]\n" in text:  # a key that a terminal or a log wrapped onto the next line
+        text = _CONTINUED.sub(_continued, text)
+    return text
+
+
+# A prefixed key redacted at a line's end, and the line after it starting with what looks like
+# the rest of it: terminals and logs wrap long keys, and the second half is as secret.
+_CONTINUED = re.compile(r"(\[REDACTED:[a-z0-9-]+\])(\r?\n)([A-Za-z0-9_\-]{8,})(?![A-Za-z0-9_\-])")
+
+
+def _continued(m: re.Match[str]) -> str:
+    rest = m[3]
+    if not (any(c.isdigit() for c in rest) and any(c.isalpha() for c in rest)):
+        return m[0]  # a word, not the rest of a key
+    return f"{m[1]}{m[2]}{_label('continued')}"
 
 
 def _token(m: re.Match[str]) -> str:
