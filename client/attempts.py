@@ -62,12 +62,10 @@ def attempt_ends(
     for key in keys:
         found = _FILE.fullmatch(key[len(prefix) :])
         if found:
-            ledger_key = (
-                key.removesuffix(".outcome.json") + ".jsonl" if found[3] != "jsonl" else key
-            )
-            if ledger_key not in seen:  # its entries hold its kept outcome too
-                seen.add(ledger_key)
-                ledgers.setdefault(int(found[2]), []).append(AttemptLedger(store, ledger_key))
+            ledger = AttemptLedger.owning(store, key)
+            if ledger.key not in seen:  # its entries hold its kept outcome too
+                seen.add(ledger.key)
+                ledgers.setdefault(int(found[2]), []).append(ledger)
     if task.activity_attempt > 1:  # lost workers write nothing: the dispatch may have no file
         ledgers.setdefault(task.attempt, [])
     ends: list[AttemptEnd] = []

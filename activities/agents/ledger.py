@@ -85,6 +85,9 @@ def task_prefix(run_id: str, execution_id: str | None, task_id: str) -> str:
 KEPT_OUTCOME = re.compile(r"\d+-d\d+\.outcome\.json")
 
 
+OUTCOME_SUFFIX = ".outcome.json"  # beside a dispatch's ledger: the outcome it kept
+
+
 @dataclass(frozen=True)
 class AttemptLedger:
     """One dispatch's ledger in the store (``<run>/_attempts/<name>.jsonl``) and, beside it,
@@ -107,12 +110,20 @@ class AttemptLedger:
         """A ledger file in a local folder (tests, tools)."""
         return cls(LocalStore(path.parent), path.name)
 
+    @classmethod
+    def owning(cls, store: ObjectStore, key: str) -> AttemptLedger:
+        """The ledger a key of its dispatch names: itself, or the outcome kept beside it."""
+        return cls(
+            store,
+            key.removesuffix(OUTCOME_SUFFIX) + ".jsonl" if key.endswith(OUTCOME_SUFFIX) else key,
+        )
+
     def _beside(self, suffix: str) -> str:
         return self.key.removesuffix(".jsonl") + suffix
 
     @property
     def outcome_key(self) -> str:
-        return self._beside(".outcome.json")
+        return self._beside(OUTCOME_SUFFIX)
 
     @property
     def command_key(self) -> str:

@@ -160,7 +160,7 @@ class Policy:
         # this machine: loopback, the unspecified address (a connect to 0.0.0.0 lands on it),
         # and its own interfaces' addresses
         here = mapped.is_loopback or mapped.is_unspecified or temporal_ports.is_local(str(mapped))
-        if reason and here and not _loopback_name(name):
+        if reason and here and not _names_no_dns(name):
             # A rule naming a host opens what that name resolves to — but a name that resolves
             # to this machine's loopback may have been made to (DNS rebinding by whoever owns
             # it): loopback opens only to a rule that names it.
@@ -173,7 +173,7 @@ class Policy:
         return None
 
 
-def _loopback_name(host: str) -> bool:
+def _names_no_dns(host: str) -> bool:
     """``localhost`` (or a name under it), or an address written as one: what a rule names
     then is this machine itself, not what someone's DNS says a name is."""
     if host == "localhost" or host.endswith(".localhost"):
