@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import stat
 import time
+from pathlib import Path
 from typing import Any
 
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number
@@ -24,10 +27,11 @@ from activities.tools.web import browser_navigate
 from xsky.plan.watches import TEXT_CHARS
 
 EVENTS = ("dom", "http", "file", "timer")
+READ_CHARS = 1 << 20  # of a watched file, read at a time
 
 
-async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> str:
-    """What the watched thing says now."""
+async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> tuple[str, str]:
+    """What the watched thing says now: its fingerprint and its text (a file's: its tail)."""
     if event == "dom":
         seen = await browser_navigate(
             ctx,
@@ -38,16 +42,44 @@ async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> str:
                 "format": "json",
             },
         )
-        return str(json.loads(seen.text).get("text", ""))  # the page's (or element's) text
+        text = str(json.loads(seen.text).get("text", ""))  # the page's (or element's) text
+        return _fingerprint(text), text
     if event == "http":
-        return (await http_get(ctx, {"url": args["url"]})).text
+        text = (await http_get(ctx, {"url": args["url"]})).text
+        return _fingerprint(text), text
     path = (ctx.workspace / str(args["path"])).resolve()
     if not path.is_relative_to(ctx.workspace.resolve()):
         raise ToolError(f"watch: {args['path']!r} is outside the run's workspace")
+    # In a thread: a watched log may be large, and the worker's other agents go on meanwhile.
+    return await asyncio.to_thread(_read_file, path, str(args["path"]))
+
+
+def _read_file(path: Path, named: str) -> tuple[str, str]:
+    """A workspace file's fingerprint (of its whole text, read in pieces: a log of gigabytes
+    is not held at once) and its tail. Opened without blocking and only when it is a regular
+    file: an agent may leave a FIFO or a device where the watch looks, and a read of one would
+    wait for ever."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return ""  # not there yet: its appearing is a change
+        return _fingerprint(""), ""  # not there yet: its appearing is a change
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolError(
+                f"watch: {named!r} is not a regular file (a folder, a FIFO or a device): "
+                "a file watch reads a file's text"
+            )
+        digest = hashlib.sha256()
+        tail = ""
+        # Text as Python reads it (newlines made \n, bad bytes replaced): the same fingerprint
+        # as the whole text's, so a watch that began before this reader fires on no change.
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as fh:
+            while piece := fh.read(READ_CHARS):
+                digest.update(piece.encode("utf-8", "surrogatepass"))
+                tail = (tail + piece)[-TEXT_CHARS:]
+        return digest.hexdigest(), tail
+    finally:
+        os.close(fd)
 
 
 def _fingerprint(text: str) -> str:
@@ -78,9 +110,9 @@ async def watch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return _said({"fired": True, "hash": stamp, "text": f"the timer fired at {stamp}"})
     baseline = since if isinstance(since, str) and since else None
+    looks = 0
     while True:
-        text = await _look(ctx, event, args)
-        now = _fingerprint(text)
+        now, text = await _look(ctx, event, args)
         if baseline is None:
             baseline = now  # a first poll: what it sees first is what changes are measured from
         elif now != baseline:
@@ -88,7 +120,16 @@ async def watch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         quiet = time.monotonic() - began
         if quiet + every > wait:
             return _said({"fired": False, "hash": baseline, "why": f"no change within {wait:g}s"})
-        note = f"watching {what} ({firing}): no change for {quiet:.0f}s"
+        looks += 1
+        # (the first look is the baseline: "no change for 0s" said nothing a person could use)
+        since_note = (
+            "first look taken"
+            if looks == 1
+            else f"no change for {quiet:.1f}s"
+            if quiet < 10
+            else f"no change for {quiet:.0f}s"
+        )
+        note = f"watching {what} ({firing}): {since_note}, looking every {every:g}s"
         ctx.heartbeat(note)
         ctx.progress(note)  # the board's line (reports are throttled by the attempt)
         await _sleep(ctx, every, f"watching {what}")
