@@ -72,7 +72,7 @@ async def test_a_large_file_fires_with_its_tail_and_the_fingerprint_of_its_whole
 async def test_the_first_look_says_so_rather_than_no_change_for_0s(ctx):
     (ctx.workspace / "a.txt").write_text("x")
     await watch(ctx, {"event": "file", "path": "a.txt", "every": 0.6, "wait": 1.5})
-    notes = ctx.notes  # type: ignore[attr-defined]
+    notes = ctx.notes
     assert notes and "first look taken" in notes[0] and "looking every 0.6s" in notes[0]
     assert not any("no change for 0s" in n for n in notes), notes
     assert any(re.search(r"no change for \d\.\ds", n) for n in notes[1:]), notes
