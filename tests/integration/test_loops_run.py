@@ -80,6 +80,14 @@ async def test_a_forEach_runs_an_agent_per_item_and_a_killed_worker_reruns_only_
     ]
     # a and b had finished before the kill: not run again; c ran again, d and e once.
     assert log.read_text().split() == ["a", "b", "c", "c", "d", "e"]
+    # The Web UI tells the items apart: each activity's summary names its item.
+    summaries = {
+        json.loads(event.user_metadata.summary.data)
+        async for event in handle.fetch_history_events()
+        if event.HasField("activity_task_scheduled_event_attributes")
+        and "each[" in event.activity_task_scheduled_event_attributes.activity_id
+    }
+    assert {s.split(" · item: ")[-1] for s in summaries} == set("abcde"), summaries
 
 
 EKO_PLAN = """<root>

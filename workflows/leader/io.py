@@ -117,7 +117,11 @@ def agent_activity(
         ),
         cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         activity_id=f"{task.id}-v{core.plans.version}-d{dispatch}",
-        summary=_summary(f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"),
+        summary=_summary(
+            f"{task.id} · {agent.name} · {subject_of(printable(agent.task), 70)}"
+            # a forEach's items share their task text: the Web UI tells them by their item
+            + (f" · item: {subject_of(printable(agent.item), 40)}" if agent.item else "")
+        ),
     )
 
 
