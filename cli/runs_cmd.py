@@ -471,6 +471,9 @@ async def cmd_list(args: argparse.Namespace) -> int:
             "xskyStatus": r.xsky_status,
             "plan": r.plan,
             "failed": r.failed,
+            # requests waiting for a person: the table's "waiting" column ("pending": its
+            # first name, kept for scripts that read it)
+            "waiting": r.pending,
             "pending": r.pending,
             "start": r.start.isoformat() if r.start else None,
             "close": r.close.isoformat() if r.close else None,

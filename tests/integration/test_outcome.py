@@ -80,7 +80,7 @@ async def test_runs_waiting_on_a_person_are_found_by_xsky_pending(env: Env):
     assert (
         code == 0
         and rows
-        and rows[0]["pending"] == 1
+        and rows[0]["waiting"] == rows[0]["pending"] == 1
         and rows[0]["xskyStatus"] == "waiting"
         and rows[0]["plan"] == "waits"
     )
