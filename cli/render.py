@@ -101,11 +101,18 @@ def plan_summary(workflow: Workflow) -> dict[str, Any]:
     }
 
 
-def plan_tree(workflow: Workflow) -> Tree:
+def plan_tree(workflow: Workflow, heading: str | None = None) -> Tree:
+    """The plan's agents by level; ``heading`` in place of its name and taskId (a second tree
+    of the same plan: as it runs)."""
     summary = plan_summary(workflow)
     cp = summary["criticalPath"]
     title = (
-        f"[bold]{shown(workflow.name or '(unnamed)')}[/]  taskId={shown(workflow.task_id)}\n"
+        (
+            shown(heading)
+            if heading is not None
+            else f"[bold]{shown(workflow.name or '(unnamed)')}[/]  taskId={shown(workflow.task_id)}"
+        )
+        + "\n"
         f"{_n(summary['agents'], 'agent')} · {_n(len(summary['levels']), 'level')} · "
         f"critical path {_n(cp['length'], 'agent')} ({shown(' → '.join(cp['agents']))})"
     )
@@ -118,6 +125,8 @@ def plan_tree(workflow: Workflow) -> Tree:
         for agent_id in level:
             a = by_id[agent_id]
             after = f"  [dim]after {shown(', '.join(a.depends))}[/]" if a.depends else ""
+            if a.for_each:
+                after += f"  [dim]for each item of {shown(a.for_each)}[/]"
             branch.add(
                 f"[bold]{shown(a.id)}[/] [magenta]{shown(a.name)}[/]  {escape(one_line(a.task))}{after}"
             )

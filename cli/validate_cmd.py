@@ -10,6 +10,7 @@ from cli.roles_cmd import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError
 from xsky.plan.files import load_plan
+from xsky.plan.loops import lower
 from xsky.plan.variables import check_names
 
 
@@ -48,13 +49,27 @@ def run(args: argparse.Namespace) -> int:
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
     warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings]
+    # What the leader makes of it as the run begins (a forEach among an agent's steps becomes
+    # agents of its own, a page's watch a durable watch): shown, so the board holds no surprise.
+    runs_as, changes = lower(plan.workflow)
     if args.json:
         dialect = {"dialect": plan.dialect} if plan.dialect else {}
-        print_json({"valid": True, **plan_summary(plan.workflow), **dialect, "warnings": warnings})
+        lowered = {"asItRuns": {**plan_summary(runs_as), "changes": changes}} if changes else {}
+        print_json(
+            {
+                "valid": True,
+                **plan_summary(plan.workflow),
+                **dialect,
+                **lowered,
+                "warnings": warnings,
+            }
+        )
     else:
         if plan.dialect:  # an Eko plan: say once what was read as what
             err.print(cell(plan.dialect))
         out.print(plan_tree(plan.workflow))
+        if changes:
+            out.print(plan_tree(runs_as, "as it runs: " + "; ".join(changes)))
         for warning in warnings:  # valid, but not on every worker: exit 0
             err.print(cell(f"warning: {warning}"))
     return 0

@@ -136,3 +136,39 @@ def test_a_shell_agent_without_a_command_is_valid_with_a_warning_that_names_the_
     assert data["valid"] is True and [w.split(": ", 1)[1][:30] for w in data["warnings"]] == [
         "agent 1 (shell) has no command"
     ]
+
+
+EKO_FOREACH = """<root>
+  <name>Greetings</name>
+  <agents>
+    <agent name="Chat" id="0" dependsOn="">
+      <task>Greet the team</task>
+      <nodes>
+        <node output="people">List the people of the team</node>
+        <forEach items="people"><node>Write a greeting for the person</node></forEach>
+      </nodes>
+    </agent>
+  </agents>
+</root>"""
+
+
+def test_a_plan_the_leader_changes_as_it_begins_is_shown_as_it_will_run(tmp_path):
+    # An Eko forEach among an agent's steps becomes agents of its own on the board: validate
+    # shows that board before the run, not only the plan as written.
+    path = tmp_path / "eko.xml"
+    path.write_text(EKO_FOREACH, encoding="utf-8")
+    shown = starter("validate", str(path))
+    assert shown.returncode == 0, shown.stderr
+    written, _, running = shown.stdout.partition("as it runs: ")
+    assert "1 agent ·" in written and running, shown.stdout
+    assert "0.list → 0" in running and "2 agents · 2 levels" in running
+    assert "for each item of {{agent_0.list_result}}" in running
+    data = json.loads(starter("validate", str(path), "--json").stdout)
+    assert data["agents"] == 1 and data["asItRuns"]["agents"] == 2
+    assert data["asItRuns"]["criticalPath"]["agents"] == ["0.list", "0"]
+    # a plan run as written says nothing more
+    plain = starter("validate", str(ROOT / "examples" / "chain.xml"))
+    assert plain.returncode == 0 and "as it runs" not in plain.stdout
+    assert "asItRuns" not in json.loads(
+        starter("validate", str(ROOT / "examples" / "chain.xml"), "--json").stdout
+    )
