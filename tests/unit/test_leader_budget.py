@@ -155,6 +155,8 @@ def test_an_agent_past_its_own_cap_waits_on_its_own_escalation_until_its_cap_is_
     (request,) = core.pending_requests()
     assert request.task_id == "T-1" and request.about == "budget"
     assert request.text.startswith("budget: T-1 used 900 of 1,000 tokens (its own cap)")
+    # the command it gives runs as it is written, once the figure is put in (not KEY=…)
+    assert f"starter.py budget {core.run_id} --task T-1 tokens=…" in request.text
     assert core.tasks["1"].waiting_on == request.id
     core.people.set_budget(SetBudgetRequest(task_id="T-1", tokens=5000), T0)
     assert not core.pending_requests()

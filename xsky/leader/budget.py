@@ -179,7 +179,7 @@ class Budget:
         if caps.minutes is not None:
             mine = (own.started_at or now) + timedelta(minutes=caps.minutes)
             if now >= mine:
-                return self._own(task, describe("minutes", caps.minutes, caps.minutes))
+                return self._own(task, describe("minutes", caps.minutes, caps.minutes), "minutes")
             end = min(end, mine) if end is not None else mine
         if not self.model(task.agent_id):
             return Verdict("start")
@@ -219,7 +219,7 @@ class Budget:
         if cap is not None:
             want = cap - mine
             if want <= 0 or want < max(need, floor):
-                return None, self._own(task, describe(key, mine, cap))
+                return None, self._own(task, describe(key, mine, cap), key)
             least = min(want, max(base, need, floor))
         else:
             least = max(base, need)
@@ -244,11 +244,11 @@ class Budget:
             "the end_run update)"
         )
 
-    def _own(self, task: TaskState, figures: str) -> Verdict:
+    def _own(self, task: TaskState, figures: str, key: str) -> Verdict:
         return Verdict(
             "own",
             why=f"budget: {task.id} used {figures} (its own cap); raise its cap (starter.py budget {self.run_id} "
-            f"--task {task.id} KEY=…, or the set_budget update with taskId) or skip it (starter.py "
+            f"--task {task.id} {key}=…, or the set_budget update with taskId) or skip it (starter.py "
             f"skip {self.run_id} {task.id}, or the skip_task update)",
         )
 
