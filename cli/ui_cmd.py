@@ -30,6 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="address to listen on (default 127.0.0.1: this machine only — the page can steer runs)",
     )
     p.add_argument("--open", action="store_true", help="open it in the default browser")
+    p.add_argument(
+        "--new-key",
+        action="store_true",
+        help="make the page a new key first (a link was shared or shown): the old link, and "
+        "browsers that hold it, are refused by pages started from now on",
+    )
     p.set_defaults(handler=cmd_ui)
 
 
@@ -45,7 +51,15 @@ def cmd_ui(args: argparse.Namespace) -> int:
     settings = load_settings()
     if args.id:
         _check_run(settings, args.id)
-    key = page_key(settings.home)
+    key = page_key(settings.home, new=args.new_key)
+    if args.new_key:
+        out.print(
+            cell(
+                f"a new key for the live page is in {settings.home / 'ui-key'}: the old link no "
+                "longer opens a page started from now on (stop a page still running with the "
+                "old one: it keeps the key it started with)"
+            )
+        )
     app = make_app(
         lambda: XSky.connect(settings),
         settings.home / "ui-events",

@@ -35,20 +35,27 @@ ANY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
 OPEN_PATHS = ("/static/",)  # the page's own script and style: nothing of any run
 
 
-def page_key(home: Path) -> str:
-    """The page's key for this home: read, or made once (only its owner may read it)."""
+def page_key(home: Path, new: bool = False) -> str:
+    """The page's key for this home: read, or made once (only its owner may read it).
+    ``new``: a new one in its place (a link was shared or shown): the old link, and every
+    browser that holds its cookie, are refused by a page started from now on."""
     path = home / KEY_FILE
-    try:
-        key = path.read_text().strip()
-        if key:
-            return key
-    except FileNotFoundError:
-        pass
+    if not new:
+        try:
+            key = path.read_text().strip()
+            if key:
+                return key
+        except FileNotFoundError:
+            pass
     home.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(24)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # Written beside it and renamed over it: a page starting meanwhile reads the old key or
+    # the new one, never half of one.
+    made = path.with_name(f".{KEY_FILE}.{os.getpid()}")
+    fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(key + "\n")
+    os.replace(made, path)
     return key
 
 

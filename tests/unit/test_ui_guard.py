@@ -164,6 +164,17 @@ def test_the_key_is_made_once_per_home_and_only_its_owner_reads_it(tmp_path: Pat
     assert cookie_name(8765) != cookie_name(8766)  # two homes' pages on one machine
 
 
+def test_a_new_key_takes_the_old_ones_place_for_every_page_started_from_now_on(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    old = page_key(home)
+    new = page_key(home, new=True)
+    assert new != old and page_key(home) == new  # pages started from now on use it
+    assert stat.S_IMODE((home / KEY_FILE).stat().st_mode) == 0o600
+    assert sorted(p.name for p in home.iterdir()) == [KEY_FILE]  # nothing left beside it
+
+
 def test_each_transcript_line_is_its_own_event_id_so_a_reconnect_skips_none() -> None:
     """Every line of a batch had the batch's end as its SSE id: a page that lost the stream
     after the first line of five reconnected past the other four."""
