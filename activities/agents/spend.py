@@ -12,6 +12,7 @@ is tight passes ``max_tokens``, so its answer cannot overrun the share.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -70,6 +71,10 @@ class Meter:
         self.dispatch_key = dispatch_key
         self.capped: int | None = None  # the max_tokens the share set for the last call
         self.estimate = 0  # the last call's estimated input
+        # How much the server's count of a call's input exceeded its estimate (at least 1): the
+        # estimate of 3 bytes a token undercounts some text (a CJK character can be 2 tokens,
+        # hex and base64 runs are short tokens), and the share must hold what is really sent.
+        self.undercount = 1.0
         if share is not None and share.usd is not None and self.price is None:
             example = json.dumps({"prices": {model: {"input": 0.15, "output": 0.6}}})
             raise ApplicationError(
@@ -97,7 +102,7 @@ class Meter:
         share = self.share
         if share is None:
             return None
-        estimate = self.estimate = estimate_tokens(messages, tools)
+        estimate = self.estimate = math.ceil(estimate_tokens(messages, tools) * self.undercount)
         try:
             room = call_room(
                 share, cp.usage.minus(cp.share_base), estimate, self.price, datetime.now(UTC)
@@ -113,6 +118,8 @@ class Meter:
         usage = getattr(response, "usage", None)
         tokens_in = getattr(usage, "prompt_tokens", 0) or 0
         tokens_out = getattr(usage, "completion_tokens", 0) or 0
+        if self.estimate and tokens_in > self.estimate:  # (the estimate of what was sent)
+            self.undercount *= tokens_in / self.estimate
         if usage is None:
             tokens_in = estimate_tokens(messages, None)
             reply = response.choices[0].message if getattr(response, "choices", None) else None

@@ -173,7 +173,38 @@ def test_the_meter_counts_calls_and_stops_before_one_the_share_cannot_cover():
     with pytest.raises(BudgetStop) as stop:  # 300 left: not enough for the input and an answer
         meter.before(cp, MESSAGES, None)
     assert stop.value.stopped == "tokens" and stop.value.need is not None
-    assert stop.value.need.tokens == estimate + 256
+    # the server counted 500 for what the estimate called ~100: the next estimate believes it
+    assert stop.value.need.tokens == 500 + 256 and estimate < 500
+
+
+def test_an_input_the_server_counts_above_its_estimate_raises_the_next_estimates():
+    # Text that runs more tokens than bytes/3 (CJK characters of two tokens each): a share
+    # that passed a call on the estimate alone would be overspent by what it undercounts.
+    text = "预算" * 1500  # 9,000 bytes: estimated ~3,000 tokens; a tokenizer may count 6,000
+    asking = [{"role": "user", "content": text}]
+    meter = Meter(BudgetShare(tokens=16_000), {}, "m", "v1-d1")
+    cp = Checkpoint(messages=list(asking))
+    meter.begin(cp)
+    first = estimate_tokens(asking, None)
+    assert meter.before(cp, asking, None) == min(16_000 - first, ANSWER_CAP)
+    meter.count(cp, response(2 * first, 100), asking)  # the server's count: twice the guess
+    asking = [*asking, {"role": "assistant", "content": "好"}, {"role": "user", "content": text}]
+    second = estimate_tokens(asking, None)
+    spent = 2 * first + 100
+    # Left: 16,000 - spent. On the guess alone the call fits (its room the rest); believed at
+    # the server's rate, the input alone takes 2x the guess and the share cannot cover it.
+    assert 16_000 - spent >= second + 256
+    with pytest.raises(BudgetStop) as stop:
+        meter.before(cp, asking, None)
+    assert stop.value.need is not None and stop.value.need.input_tokens >= 2 * second
+    # an estimate above the server's count is left as it is (it errs on the safe side)
+    roomy = Meter(BudgetShare(tokens=20_000), {}, "m", "v1-d1")
+    roomy.begin(cp2 := Checkpoint(messages=list(MESSAGES)))
+    roomy.before(cp2, MESSAGES, None)
+    roomy.count(cp2, response(10, 10), MESSAGES)
+    assert roomy.before(cp2, MESSAGES, None) == min(
+        20_000 - 20 - estimate_tokens(MESSAGES, None), ANSWER_CAP
+    )
 
 
 def test_a_retry_of_the_same_dispatch_goes_on_from_what_its_lost_attempt_used():
