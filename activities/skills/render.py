@@ -67,6 +67,8 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
                     "units": [u.wire() for u in rendered.units],
                     "project": project,
                     "model": state.model,
+                    # the person's session, when the file says it is another's sub-agent
+                    "session": state.parent_session,
                 }
             )
             result.lanes.append(

@@ -219,7 +219,8 @@ def _view(
         delta.start,
         delta.end,
         previous_md=md_tail(home, lane["traj_id"], trow.md_bytes, chars) if trow else "",
-        session=session_of(delta.kind, path),
+        # a sub-agent's file may name its parent's session (Codex); else its path tells
+        session=lane.get("session") or session_of(delta.kind, path),
     )
 
 

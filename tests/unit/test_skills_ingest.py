@@ -382,3 +382,60 @@ def test_one_task_spanning_several_windows_is_one_atom_holding_its_text_once(
     segment = atom.raw_segment.split("\n[… cut; see provenance.raw]")[0]
     assert segment == view[atom.offset_start : atom.offset_end][: len(segment)]
     assert atom.provenance.deltas == [f"bytes 0-{path.stat().st_size}"]
+
+
+def test_a_codex_sub_agents_task_is_its_parent_models_and_counts_as_the_parents_session(
+    t: Transcripts,
+) -> None:
+    # A thread another Codex agent spawned (SessionSource::SubAgent): its prompt is the
+    # parent model's, and its atoms belong to the parent's session — evidence must not count
+    # a person's one session as two, nor found a skill on a model's words.
+    parent = "0199a3c2-7e51-7b20-9c4d-1f2e3d4c5b6a"
+    child = (
+        t.codex
+        / "sessions/2026/11/28/rollout-2026-11-28T09-20-00-0199a3c9-0000-7000-8000-000000000001.jsonl"
+    )
+    lines = [
+        {
+            "timestamp": "2026-11-28T09:20:00.000Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "0199a3c9-0000-7000-8000-000000000001",
+                "cwd": "/home/kim/learn",
+                "source": {"subagent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1}}},
+            },
+        },
+        {
+            "timestamp": "2026-11-28T09:20:01.000Z",
+            "type": "event_msg",
+            "payload": {"type": "task_started"},
+        },
+        {
+            "timestamp": "2026-11-28T09:20:01.000Z",
+            "type": "event_msg",
+            "payload": {
+                "type": "user_message",
+                "message": "List every place amounts are rounded in billing/",
+            },
+        },
+        {
+            "timestamp": "2026-11-28T09:20:05.000Z",
+            "type": "event_msg",
+            "payload": {"type": "agent_message", "message": "invoice.py:88 rounds."},
+        },
+        {
+            "timestamp": "2026-11-28T09:20:05.000Z",
+            "type": "event_msg",
+            "payload": {"type": "task_complete"},
+        },
+    ]
+    child.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    tick(t)
+    store = SkillStore(t.home)
+    try:
+        row = store.file(str(child))
+        assert row is not None
+        (atom,) = read_atoms(t.home, row.traj_id)
+    finally:
+        store.close()
+    assert atom.provenance.origin == "model" and atom.provenance.session == parent

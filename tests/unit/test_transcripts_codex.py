@@ -281,3 +281,102 @@ def test_a_rollout_from_before_the_envelope_is_read_too(tmp_path: Path) -> None:
     assert parsed.opaque == {}
     who = adapter_for("codex").identity(data[:4096], FileInfo(str(path)))
     assert (who.project, who.short_id) == ("api", "5973b6c0")
+
+
+# -- newer record kinds (shapes from openai/codex's protocol: SessionSource::SubAgent,
+# EventMsg::ThreadRolledBack, PatchApplyEndEvent, TurnAbortReason, review/exit_success.xml) --
+
+
+def rollout(*records: dict[str, object], source: object = "cli") -> bytes:
+    head = {
+        "timestamp": "2026-11-20T10:00:00.000Z",
+        "type": "session_meta",
+        "payload": {"id": "019aa002-2222-7333-8444-555566667777", "cwd": "/w", "source": source},
+    }
+    lines = [head, *({"timestamp": "2026-11-20T10:01:00.000Z", **r} for r in records)]
+    return "".join(json.dumps(x) + "\n" for x in lines).encode()
+
+
+def said(text: str) -> dict[str, object]:
+    return {"type": "event_msg", "payload": {"type": "user_message", "message": text}}
+
+
+def event(kind: str, **payload: object) -> dict[str, object]:
+    return {"type": "event_msg", "payload": {"type": kind, **payload}}
+
+
+def item(**payload: object) -> dict[str, object]:
+    return {"type": "response_item", "payload": payload}
+
+
+PARENT = "019aa001-1111-7222-8333-444455556666"
+
+
+def test_a_sub_agents_prompts_are_its_parent_models_and_a_reviews_are_no_task() -> None:
+    spawned = {"subagent": {"thread_spawn": {"parent_thread_id": PARENT, "depth": 1}}}
+    events, state = parse(
+        V0128, rollout(said("Explore billing/ and list rounding"), source=spawned)
+    )
+    assert users(events) == [("model", "Explore billing/ and list rounding")]
+    assert state.parent_session == PARENT  # its atoms count as the parent's session
+    events, _ = parse(
+        V0128, rollout(said("Review the current code changes"), source={"subagent": "review"})
+    )
+    assert users(events) == [] and any(e.text == "Review the current code changes" for e in events)
+    events, state = parse(V0128, rollout(said("fix the parser")))  # a person's own session
+    assert users(events) == [("prompt", "fix the parser")] and state.parent_session is None
+
+
+def test_a_reviews_findings_handed_back_are_not_the_persons_prompt() -> None:
+    back = "<user_action>\n  <context>User initiated a review task. Here's the full review output"
+    events, _ = parse(
+        V0128,
+        rollout(
+            event("entered_review_mode"),
+            event("exited_review_mode"),
+            said(back),
+            said("fix the P1"),
+        ),
+    )
+    assert users(events) == [("prompt", "fix the P1")]
+
+
+def test_a_patch_that_did_not_apply_is_a_failed_call() -> None:
+    patch = "*** Begin Patch\n*** Update File: a.py\n*** End Patch\n"
+    refused = "apply_patch verification failed: Failed to find expected lines in a.py"
+    events, _ = parse(
+        V0128,
+        rollout(
+            item(type="custom_tool_call", call_id="p1", name="apply_patch", input=patch),
+            item(type="custom_tool_call_output", call_id="p1", output=refused),
+            item(type="custom_tool_call", call_id="p2", name="apply_patch", input=patch),
+            item(
+                type="custom_tool_call_output",
+                call_id="p2",
+                output='{"output": "Success.", "metadata": {"exit_code": 0}}',
+            ),
+            event(
+                "patch_apply_end", call_id="p2", stderr="error: file changed on disk", success=False
+            ),
+        ),
+    )
+    failed = [(e.call_id, e.text) for e in events if e.kind == "tool_result" and e.is_error]
+    assert failed == [
+        ("p1", refused),
+        ("p2", "the patch did not apply: error: file changed on disk"),
+    ]
+
+
+def test_only_the_person_stopping_a_turn_is_an_interruption_and_a_rollback_is_a_rewind() -> None:
+    events, _ = parse(
+        V0128,
+        rollout(said("add a fee"), event("turn_aborted", reason="replaced"), said("add a 2% fee")),
+    )
+    assert [e.marker for e in events if e.kind == "marker"][1:] == ["turn_end"]
+    assert users(events)[1][0] == "prompt"  # not "after_interrupt"
+    events, _ = parse(
+        V0128, rollout(said("rename total"), event("thread_rolled_back", num_turns=1))
+    )
+    assert [(e.marker, e.text) for e in events if e.kind == "marker"][1:] == [
+        ("branch", "the person rolled back 1 turn(s)")
+    ]

@@ -73,6 +73,13 @@ class ParseState(WireModel):
     failed_calls: list[str] = Field(default_factory=list)  # calls whose command exited non-zero
     succeeded: list[str] = Field(default_factory=list)  # "<call id>\t<tool>" of recent good outputs
     last_command: str = ""  # the slash command just typed (``/name``): a skill it loads is used
+    # Who types this file's user turns when it is not a person: "model" (an agent another
+    # agent spawned: its prompts are that model's) or "machine" (a review, a compaction —
+    # no task at all); "" for a person's session.
+    writer: str = ""
+    # The person's session this file belongs to when another thread spawned it (a Codex
+    # sub-agent names its parent's thread): evidence counts a parent and its sub-agent once.
+    parent_session: str | None = None
 
     def remember(self, attr: str, value: str, keep: int = KEEP_SEEN) -> None:
         items: list[str] = getattr(self, attr)
@@ -241,6 +248,8 @@ def text_of(content: Any) -> str:
                 value = block.get("text")
                 if isinstance(value, str):
                     parts.append(value)
+                elif block.get("type") == "image":  # (a Read of a picture: not its bytes)
+                    parts.append("[image]")
             elif isinstance(block, str):
                 parts.append(block)
         return "\n".join(parts)

@@ -53,7 +53,10 @@ _INJECTED = (
     "<user_shell_command>",
     "<turn_aborted>",
     "<ide_context>",
+    "<user_action>",  # a /review's findings handed back to the main thread (review/exit_*.xml)
 )
+# Sub-agents whose user turns are no one's task: a review, a compaction, memory work.
+_MACHINE_SUBAGENTS = ("review", "compact", "memory_consolidation")
 
 
 class CodexAdapter:
@@ -98,7 +101,9 @@ class CodexAdapter:
         if kind in ("session_meta", "turn_context", "compacted"):
             state.count_interpreted(kind)
         if kind == "session_meta":
-            state.session_id = ident(payload.get("id")) or state.session_id
+            if state.session_id is None:  # (a fork repeats its parent's after its own)
+                _source(payload.get("source"), state)
+            state.session_id = state.session_id or ident(payload.get("id"))
             state.cwd = _cwd(payload.get("cwd")) or state.cwd
             facts = ", ".join(
                 f"{k} {payload[k]}"
@@ -181,7 +186,11 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         "agent_message",
         "exec_command_end",
         "mcp_tool_call_end",
+        "patch_apply_end",
         "error",
+        "thread_rolled_back",
+        "entered_review_mode",
+        "exited_review_mode",
         *_ECHOES,
     )
     (state.count_interpreted if known else state.count_opaque)("event_msg", etype)
@@ -189,9 +198,21 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         return [ev("marker", "", marker="task_start")]
     if etype in ("task_complete", "turn_complete"):
         return [ev("marker", "", marker="task_complete")]
-    if etype == "turn_aborted":  # the person stopped the turn: what they say next refines it
-        state.interrupted, state.question = True, ""  # … or names a new goal
-        return [ev("marker", _str(payload.get("reason")) or "", marker="aborted")]
+    if etype == "turn_aborted":
+        reason = _str(payload.get("reason")) or ""
+        if reason not in ("", "interrupted"):
+            # "replaced" (a new prompt took the turn's place), "review_ended": Codex's own
+            # doing, not the person stopping the agent
+            return [ev("marker", reason, marker="turn_end")]
+        # the person stopped the turn: what they say next refines it, or names a new goal
+        state.interrupted, state.question = True, ""
+        return [ev("marker", reason, marker="aborted")]
+    if etype == "thread_rolled_back":  # the person undid the last turns (/undo, a rollback)
+        turns = payload.get("num_turns")
+        said = f"the person rolled back {turns} turn(s)" if isinstance(turns, int) else ""
+        return [ev("marker", said or "the person rolled back the last turn", marker="branch")]
+    if etype in ("entered_review_mode", "exited_review_mode"):  # /review: its own thread's work
+        return []
     if etype == "user_message":
         return _user(_str(payload.get("message")) or "", "event", state, ev)
     if etype == "agent_message":
@@ -204,6 +225,10 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         code = payload.get("exit_code")
         if isinstance(code, int) and code != 0:
             failure = f"the command exited with code {code}"
+    elif etype == "patch_apply_end" and payload.get("success") is False:
+        failure = "the patch did not apply: " + (
+            _str(payload.get("stderr")) or _str(payload.get("stdout")) or "(no reason given)"
+        )
     elif etype == "mcp_tool_call_end":  # result {"Ok": …} or {"Err": "…"}
         result = payload.get("result")
         if isinstance(result, dict) and "Err" in result:
@@ -245,6 +270,20 @@ def _mirrored(text: str, side: str, state: ParseState) -> bool:
     return False
 
 
+def _source(source: Any, state: ParseState) -> None:
+    """Who started this thread (``session_meta.source``): a person ("cli", "vscode", "exec")
+    or another agent — ``{"subagent": {"thread_spawn": {"parent_thread_id": …}}}`` (its
+    prompts are the parent model's) or ``{"subagent": "review"}`` (machine work)."""
+    sub = source.get("subagent") if isinstance(source, dict) else None
+    if sub is None:
+        return
+    # A review's, a compaction's: no task. Any other (a spawned thread, a kind this reader does
+    # not know yet): a model's prompts — never a person's.
+    state.writer = "machine" if sub in _MACHINE_SUBAGENTS else "model"
+    spawn = json_object(sub.get("thread_spawn")) if isinstance(sub, dict) else {}
+    state.parent_session = ident(spawn.get("parent_thread_id"))
+
+
 def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
     if not text.strip():
         return []
@@ -252,6 +291,11 @@ def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
         return [ev("meta", text)] if side == "item" else []
     if _mirrored(text, side, state):
         return []
+    if state.writer == "machine":  # a review's or a compaction's instructions: no task
+        state.count_not_intent("machine-agent")
+        return [ev("meta", text)]
+    if state.writer == "model":  # the parent model's prompt, not a person's
+        return [ev("user", text, origin="model")]
     return [ev("user", text, origin=user_origin(text, state))]
 
 
@@ -320,6 +364,7 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
 # report a command's end, in the header lines above its output.
 _EXIT_LINE = re.compile(r"(?im)^\s*(?:process exited with code|exit code:?)\s*(-?\d+)\b")
 _HEADER_LINES = 8
+_PATCH_REFUSED = ("apply_patch verification failed", "Failed to apply patch")
 
 
 def _exit_in_text(text: str) -> int | None:
@@ -340,7 +385,9 @@ def _output(output: Any) -> tuple[str, bool]:
             output = parsed
         else:
             code = _exit_in_text(output)
-            return output, code is not None and code != 0
+            # apply_patch answers a patch it could not apply in plain text, without a code
+            refused = output.lstrip().startswith(_PATCH_REFUSED)
+            return output, refused or (code is not None and code != 0)
     if isinstance(output, dict):
         meta = json_object(output.get("metadata"))
         code = meta.get("exit_code", output.get("exit_code"))
