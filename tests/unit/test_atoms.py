@@ -71,6 +71,25 @@ def test_an_ask_repeated_after_an_interruption_is_the_same_task() -> None:
     assert signals(drafts[0].units) == {"interrupted": 1}
 
 
+def test_work_the_person_rewound_past_is_its_own_abandoned_task_and_the_retry_starts_anew() -> None:
+    # An edited prompt (a rewind): its words refine the first, yet what the agent did for the
+    # first was undone — not a success to learn from, and not part of the retry's task.
+    us = units(
+        ("user", "fix the rounding of invoice totals with banker's rounding"),
+        ("tool_call", "Edit invoice.py"),
+        ("assistant", "Done: ROUND_HALF_EVEN."),
+        ("marker", "continues from earlier message u0", {"marker": "branch"}),
+        ("user", "fix the rounding of invoice totals with banker's rounding, in one helper"),
+        ("assistant", "Added money.py with the helper."),
+    )
+    first, retry = group_offline(us, None)
+    assert retry.units[0].head.endswith("in one helper")
+    assert signals(first.units) == {"rewound": 1}
+    assert heuristic_ux(dict(signals(first.units))) <= 2  # the rubric's "abandoned"
+    assert first.state.rewound and not first.completed
+    assert not retry.state.rewound and retry.completed
+
+
 def test_mid_task_additions_stay_unless_the_topic_changes() -> None:
     us = units(
         ("user", "migrate the orders table to add a status column"),

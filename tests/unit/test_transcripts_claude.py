@@ -42,7 +42,7 @@ def test_2_0_76_the_persons_turns_each_with_its_origin_and_no_machine_text() -> 
         ("queued", "also make the search case-insensitive"),  # delivered at its dequeue, once
         ("answer", "d"),  # the agent offered (p) / (d)
         ("after_interrupt", "no, keep the old flag names — only add the new command"),
-        ("prompt", "the search command, for edge cases"),  # /review's arguments
+        ("prompt", "/review the search command, for edge cases"),  # as the person typed it
         ("prompt", "now add a `--limit N` option to search"),
     ]
     meta = [e.text for e in events if e.kind == "meta"]
@@ -224,7 +224,7 @@ def test_a_short_new_ask_after_anything_else_is_a_prompt_and_a_pick_is_an_answer
     assert turns("Done: the tests pass.", "2") == [("answer", "2")]  # a menu choice, always
 
 
-def test_a_queued_slash_command_is_not_a_prompt_but_its_arguments_are() -> None:
+def test_a_queued_slash_command_is_the_persons_prompt_as_typed_and_its_wrapper_is_not() -> None:
     session = "s1"
     lines = [
         {
@@ -246,11 +246,35 @@ def test_a_queued_slash_command_is_not_a_prompt_but_its_arguments_are() -> None:
     ]
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
-    assert users(events) == [("prompt", "the parser")]
+    assert users(events) == [("prompt", "/review the parser")]
     assert [e.text for e in events if e.kind == "meta"] == [
         "queued command /review",
         "command /review",
     ]
+
+
+def test_a_command_that_asks_for_work_is_a_task_of_its_own_and_a_setting_is_none() -> None:
+    from xsky.skills.transcripts.claude_text import classify
+
+    def typed(name: str, args: str = "") -> str:
+        return (
+            f"<command-message>{name} is running…</command-message>\n"
+            f"<command-name>/{name}</command-name>\n<command-args>{args}</command-args>"
+        )
+
+    # a bare command is a task (it produced no prompt at all before)
+    assert classify(typed("commit")) == [("meta", "command /commit"), ("user", "/commit")]
+    # its argument is not an answer "42" to a menu
+    assert classify(typed("review-pr", "42"))[1] == ("user", "/review-pr 42")
+    # Claude Code's settings: no one's task ("/model opus" is not a prompt "opus")
+    assert classify(typed("model", "opus")) == [("meta", "command /model")]
+    assert classify(typed("compact", "keep the API notes")) == [("meta", "command /compact")]
+    # after a task, a command starts the next one, however short
+    from xsky.skills.followups import SLASH_COMMAND
+    from xsky.skills.followups import classify as follow
+
+    assert follow("/fix-issue 123", "prompt", ["fix", "issue"], True, False) == "new"
+    assert not SLASH_COMMAND.match("/tmp/x.log shows the error")  # a path is not a command
 
 
 def test_an_unknown_hyphenated_wrapper_is_machine_input_but_a_pasted_tag_in_prose_is_not() -> None:
@@ -295,7 +319,7 @@ def test_a_skill_typed_as_a_slash_command_is_used_when_claude_code_loads_it(tmp_
 
     events = _events_of(slash_session(), tmp_path)
     assert [(e.kind, e.skill) for e in events if e.skill] == [("meta", NAME)]
-    assert users(events) == [("prompt", "billing to staging")]  # the command's arguments
+    assert users(events) == [("prompt", f"/{NAME} billing to staging")]  # as typed
     # loaded for a Skill call (sourceToolUseID): counted once, on the call's result
     called = _events_of(cc_session("billing", T1), tmp_path)
     assert [(e.kind, e.skill) for e in called if e.skill] == [("tool_result", NAME)]
@@ -336,3 +360,28 @@ def test_a_turn_that_ended_on_an_api_error_is_not_a_completed_task(tmp_path: Pat
     assert [(e.kind, e.tool, e.is_error) for e in events][-1] == ("tool_result", "model API", True)
     assert not any(e.kind == "assistant" for e in events)
     assert heuristic_ux({"api_errors": 1}) < heuristic_ux({})
+
+
+def test_an_edited_first_prompt_a_new_root_after_the_lane_began_is_a_branch() -> None:
+    def rec(uuid: str, parent: str | None, role: str, text: str) -> dict[str, Any]:
+        return {
+            "type": role,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s1",
+            "message": {
+                "role": role,
+                "content": text if role == "user" else [{"type": "text", "text": text}],
+            },
+        }
+
+    lines = [
+        rec("u1", None, "user", "fix the rounding"),
+        rec("a1", "u1", "assistant", "Done."),
+        rec("u2", None, "user", "fix the rounding, in one helper"),  # the prompt, edited
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    kinds = [(e.kind, e.marker) for e in events]
+    assert kinds.index(("marker", "branch")) == len(kinds) - 2  # just before the edited prompt
+    assert users(events)[-1] == ("prompt", "fix the rounding, in one helper")

@@ -58,6 +58,8 @@ def heuristic_ux(sig: dict[str, int]) -> int:
     penalty += 2 * min(sig.get("reverted_edits", 0), 1)
     penalty += 2 * min(sig.get("unanswered_prompts", 0), 1)
     penalty += 2 * min(sig.get("api_errors", 0), 1)  # a turn the model's API cut short
+    if sig.get("rewound"):  # the person undid this work (the rubric's "abandoned")
+        return min(2, max(1, 9 - penalty))
     if penalty == 0:
         return 10 if sig.get("completed") else 9
     return max(1, 9 - penalty)
@@ -121,6 +123,8 @@ def summary_of(st: SplitState) -> str:
         parts.append("The agent's model API failed")
     if st.person_interrupted:
         parts.append("The person interrupted the agent")
+    if st.rewound:
+        parts.append("The person rewound the conversation past this work (it was undone)")
     if not parts:
         return "(no activity)"
     return ". ".join(p.rstrip(".") for p in parts)[:SUMMARY_CHARS] + "."

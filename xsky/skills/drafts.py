@@ -165,6 +165,9 @@ class Draft:
         elif u.marker in ("interrupted", "aborted"):
             st.interrupted = st.person_interrupted = st.replied = True
             _bump(sig, "interrupted")
+        elif u.marker == "branch":  # a rewind, an edited prompt, turns rolled back
+            st.rewound, st.completed = True, False
+            _bump(sig, "rewound")
         elif u.marker == "task_complete":
             st.completed = True
             _bump(sig, "completed")
@@ -245,6 +248,8 @@ def starts_new_atom(u: Unit, current: Draft | None) -> bool:
         return True
     if not is_person_prompt(u) or not current.has_prompt():
         return False  # machine text names nothing; a first prompt names the task begun so far
+    if current.state.rewound:  # what came before was undone: this prompt starts again
+        return True
     return current.classify(u) == "new"
 
 

@@ -77,6 +77,8 @@ NEW_GOAL = re.compile(
     r"separate(ly)? (question|task)?\b|moving on\b|let'?s move on\b|switching to\b|"
     r"another (thing|task|question)\b|now something\b|on another note\b)"
 )
+# A slash command the person ran (``/review-pr 42``, ``/fix-issue 123``): a task of its own.
+SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w:.-]*(\s|$)")
 # A request that names its own goal: an imperative verb (or a polite form of one) first.
 REQUEST = re.compile(
     r"(?i)^\s*(now\s+|ok(ay)?[,.]?\s+|great[,.!]?\s+|thanks[,.!]?\s+|next[,:]?\s+)?"
@@ -163,7 +165,7 @@ def classify(
         return "answer"
     if origin == "correction":
         return "correction"
-    if NEW_GOAL.match(text):
+    if NEW_GOAL.match(text) or SLASH_COMMAND.match(text):
         return "new"
     if MENU.match(text):
         return "answer"

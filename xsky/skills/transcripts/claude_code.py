@@ -156,7 +156,17 @@ class ClaudeCodeAdapter:
         parent = ident(rec.get("parentUuid"))
         if uuid is not None:
             last = state.last_uuid.get(lane)
-            if (
+            # An edited first prompt starts a new root: a person's prompt with no parent
+            # after the lane began (a compaction's boundary is a system record).
+            new_root = (
+                parent is None
+                and last is not None
+                and kind == "user"
+                and lane == "main"
+                and rec.get("isCompactSummary") is not True
+                and rec.get("isMeta") is not True
+            )
+            if new_root or (
                 isinstance(parent, str)
                 and last is not None
                 and parent != last

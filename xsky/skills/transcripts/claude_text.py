@@ -34,6 +34,7 @@ _MACHINE = (
     "Caveat: The messages below were generated",
     "<system-reminder>",
     "<user-prompt-submit-hook>",
+    "Stop hook feedback:",  # a Stop hook's words sent back to the agent (before isMeta marked them)
     "<bash-input>",
     "<bash-stdout>",
     "<bash-stderr>",
@@ -102,6 +103,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("<local-command-caveat>", "caveat"),
     ("Caveat: The messages below were generated", "caveat"),
     ("<user-prompt-submit-hook>", "hook-output"),
+    ("Stop hook feedback:", "hook-output"),
     ("<system-reminder>", "system-reminder"),
     (COMPACT_PROMPT, "compaction-prompt"),
     (COMPACT_SUMMARY, "compaction-summary"),
@@ -135,15 +137,32 @@ def _unknown_wrapper(text: str) -> bool:
     return not after.strip() or bool(_FIELD.search(inner))
 
 
+# Claude Code's own commands that set something up or show something: no task of anyone's
+# (``/model opus`` is not a prompt "opus"). Its others (``/init``, ``/review``,
+# ``/security-review``, ``/pr-comments``) and every command of a project, a person or a plugin
+# ask for work: the command is the person's prompt.
+_SETTING_COMMANDS = frozenset(
+    "add-dir agents allowed-tools bashes bug clear compact config context cost doctor exit "
+    "export feedback help hooks ide install-github-app login logout mcp memory migrate-installer "
+    "model output-style permissions plugin privacy-settings quit release-notes resume rewind "
+    "sandbox status statusline terminal-setup theme todos upgrade usage vim".split()
+)
+
+
 def _command(text: str) -> list[Part]:
-    """A slash command's wrapper: meta, and its arguments (when any) as the person's prompt."""
+    """A slash command's wrapper: meta (which command), then — for a command that asks for
+    work — the person's prompt as they typed it, ``/name args`` (a bare ``/commit`` is a task
+    too, and ``/review-pr 42`` is not an answer "42")."""
     args = _ARGS.search(text)
     name = _NAME.search(text)
     shown = f"command /{name.group(1)}" if name else "command"
     parts: list[Part] = [("meta", shown)]
-    if args and args.group(1).strip():
-        parts.append(("user", args.group(1).strip()))
-    return parts
+    said = args.group(1).strip() if args else ""
+    if name is None:
+        return [*parts, ("user", said)] if said else parts
+    if name.group(1).lower() in _SETTING_COMMANDS:
+        return parts
+    return [*parts, ("user", f"/{name.group(1)} {said}".strip())]
 
 
 def _injected(text: str) -> str:
