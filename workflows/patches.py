@@ -245,6 +245,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.7",
         delete_when="no run that read an Eko plan's XML before v0.11.7 is still open",
     ),
+    "eko-cut-off-refused": Patch(
+        what="an Eko plan's XML the leader reads (a replan's) that is cut off — it ends before "
+        "its elements do, or in the middle of a tag — is refused, as Eko's own final reading "
+        "refuses it; before, its end was closed and what was left of it ran. Asked only of XML "
+        "that is cut off",
+        since="v0.11.8",
+        delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
+    ),
 }
 """The live patches, by id."""
 

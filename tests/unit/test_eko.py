@@ -35,7 +35,9 @@ def test_there_are_eko_fixtures_of_every_kind():
         assert kind in names
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [f for f in FIXTURES if "partial" not in f.name], ids=lambda p: p.name
+)
 def test_eko_plans_validate_convert_and_round_trip(path: Path):
     loaded = load_plan(path, known_agents=KNOWN, base_roles=BUILTIN_ROLES)
     assert loaded.dialect is not None and loaded.dialect.startswith("read as an Eko plan: ")
@@ -49,10 +51,24 @@ def test_eko_plans_validate_convert_and_round_trip(path: Path):
     assert not dag.validate(w, KNOWN)
 
 
-def test_the_cut_off_and_the_stray_end_tag_plans_are_repaired_and_say_where():
-    partial = load_plan(
-        ROOT / "tests/fixtures/eko/08-xml-test-streaming-partial.xml", known_agents=KNOWN
+def test_a_cut_off_plan_is_refused_where_it_stops_as_eko_refuses_it_and_a_stray_tag_mended():
+    """Eko mends a plan cut off only to show it while it streams; its final reading mends
+    nothing and runs nothing ("No executable agent"). Mended, what was left of it ran here
+    (the last agents and steps missing). A leader replaying a run that read one before
+    (patch eko-cut-off-refused) reads it as then."""
+    from xsky.plan.repair import cut_off_mended_as_before_v0_11_8, may_be_cut_off
+
+    path = ROOT / "tests/fixtures/eko/08-xml-test-streaming-partial.xml"
+    with pytest.raises(WorkflowXMLError) as refused:
+        load_plan(path, known_agents=KNOWN)
+    [problem] = refused.value.problems
+    assert (problem.line, problem.column) == (21, 55)
+    assert "cut off" in problem.message and "ask for the plan again" in problem.message
+    assert may_be_cut_off(path.read_text()) and not may_be_cut_off(
+        (ROOT / "tests/fixtures/eko/05-fellou-social-5agents.xml").read_text()
     )
+    with cut_off_mended_as_before_v0_11_8():
+        partial = load_plan(path, known_agents=KNOWN)
     [cut] = partial.repairs
     assert (cut.line, cut.column) == (
         21,
@@ -66,9 +82,15 @@ def test_the_cut_off_and_the_stray_end_tag_plans_are_repaired_and_say_where():
     assert [a.depends for a in five.workflow.agents] == [[], ["0"], ["0"], ["0"], ["1", "2", "3"]]
 
 
-def test_a_half_written_tag_is_dropped_and_a_bare_ampersand_escaped_with_positions():
+def test_a_half_written_tag_is_refused_and_before_it_was_dropped_with_positions():
+    from xsky.plan.repair import cut_off_mended_as_before_v0_11_8
+
     text = '<root><name>R&D</name><agents>\n<agent name="Browser" id="0"><task>a</task></agent>\n<agent name="Fi'
-    parsed = parse_workflow_source(text)
+    with pytest.raises(WorkflowXMLError) as refused:
+        parse_workflow_source(text)
+    assert (refused.value.problems[0].line, refused.value.problems[0].column) == (3, 1)
+    with cut_off_mended_as_before_v0_11_8():
+        parsed = parse_workflow_source(text)
     said = [(r.line, r.column, r.message) for r in parsed.repairs]
     assert (3, 1) == said[0][:2] and "dropped a tag cut off" in said[0][2]
     assert any((1, 14) == s[:2] and "&amp;" in s[2] for s in said)
@@ -439,14 +461,16 @@ def test_steps_are_rendered_as_a_numbered_plan():
     assert render_steps([]) == ""
 
 
-def test_the_planner_may_answer_in_eko_form_even_cut_off():
+def test_the_planner_may_answer_in_eko_form_and_a_reply_cut_off_is_asked_again():
     eko = (ROOT / "tests/fixtures/eko/02-ai-news-dependsOn-computer.xml").read_text()
     reply = f"Here is the plan:\n```xml\n{eko}```\nAnything else?"
     found = parse_workflow(extract_workflow_xml(reply))
     assert found == parse_workflow(eko).model_copy(update={"task_id": found.task_id})
+    # A reply that ran out of tokens: refused where it stops (the planner asks again with the
+    # problem), not run without its end
     cut = extract_workflow_xml("Sure: " + eko[: eko.index("Send summary")])
-    parsed = parse_workflow_source(cut)
-    assert parsed.repairs and parsed.workflow.agents[1].steps[-1].input == "summaryInfo"
+    with pytest.raises(WorkflowXMLError, match="cut off"):
+        parse_workflow_source(cut)
 
 
 # -- property: every valid Eko plan maps to a valid native plan, same graph, same steps --------
@@ -618,3 +642,30 @@ def test_an_eko_watch_of_a_file_says_it_is_only_an_instruction(tmp_path: Path) -
         and '"event": "file", "path"' in m
         for m in said
     ), said
+
+
+def test_the_leader_reads_a_cut_off_replan_as_the_run_first_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run that took a cut-off Eko replan before v0.11.8 ran what was left of it: replaying
+    it, the leader must read it so again (patch eko-cut-off-refused, asked only of XML that is
+    cut off — no marker in any other run's history)."""
+    import workflows.leader.io as leader_io
+
+    asked: list[str] = []
+    answer = {"eko-cut-off-refused": False}
+
+    def patched(patch_id: str) -> bool:
+        asked.append(patch_id)
+        return answer.get(patch_id, True)
+
+    monkeypatch.setattr(leader_io, "patched", patched)
+    whole = (ROOT / "tests/fixtures/eko/02-ai-news-dependsOn-computer.xml").read_text()
+    cut = whole[: whole.index("Send summary")]
+    assert leader_io.read_plan_xml(whole).workflow.agents
+    assert "eko-cut-off-refused" not in asked
+    assert leader_io.read_plan_xml(cut).repairs  # an older run: mended, as it was then
+    assert "eko-cut-off-refused" in asked
+    answer["eko-cut-off-refused"] = True
+    with pytest.raises(WorkflowXMLError, match="cut off"):
+        leader_io.read_plan_xml(cut)

@@ -44,7 +44,12 @@ with workflow.unsafe.imports_passed_through():
         planning_prompt,
         problems_text,
     )
-    from xsky.plan.repair import bare_lt_as_before_v0_11_7, may_escape_lt
+    from xsky.plan.repair import (
+        bare_lt_as_before_v0_11_7,
+        cut_off_mended_as_before_v0_11_8,
+        may_be_cut_off,
+        may_escape_lt,
+    )
     from xsky.plan.steps import descriptions_as_before_v0_11_5
     from xsky.plan.xml import ParsedWorkflow, parse_workflow_source
     from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
@@ -59,13 +64,15 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
     was read when the run first read it, should it have been before v0.11.5 (a native watch's
     <description> holding elements was cut at its first element then) or before v0.11.7 (an
     Eko plan's '<' that starts no tag was not escaped), since the run compared later plans with
-    it by what it read."""
+    it by what it read — or before v0.11.8 (an Eko plan cut off was mended and run)."""
     with contextlib.ExitStack() as as_then:
         if not patched("watch-description-whole"):
             as_then.enter_context(descriptions_as_before_v0_11_5())
         # asked only of XML the change can alter: no marker in any other run's history
         if may_escape_lt(text) and not patched("eko-bare-lt-escaped"):
             as_then.enter_context(bare_lt_as_before_v0_11_7())
+        if may_be_cut_off(text) and not patched("eko-cut-off-refused"):
+            as_then.enter_context(cut_off_mended_as_before_v0_11_8())
         return parse_workflow_source(text)
 
 

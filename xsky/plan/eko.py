@@ -40,7 +40,7 @@ from lxml import etree
 from xsky.errors import Problem, UsageError, WorkflowXMLError
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
-from xsky.plan.repair import repair
+from xsky.plan.repair import cut_off_refused, is_cut_off, repair
 from xsky.plan.steps import (
     STEP_ATTRS,
     inner_xml,
@@ -161,6 +161,10 @@ def read(
                     )
                 ]
             ) from None
+        # Mended, it reads: refused all the same when its end was missing, not damaged.
+        cut = [r for r in repairs if is_cut_off(r)]
+        if cut and cut_off_refused():
+            raise WorkflowXMLError([_cut_off(cut[0])]) from None
     problems: list[Problem] = []
     notices: list[Problem] = []
     mapped = _to_native(root, text, problems, notices)
@@ -177,6 +181,17 @@ def read(
     parsed.repairs = repairs + notices
     parsed.original = source
     return parsed
+
+
+def _cut_off(repair: Problem) -> Problem:
+    """A plan whose end is missing, said as such (the repair would have run what is left)."""
+    return Problem(
+        "the plan stops here, before its end: it is cut off, as a model's reply that ran out of "
+        "tokens is — ask for the plan again with more room for the answer, or finish it by hand "
+        "(Eko does not run a cut-off plan either)",
+        repair.line,
+        repair.column,
+    )
 
 
 def _to_native(

@@ -31,6 +31,12 @@ _BARE_LT = re.compile(r"<(?=[\s\d=]|\Z)")
 # A leader replaying a run that read plan XML before v0.11.7 (workflows/patches.py, patch
 # eko-bare-lt-escaped) reads it as then: such a '<' left as it is (the plan refused).
 _LT_KEPT: ContextVar[bool] = ContextVar("xsky_bare_lt_kept", default=False)
+# What the repairs of a plan cut off say: Eko mends such a plan only to show it while it still
+# streams, and never runs it (its final parse mends nothing: "No executable agent"); nor does
+# xsky since v0.11.8 — the end of the plan is missing, not damaged (workflows/patches.py,
+# patch eko-cut-off-refused: a leader replaying a run that read one before reads it as then).
+CUT_OFF = ("dropped a tag cut off mid-way", "the plan ends before its elements do")
+_CUT_MENDED: ContextVar[bool] = ContextVar("xsky_cut_off_mended", default=False)
 
 
 def may_escape_lt(text: str | bytes) -> bool:
@@ -42,6 +48,36 @@ def may_escape_lt(text: str | bytes) -> bool:
         return False
     _, repairs = repair(raw)
     return any(r.message.endswith("escaped a bare '<' as &lt;") for r in repairs)
+
+
+def is_cut_off(problem: Problem) -> bool:
+    """A repair that mended a plan cut off (its end missing), not damaged."""
+    return problem.message.removeprefix("repaired: ").startswith(CUT_OFF)
+
+
+def cut_off_refused() -> bool:
+    """Whether a plan cut off is refused (not, while a leader replays an older reading)."""
+    return not _CUT_MENDED.get()
+
+
+def may_be_cut_off(text: str | bytes) -> bool:
+    """Whether reading ``text`` as an Eko plan would mend a cut-off end (the leader asks its
+    patch only then): XML that ends before its elements do — any other run's plan is whole."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    if "<root" not in raw or raw.rstrip().endswith("</root>"):  # the common cases: no scan
+        return False
+    _, repairs = repair(raw)
+    return any(is_cut_off(r) for r in repairs)
+
+
+@contextmanager
+def cut_off_mended_as_before_v0_11_8() -> Iterator[None]:
+    """Read as v0.11.7 and before did: a plan cut off is mended (its end closed), warned of."""
+    token = _CUT_MENDED.set(True)
+    try:
+        yield
+    finally:
+        _CUT_MENDED.reset(token)
 
 
 @contextmanager
