@@ -146,3 +146,28 @@ def test_a_write_step_writes_the_words_it_says_and_otherwise_the_results_before_
         written = offline.replan(wf, prompt).agents[-1]
         assert written.config is not None and written.config["tool"] == "file_write", prompt
         assert written.config["content"] == content, prompt
+
+
+def test_a_write_step_writes_only_to_the_file_it_names_as_where_it_goes():
+    """ "write a summary of data.txt" overwrote data.txt with the summary (a newcomer's
+    replan lost the file's lines): a path the step reads from is not where it writes."""
+    from xsky.plan.offline import classify_step
+
+    assert classify_step("write a summary of data.txt") == ("llm", None)
+    assert classify_step("then write a summary of notes.txt")[0] == "llm"
+    for step, path in [
+        ("write a summary of notes.txt to summary.md", "summary.md"),
+        ("save the result to out.txt", "out.txt"),
+        ("write the lines from data.csv to a file named out.csv", "out.csv"),
+        ("create notes.md", "notes.md"),
+        ("record the price in prices.csv", "prices.csv"),
+        ("write 'hi' to `a.txt`", "a.txt"),  # a backticked path is a file, not a command
+    ]:
+        kind, config = classify_step(step)
+        assert kind == "file" and config == {"tool": "file_write", "path": path}, step
+    # appending keeps what is there
+    assert classify_step("append the line to log.txt")[1] == {
+        "tool": "file_write",
+        "path": "log.txt",
+        "append": True,
+    }

@@ -137,6 +137,7 @@ _PATH = re.compile(
 )
 _WRITE = re.compile(r"\b(?:write|save|store|create|append|record|put)\b", re.I)
 _LIST = re.compile(r"\b(?:list|ls)\b", re.I)
+_APPEND = re.compile(r"\b(?:append|add)\w*\b", re.I)
 # What a write step says to write, word for word: quoted, or "the word/text/line X".
 _LITERAL = re.compile(
     r"\b(?:write|save|store|put|append|record)\s+(?:the\s+(?:word|text|line|string)\s+)?"
@@ -184,16 +185,44 @@ def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
     if url:
         return "browser", {"tool": "browser_navigate", "url": url.group(0).rstrip(".,;:)")}
     cmd = _BACKTICK.search(step) or _RUN_QUOTED.search(step)
+    if cmd and _PATH.fullmatch(cmd.group(1)):  # "write 'hi' to `a.txt`": a file, not a command
+        cmd = None
     if cmd:
         return "shell", {"tool": "shell", "command": cmd.group(1)}
     path = _PATH.search(step)
     if path:
         if _WRITE.search(step):
-            return "file", {"tool": "file_write", "path": path.group(1)}
+            # Only to the file the step writes *to*: "write a summary of notes.txt" names what
+            # it reads (writing there overwrote the notes); its words are the model's answer.
+            target = _destination(step)
+            if target is None:
+                return "llm", None
+            config: dict[str, Any] = {"tool": "file_write", "path": target}
+            if _APPEND.search(step):  # "append the line to log.txt": what is there stays
+                config["append"] = True
+            return "file", config
         if _LIST.search(step):
             return "file", {"tool": "file_list", "path": path.group(1)}
         return "file", {"tool": "file_read", "path": path.group(1)}
     return "llm", None
+
+
+# Before a path, what makes it where a write goes: "to/into/in/as out.txt", "a file named
+# x.md", or the write's own object ("create notes.md", "save the file report.csv").
+_INTO = re.compile(
+    r"(?:\b(?:to|into|in|as|at|named|called|onto)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
+    r"|\b(?:write|save|store|create|append|record|put)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?)$",
+    re.I,
+)
+
+
+def _destination(step: str) -> str | None:
+    """The path a write step writes to, or None when every path it names is one it reads
+    ("a summary of notes.txt", "the lines from data.csv")."""
+    for m in _PATH.finditer(step):
+        if _INTO.search(step[: m.start()].rstrip(" `'\"“") + " "):
+            return m.group(1)
+    return None
 
 
 def _refs(ids: list[str]) -> str:
