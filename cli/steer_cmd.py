@@ -19,6 +19,7 @@ from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import REPLY_READ_MARKS, InterventionResult
 from xsky.plan.files import check_plan_source, read_plan_bytes
 from xsky.plan.models import Workflow
+from xsky.plan.xml import may_name_a_file, workflow_to_xml
 from xsky.safe_text import xml_safe
 
 
@@ -245,13 +246,14 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
     a mistake is shown at its line:col (the run checks the rest — its variables and roles —
     and refuses with its reason); None, with the problems and ``nothing_done`` said."""
     settings = load_settings()
-    _, data = read_plan_bytes(path, settings.max_plan_bytes)
+    p, data = read_plan_bytes(path, settings.max_plan_bytes)
     try:
         parsed = check_plan_source(
             data,
             known_agents=list(resolve_roles(settings)),
             variables=None,
             max_bytes=settings.max_plan_bytes,
+            base_dir=p.parent,  # a schema file it names is read here, beside it
         )
     except PlanError as e:
         print_problems(e, path)
@@ -261,6 +263,8 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
         err.print(cell(parsed.dialect))
     for repair in parsed.repairs:
         err.print(cell(f"warning: {repair.format(path)}"))
+    if may_name_a_file(data):  # the run reads no file: the schemas it names go inline
+        data = workflow_to_xml(parsed.workflow).encode("utf-8")
     return data, parsed.workflow
 
 

@@ -253,6 +253,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
     ),
+    "plan-text-reads-no-files": Patch(
+        what="a plan's XML the leader reads (a replan's, a stored plan's) that names a schema "
+        'file (<output schema="PATH"/>) is refused: the leader does not open files on its '
+        "worker's disk (a replan or a model's plan could read any file there into the run); "
+        "before, the file was read from the worker's working directory. Asked only of XML "
+        "that holds the word 'schema'",
+        since="v0.11.8",
+        delete_when="no run that read a replan's XML before v0.11.8 is still open",
+    ),
 }
 """The live patches, by id."""
 

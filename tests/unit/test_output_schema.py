@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,56 @@ def test_the_planner_may_emit_schemas_and_its_bad_ones_are_refused() -> None:
     with pytest.raises(WorkflowValidationError) as e:
         check_plan(bad, ["llm"])
     assert "agent 1: the output schema is not a valid JSON Schema" in e.value.problems[0].message
+
+
+def test_a_plan_given_as_text_names_no_file_and_a_plan_file_reads_only_a_regular_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's plan, a replan or a plan sent through the API is read by a worker or a
+    leader: <output schema="/path"> read any JSON file of that machine into the run's plan
+    (and a FIFO named there froze the leader's workflow task)."""
+    from xsky.errors import WorkflowXMLError
+    from xsky.plan.xml import parse_workflow_source, schema_files_read_as_before_v0_11_8
+
+    canary = tmp_path / "creds.json"
+    canary.write_text(json.dumps({"type": "object", "description": "CANARY-8d1f"}))
+    text = plan(f'<output schema="{canary}"/>')
+    with pytest.raises(WorkflowXMLError) as refused:
+        parse_workflow_source(text)
+    said = " ".join(p.message for p in refused.value.problems)
+    assert "cannot name a file" in said and "CANARY" not in said
+    with schema_files_read_as_before_v0_11_8():  # a leader replaying an older run's replan
+        assert "CANARY-8d1f" in json.dumps(parse_workflow_source(text).workflow.agent("1").config)
+    # From its file, a FIFO (or a folder) named as the schema is refused at once, not waited on
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "p.xml").write_text(plan('<output schema="pipe.json"/>'))
+    with pytest.raises(PlanError, match="not a regular file"):
+        load_plan(tmp_path / "p.xml")
+
+
+def test_a_replan_file_naming_a_schema_is_sent_with_the_schema_inline(tmp_path: Path) -> None:
+    from cli.steer_cmd import checked_plan_file
+    from xsky.plan.xml import parse_workflow
+
+    (tmp_path / "book.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "p.xml").write_text(plan('<output schema="book.json"/>'))
+    checked = checked_plan_file(str(tmp_path / "p.xml"), "nothing was changed")
+    assert checked is not None
+    sent, _ = checked
+    assert b"schema=" not in sent and parse_workflow(sent).agent("1").config == {"output": SCHEMA}
+
+
+def test_the_leader_reads_a_replan_naming_a_file_as_the_run_first_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workflows.leader.io as leader_io
+    from xsky.errors import WorkflowXMLError
+
+    answers = {"plan-text-reads-no-files": False}
+    monkeypatch.setattr(leader_io, "patched", lambda patch_id: answers.get(patch_id, True))
+    (tmp_path / "book.json").write_text(json.dumps(SCHEMA))
+    text = plan(f'<output schema="{tmp_path / "book.json"}"/>')
+    assert leader_io.read_plan_xml(text).workflow.agent("1").config == {"output": SCHEMA}
+    answers["plan-text-reads-no-files"] = True  # a run begun from now on: no file is opened
+    with pytest.raises(WorkflowXMLError, match="cannot name a file"):
+        leader_io.read_plan_xml(text)

@@ -51,7 +51,12 @@ with workflow.unsafe.imports_passed_through():
         may_escape_lt,
     )
     from xsky.plan.steps import descriptions_as_before_v0_11_5
-    from xsky.plan.xml import ParsedWorkflow, parse_workflow_source
+    from xsky.plan.xml import (
+        ParsedWorkflow,
+        may_name_a_file,
+        parse_workflow_source,
+        schema_files_read_as_before_v0_11_8,
+    )
     from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
     from xsky.safe_text import printable
 
@@ -64,7 +69,8 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
     was read when the run first read it, should it have been before v0.11.5 (a native watch's
     <description> holding elements was cut at its first element then) or before v0.11.7 (an
     Eko plan's '<' that starts no tag was not escaped), since the run compared later plans with
-    it by what it read — or before v0.11.8 (an Eko plan cut off was mended and run)."""
+    it by what it read — or before v0.11.8 (an Eko plan cut off was mended and run; a schema
+    file a replan named was read from the worker's disk)."""
     with contextlib.ExitStack() as as_then:
         if not patched("watch-description-whole"):
             as_then.enter_context(descriptions_as_before_v0_11_5())
@@ -73,6 +79,8 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
             as_then.enter_context(bare_lt_as_before_v0_11_7())
         if may_be_cut_off(text) and not patched("eko-cut-off-refused"):
             as_then.enter_context(cut_off_mended_as_before_v0_11_8())
+        if may_name_a_file(text) and not patched("plan-text-reads-no-files"):
+            as_then.enter_context(schema_files_read_as_before_v0_11_8())
         return parse_workflow_source(text)
 
 

@@ -90,9 +90,11 @@ def check_plan_source(
     context_keys: Collection[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     base_roles: Mapping[str, RoleCapabilityModel] | None = None,
+    base_dir: Path | None = None,
 ) -> ParsedWorkflow:
     """Parse and validate plan bytes; every problem located at its line:col. ``variables``
-    None leaves ``{{names}}`` unchecked (a replan's run supplies them). With the plan, what
+    None leaves ``{{names}}`` unchecked (a replan's run supplies them); ``base_dir``: the
+    folder of the file it was read from (None: text, which may name no schema file). With the plan, what
     reading it said on the way: an Eko plan's line on what was mapped (``dialect``) and each
     repair or part left out (``repairs``), for a person to see."""
     return _checked(
@@ -102,6 +104,7 @@ def check_plan_source(
         context_keys=context_keys,
         max_bytes=max_bytes,
         base_roles=base_roles,
+        base_dir=base_dir,
     )
 
 

@@ -25,9 +25,13 @@ Finding the plan inside an LLM reply is :mod:`xsky.plan.extract`'s.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +94,47 @@ def parse_workflow(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     return parse_workflow_source(text, max_bytes=max_bytes).workflow
 
 
+# Since v0.11.8 a plan read as text never touches the disk: only a plan read from its file
+# (``base_dir``) may name a schema file, beside it. A leader replaying a run that read a
+# replan's schema file before reads it as then (workflows/patches.py, plan-text-reads-no-files).
+_SCHEMA_FILES_READ: ContextVar[bool] = ContextVar("xsky_schema_files_read", default=False)
+
+
+@contextmanager
+def schema_files_read_as_before_v0_11_8() -> Iterator[None]:
+    """Read as v0.11.7 and before did: a plan given as text may name a schema file, opened
+    from the working directory."""
+    token = _SCHEMA_FILES_READ.set(True)
+    try:
+        yield
+    finally:
+        _SCHEMA_FILES_READ.reset(token)
+
+
+def may_name_a_file(text: str | bytes) -> bool:
+    """Whether reading ``text`` could open a file (the leader asks its patch only then)."""
+    return (b"schema" if isinstance(text, bytes) else "schema") in text
+
+
+def _read_small_file(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, opened without blocking (a FIFO or a device
+    named as a schema would wait for ever, or never end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "is a directory")
+        if not stat.S_ISREG(mode):
+            raise OSError(22, "is not a regular file")
+        return fh.read(limit)
+
+
 def parse_workflow_source(
     text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, base_dir: Path | None = None
 ) -> ParsedWorkflow:
     """Like :func:`parse_workflow`, and also return each agent's line and column.
-    ``base_dir``: where ``<output schema="FILE"/>`` paths start (None: the working directory)."""
+    ``base_dir``: the folder of the plan's file, where ``<output schema="FILE"/>`` paths start
+    (None: a plan given as text, which may name no file)."""
     data, source, encoding = _as_bytes(text, max_bytes)
     _refuse_doctype(source)
     parser, plain_utf8 = _parser_for(data, source, encoding)
@@ -618,13 +658,23 @@ class Reader:
             return _UNREAD
 
     def _read_schema_file(self, el: etree._Element, file: str, label: str, index: int) -> Any:
+        if self.base_dir is None and not _SCHEMA_FILES_READ.get():
+            # A plan given as text (a model's reply, a replan, a plan sent through the API) is
+            # read by a worker or a leader: a path in it would be opened on their machine.
+            self.problem(
+                el,
+                f'<output schema="{file}"> of {label}: a plan given as text — a model\'s reply, '
+                "a replan, a plan sent through the API — cannot name a file (it would be read "
+                "on the machine that reads the plan); put the schema inline, <output>{…}</output>, "
+                "or start the plan from its file (starter.py run PLAN.xml reads the schema beside "
+                "it and sends it inline)",
+                index,
+            )
+            return None
         path = Path(file) if self.base_dir is None else self.base_dir / file
         fix = "write the path relative to the plan file, or put the schema inline: <output>{…}</output>"
         try:
-            if path.is_dir():
-                raise IsADirectoryError(21, "is a directory")
-            with path.open("rb") as fh:
-                data = fh.read(MAX_SCHEMA_BYTES + 1)
+            data = _read_small_file(path, MAX_SCHEMA_BYTES + 1)
         except FileNotFoundError:
             self.problem(
                 el, f'<output schema="{file}"> of {label}: no such file {path}; {fix}', index
