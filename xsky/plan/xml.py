@@ -113,7 +113,9 @@ def schema_files_read_as_before_v0_11_8() -> Iterator[None]:
 
 def may_name_a_file(text: str | bytes) -> bool:
     """Whether reading ``text`` could open a file (the leader asks its patch only then)."""
-    return (b"schema" if isinstance(text, bytes) else "schema") in text
+    if isinstance(text, bytes):
+        return b"schema" in text
+    return "schema" in text
 
 
 def _read_small_file(path: Path, limit: int) -> bytes:
