@@ -16,11 +16,11 @@ import asyncio
 import hashlib
 import json
 import os
-import stat
 import time
 from pathlib import Path
 from typing import Any
 
+from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.http import http_get
 from activities.tools.web import browser_navigate
@@ -47,28 +47,27 @@ async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> tuple[str
     if event == "http":
         text = (await http_get(ctx, {"url": args["url"]})).text
         return _fingerprint(text), text
-    path = (ctx.workspace / str(args["path"])).resolve()
-    if not path.is_relative_to(ctx.workspace.resolve()):
-        raise ToolError(f"watch: {args['path']!r} is outside the run's workspace")
-    # In a thread: a watched log may be large, and the worker's other agents go on meanwhile.
-    return await asyncio.to_thread(_read_file, path, str(args["path"]))
-
-
-def _read_file(path: Path, named: str) -> tuple[str, str]:
-    """A workspace file's fingerprint (of its whole text, read in pieces: a log of gigabytes
-    is not held at once) and its tail. Opened without blocking and only when it is a regular
-    file: an agent may leave a FIFO or a device where the watch looks, and a read of one would
-    wait for ever."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        target = confine(ctx.workspace, str(args["path"]))
+    except ToolError as e:
+        raise ToolError(f"watch: {e}") from None
+    # In a thread: a watched log may be large, and the worker's other agents go on meanwhile.
+    return await asyncio.to_thread(_read_file, ctx.workspace, target, str(args["path"]))
+
+
+def _read_file(workspace: Path, target: Path, named: str) -> tuple[str, str]:
+    """A workspace file's fingerprint (of its whole text, read in pieces: a log of gigabytes
+    is not held at once) and its tail. Opened as the file tools open one — a folder at a time,
+    no link followed (a command beside it may swap a folder for a link out of the workspace
+    between the check and the read), without blocking, a regular file only (an agent may leave
+    a FIFO or a device where the watch looks)."""
+    try:
+        fd = open_inside(workspace, target, os.O_RDONLY)
     except FileNotFoundError:
         return _fingerprint(""), ""  # not there yet: its appearing is a change
+    except ToolError as e:
+        raise ToolError(f"watch {named!r}: {e}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ToolError(
-                f"watch: {named!r} is not a regular file (a folder, a FIFO or a device): "
-                "a file watch reads a file's text"
-            )
         digest = hashlib.sha256()
         tail = ""
         # Text as Python reads it (newlines made \n, bad bytes replaced): the same fingerprint

@@ -76,3 +76,20 @@ async def test_the_first_look_says_so_rather_than_no_change_for_0s(ctx):
     assert notes and "first look taken" in notes[0] and "looking every 0.6s" in notes[0]
     assert not any("no change for 0s" in n for n in notes), notes
     assert any(re.search(r"no change for \d\.\ds", n) for n in notes[1:]), notes
+
+
+async def test_a_file_watch_reads_nothing_out_of_the_workspace_even_through_a_swapped_folder(
+    ctx, tmp_path
+):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("CANARY-HOST-FILE")
+    (ctx.workspace / "d").symlink_to(outside)
+    with pytest.raises(ToolError, match="outside the run's workspace"):
+        await watch(ctx, {"event": "file", "path": "d/f.txt", "wait": 0.5})
+    # The check passed while d was a folder; a command beside it swapped d for a link before
+    # the read: the read goes a folder at a time with no link followed, and fails.
+    from activities.tools.watch import _read_file
+
+    with pytest.raises(ToolError, match="symbolic link"):
+        _read_file(ctx.workspace, ctx.workspace.resolve() / "d" / "f.txt", "d/f.txt")
