@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -47,6 +48,7 @@ async def collect(
             raise UsageError(f"{store.where} holds nothing of {run}; nothing to remove")
     cutoff = datetime.now(UTC) - timedelta(days=older_than)
     done = []
+    listed: dict[str, list[str]] | None = None  # run ids the server lists, by their folder
     for folder in folders:
         mark = f"{folder}/{GC_MARK}"
         keys = [k for k in await asyncio.to_thread(store.keys, folder + "/") if k != mark]
@@ -54,7 +56,19 @@ async def collect(
             if run is not None:
                 done.append(Collected(folder, 0, f"already {removed_by_gc(store, run)}", True))
             continue
-        ended, why = await _ended(client, folder)
+        # The folder is the run's id made safe for a path: for most ids the id itself, for an
+        # id with a ':' or over 120 characters its cleaned form and a hash — no id the server
+        # knows, so asking about the folder said "unknown" of a running run and removed it.
+        ids = [run] if run is not None else [folder]
+        if run is None and _HASHED.search(folder):
+            if listed is None:
+                listed = await _ids_by_folder(client)
+            ids = listed.get(folder, [])
+            if not ids:
+                why = "kept: its folder is not its run's id, and the server lists no run of it"
+                done.append(Collected(folder, len(keys), f"{why} (remove it: gc --run ID)", False))
+                continue
+        ended, why = await _ended_all(client, ids)
         removable = ended is not None and ended <= cutoff
         if removable:
             for key in keys:
@@ -67,6 +81,32 @@ async def collect(
             await asyncio.to_thread(store.put, mark, json.dumps(said).encode())
         done.append(Collected(folder, len(keys), why, removable))
     return done
+
+
+# The end of a folder name safe_component made from an id it had to change: "-" and 10 hex.
+_HASHED = re.compile(r"-[0-9a-f]{10}$")
+
+
+async def _ids_by_folder(client: Client) -> dict[str, list[str]]:
+    """Every run the server still lists, by the folder its objects are under."""
+    out: dict[str, list[str]] = {}
+    async for wf in client.list_workflows("WorkflowType = 'LeaderWorkflow'"):
+        ids = out.setdefault(safe_component(wf.id), [])
+        if wf.id not in ids:
+            ids.append(wf.id)
+    return out
+
+
+async def _ended_all(client: Client, ids: list[str]) -> tuple[datetime | None, str]:
+    """When the last of the runs sharing a folder ended (None: one of them is running)."""
+    latest: tuple[datetime | None, str] = (datetime.min.replace(tzinfo=UTC), "")
+    for run_id in ids:
+        ended, why = await _ended(client, run_id)
+        if ended is None:
+            return None, why
+        if latest[0] is not None and ended >= latest[0]:
+            latest = (ended, why)
+    return latest
 
 
 def _run_folders(store: ObjectStore) -> list[str]:

@@ -383,6 +383,36 @@ async def test_gc_removes_an_ended_runs_objects_and_later_reads_say_so(env: Env)
     assert code == 0 and "already removed by `starter.py gc`" in " ".join(out.split())
 
 
+async def test_gc_keeps_a_running_run_whose_folder_is_not_its_id(env: Env):
+    """A run id with a ':' is stored under a folder made safe for a path (its cleaned form and
+    a hash): gc asked the server about the folder, heard "unknown" and removed the objects of
+    a run still running — its kept outcomes with them."""
+    from activities.storage import open_objects
+    from tests.integration.helpers import plan
+    from xsky.artifacts import safe_component
+
+    await env.start_worker()
+    echo = '<agent name="shell" id="1"><task>say</task><config>{"tool": "shell", "command": "echo hi"}</config></agent>'
+    slow = '<agent name="shell" id="2" depends="1"><task>wait</task><config>{"tool": "shell", "command": "sleep 30"}</config></agent>'
+    run_id = f"sec:gc-{uuid.uuid4().hex[:6]}"
+    handle = await env.start(plan(echo, slow, name="gc-colon"), workflow_id=run_id)
+    folder = safe_component(run_id)
+    assert folder != run_id
+    store = open_objects(env.settings)
+
+    def stored() -> None:
+        assert store.keys(folder + "/"), "nothing stored yet"
+
+    await eventually(stored, 30)
+    before = store.keys(folder + "/")
+    for args in (("gc",), ("gc", "--run", run_id)):
+        code, out, err = await starter(env, *args)
+        assert code == 0, err
+        assert store.keys(folder + "/") == before, (args, out)
+        assert "running: kept" in " ".join(out.split()), out
+    await handle.terminate("test over")
+
+
 async def test_plan_of_a_mistyped_run_id_names_the_run_not_a_new_plan(env: Env):
     """`plan my-frist-run` planned the typo as a request (exit 0, a one-agent plan; with a
     model, tokens spent): a word shaped as an id close to a recent run's is taken for one."""
