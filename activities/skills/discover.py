@@ -20,8 +20,12 @@ from xsky.skills.sources import Source
 HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
 
 
-def _jsonl(folder: Path, prefix: str = "") -> Iterator[os.DirEntry[str]]:
+def _jsonl(folder: Path, prefix: str = "", linked: bool = True) -> Iterator[os.DirEntry[str]]:
+    """The ``.jsonl`` files of ``folder``; ``linked`` False: none when ``folder`` is itself a
+    link (a folder found inside a source, where a link would lead the scan anywhere)."""
     try:
+        if not linked and folder.is_symlink():
+            return
         with os.scandir(folder) as it:
             for entry in it:
                 if (
@@ -54,7 +58,8 @@ def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
         for project in subdirs(root):
             yield from ((e, False) for e in _jsonl(Path(project.path)))
             for session in subdirs(Path(project.path)):
-                yield from ((e, True) for e in _jsonl(Path(session.path) / "subagents"))
+                subagents = Path(session.path) / "subagents"
+                yield from ((e, True) for e in _jsonl(subagents, linked=False))
     elif source.kind == "codex":
         sessions = root / "sessions"
         if not sessions.is_dir() and root.name in ("sessions", "archived_sessions"):
@@ -62,7 +67,7 @@ def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
         for dirpath, dirnames, _ in os.walk(sessions):
             dirnames.sort()
             yield from ((e, False) for e in _jsonl(Path(dirpath), "rollout-"))
-        yield from ((e, False) for e in _jsonl(root / "archived_sessions"))
+        yield from ((e, False) for e in _jsonl(root / "archived_sessions", linked=False))
     elif source.kind == "xsky":
         for run in subdirs(root):
             yield from ((e, False) for e in _jsonl(Path(run.path)))

@@ -439,3 +439,24 @@ def test_a_codex_sub_agents_task_is_its_parent_models_and_counts_as_the_parents_
     finally:
         store.close()
     assert atom.provenance.origin == "model" and atom.provenance.session == parent
+
+
+def test_a_subagents_or_archive_folder_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    """The scan follows no link: a `subagents` folder linked elsewhere fed another folder's
+    files to the pipeline (a skills worker more privileged than the folder's owner)."""
+    from activities.skills.discover import discover
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "agent-x.jsonl").write_text('{"type": "user"}\n')
+    (outside / "rollout-x.jsonl").write_text('{"type": "session_meta"}\n')
+    session = tmp_path / "claude" / "-home-u-p" / "s1"
+    session.mkdir(parents=True)
+    (session / "subagents").symlink_to(outside)
+    (session.parent / "s1.jsonl").write_text('{"type": "user"}\n')
+    found = [e.path for e, _ in discover(Source("claude-code", tmp_path / "claude", "test"))]
+    assert found == [str(session.parent / "s1.jsonl")]
+    codex = tmp_path / "codex"
+    (codex / "sessions").mkdir(parents=True)
+    (codex / "archived_sessions").symlink_to(outside)
+    assert list(discover(Source("codex", codex, "test"))) == []

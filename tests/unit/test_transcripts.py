@@ -236,3 +236,23 @@ def test_windows_sessions_are_named_for_their_project_and_their_skill_reads_coun
         assert m is not None and m.group(1) == "deploy-billing-api", command
     # writing one is not reading it
     assert SHELL_READ.search("echo x > skills/deploy-billing-api/SKILL.md") is None
+
+
+def test_a_line_nested_deeper_than_python_walks_is_unreadable_not_a_stuck_transcript() -> None:
+    # One such line made every tick fail the same delta: nothing after it was ever learned.
+    ok = {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": "s1",
+        "message": {"role": "user", "content": "fix the flaky test"},
+    }
+    deep = '{"type":"user","x":' + "[" * 200_000 + "]" * 200_000 + "}"
+    later = {**ok, "uuid": "u2", "message": {"role": "user", "content": "now the other one"}}
+    data = "\n".join([json.dumps(ok), deep, json.dumps(later)]).encode() + b"\n"
+    state = ParseState()
+    events = adapter_for("claude-code").parse(data, 0, state, FileInfo("/s.jsonl"))
+    assert [e.text for e in events if e.kind == "user"] == [
+        "fix the flaky test",
+        "now the other one",
+    ]
+    assert state.unreadable == 1

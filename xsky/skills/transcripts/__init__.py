@@ -212,7 +212,8 @@ def guarded(
     """One record parsed, or counted unreadable: a malformed record never blocks a transcript."""
     try:
         return parse_one(offset, end, rec, state)
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+    # (RecursionError: a record nested deeper than Python walks, made or hostile)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError):
         state.unreadable += 1
         return []
 
@@ -228,7 +229,9 @@ def records(data: bytes, base: int, state: ParseState) -> Iterator[tuple[int, in
         if line:
             try:
                 rec = json.loads(line)
-            except ValueError:
+            # a line nested deeper than the parser goes: unreadable, not a transcript stuck
+            # on it for ever (every later tick failed the same delta)
+            except (ValueError, RecursionError):
                 rec = None
             if isinstance(rec, dict):
                 yield base + at, base + end, rec
@@ -261,8 +264,8 @@ def as_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        return str(value)
+    except (TypeError, ValueError, RecursionError):
+        return "(nested too deeply to show)"
 
 
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
