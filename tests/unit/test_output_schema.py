@@ -273,3 +273,31 @@ def test_the_leader_reads_a_replan_naming_a_file_as_the_run_first_read_it(
     answers["plan-text-reads-no-files"] = True  # a run begun from now on: no file is opened
     with pytest.raises(WorkflowXMLError, match="cannot name a file"):
         leader_io.read_plan_xml(text)
+
+
+def test_a_pattern_that_would_take_for_ever_is_an_error_in_bounded_time() -> None:
+    """'^(a|a)+$' against 25 a's and a b took ~1 s with re, doubling with each character: a
+    plan's (or a planner's, or an MCP server's) pattern could stop a worker."""
+    import time
+
+    from activities.mcp.toolset import schema_problem
+
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|a)+$"}}}
+    answer = json.dumps({"code": "a" * 60 + "b"})
+    began = time.monotonic()
+    _, problems = result_problems(schema, answer)
+    assert time.monotonic() - began < 5
+    assert len(problems) == 1 and "took too long" in problems[0] and "simplify" in problems[0]
+    # an ordinary pattern is still checked as before, message and all
+    _, problems = result_problems(schema, json.dumps({"code": "b"}))
+    assert problems == ["code: 'b' does not match '^(a|a)+$'"]
+    assert result_problems(schema, json.dumps({"code": "aaa"}))[1] == []
+    # an MCP server's input schema: the same
+    began = time.monotonic()
+    said = schema_problem(schema, {"code": "a" * 60 + "b"})
+    assert time.monotonic() - began < 5 and said is not None and "took too long" in said
+    keyed = {"type": "object", "patternProperties": {"^(a|a)+$": {"type": "integer"}}}
+    _, problems = result_problems(keyed, json.dumps({"a" * 60 + "b": 1, "aa": "x"}))
+    assert any("took too long" in p for p in problems) and any(
+        "'x' is not of type" in p for p in problems
+    )
