@@ -504,13 +504,21 @@ def _write(parent: int, name: str, mode: int, inp: IO[bytes]) -> Stamp | None:
             continue
     try:
         try:
+            length = 0
             while True:
                 kind, payload = receive(inp)
                 if kind == DATA:
+                    length += len(payload)
+                    if payload.count(0) == len(payload):
+                        # a piece of zeros stays a hole, as it was where the snapshot was
+                        # taken: a sparse file of gigabytes is not written out in full here
+                        os.lseek(fd, len(payload), os.SEEK_CUR)
+                        continue
                     view = memoryview(payload)
                     while view:
                         view = view[os.write(fd, view) :]
                 elif kind == END:
+                    os.ftruncate(fd, length)  # (a hole at the end makes the file no longer)
                     break
                 else:  # DROPPED: the worker found the bytes damaged
                     os.unlink(temp, dir_fd=parent)

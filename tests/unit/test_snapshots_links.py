@@ -132,6 +132,30 @@ def test_no_link_survives_a_restore_and_one_named_like_a_manifest_file_is_replac
     assert not os.path.lexists(b.folder / "later")
 
 
+def test_a_sparse_file_is_restored_sparse_not_written_out_in_full(
+    tmp_path: Path, owner: tuple[int, int] | None
+):
+    """40 sparse files of 16 MiB took 4 KiB where they were made (the quota counts blocks) and
+    640 MiB where they were restored: one agent could fill another host's disk."""
+    a, b = host(tmp_path, "a", owner), host(tmp_path, "b", owner)
+    for n in range(4):
+        with open(a.folder / f"sparse{n}.bin", "wb") as fh:
+            fh.truncate(16 * 1024 * 1024)
+            fh.seek(5 * 1024 * 1024)
+            fh.write(b"data in the middle")
+    as_owner(a.folder, owner)
+    a.take()
+    b.restore()
+    for n in range(4):
+        restored = b.folder / f"sparse{n}.bin"
+        assert restored.stat().st_size == 16 * 1024 * 1024
+        assert restored.stat().st_blocks * 512 < 2 * 1024 * 1024  # holes, not 16 MiB of zeros
+        with open(restored, "rb") as fh:
+            fh.seek(5 * 1024 * 1024)
+            assert fh.read(18) == b"data in the middle"
+    assert (b.folder / "sparse0.bin").read_bytes() == (a.folder / "sparse0.bin").read_bytes()
+
+
 def test_whatever_the_manifest_does_not_hold_goes_and_each_kind_is_replaced_by_the_right_one(
     tmp_path: Path, outside: Path, owner: tuple[int, int] | None
 ):
