@@ -37,6 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="show the fork's live task board until it ends, then its results (as `run` does)",
     )
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="run again what must not be repeated unasked (an agent whose calls are effects — a "
+        'POST, a push, "idempotent": false — or whose call is in doubt): without it, such '
+        "agents are named and nothing starts",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_fork(a)))
     p = sub.add_parser("diff", help="what differs between two runs, agent by agent")
@@ -56,7 +63,9 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
     run = await x.get(args.id)
-    fork = await run.fork(args.task, args.text, args.input_text, plan, id=args.fork_id)
+    fork = await run.fork(
+        args.task, args.text, args.input_text, plan, id=args.fork_id, again=args.again
+    )
     if args.json and not args.follow:
         print_json({"fork": fork.id, "of": run.id, "at": args.task})
         return 0

@@ -18,10 +18,13 @@ import uuid
 from client.resume import LINEAGE, MAX_CARRIED, agent_ids, continued_input, inherited_workspace
 from xsky.errors import UsageError
 from xsky.leader.replan import same_definition
+from xsky.leader.state import HumanRequest
 from xsky.plan import dag
 from xsky.plan.models import Workflow
 from xsky.runs import AgentReport, ResumeFrom, RunInput
+from xsky.security.idempotence import not_repeatable
 from xsky.security.permissions import PermissionSettings
+from xsky.security.rules import effect_rules
 
 
 def edited(wf: Workflow, agent_id: str, task: str | None, input_text: str | None) -> Workflow:
@@ -53,6 +56,49 @@ def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -
             continue  # the new plan asks something else of it: it runs again
         kept.append(r)
     return kept
+
+
+# How a fork refused for what it would repeat begins (the live page asks, then forks again).
+REPEATS = "the fork would run again what must not be repeated unasked"
+# What an agent of the run forked did, when it ran: a fork running it again repeats it.
+_RAN = ("completed", "failed", "dispatched", "in_progress", "blocked")
+
+
+def repeated_effects(
+    new: Workflow,
+    kept: list[AgentReport],
+    reports: list[AgentReport],
+    pending: list[HumanRequest],
+    permissions: PermissionSettings,
+) -> list[str]:
+    """What the fork would do again that must not be repeated unasked (exactly once, or ask:
+    docs/steering.md): each agent it runs again that ran in the run forked and whose calls are
+    not repeated without a person's say — its config says ``"idempotent": false``, its direct
+    call is an effect (a POST, a push, a rule of ``permissions.effects``), or it has a call in
+    doubt there, still unanswered. A model agent's calls are judged as it makes them."""
+    kept_ids = {r.id for r in kept}
+    ran = {r.id for r in reports if r.status in _RAN}
+    doubts = {
+        r.task_id.removeprefix("T-"): r.id
+        for r in pending
+        if r.choices and r.status == "pending" and r.task_id
+    }
+    effects = effect_rules(permissions)
+    said = []
+    for agent in new.agents:
+        if agent.id in kept_ids or (agent.id not in ran and agent.id not in doubts):
+            continue
+        config = agent.config or {}
+        why: str | None = None
+        if agent.id in doubts:
+            why = f"a call of it is in doubt there ({doubts[agent.id]}, unanswered)"
+        elif config.get("idempotent") is False:
+            why = 'its <config> says "idempotent": false'
+        elif isinstance(config.get("tool"), str):
+            why = not_repeatable(config["tool"], config, effects=effects, config=config)
+        if why is not None:
+            said.append(f"T-{agent.id} ({agent.name}): {why}")
+    return said
 
 
 def fork_input(

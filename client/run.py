@@ -30,7 +30,15 @@ from client._consts import (
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
-from client.fork import edited, fork_at, fork_id, fork_input
+from client.fork import (
+    REPEATS,
+    carried,
+    edited,
+    fork_at,
+    fork_id,
+    fork_input,
+    repeated_effects,
+)
 from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
 from client.results import reports_of, result_text
@@ -478,11 +486,14 @@ class Run:
         input_text: str | None = None,
         plan: Workflow | None = None,
         id: str | None = None,
+        again: bool = False,
     ) -> Run:
         """A new run from agent ``task`` of this one (ended or running): every result it does
         not lead to carried over, it — with ``text`` as its task, ``input_text`` as its input,
         or under a new ``plan`` — and everything downstream run again (client/fork.py).
-        ``id``: the fork's run id (default: this run's first id, ``-fork-`` and 6 hex)."""
+        ``id``: the fork's run id (default: this run's first id, ``-fork-`` and 6 hex).
+        ``again``: run again what must not be repeated unasked (without it, such agents are
+        named and nothing starts: exactly once, or ask)."""
         ended = await self.temporal_status() != "running"
         first = await first_input(self._client, self.handle)
         old = parse_workflow(await self.plan())
@@ -490,6 +501,16 @@ class Run:
         new = edited(plan or old, at, text, input_text)
         reports = await self.reports() if ended else await self._reports_so_far()
         own_id = id or fork_id(self.id)
+        if not again:
+            permissions = resolve_permissions(self._settings)
+            kept = carried(old, new, at, reports)
+            pending = await self.requests()
+            if said := repeated_effects(new, kept, reports, pending, permissions):
+                raise UsageError(
+                    f"{REPEATS} in {self.id}: " + "; ".join(said),
+                    "fork with --again to run them again (Run.fork(…, again=True)) — or answer "
+                    "the run's in-doubt question, or fork at an agent after them",
+                )
         inp = fork_input(
             self.id,
             first,

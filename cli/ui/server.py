@@ -29,6 +29,7 @@ from cli.steer_cmd import no_version_given
 from cli.ui.guard import PageGuard
 from client import Run, XSky
 from client.events import EventLog, watch
+from client.fork import REPEATS
 from xsky.agent_log import UNLOGGED_SAID, parse_lines, render_event
 from xsky.errors import UsageError, XSkyError
 from xsky.leader.run_events import EVENT_TYPES
@@ -144,7 +145,13 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         said = await run.nudge(task, text)
     elif action == "fork":
         (task,) = _need(body, "task")
-        fork = await run.fork(task, body.get("text") or None)
+        try:
+            fork = await run.fork(task, body.get("text") or None, again=body.get("again") is True)
+        except UsageError as e:
+            if not e.fact.startswith(REPEATS):
+                raise
+            # what must not be repeated unasked: the page asks the person, then again=true
+            return {"ok": False, "error": e.fact, "confirm": "again"}
         return {"ok": True, "message": f"forked from {task}: {fork.id}", "open": fork.id}
     elif action == "cancel":  # with a task, that task; without, the whole run
         return {"ok": True, "message": await run.cancel(body.get("task") or None)}

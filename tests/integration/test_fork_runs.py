@@ -173,3 +173,33 @@ async def test_list_descendants_finds_forks_of_forks_which_xsky_resumes_alone_mi
         monkeypatch.setattr(start, "lineage_name", "XskyNone")
         unregistered = await grandchild.fork("T-1")
         assert (await asyncio.wait_for(unregistered.result(), 60)).status == "completed"
+
+
+async def test_a_fork_names_what_it_would_repeat_unasked_and_runs_it_only_when_told(env: Env):
+    """A newcomer forked a run at T-1: its T-2 — a refund marked "idempotent": false — ran
+    again without a word (exactly once, or ask, held for lost workers only)."""
+    from xsky.errors import UsageError
+
+    refund = (
+        '<agent name="shell" id="2" depends="1"><task>refund</task><config>{"tool": "shell", '
+        '"command": "echo refund-118 &gt;&gt; refunds.log", "idempotent": false}</config></agent>'
+    )
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(plan(shell("1", "echo one"), refund, name="refund"))
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+        log = env.settings.runs / run.id / "workspace" / "refunds.log"
+        with pytest.raises(UsageError) as refused:
+            await run.fork("T-1")
+        said = str(refused.value)
+        assert 'T-2 (shell): its <config> says "idempotent": false' in said and "--again" in said
+        code, out, err = await starter(env, "fork", run.id, "T-1")
+        assert code == 2 and "must not be repeated unasked" in " ".join(err.split()), out + err
+        assert log.read_text().split() == ["refund-118"]  # nothing started
+        fork = await run.fork("T-1", again=True)
+        assert (await asyncio.wait_for(fork.result(), 60)).status == "completed"
+        assert log.read_text().split() == ["refund-118", "refund-118"]
+        # a fork that runs again only what may be repeated is not asked about
+        await run.fork(
+            "T-2", plan=parse_workflow(plan(shell("1", "echo one"), shell("2", "echo safe", "1")))
+        )

@@ -45,3 +45,47 @@ def test_follow_ups_and_forks_are_named_for_the_first_run():
     assert follow_up_id("xsky-a-retry-0ac3da-retry-434285").startswith("xsky-a-retry-")
     assert len(follow_up_id("xsky-a-retry-0ac3da-retry-434285")) == len("xsky-a-retry-000000")
     assert fork_id("xsky-a-fork-abcdef-retry-012345").startswith("xsky-a-fork-")
+
+
+def test_what_a_fork_would_repeat_unasked_is_named_and_what_may_run_again_is_not():
+    from datetime import UTC, datetime
+
+    from client.fork import repeated_effects
+    from xsky.leader.state import HumanRequest
+    from xsky.security.permissions import PermissionSettings
+
+    def agent(i: str, config: dict[str, object] | None, depends: str = "") -> WorkflowAgent:
+        return WorkflowAgent(
+            id=i, name="shell", task=f"t{i}", config=config, depends=[depends] if depends else []
+        )
+
+    new = Workflow(
+        name="w",
+        task_id="w",
+        agents=[
+            agent("1", {"tool": "shell", "command": "echo hi"}),
+            agent(
+                "2", {"tool": "shell", "command": "curl -X POST https://api.example/refund"}, "1"
+            ),
+            agent("3", {"tool": "shell", "command": "make build"}, "1"),
+            agent("4", {"tool": "shell", "command": "echo x", "idempotent": False}, "1"),
+            agent("5", None, "1"),  # a model agent: its calls are judged as it makes them
+            agent("6", {"tool": "shell", "command": "git push"}, "1"),  # never ran there
+        ],
+    )
+    reports = [done(i) for i in "12345"] + [done("6", "pending")]
+    doubt = HumanRequest(
+        id="Q-1",
+        kind="question",
+        task_id="T-5",
+        dispatch=1,
+        text="may have run",
+        created_at=datetime.now(UTC),
+        choices=["again", "skip", "done"],
+    )
+    said = repeated_effects(new, [done("1")], reports, [doubt], PermissionSettings())
+    assert [s.split(" ")[0] for s in said] == ["T-2", "T-4", "T-5"]
+    assert "HTTP POST" in said[0] or "curl" in said[0]
+    assert "in doubt there (Q-1, unanswered)" in said[2]
+    # carried agents are not run again: nothing to say of them
+    assert repeated_effects(new, reports[:5], reports, [], PermissionSettings()) == []

@@ -260,6 +260,10 @@ async function act(body) {
   try {
     const res = await fetch(`/api/runs/${encodeURIComponent(page.run)}/act`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     const said = await res.json();
+    if (!said.ok && said.confirm === "again" && !body.again) {
+      // exactly once, or ask: the fork named what it would repeat; run them again only if told so
+      if (confirm(`${said.error}\n\nRun them again?`)) return act({ ...body, again: true });
+    }
     notice.className = said.ok ? "ok" : "error";
     notice.textContent = said.ok ? said.message : said.error;
     if (said.open) { listRuns(); }
