@@ -172,3 +172,24 @@ def test_a_plan_the_leader_changes_as_it_begins_is_shown_as_it_will_run(tmp_path
     assert "asItRuns" not in json.loads(
         starter("validate", str(ROOT / "examples" / "chain.xml"), "--json").stdout
     )
+
+
+def test_a_mistyped_config_key_and_a_watch_key_no_watch_reads_are_problems(tmp_path):
+    # "untill" turned a newcomer's watch's stop condition off without a word (validate: rc 0)
+    path = tmp_path / "w.xml"
+    path.write_text(
+        '<workflow name="w"><agent name="shell" id="w"><task>watch</task><config>'
+        '{"tool": "shell", "command": "date", "timout": 5, "watch": {"event": "timer", '
+        '"every": 1, "maxFirings": 2, "idleTimeout": 10, "untill": "x"}}</config></agent></workflow>'
+    )
+    res = starter("validate", str(path))
+    said = " ".join(res.stderr.split())
+    assert res.returncode == 2, res.stdout
+    assert "'timout' is read by nothing — did you mean 'timeout'?" in said
+    assert "config watch has 'untill', which no watch reads — did you mean 'until'?" in said
+    # keys no known one is near are a tool's own business: not refused
+    path.write_text(
+        '<workflow name="w"><agent name="shell" id="w"><task>t</task><config>'
+        '{"tool": "shell", "command": "date", "myNote": "kept"}</config></agent></workflow>'
+    )
+    assert starter("validate", str(path)).returncode == 0

@@ -22,6 +22,8 @@ Reserved keys (camelCase, as on the wire):
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
@@ -29,7 +31,7 @@ from pydantic import Field, ValidationError, model_validator
 from xsky.errors import Problem
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Step, Workflow, WorkflowAgent
-from xsky.plan.watches import watch_problems
+from xsky.plan.watches import WatchSpec, watch_problems
 from xsky.security.mcp import is_mcp, is_tool_name
 
 # DIRECT_TOOLS: the registry's direct tools, llm and noop
@@ -236,6 +238,70 @@ def direct_argument_problems(workflow: Workflow) -> list[Problem]:
                     Problem(
                         f"agent {agent.id} ({tool}) has no {key}: add it to its config, e.g. "
                         f'<config>{{"tool": "{tool}", "{key}": "…"}}</config>',
+                        agent_index=i,
+                        agent_id=agent.id,
+                    )
+                )
+    return problems
+
+
+# Every key a <config> is read for: the reserved ones, and the arguments of the direct tools.
+_CONFIG_KEYS = RESERVED_KEYS | {
+    "watch",
+    "idempotent",
+    "allowFailure",
+    "seconds",
+    "items",
+    "method",
+    "headers",
+    "since",
+    "format",
+    "screenshot",
+    "values",
+    *(key for spec in TOOLS.values() for key in spec.args.model_fields),
+}
+
+
+def _mistyped(keys: Collection[str], known: Collection[str]) -> list[tuple[str, str]]:
+    """(key, the known one it is close to) for each key that is not known but nearly one."""
+    out = []
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.8)
+            if close:
+                out.append((key, close[0]))
+    return out
+
+
+def config_key_problems(workflow: Workflow) -> list[Problem]:
+    """A ``watch`` key no watch reads, and any ``<config>`` key that is nearly a known one: a
+    typo is read as nothing at all ("untill" turned a watch's stop condition off). Checked where
+    plans are loaded (validate, run, the API), not by the run itself (a running plan's config
+    is read as it always was)."""
+    problems = []
+    watch_keys = {f.alias or name for name, f in WatchSpec.model_fields.items()}
+    for i, agent in enumerate(workflow.agents):
+        config = agent.config or {}
+        for key, meant in _mistyped(config, _CONFIG_KEYS):
+            problems.append(
+                Problem(
+                    f"agent {agent.id}: config key {key!r} is read by nothing — did you mean "
+                    f"{meant!r}? (as written it is ignored)",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
+        watch = config.get("watch")
+        if isinstance(watch, dict):
+            for key in watch:
+                if key in watch_keys:
+                    continue
+                close = difflib.get_close_matches(key, sorted(watch_keys), n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                problems.append(
+                    Problem(
+                        f"agent {agent.id}: config watch has {key!r}, which no watch reads — "
+                        f"{hint}(it would be ignored; a watch reads {', '.join(sorted(watch_keys))})",
                         agent_index=i,
                         agent_id=agent.id,
                     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError, WorkflowXMLError
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
-from xsky.plan.agent_config import direct_argument_problems, plan_warnings
+from xsky.plan.agent_config import config_key_problems, direct_argument_problems, plan_warnings
 from xsky.plan.extract import extract_workflow_xml
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
@@ -129,6 +129,7 @@ def _checked(
             for_a_person=True,
         )
         problems += direct_argument_problems(workflow)
+        problems += config_key_problems(workflow)
         problems += output_problems(workflow)
         if variables is not None:
             problems += input_problems(workflow, variables)
