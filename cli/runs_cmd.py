@@ -360,7 +360,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
             return _server_side(args, status, e, await run.server_view())
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
-        follow_ups = await run.follow_ups()  # follow-ups of an ended run, forks of any
+        follow_ups = await run.follow_up_kinds()  # follow-ups of an ended run, forks of any
     why = {
         t.id: retry_lines(t, attempt_ends(open_objects(settings), args.id, first, t))
         for t in retried
@@ -383,8 +383,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
         out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
-    for follow_id in follow_ups:
-        how = "forked as" if "-fork-" in follow_id else "resumed by"
+    for follow_id, kind in follow_ups:
+        how = "forked as" if kind == "fork" else "resumed by"
         out.print(cell(f"↪ {how} {follow_id}: `starter.py status {follow_id}`"))
     out.print(cell(f"agent logs: `starter.py log {args.id} T-n`"))
     out.print(cell(f"Web UI: {settings.ui_link(args.id)}"))

@@ -556,9 +556,15 @@ class Run:
     async def follow_ups(self) -> list[str]:
         """Ids of the follow-up runs that resume this one, oldest first (none where the server
         lacks the XskyResumes search attribute)."""
+        return [run_id for run_id, _ in await self.follow_up_kinds()]
+
+    async def follow_up_kinds(self) -> list[tuple[str, str]]:
+        """(id, "fork" or "follow-up") of each run that resumes this one, oldest first: a fork
+        is told by its memo (``forkOf``), whatever it was named (``fork --id``)."""
         try:
             found = [
-                wf.id async for wf in self._client.list_workflows(f"XskyResumes = '{self.id}'")
+                (wf.id, "fork" if await wf.memo_value("forkOf", None) else "follow-up")
+                async for wf in self._client.list_workflows(f"XskyResumes = '{self.id}'")
             ]
         except RPCError:
             return []

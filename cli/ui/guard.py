@@ -11,6 +11,8 @@ must not take a request merely because it reached it:
   when its name was made to point here (DNS rebinding: the cookie is not its name's);
 - **its own name**: a request whose ``Host`` is not this machine's (or the address it was told
   to listen on) is refused — a rebound name is not ``localhost``;
+- **a script** holding the key sends it as ``Authorization: Bearer KEY`` (a page of another
+  site cannot set that header on a request here without a CORS answer it never gets);
 - **its own page**: an intervention must say ``Content-Type: application/json`` (a form
   another site posts cannot, without asking first — and it is never told yes) and, when the
   browser names its ``Origin``, come from the page's own.
@@ -127,6 +129,11 @@ class PageGuard:
         # Browsers send a host's cookies to all its ports: other local apps' cookies come
         # too, in any shape (a space, JSON): read as browsers write them, never all or nothing.
         held = cookie_parser(headers.get("cookie", "")).get(self.cookie)
+        # A script (curl, an SSE client) shows the key in a header: another site's page cannot
+        # set one on a request here without asking first (CORS), and is never told yes.
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if held is None and scheme.lower() == "bearer" and token.strip():
+            held = token.strip()
         if held is None or not self._right(held):
             await _refuse(send, 403, _NO_KEY if held is None else _WRONG_KEY)
             return
@@ -153,7 +160,8 @@ class PageGuard:
 
 _NO_KEY = (
     "this page's server wants its key: open the link `starter.py ui` printed (it carries the "
-    "key, which is also in $XSKY_HOME/ui-key)"
+    "key, which is also in $XSKY_HOME/ui-key); a script sends it as the header "
+    "'Authorization: Bearer KEY'"
 )
 _WRONG_KEY = (
     "that is not this page's key: open the link `starter.py ui` printed (the key is in "

@@ -200,6 +200,16 @@ async def test_a_fork_names_what_it_would_repeat_unasked_and_runs_it_only_when_t
         assert (await asyncio.wait_for(fork.result(), 60)).status == "completed"
         assert log.read_text().split() == ["refund-118", "refund-118"]
         # a fork that runs again only what may be repeated is not asked about
-        await run.fork(
-            "T-2", plan=parse_workflow(plan(shell("1", "echo one"), shell("2", "echo safe", "1")))
+        named = await run.fork(
+            "T-2",
+            plan=parse_workflow(plan(shell("1", "echo one"), shell("2", "echo safe", "1"))),
+            id=f"my-try-{uuid.uuid4().hex[:6]}",
         )
+        # a fork named with --id is still a fork (status said "resumed by": its id has no -fork-)
+
+        async def listed() -> None:
+            assert named.id in await run.follow_ups()
+
+        await eventually(listed, 10)
+        code, said, _ = await starter(env, "status", run.id)
+        assert code == 0 and f"↪ forked as {named.id}" in said, said

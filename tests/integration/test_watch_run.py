@@ -60,7 +60,7 @@ def worker_log(folder: Path) -> str:
 def watch_plan(port: int) -> str:
     config = {
         "tool": "shell",
-        "command": "printf '%s\\n' {{item}} | tail -1",
+        "command": "printf '%s' {{item}} | tail -n 1",
         "watch": {
             "event": "dom",
             "url": f"http://127.0.0.1:{port}/room",

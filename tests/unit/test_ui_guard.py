@@ -203,3 +203,14 @@ async def test_other_local_apps_cookies_do_not_hide_the_key() -> None:
         ):
             r = await http.get("/api/runs", headers={"cookie": header})
             assert r.status_code == 200, (header, r.text)
+
+
+async def test_a_script_shows_the_key_in_an_authorization_header() -> None:
+    # The event stream is documented for any client; only the browser's cookie worked.
+    async with client([]) as http:
+        shown = await http.get("/api/runs", headers={"Authorization": f"Bearer {KEY}"})
+        assert shown.status_code == 200
+        wrong = await http.get("/api/runs", headers={"Authorization": "Bearer not-the-key"})
+        assert wrong.status_code == 403
+        none = await http.get("/api/runs")
+        assert none.status_code == 403 and "Authorization: Bearer KEY" in none.json()["error"]
