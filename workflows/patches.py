@@ -262,6 +262,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read a replan's XML before v0.11.8 is still open",
     ),
+    "eko-braced-names": Patch(
+        what="a step's input, output or forEach items written as a reference "
+        '(items="{{developers}}", as planners write them) is read as the name inside; before, '
+        "the braces were kept and the loop asked for a list of that name, which nothing "
+        "gave. Asked only of XML that holds such a name",
+        since="v0.11.8",
+        delete_when="no run that read a plan's XML before v0.11.8 is still open",
+    ),
 }
 """The live patches, by id."""
 

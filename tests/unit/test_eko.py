@@ -669,3 +669,51 @@ def test_the_leader_reads_a_cut_off_replan_as_the_run_first_read_it(
     answer["eko-cut-off-refused"] = True
     with pytest.raises(WorkflowXMLError, match="cut off"):
         leader_io.read_plan_xml(cut)
+
+
+BRACED = """<root><name>Braced items</name><agents>
+  <agent name="Browser" id="0" dependsOn=""><task>List developers</task>
+    <nodes><node output="{{developers}}">Extract the developers</node></nodes></agent>
+  <agent name="Browser" id="1" dependsOn="0"><task>Visit each developer</task>
+    <nodes><node>Open GitHub</node>
+      <forEach items="{{developers}}"><node>Visit the developer's page</node></forEach></nodes></agent>
+</agents></root>"""
+
+
+def test_a_name_written_as_a_reference_is_the_name_and_its_loop_reads_the_agent_that_outputs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """items="{{developers}}" (as planners write it) made the loop ask a list agent for a list
+    named "{{developers}}" and fail at run time ("has no value; pass --var"); agent 0 writes it."""
+    import workflows.leader.io as leader_io
+    from xsky.plan.loops import lower
+
+    wf = parse_workflow(BRACED)
+    assert wf.agent("1").steps[1].items == "developers"
+    assert wf.agent("0").steps[0].output == "developers"
+    lowered, _ = lower(wf)
+    assert lowered.agent("1").for_each == "{{agent_0_result}}"
+    assert [a.id for a in lowered.agents] == ["0", "1"]  # no "1.list" asked for it
+    # a leader replaying a run that read it before reads it as then (patch eko-braced-names)
+    answers = {"eko-braced-names": False}
+    monkeypatch.setattr(leader_io, "patched", lambda patch_id: answers.get(patch_id, True))
+    assert leader_io.read_plan_xml(BRACED).workflow.agent("1").steps[1].items == "{{developers}}"
+    answers["eko-braced-names"] = True
+    assert leader_io.read_plan_xml(BRACED).workflow.agent("1").steps[1].items == "developers"
+
+
+def test_a_step_reading_what_a_later_agent_outputs_is_a_problem_not_a_run_that_never_starts():
+    """Agent 0 reads "summary", agent 1 (after 0) writes it: passing it made 0 wait for 1 and
+    1 for 0 — validate said nothing, and the run stood with both pending."""
+    from xsky.plan.planning import check_plan
+
+    text = """<root><name>Order</name><agents>
+      <agent name="Chat" id="0" dependsOn=""><task>a</task><nodes><node input="summary">use it</node></nodes></agent>
+      <agent name="Chat" id="1" dependsOn="0"><task>b</task><nodes><node output="summary">write it</node></nodes></agent>
+    </agents></root>"""
+    with pytest.raises(WorkflowValidationError) as e:
+        check_plan_source(text.encode(), known_agents=KNOWN)
+    said = " ".join(p.message for p in e.value.problems)
+    assert 'agent 0 reads "summary"' in said and "agent 1 runs after agent 0" in said
+    with pytest.raises(WorkflowValidationError):  # the planner's check too: it asks again
+        check_plan(parse_workflow(text), KNOWN)

@@ -50,7 +50,11 @@ with workflow.unsafe.imports_passed_through():
         may_be_cut_off,
         may_escape_lt,
     )
-    from xsky.plan.steps import descriptions_as_before_v0_11_5
+    from xsky.plan.steps import (
+        braced_names_as_before_v0_11_8,
+        descriptions_as_before_v0_11_5,
+        may_hold_braced_names,
+    )
     from xsky.plan.xml import (
         ParsedWorkflow,
         may_name_a_file,
@@ -81,6 +85,8 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
             as_then.enter_context(cut_off_mended_as_before_v0_11_8())
         if may_name_a_file(text) and not patched("plan-text-reads-no-files"):
             as_then.enter_context(schema_files_read_as_before_v0_11_8())
+        if may_hold_braced_names(text) and not patched("eko-braced-names"):
+            as_then.enter_context(braced_names_as_before_v0_11_8())
         return parse_workflow_source(text)
 
 

@@ -11,6 +11,7 @@ from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
 from xsky.plan.agent_config import config_key_problems, direct_argument_problems, plan_warnings
 from xsky.plan.extract import extract_workflow_xml
+from xsky.plan.loops import named_value_problems, shared_output_warnings
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
@@ -77,7 +78,9 @@ def load_plan(
         base_roles=base_roles,
         base_dir=p.parent,
     )
-    warnings = _located(parsed, plan_warnings(parsed.workflow))
+    warnings = _located(
+        parsed, plan_warnings(parsed.workflow) + shared_output_warnings(parsed.workflow)
+    )
     text = data.decode("utf-8", errors="replace")
     return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)
 
@@ -130,6 +133,7 @@ def _checked(
         )
         problems += direct_argument_problems(workflow)
         problems += config_key_problems(workflow)
+        problems += named_value_problems(workflow)
         problems += output_problems(workflow)
         if variables is not None:
             problems += input_problems(workflow, variables)

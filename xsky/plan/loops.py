@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 
+from xsky.errors import Problem
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent, unused_id
 from xsky.plan.steps import inputs as steps_inputs
@@ -177,6 +178,61 @@ def pass_named_values(wf: Workflow) -> tuple[Workflow, list[str]]:
         )
         said.append(f"agent {agent.id} reads {', '.join(wanted)} from the agents that output it")
     return wf.model_copy(update={"agents": agents}), said
+
+
+def named_value_problems(wf: Workflow) -> list[Problem]:
+    """A step's ``input`` another agent outputs, where that agent runs after the reader (it
+    depends on it): the value is passed by making the reader wait for its producer
+    (:func:`pass_named_values`), so the two would wait for each other for ever — a run that
+    never starts its agents. Eko runs the reader first with the value unset."""
+    if not any(a.steps for a in wf.agents):
+        return []
+    producer: dict[str, str] = {}
+    for a in wf.agents:
+        for name in sorted(outputs(a.steps)):
+            producer.setdefault(name, a.id)
+    by_id = {a.id: a for a in wf.agents}
+    problems = []
+    for i, agent in enumerate(wf.agents):
+        for name in sorted(steps_inputs(agent.steps) - outputs(agent.steps)):
+            source = producer.get(name)
+            if source is None or source == agent.id or source not in by_id:
+                continue
+            if reaches(by_id[source].depends, agent.id, by_id):
+                problems.append(
+                    Problem(
+                        f'agent {agent.id} reads "{name}" (input="{name}"), which agent {source} '
+                        f"outputs — but agent {source} runs after agent {agent.id} (it depends on "
+                        f"it), so the value is never there: make agent {agent.id} depend on "
+                        f"agent {source} instead, or read something an earlier agent outputs",
+                        agent_index=i,
+                        agent_id=agent.id,
+                    )
+                )
+    return problems
+
+
+def shared_output_warnings(wf: Workflow) -> list[Problem]:
+    """An ``output`` name two agents' steps write: a step reading it gets one of them only."""
+    by_name: dict[str, list[tuple[int, str]]] = {}
+    for i, a in enumerate(wf.agents):
+        for name in sorted(outputs(a.steps)):
+            by_name.setdefault(name, []).append((i, a.id))
+    said = []
+    for name, writers in by_name.items():
+        if len(writers) < 2:
+            continue
+        ids = [agent_id for _, agent_id in writers]
+        said.append(
+            Problem(
+                f'output "{name}" is written by agents {", ".join(ids)}: a step reading it gets '
+                f"one of them only (an input: agent {ids[0]}'s; a forEach's items: agent "
+                f"{ids[-1]}'s) — give each its own name",
+                agent_index=writers[1][0],
+                agent_id=writers[1][1],
+            )
+        )
+    return said
 
 
 def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:

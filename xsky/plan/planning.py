@@ -10,6 +10,7 @@ from xsky.errors import PlanError, WorkflowValidationError
 from xsky.kinds import AgentInfo
 from xsky.plan import dag
 from xsky.plan.budget import BudgetShare, Usage
+from xsky.plan.loops import named_value_problems
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
@@ -59,7 +60,11 @@ def check_plan(
     )
     # Checked here, not in dag (which the leader's workflow code runs): a planner's schema
     # is checked before the plan reaches the run, with no JSON Schema library in workflows.
-    problems = output_problems(workflow) + input_problems(workflow, variables)
+    problems = (
+        output_problems(workflow)
+        + input_problems(workflow, variables)
+        + named_value_problems(workflow)
+    )
     if problems:
         raise WorkflowValidationError(problems)
     return workflow

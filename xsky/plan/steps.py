@@ -114,19 +114,48 @@ def read_steps(nodes: etree._Element, report: Report) -> list[dict[str, object]]
     return steps
 
 
+# A name written as a reference (items="{{developers}}", as planners write it): the name. Since
+# v0.11.8; a leader replaying a run that read such XML before reads it as then (patch
+# eko-braced-names: the braces were kept, and the loop looked for a list of that name).
+_BRACED = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
+_BRACES_KEPT: ContextVar[bool] = ContextVar("xsky_braces_kept", default=False)
+
+
+def may_hold_braced_names(text: str | bytes) -> bool:
+    """Whether a step's input, output or items in ``text`` is written as ``{{name}}``."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    return re.search(r"""\b(?:input|output|items)\s*=\s*["']\s*\{\{""", raw) is not None
+
+
+@contextmanager
+def braced_names_as_before_v0_11_8() -> Iterator[None]:
+    token = _BRACES_KEPT.set(True)
+    try:
+        yield
+    finally:
+        _BRACES_KEPT.reset(token)
+
+
+def _name_attr(el: etree._Element, attr: str) -> str | None:
+    value = el.get(attr)
+    if value is None or _BRACES_KEPT.get():
+        return value
+    return _BRACED.sub(lambda m: m.group(1), value)
+
+
 def _read_node(el: etree._Element, report: Report) -> dict[str, object]:
     if len(el):
         report(el, "<node> holds elements; a step is text (escape '<' as &lt; or use CDATA)")
     step: dict[str, object] = {"kind": "node", "text": _text(el)}
     for attr in ("input", "output"):
-        if (value := el.get(attr)) is not None:
+        if (value := _name_attr(el, attr)) is not None:
             step[attr] = value
     return step
 
 
 def _read_for_each(el: etree._Element, report: Report) -> dict[str, object]:
     step: dict[str, object] = {"kind": "forEach", "steps": read_steps(el, report)}
-    if (items := el.get("items")) is not None:
+    if (items := _name_attr(el, "items")) is not None:
         step["items"] = items
     return step
 
