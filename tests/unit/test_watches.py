@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.unit.test_leader_core_rules import Shell
 from tests.unit.test_loops import complete
 from xsky.leader.plans import GROWTH_LISTED
@@ -239,3 +241,19 @@ def test_a_replan_between_a_watchs_versions_keeps_its_own_xml():
     (replan,) = [v for v in history if v.reason.startswith("a person's replan")]
     assert replan.xml and replan.grown_by is None  # not the watch's: never folded or emptied
     assert [v.version for v in history if v.xml] == [1, 4, 5]  # the watch's newest: v5
+
+
+def test_a_pages_watch_inside_a_forEach_is_a_problem_with_the_fix_not_a_broken_watch():
+    """Lowered, each item watched the list's gathered result as if it were a URL."""
+    from xsky.errors import WorkflowValidationError
+    from xsky.plan.files import check_plan_source
+
+    text = """<root><name>w</name><agents><agent name="Browser" id="0" dependsOn=""><task>t</task>
+      <nodes><node output="pages">list the pages</node><forEach items="pages">
+        <node>open the page</node>
+        <watch event="dom" loop="true"><description>new comments</description>
+          <trigger><node>reply</node></trigger></watch>
+      </forEach></nodes></agent></agents></root>"""
+    with pytest.raises(WorkflowValidationError) as e:
+        check_plan_source(text.encode(), known_agents=["browser", "llm", "shell", "file"])
+    assert "inside a <forEach> cannot be made durable" in e.value.problems[0].message

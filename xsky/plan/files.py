@@ -15,6 +15,7 @@ from xsky.plan.loops import named_value_problems, shared_output_warnings
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
+from xsky.plan.watches import nested_watch_problems
 from xsky.plan.xml import DEFAULT_MAX_BYTES, ParsedWorkflow, parse_workflow_source
 from xsky.security.roles import RoleCapabilityModel, plan_role_problems
 
@@ -134,6 +135,7 @@ def _checked(
         problems += direct_argument_problems(workflow)
         problems += config_key_problems(workflow)
         problems += named_value_problems(workflow)
+        problems += nested_watch_problems(workflow)
         problems += output_problems(workflow)
         if variables is not None:
             problems += input_problems(workflow, variables)

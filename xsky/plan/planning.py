@@ -14,6 +14,7 @@ from xsky.plan.loops import named_value_problems
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
+from xsky.plan.watches import nested_watch_problems
 from xsky.plan.xml import parse_workflow
 from xsky.wire import WireModel
 
@@ -64,6 +65,7 @@ def check_plan(
         output_problems(workflow)
         + input_problems(workflow, variables)
         + named_value_problems(workflow)
+        + nested_watch_problems(workflow)
     )
     if problems:
         raise WorkflowValidationError(problems)

@@ -32,8 +32,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 
+from xsky.errors import Problem
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Workflow, WorkflowAgent, plain_error, unused_id
+from xsky.plan.models import Step, Workflow, WorkflowAgent, plain_error, unused_id
 from xsky.wire import WireModel
 
 WATCH = "watch"  # the config key, and the direct tool of a poll
@@ -260,6 +261,34 @@ def polled(wf: Workflow, poll_id: str, result: str | None) -> tuple[Workflow, st
 
 # Eko's watches name no limits: these apply, said in the plan's first version.
 EKO_DEFAULTS = {"every": 2.0, "maxFirings": 10, "minInterval": 5.0, "idleTimeout": 3600.0}
+
+
+def nested_watch_problems(wf: Workflow) -> list[Problem]:
+    """A page's ``<watch>`` inside a ``<forEach>``: the loop's items become agents and each
+    would watch the list's gathered result as if it were a page's URL — a watch that cannot
+    work. Eko flattens the watch into the loop's steps; here it is said, with the fix."""
+    problems = []
+
+    def inside_loop(steps: list[Step], looped: bool) -> bool:
+        return any(
+            (looped and s.kind == "watch" and s.event == "dom")
+            or inside_loop(s.steps, looped or s.kind == "forEach")
+            for s in steps
+        )
+
+    for i, agent in enumerate(wf.agents):
+        if inside_loop(agent.steps, False):
+            problems.append(
+                Problem(
+                    f'agent {agent.id}: a <watch event="dom"> inside a <forEach> cannot be made '
+                    "durable (each item would watch the list's result, not a page): put the watch "
+                    "in an agent of its own after the loop, or write what to check as a plain "
+                    "<node> of the loop",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
+    return problems
 
 
 def lower_watches(wf: Workflow) -> tuple[Workflow, list[str]]:
