@@ -717,3 +717,29 @@ def test_a_step_reading_what_a_later_agent_outputs_is_a_problem_not_a_run_that_n
     assert 'agent 0 reads "summary"' in said and "agent 1 runs after agent 0" in said
     with pytest.raises(WorkflowValidationError):  # the planner's check too: it asks again
         check_plan(parse_workflow(text), KNOWN)
+
+
+def test_a_reply_that_thinks_first_or_corrects_itself_is_read_for_the_plan_it_answers():
+    eko = (ROOT / "tests/fixtures/eko/02-ai-news-dependsOn-computer.xml").read_text()
+    sketch = '<root>\n  <name>…</name>\n  <agents>…<agent name="…">…</agent></agents>\n</root>'
+    thought = f"<think>\nI must answer in the format:\n{sketch}\nLet me plan.\n</think>\n{eko}"
+    assert parse_workflow(extract_workflow_xml(thought)).name == parse_workflow(eko).name
+    corrected = eko.replace("<name>Latest AI News</name>", "<name>Corrected</name>")
+    reply = f"{eko}\n\nWait — that is wrong. Corrected plan:\n\n{corrected}\nDone."
+    assert parse_workflow(extract_workflow_xml(reply)).name == "Corrected"
+
+
+@pytest.mark.parametrize("where", ["after", "thinking"])
+def test_a_plan_saved_with_other_text_around_it_says_where_the_plan_is(tmp_path: Path, where: str):
+    eko = (ROOT / "tests/fixtures/eko/02-ai-news-dependsOn-computer.xml").read_text()
+    text = (
+        f"{eko}\nThis plan first collects the news.\n"
+        if where == "after"
+        else (f"<think>\nanswer as <root><agents><agent/></agents></root>\n</think>\n{eko}")
+    )
+    path = tmp_path / "reply.md"
+    path.write_text(text)
+    with pytest.raises(WorkflowXMLError) as e:
+        load_plan(path, known_agents=KNOWN)
+    said = e.value.problems[0].message
+    assert "the plan is inside other text" in said and "save only <root>…</root>" in said

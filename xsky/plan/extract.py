@@ -17,6 +17,7 @@ _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\
 _OPEN_RE = re.compile(r"<workflow(?=[\s>/])")
 _EKO_RE = re.compile(r"<root(?=[\s>])")
 _ROOT_ELEMENT_RE = re.compile(r"<root(?:\s[^<>]*)?>\s*<[A-Za-z!?]")
+_THINKING_RE = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
 _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\">])*?)(/?)>")
 
 
@@ -31,6 +32,9 @@ def extract_workflow_xml(text: str) -> str:
         raise WorkflowXMLError(
             [Problem("the reply is empty: it holds no <workflow> element", 1, 1)]
         )
+    # A reasoning model's thinking may sketch the format ("answer as <root>…</root>"): the plan
+    # is in what it answers, not in what it thought (blanked, so positions stay put).
+    text = _THINKING_RE.sub(lambda m: " " * len(m.group()), text)
     fenced = [body for _, body in _FENCE_RE.findall(text) if _OPEN_RE.search(body)]
     for body in fenced:
         found = _first_workflow(body)
@@ -45,7 +49,15 @@ def extract_workflow_xml(text: str) -> str:
         starts = [m.start() for m in _EKO_RE.finditer(body) if "<agent" in body[m.start() :]]
         # A <root> said in prose ("I answer in the <root> format") holds words, not elements:
         # the plan's own is the first whose start tag is followed by an element.
-        start = next((at for at in starts if _ROOT_ELEMENT_RE.match(body, at)), -1)
+        planned = [at for at in starts if _ROOT_ELEMENT_RE.match(body, at)]
+        # A model that corrects itself ("wait, agent 2 must come first:") answers with its
+        # last whole plan: the last <root>…</root> that holds agents.
+        whole = [
+            at
+            for at in planned
+            if (end := body.find("</root>", at)) >= 0 and "<agent" in body[at:end]
+        ]
+        start = whole[-1] if len(whole) > 1 else planned[0] if planned else -1
         if start < 0:
             start = starts[0] if starts else -1
         if start >= 0:

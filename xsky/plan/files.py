@@ -167,14 +167,17 @@ def _plan_inside_text(data: bytes) -> Problem | None:
     it came (prose, a Markdown fence): where the plan is, and what to save. None when the
     file begins with its plan (its own problems are the ones to say)."""
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
-    if text.lstrip().startswith("<"):
-        return None
     try:
         plan = extract_workflow_xml(text)
     except WorkflowXMLError:
         return None
-    at = text.find(plan[:200])
+    at = text.find(plan)  # (whole: a model that corrected itself repeats the plan's start)
     if at < 0:
+        at = text.find(plan[:200])  # mended (cut off): its start is as written
+    if at < 0:
+        return None
+    # Nothing but the plan (a plan cut off, mended by the search): its own problems are said.
+    if not text[:at].strip() and not text[at + len(plan) :].strip():
         return None
     first = text.count("\n", 0, at) + 1
     last = first + plan.count("\n")
