@@ -743,3 +743,16 @@ def test_a_plan_saved_with_other_text_around_it_says_where_the_plan_is(tmp_path:
         load_plan(path, known_agents=KNOWN)
     said = e.value.problems[0].message
     assert "the plan is inside other text" in said and "save only <root>…</root>" in said
+
+
+def test_braces_in_an_eko_plans_text_say_what_an_eko_plan_can_do_about_them(tmp_path: Path):
+    # "declare it in <variables>" cannot be followed: <variables> is refused inside <root>
+    path = tmp_path / "p.xml"
+    path.write_text(
+        '<root><name>n</name><agents><agent name="Chat" id="0" dependsOn="">'
+        "<task>Reply with the template: Hello {{name}}</task></agent></agents></root>"
+    )
+    with pytest.raises(PlanError) as e:
+        load_plan(path, known_agents=KNOWN)
+    said = e.value.problems[0].message
+    assert "<variables>" not in said and "--var name=…" in said and "Eko passes the text" in said

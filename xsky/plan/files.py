@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xsky.errors import PlanError, Problem, UsageError, WorkflowValidationError, WorkflowXMLError
@@ -143,6 +143,13 @@ def _checked(
             problems += [
                 Problem(message) for message in plan_role_problems(workflow.roles, base_roles)
             ]
+        if parsed.dialect:  # an Eko plan declares no variables: only --var gives one
+            problems = [
+                replace(p, message=p.message.replace(_DECLARE, _EKO_DECLARE))
+                if _DECLARE in p.message
+                else p
+                for p in problems
+            ]
         return sorted(_located(parsed, problems), key=_position)
 
     try:
@@ -160,6 +167,13 @@ def _checked(
     if problems:
         raise WorkflowValidationError(problems)
     return parsed
+
+
+_DECLARE = "(declare it in <variables> or pass --var "
+_EKO_DECLARE = (
+    "(Eko plans have no {{…}} references: Eko passes the text as it is; give it with --var, or "
+    "write the text without double braces — e.g. --var "
+)
 
 
 def _plan_inside_text(data: bytes) -> Problem | None:
