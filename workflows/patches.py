@@ -270,6 +270,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read a plan's XML before v0.11.8 is still open",
     ),
+    "eko-html-entities": Patch(
+        what="an Eko plan's XML the leader reads (a replan's) with an HTML entity XML does not "
+        "know (&nbsp;, &mdash;) has it replaced by its character, as Eko's reader keeps it "
+        "as text; before, such a plan was refused. Asked only of XML that holds one",
+        since="v0.11.8",
+        delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
+    ),
 }
 """The live patches, by id."""
 

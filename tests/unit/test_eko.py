@@ -756,3 +756,22 @@ def test_braces_in_an_eko_plans_text_say_what_an_eko_plan_can_do_about_them(tmp_
         load_plan(path, known_agents=KNOWN)
     said = e.value.problems[0].message
     assert "<variables>" not in said and "--var name=…" in said and "Eko passes the text" in said
+
+
+def test_an_html_entity_in_an_eko_plans_text_is_its_character_as_eko_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import workflows.leader.io as leader_io
+
+    text = (
+        '<root><name>Prices&nbsp;today</name><agents><agent name="Chat" id="0" dependsOn="">'
+        "<task>Say &ldquo;hi&rdquo; &amp; go</task></agent></agents></root>"
+    )
+    parsed = parse_workflow_source(text)
+    assert parsed.workflow.name == "Prices\u00a0today"
+    assert parsed.workflow.agents[0].task == "Say “hi” & go"
+    assert any("replaced the HTML entity &nbsp;" in r.message for r in parsed.repairs)
+    answers = {"eko-html-entities": False}
+    monkeypatch.setattr(leader_io, "patched", lambda patch_id: answers.get(patch_id, True))
+    with pytest.raises(WorkflowXMLError):  # a run that read it before refused it: as then
+        leader_io.read_plan_xml(text)

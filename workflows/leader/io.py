@@ -47,8 +47,10 @@ with workflow.unsafe.imports_passed_through():
     from xsky.plan.repair import (
         bare_lt_as_before_v0_11_7,
         cut_off_mended_as_before_v0_11_8,
+        entities_as_before_v0_11_8,
         may_be_cut_off,
         may_escape_lt,
+        may_replace_entities,
     )
     from xsky.plan.steps import (
         braced_names_as_before_v0_11_8,
@@ -81,6 +83,8 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
         # asked only of XML the change can alter: no marker in any other run's history
         if may_escape_lt(text) and not patched("eko-bare-lt-escaped"):
             as_then.enter_context(bare_lt_as_before_v0_11_7())
+        if may_replace_entities(text) and not patched("eko-html-entities"):
+            as_then.enter_context(entities_as_before_v0_11_8())
         if may_be_cut_off(text) and not patched("eko-cut-off-refused"):
             as_then.enter_context(cut_off_mended_as_before_v0_11_8())
         if may_name_a_file(text) and not patched("plan-text-reads-no-files"):

@@ -11,6 +11,7 @@ native ``<workflow>`` a person typed stays strict. Unlike Eko, each change is re
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,11 @@ _BARE_LT = re.compile(r"<(?=[\s\d=]|\Z)")
 # A leader replaying a run that read plan XML before v0.11.7 (workflows/patches.py, patch
 # eko-bare-lt-escaped) reads it as then: such a '<' left as it is (the plan refused).
 _LT_KEPT: ContextVar[bool] = ContextVar("xsky_bare_lt_kept", default=False)
+# HTML's named entities in a model's text (&nbsp;): XML knows five. Replaced since v0.11.8
+# (patch eko-html-entities: a leader replaying an older reading leaves them, and refuses).
+_NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
+_XML_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "apos"})
+_ENTITIES_KEPT: ContextVar[bool] = ContextVar("xsky_entities_kept", default=False)
 # What the repairs of a plan cut off say: Eko mends such a plan only to show it while it still
 # streams, and never runs it (its final parse mends nothing: "No executable agent"); nor does
 # xsky since v0.11.8 — the end of the plan is missing, not damaged (workflows/patches.py,
@@ -149,6 +155,8 @@ def _escape_amps(body: str, start: int, end: int, repairs: list[Problem]) -> str
     chunk = body[start:end]
     if "&" not in chunk and "<" not in chunk:
         return chunk
+    if not _ENTITIES_KEPT.get():
+        chunk = _html_entities(body, start, chunk, repairs)
     for m in _BARE_AMP.finditer(chunk):
         repairs.append(_at(body, start + m.start(), "escaped a bare '&' as &amp;"))
     chunk_amp = _BARE_AMP.sub("&amp;", chunk)
@@ -157,6 +165,43 @@ def _escape_amps(body: str, start: int, end: int, repairs: list[Problem]) -> str
     for m in _BARE_LT.finditer(chunk):
         repairs.append(_at(body, start + m.start(), "escaped a bare '<' as &lt;"))
     return _BARE_LT.sub("&lt;", chunk_amp)
+
+
+def _html_entities(body: str, start: int, chunk: str, repairs: list[Problem]) -> str:
+    """``chunk`` with the HTML entities XML does not know (``&nbsp;``, ``&mdash;``) as the
+    characters they stand for — Eko's reader keeps them as text; XML refuses the plan."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) in _XML_ENTITIES:
+            return m.group()
+        char = html.unescape(m.group())
+        if char == m.group():  # no entity of HTML either: a bare '&', escaped below
+            return char
+        repairs.append(
+            _at(body, start + m.start(), f"replaced the HTML entity {m.group()} by {char!r}")
+        )
+        return char
+
+    return _NAMED_ENTITY.sub(one, chunk)
+
+
+def may_replace_entities(text: str | bytes) -> bool:
+    """Whether repairing ``text`` replaces an HTML entity (the leader asks its patch only then)."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    if not any(m.group(1) not in _XML_ENTITIES for m in _NAMED_ENTITY.finditer(raw)):
+        return False
+    _, repairs = repair(raw)
+    return any("replaced the HTML entity" in r.message for r in repairs)
+
+
+@contextmanager
+def entities_as_before_v0_11_8() -> Iterator[None]:
+    """Repair as v0.11.7 and before did: an HTML entity is left as it is (the plan refused)."""
+    token = _ENTITIES_KEPT.set(True)
+    try:
+        yield
+    finally:
+        _ENTITIES_KEPT.reset(token)
 
 
 def _at(text: str, offset: int, message: str) -> Problem:
