@@ -775,3 +775,20 @@ def test_an_html_entity_in_an_eko_plans_text_is_its_character_as_eko_reads_it(
     monkeypatch.setattr(leader_io, "patched", lambda patch_id: answers.get(patch_id, True))
     with pytest.raises(WorkflowXMLError):  # a run that read it before refused it: as then
         leader_io.read_plan_xml(text)
+
+
+def test_a_duplicate_id_is_said_once_and_a_separator_that_looks_like_a_comma_is_named():
+    dup = """<root><name>n</name><agents>
+      <agent name="Chat" id="0" dependsOn=""><task>a</task></agent>
+      <agent name="Chat" id="0" dependsOn="0"><task>b</task></agent></agents></root>"""
+    with pytest.raises(PlanError) as e:
+        check_plan_source(dup.encode(), known_agents=KNOWN)
+    said = [p.message for p in e.value.problems]
+    assert len(said) == 1 and "duplicate agent id '0'" in said[0]  # not also "depends on itself"
+    wide = """<root><name>n</name><agents>
+      <agent name="Chat" id="0" dependsOn=""><task>a</task></agent>
+      <agent name="Chat" id="1" dependsOn=""><task>b</task></agent>
+      <agent name="Chat" id="2" dependsOn="0，1"><task>c</task></agent></agents></root>"""
+    with pytest.raises(PlanError) as e:
+        check_plan_source(wide.encode(), known_agents=KNOWN)
+    assert "U+FF0C, is no separator: write ','" in e.value.problems[0].message

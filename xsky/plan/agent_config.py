@@ -347,8 +347,9 @@ def _empty_steps(index: int, agent: WorkflowAgent) -> list[Problem]:
             elif step.kind == "watch" and step.event != "dom":
                 # Only a dom watch becomes durable (the page comes from the steps before it);
                 # an Eko <watch> names no file, URL or timer for any other event.
+                shown = f'<watch event="{step.event}">' if step.event else "<watch> with no event"
                 said = (
-                    f'agent {agent.id}, step {where}: <watch event="{step.event}"> is given to the '
+                    f"agent {agent.id}, step {where}: {shown} is given to the "
                     "model as an instruction — nothing watches durably (Eko's watch names no path "
                     'or URL); for a durable watch use <config>{"watch": {"event": "file", '
                     '"path": "…", "maxFirings": 10, "idleTimeout": 3600}}</config>'

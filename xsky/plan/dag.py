@@ -90,7 +90,7 @@ def _validate(
         in_graph = index_of[agent.id] == i
         for dep in agent.depends:
             j = index_of.get(dep)
-            if dep == agent.id:
+            if dep == agent.id and index_of.get(dep) == i:  # (a duplicate id is said above)
                 problems.append(
                     Problem(
                         f"agent {agent.id} depends on itself; remove {dep!r} from its depends",

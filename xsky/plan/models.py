@@ -81,7 +81,12 @@ def friendly_error(loc: tuple[object, ...], pydantic_type: str, msg: str, value:
     field = next((str(part) for part in reversed(loc) if isinstance(part, str)), "")
     if pydantic_type == "string_pattern_mismatch":
         if loc and loc[0] == "agents" and field in FIELD_HINTS:
-            return f"{field} {value!r} is not valid: {FIELD_HINTS[field]}"
+            said = f"{field} {value!r} is not valid: {FIELD_HINTS[field]}"
+            if field == "depends" and isinstance(value, str):
+                odd = next((c for c in value if not (c.isalnum() or c in "_.-")), None)
+                if odd is not None:  # name what broke it: '，' looks like ',' to the eye
+                    said += f" ({odd!r}, U+{ord(odd):04X}, is no separator: write ',')"
+            return said
         if loc and loc[0] == "variables" and field == "[key]":
             return f"variable name {value!r} is not valid: use letters, digits and '_', starting with a letter or '_'"
         return f"{field} holds characters XML cannot carry (control characters); remove them"
