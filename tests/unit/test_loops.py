@@ -164,8 +164,14 @@ def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then
     assert gathered.config == {"tool": "gather", "items": ["A", "B", "C"]}  # in order
     complete(shell, "2", '["A", "B", "C"]')
     assert list(shell.running) == ["3"]
-    shown = {t.agent_id for t in shell.core.views.board_page(shell.now).tasks}
-    assert {"2[1]", "2[2]", "2[3]"} <= shown
+    shown = {t.agent_id: t for t in shell.core.views.board_page(shell.now).tasks}
+    assert {"2[1]", "2[2]", "2[3]"} <= set(shown)
+    # each item's line says its item (three identical "read page {{item_index}}: {{item}}")
+    assert [shown[f"2[{n}]"].subject for n in (1, 2, 3)] == [
+        "read page 1: alpha",
+        "read page 2: beta",
+        "read page 3: gamma",
+    ]
 
 
 def test_an_empty_list_gathers_nothing_at_once():
