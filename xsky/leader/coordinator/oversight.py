@@ -137,7 +137,10 @@ class Oversight:
             elif (no_room := j.budget.no_room_to_judge()) is not None:
                 why = no_room
             elif j.mode() == "auto":
-                why = "no model agent ran in this run (--coordinator act checks any run's goal)"
+                why = (
+                    "no model agent ran in this run (with a model configured on the workers, "
+                    "--coordinator act checks any run's goal)"
+                )
             else:
                 why = j.mode_label().split(":")[0]
             j.goal_unchecked(why, now)
