@@ -63,6 +63,7 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
     run = await x.get(args.id)
+    running = await run.temporal_status() == "running"
     fork = await run.fork(
         args.task, args.text, args.input_text, plan, id=args.fork_id, again=args.again
     )
@@ -71,6 +72,14 @@ async def cmd_fork(args: argparse.Namespace) -> int:
         return 0
     if not args.json:
         out.print(cell(f"{fork.id}: a fork of {run.id} at {args.task}"))
+        if running:  # (results carry over; the files its agents wrote do not)
+            out.print(
+                cell(
+                    f"note: {run.id} is still running, so the fork works in a workspace of its "
+                    "own — results are carried, files its agents wrote are not; fork it once it "
+                    "has ended to work in its workspace"
+                )
+            )
         follow_it = "" if args.follow else f"follow it: starter.py follow {fork.id} · "
         out.print(cell(f"{follow_it}compare: starter.py diff {run.id} {fork.id}"))
     if not args.follow:
