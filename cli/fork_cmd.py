@@ -9,8 +9,10 @@ from cli.follow_cmd import follow, print_result
 from cli.render import cell, out, print_json
 from cli.steer_cmd import checked_plan_file
 from client import XSky
+from client.fork import direct_tool
 from xsky.config import load_settings
 from xsky.errors import UsageError
+from xsky.plan.xml import parse_workflow
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +66,15 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     x = await XSky.connect(settings)
     run = await x.get(args.id)
     running = await run.temporal_status() == "running"
+    if args.text is not None and not args.json:
+        tool = direct_tool(parse_workflow(await run.plan()), args.task.removeprefix("T-"))
+        if tool is not None:  # the fork runs the same call again: say so before it does
+            out.print(
+                cell(
+                    f"note: {args.task} runs a direct tool ({tool}): its new task text changes "
+                    "nothing it does — fork with --plan FILE to change its <config>"
+                )
+            )
     fork = await run.fork(
         args.task, args.text, args.input_text, plan, id=args.fork_id, again=args.again
     )

@@ -31,6 +31,7 @@ def edited(wf: Workflow, agent_id: str, task: str | None, input_text: str | None
     """The plan with agent ``agent_id``'s task or input replaced."""
     if task is not None and not task.strip():
         raise UsageError("the new task text is empty")
+
     update: dict[str, object] = {}
     if task is not None:
         update["task"] = task
@@ -132,6 +133,39 @@ def fork_input(
             carried=kept,
             rerun=[at],
         ),
+    )
+
+
+def direct_tool(wf: Workflow, agent_id: str) -> str | None:
+    """The direct tool agent ``agent_id`` runs (its task text is read by nothing), if any."""
+    agent = next((a for a in wf.agents if a.id == agent_id), None)
+    tool = (agent.config or {}).get("tool") if agent is not None else None
+    return tool if isinstance(tool, str) else None
+
+
+def grown_from(wf: Workflow, at: str) -> list[str]:
+    """The agents the leader grew from agent ``at`` as the run went: a forEach's items
+    (``at[n]``), a watch's polls and firings (``at.poll[n]``, ``at[n]``)."""
+    return [a.id for a in wf.agents if a.id.startswith((f"{at}[", f"{at}.poll["))]
+
+
+def ungrown(wf: Workflow, at: str, earlier: list[Workflow]) -> Workflow:
+    """The plan with agent ``at`` as it was written, before it grew (``earlier``: the run's
+    plans, newest first): a fork at a loop runs the loop again — its items made anew, with
+    the edit — not only its gathering of the old items' results."""
+    grown = set(grown_from(wf, at))
+    if not grown:
+        return wf
+    for plan in earlier:
+        ids = [a.id for a in plan.agents]
+        if at in ids and not grown_from(plan, at):
+            original = plan.agent(at)
+            agents = [original if a.id == at else a for a in wf.agents if a.id not in grown]
+            return wf.model_copy(update={"agents": agents})
+    raise UsageError(
+        f"T-{at} is a loop or a watch the run grew into {len(grown)} agents, and how it was "
+        "written before it grew is not in the run's plan history",
+        "fork with --plan FILE holding it as it should run",
     )
 
 

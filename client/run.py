@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -37,7 +38,9 @@ from client.fork import (
     fork_at,
     fork_id,
     fork_input,
+    grown_from,
     repeated_effects,
+    ungrown,
 )
 from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
@@ -55,6 +58,7 @@ from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
     NoWorkerError,
+    PlanError,
     RefusedError,
     RunEndedError,
     RunNotFoundError,
@@ -91,7 +95,7 @@ from xsky.plan.budget import KEYS
 from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
 from xsky.run_diff import RunDiff, diff_runs
-from xsky.runs import AgentReport, RunResult
+from xsky.runs import AgentReport, RunInput, RunResult
 from xsky.storage import ObjectStore
 
 
@@ -498,7 +502,10 @@ class Run:
         first = await first_input(self._client, self.handle)
         old = parse_workflow(await self.plan())
         at = fork_at(plan or old, task)
-        new = edited(plan or old, at, text, input_text)
+        base = plan or old
+        if grown_from(base, at):  # a loop or a watch: run again as written, not its gathering
+            base = ungrown(base, at, await self._earlier_plans(first))
+        new = edited(base, at, text, input_text)
         reports = await self.reports() if ended else await self._reports_so_far()
         own_id = id or fork_id(self.id)
         if not again:
@@ -531,6 +538,18 @@ class Run:
             lineage=await self.descendant_lineage(),
         )
         return Run(self._client, self._settings, handle)
+
+    async def _earlier_plans(self, first: RunInput) -> list[Workflow]:
+        """The run's plans, newest first: each version the history holds whole, then the plan
+        it was started with."""
+        plans = []
+        for version in reversed(await self.plan_history()):
+            if version.xml.strip():
+                with contextlib.suppress(PlanError):
+                    plans.append(parse_workflow(version.xml))
+        if first.workflow is not None:
+            plans.append(first.workflow)
+        return plans
 
     async def diff(self, other: Run) -> RunDiff:
         """What differs between this run and ``other``, agent by agent (xsky/run_diff.py)."""

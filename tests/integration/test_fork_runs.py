@@ -213,3 +213,28 @@ async def test_a_fork_names_what_it_would_repeat_unasked_and_runs_it_only_when_t
         await eventually(listed, 10)
         code, said, _ = await starter(env, "status", run.id)
         assert code == 0 and f"↪ forked as {named.id}" in said, said
+
+
+async def test_a_fork_at_a_loop_runs_the_loop_again_with_the_edit_not_only_its_gathering(env: Env):
+    """The edit landed on the gathering of the old items, which were carried: the loop's
+    agents never ran with the new task (and a {{item}} in it had no value)."""
+    listing = (
+        '<agent name="shell" id="list"><task>list</task>'
+        '<config>{"tool": "shell", "command": "printf \'alpha\\\\nbeta\\\\n\'"}</config></agent>'
+    )
+    loop = (
+        '<agent name="llm" id="each" depends="list" forEach="{{agent_list_result}}">'
+        "<task>Weigh the item</task></agent>"
+    )
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(plan(listing, loop, name="loop-fork"))
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+        fork = await run.fork("T-each", text="Measure {{item}} (number {{item_index}})")
+        done = await asyncio.wait_for(fork.result(), 60)
+        assert done.status == "completed", done.summary
+        tasks = {a.id: a for a in parse_workflow(await fork.plan()).agents}
+        assert tasks["each[2]"].task == "Measure {{item}} (number {{item_index}})"
+        events = [e async for e in fork.handle.fetch_history_events()]
+        # the items ran again (made anew from the edit), not only the gathering; list carried
+        assert scheduled(events) == ["T-each", "T-each[1]", "T-each[2]"], scheduled(events)
