@@ -317,6 +317,11 @@ def _value(
     if ref.kind == "context":
         return _as_text(_lookup_context(context, ref.key))
     if ref.key not in variables:
+        if ref.key in (ITEM, f"{ITEM}_index"):  # no --var gives it: only a loop's items have one
+            raise RenderError(
+                f"{ref.text} has no value: only a forEach's items (and a watch's firings) have "
+                "one — give this agent forEach=\"{{…}}\", or take the reference out of its task"
+            )
         raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
     return variables[ref.key]
 
