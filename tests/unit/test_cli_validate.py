@@ -193,3 +193,27 @@ def test_a_mistyped_config_key_and_a_watch_key_no_watch_reads_are_problems(tmp_p
         '{"tool": "shell", "command": "date", "myNote": "kept"}</config></agent></workflow>'
     )
     assert starter("validate", str(path)).returncode == 0
+
+
+def test_every_problem_at_once_with_the_names_they_are_one_typo_from(tmp_path):
+    """A newcomer's plan showed 5 problems, then — fixed — 7 more: an agent without a task hid
+    the checks of the whole plan (tools, names, references)."""
+    path = tmp_path / "typos.xml"
+    path.write_text(
+        '<workflow name="t">\n'
+        '  <agent name="file" id="1" depend="0"><taks>read</taks>'
+        '<config>{"tool": "file_wirte", "path": "a"}</config></agent>\n'
+        '  <agent name="shel" id="2" depends="1"><task>use {{agent_1_reslt}}</task></agent>\n'
+        "</workflow>\n"
+    )
+    res = starter("validate", str(path))
+    said = " ".join(res.stderr.split())
+    assert res.returncode == 2
+    for part in (
+        "unknown attribute 'depend' on <agent> (did you mean 'depends'?)",
+        "unknown element <taks> inside <agent> (did you mean <task>?)",
+        "agent 1 has no <task>",
+        "config tool 'file_wirte' is not a direct tool (did you mean 'file_write'?)",
+        "unknown agent name 'shel'",
+    ):
+        assert part in said, (part, said)

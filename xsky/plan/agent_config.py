@@ -152,8 +152,10 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
                 "e.g. mcp__fs__read_text_file"
             )
     elif tool is not None and tool not in DIRECT_TOOLS:
+        close = difflib.get_close_matches(tool, list(DIRECT_TOOLS), n=1, cutoff=0.75)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
         problems.append(
-            f"config tool {tool!r} is not a direct tool; use one of {', '.join(DIRECT_TOOLS)}, "
+            f"config tool {tool!r} is not a direct tool{meant}; use one of {', '.join(DIRECT_TOOLS)}, "
             "or a tool of an MCP server (mcp__<server>__<tool>)"
         )
     if "watch" in config:

@@ -320,7 +320,7 @@ def _value(
         if ref.key in (ITEM, f"{ITEM}_index"):  # no --var gives it: only a loop's items have one
             raise RenderError(
                 f"{ref.text} has no value: only a forEach's items (and a watch's firings) have "
-                "one — give this agent forEach=\"{{…}}\", or take the reference out of its task"
+                'one — give this agent forEach="{{…}}", or take the reference out of its task'
             )
         raise RenderError(f"{ref.text} has no value; pass --var {ref.key}=…")
     return variables[ref.key]

@@ -24,12 +24,13 @@ Finding the plan inside an LLM reply is :mod:`xsky.plan.extract`'s.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
 import stat
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -129,6 +130,12 @@ def _read_small_file(path: Path, limit: int) -> bytes:
         if not stat.S_ISREG(mode):
             raise OSError(22, "is not a regular file")
         return fh.read(limit)
+
+
+def _meant(name: str, allowed: Collection[str], shape: str = "{!r}") -> str:
+    """`` (did you mean <task>?)`` for a name one typo away from an allowed one, else ""."""
+    close = difflib.get_close_matches(name, list(allowed), n=1, cutoff=0.75)
+    return f" (did you mean {shape.format(close[0])}?)" if close else ""
 
 
 def parse_workflow_source(
@@ -491,8 +498,16 @@ class Reader:
         which would make them report what is not wrong."""
         if self._incomplete:
             return None
+        # An agent whose task or name is missing (said already) stands in with a placeholder,
+        # so the rest of the plan is still checked — every problem at once, as the docs say.
+        standing = [
+            {**a, "task": "(no task)"} if a.get("task") is None else a for a in wf["agents"]
+        ]
+        standing = [{"name": "llm", **a} if "name" not in a else a for a in standing]
         try:
-            return ParsedWorkflow(Workflow.model_validate(wf), (self, agent_els))
+            return ParsedWorkflow(
+                Workflow.model_validate({**wf, "agents": standing}), (self, agent_els)
+            )
         except ValidationError:
             return None
 
@@ -582,7 +597,7 @@ class Reader:
                 f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>",
                 index,
             )
-        if agent.get("task") is None or agent_id is None or name is None:
+        if agent_id is None:  # (a missing task or name stands in with a placeholder: _partial)
             self._incomplete = True
         if "task" not in agent:
             self.problem(
@@ -790,7 +805,8 @@ class Reader:
             if key not in allowed:
                 self.problem(
                     el,
-                    f"unknown attribute {key!r} on <{what}>; allowed: {', '.join(allowed)}",
+                    f"unknown attribute {key!r} on <{what}>{_meant(key, allowed)}; allowed: "
+                    f"{', '.join(allowed)}",
                     index,
                 )
 
@@ -805,8 +821,11 @@ class Reader:
         self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None
     ) -> None:
         tag = tag_name(el)
+        meant = _meant(tag, allowed, "<{}>")
         self.problem(
-            el, f"unknown element <{tag}> inside <{parent}>; allowed: {', '.join(allowed)}", index
+            el,
+            f"unknown element <{tag}> inside <{parent}>{meant}; allowed: {', '.join(allowed)}",
+            index,
         )
 
     def _validation_problems(
