@@ -49,8 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_fork(a)))
     p = sub.add_parser("diff", help="what differs between two runs, agent by agent")
-    p.add_argument("a", help="workflow id of one run")
-    p.add_argument("b", help="workflow id of the other")
+    p.add_argument("a", metavar="RUN_A", help="workflow id of one run")
+    p.add_argument("b", metavar="RUN_B", help="workflow id of the other (e.g. a fork of it)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=lambda a: asyncio.run(cmd_diff(a)))
 

@@ -37,7 +37,7 @@ from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import checks_warning, with_plan
-from xsky.plan.models import Workflow
+from xsky.plan.models import Workflow, plain_error
 from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
@@ -332,7 +332,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     except ValidationError as e:
         raise UsageError(
             "; ".join(
-                f"{flag_of.get(str(err['loc'][0]), err['loc'][0])}: {err['msg']}"
+                f"{flag_of.get(str(err['loc'][0]), err['loc'][0])} {plain_error(err)} "
+                f"(not {err.get('input')!r})"
                 for err in e.errors()
             )
         ) from None
