@@ -112,10 +112,13 @@ async def cmd_diff(args: argparse.Namespace) -> int:
                 "summary": d.summary(),
                 "agents": [{"id": g.agent_id, "differs": g.what} for g in d.agents],
                 "onlyIn": {d.a: d.only_a, d.b: d.only_b},
+                "run": d.run,
             }
         )
         return 0
     out.print(cell(d.summary(), style="bold"))
+    for line in d.run:  # the runs' own differences first: they explain the agents'
+        out.print(cell(f"  {line}"))
     for g in d.agents:
         if g.same:
             continue

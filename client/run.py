@@ -554,14 +554,17 @@ class Run:
     async def diff(self, other: Run) -> RunDiff:
         """What differs between this run and ``other``, agent by agent (xsky/run_diff.py)."""
 
-        async def side(run: Run) -> tuple[Workflow, list[AgentReport], list[LedgerEntry]]:
+        async def side(
+            run: Run,
+        ) -> tuple[Workflow, list[AgentReport], list[LedgerEntry], dict[str, str]]:
             running = await run.temporal_status() == "running"
             reports = await (run._reports_so_far() if running else run.reports())
             ledger = await run.ledger(0, 2000)
-            return parse_workflow(await run.plan()), reports, ledger.entries
+            given = (await first_input(run._client, run.handle)).variables
+            return parse_workflow(await run.plan()), reports, ledger.entries, dict(given)
 
-        (pa, ra, la), (pb, rb, lb) = await asyncio.gather(side(self), side(other))
-        return diff_runs(self.id, pa, ra, other.id, pb, rb, la, lb)
+        (pa, ra, la, va), (pb, rb, lb, vb) = await asyncio.gather(side(self), side(other))
+        return diff_runs(self.id, pa, ra, other.id, pb, rb, la, lb, va, vb)
 
     async def _reports_so_far(self) -> list[AgentReport]:
         """The reports of a run that is still going (the results query, page by page)."""

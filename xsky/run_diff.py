@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ class RunDiff:
     agents: list[AgentDiff]
     only_a: list[str]
     only_b: list[str]
+    # what differs about the runs themselves (their variables), one line each
+    run: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[str]:
@@ -50,6 +53,8 @@ class RunDiff:
             parts.append(f"only in {self.a}: {', '.join('T-' + a for a in self.only_a[:12])}")
         if self.only_b:
             parts.append(f"only in {self.b}: {', '.join('T-' + a for a in self.only_b[:12])}")
+        if self.run:
+            parts.append(f"{len(self.run)} run variable(s) differ")
         return "; ".join(parts)
 
 
@@ -59,9 +64,40 @@ def _definition(a: WorkflowAgent | None, b: WorkflowAgent | None) -> list[str]:
     said = []
     for name in ("name", "task", "input", "config", "depends", "for_each"):
         x, y = getattr(a, name), getattr(b, name)
-        if x != y:
-            said.append(f"{name}: {_short(x)} → {_short(y)}")
+        if x == y:
+            continue
+        if name == "config" and isinstance(x, dict) and isinstance(y, dict):
+            # key by key: a whole config cut at 80 characters hid the change
+            for key in sorted(set(x) | set(y)):
+                if x.get(key) != y.get(key):
+                    old, new = _where_they_differ(x.get(key), y.get(key))
+                    said.append(f"config.{key}: {old} → {new}")
+            continue
+        said.append(f"{name}: {_short(x)} → {_short(y)}")
     return said
+
+
+def _where_they_differ(x: Any, y: Any, width: int = 60) -> tuple[str, str]:
+    """Two values shown short, from a little before where they first differ (two long
+    commands alike but at their ends were both shown as the same cut start)."""
+    sx, sy = _short(x, 10**6), _short(y, 10**6)
+    if len(sx) <= width and len(sy) <= width:
+        return sx, sy
+    at = next(
+        (i for i, (p, q) in enumerate(zip(sx, sy, strict=False)) if p != q), min(len(sx), len(sy))
+    )
+    start = max(0, at - 20)
+    lead = "…" if start else ""
+    return _short(lead + sx[start:], width), _short(lead + sy[start:], width)
+
+
+def variable_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[str]:
+    """One line per variable the two runs were given differently."""
+    return [
+        f"variable {name}: {_short(a.get(name, '(none)'), 60)} → {_short(b.get(name, '(none)'), 60)}"
+        for name in sorted(set(a) | set(b))
+        if a.get(name) != b.get(name)
+    ]
 
 
 def _short(value: Any, width: int = 80) -> str:
@@ -166,6 +202,8 @@ def diff_runs(
     reports_b: list[AgentReport],
     ledger_a: list[LedgerEntry] | None = None,
     ledger_b: list[LedgerEntry] | None = None,
+    variables_a: Mapping[str, str] | None = None,
+    variables_b: Mapping[str, str] | None = None,
 ) -> RunDiff:
     """What differs between run ``a`` and run ``b`` (their last plans, their reports, and the
     judgments their ledgers hold)."""
@@ -184,4 +222,7 @@ def diff_runs(
         ],
         only_a=[r.id for r in reports_a if r.id not in by_b],
         only_b=[r.id for r in reports_b if r.id not in by_a],
+        run=variable_diff(
+            {**plan_a.variables, **(variables_a or {})}, {**plan_b.variables, **(variables_b or {})}
+        ),
     )

@@ -63,3 +63,39 @@ def test_only_what_changed_is_named_and_carried_results_count_as_the_same():
     assert "decisions: (none) → result: retry (leader)" in said
     assert "attempts: 1 → 2" in said and "tokens: 50 → 80" in said
     assert d.summary() == "1 of 2 shared agent(s) differ (T-2)"
+
+
+def test_the_runs_variables_and_each_changed_config_key_are_named():
+    """Only a variable differed: the diff said 'T-1 result differs' with no cause shown; a
+    config compared whole was cut at 80 characters, hiding what changed."""
+    long = "x" * 120
+    a = Workflow(
+        name="p",
+        task_id="p",
+        agents=[
+            WorkflowAgent(
+                id="1", name="shell", task="t", config={"tool": "shell", "command": long + "a"}
+            )
+        ],
+    )
+    b = a.model_copy(
+        update={
+            "agents": [
+                a.agents[0].model_copy(update={"config": {"tool": "shell", "command": long + "b"}})
+            ]
+        }
+    )
+    d = diff_runs(
+        "A",
+        a,
+        [report("1", "r1")],
+        "B",
+        b,
+        [report("1", "r2")],
+        variables_a={"topic": "cats"},
+        variables_b={"topic": "dogs"},
+    )
+    assert d.run == ["variable topic: cats → dogs"]
+    assert "1 run variable(s) differ" in d.summary()
+    (line,) = [w for w in d.agents[0].what if w.startswith("config")]
+    assert line.startswith("config.command: …") and line.endswith("xa → …" + "x" * 20 + "b")
