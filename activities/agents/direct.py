@@ -64,7 +64,7 @@ async def offline_llm(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             "the offline llm agent (no model is configured) answers only from its <input> or its "
             "dependencies' results, and this one has none to work from: give it an <input> — "
             "text, or the result of an agent it depends on (<input>{{agent_ID_result}}</input> "
-            "with that agent's id, and depends=\"ID\") — or set XSKY_MODEL and "
+            'with that agent\'s id, and depends="ID") — or set XSKY_MODEL and '
             "OPENAI_BASE_URL (or OPENAI_API_KEY) on the worker",
             details={"provider": offline.PROVIDER},
         )

@@ -98,7 +98,7 @@ async def test_a_completed_run_forked_at_its_4th_agent_runs_only_it_and_what_fol
         code, said, _ = await starter(env, "diff", run.id, fork.id)
         lines = said.splitlines()
         assert code == 0 and lines[0].startswith("2 of 6 shared agent(s) differ (T-4, T-5)"), said
-        assert "config: " in said and "  +FOUR" in said, said  # what changed, and how
+        assert "config.command: " in said and "  +FOUR" in said, said  # what changed, and how
 
         # A fork whose edit changes nothing upstream re-runs nothing upstream: a new task text.
         again = await run.fork("4", text="step 4, said again")
