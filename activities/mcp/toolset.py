@@ -44,7 +44,7 @@ from activities.mcp.results import (
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
 from activities.sandbox import secrets
 from activities.tools import ToolError, ToolResult, cap_text
-from xsky.json_schema import bounded_validator
+from xsky.json_schema import bounded_errors, bounded_validator
 from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, real_name, split
 from xsky.security.permissions import rules_of
 from xsky.security.roles import RoleCapabilityModel
@@ -335,7 +335,7 @@ def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
         kind.check_schema(schema)
         # a server's patterns matched under time limits: '(a|a)+' would stop the worker
         checked = bounded_validator(schema, kind=kind)
-        error = jsonschema.exceptions.best_match(checked.iter_errors(arguments))
+        error = jsonschema.exceptions.best_match(bounded_errors(checked, arguments))
     except (
         jsonschema.exceptions.SchemaError,
         jsonschema.exceptions.UnknownType,

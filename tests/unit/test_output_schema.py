@@ -301,3 +301,30 @@ def test_a_pattern_that_would_take_for_ever_is_an_error_in_bounded_time() -> Non
     assert any("took too long" in p for p in problems) and any(
         "'x' is not of type" in p for p in problems
     )
+
+
+def test_patterns_jsonschema_searches_itself_are_bounded_and_so_is_the_whole_check() -> None:
+    """A review found '^(a|a)+$' still hung a check through additionalProperties (jsonschema
+    asks which keys the patterns cover with re), and 1,000 slow strings took 12 s."""
+    import time
+
+    covered = {
+        "type": "object",
+        "patternProperties": {"^(a|a)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    began = time.monotonic()
+    _, problems = result_problems(covered, json.dumps({"a" * 40 + "!": 1}))
+    assert time.monotonic() - began < 5 and any("took too long" in p for p in problems)
+    many = {"type": "array", "items": {"type": "string", "pattern": "^(a|a)+$"}}
+    began = time.monotonic()
+    _, problems = result_problems(many, json.dumps(["a" * 30 + "!"] * 1000))
+    assert time.monotonic() - began < 5 and problems
+    # ordinary schemas of the same keywords still check what they say
+    plain = {
+        "type": "object",
+        "patternProperties": {"^x": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert result_problems(plain, json.dumps({"x1": 1}))[1] == []
+    assert result_problems(plain, json.dumps({"y": 1}))[1]

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from xsky.errors import Problem
-from xsky.json_schema import bounded_validator
+from xsky.json_schema import bounded_errors, bounded_validator
 from xsky.plan.fields import parse_answer
 from xsky.plan.models import Workflow
 
@@ -78,7 +78,7 @@ def result_problems(schema: dict[str, Any], text: str) -> tuple[Any, list[str]]:
 
     # its patterns matched under time limits: a schema's '(a|a)+' stopped the worker
     validator = bounded_validator(schema, kind=Draft202012Validator)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))
+    errors = sorted(bounded_errors(validator, value), key=lambda e: list(map(str, e.path)))
     listed = [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:MAX_LISTED]]
     if len(errors) > MAX_LISTED:
         listed.append(f"… and {len(errors) - MAX_LISTED} more")
