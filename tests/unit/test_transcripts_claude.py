@@ -385,3 +385,45 @@ def test_an_edited_first_prompt_a_new_root_after_the_lane_began_is_a_branch() ->
     kinds = [(e.kind, e.marker) for e in events]
     assert kinds.index(("marker", "branch")) == len(kinds) - 2  # just before the edited prompt
     assert users(events)[-1] == ("prompt", "fix the rounding, in one helper")
+
+
+def test_parallel_tool_calls_are_no_branch_though_each_result_points_at_its_own_call() -> None:
+    """Claude Code writes N parallel tool_use blocks as N assistant records, and each result's
+    parent is its own call's record: read as rewinds, a good task scored 2 (a review found it)."""
+
+    def rec(kind: str, uuid: str, parent: str | None, content: Any) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s1",
+            "message": {"role": kind, "content": content},
+        }
+
+    lines = [
+        rec("user", "u0", None, "read a.py and b.py and tell me which defines main"),
+        rec(
+            "assistant",
+            "a1",
+            "u0",
+            [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}],
+        ),
+        rec(
+            "assistant",
+            "a2",
+            "a1",
+            [{"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "b.py"}}],
+        ),
+        rec(
+            "user",
+            "r1",
+            "a1",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": "def main(): pass"}],
+        ),
+        rec("user", "r2", "a2", [{"type": "tool_result", "tool_use_id": "t2", "content": "x = 1"}]),
+        rec("assistant", "a3", "r2", [{"type": "text", "text": "a.py defines main."}]),
+        rec("user", "u1", "a3", "thanks, now add a docstring to main"),
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert [e for e in events if e.marker == "branch"] == []

@@ -158,19 +158,24 @@ class ClaudeCodeAdapter:
             last = state.last_uuid.get(lane)
             # An edited first prompt starts a new root: a person's prompt with no parent
             # after the lane began (a compaction's boundary is a system record).
-            new_root = (
-                parent is None
-                and last is not None
-                and kind == "user"
-                and lane == "main"
+            # Only a person's prompt starts a branch: parallel tool calls are written as one
+            # assistant record each, and each result points at its own call's record — a
+            # parent that is not the last record, and no rewind.
+            prompt = (
+                kind == "user"
                 and rec.get("isCompactSummary") is not True
                 and rec.get("isMeta") is not True
+                and not _is_tool_result(json_object(rec.get("message")).get("content"))
             )
-            if new_root or (
-                isinstance(parent, str)
-                and last is not None
-                and parent != last
-                and parent in state.known
+            new_root = parent is None and last is not None and lane == "main"
+            if prompt and (
+                new_root
+                or (
+                    isinstance(parent, str)
+                    and last is not None
+                    and parent != last
+                    and parent in state.known
+                )
             ):
                 out.append(
                     Event(
@@ -236,6 +241,13 @@ class ClaudeCodeAdapter:
             elif btype is not None:
                 state.count_opaque("user", btype)
         return out
+
+
+def _is_tool_result(content: Any) -> bool:
+    """A user record that answers tool calls (not a prompt anyone typed)."""
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _known_attachment(atype: str) -> bool:
