@@ -193,6 +193,16 @@ def test_a_mistyped_config_key_and_a_watch_key_no_watch_reads_are_problems(tmp_p
         '{"tool": "shell", "command": "date", "myNote": "kept"}</config></agent></workflow>'
     )
     assert starter("validate", str(path)).returncode == 0
+    # an MCP tool's own arguments, and a watch's fields by their names, are read (a review
+    # found both refused)
+    path.write_text(
+        '<workflow name="w"><agent name="file" id="r"><task>t</task><config>'
+        '{"tool": "mcp__fs__read_multiple_files", "paths": ["a.txt"]}</config></agent>'
+        '<agent name="file" id="w"><task>t</task><config>{"watch": {"event": "file", '
+        '"path": "out.txt", "max_firings": 1, "idle_timeout": 600}}</config></agent></workflow>'
+    )
+    res = starter("validate", str(path))
+    assert res.returncode == 0, res.stderr
 
 
 def test_every_problem_at_once_with_the_names_they_are_one_typo_from(tmp_path):

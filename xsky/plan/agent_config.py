@@ -281,10 +281,16 @@ def config_key_problems(workflow: Workflow) -> list[Problem]:
     plans are loaded (validate, run, the API), not by the run itself (a running plan's config
     is read as it always was)."""
     problems = []
-    watch_keys = {f.alias or name for name, f in WatchSpec.model_fields.items()}
+    # (a watch reads its fields by alias and by name: maxFirings and max_firings alike)
+    watch_keys = {f.alias or name for name, f in WatchSpec.model_fields.items()} | set(
+        WatchSpec.model_fields
+    )
     for i, agent in enumerate(workflow.agents):
         config = agent.config or {}
-        for key, meant in _mistyped(config, _CONFIG_KEYS):
+        tool = config.get("tool")
+        # an MCP tool's arguments are its server's own ("paths", "urls"): none is a typo here
+        keys = [] if isinstance(tool, str) and is_mcp(tool) else config
+        for key, meant in _mistyped(keys, _CONFIG_KEYS):
             problems.append(
                 Problem(
                     f"agent {agent.id}: config key {key!r} is read by nothing — did you mean "
@@ -294,16 +300,17 @@ def config_key_problems(workflow: Workflow) -> list[Problem]:
                 )
             )
         watch = config.get("watch")
+        shown = {f.alias or name for name, f in WatchSpec.model_fields.items()}
         if isinstance(watch, dict):
             for key in watch:
                 if key in watch_keys:
                     continue
-                close = difflib.get_close_matches(key, sorted(watch_keys), n=1, cutoff=0.6)
+                close = difflib.get_close_matches(key, sorted(shown), n=1, cutoff=0.6)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 problems.append(
                     Problem(
                         f"agent {agent.id}: config watch has {key!r}, which no watch reads — "
-                        f"{hint}(it would be ignored; a watch reads {', '.join(sorted(watch_keys))})",
+                        f"{hint}(it would be ignored; a watch reads {', '.join(sorted(shown))})",
                         agent_index=i,
                         agent_id=agent.id,
                     )
