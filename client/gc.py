@@ -60,14 +60,21 @@ async def collect(
         # id with a ':' or over 120 characters its cleaned form and a hash — no id the server
         # knows, so asking about the folder said "unknown" of a running run and removed it.
         ids = [run] if run is not None else [folder]
-        if run is None and _HASHED.search(folder):
+        if run is None and _made_from_another_id(folder):
             if listed is None:
                 listed = await _ids_by_folder(client)
             ids = listed.get(folder, [])
             if not ids:
-                why = "kept: its folder is not its run's id, and the server lists no run of it"
-                done.append(Collected(folder, len(keys), f"{why} (remove it: gc --run ID)", False))
-                continue
+                # Perhaps an id as it is that only looks changed: the server knows it, or not.
+                plain, _ = await _ended(client, folder)
+                if plain is None or plain != datetime.min.replace(tzinfo=UTC):
+                    ids = [folder]
+                else:
+                    why = "kept: its folder may not be its run's id, and the server lists no run of it"
+                    done.append(
+                        Collected(folder, len(keys), f"{why} (remove it: gc --run ID)", False)
+                    )
+                    continue
         ended, why = await _ended_all(client, ids)
         removable = ended is not None and ended <= cutoff
         if removable:
@@ -85,6 +92,13 @@ async def collect(
 
 # The end of a folder name safe_component made from an id it had to change: "-" and 10 hex.
 _HASHED = re.compile(r"-[0-9a-f]{10}$")
+
+
+def _made_from_another_id(folder: str) -> bool:
+    """Whether ``folder`` may be an id safe_component changed: it ends in "-" and 10 hex, and
+    has what changing leaves — a "_" where a character was replaced, or the full 120
+    characters of an id cut short ("nightly-2026120601" is an id as it is)."""
+    return bool(_HASHED.search(folder)) and ("_" in folder or len(folder) >= 120)
 
 
 async def _ids_by_folder(client: Client) -> dict[str, list[str]]:

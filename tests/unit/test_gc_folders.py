@@ -1,0 +1,46 @@
+"""gc and run folders: a folder made from an id it had to change is asked about by that id;
+one that is an id as it is, however it looks, is asked about as itself."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
+import client.gc as gc
+from activities.storage.local import LocalStore
+from xsky.artifacts import safe_component
+
+
+class _Gone:
+    async def describe(self) -> Any:
+        raise RPCError("not found", RPCStatusCode.NOT_FOUND, b"")
+
+
+class _Server:
+    """A server that knows no run (their retention passed) and lists none."""
+
+    def get_workflow_handle(self, workflow_id: str) -> _Gone:
+        return _Gone()
+
+    async def list_workflows(self, query: str) -> Any:
+        for _ in ():
+            yield None
+
+
+def test_an_id_that_only_looks_changed_goes_and_a_changed_one_no_run_owns_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    changed = safe_component("nightly:2026-12-06")  # "nightly_2026-12-06-<hash>"
+    for folder in ("nightly-2026120601", changed):
+        store.put(f"{folder}/a/out.txt", b"x")
+    monkeypatch.setattr(gc, "open_objects", lambda settings: store)
+    done = {c.run_id: c for c in asyncio.run(gc.collect(_Server(), None))}  # type: ignore[arg-type]
+    # ends in "-" and 10 hex, yet an id as it is: past its retention, removed
+    assert done["nightly-2026120601"].removed
+    # an id changed into its folder, no run listed for it: kept, with how to remove it
+    assert not done[changed].removed and "gc --run ID" in done[changed].why
