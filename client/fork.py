@@ -78,7 +78,12 @@ def repeated_effects(
     call is an effect (a POST, a push, a rule of ``permissions.effects``), or it has a call in
     doubt there, still unanswered. A model agent's calls are judged as it makes them."""
     kept_ids = {r.id for r in kept}
-    ran = {r.id for r in reports if r.status in _RAN}
+    ran = {
+        r.id
+        for r in reports
+        # a call cancelled in flight may have done its work: it ran, for this purpose
+        if r.status in _RAN or (r.status == "cancelled" and (r.attempts or r.started_at))
+    }
     doubts = {
         r.task_id.removeprefix("T-"): r.id
         for r in pending

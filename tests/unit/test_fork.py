@@ -87,5 +87,11 @@ def test_what_a_fork_would_repeat_unasked_is_named_and_what_may_run_again_is_not
     assert [s.split(" ")[0] for s in said] == ["T-2", "T-4", "T-5"]
     assert "HTTP POST" in said[0] or "curl" in said[0]
     assert "in doubt there (Q-1, unanswered)" in said[2]
+    # a call cancelled in flight (the run cancelled) may have done its work (a review found
+    # it passed unnamed)
+    cancelled = done("2", "cancelled")
+    assert [
+        s.split(" ")[0] for s in repeated_effects(new, [], [cancelled], [], PermissionSettings())
+    ] == ["T-2"]
     # carried agents are not run again: nothing to say of them
     assert repeated_effects(new, reports[:5], reports, [], PermissionSettings()) == []
