@@ -20,9 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xsky.leader.tasks import TaskState, subject_of, task_id_for
-from xsky.plan.loops import item_of
 from xsky.plan.models import Workflow, WorkflowAgent
-from xsky.plan.variables import ITEM, with_values
+from xsky.plan.variables import with_values
 
 _RUNNING = ("dispatched", "in_progress")
 
@@ -84,12 +83,7 @@ def new_task(
 ) -> TaskState:
     """The board's task for ``agent``; its subject and description with the run's variables
     in them (``{{version}}`` as its value: what people read, and the label later agents get)."""
-    values = dict(variables or {})
-    if agent.item is not None and (n := item_of(agent.id)) is not None:
-        # a forEach's item: its task read with its item, as its agent reads it (five items
-        # were five identical lines "Measure {{item}}" on the board)
-        values |= {ITEM: agent.item, f"{ITEM}_index": str(n[1])}
-    text = with_values(agent.task, values)
+    text = with_values(agent.task, variables or {})
     return TaskState(
         id=task_id_for(agent.id),
         agent_id=agent.id,

@@ -16,8 +16,10 @@ from xsky.leader.flow import Flow
 from xsky.leader.plans import PlanBook
 from xsky.leader.requests import RequestBook
 from xsky.leader.state import BoardPage, LeaderState, PageRequest, PlanVersion, RunFacts
-from xsky.leader.tasks import TaskView, derive_statuses
+from xsky.leader.tasks import TaskView, derive_statuses, subject_of
 from xsky.plan.budget import BudgetView, checks_warning
+from xsky.plan.loops import item_of
+from xsky.plan.variables import ITEM, with_values
 from xsky.runs import AgentReport, FinalStatus, ResultsPage, RunInput, RunResult
 
 
@@ -74,11 +76,27 @@ class Views:
             total=len(chosen),
             offset=req.offset,
             counts=dict(sorted(counts.items())),
-            tasks=[TaskView.of(t, *derived[t.id], now) for t in page],
+            tasks=self._with_items([TaskView.of(t, *derived[t.id], now) for t in page]),
             state=self.run_state(),
             notes=self.notices(now),
             budget=self._shown_budget(now),
         )
+
+    def _with_items(self, views: list[TaskView]) -> list[TaskView]:
+        """A forEach item's line read with its item ("read page 2: beta", not three identical
+        "read page {{item_index}}: {{item}}"). Shown so, in queries only: the stored task is
+        as it always was (its size decides a run's continue-as-new)."""
+        if not any("[" in v.agent_id for v in views):
+            return views
+        agents = {a.id: a for a in self.plans.plan.agents}
+        for view in views:
+            agent = agents.get(view.agent_id)
+            if agent is None or agent.item is None or (n := item_of(agent.id)) is None:
+                continue
+            values = {ITEM: agent.item, f"{ITEM}_index": str(n[1])}
+            view.description = with_values(view.description, values)
+            view.subject = subject_of(view.description)
+        return views
 
     def _shown_budget(self, now: datetime) -> BudgetView | None:
         """Spend against the budget; spend alone in a run without one (None: nothing spent)."""
