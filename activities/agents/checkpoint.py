@@ -55,6 +55,9 @@ class Checkpoint(WireModel):
     # about it a person gave that was acted on (xsky/in_doubt.py).
     calling: str | None = None
     doubt_acted: int = 0
+    # How much the server counted the conversation's input above its estimate (spend.Meter):
+    # kept, so a retried attempt's first call is estimated as its last one was.
+    undercount: float = 1.0
 
 
 # The longest the answers of calls that may run again wait for a save: a worker lost after

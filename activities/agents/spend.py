@@ -92,6 +92,7 @@ class Meter:
             cp.conversation = uuid.uuid4().hex[:16]
         if cp.share_key != self.dispatch_key:
             cp.share_key, cp.share_base = self.dispatch_key, cp.usage
+        self.undercount = max(self.undercount, cp.undercount)
 
     def before(
         self, cp: Checkpoint, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -120,6 +121,7 @@ class Meter:
         tokens_out = getattr(usage, "completion_tokens", 0) or 0
         if self.estimate and tokens_in > self.estimate:  # (the estimate of what was sent)
             self.undercount *= tokens_in / self.estimate
+            cp.undercount = self.undercount  # (saved with the answer's checkpoint)
         if usage is None:
             tokens_in = estimate_tokens(messages, None)
             reply = response.choices[0].message if getattr(response, "choices", None) else None

@@ -130,9 +130,10 @@ class PageGuard:
         # too, in any shape (a space, JSON): read as browsers write them, never all or nothing.
         held = cookie_parser(headers.get("cookie", "")).get(self.cookie)
         # A script (curl, an SSE client) shows the key in a header: another site's page cannot
-        # set one on a request here without asking first (CORS), and is never told yes.
+        # set one on a request here without asking first (CORS), and is never told yes. Either
+        # is enough (a browser's cookie from before `ui --new-key` must not refuse the header).
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        if held is None and scheme.lower() == "bearer" and token.strip():
+        if scheme.lower() == "bearer" and token.strip() and self._right(token.strip()):
             held = token.strip()
         if held is None or not self._right(held):
             await _refuse(send, 403, _NO_KEY if held is None else _WRONG_KEY)

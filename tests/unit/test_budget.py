@@ -197,6 +197,11 @@ def test_an_input_the_server_counts_above_its_estimate_raises_the_next_estimates
     with pytest.raises(BudgetStop) as stop:
         meter.before(cp, asking, None)
     assert stop.value.need is not None and stop.value.need.input_tokens >= 2 * second
+    # a retried attempt (a lost worker) resumes from the checkpoint: it knows the rate too
+    retry = Meter(BudgetShare(tokens=16_000), {}, "m", "v1-d1")
+    retry.begin(Checkpoint.model_validate_json(cp.model_dump_json()))
+    with pytest.raises(BudgetStop):
+        retry.before(cp, asking, None)
     # an estimate above the server's count is left as it is (it errs on the safe side)
     roomy = Meter(BudgetShare(tokens=20_000), {}, "m", "v1-d1")
     roomy.begin(cp2 := Checkpoint(messages=list(MESSAGES)))

@@ -792,3 +792,19 @@ def test_a_duplicate_id_is_said_once_and_a_separator_that_looks_like_a_comma_is_
     with pytest.raises(PlanError) as e:
         check_plan_source(wide.encode(), known_agents=KNOWN)
     assert "U+FF0C, is no separator: write ','" in e.value.problems[0].message
+
+
+def test_an_html_entity_that_stands_for_markup_stays_text_and_braces_anywhere_ask_the_patch():
+    from xsky.plan.steps import may_hold_braced_names
+
+    # &LT;/node&GT; is text in Eko: decoded before escaping, it made a step nobody wrote
+    text = (
+        '<root><name>n</name><agents><agent name="Chat" id="0" dependsOn=""><task>t</task>'
+        "<nodes><node>write the text &LT;/node&GT;&LT;node&GT;second step</node></nodes>"
+        "</agent></agents></root>"
+    )
+    (step,) = parse_workflow(text).agents[0].steps
+    assert step.text == "write the text </node><node>second step"
+    # a braced name anywhere in the value is read differently now: the patch is asked of it
+    assert may_hold_braced_names('<node input="devs_{{team}}">x</node>')
+    assert not may_hold_braced_names('<node input="devs">{{x}}</node>')

@@ -155,6 +155,11 @@ def test_a_write_step_writes_only_to_the_file_it_names_as_where_it_goes():
 
     assert classify_step("write a summary of data.txt") == ("llm", None)
     assert classify_step("then write a summary of notes.txt")[0] == "llm"
+    assert classify_step("Write a summary of the errors in server.log")[0] == "llm"
+    assert classify_step("Write the addresses to contacts.txt")[1] == {
+        "tool": "file_write",
+        "path": "contacts.txt",
+    }  # "addresses" is no "add": it writes, not appends
     for step, path in [
         ("write a summary of notes.txt to summary.md", "summary.md"),
         ("save the result to out.txt", "out.txt"),

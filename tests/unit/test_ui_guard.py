@@ -214,3 +214,9 @@ async def test_a_script_shows_the_key_in_an_authorization_header() -> None:
         assert wrong.status_code == 403
         none = await http.get("/api/runs")
         assert none.status_code == 403 and "Authorization: Bearer KEY" in none.json()["error"]
+        # a stale cookie (from before `ui --new-key`) does not refuse the right header
+        stale = await http.get(
+            "/api/runs",
+            headers={"Authorization": f"Bearer {KEY}", "Cookie": f"{cookie_name(PORT)}=old-key"},
+        )
+        assert stale.status_code == 200

@@ -17,7 +17,8 @@ _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\
 _OPEN_RE = re.compile(r"<workflow(?=[\s>/])")
 _EKO_RE = re.compile(r"<root(?=[\s>])")
 _ROOT_ELEMENT_RE = re.compile(r"<root(?:\s[^<>]*)?>\s*<[A-Za-z!?]")
-_THINKING_RE = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
+# Only a closed block: a "<think>" said in prose, or one never closed, would blank the plan.
+_THINKING_RE = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\">])*?)(/?)>")
 
 

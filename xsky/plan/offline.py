@@ -137,7 +137,7 @@ _PATH = re.compile(
 )
 _WRITE = re.compile(r"\b(?:write|save|store|create|append|record|put)\b", re.I)
 _LIST = re.compile(r"\b(?:list|ls)\b", re.I)
-_APPEND = re.compile(r"\b(?:append|add)\w*\b", re.I)
+_APPEND = re.compile(r"\b(?:append|add)(?:s|ed|ing)?\b", re.I)
 # What a write step says to write, word for word: quoted, or "the word/text/line X".
 _LITERAL = re.compile(
     r"\b(?:write|save|store|put|append|record)\s+(?:the\s+(?:word|text|line|string)\s+)?"
@@ -210,7 +210,10 @@ def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
 # Before a path, what makes it where a write goes: "to/into/in/as out.txt", "a file named
 # x.md", or the write's own object ("create notes.md", "save the file report.csv").
 _INTO = re.compile(
-    r"(?:\b(?:to|into|in|as|at|named|called|onto)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
+    # ("in x.txt" only after a write's own words: "the errors in server.log" names a source)
+    r"(?:\b(?:to|into|as|at|named|called|onto)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
+    r"|\b(?:write|save|store|record|put)\b(?:(?!\b(?:of|from|about)\b)[^.,;])*?\bin\s+"
+    r"(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
     r"|\b(?:write|save|store|create|append|record|put)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?)$",
     re.I,
 )

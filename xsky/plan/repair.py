@@ -36,6 +36,7 @@ _LT_KEPT: ContextVar[bool] = ContextVar("xsky_bare_lt_kept", default=False)
 # (patch eko-html-entities: a leader replaying an older reading leaves them, and refuses).
 _NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
 _XML_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "apos"})
+_MARKUP = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 _ENTITIES_KEPT: ContextVar[bool] = ContextVar("xsky_entities_kept", default=False)
 # What the repairs of a plan cut off say: Eko mends such a plan only to show it while it still
 # streams, and never runs it (its final parse mends nothing: "No executable agent"); nor does
@@ -177,6 +178,8 @@ def _html_entities(body: str, start: int, chunk: str, repairs: list[Problem]) ->
         char = html.unescape(m.group())
         if char == m.group():  # no entity of HTML either: a bare '&', escaped below
             return char
+        if char in _MARKUP:  # &LT; is text in Eko: as text here, never a tag
+            char = _MARKUP[char]
         repairs.append(
             _at(body, start + m.start(), f"replaced the HTML entity {m.group()} by {char!r}")
         )

@@ -124,7 +124,8 @@ _BRACES_KEPT: ContextVar[bool] = ContextVar("xsky_braces_kept", default=False)
 def may_hold_braced_names(text: str | bytes) -> bool:
     """Whether a step's input, output or items in ``text`` is written as ``{{name}}``."""
     raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-    return re.search(r"""\b(?:input|output|items)\s*=\s*["']\s*\{\{""", raw) is not None
+    # (anywhere in the value: "devs_{{team}}" is read differently too)
+    return re.search(r"""\b(?:input|output|items)\s*=\s*(["'])[^"']*\{\{""", raw) is not None
 
 
 @contextmanager
