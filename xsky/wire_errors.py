@@ -8,6 +8,7 @@ handlers, which check the payload themselves (workflows/leader/signals.py).
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -45,6 +46,15 @@ def one_sentence(model: type[BaseModel], error: ValidationError) -> str:
     if not where:
         return f"the request must be a JSON object such as {example(model)}, not {got}"
     if first.get("type") == "missing":
+        given = first.get("input")
+        known = set(field_names(model)) | set(model.model_fields)
+        odd = [k for k in given if k not in known] if isinstance(given, dict) else []
+        if odd:  # a field mistyped: say which, rather than only that the real one is missing
+            close = difflib.get_close_matches(where, [str(k) for k in odd], n=1, cutoff=0.6)
+            sent = f"`{close[0]}` is sent instead" if close else f"`{odd[0]}` is no field of it"
+            rest = [f"`{k}`" for k in odd if not close or k != close[0]]
+            also = f"; unknown too: {', '.join(rest[:4])}" if rest else ""
+            return f"field `{where}` is missing ({sent}{also}); send {example(model)}"
         return f"field `{where}` is missing{more}; send {example(model)}"
     return f"field `{where}`: {first.get('msg', 'invalid')} (got {got}){more}"
 
