@@ -90,8 +90,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
                 "machine's name in the link; anyone with the link (its key) can steer your runs"
             )
         )
-    if args.open:
-        webbrowser.open(url)
+    if args.open and not webbrowser.open(url):
+        out.print(cell("no browser could be opened here: open the link above yourself"))
     server.run(sockets=[sock])
     return 0
 
