@@ -60,7 +60,19 @@ def _read_pid(path: Path) -> int | None:
         return None
     except PermissionError:
         pass
+    if _zombie(pid):  # killed, not yet reaped by its parent: not running
+        path.unlink(missing_ok=True)
+        return None
     return pid
+
+
+def _zombie(pid: int) -> bool:
+    """A process that has ended and waits to be reaped (a signal 0 still reaches it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None = None) -> bool:
