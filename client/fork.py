@@ -145,7 +145,8 @@ def direct_tool(wf: Workflow, agent_id: str) -> str | None:
     """The direct tool agent ``agent_id`` runs (its task text is read by nothing), if any."""
     agent = next((a for a in wf.agents if a.id == agent_id), None)
     tool = (agent.config or {}).get("tool") if agent is not None else None
-    return tool if isinstance(tool, str) else None
+    # (the direct llm answers the task: its text is read)
+    return tool if isinstance(tool, str) and tool != "llm" else None
 
 
 def grown_from(wf: Workflow, at: str) -> list[str]:

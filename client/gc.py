@@ -60,14 +60,17 @@ async def collect(
         # id with a ':' or over 120 characters its cleaned form and a hash — no id the server
         # knows, so asking about the folder said "unknown" of a running run and removed it.
         ids = [run] if run is not None else [folder]
-        if run is None and _made_from_another_id(folder):
+        if run is None and _HASHED.search(folder):
             if listed is None:
                 listed = await _ids_by_folder(client)
             ids = listed.get(folder, [])
             if not ids:
                 # Perhaps an id as it is that only looks changed: the server knows it, or not.
+                # Unknown, it goes only when nothing could have changed it into this folder
+                # (a "." stripped from an id's end leaves no other trace: it was listed above).
                 plain, _ = await _ended(client, folder)
-                if plain is None or plain != datetime.min.replace(tzinfo=UTC):
+                gone = plain == datetime.min.replace(tzinfo=UTC)
+                if not gone or not _made_from_another_id(folder):
                     ids = [folder]
                 else:
                     why = "kept: its folder may not be its run's id, and the server lists no run of it"

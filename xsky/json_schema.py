@@ -77,11 +77,16 @@ def _install() -> None:
     global _installed
     if _installed:
         return
-    import jsonschema._keywords
-    import jsonschema._utils
+    import importlib
 
-    jsonschema._utils.re = _BoundedRe()
-    jsonschema._keywords.re = _BoundedRe()
+    # every module of jsonschema that searches with a schema's pattern (_format only compiles)
+    for name in ("_utils", "_keywords", "_legacy_keywords"):
+        try:
+            module = importlib.import_module(f"jsonschema.{name}")
+        except ImportError:  # a version without it
+            continue
+        if hasattr(module, "re"):
+            setattr(module, "re", _BoundedRe())  # noqa: B010
     _installed = True
 
 

@@ -133,8 +133,9 @@ class PageGuard:
         # set one on a request here without asking first (CORS), and is never told yes. Either
         # is enough (a browser's cookie from before `ui --new-key` must not refuse the header).
         scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and token.strip() and self._right(token.strip()):
-            held = token.strip()
+        shown = token.strip() if scheme.lower() == "bearer" else ""
+        if shown and (self._right(shown) or held is None):
+            held = shown  # (a wrong one shown is "not this page's key", not "wants its key")
         if held is None or not self._right(held):
             await _refuse(send, 403, _NO_KEY if held is None else _WRONG_KEY)
             return

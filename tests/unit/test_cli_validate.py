@@ -203,6 +203,14 @@ def test_a_mistyped_config_key_and_a_watch_key_no_watch_reads_are_problems(tmp_p
     )
     res = starter("validate", str(path))
     assert res.returncode == 0, res.stderr
+    # but a near miss of a key xsky reads for every agent is a typo there too ("retires" would
+    # have gone to the MCP server as an argument)
+    path.write_text(
+        '<workflow name="w"><agent name="file" id="r"><task>t</task><config>'
+        '{"tool": "mcp__fs__read_text_file", "path": "a.txt", "retires": 3}</config></agent></workflow>'
+    )
+    said = " ".join(starter("validate", str(path)).stderr.split())
+    assert "'retires' is read by nothing — did you mean 'retries'?" in said
 
 
 def test_every_problem_at_once_with_the_names_they_are_one_typo_from(tmp_path):

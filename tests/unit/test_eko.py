@@ -808,3 +808,5 @@ def test_an_html_entity_that_stands_for_markup_stays_text_and_braces_anywhere_as
     # a braced name anywhere in the value is read differently now: the patch is asked of it
     assert may_hold_braced_names('<node input="devs_{{team}}">x</node>')
     assert not may_hold_braced_names('<node input="devs">{{x}}</node>')
+    assert may_hold_braced_names("""<forEach items="Bob's {{team}}">""")  # its own quote closes it
+    assert may_hold_braced_names('<forEach items="&#123;&#123;team}}">')  # braces as references

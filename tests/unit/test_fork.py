@@ -95,3 +95,20 @@ def test_what_a_fork_would_repeat_unasked_is_named_and_what_may_run_again_is_not
     ] == ["T-2"]
     # carried agents are not run again: nothing to say of them
     assert repeated_effects(new, reports[:5], reports, [], PermissionSettings()) == []
+
+
+def test_a_direct_tool_whose_task_nothing_reads_is_named_and_the_direct_llm_is_not():
+    from client.fork import direct_tool
+
+    wf = Workflow(
+        name="w",
+        task_id="w",
+        agents=[
+            WorkflowAgent(
+                id="1", name="shell", task="t", config={"tool": "shell", "command": "ls"}
+            ),
+            WorkflowAgent(id="2", name="llm", task="t", config={"tool": "llm"}),
+            WorkflowAgent(id="3", name="llm", task="t"),
+        ],
+    )
+    assert [direct_tool(wf, i) for i in "123"] == ["shell", None, None]

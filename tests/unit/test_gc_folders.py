@@ -44,3 +44,44 @@ def test_an_id_that_only_looks_changed_goes_and_a_changed_one_no_run_owns_stays(
     assert done["nightly-2026120601"].removed
     # an id changed into its folder, no run listed for it: kept, with how to remove it
     assert not done[changed].removed and "gc --run ID" in done[changed].why
+
+
+class _Running:
+    async def describe(self) -> Any:
+        class Info:
+            status = 1  # RUNNING
+
+        class Raw:
+            workflow_execution_info = Info()
+
+        class Desc:
+            raw_description = Raw()
+            close_time = None
+
+        return Desc()
+
+
+class _Listed:
+    """A server where run "nightly." is running (its folder drops the dot, adds a hash)."""
+
+    def get_workflow_handle(self, workflow_id: str) -> Any:
+        return _Running() if workflow_id == "nightly." else _Gone()
+
+    async def list_workflows(self, query: str) -> Any:
+        class Row:
+            id = "nightly."
+
+        yield Row()
+
+
+def test_a_running_run_whose_id_lost_a_dot_to_its_folder_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a review found its objects removed: the folder has no "_" and was asked about as an id)
+    store = LocalStore(tmp_path)
+    folder = safe_component("nightly.")
+    assert folder != "nightly." and "_" not in folder
+    store.put(f"{folder}/a/out.txt", b"x")
+    monkeypatch.setattr(gc, "open_objects", lambda settings: store)
+    (kept,) = asyncio.run(gc.collect(_Listed(), None))  # type: ignore[arg-type]
+    assert not kept.removed and "running" in kept.why

@@ -156,6 +156,14 @@ def test_a_write_step_writes_only_to_the_file_it_names_as_where_it_goes():
     assert classify_step("write a summary of data.txt") == ("llm", None)
     assert classify_step("then write a summary of notes.txt")[0] == "llm"
     assert classify_step("Write a summary of the errors in server.log")[0] == "llm"
+    assert classify_step("Write the errors in server.log to errors.txt")[1] == {
+        "tool": "file_write",
+        "path": "errors.txt",
+    }  # "to x" is where it goes, over "in y"
+    assert classify_step("Save a summary of the meeting in notes.md")[1] == {
+        "tool": "file_write",
+        "path": "notes.md",
+    }
     assert classify_step("Write the addresses to contacts.txt")[1] == {
         "tool": "file_write",
         "path": "contacts.txt",

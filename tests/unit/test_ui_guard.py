@@ -211,7 +211,7 @@ async def test_a_script_shows_the_key_in_an_authorization_header() -> None:
         shown = await http.get("/api/runs", headers={"Authorization": f"Bearer {KEY}"})
         assert shown.status_code == 200
         wrong = await http.get("/api/runs", headers={"Authorization": "Bearer not-the-key"})
-        assert wrong.status_code == 403
+        assert wrong.status_code == 403 and "not this page's key" in wrong.json()["error"]
         none = await http.get("/api/runs")
         assert none.status_code == 403 and "Authorization: Bearer KEY" in none.json()["error"]
         # a stale cookie (from before `ui --new-key`) does not refuse the right header

@@ -264,6 +264,9 @@ _CONFIG_KEYS = RESERVED_KEYS | {
 }
 
 
+_OWN_KEYS = RESERVED_KEYS | {"watch", "idempotent"}
+
+
 def _mistyped(keys: Collection[str], known: Collection[str]) -> list[tuple[str, str]]:
     """(key, the known one it is close to) for each key that is not known but nearly one."""
     out = []
@@ -288,9 +291,10 @@ def config_key_problems(workflow: Workflow) -> list[Problem]:
     for i, agent in enumerate(workflow.agents):
         config = agent.config or {}
         tool = config.get("tool")
-        # an MCP tool's arguments are its server's own ("paths", "urls"): none is a typo here
-        keys = [] if isinstance(tool, str) and is_mcp(tool) else config
-        for key, meant in _mistyped(keys, _CONFIG_KEYS):
+        # an MCP tool's arguments are its server's own ("paths", "urls"): only a near miss of a
+        # key xsky reads for every agent is a typo there ("retires" would go to the server)
+        known = _OWN_KEYS if isinstance(tool, str) and is_mcp(tool) else _CONFIG_KEYS
+        for key, meant in _mistyped(config, known):
             problems.append(
                 Problem(
                     f"agent {agent.id}: config key {key!r} is read by nothing — did you mean "

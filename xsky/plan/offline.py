@@ -207,25 +207,33 @@ def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
     return "llm", None
 
 
-# Before a path, what makes it where a write goes: "to/into/in/as out.txt", "a file named
-# x.md", or the write's own object ("create notes.md", "save the file report.csv").
+# Before a path, what makes it where a write goes: "to/into/as out.txt", "a file named x.md",
+# or the write's own object ("create notes.md", "save the file report.csv").
 _INTO = re.compile(
-    # ("in x.txt" only after a write's own words: "the errors in server.log" names a source)
-    r"(?:\b(?:to|into|as|at|named|called|onto)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
-    r"|\b(?:write|save|store|record|put)\b(?:(?!\b(?:of|from|about)\b)[^.,;])*?\bin\s+"
-    r"(?:(?:a|an|the|new)\s+)?(?:file\s+)?"
-    r"|\b(?:write|save|store|create|append|record|put)\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?)$",
+    r"(?:\b(?:to|into|as|at|named|called|onto)|\b(?:write|save|store|create|append|record|put))"
+    r"\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?$",
     re.I,
 )
+# "in x.md": where a write goes after save/store/record/put ("save the summary in notes.md"),
+# but after "write … of/from/about …" the file it names is what is read ("a summary of the
+# errors in server.log").
+_IN = re.compile(r"\bin\s+(?:(?:a|an|the|new)\s+)?(?:file\s+)?$", re.I)
+_KEEPS = re.compile(r"\b(?:save|store|record|put)\b", re.I)
+_SOURCE = re.compile(r"\b(?:of|from|about)\b", re.I)
 
 
 def _destination(step: str) -> str | None:
     """The path a write step writes to, or None when every path it names is one it reads
     ("a summary of notes.txt", "the lines from data.csv")."""
+    maybe = None
     for m in _PATH.finditer(step):
-        if _INTO.search(step[: m.start()].rstrip(" `'\"“") + " "):
-            return m.group(1)
-    return None
+        before = step[: m.start()].rstrip("`'\"“ ")[-200:] + " "
+        if _INTO.search(before):
+            return m.group(1)  # "to x", "into x", "create x": surely where it goes
+        if maybe is None and _IN.search(before):
+            if _KEEPS.search(before) or not _SOURCE.search(before[-60:]):
+                maybe = m.group(1)
+    return maybe
 
 
 def _refs(ids: list[str]) -> str:

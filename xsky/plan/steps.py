@@ -125,7 +125,11 @@ def may_hold_braced_names(text: str | bytes) -> bool:
     """Whether a step's input, output or items in ``text`` is written as ``{{name}}``."""
     raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
     # (anywhere in the value: "devs_{{team}}" is read differently too)
-    return re.search(r"""\b(?:input|output|items)\s*=\s*(["'])[^"']*\{\{""", raw) is not None
+    # (the value's own quote closes it: "Bob's {{team}}"; a brace as a character reference too)
+    return (
+        re.search(r"""\b(?:input|output|items)\s*=\s*(["'])(?:(?!\1).)*?(?:\{\{|&#)""", raw, re.S)
+        is not None
+    )
 
 
 @contextmanager
