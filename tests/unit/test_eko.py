@@ -810,3 +810,12 @@ def test_an_html_entity_that_stands_for_markup_stays_text_and_braces_anywhere_as
     assert not may_hold_braced_names('<node input="devs">{{x}}</node>')
     assert may_hold_braced_names("""<forEach items="Bob's {{team}}">""")  # its own quote closes it
     assert may_hold_braced_names('<forEach items="&#123;&#123;team}}">')  # braces as references
+
+
+def test_a_lower_case_dependson_is_warned_of_with_the_name_eko_reads() -> None:
+    text = """<root><name>n</name><agents>
+      <agent name="Chat" id="0" dependson=""><task>collect prices</task></agent>
+      <agent name="Chat" id="1" dependson="0"><task>write prices.csv</task></agent></agents></root>"""
+    parsed = parse_workflow_source(text)
+    said = [r.message for r in parsed.repairs]
+    assert any("did you mean 'dependsOn'?" in m for m in said), said

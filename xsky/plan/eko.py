@@ -300,7 +300,10 @@ def _agent(
         elif key in _NATIVE_AGENT_ATTRS:
             problem(el, f"attribute {key!r} is a native <agent>'s, not an Eko one's; {_NATIVE}")
         elif key not in _AGENT_ATTRS and key != XML_SPACE:
-            notice(el, f"attribute {key!r} on an Eko <agent> is not Eko's: left out")
+            # ("dependson": its agents would run together, with no word but this one)
+            close = [a for a in _AGENT_ATTRS if a.lower() == key.lower()]
+            meant = f" — did you mean {close[0]!r}?" if close else ""
+            notice(el, f"attribute {key!r} on an Eko <agent> is not Eko's: left out{meant}")
         else:
             continue
         del el.attrib[key]
