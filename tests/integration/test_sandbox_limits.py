@@ -127,7 +127,9 @@ async def test_a_filesystem_filled_past_its_reserve_stops_the_writer_and_keeps_r
     """A quota larger than the disk: the reserve still holds, for the worker and the neighbour."""
     settings = tmp_path / "worker-settings.json"
     settings.write_text(
-        json.dumps({"security": {"limits": {"disk": "4GiB", "disk_reserve": "96MiB"}}})
+        # (a reserve the guard's look-ahead keeps on a loaded machine too: at 96 MiB a fresh
+        # clone's full suite once saw the writer fill the disk before the guard's next look)
+        json.dumps({"security": {"limits": {"disk": "4GiB", "disk_reserve": "160MiB"}}})
     )
     monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
     await env.start_worker(kinds=["shell", "llm"])
