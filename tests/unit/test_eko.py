@@ -819,3 +819,21 @@ def test_a_lower_case_dependson_is_warned_of_with_the_name_eko_reads() -> None:
     parsed = parse_workflow_source(text)
     said = [r.message for r in parsed.repairs]
     assert any("did you mean 'dependsOn'?" in m for m in said), said
+
+
+def test_a_forEach_that_stays_an_instruction_is_warned_of(tmp_path: Path) -> None:
+    """A second loop of an agent, a loop inside a step, a list from nowhere: not made durable,
+    silently (the model went through the items in one attempt)."""
+    path = tmp_path / "p.xml"
+    path.write_text(
+        """<root><name>n</name><agents><agent name="Chat" id="0" dependsOn=""><task>t</task><nodes>
+          <node output="a">list a</node>
+          <forEach items="a"><node>do a</node><forEach items="b"><node>inner</node></forEach></forEach>
+          <forEach items="a"><node>again</node></forEach>
+        </nodes></agent></agents></root>"""
+    )
+    loaded = load_plan(path, known_agents=KNOWN)
+    said = [w.message for w in loaded.warnings if "(<forEach>)" in w.message]
+    assert len(said) == 2, said
+    assert "step 2.2 (<forEach>): inside another step" in said[0]
+    assert "step 3 (<forEach>): not the agent's first loop" in said[1]

@@ -11,7 +11,11 @@ from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan import dag
 from xsky.plan.agent_config import config_key_problems, direct_argument_problems, plan_warnings
 from xsky.plan.extract import extract_workflow_xml
-from xsky.plan.loops import named_value_problems, shared_output_warnings
+from xsky.plan.loops import (
+    instruction_loop_warnings,
+    named_value_problems,
+    shared_output_warnings,
+)
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
@@ -80,7 +84,10 @@ def load_plan(
         base_dir=p.parent,
     )
     warnings = _located(
-        parsed, plan_warnings(parsed.workflow) + shared_output_warnings(parsed.workflow)
+        parsed,
+        plan_warnings(parsed.workflow)
+        + shared_output_warnings(parsed.workflow)
+        + instruction_loop_warnings(parsed.workflow),
     )
     text = data.decode("utf-8", errors="replace")
     return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)

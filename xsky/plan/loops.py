@@ -21,7 +21,7 @@ import re
 
 from xsky.errors import Problem
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Workflow, WorkflowAgent, unused_id
+from xsky.plan.models import Step, Workflow, WorkflowAgent, unused_id
 from xsky.plan.steps import inputs as steps_inputs
 from xsky.plan.steps import outputs
 from xsky.plan.variables import ITEM, reaches
@@ -233,6 +233,51 @@ def shared_output_warnings(wf: Workflow) -> list[Problem]:
             )
         )
     return said
+
+
+def instruction_loop_warnings(wf: Workflow) -> list[Problem]:
+    """Each ``<forEach>`` among an agent's steps that is not made of durable agents as the run
+    begins (:func:`lower_loops` makes the first of an agent's, at its top, whose list comes from
+    somewhere): it stays an instruction the agent's model follows in one attempt."""
+    producer = {name: a.id for a in wf.agents for name in outputs(a.steps)}  # (as lower_loops)
+    said: list[Problem] = []
+    for i, agent in enumerate(wf.agents):
+        top = [n for n, s in enumerate(agent.steps) if s.kind == "forEach"]
+        first = top[0] if top else None
+        durable = None
+        if first is not None and agent.for_each is None:
+            name = agent.steps[first].items or ""
+            if name in wf.variables or producer.get(name, agent.id) != agent.id or first > 0:
+                durable = first
+        for at, step in _walk_steps(agent.steps, ()):
+            if step.kind != "forEach" or at == (durable,):
+                continue
+            why = (
+                "inside another step"
+                if len(at) > 1
+                else "its list comes from no step, agent or variable"
+                if at == (first,)
+                else "not the agent's first loop"
+            )
+            said.append(
+                Problem(
+                    f"agent {agent.id}, step {'.'.join(str(p + 1) for p in at)} (<forEach>): "
+                    f"{why}, so it is not made durable — the agent's model goes through the "
+                    "items in one attempt; for an agent per item, give the loop an agent of its own",
+                    agent_index=i,
+                    agent_id=agent.id,
+                    step=at,
+                )
+            )
+    return said
+
+
+def _walk_steps(steps: list[Step], path: tuple[int, ...]) -> list[tuple[tuple[int, ...], Step]]:
+    found = []
+    for n, step in enumerate(steps):
+        found.append(((*path, n), step))
+        found += _walk_steps(step.steps, (*path, n))
+    return found
 
 
 def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:
