@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import gc
 import importlib
 import logging
@@ -401,7 +402,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PORT",
         help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (or HOST:PORT)",
     )
-    args = ap.parse_args(argv)
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:  # said with the option it is a typo of, as starter.py does
+        known = [o for a in ap._actions for o in a.option_strings]
+        word = unknown[0].split("=", 1)[0]
+        close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+        meant = f" — did you mean {close[0]}?" if close else " (`worker.py --help` lists them)"
+        ap.exit(2, f"worker.py: error: unknown option {unknown[0]}{meant}\n")
     if not 0 <= args.grace <= 3600:
         ap.error(
             f"--grace {args.grace:g}: give the seconds running agents get to finish, 0 to 3600"
