@@ -97,6 +97,7 @@ def worker_parser(monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
     with monkeypatch.context() as patch:
         patch.setattr(worker.secrets, "hide_from_environment", lambda argv: None)
         patch.setattr(argparse.ArgumentParser, "parse_args", caught)
+        patch.setattr(argparse.ArgumentParser, "parse_known_args", caught)
         with pytest.raises(_Parser) as built:
             worker.main([])
     return built.value.parser

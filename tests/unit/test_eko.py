@@ -837,3 +837,14 @@ def test_a_forEach_that_stays_an_instruction_is_warned_of(tmp_path: Path) -> Non
     assert len(said) == 2, said
     assert "step 2.2 (<forEach>): inside another step" in said[0]
     assert "step 3 (<forEach>): not the agent's first loop" in said[1]
+
+
+def test_an_eko_v1_json_plan_is_said_to_be_one(tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(
+        '{"id": "w1", "name": "x", "nodes": [{"id": "n1", "action": {}}], "dependencies": []}'
+    )
+    with pytest.raises(WorkflowXMLError) as e:
+        load_plan(path, known_agents=KNOWN)
+    said = e.value.problems[0].message
+    assert "Eko v1's plan format" in said and "written as XML" in said

@@ -164,6 +164,20 @@ def _checked(
     except WorkflowXMLError as e:
         if (inside := _plan_inside_text(data)) is not None:
             raise WorkflowXMLError([inside]) from None
+        if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith((b"{", b"[")):
+            eko_v1 = b'"nodes"' in data or b'"dependencies"' in data
+            raise WorkflowXMLError(
+                [
+                    Problem(
+                        "this is JSON"
+                        + (' — Eko v1\'s plan format ({"nodes": …})' if eko_v1 else "")
+                        + ", not a plan: xsky reads plans written as XML, a native <workflow> "
+                        "(docs/xml.md) or Eko's <root><agents>… (v2 and later)",
+                        1,
+                        1,
+                    )
+                ]
+            ) from None
         if not isinstance(e.partial, ParsedWorkflow):
             raise
         # What the reader refused, and what the rest of the plan would still be refused for.
