@@ -20,7 +20,10 @@ from xsky.errors import UsageError
 from xsky.leader.replan import same_definition
 from xsky.leader.state import HumanRequest
 from xsky.plan import dag
+from xsky.plan.agent_config import tool_name
+from xsky.plan.loops import item_of
 from xsky.plan.models import Workflow
+from xsky.plan.watches import poll_of
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 from xsky.security.idempotence import not_repeatable
 from xsky.security.permissions import PermissionSettings
@@ -144,15 +147,14 @@ def fork_input(
 def direct_tool(wf: Workflow, agent_id: str) -> str | None:
     """The direct tool agent ``agent_id`` runs (its task text is read by nothing), if any."""
     agent = next((a for a in wf.agents if a.id == agent_id), None)
-    tool = (agent.config or {}).get("tool") if agent is not None else None
-    # (the direct llm answers the task: its text is read)
-    return tool if isinstance(tool, str) and tool != "llm" else None
+    tool = tool_name(agent.config) if agent is not None else None
+    return tool if tool != "llm" else None  # (the direct llm answers the task: it is read)
 
 
 def grown_from(wf: Workflow, at: str) -> list[str]:
     """The agents the leader grew from agent ``at`` as the run went: a forEach's items
     (``at[n]``), a watch's polls and firings (``at.poll[n]``, ``at[n]``)."""
-    return [a.id for a in wf.agents if a.id.startswith((f"{at}[", f"{at}.poll["))]
+    return [a.id for a in wf.agents if (item_of(a.id) or poll_of(a.id) or ("",))[0] == at]
 
 
 def ungrown(wf: Workflow, at: str, earlier: list[Workflow]) -> Workflow:

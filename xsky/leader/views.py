@@ -18,8 +18,7 @@ from xsky.leader.requests import RequestBook
 from xsky.leader.state import BoardPage, LeaderState, PageRequest, PlanVersion, RunFacts
 from xsky.leader.tasks import TaskView, derive_statuses, subject_of
 from xsky.plan.budget import BudgetView, checks_warning
-from xsky.plan.loops import item_of
-from xsky.plan.variables import ITEM, with_values
+from xsky.plan.variables import item_values, with_values
 from xsky.runs import AgentReport, FinalStatus, ResultsPage, RunInput, RunResult
 
 
@@ -91,10 +90,9 @@ class Views:
         agents = {a.id: a for a in self.plans.plan.agents}
         for view in views:
             agent = agents.get(view.agent_id)
-            if agent is None or agent.item is None or (n := item_of(agent.id)) is None:
+            if agent is None or agent.item is None:
                 continue
-            values = {ITEM: agent.item, f"{ITEM}_index": str(n[1])}
-            view.description = with_values(view.description, values)
+            view.description = with_values(view.description, item_values(agent))
             view.subject = subject_of(view.description)
         return views
 

@@ -31,6 +31,7 @@ from pydantic import Field, ValidationError, model_validator
 from xsky.errors import Problem
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Step, Workflow, WorkflowAgent
+from xsky.plan.variables import nearest
 from xsky.plan.watches import WatchSpec, watch_problems
 from xsky.security.mcp import is_mcp, is_tool_name
 
@@ -152,8 +153,7 @@ def config_problems(config: dict[str, Any] | None) -> list[str]:
                 "e.g. mcp__fs__read_text_file"
             )
     elif tool is not None and tool not in DIRECT_TOOLS:
-        close = difflib.get_close_matches(tool, list(DIRECT_TOOLS), n=1, cutoff=0.75)
-        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        meant = nearest(tool, DIRECT_TOOLS, cutoff=0.75)
         problems.append(
             f"config tool {tool!r} is not a direct tool{meant}; use one of {', '.join(DIRECT_TOOLS)}, "
             "or a tool of an MCP server (mcp__<server>__<tool>)"

@@ -21,9 +21,9 @@ import re
 
 from xsky.errors import Problem
 from xsky.kinds import TOOL_AGENT_KINDS
-from xsky.plan.models import Step, Workflow, WorkflowAgent, unused_id
+from xsky.plan.models import Workflow, WorkflowAgent, unused_id
 from xsky.plan.steps import inputs as steps_inputs
-from xsky.plan.steps import outputs
+from xsky.plan.steps import outputs, walk_steps
 from xsky.plan.variables import ITEM, reaches
 from xsky.plan.watches import lower_watches
 
@@ -249,7 +249,7 @@ def instruction_loop_warnings(wf: Workflow) -> list[Problem]:
             name = agent.steps[first].items or ""
             if name in wf.variables or producer.get(name, agent.id) != agent.id or first > 0:
                 durable = first
-        for at, step in _walk_steps(agent.steps, ()):
+        for at, step in walk_steps(agent.steps):
             if step.kind != "forEach" or at == (durable,):
                 continue
             why = (
@@ -270,14 +270,6 @@ def instruction_loop_warnings(wf: Workflow) -> list[Problem]:
                 )
             )
     return said
-
-
-def _walk_steps(steps: list[Step], path: tuple[int, ...]) -> list[tuple[tuple[int, ...], Step]]:
-    found = []
-    for n, step in enumerate(steps):
-        found.append(((*path, n), step))
-        found += _walk_steps(step.steps, (*path, n))
-    return found
 
 
 def lower_loops(wf: Workflow) -> tuple[Workflow, list[str]]:

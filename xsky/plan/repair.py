@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 
 from xsky.errors import Problem
+from xsky.plan.as_before import switched_on
 
 # What the scan steps over whole (comments, CDATA, processing instructions), or a tag.
 _TOKEN = re.compile(
@@ -77,24 +77,14 @@ def may_be_cut_off(text: str | bytes) -> bool:
     return any(is_cut_off(r) for r in repairs)
 
 
-@contextmanager
-def cut_off_mended_as_before_v0_11_8() -> Iterator[None]:
+def cut_off_mended_as_before_v0_11_8() -> AbstractContextManager[None]:
     """Read as v0.11.7 and before did: a plan cut off is mended (its end closed), warned of."""
-    token = _CUT_MENDED.set(True)
-    try:
-        yield
-    finally:
-        _CUT_MENDED.reset(token)
+    return switched_on(_CUT_MENDED)
 
 
-@contextmanager
-def bare_lt_as_before_v0_11_7() -> Iterator[None]:
+def bare_lt_as_before_v0_11_7() -> AbstractContextManager[None]:
     """Repair as v0.11.6 and before did: a '<' that starts no tag is left as it is."""
-    token = _LT_KEPT.set(True)
-    try:
-        yield
-    finally:
-        _LT_KEPT.reset(token)
+    return switched_on(_LT_KEPT)
 
 
 def repair(text: str) -> tuple[str, list[Problem]]:
@@ -197,14 +187,9 @@ def may_replace_entities(text: str | bytes) -> bool:
     return any("replaced the HTML entity" in r.message for r in repairs)
 
 
-@contextmanager
-def entities_as_before_v0_11_8() -> Iterator[None]:
+def entities_as_before_v0_11_8() -> AbstractContextManager[None]:
     """Repair as v0.11.7 and before did: an HTML entity is left as it is (the plan refused)."""
-    token = _ENTITIES_KEPT.set(True)
-    try:
-        yield
-    finally:
-        _ENTITIES_KEPT.reset(token)
+    return switched_on(_ENTITIES_KEPT)
 
 
 def _at(text: str, offset: int, message: str) -> Problem:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 
 from lxml import etree
 
 from xsky.errors import Problem
+from xsky.plan.as_before import switched_on
 from xsky.plan.models import Step, Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 
@@ -132,13 +133,8 @@ def may_hold_braced_names(text: str | bytes) -> bool:
     )
 
 
-@contextmanager
-def braced_names_as_before_v0_11_8() -> Iterator[None]:
-    token = _BRACES_KEPT.set(True)
-    try:
-        yield
-    finally:
-        _BRACES_KEPT.reset(token)
+def braced_names_as_before_v0_11_8() -> AbstractContextManager[None]:
+    return switched_on(_BRACES_KEPT)
 
 
 def _name_attr(el: etree._Element, attr: str) -> str | None:
@@ -171,14 +167,9 @@ def _read_for_each(el: etree._Element, report: Report) -> dict[str, object]:
 _DESCRIPTIONS_CUT: ContextVar[bool] = ContextVar("xsky_descriptions_cut", default=False)
 
 
-@contextmanager
-def descriptions_as_before_v0_11_5() -> Iterator[None]:
+def descriptions_as_before_v0_11_5() -> AbstractContextManager[None]:
     """Read a native watch's <description> as v0.11.4 and before did (see ``_DESCRIPTIONS_CUT``)."""
-    token = _DESCRIPTIONS_CUT.set(True)
-    try:
-        yield
-    finally:
-        _DESCRIPTIONS_CUT.reset(token)
+    return switched_on(_DESCRIPTIONS_CUT)
 
 
 def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
@@ -284,11 +275,12 @@ def names(value: str | None) -> list[str]:
     return [n.strip() for n in (value or "").split(",") if n.strip()]
 
 
-def _walk(steps: list[Step], path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Step]]:
+def walk_steps(steps: list[Step], path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Step]]:
+    """Every step at any depth, with its path (indexes from the top), in document order."""
     found = []
     for i, step in enumerate(steps):
         found.append(((*path, i), step))
-        found += _walk(step.steps, (*path, i))
+        found += walk_steps(step.steps, (*path, i))
     return found
 
 
@@ -310,12 +302,12 @@ def _walk_looped(
 
 def inputs(steps: list[Step]) -> set[str]:
     """Every variable name the steps read (``input``), at any depth."""
-    return {name for _, step in _walk(steps) for name in names(step.input)}
+    return {name for _, step in walk_steps(steps) for name in names(step.input)}
 
 
 def outputs(steps: list[Step]) -> set[str]:
     """Every variable name the steps store (``output``), at any depth."""
-    return {name for _, step in _walk(steps) for name in names(step.output)}
+    return {name for _, step in walk_steps(steps) for name in names(step.output)}
 
 
 def input_problems(workflow: Workflow, variables: Collection[str] = ()) -> list[Problem]:

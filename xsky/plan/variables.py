@@ -178,10 +178,11 @@ def _rendered_texts(agent: WorkflowAgent) -> list[str]:
     return texts
 
 
-def nearest(name: str, names: Collection[str], cutoff: float = 0.6) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``names`` to a mistyped ``name``, or ""."""
+def nearest(name: str, names: Collection[str], cutoff: float = 0.6, shape: str = "{!r}") -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``names`` to a mistyped ``name``, or "";
+    ``shape`` writes the name found (``"<{}>"``: an element's)."""
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=cutoff)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return f" (did you mean {shape.format(close[0])}?)" if close else ""
 
 
 def _check_one(
@@ -317,7 +318,7 @@ def _value(
     if ref.kind == "context":
         return _as_text(_lookup_context(context, ref.key))
     if ref.key not in variables:
-        if ref.key in (ITEM, f"{ITEM}_index"):  # no --var gives it: only a loop's items have one
+        if ref.key in ITEM_NAMES:  # no --var gives it: only a loop's items have one
             raise RenderError(
                 f"{ref.text} has no value: only a forEach's items (and a watch's firings) have "
                 'one — give this agent forEach="{{…}}", or take the reference out of its task'

@@ -24,14 +24,13 @@ Finding the plan inside an LLM reply is :mod:`xsky.plan.extract`'s.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import stat
 import uuid
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from pydantic import ValidationError
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
 from xsky.plan import eko
+from xsky.plan.as_before import switched_on
 from xsky.plan.budget import BudgetError, limits_text, parse_limits
 from xsky.plan.loops import source_problem
 from xsky.plan.models import Workflow, WorkflowAgent, friendly_error
@@ -61,6 +61,7 @@ from xsky.plan.steps import (
     tag_name,
     write_steps,
 )
+from xsky.plan.variables import nearest
 from xsky.security.roles import RoleCapabilityModel
 from xsky.wire import XML_ILLEGAL, scrub_xml_illegal
 
@@ -101,15 +102,10 @@ def parse_workflow(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> 
 _SCHEMA_FILES_READ: ContextVar[bool] = ContextVar("xsky_schema_files_read", default=False)
 
 
-@contextmanager
-def schema_files_read_as_before_v0_11_8() -> Iterator[None]:
+def schema_files_read_as_before_v0_11_8() -> AbstractContextManager[None]:
     """Read as v0.11.7 and before did: a plan given as text may name a schema file, opened
     from the working directory."""
-    token = _SCHEMA_FILES_READ.set(True)
-    try:
-        yield
-    finally:
-        _SCHEMA_FILES_READ.reset(token)
+    return switched_on(_SCHEMA_FILES_READ)
 
 
 def may_name_a_file(text: str | bytes) -> bool:
@@ -130,12 +126,6 @@ def _read_small_file(path: Path, limit: int) -> bytes:
         if not stat.S_ISREG(mode):
             raise OSError(22, "is not a regular file")
         return fh.read(limit)
-
-
-def _meant(name: str, allowed: Collection[str], shape: str = "{!r}") -> str:
-    """`` (did you mean <task>?)`` for a name one typo away from an allowed one, else ""."""
-    close = difflib.get_close_matches(name, list(allowed), n=1, cutoff=0.75)
-    return f" (did you mean {shape.format(close[0])}?)" if close else ""
 
 
 def parse_workflow_source(
@@ -805,7 +795,7 @@ class Reader:
             if key not in allowed:
                 self.problem(
                     el,
-                    f"unknown attribute {key!r} on <{what}>{_meant(key, allowed)}; allowed: "
+                    f"unknown attribute {key!r} on <{what}>{nearest(key, allowed, cutoff=0.75)}; allowed: "
                     f"{', '.join(allowed)}",
                     index,
                 )
@@ -821,7 +811,7 @@ class Reader:
         self, el: etree._Element, parent: str, allowed: tuple[str, ...], index: int | None = None
     ) -> None:
         tag = tag_name(el)
-        meant = _meant(tag, allowed, "<{}>")
+        meant = nearest(tag, allowed, cutoff=0.75, shape="<{}>")
         self.problem(
             el,
             f"unknown element <{tag}> inside <{parent}>{meant}; allowed: {', '.join(allowed)}",
