@@ -462,6 +462,7 @@ class Run:
                 message=f"{self.id} has ended: {follow.id} resumes it — {task} and what depends "
                 "on it run again, every completed result is carried over",
                 plan_version=None,
+                follow_up=follow.id,
             )
         return await self._update(calls.RETRY_TASK, RetryTaskRequest(task_id=task, task=text))
 

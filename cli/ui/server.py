@@ -174,6 +174,8 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
             f"unknown action {action!r}: pause, resume, answer, approve, retry, skip, nudge, "
             "fork, cancel, approve-plan, replan or budget"
         )
+    if said.follow_up:  # the page opens the run that does it
+        return {"ok": True, "message": said.message, "open": said.follow_up}
     return {"ok": True, "message": said.message}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -188,6 +189,9 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         await expect(page.locator("#notice.ok")).to_contain_text("pause")
         await eventually(lambda: paused(x, handle.id), 20)
         await expect(page.locator("#banner")).to_have_attribute("data-state", "paused")
+        # What can be asked follows the run: a paused run is resumed, not paused again.
+        await expect(page.locator("#pause")).to_be_disabled()
+        await expect(page.locator("#resume")).to_be_enabled()
         # Running agents finish; nothing new starts while paused.
         await expect(node(page, "T-2")).to_have_attribute("data-status", "completed")
         await expect(node(page, "T-3")).to_have_attribute("data-status", "completed")
@@ -225,11 +229,19 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         assert sorted(t.split()[2] for t in completed) == ["T-1", "T-2", "T-3", "T-4", "T-5"]
         assert await page.evaluate("window.sameDocument") is True
         await page.screenshot(path=str(SHOTS / "3-after-restarts.png"))
+        # An ended run takes no steering (each button says why); a fork goes on from it.
+        for button in ("#pause", "#resume", "#cancel-run", "#replan", "#answer", "#set-budget"):
+            await expect(page.locator(button)).to_be_disabled()
+        await expect(page.locator("#cancel-run")).to_have_attribute("title", re.compile("ended"))
 
         # The transcript of an agent, live from the store.
         await node(page, "T-5").click()
         await expect(page.locator("#transcript")).to_contain_text("attempt 1 of T-5")
         await expect(page.locator("#transcript")).to_contain_text("→ shell")
+        for act in ("skip", "nudge"):
+            await expect(page.locator(f'#agent-actions button[data-act="{act}"]')).to_be_disabled()
+        for act in ("retry", "fork"):  # a follow-up run, a fork: both go on from an ended run
+            await expect(page.locator(f'#agent-actions button[data-act="{act}"]')).to_be_enabled()
         await node(page, "T-1").click()
         await expect(page.locator("#transcript")).to_have_text(
             f"T-1: {UNLOGGED_SAID}\n", use_inner_text=True

@@ -88,3 +88,9 @@ async def test_a_plan_under_review_is_approved_replanned_budgeted_and_cancelled_
     assert said["ok"] and "cancellation of" in said["message"], said
     result = await asyncio.wait_for(run.result(), 30)
     assert result.status == "cancelled"
+
+    # a retry of the ended run's task: a follow-up run does it, and the page is told which
+    said = await act(page, run, action="retry", task="T-1")
+    assert said["ok"] and said["open"] != run.id and said["open"] in said["message"], said
+    follow = await x.get(said["open"])
+    await follow.cancel()

@@ -470,6 +470,8 @@ class InterventionResult(WireModel):
     ok: bool = True
     message: str
     plan_version: int | None = None
+    # the run that does it, when not this one: a retry of an ended run's task is a follow-up run
+    follow_up: str | None = None
 
 
 # How the lines begin that a replan's reply adds after its first, on what reading its XML said

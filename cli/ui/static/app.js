@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 190, NODE_H = 46, COL = 250, ROW = 64, PAD = 16;
 
-const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null };
+const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null, ended: false };
 
 function el(tag, attrs = {}, text) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
@@ -43,7 +43,7 @@ async function listRuns() {
 function openRun(runId) {
   if (page.source) page.source.close();
   closeLog();
-  Object.assign(page, { run: runId, lastId: 0, selected: null });
+  Object.assign(page, { run: runId, lastId: 0, selected: null, ended: false });
   page.agents.clear(); page.requests.clear();
   $("run").hidden = false;
   $("title").textContent = runId;
@@ -92,10 +92,10 @@ function apply(ev) {
     case "plan":
       page.agents = new Map(d.agents.map((a) => [a.task, a]));
       drawGraph();
-      setBanner(d.status === "running" ? d.state : d.status, `plan v${d.version}`);
+      setBanner(d.status === "running" ? d.state : d.status, `plan v${d.version}`, d.status !== "running");
       break;
-    case "run.state": setBanner(d.state); break;
-    case "run.ended": setBanner(d.status, d.summary || ""); break;
+    case "run.state": setBanner(d.state, "", false); break;
+    case "run.ended": setBanner(d.status, d.summary || "", true); break;
     case "request.raised": page.requests.set(d.id, d); drawRequests(); break;
     case "request.answered": page.requests.delete(d.id); drawRequests(); break;
     case "budget": $("budget").textContent = d.summary; break;
@@ -135,11 +135,28 @@ function logEvent(ev) {
   list.scrollTop = list.scrollHeight;
 }
 
-function setBanner(state, extra) {
+function setBanner(state, extra, ended) {
   const b = $("banner");
   b.dataset.state = state;
   const words = { paused: "PAUSED — resume to dispatch again", waiting: "WAITING for a person", reviewing: "WAITING for plan review" };
   b.textContent = (words[state] || state.toUpperCase()) + (extra ? ` · ${extra}` : "");
+  if (ended !== undefined) page.ended = ended;
+  setControls(state);
+}
+
+// What can be asked of the run as it stands: an ended run takes no steering (a fork of one of
+// its agents goes on from it); a paused run is resumed, a running one paused.
+const STEERING = ["pause", "resume", "cancel-run", "set-budget", "approve-plan", "replan", "answer", "approve", "deny"];
+function setControls(state) {
+  const why = page.ended ? `the run has ended (${state}): retry or fork an agent to go on from it` : "";
+  for (const id of STEERING) { const b = $(id); b.disabled = page.ended; b.title = why || b.dataset.title || ""; }
+  if (!page.ended) { $("pause").disabled = state === "paused"; $("resume").disabled = state !== "paused"; }
+  for (const b of document.querySelectorAll("#agent-actions button")) {
+    // on an ended run, a retry is a follow-up run (as `starter.py retry` makes one) and a fork
+    // goes on from the agent; a skip or a nudge has nothing left to act on
+    b.disabled = page.ended && !["retry", "fork"].includes(b.dataset.act);
+    b.title = b.disabled ? why : "";
+  }
 }
 
 // -- the graph: layered by dependency level, edges drawn ------------------------------------
@@ -283,6 +300,7 @@ for (const b of document.querySelectorAll("#agent-actions button")) b.onclick = 
 $("refresh").onclick = listRuns;
 window.onpopstate = () => { const r = new URLSearchParams(location.search).get("run"); if (r) openRun(r); };
 
+for (const id of STEERING) $(id).dataset.title = $(id).title;
 listRuns();
 const first = new URLSearchParams(location.search).get("run");
 if (first) openRun(first);
