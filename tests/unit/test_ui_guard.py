@@ -22,6 +22,7 @@ KEY = "k3y-of-the-page_0123456789"
 class Said:
     def __init__(self, message: str):
         self.message = message
+        self.follow_up = None
 
 
 class FakeRun:
