@@ -12,6 +12,7 @@ from cli.render import cell, one_line
 from xsky.artifacts import ArtifactRef
 from xsky.leader.state import BoardPage
 from xsky.leader.tasks import TaskView, format_duration, note_of, status_shown, summary_after
+from xsky.plan.watches import poll_of, poll_said
 from xsky.runs import RunResult
 
 STATUS_STYLE = {
@@ -123,6 +124,8 @@ def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Ta
             if a.status != "completed" and a.error
             else result_text(a.result, a.result_ref, read_artifact)
         )
+        if poll_of(a.id) is not None:  # a watch's poll: what it saw, not its JSON
+            text = poll_said(text) or text
         visible = (
             text
             if len(text) <= width

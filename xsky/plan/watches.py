@@ -126,6 +126,21 @@ def poll_of(agent_id: str) -> tuple[str, int] | None:
     return (m[1], int(m[2])) if m else None
 
 
+def poll_said(result: str | None) -> str | None:
+    """A poll's answer (the watch tool's JSON) as a person reads it — what changed, or why
+    nothing fired — without the fingerprint it carries for the next poll; None if ``result``
+    is not one (a poll skipped by hand holds what the person said)."""
+    try:
+        seen = json.loads(result or "")
+    except ValueError:
+        return None
+    if not isinstance(seen, dict) or not isinstance(seen.get("fired"), bool):
+        return None
+    if seen["fired"]:
+        return f"changed — now: {seen.get('text') or '(no text)'}"
+    return f"did not fire: {seen.get('why') or 'no change'}"
+
+
 def started(wf: Workflow, watch_id: str) -> bool:
     return any(a.id == f"{watch_id}.poll[1]" for a in wf.agents)
 
