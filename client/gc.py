@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -20,7 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
-from xsky.artifacts import GC_MARK, safe_component
+from xsky.artifacts import CHANGED_END, GC_MARK, safe_component
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.storage import ObjectStore
@@ -94,14 +93,17 @@ async def collect(
 
 
 # The end of a folder name safe_component made from an id it had to change: "-" and 10 hex.
-_HASHED = re.compile(r"-[0-9a-f]{10}$")
+_HASHED = CHANGED_END
 
 
 def _made_from_another_id(folder: str) -> bool:
     """Whether ``folder`` may be an id safe_component changed: it ends in "-" and 10 hex, and
-    has what changing leaves — a "_" where a character was replaced, or the full 120
-    characters of an id cut short ("nightly-2026120601" is an id as it is)."""
-    return bool(_HASHED.search(folder)) and ("_" in folder or len(folder) >= 120)
+    has what changing leaves — a "_" where a character was replaced, the full 120 characters
+    of an id cut short, or an id that ended so itself ("nightly-2026120601-<hash>"; the
+    folder "nightly-2026120601" is such an id as it was kept before v0.11.9)."""
+    return bool(_HASHED.search(folder)) and (
+        "_" in folder or len(folder) >= 120 or bool(_HASHED.search(folder[:-11]))
+    )
 
 
 async def _ids_by_folder(client: Client) -> dict[str, list[str]]:

@@ -29,14 +29,19 @@ URI_PREFIX = "artifact:"
 # first N characters and a note of how much more there is (context handed along `depends`).
 MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)(?:#head=(\d{1,7}))?⟧")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# The end safe_component gives a name it had to change: "-" and 10 hex of the name's hash.
+CHANGED_END = re.compile(r"-[0-9a-f]{10}$")
 
 
 def safe_component(name: str, limit: int = 120) -> str:
     """A path component that cannot climb out of its directory or clash with the layout."""
     cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
-    if cleaned == name and len(name) <= limit:
+    if cleaned == name and len(name) <= limit and not CHANGED_END.search(name):
         return name
-    # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder.
+    # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder. A name that
+    # already ends as a changed one does is changed too: else the id "x_1-<hash of 'x:1'>",
+    # chosen by whoever starts a run, would name the folder of run "x:1" (its workspace, its
+    # files, its outcomes).
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{cleaned[: max(1, limit - 11)]}-{digest}"
 

@@ -46,6 +46,18 @@ def test_an_id_that_only_looks_changed_goes_and_a_changed_one_no_run_owns_stays(
     assert not done[changed].removed and "gc --run ID" in done[changed].why
 
 
+def test_an_id_that_looks_changed_is_changed_and_its_folder_kept_when_no_run_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    folder = safe_component("nightly-2026120601")  # since v0.11.9 "nightly-2026120601-<hash>"
+    assert folder.startswith("nightly-2026120601-")
+    store.put(f"{folder}/a/out.txt", b"x")
+    monkeypatch.setattr(gc, "open_objects", lambda settings: store)
+    done = {c.run_id: c for c in asyncio.run(gc.collect(_Server(), None))}  # type: ignore[arg-type]
+    assert not done[folder].removed and "gc --run ID" in done[folder].why
+
+
 class _Running:
     async def describe(self) -> Any:
         class Info:
