@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.fsio import write_json
+from activities.skills.scan import one_huge_line
 from activities.skills.store import SkillStore
 from xsky.skills.layout import staging_dir
 from xsky.skills.runs import DeltaRef, LaneSummary, RenderResult
@@ -37,15 +38,20 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
         state = ParseState.model_validate_json(row.state)
         before = (dict(state.interpreted), dict(state.opaque), state.unreadable)
         with open(row.path, "rb") as f:
+            huge = one_huge_line(f, delta.start, delta.end)
             f.seek(delta.start)
-            data = f.read(delta.end - delta.start)
-        if len(data) != delta.end - delta.start:
+            data = b"" if huge else f.read(delta.end - delta.start)
+        if huge:  # one record of more than HUGE_LINE bytes: passed over, unread
+            state.unreadable += 1
+            events = []
+        elif len(data) != delta.end - delta.start:
             raise OSError(
                 f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}"
             )
-        events = adapter_for(row.kind).parse(
-            data, delta.start, state, FileInfo(row.path, bool(row.subagent))
-        )
+        else:
+            events = adapter_for(row.kind).parse(
+                data, delta.start, state, FileInfo(row.path, bool(row.subagent))
+            )
         lanes: list[dict[str, Any]] = []
         for lane in dict.fromkeys(e.lane for e in events):
             tid = lane_traj(row.traj_id, lane)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from activities.fsio import append_at, fsync_dir, read_json, write_json
 from activities.skills.discover import discover, head_of, same_file, subdirs
@@ -52,6 +52,28 @@ class _Candidate:
     row: FileRow | None
 
 
+# One record longer than this is passed over unread, counted unreadable (render.py): a
+# transcript line of gigabytes must not be read into a worker's memory to be parsed.
+HUGE_LINE = 64 << 20
+
+
+def one_huge_line(f: BinaryIO, start: int, end: int) -> bool:
+    """Whether the bytes [start, end) of ``f`` are a single line over HUGE_LINE (found by
+    reading in pieces: nothing of it is held)."""
+    if end - start <= HUGE_LINE:
+        return False
+    f.seek(start)
+    at = start
+    while at < end - 1:
+        chunk = f.read(min(1 << 20, end - 1 - at))
+        if not chunk:
+            break
+        if b"\n" in chunk:
+            return False
+        at += len(chunk)
+    return True
+
+
 def delta_end(path: str, start: int, size: int, max_bytes: int, settled: bool) -> int | None:
     """Where a delta from ``start`` ends: after the last complete line within ``max_bytes``
     (a longer single line is taken whole); None when only a partial last line is there.
@@ -78,6 +100,8 @@ def delta_end(path: str, start: int, size: int, max_bytes: int, settled: bool) -
                 return at + nl + 1
             at += len(chunk)
         if settled:
+            if size - start > HUGE_LINE:  # not read into memory: render passes over it
+                return size
             f.seek(start)
             tail = f.read(size - start)
             try:

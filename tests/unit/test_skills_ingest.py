@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -460,3 +461,52 @@ def test_a_subagents_or_archive_folder_that_is_a_link_is_not_followed(tmp_path: 
     (codex / "sessions").mkdir(parents=True)
     (codex / "archived_sessions").symlink_to(outside)
     assert list(discover(Source("codex", codex, "test"))) == []
+
+
+def test_one_record_of_gigabytes_is_passed_over_unread_and_what_follows_is_mined(
+    t: Transcripts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest, "HUGE_LINE", 256 * 1024)  # (64 MiB in the product)
+    tick(t)
+    before = read_atoms(t.home, CODEX_TRAJ)
+    path = t.root / CODEX_MAIN
+    huge = json.dumps({"type": "response_item", "payload": {"text": "x" * 600_000}})
+    with open(path, "ab") as fh:
+        fh.write(huge.encode() + b"\n")
+    reads: list[int] = []
+    real_open = open
+
+    class Counting:  # how much of the file render reads at once
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def seek(self, at: int) -> int:
+            return int(self.f.seek(at))
+
+        def read(self, n: int = -1) -> bytes:
+            reads.append(n)
+            return bytes(self.f.read(n))
+
+    def counting_open(p: Any, mode: str = "r", *a: Any, **kw: Any) -> Any:
+        f = real_open(p, mode, *a, **kw)
+        return Counting(f) if str(p) == str(path) and mode == "rb" else f
+
+    monkeypatch.setattr("activities.skills.render.open", counting_open, raising=False)
+    t.append(CODEX_MAIN)  # then the person goes on
+    result = scan(t.home, sources(t), ScanInput(settle_seconds=3600, max_delta_bytes=64 * 1024))
+    unreadable = 0
+    for d in result.deltas:
+        unreadable += render_delta(t.home, d).unreadable
+        asyncio.run(split_delta(t.home, d, None, lambda note: None))
+        assert commit_delta(t.home, d).committed
+    assert unreadable == 1
+    assert reads and max(reads) <= 1 << 20  # the record was looked through, never held
+    tick(t)  # a file's next delta, the next round
+    after = read_atoms(t.home, CODEX_TRAJ)
+    assert len(after) > len(before) and after[-1].intent.startswith("add a rollback")
