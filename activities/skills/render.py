@@ -17,6 +17,7 @@ from activities.skills.scan import one_huge_line
 from activities.skills.store import SkillStore
 from xsky.skills.layout import staging_dir
 from xsky.skills.runs import DeltaRef, LaneSummary, RenderResult
+from xsky.skills.sessions import session_of
 from xsky.skills.trajectory import header, render
 from xsky.skills.transcripts import FileInfo, ParseState, adapter_for
 
@@ -36,6 +37,9 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
         if row.cursor != delta.start:
             return result  # stale: the commit step will say so
         state = ParseState.model_validate_json(row.state)
+        info = FileInfo(
+            row.path, bool(row.subagent), owner=lambda key: store.owner(key, row.traj_id)
+        )
         before = (dict(state.interpreted), dict(state.opaque), state.unreadable)
         with open(row.path, "rb") as f:
             huge = one_huge_line(f, delta.start, delta.end)
@@ -49,9 +53,7 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
                 f"{row.path} has {delta.start + len(data)} bytes, fewer than the delta's end {delta.end}"
             )
         else:
-            events = adapter_for(row.kind).parse(
-                data, delta.start, state, FileInfo(row.path, bool(row.subagent))
-            )
+            events = adapter_for(row.kind).parse(data, delta.start, state, info)
         lanes: list[dict[str, Any]] = []
         for lane in dict.fromkeys(e.lane for e in events):
             tid = lane_traj(row.traj_id, lane)
@@ -94,6 +96,9 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
             "state": state.model_dump_json(),
             "lanes": lanes,
             "path": row.path,
+            # the records read here, claimed at the commit for the session this file is of
+            "claims": info.claims,
+            "session": state.parent_session or session_of(row.kind, row.path) or row.traj_id,
         }
         write_json(staging_dir(home, delta.key) / "render.json", stage, sync=False)
         return result

@@ -29,6 +29,7 @@ from activities.skills.store import FileRow, SkillStore, TrajRow
 from xsky.skills.atoms import AtomTask, atom_id, atom_number
 from xsky.skills.layout import atom_path, index_path, md_path, staging_dir, tasks_dir
 from xsky.skills.runs import CommitResult, DeltaRef, ScanInput, ScanResult
+from xsky.skills.sessions import session_of
 from xsky.skills.sources import Source
 from xsky.skills.trajectory import RENDER_VERSION, traj_id
 from xsky.skills.transcripts import KIND_TAG, FileInfo, adapter_for
@@ -273,12 +274,17 @@ def _collect(
     home_id = store.home_id
     now = clock()
     found: list[_Found] = []
+    sessions = _files_by_session(store, candidates)
     for c in candidates:  # reading files happens outside the write lock
         if len(found) >= inp.limit:
             result.remaining += 1
             continue
         cursor = c.row.cursor if c.row is not None else 0
         try:
+            name, copies = _name_new(c) if c.row is None else ("", None)
+            if copies is not None and _parent_unread(store, c, sessions.get((c.kind, copies))):
+                result.waiting += 1  # its parent's file first: what this one copies is its
+                continue
             end = delta_end(
                 c.path,
                 cursor,
@@ -288,7 +294,7 @@ def _collect(
             )
             item = _Found(c, end)
             if c.row is None:
-                item.name, item.head = _name_new(c), head_of(c.path, c.size)
+                item.name, item.head = name, head_of(c.path, c.size)
         except OSError as e:
             result.problems.append(f"{c.path}: cannot read ({e.strerror or e})")
             continue
@@ -339,12 +345,48 @@ def _collect(
             )
 
 
-def _name_new(c: _Candidate) -> str:
+def _name_new(c: _Candidate) -> tuple[str, str | None]:
+    """A new file's trajectory name, and the session whose records it begins by copying."""
     info = FileInfo(c.path, c.subagent)
     with open(c.path, "rb") as f:
         head = f.read(HEAD_BYTES)
     ident = adapter_for(c.kind).identity(head, info)
-    return traj_id(KIND_TAG[c.kind], ident.model_or_project, ident.short_id)
+    return traj_id(KIND_TAG[c.kind], ident.model_or_project, ident.short_id), ident.copies
+
+
+def _files_by_session(
+    store: SkillStore, candidates: list[_Candidate]
+) -> dict[tuple[str, str], tuple[str, int]]:
+    """(kind, session) → (path, size) of every file followed or found, by the session its
+    path names."""
+    out: dict[tuple[str, str], tuple[str, int]] = {}
+    for row in store.files().values():
+        if row.status == "active" and (session := session_of(row.kind, row.path)):
+            out[(row.kind, session)] = (row.path, row.size)
+    for c in candidates:
+        if session := session_of(c.kind, c.path):
+            out[(c.kind, session)] = (c.path, c.size)
+    return out
+
+
+def _parent_unread(store: SkillStore, c: _Candidate, parent: tuple[str, int] | None) -> bool:
+    """Whether the file of the session ``c`` copies (a Codex fork's parent, a sub-agent's) has
+    not been read as far as it was long when ``c`` was first found: read first, the records
+    ``c`` copies are its, and ``c``'s copy of them is passed over. (Read ``c`` first, and a
+    sub-agent would hold its parent's tasks as the model's.)"""
+    if parent is None:  # not here (removed, in a folder not followed): nothing to wait for
+        return False
+    path, size = parent
+    key = f"copies-of:{c.path}"
+    upto = store.get_meta(key)
+    if upto is None:
+        upto = size
+        store.set_meta(key, upto)
+    row = store.file(path)
+    if row is not None and (row.cursor >= upto or row.status != "active"):
+        store.db.execute("DELETE FROM meta WHERE key = ?", (key,))
+        return False
+    return True
 
 
 def _clean_staging(home: Path, now: float) -> None:
@@ -394,6 +436,16 @@ def commit_delta(
                     committed=False, reason=f"stale delta: {why}", cursor=row.cursor
                 )
             render_stage = read_json(stage_dir / "render.json")
+            claims: list[str] = render_stage.get("claims", [])
+            if store.held_elsewhere(claims, row.traj_id):
+                # Another transcript holding the same records (a session resumed into a new
+                # file, a fork) committed them since this delta was read: read it again, and
+                # its copy of them is passed over.
+                return CommitResult(
+                    committed=False,
+                    reason="stale delta: another transcript committed records it copies; read again",
+                    cursor=row.cursor,
+                )
             atoms_stage = (
                 read_json(stage_dir / "atoms.json")
                 if (stage_dir / "atoms.json").exists()
@@ -415,6 +467,7 @@ def commit_delta(
                 )
                 written += ids
                 new += [a for a in ids if atom_number(a) > before]
+            store.claim(claims, row.traj_id, str(render_stage.get("session") or row.traj_id))
             store.advance_cursor(
                 row.path,
                 delta.end,

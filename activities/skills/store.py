@@ -56,6 +56,13 @@ CREATE TABLE IF NOT EXISTS trajs (
     updated REAL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- Each record read into a trajectory, by its key (a Claude Code uuid, a Codex thread hash):
+-- a resumed or forked session's copy of it is passed over, and counts as that session.
+CREATE TABLE IF NOT EXISTS records (
+    key TEXT PRIMARY KEY,
+    traj_id TEXT NOT NULL,
+    session TEXT NOT NULL DEFAULT ''
+);
 """
 
 
@@ -260,6 +267,32 @@ class SkillStore:
         """The file was moved (renamed, archived): follow it at its new path."""
         self.db.execute(
             "UPDATE files SET path = ?, status = 'active' WHERE path = ?", (new_path, old_path)
+        )
+
+    # -- records ----------------------------------------------------------------------------
+
+    def owner(self, key: str, traj_id: str) -> str | None:
+        """The session of the other trajectory that holds record ``key``, else None."""
+        r = self.db.execute(
+            "SELECT session FROM records WHERE key = ? AND traj_id != ?", (key, traj_id)
+        ).fetchone()
+        return str(r[0]) if r else None
+
+    def held_elsewhere(self, keys: list[str], traj_id: str) -> int:
+        """How many of ``keys`` another trajectory committed (meanwhile, in a parallel delta)."""
+        held = 0
+        for at in range(0, len(keys), 500):
+            part = keys[at : at + 500]
+            held += self.db.execute(
+                f"SELECT COUNT(*) FROM records WHERE traj_id != ? AND key IN ({','.join('?' * len(part))})",
+                (traj_id, *part),
+            ).fetchone()[0]
+        return held
+
+    def claim(self, keys: list[str], traj_id: str, session: str) -> None:
+        self.db.executemany(
+            "INSERT OR IGNORE INTO records(key, traj_id, session) VALUES(?, ?, ?)",
+            [(k, traj_id, session) for k in keys],
         )
 
     def advance_cursor(

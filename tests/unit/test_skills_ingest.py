@@ -431,7 +431,8 @@ def test_a_codex_sub_agents_task_is_its_parent_models_and_counts_as_the_parents_
         },
     ]
     child.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    tick(t)
+    tick(t)  # the parent's file is read first (a sub-agent may copy its records) …
+    tick(t)  # … then the sub-agent's
     store = SkillStore(t.home)
     try:
         row = store.file(str(child))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal, Protocol
 
@@ -80,6 +80,12 @@ class ParseState(WireModel):
     # The person's session this file belongs to when another thread spawned it (a Codex
     # sub-agent names its parent's thread): evidence counts a parent and its sub-agent once.
     parent_session: str | None = None
+    # Records another transcript holds already (a session resumed into a new file, a fork that
+    # copies its parent's history): passed over as they come, counted; ``copying`` tells a
+    # record without a key (a summary, a queue operation) which side of the copy it is on.
+    copying: bool = False
+    copied: int = 0
+    chain: str = ""  # Codex: the running hash of the records so far (a fork copies a prefix)
 
     def remember(self, attr: str, value: str, keep: int = KEEP_SEEN) -> None:
         items: list[str] = getattr(self, attr)
@@ -156,6 +162,31 @@ class FileInfo:
 
     path: str
     subagent: bool = False  # a Claude Code subagents/agent-*.jsonl file
+    # The session of the other transcript that committed the record with this key, or None
+    # (activities/skills/render.py asks the store); and the keys of the records read here.
+    owner: Callable[[str], str | None] | None = None
+    claims: list[str] = field(default_factory=list)
+
+
+def copied(info: FileInfo, state: ParseState, keys: list[str]) -> bool:
+    """Whether a record is a copy of another transcript's (one of its ``keys`` is held by
+    one) — its events are dropped, what it tells the parse state is kept (a new turn's parent
+    is a copied record) — and its session the one this file continues; a record of this
+    file's own has its keys claimed. A record without keys is on the side of the one before."""
+    if not keys:
+        return state.copying
+    owner = None
+    if info.owner is not None:
+        owner = next((o for o in map(info.owner, keys) if o is not None), None)
+    if owner is None:
+        state.copying = False
+        info.claims.extend(keys)
+        return False
+    state.copying = True
+    state.copied += 1
+    if state.parent_session is None:  # evidence counts a session and its resumed copy once
+        state.parent_session = owner
+    return True
 
 
 @dataclass(frozen=True)
@@ -166,6 +197,9 @@ class Identity:
     short_id: str
     project: str | None = None
     model: str | None = None
+    # The session whose records this file begins with, copied (a Codex fork, a sub-agent given
+    # its parent's context): the scan reads that session's file first, so the copy is known.
+    copies: str | None = None
 
 
 class Adapter(Protocol):

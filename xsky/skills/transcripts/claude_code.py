@@ -40,6 +40,7 @@ from xsky.skills.transcripts import (
     Identity,
     ParseState,
     as_text,
+    copied,
     first_json_value,
     folder_name,
     guarded,
@@ -110,9 +111,12 @@ class ClaudeCodeAdapter:
         lines = list(records(data, base, state))
         events: list[Event] = []
         for offset, end, rec in _parent_order(lines):
-            events.extend(
-                guarded(lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state)
+            copy = copied(info, state, _record_keys(rec))
+            said = guarded(
+                lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state
             )
+            if not copy:  # (a resumed session written as a new file repeats the old one's records)
+                events.extend(said)
         return events
 
     # -- one record --------------------------------------------------------------------------
@@ -570,3 +574,22 @@ def _skill_used(name: str, args: dict[str, Any]) -> str | None:
         m = SHELL_READ.search(str(args.get("command", "")))
         return m.group(1) if m else None
     return None
+
+
+def _record_keys(rec: dict[str, Any]) -> list[str]:
+    """What names a record wherever Claude Code copies it: its uuid (a session resumed into a
+    new file, ``--fork-session``: records copied as they were, the session id rewritten), and
+    its time and content (the Agent SDK's fork gives the records it copies new uuids)."""
+    keys: list[str] = []
+    uid = rec.get("uuid")
+    if isinstance(uid, str) and uid:
+        keys.append(f"cc:{uid}")
+    at = rec.get("timestamp")
+    body = rec.get("message")
+    if isinstance(at, str) and at and body and rec.get("type") in ("user", "assistant"):
+        # (a system line or an attachment — "Conversation compacted", a hook's output — may
+        # say the same at the same moment in two sessions: named by its uuid alone)
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(f"{rec.get('type')}\n{text}".encode()).hexdigest()[:16]
+        keys.append(f"cc:{at}:{digest}")
+    return keys

@@ -22,6 +22,7 @@ persisted changes between versions. Rules that matter for skills:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import PurePosixPath
@@ -34,6 +35,7 @@ from xsky.skills.transcripts import (
     Identity,
     ParseState,
     as_text,
+    copied,
     first_json_value,
     folder_name,
     guarded,
@@ -68,17 +70,30 @@ class CodexAdapter:
             cwd = json.loads(f'"{m.group(1)}"') if m else None
         project = folder_name(cwd) if cwd else None
         thread = found.get("payload.id") or PurePosixPath(info.path).stem[-36:]
+        first = first_json_value(
+            head[: head.find(b"\n") + 1],  # its own header: a fork's copy holds its parent's
+            "payload.forked_from_id",
+            "payload.source.subagent.thread_spawn.parent_thread_id",
+        )
         return Identity(
             model_or_project=project or found.get("payload.model"),
             short_id=thread.replace("-", "")[:8],
             project=project,
             model=found.get("payload.model"),
+            copies=ident(
+                first.get("payload.forked_from_id")
+                or first.get("payload.source.subagent.thread_spawn.parent_thread_id")
+            ),
         )
 
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         events: list[Event] = []
         for offset, end, rec in records(data, base, state):
-            events.extend(guarded(self._record, offset, end, rec, state))
+            key = _chain_key(rec, state)
+            copy = copied(info, state, [key] if key else [])
+            said = guarded(self._record, offset, end, rec, state)
+            if not copy:  # (a fork, or a sub-agent given its parent's context, copies a prefix)
+                events.extend(said)
         return events
 
     def _record(self, offset: int, end: int, rec: dict[str, Any], state: ParseState) -> list[Event]:
@@ -101,8 +116,9 @@ class CodexAdapter:
         if kind in ("session_meta", "turn_context", "compacted"):
             state.count_interpreted(kind)
         if kind == "session_meta":
-            if state.session_id is None:  # (a fork repeats its parent's after its own)
-                _source(payload.get("source"), state)
+            if state.session_id is not None:  # a fork repeats its parent's after its own
+                return []
+            _source(payload.get("source"), state)
             state.session_id = state.session_id or ident(payload.get("id"))
             state.cwd = _cwd(payload.get("cwd")) or state.cwd
             facts = ", ".join(
@@ -403,3 +419,18 @@ def _output(output: Any) -> tuple[str, bool]:
         code = _exit_in_text(text)
         return text, code is not None and code != 0
     return as_text(output), False
+
+
+def _chain_key(rec: dict[str, Any], state: ParseState) -> str | None:
+    """A record's place in its thread: the hash of every record up to it but the session
+    headers (a fork writes its own, then its parent's) and the line timestamps (a fork
+    stamps the records it copies anew). Codex copies a fork's history as a prefix of the
+    parent's records, so a copied record has the parent's key and the first new one differs."""
+    if rec.get("type") == "session_meta" or (
+        "payload" not in rec and rec.get("type") is None and isinstance(rec.get("id"), str)
+    ):
+        return None
+    body = {k: v for k, v in rec.items() if k != "timestamp"}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    state.chain = hashlib.sha256(f"{state.chain}\n{text}".encode()).hexdigest()[:24]
+    return f"cx:{state.chain}"
