@@ -261,7 +261,9 @@ async def copy_response(src: Source, dst: Sink, idle: Idle, started: list[bool])
     await copy_stream(src, dst, idle)
 
 
-_CONNECTION = (b"connection", b"keep-alive", b"proxy-connection")
+# Taken out of a server's answer: the connection's own, and the proxy's mark of its own refusals
+# (a server sending it could word what reads as xsky's refusal, and have it read whole).
+_CONNECTION = (b"connection", b"keep-alive", b"proxy-connection", b"x-xsky-egress")
 
 
 async def copy_body(src: asyncio.StreamReader, dst: Sink, length: int | None, idle: Idle) -> None:

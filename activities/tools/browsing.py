@@ -84,11 +84,17 @@ async def judge(page: Any, response: Any, url: str) -> int | None:
     by the egress proxy, HTTP status 400 or more, the browser's error page, an empty document."""
     status = response.status if response is not None else None
     headers = response.headers if response is not None else {}
-    mark = headers.get("x-xsky-egress")
+    # the proxy's mark, on a plain-HTTP answer only (it takes it out of servers' answers; an
+    # https answer comes through a tunnel, from the server)
+    mark = (
+        headers.get("x-xsky-egress")
+        if str(getattr(response, "url", "")).startswith("http:")
+        else None
+    )
     body = ""
     if mark and response is not None:
         with contextlib.suppress(Exception):  # the proxy's explanation, if it can be read
-            body = await response.text()
+            body = (await response.text())[:4096]
     empty = False
     if status is None or status < 400:
         with contextlib.suppress(Exception):  # a page navigating away as we look is not empty

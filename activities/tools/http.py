@@ -56,9 +56,17 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 async with client.stream(
                     "GET", url, headers={"User-Agent": "xsky-agent/0.1"}
                 ) as resp:
-                    mark = resp.headers.get("x-xsky-egress")
+                    # The proxy's own answer to a plain-HTTP request (it takes the mark out of
+                    # servers' answers; an https answer is the server's, through a tunnel).
+                    mark = (
+                        resp.headers.get("x-xsky-egress")
+                        if proxy is not None and resp.url.scheme == "http"
+                        else None
+                    )
                     if mark in ("refused", "unreachable"):
-                        said = (await resp.aread()).decode(errors="replace").strip()
+                        said = (
+                            (await _head_of(resp, REFUSAL_BYTES)).decode(errors="replace").strip()
+                        )
                         if mark == "refused":  # a rule or the address policy: not retried
                             raise ToolError(f"GET {url}: {said}")
                         raise ToolError(f"GET {url} could not connect: {said}", retryable=True)
@@ -99,3 +107,16 @@ async def http_get(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             details=details,
         )
     return ToolResult(text, details)
+
+
+REFUSAL_BYTES = 4096  # of the proxy's refusal: one sentence
+
+
+async def _head_of(resp: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of a body, however long it is."""
+    body = bytearray()
+    async for chunk in resp.aiter_bytes():
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
