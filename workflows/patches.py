@@ -277,6 +277,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
     ),
+    "loop-lists-read-as-written": Patch(
+        what="a forEach's list is read as a model writes one: a JSON array in a code fence, "
+        "written as a JSON string or after a line of prose, or the items of a numbered or "
+        "bulleted list without its heading; before, only text that began with '[' was read "
+        "as an array, else every line was an item. Asked only of a list the two read apart",
+        since="v0.11.9",
+        delete_when="no run that expanded a forEach before v0.11.9 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -78,7 +78,7 @@ def parse_lines(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(event, dict) and "type" in event:
             events.append(event)

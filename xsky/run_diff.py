@@ -114,7 +114,7 @@ def result_diff(x: str | None, y: str | None, lines: int = 12) -> list[str]:
         return []
     try:
         jx, jy = json.loads(x or ""), json.loads(y or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         jx = jy = None
     if isinstance(jx, dict) and isinstance(jy, dict):
         keys = sorted(set(jx) | set(jy))

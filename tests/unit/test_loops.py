@@ -51,6 +51,35 @@ def test_a_list_is_a_json_array_or_else_its_lines():
     assert loops.split_items("") == [] and loops.split_items("[]") == []
 
 
+def test_a_list_is_read_as_a_model_writes_one():
+    fence = '```json\n["apple", "banana"]\n```'
+    assert loops.split_items(fence) == ["apple", "banana"]
+    assert loops.split_items("Here are the fruits:\n1. apple\n2. banana") == ["apple", "banana"]
+    assert loops.split_items("- apple\n- banana\n\nThat is all.") == ["apple", "banana"]
+    assert loops.split_items('"[\\"apple\\", \\"banana\\"]"') == ["apple", "banana"]
+    assert loops.split_items('The links: ["https://a.example/1", "https://a.example/2"]') == [
+        "https://a.example/1",
+        "https://a.example/2",
+    ]
+    # prose with brackets is no array; a few marked lines among many are no list
+    assert loops.split_items("see [1]\nand [2]") == ["see [1]", "and [2]"]
+    lines = "one\ntwo\nthree\nfour\n- five"
+    assert loops.split_items(lines) == ["one", "two", "three", "four", "- five"]
+    # as the leader read them before v0.11.9 (a run that expanded a loop then replays so)
+    assert loops.split_items_as_before_v0_11_9(fence) == [
+        "```json",
+        '["apple", "banana"]',
+        "```",
+    ]
+
+
+def test_a_list_nested_deeper_than_json_is_read_is_no_list_never_a_stuck_leader():
+    deep = "[" * 5000 + "]" * 5000
+    assert loops.split_items(deep) == [deep]
+    assert loops.split_items_as_before_v0_11_9(deep) == [deep]
+    assert loops.split_items("[" * 1200) == ["[" * 1200]
+
+
 def test_a_list_longer_than_the_limit_is_refused_with_the_fix():
     with pytest.raises(loops.LoopError, match="1,001 items, over the 1,000"):
         loops.items_from("\n".join(str(i) for i in range(1001)), "2")
@@ -172,6 +201,29 @@ def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then
         "read page 2: beta",
         "read page 3: gamma",
     ]
+
+
+def test_a_run_that_read_a_list_before_v0_11_9_reads_it_so_on_replay():
+    asked: list[str] = []
+
+    def before(patch_id: str) -> bool:  # a history recorded before the patch
+        asked.append(patch_id)
+        return False
+
+    for patched, items in ((before, 3), (None, 2)):
+        shell = Shell(plan())
+        if patched is not None:
+            shell.core.configure(coordinating=False, patched=patched)
+        shell.loop()
+        complete(shell, "1", '```json\n["alpha", "beta"]\n```')
+        assert len([t for t in shell.core.tasks if t.startswith("2[")]) == items
+    assert asked == ["loop-lists-read-as-written"]
+    # a list both readings read alike asks nothing (no marker in the history)
+    shell = Shell(plan())
+    shell.core.configure(coordinating=False, patched=before)
+    shell.loop()
+    complete(shell, "1", '["alpha", "beta"]')
+    assert asked == ["loop-lists-read-as-written"]
 
 
 def test_an_empty_list_gathers_nothing_at_once():

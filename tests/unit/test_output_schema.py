@@ -190,6 +190,13 @@ def test_a_field_of_a_result_that_is_not_json_says_so() -> None:
         render("{{agent_1_result.title}}", {"1": "Dune, by Frank Herbert"}, {}, {})
 
 
+def test_a_field_of_a_result_nested_deeper_than_json_is_read_is_a_render_error() -> None:
+    # a page or a tool made the result: the agent reading it fails with a sentence, the
+    # leader never stops on a RecursionError
+    with pytest.raises(RenderError, match="nested deeper than it can be read"):
+        render("{{agent_1_result.title}}", {"1": "[" * 1200 + "]" * 1200}, {}, {})
+
+
 def test_a_field_of_a_stored_result_says_it_is_stored() -> None:
     marker = "⟦artifact://run/1/result.txt⟧"
     with pytest.raises(RenderError, match="kept in the artifact store"):

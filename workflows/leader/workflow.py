@@ -195,6 +195,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             leader_budget=leader_budget,
             delegation_programs=programs,
             growth_folded=patched("plan-growth-folded"),
+            patched=patched,
         )
         if inp.permissions.mode == "bypass" and inp.state is None:
             workflow.logger.warning(

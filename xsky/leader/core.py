@@ -191,9 +191,13 @@ class LeaderCore:
         leader_budget: bool = False,
         delegation_programs: bool = True,
         growth_folded: bool = False,
+        patched: Callable[[str], bool] | None = None,
     ) -> None:
-        """What the run's worker and its patches say (the shell, once per execution)."""
+        """What the run's worker and its patches say (the shell, once per execution);
+        ``patched`` asks a patch where a component asks it only when it matters."""
         self.growth.fold = growth_folded
+        if patched is not None:
+            self.growth.patched = patched
         self.judgment.on = coordinating
         self.judgment.delegated = list(delegated or [])
         self.judgment.denied = list(denied or [])

@@ -44,6 +44,9 @@ class Growth:
         self.inputs = inputs
         # a grower's older versions folded in the plan's history (patch plan-growth-folded)
         self.fold = False
+        # the workflow's patch question, asked only of a list the reading changed would read
+        # otherwise (no marker in any other run's history); True outside a workflow
+        self.patched: Callable[[str], bool] = lambda patch_id: True
 
     def instead_of_start(self, task: TaskState, now: datetime) -> bool:
         """A ready forEach or an unstarted watch grows the plan instead of starting (True)."""
@@ -66,7 +69,12 @@ class Growth:
         agent per item and it gathering their results."""
         agent_id = task.agent_id
         try:
-            items = loops.items_from(self.inputs.loop_list(agent_id), agent_id)
+            text = self.inputs.loop_list(agent_id)
+            items = loops.items_from(text, agent_id)
+            if items != loops.split_items_as_before_v0_11_9(text) and not self.patched(
+                "loop-lists-read-as-written"
+            ):
+                items = loops.items_from(text, agent_id, as_before=True)
         except (loops.LoopError, RenderError) as e:
             self.board.finish(task, "failed", now, error=f"cannot start: {e}")
             self.flow.changed = True

@@ -24,6 +24,8 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
         return json.loads(body), None
     except json.JSONDecodeError as e:
         return None, f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+    except RecursionError:  # an answer a page or a tool made: never a leader stuck on it
+        return None, "the answer is JSON nested deeper than it can be read"
 
 
 def field_value(result: str, agent_id: str, path: str) -> str:

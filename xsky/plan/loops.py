@@ -53,26 +53,68 @@ def source_problem(for_each: str) -> str | None:
     return None
 
 
+# A list as a model writes it in text: a code fence around it; a line of a numbered or bulleted
+# list ("1. apple", "2) pear", "- fig", "* kiwi", "• lime").
+_FENCED = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$", re.S)
+_LIST_LINE = re.compile(r"^\s*(?:\d{1,4}[.)]|[-*+•])\s+(\S.*)$")
+
+
+def _json_list(text: str) -> list[object] | None:
+    """``text`` as a JSON array (one that is a JSON string holding an array too), else None."""
+    try:
+        value = json.loads(text)
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            value = json.loads(value)  # an array written as a string: read once more
+    except (ValueError, RecursionError):  # (nested deeper than the parser goes: not a list)
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _as_items(value: list[object]) -> list[str]:
+    try:
+        return [
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
+            for v in value
+        ]
+    except (ValueError, RecursionError) as e:
+        raise LoopError(f"an item of the list cannot be written as JSON ({e})") from None
+
+
 def split_items(text: str) -> list[str]:
-    """The items of a list: a JSON array's elements (strings as they are, anything else as
-    JSON), else the text's non-empty lines, stripped."""
+    """The items of a list as a model writes one: a JSON array's elements (strings as they
+    are, anything else as JSON) — in a code fence, written as a JSON string, or after a line
+    of prose ("Here they are: [...]") —, else the items of a numbered or bulleted list (a
+    heading before it left out), else the text's non-empty lines, stripped."""
+    stripped = text.strip()
+    fenced = _FENCED.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    value = _json_list(stripped) if stripped.startswith(("[", '"')) else None
+    if value is None and "[" in stripped and stripped.endswith("]"):
+        value = _json_list(stripped[stripped.index("[") :])  # prose, then the array
+    if value is not None:
+        return _as_items(value)
+    lines = [line.strip() for line in stripped.splitlines() if line.strip()]
+    marked = [m.group(1).strip() for line in lines if (m := _LIST_LINE.match(line))]
+    if marked and len(marked) >= len(lines) - 2:  # a list, with a heading or a closing line
+        return marked
+    return lines
+
+
+def split_items_as_before_v0_11_9(text: str) -> list[str]:
+    """How the leader read a forEach's list before v0.11.9 (patch loop-lists-read-as-written):
+    a JSON array only when the text is one, else its non-empty lines."""
     stripped = text.strip()
     if stripped.startswith("["):
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            value = None
-        if isinstance(value, list):
-            return [
-                v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
-                for v in value
-            ]
+        value = _json_list(stripped) if not stripped.startswith('"') else None
+        if value is not None:
+            return _as_items(value)
     return [line.strip() for line in stripped.splitlines() if line.strip()]
 
 
-def items_from(text: str, agent_id: str) -> list[str]:
+def items_from(text: str, agent_id: str, as_before: bool = False) -> list[str]:
     """The items agent ``agent_id`` runs over, or :class:`LoopError` with the fix."""
-    items = split_items(text)
+    items = (split_items_as_before_v0_11_9 if as_before else split_items)(text)
     if len(items) > MAX_ITEMS:
         raise LoopError(
             f"forEach of agent {agent_id}: the list has {len(items):,} items, over the "

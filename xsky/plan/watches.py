@@ -132,7 +132,7 @@ def poll_said(result: str | None) -> str | None:
     is not one (a poll skipped by hand holds what the person said)."""
     try:
         seen = json.loads(result or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(seen, dict) or not isinstance(seen.get("fired"), bool):
         return None
@@ -213,7 +213,7 @@ def polled(wf: Workflow, poll_id: str, result: str | None) -> tuple[Workflow, st
     try:
         seen = json.loads(result or "")
         fired, fingerprint, text = bool(seen["fired"]), str(seen["hash"]), str(seen.get("text", ""))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         # Not the watch tool's answer: a person or a system fired the watch by skipping its
         # poll with what happened as the result. The next poll starts from what it sees.
         fired, fingerprint, text = bool((result or "").strip()), "", result or ""

@@ -171,7 +171,7 @@ def read_reply(point: Point, text: str) -> tuple[dict[str, Any] | None, str | No
         return None, "it holds no JSON object"
     try:
         data = json.loads(body[start : end + 1])
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # (nested deeper than the parser goes)
         return None, f"it is not valid JSON ({e})"
     try:
         reply = REPLIES[point].model_validate(data)
