@@ -191,17 +191,13 @@ class LeaderCore:
         leader_budget: bool = False,
         delegation_programs: bool = True,
         growth_folded: bool = False,
-        patched: Callable[[str], bool] | None = None,
+        patched: Callable[[str], bool] | None = None,  # for a patch asked only where it matters
     ) -> None:
-        """What the run's worker and its patches say (the shell, once per execution);
-        ``patched`` asks a patch where a component asks it only when it matters."""
-        self.growth.fold = growth_folded
-        if patched is not None:
-            self.growth.patched = patched
-        self.judgment.on = coordinating
+        """What the run's worker and its patches say (the shell, once per execution)."""
+        self.growth.fold, self.growth.patched = growth_folded, patched or self.growth.patched
         self.judgment.delegated = list(delegated or [])
         self.judgment.denied = list(denied or [])
-        self.judgment.worker_model = worker_model
+        self.judgment.on, self.judgment.worker_model = coordinating, worker_model
         self.judgment.programs = delegation_programs
         self.budget.leader_budget = leader_budget
 
