@@ -148,7 +148,17 @@ def export_plain(folder: Path, name: str, dest: Path) -> Placed:
         return Placed(name, skipped=f"{target} exists and was not exported by xsky; left alone")
     scratch = dest / f".{name}.export"
     shutil.rmtree(scratch, ignore_errors=True)
-    shutil.copytree(folder, scratch, ignore=shutil.ignore_patterns(".*"))
+    # links copied as links, then refused: copied as files they would put what they point to
+    # (a file outside the skill, perhaps a secret) into the agent's skills folder
+    shutil.copytree(folder, scratch, symlinks=True, ignore=shutil.ignore_patterns(".*"))
+    links = sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*") if p.is_symlink())
+    if links:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return Placed(
+            name,
+            skipped=f"it holds links ({', '.join(links[:5])}): a skill is exported as files of "
+            "its own; copy what they point to into the skill's folder",
+        )
     found = problems(scratch) if scratch.name == name else check_as(scratch, name)
     if found:
         shutil.rmtree(scratch, ignore_errors=True)

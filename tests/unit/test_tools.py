@@ -388,6 +388,33 @@ def test_read_skill_reads_only_bound_skills(tmp_path):
         skills.read("missing", ["missing"])
 
 
+def test_a_hand_written_skill_whose_skill_md_is_a_link_is_not_read(tmp_path):
+    from activities.skills.canary_export import export_plain
+    from activities.tools.skills import SkillLibrary
+
+    canary = tmp_path / "outside" / "credentials"
+    canary.parent.mkdir()
+    canary.write_text("---\nname: leak\ndescription: CANARY-SECRET\n---\naws_secret=CANARY\n")
+    skill = tmp_path / "skills" / "leak"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").symlink_to(canary)
+    skills = SkillLibrary(tmp_path / "skills", "run-1")
+    assert "CANARY" not in skills.listing(["leak"])
+    with pytest.raises(ToolError, match="no published version"):
+        skills.read("leak", ["leak"])
+    # exported, a link would be copied as the file it points to: refused, nothing placed
+    (skill / "SKILL.md").unlink()
+    (skill / "SKILL.md").write_text("---\nname: leak\ndescription: Notes\n---\nSee notes.\n")
+    (skill / "references").mkdir()
+    (skill / "references" / "notes.md").symlink_to(canary)
+    placed = export_plain(skill, "leak", tmp_path / "agent-skills")
+    assert placed.skipped and "links (references/notes.md)" in placed.skipped
+    assert not (tmp_path / "agent-skills" / "leak").exists()
+    assert "CANARY" not in "".join(
+        p.read_text() for p in (tmp_path / "agent-skills").rglob("*") if p.is_file()
+    )
+
+
 @pytest.mark.browser
 async def test_a_browser_session_keeps_one_page_across_calls(ctx, site):
     reach(ctx, site)
