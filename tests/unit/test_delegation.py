@@ -7,6 +7,8 @@ it. Ordinary allow rules keep their meaning."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -533,13 +535,32 @@ def test_a_refusal_of_the_checker_keeps_its_own_reason() -> None:
     assert not got and "outside the run's workspace" in why
 
 
-def test_ordinary_allow_rules_keep_their_meaning() -> None:
-    """A person who writes `allow shell(sed:*)` in settings owns it: decide() is unchanged."""
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("sed:*", "sed e"),
+        ("sort:*", "sort -S 1K -T . --compress-program=sh cmds.txt"),
+        ("awk:*", "awk 'BEGIN{system(\"id\")}'"),
+        ("tar:*", "tar -xf a.tar --to-command=sh"),
+        ("sed:*", "sed -n '1e id' f"),
+    ],
+)
+def test_a_prefix_rule_in_settings_allows_a_program_not_a_form_of_it_that_runs_another(
+    rule: str, command: str
+) -> None:
+    """`allow shell(sed:*)` in settings allows sed's ordinary calls; a form that runs another
+    program is asked for, as docs/permissions.md says, unless a rule names that form."""
     role = RoleCapabilityModel(name="r", requested_tools=["shell"])
-    rules = PermissionSettings(layers=[PermissionLayer(scope="user", allow=["shell(sed:*)"])])
-    decision = decide("shell", {"command": "sed e"}, role, rules, WS)
-    assert decision.effect == "allow" and decision.rule == "shell(sed:*)"
-    assert covered("sed e", "shell(sed:*)")[0] is False
+    rules = PermissionSettings(layers=[PermissionLayer(scope="user", allow=[f"shell({rule})"])])
+    decision = decide("shell", {"command": command}, role, rules, WS)
+    assert decision.effect == "ask" and repr(f"shell({rule})") in decision.reason, decision
+    program = command.split()[0]
+    ordinary = {"sed": "sed -n 1,5p f", "sort": "sort -o out.txt in.txt", "awk": "awk '{print $1}' f", "tar": "tar -xf a.tar"}[program]  # fmt: skip
+    assert decide("shell", {"command": ordinary}, role, rules, WS).effect == "allow"
+    words = " ".join(shlex.split(command))  # (an exact rule is matched on the command's words)
+    exact = PermissionSettings(layers=[PermissionLayer(scope="user", allow=[f"shell({words})"])])
+    assert decide("shell", {"command": command}, role, exact, WS).effect == "allow"
+    assert covered(command, f"shell({rule})")[0] is False  # delegated: never, as before
 
 
 # -- the table --------------------------------------------------------------------------------

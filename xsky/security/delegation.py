@@ -99,7 +99,7 @@ def delegation(
             )
         ],
     )
-    decision = decide(tool, arguments, _NOBODY, settings, workspace)
+    decision = decide(tool, arguments, _NOBODY, settings, workspace, forms=False)
     if decision.effect == "deny" and decision.rule is not None:
         return False, f"a deny rule holds: {decision.rule!r}"
     if decision.effect != "allow" or decision.rule is None:

@@ -104,11 +104,13 @@ def decide(
     protected: Sequence[str] = (),
     hints: Mapping[str, Hint] | None = None,
     real_names: Mapping[str, str] | None = None,
+    forms: bool = True,
 ) -> Decision:
     """``protected``: folders no command may name (xsky's state, artifacts, other runs);
     ``hints``: what MCP servers say of their tools (read-only, destructive); ``real_names``:
     an MCP tool's server's own name when it is shown under another (rules and role entries
-    naming either hold, the strictest first)."""
+    naming either hold, the strictest first); ``forms`` False: a prefix rule allows every
+    form of its program (the leader's delegated rules, judged form by form on their own)."""
     try:
         settings = settings or PermissionSettings()
         check = Check(
@@ -119,6 +121,7 @@ def decide(
             tuple(protected),
             hints or {},
             real_names or {},
+            forms,
         )
         if tool == "shell":
             decision = decide_shell(arguments, check)

@@ -334,6 +334,10 @@ class Check:
     hints: Mapping[str, Hint] = field(default_factory=dict)
     # An MCP tool shown under a name its server does not give it → mcp__<server>__<its name>.
     real_names: Mapping[str, str] = field(default_factory=dict)
+    # A prefix allow rule stands for a program's ordinary calls, not for a form that runs
+    # another program (shell_rules._vouched); off for the leader's delegated rules, which are
+    # held to every form by xsky/security/delegation.py (and replay as they decided).
+    forms: bool = True
 
     def names(self, tool: str) -> tuple[str, ...]:
         """The names rules and roles may hold ``tool`` by: its own, and an MCP tool's real one."""

@@ -17,6 +17,8 @@ from typing import Any
 from xsky.security.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reachable
 from xsky.security.allow_hosts import how_to_open
 from xsky.security.net import DEV_NET, destinations, named_ports
+from xsky.security.option_reading import rule_words
+from xsky.security.program_forms import finding
 from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
     ShellCommand,
@@ -212,4 +214,22 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
             else Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)")
             for d in decisions
         ]
-    return decisions
+    return [_vouched(d, part) for d in decisions] if check.forms else decisions
+
+
+def _vouched(d: Decision, part: ShellCommand) -> Decision:
+    """An allow by a prefix rule stands for the program's ordinary calls, not for a form of
+    it that runs another program the rule's words do not name (``shell(sort:*)`` is no
+    answer for ``sort --compress-program=sh``, nor ``shell(awk:*)`` for ``awk 'BEGIN{system(…)}'``):
+    that form is asked for, as docs/permissions.md says, unless a rule names it."""
+    if d.effect != "allow" or d.rule is None or "*" not in d.rule or "(" not in d.rule:
+        return d
+    spec = d.rule[d.rule.find("(") + 1 : d.rule.rfind(")")].removeprefix("=").removesuffix(":*")
+    form = finding(part.argv, frozenset(rule_words(spec)))
+    if form is None or form.kind != "runs":
+        return d
+    return Decision(
+        "ask",
+        f"{form.why}: a person decides — {d.rule!r} allows the program, not a form of it that "
+        "runs another (allow exactly this with a rule)",
+    )
