@@ -152,11 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     # Errors quote what the run said (refusals, task texts, agents' errors): shown(), not markup.
+    except PlanError as e:  # (an XSkyError too: its problems, each at its line)
+        err.print(f"[red]error:[/] {shown(e)}")
+        return 2
     except XSkyError as e:
         err.print(f"[red]error:[/] {shown(cli_message(e))}", markup=True, highlight=False)
-        return 2
-    except PlanError as e:
-        err.print(f"[red]error:[/] {shown(e)}")
         return 2
     except BrokenPipeError:
         # The reader went away (`… | head`): nothing more to say, and nothing wrong.

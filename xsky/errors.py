@@ -31,8 +31,28 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class PlanError(Exception):
-    """Base for everything wrong with a plan; ``problems`` lists each finding."""
+class XSkyError(Exception):
+    """A mistake or a situation a person can fix, said in one sentence with the fix.
+
+    The message is ``fact`` and, after a semicolon, ``fix`` — worded for the Python API (or
+    for anyone: `python worker.py`). ``topic`` names the kind of fix, so the CLI can say
+    its own instead (`starter.py list` for a run not found; cli/hints.py), and ``subject``
+    is what it is about (a run id, agent kinds). The CLI prints it without a traceback and
+    exits 2; the Python API raises it."""
+
+    def __init__(
+        self, fact: str, fix: str | None = None, *, topic: str | None = None, subject: str = ""
+    ) -> None:
+        super().__init__(f"{fact}; {fix}" if fix else fact)
+        self.fact = fact
+        self.fix = fix
+        self.topic = topic
+        self.subject = subject
+
+
+class PlanError(XSkyError):
+    """Base for everything wrong with a plan; ``problems`` lists each finding (a mistake a
+    person fixes in the plan: an XSkyError, as the Python API's doc promises)."""
 
     def __init__(self, problems: list[Problem]):
         if not problems:
@@ -65,25 +85,6 @@ class WorkflowXMLError(PlanError):
 
 class WorkflowValidationError(PlanError):
     """The plan reads fine but cannot run: cycles, unknown ids, names or variables."""
-
-
-class XSkyError(Exception):
-    """A mistake or a situation a person can fix, said in one sentence with the fix.
-
-    The message is ``fact`` and, after a semicolon, ``fix`` — worded for the Python API (or
-    for anyone: `python worker.py`). ``topic`` names the kind of fix, so the CLI can say
-    its own instead (`starter.py list` for a run not found; cli/hints.py), and ``subject``
-    is what it is about (a run id, agent kinds). The CLI prints it without a traceback and
-    exits 2; the Python API raises it."""
-
-    def __init__(
-        self, fact: str, fix: str | None = None, *, topic: str | None = None, subject: str = ""
-    ) -> None:
-        super().__init__(f"{fact}; {fix}" if fix else fact)
-        self.fact = fact
-        self.fix = fix
-        self.topic = topic
-        self.subject = subject
 
 
 class UsageError(XSkyError):

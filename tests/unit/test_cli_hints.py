@@ -80,3 +80,12 @@ def test_a_running_run_is_waited_for_with_a_command_that_exists():
         "r1 is still running; wait for it with `starter.py result r1 --wait`, or watch it with "
         "`starter.py status r1`"
     )
+
+
+def test_a_bad_plan_is_an_xsky_error_as_the_python_api_promises():
+    from xsky.errors import Problem, WorkflowValidationError, WorkflowXMLError, XSkyError
+
+    for kind in (WorkflowXMLError, WorkflowValidationError):
+        e = kind([Problem("agent 4 depends on unknown agent '5'", line=16, column=3)])
+        assert isinstance(e, XSkyError)
+        assert e.fact == str(e) == "<plan>:16:3: agent 4 depends on unknown agent '5'"
