@@ -745,6 +745,21 @@ def test_a_plan_saved_with_other_text_around_it_says_where_the_plan_is(tmp_path:
     assert "the plan is inside other text" in said and "save only <root>…</root>" in said
 
 
+def test_a_plan_with_comments_and_a_declaration_around_it_is_said_its_own_problems(
+    tmp_path: Path,
+):
+    # as every file of examples/ begins: a comment, then the plan
+    path = tmp_path / "p.xml"
+    path.write_text(
+        '<?xml version="1.0"?>\n<!-- a chain -->\n<workflow name="x" foo="bar">'
+        '<agent name="llm" id="1"><task>hi</task></agent></workflow>\n<!-- the end -->\n'
+    )
+    with pytest.raises(WorkflowXMLError) as e:
+        load_plan(path, known_agents=KNOWN)
+    (problem,) = e.value.problems
+    assert "unknown attribute 'foo' on <workflow>" in problem.message and problem.line == 3
+
+
 def test_braces_in_an_eko_plans_text_say_what_an_eko_plan_can_do_about_them(tmp_path: Path):
     # "declare it in <variables>" cannot be followed: <variables> is refused inside <root>
     path = tmp_path / "p.xml"

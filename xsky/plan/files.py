@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -197,6 +198,10 @@ _EKO_DECLARE = (
 )
 
 
+# What may stand around a plan in an XML file: comments, an XML declaration, white space.
+_XML_AROUND = re.compile(r"\s+|<!--.*?-->|<\?xml[^>]*\?>", re.S)
+
+
 def _plan_inside_text(data: bytes) -> Problem | None:
     """A plan that does not parse because other text surrounds it — a model's reply saved as
     it came (prose, a Markdown fence): where the plan is, and what to save. None when the
@@ -211,8 +216,9 @@ def _plan_inside_text(data: bytes) -> Problem | None:
         at = text.find(plan[:200])  # mended (cut off): its start is as written
     if at < 0:
         return None
-    # Nothing but the plan (a plan cut off, mended by the search): its own problems are said.
-    if not text[:at].strip() and not text[at + len(plan) :].strip():
+    # Nothing but the plan (a plan cut off, mended by the search; comments and an XML
+    # declaration around it, as the examples have): its own problems are said.
+    if not _XML_AROUND.sub("", text[:at]) and not _XML_AROUND.sub("", text[at + len(plan) :]):
         return None
     first = text.count("\n", 0, at) + 1
     last = first + plan.count("\n")
