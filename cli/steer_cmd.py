@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -268,6 +269,10 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
     return data, parsed.workflow
 
 
+# The limit a budget escalation names in its fix ("raise it (starter.py budget … agents=…)").
+_SPENT_KEY = re.compile(r"\b([a-z_]+)=…")
+
+
 async def cmd_requests(args: argparse.Namespace) -> int:
     _, run = await _run(args)
     requests = await run.requests()
@@ -287,7 +292,9 @@ async def cmd_requests(args: argparse.Namespace) -> int:
         }.get(r.kind, f"starter.py answer {args.id} {r.id} TEXT")
         if r.about == "budget":  # raised, not answered
             task = "" if r.task_id == "run" else f" --task {r.task_id}"
-            how = f"starter.py budget {args.id}{task} tokens=… (or {'end' if not task else 'skip'})"
+            spent = _SPENT_KEY.search(r.text)  # the limit it names (agents=…, usd=…)
+            key = spent.group(1) if spent else "tokens"
+            how = f"starter.py budget {args.id}{task} {key}=… (or {'end' if not task else 'skip'})"
         elif r.about == "goal":
             how = f"starter.py answer {args.id} {r.id} 'what is missing' (a replan follows), or end"
         elif r.choices:  # a tool call in doubt

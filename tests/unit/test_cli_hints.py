@@ -89,3 +89,15 @@ def test_a_bad_plan_is_an_xsky_error_as_the_python_api_promises():
         e = kind([Problem("agent 4 depends on unknown agent '5'", line=16, column=3)])
         assert isinstance(e, XSkyError)
         assert e.fact == str(e) == "<plan>:16:3: agent 4 depends on unknown agent '5'"
+
+
+def test_the_requests_table_answers_a_budget_stop_with_the_limit_it_names():
+    from types import SimpleNamespace
+
+    from cli.steer_cmd import _SPENT_KEY
+    from xsky.leader.budget import Budget
+
+    for key in ("agents", "usd", "tokens", "minutes"):
+        said = Budget._raise_it(SimpleNamespace(run_id="r"), "2 of 2 used", key)  # type: ignore[arg-type]
+        spent = _SPENT_KEY.search(said)
+        assert spent is not None and spent.group(1) == key
