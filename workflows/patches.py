@@ -285,6 +285,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that expanded a forEach before v0.11.9 is still open",
     ),
+    "eko-inputs-keep-dependencies": Patch(
+        what="an agent whose step reads another agent's value (Eko's <node input=\"x\">) is "
+        "given its own dependencies' results too, as Eko shows an agent the results before it; "
+        "before, the value it was passed as input left them out. Asked only of such an agent",
+        since="v0.11.9",
+        delete_when="no run that dispatched such an agent before v0.11.9 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -371,6 +371,48 @@ def test_a_named_value_from_an_agent_not_depended_on_adds_the_dependency():
     assert validate(lowered, ["llm"]) == []
 
 
+def test_an_agent_reading_a_named_value_still_sees_what_it_depends_on_as_eko_shows_it():
+    # Eko: 0 researches (output researchData), 1 drafts after it, 2 saves the draft with the
+    # research — its step's input="researchData" must not hide 1's draft from it
+    wf = Workflow(
+        name="x",
+        task_id="x",
+        agents=[
+            WorkflowAgent(
+                id="0", name="llm", task="research", steps=[Step(text="r", output="researchData")]
+            ),
+            WorkflowAgent(id="1", name="llm", task="draft", depends=["0"]),
+            WorkflowAgent(
+                id="2",
+                name="llm",
+                task="save",
+                depends=["1"],
+                steps=[Step(text="save the draft and the research", input="researchData")],
+            ),
+        ],
+    )
+    asked: list[str] = []
+    for answer in (True, False):  # the patch: a run from now, one from before v0.11.9
+        shell = Shell(wf)
+        shell.core.configure(
+            coordinating=False, patched=lambda p, a=answer: asked.append(p) is None and a
+        )
+        shell.loop()
+        complete(shell, "0", "RESEARCH-0")
+        complete(shell, "1", "DRAFT-1")
+        rendered, _ = shell.core.inputs.render("2")
+        assert rendered.input is not None and "researchData:\nRESEARCH-0" in rendered.input
+        assert ("DRAFT-1" in rendered.input) is answer
+    assert asked == ["eko-inputs-keep-dependencies"] * 2
+    # an agent whose input names each dependency asks nothing
+    shell = Shell(wf)
+    shell.core.configure(coordinating=False, patched=lambda p: asked.append(p) is None)
+    shell.loop()
+    complete(shell, "0", "R")
+    shell.core.inputs.render("1")
+    assert asked == ["eko-inputs-keep-dependencies"] * 2
+
+
 def test_step_done_moves_forward_never_back_and_refuses_a_step_that_is_not_there():
     from xsky.plan.steps import step_reached
 

@@ -4,7 +4,7 @@ its queue — and, for the worker that checks an input against it, what a dispat
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,7 +15,7 @@ from xsky.leader.briefs import Briefs
 from xsky.leader.budget import Budget
 from xsky.leader.cast import Cast
 from xsky.leader.commands import LOCAL_SECONDS, SATISFIED
-from xsky.leader.dep_context import dependency_context, wants_context
+from xsky.leader.dep_context import dependency_context, unread_dependencies, wants_context
 from xsky.leader.grants import Grants, GrantsRequest
 from xsky.leader.plans import PlanBook
 from xsky.leader.tasks import TaskState
@@ -110,6 +110,8 @@ class AttemptInputs:
         self.briefs = briefs
         self.budget = budget
         self.variables = variables
+        # the workflow's patch question (LeaderCore.configure), asked only where it matters
+        self.patched: Callable[[str], bool] = lambda patch_id: True
 
     def templated_command(self, agent_id: str) -> bool:
         """Does this agent's shell command get values beside it (see :meth:`render`)?"""
@@ -166,6 +168,14 @@ class AttemptInputs:
             given = dependency_context(agent, self.board.agents, self.board.tasks, results.issued)
             if given is not None:
                 rendered = rendered.model_copy(update={"input": given})
+        elif (unread := unread_dependencies(agent)) and self.patched(
+            "eko-inputs-keep-dependencies"
+        ):
+            given = dependency_context(
+                agent, self.board.agents, self.board.tasks, results.issued, only=unread
+            )
+            if given is not None:  # its named values, and what it depends on, as Eko shows it
+                rendered = rendered.model_copy(update={"input": f"{rendered.input}\n\n{given}"})
         return rendered, list(dict.fromkeys(results.issued))
 
     def loop_list(self, agent_id: str) -> str:

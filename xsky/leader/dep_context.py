@@ -35,20 +35,34 @@ def wants_context(agent: WorkflowAgent) -> bool:
     return "{{agent_" not in agent.task.replace(" ", "")
 
 
+def unread_dependencies(agent: WorkflowAgent) -> list[str]:
+    """An Eko agent's dependencies its input does not name: a step's ``input="x"`` passed
+    another agent's value as input (xsky/plan/loops.pass_named_values), which left the
+    agent's own dependencies' results out — Eko shows an agent the results before it."""
+    if not agent.steps or not agent.depends or not (agent.input or "").strip():
+        return []
+    if agent.config and tool_name(agent.config) not in (None, "llm"):
+        return []
+    named = f"{agent.input}\n{agent.task}".replace(" ", "")
+    return [d for d in agent.depends if f"{{{{agent_{d}_result" not in named]
+
+
 def dependency_context(
     agent: WorkflowAgent,
     agents: Mapping[str, WorkflowAgent],
     tasks: Mapping[str, TaskState],
     issued: list[str],
+    only: list[str] | None = None,
 ) -> str | None:
-    """The input for ``agent`` from its direct dependencies' results, or None when the plan
-    gives it one already. Stored results become head markers; their URIs go to ``issued``
-    (the activity expands only markers the leader issued)."""
-    if not wants_context(agent):
+    """The input for ``agent`` from its direct dependencies' results (``only`` those), or None
+    when the plan gives it one already. Stored results become head markers; their URIs go to
+    ``issued`` (the activity expands only markers the leader issued)."""
+    if only is None and not wants_context(agent):
         return None
-    each = max(MIN_EACH, min(PER_DEPENDENCY, TOTAL // len(agent.depends)))
+    depends = agent.depends if only is None else only
+    each = max(MIN_EACH, min(PER_DEPENDENCY, TOTAL // max(1, len(depends))))
     parts = [HEADING]
-    for dep in agent.depends:
+    for dep in depends:
         task, source = tasks.get(dep), agents.get(dep)
         if task is None or source is None:
             continue
