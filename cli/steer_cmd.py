@@ -64,7 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", dest="text", help="new task text")
     p = _cmd(sub, "skip", "mark a task done without running it", cmd_skip)
     p.add_argument("task")
-    p.add_argument("--result", default="", help="what its dependents get as its result")
+    p.add_argument(
+        "--result", default=None, help="what its dependents get as its result (default: nothing)"
+    )
     p = _cmd(sub, "nudge", "send a message to one agent, delivered at its next step", cmd_nudge)
     p.add_argument("task")
     p.add_argument("message")
@@ -177,7 +179,23 @@ async def cmd_end(args: argparse.Namespace) -> int:
 
 
 async def cmd_skip(args: argparse.Namespace) -> int:
-    return await _update(args, lambda run: run.skip(args.task, args.result))
+    async def skip(run: Run) -> InterventionResult:
+        if args.result is None:  # a task that asks a person: the answer is likely what was meant
+            asked = [
+                r
+                for r in await run.requests()
+                if r.kind == "question" and r.task_id in (args.task, f"T-{args.task}")
+            ]
+            if asked:
+                r = asked[0]
+                raise UsageError(
+                    f"{r.task_id} is waiting for your answer to {r.id} ({r.text[:120]}): answer it "
+                    f"with `starter.py answer {args.id} {r.id} TEXT`; to skip it instead, say what "
+                    "its dependents get as its result: --result TEXT (--result '' for nothing)"
+                )
+        return await run.skip(args.task, args.result or "")
+
+    return await _update(args, skip)
 
 
 async def cmd_nudge(args: argparse.Namespace) -> int:

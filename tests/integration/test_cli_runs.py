@@ -250,6 +250,11 @@ async def test_steering_commands_of_starter(env: Env):
     code, out, _ = await starter(env, "requests", workflow_id)
     assert "Proceed?" in out and f"starter.py answer {workflow_id} Q-1" in out
 
+    # a skip of the task that asks, without a result: the answer was likely what was meant
+    code, out, err = await starter(env, "skip", workflow_id, "T-1")
+    assert code == 2 and "T-1 is waiting for your answer to Q-1" in err, err
+    assert f"starter.py answer {workflow_id} Q-1 TEXT" in " ".join(err.split())
+
     code, out, err = await starter(env, "nudge", workflow_id, "T-9", "hello")
     assert code == 2 and "no task 'T-9'" in err
     # T-2 is a direct noop tool: no model would ever read a nudge, so it is refused
