@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from activities import metrics
 from activities.sandbox import checker
@@ -209,11 +209,23 @@ class Gate:
                 hard=decision.hard,
             )
         who = "the leader" if approval.by == "leader" else "a person"
+        # the record of this call says what was done with it, not the ask it answered
+        effect: Literal["allow", "deny"] = "deny" if approval.decision == "deny" else "allow"
+        verb = "denied" if effect == "deny" else "approved"
+        self._answered(tool, effect, f"{verb} by {who} ({approval.request_id}): {decision.reason}")
         if approval.decision == "deny":
             metrics.tool_call(tool, "refused")
             return False, f"{who} denied it" + (f": {approval.message}" if approval.message else "")
         metrics.tool_call(tool, "approved")
         return True, ""
+
+    def _answered(self, tool: str, effect: Literal["allow", "deny"], reason: str) -> None:
+        for i in range(len(self.decisions) - 1, -1, -1):
+            if self.decisions[i].tool == tool:  # the record decide() just made of this call
+                self.decisions[i] = self.decisions[i].model_copy(
+                    update={"effect": effect, "reason": reason}
+                )
+                return
 
     def details(self) -> dict[str, Any]:
         return {"permissionDecisions": [d.wire() for d in self.decisions]}

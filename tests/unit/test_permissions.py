@@ -378,6 +378,25 @@ async def test_a_gate_judges_paths_by_its_workspaces_real_folder(tmp_path):
     assert outside.effect != "allow"
 
 
+async def test_a_call_a_person_approved_is_logged_as_approved_not_as_asked(tmp_path):
+    from activities.sandbox.gate import Gate
+    from xsky.leader.state import ToolApproval
+
+    call = {"command": "git push origin main; true"}
+    gate = Gate(
+        task_id="T-2",
+        permissions=PermissionSettings(),
+        approvals=[
+            ToolApproval(request_id="A-2", tool="shell", arguments=call, decision="allow_once")
+        ],
+        role=ASKER,
+        workspace=tmp_path,
+    )
+    assert await gate.check("shell", call) == (True, "")
+    (record,) = [d for d in gate.decisions if d.tool == "shell"]
+    assert record.effect == "allow" and record.reason.startswith("approved by a person (A-2): ")
+
+
 def test_a_persons_approval_for_the_run_answers_the_ask_rule_that_raised_it():
     """`approve RUN A-1 --run` on a call an ask rule stopped: the next identical call runs
     without asking (it asked again, the ask rule coming before every allow); a deny rule
