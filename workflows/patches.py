@@ -292,6 +292,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that dispatched such an agent before v0.11.9 is still open",
     ),
+    "approve-run-answers-alike": Patch(
+        what="a person's 'allow for this run' of a tool call also answers the other pending "
+        "approvals of the same call (another agent waiting on it); before, each waited for an "
+        "approval of its own. Asked only when such a request waits",
+        since="v0.11.9",
+        delete_when="no run that had a tool call approved for the run before v0.11.9 is still open",
+    ),
 }
 """The live patches, by id."""
 

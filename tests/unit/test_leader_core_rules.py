@@ -362,3 +362,33 @@ def test_max_parallel_fills_every_slot_and_no_more():
         assert len(shell.running) == 2
     shell.complete("4")
     assert sorted(shell.running) == ["5"]
+
+
+def test_allowing_a_call_for_the_run_answers_the_same_call_another_agent_waits_on():
+    from xsky.leader.state import ApproveToolRequest
+    from xsky.runs import RequestPayload
+
+    asked: list[str] = []
+    for answer in (True, False):  # the patch: a run from now, one from before v0.11.9
+        shell = Shell(workflow("1", "2", "3"))
+        shell.core.configure(coordinating=False, patched=lambda p, a=answer: asked.append(p) is None and a)  # fmt: skip
+        shell.loop()
+        for agent_id, command in (("1", "git push"), ("2", "git push"), ("3", "git tag v1")):
+            call = RequestPayload(question="", tool="shell", arguments={"command": command})
+            outcome = AgentOutcome(kind="needs_approval", request=call)
+            dispatch = shell.running.pop(agent_id)
+            task = shell.core.tasks[agent_id]
+            shell.core.attempt_succeeded(agent_id, task, dispatch, outcome, shell.now)
+            shell.core.attempt_ended(agent_id, dispatch)
+        pending = {r.task_id: r.id for r in shell.core.state.requests.requests if r.status == "pending"}  # fmt: skip
+        said = shell.core.people.approve_tool(
+            ApproveToolRequest(request_id=pending["T-1"], decision="allow_run"), shell.now
+        )
+        still = {r.task_id for r in shell.core.state.requests.requests if r.status == "pending"}
+        if answer:  # T-2's identical call is allowed too; T-3's other call still waits
+            assert still == {"T-3"} and "the same call of T-2" in said.message
+        else:
+            assert still == {"T-2", "T-3"}
+        shell.loop()  # what was answered runs again
+        assert sorted(shell.running) == (["1", "2"] if answer else ["1"])
+    assert asked == ["approve-run-answers-alike"] * 2

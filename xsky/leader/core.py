@@ -195,7 +195,7 @@ class LeaderCore:
     ) -> None:
         """What the run's worker and its patches say (the shell, once per execution)."""
         self.growth.fold, self.growth.patched = growth_folded, patched or self.growth.patched
-        self.inputs.patched = self.growth.patched
+        self.inputs.patched = self.people.patched = self.growth.patched
         self.judgment.delegated, self.judgment.denied = list(delegated or []), list(denied or [])
         self.judgment.on, self.judgment.worker_model = coordinating, worker_model
         self.judgment.programs = delegation_programs

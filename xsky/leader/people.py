@@ -5,6 +5,7 @@ cancellations, pauses and nudges, budgets and roles, ending the run, and message
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from xsky.leader.audit import AuditLog
@@ -82,6 +83,8 @@ class People:
         self.asks = asks
         self.oversight = oversight
         self.checks = checks
+        # the workflow's patch question (LeaderCore.configure), asked only where it matters
+        self.patched: Callable[[str], bool] = lambda patch_id: True
 
     def close_requests(self, why: str, now: datetime) -> None:
         """The run ends (cancelled, ended, failed): nobody need answer anything any more. Every
@@ -222,7 +225,25 @@ class People:
 
     def approve_tool(self, req: ApproveToolRequest, now: datetime) -> InterventionResult:
         """A person decides a tool request: the permission log takes it, an "allow for this
-        run" adds its rules, and the task's next dispatch gets the decision."""
+        run" adds its rules (and answers the same call another agent waits on), and the
+        task's next dispatch gets the decision."""
+        request = self.requests.get(req.request_id)
+        assert request is not None
+        alike = [
+            r
+            for r in self.requests.pending
+            if r.kind == "approval"
+            and r is not request
+            and (r.tool, r.arguments) == (request.tool, request.arguments)
+        ]
+        said = self._decide_tool(req, now)
+        if req.decision == "allow_run" and alike and self.patched("approve-run-answers-alike"):
+            for other in alike:
+                then = self._decide_tool(req.model_copy(update={"request_id": other.id}), now)
+                said += f"; the same call of {other.task_id}: {then}"
+        return InterventionResult(message=said, plan_version=self.plans.version)
+
+    def _decide_tool(self, req: ApproveToolRequest, now: datetime) -> str:
         request, task = self._answered(req.request_id, now)
         request.decision, request.answer = req.decision, req.message
         self.audit.add(person_decided(request, req, now))
@@ -232,9 +253,7 @@ class People:
         if task is not None:
             self.briefs.approve(task.id, approval_of(request, req))
         direct = task is not None and tool_name(self.board.agents[task.agent_id].config) is not None
-        return InterventionResult(
-            message=decision_said(request, req.decision, direct), plan_version=self.plans.version
-        )
+        return decision_said(request, req.decision, direct)
 
     # -- interventions: the run -------------------------------------------------------------------------
 
