@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -185,3 +187,30 @@ def test_what_people_read_has_the_variables_values_and_nothing_else_rendered():
     core.board.tasks["1"].stored, core.board.tasks["1"].result = "completed", "built"
     rendered, _ = core.inputs.render("2")
     assert (rendered.input or "").splitlines()[2] == "[T-1 · llm · Build 2.1]"
+
+
+@given(
+    st.lists(st.lists(st.integers(min_value=0, max_value=30), max_size=4), min_size=1, max_size=30),
+    st.data(),
+)
+def test_remembered_dependence_is_the_walk_it_replaces(edges: list[list[int]], data) -> None:
+    from xsky.plan.models import WorkflowAgent
+    from xsky.plan.variables import _depends_on, reaches
+
+    # agent i depends only on agents before it (a plan that passes the cycle check), and on
+    # ids that are no agent of the plan
+    agents = [
+        WorkflowAgent(
+            id=str(i),
+            name="llm",
+            task="t",
+            depends=[str(d) for d in ds if d != i and (d < i or d >= len(edges))],
+        )  # fmt: skip
+        for i, ds in enumerate(edges)
+    ]
+    by_id = {a.id: a for a in agents}
+    memo: dict[str, dict[str, bool]] = {}
+    for _ in range(20):
+        agent = data.draw(st.sampled_from(agents))
+        target = str(data.draw(st.integers(min_value=0, max_value=len(edges))))
+        assert _depends_on(agent, target, by_id, memo) == reaches(agent.depends, target, by_id)
