@@ -98,6 +98,8 @@ def render_delta(home: Path, delta: DeltaRef) -> RenderResult:
             "path": row.path,
             # the records read here, claimed at the commit for the session this file is of
             "claims": info.claims,
+            # (only a file that looked for copies can have read one another commits meanwhile)
+            "looked": state.looked,
             "session": state.parent_session or session_of(row.kind, row.path) or row.traj_id,
         }
         write_json(staging_dir(home, delta.key) / "render.json", stage, sync=False)

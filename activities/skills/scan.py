@@ -437,7 +437,7 @@ def commit_delta(
                 )
             render_stage = read_json(stage_dir / "render.json")
             claims: list[str] = render_stage.get("claims", [])
-            if store.held_elsewhere(claims, row.traj_id):
+            if render_stage.get("looked") and store.held_elsewhere(claims, row.traj_id):
                 # Another transcript holding the same records (a session resumed into a new
                 # file, a fork) committed them since this delta was read: read it again, and
                 # its copy of them is passed over.

@@ -146,3 +146,36 @@ def test_a_copy_read_beside_its_original_commits_after_it_and_is_read_again(
     assert sorted(begins(a) for a in got) == sorted(
         ["write a dbmate migration", "now write a pytest", "let's try alembic"]
     )
+
+
+def test_two_codex_sessions_that_begin_alike_are_two_sessions_each_mined_whole(
+    tmp_path: Path,
+) -> None:
+    # Two sessions of one project begin with the same turn context, environment and
+    # AGENTS.md: that shared beginning is no copy — neither loses a task, nor becomes the
+    # other's session.
+    import json
+
+    home, sources = corpus(tmp_path, (P,))
+    (parent,) = (tmp_path / "corpus" / "codex").rglob(f"*{P}*.jsonl")
+    lines = [json.loads(x) for x in parent.read_text().splitlines()]
+    other_id = "01a1f9ff-0000-7000-8000-000000000abc"
+    lines[0]["payload"]["id"] = other_id
+    for rec in lines:
+        if json.dumps(rec).count("write a dbmate migration"):
+            text = json.dumps(rec).replace("write a dbmate migration", "write a flyway migration")
+            rec.clear()
+            rec.update(json.loads(text))
+    other = parent.with_name(f"rollout-2026-11-20T15-00-00-{other_id}.jsonl")
+    other.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = mined(home, sources)
+    intents = sorted(a.intent[:24] for a in got)
+    assert intents == sorted(
+        [
+            "write a dbmate migration",
+            "now write a pytest for t",
+            "write a flyway migration",
+            "now write a pytest for t",
+        ]
+    ), intents
+    assert len({session_of(a) for a in got}) == 2

@@ -86,6 +86,8 @@ class ParseState(WireModel):
     copying: bool = False
     copied: int = 0
     chain: str = ""  # Codex: the running hash of the records so far (a fork copies a prefix)
+    looked: bool = False  # records of this file were looked up as possible copies
+    forked: bool = False  # Codex: a fork or a spawned sub-agent (it may begin with copies)
 
     def remember(self, attr: str, value: str, keep: int = KEEP_SEEN) -> None:
         items: list[str] = getattr(self, attr)
@@ -168,15 +170,17 @@ class FileInfo:
     claims: list[str] = field(default_factory=list)
 
 
-def copied(info: FileInfo, state: ParseState, keys: list[str]) -> bool:
+def copied(info: FileInfo, state: ParseState, keys: list[str], look: bool = True) -> bool:
     """Whether a record is a copy of another transcript's (one of its ``keys`` is held by
     one) — its events are dropped, what it tells the parse state is kept (a new turn's parent
     is a copied record) — and its session the one this file continues; a record of this
-    file's own has its keys claimed. A record without keys is on the side of the one before."""
+    file's own has its keys claimed. A record without keys is on the side of the one before.
+    ``look`` False: this file copies nothing (its keys are claimed, never looked up)."""
     if not keys:
         return state.copying
     owner = None
-    if info.owner is not None:
+    if info.owner is not None and look:
+        state.looked = True
         owner = next((o for o in map(info.owner, keys) if o is not None), None)
     if owner is None:
         state.copying = False

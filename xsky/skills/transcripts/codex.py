@@ -90,7 +90,10 @@ class CodexAdapter:
         events: list[Event] = []
         for offset, end, rec in records(data, base, state):
             key = _chain_key(rec, state)
-            copy = copied(info, state, [key] if key else [])
+            # Only a fork, or a sub-agent given its parent's context, copies records: two
+            # sessions of one project begin alike (the same turn context, environment and
+            # AGENTS.md), and that prefix is no copy of anything in a session of its own.
+            copy = copied(info, state, [key] if key else [], look=state.forked)
             said = guarded(self._record, offset, end, rec, state)
             if not copy:  # (a fork, or a sub-agent given its parent's context, copies a prefix)
                 events.extend(said)
@@ -119,6 +122,10 @@ class CodexAdapter:
             if state.session_id is not None:  # a fork repeats its parent's after its own
                 return []
             _source(payload.get("source"), state)
+            forked_from = ident(payload.get("forked_from_id"))
+            if forked_from or state.parent_session:  # its parent's records come first
+                state.forked = True
+                state.parent_session = state.parent_session or forked_from
             state.session_id = state.session_id or ident(payload.get("id"))
             state.cwd = _cwd(payload.get("cwd")) or state.cwd
             facts = ", ".join(
