@@ -11,7 +11,7 @@ from xsky.config import load_settings
 from xsky.errors import PlanError
 from xsky.plan.files import load_plan
 from xsky.plan.loops import lower
-from xsky.plan.variables import check_names
+from xsky.plan.variables import check_names, with_step_values
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings]
     # What the leader makes of it as the run begins (a forEach among an agent's steps becomes
     # agents of its own, a page's watch a durable watch): shown, so the board holds no surprise.
-    runs_as, changes = lower(plan.workflow)
+    runs_as, changes = lower(with_step_values(plan.workflow, variables))
     if args.json:
         dialect = {"dialect": plan.dialect} if plan.dialect else {}
         lowered = {"asItRuns": {**plan_summary(runs_as), "changes": changes}} if changes else {}

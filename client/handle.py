@@ -33,7 +33,7 @@ from xsky.lineage import NAME as LINEAGE
 from xsky.lineage import TYPE as LINEAGE_TYPE
 from xsky.plan.files import LoadedPlan, check_plan_source, load_plan
 from xsky.plan.models import RoleCapabilityModel, Workflow
-from xsky.plan.variables import check_names
+from xsky.plan.variables import check_names, with_step_values
 from xsky.plan.xml import ParsedWorkflow
 from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 
@@ -173,6 +173,7 @@ class XSky:
         else:
             wf = self.load(plan_or_prompt, variables, list(context), roles)
             check_names(wf, variables, context)
+            wf = with_step_values(wf, variables)
             inp = RunInput(
                 workflow=wf,
                 variables=variables,

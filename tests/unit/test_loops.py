@@ -426,3 +426,24 @@ def test_step_done_moves_forward_never_back_and_refuses_a_step_that_is_not_there
     )
     for wrong in ({"step": 0}, {"step": 4}, {"step": "2"}, {"step": True}, {}):
         assert step_reached(steps, 1, wrong) == (1, "", "ERROR: step must be a number from 1 to 3")
+
+
+def test_an_eko_plan_given_a_value_for_a_name_its_steps_read_loops_over_it_durably():
+    from xsky.plan.variables import check_names, with_step_values
+
+    eko = """<root><name>Weather</name><agents>
+      <agent name="Chat" id="0" dependsOn=""><task>Weather for each city</task>
+        <nodes><forEach items="cities"><node>Read the weather of the city</node></forEach>
+        <node>Make a table</node></nodes>
+      </agent></agents></root>"""
+    wf = parse_workflow_source(eko).workflow
+    given = {"cities": '["Paris", "Oslo"]'}
+    check_names(wf, given, {})  # an Eko plan cannot declare it: the name its loop reads is its
+    lowered, said = loops.lower(with_step_values(wf, given))
+    assert [a.id for a in lowered.agents] == ["0.each", "0"]
+    assert lowered.agent("0.each").for_each == "{{cities}}"
+    assert said == ["forEach of agent 0 made durable: 0.each → 0"]
+    # a name no step reads is still a typo
+    with pytest.raises(Exception, match="citeis: the plan has no such name"):
+        check_names(wf, {"citeis": "[]"}, {})
+    assert with_step_values(wf, {"other": "x"}) is wf

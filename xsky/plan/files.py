@@ -20,6 +20,7 @@ from xsky.plan.loops import (
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
+from xsky.plan.variables import with_step_values
 from xsky.plan.watches import nested_watch_problems
 from xsky.plan.xml import DEFAULT_MAX_BYTES, ParsedWorkflow, parse_workflow_source
 from xsky.security.roles import RoleCapabilityModel, plan_role_problems
@@ -84,11 +85,13 @@ def load_plan(
         base_roles=base_roles,
         base_dir=p.parent,
     )
+    # (as it will run: an Eko plan given values for names its steps read has them as variables)
+    given = with_step_values(parsed.workflow, dict.fromkeys(variables or (), ""))
     warnings = _located(
         parsed,
         plan_warnings(parsed.workflow)
         + shared_output_warnings(parsed.workflow)
-        + instruction_loop_warnings(parsed.workflow),
+        + instruction_loop_warnings(given),
     )
     text = data.decode("utf-8", errors="replace")
     return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)

@@ -468,6 +468,26 @@ def render_config(
     return value
 
 
+def step_names(wf: Workflow) -> set[str]:
+    """The names the plan's steps read and no step of it writes — a step's ``input``, a
+    ``<forEach items>`` — which a caller may give (Eko's context parameters: ``--var``)."""
+    read = {name for agent in wf.agents for name in steps.inputs(agent.steps)}
+    read |= {
+        step.items
+        for agent in wf.agents
+        for _, step in steps.walk_steps(agent.steps)
+        if step.kind == "forEach" and step.items
+    }
+    return read - {name for agent in wf.agents for name in steps.outputs(agent.steps)}
+
+
+def with_step_values(wf: Workflow, variables: Mapping[str, str]) -> Workflow:
+    """An Eko plan given values for names its steps read (it cannot declare variables):
+    those names become the plan's variables, so a loop runs over the list given, durably."""
+    given = {k: v for k, v in variables.items() if k in step_names(wf) and k not in wf.variables}
+    return wf.model_copy(update={"variables": {**wf.variables, **given}}) if given else wf
+
+
 def check_names(
     wf: Workflow,
     variables: Mapping[str, str],
@@ -476,7 +496,7 @@ def check_names(
 ) -> None:
     """A variable or context value the plan never uses is a typo: say which names it has."""
     refs = [r for agent in wf.agents for r in agent_references(agent)]
-    read_by_steps = {name for agent in wf.agents for name in steps.inputs(agent.steps)}
+    read_by_steps = step_names(wf)
     declared = sorted(
         set(wf.variables) | {r.key for r in refs if r.kind == "variable"} | read_by_steps
     )
