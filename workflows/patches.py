@@ -299,6 +299,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that had a tool call approved for the run before v0.11.9 is still open",
     ),
+    "eko-outputs-read-where-written": Patch(
+        what='a step\'s output another agent reads (<node output="links"> read by another '
+        "agent's forEach or input), with steps after it, splits its agent there: A.links does "
+        "the steps up to it and answers with the value; before, the reader got the agent's "
+        "last answer. Asked only of a plan the split changes",
+        since="v0.11.9",
+        delete_when="no run that lowered such a plan before v0.11.9 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -537,6 +537,18 @@ def test_a_refusal_of_the_checker_keeps_its_own_reason() -> None:
 
 @pytest.mark.parametrize(
     ("rule", "command"),
+    [("uv run:*", "uv run pytest"), ("docker:*", "docker ps"), ("npx:*", "npx prettier --check .")],
+)
+def test_a_prefix_rule_for_a_program_that_runs_others_allows_what_it_names(
+    rule: str, command: str
+) -> None:
+    role = RoleCapabilityModel(name="r", requested_tools=["shell"])
+    rules = PermissionSettings(layers=[PermissionLayer(scope="user", allow=[f"shell({rule})"])])
+    assert decide("shell", {"command": command}, role, rules, WS).effect == "allow"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
     [
         ("sed:*", "sed e"),
         ("sort:*", "sort -S 1K -T . --compress-program=sh cmds.txt"),

@@ -447,3 +447,54 @@ def test_an_eko_plan_given_a_value_for_a_name_its_steps_read_loops_over_it_durab
     with pytest.raises(Exception, match="citeis: the plan has no such name"):
         check_names(wf, {"citeis": "[]"}, {})
     assert with_step_values(wf, {"other": "x"}) is wf
+
+
+P06 = """<root><name>links</name><agents>
+  <agent name="Chat" id="0" dependsOn=""><task>Find the article links</task>
+    <nodes><node output="links">Extract the article links</node>
+    <node>Summarize the front page in two lines</node></nodes></agent>
+  <agent name="Chat" id="1" dependsOn="0"><task>Read every article</task>
+    <nodes><forEach items="links"><node>Open the article</node></forEach></nodes></agent>
+</agents></root>"""
+
+
+def test_a_value_another_agent_loops_over_is_read_where_its_agent_writes_it():
+    # Eko keeps "links" as written at its step; the agent's last answer is its summary
+    wf = parse_workflow_source(P06).workflow
+    asked: list[str] = []
+    lowered, said = loops.lower(wf, lambda p: asked.append(p) is None)
+    assert [a.id for a in lowered.agents] == ["0.links", "0", "1"]
+    part, rest, reader = lowered.agents
+    assert [s.output for s in part.steps] == ["links"] and "JSON array" in part.task
+    assert rest.depends == ["0.links"] and rest.input == "links:\n{{agent_0.links_result}}"
+    assert [s.text for s in rest.steps] == ["Summarize the front page in two lines"]
+    assert reader.for_each == "{{agent_0.links_result}}"
+    assert said[0] == '"links" of agent 0 read where it is written: 0.links → 0'
+    assert validate(lowered, ["llm"]) == []
+    assert loops.lower(lowered) == (lowered, [])  # the plan as it runs lowers to itself
+    # a run that lowered it before v0.11.9 replays as then: the reader loops over 0's answer
+    before, _ = loops.lower(wf, lambda p: asked.append(p) is None and False)
+    assert [a.id for a in before.agents] == ["0", "1"]
+    assert before.agent("1").for_each == "{{agent_0_result}}"
+    assert asked == ["eko-outputs-read-where-written"] * 2
+    # a value written at the agent's last step is its answer: nothing to split, nothing asked
+    last = P06.replace("<node>Summarize the front page in two lines</node>", "")
+    assert [a.id for a in loops.lower(parse_workflow_source(last).workflow)[0].agents] == [
+        "0",
+        "1",
+    ]
+
+
+def test_a_list_read_as_one_item_before_v0_11_9_replays_as_one_item_however_long_it_reads_now():
+    # "Here they are: [1,001 items]" was one item (one line); now it reads as 1,001 — over the
+    # limit. A history from before the patch must still expand one item, not fail the task.
+    text = "Here they are: " + json.dumps([f"u{i}" for i in range(1001)])
+    for answer, items in ((False, 1), (True, 0)):
+        shell = Shell(plan())
+        shell.core.configure(coordinating=False, patched=lambda p, a=answer: a)
+        shell.loop()
+        complete(shell, "1", text)
+        made = [t for t in shell.core.tasks if t.startswith("2[")]
+        assert len(made) == items
+        if answer:  # the reading since: over the limit, the loop fails with the fix
+            assert "1,001 items" in (shell.core.tasks["2"].error or "")

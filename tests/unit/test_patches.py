@@ -44,7 +44,8 @@ def patch_calls(source: str) -> tuple[list[str], list[str]]:
 def used_ids() -> dict[str, list[str]]:
     used: dict[str, list[str]] = {}
     # (the leader's components ask a patch through the workflow's ``patched``, handed to them)
-    for path in sorted([*WORKFLOWS.rglob("*.py"), *(ROOT / "xsky" / "leader").rglob("*.py")]):
+    leader = [*(ROOT / "xsky" / "leader").rglob("*.py"), *(ROOT / "xsky" / "plan").rglob("*.py")]
+    for path in sorted([*WORKFLOWS.rglob("*.py"), *leader]):
         if path.name == "patches.py":
             continue
         ids, problems = patch_calls(path.read_text())

@@ -362,7 +362,7 @@ async def load_core(inp: RunInput) -> LeaderCore:
             non_retryable=True,
         ) from None
     return LeaderCore(
-        inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now()
+        inp.model_copy(update={"workflow": wf, "plan_ref": None}), run_id, workflow.now(), patched
     )
 
 

@@ -96,7 +96,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         self._loaded: LeaderCore | None = None
         if inp.state_ref is None and inp.plan_ref is None:
             with gc_paused():  # a large plan's tasks: no collection while they are built
-                self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now())
+                self._loaded = LeaderCore(inp, workflow.info().workflow_id, workflow.now(), patched)
         self._early: list[Callable[[], None]] = []  # signals that came while the state was read
         self._timer = leader_io.DeadlineTimer()
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)

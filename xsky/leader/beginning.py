@@ -4,6 +4,7 @@ with its result; the agents to run again, and every agent that depends on them, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from xsky.leader.board import TaskBoard
@@ -48,11 +49,17 @@ def carry(board: TaskBoard, plans: PlanBook, resume: ResumeFrom) -> None:
     board.index(plan)
 
 
-def first_state(inp: RunInput, first: Workflow, run_id: str, now: datetime) -> LeaderState:
+def first_state(
+    inp: RunInput,
+    first: Workflow,
+    run_id: str,
+    now: datetime,
+    patched: Callable[[str], bool] | None = None,
+) -> LeaderState:
     """A new run's state: its first plan (none yet for a run started from a sentence: the
     planner makes it), a task per agent, its review and budget as it was started with."""
     planning = inp.workflow is None
-    first, durable = loops.lower(first)  # a forEach among an agent's steps: agents of its own
+    first, durable = loops.lower(first, patched)  # a forEach among an agent's steps: agents
     reason = "; ".join(["initial plan", *durable])
     return LeaderState(
         plan=PlanState(

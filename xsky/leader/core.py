@@ -63,20 +63,15 @@ from xsky.leader.coordinator.results import ResultCheck
 from xsky.leader.coordinator.review import consultation
 from xsky.leader.coordinator.views import CoordinatorViews
 from xsky.leader.flow import Flow
-from xsky.leader.growth import Growth
+from xsky.leader.growth import Growth, Patched
 from xsky.leader.ladder import StallLadder
 from xsky.leader.ledger import ConsultInput, ConsultOutcome, Point
-from xsky.leader.limits import (
-    QUESTION_CHARS,
-    cut,
-)
+from xsky.leader.limits import QUESTION_CHARS, cut
 from xsky.leader.people import People
 from xsky.leader.plans import PlanBook
 from xsky.leader.replan import merge_plan, new_task
 from xsky.leader.requests import RequestBook
-from xsky.leader.state import (
-    HumanRequest,
-)
+from xsky.leader.state import HumanRequest
 from xsky.leader.tasks import TaskState
 from xsky.leader.views import Views
 from xsky.plan import loops
@@ -88,7 +83,7 @@ from xsky.runs import AgentOutcome, ProgressReport, RunInput
 class LeaderCore:
     """One run's leader: its components, and the order in which each event reaches them."""
 
-    def __init__(self, inp: RunInput, run_id: str, now: datetime) -> None:
+    def __init__(self, inp: RunInput, run_id: str, now: datetime, patched: Patched = None) -> None:
         self.input = inp
         self.options = inp.options
         self.run_id = run_id
@@ -103,7 +98,7 @@ class LeaderCore:
             )
         )
         self.variables = {**first.variables, **inp.variables}
-        self.state = inp.state if inp.state is not None else first_state(inp, first, run_id, now)
+        self.state = inp.state or first_state(inp, first, run_id, now, patched)
         s = self.state
         self.plans = PlanBook(s.plan, self.options)
         self.cast = Cast(s.plan, inp)
@@ -191,7 +186,7 @@ class LeaderCore:
         leader_budget: bool = False,
         delegation_programs: bool = True,
         growth_folded: bool = False,
-        patched: Callable[[str], bool] | None = None,  # for a patch asked only where it matters
+        patched: Patched = None,  # for a patch asked only where it matters
     ) -> None:
         """What the run's worker and its patches say (the shell, once per execution)."""
         self.growth.fold, self.growth.patched = growth_folded, patched or self.growth.patched
@@ -305,7 +300,7 @@ class LeaderCore:
 
     def set_first_plan(self, wf: Workflow, provider: str, now: datetime) -> None:
         """Plan v1 of a run started from a sentence."""
-        wf, durable = loops.lower(wf)
+        wf, durable = loops.lower(wf, self.growth.patched)
         self.plans.first(wf, provider, now)
         for line in durable:
             self.plans.note(line, now)
@@ -334,7 +329,7 @@ class LeaderCore:
         False: runs recorded before the patch cancelled-stays-cancelled, whose replans put
         every cancelled task back to pending."""
         self.oversight.withdraw_goal_requests("withdrawn: the plan changed", now)
-        wf, durable = loops.lower(wf)
+        wf, durable = loops.lower(wf, self.growth.patched)
         reason = "; ".join([reason, *durable])
         change = merge_plan(
             self.plans.plan, self.board.tasks, wf, self.run_id, keep_cancelled, self.variables

@@ -23,6 +23,10 @@ from xsky.plan import loops, watches
 from xsky.plan.models import Workflow
 from xsky.plan.variables import RenderError
 
+# A workflow's patch question (workflows/patches.patched), handed to the components that ask
+# one only where it matters; None outside a workflow (every patch taken).
+Patched = Callable[[str], bool] | None
+
 
 class Growth:
     """Loops expanded and watches run, as plan versions the run writes itself."""
@@ -70,11 +74,18 @@ class Growth:
         agent_id = task.agent_id
         try:
             text = self.inputs.loop_list(agent_id)
-            items = loops.items_from(text, agent_id)
-            if items != loops.split_items_as_before_v0_11_9(text) and not self.patched(
-                "loop-lists-read-as-written"
-            ):
-                items = loops.items_from(text, agent_id, as_before=True)
+            # both readings first, the patch asked only where they differ, then the limit
+            before = loops.split_items_as_before_v0_11_9(text)
+            try:
+                items: list[str] | None = loops.split_items(text)
+                refused = None
+            except loops.LoopError as e:  # (refused by the reading since: a difference too)
+                items, refused = None, e
+            if items != before and not self.patched("loop-lists-read-as-written"):
+                items = before
+            elif refused is not None:
+                raise refused
+            items = loops.limited(items or [], agent_id)
         except (loops.LoopError, RenderError) as e:
             self.board.finish(task, "failed", now, error=f"cannot start: {e}")
             self.flow.changed = True

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from xsky.errors import Problem
 from xsky.kinds import TOOL_AGENT_KINDS
@@ -114,7 +115,11 @@ def split_items_as_before_v0_11_9(text: str) -> list[str]:
 
 def items_from(text: str, agent_id: str, as_before: bool = False) -> list[str]:
     """The items agent ``agent_id`` runs over, or :class:`LoopError` with the fix."""
-    items = (split_items_as_before_v0_11_9 if as_before else split_items)(text)
+    return limited((split_items_as_before_v0_11_9 if as_before else split_items)(text), agent_id)
+
+
+def limited(items: list[str], agent_id: str) -> list[str]:
+    """``items``, or :class:`LoopError` when they are more than one forEach may run."""
     if len(items) > MAX_ITEMS:
         raise LoopError(
             f"forEach of agent {agent_id}: the list has {len(items):,} items, over the "
@@ -163,15 +168,80 @@ def expand(wf: Workflow, agent_id: str, items: list[str]) -> Workflow:
 # -- a forEach among an agent's steps (Eko's <forEach items="x">) ---------------------------------
 
 
-def lower(wf: Workflow) -> tuple[Workflow, list[str]]:
-    """The plan as it runs: each forEach among an agent's steps made of durable agents
+def lower(wf: Workflow, patched: Callable[[str], bool] | None = None) -> tuple[Workflow, list[str]]:
+    """The plan as it runs: a value another agent reads split off where its agent writes it
+    (:func:`split_outputs`), each forEach among an agent's steps made of durable agents
     (:func:`lower_loops`), each watch of a page a durable watch
     (:func:`xsky.plan.watches.lower_watches`), then each step's ``input`` that another agent's
-    step outputs passed along (:func:`pass_named_values`); one line per change."""
+    step outputs passed along (:func:`pass_named_values`); one line per change. ``patched``:
+    the leader's patch question, asked only of a plan the split changes."""
+    split, outputs_said = split_outputs(wf)
+    if outputs_said and (patched is None or patched("eko-outputs-read-where-written")):
+        wf = split
+    else:
+        outputs_said = []
     wf, loops_said = lower_loops(wf)
     wf, watches_said = (wf, []) if not _has(wf, "watch") else lower_watches(wf)
     wf, values_said = pass_named_values(wf)
-    return wf, loops_said + watches_said + values_said
+    return wf, outputs_said + loops_said + watches_said + values_said
+
+
+def split_outputs(wf: Workflow) -> tuple[Workflow, list[str]]:
+    """An agent's step that writes a value another agent reads (``<node output="links">``,
+    read by another agent's ``<forEach items="links">`` or ``input="links"``), with steps after
+    it: the agent is split there — ``A.links`` does the steps up to it and answers with the
+    value, ``A`` the steps after, given it — so the reader gets the value as written, not the
+    agent's last answer (Eko keeps each output in a variable the moment it is written)."""
+    if not any(a.steps for a in wf.agents):
+        return wf, []
+    read: dict[str, set[str]] = {}  # name → the agents that read it
+    looped: set[str] = set()  # names a forEach reads
+    for a in wf.agents:
+        for _, step in walk_steps(a.steps):
+            for name in steps_inputs([step]):
+                read.setdefault(name, set()).add(a.id)
+            if step.kind == "forEach" and step.items:
+                read.setdefault(step.items, set()).add(a.id)
+                looped.add(step.items)
+    taken = {a.id for a in wf.agents}
+    agents: list[WorkflowAgent] = []
+    said: list[str] = []
+    for agent in wf.agents:
+        at = [
+            (k, name)
+            for k, step in enumerate(agent.steps)
+            for name in sorted(outputs([step]))
+            if read.get(name, set()) - {agent.id} and k < len(agent.steps) - 1
+        ]
+        if len(at) != 1 or agent.for_each is not None:  # none, or more than one: as written
+            agents.append(agent)
+            continue
+        k, name = at[0]
+        part = unused_id(f"{agent.id}.{name}", taken)
+        taken.add(part)
+        shape = " as a JSON array, one element per item" if name in looped else ""
+        agents.append(
+            agent.model_copy(
+                update={
+                    "id": part,
+                    "task": f"{agent.task}\n\nDo only these steps, and answer with the value of "
+                    f'"{name}" only{shape}.',
+                    "steps": agent.steps[: k + 1],
+                }
+            )
+        )
+        value = f"{name}:\n{{{{agent_{part}_result}}}}"
+        agents.append(
+            agent.model_copy(
+                update={
+                    "steps": agent.steps[k + 1 :],
+                    "depends": [*agent.depends, part],
+                    "input": f"{agent.input}\n\n{value}" if agent.input else value,
+                }
+            )
+        )
+        said.append(f'"{name}" of agent {agent.id} read where it is written: {part} → {agent.id}')
+    return wf.model_copy(update={"agents": agents}), said
 
 
 def _has(wf: Workflow, kind: str) -> bool:

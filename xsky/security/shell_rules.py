@@ -228,6 +228,11 @@ def _vouched(d: Decision, part: ShellCommand) -> Decision:
     form = finding(part.argv, frozenset(rule_words(spec)))
     if form is None or form.kind != "runs":
         return d
+    named = finding(spec.split()) if spec.split() else None
+    if named is not None and named.why == form.why:
+        # the rule's own words run it (uv run, docker, npx: programs that run others however
+        # they are called): the person allowed that, as written
+        return d
     return Decision(
         "ask",
         f"{form.why}: a person decides — {d.rule!r} allows the program, not a form of it that "
