@@ -179,3 +179,29 @@ def test_two_codex_sessions_that_begin_alike_are_two_sessions_each_mined_whole(
         ]
     ), intents
     assert len({session_of(a) for a in got}) == 2
+
+
+def test_two_claude_sessions_typing_the_same_prompts_at_the_same_moment_are_two_sessions(
+    tmp_path: Path,
+) -> None:
+    # A script running `claude -p` twice at once: the same prompts, at the same milliseconds;
+    # every id of its own (uuids, message and tool ids) differs. Neither is the other's copy.
+    import json
+    import re as _re
+
+    home, sources = corpus(tmp_path, (A,))
+    (original,) = (tmp_path / "corpus" / "claude").rglob(f"{A}*.jsonl")
+    text = original.read_text()
+    other = "e0000000-0000-4000-8000-000000000001"
+    text = text.replace(original.stem, other)
+    text = _re.sub(
+        r'"(uuid|parentUuid)":"([0-9a-f-]{36})"', lambda m: f'"{m[1]}":"e{m[2][1:]}"', text
+    )
+    text = _re.sub(r'"(msg|toolu|req)_', r'"\1_e', text)
+    json.loads(text.splitlines()[0])  # still JSON lines
+    original.with_name(f"{other}.jsonl").write_text(text)
+    got = mined(home, sources)
+    assert sorted(begins(a) for a in got) == sorted(
+        ["write a dbmate migration", "now write a pytest"] * 2
+    )
+    assert len({session_of(a) for a in got}) == 2

@@ -110,14 +110,24 @@ class ClaudeCodeAdapter:
     def parse(self, data: bytes, base: int, state: ParseState, info: FileInfo) -> list[Event]:
         lines = list(records(data, base, state))
         events: list[Event] = []
+        held: list[Event] = []  # a typed prompt's, until what follows it says whose it is
         for offset, end, rec in _parent_order(lines):
             copy = copied(info, state, _record_keys(rec))
             said = guarded(
                 lambda o, e, r, s: self._record(o, e, r, s, info), offset, end, rec, state
             )
-            if not copy:  # (a resumed session written as a new file repeats the old one's records)
+            if copy:  # (a resumed session written as a new file repeats the old one's records)
+                # A prompt two sessions may share (a person's typed text has no id of its own)
+                # is a copy when the reply after it is: the Agent SDK's fork gives both new uuids.
+                held = []
+                continue
+            events.extend(held)
+            held = []
+            if info.owner is not None and _typed_prompt(rec):
+                held = said
+            else:
                 events.extend(said)
-        return events
+        return events + held
 
     # -- one record --------------------------------------------------------------------------
 
@@ -586,10 +596,27 @@ def _record_keys(rec: dict[str, Any]) -> list[str]:
         keys.append(f"cc:{uid}")
     at = rec.get("timestamp")
     body = rec.get("message")
-    if isinstance(at, str) and at and body and rec.get("type") in ("user", "assistant"):
-        # (a system line or an attachment — "Conversation compacted", a hook's output — may
-        # say the same at the same moment in two sessions: named by its uuid alone)
+    if isinstance(at, str) and at and isinstance(body, dict) and not _typed_prompt(rec):
+        # Content with an id of its own — an answer (its message.id), a tool's result (its
+        # tool_use_id) —, never what two sessions may say alike: a person's typed prompt (two
+        # `claude -p` runs of a script, the same millisecond), a system line, a hook's output.
+        if rec.get("type") != "assistant" and not _has_tool_result(body):
+            return keys
         text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         digest = hashlib.sha256(f"{rec.get('type')}\n{text}".encode()).hexdigest()[:16]
         keys.append(f"cc:{at}:{digest}")
     return keys
+
+
+def _has_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id")
+        for b in content
+    )
+
+
+def _typed_prompt(rec: dict[str, Any]) -> bool:
+    """A user record that is text a person (or a script) typed: no id of its own."""
+    message = rec.get("message")
+    return rec.get("type") == "user" and isinstance(message, dict) and not _has_tool_result(message)
