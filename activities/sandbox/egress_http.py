@@ -246,7 +246,9 @@ async def copy_response(src: Source, dst: Sink, idle: Idle, started: list[bool])
     send another request on this connection: it would not be forwarded), then the rest.
     ``started`` is made true once a byte of it is on its way to the client."""
     while True:
-        lines = (await src.readuntil(b"\r\n\r\n"))[:-4].split(b"\r\n")
+        # Lines end at a bare LF too, as the clients read them (h11, Chromium): "X-Foo: a\n
+        # X-Xsky-Egress: refused" is two headers there, so it is two here, and the mark goes.
+        lines = _LINE_END.split((await src.readuntil(b"\r\n\r\n"))[:-4])
         idle.touch()
         started[:] = [True]
         status = lines[0].split(b" ")
@@ -264,6 +266,7 @@ async def copy_response(src: Source, dst: Sink, idle: Idle, started: list[bool])
 # Taken out of a server's answer: the connection's own, and the proxy's mark of its own refusals
 # (a server sending it could word what reads as xsky's refusal, and have it read whole).
 _CONNECTION = (b"connection", b"keep-alive", b"proxy-connection", b"x-xsky-egress")
+_LINE_END = re.compile(rb"\r?\n")
 
 
 async def copy_body(src: asyncio.StreamReader, dst: Sink, length: int | None, idle: Idle) -> None:
