@@ -41,6 +41,8 @@ def unread_dependencies(agent: WorkflowAgent) -> list[str]:
     agent's own dependencies' results out — Eko shows an agent the results before it."""
     if not agent.steps or not agent.depends or not (agent.input or "").strip():
         return []
+    if agent.item is not None:  # a forEach's item: its item is what it is given
+        return []
     if agent.config and tool_name(agent.config) not in (None, "llm"):
         return []
     named = f"{agent.input}\n{agent.task}".replace(" ", "")
