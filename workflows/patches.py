@@ -307,6 +307,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that lowered such a plan before v0.11.9 is still open",
     ),
+    "plan-attributes-lenient": Patch(
+        what="a plan's XML the leader reads with a watch's loop written \"True\" (any case) "
+        "reads it as true, and an Eko agent's status (Eko's run state) is left out with a "
+        "warning; before, both refused the plan. Asked only of XML that holds one",
+        since="v0.11.9",
+        delete_when="no run that read such a plan's XML before v0.11.9 is still open",
+    ),
 }
 """The live patches, by id."""
 

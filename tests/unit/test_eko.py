@@ -863,3 +863,25 @@ def test_an_eko_v1_json_plan_is_said_to_be_one(tmp_path: Path) -> None:
         load_plan(path, known_agents=KNOWN)
     said = e.value.problems[0].message
     assert "Eko v1's plan format" in said and "written as XML" in said
+
+
+def test_eko_status_and_a_capital_loop_are_read_and_a_replay_from_before_refuses_them_still():
+    from xsky.plan.steps import attributes_as_before_v0_11_9, may_hold_lenient_attributes
+
+    eko = """<root><name>w</name><agents>
+      <agent name="Browser" id="0" dependsOn="" status="init"><task>watch the chat</task>
+      <nodes><node>open https://chat.example</node>
+      <watch event="dom" loop="True"><description>new message</description>
+      <trigger><node>reply</node></trigger></watch></nodes></agent></agents></root>"""
+    assert may_hold_lenient_attributes(eko)
+    assert not may_hold_lenient_attributes(
+        eko.replace(' status="init"', "").replace("True", "true")
+    )
+    parsed = parse_workflow_source(eko)
+    (agent,) = parsed.workflow.agents
+    assert agent.steps[1].kind == "watch" and agent.steps[1].loop is True
+    assert any("status='init'" in r.message for r in parsed.repairs)
+    with attributes_as_before_v0_11_9(), pytest.raises(WorkflowXMLError) as refused:
+        parse_workflow_source(eko)
+    said = " ".join(p.message for p in refused.value.problems)
+    assert "status" in said and 'must be "true" or "false"' in said

@@ -53,9 +53,11 @@ with workflow.unsafe.imports_passed_through():
         may_replace_entities,
     )
     from xsky.plan.steps import (
+        attributes_as_before_v0_11_9,
         braced_names_as_before_v0_11_8,
         descriptions_as_before_v0_11_5,
         may_hold_braced_names,
+        may_hold_lenient_attributes,
     )
     from xsky.plan.xml import (
         ParsedWorkflow,
@@ -91,6 +93,8 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
             as_then.enter_context(schema_files_read_as_before_v0_11_8())
         if may_hold_braced_names(text) and not patched("eko-braced-names"):
             as_then.enter_context(braced_names_as_before_v0_11_8())
+        if may_hold_lenient_attributes(text) and not patched("plan-attributes-lenient"):
+            as_then.enter_context(attributes_as_before_v0_11_9())
         return parse_workflow_source(text)
 
 

@@ -46,6 +46,7 @@ from xsky.plan.steps import (
     inner_xml,
     nth_on_line,
     start_tag_at,
+    strict_attributes,
     tag_name,
     write_steps,
 )
@@ -297,6 +298,13 @@ def _agent(
     for key in el.keys():
         if key == "depends":
             problem(el, "an Eko <agent> says its dependencies in dependsOn, not depends")
+        elif key == "status" and not strict_attributes():
+            # Eko's own run state (init, running, done), written back into a plan it saved;
+            # its reader passes over it, and so does this one: every agent of a run starts
+            notice(
+                el,
+                f"attribute status={el.get(key)!r} on an Eko <agent> is Eko's run state: left out",
+            )
         elif key in _NATIVE_AGENT_ATTRS:
             problem(el, f"attribute {key!r} is a native <agent>'s, not an Eko one's; {_NATIVE}")
         elif key not in _AGENT_ATTRS and key != XML_SPACE:

@@ -120,6 +120,26 @@ def read_steps(nodes: etree._Element, report: Report) -> list[dict[str, object]]
 # eko-braced-names: the braces were kept, and the loop looked for a list of that name).
 _BRACED = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 _BRACES_KEPT: ContextVar[bool] = ContextVar("xsky_braces_kept", default=False)
+# Before v0.11.9: loop="True" and an Eko agent's status="init" refused the plan.
+_STRICT_ATTRIBUTES: ContextVar[bool] = ContextVar("xsky_strict_attributes", default=False)
+
+
+def may_hold_lenient_attributes(text: str | bytes) -> bool:
+    """Whether ``text`` holds what v0.11.9 reads instead of refusing: a watch's ``loop`` not
+    written in lower case, an Eko agent's ``status`` (the leader asks its patch only then)."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    return re.search(r"""loop\s*=\s*["'](?!true["']|false["'])""", raw) is not None or (
+        "<root" in raw and re.search(r"<agent\b[^>]*\sstatus\s*=", raw) is not None
+    )
+
+
+def attributes_as_before_v0_11_9() -> AbstractContextManager[None]:
+    return switched_on(_STRICT_ATTRIBUTES)
+
+
+def strict_attributes() -> bool:
+    """Whether attributes are read as before v0.11.9 (a replay of a run that read them so)."""
+    return _STRICT_ATTRIBUTES.get()
 
 
 def may_hold_braced_names(text: str | bytes) -> bool:
@@ -177,6 +197,8 @@ def _read_watch(el: etree._Element, report: Report) -> dict[str, object]:
     if (event := el.get("event")) is not None:
         step["event"] = event
     loop = el.get("loop")
+    if loop is not None and not _STRICT_ATTRIBUTES.get():
+        loop = loop.strip().lower()  # loop="True" (a model's capital) means what it says
     if loop is not None and loop not in ("true", "false"):
         report(el, f'<watch loop="{loop}"> must be "true" or "false"')
     step["loop"] = loop == "true"
