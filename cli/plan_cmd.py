@@ -80,7 +80,13 @@ async def _existing_run(text: str) -> Run | None:
         if not text.startswith("xsky-") and _id_shaped(text):
             recent = [r.id for r in await x.runs(limit=200)]
             close = difflib.get_close_matches(text, recent, n=1, cutoff=0.8)
-            if not close:
+            if not close:  # planned, as a one-word request; said, should an id have been meant
+                err.print(
+                    cell(
+                        f"(no run has the id {text}: planned as a request; `starter.py list` "
+                        "shows the runs)"
+                    )
+                )
                 return None
         elif not text.startswith("xsky-"):
             return None

@@ -433,3 +433,9 @@ async def test_plan_of_a_mistyped_run_id_names_the_run_not_a_new_plan(env: Env):
     assert code == 0 and "<workflow" in out and 'name="typo"' in out
     code, out, err = await starter(env, "plan", "summarise")  # one word, a request
     assert code == 0 and "no run with id" not in out + err
+    assert "no run has the id" not in err  # (plain letters: no id was meant)
+    # shaped as an id, close to no run's: planned as a request, and said so
+    code, out, err = await starter(env, "plan", "nope-run-42")
+    assert code == 0 and "no run has the id nope-run-42: planned as a request" in " ".join(
+        err.split()
+    )
