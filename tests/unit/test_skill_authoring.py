@@ -29,6 +29,10 @@ PROMPT = "please fix the flaky payment tests in ci, they time out on the retry p
         ("don't write notes, looks fine to me", None),
         ("p", None),
         ("<task-notification> task id b7b23b2 completed", None),
+        # a file named in the task is its subject, never its kind (test_orders.py: "test-orders")
+        ("test_orders.py fails now and then, fix the flaky test", "fix-flaky-tests"),
+        ("tests/test_auth.py is flaky; please fix it", None),
+        ("fix the failing tests. Then deploy.", "fix-tests"),
     ],
 )
 def test_a_name_is_a_task_verb_and_an_object_or_none(text: str, name: str | None) -> None:

@@ -134,8 +134,13 @@ for _obj in OBJECTS:
     _OBJECT_STEMS[tuple(_stem(w) for w in _obj.split("-"))] = _obj
 
 
+# A file, a path or an identifier as written (test_orders.py, src/api/cart.ts, getUserById()):
+# the task's subject, never its kind — its pieces would make names like "test-orders".
+_NAMED_THING = re.compile(r"\S*(?:[/\\_]|\.[A-Za-z0-9]{1,5}\b|\(\))\S*")
+
+
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower().replace("’", "'"))
+    return _WORD.findall(_NAMED_THING.sub(" ", text.replace("’", "'")).lower())
 
 
 def _objects_at(tokens: list[str], i: int) -> tuple[str, int] | None:
