@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import sys
 from pathlib import Path
@@ -189,17 +190,32 @@ def paired_of(folder: Path, branch: str) -> PairedResult | None:
         return None
 
 
-def evidence(folder: Path) -> str:
-    """A candidate's evidence: how many atoms of how many sessions, and which."""
+def evidence(folder: Path, home: Path | None = None) -> str:
+    """A candidate's evidence: how many tasks (atoms) of how many sessions — as `show` and the
+    library's rule count them (a session resumed or forked is one) —; `show` lists them."""
     from xsky.skills.models import traj_of
 
     items = _candidates(folder).get("candidates", [])
-    trajs = list(dict.fromkeys(traj_of(str(c["atom_id"])) for c in items))
+    sessions = {_session_of(home, str(c["atom_id"])) or traj_of(str(c["atom_id"])) for c in items}
     return (
-        f"{len(items)} atoms from {len(trajs)} trajectories: "
-        + ", ".join(str(c["atom_id"]) for c in items[:6])
-        + (" …" if len(items) > 6 else "")
+        f"{len(items)} task(s) from {len(sessions)} session(s) "
+        f"(`starter.py skills show {folder.name}` lists them)"
     )
+
+
+def _session_of(home: Path | None, atom_id: str) -> str | None:
+    """The session an atom's task was typed in (its provenance), if its file is readable."""
+    from xsky.skills.layout import atom_path
+    from xsky.skills.models import traj_of
+
+    if home is None:
+        return None
+    try:
+        data = json.loads(atom_path(home, traj_of(atom_id), atom_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    session = (data.get("provenance") or {}).get("session") if isinstance(data, dict) else None
+    return session if isinstance(session, str) else None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -255,7 +271,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "uxKind": c["kind_main"],
                 "paired": tested.model_dump(mode="json") if tested else None,
                 "pairedLine": tested.line() if tested else "no paired test yet",
-                "evidence": evidence(folder) if state == "baby" else "",
+                "evidence": evidence(folder, settings.skills_home) if state == "baby" else "",
                 "modelWouldWrite": ASKED if state == "baby" else "",
             }
         )
@@ -420,6 +436,12 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
     settings = load_settings()
     folder = _folder(settings, args.name)
     if not skill_git.branch_commit(folder, "staging"):
+        if published_text(folder)[1] == "baby":  # a draft: nothing was written to decide on
+            raise UsageError(
+                f"{args.name} is a draft: it has no version to {verb} until a model writes its "
+                "SKILL.md (configure XSKY_SKILLS_MODEL, or XSKY_MODEL, on the skills worker; "
+                f"`starter.py skills show {args.name}` says what it is made of)"
+            )
         raise UsageError(f"{args.name} has no staging version to {verb}")
     client = await connect(settings)
     handle = client.get_workflow_handle(entity_workflow_id(settings.task_queue, args.name))

@@ -55,7 +55,11 @@ def edit_message(
     inp: EditInput, by: str, kind: str, draft: bool = False, held: list[AtomRef] | None = None
 ) -> str:
     atoms = ", ".join(c.atom_id for c in inp.candidates)
-    weight = sum(c.weightscore for c in inp.candidates)
+    # as `skills candidates` and `list` count it: the founding atom's weight is not counted
+    weight = str(sum(c.weightscore for c in inp.candidates if not c.founding))
+    founders = [c for c in inp.candidates if c.founding]
+    if founders:
+        weight += f", the founding atom's {founders[0].weightscore} not counted"
     mark = f"{DRAFT_MARK}\n" if draft else ""
     # the paired test's tasks: kept out of what the model saw
     out = f"{HELD_OUT}{', '.join(r.atom_id for r in held)}\n" if held else ""

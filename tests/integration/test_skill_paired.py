@@ -54,7 +54,7 @@ async def test_four_sessions_of_recurring_work_become_one_candidate_offline(
     assert v.state == "baby" and skill_git.branch_commit(skill_dir(home, slug), "main") is None
     code, out, _ = await starter(env, "skills", "list", "--json")
     (row,) = json.loads(out)
-    assert code == 0 and row["draft"] and row["evidence"].startswith("4 atoms from 4 trajectories")
+    assert code == 0 and row["draft"] and row["evidence"].startswith("4 task(s) from 4 session(s)")
     assert "a model would be asked to write SKILL.md" in row["modelWouldWrite"]
     assert row["pairedLine"] == "no paired test yet"
     code, out, _ = await starter(env, "skills", "list")
