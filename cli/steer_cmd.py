@@ -18,6 +18,7 @@ from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import REPLY_READ_MARKS, InterventionResult
+from xsky.plan.eko import is_eko
 from xsky.plan.files import check_plan_source, read_plan_bytes
 from xsky.plan.models import Workflow
 from xsky.plan.xml import may_name_a_file, workflow_to_xml
@@ -220,15 +221,18 @@ async def cmd_replan(args: argparse.Namespace) -> int:
             "give what to change as a PROMPT, or --xml FILE with the whole new plan (one of the two)"
         )
     xml = None
+    new_plan: Workflow | None = None
     if args.xml:
         checked = checked_plan_file(args.xml, "nothing was changed")
         if checked is None:
             return 2
-        xml = checked[0].decode("utf-8", errors="replace")
+        xml, new_plan = checked[0].decode("utf-8", errors="replace"), checked[1]
     elif not args.prompt.strip():
         raise UsageError("the prompt is empty: say what to change")
 
     async def replanned(run: Run) -> InterventionResult:
+        if xml is not None and new_plan is not None and is_eko(xml):
+            await _no_eko_remainder(run, new_plan, args.xml)
         result = await run.replan(args.prompt if xml is None else None, xml)
         if xml is None or args.json:  # (--json: the run's reply as it is)
             return result
@@ -239,6 +243,23 @@ async def cmd_replan(args: argparse.Namespace) -> int:
         return result.model_copy(update={"message": "\n".join(kept)})
 
     return await _update(args, replanned)
+
+
+async def _no_eko_remainder(run: Run, new: Workflow, path: str) -> None:
+    """An Eko replan lists only the work left, numbered from 0 (Eko appends it after what ran);
+    `replan --xml` takes the whole new plan. Given as Eko writes it, it would drop agents that
+    ran and put new work in their ids: refused, saying how to write it."""
+    board = await run.board()
+    kept = {a.id for a in new.agents}
+    ran = [t.id for t in board.tasks if t.status in ("completed", "in_progress", "dispatched") and t.agent_id not in kept]  # fmt: skip
+    if not ran:
+        return
+    raise UsageError(
+        f"{path} is an Eko plan without {', '.join(ran[:6])}, which ran or run: `replan --xml` "
+        "takes the whole new plan (an Eko replan lists only what is left, numbered from 0), so "
+        f"it would drop them and their results; start from the plan as it is (`starter.py plan "
+        f"{run.id} > plan.xml`) and edit it, or say what to change as a PROMPT"
+    )
 
 
 async def no_version_given(run: Run) -> UsageError:

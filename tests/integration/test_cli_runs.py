@@ -303,6 +303,17 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
     await starter(env, "run", str(path), "--id", workflow_id)
     handle = env.client.get_workflow_handle(workflow_id)
     await eventually(lambda: board_shows(handle, {"1": RUNNING, "2": RUNNING}))
+    # an Eko replan lists only the work left (numbered from 0): as --xml's whole new plan it
+    # would drop the running agents — refused, saying how to write it
+    eko = env.home / "rest.xml"
+    eko.write_text(
+        '<root><name>rest</name><agents><agent name="Chat" id="1" dependsOn="">'
+        "<task>write the summary</task></agent></agents></root>"
+    )
+    code, out, err = await starter(env, "replan", workflow_id, "--xml", str(eko))
+    said = " ".join(err.split())
+    assert code == 2 and "is an Eko plan without T-2, which ran or run" in said, said
+    assert f"starter.py plan {workflow_id} > plan.xml" in said
     code, out, _ = await starter(env, "cancel", workflow_id, "T-1")
     assert code == 0 and "T-1 cancelled" in out
     code, out, _ = await starter(env, "cancel", workflow_id)
