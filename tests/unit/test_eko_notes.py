@@ -59,6 +59,11 @@ async def test_replan_xml_says_what_reading_the_file_said_once(
     path.write_text(PLAN)
 
     class Ran:
+        id = "r"
+
+        async def board(self) -> object:  # nothing has run yet: the Eko plan may be whole
+            return type("Board", (), {"tasks": []})()
+
         async def replan(self, prompt: str | None, xml: str | None) -> InterventionResult:
             assert prompt is None and xml == PLAN
             return InterventionResult(message=f"plan v2: added 0\nwarning: <plan>:{SAID}")

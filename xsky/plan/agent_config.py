@@ -339,6 +339,23 @@ def plan_warnings(workflow: Workflow) -> list[Problem]:
                     agent_id=agent.id,
                 )
             )
+        elif (
+            agent.name == "llm"
+            and tool_name(agent.config) is None
+            and not agent.depends
+            and not (agent.input or "").strip()
+            and agent.for_each is None
+        ):
+            warnings.append(
+                Problem(
+                    f"agent {agent.id} (llm) has no <input> and depends on no agent: it runs only on "
+                    "a worker with a model (XSKY_MODEL and OPENAI_API_KEY / OPENAI_BASE_URL); the "
+                    "offline llm answers only from what it is given, and fails at once — give it "
+                    "<input>…</input>, or depend on the agent whose result it works from",
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
         warnings += _empty_steps(i, agent)
     return warnings
 
