@@ -99,8 +99,7 @@ _HASHED = CHANGED_END
 def _made_from_another_id(folder: str) -> bool:
     """Whether ``folder`` may be an id safe_component changed: it ends in "-" and 10 hex, and
     has what changing leaves — a "_" where a character was replaced, the full 120 characters
-    of an id cut short, or an id that ended so itself ("nightly-2026120601-<hash>"; the
-    folder "nightly-2026120601" is such an id as it was kept before v0.11.9)."""
+    of an id cut short, or an id shaped so itself, changed again ("x_1-<10 hex>-<hash>")."""
     return bool(_HASHED.search(folder)) and (
         "_" in folder or len(folder) >= 120 or bool(_HASHED.search(folder[:-11]))
     )

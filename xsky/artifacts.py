@@ -31,17 +31,26 @@ MARKER_RE = re.compile(r"⟦artifact:([A-Za-z0-9_.\-/]+)(?:#head=(\d{1,7}))?⟧"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # The end safe_component gives a name it had to change: "-" and 10 hex of the name's hash.
 CHANGED_END = re.compile(r"-[0-9a-f]{10}$")
+_EDGE_DOTS = re.compile(r"^\.+|\.+$")
+
+
+def _looks_changed(name: str, limit: int) -> bool:
+    """Whether ``name`` is shaped as safe_component's output for another name: its end, and a
+    "_" where a character was replaced or the full length of a name cut short. (An id such as
+    ``build-1a2b3c4d5e`` has no such shape: it stays its own folder.)"""
+    return bool(CHANGED_END.search(name)) and ("_" in name[:-11] or len(name) >= limit)
 
 
 def safe_component(name: str, limit: int = 120) -> str:
     """A path component that cannot climb out of its directory or clash with the layout."""
-    cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
-    if cleaned == name and len(name) <= limit and not CHANGED_END.search(name):
+    # (dots that start or end it become "_": so every name changed here holds a "_", or is
+    # cut to the limit — what tells a changed name from one given as it is, below)
+    cleaned = _EDGE_DOTS.sub(lambda m: "_" * len(m.group()), _UNSAFE.sub("_", name)) or "_"
+    if cleaned == name and len(name) <= limit and not _looks_changed(name, limit):
         return name
     # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder. A name that
-    # already ends as a changed one does is changed too: else the id "x_1-<hash of 'x:1'>",
-    # chosen by whoever starts a run, would name the folder of run "x:1" (its workspace, its
-    # files, its outcomes).
+    # looks as a changed one does is changed too: else the id "x_1-<hash of 'x:1'>", chosen by
+    # whoever starts a run, would name the folder of run "x:1" (its workspace, its files).
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{cleaned[: max(1, limit - 11)]}-{digest}"
 

@@ -50,8 +50,11 @@ def test_an_id_that_looks_changed_is_changed_and_its_folder_kept_when_no_run_is_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = LocalStore(tmp_path)
-    folder = safe_component("nightly-2026120601")  # since v0.11.9 "nightly-2026120601-<hash>"
-    assert folder.startswith("nightly-2026120601-")
+    chosen = safe_component("nightly:2026-12-06")  # an id written as another's folder
+    folder = safe_component(chosen)  # since v0.11.9 changed again: "<that>-<hash>"
+    assert folder.startswith(chosen + "-") and safe_component("nightly-2026120601") == (
+        "nightly-2026120601"  # an id of the shape only (no "_", not cut): its own folder
+    )
     store.put(f"{folder}/a/out.txt", b"x")
     monkeypatch.setattr(gc, "open_objects", lambda settings: store)
     done = {c.run_id: c for c in asyncio.run(gc.collect(_Server(), None))}  # type: ignore[arg-type]
@@ -92,7 +95,7 @@ def test_a_running_run_whose_id_lost_a_dot_to_its_folder_is_kept(
     # (a review found its objects removed: the folder has no "_" and was asked about as an id)
     store = LocalStore(tmp_path)
     folder = safe_component("nightly.")
-    assert folder != "nightly." and "_" not in folder
+    assert folder.startswith("nightly_-")  # (its dot a "_" since v0.11.9; dropped before)
     store.put(f"{folder}/a/out.txt", b"x")
     monkeypatch.setattr(gc, "open_objects", lambda settings: store)
     (kept,) = asyncio.run(gc.collect(_Listed(), None))  # type: ignore[arg-type]
