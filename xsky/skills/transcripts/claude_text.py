@@ -38,11 +38,13 @@ _MACHINE = (
     "<bash-input>",
     "<bash-stdout>",
     "<bash-stderr>",
+    "<ide_",  # what the IDE says beside a prompt: <ide_opened_file>, <ide_selection>, …
+    "<teammate-message",  # an agent team's teammate (it carries attributes)
     COMPACT_PROMPT,
 )
 # Blocks injected into a text the person did type: cut out, the rest is theirs.
 _INJECTED_BLOCK = re.compile(
-    r"<(system-reminder|user-prompt-submit-hook)>[\s\S]*?(?:</\1>|\Z)", re.IGNORECASE
+    r"<(system-reminder|user-prompt-submit-hook|ide_[a-z_]+)>[\s\S]*?(?:</\1>|\Z)", re.IGNORECASE
 )
 _QUEUED_REMINDER = re.compile(
     r"<system-reminder>\s*The user sent the following message:\s*\n([\s\S]*?)"
@@ -50,7 +52,7 @@ _QUEUED_REMINDER = re.compile(
 )
 # Claude Code wraps what it sends on the person's behalf in hyphenated tags; a message that
 # opens with one and closes it is machine input even when the tag is new.
-_WRAPPER = re.compile(r"<([a-z]+(?:-[a-z]+)+)>")
+_WRAPPER = re.compile(r"<([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s[^<>]*)?>")
 _FIELD = re.compile(r"(?m)^\s*<[a-z][a-z_-]*>")
 _ARGS = re.compile(r"<command-args>([\s\S]*?)</command-args>")
 _NAME = re.compile(r"<command-name>\s*/?([^<\s]{1,100})\s*</command-name>")
@@ -74,7 +76,7 @@ def classify(text: str) -> list[Part]:
         rest = _QUEUED_REMINDER.sub("", stripped).strip()
         return [*queued, *(classify(rest) if rest else [])]
     if stripped.startswith(_MACHINE):
-        if stripped.startswith("<system-reminder>"):
+        if stripped.startswith(("<system-reminder>", "<ide_")):
             rest = _INJECTED_BLOCK.sub("", stripped).strip()
             if rest and not rest.startswith(_MACHINE):
                 return [("meta", _injected(stripped)), ("user", rest)]
@@ -105,6 +107,8 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("<user-prompt-submit-hook>", "hook-output"),
     ("Stop hook feedback:", "hook-output"),
     ("<system-reminder>", "system-reminder"),
+    ("<ide_", "ide-context"),
+    ("<teammate-message", "teammate-message"),
     (COMPACT_PROMPT, "compaction-prompt"),
     (COMPACT_SUMMARY, "compaction-summary"),
     (INTERRUPTED, "interruption"),

@@ -56,7 +56,22 @@ _INJECTED = (
     "<turn_aborted>",
     "<ide_context>",
     "<user_action>",  # a /review's findings handed back to the main thread (review/exit_*.xml)
+    # contextual fragments (codex-rs/core/src/contextual_user_message.rs, artificial_messages.rs)
+    "<skill>",  # a skill's SKILL.md Codex loaded for `$name` (a use of it: see _user)
+    "<subagent_notification>",
+    "<additional_context>",  # "Context from my editor"
+    "<warning>",  # a model warning
+    "<multiagent_context>",
+    "<agents_instructions>",
+    "<goal_context>",
+    "<hook_prompt",  # a Stop hook's continuation (it carries attributes)
 )
+# A skill Codex injected: <skill>\n<name>demo</name>\n<path>…/SKILL.md</path>\nbody</skill>
+_SKILL_NAME = re.compile(r"\A\s*<skill>\s*<name>\s*([a-z0-9][a-z0-9:_-]{0,99})\s*</name>")
+# A task one agent hands another (multi-agent v2's inter_agent_communication)
+_NEW_TASK = re.compile(r"\A\s*Message Type:\s*NEW_TASK\b[\s\S]*?\nPayload:\s*\n?([\s\S]+)\Z")
+# The tags Codex puts around a pasted image, each an input_text of its own beside the image
+_IMAGE_TAG = re.compile(r"\A\s*(?:<image(?:\s+name=[^>]*)?>|</image>)\s*\Z")
 # Sub-agents whose user turns are no one's task: a review, a compaction, memory work.
 _MACHINE_SUBAGENTS = ("review", "compact", "memory_consolidation")
 
@@ -142,6 +157,12 @@ class CodexAdapter:
             return [ev("compaction", _str(payload.get("message")) or "(context compacted)")]
         if kind == "event_msg":
             return _event_msg(payload, state, ev)
+        if kind == "inter_agent_communication":  # multi-agent v2: one agent's message to another
+            state.count_interpreted(kind)
+            said = _str(payload.get("content")) or ""
+            task = _NEW_TASK.match(said)
+            # a new task given to this thread is its spawner model's prompt; the rest is context
+            return [ev("user", task.group(1), origin="model")] if task else [ev("meta", said)]
         if kind != "response_item":
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
@@ -311,6 +332,9 @@ def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
     if not text.strip():
         return []
     if text.lstrip().startswith(_INJECTED):
+        loaded = _SKILL_NAME.match(text)
+        if loaded and side == "item":  # Codex loaded it for the person's `$name`: a use
+            return [ev("meta", text, skill=loaded.group(1))]
         return [ev("meta", text)] if side == "item" else []
     if _mirrored(text, side, state):
         return []
@@ -344,7 +368,8 @@ def _content_text(content: Any) -> str:
     for item in content if isinstance(content, list) else []:
         if isinstance(item, dict):
             if isinstance(item.get("text"), str):
-                parts.append(item["text"])
+                if not _IMAGE_TAG.match(item["text"]):  # (the event's copy has no such tags)
+                    parts.append(item["text"])
             elif item.get("type") == "input_image":
                 parts.append("[image]")
     return "\n".join(parts)
