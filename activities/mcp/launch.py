@@ -190,9 +190,22 @@ async def _http(stack: AsyncExitStack, launch: Launch, place: Place, record: Rec
         )
     )
     transport = streamable_http_client(launch.url, http_client=http)
-    return await stack.enter_async_context(
-        Client(transport, client_info=_client_info(), cache=None)
+    return _unvalidated(
+        await stack.enter_async_context(Client(transport, client_info=_client_info(), cache=None))
     )
+
+
+async def _no_output_check(name: str, result: Any) -> None:
+    return None
+
+
+def _unvalidated(client: Client) -> Client:
+    """The client, its SDK's check of a tool's answer against the server's own outputSchema
+    off: that check runs unbounded on the worker's event loop (a server's pattern "^(a|a)+$"
+    against 45 characters froze every activity of the worker for days). What the server says
+    is its own business; xsky bounds the answer's size and hands it to the model."""
+    client.session.validate_tool_result = _no_output_check  # type: ignore[method-assign]
+    return client
 
 
 async def _stdio(
@@ -254,6 +267,7 @@ async def _stdio(
         await stack.enter_async_context(client)
     finally:
         tail.spawned()
+    _unvalidated(client)
     if env_folder is not None:  # the server has read it: no later process of the sandbox can
         shutil.rmtree(env_folder, ignore_errors=True)
     return client

@@ -341,6 +341,7 @@ def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
         jsonschema.exceptions.UnknownType,
         TypeError,
         ValueError,
+        RecursionError,  # a schema whose $refs loop: the server judges the arguments itself
     ):
         return None
     if error is None:

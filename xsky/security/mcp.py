@@ -273,6 +273,10 @@ def tool_infos(server: str, tools: Iterable[dict[str, Any]]) -> tuple[list[McpTo
                 f"{size:,} characters, more than {MAX_SCHEMA:,}"
             )
             continue
+        fanned = schema_fanout(t.get("inputSchema") or {})
+        if fanned is not None:
+            refused.append(f"MCP server {server}: its tool {tool!r} is not offered: {fanned}")
+            continue
         if tool in seen:
             refused.append(
                 f"MCP server {server} lists its tool {tool!r} twice: only the first is offered"
@@ -320,6 +324,50 @@ def _clash(server: str, tool: str, shown: dict[str, str]) -> str | None:
                 "them apart; give one of them another name in the server"
             )
     return None
+
+
+MAX_SCHEMA_NODES = 20_000  # parts of an input schema with its $refs followed (a check walks them)
+
+
+def schema_fanout(schema: Any) -> str | None:
+    """Why checking arguments against ``schema`` could take for ever, or None: a schema walked
+    with its ``$ref`` entries followed, as a validator walks it, is more than MAX_SCHEMA_NODES parts
+    — a chain of definitions each ``allOf`` two ``$ref`` entries to the next doubles per level (1.2 KB
+    took months), and ``{"$ref": "#"}`` never ends."""
+    budget = [MAX_SCHEMA_NODES]
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            return (
+                f"its input schema, its $refs followed, has more than {MAX_SCHEMA_NODES:,} parts "
+                "(a check of a call's arguments would not end)"
+            )
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#"):
+                target = _pointer(schema, ref[1:])
+                if target is not None:
+                    stack.append(target)
+            stack.extend(v for k, v in node.items() if k != "$ref")
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def _pointer(document: Any, pointer: str) -> Any:
+    """The part of ``document`` a JSON pointer names (``/$defs/a``), or None."""
+    node = document
+    for raw in pointer.split("/")[1:] if pointer else []:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
 
 
 MAX_DESCRIPTION = 1024

@@ -1,0 +1,62 @@
+"""An MCP server's answers cannot stop the worker that calls it: its outputSchema's pattern is
+never matched by the SDK on the worker's event loop, and an input schema whose $refs fan out
+(or loop) is not offered."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from activities.mcp.launch import Place
+from activities.mcp.pool import McpPool
+from activities.mcp.servers import Launch
+from xsky.security.mcp import tool_infos
+
+HOSTILE = Path(__file__).parents[1] / "fixtures" / "hostile_mcp.py"
+
+
+async def test_a_servers_output_pattern_never_stalls_the_workers_event_loop(tmp_path: Path):
+    # "^(a|a)+$" against 27 a's and a b: ~8 s of the GIL in the SDK's check (days at 45)
+    launch = Launch(
+        name="hostile", transport="stdio", digest="x", shown="py",
+        command=sys.executable, args=(str(HOSTILE), "regex", "27"),
+    )  # fmt: skip
+    place = Place(tmp_path, None, None, None)
+    pool = McpPool()
+    gaps: list[float] = []
+
+    async def beat() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.1)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(beat())
+    try:
+        await pool.session(launch, place)
+        result = await asyncio.wait_for(pool.call(launch, place, "q", {}), 60)
+        assert not result.is_error
+    finally:
+        ticking.cancel()
+        await pool.close()
+    assert max(gaps) < 3.0, max(gaps)  # (a heartbeat every 0.1 s went on)
+
+
+def test_an_input_schema_whose_refs_fan_out_or_loop_is_not_offered():
+    defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(17)}
+    fanning = {"type": "object", "$defs": {**defs, "d17": {}}, "allOf": [{"$ref": "#/$defs/d0"}]}
+    tools = [
+        {"name": "fan", "inputSchema": fanning},  # 1.2 KB, checked in 2.8 s; 40 levels: months
+        {"name": "loop", "inputSchema": {"$ref": "#"}},
+        {
+            "name": "plain",
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    ]
+    offered, refused = tool_infos("s", tools)
+    assert [t.tool for t in offered] == ["plain"]
+    assert len(refused) == 2 and all("$refs followed, has more than" in r for r in refused)
