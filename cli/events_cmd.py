@@ -11,6 +11,7 @@ from client import XSky
 from client.events import EventLog, take_picture, watch
 from xsky.config import load_settings
 from xsky.leader.run_events import RunEvent, diff_pictures
+from xsky.safe_text import json_safe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _print(event: RunEvent) -> None:
-    sys.stdout.write(event.line() + "\n")
+    # (an agent's question or a run's summary may hold C1 or bidi controls: escaped, as JSON)
+    sys.stdout.write(json_safe(event.line()) + "\n")
     sys.stdout.flush()
 
 

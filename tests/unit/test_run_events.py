@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from client.events import EventLog
@@ -173,3 +174,18 @@ def test_the_event_log_resumes_its_ids_after_a_restart(tmp_path):
     assert again.after(99) == again.events  # an id of another stream: everything again
     third = picture(task("1", "completed"))
     assert [e.id for e in again.add(diff_pictures(again.picture, third))] == [3]
+
+
+def test_the_events_command_prints_no_control_a_terminal_obeys(capsys) -> None:
+    from datetime import UTC, datetime
+
+    from cli.events_cmd import _print
+    from xsky.leader.run_events import RunEvent
+
+    said = "Approve? \u009b2J\u009b31mOK\u202egnp.exe"  # an agent's question: C1 CSI, bidi RLO
+    _print(
+        RunEvent(id=1, run="r", at=datetime.now(UTC), type="request.raised", data={"text": said})
+    )
+    out = capsys.readouterr().out
+    assert "\u009b" not in out and "\u202e" not in out
+    assert json.loads(out)["data"]["text"] == said  # the same JSON value, escaped
