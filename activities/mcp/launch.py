@@ -257,6 +257,7 @@ async def _stdio(
     async def roots(context: ClientRequestContext) -> mcp_types.ListRootsResult:
         return mcp_types.ListRootsResult(roots=[root])
 
+    _capped_lines()
     client = Client(
         stdio_client(params, errlog=tail.writer),
         client_info=_client_info(),
@@ -271,6 +272,45 @@ async def _stdio(
     if env_folder is not None:  # the server has read it: no later process of the sandbox can
         shutil.rmtree(env_folder, ignore_errors=True)
     return client
+
+
+# One message a stdio server may send, in characters: a little over the largest answer xsky
+# keeps (activities/mcp/results.py), so such an answer is still refused with its size.
+MAX_LINE_CHARS = 40 * 1024 * 1024
+
+
+def _capped_lines() -> None:
+    """The SDK's stdio reader, its lines bounded: it joins a line's pieces as they come, with no
+    limit (a sandboxed server streaming one line of 512 MiB aborted the worker, and the joins
+    alone took 20 s of the worker's CPU at 64 MiB). A line over MAX_LINE_CHARS ends the session
+    — the call fails as a server that went away does — before it is held whole."""
+    import mcp.client.stdio as sdk_stdio
+    from anyio import BrokenResourceError
+    from anyio.streams.text import TextReceiveStream
+
+    if getattr(sdk_stdio.TextReceiveStream, "capped", False):
+        return
+
+    class CappedText(TextReceiveStream):
+        capped = True
+        since_newline = 0
+
+        async def receive(self) -> str:
+            chunk = await super().receive()
+            end = chunk.rfind("\n")
+            self.since_newline = (
+                len(chunk) - end - 1 if end >= 0 else self.since_newline + len(chunk)
+            )
+            if self.since_newline > MAX_LINE_CHARS:
+                # the pipe closed first: the SDK drains what is left before it lets the session
+                # go, and would read the rest of the line (the server writing on, for ever)
+                await self.transport_stream.aclose()
+                raise BrokenResourceError(
+                    f"an MCP server sent a message of more than {MAX_LINE_CHARS:,} characters"
+                )
+            return chunk
+
+    sdk_stdio.TextReceiveStream = CappedText  # type: ignore[misc]
 
 
 def _env_file(env: dict[str, str], who: bwrap.Identity) -> Path:

@@ -60,3 +60,35 @@ def test_an_input_schema_whose_refs_fan_out_or_loop_is_not_offered():
     offered, refused = tool_infos("s", tools)
     assert [t.tool for t in offered] == ["plain"]
     assert len(refused) == 2 and all("$refs followed, has more than" in r for r in refused)
+
+
+async def test_a_message_longer_than_the_cap_ends_the_session_before_it_is_held_whole(
+    tmp_path: Path, monkeypatch
+):
+    import resource
+
+    import activities.mcp.launch as launch_module
+
+    monkeypatch.setattr(launch_module, "MAX_LINE_CHARS", 1 << 20)  # (40 MiB in the product)
+    launch = Launch(
+        name="hostile", transport="stdio", digest="x", shown="py",
+        command=sys.executable, args=(str(HOSTILE), "longline", "64"),  # one line of 64 MiB
+    )  # fmt: skip
+    place = Place(tmp_path, None, None, None)
+    pool = McpPool()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        await pool.session(launch, place)
+        try:
+            result = await asyncio.wait_for(pool.call(launch, place, "q", {}), 30)
+        except TimeoutError:
+            said = "answered: nothing within 30 s (a call that hangs is no answer either)"
+        except Exception as e:  # noqa: BLE001 - the session ended: the call fails, as it should
+            said = f"failed: {e!r}"
+        else:
+            said = f"answered: {len(str(result))} characters"
+    finally:
+        await pool.close()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB
+    assert not said.startswith("answered"), said
+    assert grown < 48 * 1024, grown  # never the 64 MiB line (and its copies) in the worker
