@@ -274,7 +274,7 @@ def _collect(
     home_id = store.home_id
     now = clock()
     found: list[_Found] = []
-    sessions = _files_by_session(store, candidates)
+    sessions: dict[tuple[str, str], tuple[str, int]] | None = None  # made when a copy asks
     for c in candidates:  # reading files happens outside the write lock
         if len(found) >= inp.limit:
             result.remaining += 1
@@ -282,9 +282,12 @@ def _collect(
         cursor = c.row.cursor if c.row is not None else 0
         try:
             name, copies = _name_new(c) if c.row is None else ("", None)
-            if copies is not None and _parent_unread(store, c, sessions.get((c.kind, copies))):
-                result.waiting += 1  # its parent's file first: what this one copies is its
-                continue
+            if copies is not None:
+                if sessions is None:
+                    sessions = _files_by_session(store, candidates)
+                if _parent_unread(store, c, sessions.get((c.kind, copies))):
+                    result.waiting += 1  # its parent's file first: what this one copies is its
+                    continue
             end = delta_end(
                 c.path,
                 cursor,
