@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.test_leader_core_rules import Shell
+from tests.unit.test_leader_core_rules import T0, Shell
 from xsky.artifacts import ArtifactRef
 from xsky.errors import WorkflowXMLError
 from xsky.leader.commands import StartAgent
@@ -498,3 +498,24 @@ def test_a_list_read_as_one_item_before_v0_11_9_replays_as_one_item_however_long
         assert len(made) == items
         if answer:  # the reading since: over the limit, the loop fails with the fix
             assert "1,001 items" in (shell.core.tasks["2"].error or "")
+
+
+@pytest.mark.parametrize("name", ["article links", "文章链接", "links/urls", "x" * 80])
+def test_a_value_split_off_under_any_name_gets_an_id_an_agent_may_have(name: str):
+    eko = P06.replace('"links"', f'"{name}"')
+    lowered, _ = loops.lower(parse_workflow_source(eko).workflow)
+    Workflow.model_validate(lowered.model_dump())  # every id as a plan's ids must be
+    assert parse_workflow_source(workflow_to_xml(lowered)).workflow.agents == lowered.agents
+
+
+def test_a_replan_that_comes_before_configure_asks_the_patch_too():
+    from xsky.leader.core import LeaderCore
+    from xsky.runs import RunInput
+
+    asked: list[str] = []
+    core = LeaderCore(
+        RunInput(workflow=plan()), "run-1", T0, lambda p: asked.append(p) is None and False
+    )
+    core.apply_plan(parse_workflow_source(P06).workflow, "a person's replan", T0)
+    assert asked == ["eko-outputs-read-where-written"]
+    assert "0.links" not in [a.id for a in core.plans.plan.agents]

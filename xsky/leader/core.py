@@ -173,6 +173,11 @@ class LeaderCore:
         )
         if inp.state is None and inp.resume is not None:
             carry(self.board, self.plans, inp.resume)
+        self._patched(patched)  # (an update may replan before configure: its plan asks too)
+
+    def _patched(self, patched: Patched) -> None:  # for components that ask where it matters
+        if patched is not None:
+            self.growth.patched = self.inputs.patched = self.people.patched = patched
 
     # -- what the shell sets and reads -------------------------------------------------------------
 
@@ -189,8 +194,8 @@ class LeaderCore:
         patched: Patched = None,  # for a patch asked only where it matters
     ) -> None:
         """What the run's worker and its patches say (the shell, once per execution)."""
-        self.growth.fold, self.growth.patched = growth_folded, patched or self.growth.patched
-        self.inputs.patched = self.people.patched = self.growth.patched
+        self.growth.fold = growth_folded
+        self._patched(patched)
         self.judgment.delegated, self.judgment.denied = list(delegated or []), list(denied or [])
         self.judgment.on, self.judgment.worker_model = coordinating, worker_model
         self.judgment.programs = delegation_programs

@@ -217,8 +217,10 @@ def split_outputs(wf: Workflow) -> tuple[Workflow, list[str]]:
             agents.append(agent)
             continue
         k, name = at[0]
-        part = unused_id(f"{agent.id}.{name}", taken)
-        taken.add(part)
+        # (an output's name may be any text — "article links", "文章链接": the id keeps what an
+        # id may hold, within an id's length, the number unused_id adds included)
+        word = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:20] or "out"
+        part = unused_id(f"{agent.id[:40]}.{word}", taken)
         shape = " as a JSON array, one element per item" if name in looped else ""
         agents.append(
             agent.model_copy(
