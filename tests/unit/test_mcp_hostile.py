@@ -46,20 +46,23 @@ async def test_a_servers_output_pattern_never_stalls_the_workers_event_loop(tmp_
     assert max(gaps, default=0.0) < 3.0, gaps  # (a heartbeat every 0.1 s went on)
 
 
-def test_an_input_schema_whose_refs_fan_out_or_loop_is_not_offered():
+def test_an_input_schema_whose_refs_fan_out_is_not_offered_a_recursive_one_is():
     defs = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(17)}
     fanning = {"type": "object", "$defs": {**defs, "d17": {}}, "allOf": [{"$ref": "#/$defs/d0"}]}
+    # a recursive filter (Linear's, Notion's; any self-referencing pydantic model): a check
+    # goes only as deep as the arguments do — offered
+    node = {"type": "array", "items": {"$ref": "#/$defs/F"}}
+    recursive = {"$defs": {"F": {"type": "object", "properties": {"and": node, "or": node}}}}
+    plain = {"type": "object", "properties": {"q": {"type": "string"}}}
     tools = [
         {"name": "fan", "inputSchema": fanning},  # 1.2 KB, checked in 2.8 s; 40 levels: months
+        {"name": "filter", "inputSchema": {**recursive, "$ref": "#/$defs/F"}},
         {"name": "loop", "inputSchema": {"$ref": "#"}},
-        {
-            "name": "plain",
-            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
-        },
+        {"name": "plain", "inputSchema": plain},
     ]
     offered, refused = tool_infos("s", tools)
-    assert [t.tool for t in offered] == ["plain"]
-    assert len(refused) == 2 and all("$refs followed, has more than" in r for r in refused)
+    assert [t.tool for t in offered] == ["filter", "loop", "plain"]
+    assert len(refused) == 1 and "$refs followed, has more than" in refused[0]
 
 
 async def test_a_message_longer_than_the_cap_ends_the_session_before_it_is_held_whole(

@@ -88,3 +88,25 @@ def test_a_task_one_codex_agent_hands_another_is_that_models(tmp_path: Path) -> 
     got = {a.provenance.origin: a for a in mined("cx_multiagent_v2", tmp_path)}
     assert got["person"].intent.startswith("have a worker migrate the date helpers")
     assert got["model"].intent.startswith("Migrate src/utils/date.ts helpers")
+
+
+def test_markup_a_person_pastes_before_their_question_stays_theirs() -> None:
+    from xsky.skills.transcripts.claude_text import classify
+
+    pasted = '<my_component prop="x">\n  <child>1</child>\n</my_component>\nwhy does this fail?'
+    angular = (
+        '<mat-form-field appearance="outline">\n  <mat-label>Name</mat-label>\n'
+        "</mat-form-field>\nWhy is the label not floating?"
+    )
+    assert classify(pasted) == [("user", pasted)]
+    assert classify(angular) == [("user", angular)]
+
+
+def test_a_codex_prompt_that_begins_as_a_fragment_does_is_the_persons() -> None:
+    from xsky.skills.transcripts.codex import _whole_fragment
+
+    typed = "<warning> lines from javac are missing in the build log: why?"
+    assert not _whole_fragment(typed, "event") and not _whole_fragment(typed, "item")
+    assert _whole_fragment("<warning>too many processes</warning>", "item")
+    assert not _whole_fragment("<warning>too many processes</warning>", "event")
+    assert _whole_fragment('<hook_prompt hook_run_id="7">go on</hook_prompt>', "item")

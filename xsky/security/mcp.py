@@ -330,29 +330,39 @@ MAX_SCHEMA_NODES = 20_000  # parts of an input schema with its $refs followed (a
 
 
 def schema_fanout(schema: Any) -> str | None:
-    """Why checking arguments against ``schema`` could take for ever, or None: a schema walked
-    with its ``$ref`` entries followed, as a validator walks it, is more than MAX_SCHEMA_NODES parts
-    — a chain of definitions each ``allOf`` two ``$ref`` entries to the next doubles per level (1.2 KB
-    took months), and ``{"$ref": "#"}`` never ends."""
-    budget = [MAX_SCHEMA_NODES]
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        budget[0] -= 1
-        if budget[0] < 0:
-            return (
-                f"its input schema, its $refs followed, has more than {MAX_SCHEMA_NODES:,} parts "
-                "(a check of a call's arguments would not end)"
-            )
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#"):
+    """Why checking arguments against ``schema`` could take for ever, or None: the schema, each
+    ``$ref`` counted as the parts it stands for, is more than MAX_SCHEMA_NODES parts — a chain
+    of definitions each ``allOf`` two references to the next doubles per level (1.2 KB took
+    months to check). A reference back into itself (a recursive filter, "any JSON value") is
+    counted once: a check of it goes only as deep as the arguments do."""
+    sizes: dict[str, int] = {}  # a $ref target's parts, once counted
+    active: set[str] = set()  # targets being counted (a reference back to one: a cycle)
+
+    def parts(node: Any) -> int:
+        if isinstance(node, list):
+            return 1 + sum(parts(v) for v in node)
+        if not isinstance(node, dict):
+            return 1
+        total = 1 + sum(parts(v) for k, v in node.items() if k != "$ref")
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#") and ref not in active:
+            if ref not in sizes:
                 target = _pointer(schema, ref[1:])
-                if target is not None:
-                    stack.append(target)
-            stack.extend(v for k, v in node.items() if k != "$ref")
-        elif isinstance(node, list):
-            stack.extend(node)
+                active.add(ref)
+                sizes[ref] = parts(target) if target is not None else 1
+                active.discard(ref)
+            total += sizes[ref]
+        return min(total, MAX_SCHEMA_NODES + 1)
+
+    try:
+        size = parts(schema)
+    except RecursionError:
+        size = MAX_SCHEMA_NODES + 1
+    if size > MAX_SCHEMA_NODES:
+        return (
+            f"its input schema, its $refs followed, has more than {MAX_SCHEMA_NODES:,} parts "
+            "(a check of a call's arguments would not end)"
+        )
     return None
 
 

@@ -52,7 +52,7 @@ _QUEUED_REMINDER = re.compile(
 )
 # Claude Code wraps what it sends on the person's behalf in hyphenated tags; a message that
 # opens with one and closes it is machine input even when the tag is new.
-_WRAPPER = re.compile(r"<([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s[^<>]*)?>")
+_WRAPPER = re.compile(r"<([a-z]+(?:-[a-z]+)+)>")  # (<ide_…> and <teammate-message …>: _MACHINE)
 _FIELD = re.compile(r"(?m)^\s*<[a-z][a-z_-]*>")
 _ARGS = re.compile(r"<command-args>([\s\S]*?)</command-args>")
 _NAME = re.compile(r"<command-name>\s*/?([^<\s]{1,100})\s*</command-name>")

@@ -66,6 +66,25 @@ _INJECTED = (
     "<goal_context>",
     "<hook_prompt",  # a Stop hook's continuation (it carries attributes)
 )
+# The fragments Codex adds since 2026 (contextual_user_message.rs): each a user message of its
+# own, its tag closing at its end — a person's prompt that begins "<warning> javac …" is theirs.
+_FRAGMENTS = (
+    "<skill>", "<subagent_notification>", "<additional_context>", "<warning>",
+    "<multiagent_context>", "<agents_instructions>", "<goal_context>", "<hook_prompt",
+)  # fmt: skip
+
+
+def _whole_fragment(text: str, side: str) -> bool:
+    """Whether text that begins as injected context is that: an older marker as it begins; a
+    newer fragment only as a whole message on the protocol side (the event log's user message
+    is only what the person typed)."""
+    head = text.lstrip()
+    if not head.startswith(_FRAGMENTS):
+        return True
+    tag = head[1 : head.find(">") if ">" in head else len(head)].split()[0]
+    return side == "item" and head.rstrip().endswith(f"</{tag}>")
+
+
 # A skill Codex injected: <skill>\n<name>demo</name>\n<path>…/SKILL.md</path>\nbody</skill>
 _SKILL_NAME = re.compile(r"\A\s*<skill>\s*<name>\s*([a-z0-9][a-z0-9:_-]{0,99})\s*</name>")
 # A task one agent hands another (multi-agent v2's inter_agent_communication)
@@ -331,7 +350,7 @@ def _source(source: Any, state: ParseState) -> None:
 def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
     if not text.strip():
         return []
-    if text.lstrip().startswith(_INJECTED):
+    if text.lstrip().startswith(_INJECTED) and _whole_fragment(text, side):
         loaded = _SKILL_NAME.match(text)
         if loaded and side == "item":  # Codex loaded it for the person's `$name`: a use
             return [ev("meta", text, skill=loaded.group(1))]
