@@ -30,6 +30,7 @@ TASKS_CLAUDE = {
     "now write a pytest",
     "add an index on orders",
     "let's try alembic",
+    "also backfill",  # the Agent SDK fork's own task
 }
 TASKS_CODEX = {
     "write a dbmate migration",
@@ -83,10 +84,14 @@ def mined(home: Path, sources: list[Source]) -> list[AtomTask]:
     return atoms(home)
 
 
-def test_a_claude_session_resumed_forked_and_sdk_forked_is_one_session_of_four_tasks(
+def test_a_claude_session_resumed_forked_and_sdk_forked_is_one_session_of_five_tasks(
     tmp_path: Path,
 ) -> None:
-    home, sources = corpus(tmp_path, (A, B, C, D))
+    # the session first, then its copies as they appear (the scan reads new files newest
+    # first: which of several new copies holds a task first depends on that order)
+    home, sources = corpus(tmp_path, (A,))
+    mined(home, sources)
+    shutil.copytree(COPIES / "claude", tmp_path / "corpus" / "claude", dirs_exist_ok=True)
     got = mined(home, sources)
     assert sorted(begins(a) for a in got) == sorted(TASKS_CLAUDE)  # each task once
     assert len({session_of(a) for a in got}) == 1  # one person's one line of work

@@ -119,12 +119,16 @@ class ClaudeCodeAdapter:
             if copy:  # (a resumed session written as a new file repeats the old one's records)
                 # A prompt two sessions may share (a person's typed text has no id of its own)
                 # is a copy when the reply after it is: the Agent SDK's fork gives both new uuids.
+                # What came between them (a hook's attachment, a system line) goes with it.
                 held = []
+                continue
+            if held and not _answers(rec) and not _typed_prompt(rec):
+                held += said  # not yet known whose: held with the prompt, in order
                 continue
             events.extend(held)
             held = []
             if info.owner is not None and _typed_prompt(rec):
-                held = said
+                held = list(said)
             else:
                 events.extend(said)
         return events + held
@@ -620,3 +624,11 @@ def _typed_prompt(rec: dict[str, Any]) -> bool:
     """A user record that is text a person (or a script) typed: no id of its own."""
     message = rec.get("message")
     return rec.get("type") == "user" and isinstance(message, dict) and not _has_tool_result(message)
+
+
+def _answers(rec: dict[str, Any]) -> bool:
+    """An answer or a tool's result: what tells whose a prompt before it was."""
+    message = rec.get("message")
+    return rec.get("type") == "assistant" or (
+        isinstance(message, dict) and _has_tool_result(message)
+    )
