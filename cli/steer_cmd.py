@@ -20,8 +20,9 @@ from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import REPLY_READ_MARKS, InterventionResult
 from xsky.plan.eko import is_eko
 from xsky.plan.files import check_plan_source, read_plan_bytes
+from xsky.plan.loops import lower
 from xsky.plan.models import Workflow
-from xsky.plan.xml import may_name_a_file, workflow_to_xml
+from xsky.plan.xml import may_name_a_file, parse_workflow, workflow_to_xml
 from xsky.safe_text import xml_safe
 
 
@@ -249,17 +250,34 @@ async def _no_eko_remainder(run: Run, new: Workflow, path: str) -> None:
     """An Eko replan lists only the work left, numbered from 0 (Eko appends it after what ran);
     `replan --xml` takes the whole new plan. Given as Eko writes it, it would drop agents that
     ran and put new work in their ids: refused, saying how to write it."""
-    board = await run.board()
-    kept = {a.id for a in new.agents}
-    ran = [t.id for t in board.tasks if t.status in ("completed", "in_progress", "dispatched") and t.agent_id not in kept]  # fmt: skip
+    raw = {a.id for a in new.agents}
+    kept = raw | {a.id for a in lower(new)[0].agents}  # (the plan as it runs: 0.list, 0.links)
+    # an id kept with other work: Eko's renumbered rest (its "0" is not the run's 0)
+    now = {a.id: a.task for a in parse_workflow(await run.plan()).agents}
+    other = {a.id for a in new.agents if a.id in now and now[a.id].strip() != a.task.strip()}
+    ran: list[str] = []
+    offset = 0
+    while True:
+        page = await run.board(offset=offset, limit=2000)
+        for t in page.tasks:
+            grown_from = re.split(r"[.\[]", t.agent_id, maxsplit=1)[0]  # 3[2], 0.page → 3, 0
+            gone = t.agent_id not in kept and grown_from not in raw
+            if t.status in _RAN and (gone or grown_from in other or t.agent_id in other):
+                ran.append(t.id)
+        offset += len(page.tasks)
+        if not page.tasks or offset >= page.total:
+            break
     if not ran:
         return
     raise UsageError(
-        f"{path} is an Eko plan without {', '.join(ran[:6])}, which ran or run: `replan --xml` "
+        f"{path} is an Eko plan without {', '.join(ran[:6])} as they ran or run: `replan --xml` "
         "takes the whole new plan (an Eko replan lists only what is left, numbered from 0), so "
-        f"it would drop them and their results; start from the plan as it is (`starter.py plan "
+        f"it would drop them or give their ids other work; start from the plan as it is (`starter.py plan "
         f"{run.id} > plan.xml`) and edit it, or say what to change as a PROMPT"
     )
+
+
+_RAN = ("completed", "in_progress", "dispatched")
 
 
 async def no_version_given(run: Run) -> UsageError:

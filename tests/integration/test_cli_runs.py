@@ -312,7 +312,7 @@ async def test_cancel_command_cancels_a_task_or_the_run(env: Env):
     )
     code, out, err = await starter(env, "replan", workflow_id, "--xml", str(eko))
     said = " ".join(err.split())
-    assert code == 2 and "is an Eko plan without T-2, which ran or run" in said, said
+    assert code == 2 and "is an Eko plan without T-1, T-2 as they ran or run" in said, said
     assert f"starter.py plan {workflow_id} > plan.xml" in said
     code, out, _ = await starter(env, "cancel", workflow_id, "T-1")
     assert code == 0 and "T-1 cancelled" in out

@@ -61,8 +61,11 @@ async def test_replan_xml_says_what_reading_the_file_said_once(
     class Ran:
         id = "r"
 
-        async def board(self) -> object:  # nothing has run yet: the Eko plan may be whole
-            return type("Board", (), {"tasks": []})()
+        async def board(self, offset: int = 0, limit: int = 200) -> object:
+            return type("Board", (), {"tasks": [], "total": 0})()  # nothing has run yet
+
+        async def plan(self) -> str:
+            return '<workflow name="w"><agent name="llm" id="0"><task>t</task></agent></workflow>'
 
         async def replan(self, prompt: str | None, xml: str | None) -> InterventionResult:
             assert prompt is None and xml == PLAN
@@ -77,3 +80,41 @@ async def test_replan_xml_says_what_reading_the_file_said_once(
     said = capsys.readouterr()
     assert " ".join(said.out.split()) == "plan v2: added 0"
     assert " ".join(said.err.split()).count(SAID) == 1
+
+
+async def test_a_whole_eko_plan_is_a_replan_and_only_the_rest_of_one_is_refused() -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from cli import steer_cmd
+    from xsky.errors import UsageError
+    from xsky.leader.core import LeaderCore
+    from xsky.leader.state import PageRequest
+    from xsky.plan.xml import parse_workflow_source, workflow_to_xml
+    from xsky.runs import RunInput
+
+    eko = """<root><name>links</name><agents>
+      <agent name="Chat" id="0" dependsOn=""><task>Find the article links</task>
+        <nodes><node output="links">Extract them</node><node>Summarize</node></nodes></agent>
+      <agent name="Chat" id="1" dependsOn="0"><task>Read every article</task>
+        <nodes><forEach items="links"><node>Open it</node></forEach></nodes></agent>
+    </agents></root>"""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    core = LeaderCore(RunInput(workflow=parse_workflow_source(eko).workflow), "r", now)
+    core.dispatch(now)  # 0.links runs: the plan as it runs has ids the Eko plan does not
+    tasks = core.views.board_page(now, PageRequest(offset=0, limit=200)).tasks
+
+    class Run:
+        id = "r"
+
+        async def board(self, offset: int = 0, limit: int = 200) -> object:
+            return SimpleNamespace(tasks=tasks[offset : offset + limit], total=len(tasks))
+
+        async def plan(self) -> str:
+            return workflow_to_xml(core.plans.plan)
+
+    more = eko.replace("</agents>", '<agent name="Chat" id="2" dependsOn="1"><task>Digest</task></agent></agents>')  # fmt: skip
+    await steer_cmd._no_eko_remainder(Run(), parse_workflow_source(more).workflow, "p.xml")
+    rest = '<root><name>r</name><agents><agent name="Chat" id="0" dependsOn=""><task>Digest</task></agent></agents></root>'  # fmt: skip
+    with pytest.raises(UsageError, match="is an Eko plan without T-0.links as they ran or run"):
+        await steer_cmd._no_eko_remainder(Run(), parse_workflow_source(rest).workflow, "p.xml")
