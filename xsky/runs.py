@@ -300,6 +300,8 @@ class DecisionRecord(Wire):
     arguments: str
     effect: Literal["allow", "ask", "deny"]
     reason: str
+    # who decided: the rules, or the person (or the leader) whose approval answered its ask
+    by: Literal["auto", "person", "leader"] = "auto"
 
 
 # "budget": the agent stopped cleanly before a model call its share could not cover (its

@@ -212,18 +212,29 @@ class Gate:
         # the record of this call says what was done with it, not the ask it answered
         effect: Literal["allow", "deny"] = "deny" if approval.decision == "deny" else "allow"
         verb = "denied" if effect == "deny" else "approved"
-        self._answered(tool, effect, f"{verb} by {who} ({approval.request_id}): {decision.reason}")
+        self._answered(
+            tool,
+            effect,
+            f"{verb} by {who} ({approval.request_id}): {decision.reason}",
+            "leader" if approval.by == "leader" else "person",
+        )
         if approval.decision == "deny":
             metrics.tool_call(tool, "refused")
             return False, f"{who} denied it" + (f": {approval.message}" if approval.message else "")
         metrics.tool_call(tool, "approved")
         return True, ""
 
-    def _answered(self, tool: str, effect: Literal["allow", "deny"], reason: str) -> None:
+    def _answered(
+        self,
+        tool: str,
+        effect: Literal["allow", "deny"],
+        reason: str,
+        by: Literal["person", "leader"],
+    ) -> None:
         for i in range(len(self.decisions) - 1, -1, -1):
             if self.decisions[i].tool == tool:  # the record decide() just made of this call
                 self.decisions[i] = self.decisions[i].model_copy(
-                    update={"effect": effect, "reason": reason}
+                    update={"effect": effect, "reason": reason, "by": by}
                 )
                 return
 

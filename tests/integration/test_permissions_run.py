@@ -53,10 +53,11 @@ async def test_a_requested_tool_waits_for_approval_and_then_runs(env: Env):
     assert [(e.effect, e.by) for e in log] == [
         ("ask", "auto"),
         ("allow", "person"),
-        ("ask", "auto"),
+        ("allow", "person"),  # the call that ran: approved by the person, not asked again
     ]
     assert log[1].request_id == req.id and "allow_once by a person" in log[1].reason
-    assert [e.effect for e in result.permission_log] == ["ask", "allow", "ask"]
+    assert log[2].reason.startswith(f"approved by a person ({req.id}): ")
+    assert [e.effect for e in result.permission_log] == ["ask", "allow", "allow"]
 
 
 async def test_allow_for_the_run_is_remembered_for_later_calls(env: Env):

@@ -395,6 +395,7 @@ async def test_a_call_a_person_approved_is_logged_as_approved_not_as_asked(tmp_p
     assert await gate.check("shell", call) == (True, "")
     (record,) = [d for d in gate.decisions if d.tool == "shell"]
     assert record.effect == "allow" and record.reason.startswith("approved by a person (A-2): ")
+    assert record.by == "person"
 
 
 def test_a_persons_approval_for_the_run_answers_the_ask_rule_that_raised_it():

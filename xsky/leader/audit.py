@@ -42,6 +42,7 @@ class AuditLog:
                     arguments=r.arguments,
                     effect=r.effect,
                     reason=r.reason,
+                    by=r.by,
                 )
             )
         if len(self.state.entries) > AUDIT_KEEP:
