@@ -537,7 +537,12 @@ def test_a_refusal_of_the_checker_keeps_its_own_reason() -> None:
 
 @pytest.mark.parametrize(
     ("rule", "command"),
-    [("uv run:*", "uv run pytest"), ("docker:*", "docker ps"), ("npx:*", "npx prettier --check .")],
+    [
+        ("uv run:*", "uv run pytest"),
+        ("docker:*", "docker ps"),
+        ("npx:*", "npx prettier --check ."),
+        ("python3:*", "python3 -c 'print(1)'"),  # an interpreter's rule: code however given
+    ],
 )
 def test_a_prefix_rule_for_a_program_that_runs_others_allows_what_it_names(
     rule: str, command: str

@@ -425,7 +425,7 @@ GLOBAL_OPTIONS: dict[str, dict[str, bool]] = {
         "--user": True,
     },
 }
-_INTERPRETERS = {
+INTERPRETERS = {
     "python",
     "python2",
     "python3",
@@ -497,7 +497,7 @@ def _inline_code(argv: list[str]) -> str | None:
         ):
             return "sed's e and w commands run commands and write files"
         return None
-    if name in _INTERPRETERS:
+    if name in INTERPRETERS:
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
         return None

@@ -21,6 +21,8 @@ from xsky.security.option_reading import rule_words
 from xsky.security.program_forms import finding
 from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
+    INTERPRETERS,
+    SHELLS,
     ShellCommand,
     ShellParseError,
     inline_code,
@@ -224,6 +226,8 @@ def _vouched(d: Decision, part: ShellCommand) -> Decision:
     that form is asked for, as docs/permissions.md says, unless a rule names it."""
     if d.effect != "allow" or d.rule is None or "*" not in d.rule or "(" not in d.rule:
         return d
+    if part.argv[0].rsplit("/", 1)[-1] in INTERPRETERS | SHELLS:
+        return d  # `shell(python3:*)` allows code however it is given: `-c` runs no more
     spec = d.rule[d.rule.find("(") + 1 : d.rule.rfind(")")].removeprefix("=").removesuffix(":*")
     form = finding(part.argv, frozenset(rule_words(spec)))
     if form is None or form.kind != "runs":
