@@ -163,8 +163,10 @@ async def test_a_delegated_call_is_approved_by_the_leader_and_another_waits_for_
     assert "no delegated rule covers this call" in (pending.suggestion or "")
     log = await handle.query(LeaderWorkflow.permission_log)
     leader = [e for e in log if e.by == "leader"]
-    assert [(e.tool, e.effect) for e in leader] == [("shell", "allow")]
+    # the leader's approval, then the call it answered, recorded as approved by the leader
+    assert [(e.tool, e.effect) for e in leader] == [("shell", "allow"), ("shell", "allow")]
     assert "shell(echo:*)" in leader[0].reason
+    assert leader[1].reason.startswith(f"approved by the leader ({leader[0].request_id}): ")
     ran = [r for r in fake_llm.requests if turn_of(r) == 1]
     assert "delegated" in last_tool_output(ran[-1])  # the approved command did run
     await handle.execute_update(

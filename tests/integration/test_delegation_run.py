@@ -67,8 +67,10 @@ async def test_a_delegated_prefix_rule_never_approves_sed_running_a_program(
     assert result.status == "completed", result.summary
     decided = [(e.request_id, e.by, e.effect) for e in result.permission_log if e.request_id]
     assert sorted(decided) == [(pending.id, "person", "deny"), ("A-2", "leader", "allow")], decided
-    (leader,) = [e for e in result.permission_log if e.by == "leader"]
+    # the leader's approval, then the call it answered: recorded as approved by the leader
+    leader, call = [e for e in result.permission_log if e.by == "leader"]
     assert HARMLESS in leader.arguments and "shell(sed:*)" in leader.reason
+    assert call.effect == "allow" and call.reason.startswith("approved by the leader (A-2): ")
     denied, ran = outputs
     assert denied.startswith("DENIED") and "not that one" in denied
     assert "sed: can't read notes.txt" in ran  # the approved sed ran (there is no notes.txt)
