@@ -29,7 +29,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from functools import cache
@@ -183,9 +183,10 @@ async def _http(stack: AsyncExitStack, launch: Launch, place: Place, record: Rec
     proxy = await stack.enter_async_context(egress.serving(place.web or Policy(), record))
     http = await stack.enter_async_context(
         httpx2.AsyncClient(
-            proxy=proxy,
+            # only the egress proxy, whatever the worker's environment says; each message bounded
+            transport=_CappedTransport(httpx2.AsyncHTTPTransport(proxy=proxy, trust_env=False)),
             headers=launch.headers,
-            trust_env=False,  # only the egress proxy, whatever the worker's environment says
+            trust_env=False,
             timeout=httpx2.Timeout(30.0, read=300.0),
         )
     )
@@ -311,6 +312,50 @@ def _capped_lines() -> None:
             return chunk
 
     sdk_stdio.TextReceiveStream = CappedText  # type: ignore[misc]
+
+
+class _CappedBody(httpx2.AsyncByteStream):
+    """A response body whose lines (an SSE event's, or a JSON answer's one line) end within
+    MAX_LINE_CHARS bytes: past that the read fails, before the SDK holds the message whole."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        since_newline = 0
+        async for chunk in self.inner:
+            end = chunk.rfind(b"\n")
+            since_newline = len(chunk) - end - 1 if end >= 0 else since_newline + len(chunk)
+            if since_newline > MAX_LINE_CHARS:
+                raise httpx2.ReadError(
+                    f"an MCP server sent a message of more than {MAX_LINE_CHARS:,} bytes"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CappedTransport(httpx2.AsyncBaseTransport):
+    """An HTTP MCP server's answers, each message bounded as a stdio server's lines are (a body
+    of 512 MiB, read whole by the SDK, aborted the worker)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_CappedBody(response.stream),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _env_file(env: dict[str, str], who: bwrap.Identity) -> Path:

@@ -95,3 +95,43 @@ async def test_a_message_longer_than_the_cap_ends_the_session_before_it_is_held_
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB
     assert not said.startswith("answered"), said
     assert grown < 48 * 1024, grown  # never the 64 MiB line (and its copies) in the worker
+
+
+async def test_an_http_servers_answer_longer_than_the_cap_fails_before_it_is_held_whole(
+    tmp_path: Path, monkeypatch
+):
+    import subprocess
+
+    import activities.mcp.launch as launch_module
+    from activities.sandbox.egress_policy import Policy
+    from cli.devserver import free_port
+
+    monkeypatch.setattr(launch_module, "MAX_LINE_CHARS", 1 << 20)  # (40 MiB in the product)
+    said: list[str] = []
+    for mib in (4, 0):  # one answer of 4 MiB, one of a few bytes
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, str(HOSTILE.with_name("hostile_http_mcp.py")), str(port), str(mib)]
+        )
+        try:
+            web = Policy.from_rules([f"127.0.0.1:{port}"], [], any_host=False, ports=None, settings_file="t")  # fmt: skip
+            place = Place(tmp_path, None, None, web)
+            launch = Launch(name="h", transport="http", digest="x", shown="http", url=f"http://127.0.0.1:{port}/mcp")  # fmt: skip
+            pool = McpPool()
+            for _ in range(50):  # (the server starting)
+                try:
+                    await pool.session(launch, place)
+                    break
+                except Exception:  # noqa: BLE001
+                    await asyncio.sleep(0.1)
+            try:
+                result = await asyncio.wait_for(pool.call(launch, place, "q", {}), 30)
+                said.append(f"answered {len(result.content[0].text)}")  # type: ignore[union-attr]
+            except Exception as e:  # noqa: BLE001 - the message over the cap: the call fails
+                said.append(f"failed: {e}")
+            finally:
+                await pool.close()
+        finally:
+            server.kill()
+            server.wait()
+    assert said[0].startswith("failed") and said[1] == "answered 0", said
