@@ -404,7 +404,7 @@ async def test_gc_keeps_a_running_run_whose_folder_is_not_its_id(env: Env):
     a hash): gc asked the server about the folder, heard "unknown" and removed the objects of
     a run still running — its kept outcomes with them."""
     from activities.storage import open_objects
-    from tests.integration.helpers import plan
+    from tests.integration.helpers import RUNNING, board_shows, plan
     from xsky.artifacts import safe_component
 
     await env.start_worker()
@@ -420,6 +420,8 @@ async def test_gc_keeps_a_running_run_whose_folder_is_not_its_id(env: Env):
         assert store.keys(folder + "/"), "nothing stored yet"
 
     await eventually(stored, 30)
+    # T-1's objects all written (it ended, T-2 runs): what is there stays the same meanwhile
+    await eventually(lambda: board_shows(handle, {"1": "completed", "2": RUNNING}), 30)
     before = store.keys(folder + "/")
     for args in (("gc",), ("gc", "--run", run_id)):
         code, out, err = await starter(env, *args)
