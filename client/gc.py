@@ -19,7 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
-from xsky.artifacts import CHANGED_END, GC_MARK, safe_component
+from xsky.artifacts import CHANGED_END, GC_MARK, looks_changed, safe_component
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.storage import ObjectStore
@@ -97,12 +97,9 @@ _HASHED = CHANGED_END
 
 
 def _made_from_another_id(folder: str) -> bool:
-    """Whether ``folder`` may be an id safe_component changed: it ends in "-" and 10 hex, and
-    has what changing leaves — a "_" where a character was replaced, the full 120 characters
-    of an id cut short, or an id shaped so itself, changed again ("x_1-<10 hex>-<hash>")."""
-    return bool(_HASHED.search(folder)) and (
-        "_" in folder or len(folder) >= 120 or bool(_HASHED.search(folder[:-11]))
-    )
+    """Whether ``folder`` may be an id safe_component changed: shaped as every name it changes
+    is (a "_" before its hash-like end, or the full length of an id cut short)."""
+    return looks_changed(folder)
 
 
 async def _ids_by_folder(client: Client) -> dict[str, list[str]]:

@@ -34,7 +34,7 @@ CHANGED_END = re.compile(r"-[0-9a-f]{10}$")
 _EDGE_DOTS = re.compile(r"^\.+|\.+$")
 
 
-def _looks_changed(name: str, limit: int) -> bool:
+def looks_changed(name: str, limit: int = 120) -> bool:
     """Whether ``name`` is shaped as safe_component's output for another name: its end, and a
     "_" where a character was replaced or the full length of a name cut short. (An id such as
     ``build-1a2b3c4d5e`` has no such shape: it stays its own folder.)"""
@@ -46,7 +46,7 @@ def safe_component(name: str, limit: int = 120) -> str:
     # (dots that start or end it become "_": so every name changed here holds a "_", or is
     # cut to the limit — what tells a changed name from one given as it is, below)
     cleaned = _EDGE_DOTS.sub(lambda m: "_" * len(m.group()), _UNSAFE.sub("_", name)) or "_"
-    if cleaned == name and len(name) <= limit and not _looks_changed(name, limit):
+    if cleaned == name and len(name) <= limit and not looks_changed(name, limit):
         return name
     # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder. A name that
     # looks as a changed one does is changed too: else the id "x_1-<hash of 'x:1'>", chosen by

@@ -34,7 +34,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AnyStr
 
 import httpx2
 
@@ -280,6 +280,13 @@ async def _stdio(
 MAX_LINE_CHARS = 40 * 1024 * 1024
 
 
+def line_so_far(chunk: AnyStr, newline: AnyStr, before: int) -> int:
+    """How long the line being read is after ``chunk``: what follows its last newline, or
+    ``before`` and all of it when it holds none."""
+    end = chunk.rfind(newline)
+    return len(chunk) - end - 1 if end >= 0 else before + len(chunk)
+
+
 def _capped_lines() -> None:
     """The SDK's stdio reader, its lines bounded: it joins a line's pieces as they come, with no
     limit (a sandboxed server streaming one line of 512 MiB aborted the worker, and the joins
@@ -298,10 +305,7 @@ def _capped_lines() -> None:
 
         async def receive(self) -> str:
             chunk = await super().receive()
-            end = chunk.rfind("\n")
-            self.since_newline = (
-                len(chunk) - end - 1 if end >= 0 else self.since_newline + len(chunk)
-            )
+            self.since_newline = line_so_far(chunk, "\n", self.since_newline)
             if self.since_newline > MAX_LINE_CHARS:
                 # the pipe closed first: the SDK drains what is left before it lets the session
                 # go, and would read the rest of the line (the server writing on, for ever)
@@ -324,8 +328,7 @@ class _CappedBody(httpx2.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         since_newline = 0
         async for chunk in self.inner:
-            end = chunk.rfind(b"\n")
-            since_newline = len(chunk) - end - 1 if end >= 0 else since_newline + len(chunk)
+            since_newline = line_so_far(chunk, b"\n", since_newline)
             if since_newline > MAX_LINE_CHARS:
                 raise httpx2.ReadError(
                     f"an MCP server sent a message of more than {MAX_LINE_CHARS:,} bytes"

@@ -11,10 +11,10 @@ so the UX score of that conversation counts for exactly that version.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.sandbox.confine import open_inside
 from activities.skills import git as skill_git
 from activities.tools import ToolError, cap_text
 from xsky.skills import canary
@@ -23,17 +23,15 @@ from xsky.skills.spec import description_of
 SKILL_BYTES = 1 << 20  # of a hand-written SKILL.md: read_skill gives an agent 40,000 characters
 
 
-def _own_file(path: Path) -> str | None:
-    """A hand-written skill's SKILL.md, if it is a regular file of its folder: never a link
-    (a skill from elsewhere whose SKILL.md links to ~/.aws/credentials would have the worker,
+def _own_file(folder: Path, name: str) -> str | None:
+    """A hand-written skill's file, if it is a regular file of its folder: never a link (a
+    skill from elsewhere whose SKILL.md links to ~/.aws/credentials would have the worker,
     outside the sandbox, hand that file to an agent), never a FIFO that blocks the read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # missing, or a link (ELOOP)
+        fd = open_inside(folder, folder.resolve() / name, os.O_RDONLY)
+    except (ToolError, OSError):  # missing, a link, not a regular file
         return None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return f.read(SKILL_BYTES).decode("utf-8", errors="replace")
 
 
@@ -58,7 +56,7 @@ class SkillLibrary:
         if not folder.is_dir() or "/" in name or name.startswith("."):
             return None
         if not skill_git.is_repo(folder):
-            text = _own_file(folder / "SKILL.md")
+            text = _own_file(folder, "SKILL.md")
             return SkillCopy(name, "main", "", text) if text is not None else None
         main = skill_git.branch_commit(folder, "main")
         if main is None:

@@ -28,11 +28,14 @@ MIN_EACH = 500
 def wants_context(agent: WorkflowAgent) -> bool:
     """A model-driven agent (llm or a role, no direct tool) with dependencies, no
     ``<input>`` and no ``{{agent_…_result}}`` of its own: the plan left its context implied."""
-    if not agent.depends or (agent.input or "").strip():
-        return False
-    if agent.config and tool_name(agent.config) not in (None, "llm"):
+    if not agent.depends or (agent.input or "").strip() or not _model_driven(agent):
         return False
     return "{{agent_" not in agent.task.replace(" ", "")
+
+
+def _model_driven(agent: WorkflowAgent) -> bool:
+    """An llm agent or a role's, with no direct tool: a model reads what it is given."""
+    return not agent.config or tool_name(agent.config) in (None, "llm")
 
 
 def unread_dependencies(agent: WorkflowAgent) -> list[str]:
@@ -41,9 +44,7 @@ def unread_dependencies(agent: WorkflowAgent) -> list[str]:
     agent's own dependencies' results out — Eko shows an agent the results before it."""
     if not agent.steps or not agent.depends or not (agent.input or "").strip():
         return []
-    if agent.item is not None:  # a forEach's item: its item is what it is given
-        return []
-    if agent.config and tool_name(agent.config) not in (None, "llm"):
+    if agent.item is not None or not _model_driven(agent):  # (an item: its item is its input)
         return []
     named = f"{agent.input}\n{agent.task}".replace(" ", "")
     return [d for d in agent.depends if f"{{{{agent_{d}_result" not in named]

@@ -113,9 +113,9 @@ def split_items_as_before_v0_11_9(text: str) -> list[str]:
     return [line.strip() for line in stripped.splitlines() if line.strip()]
 
 
-def items_from(text: str, agent_id: str, as_before: bool = False) -> list[str]:
+def items_from(text: str, agent_id: str) -> list[str]:
     """The items agent ``agent_id`` runs over, or :class:`LoopError` with the fix."""
-    return limited((split_items_as_before_v0_11_9 if as_before else split_items)(text), agent_id)
+    return limited(split_items(text), agent_id)
 
 
 def limited(items: list[str], agent_id: str) -> list[str]:
