@@ -46,6 +46,19 @@ from xsky.skills.transcripts import (
 from xsky.skills.transcripts.claude_code import SHELL_READ
 from xsky.skills.transcripts.intent import agent_acted, agent_said, fingerprint, user_origin
 
+# The fragments Codex adds since 2026 (codex-rs/core/src/contextual_user_message.rs,
+# artificial_messages.rs): each a user message of its own, its tag closing at its end — a
+# person's prompt that begins "<warning> javac …" is theirs.
+_FRAGMENTS = (
+    "<skill>",  # a skill's SKILL.md Codex loaded for `$name` (a use of it: see _user)
+    "<subagent_notification>",
+    "<additional_context>",  # "Context from my editor"
+    "<warning>",  # a model warning
+    "<multiagent_context>",
+    "<agents_instructions>",
+    "<goal_context>",
+    "<hook_prompt",  # a Stop hook's continuation (it carries attributes)
+)
 _INJECTED = (
     "<environment_context>",
     "<user_instructions>",
@@ -56,22 +69,8 @@ _INJECTED = (
     "<turn_aborted>",
     "<ide_context>",
     "<user_action>",  # a /review's findings handed back to the main thread (review/exit_*.xml)
-    # contextual fragments (codex-rs/core/src/contextual_user_message.rs, artificial_messages.rs)
-    "<skill>",  # a skill's SKILL.md Codex loaded for `$name` (a use of it: see _user)
-    "<subagent_notification>",
-    "<additional_context>",  # "Context from my editor"
-    "<warning>",  # a model warning
-    "<multiagent_context>",
-    "<agents_instructions>",
-    "<goal_context>",
-    "<hook_prompt",  # a Stop hook's continuation (it carries attributes)
+    *_FRAGMENTS,
 )
-# The fragments Codex adds since 2026 (contextual_user_message.rs): each a user message of its
-# own, its tag closing at its end — a person's prompt that begins "<warning> javac …" is theirs.
-_FRAGMENTS = (
-    "<skill>", "<subagent_notification>", "<additional_context>", "<warning>",
-    "<multiagent_context>", "<agents_instructions>", "<goal_context>", "<hook_prompt",
-)  # fmt: skip
 
 
 def _whole_fragment(text: str, side: str) -> bool:
