@@ -256,17 +256,12 @@ async def _no_eko_remainder(run: Run, new: Workflow, path: str) -> None:
     now = {a.id: a.task for a in parse_workflow(await run.plan()).agents}
     other = {a.id for a in new.agents if a.id in now and now[a.id].strip() != a.task.strip()}
     ran: list[str] = []
-    offset = 0
-    while True:
-        page = await run.board(offset=offset, limit=2000)
+    async for page in run.board_pages():
         for t in page.tasks:
             grown_from = re.split(r"[.\[]", t.agent_id, maxsplit=1)[0]  # 3[2], 0.page → 3, 0
             gone = t.agent_id not in kept and grown_from not in raw
             if t.status in _RAN and (gone or grown_from in other or t.agent_id in other):
                 ran.append(t.id)
-        offset += len(page.tasks)
-        if not page.tasks or offset >= page.total:
-            break
     if not ran:
         return
     raise UsageError(

@@ -673,14 +673,20 @@ class Run:
 
     async def task(self, task: str) -> TaskView:
         """The board row of a task, by task id (T-3 or 3) or agent id."""
-        board = page = await self.board(limit=2000)
-        while (found := find_task(page.tasks, task)) is None:
-            if page.offset + len(page.tasks) >= page.total or not page.tasks:
-                raise UsageError(
-                    f"no task {task!r} in {self.id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
-                )
+        first: list[str] = []  # (the ids the refusal names)
+        async for page in self.board_pages():
+            first = first or [t.id for t in page.tasks[:20]]
+            if (found := find_task(page.tasks, task)) is not None:
+                return found
+        raise UsageError(f"no task {task!r} in {self.id}; tasks: {', '.join(first)}")
+
+    async def board_pages(self) -> AsyncIterator[BoardPage]:
+        """The whole task board, a page of up to 2,000 tasks at a time."""
+        page = await self.board(limit=2000)
+        yield page
+        while page.tasks and page.offset + len(page.tasks) < page.total:
             page = await self.board(offset=page.offset + len(page.tasks), limit=2000)
-        return found
+            yield page
 
     async def transcript_key(self, task: str) -> str:
         """Where a task's transcript is in the store: an agent id needs no worker to find, a

@@ -4,6 +4,7 @@ command checks first) and XML text given to the client, as `validate` and `run` 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,8 @@ async def test_replan_xml_says_what_reading_the_file_said_once(
     class Ran:
         id = "r"
 
-        async def board(self, offset: int = 0, limit: int = 200) -> object:
-            return type("Board", (), {"tasks": [], "total": 0})()  # nothing has run yet
+        async def board_pages(self) -> AsyncIterator[object]:
+            yield type("Board", (), {"tasks": [], "total": 0})()  # nothing has run yet
 
         async def plan(self) -> str:
             return '<workflow name="w"><agent name="llm" id="0"><task>t</task></agent></workflow>'
@@ -107,8 +108,9 @@ async def test_a_whole_eko_plan_is_a_replan_and_only_the_rest_of_one_is_refused(
     class Run:
         id = "r"
 
-        async def board(self, offset: int = 0, limit: int = 200) -> object:
-            return SimpleNamespace(tasks=tasks[offset : offset + limit], total=len(tasks))
+        async def board_pages(self) -> AsyncIterator[object]:
+            for at in range(0, len(tasks), 2):  # pages of two: all of them are read
+                yield SimpleNamespace(tasks=tasks[at : at + 2], total=len(tasks))
 
         async def plan(self) -> str:
             return workflow_to_xml(core.plans.plan)
