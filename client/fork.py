@@ -6,9 +6,10 @@ agent does not lead to — its upstream and the parallel branches — and runs t
 its new task, input or plan, and everything downstream of it again. It is a follow-up run in
 the leader's terms (:class:`xsky.runs.ResumeFrom`): the fork's board says what it resumes,
 its memo and ``XskyResumes`` name the run it came from, and ``follow_ups()`` of that run list
-it. A fork of an ended run works in that run's workspace, as a follow-up does; a fork of a
-run that is still going gets a workspace of its own (results carry, files do not), so the
-two never write the same files.
+it. A fork works in a workspace of its own: a fork of an ended run starts with a copy of that
+run's files (made by the worker when the fork's first workspace agent starts), a fork of a run
+that is still going with an empty one (results carry, files do not). So two forks, a fork and a
+follow-up, or a fork and the run forked never write each other's files.
 """
 
 from __future__ import annotations
@@ -136,8 +137,11 @@ def fork_input(
         permissions,
         ResumeFrom(
             run_id=run_id,
-            # a running run's workspace is its own: the fork gets one of its own too
-            workspace_of=inherited_workspace(run_id, first) if ended else own_id,
+            # A fork works in a workspace of its own: of an ended run, a copy of that run's
+            # (the worker makes it when the fork's first agent needs it); of a running run,
+            # a new one (results carry, files do not).
+            workspace_of=own_id,
+            workspace_from=inherited_workspace(run_id, first) if ended else None,
             carried=kept,
             rerun=[at],
         ),

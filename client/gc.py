@@ -4,6 +4,11 @@ A run's objects (results, blobs, ledgers, logs, screenshots, workspace snapshots
 under ``<run>/``. Those of a run that has ended more than ``older_than`` days ago go; a running
 run's never do, nor those of a run the server still lists as running. A run the server no longer
 knows (its retention passed) has ended long ago and goes too.
+
+A follow-up run or a fork reads what it carries from the run it came from (a large result is a
+reference into that run's folder; a follow-up works in that run's workspace and its snapshots):
+so a run's objects stay while any run descended from it runs, and its age is counted from the
+end of the last of them (``XskyLineage``, xsky/lineage.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import Client
+from temporalio.client import WorkflowExecutionStatus as ExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import removed_by_gc
@@ -22,6 +28,7 @@ from activities.storage import open_objects
 from xsky.artifacts import CHANGED_END, GC_MARK, looks_changed, safe_component
 from xsky.config import Settings
 from xsky.errors import UsageError
+from xsky.lineage import descendants_clause
 from xsky.storage import ObjectStore
 
 
@@ -113,15 +120,36 @@ async def _ids_by_folder(client: Client) -> dict[str, list[str]]:
 
 
 async def _ended_all(client: Client, ids: list[str]) -> tuple[datetime | None, str]:
-    """When the last of the runs sharing a folder ended (None: one of them is running)."""
+    """When the last of the runs sharing a folder, and of the runs descended from them, ended
+    (None: one of them is running)."""
     latest: tuple[datetime | None, str] = (datetime.min.replace(tzinfo=UTC), "")
     for run_id in ids:
-        ended, why = await _ended(client, run_id)
-        if ended is None:
-            return None, why
-        if latest[0] is not None and ended >= latest[0]:
-            latest = (ended, why)
+        for ended, why in [await _ended(client, run_id), *await _descendants_ended(client, run_id)]:
+            if ended is None:
+                return None, why
+            if latest[0] is not None and ended >= latest[0]:
+                latest = (ended, why)
     return latest
+
+
+async def _descendants_ended(client: Client, run_id: str) -> list[tuple[datetime | None, str]]:
+    """When each follow-up run and fork of ``run_id`` (and theirs) ended: None for one that
+    runs. None found on a server without xsky's search attributes (nothing can be asked)."""
+    out: list[tuple[datetime | None, str]] = []
+    try:
+        async for wf in client.list_workflows(descendants_clause(run_id)):
+            if wf.status in (None, ExecutionStatus.RUNNING):
+                return [(None, f"kept: {wf.id}, which carries on from it, is running")]
+            if wf.close_time is not None:
+                out.append(
+                    (
+                        wf.close_time,
+                        f"{wf.id}, which carried on from it, ended {wf.close_time:%Y-%m-%d %H:%M}",
+                    )
+                )
+    except RPCError:
+        return []
+    return out
 
 
 def _run_folders(store: ObjectStore) -> list[str]:

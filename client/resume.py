@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from xsky.errors import ConnectError, UsageError
+from xsky.lineage import descendants_clause
 from xsky.plan.models import Workflow
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 from xsky.security.permissions import PermissionSettings
@@ -126,6 +127,26 @@ def continued_input(
         permissions=permissions,
         resume=resume,
     )
+
+
+async def refuse_if_workspace_busy(client: Client, run_id: str, workspace_of: str) -> None:
+    """A follow-up works in the workspace of the first run of its chain: refused while another
+    follow-up of that chain still works there (two would write each other's files). A fork
+    works in a copy of its own, so a running fork does not count. Nothing is refused on a
+    server without xsky's search attributes (nothing can be asked)."""
+    try:
+        async for wf in client.list_workflows(
+            f"{descendants_clause(workspace_of)} AND ExecutionStatus = 'Running'"
+        ):
+            if wf.id != run_id and not await wf.memo_value("forkOf", None):
+                raise UsageError(
+                    f"{wf.id}, a follow-up of {workspace_of}, is still running in its "
+                    "workspace, where a second follow-up would write the same files",
+                    f"wait for it to end, retry the task in {wf.id} itself, or fork {run_id} instead "
+                    "(a fork works in a copy of the workspace)",
+                )
+    except RPCError:
+        return
 
 
 def follow_up_id(run_id: str) -> str:

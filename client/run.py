@@ -45,7 +45,13 @@ from client.fork import (
 from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
 from client.results import reports_of, result_text
-from client.resume import first_input, follow_up_id, follow_up_input, retask
+from client.resume import (
+    first_input,
+    follow_up_id,
+    follow_up_input,
+    refuse_if_workspace_busy,
+    retask,
+)
 from client.server_view import ServerView, server_view
 from client.settings import resolve_permissions
 from client.start import LINEAGE_KEY, launch
@@ -474,6 +480,8 @@ class Run:
         follow = follow_up_input(
             self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
         )
+        assert follow.resume is not None
+        await refuse_if_workspace_busy(self._client, self.id, follow.resume.workspace_of)
         handle = await launch(
             self._client,
             self._settings,

@@ -150,6 +150,10 @@ class ResumeFrom(Wire):
 
     run_id: str  # the run this one resumes
     workspace_of: str  # the run whose default workspace agents use (the first of a chain)
+    # A fork of an ended run works in a workspace of its own that starts as a copy of this
+    # run's (its files as that run left them): two forks, or a fork and a follow-up, never
+    # write each other's files, and the run forked keeps what it made.
+    workspace_from: str | None = None
     carried: list[AgentReport] = Field(default_factory=list)  # completed/skipped agents' reports
     rerun: list[str] = Field(default_factory=list)  # agent ids to run again (and dependents)
 
@@ -197,6 +201,8 @@ class AgentInput(Wire):
     workspace: str | None = None
     # A resumed run works in the workspace of the run it resumes (its default one).
     workspace_of: str | None = None
+    # A fork's workspace, when the worker first makes it, is a copy of this run's (ResumeFrom).
+    workspace_from: str | None = None
     artifact_threshold: int = 8192
     # (No heartbeat interval: a worker heartbeats at a quarter of the activity's own heartbeat
     # timeout, activities/beat.py; an older input's heartbeatInterval is ignored.)

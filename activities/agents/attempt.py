@@ -32,7 +32,7 @@ from activities.browser import BrowserPool
 from activities.fsio import Stamp, settled, stamp
 from activities.mcp.pool import McpPool
 from activities.mcp.servers import ServerEntry, configured
-from activities.sandbox import egress
+from activities.sandbox import egress, workspace_seed
 from activities.sandbox import workspace as workspaces
 from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox_settings
 from activities.sandbox.gate import Gate
@@ -158,7 +158,15 @@ def prepare(
     workspace = (
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
-        else workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
+        else workspace_for(
+            settings,
+            sandbox,
+            inp.workspace,
+            inp.workspace_of or inp.run_id,
+            # a fork's own workspace starts as a copy of the run it forks (on a workspace
+            # host, as a restore of that run's last snapshot: ``snapshots`` below)
+            copy_of=None if inp.workspace or workspace_host else inp.workspace_from,
+        )
     )
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
@@ -230,6 +238,9 @@ def prepare(
             workspace,
             settings.home / "snapshots",
             sandbox.owner,
+            seed=workspace_key(inp.workspace_from, None, None)
+            if inp.workspace_from and not inp.workspace
+            else None,
         )
         if workspace_host and not free
         else None
@@ -384,11 +395,16 @@ def _named_workspace(
 
 
 def workspace_for(
-    settings: Settings, sandbox: SandboxSettings, name: str | None, run_id: str
+    settings: Settings,
+    sandbox: SandboxSettings,
+    name: str | None,
+    run_id: str,
+    copy_of: str | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
-    checked, made by the worker and handed to the sandbox user."""
+    checked, made by the worker and handed to the sandbox user. ``copy_of``: a fork's, first
+    made as a copy of that run's workspace (activities/sandbox/workspace_seed.py)."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -403,6 +419,12 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
+    if copy_of is not None:
+        source = workspaces.resolve(None, settings, copy_of, roots)
+        try:
+            workspace_seed.seed(folder, source, owner)
+        except workspace_seed.SeedFailed as e:
+            raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     return workspaces.make(folder, *(owner or (None, None)))
 
 

@@ -69,6 +69,9 @@ class Snapshots:
     folder: Path  # the workspace on this machine
     marks: Path  # $XSKY_HOME/snapshots: what this machine last took or restored
     owner: tuple[int, int] | None = None  # the sandbox user: the helper runs as it
+    # A fork's workspace (workspace_key of the run it forks): until the fork has a snapshot of
+    # its own, it starts as that run's last one.
+    seed: str | None = None
 
     @property
     def _mark(self) -> Path:
@@ -96,16 +99,18 @@ class Snapshots:
             and all(isinstance(n, int) for n in info["stamp"])
         }
 
-    def head(self) -> str | None:
+    def head(self, key: str | None = None) -> str | None:
         try:
-            return self.store.get(f"{self.key}/HEAD").decode("utf-8").strip() or None
+            return self.store.get(f"{key or self.key}/HEAD").decode("utf-8").strip() or None
         except FileNotFoundError:
             return None
 
     def restore(self) -> int | None:
         """Make the workspace the newest snapshot when this machine's copy is not it; the
         number of files fetched (None: it was already, or there is no snapshot yet)."""
-        head = self.head()
+        head, key = self.head(), self.key
+        if head is None and self.seed is not None:
+            head, key = self.head(self.seed), self.seed  # a fork's first: the run it forks
         if head is None or self._local().get("manifest") == head:
             return None
         files = _sound(json.loads(self.store.get(head)).get("files", {}), head)
@@ -119,7 +124,7 @@ class Snapshots:
                 yield cache[digest]
                 return
             got = bytearray()
-            for piece in self.store.chunks(f"{self.key}/files/{digest}"):
+            for piece in self.store.chunks(f"{key}/files/{digest}"):
                 if len(got) <= SMALL:
                     got += piece
                 yield piece
@@ -147,7 +152,11 @@ class Snapshots:
                 rel: {**files[rel], "stamp": list(stamp)}
                 for rel, stamp in done.stamps.items()
                 if rel in files
-            },
+            }
+            # restored from the run forked: none of these files is under this key yet, so the
+            # fork's first snapshot reads and stores them all
+            if key == self.key
+            else {},
         )
         return len(done.fetched)
 

@@ -13,7 +13,7 @@ from temporalio.common import SearchAttributeKey
 from client import XSky, start
 from tests.conftest import Env
 from tests.integration.eventually import eventually
-from tests.integration.helpers import agents_scheduled, plan
+from tests.integration.helpers import agents_scheduled, board_shows, plan
 from tests.integration.test_cli_runs import starter
 from xsky.plan.xml import parse_workflow
 
@@ -77,7 +77,10 @@ async def test_a_completed_run_forked_at_its_4th_agent_runs_only_it_and_what_fol
         )
         events = [e async for e in fork.handle.fetch_history_events()]
         assert scheduled(events) == ["T-4", "T-5"]  # nothing upstream, nothing beside it
-        assert Counter(log.read_text().split()) == Counter("1 2 3 4 5 6 4 5".split())
+        # The fork worked in a copy of the run's workspace: the run's files are as it left them.
+        assert Counter(log.read_text().split()) == Counter("1 2 3 4 5 6".split())
+        forked_log = env.settings.runs / fork.id / "workspace" / "ran.log"
+        assert Counter(forked_log.read_text().split()) == Counter("1 2 3 4 5 6 4 5".split())
         # The lineage, both ways.
         history = await fork.plan_history()
         assert history[0].reason.startswith(f"resumes {run.id}: 4 results carried over; T-4, T-5")
@@ -198,7 +201,10 @@ async def test_a_fork_names_what_it_would_repeat_unasked_and_runs_it_only_when_t
         assert log.read_text().split() == ["refund-118"]  # nothing started
         fork = await run.fork("T-1", again=True)
         assert (await asyncio.wait_for(fork.result(), 60)).status == "completed"
-        assert log.read_text().split() == ["refund-118", "refund-118"]
+        # (in the fork's copy of the workspace: the run forked keeps its own file as it was)
+        forked_log = env.settings.runs / fork.id / "workspace" / "refunds.log"
+        assert forked_log.read_text().split() == ["refund-118", "refund-118"]
+        assert log.read_text().split() == ["refund-118"]
         # a fork that runs again only what may be repeated is not asked about
         named = await run.fork(
             "T-2",
@@ -238,3 +244,127 @@ async def test_a_fork_at_a_loop_runs_the_loop_again_with_the_edit_not_only_its_g
         events = [e async for e in fork.handle.fetch_history_events()]
         # the items ran again (made anew from the edit), not only the gathering; list carried
         assert scheduled(events) == ["T-each", "T-each[1]", "T-each[2]"], scheduled(events)
+
+
+async def test_two_forks_of_an_ended_run_work_in_copies_of_its_workspace_which_stays_as_it_was(
+    env: Env,
+):
+    """Two forks of one ended run worked in that run's own folder side by side: one saw and
+    overwrote the other's files and deleted the run's (a security review's PoC)."""
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(shell("1", "echo base > base.txt; echo one"), shell("2", "echo two", "1")),
+            id=f"xsky-twins-{uuid.uuid4().hex[:6]}",
+        )
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+        wf = parse_workflow(await run.plan())
+
+        def at_2(command: str) -> object:
+            return wf.model_copy(
+                update={
+                    "agents": [
+                        a.model_copy(update={"config": {"tool": "shell", "command": command}})
+                        if a.id == "2"
+                        else a
+                        for a in wf.agents
+                    ]
+                }
+            )
+
+        fork_x = await run.fork(
+            "T-2", plan=at_2("echo X > mine.txt; sleep 3; cat mine.txt; ls | tr '\\n' ' '")
+        )
+        fork_y = await run.fork(
+            "T-2", plan=at_2("echo Y > mine.txt; echo Y > y-only.txt; rm base.txt; echo done")
+        )
+        x_done, y_done = await asyncio.wait_for(
+            asyncio.gather(fork_x.result(), fork_y.result()), 60
+        )
+        assert x_done.status == y_done.status == "completed", (x_done.summary, y_done.summary)
+        said = {a.id: a.result for a in x_done.agents}["2"].split()
+        assert said[0] == "X" and "base.txt" in said and "y-only.txt" not in said, said
+        own = env.settings.runs / run.id / "workspace"
+        assert (own / "base.txt").read_text() == "base\n"  # the run forked keeps its files
+        assert not (own / "mine.txt").exists()
+        y_dir = env.settings.runs / fork_y.id / "workspace"
+        assert not (y_dir / "base.txt").exists() and (y_dir / "y-only.txt").exists()
+        # `files` of a fork shows its own copy
+        code, out, err = await starter(env, "files", fork_x.id)
+        assert code == 0 and "mine.txt" in out and "y-only.txt" not in out, out + err
+
+
+async def test_gc_keeps_what_a_running_fork_carries_from_the_run_it_forked(env: Env):
+    """gc judged a run's folder by that run's end alone and removed the results a running
+    fork carried by reference: the fork failed ("its run's stored objects were removed")."""
+    from activities.storage import open_objects
+
+    await env.start_worker()
+    long = "x" * 600  # over what travels inline: stored under the run's folder
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(shell("1", f"printf {long}"), shell("2", "echo two", "1")),
+            id=f"xsky-gcfork-{uuid.uuid4().hex[:6]}",
+        )
+        assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
+        store = open_objects(env.settings)
+        before = store.keys(run.id + "/")
+        wf = parse_workflow(await run.plan())
+        slow = wf.model_copy(
+            update={
+                "agents": [
+                    a.model_copy(
+                        update={
+                            "config": {
+                                "tool": "shell",
+                                "command": "sleep 4; echo {{agent_1_result}}",
+                            }
+                        }
+                    )
+                    if a.id == "2"
+                    else a
+                    for a in wf.agents
+                ]
+            }
+        )
+        fork = await run.fork("T-2", plan=slow)
+        code, out, err = await starter(env, "gc", "--run", run.id)
+        said = " ".join(out.split())
+        assert code == 0 and f"kept: {fork.id}, which carries on from it, is running" in said, (
+            out + err
+        )
+        assert store.keys(run.id + "/") == before
+        forked = await asyncio.wait_for(fork.result(), 60)
+        assert forked.status == "completed", forked.summary
+        assert {a.id: a.result for a in forked.agents}["2"] == long
+        # once the fork has ended, the run's objects go when both are old enough
+        code, out, err = await starter(env, "gc", "--run", run.id)
+        assert code == 0 and f"{run.id}: removed" in out, out + err
+
+
+async def test_a_second_follow_up_is_refused_while_one_works_in_the_workspace(env: Env):
+    """Two follow-ups of one ended run work in its workspace: the second is refused while the
+    first runs, and told how to go on (a fork works in a copy)."""
+    from xsky.errors import UsageError
+
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(shell("1", "sleep 30; echo one")), id=f"xsky-busy-{uuid.uuid4().hex[:6]}"
+        )
+        await eventually(lambda: board_shows(run.handle, {"1": "in_progress"}), 30)
+        await run.cancel()
+        await asyncio.wait_for(run.result(), 60)
+        first = await run.follow_up(["T-1"])
+
+        async def refused() -> None:
+            with pytest.raises(UsageError) as e:
+                await run.follow_up(["T-1"])
+            assert f"{first.id}, a follow-up of {run.id}, is still running" in str(e.value)
+            assert "fork" in str(e.value.fix)
+
+        await eventually(refused, 20)  # (once the server's list names the first follow-up)
+        await first.cancel()
+        await asyncio.wait_for(first.result(), 60)
+        fork = await run.fork("T-1", text="again")  # a fork was never refused: its own copy
+        await fork.cancel()

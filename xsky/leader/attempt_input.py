@@ -240,6 +240,7 @@ class AttemptInputs:
             dispatch=dispatch,
             workspace=self.options.workspace,
             workspace_of=self.input.resume.workspace_of if self.input.resume else None,
+            workspace_from=self.input.resume.workspace_from if self.input.resume else None,
             artifact_threshold=self.options.artifact_threshold,
             progress_interval=max(0.2, min(5.0, windows.nudge_after / 3)),
             answers=self.briefs.answers_for(task.id),

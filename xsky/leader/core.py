@@ -774,6 +774,10 @@ class LeaderCore:
             roles=self.input.roles,
             permissions=self.input.permissions,
             task_prompt=self.input.task_prompt,
+            # where a follow-up or fork works (its carried reports are in the state already)
+            resume=self.input.resume.model_copy(update={"carried": []})
+            if self.input.resume is not None
+            else None,
             state=self.state,
         )
 

@@ -1,0 +1,110 @@
+"""A fork's workspace starts as a copy of the ended run's it forks (``ResumeFrom.workspace_from``).
+
+Forks of one ended run used to work in that run's own folder, side by side: one fork's files
+showed up in the other, overwrote or deleted them, and the run forked lost what it had made.
+Now each fork has its own folder, which the worker makes — the first time an agent of the fork
+needs it — as a copy of the forked run's folder as that run left it.
+
+The copy is ``cp -a`` (``--reflink=auto``: a copy-on-write filesystem shares the blocks): links
+are copied as links, never followed. It runs as the sandbox's user (a root worker reads nothing
+an agent could not), with every sandboxed process working in the source folder frozen for its
+length (a follow-up still working there cannot swap a folder for a link mid-copy), into a
+hidden folder beside the new workspace that no sandbox sees, which is then renamed into place:
+a workspace is there whole or not at all, and of two attempts copying at once the first to
+finish wins. (With workspace hosts and an object store, the copy is a restore of the forked
+run's last snapshot instead: activities/storage/snapshots.py.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+
+from activities.sandbox import freeze
+
+log = logging.getLogger("xsky.workspace")
+
+# A copy that takes longer than this is stopped (the attempt fails and says so): a workspace
+# of many gigabytes on a filesystem without reflinks.
+COPY_SECONDS = 600
+
+
+class SeedFailed(RuntimeError):
+    """The forked run's workspace could not be copied; the message says what and how to go on."""
+
+
+def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
+    """Make ``workspace`` a copy of ``source`` if it is not there yet; whether it copied.
+
+    Nothing is done when the workspace exists (an earlier agent of the fork made it) or the
+    source does not (the run forked made no files, or its folder was removed: the fork starts
+    with an empty workspace, as the log says)."""
+    if os.path.lexists(workspace):
+        return False
+    if not source.is_dir() or source.is_symlink():
+        log.info(
+            "fork workspace %s: %s holds no workspace to copy; it starts empty", workspace, source
+        )
+        return False
+    workspace.parent.mkdir(parents=True, exist_ok=True)
+    staging = workspace.parent / f".{workspace.name}.copy-{secrets.token_hex(4)}"
+    staging.mkdir(mode=0o700)
+    as_user = owner if owner is not None and os.geteuid() == 0 else None
+    try:
+        if owner is not None:
+            os.chown(staging, *owner)
+        # Both folders are handed to cp open (the sandbox's user may not pass through the
+        # folders above them), the source opened without following a link.
+        src = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        dst = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            with freeze.frozen(source):
+                done = subprocess.run(
+                    [
+                        "cp",
+                        "-a",
+                        "--reflink=auto",
+                        "--",
+                        f"/proc/self/fd/{src}/.",
+                        f"/proc/self/fd/{dst}/",
+                    ],
+                    pass_fds=(src, dst),
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=COPY_SECONDS,
+                    # a root worker copies as the sandbox's user (None: as the worker)
+                    user=as_user[0] if as_user else None,
+                    group=as_user[1] if as_user else None,
+                    extra_groups=[] if as_user else None,
+                )
+        finally:
+            os.close(src)
+            os.close(dst)
+        if done.returncode != 0:
+            said = done.stderr.replace(f"/proc/self/fd/{src}", str(source))
+            why = "; ".join(said.strip().splitlines()[:3]) or f"cp exited {done.returncode}"
+            raise SeedFailed(
+                f"the fork's workspace could not be made as a copy of {source}: {why}. "
+                "Make those files readable to the sandbox's user (or remove them) in the run "
+                "forked, then fork again"
+            )
+        try:
+            os.rename(staging, workspace)
+        except OSError:
+            if not workspace.is_dir():
+                raise
+            return False  # another attempt of the fork copied it first
+        return True
+    except subprocess.TimeoutExpired:
+        raise SeedFailed(
+            f"copying {source} for the fork took over {COPY_SECONDS} s and was stopped; "
+            "a workspace that large forks faster on a filesystem with reflinks (btrfs, XFS)"
+        ) from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,197 @@
+"""A fork's workspace starts as a copy of the ended run's it forks — on the worker's disk
+(activities/sandbox/workspace_seed.py) and, with workspace hosts, from that run's last
+snapshot (activities/storage/snapshots.py). The real filesystem in tmp_path; canaries stay in
+tmp_path, outside every workspace."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from activities.sandbox.workspace_seed import SeedFailed, seed
+from activities.storage.local import LocalStore
+from activities.storage.snapshots import Snapshots
+from xsky.leader.core import LeaderCore
+from xsky.plan.xml import parse_workflow
+from xsky.runs import AgentReport, ResumeFrom, RunInput
+
+ROOT = os.geteuid() == 0
+T0 = datetime(2026, 12, 7, tzinfo=UTC)
+NOBODY = (65534, 65534)
+OWNERS = [None, NOBODY] if ROOT else [None]
+
+
+@pytest.fixture(params=OWNERS, ids=lambda o: "as-sandbox-user" if o else "as-worker")
+def owner(request: pytest.FixtureRequest) -> tuple[int, int] | None:
+    return request.param  # type: ignore[no-any-return]
+
+
+def run_folder(tmp_path: Path, run: str, owner: tuple[int, int] | None) -> Path:
+    """``runs/<run>/workspace`` as a worker makes it: the folders above it the worker's own
+    (0700: the sandbox's user cannot pass through them), the workspace the sandbox user's."""
+    (tmp_path / "runs").mkdir(mode=0o700, exist_ok=True)
+    (tmp_path / "runs" / run).mkdir(mode=0o700)
+    folder = tmp_path / "runs" / run / "workspace"
+    folder.mkdir()
+    return folder
+
+
+def give(path: Path, owner: tuple[int, int] | None) -> None:
+    if owner is not None:
+        for p in [path, *path.rglob("*")]:
+            os.lchown(p, *owner)
+
+
+def test_a_fork_gets_a_copy_and_the_run_forked_keeps_its_own(tmp_path: Path, owner) -> None:
+    source = run_folder(tmp_path, "base", owner)
+    (source / "sub").mkdir()
+    (source / "sub" / "notes.txt").write_text("made by T-1")
+    (source / "run.sh").write_text("echo hi")
+    (source / "run.sh").chmod(0o755)
+    give(source, owner)
+    fork = tmp_path / "runs" / "fork" / "workspace"
+
+    assert seed(fork, source, owner) is True
+    assert (fork / "sub" / "notes.txt").read_text() == "made by T-1"
+    assert os.stat(fork / "run.sh").st_mode & 0o777 == 0o755
+    if owner is not None:
+        assert (fork.stat().st_uid, (fork / "sub" / "notes.txt").stat().st_uid) == (65534, 65534)
+    (fork / "sub" / "notes.txt").write_text("the fork's")
+    (fork / "run.sh").unlink()
+    assert (source / "sub" / "notes.txt").read_text() == "made by T-1"  # a copy, not the same
+    assert (source / "run.sh").exists()
+    assert [p.name for p in fork.parent.iterdir()] == ["workspace"]  # no staging folder left
+    # made once: a later agent of the fork finds its own and nothing is copied again
+    assert seed(fork, source, owner) is False
+    assert (fork / "sub" / "notes.txt").read_text() == "the fork's"
+
+
+def test_links_in_the_run_forked_are_copied_as_links_never_followed(tmp_path: Path, owner) -> None:
+    canary = tmp_path / "outside" / "id_rsa"
+    canary.parent.mkdir()
+    canary.write_text("CANARY-KEY")
+    source = run_folder(tmp_path, "base", owner)
+    (source / "key").symlink_to(canary)
+    (source / "up").symlink_to(tmp_path / "outside")
+    give(source, owner)
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    seed(fork, source, owner)
+    assert (fork / "key").is_symlink() and os.readlink(fork / "key") == str(canary)
+    assert (fork / "up").is_symlink()
+    assert [p.name for p in canary.parent.iterdir()] == ["id_rsa"]
+
+
+def test_a_workspace_given_as_a_link_is_not_copied_from(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "token").write_text("CANARY")
+    (tmp_path / "runs" / "base").mkdir(parents=True)
+    (tmp_path / "runs" / "base" / "workspace").symlink_to(tmp_path / "secrets")
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    assert seed(fork, tmp_path / "runs" / "base" / "workspace", None) is False
+    assert not fork.exists()
+
+
+def test_nothing_to_copy_leaves_the_fork_to_start_empty(tmp_path: Path) -> None:
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    assert seed(fork, tmp_path / "runs" / "gone" / "workspace", None) is False
+    assert not fork.exists()  # (the worker makes it empty, as for any run)
+
+
+@pytest.mark.skipif(not ROOT, reason="a file the sandbox's user cannot read needs root to make")
+def test_a_file_the_sandbox_user_cannot_read_fails_the_copy_saying_which(tmp_path: Path) -> None:
+    source = run_folder(tmp_path, "base", NOBODY)
+    (source / "fine.txt").write_text("ok")
+    give(source, NOBODY)
+    (source / "locked.txt").write_text("root's")
+    os.chown(source / "locked.txt", 0, 0)
+    (source / "locked.txt").chmod(0o600)
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    with pytest.raises(SeedFailed) as e:
+        seed(fork, source, NOBODY)
+    said = str(e.value)
+    assert "locked.txt" in said and str(source) in said and "/proc/self" not in said, said
+    assert "then fork again" in said
+    assert not fork.exists() and [p.name for p in fork.parent.iterdir()] == []
+
+
+def test_two_attempts_copying_at_once_leave_one_whole_workspace(tmp_path: Path) -> None:
+    source = run_folder(tmp_path, "base", None)
+    for i in range(200):
+        (source / f"f{i}.txt").write_text(str(i))
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    copied: list[bool] = []
+    go = threading.Barrier(4)
+
+    def attempt() -> None:
+        go.wait()
+        copied.append(seed(fork, source, None))
+
+    threads = [threading.Thread(target=attempt) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert copied.count(True) >= 1
+    assert sorted(p.name for p in fork.iterdir()) == sorted(f"f{i}.txt" for i in range(200))
+    assert [p.name for p in fork.parent.iterdir()] == ["workspace"]
+
+
+# -- with workspace hosts: the fork's first restore is the forked run's last snapshot ----------
+
+
+def test_a_forks_first_restore_is_the_forked_runs_snapshot_then_its_own(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    base_ws = tmp_path / "a" / "base"
+    base_ws.mkdir(parents=True)
+    (base_ws / "made.txt").write_text("by T-1")
+    base = Snapshots(store, "base/_workspace", base_ws, tmp_path / "a" / "marks")
+    base.take()
+
+    fork_ws = tmp_path / "b" / "fork"
+    fork = Snapshots(
+        store, "fork/_workspace", fork_ws, tmp_path / "b" / "marks", seed="base/_workspace"
+    )
+    assert fork.restore() == 1
+    assert (fork_ws / "made.txt").read_text() == "by T-1"
+    assert fork.restore() is None  # restored already: nothing fetched again
+    (fork_ws / "mine.txt").write_text("the fork's")
+    # The fork's first snapshot stores every file under its own key, the copied ones too
+    # (none of them is there yet): a third host restores the fork without the run forked.
+    assert fork.take() == 2
+    for key in store.keys("base/"):
+        store.delete(key)
+    third_ws = tmp_path / "c" / "fork"
+    third = Snapshots(
+        store, "fork/_workspace", third_ws, tmp_path / "c" / "marks", seed="base/_workspace"
+    )
+    assert third.restore() == 2
+    assert sorted(p.name for p in third_ws.iterdir()) == ["made.txt", "mine.txt"]
+    assert not (base_ws / "mine.txt").exists()
+
+
+# -- the leader: where a follow-up works survives continue-as-new -----------------------------
+
+
+def test_a_follow_ups_workspace_goes_on_after_continue_as_new_without_its_carried_reports() -> None:
+    wf = parse_workflow(
+        '<workflow name="w">'
+        '<agent name="noop" id="1"><task>a</task></agent>'
+        '<agent name="noop" id="2" depends="1"><task>b</task></agent>'
+        "</workflow>"
+    )
+    carried = [AgentReport(id="1", task_id="T-1", name="noop", status="completed", result="one")]
+    inp = RunInput(
+        workflow=wf,
+        resume=ResumeFrom(run_id="run-0", workspace_of="run-0", carried=carried, rerun=["2"]),
+    )
+    core = LeaderCore(inp, "run-0-retry-abc123", T0)
+    nxt = core.continue_input()
+    assert nxt.resume is not None and nxt.resume.workspace_of == "run-0"
+    assert nxt.resume.carried == []  # (in the state already: never carried twice)
+    again = LeaderCore(nxt, "run-0-retry-abc123", T0)
+    assert again.tasks["1"].stored == "completed" and again.tasks["1"].result == "one"
+    assert again.inputs.agent_input("2", again.agents["2"], 1, [], None).workspace_of == "run-0"
