@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -44,6 +45,19 @@ MOVES = frozenset(
 RETRY_SECONDS = 1.0  # after a refused or unanswered look (no worker yet, a server restarting)
 
 
+# A file name's bytes, with room for ".picture.json" under the filesystems' 255.
+_NAME_BYTES = 200
+
+
+def _file_name(run_id: str) -> str:
+    """The run's event files' name: its id quoted, or, for an id too long for a file name (a
+    workflow id may have 1,000 characters), its start and a hash of the whole."""
+    name = quote(run_id, safe="")
+    if len(name) <= _NAME_BYTES:
+        return name
+    return f"{name[:120]}-{hashlib.sha256(run_id.encode()).hexdigest()[:20]}"
+
+
 class EventLog:
     """One run's events, in order, with the picture they lead to; on disk when given a
     folder (``<folder>/<run id>.jsonl`` and ``.picture.json``), so ids survive a restart."""
@@ -56,7 +70,7 @@ class EventLog:
         self._lines = self._picture_file = None
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            name = quote(run_id, safe="")
+            name = _file_name(run_id)
             self._lines = folder / f"{name}.jsonl"
             self._picture_file = folder / f"{name}.picture.json"
             if self._lines.exists():

@@ -189,3 +189,16 @@ def test_the_events_command_prints_no_control_a_terminal_obeys(capsys) -> None:
     out = capsys.readouterr().out
     assert "\u009b" not in out and "\u202e" not in out
     assert json.loads(out)["data"]["text"] == said  # the same JSON value, escaped
+
+
+def test_a_run_id_too_long_for_a_file_name_keeps_its_events_apart_from_a_like_one(tmp_path):
+    """A workflow id may have 1,000 characters: quoted whole it was a file name over 255
+    bytes, and the live page could not open the run."""
+    long_a, long_b = "r" * 600 + "-a", "r" * 600 + "-b"
+    one = EventLog(long_a, tmp_path)
+    first = picture(task("1"))
+    one.add(diff_pictures(None, first))
+    one.keep(first)
+    assert [e.id for e in EventLog(long_a, tmp_path).events] == [1]
+    assert EventLog(long_b, tmp_path).events == []  # another run, another file
+    assert all(len(p.name.encode()) <= 255 for p in tmp_path.iterdir())
