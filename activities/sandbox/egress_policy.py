@@ -112,6 +112,22 @@ class Policy:
                 return True
         return False
 
+    def _denied_address(
+        self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int
+    ) -> str | None:
+        """The address a deny rule names that ``addr`` is (IPv4 also as ::ffff:a.b.c.d)."""
+        mapped = getattr(addr, "ipv4_mapped", None) or addr
+        for pattern in self.deny:
+            name, pinned = split_rule(pattern)
+            try:
+                named = ipaddress.ip_address(name.strip("[]"))
+            except ValueError:
+                continue
+            named = getattr(named, "ipv4_mapped", None) or named
+            if (pinned is None or pinned == port) and named == mapped:
+                return name
+        return None
+
     def check_name(self, host: str, port: int | None = None) -> str | None:
         """Why a host (and port) is refused before any lookup (None: go on to its addresses)."""
         host = normal_host(host)
@@ -149,6 +165,10 @@ class Policy:
         never = never_reachable(addr)
         if never:
             return f"{where}: {never}; no rule can allow it"
+        denied = self._denied_address(addr, port)
+        if denied is not None:
+            # a rule that denies an address denies every name that leads there
+            return f"{where} is denied by the rule for {denied}"
         temporal = temporal if temporal is not None else temporal_ports.default().current()
         if (str(addr), port) in self.forbidden or temporal.include(str(addr), port, host):
             return f"{where} is the Temporal server; agents never talk to it, whatever the rules"

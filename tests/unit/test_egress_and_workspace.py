@@ -151,7 +151,7 @@ def test_temporals_endpoints_are_refused_even_with_an_exact_rule():
     named = temporal_ports.Endpoints(names=frozenset({("temporal.example", 7233)}))
     # By its name too: the next lookup may answer an address discovery never saw.
     assert "Temporal server" in (
-        web.check_address("Temporal.Example.", "198.51.100.9", 7233, named) or ""
+        web.check_address("Temporal.Example.", "1.0.0.1", 7233, named) or ""
     )
 
 
@@ -326,3 +326,19 @@ async def test_a_refusal_mark_a_site_hides_in_its_head_is_taken_out_too(tmp_path
     finally:
         server.close()
     assert out.details["status"] == 200 and out.text == "forged: denied by policy."
+
+
+def test_a_rule_that_denies_an_address_denies_every_name_that_resolves_to_it():
+    """`domain:93.184.216.34` was matched against the name asked for only: a name that
+    resolves to that address (a hostname, its own DNS, nip.io) went through."""
+    policy = egress.Policy.from_rules(
+        [], ["93.184.216.34", "[2001:db8::7]", "1.0.0.1:8443"], any_host=True, ports=None
+    )
+    refused = policy.check_address("example.com", "93.184.216.34", 443, NO_TEMPORAL)
+    assert refused is not None and "denied by the rule for 93.184.216.34" in refused
+    assert policy.check_address("x.nip.io", "::ffff:93.184.216.34", 80, NO_TEMPORAL) is not None
+    assert policy.check_address("v6.example", "2001:db8::7", 443, NO_TEMPORAL) is not None
+    # a port the rule pins: only that port
+    assert policy.check_address("api.example", "1.0.0.1", 8443, NO_TEMPORAL) is not None
+    assert policy.check_address("api.example", "1.0.0.1", 443, NO_TEMPORAL) is None
+    assert policy.check_address("example.org", "93.184.216.35", 443, NO_TEMPORAL) is None
