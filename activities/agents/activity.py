@@ -30,7 +30,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.agents.attempt import RECORDED_TOOLS, Attempt, prepare
+from activities.agents.attempt import RECORDED_TOOLS, Attempt, fork_copy, prepare
 from activities.agents.beat import Beat
 from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
@@ -340,6 +340,10 @@ class AgentActivities:
         """Prepare once; then the direct tool or the model loop; a completed result is stored."""
         # what the input grants (approvals, run rules, hosts), only as far as its leader says
         inp, refused = await self.grants.confirm(inp)
+        # its host holds the run's workspace (workers share no disk)
+        workspace_host = activity.info().task_queue == self.settings.host_queue()
+        if not workspace_host and await asyncio.to_thread(fork_copy, self.settings, inp):
+            beat.progress(f"workspace copied from {inp.workspace_from}'s, as that run left it")
         a = prepare(
             inp,
             key=key,
@@ -352,8 +356,7 @@ class AgentActivities:
             number=number,
             mcp=self.mcp,
             refused=refused,
-            # its host holds the run's workspace (workers share no disk)
-            workspace_host=activity.info().task_queue == self.settings.host_queue(),
+            workspace_host=workspace_host,
             tail=tail,
             fresh=start.fresh,
             start=start,

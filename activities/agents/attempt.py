@@ -158,15 +158,7 @@ def prepare(
     workspace = (
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
-        else workspace_for(
-            settings,
-            sandbox,
-            inp.workspace,
-            inp.workspace_of or inp.run_id,
-            # a fork's own workspace starts as a copy of the run it forks (on a workspace
-            # host, as a restore of that run's last snapshot: ``snapshots`` below)
-            copy_of=None if inp.workspace or workspace_host else inp.workspace_from,
-        )
+        else workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
     )
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
@@ -394,17 +386,29 @@ def _named_workspace(
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
 
 
+def fork_copy(settings: Settings, inp: AgentInput) -> bool:
+    """A fork's workspace, made as a copy of the run it forks when its first agent that works
+    in one starts (activities/sandbox/workspace_seed.py); whether it copied. Before ``prepare``
+    and in a thread of its own: a large workspace takes a while. (On a workspace host the copy
+    is the first restore: ``Attempt.snapshots``.)"""
+    if inp.workspace_from is None or inp.workspace or tool_name(inp.agent.config) in WORKSPACE_FREE:
+        return False
+    sandbox = worker_view(settings).sandbox
+    roots = sandbox.workspace_roots
+    try:
+        folder = workspaces.resolve(None, settings, inp.workspace_of or inp.run_id, roots)
+        source = workspaces.resolve(None, settings, inp.workspace_from, roots)
+        return workspace_seed.seed(folder, source, sandbox.owner)
+    except (workspaces.WorkspaceRefused, workspace_seed.SeedFailed) as e:
+        raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
+
+
 def workspace_for(
-    settings: Settings,
-    sandbox: SandboxSettings,
-    name: str | None,
-    run_id: str,
-    copy_of: str | None = None,
+    settings: Settings, sandbox: SandboxSettings, name: str | None, run_id: str
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
-    checked, made by the worker and handed to the sandbox user. ``copy_of``: a fork's, first
-    made as a copy of that run's workspace (activities/sandbox/workspace_seed.py)."""
+    checked, made by the worker and handed to the sandbox user."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -419,12 +423,6 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
-    if copy_of is not None:
-        source = workspaces.resolve(None, settings, copy_of, roots)
-        try:
-            workspace_seed.seed(folder, source, owner)
-        except workspace_seed.SeedFailed as e:
-            raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     return workspaces.make(folder, *(owner or (None, None)))
 
 
