@@ -6,8 +6,9 @@ Now each fork has its own folder, which the worker makes — the first time an a
 needs it — as a copy of the forked run's folder as that run left it.
 
 The copy is made before the attempt is prepared, in a thread of its own (a large workspace
-takes a while: the worker's event loop and heartbeats go on), with ``cp -a`` (``--reflink=auto``: a copy-on-write filesystem shares the blocks): links
-are copied as links, never followed. It runs as the sandbox's user (a root worker reads nothing
+takes a while: the worker's event loop and heartbeats go on), with ``cp -a``
+(``--reflink=auto``: a copy-on-write filesystem shares the blocks): links are copied as links,
+never followed. It runs as the sandbox's user (a root worker reads nothing
 an agent could not), with every sandboxed process working in the source folder frozen for its
 length (a follow-up still working there cannot swap a folder for a link mid-copy), into a
 hidden folder beside the new workspace that no sandbox sees, which is then renamed into place:
