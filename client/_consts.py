@@ -10,6 +10,9 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
 from temporalio.service import RPCStatusCode
 
 QUERY_TIMEOUT = timedelta(seconds=5)
+# A change (an update) goes through a workflow task: seconds on a loaded server with a large
+# run to replay; past this it is said to be sent and waiting, not to have failed.
+UPDATE_TIMEOUT = timedelta(seconds=20)
 # A worker that was just started (`starter.py up`) may take a moment to poll.
 WORKER_WAIT = 10.0
 # The failure types a leader ends with when it has a RunResult to give.

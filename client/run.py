@@ -15,6 +15,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
@@ -28,6 +29,7 @@ from client._consts import (
     RUNNING_STATUS,
     SILENT_WORKER_SECONDS,
     TRANSIENT,
+    UPDATE_TIMEOUT,
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
@@ -57,7 +59,7 @@ from client.settings import resolve_permissions
 from client.start import LINEAGE_KEY, launch
 from client.steer import check_signalled, find_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
-from client.workers import unanswered, untaken
+from client.workers import serving, unanswered, untaken
 from client.workspace_files import workspace_folder
 from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import Settings
@@ -353,11 +355,29 @@ class Run:
 
     async def _update(self, update: calls.Update, request: Any) -> InterventionResult:
         await self._running("change")
+        queue = await self._served()
         try:
             result: InterventionResult = await self.handle.execute_update(
-                update.name, request, result_type=InterventionResult
+                update.name, request, result_type=InterventionResult, rpc_timeout=UPDATE_TIMEOUT
             )
             return result
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # interrupted (Ctrl-C): not a timeout
+            # Sent and not answered: the server keeps it, and the run takes it when a worker
+            # does — so the person is told it may still apply, not that it failed.
+            why = await unanswered(
+                self._client, self._settings, self.id, queue, "no answer", "running"
+            )
+            raise type(why)(
+                f"{update.name} was sent to {self.id} but not answered within "
+                f"{UPDATE_TIMEOUT.total_seconds():g}s ({why.fact}); it applies when a worker "
+                "takes the run — Run.status() shows whether it has",
+                why.fix,
+                topic=why.topic,
+                subject=self.id,
+            ) from None
         except WorkflowUpdateFailedError as e:
             cause = e.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or e)
@@ -368,6 +388,19 @@ class Run:
                 "is a worker running (`python worker.py`)?",
                 topic="worker",
             ) from None
+
+    async def _served(self) -> str:
+        """The run's task queue, when a worker serves it; else a NoWorkerError, nothing sent (a
+        change sent to a run no worker serves waited silently and applied whenever one came)."""
+        queue = (await self.handle.describe()).task_queue
+        if not await serving(self._client, self._settings, queue):
+            raise NoWorkerError(
+                f"{self.id} is running but no worker serves its task queue '{queue}' at "
+                f"{self._settings.address}; nothing was sent",
+                "start one with `python worker.py`, then ask again",
+                topic="worker",
+            )
+        return queue
 
     async def _steer(
         self,

@@ -212,6 +212,13 @@ def untaken(
 # -- why a run's query went unanswered ------------------------------------------------------------
 
 
+_LISTED = (
+    WorkerStatus.WORKER_STATUS_RUNNING,
+    WorkerStatus.WORKER_STATUS_SHUTTING_DOWN,
+    WorkerStatus.WORKER_STATUS_SHUTDOWN,
+)
+
+
 @dataclass(frozen=True)
 class SeenWorker:
     """A worker the server lists for a task queue, from its worker heartbeats."""
@@ -219,11 +226,16 @@ class SeenWorker:
     identity: str
     silent: float  # seconds since its last heartbeat reached the server
     free_slots: int | None  # workflow task slots free at its last heartbeat (None: not said)
+    stopping: bool = False  # its last heartbeat said it was shutting down (or had)
+
+    @property
+    def gone(self) -> bool:
+        return self.stopping or self.silent > WORKER_SILENT_SECONDS
 
 
 async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWorker] | None:
-    """Running workers of ``queue`` by their heartbeats; None when the server cannot say (an
-    older server, no permission)."""
+    """The workers of ``queue`` by their heartbeats (running, or shutting down when last
+    heard of); None when the server cannot say (an older server, no permission)."""
     try:
         response = await client.workflow_service.list_workers(
             ListWorkersRequest(namespace=namespace, page_size=1000)
@@ -234,7 +246,7 @@ async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWor
     seen = []
     for info in response.workers_info:
         beat = info.worker_heartbeat
-        if beat.task_queue != queue or beat.status != WorkerStatus.WORKER_STATUS_RUNNING:
+        if beat.task_queue != queue or beat.status not in _LISTED:
             continue
         slots = beat.workflow_task_slots_info
         seen.append(
@@ -242,9 +254,39 @@ async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWor
                 identity=beat.worker_identity,
                 silent=max(0.0, now - beat.heartbeat_time.ToSeconds()),
                 free_slots=slots.current_available_slots if slots.slot_supplier_kind else None,
+                stopping=beat.status != WorkerStatus.WORKER_STATUS_RUNNING,
             )
         )
     return seen
+
+
+# What the server says of a query no worker could take (matchingservice: no poller seen recently).
+NO_POLLER = "no poller seen"
+
+
+async def _workers_and_pollers(
+    client: Client, settings: Settings, queue: str
+) -> tuple[list[SeenWorker], int | None]:
+    """The workers of ``queue`` by their heartbeats, and how many of the server's recent
+    pollers of it belong to none that stopped (a poller is listed for a minute after its
+    worker shut down; a worker without heartbeats counts by its polls alone; None: the
+    server cannot say)."""
+    seen = await workers_on(client, settings.namespace, queue) or []
+    try:
+        polled = await live_pollers(client, settings, queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    except RPCError:
+        return seen, None
+    gone = {w.identity for w in seen if w.gone}
+    return seen, sum(1 for p in polled if p.identity not in gone)
+
+
+async def serving(client: Client, settings: Settings, queue: str) -> bool:
+    """Does a worker serve ``queue``'s workflow tasks now (one that shut down a moment ago,
+    which the server still lists as a poller, does not)?"""
+    seen, pollers = await _workers_and_pollers(client, settings, queue)
+    if pollers is None:
+        return True  # the server cannot say: as if served (nothing refused on a guess)
+    return pollers > 0 or any(not w.gone for w in seen)
 
 
 async def unanswered(
@@ -258,25 +300,29 @@ async def unanswered(
     """Why no worker answered a query of ``run_id`` (whose leader is on ``queue``): none
     serves the queue, one stopped answering (its heartbeats stopped: stopped, frozen, cut
     off), or they are all busy — three situations, three fixes."""
-    seen = await workers_on(client, settings.namespace, queue)
-    try:
-        pollers = await queue_pollers(
-            client, settings, queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
-        )
-    except RPCError:
-        pollers = 0
-    live = [w for w in seen or [] if w.silent <= WORKER_SILENT_SECONDS]
-    stopped = [w for w in seen or [] if w.silent > WORKER_SILENT_SECONDS]
-    if not live and not pollers and not stopped:
+    seen, polled = await _workers_and_pollers(client, settings, queue)
+    pollers = polled or 0
+    live = [w for w in seen if not w.gone]
+    stopped = [w for w in seen if w.gone]
+    # The server's own word that nobody polls the queue now: the pollers it still lists and
+    # a worker whose last heartbeat is recent have stopped (one shut down a moment ago was
+    # called busy).
+    gone = NO_POLLER in problem
+    # a worker that said it was shutting down has stopped; one silent without a word may be
+    # frozen or cut off (and come back)
+    silent = [w for w in stopped if not w.stopping]
+    if (not live and not pollers and not silent) or gone:
+        left = stopped + live
+        names = f" (it stopped: {', '.join(w.identity for w in left[:3])})" if left else ""
         return NoWorkerError(
             f"{run_id} is {status}"
             + (" but" if status == "running" else "; reading it needs a worker, and")
-            + f" no worker serves its task queue '{queue}' at {settings.address}",
+            + f" no worker serves its task queue '{queue}' at {settings.address}{names}",
             "start one with `python worker.py`",
             topic="worker",
         )
-    if stopped:
-        names = ", ".join(f"{w.identity} (silent {w.silent:.0f}s)" for w in stopped[:3])
+    if silent:
+        names = ", ".join(f"{w.identity} (silent {w.silent:.0f}s)" for w in silent[:3])
         others = f"the {len(live)} that answer" if live else "another worker"
         return WorkerStoppedError(
             f"{run_id} did not answer: a worker that ran it stopped answering ({names}: stopped, "

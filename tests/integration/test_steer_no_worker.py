@@ -1,0 +1,54 @@
+"""Steering a run whose worker has stopped: told at once, never a silent wait."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+from client import XSky
+from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import board_shows, plan
+from xsky.errors import NoWorkerError
+
+pytestmark = pytest.mark.integration
+
+SLOW = (
+    '<agent name="shell" id="1"><task>wait</task>'
+    '<config>{"tool": "shell", "command": "sleep 120"}</config></agent>'
+)
+
+
+async def test_a_change_to_a_run_no_worker_serves_is_answered_with_why_not_a_silent_wait(
+    env: Env,
+):
+    """With the worker down, `answer`, `pause`, `budget` … printed nothing for 13 minutes, and
+    whatever was typed applied when a worker came back, unannounced."""
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(plan(SLOW, name="steer-down"), id=f"steer-down-{uuid.uuid4().hex[:6]}")
+        await eventually(lambda: board_shows(run.handle, {"1": "in_progress"}), 30)
+        await env.stop_workers()
+        t0 = time.monotonic()
+        with pytest.raises(NoWorkerError) as e:
+            await asyncio.wait_for(run.pause(reason="down"), 60)
+        said = str(e.value)
+        # at once (the worker's heartbeats say it shut down), and nothing was sent
+        assert time.monotonic() - t0 < 15, said
+        assert "no worker serves" in said and "nothing was sent" in said, said
+        # and a read names the same reason, not busy workers
+        with pytest.raises(NoWorkerError) as e2:
+            await run.board()
+        assert "no worker serves" in str(e2.value), str(e2.value)
+        # nothing was sent: a worker back, the run goes on unpaused
+        await env.start_worker()
+
+        async def going() -> None:
+            status = await run.status()
+            assert status.state == "running", status.state
+
+        await eventually(going, 30)
+        await run.handle.terminate("test over")
