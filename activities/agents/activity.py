@@ -306,10 +306,12 @@ class AgentActivities:
                         type=e.type,
                         non_retryable=False,
                     )
+                # Still deterministic: final, like one without retries — a replan would run
+                # the same step again (the leader replanned it twice: 9 runs for "retries": 2).
                 return ApplicationError(
                     f"{e.message} — retries exhausted ({errors} attempts ended in an error)",
                     *e.details,
-                    {"attempt": attempt, "failure": EXHAUSTED},
+                    {"attempt": attempt, "failure": DETERMINISTIC},
                     type=e.type,
                     non_retryable=True,
                 )

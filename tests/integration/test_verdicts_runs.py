@@ -74,6 +74,23 @@ async def test_config_retries_repeat_a_deterministic_failure_as_often_as_asked(e
     assert result.agents[0].result == "ok"
 
 
+async def test_config_retries_exhausted_is_final_and_not_replanned_into_more_runs(env: Env):
+    """`"retries": 2` on a command that always fails ran it 9 times: 3 attempts, then two
+    automatic replans of the same step with 3 attempts each."""
+    await env.start_worker()
+    extra = ', "retries": 2, "retry": {"initialInterval": 0.1, "maximumInterval": 0.1}'
+    handle = await env.start(plan(shell("1", "echo x &gt;&gt; runs.txt; exit 3", extra=extra)))
+    result = await asyncio.wait_for(run_outcome(handle), 60)
+    assert result.status == "failed" and "retries exhausted (3 attempts" in (
+        result.agents[0].error or ""
+    ), result.agents[0].error
+    ran = (env.settings.runs / handle.id / "workspace" / "runs.txt").read_text().split()
+    assert len(ran) == 3, ran
+    async with XSky.connect() as x:
+        history = await (await x.get(handle.id)).plan_history()
+    assert not any("automatic replan" in v.reason for v in history), [v.reason for v in history]
+
+
 async def test_hold_on_failure_waits_with_an_escalation_until_end(env: Env):
     await env.start_worker()
     async with XSky.connect() as x:
