@@ -173,15 +173,16 @@ class AgentActivities:
         except asyncio.CancelledError:
             cancelled = True  # not reported: what it leaves is for the next attempt to find
             details = activity.cancellation_details()
+            ran = time.monotonic() - entered
             if details is not None and details.timed_out:
                 await asyncio.to_thread(
-                    ledger.record, info.attempt, "timeout", "ran past its start-to-close timeout"
+                    ledger.record, info.attempt, "timeout", _timed_out(info, ran)
                 )
             # Its log says it ended here (a paused agent's next dispatch follows this line),
             # unless it had said how it ended already or had not begun to.
             said = tail.attempt_log
             if said is not None and not said.ended:
-                said.outcome("stopped", error=_stopped(details))
+                said.outcome("stopped", error=_stopped(details, info, ran))
             await beat.final(await asyncio.to_thread(stored_usage, self.store, key))
             raise
         # a bug or an unexpected error: recorded, retried like any error
@@ -423,10 +424,30 @@ async def _back_off(beat: Beat, seconds: float, errors: int) -> None:
         await asyncio.sleep(seconds)
 
 
-def _stopped(details: activity.ActivityCancellationDetails | None) -> str:
+def _timed_out(info: activity.Info, ran: float) -> str:
+    """Which of its timeouts an attempt that timed out ran past, after ``ran`` seconds here.
+
+    Temporal says only that it timed out: one that ends well before its start-to-close
+    timeout missed its heartbeat timeout — its heartbeats did not reach the server (a frozen
+    or unreachable server, a cut network) — which was called running too long."""
+    limit = info.start_to_close_timeout
+    if limit is None or ran >= 0.9 * limit.total_seconds():
+        return "ran past its start-to-close timeout"
+    beat = info.heartbeat_timeout.total_seconds() if info.heartbeat_timeout else None
+    within = f" within {beat:g}s" if beat else ""
+    return (
+        f"its heartbeats did not reach the server{within} (the server or the network was "
+        f"unreachable, or the worker too busy to send them), after {ran:.0f}s of "
+        f"{limit.total_seconds():g}s allowed"
+    )
+
+
+def _stopped(
+    details: activity.ActivityCancellationDetails | None, info: activity.Info, ran: float
+) -> str:
     """Why an attempt was stopped, as far as the worker knows it."""
     if details is not None and details.timed_out:
-        return "ran past its start-to-close timeout"
+        return _timed_out(info, ran)
     if details is not None and details.worker_shutdown:
         return "its worker shut down; the attempt runs again elsewhere"
     if details is not None and details.paused:
