@@ -281,6 +281,7 @@ class AgentActivities:
             if tool_name(inp.agent.config) in RECORDED_TOOLS:
                 # Its command's end is reported with this error: a retry runs it again.
                 await asyncio.to_thread(ledger.store.delete, ledger.command_key)
+                await asyncio.to_thread(ledger.forget_local_record, self.settings.home)
         except OSError as oe:  # a full store: the error is still this attempt's end
             activity.logger.warning("the attempt ledger cannot be written: %s", oe)
             errors = await asyncio.to_thread(ledger.errors) + 1

@@ -187,7 +187,9 @@ def prepare(
     # The dispatch's one command: its end is recorded, and a later attempt returns it.
     record, publish = (
         ledger.command_record(
-            settings.home, fetch=not fresh, after_error=start is not None and start.after_error
+            settings.home,
+            fetch=not fresh,
+            after_error=start is not None and start.record_cleared,
         )
         if tool in RECORDED_TOOLS
         else (None, None)
@@ -215,6 +217,9 @@ def prepare(
         readable=gate.readable,
         owner=sandbox.owner,
         command_record=record,
+        command_spare=ledger.command_spare(settings.home)
+        if record is not None and publish is None
+        else None,
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)

@@ -62,7 +62,7 @@ async def before_direct_call(
     why = a.gate.not_repeatable(name, args, a.config)
     doubt = Doubt(a.key.task_id, name, name, args, why or "")
     if why is None:
-        if a.start.previous is not None and a.start.previous.startswith("worker lost"):
+        if a.start.previous is not None and _lost(a.start.previous):
             log.event("in_doubt", call=name, tool=name, repeated=True)
             a.beat.progress(repeated_note(doubt))
         return None
@@ -81,6 +81,12 @@ async def before_direct_call(
         return ToolResult(text, {"inDoubt": choice})
     await asyncio.to_thread(a.ledger.calling, a.number, doubt.shown())
     return None
+
+
+def _lost(previous: str) -> bool:
+    """Did the attempt before end without a word after its call may have run: its worker lost,
+    or lost while it waited for the store to keep what the call did (ledger.py says so)?"""
+    return previous.startswith("worker lost") or "the artifact store at " in previous
 
 
 def _ended(a: Attempt, name: str) -> bool:

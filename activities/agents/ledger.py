@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from activities.agents.key import AgentKey
 from activities.fsio import atomic_write
@@ -86,6 +87,9 @@ KEPT_OUTCOME = re.compile(r"\d+-d\d+\.outcome\.json")
 
 
 OUTCOME_SUFFIX = ".outcome.json"  # beside a dispatch's ledger: the outcome it kept
+# Under <home>/commands: command records a local store's full or read-only disk did not take.
+SPARE_FOLDER = "spare"
+_MADE: set[Path] = set()  # spare folders this process has made
 
 
 @dataclass(frozen=True)
@@ -149,12 +153,22 @@ class AttemptLedger:
         attempt before this one ended in an error (``after_error``): elsewhere, after that
         record, and its error cleared the store's record, so the command runs again.
 
+        A local store's record is the store's own file; where the store's disk cannot take it
+        (full, read-only) the watchdog writes it to the worker's ``home`` instead
+        (:meth:`command_spare`), where a later attempt on this machine finds it.
+
         Its folder is made here (a local call, no store request): the watchdog writes the record
         but makes no folder, and nothing else of the dispatch may have been written yet — an
         attempt's lease comes only once it has lasted (lease.first_write_after)."""
         here = self.store.local(self.command_key)
         if here is not None:
-            here.parent.mkdir(parents=True, exist_ok=True)
+            spare = self.command_spare(home)
+            if after_error:
+                spare.unlink(missing_ok=True)
+            elif fetch and not here.exists() and spare.is_file():
+                return spare, None  # an earlier attempt's, written where the store could not
+            with contextlib.suppress(OSError):  # a read-only store: the spare place takes it
+                here.parent.mkdir(parents=True, exist_ok=True)
             return here, None
         path = home / "commands" / self.command_key
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,15 +188,28 @@ class AttemptLedger:
 
         return path, publish
 
+    def command_spare(self, home: Path) -> Path:
+        """Where the watchdog writes a command's record when its place cannot take it (a local
+        store's disk full or read-only): the worker's own disk, one folder for all (the
+        watchdog makes no folder), the key quoted into one name."""
+        folder = home / "commands" / SPARE_FOLDER
+        if folder not in _MADE:
+            folder.mkdir(parents=True, exist_ok=True)
+            _MADE.add(folder)
+        return folder / quote(self.command_key, safe="")
+
     def forget_local_record(self, home: Path) -> None:
         """The attempt has reported (its outcome kept, or its error written): with an object
         store, its command's record on this machine's disk has done its work (the store holds
         what a later attempt needs), so it goes — a worker's disk does not fill with one file
         per command. A local store's record is the store's own object: it stays."""
-        if self.store.local(self.command_key) is None:
-            # best effort: an outcome already kept must not turn into a failure here
-            with contextlib.suppress(OSError):
+        # best effort: an outcome already kept must not turn into a failure here (a local
+        # store's record is the store's own object and stays; its spare copy, if any, goes)
+        with contextlib.suppress(OSError):
+            if self.store.local(self.command_key) is None:
                 (home / "commands" / self.command_key).unlink(missing_ok=True)
+            else:
+                self.command_spare(home).unlink(missing_ok=True)
 
     def has_outcome(self) -> bool:
         return self.store.exists(self.outcome_key)
@@ -313,6 +340,7 @@ class AttemptLedger:
                 errors,
                 kept,
                 calling=calling,
+                record_cleared=ended.get("kind") == "error",
             )
         if last_word is not None and "the artifact store at " in last_word:
             return Start(f"error: {last_word}", True, errors + 1, kept, calling=calling)
@@ -351,6 +379,10 @@ class Start:
     # A call an earlier attempt of the dispatch began and never reported (see
     # :meth:`AttemptLedger.calling`): how it was shown; None when there is none.
     calling: str | None = None
+    # That attempt wrote its error, and with it cleared its command's record: a record left on
+    # this machine's disk is older than that error (not one a worker lost waiting for the
+    # store left, which counts as an error too but wrote none: its record stands).
+    record_cleared: bool = False
 
     @classmethod
     def first(cls) -> Start:

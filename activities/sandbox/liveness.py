@@ -143,6 +143,11 @@ def stall_after() -> float:
     return quiet_after()
 
 
+# The watchdog's spare place for the command's record (watchdog.c, watchdog.py read it, and
+# take it out of the command's environment).
+SPARE_ENV = "XSKY_RECORD_SPARE"
+
+
 def watched(
     argv: list[str], fd: int, quiet: float, record: Path | None = None, limit: int = 0
 ) -> list[str]:

@@ -170,8 +170,9 @@ static void put_base64(Text *t, const unsigned char *b, size_t n) {
 }
 
 /* The command's end, durably: a temporary file synced, then renamed (a reader sees the whole
- * record or none), then its folder synced. Best effort: a full disk leaves no record. */
-static void write_record(const char *path, int status, Stream *out, Stream *err, double seconds) {
+ * record or none), then its folder synced. Whether it was written: a full or read-only disk
+ * leaves no record there (the caller then tries the spare place). */
+static int write_record(const char *path, int status, Stream *out, Stream *err, double seconds) {
     Text t = {0};
     char number[64];
     snprintf(number, sizeof number, "{\"status\": %d, \"stdoutB64\": \"", status);
@@ -218,6 +219,7 @@ static void write_record(const char *path, int status, Stream *out, Stream *err,
     }
     free(tmp);
     free(t.data);
+    return ok;
 }
 
 /* -- the command --------------------------------------------------------------------------- */
@@ -258,6 +260,11 @@ int main(int argc, char **argv) {
     double quiet = strtod(argv[2], NULL);
     const char *record = argv[3];
     size_t limit = (size_t)strtoull(argv[4], NULL, 10);
+    /* Where the record goes when RECORD cannot take it (the store's disk full or read-only):
+     * the worker's own disk. Not the command's business: taken out of its environment. */
+    const char *given = getenv("XSKY_RECORD_SPARE");
+    char *spare = given != NULL && given[0] != '\0' ? need(strdup(given)) : NULL;
+    unsetenv("XSKY_RECORD_SPARE");
     signal(SIGPIPE, SIG_IGN); /* a gone worker is seen as EPIPE, not as this process's death */
 
     double began = now();
@@ -367,8 +374,9 @@ int main(int argc, char **argv) {
                 stream_read(which[i]);
     }
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    if (strcmp(record, "-") != 0)
-        write_record(record, code, &out, &err, now() - began);
+    if (strcmp(record, "-") != 0 && !write_record(record, code, &out, &err, now() - began) &&
+        spare != NULL)
+        write_record(spare, code, &out, &err, now() - began);
     for (int i = 0; i < 2; i++) {
         set_blocking(streams[i]->target, 1);
         stream_flush(streams[i]);

@@ -98,10 +98,10 @@ class Stream:
         return self.source is not None and len(self.pending) < BUFFERED
 
 
-def write_record(path: str, status: int, out: Stream, err: Stream, seconds: float) -> None:
+def write_record(path: str, status: int, out: Stream, err: Stream, seconds: float) -> bool:
     """The command's end, durably: a temporary file synced, then renamed (a reader sees the
-    whole record or none). Best effort: a full disk leaves no record (the worker, if alive,
-    still reports the end itself)."""
+    whole record or none); whether it was written (a full or read-only disk leaves no record
+    there: the caller tries the spare place)."""
     record = {  # the heads as bytes (base64), as the compiled form writes them (watchdog.c)
         "status": status,
         "stdoutB64": base64.b64encode(out.head).decode("ascii"),
@@ -127,6 +127,8 @@ def write_record(path: str, status: int, out: Stream, err: Stream, seconds: floa
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        return os.path.isfile(path)  # (written, and only its folder's sync failed)
+    return True
 
 
 def start(argv: list[str], pulse: int, limit: int) -> tuple[int, Stream, Stream, int]:
@@ -172,6 +174,9 @@ def _ended_within(child: int, pidfd: int, seconds: float) -> tuple[int, int]:
 
 def main(args: list[str]) -> None:
     pulse, quiet, record, limit = int(args[0]), float(args[1]), args[2], int(args[3])
+    # Where the record goes when ``record`` cannot take it (the store's disk full or read-only):
+    # the worker's own disk. Not the command's business: taken out of its environment.
+    spare = os.environ.pop("XSKY_RECORD_SPARE", "")
     argv = args[4:]
     began = time.monotonic()
     child, out, err, pidfd = start(argv, pulse, limit)
@@ -223,7 +228,9 @@ def main(args: list[str]) -> None:
             if s.source is not None and s.source in ready:
                 s.read()
     if record != "-":
-        write_record(record, os.waitstatus_to_exitcode(status), out, err, time.monotonic() - began)
+        code, seconds = os.waitstatus_to_exitcode(status), time.monotonic() - began
+        if not write_record(record, code, out, err, seconds) and spare:
+            write_record(spare, code, out, err, seconds)
     for s in streams:
         os.set_blocking(s.target, True)
         s.flush()

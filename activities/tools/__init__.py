@@ -112,6 +112,9 @@ class ToolContext:
     # later attempt of the dispatch returns that end instead of running the command again
     # (with an object store, once the activity has put it there: Attempt.publish_command).
     command_record: Path | None = None
+    # Where it writes that end when ``command_record``'s disk cannot take it (a local store's
+    # disk full or read-only): the worker's own (AttemptLedger.command_spare).
+    command_spare: Path | None = None
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

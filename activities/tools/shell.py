@@ -193,7 +193,16 @@ async def _supervise(
             lambda: _Capture(limit),
             *argv,
             cwd=ctx.workspace,
-            env={**scrubbed_env(ctx.workspace), **c.extra_env},
+            env={
+                **scrubbed_env(ctx.workspace),
+                **c.extra_env,
+                # the watchdog's, taken out of the command's environment (watchdog.c)
+                **(
+                    {liveness.SPARE_ENV: str(ctx.command_spare)}
+                    if ctx.command_spare is not None
+                    else {}
+                ),
+            },
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

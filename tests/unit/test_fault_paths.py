@@ -285,3 +285,81 @@ def test_the_cut_off_finds_a_processes_connections_to_the_server():
     finally:
         conn.close()
         listener.close()
+
+
+# -- a command's record where the store's disk cannot take it ------------------------------------
+
+
+def _watchdog_forms() -> list[list[str]]:
+    from activities.sandbox import native
+
+    forms = [[sys.executable, "-I", "-S", str(native.PYTHON_FORM)]]
+    compiled = native.compiled_watchdog()
+    return forms + ([[str(compiled)]] if compiled is not None else [])
+
+
+@pytest.mark.parametrize("form", range(2), ids=["python", "compiled"])
+async def test_a_record_the_stores_disk_cannot_take_is_written_to_the_spare_place(
+    tmp_path: Path, form: int
+):
+    """A chaos run: the artifact store's disk went read-only (or full) while a command ran,
+    its record was lost, the worker was killed, and the retry ran the command again."""
+    forms = _watchdog_forms()
+    if form >= len(forms):
+        pytest.skip("no C compiler: the compiled watchdog is not built here")
+    record = tmp_path / "gone" / "cmd.json"  # a place that cannot take it
+    spare = tmp_path / "spare.json"
+    with liveness.PULSE_THREAD.pipe(stall=5) as fed:
+        argv = [*forms[form], str(fed), "5", str(record), "1024"]
+        argv += ["sh", "-c", f'echo "${{{liveness.SPARE_ENV}:-not given}}"; exit 4']
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            pass_fds=(fed,),
+            env={**os.environ, liveness.SPARE_ENV: str(spare)},
+        )
+        os.close(fed)
+        out, _ = await proc.communicate()
+    assert out == b"not given\n"  # the watchdog's, not the command's
+    assert not record.exists()
+    done = recorded_end(spare, 1024)
+    assert done is not None and done.returncode == 4 and done.stdout == "not given\n"
+
+
+def test_a_local_stores_retry_returns_a_record_in_the_spare_place_unless_an_error_cleared_it(
+    tmp_path: Path,
+):
+    from activities.storage.local import LocalStore
+
+    home = tmp_path / "home"
+    ledger = AttemptLedger(LocalStore(tmp_path / "store"), "run/_attempts/x-T-1-v1-d1.jsonl")
+    here, publish = ledger.command_record(home, fetch=False)
+    assert here == tmp_path / "store" / ledger.command_key and publish is None
+    spare = ledger.command_spare(home)
+    assert spare.parent == home / "commands" / "spare" and "/" not in spare.name
+    spare.write_text(json.dumps({"status": 0, "stdoutB64": "", "stderrB64": ""}))
+    assert ledger.command_record(home, fetch=True)[0] == spare  # the earlier attempt's end
+    here.write_text(spare.read_text())
+    assert ledger.command_record(home, fetch=True)[0] == here  # the store's own comes first
+    here.unlink()
+    assert ledger.command_record(home, fetch=True, after_error=True)[0] == here
+    assert not spare.exists()  # an error came after it: the command runs again
+    spare.write_text("{}")
+    ledger.forget_local_record(home)
+    assert not spare.exists()  # its attempt reported
+
+
+def test_a_worker_lost_waiting_for_the_store_leaves_its_commands_record_standing(
+    tmp_path: Path,
+):
+    """Its attempt counts as an error (its retries are bounded) but wrote none, so the record
+    of the command it ran is not cleared: a retry returns it instead of running it again."""
+    from activities.storage.local import LocalStore
+
+    ledger = AttemptLedger(LocalStore(tmp_path / "store"), "run/_attempts/x-T-1-v1-d1.jsonl")
+    waited = "the artifact store at /srv/store is read-only: waiting 4s to write the outcome"
+    start = ledger.begin(2, 30.0, waited)
+    assert start.after_error and not start.record_cleared
+    ledger.record(2, "error", "exit 1")
+    start = ledger.begin(3, 30.0, None)
+    assert start.after_error and start.record_cleared
