@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--db", help="SQLite file for the server's state (default: $XSKY_HOME/temporal.db)"
     )
-    p.add_argument("--ui-port", type=int, help="Web UI port (default XSKY_UI_PORT or 8233)")
+    p.add_argument("--ui-port", type=_port, help="Web UI port (default XSKY_UI_PORT or 8233)")
     p.set_defaults(handler=cmd_server)
 
     p = sub.add_parser(
@@ -35,6 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("down", help="stop the worker and the server that `up` started")
     p.set_defaults(handler=cmd_down)
+
+
+def _port(text: str) -> int:
+    """A port number for argparse (1–65535), refused with the range otherwise."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1–65535)") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: give one of 1–65535")
+    return port
 
 
 def _host_port(settings: Settings) -> tuple[str, int]:
@@ -79,8 +90,20 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
     """Start the dev server unless one answers already. True if it was started now."""
     host, port = _host_port(settings)
     if is_listening(host, port):
+        _answers_as_temporal(settings)
         out.print(f"Temporal is already up at {settings.address} (Web UI {settings.ui_url})")
         return False
+    running = _read_pid(_pid_file(settings, "server"))
+    if running is not None:
+        # Two dev servers on one database (a TEMPORAL_ADDRESS changed, the home kept) write
+        # over each other's runs, and `down` then stops only the newer one.
+        raise UsageError(
+            f"this XSKY_HOME's Temporal server (pid {running}) is running at "
+            f"{_server_address(running) or 'another address'}, not at {settings.address}, on "
+            f"the same state ({settings.home / 'temporal.db'})",
+            "use that address (TEMPORAL_ADDRESS), stop it first (`starter.py down` with the "
+            "address it was started with), or give this server its own XSKY_HOME",
+        )
     if host not in ("127.0.0.1", "0.0.0.0"):
         raise UsageError(
             f"nothing answers at {settings.address}, and a local server cannot be started for a remote host"
@@ -93,7 +116,13 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         ip=host,
         log_path=settings.home / "temporal.log",
     )
-    server.start(detach=True)
+    try:
+        server.start(detach=True)
+    except (RuntimeError, TimeoutError) as e:
+        raise UsageError(
+            f"{e}{_logged_cause(server.log_path)}",
+            "pick another port (TEMPORAL_ADDRESS, XSKY_UI_PORT or --ui-port) if one is taken",
+        ) from None
     assert server.process is not None
     _pid_file(settings, "server").write_text(str(server.process.pid))
     out.print(
@@ -101,6 +130,55 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         f"state in {server.db_path} (log {server.log_path})"
     )
     return True
+
+
+def _answers_as_temporal(settings: Settings) -> None:
+    """Something listens at the address: is it a Temporal server? (another program, or
+    another server's HTTP port, was called "Temporal is already up" and the worker died)."""
+    import asyncio
+    from datetime import timedelta
+
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+    from client.connect import connect_client
+
+    async def ask() -> None:
+        client = await connect_client(settings)
+        await client.workflow_service.get_system_info(
+            GetSystemInfoRequest(), timeout=timedelta(seconds=5)
+        )
+
+    try:
+        with ThreadPoolExecutor(1) as pool:  # (`demo` calls this inside its event loop)
+            pool.submit(lambda: asyncio.run(asyncio.wait_for(ask(), 10))).result()
+    except Exception as e:  # noqa: BLE001 - whatever it is, it is not a server to use
+        raise UsageError(
+            f"something listens at {settings.address}, but it is not a Temporal server "
+            f"answering there ({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})",
+            "set TEMPORAL_ADDRESS to the Temporal server's gRPC address, or to a free port for "
+            "`starter.py up` to start one at",
+        ) from None
+
+
+def _server_address(pid: int) -> str | None:
+    """The address a dev server we started listens at (its command line's --ip and --port)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    flags = dict(zip(argv, argv[1:], strict=False))
+    port = flags.get("--port")
+    return f"{flags.get('--ip', 'localhost')}:{port}" if port else None
+
+
+def _logged_cause(log: Path | None) -> str:
+    """The dev server's own last error line (``can't set UI port -1: …``), if it wrote one."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()[-40:] if log else []
+    except OSError:
+        return ""
+    said = [line for line in lines if "error" in line.lower() or "can't" in line.lower()]
+    return f": {said[-1].strip()[:300]}" if said else ""
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -132,6 +210,17 @@ def ensure_worker(
     pid_path = _pid_file(settings, "worker")
     pid = _read_pid(pid_path)
     if pid is not None:
+        serves = _worker_serves(pid)
+        if serves is not None and serves != _serves(settings):
+            # (its queue's runs are not this one's: `run` said no worker serves, `up` that one
+            # runs, and round again)
+            raise UsageError(
+                f"this XSKY_HOME's worker (pid {pid}) serves task queue '{serves[2]}' at "
+                f"{serves[0]} (namespace {serves[1]}), not '{settings.task_queue}' at "
+                f"{settings.address} (namespace {settings.namespace})",
+                "stop it (`starter.py down` with its settings) and `up` again, or give this "
+                "queue its own XSKY_HOME",
+            )
         out.print(f"the worker is already running (pid {pid}, log {settings.home / 'worker.log'})")
         if _reads_old_demo_settings(pid, settings):
             err.print(
@@ -177,6 +266,26 @@ def ensure_worker(
                 return True
         time.sleep(0.2)
     raise UsageError(f"the worker did not report ready within {timeout:g}s; see {log_path}")
+
+
+def _serves(settings: Settings) -> tuple[str, str, str]:
+    return (settings.address, settings.namespace, settings.task_queue)
+
+
+def _worker_serves(pid: int) -> tuple[str, str, str] | None:
+    """(address, namespace, task queue) of worker ``pid``, from the environment it was started
+    with (None: not readable here)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    environ = dict(
+        item.decode(errors="replace").partition("=")[::2] for item in raw if b"=" in item
+    )
+    try:
+        return _serves(load_settings(environ))
+    except Exception:  # noqa: BLE001 - a setting it was started with that no longer reads
+        return None
 
 
 def _reads_old_demo_settings(pid: int, settings: Settings) -> bool:

@@ -1,0 +1,128 @@
+"""`up` and `server` say what is wrong where they started or trusted the wrong thing: a worker
+of this home serving another queue, a server of this home at another address (two servers on
+one database), a port something else answers on, a dev server that would not start."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.server_cmd import ensure_server, ensure_worker
+from xsky.config import load_settings
+from xsky.errors import UsageError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("XSKY_HOME", str(folder))
+    monkeypatch.setenv("TEMPORAL_ADDRESS", f"localhost:{free_port()}")
+    monkeypatch.setenv("XSKY_TASK_QUEUE", "mine")
+    return folder
+
+
+def sleeper(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    code = "import time; time.sleep(30)"
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env)
+
+
+def test_up_refuses_when_this_homes_worker_serves_another_queue(home: Path) -> None:
+    """`run` said no worker serves queue 'other', `up` said "the worker is already running"
+    (it served 'mine'), and round again."""
+    proc = sleeper(env={**os.environ, "XSKY_TASK_QUEUE": "other"})
+    try:
+        (home / "worker.pid").write_text(str(proc.pid))
+        with pytest.raises(UsageError) as e:
+            ensure_worker(load_settings())
+        said = str(e.value)
+        assert "serves task queue 'other'" in said and "not 'mine'" in said, said
+        assert "XSKY_HOME" in said
+    finally:
+        proc.kill()
+        proc.wait()
+    same = sleeper(env=dict(os.environ))  # the same queue: running, nothing started
+    try:
+        (home / "worker.pid").write_text(str(same.pid))
+        assert ensure_worker(load_settings()) is False
+    finally:
+        same.kill()
+        same.wait()
+
+
+def test_up_refuses_a_second_server_on_this_homes_database(home: Path) -> None:
+    """With TEMPORAL_ADDRESS changed, `up` started a second dev server on the same SQLite file
+    and `down` stopped only the newer one."""
+    other = free_port()
+    proc = sleeper("--ip", "127.0.0.1", "--port", str(other))
+    try:
+        (home / "server.pid").write_text(str(proc.pid))
+        with pytest.raises(UsageError) as e:
+            ensure_server(load_settings())
+        said = str(e.value)
+        assert f"running at 127.0.0.1:{other}" in said and "temporal.db" in said, said
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def not_temporal() -> Iterator[int]:
+    """A port something other than Temporal listens on: it takes a connection and closes it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1])
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def test_up_does_not_call_any_listener_a_temporal_server(
+    home: Path, not_temporal: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", f"localhost:{not_temporal}")
+    with pytest.raises(UsageError) as e:
+        ensure_server(load_settings())
+    assert "it is not a Temporal server" in str(e.value), str(e.value)
+
+
+def test_a_dev_server_that_will_not_start_says_why_from_its_log(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Web UI port in use: a RuntimeError traceback that said only "exited with status 1"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setenv("XSKY_UI_PORT", str(taken.getsockname()[1]))
+        with pytest.raises(UsageError) as e:
+            ensure_server(load_settings())
+    said = str(e.value)
+    assert "exited with status" in said and "pick another port" in said, said
+    assert "temporal.log" in said and "can't set UI port" in said, said
