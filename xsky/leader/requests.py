@@ -170,7 +170,11 @@ def decision_said(request: HumanRequest, decision: str, direct: bool) -> str:
         then = f"{request.task_id} runs again and makes the call"
     elif direct:
         # a direct tool agent has only this one call: refused, it has nothing left to do
-        then = f"{request.task_id} fails: its one tool call was denied (retry or skip it)"
+        # (a run with nothing else to do then ends: skip no longer applies, retry still does)
+        then = (
+            f"{request.task_id} fails: its one tool call was denied (retry it to run it again; "
+            "skip it only while the run still goes on)"
+        )
     else:
         then = f"{request.task_id} runs again and is told the call was denied"
     return f"{request.id}: {decision}; {then}"
