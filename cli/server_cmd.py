@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
@@ -71,10 +72,26 @@ def _read_pid(path: Path) -> int | None:
         return None
     except PermissionError:
         pass
-    if _zombie(pid):  # killed, not yet reaped by its parent: not running
+    if _zombie(pid) or not _ours(pid, path):  # killed, not yet reaped: not running
         path.unlink(missing_ok=True)
         return None
     return pid
+
+
+# What the command line of the process a pid file names holds, when it is the one `up` started
+# (a pid file outlives a reboot or a container's restart, and the pid goes to another process:
+# `down` would stop that one).
+_MARKS = {"server.pid": b"start-dev", "worker.pid": b"worker.py"}
+
+
+def _ours(pid: int, path: Path) -> bool:
+    mark = _MARKS.get(path.name)
+    if mark is None:
+        return True
+    try:
+        return mark in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # (no /proc here: as before, the pid alone)
 
 
 def _zombie(pid: int) -> bool:
@@ -100,7 +117,7 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         raise UsageError(
             f"this XSKY_HOME's Temporal server (pid {running}) is running at "
             f"{_server_address(running) or 'another address'}, not at {settings.address}, on "
-            f"the same state ({settings.home / 'temporal.db'})",
+            f"the same home ({settings.home})",
             "use that address (TEMPORAL_ADDRESS), stop it first (`starter.py down` with the "
             "address it was started with), or give this server its own XSKY_HOME",
         )
@@ -116,11 +133,13 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         ip=host,
         log_path=settings.home / "temporal.log",
     )
+    log_size = server.log_path.stat().st_size if server.log_path and server.log_path.exists() else 0
     try:
         server.start(detach=True)
     except (RuntimeError, TimeoutError) as e:
+        server.stop(kill=True)  # (one that did not answer in time must not be left running)
         raise UsageError(
-            f"{e}{_logged_cause(server.log_path)}",
+            f"{e}{_logged_cause(server.log_path, log_size)}",
             "pick another port (TEMPORAL_ADDRESS, XSKY_UI_PORT or --ui-port) if one is taken",
         ) from None
     assert server.process is not None
@@ -171,10 +190,15 @@ def _server_address(pid: int) -> str | None:
     return f"{flags.get('--ip', 'localhost')}:{port}" if port else None
 
 
-def _logged_cause(log: Path | None) -> str:
-    """The dev server's own last error line (``can't set UI port -1: …``), if it wrote one."""
+def _logged_cause(log: Path | None, since: int = 0) -> str:
+    """The dev server's own last error line (``can't set UI port -1: …``), if this start wrote
+    one (the log is appended to: from byte ``since`` on)."""
     try:
-        lines = log.read_text(errors="replace").splitlines()[-40:] if log else []
+        with open(log, "rb") if log else contextlib.nullcontext(None) as fh:
+            if fh is None:
+                return ""
+            fh.seek(since)
+            lines = fh.read().decode(errors="replace").splitlines()[-40:]
     except OSError:
         return ""
     said = [line for line in lines if "error" in line.lower() or "can't" in line.lower()]

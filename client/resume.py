@@ -13,7 +13,7 @@ import re
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 from temporalio.service import RPCError
 
 from xsky.errors import ConnectError, UsageError
@@ -102,6 +102,8 @@ def follow_up_input(
         ResumeFrom(
             run_id=run_id,
             workspace_of=inherited_workspace(run_id, first),
+            # a follow-up of a fork that never made its copy makes it as the fork would have
+            workspace_from=first.resume.workspace_from if first.resume is not None else None,
             carried=carried,
             rerun=rerun,
         ),
@@ -138,7 +140,7 @@ async def refuse_if_workspace_busy(client: Client, run_id: str, workspace_of: st
         async for wf in client.list_workflows(
             f"{descendants_clause(workspace_of)} AND ExecutionStatus = 'Running'"
         ):
-            if wf.id != run_id and not await wf.memo_value("forkOf", None):
+            if wf.id != run_id and await _works_in(wf, workspace_of):
                 raise UsageError(
                     f"{wf.id}, a follow-up of {workspace_of}, is still running in its "
                     "workspace, where a second follow-up would write the same files",
@@ -147,6 +149,16 @@ async def refuse_if_workspace_busy(client: Client, run_id: str, workspace_of: st
                 )
     except RPCError:
         return
+
+
+async def _works_in(wf: WorkflowExecution, workspace_of: str) -> bool:
+    """Does run ``wf`` (a descendant of ``workspace_of``'s) work in that run's workspace? Its
+    memo says where (``workspaceOf``); a run started before it was kept: a follow-up does,
+    a fork does not."""
+    where = await wf.memo_value("workspaceOf", None)
+    if where is not None:
+        return bool(where == workspace_of)
+    return not await wf.memo_value("forkOf", None)
 
 
 def follow_up_id(run_id: str) -> str:

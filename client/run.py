@@ -370,10 +370,13 @@ class Run:
             why = await unanswered(
                 self._client, self._settings, self.id, queue, "no answer", "running"
             )
+            reason = why.fact.replace(
+                f"within {QUERY_TIMEOUT.total_seconds():g}s",
+                f"within {UPDATE_TIMEOUT.total_seconds():g}s",
+            )
             raise type(why)(
-                f"{update.name} was sent to {self.id} but not answered within "
-                f"{UPDATE_TIMEOUT.total_seconds():g}s ({why.fact}); it applies when a worker "
-                "takes the run — Run.status() shows whether it has",
+                f"{update.name} was sent to {self.id} but not answered ({reason}); it applies "
+                "when a worker takes the run — Run.status() shows whether it has",
                 why.fix,
                 topic=why.topic,
                 subject=self.id,
@@ -520,7 +523,8 @@ class Run:
             self._settings,
             follow,
             follow_up_id(self.id),
-            memo={"resumes": self.id},
+            # the workspace it works in: a later follow-up asks whether one runs there
+            memo={"resumes": self.id, "workspaceOf": follow.resume.workspace_of},
             lineage=await self.descendant_lineage(),
         )
         return Run(self._client, self._settings, handle)

@@ -21,7 +21,6 @@ outcome makes one request in all. An instant no-op writes nothing at all (:data:
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -123,7 +122,7 @@ class AgentActivities:
         )
         first = first_of_dispatch(info.attempt, info.activity_id)
         lease: Lease | None = None
-        cancelled = False
+        reported = False  # its outcome kept (an error's end: _failed, once its line is written)
         try:
             # A dispatch's first attempt reads nothing and writes no line as it starts: nothing
             # of its dispatch is in the store yet (see ledger.py). Every other one does.
@@ -165,13 +164,15 @@ class AgentActivities:
                             inp, key, ledger, beat, start, started, tail
                         )
                         lease.settled()  # its outcome is kept: the next attempt returns it
+                        reported = True
                         return outcome
             await asyncio.to_thread(ledger.returned, info.attempt, kept)
+            reported = True
             return kept.model_copy(update={"attempt": info.attempt})
         except ApplicationError as e:
             raise await self._failed(inp, key, ledger, info.attempt, e) from None
         except asyncio.CancelledError:
-            cancelled = True  # not reported: what it leaves is for the next attempt to find
+            # not reported: what it leaves (its command's record) is for the next attempt
             details = activity.cancellation_details()
             ran = time.monotonic() - entered
             if details is not None and details.timed_out:
@@ -201,9 +202,11 @@ class AgentActivities:
         finally:
             tail.flush()  # the attempt's log lines still held: one append, after its outcome
             # (a cancellation that came while its failure was being written counts too)
-            cancelled = cancelled or isinstance(sys.exc_info()[1], asyncio.CancelledError)
-            if not cancelled and tool_name(inp.agent.config) in RECORDED_TOOLS:
-                ledger.forget_local_record(self.settings.home)  # reported: its end is known
+            # Its command's record goes once the end is known to the store: an outcome kept (an
+            # error's line written does it in _failed). Not before — a store that could not
+            # take the outcome leaves the record as the only word that the command ran.
+            if reported and tool_name(inp.agent.config) in RECORDED_TOOLS:
+                ledger.forget_local_record(self.settings.home)
             if lease is not None:  # after its end is written: a waiting attempt reads that
                 await lease.let_go(beat)
 
@@ -346,8 +349,13 @@ class AgentActivities:
         inp, refused = await self.grants.confirm(inp)
         # its host holds the run's workspace (workers share no disk)
         workspace_host = activity.info().task_queue == self.settings.host_queue()
-        if not workspace_host and await asyncio.to_thread(fork_copy, self.settings, inp):
-            beat.progress(f"workspace copied from {inp.workspace_from}'s, as that run left it")
+        if not workspace_host and inp.workspace_from is not None:
+            # heartbeating meanwhile: a large workspace takes longer than a heartbeat timeout
+            beat.note = f"copying the workspace of {inp.workspace_from}, the run forked"
+            async with beat.running():
+                copied = await asyncio.to_thread(fork_copy, self.settings, inp)
+            if copied:
+                beat.progress(f"workspace copied from {inp.workspace_from}'s")
         a = prepare(
             inp,
             key=key,

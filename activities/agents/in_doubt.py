@@ -62,7 +62,7 @@ async def before_direct_call(
     why = a.gate.not_repeatable(name, args, a.config)
     doubt = Doubt(a.key.task_id, name, name, args, why or "")
     if why is None:
-        if a.start.previous is not None and _lost(a.start.previous):
+        if a.start.previous is not None and not a.start.record_cleared and _lost(a.start.previous):
             log.event("in_doubt", call=name, tool=name, repeated=True)
             a.beat.progress(repeated_note(doubt))
         return None

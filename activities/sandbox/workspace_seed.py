@@ -19,6 +19,8 @@ run's last snapshot instead: activities/storage/snapshots.py.)
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import logging
 import os
 import secrets
@@ -61,8 +63,17 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
             os.chown(staging, *owner)
         # Both folders are handed to cp open (the sandbox's user may not pass through the
         # folders above them), the source opened without following a link.
-        src = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        dst = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            src = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as e:  # swapped for a link, or gone, since it was looked at
+            raise SeedFailed(
+                f"the fork's workspace could not be made as a copy of {source}: {e.strerror}"
+            ) from None
+        try:
+            dst = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            os.close(src)
+            raise
         try:
             with freeze.frozen(source):
                 done = subprocess.run(
@@ -95,11 +106,7 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
                 "Make those files readable to the sandbox's user (or remove them) in the run "
                 "forked, then fork again"
             )
-        try:
-            os.rename(staging, workspace)
-        except OSError:
-            if not workspace.is_dir():
-                raise
+        if not _rename_new(staging, workspace):
             return False  # another attempt of the fork copied it first
         return True
     except subprocess.TimeoutExpired:
@@ -110,3 +117,30 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+_RENAME_NOREPLACE = 1  # linux/fs.h
+_AT_FDCWD = -100
+
+
+def _rename_new(staging: Path, workspace: Path) -> bool:
+    """Rename ``staging`` to ``workspace`` unless something is there already (a plain rename
+    replaces an empty folder: another attempt's copy, in use by its agent, would be swapped
+    for this one under it). Whether it was renamed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        done = renameat2(
+            _AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(workspace), _RENAME_NOREPLACE
+        )
+        if done == 0:
+            return True
+        code = ctypes.get_errno()
+        if code == errno.EEXIST:
+            return False
+        if code not in (errno.EINVAL, errno.ENOSYS):  # (a filesystem without it: below)
+            raise OSError(code, os.strerror(code), str(workspace))
+    if os.path.lexists(workspace):
+        return False
+    os.rename(staging, workspace)
+    return True

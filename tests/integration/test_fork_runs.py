@@ -368,3 +368,12 @@ async def test_a_second_follow_up_is_refused_while_one_works_in_the_workspace(en
         await asyncio.wait_for(first.result(), 60)
         fork = await run.fork("T-1", text="again")  # a fork was never refused: its own copy
         await fork.cancel()
+        await asyncio.wait_for(fork.result(), 60)
+        # A follow-up of the fork works in the fork's copy: it keeps nobody from the run's own
+        # (a code review found it refused a retry of the run).
+        fork_retry = await fork.follow_up(["T-1"])
+        await eventually(lambda: board_shows(fork_retry.handle, {"1": "in_progress"}), 30)
+        await asyncio.sleep(1.5)  # (the server's list has it by now)
+        again = await run.follow_up(["T-1"])
+        await again.cancel()
+        await fork_retry.cancel()

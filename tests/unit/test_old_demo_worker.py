@@ -22,7 +22,8 @@ def test_up_says_when_the_running_worker_reads_the_old_demos_settings(
     settings = load_settings()
     demo_file = home / "demo" / "settings.json"
     for env, said in (({"XSKY_USER_SETTINGS": str(demo_file)}, True), ({}, False)):
-        proc = subprocess.Popen(["sleep", "30"], env={**os.environ, **env})
+        # (its command line names worker.py, as `up`'s does: a pid file's process is checked)
+        proc = subprocess.Popen(["sh", "-c", "sleep 30", "worker.py"], env={**os.environ, **env})
         try:
             (home / "worker.pid").write_text(str(proc.pid))
             assert ensure_worker(settings) is False  # running: not started again

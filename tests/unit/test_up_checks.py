@@ -43,7 +43,7 @@ def sleeper(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[b
 def test_up_refuses_when_this_homes_worker_serves_another_queue(home: Path) -> None:
     """`run` said no worker serves queue 'other', `up` said "the worker is already running"
     (it served 'mine'), and round again."""
-    proc = sleeper(env={**os.environ, "XSKY_TASK_QUEUE": "other"})
+    proc = sleeper("worker.py", env={**os.environ, "XSKY_TASK_QUEUE": "other"})
     try:
         (home / "worker.pid").write_text(str(proc.pid))
         with pytest.raises(UsageError) as e:
@@ -54,7 +54,7 @@ def test_up_refuses_when_this_homes_worker_serves_another_queue(home: Path) -> N
     finally:
         proc.kill()
         proc.wait()
-    same = sleeper(env=dict(os.environ))  # the same queue: running, nothing started
+    same = sleeper("worker.py", env=dict(os.environ))  # the same queue: running, nothing started
     try:
         (home / "worker.pid").write_text(str(same.pid))
         assert ensure_worker(load_settings()) is False
@@ -67,13 +67,13 @@ def test_up_refuses_a_second_server_on_this_homes_database(home: Path) -> None:
     """With TEMPORAL_ADDRESS changed, `up` started a second dev server on the same SQLite file
     and `down` stopped only the newer one."""
     other = free_port()
-    proc = sleeper("--ip", "127.0.0.1", "--port", str(other))
+    proc = sleeper("start-dev", "--ip", "127.0.0.1", "--port", str(other))
     try:
         (home / "server.pid").write_text(str(proc.pid))
         with pytest.raises(UsageError) as e:
             ensure_server(load_settings())
         said = str(e.value)
-        assert f"running at 127.0.0.1:{other}" in said and "temporal.db" in said, said
+        assert f"running at 127.0.0.1:{other}" in said and str(home) in said, said
     finally:
         proc.kill()
         proc.wait()
@@ -111,6 +111,24 @@ def test_up_does_not_call_any_listener_a_temporal_server(
     with pytest.raises(UsageError) as e:
         ensure_server(load_settings())
     assert "it is not a Temporal server" in str(e.value), str(e.value)
+
+
+def test_a_pid_file_naming_another_program_is_not_ours(home: Path) -> None:
+    """A pid file outlives a reboot and its pid goes to another process: `up` refused to
+    start ("running at another address") and `down` would have stopped that process."""
+    from cli.server_cmd import _pid_file, _read_pid
+
+    other = sleeper()
+    try:
+        (home / "server.pid").write_text(str(other.pid))
+        (home / "worker.pid").write_text(str(other.pid))
+        settings = load_settings()
+        assert _read_pid(_pid_file(settings, "server")) is None
+        assert _read_pid(_pid_file(settings, "worker")) is None
+        assert other.poll() is None  # left alone
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_a_dev_server_that_will_not_start_says_why_from_its_log(

@@ -195,3 +195,35 @@ def test_a_follow_ups_workspace_goes_on_after_continue_as_new_without_its_carrie
     again = LeaderCore(nxt, "run-0-retry-abc123", T0)
     assert again.tasks["1"].stored == "completed" and again.tasks["1"].result == "one"
     assert again.inputs.agent_input("2", again.agents["2"], 1, [], None).workspace_of == "run-0"
+
+
+def test_a_copy_never_replaces_a_workspace_another_attempt_put_in_place(tmp_path: Path) -> None:
+    """A plain rename replaces an empty folder: of two attempts copying an empty workspace at
+    once, the second swapped its copy in under the first's running agent."""
+    from activities.sandbox.workspace_seed import _rename_new
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()  # the first attempt's copy: empty, in use
+    before = workspace.stat().st_ino
+    staging = tmp_path / ".workspace.copy-1"
+    staging.mkdir()
+    assert _rename_new(staging, workspace) is False
+    assert workspace.stat().st_ino == before and staging.is_dir()
+    fresh = tmp_path / "other"
+    assert _rename_new(staging, fresh) is True and fresh.is_dir() and not staging.exists()
+
+
+def test_a_follow_up_of_a_fork_that_never_made_its_copy_makes_it_from_the_same_run() -> None:
+    from client.resume import follow_up_input
+    from xsky.security.permissions import PermissionSettings
+
+    wf = parse_workflow(
+        '<workflow name="w"><agent name="noop" id="1"><task>a</task></agent></workflow>'
+    )
+    fork = RunInput(
+        workflow=wf,
+        resume=ResumeFrom(run_id="R", workspace_of="F", workspace_from="R", rerun=["1"]),
+    )
+    follow = follow_up_input("F", fork, wf, ["1"], [], PermissionSettings())
+    assert follow.resume is not None
+    assert (follow.resume.workspace_of, follow.resume.workspace_from) == ("F", "R")
