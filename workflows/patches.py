@@ -314,6 +314,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that read such a plan's XML before v0.11.9 is still open",
     ),
+    "reports-of-every-dispatch-checked": Patch(
+        what="a report_progress naming a dispatch of its task other than the latest must carry "
+        "that dispatch's token, and one naming a dispatch never issued is refused; before, such a "
+        "report was taken without a check and its usage settled (a forged report of 900 million "
+        "tokens stopped a run on its budget). Asked only of a report the check refuses",
+        since="v0.11.10",
+        delete_when="no run that took such a report before v0.11.10 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -157,3 +157,35 @@ async def test_250_malformed_signals_and_updates_are_refused_where_people_see_th
     result = await asyncio.wait_for(run_outcome(handle), 60)
     assert result.status == "completed", result.summary
     assert json.loads(json.dumps(result.agents[0].result)) == "eu-west-1"
+
+
+async def test_a_report_of_a_dispatch_that_was_never_sent_is_refused_and_its_usage_not_counted(
+    env: Env,
+):
+    """A forged report_progress naming another dispatch number (`dispatch: 7` with 900 million
+    tokens) skipped the token check and was settled: the run stopped on its budget."""
+    from xsky.plan.budget import Limits, RunBudget
+    from xsky.runs import RunOptions
+
+    await env.start_worker()
+    handle = await env.start(
+        plan(ask("1", "Which region?"), name="forged"),
+        options=RunOptions(budget=RunBudget(run=Limits(tokens=1_000_000))),
+    )
+    await wait_requests(handle, 1)  # dispatch 1 was sent, and asked
+    usage = {"conversation": "forged", "total": {"inputTokens": 900_000_000}}
+    for dispatch in (7, 1):  # another dispatch's number, and the one sent (without its token)
+        forged = {"taskId": "T-1", "dispatch": dispatch, "token": "wrong", "usage": usage}
+        await handle.signal("report_progress", forged)
+
+    async def refused() -> None:
+        log = await handle.query(LeaderWorkflow.permission_log)
+        reasons = [e.reason for e in log if e.tool == "report_progress signal"]
+        assert len(reasons) == 2, reasons
+        assert any("dispatch 7 of T-1, which the run never sent" in r for r in reasons), reasons
+
+    await eventually(refused, 30)
+    page = await handle.query(LeaderWorkflow.task_board, PageRequest())
+    assert page.budget is not None and page.budget.spent.tokens < 1_000_000, page.budget
+    assert len(await handle.query(LeaderWorkflow.pending_requests)) == 1  # no budget escalation
+    await handle.terminate("test over")

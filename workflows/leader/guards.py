@@ -17,6 +17,10 @@ with workflow.unsafe.imports_passed_through():
     from xsky.runs import AgentInput, ProgressReport
 
 
+# Dispatches per task whose tokens are kept: a late report of an older one is refused.
+KEPT_DISPATCHES = 8
+
+
 class ReportTokens:
     """One token per dispatch, in its attempts' input: a ``report_progress`` signal is taken
     only with its dispatch's token. Anyone may signal a run (the stock CLI, the Web UI), and a
@@ -24,26 +28,46 @@ class ReportTokens:
     off the stall ladder; one without the token is dropped, logged and counted as refused."""
 
     def __init__(self) -> None:
-        self._by_task: dict[str, tuple[int, str]] = {}  # task id → (dispatch, its token)
+        # task id → its dispatches' tokens, the latest last (an earlier dispatch's final
+        # report of what it spent may come after the next one began)
+        self._by_task: dict[str, dict[int, str]] = {}
 
     def issued(self, agent_input: AgentInput) -> AgentInput:
         if not patched("refusals-heard"):
             return agent_input
         token = str(workflow.uuid4())
-        self._by_task[agent_input.task_id] = (agent_input.dispatch, token)
+        tokens = self._by_task.setdefault(agent_input.task_id, {})
+        tokens[agent_input.dispatch] = token
+        while len(tokens) > KEPT_DISPATCHES:
+            del tokens[next(iter(tokens))]
         return agent_input.model_copy(update={"report_token": token})
 
     def problem(self, report: ProgressReport) -> str | None:
-        """Why ``report`` is not from the attempt it names (None: it is, or the dispatch got
-        no token: one scheduled before tokens, on replay)."""
-        issued = self._by_task.get(report.task_id)
-        if issued is None or issued[0] != report.dispatch:
-            return None  # no running dispatch to speak for: the core drops it as stale
-        if report.token != issued[1]:
+        """Why ``report`` is not from the attempt it names (None: it is, or the task got no
+        token: one scheduled before tokens, on replay)."""
+        tokens = self._by_task.get(report.task_id)
+        if tokens is None:
+            return None  # no dispatch of it to speak for: the core drops it as stale
+        latest = next(reversed(tokens))
+        if report.dispatch == latest:
+            if report.token != tokens[latest]:
+                return (
+                    "it does not carry its dispatch's token (only the agent's own attempt may "
+                    "report)"
+                )
+            return None
+        # Another dispatch of the task (its usage is still settled): its own token, or nothing.
+        # Asked only where the answer differs from before, when reports of other dispatches
+        # were taken unchecked.
+        if report.token == tokens.get(report.dispatch) is not None:
+            return None
+        if not patched("reports-of-every-dispatch-checked"):
+            return None
+        if report.dispatch not in tokens:
             return (
-                "it does not carry its dispatch's token (only the agent's own attempt may report)"
+                f"it names dispatch {report.dispatch} of {report.task_id}, which the run never sent"
             )
-        return None
+        return "it does not carry its dispatch's token (only the agent's own attempt may report)"
 
 
 async def within_budget(agent_input: AgentInput) -> AgentInput:
