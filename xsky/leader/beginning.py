@@ -16,7 +16,24 @@ from xsky.plan import dag, loops
 from xsky.plan.budget import with_plan
 from xsky.plan.models import Workflow
 from xsky.plan.xml import workflow_to_xml
-from xsky.runs import ResumeFrom, RunInput
+from xsky.runs import ResumeFrom, RunInput, RunOptions
+
+
+def next_input(inp: RunInput, plan: Workflow, options: RunOptions, state: LeaderState) -> RunInput:
+    """The input of the run's next execution (continue-as-new): the same run, carrying its
+    whole state — and, for a follow-up or fork, where it works (its carried reports are in
+    the state already, never carried twice)."""
+    return RunInput(
+        workflow=plan,
+        variables=inp.variables,
+        context=inp.context,
+        options=options,
+        roles=inp.roles,
+        permissions=inp.permissions,
+        task_prompt=inp.task_prompt,
+        resume=inp.resume.model_copy(update={"carried": []}) if inp.resume is not None else None,
+        state=state,
+    )
 
 
 def carry(board: TaskBoard, plans: PlanBook, resume: ResumeFrom) -> None:

@@ -30,7 +30,7 @@ from datetime import datetime
 
 from xsky.leader.attempt_input import AttemptInputs
 from xsky.leader.audit import AuditLog
-from xsky.leader.beginning import carry, first_state
+from xsky.leader.beginning import carry, first_state, next_input
 from xsky.leader.board import TaskBoard
 from xsky.leader.briefs import Briefs
 from xsky.leader.budget import Budget
@@ -766,20 +766,7 @@ class LeaderCore:
     def continue_input(self) -> RunInput:
         """The next run's input: the same run, carrying the whole state."""
         self.state.run.continued += 1
-        return RunInput(
-            workflow=self.plans.plan,
-            variables=self.input.variables,
-            context=self.input.context,
-            options=self.options,
-            roles=self.input.roles,
-            permissions=self.input.permissions,
-            task_prompt=self.input.task_prompt,
-            # where a follow-up or fork works (its carried reports are in the state already)
-            resume=self.input.resume.model_copy(update={"carried": []})
-            if self.input.resume is not None
-            else None,
-            state=self.state,
-        )
+        return next_input(self.input, self.plans.plan, self.options, self.state)
 
 
 __all__ = [
