@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 from cli.args import Parser, late_positionals, reject_unknown
 from cli.hints import cli_message
-from cli.render import err, shown
 from xsky.errors import PlanError, XSkyError
+from xsky.safe_text import printable
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -136,6 +136,18 @@ def build_parser(command: str | None = None, *, summaries: bool = False) -> argp
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace | None = None
+    # Ctrl-C can come at any moment, also while the parser is built and the command's module
+    # imported (half a second): the whole of it is inside the `try` that answers it.
+    try:
+        args = _parse(given)
+        return _handle(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(_interrupted(args) + "\n")
+        return 130
+
+
+def _parse(given: list[str]) -> argparse.Namespace:
     # The command is the first word that is not an option: the top level has only --help.
     command = next((a for a in given if not a.startswith("-")), None)
     # `--help` before any command is the top level's (`starter.py -h status`): every command.
@@ -148,6 +160,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         extras = late_positionals(parser, args, extras)
     if extras:
         reject_unknown(parser, args, extras)
+    return args
+
+
+def _interrupted(args: argparse.Namespace | None) -> str:
+    """What Ctrl-C stopped, in one line: a run it started or followed goes on."""
+    if args is None:  # still reading the command line: nothing was done
+        return "interrupted"
+    run = getattr(args, "started", None) or getattr(args, "id", None)
+    return "interrupted" + (
+        f"; the run goes on: re-attach with `starter.py follow {printable(str(run))}`"
+        if run
+        else "; a run that was started goes on: `starter.py list` shows it"
+    )
+
+
+def _handle(args: argparse.Namespace) -> int:
+    """Run the command, and say a mistake or a refusal in a sentence rather than a traceback."""
+    # (rich, through cli.render, is imported here rather than with this module: it is a good
+    # part of start-up, and a Ctrl-C during an import above `main` could not be answered)
+    from cli.render import err, shown
+
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -178,18 +211,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         err.print(f"[red]error:[/] {said}", markup=True, highlight=False)
         return 2
-    except KeyboardInterrupt:
-        # Ctrl-C stops this command only: a run it started or followed goes on.
-        run = getattr(args, "started", None) or getattr(args, "id", None)
-        err.print(
-            "interrupted"
-            + (
-                f"; the run goes on: re-attach with `starter.py follow {shown(run)}`"
-                if run
-                else "; a run that was started goes on: `starter.py list` shows it"
-            )
-        )
-        return 130
 
 
 def _temporal_error(e: Exception) -> str | None:
@@ -199,6 +220,8 @@ def _temporal_error(e: Exception) -> str | None:
         return None
     from temporalio.client import WorkflowQueryFailedError
     from temporalio.service import RPCError
+
+    from cli.render import shown
 
     if isinstance(e, WorkflowQueryFailedError):
         # The run's own code failed to answer (its message may quote the run's data).
