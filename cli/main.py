@@ -168,10 +168,46 @@ def _interrupted(args: argparse.Namespace | None) -> str:
     if args is None:  # still reading the command line: nothing was done
         return "interrupted"
     run = getattr(args, "started", None) or getattr(args, "id", None)
+    if run and _sends(args):
+        # The update may have reached the run before Ctrl-C: it applies or not, out of sight.
+        return f"interrupted; what was sent may still apply: {_check_with(args, run)}"
     return "interrupted" + (
         f"; the run goes on: re-attach with `starter.py follow {printable(str(run))}`"
         if run
         else "; a run that was started goes on: `starter.py list` shows it"
+    )
+
+
+# Steering commands that send a run a change (an update), rather than only ask it.
+_SENDING = {c for c, module in COMMANDS.items() if module == "steer_cmd"} - {"requests"}
+
+
+def _sends(args: argparse.Namespace) -> bool:
+    """Whether the command sends its run a change: a steering command, or `budget` with new
+    limits."""
+    if args.command == "budget":
+        return args.limits is not None or args.reserve is not None
+    return args.command in _SENDING
+
+
+def _check_with(args: argparse.Namespace, run: object) -> str:
+    """The command that shows whether a change sent to ``run`` applied."""
+    shows = "budget" if args.command == "budget" else "status"
+    return f"`starter.py {shows} {printable(str(run))}` shows whether it did"
+
+
+def _cancelled_call(e: Exception) -> bool:
+    """Whether ``e`` is Temporal's client saying its call was cancelled: what a Ctrl-C during
+    an update turns into (asyncio.run cancels the command, and the client raises its own error
+    from the CancelledError rather than letting it through, so no KeyboardInterrupt comes)."""
+    if "temporalio.client" not in sys.modules:
+        return False
+    import asyncio
+
+    from temporalio.client import RPCTimeoutOrCancelledError
+
+    return isinstance(e, RPCTimeoutOrCancelledError) and isinstance(
+        e.__cause__, asyncio.CancelledError
     )
 
 
@@ -206,23 +242,34 @@ def _handle(args: argparse.Namespace) -> int:
         )
         return 2
     except Exception as e:
-        said = _temporal_error(e)
+        if _cancelled_call(e):
+            raise KeyboardInterrupt from e  # said by main(), as any Ctrl-C
+        said = _temporal_error(e, args)
         if said is None:
             raise
         err.print(f"[red]error:[/] {said}", markup=True, highlight=False)
         return 2
 
 
-def _temporal_error(e: Exception) -> str | None:
+def _temporal_error(e: Exception, args: argparse.Namespace) -> str | None:
     """One sentence for what Temporal refused, or None for anything else. Temporal's client
     is imported only by commands that talk to it: when it is not loaded, ``e`` is not its."""
     if "temporalio.client" not in sys.modules:
         return None
-    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.client import RPCTimeoutOrCancelledError, WorkflowQueryFailedError
     from temporalio.service import RPCError
 
     from cli.render import shown
 
+    if isinstance(e, RPCTimeoutOrCancelledError):
+        # The server did not answer a change in time: it may still apply, or not.
+        run = getattr(args, "id", None)
+        check = (
+            _check_with(args, shown(run))
+            if run
+            else "check the server with `starter.py list`, and the worker with `starter.py up`"
+        )
+        return f"the server did not answer in time; what was sent may still apply: {check}"
     if isinstance(e, WorkflowQueryFailedError):
         # The run's own code failed to answer (its message may quote the run's data).
         return f"the run could not answer: {shown(e)}; the worker's log has the details"

@@ -34,3 +34,63 @@ def test_the_command_line_is_read_where_ctrl_c_is_answered() -> None:
     code = "import sys, cli.main; print('cli.render' in sys.modules, 'rich' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+# A steering command that waits on its update when Ctrl-C comes: asyncio.run cancels it, and
+# Temporal's client raises its own error from the CancelledError. Run in a process of its own,
+# with a real SIGINT, as a person's Ctrl-C would come.
+_STEER_INTERRUPTED = """
+import asyncio, os, signal, sys
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+import cli.steer_cmd
+from cli.main import main
+
+async def connect(*_, **__):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.sleep(30)
+    except asyncio.CancelledError as err:
+        raise WorkflowUpdateRPCTimeoutOrCancelledError() from err
+
+cli.steer_cmd.XSky.connect = connect
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "check"),
+    [
+        (["pause", "xsky-r-1"], "`starter.py status xsky-r-1` shows whether it did"),
+        (["nudge", "xsky-r-1", "T-2", "hi"], "`starter.py status xsky-r-1` shows whether it did"),
+    ],
+)
+def test_ctrl_c_while_an_update_waits_says_it_may_still_apply(argv: list[str], check: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _STEER_INTERRUPTED, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == f"interrupted; what was sent may still apply: {check}\n"
+
+
+def test_an_update_the_server_did_not_answer_in_time_is_a_sentence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    import cli.steer_cmd
+
+    async def connect(*_: object, **__: object) -> None:
+        late = RPCError("deadline exceeded", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+        raise WorkflowUpdateRPCTimeoutOrCancelledError() from late
+
+    monkeypatch.setattr(cli.steer_cmd.XSky, "connect", connect)
+    assert main(["resume", "xsky-r-1"]) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert (
+        "error: the server did not answer in time; what was sent may still apply: "
+        "`starter.py status xsky-r-1` shows whether it did" in said
+    )
