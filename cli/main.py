@@ -171,6 +171,20 @@ def _interrupted(args: argparse.Namespace | None) -> str:
     if run and _sends(args):
         # The update may have reached the run before Ctrl-C: it applies or not, out of sight.
         return f"interrupted; what was sent may still apply: {_check_with(args, run)}"
+    if run and args.command in ("events", "log"):
+        # Re-attach to the view that was stopped: `follow` shows the board, not these lines.
+        again = " ".join(
+            printable(str(w))
+            for w in (
+                args.command,
+                run,
+                getattr(args, "task", None),
+                "--follow" * args.follow,
+                "--json" * getattr(args, "json", False),
+            )
+            if w
+        )
+        return f"interrupted; the run goes on: see it again with `starter.py {again}`"
     return "interrupted" + (
         f"; the run goes on: re-attach with `starter.py follow {printable(str(run))}`"
         if run

@@ -94,3 +94,31 @@ def test_an_update_the_server_did_not_answer_in_time_is_a_sentence(
         "error: the server did not answer in time; what was sent may still apply: "
         "`starter.py status xsky-r-1` shows whether it did" in said
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "again"),
+    [
+        (["events", "xsky-r-1", "--follow"], "starter.py events xsky-r-1 --follow"),
+        (["log", "xsky-r-1", "T-1", "--follow"], "starter.py log xsky-r-1 T-1 --follow"),
+        (
+            ["log", "xsky-r-1", "--json", "3", "--follow"],
+            "starter.py log xsky-r-1 3 --follow --json",
+        ),
+        (["events", "xsky-r-1"], "starter.py events xsky-r-1"),
+    ],
+)
+def test_ctrl_c_on_events_or_a_log_names_the_same_command_to_see_it_again(
+    argv: list[str], again: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (`follow RUN` shows the task board: not the lines that were being followed)
+    import importlib
+
+    module = importlib.import_module(f"cli.{cli.main.COMMANDS[argv[0]]}")
+
+    async def connect(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module.XSky, "connect", connect)
+    assert main(argv) == 130
+    assert capsys.readouterr().err == f"interrupted; the run goes on: see it again with `{again}`\n"
