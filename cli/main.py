@@ -247,6 +247,10 @@ def _handle(args: argparse.Namespace) -> int:
         sys.stdout = open(os.devnull, "w")
         return 0
     except OSError as e:
+        home = _home_not_a_folder(e)
+        if home is not None:
+            err.print(f"[red]error:[/] {shown(home)}", markup=True, highlight=False)
+            return 2
         # A file or folder the command was pointed at (or needs) is not usable: say which.
         where = f"{e.filename}: " if e.filename else ""
         err.print(
@@ -263,6 +267,26 @@ def _handle(args: argparse.Namespace) -> int:
             raise
         err.print(f"[red]error:[/] {said}", markup=True, highlight=False)
         return 2
+
+
+def _home_not_a_folder(e: OSError) -> str | None:
+    """The sentence for xsky's home (XSKY_HOME) being a file, when that is why ``e`` came:
+    creating it says "File exists", creating something in it "Not a directory" — neither
+    says that the home is what to change."""
+    if not isinstance(e, FileExistsError | NotADirectoryError) or not e.filename:
+        return None
+    given = os.environ.get("XSKY_HOME")
+    home = os.path.abspath(given or ".xsky")
+    failed = os.path.abspath(os.fsdecode(e.filename))
+    if os.path.isdir(home) or not os.path.lexists(home):
+        return None
+    if failed != home and not failed.startswith(home + os.sep):
+        return None
+    named = f"XSKY_HOME ({given})" if given else "xsky's home, .xsky here (XSKY_HOME is not set),"
+    return (
+        f"{named} is a file, not a folder: xsky keeps its state there (the server's database, "
+        "logs, runs); set XSKY_HOME to a folder, or move the file away"
+    )
 
 
 def _temporal_error(e: Exception, args: argparse.Namespace) -> str | None:
