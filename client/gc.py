@@ -40,12 +40,26 @@ class Collected:
     removed: bool
 
 
+# Days a run may have ended before: a century is more than any store keeps, and a bound
+# keeps the cutoff a date (`1e308` days before now is none: an OverflowError).
+MAX_DAYS = 36500
+
+
+def _check_days(older_than: float) -> None:
+    """``older_than`` is a number of days a cutoff can be counted back by."""
+    # (`not 0 <= x` rather than `x < 0`: NaN compares false with everything)
+    if not 0 <= older_than <= MAX_DAYS:
+        raise UsageError(
+            f"--older-than {older_than:g}: give the days since a run ended, "
+            f"a number from 0 to {MAX_DAYS} (e.g. 7)"
+        )
+
+
 async def collect(
     client: Client, settings: Settings, older_than: float = 0.0, run: str | None = None
 ) -> list[Collected]:
     """Remove the objects of ended runs (one run with ``run``); what went and what stayed."""
-    if older_than < 0:
-        raise UsageError(f"--older-than {older_than:g}: give the days since a run ended, 0 or more")
+    _check_days(older_than)
     store = open_objects(settings)
     folders = await asyncio.to_thread(_run_folders, store)
     if run is not None:
