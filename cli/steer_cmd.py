@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,6 +35,21 @@ def _cmd(sub: argparse._SubParsersAction, name: str, help: str, fn: Any) -> argp
     return p
 
 
+def _seconds(text: str) -> float:
+    """A timeout's seconds. NaN and infinity are no timeout, and cannot be sent at all (the
+    run answered "Failed decoding arguments"): refused here, as the run words a number out of
+    its range (xsky/leader/checks.py); a finite one is the run's to judge."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan  # (argparse would say "invalid _seconds value")
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(
+            f"a timeout of {text} seconds is not one: give 1 to 604800 seconds"
+        )
+    return seconds
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = _cmd(
         sub, "pause", "stop dispatching new agents (with a task: pause that agent alone)", cmd_pause
@@ -52,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fresh", action="store_true", help="from scratch, not from its checkpoint")
     p = _cmd(sub, "timeout", "seconds one agent's next attempt may take", cmd_timeout)
     p.add_argument("task")
-    p.add_argument("seconds", type=float)
+    p.add_argument("seconds", type=_seconds, help="1 to 604800")
     p = _cmd(sub, "cancel", "cancel one task, or the whole run when no task is given", cmd_cancel)
     p.add_argument("task", nargs="?", help="task id (T-3 or 3)")
     p = _cmd(
