@@ -497,8 +497,14 @@ class Budget:
         if req.reserve is not None:
             try:
                 limits_from({"tokens": req.reserve}, "set_budget reserve")
-            except BudgetError as e:
-                raise Rejected(str(e).replace("tokens", "reserve", 1)) from None
+            except BudgetError:
+                # Said as the reserve is given (`budget RUN --reserve 4096`, `reserve=4096`):
+                # the tokens limit's own sentence ("write e.g. tokens=100000") is no form of it.
+                said = f"{req.reserve:g}" if isinstance(req.reserve, float) else req.reserve
+                raise Rejected(
+                    f"reserve must be a whole number of tokens more than 0, not {said}; "
+                    "give e.g. 4096"
+                ) from None
         if req.task_id is not None:
             self.board.require(req.task_id, plan_version)
 
