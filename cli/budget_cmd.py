@@ -54,11 +54,37 @@ def add_budget_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+# The most a limit given here may be. Past these a budget is none in practice, and its numbers
+# stop being what was written (a run takes tokens as a float: 10^26 came back as
+# 100000000000000004764729344) or readable (usd=1e308 was shown with 300 digits).
+MOST: dict[str, int] = {"tokens": 10**12, "usd": 10**6, "minutes": 10**6, "agents": 10**6}
+# The least usd limit: spend is shown to the cent, so a smaller one read "$0.00 of $0.00".
+LEAST_USD = 0.01
+
+
 def _limits(text: str, flag: str, keys: tuple[str, ...] = KEYS) -> Limits:
     try:
-        return parse_limits(text, flag, keys)
+        limits = parse_limits(text, flag, keys)
     except BudgetError as e:
         raise UsageError(str(e)) from None
+    problems = []  # every one at once, as parse_limits says them
+    for key in keys:
+        value = getattr(limits, key)
+        if value is None:
+            continue
+        said = str(value) if isinstance(value, int) else f"{value:g}"
+        if value > MOST[key]:
+            problems.append(
+                f"{flag}: {key}={said} is more than a budget takes; give at most {key}={MOST[key]}"
+            )
+        elif key == "usd" and value < LEAST_USD:
+            problems.append(
+                f"{flag}: usd={said} is less than a cent, and spend is shown in cents; "
+                f"give at least usd={LEAST_USD}"
+            )
+    if problems:
+        raise UsageError("; ".join(problems))
+    return limits
 
 
 def budget_of(args: argparse.Namespace) -> RunBudget | None:
@@ -104,6 +130,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_budget(args: argparse.Namespace) -> int:
+    if args.limits is not None:  # a mistake in them is said before the server is asked
+        _limits(args.limits, "budget", AGENT_KEYS if args.task else KEYS)
     async with XSky.connect(load_settings()) as x:
         run = await x.get(args.id)
         if args.limits is None and args.reserve is None:
@@ -124,7 +152,10 @@ async def set_limits(
 ) -> InterventionResult:
     """The ``set_budget`` update from limits as ``budget RUN LIMITS`` takes them (the CLI's
     and the live page's: the same sentences for the same mistakes)."""
-    given = _limits(limits, "budget", AGENT_KEYS if task else KEYS) if limits else Limits()
+    # ("" is limits given empty, said in the CLI's form: not the run's JSON one)
+    given = (
+        _limits(limits, "budget", AGENT_KEYS if task else KEYS) if limits is not None else Limits()
+    )
     return await run.set_budget(task=task, reserve=reserve, **given.model_dump(exclude_none=True))
 
 
