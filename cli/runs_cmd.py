@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
+import fnmatch
 import json
 from collections.abc import Coroutine
 from datetime import timedelta
@@ -41,7 +43,10 @@ from xsky.plan.models import Workflow, plain_error
 from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
+from xsky.security.mcp import is_mcp
 from xsky.security.permissions import rule_problems
+from xsky.security.roles import TOOLS
+from xsky.security.rules import parse_rule
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 
@@ -292,6 +297,21 @@ async def _announced(
     return print_result(await follow(run, quiet=args.json), settings, args.json)
 
 
+def _unknown_tool(rule: str) -> list[str]:
+    """The rule's tool, when it is none (as `permissions check` judges a tool): a rule for a
+    tool that does not exist reads well and covers nothing, so nothing would be delegated."""
+    tool = parse_rule(rule).tool
+    if tool in TOOLS or is_mcp(tool) or ("*" in tool and fnmatch.filter(TOOLS, tool)):
+        return []
+    close = difflib.get_close_matches(tool, list(TOOLS), n=1)
+    if close:
+        return [f"{rule!r}: unknown tool {tool!r} — did you mean {close[0]}?"]
+    return [
+        f"{rule!r}: unknown tool {tool!r}; tools: {', '.join(TOOLS)}, and the tools of "
+        "MCP servers (mcp__<server>__<tool>)"
+    ]
+
+
 def run_options(args: argparse.Namespace) -> RunOptions:
     """RunOptions from the command line; bad values are usage errors."""
     values: dict[str, Any] = {}
@@ -315,7 +335,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     if getattr(args, "messages", None):
         values["messages"] = args.messages
     for rule in getattr(args, "delegate", []):
-        problems = rule_problems([rule])
+        problems = rule_problems([rule]) or _unknown_tool(rule)
         if problems:
             raise UsageError(f"--delegate {problems[0]}")
         values.setdefault("delegate", []).append(rule.strip())
