@@ -25,6 +25,7 @@ from cli.render import cell, err, one_line, out, print_json, print_problems, sho
 from client import Run, XSky
 from client.attempts import attempt_ends, retry_lines
 from client.server_view import ServerView
+from client.settings import resolve_roles
 from client.start import new_run_id
 from xsky.config import Settings, load_settings
 from xsky.errors import (
@@ -45,7 +46,7 @@ from xsky.runs import AgentReport, RunOptions
 from xsky.security.allow_hosts import host_rule
 from xsky.security.mcp import is_mcp
 from xsky.security.permissions import rule_problems
-from xsky.security.roles import TOOLS
+from xsky.security.roles import BUILTIN_ROLES, TOOLS
 from xsky.security.rules import parse_rule
 
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -225,6 +226,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
             print_problems(e, args.plan)
             err.print("nothing was started")
             return 2
+        for warning in role_budget_warnings(options, wf, _known_roles(settings)):
+            if not args.json:
+                err.print(f"[yellow]warning:[/] {cell(warning)}")
         small = _checks_warning(settings, options, wf)
         if small is not None and not args.json:
             err.print(f"[yellow]warning:[/] {cell(small)}")
@@ -237,6 +241,41 @@ async def cmd_run(args: argparse.Namespace) -> int:
             on_wait=lambda note: err.print(cell(note)),
         )
         return await announce(args, settings, x, start, options, f"({len(wf.agents)} agents)")
+
+
+def _known_roles(settings: Settings) -> set[str]:
+    """Every role an agent may take: the built-in ones and the settings' (the plan's own are
+    the plan's to say)."""
+    try:
+        return set(resolve_roles(settings))
+    except UsageError:  # a settings file that is not valid: said where roles are used
+        return set(BUILTIN_ROLES)
+
+
+def role_budget_warnings(options: RunOptions, wf: Workflow, roles: set[str]) -> list[str]:
+    """``--role-budget ROLE:…`` for a role no agent of the plan has: a UsageError when no such
+    role exists at all (a typo, which capped nothing), a warning when it exists (a replan may
+    give an agent that role; until then it caps nothing)."""
+    per_role = options.budget.per_role if options.budget is not None else {}
+    used = list(dict.fromkeys(a.name for a in wf.agents))
+    known = roles | {r.name for r in wf.roles} | set(used)
+    problems, warnings = [], []
+    for role in per_role:
+        if role in used:
+            continue
+        has = f"the plan's agents are {', '.join(used)}"
+        if role not in known:
+            close = difflib.get_close_matches(role, [*used, *sorted(known - set(used))], n=1)
+            hint = f" — did you mean {close[0]}?" if close else f"; {has}"
+            problems.append(f"--role-budget {role}: no role is named {role!r}{hint}")
+        else:
+            warnings.append(
+                f"--role-budget {role}: no agent of this plan has that role ({has}); it caps "
+                "only agents a replan gives it"
+            )
+    if problems:
+        raise UsageError("; ".join(problems) + "; nothing was started")
+    return warnings
 
 
 def _checks_warning(settings: Settings, options: RunOptions, wf: Workflow) -> str | None:
