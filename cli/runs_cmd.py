@@ -564,7 +564,9 @@ async def cmd_list(args: argparse.Namespace) -> int:
         if rows
         else (
             "no runs match these filters"
-            if any((args.status, args.waiting, args.failed, args.plan, args.query))
+            if any(
+                (args.status, args.waiting, args.failed, args.plan, args.descendants, args.query)
+            )
             else "no runs yet: start one with `starter.py run examples/demo.xml --follow`"
         )
     )
