@@ -89,6 +89,11 @@ def page_note(page: BoardPage) -> str:
     shown = len(page.tasks)
     if page.total <= shown:
         return ""
+    if not shown:  # an offset past the end ("showing tasks 1001–1000 of 4")
+        return (
+            f"no task at offset {page.offset}: there are {page.total}; "
+            f"--offset takes 0 to {page.total - 1}"
+        )
     return (
         f"showing tasks {page.offset + 1}–{page.offset + shown} of {page.total}; "
         "--offset N, --limit N and --status STATUS page through the rest"

@@ -401,6 +401,15 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 # -- status / result / list --------------------------------------------------------------------
 
 
+def _past_the_end(args: argparse.Namespace, total: int) -> str:
+    """An --offset past the board's end: how many tasks there are, and the offsets that exist."""
+    if total == 0:
+        what = f"no task of {args.id} is {args.only}" if args.only else f"{args.id} has no tasks"
+        return f"--offset {args.offset}: {what}; drop --offset"
+    tasks = f"{total} task{'' if total == 1 else 's'}" + (f" {args.only}" if args.only else "")
+    return f"--offset {args.offset}: {args.id} has only {tasks}; give --offset 0 to {total - 1}"
+
+
 async def cmd_status(args: argparse.Namespace) -> int:
     settings = load_settings()
     if not 1 <= args.limit <= 2000 or args.offset < 0:
@@ -418,6 +427,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
             # No worker answered in time (under load, or its worker stopped): what the server
             # itself knows, rather than nothing.
             return _server_side(args, status, e, await run.server_view())
+        if args.offset and args.offset >= page.total:
+            raise UsageError(_past_the_end(args, page.total))
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
         follow_ups = await run.follow_up_kinds()  # follow-ups of an ended run, forks of any
