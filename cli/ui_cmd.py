@@ -5,6 +5,7 @@ interventions (cli/ui/server.py)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import socket
 import webbrowser
 from urllib.parse import quote, urlencode
@@ -15,6 +16,14 @@ from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 
 DEFAULT_PORT = 8765
+# Why a --host cannot be listened on that is the host's fault: not an address of this machine,
+# or a name that does not resolve.
+_NOT_THIS_MACHINE = {
+    errno.EADDRNOTAVAIL,
+    socket.EAI_NONAME,
+    socket.EAI_AGAIN,
+    getattr(socket, "EAI_NODATA", socket.EAI_NONAME),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,8 +87,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
     try:  # bound here: uvicorn's own binding logs and exits on a port in use
         sock = socket.create_server((args.host, args.port))
     except OSError as e:
+        # (create_server re-raises a name's lookup failure as an OSError with its errno, and
+        # says the address again after the reason)
+        why = (e.strerror or str(e)).split(" (while attempting to bind")[0]
+        if e.errno in _NOT_THIS_MACHINE:
+            # The host is the mistake (not an address of this machine, or no name at all):
+            # another port would fail alike.
+            raise UsageError(
+                f"cannot listen on {args.host}:{args.port} ({why}): {args.host} is "
+                "not an address of this machine; give one of its own with --host (127.0.0.1, "
+                "the default: this machine only; 0.0.0.0: every address)"
+            ) from None
         raise UsageError(
-            f"cannot listen on {args.host}:{args.port} ({e.strerror or e}): "
+            f"cannot listen on {args.host}:{args.port} ({why}): "
             "pick another with --port, or stop what uses it"
         ) from None
     out.print(cell(f"the live page: {url} (Ctrl-C stops it; runs go on)"))
