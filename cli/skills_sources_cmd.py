@@ -12,6 +12,7 @@ from rich.table import Table
 from cli.render import cell, err, out, print_json, shown
 from client.skills import Skills
 from xsky.config import load_settings
+from xsky.errors import UsageError
 from xsky.skills.sources import default_root, expand
 from xsky.skills.transcripts import SOURCE_KINDS
 
@@ -80,6 +81,16 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_add_source(args: argparse.Namespace) -> int:
+    if args.kind in SOURCE_KINDS:  # (an unknown kind is said by add_source)
+        root = expand(args.path, os.environ) if args.path else default_root(args.kind, os.environ)
+        if root.exists() and not root.is_dir():
+            # A source is read as a folder of transcripts: a file would never be scanned, and
+            # "watched once it does [exist]" would not come true. Nothing is registered.
+            usual = default_root(args.kind, os.environ)
+            raise UsageError(
+                f"{root} is a file, not a folder: a {args.kind} source is the folder that holds "
+                f"its transcripts (usually {usual}); give that folder"
+            )
     change = Skills(load_settings()).add_source(args.kind, args.path, user=args.user)
     where = shown(args.path or "(default place)")
     root = expand(args.path, os.environ) if args.path else default_root(args.kind, os.environ)
