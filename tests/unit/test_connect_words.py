@@ -1,0 +1,37 @@
+"""An unreachable server is answered with `starter.py up` (which registers xsky's search
+attributes), wherever the error is said: also where the CLI quotes it as it is."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from client.connect import connect_client
+from xsky.config import load_settings
+from xsky.errors import ConnectError
+
+
+def test_the_connect_error_says_starter_py_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")  # nothing listens there
+    with pytest.raises(ConnectError) as said:
+        asyncio.run(connect_client(load_settings()))
+    assert said.value.fix is not None and "`python starter.py up`" in said.value.fix
+    assert "start-dev" not in str(said.value)
+    assert said.value.topic == "connect"  # (the CLI words its own fix from it)
+
+
+def test_skills_status_without_a_server_says_starter_py_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(tmp_path / "user.json"))
+    monkeypatch.setenv("XSKY_PROJECT_DIR", str(tmp_path / "project"))
+    monkeypatch.setenv("XSKY_SKILLS_HOME", str(tmp_path / "home"))
+    assert main(["skills", "status"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "watch unknown: cannot reach Temporal at 127.0.0.1:1" in said
+    assert "`python starter.py up`" in said
+    assert "start-dev" not in said
