@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,6 +40,19 @@ class LoadedPlan:
     repairs: list[Problem] = field(default_factory=list)
 
 
+def _unreadable_kind(p: Path) -> str | None:
+    """What ``p`` is when reading it could wait forever or fail (a named pipe, a socket)."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return None  # said when it is opened
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
 def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Path, bytes]:
     """The file's bytes, read no further than the limit (a device, a pipe or a huge file is
     refused without being read whole)."""
@@ -47,6 +61,14 @@ def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tup
         raise UsageError(f"{p}: no such file; give the path of a workflow XML file")
     if p.is_dir():
         raise UsageError(f"{p}: is a directory; give the path of a workflow XML file")
+    kind = _unreadable_kind(p)
+    if kind is not None:
+        # Opening a pipe waits for a writer (the command hung); a socket cannot be opened.
+        # A device is read as far as the limit below, as any file (/dev/zero is said so).
+        raise UsageError(
+            f"{p}: is {kind}, not a file; give the path of a workflow XML file (save what "
+            "writes to it to a file first)"
+        )
     try:
         with p.open("rb") as fh:
             data = fh.read(max_bytes + 1)
