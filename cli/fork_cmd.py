@@ -9,6 +9,7 @@ from cli.follow_cmd import follow, print_result
 from cli.render import cell, out, print_json
 from cli.steer_cmd import checked_plan_file
 from client import XSky
+from client._consts import RUN_ID
 from client.fork import direct_tool
 from xsky.config import load_settings
 from xsky.errors import UsageError
@@ -56,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_fork(args: argparse.Namespace) -> int:
+    # An id given must be one, as `run --id` refuses it (the API takes a falsy id as none
+    # given: `--id ""` quietly got a generated one).
+    if args.fork_id is not None and not RUN_ID.fullmatch(args.fork_id):
+        raise UsageError(
+            f"run id {args.fork_id!r}: use letters, digits and . _ - : (at most 200), "
+            "e.g. xsky-nightly-1; nothing was started"
+        )
     plan = None
     if args.plan is not None:
         checked = checked_plan_file(args.plan, "nothing was started")
