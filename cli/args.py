@@ -12,12 +12,18 @@ from xsky.errors import UsageError
 
 
 def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
-    """``["k=v", …]`` → dict; a missing ``=`` is a usage error that shows the right form."""
+    """``["k=v", …]`` → dict; a missing ``=`` is a usage error that shows the right form, and
+    so is a name given twice (the last one won, silently: which was meant is not ours to guess)."""
     pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"{flag} {item!r}: write it as {flag} name=value")
+        if key.strip() in pairs:
+            raise UsageError(
+                f"{flag} {key.strip()} is given twice ({pairs[key.strip()]!r} and {value!r}); "
+                "keep one"
+            )
         pairs[key.strip()] = value
     return pairs
 
