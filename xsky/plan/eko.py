@@ -30,6 +30,7 @@ checked like a native one (a role, or refused as unknown).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -308,8 +309,11 @@ def _agent(
         elif key in _NATIVE_AGENT_ATTRS:
             problem(el, f"attribute {key!r} is a native <agent>'s, not an Eko one's; {_NATIVE}")
         elif key not in _AGENT_ATTRS and key != XML_SPACE:
-            # ("dependson": its agents would run together, with no word but this one)
-            close = [a for a in _AGENT_ATTRS if a.lower() == key.lower()]
+            # ("dependson", "dependOn": its agents would run together, with no word but this
+            # one; near only, so that "idx" is not told it meant "id")
+            close = [a for a in _AGENT_ATTRS if a.lower() == key.lower()] or (
+                difflib.get_close_matches(key, _AGENT_ATTRS, n=1, cutoff=0.85)
+            )
             meant = f" — did you mean {close[0]!r}?" if close else ""
             notice(el, f"attribute {key!r} on an Eko <agent> is not Eko's: left out{meant}")
         else:
