@@ -208,7 +208,8 @@ def _checked(
             raise
         # What the reader refused, and what the rest of the plan would still be refused for.
         seen = {p.message for p in e.problems}
-        more = [p for p in whole(e.partial) if p.message not in seen]
+        read = e.partial
+        more = [q for q in (read.as_written(p) for p in whole(read)) if q.message not in seen]
         raise WorkflowXMLError(sorted([*e.problems, *more], key=_position)) from None
     problems = whole(parsed)
     if problems:

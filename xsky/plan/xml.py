@@ -32,11 +32,13 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lxml import etree
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from xsky.errors import Problem, WorkflowXMLError
 from xsky.gcpause import gc_paused
@@ -374,6 +376,25 @@ class ParsedWorkflow:
         self.dialect: str | None = None
         self.repairs: list[Problem] = []
         self.original: str | None = None
+        # For a plan read only in part (Reader._partial): each id that stands in for one that
+        # could not be used, and the agent's label and id as written ("agent #1", "").
+        self.stand_ins: dict[str, tuple[str, str]] = {}
+
+    def as_written(self, problem: Problem) -> Problem:
+        """``problem`` with each stand-in id said as the plan wrote it (a check of the whole
+        plan read a stand-in's id where the plan's own could not be used)."""
+        message = problem.message
+        for stand_in, (label, written) in self.stand_ins.items():
+            message = re.sub(rf"(?<![\w.-])agent {re.escape(stand_in)}(?![\w.-])", label, message)
+            message = re.sub(
+                rf"(?<![\w.-]){re.escape(stand_in)}(?![\w.-])",
+                written or label.removeprefix("agent "),
+                message,
+            )
+        agent_id = problem.agent_id
+        if agent_id in self.stand_ins:
+            agent_id = self.stand_ins[agent_id][1]
+        return replace(problem, message=message, agent_id=agent_id)
 
     def _where(self) -> tuple[Reader, list[etree._Element]]:
         if callable(self._located):
@@ -471,16 +492,19 @@ class Reader:
             wf["agents"].append(self._read_agent(el, index))
 
         if self.problems:
-            raise WorkflowXMLError(self.problems, partial=self._partial(wf, agent_els))
+            partial = self._partial(wf, agent_els)  # (may say what the model refuses too)
+            raise WorkflowXMLError(self.problems, partial=partial)
         try:
             workflow = Workflow.model_validate(wf)
         except ValidationError as e:
-            self._validation_problems(e, root, agent_els)
-            raise WorkflowXMLError(self.problems) from None
+            self._validation_problems(e.errors(), root, agent_els)
+            # (an id or a name that is not one: the rest is still checked, as _partial says)
+            partial = self._partial(wf, agent_els, said=True)
+            raise WorkflowXMLError(self.problems, partial=partial) from None
         return ParsedWorkflow(workflow, (self, agent_els))
 
     def _partial(
-        self, wf: dict[str, Any], agent_els: list[etree._Element]
+        self, wf: dict[str, Any], agent_els: list[etree._Element], said: bool = False
     ) -> ParsedWorkflow | None:
         """The plan as far as it reads, for the checks of the whole (dependencies, names,
         cycles) to run too — so one bad ``<config>`` does not hide every other problem. None
@@ -494,12 +518,58 @@ class Reader:
             {**a, "task": "(no task)"} if a.get("task") is None else a for a in wf["agents"]
         ]
         standing = [{"name": "llm", **a} if "name" not in a else a for a in standing]
+        # So does one whose id is missing or not an id (id="", id="-1"): with an id of its own
+        # that no agent has, said as the plan wrote it in what the checks find (as_written).
+        taken = {a["id"] for a in standing if isinstance(a.get("id"), str)}
+        stand_ins: dict[str, tuple[str, str]] = {}
+
+        def stand_in(index: int) -> None:
+            agent = standing[index]
+            written = agent.get("id") or ""
+            new = f"unread-id-{index + 1}"
+            while new in taken:
+                new += "x"
+            taken.add(new)
+            stand_ins[new] = (_label(written or None, index), written)
+            standing[index] = {**agent, "id": new}
+            if written:  # its dependents wait for it by the id that stands in
+                for i, other in enumerate(standing):
+                    if written in (other.get("depends") or []):
+                        depends = [new if d == written else d for d in other["depends"]]
+                        standing[i] = {**other, "depends": depends}
+
+        for index, agent in enumerate(standing):
+            if "id" not in agent:
+                stand_in(index)
         try:
-            return ParsedWorkflow(
-                Workflow.model_validate({**wf, "agents": standing}), (self, agent_els)
-            )
-        except ValidationError:
-            return None
+            workflow = Workflow.model_validate({**wf, "agents": standing})
+        except ValidationError as e:
+            refused = e.errors()
+            fields = _agent_fields(refused)
+            if fields is None or any(not f <= {"id", "name", "depends"} for f in fields.values()):
+                return None  # a part the checks stand on: they would misjudge the plan
+            if not said:  # (behind the reader's own problems until now)
+                self._validation_problems(refused, self.root, agent_els)
+            for index, f in fields.items():
+                if "name" in f:
+                    standing[index] = {**standing[index], "name": "llm"}
+                if "id" in f:
+                    stand_in(index)
+            # A dependency on an id that is none, and no agent's: said, and left out.
+            unusable = {
+                (err["loc"][1], err["input"]) for err in refused if err["loc"][2] == "depends"
+            }
+            for index, agent in enumerate(standing):
+                if any(i == index for i, _ in unusable):
+                    depends = [d for d in agent["depends"] if (index, d) not in unusable]
+                    standing[index] = {**agent, "depends": depends}
+            try:
+                workflow = Workflow.model_validate({**wf, "agents": standing})
+            except ValidationError:
+                return None
+        parsed = ParsedWorkflow(workflow, (self, agent_els))
+        parsed.stand_ins = stand_ins
+        return parsed
 
     def _read_agent(self, el: etree._Element, index: int) -> dict[str, Any]:
         attrs = dict(el.attrib)
@@ -587,9 +657,7 @@ class Reader:
                 f"<agent> {_label(agent_id, index)} holds loose text; put text inside <task> or <input>",
                 index,
             )
-        if agent_id is None:  # (a missing task or name stands in with a placeholder: _partial)
-            self._incomplete = True
-        if "task" not in agent:
+        if "task" not in agent:  # (a missing id, task or name stands in: _partial)
             self.problem(
                 el,
                 f"{_label(agent_id, index)} has no <task>; add <task>what this agent should do</task>",
@@ -819,9 +887,9 @@ class Reader:
         )
 
     def _validation_problems(
-        self, e: ValidationError, root: etree._Element, agents: list[etree._Element]
+        self, errors: list[ErrorDetails], root: etree._Element, agents: list[etree._Element]
     ) -> None:
-        for err in e.errors():
+        for err in errors:
             loc = err["loc"]
             msg = friendly_error(loc, err["type"], err["msg"], err.get("input"))
             if len(loc) >= 2 and loc[0] == "agents" and isinstance(loc[1], int):
@@ -831,6 +899,18 @@ class Reader:
                 self.problem(el, f"agent {agent_id}: {msg}", index)
             else:
                 self.problem(root, f"<workflow>: {msg}")
+
+
+def _agent_fields(errors: list[ErrorDetails]) -> dict[int, set[str]] | None:
+    """The fields of each agent the model refused, or None when it refused anything else
+    (the workflow's own attributes, an agent as a whole)."""
+    fields: dict[int, set[str]] = {}
+    for err in errors:
+        loc = err["loc"]
+        if len(loc) < 3 or loc[0] != "agents" or not isinstance(loc[1], int):
+            return None
+        fields.setdefault(loc[1], set()).add(str(loc[2]))
+    return fields
 
 
 def _label(agent_id: str | None, index: int) -> str:
