@@ -314,6 +314,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that read such a plan's XML before v0.11.9 is still open",
     ),
+    "budget-changes-bind-running-agents": Patch(
+        what="set_budget fits the shares of the agents running at that moment to the new limits "
+        "(a share only shrinks; one that had none — the run had no budget — gets one), and their "
+        "agents learn it before each model call; before, a budget lowered or set mid-run bound "
+        "only agents dispatched later (an agent spent 7.5x the lowered limit). Asked only when a "
+        "task runs as the budget changes",
+        since="v0.11.10",
+        delete_when="no run whose budget was changed while agents ran before v0.11.10 is still open",
+    ),
     "reports-of-every-dispatch-checked": Patch(
         what="a report_progress naming a dispatch of its task other than the latest must carry "
         "that dispatch's token, and one naming a dispatch never issued is refused; before, such a "

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio import activity
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 
 from activities import llm, metrics
@@ -29,7 +30,7 @@ from activities.tools.registry import IMPLEMENTATIONS, Session
 from activities.tools.skills import SkillLibrary
 from xsky.in_doubt import Doubt
 from xsky.leader.stall import LoopDetector
-from xsky.leader.state import TaskRequest
+from xsky.leader.state import DispatchNews, DispatchRequest, TaskRequest
 from xsky.outcomes import model_answer
 from xsky.plan import output_schema
 from xsky.plan.models import RoleCapabilityModel, Step
@@ -112,6 +113,7 @@ class AgentLoop:
         self.schema = output_schema.output_schema(a.config)
         # before any model call: a USD budget with an unpriced model fails here
         self.meter = Meter(a.share, a.prices, target.model, a.key.dispatch_key, a.settings_file)
+        self._news = True  # the leader answers dispatch_news (one older than it does not)
         self.cp: Checkpoint | None = None
         # The call the checkpoint this attempt resumed from says may have been running.
         self.doubtful: str | None = None
@@ -387,12 +389,29 @@ class AgentLoop:
         )
 
     async def _take_nudges(self, cp: Checkpoint) -> None:
+        """Before each model call: the supervisor's nudges since the last, and the share of the
+        budget this dispatch may spend now (a person may have lowered or set it since)."""
         nudges = list(self.a.nudges)
         workflow_id = activity.info().workflow_id
         try:
             if workflow_id is not None:  # always, for an attempt a leader scheduled
                 handle = activity.client().get_workflow_handle(workflow_id)
-                nudges = await handle.query("nudges", TaskRequest(task_id=self.a.key.task_id))
+                key = self.a.key
+                if self._news:
+                    try:
+                        news = await handle.query(
+                            "dispatch_news",
+                            DispatchRequest(task_id=key.task_id, dispatch=key.dispatch),
+                            result_type=DispatchNews,
+                        )
+                    except WorkflowQueryFailedError:
+                        self._news = False  # a leader older than the query: nudges alone
+                    else:
+                        nudges = list(news.nudges)
+                        if news.share_known:
+                            self.meter.share = news.share
+                if not self._news:
+                    nudges = await handle.query("nudges", TaskRequest(task_id=key.task_id))
         except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
             log.debug("nudges query failed: %s", e)
         for message in nudges[cp.nudges_seen :]:

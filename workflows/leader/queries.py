@@ -15,6 +15,8 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.state import (
         AuditEntry,
         BoardPage,
+        DispatchNews,
+        DispatchRequest,
         HumanRequest,
         PageRequest,
         PlanVersion,
@@ -81,6 +83,18 @@ class LeaderQueries:
     )
     def nudges(self, req: TaskRequest) -> list[str]:
         return self._core.nudges_for(req.task_id)
+
+    @workflow.query(
+        name="dispatch_news",
+        description="What a running model agent ({taskId}, {dispatch}) learns before each call: "
+        "its nudges, and the share of the budget it may spend now (lowered or set by a person "
+        "since it was dispatched).",
+    )
+    def dispatch_news(self, req: DispatchRequest) -> DispatchNews:
+        share, known = self._core.budget.share_now(req.task_id.removeprefix("T-"), req.dispatch)
+        return DispatchNews(
+            nudges=self._core.nudges_for(req.task_id), share=share, share_known=known
+        )
 
     @workflow.query(
         description="What one dispatch ({taskId}, {dispatch}) was given: its approvals, the run's "

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from xsky.leader.board import TaskBoard
-from xsky.leader.commands import Flight, Rejected
+from xsky.leader.commands import RUNNING, Flight, Rejected
 from xsky.leader.requests import RUN_REQUEST, RequestBook
 from xsky.leader.state import (
     BudgetState,
@@ -532,6 +532,90 @@ class Budget:
             what += f"; reserve {budget.reserve:,} tokens"
         self.state.limits = RunBudget.model_validate(budget.model_dump())
         return what
+
+    # -- limits changed while agents run -------------------------------------------------------
+
+    def running_work(self) -> list[TaskState]:
+        """Tasks running now (their dispatch's share is fitted when a person changes limits)."""
+        return [t for t in self.board.state.tasks if t.stored in RUNNING and t.attempt > 0]
+
+    def refit(self, now: datetime) -> list[str]:
+        """The limits changed (set_budget) while tasks run: a running model agent whose share no
+        longer fits them — what the run spent and running agents hold is over a limit, its
+        share has no such limit (the run had no budget when it started), or its own cap is
+        lower than what it may still spend — gets a share of what it has spent, so it stops
+        cleanly before its next model call (it learns it from ``dispatch_news``) and is
+        dispatched again with a share the budget admits, counted on what it really spent (the
+        leader only knows what running agents have reported so far: sharing out the room among
+        them by that would overrun it). The time limit applies to each at once. The tasks
+        whose shares changed."""
+        limits = self.state.limits
+        if limits is None:
+            return []
+        run = limits.run
+        self.holding = None
+        used, held = self._used(), self._held()
+        over = {
+            "tokens": run.tokens is not None and used.tokens + held[0] > run.tokens,
+            "usd": run.usd is not None and used.usd + held[1] > run.usd,
+        }
+        start = self.run.started_at or now
+        end = start + timedelta(minutes=run.minutes) if run.minutes is not None else None
+        changed = []
+        for task in self.running_work():
+            spend = self._spend(task)
+            flight = self.flights.get(task.agent_id)
+            if flight is None or flight.dispatch != task.attempt:  # the run had no budget
+                flight = self.flights[task.agent_id] = Flight(
+                    task.attempt, None, spend.usage, self.model(task.agent_id)
+                )
+            share = self._fitted(task, flight, run, over, end)
+            if share != flight.share:
+                flight.share = spend.share = share
+                changed.append(task.id)
+        return changed
+
+    def _fitted(
+        self,
+        task: TaskState,
+        flight: Flight,
+        run: Limits,
+        over: dict[str, bool],
+        end: datetime | None,
+    ) -> BudgetShare | None:
+        """``flight``'s share under the limits now in force (see :meth:`refit`)."""
+        old = flight.share
+        spent = self._spend(task).usage.minus(flight.start)
+        caps = self._caps(task)
+        fields: dict[str, float | None] = {}
+        for key in ("tokens", "usd") if flight.model else ():
+            had = getattr(old, key) if old is not None else None
+            mine = float(getattr(self._spend(task).usage, key))  # the task's, all dispatches
+            cap = getattr(caps, key)
+            stop = (
+                over[key]
+                or (getattr(run, key) is not None and had is None)
+                or (
+                    cap is not None
+                    and (had is None or mine - float(getattr(spent, key)) + had > cap)
+                )
+            )
+            fields[key] = float(getattr(spent, key)) if stop else had
+        until = old.until if old is not None else None
+        if end is not None:
+            until = min(until, end) if until is not None else end
+        tokens, usd = fields.get("tokens"), fields.get("usd")
+        if tokens is None and usd is None and until is None:
+            return None
+        return BudgetShare(tokens=None if tokens is None else int(tokens), usd=usd, until=until)
+
+    def share_now(self, agent_id: str, dispatch: int) -> tuple[BudgetShare | None, bool]:
+        """The share dispatch ``dispatch`` of agent ``agent_id`` holds now, and whether the
+        leader holds one for it at all."""
+        flight = self.flights.get(agent_id)
+        if flight is None or flight.dispatch != dispatch:
+            return None, False
+        return flight.share, True
 
     def review_requests(self, now: datetime) -> list[str]:
         """Close the budget's escalations that the limits in force no longer call for; the

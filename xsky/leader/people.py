@@ -274,6 +274,12 @@ class People:
         """A person raises or lowers limits: budget escalations that no longer apply close,
         and dispatch goes on."""
         what = self.budget.set_budget(req, self.plans.version, now)
+        # Running agents are bound by the new limits too (their shares are fitted; each learns
+        # it before its next model call). Asked only where a task runs.
+        if self.budget.running_work() and self.patched("budget-changes-bind-running-agents"):
+            fitted = self.budget.refit(now)
+            if fitted:
+                what += f"; the running {', '.join(fitted[:10])} fitted to it"
         self.plans.note(f"a person set {what}", now)
         closed = self.budget.review_requests(now)
         self.flow.changed = True

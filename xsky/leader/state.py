@@ -19,7 +19,7 @@ from xsky.artifacts import BlobRef
 from xsky.gcpause import gc_paused
 from xsky.leader.ledger import Ledger
 from xsky.leader.tasks import TaskState, TaskStatus, TaskView
-from xsky.plan.budget import BudgetView, RunBudget, Spend
+from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
 from xsky.security.permissions import ApprovedRule
 
@@ -396,6 +396,24 @@ class ApprovePlanRequest(WireModel):
 
 class TaskRequest(WireModel):
     task_id: str
+
+
+class DispatchRequest(WireModel):
+    """Input of the ``dispatch_news`` query: one dispatch of one task, asked by its agent."""
+
+    task_id: str
+    dispatch: int
+
+
+class DispatchNews(WireModel):
+    """What a running model agent learns before each call (``dispatch_news``): its supervisor's
+    nudges, and the share of the budget it may spend now — lowered (or set) by a person since
+    it was dispatched. ``share_known`` False: the leader holds no share for it (no budget, or
+    not this dispatch): the one its input brought stands."""
+
+    nudges: list[str] = Field(default_factory=list)
+    share: BudgetShare | None = None
+    share_known: bool = False
 
 
 class RetryTaskRequest(TaskRequest):
