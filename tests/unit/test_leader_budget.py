@@ -469,3 +469,35 @@ def test_two_budget_reasons_in_one_pass_do_not_take_turns_in_its_escalation():
         core.flow.changed = False
         assert core.dispatch(T0, lambda: True) == []
         assert not core.flow.changed and request.text == said
+
+
+def test_a_budget_lowered_while_agents_run_shrinks_their_shares_to_what_they_spent():
+    """(A security review: lowered mid-run, the limit bound only agents dispatched later.)"""
+    core = core_of(plan(3), RunBudget(run=Limits(tokens=100_000), reserve=10_000))
+    starts = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+    assert len(starts) == 3
+    core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(2000, "c1")), T0)
+    before = {s.agent_id: core.budget.share_now(s.agent_id, s.dispatch) for s in starts}
+    assert all(
+        known and share is not None and share.tokens == 10_000 for share, known in before.values()
+    )
+    # raised, or lowered with room for what they hold: nothing changes
+    said = core.people.set_budget(SetBudgetRequest(tokens=50_000), T0).message
+    assert "fitted" not in said
+    said = core.people.set_budget(SetBudgetRequest(tokens=20_000), T0).message
+    assert "the running T-1, T-2, T-3 fitted to it" in said, said
+    after = {s.agent_id: core.budget.share_now(s.agent_id, s.dispatch)[0] for s in starts}
+    assert after["1"] is not None and after["1"].tokens == 2000  # what it spent: it stops
+    assert after["2"] is not None and after["2"].tokens == 0
+    # an earlier dispatch's number is not this one's
+    assert core.budget.share_now("1", 9) == (None, False)
+
+
+def test_a_budget_set_on_a_run_without_one_gives_its_running_agents_shares():
+    core = core_of(plan(2), None)
+    starts = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+    assert core.budget.share_now(starts[0].agent_id, starts[0].dispatch) == (None, False)
+    said = core.people.set_budget(SetBudgetRequest(tokens=50_000), T0).message
+    assert "fitted to it" in said, said
+    share, known = core.budget.share_now(starts[0].agent_id, starts[0].dispatch)
+    assert known and share is not None and share.tokens == 0  # stops, re-admitted with a share
