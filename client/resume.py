@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 
 from xsky.errors import ConnectError, UsageError
 from xsky.lineage import descendants_clause
+from xsky.plan.budget import Limits, RunBudget
 from xsky.plan.models import Workflow
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 from xsky.security.permissions import PermissionSettings
@@ -129,6 +130,17 @@ def continued_input(
         permissions=permissions,
         resume=resume,
     )
+
+
+def budget_in_force(inp: RunInput, limits: Limits | None) -> RunInput:
+    """A follow-up's (or fork's) input with the run limits last in force in the run it
+    continues — set_budget may have raised or lowered them since that run started, and the
+    follow-up started with the first values (its own spend counts from nothing, as before)."""
+    budget = inp.options.budget
+    if limits is None or (budget is not None and budget.run == limits):
+        return inp
+    changed = (budget or RunBudget()).model_copy(update={"run": limits})
+    return inp.model_copy(update={"options": inp.options.model_copy(update={"budget": changed})})
 
 
 async def refuse_if_workspace_busy(client: Client, run_id: str, workspace_of: str) -> None:

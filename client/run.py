@@ -48,6 +48,7 @@ from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
 from client.results import reports_of, result_text
 from client.resume import (
+    budget_in_force,
     first_input,
     follow_up_id,
     follow_up_input,
@@ -99,7 +100,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TERMINAL, TaskView
 from xsky.lineage import lineage_of
-from xsky.plan.budget import KEYS
+from xsky.plan.budget import KEYS, Limits
 from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
 from xsky.run_diff import RunDiff, diff_runs
@@ -392,6 +393,15 @@ class Run:
                 topic="worker",
             ) from None
 
+    async def _limits_in_force(self) -> Limits | None:
+        """The run's limits as they stand now (a person may have raised or lowered them since
+        it started): what a follow-up or fork of it starts with."""
+        try:
+            view = (await self.board(limit=1)).budget
+        except XSkyError:
+            return None  # not readable now: the limits it started with
+        return view.limits if view is not None else None
+
     async def _served(self) -> str:
         """The run's task queue, when a worker serves it; else a NoWorkerError, nothing sent (a
         change sent to a run no worker serves waited silently and applied whenever one came)."""
@@ -513,8 +523,11 @@ class Run:
         rest is carried over with its results, in this run's workspace (client/resume.py)."""
         first = await first_input(self._client, self.handle)
         wf, rerun = retask(parse_workflow(await self.plan()), tasks, text)
-        follow = follow_up_input(
-            self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
+        follow = budget_in_force(
+            follow_up_input(
+                self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
+            ),
+            await self._limits_in_force(),
         )
         assert follow.resume is not None
         await refuse_if_workspace_busy(self._client, self.id, follow.resume.workspace_of)
@@ -575,6 +588,7 @@ class Run:
             ended,
             own_id,
         )
+        inp = budget_in_force(inp, await self._limits_in_force())
         handle = await launch(
             self._client,
             self._settings,

@@ -377,3 +377,19 @@ async def test_a_second_follow_up_is_refused_while_one_works_in_the_workspace(en
         again = await run.follow_up(["T-1"])
         await again.cancel()
         await fork_retry.cancel()
+
+
+async def test_a_run_cancelled_as_it_starts_ends_cancelled(env: Env):
+    """A cancellation that came while the leader's set-up activity ran was taken for a failed
+    set-up: the run went on and its agents ran to the end (found by a fork cancelled right
+    after it was made)."""
+    await env.start_worker()
+    async with XSky.connect() as x:
+        for n in range(3):  # (the cancellation lands before, during or after the set-up)
+            run = await x.run(
+                plan(shell("1", "sleep 3; echo ran")), id=f"xsky-early-{n}-{uuid.uuid4().hex[:6]}"
+            )
+            await run.cancel()
+            result = await asyncio.wait_for(run.result(), 60)
+            assert result.status == "cancelled", (n, result.status, result.summary)
+            assert [a.status for a in result.agents] != ["completed"], result.agents

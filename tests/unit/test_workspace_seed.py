@@ -227,3 +227,28 @@ def test_a_follow_up_of_a_fork_that_never_made_its_copy_makes_it_from_the_same_r
     follow = follow_up_input("F", fork, wf, ["1"], [], PermissionSettings())
     assert follow.resume is not None
     assert (follow.resume.workspace_of, follow.resume.workspace_from) == ("F", "R")
+
+
+def test_a_follow_up_starts_with_the_limits_last_in_force_not_the_first_ones() -> None:
+    """A budget lowered with set_budget was lost in the run's follow-ups and forks: they took
+    the options the run had started with."""
+    from client.resume import budget_in_force
+    from xsky.plan.budget import Limits, RunBudget
+    from xsky.runs import RunOptions
+
+    wf = parse_workflow(
+        '<workflow name="w"><agent name="noop" id="1"><task>a</task></agent></workflow>'
+    )
+    started = RunInput(
+        workflow=wf,
+        options=RunOptions(
+            budget=RunBudget(run=Limits(tokens=100_000), per_agent=Limits(tokens=5))
+        ),
+    )
+    lowered = budget_in_force(started, Limits(tokens=10_000))
+    assert lowered.options.budget is not None and lowered.options.budget.run.tokens == 10_000
+    assert lowered.options.budget.per_agent == Limits(tokens=5)  # the rest as it started
+    assert budget_in_force(started, None) is started  # not readable: as it started
+    unbudgeted = RunInput(workflow=wf)
+    set_later = budget_in_force(unbudgeted, Limits(usd=2.5))
+    assert set_later.options.budget is not None and set_later.options.budget.run.usd == 2.5

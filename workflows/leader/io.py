@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 from workflows.details import draw_details
 from workflows.failures import describe_failure
@@ -109,6 +109,10 @@ async def setup() -> LeaderSetup | None:
             summary="search attributes, where agents run",
         )
     except ActivityError as e:
+        # The run was cancelled while it asked (a run cancelled as it starts): a cancellation is
+        # said once, so taking it for a failed set-up ran the whole run. Asked only then.
+        if isinstance(e.cause, CancelledError) and patched("cancel-during-setup-honoured"):
+            raise asyncio.CancelledError() from None
         workflow.logger.warning("run set-up failed, search attributes off: %s", describe_failure(e))
         return None
 
