@@ -323,12 +323,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.10",
         delete_when="no run whose budget was changed while agents ran before v0.11.10 is still open",
     ),
-    "cancel-during-setup-honoured": Patch(
-        what="a run cancelled while its leader_setup activity runs ends cancelled; before, the "
-        "cancellation was taken for a failed set-up and the whole run went on (a fork cancelled "
-        "right after it was made ran its agents to the end). Asked only when that happens",
+    "cancel-during-leader-calls-honoured": Patch(
+        what="a run cancelled while its leader_setup or planner activity runs ends cancelled; "
+        "before, the cancellation was taken for that activity's failure: a failed set-up let the "
+        "whole run go on (a fork cancelled right after it was made ran its agents to the end), a "
+        "failed first plan failed the run. Asked only when that happens",
         since="v0.11.10",
-        delete_when="no run cancelled during its set-up before v0.11.10 is still open",
+        delete_when="no run cancelled during such a call before v0.11.10 is still open",
     ),
     "reports-of-every-dispatch-checked": Patch(
         what="a report_progress naming a dispatch of its task other than the latest must carry "

@@ -98,6 +98,13 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
         return parse_workflow_source(text)
 
 
+def cancelled(e: ActivityError) -> bool:
+    """Is ``e`` the leader's own cancellation — the run cancelled while it waited for one of
+    its activities — which must end the run cancelled, not pass for that activity's failure?
+    Asked only then (a history recorded before took it for a failure)."""
+    return isinstance(e.cause, CancelledError) and patched("cancel-during-leader-calls-honoured")
+
+
 async def setup() -> LeaderSetup | None:
     """Ask the worker what this run may use (None from an older worker: run as before)."""
     try:
@@ -111,7 +118,7 @@ async def setup() -> LeaderSetup | None:
     except ActivityError as e:
         # The run was cancelled while it asked (a run cancelled as it starts): a cancellation is
         # said once, so taking it for a failed set-up ran the whole run. Asked only then.
-        if isinstance(e.cause, CancelledError) and patched("cancel-during-setup-honoured"):
+        if cancelled(e):
             raise asyncio.CancelledError() from None
         workflow.logger.warning("run set-up failed, search attributes off: %s", describe_failure(e))
         return None
@@ -243,6 +250,9 @@ async def call_planner(
             summary=summary,
         )
     except ActivityError as e:
+        if cancelled(e):  # (a run cancelled while its planner ran failed "planning failed")
+            core.budget.leader_call_lost(key, "planner")
+            raise asyncio.CancelledError() from None
         settle_failed(core, key, "planner", e)
         raise
     except asyncio.CancelledError:
