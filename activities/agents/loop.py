@@ -404,7 +404,9 @@ class AgentLoop:
                             DispatchRequest(task_id=key.task_id, dispatch=key.dispatch),
                             result_type=DispatchNews,
                         )
-                    except WorkflowQueryFailedError:
+                    except WorkflowQueryFailedError as e:
+                        if "expected but not found" not in str(e):
+                            raise  # (busy, loading: asked again before the next call)
                         self._news = False  # a leader older than the query: nudges alone
                     else:
                         nudges = list(news.nudges)

@@ -103,6 +103,11 @@ class Meter:
         share = self.share
         if share is None:
             return None
+        if share.usd is not None and self.price is None:
+            # A USD limit set since it started (dispatch_news), on a model this worker has no
+            # price for: it cannot count what a call costs, so it stops cleanly; its next
+            # dispatch says what is missing (BudgetPriceMissing).
+            raise BudgetStop("usd")
         estimate = self.estimate = math.ceil(estimate_tokens(messages, tools) * self.undercount)
         try:
             room = call_room(

@@ -168,21 +168,24 @@ async def test_a_report_of_a_dispatch_that_was_never_sent_is_refused_and_its_usa
     from xsky.runs import RunOptions
 
     await env.start_worker()
+    later = '<agent name="noop" id="2" depends="1"><task>after</task></agent>'
     handle = await env.start(
-        plan(ask("1", "Which region?"), name="forged"),
+        plan(ask("1", "Which region?"), later, name="forged"),
         options=RunOptions(budget=RunBudget(run=Limits(tokens=1_000_000))),
     )
-    await wait_requests(handle, 1)  # dispatch 1 was sent, and asked
+    await wait_requests(handle, 1)  # dispatch 1 of T-1 was sent, and asked; T-2 waits
     usage = {"conversation": "forged", "total": {"inputTokens": 900_000_000}}
-    for dispatch in (7, 1):  # another dispatch's number, and the one sent (without its token)
-        forged = {"taskId": "T-1", "dispatch": dispatch, "token": "wrong", "usage": usage}
+    # another dispatch's number, the one sent (without its token), and a task never dispatched
+    for task, dispatch in (("T-1", 7), ("T-1", 1), ("T-2", 7)):
+        forged = {"taskId": task, "dispatch": dispatch, "token": "wrong", "usage": usage}
         await handle.signal("report_progress", forged)
 
     async def refused() -> None:
         log = await handle.query(LeaderWorkflow.permission_log)
         reasons = [e.reason for e in log if e.tool == "report_progress signal"]
-        assert len(reasons) == 2, reasons
+        assert len(reasons) == 3, reasons
         assert any("dispatch 7 of T-1, which the run never sent" in r for r in reasons), reasons
+        assert any("dispatch 7 of T-2, which the run never sent" in r for r in reasons), reasons
 
     await eventually(refused, 30)
     page = await handle.query(LeaderWorkflow.task_board, PageRequest())

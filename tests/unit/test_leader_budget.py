@@ -501,3 +501,33 @@ def test_a_budget_set_on_a_run_without_one_gives_its_running_agents_shares():
     assert "fitted to it" in said, said
     share, known = core.budget.share_now(starts[0].agent_id, starts[0].dispatch)
     assert known and share is not None and share.tokens == 0  # stops, re-admitted with a share
+
+
+def test_agents_fitted_down_keep_holding_what_they_may_have_spent_until_they_end():
+    """(A review: the holds of the agents a lowered budget stopped were released at once, and
+    a waiting task was admitted into room they had spent unreported: 50,000 for 25,000.)"""
+    core = core_of(
+        plan(3), RunBudget(run=Limits(tokens=30_000), per_agent=Limits(tokens=20_000)), parallel=2
+    )
+    starts = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+    assert [s.agent_id for s in starts] == ["1", "2"]
+    core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(5000, "c1")), T0)
+    core.people.set_budget(SetBudgetRequest(tokens=25_000), T0)
+    assert core.budget.share_now("1", 1)[0].tokens == 5000  # type: ignore[union-attr]
+    # T-3 waits: what T-1 and T-2 held stays held while they run
+    assert not [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+    # one that ends without a word is charged what it held, as before the change
+    core.attempt_ended("2", 1)
+    assert core.state.budget.spend.unconfirmed.tokens > 0
+
+
+def test_a_model_agent_dispatched_with_no_share_is_bound_by_a_token_limit_set_later():
+    """(A review: a budget of agents=5 alone gave model agents no share, and they were marked
+    as calling no model, so tokens set later did not bind them.)"""
+    core = core_of(plan(2), RunBudget(run=Limits(agents=5)))
+    starts = [c for c in core.dispatch(T0) if isinstance(c, StartAgent)]
+    core.report_progress(ProgressReport(task_id="T-1", dispatch=1, usage=used(5000, "c1")), T0)
+    said = core.people.set_budget(SetBudgetRequest(tokens=6000), T0).message
+    assert "fitted to it" in said, said
+    share, known = core.budget.share_now(starts[0].agent_id, starts[0].dispatch)
+    assert known and share is not None and share.tokens == 5000

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 # Dispatches per task whose tokens are kept: a late report of an older one is refused.
-KEPT_DISPATCHES = 8
+KEPT_DISPATCHES = 32
 
 
 class ReportTokens:
@@ -63,9 +63,14 @@ class ReportTokens:
             return None
         if not patched("reports-of-every-dispatch-checked"):
             return None
-        if report.dispatch not in tokens:
+        if report.dispatch > latest:
             return (
                 f"it names dispatch {report.dispatch} of {report.task_id}, which the run never sent"
+            )
+        if report.dispatch not in tokens:
+            return (
+                f"it names dispatch {report.dispatch} of {report.task_id}, too old for its token "
+                "to be checked"
             )
         return "it does not carry its dispatch's token (only the agent's own attempt may report)"
 

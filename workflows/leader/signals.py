@@ -241,4 +241,23 @@ class LeaderSignals:
             self._refused("report_progress signal", raw, spoofed, report.task_id)
             return
         checked = report
-        self._when_ready(lambda: self._core.report_progress(checked, workflow.now()))
+
+        def take() -> None:
+            # A dispatch the run never sent (of a task not dispatched yet, or one whose tokens
+            # went with continue-as-new) has no token to check: refused, its usage unsettled
+            # (a forged report of 900 million tokens stopped a run). Asked only of such a one.
+            task = self._core.board.task_by_id(checked.task_id)
+            never = task is not None and (task.attempt == 0 or checked.dispatch > task.attempt)
+            if never and patched("reports-of-every-dispatch-checked"):
+                why = (
+                    f"it names dispatch {checked.dispatch} of {checked.task_id}, which the run "
+                    "never sent"
+                )
+                workflow.logger.warning("report_progress signal refused: %s", why)
+                self._core.people.refuse(
+                    "report_progress signal", _preview(raw), why, workflow.now(), checked.task_id
+                )
+                return
+            self._core.report_progress(checked, workflow.now())
+
+        self._when_ready(take)

@@ -150,11 +150,12 @@ class Budget:
         tokens, usd = 0, 0.0
         for agent_id, flight in self.flights.items():
             row = self.board.row(agent_id)
-            if flight.share is None or row is None:
+            held = flight.holding
+            if held is None or row is None:
                 continue
             used = (row.spend or TaskSpend()).usage.minus(flight.start)
-            tokens += max(0, (flight.share.tokens or 0) - used.tokens)
-            usd += max(0.0, (flight.share.usd or 0.0) - used.usd)
+            tokens += max(0, (held.tokens or 0) - used.tokens)
+            usd += max(0.0, (held.usd or 0.0) - used.usd)
         for share in self.leader_holds.values():  # the coordinator's and planner's calls
             tokens += share.tokens or 0
             usd += share.usd or 0.0
@@ -450,11 +451,12 @@ class Budget:
         used = spend.usage.minus(flight.start)
         if flight.model:
             self.state.spend.largest = self.state.spend.largest.most(used)
-        if flight.reported or not flight.model or flight.share is None:
+        held = flight.holding
+        if flight.reported or not flight.model or held is None:
             return
         charge = Usage(
-            input_tokens=max(0, (flight.share.tokens or 0) - used.tokens),
-            usd=max(0.0, (flight.share.usd or 0.0) - used.usd),
+            input_tokens=max(0, (held.tokens or 0) - used.tokens),
+            usd=max(0.0, (held.usd or 0.0) - used.usd),
         )
         if not charge.empty():
             spend.unconfirmed = spend.unconfirmed.plus(charge)
@@ -569,16 +571,32 @@ class Budget:
                 flight = self.flights[task.agent_id] = Flight(
                     task.attempt, None, spend.usage, self.model(task.agent_id)
                 )
-            share = self._fitted(task, flight, run, over, end)
+            model = self.model(task.agent_id)  # (one dispatched with no share was not marked so)
+            share = self._fitted(task, flight, model, run, over, end)
             if share != flight.share:
-                flight.share = spend.share = share
+                if flight.hold is None:  # what it may have spent stays held until it ends
+                    flight.hold = flight.share or (self._placeholder(run) if model else None)
+                flight.share, flight.model = share, flight.model or model
                 changed.append(task.id)
         return changed
+
+    def _placeholder(self, run: Limits) -> BudgetShare:
+        """What an agent that ran without a share holds once the budget binds it: a
+        reservation (what it spent unreported is not known)."""
+        budget = self.state.limits or RunBudget()
+        price = self.state.spend.price
+        usd = (
+            budget.reserve_tokens() * price
+            if price
+            else (run.usd / USD_RESERVE_PART if run.usd is not None else None)
+        )
+        return BudgetShare(tokens=budget.reserve_tokens(), usd=usd)
 
     def _fitted(
         self,
         task: TaskState,
         flight: Flight,
+        model: bool,
         run: Limits,
         over: dict[str, bool],
         end: datetime | None,
@@ -588,7 +606,7 @@ class Budget:
         spent = self._spend(task).usage.minus(flight.start)
         caps = self._caps(task)
         fields: dict[str, float | None] = {}
-        for key in ("tokens", "usd") if flight.model else ():
+        for key in ("tokens", "usd") if model else ():
             had = getattr(old, key) if old is not None else None
             mine = float(getattr(self._spend(task).usage, key))  # the task's, all dispatches
             cap = getattr(caps, key)

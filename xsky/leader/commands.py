@@ -114,3 +114,11 @@ class Flight:
     start: Usage  # its task's settled usage when it was dispatched
     model: bool  # it may call a model
     reported: bool = False  # its end said what it used
+    # What it holds on the budget when that is not its share: the share it had before a
+    # person's change fitted it down (Budget.refit) — it may have spent more than it reported
+    # so far, and that stays held (and charged, should it never say) until it ends.
+    hold: BudgetShare | None = None
+
+    @property
+    def holding(self) -> BudgetShare | None:
+        return self.hold if self.hold is not None else self.share
