@@ -19,9 +19,11 @@ from typing import Any
 from rich.table import Table
 
 from activities.skills.store import RecordCount, TrajRow
+from cli.hints import cli_message
 from cli.render import cell, one_line, out, print_json, shown
 from client.skills import Skills
 from xsky.config import load_settings
+from xsky.errors import UsageError
 from xsky.skills.transcripts import NOT_INTENT
 
 
@@ -102,7 +104,10 @@ def _print_status(facts: dict[str, Any], trajs: list[TrajRow]) -> None:
         )
     sched = facts["schedule"]
     if "error" in sched:
-        out.print(f"[bold]watch[/] unknown: {shown(sched['error'])}")
+        said = cli_message(
+            UsageError(sched["error"], sched.get("fix") or None, topic=sched.get("topic") or None)
+        )
+        out.print(f"[bold]watch[/] unknown: {shown(said)}")
     elif not sched["exists"]:
         out.print(
             f"[bold]watch[/] off: start it with `starter.py skills watch` (schedule {sched['id']})"

@@ -213,10 +213,10 @@ async def connect_client(settings: Settings, runtime: Runtime | None = None) -> 
     except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure
         raise ConnectError(
             f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {connect_problem(e)}",
-            # (for anyone, as this error is also said where the CLI cannot reword it — `skills
-            # status` quotes it; a stock `temporal server start-dev` lacks xsky's search attributes)
-            "start a local server and a worker with `python starter.py up`, or point "
-            "TEMPORAL_ADDRESS or a profile at one",
+            # (worded for the library's callers: the CLI words its own, cli/hints.py; a stock
+            # `temporal server start-dev` lacks xsky's search attributes, so it is not named)
+            "start a Temporal server there with xsky's search attributes (docs/deployment.md), "
+            "or point TEMPORAL_ADDRESS or a profile at one",
             topic="connect",
         ) from None
 

@@ -335,7 +335,12 @@ class Skills:
             status.schedule = await _schedule_facts(client, self.settings)
             status.in_flight = await _in_flight(client, self.settings)
         except (UsageError, ConnectError) as e:
-            status.schedule = {"error": str(e).splitlines()[0]}
+            # what went wrong and its fix apart: the CLI words the fix its own way (cli/hints.py)
+            status.schedule = {
+                "error": e.fact.splitlines()[0],
+                "fix": e.fix or "",
+                "topic": e.topic or "",
+            }
         return status
 
     def atoms(self, traj: str) -> tuple[str, list[AtomTask]]:

@@ -231,7 +231,7 @@ def cases() -> list[Case]:
             "/no/such/folder",
         ),
         Case("bad-input", ("skills", "export", "--to", str(ROOT / "README.md")), "README.md"),
-        Case("bad-input", ("server", "--ui-port", "many"), "invalid int value"),
+        Case("bad-input", ("server", "--ui-port", "many"), "is not a port number"),
         Case("bad-input", ("ui", "--port", "0"), "--port 0: give a port from 1 to 65535"),
         Case("bad-input", ("ui", "--host", "no-such-host.invalid"), "cannot listen on"),
         Case("bad-input", ("ui", UNKNOWN, "--port", "1"), f"no run with id {UNKNOWN}"),
