@@ -60,6 +60,11 @@ async def before_direct_call(
     if not a.gate.tracked(name):
         return None
     why = a.gate.not_repeatable(name, args, a.config)
+    if why is None and a.start.calling is not None and not _ended(a, name):
+        # An earlier attempt's worker judged the call must not be repeated unasked and marked
+        # it begun: its word stands, whatever this worker's own rules say (two workers whose
+        # settings differ, as during a rolling change, ran a payment twice without a word).
+        why = "an earlier attempt's worker marked it as a call that must not run twice unasked"
     doubt = Doubt(a.key.task_id, name, name, args, why or "")
     if why is None:
         if a.start.previous is not None and not a.start.record_cleared and _lost(a.start.previous):

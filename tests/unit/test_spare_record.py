@@ -111,3 +111,20 @@ async def test_a_forks_workspace_copy_heartbeats_while_it_runs(
     ends = [t0, *beats, time.monotonic()]
     # (beats about every second: none missing while the copy ran, 2 s)
     assert max(b - a for a, b in zip(ends, ends[1:], strict=False)) < copy_seconds * 0.75
+
+
+async def test_a_call_an_earlier_worker_marked_begun_is_asked_about_whatever_this_workers_rules(
+    tmp_path: Path,
+) -> None:
+    """Two workers whose effects rules differ (a rolling settings change): the first marked a
+    payment begun and died; the retry, on a worker whose rules call it harmless, ran it again
+    without a word (a chaos run). Now it asks."""
+    acts = AgentActivities(load_settings(settings_env(tmp_path)))
+    inp = agent_input({"tool": "shell", "command": "echo pay >> paid.txt"}, agent_id="p")
+    ledger = AttemptLedger.of(acts.store.objects, AgentKey.of(inp))
+    ledger.calling(1, "`echo pay >> paid.txt`")  # the first worker's mark; then it was lost
+    out = await run(acts, inp, attempt=2, activity_id="T-p-v1-d1", heartbeat=60.0)
+    await acts.close()
+    assert out.kind == "question" and out.request is not None, out
+    assert "again" in (out.request.choices or [])
+    assert not (tmp_path / "home" / "runs" / "run-1" / "workspace" / "paid.txt").exists()
