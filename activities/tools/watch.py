@@ -8,6 +8,9 @@ nothing (``timer``: it waits ``every`` seconds) — until its fingerprint differ
 seconds pass. It answers JSON: ``{"fired": true, "hash": …, "text": …}`` (the text as it is
 now, its tail) or ``{"fired": false, "hash": …, "why": …}``. The fingerprint it starts from
 is in its arguments, so a retried poll (a worker lost) misses no change and fires none twice.
+A poll with none (the watch's first, or the first after a person fired it by hand) keeps its
+first look in the store (one write, beside its dispatch's ledger), where a retry reads it: a
+change made while its worker was down was measured from the retry's own first look, and lost.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.http import http_get
 from activities.tools.web import browser_navigate
+from xsky.artifacts import safe_component
 from xsky.plan.watches import TEXT_CHARS
 
 EVENTS = ("dom", "http", "file", "timer")
@@ -109,11 +113,16 @@ async def watch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         return _said({"fired": True, "hash": stamp, "text": f"the timer fired at {stamp}"})
     baseline = since if isinstance(since, str) and since else None
+    kept = _first_look(ctx) if baseline is None else None
+    if kept is not None:
+        baseline = await asyncio.to_thread(kept.read)  # an earlier attempt's first look
     looks = 0
     while True:
         now, text = await _look(ctx, event, args)
         if baseline is None:
             baseline = now  # a first poll: what it sees first is what changes are measured from
+            if kept is not None:
+                await asyncio.to_thread(kept.keep, now)
         elif now != baseline:
             return _said({"fired": True, "hash": now, "text": text[-TEXT_CHARS:]})
         quiet = time.monotonic() - began
@@ -132,6 +141,32 @@ async def watch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         ctx.heartbeat(note)
         ctx.progress(note)  # the board's line (reports are throttled by the attempt)
         await _sleep(ctx, every, f"watching {what}")
+
+
+class _FirstLook:
+    """A first poll's first look, in the store: the baseline a retry of it measures from."""
+
+    def __init__(self, ctx: ToolContext):
+        self.objects = ctx.store.objects
+        self.key = (
+            f"{safe_component(ctx.run_id)}/_watch/{safe_component(ctx.agent_id)}-"
+            f"{ctx.file_prefix}first-look"
+        )
+
+    def read(self) -> str | None:
+        try:
+            said = self.objects.get(self.key).decode("utf-8").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return said or None
+
+    def keep(self, fingerprint: str) -> None:
+        self.objects.put(self.key, fingerprint.encode(), sync=True)
+
+
+def _first_look(ctx: ToolContext) -> _FirstLook | None:
+    """Where a first poll keeps its first look (None outside a run's attempt)."""
+    return _FirstLook(ctx) if ctx.run_id and ctx.file_prefix else None
 
 
 async def _sleep(ctx: ToolContext, seconds: float, note: str) -> None:

@@ -93,3 +93,28 @@ async def test_a_file_watch_reads_nothing_out_of_the_workspace_even_through_a_sw
 
     with pytest.raises(ToolError, match="symbolic link"):
         _read_file(ctx.workspace, ctx.workspace.resolve() / "d" / "f.txt", "d/f.txt")
+
+
+@pytest.mark.timeout(30)
+async def test_a_first_poll_retried_after_its_worker_was_lost_measures_from_its_first_look(ctx):
+    """A chaos run: the first poll took its first look, its worker was killed, the file changed
+    meanwhile, and the retry took the changed file as its own first look: the watch never
+    fired. The first look is kept (one write) where the retry reads it."""
+    ctx.file_prefix = "v1-d1-"  # (one dispatch of the poll: its attempts share the first look)
+    trigger = ctx.workspace / "trigger.txt"
+    trigger.write_text("before")
+    quiet = json.loads(
+        (await watch(ctx, {"event": "file", "path": "trigger.txt", "every": 0.2, "wait": 0.3})).text
+    )
+    assert quiet["fired"] is False  # (the lost attempt's first look: "before")
+    trigger.write_text("changed while the worker was down")
+    retried = json.loads(
+        (await watch(ctx, {"event": "file", "path": "trigger.txt", "every": 0.2, "wait": 2})).text
+    )
+    assert retried["fired"] is True and retried["text"].startswith("changed while")
+    # another dispatch of the poll has a first look of its own
+    ctx.file_prefix = "v1-d2-"
+    fresh = json.loads(
+        (await watch(ctx, {"event": "file", "path": "trigger.txt", "every": 0.2, "wait": 0.3})).text
+    )
+    assert fresh["fired"] is False
