@@ -324,6 +324,16 @@ async def serve(
         settings.namespace,
         "; ".join(served),
     )
+    if leader and not here:
+        # A full worker on the same queue runs agents on the leader's queue (eager dispatch);
+        # this one polls it too and cannot run them: with the full one gone, they fail.
+        log.warning(
+            "this leader worker runs only %s agents: beside a worker that runs every kind on "
+            "'%s', agents its runs hand to the leader's queue fail here once that worker is "
+            "gone; give every leader worker the same kinds, or start this one with --no-leader",
+            ", ".join(kinds) or "no",
+            settings.task_queue,
+        )
     log.info(
         "artifacts in %s, workspaces in %s",
         activities.store.where.removeprefix("the artifact store at "),

@@ -151,3 +151,30 @@ async def test_following_says_when_no_worker_of_a_kind_takes_an_agent(env: Env, 
     finally:
         if follower.returncode is None:
             follower.kill()
+
+
+async def test_a_leader_worker_of_some_kinds_says_it_cannot_run_the_agents_a_full_one_hands_it(
+    env: Env, tmp_path: Path
+):
+    """Beside a full worker on one queue, a leader worker started with --kinds shell took the
+    agents the full one's runs put on the leader's queue once that one died, and they failed
+    "not registered" (a chaos run). It says so as it starts."""
+    from tests.integration.test_durability import stop_worker_process
+
+    log = tmp_path / "partial.log"
+    proc = start_worker_process(env, log, "--kinds", "shell", "--no-skills")
+    try:
+        deadline = time.monotonic() + 10  # (said just after "serving")
+        while "--no-leader" not in log.read_text() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        said = " ".join(log.read_text().split())
+        assert "this leader worker runs only shell agents" in said, said
+        assert "--no-leader" in said
+    finally:
+        stop_worker_process(proc)
+    quiet = tmp_path / "agents-only.log"
+    proc = start_worker_process(env, quiet, "--kinds", "shell", "--no-leader", "--no-skills")
+    try:
+        assert "this leader worker runs only" not in quiet.read_text()
+    finally:
+        stop_worker_process(proc)
