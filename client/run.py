@@ -30,6 +30,7 @@ from client._consts import (
     SILENT_WORKER_SECONDS,
     TRANSIENT,
     UPDATE_TIMEOUT,
+    WORKER_WAIT,
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
@@ -406,13 +407,18 @@ class Run:
         """The run's task queue, when a worker serves it; else a NoWorkerError, nothing sent (a
         change sent to a run no worker serves waited silently and applied whenever one came)."""
         queue = (await self.handle.describe()).task_queue
-        if not await serving(self._client, self._settings, queue):
-            raise NoWorkerError(
-                f"{self.id} is running but no worker serves its task queue '{queue}' at "
-                f"{self._settings.address}; nothing was sent",
-                "start one with `python worker.py`, then ask again",
-                topic="worker",
-            )
+        # A worker reconnecting (the server restarted a moment ago, a worker is starting) polls
+        # within seconds: waited for as long as a run's start waits for one, then refused.
+        deadline = time.monotonic() + WORKER_WAIT
+        while not await serving(self._client, self._settings, queue):
+            if time.monotonic() >= deadline:
+                raise NoWorkerError(
+                    f"{self.id} is running but no worker serves its task queue '{queue}' at "
+                    f"{self._settings.address}; nothing was sent",
+                    "start one with `python worker.py`, then ask again",
+                    topic="worker",
+                )
+            await asyncio.sleep(0.5)
         return queue
 
     async def _steer(
