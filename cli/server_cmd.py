@@ -89,9 +89,11 @@ def _ours(pid: int, path: Path) -> bool:
     if mark is None:
         return True
     try:
-        return mark in Path(f"/proc/{pid}/cmdline").read_bytes()
+        line = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True  # (no /proc here: as before, the pid alone)
+    # (empty for a moment while a process starts, and for a kernel thread: not told apart)
+    return not line or mark in line
 
 
 def _zombie(pid: int) -> bool:

@@ -426,7 +426,8 @@ async def test_gc_keeps_a_running_run_whose_folder_is_not_its_id(env: Env):
     for args in (("gc",), ("gc", "--run", run_id)):
         code, out, err = await starter(env, *args)
         assert code == 0, err
-        assert store.keys(folder + "/") == before, (args, out)
+        # nothing removed (the running T-2 may add its own log lines meanwhile)
+        assert set(before) <= set(store.keys(folder + "/")), (args, out)
         assert "running: kept" in " ".join(out.split()), out
     await handle.terminate("test over")
 
