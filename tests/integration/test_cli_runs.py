@@ -438,12 +438,13 @@ async def test_plan_of_a_mistyped_run_id_names_the_run_not_a_new_plan(env: Env):
     from tests.integration.helpers import noop, plan
 
     await env.start_worker()
-    handle = await env.start(plan(noop("1"), name="typo"), workflow_id="my-first-run")
+    # (not the tutorial's own id: a test of it may share this server)
+    handle = await env.start(plan(noop("1"), name="typo"), workflow_id="my-typo-run")
     await handle.result()
-    code, out, err = await starter(env, "plan", "my-frist-run")
+    code, out, err = await starter(env, "plan", "my-tpyo-run")
     said = " ".join((out + err).split())
-    assert code == 2 and "no run with id my-frist-run — did you mean my-first-run?" in said, said
-    code, out, _ = await starter(env, "plan", "my-first-run")  # the run's own plan
+    assert code == 2 and "no run with id my-tpyo-run — did you mean my-typo-run?" in said, said
+    code, out, _ = await starter(env, "plan", "my-typo-run")  # the run's own plan
     assert code == 0 and "<workflow" in out and 'name="typo"' in out
     code, out, err = await starter(env, "plan", "summarise")  # one word, a request
     assert code == 0 and "no run with id" not in out + err
