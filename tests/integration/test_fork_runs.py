@@ -15,6 +15,7 @@ from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import agents_scheduled, board_shows, plan
 from tests.integration.test_cli_runs import starter
+from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
 
 pytestmark = pytest.mark.integration
@@ -38,6 +39,13 @@ SIX = [
 ]
 
 
+def commanded(wf: Workflow, agent_id: str, command: str) -> Workflow:
+    """The plan with agent ``agent_id`` a shell agent running ``command`` (a fork's new plan)."""
+    config = {"tool": "shell", "command": command}
+    agents = [a.model_copy(update={"config": config}) if a.id == agent_id else a for a in wf.agents]
+    return wf.model_copy(update={"agents": agents})
+
+
 def scheduled(events: list[object]) -> list[str]:
     return sorted(a.split("-v")[0] for a in agents_scheduled(events))
 
@@ -51,21 +59,7 @@ async def test_a_completed_run_forked_at_its_4th_agent_runs_only_it_and_what_fol
         log = env.settings.runs / run.id / "workspace" / "ran.log"
 
         # A new plan below T-4: its command changes; T-1..T-3 and the branch T-6 do not.
-        new = parse_workflow(await run.plan())
-        new = new.model_copy(
-            update={
-                "agents": [
-                    a.model_copy(
-                        update={
-                            "config": {"tool": "shell", "command": "echo 4 >> ran.log; echo FOUR"}
-                        }
-                    )
-                    if a.id == "4"
-                    else a
-                    for a in new.agents
-                ]
-            }
-        )
+        new = commanded(parse_workflow(await run.plan()), "4", "echo 4 >> ran.log; echo FOUR")
         fork = await run.fork("T-4", plan=new)
         forked = await asyncio.wait_for(fork.result(), 60)
         assert forked.status == "completed", forked.summary
@@ -260,17 +254,8 @@ async def test_two_forks_of_an_ended_run_work_in_copies_of_its_workspace_which_s
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
         wf = parse_workflow(await run.plan())
 
-        def at_2(command: str) -> object:
-            return wf.model_copy(
-                update={
-                    "agents": [
-                        a.model_copy(update={"config": {"tool": "shell", "command": command}})
-                        if a.id == "2"
-                        else a
-                        for a in wf.agents
-                    ]
-                }
-            )
+        def at_2(command: str) -> Workflow:
+            return commanded(wf, "2", command)
 
         fork_x = await run.fork(
             "T-2", plan=at_2("echo X > mine.txt; sleep 3; cat mine.txt; ls | tr '\\n' ' '")
@@ -309,24 +294,7 @@ async def test_gc_keeps_what_a_running_fork_carries_from_the_run_it_forked(env: 
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
         store = open_objects(env.settings)
         before = store.keys(run.id + "/")
-        wf = parse_workflow(await run.plan())
-        slow = wf.model_copy(
-            update={
-                "agents": [
-                    a.model_copy(
-                        update={
-                            "config": {
-                                "tool": "shell",
-                                "command": "sleep 4; echo {{agent_1_result}}",
-                            }
-                        }
-                    )
-                    if a.id == "2"
-                    else a
-                    for a in wf.agents
-                ]
-            }
-        )
+        slow = commanded(parse_workflow(await run.plan()), "2", "sleep 4; echo {{agent_1_result}}")
         fork = await run.fork("T-2", plan=slow)
         code, out, err = await starter(env, "gc", "--run", run.id)
         said = " ".join(out.split())
