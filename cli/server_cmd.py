@@ -298,16 +298,21 @@ def _serves(settings: Settings) -> tuple[str, str, str]:
     return (settings.address, settings.namespace, settings.task_queue)
 
 
-def _worker_serves(pid: int) -> tuple[str, str, str] | None:
-    """(address, namespace, task queue) of worker ``pid``, from the environment it was started
-    with (None: not readable here)."""
+def _environ(pid: int) -> dict[str, str] | None:
+    """The environment process ``pid`` was started with (None: not readable here)."""
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return None
-    environ = dict(
-        item.decode(errors="replace").partition("=")[::2] for item in raw if b"=" in item
-    )
+    return dict(item.decode(errors="replace").partition("=")[::2] for item in raw if b"=" in item)
+
+
+def _worker_serves(pid: int) -> tuple[str, str, str] | None:
+    """(address, namespace, task queue) of worker ``pid``, from the environment it was started
+    with (None: not readable here)."""
+    environ = _environ(pid)
+    if environ is None:
+        return None
     try:
         return _serves(load_settings(environ))
     except Exception:  # noqa: BLE001 - a setting it was started with that no longer reads
@@ -316,11 +321,9 @@ def _worker_serves(pid: int) -> tuple[str, str, str] | None:
 
 def _reads_old_demo_settings(pid: int, settings: Settings) -> bool:
     """Was worker ``pid`` started by a `demo` before v0.11.7, with the demo's settings file?"""
-    mark = f"XSKY_USER_SETTINGS={settings.home / 'demo' / 'settings.json'}".encode()
-    try:
-        return mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
+    environ = _environ(pid)
+    demo = str(settings.home / "demo" / "settings.json")
+    return environ is not None and environ.get("XSKY_USER_SETTINGS") == demo
 
 
 def _other_workers(settings: Settings) -> list[str]:
