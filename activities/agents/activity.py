@@ -349,11 +349,12 @@ class AgentActivities:
         inp, refused = await self.grants.confirm(inp)
         # its host holds the run's workspace (workers share no disk)
         workspace_host = activity.info().task_queue == self.settings.host_queue()
-        if not workspace_host and inp.workspace_from is not None:
+        copy = None if workspace_host else fork_copy(self.settings, inp)
+        if copy is not None:
             # heartbeating meanwhile: a large workspace takes longer than a heartbeat timeout
             beat.note = f"copying the workspace of {inp.workspace_from}, the run forked"
             async with beat.running():
-                copied = await asyncio.to_thread(fork_copy, self.settings, inp)
+                copied = await asyncio.to_thread(copy)
             if copied:
                 beat.progress(f"workspace copied from {inp.workspace_from}'s")
         a = prepare(

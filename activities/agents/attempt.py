@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -391,21 +392,32 @@ def _named_workspace(
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
 
 
-def fork_copy(settings: Settings, inp: AgentInput) -> bool:
-    """A fork's workspace, made as a copy of the run it forks when its first agent that works
-    in one starts (activities/sandbox/workspace_seed.py); whether it copied. Before ``prepare``
-    and in a thread of its own: a large workspace takes a while. (On a workspace host the copy
-    is the first restore: ``Attempt.snapshots``.)"""
+def fork_copy(settings: Settings, inp: AgentInput) -> Callable[[], bool] | None:
+    """The copy that makes a fork's workspace from the run it forks, when its first agent that
+    works in one starts (activities/sandbox/workspace_seed.py; it says whether it copied) —
+    to run before ``prepare``, in a thread of its own: a large workspace takes a while. None
+    when there is none to make (not a fork, an agent that needs no workspace, or the fork's
+    is made: most of a fork's attempts, told apart without a thread). (On a workspace host the
+    copy is the first restore: ``Attempt.snapshots``.)"""
     if inp.workspace_from is None or inp.workspace or tool_name(inp.agent.config) in WORKSPACE_FREE:
-        return False
+        return None
     sandbox = worker_view(settings).sandbox
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(None, settings, inp.workspace_of or inp.run_id, roots)
         source = workspaces.resolve(None, settings, inp.workspace_from, roots)
-        return workspace_seed.seed(folder, source, sandbox.owner)
-    except (workspaces.WorkspaceRefused, workspace_seed.SeedFailed) as e:
+    except workspaces.WorkspaceRefused as e:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
+    if os.path.lexists(folder):
+        return None  # (seed looks again: two attempts may copy at once)
+
+    def copy() -> bool:
+        try:
+            return workspace_seed.seed(folder, source, sandbox.owner)
+        except workspace_seed.SeedFailed as e:
+            raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
+
+    return copy
 
 
 def workspace_for(
