@@ -64,15 +64,18 @@ class ReportTokens:
         if not patched("reports-of-every-dispatch-checked"):
             return None
         if report.dispatch > latest:
-            return (
-                f"it names dispatch {report.dispatch} of {report.task_id}, which the run never sent"
-            )
+            return never_sent(report)
         if report.dispatch not in tokens:
             return (
                 f"it names dispatch {report.dispatch} of {report.task_id}, too old for its token "
                 "to be checked"
             )
         return "it does not carry its dispatch's token (only the agent's own attempt may report)"
+
+
+def never_sent(report: ProgressReport) -> str:
+    """Why a report naming a dispatch the run never sent is refused."""
+    return f"it names dispatch {report.dispatch} of {report.task_id}, which the run never sent"
 
 
 async def within_budget(agent_input: AgentInput) -> AgentInput:

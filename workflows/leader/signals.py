@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
-from workflows.leader.guards import ReportTokens
+from workflows.leader.guards import ReportTokens, never_sent
 from workflows.patches import patched
 
 if TYPE_CHECKING:
@@ -249,10 +249,7 @@ class LeaderSignals:
             task = self._core.board.task_by_id(checked.task_id)
             never = task is not None and (task.attempt == 0 or checked.dispatch > task.attempt)
             if never and patched("reports-of-every-dispatch-checked"):
-                why = (
-                    f"it names dispatch {checked.dispatch} of {checked.task_id}, which the run "
-                    "never sent"
-                )
+                why = never_sent(checked)
                 workflow.logger.warning("report_progress signal refused: %s", why)
                 self._core.people.refuse(
                     "report_progress signal", _preview(raw), why, workflow.now(), checked.task_id

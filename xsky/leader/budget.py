@@ -208,11 +208,7 @@ class Budget:
         need = getattr(own.need or Usage(), key if key == "usd" else "tokens")
         mine = getattr(own.usage.plus(own.unconfirmed), key if key == "usd" else "tokens")
         if key == "usd":
-            base = (
-                budget.reserve_tokens() * spend.price
-                if spend.price
-                else (limit or 0.0) / USD_RESERVE_PART
-            )
+            base = self._usd_reserve(limit) or 0.0
             largest: float = spend.largest.usd
             floor = 0.0
         else:
@@ -584,13 +580,16 @@ class Budget:
         """What an agent that ran without a share holds once the budget binds it: a
         reservation (what it spent unreported is not known)."""
         budget = self.state.limits or RunBudget()
+        return BudgetShare(tokens=budget.reserve_tokens(), usd=self._usd_reserve(run.usd))
+
+    def _usd_reserve(self, limit: float | None) -> float | None:
+        """The USD an agent is reserved before it reports: its token reserve at the model's
+        price, or (an unpriced model) a fixed part of the run's USD limit; None without either."""
+        budget = self.state.limits or RunBudget()
         price = self.state.spend.price
-        usd = (
-            budget.reserve_tokens() * price
-            if price
-            else (run.usd / USD_RESERVE_PART if run.usd is not None else None)
-        )
-        return BudgetShare(tokens=budget.reserve_tokens(), usd=usd)
+        if price:
+            return budget.reserve_tokens() * price
+        return limit / USD_RESERVE_PART if limit is not None else None
 
     def _fitted(
         self,
