@@ -21,18 +21,10 @@ import pytest
 
 from activities.storage.local import LocalStore
 from activities.storage.snapshots import Snapshots
+from tests.sandbox_user import NOBODY, ROOT
 
 KEY = "_workspaces/site-build"
 SECRET = b"CANARY-PRIVATE-KEY-0123456789"
-ROOT = os.geteuid() == 0
-NOBODY = (65534, 65534)
-# As the worker's own user, and (root only) as an unprivileged sandbox user.
-OWNERS = [None, NOBODY] if ROOT else [None]
-
-
-@pytest.fixture(params=OWNERS, ids=lambda o: "as-sandbox-user" if o else "as-worker")
-def owner(request: pytest.FixtureRequest) -> tuple[int, int] | None:
-    return request.param  # type: ignore[no-any-return]
 
 
 def host(tmp_path: Path, name: str, owner: tuple[int, int] | None) -> Snapshots:

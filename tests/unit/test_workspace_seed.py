@@ -15,19 +15,12 @@ import pytest
 from activities.sandbox.workspace_seed import SeedFailed, seed
 from activities.storage.local import LocalStore
 from activities.storage.snapshots import Snapshots
+from tests.sandbox_user import NOBODY, ROOT
 from xsky.leader.core import LeaderCore
 from xsky.plan.xml import parse_workflow
 from xsky.runs import AgentReport, ResumeFrom, RunInput
 
-ROOT = os.geteuid() == 0
 T0 = datetime(2026, 12, 7, tzinfo=UTC)
-NOBODY = (65534, 65534)
-OWNERS = [None, NOBODY] if ROOT else [None]
-
-
-@pytest.fixture(params=OWNERS, ids=lambda o: "as-sandbox-user" if o else "as-worker")
-def owner(request: pytest.FixtureRequest) -> tuple[int, int] | None:
-    return request.param  # type: ignore[no-any-return]
 
 
 def run_folder(tmp_path: Path, run: str, owner: tuple[int, int] | None) -> Path:
