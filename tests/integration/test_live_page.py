@@ -142,7 +142,10 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
     diamond = plan(
         noop("1", 1.0),
         noop("2", 2.0, depends="1"),
-        noop("3", 2.0, depends="1"),
+        # T-3 runs long enough for the page's pause to land before T-4 may start: with 2 s, on
+        # a loaded machine the answer and budget steps before the pause took longer and T-4
+        # was dispatched before the run was paused (a fresh clone's suite, four helpers busy).
+        noop("3", 6.0, depends="1"),
         noop("4", 1.0, depends="2,3"),
         # a shell agent keeps a transcript (a no-op keeps none: the page says so)
         '<agent name="shell" id="5" depends="4"><task>step 5</task>'
