@@ -13,6 +13,7 @@ from tests.unit.test_leader_core_rules import T0, Shell
 from xsky.artifacts import ArtifactRef
 from xsky.errors import WorkflowXMLError
 from xsky.leader.commands import StartAgent
+from xsky.leader.state import BoardPage
 from xsky.plan import loops
 from xsky.plan.dag import validate
 from xsky.plan.models import Step, Workflow, WorkflowAgent
@@ -197,6 +198,13 @@ def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then
     assert {"2[1]", "2[2]", "2[3]"} <= set(shown)
     # each item's line says its item (three identical "read page {{item_index}}: {{item}}")
     assert [shown[f"2[{n}]"].subject for n in (1, 2, 3)] == [
+        "read page 1: alpha",
+        "read page 2: beta",
+        "read page 3: gamma",
+    ]
+    # so also in the whole board a large run stores as it ends, which `status` then reads
+    stored = BoardPage.model_validate_json(shell.core.views.whole_board(shell.now))
+    assert [t.subject for t in stored.tasks if t.agent_id.startswith("2[")] == [
         "read page 1: alpha",
         "read page 2: beta",
         "read page 3: gamma",

@@ -157,7 +157,7 @@ class Views:
             total=len(tasks),
             offset=0,
             counts=dict(sorted(counts.items())),
-            tasks=[TaskView.of(t, *derived[t.id], now) for t in tasks],
+            tasks=self._with_items([TaskView.of(t, *derived[t.id], now) for t in tasks]),
             state=self.run_state(),
             notes=self.notices(now),
             budget=self._shown_budget(now),
