@@ -156,7 +156,9 @@ async def test_a_command_already_ending_when_its_worker_dies_has_its_end_recorde
     (the next attempt returns it) instead of killed (and run again)."""
     record = tmp_path / "cmd.json"
     os.close(pulse[1])  # the worker is gone before the command has quite ended
-    code, out, _ = await _run(watchdog, pulse[0], ["sh", "-c", "sleep 0.15; echo done"], record)
+    # (a short sleep: the watchdog sees the end of file first; a longer one, with the shell's
+    # start on a loaded machine, once came past the half-second grace)
+    code, out, _ = await _run(watchdog, pulse[0], ["sh", "-c", "sleep 0.05; echo done"], record)
     assert code == 0 and out == b"done\n"
     done = recorded_end(record, 1024)
     assert done is not None and done.stdout == "done\n"
