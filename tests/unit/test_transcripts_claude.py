@@ -427,3 +427,43 @@ def test_parallel_tool_calls_are_no_branch_though_each_result_points_at_its_own_
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
     assert [e for e in events if e.marker == "branch"] == []
+
+
+def test_an_edited_first_prompt_is_said_as_a_new_start_not_as_message_none(tmp_path: Path) -> None:
+    """A person's prompt with no parent after the lane began (an edited first prompt, or a
+    record written without parentUuid, as in daaain/claude-code-log's and
+    simonw/claude-code-transcripts' fixtures) read "continues from earlier message None"."""
+    head = {"isSidechain": False, "userType": "external", "cwd": "/p", "sessionId": "s"}
+    lines = [
+        {
+            **head,
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "write the parser"},
+        },
+        {
+            **head,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+            },
+        },
+        {
+            **head,
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "write the parser, in Rust"},
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    events, _ = parse(path)
+    (marker,) = [e for e in events if e.kind == "marker"]
+    assert marker.marker == "branch" and "None" not in marker.text
+    assert marker.text == "starts over from the beginning (an edited first prompt)"

@@ -195,10 +195,15 @@ class ClaudeCodeAdapter:
                     and parent in state.known
                 )
             ):
+                said = (
+                    "starts over from the beginning (an edited first prompt)"
+                    if parent is None
+                    else f"continues from earlier message {parent} (a rewind or an edited prompt)"
+                )
                 out.append(
                     Event(
                         "marker",
-                        f"continues from earlier message {parent} (a rewind or an edited prompt)",
+                        said,
                         offset,
                         end,
                         lane,
