@@ -467,3 +467,40 @@ def test_an_edited_first_prompt_is_said_as_a_new_start_not_as_message_none(tmp_p
     (marker,) = [e for e in events if e.kind == "marker"]
     assert marker.marker == "branch" and "None" not in marker.text
     assert marker.text == "starts over from the beginning (an edited first prompt)"
+
+
+def test_records_that_name_no_parent_at_all_follow_file_order_with_no_rewind(
+    tmp_path: Path,
+) -> None:
+    """simonw/claude-code-transcripts' `tests/sample_session.jsonl` writes no `parentUuid` key:
+    every prompt after the first was read as a new root, a rewind, and the work before it
+    scored as undone (ux 2: "The person rewound the conversation past this work")."""
+    head = {"cwd": "/project", "sessionId": "test-session-id"}
+    lines = [
+        {
+            **head,
+            "type": "user",
+            "uuid": "msg-001",
+            "message": {"role": "user", "content": "Create a hello world function"},
+        },
+        {
+            **head,
+            "type": "assistant",
+            "uuid": "msg-002",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        },
+        {
+            **head,
+            "type": "user",
+            "uuid": "msg-006",
+            "message": {"role": "user", "content": "Now add a goodbye function"},
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    events, _ = parse(path)
+    assert [e for e in events if e.kind == "marker"] == []
+    assert users(events) == [
+        ("prompt", "Create a hello world function"),
+        ("prompt", "Now add a goodbye function"),
+    ]

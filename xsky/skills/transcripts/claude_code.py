@@ -185,7 +185,11 @@ class ClaudeCodeAdapter:
                 and rec.get("isMeta") is not True
                 and not _is_tool_result(json_object(rec.get("message")).get("content"))
             )
-            new_root = parent is None and last is not None and lane == "main"
+            # (a record that does not say its parent at all — no "parentUuid" key, as tools
+            # that write Claude Code's shape by hand do — continues in file order: no branch)
+            new_root = (
+                "parentUuid" in rec and parent is None and last is not None and lane == "main"
+            )
             if prompt and (
                 new_root
                 or (
