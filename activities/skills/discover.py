@@ -2,7 +2,8 @@
 which file each one is.
 
 Claude Code: ``<root>/<project>/*.jsonl``, and subagents' files under
-``<project>/<session>/subagents/``; Codex: ``rollout-*.jsonl`` anywhere under ``sessions/``,
+``<project>/<session>/subagents/`` (a ``Workflow`` run's agents under
+``subagents/workflows/<run>/agent-*.jsonl``, beside the run's ``journal.jsonl``); Codex: ``rollout-*.jsonl`` anywhere under ``sessions/``,
 and ``archived_sessions/``; xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
 be read are skipped, and symlinks are never followed. A file is known by its first bytes
 (:func:`head_of`) as well as by its path and inode, which renames and reuse change.
@@ -60,6 +61,11 @@ def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
             for session in subdirs(Path(project.path)):
                 subagents = Path(session.path) / "subagents"
                 yield from ((e, True) for e in _jsonl(subagents, linked=False))
+                workflows = subagents / "workflows"
+                if subagents.is_symlink() or workflows.is_symlink():
+                    continue
+                for run in subdirs(workflows):
+                    yield from ((e, True) for e in _jsonl(Path(run.path), "agent-", linked=False))
     elif source.kind == "codex":
         sessions = root / "sessions"
         if not sessions.is_dir() and root.name in ("sessions", "archived_sessions"):

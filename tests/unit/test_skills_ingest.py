@@ -511,3 +511,95 @@ def test_one_record_of_gigabytes_is_passed_over_unread_and_what_follows_is_mined
     tick(t)  # a file's next delta, the next round
     after = read_atoms(t.home, CODEX_TRAJ)
     assert len(after) > len(before) and after[-1].intent.startswith("add a rollback")
+
+
+def test_a_workflow_runs_agents_are_mined_as_the_sessions_subagents(t: Transcripts) -> None:
+    """Claude Code's `Workflow` tool writes its agents' transcripts one level below the
+    session's other subagents, `<session>/subagents/workflows/<run>/agent-<id>.jsonl`, beside
+    the run's `journal.jsonl` (daaain/claude-code-log `test/test_data/workflow_scriptpath/`):
+    they were never found, so every task a workflow's agents did was left out unsaid."""
+    from activities.skills.discover import discover
+
+    session = "22220000-0000-4000-8000-000000000002"
+    project = t.claude / "-repo"
+    run = project / session / "subagents" / "workflows" / "wf_sp01"
+    run.mkdir(parents=True)
+    head = {"isSidechain": False, "userType": "external", "cwd": "/repo", "version": "2.1.2"}
+    main = [
+        {
+            **head,
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": session,
+            "timestamp": "2026-06-28T09:00:00.000Z",
+            "message": {"role": "user", "content": "Run the docs sweep workflow from its file."},
+        },
+        {
+            **head,
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": session,
+            "timestamp": "2026-06-28T09:00:01.000Z",
+            "message": {
+                "id": "msg_a1",
+                "role": "assistant",
+                "model": "claude-opus-4-8",
+                "content": [{"type": "text", "text": "Launched the sweep."}],
+            },
+        },
+    ]
+    (project / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in main))
+    sub = {
+        **head,
+        "isSidechain": True,
+        "sessionId": f"{session}#agent-agsp0001",
+        "agentId": "agsp0001",
+    }
+    agent = [
+        {
+            **sub,
+            "type": "user",
+            "uuid": "s1",
+            "parentUuid": None,
+            "timestamp": "2026-06-28T09:00:02.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "Sweep docs batches a and b."}],
+            },
+        },
+        {
+            **sub,
+            "type": "assistant",
+            "uuid": "s2",
+            "parentUuid": "s1",
+            "timestamp": "2026-06-28T09:00:03.000Z",
+            "message": {
+                "id": "msg_s2",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [
+                    {"type": "text", "text": "Batch a and b swept; 2 stale pages flagged."}
+                ],
+            },
+        },
+    ]
+    (run / "agent-agsp0001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in agent))
+    (run / "journal.jsonl").write_text(
+        '{"type": "started", "key": "v2:hsp0", "agentId": "agsp0001"}\n'
+        '{"type": "result", "key": "v2:hsp0", "agentId": "agsp0001", "result": "swept"}\n'
+    )
+    found = {e.path: sub for e, sub in discover(Source("claude-code", t.claude, "test"))}
+    assert found.get(str(run / "agent-agsp0001.jsonl")) is True
+    assert str(run / "journal.jsonl") not in found  # the run's journal is no transcript
+    tick(t)
+    store = SkillStore(t.home)
+    try:
+        row = store.file(str(run / "agent-agsp0001.jsonl"))
+        assert row is not None and row.traj_id.startswith("traj_cc_repo_22220000-sub-agsp0001")
+        (atom,) = read_atoms(t.home, row.traj_id)
+    finally:
+        store.close()
+    assert atom.intent == "Sweep docs batches a and b."
+    assert atom.provenance.origin == "model" and atom.provenance.session == session

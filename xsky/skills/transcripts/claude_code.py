@@ -34,6 +34,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from xsky.security.redact import redact
+from xsky.skills.sessions import claude_subagent_session
 from xsky.skills.trajectory import CAPS, MODEL_API, Event
 from xsky.skills.transcripts import (
     FileInfo,
@@ -92,11 +93,12 @@ class ClaudeCodeAdapter:
         found = first_json_value(head, "cwd", "message.model", "sessionId", "agentId")
         cwd = found.get("cwd")
         project = folder_name(cwd) if cwd else path.parent.name.rsplit("-", 1)[-1]
-        if info.subagent:  # <root>/<project>/<session>/subagents/agent-<id>.jsonl
-            session = path.parent.parent.name
+        if info.subagent:  # <root>/<project>/<session>/subagents/[workflows/<run>/]agent-<id>.jsonl
+            folder = claude_subagent_session(info.path) or PurePosixPath(path.parent.parent)
+            session = folder.name
             agent = found.get("agentId") or path.stem.removeprefix("agent-")
             if not cwd:
-                project = path.parent.parent.parent.name.rsplit("-", 1)[-1]
+                project = folder.parent.name.rsplit("-", 1)[-1]
             short = f"{session[:8]}-sub-{agent[:8]}"
         else:
             short = (found.get("sessionId") or path.stem)[:8]
