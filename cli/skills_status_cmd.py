@@ -60,8 +60,11 @@ def _print_records(all_records: list[RecordCount]) -> None:
     if not records:
         return
     opaque = sum(r.count for r in records if r.how == "opaque")
+    bad = sum(r.count for r in records if r.how == "unreadable")
+    unread = f", {bad:,} unreadable: no JSON object, passed over" if bad else ""
     table = Table(
-        title=f"records read ({sum(r.count for r in records):,} in all, {opaque:,} kept opaque)",
+        title=f"records read ({sum(r.count for r in records):,} in all, {opaque:,} kept opaque"
+        f"{unread})",
         title_justify="left",
     )
     for col in ("source", "record type", "count", "trajectories", "taken as"):
@@ -72,7 +75,9 @@ def _print_records(all_records: list[RecordCount]) -> None:
             cell(r.record),
             f"{r.count:,}",
             str(len(r.trajs)),
-            "[yellow]opaque[/]" if r.how == "opaque" else "interpreted",
+            {"opaque": "[yellow]opaque[/]", "unreadable": "[red]unreadable[/]"}.get(
+                r.how, "interpreted"
+            ),
         )
     out.print(table)
 

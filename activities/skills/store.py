@@ -103,13 +103,18 @@ class TrajRow:
     updated: float | None
 
 
+UNREADABLE = "(no JSON object)"  # the record type ``skills status`` gives unreadable lines
+
+
 @dataclass
 class RecordCount:
     """One record type of one source kind: how often it was seen, and how it was taken."""
 
     kind: str  # the source kind (claude-code, codex, xsky)
     record: str  # ``type`` or ``type/subtype``
-    how: str  # "interpreted": a rule read it; "opaque": kept in the raw file, not read
+    # "interpreted": a rule read it; "opaque": kept in the raw file, not read; "unreadable":
+    # lines that are no JSON object (a damaged or foreign file), passed over
+    how: str
     count: int = 0
     trajs: set[str] = field(default_factory=set)  # the trajectories it was seen in
 
@@ -330,6 +335,13 @@ class SkillStore:
                     )
                     row.count += n
                     row.trajs.add(traj_id)
+            bad = parsed.get("unreadable")
+            if isinstance(bad, int) and bad > 0:
+                row = totals.setdefault(
+                    (kind, UNREADABLE, "unreadable"), RecordCount(kind, UNREADABLE, "unreadable")
+                )
+                row.count += bad
+                row.trajs.add(traj_id)
         return sorted(
             totals.values(), key=lambda r: (r.kind, r.how != "opaque", -r.count, r.record)
         )

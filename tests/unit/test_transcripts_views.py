@@ -123,3 +123,30 @@ def test_the_store_sums_record_counts_per_source_and_status_shows_them(
     row = next(line for line in shown.splitlines() if "ghost_snapshot" in line)
     assert "opaque" in row
     assert asyncio.run(Skills(_settings(tmp_path / "none", tmp_path)).status()).records == []
+
+
+def test_lines_that_are_no_json_object_are_counted_and_shown_not_dropped_unsaid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript's lines that are no JSON object (a gzip'd or UTF-16 file under
+    ~/.claude/projects, a line cut off; daaain/claude-code-log's `codex/malformed` fixture)
+    were passed over with no word anywhere: `skills status` said "2 files followed … no
+    trajectories yet", as for empty files."""
+    monkeypatch.setattr(Skills, "_connected", _no_server)
+    bad = tmp_path / "aaaaaaaa-0000-4000-8000-000000000001.jsonl"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage\x00\x01\n{synthetic malformed json\n")
+    store = SkillStore(tmp_path)
+    try:
+        _follow(store, bad, "claude-code", "traj_cc_p_aaaaaaaa")
+        _follow(store, SHIPIT, "claude-code", "traj_cc_shipit_9c8b7a6d")
+        counts = {(r.kind, r.record, r.how): r.count for r in store.record_counts()}
+    finally:
+        store.close()
+    assert counts[("claude-code", "(no JSON object)", "unreadable")] == 2
+    status = asyncio.run(Skills(_settings(tmp_path, tmp_path)).status())
+    with out.capture() as captured:
+        skills_status_cmd._print_records(status.records)
+    shown = captured.get()
+    assert "2 unreadable" in shown
+    row = next(line for line in shown.splitlines() if "(no JSON object)" in line)
+    assert "unreadable" in row and " 2 " in row
