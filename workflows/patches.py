@@ -314,6 +314,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.9",
         delete_when="no run that read such a plan's XML before v0.11.9 is still open",
     ),
+    "eko-markup-read-whole": Patch(
+        what="an Eko plan's agent <task> that holds elements (a step naming a <button>) is kept "
+        "as text, as its <node>s are, and its <name> and <thought> are read whole, as Eko reads "
+        "their textContent; before, such a task refused the plan and the name or thought was cut "
+        "at its first element. Asked only of Eko XML that may hold one",
+        since="v0.11.10",
+        delete_when="no run that read such a plan's XML before v0.11.10 is still open",
+    ),
     "budget-changes-bind-running-agents": Patch(
         what="set_budget fits the shares of the agents running at that moment to the new limits "
         "(a share only shrinks; one that had none — the run had no budget — gets one), and their "

@@ -885,3 +885,50 @@ def test_eko_status_and_a_capital_loop_are_read_and_a_replay_from_before_refuses
         parse_workflow_source(eko)
     said = " ".join(p.message for p in refused.value.problems)
     assert "status" in said and 'must be "true" or "false"' in said
+
+
+def test_a_task_name_or_thought_that_holds_markup_is_read_whole_as_eko_reads_its_text(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Eko reads an agent's task, the plan's name and its thought as `textContent`
+    (packages/eko-core/src/common/xml.ts, parseWorkflow), so a browser plan whose task names an
+    element runs there. Here the task was refused ("contains elements"), and a name or thought
+    holding one was cut at it, with no word: `Report on` and a Chat agent told `The user wants
+    the`."""
+    text = (
+        "<root>\n"
+        "  <name>Report on <em>AI</em> news</name>\n"
+        "  <thought>The user wants the <b>latest</b> AI news.</thought>\n"
+        "  <agents>\n"
+        '    <agent name="Chat" id="0" dependsOn=""></agent>\n'
+        '    <agent name="Browser" id="1" dependsOn="0">\n'
+        "      <task>Click the <button> labelled Next until it is gone</task>\n"
+        "    </agent>\n"
+        "  </agents>\n"
+        "</root>"
+    )
+    parsed = parse_workflow_source(text)
+    w = parsed.workflow
+    assert w.name == "Report on AI news"
+    assert w.agents[0].task == "The user wants the latest AI news."
+    assert w.agents[1].task == "Click the <button> labelled Next until it is gone</button>"
+    said = {(p.line, p.column): p.message for p in parsed.repairs}
+    assert said[(7, 7)] == (
+        "<task> holds elements (<button>): kept in its text as written, for the agent's model "
+        "(Eko reads their text alone)"
+    )
+    assert parse_workflow(workflow_to_xml(w)) == w
+    # a leader replaying a run that read it before reads it as then (patch eko-markup-read-whole)
+    import workflows.leader.io as leader_io
+    from xsky.plan.eko import may_hold_markup
+
+    assert may_hold_markup(text) and not may_hold_markup(
+        text.replace("<em>AI</em>", "AI").replace("<b>latest</b>", "latest").replace("<button>", "")
+    )
+    answers = {"eko-markup-read-whole": False}
+    monkeypatch.setattr(leader_io, "patched", lambda patch_id: answers.get(patch_id, True))
+    with pytest.raises(WorkflowXMLError, match="contains elements"):
+        leader_io.read_plan_xml(text)
+    answers["eko-markup-read-whole"] = True
+    again = leader_io.read_plan_xml(text).workflow  # (a fresh taskId each read)
+    assert (again.name, again.agents) == (w.name, w.agents)

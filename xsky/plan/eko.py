@@ -33,12 +33,15 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from lxml import etree
 
 from xsky.errors import Problem, UsageError, WorkflowXMLError
+from xsky.plan.as_before import switched_on
 from xsky.plan.models import Workflow
 from xsky.plan.plain_plans import XML_SPACE, element_text, text_element
 from xsky.plan.repair import cut_off_refused, is_cut_off, repair
@@ -86,6 +89,25 @@ _TAKE_OUT = "take it out, or write what it holds where the plan's own parts are"
 # An agent's children the native reader takes (Eko's task and nodes, and the native ones).
 _AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
 _STARTS_AS_EKO = re.compile(r"\A(?:\ufeff|\s+|<\?.*?\?>|<!--.*?-->)*<root(?=[\s>/]|\Z)", re.S)
+
+
+# Set while a leader replays a run that read its plan before v0.11.10: an agent's <task> holding
+# elements was refused then, and a <name> or <thought> holding one was cut at it.
+_MARKUP_CUT: ContextVar[bool] = ContextVar("eko_markup_cut", default=False)
+_HOLDS_MARKUP = re.compile(
+    r"<(task|name|thought)(?:\s[^>]*)?>(?:(?!</\1\s*>).)*?<(?!/\1\s*>|!\[CDATA\[)", re.S
+)
+
+
+def markup_as_before_v0_11_10() -> AbstractContextManager[None]:
+    """Read an Eko plan's <task>, <name> and <thought> as v0.11.9 and before did."""
+    return switched_on(_MARKUP_CUT)
+
+
+def may_hold_markup(text: str | bytes) -> bool:
+    """Whether ``text`` is an Eko plan whose <task>, <name> or <thought> may hold an element."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    return is_eko(raw) and _HOLDS_MARKUP.search(raw) is not None
 
 
 def is_eko(source: str) -> bool:
@@ -232,10 +254,11 @@ def _to_native(
     name, thought, agents = "", "", None
     for child in root:
         tag = tag_name(child)
-        if tag == "name":
-            name = element_text(child.text, False)
+        whole = "".join(child.itertext()) if not _MARKUP_CUT.get() else child.text
+        if tag == "name":  # (Eko reads their textContent: the text of any element inside too)
+            name = element_text(whole, False)
         elif tag == "thought":
-            thought = element_text(child.text, False)
+            thought = element_text(whole, False)
         elif tag == "agents" and agents is None:
             agents = child
         elif tag == "agent":  # Eko's own element, one level too high
@@ -324,6 +347,8 @@ def _agent(
         if tag in _AGENT_CHILDREN:
             if tag == "nodes":
                 _steps_as_eko_reads_them(child, notice, problem)
+            elif tag == "task" and not _MARKUP_CUT.get():  # one naming an element (a <button>)
+                _as_text(child, notice)
         elif read := _read_by_eko(child, el):
             problem(
                 child,
