@@ -110,6 +110,12 @@ def may_hold_markup(text: str | bytes) -> bool:
     return is_eko(raw) and _HOLDS_MARKUP.search(raw) is not None
 
 
+def _text_content(el: etree._Element) -> str | None:
+    """An element's text as Eko reads it (its textContent: the text of any element inside
+    too), or as v0.11.9 and before did (up to its first element) in a replay that read so."""
+    return el.text if _MARKUP_CUT.get() else "".join(el.itertext())
+
+
 def is_eko(source: str) -> bool:
     """Is this the text of an Eko plan (its root element ``<root>``)?"""
     return _STARTS_AS_EKO.match(source) is not None
@@ -254,11 +260,10 @@ def _to_native(
     name, thought, agents = "", "", None
     for child in root:
         tag = tag_name(child)
-        whole = "".join(child.itertext()) if not _MARKUP_CUT.get() else child.text
         if tag == "name":  # (Eko reads their textContent: the text of any element inside too)
-            name = element_text(whole, False)
+            name = element_text(_text_content(child), False)
         elif tag == "thought":
-            thought = element_text(whole, False)
+            thought = element_text(_text_content(child), False)
         elif tag == "agents" and agents is None:
             agents = child
         elif tag == "agent":  # Eko's own element, one level too high
