@@ -932,3 +932,24 @@ def test_a_task_name_or_thought_that_holds_markup_is_read_whole_as_eko_reads_its
     answers["eko-markup-read-whole"] = True
     again = leader_io.read_plan_xml(text).workflow  # (a fresh taskId each read)
     assert (again.name, again.agents) == (w.name, w.agents)
+
+
+def test_a_browser_agent_after_another_is_warned_it_starts_on_a_page_of_its_own(tmp_path: Path):
+    """A real Eko v3 plan (an E2E test a user had Eko write): agent 0 logs in, agent 1 reads
+    the dashboard. In Eko they share one page; here each browser agent has a context of its
+    own, so the plan is said to lose the login — not run on with no word."""
+    path = tmp_path / "e2e.xml"
+    path.write_text(
+        "<root><name>E2E</name><agents>"
+        '<agent name="Browser" id="0" dependsOn=""><task>Log in</task><nodes>'
+        "<node>Navigate to http://localhost:5000/login</node><node>Click login</node>"
+        "</nodes></agent>"
+        '<agent name="Browser" id="1" dependsOn="0"><task>Validate the KPIs</task><nodes>'
+        "<node>Locate KPI cards</node></nodes></agent>"
+        '<agent name="Chat" id="2" dependsOn="1"><task>Report</task></agent>'
+        "</agents></root>"
+    )
+    loaded = load_plan(path, known_agents=KNOWN, base_roles=BUILTIN_ROLES)
+    said = [w.message for w in loaded.warnings if "browser of its own" in w.message]
+    assert len(said) == 1 and said[0].startswith("agent 1 (browser) depends on browser agent 0")
+    assert "cookies" in said[0] and "Eko's Browser agents share one page" in said[0]
