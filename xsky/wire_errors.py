@@ -59,17 +59,36 @@ def one_sentence(model: type[BaseModel], error: ValidationError) -> str:
     return f"field `{where}`: {first.get('msg', 'invalid')} (got {got}){more}"
 
 
+def unknown_fields(model: type[BaseModel], value: Any) -> list[str]:
+    """The keys of a JSON object ``value`` that are no field of ``model`` (by alias or name)."""
+    if not isinstance(value, dict):
+        return []
+    known = set(field_names(model)) | set(model.model_fields)
+    return [str(k) for k in value if k not in known]
+
+
+def unknown_sentence(model: type[BaseModel], unknown: list[str]) -> str:
+    """The refusal of a request that names fields ``model`` does not have, a near one named."""
+    names = field_names(model)
+    near = [
+        f"`{close[0]}` for `{k}`"
+        for k in unknown
+        if (close := difflib.get_close_matches(k, names, n=1, cutoff=0.6))
+    ]
+    hint = f" (did you mean {', '.join(near[:3])}?)" if near else ""
+    return (
+        f"unknown field(s) {', '.join(f'`{k}`' for k in unknown[:5])}{hint}; it takes "
+        f"{', '.join(names)}"
+    )
+
+
 def strict_problem(model: type[BaseModel], value: Any) -> str | None:
     """What is wrong with ``value`` as a ``model`` (a JSON object, known fields only); None: fine."""
     if not isinstance(value, dict):
         return f"the request must be a JSON object such as {example(model)}, not {shown(value)}"
-    known = set(field_names(model)) | set(model.model_fields)
-    unknown = [k for k in value if k not in known]
+    unknown = unknown_fields(model, value)
     if unknown:
-        return (
-            f"unknown field(s) {', '.join(f'`{k}`' for k in unknown[:5])}; it takes "
-            f"{', '.join(field_names(model))}"
-        )
+        return unknown_sentence(model, unknown)
     try:
         model.model_validate(value)
     except ValidationError as e:

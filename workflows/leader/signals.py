@@ -35,7 +35,13 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.commands import Command, Rejected
     from xsky.leader.core import LeaderCore
     from xsky.leader.limits import PAYLOAD_CHARS
-    from xsky.leader.state import InterventionResult, NudgeRequest, PauseRequest, ResumeRequest
+    from xsky.leader.state import (
+        InterventionResult,
+        NudgeRequest,
+        PauseRequest,
+        PersonRequest,
+        ResumeRequest,
+    )
     from xsky.runs import ProgressReport
     from xsky.wire_errors import strict_problem
 
@@ -63,7 +69,9 @@ class LeaderSignals:
 
         def _apply(self, commands: list[Command]) -> None: ...
 
-        def _validated(self, check: Callable[[], None]) -> None: ...
+        def _validated(
+            self, check: Callable[[], None], req: PersonRequest | None = None
+        ) -> None: ...
 
         async def _ready(self, check: Callable[[], None]) -> LeaderCore: ...
 
@@ -165,7 +173,7 @@ class LeaderSignals:
 
     @pause_run.validator
     def _validate_pause_run(self, req: PauseRequest) -> None:
-        self._validated(lambda: self._core.checks.pause(req))
+        self._validated(lambda: self._core.checks.pause(req), req)
 
     @workflow.update(description="Resume after a pause, answered (the resume signal's twin).")
     async def resume_run(self, req: ResumeRequest) -> InterventionResult:
@@ -174,7 +182,7 @@ class LeaderSignals:
 
     @resume_run.validator
     def _validate_resume_run(self, req: ResumeRequest) -> None:
-        self._validated(lambda: self._core.checks.resume(req))
+        self._validated(lambda: self._core.checks.resume(req), req)
 
     # -- nudges ---------------------------------------------------------------------------------
 
@@ -220,7 +228,7 @@ class LeaderSignals:
 
     @nudge_task.validator
     def _validate_nudge_task(self, req: NudgeRequest) -> None:
-        self._validated(lambda: self._core.checks.nudge(req))
+        self._validated(lambda: self._core.checks.nudge(req), req)
 
     # -- the agents' own reports -----------------------------------------------------------------
 

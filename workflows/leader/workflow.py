@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         DefineRoleRequest,
         EndRunRequest,
         InterventionResult,
+        PersonRequest,
         ReplanRequest,
         ResetTaskRequest,
         RetryTaskRequest,
@@ -118,9 +119,15 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             )
         return self._loaded
 
-    def _validated(self, check: Callable[[], None]) -> None:
+    def _validated(self, check: Callable[[], None], req: PersonRequest | None = None) -> None:
         """Run a core check in a validator: its refusal becomes the update's rejection. While
-        the state is being read there is nothing to check against: the handler checks later."""
+        the state is being read there is nothing to check against: the handler checks later.
+        A request naming a field its model does not have (``req``) is refused first: decoding
+        drops such a field, and the request would be taken with that field's default.
+        Validators run for new updates only, never on replay: no patch is needed."""
+        problem = req.unknown_problem() if req is not None else None
+        if problem is not None:
+            _reject(problem)
         if self._loaded is None:
             return
         try:
@@ -389,7 +396,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @replan.validator
     def _validate_replan(self, req: ReplanRequest) -> None:
-        self._validated(lambda: self._core.checks.replan(req))
+        self._validated(lambda: self._core.checks.replan(req), req)
 
     @workflow.update(
         description="Approve the plan under review ({version}: the version you reviewed) so agents start."
@@ -401,7 +408,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @approve_plan.validator
     def _validate_approve_plan(self, req: ApprovePlanRequest) -> None:
-        self._validated(lambda: self._core.checks.approve_plan(req))
+        self._validated(lambda: self._core.checks.approve_plan(req), req)
 
     @workflow.update(
         description="Run a failed, cancelled or escalated task again, optionally with new {task} text."
@@ -413,7 +420,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @retry_task.validator
     def _validate_retry(self, req: RetryTaskRequest) -> None:
-        self._validated(lambda: self._core.checks.retry(req))
+        self._validated(lambda: self._core.checks.retry(req), req)
 
     @workflow.update(
         description="Mark a task done without running it; {result} is what its dependents get."
@@ -428,7 +435,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @skip_task.validator
     def _validate_skip(self, req: SkipTaskRequest) -> None:
-        self._validated(lambda: self._core.checks.skip(req))
+        self._validated(lambda: self._core.checks.skip(req), req)
 
     @workflow.update(
         description="Pause one agent ({taskId}): not started again until resume_task; a running "
@@ -442,7 +449,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @pause_task.validator
     def _validate_pause_task(self, req: TaskRequest) -> None:
-        self._validated(lambda: self._core.checks.pause_task(req))
+        self._validated(lambda: self._core.checks.pause_task(req), req)
 
     @workflow.update(description="Resume one agent paused with pause_task ({taskId}).")
     async def resume_task(self, req: TaskRequest) -> InterventionResult:
@@ -452,7 +459,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @resume_task.validator
     def _validate_resume_task(self, req: TaskRequest) -> None:
-        self._validated(lambda: self._core.checks.resume_task(req))
+        self._validated(lambda: self._core.checks.resume_task(req), req)
 
     @workflow.update(
         description="Start one agent's attempt again ({taskId}): from its checkpoint, or from "
@@ -466,7 +473,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @reset_task.validator
     def _validate_reset_task(self, req: ResetTaskRequest) -> None:
-        self._validated(lambda: self._core.checks.reset_task(req))
+        self._validated(lambda: self._core.checks.reset_task(req), req)
 
     @workflow.update(description="Seconds one agent's next attempt may take ({taskId}, {seconds}).")
     async def set_task_timeout(self, req: TaskTimeoutRequest) -> InterventionResult:
@@ -476,7 +483,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @set_task_timeout.validator
     def _validate_task_timeout(self, req: TaskTimeoutRequest) -> None:
-        self._validated(lambda: self._core.checks.task_timeout(req))
+        self._validated(lambda: self._core.checks.task_timeout(req), req)
 
     @workflow.update(
         description="Cancel one task (stopping it if it runs); its dependents stay blocked."
@@ -490,7 +497,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @cancel_task.validator
     def _validate_cancel(self, req: TaskRequest) -> None:
-        self._validated(lambda: self._core.checks.cancel(req))
+        self._validated(lambda: self._core.checks.cancel(req), req)
 
     @workflow.update(
         description="Answer a pending question ({requestId} Q-n) or escalation (E-n) with {text}."
@@ -501,7 +508,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @answer.validator
     def _validate_answer(self, req: AnswerRequest) -> None:
-        self._validated(lambda: self._core.checks.answer(req, workflow.now()))
+        self._validated(lambda: self._core.checks.answer(req, workflow.now()), req)
 
     @workflow.update(
         description="Decide a tool approval ({requestId} A-n): allow_once, allow_run (this run) or deny."
@@ -513,7 +520,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @approve_tool.validator
     def _validate_approve_tool(self, req: ApproveToolRequest) -> None:
-        self._validated(lambda: self._core.checks.approve_tool(req))
+        self._validated(lambda: self._core.checks.approve_tool(req), req)
 
     @workflow.update(
         description="Define (or redefine) a role for this run: name, description, systemPrompt, allowedTools, …"
@@ -525,7 +532,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @define_role.validator
     def _validate_define_role(self, req: DefineRoleRequest) -> None:
-        self._validated(lambda: self._core.checks.define_role(req))
+        self._validated(lambda: self._core.checks.define_role(req), req)
 
     @workflow.update(
         description="End a run held open (failed tasks waiting for a decision, or paused): pending "
@@ -538,7 +545,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @end_run.validator
     def _validate_end_run(self, req: EndRunRequest) -> None:
-        self._validated(lambda: self._core.checks.end(req))
+        self._validated(lambda: self._core.checks.end(req), req)
 
     @workflow.update(
         description="Raise or lower the budget: {tokens}, {usd}, {minutes}, {agents} of the run, or "
@@ -551,7 +558,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
 
     @set_budget.validator
     def _validate_set_budget(self, req: SetBudgetRequest) -> None:
-        self._validated(lambda: self._core.checks.set_budget(req))
+        self._validated(lambda: self._core.checks.set_budget(req), req)
 
     # -- signals: workflows/leader/signals.py (pause, resume, nudge, report_progress, and twins)
     # -- queries: workflows/leader/queries.py

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from xsky.artifacts import BlobRef
 from xsky.gcpause import gc_paused
@@ -22,6 +22,7 @@ from xsky.leader.tasks import TaskState, TaskStatus, TaskView
 from xsky.plan.budget import BudgetShare, BudgetView, RunBudget, Spend
 from xsky.plan.models import RoleCapabilityModel, WireModel, Workflow
 from xsky.security.permissions import ApprovedRule
+from xsky.wire_errors import unknown_fields, unknown_sentence
 
 RequestKind = Literal["question", "approval", "escalation", "review"]
 RequestStatus = Literal["pending", "answered", "expired", "withdrawn"]
@@ -371,7 +372,32 @@ class CarriedState(WireModel):
 # -- messages: updates ---------------------------------------------------------------------
 
 
-class ReplanRequest(WireModel):
+class PersonRequest(WireModel):
+    """A request a person types (an update's or a signal's input, from the stock ``temporal``
+    CLI or the Web UI). Decoding ignores a field the model does not have, as every model's does
+    (a history recorded with a field since removed must replay), but notes it: an update's
+    validator — which runs for a new update only, never on replay — refuses the request with
+    :meth:`unknown_problem`, so a misspelt field (``{"decison": "deny"}``) is not taken for
+    its default (``allow_once``)."""
+
+    _unknown: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _note_unknown(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        made = handler(data)
+        if isinstance(made, PersonRequest):
+            made._unknown = unknown_fields(type(made), data)
+        return made
+
+    def unknown_problem(self) -> str | None:
+        """Why the request is refused for fields it does not have; None: it names none."""
+        if not self._unknown:
+            return None
+        return f"{type(self).__name__}: {unknown_sentence(type(self), self._unknown)}; nothing was changed"
+
+
+class ReplanRequest(PersonRequest):
     """``replan``: a modification ``prompt`` for the planner, or a full replacement ``xml``.
 
     Exactly one of the two; the update's validator says so when not (a decoding error
@@ -389,12 +415,12 @@ class ReplanRequest(WireModel):
         return None
 
 
-class ApprovePlanRequest(WireModel):
+class ApprovePlanRequest(PersonRequest):
     version: int | None = None  # the plan version approved; refused if the plan changed since
     comment: str | None = None
 
 
-class TaskRequest(WireModel):
+class TaskRequest(PersonRequest):
     task_id: str
 
 
@@ -437,18 +463,18 @@ class TaskTimeoutRequest(TaskRequest):
     seconds: float
 
 
-class AnswerRequest(WireModel):
+class AnswerRequest(PersonRequest):
     request_id: str
     text: str
 
 
-class ApproveToolRequest(WireModel):
+class ApproveToolRequest(PersonRequest):
     request_id: str
     decision: ToolDecision = "allow_once"
     message: str | None = None
 
 
-class DefineRoleRequest(WireModel):
+class DefineRoleRequest(PersonRequest):
     """``define_role``: a role for this run (LingXiao's define_agent_role).
 
     Plain fields, checked by the update's validator so a bad name or tool gets a reason.
@@ -463,14 +489,14 @@ class DefineRoleRequest(WireModel):
     suggested_model: str | None = None
 
 
-class EndRunRequest(WireModel):
+class EndRunRequest(PersonRequest):
     """``end_run``: close a run that is held open (failed tasks waiting for a decision, or
     paused): its pending requests are withdrawn and it ends with the status its tasks have."""
 
     reason: str | None = None
 
 
-class SetBudgetRequest(WireModel):
+class SetBudgetRequest(PersonRequest):
     """``set_budget``: raise or lower the run's limits — or, with ``taskId``, one task's cap
     (over what its plan said). Only the limits given change: ``{"tokens": 200000, "usd": 5}``.
     Any value decodes; the update's validator says what is wrong with a bad one (a decoding
@@ -500,16 +526,16 @@ REPLY_READ_MARKS = ("warning: <plan>:", "… and ")
 # -- messages: signals ----------------------------------------------------------------------
 
 
-class PauseRequest(WireModel):
+class PauseRequest(PersonRequest):
     cancel_running: bool = False
     reason: str | None = None
 
 
-class ResumeRequest(WireModel):
+class ResumeRequest(PersonRequest):
     reason: str | None = None
 
 
-class NudgeRequest(WireModel):
+class NudgeRequest(PersonRequest):
     task_id: str
     message: str
 
