@@ -133,7 +133,10 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         try:
             check()
         except Rejected as e:
-            _reject(str(e))
+            said = str(e)
+        else:
+            return
+        _reject(said)  # outside the except: not chained to the Rejected, which said it already
 
     async def _ready(self, check: Callable[[], None]) -> LeaderCore:
         """Update handlers: an update that came while the state was being read waits for it
