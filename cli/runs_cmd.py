@@ -34,6 +34,7 @@ from xsky.errors import (
     UsageError,
     WorkersBusyError,
     WorkerStoppedError,
+    WorkflowTaskFailingError,
     XSkyError,
 )
 from xsky.leader.search import XSKY_STATUSES
@@ -423,9 +424,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
         status = await run.temporal_status()
         try:
             page = await run.board(args.offset, args.limit, args.only)
-        except (WorkersBusyError, WorkerStoppedError) as e:
-            # No worker answered in time (under load, or its worker stopped): what the server
-            # itself knows, rather than nothing.
+        except (WorkersBusyError, WorkerStoppedError, WorkflowTaskFailingError) as e:
+            # No worker answered in time (under load, or its worker stopped), or the run's
+            # workflow task fails on them: what the server itself knows, rather than nothing.
             return _server_side(args, status, e, await run.server_view())
         if args.offset and args.offset >= page.total:
             raise UsageError(_past_the_end(args, page.total))
@@ -471,11 +472,12 @@ def _server_side(args: argparse.Namespace, status: str, why: XSkyError, view: Se
     out.print(cell(f"{args.id} — {status} — the board is not available now: {why.fact}"))
     for line in view.lines():
         out.print(cell(f"  {line}"))
-    out.print(
-        cell(
-            f"ask again in a moment for the whole board; Web UI: {load_settings().ui_link(args.id)}"
-        )
+    again = (
+        why.fix
+        if isinstance(why, WorkflowTaskFailingError)
+        else "ask again in a moment for the whole board"
     )
+    out.print(cell(f"{again}; Web UI: {load_settings().ui_link(args.id)}"))
     return 0
 
 

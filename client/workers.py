@@ -50,6 +50,7 @@ from xsky.errors import (
     UnservedRunError,
     WorkersBusyError,
     WorkerStoppedError,
+    WorkflowTaskFailingError,
     XSkyError,
 )
 
@@ -262,6 +263,8 @@ async def workers_on(client: Client, namespace: str, queue: str) -> list[SeenWor
 
 # What the server says of a query no worker could take (matchingservice: no poller seen recently).
 NO_POLLER = "no poller seen"
+# The server's word for a run whose workflow task failed and is retried (every try fails alike).
+TASK_FAILING = "Workflow Task in failed state"
 
 
 async def _workers_and_pollers(
@@ -300,6 +303,16 @@ async def unanswered(
     """Why no worker answered a query of ``run_id`` (whose leader is on ``queue``): none
     serves the queue, one stopped answering (its heartbeats stopped: stopped, frozen, cut
     off), or they are all busy — three situations, three fixes."""
+    if TASK_FAILING in problem:
+        return WorkflowTaskFailingError(
+            f"{run_id} is {status} but its workflow task fails on the worker at every try, so it "
+            f"cannot answer or go on ({problem})",
+            "the worker's log says why ($XSKY_HOME/worker.log for a worker `starter.py up` "
+            "started); a worker whose code changed under it (a git pull or a checkout) must be "
+            "restarted, and a bug in workflow code fixed: the run goes on from where it was",
+            topic="workflow-task-failing",
+            subject=run_id,
+        )
     seen, polled = await _workers_and_pollers(client, settings, queue)
     pollers = polled or 0
     live = [w for w in seen if not w.gone]

@@ -108,6 +108,12 @@ class WorkersBusyError(NoWorkerError):
     """Workers serve the queue and answer, but not in time: they are busy."""
 
 
+class WorkflowTaskFailingError(XSkyError):
+    """Workers serve the run's queue, but its workflow task fails on them at every try (an
+    error in workflow code, or code that changed under a running worker): it cannot answer a
+    query or an update, nor go on, until the worker is fixed. Asking again does not help."""
+
+
 class UnservedRunError(NoWorkerError):
     """A run (or scan) was started, but no worker took its first task: the workers the server
     still lists have stopped. It stays started, and begins once a worker polls; ``subject``
