@@ -304,6 +304,8 @@ def _environ(pid: int) -> dict[str, str] | None:
         raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return None
+    if raw == [b""]:  # a process in the midst of starting shows none for a moment: not known yet
+        return None
     return dict(item.decode(errors="replace").partition("=")[::2] for item in raw if b"=" in item)
 
 

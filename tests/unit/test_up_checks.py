@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +38,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def sleeper(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     code = "import time; time.sleep(30)"
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env)
+    # Started as `up` starts one, long before anyone asks: its /proc entries are shown only
+    # once its start is through (a moment after Popen returns, they read empty).
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{proc.pid}/environ").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return proc
 
 
 def test_up_refuses_when_this_homes_worker_serves_another_queue(home: Path) -> None:
