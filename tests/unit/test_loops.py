@@ -14,6 +14,7 @@ from xsky.artifacts import ArtifactRef
 from xsky.errors import WorkflowXMLError
 from xsky.leader.commands import StartAgent
 from xsky.leader.state import BoardPage
+from xsky.leader.tasks import board_markdown
 from xsky.plan import loops
 from xsky.plan.dag import validate
 from xsky.plan.models import Step, Workflow, WorkflowAgent
@@ -202,6 +203,11 @@ def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then
         "read page 2: beta",
         "read page 3: gamma",
     ]
+    # so also in the Web UI's board (its current details), drawn from the same state
+    details = board_markdown(
+        "loop", shell.core.board.state.tasks, shell.now, shown=shell.core.views.item_text()
+    )
+    assert "read page 2: beta" in details and "{{item" not in details
     # so also in the whole board a large run stores as it ends, which `status` then reads
     stored = BoardPage.model_validate_json(shell.core.views.whole_board(shell.now))
     assert [t.subject for t in stored.tasks if t.agent_id.startswith("2[")] == [

@@ -605,4 +605,5 @@ def board_text(core: LeaderCore) -> str:
         now,
         "\n\n".join([*core.views.notices(now), logs]),
         core.views.run_state(),
+        core.views.item_text(),
     )

@@ -8,7 +8,7 @@ ended without completing — so the board, the CLI and the Web UI can never disa
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from typing import Literal
@@ -237,7 +237,12 @@ def _row(
 
 
 def board_markdown(
-    title: str, tasks: list[TaskState], now: datetime, footer: str = "", state: str = "running"
+    title: str,
+    tasks: list[TaskState],
+    now: datetime,
+    footer: str = "",
+    state: str = "running",
+    shown: Callable[[str, str], str] | None = None,
 ) -> str:
     """The board for the Web UI's current details: a first line with the run's state (PAUSED
     there, not only in a search attribute) and the tally, then the table in a fenced block —
@@ -248,7 +253,8 @@ def board_markdown(
     Inside the block nothing is markup; every cell is made one line of literal text, so no
     line of the agents' words can close the fence (each row starts with its task id). The
     title is literal markdown text (:func:`~xsky.safe_text.markdown_inline`); the footer is
-    markdown of the leader's own, its controls shown."""
+    markdown of the leader's own, its controls shown. ``shown``: a task's text as people read
+    it (a forEach item's with its item: LeaderViews.item_text)."""
     by_id = {t.id: t for t in tasks}
     derived = derive_statuses(by_id)
     counts: dict[str, int] = {}
@@ -281,7 +287,7 @@ def board_markdown(
             f"{_GLYPHS[status]} {status_shown(status, t.provider)}",
             took,
             f"{t.tries or t.attempt}{tokens}",
-            t.description,
+            shown(t.agent_id, t.description) if shown is not None else t.description,
             note,
         )
         rows.append(row)

@@ -4,6 +4,7 @@ as empty boxes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from xsky.leader.audit import AuditLog
@@ -87,14 +88,23 @@ class Views:
         as it always was (its size decides a run's continue-as-new)."""
         if not any("[" in v.agent_id for v in views):
             return views
-        agents = {a.id: a for a in self.plans.plan.agents}
+        shown = self.item_text()
         for view in views:
-            agent = agents.get(view.agent_id)
-            if agent is None or agent.item is None:
-                continue
-            view.description = with_values(view.description, item_values(agent))
-            view.subject = subject_of(view.description)
+            if "[" in view.agent_id:
+                view.description = shown(view.agent_id, view.description)
+                view.subject = subject_of(view.description)
         return views
+
+    def item_text(self) -> Callable[[str, str], str]:
+        """``(agent id, task text) → the text people read``: a forEach item's with its item and
+        number in place of ``{{item}}`` and ``{{item_index}}``, any other as it is."""
+        agents = {a.id: a for a in self.plans.plan.agents if a.item is not None}
+
+        def shown(agent_id: str, text: str) -> str:
+            agent = agents.get(agent_id)
+            return text if agent is None else with_values(text, item_values(agent))
+
+        return shown
 
     def _shown_budget(self, now: datetime) -> BudgetView | None:
         """Spend against the budget; spend alone in a run without one (None: nothing spent)."""
