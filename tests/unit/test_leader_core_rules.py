@@ -24,6 +24,7 @@ from xsky.leader.core import (
 )
 from xsky.leader.state import (
     ApprovePlanRequest,
+    EndRunRequest,
     PauseRequest,
     ReplanRequest,
     SkipTaskRequest,
@@ -335,6 +336,18 @@ def test_a_pause_starts_nothing_new_at_any_time_and_resume_starts_the_next():
     )
     shell.core.people.resume()
     assert [(c.agent_id, c.dispatch) for c in shell.loop()] == [("2", 1)]  # type: ignore[union-attr]
+
+
+def test_a_paused_run_a_person_ended_offers_no_resume():
+    """After end_run on a paused run its board said "paused — starter.py resume ID", which
+    `resume` then refused: the run had ended."""
+    shell = Shell(workflow("1", ("2", "1")))
+    shell.loop()
+    shell.apply(shell.core.people.pause(PauseRequest()))
+    shell.complete("1")
+    assert any("paused" in n for n in shell.core.views.notices())
+    shell.apply(shell.core.people.end(EndRunRequest(reason="enough"), shell.now))
+    assert not any("resume" in n for n in shell.core.views.notices())
 
 
 def test_a_pause_that_stops_running_agents_runs_them_again_after_resume():

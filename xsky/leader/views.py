@@ -264,7 +264,8 @@ class Views:
             notes.append(
                 f"resumes {self.plans.state.resumes}: its completed results are carried over"
             )
-        if self.run.paused:
+        if self.run.paused and not (self.flow.closing or self.flow.ended):
+            # (a paused run a person ended: no resume to offer — it would be refused)
             notes.append(
                 "**paused**"
                 + (f": {self.run.pause_reason}" if self.run.pause_reason else "")
