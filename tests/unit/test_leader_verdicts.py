@@ -241,3 +241,20 @@ def test_a_follow_up_run_carries_completed_results_and_reruns_the_task_and_its_d
         core.state.plan.history[0].reason
     )
     assert core.inputs.agent_input("2", core.agents["2"], 1, [], None).workspace_of == "run-0"
+
+
+def test_a_retry_with_new_text_of_a_direct_tool_agent_says_its_call_is_the_same() -> None:
+    """A shell agent runs its <config> command, not its task text: "T-1 will run again" alone,
+    with the board showing the new text, let a person think the new text would be done."""
+    plan = chain("1", "2")
+    plan.agents[0].config = {"tool": "shell", "command": "curl -fsS https://example.org/x"}
+    core = core_for(plan, hold_on_failure=600)
+    fail(core, "1", EXIT_1)
+    req = RetryTaskRequest(task_id="T-1", task="try the mirror")
+    core.checks.retry(req)
+    said = core.people.retry(req, T0).message
+    assert said.startswith("T-1 will run again — with the same call") and "replan" in said
+    # a model agent reads its new text: nothing more is said
+    model = core_for(chain("1", "2"), hold_on_failure=600)
+    fail(model, "1", EXIT_1)
+    assert model.people.retry(req, T0).message == "T-1 will run again"

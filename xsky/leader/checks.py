@@ -291,7 +291,7 @@ class Checks:
         if tool is not None:
             raise Rejected(
                 f"{task.id} runs a direct {tool} tool (no model reads messages): it cannot read a "
-                "nudge; use retry (with new task text), skip or replan instead"
+                "nudge; skip it, or replan it with another call (its task text is not what it runs)"
             )
         if not req.message.strip():
             raise Rejected("the nudge message is empty: say what the agent should know")

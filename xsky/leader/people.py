@@ -139,9 +139,16 @@ class People:
         self.board.set_stored(task, "pending")
         self.ladder.forget(task.id)
         self.flow.changed = True
-        return InterventionResult(
-            message=f"{task.id} will run again", plan_version=self.plans.version
-        )
+        message = f"{task.id} will run again"
+        tool = tool_name(self.board.agents[task.agent_id].config)
+        if req.task and tool is not None:
+            # (the text is kept — the board and the plan show it — but no model reads it)
+            message += (
+                f" — with the same call: it runs a direct {tool} tool, which does what its "
+                "<config> says, not its task text; to change the call, replan it (starter.py "
+                "replan ID --xml PLAN) or fork with --plan"
+            )
+        return InterventionResult(message=message, plan_version=self.plans.version)
 
     def _end_by_person(
         self, task: TaskState, intent: StopReason, done: str, now: datetime
