@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cli.render import cell, err, out, print_problems
+from cli.render import cell, err, out, print_problems, say_located
 from cli.roles_cmd import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if plan.dialect:
         err.print(cell(plan.dialect))
     for repair in plan.repairs:
-        err.print(cell(f"warning: {repair.format(args.plan)}"))
+        say_located(f"warning: {repair.format(args.plan)}")
     # Eko's <thought> has no place in the native model: it rides along as a comment of the
     # native plan, and back into <thought> when that is written in Eko's form again.
     thought = plan_thought(plan.text)

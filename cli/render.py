@@ -85,7 +85,13 @@ def print_problems(error: PlanError, source: str) -> None:
     noun = "problem" if len(error.problems) == 1 else "problems"
     err.print(f"[bold red]{shown(source)}: {len(error.problems)} {noun}[/]")
     for p in error.problems:
-        err.print(cell(p.format(source)))
+        say_located(p.format(source))
+
+
+def say_located(line: str) -> None:
+    """A ``file:line:col: …`` line on stderr, whole: never wrapped into two where the output
+    is not a terminal (grep, an editor's error list read it one line each)."""
+    err.print(cell(line), soft_wrap=True)
 
 
 def plan_summary(workflow: Workflow) -> dict[str, Any]:

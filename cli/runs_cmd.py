@@ -21,7 +21,7 @@ from cli.board import board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import cli_message
-from cli.render import cell, err, one_line, out, print_json, print_problems, shown
+from cli.render import cell, err, one_line, out, print_json, print_problems, say_located, shown
 from client import Run, XSky
 from client.attempts import attempt_ends, retry_lines
 from client.server_view import ServerView
@@ -222,7 +222,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     options = run_options(args)
     async with XSky.connect(settings) as x:
         try:
-            wf = x.load(args.plan, variables, list(context), on_note=lambda n: err.print(cell(n)))
+            wf = x.load(args.plan, variables, list(context), on_note=say_located)
         except PlanError as e:
             print_problems(e, args.plan)
             err.print("nothing was started")

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
-from cli.render import cell, err, out, print_json, print_problems, shown
+from cli.render import cell, err, out, print_json, print_problems, say_located, shown
 from client import Run, XSky
 from client.settings import resolve_roles
 from xsky.config import load_settings
@@ -331,7 +331,7 @@ def checked_plan_file(path: str, nothing_done: str) -> tuple[bytes, Workflow] | 
     if parsed.dialect:  # an Eko plan: what was mapped, repaired or left out, as validate says
         err.print(cell(parsed.dialect))
     for repair in parsed.repairs:
-        err.print(cell(f"warning: {repair.format(path)}"))
+        say_located(f"warning: {repair.format(path)}")
     if may_name_a_file(data):  # the run reads no file: the schemas it names go inline
         data = workflow_to_xml(parsed.workflow).encode("utf-8")
     return data, parsed.workflow

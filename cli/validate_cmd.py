@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from cli.args import parse_pairs
-from cli.render import cell, err, out, plan_summary, plan_tree, print_json, print_problems
+from cli.render import (
+    cell,
+    err,
+    out,
+    plan_summary,
+    plan_tree,
+    print_json,
+    print_problems,
+    say_located,
+)
 from cli.roles_cmd import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError
@@ -71,5 +80,5 @@ def run(args: argparse.Namespace) -> int:
         if changes:
             out.print(plan_tree(runs_as, "as it runs: " + "; ".join(changes)))
         for warning in warnings:  # valid, but not on every worker: exit 0
-            err.print(cell(f"warning: {warning}"))
+            say_located(f"warning: {warning}")
     return 0

@@ -235,3 +235,24 @@ def test_every_problem_at_once_with_the_names_they_are_one_typo_from(tmp_path):
         "unknown agent name 'shel'",
     ):
         assert part in said, (part, said)
+
+
+def test_a_long_problem_or_warning_is_one_line_where_the_output_is_piped(tmp_path: Path):
+    """Piped (grep, an editor's error list), a problem longer than the console's width was
+    wrapped into two lines, the second with no file:line:col."""
+    long_id = "a_dependency_with_a_name_long_enough_to_push_the_line_past_the_width" * 2
+    bad = tmp_path / "bad.xml"
+    bad.write_text(
+        f'<workflow name="w">\n  <agent name="shell" id="1" depends="{long_id}"><task>x</task>'
+        '<config>{"tool": "shell", "command": "echo"}</config></agent>\n</workflow>\n'
+    )
+    res = starter("validate", str(bad))
+    assert res.returncode == 2
+    said = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(said) == 2 and said[1].startswith(f"{bad}:2:3: ") and len(said[1]) > 200, said
+    warned = tmp_path / "warned.xml"  # a shell agent without a command: a warning, piped whole
+    warned.write_text(
+        '<workflow name="w"><agent name="shell" id="1"><task>x</task></agent></workflow>'
+    )
+    lines = [ln for ln in starter("validate", str(warned)).stderr.splitlines() if "warning:" in ln]
+    assert len(lines) == 1 and "for a fixed call add" in lines[0], lines
