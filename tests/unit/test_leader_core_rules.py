@@ -277,6 +277,9 @@ def test_a_replan_during_review_does_not_approve_and_the_approval_must_name_the_
     assert core.state.plan.review == "waiting" and shell.loop() == [] and shell.at(60) == []
     with pytest.raises(Rejected, match="you reviewed v1 but the plan is now v2"):
         core.checks.approve_plan(ApprovePlanRequest(version=1))
+    # a version the plan never had is not said as one "reviewed" that changed since
+    with pytest.raises(Rejected, match="there is no plan v3: the plan waiting for review is v2"):
+        core.checks.approve_plan(ApprovePlanRequest(version=3))
     core.checks.approve_plan(ApprovePlanRequest(version=2))
     core.people.approve_plan(ApprovePlanRequest(version=2, comment="looks good"), shell.now)
     assert [c.agent_id for c in shell.loop()] == ["1", "2"]  # type: ignore[union-attr]

@@ -171,6 +171,11 @@ class PlanBook:
                 "no plan is waiting for review"
                 + (" (it was already approved)" if self.state.review == "approved" else "")
             )
+        if req.version is not None and req.version > self.state.version:
+            raise Rejected(
+                f"there is no plan v{req.version}: the plan waiting for review is v{self.state.version}; "
+                "look at it (the plan query) and approve that version"
+            )
         if req.version is not None and req.version != self.state.version:
             raise Rejected(
                 f"you reviewed v{req.version} but the plan is now v{self.state.version}; look at it again (the plan query) and approve that"
