@@ -129,7 +129,7 @@ def render_event(event: dict[str, Any], width: int = 2000) -> str:
             if event.get("repeated")
             else f"a person is asked (#{event.get('asked')}): {event.get('why')}"
         )
-        return f"{at} ?? in doubt: {event.get('tool')} [{event.get('call')}] may have run before its worker died; {then}"
+        return f"{at} ?? in doubt: {event.get('tool')} [{event.get('call')}] may have run in an attempt cut off before it ended; {then}"
     if kind == "in_doubt_decided":
         return f"{at} ?? {event.get('tool')} [{event.get('call')}]: a person answered {event.get('choice')}"
     if kind == "leader":

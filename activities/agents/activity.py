@@ -462,6 +462,12 @@ def _stopped(
         return "its worker shut down; the attempt runs again elsewhere"
     if details is not None and details.paused:
         return "paused"
+    if details is not None and details.not_found:
+        # (the server answered a heartbeat that it has no such attempt: a server restarted
+        # without it, or it was timed out and given to another worker meanwhile)
+        return "the server no longer knows this attempt (a server restart, or it was timed out and runs again elsewhere)"
+    if details is not None and details.reset:
+        return "the run was reset to an earlier point (temporal workflow reset)"
     return "stopped by its leader: the agent or the run was paused, cancelled or replanned"
 
 

@@ -30,7 +30,7 @@ from xsky.leader.state import Answer
 
 def repeated_note(doubt: Doubt) -> str:
     return (
-        f"in doubt: {doubt.shown()} may have run before its worker died; run again "
+        f"in doubt: {doubt.shown()} may have run in an attempt cut off before it ended; run again "
         "(repeating it is harmless; same XSKY_ATTEMPT_KEY)"
     )
 

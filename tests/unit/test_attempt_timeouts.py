@@ -6,6 +6,8 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
+from temporalio.activity import ActivityCancellationDetails
+
 from activities.agents.activity import _stopped, _timed_out
 
 
@@ -30,6 +32,17 @@ def test_an_attempt_at_its_limit_ran_past_its_start_to_close_timeout():
 
 
 def test_the_log_line_of_a_stopped_attempt_says_the_same():
-    details = SimpleNamespace(timed_out=True, worker_shutdown=False, paused=False)
+    details = SimpleNamespace(timed_out=True, worker_shutdown=False, paused=False, not_found=False)
     assert "heartbeats did not reach" in _stopped(details, info(600), 17)  # type: ignore[arg-type]
     assert _stopped(None, info(600), 17).startswith("stopped by its leader")
+
+
+def test_an_attempt_the_server_no_longer_knows_is_not_said_stopped_by_its_leader():
+    """After a dev server restart the agent's log said "stopped by its leader: … paused,
+    cancelled or replanned" — nobody had done any of it."""
+    lost = ActivityCancellationDetails(not_found=True)
+    assert _stopped(lost, info(600), 3).startswith("the server no longer knows this attempt")
+    reset = ActivityCancellationDetails(reset=True)
+    assert "reset" in _stopped(reset, info(600), 3)
+    asked = ActivityCancellationDetails(cancel_requested=True)
+    assert _stopped(asked, info(600), 3).startswith("stopped by its leader")
