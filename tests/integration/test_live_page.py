@@ -194,6 +194,9 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         await expect(page.locator("#banner")).to_have_attribute("data-state", "paused")
         # What can be asked follows the run: a paused run is resumed, not paused again.
         await expect(page.locator("#pause")).to_be_disabled()
+        await expect(page.locator("#pause")).to_have_attribute(
+            "title", re.compile("paused already")
+        )
         await expect(page.locator("#resume")).to_be_enabled()
         # Running agents finish; nothing new starts while paused.
         await expect(node(page, "T-2")).to_have_attribute("data-status", "completed")

@@ -150,7 +150,13 @@ const STEERING = ["pause", "resume", "cancel-run", "set-budget", "approve-plan",
 function setControls(state) {
   const why = page.ended ? `the run has ended (${state}): retry or fork an agent to go on from it` : "";
   for (const id of STEERING) { const b = $(id); b.disabled = page.ended; b.title = why || b.dataset.title || ""; }
-  if (!page.ended) { $("pause").disabled = state === "paused"; $("resume").disabled = state !== "paused"; }
+  if (!page.ended) {
+    // a greyed button says why, as docs/steering.md promises ("hover it to see why")
+    $("pause").disabled = state === "paused";
+    $("pause").title = state === "paused" ? "the run is paused already: resume it" : ($("pause").dataset.title || "");
+    $("resume").disabled = state !== "paused";
+    $("resume").title = state !== "paused" ? "the run is not paused: there is nothing to resume" : ($("resume").dataset.title || "");
+  }
   for (const b of document.querySelectorAll("#agent-actions button")) {
     // on an ended run, a retry is a follow-up run (as `starter.py retry` makes one) and a fork
     // goes on from the agent; a skip or a nudge has nothing left to act on
