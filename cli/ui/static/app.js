@@ -290,7 +290,16 @@ async function act(body) {
     notice.className = said.ok ? "ok" : "error";
     notice.textContent = said.ok ? said.message : said.error;
     if (said.open) { listRuns(); }
+    return said;
   } catch (e) { notice.className = "error"; notice.textContent = "the page's server did not answer: " + e; }
+  return null;
+}
+
+// An answer or a decision taken: the form is emptied for the next request (it kept "Q-1" and
+// its text while A-2 waited); a refused one keeps what was typed, to be mended.
+async function answerWith(body) {
+  const said = await act({ ...body, request: $("answer-request").value, text: $("answer-text").value });
+  if (said && said.ok) { $("answer-request").value = ""; $("answer-text").value = ""; }
 }
 
 $("pause").onclick = () => act({ action: "pause" });
@@ -299,9 +308,9 @@ $("cancel-run").onclick = () => { if (confirm(`Cancel ${page.run}? Running agent
 $("set-budget").onclick = () => act({ action: "budget", limits: $("budget-limits").value });
 $("approve-plan").onclick = () => act({ action: "approve-plan", version: page.review || "", text: $("review-comment").value });
 $("replan").onclick = () => act({ action: "replan", text: $("replan-text").value });
-$("answer-form").onsubmit = (e) => { e.preventDefault(); act({ action: "answer", request: $("answer-request").value, text: $("answer-text").value }); };
-$("approve").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "allow_once", text: $("answer-text").value });
-$("deny").onclick = () => act({ action: "approve", request: $("answer-request").value, decision: "deny", text: $("answer-text").value });
+$("answer-form").onsubmit = (e) => { e.preventDefault(); answerWith({ action: "answer" }); };
+$("approve").onclick = () => answerWith({ action: "approve", decision: "allow_once" });
+$("deny").onclick = () => answerWith({ action: "approve", decision: "deny" });
 for (const b of document.querySelectorAll("#agent-actions button")) b.onclick = () => act({ action: b.dataset.act, task: page.selected, text: $("agent-text").value });
 $("refresh").onclick = listRuns;
 window.onpopstate = () => { const r = new URLSearchParams(location.search).get("run"); if (r) openRun(r); };
