@@ -65,6 +65,11 @@ def _read_pid(path: Path) -> int | None:
         pid = int(path.read_text().strip())
     except (FileNotFoundError, ValueError):
         return None
+    if pid <= 1:
+        # Not one process `up` started: kill(-1) signals every process we may, 0 our own
+        # group, -N group N, 1 is init. A pid file is only a file in XSKY_HOME.
+        path.unlink(missing_ok=True)
+        return None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
