@@ -182,11 +182,91 @@ def _refuse_expansion(value: str, what: str) -> None:
 
 
 def _check_assignment(text: str) -> None:
+    _refuse_arithmetic_name(text.split("=", 1)[0], "the assignment")
     name = text.split("=", 1)[0].split("[", 1)[0].lstrip("+")
     if DANGEROUS_VARIABLES.match(name):
         raise ShellParseError(
             f"setting {name} changes what commands run; it is not allowed", forbidden=True
         )
+
+
+# Where bash evaluates a word as arithmetic, a variable named there (or whose value is
+# expanded there) is evaluated recursively: one holding 'a[$(cmd)]' runs cmd. A value a
+# {{…}} reference stands for (XSKY_V1) is data from a result or a page; in such a place it
+# would be code. Only numbers and operators are taken there, as for (( … )).
+_ARITHMETIC_ERROR = (
+    "{what} {text!r} is evaluated as arithmetic by bash, where a variable holding "
+    "'a[$(cmd)]' runs cmd; only numbers and operators can be checked there"
+)
+_SUBSCRIPTED = re.compile(r"^[#!]?([A-Za-z_]\w*|\d+|[@*#?$!-])(?:\[(.*?)\])?(.*)$", re.S)
+_LET_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*\s*(?:[-+*/%&|^]|<<|>>)?=(.*)$", re.S)
+
+
+def _plain_arithmetic(text: str) -> bool:
+    return bool(_PLAIN_ARITHMETIC.match(text))
+
+
+def _refuse_arithmetic_parameter(value: str) -> None:
+    """``${a[SUB]}`` and ``${x:OFFSET:LENGTH}`` evaluate SUB, OFFSET and LENGTH as arithmetic."""
+    m = _SUBSCRIPTED.match(value)
+    if m is None:
+        return
+    sub, rest = m.group(2), m.group(3)
+    if sub is not None and sub not in ("@", "*") and not _plain_arithmetic(sub):
+        raise ShellParseError(_ARITHMETIC_ERROR.format(what="the subscript", text=sub[:60]))
+    if rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+"):
+        if not _plain_arithmetic(rest[1:]):
+            raise ShellParseError(_ARITHMETIC_ERROR.format(what="the offset", text=rest[1:][:60]))
+
+
+def _refuse_arithmetic_name(name: str, what: str) -> None:
+    """A variable's name written as ``a[SUB]`` (SUB is arithmetic) or only known at run time
+    (``unset "$X"``, ``declare "$X"=1`` with X='a[$(cmd)]' runs cmd)."""
+    if _SUBSTITUTION.search(name) or "$" in name:
+        raise ShellParseError(
+            f"{what} names a variable only known at run time ({name[:60]!r}), which bash may "
+            "evaluate as arithmetic (a value 'a[$(cmd)]' runs cmd); it cannot be checked"
+        )
+    if "[" in name:
+        sub = name.split("[", 1)[1].rsplit("]", 1)[0]
+        if sub not in ("@", "*") and not _plain_arithmetic(sub):
+            raise ShellParseError(_ARITHMETIC_ERROR.format(what="the subscript", text=sub[:60]))
+
+
+# Builtins whose arguments name variables (unset, read …) or are arithmetic (let).
+_NAMING_BUILTINS = {"unset", "read", "mapfile", "readarray"}
+
+
+def _refuse_arithmetic_builtin(argv: list[str]) -> None:
+    name, args = argv[0], argv[1:]
+    if name == "let":
+        for arg in args:
+            m = _LET_ASSIGNMENT.match(arg)
+            if not _plain_arithmetic(m.group(1) if m else arg):
+                raise ShellParseError(
+                    _ARITHMETIC_ERROR.format(what="let's expression", text=arg[:60])
+                )
+    elif name in _DECLARERS:
+        options = "".join(a for a in args if a[:1] in ("-", "+"))
+        for arg in args:
+            if arg[:1] in ("-", "+"):
+                continue
+            target, eq, value = arg.partition("=")
+            _refuse_arithmetic_name(target, f"{name}")
+            if eq and "i" in options and not _plain_arithmetic(value):
+                raise ShellParseError(
+                    _ARITHMETIC_ERROR.format(what=f"{name} -i's value", text=value[:60])
+                )
+            if eq and "n" in options:
+                _refuse_arithmetic_name(value, f"{name} -n")
+    elif name in _NAMING_BUILTINS:
+        for arg in args:
+            if arg[:1] != "-":
+                _refuse_arithmetic_name(arg, name)
+    elif name in ("printf", "test", "[", "wait"):
+        for flag, arg in zip(args, args[1:], strict=False):
+            if flag in ("-v", "-R", "-p"):
+                _refuse_arithmetic_name(arg, f"{name} {flag}")
 
 
 def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
@@ -199,6 +279,7 @@ def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
         return
     elif kind == "parameter":
         _refuse_expansion(node.value, "the expansion")
+        _refuse_arithmetic_parameter(node.value)
     elif kind == "heredoc":
         _refuse_expansion(node.value, "the here-document")
     elif kind in ("word", "assignment"):
@@ -268,6 +349,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
     if not argv:
         out.append(ShellCommand([":"], redirects))  # assignments only, or redirects only
         return
+    _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions))
     _unwrap(argv, out, depth)
 
