@@ -8,11 +8,13 @@ errors that may pass by themselves (busy, interrupted, I/O) are retried
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import functools
 import os
 from typing import Any
 
+from activities.sandbox import git_guard
 from activities.sandbox.confine import confine, list_inside, open_inside
 from activities.tools import (
     Tool,
@@ -87,7 +89,17 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             fh.truncate(0)
         fh.write(data)
     verb = "appended" if append else "wrote"
-    return ToolResult(f"{verb} {len(data):,} bytes to {path}", {"path": path, "bytes": len(data)})
+    details: dict[str, Any] = {"path": path, "bytes": len(data)}
+    text = f"{verb} {len(data):,} bytes to {path}"
+    if not ctx.unconfined:
+        # A write makes or changes a git folder as a command can (HEAD, objects/, refs/ and a
+        # config anywhere: a repository git finds): it is swept as a command's are, or a
+        # config that runs a program (core.fsmonitor, a pager) waits for a person's git.
+        notes = await asyncio.to_thread(git_guard.sweep, ctx.workspace)
+        if notes:
+            details["gitGuard"] = notes
+            text += "\n" + "\n".join(f"git guard: {n}" for n in notes)
+    return ToolResult(text, details)
 
 
 @_os_errors

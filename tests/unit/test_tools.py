@@ -516,3 +516,25 @@ def test_a_killed_workers_values_folder_is_swept_and_a_live_ones_kept(tmp_path, 
         (folder / "XSKY_V1").write_text("a result's text")
     values.sweep_stale()
     assert not stale.exists() and live.exists()
+
+
+async def test_a_git_folder_a_file_tool_plants_is_swept_as_a_commands_is(ctx):
+    # A file agent (no shell) wrote HEAD, objects/, refs/ and a config with core.fsmonitor at
+    # the workspace's root; no command ran after it, so no sweep: a person's `git status` in
+    # the workspace ran the program outside the sandbox (a security review:
+    # /tmp/sec8/poc/git_plant_by_file_tool.sh)
+    from activities.tools.files import file_write
+
+    for path, content in (
+        ("HEAD", "ref: refs/heads/main\n"),
+        ("objects/info/keep", ""),
+        ("refs/heads/keep", ""),
+    ):
+        await file_write(ctx, {"path": path, "content": content})
+    config = '[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch ran; false"\n'
+    out = await file_write(ctx, {"path": "config", "content": config})
+    kept = (ctx.workspace / "config").read_text()
+    assert "fsmonitor" not in kept and "worktree" not in kept
+    assert "core.fsmonitor" in out.text and out.details["gitGuard"]
+    plain = await file_write(ctx, {"path": "notes/config", "content": "[x]\n\ty = 1\n"})
+    assert "gitGuard" not in plain.details  # a file that no git reads is left as written
