@@ -35,7 +35,7 @@ def sweep_stale() -> None:
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
         pid = folder.name.removeprefix(PREFIX).split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove(folder)
 
 
 def checked(raw: Any, tool: str) -> dict[str, str]:
@@ -65,21 +65,45 @@ def provided(ctx: ToolContext, values: dict[str, str]) -> Iterator[tuple[ToolCon
         yield ctx, ""
         return
     sweep_stale()
-    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))  # 0700, the worker's
+    base = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
     try:
-        # Readable by the sandbox user (not root when the worker is), shown to it read-only.
-        folder.chmod(0o755)
+        # Readable by the sandbox user alone (not root when the worker is), shown to it
+        # read-only: it sits in the host's /tmp, and a result is no other local user's to read
+        # (it was 0755/0644 there: anyone on the machine read every value while its command ran).
+        who = None if ctx.unconfined else bwrap.identity(base.sandbox_user)
+        owner = (who.uid, who.gid) if who is not None and who.drop else None
         for name, value in values.items():
-            (folder / name).write_bytes(value.encode("utf-8", "surrogatepass"))
-            (folder / name).chmod(0o644)
+            fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(value.encode("utf-8", "surrogatepass"))
+                if owner is not None:
+                    os.fchown(fh.fileno(), *owner)
+        if owner is not None:
+            os.chown(folder, *owner)
+        folder.chmod(0o500)
         # read -d '': the whole file, newlines and backslashes kept (it ends at EOF with status 1)
         prelude = " ".join(
             f"IFS= read -r -d '' {name} < {shlex.quote(str(folder / name))};" for name in values
         )
-        base = ctx.confinement or bwrap.Confinement(workspace=ctx.workspace)
         yield (
             replace(ctx, confinement=replace(base, readable=(*base.readable, folder))),
             prelude + "\n",
         )
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
+
+
+def _remove(folder: Path) -> None:
+    """Remove a values folder (mode 500: a worker that is not root may not empty it as it is).
+    Opened without following a link: a name in the shared /tmp may be anyone's link."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # gone, or a link: nothing of ours
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    shutil.rmtree(folder, ignore_errors=True)

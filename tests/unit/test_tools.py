@@ -538,3 +538,34 @@ async def test_a_git_folder_a_file_tool_plants_is_swept_as_a_commands_is(ctx):
     assert "core.fsmonitor" in out.text and out.details["gitGuard"]
     plain = await file_write(ctx, {"path": "notes/config", "content": "[x]\n\ty = 1\n"})
     assert "gitGuard" not in plain.details  # a file that no git reads is left as written
+
+
+async def test_a_commands_values_are_no_other_local_users_to_read(ctx):
+    # They sit in the host's /tmp while the command runs: the folder was 0755 and its files
+    # 0644, so every user of the machine read the results a command was given (a security
+    # review: /tmp/sec8/poc/values_world_readable.sh, `nobody` read a result's canary)
+    from activities.sandbox import bwrap
+    from activities.tools import values
+
+    with values.provided(ctx, {"XSKY_V1": "CANARY-secret"}) as (given, prelude):
+        (folder,) = [p for p in given.confinement.readable if p.name.startswith(values.PREFIX)]
+        for path in (folder, folder / "XSKY_V1"):
+            info = path.stat()
+            assert info.st_mode & 0o077 == 0, oct(info.st_mode)
+            assert info.st_uid == bwrap.identity().uid  # the sandbox's user reads it
+        assert "XSKY_V1" in prelude
+    assert not folder.exists()
+    out = await shell(ctx, {"command": 'printf %s "${XSKY_V1}"', "values": {"XSKY_V1": "v a l"}})
+    assert out.text == "v a l"
+
+
+def test_a_stale_values_folder_that_is_a_link_is_not_followed(tmp_path, monkeypatch):
+    from activities.tools import values
+
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o755)
+    (target / "keep").write_text("x")
+    monkeypatch.setattr(values.tempfile, "gettempdir", lambda: str(tmp_path))
+    (tmp_path / f"{values.PREFIX}999999999-x").symlink_to(target)
+    values.sweep_stale()
+    assert (target / "keep").exists() and target.stat().st_mode & 0o777 == 0o755
