@@ -322,6 +322,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.10",
         delete_when="no run that read such a plan's XML before v0.11.10 is still open",
     ),
+    "raw-item-given-as-data": Patch(
+        what="{{raw:item}} in a shell command is given as data, like {{item}} (a shell variable "
+        "set before the command runs), not pasted as code: an item is an agent's result or a "
+        "page's text. Asked only when a command names {{raw:item}}",
+        since="v0.11.11",
+        delete_when="no run whose commands pasted {{raw:item}} before v0.11.11 is still open",
+    ),
     "budget-changes-bind-running-agents": Patch(
         what="set_budget fits the shares of the agents running at that moment to the new limits "
         "(a share only shrinks; one that had none — the run had no budget — gets one), and their "

@@ -240,6 +240,33 @@ def test_a_run_that_read_a_list_before_v0_11_9_reads_it_so_on_replay():
     assert asked == ["loop-lists-read-as-written"]
 
 
+def test_a_raw_item_is_given_as_data_and_pasted_only_in_a_run_that_pasted_it_before():
+    asked: list[str] = []
+
+    def before(patch_id: str) -> bool:  # a history recorded before the patch
+        asked.append(patch_id)
+        return False
+
+    for patched, expected in ((None, 'cat "${XSKY_V1}"'), (before, "cat a; echo x")):
+        raw = plan()
+        raw.agents[1].config = {"tool": "shell", "command": "cat {{raw:item}}"}
+        shell = Shell(raw)
+        if patched is not None:
+            shell.core.configure(coordinating=False, patched=patched)
+        shell.loop()
+        complete(shell, "1", '["a; echo x"]')
+        rendered, _ = shell.core.inputs.render("2[1]")
+        assert rendered.config is not None and rendered.config["command"] == expected
+    assert asked == ["raw-item-given-as-data"]
+    # a command that names no {{raw:item}} asks nothing (no marker in the history)
+    shell = Shell(plan())
+    shell.core.configure(coordinating=False, patched=before)
+    shell.loop()
+    complete(shell, "1", '["a"]')
+    shell.core.inputs.render("2[1]")
+    assert asked == ["raw-item-given-as-data"]
+
+
 def test_an_empty_list_gathers_nothing_at_once():
     shell = Shell(plan())
     shell.loop()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from xsky.errors import PlanError
 from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
 from xsky.plan.variables import RenderError, find_references, render, render_command, render_config
@@ -166,6 +167,32 @@ def test_raw_pastes_trusted_variables_only_and_agents_results_never():
     assert command == 'ls -la "${XSKY_V1}"' and values == {"XSKY_V1": "r"}
     with pytest.raises(RenderError, match="never pasted raw"):
         render_command("ls {{raw:agent_1_result}}", {"1": "r"}, {}, {})
+
+
+def test_a_raw_item_is_given_as_data_and_refused_where_the_plan_is_read(tmp_path):
+    """A forEach item is an item of an agent's result (or a watch's, a page's text): a list
+    item "a.txt; echo INJECTED > pwned_item.txt" pasted by {{raw:item}} ran as a command of its
+    own (a security review), though {{raw:agent_1_result}} was refused."""
+    from xsky.plan.files import load_plan
+    from xsky.plan.variables import pastes_raw_item
+
+    item = {"item": "a.txt; echo INJECTED > pwned_item.txt", "item_index": "2"}
+    command, values = render_command("cat {{raw:item}} # {{raw:item_index}}", {}, item, {})
+    assert command == 'cat "${XSKY_V1}" # 2' and values == {"XSKY_V1": item["item"]}
+    # a run that pasted it before v0.11.11 renders as it did (the leader asks its patch)
+    pasted, _ = render_command("cat {{raw:item}}", {}, item, {}, raw_items=True)
+    assert pasted == "cat a.txt; echo INJECTED > pwned_item.txt"
+    assert pastes_raw_item("cat {{ raw:item }}") and not pastes_raw_item("cat {{item}} {{raw:x}}")
+    plan = tmp_path / "p.xml"
+    plan.write_text(
+        '<workflow name="w"><agent name="shell" id="1"><task>list</task>'
+        '<config>{"tool": "shell", "command": "ls"}</config></agent>'
+        '<agent name="shell" id="2" depends="1" forEach="{{agent_1_result}}"><task>t</task>'
+        '<config>{"tool": "shell", "command": "cat {{raw:item}}"}</config></agent></workflow>'
+    )
+    with pytest.raises(PlanError) as refused:
+        load_plan(plan)
+    assert "{{raw:item}}" in str(refused.value) and "write {{item}}" in str(refused.value)
 
 
 def test_what_people_read_has_the_variables_values_and_nothing_else_rendered():

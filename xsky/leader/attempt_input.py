@@ -22,7 +22,13 @@ from xsky.leader.tasks import TaskState
 from xsky.plan.agent_config import RetryOptions, config_problems, stall_windows, tool_name
 from xsky.plan.loops import LoopError
 from xsky.plan.models import WorkflowAgent
-from xsky.plan.variables import item_values, render, render_command, render_config
+from xsky.plan.variables import (
+    item_values,
+    pastes_raw_item,
+    render,
+    render_command,
+    render_config,
+)
 from xsky.runs import AgentInput, RunInput, RunOptions
 from xsky.security.mcp import is_mcp
 from xsky.security.tools import WORKSPACE_TOOLS
@@ -149,9 +155,11 @@ class AttemptInputs:
         if agent.config:
             config = render_config(agent.config, results, values, ctx)
             if self.templated_command(agent_id):
-                command, shell_values = render_command(
-                    agent.config["command"], results, values, ctx
-                )
+                code = agent.config["command"]
+                # {{raw:item}} is given as data since v0.11.11 (it pasted an item — a result,
+                # a page's text — as code); asked only of a command that names it
+                before = pastes_raw_item(code) and not self.patched("raw-item-given-as-data")
+                command, shell_values = render_command(code, results, values, ctx, before)
                 config = {
                     **config,
                     "command": command,

@@ -21,7 +21,7 @@ from xsky.plan.loops import (
 from xsky.plan.models import Workflow
 from xsky.plan.output_schema import output_problems
 from xsky.plan.steps import input_problems
-from xsky.plan.variables import with_step_values
+from xsky.plan.variables import raw_item_problems, with_step_values
 from xsky.plan.watches import nested_watch_problems
 from xsky.plan.xml import DEFAULT_MAX_BYTES, ParsedWorkflow, parse_workflow_source
 from xsky.security.roles import RoleCapabilityModel, plan_role_problems
@@ -169,6 +169,7 @@ def _checked(
         problems += config_key_problems(workflow)
         problems += named_value_problems(workflow)
         problems += nested_watch_problems(workflow)
+        problems += raw_item_problems(workflow)
         problems += output_problems(workflow)
         if variables is not None:
             problems += input_problems(workflow, variables)

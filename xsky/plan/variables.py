@@ -370,11 +370,38 @@ SHELL_VALUE = "XSKY_V"  # a value's shell variable: XSKY_V1, XSKY_V2, …
 SHELL_VALUE_RE = re.compile(r"^XSKY_V[1-9][0-9]{0,4}$")
 
 
+def pastes_raw_item(code: str) -> bool:
+    """Does a command name ``{{raw:item}}`` (pasted as written before v0.11.11)?"""
+    return any(
+        classify(m.group(1), m.group(0)).key == ITEM
+        for m in REF_RE.finditer(code)
+        if m.group(1).startswith(RAW)
+    )
+
+
+def raw_item_problems(workflow: Workflow) -> list[Problem]:
+    """``{{raw:item}}`` in a shell command: an item is an agent's result or a page's text, never
+    pasted as code — said where the plan is read, as for ``{{raw:agent_N_result}}``."""
+    return [
+        Problem(
+            f"agent {agent.id}: {{{{raw:item}}}}: a forEach or watch item is an agent's result or "
+            "a page's text, never pasted raw into a command (it may say anything); write "
+            "{{item}} and it is quoted for you",
+            agent_index=i,
+            agent_id=agent.id,
+        )
+        for i, agent in enumerate(workflow.agents)
+        if isinstance(command := (agent.config or {}).get("command"), str)
+        and pastes_raw_item(command)
+    ]
+
+
 def render_command(
     code: str,
     results: Mapping[str, str],
     variables: Mapping[str, str],
     context: Mapping[str, Any],
+    raw_items: bool = False,
 ) -> tuple[str, dict[str, str]]:
     """``render`` for a shell command: (the command, the values it names).
 
@@ -385,8 +412,10 @@ def render_command(
     holds — quotes, ``$(…)``, newlines — bash expands it as data and never reads it as
     code, wherever the reference stands: where this quote tracking is wrong (``$(…)``
     inside "…", a heredoc) the value may be split into words or the name shown, never run.
-    ``{{raw:name}}`` pastes a trusted variable as written. A value that is an artifact
-    marker is expanded by the activity, in the values only.
+    ``{{raw:name}}`` pastes a trusted variable as written — not a forEach or watch item
+    (``{{raw:item}}``), which is an agent's result or a page's text: it is given as data like
+    ``{{item}}`` (``raw_items``: pasted, as before v0.11.11, for a run that rendered so). A
+    value that is an artifact marker is expanded by the activity, in the values only.
     """
     out: list[str] = []
     values: dict[str, str] = {}
@@ -403,7 +432,7 @@ def render_command(
                 f"{{{{agent_{ref.key}_result{'.' + ref.field if ref.field else ''}}}}}"
             )
         value = _value(ref, results, variables, context)
-        if ref.raw:
+        if ref.raw and not (ref.key == ITEM and not raw_items):
             out.append(value)
         else:
             key = f"{ref.kind}:{ref.key}"
