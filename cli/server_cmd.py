@@ -132,7 +132,10 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         raise UsageError(
             f"nothing answers at {settings.address}, and a local server cannot be started for a remote host"
         )
-    settings.home.mkdir(parents=True, exist_ok=True)
+    # Made private: it holds the server's database (every run's history, results and context
+    # values), logs and transcripts, which the server and the worker write readable by all.
+    # A home that exists already keeps the mode its owner gave it.
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     server = DevServer(
         db_path=Path(db) if db else settings.home / "temporal.db",
         port=port,

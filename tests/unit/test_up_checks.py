@@ -151,3 +151,18 @@ def test_a_dev_server_that_will_not_start_says_why_from_its_log(
     said = str(e.value)
     assert "exited with status" in said and "pick another port" in said, said
     assert "temporal.log" in said and "can't set UI port" in said, said
+
+
+def test_a_home_up_makes_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The home holds temporal.db (every run's history, results, context values), logs and
+    transcripts, written readable by all: made 0755, any local user read them."""
+    fresh = tmp_path / "new-home"
+    monkeypatch.setenv("XSKY_HOME", str(fresh))
+    monkeypatch.setenv("TEMPORAL_ADDRESS", f"localhost:{free_port()}")
+    with socket.socket() as taken:  # (the server then fails at once: only the home is wanted)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setenv("XSKY_UI_PORT", str(taken.getsockname()[1]))
+        with pytest.raises(UsageError):
+            ensure_server(load_settings())
+    assert fresh.stat().st_mode & 0o777 == 0o700
