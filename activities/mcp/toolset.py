@@ -21,6 +21,7 @@ server says reaches the agent scrubbed of the worker's secrets.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import logging
 import time
@@ -42,7 +43,7 @@ from activities.mcp.results import (
     tool_result,
 )
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
-from activities.sandbox import secrets
+from activities.sandbox import git_guard, secrets
 from activities.tools import ToolError, ToolResult, cap_text
 from xsky.json_schema import bounded_errors, bounded_validator
 from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, real_name, split
@@ -162,6 +163,13 @@ class McpToolset:
         """The attempt is done with its servers: a stdio session no other attempt holds is
         closed, its server and every process it started ended, before this returns."""
         await self.pool.release(self)
+        if self.servers and not self.ctx.unconfined and self.ctx.workspace.is_dir():
+            # Its stdio servers wrote in the workspace as a command does: a git folder one
+            # planted (a config that runs a program when a person's git reads it) is swept
+            # as a command's is — a shell tool's and a file tool's are after each call.
+            notes = await asyncio.to_thread(git_guard.sweep, self.ctx.workspace)
+            if notes:
+                log.warning("git guard after MCP servers in %s: %s", self.ctx.workspace, notes)
 
     def expose(self) -> None:
         """Keep the tools the gate would not deny outright; give the agent the generic tools

@@ -569,3 +569,26 @@ def test_a_stale_values_folder_that_is_a_link_is_not_followed(tmp_path, monkeypa
     (tmp_path / f"{values.PREFIX}999999999-x").symlink_to(target)
     values.sweep_stale()
     assert (target / "keep").exists() and target.stat().st_mode & 0o777 == 0o755
+
+
+async def test_a_git_folder_an_mcp_servers_writes_plant_is_swept_as_its_session_ends(ctx):
+    # A stdio MCP server (a filesystem server) writes in the workspace as a file tool does; no
+    # sweep followed its calls, so a git folder it planted waited for a person's git.
+    from activities.mcp.toolset import McpToolset
+
+    class Pool:
+        async def release(self, toolset: object) -> None:  # its sessions closed: nothing here
+            return None
+
+    for path, content in (
+        ("HEAD", "ref: refs/heads/main\n"),
+        ("objects/info/keep", ""),
+        ("refs/heads/keep", ""),
+        ("config", '[core]\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch ran; false"\n'),
+    ):
+        (ctx.workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (ctx.workspace / path).write_text(content)
+    toolset = McpToolset(ctx, None, Pool())  # type: ignore[arg-type]
+    toolset.servers = {"fs": None}  # type: ignore[dict-item]
+    await toolset.release()
+    assert "fsmonitor" not in (ctx.workspace / "config").read_text()
