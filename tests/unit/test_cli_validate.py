@@ -256,3 +256,16 @@ def test_a_long_problem_or_warning_is_one_line_where_the_output_is_piped(tmp_pat
     )
     lines = [ln for ln in starter("validate", str(warned)).stderr.splitlines() if "warning:" in ln]
     assert len(lines) == 1 and "for a fixed call add" in lines[0], lines
+
+
+def test_a_plan_with_a_document_type_is_told_so_not_that_it_sits_inside_other_text(
+    tmp_path: Path,
+):
+    plan = tmp_path / "dtd.xml"
+    plan.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE workflow [<!ENTITY x "y">]>\n'
+        '<workflow name="w"><agent name="llm" id="1"><task>&x;</task></agent></workflow>\n'
+    )
+    res = starter("validate", str(plan))
+    assert res.returncode == 2 and "DOCTYPE and DTD declarations are not allowed" in res.stderr
+    assert "inside other text" not in res.stderr

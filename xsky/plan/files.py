@@ -225,8 +225,11 @@ _EKO_DECLARE = (
 )
 
 
-# What may stand around a plan in an XML file: comments, an XML declaration, white space.
-_XML_AROUND = re.compile(r"\s+|<!--.*?-->|<\?xml[^>]*\?>", re.S)
+# What may stand around a plan in an XML file: comments, an XML declaration, a document type
+# (refused by the parser, which says so), white space.
+_XML_AROUND = re.compile(
+    r"\s+|<!--.*?-->|<\?xml[^>]*\?>|<!DOCTYPE[^\[>]{0,1024}(?:\[[^\]]{0,4096}\])?\s*>", re.S
+)
 
 
 def _plan_inside_text(data: bytes) -> Problem | None:
