@@ -269,3 +269,19 @@ def test_a_plan_with_a_document_type_is_told_so_not_that_it_sits_inside_other_te
     res = starter("validate", str(plan))
     assert res.returncode == 2 and "DOCTYPE and DTD declarations are not allowed" in res.stderr
     assert "inside other text" not in res.stderr
+
+
+def test_a_timeout_on_an_agent_without_a_tool_is_said_to_be_read_by_nothing(tmp_path: Path):
+    """An llm agent's {"timeout": 30} was taken without a word, and bounded nothing (a model
+    server trickling a byte a second held the call open)."""
+    plan = tmp_path / "t.xml"
+    plan.write_text(
+        '<workflow name="w"><agent name="llm" id="1"><task>x</task><input>y</input>'
+        '<config>{"timeout": 30}</config></agent>'
+        '<agent name="shell" id="2"><task>t</task>'
+        '<config>{"tool": "shell", "command": "true", "timeout": 30}</config></agent></workflow>'
+    )
+    res = starter("validate", str(plan))
+    said = [ln for ln in res.stderr.splitlines() if "config key 'timeout'" in ln]
+    assert res.returncode == 0 and len(said) == 1 and "agent 1:" in said[0], res.stderr
+    assert "startToCloseTimeout" in said[0]

@@ -344,6 +344,17 @@ def plan_warnings(workflow: Workflow) -> list[Problem]:
                     agent_id=agent.id,
                 )
             )
+        if tool_name(agent.config) is None and "timeout" in (agent.config or {}):
+            warnings.append(
+                Problem(
+                    f"agent {agent.id}: config key 'timeout' is a direct tool's (the seconds a "
+                    "command, a page or a request may take): this agent has no tool, and its "
+                    "model's calls do not read it — its attempt's limit is "
+                    '"startToCloseTimeout" (s)',
+                    agent_index=i,
+                    agent_id=agent.id,
+                )
+            )
         if agent.name in _KIND_EXAMPLES and tool_name(agent.config) is None:
             what = "command" if agent.name == "shell" else "tool"
             warnings.append(
