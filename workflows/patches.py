@@ -319,8 +319,8 @@ PATCHES: dict[str, Patch] = {
         "as text, as its <node>s are, and its <name> and <thought> are read whole, as Eko reads "
         "their textContent; before, such a task refused the plan and the name or thought was cut "
         "at its first element. Asked only of Eko XML that may hold one",
-        since="v0.11.10",
-        delete_when="no run that read such a plan's XML before v0.11.10 is still open",
+        since="v0.11.11",
+        delete_when="no run that read such a plan's XML before v0.11.11 is still open",
     ),
     "raw-item-given-as-data": Patch(
         what="{{raw:item}} in a shell command is given as data, like {{item}} (a shell variable "

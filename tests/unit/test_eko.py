@@ -3,6 +3,8 @@ agent's steps (xsky/plan/steps.py): Eko's own plans, taken unchanged, read, conv
 
 from __future__ import annotations
 
+import contextlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -953,3 +955,75 @@ def test_a_browser_agent_after_another_is_warned_it_starts_on_a_page_of_its_own(
     said = [w.message for w in loaded.warnings if "browser of its own" in w.message]
     assert len(said) == 1 and said[0].startswith("agent 1 (browser) depends on browser agent 0")
     assert "cookies" in said[0] and "Eko's Browser agents share one page" in said[0]
+
+
+_OLD_TOKEN = re.compile(  # the scan's tokens as one regular expression found them (quadratic)
+    r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>"
+    r"|<(/?)([A-Za-z_][\w:.-]*)((?:\"[^\"]*\"|'[^']*'|[^'\"<>])*?)(/?)>",
+    re.S,
+)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<!--",
+                "-->",
+                "<![CDATA[",
+                "]]>",
+                "<?",
+                "?>",
+                "<a",
+                "</a>",
+                "<b x='<'>",
+                ">",
+                "<",
+                " ",
+                "t",
+                '"',
+                "'",
+                "/>",
+                "<!",
+                "-",
+                "]",
+                "?",
+            ]
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_the_repair_scan_finds_the_tokens_the_regular_expression_found(text: str):
+    from xsky.plan.repair import _tokens
+
+    assert [(s, e, g) for s, e, g in _tokens(text)] == [
+        (m.start(), m.end(), m.groups()) for m in _OLD_TOKEN.finditer(text)
+    ]
+
+
+@pytest.mark.parametrize(
+    "opener", ["<![CDATA[", "<!--", "<?", "<task ", "<agent ", "<name "], ids=repr
+)
+def test_a_plan_of_many_unclosed_openers_is_read_in_linear_time(opener: str):
+    """A plan (a planner's reply, a replan — read in the leader's workflow task, where Python's
+    re holds the worker's every thread) with 20,000 unclosed '<![CDATA[' took 12 s to read,
+    a comment of '<task ' 30 s, 26 leading spaces seconds: each grew with the square of its
+    length (or faster). Bounded far above what a linear reading takes (milliseconds)."""
+    import time
+
+    from xsky.plan.eko import is_eko, may_hold_markup
+    from xsky.plan.repair import may_be_cut_off
+    from xsky.plan.steps import may_hold_lenient_attributes
+
+    head = '<root><name>N</name><agents><agent name="Chat" id="0"><task>'
+    for text in (
+        head + opener * 40_000,
+        " " * 40 + "<workflow/>",
+        f"{head}</task></agent></agents></root><!-- {opener * 40_000} -->",
+    ):
+        began = time.perf_counter()
+        for check in (is_eko, may_hold_markup, may_be_cut_off, may_hold_lenient_attributes):
+            check(text)
+        with contextlib.suppress(WorkflowXMLError):
+            parse_workflow_source(text)
+        assert time.perf_counter() - began < 5, (opener, len(text))

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from xsky.leader.tasks import board_markdown, subject_of
     from xsky.plan.agent_config import deterministic_retries
     from xsky.plan.budget import estimate_tokens
-    from xsky.plan.eko import markup_as_before_v0_11_10, may_hold_markup
+    from xsky.plan.eko import markup_as_before_v0_11_11, may_hold_markup
     from xsky.plan.models import Workflow
     from xsky.plan.planning import (
         PLAN_ANSWER_TOKENS,
@@ -97,7 +97,7 @@ def read_plan_xml(text: str | bytes) -> ParsedWorkflow:
         if may_hold_lenient_attributes(text) and not patched("plan-attributes-lenient"):
             as_then.enter_context(attributes_as_before_v0_11_9())
         if may_hold_markup(text) and not patched("eko-markup-read-whole"):
-            as_then.enter_context(markup_as_before_v0_11_10())
+            as_then.enter_context(markup_as_before_v0_11_11())
         return parse_workflow_source(text)
 
 

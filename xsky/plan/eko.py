@@ -88,18 +88,22 @@ _NATIVE = (
 _TAKE_OUT = "take it out, or write what it holds where the plan's own parts are"
 # An agent's children the native reader takes (Eko's task and nodes, and the native ones).
 _AGENT_CHILDREN = frozenset(("task", "nodes", "input", "config", "output", "item", "result"))
-_STARTS_AS_EKO = re.compile(r"\A(?:\ufeff|\s+|<\?.*?\?>|<!--.*?-->)*<root(?=[\s>/]|\Z)", re.S)
-
-
-# Set while a leader replays a run that read its plan before v0.11.10: an agent's <task> holding
-# elements was refused then, and a <name> or <thought> holding one was cut at it.
-_MARKUP_CUT: ContextVar[bool] = ContextVar("eko_markup_cut", default=False)
-_HOLDS_MARKUP = re.compile(
-    r"<(task|name|thought)(?:\s[^>]*)?>(?:(?!</\1\s*>).)*?<(?!/\1\s*>|!\[CDATA\[)", re.S
+# (each part unambiguous: a run of spaces, or a comment, read one way only — nested, \s+ and
+# .*? made a plan of 26 leading spaces take seconds, each two more ×4)
+_STARTS_AS_EKO = re.compile(
+    r"\A(?:\ufeff|\s|<\?(?:[^?]|\?(?!>))*\?>|<!--(?:[^-]|-(?!->))*-->)*<root(?=[\s>/]|\Z)", re.S
 )
 
 
-def markup_as_before_v0_11_10() -> AbstractContextManager[None]:
+# Set while a leader replays a run that read its plan before v0.11.11: an agent's <task> holding
+# elements was refused then, and a <name> or <thought> holding one was cut at it.
+_MARKUP_CUT: ContextVar[bool] = ContextVar("eko_markup_cut", default=False)
+_HOLDS_MARKUP = re.compile(
+    r"<(task|name|thought)(?:\s[^<>]*)?>(?:(?!</\1\s*>).)*?<(?!/\1\s*>|!\[CDATA\[)", re.S
+)
+
+
+def markup_as_before_v0_11_11() -> AbstractContextManager[None]:
     """Read an Eko plan's <task>, <name> and <thought> as v0.11.9 and before did."""
     return switched_on(_MARKUP_CUT)
 

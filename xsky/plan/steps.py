@@ -129,7 +129,7 @@ def may_hold_lenient_attributes(text: str | bytes) -> bool:
     written in lower case, an Eko agent's ``status`` (the leader asks its patch only then)."""
     raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
     return re.search(r"""loop\s*=\s*["'](?!true["']|false["'])""", raw) is not None or (
-        "<root" in raw and re.search(r"<agent\b[^>]*\sstatus\s*=", raw) is not None
+        "<root" in raw and re.search(r"<agent\b[^<>]*\sstatus\s*=", raw) is not None
     )
 
 
