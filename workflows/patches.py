@@ -322,6 +322,13 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.11",
         delete_when="no run that read such a plan's XML before v0.11.11 is still open",
     ),
+    "final-board-as-shown": Patch(
+        what="the whole board a large run stores as it ends shows each forEach item's line with "
+        "its item (as the board query does) and no 'paused' note once the run ended; its "
+        "length decides how many parts are stored. Asked only where the board differs",
+        since="v0.11.11",
+        delete_when="no large run that ended before v0.11.11 is replayed (queries, resets)",
+    ),
     "raw-item-given-as-data": Patch(
         what="{{raw:item}} in a shell command is given as data, like {{item}} (a shell variable "
         "set before the command runs), not pasted as code: an item is an agent's result or a "

@@ -215,6 +215,11 @@ def test_the_leader_runs_each_item_as_an_agent_at_most_max_parallel_at_once_then
         "read page 2: beta",
         "read page 3: gamma",
     ]
+    # as v0.11.10 stored it, for a history recorded then (its length decided its parts)
+    before = BoardPage.model_validate_json(shell.core.views.whole_board(shell.now, False))
+    assert {t.subject for t in before.tasks if t.agent_id.startswith("2[")} == {
+        "read page {{item_index}}: {{item}}"
+    }
 
 
 def test_a_run_that_read_a_list_before_v0_11_9_reads_it_so_on_replay():

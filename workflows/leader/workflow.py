@@ -282,9 +282,14 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
             )
             result.results_ref = await save_blob("results", core.views.reports_jsonl(), part)
             if patched("final-board"):
-                result.board_ref = await save_blob(
-                    "board", core.views.whole_board(workflow.now()), part
-                )
+                board = core.views.whole_board(workflow.now())
+                # (since v0.11.11 items' lines are read with their items, and an ended run is
+                # not said paused: asked only where that changed the board, whose length
+                # decides how many parts are stored)
+                before = core.views.whole_board(workflow.now(), as_shown=False)
+                if board != before and not patched("final-board-as-shown"):
+                    board = before
+                result.board_ref = await save_blob("board", board, part)
         self._board.upsert(core, final=result.status)
         if result.status != "completed":
             # Temporal's status is the run's outcome (Web UI, `temporal workflow list`, its

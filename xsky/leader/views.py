@@ -155,9 +155,12 @@ class Views:
         carried = self.state.carried().model_copy(update={"tasks": tasks})
         return carried.model_dump_json(by_alias=True, exclude_defaults=True)
 
-    def whole_board(self, now: datetime) -> str:
+    def whole_board(self, now: datetime, as_shown: bool = True) -> str:
         """The board with every task, as JSON: what a large run leaves when it ends, so that
-        `status` reads it (BoardPage.page) instead of a worker replaying the whole run."""
+        `status` reads it (BoardPage.page) instead of a worker replaying the whole run.
+        ``as_shown`` False: as v0.11.10 and before stored it (items' lines as written, a paused
+        note on an ended run) — its length decides how many parts the store gets, which a
+        history recorded then replays."""
         derived = derive_statuses({t.id: t for t in self.board.state.tasks})
         counts: dict[str, int] = {}
         for status, _ in derived.values():
@@ -167,9 +170,11 @@ class Views:
             total=len(tasks),
             offset=0,
             counts=dict(sorted(counts.items())),
-            tasks=self._with_items([TaskView.of(t, *derived[t.id], now) for t in tasks]),
+            tasks=(self._with_items if as_shown else list)(
+                [TaskView.of(t, *derived[t.id], now) for t in tasks]
+            ),
             state=self.run_state(),
-            notes=self.notices(now),
+            notes=self.notices(now, ended_paused=not as_shown),
             budget=self._shown_budget(now),
         ).model_dump_json(by_alias=True, exclude_none=True)
 
@@ -240,9 +245,10 @@ class Views:
             values["XskyResumes"] = self.plans.state.resumes
         return values
 
-    def notices(self, now: datetime | None = None) -> list[str]:
+    def notices(self, now: datetime | None = None, ended_paused: bool = False) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode, and
-        (given the time) the budget."""
+        (given the time) the budget. ``ended_paused``: a paused run that ended still says it is
+        paused (as v0.11.10 and before did: whole_board)."""
         notes = []
         if now is not None and self.budget.limits is not None:
             notes.append(self.budget.budget_view(now).summary())
@@ -264,7 +270,7 @@ class Views:
             notes.append(
                 f"resumes {self.plans.state.resumes}: its completed results are carried over"
             )
-        if self.run.paused and not (self.flow.closing or self.flow.ended):
+        if self.run.paused and (ended_paused or not (self.flow.closing or self.flow.ended)):
             # (a paused run a person ended: no resume to offer — it would be refused)
             notes.append(
                 "**paused**"
