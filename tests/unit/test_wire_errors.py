@@ -19,3 +19,19 @@ def test_a_mistyped_field_is_named_not_only_the_one_it_hides() -> None:
     with pytest.raises(ValidationError) as e:
         AnswerRequest.model_validate({"text": "go"})
     assert one_sentence(AnswerRequest, e.value).startswith("field `requestId` is missing;")
+
+
+def test_a_person_request_naming_a_field_it_lacks_is_refused_unless_left_empty() -> None:
+    """A typo is refused (``decison`` once approved a call a person meant to deny); a field a
+    newer client adds and sends empty (its model dumps every field) asks nothing."""
+    from xsky.leader.state import ApproveToolRequest, ResumeRequest
+
+    typo = ApproveToolRequest.model_validate({"requestId": "A-1", "decison": "deny"})
+    said = typo.unknown_problem()
+    assert said is not None and "`decision` for `decison`" in said and "nothing was changed" in said
+    newer = ResumeRequest.model_validate({"reason": None, "keepWorkspace": False, "note": None})
+    assert newer.unknown_problem() is None
+    set_by_hand = ResumeRequest.model_validate({"keepWorkspace": True})
+    assert set_by_hand.unknown_problem() is not None  # a value this worker cannot honour
+    both_names = ApproveToolRequest.model_validate({"request_id": "A-1", "decision": "deny"})
+    assert both_names.unknown_problem() is None  # snake_case names are the fields' own

@@ -387,7 +387,9 @@ class PersonRequest(WireModel):
     def _note_unknown(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
         made = handler(data)
         if isinstance(made, PersonRequest):
-            made._unknown = unknown_fields(type(made), data)
+            # (one left empty — null, false, 0, "" — asks nothing: a newer client sends every
+            # field of its request, those it added among them, and a person typed none of them)
+            made._unknown = [k for k in unknown_fields(type(made), data) if data[k]]
         return made
 
     def unknown_problem(self) -> str | None:
