@@ -465,9 +465,12 @@ def _stopped(
     if details is not None and details.not_found:
         # (the server answered a heartbeat that it has no such attempt: a server restarted
         # without it, or it was timed out and given to another worker meanwhile)
-        return "the server no longer knows this attempt (a server restart, or it was timed out and runs again elsewhere)"
+        return (
+            "the server no longer has this attempt (its run was terminated or reset, it timed "
+            "out and runs again elsewhere, or a server restarted without it)"
+        )
     if details is not None and details.reset:
-        return "the run was reset to an earlier point (temporal workflow reset)"
+        return "a person reset this activity (temporal activity reset): it starts again"
     return "stopped by its leader: the agent or the run was paused, cancelled or replanned"
 
 

@@ -41,8 +41,8 @@ def test_an_attempt_the_server_no_longer_knows_is_not_said_stopped_by_its_leader
     """After a dev server restart the agent's log said "stopped by its leader: … paused,
     cancelled or replanned" — nobody had done any of it."""
     lost = ActivityCancellationDetails(not_found=True)
-    assert _stopped(lost, info(600), 3).startswith("the server no longer knows this attempt")
+    assert _stopped(lost, info(600), 3).startswith("the server no longer has this attempt")
     reset = ActivityCancellationDetails(reset=True)
-    assert "reset" in _stopped(reset, info(600), 3)
+    assert "temporal activity reset" in _stopped(reset, info(600), 3)
     asked = ActivityCancellationDetails(cancel_requested=True)
     assert _stopped(asked, info(600), 3).startswith("stopped by its leader")
