@@ -38,7 +38,7 @@ from activities.agents.lease import Lease, first_write_after
 from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
-from activities.agents.storage import storage_problem, stored
+from activities.agents.storage import patiently, storage_problem, stored
 from activities.agents.transcripts import LogTail
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
@@ -357,22 +357,32 @@ class AgentActivities:
                 copied = await asyncio.to_thread(copy)
             if copied:
                 beat.progress(f"workspace copied from {inp.workspace_from}'s")
-        a = prepare(
-            inp,
-            key=key,
-            ledger=ledger,
-            settings=self.settings,
-            store=self.store,
-            browsers=self.browsers,
-            beat=beat,
-            started=started,
-            number=number,
-            mcp=self.mcp,
-            refused=refused,
-            workspace_host=workspace_host,
-            tail=tail,
-            fresh=start.fresh,
-            start=start,
+        # In a thread, heartbeating: it reads the store (the large results the agent is given,
+        # an earlier attempt's command record), and a slow or paused store held up the worker's
+        # event loop — every attempt's heartbeats and its leader's workflow tasks — on its
+        # event loop until the server took them all for lost (issue 37).
+        a = await patiently(
+            beat,
+            self.store.where,
+            "the agent's inputs",
+            lambda: prepare(
+                inp,
+                key=key,
+                ledger=ledger,
+                settings=self.settings,
+                store=self.store,
+                browsers=self.browsers,
+                beat=beat,
+                started=started,
+                number=number,
+                mcp=self.mcp,
+                refused=refused,
+                workspace_host=workspace_host,
+                tail=tail,
+                fresh=start.fresh,
+                start=start,
+            ),
+            verb="read",
         )
         if a.snapshots is not None:
             async with self._moving(a.snapshots.key):

@@ -23,6 +23,7 @@ from activities.agents import in_doubt
 from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
+from activities.agents.storage import patiently
 from activities.agents.transcripts import AgentLog, write_transcript
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
@@ -85,10 +86,10 @@ async def run_model(a: Attempt) -> AgentOutcome:
             outcome = await loop.run()
         except ApplicationError as e:
             if e.non_retryable:
-                loop.keep_transcript("failed", e.message)
+                await loop.keep_transcript("failed", e.message)
             raise
     if outcome.kind == "completed":
-        loop.keep_transcript("completed")
+        await loop.keep_transcript("completed")
     outcome.started_at = a.started
     outcome.artifacts = a.ctx.artifacts
     return outcome
@@ -118,12 +119,12 @@ class AgentLoop:
         # The call the checkpoint this attempt resumed from says may have been running.
         self.doubtful: str | None = None
 
-    def keep_transcript(self, status: str, error: str | None = None) -> None:
+    async def keep_transcript(self, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on
         without it): a completed one as the loop holds it (saved just before it returned), any
         other as it was last checkpointed."""
         a = self.a
-        cp = self.cp if status == "completed" and self.cp is not None else self.checkpoints.load()
+        cp = self.cp if status == "completed" and self.cp is not None else await self._load()
         if cp is None:
             return
         try:
@@ -171,7 +172,7 @@ class AgentLoop:
                 non_retryable=e.non_retryable,
             ) from None
         finally:
-            self._flush_checkpoint()
+            await self._flush_checkpoint()
             # Before the attempt reports (and its workspace is snapshotted): its stdio MCP
             # servers, and whatever they started, end with it.
             if self.mcp is not None:
@@ -179,11 +180,30 @@ class AgentLoop:
             await self.browser.close()
             await client.close()
 
-    def _flush_checkpoint(self) -> None:
+    # The checkpoint's store calls go through a thread, heartbeating (activities/agents/storage.py):
+    # made on the event loop, a slow or paused object store held up every attempt of the
+    # worker — their heartbeats, its leader's workflow tasks — until the server took them all
+    # for lost and their commands' watchdogs killed them (issue 37).
+    async def _save(self, cp: Checkpoint) -> None:
+        await patiently(
+            self.beat, self.a.store.where, "the checkpoint", lambda: self.checkpoints.save(cp)
+        )
+
+    async def _later(self, cp: Checkpoint) -> None:
+        await patiently(
+            self.beat, self.a.store.where, "the checkpoint", lambda: self.checkpoints.later(cp)
+        )
+
+    async def _load(self) -> Checkpoint | None:
+        return await patiently(
+            self.beat, self.a.store.where, "the checkpoint", self.checkpoints.load, verb="read"
+        )
+
+    async def _flush_checkpoint(self) -> None:
         """The answers that waited for a save, saved as the attempt ends (failed, stopped,
         cancelled: a paused agent resumes from here, and the failure's transcript shows them)."""
         try:
-            self.checkpoints.flush()
+            await patiently(self.beat, self.a.store.where, "the checkpoint", self.checkpoints.flush)
         # Any store's error (S3's are not OSErrors): raised here, in the loop's ``finally``, it
         # would take the place of the attempt's own end — its real error, or its outcome — and
         # what waited are answers of calls that may run again.
@@ -191,7 +211,7 @@ class AgentLoop:
             log.warning("could not save the checkpoint of %s: %s", self.a.key.task_id, e)
 
     async def _run(self, client: Any) -> AgentOutcome:
-        cp = self.checkpoints.load() if self.a.resume else None
+        cp = await self._load() if self.a.resume else None
         if cp is None:
             cp = Checkpoint(
                 messages=[
@@ -226,7 +246,7 @@ class AgentLoop:
 
         if cp.pending_calls:  # answers or approvals arrived with this dispatch
             if self._mark(cp, cp.pending_calls, 0):  # (saved: the call is about to run)
-                self.checkpoints.save(cp)
+                await self._save(cp)
             waiting = await self._run_calls(cp, cp.pending_calls, detector)
             if waiting is not None:
                 return waiting
@@ -242,7 +262,7 @@ class AgentLoop:
             try:
                 max_tokens = self.meter.before(cp, asking, None if final_turn else tools)
             except BudgetStop as stop:
-                return self._budget_stop(cp, stop)
+                return await self._budget_stop(cp, stop)
             if final_turn:
                 cp.messages.append(last)
                 self.log.message(cp.messages[-1])
@@ -266,7 +286,7 @@ class AgentLoop:
             if (cut := self.meter.cut(response)) is not None:  # spent, not kept: a cut answer
                 if final_turn:
                     cp.messages.pop()  # asked again, with the final-turn note, next dispatch
-                return self._budget_stop(cp, cut)
+                return await self._budget_stop(cp, cut)
             message = response.choices[0].message
             cp.messages.append(llm.as_message(message))
             if message.content:
@@ -285,22 +305,22 @@ class AgentLoop:
                     # A retry asks again from the conversation before this reply (its tokens count).
                     del cp.messages[-2 if final_turn else -1 :]
                     cp.iteration -= 1
-                    self.checkpoints.save(cp)
+                    await self._save(cp)
                     raise ApplicationError(
                         f"{none} (model {self.target.model}, step {cp.iteration + 1})",
                         type="LLMNoAnswer",
                     )
                 if self.schema is not None:
-                    fitted = self._fitted(cp, answer)
+                    fitted = await self._fitted(cp, answer)
                     if fitted is None:
                         continue  # the model was shown what is wrong: it answers again
                     answer = fitted
-                self.checkpoints.save(cp)
+                await self._save(cp)
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
             cp.pending_calls = calls
             self._mark(cp, calls, 0)
-            self.checkpoints.save(cp)
+            await self._save(cp)
             waiting = await self._run_calls(cp, calls, detector)
             self._after_iteration(cp, calls)
             if waiting is not None:
@@ -330,7 +350,7 @@ class AgentLoop:
             text += "\n\n" + output_schema.instructions(self.schema)
         return text
 
-    def _fitted(self, cp: Checkpoint, answer: str) -> str | None:
+    async def _fitted(self, cp: Checkpoint, answer: str) -> str | None:
         """The answer as compact JSON when it matches the agent's output schema; else None,
         with the errors sent back to the model (checkpointed, so a retried attempt goes on
         counting) — or, once OUTPUT_RETRIES corrections were used, a non-retryable failure
@@ -342,7 +362,7 @@ class AgentLoop:
         tries = output_schema.corrections(cp.messages)
         self.log.event("output_mismatch", problems=problems, corrections=tries)
         if tries >= output_schema.OUTPUT_RETRIES:
-            self.checkpoints.save(cp)
+            await self._save(cp)
             raise ApplicationError(
                 output_schema.failure(problems, tries + 1),
                 type="OutputSchemaMismatch",
@@ -350,7 +370,7 @@ class AgentLoop:
             )
         cp.messages.append({"role": "user", "content": output_schema.correction(problems)})
         self.log.message(cp.messages[-1])
-        self.checkpoints.save(cp)
+        await self._save(cp)
         self.beat.progress(f"answer did not match the output schema ({len(problems)} error(s))")
         return None
 
@@ -366,10 +386,10 @@ class AgentLoop:
             where = f"step {min(cp.steps_done + 1, total)} of {total} · "
         self.beat.progress(f"{where}iteration {cp.iteration}: {', '.join(names)}")
 
-    def _budget_stop(self, cp: Checkpoint, stop: BudgetStop) -> AgentOutcome:
+    async def _budget_stop(self, cp: Checkpoint, stop: BudgetStop) -> AgentOutcome:
         """Stopped before a model call the share cannot cover: checkpointed, it goes on from
         here when it is dispatched again with a new share."""
-        self.checkpoints.save(cp)
+        await self._save(cp)
         self.beat.progress(
             f"stopped: this dispatch's share of the budget ({stop.stopped}) is spent"
         )
@@ -438,7 +458,7 @@ class AgentLoop:
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
             except ValueError as e:
-                self._answer(
+                await self._answer(
                     cp,
                     calls,
                     index,
@@ -451,7 +471,7 @@ class AgentLoop:
             if verdict == "stop":
                 # Answer every open call so the saved conversation stays well-formed for a retry.
                 for rest in range(index, len(calls)):
-                    self._answer(
+                    await self._answer(
                         cp,
                         calls,
                         rest,
@@ -465,7 +485,9 @@ class AgentLoop:
                     non_retryable=True,
                 )
             try:
-                decided = self._in_doubt(cp, call, args) if call["id"] == self.doubtful else None
+                decided = (
+                    await self._in_doubt(cp, call, args) if call["id"] == self.doubtful else None
+                )
                 async with metrics.tool_span(call["name"]):
                     content = decided if decided is not None else await self._call(call, args)
             except NeedsHuman as need:
@@ -473,7 +495,7 @@ class AgentLoop:
                 if not need.choices:  # asked before it ran; a call in doubt stays marked
                     cp.calling = None
                 cp.pending_calls = calls[index:]
-                self.checkpoints.save(cp)
+                await self._save(cp)
                 kind: Literal["question", "needs_approval"] = (
                     "question" if need.kind == "question" else "needs_approval"
                 )
@@ -501,10 +523,10 @@ class AgentLoop:
             once = self.gate.tracked(call["name"]) and (
                 self.gate.not_repeatable(call["name"], args, self.config) is not None
             )
-            self._answer(cp, calls, index, content, started, durable=once)
+            await self._answer(cp, calls, index, content, started, durable=once)
         return None
 
-    def _answer(
+    async def _answer(
         self,
         cp: Checkpoint,
         calls: list[dict[str, Any]],
@@ -525,9 +547,9 @@ class AgentLoop:
         )
         cp.pending_calls = calls[index + 1 :]
         if (self._mark(cp, calls, index + 1) and cp.calling is not None) or durable:
-            self.checkpoints.save(cp)
+            await self._save(cp)
         else:
-            self.checkpoints.later(cp)
+            await self._later(cp)
 
     def _mark(self, cp: Checkpoint, calls: list[dict[str, Any]], index: int) -> bool:
         """Name the call about to run in the checkpoint's next save, when it may change
@@ -549,7 +571,9 @@ class AgentLoop:
             }
         )
 
-    def _in_doubt(self, cp: Checkpoint, call: dict[str, Any], args: dict[str, Any]) -> str | None:
+    async def _in_doubt(
+        self, cp: Checkpoint, call: dict[str, Any], args: dict[str, Any]
+    ) -> str | None:
         """The call this attempt resumed at may have run (its worker died during it): None to
         run it again (it may be repeated, or a person said again), or what the model is told
         in its place; raises NeedsHuman when a person must decide."""
@@ -568,7 +592,7 @@ class AgentLoop:
         self.log.event("in_doubt_decided", call=call["id"], tool=name, choice=choice)
         if choice == "again":
             # Acted on (saved before it runs): should it be in doubt again, a person is asked anew.
-            self.checkpoints.save(cp)
+            await self._save(cp)
             return None
         return in_doubt.told(choice, note)
 

@@ -94,10 +94,13 @@ async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T
             pause = min(LONGEST_PAUSE, pause * 2)
 
 
-async def patiently(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T:
+async def patiently(
+    beat: Beat, where: str, what: str, write: Callable[[], T], *, verb: str = "write"
+) -> T:
     """``write()`` in a thread; one that has not returned within :data:`SLOW_WRITE` seconds
     (a slow or paused object store) is waited for heartbeating, with the cause on the board,
-    so the server does not take a slow store for a lost worker and run the attempt again."""
+    so the server does not take a slow store for a lost worker and run the attempt again.
+    ``verb``: what the board says it waits to do ("read" for a read)."""
     task = asyncio.ensure_future(asyncio.to_thread(write))
     done, _ = await asyncio.wait({task}, timeout=SLOW_WRITE)
     if done:
@@ -110,7 +113,7 @@ async def patiently(beat: Beat, where: str, what: str, write: Callable[[], T]) -
                 return task.result()
             waited = time.monotonic() - began
             note = (
-                f"{where} has not answered for {waited:.0f}s: waiting to write {what} "
+                f"{where} has not answered for {waited:.0f}s: waiting to {verb} {what} "
                 "(a slow store, not a lost worker)"
             )
             activity.logger.warning(note)
