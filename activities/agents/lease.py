@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -128,7 +129,11 @@ class Lease:
                 time.time() - float(data["at"]),
                 int(data.get("reroute", 0)),
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except OSError as e:
+            if e.errno == errno.EAGAIN:  # a store that fails (storage/s3.py): not "no lease"
+                raise
+            return None
+        except (ValueError, KeyError, TypeError):
             return None
 
     def _write(self) -> None:

@@ -38,6 +38,7 @@ PROBLEMS = {
     errno.EDQUOT: "{where} is over its disk quota",
     errno.EROFS: "{where} is read-only",
     errno.EIO: "{where} gives I/O errors",
+    errno.EAGAIN: "{where} fails or does not answer",  # an object store (storage/s3.py)
 }
 FIRST_PAUSE = 1.0  # seconds before the first retry of a write; doubled each time
 LONGEST_PAUSE = 15.0
@@ -57,9 +58,13 @@ def storage_problem(error: BaseException, where: str) -> str | None:
 
 def storage_error(problem: str, what: str, error: OSError) -> ApplicationError:
     """The attempt's failure once the store stayed unusable: transient (retried, with backoff)."""
+    fix = (
+        "check the store (XSKY_STORE, AWS_ENDPOINT_URL)"
+        if error.errno == errno.EAGAIN
+        else "free space there or point XSKY_ARTIFACTS at a larger store"
+    )
     return ApplicationError(
-        f"{problem} while writing {what} ({error.strerror}); free space there or point "
-        "XSKY_ARTIFACTS at a larger store — the agent is tried again",
+        f"{problem} while writing {what} ({error.strerror}); {fix} — the agent is tried again",
         {"storage": problem},
         type="StorageError",
         non_retryable=False,
@@ -87,7 +92,8 @@ async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T
             if time.monotonic() + pause > until:
                 raise storage_error(problem, what, e) from None
             activity.logger.warning("%s (%s): waiting %gs to write %s", problem, e, pause, what)
-            beat.progress(f"{problem}: waiting {pause:g}s to write {what} — free space there")
+            hint = "" if e.errno == errno.EAGAIN else " — free space there"
+            beat.progress(f"{problem}: waiting {pause:g}s to write {what}{hint}")
             async with beat.running():
                 await beat.flush()
                 await asyncio.sleep(pause)

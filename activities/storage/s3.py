@@ -10,13 +10,15 @@ read back in the order written: several machines may append to one ledger withou
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import secrets as random
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import obstore
-from obstore.exceptions import AlreadyExistsError, PreconditionError
+from obstore.exceptions import AlreadyExistsError, GenericError, PreconditionError
 from obstore.store import S3Store as ObS3Store
 
 from activities.sandbox import secrets
@@ -24,6 +26,22 @@ from xsky.storage import StoreLocation
 
 PARTS = ".parts/"  # the suffix of an appendable object's folder of pieces
 CHUNK = 1024 * 1024
+
+
+class StoreUnavailable(OSError):
+    """The store failed a request after obstore's own retries (a 5xx for a while, a timeout,
+    refused connections): an OSError with ``errno.EAGAIN``, so an attempt waits for the store
+    as it waits for a full disk (activities/agents/storage.py) instead of failing — a failure
+    there clears a command's record, and the command ran again once the store was back."""
+
+
+@contextlib.contextmanager
+def _answering(where: str) -> Iterator[None]:
+    try:
+        yield
+    except GenericError as e:
+        said = (str(e).strip().splitlines() or ["no answer"])[0][:300]
+        raise StoreUnavailable(errno.EAGAIN, said, where) from e
 
 
 class S3Store:
@@ -55,12 +73,14 @@ class S3Store:
         return None
 
     def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
-        obstore.put(self._store, key, data)  # acknowledged = durable
+        with _answering(self.where):
+            obstore.put(self._store, key, data)  # acknowledged = durable
 
     def put_new(self, key: str, data: bytes) -> bool:
         # A conditional PUT (If-None-Match: *): the store itself lets one writer win.
         try:
-            obstore.put(self._store, key, data, mode="create")
+            with _answering(self.where):
+                obstore.put(self._store, key, data, mode="create")
         except AlreadyExistsError:
             return False
         except PreconditionError:  # how some S3-compatible stores word the same refusal
@@ -68,15 +88,18 @@ class S3Store:
         return True
 
     def get(self, key: str) -> bytes:
-        return bytes(obstore.get(self._store, key).bytes())
+        with _answering(self.where):
+            return bytes(obstore.get(self._store, key).bytes())
 
     def chunks(self, key: str) -> Iterator[bytes]:
-        for piece in obstore.get(self._store, key).stream(min_chunk_size=CHUNK):
-            yield bytes(piece)
+        with _answering(self.where):
+            for piece in obstore.get(self._store, key).stream(min_chunk_size=CHUNK):
+                yield bytes(piece)
 
     def exists(self, key: str) -> bool:
         try:
-            obstore.head(self._store, key)
+            with _answering(self.where):
+                obstore.head(self._store, key)
         except FileNotFoundError:
             return False
         return True
@@ -85,8 +108,9 @@ class S3Store:
         # object_store lists by path segments: list the folder, keep the names that match.
         folder = prefix.rpartition("/")[0]
         found: list[str] = []
-        for batch in obstore.list(self._store, folder or None, chunk_size=1000):
-            found += [m["path"] for m in batch if m["path"].startswith(prefix)]
+        with _answering(self.where):
+            for batch in obstore.list(self._store, folder or None, chunk_size=1000):
+                found += [m["path"] for m in batch if m["path"].startswith(prefix)]
         return found
 
     def keys(self, prefix: str) -> list[str]:
@@ -98,11 +122,13 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         doomed = [key, *self._listed(key + PARTS)]
-        obstore.delete(self._store, doomed)
+        with _answering(self.where):
+            obstore.delete(self._store, doomed)
 
     def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
         piece = f"{key}{PARTS}{time.time_ns():020d}-{random.token_hex(4)}"
-        obstore.put(self._store, piece, data)
+        with _answering(self.where):
+            obstore.put(self._store, piece, data)
 
     def appended(self, key: str) -> bytes:
         pieces = sorted(self._listed(key + PARTS))

@@ -6,15 +6,18 @@ ledger, the lease and the artifact store work the same over either."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from activities.agents.lease import Lease
 from activities.agents.ledger import AttemptLedger
+from activities.agents.storage import storage_problem
 from activities.artifacts import ArtifactStore, put_blob, read_blob
 from activities.storage.local import LocalStore
 from activities.storage.s3 import S3Store
@@ -203,3 +206,48 @@ def test_a_slow_object_store_does_not_hold_up_the_agent_that_logs(tmp_path: Path
         append_event(slow, "run/a/transcript.jsonl", "step", i=i)
     assert time.monotonic() - began < 0.2
     assert flush_logs(30) and len(slow.appended("run/a/transcript.jsonl").splitlines()) == 5
+
+
+@pytest.fixture
+def failing_endpoint() -> Iterator[str]:
+    """An S3 endpoint that answers every request with a 503, as a store that is down does."""
+
+    class Down(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _down(self) -> None:
+            body = b"<Error><Code>ServiceUnavailable</Code><Message>down</Message></Error>"
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _down
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_object_store_that_fails_is_a_storage_problem_an_attempt_waits_for(
+    failing_endpoint: str,
+):
+    # Before, obstore's GenericError was no OSError: an attempt failed at once (its command's
+    # record cleared, the command run again once the store was back) instead of waiting.
+    store = S3Store(parse_store("s3://down/pre"), failing_endpoint)
+    with pytest.raises(OSError) as raised:
+        store.put("run/1/result.txt", b"x" * 400)
+    problem = storage_problem(raised.value, store.where)
+    assert problem == "s3://down/pre fails or does not answer", problem
+    with pytest.raises(OSError) as read:
+        store.get("run/1/result.txt")
+    assert not isinstance(read.value, FileNotFoundError), "a failing store is not a missing key"
+    assert storage_problem(read.value, store.where) is not None
