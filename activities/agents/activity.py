@@ -38,7 +38,7 @@ from activities.agents.lease import Lease, first_write_after
 from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
-from activities.agents.storage import patiently, storage_problem, stored
+from activities.agents.storage import storage_problem, stored
 from activities.agents.transcripts import LogTail
 from activities.artifacts import open_store, read_blob
 from activities.browser import BrowserPool
@@ -361,7 +361,7 @@ class AgentActivities:
         # an earlier attempt's command record), and a slow or paused store held up the worker's
         # event loop — every attempt's heartbeats and its leader's workflow tasks — on its
         # event loop until the server took them all for lost (issue 37).
-        a = await patiently(
+        a = await stored(
             beat,
             self.store.where,
             "the agent's inputs",

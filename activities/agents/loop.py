@@ -23,7 +23,7 @@ from activities.agents import in_doubt
 from activities.agents.attempt import Attempt
 from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
-from activities.agents.storage import patiently
+from activities.agents.storage import patiently, stored
 from activities.agents.transcripts import AgentLog, write_transcript
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
@@ -185,17 +185,17 @@ class AgentLoop:
     # worker — their heartbeats, its leader's workflow tasks — until the server took them all
     # for lost and their commands' watchdogs killed them (issue 37).
     async def _save(self, cp: Checkpoint) -> None:
-        await patiently(
+        await stored(
             self.beat, self.a.store.where, "the checkpoint", lambda: self.checkpoints.save(cp)
         )
 
     async def _later(self, cp: Checkpoint) -> None:
-        await patiently(
+        await stored(
             self.beat, self.a.store.where, "the checkpoint", lambda: self.checkpoints.later(cp)
         )
 
     async def _load(self) -> Checkpoint | None:
-        return await patiently(
+        return await stored(
             self.beat, self.a.store.where, "the checkpoint", self.checkpoints.load, verb="read"
         )
 

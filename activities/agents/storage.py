@@ -77,23 +77,26 @@ def deadline() -> float:
     return beats.deadline(MARGIN, DEFAULT_WAIT)
 
 
-async def stored(beat: Beat, where: str, what: str, write: Callable[[], T]) -> T:
+async def stored(
+    beat: Beat, where: str, what: str, write: Callable[[], T], *, verb: str = "write"
+) -> T:
     """``write()`` (run in a thread), tried again while the store is full or failing, until
-    the attempt's :func:`deadline`; then a StorageError saying why."""
+    the attempt's :func:`deadline`; then a StorageError saying why. ``verb``: what the board
+    says it waits to do ("read" for a read)."""
     until = deadline()
     pause = FIRST_PAUSE
     while True:
         try:
-            return await patiently(beat, where, what, write)
+            return await patiently(beat, where, what, write, verb=verb)
         except OSError as e:
             problem = storage_problem(e, where)
             if problem is None:
                 raise
             if time.monotonic() + pause > until:
                 raise storage_error(problem, what, e) from None
-            activity.logger.warning("%s (%s): waiting %gs to write %s", problem, e, pause, what)
+            activity.logger.warning("%s (%s): waiting %gs to %s %s", problem, e, pause, verb, what)
             hint = "" if e.errno == errno.EAGAIN else " — free space there"
-            beat.progress(f"{problem}: waiting {pause:g}s to write {what}{hint}")
+            beat.progress(f"{problem}: waiting {pause:g}s to {verb} {what}{hint}")
             async with beat.running():
                 await beat.flush()
                 await asyncio.sleep(pause)

@@ -36,12 +36,19 @@ class StoreUnavailable(OSError):
 
 
 @contextlib.contextmanager
-def _answering(where: str) -> Iterator[None]:
+def _answering(where: str, writing: bool = False) -> Iterator[None]:
     try:
         yield
     except GenericError as e:
         said = (str(e).strip().splitlines() or ["no answer"])[0][:300]
         raise StoreUnavailable(errno.EAGAIN, said, where) from e
+    except FileNotFoundError as e:
+        if not writing:
+            raise
+        # A write is "not found" only when its bucket is (NoSuchBucket: a store wiped, a bucket
+        # not made yet): the store's problem, waited for, not a missing key.
+        said = (str(e).strip().splitlines() or ["not found"])[0][:300]
+        raise StoreUnavailable(errno.EAGAIN, f"its bucket is missing: {said}", where) from e
 
 
 class S3Store:
@@ -73,13 +80,13 @@ class S3Store:
         return None
 
     def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
-        with _answering(self.where):
+        with _answering(self.where, writing=True):
             obstore.put(self._store, key, data)  # acknowledged = durable
 
     def put_new(self, key: str, data: bytes) -> bool:
         # A conditional PUT (If-None-Match: *): the store itself lets one writer win.
         try:
-            with _answering(self.where):
+            with _answering(self.where, writing=True):
                 obstore.put(self._store, key, data, mode="create")
         except AlreadyExistsError:
             return False
@@ -127,7 +134,7 @@ class S3Store:
 
     def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
         piece = f"{key}{PARTS}{time.time_ns():020d}-{random.token_hex(4)}"
-        with _answering(self.where):
+        with _answering(self.where, writing=True):
             obstore.put(self._store, piece, data)
 
     def appended(self, key: str) -> bytes:

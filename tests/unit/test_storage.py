@@ -251,3 +251,15 @@ def test_an_object_store_that_fails_is_a_storage_problem_an_attempt_waits_for(
         store.get("run/1/result.txt")
     assert not isinstance(read.value, FileNotFoundError), "a failing store is not a missing key"
     assert storage_problem(read.value, store.where) is not None
+
+
+def test_a_write_to_a_missing_bucket_is_a_storage_problem_not_a_missing_key(s3: S3Server):
+    # A store wiped (its bucket gone): before, the write raised FileNotFoundError, the attempt
+    # failed, its command's record was cleared and the command ran again.
+    store = S3Store(parse_store(f"s3://gone-{uuid.uuid4().hex[:8]}/pre"), s3.endpoint)
+    with pytest.raises(OSError) as raised:
+        store.put("run/1/result.txt", b"x" * 400)
+    assert not isinstance(raised.value, FileNotFoundError), raised.value
+    assert storage_problem(raised.value, store.where) is not None
+    with pytest.raises(FileNotFoundError):  # a read of a missing key is still that
+        store.get("run/1/result.txt")
