@@ -29,6 +29,7 @@ import subprocess
 from pathlib import Path
 
 from activities.sandbox import freeze
+from activities.sandbox.pids import alive
 
 log = logging.getLogger("xsky.workspace")
 
@@ -55,7 +56,10 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
         )
         return False
     workspace.parent.mkdir(parents=True, exist_ok=True)
-    staging = workspace.parent / f".{workspace.name}.copy-{secrets.token_hex(4)}"
+    _remove_abandoned(workspace)
+    # Named for this process: a worker killed mid-copy leaves its staging folder (a whole
+    # workspace's worth of disk) for the next copy of the same workspace to remove.
+    staging = workspace.parent / f".{workspace.name}.copy-{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir(mode=0o700)
     as_user = owner if owner is not None and os.geteuid() == 0 else None
     try:
@@ -117,6 +121,17 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove_abandoned(workspace: Path) -> None:
+    """Remove the staging folders of copies of ``workspace`` whose process is gone (a worker
+    killed mid-copy); one whose process lives may be another attempt copying now: kept."""
+    for old in workspace.parent.glob(f".{workspace.name}.copy-*"):
+        pid = old.name.rsplit(".copy-", 1)[1].split("-", 1)[0]
+        if not pid.isdigit() or alive(int(pid)):
+            continue  # (a folder of an older version, unnamed: its copier cannot be told)
+        log.info("removing %s: a copy its worker (pid %s) left unfinished", old, pid)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 _RENAME_NOREPLACE = 1  # linux/fs.h

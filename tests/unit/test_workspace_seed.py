@@ -245,3 +245,24 @@ def test_a_follow_up_starts_with_the_limits_last_in_force_not_the_first_ones() -
     unbudgeted = RunInput(workflow=wf)
     set_later = budget_in_force(unbudgeted, Limits(usd=2.5))
     assert set_later.options.budget is not None and set_later.options.budget.run.usd == 2.5
+
+
+def test_a_copy_its_killed_worker_left_unfinished_is_removed_by_the_next(tmp_path: Path) -> None:
+    source = run_folder(tmp_path, "base", None)
+    (source / "data.bin").write_bytes(b"d" * 4096)
+    fork = tmp_path / "runs" / "fork" / "workspace"
+    fork.parent.mkdir(parents=True)
+    dead = os.fork()
+    if dead == 0:  # a pid that is surely gone: a child that exits at once, reaped
+        os._exit(0)
+    os.waitpid(dead, 0)
+    abandoned = fork.parent / f".workspace.copy-{dead}-0badc0de"
+    abandoned.mkdir()
+    (abandoned / "data.bin").write_bytes(b"d" * 2048)  # half a copy
+    running = fork.parent / f".workspace.copy-{os.getpid()}-c0ffee00"  # another attempt's, live
+    running.mkdir()
+
+    assert seed(fork, source, None) is True
+    assert (fork / "data.bin").read_bytes() == b"d" * 4096
+    assert not abandoned.exists(), "the killed worker's half copy stays on the disk"
+    assert running.exists(), "a copy under way was removed"
