@@ -357,15 +357,8 @@ class AgentActivities:
                 copied = await asyncio.to_thread(copy)
             if copied:
                 beat.progress(f"workspace copied from {inp.workspace_from}'s")
-        # In a thread, heartbeating: it reads the store (the large results the agent is given,
-        # an earlier attempt's command record), and a slow or paused store held up the worker's
-        # event loop — every attempt's heartbeats and its leader's workflow tasks — on its
-        # event loop until the server took them all for lost (issue 37).
-        a = await stored(
-            beat,
-            self.store.where,
-            "the agent's inputs",
-            lambda: prepare(
+        def prepared() -> Attempt:
+            return prepare(
                 inp,
                 key=key,
                 ledger=ledger,
@@ -381,8 +374,18 @@ class AgentActivities:
                 tail=tail,
                 fresh=start.fresh,
                 start=start,
-            ),
-            verb="read",
+            )
+
+        # Where it reads the store (the large results the agent is given, an earlier attempt's
+        # command record): in a thread, heartbeating — a slow or paused store held up the
+        # worker's event loop, every attempt's heartbeats and its leader's workflow tasks,
+        # until the server took them all for lost (issue 37). A first attempt given no stored
+        # result reads nothing there: prepared at once (a thread's hop on every no-op).
+        reads = not start.fresh or inp.markers is None or bool(inp.markers)
+        a = (
+            await stored(beat, self.store.where, "the agent's inputs", prepared, verb="read")
+            if reads
+            else prepared()
         )
         if a.snapshots is not None:
             async with self._moving(a.snapshots.key):
