@@ -183,6 +183,8 @@ def _refuse_expansion(value: str, what: str) -> None:
 
 def _check_assignment(text: str) -> None:
     _refuse_arithmetic_name(text.split("=", 1)[0], "the assignment")
+    target, _, value = text.partition("=")
+    _refuse_integer_special(target.rstrip("+"), value)
     name = text.split("=", 1)[0].split("[", 1)[0].lstrip("+")
     if DANGEROUS_VARIABLES.match(name):
         raise ShellParseError(
@@ -233,6 +235,25 @@ def _refuse_arithmetic_name(name: str, what: str) -> None:
             raise ShellParseError(_ARITHMETIC_ERROR.format(what="the subscript", text=sub[:60]))
 
 
+# Variables bash itself gives the integer attribute: a value assigned to one is evaluated as
+# arithmetic (RANDOM="${XSKY_V1}" with 'a[$(cmd)]' runs cmd), checked with real bash.
+_INTEGER_SPECIALS = frozenset({"RANDOM", "SRANDOM", "OPTIND", "HISTCMD"})
+
+
+def _refuse_integer_special(name: str, value: str | None) -> None:
+    """``name`` given ``value`` (None: a value known only at run time — read, printf -v, for):
+    refused where ``name`` is one of bash's integer variables and the value is not plain."""
+    if name.split("[", 1)[0] in _INTEGER_SPECIALS and (
+        value is None or not _plain_arithmetic(value)
+    ):
+        raise ShellParseError(
+            _ARITHMETIC_ERROR.format(
+                what=f"bash's integer variable {name} given",
+                text=(value or "a value read at run time")[:60],
+            )
+        )
+
+
 # Builtins whose arguments name variables (unset, read …) or are arithmetic (let).
 _NAMING_BUILTINS = {"unset", "read", "mapfile", "readarray"}
 
@@ -247,26 +268,34 @@ def _refuse_arithmetic_builtin(argv: list[str]) -> None:
                     _ARITHMETIC_ERROR.format(what="let's expression", text=arg[:60])
                 )
     elif name in _DECLARERS:
-        options = "".join(a for a in args if a[:1] in ("-", "+"))
+        options = "".join(a[1:] for a in args if a[:1] == "-")
+        if "i" in options or "n" in options:
+            # An integer variable or a name reference: every later assignment to it — plain
+            # `n="${XSKY_V1}"`, read, printf -v, for — evaluates the value (as arithmetic, or
+            # as a variable's name with its subscript), which no check of that assignment sees.
+            raise ShellParseError(
+                f"{name} -{'i' if 'i' in options else 'n'} makes a variable whose later values "
+                "bash evaluates as arithmetic or as a name (a value 'a[$(cmd)]' runs cmd); it "
+                "cannot be checked"
+            )
         for arg in args:
             if arg[:1] in ("-", "+"):
                 continue
             target, eq, value = arg.partition("=")
             _refuse_arithmetic_name(target, f"{name}")
-            if eq and "i" in options and not _plain_arithmetic(value):
-                raise ShellParseError(
-                    _ARITHMETIC_ERROR.format(what=f"{name} -i's value", text=value[:60])
-                )
-            if eq and "n" in options:
-                _refuse_arithmetic_name(value, f"{name} -n")
+            if eq:
+                _refuse_integer_special(target, value)
     elif name in _NAMING_BUILTINS:
         for arg in args:
             if arg[:1] != "-":
                 _refuse_arithmetic_name(arg, name)
+                if name != "unset":
+                    _refuse_integer_special(arg, None)
     elif name in ("printf", "test", "[", "wait"):
         for flag, arg in zip(args, args[1:], strict=False):
             if flag in ("-v", "-R", "-p"):
                 _refuse_arithmetic_name(arg, f"{name} {flag}")
+                _refuse_integer_special(arg, None)
 
 
 def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
@@ -298,6 +327,11 @@ def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
         for redirect in getattr(node, "redirects", []) or []:
             _walk(redirect, source, out, depth)
     else:  # list, pipeline, for, while, until, if, case …
+        parts = getattr(node, "parts", None) or []
+        if kind == "for" and len(parts) > 1 and parts[1].kind == "word":
+            # `for RANDOM in …`: each item is given to the loop's variable at run time
+            _refuse_arithmetic_name(parts[1].word, "for")
+            _refuse_integer_special(parts[1].word, None)
         for attr in ("parts", "list"):
             for part in getattr(node, attr, []) or []:
                 _walk(part, source, out, depth)
@@ -408,6 +442,11 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
     if name == "eval":
         if args:
             _parse_into(" ".join(args), out, depth + 1)
+        return
+    if name == "trap":  # trap ACTION SIGNAL…: ACTION is a command line, run when the signal comes
+        rest = args[1:] if args[:1] == ["--"] else args
+        if len(rest) > 1 and rest[0] != "-" and not rest[0].startswith("-") and rest[0].strip():
+            _parse_into(rest[0], out, depth + 1)
         return
     if name in ("find", "fd"):  # find … -exec CMD … ; runs CMD
         for i, arg in enumerate(args):
