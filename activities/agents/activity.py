@@ -357,6 +357,7 @@ class AgentActivities:
                 copied = await asyncio.to_thread(copy)
             if copied:
                 beat.progress(f"workspace copied from {inp.workspace_from}'s")
+
         def prepared() -> Attempt:
             return prepare(
                 inp,

@@ -228,7 +228,7 @@ async def test_steering_commands_of_starter(env: Env):
     code, out, err = await starter(env, "run", str(path), "--id", workflow_id, "--review")
     assert code == 0 and "approve-plan" in out, err
     code, out, err = await starter(env, "approve-plan", workflow_id, "--version", "3")
-    assert code == 2 and "refused: you reviewed v3 but the plan is now v1" in err
+    assert code == 2 and "refused: there is no plan v3: the plan waiting for review is v1" in err
     # `plan` says which version waits; approving needs that version, said explicitly
     code, out, err = await starter(env, "plan", workflow_id)
     assert code == 0 and out.lstrip().startswith("<") and "plan v1 waits for review" in err

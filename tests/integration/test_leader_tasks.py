@@ -58,7 +58,9 @@ async def test_retry_task_with_new_text_and_its_rejections(env: Env):
     result = await handle.execute_update(
         LeaderWorkflow.retry_task, RetryTaskRequest(task_id="2", task="not flaky any more")
     )
-    assert result.message == "T-2 will run again" and result.plan_version == 2
+    # (a direct shell tool: its new text is kept, and it is told its call is the same)
+    assert result.message.startswith("T-2 will run again — with the same call")
+    assert result.plan_version == 2
     b = await eventually(lambda: board_shows(handle, {"2": ("failed", "completed")}))
     assert b["2"].attempt == 2 and b["2"].description == "not flaky any more"
     # The question of T-3 holds the run open: settle T-2 by hand first, then T-3.
