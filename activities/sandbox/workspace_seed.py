@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import logging
 import os
 import secrets
 import shutil
+import stat
 import subprocess
+import time
 from pathlib import Path
 
 from activities.sandbox import freeze
-from activities.sandbox.pids import alive
 
 log = logging.getLogger("xsky.workspace")
 
@@ -57,10 +59,15 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
         return False
     workspace.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(workspace)
-    # Named for this process: a worker killed mid-copy leaves its staging folder (a whole
-    # workspace's worth of disk) for the next copy of the same workspace to remove.
+    # A worker killed mid-copy leaves its staging folder (a whole workspace's worth of disk)
+    # for the next copy of the same workspace to remove. Whether a copy still lives is told by
+    # a lock on its folder, held by this process and by its cp (which inherits it), released
+    # by the kernel when both are gone — not by a pid, which another machine sharing the disk
+    # (or a container beside it) sees as dead while it copies.
     staging = workspace.parent / f".{workspace.name}.copy-{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir(mode=0o700)
+    held = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fcntl.flock(held, fcntl.LOCK_EX)
     as_user = owner if owner is not None and os.geteuid() == 0 else None
     try:
         if owner is not None:
@@ -89,7 +96,7 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
                         f"/proc/self/fd/{src}/.",
                         f"/proc/self/fd/{dst}/",
                     ],
-                    pass_fds=(src, dst),
+                    pass_fds=(src, dst, held),
                     capture_output=True,
                     text=True,
                     errors="replace",
@@ -121,17 +128,36 @@ def seed(workspace: Path, source: Path, owner: tuple[int, int] | None) -> bool:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+        os.close(held)
+
+
+# A staging folder younger than this is left alone even unlocked: its copier may be between
+# making it and locking it.
+ABANDONED_AFTER = 60.0
 
 
 def _remove_abandoned(workspace: Path) -> None:
-    """Remove the staging folders of copies of ``workspace`` whose process is gone (a worker
-    killed mid-copy); one whose process lives may be another attempt copying now: kept."""
-    for old in workspace.parent.glob(f".{workspace.name}.copy-*"):
-        pid = old.name.rsplit(".copy-", 1)[1].split("-", 1)[0]
-        if not pid.isdigit() or alive(int(pid)):
-            continue  # (a folder of an older version, unnamed: its copier cannot be told)
-        log.info("removing %s: a copy its worker (pid %s) left unfinished", old, pid)
-        shutil.rmtree(old, ignore_errors=True)
+    """Remove the staging folders of copies of ``workspace`` that nothing copies into any more
+    (a worker killed mid-copy, and its cp ended): no lock held on them. One locked is another
+    attempt's copy under way, here or on another machine sharing the disk: kept."""
+    for old in workspace.parent.glob(f".{workspace.name}.copy-*-*"):
+        try:
+            st = old.lstat()
+            if not stat.S_ISDIR(st.st_mode) or time.time() - st.st_mtime < ABANDONED_AFTER:
+                continue
+            fd = os.open(old, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # gone, a link, or not ours to open
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a copy under way holds it
+        try:
+            log.info("removing %s: a copy its worker left unfinished", old)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            os.close(fd)
 
 
 _RENAME_NOREPLACE = 1  # linux/fs.h

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -248,21 +249,35 @@ def test_a_follow_up_starts_with_the_limits_last_in_force_not_the_first_ones() -
 
 
 def test_a_copy_its_killed_worker_left_unfinished_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A worker killed mid-copy leaves a whole workspace's worth of disk; the next copy of the
+    same workspace removes it — and never a copy under way, told by the lock its copier (and
+    its cp) hold, not by a pid: another machine sharing the disk, or a container beside it,
+    saw a live copier's pid as dead and emptied the fork's workspace under it."""
+    import fcntl
+
+    from activities.sandbox import workspace_seed
+
     source = run_folder(tmp_path, "base", None)
     (source / "data.bin").write_bytes(b"d" * 4096)
     fork = tmp_path / "runs" / "fork" / "workspace"
     fork.parent.mkdir(parents=True)
-    dead = os.fork()
-    if dead == 0:  # a pid that is surely gone: a child that exits at once, reaped
-        os._exit(0)
-    os.waitpid(dead, 0)
-    abandoned = fork.parent / f".workspace.copy-{dead}-0badc0de"
+    old = time.time() - 2 * workspace_seed.ABANDONED_AFTER
+    abandoned = fork.parent / ".workspace.copy-4242-0badc0de"  # its copier gone: unlocked
     abandoned.mkdir()
     (abandoned / "data.bin").write_bytes(b"d" * 2048)  # half a copy
-    running = fork.parent / f".workspace.copy-{os.getpid()}-c0ffee00"  # another attempt's, live
-    running.mkdir()
-
-    assert seed(fork, source, None) is True
+    os.utime(abandoned, (old, old))
+    elsewhere = fork.parent / ".workspace.copy-4243-c0ffee00"  # a copier of a dead-looking pid
+    elsewhere.mkdir()
+    os.utime(elsewhere, (old, old))
+    lock = os.open(elsewhere, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # ... which still copies (on another machine): locked
+    just_made = fork.parent / ".workspace.copy-4244-facefeed"  # made a moment ago, not locked yet
+    just_made.mkdir()
+    try:
+        assert seed(fork, source, None) is True
+    finally:
+        os.close(lock)
     assert (fork / "data.bin").read_bytes() == b"d" * 4096
     assert not abandoned.exists(), "the killed worker's half copy stays on the disk"
-    assert running.exists(), "a copy under way was removed"
+    assert elsewhere.exists(), "a copy under way (locked) was removed"
+    assert just_made.exists(), "a copy just begun was removed before it could lock"
