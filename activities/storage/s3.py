@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import re
 import secrets as random
 import time
 from collections.abc import Iterator
@@ -35,12 +36,27 @@ class StoreUnavailable(OSError):
     there clears a command's record, and the command ran again once the store was back."""
 
 
+class StoreRefused(OSError):
+    """The store refused a request as it will refuse it again (a 4xx, a redirect to another
+    region): not waited for — the attempt fails saying so."""
+
+
+# What obstore's GenericError says of a store that may answer again: its retries exhausted, a
+# 5xx, no connection, a timeout — and of one that will not (a 4xx, a wrong region's redirect).
+_REFUSED = re.compile(r"status code: [34]\d\d|redirect", re.I)
+
+
 @contextlib.contextmanager
 def _answering(where: str, writing: bool = False) -> Iterator[None]:
     try:
         yield
     except GenericError as e:
         said = (str(e).strip().splitlines() or ["no answer"])[0][:300]
+        if _REFUSED.search(said) and "after " not in said.split(" - ", 1)[0]:
+            # (a 400 for a bad bucket name, an object too large, a region's redirect: waiting
+            # does not change the answer; a 4xx obstore retried first — "after N retries" — is
+            # a 429 or a 408, which may pass)
+            raise StoreRefused(errno.EINVAL, said, where) from e
         raise StoreUnavailable(errno.EAGAIN, said, where) from e
     except FileNotFoundError as e:
         if not writing:

@@ -5,6 +5,7 @@ ledger, the lease and the artifact store work the same over either."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -208,20 +209,20 @@ def test_a_slow_object_store_does_not_hold_up_the_agent_that_logs(tmp_path: Path
     assert flush_logs(30) and len(slow.appended("run/a/transcript.jsonl").splitlines()) == 5
 
 
-@pytest.fixture
-def failing_endpoint() -> Iterator[str]:
-    """An S3 endpoint that answers every request with a 503, as a store that is down does."""
+@contextlib.contextmanager
+def answering_with(status: int, code: str) -> Iterator[str]:
+    """An S3 endpoint that answers every request with ``status`` and error ``code``."""
 
     class Down(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
         def _down(self) -> None:
-            body = b"<Error><Code>ServiceUnavailable</Code><Message>down</Message></Error>"
+            body = f"<Error><Code>{code}</Code><Message>down</Message></Error>".encode()
             length = int(self.headers.get("Content-Length") or 0)
             if length:
                 self.rfile.read(length)
-            self.send_response(503)
+            self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -235,6 +236,27 @@ def failing_endpoint() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def failing_endpoint() -> Iterator[str]:
+    """An S3 endpoint that answers every request with a 503, as a store that is down does."""
+    with answering_with(503, "ServiceUnavailable") as endpoint:
+        yield endpoint
+
+
+@pytest.mark.parametrize(
+    ("status", "code"), [(400, "InvalidBucketName"), (301, "PermanentRedirect")]
+)
+def test_a_store_that_refuses_a_request_for_good_is_not_waited_for(status: int, code: str):
+    # A bad bucket name, an object too large, another region: every GenericError was waited
+    # for, ~9.5 minutes an attempt at the default timeout, then the attempt tried again.
+    with answering_with(status, code) as endpoint:
+        store = S3Store(parse_store("s3://bad_name/pre"), endpoint)
+        for call in (lambda: store.put("run/1/result.txt", b"x"), lambda: store.get("k")):
+            with pytest.raises(OSError) as raised:
+                call()
+            assert storage_problem(raised.value, store.where) is None, raised.value
 
 
 def test_an_object_store_that_fails_is_a_storage_problem_an_attempt_waits_for(
