@@ -111,6 +111,21 @@ async def patiently(
     so the server does not take a slow store for a lost worker and run the attempt again.
     ``verb``: what the board says it waits to do ("read" for a read)."""
     task = asyncio.ensure_future(asyncio.to_thread(write))
+    try:
+        return await _waited(task, beat, where, what, verb)
+    except asyncio.CancelledError:
+        # The attempt is stopped (paused, timed out) while its write goes on in the thread: it
+        # is waited for, a while, so that it does not land after the attempt ended — over a
+        # later attempt's checkpoint, which that attempt then reads back as older.
+        await asyncio.wait({task}, timeout=CANCELLED_WAIT)
+        raise
+
+
+# How long a stopped attempt waits for the write its thread is making (see patiently).
+CANCELLED_WAIT = 30.0
+
+
+async def _waited(task: asyncio.Future[T], beat: Beat, where: str, what: str, verb: str) -> T:
     done, _ = await asyncio.wait({task}, timeout=SLOW_WRITE)
     if done:
         return task.result()

@@ -285,3 +285,25 @@ def test_a_write_to_a_missing_bucket_is_a_storage_problem_not_a_missing_key(s3: 
     assert storage_problem(raised.value, store.where) is not None
     with pytest.raises(FileNotFoundError):  # a read of a missing key is still that
         store.get("run/1/result.txt")
+
+
+async def test_a_stopped_attempts_write_ends_before_the_attempt_does() -> None:
+    """A checkpoint's write goes on in its thread when the attempt is stopped (paused, timed
+    out): it landed after the attempt ended, over the next attempt's newer checkpoint."""
+    import asyncio
+    import time as clock
+
+    from activities.agents.storage import patiently
+
+    landed: list[float] = []
+
+    def write() -> None:
+        clock.sleep(0.4)  # a slow store
+        landed.append(clock.monotonic())
+
+    saving = asyncio.ensure_future(patiently(None, "s3://b", "the checkpoint", write))  # type: ignore[arg-type]
+    await asyncio.sleep(0.1)
+    saving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await saving
+    assert landed, "the attempt ended while its write was still on its way"
