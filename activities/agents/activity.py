@@ -158,7 +158,13 @@ class AgentActivities:
                 after = max(0.0, first_write_after() - (time.monotonic() - entered))
                 async with lease.held(beat, ledger.has_outcome, first=first, after=after):
                     # it waited for an earlier attempt, which may have kept its outcome since
-                    kept = None if first else await asyncio.to_thread(ledger.outcome)
+                    kept = (
+                        None
+                        if first
+                        else await stored(
+                            beat, self.store.where, "the kept outcome", ledger.outcome, verb="read"
+                        )
+                    )
                     if kept is None:
                         outcome = await self._first_time(
                             inp, key, ledger, beat, start, started, tail

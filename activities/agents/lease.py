@@ -172,6 +172,15 @@ class Lease:
                 with contextlib.suppress(Exception):
                     self.store.delete(self.key)
 
+    def _release_quietly(self) -> None:
+        """:meth:`_release`, its store's errors logged: it runs as an attempt ends (in a
+        ``finally``), where one would take the place of the attempt's own end — its error, and
+        whether that error may be retried (a store failing there: the lease lapses anyway)."""
+        try:
+            self._release()
+        except Exception as e:  # noqa: BLE001 - any store's error (S3's are not all OSErrors)
+            log.warning("could not release the lease %s: %s", self.key, e)
+
     async def let_go(self, beat: Beat) -> None:
         """Released, if it was written and its attempt kept no outcome: called once the attempt
         has written how it ended (its error, its command's record cleared), so an attempt that
@@ -182,7 +191,7 @@ class Lease:
             async with beat.running():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
-                        asyncio.shield(asyncio.to_thread(self._release)), self.ttl
+                        asyncio.shield(asyncio.to_thread(self._release_quietly)), self.ttl
                     )
 
     @contextlib.asynccontextmanager
@@ -226,7 +235,7 @@ class Lease:
     async def _wait(self, beat: Beat, settled: Callable[[], bool]) -> str | None:
         """Wait while an earlier attempt holds a live lease: None (there was none to wait
         for), "settled" (an attempt kept its outcome) or "ended" (the lease went or lapsed)."""
-        holder = await asyncio.to_thread(self.holder)
+        holder = await stored(beat, self.store.where, "the lease", self.holder, verb="read")
         if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
             return None
         where = f"{holder.host} (pid {holder.pid})"
@@ -237,9 +246,9 @@ class Lease:
         async with beat.running():
             while True:
                 await asyncio.sleep(POLL)
-                if await asyncio.to_thread(settled):
+                if await stored(beat, self.store.where, "the lease", settled, verb="read"):
                     return "settled"
-                holder = await asyncio.to_thread(self.holder)
+                holder = await stored(beat, self.store.where, "the lease", self.holder, verb="read")
                 if holder is None or holder.order >= self.order or not holder.alive(self.ttl):
                     return "ended"
 

@@ -363,3 +363,19 @@ def test_a_worker_lost_waiting_for_the_store_leaves_its_commands_record_standing
     ledger.record(2, "error", "exit 1")
     start = ledger.begin(3, 30.0, None)
     assert start.after_error and start.record_cleared
+
+
+async def test_a_store_failing_as_an_attempt_ends_leaves_the_attempts_own_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Releasing the lease runs in the attempt's ``finally``: a store failing there raised in
+    place of the attempt's own error (and whether it may be retried)."""
+    monkeypatch.setattr(Beat, "running", lambda self: _no_heartbeats())
+    lease = Lease.at(tmp_path / "x.lease", 1, ttl=5)
+    lease.taken = True
+
+    def failing() -> None:
+        raise OSError(errno.EAGAIN, "the store fails")
+
+    monkeypatch.setattr(lease, "_release", failing)
+    await lease.let_go(beat())  # says so in the log, raises nothing
