@@ -124,7 +124,12 @@ class AgentLoop:
         without it): a completed one as the loop holds it (saved just before it returned), any
         other as it was last checkpointed."""
         a = self.a
-        cp = self.cp if status == "completed" and self.cp is not None else await self._load()
+        try:
+            cp = self.cp if status == "completed" and self.cp is not None else await self._load()
+        # (best effort: a store failing here must not take the place of the attempt's own end)
+        except Exception as e:  # noqa: BLE001 - any store's error, or the wait's StorageError
+            log.warning("could not read the transcript of %s: %s", a.key.task_id, e)
+            return
         if cp is None:
             return
         try:
