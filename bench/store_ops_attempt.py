@@ -117,7 +117,10 @@ def measure(kind: str, where: str, rounds: int, env_vars: dict[str, str]) -> dic
     async def attempts() -> None:  # one event loop, as a worker's
         for n in range(rounds + 1):  # the first round warms up (imports, caches, connections)
             agent = WorkflowAgent(id=f"a{n}", name=ROLES[kind], task="do it", config=CONFIGS[kind])
-            inp = AgentInput(run_id=f"run-{run}", task_id=f"T-{n}", agent=agent, dispatch=1)
+            # (markers=[]: a leader names the stored results it hands an agent, none here)
+            inp = AgentInput(
+                run_id=f"run-{run}", task_id=f"T-{n}", agent=agent, dispatch=1, markers=[]
+            )
             counting.reset()
             s3.counts.clear()
             started = time.perf_counter()
