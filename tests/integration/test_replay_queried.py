@@ -83,6 +83,11 @@ async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[dict[str,
         workflows=[LeaderWorkflow],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),  # the workers' sandbox (workflows/sandbox.py)
+        # No 2-second deadlock detector here: this test asks whether the histories replay, and
+        # in `make test` this process also runs hypothesis's tests, whose collector callback
+        # once made a loaded machine's replay of a large execution take over 2 s — the
+        # replayer then failed that task and waited until the test's timeout (300 s).
+        debug_mode=True,
     )
     counts: dict[str, int] = dict.fromkeys(workflow_ids, 0)
     failures: list[str] = []
