@@ -38,6 +38,14 @@ def s3(tmp_path: Path) -> Iterator[S3Server]:
         yield server
 
 
+def on_s3(env: Env, s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's workers store their artifacts in a bucket of their own on the S3 server."""
+    for name, value in s3.env(s3.bucket(f"slow-{uuid.uuid4().hex[:8]}")).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
+    env.settings = load_settings()
+
+
 @contextlib.contextmanager
 def stopped(pid: int) -> Iterator[None]:
     os.kill(pid, signal.SIGSTOP)
@@ -50,10 +58,7 @@ def stopped(pid: int) -> Iterator[None]:
 async def test_a_paused_store_is_waited_out_heartbeating_and_said_not_taken_for_a_lost_worker(
     env: Env, s3: S3Server, monkeypatch: pytest.MonkeyPatch
 ):
-    for name, value in s3.env(s3.bucket(f"slow-{uuid.uuid4().hex[:8]}")).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
-    env.settings = load_settings()
+    on_s3(env, s3, monkeypatch)
     await env.start_worker()
     # A result over 256 bytes is stored as the agent ends: that write meets the paused store.
     handle = await env.start(
@@ -99,10 +104,7 @@ def stopped_for(pid: int, seconds: float) -> Iterator[None]:
 async def test_a_model_agents_checkpoint_waits_for_a_paused_store_without_holding_up_the_worker(
     env: Env, s3: S3Server, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ):
-    for name, value in s3.env(s3.bucket(f"slow-{uuid.uuid4().hex[:8]}")).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
-    env.settings = load_settings()
+    on_s3(env, s3, monkeypatch)
     asked, answer = threading.Event(), threading.Event()
 
     def responder(request: dict[str, Any], index: int) -> Reply:
@@ -130,10 +132,7 @@ async def test_a_model_agents_checkpoint_waits_for_a_paused_store_without_holdin
 async def test_an_agent_reading_a_stored_input_from_a_paused_store_is_not_taken_for_lost(
     env: Env, s3: S3Server, monkeypatch: pytest.MonkeyPatch
 ):
-    for name, value in s3.env(s3.bucket(f"slow-{uuid.uuid4().hex[:8]}")).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
-    env.settings = load_settings()
+    on_s3(env, s3, monkeypatch)
     await env.start_worker()
     # 1's result travels by reference (over the 8 KiB threshold): 2 reads it from the store as
     # it starts, once 3 has ended — with the store stopped by then.

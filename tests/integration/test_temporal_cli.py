@@ -140,4 +140,7 @@ async def test_a_refused_update_through_the_temporal_cli_says_why(env: Env):
     )
     out, err = await proc.communicate()
     assert proc.returncode != 0
-    assert "no request 'Q-9'" in (out + err).decode()
+    said = (out + err).decode()
+    # said once: the validator's rejection was chained to the core's Rejected, and the CLI
+    # printed both ("… (type: Rejected, retryable: false): no request 'Q-9' … retryable: true")
+    assert said.count("no request 'Q-9'") == 1 and "retryable: true" not in said, said
