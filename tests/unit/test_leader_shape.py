@@ -91,3 +91,19 @@ def test_each_component_owns_a_part_of_the_state() -> None:
         kind = field.annotation
         assert isinstance(kind, type) and issubclass(kind, pydantic.BaseModel), name
     assert Path(ROOT / "xsky" / "leader" / "coordinator").is_dir()
+
+
+def test_a_wire_model_sits_at_most_one_level_under_another_of_ours() -> None:
+    """Messages share fields by declaring them, not by floors: a request was once four classes
+    deep (RetryTaskRequest → TaskRequest → PersonRequest → WireModel), so that what one floor
+    checked changed every request under it unseen."""
+    import worker  # noqa: F401  (imports every model a worker serves)
+    from xsky.wire import WireModel, wire_models
+
+    deep = {
+        m.__name__: [
+            b.__name__ for b in m.__mro__[1:] if issubclass(b, WireModel) and b is not WireModel
+        ]
+        for m in wire_models()
+    }
+    assert {name: above for name, above in deep.items() if len(above) > 1} == {}

@@ -423,6 +423,11 @@ class ApprovePlanRequest(PersonRequest):
 
 
 class TaskRequest(PersonRequest):
+    """A request about one agent and nothing more (``pause_task``, ``resume_task``,
+    ``cancel_task``, the ``nudges`` query). The requests below that name one agent and say
+    more declare ``task_id`` themselves, so no request sits deeper than one level under
+    :class:`PersonRequest`."""
+
     task_id: str
 
 
@@ -444,24 +449,28 @@ class DispatchNews(WireModel):
     share_known: bool = False
 
 
-class RetryTaskRequest(TaskRequest):
+class RetryTaskRequest(PersonRequest):
+    task_id: str
     task: str | None = None  # new task text
 
 
-class SkipTaskRequest(TaskRequest):
+class SkipTaskRequest(PersonRequest):
+    task_id: str
     result: str = ""
 
 
-class ResetTaskRequest(TaskRequest):
+class ResetTaskRequest(PersonRequest):
     """``reset_task``: start one agent's attempt again — from its checkpoint (its conversation
     so far), or with ``fresh`` from scratch."""
 
+    task_id: str
     fresh: bool = False
 
 
-class TaskTimeoutRequest(TaskRequest):
+class TaskTimeoutRequest(PersonRequest):
     """``set_task_timeout``: seconds one agent's next attempt may take (start to close)."""
 
+    task_id: str
     seconds: float
 
 
