@@ -26,6 +26,7 @@ import gc
 import importlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -74,6 +75,7 @@ from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.security.shell_parse import load_parser
 from xsky.security.tools import build_argument_models
 from xsky.settings_files import SettingsError, worker_layers
+from xsky.storage import ObjectStore
 from xsky.wire import build_models
 
 log = logging.getLogger("xsky.worker")
@@ -277,6 +279,35 @@ def sandbox_summary(settings: Settings) -> str:
     )
 
 
+async def store_answers(objects: ObjectStore) -> None:
+    """An object store that refuses this worker (a bucket that is not there, a region or
+    credentials it does not take) stops it as it starts, saying how to mend it; one that does
+    not answer yet is said and waited for by the agents, as they wait for it later."""
+    check = getattr(objects, "check", None)  # (an object store: S3Store.check)
+    if check is None:
+        return
+    from activities.storage.s3 import StoreRefused, StoreUnavailable
+
+    where = objects.where
+    try:
+        await asyncio.to_thread(check)
+    except StoreRefused as e:
+        status = re.search(r"status code: (\d{3}[^:<]*)", e.strerror or "")
+        said = f"it answers {status[1].strip()}" if status else e.strerror
+        raise UsageError(
+            f"the store {where} refuses this worker: {said}\n"
+            f"  check XSKY_STORE's bucket (does it exist? make it first, e.g. "
+            f"`aws s3 mb s3://{where.removeprefix('s3://').split('/')[0]}`), AWS_REGION, "
+            "AWS_ENDPOINT_URL and the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+        ) from None
+    except StoreUnavailable as e:
+        log.warning(
+            "the store %s does not answer yet (%s): agents wait for it, saying so on the board",
+            where,
+            e.strerror,
+        )
+
+
 async def serve(
     kinds: list[str],
     leader: bool,
@@ -300,6 +331,7 @@ async def serve(
             raise UsageError(elsewhere_message(settings, host))
     io_threads(settings)
     activities = AgentActivities(settings)
+    await store_answers(activities.store.objects)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
     served = (

@@ -95,6 +95,14 @@ class S3Store:
     def local(self, key: str) -> Path | None:
         return None
 
+    def check(self) -> None:
+        """One LIST of an empty folder, as a worker starts: raises :class:`StoreRefused` when
+        the store refuses it for good (a bucket that does not exist — a typo in XSKY_STORE —,
+        a wrong region, credentials it does not take), :class:`StoreUnavailable` when it does
+        not answer. Without it, a misspelt bucket was found by the first agent's first write,
+        which waits for it ("its bucket is missing") as for a store wiped or restarting."""
+        self._listed("_check/")
+
     def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
         with _answering(self.where, writing=True):
             obstore.put(self._store, key, data)  # acknowledged = durable

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 import uuid
@@ -307,3 +308,25 @@ async def test_a_stopped_attempts_write_ends_before_the_attempt_does() -> None:
     with pytest.raises(asyncio.CancelledError):
         await saving
     assert landed, "the attempt ended while its write was still on its way"
+
+
+async def test_a_worker_does_not_start_on_a_bucket_that_is_not_there(
+    s3: S3Server, failing_endpoint: str, caplog: pytest.LogCaptureFixture
+):
+    # A typo in XSKY_STORE's bucket was found by the first agent's first write, which waited
+    # for it ("its bucket is missing") as for a store wiped: the run stood still, unexplained.
+    from worker import store_answers
+
+    missing = S3Store(parse_store(f"s3://typo-{uuid.uuid4().hex[:8]}/pre"), s3.endpoint)
+    with pytest.raises(UsageError) as refused:
+        await store_answers(missing)
+    said = str(refused.value)
+    assert f"the store {missing.where} refuses this worker: it answers 404 Not Found" in said
+    assert "aws s3 mb s3://typo-" in said and "<?xml" not in said
+    await store_answers(
+        S3Store(parse_store(f"s3://{s3.bucket(f'b-{uuid.uuid4().hex[:8]}')}/p"), s3.endpoint)
+    )
+    await store_answers(LocalStore(Path("/nonexistent-xsky")))  # (a local store: nothing asked)
+    with caplog.at_level(logging.WARNING, logger="xsky.worker"):
+        await store_answers(S3Store(parse_store("s3://down/pre"), failing_endpoint))
+    assert "does not answer yet" in caplog.text  # said, and the agents wait for it
