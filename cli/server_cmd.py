@@ -290,8 +290,15 @@ def ensure_worker(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            # (what it said as it stopped — a store that refuses it, another host's skills
+            # home — is the worker's last lines, "worker.py: …": said here, not only in the log)
+            with open(log_path, "rb") as fh:
+                fh.seek(start_size)
+                said = fh.read().decode(errors="replace")
+            why = said[said.rfind("worker.py: ") :].strip() if "worker.py: " in said else ""
             raise UsageError(
                 f"the worker exited at once (status {proc.returncode}); see {log_path}"
+                + (f"\n{why}" if why else "")
             )
         with open(log_path, "rb") as fh:
             fh.seek(start_size)

@@ -166,3 +166,14 @@ def test_a_home_up_makes_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         with pytest.raises(UsageError):
             ensure_server(load_settings())
     assert fresh.stat().st_mode & 0o777 == 0o700
+
+
+def test_up_says_why_the_worker_it_started_stopped(home: Path) -> None:
+    """`up` said only "the worker exited at once (status 1); see …/worker.log": the worker's
+    own sentence (here: no Temporal at TEMPORAL_ADDRESS; a store refusing it is said the same
+    way) is said where the person typed `up`."""
+    with pytest.raises(UsageError) as e:
+        ensure_worker(load_settings())
+    said = str(e.value)
+    assert "the worker exited at once" in said and "worker.log" in said, said
+    assert "worker.py: cannot reach Temporal at localhost:" in said, said
