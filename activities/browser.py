@@ -1,7 +1,8 @@
 """Chromium for browser agents: one browser process per worker, a fresh context per agent.
 
 Each agent gets its own browser context and page (its own cookies, storage and tab), so
-parallel browser agents never share a page — unlike Eko, where they share one. The browser
+parallel browser agents never share a page — unlike Eko, where they share one; an agent after
+another continues the page that one left (activities/tools/browsing.py). The browser
 runs inside the OS sandbox (:class:`BrowserPool`), and every page reaches the network only
 through the egress proxy, with credentials that tie it to its run's rules and log.
 """
@@ -248,6 +249,7 @@ class BrowserPool:
         blocked: Callable[[str], bool] | None = None,
         proxy: dict[str, str] | None = None,
         sandbox: BrowserSandbox | None = None,
+        state: dict[str, Any] | None = None,
     ) -> AsyncIterator[Any]:
         """A new page in a new context, closed afterwards whatever happens.
 
@@ -255,9 +257,10 @@ class BrowserPool:
         redirect, a script): the domain deny list holds for the whole page. ``proxy`` is the
         egress proxy every request of the page goes through (it checks resolved addresses),
         with the credentials that tie the page to its run's policy. ``sandbox`` None starts
-        Chromium unconfined, as the worker (``"security": {"sandbox": "off"}``).
+        Chromium unconfined, as the worker (``"security": {"sandbox": "off"}``). ``state``:
+        the cookies and storage the context starts with (Playwright's ``storage_state``).
         """
-        context, page = await self._open(blocked, proxy, sandbox)
+        context, page = await self._open(blocked, proxy, sandbox, state)
         try:
             yield page
         finally:
@@ -270,6 +273,7 @@ class BrowserPool:
         blocked: Callable[[str], bool] | None,
         proxy: dict[str, str] | None,
         sandbox: BrowserSandbox | None,
+        state: dict[str, Any] | None = None,
     ) -> tuple[Any, Any]:
         """A context and its page; a browser that gives none within ``OPEN_TIMEOUT`` (and no
         other agent one since this open began) is replaced, once — the pages other agents
@@ -280,7 +284,7 @@ class BrowserPool:
             began = time.monotonic()
             try:
                 opened = await asyncio.wait_for(
-                    self._new_page(browser, blocked, proxy, sandbox), OPEN_TIMEOUT
+                    self._new_page(browser, blocked, proxy, sandbox, state), OPEN_TIMEOUT
                 )
             except TimeoutError:
                 if self._opened_at > began:
@@ -313,9 +317,11 @@ class BrowserPool:
         blocked: Callable[[str], bool] | None,
         proxy: dict[str, str] | None,
         sandbox: BrowserSandbox | None,
+        state: dict[str, Any] | None = None,
     ) -> tuple[Any, Any]:
         context = await browser.new_context(
             viewport={"width": 1280, "height": 900},
+            storage_state=state,
             proxy={**proxy, "bypass": ""} if proxy else None,
             accept_downloads=False,  # a page's downloads would land outside every workspace
         )
@@ -330,7 +336,9 @@ class BrowserPool:
             raise
 
     @asynccontextmanager
-    async def page_for(self, ctx: ToolContext) -> AsyncIterator[Any]:
+    async def page_for(
+        self, ctx: ToolContext, state: dict[str, Any] | None = None
+    ) -> AsyncIterator[Any]:
         """A page for one agent's tool call or attempt: confined unless the worker's settings
         turned the sandbox off, every request through the egress proxy with the run's policy
         and recorder."""
@@ -355,7 +363,7 @@ class BrowserPool:
                     egress.serving(ctx.egress, ctx.record, credentials=False)
                 )
                 proxy = {"server": url}
-            yield await stack.enter_async_context(self.page(ctx.blocked_url, proxy, sandbox))
+            yield await stack.enter_async_context(self.page(ctx.blocked_url, proxy, sandbox, state))
 
     async def _close_browser(self) -> None:
         if self._browser is not None:

@@ -221,6 +221,7 @@ def prepare(
         command_spare=ledger.command_spare(settings.home)
         if record is not None and publish is None
         else None,
+        page_from=list(inp.agent.depends),
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)

@@ -72,7 +72,9 @@ class ToolResult:
 class Browsers(Protocol):
     """The worker's browsers as tools use them (:class:`activities.browser.BrowserPool`)."""
 
-    def page_for(self, ctx: ToolContext) -> AbstractAsyncContextManager[Any]: ...
+    def page_for(
+        self, ctx: ToolContext, state: dict[str, Any] | None = None
+    ) -> AbstractAsyncContextManager[Any]: ...
 
     def limit_reached(self) -> str | None: ...
 
@@ -115,6 +117,10 @@ class ToolContext:
     # Where it writes that end when ``command_record``'s disk cannot take it (a local store's
     # disk full or read-only): the worker's own (AttemptLedger.command_spare).
     command_spare: Path | None = None
+    # The agents this one depends on: a page it opens continues the last page one of them left
+    # (its cookies, storage and address: activities/tools/browsing.py), as Eko's Browser agents
+    # share one page — "log in", then "read the dashboard".
+    page_from: list[str] = field(default_factory=list)
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -1,7 +1,11 @@
 """Browser tools for the agent loop: one page per agent attempt, kept across its tool calls.
 
 The page belongs to this agent alone (its own browser context), so parallel browser
-agents never share cookies, tabs or navigation state.
+agents never share cookies, tabs or navigation state. An agent that depends on one that used a
+page continues where that one left it — its cookies and storage, and its address once the agent
+does anything but open an address of its own — as Eko's Browser agents share one page ("log
+in", then "read the dashboard"): each agent that opened a page leaves it in the store as its
+attempt ends (``PAGE_FILE``, one write), on whatever worker the next one runs.
 """
 
 from __future__ import annotations
@@ -9,16 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
+import logging
+import time
 from typing import Any
 
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
+from xsky.artifacts import artifact_path
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
+
+log = logging.getLogger("xsky.browser")
 
 MAX_TEXT = 20_000
 MAX_LINKS = 60
 TIMEOUT_MS = 20_000
+PAGE_FILE = "browser-page.json"  # beside an agent's results: the page it left (url, storage)
+LEAVE_TIMEOUT = 30.0  # seconds the page's state may take to be read and stored as it closes
 
 
 async def page_text(page: Any, selector: str | None = None) -> str:
@@ -113,6 +125,27 @@ async def not_opened(url: str, e: Exception, refusals: Refusals, mark: int) -> T
     return failed(navigation_error_verdict(url, first, await refusals.since(mark, first)), url)
 
 
+def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
+    """The page the agents ``ctx`` continues (its dependencies) left, the newest of them:
+    (whose, {"url", "storage", "at"}); None: none of them used a page. A read per dependency,
+    made only when the agent opens its first page."""
+    found: list[tuple[float, str, dict[str, Any]]] = []
+    for agent in ctx.page_from:
+        try:
+            left = json.loads(ctx.store.objects.get(artifact_path(ctx.run_id, agent, PAGE_FILE)))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as e:  # best effort: the agent starts on a blank page
+            log.warning("could not read the page %s left in run %s: %s", agent, ctx.run_id, e)
+            continue
+        if isinstance(left, dict) and isinstance(left.get("storage"), dict):
+            found.append((float(left.get("at") or 0), agent, left))
+    if not found:
+        return None
+    _, agent, left = max(found, key=lambda f: f[0])
+    return agent, left
+
+
 class BrowserSession:
     def __init__(self, ctx: ToolContext):
         self.ctx = ctx
@@ -120,20 +153,55 @@ class BrowserSession:
         self._page: Any = None
         self.shots = 0
         self.refusals = Refusals(ctx)
+        self._left_at: str | None = None  # the address the page it continues was left at
 
-    async def page(self) -> Any:
+    async def page(self, where_left: bool = True) -> Any:
+        """The agent's page, opened on first use: continuing the one a dependency left, and
+        at its address unless ``where_left`` is False (the agent opens an address itself)."""
         if self._page is None:
+            left = await asyncio.to_thread(left_page, self.ctx) if self.ctx.page_from else None
             try:
                 self._page = await self._stack.enter_async_context(
-                    self.ctx.browsers.page_for(self.refusals.context(self.ctx))
+                    self.ctx.browsers.page_for(
+                        self.refusals.context(self.ctx), left[1]["storage"] if left else None
+                    )
                 )
             except (BrowserUnavailable, egress.EgressUnavailable) as e:
                 raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
+            if left is not None:
+                url = left[1].get("url")
+                self._left_at = url if isinstance(url, str) and url.startswith("http") else None
+                self.ctx.progress(
+                    f"continuing the page {left[0]} left"
+                    + (f" at {self._left_at}" if self._left_at else "")
+                )
+        if where_left and self._left_at is not None:
+            url, self._left_at = self._left_at, None
+            with contextlib.suppress(Exception):  # gone or refused now: the page says so
+                await self._page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
         return self._page
 
     async def close(self) -> None:
+        if self._page is not None:
+            await self._leave()
         await self._stack.aclose()
         self._page = None
+
+    async def _leave(self) -> None:
+        """The page's cookies, storage and address, for an agent that continues it (best
+        effort: the agent's own end is not held up, or replaced, by it)."""
+        page = self._page
+        try:
+            storage = await asyncio.wait_for(page.context.storage_state(), LEAVE_TIMEOUT)
+            left = json.dumps({"url": page.url, "storage": storage, "at": time.time()})
+            await asyncio.wait_for(
+                asyncio.to_thread(
+                    self.ctx.store.put_text, self.ctx.run_id, self.ctx.agent_id, PAGE_FILE, left
+                ),
+                LEAVE_TIMEOUT,
+            )
+        except Exception as e:  # noqa: BLE001 - Playwright's and any store's errors
+            log.warning("could not keep the page agent %s left: %s", self.ctx.agent_id, e)
 
     async def _where(self) -> str:
         page = await self.page()
@@ -143,7 +211,7 @@ class BrowserSession:
         url = require_str(args, "url", "browser_navigate", '{"url": "https://example.com"}')
         if not url.startswith(("http://", "https://")):
             raise ToolError(f"browser_navigate needs an http(s) URL, not {url!r}")
-        page = await self.page()
+        page = await self.page(where_left=False)
         self.ctx.progress(f"opening {url}")
         mark = len(self.refusals.denied)
         try:

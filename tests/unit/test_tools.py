@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import subprocess
@@ -592,3 +593,77 @@ async def test_a_git_folder_an_mcp_servers_writes_plant_is_swept_as_its_session_
     toolset.servers = {"fs": None}  # type: ignore[dict-item]
     await toolset.release()
     assert "fsmonitor" not in (ctx.workspace / "config").read_text()
+
+
+@pytest.fixture(scope="module")
+def login_site():
+    """A site that logs a visitor in with a cookie (/login?user=…) and greets them by it."""
+    import http.server
+    from urllib.parse import parse_qs, urlparse
+
+    class Site(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            if url.path == "/login":
+                user = parse_qs(url.query)["user"][0]
+                self.send_response(302)
+                self.send_header("Set-Cookie", f"who={user}; Path=/")
+                self.send_header("Location", "/home")
+                self.end_headers()
+                return
+            cookie = self.headers.get("Cookie", "")
+            who = cookie.split("who=", 1)[1].split(";")[0] if "who=" in cookie else None
+            body = (
+                f"<html><head><title>{url.path}</title></head><body><p id='who'>"
+                + (f"welcome {who}" if who else "please log in")
+                + "</p></body></html>"
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.browser
+async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
+    ctx, login_site, tmp_path
+):
+    """A real Eko plan: agent 0 logs in, agent 1 (dependsOn 0) reads the dashboard. Eko's
+    Browser agents share one page; here agent 1 started on a blank page of its own, logged out.
+    Now it continues the page agent 0 left — its cookies and its address — and an agent that
+    does not depend on it still starts logged out."""
+    from activities.tools.browsing import PAGE_FILE, BrowserSession
+
+    reach(ctx, login_site)
+    first = BrowserSession(ctx)  # agent a1
+    try:
+        said = await first.navigate({"url": f"{login_site}/login?user=ann"})
+        assert "welcome ann" in said and "/home" in said
+    finally:
+        await first.close()
+    assert (tmp_path / "artifacts" / "run-1" / "a1" / PAGE_FILE).is_file()
+
+    after = dataclasses.replace(ctx, agent_id="a2", page_from=["a0", "a1"])  # (a0: no page)
+    second = BrowserSession(after)
+    try:
+        assert await second.extract({"selector": "#who"}) == "welcome ann"  # at /home, as left
+        assert "now at" in await second._where() and "/home" in (await second.page()).url
+        said = await second.navigate({"url": f"{login_site}/dashboard"})
+        assert "welcome ann" in said  # the login's cookie went on with the page
+    finally:
+        await second.close()
+
+    apart = BrowserSession(dataclasses.replace(ctx, agent_id="a3", page_from=[]))
+    try:
+        assert "please log in" in await apart.navigate({"url": f"{login_site}/dashboard"})
+    finally:
+        await apart.close()
+        await ctx.browsers.close()

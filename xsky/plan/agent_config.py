@@ -327,23 +327,7 @@ def plan_warnings(workflow: Workflow) -> list[Problem]:
     ``<config>`` needs a model to choose its calls (activities/agents/direct.py), and fails at
     once on a worker without one — which only the worker knows."""
     warnings = []
-    kinds = {a.id: a.name for a in workflow.agents}
     for i, agent in enumerate(workflow.agents):
-        browsers = [d for d in agent.depends if kinds.get(d) == "browser"]
-        if agent.name == "browser" and browsers:
-            # Eko's Browser agents share one page; here each starts in a context of its own
-            # (activities/browser.py), so "log in" then "click the dashboard" loses the login.
-            warnings.append(
-                Problem(
-                    f"agent {agent.id} (browser) depends on browser agent {browsers[0]}: it starts "
-                    f"in a browser of its own — a blank page, none of {browsers[0]}'s cookies, "
-                    f"logins or open tabs (Eko's Browser agents share one page) — and is given "
-                    f"{browsers[0]}'s result text only; do the steps that need that page in one "
-                    "agent, or have this one open the page it works on",
-                    agent_index=i,
-                    agent_id=agent.id,
-                )
-            )
         if tool_name(agent.config) is None and "timeout" in (agent.config or {}):
             warnings.append(
                 Problem(
