@@ -26,6 +26,7 @@ from tests.fake_llm import (
 )
 from tests.integration.eventually import eventually
 from tests.integration.helpers import RUNNING, board, board_shows, plan, wait_requests
+from tests.login_site import serving_login_site
 from workflows.leader import LeaderWorkflow
 from xsky.leader.state import AnswerRequest
 from xsky.runs import RunInput, RunOptions
@@ -88,6 +89,39 @@ async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(
         "browser_screenshot",
     } <= tools
     assert "shell" not in tools  # the browser role's tools only
+
+
+async def test_a_browser_agent_after_another_continues_its_page_logged_in(
+    env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch
+):
+    """A real Eko plan's shape: agent 1 logs in, agent 2 (depends on 1) reads the dashboard.
+    It started on a blank page of its own, logged out; it continues agent 1's page now."""
+    with serving_login_site() as site:
+        port = site.rsplit(":", 1)[1]
+        user = tmp_path / "user-settings.json"
+        rule = f"browser_navigate(domain:127.0.0.1:{port})"
+        user.write_text(json.dumps({"permissions": {"allow": [rule]}}))
+        monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
+
+        def responder(req, i):
+            turn, logging_in = turn_of(req), "Read the greeting" not in first_user(req)
+            if turn == 0 and logging_in:
+                return calls(("browser_navigate", {"url": f"{site}/login?user=ann"}))
+            if turn == 0:
+                return calls(("browser_extract", {"selector": "#who"}))
+            return text(f"The page says: {last_tool_output(req)}.")
+
+        fake_llm.responder = responder
+        await env.start_worker()
+        result = await env.run(
+            plan(
+                agent("1", "browser", "Log in as ann"),
+                agent("2", "browser", "Read the greeting on the page", depends="1"),
+            )
+        )
+    assert result.status == "completed", result.summary
+    by_id = {a.id: a.result for a in result.agents}
+    assert by_id["2"] == "The page says: welcome ann.", by_id
 
 
 async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env, fake_llm: FakeLLM):

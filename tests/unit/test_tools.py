@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from activities.tools.http import http_get
 from activities.tools.shell import shell
 from activities.tools.web import browser_navigate
 from tests.integration.eventually import eventually
+from tests.login_site import serving_login_site
 from xsky.artifacts import marker
 
 
@@ -596,40 +598,9 @@ async def test_a_git_folder_an_mcp_servers_writes_plant_is_swept_as_its_session_
 
 
 @pytest.fixture(scope="module")
-def login_site():
-    """A site that logs a visitor in with a cookie (/login?user=…) and greets them by it."""
-    import http.server
-    from urllib.parse import parse_qs, urlparse
-
-    class Site(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = urlparse(self.path)
-            if url.path == "/login":
-                user = parse_qs(url.query)["user"][0]
-                self.send_response(302)
-                self.send_header("Set-Cookie", f"who={user}; Path=/")
-                self.send_header("Location", "/home")
-                self.end_headers()
-                return
-            cookie = self.headers.get("Cookie", "")
-            who = cookie.split("who=", 1)[1].split(";")[0] if "who=" in cookie else None
-            body = (
-                f"<html><head><title>{url.path}</title></head><body><p id='who'>"
-                + (f"welcome {who}" if who else "please log in")
-                + "</p></body></html>"
-            )
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.end_headers()
-            self.wfile.write(body.encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+def login_site() -> Iterator[str]:
+    with serving_login_site() as url:
+        yield url
 
 
 @pytest.mark.browser
