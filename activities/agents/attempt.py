@@ -221,7 +221,12 @@ def prepare(
         command_spare=ledger.command_spare(settings.home)
         if record is not None and publish is None
         else None,
-        page_from=list(inp.agent.depends),
+        page_from=[
+            (run, agent)
+            for agent in inp.agent.depends
+            for run in dict.fromkeys([key.run_id, inp.workspace_from or inp.workspace_of])
+            if run
+        ],
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)

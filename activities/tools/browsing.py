@@ -127,16 +127,16 @@ async def not_opened(url: str, e: Exception, refusals: Refusals, mark: int) -> T
 
 def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
     """The page the agents ``ctx`` continues (its dependencies) left, the newest of them:
-    (whose, {"url", "storage", "at"}); None: none of them used a page. A read per dependency,
-    made only when the agent opens its first page."""
+    (whose, {"url", "storage", "at"}); None: none of them used a page. A read per dependency
+    (and run), made only when the agent opens its first page."""
     found: list[tuple[float, str, dict[str, Any]]] = []
-    for agent in ctx.page_from:
+    for run, agent in ctx.page_from:
         try:
-            left = json.loads(ctx.store.objects.get(artifact_path(ctx.run_id, agent, PAGE_FILE)))
+            left = json.loads(ctx.store.objects.get(artifact_path(run, agent, PAGE_FILE)))
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as e:  # best effort: the agent starts on a blank page
-            log.warning("could not read the page %s left in run %s: %s", agent, ctx.run_id, e)
+            log.warning("could not read the page %s left in run %s: %s", agent, run, e)
             continue
         if isinstance(left, dict) and isinstance(left.get("storage"), dict):
             found.append((float(left.get("at") or 0), agent, left))

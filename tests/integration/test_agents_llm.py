@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import threading
+import uuid
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -113,15 +114,23 @@ async def test_a_browser_agent_after_another_continues_its_page_logged_in(
 
         fake_llm.responder = responder
         await env.start_worker()
-        result = await env.run(
-            plan(
-                agent("1", "browser", "Log in as ann"),
-                agent("2", "browser", "Read the greeting on the page", depends="1"),
+        async with XSky.connect() as x:
+            run = await x.run(
+                plan(
+                    agent("1", "browser", "Log in as ann"),
+                    agent("2", "browser", "Read the greeting on the page", depends="1"),
+                ),
+                id=f"xsky-pages-{uuid.uuid4().hex[:6]}",
             )
-        )
-    assert result.status == "completed", result.summary
-    by_id = {a.id: a.result for a in result.agents}
-    assert by_id["2"] == "The page says: welcome ann.", by_id
+            result = await asyncio.wait_for(run.result(), 90)
+            assert result.status == "completed", result.summary
+            by_id = {a.id: a.result for a in result.agents}
+            assert by_id["2"] == "The page says: welcome ann.", by_id
+            # A fork at agent 2 runs it alone: agent 1 ran in the run forked, its page is there.
+            fork = await run.fork("2", text="Read the greeting on the page again")
+            forked = await asyncio.wait_for(fork.result(), 90)
+    assert forked.status == "completed", forked.summary
+    assert {a.id: a.result for a in forked.agents}["2"] == "The page says: welcome ann."
 
 
 async def test_a_shell_and_file_agent_writes_a_file_through_tool_calls(env: Env, fake_llm: FakeLLM):

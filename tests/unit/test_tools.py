@@ -622,8 +622,8 @@ async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
         await first.close()
     assert (tmp_path / "artifacts" / "run-1" / "a1" / PAGE_FILE).is_file()
 
-    after = dataclasses.replace(ctx, agent_id="a2", page_from=["a0", "a1"])  # (a0: no page)
-    second = BrowserSession(after)
+    after = dataclasses.replace(ctx, agent_id="a2", page_from=[("run-1", "a0"), ("run-1", "a1")])
+    second = BrowserSession(after)  # (a0 left no page)
     try:
         assert await second.extract({"selector": "#who"}) == "welcome ann"  # at /home, as left
         assert "now at" in await second._where() and "/home" in (await second.page()).url
