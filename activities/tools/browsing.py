@@ -31,6 +31,9 @@ MAX_LINKS = 60
 TIMEOUT_MS = 20_000
 PAGE_FILE = "browser-page.json"  # beside an agent's results: the page it left (url, storage)
 LEAVE_TIMEOUT = 30.0  # seconds the page's state may take to be read and stored as it closes
+# The most a page's state may take in the store: a page can fill its origins' storage (5 MiB
+# each in Chromium); past this it is not kept, and the agent after it starts on a page of its own.
+PAGE_LIMIT = 4 * 1024 * 1024
 
 
 async def page_text(page: Any, selector: str | None = None) -> str:
@@ -194,6 +197,15 @@ class BrowserSession:
         try:
             storage = await asyncio.wait_for(page.context.storage_state(), LEAVE_TIMEOUT)
             left = json.dumps({"url": page.url, "storage": storage, "at": time.time()})
+            if len(left) > PAGE_LIMIT:
+                log.warning(
+                    "the page agent %s left holds %d bytes of cookies and storage, more than %d: "
+                    "not kept (an agent after it starts on a page of its own)",
+                    self.ctx.agent_id,
+                    len(left),
+                    PAGE_LIMIT,
+                )
+                return
             await asyncio.wait_for(
                 asyncio.to_thread(
                     self.ctx.store.put_text, self.ctx.run_id, self.ctx.agent_id, PAGE_FILE, left

@@ -638,3 +638,24 @@ async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
     finally:
         await apart.close()
         await ctx.browsers.close()
+
+
+@pytest.mark.browser
+async def test_a_page_that_fills_its_storage_is_not_kept_for_the_next_agent(
+    ctx, login_site, tmp_path, monkeypatch
+):
+    """A page's state goes to the store whole: a page that filled its origin's storage would
+    have been written (and read back by the next agent) at any size."""
+    from activities.tools import browsing
+
+    monkeypatch.setattr(browsing, "PAGE_LIMIT", 64 * 1024)
+    reach(ctx, login_site)
+    session = browsing.BrowserSession(ctx)
+    try:
+        await session.navigate({"url": f"{login_site}/login?user=ann"})
+        page = await session.page()
+        await page.evaluate("localStorage.setItem('big', 'x'.repeat(100000))")
+    finally:
+        await session.close()
+        await ctx.browsers.close()
+    assert not (tmp_path / "artifacts" / "run-1" / "a1" / browsing.PAGE_FILE).exists()
