@@ -504,3 +504,74 @@ def test_records_that_name_no_parent_at_all_follow_file_order_with_no_rewind(
         ("prompt", "Create a hello world function"),
         ("prompt", "Now add a goodbye function"),
     ]
+
+
+def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -> None:
+    """Later 2.1 versions mark a tool's result ``"origin": {"kind": "cli"}`` (the shape in
+    jazzyalex/agent-sessions' stage0 Claude fixture, version 2.1.220): the result is read and
+    paired with its call (a failed one counts as an error), not dropped as a sender's text."""
+    base = {"isSidechain": False, "userType": "external", "cwd": "/tmp", "sessionId": "s1"}
+    recs = [
+        {
+            **base,
+            "type": "user",
+            "parentUuid": None,
+            "uuid": "u1",
+            "origin": {"kind": "human"},
+            "message": {"role": "user", "content": "list the files"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "parentUuid": "u1",
+            "uuid": "a1",
+            "requestId": "r1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "Bash",
+                        "input": {"command": "ls /x"},
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "parentUuid": "a1",
+            "uuid": "u2",
+            "origin": {"kind": "cli"},
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "ls: cannot access '/x'"}],
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "parentUuid": "u2",
+            "uuid": "u3",
+            "origin": {"kind": "peer"},
+            "message": {"role": "user", "content": "a teammate's note"},
+        },
+    ]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    state = ParseState()
+    events = adapter_for("claude-code").parse(data, 0, state, FileInfo("/p/-tmp/s1.jsonl", False))
+    results = [e for e in events if e.kind == "tool_result"]
+    assert [(e.call_id, e.tool, e.is_error) for e in results] == [("toolu_1", "Bash", True)]
+    assert "cannot access" in results[0].text
+    assert state.calls == {}
+    assert users(events) == [("prompt", "list the files")]
+    assert [e.text for e in events if e.kind == "meta"] == ["peer: a teammate's note"]

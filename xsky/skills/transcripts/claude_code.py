@@ -250,8 +250,19 @@ class ClaudeCodeAdapter:
         content = message.get("content")
         marked = _marked_origin(rec.get("origin"))
         if marked is not None:  # Claude Code says who sent it (2.1.x): not the person
-            state.count_not_intent(marked)
-            return out + [ev("meta", f"{marked}: {text_of(content)}")]
+            # A tool's result answers its call whoever the record names as its sender (later
+            # 2.1 versions mark results {"kind": "cli"}); only the text beside it is the sender's.
+            out.extend(
+                r
+                for block in _blocks(content)
+                if block.get("type") == "tool_result"
+                for r in _tool_result(block, state, ev, writer)
+            )
+            said = text_of([b for b in _blocks(content) if b.get("type") != "tool_result"])
+            if said.strip() or not _is_tool_result(content):
+                state.count_not_intent(marked)
+                out.append(ev("meta", f"{marked}: {said}"))
+            return out
         if rec.get("isCompactSummary") is True:
             out.append(ev("compaction", text_of(content)))
             return out
