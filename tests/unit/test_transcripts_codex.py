@@ -4,6 +4,7 @@ are errors; a prompt after turn_aborted corrects; SKILL.md reads count when they
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -380,3 +381,59 @@ def test_only_the_person_stopping_a_turn_is_an_interruption_and_a_rollback_is_a_
     assert [(e.marker, e.text) for e in events if e.kind == "marker"][1:] == [
         ("branch", "the person rolled back 1 turn(s)")
     ]
+
+
+def test_an_undo_is_a_revert_of_the_agents_edits_and_lowers_the_tasks_score(
+    tmp_path: Path,
+) -> None:
+    """Codex's /undo restores the ghost snapshot taken before the last turn and persists
+    ``undo_completed`` (codex-rs/core/src/tasks/undo.rs; rollout/src/policy.rs keeps it): the
+    person threw the agent's file changes away. A successful one is a reverted edit; a failed
+    one ("No ghost snapshot available to undo.") changed nothing."""
+    from activities.skills.render import render_delta
+    from activities.skills.scan import commit_delta, read_atoms, scan
+    from activities.skills.store import SkillStore
+    from activities.skills.task_agent import split_delta
+    from xsky.skills.runs import ScanInput
+    from xsky.skills.sources import Source
+
+    work = [
+        said("add a --json flag to the export command"),
+        event("task_started"),
+        item(type="function_call", name="apply_patch", call_id="c1", arguments="{}"),
+        item(type="function_call_output", call_id="c1", output="Success. Updated: cli.py"),
+        event("agent_message", message="Added the --json flag."),
+        event("task_complete"),
+    ]
+    undone = event("undo_completed", success=True, message="Undo restored snapshot 1a2b3c4.")
+    failed = event("undo_completed", success=False, message="No ghost snapshot available to undo.")
+
+    events, state = parse(V0128, rollout(*work, undone, failed))
+    assert [(e.marker, e.text) for e in events if e.kind == "marker"][-1] == (
+        "reverted",
+        "Undo restored snapshot 1a2b3c4.",
+    )
+    assert state.interpreted.get("event_msg/undo_completed") == 2 and not state.opaque
+
+    def mined(name: str, data: bytes) -> dict:
+        day = tmp_path / name / "sessions/2026/11/20"
+        day.mkdir(parents=True)
+        (
+            day / "rollout-2026-11-20T10-00-00-019aa002-2222-7333-8444-555566667777.jsonl"
+        ).write_bytes(data)
+        home = tmp_path / f"{name}-home"
+        sources = [Source("codex", tmp_path / name, "test")]
+        for d in scan(home, sources, ScanInput(settle_seconds=0)).deltas:
+            render_delta(home, d)
+            asyncio.run(split_delta(home, d, None, lambda note: None))
+            assert commit_delta(home, d).committed
+        store = SkillStore(home)
+        try:
+            (atom,) = [a for t in store.trajs() for a in read_atoms(home, t.traj_id)]
+        finally:
+            store.close()
+        return {"ux": atom.ux_score, "signals": atom.provenance.ux_signals}
+
+    kept, reverted = mined("kept", rollout(*work)), mined("undone", rollout(*work, undone))
+    assert reverted["signals"].get("reverted_edits") == 1
+    assert reverted["ux"] < kept["ux"]

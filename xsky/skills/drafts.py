@@ -168,6 +168,8 @@ class Draft:
         elif u.marker == "branch":  # a rewind, an edited prompt, turns rolled back
             st.rewound, st.completed = True, False
             _bump(sig, "rewound")
+        elif u.marker == "reverted":  # the person undid the agent's edits (Codex's /undo)
+            _bump(sig, "reverted_edits")  # (the turn still ended: it is no open task)
         elif u.marker == "task_complete":
             st.completed = True
             _bump(sig, "completed")

@@ -27,7 +27,7 @@ EventKind = Literal[
     "tool_call",
     "tool_result",
     "compaction",  # a context compaction and its model-written summary: never user intent
-    "marker",  # task started / completed, turn ended, interrupted, aborted, branch
+    "marker",  # task started / completed, turn ended, interrupted, aborted, branch, reverted
     "meta",  # injected context, command wrappers, skill listings, titles: never user intent
 ]
 Marker = Literal[
@@ -37,6 +37,7 @@ Marker = Literal[
     "interrupted",
     "aborted",
     "branch",
+    "reverted",  # the person undid the agent's file changes (Codex's /undo)
     "session_start",
     "compaction",
 ]

@@ -251,6 +251,7 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         "patch_apply_end",
         "error",
         "thread_rolled_back",
+        "undo_completed",
         "entered_review_mode",
         "exited_review_mode",
         *_ECHOES,
@@ -273,6 +274,11 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
         turns = payload.get("num_turns")
         said = f"the person rolled back {turns} turn(s)" if isinstance(turns, int) else ""
         return [ev("marker", said or "the person rolled back the last turn", marker="branch")]
+    if etype == "undo_completed":  # /undo: the last turn's file changes restored away
+        if payload.get("success") is not True:  # nothing was undone (no snapshot, a failure)
+            return []
+        said = _str(payload.get("message")) or "the person undid the last turn's changes"
+        return [ev("marker", said, marker="reverted")]
     if etype in ("entered_review_mode", "exited_review_mode"):  # /review: its own thread's work
         return []
     if etype == "user_message":
