@@ -575,3 +575,66 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
     assert state.calls == {}
     assert users(events) == [("prompt", "list the files")]
     assert [e.text for e in events if e.kind == "meta"] == ["peer: a teammate's note"]
+
+
+def test_a_2_0_subagent_file_beside_the_sessions_counts_as_its_parents_session(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.0.x wrote a subagent's transcript beside the sessions,
+    ``<project>/agent-<id>.jsonl``, its records carrying the parent's ``sessionId`` and its own
+    ``agentId`` (2.1 moved it to ``<session>/subagents/``): its atoms are of the parent's
+    session — evidence counts one session, not one per subagent — and its trajectory is named
+    as a subagent's, not after the parent's session."""
+    import asyncio
+
+    from activities.skills.render import render_delta
+    from activities.skills.scan import commit_delta, read_atoms, scan
+    from activities.skills.store import SkillStore
+    from activities.skills.task_agent import split_delta
+    from xsky.skills.runs import ScanInput
+    from xsky.skills.sources import Source
+
+    sid = "550e8400-e29b-41d4-a716-446655440000"
+    base = {
+        "userType": "external",
+        "cwd": "/Users/test/proj",
+        "sessionId": sid,
+        "version": "2.0.70",
+    }
+
+    def said(uuid: str, parent: str | None, side: bool, role: str, content: Any) -> dict:
+        rec = {**base, "uuid": uuid, "parentUuid": parent, "isSidechain": side, "type": role}
+        if side:
+            rec["agentId"] = "a123456"
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if role == "assistant":
+            msg["id"], rec["requestId"] = f"msg-{uuid}", f"req-{uuid}"
+        return {**rec, "timestamp": f"2025-12-16T19:53:0{uuid[-1]}.000Z", "message": msg}
+
+    project = tmp_path / "projects" / "-Users-test-proj"
+    project.mkdir(parents=True)
+    main = [
+        said("m1", None, False, "user", "find the retry delay and fix the off-by-one"),
+        said("m2", "m1", False, "assistant", [{"type": "text", "text": "Fixed it."}]),
+    ]
+    agent = [
+        said("s1", None, True, "user", "Search the repo for the retry delay computation"),
+        said("s2", "s1", True, "assistant", [{"type": "text", "text": "net/retry.py:42"}]),
+    ]
+    for name, recs in ((f"{sid}.jsonl", main), ("agent-a123456.jsonl", agent)):
+        (project / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    home = tmp_path / "home"
+    for d in scan(home, [Source("claude-code", tmp_path / "projects", "t")], ScanInput()).deltas:
+        render_delta(home, d)
+        asyncio.run(split_delta(home, d, None, lambda note: None))
+        assert commit_delta(home, d).committed
+    store = SkillStore(home)
+    try:
+        atoms = {t.traj_id: read_atoms(home, t.traj_id) for t in store.trajs()}
+    finally:
+        store.close()
+    by_origin = {
+        a.provenance.origin: (tid, a.provenance.session) for tid, got in atoms.items() for a in got
+    }
+    assert by_origin["person"] == ("traj_cc_proj_550e8400", sid)
+    assert by_origin["model"] == ("traj_cc_proj_550e8400-sub-a123456-side", sid)

@@ -100,6 +100,8 @@ class ClaudeCodeAdapter:
             if not cwd:
                 project = folder.parent.name.rsplit("-", 1)[-1]
             short = f"{session[:8]}-sub-{agent[:8]}"
+        elif (parent := _beside_sessions(path, found.get("sessionId"))) and found.get("agentId"):
+            short = f"{parent[:8]}-sub-{found['agentId'][:8]}"  # (not its parent's name)
         else:
             short = (found.get("sessionId") or path.stem)[:8]
         return Identity(
@@ -167,6 +169,9 @@ class ClaudeCodeAdapter:
             state.cwd = redact(rec["cwd"].replace("\n", " "))[:500]
         if ident(rec.get("sessionId")):
             state.session_id = rec["sessionId"]
+            if not info.subagent and state.parent_session is None:
+                # a subagent's file beside the sessions (2.0.x): its session is its parent's
+                state.parent_session = _beside_sessions(PurePosixPath(info.path), rec["sessionId"])
         key = _dedupe_key(rec)
         if key is not None:
             if key in state.seen:
@@ -281,6 +286,15 @@ class ClaudeCodeAdapter:
             elif btype is not None:
                 state.count_opaque("user", btype)
         return out
+
+
+def _beside_sessions(path: PurePosixPath, session: Any) -> str | None:
+    """The parent session of a subagent's file that Claude Code 2.0.x wrote beside the sessions,
+    ``<project>/agent-<id>.jsonl``, its records carrying the parent's ``sessionId`` (2.1 writes
+    ``<session>/subagents/agent-<id>.jsonl``); None for any other file."""
+    if not (path.name.startswith("agent-") and isinstance(session, str) and session):
+        return None
+    return session if session != path.stem else None
 
 
 def _is_tool_result(content: Any) -> bool:
