@@ -646,6 +646,32 @@ def test_an_eko_watch_of_a_file_says_it_is_only_an_instruction(tmp_path: Path) -
     ), said
 
 
+def test_an_eko_dom_watch_that_is_not_made_durable_says_so(tmp_path: Path) -> None:
+    """A <watch event="dom"> is made durable only after steps that open its page (the page's
+    URL is what the watch polls): one as an agent's first step (Eko's own xml.test.ts "should
+    parse watch nodes" plan) or an agent's second watch stayed a model instruction, silently."""
+    watch = (
+        '<watch event="dom" loop="true"><description>Monitor DOM changes</description>'
+        "<trigger><node>Check if changed</node></trigger></watch>"
+    )
+    path = tmp_path / "plan.xml"
+    path.write_bytes(
+        _eko(
+            f'<agent name="Browser" id="0"><task>first</task><nodes>{watch}</nodes></agent>'
+            f'<agent name="Browser" id="1"><task>second</task><nodes><node>Open https://a.example'
+            f"</node>{watch}{watch}</nodes></agent>"
+        )
+    )
+    said = [
+        (w.agent_id, w.step, w.message)
+        for w in load_plan(path, known_agents=KNOWN).warnings
+        if "<watch" in w.message
+    ]
+    assert [(a, s) for a, s, _ in said] == [("0", (0,)), ("1", (2,))], said
+    assert "no step before it opens the page it watches" in said[0][2]
+    assert "only an agent's first watch" in said[1][2]
+
+
 def test_the_leader_reads_a_cut_off_replan_as_the_run_first_read_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -32,7 +32,7 @@ from xsky.errors import Problem
 from xsky.plan.budget import budget_problems
 from xsky.plan.models import Step, Workflow, WorkflowAgent
 from xsky.plan.variables import nearest
-from xsky.plan.watches import WatchSpec, watch_problems
+from xsky.plan.watches import WATCH, WatchSpec, watch_problems
 from xsky.security.mcp import is_mcp, is_tool_name
 
 # DIRECT_TOOLS: the registry's direct tools, llm and noop
@@ -375,8 +375,15 @@ def _empty_steps(index: int, agent: WorkflowAgent) -> list[Problem]:
     """Steps that give the agent's model nothing to do: an empty <node>, a <forEach> or a
     watch's <trigger> with no steps (an LLM planner writes them; they run, as Eko runs them)."""
     found: list[Problem] = []
+    # the one dom watch made durable as the run begins (xsky.plan.watches.lower_watches)
+    first = next((n for n, s in enumerate(agent.steps) if s.kind == "watch"), None)
+    durable = (
+        (first,)
+        if first and agent.steps[first].event == "dom" and WATCH not in (agent.config or {})
+        else None
+    )
 
-    def walk(steps: list[Step], path: tuple[int, ...]) -> None:
+    def walk(steps: list[Step], path: tuple[int, ...], looped: bool = False) -> None:
         for n, step in enumerate(steps):
             at = (*path, n)
             where = ".".join(str(p + 1) for p in at)
@@ -395,8 +402,22 @@ def _empty_steps(index: int, agent: WorkflowAgent) -> list[Problem]:
                     'or URL); for a durable watch use <config>{"watch": {"event": "file", '
                     '"path": "…", "maxFirings": 10, "idleTimeout": 3600}}</config>'
                 )
+            elif step.kind == "watch" and at != durable and not looped:
+                # (a dom watch in a loop is refused: xsky.plan.watches.nested_watch_problems)
+                why = (
+                    "no step before it opens the page it watches (Eko's Browser agents share the "
+                    "page an earlier one left open; here each starts on a blank page)"
+                    if at == (0,)
+                    else "only an agent's first watch, among its top steps, is made durable"
+                )
+                said = (
+                    f'agent {agent.id}, step {where}: <watch event="dom"> is given to the model '
+                    f"as an instruction — {why}, so nothing watches durably; open the page in a "
+                    "step before the watch, or write a native watch "
+                    '(<config>{"watch": {"event": "dom", "url": "…", …}}</config>)'
+                )
             else:
-                walk(step.steps, at)
+                walk(step.steps, at, looped or step.kind == "forEach")
                 continue
             found.append(Problem(said, agent_index=index, agent_id=agent.id, step=at))
 
