@@ -437,3 +437,34 @@ def test_an_undo_is_a_revert_of_the_agents_edits_and_lowers_the_tasks_score(
     kept, reverted = mined("kept", rollout(*work)), mined("undone", rollout(*work, undone))
     assert reverted["signals"].get("reverted_edits") == 1
     assert reverted["ux"] < kept["ux"]
+
+
+def test_an_image_in_a_calls_output_is_shown_as_image_not_its_bytes() -> None:
+    """A function call's output can be content items (codex-rs/protocol models.rs
+    FunctionCallOutputContentItem: input_text, input_image — a screenshot, an MCP tool's
+    picture, as a data URL): the image is ``[image]``, and text after it is kept, not pushed
+    out of the view's 2,000 characters by base64."""
+    png = "data:image/png;base64," + "iVBORw0KGgo" * 400
+    events, _ = parse(
+        V0128,
+        rollout(
+            said("screenshot the page and say what is wrong"),
+            item(type="function_call", name="mcp__pw__screenshot", call_id="c1", arguments="{}"),
+            item(
+                type="function_call_output",
+                call_id="c1",
+                output=[
+                    {"type": "input_image", "image_url": png},
+                    {"type": "input_text", "text": "The page shows a 404"},
+                ],
+            ),
+            item(type="custom_tool_call", name="view", call_id="c2", input="a.png"),
+            item(
+                type="custom_tool_call_output",
+                call_id="c2",
+                output={"type": "input_image", "image_url": png, "detail": None},
+            ),
+        ),
+    )
+    results = [e.text for e in events if e.kind == "tool_result"]
+    assert results == ["[image]\nThe page shows a 404", "[image]"]

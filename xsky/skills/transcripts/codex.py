@@ -460,6 +460,8 @@ def _output(output: Any) -> tuple[str, bool]:
             # apply_patch answers a patch it could not apply in plain text, without a code
             refused = output.lstrip().startswith(_PATCH_REFUSED)
             return output, refused or (code is not None and code != 0)
+    if isinstance(output, dict) and output.get("type") in ("input_text", "input_image"):
+        output = [output]  # a single content item
     if isinstance(output, dict):
         meta = json_object(output.get("metadata"))
         code = meta.get("exit_code", output.get("exit_code"))
@@ -469,12 +471,22 @@ def _output(output: Any) -> tuple[str, bool]:
         failed = isinstance(code, int) and code != 0
         return (f"exit code {code}\n{body}" if failed else body), failed
     if isinstance(output, list):
-        text = "\n".join(
-            as_text(o.get("text", o)) if isinstance(o, dict) else as_text(o) for o in output
-        )
+        text = "\n".join(_content_item(o) for o in output)
         code = _exit_in_text(text)
         return text, code is not None and code != 0
     return as_text(output), False
+
+
+def _content_item(item: Any) -> str:
+    """One of an output's content items (``input_text``, ``input_image``: a screenshot, an
+    MCP tool's picture): its text, an image as ``[image]`` — never its base64 bytes."""
+    if not isinstance(item, dict):
+        return as_text(item)
+    if item.get("type") in ("input_image", "image") or (
+        "image_url" in item and not isinstance(item.get("text"), str)
+    ):
+        return "[image]"
+    return as_text(item.get("text", item))
 
 
 def _chain_key(rec: dict[str, Any], state: ParseState) -> str | None:
