@@ -468,3 +468,26 @@ def test_an_image_in_a_calls_output_is_shown_as_image_not_its_bytes() -> None:
     )
     results = [e.text for e in events if e.kind == "tool_result"]
     assert results == ["[image]\nThe page shows a 404", "[image]"]
+
+
+def test_reasoning_with_only_raw_content_is_read() -> None:
+    """A reasoning item carries a summary, or — from a model that shows its raw reasoning
+    (gpt-oss, ``--oss``) — only ``content`` ``reasoning_text`` parts (codex-rs/protocol
+    models.rs ReasoningItemContent): read either; a summary, when there is one, is preferred."""
+    raw = {"type": "reasoning_text", "text": "the flag parser drops the last arg"}
+    events, _ = parse(
+        V0128,
+        rollout(
+            said("why does --json get ignored?"),
+            item(type="reasoning", summary=[], content=[raw], encrypted_content=None),
+            item(
+                type="reasoning",
+                summary=[{"type": "summary_text", "text": "**Checking the parser**"}],
+                content=[raw],
+            ),
+        ),
+    )
+    assert [e.text for e in events if e.kind == "thinking"] == [
+        "the flag parser drops the last arg",
+        "**Checking the parser**",
+    ]

@@ -199,13 +199,12 @@ class CodexAdapter:
                 return _assistant(text, "item", state, ev)
             return [ev("meta", f"{role}: {text}")]
         if ptype == "reasoning":
-            summary = payload.get("summary")
-            parts = (
-                [s.get("text", "") for s in summary if isinstance(s, dict)]
-                if isinstance(summary, list)
-                else []
-            )
-            text = "\n".join(p for p in parts if isinstance(p, str))
+            # its summary; else its raw content (reasoning_text: open-weight models, --oss)
+            summary, content = (payload.get(k) for k in ("summary", "content"))
+            items = [s for s in summary if isinstance(s, dict)] if isinstance(summary, list) else []
+            if not items and isinstance(content, list):
+                items = [c for c in content if isinstance(c, dict)]
+            text = "\n".join(t for t in (i.get("text") for i in items) if isinstance(t, str))
             return [ev("thinking", text)] if text.strip() else []
         if ptype in _CALLS:
             name = ident(payload.get("name")) or ptype.removesuffix("_call")
