@@ -491,3 +491,39 @@ def test_reasoning_with_only_raw_content_is_read() -> None:
         "the flag parser drops the last arg",
         "**Checking the parser**",
     ]
+
+
+def test_a_task_given_as_an_agent_message_item_is_the_spawner_models_prompt() -> None:
+    """Multi-agent messages are also persisted as history items, ``ResponseItem::AgentMessage``
+    {author, recipient, content: input_text | encrypted_content} (codex-rs/rollout policy.rs
+    should_persist_response_item): a NEW_TASK given to a sub-agent is its parent model's prompt,
+    like the ``inter_agent_communication`` record; a report back is context; an encrypted one
+    says who wrote to whom. They were opaque: a sub-agent's task was never read."""
+    task = "Message Type: NEW_TASK\nTask name: dates\nSender: /root\nPayload:\nMigrate the date helpers"
+    spawn = {
+        "subagent": {"thread_spawn": {"parent_thread_id": PARENT, "agent_path": "/root/dates"}}
+    }
+
+    def message(author: str, recipient: str, *content: dict[str, object]) -> dict[str, object]:
+        return item(type="agent_message", author=author, recipient=recipient, content=list(content))
+
+    events, state = parse(
+        V0128,
+        rollout(
+            message("/root", "/root/dates", {"type": "input_text", "text": task}),
+            message(
+                "/root/dates", "/root", {"type": "input_text", "text": "Done: 4 helpers moved"}
+            ),
+            message(
+                "/root", "/root/dates", {"type": "encrypted_content", "encrypted_content": "gA"}
+            ),
+            source=spawn,
+        ),
+    )
+    said = [(e.kind, e.origin, e.text) for e in events if e.kind in ("user", "meta")]
+    assert said == [
+        ("user", "model", "Migrate the date helpers"),
+        ("meta", None, "Done: 4 helpers moved"),
+        ("meta", None, "agent message from /root to /root/dates (encrypted)"),
+    ]
+    assert state.interpreted.get("response_item/agent_message") == 3

@@ -177,15 +177,28 @@ class CodexAdapter:
             return _event_msg(payload, state, ev)
         if kind == "inter_agent_communication":  # multi-agent v2: one agent's message to another
             state.count_interpreted(kind)
-            said = _str(payload.get("content")) or ""
-            task = _NEW_TASK.match(said)
-            # a new task given to this thread is its spawner model's prompt; the rest is context
-            return [ev("user", task.group(1), origin="model")] if task else [ev("meta", said)]
+            return _agent_message(_str(payload.get("content")) or "", ev)
         if kind != "response_item":
             state.count_opaque(kind if isinstance(kind, str) else "(no type)")
             return []
 
         ptype = payload.get("type")
+        if (
+            ptype == "agent_message"
+        ):  # the same message as a history item (ResponseItem::AgentMessage)
+            state.count_interpreted(kind, ptype)
+            content = payload.get("content")
+            said = "\n".join(
+                c["text"]
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, dict)
+                and c.get("type") == "input_text"
+                and isinstance(c.get("text"), str)
+            )
+            if not said.strip():  # encrypted only: who wrote to whom is what can be read
+                who = f"{_str(payload.get('author')) or '?'} to {_str(payload.get('recipient')) or '?'}"
+                return [ev("meta", f"agent message from {who} (encrypted)")]
+            return _agent_message(said, ev)
         if ptype not in _ITEMS:
             state.count_opaque(kind, ptype)
             return []
@@ -308,6 +321,13 @@ def _event_msg(payload: dict[str, Any], state: ParseState, ev: Any) -> list[Even
     elif failure is not None and call_id:
         return _late_failure(call_id, failure, state, ev)
     return []
+
+
+def _agent_message(said: str, ev: Any) -> list[Event]:
+    """One agent's message to another: a new task given to this thread is its spawner model's
+    prompt; the rest (a report back, a note) is context."""
+    task = _NEW_TASK.match(said)
+    return [ev("user", task.group(1), origin="model")] if task else [ev("meta", said)]
 
 
 def _late_failure(call_id: str, text: str, state: ParseState, ev: Any) -> list[Event]:
