@@ -511,6 +511,13 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
     jazzyalex/agent-sessions' stage0 Claude fixture, version 2.1.220): the result is read and
     paired with its call (a failed one counts as an error), not dropped as a sender's text."""
     base = {"isSidechain": False, "userType": "external", "cwd": "/tmp", "sessionId": "s1"}
+
+
+def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
+    """Claude Code 2.1.x labels each answer written under a skill ``attributionSkill`` (a
+    plugin's keeps its namespace), also in a subagent's file whose Skill call is in its
+    parent's: that is a use, measured from the record; an answer without one uses none."""
+    base = {"isSidechain": True, "userType": "external", "cwd": "/w", "sessionId": "s1"}
     recs = [
         {
             **base,
@@ -519,6 +526,9 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
             "uuid": "u1",
             "origin": {"kind": "human"},
             "message": {"role": "user", "content": "list the files"},
+
+
+            "message": {"role": "user", "content": "bootstrap the workspace"},
         },
         {
             **base,
@@ -526,6 +536,7 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
             "parentUuid": "u1",
             "uuid": "a1",
             "requestId": "r1",
+            "attributionSkill": "gns-cowork:gns-bootstrap",
             "message": {
                 "id": "m1",
                 "role": "assistant",
@@ -536,6 +547,10 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
                         "name": "Bash",
                         "input": {"command": "ls /x"},
                     }
+
+
+                    {"type": "text", "text": "Bootstrapping."},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
                 ],
             },
         },
@@ -638,3 +653,24 @@ def test_a_2_0_subagent_file_beside_the_sessions_counts_as_its_parents_session(
     }
     assert by_origin["person"] == ("traj_cc_proj_550e8400", sid)
     assert by_origin["model"] == ("traj_cc_proj_550e8400-sub-a123456-side", sid)
+
+
+            "type": "assistant",
+            "parentUuid": "a1",
+            "uuid": "a2",
+            "requestId": "r2",
+            "message": {
+                "id": "m2",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Done."}],
+            },
+        },
+    ]
+    data = "".join(json.dumps(r) + "\n" for r in recs).encode()
+    path = "/p/-w/s1/subagents/agent-a1.jsonl"
+    events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo(path, True))
+    assert [(e.kind, e.skill) for e in events if e.kind != "user"] == [
+        ("assistant", "gns-cowork:gns-bootstrap"),
+        ("tool_call", None),
+        ("assistant", None),
+    ]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -249,7 +250,13 @@ class ClaudeCodeAdapter:
                 # Error: 500 …"): the turn failed, it did not complete.
                 text = _result_text(message.get("content")) or "API error"
                 return out + [ev("tool_result", text, tool=MODEL_API, is_error=True)]
-            return out + _assistant(message, state, ev, writer)
+            said = _assistant(message, state, ev, writer)
+            # The skill Claude Code says this answer was written under (2.1.x attributionSkill,
+            # also in a subagent's file whose Skill call is its parent's): a measured use.
+            attributed = skill_name(rec.get("attributionSkill"))
+            if attributed and said and all(e.skill is None for e in said):
+                said[0] = replace(said[0], skill=attributed)
+            return out + said
 
         # user lines: a prompt, tool results, or injected context
         content = message.get("content")
