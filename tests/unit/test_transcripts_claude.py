@@ -511,13 +511,6 @@ def test_a_tool_result_marked_with_a_non_human_origin_still_answers_its_call() -
     jazzyalex/agent-sessions' stage0 Claude fixture, version 2.1.220): the result is read and
     paired with its call (a failed one counts as an error), not dropped as a sender's text."""
     base = {"isSidechain": False, "userType": "external", "cwd": "/tmp", "sessionId": "s1"}
-
-
-def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
-    """Claude Code 2.1.x labels each answer written under a skill ``attributionSkill`` (a
-    plugin's keeps its namespace), also in a subagent's file whose Skill call is in its
-    parent's: that is a use, measured from the record; an answer without one uses none."""
-    base = {"isSidechain": True, "userType": "external", "cwd": "/w", "sessionId": "s1"}
     recs = [
         {
             **base,
@@ -526,9 +519,6 @@ def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
             "uuid": "u1",
             "origin": {"kind": "human"},
             "message": {"role": "user", "content": "list the files"},
-
-
-            "message": {"role": "user", "content": "bootstrap the workspace"},
         },
         {
             **base,
@@ -536,7 +526,6 @@ def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
             "parentUuid": "u1",
             "uuid": "a1",
             "requestId": "r1",
-            "attributionSkill": "gns-cowork:gns-bootstrap",
             "message": {
                 "id": "m1",
                 "role": "assistant",
@@ -547,10 +536,6 @@ def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
                         "name": "Bash",
                         "input": {"command": "ls /x"},
                     }
-
-
-                    {"type": "text", "text": "Bootstrapping."},
-                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
                 ],
             },
         },
@@ -655,6 +640,37 @@ def test_a_2_0_subagent_file_beside_the_sessions_counts_as_its_parents_session(
     assert by_origin["model"] == ("traj_cc_proj_550e8400-sub-a123456-side", sid)
 
 
+def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
+    """Claude Code 2.1.x labels each answer written under a skill ``attributionSkill`` (a
+    plugin's keeps its namespace), also in a subagent's file whose Skill call is in its
+    parent's: that is a use, measured from the record; an answer without one uses none."""
+    base = {"isSidechain": True, "userType": "external", "cwd": "/w", "sessionId": "s1"}
+    recs = [
+        {
+            **base,
+            "type": "user",
+            "parentUuid": None,
+            "uuid": "u1",
+            "message": {"role": "user", "content": "bootstrap the workspace"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "parentUuid": "u1",
+            "uuid": "a1",
+            "requestId": "r1",
+            "attributionSkill": "gns-cowork:gns-bootstrap",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Bootstrapping."},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+                ],
+            },
+        },
+        {
+            **base,
             "type": "assistant",
             "parentUuid": "a1",
             "uuid": "a2",
