@@ -250,13 +250,13 @@ class ClaudeCodeAdapter:
                 # Error: 500 …"): the turn failed, it did not complete.
                 text = _result_text(message.get("content")) or "API error"
                 return out + [ev("tool_result", text, tool=MODEL_API, is_error=True)]
-            said = _assistant(message, state, ev, writer)
+            answered = _assistant(message, state, ev, writer)
             # The skill Claude Code says this answer was written under (2.1.x attributionSkill,
             # also in a subagent's file whose Skill call is its parent's): a measured use.
             attributed = skill_name(rec.get("attributionSkill"))
-            if attributed and said and all(e.skill is None for e in said):
-                said[0] = replace(said[0], skill=attributed)
-            return out + said
+            if attributed and answered and all(e.skill is None for e in answered):
+                answered[0] = replace(answered[0], skill=attributed)
+            return out + answered
 
         # user lines: a prompt, tool results, or injected context
         content = message.get("content")
