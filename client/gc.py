@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
-from xsky.artifacts import CHANGED_END, GC_MARK, looks_changed, safe_component
+from xsky.artifacts import CHANGED_END, GC_MARK, PAGES, looks_changed, safe_component
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.lineage import descendants_clause
@@ -72,6 +72,8 @@ async def collect(
     for folder in folders:
         mark = f"{folder}/{GC_MARK}"
         keys = [k for k in await asyncio.to_thread(store.keys, folder + "/") if k != mark]
+        # (the pages its browser agents left are kept apart from its folder: xsky/artifacts.py)
+        keys += await asyncio.to_thread(store.keys, f"{PAGES}{folder}/")
         if not keys:  # removed before: only its mark is left
             if run is not None:
                 done.append(Collected(folder, 0, f"already {removed_by_gc(store, run)}", True))

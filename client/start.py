@@ -4,6 +4,8 @@ itself (Temporal's External Storage: activities/storage/payloads.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from activities.storage import open_objects
 from client import leader_calls as calls
 from client._consts import RUN_ID
 from client.workers import picked_up, require_workers, unserved_error
+from xsky.artifacts import pages_folder, safe_component
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -29,10 +33,12 @@ from xsky.kinds import queue_kind
 from xsky.lineage import NAME as lineage_name
 from xsky.plan.models import Workflow
 from xsky.run_ids import default_run_id
-from xsky.runs import RunInput, RunResult
+from xsky.runs import ResumeFrom, RunInput, RunResult
 from xsky.security.allow_hosts import host_rule
 
 # -- starting ------------------------------------------------------------------------------------
+
+log = logging.getLogger("xsky.client")
 
 LINEAGE_KEY = SearchAttributeKey.for_keyword_list(lineage_name)
 
@@ -72,6 +78,22 @@ def is_prompt(text: str) -> bool:
         return True
 
 
+def carry_pages(settings: Settings, resume: ResumeFrom, run_id: str) -> None:
+    """The pages the agents a fork or a follow-up carries over left (activities/tools/
+    browsing.py), given to the new run: an agent it runs again after one of them continues
+    that agent's page, as it did in the run it comes from. Best effort: without them such an
+    agent starts on a page of its own."""
+    carried = {safe_component(r.id) for r in resume.carried}
+    try:
+        store = open_objects(settings)
+        for key in store.keys(pages_folder(resume.run_id)):
+            agent = key.rpartition("/")[2].removesuffix(".json")
+            if agent in carried:
+                store.put(f"{pages_folder(run_id)}{agent}.json", store.get(key))
+    except Exception as e:  # noqa: BLE001 - any store's errors: the run starts all the same
+        log.warning("the pages of %s's agents were not carried to %s: %s", resume.run_id, run_id, e)
+
+
 async def launch(
     client: Client,
     settings: Settings,
@@ -99,6 +121,8 @@ async def launch(
     check_hosts(inp.options.allow_hosts)
     wait = settings.worker_wait if wait_for_worker is None else wait_for_worker
     await require_workers(client, settings, plan_kinds(wf), wait, on_wait)
+    if inp.resume is not None and inp.resume.carried:
+        await asyncio.to_thread(carry_pages, settings, inp.resume, workflow_id)
 
     async def start(attributes: TypedSearchAttributes) -> WorkflowHandle[Any, RunResult]:
         return await client.start_workflow(

@@ -60,6 +60,20 @@ def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
     return "/".join((safe_component(run_id), safe_component(agent_id), safe_component(filename)))
 
 
+# The page a browser agent left (its cookies, its origin's storage, its address), for the agent
+# after it (activities/tools/browsing.py): outside the run's folder, which every command of the
+# run may read (a sandbox mounts it), since its cookies are a login. gc removes it with the run.
+PAGES = "_pages/"
+
+
+def pages_folder(run_id: str) -> str:
+    return f"{PAGES}{safe_component(run_id)}/"
+
+
+def page_key(run_id: str, agent_id: str) -> str:
+    return f"{pages_folder(run_id)}{safe_component(agent_id)}.json"
+
+
 # What `starter.py gc` leaves of a run whose stored objects it removed: when, and how many,
 # so a later read says they were removed rather than blaming the reader's configuration.
 GC_MARK = "_gc.json"

@@ -221,12 +221,8 @@ def prepare(
         command_spare=ledger.command_spare(settings.home)
         if record is not None and publish is None
         else None,
-        page_from=[
-            (run, agent)
-            for agent in inp.agent.depends
-            for run in dict.fromkeys([key.run_id, inp.workspace_from or inp.workspace_of])
-            if run
-        ],
+        # (its own page too when it goes on from its checkpoint: after a question, a lost worker)
+        page_from=[*inp.agent.depends, *([key.agent_id] if _resumes(inp, fresh, key) else [])],
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)
@@ -265,7 +261,7 @@ def prepare(
         answers=inp.answers,
         nudges=inp.nudges,
         # an agent's checkpoint is kept across its dispatches: none before its first
-        resume=inp.resume and not (fresh and key.dispatch == 1 and key.plan_version == 1),
+        resume=_resumes(inp, fresh, key),
         artifact_threshold=inp.artifact_threshold,
         store=store,
         checkpoints=Checkpoints(store, key),
@@ -385,6 +381,12 @@ def _sandbox(layers: list[SettingsLayer]) -> SandboxSettings:
 
 # Direct tools that touch no workspace (activities/agents/direct.py): their attempts get none.
 WORKSPACE_FREE = frozenset({"noop", "gather", "llm"})
+
+
+def _resumes(inp: AgentInput, fresh: bool, key: AgentKey) -> bool:
+    """Does the attempt go on from its checkpoint? An agent's checkpoint is kept across its
+    dispatches: there is none before the first attempt of its first."""
+    return inp.resume and not (fresh and key.dispatch == 1 and key.plan_version == 1)
 
 
 def _named_workspace(

@@ -117,11 +117,12 @@ class ToolContext:
     # Where it writes that end when ``command_record``'s disk cannot take it (a local store's
     # disk full or read-only): the worker's own (AttemptLedger.command_spare).
     command_spare: Path | None = None
-    # The agents this one depends on, as (run, agent): a page it opens continues the last page
-    # one of them left (its cookies, storage and address: activities/tools/browsing.py), as
-    # Eko's Browser agents share one page — "log in", then "read the dashboard". A fork or a
-    # follow-up run looks in the run it came from too (its agents ran there).
-    page_from: list[tuple[str, str]] = field(default_factory=list)
+    # The agents this one depends on (and itself, when it resumes): a page it opens continues
+    # the last page one of them left (its cookies, its origin's storage and its address:
+    # activities/tools/browsing.py), as Eko's Browser agents share one page — "log in", then
+    # "read the dashboard". A fork or a follow-up run is given the pages of the agents it
+    # carries over as it starts (client/start.py).
+    page_from: list[str] = field(default_factory=list)
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

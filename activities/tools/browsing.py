@@ -5,7 +5,7 @@ agents never share cookies, tabs or navigation state. An agent that depends on o
 page continues where that one left it — its cookies and storage, and its address once the agent
 does anything but open an address of its own — as Eko's Browser agents share one page ("log
 in", then "read the dashboard"): each agent that opened a page leaves it in the store as its
-attempt ends (``PAGE_FILE``, one write), on whatever worker the next one runs.
+attempt ends (``xsky.artifacts.page_key``, one write), on whatever worker the next one runs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
-from xsky.artifacts import artifact_path
+from xsky.artifacts import page_key
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
 
 log = logging.getLogger("xsky.browser")
@@ -29,7 +29,6 @@ log = logging.getLogger("xsky.browser")
 MAX_TEXT = 20_000
 MAX_LINKS = 60
 TIMEOUT_MS = 20_000
-PAGE_FILE = "browser-page.json"  # beside an agent's results: the page it left (url, storage)
 LEAVE_TIMEOUT = 30.0  # seconds the page's state may take to be read and stored as it closes
 # The most a page's state may take in the store: a page can fill its origins' storage (5 MiB
 # each in Chromium); past this it is not kept, and the agent after it starts on a page of its own.
@@ -129,17 +128,19 @@ async def not_opened(url: str, e: Exception, refusals: Refusals, mark: int) -> T
 
 
 def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
-    """The page the agents ``ctx`` continues (its dependencies) left, the newest of them:
-    (whose, {"url", "storage", "at"}); None: none of them used a page. A read per dependency
-    (and run), made only when the agent opens its first page."""
+    """The page the agents ``ctx`` continues (its dependencies, and itself when it resumes)
+    left, the newest of them: (whose, {"url", "storage", "at"}); None: none of them used a
+    page. A read per agent, made only when the agent opens its first page."""
     found: list[tuple[float, str, dict[str, Any]]] = []
-    for run, agent in ctx.page_from:
+    for agent in ctx.page_from:
         try:
-            left = json.loads(ctx.store.objects.get(artifact_path(run, agent, PAGE_FILE)))
+            left = json.loads(ctx.store.objects.get(page_key(ctx.run_id, agent)))
         except FileNotFoundError:
             continue
-        except (OSError, ValueError) as e:  # best effort: the agent starts on a blank page
-            log.warning("could not read the page %s left in run %s: %s", agent, run, e)
+        # best effort, whatever the store or the file (an object store's own errors are no
+        # OSError): the agent starts on a page of its own
+        except Exception as e:  # noqa: BLE001
+            log.warning("could not read the page %s left in run %s: %s", agent, ctx.run_id, e)
             continue
         if isinstance(left, dict) and isinstance(left.get("storage"), dict):
             found.append((float(left.get("at") or 0), agent, left))
@@ -147,6 +148,18 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
         return None
     _, agent, left = max(found, key=lambda f: f[0])
     return agent, left
+
+
+# Kept of a page for the agent after it: the cookies (at most this many) and the storage of the
+# origin it was at. Not Playwright's whole storage_state: it visits every origin the context
+# touched, ~50 ms each, and a page that touched hundreds (iframes of many subdomains) took
+# minutes to read and to restore — restoring runs in the browser's open, whose 30 s bound then
+# took the shared browser for hung and replaced it, under every other agent's page.
+MAX_COOKIES = 300
+_ORIGIN_STORAGE = """() => { const out = [];
+  for (let i = 0; i < localStorage.length && i < 1000; i++) {
+    const name = localStorage.key(i); out.push({name, value: localStorage.getItem(name)}); }
+  return out; }"""
 
 
 class BrowserSession:
@@ -163,40 +176,61 @@ class BrowserSession:
         at its address unless ``where_left`` is False (the agent opens an address itself)."""
         if self._page is None:
             left = await asyncio.to_thread(left_page, self.ctx) if self.ctx.page_from else None
+            state = left[1]["storage"] if left else None
             try:
-                self._page = await self._stack.enter_async_context(
-                    self.ctx.browsers.page_for(
-                        self.refusals.context(self.ctx), left[1]["storage"] if left else None
-                    )
-                )
+                try:
+                    self._page = await self._open(state)
+                except (BrowserUnavailable, egress.EgressUnavailable):
+                    raise
+                except Exception as e:  # Playwright's own: a state Chromium does not take
+                    if state is None:
+                        raise
+                    log.warning("could not continue the page %s left: %s", left and left[0], e)
+                    left, self._page = None, await self._open(None)
             except (BrowserUnavailable, egress.EgressUnavailable) as e:
                 raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
             if left is not None:
                 url = left[1].get("url")
                 self._left_at = url if isinstance(url, str) and url.startswith("http") else None
-                self.ctx.progress(
-                    f"continuing the page {left[0]} left"
-                    + (f" at {self._left_at}" if self._left_at else "")
-                )
-        if where_left and self._left_at is not None:
+                # (its address is not said: a token in a query string would be on the board)
+                self.ctx.progress(f"continuing the page {left[0]} left")
+        if not where_left:
+            self._left_at = None  # it opens an address of its own: the one left is not gone to
+        elif self._left_at is not None:
             url, self._left_at = self._left_at, None
             with contextlib.suppress(Exception):  # gone or refused now: the page says so
                 await self._page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
         return self._page
 
+    async def _open(self, state: dict[str, Any] | None) -> Any:
+        return await self._stack.enter_async_context(
+            self.ctx.browsers.page_for(self.refusals.context(self.ctx), state)
+        )
+
     async def close(self) -> None:
-        if self._page is not None:
-            await self._leave()
-        await self._stack.aclose()
-        self._page = None
+        try:
+            if self._page is not None:
+                await self._leave()
+        finally:
+            await self._stack.aclose()
+            self._page = None
 
     async def _leave(self) -> None:
-        """The page's cookies, storage and address, for an agent that continues it (best
-        effort: the agent's own end is not held up, or replaced, by it)."""
+        """The page's cookies, its origin's storage and its address, for an agent that
+        continues it (best effort: the agent's own end is not held up, or replaced, by it)."""
         page = self._page
         try:
-            storage = await asyncio.wait_for(page.context.storage_state(), LEAVE_TIMEOUT)
-            left = json.dumps({"url": page.url, "storage": storage, "at": time.time()})
+            cookies = await asyncio.wait_for(page.context.cookies(), LEAVE_TIMEOUT)
+            url = str(page.url)
+            origins = []
+            if url.startswith("http"):
+                with contextlib.suppress(Exception):  # a page navigating away as it is read
+                    items = await asyncio.wait_for(page.evaluate(_ORIGIN_STORAGE), LEAVE_TIMEOUT)
+                    origin = await page.evaluate("() => location.origin")
+                    if items:
+                        origins = [{"origin": origin, "localStorage": items}]
+            storage = {"cookies": cookies[:MAX_COOKIES], "origins": origins}
+            left = json.dumps({"url": url, "storage": storage, "at": time.time()})
             if len(left) > PAGE_LIMIT:
                 log.warning(
                     "the page agent %s left holds %d bytes of cookies and storage, more than %d: "
@@ -206,11 +240,9 @@ class BrowserSession:
                     PAGE_LIMIT,
                 )
                 return
+            key = page_key(self.ctx.run_id, self.ctx.agent_id)
             await asyncio.wait_for(
-                asyncio.to_thread(
-                    self.ctx.store.put_text, self.ctx.run_id, self.ctx.agent_id, PAGE_FILE, left
-                ),
-                LEAVE_TIMEOUT,
+                asyncio.to_thread(self.ctx.store.objects.put, key, left.encode()), LEAVE_TIMEOUT
             )
         except Exception as e:  # noqa: BLE001 - Playwright's and any store's errors
             log.warning("could not keep the page agent %s left: %s", self.ctx.agent_id, e)

@@ -101,3 +101,20 @@ def test_a_running_run_whose_id_lost_a_dot_to_its_folder_is_kept(
     monkeypatch.setattr(gc, "open_objects", lambda settings: store)
     (kept,) = asyncio.run(gc.collect(_Listed(), None))  # type: ignore[arg-type]
     assert not kept.removed and "running" in kept.why
+
+
+def test_gc_removes_the_pages_a_runs_browser_agents_left_with_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser agent's page (its cookies: a login) is kept apart from the run's folder,
+    which its commands may read; gc removes it with the run, and another run's stays."""
+    from xsky.artifacts import page_key
+
+    store = LocalStore(tmp_path)
+    store.put("old-run/a/out.txt", b"x")
+    store.put(page_key("old-run", "a"), b"{}")
+    store.put(page_key("other-run", "a"), b"{}")
+    monkeypatch.setattr(gc, "open_objects", lambda settings: store)
+    done = asyncio.run(gc.collect(_Server(), None, run="old-run"))  # type: ignore[arg-type]
+    assert done[0].removed and done[0].objects == 2
+    assert store.keys("_pages/") == [page_key("other-run", "a")]

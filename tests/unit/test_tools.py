@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import json
 import os
 import subprocess
 import tempfile
@@ -609,30 +610,47 @@ async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
 ):
     """A real Eko plan: agent 0 logs in, agent 1 (dependsOn 0) reads the dashboard. Eko's
     Browser agents share one page; here agent 1 started on a blank page of its own, logged out.
-    Now it continues the page agent 0 left — its cookies and its address — and an agent that
-    does not depend on it still starts logged out."""
-    from activities.tools.browsing import PAGE_FILE, BrowserSession
+    Now it continues the page agent 0 left — its cookies, its origin's storage, its address —
+    and an agent that does not depend on it still starts logged out."""
+    from activities.tools.browsing import BrowserSession
+    from xsky.artifacts import page_key
 
     reach(ctx, login_site)
     first = BrowserSession(ctx)  # agent a1
     try:
         said = await first.navigate({"url": f"{login_site}/login?user=ann"})
         assert "welcome ann" in said and "/home" in said
+        await (await first.page()).evaluate("localStorage.setItem('token', 'T-ann')")
     finally:
         await first.close()
-    assert (tmp_path / "artifacts" / "run-1" / "a1" / PAGE_FILE).is_file()
+    # kept apart from the run's folder, which its commands may read (a sandbox mounts it)
+    kept = tmp_path / "artifacts" / page_key("run-1", "a1")
+    assert kept.is_file() and "run-1" not in kept.relative_to(tmp_path / "artifacts").parts[0]
 
-    after = dataclasses.replace(ctx, agent_id="a2", page_from=[("run-1", "a0"), ("run-1", "a1")])
-    second = BrowserSession(after)  # (a0 left no page)
-    try:
+    notes: list[str] = []
+    second = BrowserSession(
+        dataclasses.replace(ctx, agent_id="a2", page_from=["a0", "a1"], progress=notes.append)
+    )
+    try:  # (a0 left no page)
         assert await second.extract({"selector": "#who"}) == "welcome ann"  # at /home, as left
-        assert "now at" in await second._where() and "/home" in (await second.page()).url
+        page = await second.page()
+        assert page.url.endswith("/home") and "continuing the page a1 left" in notes
+        assert await page.evaluate("localStorage.getItem('token')") == "T-ann"
         said = await second.navigate({"url": f"{login_site}/dashboard"})
         assert "welcome ann" in said  # the login's cookie went on with the page
     finally:
         await second.close()
 
-    apart = BrowserSession(dataclasses.replace(ctx, agent_id="a3", page_from=[]))
+    # Its first step opens an address of its own: it stays there (the left one is not gone to).
+    third = BrowserSession(dataclasses.replace(ctx, agent_id="a3", page_from=["a1"]))
+    try:
+        assert "welcome ann" in await third.navigate({"url": f"{login_site}/dashboard"})
+        assert await third.extract({"selector": "#who"}) == "welcome ann"
+        assert (await third.page()).url.endswith("/dashboard")
+    finally:
+        await third.close()
+
+    apart = BrowserSession(dataclasses.replace(ctx, agent_id="a4", page_from=[]))
     try:
         assert "please log in" in await apart.navigate({"url": f"{login_site}/dashboard"})
     finally:
@@ -642,11 +660,12 @@ async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
 
 @pytest.mark.browser
 async def test_a_page_that_fills_its_storage_is_not_kept_for_the_next_agent(
-    ctx, login_site, tmp_path, monkeypatch
+    ctx, login_site, tmp_path, monkeypatch, caplog
 ):
     """A page's state goes to the store whole: a page that filled its origin's storage would
     have been written (and read back by the next agent) at any size."""
     from activities.tools import browsing
+    from xsky.artifacts import page_key
 
     monkeypatch.setattr(browsing, "PAGE_LIMIT", 64 * 1024)
     reach(ctx, login_site)
@@ -658,4 +677,43 @@ async def test_a_page_that_fills_its_storage_is_not_kept_for_the_next_agent(
     finally:
         await session.close()
         await ctx.browsers.close()
-    assert not (tmp_path / "artifacts" / "run-1" / "a1" / browsing.PAGE_FILE).exists()
+    assert not (tmp_path / "artifacts" / page_key("run-1", "a1")).exists()
+    assert "more than 65536: not kept" in caplog.text
+
+
+@pytest.mark.browser
+async def test_a_page_left_that_chromium_refuses_is_passed_over_and_closing_always_closes(
+    ctx, login_site, tmp_path
+):
+    """A page file Chromium does not take (damaged, or from another version) failed every
+    attempt of the agent after it; and a close cancelled while it kept the page left the
+    browser context open."""
+    from activities.tools.browsing import BrowserSession
+    from xsky.artifacts import page_key
+
+    reach(ctx, login_site)
+    bad = {"url": f"{login_site}/home", "storage": {"cookies": [{"name": 1}]}, "at": 1}
+    ctx.store.objects.put(page_key("run-1", "a0"), json.dumps(bad).encode())
+    after = BrowserSession(dataclasses.replace(ctx, agent_id="a2", page_from=["a0"]))
+    try:
+        assert "please log in" in await after.navigate({"url": f"{login_site}/dashboard"})
+    finally:
+        await after.close()
+
+    session = BrowserSession(ctx)
+    try:
+        await session.navigate({"url": f"{login_site}/dashboard"})
+        context = (await session.page()).context
+
+        async def stuck() -> None:
+            await asyncio.sleep(30)
+
+        session._leave = stuck  # type: ignore[method-assign]
+        closing = asyncio.ensure_future(session.close())
+        await asyncio.sleep(0.2)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert context.pages == []  # closed all the same
+    finally:
+        await ctx.browsers.close()
