@@ -279,6 +279,9 @@ def sandbox_summary(settings: Settings) -> str:
     )
 
 
+STORE_CHECK_SECONDS = 15.0
+
+
 async def store_answers(objects: ObjectStore) -> None:
     """An object store that refuses this worker (a bucket that is not there, a region or
     credentials it does not take) stops it as it starts, saying how to mend it; one that does
@@ -289,22 +292,36 @@ async def store_answers(objects: ObjectStore) -> None:
     from activities.storage.s3 import StoreRefused, StoreUnavailable
 
     where = objects.where
+    bucket = where.removeprefix("s3://").split("/")[0]
     try:
-        await asyncio.to_thread(check)
+        # (bounded: a store that takes connections and never answers is retried by obstore
+        # for minutes; the worker starts, and its agents wait for the store, saying so)
+        await asyncio.wait_for(asyncio.to_thread(check), STORE_CHECK_SECONDS)
     except StoreRefused as e:
-        status = re.search(r"status code: (\d{3}[^:<]*)", e.strerror or "")
-        said = f"it answers {status[1].strip()}" if status else e.strerror
+        said = e.strerror or ""
+        status = re.search(r"status code: (\d{3})", said)
+        code = re.search(r"<Code>([^<]+)</Code>", said)
+        answer = " ".join(filter(None, [status[1] if status else None, code[1] if code else None]))
+        if status and status[1] == "404":
+            mend = f"does the bucket {bucket} exist? make it first (e.g. `aws s3 mb s3://{bucket}`) or fix XSKY_STORE"
+        elif status and status[1] in ("401", "403"):
+            mend = (
+                f"the credentials are refused or may not list {where}: check AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY (or AWS_SESSION_TOKEN, AWS_PROFILE) and that they may "
+                "s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject under the prefix"
+            )
+        else:
+            mend = "check XSKY_STORE's bucket, AWS_REGION and AWS_ENDPOINT_URL"
         raise UsageError(
-            f"the store {where} refuses this worker: {said}\n"
-            f"  check XSKY_STORE's bucket (does it exist? make it first, e.g. "
-            f"`aws s3 mb s3://{where.removeprefix('s3://').split('/')[0]}`), AWS_REGION, "
-            "AWS_ENDPOINT_URL and the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+            f"the store {where} refuses this worker"
+            + (f": it answers {answer}" if answer else f": {said[:200]}")
+            + f"\n  {mend}"
         ) from None
-    except StoreUnavailable as e:
+    except (StoreUnavailable, TimeoutError) as e:
         log.warning(
             "the store %s does not answer yet (%s): agents wait for it, saying so on the board",
             where,
-            e.strerror,
+            getattr(e, "strerror", None) or f"no answer within {STORE_CHECK_SECONDS:g}s",
         )
 
 

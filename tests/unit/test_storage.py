@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -321,7 +322,7 @@ async def test_a_worker_does_not_start_on_a_bucket_that_is_not_there(
     with pytest.raises(UsageError) as refused:
         await store_answers(missing)
     said = str(refused.value)
-    assert f"the store {missing.where} refuses this worker: it answers 404 Not Found" in said
+    assert f"the store {missing.where} refuses this worker: it answers 404" in said, said
     assert "aws s3 mb s3://typo-" in said and "<?xml" not in said
     await store_answers(
         S3Store(parse_store(f"s3://{s3.bucket(f'b-{uuid.uuid4().hex[:8]}')}/p"), s3.endpoint)
@@ -330,3 +331,34 @@ async def test_a_worker_does_not_start_on_a_bucket_that_is_not_there(
     with caplog.at_level(logging.WARNING, logger="xsky.worker"):
         await store_answers(S3Store(parse_store("s3://down/pre"), failing_endpoint))
     assert "does not answer yet" in caplog.text  # said, and the agents wait for it
+
+
+async def test_a_worker_refused_by_its_store_is_told_of_its_credentials_not_of_a_bucket(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    # A 403 (credentials refused, or no s3:ListBucket on the prefix) was told to make the bucket.
+    import worker
+
+    with answering_with(403, "AccessDenied") as endpoint:
+        with pytest.raises(UsageError) as refused:
+            await worker.store_answers(S3Store(parse_store("s3://mine/pre"), endpoint))
+    said = str(refused.value)
+    assert "it answers 403" in said and "s3:ListBucket" in said and "mb s3://" not in said, said
+
+    # A store that takes connections and never answers: obstore retries for minutes; the
+    # worker starts after a short wait, saying so, and its agents wait for the store.
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(8)
+    monkeypatch.setattr(worker, "STORE_CHECK_SECONDS", 1.0)
+    try:
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="xsky.worker"):
+            port = hung.getsockname()[1]
+            await worker.store_answers(
+                S3Store(parse_store("s3://mine/pre"), f"http://127.0.0.1:{port}")
+            )
+        assert time.monotonic() - started < 5
+        assert "does not answer yet (no answer within 1s)" in caplog.text
+    finally:
+        hung.close()
