@@ -75,3 +75,62 @@ def test_plain_forms_are_still_checked_as_before(command: str) -> None:
 def test_a_traps_action_is_checked_as_the_command_line_it_is() -> None:
     # `trap "rm -f x" EXIT` ran rm at exit with no rule seeing it: its parts are recorded now
     assert ["rm", "-f", "x"] in [p.argv for p in split_command('trap "rm -f x" EXIT')]
+
+
+# A value bash reads again as code outside arithmetic (a third review): a declarer gives an
+# array a value that looks like `(…)` — it is a compound assignment, expanded again — and
+# compgen's -W word list is expanded again. Each ran cmd with real bash.
+CODE_AGAIN = [
+    'declare -a files="${XSKY_V1}"',
+    'f() { local -a xs="${XSKY_V1}"; }; f',
+    'typeset -A m="${XSKY_V1}"',
+    'readonly -a r="${XSKY_V1}"',
+    'declare -ga g="${XSKY_V1}"',
+    'declare -a arr; declare arr="${XSKY_V1}"',  # made an array first
+    'f() { declare -g arr="${XSKY_V1}"; }; declare -a arr; f',  # …or before the function runs
+    'declare -a "arr=${XSKY_V1}"',
+    'compgen -W "${XSKY_V1}" -- a',
+]
+AGAIN_PAYLOAD = "($(echo RAN >&2))"
+
+
+@pytest.mark.parametrize("command", CODE_AGAIN)
+def test_bash_runs_a_value_a_declarer_or_compgen_reads_again(command: str) -> None:
+    value = "$(echo RAN >&2)" if command.startswith("compgen") else AGAIN_PAYLOAD
+    ran = subprocess.run(
+        ["bash", "-c", command],
+        env={"XSKY_V1": value, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert "RAN" in ran.stderr
+
+
+@pytest.mark.parametrize("command", CODE_AGAIN)
+def test_the_checker_cannot_check_a_value_read_again(command: str) -> None:
+    with pytest.raises(ShellParseError):
+        split_command(command)
+
+
+def test_callbacks_of_mapfile_and_compgen_are_checked_as_command_lines() -> None:
+    # `mapfile -C 'rm -rf x #' -c 1 a < f` ran rm with no rule seeing it
+    for command in ("mapfile -C 'rm -rf x #' -c 1 a < f", "compgen -C 'rm -rf x' a"):
+        assert ["rm", "-rf", "x"] in [p.argv for p in split_command(command)], command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'declare x="${XSKY_V1}"; local y="${XSKY_V1}"',
+        "declare -a b=(1 2); declare -A m; m[k]=1",
+        "declare -a files; files=(a b)",
+        'compgen -W "a b c" -- a',
+        "mapfile -t lines < f.txt",
+    ],
+)
+def test_scalar_and_literal_forms_are_still_checked_as_before(command: str) -> None:
+    try:
+        assert split_command(command)
+    except ShellParseError as e:
+        # bashlex does not parse every array literal; that was asked for before too
+        assert "cannot be parsed" in str(e)

@@ -90,7 +90,51 @@ def split_command(command: str) -> list[ShellCommand]:
     _parse_into(command, out, 0)
     if not out:
         raise ShellParseError("the command is empty")
+    _refuse_array_values(out)
     return out
+
+
+# bash's own arrays: a declarer's value given to one is read as `(…)` like any array's
+_BASH_ARRAYS = frozenset(
+    {
+        "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_CMDS", "BASH_LINENO", "BASH_REMATCH",
+        "BASH_SOURCE", "BASH_VERSINFO", "COMP_WORDS", "COPROC", "DIRSTACK", "FUNCNAME",
+        "GROUPS", "PIPESTATUS",
+    }
+)  # fmt: skip
+
+
+def _refuse_array_values(parts: list[ShellCommand]) -> None:
+    """``declare -a a="${XSKY_V1}"`` (also local, typeset, readonly, export; -A; a name made an
+    array anywhere in the command, ``declare a=…`` after ``declare -a a``; ``"a=(${XSKY_V1})"``):
+    bash reads a value that looks like ``(…)`` given to an array by a declarer as a compound
+    assignment and expands it again — a value ``($(cmd))`` runs cmd. Checked with real bash.
+    The whole command is looked at: the name may be made an array before or after (a function)."""
+    arrays = set(_BASH_ARRAYS)
+    for part in parts:
+        name, args = part.argv[0], part.argv[1:]
+        options = "".join(a[1:] for a in args if a[:1] == "-" and not a.startswith("--"))
+        if name in _DECLARERS and ("a" in options or "A" in options):
+            arrays |= {a.split("=", 1)[0].split("[", 1)[0] for a in args if a[:1] not in "-+"}
+        elif name in ("read", "mapfile", "readarray"):
+            names = [a for a in args if a[:1] != "-"]
+            if name != "read" or "a" in options:
+                arrays |= set(names[-1:])
+    for part in parts:
+        name, args = part.argv[0], part.argv[1:]
+        if name not in _DECLARERS:
+            continue
+        options = "".join(a[1:] for a in args if a[:1] == "-" and not a.startswith("--"))
+        for arg in args:
+            target, eq, value = arg.partition("=")
+            if not eq or arg[:1] in "-+" or not ("$" in value or "`" in value):
+                continue
+            target = target.rstrip("+").split("[", 1)[0]
+            if "a" in options or "A" in options or target in arrays or value.startswith("("):
+                raise ShellParseError(
+                    f"{name} {arg[:60]!r} gives an array a value known only at run time, which "
+                    "bash reads again as `(…)` (a value '($(cmd))' runs cmd); it cannot be checked"
+                )
 
 
 def _strip_arithmetic(command: str) -> str:
@@ -285,6 +329,14 @@ def _refuse_arithmetic_builtin(argv: list[str]) -> None:
             _refuse_arithmetic_name(target, f"{name}")
             if eq:
                 _refuse_integer_special(target, value)
+    elif name in ("compgen", "complete"):
+        for flag, arg in zip(args, args[1:], strict=False):
+            # -W's word list is expanded again (a value '$(cmd)' runs cmd); -C runs a command
+            if flag == "-W" and ("$" in arg or "`" in arg):
+                raise ShellParseError(
+                    f"{name} -W expands its word list {arg[:60]!r} again, where a value "
+                    "'$(cmd)' runs cmd; it cannot be checked"
+                )
     elif name in _NAMING_BUILTINS:
         for arg in args:
             if arg[:1] != "-":
@@ -447,6 +499,13 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
         rest = args[1:] if args[:1] == ["--"] else args
         if len(rest) > 1 and rest[0] != "-" and not rest[0].startswith("-") and rest[0].strip():
             _parse_into(rest[0], out, depth + 1)
+        return
+    if name in ("mapfile", "readarray", "compgen", "complete"):
+        # mapfile -C CALLBACK evaluates CALLBACK (with two words added) every -c lines;
+        # compgen/complete -C COMMAND runs COMMAND: each is a command line
+        for flag, arg in zip(args, args[1:], strict=False):
+            if flag == "-C":
+                _parse_into(arg, out, depth + 1)
         return
     if name in ("find", "fd"):  # find … -exec CMD … ; runs CMD
         for i, arg in enumerate(args):
