@@ -210,7 +210,7 @@ def _parse_into(command: str, out: list[ShellCommand], depth: int) -> None:
 # Variables that change what a command does without showing in its name or arguments.
 DANGEROUS_VARIABLES = re.compile(
     r"^(LD_\w*|DYLD_\w*|PATH|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|GLOBIGNORE|CDPATH|"
-    r"PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|PERL5OPT|PERL5LIB|RUBYOPT|NODE_OPTIONS|GIT_\w*|EDITOR|VISUAL|PAGER)$"
+    r"BASH_FUNC_.*|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|PERL5OPT|PERL5LIB|RUBYOPT|NODE_OPTIONS|GIT_\w*|EDITOR|VISUAL|PAGER)$"
 )
 _DECLARERS = {"export", "declare", "typeset", "local", "readonly"}
 _SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
@@ -300,6 +300,8 @@ def _refuse_integer_special(name: str, value: str | None) -> None:
 
 # Builtins whose arguments name variables (unset, read …) or are arithmetic (let).
 _NAMING_BUILTINS = {"unset", "read", "mapfile", "readarray"}
+# A word the shell expands when the command runs ($X, ${X}, $(…), `…`; not '$%d')
+_EXPANDS = re.compile(r"\$[{(A-Za-z_0-9@*#?!$-]|`")
 
 
 def _refuse_arithmetic_builtin(argv: list[str]) -> None:
@@ -343,7 +345,14 @@ def _refuse_arithmetic_builtin(argv: list[str]) -> None:
                 _refuse_arithmetic_name(arg, name)
                 if name != "unset":
                     _refuse_integer_special(arg, None)
-    elif name in ("printf", "test", "[", "wait"):
+    elif name == "printf" and len(args) > 1 and _EXPANDS.search(args[0]):
+        # printf "${XSKY_V1}" x: a value '-va[$(cmd)]' is the option -v with that name
+        raise ShellParseError(
+            f"printf's first word {args[0][:60]!r} is only known at run time and may be its -v "
+            "option naming a variable bash evaluates (a value '-va[$(cmd)]' runs cmd); write "
+            "printf '%s' … — it cannot be checked"
+        )
+    if name in ("printf", "test", "[", "wait"):
         for flag, arg in zip(args, args[1:], strict=False):
             if flag in ("-v", "-R", "-p"):
                 _refuse_arithmetic_name(arg, f"{name} {flag}")
@@ -478,6 +487,17 @@ def _expansion(word: Any, source: str) -> str | None:
     return None
 
 
+def _refuse_runtime_program(word: str, wrapper: str) -> None:
+    """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
+    ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
+    what runs is a value, not a command any rule saw — as for ``"$V"`` written first."""
+    if "$" in word or "`" in word:
+        raise ShellParseError(
+            f"the command {wrapper} runs, {word[:60]!r}, is only known at run time; it cannot "
+            "be checked"
+        )
+
+
 def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
     """Also record what shells, eval and wrappers run on our behalf."""
     name = argv[0].rsplit("/", 1)[-1]
@@ -516,6 +536,7 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
                         break
                     inner.append(word)
                 if inner:
+                    _refuse_runtime_program(inner[0], f"{name} {arg}")
                     out.append(ShellCommand(inner))
                     _unwrap(inner, out, depth + 1)
         return
@@ -541,11 +562,16 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
                 if head in takes_value and rest:
                     rest.pop(0)
                 continue
-            if name == "env" and "=" in head:
+            if name in ("env", "sudo", "doas") and "=" in head:
+                # env LD_PRELOAD=… cmd sets what LD_PRELOAD=… cmd does (and BASH_FUNC_x%%=…
+                # gives a bash it starts a function): checked as that assignment
+                _check_assignment(head)
                 rest.pop(0)
                 continue
             break
         rest = rest[positional:]
+        if rest:
+            _refuse_runtime_program(rest[0], name)
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
             # watch joins its arguments into one command line for sh -c
             _parse_into(" ".join(rest), out, depth + 1)
