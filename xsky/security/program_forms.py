@@ -2021,6 +2021,43 @@ def hidden_code(argv: Sequence[str]) -> str | None:
     return found.why
 
 
+def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
+    """Why a word known only when the command runs (``runtime``: a ``{{…}}`` value's
+    ``"${XSKY_V1}"``, ``$X``, ``$(…)``) is code or an option to sed, awk or tar — or None.
+
+    The checker reads sed's script and awk's program for ``e``, ``w`` and ``system()``; a value
+    inside them is text it never sees (``sed "s/a/${XSKY_V1}/"`` with a value ``x/\n1e cmd``
+    runs cmd; ``awk "/${XSKY_V1}/"`` with ``x/ || system("cmd") || /y``). A value tar reads
+    where it reads options can be one (``tar -xf a.tar "${XSKY_V1}"`` with
+    ``--to-command=cmd``)."""
+    if not runtime:
+        return None
+    name = program_name(argv[0])
+    program = {"sed": _SED, "awk": _AWK, "tar": _TAR}.get(name)
+    if program is None:
+        return None
+    args = tuple(argv[1:])
+    spec = program.options or Options(combined=False)
+    call = Call(name, args, read(args, spec, frozenset()), frozenset(), frozenset())
+    if name == "sed":
+        scripts = _values(call, "-e", "--expression") or (
+            [] if _has(call, "-f", "--file") else list(call.reading.positionals[:1])
+        )
+        if any(script in runtime for script in scripts):
+            return "sed's script holds a value known only when it runs, which can be its e or w command"
+    elif name == "awk":
+        if any(program in runtime for program in _awk_programs(call)):
+            return "awk's program holds a value known only when it runs, which can call system()"
+    else:
+        ended = args.index("--") if "--" in args else len(args)
+        if any(word in runtime for word in args[:ended]):
+            return (
+                "tar reads a value known only when it runs where it reads options "
+                "(--to-command, --checkpoint-action run programs); put it after --"
+            )
+    return None
+
+
 def finding(
     argv: Sequence[str],
     known: frozenset[str] = frozenset(),

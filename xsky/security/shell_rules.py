@@ -18,7 +18,7 @@ from xsky.security.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reac
 from xsky.security.allow_hosts import how_to_open
 from xsky.security.net import DEV_NET, destinations, named_ports
 from xsky.security.option_reading import rule_words
-from xsky.security.program_forms import finding
+from xsky.security.program_forms import finding, value_code
 from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
     INTERPRETERS,
@@ -208,7 +208,8 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         written = decide_one("shell", part.text, check)
         if written.rule is not None:
             decisions.append(written)
-    hidden = inline_code(part.argv)
+    runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
+    hidden = inline_code(part.argv) or value_code(part.argv, runtime)
     if hidden is not None:
         decisions = [
             d

@@ -1,0 +1,67 @@
+"""A {{…}} value inside sed's script, awk's program or where tar reads options is code the
+checker never read (a third review: `sed -i "s/hello/{{agent_1_result}}/" f.txt` with a result
+'x/<newline>1e rm …' ran rm a deny rule refused; `awk "/{{…}}/"` ran system(); `tar -xf a.tar
+"{{…}}"` ran --to-command). Such a command is asked for; a value given as data is not."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from xsky.plan.variables import render_command
+from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from xsky.security.roles import BUILTIN_ROLES
+
+ROLE = BUILTIN_ROLES["shell"]  # holds shell: a command no rule stops is allowed
+DENY_TOUCH = PermissionSettings(
+    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
+)
+
+# (the plan's command, agent 1's result)
+CODE_IN_A_VALUE = [
+    ('echo hello > f.txt; sed -i "s/hello/{{agent_1_result}}/" f.txt', "x/\n1e touch ran\n#"),
+    ('echo hello > f.txt; sed -e "s/hello/{{agent_1_result}}/" f.txt', "x/w ran\n#"),
+    ('echo hello > f.txt; awk "/{{agent_1_result}}/" f.txt', 'x/ || system("touch ran") || /y'),
+    ('echo a > a; tar cf a.tar a; tar -xf a.tar "{{agent_1_result}}"', "--to-command=touch ran"),
+]
+
+
+@pytest.mark.parametrize(("template", "result"), CODE_IN_A_VALUE)
+def test_a_value_runs_a_program_there(template: str, result: str, tmp_path: Path) -> None:
+    command, values = render_command(template, {"1": result}, {}, {})
+    subprocess.run(
+        ["bash", "-c", command],
+        env={**values, "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=10,
+    )
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(("template", "result"), CODE_IN_A_VALUE)
+def test_a_command_with_a_value_there_is_asked_for(
+    template: str, result: str, tmp_path: Path
+) -> None:
+    command, _ = render_command(template, {"1": result}, {}, {})
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+    assert "known only when it runs" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "sed -i 's/hello/world/' \"{{agent_1_result}}\"",  # the file is a value, the script is not
+        "awk -v k=\"{{agent_1_result}}\" '{print k, $1}' f.txt",
+        "awk '{print $2}' \"{{agent_1_result}}\"",
+        'tar -xf a.tar -- "{{agent_1_result}}"',
+        'grep -c "{{agent_1_result}}" f.txt',
+    ],
+)
+def test_a_value_given_as_data_is_allowed_as_before(template: str, tmp_path: Path) -> None:
+    command, _ = render_command(template, {"1": "x"}, {}, {})
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
