@@ -209,7 +209,9 @@ EXECUTING = [
     ("vi:*", "vi f", "vi can run"),
     ("ed:*", "ed f", "ed can run"),
     ("sqlite3:*", "sqlite3 db", "sqlite3 can run"),
-    ("strace:*", "strace -o '|sh' ls", "strace runs the command"),
+    # (strace's command is checked as the command it is since the third review: `id` here,
+    # which a rule of INNER covers; strace itself still runs programs)
+    ("strace:*", "strace -o '|sh' id", "strace runs the command"),
     ("ld.so:*", "ld.so ./x", "ld.so runs"),
     # make, package managers, interpreters
     ("make:*", "make -f other.mk", "make -f"),

@@ -47,6 +47,83 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "busybox": (frozenset(), 0),
     "flock": (frozenset({"-w", "--timeout", "-E", "-c"}), 1),
     "ionice": (frozenset({"-c", "-n", "-p"}), 0),
+    # (a third review: each of these ran its command unseen by any rule)
+    "taskset": (frozenset(), 1),
+    "chrt": (
+        frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}),
+        1,
+    ),
+    "prlimit": (frozenset({"-p", "--pid", "-o", "--output"}), 0),
+    "setpriv": (
+        frozenset(
+            {
+                "--reuid",
+                "--regid",
+                "--groups",
+                "--inh-caps",
+                "--ambient-caps",
+                "--bounding-set",
+                "--securebits",
+                "--pdeathsig",
+                "--selinux-label",
+                "--apparmor-profile",
+            }
+        ),
+        0,
+    ),
+    "runuser": (
+        frozenset({"-u", "-g", "-G", "--user", "--group", "--supp-group", "-s", "--shell", "-w"}),
+        0,
+    ),
+    "strace": (
+        frozenset(
+            {
+                "-o",
+                "--output",
+                "-e",
+                "-p",
+                "--attach",
+                "-s",
+                "--string-limit",
+                "-u",
+                "--user",
+                "-E",
+                "--env",
+                "-a",
+                "-b",
+                "-I",
+                "-O",
+                "-S",
+                "-P",
+                "-X",
+                "-U",
+            }
+        ),
+        0,
+    ),
+    "ltrace": (
+        frozenset(
+            {
+                "-o",
+                "--output",
+                "-e",
+                "-p",
+                "-s",
+                "-u",
+                "-a",
+                "-A",
+                "-D",
+                "-n",
+                "-F",
+                "-l",
+                "-w",
+                "-x",
+            }
+        ),
+        0,
+    ),
+    "unbuffer": (frozenset(), 0),
+    "fakeroot": (frozenset({"-l", "--lib", "--faked", "-s", "-i", "-b"}), 0),
 }
 _MAX_DEPTH = 8
 _PLAIN_ARITHMETIC = re.compile(r"^[\s\d+\-*/%()<>=!&|^~?:]*$")
@@ -304,8 +381,26 @@ _NAMING_BUILTINS = {"unset", "read", "mapfile", "readarray"}
 _EXPANDS = re.compile(r"\$[{(A-Za-z_0-9@*#?!$-]|`")
 
 
+def _refuse_dangerous_name(name: str, how: str) -> None:
+    """``read PATH``, ``printf -v LD_PRELOAD …``, ``for PATH in …``: the variables a plain
+    ``PATH=…`` may not set, given another way (a third review: each was allowed)."""
+    base = name.split("[", 1)[0]
+    if DANGEROUS_VARIABLES.match(base):
+        raise ShellParseError(
+            f"setting {base} ({how}) changes what commands run; it is not allowed", forbidden=True
+        )
+
+
 def _refuse_arithmetic_builtin(argv: list[str]) -> None:
     name, args = argv[0], argv[1:]
+    if name in ("read", "mapfile", "readarray", "getopts"):
+        for arg in args[1:] if name == "getopts" else args:
+            if arg[:1] != "-":
+                _refuse_dangerous_name(arg, name)
+    if name == "printf":
+        for flag, arg in zip(args, args[1:], strict=False):
+            if flag == "-v":
+                _refuse_dangerous_name(arg, "printf -v")
     if name == "let":
         for arg in args:
             m = _LET_ASSIGNMENT.match(arg)
@@ -392,6 +487,7 @@ def _walk(node: Any, source: str, out: list[ShellCommand], depth: int) -> None:
         if kind == "for" and len(parts) > 1 and parts[1].kind == "word":
             # `for RANDOM in …`: each item is given to the loop's variable at run time
             _refuse_arithmetic_name(parts[1].word, "for")
+            _refuse_dangerous_name(parts[1].word, "for")
             _refuse_integer_special(parts[1].word, None)
         for attr in ("parts", "list"):
             for part in getattr(node, attr, []) or []:
@@ -498,18 +594,65 @@ def _refuse_runtime_program(word: str, wrapper: str) -> None:
         )
 
 
+def _shell_command_string(name: str, args: list[str]) -> str | None:
+    """The command line ``sh -c`` runs — also with -c among other short options (``bash -ec``,
+    ``-xc``, ``-c -e``): the first word that is no option, past -o/-O's values. None without -c."""
+    given, i, code = False, 0, None
+    while i < len(args):
+        a = args[i]
+        if a == "--" or a == "-":
+            i += 1
+            break
+        if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
+            given = given or (a[0] == "-" and "c" in a[1:])
+            i += 2 if a[1:] in ("o", "O") else 1
+            continue
+        if a.startswith("--"):
+            i += 1
+            continue
+        break
+    if not given:
+        return None
+    rest = args[i:]
+    if not rest:
+        raise ShellParseError(f"{name} -c without a command")
+    code = rest[0]
+    return code
+
+
+def _env_split_string(rest: list[str]) -> str | None:
+    """The string ``env -S`` splits into a command line: ``-S X``, ``-SX``, ``-iS X``, ``-S`` in
+    any cluster of short options, ``--split-string X`` or ``--split-string=X``."""
+    head = rest[0]
+    if head.startswith("--split-string"):
+        _, eq, value = head.partition("=")
+        return value if eq else (rest[1] if len(rest) > 1 else None)
+    if head.startswith("-") and not head.startswith("--") and "S" in head:
+        after = head[head.index("S") + 1 :]
+        if head[1 : head.index("S")].strip("iv0") == "":  # only flags before S (-i, -v, -0)
+            return after or (rest[1] if len(rest) > 1 else None)
+    return None
+
+
 def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
     """Also record what shells, eval and wrappers run on our behalf."""
     name = argv[0].rsplit("/", 1)[-1]
     args = argv[1:]
     if name in SHELLS:
-        if "-c" in args:
-            i = args.index("-c")
-            if i + 1 >= len(args):
-                raise ShellParseError(f"{name} -c without a command")
-            _parse_into(args[i + 1], out, depth + 1)
+        code = _shell_command_string(name, args)
+        if code is not None:
+            _parse_into(code, out, depth + 1)
         elif not any(a and not a.startswith("-") for a in args):
             out.append(ShellCommand([f"{name} (reading commands from its input)"]))
+        return
+    if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
+        _parse_into(args[args.index("-c") + 1], out, depth + 1)
+        return
+    if name == "alias":  # alias NAME='command line': what NAME runs once aliases expand
+        for arg in args:
+            _, eq, value = arg.partition("=")
+            if eq and value.strip():
+                _parse_into(value, out, depth + 1)
         return
     if name == "eval":
         if args:
@@ -550,9 +693,9 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
         rest = list(args)
         while rest:
             head = rest[0]
-            if name == "env" and head in ("-S", "--split-string") and len(rest) > 1:
-                # env -S "cmd args": a command line in a string
-                _parse_into(rest[1], out, depth + 1)
+            if name == "env" and (split := _env_split_string(rest)) is not None:
+                # env -S "cmd args" (-iS…, -S'…', --split-string=…): a command line in a string
+                _parse_into(split, out, depth + 1)
                 return
             if head == "--":
                 rest.pop(0)
@@ -709,6 +852,9 @@ def _inline_code(argv: list[str]) -> str | None:
         return None
     if name in ("source", "."):
         return f"{name} runs the commands of a file"
+    if name == "hash" and any(a.startswith("-") and "p" in a[1:] for a in args):
+        # (a third review: `hash -p /bin/rm ls; ls -rf x` ran rm as "ls")
+        return "hash -p makes a command's name run another program"
     if name == "find" and "-delete" in args:
         return "find -delete removes files"
     if name in ("tar", "bsdtar") and re.search(
