@@ -79,3 +79,25 @@ def test_hash_p_is_asked_for() -> None:
 
     d = decide("shell", {"command": "hash -p /bin/rm ls; ls -rf x"}, BUILTIN_ROLES["shell"])
     assert d.effect == "ask" and "hash -p" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "perl -ne 'print if /x/' f",
+        "python3 -Bc 'print(1)'",
+        "python3 -c'print(1)'",
+        "node -pe '1+1'",
+        "perl -lne 'print if /'\"${XSKY_V1}\"'/' f",  # a {{…}} value inside perl code
+    ],
+)
+def test_code_given_to_an_interpreter_in_a_cluster_of_options_is_asked_for(command: str) -> None:
+    from xsky.security.permissions import decide
+    from xsky.security.roles import BUILTIN_ROLES
+
+    d = decide("shell", {"command": command}, BUILTIN_ROLES["shell"])
+    assert d.effect == "ask" and "runs the code given" in d.reason, d.reason
+
+
+def test_rbash_c_is_a_shell_c() -> None:
+    assert ["rm", "-rf", "x"] in [p.argv for p in split_command("rbash -c 'rm -rf x'")]

@@ -17,7 +17,7 @@ from typing import Any
 
 from xsky.security.program_forms import hidden_code
 
-SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
+SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "rbash", "mksh"}
 # Commands that run another command given as their arguments: for each, the options that
 # take a value, and how many positional arguments come before the wrapped command.
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
@@ -788,6 +788,22 @@ INTERPRETERS = {
     "bun",
     "Rscript",
 }
+# The short options of each interpreter that take code (python -c, perl -e/-E, node -e/-p …)
+_INLINE_CODE_LETTERS = {
+    "python": "c",
+    "perl": "eE",
+    "ruby": "e",
+    "node": "ep",
+    "php": "r",
+    "lua": "e",
+}
+
+
+def program_base(name: str) -> str:
+    """python3 → python, nodejs → node, python2 → python (the table's name for an interpreter)."""
+    return {"python2": "python", "python3": "python", "nodejs": "node"}.get(name, name)
+
+
 _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
 
 
@@ -849,6 +865,14 @@ def _inline_code(argv: list[str]) -> str | None:
     if name in INTERPRETERS:
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
+        # …also given in a cluster of short options (a third review: `perl -ne '…'`,
+        # `python3 -Bc '…'`, `python3 -c'…'`, `node -pe '…'` were allowed unasked — and a
+        # {{…}} value inside such code is code)
+        letters = _INLINE_CODE_LETTERS.get(program_base(name), "ceE")
+        for a in args:
+            if a.startswith("-") and not a.startswith("--") and len(a) > 2:
+                if set(a[1:].split("=", 1)[0]) & set(letters):
+                    return f"{name} runs the code given in its arguments"
         return None
     if name in ("source", "."):
         return f"{name} runs the commands of a file"
