@@ -24,6 +24,12 @@ CODE_IN_A_VALUE = [
     ('echo hello > f.txt; sed -i "s/hello/{{agent_1_result}}/" f.txt', "x/\n1e touch ran\n#"),
     ('echo hello > f.txt; sed -e "s/hello/{{agent_1_result}}/" f.txt', "x/w ran\n#"),
     ('echo hello > f.txt; awk "/{{agent_1_result}}/" f.txt', 'x/ || system("touch ran") || /y'),
+    # the script given joined to its option (the fix's own review)
+    (
+        'echo hello > f.txt; sed --expression="s/hello/{{agent_1_result}}/" f.txt',
+        "x/\n1e touch ran\n#",
+    ),
+    ('echo hello > f.txt; sed -e"s/hello/{{agent_1_result}}/" f.txt', "x/\n1e touch ran\n#"),
     ('echo a > a; tar cf a.tar a; tar -xf a.tar "{{agent_1_result}}"', "--to-command=touch ran"),
 ]
 

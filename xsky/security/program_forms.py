@@ -2039,14 +2039,19 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
     args = tuple(argv[1:])
     spec = program.options or Options(combined=False)
     call = Call(name, args, read(args, spec, frozenset()), frozenset(), frozenset())
+
+    def known_late(script: str) -> bool:
+        # the script is a runtime word, or part of one (-e"s/a/${XSKY_V1}/", --expression=…)
+        return any(script and script in word for word in runtime)
+
     if name == "sed":
         scripts = _values(call, "-e", "--expression") or (
             [] if _has(call, "-f", "--file") else list(call.reading.positionals[:1])
         )
-        if any(script in runtime for script in scripts):
+        if any(known_late(script) for script in scripts):
             return "sed's script holds a value known only when it runs, which can be its e or w command"
     elif name == "awk":
-        if any(program in runtime for program in _awk_programs(call)):
+        if any(known_late(program) for program in _awk_programs(call)):
             return "awk's program holds a value known only when it runs, which can call system()"
     else:
         ended = args.index("--") if "--" in args else len(args)
