@@ -31,6 +31,13 @@ CODE_IN_A_VALUE = [
     ),
     ('echo hello > f.txt; sed -e"s/hello/{{agent_1_result}}/" f.txt', "x/\n1e touch ran\n#"),
     ('echo a > a; tar cf a.tar a; tar -xf a.tar "{{agent_1_result}}"', "--to-command=touch ran"),
+    # a value read as an option or a variable (the fix's own review)
+    ('make "{{agent_1_result}}"', "--eval=$(shell touch ran)"),
+    ('python3 "{{agent_1_result}}"', "-cimport os; os.system('touch ran')"),
+    (
+        'echo k > keep; find "{{agent_1_result}}" -name "*.log"; test -e keep || echo y > ran',
+        "-delete",
+    ),
 ]
 
 
@@ -65,6 +72,8 @@ def test_a_command_with_a_value_there_is_asked_for(
         "awk '{print $2}' \"{{agent_1_result}}\"",
         'tar -xf a.tar -- "{{agent_1_result}}"',
         'grep -c "{{agent_1_result}}" f.txt',
+        'find . -name "{{agent_1_result}}" -type f',
+        'python3 tool.py "{{agent_1_result}}"',
     ],
 )
 def test_a_value_given_as_data_is_allowed_as_before(template: str, tmp_path: Path) -> None:

@@ -2021,6 +2021,9 @@ def hidden_code(argv: Sequence[str]) -> str | None:
     return found.why
 
 
+_INTERPRETER_NAMES = frozenset({"python", "perl", "ruby", "node", "php", "lua", "deno", "bun"})
+
+
 def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
     """Why a word known only when the command runs (``runtime``: a ``{{…}}`` value's
     ``"${XSKY_V1}"``, ``$X``, ``$(…)``) is code or an option to sed, awk or tar — or None.
@@ -2033,10 +2036,30 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
     if not runtime:
         return None
     name = program_name(argv[0])
+    args = tuple(argv[1:])
+    # (the third review, the fix's own review: each ran a program a value named)
+    if name == "make" and any(word in runtime for word in args):
+        # make --eval='$(shell cmd)', make VAR='$(shell cmd)' (expanded in a recipe), -f FILE …
+        return (
+            "make reads a value known only when it runs as an option or a variable "
+            "(--eval=$(shell …), VAR=$(shell …))"
+        )
+    if name == "find":
+        # a value where find reads a path or an expression — not an option's value (-name "$V")
+        # — can be -delete, -fprint FILE, -exec …
+        for i, word in enumerate(args):
+            if word in runtime and not (i and args[i - 1].startswith("-") and args[i - 1] != "-"):
+                return "find reads a value known only when it runs as a path or an expression (-delete)"
+    if name in _INTERPRETER_NAMES:
+        # `python3 "$V"`: the script's place, where a value '-cimport os; …' is code
+        for word in args:
+            if word in runtime:
+                return f"{name} reads a value known only when it runs where it takes code or options (-c…)"
+            if not word.startswith("-"):
+                break
     program = {"sed": _SED, "awk": _AWK, "tar": _TAR}.get(name)
     if program is None:
         return None
-    args = tuple(argv[1:])
     spec = program.options or Options(combined=False)
     call = Call(name, args, read(args, spec, frozenset()), frozenset(), frozenset())
 
