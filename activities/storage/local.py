@@ -106,9 +106,23 @@ class LocalStore:
         self._path(key).unlink(missing_ok=True)
 
     def append(self, key: str, data: bytes, *, sync: bool = False) -> None:
+        """Made as :meth:`put` makes a file — the owner's alone (the sandbox's group may read
+        it where the store shares with it) — not 0644 less the umask: a transcript holds
+        results, tool calls and their values, and a home a worker made itself is 0755 (any
+        local user read every agent's transcript). One made so before is made private too."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "ab") as fh:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            if self.share_gid is not None:
+                self._share(path.parent, fd)
+        except FileExistsError:
+            fd = os.open(path, flags)
+            mode = os.fstat(fd).st_mode & 0o7777
+            if mode & 0o007:
+                os.fchmod(fd, mode & ~0o007)
+        with os.fdopen(fd, "ab") as fh:
             fh.write(data)  # one write: a reader never sees half of it but the last
             fh.flush()
             if sync:

@@ -1,0 +1,39 @@
+"""What the local store appends (an agent's transcript: results, tool calls and the values
+given to them) is its owner's alone, as what it puts is (a third review: transcripts were
+0644, and a home a worker made itself is 0755 — any local user read them)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from activities.storage.local import LocalStore
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_an_appended_file_is_no_one_elses_to_read(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual umask: open() makes 0644
+    try:
+        store = LocalStore(tmp_path)
+        store.append("run-1/T-1/transcript.jsonl", b'{"result": "secret"}\n')
+        store.append("run-1/T-1/transcript.jsonl", b'{"result": "more"}\n')
+        store.put("run-1/T-1/result.txt", b"secret")
+    finally:
+        os.umask(old)
+    transcript = tmp_path / "run-1/T-1/transcript.jsonl"
+    assert _mode(transcript) & 0o077 == 0, oct(_mode(transcript))
+    assert _mode(transcript) & 0o077 == _mode(tmp_path / "run-1/T-1/result.txt") & 0o077
+    assert store.appended("run-1/T-1/transcript.jsonl").count(b"\n") == 2
+
+
+def test_one_appended_to_before_is_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "run-1/T-1/transcript.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"old\n")
+    path.chmod(0o644)
+    LocalStore(tmp_path).append("run-1/T-1/transcript.jsonl", b"new\n")
+    assert _mode(path) & 0o007 == 0 and path.read_bytes() == b"old\nnew\n"
