@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from urllib.parse import quote
 from temporalio.api.enums.v1 import EventType
 from temporalio.service import RPCError
 
+from activities.fsio import atomic_write
 from client._consts import TRANSIENT
 from client.run import Run
 from xsky.errors import ConnectError, NoWorkerError, RunEndedError, XSkyError
@@ -69,7 +71,9 @@ class EventLog:
         self._changed = asyncio.Event()
         self._lines = self._picture_file = None
         if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
+            # The page's logs hold what agents asked and answered: its owner's alone, as the
+            # home `starter.py up` makes (a home made otherwise may be 0755).
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             name = _file_name(run_id)
             self._lines = folder / f"{name}.jsonl"
             self._picture_file = folder / f"{name}.picture.json"
@@ -94,7 +98,8 @@ class EventLog:
         ]
         self.events += new
         if self._lines is not None and new:
-            with self._lines.open("a", encoding="utf-8") as f:
+            fd = os.open(self._lines, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with open(fd, "a", encoding="utf-8") as f:
                 f.writelines(e.line() + "\n" for e in new)
         if new:
             self._changed.set()
@@ -105,7 +110,7 @@ class EventLog:
         """The picture the events so far lead to (what the next one is compared with)."""
         self.picture = picture
         if self._picture_file is not None:
-            self._picture_file.write_text(picture.model_dump_json(), "utf-8")
+            atomic_write(self._picture_file, picture.model_dump_json(), sync=False)
 
     def after(self, last_id: int) -> list[RunEvent]:
         """The events a client that saw ``last_id`` has not seen (all of them for an id from

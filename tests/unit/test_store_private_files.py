@@ -37,3 +37,21 @@ def test_one_appended_to_before_is_made_private(tmp_path: Path) -> None:
     path.chmod(0o644)
     LocalStore(tmp_path).append("run-1/T-1/transcript.jsonl", b"new\n")
     assert _mode(path) & 0o007 == 0 and path.read_bytes() == b"old\nnew\n"
+
+
+def test_the_live_pages_event_logs_are_no_one_elses_to_read(tmp_path: Path) -> None:
+    from client.events import EventLog
+    from xsky.leader.run_events import RunPicture
+
+    old = os.umask(0o022)
+    try:
+        log = EventLog("xsky-run-1", tmp_path / "ui-events")
+        log.add([("request.opened", {"id": "Q-1", "text": "the agent's question"})])
+        log.keep(RunPicture(run="xsky-run-1"))
+    finally:
+        os.umask(old)
+    folder = tmp_path / "ui-events"
+    assert _mode(folder) & 0o077 == 0, oct(_mode(folder))
+    for file in folder.iterdir():
+        assert _mode(file) & 0o077 == 0, (file.name, oct(_mode(file)))
+    assert len(EventLog("xsky-run-1", folder).events) == 1
