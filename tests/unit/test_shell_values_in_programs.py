@@ -71,6 +71,8 @@ def test_a_command_with_a_value_there_is_asked_for(
         "awk -v k=\"{{agent_1_result}}\" '{print k, $1}' f.txt",
         "awk '{print $2}' \"{{agent_1_result}}\"",
         'tar -xf a.tar -- "{{agent_1_result}}"',
+        'tar -xf "{{agent_1_result}}"',  # the archive's name: -f's value, never an option
+        'tar -C "{{agent_1_result}}" -xf a.tar',
         'grep -c "{{agent_1_result}}" f.txt',
         'find . -name "{{agent_1_result}}" -type f',
         'python3 tool.py "{{agent_1_result}}"',

@@ -2078,7 +2078,10 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
             return "awk's program holds a value known only when it runs, which can call system()"
     else:
         ended = args.index("--") if "--" in args else len(args)
-        if any(word in runtime for word in args[:ended]):
+        # (the value of an option that takes one — tar -xf "$V", -C "$DIR" — is read as that
+        # option's value whatever it holds: an archive's or a folder's name, never an option)
+        taken = {o.value for o in call.reading.options if o.value is not None and o.word != o.value}
+        if any(word in runtime and word not in taken for word in args[:ended]):
             return (
                 "tar reads a value known only when it runs where it reads options "
                 "(--to-command, --checkpoint-action run programs); put it after --"
