@@ -277,6 +277,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
     ),
+    "growth-keeps-failures": Patch(
+        what="a forEach expanding or a watch polling or firing (a plan version the run writes "
+        "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "
+        "every such version ran each failed agent again (a failed deploy once per firing of a "
+        "watch elsewhere in the plan). Asked only of a growth step that would run one again",
+        since="v0.11.12",
+        delete_when="no run that grew a loop or a watch beside a failed agent before v0.11.12 "
+        "is still open",
+    ),
     "loop-lists-read-as-written": Patch(
         what="a forEach's list is read as a model writes one: a JSON array in a code fence, "
         "written as a JSON string or after a line of prose, or the items of a numbered or "

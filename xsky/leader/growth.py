@@ -110,8 +110,21 @@ class Growth:
             self._grow(grown, line, f"watch {poll[0]}", now)
 
     def _grow(self, wf: Workflow, reason: str, by: str, now: datetime) -> None:
+        # Not a replan: an agent that failed (or a person cancelled) stays so. Before the patch
+        # every growth step ran each failed agent again — a failed deploy once per firing of a
+        # watch elsewhere in the plan. Asked only where a task would be run again.
+        tasks = self.board.tasks
+        ended = any(
+            tasks[a.id].stored in ("failed", "cancelled") for a in wf.agents if a.id in tasks
+        )
+        keep = ended and self.patched("growth-keeps-failures")
         change = merge_plan(
-            self.plans.plan, self.board.tasks, wf, self.run_id, variables=self.variables()
+            self.plans.plan,
+            self.board.tasks,
+            wf,
+            self.run_id,
+            variables=self.variables(),
+            retry_failed=not keep,
         )
         self.plans.grow(wf, reason, by, now, self.fold)
         self.board.replace(change.tasks, change.removed, wf)

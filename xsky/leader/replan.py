@@ -102,6 +102,7 @@ def merge_plan(
     run_id: str,
     keep_cancelled: bool = True,
     variables: Mapping[str, str] | None = None,
+    retry_failed: bool = True,
 ) -> PlanChange:
     old_agents = {a.id: a for a in old.agents}
     new_ids = {a.id for a in new.agents}
@@ -127,6 +128,8 @@ def merge_plan(
                 change.restarted.append(agent.id)
         elif task.stored == "cancelled" and unchanged and keep_cancelled:
             pass  # a person cancelled it, and the plan asks nothing new of it
+        elif task.stored in ("failed", "cancelled") and not retry_failed:
+            pass  # the plan grew by itself (a loop, a watch): what ended stays as it ended
         elif task.stored in ("failed", "cancelled"):
             task.stored = "pending"
             task.error = None
