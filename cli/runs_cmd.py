@@ -20,7 +20,7 @@ from cli.args import parse_pairs
 from cli.board import board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
-from cli.hints import cli_message
+from cli.hints import HINTS, cli_message
 from cli.render import cell, err, one_line, out, print_json, print_problems, say_located, shown
 from client import Run, XSky
 from client.attempts import attempt_ends, retry_lines
@@ -29,6 +29,7 @@ from client.settings import resolve_roles
 from client.start import new_run_id
 from xsky.config import Settings, load_settings
 from xsky.errors import (
+    NoWorkerError,
     PlanError,
     UnservedRunError,
     UsageError,
@@ -424,9 +425,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
         status = await run.temporal_status()
         try:
             page = await run.board(args.offset, args.limit, args.only)
-        except (WorkersBusyError, WorkerStoppedError, WorkflowTaskFailingError) as e:
-            # No worker answered in time (under load, or its worker stopped), or the run's
-            # workflow task fails on them: what the server itself knows, rather than nothing.
+        except (NoWorkerError, WorkflowTaskFailingError) as e:
+            # No worker answered in time (under load, or its worker stopped), none serves the
+            # run's queue at all, or the run's workflow task fails on them: what the server
+            # itself knows, rather than nothing (docs/cli.md: `status`).
             return _server_side(args, status, e, await run.server_view())
         if args.offset and args.offset >= page.total:
             raise UsageError(_past_the_end(args, page.total))
@@ -472,11 +474,12 @@ def _server_side(args: argparse.Namespace, status: str, why: XSkyError, view: Se
     out.print(cell(f"{args.id} — {status} — the board is not available now: {why.fact}"))
     for line in view.lines():
         out.print(cell(f"  {line}"))
-    again = (
-        why.fix
-        if isinstance(why, WorkflowTaskFailingError)
-        else "ask again in a moment for the whole board"
-    )
+    if isinstance(why, WorkflowTaskFailingError):
+        again = why.fix
+    elif isinstance(why, (WorkersBusyError, WorkerStoppedError)):
+        again = "ask again in a moment for the whole board"
+    else:  # no worker serves the run's queue: asking again will not help until one does
+        again = f"{HINTS['worker']}, then ask again for the whole board"
     out.print(cell(f"{again}; Web UI: {load_settings().ui_link(args.id)}"))
     return 0
 

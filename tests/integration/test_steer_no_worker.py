@@ -12,6 +12,7 @@ from client import XSky
 from tests.conftest import Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import board_shows, plan
+from tests.integration.test_cli_runs import starter
 from xsky.errors import NoWorkerError
 
 pytestmark = pytest.mark.integration
@@ -43,6 +44,15 @@ async def test_a_change_to_a_run_no_worker_serves_is_answered_with_why_not_a_sil
         with pytest.raises(NoWorkerError) as e2:
             await run.board()
         assert "no worker serves" in str(e2.value), str(e2.value)
+        # and `starter.py status` shows what the server knows, as docs/cli.md says, instead of
+        # one error line and exit 2 (it did so only for a stopped or busy worker)
+        code, out, err = await starter(env, "status", run.id)
+        said = " ".join(out.split())
+        assert code == 0, out + err
+        assert "the board is not available now" in said and "no worker serves" in said, said
+        assert "XskyStatus:" in said and "starter.py up" in said, said
+        code, out, err = await starter(env, "status", run.id, "--json")
+        assert code == 0 and '"boardUnavailable"' in out, out + err
         # nothing was sent: a worker back, the run goes on unpaused
         await env.start_worker()
 
