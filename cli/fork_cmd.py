@@ -86,6 +86,7 @@ async def cmd_fork(args: argparse.Namespace) -> int:
     fork = await run.fork(
         args.task, args.text, args.input_text, plan, id=args.fork_id, again=args.again
     )
+    args.started = fork.id  # for the Ctrl-C message: the fork goes on, not the run forked
     if args.json and not args.follow:
         print_json({"fork": fork.id, "of": run.id, "at": args.task})
         return 0

@@ -167,6 +167,16 @@ def _interrupted(args: argparse.Namespace | None) -> str:
     """What Ctrl-C stopped, in one line: a run it started or followed goes on."""
     if args is None:  # still reading the command line: nothing was done
         return "interrupted"
+    if _starts(args):
+        # Only the run it started goes on: `run --id X` stopped while it waited for a worker
+        # started nothing, and a fork's `id` is the run forked, not the fork.
+        started = getattr(args, "started", None)
+        if started is None:
+            return (
+                "interrupted before the run was started (or as it started): nothing goes on "
+                "unless `starter.py list` shows it"
+            )
+        return f"interrupted; the run goes on: re-attach with `starter.py follow {printable(str(started))}`"
     run = getattr(args, "started", None) or getattr(args, "id", None)
     if run and _sends(args):
         # The update may have reached the run before Ctrl-C: it applies or not, out of sight.
@@ -190,6 +200,12 @@ def _interrupted(args: argparse.Namespace | None) -> str:
         if run
         else "; a run that was started goes on: `starter.py list` shows it"
     )
+
+
+def _starts(args: argparse.Namespace) -> bool:
+    """Whether the command starts a run it names (`run`, `fork`, `plan --run`)."""
+    command = getattr(args, "command", None)
+    return command in ("run", "fork") or (command == "plan" and bool(getattr(args, "run", False)))
 
 
 # Steering commands that send a run a change (an update), rather than only ask it.
