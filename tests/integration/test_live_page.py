@@ -224,6 +224,9 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
         await expect(node(page, "T-5")).to_have_attribute("data-status", "completed")
         await expect(page.locator("#banner")).to_have_attribute("data-state", "completed")
         await expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+        # and the list of runs says so beside it, not the "running" it read when it loaded
+        row = page.locator(f'#runs li[data-run="{handle.id}"] .st')
+        await expect(row).to_have_text(re.compile(r"^completed\b"))
         ids = [
             int(v)
             for v in await page.locator("#events li").evaluate_all("l => l.map(e => e.value)")

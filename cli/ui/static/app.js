@@ -142,6 +142,17 @@ function setBanner(state, extra, ended) {
   b.textContent = (words[state] || state.toUpperCase()) + (extra ? ` · ${extra}` : "");
   if (ended !== undefined) page.ended = ended;
   setControls(state);
+  markRow(state);
+}
+
+// The open run's line in the list of runs follows its state as the banner does (the list is
+// read once: it said "running" beside a run the page showed COMPLETED).
+function markRow(state) {
+  if (!page.run) return;
+  const row = document.querySelector(`#runs li[data-run="${CSS.escape(page.run)}"] .st`);
+  if (!row) return;
+  const plan = row.textContent.includes(" · ") ? row.textContent.slice(row.textContent.indexOf(" · ")) : "";
+  row.textContent = `${state}${plan}`;
 }
 
 // What can be asked of the run as it stands: an ended run takes no steering (a fork of one of
