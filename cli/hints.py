@@ -31,6 +31,12 @@ HINTS = {
     "search-attributes": "start the server with `starter.py server` (or `up`), which registers them",
     "skills-worker": "start one with `python starter.py up` (or `python worker.py`) on the machine "
     "with the transcripts",
+    "skills-worker-store": "with an object store (XSKY_STORE) only a worker started with "
+    "--skills serves it: start `python worker.py --skills` on the one host that keeps the "
+    "skills home, where the transcripts are (`starter.py up` does not)",
+    "skills-unserved-store": "with an object store (XSKY_STORE) only a worker started with "
+    "--skills serves it: start `python worker.py --skills` on the one host that keeps the "
+    "skills home; the scan {subject} is started and runs once such a worker polls",
     "skills-empty": "run `starter.py skills scan --once`",
     "skills-traj": "`starter.py skills status` lists them",
     "skills-scan-running": "see `starter.py skills status` or {subject}",

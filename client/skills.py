@@ -241,6 +241,16 @@ class Skills:
             return True  # cannot tell; do not cry wolf
 
     def no_worker(self) -> NoWorkerError:
+        if self.settings.store:
+            # With an object store only the worker started with --skills serves the pipeline
+            # (`up` and a plain worker.py do not): saying `up` would send people in a circle.
+            return NoWorkerError(
+                f"no worker is serving the skill pipeline (queue '{self.settings.skills_queue}')",
+                "with an object store (XSKY_STORE) only a worker started with --skills serves "
+                "it: start `python worker.py --skills` on the one host that keeps the skills "
+                "home, where the transcripts are",
+                topic="skills-worker-store",
+            )
         return NoWorkerError(
             f"no worker is serving the skill pipeline (queue '{self.settings.skills_queue}')",
             "start one with `python worker.py` on the machine with the transcripts",
@@ -270,7 +280,7 @@ class Skills:
         # taking the scan's first task proves one polls.
         if not await picked_up(client, wid, pickup):
             error = unserved_error(self.settings, self.settings.skills_queue, wid, "the scan")
-            error.topic = "skills-unserved"
+            error.topic = "skills-unserved-store" if self.settings.store else "skills-unserved"
             raise error
         return wid
 

@@ -101,3 +101,20 @@ def test_the_requests_table_answers_a_budget_stop_with_the_limit_it_names():
         said = Budget._raise_it(SimpleNamespace(run_id="r"), "2 of 2 used", key)  # type: ignore[arg-type]
         spent = _SPENT_KEY.search(said)
         assert spent is not None and spent.group(1) == key
+
+
+def test_no_skills_worker_with_an_object_store_names_the_skills_worker_not_up():
+    # With XSKY_STORE only `worker.py --skills` serves the pipeline: `up`'s worker does not,
+    # so telling a person to run `up` (which they ran) sent them in a circle.
+    from client.skills import Skills
+    from xsky.config import load_settings
+
+    local = Skills(load_settings({"XSKY_HOME": "/nonexistent"})).no_worker()
+    assert "starter.py up" in cli_message(local)
+    stored = Skills(
+        load_settings({"XSKY_HOME": "/nonexistent", "XSKY_STORE": "s3://bucket/prefix"})
+    ).no_worker()
+    said = cli_message(stored)
+    assert "no worker is serving the skill pipeline" in said
+    assert "python worker.py --skills" in said and "`starter.py up` does not" in said
+    assert "--skills" in str(stored)  # the API's own words say it too
