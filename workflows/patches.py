@@ -282,8 +282,8 @@ PATCHES: dict[str, Patch] = {
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "
         "every such version ran each failed agent again (a failed deploy once per firing of a "
         "watch elsewhere in the plan). Asked only of a growth step that would run one again",
-        since="v0.11.12",
-        delete_when="no run that grew a loop or a watch beside a failed agent before v0.11.12 "
+        since="v0.12.0",
+        delete_when="no run that grew a loop or a watch beside a failed agent before v0.12.0 "
         "is still open",
     ),
     "loop-lists-read-as-written": Patch(
