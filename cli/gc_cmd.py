@@ -42,5 +42,10 @@ async def cmd_gc(args: argparse.Namespace) -> int:
         verb = "removed" if d.removed else "kept"
         out.print(cell(f"{d.run_id}: {verb} {d.objects} objects ({d.why})"))
     gone = sum(d.objects for d in done if d.removed)
-    out.print(cell(f"{gone} objects of {sum(d.removed for d in done)} runs removed"))
+    runs = sum(d.removed for d in done)
+    out.print(
+        cell(
+            f"{gone} object{'' if gone == 1 else 's'} of {runs} run{'' if runs == 1 else 's'} removed"
+        )
+    )
     return 0

@@ -89,10 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task")
     p.add_argument("message")
     p = _cmd(sub, "answer", "answer a pending question (Q-n) or escalation (E-n)", cmd_answer)
-    p.add_argument("request")
+    p.add_argument("request", type=request_id)
     p.add_argument("text")
     p = _cmd(sub, "approve", "decide a pending tool approval (A-n)", cmd_approve)
-    p.add_argument("request")
+    p.add_argument("request", type=request_id)
     how = p.add_mutually_exclusive_group()
     how.add_argument(
         "--once",
@@ -220,6 +220,13 @@ async def cmd_nudge(args: argparse.Namespace) -> int:
     if not args.message.strip():
         raise UsageError("the nudge message is empty: say what the agent should know")
     return await _update(args, lambda run: run.nudge(args.task, args.message))
+
+
+def request_id(text: str) -> str:
+    """A request's id as the run names them (``Q-1``, ``A-2``, ``E-3``): typed in lower case
+    (``q-1``) it was refused as no such request."""
+    text = text.strip()
+    return text.upper() if re.fullmatch(r"[qae]-\d+", text) else text
 
 
 async def cmd_answer(args: argparse.Namespace) -> int:
