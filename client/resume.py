@@ -16,6 +16,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.steer import no_task
 from xsky.errors import ConnectError, UsageError
 from xsky.lineage import descendants_clause
 from xsky.plan.budget import Limits, RunBudget
@@ -48,8 +49,7 @@ def agent_ids(wf_agents: list[str], tasks: list[str]) -> list[str]:
     for task in tasks:
         agent_id = task[2:] if task.startswith("T-") else task
         if agent_id not in wf_agents:
-            known = ", ".join(f"T-{a}" for a in wf_agents[:20])
-            raise UsageError(f"no task {task!r} in the run's last plan; its tasks: {known}")
+            raise no_task(task, [f"T-{a}" for a in wf_agents], "the run's last plan")
         out.append(agent_id)
     return out
 

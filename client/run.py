@@ -59,7 +59,7 @@ from client.resume import (
 from client.server_view import ServerView, server_view
 from client.settings import resolve_permissions
 from client.start import LINEAGE_KEY, launch
-from client.steer import check_signalled, find_task, predates_update, send_signal
+from client.steer import check_signalled, find_task, no_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import serving, unanswered, untaken
 from client.workspace_files import workspace_folder
@@ -738,12 +738,12 @@ class Run:
 
     async def task(self, task: str) -> TaskView:
         """The board row of a task, by task id (T-3 or 3) or agent id."""
-        first: list[str] = []  # (the ids the refusal names)
+        ids: list[str] = []  # (the ids the refusal names)
         async for page in self.board_pages():
-            first = first or [t.id for t in page.tasks[:20]]
+            ids += [t.id for t in page.tasks]
             if (found := find_task(page.tasks, task)) is not None:
                 return found
-        raise UsageError(f"no task {task!r} in {self.id}; tasks: {', '.join(first)}")
+        raise no_task(task, ids, self.id)
 
     async def board_pages(self) -> AsyncIterator[BoardPage]:
         """The whole task board, a page of up to 2,000 tasks at a time."""

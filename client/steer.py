@@ -4,6 +4,8 @@ since a signal cannot refuse. The run (client/run.py) tries the update and falls
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Any
 
 from temporalio.client import WorkflowHandle
@@ -22,14 +24,22 @@ def predates_update(refused: RefusedError) -> bool:
     return UNKNOWN_UPDATE in str(refused)
 
 
+def no_task(task: str, ids: Sequence[str], where: str) -> UsageError:
+    """The refusal of a task id ``where`` (a run, its last plan) does not have: the id closest
+    to it when there is one (``T-regoin``: did you mean T-region?), and the first of the rest."""
+    bare = [i.removeprefix("T-") for i in ids]
+    close = difflib.get_close_matches(task.removeprefix("T-"), bare, n=1, cutoff=0.6)
+    meant = f" — did you mean T-{close[0]}?" if close else ""
+    shown = ", ".join(ids[:20]) + (f" … ({len(ids)} in all)" if len(ids) > 20 else "")
+    return UsageError(f"no task {task!r} in {where}{meant}; tasks: {shown}")
+
+
 def check_signalled(
     board: BoardPage, row: TaskView | None, task: str, run_id: str, what: str
 ) -> None:
     """The task a signal names (``row``, found on ``board``) must be there and not have ended."""
     if row is None and board.total <= len(board.tasks):
-        raise UsageError(
-            f"no task {task!r} in {run_id}; tasks: {', '.join(t.id for t in board.tasks[:20])}"
-        )
+        raise no_task(task, [t.id for t in board.tasks], run_id)
     if row is not None and row.status in TERMINAL:
         raise UsageError(
             f"{row.id} has already ended ({row.status}): a {what} reaches only agents that run or wait"
