@@ -69,7 +69,7 @@ from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
 from workflows.skills.watch import SkillDeltaWorkflow, SkillsScanWorkflow
 from workflows.task_time import allow_task_time
-from xsky.config import Settings, load_settings
+from xsky.config import Settings, load_settings, misspelt_settings
 from xsky.errors import ConnectError, UsageError
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.security.shell_parse import load_parser
@@ -497,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"worker.py: {e}", file=sys.stderr)
         return 2
+    for said in misspelt_settings():
+        log.warning("%s", said)
     headers = telemetry.otlp_headers(
         secrets.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
         or secrets.get("OTEL_EXPORTER_OTLP_HEADERS")

@@ -246,8 +246,11 @@ def _handle(args: argparse.Namespace) -> int:
     # (rich, through cli.render, is imported here rather than with this module: it is a good
     # part of start-up, and a Ctrl-C during an import above `main` could not be answered)
     from cli.render import err, shown
+    from xsky.config import misspelt_settings
 
     handler: Handler = args.handler
+    for said in misspelt_settings():
+        err.print(f"[yellow]warning:[/] {shown(said)}", markup=True, highlight=False)
     try:
         return handler(args)
     # Errors quote what the run said (refusals, task texts, agents' errors): shown(), not markup.

@@ -170,6 +170,36 @@ def _temporal_configured(env: Mapping[str, str]) -> bool:
     return any(home and Path(home, "temporalio", "temporal.toml").exists() for home in homes)
 
 
+# Every XSKY_* variable xsky reads (a person's settings, and those its own processes pass on:
+# a command's values, its attempt's key, the secrets' descriptor), and the compose file's.
+SETTING_NAMES = frozenset(
+    """XSKY_HOME XSKY_STORE XSKY_ARTIFACTS XSKY_RUNS XSKY_TASK_QUEUE XSKY_UI_PORT XSKY_UI_URL
+    XSKY_MODEL XSKY_SKILLS_MODEL XSKY_COORDINATOR_MODEL XSKY_USER_SETTINGS XSKY_SKILLS_HOME
+    XSKY_PROJECT_DIR XSKY_HOST XSKY_MAX_PLAN_BYTES XSKY_ARTIFACT_THRESHOLD XSKY_CHROMIUM
+    XSKY_CACHE_DIR XSKY_WORKFLOW_SLOTS XSKY_WORKER_WAIT XSKY_STICKY_TIMEOUT XSKY_WATCHDOG
+    XSKY_RECORD_SPARE XSKY_STATUSES XSKY_ATTEMPT_KEY XSKY_SECRETS_FD XSKY_WORKSPACE
+    XSKY_S3_ACCESS_KEY XSKY_S3_SECRET_KEY XSKY_RECORD_HISTORIES""".split()
+)
+
+
+def misspelt_settings(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A sentence for each XSKY_* variable set that xsky does not read but is a letter or two
+    from one it does (the task queue's name without its underscore): such a setting was
+    ignored without a word. Other XSKY_* names (a person's own, for an MCP server) are not
+    questioned."""
+    import difflib
+
+    env = os.environ if environ is None else environ
+    said = []
+    for name in sorted(env):
+        if not name.startswith("XSKY_") or name in SETTING_NAMES or name.startswith("XSKY_V"):
+            continue
+        close = difflib.get_close_matches(name, SETTING_NAMES, n=1, cutoff=0.85)
+        if close:
+            said.append(f"{name} is not a setting xsky reads (ignored) — did you mean {close[0]}?")
+    return said
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None, *, profile: str | None = None
 ) -> Settings:
