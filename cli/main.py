@@ -249,8 +249,8 @@ def _handle(args: argparse.Namespace) -> int:
     from xsky.config import misspelt_settings
 
     handler: Handler = args.handler
-    for said in misspelt_settings():
-        err.print(f"[yellow]warning:[/] {shown(said)}", markup=True, highlight=False)
+    for warning in misspelt_settings():
+        err.print(f"[yellow]warning:[/] {shown(warning)}", markup=True, highlight=False)
     try:
         return handler(args)
     # Errors quote what the run said (refusals, task texts, agents' errors): shown(), not markup.

@@ -489,8 +489,15 @@ async def cmd_result(args: argparse.Namespace) -> int:
     async with XSky.connect(settings) as x:
         run = await x.get(args.id)
         if args.agent:
-            result = await run.result(wait=args.wait)
-            report, text = await run.agent_result(args.agent, result)
+            # (without --wait, an agent of a run still going answers if it has ended)
+            report, text = await run.agent_result(
+                args.agent, await run.result() if args.wait else None, so_far=not args.wait
+            )
+            if report.status not in ("completed", "skipped", "failed", "cancelled"):
+                raise UsageError(
+                    f"{report.task_id} of {args.id} has not ended ({report.status}); add --wait, "
+                    f"or watch it with `starter.py status {args.id}`"
+                )
             ok = report.status in ("completed", "skipped")
             if args.json:
                 print_json({**report.wire(), "result": text})

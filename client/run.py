@@ -331,11 +331,15 @@ class Run:
         return reports_of(self._settings, await self.result())
 
     async def agent_result(
-        self, agent: str, result: RunResult | None = None
+        self, agent: str, result: RunResult | None = None, *, so_far: bool = False
     ) -> tuple[AgentReport, str]:
         """One agent's report (by agent id or task id, T-3 or 3) and its full result text
-        (from ``result`` when the caller has it already)."""
-        reports = reports_of(self._settings, result or await self.result())
+        (from ``result`` when the caller has it already). ``so_far``: of a run still going, as
+        it stands now (an agent that completed has its result; others say where they are)."""
+        if so_far and await self.temporal_status() == "running":
+            reports = await self._reports_so_far()
+        else:
+            reports = reports_of(self._settings, result or await self.result())
         report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
         if report is None:
             raise UsageError(

@@ -127,6 +127,33 @@ async def test_run_json_prints_the_id_and_link_and_a_failed_run_exits_1(env: Env
     assert code == 1 and json.loads(out)["status"] == "failed"
 
 
+async def test_an_agent_of_a_run_still_going_gives_its_result_once_it_has_ended(env: Env):
+    """`result RUN --agent T-1` of a running run exited 2 ("still running") though T-1 had
+    completed; one still working says where it is."""
+    await env.start_worker()
+    plan = env.home / "going.xml"
+    env.home.mkdir(parents=True, exist_ok=True)
+    shell = '{"tool": "shell", "command": "%s"}'
+    plan.write_text(
+        '<workflow name="g" taskId="g">'
+        f'<agent name="shell" id="1"><task>x</task><config>{shell % "echo first"}</config></agent>'
+        f'<agent name="shell" id="2"><task>y</task><config>{shell % "sleep 60"}</config></agent>'
+        "</workflow>"
+    )
+    workflow_id = f"xsky-going-{uuid.uuid4().hex[:6]}"
+    code, _, err = await starter(env, "run", str(plan), "--id", workflow_id, "--json")
+    assert code == 0, err
+
+    async def first_done() -> None:
+        code, out, _ = await starter(env, "result", workflow_id, "--agent", "T-1")
+        assert code == 0 and out.strip() == "first", out
+
+    await eventually(first_done, 60)
+    code, out, err = await starter(env, "result", workflow_id, "--agent", "2")
+    assert code == 2 and f"T-2 of {workflow_id} has not ended (" in err and "--wait" in err, err
+    await starter(env, "cancel", workflow_id)
+
+
 async def test_status_says_why_each_attempt_of_a_retried_task_ended(env: Env):
     await env.start_worker()
     plan = env.home / "flaky.xml"
