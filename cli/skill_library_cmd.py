@@ -24,7 +24,7 @@ from xsky.config import Settings, load_settings
 from xsky.errors import UsageError
 from xsky.safe_text import printable
 from xsky.skills import canary
-from xsky.skills.authoring import NEEDS_MODEL
+from xsky.skills.authoring import DRAFT_UNTIL, NEEDS_MODEL
 from xsky.skills.clustering import NEW_SKILL_MIN
 from xsky.skills.models import EDIT_THRESHOLD, Score, entity_workflow_id
 from xsky.skills.paired import RECORD, PairedResult, kind_label
@@ -313,8 +313,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if any(r["draft"] for r in rows):
         # said whole under the table too: the state column is too narrow not to wrap it
         out.print(
-            "drafts stay on the baby branch: never published, promoted or exported until a model "
-            f"writes them (a draft {NEEDS_MODEL})"
+            f"drafts stay on the baby branch: never published, promoted or exported until {DRAFT_UNTIL}"
         )
     return 0
 

@@ -274,6 +274,6 @@ def export_refusal(folder: Path) -> str | None:
     main = skill_git.branch_commit(folder, "main")
     if main:
         return OFFLINE_MAIN if offline_written(folder, main) else None
-    from xsky.skills.authoring import NEEDS_MODEL
+    from xsky.skills.authoring import DRAFT_UNTIL
 
-    return f"a draft on baby, not a skill yet: it is never exported ({NEEDS_MODEL})"
+    return f"a draft on baby, not a skill yet: it is never exported until {DRAFT_UNTIL}"

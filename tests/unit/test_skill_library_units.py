@@ -351,9 +351,12 @@ def test_a_draft_is_refused_export_with_a_sentence_that_says_why(tmp_path: Path)
     (files / "SKILL.md").write_text(render("fix-flaky-tests", "Draft. Use when x.", "draft"))
     repo = tmp_path / "fix-flaky-tests"
     skill_git.init(repo, files, "new")
+    # (true whether a model is configured or not: it said "needs a model" beside `skills list`
+    # saying the configured model writes it at weight 10)
     assert export_refusal(repo) == (
-        "a draft on baby, not a skill yet: it is never exported "
-        "(needs a model to write: set XSKY_SKILLS_MODEL)"
+        "a draft on baby, not a skill yet: it is never exported until a model writes its first "
+        "version once its evidence reaches weight 10 (XSKY_SKILLS_MODEL on the skills worker; "
+        "`skills list` shows how far it is)"
     )
     # and `skills export` (plain or --canary) says it for that skill and leaves the folder empty
     from activities.skills.canary_export import export_skill

@@ -16,9 +16,15 @@ from collections.abc import Sequence
 
 from xsky.skills.atoms import AtomTask
 from xsky.skills.evidence import session_of
+from xsky.skills.models import EDIT_THRESHOLD
 from xsky.skills.spec import render
 
 NEEDS_MODEL = "needs a model to write: set XSKY_SKILLS_MODEL"
+# Why a draft stays one, true whether a model is configured or not (`skills list` says which).
+DRAFT_UNTIL = (
+    f"a model writes its first version once its evidence reaches weight {EDIT_THRESHOLD} "
+    "(XSKY_SKILLS_MODEL on the skills worker; `skills list` shows how far it is)"
+)
 DRAFT_STATE = "draft"
 
 AUTHORING_RULES = """SKILL.md must follow the Agent Skills specification and its authoring rules:
