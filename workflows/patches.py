@@ -277,6 +277,18 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.8",
         delete_when="no run that read an Eko plan's XML before v0.11.8 is still open",
     ),
+    "answered-wait-note-cleared": Patch(
+        what="a task's note 'waiting for Q-1: …' goes when Q-1 is answered (or withdrawn); it "
+        "stayed on the board, and in the live page's next event, until the agent's next report",
+        since="v0.12.0",
+        delete_when="no run that answered a request before v0.12.0 is still open",
+    ),
+    "escalation-says-whole-error": Patch(
+        what="an escalation of a failed task says its error up to 1,000 characters, an ellipsis "
+        "where it is cut; it cut the error at 300 with no mark (the fix it named was lost)",
+        since="v0.12.0",
+        delete_when="no run that held on a failure with a long error before v0.12.0 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

@@ -13,6 +13,7 @@ the board's too: an agent is ready only when no earlier attempt of it is still w
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from datetime import datetime
 
 from xsky.leader.commands import (
@@ -44,6 +45,8 @@ class TaskBoard:
 
     def __init__(self, state: BoardState, plan: Workflow) -> None:
         self.state = state
+        # the workflow's patch question (xsky/leader/growth.py Patched), asked where it matters
+        self.patched: Callable[[str], bool] = lambda patch_id: True
         # agent id → the dispatch whose attempt has not ended yet
         self.active: dict[str, int] = {}
         # agent id → why its running attempt is being stopped
@@ -166,8 +169,16 @@ class TaskBoard:
             self.consider(task.agent_id)
 
     def set_waiting(self, task: TaskState, request_id: str | None) -> None:
-        task.waiting_on = request_id
+        was, task.waiting_on = task.waiting_on, request_id
         if request_id is None:
+            # The note said what it waited for ("waiting for Q-1: Which region…"): answered,
+            # it stayed on the board (and in the live page's next event) until a new report.
+            if (
+                was is not None
+                and (task.last_progress or "").startswith(f"waiting for {was}:")
+                and self.patched("answered-wait-note-cleared")
+            ):
+                task.last_progress = None
             self.consider(task.agent_id)
 
     def start(self, task: TaskState, now: datetime) -> int:

@@ -178,6 +178,7 @@ class LeaderCore:
     def _patched(self, patched: Patched) -> None:  # for components that ask where it matters
         if patched is not None:
             self.growth.patched = self.inputs.patched = self.people.patched = patched
+            self.board.patched = self.requests.patched = patched
 
     # -- what the shell sets and reads -------------------------------------------------------------
 

@@ -4,9 +4,11 @@ escalations ``E-n`` — and what became of each (answered, expired, withdrawn). 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from xsky.leader.commands import Rejected
+from xsky.leader.ledger import cut
 from xsky.leader.state import (
     ApproveToolRequest,
     AuditEntry,
@@ -25,12 +27,18 @@ from xsky.runs import RunOptions
 RUN_REQUEST = "run"
 
 
+# The most of a failed task's error an escalation says (its fix is often its last sentence).
+ESCALATION_ERROR_CHARS = 1000
+
+
 class RequestBook:
     """The run's requests to people, the pending ones indexed."""
 
     def __init__(self, state: RequestState, options: RunOptions) -> None:
         self.state = state
         self.options = options
+        # the workflow's patch question (xsky/leader/growth.py Patched), asked where it matters
+        self.patched: Callable[[str], bool] = lambda patch_id: True
         self.pending = [r for r in state.requests if r.status == "pending"]
 
     def new(
@@ -89,10 +97,17 @@ class RequestBook:
     def hold(self, task: TaskState, now: datetime) -> None:
         """A task failed for good and the run holds on failure: an escalation keeps the run
         open for ``hold_on_failure`` seconds while a person decides."""
+        error = task.error or ""
+        # (cut at 300 with no mark, an error lost its end — the fix it names, the file it
+        # blames: "not retried: retrying would not — retry, …"; the board keeps it whole)
+        if len(error) > 300 and self.patched("escalation-says-whole-error"):
+            error = cut(error, ESCALATION_ERROR_CHARS) or ""
+        else:
+            error = error[:300]
         request = self.new(
             "escalation",
             task,
-            f"{task.id} failed: {(task.error or '')[:300]} — retry, skip, replan, or end the run",
+            f"{task.id} failed: {error} — retry, skip, replan, or end the run",
             now,
         )
         request.hold = True
