@@ -499,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for said in misspelt_settings():
         log.warning("%s", said)
+    # A home the worker makes is its owner's alone, as `up` makes it (transcripts, the store,
+    # command records); one that exists keeps its mode.
+    with contextlib.suppress(OSError):
+        settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     headers = telemetry.otlp_headers(
         secrets.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
         or secrets.get("OTEL_EXPORTER_OTLP_HEADERS")

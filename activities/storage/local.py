@@ -47,10 +47,14 @@ class LocalStore:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".tmp-{secrets.token_hex(6)}"  # skipped by keys()
+        # (the owner's alone, as put makes a file — the sandbox's group may read it where the
+        # store shares with it; it was 0644 less the umask)
         fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
         try:
+            if self.share_gid is not None:
+                self._share(target.parent, fd)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()

@@ -49,7 +49,7 @@ def page_key(home: Path, new: bool = False) -> str:
                 return key
         except FileNotFoundError:
             pass
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # (its own: run histories, keys, logs)
     key = secrets.token_urlsafe(24)
     # Written beside it and renamed over it: a page starting meanwhile reads the old key or
     # the new one, never half of one.

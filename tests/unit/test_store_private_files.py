@@ -55,3 +55,15 @@ def test_the_live_pages_event_logs_are_no_one_elses_to_read(tmp_path: Path) -> N
     for file in folder.iterdir():
         assert _mode(file) & 0o077 == 0, (file.name, oct(_mode(file)))
     assert len(EventLog("xsky-run-1", folder).events) == 1
+
+
+def test_a_file_put_new_makes_is_no_one_elses_to_read(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = LocalStore(tmp_path)
+        assert store.put_new("run-1/_attempts/claim.json", b'{"by": "w1"}')
+        assert not store.put_new("run-1/_attempts/claim.json", b'{"by": "w2"}')
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "run-1/_attempts/claim.json") & 0o077 == 0
+    assert store.get("run-1/_attempts/claim.json") == b'{"by": "w1"}'

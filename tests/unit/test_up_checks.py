@@ -177,3 +177,19 @@ def test_up_says_why_the_worker_it_started_stopped(home: Path) -> None:
     said = str(e.value)
     assert "the worker exited at once" in said and "worker.log" in said, said
     assert "worker.py: cannot reach Temporal at localhost:" in said, said
+
+
+def test_a_home_the_worker_makes_is_private(tmp_path: Path) -> None:
+    """worker.py started on a home not made yet made it 0755 (and the transcripts in it were
+    read by any local user): it is made 0700, as `up` makes it."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    fresh = tmp_path / "worker-home"
+    env = {**os.environ, "XSKY_HOME": str(fresh), "TEMPORAL_ADDRESS": f"localhost:{free_port()}"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "worker.py")], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode != 0 and b"cannot reach Temporal" in done.stderr  # (no server there)
+    assert fresh.stat().st_mode & 0o777 == 0o700
