@@ -97,6 +97,11 @@ async def replay_all(client: Client, workflow_ids: list[str]) -> tuple[dict[str,
             result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
             counts[wid] += 1
             if result.replay_failure is not None:
+                # XSKY_TEST_REPLAY_DUMP=<dir>: a history that failed is kept there (JSON, as
+                # `temporal workflow show -o json` writes it) to be replayed and diffed offline.
+                if dump := os.environ.get("XSKY_TEST_REPLAY_DUMP"):
+                    Path(dump).mkdir(parents=True, exist_ok=True)
+                    (Path(dump) / f"{wid}-{ex.run_id}.json").write_text(history.to_json())
                 failures.append(f"{wid}/{ex.run_id}: {result.replay_failure}")
     return counts, failures
 
