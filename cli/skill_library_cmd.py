@@ -312,8 +312,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     out.print(cell(f"how candidates are found: {RECURRENCE_RULE}"))
     if any(r["draft"] for r in rows):
         # said whole under the table too: the state column is too narrow not to wrap it
+        from activities.llm import resolve_model
+
+        # (no model: said so, and how to give one; a model: when it writes them)
+        until = (
+            f"a model writes them (a draft {NEEDS_MODEL})"
+            if resolve_model(settings.skills_model, None, settings) is None
+            else DRAFT_UNTIL
+        )
         out.print(
-            f"drafts stay on the baby branch: never published, promoted or exported until {DRAFT_UNTIL}"
+            f"drafts stay on the baby branch: never published, promoted or exported until {until}"
         )
     return 0
 

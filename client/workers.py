@@ -324,7 +324,9 @@ async def unanswered(
     # a worker that said it was shutting down has stopped; one silent without a word may be
     # frozen or cut off (and come back)
     silent = [w for w in stopped if not w.stopping]
-    if (not live and not pollers and not silent) or gone:
+    # (a frozen worker stops polling too: a moment later the server says it has seen no poller
+    # — the worker is silent, not missing, and may come back; asking again is the fix)
+    if (not live and not pollers and not silent) or (gone and not silent):
         left = stopped + live
         names = f" (it stopped: {', '.join(w.identity for w in left[:3])})" if left else ""
         return NoWorkerError(

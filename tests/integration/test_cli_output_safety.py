@@ -173,9 +173,11 @@ async def test_a_question_with_escape_sequences_is_shown_in_requests_status_and_
     handle = env.client.get_workflow_handle(workflow_id)
     await eventually(lambda: board_shows(handle, {"1": "blocked", "2": "completed"}))
 
-    # The Web UI: the board in markdown (cells escaped for markdown too), activities' summaries
+    # The Web UI: the board in markdown (cells escaped for markdown too, and the questions in
+    # the notices above it: "]" shown as "\]", the "\" of "\x1b" as "\\"), activities' summaries
     details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert_shown_not_obeyed(details, "invoice\\u202egnp.exe", "Deploy?\\x1b]0;owned\\x07")
+    assert_shown_not_obeyed(details, "invoice\\u202egnp.exe", "Deploy?\\\\x1b\\]0;owned\\\\x07")
+    assert "\\[link=https://evil.example\\]yes\\[/link\\]" in details, details
     summaries = [
         json.loads(event.user_metadata.summary.data)
         async for event in handle.fetch_history_events()
