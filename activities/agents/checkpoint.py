@@ -38,6 +38,9 @@ class Checkpoint(WireModel):
     pending_calls: list[dict[str, Any]] = Field(default_factory=list)  # calls not yet answered
     repeats: int = 0  # identical tool calls in a row (loop detection survives restarts)
     last_call: str | None = None
+    # "<model turn>:<call id>" of the call the detector counted last: run again as an attempt
+    # resumes, it is not counted again (activities/agents/loop.py observed)
+    last_call_at: str | None = None
     # What the conversation's model calls used, in all (budgets: activities/agents/spend.py):
     # reported as a running total under the conversation's id, so the leader counts each once.
     conversation: str = ""

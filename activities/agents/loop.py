@@ -95,6 +95,22 @@ async def run_model(a: Attempt) -> AgentOutcome:
     return outcome
 
 
+def observed(
+    detector: LoopDetector, cp: Checkpoint, call: dict[str, Any], args: dict[str, Any]
+) -> Literal["nudge", "stop"] | None:
+    """The loop detector's word on ``call``, the checkpoint told where it stands. A call the
+    attempt runs again as it resumes — after a question, an approval, a lost worker: the same
+    call of the same model turn — is not one more repeat by the model: counted again, the
+    third resume of one call told the model "you have made this same call 3 times in a row"
+    (the MCP recovery test saw it under load)."""
+    at = f"{cp.iteration}:{call['id']}"
+    if at == cp.last_call_at:
+        return None
+    verdict = detector.observe(call["name"], args)
+    cp.last_call, cp.repeats, cp.last_call_at = detector._last, detector.repeats, at
+    return verdict
+
+
 class AgentLoop:
     """One attempt's conversation with the model, from the attempt's prepared context."""
 
@@ -471,8 +487,7 @@ class AgentLoop:
                     started,
                 )
                 continue
-            verdict = detector.observe(call["name"], args)
-            cp.last_call, cp.repeats = detector._last, detector.repeats
+            verdict = observed(detector, cp, call, args)
             if verdict == "stop":
                 # Answer every open call so the saved conversation stays well-formed for a retry.
                 for rest in range(index, len(calls)):

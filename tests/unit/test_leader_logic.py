@@ -252,3 +252,30 @@ def test_replan_request_needs_exactly_one_of_prompt_and_xml():
     assert ReplanRequest(xml="<workflow/>").problem() is None
     assert "either prompt" in ReplanRequest().problem()
     assert "either prompt" in ReplanRequest(prompt="x", xml="<w/>").problem()
+
+
+def test_a_call_run_again_as_its_attempt_resumes_is_not_one_more_repeat():
+    """The loop detector counted each resume of one call (after a question, an approval, a lost
+    worker) as a repeat by the model: the third resume told the model "you have made this same
+    call 3 times in a row" (test_mcp_recovery under load)."""
+    from activities.agents.checkpoint import Checkpoint
+    from activities.agents.loop import observed
+
+    cp = Checkpoint(messages=[], iteration=1)
+    call = {"id": "call_1", "name": "shell", "arguments": '{"command": "ls"}'}
+    for _ in range(4):  # the attempt, then three resumes of the same call of the same turn
+        d = LoopDetector()
+        d._last, d.repeats = cp.last_call, cp.repeats
+        assert observed(d, cp, call, {"command": "ls"}) is None
+    assert cp.repeats == 1
+    # The model asking for it again in later turns is counted (the same id, as some servers
+    # give every turn's first call, included).
+    verdicts = []
+    for turn in (2, 3):
+        cp.iteration = turn
+        verdicts.append(observed(d, cp, call, {"command": "ls"}))
+    assert verdicts == [None, "nudge"] and cp.repeats == 3
+    # Two identical calls in one turn are two calls: the 4th and the 5th, which stops it.
+    cp.iteration = 4
+    twice = [{**call, "id": "a"}, {**call, "id": "b"}]
+    assert [observed(d, cp, c, {"command": "ls"}) for c in twice] == [None, "stop"]
