@@ -24,6 +24,7 @@ from activities.mcp.pool import McpPool, McpUnavailable
 from activities.mcp.servers import ServerEntry, resolve
 from activities.sandbox import bwrap, freeze, limits
 from activities.sandbox import workspace as workspaces
+from tests.integration.eventually import eventually
 from tests.integration.mcp_helpers import HOSTILE, READ_ONLY, TEST_SERVER
 from xsky.security.mcp import McpServerSpec
 
@@ -115,7 +116,11 @@ async def test_a_stdio_session_ends_with_the_last_attempt_holding_it(tmp_path: P
         # Two attempts at once share one server (its memory) ...
         assert [await count(first), await count(second)] == ["1", "2"]
         await pool.call(hostile, here, "spawn", {"marker": marker}, holder=first)
-        assert pids_named(marker)
+
+        async def spawned() -> None:  # (seen a moment later under load: a fresh clone's run)
+            assert pids_named(marker)
+
+        await eventually(spawned, 10)
         # Each server's cgroup is frozen while the workspace is snapshotted (where cgroups are).
         cgroups = limits.hierarchy() is not None
         assert freeze.registered(here.workspace) == (2 if cgroups else 0)
