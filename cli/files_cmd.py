@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import sys
 
 from cli.render import cell, out, print_json
@@ -22,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("id", help="workflow id of the run")
     p.add_argument("path", nargs="?", default="", help="a file or folder inside the workspace")
-    p.add_argument("--json", action="store_true", help="the list as JSON")
+    p.add_argument(
+        "--json", action="store_true", help="the list as JSON (with PATH: the file as JSON)"
+    )
     p.set_defaults(handler=lambda a: asyncio.run(cmd_files(a)))
 
 
@@ -32,6 +35,22 @@ async def cmd_files(args: argparse.Namespace) -> int:
         root = await run.workspace()
     if args.path and not is_folder(root, run.id, args.path):
         data = read_file(root, run.id, args.path)
+        if args.json:  # (it printed the raw file, --json or not)
+            try:
+                content, encoding = data.decode("utf-8"), "utf-8"
+            except UnicodeDecodeError:
+                content, encoding = base64.b64encode(data).decode("ascii"), "base64"
+            print_json(
+                {
+                    "workflowId": run.id,
+                    "workspace": str(root),
+                    "path": args.path,
+                    "size": len(data),
+                    "encoding": encoding,
+                    "content": content,
+                }
+            )
+            return 0
         raw = getattr(sys.stdout, "buffer", None)
         if raw is not None and not sys.stdout.isatty():
             raw.write(data)  # piped: as it is, so `> copy.pdf` is the file

@@ -41,6 +41,10 @@ async def test_files_lists_the_workspace_prints_a_file_and_refuses_what_leads_ou
     assert {"out/note.txt", "esc.txt", "empty/"} <= set(files), files
     code, out, err = await starter(env, "files", run.id, "out/note.txt")
     assert (code, out) == (0, "hello\n"), err
+    code, out, err = await starter(env, "files", run.id, "esc.txt", "--json")  # (it was raw)
+    said = json.loads(out)
+    assert code == 0 and said["content"] == "x\x1b]0;pwned\x07y" and said["encoding"] == "utf-8"
+    assert said["path"] == "esc.txt" and said["size"] == 12 and "\x1b" not in out, out
 
     for path, says in [
         ("leak", "outside the run's workspace"),  # a link to a file outside
