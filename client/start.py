@@ -23,7 +23,7 @@ from activities.storage import open_objects
 from client import leader_calls as calls
 from client._consts import RUN_ID
 from client.workers import picked_up, require_workers, unserved_error
-from xsky.artifacts import pages_folder, safe_component
+from xsky.artifacts import page_key, pages_folder
 from xsky.config import Settings
 from xsky.errors import (
     ConnectError,
@@ -83,13 +83,14 @@ def carry_pages(settings: Settings, resume: ResumeFrom, run_id: str) -> None:
     browsing.py), given to the new run: an agent it runs again after one of them continues
     that agent's page, as it did in the run it comes from. Best effort: without them such an
     agent starts on a page of its own."""
-    carried = {safe_component(r.id) for r in resume.carried}
+    # (the store's names of the carried agents' pages, listed once: a GET each would be one
+    # request per carried agent, most of them for no page)
+    carried = {page_key(resume.run_id, r.id): r.id for r in resume.carried}
     try:
         store = open_objects(settings)
         for key in store.keys(pages_folder(resume.run_id)):
-            agent = key.rpartition("/")[2].removesuffix(".json")
-            if agent in carried:
-                store.put(f"{pages_folder(run_id)}{agent}.json", store.get(key))
+            if key in carried:
+                store.put(page_key(run_id, carried[key]), store.get(key))
     except Exception as e:  # noqa: BLE001 - any store's errors: the run starts all the same
         log.warning("the pages of %s's agents were not carried to %s: %s", resume.run_id, run_id, e)
 
