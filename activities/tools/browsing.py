@@ -156,10 +156,10 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
 # minutes to read and to restore — restoring runs in the browser's open, whose 30 s bound then
 # took the shared browser for hung and replaced it, under every other agent's page.
 MAX_COOKIES = 300
-_ORIGIN_STORAGE = """() => { const out = [];
+_ORIGIN_STORAGE = """() => { const localStorage_ = [];
   for (let i = 0; i < localStorage.length && i < 1000; i++) {
-    const name = localStorage.key(i); out.push({name, value: localStorage.getItem(name)}); }
-  return out; }"""
+    const name = localStorage.key(i); localStorage_.push({name, value: localStorage.getItem(name)}); }
+  return {origin: location.origin, localStorage: localStorage_}; }"""
 
 
 class BrowserSession:
@@ -225,10 +225,9 @@ class BrowserSession:
             origins = []
             if url.startswith("http"):
                 with contextlib.suppress(Exception):  # a page navigating away as it is read
-                    items = await asyncio.wait_for(page.evaluate(_ORIGIN_STORAGE), LEAVE_TIMEOUT)
-                    origin = await page.evaluate("() => location.origin")
-                    if items:
-                        origins = [{"origin": origin, "localStorage": items}]
+                    kept = await asyncio.wait_for(page.evaluate(_ORIGIN_STORAGE), LEAVE_TIMEOUT)
+                    if kept["localStorage"]:
+                        origins = [kept]
             storage = {"cookies": cookies[:MAX_COOKIES], "origins": origins}
             left = json.dumps({"url": url, "storage": storage, "at": time.time()})
             if len(left) > PAGE_LIMIT:
