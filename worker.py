@@ -26,7 +26,6 @@ import gc
 import importlib
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -286,41 +285,24 @@ async def store_answers(objects: ObjectStore) -> None:
     """An object store that refuses this worker (a bucket that is not there, a region or
     credentials it does not take) stops it as it starts, saying how to mend it; one that does
     not answer yet is said and waited for by the agents, as they wait for it later."""
-    check = getattr(objects, "check", None)  # (an object store: S3Store.check)
-    if check is None:
+    if not objects.shared:  # a local directory: nothing to ask (and obstore not imported)
         return
-    from activities.storage.s3 import StoreRefused, StoreUnavailable
+    from activities.storage.s3 import S3Store, StoreRefused, StoreUnavailable
 
-    where = objects.where
-    bucket = where.removeprefix("s3://").split("/")[0]
+    if not isinstance(objects, S3Store):
+        return
     try:
         # (bounded: a store that takes connections and never answers is retried by obstore
         # for minutes; the worker starts, and its agents wait for the store, saying so)
-        await asyncio.wait_for(asyncio.to_thread(check), STORE_CHECK_SECONDS)
+        await asyncio.wait_for(asyncio.to_thread(objects.check), STORE_CHECK_SECONDS)
     except StoreRefused as e:
-        said = e.strerror or ""
-        status = re.search(r"status code: (\d{3})", said)
-        code = re.search(r"<Code>([^<]+)</Code>", said)
-        answer = " ".join(filter(None, [status[1] if status else None, code[1] if code else None]))
-        if status and status[1] == "404":
-            mend = f"does the bucket {bucket} exist? make it first (e.g. `aws s3 mb s3://{bucket}`) or fix XSKY_STORE"
-        elif status and status[1] in ("401", "403"):
-            mend = (
-                f"the credentials are refused or may not list {where}: check AWS_ACCESS_KEY_ID / "
-                "AWS_SECRET_ACCESS_KEY (or AWS_SESSION_TOKEN, AWS_PROFILE) and that they may "
-                "s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject under the prefix"
-            )
-        else:
-            mend = "check XSKY_STORE's bucket, AWS_REGION and AWS_ENDPOINT_URL"
         raise UsageError(
-            f"the store {where} refuses this worker"
-            + (f": it answers {answer}" if answer else f": {said[:200]}")
-            + f"\n  {mend}"
+            f"the store {objects.where} refuses this worker: {objects.refusal(e)}"
         ) from None
     except (StoreUnavailable, TimeoutError) as e:
         log.warning(
             "the store %s does not answer yet (%s): agents wait for it, saying so on the board",
-            where,
+            objects.where,
             getattr(e, "strerror", None) or f"no answer within {STORE_CHECK_SECONDS:g}s",
         )
 

@@ -103,6 +103,26 @@ class S3Store:
         which waits for it ("its bucket is missing") as for a store wiped or restarting."""
         self._listed("_check/")
 
+    def refusal(self, e: StoreRefused) -> str:
+        """What the store answered a refused request, and how to mend it, for a person."""
+        said = e.strerror or ""
+        status = re.search(r"status code: (\d{3})", said)
+        code = re.search(r"<Code>([^<]+)</Code>", said)
+        answer = " ".join(filter(None, [status[1] if status else None, code[1] if code else None]))
+        bucket = self.location.bucket
+        if status and status[1] == "404":
+            mend = f"does the bucket {bucket} exist? make it first (e.g. `aws s3 mb s3://{bucket}`) or fix XSKY_STORE"
+        elif status and status[1] in ("401", "403"):
+            mend = (
+                f"the credentials are refused or may not list {self.where}: check "
+                "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_SESSION_TOKEN, AWS_PROFILE) and "
+                "that they may s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject under "
+                "the prefix"
+            )
+        else:
+            mend = "check XSKY_STORE's bucket, AWS_REGION and AWS_ENDPOINT_URL"
+        return (f"it answers {answer}" if answer else said[:200]) + f"\n  {mend}"
+
     def put(self, key: str, data: bytes, *, sync: bool = False) -> None:
         with _answering(self.where, writing=True):
             obstore.put(self._store, key, data)  # acknowledged = durable
