@@ -5,10 +5,11 @@ greets the visitor by the cookie (``<p id="who">welcome NAME</p>``), or asks the
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlparse
+
+from tests.local_http import serving
 
 
 class _Site(http.server.BaseHTTPRequestHandler):
@@ -37,10 +38,5 @@ class _Site(http.server.BaseHTTPRequestHandler):
 @contextmanager
 def serving_login_site() -> Iterator[str]:
     """The site's base URL (http://127.0.0.1:PORT) while the block runs."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Site) as url:
+        yield url

@@ -9,11 +9,10 @@ import contextlib
 import json
 import logging
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from activities.agents.storage import storage_problem
 from activities.artifacts import ArtifactStore, put_blob, read_blob
 from activities.storage.local import LocalStore
 from activities.storage.s3 import S3Store
+from tests.local_http import serving
 from tests.s3server import S3Server, s3_server
 from xsky.artifacts import blob_ref
 from xsky.errors import UsageError
@@ -231,13 +231,8 @@ def answering_with(status: int, code: str) -> Iterator[str]:
 
         do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _down
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Down)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Down) as url:
+        yield url
 
 
 @pytest.fixture
