@@ -41,6 +41,16 @@ def agent(agent_id: str, role: str, task: str, config: str = "", depends: str = 
     return f'<agent name="{role}" id="{agent_id}"{dep}><task>{task}</task>{cfg}</agent>'
 
 
+def browse(site: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback is off limits to agents unless the worker's settings name its exact host:port:
+    the worker's settings allow browsing ``site``."""
+    port = site.rsplit(":", 1)[1]
+    user = tmp_path / "user-settings.json"
+    rule = f"browser_navigate(domain:127.0.0.1:{port})"
+    user.write_text(json.dumps({"permissions": {"allow": [rule]}}))
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("shop")
@@ -59,12 +69,7 @@ def site(tmp_path_factory):
 async def test_a_browser_agent_navigates_a_local_page_and_extracts_a_value(
     env: Env, fake_llm: FakeLLM, site: str, tmp_path: Path, monkeypatch
 ):
-    # Loopback is off limits to agents unless the worker's settings name its exact host:port.
-    port = site.rsplit(":", 1)[1]
-    user = tmp_path / "user-settings.json"
-    rule = f"browser_navigate(domain:127.0.0.1:{port})"
-    user.write_text(json.dumps({"permissions": {"allow": [rule]}}))
-    monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
+    browse(site, tmp_path, monkeypatch)
 
     def responder(req, i):
         turn = turn_of(req)
@@ -98,11 +103,7 @@ async def test_a_browser_agent_after_another_continues_its_page_logged_in(
     """A real Eko plan's shape: agent 1 logs in, agent 2 (depends on 1) reads the dashboard.
     It started on a blank page of its own, logged out; it continues agent 1's page now."""
     with serving_login_site() as site:
-        port = site.rsplit(":", 1)[1]
-        user = tmp_path / "user-settings.json"
-        rule = f"browser_navigate(domain:127.0.0.1:{port})"
-        user.write_text(json.dumps({"permissions": {"allow": [rule]}}))
-        monkeypatch.setenv("XSKY_USER_SETTINGS", str(user))
+        browse(site, tmp_path, monkeypatch)
 
         def responder(req, i):
             turn, logging_in = turn_of(req), "Read the greeting" not in first_user(req)
