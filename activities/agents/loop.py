@@ -256,7 +256,11 @@ class AgentLoop:
         if cp.iteration and cp.pending_calls and cp.pending_calls[0]["id"] == cp.calling:
             self.doubtful = cp.calling
         self.cp = cp
+        answered = self._answered(cp) if self.a.resume else None
         self.meter.begin(cp)
+        if answered is not None:
+            self.log.event("resumed", iteration=cp.iteration, answered=True)
+            return self._completed(cp, answered)
         detector = LoopDetector()
         detector._last, detector.repeats = cp.last_call, cp.repeats
         max_iterations = int(self.config.get("maxIterations") or DEFAULT_MAX_ITERATIONS)
@@ -422,6 +426,26 @@ class AgentLoop:
             need=stop.need,
             stopped=stop.stopped,
         )
+
+    def _answered(self, cp: Checkpoint) -> str | None:
+        """The final answer an attempt of this same dispatch was given and saved before its
+        worker was lost (as it reported): paid for, it is the answer — asked again, the model
+        is paid twice and may answer otherwise. None when the checkpoint ends any other way,
+        or when it is a new dispatch's (a person's retry goes on from the conversation)."""
+        last = cp.messages[-1] if cp.messages else {}
+        if (
+            cp.share_key != self.meter.dispatch_key
+            or cp.pending_calls
+            or last.get("role") != "assistant"
+            or last.get("tool_calls")
+        ):
+            return None
+        tool_results = [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"]
+        answer, _ = model_answer(last.get("content"), tool_results)
+        if answer is None or self.schema is None:
+            return answer
+        value, problems = output_schema.result_problems(self.schema, answer)
+        return None if problems else json.dumps(value, ensure_ascii=False)
 
     def _completed(self, cp: Checkpoint, content: str) -> AgentOutcome:
         self.beat.iteration, self.beat.tokens = cp.iteration, cp.tokens

@@ -165,3 +165,46 @@ async def test_a_store_that_fails_the_last_save_leaves_the_attempts_own_error(
         await run(acts, agent_input())
     assert "StoreDown" not in str(failed.value) and "store is down" not in str(failed.value)
     assert "this model cannot go on" in str(failed.value)
+
+
+async def test_a_retry_after_the_final_answer_was_saved_completes_with_it_unasked(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    # A worker lost after the model's final answer was saved, before the attempt reported: the
+    # retry of the same dispatch has the paid answer in its checkpoint — it completes with it.
+    # Asked again, the model paid a second time and could answer otherwise than the first.
+    from activities.agents import loop
+
+    class Lost(BaseException):  # the worker's death: no handler of the attempt's catches it
+        pass
+
+    def lost(self: Any, cp: checkpoint.Checkpoint, content: str) -> Any:
+        raise Lost
+
+    inp = agent_input()
+    fake.responder = lambda req, i: (
+        calls(READS[0]) if turn_of(req) == 0 else text(f"the answer, asked {i + 1} times")
+    )
+    with monkeypatch.context() as m:
+        m.setattr(loop.AgentLoop, "_completed", lost)
+        with pytest.raises(Lost):
+            await run(acts, inp)
+    assert len(fake.requests) == 2
+    outcome = await run(acts, inp, attempt=2)
+    assert outcome.kind == "completed" and outcome.result == "the answer, asked 2 times"
+    assert len(fake.requests) == 2  # not asked again
+    assert outcome.iterations == 2
+
+
+async def test_a_new_dispatch_of_a_completed_agent_asks_the_model_again(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # The shortcut above is the lost attempt's alone: a person's retry of a completed agent
+    # (a new dispatch) goes on from its conversation and asks the model again.
+    inp = agent_input()
+    fake.responder = lambda req, i: text(f"answer {i + 1}")
+    first = await run(acts, inp)
+    assert first.result == "answer 1"
+    again = await run(acts, inp, activity_id="T-1-v1-d2")
+    assert again.kind == "completed" and again.result == "answer 2"
+    assert len(fake.requests) == 2
