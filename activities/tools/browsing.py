@@ -16,7 +16,8 @@ import dataclasses
 import json
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
@@ -35,10 +36,62 @@ LEAVE_TIMEOUT = 30.0  # seconds the page's state may take to be read and stored 
 PAGE_LIMIT = 4 * 1024 * 1024
 
 
+# How long a selector is waited for: a page's scripts may add the element after it loaded.
+APPEAR_MS = 3_000
+# How many times a read is made of a page that goes away as it is read (it reloads itself,
+# a script sends it elsewhere) before the tool says so.
+READ_TRIES = 4
+
+T = TypeVar("T")
+
+
+# Playwright's words for a document that went away as it was read (Chromium's, as it says them).
+_GONE = (
+    "Execution context was destroyed",
+    "because of a navigation",
+    "from a different document",
+    "not attached to the DOM",
+    "Node is detached",
+    "Frame was detached",
+    "Cannot find context with specified id",
+)
+
+
+def _navigated(e: Exception) -> bool:
+    """Is this Playwright's word for a page (or frame) that went away as it was read?"""
+    text = str(e)
+    return any(words in text for words in _GONE)
+
+
+async def steadily(page: Any, what: str, read: Callable[[], Awaitable[T]]) -> T:
+    """``read()`` of ``page``, made again once the page has loaded when the page went away
+    as it was read — the page's own doing (a reload, a script's redirect), not the agent's.
+    Any other error of the browser's is the tool's error, in words: never a raw Playwright
+    error, which would end the agent's attempt rather than tell its model."""
+    for _ in range(READ_TRIES):
+        try:
+            return await read()
+        except ToolError:
+            raise
+        except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
+            if not _navigated(e):
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise ToolError(f"could not {what}: {first}") from None
+            with contextlib.suppress(Exception):  # (still going: the next read says so)
+                await page.wait_for_load_state("load", timeout=TIMEOUT_MS)
+    raise ToolError(
+        f"could not {what}: the page kept navigating away as it was read ({READ_TRIES} "
+        "tries) — wait, or open the address it settles at with browser_navigate"
+    )
+
+
 async def page_text(page: Any, selector: str | None = None) -> str:
     """The visible text of the page, or of the first element matching ``selector``."""
     if selector:
         el = await page.query_selector(selector)
+        if el is None:
+            with contextlib.suppress(Exception):  # (absent still: said below)
+                el = await page.wait_for_selector(selector, state="attached", timeout=APPEAR_MS)
         if el is None:
             raise ToolError(f"no element matches {selector!r} on {page.url}")
         return (await el.inner_text()).strip()
@@ -248,7 +301,11 @@ class BrowserSession:
 
     async def _where(self) -> str:
         page = await self.page()
-        return f"now at {page.url} — {await page.title()!r}"
+
+        async def where() -> str:
+            return f"now at {page.url} — {await page.title()!r}"
+
+        return await steadily(page, "read where the page is", where)
 
     async def navigate(self, args: dict[str, Any]) -> str:
         url = require_str(args, "url", "browser_navigate", '{"url": "https://example.com"}')
@@ -261,13 +318,19 @@ class BrowserSession:
             response = await page.goto(url, timeout=TIMEOUT_MS, wait_until="load")
         except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
             raise await not_opened(url, e, self.refusals, mark) from None
-        await judge(page, response, url)
-        text, _ = cap_text(await page_text(page), MAX_TEXT, "page text")
-        link_lines = "\n".join(
-            f"- {link['text'] or '(no text)'} → {link['href']}"
-            for link in (await page_links(page))[:MAX_LINKS]
-        )
-        return f"# {await page.title()}\nURL: {page.url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
+        await steadily(page, f"read {url}", lambda: judge(page, response, url))
+
+        async def read() -> str:
+            # (a script may have sent it on since it loaded: read the document it is at, loaded)
+            await page.wait_for_load_state("load", timeout=TIMEOUT_MS)
+            text, _ = cap_text(await page_text(page), MAX_TEXT, "page text")
+            link_lines = "\n".join(
+                f"- {link['text'] or '(no text)'} → {link['href']}"
+                for link in (await page_links(page))[:MAX_LINKS]
+            )
+            return f"# {await page.title()}\nURL: {page.url}\n\n{text}\n\n## Links\n{link_lines or '(none)'}"
+
+        return await steadily(page, f"read {url}", read)
 
     async def click(self, args: dict[str, Any]) -> str:
         selector = require_str(args, "selector", "browser_click", '{"selector": "text=Next"}')
@@ -299,14 +362,23 @@ class BrowserSession:
         )
 
     async def extract(self, args: dict[str, Any]) -> str:
-        return cap_text(await page_text(await self.page(), args.get("selector")), MAX_TEXT, "text")[
-            0
-        ]
+        page = await self.page()
+
+        async def read() -> str:
+            await page.wait_for_load_state("load", timeout=TIMEOUT_MS)
+            return await page_text(page, args.get("selector"))
+
+        text = await steadily(page, "read the page", read)
+        return cap_text(text, MAX_TEXT, "text")[0]
 
     async def screenshot(self, args: dict[str, Any]) -> str:
         page = await self.page()
         self.shots += 1
-        png = await page.screenshot(full_page=bool(args.get("full_page")))
+        png = await steadily(
+            page,
+            "take a screenshot",
+            lambda: page.screenshot(full_page=bool(args.get("full_page"))),
+        )
         ref = self.ctx.store.put_bytes(
             self.ctx.run_id,
             self.ctx.agent_id,

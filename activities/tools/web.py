@@ -16,7 +16,14 @@ from activities.tools import (
     optional_number,
     require_str,
 )
-from activities.tools.browsing import Refusals, judge, not_opened, page_links, page_text
+from activities.tools.browsing import (
+    Refusals,
+    judge,
+    not_opened,
+    page_links,
+    page_text,
+    steadily,
+)
 
 MAX_TEXT = 200_000
 MAX_LINKS = 200
@@ -60,14 +67,20 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
                     ) from None
                 raise await not_opened(url, e, refusals, 0) from None
             # Refused, missing, an error page or empty: not a page to read (nor to screenshot).
-            status = await judge(page, response, url)
-            title = await page.title()
-            text = await page_text(page, selector)
-            links = await page_links(page)
+            status = await steadily(page, f"read {url}", lambda: judge(page, response, url))
+
+            async def read() -> tuple[str, str, list[dict[str, str]]]:
+                # (a script may have sent it on since it loaded: the document it is at, loaded)
+                await page.wait_for_load_state("load", timeout=timeout * 1000)
+                return await page.title(), await page_text(page, selector), await page_links(page)
+
+            title, text, links = await steadily(page, f"read {url}", read)
             artifacts = []
             if want_screenshot:
                 ctx.heartbeat("taking a screenshot")
-                png = await page.screenshot(full_page=False)
+                png = await steadily(
+                    page, "take a screenshot", lambda: page.screenshot(full_page=False)
+                )
                 artifacts.append(
                     ctx.store.put_bytes(
                         ctx.run_id,

@@ -239,6 +239,17 @@ def site(tmp_path_factory):
         "<a href='/other.html'>Other</a></body></html>"
     )
     (root / "data.txt").write_text("plain data")
+    # A page that loads itself again and again (a dashboard's refresh, a redirect chain):
+    # whatever a tool reads of it may meet a page that is going away.
+    (root / "restless.html").write_text(
+        "<html><head><title>Restless</title></head><body><p id='v'>still here</p>"
+        "<script>setTimeout(() => location.reload(), 5)</script></body></html>"
+    )
+    (root / "moves.html").write_text(
+        "<html><head><title>Moving</title></head><body><p>one moment</p>"
+        "<script>onload = () => setTimeout(() => location.replace('/index.html'), 0)</script>"
+        "</body></html>"
+    )
     server = ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(root))
     )
@@ -417,6 +428,44 @@ def test_a_hand_written_skill_whose_skill_md_is_a_link_is_not_read(tmp_path):
     assert "CANARY" not in "".join(
         p.read_text() for p in (tmp_path / "agent-skills").rglob("*") if p.is_file()
     )
+
+
+@pytest.mark.browser
+async def test_a_page_that_navigates_on_its_own_never_fails_the_attempt(ctx, site):
+    # Playwright's "Execution context was destroyed" (a page gone as it was read) is the
+    # page's doing, not the agent's: the tool reads the page again once it settles, and
+    # says what happened if it never does — it never ends the agent's attempt with a raw error.
+    reach(ctx, site)
+    from activities.tools.browsing import BrowserSession
+
+    session = BrowserSession(ctx)
+    try:
+        for _ in range(2):  # the agent's one-call tool (a direct browser_navigate) alike
+            direct = await browser_navigate(ctx, {"url": f"{site}/moves.html", "screenshot": False})
+            assert "/moves.html" in direct.text or "/index.html" in direct.text
+        for _ in range(3):  # a page sent on by its script once: read where it lands, or before
+            moved = await session.navigate({"url": f"{site}/moves.html"})
+            assert "/moves.html" in moved or "/index.html" in moved  # (read, where it was)
+        try:
+            first = await session.navigate({"url": f"{site}/restless.html"})
+        except ToolError as e:
+            assert "kept navigating away" in str(e)
+        else:
+            assert first.startswith("# Restless")
+        for _ in range(4):
+            try:
+                text = await session.extract({"selector": "#v"})
+            except ToolError as e:
+                assert "navigat" in str(e)  # says why, in words the model can act on
+            else:
+                assert text == "still here"
+            try:
+                await session.extract({})
+            except ToolError as e:
+                assert "navigat" in str(e)
+    finally:
+        await session.close()
+        await ctx.browsers.close()
 
 
 @pytest.mark.browser
