@@ -9,7 +9,6 @@ import difflib
 import fnmatch
 import json
 from collections.abc import Coroutine
-from datetime import timedelta
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -50,8 +49,6 @@ from xsky.security.mcp import is_mcp
 from xsky.security.permissions import rule_problems
 from xsky.security.roles import BUILTIN_ROLES, TOOLS
 from xsky.security.rules import parse_rule
-
-QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

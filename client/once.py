@@ -3,6 +3,8 @@ them is noticed (and said, by :meth:`Run.follow`) at once."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio.api.common.v1 import Payloads, WorkflowExecution
 from temporalio.api.query.v1 import WorkflowQuery
 from temporalio.api.workflowservice.v1 import (
@@ -16,8 +18,10 @@ from client._consts import QUERY_TIMEOUT
 from xsky.leader.state import BoardPage, PageRequest
 
 
-async def board_once(client: Client, workflow_id: str, request: PageRequest) -> BoardPage:
-    """The board query, once."""
+async def board_once(
+    client: Client, workflow_id: str, request: PageRequest, timeout: timedelta = QUERY_TIMEOUT
+) -> BoardPage:
+    """The board query, once (``timeout``: under the sticky wait, Settings.query_timeout)."""
     response = await client.workflow_service.query_workflow(
         QueryWorkflowRequest(
             namespace=client.namespace,
@@ -28,7 +32,7 @@ async def board_once(client: Client, workflow_id: str, request: PageRequest) -> 
             ),
         ),
         retry=False,
-        timeout=QUERY_TIMEOUT,
+        timeout=timeout,
     )
     (page,) = await client.data_converter.decode(response.query_result.payloads, [BoardPage])
     return page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
@@ -54,7 +55,9 @@ def _status_name(status: WorkflowExecutionStatus | None, xsky_status: object = N
     return status.name.lower().replace("_", " ") if status else "unknown"
 
 
-async def cancelled_result(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
+async def cancelled_result(
+    handle: WorkflowHandle[Any, RunResult], timeout: timedelta = QUERY_TIMEOUT
+) -> RunResult:
     """A run cancelled as a whole ends Cancelled in Temporal, with no return value: its
     RunResult is put together from the run's ``results`` query (every agent's report)."""
 
@@ -65,7 +68,7 @@ async def cancelled_result(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
                 calls.RESULTS.name,
                 PageRequest(offset=len(agents), limit=2000),
                 result_type=calls.RESULTS.answer,
-                rpc_timeout=QUERY_TIMEOUT,
+                rpc_timeout=timeout,
             )
         except RPCError as e:
             raise NoWorkerError(

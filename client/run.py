@@ -24,7 +24,6 @@ from activities.artifacts import open_store, read_blob
 from activities.storage import open_objects
 from client import leader_calls as calls
 from client._consts import (
-    QUERY_TIMEOUT,
     QUERY_TRIES,
     RUNNING_STATUS,
     SILENT_WORKER_SECONDS,
@@ -162,7 +161,10 @@ class Run:
         for tries in range(1, QUERY_TRIES + 1):
             try:
                 return await self.handle.query(
-                    query.name, *args, result_type=query.answer, rpc_timeout=QUERY_TIMEOUT
+                    query.name,
+                    *args,
+                    result_type=query.answer,
+                    rpc_timeout=self._settings.query_timeout,
                 )
             except RPCError as e:
                 status = await self.temporal_status()
@@ -268,7 +270,9 @@ class Run:
                     yield WorkerSilent(waiting[1], "no worker took its attempt", task=waiting[0])
                 current: BoardPage | None = None
                 try:
-                    current = await board_once(self._client, self.id, request)
+                    current = await board_once(
+                        self._client, self.id, request, self._settings.query_timeout
+                    )
                     silent_since, told_silent = None, False
                 except RPCError as e:
                     if e.status == RPCStatusCode.UNAVAILABLE:
@@ -323,7 +327,7 @@ class Run:
                 await asyncio.sleep(1.0)
             except WorkflowFailureError as e:
                 if isinstance(e.cause, CancelledError):
-                    return await cancelled_result(self.handle)
+                    return await cancelled_result(self.handle, self._settings.query_timeout)
                 raise RunEndedError(f"{self.id} ended without a result: {e.cause or e}") from None
 
     async def reports(self) -> list[AgentReport]:
@@ -377,7 +381,7 @@ class Run:
                 self._client, self._settings, self.id, queue, "no answer", "running"
             )
             reason = why.fact.replace(
-                f"within {QUERY_TIMEOUT.total_seconds():g}s",
+                f"within {self._settings.query_timeout.total_seconds():g}s",
                 f"within {UPDATE_TIMEOUT.total_seconds():g}s",
             )
             raise type(why)(

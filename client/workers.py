@@ -38,7 +38,6 @@ from temporalio.service import RPCError
 from client._consts import (
     LIVE_POLLER_SECONDS,
     PICKUP_WAIT,
-    QUERY_TIMEOUT,
     RUNNING_STATUS,
     UNTAKEN_SECONDS,
     WORKER_SILENT_SECONDS,
@@ -349,7 +348,7 @@ async def unanswered(
     full = [w for w in live if w.free_slots == 0]
     busy = f" ({len(full)} of {len(live)} with no free workflow slot)" if full else ""
     return WorkersBusyError(
-        f"{run_id} did not answer within {QUERY_TIMEOUT.total_seconds():g}s: the "
+        f"{run_id} did not answer within {settings.query_timeout.total_seconds():g}s: the "
         f"{len(live) or pollers} worker(s) serving '{queue}' are busy{busy} ({problem})",
         "ask again in a moment, or add workers (`python worker.py` on another machine)",
         topic="workers-busy",

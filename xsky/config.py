@@ -47,6 +47,7 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,17 @@ class Settings:
     def connect_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``Client.connect``: the profile's, with our address and namespace."""
         return {**self.connect_config, "target_host": self.address, "namespace": self.namespace}
+
+    @property
+    def query_timeout(self) -> timedelta:
+        """How long xsky waits for a query's answer: 5 s at most, and always under the sticky
+        wait. A query the server held on a dead worker's sticky queue for the sticky wait is
+        sent on to the run's queue as a "legacy" query whose history runs past the run's last
+        workflow task, and sdk-core (temporalio 1.35) applies those events to the run a worker
+        that took it over caches: the run then fails to replay, and that worker's workflow
+        tasks fail for good (docs/deployment.md). The server sends a query on only while its
+        asker still waits for the answer — so xsky's askers have stopped waiting by then."""
+        return timedelta(seconds=max(0.5, min(5.0, self.sticky_timeout / 2)))
 
     @property
     def skills_queue(self) -> str:

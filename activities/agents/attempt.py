@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,7 @@ class Attempt:
     share: BudgetShare | None  # what this dispatch may spend (a run with a budget)
     prices: dict[str, Price]  # the worker's price of each model (settings.json prices)
     settings_file: str  # the worker's settings file, for messages that name it
+    query_timeout: timedelta  # its queries of the leader: under the sticky wait (Settings)
     # With an object store a command's record is written on this machine first; this puts it in
     # the store, where the next attempt of the dispatch looks on whichever machine it runs (the
     # activity does, when a write comes between the command's end and the kept outcome).
@@ -275,6 +276,7 @@ def prepare(
         share=inp.budget_share,
         prices=view.prices,
         settings_file=str(settings.user_settings),
+        query_timeout=settings.query_timeout,
         publish_command=publish,
         mcp_pool=mcp or McpPool(),
         # (a no-op, a gather or the offline llm calls no MCP tool: the project's files unread)

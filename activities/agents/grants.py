@@ -12,7 +12,7 @@ permission log. An input that carries nothing costs nothing: no query is made.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
@@ -29,7 +29,6 @@ log = logging.getLogger("xsky.security.permissions")
 LEADER = "LeaderWorkflow"
 # Direct tools that make no tool call a grant could allow.
 NO_CALLS = frozenset({"noop"})
-QUERY_TIMEOUT = timedelta(seconds=30)
 _KEPT_QUEUES = 1024  # executions whose task queue is remembered (one describe each)
 
 
@@ -69,7 +68,7 @@ class GrantChecks:
                 "grants",
                 GrantsRequest(task_id=inp.task_id, dispatch=inp.dispatch),
                 result_type=Grants,
-                rpc_timeout=QUERY_TIMEOUT,
+                rpc_timeout=self.settings.query_timeout,
             )
         except (WorkflowQueryFailedError, RPCError) as e:
             # Its leader's worker is busy or restarting: try again (never honour unconfirmed).
@@ -87,7 +86,7 @@ class GrantChecks:
             return known
         try:
             described = await client.get_workflow_handle(workflow_id, run_id=run_id).describe(
-                rpc_timeout=QUERY_TIMEOUT
+                rpc_timeout=self.settings.query_timeout
             )
         except RPCError as e:
             raise ApplicationError(

@@ -468,6 +468,7 @@ class AgentLoop:
                             "dispatch_news",
                             DispatchRequest(task_id=key.task_id, dispatch=key.dispatch),
                             result_type=DispatchNews,
+                            rpc_timeout=self.a.query_timeout,
                         )
                     except WorkflowQueryFailedError as e:
                         if "expected but not found" not in str(e):
@@ -478,7 +479,9 @@ class AgentLoop:
                         if news.share_known:
                             self.meter.share = news.share
                 if not self._news:
-                    nudges = await handle.query("nudges", TaskRequest(task_id=key.task_id))
+                    nudges = await handle.query(
+                        "nudges", TaskRequest(task_id=key.task_id), rpc_timeout=self.a.query_timeout
+                    )
         except Exception as e:  # noqa: BLE001 - the leader may be busy; the dispatch's copy will do
             log.debug("nudges query failed: %s", e)
         for message in nudges[cp.nudges_seen :]:

@@ -1,5 +1,5 @@
 """A queried leader replays: runs whose boards are queried all along (what ``starter.py
-status``, ``--follow`` and the Web UI do) are replayed offline from their recorded histories —
+status``, ``--follow`` and the live page do) are replayed offline from their recorded histories —
 every execution of every run, continued as new with the state by reference, and with the
 leader's worker killed three times, once while a state is written.
 
@@ -61,10 +61,18 @@ async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[in
     """Query the run's board every `every` seconds while the block runs; yields [answered]."""
     answered = [0]
 
+    # Asked as xsky's askers ask (``Settings.query_timeout``, under the sticky wait): a query
+    # that outwaits it reaches a worker that took the run over as a legacy query, which
+    # sdk-core mishandles (test_query_deadline.py) — that made one run in 8–15 of the 3,000-
+    # agent test below fail to replay.
+    deadline = load_settings({}).query_timeout
+
     async def poll() -> None:
         while True:
             with contextlib.suppress(Exception):  # a query may meet a dead worker: ask again
-                await handle.query(LeaderWorkflow.task_board, PageRequest(limit=5))
+                await handle.query(
+                    LeaderWorkflow.task_board, PageRequest(limit=5), rpc_timeout=deadline
+                )
                 answered[0] += 1
             await asyncio.sleep(every)
 

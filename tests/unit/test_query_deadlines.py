@@ -1,0 +1,58 @@
+"""Every query xsky makes of a leader stops waiting before the sticky wait is out.
+
+A query the server held on a dead worker's sticky queue for the whole sticky wait is sent on to
+the run's queue as a "legacy" query whose history runs past the run's last workflow task;
+sdk-core (temporalio 1.35) applies those events to the run that the worker which took the run
+over caches, and the run then fails to replay — that worker's workflow tasks fail for good
+(docs/deployment.md; tests/integration/test_query_deadline.py shows it). The server sends a
+query on only while its asker still waits, so every asker of xsky's gives up first.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from xsky.config import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+ASKERS = ["client", "activities", "cli", "workflows"]
+
+
+def _calls() -> list[tuple[str, ast.Call]]:
+    found = []
+    for folder in ASKERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    found.append((f"{path.relative_to(ROOT)}:{node.lineno}", node))
+    return found
+
+
+def test_every_query_of_a_leader_has_a_deadline():
+    # (a deadline of its own — a timedelta written at the call — would not follow the sticky
+    # wait: each comes from Settings.query_timeout, or the 5 s it never exceeds)
+    unbounded = []
+    asked = 0
+    for where, call in _calls():
+        keywords = {k.arg: ast.unparse(k.value) for k in call.keywords}
+        if call.func.attr == "query" and call.args:  # WorkflowHandle.query(name, arg, ...)
+            deadline = keywords.get("rpc_timeout")
+        elif call.func.attr == "query_workflow":  # the raw service call
+            deadline = keywords.get("timeout")
+        else:
+            continue
+        asked += 1
+        if deadline is None or "timedelta(" in deadline:
+            unbounded.append(f"{where} ({deadline})")
+    assert asked >= 5  # (the walk finds the askers: the client's, the agents')
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("sticky", ["1", "3", "10", "30"])
+def test_the_query_deadline_is_under_the_sticky_wait(sticky: str):
+    settings = load_settings({"XSKY_STICKY_TIMEOUT": sticky})
+    wait = settings.query_timeout.total_seconds()
+    assert 0 < wait < settings.sticky_timeout and wait <= 5
