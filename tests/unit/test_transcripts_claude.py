@@ -690,3 +690,89 @@ def test_an_answer_attributed_to_a_skill_is_a_measured_use_of_it() -> None:
         ("tool_call", None),
         ("assistant", None),
     ]
+
+
+def test_a_queued_notification_handed_over_as_a_user_message_leaves_the_queue() -> None:
+    """Claude Code 2.1.39 (handgemacht-ai/spotter's fixture 258c7280…jsonl, lines 279-603): a
+    background task's notification is queued, the person interrupts, and the notification is
+    sent as a plain user message with no queue operation of its own; the person then queues
+    "check again" and, later (a second notification queued before it), a new request, each
+    taken by a ``remove`` without content — a remove absorbs the person's prompt mid-turn, and
+    the second notification waits for the turn's end. The first notification stayed on xsky's
+    queue and each remove took the head: "check again" arrived one remove late and the new
+    request was never delivered (left pending for ever)."""
+    notification = (
+        "<task-notification>\n<task-id>b0be39e</task-id>\n"
+        "<output-file>/tmp/claude-1000/x/tasks/b0be39e.output</output-file>\n"
+        "<status>completed</status>\n<summary>Background command completed (exit code 0)</summary>\n"
+        "</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/x"
+    )
+
+    def user(uid: str, parent: str, content: Any, at: str) -> dict[str, Any]:
+        message = {"role": "user", "content": content}
+        return {
+            "type": "user",
+            "uuid": uid,
+            "parentUuid": parent,
+            "timestamp": at,
+            "message": message,
+        }
+
+    def call(uid: str, parent: str, tool: str, at: str) -> dict[str, Any]:
+        block = {"type": "tool_use", "id": f"t-{uid}", "name": "Bash", "input": {"command": tool}}
+        message = {"id": f"m-{uid}", "role": "assistant", "content": [block]}
+        return {
+            "type": "assistant",
+            "uuid": uid,
+            "parentUuid": parent,
+            "timestamp": at,
+            "message": message,
+        }
+
+    def result(uid: str, call_id: str, at: str) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": f"t-{call_id}", "content": "ok"}
+        return user(uid, call_id, [block], at)
+
+    def queue(op: str, at: str, content: str | None = None) -> dict[str, Any]:
+        rec = {"type": "queue-operation", "operation": op, "timestamp": at}
+        return rec | ({"content": content} if content is not None else {})
+
+    lines = [
+        user("u1", "", "Implement the annotations epic", "2026-02-11T20:36:45Z"),
+        queue("enqueue", "2026-02-11T20:40:51Z", notification),
+        user(
+            "i1",
+            "u1",
+            [{"type": "text", "text": "[Request interrupted by user]"}],
+            "2026-02-11T20:51:08Z",
+        ),
+        user("n1", "i1", notification, "2026-02-11T20:51:10Z"),
+        queue("enqueue", "2026-02-11T20:51:12Z", "check again"),
+        call("a3", "n1", "tail -20 out", "2026-02-11T20:51:15Z"),
+        queue("remove", "2026-02-11T20:51:19Z"),
+        result("r3", "a3", "2026-02-11T20:51:19.5Z"),
+        queue("enqueue", "2026-02-11T20:52:00Z", notification.replace("b0be39e", "bd0afab")),
+        queue("enqueue", "2026-02-11T20:54:57Z", "new beads for the epic were added. tackle them"),
+        call("a4", "r3", "git commit -am wip", "2026-02-11T20:56:10Z"),
+        queue("remove", "2026-02-11T20:56:15Z"),
+        result("r4", "a4", "2026-02-11T20:56:15.5Z"),
+        # the second notification waited for the turn's end, handed over as a user message
+        user("n2", "r4", notification.replace("b0be39e", "bd0afab"), "2026-02-11T21:36:41Z"),
+    ]
+    lines[0]["parentUuid"] = None
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    state = ParseState()
+    events = adapter_for("claude-code").parse(data, 0, state, FileInfo("/s.jsonl"))
+    assert [(e.origin, e.text, e.timestamp) for e in events if e.kind == "user"] == [
+        ("prompt", "Implement the annotations epic", "2026-02-11T20:36:45Z"),
+        ("queued", "check again", "2026-02-11T20:51:19Z"),
+        ("queued", "new beads for the epic were added. tackle them", "2026-02-11T20:56:15Z"),
+    ]
+    assert state.queued == []
+    # (Claude Code marks the notification's sender in later 2.1 versions: the same holds)
+    lines[3]["origin"] = lines[-1]["origin"] = {"kind": "task-notification"}
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    again = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+    assert [e.text for e in again if e.kind == "user"] == [
+        e.text for e in events if e.kind == "user"
+    ]

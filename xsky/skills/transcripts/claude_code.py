@@ -273,6 +273,8 @@ class ClaudeCodeAdapter:
             said = text_of([b for b in _blocks(content) if b.get("type") != "tool_result"])
             if said.strip() or not _is_tool_result(content):
                 state.count_not_intent(marked)
+                if writer == "person":
+                    _taken(said, state)
                 out.append(ev("meta", f"{marked}: {said}"))
             return out
         if rec.get("isCompactSummary") is True:
@@ -410,6 +412,8 @@ def _typed(text: str, state: ParseState, ev: Any, writer: str) -> list[Event]:
                 state.count_not_intent(found)
                 if found == "compaction-prompt" and writer != "person":
                     state.set_machine_lane(ev_lane(ev), "compaction-agent")
+            if writer == "person":
+                _taken(part, state)
             out.append(ev(what, part))
         elif writer == "machine":  # a compaction agent's input: the conversation to summarise
             state.count_not_intent("machine-agent")
@@ -436,7 +440,8 @@ def _queue(rec: dict[str, Any], state: ParseState, new: Any) -> list[Event]:
 
     Claude Code queues its task notifications in the same queue: each entry keeps its kind
     (from its marker) so a notification taken off the queue is machine text, and the person's
-    prompts keep their own places (a dequeue without content takes the head, as Claude Code does).
+    prompts keep their own places: a dequeue without content takes the head, as Claude Code does,
+    and a remove without content the first of the person's prompts (it is absorbed mid-turn).
     """
     op = rec.get("operation")
     content = rec.get("content")
@@ -454,7 +459,15 @@ def _queue(rec: dict[str, Any], state: ParseState, new: Any) -> list[Event]:
     if text is None:
         if not state.queued:
             return []
-        text, kind = _pop(state, 0)
+        _align(state)
+        # A ``remove`` absorbs the person's prompt into the running turn (2.1.28x writes it with
+        # its content and ``reason: absorbed_mid_turn``); a task notification queued before it
+        # waits for the turn's end (2.1.39 writes that remove bare: handgemacht-ai/spotter's
+        # 258c7280… fixture). A ``dequeue`` takes the head.
+        at = 0
+        if op == "remove":
+            at = next((i for i, k in enumerate(state.queued_kinds) if k == "prompt"), 0)
+        text, kind = _pop(state, at)
         if kind != "prompt":
             state.count_not_intent(kind)
             return [new("meta", f"{kind} taken from the queue")]
@@ -507,6 +520,19 @@ def _deliver(text: str, state: ParseState, ev: Any, mode: str | None = None) -> 
     state.bounded("delivered", key)
     state.correction, state.question, state.interrupted = False, "", False
     return [ev("user", shown, origin="queued")]
+
+
+def _taken(text: str, state: ParseState) -> None:
+    """A queued entry handed over as a user message with no queue operation of its own (2.1.x
+    sends the task notifications queued before an interruption so) is off the queue: a later
+    ``remove`` without content takes the entry after it, not this one again."""
+    if not state.queued:
+        return
+    key = normal(redact(text))[:_COMPARE_CHARS]
+    for i, q in enumerate(state.queued):
+        if normal(q)[:_COMPARE_CHARS] == key:
+            _pop(state, i)
+            return
 
 
 def _popped(text: str, state: ParseState) -> bool:
