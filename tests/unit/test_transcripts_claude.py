@@ -776,3 +776,40 @@ def test_a_queued_notification_handed_over_as_a_user_message_leaves_the_queue() 
     assert [e.text for e in again if e.kind == "user"] == [
         e.text for e in events if e.kind == "user"
     ]
+
+
+def test_another_sessions_message_and_an_agents_hand_back_are_no_prompt_of_the_persons() -> None:
+    """Claude Code's cross-session messages (2.1.x: a peer session's SendMessage) and background
+    agents' hand-backs reach a session as user turns wrapped in tags that carry attributes —
+    ``<cross-session-message from="…" name="…">``, ``<agent-message from="…">`` — under the
+    preamble "Another Claude session sent a message:" or after a ``<system-reminder>``, and
+    not always with an ``origin`` naming the sender (the shapes an open-source transcript
+    parser's field survey records: claude_session_restore, transcript/events/incoming.rs).
+    They were read as the person's prompts (a wrapper's tag with attributes was not one)."""
+    texts = [
+        "fix the flaky upload test",
+        "<system-reminder>\nThe separate session for background task task_00000001 "
+        '("Example background task") has ended.\n</system-reminder>\n\n'
+        '<cross-session-message from="local_00000000-0000-0000-0000-000000000000" '
+        'name="Neighbour session">\nplaceholder answer\n</cross-session-message>',
+        "Another Claude session sent a message:\n"
+        '<cross-session-message from="uds:/tmp/cc-socks/41217.sock" from-name="peer-a" '
+        'from-mode="prompting">\nplease rebase onto main\n</cross-session-message>\n',
+        '<agent-message from="a1b2c3d4e5f607182">\n[Subagent hand-back] placeholder report\n'
+        "</agent-message>",
+        "<system-reminder>\nThe user started your suggested background task task_00000001 "
+        '("Example") in a separate local session.\n</system-reminder>\n\nis it done? all checked?',
+    ]
+    lines = [
+        {"type": "user", "uuid": f"u{i}", "message": {"role": "user", "content": text}}
+        for i, text in enumerate(texts)
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    state = ParseState()
+    events = adapter_for("claude-code").parse(data, 0, state, FileInfo("/s.jsonl"))
+    assert [text for _, text in users(events)] == [
+        "fix the flaky upload test",
+        "is it done? all checked?",
+    ]
+    assert state.interpreted["not-intent/peer-message"] == 1
+    assert state.interpreted["not-intent/agent-handback"] == 1

@@ -23,6 +23,7 @@ REJECTED = "The user doesn't want to proceed with this tool use"
 _FEEDBACK = "the user said:\n"  # a rejection with the person's own words after it
 COMPACT_PROMPT = "Your task is to create a detailed summary of the conversation"
 COMPACT_SUMMARY = "This session is being continued from a previous conversation"
+PEER_PREAMBLE = "Another Claude session sent a message:"
 _MACHINE = (
     "<task-notification>",
     "<command-name>",
@@ -40,6 +41,12 @@ _MACHINE = (
     "<bash-stderr>",
     "<ide_",  # what the IDE says beside a prompt: <ide_opened_file>, <ide_selection>, …
     "<teammate-message",  # an agent team's teammate (it carries attributes)
+    # Another session's message (2.1.x cross-session messaging, SendMessage to a peer) and a
+    # background agent's hand-back: wrapped in tags that carry attributes (``from=…``), under a
+    # preamble or after a reminder, and not always with an ``origin`` that names the sender.
+    "<cross-session-message",
+    "<agent-message",
+    PEER_PREAMBLE,
     COMPACT_PROMPT,
 )
 # Blocks injected into a text the person did type: cut out, the rest is theirs.
@@ -109,6 +116,9 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("<system-reminder>", "system-reminder"),
     ("<ide_", "ide-context"),
     ("<teammate-message", "teammate-message"),
+    ("<cross-session-message", "peer-message"),
+    (PEER_PREAMBLE, "peer-message"),
+    ("<agent-message", "agent-handback"),
     (COMPACT_PROMPT, "compaction-prompt"),
     (COMPACT_SUMMARY, "compaction-summary"),
     (INTERRUPTED, "interruption"),
