@@ -4,7 +4,7 @@ which file each one is.
 Claude Code: ``<root>/<project>/*.jsonl``, and subagents' files under
 ``<project>/<session>/subagents/`` (a ``Workflow`` run's agents under
 ``subagents/workflows/<run>/agent-*.jsonl``, beside the run's ``journal.jsonl``); Codex: ``rollout-*.jsonl`` anywhere under ``sessions/``,
-and ``archived_sessions/``; xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
+and ``archived_sessions/`` (a rollout Codex compressed, ``.jsonl.zst``, is counted, not read); xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
 be read are skipped, and symlinks are never followed. A file is known by its first bytes
 (:func:`head_of`) as well as by its path and inode, which renames and reuse change.
 """
@@ -21,20 +21,35 @@ from xsky.skills.sources import Source
 HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
 
 
-def _jsonl(folder: Path, prefix: str = "", linked: bool = True) -> Iterator[os.DirEntry[str]]:
+# Codex compresses cold rollouts in place (``rollout-….jsonl`` → ``rollout-….jsonl.zst``, zstd;
+# codex-rs/rollout/src/compression.rs: archived rollouts a week old) and reads either; xsky
+# reads plain JSONL only, so a compressed rollout is counted and said, never passed over silently.
+COMPRESSED = ".jsonl.zst"
+
+
+def _jsonl(
+    folder: Path, prefix: str = "", linked: bool = True, packed: list[str] | None = None
+) -> Iterator[os.DirEntry[str]]:
     """The ``.jsonl`` files of ``folder``; ``linked`` False: none when ``folder`` is itself a
-    link (a folder found inside a source, where a link would lead the scan anywhere)."""
+    link (a folder found inside a source, where a link would lead the scan anywhere).
+    ``packed``: where to add the paths of compressed ``.jsonl.zst`` files that have no plain
+    copy beside them (Codex reads the plain one when both exist)."""
     try:
         if not linked and folder.is_symlink():
             return
+        zst: list[str] = []
+        plain: set[str] = set()
         with os.scandir(folder) as it:
             for entry in it:
-                if (
-                    entry.name.endswith(".jsonl")
-                    and entry.name.startswith(prefix)
-                    and entry.is_file(follow_symlinks=False)
-                ):
+                if not entry.name.startswith(prefix) or not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.name.endswith(".jsonl"):
+                    plain.add(entry.name)
                     yield entry
+                elif packed is not None and entry.name.endswith(COMPRESSED):
+                    zst.append(entry.path)
+        if packed is not None:
+            packed.extend(p for p in zst if Path(p).name[: -len(".zst")] not in plain)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return
 
@@ -49,8 +64,11 @@ def subdirs(folder: Path) -> Iterator[os.DirEntry[str]]:
         return
 
 
-def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
-    """(file, is a Claude Code subagent file) for every transcript under a source's root.
+def discover(
+    source: Source, packed: list[str] | None = None
+) -> Iterator[tuple[os.DirEntry[str], bool]]:
+    """(file, is a Claude Code subagent file) for every transcript under a source's root;
+    ``packed`` collects the Codex rollouts found compressed (``.jsonl.zst``), which are not read.
 
     Symlinks are not followed: a transcript folder is not a way to read other files.
     """
@@ -72,8 +90,9 @@ def discover(source: Source) -> Iterator[tuple[os.DirEntry[str], bool]]:
             sessions = root
         for dirpath, dirnames, _ in os.walk(sessions):
             dirnames.sort()
-            yield from ((e, False) for e in _jsonl(Path(dirpath), "rollout-"))
-        yield from ((e, False) for e in _jsonl(root / "archived_sessions", linked=False))
+            yield from ((e, False) for e in _jsonl(Path(dirpath), "rollout-", packed=packed))
+        archive = _jsonl(root / "archived_sessions", linked=False, packed=packed)
+        yield from ((e, False) for e in archive)
     elif source.kind == "xsky":
         for run in subdirs(root):
             yield from ((e, False) for e in _jsonl(Path(run.path)))

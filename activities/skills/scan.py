@@ -136,7 +136,8 @@ def scan(
                     )
                 continue
             scanned_kinds.add(source.kind)
-            for entry, subagent in discover(source):
+            packed: list[str] = []
+            for entry, subagent in discover(source, packed):
                 path = entry.path
                 if path in seen:
                     continue
@@ -172,6 +173,10 @@ def scan(
                         row,
                     )
                 )
+            # (one read before Codex compressed it was read whole: it had been cold a week)
+            packed = [p for p in packed if p.removesuffix(".zst") not in known]
+            if packed:
+                result.problems.append(_compressed_problem(source, packed))
         _moves_and_gone(store, known, seen, scanned_kinds, candidates, result)
         _collect(store, candidates, inp, clock, result)
         store.set_meta(
@@ -188,6 +193,19 @@ def scan(
     _clean_staging(home, clock())
     result.seconds = round(time.perf_counter() - started, 4)
     return result
+
+
+def _compressed_problem(source: Source, packed: list[str]) -> str:
+    """What a scan says of the rollouts Codex compressed (``.jsonl.zst``): xsky does not read
+    them (their tasks are not mined) and how to make one readable."""
+    n = len(packed)
+    first = sorted(packed)[0]
+    more = f" (and {n - 1} more)" if n > 1 else ""
+    return (
+        f"{source.label()}: {n} compressed Codex rollout{'s' if n > 1 else ''} not read, "
+        f"{first}{more}: xsky reads plain .jsonl only; `zstd -d FILE` writes the plain copy "
+        "beside it (Codex reads that one then), and the next scan mines it"
+    )
 
 
 Seen = Literal["new", "grew", "unchanged", "unfollowed", "replaced", "truncated", "settling"]
