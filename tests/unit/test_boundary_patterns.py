@@ -291,6 +291,36 @@ def test_a_refinement_right_after_an_interrupt_stays_as_a_correction() -> None:
     assert draft.state.signals.get("corrections") == 1
 
 
+def test_after_an_interrupt_the_object_a_slash_commands_name_holds_is_no_new_goal() -> None:
+    """A real 2.1.38 session (handgemacht-ai/spotter's fixture subagent.jsonl): the person ran
+    ``/handgemacht:create-beads <research notes>``, interrupted after the plan, and typed
+    "create the beads": the task's words held "create-beads" whole, so "beads" was a new
+    object and the rest of the task became an atom of its own."""
+    r = Records()
+    r.prompt(
+        "<command-message>handgemacht:create-beads</command-message>\n"
+        "<command-name>/handgemacht:create-beads</command-name>\n"
+        "<command-args>websearch how to set up credo, dialyzer and mix_audit</command-args>"
+    )
+    r.ran("ls docs", "[Request interrupted by user]")
+    r.prompt("create the beads", origin="human")
+    events, _ = parse(r)
+    assert users(events)[1] == ("after_interrupt", "create the beads")
+    (draft,) = group_offline(units_of(events), None)
+    assert draft.state.intent_head.startswith("/handgemacht:create-beads websearch")
+    # a request whose object the task never named still starts one
+    assert (
+        classify(
+            "create the changelog",
+            "after_interrupt",
+            keywords("/handgemacht:create-beads websearch credo"),
+            False,
+            True,
+        )
+        == "new"
+    )
+
+
 def test_codex_turn_aborted_marks_the_next_prompt_after_interrupt() -> None:
     lines = [
         {"type": "session_meta", "payload": {"id": "0199c0aa-0000-7000-8000-000000000001"}},

@@ -146,6 +146,19 @@ def stem(word: str) -> str:
     return word
 
 
+_PARTS = re.compile(r"[-_:/.]+")
+
+
+def known_stems(task_words: list[str]) -> set[str]:
+    """The stems a task's words name, a compound's parts among them: the task of
+    ``/handgemacht:create-beads …`` or ``fix the user-profile page`` knows "beads" and
+    "profile", so "create the beads" after it names no new object."""
+    known = {stem(w) for w in task_words}
+    for w in task_words:
+        known.update(stem(p) for p in _PARTS.split(w) if len(p) > 2)
+    return known
+
+
 def is_machine(head: str) -> bool:
     return bool(MACHINE.match(head))
 
@@ -196,7 +209,7 @@ def classify(
         return "reask"
     if not words:
         return "same"  # names nothing of its own ("do that", "why?")
-    known = {stem(w) for w in task_words}
+    known = known_stems(task_words)
     shared = sum(1 for w in words if stem(w) in known) / len(words)
     if REQUEST.match(text):
         objects = [stem(w) for w in words if w not in REQUEST_VERBS]
@@ -222,7 +235,7 @@ def _after_interrupt(text: str, task_words: list[str], critique: bool) -> Follow
     words = keywords(text)
     if containment(words, task_words) >= 0.5:
         return "correction"  # the task said again, with more: "add a Dockerfile … but do NOT …"
-    known = {stem(w) for w in task_words}
+    known = known_stems(task_words)
     objects = [stem(w) for w in words if w not in REQUEST_VERBS]
     shared = sum(1 for w in objects if w in known) / len(objects) if objects else 1.0
     return "new" if shared < SAME_TOPIC else "correction"
