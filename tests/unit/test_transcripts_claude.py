@@ -813,3 +813,74 @@ def test_another_sessions_message_and_an_agents_hand_back_are_no_prompt_of_the_p
     ]
     assert state.interpreted["not-intent/peer-message"] == 1
     assert state.interpreted["not-intent/agent-handback"] == 1
+
+
+def test_a_cancelled_tool_use_and_a_rejected_plan_are_the_persons_no() -> None:
+    """Claude Code has more refusals than REJECT_MESSAGE ("The user doesn't want to proceed
+    with this tool use…"): the person cancelling at the permission prompt gets CANCEL_MESSAGE,
+    "The user doesn't want to take this action right now. STOP what you are doing and wait for
+    the user to tell you how to proceed.", and a plan refused at ExitPlanMode gets
+    PLAN_REJECTION_PREFIX, "The agent proposed a plan that was rejected by the user. …"
+    (Claude Code's src/utils/messages.ts, as public ports quote it). Neither was read as a
+    refusal: the person's next words were an ordinary prompt, free to start a new task."""
+    refusals = [
+        "The user doesn't want to take this action right now. STOP what you are doing and wait "
+        "for the user to tell you how to proceed.",
+        "The agent proposed a plan that was rejected by the user. The user chose to stay in plan "
+        "mode rather than proceed with implementation.\n\nRejected plan:\n# Plan\n1. add a queue",
+        # the reason after the prefix, however it is spaced
+        "The user doesn't want to proceed with this tool use. The tool use was rejected. To tell "
+        "you how to proceed, the user said: keep the branch",
+    ]
+    for refusal in refusals:
+        lines: list[dict[str, Any]] = [
+            {
+                "type": "user",
+                "uuid": "u1",
+                "message": {"role": "user", "content": "plan the uploader"},
+            },
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "parentUuid": "u1",
+                "message": {
+                    "id": "m1",
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "ExitPlanMode", "input": {}}
+                    ],
+                },
+            },
+            {
+                "type": "user",
+                "uuid": "r1",
+                "parentUuid": "a1",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t1",
+                            "content": refusal,
+                            "is_error": True,
+                        }
+                    ],
+                },
+            },
+            {
+                "type": "user",
+                "uuid": "u2",
+                "parentUuid": "r1",
+                "message": {
+                    "role": "user",
+                    "content": "write the migration for the retry table first",
+                },
+            },
+        ]
+        data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        events = adapter_for("claude-code").parse(data, 0, ParseState(), FileInfo("/s.jsonl"))
+        said = users(events)
+        if refusal.endswith("keep the branch"):
+            assert said[1:] == [("correction", "keep the branch"), ("prompt", said[2][1])], said
+        else:
+            assert said[1] == ("correction", "write the migration for the retry table first"), said

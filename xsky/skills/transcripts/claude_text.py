@@ -20,7 +20,11 @@ import re
 
 INTERRUPTED = "[Request interrupted by user"
 REJECTED = "The user doesn't want to proceed with this tool use"
-_FEEDBACK = "the user said:\n"  # a rejection with the person's own words after it
+# The person's other refusals (Claude Code's src/utils/messages.ts): cancelling at the permission
+# prompt (CANCEL_MESSAGE), and refusing a plan at ExitPlanMode (PLAN_REJECTION_PREFIX).
+CANCELLED = "The user doesn't want to take this action right now"
+PLAN_REJECTED = "The agent proposed a plan that was rejected by the user"
+_FEEDBACK = "the user said:"  # a rejection with the person's own words after it
 COMPACT_PROMPT = "Your task is to create a detailed summary of the conversation"
 COMPACT_SUMMARY = "This session is being continued from a previous conversation"
 PEER_PREAMBLE = "Another Claude session sent a message:"
@@ -186,7 +190,10 @@ def _injected(text: str) -> str:
 def rejection_feedback(result: str) -> str | None:
     """The person's words in a rejected tool use's result, if they gave any ("" if none), or
     None when the result is not a rejection."""
-    if not result.lstrip().startswith(REJECTED):
+    head = result.lstrip()
+    if head.startswith((CANCELLED, PLAN_REJECTED)):
+        return ""
+    if not head.startswith(REJECTED):
         return None
     at = result.find(_FEEDBACK)
     return result[at + len(_FEEDBACK) :].strip() if at >= 0 else ""
