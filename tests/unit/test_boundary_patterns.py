@@ -321,6 +321,32 @@ def test_after_an_interrupt_the_object_a_slash_commands_name_holds_is_no_new_goa
     )
 
 
+def test_asking_whether_the_agent_did_something_is_about_the_task_not_a_new_one() -> None:
+    """A real 2.1.39 session (handgemacht-ai/spotter's fixture 258c7280…jsonl) ends with "did
+    you push?" after the epic was done: no back reference ("it", "that"), a word the task never
+    said, so it was a task of its own (an atom with no work in it)."""
+    r = Records()
+    r.prompt("Implement spotter-gqc")
+    r.ran("mix test", "87 tests, 0 failures")
+    r.said("Done: all tasks of the epic are closed and committed.")
+    r.prompt("did you push?")
+    r.said("Yes, everything is pushed.")
+    events, _ = parse(r)
+    (draft,) = group_offline(units_of(events), None)
+    assert draft.state.intent_head == "Implement spotter-gqc"
+    # a question that goes on to ask for new work is not held back by it
+    assert (
+        classify(
+            "did you know staging is down? deploy the hotfix",
+            "prompt",
+            ["spotter-gqc"],
+            True,
+            False,
+        )
+        == "new"
+    )
+
+
 def test_codex_turn_aborted_marks_the_next_prompt_after_interrupt() -> None:
     lines = [
         {"type": "session_meta", "payload": {"id": "0199c0aa-0000-7000-8000-000000000001"}},

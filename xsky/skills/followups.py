@@ -133,7 +133,9 @@ def is_statement_about_it(text: str) -> bool:
     return bool(VERDICT.search(first))
 
 
-# A question about what was just done points back at it.
+# A question about what was just done points back at it ("does it lock the table?"), or asks
+# the agent whether it did something ("did you push?", "have you run the tests?").
+ASKS_WHAT_WAS_DONE = re.compile(r"(?i)^\s*(?:did|have|has|had|were|was)\s+(?:you|we|it)\b")
 BACK_REFERENCE = re.compile(r"(?i)\b(it|that|this|these|those|them|there|the same)\b")
 SAME_TOPIC = 0.34  # share of a prompt's keywords already in the task: a follow-up on it
 
@@ -218,7 +220,7 @@ def classify(
         # After the agent answered, a request with its own verb and object is a new goal;
         # while it works, only one about something else is (the rest steers the task).
         return "new" if completed or shared < SAME_TOPIC else "same"
-    if text.endswith("?") and BACK_REFERENCE.search(text):
+    if text.endswith("?") and (BACK_REFERENCE.search(text) or ASKS_WHAT_WAS_DONE.match(text)):
         return "same"  # "does it lock the table?": a question about the result
     # While the agent still works, a prompt is more likely to steer than to start over.
     if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
