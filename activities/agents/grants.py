@@ -11,7 +11,9 @@ permission log. An input that carries nothing costs nothing: no query is made.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 
 from temporalio import activity
@@ -30,6 +32,10 @@ LEADER = "LeaderWorkflow"
 # Direct tools that make no tool call a grant could allow.
 NO_CALLS = frozenset({"noop"})
 _KEPT_QUEUES = 1024  # executions whose task queue is remembered (one describe each)
+# How long an attempt asks its leader to confirm its grants before it gives up (and is tried
+# again): each question gives up under the sticky wait (Settings.query_timeout), so a busy
+# leader is asked again, not waited on past it.
+CONFIRM_PATIENCE = 30.0
 
 
 class GrantChecks:
@@ -63,21 +69,26 @@ class GrantChecks:
                 f"deployment's ({self.settings.task_queue!r})"
             ]
         handle = client.get_workflow_handle(info.workflow_id, run_id=run_id)
-        try:
-            grants = await handle.query(
-                "grants",
-                GrantsRequest(task_id=inp.task_id, dispatch=inp.dispatch),
-                result_type=Grants,
-                rpc_timeout=self.settings.query_timeout,
-            )
-        except (WorkflowQueryFailedError, RPCError) as e:
-            # Its leader's worker is busy or restarting: try again (never honour unconfirmed).
-            raise ApplicationError(
-                f"the run's leader could not confirm the approvals this attempt carries ({e}); "
-                "the attempt is tried again",
-                type="GrantsUnconfirmed",
-            ) from None
-        return confirmed(inp, grants)
+        patience = time.monotonic() + CONFIRM_PATIENCE
+        while True:
+            try:
+                grants = await handle.query(
+                    "grants",
+                    GrantsRequest(task_id=inp.task_id, dispatch=inp.dispatch),
+                    result_type=Grants,
+                    rpc_timeout=self.settings.query_timeout,
+                )
+                return confirmed(inp, grants)
+            except (WorkflowQueryFailedError, RPCError) as e:
+                if isinstance(e, RPCError) and time.monotonic() < patience:
+                    await asyncio.sleep(0.5)  # its leader's worker is busy or restarting
+                    continue
+                # Not confirmed: the attempt is tried again (never honour unconfirmed).
+                raise ApplicationError(
+                    f"the run's leader could not confirm the approvals this attempt carries "
+                    f"({e}); the attempt is tried again",
+                    type="GrantsUnconfirmed",
+                ) from None
 
     async def _queue(self, client: Client, workflow_id: str, run_id: str | None) -> str:
         key = run_id or workflow_id

@@ -32,7 +32,7 @@ async def followed(monkeypatch: pytest.MonkeyPatch, status: RPCStatusCode) -> li
             raise RPCError("Workflow is busy.", status, b"")
         return ENDED
 
-    async def board_once(client: Any, run_id: str, page: Any) -> BoardPage:
+    async def board_once(client: Any, run_id: str, page: Any, timeout: Any) -> BoardPage:
         return BoardPage(total=0, offset=0, state="completed")
 
     monkeypatch.setattr(run_module, "describe_once", describe_once)
