@@ -184,3 +184,19 @@ def test_a_write_step_writes_only_to_the_file_it_names_as_where_it_goes():
         "path": "log.txt",
         "append": True,
     }
+
+
+def test_a_numbered_list_in_a_prompt_does_not_cut_its_intent_at_the_first_number():
+    # "…: 1. fix the login bug 2. add a test" cut at "2." left the intent "…1. fix the login
+    # bug 2." (real7: a real Claude Code 2.1.38 prompt).
+    from xsky.skills.atom_finish import sentences
+
+    prompt = (
+        "Work through these now: 1. fix the login bug in the auth module 2. add a regression "
+        "test for it 3. push the branch. Report what you changed."
+    )
+    cut = sentences(prompt, 110)
+    assert not cut.endswith((" 2.", " 3.")), cut
+    assert sentences("Fix the login bug in the auth module. Then add a test and push.", 45) == (
+        "Fix the login bug in the auth module."
+    )

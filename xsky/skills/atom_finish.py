@@ -81,7 +81,9 @@ def sentences(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
-    cut = max((m.end() for m in re.finditer(r"[.!?。！？](\s|$)", flat[: limit + 1])), default=0)
+    # (a list's number — "1. fix it 2. test it" — ends no sentence)
+    ends = re.finditer(r"(?<!\S)(?!\d{1,3}\.)\S*?[.!?。！？](?=\s|$)", flat[: limit + 1])
+    cut = max((m.end() for m in ends), default=0)
     return flat[:cut].strip() if cut >= limit // 3 else flat[: limit - 1].rstrip() + "…"
 
 
