@@ -152,7 +152,8 @@ class ShellCommand:
     # this command alone (`A=1 cmd`), and by argv index the words the shell expands: "runtime"
     # ($x, $(…), `…`: known only when it runs) or an unquoted * ? [ { naming files — "glob", or
     # "glob-start" where the expansion can begin the word, so a file name can become an option.
-    # Commands found inside a wrapper's arguments (`env cmd`, `find -exec cmd`) carry neither.
+    # Commands found inside a wrapper's arguments (`env cmd`, `find -exec cmd`) carry their
+    # words' expansions, by index into their own argv, and no assignments.
     assignments: list[str] = field(default_factory=list, compare=False)
     expansions: dict[int, str] = field(default_factory=dict, compare=False)
 
@@ -542,7 +543,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
         return
     _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions))
-    _unwrap(argv, out, depth)
+    _unwrap(argv, out, depth, expansions)
 
 
 _GLOB_CHARS = set("*?[{")
@@ -634,8 +635,18 @@ def _env_split_string(rest: list[str]) -> str | None:
     return None
 
 
-def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
+def _shifted(expansions: dict[int, str], start: int, end: int) -> dict[int, str]:
+    """The expansions of ``argv[start:end]``, by index into that slice: a wrapped command's
+    words keep what the shell does to them (a fourth review: `timeout 5 sed "s/a/{{…}}/"`,
+    `nice tar -xf a.tar "{{…}}"` ran what the value said — the value checks saw no value)."""
+    return {i - start: how for i, how in expansions.items() if start <= i < end}
+
+
+def _unwrap(
+    argv: list[str], out: list[ShellCommand], depth: int, expansions: dict[int, str] | None = None
+) -> None:
     """Also record what shells, eval and wrappers run on our behalf."""
+    expansions = expansions or {}
     name = argv[0].rsplit("/", 1)[-1]
     args = argv[1:]
     if name in SHELLS:
@@ -680,8 +691,9 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
                     inner.append(word)
                 if inner:
                     _refuse_runtime_program(inner[0], f"{name} {arg}")
-                    out.append(ShellCommand(inner))
-                    _unwrap(inner, out, depth + 1)
+                    shifted = _shifted(expansions, i + 2, i + 2 + len(inner))
+                    out.append(ShellCommand(inner, expansions=shifted))
+                    _unwrap(inner, out, depth + 1, shifted)
         return
     if name == "flock":  # flock FILE -c 'command line': run by sh -c
         for i, arg in enumerate(args[:-1]):
@@ -720,8 +732,9 @@ def _unwrap(argv: list[str], out: list[ShellCommand], depth: int) -> None:
             _parse_into(" ".join(rest), out, depth + 1)
             return
         if rest:
-            out.append(ShellCommand(rest))
-            _unwrap(rest, out, depth + 1)
+            shifted = _shifted(expansions, len(argv) - len(rest), len(argv))
+            out.append(ShellCommand(rest, expansions=shifted))
+            _unwrap(rest, out, depth + 1, shifted)
 
 
 # -- what rules match, and what can run code the checker cannot see ---------------------------
