@@ -67,7 +67,8 @@ def test_a_command_with_a_value_there_is_asked_for(
 @pytest.mark.parametrize(
     "template",
     [
-        "sed -i 's/hello/world/' \"{{agent_1_result}}\"",  # the file is a value, the script is not
+        # the file is a value, the script is not (after --: GNU sed reads options anywhere)
+        "sed -i 's/hello/world/' -- \"{{agent_1_result}}\"",
         "awk -v k=\"{{agent_1_result}}\" '{print k, $1}' f.txt",
         "awk '{print $2}' \"{{agent_1_result}}\"",
         'tar -xf a.tar -- "{{agent_1_result}}"',

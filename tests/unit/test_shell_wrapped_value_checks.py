@@ -60,7 +60,7 @@ def test_the_checker_asks_as_for_the_unwrapped_command(
     [
         'timeout 5 grep -c "${XSKY_V1}" f.txt',
         'echo a | xargs -n1 echo "${XSKY_V1}"',
-        'nice sed "s/a/b/" "${XSKY_V1}"',
+        'nice sed "s/a/b/" -- "${XSKY_V1}"',
         'timeout 5 tar -xf "${XSKY_V1}" -C out',
     ],
 )

@@ -2057,6 +2057,13 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
                 return f"{name} reads a value known only when it runs where it takes code or options (-c…)"
             if not word.startswith("-"):
                 break
+    if name not in ("awk", "make", "find") and name not in _INTERPRETER_NAMES:
+        # (a fourth review: `git grep -n "{{…}}"` ran a value '-Ocmd', `git log "{{…}}"` wrote
+        # '--output=FILE', `scp "{{…}}" f h:` ran '-oProxyCommand=cmd', `sort "{{…}}" big`
+        # '--compress-program=cmd', `sed -n p f "{{…}}"` ran '--expression=1e cmd' — GNU
+        # programs read options anywhere before --)
+        if found := _value_as_option(name, PROGRAMS.get(name, UNKNOWN), args, runtime):
+            return found
     program = {"sed": _SED, "awk": _AWK, "tar": _TAR}.get(name)
     if program is None:
         return None
@@ -2086,6 +2093,71 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
                 "tar reads a value known only when it runs where it reads options "
                 "(--to-command, --checkpoint-action run programs); put it after --"
             )
+    return None
+
+
+_PROBE = "--xsky-value-known-only-when-it-runs"
+# git's tables read option values only attached; these take the next word as their value
+# however written (parse-options' required arguments), so a value after them is theirs.
+_GIT_REQUIRED_VALUES = {
+    "git commit": "-m -F -c -C --message --file --author --date",
+    "git tag": "-m -F --message --file",
+    "git grep": "-e -f",
+    "git checkout": "-b -B",
+    "git switch": "-c -C --create --force-create",
+    "git branch": "-m -M -c -C",
+    "git clone": "-b --branch -o --origin --depth",
+    "git notes add": "-m -F",
+    "git stash push": "-m --message",
+}
+
+
+def _value_as_option(
+    label: str,
+    program: Program,
+    args: Sequence[str],
+    runtime: frozenset[str],
+    subcommand: bool = False,
+) -> str | None:
+    """Why a word that is a value known only when the command runs (``"${XSKY_V1}"``: it
+    begins with the value) stands where ``program`` reads options — before ``--``, not an
+    option's value — of a program (or subcommand) the table knows options of that run a program
+    or write files (and any subcommand of one: ``git log --output=FILE``): a value ``-Ocmd``
+    or ``--output=FILE`` there is that option. None for a program with no such options
+    (``grep``, ``cat``), and for wrappers, whose command is checked on its own."""
+    if program.always is not None:
+        return None
+    probed = [
+        _PROBE if word == _PROBE or (word in runtime and word[:1] in "$`") else word
+        for word in args
+    ]
+    if _PROBE not in probed:
+        return None
+    spec = program.options or Options(combined=False)
+    refused_flags = frozenset(program.refused) - program.valued_refused
+    spec = replace(
+        spec,
+        valued=spec.valued | program.valued_refused,
+        flags=(spec.flags | refused_flags) - program.valued_refused,
+        first_positional_ends=spec.first_positional_ends or program.subcommands is not None,
+    )
+    if label in _GIT_REQUIRED_VALUES:
+        spec = replace(spec, valued=spec.valued | frozenset(_GIT_REQUIRED_VALUES[label].split()))
+    reading = read(probed, spec)
+    risky = subcommand or program.refused or program.forms
+    if risky and any(o.word == _PROBE for o in reading.options):
+        shown = ", ".join(sorted(n for n in program.refused if not n.endswith("*"))[:3])
+        return (
+            f"{label} reads a value known only when it runs where it reads options"
+            + (f" ({shown} …)" if shown else "")
+            + ", which can run a program or write a file; put it after --"
+        )
+    if program.subcommands is not None and reading.positionals:
+        sub, rest = reading.positionals[0], reading.positionals[1:]
+        if sub == _PROBE:
+            return f"{label}'s subcommand is a value known only when it runs"
+        inner = program.subcommands.get(sub, program.other or UNKNOWN)
+        return _value_as_option(f"{label} {sub}", inner, rest, frozenset({_PROBE}), True)
     return None
 
 

@@ -1,0 +1,91 @@
+"""A {{…}} value standing where a program reads options is that option when it begins with
+'-' (a fourth review: `git grep -n "{{…}}" -- .` ran a value '-Ocmd', `git log "{{…}}"` wrote
+'--output=FILE', `git ls-remote "{{…}}" .` ran '--upload-pack=cmd', `scp "{{…}}" f h:` ran
+'-oProxyCommand=cmd', `sort "{{…}}" -S 1k big` ran '--compress-program=cmd', `sed -n p f.txt
+"{{…}}"` ran '--expression=1e cmd', `cmake "{{…}}"` ran '-Pscript' — each allowed unasked
+where the role holds shell, whatever deny rules said). Such a command is asked for, for
+programs the checker knows have options that run programs or write files (and git's
+subcommands); after `--`, or as a value option's value, it is data. Each premise is checked with
+real bash."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from xsky.plan.variables import render_command
+from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from xsky.security.roles import BUILTIN_ROLES
+
+ROLE = BUILTIN_ROLES["shell"]
+DENY_TOUCH = PermissionSettings(
+    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
+)
+REPO = (
+    "git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m m && "
+    "echo hello > f.txt && git add f.txt"
+)
+# (the plan's command, agent 1's result, a setup command)
+AN_OPTION_IN_A_VALUE = [
+    ('git grep -n "{{agent_1_result}}" -- .', "-Otouch ran; true", REPO),
+    ('git log "{{agent_1_result}}"', "--output=ran", REPO),
+    ('git ls-remote "{{agent_1_result}}" .', "--upload-pack=touch ran; false", REPO),
+    ('git clone "{{agent_1_result}}" . out', "--upload-pack=touch ran; false", REPO),
+    ('scp "{{agent_1_result}}" f.txt x:', "-oProxyCommand=touch ran", "echo a > f.txt"),
+    ('zip -q out.zip f.txt "{{agent_1_result}}" -T', "--unzip-command=touch ran;", "echo a > f.txt"),
+    ('sed -n "/x/p" f.txt "{{agent_1_result}}"', "--expression=1e touch ran", "echo a > f.txt"),
+    ('sed -i "s/a/b/" "{{agent_1_result}}"', "--expression=w ran", "echo a > f.txt"),
+    ('cmake "{{agent_1_result}}"', "-Ps.cmake", "echo 'file(TOUCH ran)' > s.cmake"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("template", "result", "setup"), AN_OPTION_IN_A_VALUE)
+def test_the_value_is_read_as_an_option(
+    template: str, result: str, setup: str, tmp_path: Path
+) -> None:
+    command, values = render_command(template, {"1": result}, {}, {})
+    env = {**values, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for script in (setup, command):
+        subprocess.run(
+            ["bash", "-c", script],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(("template", "result", "setup"), AN_OPTION_IN_A_VALUE)
+def test_a_value_where_options_are_read_is_asked_for(
+    template: str, result: str, setup: str, tmp_path: Path
+) -> None:
+    command, _ = render_command(template, {"1": result}, {}, {})
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+    assert "where it reads options" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'git grep -n -e "{{agent_1_result}}" -- .',
+        'git commit -m "{{agent_1_result}}"',
+        'git checkout -b "{{agent_1_result}}"',
+        'git log --grep="{{agent_1_result}}"',
+        'git log -- "{{agent_1_result}}"',
+        'git clone -- "{{agent_1_result}}" out',
+        'sed -i "s/a/b/" -- "{{agent_1_result}}"',
+        'grep -c "{{agent_1_result}}" f.txt',
+        'cat "{{agent_1_result}}"',
+        'tar -xf "{{agent_1_result}}"',
+        'echo "{{agent_1_result}}"',
+    ],
+)
+def test_a_value_given_as_data_is_allowed(template: str, tmp_path: Path) -> None:
+    command, _ = render_command(template, {"1": "x"}, {}, {})
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
