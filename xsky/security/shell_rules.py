@@ -209,7 +209,8 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         if written.rule is not None:
             decisions.append(written)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
-    hidden = inline_code(part.argv) or value_code(part.argv, runtime)
+    in_value = value_code(part.argv, runtime)
+    hidden = inline_code(part.argv) or in_value
     if hidden is not None:
         decisions = [
             d
@@ -217,7 +218,27 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
             else Decision("ask", f"{hidden}: a person decides (or allow exactly this with a rule)")
             for d in decisions
         ]
+    if in_value is not None and check.forms:
+        # A prefix rule (`shell(sed:*)`) stands for the program's ordinary calls, and a value
+        # known only when the command runs can make any call of it (a fourth review: `sed
+        # "s/a/{{…}}/"`, `git grep -n "{{…}}"` ran what the value said under `shell(sed:*)`,
+        # `shell(git grep:*)`). An interpreter's or a shell's prefix rule allows code however
+        # it is given, as in _vouched. (The leader's delegated rules are held to this in
+        # xsky/security/delegation.py: a value is "only known when the command runs".)
+        decisions = [_value_vouched(d, part, in_value) for d in decisions]
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
+
+
+def _value_vouched(d: Decision, part: ShellCommand, why: str) -> Decision:
+    if d.effect != "allow" or d.rule is None or "*" not in d.rule or "(" not in d.rule:
+        return d
+    if part.argv[0].rsplit("/", 1)[-1] in INTERPRETERS | SHELLS:
+        return d
+    return Decision(
+        "ask",
+        f"{why}: a person decides — {d.rule!r} allows the program's calls as written, not what "
+        "a value can make of one (allow exactly this with a rule)",
+    )
 
 
 def _vouched(d: Decision, part: ShellCommand) -> Decision:
