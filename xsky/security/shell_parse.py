@@ -520,23 +520,25 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             redirects.append(_redirect(part, source, out, depth))
             continue
         if part.kind == "word":
+            word, expands = _as_bash_reads(part, source)
             if not argv:
-                if any(
+                if expands or any(
                     p.kind in ("parameter", "commandsubstitution", "processsubstitution")
                     for p in getattr(part, "parts", [])
                 ):
                     raise ShellParseError(
-                        f"the command name {part.word!r} is only known at run time; it cannot be checked"
+                        f"the command name {word!r} is only known at run time; it cannot be checked"
                     )
-                if any(c in part.word for c in "{}*?["):
+                if any(c in word for c in "{}*?["):
                     raise ShellParseError(
-                        f"the command name {part.word!r} would be expanded by the shell; write it plainly"
+                        f"the command name {word!r} would be expanded by the shell; write it plainly"
                     )
-            elif argv[0] in _DECLARERS and "=" in part.word:
-                _check_assignment(part.word)
-            if argv and (how := _expansion(part, source)) is not None:
+            elif argv[0] in _DECLARERS and "=" in word:
+                _check_assignment(word)
+            how = "runtime" if expands else _expansion(part, source, expands is None)
+            if argv and how is not None:
                 expansions[len(argv)] = how
-            argv.append(part.word)
+            argv.append(word)
             _walk(part, source, out, depth)  # substitutions inside arguments run too
     if not argv:
         out.append(ShellCommand([":"], redirects))  # assignments only, or redirects only
@@ -547,11 +549,71 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
 
 
 _GLOB_CHARS = set("*?[{")
+_EXPANSION_START = re.compile(r"[{(A-Za-z_0-9@*#?!$-]")
 
 
-def _expansion(word: Any, source: str) -> str | None:
-    """How the shell expands a word (see :class:`ShellCommand`), None when it does not."""
-    if any(p.kind in ("parameter", "commandsubstitution") for p in getattr(word, "parts", [])):
+def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None]:
+    """``word`` as bash reads it — its quotes removed, its expansions left as written — and
+    whether it expands at run time ($X, ${X}, $(…), `…` outside '…'; None: as the parser
+    says, for ANSI-C and locale quoting, which this reading does not follow).
+
+    bashlex 0.18 misreads a word that opens with '…' and goes on with "…$X…": it keeps the
+    inner quotes as text and drops the expansion (`'s/a/'"$X"'/'` reads `s/a/'"$X"'/`, no
+    parameter; `'a'"$(cmd)"'b'` hides cmd). That is the very form a {{…}} reference inside
+    '…' is rendered to (xsky.plan.variables.render_command): a fourth review found every value
+    check skipped for `sed 's/a/{{…}}/'` and a command substitution run past every rule. A
+    substitution the parser did not see cannot be checked; an expansion it did not see is
+    one known only at run time."""
+    start, end = getattr(word, "pos", (0, 0))
+    written = source[start:end]
+    if not written or "$'" in written or '$"' in written:
+        return word.word, None  # ANSI-C and locale quoting: as bashlex reads them
+    out: list[str] = []
+    expands = substitutes = False
+    quote = ""
+    i = 0
+    while i < len(written):
+        c = written[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+            else:
+                out.append(c)
+        elif c == "\\" and i + 1 < len(written):
+            nxt = written[i + 1]
+            if quote == '"' and nxt not in '$`"\\\n':
+                out.append(c)
+            if nxt != "\n":
+                out.append(nxt)
+            i += 1
+        elif c == "'" and not quote:
+            quote = "'"
+        elif c == '"':
+            quote = "" if quote == '"' else '"'
+        else:
+            if c == "`" or (c == "$" and written[i + 1 : i + 2] == "("):
+                substitutes = True
+            if c == "`" or (c == "$" and _EXPANSION_START.match(written[i + 1 : i + 2] or " ")):
+                expands = True
+            out.append(c)
+        i += 1
+    seen = {p.kind for p in getattr(word, "parts", [])}
+    if substitutes and "commandsubstitution" not in seen:
+        raise ShellParseError(
+            f"the word {written[:60]!r} holds a command substitution the parser does not see; "
+            "write it without mixing quotes — it cannot be checked"
+        )
+    hidden = expands and not seen & {"parameter", "commandsubstitution"}
+    read = "".join(out)
+    return (read if read != word.word and (hidden or "'" in word.word) else word.word), expands
+
+
+def _expansion(word: Any, source: str, parts: bool = True) -> str | None:
+    """How the shell expands a word (see :class:`ShellCommand`), None when it does not
+    (``parts`` False: the parser's expansions are not asked, the word was read here)."""
+    if parts and any(
+        p.kind in ("parameter", "commandsubstitution") for p in getattr(word, "parts", [])
+    ):
         return "runtime"
     start, end = getattr(word, "pos", (0, 0))
     written = source[start:end] or word.word
