@@ -24,6 +24,7 @@ DENY_TOUCH = PermissionSettings(
 SINGLE_QUOTED = [
     ("echo hello > f.txt; sed -i 's/hello/{{agent_1_result}}/' f.txt", "x/\n1e touch ran\n#"),
     ("echo hello > f.txt; awk '/{{agent_1_result}}/' f.txt", 'x/ || system("touch ran") || /y'),
+    ("sh -c 'echo {{agent_1_result}}'", "hi; touch ran"),
 ]
 # commands with no value at all
 HIDDEN = ["echo 'a'\"$(touch ran)\"'b'", "echo 'a'\"`touch ran`\"'b'", "'t'\"ouch$U\"'' ran"]

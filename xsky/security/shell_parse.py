@@ -10,6 +10,7 @@ refused (fail closed) by raising :class:`ShellParseError`.
 
 from __future__ import annotations
 
+import contextvars
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -162,12 +163,29 @@ class ShellCommand:
         return " ".join(self.argv)
 
 
+VALUE_NAME = "XSKY_V"  # a {{…}} value's shell variable (xsky.plan.variables.SHELL_VALUE)
+_READS_INPUT = " (reading commands from its input)"
+# Whether the command being split holds a {{…}} value: then a command line a shell runs that the
+# outer shell expands first (`bash -c "… $X …"`) may be made of the value, which is code there.
+_HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_values", default=True)
+
+
 def split_command(command: str) -> list[ShellCommand]:
     """Every simple command ``command`` would run, in order. Raises ShellParseError."""
     out: list[ShellCommand] = []
-    _parse_into(command, out, 0)
+    token = _HOLDS_VALUES.set(VALUE_NAME in command)
+    try:
+        _parse_into(command, out, 0)
+    finally:
+        _HOLDS_VALUES.reset(token)
     if not out:
         raise ShellParseError("the command is empty")
+    if VALUE_NAME in command and any(p.argv[0].endswith(_READS_INPUT) for p in out):
+        # `printf %s "{{…}}" | sh`, `bash <<< "… {{…}}"`: the value is read as commands
+        raise ShellParseError(
+            "a shell reads its commands from its input in a command that holds a {{…}} value, "
+            "which it would read as code; pass values as arguments — it cannot be checked"
+        )
     _refuse_array_values(out)
     return out
 
@@ -711,37 +729,53 @@ def _unwrap(
     expansions = expansions or {}
     name = argv[0].rsplit("/", 1)[-1]
     args = argv[1:]
+    runtime = {argv[i] for i, how in expansions.items() if how == "runtime"}
+
+    def run_line(code: str, what: str) -> None:
+        """``code``, a command line run by a shell: one the outer shell expands first is code
+        made of what it expands (a fourth review: `bash -c "echo {{…}}"`, `eval echo "{{…}}"`,
+        `trap "… {{…}}" EXIT` ran a result's `x; cmd` unasked)."""
+        if code in runtime and _HOLDS_VALUES.get():
+            raise ShellParseError(
+                f"the command line {what} runs, {code[:60]!r}, holds what the shell expands "
+                "when it runs (a value, a variable, $(…)), which it then reads as code; pass "
+                'values as arguments (sh -c \'… "$1"\' _ "{{…}}") — it cannot be checked'
+            )
+        _parse_into(code, out, depth + 1)
+
     if name in SHELLS:
         code = _shell_command_string(name, args)
         if code is not None:
-            _parse_into(code, out, depth + 1)
+            run_line(code, f"{name} -c")
         elif not any(a and not a.startswith("-") for a in args):
-            out.append(ShellCommand([f"{name} (reading commands from its input)"]))
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
-        _parse_into(args[args.index("-c") + 1], out, depth + 1)
+        run_line(args[args.index("-c") + 1], "runuser -c")
         return
     if name == "alias":  # alias NAME='command line': what NAME runs once aliases expand
         for arg in args:
             _, eq, value = arg.partition("=")
             if eq and value.strip():
-                _parse_into(value, out, depth + 1)
+                run_line(arg if arg in runtime else value, "alias")
         return
     if name == "eval":
+        for arg in args:
+            run_line(arg, "eval")  # each word, expanded, is part of the line eval reads
         if args:
             _parse_into(" ".join(args), out, depth + 1)
         return
     if name == "trap":  # trap ACTION SIGNAL…: ACTION is a command line, run when the signal comes
         rest = args[1:] if args[:1] == ["--"] else args
         if len(rest) > 1 and rest[0] != "-" and not rest[0].startswith("-") and rest[0].strip():
-            _parse_into(rest[0], out, depth + 1)
+            run_line(rest[0], "trap")
         return
     if name in ("mapfile", "readarray", "compgen", "complete"):
         # mapfile -C CALLBACK evaluates CALLBACK (with two words added) every -c lines;
         # compgen/complete -C COMMAND runs COMMAND: each is a command line
         for flag, arg in zip(args, args[1:], strict=False):
             if flag == "-C":
-                _parse_into(arg, out, depth + 1)
+                run_line(arg, f"{name} -C")
         return
     if name in ("find", "fd"):  # find … -exec CMD … ; runs CMD
         for i, arg in enumerate(args):
@@ -760,7 +794,7 @@ def _unwrap(
     if name == "flock":  # flock FILE -c 'command line': run by sh -c
         for i, arg in enumerate(args[:-1]):
             if arg in ("-c", "--command"):
-                _parse_into(args[i + 1], out, depth + 1)
+                run_line(args[i + 1], "flock -c")
                 return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
@@ -769,7 +803,7 @@ def _unwrap(
             head = rest[0]
             if name == "env" and (split := _env_split_string(rest)) is not None:
                 # env -S "cmd args" (-iS…, -S'…', --split-string=…): a command line in a string
-                _parse_into(split, out, depth + 1)
+                run_line(head if head in runtime else split, "env -S")
                 return
             if head == "--":
                 rest.pop(0)
