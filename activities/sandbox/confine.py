@@ -140,9 +140,14 @@ def confinement_for(
     An agent's sandbox gets its dispatch's ``attempt_key`` as ``XSKY_ATTEMPT_KEY``: the same
     for every attempt of a dispatch, so a script can tell a retry of its own work from new work
     and guard a side effect it must not repeat (the recipe in docs/deployment.md, "Recovery from a lost worker")."""
+    folder = safe_component(run_id)
+    # A folder of the store's own (`_pages/`: every run's browser logins, `_workspaces/`: named
+    # workspaces) is no run's: the CLI refuses such an id, but any Temporal client can start a
+    # run with one (a fourth review: a run named `_pages` read every run's cookies).
+    readable = () if folder.startswith("_") else (settings.artifacts / folder,)
     return Confinement(
         workspace=workspace,
-        readable=(settings.artifacts / safe_component(run_id),),
+        readable=readable,
         proxy_socket=proxy_socket,
         extra_env={"XSKY_ATTEMPT_KEY": attempt_key} if attempt_key is not None else {},
         read_only_paths=sandbox.read_only_paths,
