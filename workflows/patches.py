@@ -289,6 +289,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.0",
         delete_when="no run that held on a failure with a long error before v0.12.0 is still open",
     ),
+    "shell-words-as-bash-reads": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as bash does: a word mixing '…' and \"…$X…\" (a single-quoted {{…}} "
+        "reference's rendering) expands at run time, a wrapped command keeps its words' "
+        "expansions, a command line a shell re-reads made of a value cannot be checked; before, "
+        "bashlex's reading hid such expansions. Asked only of a call the two readings decide apart",
+        since="v0.12.1",
+        delete_when="no run that had a shell call decided by the leader before v0.12.1 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

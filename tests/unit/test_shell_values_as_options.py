@@ -63,10 +63,31 @@ def test_the_value_is_read_as_an_option(
 def test_a_value_where_options_are_read_is_asked_for(
     template: str, result: str, setup: str, tmp_path: Path
 ) -> None:
-    command, _ = render_command(template, {"1": result}, {}, {})
-    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
-    assert decision.effect == "ask", decision.reason
-    assert "where it reads options" in decision.reason
+    command, values = render_command(template, {"1": result}, {}, {})
+    for given in ({}, {"values": values}):  # its text unknown to the checker, or given it
+        decision = decide("shell", {"command": command, **given}, ROLE, DENY_TOUCH, str(tmp_path))
+        assert decision.effect == "ask", decision.reason
+        assert "where it reads options" in decision.reason
+
+
+@pytest.mark.parametrize(("template", "result", "setup"), AN_OPTION_IN_A_VALUE)
+def test_a_value_that_cannot_begin_an_option_is_data_there(
+    template: str, result: str, setup: str, tmp_path: Path
+) -> None:
+    # The call carries its values: a URL, a file name, a branch cannot begin an option, so
+    # `curl "{{url}}"` over a forEach's items is not asked of a person item by item.
+    benign = "https://example.com/a b" if "clone" in template else "notes.txt"
+    command, values = render_command(template, {"1": benign}, {}, {})
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert "where it reads options" not in decision.reason, decision.reason
+    for risky in ("-x", "", "a -x", "*"):  # an option, nothing, a word after a split, a glob
+        command, values = render_command(template, {"1": risky}, {}, {})
+        decision = decide(
+            "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+        )
+        assert decision.effect == "ask", (risky, decision.reason)
 
 
 @pytest.mark.parametrize(

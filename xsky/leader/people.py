@@ -46,6 +46,7 @@ from xsky.plan import dag
 from xsky.plan.agent_config import tool_name
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.permissions import run_rules_for
+from xsky.security.shell_parse import read_as_in_v0120
 
 # Of what reading a replan's XML said, the lines its reply carries (state.REPLY_READ_MARKS).
 READ_SHOWN = 5
@@ -256,6 +257,11 @@ class People:
         self.audit.add(person_decided(request, req, now))
         if req.decision == "allow_run" and request.tool:
             rules = run_rules_for(request.tool, request.arguments or {})
+            if request.tool == "shell":  # (patch shell-words-as-bash-reads, where they differ)
+                with read_as_in_v0120():
+                    before = run_rules_for(request.tool, request.arguments or {})
+                if rules != before and not self.patched("shell-words-as-bash-reads"):
+                    rules = before
             self.briefs.allow_for_run(rules, request.id)
         if task is not None:
             self.briefs.approve(task.id, approval_of(request, req))

@@ -2024,7 +2024,9 @@ def hidden_code(argv: Sequence[str]) -> str | None:
 _INTERPRETER_NAMES = frozenset({"python", "perl", "ruby", "node", "php", "lua", "deno", "bun"})
 
 
-def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
+def value_code(
+    argv: Sequence[str], runtime: frozenset[str], leading: frozenset[str] | None = None
+) -> str | None:
     """Why a word known only when the command runs (``runtime``: a ``{{…}}`` value's
     ``"${XSKY_V1}"``, ``$X``, ``$(…)``) is code or an option to sed, awk or tar — or None.
 
@@ -2035,6 +2037,10 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
     ``--to-command=cmd``)."""
     if not runtime:
         return None
+    # ``leading``: of those words, the ones that may begin an option (all, unless the call's
+    # values say otherwise: shell_rules._may_lead) — an option is all a program's option
+    # reading can make of a word.
+    leading = runtime if leading is None else leading
     name = program_name(argv[0])
     args = tuple(argv[1:])
     # (the third review, the fix's own review: each ran a program a value named)
@@ -2062,7 +2068,7 @@ def value_code(argv: Sequence[str], runtime: frozenset[str]) -> str | None:
         # '--output=FILE', `scp "{{…}}" f h:` ran '-oProxyCommand=cmd', `sort "{{…}}" big`
         # '--compress-program=cmd', `sed -n p f "{{…}}"` ran '--expression=1e cmd' — GNU
         # programs read options anywhere before --)
-        if found := _value_as_option(name, PROGRAMS.get(name, UNKNOWN), args, runtime):
+        if found := _value_as_option(name, PROGRAMS.get(name, UNKNOWN), args, leading):
             return found
     program = {"sed": _SED, "awk": _AWK, "tar": _TAR}.get(name)
     if program is None:

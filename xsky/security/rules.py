@@ -338,6 +338,10 @@ class Check:
     # another program (shell_rules._vouched); off for the leader's delegated rules, which are
     # held to every form by xsky/security/delegation.py (and replay as they decided).
     forms: bool = True
+    # The call's {{…}} values (XSKY_V1 → its text), when the checker is given them: a value
+    # that cannot begin an option (it does not start with '-') is no option where a program
+    # reads options (program_forms.value_code).
+    values: Mapping[str, str] = field(default_factory=dict)
 
     def names(self, tool: str) -> tuple[str, ...]:
         """The names rules and roles may hold ``tool`` by: its own, and an MCP tool's real one."""

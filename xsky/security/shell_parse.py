@@ -10,8 +10,10 @@ refused (fail closed) by raising :class:`ShellParseError`.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -168,6 +170,21 @@ _READS_INPUT = " (reading commands from its input)"
 # Whether the command being split holds a {{…}} value: then a command line a shell runs that the
 # outer shell expands first (`bash -c "… $X …"`) may be made of the value, which is code there.
 _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_values", default=True)
+# Reading as xsky 0.12.0 read (patch shell-words-as-bash-reads): words as bashlex gives them,
+# a wrapped command without its words' expansions, no command line refused for being made of
+# what the shell expands. The leader's own decisions (delegated approvals, "allow for this run"
+# rules) are workflow code: a run that made them before v0.12.1 replays them as they were made.
+_AS_IN_0120: contextvars.ContextVar[bool] = contextvars.ContextVar("as_in_0120", default=False)
+
+
+@contextlib.contextmanager
+def read_as_in_v0120() -> Iterator[None]:
+    """Commands split inside this block are read as xsky 0.12.0 read them (see _AS_IN_0120)."""
+    token = _AS_IN_0120.set(True)
+    try:
+        yield
+    finally:
+        _AS_IN_0120.reset(token)
 
 
 def split_command(command: str) -> list[ShellCommand]:
@@ -180,7 +197,11 @@ def split_command(command: str) -> list[ShellCommand]:
         _HOLDS_VALUES.reset(token)
     if not out:
         raise ShellParseError("the command is empty")
-    if VALUE_NAME in command and any(p.argv[0].endswith(_READS_INPUT) for p in out):
+    if (
+        not _AS_IN_0120.get()
+        and VALUE_NAME in command
+        and any(p.argv[0].endswith(_READS_INPUT) for p in out)
+    ):
         # `printf %s "{{…}}" | sh`, `bash <<< "… {{…}}"`: the value is read as commands
         raise ShellParseError(
             "a shell reads its commands from its input in a command that holds a {{…}} value, "
@@ -538,7 +559,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             redirects.append(_redirect(part, source, out, depth))
             continue
         if part.kind == "word":
-            word, expands = _as_bash_reads(part, source)
+            word, expands = (part.word, None) if _AS_IN_0120.get() else _as_bash_reads(part, source)
             if not argv:
                 if expands or any(
                     p.kind in ("parameter", "commandsubstitution", "processsubstitution")
@@ -563,7 +584,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
         return
     _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions))
-    _unwrap(argv, out, depth, expansions)
+    _unwrap(argv, out, depth, None if _AS_IN_0120.get() else expansions)
 
 
 _GLOB_CHARS = set("*?[{")
@@ -760,7 +781,7 @@ def _unwrap(
                 run_line(arg if arg in runtime else value, "alias")
         return
     if name == "eval":
-        for arg in args:
+        for arg in args if not _AS_IN_0120.get() else []:
             run_line(arg, "eval")  # each word, expanded, is part of the line eval reads
         if args:
             _parse_into(" ".join(args), out, depth + 1)

@@ -11,7 +11,9 @@ mode answers instead of them; what it understands and forbids is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
+import re
 from typing import Any
 
 from xsky.security.addresses import LOCAL_NAMES, blocked_host, ip_of, never_reachable
@@ -56,6 +58,11 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
             f"({MAX_COMMAND:,}); write it to a script file and run that",
             hard=True,
         )
+    values = arguments.get("values")
+    if isinstance(values, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in values.items()
+    ):
+        check = dataclasses.replace(check, values=values)
     try:
         parts = split_command(command)
     except ShellParseError as e:
@@ -209,7 +216,7 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         if written.rule is not None:
             decisions.append(written)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
-    in_value = value_code(part.argv, runtime)
+    in_value = value_code(part.argv, runtime, frozenset(w for w in runtime if _may_lead(w, check)))
     hidden = inline_code(part.argv) or in_value
     if hidden is not None:
         decisions = [
@@ -227,6 +234,23 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # xsky/security/delegation.py: a value is "only known when the command runs".)
         decisions = [_value_vouched(d, part, in_value) for d in decisions]
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
+
+
+# A word that begins with a {{…}} value's variable, as the parser gives it.
+_LEADING_VALUE = re.compile(r"\$\{?(XSKY_V[0-9]+)\}?")
+
+
+def _may_lead(word: str, check: Check) -> bool:
+    """Can ``word``, known only when the command runs, begin an option? Yes, unless it begins
+    with a {{…}} value whose text the checker was given and that text cannot: it does not start
+    with '-', holds no space after which one could (an unquoted value splits) and no * ? [
+    (a glob may name a file called -x). An empty value may let the next word lead."""
+    found = _LEADING_VALUE.match(word)
+    if found is None or found.group(1) not in check.values:
+        return True
+    text = check.values[found.group(1)] + word[found.end() :]
+    pieces = text.split()
+    return not pieces or any(p.startswith("-") for p in pieces) or any(c in text for c in "*?[")
 
 
 def _value_vouched(d: Decision, part: ShellCommand, why: str) -> Decision:

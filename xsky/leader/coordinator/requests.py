@@ -23,6 +23,7 @@ from xsky.leader.tasks import TaskState
 from xsky.security.delegation import delegation
 from xsky.security.idempotence import choice_of
 from xsky.security.permissions import PermissionSettings
+from xsky.security.shell_parse import read_as_in_v0120
 
 
 class RequestJudge:
@@ -51,7 +52,14 @@ class RequestJudge:
         j = self.judgment
         rules = j.delegated + list(self.options.delegate)
         deny = j.denied + [r for layer in self.permissions.layers for r in layer.deny]
-        return delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
+        now = delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
+        if tool != "shell":
+            return now
+        with read_as_in_v0120():  # (patch shell-words-as-bash-reads: asked where they differ)
+            before = delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
+        if now == before or self.requests.patched("shell-words-as-bash-reads"):
+            return now
+        return before
 
     def requested(
         self, task: TaskState, request: HumanRequest, now: datetime, judged: ConsultOutcome | None
