@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 
+from activities.mcp.plan_tools import tool_warnings
 from cli.args import parse_pairs
 from cli.render import (
     cell,
@@ -57,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
-    warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings]
+    # A direct agent's MCP tool: asked of the servers this machine configures (said, not refused)
+    found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))
+    warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings + found]
     # What the leader makes of it as the run begins (a forEach among an agent's steps becomes
     # agents of its own, a page's watch a durable watch): shown, so the board holds no surprise.
     runs_as, changes = lower(with_step_values(plan.workflow, variables))
