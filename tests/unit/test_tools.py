@@ -717,3 +717,28 @@ async def test_a_page_left_that_chromium_refuses_is_passed_over_and_closing_alwa
         assert context.pages == []  # closed all the same
     finally:
         await ctx.browsers.close()
+
+
+def test_an_agent_after_a_loop_continues_the_page_its_last_item_left(ctx):
+    """A loop's items (read[1]…) leave pages, the agent that gathers them (read) opens none: an
+    agent after the loop continues the page of its last item that used one, not a blank one."""
+    from activities.tools.browsing import left_page
+    from xsky.artifacts import page_key
+
+    def leave(agent: str, url: str, at: float) -> None:
+        left = {"url": url, "storage": {"cookies": [], "origins": []}, "at": at}
+        ctx.store.objects.put(page_key("run-1", agent), json.dumps(left).encode())
+
+    after = dataclasses.replace(ctx, agent_id="after", page_from=["read"])
+    assert left_page(after) is None  # no item used a page
+    leave("read[1]", "http://site/1", 3.0)  # (the first item ended last: items run at once)
+    leave("read[2]", "http://site/2", 1.0)
+    leave("read[10]", "http://site/10", 2.0)
+    leave("reader[11]", "http://site/other", 4.0)  # another loop's item
+    whose, left = left_page(after) or ("", {})
+    assert whose == "read[10]" and left["url"] == "http://site/10"
+    leave("read", "http://site/own", 0.5)  # a dependency that used a page itself: its own
+    assert left_page(after) == (
+        "read",
+        {"url": "http://site/own", "storage": {"cookies": [], "origins": []}, "at": 0.5},
+    )
