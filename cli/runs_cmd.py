@@ -17,7 +17,7 @@ from rich.table import Table
 
 from activities.storage import open_objects
 from cli.args import parse_pairs
-from cli.board import board_table, page_note, tally
+from cli.board import agent_shown, board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import HINTS, cli_message
@@ -454,7 +454,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if page.budget is not None and page.budget.limits is None:  # (a budget is among the notes)
         out.print(cell(page.budget.summary()))
     for t in retried:  # why each retry happened: one line per attempt that ended
-        out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
+        out.print(cell(f"{t.id} ({agent_shown(t)}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
     for follow_id, kind in follow_ups:
