@@ -41,7 +41,7 @@ from xsky.errors import (
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.plan.agent_config import tool_name
-from xsky.plan.budget import checks_warning, with_plan
+from xsky.plan.budget import RunBudget, checks_warning, config_budget, narrow, with_plan
 from xsky.plan.models import Workflow, plain_error
 from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
@@ -231,6 +231,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         for warning in role_budget_warnings(options, wf, _known_roles(settings)):
             if not args.json:
                 err.print(f"[yellow]warning:[/] {cell(warning)}")
+        stuck = unstartable_warning(with_plan(options.budget, wf.budget), wf)
+        if stuck is not None and not args.json:
+            err.print(f"[yellow]warning:[/] {cell(stuck)}")
         small = _checks_warning(settings, options, wf)
         if small is not None and not args.json:
             err.print(f"[yellow]warning:[/] {cell(small)}")
@@ -278,6 +281,39 @@ def role_budget_warnings(options: RunOptions, wf: Workflow, roles: set[str]) -> 
     if problems:
         raise UsageError("; ".join(problems) + "; nothing was started")
     return warnings
+
+
+def unstartable_warning(budget: RunBudget | None, wf: Workflow) -> str | None:
+    """The model agents whose share of the budget (their own cap, else the run's reserve) is
+    more than the run's whole token limit: none of them can ever be admitted, and the run waits
+    on an escalation as soon as one is next (said before it starts, whatever the coordinator)."""
+    if budget is None or budget.run.tokens is None:
+        return None
+    limit = budget.run.tokens
+    shares: dict[str, int] = {}
+    for agent in wf.agents:
+        if tool_name(agent.config) is not None:
+            continue  # a direct tool agent spends nothing of the budget
+        cap = narrow(
+            narrow(budget.per_agent, budget.per_role.get(agent.name)),
+            config_budget(agent.config),
+        )
+        share = (
+            cap.tokens if cap is not None and cap.tokens is not None else budget.reserve_tokens()
+        )
+        if share > limit:
+            shares[f"T-{agent.id}"] = int(share)
+    if not shares:
+        return None
+    named = ", ".join(list(shares)[:6]) + (" …" if len(shares) > 6 else "")
+    most = max(shares.values())
+    return (
+        f"the budget of {limit:,} tokens is less than what {len(shares)} model agent(s) "
+        f"({named}) reserve to start — up to {most:,} tokens each (an agent's own cap, else the "
+        f"run's reserve, {budget.reserve_tokens():,}: --budget-reserve): they can never start, and "
+        f"the run will wait on a budget escalation; give --budget tokens={most} or more, a "
+        "smaller --budget-reserve, or --agent-budget tokens=…"
+    )
 
 
 def _checks_warning(settings: Settings, options: RunOptions, wf: Workflow) -> str | None:
