@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
 from activities.mcp.plan_tools import tool_warnings
 from cli.args import parse_pairs
@@ -33,6 +34,7 @@ from xsky.security.roles import (
     effective_roles,
     merge_roles,
     trusted_role,
+    with_skill_access,
 )
 from xsky.settings_files import SettingsError, permission_settings, role_layers, worker_layers
 
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     # What the leader makes of it as the run begins (a forEach among an agent's steps becomes
     # agents of its own, a page's watch a durable watch): shown, so the board holds no surprise.
     runs_as, changes = lower(with_step_values(plan.workflow, variables))
+    defined = plan_roles(plan.workflow, roles)
     if args.json:
         dialect = {"dialect": plan.dialect} if plan.dialect else {}
         lowered = {"asItRuns": {**plan_summary(runs_as), "changes": changes}} if changes else {}
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
                 **plan_summary(plan.workflow),
                 **dialect,
                 **lowered,
+                **({"roles": defined} if defined else {}),
                 "warnings": warnings,
             }
         )
@@ -100,6 +104,14 @@ def run(args: argparse.Namespace) -> int:
         out.print(plan_tree(plan.workflow))
         if changes:
             out.print(plan_tree(runs_as, "as it runs: " + "; ".join(changes)))
+        if defined:
+            out.print(
+                "roles this plan defines, as a run gives them (a role no settings define gets its "
+                "writing, running and network tools call by call, each asked of a person, until "
+                "one approves the plan: run --review, then approve-plan):"
+            )
+            for role in defined:
+                out.print(cell(role_line(role)))
         for warning in warnings:  # valid, but not on every worker: exit 0
             say_located(f"warning: {warning}")
     return 0
@@ -141,3 +153,35 @@ def direct_tools_refused(
             )
         )
     return found
+
+
+def plan_roles(wf: Workflow, base: dict[str, RoleCapabilityModel]) -> list[dict[str, Any]]:
+    """Each ``<role>`` of the plan as a run gives it (narrowed within a role the settings know;
+    a new one's privileged tools asked for, call by call, until a person approves the plan)."""
+    given = effective_roles(wf.roles, base, approved=False)
+    shown = []
+    for role in wf.roles:
+        now = with_skill_access(given[role.name])
+        assert now is not None
+        shown.append(
+            {
+                "name": role.name,
+                "narrows": role.name in base,
+                "allowedTools": now.allowed_tools,
+                "askedTools": now.requested_tools,
+                "skills": now.skill_names,
+                "model": now.suggested_model,
+            }
+        )
+    return shown
+
+
+def role_line(role: dict[str, Any]) -> str:
+    what = "narrows the role of that name" if role["narrows"] else "new"
+    parts = [f"uses {', '.join(role['allowedTools']) or 'no tool'}"]
+    if role["askedTools"]:
+        parts.append(f"asks a person before each call of {', '.join(role['askedTools'])}")
+    if role["skills"]:
+        parts.append(f"skills {', '.join(role['skills'])}")
+    parts.append(f"model {role['model'] or '(XSKY_MODEL)'}")
+    return f"  {role['name']} ({what}): " + "; ".join(parts)
