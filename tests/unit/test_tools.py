@@ -742,3 +742,35 @@ def test_an_agent_after_a_loop_continues_the_page_its_last_item_left(ctx):
         "read",
         {"url": "http://site/own", "storage": {"cookies": [], "origins": []}, "at": 0.5},
     )
+
+
+@pytest.mark.browser
+async def test_a_direct_browser_navigate_continues_and_leaves_its_page(ctx, login_site):
+    """A direct `browser_navigate` (no model) opened a page of its own and left none: a login
+    it made was lost to the agent after it, and a login before it was not its own. Its page
+    goes on as a model's browser agent's does."""
+    from activities.tools.browsing import BrowserSession
+    from activities.tools.web import browser_navigate
+
+    reach(ctx, login_site)
+    said = await browser_navigate(
+        ctx, {"url": f"{login_site}/login?user=ann", "screenshot": False}
+    )  # agent a1 logs in
+    assert "welcome ann" in said.text
+    after = BrowserSession(dataclasses.replace(ctx, agent_id="a2", page_from=["a1"]))
+    try:
+        assert await after.extract({"selector": "#who"}) == "welcome ann"  # where a1 left it
+    finally:
+        await after.close()
+    # and a direct one after a login goes on logged in, at its own address
+    direct = dataclasses.replace(ctx, agent_id="a3", page_from=["a2"])
+    dashboard = await browser_navigate(
+        direct, {"url": f"{login_site}/dashboard", "screenshot": False}
+    )
+    assert "welcome ann" in dashboard.text
+    apart = await browser_navigate(
+        dataclasses.replace(ctx, agent_id="a4", page_from=[]),
+        {"url": f"{login_site}/dashboard", "screenshot": False},
+    )
+    assert "please log in" in apart.text
+    await ctx.browsers.close()
