@@ -15,6 +15,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from rich.table import Table
 
+from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
 from cli.args import parse_pairs
 from cli.board import agent_shown, board_table, page_note, tally
@@ -471,12 +472,18 @@ async def cmd_status(args: argparse.Namespace) -> int:
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
         follow_ups = await run.follow_up_kinds()  # follow-ups of an ended run, forks of any
-    why = {
-        t.id: retry_lines(t, attempt_ends(open_objects(settings), args.id, first, t))
-        for t in retried
-    }
+    why: dict[str, list[str]] = {}
+    gone = None
+    if retried:
+        objects = open_objects(settings)
+        why = {t.id: retry_lines(t, attempt_ends(objects, args.id, first, t)) for t in retried}
+        # gc removed the attempt ledgers: said once for the run, not "(why is not recorded)" a task
+        gone = None if any(why.values()) else removed_by_gc(objects, args.id)
     if args.json:
-        print_json({"workflowId": args.id, "status": status, **page.wire(), "attempts": why})
+        removed = {"attemptsRemoved": gone} if gone else {}
+        print_json(
+            {"workflowId": args.id, "status": status, **page.wire(), "attempts": why, **removed}
+        )
         return 0
     # running: say what it is doing (paused, waiting …)
     state = page.state if status == "running" else status
@@ -489,7 +496,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
         out.print(cell(note.replace("**", "")))
     if page.budget is not None and page.budget.limits is None:  # (a budget is among the notes)
         out.print(cell(page.budget.summary()))
-    for t in retried:  # why each retry happened: one line per attempt that ended
+    if gone:
+        named = ", ".join(t.id for t in retried[:8]) + (" …" if len(retried) > 8 else "")
+        out.print(
+            cell(
+                f"{len(retried)} task(s) tried more than once ({named}): why each attempt ended "
+                f"is not known now — the run's stored objects were {gone}"
+            )
+        )
+    for t in retried if not gone else []:  # why each retry happened: a line per attempt that ended
         out.print(cell(f"{t.id} ({agent_shown(t)}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
