@@ -54,7 +54,7 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
             note = f"{note} ({spent})".strip()
         table.add_row(
             cell(t.id),
-            cell(t.assigned_agent),
+            cell(agent_shown(t)),
             Text(status_shown(t.status, t.provider), style=STATUS_STYLE.get(t.status, "")),
             format_duration(live_duration(t)),
             str(t.tries or t.attempt),
@@ -63,6 +63,13 @@ def board_table(tasks: list[TaskView], title: str = "", caption: str = "") -> Ta
             Text(one_line(note, 70)),
         )
     return table
+
+
+def agent_shown(t: TaskView) -> str:
+    """The board's agent column: a watch's poll is ``watch`` (it runs the watch tool, no model,
+    on the queue of the kind that can look — a timer's and a URL's are the llm kind's, which
+    read as a model's work), every other task its kind or role."""
+    return "watch" if poll_of(t.agent_id) is not None else t.assigned_agent
 
 
 def task_spend(t: TaskView) -> str:

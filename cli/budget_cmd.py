@@ -8,7 +8,7 @@ import asyncio
 
 from rich.table import Table
 
-from cli.board import task_spend
+from cli.board import agent_shown, task_spend
 from cli.render import cell, out, print_json
 from client import Run, XSky
 from xsky.config import load_settings
@@ -178,6 +178,6 @@ def show_spend(args: argparse.Namespace, view: BudgetView | None, tasks: list[Ta
         for col in ("task", "agent", "status", "spent"):
             table.add_column(col)
         for t in spent:
-            table.add_row(cell(t.id), cell(t.assigned_agent), cell(t.status), cell(task_spend(t)))
+            table.add_row(cell(t.id), cell(agent_shown(t)), cell(t.status), cell(task_spend(t)))
         out.print(table)
     return 0

@@ -14,9 +14,10 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from rich.table import Table
 
+from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
 from cli.args import parse_pairs
-from cli.board import board_table, page_note, tally
+from cli.board import agent_shown, board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import HINTS, cli_message
@@ -40,7 +41,7 @@ from xsky.errors import (
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.plan.agent_config import tool_name
-from xsky.plan.budget import checks_warning, with_plan
+from xsky.plan.budget import RunBudget, checks_warning, config_budget, narrow, with_plan
 from xsky.plan.models import Workflow, plain_error
 from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
@@ -228,6 +229,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
         for warning in role_budget_warnings(options, wf, _known_roles(settings)):
             if not args.json:
                 err.print(f"[yellow]warning:[/] {cell(warning)}")
+        stuck = unstartable_warning(with_plan(options.budget, wf.budget), wf)
+        if stuck is not None and not args.json:
+            err.print(f"[yellow]warning:[/] {cell(stuck)}")
         small = _checks_warning(settings, options, wf)
         if small is not None and not args.json:
             err.print(f"[yellow]warning:[/] {cell(small)}")
@@ -275,6 +279,39 @@ def role_budget_warnings(options: RunOptions, wf: Workflow, roles: set[str]) -> 
     if problems:
         raise UsageError("; ".join(problems) + "; nothing was started")
     return warnings
+
+
+def unstartable_warning(budget: RunBudget | None, wf: Workflow) -> str | None:
+    """The model agents whose share of the budget (their own cap, else the run's reserve) is
+    more than the run's whole token limit: none of them can ever be admitted, and the run waits
+    on an escalation as soon as one is next (said before it starts, whatever the coordinator)."""
+    if budget is None or budget.run.tokens is None:
+        return None
+    limit = budget.run.tokens
+    shares: dict[str, int] = {}
+    for agent in wf.agents:
+        if tool_name(agent.config) is not None:
+            continue  # a direct tool agent spends nothing of the budget
+        cap = narrow(
+            narrow(budget.per_agent, budget.per_role.get(agent.name)),
+            config_budget(agent.config),
+        )
+        share = (
+            cap.tokens if cap is not None and cap.tokens is not None else budget.reserve_tokens()
+        )
+        if share > limit:
+            shares[f"T-{agent.id}"] = int(share)
+    if not shares:
+        return None
+    named = ", ".join(list(shares)[:6]) + (" …" if len(shares) > 6 else "")
+    most = max(shares.values())
+    return (
+        f"the budget of {limit:,} tokens is less than what {len(shares)} model agent(s) "
+        f"({named}) reserve to start — up to {most:,} tokens each (an agent's own cap, else the "
+        f"run's reserve, {budget.reserve_tokens():,}: --budget-reserve): they can never start, and "
+        f"the run will wait on a budget escalation; give --budget tokens={most} or more, a "
+        "smaller --budget-reserve, or --agent-budget tokens=…"
+    )
 
 
 def _checks_warning(settings: Settings, options: RunOptions, wf: Workflow) -> str | None:
@@ -432,12 +469,18 @@ async def cmd_status(args: argparse.Namespace) -> int:
         retried = [t for t in page.tasks if t.tries > 1]
         first = await run.first_run_id() if retried else None
         follow_ups = await run.follow_up_kinds()  # follow-ups of an ended run, forks of any
-    why = {
-        t.id: retry_lines(t, attempt_ends(open_objects(settings), args.id, first, t))
-        for t in retried
-    }
+    why: dict[str, list[str]] = {}
+    gone = None
+    if retried:
+        objects = open_objects(settings)
+        why = {t.id: retry_lines(t, attempt_ends(objects, args.id, first, t)) for t in retried}
+        # gc removed the attempt ledgers: said once for the run, not "(why is not recorded)" a task
+        gone = None if any(why.values()) else removed_by_gc(objects, args.id)
     if args.json:
-        print_json({"workflowId": args.id, "status": status, **page.wire(), "attempts": why})
+        removed = {"attemptsRemoved": gone} if gone else {}
+        print_json(
+            {"workflowId": args.id, "status": status, **page.wire(), "attempts": why, **removed}
+        )
         return 0
     # running: say what it is doing (paused, waiting …)
     state = page.state if status == "running" else status
@@ -450,8 +493,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
         out.print(cell(note.replace("**", "")))
     if page.budget is not None and page.budget.limits is None:  # (a budget is among the notes)
         out.print(cell(page.budget.summary()))
-    for t in retried:  # why each retry happened: one line per attempt that ended
-        out.print(cell(f"{t.id} ({t.assigned_agent}): {t.tries} attempts"))
+    if gone:
+        named = ", ".join(t.id for t in retried[:8]) + (" …" if len(retried) > 8 else "")
+        out.print(
+            cell(
+                f"{len(retried)} task(s) tried more than once ({named}): why each attempt ended "
+                f"is not known now — the run's stored objects were {gone}"
+            )
+        )
+    for t in retried if not gone else []:  # why each retry happened: a line per attempt that ended
+        out.print(cell(f"{t.id} ({agent_shown(t)}): {t.tries} attempts"))
         for line in why[t.id] or ["(why is not recorded)"]:
             out.print(cell(f"  {one_line(line, 160)}"))
     for follow_id, kind in follow_ups:

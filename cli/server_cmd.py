@@ -156,7 +156,7 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
     _pid_file(settings, "server").write_text(str(server.process.pid))
     out.print(
         f"Temporal dev server started at {settings.address}, Web UI http://localhost:{ui_port or settings.ui_port}, "
-        f"state in {server.db_path} (log {server.log_path})"
+        f"state in {server.db_path.resolve()} (log {(settings.home / 'temporal.log').resolve()})"
     )
     return True
 
@@ -303,7 +303,7 @@ def ensure_worker(
         with open(log_path, "rb") as fh:
             fh.seek(start_size)
             if b"serving" in fh.read():
-                out.print(f"worker started (pid {proc.pid}, log {log_path})")
+                out.print(f"worker started (pid {proc.pid}, log {log_path.resolve()})")
                 return True
         time.sleep(0.2)
     raise UsageError(f"the worker did not report ready within {timeout:g}s; see {log_path}")
@@ -394,10 +394,21 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_down(args: argparse.Namespace) -> int:
     settings = load_settings()
+    home = settings.home.resolve()
     for name in ("worker", "server"):
         pid = _read_pid(_pid_file(settings, name))
         if pid is None:
-            out.print(f"{name}: not running (nothing started by `up`)")
+            out.print(f"{name}: not running (nothing started by `up` with this home, {home})")
+            if name == "server" and is_listening(*_host_port(settings)):
+                # (`up` run from another folder, or with another XSKY_HOME, keeps its pids there:
+                # "not running" alone read as if nothing were left behind)
+                others = _other_workers(settings)
+                workers = f" and workers poll its queue ({', '.join(others[:3])})" if others else ""
+                out.print(
+                    f"note: a Temporal server answers at {settings.address}{workers}, started by "
+                    "`up` in another folder or with another XSKY_HOME (the default home, .xsky, is "
+                    "the folder's own): run `starter.py down` there, or with that XSKY_HOME"
+                )
             continue
         stop_pid(pid)
         _pid_file(settings, name).unlink(missing_ok=True)

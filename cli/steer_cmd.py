@@ -18,7 +18,7 @@ from client import Run, XSky
 from client.settings import resolve_roles
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
-from xsky.leader.state import REPLY_READ_MARKS, InterventionResult
+from xsky.leader.state import REPLY_READ_MARKS, InterventionResult, ToolDecision
 from xsky.plan.eko import is_eko
 from xsky.plan.files import check_plan_source, read_plan_bytes
 from xsky.plan.loops import lower
@@ -106,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="decision",
         action="store_const",
         const="allow_run",
-        help="allow such calls for the rest of the run",
+        help="allow this call, with its values, for the rest of the run",
     )
     how.add_argument(
         "--deny",
@@ -234,9 +234,37 @@ async def cmd_answer(args: argparse.Namespace) -> int:
 
 
 async def cmd_approve(args: argparse.Namespace) -> int:
-    return await _update(
-        args, lambda run: run.approve(args.request, args.decision or "allow_once", args.message)
-    )
+    decision: ToolDecision = args.decision or "allow_once"
+    _, run = await _run(args)
+    asked = next((r for r in await run.requests() if r.id == args.request), None)
+    result = await run.approve(args.request, decision, args.message)
+    _say(args, result.message, result)
+    if asked is not None and asked.tool and decision != "deny" and not args.json:
+        # A loop's items ask the same call with their own values ({{item}}), which an approval
+        # — even for the run — does not cover: one decision a call, said here, not found later.
+        same = [
+            r.id
+            for r in await run.requests()
+            if r.kind == "approval"
+            and r.tool == asked.tool
+            and _without_values(r.arguments) == _without_values(asked.arguments)
+        ]
+        if same:
+            shown = ", ".join(same[:6]) + (" …" if len(same) > 6 else "")
+            out.print(
+                cell(
+                    f"note: {len(same)} other request(s) wait on the same {asked.tool} call with "
+                    f"other values ({shown}): an approval covers a call with its own values, for "
+                    f"the run too; decide each (`starter.py approve {args.id} {same[0]}`), or look "
+                    f"at them first (`starter.py requests {args.id}`)"
+                )
+            )
+    return 0
+
+
+def _without_values(arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """A call's arguments but its values (a loop item's, a reference's: XSKY_V1 …)."""
+    return {k: v for k, v in (arguments or {}).items() if k != "values"}
 
 
 async def cmd_replan(args: argparse.Namespace) -> int:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+from typing import Any
 
+from activities.mcp.plan_tools import tool_warnings
 from cli.args import parse_pairs
 from cli.render import (
     cell,
@@ -16,11 +19,24 @@ from cli.render import (
     say_located,
 )
 from cli.roles_cmd import resolve_roles
-from xsky.config import load_settings
-from xsky.errors import PlanError
+from xsky.config import Settings, load_settings
+from xsky.errors import PlanError, Problem
+from xsky.plan.agent_config import tool_name
 from xsky.plan.files import load_plan
 from xsky.plan.loops import lower
+from xsky.plan.models import Workflow
 from xsky.plan.variables import check_names, with_step_values
+from xsky.security.permissions import decide
+from xsky.security.roles import (
+    BUILTIN_ROLES,
+    TOOLS,
+    RoleCapabilityModel,
+    effective_roles,
+    merge_roles,
+    trusted_role,
+    with_skill_access,
+)
+from xsky.settings_files import SettingsError, permission_settings, role_layers, worker_layers
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,10 +73,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
-    warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings]
+    # A direct agent's MCP tool: asked of the servers this machine configures (said, not refused)
+    found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))
+    refused = [
+        Problem(message, agent_index=index, agent_id=plan.workflow.agents[index].id)
+        for index, message in direct_tools_refused(plan.workflow, roles, settings)
+    ]
+    found += plan.locate(refused)
+    warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings + found]
     # What the leader makes of it as the run begins (a forEach among an agent's steps becomes
     # agents of its own, a page's watch a durable watch): shown, so the board holds no surprise.
     runs_as, changes = lower(with_step_values(plan.workflow, variables))
+    defined = plan_roles(plan.workflow, roles)
     if args.json:
         dialect = {"dialect": plan.dialect} if plan.dialect else {}
         lowered = {"asItRuns": {**plan_summary(runs_as), "changes": changes}} if changes else {}
@@ -70,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
                 **plan_summary(plan.workflow),
                 **dialect,
                 **lowered,
+                **({"roles": defined} if defined else {}),
                 "warnings": warnings,
             }
         )
@@ -79,6 +104,84 @@ def run(args: argparse.Namespace) -> int:
         out.print(plan_tree(plan.workflow))
         if changes:
             out.print(plan_tree(runs_as, "as it runs: " + "; ".join(changes)))
+        if defined:
+            out.print(
+                "roles this plan defines, as a run gives them (a role no settings define gets its "
+                "writing, running and network tools call by call, each asked of a person, until "
+                "one approves the plan: run --review, then approve-plan):"
+            )
+            for role in defined:
+                out.print(cell(role_line(role)))
         for warning in warnings:  # valid, but not on every worker: exit 0
             say_located(f"warning: {warning}")
     return 0
+
+
+def direct_tools_refused(
+    wf: Workflow, roles: dict[str, RoleCapabilityModel], settings: Settings
+) -> list[tuple[int, str]]:
+    """Each direct agent whose tool its role may not use — neither the role (as a worker trusts
+    it) nor a rule of the worker's settings on this machine gives it: a worker refuses the call
+    at once, and the agent fails without a retry."""
+    try:
+        layers = worker_layers(settings)
+    except SettingsError:
+        return []  # (said where the settings are read)
+    rules = permission_settings(layers)
+    known_roles = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers))
+    given_roles = {**roles, **effective_roles(wf.roles, roles, approved=False)}
+    found = []
+    for index, agent in enumerate(wf.agents):
+        tool = tool_name(agent.config)
+        given = given_roles.get(agent.name)
+        if tool is None or tool not in TOOLS or given is None:
+            continue
+        role = trusted_role(given, known_roles.get(agent.name))
+        decision = decide(tool, {}, role, rules)
+        if (
+            decision.effect != "deny"
+            or decision.rule is not None
+            or "may not use" not in decision.reason
+        ):
+            continue
+        holders = [name for name, r in roles.items() if tool in r.allowed_tools]
+        found.append(
+            (
+                index,
+                f"agent {agent.id}: {decision.reason} — a worker refuses its direct {tool} at once; "
+                f"give the agent a kind or role that holds it ({', '.join(holders[:4]) or 'none does'})",
+            )
+        )
+    return found
+
+
+def plan_roles(wf: Workflow, base: dict[str, RoleCapabilityModel]) -> list[dict[str, Any]]:
+    """Each ``<role>`` of the plan as a run gives it (narrowed within a role the settings know;
+    a new one's privileged tools asked for, call by call, until a person approves the plan)."""
+    given = effective_roles(wf.roles, base, approved=False)
+    shown = []
+    for role in wf.roles:
+        now = with_skill_access(given[role.name])
+        assert now is not None
+        shown.append(
+            {
+                "name": role.name,
+                "narrows": role.name in base,
+                "allowedTools": now.allowed_tools,
+                "askedTools": now.requested_tools,
+                "skills": now.skill_names,
+                "model": now.suggested_model,
+            }
+        )
+    return shown
+
+
+def role_line(role: dict[str, Any]) -> str:
+    what = "narrows the role of that name" if role["narrows"] else "new"
+    parts = [f"uses {', '.join(role['allowedTools']) or 'no tool'}"]
+    if role["askedTools"]:
+        parts.append(f"asks a person before each call of {', '.join(role['askedTools'])}")
+    if role["skills"]:
+        parts.append(f"skills {', '.join(role['skills'])}")
+    parts.append(f"model {role['model'] or '(XSKY_MODEL)'}")
+    return f"  {role['name']} ({what}): " + "; ".join(parts)

@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
-from xsky.artifacts import page_key
+from xsky.artifacts import page_key, pages_folder
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
+from xsky.plan.loops import MAX_ITEMS
 
 log = logging.getLogger("xsky.browser")
 
@@ -180,14 +181,37 @@ async def not_opened(url: str, e: Exception, refusals: Refusals, mark: int) -> T
     return failed(navigation_error_verdict(url, first, await refusals.since(mark, first)), url)
 
 
+def _last_item(ctx: ToolContext, agent: str, left: set[str]) -> str | None:
+    """The last item of ``agent``'s loop or watch (``agent[N]``, N highest) that left a page
+    (``left``: the keys of the run's pages), when ``agent`` is the agent that gathers them (it
+    opens no page itself)."""
+    for n in range(MAX_ITEMS, 0, -1):
+        if page_key(ctx.run_id, f"{agent}[{n}]") in left:
+            return f"{agent}[{n}]"
+    return None
+
+
 def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
     """The page the agents ``ctx`` continues (its dependencies, and itself when it resumes)
     left, the newest of them: (whose, {"url", "storage", "at"}); None: none of them used a
-    page. A read per agent, made only when the agent opens its first page."""
+    page. A dependency that gathers a loop's (or a watch's) items stands for the last of its
+    items that used a page. A read per agent, made only when the agent opens its first page."""
     found: list[tuple[float, str, dict[str, Any]]] = []
+    listed: set[str] | None = None  # the run's pages, listed once when first needed
     for agent in ctx.page_from:
         try:
-            left = json.loads(ctx.store.objects.get(page_key(ctx.run_id, agent)))
+            try:
+                left = json.loads(ctx.store.objects.get(page_key(ctx.run_id, agent)))
+            except FileNotFoundError:
+                if agent == ctx.agent_id:
+                    continue
+                if listed is None:
+                    listed = set(ctx.store.objects.keys(pages_folder(ctx.run_id)))
+                item = _last_item(ctx, agent, listed)
+                if item is None:
+                    continue
+                left = json.loads(ctx.store.objects.get(page_key(ctx.run_id, item)))
+                agent = item
         except FileNotFoundError:
             continue
         # best effort, whatever the store or the file (an object store's own errors are no

@@ -26,7 +26,7 @@ from typing import Any
 from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.http import http_get
-from activities.tools.web import browser_navigate
+from activities.tools.web import navigate
 from xsky.artifacts import safe_component
 from xsky.plan.watches import TEXT_CHARS
 
@@ -37,7 +37,7 @@ READ_CHARS = 1 << 20  # of a watched file, read at a time
 async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> tuple[str, str]:
     """What the watched thing says now: its fingerprint and its text (a file's: its tail)."""
     if event == "dom":
-        seen = await browser_navigate(
+        seen = await navigate(
             ctx,
             {
                 "url": args["url"],
@@ -45,6 +45,7 @@ async def _look(ctx: ToolContext, event: str, args: dict[str, Any]) -> tuple[str
                 "screenshot": False,
                 "format": "json",
             },
+            carry=False,  # a look every few seconds: a fresh page, none kept
         )
         text = str(json.loads(seen.text).get("text", ""))  # the page's (or element's) text
         return _fingerprint(text), text

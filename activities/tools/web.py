@@ -1,4 +1,8 @@
-"""browser_navigate in direct mode: open a URL; return its title, text and links; screenshot it."""
+"""browser_navigate in direct mode: open a URL; return its title, text and links; screenshot it.
+
+Its page is the agent's own and goes on as a model's browser agent's does: it continues the
+cookies and storage of the page the agent it depends on left, and leaves its own for the next.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from activities.tools import (
     require_str,
 )
 from activities.tools.browsing import (
+    BrowserSession,
     Refusals,
     judge,
     not_opened,
@@ -30,6 +35,11 @@ MAX_LINKS = 200
 
 
 async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return await navigate(ctx, args)
+
+
+async def navigate(ctx: ToolContext, args: dict[str, Any], carry: bool = True) -> ToolResult:
+    """Open ``args["url"]``; with ``carry``, on the agent's own page (continued, and left)."""
     url = require_str(
         args,
         "url",
@@ -46,10 +56,18 @@ async def browser_navigate(ctx: ToolContext, args: dict[str, Any]) -> ToolResult
     selector = args.get("selector")
 
     ctx.heartbeat(f"opening {url}")
-    refusals = Refusals(ctx)
+    # The page of the agent it depends on goes on (its cookies and storage: a login), at this
+    # address; and this one's is left for the agent after it, as a model's browser agent does.
+    # A watch's look (carry False) opens a fresh page each time and keeps none.
+    session = BrowserSession(ctx) if carry else None
+    refusals = session.refusals if session is not None else Refusals(ctx)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            page = await stack.enter_async_context(ctx.browsers.page_for(refusals.context(ctx)))
+            if session is not None:
+                stack.push_async_callback(session.close)
+                page = await session.page(where_left=False)
+            else:
+                page = await stack.enter_async_context(ctx.browsers.page_for(refusals.context(ctx)))
             try:
                 response = await page.goto(url, timeout=timeout * 1000, wait_until="load")
             except Exception as e:  # noqa: BLE001 - Playwright raises its own error types

@@ -83,3 +83,34 @@ async def test_mcp_list_and_check_show_tools_or_say_why_not(
     )
     code, out, _ = await starter(env, "permissions", "check", "mcp__t__remove", "--role", "mcpuser")
     assert code == 0 and "marks mcp__t__remove destructive" in out and "\nASK" in out
+
+
+async def test_validate_says_a_direct_agents_mcp_tool_its_server_does_not_have(
+    env: Env, tmp_path: Path
+):
+    """A typo in a direct agent's MCP tool passed `validate` and failed the run's agent at once:
+    the servers this machine configures are asked, and a tool none offers is a warning at the
+    agent's line with the nearest name (as is a server none configures); a plan that calls
+    only real tools says nothing more."""
+    write_settings(tmp_path / "user-settings.json", {"t": TEST_SERVER}, roles=MCP_ROLE)
+    plan = tmp_path / "plan.xml"
+    plan.write_text(
+        '<workflow name="m">\n'
+        '  <agent name="mcpuser" id="1"><task>add</task>\n'
+        '    <config>{"tool": "mcp__t__ad", "a": 1, "b": 2}</config></agent>\n'
+        '  <agent name="mcpuser" id="2"><task>add</task>\n'
+        '    <config>{"tool": "mcp__tt__add", "a": 1, "b": 2}</config></agent>\n'
+        '  <agent name="mcpuser" id="3"><task>add</task>\n'
+        '    <config>{"tool": "mcp__t__add", "a": 1, "b": 2}</config></agent>\n'
+        "</workflow>\n"
+    )
+    code, out, err = await starter(env, "validate", str(plan))
+    assert code == 0, err
+    assert (
+        f"{plan}:2:3: agent 1: MCP server t has no tool named mcp__t__ad (did you mean "
+        "'mcp__t__add'?); its tools are mcp__t__add," in err
+    ), err
+    assert f"{plan}:4:3: agent 2: mcp__tt__add is a tool of MCP server 'tt', which" in err, err
+    assert "agent 3" not in err, err
+    code, out, err = await starter(env, "validate", str(plan), "--json")
+    assert code == 0 and len(json.loads(out)["warnings"]) == 2, out

@@ -285,3 +285,64 @@ def test_a_timeout_on_an_agent_without_a_tool_is_said_to_be_read_by_nothing(tmp_
     said = [ln for ln in res.stderr.splitlines() if "config key 'timeout'" in ln]
     assert res.returncode == 0 and len(said) == 1 and "agent 1:" in said[0], res.stderr
     assert "startToCloseTimeout" in said[0]
+
+
+def test_validate_says_a_direct_tool_the_agents_role_may_not_use(tmp_path, monkeypatch):
+    """A `shell` agent with a direct http_get passed validate; the worker refused the call at
+    once and the agent failed, not retried. Said as a warning at the agent's line, with the
+    kinds that hold the tool; an allow rule of the worker's settings that gives it is heeded."""
+    settings = tmp_path / "settings.json"
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    plan = tmp_path / "plan.xml"
+    plan.write_text(
+        '<workflow name="t">\n'
+        '  <agent name="shell" id="1"><task>get</task>\n'
+        '    <config>{"tool": "http_get", "url": "https://example.com/"}</config></agent>\n'
+        '  <agent name="browser" id="2"><task>get</task>\n'
+        '    <config>{"tool": "http_get", "url": "https://example.com/"}</config></agent>\n'
+        "</workflow>\n"
+    )
+    res = starter("validate", str(plan))
+    assert res.returncode == 0, res.stderr
+    said = " ".join(res.stderr.split())
+    assert (
+        f"warning: {plan}:2:3: agent 1: role shell may not use http_get (not in its allowedTools "
+        "or requestedTools) — a worker refuses its direct http_get at once; give the agent a "
+        "kind or role that holds it (browser" in said
+    ), said
+    assert "agent 2" not in said, said
+    settings.write_text('{"permissions": {"allow": ["http_get"]}}')
+    assert "refuses its direct" not in starter("validate", str(plan)).stderr
+
+
+def test_validate_says_what_each_role_the_plan_defines_may_do(tmp_path, monkeypatch):
+    """A plan's <role> was shown nowhere: a new role's writing, running and network tools are
+    asked of a person call by call (until the plan is approved), and a known role's are
+    narrowed — validate says so per role, and --json has them as `roles`."""
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(tmp_path / "none.json"))
+    plan = tmp_path / "plan.xml"
+    plan.write_text(
+        '<workflow name="r">'
+        '<role name="backend" tools="file_read,shell" requestedTools="python_exec"/>'
+        '<role name="scraper" description="fetches" tools="http_get,file_write,file_read" skills="s1"/>'
+        '<agent name="backend" id="1"><task>t</task></agent>'
+        '<agent name="scraper" id="2"><task>t</task></agent></workflow>'
+    )
+    res = starter("validate", str(plan))
+    assert res.returncode == 0, res.stderr
+    said = " ".join(res.stdout.split())
+    assert (
+        "backend (narrows the role of that name): uses file_read, shell; asks a person before "
+        "each call of python_exec" in said
+    ), said
+    assert (
+        "scraper (new): uses file_read, read_skill; asks a person before each call of "
+        "http_get, file_write; skills s1" in said
+    ), said
+    roles = {
+        r["name"]: r for r in json.loads(starter("validate", str(plan), "--json").stdout)["roles"]
+    }
+    assert roles["scraper"]["askedTools"] == ["http_get", "file_write"]
+    assert roles["backend"]["allowedTools"] == ["file_read", "shell"]
+    # A plan with no <role> says nothing more (the tutorial's output stays as it is).
+    assert "roles this plan defines" not in starter("validate", str(VALID[0])).stdout

@@ -52,3 +52,22 @@ def test_the_readme_example_plan_is_valid():
     wf = parse_workflow(xml[1])
     assert len(xml[1].splitlines()) <= 10
     assert dag.validate(wf, known_agents=["browser", "file", "llm", "shell"]) == []
+
+
+def test_every_whole_plan_the_docs_show_is_valid_xml():
+    """A `<workflow>` example a reader copies must parse: xml.md's first one held `--` in a
+    comment (`<!-- default; --var topic=… overrides -->`), which XML forbids, so the reference's
+    own opening example failed `validate` with 'Double hyphen within comment'."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    shown = [
+        (page.name, block)
+        for page in pages
+        for block in re.findall(r"```xml\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if block.lstrip().startswith("<workflow")
+    ]
+    assert shown, "no example plan found"
+    for name, block in shown:
+        try:
+            parse_workflow(block)
+        except Exception as e:  # noqa: BLE001 - PlanError and the parser's own
+            raise AssertionError(f"{name}: an example plan does not parse: {e}") from None

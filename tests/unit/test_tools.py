@@ -766,3 +766,60 @@ async def test_a_page_left_that_chromium_refuses_is_passed_over_and_closing_alwa
         assert context.pages == []  # closed all the same
     finally:
         await ctx.browsers.close()
+
+
+def test_an_agent_after_a_loop_continues_the_page_its_last_item_left(ctx):
+    """A loop's items (read[1]…) leave pages, the agent that gathers them (read) opens none: an
+    agent after the loop continues the page of its last item that used one, not a blank one."""
+    from activities.tools.browsing import left_page
+    from xsky.artifacts import page_key
+
+    def leave(agent: str, url: str, at: float) -> None:
+        left = {"url": url, "storage": {"cookies": [], "origins": []}, "at": at}
+        ctx.store.objects.put(page_key("run-1", agent), json.dumps(left).encode())
+
+    after = dataclasses.replace(ctx, agent_id="after", page_from=["read"])
+    assert left_page(after) is None  # no item used a page
+    leave("read[1]", "http://site/1", 3.0)  # (the first item ended last: items run at once)
+    leave("read[2]", "http://site/2", 1.0)
+    leave("read[10]", "http://site/10", 2.0)
+    leave("reader[11]", "http://site/other", 4.0)  # another loop's item
+    whose, left = left_page(after) or ("", {})
+    assert whose == "read[10]" and left["url"] == "http://site/10"
+    leave("read", "http://site/own", 0.5)  # a dependency that used a page itself: its own
+    assert left_page(after) == (
+        "read",
+        {"url": "http://site/own", "storage": {"cookies": [], "origins": []}, "at": 0.5},
+    )
+
+
+@pytest.mark.browser
+async def test_a_direct_browser_navigate_continues_and_leaves_its_page(ctx, login_site):
+    """A direct `browser_navigate` (no model) opened a page of its own and left none: a login
+    it made was lost to the agent after it, and a login before it was not its own. Its page
+    goes on as a model's browser agent's does."""
+    from activities.tools.browsing import BrowserSession
+    from activities.tools.web import browser_navigate
+
+    reach(ctx, login_site)
+    said = await browser_navigate(
+        ctx, {"url": f"{login_site}/login?user=ann", "screenshot": False}
+    )  # agent a1 logs in
+    assert "welcome ann" in said.text
+    after = BrowserSession(dataclasses.replace(ctx, agent_id="a2", page_from=["a1"]))
+    try:
+        assert await after.extract({"selector": "#who"}) == "welcome ann"  # where a1 left it
+    finally:
+        await after.close()
+    # and a direct one after a login goes on logged in, at its own address
+    direct = dataclasses.replace(ctx, agent_id="a3", page_from=["a2"])
+    dashboard = await browser_navigate(
+        direct, {"url": f"{login_site}/dashboard", "screenshot": False}
+    )
+    assert "welcome ann" in dashboard.text
+    apart = await browser_navigate(
+        dataclasses.replace(ctx, agent_id="a4", page_from=[]),
+        {"url": f"{login_site}/dashboard", "screenshot": False},
+    )
+    assert "please log in" in apart.text
+    await ctx.browsers.close()

@@ -193,3 +193,25 @@ def test_a_home_the_worker_makes_is_private(tmp_path: Path) -> None:
     )
     assert done.returncode != 0 and b"cannot reach Temporal" in done.stderr  # (no server there)
     assert fresh.stat().st_mode & 0o777 == 0o700
+
+
+def test_down_says_a_server_it_did_not_start_still_answers(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`up` run in another folder keeps its pids in that folder's .xsky: `down` here said
+    "not running" and nothing else, while that server and worker went on. It names this home
+    and says that a server answers at the address, with the workers polling its queue."""
+    import argparse
+
+    from cli import server_cmd
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        monkeypatch.setenv("TEMPORAL_ADDRESS", f"127.0.0.1:{listener.getsockname()[1]}")
+        monkeypatch.setattr(server_cmd, "_other_workers", lambda settings: ["4573@vm"])
+        assert server_cmd.cmd_down(argparse.Namespace()) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"server: not running (nothing started by `up` with this home, {home})" in said, said
+    assert "a Temporal server answers at 127.0.0.1:" in said and "(4573@vm)" in said, said
+    assert "run `starter.py down` there, or with that XSKY_HOME" in said, said

@@ -38,6 +38,11 @@ class LoadedPlan:
     # the repairs made to its XML (xsky.plan.repair), each at its line:col
     dialect: str | None = None
     repairs: list[Problem] = field(default_factory=list)
+    parsed: ParsedWorkflow | None = field(default=None, repr=False, compare=False)
+
+    def locate(self, problems: list[Problem]) -> list[Problem]:
+        """``problems`` found later (about an agent: ``agent_index``) at their line:col."""
+        return _located(self.parsed, problems) if self.parsed is not None else problems
 
 
 def _unreadable_kind(p: Path) -> str | None:
@@ -116,7 +121,7 @@ def load_plan(
         + instruction_loop_warnings(given),
     )
     text = data.decode("utf-8", errors="replace")
-    return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs)
+    return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs, parsed)
 
 
 def check_plan_source(
