@@ -6,7 +6,6 @@ import argparse
 import asyncio
 from typing import Any
 
-from activities.mcp.plan_tools import tool_warnings
 from cli.args import parse_pairs
 from cli.render import (
     cell,
@@ -26,6 +25,7 @@ from xsky.plan.files import load_plan
 from xsky.plan.loops import lower
 from xsky.plan.models import Workflow
 from xsky.plan.variables import check_names, with_step_values
+from xsky.security.mcp import is_tool_name
 from xsky.security.permissions import decide
 from xsky.security.roles import (
     BUILTIN_ROLES,
@@ -74,7 +74,14 @@ def run(args: argparse.Namespace) -> int:
     # what `run` would refuse, said here too
     check_names(plan.workflow, variables, {}, "`run` would refuse it")
     # A direct agent's MCP tool: asked of the servers this machine configures (said, not refused)
-    found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))
+    found: list[Problem] = []
+    if any(
+        isinstance(tool := (agent.config or {}).get("tool"), str) and is_tool_name(tool)
+        for agent in plan.workflow.agents
+    ):  # (the MCP SDK and Temporal's are imported for a plan that calls an MCP tool only)
+        from activities.mcp.plan_tools import tool_warnings
+
+        found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))
     refused = [
         Problem(message, agent_index=index, agent_id=plan.workflow.agents[index].id)
         for index, message in direct_tools_refused(plan.workflow, roles, settings)

@@ -1,0 +1,37 @@
+"""Programs that run the command they are given, which the checker does not unwrap, are asked
+for (a fourth review: each ran `touch` past `deny shell(touch:*)` for a role holding shell) —
+the dynamic loader called by its path among them (`/lib64/ld-linux-x86-64.so.2 /usr/bin/touch`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from xsky.security.roles import BUILTIN_ROLES
+
+DENY_TOUCH = PermissionSettings(
+    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch ran",
+        "valgrind -q touch ran",
+        "perf stat touch ran",
+        "sg root -c 'touch ran'",
+        "tmux new -d 'touch ran'",
+        "ssh-agent touch ran",
+        "faketime 2020-01-01 touch ran",
+    ],
+)
+def test_a_runner_the_checker_does_not_follow_is_asked_for(command: str) -> None:
+    decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+    assert decision.effect != "allow", decision.reason
+
+
+def test_ordinary_commands_stay_allowed() -> None:
+    for command in ("ls -la", "git status", "python3 -m pytest -q", "timeout 5 ls"):
+        decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+        assert decision.effect == "allow", (command, decision.reason)
