@@ -143,7 +143,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "list", help="recent runs, with what each is doing (xsky's search attributes)"
     )
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=int, default=20, help="how many runs, newest first (default 20)")
     p.add_argument("--status", choices=XSKY_STATUSES, help="only runs in this xsky status")
     p.add_argument(
         "--waiting", action="store_true", help="only runs waiting on a person (XskyPending > 0)"

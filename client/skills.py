@@ -296,7 +296,7 @@ class Skills:
         except TimeoutError:
             link = self.settings.ui_link(workflow_id)
             raise UsageError(
-                f"the scan is still running after {timeout:g}s; it goes on durably",
+                f"the scan is still running after {timeout:.1f}s; it goes on durably",
                 f"see Skills.status() or {link}",
                 topic="skills-scan-running",
                 subject=link,
