@@ -61,13 +61,27 @@ async def _read_from(run: Run, key: str, offset: int) -> tuple[list[dict[str, An
     return parse_lines(whole.decode("utf-8", errors="replace")), offset + len(whole)
 
 
-async def _task_done(run: Run, task: str) -> bool:
+async def _task_state(run: Run, task: str) -> tuple[bool, str | None]:
+    """(has the task ended, the id of the person's request it waits on, if any)."""
     if await run.temporal_status() != "running":
-        return True
+        return True, None
     try:
-        return (await run.task(task)).status in TERMINAL
+        view = await run.task(task)
     except NoWorkerError:
-        return False  # a worker is restarting: keep following
+        return False, None  # a worker is restarting: keep following
+    return view.status in TERMINAL, view.waiting_on
+
+
+def waiting_hint(run_id: str, task: str, request: str) -> str:
+    """What a follower is told once a task waits on a person: the request and its command."""
+    how = (
+        f'starter.py answer {run_id} {request} "…"'
+        if request.startswith("Q-")
+        else f"starter.py approve {run_id} {request} (or --deny)"
+        if request.startswith("A-")
+        else f"starter.py requests {run_id}"
+    )
+    return f"{task} waits for a person ({request}): {how}; `starter.py requests {run_id}` shows it"
 
 
 async def cmd_log(args: argparse.Namespace) -> int:
@@ -98,10 +112,14 @@ async def cmd_log(args: argparse.Namespace) -> int:
                 )
             )
         return 0
+    told: str | None = None  # the request the follower was last told of
     while True:
-        done = await _task_done(run, args.task)
+        done, waiting = await _task_state(run, args.task)
         events, offset = await _read_from(run, key, offset)
         _show(events, args.json)
         if done:
             return 0
+        if waiting is not None and waiting != told and not args.json:
+            out.print(cell(waiting_hint(args.id, args.task, waiting), style="yellow"))
+        told = waiting
         await asyncio.sleep(0.5)
