@@ -256,3 +256,17 @@ def test_a_line_nested_deeper_than_python_walks_is_unreadable_not_a_stuck_transc
         "now the other one",
     ]
     assert state.unreadable == 1
+
+
+def test_a_subagent_that_starts_below_its_project_is_named_for_its_sessions_project() -> None:
+    # real7: a compaction agent's file of the session in -home-dev-my-shop that started in
+    # /home/dev/my-shop/assets was named "assets"; the project folder's name spells my-shop
+    # (hyphen and all, which its name alone loses: "-home-dev-my-shop" → "shop").
+    rel = "-home-dev-my-shop/3f2a9c1e-5b7d-4e21-9a0c-6d8e1f2a3b4c/subagents/agent-a7c91e02.jsonl"
+    head = json.dumps({"cwd": "/home/dev/my-shop/assets", "sessionId": "3f2a9c1e"}).encode() + b"\n"
+    adapter = adapter_for("claude-code")
+    ident = adapter.identity(head, FileInfo(f"/root/.claude/projects/{rel}", subagent=True))
+    assert ident.project == "my-shop"
+    elsewhere = json.dumps({"cwd": "/tmp/scratch", "sessionId": "3f2a9c1e"}).encode() + b"\n"
+    ident = adapter.identity(elsewhere, FileInfo(f"/root/.claude/projects/{rel}", subagent=True))
+    assert ident.project == "scratch"  # a folder its project's name does not spell: its own

@@ -88,6 +88,17 @@ def munged_cwd(cwd: str) -> str:
     return re.sub(r"[/.\\:]", "-", cwd)
 
 
+def _spelt_by(cwd: str, project_folder: str) -> str | None:
+    """The project a Claude Code project folder's name spells (``-home-me-my-app``: the path
+    with every character but letters and digits made '-'), found up ``cwd``'s parents; None
+    when none of them is spelt so."""
+    path = PurePosixPath(cwd)
+    for candidate in (path, *path.parents):
+        if re.sub(r"[^A-Za-z0-9]", "-", str(candidate)) == project_folder:
+            return folder_name(str(candidate)) or None
+    return None
+
+
 class ClaudeCodeAdapter:
     def identity(self, head: bytes, info: FileInfo) -> Identity:
         path = PurePosixPath(info.path)
@@ -98,8 +109,13 @@ class ClaudeCodeAdapter:
             folder = claude_subagent_session(info.path) or PurePosixPath(path.parent.parent)
             session = folder.name
             agent = found.get("agentId") or path.stem.removeprefix("agent-")
-            if not cwd:
-                project = folder.parent.name.rsplit("-", 1)[-1]
+            # (a subagent may start in a folder below its session's — a worktree, `assets/` —
+            # and is its session's project: the one its project folder's name spells)
+            project = (
+                _spelt_by(cwd, folder.parent.name) or folder_name(cwd)
+                if cwd
+                else folder.parent.name.rsplit("-", 1)[-1]
+            )
             short = f"{session[:8]}-sub-{agent[:8]}"
         elif (parent := _beside_sessions(path, found.get("sessionId"))) and found.get("agentId"):
             short = f"{parent[:8]}-sub-{found['agentId'][:8]}"  # (not its parent's name)
