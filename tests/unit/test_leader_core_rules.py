@@ -254,6 +254,34 @@ def test_a_switched_off_ladder_never_acts():
     assert shell.at(10**6) == [] and shell.core.nudges_for("T-1") == []
 
 
+def test_the_timer_is_armed_for_the_first_rung_of_every_running_agent():
+    """Agents on their own windows, on the run's and with the ladder off, at different rungs:
+    the timer waits for the earliest rung of any of them, to the microsecond."""
+    agents = [
+        WorkflowAgent(id="1", name="llm", task="on the run's windows"),
+        WorkflowAgent(
+            id="2",
+            name="llm",
+            task="its own windows",
+            config={"stall": {"nudgeAfter": 60.000001, "restartAfter": 100}},
+        ),
+        WorkflowAgent(id="3", name="llm", task="no ladder", config={"stall": False}),
+    ]
+    shell = Shell(
+        Workflow(name="rules", task_id="rules", agents=agents),
+        stall=StallWindows(nudge_after=180, restart_after=420),
+    )
+    shell.loop()
+    assert set(shell.running) == {"1", "2", "3"} and shell.due() == 60.000001
+    assert shell.at(60) == [] and shell.core.nudges_for("T-2") == []
+    assert shell.at(60.000001) == [] and len(shell.core.nudges_for("T-2")) == 1
+    assert shell.due() == 100  # agent 2's restart, counted from its start like its nudge
+    shell.complete("2")
+    assert shell.due() == 180  # agent 1's nudge; agent 3 never stalls
+    shell.complete("1")
+    assert shell.due() is None
+
+
 # -- the plan review ---------------------------------------------------------------------------
 
 

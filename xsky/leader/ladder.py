@@ -5,7 +5,7 @@ nudge, the coordinator may look for the root cause first (the router asks it).""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 
 from xsky.leader.board import TaskBoard
@@ -21,7 +21,7 @@ from xsky.leader.stall import (
 )
 from xsky.leader.state import LadderState, Nudge
 from xsky.leader.tasks import TaskState
-from xsky.plan.agent_config import stall_windows
+from xsky.plan.agent_config import StallWindows, stall_windows
 from xsky.runs import RunOptions
 
 # An automatic replan, as the router makes it: (reason, force) → its commands.
@@ -74,15 +74,27 @@ class StallLadder:
         """The running tasks whose next rung is due (none of ``skip``: being stopped, or
         judged), one at a time: the caller acts on each before the next is weighed (a replan
         one made leaves none for the next)."""
-        for agent_id in list(self.board.active):
+        for task, windows in self._running(list(self.board.active), skip):
+            idle = self.idle(task, now)
+            if idle < windows.nudge_after and idle < windows.restart_after:
+                continue  # short of every rung: none is due (most running tasks, most of the time)
+            action = stall_step(self.level(task.id), idle, windows, can_replan())
+            if action is not None:
+                yield task, action, stall_message(action, idle)
+
+    def _running(
+        self, agent_ids: Iterable[str], skip: Callable[[str], bool]
+    ) -> Iterator[tuple[TaskState, StallWindows]]:
+        """The running tasks of ``agent_ids`` the ladder weighs (none of ``skip``), each with its
+        stall windows (none whose ladder is off). Each read as it is reached: the caller may act
+        on one (a restart, a replan) before the next is weighed."""
+        for agent_id in agent_ids:
             task = self.board.tasks.get(agent_id)
             if task is None or task.stored not in RUNNING or skip(agent_id):
                 continue
             windows = stall_windows(self.board.agents[agent_id].config, self.options.stall)
-            idle = self.idle(task, now)
-            action = stall_step(self.level(task.id), idle, windows, can_replan())
-            if action is not None:
-                yield task, action, stall_message(action, idle)
+            if windows.enabled:
+                yield task, windows
 
     def climb(self, task: TaskState, action: str, message: str, now: datetime) -> list[Command]:
         """Take one step of the ladder for a stalled running task."""
@@ -117,14 +129,14 @@ class StallLadder:
         return commands
 
     def deadlines(self, now: datetime, skip: Collection[str]) -> list[datetime]:
-        """When each running task's next rung could be due."""
-        due: list[datetime] = []
-        for agent_id in self.board.active:
-            task = self.board.tasks.get(agent_id)
-            if task is None or task.stored not in RUNNING or agent_id in skip:
-                continue
-            windows = stall_windows(self.board.agents[agent_id].config, self.options.stall)
+        """When the first running task's next rung could be due (one moment, or none).
+
+        The earliest of ``now`` + each task's wait, found as ``now`` + the shortest wait:
+        adding a wait to ``now`` keeps their order (timedelta rounds to the microsecond, the
+        same way for every wait), so the moment is the one the earliest task gives."""
+        shortest: float | None = None
+        for task, windows in self._running(self.board.active, skip.__contains__):
             wait = seconds_to_next_step(self.level(task.id), self.idle(task, now), windows)
-            if wait is not None:
-                due.append(now + timedelta(seconds=wait))
-        return due
+            if wait is not None and (shortest is None or wait < shortest):
+                shortest = wait
+        return [] if shortest is None else [now + timedelta(seconds=shortest)]
