@@ -53,6 +53,9 @@ class Attempts:
         # patched("local-results-next-task"), asked when the first local activity is scheduled.
         self._next_task: bool | None = None
         self._locals_off: bool | None = None  # patched("local-tools-off"), asked when first needed
+        self._flat: bool | None = None  # patched("flat-retry-backoff"), asked at the first attempt
+        # the run's first execution (it survives continue-as-new), read at the first attempt
+        self._execution_id: str | None = None
         self._nudged_at = -1  # the history length at which the last nudge timer started
         self._nudge = 0  # the last nudge timer's number (0: none yet)
         self._nudges_fired: set[int] = set()
@@ -93,18 +96,26 @@ class Attempts:
             except (RenderError, ValueError) as e:
                 core.cannot_start(agent_id, str(e), workflow.now())
                 return
+            if self._execution_id is None:
+                self._execution_id = workflow.info().first_execution_run_id
             agent_input = core.inputs.agent_input(
                 agent_id,
                 rendered,
                 dispatch,
                 markers,
-                workflow.info().first_execution_run_id,
+                self._execution_id,
                 settings.retry.maximum_attempts,
             )
-            if patched("flat-retry-backoff"):
+            given: dict[str, object] = {}  # (set on one copy of the input, not a copy each)
+            if self._flat_backoff():
                 # Temporal retries at once; the attempt after an error waits its backoff itself.
-                agent_input = agent_input.model_copy(update={"error_backoff": settings.retry})
-            agent_input = await within_budget(self.tokens.issued(agent_input))
+                given["error_backoff"] = settings.retry
+            token = self.tokens.issue(agent_input.task_id, dispatch)
+            if token is not None:
+                given["report_token"] = token
+            if given:
+                agent_input = agent_input.model_copy(update=given)
+            agent_input = await within_budget(agent_input)
             # Runs of before v0.5.0 with localTools on ran instant no-ops as local activities
             # (no task queue round trip, but a 1 ms timer per batch that the server fires about
             # a second late): they replay so; a run of since gives every agent an activity.
@@ -202,6 +213,13 @@ class Attempts:
         if self._locals_off is None:
             self._locals_off = patched("local-tools-off")
         return self._locals_off
+
+    def _flat_backoff(self) -> bool:
+        """patched("flat-retry-backoff"), asked of the SDK once: it answers a patch the same for
+        the rest of the run, and asking costs a trip into the workflow's context each attempt."""
+        if self._flat is None:
+            self._flat = patched("flat-retry-backoff")
+        return self._flat
 
     def _nudged(self) -> int:
         """The nudge timer of the local activities this workflow task schedules — one 1 ms

@@ -31,16 +31,23 @@ class ReportTokens:
         # task id → its dispatches' tokens, the latest last (an earlier dispatch's final
         # report of what it spent may come after the next one began)
         self._by_task: dict[str, dict[int, str]] = {}
+        # patched("refusals-heard"), asked of the SDK at the first dispatch only: it answers a
+        # patch the same for the rest of the run
+        self._heard: bool | None = None
 
-    def issued(self, agent_input: AgentInput) -> AgentInput:
-        if not patched("refusals-heard"):
-            return agent_input
+    def issue(self, task_id: str, dispatch: int) -> str | None:
+        """The token of ``dispatch`` of ``task_id``, for its attempts' input (None: the run
+        predates tokens)."""
+        if self._heard is None:
+            self._heard = patched("refusals-heard")
+        if not self._heard:
+            return None
         token = str(workflow.uuid4())
-        tokens = self._by_task.setdefault(agent_input.task_id, {})
-        tokens[agent_input.dispatch] = token
+        tokens = self._by_task.setdefault(task_id, {})
+        tokens[dispatch] = token
         while len(tokens) > KEPT_DISPATCHES:
             del tokens[next(iter(tokens))]
-        return agent_input.model_copy(update={"report_token": token})
+        return token
 
     def problem(self, report: ProgressReport) -> str | None:
         """Why ``report`` is not from the attempt it names (None: it is, or the task got no

@@ -101,6 +101,7 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         self._early: list[Callable[[], None]] = []  # signals that came while the state was read
         self._timer = leader_io.DeadlineTimer()
         self._agents_here = False  # agents run on the leader's queue (its worker serves every kind)
+        self._task_queue: str | None = None  # the execution's task queue (see _queue)
         self._payloads_by_reference = False  # its worker stores large payloads (LeaderSetup)
         self._read_size = 0  # bytes of history once a stored state was read
         self._metrics = LeaderMetrics()
@@ -164,7 +165,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
         """Where an agent (or the planner) runs: the leader's own queue when its worker serves
         every kind — the server then hands the activity back with the workflow task (eager) —
         else the kind's queue, served by specialised workers."""
-        queue = workflow.info().task_queue
+        if self._task_queue is None:  # (the execution's: read once, not at every attempt)
+            self._task_queue = workflow.info().task_queue
+        queue = self._task_queue
         return queue if self._agents_here else f"{queue}-{kind}"
 
     # -- the main loop ----------------------------------------------------------------------
