@@ -2,7 +2,8 @@
 decide differently on replay; tests/unit/test_leader_core.py checks every view leaves it as it
 was). A base of :class:`workflows.leader.LeaderWorkflow` (Temporal finds handlers on bases)."""
 
-from __future__ import annotations
+# Annotations stay objects (no `from __future__ import annotations`): the SDK reads each
+# handler's type hints whenever a run imports this module into its sandbox (see workflow.py).
 
 from typing import TYPE_CHECKING
 

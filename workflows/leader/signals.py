@@ -15,7 +15,8 @@ Runs recorded before the patch ``refusals-heard`` keep what they did: a malforme
 dropped, ``pause null`` taken for a pause with the defaults.
 """
 
-from __future__ import annotations
+# Annotations stay objects (no `from __future__ import annotations`): the SDK reads each
+# handler's type hints whenever a run imports this module into its sandbox (see workflow.py).
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast

@@ -13,7 +13,9 @@ durable timer serves the stall ladder and request deadlines; long runs continue 
 Deterministic: ``workflow.now()`` for time, lists for every iteration, I/O in activities.
 """
 
-from __future__ import annotations
+# Annotations stay objects here (no `from __future__ import annotations`): every run imports
+# this module into its own sandbox, and the SDK reads the type hints of each handler as the
+# class is made; hints written as strings were compiled and evaluated again each time.
 
 import asyncio
 from collections.abc import Callable
