@@ -223,6 +223,30 @@ def test_the_leader_sends_the_inputs_rules_and_the_peoples_approvals_apart():
     assert wire["approvedRules"] == [{"rule": "shell(=pytest -q)", "requestId": request_id}]
 
 
+def test_an_attempt_is_given_the_rules_people_approved_before_it_was_sent_and_no_later_ones():
+    given = PermissionSettings(run_rules=["shell(=make test)"])
+    core = LeaderCore(RunInput(workflow=parse_workflow(PLAN), permissions=given), "run-1", T0)
+    (start,) = core.dispatch(T0)
+    rendered, markers = core.inputs.render("1")
+    first = core.inputs.agent_input("1", rendered, start.dispatch, markers, None)
+    again = core.inputs.agent_input("1", rendered, start.dispatch, markers, None)
+    assert again.permissions == first.permissions
+    outcome = AgentOutcome(
+        kind="needs_approval",
+        request=RequestPayload(tool="shell", arguments={"command": "pytest -q"}, rule="asked"),
+    )
+    core.attempt_succeeded("1", core.tasks["1"], start.dispatch, outcome, T0)
+    core.attempt_ended("1", start.dispatch)
+    (request,) = core.pending_requests()
+    answer = ApproveToolRequest(request_id=request.id, decision="allow_run")
+    core.checks.approve_tool(answer)
+    core.people.approve_tool(answer, T0)
+    second = agent_input(core).permissions
+    assert second.approved_rules == [ApprovedRule(rule="shell(=pytest -q)", request_id=request.id)]
+    assert first.permissions.approved_rules == []  # what was sent stays as it was sent
+    assert first.permissions.run_rules == second.run_rules == ["shell(=make test)"]
+
+
 def test_only_a_person_approving_the_plan_gives_invented_roles_their_tools():
     options = RunOptions(review=True, review_timeout=5, review_timeout_action="approve")
     timed_out = LeaderCore(RunInput(workflow=parse_workflow(PLAN), options=options), "run-1", T0)

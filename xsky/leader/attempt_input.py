@@ -31,6 +31,7 @@ from xsky.plan.variables import (
 )
 from xsky.runs import AgentInput, RunInput, RunOptions
 from xsky.security.mcp import is_mcp
+from xsky.security.permissions import ApprovedRule, PermissionSettings
 from xsky.security.tools import WORKSPACE_TOOLS
 
 
@@ -118,6 +119,8 @@ class AttemptInputs:
         self.variables = variables
         # the workflow's patch question (LeaderCore.configure), asked only where it matters
         self.patched: Callable[[str], bool] = lambda patch_id: True
+        # the permissions attempts are given, and the approved rules they were made with
+        self._given: tuple[list[ApprovedRule], PermissionSettings] | None = None
 
     def templated_command(self, agent_id: str) -> bool:
         """Does this agent's shell command get values beside it (see :meth:`render`)?"""
@@ -258,12 +261,7 @@ class AttemptInputs:
             role_approved=self.cast.plan_role_approved(name),
             # The input's rules (whoever started the run wrote them, approvedRules included) and
             # the answers people gave in this run travel apart, so decisions say which decided.
-            permissions=self.input.permissions.model_copy(
-                update={
-                    "run_rules": self._run_rules(),
-                    "approved_rules": list(self.briefs.state.approved_rules),
-                }
-            ),
+            permissions=self._permissions(),
             allow_hosts=list(self.options.allow_hosts),
             goal=plan.task_prompt or plan.name or None,
             markers=markers,
@@ -272,6 +270,19 @@ class AttemptInputs:
             # what this dispatch may spend (a run with a budget: xsky/leader/budget.py)
             budget_share=flight.share if (flight := self.budget.flights.get(agent_id)) else None,
         )
+
+    def _permissions(self) -> PermissionSettings:
+        """The permissions an attempt is given: the input's, with its rules and the rules people
+        approved in this run apart. The same for every attempt until people approve another
+        rule, so made once for each list of approved rules (an attempt's input is sent, never
+        changed: attempts may share it)."""
+        approved = self.briefs.state.approved_rules
+        if self._given is None or self._given[0] != approved:
+            permissions = self.input.permissions.model_copy(
+                update={"run_rules": self._run_rules(), "approved_rules": list(approved)}
+            )
+            self._given = (list(approved), permissions)
+        return self._given[1]
 
     def _run_rules(self) -> list[str]:
         """The rules of the run's input (whoever started the run wrote them, approvedRules
