@@ -1,4 +1,4 @@
-"""The sandbox the workers run workflows in: the SDK's own, with two of its costs taken out.
+"""The sandbox the workers run workflows in: the SDK's own, with three of its costs taken out.
 
 The SDK's sandbox enters the workflow's isolated module world by ``exec`` of a short source
 string: at every activation, and for a command's payload contexts (serialization, storage),
@@ -6,18 +6,28 @@ which it asks for every payload of a workflow task (an activity's input, its Web
 its result) in each of three passes over it. ``exec`` of a string compiles it again each time,
 and each entry puts the sandbox's import hooks in place and takes them out: py-spy of 200-agent
 fan-outs put those contexts at half the worker's workflow-side time outside the workflow's own
-thread, 70 % of it compilation. So:
+thread, 70 % of it compilation. And it imports the workflow's modules again into every run's
+new sandbox, its import hook run at each import statement. So:
 
 * the glue strings (one per workflow class and a few fixed ones) are compiled once;
 * a command's contexts are read once per activation, from the workflow's instance directly —
   its answer only reads the run's info and its pending commands, and the SDK's own way (into
-  the sandbox) is kept for where that instance is not at hand.
+  the sandbox) is kept for where that instance is not at hand;
+* the modules of workflows/ that the leader's class uses and that keep nothing of a run
+  (:data:`PASSED_THROUGH`: its I/O, attempts, guards, patches, failures …) are passed through —
+  imported once by the worker, as xsky/ already is — instead of into every run's sandbox
+  (~5 ms of every run: a quarter of a one-agent run's replay). The workflow classes' own
+  modules are still imported per run. The sandbox's restrictions (no wall clock, no I/O …) do
+  not reach into passed-through modules as a run executes them; for these they are checked by
+  the tests instead: tests/unit/test_workflow_sandbox.py replays recorded runs in the SDK's
+  sandbox with every module of workflows/ imported into it, and checks that replaying runs
+  leaves nothing in the passed-through modules.
 
-Nothing else changes: the restrictions, the per-run import of the workflow's modules, the
-isolation between runs are the SDK's. The SDK offers no hook for this (``_Instance._run_code``
-is private): where a release no longer has it, ``workflow_runner`` gives the SDK's sandbox as
-it is (slower, the same behaviour), and tests/unit/test_workflow_sandbox.py fails so that the
-change is seen.
+The SDK offers no hook for the first two (``_Instance._run_code`` is private): where a release
+no longer has it, ``workflow_runner`` gives the SDK's sandbox as it is (slower, the same
+behaviour), and tests/unit/test_workflow_sandbox.py fails so that the change is seen. Nothing
+else changes: the restrictions for the workflows' own modules and the isolation between runs are
+the SDK's.
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ from types import CodeType
 from typing import Any
 
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 from temporalio.worker.workflow_sandbox import _runner as sdk_runner
 
 
@@ -105,6 +115,26 @@ def supported() -> bool:
     return _SdkInstance is not object and callable(getattr(_SdkInstance, "_run_code", None))
 
 
+# Modules of workflows/ the leader's class imports that keep nothing of a run (module-level
+# constants, functions and classes only): one copy per worker serves every run.
+PASSED_THROUGH = (
+    "workflows.details",
+    "workflows.failures",
+    "workflows.patches",
+    "workflows.leader.attempts",
+    "workflows.leader.blobs",
+    "workflows.leader.guards",
+    "workflows.leader.hosts",
+    "workflows.leader.io",
+    "workflows.leader.judgment",
+    "workflows.leader.metrics",
+    "workflows.leader.people",
+)
+
+
 def workflow_runner() -> WorkflowRunner:
     """The runner every xsky worker gives ``Worker(workflow_runner=...)``."""
-    return CompiledOnceSandbox() if supported() else SandboxedWorkflowRunner()
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH)
+    if supported():
+        return CompiledOnceSandbox(restrictions=restrictions)
+    return SandboxedWorkflowRunner(restrictions=restrictions)

@@ -135,3 +135,27 @@ def test_the_sandboxs_restrictions_hold(tmp_path: Path, monkeypatch: pytest.Monk
     assert errors[0] == errors[1]
     assert "Cannot access datetime.datetime.now" in errors[1]
     sys.modules.pop("wall_clock_workflow", None)
+
+
+def test_recorded_runs_keep_to_the_restrictions_with_every_workflows_module_sandboxed() -> None:
+    # The workers pass workflows/ modules of PASSED_THROUGH through, where the sandbox's
+    # restrictions do not reach as a run executes them: the runs replay here in the SDK's own
+    # sandbox, each of those modules imported into it, so a restricted call (the wall clock,
+    # I/O …) on their paths fails this test.
+    assert (
+        not set(sandbox.PASSED_THROUGH) & SandboxedWorkflowRunner().restrictions.passthrough_modules
+    )
+    _replay(SandboxedWorkflowRunner())
+
+
+def test_replaying_runs_leaves_nothing_in_the_passed_through_modules() -> None:
+    # Passed-through modules are one copy for every run of the worker: a run that kept
+    # something in one (a global rebound, a module-level table changed) would leak into others.
+    modules = [sys.modules[name] for name in sandbox.PASSED_THROUGH]
+
+    def globals_now() -> list[dict[str, tuple[int, str]]]:
+        return [{k: (id(v), repr(v)) for k, v in vars(m).items()} for m in modules]
+
+    before = globals_now()
+    _replay(sandbox.workflow_runner())
+    assert globals_now() == before
