@@ -340,6 +340,8 @@ class AgentLoop:
                     if fitted is None:
                         continue  # the model was shown what is wrong: it answers again
                     answer = fitted
+                # Its page first: a retry after this save completes from it, pageless.
+                await self.browser.keep()
                 await self._save(cp)
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.

@@ -247,10 +247,12 @@ class BrowserSession:
         self.shots = 0
         self.refusals = Refusals(ctx)
         self._left_at: str | None = None  # the address the page it continues was left at
+        self._kept = False  # left in the store since its last use (keep): not left again
 
     async def page(self, where_left: bool = True) -> Any:
         """The agent's page, opened on first use: continuing the one a dependency left, and
         at its address unless ``where_left`` is False (the agent opens an address itself)."""
+        self._kept = False  # (used again: what was kept may be behind it)
         if self._page is None:
             left = await asyncio.to_thread(left_page, self.ctx) if self.ctx.page_from else None
             state = left[1]["storage"] if left else None
@@ -284,17 +286,26 @@ class BrowserSession:
             self.ctx.browsers.page_for(self.refusals.context(self.ctx), state)
         )
 
+    async def keep(self) -> None:
+        """The page left now, as it is: the agent's final answer is about to be saved, and a
+        worker lost after that save is not asked again — its retry completes with the saved
+        answer and never opens the page (activities/agents/loop.py ``_answered``), so the page
+        must be in the store before the answer, or the agent after it starts logged out."""
+        if self._page is not None and not self._kept:
+            self._kept = await self._leave()
+
     async def close(self) -> None:
         try:
-            if self._page is not None:
+            if self._page is not None and not self._kept:
                 await self._leave()
         finally:
             await self._stack.aclose()
             self._page = None
 
-    async def _leave(self) -> None:
+    async def _leave(self) -> bool:
         """The page's cookies, its origin's storage and its address, for an agent that
-        continues it (best effort: the agent's own end is not held up, or replaced, by it)."""
+        continues it (best effort: the agent's own end is not held up, or replaced, by it).
+        True when it was stored."""
         page = self._page
         try:
             cookies = await asyncio.wait_for(page.context.cookies(), LEAVE_TIMEOUT)
@@ -315,13 +326,15 @@ class BrowserSession:
                     len(left),
                     PAGE_LIMIT,
                 )
-                return
+                return False
             key = page_key(self.ctx.run_id, self.ctx.agent_id)
             await asyncio.wait_for(
                 asyncio.to_thread(self.ctx.store.objects.put, key, left.encode()), LEAVE_TIMEOUT
             )
+            return True
         except Exception as e:  # noqa: BLE001 - Playwright's and any store's errors
             log.warning("could not keep the page agent %s left: %s", self.ctx.agent_id, e)
+            return False
 
     async def _where(self) -> str:
         page = await self.page()
