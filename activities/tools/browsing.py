@@ -219,8 +219,14 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
         except Exception as e:  # noqa: BLE001
             log.warning("could not read the page %s left in run %s: %s", agent, ctx.run_id, e)
             continue
-        if isinstance(left, dict) and isinstance(left.get("storage"), dict):
-            found.append((float(left.get("at") or 0), agent, left))
+        if not isinstance(left, dict) or not isinstance(left.get("storage"), dict):
+            continue
+        try:  # (a number where it was written by _leave; read here, not trusted)
+            at = float(left.get("at") or 0)
+        except (TypeError, ValueError):
+            log.warning("the page %s left in run %s has no readable time", agent, ctx.run_id)
+            continue
+        found.append((at, agent, left))
     if not found:
         return None
     _, agent, left = max(found, key=lambda f: f[0])

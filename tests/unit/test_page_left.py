@@ -1,0 +1,48 @@
+"""The page an agent left (activities/tools/browsing.py left_page): a file that cannot be used
+is passed over — the agent after it starts on a page of its own — whatever is wrong with it."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+from activities.storage.local import LocalStore
+from activities.tools.browsing import left_page
+from xsky.artifacts import page_key
+
+GOOD = {"url": "https://example.com/", "storage": {"cookies": [], "origins": []}, "at": 5.0}
+
+
+def context(tmp_path: Path, files: dict[str, bytes]) -> types.SimpleNamespace:
+    store = LocalStore(tmp_path)
+    for agent, data in files.items():
+        store.put(page_key("r1", agent), data)
+    return types.SimpleNamespace(
+        run_id="r1", page_from=list(files), store=types.SimpleNamespace(objects=store)
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"url": "https://example.com/", "storage": {"cook',  # cut short
+        b"[1, 2]",
+        json.dumps({**GOOD, "at": "yesterday"}).encode(),
+        json.dumps({**GOOD, "at": [1]}).encode(),
+        json.dumps({**GOOD, "at": {"t": 1}}).encode(),
+    ],
+)
+def test_a_page_file_that_cannot_be_used_is_passed_over(tmp_path: Path, data: bytes) -> None:
+    ctx = context(tmp_path, {"login": data, "search": json.dumps(GOOD).encode()})
+    assert left_page(ctx) == ("search", GOOD)
+    alone = context(tmp_path / "alone", {"login": data})
+    assert left_page(alone) is None
+
+
+def test_the_newest_page_is_continued(tmp_path: Path) -> None:
+    older = {**GOOD, "at": 1.0}
+    ctx = context(tmp_path, {"a": json.dumps(older).encode(), "b": json.dumps(GOOD).encode()})
+    assert left_page(ctx) == ("b", GOOD)
