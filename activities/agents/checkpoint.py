@@ -61,6 +61,11 @@ class Checkpoint(WireModel):
     # How much the server counted the conversation's input above its estimate (spend.Meter):
     # kept, so a retried attempt's first call is estimated as its last one was.
     undercount: float = 1.0
+    # The dispatch ("v<plan version>-d<dispatch>") whose model gave the final answer the last
+    # message holds: a retry of that dispatch completes with it (loop.py _answered); a later
+    # dispatch, which only goes on from the conversation, does not — even once it saved it
+    # (a reply with no answer taken back, a budget stop), under its own ``share_key``.
+    answered: str | None = None
 
 
 # The longest the answers of calls that may run again wait for a save: a worker lost after

@@ -343,6 +343,7 @@ class AgentLoop:
                     answer = fitted
                 # Its page first: a retry after this save completes from it, pageless.
                 await self.browser.keep()
+                cp.answered = self.meter.dispatch_key
                 await self._save(cp)
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.
@@ -437,7 +438,7 @@ class AgentLoop:
         or when it is a new dispatch's (a person's retry goes on from the conversation)."""
         last = cp.messages[-1] if cp.messages else {}
         if (
-            cp.share_key != self.meter.dispatch_key
+            cp.answered != self.meter.dispatch_key
             or cp.pending_calls
             or last.get("role") != "assistant"
             or last.get("tool_calls")

@@ -205,6 +205,25 @@ async def test_a_new_dispatch_of_a_completed_agent_asks_the_model_again(
     fake.responder = lambda req, i: text(f"answer {i + 1}")
     first = await run(acts, inp)
     assert first.result == "answer 1"
-    again = await run(acts, inp, activity_id="T-1-v1-d2")
+    second = inp.model_copy(update={"dispatch": 2})  # (dispatch 1 again would start afresh)
+    again = await run(acts, second, activity_id="T-1-v1-d2")
     assert again.kind == "completed" and again.result == "answer 2"
     assert len(fake.requests) == 2
+
+
+async def test_a_new_dispatch_that_saved_the_old_answer_last_asks_again_when_retried(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # The new dispatch's first reply was empty: taken back and saved (under the new dispatch),
+    # the conversation ends with the first dispatch's answer again. Its retry asks the model —
+    # it does not complete with the answer the person's retry was meant to replace.
+    inp = agent_input()
+    replies = ["answer 1", "", "answer 3"]
+    fake.responder = lambda req, i: text(replies[i])
+    assert (await run(acts, inp)).result == "answer 1"
+    second = inp.model_copy(update={"dispatch": 2})
+    with pytest.raises(ApplicationError, match="no answer"):
+        await run(acts, second, activity_id="T-1-v1-d2")
+    again = await run(acts, second, attempt=2, activity_id="T-1-v1-d2")
+    assert again.kind == "completed" and again.result == "answer 3"
+    assert len(fake.requests) == 3
