@@ -110,3 +110,26 @@ def test_a_value_given_as_data_is_allowed(template: str, tmp_path: Path) -> None
     command, _ = render_command(template, {"1": "x"}, {}, {})
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "allow", decision.reason
+
+
+def test_a_value_after_an_empty_one_in_the_same_word_is_asked_for(tmp_path: Path) -> None:
+    # `"{{a}}{{b}}"` renders one word, "${XSKY_V1}""${XSKY_V2}": with the first value empty the
+    # second begins it — '-Ocmd' ran under git grep (and past deny shell(touch:*)) unasked, as
+    # only the first value's text was read.
+    template = 'git grep -n "{{agent_1_result}}{{agent_2_result}}" -- .'
+    command, values = render_command(template, {"1": "", "2": "-Otouch ran; true"}, {}, {})
+    env = {**values, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for script in (REPO, command):
+        subprocess.run(
+            ["bash", "-c", script], env=env, cwd=tmp_path, capture_output=True, timeout=20
+        )
+    assert (tmp_path / "ran").exists()  # (the premise, with real bash)
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "ask", decision.reason
+    command, values = render_command(template, {"1": "a", "2": "-x"}, {}, {})
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "allow", decision.reason  # 'a-x' begins no option

@@ -236,19 +236,27 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
 
 
-# A word that begins with a {{…}} value's variable, as the parser gives it.
-_LEADING_VALUE = re.compile(r"\$\{?(XSKY_V[0-9]+)\}?")
+# A word that begins with a {{…}} value's variable, as the parser gives it: ${XSKY_V1}, or
+# $XSKY_V1 where the name ends (not ${XSKY_V1:-…}, $XSKY_V12x: other expansions).
+_LEADING_VALUE = re.compile(r"\$(?:\{(XSKY_V[0-9]+)\}|(XSKY_V[0-9]+)(?![A-Za-z0-9_]))")
 
 
 def _may_lead(word: str, check: Check) -> bool:
     """Can ``word``, known only when the command runs, begin an option? Yes, unless it begins
-    with a {{…}} value whose text the checker was given and that text cannot: it does not start
-    with '-', holds no space after which one could (an unquoted value splits) and no * ? [
-    (a glob may name a file called -x). An empty value may let the next word lead."""
-    found = _LEADING_VALUE.match(word)
-    if found is None or found.group(1) not in check.values:
+    with {{…}} values whose texts the checker was given and those texts cannot: they do not
+    start with '-', hold no space after which one could (an unquoted value splits) and no * ? [
+    (a glob may name a file called -x). An empty value may let the next word lead — and the
+    next value of the same word (`"{{a}}{{b}}"`), so every value the word begins with is read,
+    and an expansion after them whose text is not known may lead."""
+    text, at = "", 0
+    while found := _LEADING_VALUE.match(word, at):
+        name = found.group(1) or found.group(2)
+        if name not in check.values:
+            return True
+        text, at = text + check.values[name], found.end()
+    if at == 0 or word[at : at + 1] in ("$", "`"):
         return True
-    text = check.values[found.group(1)] + word[found.end() :]
+    text += word[at:]
     pieces = text.split()
     return not pieces or any(p.startswith("-") for p in pieces) or any(c in text for c in "*?[")
 
