@@ -82,12 +82,52 @@ def test_a_value_that_cannot_begin_an_option_is_data_there(
         "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
     )
     assert "where it reads options" not in decision.reason, decision.reason
-    for risky in ("-x", "", "a -x", "*"):  # an option, nothing, a word after a split, a glob
+    command, values = render_command(template, {"1": "-x"}, {}, {})  # an option
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "ask", decision.reason
+    for risky in ("", "a -x", "*"):  # nothing, a word after a split, a glob: unquoted alone
         command, values = render_command(template, {"1": risky}, {}, {})
+        bare = command.replace('"${XSKY_V1}"', "${XSKY_V1}")
+        decision = decide(
+            "shell", {"command": bare, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+        )
+        assert decision.effect == "ask", (risky, decision.reason)
         decision = decide(
             "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
         )
-        assert decision.effect == "ask", (risky, decision.reason)
+        assert "where it reads options" not in decision.reason, (risky, decision.reason)
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ('curl -s "{{agent_1_result}}"', "https://example.com/search?q=x"),
+        ('cp "{{agent_1_result}}" out/', "Report - final.pdf"),
+        ('git grep -n "{{agent_1_result}}"', "what?"),
+        ('wget -q "{{agent_1_result}}"', "https://example.com/f*.zip"),
+    ],
+)
+def test_a_quoted_value_is_one_word_as_it_is_neither_split_nor_globbed(
+    template: str, value: str, tmp_path: Path
+) -> None:
+    # Rendered "${XSKY_V1}": bash neither splits nor globs it, so a URL's '?' or a file
+    # name's ' - ' begins no option — each such forEach item was asked of a person.
+    command, values = render_command(template, {"1": value}, {}, {})
+    (tmp_path / "-x").write_text("")  # (a file a glob would find, were it one)
+    shown = subprocess.run(
+        ["bash", "-c", 'printf "[%s]" "${XSKY_V1}"'],
+        env={**values, "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert shown.stdout == f"[{value}]"  # (the premise, with real bash: one word, as it is)
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "allow", decision.reason
 
 
 @pytest.mark.parametrize(

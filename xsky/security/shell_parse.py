@@ -159,6 +159,9 @@ class ShellCommand:
     # words' expansions, by index into their own argv, and no assignments.
     assignments: list[str] = field(default_factory=list, compare=False)
     expansions: dict[int, str] = field(default_factory=dict, compare=False)
+    # Of the "runtime" words, those whose every expansion is inside "…" with nothing outside
+    # quotes the shell splits or globs: what they expand to is one word, as it is.
+    quoted: set[int] = field(default_factory=set, compare=False)
 
     @property
     def text(self) -> str:
@@ -549,6 +552,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
     redirects: list[Redirect] = []
     assignments: list[str] = []
     expansions: dict[int, str] = {}
+    quoted: set[int] = set()
     for part in node.parts:
         if part.kind == "assignment":
             _check_assignment(part.word)
@@ -577,14 +581,43 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             how = "runtime" if expands else _expansion(part, source, expands is None)
             if argv and how is not None:
                 expansions[len(argv)] = how
+                if how == "runtime" and expands and _quoted_only(part, source):
+                    quoted.add(len(argv))
             argv.append(word)
             _walk(part, source, out, depth)  # substitutions inside arguments run too
     if not argv:
         out.append(ShellCommand([":"], redirects))  # assignments only, or redirects only
         return
     _refuse_arithmetic_builtin(argv)
-    out.append(ShellCommand(argv, redirects, assignments, expansions))
+    out.append(ShellCommand(argv, redirects, assignments, expansions, quoted))
     _unwrap(argv, out, depth, None if _AS_IN_0120.get() else expansions)
+
+
+def _quoted_only(word: Any, source: str) -> bool:
+    """Is every expansion of ``word`` inside "…", with no * ? [ { outside quotes? Then bash
+    neither splits nor globs what it expands to: `"${XSKY_V1}"` is one word, its value's text
+    (a URL's '?', a file name's ' - ' are no glob and no second word)."""
+    start, end = getattr(word, "pos", (0, 0))
+    written = source[start:end]
+    if not written or "$'" in written or '$"' in written:
+        return False  # (ANSI-C and locale quoting: not read here)
+    quote = ""
+    i = 0
+    while i < len(written):
+        c = written[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+        elif c == "\\":
+            i += 1  # the next character is escaped (outside single quotes)
+        elif c == "'" and not quote:
+            quote = "'"
+        elif c == '"':
+            quote = "" if quote == '"' else '"'
+        elif not quote and c in "$`*?[{":
+            return False
+        i += 1
+    return True
 
 
 _GLOB_CHARS = set("*?[{")

@@ -216,7 +216,12 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         if written.rule is not None:
             decisions.append(written)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
-    in_value = value_code(part.argv, runtime, frozenset(w for w in runtime if _may_lead(w, check)))
+    leading = frozenset(
+        part.argv[i]
+        for i, how in part.expansions.items()
+        if how == "runtime" and _may_lead(part.argv[i], check, i in part.quoted)
+    )
+    in_value = value_code(part.argv, runtime, leading)
     hidden = inline_code(part.argv) or in_value
     if hidden is not None:
         decisions = [
@@ -241,13 +246,15 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
 _LEADING_VALUE = re.compile(r"\$(?:\{(XSKY_V[0-9]+)\}|(XSKY_V[0-9]+)(?![A-Za-z0-9_]))")
 
 
-def _may_lead(word: str, check: Check) -> bool:
+def _may_lead(word: str, check: Check, quoted: bool = False) -> bool:
     """Can ``word``, known only when the command runs, begin an option? Yes, unless it begins
     with {{…}} values whose texts the checker was given and those texts cannot: they do not
     start with '-', hold no space after which one could (an unquoted value splits) and no * ? [
     (a glob may name a file called -x). An empty value may let the next word lead — and the
     next value of the same word (`"{{a}}{{b}}"`), so every value the word begins with is read,
-    and an expansion after them whose text is not known may lead."""
+    and an expansion after them whose text is not known may lead. ``quoted``: the word's
+    expansions are all inside "…" (shell_parse._quoted_only) — one word, neither split nor
+    globbed: it leads only when its text begins with '-'."""
     text, at = "", 0
     while found := _LEADING_VALUE.match(word, at):
         name = found.group(1) or found.group(2)
@@ -257,6 +264,8 @@ def _may_lead(word: str, check: Check) -> bool:
     if at == 0 or word[at : at + 1] in ("$", "`"):
         return True
     text += word[at:]
+    if quoted:
+        return text.startswith("-")
     pieces = text.split()
     return not pieces or any(p.startswith("-") for p in pieces) or any(c in text for c in "*?[")
 
