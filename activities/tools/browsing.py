@@ -58,6 +58,11 @@ _GONE = (
 )
 
 
+# Playwright's words for a page whose browser (or context) went away under it: replaced when
+# taken for hung, or crashed. Every later read of the page fails alike.
+_CLOSED = ("Target page, context or browser has been closed", "Target closed", "Browser closed")
+
+
 def _navigated(e: Exception) -> bool:
     """Is this Playwright's word for a page (or frame) that went away as it was read?"""
     text = str(e)
@@ -68,13 +73,17 @@ async def steadily(page: Any, what: str, read: Callable[[], Awaitable[T]]) -> T:
     """``read()`` of ``page``, made again once the page has loaded when the page went away
     as it was read — the page's own doing (a reload, a script's redirect), not the agent's.
     Any other error of the browser's is the tool's error, in words: never a raw Playwright
-    error, which would end the agent's attempt rather than tell its model."""
+    error, which would end the agent's attempt rather than tell its model — but for a page
+    whose browser went away: the model could only call again on a dead page (and a direct
+    agent failed for good), where the attempt's retry opens one in a live browser."""
     for _ in range(READ_TRIES):
         try:
             return await read()
         except ToolError:
             raise
-        except Exception as e:  # noqa: BLE001 - Playwright raises its own error types
+        except Exception as e:  # (Playwright raises its own error types)
+            if any(words in str(e) for words in _CLOSED):
+                raise
             if not _navigated(e):
                 first = str(e).splitlines()[0] if str(e) else type(e).__name__
                 raise ToolError(f"could not {what}: {first}") from None

@@ -823,3 +823,27 @@ async def test_a_direct_browser_navigate_continues_and_leaves_its_page(ctx, logi
     )
     assert "please log in" in apart.text
     await ctx.browsers.close()
+
+
+@pytest.mark.browser
+async def test_a_page_whose_browser_went_away_ends_the_attempt_rather_than_tell_the_model(
+    ctx, site
+):
+    # The shared browser replaced under the page (taken for hung) or crashed: the page is dead
+    # and every later call of the session would fail alike. Told to the model as a tool's
+    # error, it could only call again in vain (a direct agent failed for good); raised, the
+    # attempt ends and its retry opens a page in a live browser.
+    reach(ctx, site)
+    from activities.tools.browsing import BrowserSession
+
+    session = BrowserSession(ctx)
+    try:
+        await session.navigate({"url": f"{site}/index.html"})
+        await session._page.context.close()
+        with pytest.raises(Exception) as raised:
+            await session.extract({"selector": "#v"})
+        assert not isinstance(raised.value, ToolError), raised.value
+        assert "closed" in str(raised.value)
+    finally:
+        await session.close()
+        await ctx.browsers.close()
