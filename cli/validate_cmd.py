@@ -135,6 +135,9 @@ def direct_tools_refused(
     except SettingsError:
         return []  # (said where the settings are read)
     rules = permission_settings(layers)
+    # The tools an allow rule names: asked with no arguments, `http_get(domain:example.com)`
+    # matched no call, and the warning said a worker refuses what it allows.
+    ruled = {rule.split("(", 1)[0].strip() for layer in rules.layers for rule in layer.allow}
     known_roles = merge_roles(BUILTIN_ROLES.values(), *role_layers(layers))
     given_roles = {**roles, **effective_roles(wf.roles, roles, approved=False)}
     found = []
@@ -149,6 +152,7 @@ def direct_tools_refused(
             decision.effect != "deny"
             or decision.rule is not None
             or "may not use" not in decision.reason
+            or tool in ruled  # (a rule for some of its calls, e.g. a domain: the worker's to say)
         ):
             continue
         holders = [name for name, r in roles.items() if tool in r.allowed_tools]

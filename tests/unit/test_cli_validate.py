@@ -313,6 +313,9 @@ def test_validate_says_a_direct_tool_the_agents_role_may_not_use(tmp_path, monke
     assert "agent 2" not in said, said
     settings.write_text('{"permissions": {"allow": ["http_get"]}}')
     assert "refuses its direct" not in starter("validate", str(plan)).stderr
+    # A rule for some of the tool's calls gives it too: the worker allows this one (its url)
+    settings.write_text('{"permissions": {"allow": ["http_get(domain:example.com)"]}}')
+    assert "refuses its direct" not in starter("validate", str(plan)).stderr
 
 
 def test_validate_says_what_each_role_the_plan_defines_may_do(tmp_path, monkeypatch):
