@@ -41,7 +41,14 @@ from xsky.errors import (
 from xsky.leader.search import XSKY_STATUSES
 from xsky.leader.tasks import TaskStatus
 from xsky.plan.agent_config import tool_name
-from xsky.plan.budget import RunBudget, checks_warning, config_budget, narrow, with_plan
+from xsky.plan.budget import (
+    MIN_ANSWER,
+    RunBudget,
+    checks_warning,
+    config_budget,
+    narrow,
+    with_plan,
+)
 from xsky.plan.models import Workflow, plain_error
 from xsky.plan.variables import check_names
 from xsky.runs import AgentReport, RunOptions
@@ -296,9 +303,10 @@ def unstartable_warning(budget: RunBudget | None, wf: Workflow) -> str | None:
             narrow(budget.per_agent, budget.per_role.get(agent.name)),
             config_budget(agent.config),
         )
-        share = (
-            cap.tokens if cap is not None and cap.tokens is not None else budget.reserve_tokens()
-        )
+        # (as the leader admits it, xsky/leader/budget.py _share: a cap above the reserve
+        # starts with the reserve, not with the whole cap)
+        reserve = max(budget.reserve_tokens(), MIN_ANSWER)
+        share = min(cap.tokens, reserve) if cap is not None and cap.tokens is not None else reserve
         if share > limit:
             shares[f"T-{agent.id}"] = int(share)
     if not shares:

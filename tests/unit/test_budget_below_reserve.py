@@ -30,3 +30,13 @@ def test_a_limit_below_an_agents_reserve_is_said_with_the_agents_that_cannot_sta
     assert unstartable_warning(RunBudget(run=Limits(usd=1)), PLAN) is None  # no token limit
     capped = RunBudget(run=Limits(tokens=800), per_agent=Limits(tokens=500))
     assert unstartable_warning(capped, PLAN) is None
+
+
+def test_an_agent_cap_above_the_reserve_starts_with_the_reserve_and_is_not_said() -> None:
+    # The leader admits a capped agent with the least of its cap and the reserve: a cap of
+    # 50,000 under a run of 20,000 starts with 4,096 — the warning said it could never start.
+    roomy = RunBudget(run=Limits(tokens=20000), per_agent=Limits(tokens=50000))
+    assert unstartable_warning(roomy, PLAN) is None
+    tight = RunBudget(run=Limits(tokens=3000), per_agent=Limits(tokens=50000))
+    said = unstartable_warning(tight, PLAN)
+    assert said is not None and "up to 4,096 tokens" in said
