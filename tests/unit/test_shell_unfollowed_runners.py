@@ -24,6 +24,10 @@ DENY_TOUCH = PermissionSettings(
         "tmux new -d 'touch ran'",
         "ssh-agent touch ran",
         "faketime 2020-01-01 touch ran",
+        "setarch x86_64 touch ran",  # (util-linux, on every Linux: each ran touch unasked)
+        "linux64 touch ran",
+        "x86_64 touch ran",
+        "runcon -t unconfined_t touch ran",
     ],
 )
 def test_a_runner_the_checker_does_not_follow_is_asked_for(command: str) -> None:

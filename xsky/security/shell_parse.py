@@ -992,7 +992,9 @@ def normalized(argv: list[str]) -> list[str]:
 _UNFOLLOWED_RUNNERS = frozenset(
     "valgrind perf sg newgrp catchsegv chronic ifne faketime numactl cgexec firejail proot "
     "torsocks tsocks proxychains proxychains4 xvfb-run dbus-run-session dbus-launch rlwrap "
-    "daemonize start-stop-daemon tmux screen ssh-agent expect capsh bwrap entr parallel sem".split()
+    "daemonize start-stop-daemon tmux screen ssh-agent expect capsh bwrap entr parallel sem "
+    # util-linux's setarch and its names (each runs its command: `linux64 touch x`), SELinux's
+    "setarch linux32 linux64 i386 x86_64 uname26 runcon".split()
 )
 
 
