@@ -74,6 +74,13 @@ def page_key(run_id: str, agent_id: str) -> str:
     return f"{pages_folder(run_id)}{safe_component(agent_id)}.json"
 
 
+def item_pages(run_id: str, agent_id: str) -> str:
+    """What the page keys of ``agent_id``'s loop or watch items (``agent_id[N]``) begin with:
+    safe_component changes such a name, and the changed name begins with the cleaned one."""
+    cleaned = _EDGE_DOTS.sub(lambda m: "_" * len(m.group()), _UNSAFE.sub("_", f"{agent_id}["))
+    return f"{pages_folder(run_id)}{cleaned[: 120 - 11]}"
+
+
 # What `starter.py gc` leaves of a run whose stored objects it removed: when, and how many,
 # so a later read says they were removed rather than blaming the reader's configuration.
 GC_MARK = "_gc.json"

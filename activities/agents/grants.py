@@ -70,7 +70,10 @@ class GrantChecks:
                 f"deployment's ({self.settings.task_queue!r})"
             ]
         handle = client.get_workflow_handle(info.workflow_id, run_id=run_id)
-        patience = time.monotonic() + CONFIRM_PATIENCE
+        # (asked before the attempt heartbeats: past half its heartbeat timeout the server
+        # would take it for lost — it is tried again, sooner)
+        beat = info.heartbeat_timeout.total_seconds() / 2 if info.heartbeat_timeout else None
+        patience = time.monotonic() + min(CONFIRM_PATIENCE, beat or CONFIRM_PATIENCE)
         while True:
             try:
                 # (not while a workflow task of the run waits to be taken: activities/

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
-from xsky.artifacts import page_key, pages_folder
+from xsky.artifacts import item_pages, page_key
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
 from xsky.plan.loops import MAX_ITEMS
 
@@ -206,7 +206,6 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
     page. A dependency that gathers a loop's (or a watch's) items stands for the last of its
     items that used a page. A read per agent, made only when the agent opens its first page."""
     found: list[tuple[float, str, dict[str, Any]]] = []
-    listed: set[str] | None = None  # the run's pages, listed once when first needed
     for agent in ctx.page_from:
         try:
             try:
@@ -214,9 +213,10 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
             except FileNotFoundError:
                 if agent == ctx.agent_id:
                     continue
-                if listed is None:
-                    listed = set(ctx.store.objects.keys(pages_folder(ctx.run_id)))
-                item = _last_item(ctx, agent, listed)
+                # (the pages of its items only: a loop's pages grow with its items, and every
+                # browser agent after a dependency that left none asks)
+                listed = set(ctx.store.objects.keys(item_pages(ctx.run_id, agent)))
+                item = _last_item(ctx, agent, listed) if listed else None
                 if item is None:
                     continue
                 left = json.loads(ctx.store.objects.get(page_key(ctx.run_id, item)))

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
+from datetime import timedelta
 
 import pytest
 from temporalio import workflow
@@ -20,7 +22,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.agents import grants as grant_checks
 from activities.agents.grants import GrantChecks
 from tests.unit.test_grants import APPROVAL, carrying
 from xsky.config import load_settings
@@ -50,7 +51,7 @@ def environment(client, queue: str, workflow_id: str, run_id: str) -> ActivityEn
     return env
 
 
-async def test_a_busy_leader_is_asked_again_until_it_confirms(client, monkeypatch):
+async def test_a_busy_leader_is_asked_again_until_it_confirms(client):
     queue = f"grants-{uuid.uuid4().hex[:6]}"
     settings = load_settings({"XSKY_TASK_QUEUE": queue, "XSKY_STICKY_TIMEOUT": "2"})
     assert settings.query_timeout.total_seconds() == 1.0
@@ -78,12 +79,15 @@ async def test_a_busy_leader_is_asked_again_until_it_confirms(client, monkeypatc
         kept, refused = await env.run(checks.confirm, inp)
         assert kept.approvals == [APPROVAL] and refused == []
         confirmed.set()
-        # No leader at all within the patience: the attempt is tried again (never honoured).
-        monkeypatch.setattr(grant_checks, "CONFIRM_PATIENCE", 1.5)
+        # No leader at all within the patience — half the attempt's heartbeat timeout, as it
+        # asks before it heartbeats: the attempt is tried again (never honoured).
         gone = GrantChecks(load_settings({"XSKY_TASK_QUEUE": queue, "XSKY_STICKY_TIMEOUT": "2"}))
         await back
+        env.info = dataclasses.replace(env.info, heartbeat_timeout=timedelta(seconds=3))
+        began = time.monotonic()
         with pytest.raises(ApplicationError) as unconfirmed:
             await env.run(gone.confirm, inp)
+        assert time.monotonic() - began < 1.5 + 2 * 1.0 + 1  # (each question up to 1 s)
         assert unconfirmed.value.type == "GrantsUnconfirmed"
         assert not unconfirmed.value.non_retryable
     finally:

@@ -46,3 +46,15 @@ def test_the_newest_page_is_continued(tmp_path: Path) -> None:
     older = {**GOOD, "at": 1.0}
     ctx = context(tmp_path, {"a": json.dumps(older).encode(), "b": json.dumps(GOOD).encode()})
     assert left_page(ctx) == ("b", GOOD)
+
+
+def test_a_loops_item_pages_are_listed_by_their_own_prefix() -> None:
+    # A browser agent after a dependency that left no page lists only that dependency's items'
+    # pages (a LIST whose answer grows with one loop, not with every page of the run).
+    from xsky.artifacts import item_pages, page_key
+
+    for agent in ("read", "a/b", "x.", ".x", "T-1", "é" * 200):
+        prefix = item_pages("run-1", agent)
+        for n in (1, 7, 1000):
+            assert page_key("run-1", f"{agent}[{n}]").startswith(prefix)
+        assert not page_key("run-1", "other").startswith(prefix)
