@@ -238,8 +238,24 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
         found.append((at, agent, left))
     if not found:
         return None
-    _, agent, left = max(found, key=lambda f: f[0])
+    found.sort(key=lambda f: f[0])
+    _, agent, left = found[-1]
+    if len(found) > 1:  # the newest page, with the others' cookies it does not hold
+        left = {**left, "storage": {**left["storage"], "cookies": _cookies(found)}}
     return agent, left
+
+
+def _cookies(found: list[tuple[float, str, dict[str, Any]]]) -> list[Any]:
+    """The cookies of pages left by agents ending at once (``found``, oldest first): each
+    cookie as the newest page that holds it has it (a login one agent made is not lost because
+    another, a plain look elsewhere, ended after it), at most MAX_COOKIES."""
+    kept: dict[tuple[Any, Any, Any], Any] = {}
+    for _, _, left in found:
+        cookies = left["storage"].get("cookies")
+        for cookie in cookies if isinstance(cookies, list) else []:
+            if isinstance(cookie, dict):
+                kept[(cookie.get("name"), cookie.get("domain"), cookie.get("path"))] = cookie
+    return list(kept.values())[-MAX_COOKIES:]
 
 
 # Kept of a page for the agent after it: the cookies (at most this many) and the storage of the

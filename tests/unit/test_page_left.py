@@ -58,3 +58,24 @@ def test_a_loops_item_pages_are_listed_by_their_own_prefix() -> None:
         for n in (1, 7, 1000):
             assert page_key("run-1", f"{agent}[{n}]").startswith(prefix)
         assert not page_key("run-1", "other").startswith(prefix)
+
+
+def test_the_newest_page_keeps_the_cookies_of_the_others_it_does_not_hold(tmp_path: Path) -> None:
+    # review12: a login (a) and a plain look elsewhere (b, a direct navigate) both before c:
+    # b ended last, and c continued b's page — logged out. It continues b's page with a's
+    # session cookie; a cookie both hold is as the newest holds it.
+    def cookie(name: str, value: str) -> dict[str, str]:
+        return {"name": name, "value": value, "domain": "shop.test", "path": "/"}
+
+    login = {**GOOD, "at": 1.0}
+    login["storage"] = {
+        "cookies": [cookie("session", "s3cr3t"), cookie("lang", "de")],
+        "origins": [],
+    }
+    look = {**GOOD, "at": 2.0, "url": "https://news.test/"}
+    look["storage"] = {"cookies": [cookie("lang", "en")], "origins": []}
+    ctx = context(tmp_path, {"a": json.dumps(login).encode(), "b": json.dumps(look).encode()})
+    agent, left = left_page(ctx)
+    assert agent == "b" and left["url"] == "https://news.test/"
+    kept = {c["name"]: c["value"] for c in left["storage"]["cookies"]}
+    assert kept == {"session": "s3cr3t", "lang": "en"}
