@@ -39,3 +39,28 @@ def test_ordinary_commands_stay_allowed() -> None:
     for command in ("ls -la", "git status", "python3 -m pytest -q", "timeout 5 ls"):
         decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
         assert decision.effect == "allow", (command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npx -c 'touch ran'",
+        "npm exec -c 'touch ran'",
+        "nix-shell --run 'touch ran'",
+        "git submodule foreach 'touch ran'",
+    ],
+)
+def test_a_command_line_a_package_tool_runs_is_checked_as_the_command_it_is(command: str) -> None:
+    decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+    assert decision.effect != "allow", decision.reason
+
+
+def test_a_package_tools_ordinary_commands_stay_allowed() -> None:
+    for command in (
+        "poetry run pytest -q",
+        "uv run python -m build",
+        "npx prettier --check .",
+        "npm test",
+    ):
+        decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+        assert decision.effect == "allow", (command, decision.reason)

@@ -776,6 +776,37 @@ def _shifted(expansions: dict[int, str], start: int, end: int) -> dict[int, str]
     return {i - start: how for i, how in expansions.items() if start <= i < end}
 
 
+# Package and environment tools that run a command line they are given as one string
+# (a review of 0.12.1: `npx -c 'touch x'`, `git submodule foreach 'touch x'` ran past deny
+# shell(touch:*)). (`poetry run CMD …` and the like are left as they were: a rule naming
+# `uv run:*` is the person's answer for what it runs, as for npx's packages.)
+_RUN_LINES = {
+    "npx": ("-c", "--call"), "pnpx": ("-c",), "nix-shell": ("--run", "--command"),
+}  # fmt: skip
+
+
+def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
+    """Unwrap the command line a package or environment tool runs; True when it runs one."""
+    flags = _RUN_LINES.get(name) or (
+        ("-c", "--call") if name == "npm" and args[:1] == ["exec"] else None
+    )
+    if name == "git" and args[:2] == ["submodule", "foreach"]:
+        rest = [a for a in args[2:] if a not in ("--recursive", "-q", "--quiet")]
+        if rest:
+            run_line(" ".join(rest), "git submodule foreach")
+        return True
+    if flags is not None:
+        for flag, arg in zip(args, args[1:], strict=False):
+            if flag in flags:
+                run_line(arg, f"{name} {flag}")
+                return True
+        for arg in args:
+            if arg.startswith(tuple(f"{f}=" for f in flags if f.startswith("--"))):
+                run_line(arg.split("=", 1)[1], name)
+                return True
+    return False
+
+
 def _unwrap(
     argv: list[str], out: list[ShellCommand], depth: int, expansions: dict[int, str] | None = None
 ) -> None:
@@ -850,6 +881,8 @@ def _unwrap(
             if arg in ("-c", "--command"):
                 run_line(args[i + 1], "flock -c")
                 return
+    if not _AS_IN_0120.get() and _tool_runner(name, args, run_line):
+        return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
         rest = list(args)
