@@ -405,9 +405,10 @@ def cmd_down(args: argparse.Namespace) -> int:
                 others = _other_workers(settings)
                 workers = f" and workers poll its queue ({', '.join(others[:3])})" if others else ""
                 out.print(
-                    f"note: a Temporal server answers at {settings.address}{workers}, started by "
-                    "`up` in another folder or with another XSKY_HOME (the default home, .xsky, is "
-                    "the folder's own): run `starter.py down` there, or with that XSKY_HOME"
+                    f"note: a Temporal server answers at {settings.address}{workers}, which this "
+                    "home did not start — if `up` started it in another folder or with another "
+                    "XSKY_HOME (the default home, .xsky, is the folder's own), run `starter.py "
+                    "down` there, or with that XSKY_HOME"
                 )
             continue
         stop_pid(pid)

@@ -114,7 +114,7 @@ async def test_a_run_queried_as_xsky_asks_while_its_worker_is_replaced_replays(s
         kill_at = 2.5
         handle = await client.start_workflow(
             Waves.run,
-            args=[1500, kill_at + 12],  # it wakes once the dead sticky queue is given up on
+            args=[600, kill_at + 12],  # it wakes once the dead sticky queue is given up on
             id=f"waves-{uuid.uuid4().hex[:6]}",
             task_queue=queue,
         )
