@@ -10,9 +10,6 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus as ExecutionStatus
 from temporalio.service import RPCStatusCode
 
 QUERY_TIMEOUT = timedelta(seconds=5)
-# How long a query waits for no workflow task of the run to wait to be taken before the run is
-# said not to answer (activities/leader_queries.py: a live worker takes one in milliseconds).
-QUERY_PATIENCE = 2.0
 # A change (an update) goes through a workflow task: seconds on a loaded server with a large
 # run to replay; past this it is said to be sent and waiting, not to have failed.
 UPDATE_TIMEOUT = timedelta(seconds=20)

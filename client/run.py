@@ -21,11 +21,9 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import open_store, read_blob
-from activities.leader_queries import may_query, task_waits
 from activities.storage import open_objects
 from client import leader_calls as calls
 from client._consts import (
-    QUERY_PATIENCE,
     QUERY_TRIES,
     RUNNING_STATUS,
     SILENT_WORKER_SECONDS,
@@ -160,22 +158,22 @@ class Run:
     async def _query(self, query: calls.Query, *args: Any) -> Any:
         """A query; unanswered, asked again while the workers are only busy (a bounded number
         of times), else the reason: no worker, one that stopped answering, or busy ones."""
-        timeout = self._settings.query_timeout
         for tries in range(1, QUERY_TRIES + 1):
             try:
-                # (not while a workflow task of the run waits to be taken: activities/leader_queries.py)
-                if await may_query(self.handle, timeout, QUERY_PATIENCE):
-                    return await self.handle.query(
-                        query.name, *args, result_type=query.answer, rpc_timeout=timeout
-                    )
-                problem = f"a workflow task of the run has waited {QUERY_PATIENCE:g}s for a worker"
+                return await self.handle.query(
+                    query.name,
+                    *args,
+                    result_type=query.answer,
+                    rpc_timeout=self._settings.query_timeout,
+                )
             except RPCError as e:
-                problem = e.message
-            status = await self.temporal_status()
-            queue = (await self.handle.describe()).task_queue
-            why = await unanswered(self._client, self._settings, self.id, queue, problem, status)
-            if not isinstance(why, WorkersBusyError) or tries == QUERY_TRIES:
-                raise why from None
+                status = await self.temporal_status()
+                queue = (await self.handle.describe()).task_queue
+                why = await unanswered(
+                    self._client, self._settings, self.id, queue, e.message, status
+                )
+                if not isinstance(why, WorkersBusyError) or tries == QUERY_TRIES:
+                    raise why from None
             await asyncio.sleep(1.0)
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -271,22 +269,14 @@ class Run:
                     told_untaken = True
                     yield WorkerSilent(waiting[1], "no worker took its attempt", task=waiting[0])
                 current: BoardPage | None = None
-                problem: str | None = None
-                if not ended and task_waits(described):
-                    # not asked while a workflow task waits to be taken (its worker may be
-                    # gone: activities/leader_queries.py); the board shown stays as it was
-                    problem = "a workflow task of the run waits for a worker to take it"
-                else:
-                    try:
-                        current = await board_once(
-                            self._client, self.id, request, self._settings.query_timeout
-                        )
-                        silent_since, told_silent = None, False
-                    except RPCError as e:
-                        if e.status == RPCStatusCode.UNAVAILABLE:
-                            raise
-                        problem = e.message
-                if problem is not None:
+                try:
+                    current = await board_once(
+                        self._client, self.id, request, self._settings.query_timeout
+                    )
+                    silent_since, told_silent = None, False
+                except RPCError as e:
+                    if e.status == RPCStatusCode.UNAVAILABLE:
+                        raise
                     # the worker is busy or restarting (the next poll will show it), or none runs
                     silent_since = silent_since or time.monotonic()
                     silent = time.monotonic() - silent_since
@@ -294,7 +284,7 @@ class Run:
                         told_silent = True
                         queue = described.execution_config.task_queue.name
                         why = await unanswered(
-                            self._client, self._settings, self.id, queue, problem
+                            self._client, self._settings, self.id, queue, e.message
                         )  # none serves the queue, one stopped answering, or they are busy
                         yield WorkerSilent(silent, str(why))
                 lost = False

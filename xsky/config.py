@@ -98,10 +98,12 @@ class Settings:
     @property
     def query_timeout(self) -> timedelta:
         """How long xsky waits for a query's answer: 5 s at most, and always under the sticky
-        wait — a query held on a dead worker's sticky queue for the whole wait is sent on as a
-        legacy query that sdk-core (temporalio 1.35) mishandles; the server sends it on only
-        while its asker still waits (activities/leader_queries.py says when xsky asks at all;
-        docs/deployment.md, "Queries while a workflow task waits to be taken")."""
+        wait. A query the server held on a dead worker's sticky queue for the sticky wait is
+        sent on to the run's queue as a "legacy" query whose history runs past the run's last
+        workflow task, and sdk-core (temporalio 1.35) applies those events to the run a worker
+        that took it over caches: the run then fails to replay, and that worker's workflow
+        tasks fail for good. The server sends a query on so only while its asker still waits
+        (docs/deployment.md, "Queries while a run is taken over": what this does not close)."""
         return timedelta(seconds=max(0.5, min(5.0, self.sticky_timeout / 2)))
 
     @property

@@ -19,9 +19,8 @@ from datetime import UTC, datetime
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
-from activities.leader_queries import may_query
 from xsky.config import Settings
 from xsky.leader.grants import Grants, GrantsRequest, claimed, confirmed, stripped
 from xsky.plan.agent_config import tool_name
@@ -76,17 +75,6 @@ class GrantChecks:
         patience = time.monotonic() + min(CONFIRM_PATIENCE, beat or CONFIRM_PATIENCE)
         while True:
             try:
-                # (not while a workflow task of the run waits to be taken: activities/
-                # leader_queries.py — asked again in a moment, as when the leader is busy)
-                if not await may_query(handle, self.settings.query_timeout, 0.0):
-                    if time.monotonic() < patience:
-                        await asyncio.sleep(0.5)
-                        continue
-                    raise RPCError(
-                        "a workflow task of the run waits for a worker to take it",
-                        RPCStatusCode.DEADLINE_EXCEEDED,
-                        b"",
-                    )
                 grants = await handle.query(
                     "grants",
                     GrantsRequest(task_id=inp.task_id, dispatch=inp.dispatch),

@@ -25,7 +25,6 @@ from activities.agents.checkpoint import Checkpoint
 from activities.agents.spend import BudgetStop, Meter
 from activities.agents.storage import patiently, stored
 from activities.agents.transcripts import AgentLog, write_transcript
-from activities.leader_queries import may_query
 from activities.tools import NeedsHuman, ToolError, cap_text
 from activities.tools.browsing import BrowserSession
 from activities.tools.registry import IMPLEMENTATIONS, Session
@@ -463,14 +462,8 @@ class AgentLoop:
         nudges = list(self.a.nudges)
         workflow_id = activity.info().workflow_id
         try:
-            handle = (
-                activity.client().get_workflow_handle(workflow_id)
-                if workflow_id is not None  # always, for an attempt a leader scheduled
-                else None
-            )
-            # (not while a workflow task of the run waits to be taken: activities/
-            # leader_queries.py — the dispatch's own copy of the nudges will do meanwhile)
-            if handle is not None and await may_query(handle, self.a.query_timeout, 0.0):
+            if workflow_id is not None:  # always, for an attempt a leader scheduled
+                handle = activity.client().get_workflow_handle(workflow_id)
                 key = self.a.key
                 if self._news:
                     try:

@@ -1,8 +1,7 @@
 """An attempt whose leader is slow to confirm its grants asks again, each question giving up
 under the sticky wait (activities/agents/grants.py CONFIRM_PATIENCE, Settings.query_timeout):
-one long question could outwait it (docs/deployment.md: "Queries while a workflow task waits to
-be taken"), and one short question failed the attempt as soon as the leader was busy — nor is
-it asked while a workflow task of the run waits to be taken (activities/leader_queries.py).
+one long question could outwait it (docs/deployment.md: "Queries while a run is taken
+over"), and one short question failed the attempt as soon as the leader was busy.
 
 A real dev server; the "leader" is a stand-in workflow of the leader's type name that answers
 the ``grants`` query, whose worker starts only after the attempt's first questions went
