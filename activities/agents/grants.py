@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowQueryFailedError
@@ -74,17 +74,23 @@ class GrantChecks:
         beat = info.heartbeat_timeout.total_seconds() / 2 if info.heartbeat_timeout else None
         patience = time.monotonic() + min(CONFIRM_PATIENCE, beat or CONFIRM_PATIENCE)
         while True:
+            # (no question outlasts the patience: each waits at most what is left of it — a
+            # last one asked just before it ran out could wait a describe's and a query's
+            # deadline more, past the heartbeat timeout)
+            left = max(0.1, patience - time.monotonic())
+            timeout = min(self.settings.query_timeout, timedelta(seconds=left))
             try:
                 grants = await handle.query(
                     "grants",
                     GrantsRequest(task_id=inp.task_id, dispatch=inp.dispatch),
                     result_type=Grants,
-                    rpc_timeout=self.settings.query_timeout,
+                    rpc_timeout=timeout,
                 )
                 return confirmed(inp, grants)
             except (WorkflowQueryFailedError, RPCError) as e:
                 if isinstance(e, RPCError) and time.monotonic() < patience:
-                    await asyncio.sleep(0.5)  # its leader's worker is busy or restarting
+                    # its leader's worker is busy or restarting
+                    await asyncio.sleep(min(0.5, max(0.0, patience - time.monotonic())))
                     continue
                 # Not confirmed: the attempt is tried again (never honour unconfirmed).
                 raise ApplicationError(
