@@ -254,7 +254,10 @@ def _cookies(found: list[tuple[float, str, dict[str, Any]]]) -> list[Any]:
         cookies = left["storage"].get("cookies")
         for cookie in cookies if isinstance(cookies, list) else []:
             if isinstance(cookie, dict):
-                kept[(cookie.get("name"), cookie.get("domain"), cookie.get("path"))] = cookie
+                key = (cookie.get("name"), cookie.get("domain"), cookie.get("path"))
+                # (moved to the end: past MAX_COOKIES the older pages' are cut, not the newest's)
+                kept.pop(key, None)
+                kept[key] = cookie
     return list(kept.values())[-MAX_COOKIES:]
 
 

@@ -79,3 +79,30 @@ def test_the_newest_page_keeps_the_cookies_of_the_others_it_does_not_hold(tmp_pa
     assert agent == "b" and left["url"] == "https://news.test/"
     kept = {c["name"]: c["value"] for c in left["storage"]["cookies"]}
     assert kept == {"session": "s3cr3t", "lang": "en"}
+
+
+def test_past_the_cookie_cap_the_newest_pages_own_cookies_are_kept(tmp_path: Path) -> None:
+    # _cookies keeps at most MAX_COOKIES: those cut are the older pages', never the newest
+    # page's — a cookie both hold (the session it renewed) included, which the merge kept at
+    # the place the oldest page had it, first in line to be cut.
+    from activities.tools.browsing import MAX_COOKIES
+
+    def cookie(name: str, value: str) -> dict[str, str]:
+        return {"name": name, "value": value, "domain": "shop.test", "path": "/"}
+
+    old = {**GOOD, "at": 1.0}
+    old["storage"] = {
+        "cookies": [cookie("session", "old")]
+        + [cookie(f"o{i}", "x") for i in range(MAX_COOKIES - 1)],
+        "origins": [],
+    }
+    new = {**GOOD, "at": 2.0}
+    new["storage"] = {
+        "cookies": [cookie("session", "new")] + [cookie(f"n{i}", "y") for i in range(5)],
+        "origins": [],
+    }
+    ctx = context(tmp_path, {"a": json.dumps(old).encode(), "b": json.dumps(new).encode()})
+    agent, left = left_page(ctx)
+    kept = {c["name"]: c["value"] for c in left["storage"]["cookies"]}
+    assert agent == "b" and len(kept) == MAX_COOKIES
+    assert kept["session"] == "new" and all(f"n{i}" in kept for i in range(5))
