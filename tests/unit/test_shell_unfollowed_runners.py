@@ -48,6 +48,20 @@ def test_ordinary_commands_stay_allowed() -> None:
         "npm exec -c 'touch ran'",
         "nix-shell --run 'touch ran'",
         "git submodule foreach 'touch ran'",
+        # (review13, each ran touch in bash: npm takes the last -c, reads `--c` and `-c=` as
+        # --call, `x` and `exe` as exec, global options before it; git's own before submodule)
+        "npx -c 'echo hi' -c 'touch ran'",
+        "npx --call 'echo hi' -c 'touch ran'",
+        "npm exec -c 'echo hi' --call='touch ran'",
+        "npm x -c 'touch ran'",
+        "npm exe -c 'touch ran'",
+        "npm --yes exec -c 'touch ran'",
+        "npm --prefix . x -c 'touch ran'",
+        "npm exec -c='touch ran'",
+        "npm exec --c 'touch ran'",
+        "git submodule --quiet foreach 'touch ran'",
+        "git -C . submodule foreach 'touch ran'",
+        "git --no-pager submodule foreach 'touch ran'",
     ],
 )
 def test_a_command_line_a_package_tool_runs_is_checked_as_the_command_it_is(command: str) -> None:

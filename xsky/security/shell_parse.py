@@ -779,32 +779,48 @@ def _shifted(expansions: dict[int, str], start: int, end: int) -> dict[int, str]
 # Package and environment tools that run a command line they are given as one string
 # (a review of 0.12.1: `npx -c 'touch x'`, `git submodule foreach 'touch x'` ran past deny
 # shell(touch:*)). (`poetry run CMD …` and the like are left as they were: a rule naming
-# `uv run:*` is the person's answer for what it runs, as for npx's packages.)
+# `uv run:*` is the person's answer for what it runs, as for npx's packages.) Every such
+# option is read, not the first: npm and nix-shell take the last one given (review13: `npx -c
+# 'echo hi' -c 'touch x'` ran touch), and npm reads `--c`/`--ca`/`--cal` and `-c=…` as --call.
 _RUN_LINES = {
-    "npx": ("-c", "--call"), "pnpx": ("-c",), "nix-shell": ("--run", "--command"),
+    "npx": ("-c", "--c", "--ca", "--cal", "--call"), "pnpx": ("-c",),
+    "nix-shell": ("--run", "--command"),
 }  # fmt: skip
+# npm's words for exec: the command, its alias and its abbreviations (`npm exe`, `npm x`).
+_NPM_EXEC = frozenset({"exec", "exe", "x"})
 
 
 def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
     """Unwrap the command line a package or environment tool runs; True when it runs one."""
-    flags = _RUN_LINES.get(name) or (
-        ("-c", "--call") if name == "npm" and args[:1] == ["exec"] else None
-    )
-    if name == "git" and args[:2] == ["submodule", "foreach"]:
-        rest = [a for a in args[2:] if a not in ("--recursive", "-q", "--quiet")]
-        if rest:
-            run_line(" ".join(rest), "git submodule foreach")
-        return True
-    if flags is not None:
-        for flag, arg in zip(args, args[1:], strict=False):
-            if flag in flags:
-                run_line(arg, f"{name} {flag}")
-                return True
-        for arg in args:
-            if arg.startswith(tuple(f"{f}=" for f in flags if f.startswith("--"))):
-                run_line(arg.split("=", 1)[1], name)
-                return True
-    return False
+    flags = _RUN_LINES.get(name)
+    if name == "npm" and _NPM_EXEC.intersection(args[: args.index("--") if "--" in args else None]):
+        # (global options may come first, `npm --yes exec`, `npm --prefix . x`: a word among
+        # its arguments, not only the first, is read as the command)
+        flags = _RUN_LINES["npx"]
+    if name == "git":
+        sub = normalized(["git", *args])[1:]  # (git -C dir, --no-pager … submodule foreach)
+        words = [a for a in sub[1:] if not a.startswith("-")]  # (`submodule --quiet foreach`)
+        if sub[:1] == ["submodule"] and words[:1] == ["foreach"]:
+            at = sub.index("foreach")
+            rest = [a for a in sub[at + 1 :] if a not in ("--recursive", "-q", "--quiet")]
+            if rest:
+                run_line(" ".join(rest), "git submodule foreach")
+            return True
+    if flags is None:
+        return False
+    ran = False
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        flag, eq, value = arg.partition("=")
+        if flag not in flags or (eq and not flag.startswith("-")):
+            continue
+        if eq:
+            run_line(value, name)
+        elif i + 1 < len(args):
+            run_line(args[i + 1], f"{name} {flag}")
+        ran = True
+    return ran
 
 
 def _unwrap(
