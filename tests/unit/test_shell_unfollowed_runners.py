@@ -78,3 +78,38 @@ def test_a_package_tools_ordinary_commands_stay_allowed() -> None:
     ):
         decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
         assert decision.effect == "allow", (command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [  # (review13: each ran touch in bash, in a repository with two commits, unasked)
+        "git rebase -x 'touch ran' HEAD~1",
+        "git rebase --exec='touch ran' HEAD~1",
+        "git rebase --exe 'touch ran' HEAD~1",  # (git reads a long option by a unique prefix)
+        "git rebase -x'touch ran' HEAD~1",
+        "git -C . rebase -x 'touch ran' HEAD~1",
+        "git bisect run touch ran",
+        "git difftool -y -x 'touch ran' HEAD~1",
+        "git difftool -y --extcmd='touch ran' HEAD~1",
+        "git filter-branch -f --tree-filter 'touch ran' HEAD",
+        "git fetch --upload-pack='touch ran; git-upload-pack' .",
+        "git ls-remote --upload-pack='touch ran; git-upload-pack' .",
+        "git archive --remote=. --exec='touch ran; git-upload-archive' HEAD",
+    ],
+)
+def test_a_command_line_a_git_option_runs_is_checked_as_the_command_it_is(command: str) -> None:
+    decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+    assert decision.effect != "allow", decision.reason
+
+
+def test_gits_ordinary_commands_stay_allowed() -> None:
+    for command in (
+        "git rebase -x 'make test' HEAD~1",
+        "git rebase -i HEAD~1",
+        "git fetch origin",
+        "git push origin main",
+        "git log --oneline -x",
+        "git bisect run make test",
+    ):
+        decision = decide("shell", {"command": command}, BUILTIN_ROLES["shell"], DENY_TOUCH, "/ws")
+        assert decision.effect == "allow", (command, decision.reason)

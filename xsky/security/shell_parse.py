@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -788,6 +789,42 @@ _RUN_LINES = {
 }  # fmt: skip
 # npm's words for exec: the command, its alias and its abbreviations (`npm exe`, `npm x`).
 _NPM_EXEC = frozenset({"exec", "exe", "x"})
+# git subcommands' options whose value is a command line git runs with a shell (review13: each
+# ran touch past deny shell(touch:*) in bash). git reads a long option by any unique prefix
+# (`--exe`), a short one's value stuck to it (`-xCMD`), and a long one's after '='.
+_GIT_RUN_LINES: dict[str, tuple[str, ...]] = {
+    "rebase": ("-x", "--exec"),
+    "difftool": ("-x", "--extcmd"),
+    "filter-branch": (
+        "--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+        "--commit-filter", "--tag-name-filter",
+    ),
+    "fetch": ("--upload-pack",), "pull": ("--upload-pack",), "ls-remote": ("--upload-pack",),
+    "clone": ("-u", "--upload-pack"), "archive": ("--exec",),
+    "push": ("--receive-pack", "--exec"), "send-pack": ("--receive-pack", "--exec"),
+}  # fmt: skip
+
+
+def _git_run_lines(sub: str, args: list[str]) -> list[str]:
+    """The command lines ``git sub args`` runs through a shell by its options (_GIT_RUN_LINES)."""
+    flags = _GIT_RUN_LINES.get(sub, ())
+    lines = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        long = name.startswith("--") and len(name) > 2
+        if long and any(f.startswith(name) for f in flags if f.startswith("--")):
+            if eq:
+                lines.append(value)
+            elif i + 1 < len(args):
+                lines.append(args[i + 1])
+        elif not long and arg[:2] in flags:
+            if len(arg) > 2:
+                lines.append(arg[2:])
+            elif i + 1 < len(args):
+                lines.append(args[i + 1])
+    return lines
 
 
 def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
@@ -805,6 +842,13 @@ def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
             rest = [a for a in sub[at + 1 :] if a not in ("--recursive", "-q", "--quiet")]
             if rest:
                 run_line(" ".join(rest), "git submodule foreach")
+            return True
+        lines = _git_run_lines(sub[0], sub[1:]) if sub else []
+        if sub[:2] == ["bisect", "run"] and len(sub) > 2:  # (the command and its arguments)
+            lines.append(shlex.join(sub[2:]))
+        for line in lines:
+            run_line(line, f"git {sub[0]}")
+        if lines:
             return True
     if flags is None:
         return False
