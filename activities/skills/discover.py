@@ -4,7 +4,7 @@ which file each one is.
 Claude Code: ``<root>/<project>/*.jsonl``, and subagents' files under
 ``<project>/<session>/subagents/`` (a ``Workflow`` run's agents under
 ``subagents/workflows/<run>/agent-*.jsonl``, beside the run's ``journal.jsonl``); Codex: ``rollout-*.jsonl`` anywhere under ``sessions/``,
-and ``archived_sessions/`` (a rollout Codex compressed, ``.jsonl.zst``, is counted, not read); xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
+and ``archived_sessions/`` (a rollout Codex compressed, ``.jsonl.zst``, is listed apart: the scan reads a copy); xsky's own agents: ``<root>/<run>/*.jsonl``. Folders that cannot
 be read are skipped, and symlinks are never followed. A file is known by its first bytes
 (:func:`head_of`) as well as by its path and inode, which renames and reuse change.
 """
@@ -22,8 +22,8 @@ HEAD_FINGERPRINT = 4096  # bytes that identify a file across renames
 
 
 # Codex compresses cold rollouts in place (``rollout-….jsonl`` → ``rollout-….jsonl.zst``, zstd;
-# codex-rs/rollout/src/compression.rs: archived rollouts a week old) and reads either; xsky
-# reads plain JSONL only, so a compressed rollout is counted and said, never passed over silently.
+# codex-rs/rollout/src/compression.rs: archived rollouts a week old) and reads either; the scan
+# reads a compressed one through a decompressed copy (activities/skills/unpacked.py).
 COMPRESSED = ".jsonl.zst"
 
 

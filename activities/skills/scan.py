@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Literal
 from activities.fsio import append_at, fsync_dir, read_json, write_json
 from activities.skills.discover import discover, head_of, same_file, subdirs
 from activities.skills.store import FileRow, SkillStore, TrajRow
+from activities.skills.unpacked import Copy, unpack
 from xsky.skills.atoms import AtomTask, atom_id, atom_number
 from xsky.skills.layout import atom_path, index_path, md_path, staging_dir, tasks_dir
 from xsky.skills.runs import CommitResult, DeltaRef, ScanInput, ScanResult
@@ -137,7 +138,14 @@ def scan(
                 continue
             scanned_kinds.add(source.kind)
             packed: list[str] = []
-            for entry, subagent in discover(source, packed):
+            found: list[tuple[os.DirEntry[str] | Copy, bool]] = list(discover(source, packed))
+            # (one read before Codex compressed it was read whole: it had been cold a week)
+            packed = [p for p in packed if p.removesuffix(".zst") not in known]
+            if packed:  # Codex's compressed rollouts, read through a decompressed copy each
+                copies, problems = unpack(home, packed)
+                found += [(copy, False) for copy in copies]
+                result.problems += problems
+            for entry, subagent in found:
                 path = entry.path
                 if path in seen:
                     continue
@@ -173,10 +181,6 @@ def scan(
                         row,
                     )
                 )
-            # (one read before Codex compressed it was read whole: it had been cold a week)
-            packed = [p for p in packed if p.removesuffix(".zst") not in known]
-            if packed:
-                result.problems.append(_compressed_problem(source, packed))
         _moves_and_gone(store, known, seen, scanned_kinds, candidates, result)
         _collect(store, candidates, inp, clock, result)
         store.set_meta(
@@ -193,19 +197,6 @@ def scan(
     _clean_staging(home, clock())
     result.seconds = round(time.perf_counter() - started, 4)
     return result
-
-
-def _compressed_problem(source: Source, packed: list[str]) -> str:
-    """What a scan says of the rollouts Codex compressed (``.jsonl.zst``): xsky does not read
-    them (their tasks are not mined) and how to make one readable."""
-    n = len(packed)
-    first = sorted(packed)[0]
-    more = f" (and {n - 1} more)" if n > 1 else ""
-    return (
-        f"{source.label()}: {n} compressed Codex rollout{'s' if n > 1 else ''} not read, "
-        f"{first}{more}: xsky reads plain .jsonl only; `zstd -d FILE` writes the plain copy "
-        "beside it (Codex reads that one then), and the next scan mines it"
-    )
 
 
 Seen = Literal["new", "grew", "unchanged", "unfollowed", "replaced", "truncated", "settling"]

@@ -605,12 +605,12 @@ def test_a_workflow_runs_agents_are_mined_as_the_sessions_subagents(t: Transcrip
     assert atom.provenance.origin == "model" and atom.provenance.session == session
 
 
-def test_a_rollout_codex_compressed_is_said_not_read_never_passed_over_silently(
-    tmp_path: Path,
-) -> None:
+def test_a_rollout_codex_compressed_is_read_through_a_copy(tmp_path: Path) -> None:
     """Codex compresses cold rollouts in place, ``rollout-….jsonl`` → ``….jsonl.zst``
-    (codex-rs/rollout/src/compression.rs), and reads either. xsky reads plain JSONL only: a
-    compressed rollout was skipped without a word (its tasks never mined, nothing said)."""
+    (codex-rs/rollout/src/compression.rs), and reads either. Its tasks were skipped without a
+    word (v0.12.0), then said and not read; they are read through a decompressed copy now."""
+    import zstandard
+
     codex = tmp_path / "codex"
     day = codex / "sessions" / "2026" / "11" / "30"
     archive = codex / "archived_sessions"
@@ -618,14 +618,22 @@ def test_a_rollout_codex_compressed_is_said_not_read_never_passed_over_silently(
     archive.mkdir()
     meta = '{"type": "session_meta", "payload": {"id": "0199"}}\n'
     (day / "rollout-2026-11-30T10-00-00-0199.jsonl").write_text(meta)
-    (archive / "rollout-2026-11-01T10-00-00-0198.jsonl.zst").write_bytes(b"(zstd)")
-    (archive / "rollout-2026-11-02T10-00-00-0197.jsonl.zst").write_bytes(b"(zstd)")
+    old = (FIXTURES / CODEX_MAIN).read_bytes()
+    packed = archive / "rollout-2026-11-01T10-00-00-0198.jsonl.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(old))
+    (archive / "rollout-2026-11-02T10-00-00-0197.jsonl.zst").write_bytes(b"(not zstd)")
     # a compressed rollout beside its plain copy is the plain one (Codex reads that)
     (day / "rollout-2026-11-30T10-00-00-0199.jsonl.zst").write_bytes(b"(zstd)")
     home = tmp_path / "home"
     found = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
-    assert [d.path for d in found.deltas] == [str(day / "rollout-2026-11-30T10-00-00-0199.jsonl")]
-    (problem,) = found.problems
-    assert "2 compressed Codex rollouts not read" in problem
-    assert str(archive / "rollout-2026-11-01T10-00-00-0198.jsonl.zst") in problem
-    assert "(and 1 more)" in problem and "zstd -d" in problem
+    paths = sorted(d.path for d in found.deltas)
+    assert len(paths) == 2 and str(day / "rollout-2026-11-30T10-00-00-0199.jsonl") in paths
+    (copy,) = [p for p in paths if "unpacked" in p]
+    assert Path(copy).read_bytes() == old and Path(copy).stat().st_mode & 0o077 == 0
+    (problem,) = found.problems  # the one that is no zstd at all is said
+    assert (
+        "rollout-2026-11-02T10-00-00-0197.jsonl.zst" in problem and "could not be read" in problem
+    )
+    made = Path(copy).stat().st_ino
+    scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+    assert Path(copy).stat().st_ino == made  # made once, not again at every scan

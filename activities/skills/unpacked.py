@@ -1,0 +1,91 @@
+"""Codex's compressed rollouts made readable: each ``rollout-….jsonl.zst`` is decompressed once
+into the skill home, and that copy is scanned as the rollout.
+
+Codex compresses a rollout in place once it has been cold a week (codex-rs/rollout/src/
+compression.rs) and reads either form; it writes a plain one again if the session goes on.
+A compressed rollout does not change, so its copy is made once (again only if the file is
+replaced) and followed like any transcript: its cursors count the copy's bytes. If Codex
+writes the plain rollout back, the scan finds it beside no compressed one and the copy gone,
+with the same first bytes: a move, and what was read stays read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import zstandard
+
+FOLDER = "unpacked"  # under the skill home
+# A rollout larger than this once decompressed is said and not read (a file that inflates
+# without end must not fill the disk).
+MAX_BYTES = 1 << 30
+CHUNK = 1 << 20
+
+
+class Copy:
+    """A decompressed rollout, in the shape the scan reads a found file in (``os.DirEntry``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def stat(self, follow_symlinks: bool = False) -> os.stat_result:
+        return os.stat(self.path, follow_symlinks=follow_symlinks)
+
+
+class TooLarge(Exception):
+    pass
+
+
+def unpack(home: Path, packed: list[str]) -> tuple[list[Copy], list[str]]:
+    """(the readable copies of the compressed rollouts ``packed``, a problem for each that could
+    not be read) — each copy made when missing or older than its compressed file."""
+    folder = home / FOLDER
+    copies: list[Copy] = []
+    problems: list[str] = []
+    for path in packed:
+        source = Path(path)
+        try:
+            st = source.stat()
+        except OSError:
+            continue  # gone since it was listed
+        digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        copy = folder / f"{digest}-{source.name.removesuffix('.zst')}"
+        try:
+            if not copy.exists() or copy.stat().st_mtime_ns != st.st_mtime_ns:
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                _decompress(source, copy, st.st_mtime_ns)
+        except TooLarge:
+            problems.append(
+                f"{path}: a compressed Codex rollout over {MAX_BYTES >> 30} GiB once "
+                "decompressed is not read"
+            )
+            continue
+        except (OSError, zstandard.ZstdError) as e:
+            problems.append(f"{path}: the compressed Codex rollout could not be read: {e}")
+            continue
+        copies.append(Copy(copy))
+    return copies, problems
+
+
+def _decompress(source: Path, copy: Path, mtime_ns: int) -> None:
+    """``source`` decompressed into ``copy`` (written whole, then put in place; private: a
+    transcript is its person's), dated as ``source`` so a replaced one is seen."""
+    fd, temp = tempfile.mkstemp(dir=copy.parent, prefix=".tmp-")
+    try:
+        with open(source, "rb") as raw, os.fdopen(fd, "wb") as out:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            total = 0
+            while chunk := reader.read(CHUNK):
+                total += len(chunk)
+                if total > MAX_BYTES:
+                    raise TooLarge
+                out.write(chunk)
+        os.chmod(temp, 0o600)
+        os.utime(temp, ns=(mtime_ns, mtime_ns))
+        os.replace(temp, copy)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
