@@ -564,7 +564,9 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             redirects.append(_redirect(part, source, out, depth))
             continue
         if part.kind == "word":
-            word, expands = (part.word, None) if _AS_IN_0120.get() else _as_bash_reads(part, source)
+            word, expands, quoted_only = (
+                (part.word, None, False) if _AS_IN_0120.get() else _as_bash_reads(part, source)
+            )
             if not argv:
                 if expands or any(
                     p.kind in ("parameter", "commandsubstitution", "processsubstitution")
@@ -582,7 +584,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             how = "runtime" if expands else _expansion(part, source, expands is None)
             if argv and how is not None:
                 expansions[len(argv)] = how
-                if how == "runtime" and expands and _quoted_only(part, source):
+                if how == "runtime" and expands and quoted_only:
                     quoted.add(len(argv))
             argv.append(word)
             _walk(part, source, out, depth)  # substitutions inside arguments run too
@@ -594,41 +596,17 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
     _unwrap(argv, out, depth, None if _AS_IN_0120.get() else expansions)
 
 
-def _quoted_only(word: Any, source: str) -> bool:
-    """Is every expansion of ``word`` inside "…", with no * ? [ { outside quotes? Then bash
-    neither splits nor globs what it expands to: `"${XSKY_V1}"` is one word, its value's text
-    (a URL's '?', a file name's ' - ' are no glob and no second word)."""
-    start, end = getattr(word, "pos", (0, 0))
-    written = source[start:end]
-    if not written or "$'" in written or '$"' in written:
-        return False  # (ANSI-C and locale quoting: not read here)
-    quote = ""
-    i = 0
-    while i < len(written):
-        c = written[i]
-        if quote == "'":
-            if c == "'":
-                quote = ""
-        elif c == "\\":
-            i += 1  # the next character is escaped (outside single quotes)
-        elif c == "'" and not quote:
-            quote = "'"
-        elif c == '"':
-            quote = "" if quote == '"' else '"'
-        elif not quote and c in "$`*?[{":
-            return False
-        i += 1
-    return True
-
-
 _GLOB_CHARS = set("*?[{")
 _EXPANSION_START = re.compile(r"[{(A-Za-z_0-9@*#?!$-]")
 
 
-def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None]:
-    """``word`` as bash reads it — its quotes removed, its expansions left as written — and
+def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
+    """``word`` as bash reads it — its quotes removed, its expansions left as written —,
     whether it expands at run time ($X, ${X}, $(…), `…` outside '…'; None: as the parser
-    says, for ANSI-C and locale quoting, which this reading does not follow).
+    says, for ANSI-C and locale quoting, which this reading does not follow), and whether
+    every expansion is inside "…" with no * ? [ { outside quotes: then bash neither splits nor
+    globs what it expands to (`"${XSKY_V1}"` is one word, its value's text — a URL's '?', a
+    file name's ' - ' are no glob and no second word).
 
     bashlex 0.18 misreads a word that opens with '…' and goes on with "…$X…": it keeps the
     inner quotes as text and drops the expansion (`'s/a/'"$X"'/'` reads `s/a/'"$X"'/`, no
@@ -640,9 +618,9 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None]:
     start, end = getattr(word, "pos", (0, 0))
     written = source[start:end]
     if not written or "$'" in written or '$"' in written:
-        return word.word, None  # ANSI-C and locale quoting: as bashlex reads them
+        return word.word, None, False  # ANSI-C and locale quoting: as bashlex reads them
     out: list[str] = []
-    expands = substitutes = False
+    expands = substitutes = bare = False
     quote = ""
     i = 0
     while i < len(written):
@@ -668,6 +646,7 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None]:
                 substitutes = True
             if c == "`" or (c == "$" and _EXPANSION_START.match(written[i + 1 : i + 2] or " ")):
                 expands = True
+            bare = bare or (not quote and c in "$`*?[{")
             out.append(c)
         i += 1
     seen = {p.kind for p in getattr(word, "parts", [])}
@@ -678,7 +657,8 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None]:
         )
     hidden = expands and not seen & {"parameter", "commandsubstitution"}
     read = "".join(out)
-    return (read if read != word.word and (hidden or "'" in word.word) else word.word), expands
+    shown = read if read != word.word and (hidden or "'" in word.word) else word.word
+    return shown, expands, not bare
 
 
 def _expansion(word: Any, source: str, parts: bool = True) -> str | None:

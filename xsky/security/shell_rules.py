@@ -253,7 +253,7 @@ def _may_lead(word: str, check: Check, quoted: bool = False) -> bool:
     (a glob may name a file called -x). An empty value may let the next word lead — and the
     next value of the same word (`"{{a}}{{b}}"`), so every value the word begins with is read,
     and an expansion after them whose text is not known may lead. ``quoted``: the word's
-    expansions are all inside "…" (shell_parse._quoted_only) — one word, neither split nor
+    expansions are all inside "…" (shell_parse._as_bash_reads) — one word, neither split nor
     globbed: it leads only when its text begins with '-'."""
     text, at = "", 0
     while found := _LEADING_VALUE.match(word, at):
