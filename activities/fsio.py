@@ -14,20 +14,21 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 
 def atomic_write(
     path: Path,
-    data: str | bytes,
+    data: str | bytes | Iterable[bytes],
     *,
     sync: bool = True,
     mode: int = 0o600,
     before: Callable[[int], None] | None = None,
 ) -> None:
-    """Replace ``path`` with ``data`` (text is written as UTF-8), creating its folder.
+    """Replace ``path`` with ``data`` (text is written as UTF-8; chunks as they come, for a
+    file too large to hold at once), creating its folder.
 
     The file gets ``mode`` less the umask, as a new file from ``open()`` would: owner-only
     by default (as :func:`tempfile.mkstemp` makes one), ``0o666`` for the usual. ``before``
@@ -40,7 +41,11 @@ def atomic_write(
         if before is not None:
             before(fd)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if isinstance(data, str | bytes):
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            else:
+                for chunk in data:
+                    fh.write(chunk)
             if sync:
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import zstandard
+
+from activities.fsio import atomic_write
 
 FOLDER = "unpacked"  # under the skill home
 # A rollout larger than this once decompressed is said and not read (a file that inflates
@@ -73,19 +75,16 @@ def unpack(home: Path, packed: list[str]) -> tuple[list[Copy], list[str]]:
 def _decompress(source: Path, copy: Path, mtime_ns: int) -> None:
     """``source`` decompressed into ``copy`` (written whole, then put in place; private: a
     transcript is its person's), dated as ``source`` so a replaced one is seen."""
-    fd, temp = tempfile.mkstemp(dir=copy.parent, prefix=".tmp-")
-    try:
-        with open(source, "rb") as raw, os.fdopen(fd, "wb") as out:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+    with open(source, "rb") as raw:
+        reader = zstandard.ZstdDecompressor().stream_reader(raw)
+
+        def chunks() -> Iterator[bytes]:
             total = 0
             while chunk := reader.read(CHUNK):
                 total += len(chunk)
                 if total > MAX_BYTES:
                     raise TooLarge
-                out.write(chunk)
-        os.chmod(temp, 0o600)
-        os.utime(temp, ns=(mtime_ns, mtime_ns))
-        os.replace(temp, copy)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+                yield chunk
+
+        atomic_write(copy, chunks(), sync=False)
+    os.utime(copy, ns=(mtime_ns, mtime_ns))
