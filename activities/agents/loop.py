@@ -322,10 +322,7 @@ class AgentLoop:
                 for c in (message.tool_calls or [])
             ]
             if not calls or final_turn:
-                answer, none = model_answer(
-                    message.content,
-                    [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"],
-                )
+                answer, none = _answer_of(message.content, cp)
                 if answer is None:
                     # A retry asks again from the conversation before this reply (its tokens count).
                     del cp.messages[-2 if final_turn else -1 :]
@@ -443,8 +440,7 @@ class AgentLoop:
             or last.get("tool_calls")
         ):
             return None
-        tool_results = [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"]
-        answer, _ = model_answer(last.get("content"), tool_results)
+        answer, _ = _answer_of(last.get("content"), cp)
         if answer is None or self.schema is None:
             return answer
         value, problems = output_schema.result_problems(self.schema, answer)
@@ -690,3 +686,10 @@ class AgentLoop:
         if problem is not None:
             return f"ERROR: the arguments of {name} do not fit its schema ({problem}); call it again with valid arguments"
         return await impl(Session(self.ctx, self.browser, self.role, self.a.skills, self.mcp), args)
+
+
+def _answer_of(content: str | None, cp: Checkpoint) -> tuple[str | None, str | None]:
+    """The answer a model's last reply ``content`` gives, with the conversation's tool results
+    (xsky.outcomes.model_answer): as the loop reads it, and as a retry reads the saved one."""
+    results = [str(m.get("content") or "") for m in cp.messages if m.get("role") == "tool"]
+    return model_answer(content, results)
