@@ -6,11 +6,11 @@ checker reads such words itself. Each premise is checked with real bash."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.plan.variables import render_command
 from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 from xsky.security.roles import BUILTIN_ROLES
@@ -30,15 +30,10 @@ SINGLE_QUOTED = [
 HIDDEN = ["echo 'a'\"$(touch ran)\"'b'", "echo 'a'\"`touch ran`\"'b'", "'t'\"ouch$U\"'' ran"]
 
 
-def _bash(command: str, values: dict[str, str], where: Path) -> None:
-    env = {**values, "PATH": "/usr/bin:/bin"}
-    subprocess.run(["bash", "-c", command], env=env, cwd=where, capture_output=True, timeout=10)
-
-
 @pytest.mark.parametrize(("template", "result"), SINGLE_QUOTED)
 def test_a_single_quoted_value_runs_there(template: str, result: str, tmp_path: Path) -> None:
     command, values = render_command(template, {"1": result}, {}, {})
-    _bash(command, values, tmp_path)
+    bash(command, values, tmp_path, timeout=10)
     assert (tmp_path / "ran").exists()
 
 
@@ -51,7 +46,7 @@ def test_a_single_quoted_value_is_asked_for(template: str, result: str) -> None:
 
 @pytest.mark.parametrize("command", HIDDEN)
 def test_bash_runs_what_the_word_hides(command: str, tmp_path: Path) -> None:
-    _bash(command, {}, tmp_path)
+    bash(command, {}, tmp_path, timeout=10)
     assert (tmp_path / "ran").exists()
 
 

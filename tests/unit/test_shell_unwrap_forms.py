@@ -6,11 +6,11 @@ and the variables `PATH=…` may not set given by read, printf -v, for or getopt
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.security.shell_parse import ShellParseError, split_command
 
 RUNS_RM = [
@@ -29,12 +29,7 @@ RUNS_RM = [
 @pytest.mark.parametrize("command", RUNS_RM)
 def test_bash_runs_rm_there(command: str, tmp_path: Path) -> None:
     (tmp_path / "x").write_text("precious")
-    subprocess.run(
-        ["bash", "-c", command.replace("{W}", str(tmp_path))],
-        env={"W": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        timeout=10,
-    )
+    bash(command.replace("{W}", str(tmp_path)), {"W": str(tmp_path)}, timeout=10)
     assert not (tmp_path / "x").exists()
 
 

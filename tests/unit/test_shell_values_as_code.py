@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.plan.variables import render_command
 from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 from xsky.security.roles import BUILTIN_ROLES
@@ -36,13 +36,7 @@ READ_AS_CODE = [
 @pytest.mark.parametrize("template", READ_AS_CODE)
 def test_bash_reads_the_value_as_code(template: str, tmp_path: Path) -> None:
     command, values = render_command(template, {"1": RESULT}, {}, {})
-    subprocess.run(
-        ["bash", "-c", command],
-        env={**values, "PATH": "/usr/bin:/bin"},
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=10,
-    )
+    bash(command, values, tmp_path, timeout=10)
     assert (tmp_path / "ran").exists()
 
 

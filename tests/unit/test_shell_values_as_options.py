@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.plan.variables import render_command
 from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 from xsky.security.roles import BUILTIN_ROLES
@@ -46,16 +47,9 @@ def test_the_value_is_read_as_an_option(
     template: str, result: str, setup: str, tmp_path: Path
 ) -> None:
     command, values = render_command(template, {"1": result}, {}, {})
-    env = {**values, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {**values, "HOME": str(tmp_path)}
     for script in (setup, command):
-        subprocess.run(
-            ["bash", "-c", script],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            timeout=20,
-            stdin=subprocess.DEVNULL,
-        )
+        bash(script, env, tmp_path)
     assert (tmp_path / "ran").exists()
 
 

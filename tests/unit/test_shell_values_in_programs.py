@@ -5,11 +5,11 @@ checker never read (a third review: `sed -i "s/hello/{{agent_1_result}}/" f.txt`
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.plan.variables import render_command
 from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 from xsky.security.roles import BUILTIN_ROLES
@@ -44,13 +44,7 @@ CODE_IN_A_VALUE = [
 @pytest.mark.parametrize(("template", "result"), CODE_IN_A_VALUE)
 def test_a_value_runs_a_program_there(template: str, result: str, tmp_path: Path) -> None:
     command, values = render_command(template, {"1": result}, {}, {})
-    subprocess.run(
-        ["bash", "-c", command],
-        env={**values, "PATH": "/usr/bin:/bin"},
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=10,
-    )
+    bash(command, values, tmp_path, timeout=10)
     assert (tmp_path / "ran").exists()
 
 

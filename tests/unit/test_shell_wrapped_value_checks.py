@@ -6,11 +6,11 @@ premise is checked with real bash."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.security.permissions import decide
 from xsky.security.roles import RoleCapabilityModel
 
@@ -33,16 +33,9 @@ ROLE = RoleCapabilityModel(name="coder", allowed_tools=["shell"])
 def test_bash_runs_what_the_value_says(
     command: str, value: str, setup: str, tmp_path: Path
 ) -> None:
-    env = {"XSKY_V1": value, "W": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {"XSKY_V1": value, "W": str(tmp_path), "HOME": str(tmp_path)}
     for script in (setup, command):
-        subprocess.run(
-            ["bash", "-c", script],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            timeout=20,
-            stdin=subprocess.DEVNULL,
-        )
+        bash(script, env, tmp_path)
     assert (tmp_path / "ran").exists()
 
 

@@ -5,11 +5,11 @@ was allowed where `LD_PRELOAD=… cmd` is refused). Each premise is checked with
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.real_bash import bash
 from xsky.security.shell_parse import ShellParseError, split_command
 
 # (command, the value, what it makes bash do)
@@ -27,12 +27,7 @@ RUN_BY_A_VALUE = [
 
 @pytest.mark.parametrize(("command", "value"), RUN_BY_A_VALUE)
 def test_bash_runs_what_the_value_says(command: str, value: str, tmp_path: Path) -> None:
-    subprocess.run(
-        ["bash", "-c", command],
-        env={"XSKY_V1": value, "W": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        timeout=10,
-    )
+    bash(command, {"XSKY_V1": value, "W": str(tmp_path)}, timeout=10)
     assert (tmp_path / "ran").exists()
 
 
