@@ -18,7 +18,14 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.artifacts import open_store, read_blob
-from xsky.artifacts import BLOB_AGENT, BlobDrop, BlobPart, BlobPartRequest, BlobRef, safe_component
+from xsky.artifacts import (
+    BLOB_AGENT,
+    BlobDrop,
+    BlobPart,
+    BlobPartRequest,
+    BlobRef,
+    run_folder,
+)
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
 from xsky.runs import LeaderSetup
@@ -65,7 +72,7 @@ class LeaderStore:
         return await asyncio.to_thread(self._drop, req)
 
     def _drop(self, req: BlobDrop) -> int:
-        folder = f"{safe_component(req.run_id)}/{BLOB_AGENT}/"
+        folder = f"{run_folder(req.run_id)}/{BLOB_AGENT}/"
         gone = 0
         for key in self.store.objects.keys(folder + req.prefix):
             name, _, index = key[len(folder) :].rpartition(".")

@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import removed_by_gc
 from activities.storage import open_objects
-from xsky.artifacts import CHANGED_END, GC_MARK, PAGES, looks_changed, safe_component
+from xsky.artifacts import CHANGED_END, GC_MARK, PAGES, looks_changed, run_folder
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.lineage import descendants_clause
@@ -63,7 +63,7 @@ async def collect(
     store = open_objects(settings)
     folders = await asyncio.to_thread(_run_folders, store)
     if run is not None:
-        folders = [f for f in folders if f == safe_component(run)]
+        folders = [f for f in folders if f == run_folder(run)]
         if not folders:
             raise UsageError(f"{store.where} holds nothing of {run}; nothing to remove")
     cutoff = datetime.now(UTC) - timedelta(days=older_than)
@@ -129,7 +129,7 @@ async def _ids_by_folder(client: Client) -> dict[str, list[str]]:
     """Every run the server still lists, by the folder its objects are under."""
     out: dict[str, list[str]] = {}
     async for wf in client.list_workflows("WorkflowType = 'LeaderWorkflow'"):
-        ids = out.setdefault(safe_component(wf.id), [])
+        ids = out.setdefault(run_folder(wf.id), [])
         if wf.id not in ids:
             ids.append(wf.id)
     return out

@@ -55,9 +55,26 @@ def safe_component(name: str, limit: int = 120) -> str:
     return f"{cleaned[: max(1, limit - 11)]}-{digest}"
 
 
+def run_folder(run_id: str) -> str:
+    """The run's folder in the store (and under the worker's ``runs/``).
+
+    The store's own folders begin with "_" (``_pages/``: every run's browser logins,
+    ``_workspaces/``: named workspaces' snapshots). The CLI refuses such run ids, but any
+    Temporal client can start a run: a run ``_pages`` whose agent was named after another run
+    wrote that run's page file. Such an id is changed as safe_component changes a lossy name —
+    ``run`` before it, its hash after — so its folder is neither a folder of the store's own
+    (nor passed over by ``gc``, which lists none of those) nor any other id's folder: an id
+    spelled as the changed name looks changed and is changed itself."""
+    folder = safe_component(run_id)
+    if not folder.startswith("_"):
+        return folder
+    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"run{folder[: 120 - 14]}-{digest}"
+
+
 def artifact_path(run_id: str, agent_id: str, filename: str) -> str:
     """Relative path of an artifact in the store, laid out per run and agent."""
-    return "/".join((safe_component(run_id), safe_component(agent_id), safe_component(filename)))
+    return "/".join((run_folder(run_id), safe_component(agent_id), safe_component(filename)))
 
 
 # The page a browser agent left (its cookies, its origin's storage, its address), for the agent
@@ -67,7 +84,7 @@ PAGES = "_pages/"
 
 
 def pages_folder(run_id: str) -> str:
-    return f"{PAGES}{safe_component(run_id)}/"
+    return f"{PAGES}{run_folder(run_id)}/"
 
 
 def page_key(run_id: str, agent_id: str) -> str:
@@ -87,7 +104,7 @@ GC_MARK = "_gc.json"
 
 
 def gc_mark_key(run_id: str) -> str:
-    return f"{safe_component(run_id)}/{GC_MARK}"
+    return f"{run_folder(run_id)}/{GC_MARK}"
 
 
 def marker(ref: ArtifactRef, head: int | None = None) -> str:

@@ -42,7 +42,7 @@ from activities.storage.snapshots import Snapshots, workspace_key
 from activities.tools import ToolContext
 from activities.tools.skills import SkillLibrary
 from xsky.agent_log import transcript_key
-from xsky.artifacts import MARKER_RE, URI_PREFIX, safe_component
+from xsky.artifacts import MARKER_RE, URI_PREFIX, run_folder
 from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Price
@@ -503,7 +503,7 @@ def _expand_config(store: ArtifactStore, value: Any, issued: list[str]) -> Any:
 
 def _this_runs_markers(inp: AgentInput) -> list[str]:
     """For a leader that predates ``markers``: the markers in the texts that name this run's artifacts."""
-    prefix = URI_PREFIX + safe_component(inp.run_id) + "/"
+    prefix = URI_PREFIX + run_folder(inp.run_id) + "/"
     texts = [
         inp.agent.task,
         inp.agent.input or "",

@@ -42,7 +42,7 @@ from urllib.parse import quote
 from activities.agents.key import AgentKey
 from activities.fsio import atomic_write
 from activities.storage.local import LocalStore
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder, safe_component
 from xsky.runs import AgentOutcome
 from xsky.storage import ObjectStore
 
@@ -72,7 +72,7 @@ def first_of_dispatch(attempt: int, activity_id: str) -> bool:
 
 def attempts_folder(run_id: str) -> str:
     """Where a run's ledgers, kept outcomes, leases and command records are."""
-    return f"{safe_component(run_id)}/_attempts/"
+    return f"{run_folder(run_id)}/_attempts/"
 
 
 def task_prefix(run_id: str, execution_id: str | None, task_id: str) -> str:

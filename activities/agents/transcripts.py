@@ -26,7 +26,7 @@ from activities.agents.ledger import KEPT_OUTCOME, attempts_folder, task_prefix
 from activities.fsio import atomic_write
 from activities.tools import cap_text
 from xsky.agent_log import transcript_key, with_tails
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder, safe_component
 from xsky.leader.tasks import task_id_for
 from xsky.plan.models import RoleCapabilityModel
 from xsky.runs import DecisionRecord
@@ -37,7 +37,7 @@ log = logging.getLogger("xsky.agent_log")
 
 def transcript_path(root: Path, agent: AgentKey, key: str) -> Path:
     name = f"{safe_component(agent.agent_id, 60)}-d{agent.dispatch}-{safe_component(key, 40)}.jsonl"
-    return root / safe_component(agent.run_id) / name
+    return root / run_folder(agent.run_id) / name
 
 
 def write_transcript(

@@ -21,7 +21,7 @@ from activities.sandbox import bwrap
 from activities.sandbox.bwrap import Confinement
 from activities.sandbox.limits import Limits, parse_size
 from activities.tools import ToolError
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder
 from xsky.config import Settings
 from xsky.settings_files import SettingsError, SettingsLayer
 
@@ -140,11 +140,9 @@ def confinement_for(
     An agent's sandbox gets its dispatch's ``attempt_key`` as ``XSKY_ATTEMPT_KEY``: the same
     for every attempt of a dispatch, so a script can tell a retry of its own work from new work
     and guard a side effect it must not repeat (the recipe in docs/deployment.md, "Recovery from a lost worker")."""
-    folder = safe_component(run_id)
-    # A folder of the store's own (`_pages/`: every run's browser logins, `_workspaces/`: named
-    # workspaces) is no run's: the CLI refuses such an id, but any Temporal client can start a
-    # run with one (a fourth review: a run named `_pages` read every run's cookies).
-    readable = () if folder.startswith("_") else (settings.artifacts / folder,)
+    # (run_folder: a run id naming a folder of the store's own — `_pages/`, every run's browser
+    # logins — gets a folder of its own; any Temporal client can start a run with such an id)
+    readable = (settings.artifacts / run_folder(run_id),)
     return Confinement(
         workspace=workspace,
         readable=readable,

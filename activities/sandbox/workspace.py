@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from activities.fsio import settled, stamp
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder
 from xsky.config import Settings
 from xsky.settings_files import settings_paths
 
@@ -80,7 +80,7 @@ class WorkspaceRefused(ValueError):
 def resolve(option: str | None, settings: Settings, run_id: str, roots: dict[str, str]) -> Path:
     """The folder a run's ``workspace`` option stands for (not made yet)."""
     if not option:
-        return (settings.runs / safe_component(run_id) / "workspace").absolute()
+        return (settings.runs / run_folder(run_id) / "workspace").absolute()
     if option.startswith(("/", "~", ".")) or "\\" in option or "\x00" in option:
         raise WorkspaceRefused(
             f"the run's workspace {option!r} is a path; a run names its workspace, the worker decides where it lives: "

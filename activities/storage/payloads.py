@@ -28,7 +28,7 @@ from temporalio.converter import (
 )
 
 from activities.storage import open_objects
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder
 from xsky.config import load_settings
 from xsky.storage import ObjectStore
 
@@ -54,7 +54,7 @@ def payload_key(context: StorageDriverStoreContext, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
     target = context.target
     if isinstance(target, StorageDriverWorkflowInfo) and target.id:
-        return f"{safe_component(target.id)}/{FOLDER}/{digest}"
+        return f"{run_folder(target.id)}/{FOLDER}/{digest}"
     return f"{FOLDER}/{digest}"
 
 

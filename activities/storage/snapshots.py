@@ -39,7 +39,7 @@ from activities.fsio import atomic_write
 from activities.sandbox import freeze
 from activities.storage import tree_helper
 from activities.storage.workspace_tree import Stamp, refusal
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder, safe_component
 from xsky.storage import ObjectStore
 
 log = logging.getLogger("xsky.snapshots")
@@ -55,7 +55,7 @@ def workspace_key(run_id: str, workspace: str | None, workspace_of: str | None) 
     or a named workspace, shared by the runs that name it."""
     if workspace:
         return f"_workspaces/{safe_component(workspace)}"
-    return f"{safe_component(workspace_of or run_id)}/_workspace"
+    return f"{run_folder(workspace_of or run_id)}/_workspace"
 
 
 class SnapshotError(RuntimeError):

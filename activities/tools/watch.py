@@ -27,7 +27,7 @@ from activities.sandbox.confine import confine, open_inside
 from activities.tools import ToolContext, ToolError, ToolResult, optional_number
 from activities.tools.http import http_get
 from activities.tools.web import navigate
-from xsky.artifacts import safe_component
+from xsky.artifacts import run_folder, safe_component
 from xsky.plan.watches import TEXT_CHARS
 
 EVENTS = ("dom", "http", "file", "timer")
@@ -150,7 +150,7 @@ class _FirstLook:
     def __init__(self, ctx: ToolContext):
         self.objects = ctx.store.objects
         self.key = (
-            f"{safe_component(ctx.run_id)}/_watch/{safe_component(ctx.agent_id)}-"
+            f"{run_folder(ctx.run_id)}/_watch/{safe_component(ctx.agent_id)}-"
             f"{ctx.file_prefix}first-look"
         )
 
