@@ -106,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="decision",
         action="store_const",
         const="allow_run",
-        help="allow this command for the rest of the run (later calls of it are allowed whatever values its {{…}} references hold; requests already waiting with other values still wait)",
+        help="allow this command for the rest of the run (later calls of it are allowed with other {{…}} values, except a value that could be code or an option there, which is asked again; requests already waiting with other values still wait)",
     )
     how.add_argument(
         "--deny",

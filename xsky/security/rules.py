@@ -56,6 +56,7 @@ class Decision:
     reason: str  # the rule, or the part of the role or mode, that decided
     rule: str | None = None
     hard: bool = False  # a safety refusal (unparseable, outside the workspace …): no mode lifts it
+    origin: Origin | None = None  # the rule's, when a rule decided: a person's approval is "person"
 
 
 class PermissionLayer(WireModel):
@@ -400,6 +401,7 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
                     effect,
                     f"{effect} rule {rule.text!r} from {rule.source} matched{shown}",
                     rule.text,
+                    origin=rule.origin,
                 )
     if person_only:
         # Hard: neither accept_edits nor bypass lifts it. The role may come from a plan an

@@ -238,7 +238,25 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # it is given, as in _vouched. (The leader's delegated rules are held to this in
         # xsky/security/delegation.py: a value is "only known when the command runs".)
         decisions = [_value_vouched(d, part, in_value) for d in decisions]
+    if in_value is not None:
+        decisions = [_approved_with_its_values(d, in_value) for d in decisions]
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
+
+
+def _approved_with_its_values(d: Decision, why: str) -> Decision:
+    """A person's "allow for this run" answered the command with the values it held then: a
+    later call whose value could be code or an option there (a forEach's next item, a page the
+    run read) is asked again, with why — the other values pass on the person's rule (a sixth
+    review: after `curl "{{url}}"` was allowed for the run, an item `-o/root/.bashrc` ran
+    unasked). A rule of the settings or of the run's start, written knowing values come, still
+    allows as written."""
+    if d.effect != "allow" or d.origin != "person":
+        return d
+    return Decision(
+        "ask",
+        f"{why}: a person decides — the approval {d.rule!r} for this run answered the command "
+        "with the values it held then, not with this one (allow exactly this with a rule)",
+    )
 
 
 # A word that begins with a {{…}} value's variable, as the parser gives it: ${XSKY_V1}, or
