@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Literal
 from activities.fsio import append_at, fsync_dir, read_json, write_json
 from activities.skills.discover import discover, head_of, same_file, subdirs
 from activities.skills.store import FileRow, SkillStore, TrajRow
-from activities.skills.unpacked import Copy, unpack
+from activities.skills.unpacked import Copy, sweep, unpack
 from xsky.skills.atoms import AtomTask, atom_id, atom_number
 from xsky.skills.layout import atom_path, index_path, md_path, staging_dir, tasks_dir
 from xsky.skills.runs import CommitResult, DeltaRef, ScanInput, ScanResult
@@ -182,6 +182,8 @@ def scan(
                     )
                 )
         _moves_and_gone(store, known, seen, scanned_kinds, candidates, result)
+        if "codex" in scanned_kinds:  # (as a file not seen is gone, above: so is its copy)
+            sweep(home, seen)
         _collect(store, candidates, inp, clock, result)
         store.set_meta(
             "last_scan",

@@ -6,7 +6,9 @@ compression.rs) and reads either form; it writes a plain one again if the sessio
 A compressed rollout does not change, so its copy is made once (again only if the file is
 replaced) and followed like any transcript: its cursors count the copy's bytes. If Codex
 writes the plain rollout back, the scan finds it beside no compressed one and the copy gone,
-with the same first bytes: a move, and what was read stays read.
+with the same first bytes: a move, and what was read stays read. A copy whose compressed
+rollout the scan no longer finds (deleted, or read as its plain file again) is removed
+(:func:`sweep`): copies would otherwise fill the skill home with every rollout ever read.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import zstandard
@@ -88,3 +91,16 @@ def _decompress(source: Path, copy: Path, mtime_ns: int) -> None:
 
         atomic_write(copy, chunks(), sync=False)
     os.utime(copy, ns=(mtime_ns, mtime_ns))
+
+
+def sweep(home: Path, read: set[str]) -> int:
+    """Remove the copies a scan of every Codex source did not read (``read``: the paths it
+    found); how many. A temporary file still being written (``.tmp-…``) is left to its writer."""
+    gone = 0
+    with suppress(FileNotFoundError), os.scandir(home / FOLDER) as entries:
+        for entry in entries:
+            if entry.path not in read and not entry.name.startswith("."):
+                with suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    gone += 1
+    return gone

@@ -637,3 +637,10 @@ def test_a_rollout_codex_compressed_is_read_through_a_copy(tmp_path: Path) -> No
     made = Path(copy).stat().st_ino
     scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
     assert Path(copy).stat().st_ino == made  # made once, not again at every scan
+    # Its compressed rollout deleted (or Codex wrote the plain file back): the copy goes too —
+    # copies of every rollout ever read would fill the skill home.
+    packed.unlink()
+    (home / "unpacked" / ".tmp-0123456789ab").write_bytes(b"")  # another scan's, being written
+    scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+    assert not Path(copy).exists()
+    assert [p.name for p in (home / "unpacked").iterdir()] == [".tmp-0123456789ab"]
