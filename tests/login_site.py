@@ -1,5 +1,6 @@
 """A site that logs a visitor in with a cookie, for browser agents that continue a page:
-``/login?user=NAME`` sets ``who=NAME`` and sends the browser to ``/home``; every other page
+``/login?user=NAME`` sets ``who=NAME`` and sends the browser to ``/home``, ``/logout`` takes
+the cookie back and sends the browser to ``/home``; every other page
 greets the visitor by the cookie (``<p id="who">welcome NAME</p>``), or asks them to log in."""
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ class _Site(http.server.BaseHTTPRequestHandler):
             user = parse_qs(url.query)["user"][0]
             self.send_response(302)
             self.send_header("Set-Cookie", f"who={user}; Path=/")
+            self.send_header("Location", "/home")
+            self.end_headers()
+            return
+        if url.path == "/logout":
+            self.send_response(302)
+            self.send_header("Set-Cookie", "who=; Path=/; Max-Age=0")
             self.send_header("Location", "/home")
             self.end_headers()
             return

@@ -241,14 +241,43 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
     found.sort(key=lambda f: f[0])
     _, agent, left = found[-1]
     if len(found) > 1:  # the newest page, with the others' cookies it does not hold
-        left = {**left, "storage": {**left["storage"], "cookies": _cookies(found)}}
+        gone = set().union(*(dropped(f[2]) for f in found))
+        left = {**left, "storage": {**left["storage"], "cookies": _cookies(found, gone)}}
+        if gone:
+            left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
     return agent, left
 
 
-def _cookies(found: list[tuple[float, str, dict[str, Any]]]) -> list[Any]:
+Cookie = tuple[Any, Any, Any, Any]  # name, domain, path, value
+
+
+def _cookie(cookie: dict[str, Any]) -> Cookie:
+    return (cookie.get("name"), cookie.get("domain"), cookie.get("path"), cookie.get("value"))
+
+
+def cookies_of(storage: dict[str, Any] | None) -> set[Cookie]:
+    cookies = (storage or {}).get("cookies")
+    return {
+        _cookie(c) for c in (cookies if isinstance(cookies, list) else []) if isinstance(c, dict)
+    }
+
+
+def dropped(left: dict[str, Any]) -> set[Cookie]:
+    """The cookies a page's agents had and let go (a logout), as ``_leave`` wrote them."""
+    listed = left.get("dropped")
+    return {
+        (t[0], t[1], t[2], t[3])
+        for t in (listed if isinstance(listed, list) else [])
+        if isinstance(t, list) and len(t) == 4 and all(isinstance(x, str | None) for x in t)
+    }
+
+
+def _cookies(found: list[tuple[float, str, dict[str, Any]]], gone: set[Cookie]) -> list[Any]:
     """The cookies of pages left by agents ending at once (``found``, oldest first): each
     cookie as the newest page that holds it has it (a login one agent made is not lost because
-    another, a plain look elsewhere, ended after it), at most MAX_COOKIES."""
+    another, a plain look elsewhere, ended after it), at most MAX_COOKIES — but not one an
+    agent let go (``gone``: a logout in a page continued from the login's) that the newest
+    page does not hold itself: another page holding it from before is no new login."""
     kept: dict[tuple[Any, Any, Any], Any] = {}
     for _, _, left in found:
         cookies = left["storage"].get("cookies")
@@ -258,7 +287,10 @@ def _cookies(found: list[tuple[float, str, dict[str, Any]]]) -> list[Any]:
                 # (moved to the end: past MAX_COOKIES the older pages' are cut, not the newest's)
                 kept.pop(key, None)
                 kept[key] = cookie
-    return list(kept.values())[-MAX_COOKIES:]
+    newest = cookies_of(found[-1][2]["storage"])
+    return [c for c in kept.values() if _cookie(c) in newest or _cookie(c) not in gone][
+        -MAX_COOKIES:
+    ]
 
 
 # Kept of a page for the agent after it: the cookies (at most this many) and the storage of the
@@ -282,6 +314,9 @@ class BrowserSession:
         self.refusals = Refusals(ctx)
         self._left_at: str | None = None  # the address the page it continues was left at
         self._kept = False  # left in the store since its last use (keep): not left again
+        # the cookies it was given, and those let go before it: what it lets go is said as it
+        # leaves the page, so a merge after it does not bring a logout's cookie back (_cookies)
+        self._given: set[Cookie] = set()
 
     async def page(self, where_left: bool = True) -> Any:
         """The agent's page, opened on first use: continuing the one a dependency left, and
@@ -303,6 +338,7 @@ class BrowserSession:
             except (BrowserUnavailable, egress.EgressUnavailable) as e:
                 raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
             if left is not None:
+                self._given = cookies_of(state) | dropped(left[1])
                 url = left[1].get("url")
                 self._left_at = url if isinstance(url, str) and url.startswith("http") else None
                 # (its address is not said: a token in a query string would be on the board)
@@ -351,7 +387,10 @@ class BrowserSession:
                     if kept["localStorage"]:
                         origins = [kept]
             storage = {"cookies": cookies[:MAX_COOKIES], "origins": origins}
-            left = json.dumps({"url": url, "storage": storage, "at": time.time()})
+            page_left: dict[str, Any] = {"url": url, "storage": storage, "at": time.time()}
+            if gone := self._given - cookies_of(storage):
+                page_left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
+            left = json.dumps(page_left)
             if len(left) > PAGE_LIMIT:
                 log.warning(
                     "the page agent %s left holds %d bytes of cookies and storage, more than %d: "

@@ -708,6 +708,49 @@ async def test_a_browser_agent_continues_the_page_the_agent_it_depends_on_left(
 
 
 @pytest.mark.browser
+async def test_a_logout_is_not_undone_by_a_page_from_before_it(ctx, login_site):
+    """a1 logs in; a2 continues a1's page and logs out; a3 depends on both. a2's page is the
+    newest and is continued, with the others' cookies it does not hold — a1's login cookie
+    among them, which a2 had let go: a3 was logged in again (a thirteenth review)."""
+    from activities.tools.browsing import BrowserSession
+
+    reach(ctx, login_site)
+    first = BrowserSession(ctx)  # agent a1
+    try:
+        assert "welcome ann" in await first.navigate({"url": f"{login_site}/login?user=ann"})
+    finally:
+        await first.close()
+    second = BrowserSession(dataclasses.replace(ctx, agent_id="a2", page_from=["a1"]))
+    try:
+        assert "please log in" in await second.navigate({"url": f"{login_site}/logout"})
+    finally:
+        await second.close()
+    third = BrowserSession(dataclasses.replace(ctx, agent_id="a3", page_from=["a1", "a2"]))
+    try:
+        assert await third.extract({"selector": "#who"}) == "please log in"
+        assert "please log in" in await third.navigate({"url": f"{login_site}/dashboard"})
+    finally:
+        await third.close()
+    # a login after the logout, in a page of its own: the merge still brings it
+    fourth = BrowserSession(dataclasses.replace(ctx, agent_id="a4", page_from=[]))
+    try:
+        assert "welcome bob" in await fourth.navigate({"url": f"{login_site}/login?user=bob"})
+    finally:
+        await fourth.close()
+    fifth = BrowserSession(dataclasses.replace(ctx, agent_id="a5", page_from=["a2"]))
+    try:  # the logged-out page, looked at again: it ends last
+        assert "please log in" in await fifth.navigate({"url": f"{login_site}/home"})
+    finally:
+        await fifth.close()
+    sixth = BrowserSession(dataclasses.replace(ctx, agent_id="a6", page_from=["a4", "a5"]))
+    try:
+        assert "welcome bob" in await sixth.navigate({"url": f"{login_site}/dashboard"})
+    finally:
+        await sixth.close()
+        await ctx.browsers.close()
+
+
+@pytest.mark.browser
 async def test_a_page_that_fills_its_storage_is_not_kept_for_the_next_agent(
     ctx, login_site, tmp_path, monkeypatch, caplog
 ):
