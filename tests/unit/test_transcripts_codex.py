@@ -527,3 +527,42 @@ def test_a_task_given_as_an_agent_message_item_is_the_spawner_models_prompt() ->
         ("meta", None, "agent message from /root to /root/dates (encrypted)"),
     ]
     assert state.interpreted.get("response_item/agent_message") == 3
+
+
+def test_a_code_mode_script_that_failed_is_a_failed_call() -> None:
+    # Codex 0.144's code mode (real8: a real 0.144.1 rollout, AkashJana18/edgerunner
+    # codex-session.jsonl, shape only): the model's calls are one `exec` script whose output
+    # is headed "Script completed" / "Script running with cell ID n" / "Script failed"; five
+    # patches the script could not apply were read as successes.
+    script = "const r = await tools.apply_patch({patch: '*** Begin Patch'});\ntext(r);"
+    head = "Script failed\nWall time 0.1 seconds\nOutput:\n"
+    refused = "Script error:\napply_patch verification failed: Failed to find expected lines"
+    events, _ = parse(
+        V0128,
+        rollout(
+            item(type="custom_tool_call", call_id="c1", name="exec", input=script),
+            item(
+                type="custom_tool_call_output",
+                call_id="c1",
+                output=[
+                    {"type": "input_text", "text": head},
+                    {"type": "input_text", "text": refused},
+                ],
+            ),
+            item(type="custom_tool_call", call_id="c2", name="exec", input=script),
+            item(
+                type="custom_tool_call_output",
+                call_id="c2",
+                output=[
+                    {
+                        "type": "input_text",
+                        "text": "Script completed\nWall time 0.1 seconds\nOutput:\n",
+                    }
+                ],
+            ),
+            item(type="function_call", call_id="c3", name="wait", arguments='{"cell_id": "4"}'),
+            item(type="function_call_output", call_id="c3", output=head + "\n" + refused),
+        ),
+    )
+    results = [(e.call_id, e.is_error) for e in events if e.kind == "tool_result"]
+    assert results == [("c1", True), ("c2", False), ("c3", True)]

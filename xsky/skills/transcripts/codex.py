@@ -456,6 +456,10 @@ def _call_text(ptype: str, payload: dict[str, Any]) -> str:
 _EXIT_LINE = re.compile(r"(?im)^\s*(?:process exited with code|exit code:?)\s*(-?\d+)\b")
 _HEADER_LINES = 8
 _PATCH_REFUSED = ("apply_patch verification failed", "Failed to apply patch")
+# Code mode (0.14x: the model's calls are a script run by the ``exec`` tool, its output headed
+# "Script completed", "Script running with cell ID 3" or "Script failed" — a patch it could not
+# apply, an error thrown): the script failing is the call failing.
+_SCRIPT_FAILED = re.compile(r"^\s*Script failed\s*(?:\n|$)")
 
 
 def _exit_in_text(text: str) -> int | None:
@@ -477,8 +481,8 @@ def _output(output: Any) -> tuple[str, bool]:
         else:
             code = _exit_in_text(output)
             # apply_patch answers a patch it could not apply in plain text, without a code
-            refused = output.lstrip().startswith(_PATCH_REFUSED)
-            return output, refused or (code is not None and code != 0)
+            refused = output.lstrip().startswith(_PATCH_REFUSED) or _SCRIPT_FAILED.match(output)
+            return output, bool(refused) or (code is not None and code != 0)
     if isinstance(output, dict) and output.get("type") in ("input_text", "input_image"):
         output = [output]  # a single content item
     if isinstance(output, dict):
@@ -492,7 +496,7 @@ def _output(output: Any) -> tuple[str, bool]:
     if isinstance(output, list):
         text = "\n".join(_content_item(o) for o in output)
         code = _exit_in_text(text)
-        return text, code is not None and code != 0
+        return text, bool(_SCRIPT_FAILED.match(text)) or (code is not None and code != 0)
     return as_text(output), False
 
 
