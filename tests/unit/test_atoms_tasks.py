@@ -210,3 +210,19 @@ def test_a_skill_loaded_right_after_a_compaction_counts_whatever_the_cuts() -> N
     assert [a["used_skills"] for a in whole] == [["deploy-helm"]]
     for edges in ([5], [6], [3, 5, 7]):
         assert [a["used_skills"] for a in cut(us, edges)] == [["deploy-helm"]], edges
+
+
+def test_continuing_to_a_named_next_goal_is_a_new_task_and_continuing_the_task_is_not() -> None:
+    # real8: a real Claude Code 2.1.178 session (Yael-Peretz/jgive-campaign-donation
+    # transcript.jsonl) works through a plan's phases; "continue to phase 2: start with the
+    # models …" and "continue to Phase 3: Controller Logic & Routing" were read as "go on"
+    # and absorbed by the phase before, so each phase's work was counted under the last one.
+    plan = ["render", "sqlite", "deploy", "plan", "phase", "apply", "baseline", "kamal"]
+    for prompt in (
+        "continue to phase 2: start with the models - do not run migration",
+        "continue to Phase 3: Controller Logic & Routing",
+    ):
+        assert classify(prompt, None, plan, True, False) == "new"
+        assert classify(prompt, None, plan, False, False) == "continue"  # while it works: steers
+    for prompt in ("continue", "continue with the plan", "proceed to deploy it", "go on"):
+        assert classify(prompt, None, plan, True, False) == "continue"

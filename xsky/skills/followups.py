@@ -77,6 +77,12 @@ NEW_GOAL = re.compile(
     r"separate(ly)? (question|task)?\b|moving on\b|let'?s move on\b|switching to\b|"
     r"another (thing|task|question)\b|now something\b|on another note\b)"
 )
+# "continue to phase 2: start with the models", "move on to the API": going on *to* something
+# named — a new goal when what it names is not the task at hand ("continue" alone goes on).
+ONWARD = re.compile(
+    r"(?i)^\s*(?:continue|proceed|go on|move on|moving on|carry on)\s+(?:to|with|onto|on to)\s+(.+)",
+    re.S,
+)
 # A slash command the person ran (``/review-pr 42``, ``/fix-issue 123``): a task of its own.
 SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w:.-]*(\s|$)")
 # A request that names its own goal: an imperative verb (or a polite form of one) first.
@@ -201,7 +207,10 @@ def classify(
     if ACKNOWLEDGEMENT.match(text):
         return "acknowledgement"
     if CONTINUE.match(text) and len(text) < 300:
-        return "continue"
+        onward = ONWARD.match(text) if completed else None
+        if onward is None or not _names_new_goal(onward.group(1), task_words):
+            return "continue"
+        return "new"
     if short and REFINEMENT.match(text):
         return "refinement"
     words = keywords(text)
@@ -226,6 +235,15 @@ def classify(
     if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
         return "same"
     return "new"
+
+
+def _names_new_goal(rest: str, task_words: list[str]) -> bool:
+    """Whether what a "continue to …" goes on to names objects the task does not hold."""
+    objects = [stem(w) for w in keywords(rest) if w not in REQUEST_VERBS]
+    if not objects:  # "proceed to implement it": the task at hand, going on
+        return False
+    known = known_stems(task_words)
+    return sum(1 for w in objects if w in known) / len(objects) < SAME_TOPIC
 
 
 def _after_interrupt(text: str, task_words: list[str], critique: bool) -> Follow:
