@@ -31,6 +31,13 @@ TASK = ["import", "bank", "statements", "csv", "ledger", "design"]
         ("next task: and then deploy it", "new"),
         ("thanks, looks good", "acknowledgement"),
         ("ok, implement it", "continue"),
+        # real8: typed after "API Error: 500" ended a turn (a real Claude Code 2.1.178 session,
+        # Yael-Peretz/jgive-campaign-donation transcript.jsonl) — it was a task of its own
+        # whose intent was "can you retry", its task's prompt absorbed by the task before
+        ("can you retry", "continue"),
+        ("please retry", "continue"),
+        ("retry", "continue"),
+        ("retry logic: add exponential backoff to the http client", "new"),
         ("build that design", "same"),
         ("does it handle a BOM at the start of the file?", "same"),
         ("2", "answer"),

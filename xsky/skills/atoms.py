@@ -142,7 +142,10 @@ CORRECTION = re.compile(
 # "go on" keeps the task going even after the agent answered; "also …" adds to a task still in progress.
 CONTINUE = re.compile(
     r"(?i)^\s*(ok\b|okay\b|yes\b|yep\b|sure\b|continue\b|go on\b|go ahead\b|do it\b|proceed\b|"
-    r"try again\b|again\b|keep going\b|可以|继续)"
+    r"try again\b|again\b|keep going\b|可以|继续|"
+    # "can you retry" after the model's API failed mid-turn: the same task, asked again
+    r"((please|pls)\s+|(can|could|would|will) you\s+(please\s+)?)(retry|re-try|try (it |that )?again)\b|"
+    r"re-?try( please)?\s*[.!?]?\s*$|重试|再试)"
 )
 SEQUEL = re.compile(r"(?i)^\s*(also\b|and\b|plus\b|then\b|one more\b|same\b)")
 ACKNOWLEDGEMENT = re.compile(
