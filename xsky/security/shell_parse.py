@@ -699,6 +699,97 @@ def _expansion(word: Any, source: str, parts: bool = True) -> str | None:
     return None
 
 
+# How each wrapper reads its options, as getopt does (sec11: an option the WRAPPERS table did not
+# list, a unique prefix of one it did, or a valued letter at the end of a cluster of short ones —
+# `xargs -rn 1 touch x`, `timeout --sig KILL 5 touch x`, `stdbuf --output L touch x`, `ionice
+# --class 3 touch x`, `flock -nw 1 lock touch x` — took the option's value for the program run,
+# and the program itself was never checked: each ran touch past deny shell(touch:*)). For each:
+# the short options that take a value (attached, or the next word), those whose value can only
+# be attached, the long options that take a value and those that take none (or take one only
+# after '='). A long option not listed, written without '=', cannot be read: it is asked for.
+_WRAPPER_GETOPT: dict[str, tuple[str, str, frozenset[str], frozenset[str]]] = {
+    "env": ("uCSa", "", frozenset({"--unset", "--chdir", "--split-string", "--argv0"}), frozenset(
+        {"--ignore-environment", "--null", "--block-signal", "--default-signal",
+         "--ignore-signal", "--list-signal-handling", "--debug", "--help", "--version"})),
+    "xargs": ("adEILnPs", "eil", frozenset(
+        {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--process-slot-var",
+         "--max-chars"}), frozenset(
+        {"--null", "--eof", "--replace", "--max-lines", "--open-tty", "--interactive",
+         "--no-run-if-empty", "--show-limits", "--verbose", "--exit", "--help", "--version"})),
+    "timeout": ("sk", "", frozenset({"--kill-after", "--signal"}), frozenset(
+        {"--preserve-status", "--foreground", "--verbose", "--help", "--version"})),
+    "nice": ("n", "", frozenset({"--adjustment"}), frozenset({"--help", "--version"})),
+    "stdbuf": ("ioe", "", frozenset({"--input", "--output", "--error"}),
+               frozenset({"--help", "--version"})),
+    "flock": ("wEc", "", frozenset({"--timeout", "--wait", "--conflict-exit-code", "--command"}),
+              frozenset({"--shared", "--exclusive", "--unlock", "--nonblock", "--close",
+                         "--no-fork", "--verbose", "--help", "--version"})),
+    "ionice": ("cnpPu", "", frozenset({"--class", "--classdata", "--pid", "--pgid", "--uid"}),
+               frozenset({"--ignore", "--help", "--version"})),
+    "setsid": ("", "", frozenset(), frozenset({"--ctty", "--fork", "--wait", "--help",
+                                               "--version"})),
+    "nohup": ("", "", frozenset(), frozenset({"--help", "--version"})),
+    "chroot": ("", "", frozenset({"--groups", "--userspec"}), frozenset(
+        {"--skip-chdir", "--help", "--version"})),
+    "taskset": ("", "", frozenset(), frozenset({"--all-tasks", "--pid", "--cpu-list", "--help",
+                                                "--version"})),
+    "chrt": ("TPD", "", frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}),
+             frozenset({"--batch", "--deadline", "--fifo", "--idle", "--other", "--rr",
+                        "--reset-on-fork", "--all-tasks", "--max", "--pid", "--verbose",
+                        "--help", "--version"})),
+    "watch": ("nq", "d", frozenset({"--interval", "--equexit"}), frozenset(
+        {"--beep", "--color", "--no-color", "--differences", "--errexit", "--chgexit",
+         "--precise", "--no-title", "--no-wrap", "--no-linewrap", "--exec", "--help",
+         "--version"})),
+    "prlimit": ("po", "cdefilmnqrstuvxy", frozenset({"--pid", "--output"}), frozenset(
+        {"--noheadings", "--raw", "--verbose", "--help", "--version", "--core", "--data",
+         "--nice", "--fsize", "--sigpending", "--memlock", "--rss", "--nofile", "--msgqueue",
+         "--rtprio", "--stack", "--cpu", "--nproc", "--as", "--locks", "--rttime"})),
+    "runuser": ("ugGswc", "", frozenset(
+        {"--user", "--group", "--supp-group", "--shell", "--whitelist-environment", "--command",
+         "--session-command"}), frozenset(
+        {"--preserve-environment", "--login", "--fast", "--pty", "--help", "--version"})),
+    "time": ("fo", "", frozenset({"--format", "--output"}), frozenset(
+        {"--append", "--portability", "--verbose", "--quiet", "--help", "--version"})),
+}  # fmt: skip
+
+
+def _wrapper_option_takes_next(name: str, head: str, takes_value: frozenset[str]) -> bool:
+    """Does option word ``head`` of wrapper ``name`` take the next word as its value? Read as
+    getopt reads it (_WRAPPER_GETOPT; a wrapper not there: its WRAPPERS options): a cluster of
+    short options ends at the first that takes a value (its value the rest, or the next word);
+    a long option may be any unique prefix of one. Raises ShellParseError for a long option the
+    table does not know (or that is ambiguous), written without '='."""
+    short, optional, long_valued, long_flags = _WRAPPER_GETOPT.get(
+        name,
+        (
+            "".join(o[1] for o in takes_value if len(o) == 2 and o[0] == "-"),
+            "",
+            frozenset(o for o in takes_value if o.startswith("--")),
+            frozenset(),
+        ),
+    )
+    if head.startswith("--"):
+        flag, eq, _ = head.partition("=")
+        if eq:
+            return False
+        if flag in long_valued or flag in long_flags:
+            return flag in long_valued
+        matches = {f for f in long_valued | long_flags if f.startswith(flag)}
+        if len(matches) == 1:
+            return matches <= long_valued
+        raise ShellParseError(
+            f"{name}'s option {head[:40]!r} is not one the checker knows how to read (whether "
+            "the next word is its value or the command it runs); it cannot be checked"
+        )
+    for i, letter in enumerate(head[1:], 1):
+        if letter in optional:
+            return False
+        if letter in short:
+            return i == len(head) - 1
+    return False
+
+
 def _refuse_runtime_program(word: str, wrapper: str) -> None:
     """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
     ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
@@ -878,6 +969,23 @@ def _unwrap(
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
         run_line(args[args.index("-c") + 1], "runuser -c")
         return
+    if name == "runuser" and not _AS_IN_0120.get():
+        # (sec11: `runuser root --command 'touch x'`, --command=…, --session-command, -lc …)
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            flag, eq, value = arg.partition("=")
+            if flag.startswith("--") and len(flag) > 3 and "--command".startswith(flag):
+                line = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            elif flag.startswith("--") and len(flag) > 3 and "--session-command".startswith(flag):
+                line = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            elif arg[:1] == "-" and arg[1:2] != "-" and "c" in arg[1:]:
+                at = arg.index("c", 1)
+                line = arg[at + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+            else:
+                continue
+            run_line(line, "runuser -c")
+            return
     if name == "alias":  # alias NAME='command line': what NAME runs once aliases expand
         for arg in args:
             _, eq, value = arg.partition("=")
@@ -935,6 +1043,11 @@ def _unwrap(
             if head == "--":
                 rest.pop(0)
                 break
+            if head.startswith("-") and not _AS_IN_0120.get():
+                rest.pop(0)
+                if _wrapper_option_takes_next(name, head, takes_value) and rest:
+                    rest.pop(0)
+                continue
             if head.startswith("-"):
                 rest.pop(0)
                 if head in takes_value and rest:
