@@ -104,3 +104,12 @@ def test_ordinary_wrapped_calls_stay_allowed(command: str, tmp_path: Path) -> No
 def test_runuser_long_command_option_is_checked(command: str, tmp_path: Path) -> None:
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "deny", decision.reason
+
+
+@pytest.mark.parametrize("command", ['env --split "touch ran"', 'env --spl="touch ran"'])
+def test_env_split_string_by_a_prefix_is_checked(command: str, tmp_path: Path) -> None:
+    # sec11: --split-string by a unique prefix was not read as a command line
+    bash(command, {"HOME": str(tmp_path)}, tmp_path)
+    assert (tmp_path / "ran").exists()
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "deny", decision.reason

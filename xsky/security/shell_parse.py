@@ -831,8 +831,11 @@ def _env_split_string(rest: list[str]) -> str | None:
     """The string ``env -S`` splits into a command line: ``-S X``, ``-SX``, ``-iS X``, ``-S`` in
     any cluster of short options, ``--split-string X`` or ``--split-string=X``."""
     head = rest[0]
-    if head.startswith("--split-string"):
-        _, eq, value = head.partition("=")
+    flag, eq, value = head.partition("=")
+    # (any unique prefix, as getopt reads one: sec11, `env --spl='touch x'` ran touch unchecked)
+    if head.startswith("--split-string") or (
+        len(flag) > 2 and flag.startswith("--s") and "--split-string".startswith(flag)
+    ):
         return value if eq else (rest[1] if len(rest) > 1 else None)
     if head.startswith("-") and not head.startswith("--") and "S" in head:
         after = head[head.index("S") + 1 :]
