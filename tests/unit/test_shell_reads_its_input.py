@@ -71,3 +71,23 @@ def test_a_script_given_the_value_as_an_argument_is_not(template: str, tmp_path:
         "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
     )
     assert "reads its commands from its input" not in decision.reason, decision.reason
+
+
+def test_a_command_line_after_rcfile_is_checked(tmp_path: Path) -> None:
+    # sec11: --rcfile/--init-file's value was taken for a script, and `-c`'s line never read
+    for command in (
+        'bash --rcfile /dev/null -c "touch ran"',
+        'bash --init-file /dev/null -c "touch ran"',
+    ):
+        bash(command, {"HOME": str(tmp_path)}, tmp_path)
+        assert (tmp_path / "ran").exists()
+        (tmp_path / "ran").unlink()
+        decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+        assert decision.effect == "deny", decision.reason
+    command, values = render_command(
+        'bash --rcfile /dev/null -c "echo {{agent_1_result}}"', {"1": "x; touch ran"}, {}, {}
+    )
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "ask", decision.reason

@@ -724,7 +724,9 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             i += 2 if a[1:] in ("o", "O") else 1
             continue
         if a.startswith("--"):
-            i += 1
+            # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
+            # 'touch x'` was read as a script named /dev/null, and its command line never checked)
+            i += 2 if a in ("--rcfile", "--init-file") else 1
             continue
         break
     if not given:
