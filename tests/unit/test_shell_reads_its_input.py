@@ -91,3 +91,33 @@ def test_a_command_line_after_rcfile_is_checked(tmp_path: Path) -> None:
         "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
     )
     assert decision.effect == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'bash -eo pipefail -c "touch ran"',
+        'bash -euo pipefail -c "touch ran"',
+        'bash -co pipefail "touch ran"',
+        'bash -cO extglob "touch ran"',
+    ],
+)
+def test_a_command_line_after_a_cluster_with_o_is_checked(command: str, tmp_path: Path) -> None:
+    # sec11: only -o/-O alone took the next word; in a cluster (`-euo pipefail`, the common
+    # idiom) the value was taken for a script, and `-c`'s line never read
+    bash(command, {"HOME": str(tmp_path)}, tmp_path)
+    assert (tmp_path / "ran").exists()
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "deny", decision.reason
+
+
+def test_a_value_under_bash_euo_pipefail_c_is_asked_for(tmp_path: Path) -> None:
+    command, values = render_command(
+        'bash -euo pipefail -c "echo {{agent_1_result}}"', {"1": "x; touch ran"}, {}, {}
+    )
+    bash(command, values, tmp_path)
+    assert (tmp_path / "ran").exists()
+    decision = decide(
+        "shell", {"command": command, "values": values}, ROLE, DENY_TOUCH, str(tmp_path)
+    )
+    assert decision.effect == "ask", decision.reason

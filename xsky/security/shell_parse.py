@@ -721,7 +721,9 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             break
         if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
             given = given or (a[0] == "-" and "c" in a[1:])
-            i += 2 if a[1:] in ("o", "O") else 1
+            # each o or O of a cluster takes the next word (sec11: `bash -euo pipefail -c 'touch x'`
+            # was read as a script named pipefail, its -c command line never checked)
+            i += 1 + sum(1 for c in a[1:] if c in "oO")
             continue
         if a.startswith("--"):
             # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
