@@ -812,10 +812,14 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             break
         if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
             given = given or (a[0] == "-" and "c" in a[1:])
-            i += 2 if a[1:] in ("o", "O") else 1
+            # each o or O of a cluster takes the next word (sec11: `bash -euo pipefail -c 'touch x'`
+            # was read as a script named pipefail, its -c command line never checked)
+            i += 1 + sum(1 for c in a[1:] if c in "oO")
             continue
         if a.startswith("--"):
-            i += 1
+            # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
+            # 'touch x'` was read as a script named /dev/null, and its command line never checked)
+            i += 2 if a in ("--rcfile", "--init-file") else 1
             continue
         break
     if not given:
@@ -825,6 +829,70 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
         raise ShellParseError(f"{name} -c without a command")
     code = rest[0]
     return code
+
+
+# Files that are a process's input, or a command's output (`<(…)`): a script read from one is
+# what a pipe, a here-string or that command gives, as much as `sh` alone reads its input.
+_INPUT_FILES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
+def _input_script(word: str) -> bool:
+    return word in _INPUT_FILES or word.startswith(("<(", "/dev/fd/", "/proc/self/fd/"))
+
+
+def _shell_reads_input(args: list[str]) -> bool:
+    """Does a shell called with ``args`` (no -c) read its commands from its input — no script
+    named (past -o/-O/+o/+O's values and --rcfile/--init-file's), ``-s`` among its options
+    (the words after are its arguments, not a script), or a script that is its input or a
+    command's output (``/dev/stdin``, ``<(…)``)? (sec11: `sh -s x`, `bash -O extglob`, `bash
+    -o posix`, `bash --rcfile f`, `bash /dev/stdin`, `bash <(printf … "{{…}}")` ran a value
+    piped or given to them as commands, past the check for `printf … | sh`.)"""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-":
+            return True
+        if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
+            if a[0] == "-" and "s" in a[1:]:
+                return True
+            i += 1 + sum(1 for c in a[1:] if c in "oO")
+            continue
+        if a.startswith("--"):
+            i += 2 if a in ("--rcfile", "--init-file") else 1
+            continue
+        break
+    rest = args[i:]
+    return not rest or _input_script(rest[0])
+
+
+# Interpreter options whose value is the next word (python -W/-X, node -r, ruby/perl -I …)
+_INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import", "--loader"})
+
+
+def _interpreter_reads_input(name: str, args: list[str]) -> bool:
+    """Does an interpreter called with ``args`` read its program from its input: no script,
+    module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-":
+            return True
+        if a.startswith("-") and len(a) > 1:
+            if a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-x") and not (
+                program_base(name) == "node" and a == "-r"
+            ):
+                return False  # a module, or code given as an argument (asked on its own)
+            i += 2 if a in _INTERPRETER_VALUED else 1
+            continue
+        break
+    rest = args[i:]
+    return not rest or _input_script(rest[0])
 
 
 def _env_split_string(rest: list[str]) -> str | None:
@@ -966,8 +1034,16 @@ def _unwrap(
         code = _shell_command_string(name, args)
         if code is not None:
             run_line(code, f"{name} -c")
-        elif not any(a and not a.startswith("-") for a in args):
+        elif (
+            _shell_reads_input(args)
+            if not _AS_IN_0120.get()
+            else not any(a and not a.startswith("-") for a in args)
+        ):
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        return
+    if name in INTERPRETERS and not _AS_IN_0120.get() and _interpreter_reads_input(name, args):
+        # `printf %s "{{…}}" | python3`: the value is the program (sec11)
+        out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
         run_line(args[args.index("-c") + 1], "runuser -c")
