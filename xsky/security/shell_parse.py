@@ -1143,7 +1143,14 @@ def _unwrap(
         if rest:
             _refuse_runtime_program(rest[0], name)
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
-            # watch joins its arguments into one command line for sh -c
+            # watch joins its arguments into one command line for sh -c: a value among them is
+            # code there (sec11: `watch -g echo "{{…}}"` ran a value 'x; cmd'), as in bash -c
+            if not _AS_IN_0120.get() and _HOLDS_VALUES.get() and runtime & set(rest):
+                raise ShellParseError(
+                    "watch joins its words into a command line for sh -c, and one of them is "
+                    "what the shell expands when it runs (a value, a variable, $(…)), which sh "
+                    "then reads as code; write watch -x … — it cannot be checked"
+                )
             _parse_into(" ".join(rest), out, depth + 1)
             return
         if rest:
