@@ -617,14 +617,24 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
     one known only at run time."""
     start, end = getattr(word, "pos", (0, 0))
     written = source[start:end]
-    if not written or "$'" in written or '$"' in written:
-        return word.word, None, False  # ANSI-C and locale quoting: as bashlex reads them
+    if not written:
+        return word.word, None, False
     out: list[str] = []
     expands = substitutes = bare = False
     quote = ""
     i = 0
     while i < len(written):
         c = written[i]
+        if not quote and c == "$" and written[i + 1 : i + 2] == "'":
+            # ANSI-C quoting, $'…' (sec11: a word holding one was read as bashlex reads it, which
+            # misses the "${XSKY_V1}" of `sed 's/{{…}}/'$'\t''/g'`: no value check at all)
+            text, i = _ansi_c(written, i + 2)
+            out.append(text)
+            continue
+        if not quote and c == "$" and written[i + 1 : i + 2] == '"':
+            quote = '"'  # locale quoting, $"…": read as "…"
+            i += 2
+            continue
         if quote == "'":
             if c == "'":
                 quote = ""
@@ -657,8 +667,46 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
         )
     hidden = expands and not seen & {"parameter", "commandsubstitution"}
     read = "".join(out)
-    shown = read if read != word.word and (hidden or "'" in word.word) else word.word
+    decoded = "$'" in written or '$"' in written  # (bashlex keeps the $ and the escapes)
+    shown = read if read != word.word and (hidden or decoded or "'" in word.word) else word.word
     return shown, expands, not bare
+
+
+_ANSI_C = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_ANSI_C_NUMBER = re.compile(r"[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}")
+
+
+def _ansi_c(written: str, i: int) -> tuple[str, int]:
+    """The text of the $'…' whose body starts at ``written[i]``, as bash decodes it, and where
+    the word goes on after its closing quote. Raises ShellParseError when it is not closed."""
+    out: list[str] = []
+    while i < len(written):
+        c = written[i]
+        if c == "'":
+            return "".join(out), i + 1
+        if c == "\\" and i + 1 < len(written):
+            nxt = written[i + 1]
+            if nxt in _ANSI_C:
+                out.append(_ANSI_C[nxt])
+                i += 2
+                continue
+            if nxt == "c" and i + 2 < len(written):
+                out.append(chr(ord(written[i + 2]) & 0x1F))
+                i += 3
+                continue
+            if m := _ANSI_C_NUMBER.match(written, i + 1):
+                digits = m.group()
+                base, number = (8, digits) if digits[0].isdigit() else (16, digits[1:])
+                code = int(number, base)
+                out.append(chr(code) if code < 0x110000 else "")
+                i = m.end()
+                continue
+        out.append(c)
+        i += 1
+    raise ShellParseError("a $'…' string is not closed; it cannot be checked")
 
 
 def _expansion(word: Any, source: str, parts: bool = True) -> str | None:
