@@ -1314,8 +1314,14 @@ _UNFOLLOWED_RUNNERS = frozenset(
     "torsocks tsocks proxychains proxychains4 xvfb-run dbus-run-session dbus-launch rlwrap "
     "daemonize start-stop-daemon tmux screen ssh-agent expect capsh bwrap entr parallel sem "
     # util-linux's setarch and its names (each runs its command: `linux64 touch x`), SELinux's
-    "setarch linux32 linux64 i386 x86_64 uname26 runcon".split()
+    "setarch linux32 linux64 i386 x86_64 uname26 runcon "
+    # (sec11: each ran touch past deny shell(touch:*) unasked — logsave runs its command,
+    # run-parts every program of a folder, ed/red a `!cmd` line or a file named '!cmd', vim by
+    # its other names (view, rview, rvim, vimdiff, editor …) its -c commands)
+    "logsave run-parts ed red view rview rvim vimdiff rvimdiff editor sensible-editor "
+    "sensible-pager pager".split()
 )
+_VERSIONED_INTERPRETERS = frozenset({"python", "perl", "ruby", "node", "php", "lua"})
 
 
 def inline_code(argv: list[str]) -> str | None:
@@ -1356,6 +1362,10 @@ def _inline_code(argv: list[str]) -> str | None:
         ):
             return "sed's e and w commands run commands and write files"
         return None
+    if name not in INTERPRETERS and program_name(argv[0]) in _VERSIONED_INTERPRETERS:
+        # python3.11, perl5.36.0, node18 … are the interpreters they name (sec11: `python3.11 -c
+        # 'import os; os.system("touch x")'` ran touch past deny shell(touch:*) unasked)
+        name = program_name(argv[0])
     if name in INTERPRETERS:
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
