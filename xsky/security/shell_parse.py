@@ -838,6 +838,48 @@ def _wrapper_option_takes_next(name: str, head: str, takes_value: frozenset[str]
     return False
 
 
+# The word xargs's input stands for, where the command checked is given no replace string.
+# Its text is not read from the call's values: what xargs reads may be a value another program
+# changed first (`echo "{{…}}" | jq -r '.[]' | xargs …` decodes "\u002dx" to -x).
+XARGS_INPUT = "${XARGS_INPUT}"
+_XARGS_VALUED = set("adELnPs")
+
+
+def _xargs_input(
+    options: list[str], rest: list[str], expansions: dict[int, str]
+) -> tuple[list[str], dict[int, str]]:
+    """The command xargs runs as the checker reads it in a command that holds a {{…}} value,
+    whose text may be xargs's input (`echo "{{…}}" | xargs sed -i 's/a/b/'`): the words xargs
+    reads from it are the command's arguments — where it reads options (a value
+    `f.txt '--expression=1e cmd'` is two words, the second sed's option) or, with -I/-i/
+    --replace, inside a command line it gives a shell (`xargs -I{} sh -c 'echo {}'`). They are
+    known only when it runs: the words holding the replace string, or one more word at the end
+    (XARGS_INPUT), are marked so, and the value checks read them as they read "$X" (sec11:
+    each ran touch past deny shell(touch:*) unasked)."""
+    replace = None
+    words = iter(options)
+    for word in words:
+        if word == "--replace" or word.startswith("--replace="):
+            replace = word.partition("=")[2] or "{}"
+        elif word.startswith("-") and not word.startswith("--"):
+            for i, letter in enumerate(word[1:], 1):
+                if letter in "Ii":
+                    attached = word[i + 1 :]
+                    replace = attached or (next(words, "") if letter == "I" else "{}")
+                    break
+                if letter in _XARGS_VALUED:
+                    break
+    if replace:
+        if replace in rest[0]:
+            raise ShellParseError(
+                f"the command xargs runs, {rest[0][:60]!r}, is made of its input; it cannot be "
+                "checked"
+            )
+        marked = {i: "runtime" for i, word in enumerate(rest) if replace in word}
+        return rest, {**expansions, **marked}
+    return [*rest, XARGS_INPUT], {**expansions, len(rest): "runtime"}
+
+
 def _refuse_runtime_program(word: str, wrapper: str) -> None:
     """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
     ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
@@ -1203,6 +1245,8 @@ def _unwrap(
             return
         if rest:
             shifted = _shifted(expansions, len(argv) - len(rest), len(argv))
+            if name == "xargs" and _HOLDS_VALUES.get() and not _AS_IN_0120.get():
+                rest, shifted = _xargs_input(args[: len(args) - len(rest)], rest, shifted)
             out.append(ShellCommand(rest, expansions=shifted))
             _unwrap(rest, out, depth + 1, shifted)
 
