@@ -1056,6 +1056,12 @@ def _git_run_lines(sub: str, args: list[str]) -> list[str]:
                 lines.append(arg[2:])
             elif i + 1 < len(args):
                 lines.append(args[i + 1])
+        elif not long and arg[:1] == "-" and not _AS_IN_0120.get():
+            # in a cluster of short options (sec11: `git rebase -qx 'touch x'` ran touch past
+            # deny shell(touch:*)): its value is the rest of the cluster, or the next word
+            at = next((j for j in range(2, len(arg)) if f"-{arg[j]}" in flags), None)
+            if at is not None:
+                lines.append(arg[at + 1 :] or (args[i + 1] if i + 1 < len(args) else ""))
     return lines
 
 
