@@ -1095,6 +1095,20 @@ def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
         if arg == "--":
             break
         flag, eq, value = arg.partition("=")
+        if (
+            "-c" in flags
+            and not _AS_IN_0120.get()
+            and arg[:1] == "-"
+            and arg[1:2] != "-"
+            and len(flag) > 2
+            and "c" in flag[1:]
+        ):
+            # a cluster of npm's short options (sec11: `npx -yc 'touch x'` ran touch past deny
+            # shell(touch:*)): each letter is one, and -c takes the next word
+            if i + 1 < len(args):
+                run_line(args[i + 1], f"{name} {flag}")
+            ran = True
+            continue
         if flag not in flags or (eq and not flag.startswith("-")):
             continue
         if eq:
