@@ -2058,9 +2058,12 @@ def value_code(
                 return "find reads a value known only when it runs as a path or an expression (-delete)"
     if name in _INTERPRETER_NAMES:
         # `python3 "$V"`: the script's place, where a value '-cimport os; …' is code
-        for word in args:
+        for i, word in enumerate(args):
             if word in runtime:
                 return f"{name} reads a value known only when it runs where it takes code or options (-c…)"
+            if name == "python" and word == "-m" and i + 1 < len(args):
+                # `python3 -m pytest "{{…}}"`: the module's own options (sec11)
+                return value_code(args[i + 1 :], runtime, leading)
             if not word.startswith("-"):
                 break
     if name not in ("awk", "make", "find") and name not in _INTERPRETER_NAMES:
@@ -2070,6 +2073,18 @@ def value_code(
         # programs read options anywhere before --)
         if found := _value_as_option(name, PROGRAMS.get(name, UNKNOWN), args, leading):
             return found
+        if name not in PROGRAMS:
+            # a program the table does not know may have any option (sec11: `python3 -m pytest
+            # "{{…}}"` imported a module a value '-pNAME' named, `pytest --basetemp=DIR` empties
+            # DIR, `eslint --config`/`mypy --config-file` load code): a value that may begin one,
+            # before --, is asked for — one that cannot (a URL, a file name) is not
+            # (only a {{…}} value's word: `kill $!`, `ls "$HOME"` are no plan's data)
+            ended = args.index("--") if "--" in args else len(args)
+            if any(word in leading and "XSKY_V" in word for word in args[:ended]):
+                return (
+                    f"{name} is a program the checker does not know, and a value known only when "
+                    "it runs stands where it may read options; put it after --"
+                )
     program = {"sed": _SED, "awk": _AWK, "tar": _TAR}.get(name)
     if program is None:
         return None

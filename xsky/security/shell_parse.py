@@ -617,14 +617,24 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
     one known only at run time."""
     start, end = getattr(word, "pos", (0, 0))
     written = source[start:end]
-    if not written or "$'" in written or '$"' in written:
-        return word.word, None, False  # ANSI-C and locale quoting: as bashlex reads them
+    if not written:
+        return word.word, None, False
     out: list[str] = []
     expands = substitutes = bare = False
     quote = ""
     i = 0
     while i < len(written):
         c = written[i]
+        if not quote and c == "$" and written[i + 1 : i + 2] == "'":
+            # ANSI-C quoting, $'…' (sec11: a word holding one was read as bashlex reads it, which
+            # misses the "${XSKY_V1}" of `sed 's/{{…}}/'$'\t''/g'`: no value check at all)
+            text, i = _ansi_c(written, i + 2)
+            out.append(text)
+            continue
+        if not quote and c == "$" and written[i + 1 : i + 2] == '"':
+            quote = '"'  # locale quoting, $"…": read as "…"
+            i += 2
+            continue
         if quote == "'":
             if c == "'":
                 quote = ""
@@ -657,8 +667,46 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
         )
     hidden = expands and not seen & {"parameter", "commandsubstitution"}
     read = "".join(out)
-    shown = read if read != word.word and (hidden or "'" in word.word) else word.word
+    decoded = "$'" in written or '$"' in written  # (bashlex keeps the $ and the escapes)
+    shown = read if read != word.word and (hidden or decoded or "'" in word.word) else word.word
     return shown, expands, not bare
+
+
+_ANSI_C = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_ANSI_C_NUMBER = re.compile(r"[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}")
+
+
+def _ansi_c(written: str, i: int) -> tuple[str, int]:
+    """The text of the $'…' whose body starts at ``written[i]``, as bash decodes it, and where
+    the word goes on after its closing quote. Raises ShellParseError when it is not closed."""
+    out: list[str] = []
+    while i < len(written):
+        c = written[i]
+        if c == "'":
+            return "".join(out), i + 1
+        if c == "\\" and i + 1 < len(written):
+            nxt = written[i + 1]
+            if nxt in _ANSI_C:
+                out.append(_ANSI_C[nxt])
+                i += 2
+                continue
+            if nxt == "c" and i + 2 < len(written):
+                out.append(chr(ord(written[i + 2]) & 0x1F))
+                i += 3
+                continue
+            if m := _ANSI_C_NUMBER.match(written, i + 1):
+                digits = m.group()
+                base, number = (8, digits) if digits[0].isdigit() else (16, digits[1:])
+                code = int(number, base)
+                out.append(chr(code) if code < 0x110000 else "")
+                i = m.end()
+                continue
+        out.append(c)
+        i += 1
+    raise ShellParseError("a $'…' string is not closed; it cannot be checked")
 
 
 def _expansion(word: Any, source: str, parts: bool = True) -> str | None:
@@ -699,6 +747,139 @@ def _expansion(word: Any, source: str, parts: bool = True) -> str | None:
     return None
 
 
+# How each wrapper reads its options, as getopt does (sec11: an option the WRAPPERS table did not
+# list, a unique prefix of one it did, or a valued letter at the end of a cluster of short ones —
+# `xargs -rn 1 touch x`, `timeout --sig KILL 5 touch x`, `stdbuf --output L touch x`, `ionice
+# --class 3 touch x`, `flock -nw 1 lock touch x` — took the option's value for the program run,
+# and the program itself was never checked: each ran touch past deny shell(touch:*)). For each:
+# the short options that take a value (attached, or the next word), those whose value can only
+# be attached, the long options that take a value and those that take none (or take one only
+# after '='). A long option not listed, written without '=', cannot be read: it is asked for.
+_WRAPPER_GETOPT: dict[str, tuple[str, str, frozenset[str], frozenset[str]]] = {
+    "env": ("uCSa", "", frozenset({"--unset", "--chdir", "--split-string", "--argv0"}), frozenset(
+        {"--ignore-environment", "--null", "--block-signal", "--default-signal",
+         "--ignore-signal", "--list-signal-handling", "--debug", "--help", "--version"})),
+    "xargs": ("adEILnPs", "eil", frozenset(
+        {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--process-slot-var",
+         "--max-chars"}), frozenset(
+        {"--null", "--eof", "--replace", "--max-lines", "--open-tty", "--interactive",
+         "--no-run-if-empty", "--show-limits", "--verbose", "--exit", "--help", "--version"})),
+    "timeout": ("sk", "", frozenset({"--kill-after", "--signal"}), frozenset(
+        {"--preserve-status", "--foreground", "--verbose", "--help", "--version"})),
+    "nice": ("n", "", frozenset({"--adjustment"}), frozenset({"--help", "--version"})),
+    "stdbuf": ("ioe", "", frozenset({"--input", "--output", "--error"}),
+               frozenset({"--help", "--version"})),
+    "flock": ("wEc", "", frozenset({"--timeout", "--wait", "--conflict-exit-code", "--command"}),
+              frozenset({"--shared", "--exclusive", "--unlock", "--nonblock", "--close",
+                         "--no-fork", "--verbose", "--help", "--version"})),
+    "ionice": ("cnpPu", "", frozenset({"--class", "--classdata", "--pid", "--pgid", "--uid"}),
+               frozenset({"--ignore", "--help", "--version"})),
+    "setsid": ("", "", frozenset(), frozenset({"--ctty", "--fork", "--wait", "--help",
+                                               "--version"})),
+    "nohup": ("", "", frozenset(), frozenset({"--help", "--version"})),
+    "chroot": ("", "", frozenset({"--groups", "--userspec"}), frozenset(
+        {"--skip-chdir", "--help", "--version"})),
+    "taskset": ("", "", frozenset(), frozenset({"--all-tasks", "--pid", "--cpu-list", "--help",
+                                                "--version"})),
+    "chrt": ("TPD", "", frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}),
+             frozenset({"--batch", "--deadline", "--fifo", "--idle", "--other", "--rr",
+                        "--reset-on-fork", "--all-tasks", "--max", "--pid", "--verbose",
+                        "--help", "--version"})),
+    "watch": ("nq", "d", frozenset({"--interval", "--equexit"}), frozenset(
+        {"--beep", "--color", "--no-color", "--differences", "--errexit", "--chgexit",
+         "--precise", "--no-title", "--no-wrap", "--no-linewrap", "--exec", "--help",
+         "--version"})),
+    "prlimit": ("po", "cdefilmnqrstuvxy", frozenset({"--pid", "--output"}), frozenset(
+        {"--noheadings", "--raw", "--verbose", "--help", "--version", "--core", "--data",
+         "--nice", "--fsize", "--sigpending", "--memlock", "--rss", "--nofile", "--msgqueue",
+         "--rtprio", "--stack", "--cpu", "--nproc", "--as", "--locks", "--rttime"})),
+    "runuser": ("ugGswc", "", frozenset(
+        {"--user", "--group", "--supp-group", "--shell", "--whitelist-environment", "--command",
+         "--session-command"}), frozenset(
+        {"--preserve-environment", "--login", "--fast", "--pty", "--help", "--version"})),
+    "time": ("fo", "", frozenset({"--format", "--output"}), frozenset(
+        {"--append", "--portability", "--verbose", "--quiet", "--help", "--version"})),
+}  # fmt: skip
+
+
+def _wrapper_option_takes_next(name: str, head: str, takes_value: frozenset[str]) -> bool:
+    """Does option word ``head`` of wrapper ``name`` take the next word as its value? Read as
+    getopt reads it (_WRAPPER_GETOPT; a wrapper not there: its WRAPPERS options): a cluster of
+    short options ends at the first that takes a value (its value the rest, or the next word);
+    a long option may be any unique prefix of one. Raises ShellParseError for a long option the
+    table does not know (or that is ambiguous), written without '='."""
+    short, optional, long_valued, long_flags = _WRAPPER_GETOPT.get(
+        name,
+        (
+            "".join(o[1] for o in takes_value if len(o) == 2 and o[0] == "-"),
+            "",
+            frozenset(o for o in takes_value if o.startswith("--")),
+            frozenset(),
+        ),
+    )
+    if head.startswith("--"):
+        flag, eq, _ = head.partition("=")
+        if eq:
+            return False
+        if flag in long_valued or flag in long_flags:
+            return flag in long_valued
+        matches = {f for f in long_valued | long_flags if f.startswith(flag)}
+        if len(matches) == 1:
+            return matches <= long_valued
+        raise ShellParseError(
+            f"{name}'s option {head[:40]!r} is not one the checker knows how to read (whether "
+            "the next word is its value or the command it runs); it cannot be checked"
+        )
+    for i, letter in enumerate(head[1:], 1):
+        if letter in optional:
+            return False
+        if letter in short:
+            return i == len(head) - 1
+    return False
+
+
+# The word xargs's input stands for, where the command checked is given no replace string.
+# Its text is not read from the call's values: what xargs reads may be a value another program
+# changed first (`echo "{{…}}" | jq -r '.[]' | xargs …` decodes "\u002dx" to -x).
+XARGS_INPUT = "${XARGS_INPUT}"
+_XARGS_VALUED = set("adELnPs")
+
+
+def _xargs_input(
+    options: list[str], rest: list[str], expansions: dict[int, str]
+) -> tuple[list[str], dict[int, str]]:
+    """The command xargs runs as the checker reads it in a command that holds a {{…}} value,
+    whose text may be xargs's input (`echo "{{…}}" | xargs sed -i 's/a/b/'`): the words xargs
+    reads from it are the command's arguments — where it reads options (a value
+    `f.txt '--expression=1e cmd'` is two words, the second sed's option) or, with -I/-i/
+    --replace, inside a command line it gives a shell (`xargs -I{} sh -c 'echo {}'`). They are
+    known only when it runs: the words holding the replace string, or one more word at the end
+    (XARGS_INPUT), are marked so, and the value checks read them as they read "$X" (sec11:
+    each ran touch past deny shell(touch:*) unasked)."""
+    replace = None
+    words = iter(options)
+    for word in words:
+        if word == "--replace" or word.startswith("--replace="):
+            replace = word.partition("=")[2] or "{}"
+        elif word.startswith("-") and not word.startswith("--"):
+            for i, letter in enumerate(word[1:], 1):
+                if letter in "Ii":
+                    attached = word[i + 1 :]
+                    replace = attached or (next(words, "") if letter == "I" else "{}")
+                    break
+                if letter in _XARGS_VALUED:
+                    break
+    if replace:
+        if replace in rest[0]:
+            raise ShellParseError(
+                f"the command xargs runs, {rest[0][:60]!r}, is made of its input; it cannot be "
+                "checked"
+            )
+        marked = {i: "runtime" for i, word in enumerate(rest) if replace in word}
+        return rest, {**expansions, **marked}
+    return [*rest, XARGS_INPUT], {**expansions, len(rest): "runtime"}
+
+
 def _refuse_runtime_program(word: str, wrapper: str) -> None:
     """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
     ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
@@ -721,10 +902,14 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             break
         if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
             given = given or (a[0] == "-" and "c" in a[1:])
-            i += 2 if a[1:] in ("o", "O") else 1
+            # each o or O of a cluster takes the next word (sec11: `bash -euo pipefail -c 'touch x'`
+            # was read as a script named pipefail, its -c command line never checked)
+            i += 1 + sum(1 for c in a[1:] if c in "oO")
             continue
         if a.startswith("--"):
-            i += 1
+            # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
+            # 'touch x'` was read as a script named /dev/null, and its command line never checked)
+            i += 2 if a in ("--rcfile", "--init-file") else 1
             continue
         break
     if not given:
@@ -736,12 +921,79 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
     return code
 
 
+# Files that are a process's input, or a command's output (`<(…)`): a script read from one is
+# what a pipe, a here-string or that command gives, as much as `sh` alone reads its input.
+_INPUT_FILES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
+def _input_script(word: str) -> bool:
+    return word in _INPUT_FILES or word.startswith(("<(", "/dev/fd/", "/proc/self/fd/"))
+
+
+def _shell_reads_input(args: list[str]) -> bool:
+    """Does a shell called with ``args`` (no -c) read its commands from its input — no script
+    named (past -o/-O/+o/+O's values and --rcfile/--init-file's), ``-s`` among its options
+    (the words after are its arguments, not a script), or a script that is its input or a
+    command's output (``/dev/stdin``, ``<(…)``)? (sec11: `sh -s x`, `bash -O extglob`, `bash
+    -o posix`, `bash --rcfile f`, `bash /dev/stdin`, `bash <(printf … "{{…}}")` ran a value
+    piped or given to them as commands, past the check for `printf … | sh`.)"""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-":
+            return True
+        if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
+            if a[0] == "-" and "s" in a[1:]:
+                return True
+            i += 1 + sum(1 for c in a[1:] if c in "oO")
+            continue
+        if a.startswith("--"):
+            i += 2 if a in ("--rcfile", "--init-file") else 1
+            continue
+        break
+    rest = args[i:]
+    return not rest or _input_script(rest[0])
+
+
+# Interpreter options whose value is the next word (python -W/-X, node -r, ruby/perl -I …)
+_INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import", "--loader"})
+
+
+def _interpreter_reads_input(name: str, args: list[str]) -> bool:
+    """Does an interpreter called with ``args`` read its program from its input: no script,
+    module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-":
+            return True
+        if a.startswith("-") and len(a) > 1:
+            if a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-x") and not (
+                program_base(name) == "node" and a == "-r"
+            ):
+                return False  # a module, or code given as an argument (asked on its own)
+            i += 2 if a in _INTERPRETER_VALUED else 1
+            continue
+        break
+    rest = args[i:]
+    return not rest or _input_script(rest[0])
+
+
 def _env_split_string(rest: list[str]) -> str | None:
     """The string ``env -S`` splits into a command line: ``-S X``, ``-SX``, ``-iS X``, ``-S`` in
     any cluster of short options, ``--split-string X`` or ``--split-string=X``."""
     head = rest[0]
-    if head.startswith("--split-string"):
-        _, eq, value = head.partition("=")
+    flag, eq, value = head.partition("=")
+    # (any unique prefix, as getopt reads one: sec11, `env --spl='touch x'` ran touch unchecked)
+    if head.startswith("--split-string") or (
+        len(flag) > 2 and flag.startswith("--s") and "--split-string".startswith(flag)
+    ):
         return value if eq else (rest[1] if len(rest) > 1 else None)
     if head.startswith("-") and not head.startswith("--") and "S" in head:
         after = head[head.index("S") + 1 :]
@@ -804,6 +1056,12 @@ def _git_run_lines(sub: str, args: list[str]) -> list[str]:
                 lines.append(arg[2:])
             elif i + 1 < len(args):
                 lines.append(args[i + 1])
+        elif not long and arg[:1] == "-" and not _AS_IN_0120.get():
+            # in a cluster of short options (sec11: `git rebase -qx 'touch x'` ran touch past
+            # deny shell(touch:*)): its value is the rest of the cluster, or the next word
+            at = next((j for j in range(2, len(arg)) if f"-{arg[j]}" in flags), None)
+            if at is not None:
+                lines.append(arg[at + 1 :] or (args[i + 1] if i + 1 < len(args) else ""))
     return lines
 
 
@@ -837,6 +1095,20 @@ def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
         if arg == "--":
             break
         flag, eq, value = arg.partition("=")
+        if (
+            "-c" in flags
+            and not _AS_IN_0120.get()
+            and arg[:1] == "-"
+            and arg[1:2] != "-"
+            and len(flag) > 2
+            and "c" in flag[1:]
+        ):
+            # a cluster of npm's short options (sec11: `npx -yc 'touch x'` ran touch past deny
+            # shell(touch:*)): each letter is one, and -c takes the next word
+            if i + 1 < len(args):
+                run_line(args[i + 1], f"{name} {flag}")
+            ran = True
+            continue
         if flag not in flags or (eq and not flag.startswith("-")):
             continue
         if eq:
@@ -872,12 +1144,37 @@ def _unwrap(
         code = _shell_command_string(name, args)
         if code is not None:
             run_line(code, f"{name} -c")
-        elif not any(a and not a.startswith("-") for a in args):
+        elif (
+            _shell_reads_input(args)
+            if not _AS_IN_0120.get()
+            else not any(a and not a.startswith("-") for a in args)
+        ):
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        return
+    if name in INTERPRETERS and not _AS_IN_0120.get() and _interpreter_reads_input(name, args):
+        # `printf %s "{{…}}" | python3`: the value is the program (sec11)
+        out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
         run_line(args[args.index("-c") + 1], "runuser -c")
         return
+    if name == "runuser" and not _AS_IN_0120.get():
+        # (sec11: `runuser root --command 'touch x'`, --command=…, --session-command, -lc …)
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            flag, eq, value = arg.partition("=")
+            if flag.startswith("--") and len(flag) > 3 and "--command".startswith(flag):
+                line = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            elif flag.startswith("--") and len(flag) > 3 and "--session-command".startswith(flag):
+                line = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            elif arg[:1] == "-" and arg[1:2] != "-" and "c" in arg[1:]:
+                at = arg.index("c", 1)
+                line = arg[at + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+            else:
+                continue
+            run_line(line, "runuser -c")
+            return
     if name == "alias":  # alias NAME='command line': what NAME runs once aliases expand
         for arg in args:
             _, eq, value = arg.partition("=")
@@ -935,6 +1232,11 @@ def _unwrap(
             if head == "--":
                 rest.pop(0)
                 break
+            if head.startswith("-") and not _AS_IN_0120.get():
+                rest.pop(0)
+                if _wrapper_option_takes_next(name, head, takes_value) and rest:
+                    rest.pop(0)
+                continue
             if head.startswith("-"):
                 rest.pop(0)
                 if head in takes_value and rest:
@@ -951,11 +1253,20 @@ def _unwrap(
         if rest:
             _refuse_runtime_program(rest[0], name)
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
-            # watch joins its arguments into one command line for sh -c
+            # watch joins its arguments into one command line for sh -c: a value among them is
+            # code there (sec11: `watch -g echo "{{…}}"` ran a value 'x; cmd'), as in bash -c
+            if not _AS_IN_0120.get() and _HOLDS_VALUES.get() and runtime & set(rest):
+                raise ShellParseError(
+                    "watch joins its words into a command line for sh -c, and one of them is "
+                    "what the shell expands when it runs (a value, a variable, $(…)), which sh "
+                    "then reads as code; write watch -x … — it cannot be checked"
+                )
             _parse_into(" ".join(rest), out, depth + 1)
             return
         if rest:
             shifted = _shifted(expansions, len(argv) - len(rest), len(argv))
+            if name == "xargs" and _HOLDS_VALUES.get() and not _AS_IN_0120.get():
+                rest, shifted = _xargs_input(args[: len(args) - len(rest)], rest, shifted)
             out.append(ShellCommand(rest, expansions=shifted))
             _unwrap(rest, out, depth + 1, shifted)
 
@@ -1067,8 +1378,14 @@ _UNFOLLOWED_RUNNERS = frozenset(
     "torsocks tsocks proxychains proxychains4 xvfb-run dbus-run-session dbus-launch rlwrap "
     "daemonize start-stop-daemon tmux screen ssh-agent expect capsh bwrap entr parallel sem "
     # util-linux's setarch and its names (each runs its command: `linux64 touch x`), SELinux's
-    "setarch linux32 linux64 i386 x86_64 uname26 runcon".split()
+    "setarch linux32 linux64 i386 x86_64 uname26 runcon "
+    # (sec11: each ran touch past deny shell(touch:*) unasked — logsave runs its command,
+    # run-parts every program of a folder, ed/red a `!cmd` line or a file named '!cmd', vim by
+    # its other names (view, rview, rvim, vimdiff, editor …) its -c commands)
+    "logsave run-parts ed red view rview rvim vimdiff rvimdiff editor sensible-editor "
+    "sensible-pager pager".split()
 )
+_VERSIONED_INTERPRETERS = frozenset({"python", "perl", "ruby", "node", "php", "lua"})
 
 
 def inline_code(argv: list[str]) -> str | None:
@@ -1109,6 +1426,10 @@ def _inline_code(argv: list[str]) -> str | None:
         ):
             return "sed's e and w commands run commands and write files"
         return None
+    if name not in INTERPRETERS and program_name(argv[0]) in _VERSIONED_INTERPRETERS:
+        # python3.11, perl5.36.0, node18 … are the interpreters they name (sec11: `python3.11 -c
+        # 'import os; os.system("touch x")'` ran touch past deny shell(touch:*) unasked)
+        name = program_name(argv[0])
     if name in INTERPRETERS:
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
