@@ -298,6 +298,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.1",
         delete_when="no run that had a shell call decided by the leader before v0.12.1 is still open",
     ),
+    "shell-reading-round-11": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as 0.12.2's checker does: a wrapper's options as getopt reads them (xargs -rn 1, "
+        "timeout --sig KILL), -o/-O in a cluster of a shell's options and --rcfile take a word, "
+        "a shell or interpreter reading its input, what xargs reads from its input, $'…' words "
+        "decoded, watch's and git/npx clusters' command lines. Asked only of a call the two "
+        "readings decide apart (xsky/leader/shell_readings.py)",
+        since="v0.12.2",
+        delete_when="no run that had a shell call decided by the leader before v0.12.2 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

@@ -61,3 +61,42 @@ def test_a_run_from_before_the_patch_keeps_its_decision_a_new_one_reads_as_bash(
     asked.clear()
     assert judge(True, asked).delegated("shell", {"command": "sed -n 1p f.txt"}, False)[0]
     assert asked == []
+
+
+# Patch shell-reading-round-11 (0.12.2): ANSI-C quoting is decoded as bash decodes it — 0.12.1
+# took `$'a\tb'` for a word known only at run time, which no delegated rule covers.
+ANSI_C = "echo $'a\\tb'"
+
+
+def judge_of(answers: dict[str, bool], asked: list[str]) -> RequestJudge:
+    j = judge(False, asked)
+
+    def ask(patch_id: str) -> bool:
+        asked.append(patch_id)
+        return answers[patch_id]
+
+    j.requests = SimpleNamespace(patched=ask)  # type: ignore[assignment]
+    j.judgment.delegated = ["shell(echo:*)"]
+    return j
+
+
+def test_each_release_replays_the_decision_it_made_and_a_new_run_reads_as_the_newest():
+    from xsky.security.shell_parse import read_as_of
+
+    with read_as_of((0, 12, 1)):
+        then = delegation("shell", {"command": ANSI_C}, ["shell(echo:*)"], [], "/ws")
+    now = delegation("shell", {"command": ANSI_C}, ["shell(echo:*)"], [], "/ws")
+    assert then[0] is False and now[0] is True  # the two readings decide it apart
+    runs = {  # the patches each run's history holds → its decision
+        "new": ({"shell-reading-round-11": True, "shell-words-as-bash-reads": True}, True),
+        "0.12.1": ({"shell-reading-round-11": False, "shell-words-as-bash-reads": True}, False),
+        "0.12.0": ({"shell-reading-round-11": False, "shell-words-as-bash-reads": False}, False),
+    }
+    for run, (answers, covered) in runs.items():
+        asked: list[str] = []
+        decided = judge_of(answers, asked).delegated("shell", {"command": ANSI_C}, False)
+        assert decided[0] is covered, run
+        assert asked[0] == "shell-reading-round-11", run
+    asked = []
+    assert judge_of({}, asked).delegated("shell", {"command": "echo hi"}, False)[0]
+    assert asked == []  # read alike by every release: no patch asked, no marker

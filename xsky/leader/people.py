@@ -21,6 +21,7 @@ from xsky.leader.flow import Flow
 from xsky.leader.ladder import StallLadder
 from xsky.leader.plans import PlanBook
 from xsky.leader.requests import RequestBook, approval_of, decision_said, person_decided
+from xsky.leader.shell_readings import as_replayed
 from xsky.leader.state import (
     Answer,
     AnswerRequest,
@@ -46,7 +47,6 @@ from xsky.plan import dag
 from xsky.plan.agent_config import tool_name
 from xsky.plan.models import RoleCapabilityModel
 from xsky.security.permissions import run_rules_for
-from xsky.security.shell_parse import read_as_in_v0120
 
 # Of what reading a replan's XML said, the lines its reply carries (state.REPLY_READ_MARKS).
 READ_SHOWN = 5
@@ -256,12 +256,12 @@ class People:
         request.decision, request.answer = req.decision, req.message
         self.audit.add(person_decided(request, req, now))
         if req.decision == "allow_run" and request.tool:
-            rules = run_rules_for(request.tool, request.arguments or {})
-            if request.tool == "shell":  # (patch shell-words-as-bash-reads, where they differ)
-                with read_as_in_v0120():
-                    before = run_rules_for(request.tool, request.arguments or {})
-                if rules != before and not self.patched("shell-words-as-bash-reads"):
-                    rules = before
+            tool, arguments = request.tool, request.arguments or {}
+            rules = (
+                as_replayed(lambda: run_rules_for(tool, arguments), self.patched)
+                if tool == "shell"
+                else run_rules_for(tool, arguments)
+            )
             self.briefs.allow_for_run(rules, request.id)
         if task is not None:
             self.briefs.approve(task.id, approval_of(request, req))

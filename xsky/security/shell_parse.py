@@ -174,21 +174,37 @@ _READS_INPUT = " (reading commands from its input)"
 # Whether the command being split holds a {{…}} value: then a command line a shell runs that the
 # outer shell expands first (`bash -c "… $X …"`) may be made of the value, which is code there.
 _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_values", default=True)
-# Reading as xsky 0.12.0 read (patch shell-words-as-bash-reads): words as bashlex gives them,
-# a wrapped command without its words' expansions, no command line refused for being made of
-# what the shell expands. The leader's own decisions (delegated approvals, "allow for this run"
-# rules) are workflow code: a run that made them before v0.12.1 replays them as they were made.
-_AS_IN_0120: contextvars.ContextVar[bool] = contextvars.ContextVar("as_in_0120", default=False)
+# The leader's own decisions (delegated approvals, "allow for this run" rules) are workflow code:
+# a run replays them as they were made, so the reading of each release that changed it can be
+# asked for (xsky/leader's callers ask the patch that guards each change, where it decides apart).
+# 0.12.0 (patch shell-words-as-bash-reads): words as bashlex gives them, a wrapped command
+# without its words' expansions, no command line refused for being made of what the shell
+# expands. 0.12.1 (patch shell-reading-round-11): wrapper options by their listed words alone, a
+# shell's input and an interpreter's not read, no xargs input, $'…' words as bashlex gives them.
+_READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
+    "read_as", default=None
+)
+
+
+def _reads_as_of(version: tuple[int, ...]) -> bool:
+    """Does the reading in force hold what ``version`` changed? (The newest holds all.)"""
+    release = _READ_AS.get()
+    return release is None or release >= version
 
 
 @contextlib.contextmanager
-def read_as_in_v0120() -> Iterator[None]:
-    """Commands split inside this block are read as xsky 0.12.0 read them (see _AS_IN_0120)."""
-    token = _AS_IN_0120.set(True)
+def read_as_of(release: tuple[int, ...]) -> Iterator[None]:
+    """Commands split inside this block are read as xsky ``release`` read them."""
+    token = _READ_AS.set(release)
     try:
         yield
     finally:
-        _AS_IN_0120.reset(token)
+        _READ_AS.reset(token)
+
+
+def read_as_in_v0120() -> contextlib.AbstractContextManager[None]:
+    """Commands split inside this block are read as xsky 0.12.0 read them."""
+    return read_as_of((0, 12, 0))
 
 
 def split_command(command: str) -> list[ShellCommand]:
@@ -202,7 +218,7 @@ def split_command(command: str) -> list[ShellCommand]:
     if not out:
         raise ShellParseError("the command is empty")
     if (
-        not _AS_IN_0120.get()
+        _reads_as_of((0, 12, 1))
         and VALUE_NAME in command
         and any(p.argv[0].endswith(_READS_INPUT) for p in out)
     ):
@@ -565,7 +581,9 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
             continue
         if part.kind == "word":
             word, expands, quoted_only = (
-                (part.word, None, False) if _AS_IN_0120.get() else _as_bash_reads(part, source)
+                (part.word, None, False)
+                if not _reads_as_of((0, 12, 1))
+                else _as_bash_reads(part, source)
             )
             if not argv:
                 if expands or any(
@@ -593,7 +611,7 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
         return
     _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions, quoted))
-    _unwrap(argv, out, depth, None if _AS_IN_0120.get() else expansions)
+    _unwrap(argv, out, depth, None if not _reads_as_of((0, 12, 1)) else expansions)
 
 
 _GLOB_CHARS = set("*?[{")
@@ -617,8 +635,8 @@ def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
     one known only at run time."""
     start, end = getattr(word, "pos", (0, 0))
     written = source[start:end]
-    if not written:
-        return word.word, None, False
+    if not written or (("$'" in written or '$"' in written) and not _reads_as_of((0, 12, 2))):
+        return word.word, None, False  # (0.12.1 read ANSI-C and locale quoting as bashlex does)
     out: list[str] = []
     expands = substitutes = bare = False
     quote = ""
@@ -904,12 +922,16 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             given = given or (a[0] == "-" and "c" in a[1:])
             # each o or O of a cluster takes the next word (sec11: `bash -euo pipefail -c 'touch x'`
             # was read as a script named pipefail, its -c command line never checked)
-            i += 1 + sum(1 for c in a[1:] if c in "oO")
+            i += 1 + (
+                sum(1 for c in a[1:] if c in "oO")
+                if _reads_as_of((0, 12, 2))
+                else int(a[1:] in ("o", "O"))
+            )
             continue
         if a.startswith("--"):
             # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
             # 'touch x'` was read as a script named /dev/null, and its command line never checked)
-            i += 2 if a in ("--rcfile", "--init-file") else 1
+            i += 2 if a in ("--rcfile", "--init-file") and _reads_as_of((0, 12, 2)) else 1
             continue
         break
     if not given:
@@ -992,7 +1014,10 @@ def _env_split_string(rest: list[str]) -> str | None:
     flag, eq, value = head.partition("=")
     # (any unique prefix, as getopt reads one: sec11, `env --spl='touch x'` ran touch unchecked)
     if head.startswith("--split-string") or (
-        len(flag) > 2 and flag.startswith("--s") and "--split-string".startswith(flag)
+        len(flag) > 2
+        and flag.startswith("--s")
+        and "--split-string".startswith(flag)
+        and _reads_as_of((0, 12, 2))
     ):
         return value if eq else (rest[1] if len(rest) > 1 else None)
     if head.startswith("-") and not head.startswith("--") and "S" in head:
@@ -1056,7 +1081,7 @@ def _git_run_lines(sub: str, args: list[str]) -> list[str]:
                 lines.append(arg[2:])
             elif i + 1 < len(args):
                 lines.append(args[i + 1])
-        elif not long and arg[:1] == "-" and not _AS_IN_0120.get():
+        elif not long and arg[:1] == "-" and _reads_as_of((0, 12, 2)):
             # in a cluster of short options (sec11: `git rebase -qx 'touch x'` ran touch past
             # deny shell(touch:*)): its value is the rest of the cluster, or the next word
             at = next((j for j in range(2, len(arg)) if f"-{arg[j]}" in flags), None)
@@ -1097,7 +1122,7 @@ def _tool_runner(name: str, args: list[str], run_line: Any) -> bool:
         flag, eq, value = arg.partition("=")
         if (
             "-c" in flags
-            and not _AS_IN_0120.get()
+            and _reads_as_of((0, 12, 2))
             and arg[:1] == "-"
             and arg[1:2] != "-"
             and len(flag) > 2
@@ -1146,19 +1171,19 @@ def _unwrap(
             run_line(code, f"{name} -c")
         elif (
             _shell_reads_input(args)
-            if not _AS_IN_0120.get()
+            if _reads_as_of((0, 12, 2))
             else not any(a and not a.startswith("-") for a in args)
         ):
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
-    if name in INTERPRETERS and not _AS_IN_0120.get() and _interpreter_reads_input(name, args):
+    if name in INTERPRETERS and _reads_as_of((0, 12, 2)) and _interpreter_reads_input(name, args):
         # `printf %s "{{…}}" | python3`: the value is the program (sec11)
         out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'
         run_line(args[args.index("-c") + 1], "runuser -c")
         return
-    if name == "runuser" and not _AS_IN_0120.get():
+    if name == "runuser" and _reads_as_of((0, 12, 2)):
         # (sec11: `runuser root --command 'touch x'`, --command=…, --session-command, -lc …)
         for i, arg in enumerate(args):
             if arg == "--":
@@ -1182,7 +1207,7 @@ def _unwrap(
                 run_line(arg if arg in runtime else value, "alias")
         return
     if name == "eval":
-        for arg in args if not _AS_IN_0120.get() else []:
+        for arg in args if _reads_as_of((0, 12, 1)) else []:
             run_line(arg, "eval")  # each word, expanded, is part of the line eval reads
         if args:
             _parse_into(" ".join(args), out, depth + 1)
@@ -1218,7 +1243,7 @@ def _unwrap(
             if arg in ("-c", "--command"):
                 run_line(args[i + 1], "flock -c")
                 return
-    if not _AS_IN_0120.get() and _tool_runner(name, args, run_line):
+    if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
         return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
@@ -1232,7 +1257,7 @@ def _unwrap(
             if head == "--":
                 rest.pop(0)
                 break
-            if head.startswith("-") and not _AS_IN_0120.get():
+            if head.startswith("-") and _reads_as_of((0, 12, 2)):
                 rest.pop(0)
                 if _wrapper_option_takes_next(name, head, takes_value) and rest:
                     rest.pop(0)
@@ -1255,7 +1280,7 @@ def _unwrap(
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
             # watch joins its arguments into one command line for sh -c: a value among them is
             # code there (sec11: `watch -g echo "{{…}}"` ran a value 'x; cmd'), as in bash -c
-            if not _AS_IN_0120.get() and _HOLDS_VALUES.get() and runtime & set(rest):
+            if _reads_as_of((0, 12, 2)) and _HOLDS_VALUES.get() and runtime & set(rest):
                 raise ShellParseError(
                     "watch joins its words into a command line for sh -c, and one of them is "
                     "what the shell expands when it runs (a value, a variable, $(…)), which sh "
@@ -1265,7 +1290,7 @@ def _unwrap(
             return
         if rest:
             shifted = _shifted(expansions, len(argv) - len(rest), len(argv))
-            if name == "xargs" and _HOLDS_VALUES.get() and not _AS_IN_0120.get():
+            if name == "xargs" and _HOLDS_VALUES.get() and _reads_as_of((0, 12, 2)):
                 rest, shifted = _xargs_input(args[: len(args) - len(rest)], rest, shifted)
             out.append(ShellCommand(rest, expansions=shifted))
             _unwrap(rest, out, depth + 1, shifted)

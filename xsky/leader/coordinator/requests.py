@@ -18,12 +18,12 @@ from xsky.leader.commands import Rejected
 from xsky.leader.coordinator.judgment import Judgment
 from xsky.leader.ledger import DETAIL_CHARS, ConsultOutcome, cut
 from xsky.leader.requests import RequestBook
+from xsky.leader.shell_readings import as_replayed
 from xsky.leader.state import Answer, AnswerRequest, AuditEntry, HumanRequest, Nudge, ToolApproval
 from xsky.leader.tasks import TaskState
 from xsky.security.delegation import delegation
 from xsky.security.idempotence import choice_of
 from xsky.security.permissions import PermissionSettings
-from xsky.security.shell_parse import read_as_in_v0120
 
 
 class RequestJudge:
@@ -52,14 +52,13 @@ class RequestJudge:
         j = self.judgment
         rules = j.delegated + list(self.options.delegate)
         deny = j.denied + [r for layer in self.permissions.layers for r in layer.deny]
-        now = delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
+
+        def decide() -> tuple[bool, str]:
+            return delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
+
         if tool != "shell":
-            return now
-        with read_as_in_v0120():  # (patch shell-words-as-bash-reads: asked where they differ)
-            before = delegation(tool, arguments, rules, deny, self.options.workspace, j.programs)
-        if now == before or self.requests.patched("shell-words-as-bash-reads"):
-            return now
-        return before
+            return decide()
+        return as_replayed(decide, self.requests.patched)
 
     def requested(
         self, task: TaskState, request: HumanRequest, now: datetime, judged: ConsultOutcome | None
