@@ -566,3 +566,79 @@ def test_a_code_mode_script_that_failed_is_a_failed_call() -> None:
     )
     results = [(e.call_id, e.is_error) for e in events if e.kind == "tool_result"]
     assert results == [("c1", True), ("c2", False), ("c3", True)]
+
+
+def _script(call_id: str, script: str, head: str = "Script completed") -> list[dict[str, object]]:
+    out = [{"type": "input_text", "text": f"{head}\nWall time 0.1 seconds\nOutput:\n"}]
+    return [
+        item(type="custom_tool_call", call_id=call_id, name="exec", input=script),
+        item(type="custom_tool_call_output", call_id=call_id, output=out),
+    ]
+
+
+def test_a_code_mode_scripts_calls_are_the_tools_it_calls() -> None:
+    # Codex 0.144's code mode (real9: a real 0.144.1 rollout, AkashJana18/edgerunner
+    # codex-session.jsonl, script shapes only — its 153 `exec` scripts call
+    # tools.exec_command / apply_patch / web__run / write_stdin / update_plan): every call was
+    # "exec" ("exec ×147"), the commands and patches inside hidden from the summary, the tool
+    # counts and revert detection.
+    from xsky.skills.atom_finish import offline_summary
+    from xsky.skills.drafts import fold
+    from xsky.skills.trajectory import render
+
+    read = (
+        'const r = await tools.exec_command({"cmd":"sed -n \'1,240p\' '
+        '/home/dev/.codex/skills/demo/SKILL.md","workdir":"/w","yield_time_ms":10000});\n'
+        "text(r.output);"
+    )
+    patch = (
+        '// @exec: {"yield_time_ms": 10000}\n'
+        'const patch = "*** Begin Patch\\n*** Update File: src/engine.rs\\n@@\\n-a\\n+b\\n'
+        '*** End Patch";\ntext(await tools.apply_patch(patch));'
+    )
+    loop = (
+        'const common={workdir:"/w",yield_time_ms:10000};\n'
+        'for (const p of ["health","ready"]) {\n'
+        "  const r=await tools.exec_command({...common,cmd:`curl -sS http://127.0.0.1:8080/${p}`});\n"
+        "  text(`-- ${p} --\\n${r.output}`); // a comment with tools.nothing( in it\n"
+        "}\n"
+        "await tools['exec_command']({...common, cmd: 'git checkout -- ' + \"src/engine.rs\"});"
+    )
+    events, _ = parse(
+        V0128,
+        rollout(
+            *_script("c1", read),
+            *_script("c2", patch, head="Script failed"),
+            *_script("c3", loop),
+            *_script("c4", "const m = ALL_TOOLS.filter(x => /exec/i.test(x.name)); text(m);"),
+            *_script("c5", 'const r = await tools.exec_command({cmd: "ls"'),  # cut short
+            *_script("c6", 'tools.write_stdin({session_id: 7, chars: "\\u0003"})'),
+        ),
+    )
+    calls = [(e.call_id, e.tool, e.text.splitlines()[0]) for e in events if e.kind == "tool_call"]
+    assert calls == [
+        ("c1", "exec_command", "sed -n '1,240p' /home/dev/.codex/skills/demo/SKILL.md"),
+        ("c2", "apply_patch", "*** Begin Patch"),
+        ("c3", "exec_command", "curl -sS http://127.0.0.1:8080/${p}"),
+        ("c3", "exec_command", "git checkout -- src/engine.rs"),
+        ("c4", "exec", "const m = ALL_TOOLS.filter(x => /exec/i.test(x.name)); text(m);"),
+        ("c5", "exec", 'const r = await tools.exec_command({cmd: "ls"'),
+        ("c6", "write_stdin", '{"chars": "\\u0003", "session_id": 7}'),
+    ]
+    patched = next(e.text for e in events if e.tool == "apply_patch" and e.kind == "tool_call")
+    assert "*** Update File: src/engine.rs" in patched  # the patched file is seen
+    results = [(e.call_id, e.tool, e.is_error, e.skill) for e in events if e.kind == "tool_result"]
+    assert results == [  # one outcome per script, the script's
+        ("c1", "exec_command", False, "demo"),
+        ("c2", "apply_patch", True, None),
+        ("c3", "exec_command", False, None),
+        ("c4", "exec", False, None),
+        ("c5", "exec", False, None),
+        ("c6", "write_stdin", False, None),
+    ]
+    units = render(events, 0).units
+    assert fold(units).state.signals.get("reverted_edits") == 1
+    assert (
+        "7 tool calls (exec_command ×3, exec ×2, apply_patch, write_stdin), 1 failed"
+        in offline_summary(units)
+    )

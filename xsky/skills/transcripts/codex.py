@@ -17,7 +17,9 @@ persisted changes between versions. Rules that matter for skills:
   ``<skills_instructions>``) arrives as user messages but is never user intent;
 - a ``compacted`` record is a model-written summary, a boundary, not intent;
 - a skill is used when the agent reads a ``…/skills/<name>/SKILL.md`` (Codex lists
-  skills in the prompt and the model opens the file itself) and the read succeeds.
+  skills in the prompt and the model opens the file itself) and the read succeeds;
+- code mode (0.14x): the model's calls are a JavaScript script run by ``exec``; the
+  ``tools.<name>(…)`` calls written in it are the calls (``code_mode.py``), one outcome.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from xsky.skills.transcripts import (
     records,
 )
 from xsky.skills.transcripts.claude_code import SHELL_READ
+from xsky.skills.transcripts.code_mode import CODE_MODE_TOOLS, Source, inner_calls
 from xsky.skills.transcripts.intent import agent_acted, agent_said, fingerprint, user_origin
 
 # The fragments Codex adds since 2026 (codex-rs/core/src/contextual_user_message.rs,
@@ -223,6 +226,10 @@ class CodexAdapter:
             name = ident(payload.get("name")) or ptype.removesuffix("_call")
             call_id = ident(payload.get("call_id")) or ident(payload.get("id"))
             text = _call_text(ptype, payload)
+            if ptype == "custom_tool_call" and name in CODE_MODE_TOOLS:
+                inner = _script_calls(text, call_id, state, ev)
+                if inner:
+                    return inner
             m = SHELL_READ.search(text)  # a shell read of a SKILL.md; a patch editing one is no use
             if call_id:
                 state.open_call(call_id, name, m.group(1) if m else None)
@@ -238,6 +245,32 @@ class CodexAdapter:
         if call_id and not failed:  # an exit code may still come after it (exec_command_end)
             state.bounded("succeeded", f"{call_id}\t{name or ''}")
         return [ev("tool_result", text, call_id=call_id, tool=name, is_error=failed, skill=skill)]
+
+
+def _script_calls(script: str, call_id: str | None, state: ParseState, ev: Any) -> list[Event]:
+    """A code-mode script's calls as the tools they are (``exec_command`` and its command,
+    ``apply_patch`` and its patch …), each a call of the script's ``call_id``: the one output
+    the script gets is their outcome. None when the script names no tool (it stays ``exec``)."""
+    found = inner_calls(script)
+    calls = [(tool, c.argument) for c in found if (tool := ident(c.tool)) is not None]
+    if not calls or len(calls) < len(found):  # (a name that is no plain identifier)
+        return []
+    events, skill = [], None
+    for tool, argument in calls:
+        if isinstance(argument, Source) or argument is None:
+            text = script  # (what it was given cannot be read: the script says what it can)
+        elif isinstance(argument, str):
+            text = argument
+        else:
+            text = _call_text("function_call", {"arguments": argument})
+        m = SHELL_READ.search(text) if tool != "apply_patch" else None
+        skill = skill or (m.group(1) if m else None)
+        events.append(ev("tool_call", text, call_id=call_id, tool=tool))
+    tools = {tool for tool, _ in calls}
+    if call_id:  # its output is the script's: named for its tool when it called only one
+        state.open_call(call_id, tools.pop() if len(tools) == 1 else "exec", skill)
+    agent_acted(state)
+    return events
 
 
 # The working directory in an <environment_context> the agent was sent (JSON-escaped text).
