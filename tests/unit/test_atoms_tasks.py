@@ -233,3 +233,44 @@ def test_continuing_to_a_named_next_goal_is_a_new_task_and_continuing_the_task_i
         assert classify(prompt, None, plan, False, False) == "continue"  # while it works: steers
     for prompt in ("continue", "continue with the plan", "proceed to deploy it", "go on"):
         assert classify(prompt, None, plan, True, False) == "continue"
+
+
+def test_a_short_reply_that_is_no_request_stays_with_its_task() -> None:
+    # real9: replies typed after the agent answered were each a task of their own (the
+    # classifier's fall-through said "new"): on a real Claude Code 2.1.112 session
+    # (leolin84200704/posthog-impact-dashboard) "it should be visible to everyone" and "I can
+    # see it in incognito" after the agent said the deployed app redirects to a login; on a
+    # real 2.1.178 session (Yael-Peretz/jgive-campaign-donation) "maybe goal_amount should be
+    # cast to float …" (a critique) and "great! \ncontinue with phase 3 to run …" (phase 3
+    # being the task at hand). Prompts quoted, the tasks' words written for the test.
+    deployed = ["check", "https", "dashboard", "streamlit", "app", "deployed", "public"]
+    for prompt in (
+        "it should be visible to everyone",
+        "I can see it in incognito",
+        "so what is still missing?",
+    ):
+        assert classify(prompt, None, deployed, True, False) == "same", prompt
+    seeds = ["phase", "models", "migration", "seeds", "goal_amount", "decimal", "progress"]
+    critique = "maybe goal_amount should be cast to float before dividing progress_percentage"
+    assert classify(critique, None, seeds, True, False) == "correction"
+    routing = ["phase", "controller", "logic", "routing"]
+    go_on = (
+        "great! \ncontinue with phase 3 to run bin/rails db:migrate now so we can smoke-test "
+        "before moving to Phase 4 (views)?"
+    )
+    assert classify(go_on, None, routing, True, False) == "continue"
+    assert classify("continue with phase 4", None, routing, True, False) == "continue"
+    # what still names a goal of its own
+    for prompt in (
+        "export a transcript all of this chat",  # ("this" a determiner, three new words)
+        "I need a dashboard for the sales metrics",
+        "what is our on-call rotation?",
+        "there is a new bead for the epic. tackle it",
+        "continue to phase 2: start with the models - do not run migration",
+        # a Chinese request is one run of Han characters (one keyword): its opening says it
+        # is a request ("please add a login page for me", "help me write an export")
+        "請幫我加上登入頁面",
+        "幫我寫一個匯出功能",
+    ):
+        assert classify(prompt, None, deployed, True, False) == "new", prompt
+    assert classify("應該是都可以看到的", None, deployed, True, False) == "same"  # "should be …"

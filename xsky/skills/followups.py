@@ -53,7 +53,10 @@ CRITIQUE = re.compile(
     r"(revise|redo|rewrite|rework|simplify|shorter|longer|too (long|short|complex|verbose|much))\b|"
     r"why\b[^\n]{0,120}\?|are you sure\b|really\?|is that (right|true|correct)\b|"
     r"(it|this|that)('?s| is)\s+(too|not|wrong|still|way|overly|a bit|broken|odd|weird)\b|"
-    r"(rather|prefer|i'?d prefer|better to|i said|as i said|i asked|you should|you need to)\b"
+    r"(rather|prefer|i'?d prefer|better to|i said|as i said|i asked|you should|you need to)\b|"
+    # a hedged suggestion about what was done: "maybe goal_amount should be cast to float …"
+    r"(maybe|perhaps|probably|i think|i guess|i believe|i feel)\b[^\n]{0,120}?"
+    r"\b(should(n'?t)?|needs? to|has to|have to|must|ought to|would be better)\b"
     r")"
 )
 # Steering words that only refine when the prompt is short ("use pnpm", "make it async").
@@ -79,9 +82,28 @@ NEW_GOAL = re.compile(
 )
 # "continue to phase 2: start with the models", "move on to the API": going on *to* something
 # named — a new goal when what it names is not the task at hand ("continue" alone goes on).
+# "continue with phase 3" goes on *with* what is in hand (only "with the next …" moves on).
 ONWARD = re.compile(
-    r"(?i)^\s*(?:continue|proceed|go on|move on|moving on|carry on)\s+(?:to|with|onto|on to)\s+(.+)",
+    r"(?i)^\s*(?:continue|proceed|go on|move on|moving on|carry on)\s+"
+    r"(?:to|onto|on to|with (?:the )?next)\s+(.+)",
     re.S,
+)
+# A thank-you or a verdict before more words ("great! \ncontinue with phase 3 …"): what
+# follows says what the prompt is.
+ACK_PREFIX = re.compile(
+    r"(?i)^\s*(?:thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|"
+    r"excellent|works now)\s*[!.,]+\s*(?=\S)"
+)
+# A reply that names no goal of its own: few words the task does not hold. Once the agent
+# has answered, "I can see it in incognito", "it should be visible to everyone", "so what
+# is still missing?" go on with the task; a new goal names what it is about.
+FEW_NEW = 1  # new words of a reply that points at nothing
+FEW_NEW_POINTING = 2  # … of one that points back ("it", "that") or goes on ("so …")
+REPLY_CHARS = 200
+POINTS_BACK = re.compile(
+    r"(?i)^\s*(?:so|then|hmm+|well|ok(?:ay)?|right|still)\b|\b(?:it|them|the same)\b|"
+    # "that" and "this" as pronouns, not as a determiner ("all of this chat")
+    r"\b(?:that|this|these|those)\b(?=\s*(?:[.,;:!?]|$|is\b|was\b|'s\b|one\b))"
 )
 # A slash command the person ran (``/review-pr 42``, ``/fix-issue 123``): a task of its own.
 SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w:.-]*(\s|$)")
@@ -96,6 +118,12 @@ REQUEST = re.compile(
     r"upgrade|bump|split|merge|extract|translate|test|check|audit|clean up|speed up|look into|"
     r"figure out|compare|list|describe|analy[sz]e|draw|scaffold|wire up|hook up|make|explore|"
     r"research|tackle|work on|start on|prepare|publish|release|rewrite)\b"
+)
+# A Chinese request's opening ("請…" please, "幫我…" help me, "可以幫…" can you help …): its
+# run of Han characters is one keyword, so without it a request reads as a short reply.
+REQUEST_HAN = re.compile(
+    r"^\s*(?:請|请|麻煩|麻烦|幫我|帮我|幫忙|帮忙|能不能|能否|可不可以|可以幫|可以帮|你可以|"
+    r"我想要|我需要|我要|給我|给我)"
 )
 REQUEST_VERBS = frozenset(
     "add write create implement build explain refactor migrate setup generate update fix remove "
@@ -206,6 +234,11 @@ def classify(
         return "correction"
     if ACKNOWLEDGEMENT.match(text):
         return "acknowledgement"
+    if origin != "after_interrupt" and ACK_PREFIX.match(text):  # "great! continue with …"
+        rest = text
+        while ack := ACK_PREFIX.match(rest):
+            rest = rest[ack.end() :]
+        return classify(rest, origin, task_words, completed, interrupted)  # what follows
     if CONTINUE.match(text) and len(text) < 300:
         onward = ONWARD.match(text) if completed else None
         if onward is None or not _names_new_goal(onward.group(1), task_words):
@@ -222,7 +255,7 @@ def classify(
         return "same"  # names nothing of its own ("do that", "why?")
     known = known_stems(task_words)
     shared = sum(1 for w in words if stem(w) in known) / len(words)
-    if REQUEST.match(text):
+    if REQUEST.match(text) or REQUEST_HAN.match(text):
         objects = [stem(w) for w in words if w not in REQUEST_VERBS]
         if all(w in known for w in objects):
             return "same"  # "implement it", "build that design": the object is the task at hand
@@ -234,6 +267,10 @@ def classify(
     # While the agent still works, a prompt is more likely to steer than to start over.
     if shared >= (SAME_TOPIC if completed else SAME_TOPIC / 2):
         return "same"
+    if len(text) < REPLY_CHARS:  # no request, no new-goal word: a reply, unless it names more
+        fresh = sum(1 for w in words if stem(w) not in known)
+        if fresh <= (FEW_NEW_POINTING if POINTS_BACK.search(text) else FEW_NEW):
+            return "same"
     return "new"
 
 
