@@ -274,3 +274,28 @@ def test_a_short_reply_that_is_no_request_stays_with_its_task() -> None:
     ):
         assert classify(prompt, None, deployed, True, False) == "new", prompt
     assert classify("應該是都可以看到的", None, deployed, True, False) == "same"  # "should be …"
+
+
+def test_chinese_corrections_go_ons_and_thanks_in_either_script() -> None:
+    # real9: a real Claude Code 2.1.112 session (leolin84200704/posthog-impact-dashboard) is
+    # typed in traditional characters; the forms known were simplified only ("不对", "继续"),
+    # and "可以" ("fine") opened any prompt beginning "可以幫我…" ("can you help me …") as "go
+    # on". Prompts written for the test.
+    task = ["dashboard", "streamlit", "impact", "score"]
+    for prompt, follow in (
+        ("不對，要用 Decimal", "correction"),
+        ("不对，要用 Decimal", "correction"),
+        ("錯了", "correction"),
+        ("還是不行", "correction"),
+        ("撤銷", "correction"),
+        ("繼續", "continue"),
+        ("請繼續", "continue"),
+        ("继续", "continue"),
+        ("重試", "continue"),
+        ("可以", "continue"),
+        ("可以。", "continue"),
+        ("謝謝", "acknowledgement"),
+        ("谢谢", "acknowledgement"),
+        ("可以幫我寫一個匯出功能嗎", "new"),  # a request, not "fine"
+    ):
+        assert classify(prompt, None, task, True, False) == follow, prompt

@@ -137,19 +137,21 @@ removes delete deletes try tries want wants need needs can could should would wi
 CORRECTION = re.compile(
     r"(?i)^\s*(no\b|nope\b|wrong\b|that'?s (not|wrong)|this is (not|wrong)|not what|that is not|doesn'?t work|"
     r"didn'?t work|still (not|fail|broken|doesn)|it still\b|you (broke|forgot|missed)|undo\b|revert\b|"
-    r"stop\b|wait\b|actually\b|instead\b|不对|错了|不是|还是不行|撤销)"
+    r"stop\b|wait\b|actually\b|instead\b|不对|错了|不是|还是不行|撤销|"
+    r"不對|錯了|還是不行|撤銷)"  # (traditional characters: Taiwan, Hong Kong)
 )
 # "go on" keeps the task going even after the agent answered; "also …" adds to a task still in progress.
 CONTINUE = re.compile(
     r"(?i)^\s*(ok\b|okay\b|yes\b|yep\b|sure\b|continue\b|go on\b|go ahead\b|do it\b|proceed\b|"
-    r"try again\b|again\b|keep going\b|可以|继续|"
+    # "可以" alone is "fine, go ahead"; "可以幫我…" opens a request ("can you help me …")
+    r"try again\b|again\b|keep going\b|可以(?=\s*[。！!.]?\s*$)|(?:请|請)?(?:继续|繼續)|"
     # "can you retry" after the model's API failed mid-turn: the same task, asked again
     r"((please|pls)\s+|(can|could|would|will) you\s+(please\s+)?)(retry|re-try|try (it |that )?again)\b|"
-    r"re-?try( please)?\s*[.!?]?\s*$|重试|再试)"
+    r"re-?try( please)?\s*[.!?]?\s*$|重试|再试|重試|再試)"
 )
 SEQUEL = re.compile(r"(?i)^\s*(also\b|and\b|plus\b|then\b|one more\b|same\b)")
 ACKNOWLEDGEMENT = re.compile(
-    r"(?i)^\s*(thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|好的)\b[^\n]{0,60}$"
+    r"(?i)^\s*(thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|謝謝|感谢|感謝|好的)\b[^\n]{0,60}$"
 )
 REVERT_COMMAND = re.compile(r"git (checkout --|restore\b|revert\b|reset --hard|stash\b)")
 SIMILAR = 0.3  # keyword overlap (Jaccard) above which a prompt is the same topic
