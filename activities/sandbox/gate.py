@@ -186,28 +186,49 @@ class Gate:
                 return approval
         return None
 
+    def _denial(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """A "deny" of exactly this call that came with this dispatch, if any (used once)."""
+        for approval in reversed(self.approvals):
+            if (
+                approval.request_id not in self._used
+                and approval.decision == "deny"
+                and approval.tool == tool
+                and approval.arguments == arguments
+            ):
+                self._used.add(approval.request_id)
+                return approval
+        return None
+
     async def check(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """(may run, why not). Raises NeedsHuman when a person must decide first."""
         decision = await self.decide(tool, arguments)
         if decision.effect == "allow":
-            metrics.tool_call(tool, "allowed")
-            return True, ""
-        if decision.effect == "deny":
+            # A person's (or the leader's) "deny" of exactly this call, carried by this dispatch,
+            # wins over a rule that allows it now: an "allow for the run" given to another item
+            # of a loop after this call asked (the same command, other values) allowed it before
+            # the deny was looked at, and the denied command ran.
+            refusal = self._denial(tool, arguments)
+            if refusal is None:
+                metrics.tool_call(tool, "allowed")
+                return True, ""
+            approval = refusal
+        elif decision.effect == "deny":
             metrics.tool_call(tool, "denied")
             return False, decision.reason
-        approval = self.approval(tool, arguments)
-        if approval is not None and approval.by == "leader" and decision.hard:
-            # Only a person may approve this call: an approval the leader gave is not theirs.
-            approval = None
-        if approval is None:
-            metrics.tool_call(tool, "asked")
-            raise NeedsHuman(
-                "needs_approval",
-                tool=tool,
-                arguments=arguments,
-                rule=decision.reason,
-                hard=decision.hard,
-            )
+        else:
+            approval = self.approval(tool, arguments)
+            if approval is not None and approval.by == "leader" and decision.hard:
+                # Only a person may approve this call: an approval the leader gave is not theirs.
+                approval = None
+            if approval is None:
+                metrics.tool_call(tool, "asked")
+                raise NeedsHuman(
+                    "needs_approval",
+                    tool=tool,
+                    arguments=arguments,
+                    rule=decision.reason,
+                    hard=decision.hard,
+                )
         who = "the leader" if approval.by == "leader" else "a person"
         # the record of this call says what was done with it, not the ask it answered
         effect: Literal["allow", "deny"] = "deny" if approval.decision == "deny" else "allow"

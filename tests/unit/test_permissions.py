@@ -473,3 +473,48 @@ def test_each_part_is_decided_from_what_was_parsed_not_its_shown_text():
     assert decide_parts("ls \x00", DEV, None, WS) == []  # refused whole: no parts shown
     rules = decide_parts("git log && git push", ASKER, RULES, WS)
     assert [(t, d.effect) for t, d in rules] == [("git log", "allow"), ("git push", "ask")]
+
+
+async def test_a_persons_deny_of_a_call_wins_over_an_allow_for_the_run_given_after_it_asked(
+    tmp_path,
+):
+    """A loop's items ask the same command, each with its own value: `approve RUN A-1 --run`
+    on one item, then `approve RUN A-3 --deny` on another. The denied item's next dispatch
+    carries the deny, but the run's new rule (the command, whatever its values) allowed the
+    call before the deny was looked at: the person's "no" was ignored and the command ran."""
+    from activities.sandbox.gate import Gate
+    from xsky.leader.state import ToolApproval
+    from xsky.security.rules import ApprovedRule
+
+    command = 'echo hello "${XSKY_V1}"'
+    approved = {"command": command, "values": {"XSKY_V1": "beta"}}
+    denied = {"command": command, "values": {"XSKY_V1": "gamma"}}
+    permissions = PermissionSettings(
+        approved_rules=[
+            ApprovedRule(rule=r, request_id="A-1") for r in run_rules_for("shell", approved)
+        ],
+    )
+    gate = Gate(
+        task_id="T-greet[3]",
+        permissions=permissions,
+        approvals=[
+            ToolApproval(
+                request_id="A-3",
+                tool="shell",
+                arguments=denied,
+                decision="deny",
+                message="not gamma",
+            )
+        ],
+        role=ASKER,
+        workspace=tmp_path,
+    )
+    may, why = await gate.check("shell", denied)
+    assert (may, why) == (False, "a person denied it: not gamma")
+    (record,) = [d for d in gate.decisions if d.tool == "shell"]
+    assert record.effect == "deny" and record.reason.startswith("denied by a person (A-3): ")
+    # the run's rule still allows the same command with the value it was approved for
+    other = Gate(
+        task_id="T-greet[2]", permissions=permissions, approvals=[], role=ASKER, workspace=tmp_path
+    )
+    assert await other.check("shell", approved) == (True, "")
