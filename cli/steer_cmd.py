@@ -80,6 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("task")
     p.add_argument("--task", dest="text", help="new task text")
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="on an ended run: also run again, unasked, agents it was not asked to retry whose "
+        "calls must not be repeated (without it they are named and nothing starts)",
+    )
     p = _cmd(sub, "skip", "mark a task done without running it", cmd_skip)
     p.add_argument("task")
     p.add_argument(
@@ -189,7 +195,7 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 async def cmd_retry(args: argparse.Namespace) -> int:
-    return await _update(args, lambda run: run.retry(args.task, args.text))
+    return await _update(args, lambda run: run.retry(args.task, args.text, again=args.again))
 
 
 async def cmd_end(args: argparse.Namespace) -> int:

@@ -65,6 +65,8 @@ def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -
 
 # How a fork refused for what it would repeat begins (the live page asks, then forks again).
 REPEATS = "the fork would run again what must not be repeated unasked"
+# The same of a follow-up run (`retry` of an ended run) for an agent it was not asked to retry.
+REPEATS_FOLLOW_UP = "the follow-up would run again what must not be repeated unasked"
 # What an agent of the run forked did, when it ran: a fork running it again repeats it.
 _RAN = ("completed", "failed", "dispatched", "in_progress", "blocked")
 

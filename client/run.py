@@ -35,6 +35,7 @@ from client._consts import (
 from client.attempts import attempt_ends, retry_lines
 from client.fork import (
     REPEATS,
+    REPEATS_FOLLOW_UP,
     carried,
     edited,
     fork_at,
@@ -48,6 +49,7 @@ from client.once import board_once, describe_once
 from client.outcome import _status_name, cancelled_result, run_outcome
 from client.results import reports_of, result_text
 from client.resume import (
+    agent_ids,
     budget_in_force,
     first_input,
     follow_up_id,
@@ -100,6 +102,7 @@ from xsky.leader.state import (
 )
 from xsky.leader.tasks import TERMINAL, TaskView
 from xsky.lineage import lineage_of
+from xsky.plan import dag
 from xsky.plan.budget import KEYS, Limits
 from xsky.plan.models import Workflow
 from xsky.plan.xml import parse_workflow
@@ -518,28 +521,61 @@ class Run:
             calls.APPROVE_PLAN, ApprovePlanRequest(version=version, comment=comment)
         )
 
-    async def retry(self, task: str, text: str | None = None) -> InterventionResult:
+    async def retry(
+        self, task: str, text: str | None = None, again: bool = False
+    ) -> InterventionResult:
         """Run a failed, cancelled or escalated task again (with new task text if given).
 
-        On a run that has ended, a follow-up run does it (:meth:`follow_up`); the message names it."""
+        On a run that has ended, a follow-up run does it (:meth:`follow_up`); the message names
+        it, and every other agent that did not complete there and so runs again too. ``again``:
+        as for :meth:`follow_up`."""
         if await self.temporal_status() != "running":
-            follow = await self.follow_up([task], text)
+            follow = await self.follow_up([task], text, again=again)
+            # what runs again besides it and its dependents: what did not complete there
+            wf = parse_workflow(await self.plan())
+            (named,) = agent_ids([a.id for a in wf.agents], [task])
+            after = {named, *dag.descendants(wf, named)}
+            done = {r.id for r in await self.reports() if r.status in ("completed", "skipped")}
+            others = [f"T-{a.id}" for a in wf.agents if a.id not in done and a.id not in after]
+            also = (
+                f"; so do {', '.join(others[:8])}{' …' if len(others) > 8 else ''}, "
+                "which did not complete there"
+                if others
+                else ""
+            )
             return InterventionResult(
                 message=f"{self.id} has ended: {follow.id} resumes it — {task} and what depends "
-                "on it run again, every completed result is carried over",
+                f"on it run again{also}; every completed result is carried over",
                 plan_version=None,
                 follow_up=follow.id,
             )
         return await self._update(calls.RETRY_TASK, RetryTaskRequest(task_id=task, task=text))
 
-    async def follow_up(self, tasks: list[str], text: str | None = None) -> Run:
+    async def follow_up(
+        self, tasks: list[str], text: str | None = None, again: bool = False
+    ) -> Run:
         """A follow-up run of this ended run: ``tasks`` and their dependents run again, the
-        rest is carried over with its results, in this run's workspace (client/resume.py)."""
+        rest is carried over with its results, in this run's workspace (client/resume.py).
+        Every agent that did not complete runs again too: one of those not named in ``tasks``
+        whose calls must not be repeated unasked (exactly once, or ask: as :meth:`fork` judges
+        them) is named and nothing starts, unless ``again``."""
         first = await first_input(self._client, self.handle)
         wf, rerun = retask(parse_workflow(await self.plan()), tasks, text)
+        reports = await self.reports()
+        if not again:
+            # the agents named are the person's say; the others ran there and would run again
+            unnamed = wf.model_copy(update={"agents": [a for a in wf.agents if a.id not in rerun]})
+            kept = [r for r in reports if r.status in ("completed", "skipped")]
+            permissions = resolve_permissions(self._settings)
+            if said := repeated_effects(unnamed, kept, reports, [], permissions):
+                raise UsageError(
+                    f"{REPEATS_FOLLOW_UP} in {self.id}: " + "; ".join(said),
+                    f"retry them by name (`starter.py retry {self.id} {said[0].split()[0]}`), or "
+                    "with --again to run them again (Run.retry(…, again=True))",
+                )
         follow = budget_in_force(
             follow_up_input(
-                self.id, first, wf, rerun, await self.reports(), resolve_permissions(self._settings)
+                self.id, first, wf, rerun, reports, resolve_permissions(self._settings)
             ),
             await self._limits_in_force(),
         )

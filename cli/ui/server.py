@@ -29,7 +29,7 @@ from cli.steer_cmd import no_version_given
 from cli.ui.guard import PageGuard
 from client import Run, XSky
 from client.events import EventLog, watch
-from client.fork import REPEATS
+from client.fork import REPEATS, REPEATS_FOLLOW_UP
 from xsky.agent_log import UNLOGGED_SAID, parse_lines, render_event
 from xsky.errors import UsageError, XSkyError
 from xsky.leader.run_events import EVENT_TYPES
@@ -136,7 +136,13 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         said = await run.approve(request, body.get("decision") or "allow_once", body.get("text"))
     elif action == "retry":
         (task,) = _need(body, "task")
-        said = await run.retry(task, body.get("text") or None)
+        try:
+            said = await run.retry(task, body.get("text") or None, again=body.get("again") is True)
+        except UsageError as e:
+            if not e.fact.startswith(REPEATS_FOLLOW_UP):
+                raise
+            # what must not be repeated unasked: the page asks the person, then again=true
+            return {"ok": False, "error": e.fact, "confirm": "again"}
     elif action == "skip":
         (task,) = _need(body, "task")
         said = await run.skip(task, body.get("text") or "")

@@ -215,6 +215,41 @@ async def test_a_fork_names_what_it_would_repeat_unasked_and_runs_it_only_when_t
         assert code == 0 and f"↪ forked as {named.id}" in said, said
 
 
+async def test_a_retry_of_an_ended_run_names_an_effect_it_was_not_asked_to_run_again(env: Env):
+    """walk8: `retry RUN T-3` of an ended run whose T-1 — a refund marked "idempotent": false —
+    had failed (after it wrote) started a follow-up that ran the refund again, unasked and
+    unsaid ("T-3 and what depends on it run again"); a fork at the same place was refused."""
+    from xsky.errors import UsageError
+
+    refund = (
+        '<agent name="shell" id="1"><task>refund</task><config>{"tool": "shell", '
+        '"command": "echo refund-118 &gt;&gt; refunds.log; exit 3", "idempotent": false}</config>'
+        "</agent>"
+    )
+    await env.start_worker()
+    async with XSky.connect() as x:
+        run = await x.run(
+            plan(refund, shell("2", "echo two"), shell("3", "echo three", "1,2"), name="refund")
+        )
+        assert (await asyncio.wait_for(run.result(), 60)).status == "failed"
+        log = env.settings.runs / run.id / "workspace" / "refunds.log"
+        with pytest.raises(UsageError) as refused:
+            await run.retry("T-3")
+        said = str(refused.value)
+        assert 'T-1 (shell): its <config> says "idempotent": false' in said, said
+        assert f"starter.py retry {run.id} T-1" in said and "--again" in said, said
+        code, out, err = await starter(env, "retry", run.id, "T-3")
+        assert code == 2 and "must not be repeated unasked" in " ".join(err.split()), out + err
+        assert log.read_text().split() == ["refund-118"]  # nothing started
+        # asked for by name, or with --again, it runs — and the message says so
+        again = await run.retry("T-3", again=True)
+        assert "so do T-1, which did not complete there" in again.message, again.message
+        assert again.follow_up is not None
+        follow = await x.get(again.follow_up)
+        assert (await asyncio.wait_for(follow.result(), 60)).status == "failed"
+        assert log.read_text().split() == ["refund-118", "refund-118"]
+
+
 async def test_a_fork_at_a_loop_runs_the_loop_again_with_the_edit_not_only_its_gathering(env: Env):
     """The edit landed on the gathering of the old items, which were carried: the loop's
     agents never ran with the new task (and a {{item}} in it had no value)."""
