@@ -257,12 +257,19 @@ async def cmd_approve(args: argparse.Namespace) -> int:
         ]
         if same:
             shown = ", ".join(same[:6]) + (" …" if len(same) > 6 else "")
+            # (walk8: it said "an approval covers a call with its own values, for the run too",
+            # while an allow for the run lets every later call of the command run, any values)
+            covers = (
+                "they still wait: an allow for the run answers only its own request, and lets "
+                f"later calls of this {asked.tool} command run whatever their values"
+                if decision == "allow_run"
+                else "they still wait: an approval answers only its own request"
+            )
             out.print(
                 cell(
                     f"note: {len(same)} other request(s) wait on the same {asked.tool} call with "
-                    f"other values ({shown}): an approval covers a call with its own values, for "
-                    f"the run too; decide each (`starter.py approve {args.id} {same[0]}`), or look "
-                    f"at them first (`starter.py requests {args.id}`)"
+                    f"other values ({shown}): {covers}; decide each (`starter.py approve "
+                    f"{args.id} {same[0]}`), or look at them first (`starter.py requests {args.id}`)"
                 )
             )
     return 0

@@ -58,6 +58,13 @@ def test_approve_says_how_many_others_wait_on_the_same_call(
         "note: 3 other request(s) wait on the same shell call with other values (A-2, A-3, A-4)"
         in said
     ), said
+    # walk8: "an approval covers a call with its own values, for the run too" — but an allow
+    # for the run lets every later call of the command run, whatever its values
+    assert "covers a call with its own values" not in said, said
+    if decision:
+        assert "lets later calls of this shell command run whatever their values" in said, said
+    else:
+        assert "an approval answers only its own request" in said, said
     assert "A-9" not in said  # another command
     assert main(["approve", "xsky-r-1", "A-2", "--deny"]) == 0
     assert "note:" not in capsys.readouterr().out  # a denial says nothing of the others
