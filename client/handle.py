@@ -117,6 +117,11 @@ class XSky:
                 on_note(loaded.dialect)
                 for repair in loaded.repairs:
                     on_note(f"warning: {repair.format(source)}")
+            if on_note is not None:
+                # what `validate` warns of (a shell agent without a command runs only with a
+                # model, …): `run` started such a plan without a word, and it failed at once
+                for warning in getattr(loaded, "warnings", []):
+                    on_note(f"warning: {warning.format(source)}")
             return loaded.workflow
         except PlanError as e:
             # str(e) names the file (or "<plan>" for XML text) with each problem's line:col.

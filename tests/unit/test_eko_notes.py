@@ -120,3 +120,23 @@ async def test_a_whole_eko_plan_is_a_replan_and_only_the_rest_of_one_is_refused(
     rest = '<root><name>r</name><agents><agent name="Chat" id="0" dependsOn=""><task>Digest</task></agent></agents></root>'  # fmt: skip
     with pytest.raises(UsageError, match="is an Eko plan without T-0.links as they ran or run"):
         await steer_cmd._no_eko_remainder(Run(), parse_workflow_source(rest).workflow, "p.xml")
+
+
+def test_a_plan_file_given_to_the_client_says_what_validate_warns_of(tmp_path: Path) -> None:
+    """walk8: `validate` warned that a shell agent without a command "runs only on a worker
+    with a model … and fails at once without one"; `run` of the same file said nothing, started
+    it, and it failed at once."""
+    path = tmp_path / "notool.xml"
+    path.write_text(
+        '<workflow name="notool">\n  <agent name="shell" id="1"><task>list files</task></agent>\n'
+        "</workflow>\n"
+    )
+    notes: list[str] = []
+    x: Any = XSky(client=None, settings=load_settings())  # type: ignore[arg-type] # (no server needed)
+    x.load(str(path), on_note=notes.append)
+    assert any(
+        n.startswith(
+            f"warning: {path}:2:3: agent 1 (shell) has no command: it runs only on a worker"
+        )
+        for n in notes
+    ), notes
