@@ -15,8 +15,10 @@ follow-up, or a fork and the run forked never write each other's files.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from client.resume import LINEAGE, MAX_CARRIED, agent_ids, continued_input, inherited_workspace
+from xsky.artifacts import uri_path
 from xsky.errors import UsageError
 from xsky.leader.replan import same_definition
 from xsky.leader.state import HumanRequest
@@ -61,6 +63,40 @@ def carried(old: Workflow, new: Workflow, at: str, reports: list[AgentReport]) -
             continue  # the new plan asks something else of it: it runs again
         kept.append(r)
     return kept
+
+
+def gone_inputs(
+    new: Workflow,
+    kept: list[AgentReport],
+    gone_of: Callable[[str], str | None],
+) -> list[str]:
+    """Carried results an agent the fork runs again needs (an ancestor's), whose stored text
+    `starter.py gc` removed (``gone_of(run id)``: "removed by … (N objects)", else None): such
+    a fork would start and its agent fail at once on the missing artifact. One line each."""
+    runs_gone: dict[str, str | None] = {}
+    gone: dict[str, str] = {}
+    for r in kept:
+        if r.result_ref is None:
+            continue
+        try:
+            run = uri_path(r.result_ref.uri).split("/", 1)[0]
+        except ValueError:
+            continue
+        if run not in runs_gone:
+            runs_gone[run] = gone_of(run)
+        if runs_gone[run]:
+            gone[r.id] = (
+                f"T-{r.id}'s result (stored with {run}, whose stored objects were {runs_gone[run]})"
+            )
+    kept_ids = {r.id for r in kept}
+    needed: dict[str, None] = {}
+    for agent in new.agents:
+        if agent.id in kept_ids:
+            continue
+        for before in sorted(dag.ancestors(new, agent.id)):
+            if before in gone:
+                needed[gone[before]] = None
+    return list(needed)
 
 
 # How a fork refused for what it would repeat begins (the live page asks, then forks again).

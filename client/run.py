@@ -20,7 +20,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.artifacts import open_store, read_blob
+from activities.artifacts import open_store, read_blob, removed_by_gc
 from activities.storage import open_objects
 from client import leader_calls as calls
 from client._consts import (
@@ -41,6 +41,7 @@ from client.fork import (
     fork_at,
     fork_id,
     fork_input,
+    gone_inputs,
     grown_from,
     repeated_effects,
     ungrown,
@@ -617,6 +618,15 @@ class Run:
         new = edited(base, at, text, input_text)
         reports = await self.reports() if ended else await self._reports_so_far()
         own_id = id or fork_id(self.id)
+        # a result it carries that gc removed: its agents would fail at once on it (walk8)
+        objects = open_objects(self._settings)
+        if lost := gone_inputs(
+            new, carried(old, new, at, reports), lambda run: removed_by_gc(objects, run)
+        ):
+            raise UsageError(
+                f"the fork needs what `starter.py gc` removed: {'; '.join(lost[:5])}",
+                "fork at an agent before them (it runs them again), or start a new run",
+            )
         if not again:
             permissions = resolve_permissions(self._settings)
             kept = carried(old, new, at, reports)

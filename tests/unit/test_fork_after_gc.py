@@ -1,0 +1,43 @@
+"""walk8: `fork RUN T-2` of a run whose large T-1 result `starter.py gc` had removed started
+a fork whose T-2 failed at once ("artifact … is no more: … removed by `starter.py gc`"). The
+fork is refused before it starts, naming the result it needs."""
+
+from __future__ import annotations
+
+from client.fork import carried, gone_inputs
+from xsky.artifacts import ArtifactRef
+from xsky.plan.xml import parse_workflow
+from xsky.runs import AgentReport
+
+PLAN = parse_workflow(
+    '<workflow name="big"><agent name="shell" id="1"><task>big</task>'
+    '<config>{"tool": "shell", "command": "seq 1 5000"}</config></agent>'
+    '<agent name="shell" id="2" depends="1"><task>count</task>'
+    '<config>{"tool": "shell", "command": "wc -l"}</config></agent>'
+    '<agent name="shell" id="3"><task>other</task>'
+    '<config>{"tool": "shell", "command": "date"}</config></agent></workflow>'
+)
+REF = ArtifactRef(uri="artifact:big1/1/v1-d1-result.txt", size=23892, sha256="0" * 64)
+REPORTS = [
+    AgentReport(id="1", task_id="T-1", name="shell", status="completed", result_ref=REF),
+    AgentReport(id="2", task_id="T-2", name="shell", status="completed", result="4999"),
+    AgentReport(id="3", task_id="T-3", name="shell", status="completed", result="now"),
+]
+GONE = "removed by `starter.py gc` on 2026-12-07 13:46 (7 objects)"
+
+
+def gone_of(run: str) -> str | None:
+    return GONE if run == "big1" else None
+
+
+def test_a_fork_that_needs_a_result_gc_removed_is_named() -> None:
+    kept = carried(PLAN, PLAN, "2", REPORTS)
+    assert gone_inputs(PLAN, kept, gone_of) == [
+        f"T-1's result (stored with big1, whose stored objects were {GONE})"
+    ]
+
+
+def test_a_fork_that_does_not_need_it_or_runs_it_again_is_not_refused() -> None:
+    assert gone_inputs(PLAN, carried(PLAN, PLAN, "3", REPORTS), gone_of) == []  # T-3 needs none
+    assert gone_inputs(PLAN, carried(PLAN, PLAN, "1", REPORTS), gone_of) == []  # T-1 runs again
+    assert gone_inputs(PLAN, carried(PLAN, PLAN, "2", REPORTS), lambda run: None) == []
