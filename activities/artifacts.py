@@ -81,8 +81,8 @@ class ArtifactStore:
         except FileNotFoundError:
             gone = removed_by_gc(self.objects, uri_path(uri).split("/", 1)[0])
             if gone is not None:
-                raise FileNotFoundError(
-                    f"artifact {uri} is no more: its run's stored objects were {gone}"
+                raise RemovedByGc(
+                    f"artifact {uri} is no more: its run's stored objects were {gone}", gone
                 ) from None
             hint = (
                 "is XSKY_STORE the same for this process and the workers?"
@@ -123,6 +123,14 @@ def put_blob(store: ArtifactStore, ref: BlobRef, text: str) -> None:
     """Write every part of ``text`` (for processes with the store at hand, such as the CLI)."""
     for index, part in enumerate(split_text(text)):
         store.put_part(BlobPart(ref=ref, index=index, text=part))
+
+
+class RemovedByGc(FileNotFoundError):
+    """A stored object `starter.py gc` removed with its run's: ``gone`` says when and how many."""
+
+    def __init__(self, message: str, gone: str) -> None:
+        super().__init__(message)
+        self.gone = gone
 
 
 def removed_by_gc(objects: ObjectStore, run_id: str) -> str | None:

@@ -115,8 +115,12 @@ def result_text(result: str | None, ref: ArtifactRef | None, read_artifact: Any)
         return ""
     try:
         return read_artifact(ref)
-    except (FileNotFoundError, ValueError, OSError):
-        return f"{ref.preview}… [stored as {ref.uri}, {ref.size:,} bytes; not readable from here]"
+    except (FileNotFoundError, ValueError, OSError) as e:
+        # removed by gc (activities.artifacts.RemovedByGc): said, not "not readable from here",
+        # which reads as a store this machine cannot reach
+        gone = getattr(e, "gone", None)
+        why = f"its run's stored objects were {gone}" if gone else "not readable from here"
+        return f"{ref.preview}… [stored as {ref.uri}, {ref.size:,} bytes; {why}]"
 
 
 def results_table(result: RunResult, read_artifact: Any, width: int = 400) -> Table:
