@@ -191,15 +191,16 @@ def paired_of(folder: Path, branch: str) -> PairedResult | None:
 
 
 def evidence(folder: Path, home: Path | None = None) -> str:
-    """A candidate's evidence: how many tasks (atoms) of how many sessions — as `show` and the
-    library's rule count them (a session resumed or forked is one) —; `show` lists them."""
+    """A candidate's evidence: how many tasks (atoms) of how many sessions — as the library's
+    rule counts them (a session resumed or forked is one) —; `candidates` lists them (`show`
+    prints the draft's SKILL.md, counts only)."""
     from xsky.skills.models import traj_of
 
     items = _candidates(folder).get("candidates", [])
     sessions = {_session_of(home, str(c["atom_id"])) or traj_of(str(c["atom_id"])) for c in items}
     return (
         f"{len(items)} task(s) from {len(sessions)} session(s) "
-        f"(`starter.py skills show {folder.name}` lists them)"
+        f"(`starter.py skills candidates {folder.name}` lists them)"
     )
 
 
@@ -447,7 +448,7 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
             raise UsageError(
                 f"{args.name} is a draft: it has no version to {verb} until a model writes its "
                 "SKILL.md (configure XSKY_SKILLS_MODEL, or XSKY_MODEL, on the skills worker; "
-                f"`starter.py skills show {args.name}` says what it is made of)"
+                f"`starter.py skills candidates {args.name}` lists what it is made of)"
             )
         raise UsageError(f"{args.name} has no staging version to {verb}")
     client = await connect(settings)
