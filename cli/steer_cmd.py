@@ -261,7 +261,8 @@ async def cmd_approve(args: argparse.Namespace) -> int:
             # while an allow for the run lets every later call of the command run, any values)
             covers = (
                 "they still wait: an allow for the run answers only its own request, and lets "
-                f"later calls of this {asked.tool} command run whatever their values"
+                f"later calls of this {asked.tool} command run whatever their values — but a "
+                "value that could be code or an option there, which is asked again"
                 if decision == "allow_run"
                 else "they still wait: an approval answers only its own request"
             )
