@@ -67,3 +67,25 @@ async def test_details_are_drawn_from_the_state_when_read(env: Env) -> None:
     # A closed run: its history is replayed to answer, and the drawer reads the state it ends in.
     async with Worker(env.client, task_queue=queue, workflows=[Drawn]):
         assert (await details(handle)).startswith("step 5 · drawn ")
+
+
+async def test_an_ended_runs_pane_says_how_it_ended_not_finishing(env: Env) -> None:
+    """walk8: a completed run's Web UI pane began "My first plan · plan v1 · FINISHING · 4
+    completed" for good — the state of its last step — under Temporal's own COMPLETED."""
+    from client.outcome import run_outcome
+    from tests.integration.helpers import noop, plan
+
+    await env.start_worker()
+    done = await env.start(plan(noop("1", 0)))
+    assert (await run_outcome(done)).status == "completed"
+    said = await details(done)
+    assert "· COMPLETED ·" in said.splitlines()[0] and "FINISHING" not in said, said
+    failed = await env.start(
+        plan(
+            '<agent name="shell" id="1"><task>fail</task>'
+            '<config>{"tool": "shell", "command": "exit 3"}</config></agent>'
+        )
+    )
+    assert (await run_outcome(failed)).status == "failed"
+    said = await details(failed)
+    assert "· FAILED ·" in said.splitlines()[0], said

@@ -539,8 +539,15 @@ class Board:
         # counts the publications, each after a step of the leader that may change it.
         self._on_demand = False
         self._version = 0
+        # How the run ended, once it has: the pane's first line says it (COMPLETED, FAILED …),
+        # not the "finishing" of its last step — which an ended run's pane kept saying (walk8).
+        # Read by queries only (the pane is in no command and no history): no patch needed.
+        self._final: str | None = None
 
     def upsert(self, core: LeaderCore, final: str | None = None) -> None:
+        if final is not None and self._final != final:
+            self._final = final
+            self._version += 1  # (the pane drawn before it ended is drawn again)
         upsert(core, self.searchable, final)
         self._metrics.pending_requests(0 if final else len(core.pending_requests(with_review=True)))
 
@@ -549,7 +556,7 @@ class Board:
         board in the Web UI's details, drawn whenever someone looks (:func:`show_board`)."""
         self._version += 1
         if not self._on_demand:  # (an SDK without the hook: drawn and set now, each time)
-            self._on_demand = show_board(core, lambda: self._version)
+            self._on_demand = show_board(core, lambda: self._version, lambda: self._final)
         now = workflow.now()
         if (
             not force
@@ -583,16 +590,21 @@ def upsert(core: LeaderCore, searchable: set[str], final: str | None = None) -> 
         workflow.upsert_search_attributes(updates)
 
 
-def show_board(core: LeaderCore, version: Callable[[], object]) -> bool:
+def show_board(
+    core: LeaderCore,
+    version: Callable[[], object],
+    final: Callable[[], str | None] = lambda: None,
+) -> bool:
     """The board in the Web UI's current details, drawn from the run's state whenever they are
     read (workflows/details.py: True), not after every workflow task — that cost a third of the
-    leader's workflow-side CPU in a fan-out."""
-    return draw_details(lambda: board_text(core), version)
+    leader's workflow-side CPU in a fan-out. ``final``: how the run ended, once it has."""
+    return draw_details(lambda: board_text(core, final()), version)
 
 
-def board_text(core: LeaderCore) -> str:
+def board_text(core: LeaderCore, final: str | None = None) -> str:
     """The board as the Web UI shows it (the plan's name and the agents' words in it are made
-    literal text by :func:`~xsky.leader.tasks.board_markdown`)."""
+    literal text by :func:`~xsky.leader.tasks.board_markdown`); ``final``: how the run ended,
+    said as its state (an ended run's last step said "finishing")."""
     now = workflow.now()
     title = f"{core.plans.plan.name or core.run_id} · plan v{core.plans.version}"
     logs = (
@@ -604,6 +616,6 @@ def board_text(core: LeaderCore) -> str:
         core.board.state.tasks,
         now,
         "\n\n".join([*core.views.notices(now, markdown=True), logs]),
-        core.views.run_state(),
+        final or core.views.run_state(),
         core.views.item_text(),
     )
