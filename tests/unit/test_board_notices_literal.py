@@ -39,3 +39,24 @@ def test_elsewhere_the_question_reads_as_the_agent_wrote_it() -> None:
     core = asked(HOSTILE)
     (note,) = [n for n in core.views.notices(T0) if "question" in n]
     assert HOSTILE in note  # `starter.py status` prints the notes literally
+
+
+def test_a_long_question_is_cut_where_a_word_ends_said_so_and_its_answers_given() -> None:
+    # walk8: a call in doubt's question was cut at 160 characters mid-word, with no mark, and
+    # the three answers it takes were in the part cut off (status and the Web UI's pane).
+    long = "The call may have run: " + "it wrote files and sent mail " * 8 + "(the end)"
+    plan = Workflow(name="p", task_id="p", agents=[WorkflowAgent(id="1", name="llm", task="t")])
+    core = LeaderCore(RunInput(workflow=plan), "run-1", T0)
+    core.dispatch(T0)
+    request = RequestPayload(question=long, choices=["again", "skip", "done"])
+    outcome = AgentOutcome(kind="question", request=request)
+    core.attempt_succeeded("1", core.tasks["1"], 1, outcome, T0 + timedelta(seconds=1))
+    core.attempt_ended("1", 1)
+    (note,) = [n for n in core.views.notices(T0) if "question" in n]
+    assert note.endswith(" … — answers: again, skip, done"), note
+    assert (
+        note.split(": ", 1)[1].split(" … ")[0].endswith(("wrote", "files", "and", "sent", "mail"))
+    )
+    assert "(the end)" not in note
+    (stored,) = [n for n in core.views.notices(T0, shown=False) if "question" in n]
+    assert "answers:" not in stored  # the board a run stores as it ends is as it was

