@@ -185,6 +185,7 @@ def prepare(
         person_only=person_only,
         protected=list(view.protected),
         refused=refused,
+        named_only=free,
     )
     # The dispatch's one command: its end is recorded, and a later attempt returns it.
     record, publish = (

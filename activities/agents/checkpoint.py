@@ -1,6 +1,6 @@
 """An LLM agent's conversation, checkpointed to the artifact store after every model turn.
 
-One conversation per run and agent definition (its name: ``AgentKey.checkpoint``): a retried
+One conversation per run and agent definition (its name: ``AgentKey.conversation``): a retried
 or restarted attempt resumes from the last checkpoint instead of asking the model again.
 
 What is saved at once (:meth:`Checkpoints.save`) and what may wait (:meth:`Checkpoints.later`):
@@ -76,7 +76,7 @@ DEFERRED_SECONDS = 10.0
 @dataclass
 class Checkpoints:
     """Where one agent's checkpoint is kept: its run's and agent's folder, under the name
-    its key gives it (``AgentKey.checkpoint``) — and the one this attempt has not saved yet."""
+    its key gives it (``AgentKey.conversation``) — and the one this attempt has not saved yet."""
 
     store: ArtifactStore
     key: AgentKey
@@ -85,7 +85,7 @@ class Checkpoints:
 
     @property
     def name(self) -> str:
-        return self.key.checkpoint
+        return self.key.conversation
 
     def load(self) -> Checkpoint | None:
         key = artifact_path(self.key.run_id, self.key.agent_id, self.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xsky.artifacts import safe_component
 from xsky.runs import AgentInput
@@ -21,7 +21,12 @@ class AgentKey:
     execution_id: str | None = None  # the run's first execution: survives continue-as-new
     plan_version: int = 1
     dispatch: int = 1
-    checkpoint: str  # the name of the agent's conversation (:func:`checkpoint_name`)
+    # The name of the agent's conversation (:func:`checkpoint_name`), or None: named from
+    # ``named_from`` when first asked. Most attempts never ask (a no-op, a gather, a direct
+    # tool: only a model's loop and a failure's spend read a checkpoint), and naming it — the
+    # agent's definition and role as JSON, hashed — was a sixth of a no-op attempt's CPU.
+    checkpoint: str | None = field(default=None, compare=False)
+    named_from: AgentInput | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, inp: AgentInput) -> AgentKey:
@@ -32,8 +37,18 @@ class AgentKey:
             execution_id=inp.execution_id,
             plan_version=inp.plan_version,
             dispatch=inp.dispatch,
-            checkpoint=checkpoint_name(inp),
+            named_from=inp,
         )
+
+    @property
+    def conversation(self) -> str:
+        """The checkpoint's name (:func:`checkpoint_name` of the input, made once)."""
+        if self.checkpoint is None:
+            if self.named_from is None:
+                raise ValueError("an AgentKey needs a checkpoint name or the input to make it from")
+            object.__setattr__(self, "checkpoint", checkpoint_name(self.named_from))
+        assert self.checkpoint is not None
+        return self.checkpoint
 
     @property
     def idempotency_key(self) -> str:

@@ -64,6 +64,7 @@ class Gate:
         person_only: Sequence[str] = (),
         protected: Sequence[str] = (),
         refused: Sequence[DecisionRecord] = (),
+        named_only: bool = False,
     ):
         self.approvals = list(approvals)
         self.role = role
@@ -71,7 +72,10 @@ class Gate:
         self.permissions = permissions.model_copy(
             update={"person_only_tools": list(dict.fromkeys([*given, *person_only]))}
         )
-        self.workspace = str(workspace.resolve())
+        # ``named_only``: the attempt's one call takes no path and its workspace is neither
+        # checked nor made (a no-op, a gather, the offline llm: no gate decision reads it), so
+        # its real path is not looked up — a lookup per folder of the path, a fifth of a no-op's CPU.
+        self.workspace = str(workspace) if named_only else str(workspace.resolve())
         # The grants of the input its leader did not confirm come first in the permission log.
         self.decisions: list[DecisionRecord] = list(refused)
         self._used: set[str] = set()  # approvals already spent in this attempt

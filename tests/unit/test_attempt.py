@@ -15,7 +15,7 @@ from activities.agents.activity import store_result
 from activities.agents.attempt import Attempt, prepare
 from activities.agents.beat import Beat
 from activities.agents.direct import direct_call, offline_llm
-from activities.agents.key import AgentKey
+from activities.agents.key import AgentKey, checkpoint_name
 from activities.agents.ledger import AttemptLedger
 from activities.artifacts import ArtifactStore
 from activities.browser import BrowserPool
@@ -79,6 +79,25 @@ def test_an_agent_whose_call_touches_no_workspace_is_given_none(tmp_path, monkey
     assert not a.ctx.workspace.exists() and a.ctx.confinement is None and a.snapshots is None
 
 
+@pytest.mark.parametrize("tool", ["noop", "gather", "llm"])
+def test_an_attempt_that_touches_no_workspace_looks_nothing_up_for_one(tmp_path, monkeypatch, tool):
+    # Its gate decides no call with a path (none of these tools is gated), and it keeps no
+    # conversation: neither the workspace's real path nor the checkpoint's name is worked out
+    # (the two were a third of an instant no-op attempt's CPU) — both still are for the rest.
+    real, linked = tmp_path / "real", tmp_path / "linked"
+    real.mkdir()
+    linked.symlink_to(real)
+    agent = WorkflowAgent(id="a1", name="llm", task="t", config={"tool": tool})
+    inp = agent_input(agent)
+    a = attempt_of(linked, monkeypatch, inp)
+    assert a.gate.workspace == str(linked / "home" / "runs" / "run-1" / "workspace")
+    assert a.key.checkpoint is None  # not named while nothing asks for it
+    assert a.checkpoints.name == checkpoint_name(inp) == a.key.checkpoint  # named when asked
+    other = WorkflowAgent(id="a1", name="shell", task="t", config={"tool": "file_list"})
+    b = attempt_of(linked, monkeypatch, agent_input(other))
+    assert b.gate.workspace == str(real / "home" / "runs" / "run-1" / "workspace")
+
+
 def test_what_lower_layers_need_is_resolved_once_into_the_attempt(tmp_path, monkeypatch):
     refused = DecisionRecord(
         at=datetime.now(UTC), tool="grant", arguments="T-1", effect="deny", reason="not given"
@@ -103,7 +122,7 @@ def test_what_lower_layers_need_is_resolved_once_into_the_attempt(tmp_path, monk
     )
     # the skill library is the worker's, read as this run reads it
     assert (a.skills.folder, a.skills.run_id) == (tmp_path / "skills-home" / "skills", "run-1")
-    assert a.checkpoints.name == a.key.checkpoint and a.key.dispatch_key == "v2-d3"
+    assert a.checkpoints.name == a.key.conversation and a.key.dispatch_key == "v2-d3"
     elsewhere = attempt_of(tmp_path, monkeypatch, agent_input(agent))
     assert elsewhere.snapshots is None and elsewhere.gate.decisions == []
 
