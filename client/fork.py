@@ -99,6 +99,14 @@ def gone_inputs(
     return list(needed)
 
 
+def still_carried(wf: Workflow, carried: list[AgentReport], rerun: list[str]) -> list[AgentReport]:
+    """Of a follow-up's carried reports, those that stay carried: not an agent ``rerun`` names,
+    nor one that depends on it (each runs again)."""
+    again = set(rerun)
+    again |= {a.id for a in wf.agents if again & dag.ancestors(wf, a.id)}
+    return [r for r in carried if r.id not in again]
+
+
 # How a fork refused for what it would repeat begins (the live page asks, then forks again).
 REPEATS = "the fork would run again what must not be repeated unasked"
 # The same of a follow-up run (`retry` of an ended run) for an agent it was not asked to retry.

@@ -44,6 +44,7 @@ from client.fork import (
     gone_inputs,
     grown_from,
     repeated_effects,
+    still_carried,
     ungrown,
 )
 from client.once import board_once, describe_once
@@ -581,6 +582,14 @@ class Run:
             await self._limits_in_force(),
         )
         assert follow.resume is not None
+        # a result it carries that gc removed: an agent it runs again would fail at once on it
+        kept = still_carried(wf, follow.resume.carried, rerun)
+        objects = open_objects(self._settings)
+        if lost := gone_inputs(wf, kept, lambda run: removed_by_gc(objects, run)):
+            raise UsageError(
+                f"the follow-up needs what `starter.py gc` removed: {'; '.join(lost[:5])}",
+                "retry an agent before them as well (it runs them again), or start a new run",
+            )
         await refuse_if_workspace_busy(self._client, self.id, follow.resume.workspace_of)
         handle = await launch(
             self._client,

@@ -41,3 +41,19 @@ def test_a_fork_that_does_not_need_it_or_runs_it_again_is_not_refused() -> None:
     assert gone_inputs(PLAN, carried(PLAN, PLAN, "3", REPORTS), gone_of) == []  # T-3 needs none
     assert gone_inputs(PLAN, carried(PLAN, PLAN, "1", REPORTS), gone_of) == []  # T-1 runs again
     assert gone_inputs(PLAN, carried(PLAN, PLAN, "2", REPORTS), lambda run: None) == []
+
+
+def test_a_follow_up_that_needs_a_result_gc_removed_is_named() -> None:
+    # walk8: `retry` of an ended run has the same gap — a follow-up retrying T-2 (it failed)
+    # carries T-1's removed result, and T-2 would fail at once on it
+    from client.fork import still_carried
+
+    failed = [*REPORTS[:1], REPORTS[1].model_copy(update={"status": "failed"}), REPORTS[2]]
+    carried_over = [r for r in failed if r.status == "completed"]
+    kept = still_carried(PLAN, carried_over, ["2"])
+    assert [r.id for r in kept] == ["1", "3"]
+    assert gone_inputs(PLAN, kept, gone_of) == [
+        f"T-1's result (stored with big1, whose stored objects were {GONE})"
+    ]
+    # retrying T-1 too runs it again: nothing it needs is gone
+    assert gone_inputs(PLAN, still_carried(PLAN, carried_over, ["1"]), gone_of) == []
