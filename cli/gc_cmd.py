@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from cli.render import cell, out, print_json
+from cli.render import cell, counted, out, print_json
 from client import XSky
 from client.gc import collect
 from xsky.config import load_settings
@@ -40,7 +40,7 @@ async def cmd_gc(args: argparse.Namespace) -> int:
         return 0
     for d in done:
         verb = "removed" if d.removed else "kept"
-        out.print(cell(f"{d.run_id}: {verb} {d.objects} objects ({d.why})"))
+        out.print(cell(f"{d.run_id}: {verb} {counted(d.objects, 'object')} ({d.why})"))
     gone = sum(d.objects for d in done if d.removed)
     runs = sum(d.removed for d in done)
     out.print(

@@ -61,7 +61,8 @@ def shown(text: object) -> str:
     return escape(printable(str(text)))
 
 
-def _n(count: int, noun: str) -> str:
+def counted(count: int, noun: str) -> str:
+    """ "1 agent", "3 agents"."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
@@ -119,8 +120,8 @@ def plan_tree(workflow: Workflow, heading: str | None = None) -> Tree:
             else f"[bold]{shown(workflow.name or '(unnamed)')}[/]  taskId={shown(workflow.task_id)}"
         )
         + "\n"
-        f"{_n(summary['agents'], 'agent')} · {_n(len(summary['levels']), 'level')} · "
-        f"critical path {_n(cp['length'], 'agent')} ({shown(' → '.join(cp['agents']))})"
+        f"{counted(summary['agents'], 'agent')} · {counted(len(summary['levels']), 'level')} · "
+        f"critical path {counted(cp['length'], 'agent')} ({shown(' → '.join(cp['agents']))})"
     )
     tree = Tree(title)
     by_id = {a.id: a for a in workflow.agents}

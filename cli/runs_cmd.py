@@ -21,7 +21,17 @@ from cli.board import agent_shown, board_table, page_note, tally
 from cli.budget_cmd import add_budget_flags, budget_of
 from cli.follow_cmd import follow, print_result, watch
 from cli.hints import HINTS, cli_message
-from cli.render import cell, err, one_line, out, print_json, print_problems, say_located, shown
+from cli.render import (
+    cell,
+    counted,
+    err,
+    one_line,
+    out,
+    print_json,
+    print_problems,
+    say_located,
+    shown,
+)
 from client import Run, XSky
 from client.attempts import attempt_ends, retry_lines
 from client.server_view import ServerView
@@ -250,7 +260,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
             id=args.id,
             on_wait=lambda note: err.print(cell(note)),
         )
-        return await announce(args, settings, x, start, options, f"({len(wf.agents)} agents)")
+        return await announce(
+            args, settings, x, start, options, f"({counted(len(wf.agents), 'agent')})"
+        )
 
 
 def _known_roles(settings: Settings) -> set[str]:
