@@ -110,6 +110,10 @@ async def navigate(ctx: ToolContext, args: dict[str, Any], carry: bool = True) -
                     )
                 )
             final_url = page.url
+            if session is not None:
+                # left before the outcome is kept, and waited for: the agent after it goes on
+                # from it (given up after a while at its close, it started logged out)
+                await session.keep()
     except (BrowserUnavailable, egress.EgressUnavailable) as e:
         raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
 
