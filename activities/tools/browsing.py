@@ -19,11 +19,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from activities.agents.beat import Beat
-from activities.agents.storage import stored
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
+from activities.tools.store_writes import store_write
 from xsky.artifacts import item_pages, page_key
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
 from xsky.plan.loops import MAX_ITEMS
@@ -344,16 +343,11 @@ class BrowserSession:
         if left is None:
             return
         key = page_key(self.ctx.run_id, self.ctx.agent_id)
-        beat = self.ctx.heartbeat
-        if isinstance(beat, Beat):  # (an attempt's: a tool run outside one just writes)
-            await stored(
-                beat,
-                self.ctx.store.where,
-                "the page it leaves the agents after it",
-                lambda: self.ctx.store.objects.put(key, left),
-            )
-        else:
-            await asyncio.to_thread(self.ctx.store.objects.put, key, left)
+        await store_write(
+            self.ctx,
+            "the page it leaves the agents after it",
+            lambda: self.ctx.store.objects.put(key, left),
+        )
         self._kept = True
 
     async def close(self) -> None:
@@ -490,13 +484,13 @@ class BrowserSession:
             "take a screenshot",
             lambda: page.screenshot(full_page=bool(args.get("full_page"))),
         )
-        ref = self.ctx.store.put_bytes(
-            self.ctx.run_id,
-            self.ctx.agent_id,
-            f"{self.ctx.file_prefix}shot-{self.shots}.png",
-            png,
-            "image/png",
-            f"screenshot of {page.url}",
+        name, shown = f"{self.ctx.file_prefix}shot-{self.shots}.png", f"screenshot of {page.url}"
+        ref = await store_write(
+            self.ctx,
+            "the screenshot",
+            lambda: self.ctx.store.put_bytes(
+                self.ctx.run_id, self.ctx.agent_id, name, png, "image/png", shown
+            ),
         )
         self.ctx.artifacts.append(ref)
         return f"saved a screenshot of {page.url} as {ref.uri} ({ref.size:,} bytes)"
