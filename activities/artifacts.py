@@ -143,6 +143,12 @@ def removed_by_gc(objects: ObjectStore, run_id: str) -> str | None:
     if not isinstance(said, dict):
         return None
     when = str(said.get("removedAt", "")).replace("T", " ")[:16]
+    if said.get("unfinished"):  # (a gc stopped before it ended: client/gc.py)
+        return (
+            f"being removed by a `starter.py gc` begun on {when} that has not finished (some "
+            f"of {said.get('objects', '?')} objects are gone; run `starter.py gc --run "
+            f"{run_id}` again to finish it)"
+        )
     return f"removed by `starter.py gc` on {when} ({said.get('objects', '?')} objects)"
 
 

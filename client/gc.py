@@ -75,6 +75,7 @@ async def collect(
         # (the pages its browser agents left are kept apart from its folder: xsky/artifacts.py)
         keys += await asyncio.to_thread(store.keys, f"{PAGES}{folder}/")
         if not keys:  # removed before: only its mark is left
+            await asyncio.to_thread(_finished, store, mark)
             if run is not None:
                 done.append(Collected(folder, 0, f"already {removed_by_gc(store, run)}", True))
             continue
@@ -103,16 +104,31 @@ async def collect(
         ended, why = await _ended_all(client, ids)
         removable = ended is not None and ended <= cutoff
         if removable:
-            for key in keys:
-                await asyncio.to_thread(store.delete, key)
-            # Left behind so that reading the run later says what happened to its objects.
+            # Left behind so that reading the run later says what happened to its objects —
+            # written first too: a gc stopped half way (killed, its machine lost) left a run
+            # with objects missing and no word of why, and `log`/`result` blamed the setup
+            # ("the artifact store is not the workers' store"). The next gc finishes it.
             said = {
                 "removedAt": datetime.now(UTC).isoformat(timespec="seconds"),
                 "objects": len(keys),
             }
+            begun = {**said, "unfinished": True}
+            await asyncio.to_thread(store.put, mark, json.dumps(begun).encode())
+            for key in keys:
+                await asyncio.to_thread(store.delete, key)
             await asyncio.to_thread(store.put, mark, json.dumps(said).encode())
         done.append(Collected(folder, len(keys), why, removable))
     return done
+
+
+def _finished(store: ObjectStore, mark: str) -> None:
+    """A mark a gc left unfinished (stopped after its last delete): said finished."""
+    try:
+        said = json.loads(store.get(mark))
+    except (FileNotFoundError, ValueError):
+        return
+    if isinstance(said, dict) and said.pop("unfinished", False):
+        store.put(mark, json.dumps(said).encode())
 
 
 # The end of a folder name safe_component made from an id it had to change: "-" and 10 hex.

@@ -61,6 +61,14 @@ class CountingStore:
         self._count("get", key)
         return self.inner.get(key)
 
+    def get_tagged(self, key: str) -> tuple[bytes, str]:
+        self._count("get", key)  # (one GET, as get: S3 returns the ETag with the object)
+        return self.inner.get_tagged(key)
+
+    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+        self._count("put", key)  # (one PUT, as put: its condition rides in its headers)
+        return self.inner.put_if(key, data, tag)
+
     def chunks(self, key: str) -> Iterator[bytes]:
         self._count("chunks", key)
         return self.inner.chunks(key)

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+# ``put_if``'s tag for "whatever version is there" (an unconditional write that returns its tag).
+ANY_VERSION = "*"
+
+
 @runtime_checkable
 class ObjectStore(Protocol):
     """Where xsky's objects live. Every write is atomic (a reader sees the old object or the
@@ -44,6 +48,19 @@ class ObjectStore(Protocol):
         ...
 
     def get(self, key: str) -> bytes: ...
+
+    def get_tagged(self, key: str) -> tuple[bytes, str]:
+        """The object and its version's tag (S3's ETag; a local file's digest): one read, as
+        :meth:`get` — what a later :meth:`put_if` names to write only over this version."""
+        ...
+
+    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+        """Replace ``key`` with ``data`` only while it is the version ``tag`` names (None: only
+        while there is no object; :data:`ANY_VERSION`: whatever is there) — decided by the
+        store itself (S3's If-Match / If-None-Match), so a write that arrives late, after
+        another writer's, is refused rather than landing over it. One write, as :meth:`put`.
+        The new version's tag; None when the condition failed (nothing was written)."""
+        ...
 
     def chunks(self, key: str) -> Iterator[bytes]:
         """The object in pieces, for large objects (a workspace snapshot's files)."""

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
+from temporalio.exceptions import ApplicationError
 
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
 from xsky.artifacts import artifact_path
 from xsky.plan.budget import Usage
 from xsky.plan.models import WireModel
+from xsky.storage import ANY_VERSION
 
 log = logging.getLogger("xsky.agent_loop")
 
@@ -82,27 +84,71 @@ class Checkpoints:
     key: AgentKey
     _waiting: Checkpoint | None = field(default=None, init=False, repr=False)
     _saved_at: float = field(default_factory=time.monotonic, init=False, repr=False)
+    # The version of the checkpoint this attempt read or wrote last (None: there was none);
+    # its saves replace only that version (fenced: see save). ANY_VERSION until it knows one.
+    _version: str | None = field(default=ANY_VERSION, init=False, repr=False)
 
     @property
     def name(self) -> str:
         return self.key.conversation
 
+    @property
+    def _key(self) -> str:
+        return artifact_path(self.key.run_id, self.key.agent_id, self.name)
+
     def load(self) -> Checkpoint | None:
-        key = artifact_path(self.key.run_id, self.key.agent_id, self.name)
+        key = self._key
         try:
-            return Checkpoint.model_validate_json(self.store.objects.get(key))
+            data, self._version = self.store.objects.get_tagged(key)
         except FileNotFoundError:
+            self._version = None
             return None
+        try:
+            return Checkpoint.model_validate_json(data)
         except ValueError as e:
             log.warning("ignoring an unreadable checkpoint %s in %s: %s", key, self.store.where, e)
             return None
 
-    def save(self, cp: Checkpoint) -> Any:
-        """Saved now (anything that waited goes with it: ``cp`` is the newest state)."""
+    def save(self, cp: Checkpoint) -> None:
+        """Saved now (anything that waited goes with it: ``cp`` is the newest state).
+
+        Fenced: written only over the version this attempt read or wrote last, the store
+        deciding (S3's If-Match; the same single PUT). A stopped attempt's save that the store
+        held (a slow PUT obstore retries for minutes) arrives after the next attempt read and
+        saved: it is refused, not landed over the newer conversation (which the attempt after
+        would have read back as older — its answers paid again, its marks of calls that may
+        have run lost). An attempt that finds its checkpoint written by another since it read
+        it ends (CheckpointMoved, retried): the next goes on from the newest."""
+        data = cp.model_dump_json().encode("utf-8")
         self._waiting = None
         self._saved_at = time.monotonic()
-        return self.store.put_text(
-            self.key.run_id, self.key.agent_id, self.name, cp.model_dump_json()
+        written = self.store.objects.put_if(self._key, data, self._version)
+        if written is None:
+            written = self._own(data)
+        self._version = written
+
+    def _own(self, data: bytes) -> str:
+        """The version tag of ``data`` when the store holds it (a save that landed, whose
+        answer was lost and which the store's client sent again, is refused by its own
+        condition: one read, on that path only); else CheckpointMoved."""
+        try:
+            there, version = self.store.objects.get_tagged(self._key)
+        except FileNotFoundError:
+            there, version = None, None
+        if there == data and version is not None:
+            return version
+        log.warning(
+            "the checkpoint %s in %s was written by another attempt since this one read it: "
+            "this attempt's save is refused",
+            self._key,
+            self.store.where,
+        )
+        raise ApplicationError(
+            f"the conversation of {self.key.task_id} was saved by another attempt since this "
+            "one read it (a stopped attempt's late write, or two at once): this attempt ends "
+            "without saving over it, and the next goes on from the newest",
+            type="CheckpointMoved",
+            non_retryable=False,
         )
 
     def later(self, cp: Checkpoint) -> None:

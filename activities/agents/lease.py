@@ -16,7 +16,8 @@ lease lapses (its worker died or stopped).
 A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout: two
 renewals fit in it, and a renewal that fails is tried again after :data:`POLL` seconds, then
 at pauses doubling up to the cadence), by the clock of the attempt that reads it — workers'
-clocks must agree to within a second or so, as they must for the heartbeat timeout itself — or
+clocks must agree to within a second or so, as they must for the heartbeat timeout itself; one
+renewed on this machine is timed by its monotonic clock, which no step of the wall clock moves — or
 at once when its holder ran on this machine and its process is gone. A worker that dies or stops renews nothing: its lease
 has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
 
@@ -70,6 +71,17 @@ RENEW = 2.5
 POLL = 0.25  # seconds between looks while waiting for another attempt's lease (or retries)
 
 
+def _boot_id() -> str:
+    """This machine's boot (Linux): monotonic times compare only within one."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+_BOOT = _boot_id()
+
+
 @dataclass(frozen=True)
 class Holder:
     attempt: int
@@ -121,12 +133,22 @@ class Lease:
         """Who holds the lease now (None: nobody, or an unreadable object)."""
         try:
             data = json.loads(self.store.get(self.key))
+            host = str(data["host"])
+            # renewed at "at" by its holder's clock (an object store keeps no mtime to touch);
+            # by this machine's monotonic clock when it was renewed here, in this boot — a step
+            # of the wall clock (NTP, a person) lapsed a live lease, or kept a dead one alive
+            mono = data.get("mono")
+            here = bool(_BOOT) and host == socket.gethostname() and data.get("boot") == _BOOT
+            age = (
+                time.monotonic() - float(mono)
+                if here and mono is not None
+                else time.time() - float(data["at"])
+            )
             return Holder(
                 int(data["attempt"]),
-                str(data["host"]),
+                host,
                 int(data["pid"]),
-                # renewed at "at" by its holder's clock (an object store keeps no mtime to touch)
-                time.time() - float(data["at"]),
+                age,
                 int(data.get("reroute", 0)),
             )
         except OSError as e:
@@ -143,6 +165,8 @@ class Lease:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "at": time.time(),
+            "mono": time.monotonic(),  # (system-wide on Linux: read by attempts of this boot)
+            "boot": _BOOT,
         }
         with self._busy:
             if self._released:  # a write that reached its thread after the release: dropped

@@ -72,6 +72,16 @@ def result_size(result: CallToolResult) -> int:
     return size
 
 
+def stores(result: CallToolResult) -> bool:
+    """Does rendering ``result`` write to the store (an image, audio, an embedded blob)? Only
+    then is it rendered off the event loop (activities/tools/store_writes.py)."""
+    return any(
+        isinstance(b, ImageContent | AudioContent)
+        or (isinstance(b, EmbeddedResource) and isinstance(b.resource, BlobResourceContents))
+        for b in result.content
+    )
+
+
 def tool_result(ctx: ToolContext, tool: str, result: CallToolResult) -> Rendered:
     size = result_size(result)
     if size > MAX_RESULT_CHARS:

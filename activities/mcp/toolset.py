@@ -40,11 +40,13 @@ from activities.mcp.results import (
     ResultTooLarge,
     prompt_result,
     resource_result,
+    stores,
     tool_result,
 )
 from activities.mcp.servers import Launch, McpConfigError, ServerEntry, resolve
 from activities.sandbox import git_guard, secrets
 from activities.tools import ToolError, ToolResult, cap_text
+from activities.tools.store_writes import store_write
 from xsky.json_schema import bounded_errors, bounded_validator
 from xsky.security.mcp import McpDiscovery, McpToolInfo, function, is_mcp, real_name, split
 from xsky.security.permissions import rules_of
@@ -234,7 +236,12 @@ class McpToolset:
         except McpCallFailed as e:
             raise ToolError(f"MCP server {server.entry.name}: {e}") from None
         try:
-            return tool_result(self.ctx, info.tool, result)
+            if not stores(result):
+                return tool_result(self.ctx, info.tool, result)
+            # (its images and blobs are stored: off the event loop, activities/tools/store_writes.py)
+            return await store_write(
+                self.ctx, "the MCP tool's result", lambda: tool_result(self.ctx, info.tool, result)
+            )
         except ResultTooLarge as e:
             raise ToolError(f"MCP server {server.entry.name}: {e}") from None
 
@@ -246,11 +253,14 @@ class McpToolset:
             return f"ERROR: {e}"
         text = ("ERROR: " if rendered.error else "") + rendered.text
         if len(text) > RESULT_CHARS:
-            ref = self.ctx.store.put_text(
-                self.ctx.run_id,
-                self.ctx.agent_id,
-                f"{self.ctx.file_prefix}mcp-{name}-{len(self.ctx.artifacts)}.txt",
-                text,
+            filename = f"{self.ctx.file_prefix}mcp-{name}-{len(self.ctx.artifacts)}.txt"
+            whole = text
+            ref = await store_write(
+                self.ctx,
+                "the MCP tool's whole result",
+                lambda: self.ctx.store.put_text(
+                    self.ctx.run_id, self.ctx.agent_id, filename, whole
+                ),
             )
             self.ctx.artifacts.append(ref)
             text = cap_text(text, RESULT_CHARS, "result")[0] + f"\n[the whole result: {ref.uri}]"
@@ -306,12 +316,23 @@ class McpToolset:
         client = await self._client(server)
         try:
             if args.get("uri"):
-                return resource_result(
-                    self.ctx, args["uri"], await client.read_resource(args["uri"])
+                uri = args["uri"]
+                resource = await client.read_resource(uri)
+                return (
+                    await store_write(
+                        self.ctx,
+                        "the MCP resource",
+                        lambda: resource_result(self.ctx, uri, resource),
+                    )
                 ).text
             if args.get("prompt"):
-                got = await client.get_prompt(args["prompt"], args.get("arguments") or {})
-                return prompt_result(self.ctx, args["prompt"], got).text
+                prompt = args["prompt"]
+                got = await client.get_prompt(prompt, args.get("arguments") or {})
+                return (
+                    await store_write(
+                        self.ctx, "the MCP prompt", lambda: prompt_result(self.ctx, prompt, got)
+                    )
+                ).text
         except MCPError as e:
             raise ToolError(secrets.scrub(f"MCP server {server.entry.name}: {e}")) from None
         raise ToolError("mcp_read needs a 'uri' (a resource) or a 'prompt' (a prompt's name)")

@@ -8,12 +8,15 @@ workers sharing one disk — runs exactly as before.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 from activities.fsio import atomic_write
+from xsky.storage import ANY_VERSION
 
 CHUNK = 1024 * 1024
 
@@ -40,6 +43,31 @@ class LocalStore:
         target = self._path(key)
         share = None if self.share_gid is None else lambda fd: self._share(target.parent, fd)
         atomic_write(target, data, sync=sync, before=share)
+
+    def get_tagged(self, key: str) -> tuple[bytes, str]:
+        data = self._path(key).read_bytes()
+        return data, _digest(data)
+
+    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+        # The version is the content's digest; checked and replaced under a lock on the folder
+        # (flock: writers on this machine, or on a disk that shares its locks), so a write that
+        # comes late sees the newer file and is refused.
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            if tag != ANY_VERSION:
+                try:
+                    now: str | None = _digest(target.read_bytes())
+                except FileNotFoundError:
+                    now = None
+                if now != tag:
+                    return None
+            self.put(key, data)
+            return _digest(data)
+        finally:
+            os.close(folder)  # (the lock goes with it)
 
     def put_new(self, key: str, data: bytes) -> bool:
         # Written whole under a temporary name, then linked to the key: link() fails when the
@@ -137,3 +165,8 @@ class LocalStore:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             return b""
+
+
+def _digest(data: bytes) -> str:
+    """A local object's version tag (put_if): its content's digest."""
+    return hashlib.sha256(data).hexdigest()

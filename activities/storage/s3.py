@@ -17,13 +17,14 @@ import secrets as random
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import obstore
 from obstore.exceptions import AlreadyExistsError, GenericError, PreconditionError
 from obstore.store import S3Store as ObS3Store
 
 from activities.sandbox import secrets
-from xsky.storage import StoreLocation
+from xsky.storage import ANY_VERSION, StoreLocation
 
 PARTS = ".parts/"  # the suffix of an appendable object's folder of pieces
 CHUNK = 1024 * 1024
@@ -141,6 +142,24 @@ class S3Store:
     def get(self, key: str) -> bytes:
         with _answering(self.where):
             return bytes(obstore.get(self._store, key).bytes())
+
+    def get_tagged(self, key: str) -> tuple[bytes, str]:
+        with _answering(self.where):
+            got = obstore.get(self._store, key)
+            return bytes(got.bytes()), str(got.meta["e_tag"] or "")
+
+    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+        mode: Any = (
+            "create" if tag is None else "overwrite" if tag == ANY_VERSION else {"e_tag": tag}
+        )
+        try:
+            # (not _answering's writing=True: a conditional PUT on a missing key is "not found"
+            # — the object went, e.g. a gc — which is the condition failing, not a missing bucket)
+            with _answering(self.where):
+                done = obstore.put(self._store, key, data, mode=mode)
+        except (AlreadyExistsError, PreconditionError, FileNotFoundError):
+            return None
+        return str(done["e_tag"] or "")
 
     def chunks(self, key: str) -> Iterator[bytes]:
         with _answering(self.where):

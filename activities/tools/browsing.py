@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from activities.browser import BrowserUnavailable
 from activities.sandbox import egress
 from activities.tools import ToolContext, ToolError, cap_text, require_str
+from activities.tools.store_writes import store_write
 from xsky.artifacts import item_pages, page_key
 from xsky.outcomes import Verdict, navigation_error_verdict, navigation_verdict
 from xsky.plan.loops import MAX_ITEMS
@@ -305,6 +306,13 @@ _ORIGIN_STORAGE = """() => { const localStorage_ = [];
   return {origin: location.origin, localStorage: localStorage_}; }"""
 
 
+def _said(e: BaseException) -> str:
+    """An error for the log: a wait that ran out says so (its own text is empty)."""
+    if isinstance(e, TimeoutError):
+        return f"no answer within {LEAVE_TIMEOUT:g}s"
+    return str(e) or type(e).__name__
+
+
 class BrowserSession:
     def __init__(self, ctx: ToolContext):
         self.ctx = ctx
@@ -357,12 +365,26 @@ class BrowserSession:
         )
 
     async def keep(self) -> None:
-        """The page left now, as it is: the agent's final answer is about to be saved, and a
-        worker lost after that save is not asked again — its retry completes with the saved
-        answer and never opens the page (activities/agents/loop.py ``_answered``), so the page
-        must be in the store before the answer, or the agent after it starts logged out."""
-        if self._page is not None and not self._kept:
-            self._kept = await self._leave()
+        """The page left now, as it is, and waited for: the agent's final answer is about to be
+        saved (or a direct navigate's outcome kept), and a worker lost after that is not asked
+        again — its retry completes with the saved answer and never opens the page
+        (activities/agents/loop.py ``_answered``) — so the page must be in the store before
+        the answer, or the agent after it starts logged out. A store that is slow, paused or
+        failing is waited for as the answer's own save is (activities/agents/storage.py:
+        heartbeating, said on the board, until the attempt's deadline, then a StorageError
+        that is retried): given up after LEAVE_TIMEOUT, the answer was saved without it."""
+        if self._page is None or self._kept:
+            return
+        left = await self._state()
+        if left is None:
+            return
+        key = page_key(self.ctx.run_id, self.ctx.agent_id)
+        await store_write(
+            self.ctx,
+            "the page it leaves the agents after it",
+            lambda: self.ctx.store.objects.put(key, left),
+        )
+        self._kept = True
 
     async def close(self) -> None:
         try:
@@ -372,41 +394,53 @@ class BrowserSession:
             await self._stack.aclose()
             self._page = None
 
-    async def _leave(self) -> bool:
+    async def _state(self) -> bytes | None:
         """The page's cookies, its origin's storage and its address, for an agent that
-        continues it (best effort: the agent's own end is not held up, or replaced, by it).
-        True when it was stored."""
+        continues it; None when they cannot be read or are too large to keep."""
         page = self._page
         try:
             cookies = await asyncio.wait_for(page.context.cookies(), LEAVE_TIMEOUT)
-            url = str(page.url)
-            origins = []
-            if url.startswith("http"):
-                with contextlib.suppress(Exception):  # a page navigating away as it is read
-                    kept = await asyncio.wait_for(page.evaluate(_ORIGIN_STORAGE), LEAVE_TIMEOUT)
-                    if kept["localStorage"]:
-                        origins = [kept]
-            storage = {"cookies": cookies[:MAX_COOKIES], "origins": origins}
-            page_left: dict[str, Any] = {"url": url, "storage": storage, "at": time.time()}
-            if gone := self._given - cookies_of(storage):
-                page_left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
-            left = json.dumps(page_left)
-            if len(left) > PAGE_LIMIT:
-                log.warning(
-                    "the page agent %s left holds %d bytes of cookies and storage, more than %d: "
-                    "not kept (an agent after it starts on a page of its own)",
-                    self.ctx.agent_id,
-                    len(left),
-                    PAGE_LIMIT,
-                )
-                return False
-            key = page_key(self.ctx.run_id, self.ctx.agent_id)
+        except Exception as e:  # noqa: BLE001 - Playwright's errors, a browser that went away
+            log.warning("could not read the page agent %s left: %s", self.ctx.agent_id, _said(e))
+            return None
+        url = str(page.url)
+        origins = []
+        if url.startswith("http"):
+            with contextlib.suppress(Exception):  # a page navigating away as it is read
+                kept = await asyncio.wait_for(page.evaluate(_ORIGIN_STORAGE), LEAVE_TIMEOUT)
+                if kept["localStorage"]:
+                    origins = [kept]
+        storage = {"cookies": cookies[:MAX_COOKIES], "origins": origins}
+        page_left: dict[str, Any] = {"url": url, "storage": storage, "at": time.time()}
+        if gone := self._given - cookies_of(storage):
+            page_left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
+        left = json.dumps(page_left)
+        if len(left) > PAGE_LIMIT:
+            log.warning(
+                "the page agent %s left holds %d bytes of cookies and storage, more than %d: "
+                "not kept (an agent after it starts on a page of its own)",
+                self.ctx.agent_id,
+                len(left),
+                PAGE_LIMIT,
+            )
+            return None
+        return left.encode()
+
+    async def _leave(self) -> bool:
+        """The page left as the attempt ends any other way (failed, stopped, asking a person):
+        best effort — the agent's own end is not held up, or replaced, by it. True when it
+        was stored."""
+        left = await self._state()
+        if left is None:
+            return False
+        key = page_key(self.ctx.run_id, self.ctx.agent_id)
+        try:
             await asyncio.wait_for(
-                asyncio.to_thread(self.ctx.store.objects.put, key, left.encode()), LEAVE_TIMEOUT
+                asyncio.to_thread(self.ctx.store.objects.put, key, left), LEAVE_TIMEOUT
             )
             return True
-        except Exception as e:  # noqa: BLE001 - Playwright's and any store's errors
-            log.warning("could not keep the page agent %s left: %s", self.ctx.agent_id, e)
+        except Exception as e:  # noqa: BLE001 - any store's errors, its wait running out
+            log.warning("could not keep the page agent %s left: %s", self.ctx.agent_id, _said(e))
             return False
 
     async def _where(self) -> str:
@@ -489,13 +523,13 @@ class BrowserSession:
             "take a screenshot",
             lambda: page.screenshot(full_page=bool(args.get("full_page"))),
         )
-        ref = self.ctx.store.put_bytes(
-            self.ctx.run_id,
-            self.ctx.agent_id,
-            f"{self.ctx.file_prefix}shot-{self.shots}.png",
-            png,
-            "image/png",
-            f"screenshot of {page.url}",
+        name, shown = f"{self.ctx.file_prefix}shot-{self.shots}.png", f"screenshot of {page.url}"
+        ref = await store_write(
+            self.ctx,
+            "the screenshot",
+            lambda: self.ctx.store.put_bytes(
+                self.ctx.run_id, self.ctx.agent_id, name, png, "image/png", shown
+            ),
         )
         self.ctx.artifacts.append(ref)
         return f"saved a screenshot of {page.url} as {ref.uri} ({ref.size:,} bytes)"

@@ -29,6 +29,7 @@ from activities.tools.browsing import (
     page_text,
     steadily,
 )
+from activities.tools.store_writes import store_write
 
 MAX_TEXT = 200_000
 MAX_LINKS = 200
@@ -100,16 +101,24 @@ async def navigate(ctx: ToolContext, args: dict[str, Any], carry: bool = True) -
                     page, "take a screenshot", lambda: page.screenshot(full_page=False)
                 )
                 artifacts.append(
-                    ctx.store.put_bytes(
-                        ctx.run_id,
-                        ctx.agent_id,
-                        f"{ctx.file_prefix}screenshot.png",
-                        png,
-                        "image/png",
-                        f"screenshot of {url}",
+                    await store_write(
+                        ctx,
+                        "the screenshot",
+                        lambda: ctx.store.put_bytes(
+                            ctx.run_id,
+                            ctx.agent_id,
+                            f"{ctx.file_prefix}screenshot.png",
+                            png,
+                            "image/png",
+                            f"screenshot of {url}",
+                        ),
                     )
                 )
             final_url = page.url
+            if session is not None:
+                # left before the outcome is kept, and waited for: the agent after it goes on
+                # from it (given up after a while at its close, it started logged out)
+                await session.keep()
     except (BrowserUnavailable, egress.EgressUnavailable) as e:
         raise ToolError(str(e), retryable=getattr(e, "retryable", False)) from None
 
