@@ -13,6 +13,8 @@ from xsky.errors import XSkyError
 HINTS = {
     "connect": "start a local server and a worker with `python starter.py up` (or `make demo`), "
     "or set TEMPORAL_ADDRESS",
+    "connect-timeout": "a server there may be frozen, overloaded or still starting (its log: "
+    "`starter.py up` prints where), or a firewall drops the connection; try again in a moment",
     "worker": "start one with `starter.py up` (a server and a worker) or `python worker.py`",
     "worker-kinds": "start one with `python worker.py --kinds {subject} --no-leader` "
     "(or `starter.py up`); nothing was started",

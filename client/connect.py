@@ -211,8 +211,19 @@ async def connect_client(settings: Settings, runtime: Runtime | None = None) -> 
             runtime=runtime or quiet_runtime(),
         )
     except Exception as e:  # noqa: BLE001 - the SDK raises RuntimeError for any connect failure
+        problem = connect_problem(e)
+        if problem == "timed out":
+            # (chaos11: a frozen server made every command wait, then say to start one — and
+            # `starter.py up` said it was up)
+            raise ConnectError(
+                f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): "
+                "nothing answered in time",
+                "a server there may be frozen, overloaded or still starting (see its log), or "
+                "a firewall drops the connection; try again in a moment",
+                topic="connect-timeout",
+            ) from None
         raise ConnectError(
-            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {connect_problem(e)}",
+            f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {problem}",
             # (worded for the library's callers: the CLI words its own, cli/hints.py; a stock
             # `temporal server start-dev` lacks xsky's search attributes, so it is not named)
             "start a Temporal server there with xsky's search attributes (docs/deployment.md), "

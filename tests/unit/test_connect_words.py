@@ -36,3 +36,27 @@ def test_skills_status_without_a_server_says_starter_py_up(
     assert "watch unknown: cannot reach Temporal at 127.0.0.1:1" in said
     assert "`python starter.py up`" in said
     assert "start-dev" not in said
+
+
+def test_a_server_that_does_not_answer_is_not_said_to_be_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # chaos11: with the server frozen (SIGSTOP), every command waited ~34 s and then said to
+    # start a server — and `starter.py up` said one was up.
+    from temporalio.client import Client
+
+    async def frozen(*args: object, **kwargs: object) -> Client:
+        raise RuntimeError(
+            "Failed client connect: Server connection error: tonic::transport::Error(Transport, TimeoutExpired(()))  timed out"
+        )
+
+    monkeypatch.setattr(Client, "connect", frozen)
+    with pytest.raises(ConnectError) as said:
+        asyncio.run(connect_client(load_settings()))
+    assert said.value.topic == "connect-timeout" and "nothing answered in time" in str(said.value)
+    assert said.value.fix is not None and "frozen" in said.value.fix
+    assert "starter.py" not in said.value.fix  # (the library's words)
+    assert main(["status", "xsky-some-run"]) != 0
+    printed = " ".join(capsys.readouterr().err.split())
+    assert "nothing answered in time" in printed and "frozen" in printed, printed
+    assert "start a local server" not in printed
