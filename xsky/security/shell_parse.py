@@ -1413,6 +1413,39 @@ _UNFOLLOWED_RUNNERS = frozenset(
 _VERSIONED_INTERPRETERS = frozenset({"python", "perl", "ruby", "node", "php", "lua"})
 
 
+_SSH_RUNS = re.compile(r"^\s*(proxycommand|localcommand|knownhostscommand|match)\b", re.I)
+
+
+def _ssh_runs_locally(name: str, args: list[str]) -> bool:
+    """An ssh option that runs a program here: -o ProxyCommand/LocalCommand/KnownHostsCommand/
+    Match exec (attached, or the next word), a config file (-F, which may set them), scp's and
+    sftp's -S program."""
+    for i, a in enumerate(args):
+        if a == "--" or not a.startswith("-"):
+            continue
+        letters = a[1:]
+        for j, letter in enumerate(letters):
+            if letter in "oFS" and not (letter == "S" and name == "ssh"):
+                value = letters[j + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+                if letter != "o" or _SSH_RUNS.match(value):
+                    return True
+                break
+    return False
+
+
+def _git_grep_pager(args: list[str]) -> bool:
+    """``git grep -O[CMD]`` / ``--open-files-in-pager`` (``args`` from the subcommand on): the
+    files found are opened with CMD."""
+    if not args or args[0] != "grep":
+        return False
+    after = args[1:]
+    return any(
+        a.startswith("--open-files-in-pager") or (a.startswith("-O") and not a.startswith("--"))
+        for a in after
+        if a != "--"
+    )
+
+
 def inline_code(argv: list[str]) -> str | None:
     """Why this command may run code the checker cannot see in it (None when it cannot)."""
     return _inline_code(argv) or hidden_code(argv)
@@ -1434,6 +1467,8 @@ def _inline_code(argv: list[str]) -> str | None:
             ):
                 return "git -c / --config-env set configuration that can run programs (core.pager, core.sshCommand, aliases)"
             i += 2 if GLOBAL_OPTIONS["git"].get(a) else 1
+        if _git_grep_pager(args[i:]):
+            return "git grep -O runs the program it names on the files found"
         return None
     if name in _AWKS:
         program = next((a for a in args if not a.startswith("-")), "")
@@ -1482,6 +1517,10 @@ def _inline_code(argv: list[str]) -> str | None:
         return "tar options that run programs (--to-command, --checkpoint-action, -I …)"
     if name in ("ssh", "rsh") and len([a for a in args if not a.startswith("-")]) > 1:
         return f"{name} runs a command on another machine"
+    if name in ("ssh", "scp", "sftp") and _ssh_runs_locally(name, args):
+        # (sec11: `ssh -oProxyCommand="touch x" host`, scp's and sftp's likewise, ran touch past
+        # deny shell(touch:*) — a value in that place was asked for, a model's own call was not)
+        return f"{name} options that run a local program (ProxyCommand, LocalCommand, -F, -S)"
     if name == "rsync" and re.search(r"(^|\s)(-e|--rsh)\b", joined):
         return "rsync -e runs a program"
     if name == "zip" and re.search(r"-TT|--unzip-command", joined):

@@ -1,0 +1,48 @@
+"""ssh, scp and sftp run a local program named in their options (ProxyCommand, LocalCommand,
+a config file, scp's -S), and `git grep -O` opens the files it finds with the program it names:
+issued as a model's own call, each ran touch past deny shell(touch:*) for a role holding shell
+— a value in that place was asked for, the call itself was not (sec11). Each premise is run in
+real bash (ssh stops at the proxy: no connection is made)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.real_bash import bash
+from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from xsky.security.roles import BUILTIN_ROLES
+
+ROLE = BUILTIN_ROLES["shell"]
+DENY_TOUCH = PermissionSettings(
+    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
+)
+RUNS = [
+    'ssh -oProxyCommand="touch ran" -oBatchMode=yes x true',
+    'ssh -o "ProxyCommand touch ran" -o BatchMode=yes x',
+    'scp -oProxyCommand="touch ran" -oBatchMode=yes x:f .',
+    'sftp -oProxyCommand="touch ran" -oBatchMode=yes x',
+    "git init -q . && echo a > a && git add a && git grep -O'touch ran' a",
+]
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_the_option_runs_the_program(command: str, tmp_path: Path) -> None:
+    bash(command, {"HOME": str(tmp_path), "GIT_PAGER": "cat"}, tmp_path, timeout=10)
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_such_a_call_is_asked_for(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["scp -P 2222 a.txt x:b", "sftp -o StrictHostKeyChecking=no -b batch x", "git grep -n foo"],
+)
+def test_ordinary_calls_are_not(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
