@@ -58,21 +58,34 @@ def unpack(home: Path, packed: list[str]) -> tuple[list[Copy], list[str]]:
             continue  # gone since it was listed
         digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         copy = folder / f"{digest}-{source.name.removesuffix('.zst')}"
+        # A rollout that could not be read is not read again until it changes (sec11: a
+        # corrupt or too large one was decompressed again at every scan, up to 1 GiB each)
+        failed = folder / f".failed-{digest}"
+        problem = _failed_before(failed, st.st_mtime_ns)
         try:
-            if not copy.exists() or copy.stat().st_mtime_ns != st.st_mtime_ns:
+            if problem is None and (not copy.exists() or copy.stat().st_mtime_ns != st.st_mtime_ns):
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
                 _decompress(source, copy, st.st_mtime_ns)
         except TooLarge:
-            problems.append(
-                f"{path}: a compressed Codex rollout over {MAX_BYTES >> 30} GiB once "
-                "decompressed is not read"
-            )
-            continue
+            problem = f"a compressed Codex rollout over {MAX_BYTES >> 30} GiB once decompressed is not read"
         except (OSError, zstandard.ZstdError) as e:
-            problems.append(f"{path}: the compressed Codex rollout could not be read: {e}")
+            problem = f"the compressed Codex rollout could not be read: {e}"
+        if problem is not None:
+            with suppress(OSError):
+                atomic_write(failed, f"{st.st_mtime_ns}\n{problem}".encode(), sync=False)
+            problems.append(f"{path}: {problem}")
             continue
         copies.append(Copy(copy))
     return copies, problems
+
+
+def _failed_before(marker: Path, mtime_ns: int) -> str | None:
+    """What the last try said of a rollout, if it failed and the file has not changed since."""
+    try:
+        when, _, problem = marker.read_text().partition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return problem if when == str(mtime_ns) and problem else None
 
 
 def _decompress(source: Path, copy: Path, mtime_ns: int) -> None:

@@ -643,4 +643,41 @@ def test_a_rollout_codex_compressed_is_read_through_a_copy(tmp_path: Path) -> No
     (home / "unpacked" / ".tmp-0123456789ab").write_bytes(b"")  # another scan's, being written
     scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
     assert not Path(copy).exists()
-    assert [p.name for p in (home / "unpacked").iterdir()] == [".tmp-0123456789ab"]
+    left = sorted(p.name for p in (home / "unpacked").iterdir())
+    assert left[1:] == [".tmp-0123456789ab"] and left[0].startswith(".failed-")  # (the bad one)
+
+
+def test_a_compressed_rollout_that_cannot_be_read_is_not_read_again_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sec11: a corrupt (or too large) rollout was decompressed again at every scan — up to
+    # 1 GiB of work every 30 s; it is said at every scan, and tried again once it changes.
+    import os
+
+    import zstandard
+
+    from activities.skills import unpacked
+
+    codex = tmp_path / "codex"
+    archive = codex / "archived_sessions"
+    archive.mkdir(parents=True)
+    bad = archive / "rollout-2026-11-02T10-00-00-0197.jsonl.zst"
+    bad.write_bytes(b"(not zstd)")
+    tries: list[Path] = []
+    real = unpacked._decompress
+
+    def counted(source: Path, copy: Path, mtime_ns: int) -> None:
+        tries.append(source)
+        real(source, copy, mtime_ns)
+
+    monkeypatch.setattr(unpacked, "_decompress", counted)
+    home = tmp_path / "home"
+    for _ in range(3):
+        found = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+        (problem,) = found.problems
+        assert "could not be read" in problem
+    assert len(tries) == 1
+    bad.write_bytes(zstandard.ZstdCompressor().compress((FIXTURES / CODEX_MAIN).read_bytes()))
+    os.utime(bad, ns=(bad.stat().st_mtime_ns + 10**9,) * 2)
+    found = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+    assert found.problems == [] and len(tries) == 2 and len(found.deltas) == 1
