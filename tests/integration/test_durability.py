@@ -116,7 +116,7 @@ async def own_server(
         assert not any(t.done() for t in running), "a worker stopped during the test"
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-        server.stop()
+        server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
 
 
 async def completed_agents(handle, count: int) -> set[str]:
@@ -293,7 +293,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
         stop_worker_process(worker)
-        server.stop()
+        server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
 
 
 async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(
