@@ -29,7 +29,6 @@ from client._consts import (
     SILENT_WORKER_SECONDS,
     TRANSIENT,
     UPDATE_TIMEOUT,
-    WORKER_WAIT,
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
@@ -421,8 +420,9 @@ class Run:
         change sent to a run no worker serves waited silently and applied whenever one came)."""
         queue = (await self.handle.describe()).task_queue
         # A worker reconnecting (the server restarted a moment ago, a worker is starting) polls
-        # within seconds: waited for as long as a run's start waits for one, then refused.
-        deadline = time.monotonic() + WORKER_WAIT
+        # within seconds: waited for as long as a run's start waits for one (XSKY_WORKER_WAIT),
+        # then refused.
+        deadline = time.monotonic() + self._settings.worker_wait
         while not await serving(self._client, self._settings, queue):
             if time.monotonic() >= deadline:
                 raise NoWorkerError(

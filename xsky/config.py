@@ -35,7 +35,7 @@ Cloud profile works unchanged.
 | XSKY_CHROMIUM | (found) | the Chromium executable for browser agents |
 | XSKY_UI_PORT | 8233 | the Web UI port ``starter.py server`` uses |
 | OTEL_EXPORTER_OTLP_ENDPOINT | (none) | turns on tracing of runs over OTLP/HTTP (the exporter reads ``OTEL_*``) |
-| XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it |
+| XSKY_WORKER_WAIT | 10 | seconds a start waits for a worker on each queue it needs before saying none serves it (and a change to a running run, for one serving its queue) |
 | XSKY_WORKFLOW_SLOTS | 10 | a worker's workflow tasks in progress at once |
 | XSKY_STICKY_TIMEOUT | 10 | seconds a workflow task waits for the worker that caches its run before any worker may take it |
 """

@@ -42,12 +42,13 @@ async def test_the_api_key_never_enters_workflow_history(env: Env, fake_llm: Fak
 
 
 async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repeating_them(
-    env: Env, fake_llm: FakeLLM, tmp_path: Path
+    env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     import os
     import signal
 
     from tests.integration.test_durability import (
+        STICKY_WAIT,
         start_worker_process,
         stop_worker_process,
     )
@@ -66,6 +67,7 @@ async def test_a_worker_killed_after_two_of_four_iterations_resumes_without_repe
         return text("all four iterations done")
 
     fake_llm.responder = responder
+    monkeypatch.setenv("XSKY_STICKY_TIMEOUT", STICKY_WAIT)  # the killed leader's run waits less
     worker = start_worker_process(env, tmp_path / "w1.log")
     cfg = '{"heartbeatTimeout": 2, "retry": {"maximumAttempts": 5, "initialInterval": 0.2}}'
     handle = await env.start(plan(agent("1", "file", "Write four steps", cfg)))

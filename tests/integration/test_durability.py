@@ -36,6 +36,11 @@ from xsky.runs import RunInput
 
 pytestmark = pytest.mark.integration
 
+# Seconds a killed leader worker's run waits on its sticky queue before another worker takes its
+# next workflow task (XSKY_STICKY_TIMEOUT, 10 s by default): what the crash tests below check
+# does not depend on it, and each would sit it out once per kill.
+STICKY_WAIT = "3"
+
 # A result over the 256 bytes that travel inline only: it is stored, and handed on by reference.
 LONG = "a result long enough to be stored, " * 10
 
@@ -116,7 +121,7 @@ async def own_server(
         assert not any(t.done() for t in running), "a worker stopped during the test"
     finally:
         await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
-        server.stop()
+        server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
 
 
 async def completed_agents(handle, count: int) -> set[str]:
@@ -128,8 +133,9 @@ async def completed_agents(handle, count: int) -> set[str]:
 
 
 async def test_a_worker_killed_mid_run_is_replaced_and_nothing_completed_runs_twice(
-    env: Env, tmp_path: Path
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    monkeypatch.setenv("XSKY_STICKY_TIMEOUT", STICKY_WAIT)  # the workers' (STICKY_WAIT)
     first = start_worker_process(env, tmp_path / "worker1.log")
     handle = await env.start(
         ledger_chain(6, 0.6), workflow_id=f"xsky-ledger-{uuid.uuid4().hex[:6]}"
@@ -253,6 +259,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
     env = Env(client=None, settings=None, address=server.address, home=tmp_path / "xsky")  # type: ignore[arg-type]
     monkeypatch.setenv("XSKY_TASK_QUEUE", queue)
     monkeypatch.setenv("XSKY_HOME", str(env.home))
+    monkeypatch.setenv("XSKY_STICKY_TIMEOUT", STICKY_WAIT)  # the workers' (STICKY_WAIT)
     monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
     env.settings = load_settings()
     worker = start_worker_process(env, tmp_path / "w1.log")
@@ -293,7 +300,7 @@ async def test_a_pending_approval_and_question_survive_a_worker_sigkill_and_a_se
         assert [a.result for a in result.agents] == ["yes", "Friday", "approved"]
     finally:
         stop_worker_process(worker)
-        server.stop()
+        server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
 
 
 async def test_continue_as_new_carries_a_pending_question_which_stays_answerable(

@@ -51,6 +51,9 @@ async def test_ctrl_c_leaves_the_run_running_and_says_how_to_re_attach(env: Env)
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            # Ctrl-C as a terminal gives it, even when this suite was started with SIGINT
+            # ignored (in the background), which the CLI would inherit and never see.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert proc.stderr is not None
         said = await asyncio.wait_for(proc.stderr.readline(), 30)  # attached

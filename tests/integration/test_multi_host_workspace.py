@@ -74,7 +74,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
             for proc in c.workers.values():
                 if proc.poll() is None:
                     stop_worker_process(proc)
-            server.stop()
+            server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
 
 
 def _env(s3: S3Server, server: DevServer) -> dict[str, str]:

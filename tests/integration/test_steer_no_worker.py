@@ -17,6 +17,8 @@ from xsky.errors import NoWorkerError
 
 pytestmark = pytest.mark.integration
 
+WORKER_WAIT = 2  # seconds (XSKY_WORKER_WAIT)
+
 SLOW = (
     '<agent name="shell" id="1"><task>wait</task>'
     '<config>{"tool": "shell", "command": "sleep 120"}</config></agent>'
@@ -24,10 +26,15 @@ SLOW = (
 
 
 async def test_a_change_to_a_run_no_worker_serves_is_answered_with_why_not_a_silent_wait(
-    env: Env,
+    env: Env, monkeypatch: pytest.MonkeyPatch
 ):
     """With the worker down, `answer`, `pause`, `budget` … printed nothing for 13 minutes, and
     whatever was typed applied when a worker came back, unannounced."""
+    # The waits this test would otherwise sit out, shortened (what is said does not depend on
+    # them): for a worker before a change is refused (10 s by default), and for a query's
+    # answer (5 s: half the sticky wait, here 1 s), asked three times below.
+    monkeypatch.setenv("XSKY_WORKER_WAIT", str(WORKER_WAIT))
+    monkeypatch.setenv("XSKY_STICKY_TIMEOUT", "2")
     await env.start_worker()
     async with XSky.connect() as x:
         run = await x.run(plan(SLOW, name="steer-down"), id=f"steer-down-{uuid.uuid4().hex[:6]}")
@@ -37,8 +44,8 @@ async def test_a_change_to_a_run_no_worker_serves_is_answered_with_why_not_a_sil
         with pytest.raises(NoWorkerError) as e:
             await asyncio.wait_for(run.pause(reason="down"), 60)
         said = str(e.value)
-        # within the wait for a worker (10 s: one reconnecting would be waited for), nothing sent
-        assert time.monotonic() - t0 < 15, said
+        # within the wait for a worker (one reconnecting would be waited for), nothing sent
+        assert time.monotonic() - t0 < WORKER_WAIT + 5, said
         assert "no worker serves" in said and "nothing was sent" in said, said
         # and a read names the same reason, not busy workers
         with pytest.raises(NoWorkerError) as e2:

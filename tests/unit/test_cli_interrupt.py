@@ -38,9 +38,12 @@ def test_the_command_line_is_read_where_ctrl_c_is_answered() -> None:
 
 # A steering command that waits on its update when Ctrl-C comes: asyncio.run cancels it, and
 # Temporal's client raises its own error from the CancelledError. Run in a process of its own,
-# with a real SIGINT, as a person's Ctrl-C would come.
+# with a real SIGINT, as a person's Ctrl-C would come. Python leaves SIGINT ignored when it
+# starts with it ignored (a suite started in the background: `make test &`, some CI runners),
+# and then nothing cancels the wait: Ctrl-C is given its handler back, as a terminal has it.
 _STEER_INTERRUPTED = """
 import asyncio, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 import cli.steer_cmd
 from cli.main import main
