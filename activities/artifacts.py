@@ -16,6 +16,7 @@ from activities.storage import open_objects
 from activities.storage.local import LocalStore
 from xsky.artifacts import (
     BLOB_AGENT,
+    GC_MARK,
     MARKER_RE,
     URI_PREFIX,
     ArtifactRef,
@@ -79,7 +80,7 @@ class ArtifactStore:
         try:
             return self.objects.get(uri_path(uri))
         except FileNotFoundError:
-            gone = removed_by_gc(self.objects, uri_path(uri).split("/", 1)[0])
+            gone = removed_by_gc(self.objects, uri_path(uri).split("/", 1)[0], folder=True)
             if gone is not None:
                 raise RemovedByGc(
                     f"artifact {uri} is no more: its run's stored objects were {gone}", gone
@@ -133,11 +134,14 @@ class RemovedByGc(FileNotFoundError):
         self.gone = gone
 
 
-def removed_by_gc(objects: ObjectStore, run_id: str) -> str | None:
+def removed_by_gc(objects: ObjectStore, run_id: str, folder: bool = False) -> str | None:
     """ "removed by `starter.py gc` on 2026-12-06 20:31 (42 objects)" when gc removed the run's
-    stored objects (the mark it leaves: xsky.artifacts.GC_MARK), else None."""
+    stored objects (the mark it leaves: xsky.artifacts.GC_MARK), else None. ``folder``:
+    ``run_id`` is the run's folder, as an artifact's URI names it (a run id the store had to
+    change — ``plan:1``, one beginning with "_" — is not its folder: review14)."""
+    key = f"{run_id}/{GC_MARK}" if folder else gc_mark_key(run_id)
     try:
-        said = json.loads(objects.get(gc_mark_key(run_id)))
+        said = json.loads(objects.get(key))
     except (FileNotFoundError, ValueError):
         return None
     if not isinstance(said, dict):

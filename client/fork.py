@@ -71,7 +71,7 @@ def gone_inputs(
     gone_of: Callable[[str], str | None],
 ) -> list[str]:
     """Carried results an agent the fork runs again needs (an ancestor's), whose stored text
-    `starter.py gc` removed (``gone_of(run id)``: "removed by … (N objects)", else None): such
+    `starter.py gc` removed (``gone_of(the run's folder)``: "removed by … (N objects)", else None): such
     a fork would start and its agent fail at once on the missing artifact. One line each."""
     runs_gone: dict[str, str | None] = {}
     gone: dict[str, str] = {}

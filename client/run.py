@@ -585,7 +585,9 @@ class Run:
         # a result it carries that gc removed: an agent it runs again would fail at once on it
         kept = still_carried(wf, follow.resume.carried, rerun)
         objects = open_objects(self._settings)
-        if lost := gone_inputs(wf, kept, lambda run: removed_by_gc(objects, run)):
+        if lost := gone_inputs(
+            wf, kept, lambda folder: removed_by_gc(objects, folder, folder=True)
+        ):
             raise UsageError(
                 f"the follow-up needs what `starter.py gc` removed: {'; '.join(lost[:5])}",
                 "retry an agent before them as well (it runs them again), or start a new run",
@@ -630,7 +632,9 @@ class Run:
         # a result it carries that gc removed: its agents would fail at once on it (walk8)
         objects = open_objects(self._settings)
         if lost := gone_inputs(
-            new, carried(old, new, at, reports), lambda run: removed_by_gc(objects, run)
+            new,
+            carried(old, new, at, reports),
+            lambda folder: removed_by_gc(objects, folder, folder=True),
         ):
             raise UsageError(
                 f"the fork needs what `starter.py gc` removed: {'; '.join(lost[:5])}",

@@ -57,3 +57,24 @@ def test_a_follow_up_that_needs_a_result_gc_removed_is_named() -> None:
     ]
     # retrying T-1 too runs it again: nothing it needs is gone
     assert gone_inputs(PLAN, still_carried(PLAN, carried_over, ["1"]), gone_of) == []
+
+
+def test_a_run_whose_folder_is_not_its_id_is_found_removed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # review14: the check read gc's mark of the folder an artifact's URI names as if it were
+    # the run's id — a run id the store changes (`plan:1`, one beginning with "_", one over
+    # 120 characters) was hashed twice, and its removal never seen.
+    import json
+
+    from activities.artifacts import removed_by_gc
+    from activities.storage.local import LocalStore
+    from xsky.artifacts import artifact_path, gc_mark_key
+
+    store = LocalStore(tmp_path)
+    for run_id in ("plan:1", "_pages", "r" * 150):
+        mark = {"removedAt": "2026-12-07T13:46:00", "objects": 7}
+        store.put(gc_mark_key(run_id), json.dumps(mark).encode())
+        uri = "artifact:" + artifact_path(run_id, "1", "v1-d1-result.txt")
+        ref = ArtifactRef(uri=uri, size=23892, sha256="0" * 64)
+        kept = [REPORTS[0].model_copy(update={"result_ref": ref})]
+        lost = gone_inputs(PLAN, kept, lambda folder: removed_by_gc(store, folder, folder=True))
+        assert len(lost) == 1 and "removed by `starter.py gc`" in lost[0], (run_id, lost)

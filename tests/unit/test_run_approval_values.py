@@ -81,3 +81,36 @@ def test_a_settings_rule_allows_as_written(tmp_path: Path) -> None:
     )
     decision = decide("shell", _call(template, "-odone"), ROLE, settings, str(tmp_path))
     assert decision.effect == "allow", decision.reason
+
+
+def test_the_values_the_person_approved_pass_on_their_rule(tmp_path: Path) -> None:
+    # review14: the approval asked again for the very call approved (the same risky value), so
+    # a retry or a repeated item waited on a person once more.
+    template = 'sort "{{item}}" notes.txt'
+    call = _call(template, "-r")
+    rules = run_rules_for("shell", call)
+    values = call["values"]
+    assert isinstance(values, dict)
+    settings = PermissionSettings(
+        layers=[ASK_ALL],
+        approved_rules=[ApprovedRule(rule=r, request_id="A-1", values=values) for r in rules],
+    )
+    assert decide("shell", call, ROLE, settings, str(tmp_path)).effect == "allow"
+    other = decide("shell", _call(template, "-odone"), ROLE, settings, str(tmp_path))
+    assert other.effect == "ask" and not other.hard
+
+
+def test_a_role_only_a_person_vouches_for_stays_so(tmp_path: Path) -> None:
+    # review14: such a role's call is a hard ask without a rule (no mode, no leader lifts it);
+    # after a person's run rule, a later risky value was a plain ask — bypass mode allowed it
+    template = 'sort "{{item}}" notes.txt'
+    rules = run_rules_for("shell", _call(template, "a.txt"))
+    settings = PermissionSettings(
+        layers=[ASK_ALL],
+        approved_rules=[ApprovedRule(rule=r, request_id="A-1") for r in rules],
+        person_only_tools=["shell"],
+    )
+    decision = decide("shell", _call(template, "-odone"), ROLE, settings, str(tmp_path))
+    assert decision.effect == "ask" and decision.hard, decision
+    bypass = settings.model_copy(update={"mode": "bypass"})
+    assert decide("shell", _call(template, "-odone"), ROLE, bypass, str(tmp_path)).effect == "ask"

@@ -45,13 +45,19 @@ class Briefs:
     def approve(self, task_id: str, approval: ToolApproval) -> None:
         self.state.approvals.setdefault(task_id, []).append(approval)
 
-    def allow_for_run(self, rules: list[str], request_id: str) -> None:
-        """An "allow for this run" answer: its rules, each kept once."""
+    def allow_for_run(
+        self, rules: list[str], request_id: str, values: dict[str, str] | None = None
+    ) -> None:
+        """An "allow for this run" answer: its rules, each kept once, with the {{…}} values of
+        the call approved (a later call with other values that could be code is asked again:
+        xsky/security/shell_rules.py; these values are the person's answer)."""
         kept = {a.rule for a in self.state.approved_rules}
         for rule in rules:
             if rule not in kept:
                 kept.add(rule)
-                self.state.approved_rules.append(ApprovedRule(rule=rule, request_id=request_id))
+                self.state.approved_rules.append(
+                    ApprovedRule(rule=rule, request_id=request_id, values=values or None)
+                )
 
     def hand_over(self, task_id: str, dispatch: int) -> list[ToolApproval]:
         """The decisions waiting for ``task_id``'s next dispatch, ``dispatch``: given to it

@@ -262,7 +262,13 @@ class People:
                 if tool == "shell"
                 else run_rules_for(tool, arguments)
             )
-            self.briefs.allow_for_run(rules, request.id)
+            values = arguments.get("values") if tool == "shell" else None
+            approved = (
+                {k: v for k, v in values.items() if isinstance(k, str) and isinstance(v, str)}
+                if isinstance(values, dict)
+                else None
+            )
+            self.briefs.allow_for_run(rules, request.id, approved)
         if task is not None:
             self.briefs.approve(task.id, approval_of(request, req))
         direct = task is not None and tool_name(self.board.agents[task.agent_id].config) is not None

@@ -48,6 +48,8 @@ class Rule:
     text: str
     source: str  # where it came from, as decisions name it: "project settings (path)", "the run's input …"
     origin: Origin = "settings"
+    # A person's approval: the {{…}} values of the call they approved (sorted), if it held any
+    values: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Decision:
     rule: str | None = None
     hard: bool = False  # a safety refusal (unparseable, outside the workspace …): no mode lifts it
     origin: Origin | None = None  # the rule's, when a rule decided: a person's approval is "person"
+    values: tuple[tuple[str, str], ...] | None = None  # the rule's (a person's approval)
 
 
 class PermissionLayer(WireModel):
@@ -79,6 +82,8 @@ class ApprovedRule(WireModel):
 
     rule: str
     request_id: str | None = None  # None: kept by an older version, which did not record it
+    # The {{…}} values of the call approved (None: it held none, or an older version kept it)
+    values: dict[str, str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def source(self) -> str:
@@ -311,7 +316,13 @@ def rules_of(settings: PermissionSettings) -> dict[str, list[Rule]]:
         for effect in ("deny", "ask", "allow"):
             rules[effect] += [parse_rule(t, source) for t in getattr(layer, effect)]
     # A person's approval is named before an input rule that says the same.
-    rules["allow"] += [parse_rule(a.rule, a.source, "person") for a in settings.approved_rules]
+    rules["allow"] += [
+        dataclasses.replace(
+            parse_rule(a.rule, a.source, "person"),
+            values=tuple(sorted(a.values.items())) if a.values else None,
+        )
+        for a in settings.approved_rules
+    ]
     rules["allow"] += [parse_rule(t, _INPUT_SOURCE, "input") for t in settings.run_rules]
     rules["allow"] += [parse_rule(t, _START_SOURCE, "start") for t in settings.host_rules]
     return rules
@@ -402,6 +413,7 @@ def decide_one(tool: str, subject: str | None, check: Check) -> Decision:
                     f"{effect} rule {rule.text!r} from {rule.source} matched{shown}",
                     rule.text,
                     origin=rule.origin,
+                    values=rule.values,
                 )
     if person_only:
         # Hard: neither accept_edits nor bypass lifts it. The role may come from a plan an

@@ -21,6 +21,7 @@ from xsky.security.allow_hosts import how_to_open
 from xsky.security.net import DEV_NET, destinations, named_ports
 from xsky.security.option_reading import rule_words
 from xsky.security.program_forms import finding, value_code
+from xsky.security.roles import has
 from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
     INTERPRETERS,
@@ -239,11 +240,11 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # xsky/security/delegation.py: a value is "only known when the command runs".)
         decisions = [_value_vouched(d, part, in_value) for d in decisions]
     if in_value is not None:
-        decisions = [_approved_with_its_values(d, in_value) for d in decisions]
+        decisions = [_approved_with_its_values(d, in_value, check) for d in decisions]
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
 
 
-def _approved_with_its_values(d: Decision, why: str) -> Decision:
+def _approved_with_its_values(d: Decision, why: str, check: Check) -> Decision:
     """A person's "allow for this run" answered the command with the values it held then: a
     later call whose value could be code or an option there (a forEach's next item, a page the
     run read) is asked again, with why — the other values pass on the person's rule (a sixth
@@ -252,10 +253,15 @@ def _approved_with_its_values(d: Decision, why: str) -> Decision:
     allows as written."""
     if d.effect != "allow" or d.origin != "person":
         return d
+    if d.values is not None and d.values == tuple(sorted(check.values.items())):
+        return d  # the very values the person approved (review14: asked again before)
+    # (a role only a person may vouch for stays so: no mode and no leader lifts it — review14)
+    only_a_person = any(has(check.person_only, n) for n in check.names("shell"))
     return Decision(
         "ask",
         f"{why}: a person decides — the approval {d.rule!r} for this run answered the command "
         "with the values it held then, not with this one (allow exactly this with a rule)",
+        hard=only_a_person,
     )
 
 
