@@ -126,6 +126,7 @@ def scan(
         seen: set[str] = set()
         candidates: list[_Candidate] = []
         scanned_kinds: set[str] = set()
+        all_packed: list[str] = []  # every compressed Codex rollout found (skills/unpacked.py)
         for source in sources:
             if not source.root.is_dir():
                 # A kind's usual place may never exist (no Codex here): only a folder a
@@ -139,6 +140,7 @@ def scan(
             scanned_kinds.add(source.kind)
             packed: list[str] = []
             found: list[tuple[os.DirEntry[str] | Copy, bool]] = list(discover(source, packed))
+            all_packed += packed
             # (one read before Codex compressed it was read whole: it had been cold a week)
             packed = [p for p in packed if p.removesuffix(".zst") not in known]
             if packed:  # Codex's compressed rollouts, read through a decompressed copy each
@@ -182,8 +184,8 @@ def scan(
                     )
                 )
         _moves_and_gone(store, known, seen, scanned_kinds, candidates, result)
-        if "codex" in scanned_kinds:  # (as a file not seen is gone, above: so is its copy)
-            sweep(home, seen)
+        if "codex" in scanned_kinds:  # (a rollout no longer found: its copy goes)
+            sweep(home, all_packed)
         _collect(store, candidates, inp, clock, result)
         store.set_meta(
             "last_scan",

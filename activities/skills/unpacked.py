@@ -56,8 +56,8 @@ def unpack(home: Path, packed: list[str]) -> tuple[list[Copy], list[str]]:
             st = source.stat()
         except OSError:
             continue  # gone since it was listed
-        digest = hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-        copy = folder / f"{digest}-{source.name.removesuffix('.zst')}"
+        digest = _digest(path)
+        copy = folder / _name(path)
         # A rollout that could not be read is not read again until it changes (sec11: a
         # corrupt or too large one was decompressed again at every scan, up to 1 GiB each)
         failed = folder / f".failed-{digest}"
@@ -68,15 +68,25 @@ def unpack(home: Path, packed: list[str]) -> tuple[list[Copy], list[str]]:
                 _decompress(source, copy, st.st_mtime_ns)
         except TooLarge:
             problem = f"a compressed Codex rollout over {MAX_BYTES >> 30} GiB once decompressed is not read"
-        except (OSError, zstandard.ZstdError) as e:
+            _remember(failed, st.st_mtime_ns, problem)
+        except zstandard.ZstdError as e:
+            problem = f"the compressed Codex rollout could not be read: {e}"
+            _remember(failed, st.st_mtime_ns, problem)
+        except OSError as e:  # the machine's (a full disk, EIO): tried again at the next scan
             problem = f"the compressed Codex rollout could not be read: {e}"
         if problem is not None:
-            with suppress(OSError):
-                atomic_write(failed, f"{st.st_mtime_ns}\n{problem}".encode(), sync=False)
             problems.append(f"{path}: {problem}")
             continue
         copies.append(Copy(copy))
     return copies, problems
+
+
+def _remember(marker: Path, mtime_ns: int, problem: str) -> None:
+    """A rollout's content cannot be read (it is no zstd, or inflates past MAX_BYTES): said
+    again at each scan without reading it, until the file changes. (Not a failure of the
+    machine's — a full disk, a permission — which the next scan tries again: review14.)"""
+    with suppress(OSError):
+        atomic_write(marker, f"{mtime_ns}\n{problem}".encode(), sync=False)
 
 
 def _failed_before(marker: Path, mtime_ns: int) -> str | None:
@@ -106,14 +116,28 @@ def _decompress(source: Path, copy: Path, mtime_ns: int) -> None:
     os.utime(copy, ns=(mtime_ns, mtime_ns))
 
 
-def sweep(home: Path, read: set[str]) -> int:
-    """Remove the copies a scan of every Codex source did not read (``read``: the paths it
-    found); how many. A temporary file still being written (``.tmp-…``) is left to its writer."""
+def sweep(home: Path, packed: list[str]) -> int:
+    """Remove the copies (and the failure marks) of compressed rollouts a scan of every Codex
+    source no longer finds (``packed``: every compressed rollout it found, read before or not);
+    how many. A copy whose rollout is found stays, whatever became of its reading this time
+    (review14: a copy made again is a new file, read again whole). A temporary file still
+    being written (``.tmp-…``) is left to its writer."""
+    keep = {_name(path) for path in packed}
+    keep |= {f".failed-{_digest(path)}" for path in packed}
     gone = 0
     with suppress(FileNotFoundError), os.scandir(home / FOLDER) as entries:
         for entry in entries:
-            if entry.path not in read and not entry.name.startswith("."):
+            if entry.name not in keep and not entry.name.startswith(".tmp-"):
                 with suppress(FileNotFoundError):
                     os.unlink(entry.path)
                     gone += 1
     return gone
+
+
+def _digest(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _name(path: str) -> str:
+    """The copy's name of the compressed rollout at ``path``."""
+    return f"{_digest(path)}-{Path(path).name.removesuffix('.zst')}"

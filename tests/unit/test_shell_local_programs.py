@@ -24,6 +24,10 @@ RUNS = [
     'scp -oProxyCommand="touch ran" -oBatchMode=yes x:f .',
     'sftp -oProxyCommand="touch ran" -oBatchMode=yes x',
     "git init -q . && echo a > a && git add a && git grep -O'touch ran' a",
+    # (review14: a cluster, a unique prefix, sftp's server program)
+    "git init -q . && echo a > a && git add a && git grep -nO'touch ran' a",
+    "git init -q . && echo a > a && git add a && git grep --open='touch ran' a",
+    'sftp -D "/usr/bin/touch ran"',
 ]
 
 
@@ -41,7 +45,13 @@ def test_such_a_call_is_asked_for(command: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["scp -P 2222 a.txt x:b", "sftp -o StrictHostKeyChecking=no -b batch x", "git grep -n foo"],
+    [
+        "scp -P 2222 a.txt x:b",
+        "sftp -o StrictHostKeyChecking=no -b batch x",
+        "git grep -n foo",
+        "git grep -e -O a",
+        "git grep -- -O a",
+    ],
 )
 def test_ordinary_calls_are_not(command: str, tmp_path: Path) -> None:
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))

@@ -681,3 +681,35 @@ def test_a_compressed_rollout_that_cannot_be_read_is_not_read_again_until_it_cha
     os.utime(bad, ns=(bad.stat().st_mtime_ns + 10**9,) * 2)
     found = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
     assert found.problems == [] and len(tries) == 2 and len(found.deltas) == 1
+
+
+def test_a_rollout_the_machine_failed_to_unpack_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # review14: a full disk (or EIO) once marked a good rollout unreadable for good
+    import errno
+
+    import zstandard
+
+    from activities.skills import unpacked
+
+    codex = tmp_path / "codex"
+    archive = codex / "archived_sessions"
+    archive.mkdir(parents=True)
+    rollout = archive / "rollout-2026-11-01T10-00-00-0198.jsonl.zst"
+    rollout.write_bytes(zstandard.ZstdCompressor().compress((FIXTURES / CODEX_MAIN).read_bytes()))
+    real = unpacked._decompress
+    calls: list[int] = []
+
+    def full_once(source: Path, copy: Path, mtime_ns: int) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(source, copy, mtime_ns)
+
+    monkeypatch.setattr(unpacked, "_decompress", full_once)
+    home = tmp_path / "home"
+    first = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+    assert "No space left on device" in first.problems[0]
+    again = scan(home, [Source("codex", codex, "test")], ScanInput(settle_seconds=0))
+    assert again.problems == [] and len(again.deltas) == 1 and len(calls) == 2

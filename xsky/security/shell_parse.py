@@ -1419,13 +1419,19 @@ _SSH_RUNS = re.compile(r"^\s*(proxycommand|localcommand|knownhostscommand|match)
 def _ssh_runs_locally(name: str, args: list[str]) -> bool:
     """An ssh option that runs a program here: -o ProxyCommand/LocalCommand/KnownHostsCommand/
     Match exec (attached, or the next word), a config file (-F, which may set them), scp's and
-    sftp's -S program."""
+    sftp's -S program, sftp's -D server program (review14)."""
     for i, a in enumerate(args):
         if a == "--" or not a.startswith("-"):
             continue
         letters = a[1:]
         for j, letter in enumerate(letters):
-            if letter in "oFS" and not (letter == "S" and name == "ssh"):
+            if (
+                letter in "oFS"
+                and not (letter == "S" and name == "ssh")
+                or (
+                    letter == "D" and name == "sftp"  # sftp -D runs its sftp server program here
+                )
+            ):
                 value = letters[j + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
                 if letter != "o" or _SSH_RUNS.match(value):
                     return True
@@ -1434,16 +1440,28 @@ def _ssh_runs_locally(name: str, args: list[str]) -> bool:
 
 
 def _git_grep_pager(args: list[str]) -> bool:
-    """``git grep -O[CMD]`` / ``--open-files-in-pager`` (``args`` from the subcommand on): the
-    files found are opened with CMD."""
+    """``git grep -O[CMD]`` / ``--open-files-in-pager`` or any unique prefix of it, alone or in
+    a cluster of short options (``-nO…``), before the pattern (``args`` from the subcommand on):
+    the files found are opened with CMD (review14: `-nO'cmd'`, `--open='cmd'` ran cmd)."""
     if not args or args[0] != "grep":
         return False
-    after = args[1:]
-    return any(
-        a.startswith("--open-files-in-pager") or (a.startswith("-O") and not a.startswith("--"))
-        for a in after
-        if a != "--"
-    )
+    words = iter(args[1:])
+    for a in words:
+        if a == "--" or not a.startswith("-") or a == "-":
+            return False
+        if a.startswith("--"):
+            flag = a.split("=", 1)[0]
+            if len(flag) > 3 and "--open-files-in-pager".startswith(flag):
+                return True
+            continue
+        for j, letter in enumerate(a[1:], 1):
+            if letter == "O":
+                return True
+            if letter in "efABC" or (letter == "m" and j == len(a) - 1):
+                if j == len(a) - 1 and letter in "ef":
+                    next(words, None)  # its value (a pattern, a file of them) is no option
+                break
+    return False
 
 
 def inline_code(argv: list[str]) -> str | None:
