@@ -909,19 +909,19 @@ def _refuse_runtime_program(word: str, wrapper: str) -> None:
         )
 
 
-def _shell_command_string(name: str, args: list[str]) -> str | None:
-    """The command line ``sh -c`` runs — also with -c among other short options (``bash -ec``,
-    ``-xc``, ``-c -e``): the first word that is no option, past -o/-O's values. None without -c."""
-    given, i, code = False, 0, None
+def _shell_options(args: list[str]) -> tuple[str, int, bool]:
+    """A shell's options as it reads them: (the letters of its short options given with '-',
+    where its operands begin, whether a lone '-' ended them). Each o or O of a cluster takes the
+    next word, as --rcfile and --init-file do (sec11: `bash -euo pipefail -c 'touch x'` was read
+    as a script named pipefail, `bash --rcfile /dev/null -c …` as one named /dev/null, and
+    their command lines never checked; 0.12.1's reading gave a word only to -o or -O alone)."""
+    letters, i = "", 0
     while i < len(args):
         a = args[i]
         if a == "--" or a == "-":
-            i += 1
-            break
+            return letters, i + 1, a == "-"
         if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
-            given = given or (a[0] == "-" and "c" in a[1:])
-            # each o or O of a cluster takes the next word (sec11: `bash -euo pipefail -c 'touch x'`
-            # was read as a script named pipefail, its -c command line never checked)
+            letters += a[1:] if a[0] == "-" else ""
             i += 1 + (
                 sum(1 for c in a[1:] if c in "oO")
                 if _reads_as_of((0, 12, 2))
@@ -929,18 +929,22 @@ def _shell_command_string(name: str, args: list[str]) -> str | None:
             )
             continue
         if a.startswith("--"):
-            # (--rcfile and --init-file take the next word: sec11, `bash --rcfile /dev/null -c
-            # 'touch x'` was read as a script named /dev/null, and its command line never checked)
             i += 2 if a in ("--rcfile", "--init-file") and _reads_as_of((0, 12, 2)) else 1
             continue
         break
-    if not given:
+    return letters, i, False
+
+
+def _shell_command_string(name: str, args: list[str]) -> str | None:
+    """The command line ``sh -c`` runs — also with -c among other short options (``bash -ec``,
+    ``-xc``, ``-c -e``): the first word that is no option, past -o/-O's values. None without -c."""
+    letters, i, _ = _shell_options(args)
+    if "c" not in letters:
         return None
     rest = args[i:]
     if not rest:
         raise ShellParseError(f"{name} -c without a command")
-    code = rest[0]
-    return code
+    return rest[0]
 
 
 # Files that are a process's input, or a command's output (`<(…)`): a script read from one is
@@ -954,28 +958,14 @@ def _input_script(word: str) -> bool:
 
 def _shell_reads_input(args: list[str]) -> bool:
     """Does a shell called with ``args`` (no -c) read its commands from its input — no script
-    named (past -o/-O/+o/+O's values and --rcfile/--init-file's), ``-s`` among its options
-    (the words after are its arguments, not a script), or a script that is its input or a
-    command's output (``/dev/stdin``, ``<(…)``)? (sec11: `sh -s x`, `bash -O extglob`, `bash
-    -o posix`, `bash --rcfile f`, `bash /dev/stdin`, `bash <(printf … "{{…}}")` ran a value
-    piped or given to them as commands, past the check for `printf … | sh`.)"""
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            i += 1
-            break
-        if a == "-":
-            return True
-        if a[:1] in ("-", "+") and len(a) > 1 and not a.startswith("--"):
-            if a[0] == "-" and "s" in a[1:]:
-                return True
-            i += 1 + sum(1 for c in a[1:] if c in "oO")
-            continue
-        if a.startswith("--"):
-            i += 2 if a in ("--rcfile", "--init-file") else 1
-            continue
-        break
+    named (past its options' values: _shell_options), ``-s`` among its options (the words
+    after are its arguments, not a script), or a script that is its input or a command's output
+    (``/dev/stdin``, ``<(…)``)? (sec11: `sh -s x`, `bash -O extglob`, `bash -o posix`, `bash
+    --rcfile f`, `bash /dev/stdin`, `bash <(printf … "{{…}}")` ran a value piped or given to
+    them as commands, past the check for `printf … | sh`.)"""
+    letters, i, dash = _shell_options(args)
+    if dash or "s" in letters:
+        return True
     rest = args[i:]
     return not rest or _input_script(rest[0])
 
