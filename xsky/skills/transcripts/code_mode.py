@@ -93,12 +93,8 @@ def _scan(code: str) -> tuple[list[tuple[str, int, int]], list[tuple[int, str, i
             i = _skip_string(code, i)
             prev = "a"
             continue
-        if code.startswith("//", i):
-            i = _line_end(code, i)
-            continue
-        if code.startswith("/*", i):
-            end = code.find("*/", i + 2)
-            i = n if end < 0 else end + 2
+        if (after := _comment_end(code, i)) is not None:
+            i = after
             continue
         if c == "/" and (prev in _REGEX_AFTER or prev in _REGEX_KEYWORDS):
             i = _skip_regex(code, i)
@@ -134,6 +130,16 @@ def _scan(code: str) -> tuple[list[tuple[str, int, int]], list[tuple[int, str, i
 def _line_end(code: str, i: int) -> int:
     end = code.find("\n", i)
     return len(code) if end < 0 else end
+
+
+def _comment_end(code: str, i: int) -> int | None:
+    """Where the comment (``//…`` or ``/*…*/``) that begins at ``i`` ends; None: none begins."""
+    if code.startswith("//", i):
+        return _line_end(code, i)
+    if code.startswith("/*", i):
+        end = code.find("*/", i + 2)
+        return len(code) if end < 0 else end + 2
+    return None
 
 
 def _skip_string(code: str, i: int) -> int:
@@ -186,12 +192,8 @@ def _matching(code: str, i: int) -> int:
         if c in "'\"`":
             j = _skip_string(code, j)
             continue
-        if code.startswith("//", j):
-            j = _line_end(code, j)
-            continue
-        if code.startswith("/*", j):
-            end = code.find("*/", j + 2)
-            j = n if end < 0 else end + 2
+        if (after := _comment_end(code, j)) is not None:
+            j = after
             continue
         if c in _CLOSE:
             stack.append(_CLOSE[c])
@@ -366,14 +368,9 @@ def _strip_comments(src: str) -> str:
         if c in "'\"`":
             j = _skip_string(src, j)
             continue
-        if src.startswith("//", j) or src.startswith("/*", j):
+        if (after := _comment_end(src, j)) is not None:
             out.append(src[last:j])
-            if src[j + 1] == "/":
-                j = _line_end(src, j)
-            else:
-                end = src.find("*/", j + 2)
-                j = n if end < 0 else end + 2
-            last = j
+            j = last = after
             continue
         j += 1
     out.append(src[last:])
