@@ -30,21 +30,27 @@ def browser_agent(agent_id: str, task: str, depends: str = "") -> str:
     return f'<agent name="browser" id="{agent_id}"{dep}><task>{task}</task><config>{CONFIG}</config></agent>'
 
 
+def login_then_read(site: str):  # type: ignore[no-untyped-def]
+    """The model of both agents: agent 1 logs in as ann, agent 2 reads the greeting."""
+
+    def responder(req, i):  # type: ignore[no-untyped-def]
+        turn, logging_in = turn_of(req), "Read the greeting" not in first_user(req)
+        if turn == 0 and logging_in:
+            return calls(("browser_navigate", {"url": f"{site}/login?user=ann"}))
+        if turn == 0:
+            return calls(("browser_extract", {"selector": "#who"}))
+        return text(f"The page says: {last_tool_output(req)}.")
+
+    return responder
+
+
 async def test_the_page_is_left_before_the_final_answer_is_saved(
     env: Env, fake_llm: FakeLLM, tmp_path: Path, monkeypatch
 ):
     with serving_login_site() as site:
         browse(site, tmp_path, monkeypatch)
 
-        def responder(req, i):
-            turn, logging_in = turn_of(req), "Read the greeting" not in first_user(req)
-            if turn == 0 and logging_in:
-                return calls(("browser_navigate", {"url": f"{site}/login?user=ann"}))
-            if turn == 0:
-                return calls(("browser_extract", {"selector": "#who"}))
-            return text(f"The page says: {last_tool_output(req)}.")
-
-        fake_llm.responder = responder
+        fake_llm.responder = login_then_read(site)
         await env.start_worker(kinds=["llm"])  # the leader, in this process
         mark = tmp_path / "killed.mark"
         environ = env.environ()
@@ -105,15 +111,7 @@ async def test_a_page_the_store_is_slow_to_take_is_waited_for_before_the_answer_
     with serving_login_site() as site:
         browse(site, tmp_path, monkeypatch)
 
-        def responder(req, i):
-            turn, logging_in = turn_of(req), "Read the greeting" not in first_user(req)
-            if turn == 0 and logging_in:
-                return calls(("browser_navigate", {"url": f"{site}/login?user=ann"}))
-            if turn == 0:
-                return calls(("browser_extract", {"selector": "#who"}))
-            return text(f"The page says: {last_tool_output(req)}.")
-
-        fake_llm.responder = responder
+        fake_llm.responder = login_then_read(site)
         await env.start_worker(kinds=["llm"])
         mark = tmp_path / "killed.mark"
         first = slow_page_worker(env, tmp_path, mark, "w1.log")
