@@ -114,6 +114,15 @@ def _said(e: Exception) -> JSONResponse:
     )
 
 
+def _ask_to_repeat(e: UsageError, refused: str) -> dict[str, Any]:
+    """A fork or a retry refused for what must not be repeated unasked (its fact begins with
+    ``refused``): the page asks the person, then sends it again with again=true. Any other
+    refusal is raised as it is."""
+    if not e.fact.startswith(refused):
+        raise e
+    return {"ok": False, "error": e.fact, "confirm": "again"}
+
+
 def _need(body: dict[str, Any], *names: str) -> list[str]:
     missing = [n for n in names if not str(body.get(n) or "").strip()]
     if missing:
@@ -139,10 +148,7 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         try:
             said = await run.retry(task, body.get("text") or None, again=body.get("again") is True)
         except UsageError as e:
-            if not e.fact.startswith(REPEATS_FOLLOW_UP):
-                raise
-            # what must not be repeated unasked: the page asks the person, then again=true
-            return {"ok": False, "error": e.fact, "confirm": "again"}
+            return _ask_to_repeat(e, REPEATS_FOLLOW_UP)
     elif action == "skip":
         (task,) = _need(body, "task")
         said = await run.skip(task, body.get("text") or "")
@@ -154,10 +160,7 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         try:
             fork = await run.fork(task, body.get("text") or None, again=body.get("again") is True)
         except UsageError as e:
-            if not e.fact.startswith(REPEATS):
-                raise
-            # what must not be repeated unasked: the page asks the person, then again=true
-            return {"ok": False, "error": e.fact, "confirm": "again"}
+            return _ask_to_repeat(e, REPEATS)
         return {"ok": True, "message": f"forked from {task}: {fork.id}", "open": fork.id}
     elif action == "cancel":  # with a task, that task; without, the whole run
         return {"ok": True, "message": await run.cancel(body.get("task") or None)}
