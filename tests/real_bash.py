@@ -7,6 +7,16 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from xsky.security.permissions import PermissionLayer, PermissionSettings
+from xsky.security.roles import BUILTIN_ROLES
+
+# What every effect test decides against: a role holding shell, and a deny rule whose program
+# (touch) is the canary — a call that runs touch past it is a bypass.
+ROLE = BUILTIN_ROLES["shell"]
+DENY_TOUCH = PermissionSettings(
+    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
+)
+
 
 def bash(
     command: str, env: dict[str, str], where: Path | None = None, timeout: float = 20.0

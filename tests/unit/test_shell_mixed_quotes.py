@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash
 from xsky.plan.variables import render_command
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from xsky.security.permissions import decide
 from xsky.security.shell_parse import split_command
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 # (a plan's command, agent 1's result): single-quoted references
 SINGLE_QUOTED = [
     ("echo hello > f.txt; sed -i 's/hello/{{agent_1_result}}/' f.txt", "x/\n1e touch ran\n#"),

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import bash
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from tests.real_bash import DENY_TOUCH, ROLE, bash
+from xsky.security.permissions import decide
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 COMMAND = "npx -yc 'touch ran'"
 
 

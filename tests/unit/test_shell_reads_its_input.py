@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash
 from xsky.plan.variables import render_command
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from xsky.security.permissions import decide
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 SHELL = "touch ran"
 PYTHON = "import os; os.system('touch ran')"
 FED = [

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from tests.real_bash import DENY_TOUCH
+from xsky.security.permissions import decide
 from xsky.security.roles import BUILTIN_ROLES
-
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 
 
 @pytest.mark.parametrize(

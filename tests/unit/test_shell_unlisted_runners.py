@@ -11,14 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import bash
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from tests.real_bash import DENY_TOUCH, ROLE, bash
+from xsky.security.permissions import decide
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 SETUP = "mkdir d && printf '#!/bin/sh\\ntouch ran\\n' > d/a && chmod +x d/a && echo a > f.txt"
 RUNS = [
     ("logsave", "logsave log touch ran"),

@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import bash
+from tests.real_bash import DENY_TOUCH, bash
 from xsky.plan.variables import render_command
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
+from xsky.security.permissions import decide
 from xsky.security.roles import BUILTIN_ROLES
 
 ROLE = BUILTIN_ROLES["shell"]  # holds shell: a command no rule stops is allowed
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 
 # (the plan's command, agent 1's result)
 CODE_IN_A_VALUE = [

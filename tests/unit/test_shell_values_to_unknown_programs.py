@@ -10,15 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.real_bash import bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash
 from xsky.plan.variables import render_command
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from xsky.security.permissions import decide
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 PYTEST = f'{sys.executable} -m pytest -q test_x.py "{{{{agent_1_result}}}}"'
 SETUP = (
     "printf 'def test_a():\\n    pass\\n' > test_x.py && "

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.real_bash import bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash
 from xsky.plan.variables import render_command
-from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
-from xsky.security.roles import BUILTIN_ROLES
+from xsky.security.permissions import decide
 
-ROLE = BUILTIN_ROLES["shell"]
-DENY_TOUCH = PermissionSettings(
-    layers=[PermissionLayer(scope="user", path="settings.json", deny=["shell(touch:*)"])]
-)
 TEMPLATE = 'TERM=dumb timeout 3 watch -n 1 -g echo "{{agent_1_result}}"'
 
 
