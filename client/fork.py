@@ -102,8 +102,7 @@ def gone_inputs(
 def still_carried(wf: Workflow, carried: list[AgentReport], rerun: list[str]) -> list[AgentReport]:
     """Of a follow-up's carried reports, those that stay carried: not an agent ``rerun`` names,
     nor one that depends on it (each runs again)."""
-    again = set(rerun)
-    again |= {a.id for a in wf.agents if again & dag.ancestors(wf, a.id)}
+    again = dag.with_descendants(wf, rerun)  # (as the follow-up's leader reads it: beginning.carry)
     return [r for r in carried if r.id not in again]
 
 

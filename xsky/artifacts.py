@@ -41,6 +41,11 @@ def looks_changed(name: str, limit: int = 120) -> bool:
     return bool(CHANGED_END.search(name)) and ("_" in name[:-11] or len(name) >= limit)
 
 
+def _name_digest(name: str) -> str:
+    """What a changed name ends with after its "-": 10 hex of the name's hash."""
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
 def safe_component(name: str, limit: int = 120) -> str:
     """A path component that cannot climb out of its directory or clash with the layout."""
     # (dots that start or end it become "_": so every name changed here holds a "_", or is
@@ -51,8 +56,7 @@ def safe_component(name: str, limit: int = 120) -> str:
     # Cleaning or cutting made it lossy: "a/b" and "a_b" must not share a folder. A name that
     # looks as a changed one does is changed too: else the id "x_1-<hash of 'x:1'>", chosen by
     # whoever starts a run, would name the folder of run "x:1" (its workspace, its files).
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{cleaned[: max(1, limit - 11)]}-{digest}"
+    return f"{cleaned[: max(1, limit - 11)]}-{_name_digest(name)}"
 
 
 def run_folder(run_id: str) -> str:
@@ -68,8 +72,7 @@ def run_folder(run_id: str) -> str:
     folder = safe_component(run_id)
     if not folder.startswith("_"):
         return folder
-    digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"run{folder[: 120 - 14]}-{digest}"
+    return f"run{folder[: 120 - 14]}-{_name_digest(run_id)}"
 
 
 def artifact_path(run_id: str, agent_id: str, filename: str) -> str:

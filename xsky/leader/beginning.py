@@ -39,9 +39,7 @@ def next_input(inp: RunInput, plan: Workflow, options: RunOptions, state: Leader
 def carry(board: TaskBoard, plans: PlanBook, resume: ResumeFrom) -> None:
     """Carry ``resume``'s completed results onto a new run's board; the first plan version says so."""
     plan = plans.plan
-    again = set(resume.rerun)
-    for agent_id in resume.rerun:
-        again.update(dag.descendants(plan, agent_id))
+    again = dag.with_descendants(plan, resume.rerun)
     reports = {r.id: r for r in resume.carried if r.status in SATISFIED}
     carried = []
     for task in board.state.tasks:

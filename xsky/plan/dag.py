@@ -388,6 +388,15 @@ def descendants(workflow: Workflow, agent_id: str) -> list[str]:
     return [a.id for a in workflow.agents if a.id in seen]
 
 
+def with_descendants(workflow: Workflow, agent_ids: list[str]) -> set[str]:
+    """``agent_ids`` and every agent that depends on one of them: what runs again when they
+    are retried (a follow-up run's ``rerun``)."""
+    again = set(agent_ids)
+    for agent_id in agent_ids:
+        again.update(descendants(workflow, agent_id))
+    return again
+
+
 def ancestors(workflow: Workflow, agent_id: str) -> set[str]:
     """Every agent ``agent_id`` depends on, directly or transitively."""
     by_id = {a.id: a for a in workflow.agents}
