@@ -101,8 +101,28 @@ async def page_text(page: Any, selector: str | None = None) -> str:
     if selector:
         el = await page.query_selector(selector)
         if el is None:
-            with contextlib.suppress(Exception):  # (absent still: said below)
+            # A page that loads itself again while the element is waited for may never hold
+            # it long enough to be seen (a reload every few ms on a loaded machine): counted,
+            # so the answer says the page kept moving rather than that it lacks the element.
+            moves = 0
+
+            def moved(frame: Any) -> None:
+                nonlocal moves
+                moves += frame == page.main_frame
+
+            page.on("framenavigated", moved)
+            try:
                 el = await page.wait_for_selector(selector, state="attached", timeout=APPEAR_MS)
+            except Exception as e:  # noqa: BLE001 (absent still: said below)
+                moves += _navigated(e)
+            finally:
+                page.remove_listener("framenavigated", moved)
+            if el is None and moves:
+                raise ToolError(
+                    f"no element matches {selector!r} on {page.url}: the page navigated "
+                    f"{moves} time{'s' * (moves != 1)} while it was waited for — wait, or open the "
+                    "address it settles at with browser_navigate"
+                )
         if el is None:
             raise ToolError(f"no element matches {selector!r} on {page.url}")
         return (await el.inner_text()).strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import json
@@ -245,6 +246,12 @@ def site(tmp_path_factory):
         "<html><head><title>Restless</title></head><body><p id='v'>still here</p>"
         "<script>setTimeout(() => location.reload(), 5)</script></body></html>"
     )
+    # ... and one whose element would come only after the page has already reloaded.
+    (root / "restless-late.html").write_text(
+        "<html><body><script>setTimeout(() => location.reload(), 300);"
+        "setTimeout(() => document.body.append(Object.assign(document.createElement('p'),"
+        " {id: 'late'})), 2000)</script></body></html>"
+    )
     (root / "moves.html").write_text(
         "<html><head><title>Moving</title></head><body><p>one moment</p>"
         "<script>onload = () => setTimeout(() => location.replace('/index.html'), 0)</script>"
@@ -463,6 +470,12 @@ async def test_a_page_that_navigates_on_its_own_never_fails_the_attempt(ctx, sit
                 await session.extract({})
             except ToolError as e:
                 assert "navigat" in str(e)
+        # An element waited for on a page that never stays long enough to hold it: the
+        # answer says the page kept navigating, not only that it lacks the element.
+        with contextlib.suppress(ToolError):
+            await session.navigate({"url": f"{site}/restless-late.html"})
+        with pytest.raises(ToolError, match=r"no element matches '#late'.* navigated \d+ time"):
+            await session.extract({"selector": "#late"})
     finally:
         await session.close()
         await ctx.browsers.close()
