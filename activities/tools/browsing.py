@@ -298,7 +298,9 @@ def _cookies(found: list[tuple[float, str, dict[str, Any]]], gone: set[Cookie]) 
     cookie as the newest page that holds it has it (a login one agent made is not lost because
     another, a plain look elsewhere, ended after it), at most MAX_COOKIES — but not one an
     agent let go (``gone``: a logout in a page continued from the login's) that the newest
-    page does not hold itself: another page holding it from before is no new login."""
+    page does not hold itself: another page holding it from before is no new login, nor is the
+    newest page holding it only because it was given it (a branch parallel to the logout's,
+    continued from the same login)."""
     kept: dict[tuple[Any, Any, Any], Any] = {}
     for _, _, left in found:
         cookies = left["storage"].get("cookies")
@@ -308,10 +310,22 @@ def _cookies(found: list[tuple[float, str, dict[str, Any]]], gone: set[Cookie]) 
                 # (moved to the end: past MAX_COOKIES the older pages' are cut, not the newest's)
                 kept.pop(key, None)
                 kept[key] = cookie
-    newest = cookies_of(found[-1][2]["storage"])
+    newest = cookies_of(found[-1][2]["storage"]) - given(found[-1][2])
     return [c for c in kept.values() if _cookie(c) in newest or _cookie(c) not in gone][
         -MAX_COOKIES:
     ]
+
+
+def given(left: dict[str, Any]) -> set[Cookie]:
+    """The cookies a page holds only because it was given them, as ``_leave`` wrote them."""
+    cookies, listed = left["storage"].get("cookies"), left.get("given")
+    if not isinstance(cookies, list) or not isinstance(listed, list):
+        return set()
+    return {
+        _cookie(cookies[i])
+        for i in listed
+        if type(i) is int and 0 <= i < len(cookies) and isinstance(cookies[i], dict)
+    }
 
 
 # Kept of a page for the agent after it: the cookies (at most this many) and the storage of the
@@ -434,6 +448,11 @@ class BrowserSession:
         page_left: dict[str, Any] = {"url": url, "storage": storage, "at": time.time()}
         if gone := self._given - cookies_of(storage):
             page_left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
+        # which of its cookies it was merely given (by position: a few bytes, not the cookies
+        # again): a page that only held a login it was given does not undo a logout made in
+        # a parallel branch from the same login (_cookies)
+        if given := [i for i, c in enumerate(storage["cookies"]) if _cookie(c) in self._given]:
+            page_left["given"] = given
         left = json.dumps(page_left)
         if len(left) > PAGE_LIMIT:
             log.warning(

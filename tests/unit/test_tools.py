@@ -760,6 +760,18 @@ async def test_a_logout_is_not_undone_by_a_page_from_before_it(ctx, login_site):
         assert "welcome bob" in await sixth.navigate({"url": f"{login_site}/dashboard"})
     finally:
         await sixth.close()
+    # A branch parallel to the logout's, continued from the same login, only reads and ends
+    # last: it holds the login because it was given it, which undoes no logout.
+    seventh = BrowserSession(dataclasses.replace(ctx, agent_id="a7", page_from=["a1"]))
+    try:
+        assert "welcome ann" in await seventh.navigate({"url": f"{login_site}/home"})
+    finally:
+        await seventh.close()
+    eighth = BrowserSession(dataclasses.replace(ctx, agent_id="a8", page_from=["a2", "a7"]))
+    try:
+        assert "please log in" in await eighth.navigate({"url": f"{login_site}/dashboard"})
+    finally:
+        await eighth.close()
         await ctx.browsers.close()
 
 
