@@ -190,7 +190,15 @@ class Skills:
                     else " (a source in your user settings file: add --user; user=True in Python)"
                 )
             )
-        data.setdefault("skills", {})["sources"] = kept
+        skills = data.setdefault("skills", {})
+        if kept == [{"kind": k} for k in SOURCE_KINDS]:
+            # back to the defaults exactly (what add_source wrote beside them, taken away):
+            # the list goes, so the defaults stay the product's, not a copy of this version's
+            del skills["sources"]
+            if not skills:
+                del data["skills"]
+        else:
+            skills["sources"] = kept
         _write(file, data)
         return file
 

@@ -34,6 +34,8 @@ def test_a_source_is_added_once_beside_the_defaults_and_removed(skills: Skills, 
     assert ("codex", folder) in {(s.kind, s.root) for s in skills.sources()}
     skills.remove_source("codex", str(folder))
     assert ("codex", folder) not in {(s.kind, s.root) for s in skills.sources()}
+    # what was added is taken away, the defaults not left written as a copy (walk8)
+    assert json.loads(first.file.read_text()) == {}
     with pytest.raises(UsageError, match="is not registered"):
         skills.remove_source("codex", str(folder))
     with pytest.raises(UsageError, match="unknown source kind 'cursor'"):
