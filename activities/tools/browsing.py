@@ -264,6 +264,7 @@ def left_page(ctx: ToolContext) -> tuple[str, dict[str, Any]] | None:
     if len(found) > 1:  # the newest page, with the others' cookies it does not hold
         gone = set().union(*(dropped(f[2]) for f in found))
         left = {**left, "storage": {**left["storage"], "cookies": _cookies(found, gone)}}
+        left.pop("given", None)  # (positions in the newest page's own cookies, not these)
         if gone:
             left["dropped"] = [list(t) for t in sorted(gone, key=repr)[-MAX_COOKIES:]]
     return agent, left
