@@ -25,7 +25,7 @@ from xsky.plan.files import load_plan
 from xsky.plan.loops import lower
 from xsky.plan.models import Workflow
 from xsky.plan.variables import check_names, with_step_values
-from xsky.security.mcp import is_tool_name
+from xsky.security.mcp import is_tool_name, split
 from xsky.security.permissions import decide
 from xsky.security.roles import (
     BUILTIN_ROLES,
@@ -144,18 +144,20 @@ def direct_tools_refused(
     for index, agent in enumerate(wf.agents):
         tool = tool_name(agent.config)
         given = given_roles.get(agent.name)
-        if tool is None or tool not in TOOLS or given is None:
+        if tool is None or (tool not in TOOLS and not is_tool_name(tool)) or given is None:
             continue
+        # an MCP tool is given by its own name or its server's (mcp__fs)
+        names = {tool, f"mcp__{split(tool)[0]}"} if is_tool_name(tool) else {tool}
         role = trusted_role(given, known_roles.get(agent.name))
         decision = decide(tool, {}, role, rules)
         if (
             decision.effect != "deny"
             or decision.rule is not None
             or "may not use" not in decision.reason
-            or tool in ruled  # (a rule for some of its calls, e.g. a domain: the worker's to say)
+            or names & ruled  # (a rule for some of its calls, e.g. a domain: the worker's to say)
         ):
             continue
-        holders = [name for name, r in roles.items() if tool in r.allowed_tools]
+        holders = [name for name, r in roles.items() if names & set(r.allowed_tools)]
         found.append(
             (
                 index,

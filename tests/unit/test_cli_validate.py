@@ -318,6 +318,29 @@ def test_validate_says_a_direct_tool_the_agents_role_may_not_use(tmp_path, monke
     assert "refuses its direct" not in starter("validate", str(plan)).stderr
 
 
+def test_validate_says_a_direct_mcp_tool_the_agents_role_may_not_use(tmp_path, monkeypatch):
+    """A `file` agent with a direct mcp__fs__write_file passed validate with no word (walk9);
+    no built-in role holds an MCP tool, so the worker refused the call at once. Said as for
+    xsky's own tools; an allow rule for the tool or its server is heeded."""
+    settings = tmp_path / "settings.json"
+    monkeypatch.setenv("XSKY_USER_SETTINGS", str(settings))
+    plan = tmp_path / "plan.xml"
+    plan.write_text(
+        '<workflow name="t">\n'
+        '  <agent name="file" id="1"><task>write</task>\n'
+        '    <config>{"tool": "mcp__fs__write_file", "path": "a", "content": "b"}</config></agent>\n'
+        "</workflow>\n"
+    )
+    res = starter("validate", str(plan))
+    assert res.returncode == 0, res.stderr
+    said = " ".join(res.stderr.split())
+    assert f"warning: {plan}:2:3: agent 1: role file may not use mcp__fs__write_file" in said, said
+    assert "a worker refuses its direct mcp__fs__write_file at once" in said, said
+    for rule in ("mcp__fs", "mcp__fs__write_file"):
+        settings.write_text(json.dumps({"permissions": {"allow": [rule]}}))
+        assert "refuses its direct" not in starter("validate", str(plan)).stderr
+
+
 def test_validate_says_what_each_role_the_plan_defines_may_do(tmp_path, monkeypatch):
     """A plan's <role> was shown nowhere: a new role's writing, running and network tools are
     asked of a person call by call (until the plan is approved), and a known role's are
