@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -169,7 +170,8 @@ class Session:
             return McpUnavailable(
                 f"MCP server {name}: the command {self.launch.shown!r} was not found inside the sandbox "
                 "(it sees /usr, /bin and the folders of security.read_only_paths in the worker's settings); "
-                "give the command's full path and add its folder to security.read_only_paths",
+                "give the command's full path and add its folder to security.read_only_paths"
+                + link_target_note(self.launch.shown),
                 retryable=False,
             )
         hint = ""
@@ -387,3 +389,19 @@ class McpPool:
         sessions, self._sessions = list(self._sessions.values()), {}
         closing = [s.close() for s in sessions] + list(self._closing)
         await asyncio.gather(*closing, return_exceptions=True)
+
+
+def link_target_note(command: str) -> str:
+    """A command given by its full path that is a symbolic link (a virtualenv's ``bin/python``
+    to a pyenv or system interpreter): where it leads, whose folder the sandbox must see too
+    — a full path to a link was refused as "not found" with the advice to give a full path.
+    Only for a command as configured with no ``${VAR}`` in it (a value is never named)."""
+    if not command.startswith("/") or "${" in command:
+        return ""
+    target = os.path.realpath(command)
+    if target == os.path.normpath(command) or not os.path.exists(target):
+        return ""
+    return (
+        f" — {command} is a link to {target}: the sandbox must see that folder too "
+        f"({os.path.dirname(target)}, and what that program reads)"
+    )
