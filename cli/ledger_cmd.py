@@ -27,17 +27,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=lambda a: asyncio.run(cmd_ledger(a)))
 
 
+def goal_check_line(goal_check: str | None, status: str | None) -> str:
+    """The goal check's line: the leader's verdict, or why there is none. A run that ended
+    without one (it failed, or was cancelled, before every agent completed) was said to be
+    "not yet (the run is not done)" (walk9)."""
+    if goal_check:
+        return goal_check
+    if status in (None, "running"):
+        return "not yet (the run is not done)"
+    return f"not checked: the run ended ({status}) before the leader checked its goal"
+
+
 async def cmd_ledger(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= 2000 or args.offset < 0:
         raise UsageError("--limit takes 1 to 2000 and --offset 0 or more")
     x = await XSky.connect(load_settings())
-    view = await (await x.get(args.id)).ledger(args.offset, args.limit)
+    run = await x.get(args.id)
+    view = await run.ledger(args.offset, args.limit)
     if args.json:
         print_json(view.wire())
         return 0
     out.print(cell(f"leader: {view.mode}", style="bold"))
     out.print(cell(f"goal: {one_line(view.goal, 200)}"))
-    out.print(cell(f"goal check: {view.goal_check or 'not yet (the run is not done)'}"))
+    status = None if view.goal_check else await run.temporal_status()
+    out.print(cell(f"goal check: {goal_check_line(view.goal_check, status)}"))
     if view.facts:
         out.print(cell("facts:", style="bold"))
         for fact in view.facts:
