@@ -156,6 +156,31 @@ def repeated_effects(
     return said
 
 
+def fork_advice(
+    run_id: str, said: list[str], reports: list[AgentReport], pending: list[HumanRequest]
+) -> str:
+    """What to do about the agents ``repeated_effects`` named. A fork at an agent after them
+    carries them only once they completed there: an agent whose call is in doubt has no result
+    to carry until its question is answered (the advice was "or fork at an agent after them",
+    and a fork at T-2 after T-1 in doubt was refused the same way — walk9)."""
+    named = {line.split(" ", 1)[0].removeprefix("T-") for line in said}
+    done = {r.id for r in reports if r.status == "completed"}
+    questions = [
+        r.id
+        for r in pending
+        if r.choices and r.status == "pending" and (r.task_id or "").removeprefix("T-") in named
+    ]
+    advice = ["fork with --again to run them again (Run.fork(…, again=True))"]
+    if questions:
+        advice.append(
+            f"or answer {', '.join(questions)} first (`starter.py answer {run_id} {questions[0]} "
+            "done` if the call did its work, `skip`, or `again`), then fork at an agent after it"
+        )
+    elif named <= done:
+        advice.append("or fork at an agent after them (it carries their results)")
+    return "; ".join(advice)
+
+
 def fork_input(
     run_id: str,
     first: RunInput,

@@ -37,6 +37,7 @@ from client.fork import (
     REPEATS_FOLLOW_UP,
     carried,
     edited,
+    fork_advice,
     fork_at,
     fork_id,
     fork_input,
@@ -647,8 +648,7 @@ class Run:
             if said := repeated_effects(new, kept, reports, pending, permissions):
                 raise UsageError(
                     f"{REPEATS} in {self.id}: " + "; ".join(said),
-                    "fork with --again to run them again (Run.fork(…, again=True)) — or answer "
-                    "the run's in-doubt question, or fork at an agent after them",
+                    fork_advice(self.id, said, reports, pending),
                 )
         inp = fork_input(
             self.id,
