@@ -369,6 +369,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.11",
         delete_when="no large run that ended before v0.11.11 is replayed (queries, resets)",
     ),
+    "shell-values-by-field": Patch(
+        what="each field of an agent's result a shell command names ({{agent_1_result.title}}, "
+        "{{agent_1_result.url}}, the whole {{agent_1_result}}) is a shell variable of its own; "
+        "before, all of one agent's references shared the first one's variable and value. Asked "
+        "only when a command names two different fields of one result",
+        since="v0.12.3",
+        delete_when="no run whose commands named two fields of one result before v0.12.3 is "
+        "still open",
+    ),
     "raw-item-given-as-data": Patch(
         what="{{raw:item}} in a shell command is given as data, like {{item}} (a shell variable "
         "set before the command runs), not pasted as code: an item is an agent's result or a "

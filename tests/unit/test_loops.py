@@ -565,3 +565,45 @@ def test_a_replan_that_comes_before_configure_asks_the_patch_too():
     core.apply_plan(parse_workflow_source(P06).workflow, "a person's replan", T0)
     assert asked == ["eko-outputs-read-where-written"]
     assert "0.links" not in [a.id for a in core.plans.plan.agents]
+
+
+def test_two_fields_of_one_result_are_two_values_and_one_in_a_run_that_shared_them():
+    asked: list[str] = []
+
+    def before(patch_id: str) -> bool:  # a history recorded before the patch
+        asked.append(patch_id)
+        return False
+
+    def fields(command: str) -> Workflow:
+        return Workflow(
+            name="fields",
+            task_id="fields",
+            agents=[
+                WorkflowAgent(id="1", name="llm", task="give json"),
+                WorkflowAgent(
+                    id="2",
+                    name="shell",
+                    task="use it",
+                    depends=["1"],
+                    config={"tool": "shell", "command": command},
+                ),
+            ],
+        )
+
+    two = "echo {{agent_1_result.a}} {{agent_1_result.b}}"
+    for patched, values in ((None, {"XSKY_V1": "A", "XSKY_V2": "B"}), (before, {"XSKY_V1": "A"})):
+        shell = Shell(fields(two))
+        if patched is not None:
+            shell.core.configure(coordinating=False, patched=patched)
+        shell.loop()
+        complete(shell, "1", '{"a": "A", "b": "B"}')
+        rendered, _ = shell.core.inputs.render("2")
+        assert rendered.config is not None and rendered.config["values"] == values
+    assert asked == ["shell-values-by-field"]
+    # a command that names one field of each result asks nothing (no marker in the history)
+    shell = Shell(fields("echo {{agent_1_result.a}} {{agent_1_result.a}}"))
+    shell.core.configure(coordinating=False, patched=before)
+    shell.loop()
+    complete(shell, "1", '{"a": "A", "b": "B"}')
+    shell.core.inputs.render("2")
+    assert asked == ["shell-values-by-field"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -11,7 +12,14 @@ from hypothesis import strategies as st
 from xsky.errors import PlanError
 from xsky.plan import dag
 from xsky.plan.models import Workflow, WorkflowAgent
-from xsky.plan.variables import RenderError, find_references, render, render_command, render_config
+from xsky.plan.variables import (
+    RenderError,
+    fields_share_a_value,
+    find_references,
+    render,
+    render_command,
+    render_config,
+)
 
 
 def wf(*agents: WorkflowAgent, variables: dict[str, str] | None = None) -> Workflow:
@@ -241,3 +249,20 @@ def test_remembered_dependence_is_the_walk_it_replaces(edges: list[list[int]], d
         agent = data.draw(st.sampled_from(agents))
         target = str(data.draw(st.integers(min_value=0, max_value=len(edges))))
         assert _depends_on(agent, target, by_id, memo) == reaches(agent.depends, target, by_id)
+
+
+def test_two_fields_of_one_result_in_a_command_are_two_values():
+    # {{agent_1_result.title}} and {{agent_1_result.tags.1}} shared one shell variable, so the
+    # command got the title twice (walk9: `echo T-T` for `echo {{….title}}-{{….tags.1}}`)
+    result = {"1": json.dumps({"title": "T", "tags": ["a", "b"]})}
+    code = "echo {{agent_1_result.title}}-{{agent_1_result.tags.1}} {{agent_1_result}} {{agent_1_result.title}}"
+    command, values = render_command(code, result, {}, {})
+    assert command == 'echo "${XSKY_V1}"-"${XSKY_V2}" "${XSKY_V3}" "${XSKY_V1}"'
+    assert values == {"XSKY_V1": "T", "XSKY_V2": "b", "XSKY_V3": result["1"]}
+    # as a run that rendered before v0.12.3 replays it: one variable per agent
+    command, values = render_command(code, result, {}, {}, by_field=False)
+    assert command == 'echo "${XSKY_V1}"-"${XSKY_V1}" "${XSKY_V1}" "${XSKY_V1}"'
+    assert fields_share_a_value(code)
+    assert not fields_share_a_value(
+        "echo {{agent_1_result.a}} {{agent_2_result.b}} {{agent_1_result.a}}"
+    )

@@ -23,6 +23,7 @@ from xsky.plan.agent_config import RetryOptions, config_problems, stall_windows,
 from xsky.plan.loops import LoopError
 from xsky.plan.models import WorkflowAgent
 from xsky.plan.variables import (
+    fields_share_a_value,
     item_values,
     pastes_raw_item,
     render,
@@ -162,7 +163,12 @@ class AttemptInputs:
                 # {{raw:item}} is given as data since v0.11.11 (it pasted an item — a result,
                 # a page's text — as code); asked only of a command that names it
                 before = pastes_raw_item(code) and not self.patched("raw-item-given-as-data")
-                command, shell_values = render_command(code, results, values, ctx, before)
+                # each field of a result its own variable since v0.12.3 (they shared the
+                # first one's); asked only of a command that names two fields of one result
+                by_field = not fields_share_a_value(code) or self.patched("shell-values-by-field")
+                command, shell_values = render_command(
+                    code, results, values, ctx, before, by_field=by_field
+                )
                 config = {
                     **config,
                     "command": command,

@@ -396,12 +396,29 @@ def raw_item_problems(workflow: Workflow) -> list[Problem]:
     ]
 
 
+def fields_share_a_value(code: str) -> bool:
+    """Does a command name one agent's result twice, with different fields
+    (``{{agent_1_result.title}}`` and ``{{agent_1_result.url}}``, or the whole result and a
+    field)? Before v0.12.3 such references shared one shell variable, and all of them got the
+    first one's value."""
+    seen: dict[str, str | None] = {}
+    for m in REF_RE.finditer(code):
+        ref = classify(m.group(1), m.group(0))
+        if ref.kind != "agent" or ref.raw:
+            continue
+        if ref.key in seen and seen[ref.key] != ref.field:
+            return True
+        seen.setdefault(ref.key, ref.field)
+    return False
+
+
 def render_command(
     code: str,
     results: Mapping[str, str],
     variables: Mapping[str, str],
     context: Mapping[str, Any],
     raw_items: bool = False,
+    by_field: bool = True,
 ) -> tuple[str, dict[str, str]]:
     """``render`` for a shell command: (the command, the values it names).
 
@@ -416,6 +433,8 @@ def render_command(
     (``{{raw:item}}``), which is an agent's result or a page's text: it is given as data like
     ``{{item}}`` (``raw_items``: pasted, as before v0.11.11, for a run that rendered so). A
     value that is an artifact marker is expanded by the activity, in the values only.
+    ``by_field``: each field of a result is a variable of its own (False: one variable per
+    agent, as before v0.12.3 — every field of it got the first one's value).
     """
     out: list[str] = []
     values: dict[str, str] = {}
@@ -436,6 +455,8 @@ def render_command(
             out.append(value)
         else:
             key = f"{ref.kind}:{ref.key}"
+            if by_field and ref.field is not None:
+                key += f".{ref.field}"
             if key not in names:
                 names[key] = f"{SHELL_VALUE}{len(names) + 1}"
                 values[names[key]] = value
