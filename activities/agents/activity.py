@@ -185,6 +185,13 @@ class AgentActivities:
                 await asyncio.to_thread(
                     ledger.record, info.attempt, "timeout", _timed_out(info, ran)
                 )
+            elif details is not None and details.worker_shutdown:
+                # A graceful stop (an upgrade, a restart) was read as a worker killed ("no
+                # heartbeat") on the board: said as it was. Still "worker lost": a call it
+                # cut off may have run (in_doubt._lost). A write only when a worker stops.
+                await asyncio.to_thread(
+                    ledger.record, info.attempt, "worker lost", _stopped(details, info, ran)
+                )
             # Its log says it ended here (a paused agent's next dispatch follows this line),
             # unless it had said how it ended already or had not begun to.
             said = tail.attempt_log

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import activity
 
 from activities.agents import lease as leases
 from activities.agents.activity import INLINE_ONLY, AgentActivities
@@ -184,6 +185,24 @@ async def test_a_stopped_attempt_ends_its_log_with_a_line_saying_so(acts: AgentA
     assert "stopped by its leader" in last["error"] and last["ms"] >= 900, last
     assert [e["type"] for e in lines].count("outcome") == 1  # (one end, this one)
     assert "None" not in render_event(last, 200), render_event(last, 200)
+
+
+async def test_an_attempt_its_worker_stopped_gracefully_says_so_not_that_it_was_lost(
+    acts: AgentActivities,
+):
+    # (a rolling upgrade's SIGTERM: the board said "worker lost: no heartbeat (killed, …)")
+    inp = agent_input({"tool": "shell", "command": "sleep 30"})
+    env = environment(heartbeat=60.0)
+    attempt = asyncio.create_task(env.run(acts.run_agent, inp))
+    await asyncio.sleep(1.0)
+    env.cancel(activity.ActivityCancellationDetails(worker_shutdown=True))
+    with pytest.raises(asyncio.CancelledError):
+        await attempt
+    ledger = AttemptLedger.of(counted(acts).inner, AgentKey.of(inp))
+    ends = [(e["attempt"], e["kind"], e["reason"]) for e in ledger.entries()]
+    assert ends == [(1, "worker lost", "its worker shut down; the attempt runs again elsewhere")]
+    again = AttemptLedger.of(counted(acts).inner, AgentKey.of(inp)).begin(2, 60.0)
+    assert again.previous == "worker lost: its worker shut down; the attempt runs again elsewhere"
 
 
 async def test_a_result_over_the_inline_size_is_stored_once_and_a_small_one_is_not(
