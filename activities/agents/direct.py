@@ -30,7 +30,7 @@ from activities.tools.registry import agree
 from activities.tools.shell import shell
 from activities.tools.watch import watch
 from activities.tools.web import browser_navigate
-from xsky.plan import dependency_text, offline
+from xsky.plan import dependency_text, offline, output_schema
 from xsky.plan.agent_config import kind_example, tool_arguments
 from xsky.runs import AgentOutcome, RequestPayload
 from xsky.security.mcp import is_mcp, split
@@ -130,6 +130,22 @@ async def run_direct(a: Attempt) -> AgentOutcome:
         except NeedsHuman as need:
             return _waiting(a, need, agent_log)
     agent_log.tool_result("direct", name, out.text, time.monotonic() - called)
+    schema = output_schema.output_schema(a.config) if found is not offline_llm else None
+    if schema is not None and (problems := output_schema.result_problems(schema, out.text)[1]):
+        # The plan said what its result is; a later {{agent_N_result.field}} reads it. A
+        # direct call's result is what it is (no model to correct it): not done, said why.
+        error = (
+            f"its {name} result does not match the output schema: {'; '.join(problems)} "
+            "(make the call's result JSON that fits, or drop the schema; retrying would give "
+            "the same)"
+        )
+        agent_log.outcome("failed", error=error)
+        raise ApplicationError(
+            f"agent {a.key.agent_id}: {error}",
+            a.gate.details(),
+            type="OutputSchemaMismatch",
+            non_retryable=True,
+        )
     agent_log.outcome("completed", result=out.text)
     return AgentOutcome(
         result=out.text,
