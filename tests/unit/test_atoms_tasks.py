@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from xsky.skills.atom_finish import DeltaView, finish, heuristic_ux
+from xsky.skills.atoms import keywords
 from xsky.skills.drafts import group_offline
 from xsky.skills.followups import classify
 from xsky.skills.sessions import session_of
@@ -299,3 +300,30 @@ def test_chinese_corrections_go_ons_and_thanks_in_either_script() -> None:
         ("可以幫我寫一個匯出功能嗎", "new"),  # a request, not "fine"
     ):
         assert classify(prompt, None, task, True, False) == follow, prompt
+
+
+def test_japanese_corrections_go_ons_and_thanks_and_katakana_topics() -> None:
+    # real10: a real Claude Code 2.1.126 session (SublyFi/privacy-x402@349a2af4,
+    # claude-session.jsonl) is typed in Japanese. Asked to count the demo's transactions, the
+    # agent answered 40; the person asked "本当にそれだけ、、？Depositされた回数って何件？…"
+    # ("really only that? how many deposits?") and the answer became 178. That doubt was read
+    # as a new task (the first answer scored 9 of 10): no Japanese critique was known, and
+    # the task's topic words, in katakana (デモ "demo", トランザクション "transaction"), were
+    # no keywords at all. Prompts written for the test, after the session's.
+    task = "何回デモのトランザクションが実行されたかを集計したいです"
+    words = keywords(task)
+    assert "デモ" in words and "トランザクション" in words
+    for prompt, follow in (
+        ("本当にそれだけ、、？Depositされた回数って何件？", "correction"),
+        ("違う、deposit の回数を数えて", "correction"),
+        ("そうじゃなくて、失敗したものも含めて", "correction"),
+        ("まだ動かない", "correction"),
+        ("続けて", "continue"),
+        ("続けてください", "continue"),
+        ("ありがとう", "acknowledgement"),
+        ("ありがとうございます！", "acknowledgement"),
+        ("本当にありがとう", "acknowledgement"),  # thanks, not a doubt
+    ):
+        assert classify(prompt, None, words, True, False) == follow, prompt
+    # a follow-up on the same katakana topic is the same task
+    assert classify("失敗したトランザクションも集計して", None, words, True, False) != "new"

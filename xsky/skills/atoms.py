@@ -116,7 +116,9 @@ def atom_number(aid: str) -> int:
 
 # -- boundaries and topic shifts ---------------------------------------------------------------
 
-_WORD = re.compile(r"[a-zA-Z][a-zA-Z0-9_\-]{2,}|[\u4e00-\u9fff]{2,}")
+# Latin words, runs of Han characters (Chinese; Japanese kanji) and of katakana (Japanese
+# loanwords, often a task's very topic: デモ "demo", トランザクション "transaction").
+_WORD = re.compile(r"[a-zA-Z][a-zA-Z0-9_\-]{2,}|[\u4e00-\u9fff]{2,}|[\u30a1-\u30fa\u30fc]{2,}")
 STOPWORDS = frozenset(
     """
 the and for with that this from have has had was were are but not you your yours can could would should will
@@ -138,7 +140,10 @@ CORRECTION = re.compile(
     r"(?i)^\s*(no\b|nope\b|wrong\b|that'?s (not|wrong)|this is (not|wrong)|not what|that is not|doesn'?t work|"
     r"didn'?t work|still (not|fail|broken|doesn)|it still\b|you (broke|forgot|missed)|undo\b|revert\b|"
     r"stop\b|wait\b|actually\b|instead\b|不对|错了|不是|还是不行|撤销|"
-    r"不對|錯了|還是不行|撤銷)"  # (traditional characters: Taiwan, Hong Kong)
+    r"不對|錯了|還是不行|撤銷|"  # (traditional characters: Taiwan, Hong Kong)
+    # Japanese: "wrong", "not that", "really (only that)?", "still doesn't work", "undo", "redo"
+    r"違う|違います|ちがう|そうじゃな|そうではな|(?:本当|ほんと)に?[^\n]{0,30}?[？?]|"
+    r"まだ(?:動かない|動きません|直って|だめ|ダメ|エラー|失敗)|元に戻して|やり直して)"
 )
 # "go on" keeps the task going even after the agent answered; "also …" adds to a task still in progress.
 CONTINUE = re.compile(
@@ -147,11 +152,14 @@ CONTINUE = re.compile(
     r"try again\b|again\b|keep going\b|可以(?=\s*[。！!.]?\s*$)|(?:请|請)?(?:继续|繼續)|"
     # "can you retry" after the model's API failed mid-turn: the same task, asked again
     r"((please|pls)\s+|(can|could|would|will) you\s+(please\s+)?)(retry|re-try|try (it |that )?again)\b|"
-    r"re-?try( please)?\s*[.!?]?\s*$|重试|再试|重試|再試)"
+    r"re-?try( please)?\s*[.!?]?\s*$|重试|再试|重試|再試|"
+    r"続けて|続行|進めて)"  # Japanese: "go on", "carry on", "proceed"
 )
 SEQUEL = re.compile(r"(?i)^\s*(also\b|and\b|plus\b|then\b|one more\b|same\b)")
 ACKNOWLEDGEMENT = re.compile(
-    r"(?i)^\s*(thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|謝謝|感谢|感謝|好的)\b[^\n]{0,60}$"
+    r"(?i)^\s*((thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|謝謝|感谢|感謝|好的)\b[^\n]{0,60}$|"
+    # Japanese "thank you (very much)", "understood": a word that runs on with no space
+    r"(?:本当に|ほんとに)?ありがとう[^\n]{0,15}$|了解(?:です|しました)?[。！!]?\s*$)"
 )
 REVERT_COMMAND = re.compile(r"git (checkout --|restore\b|revert\b|reset --hard|stash\b)")
 SIMILAR = 0.3  # keyword overlap (Jaccard) above which a prompt is the same topic
