@@ -327,3 +327,32 @@ def test_japanese_corrections_go_ons_and_thanks_and_katakana_topics() -> None:
         assert classify(prompt, None, words, True, False) == follow, prompt
     # a follow-up on the same katakana topic is the same task
     assert classify("失敗したトランザクションも集計して", None, words, True, False) != "new"
+
+
+def test_prompts_in_any_alphabet_have_keywords_so_a_new_goal_starts_a_task() -> None:
+    # real10: only ASCII letters and Han were read as words, so a Korean or Russian prompt had
+    # no keyword at all and every prompt after a session's first was read as a reply to it
+    # ("names nothing of its own") — a whole session one task. Korean prompts of the shape
+    # public tools' tests show ("5월 시장 분석해줘", then "보고서 형식으로 정리해줘"); written here.
+    task = keywords("5월 시장 분석해줘")  # "analyse the May market"
+    assert task == ["시장", "분석해줘"]
+    for prompt, follow in (
+        ("로그인 페이지 만들어줘", "new"),  # "make a login page"
+        ("결제 모듈 테스트 추가해줘", "new"),  # "add tests for the payment module"
+        ("시장 분석 결과를 표로", "same"),  # "the market analysis as a table"
+        ("아니, 틀렸어", "correction"),  # "no, that's wrong"
+        ("아직도 안 돼", "correction"),  # "still doesn't work"
+        ("계속", "continue"),
+        ("고마워", "acknowledgement"),
+    ):
+        assert classify(prompt, None, task, True, False) == follow, prompt
+    parser = keywords("Исправь ошибку в парсере конфигурации")  # "fix the bug in the config parser"
+    assert "парсере" in parser
+    assert classify("Добавь страницу входа с паролем", None, parser, True, False) == "new"
+    # accented Latin words are whole words, and ASCII ones are read as before
+    assert keywords("implémenter le café; fix subly-x402 in vault_config") == [
+        "implémenter",
+        "café",
+        "subly-x402",
+        "vault_config",
+    ]

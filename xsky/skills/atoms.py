@@ -116,9 +116,17 @@ def atom_number(aid: str) -> int:
 
 # -- boundaries and topic shifts ---------------------------------------------------------------
 
-# Latin words, runs of Han characters (Chinese; Japanese kanji) and of katakana (Japanese
-# loanwords, often a task's very topic: デモ "demo", トランザクション "transaction").
-_WORD = re.compile(r"[a-zA-Z][a-zA-Z0-9_\-]{2,}|[\u4e00-\u9fff]{2,}|[\u30a1-\u30fa\u30fc]{2,}")
+# Words of any alphabet (Latin with its accents, Cyrillic, Greek, …), runs of Hangul (Korean
+# words are short: 결제 "payment"), of Han characters (Chinese; Japanese kanji) and of katakana
+# (Japanese loanwords, often a task's very topic: デモ "demo", トランザクション "transaction").
+# Before, only ASCII letters and Han were read: a Korean or Russian prompt had no keyword, so
+# every prompt after a session's first was taken for a reply to it — one atom for the session.
+_CJK = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_LETTER = rf"[^\W\d_{_CJK}]"  # a letter of an alphabet
+_WORD = re.compile(
+    rf"{_LETTER}(?:[^\W{_CJK}]|-){{2,}}"
+    r"|[\uac00-\ud7a3]{2,}|[\u4e00-\u9fff]{2,}|[\u30a1-\u30fa\u30fc]{2,}"
+)
 STOPWORDS = frozenset(
     """
 the and for with that this from have has had was were are but not you your yours can could would should will
@@ -143,7 +151,9 @@ CORRECTION = re.compile(
     r"不對|錯了|還是不行|撤銷|"  # (traditional characters: Taiwan, Hong Kong)
     # Japanese: "wrong", "not that", "really (only that)?", "still doesn't work", "undo", "redo"
     r"違う|違います|ちがう|そうじゃな|そうではな|(?:本当|ほんと)に?[^\n]{0,30}?[？?]|"
-    r"まだ(?:動かない|動きません|直って|だめ|ダメ|エラー|失敗)|元に戻して|やり直して)"
+    r"まだ(?:動かない|動きません|直って|だめ|ダメ|エラー|失敗)|元に戻して|やり直して|"
+    # Korean: "no", "(that's) wrong", "still not …", "undo it", "do it again"
+    r"아니(?:요|야)?(?=[\s,.!?]|$)|틀렸|틀려|잘못(?:됐|되었|했)|아직(?:도)? 안|되돌려|다시 해)"
 )
 # "go on" keeps the task going even after the agent answered; "also …" adds to a task still in progress.
 CONTINUE = re.compile(
@@ -153,13 +163,14 @@ CONTINUE = re.compile(
     # "can you retry" after the model's API failed mid-turn: the same task, asked again
     r"((please|pls)\s+|(can|could|would|will) you\s+(please\s+)?)(retry|re-try|try (it |that )?again)\b|"
     r"re-?try( please)?\s*[.!?]?\s*$|重试|再试|重試|再試|"
-    r"続けて|続行|進めて)"  # Japanese: "go on", "carry on", "proceed"
+    r"続けて|続行|進めて|계속)"  # Japanese: "go on", "carry on", "proceed"; Korean: "go on"
 )
 SEQUEL = re.compile(r"(?i)^\s*(also\b|and\b|plus\b|then\b|one more\b|same\b)")
 ACKNOWLEDGEMENT = re.compile(
     r"(?i)^\s*((thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|excellent|works now|谢谢|謝謝|感谢|感謝|好的)\b[^\n]{0,60}$|"
     # Japanese "thank you (very much)", "understood": a word that runs on with no space
-    r"(?:本当に|ほんとに)?ありがとう[^\n]{0,15}$|了解(?:です|しました)?[。！!]?\s*$)"
+    r"(?:本当に|ほんとに)?ありがとう[^\n]{0,15}$|了解(?:です|しました)?[。！!]?\s*$|"
+    r"(?:고마워|고맙습니다|감사합니다|감사해요)[^\n]{0,15}$)"  # Korean "thank you"
 )
 REVERT_COMMAND = re.compile(r"git (checkout --|restore\b|revert\b|reset --hard|stash\b)")
 SIMILAR = 0.3  # keyword overlap (Jaccard) above which a prompt is the same topic

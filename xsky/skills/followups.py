@@ -174,8 +174,21 @@ BACK_REFERENCE = re.compile(r"(?i)\b(it|that|this|these|those|them|there|the sam
 SAME_TOPIC = 0.34  # share of a prompt's keywords already in the task: a follow-up on it
 
 
+# A Korean word's particle or request ending ("결과를" the result + object marker, "분석해줘"
+# analyse + "please"): its stem is the word without it.
+_HANGUL_ENDINGS = (
+    "해주세요", "해줘요", "해줘", "하기", "에서", "으로", "까지", "부터",
+    "을", "를", "이", "가", "은", "는", "에", "로", "와", "과", "도", "의",
+)  # fmt: skip
+
+
 def stem(word: str) -> str:
     """A crude stem, so "locking" and "lock", "tests" and "test" are one word of a topic."""
+    if "\uac00" <= word[:1] <= "\ud7a3":
+        for ending in _HANGUL_ENDINGS:
+            if len(word) > len(ending) and word.endswith(ending):
+                return word[: -len(ending)]
+        return word
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
