@@ -409,3 +409,49 @@ def test_the_task_said_again_with_more_after_an_interrupt_refines_it() -> None:
     # a goal of its own after an interrupt is still new
     other = "explore more of the current repo and list its services"
     assert classify(other, "after_interrupt", task, False, True) == "new"
+
+
+def test_a_slash_command_typed_as_the_claude_cli_call_starts_a_task() -> None:
+    """A real Claude Code 2.1.177 session (ikihin/bhavana@6961556e, claude-session.jsonl): a
+    guide told the person to run ``claude "/competitive-landscape …"`` in a terminal, and they
+    typed those lines into the session itself; Claude Code's model ran each named skill. Each
+    is a task of its own — after the project brief was answered, and after the person stopped
+    one (rejecting its tool calls) to run the next — not a follow-up of the one before."""
+    r = Records()
+    r.prompt(
+        "claude \"I'm building Bhavana — a proof of concept RWA platform on Solana devnet "
+        'for a Superteam grant. The idea: fractional Indonesian property investment"'
+    )
+    r.said("Got it: Bhavana, fractional Indonesian property on Solana devnet.")
+    r.prompt(
+        'claude "/competitive-landscape Who are my competitors in RWA property tokenization '
+        "on Solana? Focus on what they haven't solved yet. I'm building Bhavana\""
+    )
+    # the person said no to its calls, then typed the next command (as 2.1.177 writes it)
+    r.ran(
+        "curl -s https://example.com/rwa",
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if "
+        "it was a file edit, the new_string was NOT written to the file). STOP what you are "
+        "doing and wait for the user to tell you how to proceed.",
+    )
+    r.prompt("[Request interrupted by user for tool use]", origin=None)
+    r.prompt(
+        'claude "/roast-my-product Bhavana MVP: a Solana devnet proof of concept for '
+        'fractional Indonesian property investment. 3 hardcoded properties"'
+    )
+    r.said("Roast: ...")
+    events, _ = parse(r)
+    drafts = group_offline(units_of(events), None)
+    heads = [d.state.intent_head for d in drafts]
+    assert len(heads) == 3, heads
+    assert heads[0].startswith("claude \"I'm building Bhavana")
+    assert heads[1].startswith('claude "/competitive-landscape Who')
+    assert heads[2].startswith('claude "/roast-my-product Bhavana')
+    assert classify("claude '/review-pr 42'", None, keywords("review pr 41"), True, False) == "new"
+    # a prompt that only names the CLI, or one of its commands unquoted, stays what its words say
+    asked = keywords("why does claude /doctor fail on my settings")
+    said = classify("claude /doctor says my settings are fine", None, asked, True, False)
+    assert said != "new"
+    assert (
+        classify("claude is slow here, why?", None, keywords("claude slow"), True, False) != "new"
+    )

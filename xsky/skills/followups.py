@@ -105,8 +105,10 @@ POINTS_BACK = re.compile(
     # "that" and "this" as pronouns, not as a determiner ("all of this chat")
     r"\b(?:that|this|these|those)\b(?=\s*(?:[.,;:!?]|$|is\b|was\b|'s\b|one\b))"
 )
-# A slash command the person ran (``/review-pr 42``, ``/fix-issue 123``): a task of its own.
-SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w:.-]*(\s|$)")
+# A slash command the person ran (``/review-pr 42``, ``/fix-issue 123``): a task of its own;
+# also typed as the CLI call a guide gives for a terminal (``claude "/competitive-landscape …"``),
+# which the model answers by running the skill it names.
+SLASH_COMMAND = re.compile(r"^(?:claude\s+[\"'])?/[A-Za-z][\w:.-]*(\s|$)")
 # A request that names its own goal: an imperative verb (or a polite form of one) first.
 REQUEST = re.compile(
     r"(?i)^\s*(now\s+|ok(ay)?[,.]?\s+|great[,.!]?\s+|thanks[,.!]?\s+|next[,:]?\s+)?"
@@ -225,10 +227,12 @@ def classify(
         return "machine"
     if origin == "answer":
         return "answer"
-    if origin == "correction":
-        return "correction"
+    # A command or a new goal says itself what it is, also right after the person said no
+    # to a tool call (they stopped that task to run another).
     if NEW_GOAL.match(text) or SLASH_COMMAND.match(text):
         return "new"
+    if origin == "correction":
+        return "correction"
     if MENU.match(text):
         return "answer"
     short = len(text) < 600
