@@ -71,3 +71,30 @@ def test_a_bad_id_beside_a_reader_problem_is_said_too(tmp_path: Path) -> None:
     assert "agent -1: id '-1' is not valid" in text
     assert "<config> of agent -1 is not valid JSON" in text
     assert "agent 2: unknown agent name 'shel'" in text
+
+
+def test_a_dependency_on_an_agents_name_says_the_id_to_write(tmp_path: Path) -> None:
+    # real10: an Eko port's own tests (code-index file 18410302629, "should parse a valid
+    # workflow XML") write `<agent name="Computer" dependsOn="Browser">`; Eko never runs such
+    # an agent (no agent has that id), xsky refused it naming only the ids
+    path = tmp_path / "eko.xml"
+    path.write_text(
+        "<root><name>AI Daily Morning Report</name><thought>Summarize AI news</thought><agents>\n"
+        '<agent name="Browser"><task>Search for AI updates</task></agent>\n'
+        '<agent name="Computer" dependsOn="Browser"><task>Send report</task></agent>\n'
+        '<agent name="Chat" dependsOn="computer"><task>Say it is sent</task></agent>\n'
+        '<agent name="Chat" dependsOn="Chat,Printer"><task>Say it again</task></agent>\n'
+        "</agents></root>\n"
+    )
+    with pytest.raises(PlanError) as refused:
+        load_plan(path)
+    said = [p.message for p in refused.value.problems]
+    assert said == [
+        "agent 1 depends on unknown agent 'Browser' ('Browser' is agent 0's name: "
+        "dependencies are ids — write '0'); ids in this plan: 0, 1, 2, 3",
+        "agent 2 depends on unknown agent 'computer' ('computer' is agent 1's name: "
+        "dependencies are ids — write '1'); ids in this plan: 0, 1, 2, 3",
+        "agent 3 depends on unknown agent 'Chat' ('Chat' is the name of agents 2, 3: "
+        "dependencies are ids); ids in this plan: 0, 1, 2, 3",
+        "agent 3 depends on unknown agent 'Printer'; ids in this plan: 0, 1, 2, 3",
+    ]

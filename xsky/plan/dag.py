@@ -83,6 +83,7 @@ def _validate(
     agents = workflow.agents
     waiting = [0] * len(agents)
     unblocks: list[list[int]] = [[] for _ in agents]
+    named: dict[str, list[str]] = {}  # each agent name's ids, for a dependency on a name
     for i, agent in enumerate(agents):
         if agent.name not in known_set:
             message = _unknown_name(agent, known, for_a_person)
@@ -102,7 +103,8 @@ def _validate(
                 problems.append(
                     Problem(
                         f"agent {agent.id} depends on unknown agent {dep!r}"
-                        f"{nearest(dep, index_of)}; ids in this plan: {_short_list(index_of)}",
+                        f"{_by_name(dep, agents, named) or nearest(dep, index_of)}; "
+                        f"ids in this plan: {_short_list(index_of)}",
                         agent_index=i,
                         agent_id=agent.id,
                     )
@@ -181,6 +183,23 @@ def _edges(agents: list[WorkflowAgent]) -> dict[str, list[str]]:
     for a in agents:
         graph.setdefault(a.id, [d for d in a.depends if d in ids and d != a.id])
     return graph
+
+
+def _by_name(dep: str, agents: list[WorkflowAgent], named: dict[str, list[str]]) -> str:
+    """What a dependency written as an agent's name (Eko's ``dependsOn="Browser"``, seen in a
+    port's tests) names: the ids to write instead, or "". Eko itself never runs such an agent.
+    ``named`` (each name's ids) is filled on the first call, so a plan is read once."""
+    from xsky.plan.eko import KINDS  # (here: eko reads the models, which read this module)
+
+    if not named:
+        for a in agents:
+            named.setdefault(a.name, []).append(a.id)
+    ids = named.get(KINDS.get(dep.casefold(), dep.casefold()), [])
+    if not ids:
+        return ""
+    if len(ids) == 1:
+        return f" ({dep!r} is agent {ids[0]}'s name: dependencies are ids — write {ids[0]!r})"
+    return f" ({dep!r} is the name of agents {', '.join(ids)}: dependencies are ids)"
 
 
 def _has_cycle(waiting: list[int], unblocks: list[list[int]], nodes: int) -> bool:
