@@ -308,6 +308,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.2",
         delete_when="no run that had a shell call decided by the leader before v0.12.2 is still open",
     ),
+    "shell-reading-round-12": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as 0.12.3's checker does: a versioned interpreter (python3.11, perl5.36.0), "
+        "make -f -, jshell and tclsh read their input, and the input is also //dev/stdin, "
+        "/dev/./stdin, ../dev/stdin or a path into /proc. Asked only of a call the two readings "
+        "decide apart (xsky/leader/shell_readings.py)",
+        since="v0.12.3",
+        delete_when="no run that had a shell call decided by the leader before v0.12.3 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

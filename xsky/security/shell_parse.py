@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator
@@ -181,6 +182,8 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # without its words' expansions, no command line refused for being made of what the shell
 # expands. 0.12.1 (patch shell-reading-round-11): wrapper options by their listed words alone, a
 # shell's input and an interpreter's not read, no xargs input, $'…' words as bashlex gives them.
+# 0.12.2 (patch shell-reading-round-12): a versioned interpreter's, make -f -'s, jshell's and
+# tclsh's input not read, and the input only as /dev/stdin, /dev/fd/…, /proc/self/fd/… spelled so.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -953,7 +956,21 @@ _INPUT_FILES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 
 
 def _input_script(word: str) -> bool:
-    return word in _INPUT_FILES or word.startswith(("<(", "/dev/fd/", "/proc/self/fd/"))
+    if word in _INPUT_FILES or word.startswith(("<(", "/dev/fd/", "/proc/self/fd/")):
+        return True
+    if not _reads_as_of((0, 12, 3)):
+        return False
+    # The same files spelled otherwise (sec12: `//dev/stdin`, `/dev/./stdin`, `../../dev/stdin`,
+    # `/proc/thread-self/fd/0`, `/proc/self/root/dev/stdin` ran a value piped to `bash` or
+    # `python3` past the check above): any path into /proc — no script is kept there — and a
+    # path that, its `.`, doubled slashes and leading `..` read away, is dev/stdin or dev/fd/….
+    parts = [p for p in word.split("/") if p not in ("", ".")]
+    if word.startswith("/") and parts[:1] == ["proc"]:
+        return True
+    tail = posixpath.normpath("/".join(parts) or ".").split("/")
+    while tail[:1] == [".."]:
+        tail = tail[1:]
+    return tail[:2] in (["dev", "stdin"], ["dev", "fd"]) or (".." in parts and "dev" in parts)
 
 
 def _shell_reads_input(args: list[str]) -> bool:
@@ -972,6 +989,11 @@ def _shell_reads_input(args: list[str]) -> bool:
 
 # Interpreter options whose value is the next word (python -W/-X, node -r, ruby/perl -I …)
 _INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import", "--loader"})
+# (sec12: `python3 --check-hash-based-pycs never` was read as a script named "never", and the
+# value piped to it ran as the program)
+_INTERPRETER_VALUED_0123 = frozenset({"--check-hash-based-pycs"})
+# python -m modules that read their code from the input (the REPLs)
+_STDIN_MODULES = frozenset({"code", "asyncio"})
 
 
 def _interpreter_reads_input(name: str, args: list[str]) -> bool:
@@ -986,15 +1008,63 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
+            if a.startswith("-m") and program_base(name) == "python" and _reads_as_of((0, 12, 3)):
+                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
+                if module in _STDIN_MODULES:
+                    return True  # `python3 -m code`: the REPL reads its input (sec12)
             if a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-x") and not (
                 program_base(name) == "node" and a == "-r"
             ):
                 return False  # a module, or code given as an argument (asked on its own)
-            i += 2 if a in _INTERPRETER_VALUED else 1
+            valued = a in _INTERPRETER_VALUED or (
+                a in _INTERPRETER_VALUED_0123 and _reads_as_of((0, 12, 3))
+            )
+            i += 2 if valued else 1
             continue
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
+
+
+_TCL = re.compile(r"(tclsh|wish)[0-9.]*")
+
+
+def _other_reader_reads_input(name: str, args: list[str]) -> bool:
+    """Does a program that runs the code it reads — no shell, no interpreter of INTERPRETERS —
+    read it from its input: make given ``-f -`` (``-f /dev/stdin``, ``--file=-``, in a cluster
+    of short options), jshell (a REPL, which reads its input after any script it runs), tclsh
+    and wish without a script or with one that is the input (sec12: each ran a value piped to
+    it past deny shell(touch:*))."""
+    if name == "jshell":
+        return True
+    if _TCL.fullmatch(name):
+        rest = [a for a in args if not a.startswith("-")]
+        return not rest or _input_script(rest[0])
+    if program_name(name) != "make":
+        return False
+    words = iter(args)
+    for a in words:
+        if a == "--":
+            return False
+        flag, eq, value = a.partition("=")
+        if (
+            flag.startswith("--")
+            and len(flag) > 3
+            and ("--file".startswith(flag) or "--makefile".startswith(flag))
+        ):
+            if _input_script(value if eq else next(words, "")):
+                return True
+        elif a[:1] == "-" and a[1:2] != "-":
+            for j, letter in enumerate(a[1:], 1):
+                if letter == "f":
+                    if _input_script(a[j + 1 :] or next(words, "")):
+                        return True
+                    break
+                if letter in "CIoWE":
+                    if j == len(a) - 1:
+                        next(words, None)
+                    break
+    return False
 
 
 def _env_split_string(rest: list[str]) -> str | None:
@@ -1166,8 +1236,15 @@ def _unwrap(
         ):
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
-    if name in INTERPRETERS and _reads_as_of((0, 12, 2)) and _interpreter_reads_input(name, args):
+    interpreter = name if name in INTERPRETERS else None
+    if interpreter is None and _reads_as_of((0, 12, 3)) and program_name(name) in INTERPRETERS:
+        interpreter = program_name(name)  # python3.11, perl5.36.0, pypy3 (sec12)
+    if interpreter and _reads_as_of((0, 12, 2)) and _interpreter_reads_input(interpreter, args):
         # `printf %s "{{…}}" | python3`: the value is the program (sec11)
+        out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        return
+    if _reads_as_of((0, 12, 3)) and _other_reader_reads_input(name, args):
+        # `printf %s "{{…}}" | make -f -`, `| jshell`, `| tclsh8.6` (sec12)
         out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     if name == "runuser" and "-c" in args[:-1]:  # runuser -u U -c 'command line'

@@ -1,0 +1,79 @@
+"""A value piped to a program that runs what it reads is code there, however the program or its
+input is named (sec12: `printf %s "{{…}}" | python3.11`, `| perl5.36.0`, `| bash //dev/stdin`,
+`| python3 /proc/thread-self/fd/0`, `| make -f -`, `| jshell`, `| tclsh8.6`, `| python3 -m
+code`, `| python3 --check-hash-based-pycs never` each ran touch past deny shell(touch:*), after
+0.12.2 asked for `| python3` and `| bash /dev/stdin`). Judged by effect, in real bash."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.real_bash import DENY_TOUCH, ROLE, bash
+from xsky.plan.variables import render_command
+from xsky.security.permissions import decide
+from xsky.security.shell_parse import read_as_of
+
+PY = "import os; os.system('touch ran')"
+MAKE = "all:\n\ttouch ran\n"
+# (the plan's command, agent 1's result, the program it needs)
+PIPED = [
+    ("printf '%s' \"{{agent_1_result}}\" | python3.11", PY, "python3.11"),
+    ("printf '%s' \"{{agent_1_result}}\" | perl5.36.0", 'system("touch ran")', "perl5.36.0"),
+    ("printf '%s' \"{{agent_1_result}}\" | bash //dev/stdin", "touch ran", "bash"),
+    ("printf '%s' \"{{agent_1_result}}\" | bash /dev/./stdin", "touch ran", "bash"),
+    ("printf '%s' \"{{agent_1_result}}\" | python3 /proc/thread-self/fd/0", PY, "python3"),
+    ("printf '%s' \"{{agent_1_result}}\" | python3 --check-hash-based-pycs never", PY, "python3"),
+    ("printf '%s' \"{{agent_1_result}}\" | python3 -m code", PY, "python3"),
+    ("printf '%s' \"{{agent_1_result}}\" | make -f -", MAKE, "make"),
+    ("printf '%s' \"{{agent_1_result}}\" | make -sf /dev/stdin", MAKE, "make"),
+    ("printf '%s' \"{{agent_1_result}}\" | tclsh8.6", "exec touch ran", "tclsh8.6"),
+]
+
+
+def needs(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed")
+
+
+@pytest.mark.parametrize(("template", "result", "program"), PIPED)
+def test_the_value_runs_there(template: str, result: str, program: str, tmp_path: Path) -> None:
+    needs(program)
+    command, values = render_command(template, {"1": result}, {}, {})
+    bash(command, values, tmp_path, timeout=20)
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(("template", "result", "program"), PIPED)
+def test_a_command_piping_a_value_there_is_asked_for(
+    template: str, result: str, program: str, tmp_path: Path
+) -> None:
+    command, values = render_command(template, {"1": result}, {}, {})
+    arguments = {"command": command, "values": values}
+    decision = decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+    assert "reads its commands from its input" in decision.reason
+    with read_as_of((0, 12, 2)):  # as 0.12.2 read it: allowed (a leader's replay keeps that)
+        assert decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path)).effect == "allow"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'python3.11 tool.py "{{agent_1_result}}"',
+        "printf '%s' \"{{agent_1_result}}\" | python3.11 tool.py",
+        "printf '%s' \"{{agent_1_result}}\" | bash ./count.sh",
+        "printf '%s' \"{{agent_1_result}}\" | make -f Makefile lint",
+        "printf '%s' \"{{agent_1_result}}\" | tclsh8.6 count.tcl",
+        "printf '%s' \"{{agent_1_result}}\" | python3 -m json.tool",
+    ],
+)
+def test_a_program_reading_its_script_from_a_file_is_allowed_as_before(
+    template: str, tmp_path: Path
+) -> None:
+    command, values = render_command(template, {"1": "x"}, {}, {})
+    arguments = {"command": command, "values": values}
+    decision = decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
