@@ -77,3 +77,26 @@ def test_a_program_reading_its_script_from_a_file_is_allowed_as_before(
     arguments = {"command": command, "values": values}
     decision = decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "allow", decision.reason
+
+
+# Debian's perl5.36-x86_64-linux-gnu is perl: no table knew the name, so neither code given
+# with -e nor a value piped to it was asked for (sec12)
+ARCH_PERL = "perl5.36-x86_64-linux-gnu"
+
+
+@pytest.mark.parametrize(
+    ("template", "result"),
+    [
+        (f"{ARCH_PERL} -e 'system q(touch ran)'", ""),
+        (f"printf '%s' \"{{{{agent_1_result}}}}\" | {ARCH_PERL}", 'system("touch ran")'),
+    ],
+)
+def test_a_perl_named_for_its_machine_is_perl(template: str, result: str, tmp_path: Path) -> None:
+    needs(ARCH_PERL)
+    command, values = render_command(template, {"1": result}, {}, {})
+    bash(command, values, tmp_path, timeout=20)
+    assert (tmp_path / "ran").exists()
+    (tmp_path / "ran").unlink()
+    arguments = {"command": command, "values": values}
+    decision = decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason

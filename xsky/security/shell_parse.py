@@ -1027,6 +1027,19 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
 
 
 _TCL = re.compile(r"(tclsh|wish)[0-9.]*")
+# Debian's names of a program built for one machine: perl5.36-x86_64-linux-gnu is perl
+_ARCH_SUFFIX = re.compile(r"-[a-z0-9_]+-linux-gnu[a-z0-9_]*$")
+
+
+def _named(word: str) -> str:
+    """``program_name``, also for a name ending in a machine's triplet (sec12:
+    `perl5.36-x86_64-linux-gnu -e 'system …'` and a value piped to it ran past deny
+    shell(touch:*) — no table knew the name)."""
+    name = program_name(word)
+    base = word.rsplit("/", 1)[-1]
+    if name == base and _reads_as_of((0, 12, 3)) and _ARCH_SUFFIX.search(base):
+        return program_name(_ARCH_SUFFIX.sub("", base))
+    return name
 
 
 def _other_reader_reads_input(name: str, args: list[str]) -> bool:
@@ -1237,8 +1250,8 @@ def _unwrap(
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         return
     interpreter = name if name in INTERPRETERS else None
-    if interpreter is None and _reads_as_of((0, 12, 3)) and program_name(name) in INTERPRETERS:
-        interpreter = program_name(name)  # python3.11, perl5.36.0, pypy3 (sec12)
+    if interpreter is None and _reads_as_of((0, 12, 3)) and _named(name) in INTERPRETERS:
+        interpreter = _named(name)  # python3.11, perl5.36.0, pypy3 (sec12)
     if interpreter and _reads_as_of((0, 12, 2)) and _interpreter_reads_input(interpreter, args):
         # `printf %s "{{…}}" | python3`: the value is the program (sec11)
         out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
@@ -1571,10 +1584,10 @@ def _inline_code(argv: list[str]) -> str | None:
         ):
             return "sed's e and w commands run commands and write files"
         return None
-    if name not in INTERPRETERS and program_name(argv[0]) in _VERSIONED_INTERPRETERS:
+    if name not in INTERPRETERS and _named(argv[0]) in _VERSIONED_INTERPRETERS:
         # python3.11, perl5.36.0, node18 … are the interpreters they name (sec11: `python3.11 -c
         # 'import os; os.system("touch x")'` ran touch past deny shell(touch:*) unasked)
-        name = program_name(argv[0])
+        name = _named(argv[0])
     if name in INTERPRETERS:
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
