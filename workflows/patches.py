@@ -312,7 +312,8 @@ PATCHES: dict[str, Patch] = {
         what="the leader's delegated approvals and 'allow for this run' rules read a shell "
         "command as 0.12.3's checker does: a versioned interpreter (python3.11, perl5.36.0), "
         "make -f -, jshell and tclsh read their input, and the input is also //dev/stdin, "
-        "/dev/./stdin, ../dev/stdin or a path into /proc. Asked only of a call the two readings "
+        "/dev/./stdin, ../dev/stdin or a path into /proc; a value a package runner (npm run … --, "
+        "npx, uv run) gives its program is read as that program's possible option. Asked only of a call the two readings "
         "decide apart (xsky/leader/shell_readings.py)",
         since="v0.12.3",
         delete_when="no run that had a shell call decided by the leader before v0.12.3 is still open",

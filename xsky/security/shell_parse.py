@@ -205,6 +205,9 @@ def read_as_of(release: tuple[int, ...]) -> Iterator[None]:
         _READ_AS.reset(token)
 
 
+reads_as_of = _reads_as_of  # (shell_rules: its own readings changed by a release)
+
+
 def read_as_in_v0120() -> contextlib.AbstractContextManager[None]:
     """Commands split inside this block are read as xsky 0.12.0 read them."""
     return read_as_of((0, 12, 0))

@@ -30,6 +30,7 @@ from xsky.security.shell_parse import (
     ShellParseError,
     inline_code,
     normalized,
+    reads_as_of,
     split_command,
 )
 
@@ -222,7 +223,7 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         for i, how in part.expansions.items()
         if how == "runtime" and _may_lead(part.argv[i], check, i in part.quoted)
     )
-    in_value = value_code(part.argv, runtime, leading)
+    in_value = value_code(part.argv, runtime, leading) or _forwarded(part.argv, leading)
     hidden = inline_code(part.argv) or in_value
     if hidden is not None:
         decisions = [
@@ -242,6 +243,31 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     if in_value is not None:
         decisions = [_approved_with_its_values(d, in_value, check) for d in decisions]
     return [_vouched(d, part) for d in decisions] if check.forms else decisions
+
+
+# Programs that hand the words after their program's name — after `--` too — to a program they
+# run, which reads them as it reads its options: `npm run build -- "{{…}}"` (npm gives the words
+# after -- to the script's command), `npx eslint "{{…}}"`, `uv run pytest "{{…}}"`, `cargo run --`.
+_FORWARDERS = frozenset(
+    "npm npx pnpm pnpx yarn bun bunx uv uvx pipx poetry pdm hatch rye conda mamba micromamba "
+    "cargo".split()
+)
+
+
+def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
+    """Why a {{…}} value that may begin an option is given to a program a package runner runs
+    (sec12: `npm run show -- "{{…}}"`, the form the docs advise, and `npx show -n 1p f.txt
+    "{{…}}"` ran a value '--expression=1e touch x' as sed's option past deny shell(touch:*):
+    `--` ends npm's options, not the script's program's) — or None."""
+    name = argv[0].rsplit("/", 1)[-1]
+    if name not in _FORWARDERS or not reads_as_of((0, 12, 3)):
+        return None
+    if any(word in leading and "XSKY_V" in word for word in argv[1:]):
+        return (
+            f"{name} gives a value known only when it runs to a program it runs, which may read "
+            "it as an option (after -- too: npm run passes what follows to the script)"
+        )
+    return None
 
 
 def _approved_with_its_values(d: Decision, why: str, check: Check) -> Decision:
