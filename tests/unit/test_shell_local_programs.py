@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.real_bash import DENY_TOUCH, ROLE, bash
-from xsky.security.permissions import decide
+from xsky.security.permissions import PermissionLayer, PermissionSettings, decide
 
 RUNS = [
     'ssh -oProxyCommand="touch ran" -oBatchMode=yes x true',
@@ -50,4 +50,37 @@ def test_such_a_call_is_asked_for(command: str, tmp_path: Path) -> None:
 )
 def test_ordinary_calls_are_not(command: str, tmp_path: Path) -> None:
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
+
+
+# sec12: under a prefix rule allowing the program (`shell(ssh:*)`), ssh's and sftp's options
+# that run a local program ran it unasked: ssh "runs programs" however it is called, so the
+# rule's own words were taken to vouch for it (scp, whose table reads -S/-F, was asked).
+UNDER_A_RULE = [(c, f"shell({c.split()[0]}:*)") for c in RUNS if c.startswith(("ssh", "sftp"))]
+
+
+@pytest.mark.parametrize(("command", "rule"), UNDER_A_RULE)
+def test_a_rule_allowing_the_program_does_not_allow_the_program_it_runs(
+    command: str, rule: str, tmp_path: Path
+) -> None:
+    settings = PermissionSettings(
+        layers=[PermissionLayer(scope="user", path="s.json", deny=["shell(touch:*)"], allow=[rule])]
+    )
+    decision = decide("shell", {"command": command}, ROLE, settings, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("ssh -o BatchMode=yes x uptime", "shell(ssh:*)"),
+        ("sftp -b batch x", "shell(sftp:*)"),
+        ("ssh -p 2222 -i key x true", "shell(ssh:*)"),
+    ],
+)
+def test_the_rule_still_allows_what_it_names(command: str, rule: str, tmp_path: Path) -> None:
+    settings = PermissionSettings(
+        layers=[PermissionLayer(scope="user", path="s.json", deny=["shell(touch:*)"], allow=[rule])]
+    )
+    decision = decide("shell", {"command": command}, ROLE, settings, str(tmp_path))
     assert decision.effect == "allow", decision.reason

@@ -1522,6 +1522,9 @@ def _ssh_runs_locally(name: str, args: list[str]) -> bool:
     return False
 
 
+ssh_runs_locally = _ssh_runs_locally  # (shell_rules: under a rule that allows ssh)
+
+
 def _git_grep_pager(args: list[str]) -> bool:
     """``git grep -O[CMD]`` / ``--open-files-in-pager`` or any unique prefix of it, alone or in
     a cluster of short options (``-nO…``), before the pattern (``args`` from the subcommand on):

@@ -32,6 +32,7 @@ from xsky.security.shell_parse import (
     normalized,
     reads_as_of,
     split_command,
+    ssh_runs_locally,
 )
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -346,6 +347,21 @@ def _vouched(d: Decision, part: ShellCommand) -> Decision:
     if form is None or form.kind != "runs":
         return d
     named = finding(spec.split()) if spec.split() else None
+    program = part.argv[0].rsplit("/", 1)[-1]
+    if (
+        program in ("ssh", "sftp")
+        and ssh_runs_locally(program, part.argv[1:])
+        and not ssh_runs_locally(program, spec.split()[1:])
+    ):
+        # `shell(ssh:*)` allows connecting, not a program run here that its words do not name
+        # (sec12: `ssh -oProxyCommand='touch x' h` ran touch past deny shell(touch:*) under it:
+        # ssh "runs programs" however it is called, so the rule's own words seemed to say so)
+        return Decision(
+            "ask",
+            f"{program} options that run a local program (ProxyCommand, LocalCommand, -F, -S): "
+            f"a person decides — {d.rule!r} allows the program, not a local program it is told "
+            "to run (allow exactly this with a rule)",
+        )
     if named is not None and named.why == form.why:
         # the rule's own words run it (uv run, docker, npx: programs that run others however
         # they are called): the person allowed that, as written
