@@ -93,9 +93,39 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
     return worst
 
 
+# Variables a program reads as its options or as the program it runs (sec12: `TAR_OPTIONS=
+# '--to-command=touch\\ x' tar -xf a.tar` ran touch past deny shell(touch:*), unasked — the
+# checker asks for `tar --to-command`, but reads tar's words, not its environment).
+_PROGRAM_VARIABLES = re.compile(r"^(TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG)$")
+_SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly", "env", "sudo", "doas"})
+
+
+def _program_variable(part: ShellCommand) -> str | None:
+    """The name of such a variable the command sets — for itself (``V=… cmd``), for the shell
+    (``V=…``, ``export V=…``) or for the command it runs (``env V=… cmd``) — or None."""
+    words = list(part.assignments)
+    if part.argv[0].rsplit("/", 1)[-1] in _SETTERS:
+        words += [w for w in part.argv[1:] if "=" in w and not w.startswith("-")]
+    for word in words:
+        name = word.split("=", 1)[0].split("[", 1)[0].rstrip("+")
+        if _PROGRAM_VARIABLES.match(name):
+            return name
+    return None
+
+
 def part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     # ":" stands for redirects or assignments with no command of their own: only they count.
     decisions = [] if part.argv == [":"] else _command_decisions(part, check)
+    if check.forms and (variable := _program_variable(part)) is not None:
+        # (the worker's gate only: the leader reads delegated rules' variables on its own —
+        # xsky/security/delegation.py — and its decisions replay as they were made)
+        decisions.append(
+            Decision(
+                "ask",
+                f"setting {variable} gives a program options (or a program to run) that the "
+                "checker does not read: a person decides",
+            )
+        )
     decisions += [
         d for d in (_reach_decision(part, check), _protected_decision(part, check)) if d is not None
     ]
