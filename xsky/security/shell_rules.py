@@ -256,6 +256,10 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     )
     in_value = value_code(part.argv, runtime, leading) or _forwarded(part.argv, leading)
     hidden = inline_code(part.argv) or in_value
+    if hidden is None and check.forms and _git_clone_config(part.argv):
+        # (the worker's gate only: a delegated rule already refuses `git clone -c`, in the
+        # leader's own reading — xsky/security/program_forms.py — which replays as it was made)
+        hidden = "git clone -c/--config sets configuration (core.sshCommand, core.fsmonitor) that runs programs"
     if hidden is not None:
         decisions = [
             d
@@ -299,6 +303,30 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
     return None
+
+
+def _git_clone_config(argv: list[str]) -> bool:
+    """``git clone -c KEY=VALUE`` (``--config``, a unique prefix of it, ``-c`` in a cluster of
+    short options): the configuration is the new repository's as the clone runs (sec12: `git
+    clone -c core.sshCommand='touch x' h:r d` ran touch past deny shell(touch:*) unasked — a
+    `git -c` before the subcommand was asked, this one was not)."""
+    words = normalized(argv)
+    if words[:2] != ["git", "clone"]:
+        return False
+    for word in words[2:]:
+        if word == "--":
+            return False
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            if len(flag) > 4 and "--config".startswith(flag):
+                return True
+        elif flag.startswith("-"):
+            for letter in word[1:]:
+                if letter == "c":
+                    return True
+                if letter in "bouj":  # (a valued option: the rest of the cluster is its value)
+                    break
+    return False
 
 
 def _approved_with_its_values(d: Decision, why: str, check: Check) -> Decision:

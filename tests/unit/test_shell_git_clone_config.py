@@ -1,0 +1,47 @@
+"""`git clone -c core.sshCommand=CMD` runs CMD as the clone connects: a model's own call ran touch
+past deny shell(touch:*) unasked, where `git -c … clone` was asked (sec12). No connection is
+made: the command runs in place of ssh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.real_bash import DENY_TOUCH, ROLE, bash
+from xsky.security.permissions import decide
+
+RUNS = [
+    "git clone -c core.sshCommand='touch ran' ssh://h/x d",
+    "git clone --config core.sshCommand='touch ran' h:x d",
+    "git clone --config=core.sshCommand='touch ran' h:x d",
+    "git clone --conf core.sshCommand='touch ran' h:x d",
+    "git clone -qc core.sshCommand='touch ran' h:x d",
+    "git -C . clone -c core.sshCommand='touch ran' h:x d",
+]
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_the_configuration_runs_the_program(command: str, tmp_path: Path) -> None:
+    bash(command, {"HOME": str(tmp_path)}, tmp_path, timeout=20)
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_such_a_clone_is_asked_for(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git clone --depth 1 h:x d",
+        "git clone -b main h:x d",
+        "git clone -bc h:x d",
+        "git clone -- -c d",
+    ],
+)
+def test_ordinary_clones_are_not(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason
