@@ -45,3 +45,40 @@ def test_such_a_clone_is_asked_for(command: str, tmp_path: Path) -> None:
 def test_ordinary_clones_are_not(command: str, tmp_path: Path) -> None:
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "allow", decision.reason
+
+
+# `git config KEY CMD` then a git command that runs it, in one command — a repository the
+# command makes is not yet the one bound read-only in the sandbox (sec12)
+CONFIGURED = [
+    "git init -q r && git -C r config core.fsmonitor 'touch ../ran' && git -C r status",
+    "git init -q r && git -C r config alias.x '!touch ../ran' && git -C r x",
+    "git init -q r && git -C r config set core.fsmonitor 'touch ../ran' && git -C r status",
+]
+
+
+@pytest.mark.parametrize("command", CONFIGURED)
+def test_the_configured_program_runs(command: str, tmp_path: Path) -> None:
+    bash(command, {"HOME": str(tmp_path)}, tmp_path, timeout=20)
+    if "config set" in command and not (tmp_path / "ran").exists():
+        pytest.skip("this git has no `git config set`")
+    assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("command", CONFIGURED)
+def test_setting_such_a_key_is_asked_for(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git config user.name x",
+        "git config --get core.pager",
+        "git config --list",
+        "git config core.pager",
+    ],
+)
+def test_reading_or_a_data_key_is_not(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "allow", decision.reason

@@ -260,6 +260,13 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # (the worker's gate only: a delegated rule already refuses `git clone -c`, in the
         # leader's own reading — xsky/security/program_forms.py — which replays as it was made)
         hidden = "git clone -c/--config sets configuration (core.sshCommand, core.fsmonitor) that runs programs"
+    if hidden is None and check.forms and normalized(part.argv)[:2] == ["git", "config"]:
+        # `git config core.fsmonitor CMD && git status` (also alias.x '!CMD', core.pager …) ran
+        # CMD past deny shell(touch:*) unasked, where `git -c core.fsmonitor=CMD status` was
+        # asked (sec12): a key that is not known to store data only is asked for
+        form = finding(part.argv)
+        if form is not None and form.kind == "runs":
+            hidden = form.why
     if hidden is not None:
         decisions = [
             d
