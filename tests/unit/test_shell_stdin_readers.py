@@ -100,3 +100,29 @@ def test_a_perl_named_for_its_machine_is_perl(template: str, result: str, tmp_pa
     arguments = {"command": command, "values": values}
     decision = decide("shell", arguments, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "ask", decision.reason
+
+
+# make reads makefile text given with --eval (-E, a unique prefix, in a cluster): its
+# $(shell …) runs commands (sec12: each ran touch past deny shell(touch:*) unasked)
+@pytest.mark.parametrize(
+    "command",
+    [
+        "make --eval='$(shell touch ran)' -f /dev/null",
+        "make -E '$(shell touch ran)' -f /dev/null",
+        "make --ev='$(shell touch ran)' -f /dev/null",
+        "make -sE '$(shell touch ran)' -f /dev/null",
+    ],
+)
+def test_make_given_makefile_text_is_asked_for(command: str, tmp_path: Path) -> None:
+    needs("make")
+    bash(command, {}, tmp_path, timeout=20)
+    assert (tmp_path / "ran").exists()
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask" and "--eval" in decision.reason, decision.reason
+    with read_as_of((0, 12, 2)):  # as 0.12.2 read it (a leader's replay keeps that)
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path)).effect == (
+            "allow"
+        )
+    # -f's value is not read as options: a makefile named "E" is no --eval
+    plain = "make -fE -s"
+    assert decide("shell", {"command": plain}, ROLE, DENY_TOUCH, str(tmp_path)).effect == "allow"

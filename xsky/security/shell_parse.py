@@ -1555,6 +1555,25 @@ def inline_code(argv: list[str]) -> str | None:
     return _inline_code(argv) or hidden_code(argv)
 
 
+def _make_eval(args: list[str]) -> bool:
+    """Is make given makefile text to read (``--eval=TEXT``, a unique prefix of it, ``-E
+    TEXT``, ``-E`` in a cluster of short options)?"""
+    for word in args:
+        if word == "--":
+            return False
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            if len(flag) > 3 and "--eval".startswith(flag):
+                return True
+        elif flag.startswith("-"):
+            for letter in word[1:]:
+                if letter == "E":
+                    return True
+                if letter in "CfIjlLoOW":  # (a valued option: the rest of the cluster is its value)
+                    break
+    return False
+
+
 def _inline_code(argv: list[str]) -> str | None:
     name = argv[0].rsplit("/", 1)[-1]
     args = argv[1:]
@@ -1606,6 +1625,9 @@ def _inline_code(argv: list[str]) -> str | None:
                 if set(a[1:].split("=", 1)[0]) & set(letters):
                     return f"{name} runs the code given in its arguments"
         return None
+    if name in ("make", "gmake") and _reads_as_of((0, 12, 3)) and _make_eval(args):
+        # (sec12: `make --eval='$(shell touch x)'`, -E, --ev= ran touch past deny shell(touch:*))
+        return f"{name} --eval reads its argument as makefile text, whose $(shell …) runs commands"
     if name in ("source", "."):
         return f"{name} runs the commands of a file"
     if name == "hash" and any(a.startswith("-") and "p" in a[1:] for a in args):
