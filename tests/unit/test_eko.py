@@ -1054,3 +1054,17 @@ def test_a_plan_of_many_unclosed_openers_is_read_in_linear_time(opener: str):
         with contextlib.suppress(WorkflowXMLError):
             parse_workflow_source(text)
         assert time.perf_counter() - began < 5, (opener, len(text))
+
+
+def test_agents_one_level_too_high_are_one_problem_not_three_that_contradict() -> None:
+    # (a real Eko derivative's single-agent form, real10: "add <agents>", "the workflow has no
+    # <agent> elements" and "an <agent> directly under <root>: wrap the agents" at once)
+    text = (
+        "<root><name>Backup</name><thought>t</thought>"
+        '<agent name="Shell"><task>back up</task></agent>'
+        '<agent name="Shell"><task>check it</task></agent></root>'
+    )
+    with pytest.raises(WorkflowXMLError) as e:
+        parse_workflow(text)
+    problems = [p.message for p in e.value.problems]
+    assert len(problems) == 1 and "wrap the agents in one" in problems[0], problems

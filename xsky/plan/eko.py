@@ -262,6 +262,9 @@ def _to_native(
         elif key not in ("taskId", XML_SPACE):
             notice(root, f"attribute {key!r} on <root> is not Eko's: left out")
     name, thought, agents = "", "", None
+    loose: list[
+        etree._Element
+    ] = []  # <agent>s one level too high: said once, then read as if wrapped
     for child in root:
         tag = tag_name(child)
         if tag == "name":  # (Eko reads their textContent: the text of any element inside too)
@@ -271,11 +274,13 @@ def _to_native(
         elif tag == "agents" and agents is None:
             agents = child
         elif tag == "agent":  # Eko's own element, one level too high
-            problem(
-                child,
-                "an <agent> directly under <root>: Eko lists its agents inside <agents>…</agents>; "
-                "wrap the agents in one",
-            )
+            if not loose:
+                problem(
+                    child,
+                    "an <agent> directly under <root>: Eko lists its agents inside "
+                    "<agents>…</agents>; wrap the agents in one",
+                )
+            loose.append(child)
         elif tag in _NATIVE_ONLY:
             problem(child, f"<{tag}> belongs to a native <workflow>, not an Eko <root>; {_NATIVE}")
         elif tag == "agents":
@@ -288,8 +293,12 @@ def _to_native(
     if (root.text or "").strip() or any((c.tail or "").strip() for c in root):
         problem(root, "<root> holds loose text; put it in <name> or <thought>")
     if agents is None:
-        problem(root, "an Eko plan lists its agents in <agents>…</agents>; add one")
+        if not loose:
+            problem(root, "an Eko plan lists its agents in <agents>…</agents>; add one")
         agents = etree.Element("agents")
+        # (real10: the three errors of an unwrapped plan contradicted each other — "no <agent>
+        # elements" beside "an <agent> directly under <root>": the agents count as listed)
+        agents.extend(loose)
     agent_els = [c for c in agents if c.tag == "agent"]
     for child in agents:
         if child.tag != "agent":
