@@ -498,9 +498,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
         gone = None if any(why.values()) else removed_by_gc(objects, args.id)
     if args.json:
         removed = {"attemptsRemoved": gone} if gone else {}
-        print_json(
-            {"workflowId": args.id, "status": status, **page.wire(), "attempts": why, **removed}
-        )
+        wire = page.wire()
+        if status != "running":  # (the board's last word, "finishing" or "running", is past)
+            wire["state"] = status
+        print_json({"workflowId": args.id, "status": status, **wire, "attempts": why, **removed})
         return 0
     # running: say what it is doing (paused, waiting …)
     state = page.state if status == "running" else status

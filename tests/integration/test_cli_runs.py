@@ -79,6 +79,7 @@ async def test_run_follow_then_status_result_and_list(env: Env):
     code, out, err = await starter(env, "status", workflow_id, "--json")
     board = json.loads(out)
     assert code == 0 and board["status"] == "completed"
+    assert board["state"] == "completed", board["state"]  # (it said "finishing": walk9)
     assert [t["id"] for t in board["tasks"]] == ["T-1", "T-2", "T-3", "T-4"]
     assert all(t["status"] == "completed" and t["durationS"] is not None for t in board["tasks"])
 
