@@ -15,6 +15,7 @@ that ends in any way but its worker's death writes what waited (:meth:`Checkpoin
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,10 @@ class Checkpoint(WireModel):
     # dispatch, which only goes on from the conversation, does not — even once it saved it
     # (a reply with no answer taken back, a budget stop), under its own ``share_key``.
     answered: str | None = None
+    # The attempt that saved it (a token of its own, new for each attempt): two attempts that
+    # read one version and save the same next state (both resume the same approved call) write
+    # different bytes, so a refused save reads back as its own only what it wrote (see _own).
+    writer: str | None = None
 
 
 # The longest the answers of calls that may run again wait for a save: a worker lost after
@@ -87,6 +92,8 @@ class Checkpoints:
     # The version of the checkpoint this attempt read or wrote last (None: there was none);
     # its saves replace only that version (fenced: see save). ANY_VERSION until it knows one.
     _version: str | None = field(default=ANY_VERSION, init=False, repr=False)
+    # This attempt's token in every state it saves (Checkpoint.writer).
+    _writer: str = field(default_factory=lambda: secrets.token_hex(8), init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -119,6 +126,7 @@ class Checkpoints:
         would have read back as older — its answers paid again, its marks of calls that may
         have run lost). An attempt that finds its checkpoint written by another since it read
         it ends (CheckpointMoved, retried): the next goes on from the newest."""
+        cp.writer = self._writer
         data = cp.model_dump_json().encode("utf-8")
         self._waiting = None
         self._saved_at = time.monotonic()

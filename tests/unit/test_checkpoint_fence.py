@@ -173,3 +173,26 @@ def test_a_save_costs_one_write_and_a_load_one_read(store: ArtifactStore):
     assert counting.writes == 2 and counting.reads == 0
     assert Checkpoints(store, KEY).load() is not None
     assert counting.reads == 1
+
+
+def test_two_attempts_that_save_the_same_state_are_not_both_taken_for_its_writer(
+    store: ArtifactStore,
+):
+    # Two attempts of one dispatch (one paused past its heartbeat timeout, and its retry) read
+    # one version and mark the same call of it as about to run (an approved call both resume):
+    # the same state. The retry's save lands and it runs the call; the paused one's save is
+    # refused — and must not be read back as its own retried write (the bytes there are the
+    # same state), or it runs the call a second time (chaos12).
+    call = {"id": "call_1", "name": "shell", "arguments": '{"command": "touch x"}'}
+    Checkpoints(store, KEY).save(
+        Checkpoint(messages=MSGS, iteration=1, pending_calls=[call], share_key="v1-d2")
+    )
+    paused, retry = Checkpoints(store, KEY), Checkpoints(store, KEY)
+    mine, theirs = paused.load(), retry.load()
+    assert mine is not None and theirs is not None
+    for cp in (mine, theirs):
+        cp.calling = "call_1"
+    retry.save(theirs)
+    with pytest.raises(ApplicationError) as moved:
+        paused.save(mine)
+    assert moved.value.type == "CheckpointMoved"
