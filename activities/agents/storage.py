@@ -19,9 +19,11 @@ the attempt for lost after its heartbeat timeout and run it again elsewhere.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import errno
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from temporalio import activity
@@ -110,7 +112,7 @@ async def patiently(
     (a slow or paused object store) is waited for heartbeating, with the cause on the board,
     so the server does not take a slow store for a lost worker and run the attempt again.
     ``verb``: what the board says it waits to do ("read" for a read)."""
-    task = asyncio.ensure_future(asyncio.to_thread(write))
+    task = asyncio.ensure_future(_in_store_thread(write))
     try:
         return await _waited(task, beat, where, what, verb)
     except asyncio.CancelledError:
@@ -123,6 +125,20 @@ async def patiently(
 
 # How long a stopped attempt waits for the write its thread is making (see patiently).
 CANCELLED_WAIT = 30.0
+
+# The threads the store's calls are made in: their own, not the event loop's default executor
+# (min(32, CPUs + 4) threads: 6 on two cores). A paused or hung store holds a thread per call
+# until it answers; in the default executor a handful of them held every other use of it in the
+# worker — each DNS lookup (loop.getaddrinfo: a model's, http_get's, an MCP server's connection)
+# waited for the store (chaos12).
+STORE_THREADS = 64
+_store_io = ThreadPoolExecutor(max_workers=STORE_THREADS, thread_name_prefix="xsky-store")
+
+
+def _in_store_thread(call: Callable[[], T]) -> asyncio.Future[T]:
+    """``call()`` in a store thread, with the caller's context (as asyncio.to_thread)."""
+    context = contextvars.copy_context()
+    return asyncio.get_running_loop().run_in_executor(_store_io, context.run, call)
 
 
 async def _waited(task: asyncio.Future[T], beat: Beat, where: str, what: str, verb: str) -> T:

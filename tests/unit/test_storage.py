@@ -5,10 +5,12 @@ ledger, the lease and the artifact store work the same over either."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from activities.agents import storage
 from activities.agents.lease import Lease
 from activities.agents.ledger import AttemptLedger
 from activities.agents.storage import storage_problem
@@ -357,3 +360,35 @@ async def test_a_worker_refused_by_its_store_is_told_of_its_credentials_not_of_a
         assert "does not answer yet (no answer within 1s)" in caplog.text
     finally:
         hung.close()
+
+
+async def test_writes_a_paused_store_holds_do_not_hold_up_the_workers_other_threads():
+    # A paused or hung store holds a thread per write until it answers. Made in the event
+    # loop's default executor (6 threads on two cores), a handful of them held every other use
+    # of it: a DNS lookup (a model's, http_get's, an MCP server's connection) waited for the
+    # store (chaos12). 16 writes held: more than that executor has on any machine up to 12 CPUs.
+    class Beat:
+        note = ""
+
+        def progress(self, note: str) -> None:
+            self.note = note
+
+        async def flush(self) -> None:
+            pass
+
+        @contextlib.asynccontextmanager
+        async def running(self):
+            yield
+
+    gate = threading.Event()
+    writes = [
+        asyncio.ensure_future(storage.patiently(Beat(), "the store", "a write", gate.wait))
+        for _ in range(16)
+    ]
+    try:
+        await asyncio.sleep(0.2)
+        loop = asyncio.get_running_loop()
+        await asyncio.wait_for(loop.getaddrinfo("localhost", 80), 5)
+    finally:
+        gate.set()
+        await asyncio.gather(*writes)
