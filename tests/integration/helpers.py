@@ -10,27 +10,42 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    RPCTimeoutOrCancelledError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
 
 from tests.integration.eventually import eventually
 from workflows.leader import LeaderWorkflow
+from xsky.config import load_settings
 from xsky.leader.state import PageRequest
 from xsky.leader.tasks import TaskView
+
+# xsky's own deadline for a query (Settings.query_timeout): the CLI's and the client's
+QUERY_TIMEOUT = load_settings({}).query_timeout
 
 
 async def query(
     handle: WorkflowHandle[Any, Any], what: Any, *args: Any, timeout: float = 30
 ) -> Any:
-    """A query, asked again while a run that continued as new reads its state back."""
+    """A query, asked again while a run that continued as new reads its state back — and with
+    xsky's query deadline, asked again past it: a query that outwaited a killed worker's sticky
+    queue reached the worker taking the run over as a legacy query, which sdk-core mishandles
+    (chaos12: it made a 3,000-agent run's replay fail)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return await handle.query(what, *args)
+            return await handle.query(what, *args, rpc_timeout=QUERY_TIMEOUT)
         except WorkflowQueryFailedError as e:
             if "reading its state" not in str(e) or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.05)
+        except RPCTimeoutOrCancelledError:
+            if time.monotonic() > deadline:
+                raise
 
 
 async def board(handle: WorkflowHandle[Any, Any]) -> dict[str, TaskView]:
