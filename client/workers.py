@@ -308,7 +308,11 @@ async def unanswered(
             f"cannot answer or go on ({problem})",
             "the worker's log says why ($XSKY_HOME/worker.log for a worker `starter.py up` "
             "started); a worker whose code changed under it (a git pull or a checkout) must be "
-            "restarted, and a bug in workflow code fixed: the run goes on from where it was",
+            "restarted, and a bug in workflow code fixed: the run goes on from where it was. "
+            "A 'Nondeterminism error' after a worker was lost while the run was queried is an "
+            "SDK bug (docs/deployment.md): reset the run to the workflow task before the first "
+            f"that failed (`temporal workflow reset -w {run_id} --event-id N`, or the Web UI's "
+            "Reset) and it goes on",
             topic="workflow-task-failing",
             subject=run_id,
         )
