@@ -183,7 +183,8 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # expands. 0.12.1 (patch shell-reading-round-11): wrapper options by their listed words alone, a
 # shell's input and an interpreter's not read, no xargs input, $'…' words as bashlex gives them.
 # 0.12.2 (patch shell-reading-round-12): a versioned interpreter's, make -f -'s, jshell's and
-# tclsh's input not read, and the input only as /dev/stdin, /dev/fd/…, /proc/self/fd/… spelled so.
+# tclsh's input not read, and the input only as /dev/stdin, /dev/fd/…, /proc/self/fd/… spelled so;
+# make --eval's text not code; values given to a package runner's program not asked for.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
