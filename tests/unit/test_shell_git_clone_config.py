@@ -16,6 +16,9 @@ RUNS = [
     "git clone --config core.sshCommand='touch ran' h:x d",
     "git clone --config=core.sshCommand='touch ran' h:x d",
     "git clone --conf core.sshCommand='touch ran' h:x d",
+    # the shortest unique prefix git takes (`--c` is ambiguous: --config, --no-checkout)
+    "git clone --co core.sshCommand='touch ran' h:x d",
+    "git clone --co=core.sshCommand='touch ran' h:x d",
     "git clone -qc core.sshCommand='touch ran' h:x d",
     "git -C . clone -c core.sshCommand='touch ran' h:x d",
 ]

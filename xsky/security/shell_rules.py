@@ -325,7 +325,8 @@ def _git_clone_config(argv: list[str]) -> bool:
             return False
         flag = word.split("=", 1)[0]
         if flag.startswith("--"):
-            if len(flag) > 4 and "--config".startswith(flag):
+            # (`--co` is the shortest prefix git takes: `--c` is ambiguous with --no-checkout)
+            if len(flag) > 3 and "--config".startswith(flag):
                 return True
         elif flag.startswith("-"):
             for letter in word[1:]:
