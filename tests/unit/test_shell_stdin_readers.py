@@ -29,6 +29,9 @@ PIPED = [
     ("printf '%s' \"{{agent_1_result}}\" | python3 -m code", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | make -f -", MAKE, "make"),
     ("printf '%s' \"{{agent_1_result}}\" | make -sf /dev/stdin", MAKE, "make"),
+    # --f is --file: make takes any unique prefix (review15)
+    ("printf '%s' \"{{agent_1_result}}\" | make --f -", MAKE, "make"),
+    ("printf '%s' \"{{agent_1_result}}\" | make --f=-", MAKE, "make"),
     ("printf '%s' \"{{agent_1_result}}\" | tclsh8.6", "exec touch ran", "tclsh8.6"),
 ]
 

@@ -1065,7 +1065,7 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
         flag, eq, value = a.partition("=")
         if (
             flag.startswith("--")
-            and len(flag) > 3
+            and len(flag) > 2  # (`--f` is --file: make takes any unique prefix)
             and ("--file".startswith(flag) or "--makefile".startswith(flag))
         ):
             if _input_script(value if eq else next(words, "")):
