@@ -78,6 +78,15 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
             hard=True,
         )
     worst: Decision | None = None
+    if check.forms and (named := _NAMES_PROGRAM_VARIABLE.search(command)) is not None:
+        # set otherwise than by an assignment a part shows: `printf -v`, `read`, a `for`
+        # loop's variable, `${V:=…}`, then exported (or under `set -a`) — review15: each ran
+        # touch past deny shell(touch:*); the worker's gate only, as _program_variable
+        worst = Decision(
+            "ask",
+            f"the command names {named.group(1)}, which gives a program options (or a program "
+            "to run) that the checker does not read: a person decides",
+        )
     for part in parts:
         for d in part_decisions(part, check):
             if worst is None or RANK[d.effect] > RANK[worst.effect]:
@@ -97,6 +106,8 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
 # '--to-command=touch\\ x' tar -xf a.tar` ran touch past deny shell(touch:*), unasked — the
 # checker asks for `tar --to-command`, but reads tar's words, not its environment).
 _PROGRAM_VARIABLES = re.compile(r"^(TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG)$")
+# Any mention but a plain read ($TAR_OPTIONS): a builtin or loop that sets it names it bare
+_NAMES_PROGRAM_VARIABLE = re.compile(r"(?<![\w$])(TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG)(?!\w)")
 _SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly", "env", "sudo", "doas"})
 
 
