@@ -52,6 +52,23 @@ def test_ordinary_clones_are_not(command: str, tmp_path: Path) -> None:
 
 # `git config KEY CMD` then a git command that runs it, in one command — a repository the
 # command makes is not yet the one bound read-only in the sandbox (sec12)
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git config -f x core.autocrlf input",  # another file's keys are not read
+        "git config --global core.editor 'touch ran'",
+        "git config --global core.hooksPath hooks",
+        "git config --global credential.helper store",
+        "git config core.autocrlfx 'touch ran'",
+        "git config branch.main.x.remote origin",
+        "git config --global safe.directory '*'",
+    ],
+)
+def test_a_key_that_may_run_programs_is_still_asked_for(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason
+
+
 CONFIGURED = [
     "git init -q r && git -C r config core.fsmonitor 'touch ../ran' && git -C r status",
     "git init -q r && git -C r config alias.x '!touch ../ran' && git -C r x",
@@ -80,6 +97,15 @@ def test_setting_such_a_key_is_asked_for(command: str, tmp_path: Path) -> None:
         "git config --get core.pager",
         "git config --list",
         "git config core.pager",
+        # keys of data only, as a developer sets them (review15: asked since round 12)
+        "git config core.autocrlf input",
+        "git config --local core.filemode false",
+        "git config --global push.autoSetupRemote true",
+        "git config --global fetch.prune true",
+        "git config --global rebase.autoStash true",
+        "git config --global http.postBuffer 524288000",
+        "git config branch.main.remote origin",
+        "git config --global color.diff.meta yellow",
     ],
 )
 def test_reading_or_a_data_key_is_not(command: str, tmp_path: Path) -> None:

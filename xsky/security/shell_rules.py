@@ -276,7 +276,7 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # CMD past deny shell(touch:*) unasked, where `git -c core.fsmonitor=CMD status` was
         # asked (sec12): a key that is not known to store data only is asked for
         form = finding(part.argv)
-        if form is not None and form.kind == "runs":
+        if form is not None and form.kind == "runs" and not _git_data_key(form.why):
             hidden = form.why
     if hidden is not None:
         decisions = [
@@ -321,6 +321,31 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
     return None
+
+
+# Keys git reads as data only (no program, hook, helper, pager or editor is named by them, nor
+# does setting them let another configuration run one), beside program_forms' _GIT_SAFE_KEYS,
+# which the leader's delegated reading uses as it was (review15: `git config core.autocrlf
+# input`, `git config --global push.autoSetupRemote true`, `fetch.prune` … were asked since the
+# worker's gate read git config's keys)
+_GIT_DATA_KEYS = re.compile(
+    r"(core\.(autocrlf|filemode|ignorecase|eol|safecrlf|quotepath|longpaths|symlinks|"
+    r"precomposeunicode|whitespace|compression|excludesfile|abbrev)"
+    r"|push\.(default|autosetupremote|followtags)|fetch\.(prune|prunetags|parallel)"
+    r"|pull\.(ff|rebase)|rebase\.(autostash|autosquash|updaterefs)"
+    r"|merge\.(ff|conflictstyle)|diff\.(colormoved|algorithm|renames|mnemonicprefix)"
+    r"|http\.(postbuffer|version)|init\.defaultbranch|user\.(name|email|signingkey)"
+    r"|commit\.verbose|status\.showuntrackedfiles|log\.date"
+    r"|branch\.(autosetupmerge|autosetuprebase|sort)|branch\.[^.]+\.(remote|merge|rebase)"
+    r"|color\.[a-z.]+|advice\.[a-z]+|column\.ui|tag\.sort)"
+)
+_GIT_CONFIG_KEY = re.compile(r"git config (\S+) changes configuration")
+
+
+def _git_data_key(why: str) -> bool:
+    """Is ``why`` program_forms' finding for setting one key, a key of _GIT_DATA_KEYS?"""
+    m = _GIT_CONFIG_KEY.match(why)
+    return m is not None and _GIT_DATA_KEYS.fullmatch(m.group(1)) is not None
 
 
 def _git_clone_config(argv: list[str]) -> bool:
