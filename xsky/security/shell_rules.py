@@ -373,6 +373,34 @@ def _git_clone_config(argv: list[str]) -> bool:
     return False
 
 
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_own_words(program: str, args: list[str]) -> list[str]:
+    """The words ssh reads as its own: its options before the destination and after it (ssh
+    reads them there too), not the remote command's (`ssh h ls -F`: ls's -F, not a config
+    file). sftp's words as they are."""
+    if program != "ssh":
+        return args
+    host = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[:i]
+        if a.startswith("-") and len(a) > 1:
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _SSH_VALUED:
+                    i += j == len(a) - 1  # its value is the next word
+                    break
+        elif host:
+            return args[:i]  # the remote command begins
+        else:
+            host = True
+        i += 1
+    return args
+
+
 def _approved_with_its_values(d: Decision, why: str, check: Check) -> Decision:
     """A person's "allow for this run" answered the command with the values it held then: a
     later call whose value could be code or an option there (a forEach's next item, a page the
@@ -452,7 +480,7 @@ def _vouched(d: Decision, part: ShellCommand) -> Decision:
     program = part.argv[0].rsplit("/", 1)[-1]
     if (
         program in ("ssh", "sftp")
-        and ssh_runs_locally(program, part.argv[1:])
+        and ssh_runs_locally(program, _ssh_own_words(program, part.argv[1:]))
         and not ssh_runs_locally(program, spec.split()[1:])
     ):
         # `shell(ssh:*)` allows connecting, not a program run here that its words do not name
