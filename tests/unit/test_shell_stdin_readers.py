@@ -24,6 +24,7 @@ PIPED = [
     ("printf '%s' \"{{agent_1_result}}\" | perl5.36.0", 'system("touch ran")', "perl5.36.0"),
     ("printf '%s' \"{{agent_1_result}}\" | bash //dev/stdin", "touch ran", "bash"),
     ("printf '%s' \"{{agent_1_result}}\" | bash /dev/./stdin", "touch ran", "bash"),
+    ("printf '%s' \"{{agent_1_result}}\" | bash ../../../../../../dev/stdin", "touch ran", "bash"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 /proc/thread-self/fd/0", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 --check-hash-based-pycs never", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 -m code", PY, "python3"),
@@ -71,6 +72,9 @@ def test_a_command_piping_a_value_there_is_asked_for(
         "printf '%s' \"{{agent_1_result}}\" | make -f Makefile lint",
         "printf '%s' \"{{agent_1_result}}\" | tclsh8.6 count.tcl",
         "printf '%s' \"{{agent_1_result}}\" | python3 -m json.tool",
+        # a script in a folder named dev, reached with .. (review15: asked as if /dev/stdin)
+        "printf '%s' \"{{agent_1_result}}\" | python3 ../dev/filter.py",
+        "printf '%s' \"{{agent_1_result}}\" | bash ../../tools/dev/lint.sh",
     ],
 )
 def test_a_program_reading_its_script_from_a_file_is_allowed_as_before(

@@ -973,7 +973,11 @@ def _input_script(word: str) -> bool:
     tail = posixpath.normpath("/".join(parts) or ".").split("/")
     while tail[:1] == [".."]:
         tail = tail[1:]
-    return tail[:2] in (["dev", "stdin"], ["dev", "fd"]) or (".." in parts and "dev" in parts)
+    # (a `..` after a link may lead elsewhere than it reads: a path through dev that ends as
+    # the input's file does is taken for it — not a script in a folder named dev)
+    return tail[:2] in (["dev", "stdin"], ["dev", "fd"]) or (
+        ".." in parts and "dev" in parts and (parts[-1] == "stdin" or parts[-1].isdigit())
+    )
 
 
 def _shell_reads_input(args: list[str]) -> bool:
