@@ -111,3 +111,26 @@ def test_setting_such_a_key_is_asked_for(command: str, tmp_path: Path) -> None:
 def test_reading_or_a_data_key_is_not(command: str, tmp_path: Path) -> None:
     decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
     assert decision.effect == "allow", decision.reason
+
+
+# a template folder's hooks are the clone's: post-checkout runs as it checks out (review15)
+TEMPLATE = (
+    "git init -q s && git -C s commit -q --allow-empty -m x && "
+    "mkdir -p t/hooks && printf '#!/bin/sh\\ntouch ran\\n' > t/hooks/post-checkout && "
+    "chmod +x t/hooks/post-checkout && "
+)
+IDENTITY = {"NAME": "a", "EMAIL": "a@x"}
+TEMPLATED = [TEMPLATE + "git clone -q --template=t s d", TEMPLATE + "git clone -q --templ t s d"]
+
+
+@pytest.mark.parametrize("command", TEMPLATED)
+def test_a_template_hook_runs(command: str, tmp_path: Path) -> None:
+    who = {f"GIT_{w}_{k}": v for w in ("AUTHOR", "COMMITTER") for k, v in IDENTITY.items()}
+    bash(command, {"HOME": str(tmp_path), **who}, tmp_path, timeout=20)
+    assert (tmp_path / "d" / "ran").exists()
+
+
+@pytest.mark.parametrize("command", [*TEMPLATED, "git init --template=t r"])
+def test_a_template_is_asked_for(command: str, tmp_path: Path) -> None:
+    decision = decide("shell", {"command": command}, ROLE, DENY_TOUCH, str(tmp_path))
+    assert decision.effect == "ask", decision.reason

@@ -271,6 +271,10 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # (the worker's gate only: a delegated rule already refuses `git clone -c`, in the
         # leader's own reading — xsky/security/program_forms.py — which replays as it was made)
         hidden = "git clone -c/--config sets configuration (core.sshCommand, core.fsmonitor) that runs programs"
+    if hidden is None and check.forms and _git_template(part.argv):
+        # (the worker's gate only, as above: review15 — a template folder's hooks/post-checkout,
+        # written by the same command, ran touch past deny shell(touch:*) as the clone checked out)
+        hidden = "git clone/init --template copies hooks (programs git runs) from a folder"
     if hidden is None and check.forms and normalized(part.argv)[:2] == ["git", "config"]:
         # `git config core.fsmonitor CMD && git status` (also alias.x '!CMD', core.pager …) ran
         # CMD past deny shell(touch:*) unasked, where `git -c core.fsmonitor=CMD status` was
@@ -346,6 +350,22 @@ def _git_data_key(why: str) -> bool:
     """Is ``why`` program_forms' finding for setting one key, a key of _GIT_DATA_KEYS?"""
     m = _GIT_CONFIG_KEY.match(why)
     return m is not None and _GIT_DATA_KEYS.fullmatch(m.group(1)) is not None
+
+
+def _git_template(argv: list[str]) -> bool:
+    """``git clone``/``git init`` given ``--template`` (or a prefix of it git takes): the
+    folder's hooks become the new repository's, and git runs them (post-checkout as the clone
+    checks out)."""
+    words = normalized(argv)
+    if words[:2] not in (["git", "clone"], ["git", "init"]):
+        return False
+    for word in words[2:]:
+        if word == "--":
+            return False
+        flag = word.split("=", 1)[0]
+        if len(flag) > 4 and "--template".startswith(flag):
+            return True
+    return False
 
 
 def _git_clone_config(argv: list[str]) -> bool:
