@@ -1015,6 +1015,8 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
+            if program_base(name) == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
+                return True  # `python3 -i tool.py`: the REPL reads its input after the script
             if a.startswith("-m") and program_base(name) == "python" and _reads_as_of((0, 12, 3)):
                 module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
                 if module in _STDIN_MODULES:
@@ -1031,6 +1033,20 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
+
+
+def _python_i(word: str) -> bool:
+    """Is ``-i`` among python's short options in ``word`` (``-i``, ``-iu``, ``-qi``), before a
+    letter whose value is the rest (-c, -m, -W, -X)? (review15: `printf %s "{{…}}" | python3
+    -i tool.py` ran the value as Python after the script, past deny shell(touch:*))"""
+    if word.startswith("--"):
+        return False
+    for letter in word[1:]:
+        if letter == "i":
+            return True
+        if letter in "cmWX":
+            return False
+    return False
 
 
 _TCL = re.compile(r"(tclsh|wish)[0-9.]*")
