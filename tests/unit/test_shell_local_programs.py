@@ -57,6 +57,11 @@ def test_ordinary_calls_are_not(command: str, tmp_path: Path) -> None:
 # that run a local program ran it unasked: ssh "runs programs" however it is called, so the
 # rule's own words were taken to vouch for it (scp, whose table reads -S/-F, was asked).
 UNDER_A_RULE = [(c, f"shell({c.split()[0]}:*)") for c in RUNS if c.startswith(("ssh", "sftp"))]
+# ssh reads options after the destination too, up to the remote command
+UNDER_A_RULE += [
+    ("ssh -o BatchMode=yes x -oProxyCommand='touch ran' true", "shell(ssh:*)"),
+    ("ssh x -F cfg true", "shell(ssh:*)"),
+]
 
 
 @pytest.mark.parametrize(("command", "rule"), UNDER_A_RULE)
@@ -76,6 +81,9 @@ def test_a_rule_allowing_the_program_does_not_allow_the_program_it_runs(
         ("ssh -o BatchMode=yes x uptime", "shell(ssh:*)"),
         ("sftp -b batch x", "shell(sftp:*)"),
         ("ssh -p 2222 -i key x true", "shell(ssh:*)"),
+        # the remote command's own options are not ssh's (review15: `ls -F` was read as -F)
+        ("ssh x ls -F /tmp", "shell(ssh:*)"),
+        ("ssh -p 2222 x grep -o pattern file", "shell(ssh:*)"),
     ],
 )
 def test_the_rule_still_allows_what_it_names(command: str, rule: str, tmp_path: Path) -> None:

@@ -19,6 +19,11 @@ SET = [
     "env TAR_OPTIONS='--to-command=touch\\ ran' tar -xf a.tar",
     "export TAR_OPTIONS='--to-command=touch\\ ran'; tar -xf a.tar",
     'TAR_OPTIONS="{{agent_1_result}}" tar -xf a.tar',  # a plan giving tar a result's options
+    # set by a builtin that names it, a loop or a default, then exported (review15)
+    "printf -v TAR_OPTIONS %s '--to-command=touch\\ ran'; export TAR_OPTIONS; tar -xf a.tar",
+    "read -r TAR_OPTIONS <<< '--to-command=touch\\ ran'; export TAR_OPTIONS; tar -xf a.tar",
+    "set -a; for TAR_OPTIONS in '--to-command=touch\\ ran'; do tar -xf a.tar; done",
+    'export TAR_OPTIONS; : "${TAR_OPTIONS:=--to-command=touch\\ ran}"; tar -xf a.tar',
 ]
 
 

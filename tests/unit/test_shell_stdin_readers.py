@@ -24,11 +24,18 @@ PIPED = [
     ("printf '%s' \"{{agent_1_result}}\" | perl5.36.0", 'system("touch ran")', "perl5.36.0"),
     ("printf '%s' \"{{agent_1_result}}\" | bash //dev/stdin", "touch ran", "bash"),
     ("printf '%s' \"{{agent_1_result}}\" | bash /dev/./stdin", "touch ran", "bash"),
+    ("printf '%s' \"{{agent_1_result}}\" | bash ../../../../../../dev/stdin", "touch ran", "bash"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 /proc/thread-self/fd/0", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 --check-hash-based-pycs never", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | python3 -m code", PY, "python3"),
+    # -i: the REPL reads the input after the script has run (review15)
+    ("printf '%s' \"{{agent_1_result}}\" | python3 -i tool.py", PY, "python3"),
+    ("printf '%s' \"{{agent_1_result}}\" | python3 -qi tool.py", PY, "python3"),
     ("printf '%s' \"{{agent_1_result}}\" | make -f -", MAKE, "make"),
     ("printf '%s' \"{{agent_1_result}}\" | make -sf /dev/stdin", MAKE, "make"),
+    # --f is --file: make takes any unique prefix (review15)
+    ("printf '%s' \"{{agent_1_result}}\" | make --f -", MAKE, "make"),
+    ("printf '%s' \"{{agent_1_result}}\" | make --f=-", MAKE, "make"),
     ("printf '%s' \"{{agent_1_result}}\" | tclsh8.6", "exec touch ran", "tclsh8.6"),
 ]
 
@@ -41,6 +48,7 @@ def needs(program: str) -> None:
 @pytest.mark.parametrize(("template", "result", "program"), PIPED)
 def test_the_value_runs_there(template: str, result: str, program: str, tmp_path: Path) -> None:
     needs(program)
+    (tmp_path / "tool.py").write_text("print('the script ran')\n")  # (python3 -i tool.py)
     command, values = render_command(template, {"1": result}, {}, {})
     bash(command, values, tmp_path, timeout=20)
     assert (tmp_path / "ran").exists()
@@ -68,6 +76,11 @@ def test_a_command_piping_a_value_there_is_asked_for(
         "printf '%s' \"{{agent_1_result}}\" | make -f Makefile lint",
         "printf '%s' \"{{agent_1_result}}\" | tclsh8.6 count.tcl",
         "printf '%s' \"{{agent_1_result}}\" | python3 -m json.tool",
+        # a script in a folder named dev, reached with .. (review15: asked as if /dev/stdin)
+        "printf '%s' \"{{agent_1_result}}\" | python3 ../dev/filter.py",
+        "printf '%s' \"{{agent_1_result}}\" | bash ../../tools/dev/lint.sh",
+        "printf '%s' \"{{agent_1_result}}\" | python3 -Wignore tool.py",
+        "printf '%s' \"{{agent_1_result}}\" | python3 -B tool.py",
     ],
 )
 def test_a_program_reading_its_script_from_a_file_is_allowed_as_before(

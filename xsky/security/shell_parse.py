@@ -974,7 +974,11 @@ def _input_script(word: str) -> bool:
     tail = posixpath.normpath("/".join(parts) or ".").split("/")
     while tail[:1] == [".."]:
         tail = tail[1:]
-    return tail[:2] in (["dev", "stdin"], ["dev", "fd"]) or (".." in parts and "dev" in parts)
+    # (a `..` after a link may lead elsewhere than it reads: a path through dev that ends as
+    # the input's file does is taken for it — not a script in a folder named dev)
+    return tail[:2] in (["dev", "stdin"], ["dev", "fd"]) or (
+        ".." in parts and "dev" in parts and (parts[-1] == "stdin" or parts[-1].isdigit())
+    )
 
 
 def _shell_reads_input(args: list[str]) -> bool:
@@ -1012,6 +1016,8 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
+            if program_base(name) == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
+                return True  # `python3 -i tool.py`: the REPL reads its input after the script
             if a.startswith("-m") and program_base(name) == "python" and _reads_as_of((0, 12, 3)):
                 module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
                 if module in _STDIN_MODULES:
@@ -1028,6 +1034,20 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
+
+
+def _python_i(word: str) -> bool:
+    """Is ``-i`` among python's short options in ``word`` (``-i``, ``-iu``, ``-qi``), before a
+    letter whose value is the rest (-c, -m, -W, -X)? (review15: `printf %s "{{…}}" | python3
+    -i tool.py` ran the value as Python after the script, past deny shell(touch:*))"""
+    if word.startswith("--"):
+        return False
+    for letter in word[1:]:
+        if letter == "i":
+            return True
+        if letter in "cmWX":
+            return False
+    return False
 
 
 _TCL = re.compile(r"(tclsh|wish)[0-9.]*")
@@ -1066,7 +1086,7 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
         flag, eq, value = a.partition("=")
         if (
             flag.startswith("--")
-            and len(flag) > 3
+            and len(flag) > 2  # (`--f` is --file: make takes any unique prefix)
             and ("--file".startswith(flag) or "--makefile".startswith(flag))
         ):
             if _input_script(value if eq else next(words, "")):

@@ -78,6 +78,15 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
             hard=True,
         )
     worst: Decision | None = None
+    if check.forms and (named := _NAMES_PROGRAM_VARIABLE.search(command)) is not None:
+        # set otherwise than by an assignment a part shows: `printf -v`, `read`, a `for`
+        # loop's variable, `${V:=…}`, then exported (or under `set -a`) — review15: each ran
+        # touch past deny shell(touch:*); the worker's gate only, as _program_variable
+        worst = Decision(
+            "ask",
+            f"the command names {named.group(1)}, which gives a program options (or a program "
+            "to run) that the checker does not read: a person decides",
+        )
     for part in parts:
         for d in part_decisions(part, check):
             if worst is None or RANK[d.effect] > RANK[worst.effect]:
@@ -97,6 +106,8 @@ def decide_shell(arguments: dict[str, Any], check: Check) -> Decision:
 # '--to-command=touch\\ x' tar -xf a.tar` ran touch past deny shell(touch:*), unasked — the
 # checker asks for `tar --to-command`, but reads tar's words, not its environment).
 _PROGRAM_VARIABLES = re.compile(r"^(TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG)$")
+# Any mention but a plain read ($TAR_OPTIONS): a builtin or loop that sets it names it bare
+_NAMES_PROGRAM_VARIABLE = re.compile(r"(?<![\w$])(TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG)(?!\w)")
 _SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly", "env", "sudo", "doas"})
 
 
@@ -260,12 +271,16 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # (the worker's gate only: a delegated rule already refuses `git clone -c`, in the
         # leader's own reading — xsky/security/program_forms.py — which replays as it was made)
         hidden = "git clone -c/--config sets configuration (core.sshCommand, core.fsmonitor) that runs programs"
+    if hidden is None and check.forms and _git_template(part.argv):
+        # (the worker's gate only, as above: review15 — a template folder's hooks/post-checkout,
+        # written by the same command, ran touch past deny shell(touch:*) as the clone checked out)
+        hidden = "git clone/init --template copies hooks (programs git runs) from a folder"
     if hidden is None and check.forms and normalized(part.argv)[:2] == ["git", "config"]:
         # `git config core.fsmonitor CMD && git status` (also alias.x '!CMD', core.pager …) ran
         # CMD past deny shell(touch:*) unasked, where `git -c core.fsmonitor=CMD status` was
         # asked (sec12): a key that is not known to store data only is asked for
         form = finding(part.argv)
-        if form is not None and form.kind == "runs":
+        if form is not None and form.kind == "runs" and not _git_data_key(form.why):
             hidden = form.why
     if hidden is not None:
         decisions = [
@@ -312,6 +327,47 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
     return None
 
 
+# Keys git reads as data only (no program, hook, helper, pager or editor is named by them, nor
+# does setting them let another configuration run one), beside program_forms' _GIT_SAFE_KEYS,
+# which the leader's delegated reading uses as it was (review15: `git config core.autocrlf
+# input`, `git config --global push.autoSetupRemote true`, `fetch.prune` … were asked since the
+# worker's gate read git config's keys)
+_GIT_DATA_KEYS = re.compile(
+    r"(core\.(autocrlf|filemode|ignorecase|eol|safecrlf|quotepath|longpaths|symlinks|"
+    r"precomposeunicode|whitespace|compression|excludesfile|abbrev)"
+    r"|push\.(default|autosetupremote|followtags)|fetch\.(prune|prunetags|parallel)"
+    r"|pull\.(ff|rebase)|rebase\.(autostash|autosquash|updaterefs)"
+    r"|merge\.(ff|conflictstyle)|diff\.(colormoved|algorithm|renames|mnemonicprefix)"
+    r"|http\.(postbuffer|version)|init\.defaultbranch|user\.(name|email|signingkey)"
+    r"|commit\.verbose|status\.showuntrackedfiles|log\.date"
+    r"|branch\.(autosetupmerge|autosetuprebase|sort)|branch\.[^.]+\.(remote|merge|rebase)"
+    r"|color\.[a-z.]+|advice\.[a-z]+|column\.ui|tag\.sort)"
+)
+_GIT_CONFIG_KEY = re.compile(r"git config (\S+) changes configuration")
+
+
+def _git_data_key(why: str) -> bool:
+    """Is ``why`` program_forms' finding for setting one key, a key of _GIT_DATA_KEYS?"""
+    m = _GIT_CONFIG_KEY.match(why)
+    return m is not None and _GIT_DATA_KEYS.fullmatch(m.group(1)) is not None
+
+
+def _git_template(argv: list[str]) -> bool:
+    """``git clone``/``git init`` given ``--template`` (or a prefix of it git takes): the
+    folder's hooks become the new repository's, and git runs them (post-checkout as the clone
+    checks out)."""
+    words = normalized(argv)
+    if words[:2] not in (["git", "clone"], ["git", "init"]):
+        return False
+    for word in words[2:]:
+        if word == "--":
+            return False
+        flag = word.split("=", 1)[0]
+        if len(flag) > 4 and "--template".startswith(flag):
+            return True
+    return False
+
+
 def _git_clone_config(argv: list[str]) -> bool:
     """``git clone -c KEY=VALUE`` (``--config``, a unique prefix of it, ``-c`` in a cluster of
     short options): the configuration is the new repository's as the clone runs (sec12: `git
@@ -325,7 +381,8 @@ def _git_clone_config(argv: list[str]) -> bool:
             return False
         flag = word.split("=", 1)[0]
         if flag.startswith("--"):
-            if len(flag) > 4 and "--config".startswith(flag):
+            # (`--co` is the shortest prefix git takes: `--c` is ambiguous with --no-checkout)
+            if len(flag) > 3 and "--config".startswith(flag):
                 return True
         elif flag.startswith("-"):
             for letter in word[1:]:
@@ -334,6 +391,34 @@ def _git_clone_config(argv: list[str]) -> bool:
                 if letter in "bouj":  # (a valued option: the rest of the cluster is its value)
                     break
     return False
+
+
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_own_words(program: str, args: list[str]) -> list[str]:
+    """The words ssh reads as its own: its options before the destination and after it (ssh
+    reads them there too), not the remote command's (`ssh h ls -F`: ls's -F, not a config
+    file). sftp's words as they are."""
+    if program != "ssh":
+        return args
+    host = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[:i]
+        if a.startswith("-") and len(a) > 1:
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _SSH_VALUED:
+                    i += j == len(a) - 1  # its value is the next word
+                    break
+        elif host:
+            return args[:i]  # the remote command begins
+        else:
+            host = True
+        i += 1
+    return args
 
 
 def _approved_with_its_values(d: Decision, why: str, check: Check) -> Decision:
@@ -415,7 +500,7 @@ def _vouched(d: Decision, part: ShellCommand) -> Decision:
     program = part.argv[0].rsplit("/", 1)[-1]
     if (
         program in ("ssh", "sftp")
-        and ssh_runs_locally(program, part.argv[1:])
+        and ssh_runs_locally(program, _ssh_own_words(program, part.argv[1:]))
         and not ssh_runs_locally(program, spec.split()[1:])
     ):
         # `shell(ssh:*)` allows connecting, not a program run here that its words do not name
