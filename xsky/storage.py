@@ -54,12 +54,13 @@ class ObjectStore(Protocol):
         :meth:`get` — what a later :meth:`put_if` names to write only over this version."""
         ...
 
-    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+    def put_if(self, key: str, data: bytes, tag: str | None, *, sync: bool = False) -> str | None:
         """Replace ``key`` with ``data`` only while it is the version ``tag`` names (None: only
         while there is no object; :data:`ANY_VERSION`: whatever is there) — decided by the
         store itself (S3's If-Match / If-None-Match), so a write that arrives late, after
-        another writer's, is refused rather than landing over it. One write, as :meth:`put`.
-        The new version's tag; None when the condition failed (nothing was written)."""
+        another writer's, is refused rather than landing over it. One write, as :meth:`put`
+        (``sync``: durable when it returns, as there). The new version's tag; None when the
+        condition failed (nothing was written)."""
         ...
 
     def chunks(self, key: str) -> Iterator[bytes]:

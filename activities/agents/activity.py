@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -249,11 +250,14 @@ class AgentActivities:
         number = activity.info().attempt
         if inp.error_backoff is not None and start.after_error:
             await _back_off(beat, inp.error_backoff.wait_after(start.errors), start.errors)
-        outcome = await self._attempt(inp, key, ledger, beat, started, number, tail, start)
-        outcome.attempt, outcome.host = number, self.settings.host
-        if outcome.usage is None:  # a direct agent: no model call
-            outcome.usage = UsageReport()
-        if keep:
+        kept: list[AgentOutcome] = []  # kept already, by the agent (Attempt.keep)
+
+        async def keep_now(outcome: AgentOutcome, conversation: bytes = b"") -> AgentOutcome:
+            outcome.attempt, outcome.host = number, self.settings.host
+            if outcome.usage is None:  # a direct agent: no model call
+                outcome.usage = UsageReport()
+            if not keep:
+                return outcome
             # The log's last lines go with it: the attempt's one write at its end (on an
             # object store; a local disk appends them, as ever, in the ``finally`` of run_agent).
             held = tail.for_outcome()
@@ -262,12 +266,18 @@ class AgentActivities:
                     beat,
                     self.store.where,
                     "the attempt's outcome",
-                    lambda: ledger.complete(number, outcome, held),
+                    lambda: ledger.complete(number, outcome, held, conversation),
                 )
             except BaseException:
                 tail.put_back(held)  # not kept: they are appended as the attempt ends
                 raise
-        return outcome
+            kept.append(outcome)
+            return outcome
+
+        outcome = await self._attempt(
+            inp, key, ledger, beat, started, number, tail, start, keep_now if keep else None
+        )
+        return outcome if kept else await keep_now(outcome)
 
     async def _failed(
         self,
@@ -356,8 +366,13 @@ class AgentActivities:
         number: int,
         tail: LogTail,
         start: Start,
+        keep: Callable[[AgentOutcome, bytes], Awaitable[AgentOutcome]] | None = None,
     ) -> AgentOutcome:
-        """Prepare once; then the direct tool or the model loop; a completed result is stored."""
+        """Prepare once; then the direct tool or the model loop; a completed result is stored.
+
+        ``keep`` keeps an outcome: a model agent whose outcome nothing must precede (no
+        workspace snapshot, no command record, no MCP server to release) keeps it as its
+        model answers, with its final conversation (loop.AgentLoop._fold) — returned as kept."""
         # what the input grants (approvals, run rules, hosts), only as far as its leader says
         inp, refused = await self.grants.confirm(inp)
         # its host holds the run's workspace (workers share no disk)
@@ -406,8 +421,32 @@ class AgentActivities:
                 fetched = await asyncio.to_thread(a.snapshots.restore)
             if fetched is not None:
                 beat.progress(f"workspace restored from its snapshot ({fetched} files fetched)")
+        kept: list[AgentOutcome] = []
+        if (
+            keep is not None
+            and a.target is not None
+            and a.snapshots is None
+            and a.publish_command is None  # (a direct command's record: none for a model)
+        ):
+
+            async def keep_now(outcome: AgentOutcome, conversation: bytes) -> AgentOutcome:
+                outcome.started_at, outcome.artifacts = a.started, a.ctx.artifacts
+                outcome = secrets.scrub_value(outcome)
+                outcome = (
+                    store_result(a, outcome)
+                    if inline_only(a, outcome)
+                    else await stored(
+                        beat, self.store.where, "the result", lambda: store_result(a, outcome)
+                    )
+                )
+                kept.append(await keep(outcome, conversation))
+                return kept[-1]
+
+            a = replace(a, keep=keep_now)
         # The configured model runs the agent's loop; without one, its tool (or the offline llm).
         ran = await (run_direct(a) if a.target is None else run_model(a))
+        if kept:  # (its transcript written, its MCP servers and pages let go)
+            return kept[-1]
         outcome = secrets.scrub_value(ran)  # (its result, notes and requests)
         if a.publish_command is not None and (
             a.snapshots is not None or (outcome.kind == "completed" and not inline_only(a, outcome))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,7 +47,7 @@ from xsky.config import Settings
 from xsky.plan.agent_config import tool_name
 from xsky.plan.budget import BudgetShare, Price
 from xsky.plan.models import RoleCapabilityModel, Step
-from xsky.runs import AgentInput, Answer, DecisionRecord
+from xsky.runs import AgentInput, AgentOutcome, Answer, DecisionRecord
 from xsky.security.permissions import PermissionSettings, denied_host, trusted_settings
 from xsky.security.roles import (
     BUILTIN_ROLES,
@@ -121,6 +121,10 @@ class Attempt:
     mcp_servers: dict[str, ServerEntry]  # the MCP servers the worker's settings configure
     ledger: AttemptLedger  # the dispatch's ledger (a direct call that may not be repeated marks it)
     start: Start  # what the attempt learnt from that ledger as it began
+    # Keeps the attempt's outcome now, with its model's final conversation in it (one write:
+    # Checkpoints.fold), and returns it as it is reported; None where the attempt keeps its
+    # outcome only after the agent (a workspace snapshot comes first) or keeps none.
+    keep: Callable[[AgentOutcome, bytes], Awaitable[AgentOutcome]] | None = None
 
 
 def prepare(
@@ -266,7 +270,7 @@ def prepare(
         resume=_resumes(inp, fresh, key),
         artifact_threshold=inp.artifact_threshold,
         store=store,
-        checkpoints=Checkpoints(store, key),
+        checkpoints=Checkpoints(store, key, kept_at=ledger.outcome_key),
         transcripts=settings.home / "transcripts",
         skills=SkillLibrary(library(settings.skills_home), key.run_id),
         beat=beat,

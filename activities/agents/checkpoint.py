@@ -14,6 +14,7 @@ that ends in any way but its worker's death writes what waited (:meth:`Checkpoin
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -73,6 +74,10 @@ class Checkpoint(WireModel):
     # read one version and save the same next state (both resume the same approved call) write
     # different bytes, so a refused save reads back as its own only what it wrote (see _own).
     writer: str | None = None
+    # Where the outcome of the dispatch that saved this is kept (its ledger's outcome key): a
+    # model's final answer is saved there, with the outcome, not here (Checkpoints.fold) — the
+    # attempt's one write at its end. Read through by Checkpoints.load.
+    kept_at: str | None = None
 
 
 # The longest the answers of calls that may run again wait for a save: a worker lost after
@@ -87,6 +92,9 @@ class Checkpoints:
 
     store: ArtifactStore
     key: AgentKey
+    # The kept outcome of this attempt's dispatch (AttemptLedger.outcome_key), named in every
+    # save: a final answer folded into it (fold) is found from the checkpoint. None: not named.
+    kept_at: str | None = None
     _waiting: Checkpoint | None = field(default=None, init=False, repr=False)
     _saved_at: float = field(default_factory=time.monotonic, init=False, repr=False)
     # The version of the checkpoint this attempt read or wrote last (None: there was none);
@@ -94,6 +102,9 @@ class Checkpoints:
     _version: str | None = field(default=ANY_VERSION, init=False, repr=False)
     # This attempt's token in every state it saves (Checkpoint.writer).
     _writer: str = field(default_factory=lambda: secrets.token_hex(8), init=False, repr=False)
+    # Does the checkpoint as this attempt read or wrote it last name ``kept_at``? Only then can
+    # the final answer be kept in the outcome alone (fold): a load finds it from there.
+    _names_kept: bool = field(default=False, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -111,9 +122,33 @@ class Checkpoints:
             self._version = None
             return None
         try:
-            return Checkpoint.model_validate_json(data)
+            cp = Checkpoint.model_validate_json(data)
         except ValueError as e:
             log.warning("ignoring an unreadable checkpoint %s in %s: %s", key, self.store.where, e)
+            return None
+        self._names_kept = self.kept_at is not None and cp.kept_at == self.kept_at
+        return self._folded(cp) or cp
+
+    def _folded(self, cp: Checkpoint) -> Checkpoint | None:
+        """The conversation the kept outcome ``cp`` names carries, when its dispatch's attempt
+        kept it there with its final answer (fold): newer than ``cp``, which that attempt read
+        or wrote last and did not save again. (A save after it comes from a later dispatch,
+        which names its own kept outcome.) None when there is none (one GET, on a resume)."""
+        if not cp.kept_at:
+            return None
+        try:
+            kept = json.loads(self.store.objects.get(cp.kept_at))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return None
+        carried = kept.get("checkpoint") if isinstance(kept, dict) else None
+        if not isinstance(carried, dict):
+            return None  # an outcome kept without it (a question, an older worker)
+        try:
+            return Checkpoint.model_validate(carried)
+        except ValueError as e:
+            log.warning("ignoring the conversation kept in %s: %s", cp.kept_at, e)
             return None
 
     def save(self, cp: Checkpoint) -> None:
@@ -127,6 +162,7 @@ class Checkpoints:
         have run lost). An attempt that finds its checkpoint written by another since it read
         it ends (CheckpointMoved, retried): the next goes on from the newest."""
         cp.writer = self._writer
+        cp.kept_at = self.kept_at
         data = cp.model_dump_json().encode("utf-8")
         self._waiting = None
         self._saved_at = time.monotonic()
@@ -134,6 +170,7 @@ class Checkpoints:
         if written is None:
             written = self._own(data)
         self._version = written
+        self._names_kept = self.kept_at is not None
 
     def _own(self, data: bytes) -> str:
         """The version tag of ``data`` when the store holds it (a save that landed, whose
@@ -158,6 +195,28 @@ class Checkpoints:
             type="CheckpointMoved",
             non_retryable=False,
         )
+
+    @property
+    def foldable(self) -> bool:
+        """Can the final answer be kept in the outcome alone (fold)? Only where the checkpoint
+        as saved names that outcome — this dispatch saved it (or read it so) before: else a
+        load would find the checkpoint of before, or none, and go on from there."""
+        return self._names_kept
+
+    def fold(self, cp: Checkpoint) -> bytes:
+        """The conversation with its final answer, to be kept in the dispatch's outcome
+        instead of saved here (AttemptLedger.complete): that one write keeps both. What
+        waited goes with it. The saved checkpoint names the outcome (``kept_at``), so
+        :meth:`load` finds it there; should the outcome not be kept, the attempt saves it
+        here after all (the loop's ``_fold``)."""
+        cp.kept_at, cp.writer = self.kept_at, self._writer
+        self._waiting = None
+        return cp.model_dump_json().encode("utf-8")
+
+    def unfold(self, cp: Checkpoint) -> None:
+        """The folded conversation was not kept with the outcome (the store refused it, the
+        attempt was stopped): saved with the next save, or as the attempt ends (flush)."""
+        self._waiting = cp
 
     def later(self, cp: Checkpoint) -> None:
         """Saved with the next save, or now when the last was ``DEFERRED_SECONDS`` ago."""

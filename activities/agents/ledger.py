@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from temporalio.exceptions import ApplicationError
+
 from activities.agents.key import AgentKey
 from activities.fsio import atomic_write
 from activities.storage.local import LocalStore
@@ -214,13 +216,18 @@ class AttemptLedger:
     def has_outcome(self) -> bool:
         return self.store.exists(self.outcome_key)
 
-    def complete(self, attempt: int, outcome: AgentOutcome, log: bytes = b"") -> None:
+    def complete(
+        self, attempt: int, outcome: AgentOutcome, log: bytes = b"", conversation: bytes = b""
+    ) -> None:
         """Keep ``attempt``'s outcome durably, before it is reported (a stale attempt's too:
         its work is done, and the attempt that replaced it returns it instead of redoing it).
         One write: the outcome is also the attempt's ledger line (its ``attempt`` and ``kind``),
         and it carries ``log``, the attempt's last log lines, where an append of their own
         would be a request (transcripts.LogTail.for_outcome), with when they were written:
-        transcripts.read_log puts them in their place."""
+        transcripts.read_log puts them in their place; and ``conversation``, a model agent's
+        checkpoint with its final answer, where a save of its own would be a request
+        (checkpoint.Checkpoints.fold: the saved checkpoint names this outcome, and its load
+        reads the conversation from here)."""
         if outcome.attempt != attempt:
             outcome = outcome.model_copy(update={"attempt": attempt})
         data = outcome.model_dump_json(by_alias=True).encode()
@@ -228,7 +235,25 @@ class AttemptLedger:
             written = datetime.now(UTC).isoformat(timespec="milliseconds")
             text = json.dumps(log.decode("utf-8", "replace"))
             data = data[:-1] + f',"log":{text},"logWritten":"{written}"}}'.encode()
-        self.store.put(self.outcome_key, data, sync=True)
+        if not conversation:
+            self.store.put(self.outcome_key, data, sync=True)
+            return
+        data = data[:-1] + b',"checkpoint":' + conversation + b"}"  # (Checkpoint's JSON)
+        # Fenced, as the checkpoint's own save was (Checkpoints.save): only where no attempt of
+        # the dispatch kept one yet — a stopped attempt's late write does not land over the
+        # outcome, and conversation, of the attempt that replaced it.
+        if self.store.put_if(self.outcome_key, data, None, sync=True) is None:
+            try:
+                there = self.store.get(self.outcome_key)
+            except FileNotFoundError:
+                there = None
+            if there != data:  # (else its own write, landed, whose answer was lost)
+                raise ApplicationError(
+                    f"another attempt of this dispatch kept its outcome first ({self.key}): "
+                    "this one ends without writing over it, and the next returns that one",
+                    type="CheckpointMoved",
+                    non_retryable=False,
+                )
 
     def outcome(self) -> AgentOutcome | None:
         """The outcome an attempt of this dispatch ended with, if one did."""

@@ -134,6 +134,7 @@ class AgentLoop:
         self.cp: Checkpoint | None = None
         # The call the checkpoint this attempt resumed from says may have been running.
         self.doubtful: str | None = None
+        self.kept = False  # its outcome kept already, with its final answer (_fold)
 
     async def keep_transcript(self, status: str, error: str | None = None) -> None:
         """The finished conversation, for the skill pipeline (best effort: the run goes on
@@ -171,17 +172,7 @@ class AgentLoop:
         client = llm.client_for(self.target)
         try:
             outcome = await self._run(client)
-            outcome.usage = self.meter.report(self.cp) if self.cp is not None else None
-            outcome.decisions = self.gate.decisions
-            request = outcome.request.question or outcome.request.tool if outcome.request else None
-            self.log.outcome(
-                outcome.kind,
-                tokens=outcome.tokens,
-                iterations=outcome.iterations,
-                result=outcome.result,
-                request=request,
-            )
-            return outcome
+            return outcome if self.kept else self._ended(outcome)
         except ApplicationError as e:
             self.log.outcome("failed", error=e.message)
             # Keep the permission decisions made before the failure for the run's audit log.
@@ -200,6 +191,44 @@ class AgentLoop:
                 await self.mcp.release()
             await self.browser.close()
             await client.close()
+
+    def _ended(self, outcome: AgentOutcome) -> AgentOutcome:
+        """What the conversation used and the gate decided, in the outcome; its log line."""
+        outcome.usage = self.meter.report(self.cp) if self.cp is not None else None
+        outcome.decisions = self.gate.decisions
+        request = outcome.request.question or outcome.request.tool if outcome.request else None
+        self.log.outcome(
+            outcome.kind,
+            tokens=outcome.tokens,
+            iterations=outcome.iterations,
+            result=outcome.result,
+            request=request,
+        )
+        return outcome
+
+    async def _fold(self, cp: Checkpoint, answer: str) -> AgentOutcome:
+        """The final answer kept with the attempt's outcome, in one write (issue 37: a model
+        agent of three answers made four, its last answer saved twice — in its checkpoint, then
+        in the outcome kept right after). At the very place its own save was: a retry of the
+        dispatch finds the outcome and returns it, the model unasked; a later dispatch reads
+        the conversation through the saved checkpoint, which names the outcome
+        (Checkpoints.load). Should the outcome not be kept, the conversation is saved as the
+        attempt ends (unfold, then the ``finally``'s flush): a retry completes with it."""
+        assert self.a.keep is not None
+        outcome = self._ended(
+            AgentOutcome(
+                result=answer, tokens=cp.tokens, iterations=cp.iteration, provider=self.target.model
+            )
+        )
+        conversation = self.checkpoints.fold(cp)
+        try:
+            kept = await self.a.keep(outcome, conversation)
+        except BaseException:
+            self.checkpoints.unfold(cp)
+            raise
+        self.kept = True
+        self._completed(cp, answer)  # (the board's figures; the answer is kept by now)
+        return kept
 
     # The checkpoint's store calls go through a thread, heartbeating (activities/agents/storage.py):
     # made on the event loop, a slow or paused object store held up every attempt of the
@@ -340,6 +369,9 @@ class AgentLoop:
                 # Its page first: a retry after this save completes from it, pageless.
                 await self.browser.keep()
                 cp.answered = self.meter.dispatch_key
+                if self.a.keep is not None and self.mcp is None and self.checkpoints.foldable:
+                    # (with MCP servers, their release comes before the outcome is kept)
+                    return await self._fold(cp, answer)
                 await self._save(cp)
                 return self._completed(cp, answer)
             # Saved before any call runs: a crash now resumes with these calls, not a new question.

@@ -48,7 +48,7 @@ class LocalStore:
         data = self._path(key).read_bytes()
         return data, _digest(data)
 
-    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+    def put_if(self, key: str, data: bytes, tag: str | None, *, sync: bool = False) -> str | None:
         # The version is the content's digest; checked and replaced under a lock on the folder
         # (flock: writers on this machine, or on a disk that shares its locks), so a write that
         # comes late sees the newer file and is refused.
@@ -64,7 +64,7 @@ class LocalStore:
                     now = None
                 if now != tag:
                     return None
-            self.put(key, data)
+            self.put(key, data, sync=sync)
             return _digest(data)
         finally:
             os.close(folder)  # (the lock goes with it)

@@ -148,7 +148,7 @@ class S3Store:
             got = obstore.get(self._store, key)
             return bytes(got.bytes()), str(got.meta["e_tag"] or "")
 
-    def put_if(self, key: str, data: bytes, tag: str | None) -> str | None:
+    def put_if(self, key: str, data: bytes, tag: str | None, *, sync: bool = False) -> str | None:
         mode: Any = (
             "create" if tag is None else "overwrite" if tag == ANY_VERSION else {"e_tag": tag}
         )

@@ -64,9 +64,21 @@ def agent_input(config: dict[str, Any] | None = None) -> AgentInput:
 
 
 def saves(acts: AgentActivities) -> int:
+    """The conversation's saves: in its checkpoint, or, with its final answer, in the outcome
+    kept (Checkpoints.fold: one write for both)."""
     store = acts.store.objects
     assert isinstance(store, CountingStore)
-    return sum(1 for name, key in store.log if name == "put" and "checkpoint-" in key)
+    return sum(
+        1
+        for name, key in store.log
+        if name == "put" and ("checkpoint-" in key or key.endswith(".outcome.json"))
+    )
+
+
+def puts(acts: AgentActivities) -> list[str]:
+    store = acts.store.objects
+    assert isinstance(store, CountingStore)
+    return [key for name, key in store.log if name in ("put", "put_if")]
 
 
 def stored(acts: AgentActivities, inp: AgentInput) -> checkpoint.Checkpoint:
@@ -227,3 +239,99 @@ async def test_a_new_dispatch_that_saved_the_old_answer_last_asks_again_when_ret
     again = await run(acts, second, attempt=2, activity_id="T-1-v1-d2")
     assert again.kind == "completed" and again.result == "answer 3"
     assert len(fake.requests) == 3
+
+
+async def test_the_final_answer_is_kept_in_the_outcome_write_not_saved_twice(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # Issue 37: the final answer was saved in the checkpoint, then kept again in the outcome
+    # written right after — two writes of one answer. One now: the outcome carries the
+    # conversation, and the checkpoint (saved as the read was asked for) names it.
+    inp = agent_input()
+    fake.responder = lambda req, i: calls(READS[0]) if turn_of(req) == 0 else text("answer 1")
+    assert (await run(acts, inp)).result == "answer 1"
+    written = puts(acts)
+    assert len(written) == 2, written
+    assert "checkpoint-" in written[0] and written[1].endswith(".outcome.json")
+    # read back whole, final answer included: a later dispatch goes on from it
+    cp = stored(acts, inp)
+    assert cp.messages[-1] == {"role": "assistant", "content": "answer 1"}
+    assert cp.answered == "v1-d1" and cp.iteration == 2
+    # a person's retry (a new dispatch) continues that conversation, and keeps its own end
+    second = inp.model_copy(update={"dispatch": 2})
+    fake.responder = lambda req, i: text("answer 2")
+    again = await run(acts, second, activity_id="T-1-v1-d2")
+    assert again.result == "answer 2"
+    assert {"role": "assistant", "content": "answer 1"} in fake.requests[-1]["messages"]
+    cp = stored(acts, inp)
+    assert cp.messages[-1]["content"] == "answer 2" and cp.answered == "v1-d2"
+    assert cp.usage.input_tokens > 0
+
+
+async def test_an_outcome_the_store_does_not_take_leaves_the_answer_for_the_retry(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    # The outcome that would carry the final answer is refused: the answer is saved in the
+    # checkpoint as the attempt ends, and the retry completes with it, the model unasked.
+    from activities.agents.ledger import AttemptLedger
+
+    def refused(self: AttemptLedger, *args: Any, **kwargs: Any) -> None:
+        raise ApplicationError("the outcome could not be kept", type="StoreRefused")
+
+    inp = agent_input()
+    fake.responder = lambda req, i: calls(READS[0]) if turn_of(req) == 0 else text("paid once")
+    with monkeypatch.context() as m:
+        m.setattr(AttemptLedger, "complete", refused)
+        with pytest.raises(ApplicationError, match="could not be kept"):
+            await run(acts, inp)
+    assert stored(acts, inp).answered == "v1-d1"
+    outcome = await run(acts, inp, attempt=2)
+    assert outcome.kind == "completed" and outcome.result == "paid once"
+    assert len(fake.requests) == 2  # not asked again
+
+
+async def test_a_worker_lost_once_the_answer_is_kept_has_its_retry_return_it(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    # Lost right after the one write (before the attempt reported): the retry returns the kept
+    # outcome — the model unasked, the result and its figures as reported the first time.
+    from activities.agents import loop
+
+    class Lost(BaseException):
+        pass
+
+    def lost(self: Any, cp: checkpoint.Checkpoint, content: str) -> Any:
+        raise Lost
+
+    inp = agent_input()
+    fake.responder = lambda req, i: calls(READS[0]) if turn_of(req) == 0 else text("kept")
+    with monkeypatch.context() as m:
+        m.setattr(loop.AgentLoop, "_completed", lost)
+        with pytest.raises(Lost):
+            await run(acts, inp)
+    outcome = await run(acts, inp, attempt=2)
+    assert outcome.result == "kept" and outcome.iterations == 2 and outcome.attempt == 2
+    assert outcome.usage is not None and outcome.usage.dispatch.input_tokens > 0
+    assert len(fake.requests) == 2
+
+
+def test_a_stale_attempts_late_outcome_does_not_land_over_the_kept_one(tmp_path: Path):
+    # The final answer kept in the outcome is fenced as the checkpoint's save was: a stopped
+    # attempt that wakes after its replacement kept its outcome (and conversation) is refused,
+    # rather than replacing what a later dispatch goes on from; its own write sent twice is not.
+    from activities.agents.ledger import AttemptLedger
+    from xsky.runs import AgentOutcome
+
+    ledger = AttemptLedger.at(tmp_path / "run" / "T-1-v1-d1.jsonl")
+    newer = checkpoint.Checkpoint(messages=[{"role": "assistant", "content": "newer"}])
+    stale = checkpoint.Checkpoint(messages=[{"role": "assistant", "content": "stale"}])
+    mine = newer.model_dump_json().encode()
+    ledger.complete(2, AgentOutcome(result="newer"), conversation=mine)
+    ledger.complete(2, AgentOutcome(result="newer"), conversation=mine)  # (sent again)
+    with pytest.raises(ApplicationError) as refused:
+        ledger.complete(
+            1, AgentOutcome(result="stale"), conversation=stale.model_dump_json().encode()
+        )
+    assert refused.value.type == "CheckpointMoved" and not refused.value.non_retryable
+    kept = ledger.outcome()
+    assert kept is not None and kept.result == "newer" and kept.attempt == 2
