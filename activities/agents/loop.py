@@ -223,6 +223,13 @@ class AgentLoop:
         conversation = self.checkpoints.fold(cp)
         try:
             kept = await self.a.keep(outcome, conversation)
+        except ApplicationError as e:
+            # Another attempt of the dispatch kept its outcome first (its retry: this one was
+            # stopped): the next attempt returns that one, and this conversation is not saved
+            # after all — a fold moves no checkpoint version, so nothing would refuse it.
+            if e.type != "CheckpointMoved":
+                self.checkpoints.unfold(cp)
+            raise
         except BaseException:
             self.checkpoints.unfold(cp)
             raise

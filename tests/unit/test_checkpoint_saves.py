@@ -335,3 +335,35 @@ def test_a_stale_attempts_late_outcome_does_not_land_over_the_kept_one(tmp_path:
     assert refused.value.type == "CheckpointMoved" and not refused.value.non_retryable
     kept = ledger.outcome()
     assert kept is not None and kept.result == "newer" and kept.attempt == 2
+
+
+async def test_an_attempt_whose_outcome_another_kept_first_saves_no_conversation_after_it(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # review16: while this attempt's model gave its final answer, another attempt of the
+    # dispatch (its retry, this one being stopped) kept its outcome, with its conversation,
+    # straight from the checkpoint this one read (a fold moves no checkpoint version). This
+    # attempt's fold is refused — and its conversation is not saved after all as it ends
+    # (unfold, flush): landed over the checkpoint, it stood for the dispatch's conversation
+    # where the outcome reported is the other's (before the fold, its save was refused).
+    from activities.agents.ledger import AttemptLedger
+    from xsky.runs import AgentOutcome
+
+    inp = agent_input()
+    ledger = AttemptLedger.of(acts.store.objects, AgentKey.of(inp))
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        if turn_of(req) == 0:
+            return calls(READS[0])
+        ledger.complete(2, AgentOutcome(result="the other's"), conversation=b'{"messages":[]}')
+        return text("this one's")
+
+    fake.responder = responder
+    with pytest.raises(ApplicationError) as refused:
+        await run(acts, inp)
+    assert refused.value.type == "CheckpointMoved"
+    cp = stored(acts, inp)
+    assert cp.answered is None
+    assert all(m.get("content") != "this one's" for m in cp.messages)
+    again = await run(acts, inp, attempt=2)
+    assert again.result == "the other's" and len(fake.requests) == 2
