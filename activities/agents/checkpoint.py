@@ -78,6 +78,12 @@ class Checkpoint(WireModel):
     # model's final answer is saved there, with the outcome, not here (Checkpoints.fold) — the
     # attempt's one write at its end. Read through by Checkpoints.load.
     kept_at: str | None = None
+    # In a conversation kept with an outcome only (fold): the version of the checkpoint its
+    # attempt read or wrote last — what it follows. A load reads it in the checkpoint's place
+    # only while the checkpoint is still that version: saved since, another attempt of the
+    # dispatch went on beside it (a stopped one that woke, or the retry of one), and what it
+    # saved — a mark of a call that must not run again, the call's answer — is what was done.
+    folded_after: str | None = None
 
 
 # The longest the answers of calls that may run again wait for a save: a worker lost after
@@ -127,13 +133,17 @@ class Checkpoints:
             log.warning("ignoring an unreadable checkpoint %s in %s: %s", key, self.store.where, e)
             return None
         self._names_kept = self.kept_at is not None and cp.kept_at == self.kept_at
-        return self._folded(cp) or cp
+        return self._folded(cp, self._version) or cp
 
-    def _folded(self, cp: Checkpoint) -> Checkpoint | None:
+    def _folded(self, cp: Checkpoint, version: str | None) -> Checkpoint | None:
         """The conversation the kept outcome ``cp`` names carries, when its dispatch's attempt
         kept it there with its final answer (fold): newer than ``cp``, which that attempt read
         or wrote last and did not save again. (A save after it comes from a later dispatch,
-        which names its own kept outcome.) None when there is none (one GET, on a resume)."""
+        which names its own kept outcome.) None when there is none (one GET, on a resume), or
+        when the checkpoint was saved since the conversation kept followed it (``version`` is
+        not its ``folded_after``): the fold does not move the checkpoint's version, so neither
+        refuses the other — a stopped attempt's late fold after its retry saved, or its late
+        saves after its retry folded — and the checkpoint holds what the calls did."""
         if not cp.kept_at:
             return None
         try:
@@ -146,10 +156,18 @@ class Checkpoints:
         if not isinstance(carried, dict):
             return None  # an outcome kept without it (a question, an older worker)
         try:
-            return Checkpoint.model_validate(carried)
+            folded = Checkpoint.model_validate(carried)
         except ValueError as e:
             log.warning("ignoring the conversation kept in %s: %s", cp.kept_at, e)
             return None
+        if folded.folded_after is None or folded.folded_after != version:
+            log.warning(
+                "the checkpoint %s was saved since the conversation kept in %s: read instead",
+                self._key,
+                cp.kept_at,
+            )
+            return None
+        return folded
 
     def save(self, cp: Checkpoint) -> None:
         """Saved now (anything that waited goes with it: ``cp`` is the newest state).
@@ -162,7 +180,7 @@ class Checkpoints:
         have run lost). An attempt that finds its checkpoint written by another since it read
         it ends (CheckpointMoved, retried): the next goes on from the newest."""
         cp.writer = self._writer
-        cp.kept_at = self.kept_at
+        cp.kept_at, cp.folded_after = self.kept_at, None
         data = cp.model_dump_json().encode("utf-8")
         self._waiting = None
         self._saved_at = time.monotonic()
@@ -210,6 +228,7 @@ class Checkpoints:
         :meth:`load` finds it there; should the outcome not be kept, the attempt saves it
         here after all (the loop's ``_fold``)."""
         cp.kept_at, cp.writer = self.kept_at, self._writer
+        cp.folded_after = self._version  # (known: foldable)
         self._waiting = None
         return cp.model_dump_json().encode("utf-8")
 

@@ -223,6 +223,13 @@ class AgentLoop:
         conversation = self.checkpoints.fold(cp)
         try:
             kept = await self.a.keep(outcome, conversation)
+        except ApplicationError as e:
+            # Another attempt of the dispatch kept its outcome first (its retry: this one was
+            # stopped): the next attempt returns that one, and this conversation is not saved
+            # after all — a fold moves no checkpoint version, so nothing would refuse it.
+            if e.type != "CheckpointMoved":
+                self.checkpoints.unfold(cp)
+            raise
         except BaseException:
             self.checkpoints.unfold(cp)
             raise
@@ -369,8 +376,16 @@ class AgentLoop:
                 # Its page first: a retry after this save completes from it, pageless.
                 await self.browser.keep()
                 cp.answered = self.meter.dispatch_key
-                if self.a.keep is not None and self.mcp is None and self.checkpoints.foldable:
-                    # (with MCP servers, their release comes before the outcome is kept)
+                if (
+                    self.a.keep is not None
+                    and self.mcp is None  # (their release comes before the outcome is kept)
+                    # A retry saves its answer in the checkpoint (the fence's write): an
+                    # attempt before it may be only stopped, and wake to save — a fold would
+                    # not move the checkpoint's version, so that save, and the must-not-repeat
+                    # call it marks, would land after the dispatch completed (review16).
+                    and self.a.start.fresh
+                    and self.checkpoints.foldable
+                ):
                     return await self._fold(cp, answer)
                 await self._save(cp)
                 return self._completed(cp, answer)

@@ -196,3 +196,57 @@ def test_two_attempts_that_save_the_same_state_are_not_both_taken_for_its_writer
     with pytest.raises(ApplicationError) as moved:
         paused.save(mine)
     assert moved.value.type == "CheckpointMoved"
+
+
+def _fold_setup(store: ArtifactStore) -> tuple[Any, AgentKey, Any]:
+    from activities.agents.ledger import AttemptLedger
+
+    key = AgentKey(run_id="r", agent_id="1", task_id="T-1", checkpoint="checkpoint-f.json")
+    ledger = AttemptLedger.of(store.objects, key)
+    later = AgentKey(
+        run_id="r", agent_id="1", task_id="T-1", dispatch=2, checkpoint="checkpoint-f.json"
+    )
+    return ledger, key, AttemptLedger.of(store.objects, later)
+
+
+def test_a_stopped_attempts_late_fold_does_not_hide_what_its_retry_saved(store: ArtifactStore):
+    # review16: attempt 1 saved turn 1 and was stopped; its retry read it, marked a call that
+    # must not run again, ran it and saved its answer; attempt 1 woke and kept its final answer
+    # in the outcome (fold: create-only, the checkpoint's fence not asked). A later dispatch
+    # read that stale conversation in the checkpoint's place: the call that ran was gone.
+    from xsky.runs import AgentOutcome
+
+    ledger, key, later = _fold_setup(store)
+    stopped = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    first = Checkpoint(messages=MSGS, iteration=1)
+    stopped.save(first)
+    retry = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    cp = retry.load()
+    assert cp is not None
+    cp.pending_calls, cp.calling = [{"id": "X", "name": "pay", "arguments": "{}"}], "X"
+    retry.save(cp)
+    cp.messages = [*cp.messages, {"role": "tool", "tool_call_id": "X", "content": "paid"}]
+    cp.pending_calls, cp.calling = [], None
+    retry.save(cp)
+    assert stopped.foldable
+    late = turn(first, "the stopped attempt's answer")
+    ledger.complete(1, AgentOutcome(result="late"), b"", stopped.fold(late))
+    now = Checkpoints(store, key, kept_at=later.outcome_key).load()
+    assert now is not None and now.messages[-1]["content"] == "paid"
+
+
+def test_a_conversation_folded_over_the_checkpoint_is_read_through_it(store: ArtifactStore):
+    # ... while a fold that follows the checkpoint as saved is read in its place (S3's ETags,
+    # a local digest: the version its attempt knew is the one a load reads).
+    from xsky.runs import AgentOutcome
+
+    ledger, key, later = _fold_setup(store)
+    cps = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    cps.save(Checkpoint(messages=MSGS, iteration=1))
+    resumed = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    cp = resumed.load()
+    assert cp is not None and resumed.foldable
+    final = turn(cp, "final")
+    ledger.complete(2, AgentOutcome(result="final"), b"", resumed.fold(final))
+    now = Checkpoints(store, key, kept_at=later.outcome_key).load()
+    assert now is not None and now.messages[-1]["content"] == "final"

@@ -335,3 +335,78 @@ def test_a_stale_attempts_late_outcome_does_not_land_over_the_kept_one(tmp_path:
     assert refused.value.type == "CheckpointMoved" and not refused.value.non_retryable
     kept = ledger.outcome()
     assert kept is not None and kept.result == "newer" and kept.attempt == 2
+
+
+async def test_an_attempt_whose_outcome_another_kept_first_saves_no_conversation_after_it(
+    acts: AgentActivities, fake: FakeLLM
+):
+    # review16: while this attempt's model gave its final answer, another attempt of the
+    # dispatch (its retry, this one being stopped) kept its outcome, with its conversation,
+    # straight from the checkpoint this one read (a fold moves no checkpoint version). This
+    # attempt's fold is refused — and its conversation is not saved after all as it ends
+    # (unfold, flush): landed over the checkpoint, it stood for the dispatch's conversation
+    # where the outcome reported is the other's (before the fold, its save was refused).
+    from activities.agents.ledger import AttemptLedger
+    from xsky.runs import AgentOutcome
+
+    inp = agent_input()
+    ledger = AttemptLedger.of(acts.store.objects, AgentKey.of(inp))
+
+    def responder(req: dict[str, Any], i: int) -> Reply:
+        if turn_of(req) == 0:
+            return calls(READS[0])
+        ledger.complete(2, AgentOutcome(result="the other's"), conversation=b'{"messages":[]}')
+        return text("this one's")
+
+    fake.responder = responder
+    with pytest.raises(ApplicationError) as refused:
+        await run(acts, inp)
+    assert refused.value.type == "CheckpointMoved"
+    cp = stored(acts, inp)
+    assert cp.answered is None
+    assert all(m.get("content") != "this one's" for m in cp.messages)
+    again = await run(acts, inp, attempt=2)
+    assert again.result == "the other's" and len(fake.requests) == 2
+
+
+async def test_a_retry_saves_its_final_answer_in_the_checkpoint_so_a_stopped_attempt_stops(
+    acts: AgentActivities, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+):
+    # review16: the attempt before a retry may be only stopped (paused past its heartbeat
+    # timeout) and wake. Were the retry's final answer kept in the outcome alone (fold), the
+    # checkpoint's version would not move, and the woken attempt's next save — the mark of a
+    # call that must not run again, before it runs it — would land after its dispatch
+    # completed. A retry saves its answer in the checkpoint: that save is refused.
+    from activities.agents import loop
+    from activities.agents.ledger import AttemptLedger
+
+    class Lost(BaseException):
+        pass
+
+    inp = agent_input()
+    fake.responder = lambda req, i: calls(READS[0]) if turn_of(req) == 0 else text("answer")
+    chat, asked = loop.llm.chat, []
+
+    async def lost_at_second(*args: Any, **kwargs: Any) -> Any:
+        asked.append(1)
+        if len(asked) == 2:
+            raise Lost
+        return await chat(*args, **kwargs)
+
+    key = AgentKey.of(inp)
+    stopped = Checkpoints(
+        acts.store, key, kept_at=AttemptLedger.of(acts.store.objects, key).outcome_key
+    )
+    with monkeypatch.context() as m:
+        m.setattr(loop.llm, "chat", lost_at_second)
+        with pytest.raises(Lost):
+            await run(acts, inp)
+    first = stopped.load()  # (what the stopped attempt read or wrote last)
+    assert first is not None and first.answered is None
+    outcome = await run(acts, inp, attempt=2)
+    assert outcome.result == "answer"
+    raw = checkpoint.Checkpoint.model_validate_json(acts.store.objects.get(stopped._key))
+    assert raw.answered == "v1-d1" and raw.messages[-1]["content"] == "answer"
+    with pytest.raises(ApplicationError) as refused:  # the woken attempt's next save
+        stopped.save(first)
+    assert refused.value.type == "CheckpointMoved"
