@@ -21,6 +21,7 @@ outcome makes one request in all. An instant no-op writes nothing at all (:data:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -32,6 +33,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.agents.attempt import RECORDED_TOOLS, Attempt, fork_copy, prepare
 from activities.agents.beat import Beat
+from activities.agents.checkpoint import Checkpoints
 from activities.agents.direct import run_direct
 from activities.agents.grants import GrantChecks
 from activities.agents.key import AgentKey
@@ -41,7 +43,7 @@ from activities.agents.loop import run_model
 from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
 from activities.agents.transcripts import LogTail
-from activities.artifacts import open_store, read_blob
+from activities.artifacts import ArtifactStore, open_store, read_blob
 from activities.browser import BrowserPool
 from activities.mcp.pool import McpPool
 from activities.sandbox import secrets
@@ -77,6 +79,9 @@ INLINE_ONLY = 256
 # Failures no <config> retry repeats: the agent's own configuration, a missing stored input,
 # or a person's or a rule's refusal.
 NEVER_REPEATED = frozenset({"AgentConfigError", "ArtifactMissing", "PermissionDenied"})
+
+
+log = logging.getLogger(__name__)
 
 
 class AgentActivities:
@@ -163,7 +168,11 @@ class AgentActivities:
                         None
                         if first
                         else await stored(
-                            beat, self.store.where, "the kept outcome", ledger.outcome, verb="read"
+                            beat,
+                            self.store.where,
+                            "the kept outcome",
+                            lambda: _kept_unless_passed(ledger, self.store, key),
+                            verb="read",
                         )
                     )
                     if kept is None:
@@ -516,6 +525,24 @@ def _timed_out(info: activity.Info, ran: float) -> str:
         f"unreachable, or the worker too busy to send them), after {ran:.0f}s of "
         f"{limit.total_seconds():g}s allowed"
     )
+
+
+def _kept_unless_passed(
+    ledger: AttemptLedger, store: ArtifactStore, key: AgentKey
+) -> AgentOutcome | None:
+    """The outcome an earlier attempt of the dispatch kept — unless it kept its conversation
+    with it (fold) and the checkpoint was saved since: that attempt was stopped and woke late,
+    after its retry had gone on (a call it marked, the call's answer) and was lost — returning
+    its outcome would report a result that never saw what was done since (review16). None:
+    this attempt goes on from the checkpoint instead, and its outcome replaces that one."""
+    kept = ledger.kept()
+    if kept is None:
+        return None
+    outcome, after = kept
+    if after is not None and Checkpoints(store, key).version() != after:
+        log.warning("the outcome kept in %s came before a later save: not returned", ledger.key)
+        return None
+    return outcome
 
 
 def _stopped(

@@ -120,6 +120,13 @@ class Checkpoints:
     def _key(self) -> str:
         return artifact_path(self.key.run_id, self.key.agent_id, self.name)
 
+    def version(self) -> str | None:
+        """The version of the checkpoint saved now (None: none is): one read."""
+        try:
+            return self.store.objects.get_tagged(self._key)[1]
+        except FileNotFoundError:
+            return None
+
     def load(self) -> Checkpoint | None:
         key = self._key
         try:

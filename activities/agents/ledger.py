@@ -257,14 +257,25 @@ class AttemptLedger:
 
     def outcome(self) -> AgentOutcome | None:
         """The outcome an attempt of this dispatch ended with, if one did."""
+        kept = self.kept()
+        return kept[0] if kept is not None else None
+
+    def kept(self) -> tuple[AgentOutcome, str | None] | None:
+        """The kept outcome, and — when its attempt kept its conversation with it (fold) — the
+        checkpoint version that conversation followed (``Checkpoint.folded_after``)."""
         try:
             text = self.store.get(self.outcome_key).decode("utf-8")
         except FileNotFoundError:
             return None
         try:
-            return AgentOutcome.model_validate_json(text)
+            outcome = AgentOutcome.model_validate_json(text)
         except ValueError:
             return None  # not ours (atomic writes leave no half): run as if none were there
+        if '"checkpoint":' not in text:
+            return outcome, None
+        carried = json.loads(text).get("checkpoint")  # (Checkpoint's JSON, by its aliases)
+        after = carried.get("foldedAfter") if isinstance(carried, dict) else None
+        return outcome, after if isinstance(after, str) else None
 
     def returned(self, attempt: int, outcome: AgentOutcome) -> None:
         """``attempt`` returned the outcome an earlier attempt kept (nothing ran again)."""

@@ -250,3 +250,34 @@ def test_a_conversation_folded_over_the_checkpoint_is_read_through_it(store: Art
     ledger.complete(2, AgentOutcome(result="final"), b"", resumed.fold(final))
     now = Checkpoints(store, key, kept_at=later.outcome_key).load()
     assert now is not None and now.messages[-1]["content"] == "final"
+
+
+def test_a_late_folds_outcome_is_not_returned_after_the_checkpoint_moved_on(store: ArtifactStore):
+    # review16's open case: attempt 1 was stopped; its retry marked a call, ran it and saved
+    # its answer, then was lost; attempt 1 woke and kept its outcome with its conversation
+    # (create-only: none was kept). The next attempt returned attempt 1's result, which never
+    # saw the call that ran — it goes on from the checkpoint instead. A fold the checkpoint
+    # still follows (its report lost) is returned as before.
+    from activities.agents.activity import _kept_unless_passed
+    from xsky.runs import AgentOutcome
+
+    ledger, key, _ = _fold_setup(store)
+    stopped = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    first = Checkpoint(messages=MSGS, iteration=1)
+    stopped.save(first)
+    retry = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    cp = retry.load()
+    assert cp is not None
+    cp.messages = [*cp.messages, {"role": "tool", "tool_call_id": "X", "content": "paid"}]
+    retry.save(cp)
+    ledger.complete(1, AgentOutcome(result="late"), b"", stopped.fold(turn(first, "late")))
+    assert ledger.outcome() is not None and ledger.outcome().result == "late"  # (it is kept)
+    assert _kept_unless_passed(ledger, store, key) is None
+
+    ledger.store.delete(ledger.outcome_key)
+    resumed = Checkpoints(store, key, kept_at=ledger.outcome_key)
+    now = resumed.load()
+    assert now is not None and resumed.foldable
+    ledger.complete(2, AgentOutcome(result="final"), b"", resumed.fold(turn(now, "final")))
+    returned = _kept_unless_passed(ledger, store, key)
+    assert returned is not None and returned.result == "final"
