@@ -197,6 +197,11 @@ async def judge(page: Any, response: Any, url: str) -> int | None:
     if status is None or status < 400:
         with contextlib.suppress(Exception):  # a page navigating away as we look is not empty
             empty = bool(await page.evaluate(_EMPTY))
+        if empty:  # …nor is the next one, caught before its first byte (a script's redirect
+            # at load, on a loaded machine): looked at again once it has loaded
+            with contextlib.suppress(Exception):
+                await page.wait_for_load_state("load", timeout=TIMEOUT_MS)
+                empty = bool(await page.evaluate(_EMPTY))
     verdict = navigation_verdict(
         url, status=status, egress=mark, body=body, final_url=page.url, empty=empty
     )

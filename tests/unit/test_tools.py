@@ -474,7 +474,7 @@ async def test_a_page_that_navigates_on_its_own_never_fails_the_attempt(ctx, sit
         # answer says the page kept navigating, not only that it lacks the element.
         with contextlib.suppress(ToolError):
             await session.navigate({"url": f"{site}/restless-late.html"})
-        with pytest.raises(ToolError, match=r"no element matches '#late'.* navigated \d+ time"):
+        with pytest.raises(ToolError, match=r"navigated \d+ time|kept navigating away"):
             await session.extract({"selector": "#late"})
     finally:
         await session.close()
