@@ -30,6 +30,7 @@ from cli.devserver import DevServer, free_port
 from client import XSky
 from client.connect import DATA_CONVERTER
 from client.outcome import run_outcome
+from client.workers import workers_on
 from tests.integration.eventually import eventually
 from tests.integration.histories import record, replayer
 from tests.integration.test_durability import start_worker_process, stop_worker_process
@@ -83,6 +84,18 @@ class Cluster:
         env = {**self.env, "XSKY_HOME": str(self.tmp / host), "XSKY_HOST": host}
         self.workers[host] = start_worker_process(env, self.tmp / f"{host}.log", *args)
 
+    async def heartbeating(self, *hosts: str) -> None:
+        """Until the server lists each host's queue with a worker heartbeat (the first comes one
+        interval after the worker starts): a host killed before it is found lost only when its
+        last poll is 75 s old (activities/hosts.py ``_served``), not after ``SILENT``."""
+        for host in hosts:
+            queue = f"{self.env['XSKY_TASK_QUEUE']}-host-{host}"
+
+            async def listed(queue: str = queue) -> None:
+                assert await workers_on(self.client, "default", queue), f"{queue}: no heartbeat"
+
+            await eventually(listed, 30)
+
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
@@ -122,6 +135,7 @@ async def cluster(
         c.start("h1", "--kinds", "llm,browser", "--no-skills")
         c.start("h2", "--kinds", "file,shell", "--no-leader", "--no-skills")
         c.start("h3", "--kinds", "file,shell", "--no-leader", "--no-skills")
+        await c.heartbeating("h1", "h2", "h3")
         yield c
     finally:
         for proc in c.workers.values():
