@@ -30,6 +30,7 @@ from cli.devserver import DevServer, free_port
 from client import XSky
 from client.connect import DATA_CONVERTER
 from client.outcome import run_outcome
+from client.workers import workers_on
 from tests.integration.eventually import eventually
 from tests.integration.histories import record, replayer
 from tests.integration.test_durability import start_worker_process, stop_worker_process
@@ -83,6 +84,20 @@ class Cluster:
         env = {**self.env, "XSKY_HOME": str(self.tmp / host), "XSKY_HOST": host}
         self.workers[host] = start_worker_process(env, self.tmp / f"{host}.log", *args)
 
+    async def heartbeating(self, *hosts: str) -> None:
+        """Until the server lists each host's queue with a worker heartbeat (the first comes one
+        interval after the worker starts): a host killed before it is found lost only when its
+        last poll is 75 s old (activities/hosts.py ``_served``), not after ``SILENT``."""
+        for host in hosts:
+            queue = f"{self.env['XSKY_TASK_QUEUE']}-host-{host}"
+            me = f"{self.workers[host].pid}@"  # the SDK's identity: pid@hostname
+
+            async def listed(queue: str = queue, me: str = me) -> None:
+                seen = await workers_on(self.client, "default", queue) or []
+                assert any(w.identity.startswith(me) for w in seen), f"{queue}: no beat of {me}"
+
+            await eventually(listed, 30)
+
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
@@ -90,15 +105,25 @@ def s3() -> Iterator[S3Server]:
         yield server
 
 
-@pytest_asyncio.fixture
-async def cluster(
-    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# h1 leads and runs llm agents; h2 and h3 run files and commands (and hold workspaces)
+HOSTS = {
+    "h1": ("--kinds", "llm,browser", "--no-skills"),
+    "h2": ("--kinds", "file,shell", "--no-leader", "--no-skills"),
+    "h3": ("--kinds", "file,shell", "--no-leader", "--no-skills"),
+}
+
+
+@pytest_asyncio.fixture(scope="module")
+async def module_cluster(
+    s3: S3Server, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Cluster]:
+    """One server and three hosts for the module's tests (each run its own workspace)."""
+    tmp = tmp_path_factory.mktemp("multi-host")
     server = DevServer(
-        db_path=tmp_path / "temporal.db",
+        db_path=tmp / "temporal.db",
         port=free_port(),
         headless=True,
-        log_path=tmp_path / "server.log",
+        log_path=tmp / "server.log",
         extra_args=CAN_EVERY_30,
     )
     server.start(timeout=90)
@@ -111,23 +136,34 @@ async def cluster(
     }
     env.pop("XSKY_ARTIFACTS", None)
     env.pop("XSKY_RUNS", None)
-    for name, value in env.items():
-        if name.startswith(("XSKY_", "AWS_", "TEMPORAL_")):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("XSKY_HOME", str(tmp_path / "starter"))  # the starter's own machine
-    client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
-    c = Cluster(server, s3, client, tmp_path, env, {})
-    try:
-        # h1 leads and runs llm agents; h2 and h3 run files and commands (and hold workspaces)
-        c.start("h1", "--kinds", "llm,browser", "--no-skills")
-        c.start("h2", "--kinds", "file,shell", "--no-leader", "--no-skills")
-        c.start("h3", "--kinds", "file,shell", "--no-leader", "--no-skills")
-        yield c
-    finally:
-        for proc in c.workers.values():
-            if proc.poll() is None:
-                stop_worker_process(proc)
-        server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
+    c = Cluster(server, s3, None, tmp, env, {})  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for name, value in env.items():
+            if name.startswith(("XSKY_", "AWS_", "TEMPORAL_")):
+                monkeypatch.setenv(name, value)
+        monkeypatch.delenv("XSKY_ARTIFACTS", raising=False)
+        monkeypatch.delenv("XSKY_RUNS", raising=False)
+        monkeypatch.setenv("XSKY_HOME", str(tmp / "starter"))  # the starter's own machine
+        try:
+            c.client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
+            yield c
+        finally:
+            for proc in c.workers.values():
+                if proc.poll() is None:
+                    stop_worker_process(proc)
+            server.stop(kill=True)  # its database is thrown away: no graceful stop (~3 s)
+
+
+@pytest_asyncio.fixture
+async def cluster(module_cluster: Cluster) -> Cluster:
+    """The module's cluster with its three hosts serving: one that a test killed is started
+    again (its own home, as a machine rebooted)."""
+    c = module_cluster
+    down = [h for h in HOSTS if h not in c.workers or c.workers[h].poll() is not None]
+    for host in down:
+        c.start(host, *HOSTS[host])
+    await c.heartbeating(*down)
+    return c
 
 
 def exact(reports: list[AgentReport]) -> dict[str, str]:

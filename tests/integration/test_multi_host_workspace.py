@@ -69,6 +69,7 @@ async def cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clu
             c.start("lead", "--kinds", "llm,browser", "--no-skills")
             for host in KINDS:
                 up(c, host)
+            await c.heartbeating("lead", *KINDS)  # a host killed before it is lost late
             yield c
         finally:
             for proc in c.workers.values():
