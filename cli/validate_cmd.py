@@ -82,9 +82,13 @@ def run(args: argparse.Namespace) -> int:
         from activities.mcp.plan_tools import tool_warnings
 
         found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))
+    # (an MCP tool said to be a likely typo — "did you mean" — is not also said refused by the
+    # role: its advice, to give the role the misspelt name, would mislead)
+    typos = {p.agent_index for p in found if "did you mean" in p.message}
     refused = [
         Problem(message, agent_index=index, agent_id=plan.workflow.agents[index].id)
         for index, message in direct_tools_refused(plan.workflow, roles, settings)
+        if index not in typos
     ]
     found += plan.locate(refused)
     warnings = [w.format(args.plan) for w in plan.repairs + plan.warnings + found]
