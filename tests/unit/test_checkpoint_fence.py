@@ -213,7 +213,10 @@ def test_a_stopped_attempts_late_fold_does_not_hide_what_its_retry_saved(store: 
     # review16: attempt 1 saved turn 1 and was stopped; its retry read it, marked a call that
     # must not run again, ran it and saved its answer; attempt 1 woke and kept its final answer
     # in the outcome (fold: create-only, the checkpoint's fence not asked). A later dispatch
-    # read that stale conversation in the checkpoint's place: the call that ran was gone.
+    # read that stale conversation in the checkpoint's place: the call that ran was gone. And
+    # the next attempt of the dispatch (the retry lost) returned attempt 1's result, which never
+    # saw the call that ran: it goes on from the checkpoint instead.
+    from activities.agents.activity import _kept_unless_passed
     from xsky.runs import AgentOutcome
 
     ledger, key, later = _fold_setup(store)
@@ -233,11 +236,15 @@ def test_a_stopped_attempts_late_fold_does_not_hide_what_its_retry_saved(store: 
     ledger.complete(1, AgentOutcome(result="late"), b"", stopped.fold(late))
     now = Checkpoints(store, key, kept_at=later.outcome_key).load()
     assert now is not None and now.messages[-1]["content"] == "paid"
+    assert ledger.outcome() is not None and ledger.outcome().result == "late"  # (it is kept)
+    assert _kept_unless_passed(ledger, store, key) is None
 
 
 def test_a_conversation_folded_over_the_checkpoint_is_read_through_it(store: ArtifactStore):
     # ... while a fold that follows the checkpoint as saved is read in its place (S3's ETags,
-    # a local digest: the version its attempt knew is the one a load reads).
+    # a local digest: the version its attempt knew is the one a load reads), and a retry whose
+    # predecessor's report was lost returns its kept outcome.
+    from activities.agents.activity import _kept_unless_passed
     from xsky.runs import AgentOutcome
 
     ledger, key, later = _fold_setup(store)
@@ -250,34 +257,5 @@ def test_a_conversation_folded_over_the_checkpoint_is_read_through_it(store: Art
     ledger.complete(2, AgentOutcome(result="final"), b"", resumed.fold(final))
     now = Checkpoints(store, key, kept_at=later.outcome_key).load()
     assert now is not None and now.messages[-1]["content"] == "final"
-
-
-def test_a_late_folds_outcome_is_not_returned_after_the_checkpoint_moved_on(store: ArtifactStore):
-    # review16's open case: attempt 1 was stopped; its retry marked a call, ran it and saved
-    # its answer, then was lost; attempt 1 woke and kept its outcome with its conversation
-    # (create-only: none was kept). The next attempt returned attempt 1's result, which never
-    # saw the call that ran — it goes on from the checkpoint instead. A fold the checkpoint
-    # still follows (its report lost) is returned as before.
-    from activities.agents.activity import _kept_unless_passed
-    from xsky.runs import AgentOutcome
-
-    ledger, key, _ = _fold_setup(store)
-    stopped = Checkpoints(store, key, kept_at=ledger.outcome_key)
-    first = Checkpoint(messages=MSGS, iteration=1)
-    stopped.save(first)
-    retry = Checkpoints(store, key, kept_at=ledger.outcome_key)
-    cp = retry.load()
-    assert cp is not None
-    cp.messages = [*cp.messages, {"role": "tool", "tool_call_id": "X", "content": "paid"}]
-    retry.save(cp)
-    ledger.complete(1, AgentOutcome(result="late"), b"", stopped.fold(turn(first, "late")))
-    assert ledger.outcome() is not None and ledger.outcome().result == "late"  # (it is kept)
-    assert _kept_unless_passed(ledger, store, key) is None
-
-    ledger.store.delete(ledger.outcome_key)
-    resumed = Checkpoints(store, key, kept_at=ledger.outcome_key)
-    now = resumed.load()
-    assert now is not None and resumed.foldable
-    ledger.complete(2, AgentOutcome(result="final"), b"", resumed.fold(turn(now, "final")))
     returned = _kept_unless_passed(ledger, store, key)
     assert returned is not None and returned.result == "final"
