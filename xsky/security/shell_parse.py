@@ -1576,23 +1576,33 @@ def inline_code(argv: list[str]) -> str | None:
     return _inline_code(argv) or hidden_code(argv)
 
 
-def _make_eval(args: list[str]) -> bool:
-    """Is make given makefile text to read (``--eval=TEXT``, a unique prefix of it, ``-E
-    TEXT``, ``-E`` in a cluster of short options)?"""
+def option_given(
+    args: list[str], long: str, shortest: int, short: str = "", valued: str = ""
+) -> bool:
+    """Is option ``long`` among ``args`` (before ``--``), as getopt reads it: ``long`` or a
+    prefix of it of at least ``shortest`` characters (the shortest the program takes as
+    unique), with or without ``=VALUE``; or its letter ``short`` alone or in a cluster of short
+    options — up to a letter of ``valued``, whose value the rest of the cluster is."""
     for word in args:
         if word == "--":
             return False
         flag = word.split("=", 1)[0]
         if flag.startswith("--"):
-            if len(flag) > 3 and "--eval".startswith(flag):
+            if len(flag) >= shortest and long.startswith(flag):
                 return True
-        elif flag.startswith("-"):
+        elif flag.startswith("-") and short:
             for letter in word[1:]:
-                if letter == "E":
+                if letter == short:
                     return True
-                if letter in "CfIjlLoOW":  # (a valued option: the rest of the cluster is its value)
+                if letter in valued:
                     break
     return False
+
+
+def _make_eval(args: list[str]) -> bool:
+    """Is make given makefile text to read (``--eval=TEXT``, a unique prefix of it, ``-E
+    TEXT``, ``-E`` in a cluster of short options)?"""
+    return option_given(args, "--eval", 4, "E", "CfIjlLoOW")
 
 
 def _inline_code(argv: list[str]) -> str | None:

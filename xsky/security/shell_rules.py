@@ -30,6 +30,7 @@ from xsky.security.shell_parse import (
     ShellParseError,
     inline_code,
     normalized,
+    option_given,
     reads_as_of,
     split_command,
     ssh_runs_locally,
@@ -357,15 +358,9 @@ def _git_template(argv: list[str]) -> bool:
     folder's hooks become the new repository's, and git runs them (post-checkout as the clone
     checks out)."""
     words = normalized(argv)
-    if words[:2] not in (["git", "clone"], ["git", "init"]):
-        return False
-    for word in words[2:]:
-        if word == "--":
-            return False
-        flag = word.split("=", 1)[0]
-        if len(flag) > 4 and "--template".startswith(flag):
-            return True
-    return False
+    return words[:2] in (["git", "clone"], ["git", "init"]) and option_given(
+        words[2:], "--template", 5
+    )
 
 
 def _git_clone_config(argv: list[str]) -> bool:
@@ -374,23 +369,8 @@ def _git_clone_config(argv: list[str]) -> bool:
     clone -c core.sshCommand='touch x' h:r d` ran touch past deny shell(touch:*) unasked — a
     `git -c` before the subcommand was asked, this one was not)."""
     words = normalized(argv)
-    if words[:2] != ["git", "clone"]:
-        return False
-    for word in words[2:]:
-        if word == "--":
-            return False
-        flag = word.split("=", 1)[0]
-        if flag.startswith("--"):
-            # (`--co` is the shortest prefix git takes: `--c` is ambiguous with --no-checkout)
-            if len(flag) > 3 and "--config".startswith(flag):
-                return True
-        elif flag.startswith("-"):
-            for letter in word[1:]:
-                if letter == "c":
-                    return True
-                if letter in "bouj":  # (a valued option: the rest of the cluster is its value)
-                    break
-    return False
+    # (`--co` is the shortest prefix git takes: `--c` is ambiguous with --no-checkout)
+    return words[:2] == ["git", "clone"] and option_given(words[2:], "--config", 4, "c", "bouj")
 
 
 _SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
