@@ -10,8 +10,6 @@ scripted OpenAI-compatible server (tests/fake_llm.py) and a store that counts it
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from activities.agents.key import AgentKey
 from tests.counting_store import CountingStore
 from tests.fake_llm import FakeLLM, Reply, calls, status, text, turn_of
 from tests.unit.attempt_runner import run
+from tests.unit.test_store_ops import settings_env
 from xsky.config import load_settings
 from xsky.plan.models import WorkflowAgent
 from xsky.runs import AgentInput
@@ -42,16 +41,7 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def acts(tmp_path: Path, fake: FakeLLM) -> Iterator[AgentActivities]:
-    user = tmp_path / "settings.json"
-    user.write_text(json.dumps({"security": {"sandbox": "off"}}))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("XSKY_", "OPENAI_"))},
-        "XSKY_HOME": str(tmp_path / "home"),
-        "XSKY_USER_SETTINGS": str(user),
-        "XSKY_PROJECT_DIR": str(tmp_path / "project"),
-        "XSKY_MODEL": "fake-model",
-        "OPENAI_BASE_URL": fake.base_url,
-    }
+    env = settings_env(tmp_path, {"XSKY_MODEL": "fake-model", "OPENAI_BASE_URL": fake.base_url})
     made = AgentActivities(load_settings(env))
     made.store.objects = CountingStore(made.store.objects)
     yield made

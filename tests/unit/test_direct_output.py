@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +15,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.agents.activity import AgentActivities
 from tests.unit.attempt_runner import run
+from tests.unit.test_store_ops import agent_input, settings_env
 from xsky.config import load_settings
-from xsky.plan.models import WorkflowAgent
 from xsky.runs import AgentInput
 
 SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
@@ -25,23 +24,13 @@ SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "int
 
 @pytest.fixture
 def acts(tmp_path: Path) -> Iterator[AgentActivities]:
-    user = tmp_path / "settings.json"
-    user.write_text(json.dumps({"security": {"sandbox": "off"}}))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("XSKY_", "OPENAI_"))},
-        "XSKY_HOME": str(tmp_path / "home"),
-        "XSKY_USER_SETTINGS": str(user),
-        "XSKY_PROJECT_DIR": str(tmp_path / "project"),
-    }
-    made = AgentActivities(load_settings(env))
+    made = AgentActivities(load_settings(settings_env(tmp_path)))
     yield made
     asyncio.run(made.close())
 
 
 def shell_agent(agent_id: str, command: str) -> AgentInput:
-    config = {"tool": "shell", "command": command, "output": SCHEMA}
-    agent = WorkflowAgent(id=agent_id, name="shell", task="count", config=config)
-    return AgentInput(run_id="run-1", task_id=f"T-{agent_id}", agent=agent)
+    return agent_input({"tool": "shell", "command": command, "output": SCHEMA}, agent_id)
 
 
 async def test_a_direct_result_that_misses_its_schema_fails_and_says_why(acts: AgentActivities):
