@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,26 +207,30 @@ def _matching(code: str, i: int) -> int:
     raise _Unreadable("a bracket left open")
 
 
-def _parts(code: str, start: int, end: int, sep: str = ",") -> list[str]:
-    """``code[start:end]`` split at top-level ``sep`` (brackets and strings balanced)."""
-    parts, j, last = [], start, start
+def _top_level(code: str, start: int, end: int, line_comments: bool) -> Iterator[int]:
+    """Each position of ``code[start:end]`` outside strings and brackets (and ``//`` comments,
+    when ``line_comments``)."""
+    j = start
     while j < end:
         c = code[j]
         if c in "'\"`":
             j = _skip_string(code, j)
-            continue
-        if c in _CLOSE:
+        elif c in _CLOSE:
             j = _matching(code, j) + 1
-            continue
-        if code.startswith("//", j):
+        elif line_comments and code.startswith("//", j):
             j = _line_end(code, j)
-            continue
-        if code.startswith(sep, j):
+        else:
+            yield j
+            j += 1
+
+
+def _parts(code: str, start: int, end: int, sep: str = ",") -> list[str]:
+    """``code[start:end]`` split at top-level ``sep`` (brackets and strings balanced)."""
+    parts, last = [], start
+    for j in _top_level(code, start, end, line_comments=True):
+        if j >= last and code.startswith(sep, j):
             parts.append(code[last:j])
-            j += len(sep)
-            last = j
-            continue
-        j += 1
+            last = j + len(sep)
     parts.append(code[last:end])
     return parts
 
@@ -233,19 +238,10 @@ def _parts(code: str, start: int, end: int, sep: str = ",") -> list[str]:
 def _expression_end(code: str, start: int) -> int:
     """Where the expression a declaration binds ends: a top-level ``;``, ``,`` or line end
     (brackets and strings balanced)."""
-    j, n = start, len(code)
-    while j < n:
-        c = code[j]
-        if c in "'\"`":
-            j = _skip_string(code, j)
-            continue
-        if c in _CLOSE:
-            j = _matching(code, j) + 1
-            continue
-        if c in ";,\n" and code[start:j].strip():
+    for j in _top_level(code, start, len(code), line_comments=False):
+        if code[j] in ";,\n" and code[start:j].strip():
             return j
-        j += 1
-    return n
+    return len(code)
 
 
 def _argument(
