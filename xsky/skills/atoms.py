@@ -46,6 +46,7 @@ class SplitState(BaseModel):
     # they go with the next prompt's atom if that prompt starts one, else they stay here.
     pending: list[dict[str, Any]] = Field(default_factory=list)
     last_prompt: list[str] | None = None  # keywords of the last prompt (re-asks)
+    last_head: str | None = None  # the last prompt's text (a preamble it shares with the next)
     replied: bool = True  # the agent acted since the last prompt
     prompts: int = 0
     intent_head: str | None = None  # the first prompt (the intent)

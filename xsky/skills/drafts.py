@@ -24,7 +24,7 @@ from xsky.skills.atoms import (
     containment,
     keywords,
 )
-from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine
+from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine, own_part
 from xsky.skills.trajectory import MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
@@ -97,7 +97,8 @@ class Draft:
 
     def classify(self, u: Unit) -> Follow:
         st = self.state
-        return classify(u.head, u.origin, self.keywords, st.completed, st.interrupted)
+        head = own_part(u.head, st.last_head)
+        return classify(head, u.origin, self.keywords, st.completed, st.interrupted)
 
     def add(self, u: Unit) -> None:
         self.units.append(u)
@@ -180,7 +181,7 @@ class Draft:
 
     def _prompt(self, u: Unit) -> None:
         st, sig = self.state, self.state.signals
-        text = u.head.strip()
+        text = own_part(u.head, st.last_head)  # a preamble pasted again names nothing new
         cls = self.classify(u) if st.has_prompt else "new"
         if cls == "answer":
             st.completed = False  # the turn that asked goes on
@@ -195,6 +196,7 @@ class Draft:
         if not st.replied:
             _bump(sig, "unanswered_prompts")
         st.last_prompt, st.replied = words, False
+        st.last_head = u.head
         if not st.has_prompt:
             st.has_prompt, st.intent_head = True, text
             st.origin = "model" if u.origin == "model" else "person"
@@ -268,6 +270,8 @@ def _group(
             drafts.append(current)
         elif starts_here(i, u, current):
             fresh = Draft()
+            # the prompt before it, so the new task reads past the preamble they share
+            fresh.state.last_head = current.state.last_head
             for p in current.take_pending():  # the compaction before this prompt opens its atom
                 fresh.add(p)
             current = fresh

@@ -137,6 +137,10 @@ _UNIT_DEFAULTS: dict[str, Any] = {
     "origin": None,
 }
 HEAD_CHARS = 400
+# A person's prompt keeps more: a fixed preamble pasted before each request (rules, a
+# project brief) can fill the first 400 characters of every prompt, and the request
+# follows it (followups.own_part reads past it).
+PROMPT_HEAD_CHARS = 4000
 
 
 @dataclass
@@ -247,7 +251,7 @@ def render(events: list[Event], start: int) -> Rendered:
                 s=at,
                 e=at + len(md),
                 kind=e.kind,
-                head=e.text[:HEAD_CHARS],
+                head=e.text[: PROMPT_HEAD_CHARS if e.kind == "user" else HEAD_CHARS],
                 tool=e.tool,
                 error=e.is_error,
                 marker=e.marker,
