@@ -141,6 +141,19 @@ HEAD_CHARS = 400
 # project brief) can fill the first 400 characters of every prompt, and the request
 # follows it (followups.own_part reads past it).
 PROMPT_HEAD_CHARS = 4000
+# An answer keeps its end too: a turn that ends asking the person something asks it last.
+ANSWER_TAIL_CHARS = 400
+ANSWER_GAP = "\n[…]\n"
+
+
+def head_of(text: str, kind: str) -> str:
+    """What a unit keeps of its text for the rules: the start (a prompt's longer), and an
+    answer's end after it."""
+    if kind == "user":
+        return text[:PROMPT_HEAD_CHARS]
+    if kind == "assistant" and len(text) > HEAD_CHARS + ANSWER_TAIL_CHARS:
+        return text[:HEAD_CHARS] + ANSWER_GAP + text[-ANSWER_TAIL_CHARS:]
+    return text[: HEAD_CHARS + ANSWER_TAIL_CHARS if kind == "assistant" else HEAD_CHARS]
 
 
 @dataclass
@@ -251,7 +264,7 @@ def render(events: list[Event], start: int) -> Rendered:
                 s=at,
                 e=at + len(md),
                 kind=e.kind,
-                head=e.text[: PROMPT_HEAD_CHARS if e.kind == "user" else HEAD_CHARS],
+                head=head_of(e.text, e.kind),
                 tool=e.tool,
                 error=e.is_error,
                 marker=e.marker,
