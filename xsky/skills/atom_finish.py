@@ -130,6 +130,8 @@ def judged(st: SplitState, followed: bool = False) -> dict[str, int]:
     that nothing followed (not saved in the state: a prompt in a later delta, an answer or
     the next task — "What do you want me to work on?" answered by a request — closes it)."""
     sig = dict(st.signals)
+    if st.api_retry:  # the model's API failed and never answered after its retries
+        sig["api_errors"] = sig.get("api_errors", 0) + 1
     if not followed and only_asked(st):
         sig["unanswered_question"] = 1
     return sig
@@ -191,7 +193,7 @@ def summary_of(st: SplitState) -> str:
         parts.append(f"Skills used: {', '.join(st.skills)}")
     if st.last_answer is not None:
         parts.append(f"Ended with: {first_sentence(st.last_answer, 200)}")
-    if st.signals.get("api_errors"):
+    if st.signals.get("api_errors") or st.api_retry:
         parts.append("The agent's model API failed")
     if st.person_interrupted:
         parts.append("The person interrupted the agent")

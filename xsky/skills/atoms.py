@@ -58,6 +58,8 @@ class SplitState(BaseModel):
     skills: list[str] = Field(default_factory=list)  # measured skill use
     last_answer: str | None = None
     person_interrupted: bool = False
+    # The model's API failed and no answer came after it yet (a retry notice was the last word)
+    api_retry: bool = False
     # The person rewound the conversation (or rolled back turns) past this work: it was
     # undone, and their next prompt begins a task of its own.
     rewound: bool = False

@@ -145,11 +145,12 @@ class Draft:
             self._prompt(u)
         elif u.kind == "assistant":
             st.replied = st.completed = True
+            st.api_retry = False
             st.last_answer = u.head
             if st.first_text is None:
                 st.first_text = u.head
         elif u.kind == "tool_call":
-            st.replied, st.completed = True, False
+            st.replied, st.completed, st.api_retry = True, False, False
             name = u.tool or "tool"
             st.tools[name] = st.tools.get(name, 0) + 1
             if REVERT_COMMAND.search(u.head):
@@ -171,6 +172,8 @@ class Draft:
             _bump(sig, "rewound")
         elif u.marker == "reverted":  # the person undid the agent's edits (Codex's /undo)
             _bump(sig, "reverted_edits")  # (the turn still ended: it is no open task)
+        elif u.marker == "api_retry":  # the turn waits on the API: not done until it answers
+            st.completed, st.api_retry = False, True
         elif u.marker == "task_complete":
             st.completed = True
             _bump(sig, "completed")

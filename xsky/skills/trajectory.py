@@ -40,6 +40,7 @@ Marker = Literal[
     "reverted",  # the person undid the agent's file changes (Codex's /undo)
     "session_start",
     "compaction",
+    "api_retry",  # the model's API failed and the agent will try again (Claude Code's notice)
 ]
 # Who wrote a ``user`` event (adapters classify every user-role record; machine input such as
 # task notifications, hook output and compaction instructions is not ``user`` at all but
