@@ -884,3 +884,63 @@ def test_a_cancelled_tool_use_and_a_rejected_plan_are_the_persons_no() -> None:
             assert said[1:] == [("correction", "keep the branch"), ("prompt", said[2][1])], said
         else:
             assert said[1] == ("correction", "write the migration for the retry table first"), said
+
+
+def test_api_retry_notices_with_no_answer_after_them_are_a_failed_turn(tmp_path: Path) -> None:
+    """Claude Code 2.1.x writes a ``system``/``api_error`` record each time it retries the
+    model's API. A real 2.1.76 session (diiviikk5/Xeus@42754914, claude-session.jsonl) is
+    "hello" and then eight of them (status 500, "your current token plan not support model"):
+    no answer ever came, and the task scored 9. A retry that is answered is no failure."""
+    from xsky.skills.atom_finish import DeltaView, finish
+    from xsky.skills.drafts import group_offline
+    from xsky.skills.trajectory import render
+
+    def notice(n: int, parent: str) -> dict[str, Any]:
+        # the record's shape, trimmed (headers and ids left out)
+        return {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": "system",
+            "subtype": "api_error",
+            "level": "error",
+            "error": {
+                "status": 500,
+                "error": {"type": "error", "error": {"type": "api_error", "message": "plan"}},
+            },
+            "retryInMs": 38084.8,
+            "retryAttempt": n,
+            "maxRetries": 10,
+            "uuid": f"r{n}",
+            "sessionId": "s1",
+            "version": "2.1.76",
+        }
+
+    hello = {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": "s1",
+        "message": {"role": "user", "content": "hello"},
+    }
+    answer = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": "r3",
+        "sessionId": "s1",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Hi! How can I help?"}],
+        },
+    }
+
+    def atom(lines: list[dict[str, Any]]) -> Any:
+        rendered = render(_events_of(lines, tmp_path), 0)
+        view = DeltaView("t", "/s.jsonl", rendered.text, 0, 0, 1)
+        (made,) = finish(group_offline(rendered.units, None), view, 1, "offline")
+        return made
+
+    failed = atom([hello, notice(1, "u1"), notice(2, "r1"), notice(3, "r2")])
+    assert failed.provenance.ux_signals.get("api_errors") == 1
+    assert failed.ux_score <= 7 and failed.provenance.ended == "open"
+    answered = atom([hello, notice(1, "u1"), notice(2, "r1"), notice(3, "r2"), answer])
+    assert "api_errors" not in answered.provenance.ux_signals
+    assert answered.ux_score == atom([hello, {**answer, "parentUuid": "u1"}]).ux_score

@@ -16,7 +16,7 @@ from typing import Literal
 
 from xsky.skills.atoms import AtomTask, Provenance, RawAnchor, SplitState, atom_id
 from xsky.skills.drafts import Draft, fold
-from xsky.skills.trajectory import Unit
+from xsky.skills.trajectory import ANSWER_GAP, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
 RAW_SEGMENT_CAP = 30_000
@@ -58,11 +58,83 @@ def heuristic_ux(sig: dict[str, int]) -> int:
     penalty += 2 * min(sig.get("reverted_edits", 0), 1)
     penalty += 2 * min(sig.get("unanswered_prompts", 0), 1)
     penalty += 2 * min(sig.get("api_errors", 0), 1)  # a turn the model's API cut short
-    if sig.get("rewound"):  # the person undid this work (the rubric's "abandoned")
+    # the person undid this work, or the agent only asked what to do and no answer came:
+    # the rubric's "not done … or abandoned"
+    if sig.get("rewound") or sig.get("unanswered_question"):
         return min(2, max(1, 9 - penalty))
     if penalty == 0:
         return 10 if sig.get("completed") else 9
     return max(1, 9 - penalty)
+
+
+# How an answer asks the person to choose, besides a question mark.
+CHOOSE = re.compile(
+    r"(?i)\b(?:let me know which|pick one|choose one|which (?:one|option|approach) do you)|"
+    r"\((?:y/n|yes/no)\)|\[y/n\]"
+)
+
+
+def ends_asking(text: str) -> bool:
+    """Whether an answer's last lines ask the person something (a numbered list alone does
+    not: it is as often a report as a menu)."""
+    last = [line.strip() for line in text.rstrip().splitlines() if line.strip()][-3:]
+    return any(line.endswith("?") for line in last) or bool(CHOOSE.search("\n".join(last)))
+
+
+# A question that offers more after the work leaves nothing open.
+OFFER = re.compile(
+    r"(?i)\b(?:(?:want|like) me to|shall i|should i|i can also|happy to|"
+    r"if you(?:'d)? (?:like|want|prefer)|let me know if)"
+)
+# A question after the work that checks it landed or offers more, whatever its first word.
+CHECK = re.compile(
+    r"(?i)\b(?:what else|anything else|how (?:does|do) (?:that|this|it|these) (?:look|sound|work)|"
+    r"how(?:'s| is) (?:that|this)|how about\b|does (?:that|this|it) (?:help|make sense|answer|work)|"
+    r"makes? sense\?|any (?:other |more |further )?questions|how can i help)"
+)
+# A prompt that asks nothing ("hello", "."): the agent's "How can I help?" leaves no task open.
+GREETING = re.compile(
+    r"(?i)^\W*(?:(?:hi|hello|hey|yo|hola|hallo|bonjour|good (?:morning|afternoon|evening))"
+    r"(?: there)?)?\W*$"
+)
+# A question that asks what to do (a wh-word opens its sentence), whatever else it says.
+WH_QUESTION = re.compile(
+    r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:so,?\s+)?(?:what|which|how|where|who)\b[^.!?\n]*\?"
+)
+# Tools that change files: a task that used one did something, whatever it asked after.
+EDIT_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "write_file", "edit_file"}
+)
+
+
+def only_asked(st: SplitState) -> bool:
+    """The task's turn ended asking the person what to do (which stack, which option), it
+    changed nothing, and no reply came before the task ended: it was never done."""
+    answer = st.last_answer
+    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+        return False
+    if GREETING.match(st.intent_head or ""):
+        return False
+    end = answer.rsplit(ANSWER_GAP, 1)[-1]
+    if not ends_asking(end):
+        return False
+    tail = end[-300:]
+    if CHECK.search(tail):  # "What else can I help with?", "How does that look?"
+        return False
+    # "What do you want me to work on?" asks; "Do you want me to add tests?" offers
+    return bool(WH_QUESTION.search(tail)) or not OFFER.search(tail)
+
+
+def judged(st: SplitState, followed: bool = False) -> dict[str, int]:
+    """The signals an atom is scored by: its own, and whether it ended on an open question
+    that nothing followed (not saved in the state: a prompt in a later delta, an answer or
+    the next task — "What do you want me to work on?" answered by a request — closes it)."""
+    sig = dict(st.signals)
+    if st.api_retry:  # the model's API failed and never answered after its retries
+        sig["api_errors"] = sig.get("api_errors", 0) + 1
+    if not followed and only_asked(st):
+        sig["unanswered_question"] = 1
+    return sig
 
 
 def measured_skills(units: list[Unit]) -> list[str]:
@@ -121,7 +193,7 @@ def summary_of(st: SplitState) -> str:
         parts.append(f"Skills used: {', '.join(st.skills)}")
     if st.last_answer is not None:
         parts.append(f"Ended with: {first_sentence(st.last_answer, 200)}")
-    if st.signals.get("api_errors"):
+    if st.signals.get("api_errors") or st.api_retry:
         parts.append("The agent's model API failed")
     if st.person_interrupted:
         parts.append("The person interrupted the agent")
@@ -272,11 +344,11 @@ def finish(
         elif d.self_reported:
             atom.used_skills = list(dict.fromkeys(atom.used_skills + d.self_reported))
             p.used_skills_by = "self-reported"
-        p.ux_signals = dict(st.signals)
+        p.ux_signals = judged(st, followed=nxt is not None)
         if d.ux_score is not None:
             atom.ux_score, p.ux_score_by = max(1, min(10, int(d.ux_score))), "model"
         elif p.ux_score_by == "heuristic" or d.extends is None:
-            atom.ux_score, p.ux_score_by = heuristic_ux(st.signals), "heuristic"
+            atom.ux_score, p.ux_score_by = heuristic_ux(p.ux_signals), "heuristic"
         p.keywords = (d.keywords or p.keywords)[:40]
         p.ended = "interrupted" if st.interrupted else "completed" if st.completed else "open"
         p.origin = st.origin if st.has_prompt else p.origin

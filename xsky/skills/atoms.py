@@ -46,6 +46,7 @@ class SplitState(BaseModel):
     # they go with the next prompt's atom if that prompt starts one, else they stay here.
     pending: list[dict[str, Any]] = Field(default_factory=list)
     last_prompt: list[str] | None = None  # keywords of the last prompt (re-asks)
+    last_head: str | None = None  # the last prompt's text (a preamble it shares with the next)
     replied: bool = True  # the agent acted since the last prompt
     prompts: int = 0
     intent_head: str | None = None  # the first prompt (the intent)
@@ -57,6 +58,8 @@ class SplitState(BaseModel):
     skills: list[str] = Field(default_factory=list)  # measured skill use
     last_answer: str | None = None
     person_interrupted: bool = False
+    # The model's API failed and no answer came after it yet (a retry notice was the last word)
+    api_retry: bool = False
     # The person rewound the conversation (or rolled back turns) past this work: it was
     # undone, and their next prompt begins a task of its own.
     rewound: bool = False

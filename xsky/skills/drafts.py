@@ -24,7 +24,7 @@ from xsky.skills.atoms import (
     containment,
     keywords,
 )
-from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine
+from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine, own_part
 from xsky.skills.trajectory import MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
@@ -97,7 +97,8 @@ class Draft:
 
     def classify(self, u: Unit) -> Follow:
         st = self.state
-        return classify(u.head, u.origin, self.keywords, st.completed, st.interrupted)
+        head = own_part(u.head, st.last_head)
+        return classify(head, u.origin, self.keywords, st.completed, st.interrupted)
 
     def add(self, u: Unit) -> None:
         self.units.append(u)
@@ -144,11 +145,12 @@ class Draft:
             self._prompt(u)
         elif u.kind == "assistant":
             st.replied = st.completed = True
+            st.api_retry = False
             st.last_answer = u.head
             if st.first_text is None:
                 st.first_text = u.head
         elif u.kind == "tool_call":
-            st.replied, st.completed = True, False
+            st.replied, st.completed, st.api_retry = True, False, False
             name = u.tool or "tool"
             st.tools[name] = st.tools.get(name, 0) + 1
             if REVERT_COMMAND.search(u.head):
@@ -170,6 +172,8 @@ class Draft:
             _bump(sig, "rewound")
         elif u.marker == "reverted":  # the person undid the agent's edits (Codex's /undo)
             _bump(sig, "reverted_edits")  # (the turn still ended: it is no open task)
+        elif u.marker == "api_retry":  # the turn waits on the API: not done until it answers
+            st.completed, st.api_retry = False, True
         elif u.marker == "task_complete":
             st.completed = True
             _bump(sig, "completed")
@@ -180,7 +184,7 @@ class Draft:
 
     def _prompt(self, u: Unit) -> None:
         st, sig = self.state, self.state.signals
-        text = u.head.strip()
+        text = own_part(u.head, st.last_head)  # a preamble pasted again names nothing new
         cls = self.classify(u) if st.has_prompt else "new"
         if cls == "answer":
             st.completed = False  # the turn that asked goes on
@@ -195,6 +199,7 @@ class Draft:
         if not st.replied:
             _bump(sig, "unanswered_prompts")
         st.last_prompt, st.replied = words, False
+        st.last_head = u.head
         if not st.has_prompt:
             st.has_prompt, st.intent_head = True, text
             st.origin = "model" if u.origin == "model" else "person"
@@ -268,6 +273,8 @@ def _group(
             drafts.append(current)
         elif starts_here(i, u, current):
             fresh = Draft()
+            # the prompt before it, so the new task reads past the preamble they share
+            fresh.state.last_head = current.state.last_head
             for p in current.take_pending():  # the compaction before this prompt opens its atom
                 fresh.add(p)
             current = fresh

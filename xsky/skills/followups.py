@@ -14,6 +14,7 @@ import re
 from typing import Literal
 
 from xsky.skills.atoms import ACKNOWLEDGEMENT, CONTINUE, CORRECTION, containment, keywords
+from xsky.skills.trajectory import HEAD_CHARS
 
 Follow = Literal[
     "machine",  # machine text that reached a user record (older views): never intent
@@ -208,6 +209,40 @@ def known_stems(task_words: list[str]) -> set[str]:
     for w in task_words:
         known.update(stem(p) for p in _PARTS.split(w) if len(p) > 2)
     return known
+
+
+# Lines a prompt repeats from the prompt before it, this many characters of them or more: a
+# preamble the person pastes before each request (rules, a project brief, a spec's frame).
+PREAMBLE_CHARS = 100
+
+
+_WORDLESS = re.compile(r"\W*")
+
+
+def _line_key(line: str) -> str:
+    """A line as compared with the prompt before (rules of dashes and the like: none)."""
+    key = " ".join(line.split()).lower()
+    return "" if _WORDLESS.fullmatch(key.replace("_", "")) else key
+
+
+def own_part(text: str, before: str | None) -> str:
+    """What a prompt asks beyond the lines it repeats from the prompt ``before`` it, cut to
+    the head the rules read (:data:`HEAD_CHARS`): two requests behind one long pasted
+    preamble differ only after it. A prompt that repeats little, or only repeats (the same
+    ask again), is read as it is."""
+    if before:
+        seen = {k for line in before.splitlines() if (k := _line_key(line))}
+        own, repeated = [], 0
+        for line in text.splitlines():
+            key = _line_key(line)
+            if key and key in seen:
+                repeated += len(key)
+            elif key:
+                own.append(line.strip())
+            seen.discard(key)  # a line counts once
+        if repeated >= PREAMBLE_CHARS and own:
+            text = "\n".join(own)
+    return text.strip()[:HEAD_CHARS]
 
 
 def is_machine(head: str) -> bool:

@@ -40,6 +40,7 @@ Marker = Literal[
     "reverted",  # the person undid the agent's file changes (Codex's /undo)
     "session_start",
     "compaction",
+    "api_retry",  # the model's API failed and the agent will try again (Claude Code's notice)
 ]
 # Who wrote a ``user`` event (adapters classify every user-role record; machine input such as
 # task notifications, hook output and compaction instructions is not ``user`` at all but
@@ -137,6 +138,23 @@ _UNIT_DEFAULTS: dict[str, Any] = {
     "origin": None,
 }
 HEAD_CHARS = 400
+# A person's prompt keeps more: a fixed preamble pasted before each request (rules, a
+# project brief) can fill the first 400 characters of every prompt, and the request
+# follows it (followups.own_part reads past it).
+PROMPT_HEAD_CHARS = 4000
+# An answer keeps its end too: a turn that ends asking the person something asks it last.
+ANSWER_TAIL_CHARS = 400
+ANSWER_GAP = "\n[…]\n"
+
+
+def head_of(text: str, kind: str) -> str:
+    """What a unit keeps of its text for the rules: the start (a prompt's longer), and an
+    answer's end after it."""
+    if kind == "user":
+        return text[:PROMPT_HEAD_CHARS]
+    if kind == "assistant" and len(text) > HEAD_CHARS + ANSWER_TAIL_CHARS:
+        return text[:HEAD_CHARS] + ANSWER_GAP + text[-ANSWER_TAIL_CHARS:]
+    return text[: HEAD_CHARS + ANSWER_TAIL_CHARS if kind == "assistant" else HEAD_CHARS]
 
 
 @dataclass
@@ -247,7 +265,7 @@ def render(events: list[Event], start: int) -> Rendered:
                 s=at,
                 e=at + len(md),
                 kind=e.kind,
-                head=e.text[:HEAD_CHARS],
+                head=head_of(e.text, e.kind),
                 tool=e.tool,
                 error=e.is_error,
                 marker=e.marker,

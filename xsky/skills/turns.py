@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xsky.skills.atoms import keywords
-from xsky.skills.followups import classify, is_machine
+from xsky.skills.followups import classify, is_machine, own_part
 
 MAP_LINES = 240  # turns shown; the rest are counted
 SENTENCE_CHARS = 140
@@ -38,15 +38,18 @@ def classes(turns: list[Turn]) -> list[str]:
     """Each turn's class: who wrote it, and the offline reading ("new", "correction", …)."""
     out: list[str] = []
     task: list[str] = []
+    before: str | None = None  # the last prompt (a preamble it shares with the next)
     for t in turns:
         if t.origin is None and is_machine(t.head):
             out.append("machine")
             continue
-        follow = "new" if not task else classify(t.head, t.origin, task, True, False)
+        head = own_part(t.head, before)
+        follow = "new" if not task else classify(head, t.origin, task, True, False)
         if follow == "new":
             task = []
         if follow not in ("answer", "machine"):
-            task = list(dict.fromkeys(task + keywords(t.head)))[:40]
+            task = list(dict.fromkeys(task + keywords(head)))[:40]
+            before = t.head
         out.append(f"{t.origin or 'prompt'}/{follow}")
     return out
 

@@ -339,6 +339,13 @@ def _system(rec: dict[str, Any], ev: Any) -> Event:
         meta = json_object(rec.get("compactMetadata"))
         why = f"{meta.get('trigger', '?')} compaction at {meta.get('preTokens', '?')} tokens"
         return ev("marker", why, marker="compaction")
+    if sub == "api_error":  # a retry notice (2.1.x): the API failed, Claude Code tries again
+        attempt, most = rec.get("retryAttempt"), rec.get("maxRetries")
+        status = json_object(rec.get("error")).get("status")
+        said = f"API error {status}" if isinstance(status, int) else "API error"
+        if isinstance(attempt, int) and isinstance(most, int):
+            said += f", retry {attempt} of {most}"
+        return ev("marker", said, marker="api_retry")
     if sub == "turn_duration":
         ms = rec.get("durationMs")
         took = f"turn took {ms / 1000:.0f}s" if isinstance(ms, (int, float)) else ""

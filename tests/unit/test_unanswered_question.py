@@ -1,0 +1,130 @@
+"""A task whose agent only asked the person what to do, and got no answer, was not done
+(real11): it scored 10, as a success, because the turn had ended."""
+
+from __future__ import annotations
+
+from xsky.skills.atom_finish import DeltaView, finish
+from xsky.skills.drafts import group_offline
+from xsky.skills.trajectory import Unit, head_of
+
+# Trimmed from a real Codex 0.101.0 rollout: SublyFi/privacy-x402@349a2af4, codex-session.jsonl
+# (https://github.com/SublyFi/privacy-x402, found by real10): the person typed "init" in an
+# empty repository, the agent looked around and asked what "init" should produce; the
+# session ends there.
+QUESTION = (
+    "Repo state: empty working tree (only `.git/`), no remote, no commits.\n\n"
+    "What do you want `init` to produce?\n\n"
+    "1. Stack: `Python package (uv + ruff + pytest) (Recommended)` / `Node+TS (pnpm + eslint "
+    "+ vitest)` / `Minimal (README + .gitignore only)`\n"
+    "2. Shape: `library` / `CLI` / `notebook/analysis`\n"
+    "3. Git: create an initial commit + choose a license (`MIT` / `Apache-2.0` / "
+    "`none/private`)?"
+)
+
+
+def units(*items: tuple) -> list[Unit]:
+    out, at = [], 0
+    for item in items:
+        kind, text = item[0], item[1]
+        extra = item[2] if len(item) > 2 else {}
+        size = max(len(text), 10)
+        head = head_of(text, kind)
+        out.append(Unit(s=at, e=at + size, kind=kind, head=head, offset=at, end=at + size, **extra))
+        at += size
+    return out
+
+
+def atoms(us: list[Unit], cuts: list[int] = ()) -> list[dict]:
+    md = "." * us[-1].e
+    view = DeltaView("traj_t", "/raw.jsonl", md, 0, 0, len(md), session="s1")
+    out: dict[str, dict] = {}
+    prior, number, start = None, 1, 0
+    for end in [*cuts, len(us)]:
+        for a in finish(group_offline(us[start:end], prior), view, number, "offline"):
+            out[a.atom_id] = a.model_dump(mode="json", exclude={"provenance": {"deltas"}})
+        prior = a
+        number, start = int(a.atom_id[-4:]) + 1, end
+    return list(out.values())
+
+
+ASKED = (
+    ("user", "init", {"origin": "prompt"}),
+    ("assistant", "Repo init can mean a few things. I'm going to inspect the project first."),
+    ("tool_call", "ls -la", {"tool": "exec_command"}),
+    ("tool_result", "total 0\ndrwxr-xr-x .git", {"tool": "exec_command"}),
+    ("assistant", QUESTION),
+    ("marker", "", {"marker": "task_complete"}),
+)
+
+
+def test_a_task_that_only_asked_and_got_no_answer_is_not_a_success() -> None:
+    (atom,) = atoms(units(*ASKED))
+    assert atom["ux_score"] == 2
+    assert atom["provenance"]["ux_signals"]["unanswered_question"] == 1
+
+
+def test_the_answer_in_a_later_delta_closes_the_question() -> None:
+    answered = units(
+        *ASKED,
+        ("user", "1", {"origin": "answer"}),
+        ("tool_call", "*** Begin Patch", {"tool": "apply_patch"}),
+        ("tool_result", "Success", {"tool": "apply_patch"}),
+        ("assistant", "Scaffolded a Python package with uv, ruff and pytest."),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    whole = atoms(answered)
+    assert [a["ux_score"] for a in whole] == [10]
+    assert atoms(answered, [6]) == whole  # the answer came in the next delta
+
+
+def test_a_request_after_the_question_answers_it() -> None:
+    # a real Codex 0.120.0 rollout (anmol0b/Trezo-Ai@1bf566ba, codex-session.jsonl): the
+    # person typed ".", the agent asked "What do you want me to work on in this repo?", and
+    # the person's next prompt was the request — in the same delta or a later one. A request
+    # answered by such a question and nothing after it is the open one
+    ask = units(
+        ("user", "set up the repo", {"origin": "prompt"}),
+        ("assistant", "What do you want me to work on in this repo?"),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    assert atoms(ask)[0]["ux_score"] == 2
+    asked = units(
+        ("user", ".", {"origin": "prompt"}),
+        ("assistant", "What do you want me to work on in this repo?"),
+        ("marker", "", {"marker": "task_complete"}),
+        ("user", "help me apply for the agentic engineering grant by Superteam"),
+        ("assistant", "I'm using the apply-grant skill for this."),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    assert atoms(asked[:3])[0]["ux_score"] == 10  # "." asked nothing: no task left open
+    greeted = units(
+        ("user", "hello"),
+        ("assistant", "Hi! How can I help you today?"),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    assert atoms(greeted)[0]["ux_score"] == 10
+    whole = atoms(asked)
+    assert [a["ux_score"] for a in whole] == [10, 10]
+    assert atoms(asked, [3]) == whole
+
+
+def test_a_question_at_the_end_of_a_long_answer_counts_and_an_offer_does_not() -> None:
+    long_question = "I looked at the layout. " + "The repo has no build files yet. " * 30
+    us = units(*ASKED[:4], ("assistant", long_question + QUESTION), ASKED[5])
+    assert atoms(us)[0]["ux_score"] == 2
+    for done in (
+        "Done: the README explains the setup. Want me to also add a CONTRIBUTING guide?",
+        "It reads the config once at start-up. Does that answer it?",
+        "The flag is parsed in cli.py. What else can I help with?",
+    ):
+        us = units(*ASKED[:4], ("assistant", done), ASKED[5])
+        assert atoms(us)[0]["ux_score"] == 10, done
+    # a task that changed files and then asks about the next step did something
+    edited = units(
+        *ASKED[:2],
+        ("tool_call", "*** Begin Patch", {"tool": "apply_patch"}),
+        ("tool_result", "Success", {"tool": "apply_patch"}),
+        ("assistant", "Added a README. Which license do you want, MIT or Apache-2.0?"),
+        ASKED[5],
+    )
+    assert atoms(edited)[0]["ux_score"] == 10
