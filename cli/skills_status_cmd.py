@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -22,7 +23,7 @@ from activities.skills.store import RecordCount, TrajRow
 from cli.hints import cli_message
 from cli.render import cell, one_line, out, print_json, shown
 from client.skills import Skills
-from xsky.config import load_settings
+from xsky.config import load_settings, moved_note
 from xsky.errors import UsageError
 from xsky.skills.transcripts import NOT_INTENT
 
@@ -102,6 +103,8 @@ def _print_not_intent(records: list[RecordCount]) -> None:
 
 def _print_status(facts: dict[str, Any], trajs: list[TrajRow]) -> None:
     out.print(f"[bold]skills home[/] {shown(facts['home'])}")
+    if facts.get("formerHome"):
+        out.print(f"  [yellow]note[/] {shown(moved_note(Path(facts['formerHome'])))}")
     for s in facts["sources"]:
         out.print(
             f"  source {s['kind']:<11} {shown(s['path'])}"

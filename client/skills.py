@@ -45,7 +45,7 @@ from client._consts import PICKUP_WAIT
 from client.connect import connect_client
 from client.workers import picked_up, queue_pollers, unserved_error
 from workflows.skills.watch import SkillsScanWorkflow
-from xsky.config import Settings
+from xsky.config import Settings, former_skills_home, moved_note
 from xsky.errors import ConnectError, NoWorkerError, UsageError
 from xsky.settings_files import (
     SettingsError,
@@ -114,9 +114,14 @@ class SkillsStatus:
     """Something was ingested (the state database exists)."""
     records: list[RecordCount] = field(default_factory=list)
     """Every record type the adapters met, per source: counted, interpreted or opaque."""
+    former_home: str | None = None
+    """The default skills home, when XSKY_HOME moved this one away from it and only it holds
+    what was ingested (xsky.config.former_skills_home)."""
 
     def as_json(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"home": self.home, "sources": self.sources}
+        if self.former_home:
+            facts["formerHome"] = self.former_home
         if self.ingested:
             facts["lastScan"] = self.last_scan
         facts |= {
@@ -347,6 +352,7 @@ class Skills:
             last_scan=last_scan,
             ingested=store is not None,
             records=records,
+            former_home=str(former) if (former := former_skills_home(self.settings)) else None,
         )
         try:
             client = await self._connected()
@@ -365,10 +371,13 @@ class Skills:
         """The atoms of one trajectory, by its id or a unique part of one."""
         store = self._store()
         if store is None:
+            former = former_skills_home(self.settings)
             raise UsageError(
                 f"nothing ingested yet in {self.settings.skills_home}",
-                "scan first (Skills.start_scan())",
-                topic="skills-empty",
+                f"{moved_note(former)}; or scan first"
+                if former
+                else "scan first (Skills.start_scan())",
+                topic="skills-moved" if former else "skills-empty",
             )
         try:
             ids = [t.traj_id for t in store.trajs()]

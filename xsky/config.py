@@ -26,7 +26,7 @@ Cloud profile works unchanged.
 | XSKY_ARTIFACT_THRESHOLD | 8192 | results larger than this (bytes) travel as references |
 | XSKY_UI_URL | http://localhost:$XSKY_UI_PORT | the Temporal Web UI, for links |
 | XSKY_MAX_PLAN_BYTES | 5242880 | largest workflow XML accepted |
-| XSKY_SKILLS_HOME | ~/.xsky/skills-home | trajectories, atoms and the skill library |
+| XSKY_SKILLS_HOME | $XSKY_HOME/skills-home when XSKY_HOME is set, else ~/.xsky/skills-home | trajectories, atoms and the skill library |
 | XSKY_USER_SETTINGS | ~/.xsky/settings.json | the user's settings file (roles, permissions, skills) |
 | XSKY_PROJECT_DIR | . | the project whose ``.xsky/settings.json`` applies |
 | XSKY_MODEL | (none: offline) | the model agents and the planner use (``OPENAI_BASE_URL`` says where) |
@@ -212,6 +212,43 @@ def misspelt_settings(environ: Mapping[str, str] | None = None) -> list[str]:
     return said
 
 
+def default_skills_home() -> Path:
+    """The skills home when neither XSKY_SKILLS_HOME nor XSKY_HOME is set (the only one before
+    v0.12.4, whatever XSKY_HOME said)."""
+    return (Path.home() / ".xsky" / "skills-home").absolute()
+
+
+def skills_home_of(env: Mapping[str, str]) -> Path:
+    """XSKY_SKILLS_HOME; else ``$XSKY_HOME/skills-home`` when XSKY_HOME is set, so a home of
+    its own keeps its skill pipeline too; else :func:`default_skills_home`."""
+    if env.get("XSKY_SKILLS_HOME"):
+        return Path(env["XSKY_SKILLS_HOME"]).expanduser().absolute()
+    if env.get("XSKY_HOME"):
+        return (Path(env["XSKY_HOME"]).expanduser() / "skills-home").absolute()
+    return default_skills_home()
+
+
+def former_skills_home(settings: Settings, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The default skills home when XSKY_HOME moved this process's elsewhere, it holds what
+    was ingested and the new one nothing yet: the place a person's earlier atoms and skills
+    are (they are not moved, nor read, without a word)."""
+    env = os.environ if environ is None else environ
+    if env.get("XSKY_SKILLS_HOME"):
+        return None  # chosen
+    old = default_skills_home()
+    if settings.skills_home == old or (settings.skills_home / "state.db").exists():
+        return None
+    return old if (old / "state.db").exists() else None
+
+
+def moved_note(former: Path) -> str:
+    """What to do about a former skills home (:func:`former_skills_home`)."""
+    return (
+        f"what was ingested before XSKY_HOME moved the skills home is in {former}: "
+        f"set XSKY_SKILLS_HOME={former} to go on with it, or move it here"
+    )
+
+
 def load_settings(
     environ: Mapping[str, str] | None = None, *, profile: str | None = None
 ) -> Settings:
@@ -230,9 +267,7 @@ def load_settings(
         # (the dev server `starter.py up` starts serves its UI on XSKY_UI_PORT: links follow it)
         ui_url=env.get("XSKY_UI_URL") or f"http://localhost:{_int(env, 'XSKY_UI_PORT', 8233)}",
         max_plan_bytes=_int(env, "XSKY_MAX_PLAN_BYTES", 5 * 1024 * 1024),
-        skills_home=Path(env.get("XSKY_SKILLS_HOME") or Path.home() / ".xsky" / "skills-home")
-        .expanduser()
-        .absolute(),
+        skills_home=skills_home_of(env),
         user_settings=Path(
             env.get("XSKY_USER_SETTINGS") or Path.home() / ".xsky" / "settings.json"
         ),
