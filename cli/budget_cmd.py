@@ -9,7 +9,7 @@ import asyncio
 from rich.table import Table
 
 from cli.board import agent_shown, task_spend
-from cli.render import cell, out, print_json
+from cli.render import cell, err, out, print_json
 from client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import UsageError
@@ -140,11 +140,32 @@ async def cmd_budget(args: argparse.Namespace) -> int:
             page = await run.board(limit=2000)
             return show_spend(args, page.budget, page.tasks)
         result = await set_limits(run, args.limits, args.task, args.reserve)
+        note = await ended_note(run, args.task) if args.task else None
     if args.json:
-        print_json(result.wire())
+        print_json({**result.wire(), **({"note": note} if note else {})})
     else:
         out.print(cell(result.message))
+        if note:
+            err.print(cell(f"note: {note}"))
     return 0
+
+
+async def ended_note(run: Run, task: str) -> str | None:
+    """What a task's cap will do when the task has ended: the run takes the cap (its update
+    accepts it), but a completed or skipped task never runs again in this run, and a failed or
+    cancelled one only if it is retried — said, rather than a cap set for nothing in silence."""
+    row = await run.task(task)
+    if row.status in ("completed", "skipped"):
+        return (
+            f"{row.id} has {row.status} and does not run again in this run: its cap applies "
+            "to nothing"
+        )
+    if row.status in ("failed", "cancelled"):
+        return (
+            f"{row.id} has {row.status}: its cap applies if it runs again "
+            f"(`retry {run.id} {row.id}`)"
+        )
+    return None
 
 
 async def set_limits(
