@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import stat
 from collections.abc import Collection, Mapping
@@ -120,8 +121,35 @@ def load_plan(
         + shared_output_warnings(parsed.workflow)
         + instruction_loop_warnings(given),
     )
-    text = data.decode("utf-8", errors="replace")
+    text = plan_text(data)
     return LoadedPlan(p, text, parsed.workflow, warnings, parsed.dialect, parsed.repairs, parsed)
+
+
+_BOMS = (  # (UTF-32's little-endian mark begins with UTF-16's: it is looked for first)
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_DECLARED = re.compile(rb"""<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+_DECLARATION = re.compile(r"""(<\?xml[^>]*?encoding\s*=\s*["'])[^"']*(["'])""")
+
+
+def plan_text(data: bytes) -> str:
+    """A plan file's text as XML reads it — by its byte order mark (UTF-8, UTF-16, UTF-32), else
+    its declared encoding, else UTF-8 — with a declaration that says UTF-8, as the text is then
+    written. (`convert` of a native plan saved as UTF-16 by a Windows editor wrote it "as it is":
+    its bytes read as UTF-8, every other character a NUL — walk10.)"""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+    if encoding is None:
+        declared = _DECLARED.match(data)
+        encoding = declared.group(1).decode("ascii") if declared else "utf-8"
+    try:
+        text = data.decode(encoding, errors="replace")
+    except LookupError:  # an encoding Python does not know: as before
+        text = data.decode("utf-8", errors="replace")
+    return _DECLARATION.sub(r"\g<1>UTF-8\g<2>", text.lstrip("\ufeff"), count=1)
 
 
 def check_plan_source(
