@@ -171,6 +171,15 @@ def _interrupted(args: argparse.Namespace | None) -> str:
         # Only the run it started goes on: `run --id X` stopped while it waited for a worker
         # started nothing, and a fork's `id` is the run forked, not the fork.
         started = getattr(args, "started", None)
+        starting = getattr(args, "starting", None)
+        if started is None and starting is not None:
+            # stopped as it was started, or while it waited for a worker to take it: it may
+            # well go on — named, so it can be found (walk10: only "unless `list` shows it")
+            wid = printable(str(starting))
+            return (
+                f"interrupted as {wid} was started: if it was, it goes on — "
+                f"`starter.py follow {wid}` re-attaches, `starter.py cancel {wid}` stops it"
+            )
         if started is None:
             return (
                 "interrupted before the run was started (or as it started): nothing goes on "

@@ -130,6 +130,7 @@ async def cmd_plan(args: argparse.Namespace) -> int:
             options=options,
             id=args.id,
             on_wait=lambda note: out.print(cell(note)),
+            on_start=lambda wid: setattr(args, "starting", wid),  # for Ctrl-C
         )
         return await announce(
             args, settings, x, start, options, ": the leader plans the request, then runs it"

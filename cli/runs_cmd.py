@@ -259,6 +259,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             options=options,
             id=args.id,
             on_wait=lambda note: err.print(cell(note)),
+            on_start=lambda wid: setattr(args, "starting", wid),  # for Ctrl-C
         )
         return await announce(
             args, settings, x, start, options, f"({counted(len(wf.agents), 'agent')})"

@@ -145,6 +145,7 @@ class XSky:
         id: str | None = None,
         wait_for_worker: float | None = None,
         on_wait: Any = None,
+        on_start: Any = None,
     ) -> Run:
         """Start a run of a plan (a Workflow, an XML file's path, XML text) or of a request in
         words, which the leader plans first. Checks that workers serve every queue it needs.
@@ -189,11 +190,17 @@ class XSky:
             )
             named = (wf.task_id, wf.name)
         if id is not None:
-            return await self.start(inp, id, wait_for_worker=wait_for_worker, on_wait=on_wait)
+            return await self.start(
+                inp, id, wait_for_worker=wait_for_worker, on_wait=on_wait, on_start=on_start
+            )
         for _ in range(3):  # an id drawn twice (1 in 16 million) is drawn again, never reused
             try:
                 return await self.start(
-                    inp, new_run_id(*named), wait_for_worker=wait_for_worker, on_wait=on_wait
+                    inp,
+                    new_run_id(*named),
+                    wait_for_worker=wait_for_worker,
+                    on_wait=on_wait,
+                    on_start=on_start,
                 )
             except UsageError as e:
                 if e.topic != "exists":
@@ -207,10 +214,19 @@ class XSky:
         wait_for_worker: float | None = None,
         on_wait: Any = None,
         memo: dict[str, Any] | None = None,
+        on_start: Any = None,
     ) -> Run:
-        """Start a run from a prepared RunInput (what :meth:`run` builds)."""
+        """Start a run from a prepared RunInput (what :meth:`run` builds); ``on_start(id)`` is
+        called as it is started (from then on it may exist)."""
         handle = await launch(
-            self.client, self.settings, inp, workflow_id, wait_for_worker, on_wait, memo
+            self.client,
+            self.settings,
+            inp,
+            workflow_id,
+            wait_for_worker,
+            on_wait,
+            memo,
+            on_start=on_start,
         )
         return Run(self.client, self.settings, handle)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +105,13 @@ async def launch(
     on_wait: Any = None,
     memo: dict[str, Any] | None = None,
     lineage: list[str] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> WorkflowHandle[Any, RunResult]:
     """Start the leader of a prepared RunInput once workers serve every queue it needs; its
     handle once a worker has taken its first task (an UnservedRunError, the run started, when
-    none has within a few seconds). ``lineage``: the runs it descends from (xsky/lineage.py)."""
+    none has within a few seconds). ``lineage``: the runs it descends from (xsky/lineage.py).
+    ``on_start(id)`` is called as the run is started: from then on it may exist (the CLI's
+    Ctrl-C names it, rather than that some run may have started)."""
     wf = inp.workflow
     summary = (wf.name if wf else " ".join((inp.task_prompt or "").split())[:120]) or workflow_id
     details = (
@@ -143,6 +147,8 @@ async def launch(
     attributes = TypedSearchAttributes.empty
     if lineage:
         attributes = TypedSearchAttributes([SearchAttributePair(LINEAGE_KEY, lineage)])
+    if on_start is not None:
+        on_start(workflow_id)
     try:
         try:
             handle = await start(attributes)

@@ -28,3 +28,13 @@ def test_a_fork_names_the_fork_not_the_run_it_forked():
 def test_following_a_run_still_says_how_to_re_attach():
     said = _interrupted(argparse.Namespace(command="follow", id="walk6-x"))
     assert said.endswith("re-attach with `starter.py follow walk6-x`")
+
+
+def test_a_run_stopped_as_it_was_started_is_named():
+    """Ctrl-C once the start was sent — while the CLI waited for a worker to take the run's
+    first task — said only "nothing goes on unless `starter.py list` shows it", and the run
+    went on unnamed (walk10): the id being started is named, with how to re-attach or stop it."""
+    starting = argparse.Namespace(command="run", id=None, follow=True, starting="xsky-slow-294835")
+    said = _interrupted(starting)
+    assert "xsky-slow-294835" in said and "`starter.py follow xsky-slow-294835`" in said, said
+    assert "`starter.py cancel xsky-slow-294835`" in said, said
