@@ -439,3 +439,18 @@ def test_allowing_a_call_for_the_run_answers_the_same_call_another_agent_waits_o
     assert [p for p in asked if p != "answered-wait-note-cleared"] == [
         "approve-run-answers-alike"
     ] * 2
+
+
+def test_ending_a_run_while_a_replan_stops_a_running_agent_it_removed_is_refused_in_words():
+    """`end_run` right after a replan removed a running agent: the agent is still active (its
+    stop not yet acknowledged) and no longer on the board — the check raised KeyError('2'), the
+    stock CLI's reply was "'2' (type: KeyError, retryable: true)" (walk10)."""
+    shell = Shell(workflow("1", "2"))
+    core = shell.core
+    shell.loop()  # both run
+    new = workflow("1")
+    _, stops = core.apply_plan(core.checks.plan(new), "replaced by a person", shell.now)
+    shell.apply(stops)
+    assert shell.stopping == ["2"] and "2" not in core.tasks
+    with pytest.raises(Rejected, match=r"agents are still running \(T-1, T-2\)"):
+        core.checks.end(EndRunRequest(reason="fixed by hand"))

@@ -112,7 +112,12 @@ class Checks:
     def end(self, req: EndRunRequest) -> None:
         self.open()
         if self.board.active:
-            running = ", ".join(self.board.tasks[a].id for a in list(self.board.active)[:10])
+            # (an agent a replan removed is active until its stop is acknowledged, and no longer
+            # on the board: its id was a KeyError here — walk10)
+            running = ", ".join(
+                self.board.tasks[a].id if a in self.board.tasks else f"T-{a}"
+                for a in list(self.board.active)[:10]
+            )
             raise Rejected(
                 f"agents are still running ({running}); wait for them, or cancel the run instead"
             )
