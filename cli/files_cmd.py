@@ -9,10 +9,11 @@ import asyncio
 import base64
 import sys
 
-from cli.render import cell, out, print_json
+from cli.render import cell, err, out, print_json
 from client import XSky
-from client.workspace_files import is_folder, list_files, read_file
+from client.workspace_files import is_folder, list_files, read_file, where_held
 from xsky.config import load_settings
+from xsky.errors import UsageError
 from xsky.safe_text import printable
 
 
@@ -30,9 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def cmd_files(args: argparse.Namespace) -> int:
-    async with XSky.connect(load_settings()) as x:
+    settings = load_settings()
+    async with XSky.connect(settings) as x:
         run = await x.get(args.id)
         root = await run.workspace()
+        holder = await run.workspace_host()
+    # With an object store one host holds the workspace: say which, when it is not this one.
+    said = where_held(run.id, root, settings.host, holder)
+    if said is not None and not root.exists():
+        raise UsageError(said)
+    if said is not None:
+        err.print(cell(f"note: {said}"))
     if args.path and not is_folder(root, run.id, args.path):
         data = read_file(root, run.id, args.path)
         if args.json:  # (it printed the raw file, --json or not)
@@ -61,7 +70,7 @@ async def cmd_files(args: argparse.Namespace) -> int:
         return 0
     names = list_files(root, run.id, args.path)
     if args.json:
-        print_json({"workflowId": run.id, "workspace": str(root), "files": names})
+        print_json({"workflowId": run.id, "workspace": str(root), "host": holder, "files": names})
         return 0
     out.print(cell(f"{run.id}'s workspace ({root}): {len(names)} file(s)"))
     for name in names:

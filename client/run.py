@@ -65,7 +65,7 @@ from client.start import LINEAGE_KEY, launch
 from client.steer import check_signalled, find_task, no_task, predates_update, send_signal
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import serving, unanswered, untaken
-from client.workspace_files import workspace_folder
+from client.workspace_files import workspace_folder, workspace_holder
 from xsky.agent_log import parse_lines, transcript_key
 from xsky.config import Settings
 from xsky.errors import (
@@ -741,6 +741,12 @@ class Run:
         return workspace_folder(
             self._settings, self.id, await first_input(self._client, self.handle)
         )
+
+    async def workspace_host(self) -> str | None:
+        """The host that holds this run's workspace with an object store (``XSKY_HOST`` of the
+        worker whose agents work in it); None with a shared disk or before one was claimed."""
+        first = await first_input(self._client, self.handle)
+        return await asyncio.to_thread(workspace_holder, self._settings, self.id, first)
 
     async def end(self, reason: str | None = None) -> InterventionResult:
         """Close a run held open (``hold_on_failure``, or paused): pending requests are

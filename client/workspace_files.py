@@ -13,11 +13,14 @@ from pathlib import Path
 
 from activities.sandbox.confine import confine, list_inside, open_inside, sandbox_settings
 from activities.sandbox.workspace import WorkspaceRefused, resolve
+from activities.storage import claims, open_objects
+from activities.storage.snapshots import workspace_key
 from activities.tools import ToolError
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.runs import RunInput
 from xsky.settings_files import worker_layers
+from xsky.storage import ObjectStore, parse_store
 
 MAX_LISTED = 5000  # names in one listing: a larger workspace is listed a folder at a time
 
@@ -31,6 +34,41 @@ def workspace_folder(settings: Settings, run_id: str, first: RunInput) -> Path:
         return resolve(first.options.workspace, settings, owner_run, roots)
     except WorkspaceRefused as e:
         raise UsageError(str(e)) from None
+
+
+def workspace_holder(settings: Settings, run_id: str, first: RunInput) -> str | None:
+    """The host (``XSKY_HOST``) that holds run ``run_id``'s workspace, with an object store —
+    where workers share no disk and one host at a time holds it (activities/storage/claims.py);
+    None with a shared disk, or before an agent claimed it."""
+    if not parse_store(settings.store).s3:
+        return None
+    workspace_of = first.resume.workspace_of if first.resume is not None else None
+    return held_by(
+        open_objects(settings), workspace_key(run_id, first.options.workspace, workspace_of)
+    )
+
+
+def held_by(store: ObjectStore, key: str) -> str | None:
+    """The host the store's claims name for the workspace ``key`` (None: never claimed)."""
+    held = claims.holder(store, key)
+    return held.host or None if held is not None else None
+
+
+def where_held(run_id: str, root: Path, here: str, holder: str | None) -> str | None:
+    """What a person reading the workspace on this machine (host ``here``) must know when another
+    host holds it: there is no copy here (an error), or this one may be behind (a note)."""
+    if holder is None or holder == here:
+        return None
+    if not root.exists():
+        return (
+            f"{run_id}'s workspace is on host {holder!r} (the worker with XSKY_HOST={holder}), "
+            f"not on this one ({here!r}): run `starter.py files {run_id}` there; "
+            f"`starter.py result {run_id}` shows what its agents returned"
+        )
+    return (
+        f"host {holder!r} holds {run_id}'s workspace now: this machine's copy ({root}) is the one "
+        f"its agents left here and may be behind — `starter.py files {run_id}` on {holder!r} reads it"
+    )
 
 
 def list_files(root: Path, run_id: str, path: str = "") -> list[str]:
