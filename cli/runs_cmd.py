@@ -660,7 +660,9 @@ async def cmd_list(args: argparse.Namespace) -> int:
             if any(
                 (args.status, args.waiting, args.failed, args.plan, args.descendants, args.query)
             )
-            else "no runs yet: start one with `starter.py run examples/demo.xml --follow`"
+            # (examples/demo.xml verbatim fails: it reads a site only `demo` serves — walk10)
+            else "no runs yet: start one with `starter.py run examples/chain.xml --follow`, or "
+            "`starter.py demo` (it serves the demo's site and runs examples/demo.xml)"
         )
     )
     return 0

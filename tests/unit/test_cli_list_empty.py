@@ -45,4 +45,9 @@ def test_no_filter_and_no_runs_says_how_to_start_one(
 ) -> None:
     monkeypatch.setattr(cli.runs_cmd.XSky, "connect", lambda *_: _NoRuns())
     assert main(["list"]) == 0
-    assert "no runs yet: start one with" in capsys.readouterr().out
+    said = " ".join(capsys.readouterr().out.split())
+    assert "no runs yet: start one with" in said
+    # a command that works as written: examples/demo.xml reads a site only `demo` serves
+    # (its browser and http agents failed, refused by the egress proxy — walk10)
+    assert "run examples/demo.xml" not in said and "`starter.py demo`" in said
+    assert "`starter.py run examples/chain.xml --follow`" in said
