@@ -63,6 +63,7 @@ from client.skills_host import (
     skills_identity,
 )
 from workflows.leader import LeaderWorkflow
+from workflows.missing_input import MissingInput
 from workflows.sandbox import workflow_runner
 from workflows.skills.entity import SkillEntityWorkflow
 from workflows.skills.library import SkillLibraryWorkflow
@@ -113,7 +114,9 @@ def build_workers(
     build_models()
     build_argument_models()
     workers = []
-    observed = [AgentAttempts()]  # run_agent attempts counted (xsky_agent_attempts)
+    # run_agent attempts counted (xsky_agent_attempts); a query or update sent without its input
+    # refused in one sentence (the stock CLI without --input)
+    observed = [AgentAttempts(), MissingInput()]
     if skills:
         pipeline, lib = SkillActivities(settings), LibraryActivities(settings)
         entity = EntityActivities(settings)
