@@ -200,3 +200,14 @@ def test_a_numbered_list_in_a_prompt_does_not_cut_its_intent_at_the_first_number
     assert sentences("Fix the login bug in the auth module. Then add a test and push.", 45) == (
         "Fix the login bug in the auth module."
     )
+
+
+def test_one_numbered_step_is_one_agent_not_its_number_and_the_step():
+    """`plan "1. Print hello"` made two agents, the first with the task "1" (walk10)."""
+    for request in ("1. Print hello", "Step 1. Print hello", "1. Print hello."):
+        wf = offline.plan(request, "t")
+        assert [a.task for a in wf.agents] == ["Print hello"], (request, wf.agents)
+    steps, _ = offline.split_steps("Fetch the page. Then summarize it")
+    assert steps == ["Fetch the page", "summarize it"]
+    # a number alone is still the request when nothing else is
+    assert offline.split_steps("42")[0] == ["42"]

@@ -118,6 +118,7 @@ def answer(task: str, input_text: str | None) -> str:
 # -- planning by rules ----------------------------------------------------------------------
 
 _NUMBERED = re.compile(r"(?:^|\s)(\d{1,2})[.)]\s+")
+_ONLY_NUMBER = re.compile(r"(?:step\s+)?\d{1,2}[.)]?", re.I)
 _THEN = re.compile(
     r"(?:[,;.]\s*|\s+)(?:and\s+)?(?:then|after that|afterwards|finally|next)\b[,:]?\s+", re.I
 )
@@ -163,7 +164,9 @@ def split_steps(text: str) -> tuple[list[str], bool]:
     if len(phases) == 1:
         sentences = [s.strip(" .;,") for s in re.split(r"(?<=[.!?])\s+", text) if s.strip(" .;,")]
         phases = sentences or phases
-    return phases, False
+    # A step's number alone is no step: "1. Print hello" (one numbered step) split at its "1."
+    # made an agent whose task was "1" (walk10)
+    return [p for p in phases if not _ONLY_NUMBER.fullmatch(p)] or phases, False
 
 
 def _parallel_parts(phase: str) -> list[str]:
