@@ -31,7 +31,9 @@ from xsky.safe_text import xml_safe
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "plan", help="plan a request (print it, or --run it), or show a run's plan by its id"
+        "plan",
+        help="plan a request (print it: planned here, with this command's model; or --run it: "
+        "planned on the workers), or show a run's plan by its id",
     )
     p.add_argument("text", help='the request in words ("1. … 2. …", "… then …"), or a run id')
     p.add_argument(
@@ -161,10 +163,25 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if result.notes:  # e.g. the reply was in Eko's form: what was mapped, what repaired
         err.print(cell(result.notes))
     err.print(plan_tree(result.workflow))
-    err.print(
-        cell(
-            f'planned by {result.provider} in {result.attempts} attempt(s); run it with `starter.py plan "…" --run` '
-            'or save the XML (`starter.py plan "…" > plan.xml`) and `starter.py run plan.xml`'
-        )
-    )
+    err.print(cell(planned_where(result.provider, result.attempts)))
     return 0
+
+
+def planned_where(provider: str, attempts: int) -> str:
+    """Where a printed plan was made: here, with this command's settings — not where a run would
+    plan it (`--run`: the leader's worker, with the workers' model), which may differ (walk9: a
+    CLI without a model planned offline while the workers had one, and did not say so)."""
+    if provider == "offline":
+        made = (
+            "planned by the offline provider on this machine: no model is set for this command "
+            "(XSKY_MODEL); the workers may have one, and `--run` plans with theirs"
+        )
+    else:
+        made = (
+            f"planned by {provider} on this machine, with this command's settings (`--run` plans "
+            f"on the workers, with their model) in {attempts} attempt(s)"
+        )
+    return (
+        f'{made}; run it with `starter.py plan "…" --run` or save the XML '
+        '(`starter.py plan "…" > plan.xml`) and `starter.py run plan.xml`'
+    )
