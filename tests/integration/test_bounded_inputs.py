@@ -59,7 +59,9 @@ async def test_oversized_texts_are_refused_or_go_by_reference_and_the_run_comple
 
     async def refused_all() -> None:
         page = await handle.query(LeaderWorkflow.task_board, PageRequest())
-        assert any("5 malformed or spoofed message(s) refused" in n for n in page.notes), page.notes
+        assert any(
+            "5 signal(s) refused (malformed, spoofed or not applicable)" in n for n in page.notes
+        ), page.notes
         assert page.state == "waiting", page.state  # the oversized pause was not taken
 
     await eventually(refused_all, 30)

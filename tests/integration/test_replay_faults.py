@@ -81,7 +81,7 @@ async def test_refused_signals_the_twins_and_an_input_by_reference_replay(
 
         async def refused() -> None:
             page = await handle.query(LeaderWorkflow.task_board, PageRequest())
-            assert any("3 malformed or spoofed" in n for n in page.notes), page.notes
+            assert any("3 signal(s) refused" in n for n in page.notes), page.notes
 
         await eventually(refused, 30)
         await handle.execute_update(

@@ -356,7 +356,9 @@ async def test_a_run_is_steered_and_answered_from_the_web_ui(
 
     # The UI shows the outcome: the board is done, the run Completed with the answer in its result.
     await refreshed(
-        page, board, "1 malformed or spoofed message(s) refused, the last: nudge signal"
+        page,
+        board,
+        "1 signal(s) refused (malformed, spoofed or not applicable), the last: nudge signal",
     )
     await refreshed(page, board, "2 completed")
     await page.get_by_role("tab", name="Timeline").click()

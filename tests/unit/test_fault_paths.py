@@ -245,10 +245,26 @@ def test_a_refusal_is_counted_on_the_board_and_written_in_the_permission_log():
     c = core()
     c.people.refuse("pause signal", "null", "the request must be a JSON object", NOW)
     assert c.state.audit.refused == 1
-    assert any("1 malformed or spoofed message(s) refused" in n for n in c.views.notices())
+    assert any(
+        "1 signal(s) refused (malformed, spoofed or not applicable)" in n for n in c.views.notices()
+    )
     (entry,) = c.state.audit.entries
     assert entry.tool == "pause signal" and entry.effect == "deny" and entry.by == "person"
     assert entry.reason == "refused: the request must be a JSON object"
+
+
+def test_a_late_nudge_refused_is_not_called_malformed_or_spoofed():
+    """A well-formed nudge signal for an agent that has ended is refused as its update twin
+    would be; the board's count does not call it malformed or spoofed (walk9)."""
+    c = core()
+    why = "T-1 has already ended (completed): a nudge reaches only agents that run or wait"
+    c.people.refuse("nudge signal", '{"taskId": "T-1"}', why, NOW, "T-1")
+    (note,) = [n for n in c.views.notices() if "refused" in n]
+    assert "malformed or spoofed message" not in note, note
+    assert (
+        "1 signal(s) refused (malformed, spoofed or not applicable), the last: nudge signal: T-1 has already ended"
+        in note
+    )
 
 
 def test_an_agents_long_progress_note_is_cut():

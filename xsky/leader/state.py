@@ -192,7 +192,7 @@ class AuditState(WireModel):
 
     entries: list[AuditEntry] = Field(default_factory=list)
     dropped: int = 0  # entries beyond the kept tail
-    refused: int = 0  # malformed or spoofed messages refused (each is an entry)
+    refused: int = 0  # signals refused: malformed, spoofed or not applicable (each is an entry)
     last_refusal: str | None = None
 
 

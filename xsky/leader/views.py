@@ -314,7 +314,7 @@ class Views:
             )
         if self.audit.state.refused:
             notes.append(
-                f"warning: {self.audit.state.refused} malformed or spoofed message(s) refused, the last: "
+                f"warning: {self.audit.state.refused} signal(s) refused (malformed, spoofed or not applicable), the last: "
                 f"{literal(' '.join((self.audit.state.last_refusal or '').split())[:200])} (each is in the permission log)"
             )
         if self.input.permissions.mode != "default":
