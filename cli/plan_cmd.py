@@ -74,7 +74,7 @@ async def _existing_run(text: str) -> Run | None:
         return None
     try:
         return await x.get(text)
-    except RunNotFoundError:
+    except RunNotFoundError as e:
         # A run id, mistyped: planning it as a request would puzzle (and, with a model, spend).
         # One word shaped as an id (`my-frist-run`, `b2x`, `fail-run-ef435`) close to a recent
         # run's id is taken for one; a one-word request in plain letters is planned.
@@ -92,10 +92,10 @@ async def _existing_run(text: str) -> Run | None:
                 return None
         elif not text.startswith("xsky-"):
             return None
-        hint = f" — did you mean {close[0]}?" if close else ""
+        said = f"no run with id {text} — did you mean {close[0]}?" if close else e.fact
         raise RunNotFoundError(
-            f"no run with id {text}{hint}; `starter.py list` shows the recent ones (to plan a "
-            "request, write it in words)"
+            f"{said}; `starter.py list` shows the recent ones (to plan a request, write it in "
+            "words)"
         ) from None
 
 

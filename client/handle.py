@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from client.values import RunSummary
 from xsky.config import Settings, load_settings
 from xsky.errors import (
     PlanError,
+    RunNotFoundError,
     UsageError,
 )
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
@@ -238,8 +240,33 @@ class XSky:
             self.settings,
             self.client.get_workflow_handle(run_id, result_type=calls.RESULT),
         )
-        await run.temporal_status()
+        try:
+            await run.temporal_status()
+        except RunNotFoundError as e:
+            near = await self._near_ids(run_id)
+            if not near:
+                raise
+            raise RunNotFoundError(
+                f"{e.fact} (did you mean {' or '.join(near)}?)",
+                e.fix,
+                topic=e.topic,
+                subject=e.subject,
+            ) from None
         return run
+
+    async def _near_ids(self, run_id: str, recent: int = 200) -> list[str]:
+        """Recent runs' ids close to a mistyped one (walk10: `status` of a typo said only that
+        there was no such run): a near spelling, or the id the text ends or is part of
+        (`slow-2adde3`, `2adde3`). Best effort: a listing that fails suggests nothing."""
+        try:
+            ids = [wf.id async for wf in self.client.list_workflows(limit=recent)]
+        except Exception:  # noqa: BLE001 - the run was not found; a hint is all this adds
+            return []
+        ids = list(dict.fromkeys(ids))
+        close = difflib.get_close_matches(run_id, ids, n=2, cutoff=0.8)
+        if len(run_id.removeprefix("xsky-")) >= 5:
+            close += [i for i in ids if run_id in i and i not in close][:2]
+        return close[:2]
 
     async def runs(
         self,
