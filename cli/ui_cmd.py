@@ -60,6 +60,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     settings = load_settings()
     if args.id:
         _check_run(settings, args.id)
+    else:
+        _check_server(settings)
     key = page_key(settings.home, new=args.new_key)
     if args.new_key:
         out.print(
@@ -122,6 +124,25 @@ def _named(host: str) -> str:
     if host.strip("[]") in ANY_ADDRESS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _check_server(settings: Settings) -> None:
+    """An unreachable server is said now (walk10: the page started, printed its link and said
+    nothing, and showed no runs); the page still starts and waits for it."""
+    import asyncio
+
+    from cli.hints import cli_message
+    from client import XSky
+    from xsky.errors import ConnectError
+
+    async def ask() -> None:
+        async with XSky.connect(settings):
+            pass
+
+    try:
+        asyncio.run(ask())
+    except ConnectError as e:
+        err.print(cell(f"note: {cli_message(e)}; the page shows runs once the server answers"))
 
 
 def _check_run(settings: Settings, run_id: str) -> None:
