@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 from collections.abc import Sequence
 from typing import NoReturn
@@ -144,4 +145,26 @@ def reject_unknown(
             said.append(
                 f"unexpected argument {extra!r}; `{command.prog} --help` shows what it takes"
             )
+    split = _split_path(args, extras)
+    if split is not None:  # a path with spaces, unquoted: the shell made words of it
+        said = [
+            f"{split[0]!r} is no file, and with what follows it is one: a path with spaces is "
+            f'given in quotes — "{split[1]}"'
+        ]
     command.error("; ".join(said))
+
+
+def _split_path(args: argparse.Namespace, extras: list[str]) -> tuple[str, str] | None:
+    """(the positional, the file it and the words after it name) when a path with spaces was
+    given unquoted (`run my plans/a.xml`: 'my' is taken for the plan, 'plans/a.xml' is left
+    over — walk10), else None."""
+    words = [e for e in extras if not e.startswith("-")]
+    if not words or len(words) != len(extras):
+        return None
+    for value in vars(args).values():
+        if not isinstance(value, str) or not value or os.path.exists(value):
+            continue
+        joined = " ".join([value, *words])
+        if os.path.isfile(joined):
+            return value, joined
+    return None

@@ -112,3 +112,19 @@ def test_the_leaders_note_on_a_request_names_the_leader_once() -> None:
     assert leader_said("left to you: the call may have run") == (
         "the leader: left to you: the call may have run"
     )
+
+
+def test_a_path_with_spaces_given_unquoted_is_said_with_its_quotes(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+):
+    """`run my plans/a.xml`: 'my' was taken for the plan and 'plans/a.xml' called an
+    "unexpected argument" (walk10): the file the words make together is named, quoted."""
+    folder = tmp_path / "my plans"
+    folder.mkdir()
+    (folder / "a.xml").write_text("<workflow/>")
+    for command in ("run", "validate"):
+        with pytest.raises(SystemExit):
+            main([command, str(tmp_path / "my"), "plans/a.xml"])
+        err = capsys.readouterr().err
+        assert f'a path with spaces is given in quotes — "{folder / "a.xml"}"' in err, err
+        assert "unexpected argument" not in err
