@@ -387,9 +387,60 @@ def _gone_here(identity: str) -> bool:
 
 def cmd_up(args: argparse.Namespace) -> int:
     settings = load_settings()
+    _check_moved(settings)
     ensure_server(settings)
     ensure_worker(settings)
     return 0
+
+
+def _arg_after(pid: int, flag: str) -> str | None:
+    """The value of ``flag`` on process ``pid``'s command line (None: not there, or no /proc)."""
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+
+def _check_moved(settings: Settings) -> None:
+    """The processes this home's pid files name, started before the home was moved (walk10:
+    `mv .xsky elsewhere` while they ran): the server keeps its database open where it went, but
+    SQLite's journal sits beside the path it was given — every write fails ("attempt to write a
+    readonly database"), runs cannot start ("shard status unknown") — while `up` said "Temporal
+    is already up"; and the worker writes the runs' files under the home it was given."""
+    home = settings.home.resolve()
+    _check_moved_worker(settings, home)
+    pid = _read_pid(_pid_file(settings, "server"))
+    db = _arg_after(pid, "--db-filename") if pid is not None else None
+    if pid is not None and db is not None and not Path(db).exists():
+        raise UsageError(
+            f"this home's Temporal server (pid {pid}) was started with its state in {db}, which "
+            f"is no longer there — was XSKY_HOME moved (now {home}) while it ran? It cannot write "
+            "its database (no run starts or moves on)",
+            "`starter.py down` then `starter.py up` (its runs are kept: the database moved with "
+            "the home)",
+        )
+
+
+def _check_moved_worker(settings: Settings, home: Path) -> None:
+    pid = _read_pid(_pid_file(settings, "worker"))
+    environ = _environ(pid) if pid is not None else None
+    if pid is None or environ is None:
+        return
+    try:
+        given = load_settings(environ).home
+    except Exception:  # noqa: BLE001 - a setting it was started with that no longer reads
+        return
+    if not given.is_absolute():
+        with contextlib.suppress(OSError):
+            given = Path(os.readlink(f"/proc/{pid}/cwd")) / given
+    if not given.exists():
+        err.print(
+            f"note: this home's worker (pid {pid}) was started with its home in {given}, which is "
+            f"no longer there — was XSKY_HOME moved (now {home})? It writes the runs' files, logs "
+            "and results there, where `files`, `log` and `result` here do not look: "
+            "`starter.py down` then `starter.py up`"
+        )
 
 
 def cmd_down(args: argparse.Namespace) -> int:
