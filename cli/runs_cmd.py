@@ -585,8 +585,9 @@ async def cmd_result(args: argparse.Namespace) -> int:
 
 
 def agent_failure(report: AgentReport) -> str:
-    """What a person reads of an agent that did not complete: its state, tries and error."""
-    tries = f" after {report.attempts} attempts" if report.attempts > 1 else ""
+    """What a person reads of an agent that did not complete: its state, dispatches and error.
+    ``attempts`` counts dispatches (the leader sent the task again), not the board's tries."""
+    tries = f" after {report.attempts} dispatches" if report.attempts > 1 else ""
     error = report.error or "no error was recorded"
     return f"{report.task_id} ({report.name}) {report.status}{tries}: {error}"
 

@@ -164,7 +164,9 @@ def agent_diff(
     if carried:
         return d
     if ra.attempts != rb.attempts:
-        d.what.append(f"attempts: {ra.attempts} → {rb.attempts}")
+        # dispatches (the leader sent it again: a retry, an answer, a replan), not the board's
+        # tries, which count Temporal's retries inside each dispatch too
+        d.what.append(f"dispatches: {ra.attempts} → {rb.attempts}")
     ua, ub = ra.usage, rb.usage
     ta, tb = (ua.tokens if ua else 0), (ub.tokens if ub else 0)
     if ta != tb:

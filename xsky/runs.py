@@ -134,6 +134,8 @@ class AgentReport(Wire):
     result: str | None = None
     result_ref: ArtifactRef | None = None
     error: str | None = None
+    # dispatches: times the leader sent the task (a retry, an answer, a replan each send it
+    # again) — not the board's `tries`, which count Temporal's retries inside each one too
     attempts: int = 0
     started_at: datetime | None = None
     ended_at: datetime | None = None

@@ -61,7 +61,8 @@ def test_only_what_changed_is_named_and_carried_results_count_as_the_same():
     said = d.agents[1].what
     assert said[0] == "task: b → b, again"
     assert "decisions: (none) → result: retry (leader)" in said
-    assert "attempts: 1 → 2" in said and "tokens: 50 → 80" in said
+    assert "dispatches: 1 → 2" in said and "tokens: 50 → 80" in said
+    assert not any(w.startswith("attempts:") for w in said), said  # the board's tries are not these
     assert d.summary() == "1 of 2 shared agent(s) differ (T-2)"
 
 
@@ -99,3 +100,15 @@ def test_the_runs_variables_and_each_changed_config_key_are_named():
     assert "1 run variable(s) differ" in d.summary()
     (line,) = [w for w in d.agents[0].what if w.startswith("config")]
     assert line.startswith("config.command: …") and line.endswith("xa → …" + "x" * 20 + "b")
+
+
+def test_result_names_dispatches_apart_from_the_boards_tries():
+    """`result --agent N` of a failed agent said "failed after 2 attempts" where the board said
+    tries 5 (walk9): it counts dispatches, and now says so."""
+    from cli.runs_cmd import agent_failure
+    from xsky.runs import AgentReport
+
+    report = AgentReport(
+        id="2", task_id="T-2", name="shell", status="failed", error="exit 5", attempts=2
+    )
+    assert agent_failure(report) == "T-2 (shell) failed after 2 dispatches: exit 5"
