@@ -185,6 +185,11 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # 0.12.2 (patch shell-reading-round-12): a versioned interpreter's, make -f -'s, jshell's and
 # tclsh's input not read, and the input only as /dev/stdin, /dev/fd/…, /proc/self/fd/… spelled so;
 # make --eval's text not code; values given to a package runner's program not asked for.
+# 0.12.3 (patch shell-reading-round-13): chroot's, sudo -s's and runuser USER's shell, python -m
+# pdb/cProfile/profile/trace's, -Em code's, perl -d's, node --title x's and tclsh -encoding's
+# input not read; the input linked to a name or a file written, then run, not read; python -m
+# timeit's and pdb -c's arguments not code; an interpreter's script's own words read as its
+# options (python3 tool.py -c x asked), python's -I taking a word.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -905,6 +910,27 @@ def _xargs_input(
     return [*rest, XARGS_INPUT], {**expansions, len(rest): "runtime"}
 
 
+def _runs_a_shell(name: str, args: list[str]) -> bool:
+    """Does wrapper ``name``, given no command, run a shell (which reads its input)? chroot
+    NEWROOT runs ``$SHELL -i``; ``sudo -s``/``-i`` and ``doas -s`` the user's shell."""
+    if name == "chroot":
+        return True
+    if name == "sudo":
+        return option_given(args, "--shell", 4, "s", "CDghpRTUu") or option_given(
+            args, "--login", 4, "i", "CDghpRTUu"
+        )
+    if name == "doas":
+        for word in args:
+            if word == "--" or not word.startswith("-"):
+                break
+            for letter in word[1:]:
+                if letter == "s":
+                    return True
+                if letter in "Cu":
+                    break
+    return False
+
+
 def _refuse_runtime_program(word: str, wrapper: str) -> None:
     """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
     ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
@@ -1379,6 +1405,16 @@ def _unwrap(
                 continue
             break
         rest = rest[positional:]
+        if _reads_as_of((0, 12, 4)):
+            if not rest and _runs_a_shell(name, args):
+                # `chroot /` runs $SHELL -i, `sudo -s` the user's shell: a shell reading its
+                # input (sec13: `printf %s "{{…}}" | chroot /` ran the value as commands)
+                out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+                return
+            if rest and name == "runuser" and not option_given(args, "--user", 3, "u", "gGsw"):
+                # su's form, `runuser [-l] USER [ARGS]`: the user's shell run with ARGS — no
+                # program named USER (sec13: `… | runuser root` ran the value as commands)
+                rest = ["sh", *rest[1:]]
         if rest:
             _refuse_runtime_program(rest[0], name)
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
