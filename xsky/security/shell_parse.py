@@ -910,6 +910,62 @@ def _xargs_input(
     return [*rest, XARGS_INPUT], {**expansions, len(rest): "runtime"}
 
 
+# Package and environment tools that run a program their words name, by the subcommand that
+# runs it (none: the tool's first word past its options is the program): `npx prog`, `poetry
+# run prog`, `mise exec -- prog`, `nix shell pkgs -c prog`.
+_RUNNERS: dict[str, frozenset[str]] = {
+    **{n: frozenset() for n in ("npx", "pnpx", "bunx", "uvx")},
+    **{n: frozenset({"run"}) for n in "pipx poetry pdm hatch rye pipenv uv conda mamba "
+       "micromamba pixi devbox".split()},
+    "npm": frozenset({"exec", "exe", "x"}), "pnpm": frozenset({"exec", "dlx"}),
+    "yarn": frozenset({"exec", "dlx"}), "bun": frozenset({"x"}),
+    "asdf": frozenset({"exec"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
+    "bundle": frozenset({"exec"}), "nix": frozenset({"shell", "develop"}),
+}  # fmt: skip
+# Where the program comes after a word of its own: mise exec [TOOLS] -- PROG, nix shell -c PROG
+_RUNNER_MARKS = {"mise": ("--",), "nix": ("-c", "--command")}
+# The runners' options known to take no value (any other may take the next word)
+_RUNNER_FLAGS = frozenset(
+    "-y --yes --no -q --quiet -v --verbose --frozen --locked --no-sync --isolated --active "
+    "--no-project --offline --no-capture-output --live-stream".split()
+)
+
+
+def runner_program(argv: list[str]) -> int | None:
+    """Where in ``argv`` the program a package or environment tool (_RUNNERS) runs is named —
+    ``len(argv)`` when it is not found past the tool's options (each word may be the program) —
+    or None: no such tool, or not its subcommand that runs one. A word after an option not
+    known to take no value may be that option's value (read on past it)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    subcommands = _RUNNERS.get(name)
+    if subcommands is None:
+        return None
+    start = 1
+    if subcommands:
+        at = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
+        if at is None:
+            return None
+        start = at + 1
+    marks = _RUNNER_MARKS.get(name)
+    for i in range(start, len(argv)):
+        word = argv[i]
+        if marks is not None:
+            if word in marks:
+                return i + 1 if i + 1 < len(argv) else len(argv)
+            continue
+        if word == "--":
+            return i + 1 if i + 1 < len(argv) else len(argv)  # (npm exec -- PROG)
+        if word.startswith("-") or "$" in word or "`" in word:
+            continue
+        before = argv[i - 1] if i > start else ""
+        if before.startswith("-") and "=" not in before and before not in _RUNNER_FLAGS:
+            continue  # (maybe the value of the option before it)
+        if name == "direnv" and i == start:
+            continue  # direnv exec DIR PROG
+        return i
+    return len(argv)
+
+
 def _runs_a_shell(name: str, args: list[str]) -> bool:
     """Does wrapper ``name``, given no command, run a shell (which reads its input)? chroot
     NEWROOT runs ``$SHELL -i``; ``sudo -s``/``-i`` and ``doas -s`` the user's shell."""
@@ -1028,12 +1084,42 @@ _INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import"
 _INTERPRETER_VALUED_0123 = frozenset({"--check-hash-based-pycs"})
 # python -m modules that read their code from the input (the REPLs)
 _STDIN_MODULES = frozenset({"code", "asyncio"})
+# …and, since 0.12.4 (sec13): pdb, whose commands (any Python statement) come from the input
+# after any script it runs; cProfile, profile and trace, which run a script they are given
+# (`python3 -m cProfile /dev/stdin`)
+_STDIN_MODULES_0124 = frozenset({"pdb"})
+_SCRIPT_MODULES = frozenset({"cProfile", "profile", "trace", "pdb"})
+# node's options whose value may be the next word (node --help: `--title=...` and the like;
+# sec13: `printf %s "{{…}}" | node --title x` ran the value as the program, "x" read as a
+# script): a word after one of them is its value, not the script
+_NODE_VALUED = frozenset(
+    """-C --conditions --title --disable-warning --unhandled-rejections --inspect-port
+    --redirect-warnings --max-http-header-size --dns-result-order --diagnostic-dir
+    --icu-data-dir --env-file --env-file-if-exists --experimental-loader --loader --input-type
+    --openssl-config --report-dir --report-directory --report-filename --report-signal
+    --secure-heap --secure-heap-min --snapshot-blob --heapsnapshot-signal
+    --heapsnapshot-near-heap-limit --cpu-prof-dir --cpu-prof-name --cpu-prof-interval
+    --heap-prof-dir --heap-prof-name --heap-prof-interval --trace-event-categories
+    --trace-event-file-pattern --tls-cipher-list --tls-keylog --use-largepages --v8-pool-size
+    --watch-path --test-concurrency --test-name-pattern --test-reporter
+    --test-reporter-destination --test-shard --test-timeout --test-skip-pattern
+    --experimental-policy --policy-integrity --disable-proto --experimental-default-type
+    --experimental-sea-config --build-snapshot-config --allow-fs-read --allow-fs-write
+    --network-family-autoselection-attempt-timeout --inspect-publish-uid
+    --trace-require-module --debug-port --es-module-specifier-resolution
+    --experimental-specifier-resolution --localstorage-file --run""".split()
+)
+# perl -d (in a cluster: -wd, -dt) runs its script under the debugger, which reads its
+# commands — any Perl — from the input (not -d:Module, which loads Devel::Module)
+_PERL_DEBUGGER = re.compile(r"-[acnpsStTuUwWX]*d(?!:).*")
 
 
 def _interpreter_reads_input(name: str, args: list[str]) -> bool:
     """Does an interpreter called with ``args`` read its program from its input: no script,
     module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
     i = 0
+    base = program_base(name)
+    round13 = _reads_as_of((0, 12, 4))
     while i < len(args):
         a = args[i]
         if a == "--":
@@ -1042,12 +1128,27 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
-            if program_base(name) == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
+            if base == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
                 return True  # `python3 -i tool.py`: the REPL reads its input after the script
-            if a.startswith("-m") and program_base(name) == "python" and _reads_as_of((0, 12, 3)):
-                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
-                if module in _STDIN_MODULES:
+            if base == "perl" and round13 and _PERL_DEBUGGER.fullmatch(a):
+                return True  # `perl -d tool.pl`: the debugger reads its input (sec13)
+            at = _python_m(a) if base == "python" and round13 else (0 if a.startswith("-m") else -1)
+            if at >= 0 and base == "python" and _reads_as_of((0, 12, 3)):
+                module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
+                if module in _STDIN_MODULES or (round13 and module in _STDIN_MODULES_0124):
                     return True  # `python3 -m code`: the REPL reads its input (sec12)
+                if round13 and module in _SCRIPT_MODULES:
+                    # `python3 -m cProfile /dev/stdin`: the script it runs is the input (sec13)
+                    after = args[i + (1 if a[at + 2 :] else 2) :]
+                    return any(_input_script(w) for w in after)
+                if round13:
+                    return False  # a module (`-Bm json.tool`: -m in a cluster, sec13)
+            if base == "node" and round13 and a in _NODE_VALUED:
+                i += 2  # `node --title x`: x is the title, not the script (sec13)
+                continue
+            if base == "python" and round13 and a == "-I":
+                i += 1  # python's -I isolates; it takes no value (ruby's and perl's do)
+                continue
             if a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-x") and not (
                 program_base(name) == "node" and a == "-r"
             ):
@@ -1060,6 +1161,20 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
+
+
+def _python_m(word: str) -> int:
+    """Where ``m`` stands in python's cluster of short options ``word`` (``-m``, ``-Bm``,
+    ``-Emcode``: 1, 2, 2), before a letter whose value is the rest (-c, -W, -X); -1 if it does
+    not (sec13: `python3 -Em code` read "code" as a script, and the REPL ran a piped value)."""
+    if word.startswith("--"):
+        return -1
+    for j, letter in enumerate(word[1:], 1):
+        if letter == "m":
+            return j - 1
+        if letter in "cWX":
+            return -1
+    return -1
 
 
 def _python_i(word: str) -> bool:
@@ -1101,6 +1216,8 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     if name == "jshell":
         return True
     if _TCL.fullmatch(name):
+        if _reads_as_of((0, 12, 4)) and args[:1] == ["-encoding"]:
+            args = args[2:]  # `tclsh -encoding utf-8`: its value is no script (sec13)
         rest = [a for a in args if not a.startswith("-")]
         return not rest or _input_script(rest[0])
     if program_name(name) != "make":
@@ -1374,6 +1491,13 @@ def _unwrap(
                 run_line(args[i + 1], "flock -c")
                 return
     if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
+        return
+    if _reads_as_of((0, 12, 4)) and (at := runner_program(argv)) is not None and at < len(argv):
+        # what the program a runner runs reads (sec13: `printf %s "{{…}}" | npx node`, `| npm
+        # exec -- node` ran the value as code): its input, its -c command line — the program
+        # itself is left to the rules naming the runner, as before
+        inner = argv[at:]
+        _unwrap(inner, out, depth + 1, _shifted(expansions, at, len(argv)))
         return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
