@@ -239,8 +239,60 @@ def split_command(command: str) -> list[ShellCommand]:
             "a shell reads its commands from its input in a command that holds a {{…}} value, "
             "which it would read as code; pass values as arguments — it cannot be checked"
         )
+    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _script_made_here(out)):
+        raise ShellParseError(
+            f"{why} in a command that holds a {{{{…}}}} value, which it may read as code; pass "
+            "values as arguments — it cannot be checked"
+        )
     _refuse_array_values(out)
     return out
+
+
+_LINKERS = frozenset({"ln", "cp", "link", "mv", "install", "mkfifo"})
+
+
+def _script_made_here(parts: list[ShellCommand]) -> str | None:
+    """Why a script a shell or an interpreter of this command runs may be what the command
+    gave it: the input given a name (`ln -s /dev/stdin f; … | python3 f`), or a file a
+    redirection or tee writes (`printf %s "{{…}}" > f.sh; bash f.sh`) — sec13: each ran a
+    value as code past deny shell(touch:*) — or None."""
+    written: set[str] = set()
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        named = [a for a in args if not a.startswith("-")]
+        if name in _LINKERS and any(_input_script(a) for a in named):
+            return f"{name} gives the command's input ({' '.join(part.argv)[:40]!r}) a name"
+        if name in _LINKERS and any("$" in a or "`" in a for a in named[:-1]):
+            # (`ln -s $d/stdin f`: what it links is known only when it runs)
+            written.add(posixpath.normpath(named[-1]))
+        written.update(posixpath.normpath(r.target) for r in part.redirects if ">" in r.op)
+        if name == "tee":
+            written.update(posixpath.normpath(a) for a in named)
+        if name == "dd":
+            written.update(posixpath.normpath(a[3:]) for a in args if a.startswith("of="))
+    for part in parts:
+        script = _script_word(part.argv)
+        if script is not None and posixpath.normpath(script) in written:
+            return f"{part.argv[0]} runs {script!r}, a file the same command writes"
+        if "/" in part.argv[0] and posixpath.normpath(part.argv[0]) in written:
+            return f"the command runs {part.argv[0]!r}, a file it writes"  # (`./f.sh`)
+    return None
+
+
+def _script_word(argv: list[str]) -> str | None:
+    """The script a shell or an interpreter is given (its first word past its options)."""
+    name = _named(argv[0])
+    args = argv[1:]
+    if name in SHELLS:
+        _, i, _ = _shell_options(args)
+    elif name in INTERPRETERS or name in ("source", "."):
+        i = 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "-":
+            i += 2 if args[i] in _INTERPRETER_VALUED else 1
+    else:
+        return None
+    return args[i] if i < len(args) else None
 
 
 # bash's own arrays: a declarer's value given to one is read as `(…)` like any array's
