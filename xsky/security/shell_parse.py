@@ -1687,6 +1687,56 @@ _INLINE_CODE_LETTERS = {
 }
 
 
+# The options of an interpreter whose value may be the next word, by the table's name for it: a
+# superset (one read as taking a value that does not makes the checker read on, into the
+# script's own words — it asks more, never less)
+_OWN_VALUED = {
+    "python": frozenset({"-W", "-X", "--check-hash-based-pycs"}),
+    "perl": frozenset({"-I", "-M", "-m", "-x", "-0", "-l", "-C", "-i", "-d", "-D", "-F", "-V"}),
+    "ruby": frozenset({"-I", "-r", "-C", "-E", "-x", "-F", "-0", "-K", "-W", "--encoding"}),
+}
+
+
+def _interpreter_own_words(name: str, args: list[str]) -> tuple[list[str], str | None]:
+    """The words python, perl, ruby or node read as their own options — up to the script,
+    whose own arguments come after it (`python3 tool.py -c config.yml`, `python3 -m pytest -x`,
+    `node app.js -e production`: the script's, not code; review of 0.12.3, sec13: each was asked
+    as code given in its arguments) — and the module python runs with -m (None). Any other
+    interpreter: all its words."""
+    base = program_base(name)
+    if base not in _OWN_VALUED and base != "node":
+        return args, None
+    valued = (
+        _NODE_VALUED | {"-r", "--require", "--import", "--loader"}
+        if base == "node"
+        else (_OWN_VALUED[base])
+    )
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            return args[: i + 1], None  # the script (after -- or -, its name or its input)
+        if base == "python" and (at := _python_m(a)) >= 0:
+            module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
+            return args[: i + (1 if a[at + 2 :] else 2)], module
+        if base == "python" and _python_c(a):
+            return args[: i + 2], None  # -c CODE: the code, then sys.argv
+        i += 2 if a in valued else 1
+    return args, None
+
+
+def _python_c(word: str) -> bool:
+    """Is ``-c`` among python's short options in ``word``, before -W/-X/-m's value?"""
+    if word.startswith("--"):
+        return False
+    for letter in word[1:]:
+        if letter == "c":
+            return True
+        if letter in "WXm":
+            return False
+    return False
+
+
 def program_base(name: str) -> str:
     """python3 → python, nodejs → node, python2 → python (the table's name for an interpreter)."""
     return {"python2": "python", "python3": "python", "nodejs": "node"}.get(name, name)
@@ -1857,6 +1907,9 @@ def _inline_code(argv: list[str]) -> str | None:
         # 'import os; os.system("touch x")'` ran touch past deny shell(touch:*) unasked)
         name = _named(argv[0])
     if name in INTERPRETERS:
+        if _reads_as_of((0, 12, 4)):
+            # (sec13: the words after the script or module are its own, not code)
+            args, _ = _interpreter_own_words(name, args)
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
         # …also given in a cluster of short options (a third review: `perl -ne '…'`,
