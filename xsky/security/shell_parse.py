@@ -1908,8 +1908,11 @@ def _inline_code(argv: list[str]) -> str | None:
         name = _named(argv[0])
     if name in INTERPRETERS:
         if _reads_as_of((0, 12, 4)):
-            # (sec13: the words after the script or module are its own, not code)
-            args, _ = _interpreter_own_words(name, args)
+            args, module = _interpreter_own_words(name, args)
+            if module == "timeit" or (module == "pdb" and option_given(argv, "--command", 5, "c")):
+                # (sec13: `python3 -m timeit "{{…}}"` — and its -s setup — ran a value as Python
+                # past deny shell(touch:*); pdb -c runs debugger commands, Python among them)
+                return f"{name} -m {module} runs the code given in its arguments"
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
         # …also given in a cluster of short options (a third review: `perl -ne '…'`,
