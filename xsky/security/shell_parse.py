@@ -189,7 +189,8 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # pdb/cProfile/profile/trace's, -Em code's, perl -d's, node --title x's and tclsh -encoding's
 # input not read; the input linked to a name or a file written, then run, not read; python -m
 # timeit's and pdb -c's arguments not code; an interpreter's script's own words read as its
-# options (python3 tool.py -c x asked), python's -I taking a word.
+# options (python3 tool.py -c x asked), python's -I taking a word; ssh's option values counted
+# as a remote command's words (ssh -p 2222 host asked).
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -1807,6 +1808,33 @@ def _ssh_runs_locally(name: str, args: list[str]) -> bool:
 
 ssh_runs_locally = _ssh_runs_locally  # (shell_rules: under a rule that allows ssh)
 
+# ssh's options that take a value (the rest of a cluster, or the next word)
+_SSH_VALUED_LETTERS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_operands(args: list[str]) -> list[str]:
+    """ssh's words that are no option nor an option's value: the destination, then the remote
+    command (sec13: `ssh -p 2222 host`, `ssh -J bastion host`, `ssh -l me host` were asked as
+    running a remote command — the port, the jump host, the user counted as its words)."""
+    if not _reads_as_of((0, 12, 4)):
+        return [a for a in args if not a.startswith("-")]
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if out or a == "--":
+            out += args[i + (a == "--" and not out) :]
+            break
+        if a.startswith("-") and len(a) > 1:
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _SSH_VALUED_LETTERS:
+                    i += j == len(a) - 1  # its value is the next word
+                    break
+        else:
+            out.append(a)
+        i += 1
+    return out
+
 
 def _git_grep_pager(args: list[str]) -> bool:
     """``git grep -O[CMD]`` / ``--open-files-in-pager`` or any unique prefix of it, alone or in
@@ -1940,7 +1968,7 @@ def _inline_code(argv: list[str]) -> str | None:
         joined,
     ):
         return "tar options that run programs (--to-command, --checkpoint-action, -I …)"
-    if name in ("ssh", "rsh") and len([a for a in args if not a.startswith("-")]) > 1:
+    if name in ("ssh", "rsh") and len(_ssh_operands(args)) > 1:
         return f"{name} runs a command on another machine"
     if name in ("ssh", "scp", "sftp") and _ssh_runs_locally(name, args):
         # (sec11: `ssh -oProxyCommand="touch x" host`, scp's and sftp's likewise, ran touch past
