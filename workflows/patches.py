@@ -318,6 +318,19 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.3",
         delete_when="no run that had a shell call decided by the leader before v0.12.3 is still open",
     ),
+    "shell-reading-round-13": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as 0.12.4's checker does: chroot NEWROOT and sudo -s with no command, and "
+        "runuser USER (su's form), run a shell reading its input; python -m pdb, -m cProfile/"
+        "profile/trace of the input, -m in a cluster (-Em code), perl -d, node's valued options "
+        "(--title x) and tclsh -encoding read theirs; the input linked to a name, or a file the "
+        "command writes, run as a script; python -m timeit's and pdb -c's arguments are code; "
+        "an interpreter's options end at its script (python3 tool.py -c x is the script's -c); "
+        "ssh's options' values are not a remote command (ssh -p 2222 host). "
+        "Asked only of a call the two readings decide apart (xsky/leader/shell_readings.py)",
+        since="v0.12.4",
+        delete_when="no run that had a shell call decided by the leader before v0.12.4 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

@@ -185,6 +185,12 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # 0.12.2 (patch shell-reading-round-12): a versioned interpreter's, make -f -'s, jshell's and
 # tclsh's input not read, and the input only as /dev/stdin, /dev/fd/…, /proc/self/fd/… spelled so;
 # make --eval's text not code; values given to a package runner's program not asked for.
+# 0.12.3 (patch shell-reading-round-13): chroot's, sudo -s's and runuser USER's shell, python -m
+# pdb/cProfile/profile/trace's, -Em code's, perl -d's, node --title x's and tclsh -encoding's
+# input not read; the input linked to a name or a file written, then run, not read; python -m
+# timeit's and pdb -c's arguments not code; an interpreter's script's own words read as its
+# options (python3 tool.py -c x asked), python's -I taking a word; ssh's option values counted
+# as a remote command's words (ssh -p 2222 host asked).
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -234,8 +240,60 @@ def split_command(command: str) -> list[ShellCommand]:
             "a shell reads its commands from its input in a command that holds a {{…}} value, "
             "which it would read as code; pass values as arguments — it cannot be checked"
         )
+    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _script_made_here(out)):
+        raise ShellParseError(
+            f"{why} in a command that holds a {{{{…}}}} value, which it may read as code; pass "
+            "values as arguments — it cannot be checked"
+        )
     _refuse_array_values(out)
     return out
+
+
+_LINKERS = frozenset({"ln", "cp", "link", "mv", "install", "mkfifo"})
+
+
+def _script_made_here(parts: list[ShellCommand]) -> str | None:
+    """Why a script a shell or an interpreter of this command runs may be what the command
+    gave it: the input given a name (`ln -s /dev/stdin f; … | python3 f`), or a file a
+    redirection or tee writes (`printf %s "{{…}}" > f.sh; bash f.sh`) — sec13: each ran a
+    value as code past deny shell(touch:*) — or None."""
+    written: set[str] = set()
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        named = [a for a in args if not a.startswith("-")]
+        if name in _LINKERS and any(_input_script(a) for a in named):
+            return f"{name} gives the command's input ({' '.join(part.argv)[:40]!r}) a name"
+        if name in _LINKERS and any("$" in a or "`" in a for a in named[:-1]):
+            # (`ln -s $d/stdin f`: what it links is known only when it runs)
+            written.add(posixpath.normpath(named[-1]))
+        written.update(posixpath.normpath(r.target) for r in part.redirects if ">" in r.op)
+        if name == "tee":
+            written.update(posixpath.normpath(a) for a in named)
+        if name == "dd":
+            written.update(posixpath.normpath(a[3:]) for a in args if a.startswith("of="))
+    for part in parts:
+        script = _script_word(part.argv)
+        if script is not None and posixpath.normpath(script) in written:
+            return f"{part.argv[0]} runs {script!r}, a file the same command writes"
+        if "/" in part.argv[0] and posixpath.normpath(part.argv[0]) in written:
+            return f"the command runs {part.argv[0]!r}, a file it writes"  # (`./f.sh`)
+    return None
+
+
+def _script_word(argv: list[str]) -> str | None:
+    """The script a shell or an interpreter is given (its first word past its options)."""
+    name = _named(argv[0])
+    args = argv[1:]
+    if name in SHELLS:
+        _, i, _ = _shell_options(args)
+    elif name in INTERPRETERS or name in ("source", "."):
+        i = 0
+        while i < len(args) and args[i].startswith("-") and args[i] != "-":
+            i += 2 if args[i] in _INTERPRETER_VALUED else 1
+    else:
+        return None
+    return args[i] if i < len(args) else None
 
 
 # bash's own arrays: a declarer's value given to one is read as `(…)` like any array's
@@ -905,6 +963,83 @@ def _xargs_input(
     return [*rest, XARGS_INPUT], {**expansions, len(rest): "runtime"}
 
 
+# Package and environment tools that run a program their words name, by the subcommand that
+# runs it (none: the tool's first word past its options is the program): `npx prog`, `poetry
+# run prog`, `mise exec -- prog`, `nix shell pkgs -c prog`.
+_RUNNERS: dict[str, frozenset[str]] = {
+    **{n: frozenset() for n in ("npx", "pnpx", "bunx", "uvx")},
+    **{n: frozenset({"run"}) for n in "pipx poetry pdm hatch rye pipenv uv conda mamba "
+       "micromamba pixi devbox".split()},
+    "npm": frozenset({"exec", "exe", "x"}), "pnpm": frozenset({"exec", "dlx"}),
+    "yarn": frozenset({"exec", "dlx"}), "bun": frozenset({"x"}),
+    "asdf": frozenset({"exec"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
+    "bundle": frozenset({"exec"}), "nix": frozenset({"shell", "develop"}),
+}  # fmt: skip
+# Where the program comes after a word of its own: mise exec [TOOLS] -- PROG, nix shell -c PROG
+_RUNNER_MARKS = {"mise": ("--",), "nix": ("-c", "--command")}
+# The runners' options known to take no value (any other may take the next word)
+_RUNNER_FLAGS = frozenset(
+    "-y --yes --no -q --quiet -v --verbose --frozen --locked --no-sync --isolated --active "
+    "--no-project --offline --no-capture-output --live-stream".split()
+)
+
+
+def runner_program(argv: list[str]) -> int | None:
+    """Where in ``argv`` the program a package or environment tool (_RUNNERS) runs is named —
+    ``len(argv)`` when it is not found past the tool's options (each word may be the program) —
+    or None: no such tool, or not its subcommand that runs one. A word after an option not
+    known to take no value may be that option's value (read on past it)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    subcommands = _RUNNERS.get(name)
+    if subcommands is None:
+        return None
+    start = 1
+    if subcommands:
+        at = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
+        if at is None:
+            return None
+        start = at + 1
+    marks = _RUNNER_MARKS.get(name)
+    for i in range(start, len(argv)):
+        word = argv[i]
+        if marks is not None:
+            if word in marks:
+                return i + 1 if i + 1 < len(argv) else len(argv)
+            continue
+        if word == "--":
+            return i + 1 if i + 1 < len(argv) else len(argv)  # (npm exec -- PROG)
+        if word.startswith("-") or "$" in word or "`" in word:
+            continue
+        before = argv[i - 1] if i > start else ""
+        if before.startswith("-") and "=" not in before and before not in _RUNNER_FLAGS:
+            continue  # (maybe the value of the option before it)
+        if name == "direnv" and i == start:
+            continue  # direnv exec DIR PROG
+        return i
+    return len(argv)
+
+
+def _runs_a_shell(name: str, args: list[str]) -> bool:
+    """Does wrapper ``name``, given no command, run a shell (which reads its input)? chroot
+    NEWROOT runs ``$SHELL -i``; ``sudo -s``/``-i`` and ``doas -s`` the user's shell."""
+    if name == "chroot":
+        return True
+    if name == "sudo":
+        return option_given(args, "--shell", 4, "s", "CDghpRTUu") or option_given(
+            args, "--login", 4, "i", "CDghpRTUu"
+        )
+    if name == "doas":
+        for word in args:
+            if word == "--" or not word.startswith("-"):
+                break
+            for letter in word[1:]:
+                if letter == "s":
+                    return True
+                if letter in "Cu":
+                    break
+    return False
+
+
 def _refuse_runtime_program(word: str, wrapper: str) -> None:
     """The program a wrapper runs, named by a word only known at run time (``xargs "$V"``,
     ``timeout 5 "${XSKY_V1}" …``, ``env "${XSKY_V1}" cmd`` — also a variable's assignment there):
@@ -1002,12 +1137,42 @@ _INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import"
 _INTERPRETER_VALUED_0123 = frozenset({"--check-hash-based-pycs"})
 # python -m modules that read their code from the input (the REPLs)
 _STDIN_MODULES = frozenset({"code", "asyncio"})
+# …and, since 0.12.4 (sec13): pdb, whose commands (any Python statement) come from the input
+# after any script it runs; cProfile, profile and trace, which run a script they are given
+# (`python3 -m cProfile /dev/stdin`)
+_STDIN_MODULES_0124 = frozenset({"pdb"})
+_SCRIPT_MODULES = frozenset({"cProfile", "profile", "trace", "pdb"})
+# node's options whose value may be the next word (node --help: `--title=...` and the like;
+# sec13: `printf %s "{{…}}" | node --title x` ran the value as the program, "x" read as a
+# script): a word after one of them is its value, not the script
+_NODE_VALUED = frozenset(
+    """-C --conditions --title --disable-warning --unhandled-rejections --inspect-port
+    --redirect-warnings --max-http-header-size --dns-result-order --diagnostic-dir
+    --icu-data-dir --env-file --env-file-if-exists --experimental-loader --loader --input-type
+    --openssl-config --report-dir --report-directory --report-filename --report-signal
+    --secure-heap --secure-heap-min --snapshot-blob --heapsnapshot-signal
+    --heapsnapshot-near-heap-limit --cpu-prof-dir --cpu-prof-name --cpu-prof-interval
+    --heap-prof-dir --heap-prof-name --heap-prof-interval --trace-event-categories
+    --trace-event-file-pattern --tls-cipher-list --tls-keylog --use-largepages --v8-pool-size
+    --watch-path --test-concurrency --test-name-pattern --test-reporter
+    --test-reporter-destination --test-shard --test-timeout --test-skip-pattern
+    --experimental-policy --policy-integrity --disable-proto --experimental-default-type
+    --experimental-sea-config --build-snapshot-config --allow-fs-read --allow-fs-write
+    --network-family-autoselection-attempt-timeout --inspect-publish-uid
+    --trace-require-module --debug-port --es-module-specifier-resolution
+    --experimental-specifier-resolution --localstorage-file --run""".split()
+)
+# perl -d (in a cluster: -wd, -dt) runs its script under the debugger, which reads its
+# commands — any Perl — from the input (not -d:Module, which loads Devel::Module)
+_PERL_DEBUGGER = re.compile(r"-[acnpsStTuUwWX]*d(?!:).*")
 
 
 def _interpreter_reads_input(name: str, args: list[str]) -> bool:
     """Does an interpreter called with ``args`` read its program from its input: no script,
     module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
     i = 0
+    base = program_base(name)
+    round13 = _reads_as_of((0, 12, 4))
     while i < len(args):
         a = args[i]
         if a == "--":
@@ -1016,12 +1181,27 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
-            if program_base(name) == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
+            if base == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
                 return True  # `python3 -i tool.py`: the REPL reads its input after the script
-            if a.startswith("-m") and program_base(name) == "python" and _reads_as_of((0, 12, 3)):
-                module = a[2:] or (args[i + 1] if i + 1 < len(args) else "")
-                if module in _STDIN_MODULES:
+            if base == "perl" and round13 and _PERL_DEBUGGER.fullmatch(a):
+                return True  # `perl -d tool.pl`: the debugger reads its input (sec13)
+            at = _python_m(a) if base == "python" and round13 else (0 if a.startswith("-m") else -1)
+            if at >= 0 and base == "python" and _reads_as_of((0, 12, 3)):
+                module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
+                if module in _STDIN_MODULES or (round13 and module in _STDIN_MODULES_0124):
                     return True  # `python3 -m code`: the REPL reads its input (sec12)
+                if round13 and module in _SCRIPT_MODULES:
+                    # `python3 -m cProfile /dev/stdin`: the script it runs is the input (sec13)
+                    after = args[i + (1 if a[at + 2 :] else 2) :]
+                    return any(_input_script(w) for w in after)
+                if round13:
+                    return False  # a module (`-Bm json.tool`: -m in a cluster, sec13)
+            if base == "node" and round13 and a in _NODE_VALUED:
+                i += 2  # `node --title x`: x is the title, not the script (sec13)
+                continue
+            if base == "python" and round13 and a == "-I":
+                i += 1  # python's -I isolates; it takes no value (ruby's and perl's do)
+                continue
             if a in ("-m", "-c", "-e", "-E", "-p", "-r", "--eval", "--print", "-x") and not (
                 program_base(name) == "node" and a == "-r"
             ):
@@ -1034,6 +1214,20 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
+
+
+def _python_m(word: str) -> int:
+    """Where ``m`` stands in python's cluster of short options ``word`` (``-m``, ``-Bm``,
+    ``-Emcode``: 1, 2, 2), before a letter whose value is the rest (-c, -W, -X); -1 if it does
+    not (sec13: `python3 -Em code` read "code" as a script, and the REPL ran a piped value)."""
+    if word.startswith("--"):
+        return -1
+    for j, letter in enumerate(word[1:], 1):
+        if letter == "m":
+            return j - 1
+        if letter in "cWX":
+            return -1
+    return -1
 
 
 def _python_i(word: str) -> bool:
@@ -1075,6 +1269,8 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     if name == "jshell":
         return True
     if _TCL.fullmatch(name):
+        if _reads_as_of((0, 12, 4)) and args[:1] == ["-encoding"]:
+            args = args[2:]  # `tclsh -encoding utf-8`: its value is no script (sec13)
         rest = [a for a in args if not a.startswith("-")]
         return not rest or _input_script(rest[0])
     if program_name(name) != "make":
@@ -1349,6 +1545,13 @@ def _unwrap(
                 return
     if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
         return
+    if _reads_as_of((0, 12, 4)) and (at := runner_program(argv)) is not None and at < len(argv):
+        # what the program a runner runs reads (sec13: `printf %s "{{…}}" | npx node`, `| npm
+        # exec -- node` ran the value as code): its input, its -c command line — the program
+        # itself is left to the rules naming the runner, as before
+        inner = argv[at:]
+        _unwrap(inner, out, depth + 1, _shifted(expansions, at, len(argv)))
+        return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]
         rest = list(args)
@@ -1379,6 +1582,16 @@ def _unwrap(
                 continue
             break
         rest = rest[positional:]
+        if _reads_as_of((0, 12, 4)):
+            if not rest and _runs_a_shell(name, args):
+                # `chroot /` runs $SHELL -i, `sudo -s` the user's shell: a shell reading its
+                # input (sec13: `printf %s "{{…}}" | chroot /` ran the value as commands)
+                out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+                return
+            if rest and name == "runuser" and not option_given(args, "--user", 3, "u", "gGsw"):
+                # su's form, `runuser [-l] USER [ARGS]`: the user's shell run with ARGS — no
+                # program named USER (sec13: `… | runuser root` ran the value as commands)
+                rest = ["sh", *rest[1:]]
         if rest:
             _refuse_runtime_program(rest[0], name)
         if name == "watch" and rest and not {"-x", "--exec"} & set(args):
@@ -1475,6 +1688,56 @@ _INLINE_CODE_LETTERS = {
 }
 
 
+# The options of an interpreter whose value may be the next word, by the table's name for it: a
+# superset (one read as taking a value that does not makes the checker read on, into the
+# script's own words — it asks more, never less)
+_OWN_VALUED = {
+    "python": frozenset({"-W", "-X", "--check-hash-based-pycs"}),
+    "perl": frozenset({"-I", "-M", "-m", "-x", "-0", "-l", "-C", "-i", "-d", "-D", "-F", "-V"}),
+    "ruby": frozenset({"-I", "-r", "-C", "-E", "-x", "-F", "-0", "-K", "-W", "--encoding"}),
+}
+
+
+def _interpreter_own_words(name: str, args: list[str]) -> tuple[list[str], str | None]:
+    """The words python, perl, ruby or node read as their own options — up to the script,
+    whose own arguments come after it (`python3 tool.py -c config.yml`, `python3 -m pytest -x`,
+    `node app.js -e production`: the script's, not code; review of 0.12.3, sec13: each was asked
+    as code given in its arguments) — and the module python runs with -m (None). Any other
+    interpreter: all its words."""
+    base = program_base(name)
+    if base not in _OWN_VALUED and base != "node":
+        return args, None
+    valued = (
+        _NODE_VALUED | {"-r", "--require", "--import", "--loader"}
+        if base == "node"
+        else (_OWN_VALUED[base])
+    )
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            return args[: i + 1], None  # the script (after -- or -, its name or its input)
+        if base == "python" and (at := _python_m(a)) >= 0:
+            module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
+            return args[: i + (1 if a[at + 2 :] else 2)], module
+        if base == "python" and _python_c(a):
+            return args[: i + 2], None  # -c CODE: the code, then sys.argv
+        i += 2 if a in valued else 1
+    return args, None
+
+
+def _python_c(word: str) -> bool:
+    """Is ``-c`` among python's short options in ``word``, before -W/-X/-m's value?"""
+    if word.startswith("--"):
+        return False
+    for letter in word[1:]:
+        if letter == "c":
+            return True
+        if letter in "WXm":
+            return False
+    return False
+
+
 def program_base(name: str) -> str:
     """python3 → python, nodejs → node, python2 → python (the table's name for an interpreter)."""
     return {"python2": "python", "python3": "python", "nodejs": "node"}.get(name, name)
@@ -1544,6 +1807,33 @@ def _ssh_runs_locally(name: str, args: list[str]) -> bool:
 
 
 ssh_runs_locally = _ssh_runs_locally  # (shell_rules: under a rule that allows ssh)
+
+# ssh's options that take a value (the rest of a cluster, or the next word)
+_SSH_VALUED_LETTERS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_operands(args: list[str]) -> list[str]:
+    """ssh's words that are no option nor an option's value: the destination, then the remote
+    command (sec13: `ssh -p 2222 host`, `ssh -J bastion host`, `ssh -l me host` were asked as
+    running a remote command — the port, the jump host, the user counted as its words)."""
+    if not _reads_as_of((0, 12, 4)):
+        return [a for a in args if not a.startswith("-")]
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if out or a == "--":
+            out += args[i + (a == "--" and not out) :]
+            break
+        if a.startswith("-") and len(a) > 1:
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _SSH_VALUED_LETTERS:
+                    i += j == len(a) - 1  # its value is the next word
+                    break
+        else:
+            out.append(a)
+        i += 1
+    return out
 
 
 def _git_grep_pager(args: list[str]) -> bool:
@@ -1645,6 +1935,12 @@ def _inline_code(argv: list[str]) -> str | None:
         # 'import os; os.system("touch x")'` ran touch past deny shell(touch:*) unasked)
         name = _named(argv[0])
     if name in INTERPRETERS:
+        if _reads_as_of((0, 12, 4)):
+            args, module = _interpreter_own_words(name, args)
+            if module == "timeit" or (module == "pdb" and option_given(argv, "--command", 5, "c")):
+                # (sec13: `python3 -m timeit "{{…}}"` — and its -s setup — ran a value as Python
+                # past deny shell(touch:*); pdb -c runs debugger commands, Python among them)
+                return f"{name} -m {module} runs the code given in its arguments"
         if any(a in ("-e", "-c", "-E", "-r", "--eval", "-p", "--print", "-x") for a in args):
             return f"{name} runs the code given in its arguments"
         # …also given in a cluster of short options (a third review: `perl -ne '…'`,
@@ -1672,7 +1968,7 @@ def _inline_code(argv: list[str]) -> str | None:
         joined,
     ):
         return "tar options that run programs (--to-command, --checkpoint-action, -I …)"
-    if name in ("ssh", "rsh") and len([a for a in args if not a.startswith("-")]) > 1:
+    if name in ("ssh", "rsh") and len(_ssh_operands(args)) > 1:
         return f"{name} runs a command on another machine"
     if name in ("ssh", "scp", "sftp") and _ssh_runs_locally(name, args):
         # (sec11: `ssh -oProxyCommand="touch x" host`, scp's and sftp's likewise, ran touch past

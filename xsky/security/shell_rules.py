@@ -32,6 +32,7 @@ from xsky.security.shell_parse import (
     normalized,
     option_given,
     reads_as_of,
+    runner_program,
     split_command,
     ssh_runs_locally,
 )
@@ -266,7 +267,11 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         for i, how in part.expansions.items()
         if how == "runtime" and _may_lead(part.argv[i], check, i in part.quoted)
     )
-    in_value = value_code(part.argv, runtime, leading) or _forwarded(part.argv, leading)
+    in_value = (
+        value_code(part.argv, runtime, leading)
+        or _forwarded(part.argv, leading)
+        or _runner_program_value(part.argv, runtime)
+    )
     hidden = inline_code(part.argv) or in_value
     if hidden is None and check.forms and _git_clone_config(part.argv):
         # (the worker's gate only: a delegated rule already refuses `git clone -c`, in the
@@ -326,6 +331,23 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
     return None
+
+
+def _runner_program_value(argv: list[str], runtime: frozenset[str]) -> str | None:
+    """Why a value known only when the command runs names the program (or its package, tool or
+    environment) a package or environment tool runs — or None (sec13: `npx "{{…}}" ran` ran a
+    value 'touch' past deny shell(touch:*), as `poetry run`, `mise exec --`, `uv run` … would:
+    a value written first is asked for, `"{{…}}" ran`; a runner's was not)."""
+    if not runtime or not reads_as_of((0, 12, 4)):
+        return None
+    at = runner_program(argv)
+    if at is None or not any(w in runtime for w in argv[1 : at + 1]):
+        return None
+    name = argv[0].rsplit("/", 1)[-1]
+    return (
+        f"a value known only when the command runs may name the program {name} runs (or the "
+        "package, tool or environment it comes from)"
+    )
 
 
 # Keys git reads as data only (no program, hook, helper, pager or editor is named by them, nor
