@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ from xsky.errors import (
     WorkersBusyError,
     XSkyError,
 )
+from xsky.gcpause import gc_paused
 from xsky.leader.ledger import LedgerEntry, LedgerView
 from xsky.leader.state import (
     AnswerRequest,
@@ -120,7 +122,9 @@ class Run:
         self._client = client
         self._settings = settings
         self.handle = handle
-        self._final: BoardPage | None = None  # the whole board a large run left as it ended
+        # the whole board a large run left as it ended, as JSON values: a page is made into
+        # models when asked (stored_board_page), not the whole board at once
+        self._final: dict[str, Any] | None = None
         self._logs: dict[str, _LogReading] = {}  # by transcript key: the agents' logs read
         self._first_asked = False  # (asked for the run's first execution: _first_execution)
         self._first_run: str | None = None
@@ -192,10 +196,10 @@ class Run:
         request = PageRequest.model_validate({"offset": offset, "limit": limit, "status": status})
         final = await self._final_board()
         if final is not None:
-            return final.page(request)
+            return stored_board_page(final, request)
         return await self._query(calls.TASK_BOARD, request)
 
-    async def _final_board(self) -> BoardPage | None:
+    async def _final_board(self) -> dict[str, Any] | None:
         """The whole board a large run stored as it ended (RunResult.board_ref): read from the
         store, where asking would make a worker replay the whole run (seconds for 10,000
         agents). None while it runs, and for a run small (or old) enough to be asked."""
@@ -211,8 +215,12 @@ class Run:
             text = read_blob(open_store(self._settings), result.board_ref)
         except (FileNotFoundError, ValueError):
             return None  # not readable here (another store): the query still answers
-        self._final = BoardPage.model_validate_json(text)
-        return self._final
+        with gc_paused():  # (a 10,000-task board is ~200,000 values: no collector walks)
+            final = json.loads(text)
+        if not isinstance(final, dict):
+            raise ValueError(f"the board stored at {result.board_ref} is not a board")
+        self._final = final
+        return final
 
     async def status(self) -> RunStatus:
         status = await self.temporal_status()
@@ -884,6 +892,23 @@ class Run:
         arguments and results, permission decisions, tokens and timings."""
         data = await self.transcript_bytes(await self.transcript_key(task))
         return parse_lines(data.decode("utf-8", errors="replace"))
+
+
+def stored_board_page(board: dict[str, Any], req: PageRequest) -> BoardPage:
+    """A page of the whole board a run stored as it ended (its JSON values), as
+    :meth:`BoardPage.page` makes one of the whole board's models: the tasks chosen and sliced
+    as JSON, and only the page's made into models — the stored board of a 10,000-agent run
+    was made into 10,000 ``TaskView`` models for the 200 rows ``status`` shows."""
+    tasks = board.get("tasks") or []
+    chosen = tasks if req.status is None else [t for t in tasks if t.get("status") == req.status]
+    return BoardPage.model_validate(
+        {
+            **board,
+            "total": len(chosen),
+            "offset": req.offset,
+            "tasks": chosen[req.offset : req.offset + req.limit],
+        }
+    )
 
 
 @dataclass
