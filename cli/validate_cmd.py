@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from cli.args import parse_pairs
@@ -79,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         isinstance(tool := (agent.config or {}).get("tool"), str) and is_tool_name(tool)
         for agent in plan.workflow.agents
     ):  # (the MCP SDK and Temporal's are imported for a plan that calls an MCP tool only)
+        import asyncio
+
         from activities.mcp.plan_tools import tool_warnings
 
         found = plan.locate(asyncio.run(tool_warnings(settings, plan.workflow)))

@@ -58,7 +58,7 @@ from xsky.security.permissions import (
     domain,
     rule_problems,
 )
-from xsky.skills.transcripts import SourceKind
+from xsky.skills.kinds import SourceKind
 from xsky.wire import WireModel
 
 

@@ -60,11 +60,11 @@ def test_a_command_given_builds_its_own_parser_and_no_other() -> None:
     assert list(sub.choices) == list(COMMANDS)
 
 
-def _modules_after(argv: list[str], tmp_path: Path) -> set[str]:
-    return set(json.loads(_after(argv, tmp_path, "print(json.dumps(sorted(sys.modules)))\n")))
+def _modules_after(argv: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> set[str]:
+    return set(json.loads(_after(argv, tmp_path, "print(json.dumps(sorted(sys.modules)))\n", env)))
 
 
-def _after(argv: list[str], tmp_path: Path, report: str) -> str:
+def _after(argv: list[str], tmp_path: Path, report: str, env: dict[str, str] | None = None) -> str:
     """The last line ``report`` (Python) prints in a new process, after ``starter.py argv``."""
     code = (
         "import sys, json\n"
@@ -78,7 +78,12 @@ def _after(argv: list[str], tmp_path: Path, report: str) -> str:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XSKY_HOME": str(tmp_path / "x")},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "XSKY_HOME": str(tmp_path / "x"),
+            **(env or {}),
+        },
     )
     # (Not the exit status: a command that talked to no server may still crash as the process
     # ends, in the SDK's runtime thread, after its report was printed.)
@@ -104,6 +109,32 @@ def test_validate_imports_neither_temporal_nor_the_leader(tmp_path: Path) -> Non
     assert "xsky.plan.xml" in modules  # it did its work
     assert not {m for m in modules if m.startswith("temporalio")}
     assert not _heavy(modules)
+
+
+def test_validate_imports_no_event_loop_and_the_settings_no_transcript_adapters(
+    tmp_path: Path,
+) -> None:
+    # asyncio is for a plan that calls an MCP tool; the settings files name transcript
+    # source kinds (xsky.skills.kinds), not the adapters and their redaction patterns.
+    plan = tmp_path / "p.xml"
+    plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
+    modules = _modules_after(["validate", str(plan)], tmp_path)
+    assert "xsky.settings_files" in modules  # it read the settings
+    assert "asyncio" not in modules
+    assert not {
+        m for m in modules if m.startswith(("xsky.skills.transcripts", "xsky.security.redact"))
+    }
+
+
+def test_validate_imports_no_temporal_where_the_address_is_set(tmp_path: Path) -> None:
+    # A deployment sets TEMPORAL_ADDRESS (docker-compose, a worker's host): validate, which
+    # never connects, read it through the SDK's envconfig and so imported Temporal (~0.2 s).
+    plan = tmp_path / "p.xml"
+    plan.write_text('<workflow name="w"><agent name="llm" id="1"><task>t</task></agent></workflow>')
+    env = {"TEMPORAL_ADDRESS": "temporal:7233", "TEMPORAL_NAMESPACE": "default"}
+    modules = _modules_after(["validate", str(plan)], tmp_path, env)
+    assert "xsky.plan.xml" in modules
+    assert not {m for m in modules if m.startswith("temporalio")}
 
 
 @pytest.mark.parametrize("argv", [["status", "nope"], ["list"]])

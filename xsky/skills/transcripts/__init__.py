@@ -17,16 +17,16 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
 from xsky.security.redact import redact
+from xsky.skills.kinds import SOURCE_KINDS as SOURCE_KINDS
+from xsky.skills.kinds import SourceKind as SourceKind
 from xsky.skills.trajectory import Event
 from xsky.wire import WireModel
 
-SourceKind = Literal["claude-code", "codex", "xsky"]
-SOURCE_KINDS: tuple[SourceKind, ...] = ("claude-code", "codex", "xsky")
 # The short kind in trajectory ids and folder names: <home>/<tag>_sessions/traj_<tag>_….
 KIND_TAG: dict[str, str] = {"claude-code": "cc", "codex": "codex", "xsky": "xsky"}
 
