@@ -397,21 +397,30 @@ class AttemptCgroup:
             time.sleep(0.005)
         self.freeze(False)
 
-    def remove(self) -> None:
-        """Removed once empty; a cgroup still busy is killed and removed (retried briefly)."""
+    def remove(self, wait: bool = True) -> bool:
+        """Removed once empty; a cgroup still busy is killed and removed (retried briefly).
+        ``wait=False``: one try each, never a sleep (an event loop's thread), and whether it
+        is gone — right after its command ended the kernel may still count the exited
+        processes for a moment (EBUSY: one command in three on a loaded 2-core VM), and
+        the retries' sleeps then belong on a thread of their own."""
         while self._on_remove:
             self._on_remove.pop()()
+        gone = True
         for folder in self.folders.values():
-            for attempt in range(40):
+            for attempt in range(40 if wait else 1):
                 try:
                     folder.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
+                    if not wait:
+                        gone = False
+                        break
                     if attempt == 5:
                         self.kill()
                     time.sleep(0.01)
+        return gone
 
 
 def _field(text: str, name: str) -> int:

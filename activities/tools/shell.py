@@ -300,7 +300,7 @@ async def _supervise(
         ):
             # Its memory went to files it wrote on a tmpfs workspace: the disk is the cause.
             verdict = await asyncio.to_thread(watch.over_quota) or verdict
-    _release(watch, cgroup)
+    await _released(watch, cgroup)
     stderr = capture.text(2, "stderr")
     code = transport.get_returncode()
     if not ctx.unconfined and code not in (0, None) and stderr.startswith("bwrap: "):
@@ -360,6 +360,16 @@ def recorded_end(path: Path, limit: int) -> ProcessResult | None:
         False,
         replayed=True,
     )
+
+
+async def _released(watch: disk.Watch | None, cgroup: AttemptCgroup | None) -> None:
+    """As :func:`_release`, on the event loop only while no wait is needed: a cgroup the kernel
+    still counts busy is removed in a thread (its retries sleep 10 ms each, which held every
+    agent's heartbeats on this worker's loop)."""
+    if watch is not None:
+        disk.GUARD.remove(watch)
+    if cgroup is not None and not cgroup.remove(wait=False):
+        await asyncio.to_thread(cgroup.remove)
 
 
 def _release(watch: disk.Watch | None, cgroup: AttemptCgroup | None) -> None:
