@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,7 @@ def main() -> None:
                 best[name] = min(best[name], wall(argv, env))
     finally:
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # (its server's database, left in /tmp each run)
 
     base = best["python -c pass"]
     print(f"best of {args.rounds} rounds, each a new process, one dev server")

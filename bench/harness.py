@@ -33,6 +33,7 @@ from cli.devserver import DevServer, free_port
 from client.connect import DATA_CONVERTER
 from workflows.leader import LeaderWorkflow
 from workflows.sandbox import workflow_runner
+from workflows.task_time import allow_task_time
 from xsky.config import Settings, load_settings
 from xsky.kinds import TOOL_AGENT_KINDS
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -65,24 +66,29 @@ async def serving(
     build_models()  # as worker.py: no model's validator is built inside a workflow task
     build_argument_models()  # as worker.py: nor in an agent's first tool call
     acts = AgentActivities(settings)
+    # As worker.py: workflow code may run 5 s between yields, not the SDK's 2 s (a large
+    # plan's first task, and its last, which writes 10,000 reports, took over 2 s on a loaded
+    # VM and were failed and given again: the bench measured a worker no deployment runs).
     workers = [
-        Worker(
-            client,
-            task_queue=queue,
-            workflows=[
-                LeaderWorkflow,
-                MinimalDagWorkflow,
-                LevelByLevelWorkflow,
-                BareDagWorkflow,
-            ],
-            activities=[
-                *LeaderStore(settings, agents_here=same_queue).all(),
-                acts.run_agent,
-                bare_step,
-            ],
-            max_cached_workflows=100,
-            workflow_runner=workflow_runner(),
-            max_concurrent_activities=400,
+        allow_task_time(
+            Worker(
+                client,
+                task_queue=queue,
+                workflows=[
+                    LeaderWorkflow,
+                    MinimalDagWorkflow,
+                    LevelByLevelWorkflow,
+                    BareDagWorkflow,
+                ],
+                activities=[
+                    *LeaderStore(settings, agents_here=same_queue).all(),
+                    acts.run_agent,
+                    bare_step,
+                ],
+                max_cached_workflows=100,
+                workflow_runner=workflow_runner(),
+                max_concurrent_activities=400,
+            )
         )
     ]
     workers += [
