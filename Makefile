@@ -40,6 +40,7 @@ chaos: install  # the long fault runs (docs/development.md: what make chaos cove
 bench: install
 	$(PY) bench/parse.py
 	$(PY) bench/overhead.py
+	$(PY) bench/chain_local.py
 	$(PY) bench/workflow_tasks.py
 	$(PY) bench/makespan.py
 	$(PY) bench/ingest.py

@@ -90,3 +90,18 @@ class BareDagWorkflow:
             done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))
         await asyncio.gather(*done.values())
         return len(done)
+
+
+@workflow.defn
+class BareLocalChainWorkflow:
+    """A chain of ``n`` steps as *local* activities (``bare_step``, in the worker's own
+    process, no server round trip per step): the floor a local fast path would run at, which
+    issue 37 asks a chain of instant agents to stay within 3× of."""
+
+    @workflow.run
+    async def run(self, n: int) -> int:
+        for i in range(n):
+            await workflow.execute_local_activity(
+                "bare_step", str(i), start_to_close_timeout=timedelta(minutes=1), result_type=str
+            )
+        return n
