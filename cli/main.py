@@ -102,7 +102,7 @@ SUMMARIES: dict[str, str] = {
     "log": "an agent's transcript: messages, tool calls and results, permission decisions, tokens",
     "ledger": "the leader's ledgers: the goal and its check, facts, and every judgment it made",
     "gc": "remove the stored objects of runs that ended (never a running run's)",
-    "plan": "plan a request (print it, or --run it), or show a run's plan by its id",
+    "plan": "plan a request (print it: planned here, with this command's model; or --run it: planned on the workers), or show a run's plan by its id",
     "roles": "list the roles agents can take (or `roles show NAME`)",
     "permissions": "check a tool call against the rules and a role, or show a run's audit log",
     "mcp": "the MCP servers workers use: list them, or check one",
