@@ -7,10 +7,12 @@ queue (workflows/leader/hosts.py decides with both)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from temporalio import activity
 from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.worker.v1 import WorkerInfo
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.service import RPCError
 
@@ -20,8 +22,11 @@ from xsky.config import Settings
 from xsky.runs import HostCheck, WorkspaceClaim, WorkspaceHost
 from xsky.storage import ObjectStore
 
-# A live poller polls again at least this often (a long poll lasts up to a minute).
+# A live poller polls again at least this often (a long poll lasts up to a minute): where the
+# server keeps no worker heartbeats, a poll older than this is the only sign of a lost worker.
 POLLER_SECONDS = 75.0
+# Pages of the server's worker list read at most (1,000 workers each).
+WORKER_PAGES = 10
 
 
 class HostActivities:
@@ -67,25 +72,35 @@ class HostActivities:
 
 
 async def _served(queue: str, window: float) -> bool:
-    """Does a worker still serve ``queue`` (a heartbeat within ``window`` seconds)?"""
+    """Does a worker still serve ``queue`` — a heartbeat or a poll within ``window`` seconds?
+
+    Workers heartbeat to the server every few seconds (activities/telemetry.py), whether they
+    poll or not (a busy worker whose slots are all taken does not poll). A worker the server
+    does not list for ``queue`` has not sent its first heartbeat yet — it comes one interval
+    after the worker starts — so it polled within ``window`` or it is gone: a host killed
+    right after it took its first attempt was found lost only when its last poll was
+    ``POLLER_SECONDS`` old, a poll lasting up to a minute. Only where the server keeps no
+    heartbeats (it cannot list workers, or lists none) is a poll as old as that still a live
+    worker's. A worker that said it stopped (a graceful shutdown) serves no more, though the
+    server lists its last poll for a minute."""
     client = activity.client()
     namespace = activity.info().namespace
     now = time.time()
-    try:
-        listed = await client.workflow_service.list_workers(
-            ListWorkersRequest(namespace=namespace, page_size=1000)
-        )
-    except RPCError:
-        listed = None
+    listed = await _listed_workers(client, namespace)
+    stopped: set[str] = set()  # identities of the queue's workers that said they stopped
+    # Does the server keep heartbeats? It lists workers (of any queue, the caller's own first).
+    beating = bool(listed)
     if listed is not None:
-        beats = [
-            w.worker_heartbeat
-            for w in listed.workers_info
-            if w.worker_heartbeat.task_queue == queue
-            and w.worker_heartbeat.status == WorkerStatus.WORKER_STATUS_RUNNING
-        ]
-        if beats:
-            return any(now - b.heartbeat_time.ToSeconds() <= window for b in beats)
+        for w in listed:
+            beat = w.worker_heartbeat
+            fresh = now - beat.heartbeat_time.ToSeconds() <= window
+            running = beat.status == WorkerStatus.WORKER_STATUS_RUNNING
+            if beat.task_queue != queue:
+                continue
+            if running and fresh:
+                return True
+            if not running:
+                stopped.add(beat.worker_identity)
     described = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=namespace,
@@ -93,4 +108,28 @@ async def _served(queue: str, window: float) -> bool:
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
         )
     )
-    return any(now - p.last_access_time.ToSeconds() < POLLER_SECONDS for p in described.pollers)
+    polled = window if beating else POLLER_SECONDS
+    return any(
+        now - p.last_access_time.ToSeconds() < polled
+        for p in described.pollers
+        if p.identity not in stopped
+    )
+
+
+async def _listed_workers(client: Any, namespace: str) -> list[WorkerInfo] | None:
+    """Every worker the server lists (by its heartbeats), page by page; None when it cannot
+    list them (an older server, no permission)."""
+    found: list[WorkerInfo] = []
+    token = b""
+    for _ in range(WORKER_PAGES):
+        try:
+            page = await client.workflow_service.list_workers(
+                ListWorkersRequest(namespace=namespace, page_size=1000, next_page_token=token)
+            )
+        except RPCError:
+            return None if not found else found
+        found.extend(page.workers_info)
+        token = page.next_page_token
+        if not token:
+            break
+    return found

@@ -86,8 +86,9 @@ class Cluster:
 
     async def heartbeating(self, *hosts: str) -> None:
         """Until the server lists each host's queue with a worker heartbeat (the first comes one
-        interval after the worker starts): a host killed before it is found lost only when its
-        last poll is 75 s old (activities/hosts.py ``_served``), not after ``SILENT``."""
+        interval after the worker starts): each test starts from hosts the server knows (a
+        host killed before it is found lost by its last poll, after ``SILENT`` as well —
+        test_host_lost_early.py)."""
         for host in hosts:
             queue = f"{self.env['XSKY_TASK_QUEUE']}-host-{host}"
             me = f"{self.workers[host].pid}@"  # the SDK's identity: pid@hostname

@@ -1,0 +1,90 @@
+"""activities/hosts.py ``_served``: is a host's queue served — told from the server's worker
+list (heartbeats) and its pollers, with a fake server."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.enums.v1 import WorkerStatus
+from temporalio.api.taskqueue.v1 import PollerInfo
+from temporalio.api.worker.v1 import WorkerHeartbeat, WorkerInfo
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueResponse, ListWorkersResponse
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities import hosts
+
+Q = "q-host-h2"
+RUNNING = WorkerStatus.WORKER_STATUS_RUNNING
+SHUTDOWN = WorkerStatus.WORKER_STATUS_SHUTDOWN
+
+
+def ago(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int((time.time() - seconds) * 1e9))
+    return ts
+
+
+def worker(identity: str, queue: str, silent: float, status: int = RUNNING) -> WorkerInfo:
+    return WorkerInfo(
+        worker_heartbeat=WorkerHeartbeat(
+            worker_identity=identity,
+            task_queue=queue,
+            status=status,  # type: ignore[arg-type]
+            heartbeat_time=ago(silent),
+        )
+    )
+
+
+def poller(identity: str, age: float) -> PollerInfo:
+    return PollerInfo(identity=identity, last_access_time=ago(age))
+
+
+async def served(workers: list[WorkerInfo] | None, pollers: list[PollerInfo]) -> bool:
+    async def list_workers(req):
+        if workers is None:
+            raise RPCError("unimplemented", RPCStatusCode.UNIMPLEMENTED, b"")
+        return ListWorkersResponse(workers_info=workers)
+
+    async def describe_task_queue(req):
+        return DescribeTaskQueueResponse(pollers=pollers)
+
+    service = SimpleNamespace(list_workers=list_workers, describe_task_queue=describe_task_queue)
+    client = SimpleNamespace(workflow_service=service)
+    with (
+        mock.patch.object(hosts.activity, "client", return_value=client),
+        mock.patch.object(hosts.activity, "info", return_value=SimpleNamespace(namespace="ns")),
+    ):
+        return await hosts._served(Q, 10.0)
+
+
+ME = worker("1@leader", "q", 1.0)  # the asking worker: the server keeps heartbeats
+
+
+@pytest.mark.parametrize(
+    ("workers", "pollers", "expected"),
+    [
+        # a host killed right after its first poll, before its first heartbeat: lost once its
+        # last poll is older than the window (it was alive for 75 s)
+        ([ME], [poller("2@h2", 20.0)], False),
+        ([ME], [poller("2@h2", 3.0)], True),  # just started, not listed yet: alive
+        # a busy host (every slot taken: it does not poll) that heartbeats: alive
+        ([ME, worker("2@h2", Q, 2.0)], [poller("2@h2", 300.0)], True),
+        ([ME, worker("2@h2", Q, 2.0)], [], True),
+        # a listed host silent past the window: lost — unless a new worker polls the queue
+        ([ME, worker("2@h2", Q, 30.0)], [poller("2@h2", 30.0)], False),
+        ([ME, worker("2@h2", Q, 30.0)], [poller("2@h2", 30.0), poller("3@h2", 1.0)], True),
+        # a host that shut down a moment ago (the server lists its last poll for a minute)
+        ([ME, worker("2@h2", Q, 1.0, SHUTDOWN)], [poller("2@h2", 2.0)], False),
+        # a server that keeps no heartbeats: only a poll older than a long poll is a lost one
+        (None, [poller("2@h2", 50.0)], True),
+        ([], [poller("2@h2", 50.0)], True),
+        (None, [poller("2@h2", 80.0)], False),
+        (None, [], False),
+    ],
+)
+async def test_served(workers, pollers, expected):
+    assert await served(workers, pollers) is expected
