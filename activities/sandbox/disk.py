@@ -97,6 +97,7 @@ async def room(
     until: float,
     say: Callable[[str], None],
     beat: Callable[[str], None],
+    what: str = "starting the command",
 ) -> str | None:
     """Wait while the workspace's disk is below the reserve, saying so (``say``, on the board)
     and heartbeating; None once it has room, the refusal if it has none at ``until``
@@ -109,7 +110,7 @@ async def room(
             return None
         if time.monotonic() + pause > until:
             return full
-        note = f"waiting {pause:g}s before starting the command: {full}"
+        note = f"waiting {pause:g}s before {what}: {full}"
         log.warning("%s: %s", workspace, note)
         say(note)
         waited = 0.0

@@ -14,8 +14,10 @@ import functools
 import os
 from typing import Any
 
-from activities.sandbox import git_guard
+from activities import beat as beats
+from activities.sandbox import disk, git_guard
 from activities.sandbox.confine import confine, list_inside, open_inside
+from activities.sandbox.limits import Limits
 from activities.tools import (
     Tool,
     ToolContext,
@@ -27,6 +29,8 @@ from activities.tools import (
 from xsky.outcomes import os_error_verdict
 
 DEFAULT_MAX_READ = 10 * 1024 * 1024
+ROOM_WAIT = 300.0  # outside an activity (direct use, tests): how long a full disk is waited for
+ROOM_MARGIN = 60.0  # of the attempt's start-to-close timeout, left for the write itself
 MAX_LIST = 2000
 
 
@@ -79,6 +83,20 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if target.is_dir():
         raise ToolError(f"{path!r} is a directory; name a file")
     data = content.encode("utf-8")
+    # A disk below the reserve waits for room, as a command does before it starts (the sandbox
+    # off too: the file is at stake): written at once, the write failed "no space left" for
+    # good (not retried) — and the file it replaced was emptied first.
+    reserve = (ctx.confinement.limits if ctx.confinement else Limits()).disk_reserve
+    full = await disk.room(
+        ctx.workspace,
+        reserve,
+        beats.deadline(ROOM_MARGIN, ROOM_WAIT),
+        ctx.progress,
+        ctx.heartbeat,
+        what=f"writing {path}",
+    )
+    if full is not None:
+        raise ToolError(f"file_write {path}: refused: {full}", details={"limit": "disk_reserve"})
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
     with os.fdopen(
         open_inside(ctx.workspace, target, flags, make_parents=True, owner=ctx.owner),
