@@ -9,6 +9,7 @@ shell-reading-round-13)."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,4 +196,41 @@ def test_runners_in_runners_and_many_maybe_programs_are_bounded() -> None:
     assert (
         decide("shell", {"command": "npx " * 6 + "touch ran"}, ROLE, DENY_TOUCH, "/ws").effect
         == "deny"
+    )
+
+
+def _installed(name: str, *where: str) -> str | None:
+    return shutil.which(name) or shutil.which(name, path=":".join(where))
+
+
+def test_version_managers_and_env_file_runners_are_runners(tmp_path: Path) -> None:
+    # (sec13b: `pyenv exec touch ran`, `dotenv run touch ran` ran touch in bash, allowed)
+    ran = 0
+    pyenv = _installed("pyenv", str(Path.home() / ".pyenv/bin"))
+    if pyenv is not None:
+        env = {"HOME": str(tmp_path), "PYENV_ROOT": str(Path(pyenv).resolve().parent.parent)}
+        bash(f"{pyenv} exec touch ran", env, tmp_path)
+        ran += (tmp_path / "ran").exists()
+        (tmp_path / "ran").unlink(missing_ok=True)
+    dotenv = _installed("dotenv", str(Path(sys.executable).parent))
+    if dotenv is not None:
+        (tmp_path / ".env").write_text("")
+        bash(f"{dotenv} run touch ran", {"HOME": str(tmp_path)}, tmp_path)
+        ran += (tmp_path / "ran").exists()
+    if pyenv is None and dotenv is None:
+        pytest.skip("neither pyenv nor python-dotenv's CLI is installed")
+    assert ran  # the canary: touch ran
+    for command in (
+        "pyenv exec touch ran",
+        "rbenv exec touch ran",
+        "dotenv run touch ran",
+        "dotenv -f .env run -- touch ran",
+        "dotenvx run -- touch ran",
+        "volta run --node 20 touch ran",
+        "fnm exec --using 20 -- touch ran",
+    ):
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "deny"
+    assert (
+        decide("shell", {"command": "pyenv exec pytest -q"}, ROLE, DENY_TOUCH, "/ws").effect
+        == "allow"
     )

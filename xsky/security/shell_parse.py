@@ -992,6 +992,9 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "yarn": frozenset({"exec", "dlx"}), "bun": frozenset({"x"}),
     "asdf": frozenset({"exec"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
     "bundle": frozenset({"exec"}), "nix": frozenset({"shell", "develop"}),
+    # (sec13b: `pyenv exec touch x`, `dotenv run touch x` ran touch past deny shell(touch:*))
+    **{n: frozenset({"exec"}) for n in "pyenv rbenv nodenv goenv jenv plenv fnm".split()},
+    **{n: frozenset({"run"}) for n in "dotenv dotenvx volta".split()},
 }  # fmt: skip
 # Where the program comes after a word of its own: mise exec [TOOLS] -- PROG, nix shell -c PROG
 _RUNNER_MARKS = {"mise": ("--",), "nix": ("-c", "--command")}
