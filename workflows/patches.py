@@ -326,7 +326,8 @@ PATCHES: dict[str, Patch] = {
         "(--title x) and tclsh -encoding read theirs; the input linked to a name, or a file the "
         "command writes, run as a script; python -m timeit's and pdb -c's arguments are code; "
         "an interpreter's options end at its script (python3 tool.py -c x is the script's -c); "
-        "ssh's options' values are not a remote command (ssh -p 2222 host). "
+        "ssh's options' values are not a remote command (ssh -p 2222 host); the program a "
+        "package or environment runner runs is a command of its own (npx touch x: touch x). "
         "Asked only of a call the two readings decide apart (xsky/leader/shell_readings.py)",
         since="v0.12.4",
         delete_when="no run that had a shell call decided by the leader before v0.12.4 is still open",

@@ -131,6 +131,7 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "fakeroot": (frozenset({"-l", "--lib", "--faked", "-s", "-i", "-b"}), 0),
 }
 _MAX_DEPTH = 8
+_MAX_MAYBE_PROGRAMS = 16  # (`uv run --with a --with b … pytest`: each value may be the program)
 _PLAIN_ARITHMETIC = re.compile(r"^[\s\d+\-*/%()<>=!&|^~?:]*$")
 
 
@@ -164,6 +165,14 @@ class ShellCommand:
     # Of the "runtime" words, those whose every expansion is inside "…" with nothing outside
     # quotes the shell splits or globs: what they expand to is one word, as it is.
     quoted: set[int] = field(default_factory=set, compare=False)
+    # A command a package or environment runner runs (`npx touch x`, `uv run pytest`): the
+    # runner's own part. Deny and ask rules decide it as any command; the rest of its decision
+    # is the runner's when a rule allowed the runner (shell_rules._runner_vouched).
+    run_by: ShellCommand | None = field(default=None, compare=False, repr=False)
+    # A runner's word read as an option's value that may be the program it runs instead (npm
+    # reads an option it does not know as a flag: `npx --no-install touch x` runs touch): only
+    # deny and ask rules decide it.
+    maybe: bool = field(default=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -175,6 +184,12 @@ _READS_INPUT = " (reading commands from its input)"
 # Whether the command being split holds a {{…}} value: then a command line a shell runs that the
 # outer shell expands first (`bash -c "… $X …"`) may be made of the value, which is code there.
 _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_values", default=True)
+# The commands runners run that the command being split holds, by their words and expansions:
+# each is read once (`npx -a npx -a npx … touch` may name its program at each word, and each of
+# those again: sec13b, 2^k readings otherwise).
+_RUNNERS_RUN: contextvars.ContextVar[dict[tuple[Any, ...], ShellCommand] | None] = (
+    contextvars.ContextVar("runners_run", default=None)
+)
 # The leader's own decisions (delegated approvals, "allow for this run" rules) are workflow code:
 # a run replays them as they were made, so the reading of each release that changed it can be
 # asked for (xsky/leader's callers ask the patch that guards each change, where it decides apart).
@@ -190,7 +205,8 @@ _HOLDS_VALUES: contextvars.ContextVar[bool] = contextvars.ContextVar("holds_valu
 # input not read; the input linked to a name or a file written, then run, not read; python -m
 # timeit's and pdb -c's arguments not code; an interpreter's script's own words read as its
 # options (python3 tool.py -c x asked), python's -I taking a word; ssh's option values counted
-# as a remote command's words (ssh -p 2222 host asked).
+# as a remote command's words (ssh -p 2222 host asked); the program a package or environment
+# runner runs no command of its own (`npx touch x` past deny shell(touch:*)).
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -224,9 +240,11 @@ def split_command(command: str) -> list[ShellCommand]:
     """Every simple command ``command`` would run, in order. Raises ShellParseError."""
     out: list[ShellCommand] = []
     token = _HOLDS_VALUES.set(VALUE_NAME in command)
+    run = _RUNNERS_RUN.set({})
     try:
         _parse_into(command, out, 0)
     finally:
+        _RUNNERS_RUN.reset(run)
         _HOLDS_VALUES.reset(token)
     if not out:
         raise ShellParseError("the command is empty")
@@ -974,6 +992,9 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "yarn": frozenset({"exec", "dlx"}), "bun": frozenset({"x"}),
     "asdf": frozenset({"exec"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
     "bundle": frozenset({"exec"}), "nix": frozenset({"shell", "develop"}),
+    # (sec13b: `pyenv exec touch x`, `dotenv run touch x` ran touch past deny shell(touch:*))
+    **{n: frozenset({"exec"}) for n in "pyenv rbenv nodenv goenv jenv plenv fnm".split()},
+    **{n: frozenset({"run"}) for n in "dotenv dotenvx volta".split()},
 }  # fmt: skip
 # Where the program comes after a word of its own: mise exec [TOOLS] -- PROG, nix shell -c PROG
 _RUNNER_MARKS = {"mise": ("--",), "nix": ("-c", "--command")}
@@ -989,6 +1010,15 @@ def runner_program(argv: list[str]) -> int | None:
     ``len(argv)`` when it is not found past the tool's options (each word may be the program) —
     or None: no such tool, or not its subcommand that runs one. A word after an option not
     known to take no value may be that option's value (read on past it)."""
+    reading = _runner_reading(argv)
+    return None if reading is None else reading[0]
+
+
+def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
+    """runner_program's reading of ``argv``: where the program is named, and the words before
+    it read past as the value of the option before them — each of which may be the program
+    instead (npm reads an option it does not know as a flag, and `npx --no-install touch x`,
+    `npx --foo touch x` ran touch: sec13b) — or None."""
     name = argv[0].rsplit("/", 1)[-1]
     subcommands = _RUNNERS.get(name)
     if subcommands is None:
@@ -1000,23 +1030,25 @@ def runner_program(argv: list[str]) -> int | None:
             return None
         start = at + 1
     marks = _RUNNER_MARKS.get(name)
+    skipped: list[int] = []
     for i in range(start, len(argv)):
         word = argv[i]
         if marks is not None:
             if word in marks:
-                return i + 1 if i + 1 < len(argv) else len(argv)
+                return (i + 1 if i + 1 < len(argv) else len(argv)), []
             continue
         if word == "--":
-            return i + 1 if i + 1 < len(argv) else len(argv)  # (npm exec -- PROG)
+            return (i + 1 if i + 1 < len(argv) else len(argv)), skipped  # (npm exec -- PROG)
         if word.startswith("-") or "$" in word or "`" in word:
             continue
         before = argv[i - 1] if i > start else ""
         if before.startswith("-") and "=" not in before and before not in _RUNNER_FLAGS:
+            skipped.append(i)
             continue  # (maybe the value of the option before it)
         if name == "direnv" and i == start:
             continue  # direnv exec DIR PROG
-        return i
-    return len(argv)
+        return i, skipped
+    return len(argv), skipped
 
 
 def _runs_a_shell(name: str, args: list[str]) -> bool:
@@ -1329,8 +1361,10 @@ def _shifted(expansions: dict[int, str], start: int, end: int) -> dict[int, str]
 
 # Package and environment tools that run a command line they are given as one string
 # (a review of 0.12.1: `npx -c 'touch x'`, `git submodule foreach 'touch x'` ran past deny
-# shell(touch:*)). (`poetry run CMD …` and the like are left as they were: a rule naming
-# `uv run:*` is the person's answer for what it runs, as for npx's packages.) Every such
+# shell(touch:*)). (`poetry run CMD …` and the like run a program, not a line: since 0.12.4's
+# reading that program is a command the rules see (_runner_reading, in _unwrap) — a deny or ask
+# rule naming it holds, and a rule naming `uv run:*` is the person's answer for the rest of
+# what it runs, as for npx's packages: shell_rules._runner_vouched.) Every such
 # option is read, not the first: npm and nix-shell take the last one given (review13: `npx -c
 # 'echo hi' -c 'touch x'` ran touch), and npm reads `--c`/`--ca`/`--cal` and `-c=…` as --call.
 _RUN_LINES = {
@@ -1545,12 +1579,39 @@ def _unwrap(
                 return
     if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
         return
-    if _reads_as_of((0, 12, 4)) and (at := runner_program(argv)) is not None and at < len(argv):
-        # what the program a runner runs reads (sec13: `printf %s "{{…}}" | npx node`, `| npm
-        # exec -- node` ran the value as code): its input, its -c command line — the program
-        # itself is left to the rules naming the runner, as before
-        inner = argv[at:]
-        _unwrap(inner, out, depth + 1, _shifted(expansions, at, len(argv)))
+    if _reads_as_of((0, 12, 4)) and (reading := _runner_reading(argv)) is not None:
+        # The program a runner runs is a command of its own, as a wrapper's is (sec13b: `npx
+        # touch x`, `npm exec -- touch x` ran touch past deny shell(touch:*)) — and so is each
+        # word read as an option's value that may be it (`npx --no-install touch x`); what it
+        # reads is read too (sec13: `printf %s "{{…}}" | npx node` ran the value as code).
+        # A rule allowing the runner still answers for what it runs (shell_rules._runner_vouched).
+        at, maybe = reading
+        if depth > _MAX_DEPTH and (maybe or at < len(argv)):
+            raise ShellParseError("commands nest too deeply to check")  # (npx npx npx … x)
+        if len(maybe) > _MAX_MAYBE_PROGRAMS:
+            raise ShellParseError(
+                f"{len(maybe)} of {name}'s words may each be an option's value or the program it "
+                "runs; it cannot be checked"
+            )
+        runner = next((p for p in reversed(out) if p.argv is argv), None)
+        seen = _RUNNERS_RUN.get()
+        for i in [*maybe, *([at] if at < len(argv) else [])]:
+            inner, shifted = argv[i:], _shifted(expansions, i, len(argv))
+            key = (*inner, *sorted(shifted.items()))
+            if seen is not None and (known := seen.get(key)) is not None:
+                if known.maybe and i == at:  # (the program here: decided in full)
+                    known.maybe, known.run_by = False, runner
+                continue
+            part = ShellCommand(inner, expansions=shifted, run_by=runner, maybe=i != at)
+            if seen is not None:
+                seen[key] = part
+            out.append(part)
+            before = len(out)
+            _unwrap(inner, out, depth + 1, shifted)
+            for found in out[before:]:
+                if found.argv == [f"{inner[0].rsplit('/', 1)[-1]}{_READS_INPUT}"]:
+                    # (`mise exec -- node -v`: what the program does, as the program is)
+                    found.run_by, found.maybe = runner, part.maybe
         return
     if name in WRAPPERS:
         takes_value, positional = WRAPPERS[name]

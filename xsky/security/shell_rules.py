@@ -173,7 +173,47 @@ def part_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         decisions.append(d)
     if not decisions:
         decisions.append(Decision("allow", "nothing runs"))
+    if part.run_by is not None and reads_as_of((0, 12, 4)):
+        decisions = _runner_vouched(part, decisions, check)
     return decisions
+
+
+def _runner_vouched(part: ShellCommand, decisions: list[Decision], check: Check) -> list[Decision]:
+    """The decisions on a command a package or environment runner runs (`npx touch x`: touch
+    x), which deny and ask rules decide as any command — deny wins, as it does everywhere
+    (sec13b: `npx touch x`, `npm exec -- touch x` ran touch past deny shell(touch:*)). A rule
+    allowing the runner (`shell(npx:*)`, `shell(uv run:*)`, a person's approval of the call)
+    is the person's answer for the rest: what the program is and how it is called (code
+    included, as docs/permissions.md says). Without one, the command is decided in full, as
+    a wrapper's is (`npx sed e f` is asked as `env sed e f` is). A word that may only be the
+    program (part.maybe) counts for deny and ask rules and the checks that refuse outright."""
+    ruled = [
+        d
+        for d in decisions
+        if (d.effect == "deny" and (d.rule is not None or d.hard))
+        or (d.effect == "ask" and d.rule is not None)
+    ]
+    if not part.maybe:
+        assert part.run_by is not None
+        runner = max(part_decisions(part.run_by, check), key=lambda d: RANK[d.effect])
+        if runner.effect != "allow" or runner.rule is None:
+            return decisions
+    else:
+        runner = None
+    if ruled:
+        return ruled
+    name = part.run_by.argv[0].rsplit("/", 1)[-1] if part.run_by is not None else "a runner"
+    if runner is None:
+        return [Decision("allow", f"no deny or ask rule names what {name} may run here")]
+    return [
+        Decision(
+            "allow",
+            f"{runner.reason} (what {name} runs: the rule allowing it answers for it)",
+            runner.rule,
+            origin=runner.origin,
+            values=runner.values,
+        )
+    ]
 
 
 def _reach_decision(part: ShellCommand, check: Check) -> Decision | None:
