@@ -4,7 +4,9 @@ list (heartbeats) and its pollers, with a fake server."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import TypeVar
 from unittest import mock
 
 import pytest
@@ -20,6 +22,7 @@ from activities import hosts
 Q = "q-host-h2"
 RUNNING = WorkerStatus.WORKER_STATUS_RUNNING
 SHUTDOWN = WorkerStatus.WORKER_STATUS_SHUTDOWN
+T = TypeVar("T")
 
 
 def ago(seconds: float) -> Timestamp:
@@ -28,8 +31,13 @@ def ago(seconds: float) -> Timestamp:
     return ts
 
 
-def worker(identity: str, queue: str, silent: float, status: int = RUNNING) -> WorkerInfo:
-    return WorkerInfo(
+# The cases are built when their test runs, not when pytest collects them: a timestamp made at
+# collection is minutes old by the time a busy run gets to the test (a poll 3 s old became 2 min).
+Made = Callable[[], T]
+
+
+def worker(identity: str, queue: str, silent: float, status: int = RUNNING) -> Made[WorkerInfo]:
+    return lambda: WorkerInfo(
         worker_heartbeat=WorkerHeartbeat(
             worker_identity=identity,
             task_queue=queue,
@@ -39,18 +47,18 @@ def worker(identity: str, queue: str, silent: float, status: int = RUNNING) -> W
     )
 
 
-def poller(identity: str, age: float) -> PollerInfo:
-    return PollerInfo(identity=identity, last_access_time=ago(age))
+def poller(identity: str, age: float) -> Made[PollerInfo]:
+    return lambda: PollerInfo(identity=identity, last_access_time=ago(age))
 
 
-async def served(workers: list[WorkerInfo] | None, pollers: list[PollerInfo]) -> bool:
+async def served(workers: list[Made[WorkerInfo]] | None, pollers: list[Made[PollerInfo]]) -> bool:
     async def list_workers(req):
         if workers is None:
             raise RPCError("unimplemented", RPCStatusCode.UNIMPLEMENTED, b"")
-        return ListWorkersResponse(workers_info=workers)
+        return ListWorkersResponse(workers_info=[w() for w in workers])
 
     async def describe_task_queue(req):
-        return DescribeTaskQueueResponse(pollers=pollers)
+        return DescribeTaskQueueResponse(pollers=[p() for p in pollers])
 
     service = SimpleNamespace(list_workers=list_workers, describe_task_queue=describe_task_queue)
     client = SimpleNamespace(workflow_service=service)
