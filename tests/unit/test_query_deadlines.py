@@ -117,6 +117,41 @@ async def test_the_helpers_query_deadline_follows_the_tests_sticky_wait(
     assert deadline.total_seconds() < float(sticky)
 
 
+async def test_the_helpers_query_asks_again_past_its_deadline_until_its_own():
+    """A query past its rpc_timeout is an RPCError ("Timeout expired", CANCELLED) from the SDK,
+    not its RPCTimeoutOrCancelledError: the helper raised it at the first timeout, where a
+    killed worker's run is only waiting for another worker (test_durability under load); and
+    so is "no poller seen" while a worker started again has not polled yet."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from tests.integration import helpers
+
+    tries = []
+
+    class Handle:
+        async def query(self, what: object, *args: object, rpc_timeout: object = None) -> str:
+            tries.append(rpc_timeout)
+            if len(tries) == 1:
+                raise RPCError("Timeout expired", RPCStatusCode.CANCELLED, b"")
+            if len(tries) == 2:  # a worker started again, not polling yet
+                raise RPCError(
+                    "no poller seen for task queue recently, worker may be down",
+                    RPCStatusCode.FAILED_PRECONDITION,
+                    b"",
+                )
+            return "board"
+
+    assert await helpers.query(Handle(), "task_board") == "board"  # type: ignore[arg-type]
+    assert len(tries) == 3
+
+    class Refused:
+        async def query(self, what: object, *args: object, rpc_timeout: object = None) -> str:
+            raise RPCError("workflow not found", RPCStatusCode.NOT_FOUND, b"")
+
+    with pytest.raises(RPCError):  # anything else is the caller's to see
+        await helpers.query(Refused(), "task_board")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("sticky", ["1", "3", "10", "30"])
 def test_the_query_deadline_is_under_the_sticky_wait(sticky: str):
     settings = load_settings({"XSKY_STICKY_TIMEOUT": sticky})
