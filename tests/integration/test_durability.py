@@ -26,6 +26,7 @@ from cli.devserver import DevServer, free_port
 from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
+from tests.integration.helpers import query
 from worker import build_workers
 from workflows.leader import LeaderWorkflow
 from xsky.config import Settings, load_settings
@@ -126,7 +127,7 @@ async def own_server(
 
 async def completed_agents(handle, count: int) -> set[str]:
     """Assert that at least ``count`` agents of the run completed; return their ids."""
-    board = (await handle.query(LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
+    board = (await query(handle, LeaderWorkflow.task_board, PageRequest(limit=2000))).tasks
     done = {t.agent_id for t in board if t.status == "completed"}
     assert len(done) >= count, f"{sorted(done)} completed, wanted {count}"
     return done
@@ -338,7 +339,7 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         assert current.execution_time > req.created_at, (
             "the question must have crossed a continue-as-new"
         )
-        (still,) = await handle.query(LeaderWorkflow.pending_requests)
+        (still,) = await query(handle, LeaderWorkflow.pending_requests)
         assert still.id == req.id and still.text == "Publish?"
         await handle.execute_update(
             LeaderWorkflow.answer, AnswerRequest(request_id=req.id, text="yes, publish")
@@ -355,5 +356,5 @@ async def test_continue_as_new_carries_a_pending_question_which_stays_answerable
         assert texts == ["yes, publish", LONG] + [f"r{i}" for i in range(3, 10)]
         assert any(a.result is None and a.result_ref is not None for a in result.agents)
         assert all(a.attempts == 1 for a in result.agents[1:])  # carried across, not run again
-        history = await handle.query(LeaderWorkflow.plan_history)
+        history = await query(handle, LeaderWorkflow.plan_history)
         assert history[0].reason == "initial plan"

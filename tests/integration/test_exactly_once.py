@@ -15,6 +15,7 @@ import pytest
 from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
+from tests.integration.helpers import query
 from tests.integration.test_durability import own_server, stop_worker_process
 from tests.integration.test_recovery import shell_plan, shell_worker
 from tests.sigkill import kill_after
@@ -56,7 +57,7 @@ async def test_a_worker_killed_just_after_its_command_ended_has_it_returned_not_
     (agent,) = result.agents
     assert (workspace / "effects.txt").read_text() == "effect\n", "the command ran twice"
     assert agent.result is not None and agent.result.startswith("done by xsky:" + handle.id)
-    board = (await handle.query(LeaderWorkflow.task_board, PageRequest())).tasks
+    board = (await query(handle, LeaderWorkflow.task_board, PageRequest())).tasks
     if delay_ms == 1:  # far too soon for the attempt to have reported: the retry answered
         assert board[0].tries == 2, board[0]
 
@@ -87,7 +88,7 @@ async def outage_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outage: fl
         workspace = settings.runs / handle.id / "workspace"
 
         async def all_running() -> None:
-            board = (await handle.query(LeaderWorkflow.task_board, PageRequest())).tasks
+            board = (await query(handle, LeaderWorkflow.task_board, PageRequest())).tasks
             assert all(t.status == "in_progress" for t in board), [t.status for t in board]
 
         await eventually(all_running, 60)

@@ -17,7 +17,7 @@ import pytest
 from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
-from tests.integration.helpers import requests_pending
+from tests.integration.helpers import query, requests_pending
 from tests.integration.test_durability import stop_worker_process
 from tests.integration.test_recovery import shell_worker
 from tests.sigkill import kill_after
@@ -68,7 +68,7 @@ async def test_a_non_idempotent_call_is_never_repeated_unasked_wherever_its_work
             outcome = await eventually(settled, 60)
             if outcome != "ended":
                 asked += 1
-                (request,) = await handle.query(LeaderWorkflow.pending_requests)
+                (request,) = await query(handle, LeaderWorkflow.pending_requests)
                 assert request.choices == ["again", "skip", "done"]
                 await handle.execute_update(
                     LeaderWorkflow.answer, AnswerRequest(request_id=outcome, text="done: paid")

@@ -32,7 +32,7 @@ from cli.devserver import DevServer, free_port
 from client.outcome import run_outcome
 from tests.conftest import ROOT
 from tests.integration.helpers import noop, plan
-from tests.integration.test_durability import own_server, start_worker_process
+from tests.integration.test_durability import STICKY_WAIT, own_server, start_worker_process
 from workflows.leader import LeaderWorkflow
 from workflows.sandbox import workflow_runner
 from xsky.config import load_settings
@@ -64,8 +64,8 @@ async def queried(handle: WorkflowHandle, every: float) -> AsyncIterator[list[in
     # Asked as xsky's askers ask (``Settings.query_timeout``, under the sticky wait): a query
     # that outwaits it reaches a worker that took the run over as a legacy query, which
     # sdk-core mishandles (test_query_deadline.py) — that made one run in 8–15 of the 3,000-
-    # agent test below fail to replay.
-    query_timeout = load_settings({}).query_timeout
+    # agent test below fail to replay. (The sticky wait is the workers': XSKY_STICKY_TIMEOUT.)
+    query_timeout = load_settings().query_timeout
 
     async def poll() -> None:
         while True:
@@ -187,7 +187,7 @@ async def completed(handle: WorkflowHandle) -> int:
         page = await handle.query(
             LeaderWorkflow.task_board,
             PageRequest(limit=1),
-            rpc_timeout=load_settings({}).query_timeout,
+            rpc_timeout=load_settings().query_timeout,  # (under the workers' sticky wait)
         )
         return page.counts.get("completed", 0)
     return -1
@@ -201,12 +201,14 @@ async def killed_run(
     can_after: int,
     query_every: float,
     thirds: bool,
+    sticky: str | None = None,
 ) -> tuple[list[str], int]:
     """A run of `n` local no-ops in waves `width` wide, queried every `query_every` s, whose
     leader worker is SIGKILLed while a state is written for continue-as-new (the server
     suggests it every `can_after` events) and, with `thirds`, a third and two thirds of the
-    way in. Asserts every result exact and every execution replaying; returns what happened
-    when, and how many executions were replayed."""
+    way in. With `sticky`, the workers' sticky wait (XSKY_STICKY_TIMEOUT): how long a killed
+    worker's run waits before another worker takes it. Asserts every result exact and every
+    execution replaying; returns what happened when, and how many executions were replayed."""
     server = DevServer(
         db_path=tmp_path / "kill.db",
         port=free_port(),
@@ -222,6 +224,8 @@ async def killed_run(
     monkeypatch.setenv("XSKY_TASK_QUEUE", f"k{uuid.uuid4().hex[:6]}")
     monkeypatch.setenv("TEMPORAL_ADDRESS", server.address)
     monkeypatch.setenv("XSKY_TEST_PUT_DELAY", "0.2")
+    if sticky is not None:
+        monkeypatch.setenv("XSKY_STICKY_TIMEOUT", sticky)
     settings = load_settings()
     environ = dict(os.environ)
     wf = parse_workflow(waves(n, width, slow_every=0))
@@ -291,8 +295,12 @@ async def test_a_queried_run_killed_while_writing_its_state_completes_and_replay
     tmp_path: Path, monkeypatch
 ):
     """In `make test`: 300 local no-ops queried every 100 ms, continued as new with the state
-    by reference, the leader's worker killed while it writes a state."""
-    phases, count = await killed_run(tmp_path, monkeypatch, 300, 30, 80, 0.1, thirds=False)
+    by reference, the leader's worker killed while it writes a state. Its run waits 3 s for
+    another worker, not the default 10 (test_durability's STICKY_WAIT): what it checks does
+    not depend on the wait, and the queries' deadline follows it."""
+    phases, count = await killed_run(
+        tmp_path, monkeypatch, 300, 30, 80, 0.1, thirds=False, sticky=STICKY_WAIT
+    )
     print(f"300 agents: {'; '.join(phases)}; {count} executions replayed")
     assert count >= 2, f"only {count} execution: the run never continued as new"
 

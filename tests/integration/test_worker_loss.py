@@ -9,7 +9,6 @@ import os
 import signal
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from cli.devserver import DevServer, free_port
 from client.outcome import run_outcome
 from tests.conftest import Env
 from tests.integration.eventually import eventually
-from tests.integration.helpers import board, noop, plan, query
+from tests.integration.helpers import board, noop, plan, query, query_timeout
 from tests.integration.test_durability import start_worker_process, stop_worker_process
 from workflows.leader import LeaderWorkflow
 from workflows.leader.io import EVENT_CAP
@@ -180,7 +179,7 @@ async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_second
 
         await eventually(near_the_cap, 240, interval=0.5)
         done_before = (
-            await handle.query(LeaderWorkflow.task_board, PageRequest(limit=1))
+            await query(handle, LeaderWorkflow.task_board, PageRequest(limit=1))
         ).counts.get("completed", 0)
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
@@ -193,7 +192,7 @@ async def test_a_worker_killed_under_a_long_history_is_replaced_within_30_second
                 page = await handle.query(
                     LeaderWorkflow.task_board,
                     PageRequest(limit=1),
-                    rpc_timeout=timedelta(seconds=5),
+                    rpc_timeout=query_timeout(),
                 )
             except (RPCError, WorkflowQueryFailedError) as e:
                 # A query sent while the server still routes to the dead worker's sticky

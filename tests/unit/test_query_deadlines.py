@@ -30,6 +30,16 @@ KILLED_AND_REPLAYED = [
 ]
 
 
+# Tests that SIGKILL a run's worker (or stop its server) and query the run meanwhile: an
+# unbounded query of theirs can stall in the SDK's legacy-query path and hang the test.
+KILL_A_WORKER = [
+    "tests/integration/test_durability.py",
+    "tests/integration/test_exactly_once.py",
+    "tests/integration/test_in_doubt_chaos.py",
+    "tests/integration/test_worker_loss.py",
+]
+
+
 def _calls(folders: list[str] = ASKERS) -> list[tuple[str, ast.Call]]:
     found = []
     for folder in folders:
@@ -70,6 +80,76 @@ def test_the_queries_of_tests_that_kill_a_runs_worker_and_replay_it_have_a_deadl
     asked, unbounded = _unbounded(KILLED_AND_REPLAYED)
     assert asked >= 2  # (the board poll and the progress poll)
     assert unbounded == []
+
+
+def test_the_queries_of_tests_that_kill_a_runs_worker_have_a_deadline():
+    # (they ask through tests/integration/helpers.query, or give its deadline themselves)
+    _, unbounded = _unbounded(KILL_A_WORKER)
+    assert unbounded == []
+    uses = sum(
+        isinstance(call.func, ast.Name) and call.func.id == "query"
+        for path in KILL_A_WORKER
+        for call in ast.walk(ast.parse((ROOT / path).read_text()))
+        if isinstance(call, ast.Call)
+    )
+    assert uses >= 7  # (the walk finds them: each file's board or request polls)
+
+
+@pytest.mark.parametrize("sticky", ["2", "3", "10"])
+async def test_the_helpers_query_deadline_follows_the_tests_sticky_wait(
+    sticky: str, monkeypatch: pytest.MonkeyPatch
+):
+    """test_durability's workers wait 3 s on a sticky queue: the helpers' deadline is under
+    that wait, not under the default 10 s one."""
+    from tests.integration import helpers
+
+    monkeypatch.setenv("XSKY_STICKY_TIMEOUT", sticky)
+    asked = []
+
+    class Handle:
+        async def query(self, what: object, *args: object, rpc_timeout: object = None) -> str:
+            asked.append(rpc_timeout)
+            return "board"
+
+    assert await helpers.query(Handle(), "task_board") == "board"  # type: ignore[arg-type]
+    (deadline,) = asked
+    assert deadline == load_settings({"XSKY_STICKY_TIMEOUT": sticky}).query_timeout
+    assert deadline.total_seconds() < float(sticky)
+
+
+async def test_the_helpers_query_asks_again_past_its_deadline_until_its_own():
+    """A query past its rpc_timeout is an RPCError ("Timeout expired", CANCELLED) from the SDK,
+    not its RPCTimeoutOrCancelledError: the helper raised it at the first timeout, where a
+    killed worker's run is only waiting for another worker (test_durability under load); and
+    so is "no poller seen" while a worker started again has not polled yet."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from tests.integration import helpers
+
+    tries = []
+
+    class Handle:
+        async def query(self, what: object, *args: object, rpc_timeout: object = None) -> str:
+            tries.append(rpc_timeout)
+            if len(tries) == 1:
+                raise RPCError("Timeout expired", RPCStatusCode.CANCELLED, b"")
+            if len(tries) == 2:  # a worker started again, not polling yet
+                raise RPCError(
+                    "no poller seen for task queue recently, worker may be down",
+                    RPCStatusCode.FAILED_PRECONDITION,
+                    b"",
+                )
+            return "board"
+
+    assert await helpers.query(Handle(), "task_board") == "board"  # type: ignore[arg-type]
+    assert len(tries) == 3
+
+    class Refused:
+        async def query(self, what: object, *args: object, rpc_timeout: object = None) -> str:
+            raise RPCError("workflow not found", RPCStatusCode.NOT_FOUND, b"")
+
+    with pytest.raises(RPCError):  # anything else is the caller's to see
+        await helpers.query(Refused(), "task_board")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("sticky", ["1", "3", "10", "30"])
