@@ -97,8 +97,15 @@ async def _served(queue: str, window: float) -> bool:
             running = beat.status == WorkerStatus.WORKER_STATUS_RUNNING
             if beat.task_queue != queue:
                 continue
-            if running and fresh:
+            # A host shutting down gracefully still runs its agents in the workspace (for up to
+            # --grace seconds) and snapshots it as each ends: it holds the workspace until it
+            # says it stopped (review17: it was called lost at once, and the workspace moved to
+            # another host from a stale snapshot while an agent still worked in it; 0.12.3 read
+            # its last poll and waited)
+            draining = beat.status == WorkerStatus.WORKER_STATUS_SHUTTING_DOWN
+            if (running or draining) and fresh:
                 return True
+            running = running or draining
             if not running:
                 stopped.add(beat.worker_identity)
     described = await client.workflow_service.describe_task_queue(

@@ -22,6 +22,7 @@ from activities import hosts
 Q = "q-host-h2"
 RUNNING = WorkerStatus.WORKER_STATUS_RUNNING
 SHUTDOWN = WorkerStatus.WORKER_STATUS_SHUTDOWN
+SHUTTING_DOWN = WorkerStatus.WORKER_STATUS_SHUTTING_DOWN
 T = TypeVar("T")
 
 
@@ -87,6 +88,11 @@ ME = worker("1@leader", "q", 1.0)  # the asking worker: the server keeps heartbe
         ([ME, worker("2@h2", Q, 30.0)], [poller("2@h2", 30.0), poller("3@h2", 1.0)], True),
         # a host that shut down a moment ago (the server lists its last poll for a minute)
         ([ME, worker("2@h2", Q, 1.0, SHUTDOWN)], [poller("2@h2", 2.0)], False),
+        # a host shutting down gracefully, its agents still running in the workspace (they
+        # snapshot it as they end): it holds the workspace until it stops (review17)
+        ([ME, worker("2@h2", Q, 1.0, SHUTTING_DOWN)], [poller("2@h2", 20.0)], True),
+        ([ME, worker("2@h2", Q, 1.0, SHUTTING_DOWN)], [], True),
+        ([ME, worker("2@h2", Q, 30.0, SHUTTING_DOWN)], [poller("2@h2", 30.0)], False),
         # a server that keeps no heartbeats: only a poll older than a long poll is a lost one
         (None, [poller("2@h2", 50.0)], True),
         ([], [poller("2@h2", 50.0)], True),
