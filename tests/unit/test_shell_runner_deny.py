@@ -234,3 +234,32 @@ def test_version_managers_and_env_file_runners_are_runners(tmp_path: Path) -> No
         decide("shell", {"command": "pyenv exec pytest -q"}, ROLE, DENY_TOUCH, "/ws").effect
         == "allow"
     )
+
+
+def test_a_runner_run_as_a_python_module_is_a_runner(tmp_path: Path) -> None:
+    # (review17: `python -m dotenv run touch ran` ran touch in bash past deny shell(touch:*),
+    # allowed, as `dotenv run touch ran` did before sec13b; pipx, poetry, uv … run as modules)
+    dotenv = Path(sys.executable).parent / "dotenv"
+    if dotenv.exists():
+        (tmp_path / ".env").write_text("")
+        bash(f"{sys.executable} -m dotenv run touch ran", {"HOME": str(tmp_path)}, tmp_path)
+        assert (tmp_path / "ran").exists()  # the canary: touch ran
+    for command in (
+        "python3 -m dotenv run touch ran",
+        "python3 -mdotenv run -- touch ran",
+        "python -Bm dotenv -f .env run touch ran",
+        "python3 -m poetry run touch ran",
+        "python3 -m uv run touch ran",
+        "python3 -m pipx run touch ran",
+    ):
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "deny"
+        with read_as_of((0, 12, 3)):  # (the leader's replay of 0.12.3's reading)
+            assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "allow"
+    for command in (
+        "python3 -m poetry run pytest -q",
+        "python3 -m uv run pytest",
+        "python3 -m dotenv list",
+        "python3 -m pytest -q",
+        "python3 tool.py run touch",
+    ):
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "allow"

@@ -1020,6 +1020,18 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
     instead (npm reads an option it does not know as a flag, and `npx --no-install touch x`,
     `npx --foo touch x` ran touch: sec13b) — or None."""
     name = argv[0].rsplit("/", 1)[-1]
+    if program_base(name) == "python":
+        # `python3 -m dotenv run touch x` is `dotenv run touch x` (review17: it ran touch in bash
+        # past deny shell(touch:*), allowed; pipx, poetry, uv, pdm, hatch, pipenv and conda run
+        # as modules alike): the module's reading, at the word that names it
+        own, module = _interpreter_own_words(name, argv[1:])
+        if module is None or module not in _RUNNERS:
+            return None
+        at = len(own)  # (the word naming the module: `-m dotenv`'s second, `-mdotenv` itself)
+        reading = _runner_reading([module, *argv[at + 1 :]])
+        if reading is None:
+            return None
+        return reading[0] + at, [i + at for i in reading[1]]
     subcommands = _RUNNERS.get(name)
     if subcommands is None:
         return None
