@@ -31,6 +31,7 @@ from xsky.outcomes import os_error_verdict
 DEFAULT_MAX_READ = 10 * 1024 * 1024
 ROOM_WAIT = 300.0  # outside an activity (direct use, tests): how long a full disk is waited for
 ROOM_MARGIN = 60.0  # of the attempt's start-to-close timeout, left for the write itself
+ROOM_SLACK = 1024 * 1024  # unconfined: room a write needs beyond its own bytes
 MAX_LIST = 2000
 
 
@@ -87,6 +88,12 @@ async def file_write(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     # off too: the file is at stake): written at once, the write failed "no space left" for
     # good (not retried) — and the file it replaced was emptied first.
     reserve = (ctx.confinement.limits if ctx.confinement else Limits()).disk_reserve
+    if ctx.unconfined:
+        # No sandbox keeps the reserve for commands here (shell.py starts them on any disk):
+        # the write waits only for its own room (review17: with the sandbox off, a 5-byte
+        # write on a disk with 64 MiB free waited out the attempt and was refused while
+        # `echo hello > b.txt` wrote at once)
+        reserve = min(reserve, len(data) + ROOM_SLACK)
     full = await disk.room(
         ctx.workspace,
         reserve,

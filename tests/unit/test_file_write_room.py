@@ -67,3 +67,18 @@ async def test_a_disk_still_full_at_the_deadline_refuses_and_the_old_file_is_kep
     ):
         await file_write(ctx, {"path": "a.txt", "content": "new"})
     assert (ctx.workspace / "a.txt").read_text() == "the old content"
+
+
+async def test_with_the_sandbox_off_a_write_needs_only_its_own_room(ctx, monkeypatch):
+    # (review17: no command keeps the reserve with the sandbox off — shell.py starts them on
+    # any disk — yet a 5-byte write on a disk with 64 MiB free waited out the attempt, refused)
+    disk_with(monkeypatch, [64 * MiB])
+    monkeypatch.setattr(files_tool, "ROOM_WAIT", 0.05)
+    monkeypatch.setattr(files_tool, "ROOM_MARGIN", 0.0)
+    ctx.unconfined = True
+    out = await file_write(ctx, {"path": "a.txt", "content": "hello"})
+    assert out.text == "wrote 5 bytes to a.txt" and not ctx.said
+    disk_with(monkeypatch, [0])  # a disk with no room for it still waits, then refuses
+    with pytest.raises(ToolError, match="refused: the disk holding the workspace"):
+        await file_write(ctx, {"path": "a.txt", "content": "new"})
+    assert (ctx.workspace / "a.txt").read_text() == "hello"
