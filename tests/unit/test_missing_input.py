@@ -21,3 +21,28 @@ def test_needed_input_reads_async_and_sync_handlers_as_the_sdk_binds_them():
     assert needed_input(bound(LeaderWorkflow.pending_requests)) is None
     assert needed_input(bound(LeaderWorkflow.task_board)) is None
     assert needed_input(None) is None
+
+
+def test_every_update_has_a_validator_so_a_call_without_input_is_refused_before_acceptance():
+    """The SDK asks the interceptor only of an update that has a validator; one without it
+    takes a call without its input, then fails its workflow task on the TypeError after
+    accepting it (review17: the skill entity's remove_candidate)."""
+    import ast
+    from pathlib import Path
+
+    missing, seen = [], 0
+    for path in sorted(Path("workflows").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        updates, validated = [], set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for dec in node.decorator_list:
+                    text = ast.unparse(dec)
+                    if text.startswith("workflow.update"):
+                        updates.append(node.name)
+                    if text.endswith(".validator"):
+                        validated.add(text.split(".")[0])
+        missing += [f"{path}:{u}" for u in updates if u not in validated]
+        seen += len(updates)
+    assert seen > 10, "too few updates found: the test reads the wrong folder"
+    assert missing == [], missing

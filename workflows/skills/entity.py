@@ -161,6 +161,14 @@ class SkillEntityWorkflow:
             self.dirty = True
         return found
 
+    @remove_candidate.validator
+    def _check_remove_candidate(self, req: RemoveCandidate) -> None:
+        """Refuses nothing a well-formed call asks (an atom not among the candidates is answered
+        null), but a validator is where a call sent without its input is refused before it is
+        accepted (workflows/missing_input.py; the SDK asks an interceptor only of updates with
+        one): without it such a call failed the entity's workflow task after acceptance
+        (review17). Validators run for new requests only, never on replay: no patch."""
+
     @workflow.update(
         description="End this entity: the baby skill was renamed; returns its candidates for the new name."
     )
