@@ -1037,10 +1037,10 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
         return None
     start = 1
     if subcommands:
-        at = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
-        if at is None:
+        sub = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
+        if sub is None:
             return None
-        start = at + 1
+        start = sub + 1
     marks = _RUNNER_MARKS.get(name)
     skipped: list[int] = []
     for i in range(start, len(argv)):
