@@ -128,3 +128,43 @@ def test_a_question_at_the_end_of_a_long_answer_counts_and_an_offer_does_not() -
         ASKED[5],
     )
     assert atoms(edited)[0]["ux_score"] == 10
+
+
+# Trimmed from a real Codex 0.129.0 session: diiviikk5/Xeus@42754914, codex-session.jsonl
+# (https://github.com/diiviikk5/Xeus, found by real11): the agent searched the web, then said it
+# could not see the person's limits — it scored 10, as a success.
+CANNOT_SEE = (
+    "I can’t see your account-specific limits from here unless you provide an API/Admin key or "
+    "run a command locally.\n\nCurrent ways to check:\n\n- Dashboard: "
+    "https://platform.openai.com/settings/organization/limits"
+)
+
+
+def test_an_answer_that_says_it_cannot_do_what_was_asked_is_not_a_success() -> None:
+    declined = (
+        ("user", "what are my rate limits rn", {"origin": "prompt"}),
+        ("tool_call", "web_search: openai rate limits", {"tool": "web_search_call"}),
+        ("tool_result", "Rate limits - OpenAI API", {"tool": "web_search_call"}),
+        ("assistant", CANNOT_SEE),
+        ("marker", "", {"marker": "task_complete"}),
+    )
+    (atom,) = atoms(units(*declined))
+    assert atom["ux_score"] == 2
+    assert atom["provenance"]["ux_signals"]["declined"] == 1
+    # a finding of work done, or a can't after changes were made, is no refusal
+    for answer in (
+        "I can't find any bug: the tests pass on main.",
+        "I couldn't reproduce it locally; the flaky test passed 20 times.",
+        "I cannot see a reason to change the retry count.",
+        "Done. I can't see any other place that reads the flag.",
+    ):
+        us = units(*declined[:3], ("assistant", answer), declined[4])
+        assert atoms(us)[0]["ux_score"] == 10, answer
+    edited = units(
+        declined[0],
+        ("tool_call", "*** Begin Patch", {"tool": "apply_patch"}),
+        ("tool_result", "Success", {"tool": "apply_patch"}),
+        ("assistant", "I can't access your dashboard, so I added a script that prints them."),
+        declined[4],
+    )
+    assert atoms(edited)[0]["ux_score"] == 10

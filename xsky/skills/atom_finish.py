@@ -58,9 +58,9 @@ def heuristic_ux(sig: dict[str, int]) -> int:
     penalty += 2 * min(sig.get("reverted_edits", 0), 1)
     penalty += 2 * min(sig.get("unanswered_prompts", 0), 1)
     penalty += 2 * min(sig.get("api_errors", 0), 1)  # a turn the model's API cut short
-    # the person undid this work, or the agent only asked what to do and no answer came:
-    # the rubric's "not done … or abandoned"
-    if sig.get("rewound") or sig.get("unanswered_question"):
+    # the person undid this work, the agent only asked what to do and no answer came, or it
+    # answered that it could not do it: the rubric's "not done … or abandoned"
+    if sig.get("rewound") or sig.get("unanswered_question") or sig.get("declined"):
         return min(2, max(1, 9 - penalty))
     if penalty == 0:
         return 10 if sig.get("completed") else 9
@@ -125,6 +125,29 @@ def only_asked(st: SplitState) -> bool:
     return bool(WH_QUESTION.search(tail)) or not OFFER.search(tail)
 
 
+# An answer whose first sentence says the agent cannot do what was asked: no access, no means
+# ("I can't see your account's limits", "I'm unable to browse"). Not "I can't find a bug" or
+# "I couldn't reproduce it" — findings of work done — nor a refusal after changes were made.
+CANNOT = re.compile(
+    r"(?i)^\W*(?:(?:unfortunately|sorry|i['’]?m sorry)\W+)?(?:i|we)"
+    r"(?:['’]m\s+(?:unable|not able)\s+to|\s+(?:can['’]?t|cannot|can not|am unable to|"
+    r"am not able to|do not have|don['’]?t have))\s+"
+    r"(?:(?:directly|currently|actually)\s+)?"
+    r"(?:access|browse|look up|retrieve|fetch|connect to|reach|the ability|permission|any way|"
+    r"a way|(?:see|view|check|read|open)\s+(?:your|the\s+(?:live|actual|current|real))\b)"
+)
+
+
+def declined(st: SplitState) -> bool:
+    """The task's answer opened by saying the agent cannot do it (no access, no means) and it
+    changed nothing: the request was not done, however politely the turn ended (real11: "what
+    are my rate limits rn" answered "I can't see your account-specific limits…" scored 10)."""
+    answer = st.last_answer
+    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+        return False
+    return bool(CANNOT.match(answer.split(ANSWER_GAP, 1)[0]))
+
+
 def judged(st: SplitState, followed: bool = False) -> dict[str, int]:
     """The signals an atom is scored by: its own, and whether it ended on an open question
     that nothing followed (not saved in the state: a prompt in a later delta, an answer or
@@ -134,6 +157,8 @@ def judged(st: SplitState, followed: bool = False) -> dict[str, int]:
         sig["api_errors"] = sig.get("api_errors", 0) + 1
     if not followed and only_asked(st):
         sig["unanswered_question"] = 1
+    if declined(st):
+        sig["declined"] = 1
     return sig
 
 
