@@ -1174,6 +1174,27 @@ def _shell_reads_input(args: list[str]) -> bool:
     return not rest or _input_script(rest[0])
 
 
+# python's short options whose value is the rest of their word or the next one: a letter after
+# one of them in a cluster is its value, not an option
+_PYTHON_VALUED = "cmWX"
+
+
+def _python_short(word: str, letter: str) -> int:
+    """Where ``letter`` stands in python's cluster of short options ``word``, counted after the
+    dash (``-m``, ``-Bm``, ``-Emcode``: 0, 1, 1), before a letter whose value is the rest; -1 if
+    it does not. Read for -m (sec13: `python3 -Em code` read "code" as a script, and the REPL ran
+    a piped value), -i (review15: `printf %s "{{…}}" | python3 -qi tool.py` ran the value as
+    Python after the script) and -c."""
+    if word.startswith("--"):
+        return -1
+    for at, found in enumerate(word[1:]):
+        if found == letter:
+            return at
+        if found in _PYTHON_VALUED:
+            return -1
+    return -1
+
+
 # Interpreter options whose value is the next word (python -W/-X, node -r, ruby/perl -I …)
 _INTERPRETER_VALUED = frozenset({"-W", "-X", "-r", "--require", "-I", "--import", "--loader"})
 # (sec12: `python3 --check-hash-based-pycs never` was read as a script named "never", and the
@@ -1225,11 +1246,15 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         if a == "-":
             return True
         if a.startswith("-") and len(a) > 1:
-            if base == "python" and _reads_as_of((0, 12, 3)) and _python_i(a):
+            if base == "python" and _reads_as_of((0, 12, 3)) and _python_short(a, "i") >= 0:
                 return True  # `python3 -i tool.py`: the REPL reads its input after the script
             if base == "perl" and round13 and _PERL_DEBUGGER.fullmatch(a):
                 return True  # `perl -d tool.pl`: the debugger reads its input (sec13)
-            at = _python_m(a) if base == "python" and round13 else (0 if a.startswith("-m") else -1)
+            at = (
+                _python_short(a, "m")
+                if base == "python" and round13
+                else (0 if a.startswith("-m") else -1)
+            )
             if at >= 0 and base == "python" and _reads_as_of((0, 12, 3)):
                 module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
                 if module in _STDIN_MODULES or (round13 and module in _STDIN_MODULES_0124):
@@ -1258,34 +1283,6 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
         break
     rest = args[i:]
     return not rest or _input_script(rest[0])
-
-
-def _python_m(word: str) -> int:
-    """Where ``m`` stands in python's cluster of short options ``word`` (``-m``, ``-Bm``,
-    ``-Emcode``: 1, 2, 2), before a letter whose value is the rest (-c, -W, -X); -1 if it does
-    not (sec13: `python3 -Em code` read "code" as a script, and the REPL ran a piped value)."""
-    if word.startswith("--"):
-        return -1
-    for j, letter in enumerate(word[1:], 1):
-        if letter == "m":
-            return j - 1
-        if letter in "cWX":
-            return -1
-    return -1
-
-
-def _python_i(word: str) -> bool:
-    """Is ``-i`` among python's short options in ``word`` (``-i``, ``-iu``, ``-qi``), before a
-    letter whose value is the rest (-c, -m, -W, -X)? (review15: `printf %s "{{…}}" | python3
-    -i tool.py` ran the value as Python after the script, past deny shell(touch:*))"""
-    if word.startswith("--"):
-        return False
-    for letter in word[1:]:
-        if letter == "i":
-            return True
-        if letter in "cmWX":
-            return False
-    return False
 
 
 _TCL = re.compile(r"(tclsh|wish)[0-9.]*")
@@ -1790,25 +1787,13 @@ def _interpreter_own_words(name: str, args: list[str]) -> tuple[list[str], str |
         a = args[i]
         if a == "--" or not a.startswith("-") or a == "-":
             return args[: i + 1], None  # the script (after -- or -, its name or its input)
-        if base == "python" and (at := _python_m(a)) >= 0:
+        if base == "python" and (at := _python_short(a, "m")) >= 0:
             module = a[at + 2 :] or (args[i + 1] if i + 1 < len(args) else "")
             return args[: i + (1 if a[at + 2 :] else 2)], module
-        if base == "python" and _python_c(a):
+        if base == "python" and _python_short(a, "c") >= 0:
             return args[: i + 2], None  # -c CODE: the code, then sys.argv
         i += 2 if a in valued else 1
     return args, None
-
-
-def _python_c(word: str) -> bool:
-    """Is ``-c`` among python's short options in ``word``, before -W/-X/-m's value?"""
-    if word.startswith("--"):
-        return False
-    for letter in word[1:]:
-        if letter == "c":
-            return True
-        if letter in "WXm":
-            return False
-    return False
 
 
 def program_base(name: str) -> str:
