@@ -8,6 +8,8 @@ before it. They now read past the lines a prompt repeats from the prompt before 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xsky.skills.atom_finish import DeltaView, finish
 from xsky.skills.drafts import group_offline
 from xsky.skills.trajectory import HEAD_CHARS, Unit
@@ -147,7 +149,8 @@ def units(*prompts_and_answers: tuple[str, str]) -> list[Unit]:
     return out
 
 
-def atoms(us: list[Unit], cuts: list[int]) -> list[dict]:
+def atoms(us: list[Unit], cuts: Sequence[int] = ()) -> list[dict]:
+    """The atoms of ``us`` read in deltas cut at ``cuts``, each once (its last version)."""
     md = "." * us[-1].e
     view = DeltaView("traj_t", "/raw.jsonl", md, 0, 0, len(md), session="s1")
     out: dict[str, dict] = {}

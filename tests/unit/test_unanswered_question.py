@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from xsky.skills.atom_finish import DeltaView, finish
-from xsky.skills.drafts import group_offline
+from tests.unit.test_shared_preamble import atoms
 from xsky.skills.trajectory import Unit, head_of
 
 # Trimmed from a real Codex 0.101.0 rollout: SublyFi/privacy-x402@349a2af4, codex-session.jsonl
@@ -32,19 +31,6 @@ def units(*items: tuple) -> list[Unit]:
         out.append(Unit(s=at, e=at + size, kind=kind, head=head, offset=at, end=at + size, **extra))
         at += size
     return out
-
-
-def atoms(us: list[Unit], cuts: list[int] = ()) -> list[dict]:
-    md = "." * us[-1].e
-    view = DeltaView("traj_t", "/raw.jsonl", md, 0, 0, len(md), session="s1")
-    out: dict[str, dict] = {}
-    prior, number, start = None, 1, 0
-    for end in [*cuts, len(us)]:
-        for a in finish(group_offline(us[start:end], prior), view, number, "offline"):
-            out[a.atom_id] = a.model_dump(mode="json", exclude={"provenance": {"deltas"}})
-        prior = a
-        number, start = int(a.atom_id[-4:]) + 1, end
-    return list(out.values())
 
 
 ASKED = (
