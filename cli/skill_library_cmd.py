@@ -438,24 +438,6 @@ def cmd_canary(args: argparse.Namespace) -> int:
     return 0
 
 
-# How long a verdict waits for a skill's entity that has just started to read its skill.
-ENTITY_READY_SECONDS = 10.0
-
-
-async def _entity_ready(handle: Any) -> None:
-    """Wait (briefly) until the skill's entity has read its skill's state: until then it
-    refuses a verdict as "has no staging version", though git has one — a promote sent as a
-    scores signal started the entity was refused so (its view names no slug until it is read)."""
-    from xsky.skills.models import SkillView
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ENTITY_READY_SECONDS
-    while not (await handle.query("view", result_type=SkillView)).slug:
-        if loop.time() > deadline:
-            return  # the update's own answer says what is wrong
-        await asyncio.sleep(0.1)
-
-
 async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
     from xsky.skills.models import CanaryVerdict
 
@@ -472,7 +454,6 @@ async def cmd_decide(args: argparse.Namespace, verb: str) -> int:
     client = await connect(settings)
     handle = client.get_workflow_handle(entity_workflow_id(settings.task_queue, args.name))
     try:
-        await _entity_ready(handle)
         said = await handle.execute_update(
             "decide",
             CanaryVerdict(verdict=verb, by=args.by, reason=args.reason),  # type: ignore[arg-type]
