@@ -434,6 +434,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.11.10",
         delete_when="no run that took such a report before v0.11.10 is still open",
     ),
+    "skill-updates-wait-for-their-skill": Patch(
+        what="a skill entity's `decide` (promote/discard) sent before the entity has read its "
+        "skill from git is accepted and judged once it has (refused then only if there is no "
+        "staging version), and a `retire` taken then is refused once the skill reads as "
+        "published; before, the verdict was refused as 'has no staging version' with no name "
+        "and the retire went through. Asked only of a call taken before the skill is read",
+        since="v0.12.5",
+        delete_when="no skill entity that took such a call before v0.12.5 is still open",
+    ),
 }
 """The live patches, by id."""
 

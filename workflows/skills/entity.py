@@ -174,28 +174,37 @@ class SkillEntityWorkflow:
     )
     async def retire(self, req: RetireRequest) -> list[Candidate]:
         await workflow.wait_condition(lambda: self.ready)
+        # (the validator lets a call through before the skill is read: checked again once it is)
+        if self.s.state != "baby" and patched("skill-updates-wait-for-their-skill"):
+            raise ApplicationError(_not_baby(self.s.slug, self.s.state))
         self.retiring = req.renamed_to
         return [c for c in self.s.candidates if c.status == "pending"]
 
     @retire.validator
     def _check_retire(self, req: RetireRequest) -> None:
         if self.ready and self.s.state != "baby":
-            raise ApplicationError(
-                f"{self.s.slug} is published ({self.s.state}); only baby skills are renamed"
-            )
+            raise ApplicationError(_not_baby(self.s.slug, self.s.state))
 
     @workflow.update(
         description='A person\'s canary decision: {"verdict": "promote"|"discard", "by": "…", "reason": "…"}.'
     )
     async def decide(self, req: CanaryVerdict) -> str:
+        # A verdict sent just after something started this entity (a scores signal) arrives
+        # before the entity has read its skill from git: the validator lets it through, and it is
+        # judged here once the skill is read — it was refused as "has no staging version" (with
+        # no name) though git had one. Executions before the patch never accepted a verdict then.
+        if not self.ready and patched("skill-updates-wait-for-their-skill"):
+            await workflow.wait_condition(lambda: self.ready)
+            if not self.s.staging_commit:
+                raise ApplicationError(_no_staging(self.s.slug, req.verdict))
         self.verdict = req
         await workflow.wait_condition(lambda: self.verdict is None)
         return self.s.events[-1].text if self.s.events else "done"
 
     @decide.validator
     def _check_decide(self, req: CanaryVerdict) -> None:
-        if not self.s.staging_commit:
-            raise ApplicationError(f"{self.s.slug} has no staging version to {req.verdict}")
+        if self.ready and not self.s.staging_commit:
+            raise ApplicationError(_no_staging(self.s.slug, req.verdict))
 
     @workflow.query(description="Branch, candidates, canary counts and means, the last events.")
     def view(self) -> SkillView:
@@ -612,3 +621,11 @@ def _mean(values: list[float]) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _no_staging(slug: str, verdict: str) -> str:
+    return f"{slug} has no staging version to {verdict}"
+
+
+def _not_baby(slug: str, state: str) -> str:
+    return f"{slug} is published ({state}); only baby skills are renamed"
