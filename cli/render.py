@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
@@ -20,10 +20,11 @@ from rich.segment import Segment
 from rich.text import Text
 from rich.tree import Tree
 
-from xsky.errors import PlanError
-from xsky.plan import dag
-from xsky.plan.models import Workflow
 from xsky.safe_text import json_safe, printable
+
+if TYPE_CHECKING:  # (the plan's modules load where a plan is shown: not for `status`, `list`)
+    from xsky.errors import PlanError
+    from xsky.plan.models import Workflow
 
 
 class SafeConsole(Console):
@@ -96,6 +97,8 @@ def say_located(line: str) -> None:
 
 
 def plan_summary(workflow: Workflow) -> dict[str, Any]:
+    from xsky.plan import dag
+
     lv = dag.levels(workflow)
     length, path = dag.critical_path(workflow)
     return {

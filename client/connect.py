@@ -33,21 +33,6 @@ from xsky.errors import (
     ConnectError,
 )
 from xsky.gcpause import gc_paused
-from xsky.leader.state import (
-    AnswerRequest,
-    ApprovePlanRequest,
-    ApproveToolRequest,
-    DefineRoleRequest,
-    EndRunRequest,
-    NudgeRequest,
-    PageRequest,
-    PauseRequest,
-    ReplanRequest,
-    ResumeRequest,
-    RetryTaskRequest,
-    SkipTaskRequest,
-    TaskRequest,
-)
 from xsky.wire import WireModel
 from xsky.wire_errors import one_sentence
 
@@ -89,29 +74,51 @@ class PlainRefusals(DefaultFailureConverter):
 # What people type into an update or a query (the stock CLI, the Web UI): a payload that does
 # not fit is refused with one sentence naming the field, not a pydantic dump or "Failed
 # decoding arguments". Signals check their payloads themselves (workflows/leader/signals.py).
-PERSON_INPUTS: frozenset[type[BaseModel]] = frozenset(
-    {
-        ReplanRequest,
-        ApprovePlanRequest,
-        TaskRequest,
-        RetryTaskRequest,
-        SkipTaskRequest,
+# (Named when a payload first fails to decode: the leader's models are a tenth of a second
+# of start-up that `list` and `status` of an unknown id do not need.)
+@functools.cache
+def person_inputs() -> frozenset[type[BaseModel]]:
+    """The request models a person types (the updates' and queries' arguments)."""
+    from xsky.leader.state import (
         AnswerRequest,
+        ApprovePlanRequest,
         ApproveToolRequest,
         DefineRoleRequest,
         EndRunRequest,
-        PauseRequest,
-        ResumeRequest,
         NudgeRequest,
         PageRequest,
-    }
-)
+        PauseRequest,
+        ReplanRequest,
+        ResumeRequest,
+        RetryTaskRequest,
+        SkipTaskRequest,
+        TaskRequest,
+    )
+
+    return frozenset(
+        {
+            ReplanRequest,
+            ApprovePlanRequest,
+            TaskRequest,
+            RetryTaskRequest,
+            SkipTaskRequest,
+            AnswerRequest,
+            ApproveToolRequest,
+            DefineRoleRequest,
+            EndRunRequest,
+            PauseRequest,
+            ResumeRequest,
+            NudgeRequest,
+            PageRequest,
+        }
+    )
 
 
 def _person_input(hint: Any) -> type[BaseModel] | None:
     """The request model ``hint`` names (alone or as ``X | None``), if it is a person's input."""
+    inputs = person_inputs()
     for candidate in (hint, *get_args(hint)):
-        if candidate in PERSON_INPUTS:
+        if candidate in inputs:
             return cast(type[BaseModel], candidate)
     return None
 

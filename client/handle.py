@@ -15,14 +15,9 @@ from temporalio.client import (
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
-from client import leader_calls as calls
 from client.connect import connect_client
+from client.described import described_status, status_name
 from client.listing import list_query
-from client.outcome import _status_name
-from client.results import reports_of, result_text
-from client.run import Run
-from client.settings import resolve_permissions, resolve_roles
-from client.start import is_prompt, launch, new_run_id
 from client.values import RunSummary
 from xsky.config import Settings, load_settings
 from xsky.errors import (
@@ -33,14 +28,17 @@ from xsky.errors import (
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.lineage import NAME as LINEAGE
 from xsky.lineage import TYPE as LINEAGE_TYPE
-from xsky.plan.files import LoadedPlan, check_plan_source, load_plan
-from xsky.plan.models import RoleCapabilityModel, Workflow
-from xsky.plan.variables import check_names, with_step_values
-from xsky.plan.xml import ParsedWorkflow
-from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 
+# What starting, loading and reading runs need is imported where it is used: `list` and
+# `status` of an unknown id need none of it (the plan's and the leader's models, a tenth of a
+# second and more of a command's start-up).
 if TYPE_CHECKING:
+    from client.run import Run
     from client.skills import Skills
+    from xsky.plan.files import LoadedPlan
+    from xsky.plan.models import RoleCapabilityModel, Workflow
+    from xsky.plan.xml import ParsedWorkflow
+    from xsky.runs import AgentReport, RunInput, RunOptions, RunResult
 
 
 class XSky:
@@ -70,6 +68,8 @@ class XSky:
     # -- plans ------------------------------------------------------------------------------
 
     def roles(self) -> dict[str, RoleCapabilityModel]:
+        from client.settings import resolve_roles
+
         return resolve_roles(self.settings)
 
     @property
@@ -91,6 +91,9 @@ class XSky:
         roles in settings (or ``roles``, already resolved). Raises PlanError listing every
         problem with its line. ``on_note`` hears what reading a file said on the way: an Eko
         plan's line on what was mapped, and each repair made to its XML (file:line:col)."""
+        from xsky.plan.files import check_plan_source, load_plan
+        from xsky.plan.models import Workflow
+
         if isinstance(plan, Workflow):
             return plan
         roles = roles or self.roles()
@@ -154,6 +157,11 @@ class XSky:
 
         ``review`` and ``allow_hosts`` (``"127.0.0.1:8080"``: a host, with its port when it is
         local or private, this run's agents may reach) are shorthands for the RunOptions fields."""
+        from client.settings import resolve_permissions
+        from client.start import is_prompt, new_run_id
+        from xsky.plan.variables import check_names, with_step_values
+        from xsky.runs import RunInput, RunOptions
+
         variables = dict(variables or {})
         context = dict(context or {})
         opts = options or RunOptions()
@@ -220,6 +228,9 @@ class XSky:
     ) -> Run:
         """Start a run from a prepared RunInput (what :meth:`run` builds); ``on_start(id)`` is
         called as it is started (from then on it may exist)."""
+        from client.run import Run
+        from client.start import launch
+
         handle = await launch(
             self.client,
             self.settings,
@@ -234,14 +245,9 @@ class XSky:
 
     async def get(self, run_id: str) -> Run:
         """The run with this id; RunNotFoundError if there is none."""
-
-        run = Run(
-            self.client,
-            self.settings,
-            self.client.get_workflow_handle(run_id, result_type=calls.RESULT),
-        )
         try:
-            await run.temporal_status()
+            # (asked before the run's own code is imported: an unknown id is answered without it)
+            await described_status(self.client.get_workflow_handle(run_id), self.settings)
         except RunNotFoundError as e:
             near = await self._near_ids(run_id)
             if not near:
@@ -252,7 +258,14 @@ class XSky:
                 topic=e.topic,
                 subject=e.subject,
             ) from None
-        return run
+        from client import leader_calls as calls
+        from client.run import Run
+
+        return Run(
+            self.client,
+            self.settings,
+            self.client.get_workflow_handle(run_id, result_type=calls.RESULT),
+        )
 
     async def _near_ids(self, run_id: str, recent: int = 200) -> list[str]:
         """Recent runs' ids close to a mistyped one (walk10: `status` of a typo said only that
@@ -296,7 +309,7 @@ class XSky:
                 rows.append(
                     RunSummary(
                         wf.id,
-                        _status_name(wf.status, attrs.get("XskyStatus")),
+                        status_name(wf.status, attrs.get("XskyStatus")),
                         attrs.get("XskyStatus"),
                         attrs.get("XskyPlan"),
                         attrs.get("XskyFailed"),
@@ -323,10 +336,14 @@ class XSky:
 
     def reports(self, result: RunResult) -> list[AgentReport]:
         """Every agent's report of a result: inline, or for a large run from the artifact store."""
+        from client.results import reports_of
+
         return reports_of(self.settings, result)
 
     def result_text(self, report: AgentReport) -> str:
         """An agent's whole result, read from the artifact store when it was stored by reference."""
+        from client.results import result_text
+
         return result_text(self.settings, report)
 
 

@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
-    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
 )
@@ -40,19 +39,6 @@ async def run_outcome(handle: WorkflowHandle[Any, RunResult]) -> RunResult:
         if result is None:
             raise
         return result
-
-
-def _status_name(status: WorkflowExecutionStatus | None, xsky_status: object = None) -> str:
-    """Temporal's status of a run in xsky's words ("cancelled", as a run's result and its
-    tasks say it, where Temporal writes CANCELED). A run a person ended with no task failed
-    (``end``), or whose review was cancelled, ends Failed in Temporal — the leader raises its
-    result, type RunCancelled — and its own verdict, ``xsky_status`` (the XskyStatus search
-    attribute), is "cancelled": that is what it is called, as its result calls it."""
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    if status == WorkflowExecutionStatus.FAILED and xsky_status == "cancelled":
-        return "cancelled"
-    return status.name.lower().replace("_", " ") if status else "unknown"
 
 
 async def cancelled_result(

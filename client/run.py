@@ -33,6 +33,7 @@ from client._consts import (
     Decision,
 )
 from client.attempts import attempt_ends, retry_lines
+from client.described import described_status
 from client.fork import (
     REPEATS,
     REPEATS_FOLLOW_UP,
@@ -49,7 +50,7 @@ from client.fork import (
     ungrown,
 )
 from client.once import board_once, describe_once
-from client.outcome import _status_name, cancelled_result, run_outcome
+from client.outcome import cancelled_result, run_outcome
 from client.results import reports_of, result_text
 from client.resume import (
     agent_ids,
@@ -75,7 +76,6 @@ from xsky.errors import (
     PlanError,
     RefusedError,
     RunEndedError,
-    RunNotFoundError,
     UsageError,
     WorkersBusyError,
     XSkyError,
@@ -148,21 +148,7 @@ class Run:
         return await server_view(self._client, self.id)
 
     async def temporal_status(self) -> str:
-        try:
-            desc = await self.handle.describe()
-            said = {key.name: value for key, value in desc.typed_search_attributes}
-            return _status_name(desc.status, said.get("XskyStatus"))
-        except RPCError as e:
-            if e.status == RPCStatusCode.NOT_FOUND:
-                raise RunNotFoundError(
-                    f"no run with id {self.id}",
-                    "XSky.runs() lists the recent ones",
-                    topic="not-found",
-                    subject=self.id,
-                ) from None
-            raise ConnectError(
-                f"cannot reach Temporal at {self._settings.address} ({e.message}); is the server up?"
-            ) from None
+        return await described_status(self.handle, self._settings)
 
     async def _query(self, query: calls.Query, *args: Any) -> Any:
         """A query; unanswered, asked again while the workers are only busy (a bounded number

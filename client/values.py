@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from xsky.leader.state import (
-    BoardPage,
-)
+if TYPE_CHECKING:  # (a listing's rows need none of the leader's models)
+    from xsky.leader.state import BoardPage
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from rich.console import Console
 from temporalio.client import WorkflowExecutionStatus
 
 from cli.board import results_table
-from client.outcome import _status_name
+from client.described import status_name as _status_name
 from xsky.runs import AgentReport, RunResult
 
 

@@ -77,12 +77,14 @@ def _validate(
         problems.extend(Problem(msg) for msg in role_problems(role))
     known = sorted(set(known_agents) | seen_roles)
     known_set = set(known)
-    # One pass reads each agent for its own problems and for the dependency graph the
-    # cycle check walks (Kahn's algorithm over plan indices; an id used twice is its first
+    # One pass reads each agent for its own problems and for whether the plan can hold a
+    # cycle at all: when every dependency names an agent written before it (as planners and
+    # people write plans, and as a plan grows), plan order is a topological order and there
+    # is none. Only a plan with a dependency on a later agent has its graph built and walked
+    # (Kahn's algorithm over plan indices, ``_cycle_among``; an id used twice is its first
     # agent, as in find_cycles): a 10,000-agent plan is read once, not four times.
     agents = workflow.agents
-    waiting = [0] * len(agents)
-    unblocks: list[list[int]] = [[] for _ in agents]
+    forward = False  # a dependency on an agent later in the plan
     named: dict[str, list[str]] = {}  # each agent name's ids, for a dependency on a name
     for i, agent in enumerate(agents):
         if agent.name not in known_set:
@@ -109,16 +111,15 @@ def _validate(
                         agent_id=agent.id,
                     )
                 )
-            elif in_graph:
-                waiting[i] += 1
-                unblocks[j].append(i)
+            elif in_graph and j > i:
+                forward = True
         if agent.config:
             for msg in config_problems(agent.config):
                 problems.append(
                     Problem(f"agent {agent.id}: {msg}", agent_index=i, agent_id=agent.id)
                 )
 
-    if _has_cycle(waiting, unblocks, len(index_of)):
+    if forward and _cycle_among(agents, index_of):
         for cycle in find_cycles(agents):
             start = cycle[0]
             problems.append(
@@ -200,6 +201,22 @@ def _by_name(dep: str, agents: list[WorkflowAgent], named: dict[str, list[str]])
     if len(ids) == 1:
         return f" ({dep!r} is agent {ids[0]}'s name: dependencies are ids — write {ids[0]!r})"
     return f" ({dep!r} is the name of agents {', '.join(ids)}: dependencies are ids)"
+
+
+def _cycle_among(agents: list[WorkflowAgent], index_of: Mapping[str, int]) -> bool:
+    """Whether the agents' dependencies hold a cycle: the graph of :func:`_has_cycle`, over
+    plan indices, self-dependencies and unknown ids left out (they are said on their own)."""
+    waiting = [0] * len(agents)
+    unblocks: list[list[int]] = [[] for _ in agents]
+    for i, agent in enumerate(agents):
+        if index_of[agent.id] != i:  # an id used twice: its first agent is the graph's
+            continue
+        for dep in agent.depends:
+            j = index_of.get(dep)
+            if j is not None and j != i:
+                waiting[i] += 1
+                unblocks[j].append(i)
+    return _has_cycle(waiting, unblocks, len(index_of))
 
 
 def _has_cycle(waiting: list[int], unblocks: list[list[int]], nodes: int) -> bool:
