@@ -23,6 +23,7 @@ from xsky.plan.budget import (
     BudgetView,
     Limits,
     RunBudget,
+    describe,
     parse_limits,
 )
 
@@ -140,7 +141,14 @@ async def cmd_budget(args: argparse.Namespace) -> int:
             page = await run.board(limit=2000)
             return show_spend(args, page.budget, page.tasks)
         result = await set_limits(run, args.limits, args.task, args.reserve)
-        note = await ended_note(run, args.task) if args.task else None
+        if args.task:
+            note = await ended_note(run, args.task)
+        elif args.limits:
+            note = spent_note(
+                run.id, (await run.board(limit=1)).budget, _limits(args.limits, "budget")
+            )
+        else:
+            note = None
     if args.json:
         print_json({**result.wire(), **({"note": note} if note else {})})
     else:
@@ -148,6 +156,43 @@ async def cmd_budget(args: argparse.Namespace) -> int:
         if note:
             err.print(cell(f"note: {note}"))
     return 0
+
+
+def spent_note(run_id: str, view: BudgetView | None, given: Limits) -> str | None:
+    """What a run's limit given already spent does (walk10: ``minutes=30`` on a run 31 minutes
+    old was taken in silence): nothing new starts — a task that becomes ready waits on a
+    budget escalation — and running agents stop at their next model call."""
+    if view is None:
+        return None
+    used = view.spent.plus(view.unconfirmed)
+    spent = []
+    for key, now in (
+        ("minutes", view.minutes),
+        ("tokens", used.tokens),
+        ("usd", used.usd),
+        ("agents", view.agents),
+    ):
+        limit = getattr(given, key)
+        if limit is not None and now >= limit:
+            said = str(limit) if isinstance(limit, int) else f"{limit:g}"
+            shown = {
+                "minutes": f"the run is {describe(key, now)} old",
+                "agents": f"{now:,} task{'s' if now != 1 else ''} started",
+            }.get(key, f"{describe(key, now)} used")
+            spent.append((key, f"{key}={said} is already spent ({shown})"))
+    if not spent:
+        return None
+    stops = (
+        "no new task starts"
+        if [key for key, _ in spent] == ["agents"]
+        else "no new agent starts (a task that becomes ready waits on a budget escalation, "
+        "E-n) and running agents stop at their next model call (a direct tool runs to its end)"
+    )
+    keys = ",".join(f"{key}=…" for key, _ in spent)
+    return (
+        f"{'; '.join(said for _, said in spent)}: {stops}; raise it "
+        f"(starter.py budget {run_id} {keys}) or end the run (starter.py end {run_id})"
+    )
 
 
 async def ended_note(run: Run, task: str) -> str | None:
