@@ -64,6 +64,20 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
     """Show the live board until the run ends (through server outages); return its result."""
     if quiet:
         return await run.result()
+    try:
+        await _live_board(run)
+    except BaseException:
+        # what Ctrl-C says starts on a line of its own: a file's board ends without a newline
+        # (walk10: "…┘interrupted; the run goes on"); a terminal's Live gives the line its end
+        if not out.is_terminal:
+            out.print()
+        raise
+    out.print()  # the results table starts on a line of its own, in a terminal or a file
+    return await run.result()
+
+
+async def _live_board(run: Run) -> None:
+    """The live board, until the run ends."""
     lost = False
     with Live(console=out, refresh_per_second=4, transient=False) as live:
         async for event in run.follow():
@@ -96,8 +110,6 @@ async def follow(run: Run, quiet: bool = False) -> RunResult:
                     event.tasks, title=f"{run.id} — {tally(event.counts)}", caption=page_note(event)
                 )
             )
-    out.print()  # the results table starts on a line of its own, in a terminal or a file
-    return await run.result()
 
 
 def print_result(result: RunResult, settings: Settings, as_json: bool) -> int:

@@ -69,3 +69,36 @@ async def test_ctrl_c_leaves_the_run_running_and_says_how_to_re_attach(env: Env)
 async def test_follow_of_an_unknown_run_says_so(env: Env):
     code, out, err = await starter(env, "follow", "xsky-no-such-run-0000", timeout=30)
     assert code == 2 and "no run with id xsky-no-such-run-0000" in err
+
+
+async def test_ctrl_c_into_a_file_says_so_on_a_line_of_its_own(env: Env):
+    """walk10: with the output a file (`run --follow > out 2>&1`), the board's last line had no
+    end and Ctrl-C's sentence was glued to it: `…┘interrupted; the run goes on: …`."""
+    await env.start_worker()
+    run_id = f"xsky-ctrlc-{uuid.uuid4().hex[:6]}"
+    async with XSky.connect() as x:
+        run = await x.run(plan(noop("1", 12), name="ctrlc"), id=run_id)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "starter.py"),
+            "follow",
+            run_id,
+            env=env.environ(),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        assert proc.stdout is not None
+        seen = b""
+        while b"Ctrl-C stops following" not in seen:  # attached (a file's board: at the end)
+            seen += await asyncio.wait_for(proc.stdout.readline(), 30)
+        await asyncio.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+        said = (seen + out).decode()
+        assert proc.returncode == 130, said
+        assert "T-1" in said and "\ninterrupted; the run goes on: re-attach with" in said, said[
+            -400:
+        ]
+        await run.cancel()
