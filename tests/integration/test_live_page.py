@@ -258,3 +258,21 @@ async def test_the_live_page_follows_and_steers_a_run_through_restarts(
     finally:
         if ui.server is not None and not ui.task.done():  # type: ignore[union-attr]
             await ui.stop()
+
+
+@pytest.mark.timeout(120)
+async def test_the_banner_says_how_far_a_running_run_is(live_env: Env, browser_page: Any):
+    """walk11: a 200-agent run's banner said only "RUNNING · plan v1" until it ended."""
+    page = browser_page
+    handle = await live_env.start(
+        plan(noop("1", 0.5), noop("2", 0.5), noop("3", 60.0, depends="1"), name="tally")
+    )
+    ui = PageServer(live_env.settings, free_port())
+    await ui.start()
+    try:
+        await page.goto(f"http://127.0.0.1:{ui.port}/?key={ui.key}&run={handle.id}")
+        await expect(node(page, "T-3")).to_have_attribute("data-status", "in_progress")
+        await expect(page.locator("#banner")).to_have_text("RUNNING · plan v1 · 2 of 3 done")
+        await handle.terminate("test over")
+    finally:
+        await ui.stop()

@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 190, NODE_H = 46, COL = 250, ROW = 64, PAD = 16;
 
-const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null, ended: false };
+const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null, ended: false, banner: "", done: 0 };
 
 function el(tag, attrs = {}, text) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
@@ -43,7 +43,7 @@ async function listRuns() {
 function openRun(runId) {
   if (page.source) page.source.close();
   closeLog();
-  Object.assign(page, { run: runId, lastId: 0, selected: null, ended: false });
+  Object.assign(page, { run: runId, lastId: 0, selected: null, ended: false, done: 0 });
   page.agents.clear(); page.requests.clear();
   $("run").hidden = false;
   $("title").textContent = runId;
@@ -91,6 +91,7 @@ function apply(ev) {
   switch (ev.type) {
     case "plan":
       page.agents = new Map(d.agents.map((a) => [a.task, a]));
+      page.done = d.agents.filter(isDone).length;
       drawGraph();
       setBanner(d.status === "running" ? d.state : d.status, `plan v${d.version}`, d.status !== "running");
       break;
@@ -105,7 +106,13 @@ function apply(ev) {
       break;
     }
     default:
-      if (ev.type.startsWith("agent.")) { page.agents.set(d.task, d); drawNode(d); }
+      if (ev.type.startsWith("agent.")) {
+        const was = page.agents.get(d.task);
+        page.done += (isDone(d) ? 1 : 0) - (was && isDone(was) ? 1 : 0);
+        page.agents.set(d.task, d);
+        drawNode(d);
+        showBanner();
+      }
   }
   if (page.selected && d.task === page.selected) showAgent(page.selected);
 }
@@ -139,10 +146,22 @@ function setBanner(state, extra, ended) {
   const b = $("banner");
   b.dataset.state = state;
   const words = { paused: "PAUSED — resume to dispatch again", waiting: "WAITING for a person", reviewing: "WAITING for plan review" };
-  b.textContent = (words[state] || state.toUpperCase()) + (extra ? ` · ${extra}` : "");
+  page.banner = (words[state] || state.toUpperCase()) + (extra ? ` · ${extra}` : "");
   if (ended !== undefined) page.ended = ended;
+  showBanner();
   setControls(state);
   markRow(state);
+}
+
+// A task that has reached the end it was meant for (the board's "completed", "completed
+// (offline)", and a skipped one: its result was given).
+function isDone(a) { return (a.status || "").startsWith("completed") || a.status === "skipped"; }
+
+// While a run goes, the banner says how far it is (walk11: a 200-agent run said only
+// "RUNNING · plan v1" until it ended); an ended run's banner is its summary.
+function showBanner() {
+  const tally = !page.ended && page.agents.size ? ` · ${page.done} of ${page.agents.size} done` : "";
+  $("banner").textContent = page.banner + tally;
 }
 
 // The open run's line in the list of runs follows its state as the banner does (the list is
