@@ -276,3 +276,20 @@ async def test_the_banner_says_how_far_a_running_run_is(live_env: Env, browser_p
         await handle.terminate("test over")
     finally:
         await ui.stop()
+
+
+@pytest.mark.timeout(60)
+async def test_the_list_without_a_run_open_does_not_say_not_connected(
+    live_env: Env, browser_page: Any
+):
+    """walk11: `starter.py ui`'s first page showed "not connected" in its corner, though nothing
+    was wrong: no run was open yet."""
+    page = browser_page
+    ui = PageServer(live_env.settings, free_port())
+    await ui.start()
+    try:
+        await page.goto(f"http://127.0.0.1:{ui.port}/?key={ui.key}")
+        await expect(page.locator("#conn")).to_have_attribute("data-state", "idle")
+        await expect(page.locator("#conn")).to_have_text("pick a run")
+    finally:
+        await ui.stop()
