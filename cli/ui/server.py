@@ -25,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from cli.budget_cmd import set_limits
 from cli.hints import cli_message
-from cli.steer_cmd import no_version_given
+from cli.steer_cmd import no_version_given, request_id
 from cli.ui.guard import PageGuard
 from client import Run, XSky
 from client.events import EventLog, watch
@@ -123,10 +123,15 @@ def _ask_to_repeat(e: UsageError, refused: str) -> dict[str, Any]:
     return {"ok": False, "error": e.fact, "confirm": "again"}
 
 
+# What a field left empty is, said as the page shows it ("answer needs request" read as a word)
+_NAMED = {"request": "the request's id (Q-1, E-1 or A-1: listed under Waiting for a person)"}
+
+
 def _need(body: dict[str, Any], *names: str) -> list[str]:
     missing = [n for n in names if not str(body.get(n) or "").strip()]
     if missing:
-        raise UsageError(f"{body.get('action')} needs {' and '.join(missing)}: fill it in")
+        said = [_NAMED.get(n, n) for n in missing]
+        raise UsageError(f"{body.get('action')} needs {' and '.join(said)}: fill it in")
     return [str(body[n]).strip() for n in names]
 
 
@@ -139,10 +144,12 @@ async def _act(run: Run, body: dict[str, Any]) -> dict[str, Any]:
         said = await run.resume()
     elif action == "answer":
         request, text = _need(body, "request", "text")
-        said = await run.answer(request, text)
+        said = await run.answer(request_id(request), text)
     elif action == "approve":
         (request,) = _need(body, "request")
-        said = await run.approve(request, body.get("decision") or "allow_once", body.get("text"))
+        said = await run.approve(
+            request_id(request), body.get("decision") or "allow_once", body.get("text")
+        )
     elif action == "retry":
         (task,) = _need(body, "task")
         try:
