@@ -41,3 +41,18 @@ async def test_queries_and_updates_without_their_input_say_what_input_they_take(
         code, out = await temporal(env, "workflow", "query", *wid, "--type", name)
         assert code == 0 and "QueryResult" in out, out
     await handle.terminate("test over")
+
+
+async def test_resume_run_and_pause_run_without_input_are_taken_as_their_signals_are(env: Env):
+    """walk11: the resume signal takes no input, its answered twin refused a bare call."""
+    await env.start_worker()
+    handle = await env.start(plan(ask("1", "Which region?")))
+    await wait_requests(handle, 1)
+    wid = ["--workflow-id", handle.id]
+    code, out = await temporal(env, "workflow", "update", "execute", *wid, "--name", "pause_run")
+    assert code == 0 and "paused" in out, out
+    code, out = await temporal(env, "workflow", "update", "execute", *wid, "--name", "resume_run")
+    assert code == 0 and "needs its input" not in out and "resumed" in out, out
+    code, out = await temporal(env, "workflow", "update", "execute", *wid, "--name", "end_run")
+    assert code != 0 and "the update `end_run` needs its input" in out, out
+    await handle.terminate("test over")

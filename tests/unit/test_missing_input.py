@@ -46,3 +46,18 @@ def test_every_update_has_a_validator_so_a_call_without_input_is_refused_before_
         seen += len(updates)
     assert seen > 10, "too few updates found: the test reads the wrong folder"
     assert missing == [], missing
+
+
+def test_pause_run_and_resume_run_without_input_take_the_empty_request_others_still_ask():
+    """walk11: `temporal workflow update execute --name resume_run` was refused, saying it needs
+    --input '{"reason": …}', though the resume signal takes no input."""
+    from workflows.missing_input import empty_request
+    from xsky.leader.state import PauseRequest, ResumeRequest
+
+    run = LeaderWorkflow.__new__(LeaderWorkflow)
+    bound = lambda fn: _bind_method(run, fn)  # noqa: E731
+    assert empty_request("resume_run", bound(LeaderWorkflow.resume_run)) == ResumeRequest()
+    assert empty_request("pause_run", bound(LeaderWorkflow.pause_run)) == PauseRequest()
+    # a bare end_run would end the run; a bare nudge_task has nothing to send
+    assert empty_request("end_run", bound(LeaderWorkflow.end_run)) is None
+    assert empty_request("nudge_task", bound(LeaderWorkflow.nudge_task)) is None
