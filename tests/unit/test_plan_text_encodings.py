@@ -40,3 +40,18 @@ def test_convert_of_a_utf16_native_plan_writes_a_plan_that_validates(
     assert main(["convert", str(source), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == PLAN
     assert load_plan(out).workflow.agents[0].task == "Écrire"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_a_plan_saved_as_utf16_or_utf32_without_a_byte_order_mark_validates_and_converts(
+    encoding: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """walk11: a UTF-16 plan without its mark failed "Document is empty" (big endian) or "Char
+    0x0 out of allowed range" (little endian); convert wrote a UTF-32 one with its NULs."""
+    source = tmp_path / "plan.xml"
+    source.write_bytes(PLAN.encode(encoding))
+    assert load_plan(source).workflow.agents[0].task == "Écrire"
+    assert main(["validate", str(source)]) == 0
+    out = tmp_path / "out.xml"
+    assert main(["convert", str(source), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == PLAN

@@ -86,7 +86,29 @@ def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tup
             f"{p}: {size}, over the {max_bytes:,}-byte limit of a plan; split the work into smaller "
             "plans or raise XSKY_MAX_PLAN_BYTES"
         )
-    return p, data
+    return p, with_byte_order_mark(data)
+
+
+def with_byte_order_mark(data: bytes) -> bytes:
+    """``data`` with the byte order mark of the UTF-16 or UTF-32 its first four bytes show
+    when it has none: a plan opens with ASCII (``<``, a space, a newline), so one saved as UTF-16
+    or UTF-32 without a mark has NULs between those characters (XML 1.0's appendix F). libxml2
+    read a UTF-16 plan without its mark as UTF-8 ("Document is empty" big endian, "Char 0x0 out
+    of allowed range" little endian), and `convert` wrote a UTF-32 one as it was — walk10/11.
+    Other bytes are returned as they are."""
+    head = data[:4]
+    if len(head) < 4 or head.startswith(
+        (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+    ):
+        return data  # (UTF-32 little endian's mark begins with UTF-16's)
+    nul = tuple(b == 0 for b in head)
+    mark = {
+        (True, True, True, False): codecs.BOM_UTF32_BE,
+        (False, True, True, True): codecs.BOM_UTF32_LE,
+        (True, False, True, False): codecs.BOM_UTF16_BE,
+        (False, True, False, True): codecs.BOM_UTF16_LE,
+    }.get(nul, b"")
+    return mark + data
 
 
 def load_plan(
