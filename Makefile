@@ -51,6 +51,7 @@ bench: install
 	$(PY) bench/store.py
 	$(PY) bench/store_ops.py
 	$(PY) bench/first_task.py
+	$(PY) bench/last_task.py 30000
 	$(PY) bench/skills_boundaries.py
 	$(PY) bench/recurrence.py
 	$(PY) bench/watch_history.py

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from xsky.gcpause import gc_paused
 from xsky.leader.audit import AuditLog
 from xsky.leader.board import TaskBoard
 from xsky.leader.budget import Budget
@@ -162,30 +163,81 @@ class Views:
         ``as_shown`` False: as v0.11.10 and before stored it (items' lines as written, a paused
         note on an ended run) — its length decides how many parts the store gets, which a
         history recorded then replays."""
+        views, counts = self._task_views(now)
+        if as_shown:
+            self._with_items(views)
+        return self._board_json(now, views, counts, self._final_notes(now, as_shown))
+
+    def final_board(self, now: datetime) -> tuple[str, bool]:
+        """``(whole_board(now), whole_board(now) != whole_board(now, as_shown=False))``, made
+        with one board: the two differ only in forEach items' lines (their items filled in)
+        and in the notes, both told apart here without making the second board, which only a
+        history recorded before v0.11.11 needs (patch final-board-as-shown). A 30,000-task
+        board took 1.4–2 s each on a loaded 2-core machine, in a workflow task (perf41b)."""
+        with gc_paused():  # (a line per task: no collector walks of the whole state meanwhile)
+            return self._final_board(now)
+
+    def _final_board(self, now: datetime) -> tuple[str, bool]:
+        views, counts = self._task_views(now)
+        differs = False
+        if any("[" in v.agent_id for v in views):
+            shown = self.item_text()
+            for view in views:
+                if "[" in view.agent_id:  # (as _with_items sets them)
+                    text = shown(view.agent_id, view.description)
+                    subject = subject_of(text)
+                    if text != view.description or subject != view.subject:
+                        differs = True
+                        view.description, view.subject = text, subject
+        notes = self._final_notes(now, as_shown=True)
+        differs = differs or notes != self._final_notes(now, as_shown=False)
+        return self._board_json(now, views, counts, notes), differs
+
+    def _task_views(self, now: datetime) -> tuple[list[TaskView], dict[str, int]]:
+        """Every task as the board shows it, and the counts by status."""
         derived = derive_statuses({t.id: t for t in self.board.state.tasks})
         counts: dict[str, int] = {}
         for status, _ in derived.values():
             counts[status] = counts.get(status, 0) + 1
-        tasks = self.board.state.tasks
+        return [TaskView.of(t, *derived[t.id], now) for t in self.board.state.tasks], counts
+
+    def _final_notes(self, now: datetime, as_shown: bool) -> list[str]:
+        return self.notices(now, ended_paused=not as_shown, shown=as_shown)
+
+    def _board_json(
+        self, now: datetime, views: list[TaskView], counts: dict[str, int], notes: list[str]
+    ) -> str:
         return BoardPage(
-            total=len(tasks),
+            total=len(views),
             offset=0,
             counts=dict(sorted(counts.items())),
-            tasks=(self._with_items if as_shown else list)(
-                [TaskView.of(t, *derived[t.id], now) for t in tasks]
-            ),
+            tasks=views,
             state=self.run_state(),
-            notes=self.notices(now, ended_paused=not as_shown, shown=as_shown),
+            notes=notes,
             budget=self._shown_budget(now),
         ).model_dump_json(by_alias=True, exclude_none=True)
 
     def large(self) -> bool:
         return len(self.board.state.tasks) > INLINE_AGENTS
 
-    def reports_jsonl(self) -> str:
+    def reports_jsonl(self, reports: list[AgentReport] | None = None) -> str:
+        """Every report as a line of JSON (``reports``: made by ``reports(0)`` already)."""
         return "".join(
-            r.model_dump_json(by_alias=True, exclude_none=True) + "\n" for r in self.reports(0)
+            r.model_dump_json(by_alias=True, exclude_none=True) + "\n"
+            for r in (self.reports(0) if reports is None else reports)
         )
+
+    def ending(self, now: datetime) -> tuple[RunResult, str | None]:
+        """How the run ended, and for a large run every report as JSON lines (what
+        ``results_ref`` stores): ``(result(now), reports_jsonl() if large() else None)`` from
+        one pass over the board. The run's last workflow task made the reports twice, once for
+        each: at 30,000 agents ~0.9 s each on a loaded 2-core machine, in a task the server
+        gives up after 10 s (perf41b)."""
+        if not self.large():
+            return self.result(now), None
+        with gc_paused():  # (30,000 reports: no collector walks of the whole state meanwhile)
+            reports = self.reports(0)
+            return self.result(now, reports), self.reports_jsonl(reports)
 
     def reports(self, budget: int = INLINE_RESULT_BUDGET) -> list[AgentReport]:
         derived = derive_statuses({t.id: t for t in self.board.state.tasks})
@@ -327,10 +379,13 @@ class Views:
             notes.append(leader)
         return notes
 
-    def result(self, now: datetime) -> RunResult:
+    def result(self, now: datetime, reports: list[AgentReport] | None = None) -> RunResult:
         """How the run ended. A large run's result holds only the agents that did not
-        complete; the shell adds ``results_ref`` with every report."""
-        reports = self.reports(INLINE_RESULT_BUDGET)
+        complete, without their results; the shell adds ``results_ref`` with every report.
+        ``reports``: a large run's ``reports(0)``, made already (:meth:`ending`) — they differ
+        from ``reports()`` only in results inline, which a large run's result leaves out."""
+        if reports is None or not self.large():
+            reports = self.reports(INLINE_RESULT_BUDGET)
         counts: dict[str, list[str]] = {}
         for r in reports:
             counts.setdefault(r.status, []).append(r.task_id)
