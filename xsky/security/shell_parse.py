@@ -207,6 +207,10 @@ _RUNNERS_RUN: contextvars.ContextVar[dict[tuple[Any, ...], ShellCommand] | None]
 # options (python3 tool.py -c x asked), python's -I taking a word; ssh's option values counted
 # as a remote command's words (ssh -p 2222 host asked); the program a package or environment
 # runner runs no command of its own (`npx touch x` past deny shell(touch:*)).
+# 0.12.4 (patch shell-reading-round-14): a runner's command line run by a shell (mise exec -c,
+# pnpm -c/--shell-mode exec, yarn exec's first word, pixi run, devbox run) and pnpm's implied
+# exec (`pnpm touch x`) not read; nix shell/develop, nix-shell, devbox/pixi/pipenv/poetry/hatch
+# shell given no command not read as a shell reading its input.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -1038,9 +1042,35 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
     start = 1
     if subcommands:
         sub = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
+        if sub is None and name == "pnpm" and _reads_as_of((0, 12, 5)):
+            # `pnpm touch x`: a word that is no pnpm command runs as `pnpm exec` (or a script
+            # of that name) — sec14: it ran touch past deny shell(touch:*), allowed
+            reading = _runner_words(name, argv, 1)
+            if reading[0] < len(argv):
+                return reading if argv[reading[0]] not in _PNPM_COMMANDS else None
+            # (`pnpm "{{…}}"`: a word known only when it runs may name the program)
+            return reading if any("$" in a or "`" in a for a in argv[1:]) else None
         if sub is None:
             return None
         start = sub + 1
+    return _runner_words(name, argv, start)
+
+
+# pnpm's own commands, and those it hands to npm: any other first word runs as `pnpm exec`
+_PNPM_COMMANDS = frozenset(
+    "add audit bin c cache cat-file cat-index completion config create dedupe deploy dlx doctor "
+    "env exec fetch find-hash help i ignored-builds import init install install-test it "
+    "licenses link list ll la ln ls m multi outdated pack patch patch-commit patch-remove "
+    "prune publish rb rebuild recursive remove rm root run run-script self-update server setup "
+    "start store t test tst un uni uninstall unlink up update upgrade why approve-builds "
+    "access adduser bugs deprecate dist-tag docs edit home info login logout owner ping prefix "
+    "profile pkg repo s se search set-script show star stars team token unpublish unstar v "
+    "version view whoami xmas restart stop query sbom".split()
+)
+
+
+def _runner_words(name: str, argv: list[str], start: int) -> tuple[int, list[int]]:
+    """_runner_reading's walk of a runner's words from ``start`` (past its subcommand)."""
     marks = _RUNNER_MARKS.get(name)
     skipped: list[int] = []
     for i in range(start, len(argv)):
@@ -1061,6 +1091,73 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
             continue  # direnv exec DIR PROG
         return i, skipped
     return len(argv), skipped
+
+
+# Runners that give a shell a command line made of their words (pnpm -c/--shell-mode exec
+# joins them; pixi run and devbox run run theirs in a shell, by their docs)
+_LINE_RUNNERS = {"pixi": "run", "devbox": "run"}
+# Runners whose subcommand, given no command, starts a shell (which reads its input)
+_SHELL_SUBCOMMANDS = {
+    "nix": frozenset({"shell", "develop"}), "devbox": frozenset({"shell"}),
+    "pixi": frozenset({"shell"}), "pipenv": frozenset({"shell"}),
+    "poetry": frozenset({"shell"}), "hatch": frozenset({"shell"}),
+}  # fmt: skip
+
+
+def _starts_a_shell(name: str, args: list[str]) -> bool:
+    """Does a runner given ``args`` start a shell of its environment with no command given it
+    (`nix shell pkgs`, `nix develop`, `nix-shell -p pkg`, `devbox shell`, `pipenv shell` …)?
+    Not reading a terminal, that shell reads its commands from its input."""
+    if name == "nix-shell":
+        return (
+            not any(a.split("=", 1)[0] in ("--run", "--command") for a in args) and "--" not in args
+        )
+    subs = _SHELL_SUBCOMMANDS.get(name)
+    words = [a for a in args if not a.startswith("-")]
+    if subs is None or not words or words[0] not in subs or "--" in args:
+        return False
+    return name != "nix" or not any(a.split("=", 1)[0] in ("-c", "--command") for a in args)
+
+
+def _runner_lines(argv: list[str]) -> list[tuple[str, list[str]]]:
+    """The command lines a package or environment runner gives a shell, each with the words of
+    ``argv`` it is made of (sec14: `mise exec -c 'touch x'`, `pnpm -c exec 'echo; touch x'`,
+    `pnpm -c exec echo "{{…}}"`, `yarn exec 'echo; touch x'` ran touch past deny
+    shell(touch:*), allowed): mise exec's -c/--command value; pnpm's program and its words
+    under -c/--shell-mode (joined); Yarn 2+'s exec's first word (the words after it are the
+    line's arguments, "$@"); pixi run's and devbox run's program and words (each word that may
+    be the program begins one)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    if name == "mise":
+        sub = next((i for i, a in enumerate(args) if a in ("exec", "x")), None)
+        lines: list[tuple[str, list[str]]] = []
+        for i in range(len(args) if sub is None else sub + 1, len(args)):
+            word = args[i]
+            if word == "--":
+                break
+            flag, eq, value = word.partition("=")
+            after = args[i + 1 : i + 2]
+            if flag.startswith("--") and len(flag) > 3 and "--command".startswith(flag):
+                lines += [(value, [word])] if eq else [(a, [a]) for a in after]
+            elif word[:1] == "-" and word[1:2] != "-" and "c" in word[1:]:
+                rest = word[word.index("c", 1) + 1 :]
+                lines += [(rest, [word])] if rest else [(a, [a]) for a in after]
+        return lines
+    if name == "yarn":
+        sub = next((i for i, a in enumerate(args) if a == "exec"), None)
+        return [(args[sub + 1], [args[sub + 1]])] if sub is not None and sub + 1 < len(args) else []
+    shell_mode = name == "pnpm" and any(
+        a in ("-c", "--shell-mode") or a.startswith("--shell-mode=")
+        for a in args[: args.index("exec") if "exec" in args else None]
+    )
+    if not shell_mode and _LINE_RUNNERS.get(name) not in args:
+        return []
+    reading = _runner_reading(argv)
+    if reading is None:
+        return []
+    at, maybe = reading
+    return [(" ".join(argv[i:]), argv[i:]) for i in [*maybe, at] if i < len(argv)]
 
 
 def _runs_a_shell(name: str, args: list[str]) -> bool:
@@ -1588,6 +1685,19 @@ def _unwrap(
                 return
     if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
         return
+    if _reads_as_of((0, 12, 5)):
+        for line, words in _runner_lines(argv):
+            if _HOLDS_VALUES.get() and runtime & set(words):
+                raise ShellParseError(
+                    f"{name} gives a shell a command line made of its words, and one of them is "
+                    "what the shell expands when it runs (a value, a variable, $(…)), which that "
+                    "shell then reads as code; pass values as arguments — it cannot be checked"
+                )
+            _parse_into(line, out, depth + 1)
+        if _starts_a_shell(name, args):
+            # `nix shell pkgs`, `nix develop`, `devbox shell`, given no command, start a shell
+            # reading its input (sec14: `printf %s "{{…}}" | nix shell nixpkgs#hello`, by docs)
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
     if _reads_as_of((0, 12, 4)) and (reading := _runner_reading(argv)) is not None:
         # The program a runner runs is a command of its own, as a wrapper's is (sec13b: `npx
         # touch x`, `npm exec -- touch x` ran touch past deny shell(touch:*)) — and so is each
