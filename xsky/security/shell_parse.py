@@ -296,8 +296,14 @@ def _script_made_here(parts: list[ShellCommand]) -> str | None:
             written.update(posixpath.normpath(a[3:]) for a in args if a.startswith("of="))
     for part in parts:
         script = _script_word(part.argv)
-        if script is not None and posixpath.normpath(script) in written:
-            return f"{part.argv[0]} runs {script!r}, a file the same command writes"
+        rcfile = (
+            _shell_rcfile(part.argv[1:])
+            if _named(part.argv[0]) in SHELLS and _reads_as_of((0, 12, 5))
+            else None
+        )
+        for runs in (script, rcfile):
+            if runs is not None and posixpath.normpath(runs) in written:
+                return f"{part.argv[0]} runs {runs!r}, a file the same command writes"
         if "/" in part.argv[0] and posixpath.normpath(part.argv[0]) in written:
             return f"the command runs {part.argv[0]!r}, a file it writes"  # (`./f.sh`)
     return None
@@ -1218,6 +1224,19 @@ def _shell_options(args: list[str]) -> tuple[str, int, bool]:
     return letters, i, False
 
 
+def _shell_rcfile(args: list[str]) -> str | None:
+    """The file an interactive shell (-i, also with -c) runs first: bash's --rcfile or
+    --init-file FILE (sec14: `printf %s "{{…}}" | bash --rcfile /dev/stdin -ic true` ran the
+    value as commands past deny shell(touch:*), allowed — -c's line was read, the file not)."""
+    letters, end, _ = _shell_options(args)
+    if "i" not in letters:
+        return None
+    for i, a in enumerate(args[:end]):
+        if a in ("--rcfile", "--init-file") and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
 def _shell_command_string(name: str, args: list[str]) -> str | None:
     """The command line ``sh -c`` runs — also with -c among other short options (``bash -ec``,
     ``-xc``, ``-c -e``): the first word that is no option, past -o/-O's values. None without -c."""
@@ -1599,6 +1618,9 @@ def _unwrap(
         _parse_into(code, out, depth + 1)
 
     if name in SHELLS:
+        rcfile = _shell_rcfile(args) if _reads_as_of((0, 12, 5)) else None
+        if rcfile is not None and _input_script(rcfile):
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         code = _shell_command_string(name, args)
         if code is not None:
             run_line(code, f"{name} -c")
