@@ -1348,6 +1348,33 @@ _NODE_VALUED = frozenset(
 _PERL_DEBUGGER = re.compile(r"-[acnpsStTuUwWX]*d(?!:).*")
 
 
+# Interpreters' options that print (a version, help, configuration) and exit before any
+# program runs: given before the script, nothing is read from the input (sec14: `node -v`,
+# `python3 --version`, `perl -v` in a command holding a value were asked as reading the value
+# as their program — false asks, checked in bash). Not ruby's -v: it turns on warnings and reads
+# the program from the input.
+_PRINTS_AND_EXITS = {
+    "python": frozenset({"--version", "--help", "--help-env", "--help-xoptions", "--help-all"}),
+    "node": frozenset({"-v", "--version", "-h", "--help", "--v8-options"}),
+    "perl": frozenset({"-v", "-V", "-h"}),
+    "ruby": frozenset({"--version", "-h", "--help", "--copyright"}),
+    "php": frozenset({"-v", "--version", "-h", "--help", "-i", "--info", "-m", "--modules"}),
+    "deno": frozenset({"-V", "--version", "-h", "--help"}),
+    "bun": frozenset({"-v", "--version", "-h", "--help", "--revision"}),
+    "Rscript": frozenset({"--version", "--help"}),
+}
+
+
+def _prints_and_exits(base: str, word: str) -> bool:
+    """Is ``word`` an option of interpreter ``base`` that prints and exits (_PRINTS_AND_EXITS;
+    python's -V, -VV, -h, -? also in a cluster of short options)?"""
+    if word in _PRINTS_AND_EXITS.get(base, ()):
+        return True
+    if base == "perl" and word.startswith("-V:"):
+        return True
+    return base == "python" and any(_python_short(word, letter) >= 0 for letter in "Vh?")
+
+
 def _interpreter_reads_input(name: str, args: list[str]) -> bool:
     """Does an interpreter called with ``args`` read its program from its input: no script,
     module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
@@ -1366,6 +1393,8 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
                 return True  # `python3 -i tool.py`: the REPL reads its input after the script
             if base == "perl" and round13 and _PERL_DEBUGGER.fullmatch(a):
                 return True  # `perl -d tool.pl`: the debugger reads its input (sec13)
+            if _reads_as_of((0, 12, 5)) and _prints_and_exits(base, a):
+                return False  # `node -v`, `python3 --version`: no program is read (sec14)
             at = (
                 _python_short(a, "m")
                 if base == "python" and round13
