@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import fnmatch
 import posixpath
 import re
 import shlex
@@ -262,7 +263,7 @@ def split_command(command: str) -> list[ShellCommand]:
             "a shell reads its commands from its input in a command that holds a {{…}} value, "
             "which it would read as code; pass values as arguments — it cannot be checked"
         )
-    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _script_made_here(out)):
+    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _made_here(out)):
         raise ShellParseError(
             f"{why} in a command that holds a {{{{…}}}} value, which it may read as code; pass "
             "values as arguments — it cannot be checked"
@@ -306,6 +307,166 @@ def _script_made_here(parts: list[ShellCommand]) -> str | None:
                 return f"{part.argv[0]} runs {runs!r}, a file the same command writes"
         if "/" in part.argv[0] and posixpath.normpath(part.argv[0]) in written:
             return f"the command runs {part.argv[0]!r}, a file it writes"  # (`./f.sh`)
+    return None
+
+
+def _made_here(parts: list[ShellCommand]) -> str | None:
+    """_script_made_here, and since 0.12.5 its wider reading (_made_here_14)."""
+    why = _script_made_here(parts)
+    if why is None and _reads_as_of((0, 12, 5)):
+        why = _made_here_14(parts)
+    return why
+
+
+# Files a build or package tool reads as code where it runs (a makefile's $(shell …), a
+# package.json's scripts, setup.py, CMakeLists.txt's execute_process, build.rs, conftest.py)
+_PROJECT_FILES: dict[str, tuple[str, ...]] = {
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk"),
+    "cmake": ("CMakeLists.txt", "*.cmake"),
+    **dict.fromkeys(
+        ("npm", "npx", "pnpm", "pnpx", "yarn", "bun", "bunx", "corepack"),
+        ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "*.js", "*.mjs",
+         "*.cjs", "*.ts"),
+    ),
+    **dict.fromkeys(
+        ("pip", "pipx", "uv", "uvx", "poetry", "pdm", "hatch", "rye", "pipenv", "tox", "nox",
+         "pytest", "py.test"),
+        ("setup.py", "pyproject.toml", "setup.cfg", "conftest.py", "noxfile.py", "*.pth"),
+    ),
+    "go": ("*.go", "go.mod"),
+    "cargo": ("Cargo.toml", "build.rs", "*.rs", "config.toml"),
+    **dict.fromkeys(("mvn", "gradle", "ant", "sbt"), ("pom.xml", "*.gradle", "*.kts", "build.xml")),
+    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno", "bun"), ()),
+}  # fmt: skip
+# Compilers, and where their program goes when no -o names it
+_COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
+              "javac": "", "go": ""}  # fmt: skip
+_SPLITTERS = {"split": "x", "csplit": "xx"}
+_FETCHERS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+
+
+def _made_here_14(parts: list[ShellCommand]) -> str | None:
+    """A program the command runs that may be what the command wrote (sec14: each ran a value
+    as code past deny shell(touch:*), allowed): the file copied, moved or linked first (`> a;
+    cp a f.sh; bash f.sh`), named by another path (`bash "$PWD/f.sh"`, `cd d && bash f.sh`), a
+    glob or a word known only at run time (`bash *.sh`), written by split or csplit, or fetched
+    by curl -o/wget -O; compiled, then run (`gcc x.c && ./a.out`, `javac`, `go build`); or read
+    as code by a program no shell or interpreter of the table — java A.java, tclsh, make (a
+    makefile), npm/pnpm/yarn (package.json), pip/uv/poetry (setup.py, pyproject.toml), pytest
+    (conftest.py), cmake, cargo, go run/test/generate, python -m MODULE. Files are compared by
+    their names (the last part of a path)."""
+    names: set[str] = set()  # the names of the files written
+    patterns: set[str] = set()  # (split's: its prefix, then letters)
+    unknown = False  # a file written whose name is known only at run time
+
+    def write(word: str) -> None:
+        nonlocal unknown
+        if "$" in word or "`" in word or any(c in word for c in "*?["):
+            unknown = True
+        names.add(posixpath.basename(posixpath.normpath(word)))
+
+    def made(word: str) -> bool:
+        if "$" in word or "`" in word:
+            return bool(names or patterns or unknown)
+        name = posixpath.basename(posixpath.normpath(word))
+        if any(c in name for c in "*?["):
+            return any(fnmatch.fnmatchcase(n, name) for n in names) or bool(patterns or unknown)
+        return (
+            name in names
+            or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+            or (unknown and "/" in word)
+        )
+
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        named = [a for a in args if not a.startswith("-")]
+        for r in part.redirects:
+            if ">" in r.op and r.target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+                if not r.target.isdigit() and not r.target.startswith("&"):
+                    write(r.target)
+        if name in ("tee", "sponge"):
+            for a in named:
+                write(a)
+        if name == "dd":
+            for a in args:
+                if a.startswith("of="):
+                    write(a[3:])
+        if name in _LINKERS | {"rsync", "link", "rename", "unzip", "tar"} and any(
+            made(a) for a in named
+        ):
+            for a in named:
+                write(a)
+            unknown = unknown or name in ("unzip", "tar")  # (what they unpack: its own names)
+        if name in _SPLITTERS:
+            prefix = named[-1] if len(named) > 1 else _SPLITTERS[name]
+            if name == "csplit":
+                prefix = next(
+                    (args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--prefix")),
+                    "xx",
+                )
+            patterns.add(posixpath.basename(prefix) + "*")
+        if name in _FETCHERS:
+            flags = _FETCHERS[name]
+            for i, a in enumerate(args):
+                if a in flags and i + 1 < len(args):
+                    write(args[i + 1])
+                elif any(a.startswith(f) and len(a) > len(f) for f in flags):
+                    value = a.split("=", 1)[1] if a.startswith("--") else a[2:]
+                    if value:
+                        write(value)
+        if name in _COMPILERS and any(made(a) for a in named):
+            out = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"), None)
+            if out is None:
+                out = next((a[2:] for a in args if a.startswith("-o") and len(a) > 2), None)
+            if out is not None:
+                write(out)
+            elif name == "javac":
+                for a in named:
+                    write(posixpath.splitext(a)[0] + ".class")
+            elif name in ("rustc", "go"):
+                for a in named:
+                    write(posixpath.splitext(a)[0])
+                if name == "go":
+                    unknown = True  # (go build names its program for its module)
+            else:
+                write(_COMPILERS[name])
+    if not (names or patterns or unknown):
+        return None
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        run = [w for w in (_script_word(part.argv),) if w is not None]
+        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?["):
+            run.append(part.argv[0])
+        if name == "python":
+            _, module = _interpreter_own_words(part.argv[0], args)
+            if module:
+                run.append(module.split(".", 1)[0] + ".py")
+                if module in ("pytest", "pip", "build", "setup"):
+                    name = "pytest" if module == "pytest" else "pip"
+        if name in ("java", "jshell", "tclsh", "wish", "expect", "Rscript"):
+            # the program: the first word past the options (a source file, a class), and the
+            # values of java's options that name one (-jar, -cp) — not the program's own words
+            words = iter(args)
+            for a in words:
+                if a in ("-jar", "-cp", "-classpath", "--class-path", "-encoding"):
+                    run.append(next(words, ""))
+                    if a == "-jar":
+                        break
+                elif not a.startswith("-"):
+                    run += [a, a + ".class"]
+                    break
+        elif name in ("make", "cmake", "go", "cargo"):
+            run += [a for a in args if not a.startswith("-")]
+            run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
+            run += [a[2:] for a in args if a[:2] in ("-f", "-C") and len(a) > 2]
+        if name in _PROJECT_FILES:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in _PROJECT_FILES[name]):
+                return f"{part.argv[0]} reads files the same command writes as code"
+        for word in run:
+            if made(word):
+                return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
     return None
 
 
