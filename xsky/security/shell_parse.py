@@ -2126,6 +2126,36 @@ def program_base(name: str) -> str:
 _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
 
 
+_MAX_SUBCOMMAND_READINGS = 16
+
+
+def subcommand_readings(argv: list[str]) -> list[list[str]]:
+    """``argv`` without its leading options, read every way the program may read them — for
+    deny and ask rules, which a global option the checker does not know must not hide the
+    subcommand from (sec14: `kubectl -nprod delete ns x`, `kubectl -v 9 delete`, `docker --tls
+    run`, `docker -ldebug run`, `npm --registry URL publish` ran the subcommand past deny
+    shell(kubectl delete:*), shell(docker run:*), shell(npm publish:*)). Each word past an
+    option written without '=' may be that option's value or the subcommand: each reading
+    that may name the subcommand is given, up to the first word that surely does not."""
+    name = argv[0].rsplit("/", 1)[-1]
+    out: list[list[str]] = []
+    for i in range(1, min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)):
+        word = argv[i]
+        if word == "--":
+            break
+        if word.startswith("-") and len(word) > 1:
+            continue
+        if i == 1 and word.startswith("+") and name in ("cargo", "rustc", "rustup", "rustdoc"):
+            continue  # (rustup's toolchain: `cargo +nightly publish`)
+        out.append([name, *argv[i:]])
+        before = argv[i - 1]
+        if not (before.startswith("-") and len(before) > 1 and "=" not in before):
+            break  # (surely no option's value: the subcommand, or the program's own word)
+        if len(out) >= _MAX_SUBCOMMAND_READINGS:
+            break
+    return out
+
+
 def normalized(argv: list[str]) -> list[str]:
     """``argv`` without the global options of :data:`GLOBAL_OPTIONS` (``git -C x push`` → ``git push``)."""
     name = argv[0].rsplit("/", 1)[-1]

@@ -35,6 +35,7 @@ from xsky.security.shell_parse import (
     runner_program,
     split_command,
     ssh_runs_locally,
+    subcommand_readings,
 )
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -301,6 +302,13 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         written = decide_one("shell", part.text, check)
         if written.rule is not None:
             decisions.append(written)
+    if reads_as_of((0, 12, 5)):
+        # a deny or ask rule naming a subcommand holds past global options the checker does
+        # not know (`kubectl -nprod delete`, `docker --tls run`: sec14)
+        for words in subcommand_readings(part.argv):
+            read = decide_one("shell", " ".join(words), check)
+            if read.rule is not None and read.effect in ("deny", "ask"):
+                decisions.append(read)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
         part.argv[i]
