@@ -152,3 +152,18 @@ def test_the_leader_replays_the_reading_of_its_release() -> None:
     asked: list[str] = []
     assert as_replayed(decided, lambda patch: asked.append(patch) or False) == "allow"
     assert asked == ["shell-reading-round-14"]
+
+
+def test_yarn_node_is_node(tmp_path: Path) -> None:
+    # (sec14: Yarn 2+'s `yarn node -e CODE` ran CODE unasked, where `node -e CODE` is asked for)
+    command = "yarn node -e \"require('child_process').execSync('touch ran')\""
+    if shutil.which("yarn") is not None:
+        _setup(tmp_path, "yarn")
+        bash("yarn install", _env(tmp_path), tmp_path, timeout=120)
+        bash(command, _env(tmp_path), tmp_path, timeout=120)
+        assert (tmp_path / "ran").exists()
+    assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "ask"
+    with read_as_of((0, 12, 4)):
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "allow"
+    for common in ("yarn node scripts/build.js", "yarn node --version", "yarn install"):
+        assert decide("shell", {"command": common}, ROLE, DENY_TOUCH, "/ws").effect == "allow"

@@ -1217,6 +1217,11 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
                 return reading if argv[reading[0]] not in _PNPM_COMMANDS else None
             # (`pnpm "{{…}}"`: a word known only when it runs may name the program)
             return reading if any("$" in a or "`" in a for a in argv[1:]) else None
+        if sub is None and name == "yarn" and _reads_as_of((0, 12, 5)):
+            # `yarn node ARGS` is node ARGS, in the project's environment (Yarn 2+; sec14:
+            # `yarn node -e CODE` ran CODE unasked, where `node -e CODE` is asked for)
+            words = [i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")]
+            return (words[0], []) if words and argv[words[0]] == "node" else None
         if sub is None:
             return None
         start = sub + 1
