@@ -167,3 +167,28 @@ def test_yarn_node_is_node(tmp_path: Path) -> None:
         assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "allow"
     for common in ("yarn node scripts/build.js", "yarn node --version", "yarn install"):
         assert decide("shell", {"command": common}, ROLE, DENY_TOUCH, "/ws").effect == "allow"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'printf %s "{{agent_1_result}}" | uv run -',
+        'printf %s "{{agent_1_result}}" | uv run --no-project -',
+        'printf %s "{{agent_1_result}}" | python3 -m uv run -',
+    ],
+)
+def test_uv_run_dash_reads_its_script_from_the_input(template: str, tmp_path: Path) -> None:
+    # (sec14: `printf %s "{{…}}" | uv run -` ran the value as Python past deny shell(touch:*))
+    arguments = _arguments(template, "import os; os.system('touch ran')")
+    uv = shutil.which("uv")
+    if uv is not None and "python3 -m" not in template:
+        env = {**_env(tmp_path), "PATH": f"{Path(uv).parent}:/usr/bin:/bin"}
+        bash(str(arguments["command"]), {**env, **arguments["values"]}, tmp_path, 120)  # type: ignore[dict-item]
+        assert (tmp_path / "ran").exists()
+    assert decide("shell", arguments, ROLE, DENY_TOUCH, "/ws").effect == "ask"
+    with read_as_of((0, 12, 4)):
+        assert decide("shell", arguments, ROLE, DENY_TOUCH, "/ws").effect == "allow"
+    for common in ('uv run tool.py "{{agent_1_result}}"', "uv run pytest -q -"):
+        assert (
+            decide("shell", _arguments(common, "a.txt"), ROLE, DENY_TOUCH, "/ws").effect == "allow"
+        )

@@ -1276,6 +1276,26 @@ _SHELL_SUBCOMMANDS = {
 }  # fmt: skip
 
 
+def _uv_runs_its_input(argv: list[str]) -> bool:
+    """Is ``argv`` `uv run` given `-` for its script (uv reads the script from its input —
+    sec14: `printf %s "{{…}}" | uv run -` ran the value as Python past deny shell(touch:*)), also
+    as `python3 -m uv run -`?"""
+    name = argv[0].rsplit("/", 1)[-1]
+    words = argv[1:]
+    if program_base(name) == "python":
+        own, module = _interpreter_own_words(name, words)
+        if module != "uv":
+            return False
+        words = words[len(own) :]
+    elif name != "uv":
+        return False
+    if "run" not in words:
+        return False
+    reading = _runner_reading(["uv", *words])
+    at = reading[0] if reading is not None else len(words) + 1
+    return "-" in words[words.index("run") + 1 : at - 1]
+
+
 def _starts_a_shell(name: str, args: list[str]) -> bool:
     """Does a runner given ``args`` start a shell of its environment with no command given it
     (`nix shell pkgs`, `nix develop`, `nix-shell -p pkg`, `devbox shell`, `pipenv shell` …)?
@@ -1911,6 +1931,9 @@ def _unwrap(
                     "shell then reads as code; pass values as arguments — it cannot be checked"
                 )
             _parse_into(line, out, depth + 1)
+        if _uv_runs_its_input(argv):
+            # `printf %s "{{…}}" | uv run -`: uv runs the Python script it reads (sec14)
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         if _starts_a_shell(name, args):
             # `nix shell pkgs`, `nix develop`, `devbox shell`, given no command, start a shell
             # reading its input (sec14: `printf %s "{{…}}" | nix shell nixpkgs#hello`, by docs)
