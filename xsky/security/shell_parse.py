@@ -24,6 +24,20 @@ from typing import Any
 from xsky.security.program_forms import hidden_code, program_name
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "rbash", "mksh"}
+# …and, since 0.12.5's reading, these (sec14: `fish -c 'touch ran'`, `tcsh -c …`, `csh -c …`,
+# `busybox ash -c …` ran touch past deny shell(touch:*), and a value piped to each ran as
+# commands: no table knew them as shells)
+_SHELLS_0125 = frozenset({"fish", "csh", "tcsh", "ash", "yash", "posh", "ksh93", "bsh"})
+
+
+def _is_shell(name: str) -> bool:
+    return name in SHELLS or (name in _SHELLS_0125 and _reads_as_of((0, 12, 5)))
+
+
+# fish's options whose value is the next word (or the rest of a cluster, or after '='): code
+# to run (-c, -C), and the rest
+_FISH_CODE = ("--command", "--init-command")
+_FISH_VALUED = "cCpdof"
 # Commands that run another command given as their arguments: for each, the options that
 # take a value, and how many positional arguments come before the wrapped command.
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
@@ -474,7 +488,9 @@ def _script_word(argv: list[str]) -> str | None:
     """The script a shell or an interpreter is given (its first word past its options)."""
     name = _named(argv[0])
     args = argv[1:]
-    if name in SHELLS:
+    if name == "fish" and _is_shell(name):
+        lines, i = _fish_options(args)
+    elif _is_shell(name):
         _, i, _ = _shell_options(args)
     elif name in INTERPRETERS or name in ("source", "."):
         i = 0
@@ -865,11 +881,40 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
         return
     _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions, quoted))
+    before = len(out)
     _unwrap(argv, out, depth, None if not _reads_as_of((0, 12, 1)) else expansions)
+    strings = [r.target for r in redirects if r.op == "<<<"]
+    if strings and _reads_as_of((0, 12, 5)):
+        readers = [p.argv[0] for p in out[before:] if p.argv[0].endswith(_READS_INPUT)]
+        if readers:
+            _here_string_code(readers[-1][: -len(_READS_INPUT)], strings[-1], out, depth)
 
 
 _GLOB_CHARS = set("*?[{")
 _EXPANSION_START = re.compile(r"[{(A-Za-z_0-9@*#?!$-]")
+
+
+_CODE_FLAG = {"python": "-c", "node": "-e", "perl": "-e", "ruby": "-e", "php": "-r", "lua": "-e"}
+
+
+def _here_string_code(reader: str, text: str, out: list[ShellCommand], depth: int) -> None:
+    """The here-string a program that reads its commands from its input is given, read as the
+    code it is (sec14: `bash <<< 'touch ran'` and `python3 <<< "import os; os.system(…)"` ran
+    touch past deny shell(touch:*), allowed — the here-string was read as a file's data): a
+    shell's, as the command line it is; an interpreter's, as code given in its arguments
+    (`python3 -c …`, asked for); another reader's (make -f -, jshell, tclsh) cannot be read."""
+    if _HOLDS_VALUES.get() and ("$" in text or "`" in text):
+        return  # (a value read as commands: split_command asks for it, saying so)
+    name = _named(reader)
+    if _is_shell(name):
+        _parse_into(text, out, depth + 1)
+    elif program_base(name) in _CODE_FLAG:
+        out.append(ShellCommand([reader, _CODE_FLAG[program_base(name)], text]))
+    else:
+        raise ShellParseError(
+            f"{reader} reads its program from a here-string, which the checker does not read; "
+            "it cannot be checked"
+        )
 
 
 def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
@@ -1410,6 +1455,44 @@ def _shell_options(args: list[str]) -> tuple[str, int, bool]:
     return letters, i, False
 
 
+def _fish_options(args: list[str]) -> tuple[list[str], int]:
+    """fish's command lines (-c/--command, and -C/--init-command, run first: each given, in a
+    cluster, attached or after '=', by any unique prefix of the long name) and where its
+    operands (a script, then its arguments) begin."""
+    lines: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return lines, i + 1
+        if a.startswith("--"):
+            flag, eq, value = a.partition("=")
+            code = [f for f in _FISH_CODE if len(flag) > 3 and f.startswith(flag)]
+            valued = code or any(
+                len(flag) > 3 and f.startswith(flag)
+                for f in ("--profile", "--debug", "--debug-output", "--features")
+            )
+            if code:
+                lines.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+            i += 1 if eq or not valued else 2
+            continue
+        if a.startswith("-") and len(a) > 1:
+            taken = 1
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _FISH_VALUED:
+                    value = a[j + 1 :]
+                    if not value:
+                        value = args[i + 1] if i + 1 < len(args) else ""
+                        taken = 2
+                    if letter in "cC":
+                        lines.append(value)
+                    break
+            i += taken
+            continue
+        break
+    return lines, i
+
+
 def _shell_rcfile(args: list[str]) -> str | None:
     """The file an interactive shell (-i, also with -c) runs first: bash's --rcfile or
     --init-file FILE (sec14: `printf %s "{{…}}" | bash --rcfile /dev/stdin -ic true` ran the
@@ -1632,6 +1715,12 @@ def _named(word: str) -> str:
     return name
 
 
+# Programs that read commands from their input which can run shell commands (since 0.12.5)
+_COMMAND_READERS = frozenset(
+    {"m4", "gnuplot", "dc", "psql", "mysql", "mariadb", "R", "julia", "octave", "octave-cli"}
+)
+
+
 def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     """Does a program that runs the code it reads — no shell, no interpreter of INTERPRETERS —
     read it from its input: make given ``-f -`` (``-f /dev/stdin``, ``--file=-``, in a cluster
@@ -1640,6 +1729,15 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     it past deny shell(touch:*))."""
     if name == "jshell":
         return True
+    if name in _COMMAND_READERS and _reads_as_of((0, 12, 5)):
+        # (sec14: a value piped to m4 — syscmd(…) —, gnuplot — system "…" — ran touch past
+        # deny shell(touch:*), allowed; dc's !, psql's and mysql's \!, R's system() alike)
+        if name in ("psql", "mysql", "mariadb"):
+            return not any(
+                a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args
+            )
+        rest = [a for a in args if not a.startswith("-") or a == "-"]
+        return not rest or _input_script(rest[0])
     if _TCL.fullmatch(name):
         if _reads_as_of((0, 12, 4)) and args[:1] == ["-encoding"]:
             args = args[2:]  # `tclsh -encoding utf-8`: its value is no script (sec13)
@@ -1832,7 +1930,14 @@ def _unwrap(
             )
         _parse_into(code, out, depth + 1)
 
-    if name in SHELLS:
+    if name == "fish" and _is_shell(name):
+        lines, i = _fish_options(args)
+        for line in lines:
+            run_line(line, "fish -c")
+        if not lines and (i >= len(args) or _input_script(args[i])):
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        return
+    if _is_shell(name):
         rcfile = _shell_rcfile(args) if _reads_as_of((0, 12, 5)) else None
         if rcfile is not None and _input_script(rcfile):
             out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
