@@ -192,3 +192,21 @@ def test_uv_run_dash_reads_its_script_from_the_input(template: str, tmp_path: Pa
         assert (
             decide("shell", _arguments(common, "a.txt"), ROLE, DENY_TOUCH, "/ws").effect == "allow"
         )
+
+
+def test_npm_explore_runs_a_command_line(tmp_path: Path) -> None:
+    # (sec14: npm explore PKG -- CMD runs CMD's words joined in a shell, in the package's folder)
+    command = "npm explore lodash -- 'cd ../.. && touch ran'"
+    if shutil.which("npm") is not None:
+        _setup(tmp_path, "npm")
+        (tmp_path / "node_modules" / "lodash").mkdir(parents=True)
+        (tmp_path / "node_modules" / "lodash" / "package.json").write_text('{"name":"lodash"}')
+        bash(command, _env(tmp_path), tmp_path, timeout=120)
+        assert (tmp_path / "ran").exists()
+    assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "deny"
+    with read_as_of((0, 12, 4)):
+        assert decide("shell", {"command": command}, ROLE, DENY_TOUCH, "/ws").effect == "allow"
+    piped = _arguments('printf %s "{{agent_1_result}}" | npm explore lodash', "touch ran")
+    assert decide("shell", piped, ROLE, DENY_TOUCH, "/ws").effect == "ask"
+    for common in ("npm explore lodash -- ls", "npm explore lodash -- npm run build"):
+        assert decide("shell", {"command": common}, ROLE, DENY_TOUCH, "/ws").effect == "allow"

@@ -1345,6 +1345,9 @@ def _starts_a_shell(name: str, args: list[str]) -> bool:
     """Does a runner given ``args`` start a shell of its environment with no command given it
     (`nix shell pkgs`, `nix develop`, `nix-shell -p pkg`, `devbox shell`, `pipenv shell` …)?
     Not reading a terminal, that shell reads its commands from its input."""
+    if name == "npm" and "explore" in args:
+        rest = args[args.index("explore") + 1 :]
+        return "--" not in rest and len([a for a in rest if not a.startswith("-")]) < 2
     if name == "nix-shell":
         return (
             not any(a.split("=", 1)[0] in ("--run", "--command") for a in args) and "--" not in args
@@ -1381,6 +1384,13 @@ def _runner_lines(argv: list[str]) -> list[tuple[str, list[str]]]:
                 rest = word[word.index("c", 1) + 1 :]
                 lines += [(rest, [word])] if rest else [(a, [a]) for a in after]
         return lines
+    if name == "npm" and "explore" in args:
+        # npm explore PKG [-- CMD …]: its words joined, run by a shell in the package's folder
+        # (sec14: `npm explore x -- 'cd ../.. && touch ran'` ran touch past deny shell(touch:*))
+        tail = args[args.index("explore") + 1 :]
+        words = [a for a in tail if not a.startswith("-")]
+        line = tail[tail.index("--") + 1 :] if "--" in tail else words[1:]
+        return [(" ".join(line), line)] if line else []
     if name == "yarn":
         sub = next((i for i, a in enumerate(args) if a == "exec"), None)
         return [(args[sub + 1], [args[sub + 1]])] if sub is not None and sub + 1 < len(args) else []
