@@ -332,6 +332,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.4",
         delete_when="no run that had a shell call decided by the leader before v0.12.4 is still open",
     ),
+    "shell-reading-round-14": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as 0.12.5's checker does: the command line a runner gives a shell (mise exec "
+        "-c, pnpm -c/--shell-mode exec, yarn exec's first word, pixi run, devbox run) and "
+        "pnpm's implied exec (pnpm touch x) are commands the rules see; nix shell/develop, "
+        "nix-shell, devbox/pixi/pipenv/poetry/hatch shell given no command read their input. "
+        "Asked only of a call the two readings decide apart (xsky/leader/shell_readings.py)",
+        since="v0.12.5",
+        delete_when="no run that had a shell call decided by the leader before v0.12.5 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

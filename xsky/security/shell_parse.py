@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import fnmatch
 import posixpath
 import re
 import shlex
@@ -23,6 +24,20 @@ from typing import Any
 from xsky.security.program_forms import hidden_code, program_name
 
 SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "rbash", "mksh"}
+# …and, since 0.12.5's reading, these (sec14: `fish -c 'touch ran'`, `tcsh -c …`, `csh -c …`,
+# `busybox ash -c …` ran touch past deny shell(touch:*), and a value piped to each ran as
+# commands: no table knew them as shells)
+_SHELLS_0125 = frozenset({"fish", "csh", "tcsh", "ash", "yash", "posh", "ksh93", "bsh"})
+
+
+def _is_shell(name: str) -> bool:
+    return name in SHELLS or (name in _SHELLS_0125 and _reads_as_of((0, 12, 5)))
+
+
+# fish's options whose value is the next word (or the rest of a cluster, or after '='): code
+# to run (-c, -C), and the rest
+_FISH_CODE = ("--command", "--init-command")
+_FISH_VALUED = "cCpdof"
 # Commands that run another command given as their arguments: for each, the options that
 # take a value, and how many positional arguments come before the wrapped command.
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
@@ -207,6 +222,10 @@ _RUNNERS_RUN: contextvars.ContextVar[dict[tuple[Any, ...], ShellCommand] | None]
 # options (python3 tool.py -c x asked), python's -I taking a word; ssh's option values counted
 # as a remote command's words (ssh -p 2222 host asked); the program a package or environment
 # runner runs no command of its own (`npx touch x` past deny shell(touch:*)).
+# 0.12.4 (patch shell-reading-round-14): a runner's command line run by a shell (mise exec -c,
+# pnpm -c/--shell-mode exec, yarn exec's first word, pixi run, devbox run) and pnpm's implied
+# exec (`pnpm touch x`) not read; nix shell/develop, nix-shell, devbox/pixi/pipenv/poetry/hatch
+# shell given no command not read as a shell reading its input.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -258,7 +277,7 @@ def split_command(command: str) -> list[ShellCommand]:
             "a shell reads its commands from its input in a command that holds a {{…}} value, "
             "which it would read as code; pass values as arguments — it cannot be checked"
         )
-    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _script_made_here(out)):
+    if _reads_as_of((0, 12, 4)) and VALUE_NAME in command and (why := _made_here(out)):
         raise ShellParseError(
             f"{why} in a command that holds a {{{{…}}}} value, which it may read as code; pass "
             "values as arguments — it cannot be checked"
@@ -292,10 +311,176 @@ def _script_made_here(parts: list[ShellCommand]) -> str | None:
             written.update(posixpath.normpath(a[3:]) for a in args if a.startswith("of="))
     for part in parts:
         script = _script_word(part.argv)
-        if script is not None and posixpath.normpath(script) in written:
-            return f"{part.argv[0]} runs {script!r}, a file the same command writes"
+        rcfile = (
+            _shell_rcfile(part.argv[1:])
+            if _named(part.argv[0]) in SHELLS and _reads_as_of((0, 12, 5))
+            else None
+        )
+        for runs in (script, rcfile):
+            if runs is not None and posixpath.normpath(runs) in written:
+                return f"{part.argv[0]} runs {runs!r}, a file the same command writes"
         if "/" in part.argv[0] and posixpath.normpath(part.argv[0]) in written:
             return f"the command runs {part.argv[0]!r}, a file it writes"  # (`./f.sh`)
+    return None
+
+
+def _made_here(parts: list[ShellCommand]) -> str | None:
+    """_script_made_here, and since 0.12.5 its wider reading (_made_here_14)."""
+    why = _script_made_here(parts)
+    if why is None and _reads_as_of((0, 12, 5)):
+        why = _made_here_14(parts)
+    return why
+
+
+# Files a build or package tool reads as code where it runs (a makefile's $(shell …), a
+# package.json's scripts, setup.py, CMakeLists.txt's execute_process, build.rs, conftest.py)
+_PROJECT_FILES: dict[str, tuple[str, ...]] = {
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk"),
+    "cmake": ("CMakeLists.txt", "*.cmake"),
+    **dict.fromkeys(
+        ("npm", "npx", "pnpm", "pnpx", "yarn", "bun", "bunx", "corepack"),
+        ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "*.js", "*.mjs",
+         "*.cjs", "*.ts"),
+    ),
+    **dict.fromkeys(
+        ("pip", "pipx", "uv", "uvx", "poetry", "pdm", "hatch", "rye", "pipenv", "tox", "nox",
+         "pytest", "py.test"),
+        ("setup.py", "pyproject.toml", "setup.cfg", "conftest.py", "noxfile.py", "*.pth"),
+    ),
+    "go": ("*.go", "go.mod"),
+    "cargo": ("Cargo.toml", "build.rs", "*.rs", "config.toml"),
+    **dict.fromkeys(("mvn", "gradle", "ant", "sbt"), ("pom.xml", "*.gradle", "*.kts", "build.xml")),
+    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno", "bun"), ()),
+}  # fmt: skip
+# Compilers, and where their program goes when no -o names it
+_COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
+              "javac": "", "go": ""}  # fmt: skip
+_SPLITTERS = {"split": "x", "csplit": "xx"}
+_FETCHERS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+
+
+def _made_here_14(parts: list[ShellCommand]) -> str | None:
+    """A program the command runs that may be what the command wrote (sec14: each ran a value
+    as code past deny shell(touch:*), allowed): the file copied, moved or linked first (`> a;
+    cp a f.sh; bash f.sh`), named by another path (`bash "$PWD/f.sh"`, `cd d && bash f.sh`), a
+    glob or a word known only at run time (`bash *.sh`), written by split or csplit, or fetched
+    by curl -o/wget -O; compiled, then run (`gcc x.c && ./a.out`, `javac`, `go build`); or read
+    as code by a program no shell or interpreter of the table — java A.java, tclsh, make (a
+    makefile), npm/pnpm/yarn (package.json), pip/uv/poetry (setup.py, pyproject.toml), pytest
+    (conftest.py), cmake, cargo, go run/test/generate, python -m MODULE. Files are compared by
+    their names (the last part of a path)."""
+    names: set[str] = set()  # the names of the files written
+    patterns: set[str] = set()  # (split's: its prefix, then letters)
+    unknown = False  # a file written whose name is known only at run time
+
+    def write(word: str) -> None:
+        nonlocal unknown
+        if "$" in word or "`" in word or any(c in word for c in "*?["):
+            unknown = True
+        names.add(posixpath.basename(posixpath.normpath(word)))
+
+    def made(word: str) -> bool:
+        if "$" in word or "`" in word:
+            return bool(names or patterns or unknown)
+        name = posixpath.basename(posixpath.normpath(word))
+        if any(c in name for c in "*?["):
+            return any(fnmatch.fnmatchcase(n, name) for n in names) or bool(patterns or unknown)
+        return (
+            name in names
+            or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+            or (unknown and "/" in word)
+        )
+
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        named = [a for a in args if not a.startswith("-")]
+        for r in part.redirects:
+            if ">" in r.op and r.target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+                if not r.target.isdigit() and not r.target.startswith("&"):
+                    write(r.target)
+        if name in ("tee", "sponge"):
+            for a in named:
+                write(a)
+        if name == "dd":
+            for a in args:
+                if a.startswith("of="):
+                    write(a[3:])
+        if name in _LINKERS | {"rsync", "link", "rename", "unzip", "tar"} and any(
+            made(a) for a in named
+        ):
+            for a in named:
+                write(a)
+            unknown = unknown or name in ("unzip", "tar")  # (what they unpack: its own names)
+        if name in _SPLITTERS:
+            prefix = named[-1] if len(named) > 1 else _SPLITTERS[name]
+            if name == "csplit":
+                prefix = next(
+                    (args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--prefix")),
+                    "xx",
+                )
+            patterns.add(posixpath.basename(prefix) + "*")
+        if name in _FETCHERS:
+            flags = _FETCHERS[name]
+            for i, a in enumerate(args):
+                if a in flags and i + 1 < len(args):
+                    write(args[i + 1])
+                elif any(a.startswith(f) and len(a) > len(f) for f in flags):
+                    value = a.split("=", 1)[1] if a.startswith("--") else a[2:]
+                    if value:
+                        write(value)
+        if name in _COMPILERS and any(made(a) for a in named):
+            out = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "-o"), None)
+            if out is None:
+                out = next((a[2:] for a in args if a.startswith("-o") and len(a) > 2), None)
+            if out is not None:
+                write(out)
+            elif name == "javac":
+                for a in named:
+                    write(posixpath.splitext(a)[0] + ".class")
+            elif name in ("rustc", "go"):
+                for a in named:
+                    write(posixpath.splitext(a)[0])
+                if name == "go":
+                    unknown = True  # (go build names its program for its module)
+            else:
+                write(_COMPILERS[name])
+    if not (names or patterns or unknown):
+        return None
+    for part in parts:
+        name = program_name(part.argv[0])
+        args = part.argv[1:]
+        run = [w for w in (_script_word(part.argv),) if w is not None]
+        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?["):
+            run.append(part.argv[0])
+        if name == "python":
+            _, module = _interpreter_own_words(part.argv[0], args)
+            if module:
+                run.append(module.split(".", 1)[0] + ".py")
+                if module in ("pytest", "pip", "build", "setup"):
+                    name = "pytest" if module == "pytest" else "pip"
+        if name in ("java", "jshell", "tclsh", "wish", "expect", "Rscript"):
+            # the program: the first word past the options (a source file, a class), and the
+            # values of java's options that name one (-jar, -cp) — not the program's own words
+            words = iter(args)
+            for a in words:
+                if a in ("-jar", "-cp", "-classpath", "--class-path", "-encoding"):
+                    run.append(next(words, ""))
+                    if a == "-jar":
+                        break
+                elif not a.startswith("-"):
+                    run += [a, a + ".class"]
+                    break
+        elif name in ("make", "cmake", "go", "cargo"):
+            run += [a for a in args if not a.startswith("-")]
+            run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
+            run += [a[2:] for a in args if a[:2] in ("-f", "-C") and len(a) > 2]
+        if name in _PROJECT_FILES:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in _PROJECT_FILES[name]):
+                return f"{part.argv[0]} reads files the same command writes as code"
+        for word in run:
+            if made(word):
+                return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
     return None
 
 
@@ -303,7 +488,9 @@ def _script_word(argv: list[str]) -> str | None:
     """The script a shell or an interpreter is given (its first word past its options)."""
     name = _named(argv[0])
     args = argv[1:]
-    if name in SHELLS:
+    if name == "fish" and _is_shell(name):
+        lines, i = _fish_options(args)
+    elif _is_shell(name):
         _, i, _ = _shell_options(args)
     elif name in INTERPRETERS or name in ("source", "."):
         i = 0
@@ -694,11 +881,40 @@ def _command(node: Any, source: str, out: list[ShellCommand], depth: int) -> Non
         return
     _refuse_arithmetic_builtin(argv)
     out.append(ShellCommand(argv, redirects, assignments, expansions, quoted))
+    before = len(out)
     _unwrap(argv, out, depth, None if not _reads_as_of((0, 12, 1)) else expansions)
+    strings = [r.target for r in redirects if r.op == "<<<"]
+    if strings and _reads_as_of((0, 12, 5)):
+        readers = [p.argv[0] for p in out[before:] if p.argv[0].endswith(_READS_INPUT)]
+        if readers:
+            _here_string_code(readers[-1][: -len(_READS_INPUT)], strings[-1], out, depth)
 
 
 _GLOB_CHARS = set("*?[{")
 _EXPANSION_START = re.compile(r"[{(A-Za-z_0-9@*#?!$-]")
+
+
+_CODE_FLAG = {"python": "-c", "node": "-e", "perl": "-e", "ruby": "-e", "php": "-r", "lua": "-e"}
+
+
+def _here_string_code(reader: str, text: str, out: list[ShellCommand], depth: int) -> None:
+    """The here-string a program that reads its commands from its input is given, read as the
+    code it is (sec14: `bash <<< 'touch ran'` and `python3 <<< "import os; os.system(…)"` ran
+    touch past deny shell(touch:*), allowed — the here-string was read as a file's data): a
+    shell's, as the command line it is; an interpreter's, as code given in its arguments
+    (`python3 -c …`, asked for); another reader's (make -f -, jshell, tclsh) cannot be read."""
+    if _HOLDS_VALUES.get() and ("$" in text or "`" in text):
+        return  # (a value read as commands: split_command asks for it, saying so)
+    name = _named(reader)
+    if _is_shell(name):
+        _parse_into(text, out, depth + 1)
+    elif program_base(name) in _CODE_FLAG:
+        out.append(ShellCommand([reader, _CODE_FLAG[program_base(name)], text]))
+    else:
+        raise ShellParseError(
+            f"{reader} reads its program from a here-string, which the checker does not read; "
+            "it cannot be checked"
+        )
 
 
 def _as_bash_reads(word: Any, source: str) -> tuple[str, bool | None, bool]:
@@ -1038,9 +1254,40 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
     start = 1
     if subcommands:
         sub = next((i for i, a in enumerate(argv[1:], 1) if a in subcommands), None)
+        if sub is None and name == "pnpm" and _reads_as_of((0, 12, 5)):
+            # `pnpm touch x`: a word that is no pnpm command runs as `pnpm exec` (or a script
+            # of that name) — sec14: it ran touch past deny shell(touch:*), allowed
+            reading = _runner_words(name, argv, 1)
+            if reading[0] < len(argv):
+                return reading if argv[reading[0]] not in _PNPM_COMMANDS else None
+            # (`pnpm "{{…}}"`: a word known only when it runs may name the program)
+            return reading if any("$" in a or "`" in a for a in argv[1:]) else None
+        if sub is None and name == "yarn" and _reads_as_of((0, 12, 5)):
+            # `yarn node ARGS` is node ARGS, in the project's environment (Yarn 2+; sec14:
+            # `yarn node -e CODE` ran CODE unasked, where `node -e CODE` is asked for)
+            words = [i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")]
+            return (words[0], []) if words and argv[words[0]] == "node" else None
         if sub is None:
             return None
         start = sub + 1
+    return _runner_words(name, argv, start)
+
+
+# pnpm's own commands, and those it hands to npm: any other first word runs as `pnpm exec`
+_PNPM_COMMANDS = frozenset(
+    "add audit bin c cache cat-file cat-index completion config create dedupe deploy dlx doctor "
+    "env exec fetch find-hash help i ignored-builds import init install install-test it "
+    "licenses link list ll la ln ls m multi outdated pack patch patch-commit patch-remove "
+    "prune publish rb rebuild recursive remove rm root run run-script self-update server setup "
+    "start store t test tst un uni uninstall unlink up update upgrade why approve-builds "
+    "access adduser bugs deprecate dist-tag docs edit home info login logout owner ping prefix "
+    "profile pkg repo s se search set-script show star stars team token unpublish unstar v "
+    "version view whoami xmas restart stop query sbom".split()
+)
+
+
+def _runner_words(name: str, argv: list[str], start: int) -> tuple[int, list[int]]:
+    """_runner_reading's walk of a runner's words from ``start`` (past its subcommand)."""
     marks = _RUNNER_MARKS.get(name)
     skipped: list[int] = []
     for i in range(start, len(argv)):
@@ -1061,6 +1308,103 @@ def _runner_reading(argv: list[str]) -> tuple[int, list[int]] | None:
             continue  # direnv exec DIR PROG
         return i, skipped
     return len(argv), skipped
+
+
+# Runners that give a shell a command line made of their words (pnpm -c/--shell-mode exec
+# joins them; pixi run and devbox run run theirs in a shell, by their docs)
+_LINE_RUNNERS = {"pixi": "run", "devbox": "run"}
+# Runners whose subcommand, given no command, starts a shell (which reads its input)
+_SHELL_SUBCOMMANDS = {
+    "nix": frozenset({"shell", "develop"}), "devbox": frozenset({"shell"}),
+    "pixi": frozenset({"shell"}), "pipenv": frozenset({"shell"}),
+    "poetry": frozenset({"shell"}), "hatch": frozenset({"shell"}),
+}  # fmt: skip
+
+
+def _uv_runs_its_input(argv: list[str]) -> bool:
+    """Is ``argv`` `uv run` given `-` for its script (uv reads the script from its input —
+    sec14: `printf %s "{{…}}" | uv run -` ran the value as Python past deny shell(touch:*)), also
+    as `python3 -m uv run -`?"""
+    name = argv[0].rsplit("/", 1)[-1]
+    words = argv[1:]
+    if program_base(name) == "python":
+        own, module = _interpreter_own_words(name, words)
+        if module != "uv":
+            return False
+        words = words[len(own) :]
+    elif name != "uv":
+        return False
+    if "run" not in words:
+        return False
+    reading = _runner_reading(["uv", *words])
+    at = reading[0] if reading is not None else len(words) + 1
+    return "-" in words[words.index("run") + 1 : at - 1]
+
+
+def _starts_a_shell(name: str, args: list[str]) -> bool:
+    """Does a runner given ``args`` start a shell of its environment with no command given it
+    (`nix shell pkgs`, `nix develop`, `nix-shell -p pkg`, `devbox shell`, `pipenv shell` …)?
+    Not reading a terminal, that shell reads its commands from its input."""
+    if name == "npm" and "explore" in args:
+        rest = args[args.index("explore") + 1 :]
+        return "--" not in rest and len([a for a in rest if not a.startswith("-")]) < 2
+    if name == "nix-shell":
+        return (
+            not any(a.split("=", 1)[0] in ("--run", "--command") for a in args) and "--" not in args
+        )
+    subs = _SHELL_SUBCOMMANDS.get(name)
+    words = [a for a in args if not a.startswith("-")]
+    if subs is None or not words or words[0] not in subs or "--" in args:
+        return False
+    return name != "nix" or not any(a.split("=", 1)[0] in ("-c", "--command") for a in args)
+
+
+def _runner_lines(argv: list[str]) -> list[tuple[str, list[str]]]:
+    """The command lines a package or environment runner gives a shell, each with the words of
+    ``argv`` it is made of (sec14: `mise exec -c 'touch x'`, `pnpm -c exec 'echo; touch x'`,
+    `pnpm -c exec echo "{{…}}"`, `yarn exec 'echo; touch x'` ran touch past deny
+    shell(touch:*), allowed): mise exec's -c/--command value; pnpm's program and its words
+    under -c/--shell-mode (joined); Yarn 2+'s exec's first word (the words after it are the
+    line's arguments, "$@"); pixi run's and devbox run's program and words (each word that may
+    be the program begins one)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    if name == "mise":
+        sub = next((i for i, a in enumerate(args) if a in ("exec", "x")), None)
+        lines: list[tuple[str, list[str]]] = []
+        for i in range(len(args) if sub is None else sub + 1, len(args)):
+            word = args[i]
+            if word == "--":
+                break
+            flag, eq, value = word.partition("=")
+            after = args[i + 1 : i + 2]
+            if flag.startswith("--") and len(flag) > 3 and "--command".startswith(flag):
+                lines += [(value, [word])] if eq else [(a, [a]) for a in after]
+            elif word[:1] == "-" and word[1:2] != "-" and "c" in word[1:]:
+                rest = word[word.index("c", 1) + 1 :]
+                lines += [(rest, [word])] if rest else [(a, [a]) for a in after]
+        return lines
+    if name == "npm" and "explore" in args:
+        # npm explore PKG [-- CMD …]: its words joined, run by a shell in the package's folder
+        # (sec14: `npm explore x -- 'cd ../.. && touch ran'` ran touch past deny shell(touch:*))
+        tail = args[args.index("explore") + 1 :]
+        words = [a for a in tail if not a.startswith("-")]
+        line = tail[tail.index("--") + 1 :] if "--" in tail else words[1:]
+        return [(" ".join(line), line)] if line else []
+    if name == "yarn":
+        sub = next((i for i, a in enumerate(args) if a == "exec"), None)
+        return [(args[sub + 1], [args[sub + 1]])] if sub is not None and sub + 1 < len(args) else []
+    shell_mode = name == "pnpm" and any(
+        a in ("-c", "--shell-mode") or a.startswith("--shell-mode=")
+        for a in args[: args.index("exec") if "exec" in args else None]
+    )
+    if not shell_mode and _LINE_RUNNERS.get(name) not in args:
+        return []
+    reading = _runner_reading(argv)
+    if reading is None:
+        return []
+    at, maybe = reading
+    return [(" ".join(argv[i:]), argv[i:]) for i in [*maybe, at] if i < len(argv)]
 
 
 def _runs_a_shell(name: str, args: list[str]) -> bool:
@@ -1119,6 +1463,57 @@ def _shell_options(args: list[str]) -> tuple[str, int, bool]:
             continue
         break
     return letters, i, False
+
+
+def _fish_options(args: list[str]) -> tuple[list[str], int]:
+    """fish's command lines (-c/--command, and -C/--init-command, run first: each given, in a
+    cluster, attached or after '=', by any unique prefix of the long name) and where its
+    operands (a script, then its arguments) begin."""
+    lines: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return lines, i + 1
+        if a.startswith("--"):
+            flag, eq, value = a.partition("=")
+            code = [f for f in _FISH_CODE if len(flag) > 3 and f.startswith(flag)]
+            valued = code or any(
+                len(flag) > 3 and f.startswith(flag)
+                for f in ("--profile", "--debug", "--debug-output", "--features")
+            )
+            if code:
+                lines.append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+            i += 1 if eq or not valued else 2
+            continue
+        if a.startswith("-") and len(a) > 1:
+            taken = 1
+            for j, letter in enumerate(a[1:], 1):
+                if letter in _FISH_VALUED:
+                    value = a[j + 1 :]
+                    if not value:
+                        value = args[i + 1] if i + 1 < len(args) else ""
+                        taken = 2
+                    if letter in "cC":
+                        lines.append(value)
+                    break
+            i += taken
+            continue
+        break
+    return lines, i
+
+
+def _shell_rcfile(args: list[str]) -> str | None:
+    """The file an interactive shell (-i, also with -c) runs first: bash's --rcfile or
+    --init-file FILE (sec14: `printf %s "{{…}}" | bash --rcfile /dev/stdin -ic true` ran the
+    value as commands past deny shell(touch:*), allowed — -c's line was read, the file not)."""
+    letters, end, _ = _shell_options(args)
+    if "i" not in letters:
+        return None
+    for i, a in enumerate(args[:end]):
+        if a in ("--rcfile", "--init-file") and i + 1 < len(args):
+            return args[i + 1]
+    return None
 
 
 def _shell_command_string(name: str, args: list[str]) -> str | None:
@@ -1232,6 +1627,33 @@ _NODE_VALUED = frozenset(
 _PERL_DEBUGGER = re.compile(r"-[acnpsStTuUwWX]*d(?!:).*")
 
 
+# Interpreters' options that print (a version, help, configuration) and exit before any
+# program runs: given before the script, nothing is read from the input (sec14: `node -v`,
+# `python3 --version`, `perl -v` in a command holding a value were asked as reading the value
+# as their program — false asks, checked in bash). Not ruby's -v: it turns on warnings and reads
+# the program from the input.
+_PRINTS_AND_EXITS = {
+    "python": frozenset({"--version", "--help", "--help-env", "--help-xoptions", "--help-all"}),
+    "node": frozenset({"-v", "--version", "-h", "--help", "--v8-options"}),
+    "perl": frozenset({"-v", "-V", "-h"}),
+    "ruby": frozenset({"--version", "-h", "--help", "--copyright"}),
+    "php": frozenset({"-v", "--version", "-h", "--help", "-i", "--info", "-m", "--modules"}),
+    "deno": frozenset({"-V", "--version", "-h", "--help"}),
+    "bun": frozenset({"-v", "--version", "-h", "--help", "--revision"}),
+    "Rscript": frozenset({"--version", "--help"}),
+}
+
+
+def _prints_and_exits(base: str, word: str) -> bool:
+    """Is ``word`` an option of interpreter ``base`` that prints and exits (_PRINTS_AND_EXITS;
+    python's -V, -VV, -h, -? also in a cluster of short options)?"""
+    if word in _PRINTS_AND_EXITS.get(base, ()):
+        return True
+    if base == "perl" and word.startswith("-V:"):
+        return True
+    return base == "python" and any(_python_short(word, letter) >= 0 for letter in "Vh?")
+
+
 def _interpreter_reads_input(name: str, args: list[str]) -> bool:
     """Does an interpreter called with ``args`` read its program from its input: no script,
     module or inline code named, or ``-``, ``/dev/stdin``, ``<(…)`` as the script?"""
@@ -1250,6 +1672,8 @@ def _interpreter_reads_input(name: str, args: list[str]) -> bool:
                 return True  # `python3 -i tool.py`: the REPL reads its input after the script
             if base == "perl" and round13 and _PERL_DEBUGGER.fullmatch(a):
                 return True  # `perl -d tool.pl`: the debugger reads its input (sec13)
+            if _reads_as_of((0, 12, 5)) and _prints_and_exits(base, a):
+                return False  # `node -v`, `python3 --version`: no program is read (sec14)
             at = (
                 _python_short(a, "m")
                 if base == "python" and round13
@@ -1301,6 +1725,12 @@ def _named(word: str) -> str:
     return name
 
 
+# Programs that read commands from their input which can run shell commands (since 0.12.5)
+_COMMAND_READERS = frozenset(
+    {"m4", "gnuplot", "dc", "psql", "mysql", "mariadb", "R", "julia", "octave", "octave-cli"}
+)
+
+
 def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     """Does a program that runs the code it reads — no shell, no interpreter of INTERPRETERS —
     read it from its input: make given ``-f -`` (``-f /dev/stdin``, ``--file=-``, in a cluster
@@ -1309,6 +1739,15 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     it past deny shell(touch:*))."""
     if name == "jshell":
         return True
+    if name in _COMMAND_READERS and _reads_as_of((0, 12, 5)):
+        # (sec14: a value piped to m4 — syscmd(…) —, gnuplot — system "…" — ran touch past
+        # deny shell(touch:*), allowed; dc's !, psql's and mysql's \!, R's system() alike)
+        if name in ("psql", "mysql", "mariadb"):
+            return not any(
+                a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args
+            )
+        rest = [a for a in args if not a.startswith("-") or a == "-"]
+        return not rest or _input_script(rest[0])
     if _TCL.fullmatch(name):
         if _reads_as_of((0, 12, 4)) and args[:1] == ["-encoding"]:
             args = args[2:]  # `tclsh -encoding utf-8`: its value is no script (sec13)
@@ -1501,7 +1940,17 @@ def _unwrap(
             )
         _parse_into(code, out, depth + 1)
 
-    if name in SHELLS:
+    if name == "fish" and _is_shell(name):
+        lines, i = _fish_options(args)
+        for line in lines:
+            run_line(line, "fish -c")
+        if not lines and (i >= len(args) or _input_script(args[i])):
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        return
+    if _is_shell(name):
+        rcfile = _shell_rcfile(args) if _reads_as_of((0, 12, 5)) else None
+        if rcfile is not None and _input_script(rcfile):
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
         code = _shell_command_string(name, args)
         if code is not None:
             run_line(code, f"{name} -c")
@@ -1588,6 +2037,22 @@ def _unwrap(
                 return
     if _reads_as_of((0, 12, 1)) and _tool_runner(name, args, run_line):
         return
+    if _reads_as_of((0, 12, 5)):
+        for line, words in _runner_lines(argv):
+            if _HOLDS_VALUES.get() and runtime & set(words):
+                raise ShellParseError(
+                    f"{name} gives a shell a command line made of its words, and one of them is "
+                    "what the shell expands when it runs (a value, a variable, $(…)), which that "
+                    "shell then reads as code; pass values as arguments — it cannot be checked"
+                )
+            _parse_into(line, out, depth + 1)
+        if _uv_runs_its_input(argv):
+            # `printf %s "{{…}}" | uv run -`: uv runs the Python script it reads (sec14)
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
+        if _starts_a_shell(name, args):
+            # `nix shell pkgs`, `nix develop`, `devbox shell`, given no command, start a shell
+            # reading its input (sec14: `printf %s "{{…}}" | nix shell nixpkgs#hello`, by docs)
+            out.append(ShellCommand([f"{name}{_READS_INPUT}"]))
     if _reads_as_of((0, 12, 4)) and (reading := _runner_reading(argv)) is not None:
         # The program a runner runs is a command of its own, as a wrapper's is (sec13b: `npx
         # touch x`, `npm exec -- touch x` ran touch past deny shell(touch:*)) — and so is each
@@ -1802,6 +2267,36 @@ def program_base(name: str) -> str:
 
 
 _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
+
+
+_MAX_SUBCOMMAND_READINGS = 16
+
+
+def subcommand_readings(argv: list[str]) -> list[list[str]]:
+    """``argv`` without its leading options, read every way the program may read them — for
+    deny and ask rules, which a global option the checker does not know must not hide the
+    subcommand from (sec14: `kubectl -nprod delete ns x`, `kubectl -v 9 delete`, `docker --tls
+    run`, `docker -ldebug run`, `npm --registry URL publish` ran the subcommand past deny
+    shell(kubectl delete:*), shell(docker run:*), shell(npm publish:*)). Each word past an
+    option written without '=' may be that option's value or the subcommand: each reading
+    that may name the subcommand is given, up to the first word that surely does not."""
+    name = argv[0].rsplit("/", 1)[-1]
+    out: list[list[str]] = []
+    for i in range(1, min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)):
+        word = argv[i]
+        if word == "--":
+            break
+        if word.startswith("-") and len(word) > 1:
+            continue
+        if i == 1 and word.startswith("+") and name in ("cargo", "rustc", "rustup", "rustdoc"):
+            continue  # (rustup's toolchain: `cargo +nightly publish`)
+        out.append([name, *argv[i:]])
+        before = argv[i - 1]
+        if not (before.startswith("-") and len(before) > 1 and "=" not in before):
+            break  # (surely no option's value: the subcommand, or the program's own word)
+        if len(out) >= _MAX_SUBCOMMAND_READINGS:
+            break
+    return out
 
 
 def normalized(argv: list[str]) -> list[str]:

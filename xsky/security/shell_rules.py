@@ -35,6 +35,7 @@ from xsky.security.shell_parse import (
     runner_program,
     split_command,
     ssh_runs_locally,
+    subcommand_readings,
 )
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -301,6 +302,13 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         written = decide_one("shell", part.text, check)
         if written.rule is not None:
             decisions.append(written)
+    if reads_as_of((0, 12, 5)):
+        # a deny or ask rule naming a subcommand holds past global options the checker does
+        # not know (`kubectl -nprod delete`, `docker --tls run`: sec14)
+        for words in subcommand_readings(part.argv):
+            read = decide_one("shell", " ".join(words), check)
+            if read.rule is not None and read.effect in ("deny", "ask"):
+                decisions.append(read)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
         part.argv[i]
@@ -311,6 +319,7 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         value_code(part.argv, runtime, leading)
         or _forwarded(part.argv, leading)
         or _runner_program_value(part.argv, runtime)
+        or _macro_value(part.argv, runtime)
     )
     hidden = inline_code(part.argv) or in_value
     if hidden is None and check.forms and _git_clone_config(part.argv):
@@ -370,6 +379,16 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             f"{name} gives a value known only when it runs to a program it runs, which may read "
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
+    return None
+
+
+def _macro_value(argv: list[str], runtime: frozenset[str]) -> str | None:
+    """Why a value known only when the command runs is m4's text — a definition (-D X=…) or a
+    file — which m4 expands as macros, and syscmd(…) runs a command (sec14) — or None."""
+    if not runtime or not reads_as_of((0, 12, 5)) or argv[0].rsplit("/", 1)[-1] != "m4":
+        return None
+    if any(w in runtime or any(r in w for r in runtime) for w in argv[1:]):
+        return "m4 expands a value known only when it runs as macros, where syscmd() runs a command"
     return None
 
 
