@@ -101,7 +101,7 @@ def with_byte_order_mark(data: bytes) -> bytes:
         (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
     ):
         return data  # (UTF-32 little endian's mark begins with UTF-16's)
-    nul = tuple(b == 0 for b in head)
+    nul = (head[0] == 0, head[1] == 0, head[2] == 0, head[3] == 0)
     mark = {
         (True, True, True, False): codecs.BOM_UTF32_BE,
         (False, True, True, True): codecs.BOM_UTF32_LE,
