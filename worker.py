@@ -43,7 +43,7 @@ from activities.agents.activity import AgentActivities
 from activities.agents.transcripts import flush_logs
 from activities.beat import THROTTLE
 from activities.coordinator import CoordinatorActivities
-from activities.hosts import HostActivities
+from activities.hosts import HostActivities, announce_beats
 from activities.leader_store import LeaderStore
 from activities.mcp.servers import configured
 from activities.metrics import AgentAttempts
@@ -249,6 +249,23 @@ def warm_up(settings: Settings, kinds: list[str], skills: bool = False) -> threa
 WORKSPACE_KINDS = frozenset({"file", "shell", "llm"})
 
 
+async def say_it_beats(objects: ObjectStore, queue: str, identity: str) -> None:
+    """The store told that this host's worker sends worker heartbeats: killed before its first
+    one, it is found lost within the leader's window, while an idle worker that sends none (an
+    older one) keeps its workspace (activities/hosts.py ``_served``)."""
+    try:
+        # (a store slow to answer: the write goes on on its thread while the worker starts)
+        await asyncio.wait_for(asyncio.to_thread(announce_beats, objects, queue, identity), 5.0)
+    except TimeoutError:
+        pass
+    except OSError as e:
+        log.warning(
+            "could not tell the store this worker sends heartbeats (%s): killed before its "
+            "first one, it is found lost only after a minute",
+            e.strerror or e,
+        )
+
+
 def hosting(settings: Settings, kinds: list[str]) -> bool:
     """Does this worker hold workspaces on its host's own queue (an object store, no shared disk,
     and it runs agents that use one)?"""
@@ -321,7 +338,8 @@ async def serve(
 ) -> None:
     settings = settings or load_settings()
     # The default runtime unless telemetry asked for one: a worker's operators see the SDK's warnings.
-    client = await connect(settings, runtime=runtime or telemetry.runtime(None, None))
+    runtime = runtime or telemetry.runtime(None, None)
+    client = await connect(settings, runtime=runtime)
     # on the client, so the workers and the activities' own calls are traced
     if tracing is not None:
         config = client.config()
@@ -335,6 +353,8 @@ async def serve(
     activities = AgentActivities(settings)
     await store_answers(activities.store.objects)
     workers = build_workers(client, settings, kinds, leader, grace, activities, skills=skills)
+    if hosting(settings, kinds) and telemetry.beats(runtime):
+        await say_it_beats(activities.store.objects, settings.host_queue(), client.identity)
     here = leader and set(kinds) == set(TOOL_AGENT_KINDS)
     served = (
         (

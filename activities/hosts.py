@@ -6,7 +6,10 @@ queue (workflows/leader/hosts.py decides with both)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio import activity
@@ -18,6 +21,7 @@ from temporalio.service import RPCError
 
 from activities.storage import claims, open_objects
 from activities.storage.snapshots import workspace_key
+from xsky.artifacts import safe_component
 from xsky.config import Settings
 from xsky.runs import HostCheck, WorkspaceClaim, WorkspaceHost
 from xsky.storage import ObjectStore
@@ -27,6 +31,18 @@ from xsky.storage import ObjectStore
 POLLER_SECONDS = 75.0
 # Pages of the server's worker list read at most (1,000 workers each).
 WORKER_PAGES = 10
+
+
+def beats_key(queue: str, identity: str) -> str:
+    """Where a worker of ``queue`` says, as it starts, that it sends worker heartbeats."""
+    return f"_hosts/{safe_component(queue)}/beats/{safe_component(identity)}"
+
+
+def announce_beats(objects: ObjectStore, queue: str, identity: str) -> None:
+    """This worker (``identity``, serving the host queue ``queue``) sends worker heartbeats:
+    until its first one the server does not list it, and a poll of it older than the leader's
+    window is a lost worker's — not an older worker's that never beats (``_served``)."""
+    objects.put(beats_key(queue, identity), json.dumps({"at": time.time()}).encode())
 
 
 class HostActivities:
@@ -51,7 +67,7 @@ class HostActivities:
             key,
             me,
             claim.lost,
-            lambda queue: _served(queue, claim.window),
+            lambda queue: _served(queue, claim.window, self._beats(queue)),
             claim.run_id,
         )
         if held.queue == me.queue and claim.lost:
@@ -68,10 +84,23 @@ class HostActivities:
     async def host_alive(self, check: HostCheck) -> bool:
         """Has a worker of ``check.queue`` sent its heartbeat within ``check.window`` seconds?
         (The server's list of pollers, where it cannot list workers.)"""
-        return await _served(check.queue, check.window)
+        return await _served(check.queue, check.window, self._beats(check.queue))
+
+    def _beats(self, queue: str) -> Callable[[str], Awaitable[bool]]:
+        """Did the worker ``identity`` of ``queue`` say it sends worker heartbeats?"""
+
+        async def said(identity: str) -> bool:
+            try:
+                return await asyncio.to_thread(self.objects.exists, beats_key(queue, identity))
+            except OSError:  # unreadable: judged as an older worker's (not moved sooner)
+                return False
+
+        return said
 
 
-async def _served(queue: str, window: float) -> bool:
+async def _served(
+    queue: str, window: float, beats: Callable[[str], Awaitable[bool]] | None = None
+) -> bool:
     """Does a worker still serve ``queue`` — a heartbeat or a poll within ``window`` seconds?
 
     Workers heartbeat to the server every few seconds (activities/telemetry.py), whether they
@@ -79,9 +108,12 @@ async def _served(queue: str, window: float) -> bool:
     does not list for ``queue`` has not sent its first heartbeat yet — it comes one interval
     after the worker starts — so it polled within ``window`` or it is gone: a host killed
     right after it took its first attempt was found lost only when its last poll was
-    ``POLLER_SECONDS`` old, a poll lasting up to a minute. Only where the server keeps no
-    heartbeats (it cannot list workers, or lists none) is a poll as old as that still a live
-    worker's. A worker that said it stopped (a graceful shutdown) serves no more, though the
+    ``POLLER_SECONDS`` old, a poll lasting up to a minute. That holds for a worker that said,
+    as it started, that it sends heartbeats (``beats``, announce_beats): one that did not (an
+    older worker, a runtime without heartbeats) is never listed, and its idle long poll is as
+    old as a minute — it was called lost after ``window`` and its workspace moved (review17,
+    chaos14). Where the server keeps no heartbeats (it cannot list workers, or lists none), or
+    the worker does not send them, a poll as old as that is still a live worker's. A worker that said it stopped (a graceful shutdown) serves no more, though the
     server lists its last poll for a minute."""
     client = activity.client()
     namespace = activity.info().namespace
@@ -115,12 +147,15 @@ async def _served(queue: str, window: float) -> bool:
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
         )
     )
-    polled = window if beating else POLLER_SECONDS
-    return any(
-        now - p.last_access_time.ToSeconds() < polled
-        for p in described.pollers
-        if p.identity not in stopped
-    )
+    for p in described.pollers:
+        if p.identity in stopped:
+            continue
+        age = now - p.last_access_time.ToSeconds()
+        if age < window:
+            return True
+        if age < POLLER_SECONDS and not (beating and beats is not None and await beats(p.identity)):
+            return True
+    return False
 
 
 async def _listed_workers(client: Any, namespace: str) -> list[WorkerInfo] | None:

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import weakref
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -56,8 +57,15 @@ def metrics_address(value: str) -> str:
     return f"{host or '0.0.0.0'}:{int(port)}"
 
 
-# Seconds between a worker's heartbeats to the server (the SDK's default is a minute).
-WORKER_HEARTBEAT = 3.0
+# Seconds between a worker's heartbeats to the server (the SDK's default is a minute; None: none).
+WORKER_HEARTBEAT: float | None = 3.0
+# The runtimes made here that send worker heartbeats (``beats``).
+_BEATING: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+def beats(runtime: Runtime) -> bool:
+    """Do workers on ``runtime`` send the server worker heartbeats (one made by ``runtime``)?"""
+    return runtime in _BEATING
 
 
 def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runtime:
@@ -75,12 +83,13 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
             bind_address=metrics_bind,
             histogram_bucket_overrides={"xsky_llm_latency": LLM_LATENCY_BUCKETS_MS},
         )
+    every = None if WORKER_HEARTBEAT is None else timedelta(seconds=WORKER_HEARTBEAT)
     try:
-        return Runtime(
+        made = Runtime(
             telemetry=TelemetryConfig(logging=logging_config, metrics=metrics),
             # The server lists each worker with its last heartbeat: a worker that stopped
             # answering is told from one that is busy (client/workers.py).
-            worker_heartbeat_interval=timedelta(seconds=WORKER_HEARTBEAT),
+            worker_heartbeat_interval=every,
         )
     except ValueError as e:
         reason = (
@@ -91,6 +100,9 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
         raise TelemetryError(
             f"cannot serve metrics on {metrics_bind}: {reason}; choose another --metrics-port"
         ) from None
+    if every is not None:
+        _BEATING.add(made)
+    return made
 
 
 # -- traces -------------------------------------------------------------------------------------

@@ -52,7 +52,16 @@ def poller(identity: str, age: float) -> Made[PollerInfo]:
     return lambda: PollerInfo(identity=identity, last_access_time=ago(age))
 
 
-async def served(workers: list[Made[WorkerInfo]] | None, pollers: list[Made[PollerInfo]]) -> bool:
+async def served(
+    workers: list[Made[WorkerInfo]] | None,
+    pollers: list[Made[PollerInfo]],
+    said: frozenset[str] | None = None,
+) -> bool:
+    """``said``: the identities that told the store they send heartbeats (None: every one)."""
+
+    async def beats(identity: str) -> bool:
+        return said is None or identity in said
+
     async def list_workers(req):
         if workers is None:
             raise RPCError("unimplemented", RPCStatusCode.UNIMPLEMENTED, b"")
@@ -67,7 +76,7 @@ async def served(workers: list[Made[WorkerInfo]] | None, pollers: list[Made[Poll
         mock.patch.object(hosts.activity, "client", return_value=client),
         mock.patch.object(hosts.activity, "info", return_value=SimpleNamespace(namespace="ns")),
     ):
-        return await hosts._served(Q, 10.0)
+        return await hosts._served(Q, 10.0, beats)
 
 
 ME = worker("1@leader", "q", 1.0)  # the asking worker: the server keeps heartbeats
@@ -102,3 +111,36 @@ ME = worker("1@leader", "q", 1.0)  # the asking worker: the server keeps heartbe
 )
 async def test_served(workers, pollers, expected):
     assert await served(workers, pollers) is expected
+
+
+@pytest.mark.parametrize(
+    ("pollers", "expected"),
+    [
+        # an idle worker that sends no heartbeats (an older one): its long poll is up to a
+        # minute old, and it is alive (review17, chaos14: its workspace moved after 10 s)
+        ([poller("2@h2", 20.0)], True),
+        ([poller("2@h2", 70.0)], True),
+        ([poller("2@h2", 80.0)], False),
+        # one that said it beats, not listed yet: killed before its first heartbeat
+        ([poller("2@h2", 80.0), poller("3@h2", 20.0)], False),
+    ],
+)
+async def test_a_worker_that_sends_no_heartbeats_is_judged_by_its_long_poll(pollers, expected):
+    assert await served([ME], pollers, said=frozenset({"3@h2"})) is expected
+
+
+async def test_unknown_whether_a_worker_beats_it_is_judged_by_its_long_poll():
+    async def list_workers(req):
+        return ListWorkersResponse(workers_info=[ME()])
+
+    async def describe_task_queue(req):
+        return DescribeTaskQueueResponse(pollers=[poller("2@h2", 20.0)()])
+
+    service = SimpleNamespace(list_workers=list_workers, describe_task_queue=describe_task_queue)
+    with (
+        mock.patch.object(
+            hosts.activity, "client", return_value=SimpleNamespace(workflow_service=service)
+        ),
+        mock.patch.object(hosts.activity, "info", return_value=SimpleNamespace(namespace="ns")),
+    ):
+        assert await hosts._served(Q, 10.0) is True
