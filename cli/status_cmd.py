@@ -195,7 +195,11 @@ async def cmd_result(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({**report.wire(), "result": text})
             elif ok:
-                out.print(cell(text))
+                # The result as it is, lines unwrapped: wrapped at the piped width (160), a long
+                # line came out broken by newlines the agent never wrote, and rich's wrapping is
+                # quadratic in a line's length — a 10 MiB result printed nothing for minutes
+                # (chaos14: 4 MiB took 22 s, 10 MiB over 4 min; now ~1 s)
+                out.print(cell(text), soft_wrap=True)
             else:
                 out.print(cell(agent_failure(report)))
             return 0 if ok else 1
