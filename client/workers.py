@@ -137,6 +137,7 @@ async def picked_up(client: Client, workflow_id: str, wait: float = PICKUP_WAIT)
     request = DescribeWorkflowExecutionRequest(
         namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
     )
+    beats: dict[str, float] | None = None  # the queue's workers' last heartbeats, at first
     while True:
         try:
             response = await client.workflow_service.describe_workflow_execution(request)
@@ -150,9 +151,38 @@ async def picked_up(client: Client, workflow_id: str, wait: float = PICKUP_WAIT)
             or response.workflow_execution_info.history_length > 2  # a task was done already
         ):
             return True
+        queue = response.execution_config.task_queue.name
+        if beats is None:
+            beats = await beat_times(client, queue)
         if time.monotonic() >= deadline:
-            return await polled_since_start(client, response)
+            if await polled_since_start(client, response):
+                return True
+            # A worker whose every workflow slot is taken (long workflow tasks: a large plan's
+            # first, a loaded machine) does not poll, though alive — its heartbeats go on
+            # (chaos14: a run started beside one 8 s task on a one-slot worker was said
+            # unserved, "a worker the server still lists has stopped", and ran a moment later).
+            # A heartbeat newer than the one at the start of the wait is a live worker's; the
+            # times are compared as the worker sent them (no clock of two machines compared).
+            now = await beat_times(client, queue)
+            return any(beats.get(who, 0.0) < at for who, at in (now or {}).items())
         await asyncio.sleep(0.2)
+
+
+async def beat_times(client: Client, queue: str) -> dict[str, float]:
+    """The last heartbeat time (as the worker sent it) of each running worker of ``queue``;
+    empty when the server lists none or cannot say."""
+    try:
+        response = await client.workflow_service.list_workers(
+            ListWorkersRequest(namespace=client.namespace, page_size=1000)
+        )
+    except RPCError:
+        return {}
+    return {
+        w.worker_heartbeat.worker_identity: w.worker_heartbeat.heartbeat_time.ToNanoseconds() / 1e9
+        for w in response.workers_info
+        if w.worker_heartbeat.task_queue == queue
+        and w.worker_heartbeat.status == WorkerStatus.WORKER_STATUS_RUNNING
+    }
 
 
 async def polled_since_start(client: Client, described: DescribeWorkflowExecutionResponse) -> bool:
