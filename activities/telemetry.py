@@ -92,6 +92,10 @@ def runtime(metrics_bind: str | None, core_logs: logging.Logger | None) -> Runti
             worker_heartbeat_interval=every,
         )
     except ValueError as e:
+        if metrics_bind is None or "prometheus" not in str(e).lower():
+            # an option of the runtime's own (a heartbeat interval out of range): not the
+            # metrics' address, which it was said to be even with no metrics asked (chaos14)
+            raise TelemetryError(f"cannot start Temporal's runtime: {e}") from None
         reason = (
             "the address is in use (another worker or exporter has it)"
             if "in use" in str(e).lower()
