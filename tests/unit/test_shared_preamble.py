@@ -204,3 +204,55 @@ def test_the_same_ask_again_and_a_short_reply_are_read_as_they_are() -> None:
     )
     (one,) = atoms(us, [])
     assert one["provenance"]["ux_signals"].get("re_asks") == 1
+
+
+def test_the_first_request_behind_a_preamble_is_read_past_it_once_the_next_repeats_it() -> None:
+    # (real12) a preamble is only seen to be one when the next prompt repeats it: the first
+    # request behind it — a session's first prompt — kept the preamble as its intent, summary
+    # and tags, whether the next prompt came in the same delta or a later one
+    us = units(
+        ("user", PREAMBLE + "Add a CSV export of invoices to the billing dashboard."),
+        ("assistant", "Added the CSV export with tests."),
+        ("user", PREAMBLE + "Fix the rounding of tax amounts in the PDF receipts."),
+        ("assistant", "Fixed the rounding."),
+    )
+    whole = atoms(us, [])
+    assert [a["intent"] for a in whole] == [
+        "Add a CSV export of invoices to the billing dashboard.",
+        "Fix the rounding of tax amounts in the PDF receipts.",
+    ]
+    assert whole[0]["summary"].startswith("Asked: Add a CSV export")
+    assert "monorepo" not in whole[0]["tags"] and "invoices" in whole[0]["tags"]
+    for cuts in ([1], [2], [3], [1, 2, 3]):
+        assert atoms(us, cuts) == whole, cuts
+    # a follow-up of the same task that repeats the preamble says the same of the first prompt
+    us = units(
+        ("user", PREAMBLE + "Add a CSV export of invoices to the billing dashboard."),
+        ("assistant", "Added the CSV export."),
+        ("user", PREAMBLE + "Also add the tax column to it."),
+        ("assistant", "Added the tax column."),
+    )
+    (one,) = atoms(us, [])
+    assert one["intent"] == "Add a CSV export of invoices to the billing dashboard."
+    assert atoms(us, [2]) == [one]
+    # a prompt that shares nothing with the next keeps its intent; the same ask again too
+    alone = units(
+        ("user", PREAMBLE + "Add a CSV export of invoices to the billing dashboard."),
+        ("assistant", "Added."),
+        ("user", "Now write the release notes for version 2.3 of the dashboard."),
+        ("assistant", "Written."),
+    )
+    assert atoms(alone, [])[0]["intent"].startswith("You are working in the acme-billing")
+
+
+def test_a_real_template_prompt_loses_the_rules_it_shares_with_the_next() -> None:
+    us = units(
+        ("user", REGISTRATION),
+        ("assistant", "Added event registration on /events/[slug]."),
+        ("user", TICKETS),
+        ("assistant", "Implemented the post-registration ticket system."),
+    )
+    first = atoms(us, [])[0]
+    assert "EVENT REGISTRATION SYSTEM" in first["intent"]
+    assert "do NOT break UI" not in first["intent"]  # a rule both prompts carry
+    assert atoms(us, [2]) == atoms(us, [])

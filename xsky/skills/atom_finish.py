@@ -339,18 +339,20 @@ def finish(
                 d.intent or st.has_prompt or st.first_text
             ):
                 atom.intent = d.intent or intent_of(st)
+            elif d.revised and d.intent is None and atom.provenance.split_by == "offline":
+                atom.intent = intent_of(st)  # the next prompt showed its preamble for one
             digest = (
                 d.extends.provenance.split is not None and atom.provenance.split_by == "offline"
             )
             if d.summary and split_by == "model":
                 atom.summary = d.summary  # the model's revision (update_previous)
-            elif d.units and digest:
+            elif (d.units or d.revised) and digest:
                 atom.summary = summary_of(st)
             elif d.units:  # a model's summary, or an older atom's: what was added follows it
                 atom.summary = _join_summary(atom.summary, summary_of(fold(d.units).state))
             if d.tags:
                 atom.tags = list(dict.fromkeys(atom.tags + d.tags))[:8]
-            elif d.units:
+            elif d.units or (d.revised and digest):
                 atom.tags = (
                     tags_of(st) if digest else list(dict.fromkeys(atom.tags + tags_of(st)))[:8]
                 )

@@ -25,7 +25,7 @@ from xsky.skills.atoms import (
     keywords,
 )
 from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine, own_part
-from xsky.skills.trajectory import MODEL_API, Unit
+from xsky.skills.trajectory import HEAD_CHARS, MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
 # Markers that open (or continue) a pending run: they belong to what comes next.
@@ -79,6 +79,7 @@ class Draft:
     tags: list[str] | None = None
     ux_score: int | None = None
     self_reported: list[str] | None = None
+    revised: bool = False  # its intent was read past a preamble after it was first set
 
     @property
     def completed(self) -> bool:
@@ -99,6 +100,25 @@ class Draft:
         st = self.state
         head = own_part(u.head, st.last_head)
         return classify(head, u.origin, self.keywords, st.completed, st.interrupted)
+
+    def read_past_preamble(self, head: str) -> None:
+        """Read the task's intent past the lines its only prompt shares with the next prompt
+        ``head``: a preamble the person pastes before each request (project rules, an
+        AGENTS.md-style brief) is only seen to be one when it comes again, so the first
+        request behind it — a session's first prompt — showed the preamble as its intent
+        (real12). A prompt already read past the one before it is left as it is."""
+        st = self.state
+        if st.prompts != 1 or not st.last_head:
+            return
+        whole = st.last_head.strip()[:HEAD_CHARS]
+        if st.intent_head != whole:  # read past a preamble already, or not the prompt's text
+            return
+        own = own_part(st.last_head, head)
+        if own != whole:  # its words, for the task's topic and tags, are the request's too
+            st.intent_head, self.revised = own, True
+            words = keywords(own)
+            st.words = {w: 1 for w in words if len(w) >= 4 and w not in VERBS}
+            self.keywords = words[:40]
 
     def add(self, u: Unit) -> None:
         self.units.append(u)
@@ -198,6 +218,8 @@ class Draft:
             _bump(sig, "re_asks")
         if not st.replied:
             _bump(sig, "unanswered_prompts")
+        if st.has_prompt:
+            self.read_past_preamble(u.head)
         st.last_prompt, st.replied = words, False
         st.last_head = u.head
         if not st.has_prompt:
@@ -272,6 +294,8 @@ def _group(
             current = Draft()
             drafts.append(current)
         elif starts_here(i, u, current):
+            if is_person_prompt(u):  # the task before reads past the preamble they share
+                current.read_past_preamble(u.head)
             fresh = Draft()
             # the prompt before it, so the new task reads past the preamble they share
             fresh.state.last_head = current.state.last_head
