@@ -944,3 +944,73 @@ def test_api_retry_notices_with_no_answer_after_them_are_a_failed_turn(tmp_path:
     answered = atom([hello, notice(1, "u1"), notice(2, "r1"), notice(3, "r2"), answer])
     assert "api_errors" not in answered.provenance.ux_signals
     assert answered.ux_score == atom([hello, {**answer, "parentUuid": "u1"}]).ux_score
+
+
+def test_a_task_the_models_api_never_answered_is_not_done(tmp_path: Path) -> None:
+    """Real sessions whose every turn met an API failure: ahmadou5/token-app@016eef4a
+    (claude-session.jsonl, Claude Code 2.0.31: the request asked twice, each answered only by
+    the stand-in "Credit balance is too low") scored 4, and peridotvault/app-peridotvault-web
+    @ca01efa9 (2.1.81, one request in Indonesian, the same stand-in) scored 7 — as if done with
+    a detour (real12). The agent never answered nor acted: not done. Records trimmed (usage,
+    ids and the cwd left out)."""
+    from xsky.skills.atom_finish import DeltaView, finish
+    from xsky.skills.drafts import group_offline
+    from xsky.skills.trajectory import render
+
+    ask = "help me apply for the agentic engineering grant by Superteam"
+
+    def prompt(uuid: str, parent: str | None, text: str = ask) -> dict[str, Any]:
+        return {
+            "parentUuid": parent,
+            "type": "user",
+            "uuid": uuid,
+            "sessionId": "s1",
+            "version": "2.0.31",
+            "message": {"role": "user", "content": text},
+        }
+
+    def stand_in(uuid: str, parent: str) -> dict[str, Any]:
+        return {
+            "parentUuid": parent,
+            "type": "assistant",
+            "uuid": uuid,
+            "sessionId": "s1",
+            "isApiErrorMessage": True,
+            "error": "billing_error",
+            "message": {
+                "model": "<synthetic>",
+                "role": "assistant",
+                "type": "message",
+                "content": [{"type": "text", "text": "Credit balance is too low"}],
+            },
+        }
+
+    def atoms(lines: list[dict[str, Any]]) -> list[Any]:
+        rendered = render(_events_of(lines, tmp_path), 0)
+        view = DeltaView("t", "/s.jsonl", rendered.text, 0, 0, 1)
+        return finish(group_offline(rendered.units, None), view, 1, "offline")
+
+    (twice,) = atoms(
+        [prompt("u1", None), stand_in("a1", "u1"), prompt("u2", "a1"), stand_in("a2", "u2")]
+    )
+    assert twice.provenance.ux_signals.get("never_answered") == 1
+    assert twice.ux_score == 2
+    indonesian = "bisakah kamu bantu buatkan test untuk mengecek semua get function di registry?"
+    (once,) = atoms([prompt("u1", None, indonesian), stand_in("a1", "u1")])
+    assert once.ux_score == 2
+    # an agent that answered (or acted) before the API failed did something: a detour
+    answer = {
+        "parentUuid": "u1",
+        "type": "assistant",
+        "uuid": "a0",
+        "sessionId": "s1",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "The grant form is here."}],
+        },
+    }
+    (partial,) = atoms(
+        [prompt("u1", None), answer, prompt("u2", "a0", "go on"), stand_in("a2", "u2")]
+    )
+    assert "never_answered" not in partial.provenance.ux_signals
+    assert partial.ux_score == 7

@@ -58,9 +58,15 @@ def heuristic_ux(sig: dict[str, int]) -> int:
     penalty += 2 * min(sig.get("reverted_edits", 0), 1)
     penalty += 2 * min(sig.get("unanswered_prompts", 0), 1)
     penalty += 2 * min(sig.get("api_errors", 0), 1)  # a turn the model's API cut short
-    # the person undid this work, the agent only asked what to do and no answer came, or it
-    # answered that it could not do it: the rubric's "not done … or abandoned"
-    if sig.get("rewound") or sig.get("unanswered_question") or sig.get("declined"):
+    # the person undid this work, the agent only asked what to do and no answer came, it
+    # answered that it could not do it, or the model's API failed and the agent never answered
+    # nor acted: the rubric's "not done … or abandoned"
+    if (
+        sig.get("rewound")
+        or sig.get("unanswered_question")
+        or sig.get("declined")
+        or sig.get("never_answered")
+    ):
         return min(2, max(1, 9 - penalty))
     if penalty == 0:
         return 10 if sig.get("completed") else 9
@@ -159,7 +165,17 @@ def judged(st: SplitState, followed: bool = False) -> dict[str, int]:
         sig["unanswered_question"] = 1
     if declined(st):
         sig["declined"] = 1
+    if never_answered(st, sig):
+        sig["never_answered"] = 1
     return sig
+
+
+def never_answered(st: SplitState, sig: dict[str, int]) -> bool:
+    """The model's API failed and the agent never answered nor called a tool in this task:
+    nothing was done (real12: "hello" then eight retries, "Credit balance is too low" twice
+    for a request asked twice, each scored 7 or 4 as if done with a detour)."""
+    failed = sig.get("api_errors", 0) > 0
+    return failed and st.has_prompt and st.last_answer is None and not st.tools
 
 
 def measured_skills(units: list[Unit]) -> list[str]:
