@@ -154,3 +154,58 @@ def test_an_answer_that_says_it_cannot_do_what_was_asked_is_not_a_success() -> N
         declined[4],
     )
     assert atoms(edited)[0]["ux_score"] == 10
+
+
+# The apply-grant skill's first command in real Codex rollouts (ShoomanKhatri/SolHawk-Agent
+# @67d52e2e, therealjhay/Soul@cf7af20d, …, codex-session.jsonl), trimmed: it writes only to
+# its own telemetry file in the home.
+TELEMETRY = (
+    "_TEL_START=$(date +%s)\nmkdir -p ~/.superstack\n"
+    'echo "$_TEL_EVENT" >> ~/.superstack/telemetry.jsonl 2>/dev/null || true'
+)
+
+
+def test_a_task_that_changed_files_by_shell_and_then_asked_did_work() -> None:
+    # (real12) a Codex agent changes files through its shell as often as through its
+    # apply_patch tool: apply_patch run by exec_command, sed -i, a heredoc into a file; Claude
+    # Code's Bash alike (a real 2.1.79 session, yashpunmiya/Solsmile@f1e66f04, ended a commit
+    # step with `echo ".claude/" >> .gitignore`). Such a task that then asked about the next
+    # step did something: not "only asked"
+    for tool, command in (
+        ("exec_command", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: README.md\n+# x"),
+        ("shell", "apply_patch *** Begin Patch\n*** Update File: src/app.ts"),
+        ("exec_command", "sed -i 's/devnet/mainnet/' src/config.ts"),
+        ("exec_command", "cat > pyproject.toml <<'EOF'\n[project]\nname = \"x\"\nEOF"),
+        ("exec_command", "mkdir -p src/pkg && touch src/pkg/__init__.py"),
+        (
+            "Bash",
+            'git rm --cached .claude/settings.local.json 2>&1 && echo ".claude/" >> .gitignore',
+        ),
+        ("shell_command", "Set-Content -Path README.md -Value '# x'"),
+    ):
+        edited = units(
+            *ASKED[:2],
+            ("tool_call", command, {"tool": tool}),
+            ("tool_result", "Process exited with code 0", {"tool": tool}),
+            ("assistant", QUESTION),
+            ASKED[5],
+        )
+        (atom,) = atoms(edited)
+        assert atom["ux_score"] == 10, command
+        assert atoms(edited, [3]) == [atom]  # the change is kept across a delta's edge
+        assert "unanswered_question" not in atom["provenance"]["ux_signals"], command
+    # reads, and a skill's write to its own folder in the home, change nothing of the person's
+    for tool, command in (
+        ("exec_command", "sed -n '1,120p' src/app.ts"),
+        ("exec_command", "rg -n 'init' . 2>/dev/null | head -50 > /dev/null"),
+        ("exec_command", TELEMETRY),
+        ("exec_command", "grep -n '<div>' src/App.tsx"),
+    ):
+        asked = units(
+            *ASKED[:2],
+            ("tool_call", command, {"tool": tool}),
+            ("tool_result", "Process exited with code 0", {"tool": tool}),
+            ("assistant", QUESTION),
+            ASKED[5],
+        )
+        assert atoms(asked)[0]["ux_score"] == 2, command

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from xsky.skills.atoms import AtomTask, Provenance, RawAnchor, SplitState, atom_id
+from xsky.skills.atoms import EDIT_TOOLS, AtomTask, Provenance, RawAnchor, SplitState, atom_id
 from xsky.skills.drafts import Draft, fold
 from xsky.skills.trajectory import ANSWER_GAP, Unit
 from xsky.skills.transcripts import SKILL_NAME
@@ -107,17 +107,18 @@ GREETING = re.compile(
 WH_QUESTION = re.compile(
     r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:so,?\s+)?(?:what|which|how|where|who)\b[^.!?\n]*\?"
 )
-# Tools that change files: a task that used one did something, whatever it asked after.
-EDIT_TOOLS = frozenset(
-    {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "write_file", "edit_file"}
-)
+
+
+def _edited(st: SplitState) -> bool:
+    """The task changed files (an atom saved before ``edited`` was kept: its editing tools)."""
+    return st.edited or any(t in EDIT_TOOLS for t in st.tools)
 
 
 def only_asked(st: SplitState) -> bool:
     """The task's turn ended asking the person what to do (which stack, which option), it
     changed nothing, and no reply came before the task ended: it was never done."""
     answer = st.last_answer
-    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+    if not (st.has_prompt and st.completed and answer) or _edited(st):
         return False
     if GREETING.match(st.intent_head or ""):
         return False
@@ -149,7 +150,7 @@ def declined(st: SplitState) -> bool:
     changed nothing: the request was not done, however politely the turn ended (real11: "what
     are my rate limits rn" answered "I can't see your account-specific limits…" scored 10)."""
     answer = st.last_answer
-    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+    if not (st.has_prompt and st.completed and answer) or _edited(st):
         return False
     return bool(CANNOT.match(answer.split(ANSWER_GAP, 1)[0]))
 

@@ -21,6 +21,7 @@ from xsky.skills.atoms import (
     VERBS,
     AtomTask,
     SplitState,
+    changes_files,
     containment,
     keywords,
 )
@@ -173,6 +174,8 @@ class Draft:
             st.replied, st.completed, st.api_retry = True, False, False
             name = u.tool or "tool"
             st.tools[name] = st.tools.get(name, 0) + 1
+            if not st.edited and changes_files(u.tool, u.head):
+                st.edited = True
             if REVERT_COMMAND.search(u.head):
                 _bump(sig, "reverted_edits")
         elif u.kind == "tool_result" and u.tool == MODEL_API:  # the turn failed: no answer
