@@ -209,3 +209,33 @@ def test_a_task_that_changed_files_by_shell_and_then_asked_did_work() -> None:
             ASKED[5],
         )
         assert atoms(asked)[0]["ux_score"] == 2, command
+
+
+# A real Claude Code 2.1.81 session (ShoomanKhatri/SolHawk-Agent@67d52e2e, claude-session.jsonl,
+# found by real12): "still not working" in a fresh session, and the agent's whole answer; the
+# session ends there. Its questions are bold list items, one with an example after it.
+NEEDS_CONTEXT = (
+    "I need more context to help you. Could you tell me:\n\n"
+    "1. **What are you working on?** (feature, bug fix, etc.)\n"
+    "2. **What's not working?** (what's the specific issue or error?)\n"
+    "3. **What have you tried so far?**\n"
+    "4. **What are you seeing?** (error messages, unexpected behavior, etc.)\n\n"
+    "You can also check if there's a previous conversation with notes in the memory file at "
+    "`/home/shooman/.claude/projects/-home-shooman-Desktop-projects-uniquefutsal/memory/MEMORY.md`"
+    " that might help provide context."
+)
+
+
+def test_questions_written_in_markdown_are_questions() -> None:
+    # (real12) the question mark sat before '**' or a parenthetical, so the answer was not
+    # read as asking, and the task scored 9 — a session whose agent did nothing but ask
+    prompt = ("user", "still not working", {"origin": "prompt"})
+    end = ("marker", "", {"marker": "turn_end"})
+    (atom,) = atoms(units(prompt, ("assistant", NEEDS_CONTEXT), end))
+    assert atom["ux_score"] == 2
+    assert atom["provenance"]["ux_signals"]["unanswered_question"] == 1
+    for asked in ("_Which stack do you want: `uv` or `poetry`?_", "**Which stack?** (uv, poetry)"):
+        assert atoms(units(prompt, ("assistant", asked), end))[0]["ux_score"] == 2, asked
+    # an offer in bold is still an offer; a report is no question
+    for done in ("Fixed the login. **Want me to add a test?**", "Fixed it (see `auth.py`)."):
+        assert atoms(units(prompt, ("assistant", done), end))[0]["ux_score"] == 9, done

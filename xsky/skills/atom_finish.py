@@ -80,11 +80,18 @@ CHOOSE = re.compile(
 )
 
 
+# What may close a question's line after its mark: markdown emphasis or code, quotes, and a
+# parenthetical example ("**What are you seeing?** (error messages, …)").
+_AFTER_MARK = re.compile(r"(?:[*_`\"'’”)\]]|\s+\([^()]*\)\.?)+$")
+
+
 def ends_asking(text: str) -> bool:
     """Whether an answer's last lines ask the person something (a numbered list alone does
     not: it is as often a report as a menu)."""
     last = [line.strip() for line in text.rstrip().splitlines() if line.strip()][-3:]
-    return any(line.endswith("?") for line in last) or bool(CHOOSE.search("\n".join(last)))
+    return any(_AFTER_MARK.sub("", line).endswith(("?", "？")) for line in last) or bool(
+        CHOOSE.search("\n".join(last))
+    )
 
 
 # A question that offers more after the work leaves nothing open.
@@ -105,7 +112,8 @@ GREETING = re.compile(
 )
 # A question that asks what to do (a wh-word opens its sentence), whatever else it says.
 WH_QUESTION = re.compile(
-    r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:so,?\s+)?(?:what|which|how|where|who)\b[^.!?\n]*\?"
+    r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:\d{1,2}[.)]\s+|[-*]\s+)?[*_]{0,2}(?:so,?\s+)?"
+    r"(?:what|which|how|where|who)\b[^.!?\n]*\?"
 )
 
 
