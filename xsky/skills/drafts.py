@@ -25,7 +25,14 @@ from xsky.skills.atoms import (
     containment,
     keywords,
 )
-from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine, own_part
+from xsky.skills.followups import (
+    ACK_PREFIX,
+    COMPACTION_TEXT,
+    Follow,
+    classify,
+    is_machine,
+    own_part,
+)
 from xsky.skills.trajectory import HEAD_CHARS, MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
@@ -226,7 +233,9 @@ class Draft:
         st.last_prompt, st.replied = words, False
         st.last_head = u.head
         if not st.has_prompt:
-            st.has_prompt, st.intent_head = True, text
+            # (a verdict on the last task before the new one — "ok good now …" — is no intent)
+            ack = ACK_PREFIX.match(text) if self.extends is None else None
+            st.has_prompt, st.intent_head = True, text[ack.end() :] if ack else text
             st.origin = "model" if u.origin == "model" else "person"
         st.prompts += 1
         for w in words:
