@@ -455,3 +455,46 @@ def test_a_slash_command_typed_as_the_claude_cli_call_starts_a_task() -> None:
     assert (
         classify("claude is slow here, why?", None, keywords("claude slow"), True, False) != "new"
     )
+
+
+def test_ok_good_and_a_new_problem_after_an_interrupt_starts_a_task() -> None:
+    # A real Codex 0.122.0 rollout (swarnasn29/soulpass@7e1a84ca, codex-session.jsonl, found
+    # by real12): the person interrupted the agent while it started a dev server, then typed
+    # this (trimmed). It was read as a correction of the employer-page task, which absorbed
+    # the treasury, payroll and vault fixes after it: one task of six prompts, scored 1
+    employer = keywords(
+        "this page http://localhost:3000/employer in Civitas-Sol should be same as /dashboard "
+        "page in Civitas same styles look with solana functionalities"
+    )
+    deposit = (
+        "ok good now when i deposit in treasury first of all it says treasury is not "
+        "initialized then t.serialize is not a function"
+    )
+    assert classify(deposit, "after_interrupt", employer, False, True) == "new"
+    assert classify(deposit, "prompt", employer, True, False) == "new"
+    # an "ok" with a verdict, then a critique or a go-on, stays; "yes good idea" is no verdict
+    for stays in (
+        "ok good, but the sidebar is still there",
+        "okay that works, now keep the same styles on /employer/settings",
+        "yes good idea, go ahead",
+        "ok good",
+    ):
+        follow = classify(stays, "after_interrupt", employer, False, True)
+        assert follow != "new", stays
+    # the new task's intent is the request, not the verdict on the last one
+    units, at = [], 0
+    for kind, text, origin in (
+        ("user", "make /employer the same as /dashboard in Civitas", "prompt"),
+        ("assistant", "Reworked /employer to the dashboard layout.", None),
+        ("marker", "", None),
+        ("user", deposit, "after_interrupt"),
+    ):
+        marker = "interrupted" if kind == "marker" else None
+        units.append(
+            Unit(at, at + 10, kind, text, offset=at, end=at + 10, origin=origin, marker=marker)
+        )
+        at += 10
+    drafts = group_offline(units, None)
+    assert len(drafts) == 2
+    assert drafts[1].state.intent_head is not None
+    assert drafts[1].state.intent_head.startswith("when i deposit in treasury")

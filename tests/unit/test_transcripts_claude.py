@@ -953,6 +953,14 @@ def test_a_task_the_models_api_never_answered_is_not_done(tmp_path: Path) -> Non
     @ca01efa9 (2.1.81, one request in Indonesian, the same stand-in) scored 7 — as if done with
     a detour (real12). The agent never answered nor acted: not done. Records trimmed (usage,
     ids and the cwd left out)."""
+
+
+def test_a_retry_notice_written_after_the_answer_it_got_is_no_failure(tmp_path: Path) -> None:
+    """A real Claude Code 2.1.121 session (samar-58/scout@9a5eb814, claude-session.jsonl): a
+    401 retry notice stamped 07:01:03, its parent an attachment of the turn, is written after
+    the turn's answer (07:01:59) — the retry was answered at 07:01:09. Read in file order it
+    was the turn's last word: a task done and answered scored 7, 'open', 'the model API
+    failed' (real12). Records trimmed (headers, ids and the cwd left out)."""
     from xsky.skills.atom_finish import DeltaView, finish
     from xsky.skills.drafts import group_offline
     from xsky.skills.trajectory import render
@@ -1014,3 +1022,62 @@ def test_a_task_the_models_api_never_answered_is_not_done(tmp_path: Path) -> Non
     )
     assert "never_answered" not in partial.provenance.ux_signals
     assert partial.ux_score == 7
+
+    def at(second: int) -> str:
+        return f"2026-05-05T07:0{second // 60}:{second % 60:02d}.000Z"
+
+    prompt = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "timestamp": at(50),
+        "sessionId": "s1",
+        "message": {"role": "user", "content": "fix this ui in the video consultation"},
+    }
+    answer = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": "u1",
+        "timestamp": at(119),
+        "sessionId": "s1",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "No type errors in the changed files."}],
+        },
+    }
+    notice = {
+        "parentUuid": "u1",
+        "type": "system",
+        "subtype": "api_error",
+        "level": "error",
+        "error": {"status": 401, "type": "authentication_error"},
+        "retryInMs": 567.0,
+        "retryAttempt": 1,
+        "maxRetries": 10,
+        "timestamp": at(63),
+        "uuid": "r1",
+        "sessionId": "s1",
+        "version": "2.1.121",
+    }
+    hook = {
+        "parentUuid": "r1",
+        "type": "system",
+        "subtype": "stop_hook_summary",
+        "timestamp": at(119),
+        "uuid": "h1",
+        "sessionId": "s1",
+    }
+
+    def atom(lines: list[dict[str, Any]]) -> Any:
+        rendered = render(_events_of(lines, tmp_path), 0)
+        view = DeltaView("t", "/s.jsonl", rendered.text, 0, 0, 1)
+        (made,) = finish(group_offline(rendered.units, None), view, 1, "offline")
+        return made
+
+    late = atom([prompt, answer, notice, hook])
+    assert "api_errors" not in late.provenance.ux_signals
+    assert late.provenance.ended == "completed"
+    assert late.ux_score == atom([prompt, answer]).ux_score
+    # a notice in its time with nothing after it is still the turn's failure
+    failed = atom([prompt, notice])
+    assert failed.provenance.ux_signals.get("api_errors") == 1

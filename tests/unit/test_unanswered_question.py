@@ -154,3 +154,88 @@ def test_an_answer_that_says_it_cannot_do_what_was_asked_is_not_a_success() -> N
         declined[4],
     )
     assert atoms(edited)[0]["ux_score"] == 10
+
+
+# The apply-grant skill's first command in real Codex rollouts (ShoomanKhatri/SolHawk-Agent
+# @67d52e2e, therealjhay/Soul@cf7af20d, …, codex-session.jsonl), trimmed: it writes only to
+# its own telemetry file in the home.
+TELEMETRY = (
+    "_TEL_START=$(date +%s)\nmkdir -p ~/.superstack\n"
+    'echo "$_TEL_EVENT" >> ~/.superstack/telemetry.jsonl 2>/dev/null || true'
+)
+
+
+def test_a_task_that_changed_files_by_shell_and_then_asked_did_work() -> None:
+    # (real12) a Codex agent changes files through its shell as often as through its
+    # apply_patch tool: apply_patch run by exec_command, sed -i, a heredoc into a file; Claude
+    # Code's Bash alike (a real 2.1.79 session, yashpunmiya/Solsmile@f1e66f04, ended a commit
+    # step with `echo ".claude/" >> .gitignore`). Such a task that then asked about the next
+    # step did something: not "only asked"
+    for tool, command in (
+        ("exec_command", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: README.md\n+# x"),
+        ("shell", "apply_patch *** Begin Patch\n*** Update File: src/app.ts"),
+        ("exec_command", "sed -i 's/devnet/mainnet/' src/config.ts"),
+        ("exec_command", "cat > pyproject.toml <<'EOF'\n[project]\nname = \"x\"\nEOF"),
+        ("exec_command", "mkdir -p src/pkg && touch src/pkg/__init__.py"),
+        (
+            "Bash",
+            'git rm --cached .claude/settings.local.json 2>&1 && echo ".claude/" >> .gitignore',
+        ),
+        ("shell_command", "Set-Content -Path README.md -Value '# x'"),
+    ):
+        edited = units(
+            *ASKED[:2],
+            ("tool_call", command, {"tool": tool}),
+            ("tool_result", "Process exited with code 0", {"tool": tool}),
+            ("assistant", QUESTION),
+            ASKED[5],
+        )
+        (atom,) = atoms(edited)
+        assert atom["ux_score"] == 10, command
+        assert atoms(edited, [3]) == [atom]  # the change is kept across a delta's edge
+        assert "unanswered_question" not in atom["provenance"]["ux_signals"], command
+    # reads, and a skill's write to its own folder in the home, change nothing of the person's
+    for tool, command in (
+        ("exec_command", "sed -n '1,120p' src/app.ts"),
+        ("exec_command", "rg -n 'init' . 2>/dev/null | head -50 > /dev/null"),
+        ("exec_command", TELEMETRY),
+        ("exec_command", "grep -n '<div>' src/App.tsx"),
+    ):
+        asked = units(
+            *ASKED[:2],
+            ("tool_call", command, {"tool": tool}),
+            ("tool_result", "Process exited with code 0", {"tool": tool}),
+            ("assistant", QUESTION),
+            ASKED[5],
+        )
+        assert atoms(asked)[0]["ux_score"] == 2, command
+
+
+# A real Claude Code 2.1.81 session (ShoomanKhatri/SolHawk-Agent@67d52e2e, claude-session.jsonl,
+# found by real12): "still not working" in a fresh session, and the agent's whole answer; the
+# session ends there. Its questions are bold list items, one with an example after it.
+NEEDS_CONTEXT = (
+    "I need more context to help you. Could you tell me:\n\n"
+    "1. **What are you working on?** (feature, bug fix, etc.)\n"
+    "2. **What's not working?** (what's the specific issue or error?)\n"
+    "3. **What have you tried so far?**\n"
+    "4. **What are you seeing?** (error messages, unexpected behavior, etc.)\n\n"
+    "You can also check if there's a previous conversation with notes in the memory file at "
+    "`/home/shooman/.claude/projects/-home-shooman-Desktop-projects-uniquefutsal/memory/MEMORY.md`"
+    " that might help provide context."
+)
+
+
+def test_questions_written_in_markdown_are_questions() -> None:
+    # (real12) the question mark sat before '**' or a parenthetical, so the answer was not
+    # read as asking, and the task scored 9 — a session whose agent did nothing but ask
+    prompt = ("user", "still not working", {"origin": "prompt"})
+    end = ("marker", "", {"marker": "turn_end"})
+    (atom,) = atoms(units(prompt, ("assistant", NEEDS_CONTEXT), end))
+    assert atom["ux_score"] == 2
+    assert atom["provenance"]["ux_signals"]["unanswered_question"] == 1
+    for asked in ("_Which stack do you want: `uv` or `poetry`?_", "**Which stack?** (uv, poetry)"):
+        assert atoms(units(prompt, ("assistant", asked), end))[0]["ux_score"] == 2, asked
+    # an offer in bold is still an offer; a report is no question
+    for done in ("Fixed the login. **Want me to add a test?**", "Fixed it (see `auth.py`)."):
+        assert atoms(units(prompt, ("assistant", done), end))[0]["ux_score"] == 9, done

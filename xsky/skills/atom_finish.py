@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from xsky.skills.atoms import AtomTask, Provenance, RawAnchor, SplitState, atom_id
+from xsky.skills.atoms import EDIT_TOOLS, AtomTask, Provenance, RawAnchor, SplitState, atom_id
 from xsky.skills.drafts import Draft, fold
 from xsky.skills.trajectory import ANSWER_GAP, Unit
 from xsky.skills.transcripts import SKILL_NAME
@@ -80,11 +80,18 @@ CHOOSE = re.compile(
 )
 
 
+# What may close a question's line after its mark: markdown emphasis or code, quotes, and a
+# parenthetical example ("**What are you seeing?** (error messages, …)").
+_AFTER_MARK = re.compile(r"(?:[*_`\"'’”)\]]|\s+\([^()]*\)\.?)+$")
+
+
 def ends_asking(text: str) -> bool:
     """Whether an answer's last lines ask the person something (a numbered list alone does
     not: it is as often a report as a menu)."""
     last = [line.strip() for line in text.rstrip().splitlines() if line.strip()][-3:]
-    return any(line.endswith("?") for line in last) or bool(CHOOSE.search("\n".join(last)))
+    return any(_AFTER_MARK.sub("", line).endswith(("?", "？")) for line in last) or bool(
+        CHOOSE.search("\n".join(last))
+    )
 
 
 # A question that offers more after the work leaves nothing open.
@@ -105,19 +112,21 @@ GREETING = re.compile(
 )
 # A question that asks what to do (a wh-word opens its sentence), whatever else it says.
 WH_QUESTION = re.compile(
-    r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:so,?\s+)?(?:what|which|how|where|who)\b[^.!?\n]*\?"
+    r"(?im)(?:^|[.!?:]\s+|\n)\s*(?:\d{1,2}[.)]\s+|[-*]\s+)?[*_]{0,2}(?:so,?\s+)?"
+    r"(?:what|which|how|where|who)\b[^.!?\n]*\?"
 )
-# Tools that change files: a task that used one did something, whatever it asked after.
-EDIT_TOOLS = frozenset(
-    {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "write_file", "edit_file"}
-)
+
+
+def _edited(st: SplitState) -> bool:
+    """The task changed files (an atom saved before ``edited`` was kept: its editing tools)."""
+    return st.edited or any(t in EDIT_TOOLS for t in st.tools)
 
 
 def only_asked(st: SplitState) -> bool:
     """The task's turn ended asking the person what to do (which stack, which option), it
     changed nothing, and no reply came before the task ended: it was never done."""
     answer = st.last_answer
-    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+    if not (st.has_prompt and st.completed and answer) or _edited(st):
         return False
     if GREETING.match(st.intent_head or ""):
         return False
@@ -149,7 +158,7 @@ def declined(st: SplitState) -> bool:
     changed nothing: the request was not done, however politely the turn ended (real11: "what
     are my rate limits rn" answered "I can't see your account-specific limits…" scored 10)."""
     answer = st.last_answer
-    if not (st.has_prompt and st.completed and answer) or any(t in EDIT_TOOLS for t in st.tools):
+    if not (st.has_prompt and st.completed and answer) or _edited(st):
         return False
     return bool(CANNOT.match(answer.split(ANSWER_GAP, 1)[0]))
 

@@ -63,6 +63,9 @@ class SplitState(BaseModel):
     # The person rewound the conversation (or rolled back turns) past this work: it was
     # undone, and their next prompt begins a task of its own.
     rewound: bool = False
+    # The agent changed files (an editing tool, or a shell command that writes): it did work,
+    # whatever its answer asked after.
+    edited: bool = False
 
 
 class Provenance(BaseModel):
@@ -176,6 +179,78 @@ ACKNOWLEDGEMENT = re.compile(
     r"(?:고마워|고맙습니다|감사합니다|감사해요)[^\n]{0,15}$)"  # Korean "thank you"
 )
 REVERT_COMMAND = re.compile(r"git (checkout --|restore\b|revert\b|reset --hard|stash\b)")
+# Tools that change files: a task that used one did something, whatever it asked after.
+EDIT_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch", "write_file", "edit_file"}
+)
+# Tools that run a shell command (Claude Code, Codex's shells and unified exec, Gemini CLI).
+SHELL_TOOLS = frozenset(
+    {"Bash", "shell", "shell_command", "exec_command", "local_shell", "container.exec"}
+    | {"run_shell_command"}
+)
+# How a command changes files: a patch (Codex's apply_patch run as a command), an in-place
+# edit, output redirected to a file, a program whose job is writing (its first operand the
+# file), a project's package manager or git changing the tree, PowerShell's writers, Python
+# writing a file. A write to a tool's own hidden folder in the home (~/.superstack/telemetry,
+# a skill's log) or to /tmp is no change to the person's work.
+_PATCH_COMMAND = re.compile(
+    r"(?:^|[\s;&|('\"])(?:apply_patch|applypatch)\b|^\*\*\* Begin Patch", re.M
+)
+_IN_PLACE = re.compile(
+    r"(?:^|[\s;&|(])(?:g?sed|perl|ruby)\s+(?:-[^\s]*\s+)*?(?:-[a-zA-Z]*i(?:\.\w+)?\b|--in-place)"
+)
+_REDIRECT = re.compile(r"(?:^|\s)(?:\d|&)?>>?\|?\s*([^\s;&|<>()]+)")
+_WRITER = re.compile(
+    r"(?:^|[;&|(\n])\s*(?:sudo\s+)?"
+    r"(cp|mv|rm|rmdir|mkdir|touch|ln|install|truncate|tee|unzip|patch|"
+    r"Set-Content|Add-Content|Out-File|New-Item|Remove-Item|Copy-Item|Move-Item|Rename-Item)"
+    r"((?:[ \t]+[^\s;&|]+)*)",
+    re.I,
+)
+_PROJECT_WRITER = re.compile(
+    r"(?:^|[;&|(\n])\s*(?:git\s+(?:apply|am|commit|mv|rm|restore|stash|merge|rebase|cherry-pick|"
+    r"reset|init|clone|checkout)|(?:npm|pnpm|yarn|bun)\s+(?:i|install|add|remove|uninstall|init|"
+    r"create)|npx\s+(?:--yes\s+|-y\s+)?create-|(?:uv|poetry|cargo)\s+(?:add|init|new|remove)|"
+    r"pip3?\s+install)\b"
+)
+_PY_WRITE = re.compile(r"\.write_(?:text|bytes)\(|\bopen\([^)]*,\s*[\"'][wax]b?\+?[\"']")
+_PS_ASIDE = re.compile(
+    r"(?i)\$HOME\b|\$env:(?:USERPROFILE|HOME|TEMP|TMP|APPDATA|LOCALAPPDATA)\b|~[\\/]\."
+)
+_ASIDE = re.compile(r"^[\"']?(?:(?:~|\$HOME|\$\{HOME\})/\.|/tmp/|/dev/|\$TMPDIR|\d*$)")
+
+
+def _operand(words: str) -> str | None:
+    """The first word of ``words`` that is no option."""
+    return next((w for w in words.split() if not w.startswith("-")), None)
+
+
+def changes_files(tool: str | None, command: str) -> bool:
+    """Whether a call changed the person's files: an editing tool, or a shell command that
+    writes (real12: a Codex agent that changed files with ``apply_patch`` run through
+    ``exec_command``, ``sed -i`` or ``cat > f`` and then asked a question was read as one
+    that only asked). What the command does is read from its text, not run."""
+    if tool in EDIT_TOOLS:
+        return True
+    if tool not in SHELL_TOOLS:
+        return False
+    if _PATCH_COMMAND.search(command) or _IN_PLACE.search(command):
+        return True
+    if _PROJECT_WRITER.search(command) or _PY_WRITE.search(command):
+        return True
+    if any(not _ASIDE.match(m.group(1)) for m in _REDIRECT.finditer(command)):
+        return True
+    for m in _WRITER.finditer(command):
+        if "-" in m.group(1):  # PowerShell: a parameter's value is no operand; the home's
+            if not _PS_ASIDE.search(m.group(2)):  # folders and the temp folder are aside
+                return True
+            continue
+        target = _operand(m.group(2))
+        if target is not None and not _ASIDE.match(target):
+            return True
+    return False
+
+
 SIMILAR = 0.3  # keyword overlap (Jaccard) above which a prompt is the same topic
 
 

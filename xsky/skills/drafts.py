@@ -21,10 +21,18 @@ from xsky.skills.atoms import (
     VERBS,
     AtomTask,
     SplitState,
+    changes_files,
     containment,
     keywords,
 )
-from xsky.skills.followups import COMPACTION_TEXT, Follow, classify, is_machine, own_part
+from xsky.skills.followups import (
+    ACK_PREFIX,
+    COMPACTION_TEXT,
+    Follow,
+    classify,
+    is_machine,
+    own_part,
+)
 from xsky.skills.trajectory import HEAD_CHARS, MODEL_API, Unit
 from xsky.skills.transcripts import SKILL_NAME
 
@@ -173,6 +181,8 @@ class Draft:
             st.replied, st.completed, st.api_retry = True, False, False
             name = u.tool or "tool"
             st.tools[name] = st.tools.get(name, 0) + 1
+            if not st.edited and changes_files(u.tool, u.head):
+                st.edited = True
             if REVERT_COMMAND.search(u.head):
                 _bump(sig, "reverted_edits")
         elif u.kind == "tool_result" and u.tool == MODEL_API:  # the turn failed: no answer
@@ -223,7 +233,9 @@ class Draft:
         st.last_prompt, st.replied = words, False
         st.last_head = u.head
         if not st.has_prompt:
-            st.has_prompt, st.intent_head = True, text
+            # (a verdict on the last task before the new one — "ok good now …" — is no intent)
+            ack = ACK_PREFIX.match(text) if self.extends is None else None
+            st.has_prompt, st.intent_head = True, text[ack.end() :] if ack else text
             st.origin = "model" if u.origin == "model" else "person"
         st.prompts += 1
         for w in words:

@@ -92,8 +92,14 @@ ONWARD = re.compile(
 # A thank-you or a verdict before more words ("great! \ncontinue with phase 3 …"): what
 # follows says what the prompt is.
 ACK_PREFIX = re.compile(
-    r"(?i)^\s*(?:thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|"
-    r"excellent|works now)\s*[!.,]+\s*(?=\S)"
+    r"(?i)^\s*(?:(?:thanks|thank you|thx|perfect|great|awesome|nice|lgtm|looks good|cool|"
+    r"excellent|works now)\s*[!.,]+\s*|"
+    # "ok good now when i deposit …", "okay that works, now …": an "ok" and a verdict on what
+    # was done, closed by a stop or a "now", then more ("yes good idea" is no verdict)
+    r"(?:ok(?:ay)?|yes|yep|alright)[\s,!.]+(?:(?:that'?s|it'?s|that|it|looks|very|all)\s+)?"
+    r"(?:good|great|nice|perfect|cool|fine|done|works?(?: now)?)(?:\s*[,!.]+|\s+(?=now\b))"
+    r"\s*(?:now\b[\s,]*)?)"
+    r"(?=\S)"
 )
 # A reply that names no goal of its own: few words the task does not hold. Once the agent
 # has answered, "I can see it in incognito", "it should be visible to everyone", "so what
@@ -279,6 +285,11 @@ def classify(
         or (len(text) < BACK_POINTER_CHARS and BACK_POINTER.search(text))
     )
     if origin == "after_interrupt":
+        ack = ACK_PREFIX.match(text)
+        if ack and text[ack.end() :].strip():
+            # "ok good now when i deposit …": what was done is accepted (the person stopped a
+            # step that ran on — a dev server — not the task): the rest says what comes next
+            return classify(text[ack.end() :], "prompt", task_words, True, interrupted)
         return _after_interrupt(text, task_words, critique)
     if critique:
         return "correction"

@@ -46,6 +46,7 @@ class ParseState(WireModel):
     model: str | None = None
     last_uuid: dict[str, str] = Field(default_factory=dict)  # per lane: the last record rendered
     known: list[str] = Field(default_factory=list)  # recent uuids (to tell a branch from a gap)
+    last_time: dict[str, str] = Field(default_factory=dict)  # per lane: the latest timestamp
     seen: list[str] = Field(default_factory=list)  # recent dedupe keys
     calls: dict[str, str] = Field(default_factory=dict)  # open call id → tool name
     opaque: dict[str, int] = Field(default_factory=dict)  # record types kept opaque, counted

@@ -31,6 +31,7 @@ import hashlib
 import json
 import re
 from dataclasses import replace
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -242,6 +243,12 @@ class ClaudeCodeAdapter:
                 )
             state.last_uuid[lane] = uuid
             state.remember("known", uuid)
+        # A record stamped before one the lane already rendered was written late: Claude Code
+        # flushes an API retry notice after the answer that retry got (real12)
+        latest = state.last_time.get(lane)
+        late = ts is not None and latest is not None and _earlier(ts, latest)
+        if ts is not None and not late:
+            state.last_time[lane] = ts
 
         def ev(kind: Any, text: str, **kw: Any) -> Event:
             return Event(kind, text, offset, end, lane, uuid=uuid, timestamp=ts, **kw)
@@ -255,7 +262,7 @@ class ClaudeCodeAdapter:
         if kind == "attachment":
             return out + _attachment(attachment, state, ev, writer)
         if kind == "system":
-            return out + [_system(rec, ev)]
+            return out + [_system(rec, ev, late)]
         machine = "machine-agent" if writer == "machine" else state.machine_lane(lane)
         if kind == "assistant":
             if machine is not None:  # a compaction agent's summary, a warm-up's reply: no task
@@ -333,7 +340,16 @@ def _known_attachment(atype: str) -> bool:
     return atype.startswith(_ATTACHMENT_META) or atype == _QUEUED_ATTACHMENT
 
 
-def _system(rec: dict[str, Any], ev: Any) -> Event:
+def _earlier(ts: str, than: str) -> bool:
+    """Whether timestamp ``ts`` is before ``than`` (ISO 8601; an unreadable one is not)."""
+    try:
+        a, b = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (ts, than))
+        return a < b
+    except (ValueError, TypeError):  # (one naive, one aware; not a date)
+        return False
+
+
+def _system(rec: dict[str, Any], ev: Any, late: bool = False) -> Event:
     sub = rec.get("subtype")
     if sub == "compact_boundary":
         meta = json_object(rec.get("compactMetadata"))
@@ -345,6 +361,8 @@ def _system(rec: dict[str, Any], ev: Any) -> Event:
         said = f"API error {status}" if isinstance(status, int) else "API error"
         if isinstance(attempt, int) and isinstance(most, int):
             said += f", retry {attempt} of {most}"
+        if late:  # written after the answer its retry got: no failure of the turn
+            return ev("meta", f"{said} (answered)")
         return ev("marker", said, marker="api_retry")
     if sub == "turn_duration":
         ms = rec.get("durationMs")
