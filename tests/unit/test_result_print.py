@@ -8,7 +8,8 @@ import io
 import time
 from types import SimpleNamespace
 
-from cli import runs_cmd
+from cli import render, status_cmd
+from client import XSky
 from xsky.runs import AgentReport
 
 
@@ -36,12 +37,15 @@ class FakeXSky:
 
 async def printed(monkeypatch, text: str) -> tuple[str, float]:
     sink = io.StringIO()
-    monkeypatch.setattr(runs_cmd.out, "file", sink)
-    monkeypatch.setattr(runs_cmd, "load_settings", lambda: SimpleNamespace())
-    monkeypatch.setattr(runs_cmd.XSky, "connect", staticmethod(lambda settings: FakeXSky(text)))
+    # (the console's own file, not its ``file`` property: undone, setting that property would
+    # leave the console writing for good to the stream pytest captured when it was read — a
+    # later test's capsys then saw nothing)
+    monkeypatch.setattr(render.out, "_file", sink)
+    monkeypatch.setattr("xsky.config.load_settings", lambda: SimpleNamespace())
+    monkeypatch.setattr(XSky, "connect", staticmethod(lambda settings: FakeXSky(text)))
     args = argparse.Namespace(id="r", agent="1", wait=False, json=False)
     began = time.monotonic()
-    assert await runs_cmd.cmd_result(args) == 0
+    assert await status_cmd.cmd_result(args) == 0
     return sink.getvalue(), time.monotonic() - began
 
 
