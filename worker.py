@@ -43,6 +43,7 @@ from activities.agents.activity import AgentActivities
 from activities.agents.transcripts import flush_logs
 from activities.beat import THROTTLE
 from activities.coordinator import CoordinatorActivities
+from activities.core_logs import HeldRetries
 from activities.hosts import HostActivities, announce_beats
 from activities.leader_store import LeaderStore
 from activities.mcp.servers import configured
@@ -491,8 +492,10 @@ def main(argv: list[str] | None = None) -> int:
         metrics = (
             telemetry.metrics_address(args.metrics_port) if args.metrics_port is not None else None
         )
-        # JSON logs: Temporal core's own lines go through Python's logging too, in the same format.
-        core_logs = logging.getLogger("temporalio.core") if json_logs else None
+        # Temporal core's own lines go through Python's logging, in the worker's format (JSON
+        # or text; core's console wrote them with ANSI colours into the log file), its retries
+        # while the server does not answer held back (activities/core_logs.py, below).
+        core_logs = logging.getLogger("temporalio.core")
         rt = telemetry.runtime(metrics, core_logs)
     except telemetry.TelemetryError as e:
         print(f"worker.py: {e}", file=sys.stderr)
@@ -504,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for said in misspelt_settings():
         log.warning("%s", said)
+    core_logs.addFilter(HeldRetries(settings.address))
     # A home the worker makes is its owner's alone, as `up` makes it (transcripts, the store,
     # command records); one that exists keeps its mode.
     with contextlib.suppress(OSError):
