@@ -66,7 +66,7 @@ def outage_plan() -> str:
     """Shell agents that do their side effect at the end: two end while the server is down,
     two after it is back (their attempts are still running when it returns)."""
     agents = []
-    for i, seconds in enumerate((2, 3, 20, 22), start=1):
+    for i, seconds in enumerate((2, 3, 13, 15), start=1):
         command = f"sleep {seconds}; echo effect-{i} >> effects.txt; echo {i}"
         agents.append(
             f'<agent name="shell" id="{i}"><task>step {i}</task><config><![CDATA[{{"tool": "shell", '
@@ -105,7 +105,7 @@ async def outage_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outage: fl
 async def test_agents_in_flight_through_a_server_outage_each_complete_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    await outage_run(tmp_path, monkeypatch, outage=15)
+    await outage_run(tmp_path, monkeypatch, outage=8)
 
 
 @pytest.mark.chaos

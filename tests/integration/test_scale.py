@@ -171,7 +171,7 @@ async def test_a_large_plan_goes_by_reference_and_its_board_results_and_plan_com
 async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
     tmp_path: Path, monkeypatch
 ):
-    """A state over STATE_IN_HISTORY_MAX (2 MiB: 40 agents of 64 KB tasks) goes to the next
+    """A state over STATE_IN_HISTORY_MAX (2 MiB: 20 agents of 128 KB tasks) goes to the next
     execution as its input, which the worker's External Storage writes to the store: each
     continued history holds a claim where it held the state twice (written in parts, read in
     parts); the run is exact, and every execution replays from the store."""
@@ -181,8 +181,8 @@ async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
     async with own_server(
         tmp_path, monkeypatch, "big-state", CAN_EVERY_30, data_converter=DATA_CONVERTER
     ) as (_, client, settings):
-        words = "x" * 64_000  # a long task: 40 of them make a state over 2.5 MB
-        chain = [noop(str(i), 0, depends=str(i - 1) if i > 1 else "") for i in range(1, 41)]
+        words = "x" * 128_000  # a long task: 20 of them make a state over 2.5 MB
+        chain = [noop(str(i), 0, depends=str(i - 1) if i > 1 else "") for i in range(1, 21)]
         wf = padded(parse_workflow(plan(*chain, name="big-state")), words)
         handle = await client.start_workflow(
             LeaderWorkflow.run,
@@ -191,7 +191,7 @@ async def test_a_state_too_large_for_the_history_goes_on_as_a_stored_input(
             task_queue=settings.task_queue,
         )
         result = await asyncio.wait_for(run_outcome(handle), 120)
-        assert result.status == "completed" and result.counts == {"completed": 40}
+        assert result.status == "completed" and result.counts == {"completed": 20}
         executions = [e async for e in client.list_workflows(f"WorkflowId='{handle.id}'")]
         assert len(executions) >= 2, "the run never continued as new"
         stored_states = 0
