@@ -453,6 +453,7 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
         run = [w for w in (_script_word(part.argv),) if w is not None]
         if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?["):
             run.append(part.argv[0])
+        run += _startup_files(_named(part.argv[0]), args)
         if name == "python":
             _, module = _interpreter_own_words(part.argv[0], args)
             if module:
@@ -482,6 +483,30 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             if made(word):
                 return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
     return None
+
+
+# The files a shell runs as it starts, from its home folder — the workspace, where the sandbox
+# sets HOME, or any folder a `HOME=…` before it names: bash's .bashrc when interactive (-i),
+# a login shell's (-l, --login) profiles, zsh's .zshenv always, fish's config.fish always
+_STARTUP_INTERACTIVE = (".bashrc", ".kshrc", ".mkshrc", ".zshrc")
+_STARTUP_LOGIN = (".bash_profile", ".bash_login", ".profile", ".zprofile", ".zlogin")
+
+
+def _startup_files(name: str, args: list[str]) -> list[str]:
+    """The names of the startup files shell ``name`` given ``args`` reads as commands (review18:
+    `printf %s "{{…}}" > .bashrc; bash -ic true` — HOME the workspace, or `HOME=. bash -ic` —
+    ran the value past deny shell(touch:*), allowed; only --rcfile's file was read)."""
+    if not _is_shell(name):
+        return []
+    if name == "fish":
+        return ["config.fish"]
+    letters, end, _ = _shell_options(args)
+    files = [".zshenv"] if name == "zsh" else []
+    if "i" in letters:
+        files += _STARTUP_INTERACTIVE
+    if "l" in letters or "--login" in args[:end]:
+        files += _STARTUP_LOGIN
+    return files
 
 
 def _script_word(argv: list[str]) -> str | None:
