@@ -305,9 +305,15 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     if reads_as_of((0, 12, 5)):
         # a deny or ask rule naming a subcommand holds past global options the checker does
         # not know (`kubectl -nprod delete`, `docker --tls run`: sec14)
+        # A person's "allow for this run" of this very command answers the ask rules its
+        # readings meet (one of which asked them), as it answers the rule the command meets:
+        # the same call was asked again each time (review18: `docker --tls run alpine`)
+        approved = any(d.effect == "allow" and d.origin == "person" for d in decisions)
         for words in subcommand_readings(part.argv):
             read = decide_one("shell", " ".join(words), check)
-            if read.rule is not None and read.effect in ("deny", "ask"):
+            if read.rule is not None and (
+                read.effect == "deny" or (read.effect == "ask" and not approved)
+            ):
                 decisions.append(read)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
