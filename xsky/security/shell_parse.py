@@ -472,6 +472,8 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
                 elif not a.startswith("-"):
                     run += [a, a + ".class"]
                     break
+        elif name == "psql":
+            run += _psql_files(args)  # (`> x.sql; psql -f x.sql`: its \! runs commands)
         elif name in ("make", "cmake", "go", "cargo"):
             run += [a for a in args if not a.startswith("-")]
             run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
@@ -1756,6 +1758,19 @@ _COMMAND_READERS = frozenset(
 )
 
 
+def _psql_files(args: list[str]) -> list[str]:
+    """The files psql runs the commands of (-f FILE, -fFILE, --file FILE, --file=FILE)."""
+    files: list[str] = []
+    for i, a in enumerate(args):
+        if a in ("-f", "--file"):
+            files.append(args[i + 1] if i + 1 < len(args) else "-")
+        elif a.startswith("--file="):
+            files.append(a[len("--file=") :])
+        elif a.startswith("-f") and len(a) > 2:
+            files.append(a[2:])
+    return files
+
+
 def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     """Does a program that runs the code it reads — no shell, no interpreter of INTERPRETERS —
     read it from its input: make given ``-f -`` (``-f /dev/stdin``, ``--file=-``, in a cluster
@@ -1768,9 +1783,12 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
         # (sec14: a value piped to m4 — syscmd(…) —, gnuplot — system "…" — ran touch past
         # deny shell(touch:*), allowed; dc's !, psql's and mysql's \!, R's system() alike)
         if name in ("psql", "mysql", "mariadb"):
-            return not any(
-                a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args
-            )
+            if any(a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args):
+                return False
+            # `psql -f migrate.sql` reads its commands from the file, not its input (review18:
+            # asked for in every command holding a value); `-f -` reads its input
+            files = _psql_files(args) if name == "psql" else []
+            return not files or any(f == "-" or _input_script(f) for f in files)
         rest = [a for a in args if not a.startswith("-") or a == "-"]
         return not rest or _input_script(rest[0])
     if _TCL.fullmatch(name):
