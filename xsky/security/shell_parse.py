@@ -2313,6 +2313,9 @@ _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
 
 
 _MAX_SUBCOMMAND_READINGS = 16
+# Options of GLOBAL_OPTIONS whose value may be left out (make's -j, --jobs: `make -j deploy`
+# runs the target deploy with no limit): the word after one may be the subcommand
+_OPTIONAL_VALUES = frozenset({"-j", "--jobs"})
 
 
 def subcommand_readings(argv: list[str]) -> list[list[str]]:
@@ -2324,6 +2327,7 @@ def subcommand_readings(argv: list[str]) -> list[list[str]]:
     option written without '=' may be that option's value or the subcommand: each reading
     that may name the subcommand is given, up to the first word that surely does not."""
     name = argv[0].rsplit("/", 1)[-1]
+    known = GLOBAL_OPTIONS.get(name, {})
     out: list[list[str]] = []
     for i in range(1, min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)):
         word = argv[i]
@@ -2333,6 +2337,11 @@ def subcommand_readings(argv: list[str]) -> list[list[str]]:
             continue
         if i == 1 and word.startswith("+") and name in ("cargo", "rustc", "rustup", "rustdoc"):
             continue  # (rustup's toolchain: `cargo +nightly publish`)
+        if known.get(argv[i - 1]) and argv[i - 1] not in _OPTIONAL_VALUES:
+            # surely the value of an option the checker knows takes one (review18: `make -C
+            # deploy build` was denied under deny shell(make deploy:*), `git -C push status`
+            # under deny shell(git push:*) — normalized() reads them as make build, git status)
+            continue
         out.append([name, *argv[i:]])
         before = argv[i - 1]
         if not (before.startswith("-") and len(before) > 1 and "=" not in before):
