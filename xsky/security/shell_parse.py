@@ -2318,18 +2318,23 @@ _MAX_SUBCOMMAND_READINGS = 16
 _OPTIONAL_VALUES = frozenset({"-j", "--jobs"})
 
 
-def subcommand_readings(argv: list[str]) -> list[list[str]]:
+def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) -> list[list[str]]:
     """``argv`` without its leading options, read every way the program may read them — for
     deny and ask rules, which a global option the checker does not know must not hide the
     subcommand from (sec14: `kubectl -nprod delete ns x`, `kubectl -v 9 delete`, `docker --tls
     run`, `docker -ldebug run`, `npm --registry URL publish` ran the subcommand past deny
     shell(kubectl delete:*), shell(docker run:*), shell(npm publish:*)). Each word past an
     option written without '=' may be that option's value or the subcommand: each reading
-    that may name the subcommand is given, up to the first word that surely does not."""
+    that may name the subcommand is given, up to the first word that surely does not.
+    ``named``: the only words the rules name as a subcommand of this program — readings that
+    begin with another are left out, and no word of the command is left unread (review18:
+    past 16 readings, `kubectl -v 1 …×16 delete ns x` was allowed under deny shell(kubectl
+    delete:*), and kubectl deletes); None: every reading, up to _MAX_SUBCOMMAND_READINGS."""
     name = argv[0].rsplit("/", 1)[-1]
     known = GLOBAL_OPTIONS.get(name, {})
     out: list[list[str]] = []
-    for i in range(1, min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)):
+    last = len(argv) if named is not None else min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)
+    for i in range(1, last):
         word = argv[i]
         if word == "--":
             break
@@ -2342,11 +2347,12 @@ def subcommand_readings(argv: list[str]) -> list[list[str]]:
             # deploy build` was denied under deny shell(make deploy:*), `git -C push status`
             # under deny shell(git push:*) — normalized() reads them as make build, git status)
             continue
-        out.append([name, *argv[i:]])
+        if named is None or word in named:
+            out.append([name, *argv[i:]])
         before = argv[i - 1]
         if not (before.startswith("-") and len(before) > 1 and "=" not in before):
             break  # (surely no option's value: the subcommand, or the program's own word)
-        if len(out) >= _MAX_SUBCOMMAND_READINGS:
+        if named is None and len(out) >= _MAX_SUBCOMMAND_READINGS:
             break
     return out
 
