@@ -357,6 +357,13 @@ _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "
               "javac": "", "go": ""}  # fmt: skip
 _SPLITTERS = {"split": "x", "csplit": "xx"}
 _FETCHERS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+# Programs that write their output to the file an option names
+_OUTPUT_OPTIONS = {
+    "sort": ("-o", "--output"), "shuf": ("-o", "--output"), "iconv": ("-o", "--output"),
+    "patch": ("-o", "--output"),
+}  # fmt: skip
+# A brace expansion in a word (`{f,g}.sh`, `f{1..3}.sh`): read as a glob of what it makes
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 
 
 def _made_here_14(parts: list[ShellCommand]) -> str | None:
@@ -377,12 +384,15 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
         nonlocal unknown
         if "$" in word or "`" in word or any(c in word for c in "*?["):
             unknown = True
-        names.add(posixpath.basename(posixpath.normpath(word)))
+        name = posixpath.basename(posixpath.normpath(word))
+        if _BRACES.search(name):  # (`tee {f,g}.sh`: each name the braces make)
+            patterns.add(_BRACES.sub("*", name))
+        names.add(name)
 
     def made(word: str) -> bool:
-        if "$" in word or "`" in word:
+        if "$" in word or "`" in word or "{}" in word:  # (find's -exec {}: a file it found)
             return bool(names or patterns or unknown)
-        name = posixpath.basename(posixpath.normpath(word))
+        name = _BRACES.sub("*", posixpath.basename(posixpath.normpath(word)))
         if any(c in name for c in "*?["):
             return any(fnmatch.fnmatchcase(n, name) for n in names) or bool(patterns or unknown)
         return (
@@ -420,6 +430,18 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
                     "xx",
                 )
             patterns.add(posixpath.basename(prefix) + "*")
+        if name in _OUTPUT_OPTIONS:  # (`sort f.txt -o f.sh`, `iconv -o f.sh`)
+            flags = _OUTPUT_OPTIONS[name]
+            for i, a in enumerate(args):
+                if a in flags and i + 1 < len(args):
+                    write(args[i + 1])
+                elif a.startswith("--output="):
+                    write(a[len("--output=") :])
+                elif a[:2] in flags and len(a) > 2 and not a.startswith("--"):
+                    write(a[2:])
+        if name in ("uniq", "xxd"):  # (their second operand is the file they write)
+            for a in named:
+                write(a)
         if name in _FETCHERS:
             flags = _FETCHERS[name]
             for i, a in enumerate(args):
@@ -451,7 +473,7 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
         name = program_name(part.argv[0])
         args = part.argv[1:]
         run = [w for w in (_script_word(part.argv),) if w is not None]
-        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?["):
+        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?[{"):
             run.append(part.argv[0])
         run += _startup_files(_named(part.argv[0]), args)
         if name == "python":
