@@ -350,7 +350,7 @@ _PROJECT_FILES: dict[str, tuple[str, ...]] = {
     "go": ("*.go", "go.mod"),
     "cargo": ("Cargo.toml", "build.rs", "*.rs", "config.toml"),
     **dict.fromkeys(("mvn", "gradle", "ant", "sbt"), ("pom.xml", "*.gradle", "*.kts", "build.xml")),
-    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno", "bun"), ()),
+    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno"), ()),
 }  # fmt: skip
 # Compilers, and where their program goes when no -o names it
 _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
