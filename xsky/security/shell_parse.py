@@ -351,6 +351,12 @@ _PROJECT_FILES: dict[str, tuple[str, ...]] = {
     "cargo": ("Cargo.toml", "build.rs", "*.rs", "config.toml"),
     **dict.fromkeys(("mvn", "gradle", "ant", "sbt"), ("pom.xml", "*.gradle", "*.kts", "build.xml")),
     **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno"), ()),
+    # an interpreter imports the modules of its script's folder (review18: `> helpers.py;
+    # python3 main.py`, main importing helpers, ran the value)
+    "python": ("*.py", "*.pth"),
+    "node": ("*.js", "*.mjs", "*.cjs"),
+    "ruby": ("*.rb",),
+    "perl": ("*.pm", "*.pl"),
 }  # fmt: skip
 # Compilers, and where their program goes when no -o names it
 _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
