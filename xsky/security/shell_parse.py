@@ -426,8 +426,10 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             made(a) for a in named
         ):
             for a in named:
-                write(a)
-            unknown = unknown or name in ("unzip", "tar")  # (what they unpack: its own names)
+                if not a.endswith("/"):  # (`cp a.txt docs/`: a folder, where a.txt lands)
+                    write(a)
+            # (what they unpack: its own names — not `tar czf out.tgz a.txt`, which packs)
+            unknown = unknown or name == "unzip" or (name == "tar" and _tar_extracts(args))
         if name in _SPLITTERS:
             prefix = named[-1] if len(named) > 1 else _SPLITTERS[name]
             if name == "csplit":
@@ -537,6 +539,25 @@ def _startup_files(name: str, args: list[str]) -> list[str]:
     if "l" in letters or "--login" in args[:end]:
         files += _STARTUP_LOGIN
     return files
+
+
+def _tar_extracts(args: list[str]) -> bool:
+    """Does tar given ``args`` unpack (-x, --extract, --get, or x in its first word's letters,
+    dashed or not) — or may it (an option the checker cannot read)?"""
+    if not args:
+        return False
+    first = args[0]
+    if not first.startswith("-") and "x" in first:
+        return True  # (`tar xzf a.tgz`)
+    for a in args:
+        if a in ("--extract", "--get") or (a[:1] == "-" and a[1:2] != "-" and "x" in a[1:]):
+            return True
+    return not any(
+        a in ("--create", "--list", "--append")
+        or (a[:1] == "-" and a[1:2] != "-" and any(c in a[1:] for c in "ctr"))
+        or (not a.startswith("-") and a is first and any(c in a for c in "ctr"))
+        for a in args
+    )
 
 
 def _script_word(argv: list[str]) -> str | None:
