@@ -350,13 +350,26 @@ _PROJECT_FILES: dict[str, tuple[str, ...]] = {
     "go": ("*.go", "go.mod"),
     "cargo": ("Cargo.toml", "build.rs", "*.rs", "config.toml"),
     **dict.fromkeys(("mvn", "gradle", "ant", "sbt"), ("pom.xml", "*.gradle", "*.kts", "build.xml")),
-    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno", "bun"), ()),
+    **dict.fromkeys(("java", "jshell", "tclsh", "wish", "expect", "Rscript", "deno"), ()),
+    # an interpreter imports the modules of its script's folder (review18: `> helpers.py;
+    # python3 main.py`, main importing helpers, ran the value)
+    "python": ("*.py", "*.pth"),
+    "node": ("*.js", "*.mjs", "*.cjs"),
+    "ruby": ("*.rb",),
+    "perl": ("*.pm", "*.pl"),
 }  # fmt: skip
 # Compilers, and where their program goes when no -o names it
 _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
               "javac": "", "go": ""}  # fmt: skip
 _SPLITTERS = {"split": "x", "csplit": "xx"}
 _FETCHERS = {"curl": ("-o", "--output"), "wget": ("-O", "--output-document")}
+# Programs that write their output to the file an option names
+_OUTPUT_OPTIONS = {
+    "sort": ("-o", "--output"), "shuf": ("-o", "--output"), "iconv": ("-o", "--output"),
+    "patch": ("-o", "--output"),
+}  # fmt: skip
+# A brace expansion in a word (`{f,g}.sh`, `f{1..3}.sh`): read as a glob of what it makes
+_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 
 
 def _made_here_14(parts: list[ShellCommand]) -> str | None:
@@ -377,12 +390,15 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
         nonlocal unknown
         if "$" in word or "`" in word or any(c in word for c in "*?["):
             unknown = True
-        names.add(posixpath.basename(posixpath.normpath(word)))
+        name = posixpath.basename(posixpath.normpath(word))
+        if _BRACES.search(name):  # (`tee {f,g}.sh`: each name the braces make)
+            patterns.add(_BRACES.sub("*", name))
+        names.add(name)
 
     def made(word: str) -> bool:
-        if "$" in word or "`" in word:
+        if "$" in word or "`" in word or "{}" in word:  # (find's -exec {}: a file it found)
             return bool(names or patterns or unknown)
-        name = posixpath.basename(posixpath.normpath(word))
+        name = _BRACES.sub("*", posixpath.basename(posixpath.normpath(word)))
         if any(c in name for c in "*?["):
             return any(fnmatch.fnmatchcase(n, name) for n in names) or bool(patterns or unknown)
         return (
@@ -410,8 +426,10 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             made(a) for a in named
         ):
             for a in named:
-                write(a)
-            unknown = unknown or name in ("unzip", "tar")  # (what they unpack: its own names)
+                if not a.endswith("/"):  # (`cp a.txt docs/`: a folder, where a.txt lands)
+                    write(a)
+            # (what they unpack: its own names — not `tar czf out.tgz a.txt`, which packs)
+            unknown = unknown or name == "unzip" or (name == "tar" and _tar_extracts(args))
         if name in _SPLITTERS:
             prefix = named[-1] if len(named) > 1 else _SPLITTERS[name]
             if name == "csplit":
@@ -420,6 +438,18 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
                     "xx",
                 )
             patterns.add(posixpath.basename(prefix) + "*")
+        if name in _OUTPUT_OPTIONS:  # (`sort f.txt -o f.sh`, `iconv -o f.sh`)
+            flags = _OUTPUT_OPTIONS[name]
+            for i, a in enumerate(args):
+                if a in flags and i + 1 < len(args):
+                    write(args[i + 1])
+                elif a.startswith("--output="):
+                    write(a[len("--output=") :])
+                elif a[:2] in flags and len(a) > 2 and not a.startswith("--"):
+                    write(a[2:])
+        if name in ("uniq", "xxd"):  # (their second operand is the file they write)
+            for a in named:
+                write(a)
         if name in _FETCHERS:
             flags = _FETCHERS[name]
             for i, a in enumerate(args):
@@ -451,8 +481,9 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
         name = program_name(part.argv[0])
         args = part.argv[1:]
         run = [w for w in (_script_word(part.argv),) if w is not None]
-        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?["):
+        if "/" in part.argv[0] or any(c in part.argv[0] for c in "*?[{"):
             run.append(part.argv[0])
+        run += _startup_files(_named(part.argv[0]), args)
         if name == "python":
             _, module = _interpreter_own_words(part.argv[0], args)
             if module:
@@ -471,6 +502,8 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
                 elif not a.startswith("-"):
                     run += [a, a + ".class"]
                     break
+        elif name == "psql":
+            run += _psql_files(args)  # (`> x.sql; psql -f x.sql`: its \! runs commands)
         elif name in ("make", "cmake", "go", "cargo"):
             run += [a for a in args if not a.startswith("-")]
             run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
@@ -482,6 +515,49 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             if made(word):
                 return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
     return None
+
+
+# The files a shell runs as it starts, from its home folder — the workspace, where the sandbox
+# sets HOME, or any folder a `HOME=…` before it names: bash's .bashrc when interactive (-i),
+# a login shell's (-l, --login) profiles, zsh's .zshenv always, fish's config.fish always
+_STARTUP_INTERACTIVE = (".bashrc", ".kshrc", ".mkshrc", ".zshrc")
+_STARTUP_LOGIN = (".bash_profile", ".bash_login", ".profile", ".zprofile", ".zlogin")
+
+
+def _startup_files(name: str, args: list[str]) -> list[str]:
+    """The names of the startup files shell ``name`` given ``args`` reads as commands (review18:
+    `printf %s "{{…}}" > .bashrc; bash -ic true` — HOME the workspace, or `HOME=. bash -ic` —
+    ran the value past deny shell(touch:*), allowed; only --rcfile's file was read)."""
+    if not _is_shell(name):
+        return []
+    if name == "fish":
+        return ["config.fish"]
+    letters, end, _ = _shell_options(args)
+    files = [".zshenv"] if name == "zsh" else []
+    if "i" in letters:
+        files += _STARTUP_INTERACTIVE
+    if "l" in letters or "--login" in args[:end]:
+        files += _STARTUP_LOGIN
+    return files
+
+
+def _tar_extracts(args: list[str]) -> bool:
+    """Does tar given ``args`` unpack (-x, --extract, --get, or x in its first word's letters,
+    dashed or not) — or may it (an option the checker cannot read)?"""
+    if not args:
+        return False
+    first = args[0]
+    if not first.startswith("-") and "x" in first:
+        return True  # (`tar xzf a.tgz`)
+    for a in args:
+        if a in ("--extract", "--get") or (a[:1] == "-" and a[1:2] != "-" and "x" in a[1:]):
+            return True
+    return not any(
+        a in ("--create", "--list", "--append")
+        or (a[:1] == "-" and a[1:2] != "-" and any(c in a[1:] for c in "ctr"))
+        or (not a.startswith("-") and a is first and any(c in a for c in "ctr"))
+        for a in args
+    )
 
 
 def _script_word(argv: list[str]) -> str | None:
@@ -1731,6 +1807,19 @@ _COMMAND_READERS = frozenset(
 )
 
 
+def _psql_files(args: list[str]) -> list[str]:
+    """The files psql runs the commands of (-f FILE, -fFILE, --file FILE, --file=FILE)."""
+    files: list[str] = []
+    for i, a in enumerate(args):
+        if a in ("-f", "--file"):
+            files.append(args[i + 1] if i + 1 < len(args) else "-")
+        elif a.startswith("--file="):
+            files.append(a[len("--file=") :])
+        elif a.startswith("-f") and len(a) > 2:
+            files.append(a[2:])
+    return files
+
+
 def _other_reader_reads_input(name: str, args: list[str]) -> bool:
     """Does a program that runs the code it reads — no shell, no interpreter of INTERPRETERS —
     read it from its input: make given ``-f -`` (``-f /dev/stdin``, ``--file=-``, in a cluster
@@ -1743,9 +1832,12 @@ def _other_reader_reads_input(name: str, args: list[str]) -> bool:
         # (sec14: a value piped to m4 — syscmd(…) —, gnuplot — system "…" — ran touch past
         # deny shell(touch:*), allowed; dc's !, psql's and mysql's \!, R's system() alike)
         if name in ("psql", "mysql", "mariadb"):
-            return not any(
-                a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args
-            )
+            if any(a.split("=", 1)[0] in ("-c", "--command", "-e", "--execute") for a in args):
+                return False
+            # `psql -f migrate.sql` reads its commands from the file, not its input (review18:
+            # asked for in every command holding a value); `-f -` reads its input
+            files = _psql_files(args) if name == "psql" else []
+            return not files or any(f == "-" or _input_script(f) for f in files)
         rest = [a for a in args if not a.startswith("-") or a == "-"]
         return not rest or _input_script(rest[0])
     if _TCL.fullmatch(name):
@@ -2270,19 +2362,28 @@ _AWKS = {"awk", "gawk", "mawk", "nawk", "busybox-awk"}
 
 
 _MAX_SUBCOMMAND_READINGS = 16
+# Options of GLOBAL_OPTIONS whose value may be left out (make's -j, --jobs: `make -j deploy`
+# runs the target deploy with no limit): the word after one may be the subcommand
+_OPTIONAL_VALUES = frozenset({"-j", "--jobs"})
 
 
-def subcommand_readings(argv: list[str]) -> list[list[str]]:
+def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) -> list[list[str]]:
     """``argv`` without its leading options, read every way the program may read them — for
     deny and ask rules, which a global option the checker does not know must not hide the
     subcommand from (sec14: `kubectl -nprod delete ns x`, `kubectl -v 9 delete`, `docker --tls
     run`, `docker -ldebug run`, `npm --registry URL publish` ran the subcommand past deny
     shell(kubectl delete:*), shell(docker run:*), shell(npm publish:*)). Each word past an
     option written without '=' may be that option's value or the subcommand: each reading
-    that may name the subcommand is given, up to the first word that surely does not."""
+    that may name the subcommand is given, up to the first word that surely does not.
+    ``named``: the only words the rules name as a subcommand of this program — readings that
+    begin with another are left out, and no word of the command is left unread (review18:
+    past 16 readings, `kubectl -v 1 …×16 delete ns x` was allowed under deny shell(kubectl
+    delete:*), and kubectl deletes); None: every reading, up to _MAX_SUBCOMMAND_READINGS."""
     name = argv[0].rsplit("/", 1)[-1]
+    known = GLOBAL_OPTIONS.get(name, {})
     out: list[list[str]] = []
-    for i in range(1, min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)):
+    last = len(argv) if named is not None else min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)
+    for i in range(1, last):
         word = argv[i]
         if word == "--":
             break
@@ -2290,11 +2391,17 @@ def subcommand_readings(argv: list[str]) -> list[list[str]]:
             continue
         if i == 1 and word.startswith("+") and name in ("cargo", "rustc", "rustup", "rustdoc"):
             continue  # (rustup's toolchain: `cargo +nightly publish`)
-        out.append([name, *argv[i:]])
+        if known.get(argv[i - 1]) and argv[i - 1] not in _OPTIONAL_VALUES:
+            # surely the value of an option the checker knows takes one (review18: `make -C
+            # deploy build` was denied under deny shell(make deploy:*), `git -C push status`
+            # under deny shell(git push:*) — normalized() reads them as make build, git status)
+            continue
+        if named is None or word in named:
+            out.append([name, *argv[i:]])
         before = argv[i - 1]
         if not (before.startswith("-") and len(before) > 1 and "=" not in before):
             break  # (surely no option's value: the subcommand, or the program's own word)
-        if len(out) >= _MAX_SUBCOMMAND_READINGS:
+        if named is None and len(out) >= _MAX_SUBCOMMAND_READINGS:
             break
     return out
 

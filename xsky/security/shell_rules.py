@@ -12,6 +12,7 @@ mode answers instead of them; what it understands and forbids is refused.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import posixpath
 import re
 from typing import Any
@@ -305,9 +306,15 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
     if reads_as_of((0, 12, 5)):
         # a deny or ask rule naming a subcommand holds past global options the checker does
         # not know (`kubectl -nprod delete`, `docker --tls run`: sec14)
-        for words in subcommand_readings(part.argv):
+        # A person's "allow for this run" of this very command answers the ask rules its
+        # readings meet (one of which asked them), as it answers the rule the command meets:
+        # the same call was asked again each time (review18: `docker --tls run alpine`)
+        approved = any(d.effect == "allow" and d.origin == "person" for d in decisions)
+        for words in subcommand_readings(part.argv, _named_subcommands(part.argv[0], check)):
             read = decide_one("shell", " ".join(words), check)
-            if read.rule is not None and read.effect in ("deny", "ask"):
+            if read.rule is not None and (
+                read.effect == "deny" or (read.effect == "ask" and not approved)
+            ):
                 decisions.append(read)
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
@@ -380,6 +387,25 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
     return None
+
+
+def _named_subcommands(program: str, check: Check) -> frozenset[str] | None:
+    """The words deny and ask rules name as ``program``'s subcommand (`shell(kubectl
+    delete:*)` → delete) — None when a rule's first words are a pattern, which may name any."""
+    name = program.rsplit("/", 1)[-1]
+    words: set[str] = set()
+    for rule in [*check.rules["deny"], *check.rules["ask"]]:
+        spec = rule.specifier
+        if spec is None or not fnmatch.fnmatchcase("shell", rule.tool):
+            continue
+        spec = spec[1:] if spec.startswith("=") else spec
+        spec = spec[:-2] if spec.endswith(":*") else spec
+        head = spec.split(None, 2)
+        if not head or any(c in " ".join(head[:2]) for c in "*?["):
+            return None
+        if head[0].rsplit("/", 1)[-1] == name and len(head) > 1:
+            words.add(head[1])
+    return frozenset(words)
 
 
 def _macro_value(argv: list[str], runtime: frozenset[str]) -> str | None:
