@@ -16,6 +16,7 @@ from rich.table import Table
 from cli.render import cell, err, out, print_json, print_problems, say_located, shown
 from client import Run, XSky
 from client.settings import resolve_roles
+from client.steer import names_task
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import REPLY_READ_MARKS, InterventionResult, ToolDecision
@@ -208,7 +209,7 @@ async def cmd_skip(args: argparse.Namespace) -> int:
             asked = [
                 r
                 for r in await run.requests()
-                if r.kind == "question" and r.task_id in (args.task, f"T-{args.task}")
+                if r.kind == "question" and names_task(r.task_id, args.task)
             ]
             if asked:
                 r = asked[0]

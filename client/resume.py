@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 from temporalio.service import RPCError
 
-from client.steer import no_task
+from client.steer import agent_named, no_task
 from xsky.errors import ConnectError, UsageError
 from xsky.lineage import descendants_clause
 from xsky.plan.budget import Limits, RunBudget
@@ -44,11 +44,12 @@ async def first_input(client: Client, handle: WorkflowHandle[Any, Any]) -> RunIn
 
 
 def agent_ids(wf_agents: list[str], tasks: list[str]) -> list[str]:
-    """Agent ids of ``tasks`` (T-3 or 3), refused with the list when one is not in the plan."""
+    """Agent ids of ``tasks`` (T-3 or 3, or as a person writes them: t-3, T3 — client/steer.py
+    agent_named), refused with the list when one is not in the plan."""
     out = []
     for task in tasks:
-        agent_id = task[2:] if task.startswith("T-") else task
-        if agent_id not in wf_agents:
+        agent_id = agent_named(wf_agents, task)
+        if agent_id is None:
             raise no_task(task, [f"T-{a}" for a in wf_agents], "the run's last plan")
         out.append(agent_id)
     return out

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -64,7 +64,18 @@ from client.resume import (
 from client.server_view import ServerView, server_view
 from client.settings import resolve_permissions
 from client.start import LINEAGE_KEY, launch
-from client.steer import check_signalled, find_task, no_task, predates_update, send_signal
+from client.steer import (
+    NO_SUCH_TASK,
+    agent_named,
+    check_signalled,
+    closest_task,
+    exact_task,
+    find_task,
+    loose_agents,
+    no_task,
+    predates_update,
+    send_signal,
+)
 from client.values import ConnectionLost, RunStatus, WorkerSilent
 from client.workers import serving, unanswered, untaken
 from client.workspace_files import workspace_folder, workspace_holder
@@ -343,11 +354,16 @@ class Run:
             reports = await self._reports_so_far()
         else:
             reports = reports_of(self._settings, result or await self.result())
-        report = next((a for a in reports if agent in (a.id, a.task_id, f"T-{a.task_id}")), None)
-        if report is None:
+        by_id = {a.id: a for a in reports}
+        named = agent_named(by_id, agent)
+        if named is None:
+            close = closest_task(agent, [f"T-{a}" for a in by_id])
+            meant = f" — did you mean {close.removeprefix('T-')}?" if close else ""
             raise UsageError(
-                f"no agent {agent} in {self.id}; agents: {', '.join(a.id for a in reports[:40])}"
+                f"no agent {agent} in {self.id}{meant}; agents: "
+                f"{', '.join(a.id for a in reports[:40])}"
             )
+        report = by_id[named]
         return report, result_text(self._settings, report)
 
     # -- steering -----------------------------------------------------------------------------
@@ -541,12 +557,14 @@ class Run:
                 else ""
             )
             return InterventionResult(
-                message=f"{self.id} has ended: {follow.id} resumes it — {task} and what depends "
+                message=f"{self.id} has ended: {follow.id} resumes it — T-{named} and what depends "
                 f"on it run again{also}; every completed result is carried over",
                 plan_version=None,
                 follow_up=follow.id,
             )
-        return await self._update(calls.RETRY_TASK, RetryTaskRequest(task_id=task, task=text))
+        return await self._task_update(
+            calls.RETRY_TASK, task, lambda task_id: RetryTaskRequest(task_id=task_id, task=text)
+        )
 
     async def follow_up(
         self, tasks: list[str], text: str | None = None, again: bool = False
@@ -754,36 +772,49 @@ class Run:
         with ``task`` its own cap. What was spent: ``(await run.board()).budget``."""
         if unknown := sorted(set(limits) - set(KEYS)):
             raise UsageError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(KEYS)}")
-        request = SetBudgetRequest.model_validate({**limits, "taskId": task, "reserve": reserve})
-        return await self._update(calls.SET_BUDGET, request)
+
+        def request(task_id: str | None) -> SetBudgetRequest:
+            return SetBudgetRequest.model_validate(
+                {**limits, "taskId": task_id, "reserve": reserve}
+            )
+
+        if task is None:
+            return await self._update(calls.SET_BUDGET, request(None))
+        return await self._task_update(calls.SET_BUDGET, task, request)
 
     # -- one agent at a time --------------------------------------------------------------------
 
     async def pause_task(self, task: str) -> InterventionResult:
         """Hold one agent (a running attempt stops; it goes on from its checkpoint when resumed)."""
-        return await self._update(calls.PAUSE_TASK, TaskRequest(task_id=task))
+        return await self._task_update(calls.PAUSE_TASK, task, _task_request)
 
     async def resume_task(self, task: str) -> InterventionResult:
-        return await self._update(calls.RESUME_TASK, TaskRequest(task_id=task))
+        return await self._task_update(calls.RESUME_TASK, task, _task_request)
 
     async def reset_task(self, task: str, fresh: bool = False) -> InterventionResult:
         """Start one agent's attempt again: from its checkpoint, or ``fresh`` from scratch."""
-        return await self._update(calls.RESET_TASK, ResetTaskRequest(task_id=task, fresh=fresh))
+        return await self._task_update(
+            calls.RESET_TASK, task, lambda task_id: ResetTaskRequest(task_id=task_id, fresh=fresh)
+        )
 
     async def set_task_timeout(self, task: str, seconds: float) -> InterventionResult:
         """Seconds one agent's next attempt may take."""
-        return await self._update(
-            calls.SET_TASK_TIMEOUT, TaskTimeoutRequest(task_id=task, seconds=seconds)
+        return await self._task_update(
+            calls.SET_TASK_TIMEOUT,
+            task,
+            lambda task_id: TaskTimeoutRequest(task_id=task_id, seconds=seconds),
         )
 
     async def skip(self, task: str, result: str = "") -> InterventionResult:
-        return await self._update(calls.SKIP_TASK, SkipTaskRequest(task_id=task, result=result))
+        return await self._task_update(
+            calls.SKIP_TASK, task, lambda task_id: SkipTaskRequest(task_id=task_id, result=result)
+        )
 
     async def cancel(self, task: str | None = None) -> str:
         """Cancel one task, or the whole run without one."""
 
         if task is not None:
-            return (await self._update(calls.CANCEL_TASK, TaskRequest(task_id=task))).message
+            return (await self._task_update(calls.CANCEL_TASK, task, _task_request)).message
         await self._running("cancel")
         await self.handle.cancel()
         return f"cancellation of {self.id} requested: it ends Cancelled once any running agents have stopped"
@@ -804,13 +835,37 @@ class Run:
     # -- transcripts --------------------------------------------------------------------------
 
     async def task(self, task: str) -> TaskView:
-        """The board row of a task, by task id (T-3 or 3) or agent id."""
+        """The board row of a task, by task id (T-3 or 3) or agent id — or as a person writes
+        them (t-3, T3, another case: client/steer.py agent_named) when that names only one."""
         ids: list[str] = []  # (the ids the refusal names)
+        loose: dict[str, TaskView] = {}  # (the rows it may mean, written another way)
         async for page in self.board_pages():
             ids += [t.id for t in page.tasks]
-            if (found := find_task(page.tasks, task)) is not None:
+            if (found := exact_task(page.tasks, task)) is not None:
                 return found
+            rows = {t.agent_id: t for t in page.tasks}
+            loose.update((a, rows[a]) for a in loose_agents(rows, task))
+        if len(loose) == 1:
+            return next(iter(loose.values()))
         raise no_task(task, ids, self.id)
+
+    async def _task_update(
+        self, update: calls.Update, task: str, request: Callable[[str], Any]
+    ) -> InterventionResult:
+        """The update ``update`` about one task, ``request(task id)``: ``task`` as given, and
+        when the run has no task of that exact id (it finds T-3 or 3 only) the id of the one it
+        names as a person writes it (t-3, T3: :meth:`task`) — sent as the run names it, never as
+        typed. A name that is no task's is refused saying the id it is closest to."""
+        try:
+            return await self._update(update, request(task))
+        except RefusedError as e:
+            if not str(e).startswith(NO_SUCH_TASK):
+                raise
+            refused = e
+        row = await self.task(task)  # (none: no_task, with the id it is closest to)
+        if row.id in (task, f"T-{task}"):
+            raise refused  # (the run refused the very id: a plan changed between)
+        return await self._update(update, request(row.id))
 
     async def board_pages(self) -> AsyncIterator[BoardPage]:
         """The whole task board, a page of up to 2,000 tasks at a time."""
@@ -878,6 +933,10 @@ class Run:
         arguments and results, permission decisions, tokens and timings."""
         data = await self.transcript_bytes(await self.transcript_key(task))
         return parse_lines(data.decode("utf-8", errors="replace"))
+
+
+def _task_request(task_id: str) -> TaskRequest:
+    return TaskRequest(task_id=task_id)
 
 
 def stored_board_page(board: dict[str, Any], req: PageRequest) -> BoardPage:
