@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import re
 import uuid
 
@@ -26,6 +25,7 @@ from xsky.config import load_settings
 from xsky.errors import ConnectError, RunNotFoundError, UsageError
 from xsky.kinds import AgentInfo
 from xsky.plan.planning import PlanRequest
+from xsky.run_ids import near_run_ids
 from xsky.safe_text import xml_safe
 
 
@@ -81,7 +81,7 @@ async def _existing_run(text: str) -> Run | None:
         close: list[str] = []
         if not text.startswith("xsky-") and _id_shaped(text):
             recent = [r.id for r in await x.runs(limit=200)]
-            close = difflib.get_close_matches(text, recent, n=1, cutoff=0.8)
+            close = near_run_ids(text, recent, parts=False, most=1)
             if not close:  # planned, as a one-word request; said, should an id have been meant
                 err.print(
                     cell(

@@ -159,9 +159,9 @@ def _check_run(settings: Settings, run_id: str) -> None:
 
     try:
         asyncio.run(ask())
-    except RunNotFoundError:
+    except RunNotFoundError as e:  # (its fact names the nearest recent run, if one is near)
         raise UsageError(
-            f"no run with id {run_id}; `starter.py list` shows the recent ones "
+            f"{e.fact}; `starter.py list` shows the recent ones "
             "(or open the page without an id: it lists them)"
         ) from None
     except ConnectError as e:

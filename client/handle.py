@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from xsky.errors import (
 from xsky.leader.search import SEARCH_ATTRIBUTES, XSKY_STATUSES
 from xsky.lineage import NAME as LINEAGE
 from xsky.lineage import TYPE as LINEAGE_TYPE
+from xsky.run_ids import near_run_ids
 
 # What starting, loading and reading runs need is imported where it is used: `list` and
 # `status` of an unknown id need none of it (the plan's and the leader's models, a tenth of a
@@ -275,11 +275,7 @@ class XSky:
             ids = [wf.id async for wf in self.client.list_workflows(limit=recent)]
         except Exception:  # noqa: BLE001 - the run was not found; a hint is all this adds
             return []
-        ids = list(dict.fromkeys(ids))
-        close = difflib.get_close_matches(run_id, ids, n=2, cutoff=0.8)
-        if len(run_id.removeprefix("xsky-")) >= 5:
-            close += [i for i in ids if run_id in i and i not in close][:2]
-        return close[:2]
+        return near_run_ids(run_id, ids)
 
     async def runs(
         self,

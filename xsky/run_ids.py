@@ -6,6 +6,7 @@ of its own; a start that draws an id already taken draws again (client/handle.py
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
 import unicodedata
@@ -43,3 +44,18 @@ def run_id_base(task_id: str | None, name: str | None) -> str:
 def default_run_id(task_id: str | None, name: str | None, suffix: str | None = None) -> str:
     """``xsky-<slug>-<6 hex>`` (``suffix``: the hex part, for tests)."""
     return f"xsky-{run_id_base(task_id, name)}-{suffix or secrets.token_hex(3)}"
+
+
+def near_run_ids(run_id: str, ids: list[str], *, parts: bool = True, most: int = 2) -> list[str]:
+    """The ids of ``ids`` (recent runs') close to a mistyped ``run_id``, letters' case aside
+    (walk11: `status MY-FIRST-RUN` suggested nothing): a near spelling, or with ``parts`` the id
+    the text ends or is part of (`my-first-run`, `slow-2adde3`, `2adde3`: five characters or
+    more after any `xsky-`)."""
+    by_lower: dict[str, str] = {}
+    for i in ids:
+        by_lower.setdefault(i.lower(), i)
+    typed = run_id.strip().lower()
+    close = [by_lower[c] for c in difflib.get_close_matches(typed, list(by_lower), most, 0.8)]
+    if parts and len(typed.removeprefix("xsky-")) >= 5:
+        close += [i for i in by_lower.values() if typed in i.lower() and i not in close][:most]
+    return close[:most]

@@ -30,6 +30,11 @@ async def test_a_mistyped_run_id_names_the_nearest_recent_run(env: Env):
     await eventually(suggested, 30)  # (the server lists a run a moment after it started)
     code, _, err = await starter(env, "status", wid.removeprefix("xsky-"))  # the prefix left out
     assert code == 2 and f"(did you mean {wid}?)" in err, err
+    # in capitals (walk11: `status MY-FIRST-RUN` suggested nothing), by every command
+    for command in (["status"], ["result"], ["log", "T-1"], ["diff", wid]):
+        typed = wid.removeprefix("xsky-").upper()
+        code, _, err = await starter(env, command[0], typed, *command[1:])
+        assert code == 2 and f"(did you mean {wid}?)" in err, (command, err)
     # nothing near: no suggestion
     with pytest.raises(RunNotFoundError) as e:
         await x.get("zzzz-unrelated")
