@@ -47,6 +47,33 @@ def test_unknown_dependency_names_the_ids_that_exist():
     assert "depends on unknown agent '7'" in msg and "1, 2" in msg
 
 
+@pytest.mark.parametrize(
+    ("dep", "meant"),
+    [
+        ("T-1", "'1'"),
+        ("t-1", "'1'"),
+        ("T1", "'1'"),
+        ("T-Search", "'search'"),
+        ("t-search", "'search'"),
+    ],
+)
+def test_a_dependency_written_as_a_task_id_names_the_agent_id_it_means(dep: str, meant: str):
+    """walk11: `depends="T-1"` said only "unknown agent 'T-1'" — the board and every steering
+    command call agent 1 T-1, so a person writes it so."""
+    (msg,) = messages(plan(("1", ""), ("search", ""), ("2", f"1,{dep}")))
+    assert msg.startswith(
+        f"agent 2 depends on unknown agent {dep!r} (did you mean {meant}? {dep!r} is its task id: "
+        "depends names agent ids); ids in this plan: 1, search, 2"
+    ), msg
+
+
+def test_a_task_id_of_no_agent_is_not_taken_for_one():
+    (msg,) = messages(plan(("1", ""), ("2", "T-7")))
+    assert "task id" not in msg and "depends on unknown agent 'T-7'" in msg
+    (msg,) = messages(plan(("ab", ""), ("AB", ""), ("2", "t-Ab")))  # ab or AB: not guessed
+    assert "task id" not in msg, msg
+
+
 def test_self_dependency_is_reported():
     (msg,) = messages(plan(("1", "1")))
     assert msg.startswith("agent 1 depends on itself")

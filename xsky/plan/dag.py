@@ -7,6 +7,7 @@ order, never over a set, so the workflow can call them during replay.
 from __future__ import annotations
 
 import heapq
+import re
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -102,10 +103,14 @@ def _validate(
                     )
                 )
             elif j is None:
+                meant = (
+                    _task_id_of(dep, index_of)
+                    or _by_name(dep, agents, named)
+                    or nearest(dep, index_of)
+                )
                 problems.append(
                     Problem(
-                        f"agent {agent.id} depends on unknown agent {dep!r}"
-                        f"{_by_name(dep, agents, named) or nearest(dep, index_of)}; "
+                        f"agent {agent.id} depends on unknown agent {dep!r}{meant}; "
                         f"ids in this plan: {_short_list(index_of)}",
                         agent_index=i,
                         agent_id=agent.id,
@@ -184,6 +189,25 @@ def _edges(agents: list[WorkflowAgent]) -> dict[str, list[str]]:
     for a in agents:
         graph.setdefault(a.id, [d for d in a.depends if d in ids and d != a.id])
     return graph
+
+
+# A task id's ``T-`` (``T-1``, ``t-1``, ``T1``: no dash before a digit), which the board puts
+# before an agent's id.
+TASK_ID = re.compile(r"t(?:-|(?=[0-9]))(.+)", re.IGNORECASE)
+
+
+def _task_id_of(dep: str, index_of: Mapping[str, int]) -> str:
+    """What a dependency written as a task id (``depends="T-1"``, as the board and the
+    steering commands name agents) names: the agent id to write instead, or "" — the id after
+    ``T-`` as it is, else in another case when only one agent has it."""
+    written = TASK_ID.fullmatch(dep)
+    if written is None:
+        return ""
+    rest = written[1]
+    ids = [rest] if rest in index_of else [a for a in index_of if a.casefold() == rest.casefold()]
+    if len(ids) != 1:
+        return ""
+    return f" (did you mean {ids[0]!r}? {dep!r} is its task id: depends names agent ids)"
 
 
 def _by_name(dep: str, agents: list[WorkflowAgent], named: dict[str, list[str]]) -> str:
