@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 
 from rich.table import Table
 
@@ -99,12 +100,29 @@ def cmd_add_source(args: argparse.Namespace) -> int:
     if not change.changed:
         out.print(f"{shown(args.kind)} {where} is already registered in {shown(change.file)}")
         return 0
-    note = (
-        " (the default sources stay registered; remove any with `skills remove-source KIND`)"
+    # The command that takes away what was added, exactly (walk11: the hint said
+    # `skills remove-source KIND`, which — followed as written — removed the kind's default
+    # place and kept the folder just added).
+    undo = shlex.join(
+        [
+            "starter.py",
+            "skills",
+            "remove-source",
+            args.kind,
+            *([args.path] if args.path else []),
+            *(["--user"] if args.user else []),
+        ]
+    )
+    kept = (
+        "; the default sources stay registered beside it (without a PATH, "
+        "`skills remove-source KIND` removes a kind's default place)"
         if change.defaults_kept
         else ""
     )
-    out.print(f"registered {shown(args.kind)} {where} in {shown(change.file)}{note}")
+    out.print(
+        f"registered {shown(args.kind)} {where} in {shown(change.file)}; `{shown(undo)}` "
+        f"removes it{kept}"
+    )
     return 0
 
 

@@ -39,3 +39,29 @@ def test_a_folder_that_does_not_exist_yet_is_still_registered_with_a_note(
     said = capsys.readouterr()
     assert "does not exist yet; it is watched once it does" in " ".join(said.err.split())
     assert "registered codex" in said.out
+
+
+@pytest.mark.parametrize("user", [False, True])
+def test_the_hint_after_add_source_is_the_command_that_removes_what_was_added(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], user: bool
+) -> None:
+    """walk11: the hint said `skills remove-source KIND`, and following it as written removed
+    the kind's default place, not the folder just added."""
+    import json
+    import re
+    import shlex
+
+    folder = tmp_path / "my transcripts"
+    folder.mkdir()
+    where = ["--user"] if user else []
+    assert main(["skills", "add-source", "claude-code", str(folder), *where]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    undo = re.search(r"`(starter\.py skills remove-source [^`]*)` removes it", said)
+    assert undo is not None, said
+    assert "the default sources stay registered beside it" in said
+    assert main(shlex.split(undo[1])[1:]) == 0  # followed as written
+    file = tmp_path / "user.json" if user else project / ".xsky" / "settings.json"
+    sources = json.loads(file.read_text()).get("skills", {}).get("sources")
+    # what was added is gone, the defaults stay (back to no list at all: the defaults apply)
+    assert sources is None or {"kind": "claude-code"} in sources, sources
+    assert not any(s.get("path") for s in sources or []), sources
