@@ -91,6 +91,31 @@ def tally(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
+def leader_line(text: str) -> str:
+    """The leader's line as a person reads it: a parenthesis inside another said after a
+    semicolon instead (walk11: ``leader: off (no model configured on the workers (T-3 was
+    answered offline)): …`` → ``leader: off (no model configured on the workers; T-3 was
+    answered offline): …``). Other lines, and parentheses one deep, are left as they are."""
+    if not text.startswith("leader:"):
+        return text
+    said: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            if depth == 2:
+                while said and said[-1] == " ":  # ("workers (T-3": no space before the ;)
+                    said.pop()
+                said.append("; ")
+                continue
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+            if depth == 1:
+                continue
+        said.append(ch)
+    return "".join(said)
+
+
 def page_note(page: BoardPage) -> str:
     """What a page of a large board leaves out, and how to see it."""
     shown = len(page.tasks)

@@ -9,6 +9,7 @@ import asyncio
 
 from rich.table import Table
 
+from cli.board import leader_line
 from cli.render import cell, one_line, out, print_json
 from client import XSky
 from xsky.config import load_settings
@@ -47,7 +48,7 @@ async def cmd_ledger(args: argparse.Namespace) -> int:
     if args.json:
         print_json(view.wire())
         return 0
-    out.print(cell(f"leader: {view.mode}", style="bold"))
+    out.print(cell(leader_line(f"leader: {view.mode}"), style="bold"))
     out.print(cell(f"goal: {one_line(view.goal, 200)}"))
     status = None if view.goal_check else await run.temporal_status()
     out.print(cell(f"goal check: {goal_check_line(view.goal_check, status)}"))

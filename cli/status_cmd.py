@@ -80,7 +80,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         # (the board's code, once there is a run to show: an unknown id is answered without it)
         from activities.artifacts import removed_by_gc
         from activities.storage import open_objects
-        from cli.board import agent_shown, board_table, page_note, tally
+        from cli.board import agent_shown, board_table, leader_line, page_note, tally
         from cli.follow_cmd import watch
         from cli.render import cell, one_line, out, print_json
         from client.attempts import attempt_ends, retry_lines
@@ -124,7 +124,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         )
     )
     for note in page.notes:  # markdown for the Web UI, holding agents' questions: literal here
-        out.print(cell(note.replace("**", "")))
+        out.print(cell(leader_line(note.replace("**", ""))))
     if page.budget is not None and page.budget.limits is None:  # (a budget is among the notes)
         out.print(cell(page.budget.summary()))
     if gone:
