@@ -9,7 +9,9 @@ activity on the leader's task queue, so no payload grows with the plan.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 from temporalio import activity
@@ -28,7 +30,7 @@ from xsky.artifacts import (
 )
 from xsky.config import Settings
 from xsky.leader.search import SEARCH_ATTRIBUTES
-from xsky.runs import LeaderSetup
+from xsky.runs import LeaderSetup, PendingAttempt, PendingAttempts
 from xsky.settings_files import SettingsError, worker_layers
 
 
@@ -106,6 +108,30 @@ class LeaderStore:
             payloads_by_reference=activity.client().data_converter.external_storage is not None,
         )
 
+    @activity.defn(name="leader_attempts")
+    async def attempts(self, task_ids: list[str]) -> PendingAttempts:
+        """The agent activities of ``task_ids`` the server holds as pending in this run, each
+        scheduled (no worker has started it) or started: asked by the stall ladder before a
+        rung, so a task that only waits for a worker is not taken for a stalled one
+        (xsky/leader/ladder.py ``attempts_seen``). The leader's own run, described by the
+        server; only the tasks asked about are returned (a large run's pending are many)."""
+        wanted = set(task_ids)
+        info = activity.info()
+        if info.workflow_id is None:  # not a leader's: no run to describe
+            return PendingAttempts()
+        described = await (
+            activity.client()
+            .get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+            .describe()
+        )
+        return PendingAttempts(
+            attempts=[
+                _pending(p)
+                for p in described.raw_description.pending_activities
+                if p.activity_type.name == "run_agent" and _task_of(p.activity_id) in wanted
+            ]
+        )
+
     def _delegation(self) -> tuple[list[str], list[str]]:
         """The rules this worker's user settings delegate to the leader, and its deny rules
         (a broken file delegates nothing: the worker's start already said what is wrong)."""
@@ -120,4 +146,39 @@ class LeaderStore:
         )
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.put, self.get, self.seal, self.drop, self.setup]
+        return [self.put, self.get, self.seal, self.drop, self.setup, self.attempts]
+
+
+# The server's pending activity states (temporalio.api.enums.v1.PendingActivityState): an
+# attempt paused by an operator has not started either; one asked to pause still runs.
+_STATES: dict[int, str] = {
+    1: "scheduled",
+    2: "started",
+    3: "cancel_requested",
+    4: "scheduled",
+    5: "started",
+}
+
+
+# An attempt's activity id (workflows/leader/io.py agent_activity, hosts.py's reroutes).
+_ATTEMPT_ID = re.compile(r"(.+)-v\d+-d\d+(?:-r\d+)?")
+
+
+def _task_of(activity_id: str) -> str | None:
+    found = _ATTEMPT_ID.fullmatch(activity_id)
+    return found.group(1) if found else None
+
+
+def _pending(p: Any) -> PendingAttempt:
+    def at(field: str) -> Any:
+        return getattr(p, field).ToDatetime(tzinfo=UTC) if p.HasField(field) else None
+
+    return PendingAttempt(
+        activity_id=p.activity_id,
+        state=_STATES.get(p.state, "scheduled"),  # type: ignore[arg-type]
+        attempt=p.attempt or 1,
+        scheduled_at=at("scheduled_time"),
+        started_at=at("last_started_time"),
+        heartbeat_at=at("last_heartbeat_time"),
+        worker=p.last_worker_identity or None,
+    )

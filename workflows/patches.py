@@ -453,6 +453,18 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.5",
         delete_when="no skill entity that took such a call before v0.12.5 is still open",
     ),
+    "stall-waits-for-worker": Patch(
+        what="before a stall ladder's rung the leader asks the server (activity leader_attempts, "
+        "its own run described) whether the task's attempt runs: one scheduled that no worker "
+        "has started (none polls its queue, or the one that had it was lost) is not stalled — "
+        "its idle clock starts over and the board says 'waiting for a worker' — and one "
+        "started counts its idle time from its start; a direct tool agent (no model to read a "
+        "nudge) is not nudged, the rung only counted. Before, a task that only waited for a "
+        "worker was nudged at 180 s, restarted, then failed 'stalled' and replanned",
+        since="v0.12.6",
+        delete_when="no run started before v0.12.6 is still open (their ladders climb for "
+        "attempts that wait for a worker, and nudge direct tool agents)",
+    ),
 }
 """The live patches, by id."""
 

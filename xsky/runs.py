@@ -359,6 +359,26 @@ class ProgressReport(Wire):
     host: str | None = None  # the worker's host (XSKY_HOST): the board shows where a task runs
 
 
+class PendingAttempt(Wire):
+    """One of a run's agent activities the server holds as pending (``leader_attempts``):
+    scheduled (no worker has started it: none polls its queue, or the one that had it was
+    lost and the retry waits for another) or started by a worker."""
+
+    activity_id: str
+    state: Literal["scheduled", "started", "cancel_requested"]
+    attempt: int = 1  # Temporal's attempt number
+    scheduled_at: datetime | None = None  # when the current attempt was scheduled
+    started_at: datetime | None = None  # when a worker last started it
+    heartbeat_at: datetime | None = None
+    worker: str | None = None  # the identity of the worker that last had it
+
+
+class PendingAttempts(Wire):
+    """A run's pending agent activities, as the server describes the run (``leader_attempts``)."""
+
+    attempts: list[PendingAttempt] = Field(default_factory=list)
+
+
 FinalStatus = Literal["completed", "failed", "cancelled"]
 
 

@@ -198,8 +198,8 @@ async def test_automatic_replan_on_failure_stops_at_the_cap(env: Env):
 
 
 async def test_the_stall_ladder_nudges_restarts_replans_and_escalates(env: Env):
-    """The wiring: the leader's timer drives the ladder, a nudge reaches the agent's nudges,
-    a restart and the replan dispatch again, the escalation is a request a person answers.
+    """The wiring: the leader's timer drives the ladder (the server asked, before each rung,
+    whether the attempt runs: it does), a restart and the replan dispatch again, the escalation is a request a person answers.
     (Which rung is due when, exactly: tests/unit/test_leader_core_rules.py.)"""
     await env.start_worker()
     stalled = noop("1", 120, extra=', "heartbeatTimeout": 1.5')
@@ -215,8 +215,9 @@ async def test_the_stall_ladder_nudges_restarts_replans_and_escalates(env: Env):
     assert (
         b["1"].status == "blocked" and b["1"].attempt == 4
     )  # d1, restart d2, replan → d3, restart d4
-    nudges = await handle.query(LeaderWorkflow.nudges, TaskRequest(task_id="T-1"))
-    assert len(nudges) == 2 and all("no progress" in n for n in nudges)
+    # A direct tool call has no model to read a nudge: the nudge rung is only counted
+    # (patch stall-waits-for-worker; a model agent's nudges: tests/unit/test_stall_waits_for_worker.py).
+    assert await handle.query(LeaderWorkflow.nudges, TaskRequest(task_id="T-1")) == []
     history = await handle.query(LeaderWorkflow.plan_history)
     assert any("automatic replan 1/1: T-1 stalled" in v.reason for v in history)
     # A person decides: skip it.

@@ -66,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
         parse_workflow_source,
         schema_files_read_as_before_v0_11_8,
     )
-    from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, RunInput
+    from xsky.runs import AgentInput, AgentOutcome, LeaderSetup, PendingAttempts, RunInput
     from xsky.safe_text import printable
 
 # A history this small after reading the state may continue as new whenever Temporal says.
@@ -125,6 +125,34 @@ async def setup() -> LeaderSetup | None:
             raise asyncio.CancelledError() from None
         workflow.logger.warning("run set-up failed, search attributes off: %s", describe_failure(e))
         return None
+
+
+async def attempts_checked(core: LeaderCore) -> set[str] | None:
+    """Before the stall ladder climbs, the server is asked whether the due tasks' attempts
+    run (patch stall-waits-for-worker): one only waiting for a worker — no worker polls its
+    queue, or the one that had it was lost and the retry waits for another — is not stalled,
+    and its idle clock starts over (``LeaderCore.attempts_seen``). The tasks asked about
+    (None: none due, or a history recorded before the patch: the ladder climbs as ever)."""
+    due = core.stalls_due(workflow.now())
+    if not due or not patched("stall-waits-for-worker"):
+        return None
+    try:
+        found = await workflow.execute_activity(
+            "leader_attempts",
+            due,
+            result_type=PendingAttempts,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=RetryPolicy(maximum_attempts=2),
+            summary=_summary(f"stall ladder: are {', '.join(due[:5])} running?"),
+        )
+    except ActivityError as e:
+        if cancelled(e):
+            raise asyncio.CancelledError() from None
+        # not known: the ladder climbs as it did before it asked
+        workflow.logger.warning("the run's attempts not described: %s", describe_failure(e))
+        return set(due)
+    core.attempts_seen(due, found.attempts, workflow.now())
+    return set(due)
 
 
 def agent_activity(

@@ -259,7 +259,9 @@ class LeaderWorkflow(LeaderQueries, LeaderSignals):
                     self._attempts.settle_local()
                     core.take_changed()
                     self._timer.clear()
-                    self._apply(core.tick(workflow.now()))
+                    # a task whose rung is due but whose attempt waits for a worker: no rung
+                    checked = await leader_io.attempts_checked(core)
+                    self._apply(core.tick(workflow.now(), checked))
                     self._metrics.spent(core.take_settled())
                     leader_io.offload_history(core)
                     self._board.publish(core)

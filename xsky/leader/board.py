@@ -25,6 +25,7 @@ from xsky.leader.commands import (
     StopReason,
 )
 from xsky.leader.limits import ERROR_CHARS, NOTE_CHARS, cut
+from xsky.leader.stall import WAITING_FOR_WORKER
 from xsky.leader.state import BoardState
 from xsky.leader.tasks import StoredStatus, TaskState, derive_statuses
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -239,6 +240,8 @@ class TaskBoard:
         if task.stored == "dispatched":
             self.set_stored(task, "in_progress")
             task.started_at = task.started_at or now
+        if (task.last_progress or "").startswith(WAITING_FOR_WORKER):
+            task.last_progress = None  # a worker has it now (set only by stall-waits-for-worker)
         if report.progress:
             task.last_progress_at = now
             if report.message:

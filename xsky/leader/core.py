@@ -25,7 +25,7 @@ move something, never by the passes the loop makes every time (dispatch, tick) u
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 from xsky.leader.attempt_input import AttemptInputs
@@ -77,7 +77,7 @@ from xsky.leader.views import Views
 from xsky.plan import loops
 from xsky.plan.budget import BudgetShare, Usage, with_plan
 from xsky.plan.models import Workflow, WorkflowAgent
-from xsky.runs import AgentOutcome, ProgressReport, RunInput
+from xsky.runs import AgentOutcome, PendingAttempt, ProgressReport, RunInput
 
 
 class LeaderCore:
@@ -611,9 +611,10 @@ class LeaderCore:
 
     # -- time passing --------------------------------------------------------------------------------
 
-    def tick(self, now: datetime) -> list[Command]:
+    def tick(self, now: datetime, checked: Collection[str] | None = None) -> list[Command]:
         """Time passed: a review past its deadline is decided, requests past theirs expire,
-        the stall ladder climbs."""
+        the stall ladder climbs (``checked``: only for the tasks whose attempt the server
+        was asked about, see :meth:`stalls_due`)."""
         review_due = self.plans.review_due()
         if review_due is not None and now >= review_due:
             # An automatic replan's review (a first plan's is timed by the shell's review gate).
@@ -641,7 +642,7 @@ class LeaderCore:
                     now,
                     error=f"no answer to {request.id} within {self.options.request_timeout:g}s",
                 )
-        return self._stalls(now)
+        return self._stalls(now, checked)
 
     def _end_for_budget(self, why: str, now: datetime) -> None:
         """Nobody raised the run's spent budget in time: it ends failed, what did not run is
@@ -654,7 +655,36 @@ class LeaderCore:
                 self.board.set_waiting(task, None)
                 self.board.finish(task, "cancelled", now, error="not run: the budget was spent")
 
-    def _stalls(self, now: datetime) -> list[Command]:
+    def stalls_due(self, now: datetime) -> list[str]:
+        """The running tasks (ids) whose next rung is due, as :meth:`tick` would weigh them,
+        nothing changed: the workflow asks the server whether their attempts run
+        (:meth:`attempts_seen`) before the ladder climbs (a local activity's is not found
+        there: it runs in the leader's own worker, and climbs as ever)."""
+        judged = self.oversight.stall_consults
+        return [
+            task.id
+            for task, _, _ in self.ladder.due(
+                now,
+                skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
+                can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
+            )
+        ]
+
+    def attempts_seen(
+        self, task_ids: Collection[str], pending: list[PendingAttempt], now: datetime
+    ) -> None:
+        """The server's word on the attempts of ``task_ids`` (their rungs due): one that waits
+        for a worker is not stalled — its idle clock starts over, the board says it waits."""
+        for task_id in task_ids:
+            task = self.board.task_by_id(task_id)
+            if task is None or task.stored not in RUNNING:
+                continue
+            note = self.ladder.attempts_seen(task, pending, now)
+            if note is not None:
+                self.flow.log.append(f"stall ladder: {task.id} not climbed, {note}")
+            self.flow.changed = True
+
+    def _stalls(self, now: datetime, checked: Collection[str] | None = None) -> list[Command]:
         """Each running task whose next rung is due: the coordinator looks for the root cause,
         or the ladder climbs."""
         commands: list[Command] = []
@@ -663,6 +693,7 @@ class LeaderCore:
             now,
             skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
             can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
+            checked=checked,
         ):
             self.flow.log.append(f"stall ladder: {task.id} {action} ({message})")
             self.flow.changed = True

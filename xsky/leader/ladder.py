@@ -1,10 +1,17 @@
 """The stall ladder, as the core climbs it: for a running task without progress, nudge →
 restart from its checkpoint → replan (while the run's replans last) → escalate to a person;
 any progress starts it over (xsky/leader/stall.py has the rungs' timing and words). Past the
-nudge, the coordinator may look for the root cause first (the router asks it)."""
+nudge, the coordinator may look for the root cause first (the router asks it).
+
+A task whose attempt waits for a worker (its activity scheduled, no worker has started it:
+none polls its queue, or the one that had it was lost and the retry waits for another) is
+not stalled: before a rung, the workflow asks the server (activity ``leader_attempts``) and
+:meth:`StallLadder.attempts_seen` restarts such a task's idle clock instead of climbing
+(patch stall-waits-for-worker)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 
@@ -14,6 +21,7 @@ from xsky.leader.commands import RUNNING, Command, StopReason
 from xsky.leader.requests import RequestBook
 from xsky.leader.stall import (
     ESCALATED,
+    WAITING_FOR_WORKER,
     StallAction,
     seconds_to_next_step,
     stall_message,
@@ -21,8 +29,8 @@ from xsky.leader.stall import (
 )
 from xsky.leader.state import LadderState, Nudge
 from xsky.leader.tasks import TaskState
-from xsky.plan.agent_config import StallWindows, stall_windows
-from xsky.runs import RunOptions
+from xsky.plan.agent_config import StallWindows, stall_windows, tool_name
+from xsky.runs import PendingAttempt, RunOptions
 
 # An automatic replan, as the router makes it: (reason, force) → its commands.
 Replan = Callable[[str, bool], list[Command]]
@@ -53,6 +61,7 @@ class StallLadder:
     def forget(self, task_id: str) -> None:
         """The task starts the ladder over (it progressed, was retried, or the plan changed)."""
         self.state.levels.pop(task_id, None)
+        self.state.since.pop(task_id, None)
 
     def progressed(self, task_id: str) -> None:
         """Progress starts the ladder over — but not past an escalation a person must answer."""
@@ -63,24 +72,66 @@ class StallLadder:
         """The coordinator restarted the task with an instruction: the restart's rung."""
         self.state.levels[task_id] = 2
 
-    @staticmethod
-    def idle(task: TaskState, now: datetime) -> float:
+    def idle(self, task: TaskState, now: datetime) -> float:
+        """Seconds without progress: since the last progress, the attempt's start or its
+        dispatch — and no earlier than when its attempt was last seen waiting for a worker, or
+        started by one (``attempts_seen``)."""
         since = task.last_progress_at or task.started_at or task.dispatched_at or now
+        seen = self.state.since.get(task.id)
+        if seen is not None and seen > since:
+            since = seen
         return (now - since).total_seconds()
 
     def due(
-        self, now: datetime, skip: Callable[[str], bool], can_replan: Callable[[], bool]
+        self,
+        now: datetime,
+        skip: Callable[[str], bool],
+        can_replan: Callable[[], bool],
+        checked: Collection[str] | None = None,
     ) -> Iterator[tuple[TaskState, StallAction, str]]:
         """The running tasks whose next rung is due (none of ``skip``: being stopped, or
         judged), one at a time: the caller acts on each before the next is weighed (a replan
-        one made leaves none for the next)."""
+        one made leaves none for the next). ``checked`` (patch stall-waits-for-worker): only
+        the tasks whose attempt the server was asked about climb; another's rung waits for its
+        own check (it is due: the next deadline is now)."""
         for task, windows in self._running(list(self.board.active), skip):
             idle = self.idle(task, now)
             if idle < windows.nudge_after and idle < windows.restart_after:
                 continue  # short of every rung: none is due (most running tasks, most of the time)
             action = stall_step(self.level(task.id), idle, windows, can_replan())
-            if action is not None:
+            if action is not None and (checked is None or task.id in checked):
                 yield task, action, stall_message(action, idle)
+
+    def attempts_seen(
+        self, task: TaskState, pending: Iterable[PendingAttempt], now: datetime
+    ) -> str | None:
+        """What the server holds of a task's current attempt, asked as its rung came due: one
+        waiting for a worker restarts its idle clock (no rung: it is not stalled, it has not
+        run) and says so on the board; one started counts its idle time from no earlier than
+        its start (a retry a worker took after the last one was lost). The board's note when
+        it waits, else None (started, or not found: the ladder climbs as ever)."""
+        mine = re.compile(rf"{re.escape(task.id)}-v\d+-d{task.attempt}(?:-r\d+)?")
+        found = [p for p in pending if mine.fullmatch(p.activity_id)]
+        started = [p.started_at for p in found if p.state == "started" and p.started_at]
+        if started:
+            since = max(started)
+            if since > self.state.since.get(task.id, since - timedelta(seconds=1)):
+                self.state.since[task.id] = since
+            if (task.last_progress or "").startswith(WAITING_FOR_WORKER):
+                task.last_progress = None
+            return None
+        waiting = [p for p in found if p.state == "scheduled"]
+        if not waiting:
+            return None
+        self.state.since[task.id] = now
+        attempt = max(waiting, key=lambda p: p.attempt)
+        when = attempt.scheduled_at or task.dispatched_at or now
+        task.last_progress = (
+            f"{WAITING_FOR_WORKER}: attempt {attempt.attempt} scheduled "
+            f"{when.strftime('%H:%M:%S')} UTC, no worker has started it (none serves its queue, "
+            "or the one that had it was lost); not a stall"
+        )
+        return task.last_progress
 
     def _running(
         self, agent_ids: Iterable[str], skip: Callable[[str], bool]
@@ -100,8 +151,16 @@ class StallLadder:
         """Take one step of the ladder for a stalled running task."""
         commands: list[Command] = []
         if action == "nudge":
-            self.briefs.nudge(Nudge(task_id=task.id, message=message, at=now, source="stall"))
+            tool = tool_name(self.board.agents[task.agent_id].config)
             self.state.levels[task.id] = 1
+            if tool is not None and self.board.patched("stall-waits-for-worker"):
+                # A direct tool call has no model to read a nudge: the rung is only counted.
+                task.last_progress = (
+                    f"no progress for {self.idle(task, now):.0f}s: a direct {tool} call, nothing "
+                    "to nudge (restarted if none comes)"
+                )
+                return commands
+            self.briefs.nudge(Nudge(task_id=task.id, message=message, at=now, source="stall"))
             task.last_progress = f"nudged: {message[:80]}"
         elif action == "restart":
             self.state.levels[task.id] = 2

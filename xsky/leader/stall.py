@@ -16,6 +16,9 @@ from xsky.plan.agent_config import StallWindows
 StallAction = Literal["nudge", "restart", "replan", "escalate"]
 # Ladder levels: 0 fresh, 1 nudged, 2 restarted, 3 escalated (nothing further).
 ESCALATED = 3
+# The board's note on a task whose attempt waits for a worker: not a stall (xsky/leader/ladder.py
+# ``attempts_seen``); gone when a worker starts it.
+WAITING_FOR_WORKER = "waiting for a worker"
 
 
 def stall_step(

@@ -178,6 +178,10 @@ class LadderState(WireModel):
     """Each stalled task's step on the stall ladder (xsky/leader/ladder.py), by task id."""
 
     levels: dict[str, int] = Field(default_factory=dict)
+    # When each task's attempt was last found waiting for a worker (its activity scheduled,
+    # no worker has started it), or started: its idle clock counts from no earlier (the
+    # patch stall-waits-for-worker; xsky/leader/ladder.py ``attempts_seen``).
+    since: dict[str, datetime] = Field(default_factory=dict)
 
 
 class BudgetState(WireModel):

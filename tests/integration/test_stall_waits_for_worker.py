@@ -1,0 +1,70 @@
+"""A task no worker serves waits for one: the stall ladder does not climb (patch
+stall-waits-for-worker), on a real dev server.
+
+chaos14: the server moved, no worker polled the queue of a run's `shell` task for ~3.5 min,
+and the board said "nudged: You have made no progress for 228s"; a longer wait climbed to a
+restart and a replan that failed the task "stalled". Here the leader's worker runs, no
+worker serves the shell queue, and the stall windows are a fraction of a second: many rungs
+would have been due. (The rungs for an attempt a worker runs: tests/integration/
+test_leader_tasks.py, the stall ladder test.)"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from client.outcome import run_outcome
+from tests.conftest import Env
+from tests.integration.eventually import eventually
+from tests.integration.helpers import RUNNING, board, plan
+from tests.integration.histories import replayer
+from workflows.leader import LeaderWorkflow
+from xsky.leader.state import TaskRequest
+from xsky.plan.agent_config import StallWindows
+from xsky.runs import RunOptions
+
+pytestmark = pytest.mark.integration
+
+SHELL = (
+    '<agent name="shell" id="1"><task>say hi</task>'
+    '<config>{"tool": "shell", "command": "echo hi", "heartbeatTimeout": 2}</config></agent>'
+)
+
+
+async def test_a_task_no_worker_serves_waits_for_one_and_runs_when_one_comes(env: Env):
+    await env.start_worker(kinds=["llm"])  # the leader's worker; none serves the shell queue
+    handle = await env.start(
+        plan(SHELL),
+        options=RunOptions(
+            max_auto_replans=1, stall=StallWindows(nudge_after=0.5, restart_after=1.0)
+        ),
+    )
+
+    async def waiting() -> bool:
+        note = (await board(handle))["1"].last_progress or ""
+        return note.startswith("waiting for a worker: attempt 1 scheduled")
+
+    await eventually(waiting, timeout=30)
+    await asyncio.sleep(4)  # 8 nudge windows, 4 restart windows: a replan and more, before
+    b = (await board(handle))["1"]
+    assert b.status in RUNNING and b.attempt == 1, (b.status, b.attempt, b.last_progress)
+    assert (b.last_progress or "").startswith("waiting for a worker"), b.last_progress
+    assert await handle.query(LeaderWorkflow.nudges, TaskRequest(task_id="T-1")) == []
+    assert [v.reason for v in await handle.query(LeaderWorkflow.plan_history)][1:] == []
+    # A worker for its queue comes: the task runs once, as planned.
+    await env.start_worker(kinds=["shell"], leader=False)
+    run = await asyncio.wait_for(run_outcome(handle), 60)
+    assert run.status == "completed", run
+    (agent,) = run.agents
+    assert agent.status == "completed" and "hi" in (agent.result or "")
+    # Its history (the server asked before each rung, the marker of the patch) replays.
+    history = await handle.fetch_history()
+    asked = [
+        e
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "leader_attempts"
+    ]
+    assert len(asked) >= 4, len(asked)  # one look per nudge window, no rung
+    await replayer().replay_workflow(history)
