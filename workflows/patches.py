@@ -461,8 +461,8 @@ PATCHES: dict[str, Patch] = {
         "started counts its idle time from its start; a direct tool agent (no model to read a "
         "nudge) is not nudged, the rung only counted. Before, a task that only waited for a "
         "worker was nudged at 180 s, restarted, then failed 'stalled' and replanned",
-        since="v0.12.6",
-        delete_when="no run started before v0.12.6 is still open (their ladders climb for "
+        since="v0.12.5",
+        delete_when="no run started before v0.12.5 is still open (their ladders climb for "
         "attempts that wait for a worker, and nudge direct tool agents)",
     ),
 }
