@@ -683,6 +683,11 @@ class Budget:
                     error=f"budget spent: {figures}; nobody raised it within {wait}",
                 )
             return None
+        for task in self.board.state.tasks:  # what did not run is not run
+            if not task.terminal and task.agent_id not in self.board.active:
+                self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} not run", now)
+                self.board.set_waiting(task, None)
+                self.board.finish(task, "cancelled", now, error="not run: the budget was spent")
         return f"budget spent: {figures}; nobody raised it within {wait}"
 
     def no_room_to_judge(self) -> str | None:

@@ -108,7 +108,14 @@ class LeaderCore:
         self.audit = AuditLog(s.audit)
         self.budget = Budget(s.budget, s.run, self.board, self.requests, self.options, run_id)
         self.ladder = StallLadder(
-            s.ladder, self.board, self.requests, self.briefs, self.options, self._replan
+            s.ladder,
+            self.board,
+            self.requests,
+            self.briefs,
+            self.options,
+            self._replan,
+            skip=lambda a: a in self.board.intents or a in self.oversight.stall_consults,
+            can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
         )
         self.judgment = Judgment(
             s.ledger, self.board, self.plans, self.requests, self.budget, self.options, run_id
@@ -630,8 +637,8 @@ class LeaderCore:
             self.flow.changed = True
             if request.about == "budget":
                 ended = self.budget.expired(request, now)
-                if ended is not None:
-                    self._end_for_budget(ended, now)
+                if ended is not None:  # (what did not run is not run: Budget.expired)
+                    self.flow.ended, self.flow.ended_failed = ended, True
                 continue
             task = self.board.task_by_id(request.task_id)
             if task is not None and task.waiting_on == request.id:
@@ -644,57 +651,25 @@ class LeaderCore:
                 )
         return self._stalls(now, checked)
 
-    def _end_for_budget(self, why: str, now: datetime) -> None:
-        """Nobody raised the run's spent budget in time: it ends failed, what did not run is
-        not run."""
-        self.flow.ended = why
-        self.flow.ended_failed = True
-        for task in self.board.state.tasks:
-            if not task.terminal and task.agent_id not in self.board.active:
-                self.requests.withdraw(task.waiting_on, f"withdrawn: {task.id} not run", now)
-                self.board.set_waiting(task, None)
-                self.board.finish(task, "cancelled", now, error="not run: the budget was spent")
-
     def stalls_due(self, now: datetime) -> list[str]:
-        """The running tasks (ids) whose next rung is due, as :meth:`tick` would weigh them,
-        nothing changed: the workflow asks the server whether their attempts run
-        (:meth:`attempts_seen`) before the ladder climbs (a local activity's is not found
-        there: it runs in the leader's own worker, and climbs as ever)."""
-        judged = self.oversight.stall_consults
-        return [
-            task.id
-            for task, _, _ in self.ladder.due(
-                now,
-                skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
-                can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
-            )
-        ]
+        """The running tasks (ids) whose next rung is due: the workflow asks the server whether
+        their attempts run (:meth:`attempts_seen`) before the ladder climbs."""
+        return [task.id for task, _, _ in self.ladder.due(now)]
 
     def attempts_seen(
         self, task_ids: Collection[str], pending: list[PendingAttempt], now: datetime
     ) -> None:
-        """The server's word on the attempts of ``task_ids`` (their rungs due): one that waits
-        for a worker is not stalled — its idle clock starts over, the board says it waits."""
-        for task_id in task_ids:
-            task = self.board.task_by_id(task_id)
-            if task is None or task.stored not in RUNNING:
-                continue
-            note = self.ladder.attempts_seen(task, pending, now)
+        """The server's word on the attempts of ``task_ids`` (their rungs due)."""
+        for task_id, note in self.ladder.attempts_seen(task_ids, pending, now):
             if note is not None:
-                self.flow.log.append(f"stall ladder: {task.id} not climbed, {note}")
+                self.flow.log.append(f"stall ladder: {task_id} not climbed, {note}")
             self.flow.changed = True
 
     def _stalls(self, now: datetime, checked: Collection[str] | None = None) -> list[Command]:
         """Each running task whose next rung is due: the coordinator looks for the root cause,
         or the ladder climbs."""
         commands: list[Command] = []
-        judged = self.oversight.stall_consults
-        for task, action, message in self.ladder.due(
-            now,
-            skip=lambda agent_id: agent_id in self.board.intents or agent_id in judged,
-            can_replan=lambda: self.plans.state.auto_replans < self.options.max_auto_replans,
-            checked=checked,
-        ):
+        for task, action, message in self.ladder.due(now, checked):
             self.flow.log.append(f"stall ladder: {task.id} {action} ({message})")
             self.flow.changed = True
             judging = self.oversight.judge_stall(task, action, message, now)

@@ -47,6 +47,8 @@ class StallLadder:
         briefs: Briefs,
         options: RunOptions,
         replan: Replan,
+        skip: Callable[[str], bool],
+        can_replan: Callable[[], bool],
     ) -> None:
         self.state = state
         self.board = board
@@ -54,6 +56,9 @@ class StallLadder:
         self.briefs = briefs
         self.options = options
         self.replan = replan
+        # (a task the ladder does not weigh: being stopped, or judged by the coordinator)
+        self.skip = skip
+        self.can_replan = can_replan
 
     def level(self, task_id: str) -> int:
         return self.state.levels.get(task_id, 0)
@@ -83,26 +88,32 @@ class StallLadder:
         return (now - since).total_seconds()
 
     def due(
-        self,
-        now: datetime,
-        skip: Callable[[str], bool],
-        can_replan: Callable[[], bool],
-        checked: Collection[str] | None = None,
+        self, now: datetime, checked: Collection[str] | None = None
     ) -> Iterator[tuple[TaskState, StallAction, str]]:
         """The running tasks whose next rung is due (none of ``skip``: being stopped, or
         judged), one at a time: the caller acts on each before the next is weighed (a replan
         one made leaves none for the next). ``checked`` (patch stall-waits-for-worker): only
         the tasks whose attempt the server was asked about climb; another's rung waits for its
         own check (it is due: the next deadline is now)."""
-        for task, windows in self._running(list(self.board.active), skip):
+        for task, windows in self._running(list(self.board.active), self.skip):
             idle = self.idle(task, now)
             if idle < windows.nudge_after and idle < windows.restart_after:
                 continue  # short of every rung: none is due (most running tasks, most of the time)
-            action = stall_step(self.level(task.id), idle, windows, can_replan())
+            action = stall_step(self.level(task.id), idle, windows, self.can_replan())
             if action is not None and (checked is None or task.id in checked):
                 yield task, action, stall_message(action, idle)
 
     def attempts_seen(
+        self, task_ids: Iterable[str], pending: list[PendingAttempt], now: datetime
+    ) -> Iterator[tuple[str, str | None]]:
+        """Each running task of ``task_ids`` (their rungs due), with what :meth:`attempt_seen`
+        says of it."""
+        for task_id in task_ids:
+            task = self.board.task_by_id(task_id)
+            if task is not None and task.stored in RUNNING:
+                yield task.id, self.attempt_seen(task, pending, now)
+
+    def attempt_seen(
         self, task: TaskState, pending: Iterable[PendingAttempt], now: datetime
     ) -> str | None:
         """What the server holds of a task's current attempt, asked as its rung came due: one
