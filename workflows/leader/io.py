@@ -137,7 +137,10 @@ async def attempts_checked(core: LeaderCore) -> set[str] | None:
     if not due or not patched("stall-waits-for-worker"):
         return None
     try:
-        found = await workflow.execute_activity(
+        # A local activity: on the leader's own worker, beside its workflow task — not behind
+        # the agents its queue holds (a worker serving every kind runs them there, and stuck
+        # ones held every slot: the ladder, and the loop, waited for one to end).
+        found = await workflow.execute_local_activity(
             "leader_attempts",
             due,
             result_type=PendingAttempts,
