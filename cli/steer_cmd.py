@@ -16,7 +16,6 @@ from rich.table import Table
 from cli.render import cell, err, out, print_json, print_problems, say_located, shown
 from client import Run, XSky
 from client.settings import resolve_roles
-from client.steer import names_task
 from xsky.config import load_settings
 from xsky.errors import PlanError, RunEndedError, UsageError
 from xsky.leader.state import REPLY_READ_MARKS, InterventionResult, ToolDecision
@@ -206,11 +205,15 @@ async def cmd_end(args: argparse.Namespace) -> int:
 async def cmd_skip(args: argparse.Namespace) -> int:
     async def skip(run: Run) -> InterventionResult:
         if args.result is None:  # a task that asks a person: the answer is likely what was meant
-            asked = [
-                r
-                for r in await run.requests()
-                if r.kind == "question" and names_task(r.task_id, args.task)
-            ]
+            asked = [r for r in await run.requests() if r.kind == "question"]
+            if asked:
+                # the task the run means by the name, among all its tasks (review19: with
+                # agents `a` and `A`, `skip a` was refused for T-A's question)
+                try:
+                    meant: str | None = (await run.task(args.task)).id
+                except UsageError:
+                    meant = None  # (no such task, or several: the skip's refusal says so)
+                asked = [r for r in asked if r.task_id == meant]
             if asked:
                 r = asked[0]
                 raise UsageError(
