@@ -240,8 +240,10 @@ class TaskBoard:
         if task.stored == "dispatched":
             self.set_stored(task, "in_progress")
             task.started_at = task.started_at or now
-        if (task.last_progress or "").startswith(WAITING_FOR_WORKER):
-            task.last_progress = None  # a worker has it now (set only by stall-waits-for-worker)
+        if (task.last_progress or "").startswith(WAITING_FOR_WORKER) and self.patched(
+            "stall-waits-for-worker"
+        ):  # a worker has it now (the note is the ladder's, not an agent's own words: review19)
+            task.last_progress = None
         if report.progress:
             task.last_progress_at = now
             if report.message:
