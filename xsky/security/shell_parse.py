@@ -2367,6 +2367,23 @@ _MAX_SUBCOMMAND_READINGS = 16
 _OPTIONAL_VALUES = frozenset({"-j", "--jobs"})
 
 
+# Programs whose management commands name the short subcommands again (`docker container run`
+# runs as `docker run`), and the long forms whose short one has another name.
+_MANAGEMENT: dict[str, frozenset[str]] = {
+    "docker": frozenset({"container", "image", "builder"}),
+    "podman": frozenset({"container", "image"}),
+}
+_ALIASES: dict[tuple[str, str], str] = {
+    ("container", "ls"): "ps",
+    ("container", "list"): "ps",
+    ("container", "remove"): "rm",
+    ("image", "rm"): "rmi",
+    ("image", "remove"): "rmi",
+    ("image", "ls"): "images",
+    ("image", "list"): "images",
+}
+
+
 def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) -> list[list[str]]:
     """``argv`` without its leading options, read every way the program may read them — for
     deny and ask rules, which a global option the checker does not know must not hide the
@@ -2398,6 +2415,12 @@ def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) ->
             continue
         if named is None or word in named:
             out.append([name, *argv[i:]])
+        if word in _MANAGEMENT.get(name, ()) and i + 1 < len(argv):
+            # docker's management commands: `docker container run` is `docker run`, `docker
+            # image rm` is `docker rmi` — a rule on the short form holds for the long one
+            sub = _ALIASES.get((word, argv[i + 1]), argv[i + 1])
+            if named is None or sub in named:
+                out.append([name, sub, *argv[i + 2 :]])
         before = argv[i - 1]
         if not (before.startswith("-") and len(before) > 1 and "=" not in before):
             break  # (surely no option's value: the subcommand, or the program's own word)
