@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from xsky.plan.variables import render_command
 from xsky.security.permissions import PermissionLayer, PermissionSettings
 from xsky.security.roles import BUILTIN_ROLES
 
@@ -32,3 +33,17 @@ def bash(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def rendered(template: str, result: str) -> dict[str, object]:
+    """A shell call's arguments as the leader makes them: ``template``'s ``{{agent_1_result}}``
+    given ``result``, which travels beside the command as a value (never pasted into it)."""
+    command, values = render_command(template, {"1": result}, {}, {})
+    return {"command": command, "values": values}
+
+
+def run_rendered(arguments: dict[str, object], where: Path) -> subprocess.CompletedProcess[str]:
+    """``arguments`` (:func:`rendered`) run by bash in ``where``, as the shell tool runs them:
+    each value in its variable, ``where`` the home too (as the sandbox makes the workspace)."""
+    values: dict[str, str] = arguments.get("values", {})  # type: ignore[assignment]
+    return bash(str(arguments["command"]), {"HOME": str(where), **values}, where)

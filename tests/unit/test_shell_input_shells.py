@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.leader.shell_readings import as_replayed
 from xsky.plan.variables import render_command
 from xsky.security.permissions import decide
@@ -29,8 +29,7 @@ PIPED = [
 
 
 def _arguments(template: str, tmp_path: Path) -> dict[str, object]:
-    command, values = render_command(template, {"1": f"touch {tmp_path}/ran"}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, f"touch {tmp_path}/ran")
 
 
 @pytest.mark.parametrize("template", PIPED)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE
-from xsky.plan.variables import render_command
+from tests.real_bash import DENY_TOUCH, ROLE, rendered
 from xsky.security.permissions import decide
 
 ALLOWED = [
@@ -29,8 +28,7 @@ ASKED = [
 
 
 def _arguments(template: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": "\\! touch ran"}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, "\\! touch ran")
 
 
 @pytest.mark.parametrize("template", ALLOWED)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
-from xsky.plan.variables import render_command
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
 
@@ -30,8 +29,7 @@ ALLOWED = [
 
 
 def _arguments(template: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": "touch ran"}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, "touch ran")
 
 
 @pytest.mark.parametrize("template", RAN)

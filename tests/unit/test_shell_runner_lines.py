@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.leader.shell_readings import as_replayed
-from xsky.plan.variables import render_command
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
 
@@ -92,8 +91,7 @@ def _env(where: Path) -> dict[str, str]:
 def _arguments(template: str, result: str | None = None) -> dict[str, object]:
     if result is None:
         return {"command": template}
-    command, values = render_command(template, {"1": result}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, result)
 
 
 @pytest.mark.parametrize(("command", "tool"), IN_BASH)

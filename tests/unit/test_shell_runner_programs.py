@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.plan.variables import render_command
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
 
 
 def _arguments(template: str, result: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": result}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, result)
 
 
 def test_npx_runs_the_program_a_value_names(tmp_path: Path) -> None:

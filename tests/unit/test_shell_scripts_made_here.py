@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.plan.variables import render_command
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
@@ -33,8 +33,7 @@ MADE = [
 
 
 def _arguments(template: str, result: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": result}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, result)
 
 
 @pytest.mark.parametrize(("template", "result"), MADE)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
-from xsky.plan.variables import render_command
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.security.permissions import decide
 
 V = 'printf %s "{{agent_1_result}}"'
@@ -30,8 +29,7 @@ RAN = [
 
 
 def _arguments(template: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": "#!/bin/sh\ntouch ran\n"}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, "#!/bin/sh\ntouch ran\n")
 
 
 @pytest.mark.parametrize("template", ALLOWED)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
-from xsky.plan.variables import render_command
+from tests.real_bash import DENY_TOUCH, ROLE, bash, rendered
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
 
@@ -34,8 +33,7 @@ ALLOWED = [
 
 
 def _arguments(template: str, value: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": value}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, value)
 
 
 @pytest.mark.parametrize(("template", "value", "files", "needs"), RAN)

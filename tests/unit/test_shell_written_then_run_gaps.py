@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_bash import DENY_TOUCH, ROLE, bash
-from xsky.plan.variables import render_command
+from tests.real_bash import DENY_TOUCH, ROLE, rendered, run_rendered
 from xsky.security.permissions import decide
 from xsky.security.shell_parse import read_as_of
 
@@ -33,15 +32,13 @@ ALLOWED = [
 
 
 def _arguments(template: str) -> dict[str, object]:
-    command, values = render_command(template, {"1": "#!/bin/sh\ntouch ran\n"}, {}, {})
-    return {"command": command, "values": values}
+    return rendered(template, "#!/bin/sh\ntouch ran\n")
 
 
 @pytest.mark.parametrize("template", RAN)
 def test_the_value_runs_in_bash(template: str, tmp_path: Path) -> None:
     arguments = _arguments(template)
-    env = {"HOME": str(tmp_path), **arguments["values"]}  # type: ignore[dict-item]
-    bash(str(arguments["command"]), env, tmp_path)
+    run_rendered(arguments, tmp_path)
     assert (tmp_path / "ran").exists()
 
 
