@@ -28,7 +28,7 @@ sys.path.insert(0, os.getcwd())  # the tree measured: this one, or one exported 
 
 from bench.harness import random_dag
 from client.connect import DATA_CONVERTER
-from xsky.artifacts import STORED_PART_CHARS, BlobPart, blob_ref, split_text
+from xsky.artifacts import STORED_PART_CHARS, BlobPart, BlobRef, blob_ref, split_text
 from xsky.leader.core import LeaderCore, StartAgent
 from xsky.runs import AgentOutcome, RunInput, RunOptions
 
@@ -74,6 +74,23 @@ def timed(fn):
     return (CLOCK() - t) * 1000, out
 
 
+def stored(row: dict[str, float], task: str, name: str, text: str) -> BlobRef:
+    """What save_blob does with ``text`` before its parts leave (their reference and split,
+    the conversion of the first two), each step timed into ``row``; the reference."""
+    row[f"{task}.ref+split"], (ref, parts) = timed(
+        lambda: (
+            blob_ref("run-1", name, text, STORED_PART_CHARS),
+            split_text(text, STORED_PART_CHARS),
+        )
+    )
+    row[f"{task}.convert_puts"], _ = timed(
+        lambda: convert(
+            [BlobPart(ref=ref, index=i, text=parts[i]) for i in range(min(2, len(parts)))]
+        )
+    )
+    return ref
+
+
 def one_round(core: LeaderCore, now: datetime) -> tuple[dict[str, float], int, int]:
     """Each step of the end once: ``(ms by step, results chars, board chars)``."""
     row: dict[str, float] = {}
@@ -84,34 +101,14 @@ def one_round(core: LeaderCore, now: datetime) -> tuple[dict[str, float], int, i
     else:
         row["A.result"], result = timed(lambda: views.result(now))
         row["A.reports_jsonl"], text = timed(views.reports_jsonl)
-    row["A.ref+split"], (ref, parts) = timed(
-        lambda: (
-            blob_ref("run-1", "results", text, STORED_PART_CHARS),
-            split_text(text, STORED_PART_CHARS),
-        )
-    )
-    row["A.convert_puts"], _ = timed(
-        lambda: convert(
-            [BlobPart(ref=ref, index=i, text=parts[i]) for i in range(min(2, len(parts)))]
-        )
-    )
+    ref = stored(row, "A", "results", text)
     if new:
         row["B.final_board"], (board, _) = timed(lambda: views.final_board(now))
     else:
         row["B.whole_board_shown"], board = timed(lambda: views.whole_board(now))
         row["B.whole_board_stored"], before = timed(lambda: views.whole_board(now, as_shown=False))
         row["B.compare"], _ = timed(lambda: board != before)
-    row["B.ref+split"], (bref, bparts) = timed(
-        lambda: (
-            blob_ref("run-1", "board", board, STORED_PART_CHARS),
-            split_text(board, STORED_PART_CHARS),
-        )
-    )
-    row["B.convert_puts"], _ = timed(
-        lambda: convert(
-            [BlobPart(ref=bref, index=i, text=bparts[i]) for i in range(min(2, len(bparts)))]
-        )
-    )
+    bref = stored(row, "B", "board", board)
     result.results_ref = ref
     result.board_ref = bref
     row["C.convert_result"], _ = timed(lambda: convert([result]))
