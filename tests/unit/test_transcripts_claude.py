@@ -1081,3 +1081,66 @@ def test_a_retry_notice_written_after_the_answer_it_got_is_no_failure(tmp_path: 
     # a notice in its time with nothing after it is still the turn's failure
     failed = atom([prompt, notice])
     assert failed.provenance.ux_signals.get("api_errors") == 1
+
+
+def test_claude_codes_own_no_response_requested_is_no_answer(tmp_path: Path) -> None:
+    """Claude Code writes an assistant record of its own (model "<synthetic>", no tokens) when a
+    session is resumed after a local command: "No response requested." (a real 2.1.92 session
+    resumed by 2.1.100 after /exit, Reinhartsamuel/TokenForge claude-session.jsonl @ 43fe06dd;
+    also on each resume after an isMeta "Continue from where you left off.", yashpunmiya/Solsmile
+    2.1.79). It was read as the agent's answer: the task's summary ended with it, an agent that
+    had only asked a question scored 9 (not 2), and a turn its API never answered scored 7 (not
+    2). Records trimmed (ids, usage and the cwd left out)."""
+    from xsky.skills.atom_finish import DeltaView, finish
+    from xsky.skills.drafts import group_offline
+    from xsky.skills.trajectory import render
+
+    def rec(kind: str, content: Any, **kw: Any) -> dict[str, Any]:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message["model"] = kw.pop("model", "claude-opus-4-6")
+        return {"type": kind, "sessionId": "s1", "message": message, **kw}
+
+    def said(text: str, **kw: Any) -> dict[str, Any]:
+        return rec("assistant", [{"type": "text", "text": text}], **kw)
+
+    ask = rec("user", "add a dark mode toggle to the settings page")
+    question = said("Before I start: which default do you want, the system theme or light?")
+    took = {"type": "system", "subtype": "turn_duration", "durationMs": 9000, "sessionId": "s1"}
+    failed = said(
+        "API Error: 500 Internal server error", model="<synthetic>", isApiErrorMessage=True
+    )
+    leave = [
+        rec(
+            "user",
+            "<command-name>/exit</command-name>\n            <command-message>exit</command-message>\n            <command-args></command-args>",
+        ),  # fmt: skip
+        rec("user", "<local-command-stdout>Catch you later!</local-command-stdout>"),
+    ]
+    resumed = said("No response requested.", model="<synthetic>", isApiErrorMessage=False)
+    meta = rec("user", [{"type": "text", "text": "Continue from where you left off."}], isMeta=True)
+
+    def atom(lines: list[dict[str, Any]]) -> Any:
+        chained = [
+            {**r, "uuid": f"r{i}", "parentUuid": f"r{i - 1}" if i else None}
+            for i, r in enumerate(lines)
+        ]
+        rendered = render(_events_of(chained, tmp_path), 0)
+        view = DeltaView("t", "/s.jsonl", rendered.text, 0, 0, 1)
+        (only,) = finish(group_offline(rendered.units, None), view, 1, "offline")
+        return only
+
+    asked = atom([ask, question, took, *leave, resumed])
+    assert asked.provenance.ux_signals.get("unanswered_question") == 1
+    assert asked.ux_score == 2
+    assert "No response requested" not in asked.summary
+    assert atom([ask, question, took, meta, resumed]).ux_score == 2  # a resume
+    never = atom([ask, failed, *leave, resumed])
+    assert never.provenance.ux_signals.get("never_answered") == 1
+    assert never.ux_score == 2
+    # a synthetic API failure Claude Code did not flag is still the API's failure
+    unflagged = {**failed, "isApiErrorMessage": False}
+    assert atom([ask, unflagged]).provenance.ux_signals.get("never_answered") == 1
+    # the person's reply after a resume answers the question the agent asked before it
+    answered = atom([ask, question, took, meta, resumed, rec("user", "light")])
+    assert answered.provenance.split is not None and answered.provenance.split.prompts == 1

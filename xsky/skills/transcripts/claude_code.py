@@ -82,6 +82,16 @@ _QUEUED_ATTACHMENT = "queued_command"
 # A queued slash command (`/model opus`) or shell command (`!ls`): not a prompt.
 _QUEUED_COMMAND = re.compile(r"^\s*(?:/[a-z][\w:.\-]{0,60}(?:\s|$)|!)")
 _COMPARE_CHARS = 2000  # of a delivered prompt, to know its copy in the next user message
+# Claude Code writes some assistant records itself (model "<synthetic>", no tokens): the
+# model's API failure in words (most flagged isApiErrorMessage, not all), or a stand-in reply
+# — "No response requested." after a local command or on each resume (with the isMeta
+# "Continue from where you left off."). Neither is the model's answer.
+_SYNTHETIC = "<synthetic>"
+_API_FAILURE_TEXT = re.compile(
+    r"(?i)^\s*(?:API Error\b|Claude AI usage limit reached|Prompt is too long|"
+    r"Credit balance is too low|Invalid API key|Not logged in\b|"
+    r"You've (?:hit|reached) your (?:\w+ )?limit)"
+)
 
 
 def munged_cwd(cwd: str) -> str:
@@ -268,11 +278,19 @@ class ClaudeCodeAdapter:
             if machine is not None:  # a compaction agent's summary, a warm-up's reply: no task
                 state.count_not_intent(machine)
                 return out + [ev("meta", f"{machine} output")]
-            if rec.get("isApiErrorMessage") is True:
+            synthetic = message.get("model") == _SYNTHETIC
+            said = _result_text(message.get("content"))
+            if rec.get("isApiErrorMessage") is True or (
+                synthetic and _API_FAILURE_TEXT.match(said)
+            ):
                 # Claude Code's stand-in for an answer the model's API failed to give ("API
                 # Error: 500 …"): the turn failed, it did not complete.
-                text = _result_text(message.get("content")) or "API error"
-                return out + [ev("tool_result", text, tool=MODEL_API, is_error=True)]
+                return out + [ev("tool_result", said or "API error", tool=MODEL_API, is_error=True)]
+            if synthetic:
+                # Claude Code's own reply ("No response requested."), no word of the model's:
+                # it neither answers the turn nor hides the question the agent last asked
+                # (real13: Reinhartsamuel/TokenForge, a resumed 2.1.100 after /exit).
+                return out + [ev("meta", f"Claude Code: {said}")]
             answered = _assistant(message, state, ev, writer)
             # The skill Claude Code says this answer was written under (2.1.x attributionSkill,
             # also in a subagent's file whose Skill call is its parent's): a measured use.
