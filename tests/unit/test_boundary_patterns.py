@@ -498,3 +498,44 @@ def test_ok_good_and_a_new_problem_after_an_interrupt_starts_a_task() -> None:
     assert len(drafts) == 2
     assert drafts[1].state.intent_head is not None
     assert drafts[1].state.intent_head.startswith("when i deposit in treasury")
+
+
+# Typed after the agent answered with a numbered list of six gaps in a market (a real Claude
+# Code 2.1.92 session, Reinhartsamuel/TokenForge claude-session.jsonl @ 43fe06dd; real13):
+# each became a task of its own, so one research task was four, the doubt and the narrowing
+# each scored as a success apart from the answer they steer.
+RWA_TASK = keywords("is there a gap in Solana RWA space, im trying to build a startup on solana")
+
+
+@pytest.mark.parametrize(
+    "prompt,follow",
+    [
+        (
+            "quick: isn't number 4  already covered by pyth network? they have prices for gold,"
+            " public stocks, commodities, etc. (answer briefly)",
+            "same",
+        ),
+        (
+            "ok now ditch number 5 and 6. I'm really interrested in private credit on solana, but"
+            " as a dev also likes unified RWA token standard (number 1). number 3 and 4 also"
+            " sounds good. I want you to pull latest articles, research, and social media"
+            " discussion about number 1-4 and really dive deep into the nitty gritty of each one.",
+            "refinement",
+        ),
+    ],
+)
+def test_a_prompt_naming_an_item_of_the_answer_by_its_number_is_about_the_result(
+    prompt: str, follow: str
+) -> None:
+    assert classify(prompt, "prompt", RWA_TASK, True, False) == follow
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "fix issue #42 in the payment webhook handler",  # an issue's number names a goal
+        "continue to phase 2: start with the models",  # a plan's next phase (real8)
+    ],
+)
+def test_a_number_that_is_no_item_of_the_answer_still_names_a_goal(prompt: str) -> None:
+    assert classify(prompt, "prompt", RWA_TASK, True, False) == "new"

@@ -165,6 +165,14 @@ BACK_POINTER = re.compile(
     r"last (?:one|change|answer|attempt))"
 )
 BACK_POINTER_CHARS = 300
+# An item of the agent's answer named by its number ("isn't number 4 already covered by pyth?",
+# "ditch number 5 and 6 … dive deep into 1-4", "go with option 2"): the prompt is about the
+# result, not a goal of its own, once the agent has answered (real13). Not a step or a phase of
+# a plan (going on to one names its goal: real8), nor an issue's number ("#42").
+ITEM_POINTER = re.compile(
+    r"(?i)\b(?:number|no\.|item|point|option|idea|suggestion|gap|bullet|choice|alternative)"
+    r"\s*\d{1,2}\b"
+)
 
 
 def is_statement_about_it(text: str) -> bool:
@@ -309,6 +317,8 @@ def classify(
         return "new"
     if short and REFINEMENT.match(text):
         return "refinement"
+    if completed and short and ITEM_POINTER.search(text):
+        return "same" if "?" in text else "refinement"  # a question about it, or a steer
     words = keywords(text)
     if interrupted and containment(words, task_words) >= 0.5:
         return "reask"
