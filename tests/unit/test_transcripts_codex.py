@@ -642,3 +642,25 @@ def test_a_code_mode_scripts_calls_are_the_tools_it_calls() -> None:
         "7 tool calls (exec_command ×3, exec ×2, apply_patch, write_stdin), 1 failed"
         in offline_summary(units)
     )
+
+
+def test_a_skill_the_person_named_with_dollar_reads_as_typed_not_as_its_files_path() -> None:
+    """Codex records the person's `$apply-grant` as a link to the skill's file, the home folder
+    in it; the task's intent and summary showed the path (a real Codex 0.142.5 rollout on
+    Windows, yashpunmiya/Solsmile codex-session.jsonl @ f1e66f04, lines 6-7; real12's leftover,
+    real13). The prompt reads as typed; another markdown link is the person's own text."""
+    typed = (
+        "help me apply for the agentic engineering grant by Superteam "
+        "[$apply-grant](C:\\\\Users\\\\yyash\\\\.agents\\\\skills\\\\apply-grant\\\\SKILL.md) \n"
+    )
+    mirrored = item(type="message", role="user", content=[{"type": "input_text", "text": typed}])
+    events, _ = parse(V0128, rollout(mirrored, said(typed)))
+    assert [(o, t.strip()) for o, t in users(events)] == [
+        ("prompt", "help me apply for the agentic engineering grant by Superteam $apply-grant")
+    ]
+    posix = "run [$checks](/Users/dev/.codex/skills/checks/SKILL.md) on the branch"
+    events, _ = parse(V0128, rollout(said(posix)))
+    assert users(events) == [("prompt", "run $checks on the branch")]
+    link = "fix the typo in [the guide](docs/guide.md)"
+    events, _ = parse(V0128, rollout(said(link)))
+    assert users(events) == [("prompt", link)]

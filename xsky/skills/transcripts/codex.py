@@ -89,6 +89,10 @@ def _whole_fragment(text: str, side: str) -> bool:
 
 # A skill Codex injected: <skill>\n<name>demo</name>\n<path>…/SKILL.md</path>\nbody</skill>
 _SKILL_NAME = re.compile(r"\A\s*<skill>\s*<name>\s*([a-z0-9][a-z0-9:_-]{0,99})\s*</name>")
+# The person's `$name` as Codex records it: a link to the skill's file, the home folder in it
+# ("… by Superteam [$apply-grant](C:\\Users\\me\\.agents\\skills\\apply-grant\\SKILL.md)").
+# The prompt reads as typed: `$apply-grant`.
+_SKILL_MENTION = re.compile(r"\[(\$[A-Za-z0-9][\w:.-]{0,99})\]\([^()\n]{0,1000}?SKILL\.md\)")
 # A task one agent hands another (multi-agent v2's inter_agent_communication)
 _NEW_TASK = re.compile(r"\A\s*Message Type:\s*NEW_TASK\b[\s\S]*?\nPayload:\s*\n?([\s\S]+)\Z")
 # The tags Codex puts around a pasted image, each an input_text of its own beside the image
@@ -412,6 +416,7 @@ def _user(text: str, side: str, state: ParseState, ev: Any) -> list[Event]:
         if loaded and side == "item":  # Codex loaded it for the person's `$name`: a use
             return [ev("meta", text, skill=loaded.group(1))]
         return [ev("meta", text)] if side == "item" else []
+    text = _SKILL_MENTION.sub(r"\1", text)
     if _mirrored(text, side, state):
         return []
     if state.writer == "machine":  # a review's or a compaction's instructions: no task
