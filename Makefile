@@ -42,6 +42,7 @@ bench: install
 	$(PY) bench/overhead.py
 	$(PY) bench/chain_local.py
 	$(PY) bench/workflow_tasks.py
+	$(PY) bench/workflow_causes.py
 	$(PY) bench/makespan.py
 	$(PY) bench/ingest.py
 	$(PY) bench/sandbox.py

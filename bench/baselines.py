@@ -105,3 +105,30 @@ class BareLocalChainWorkflow:
                 "bare_step", str(i), start_to_close_timeout=timedelta(minutes=1), result_type=str
             )
         return n
+
+
+@workflow.defn
+class BareAgentDagWorkflow:
+    """The bare shape (activities on the workflow's own queue, handed back eagerly) calling
+    xsky's ``run_agent`` with an ``AgentInput``: what the leader's worker does for each agent,
+    without the leader (bench/workflow_causes.py)."""
+
+    @workflow.run
+    async def run(self, wf: Workflow) -> int:
+        done: dict[str, asyncio.Task[AgentOutcome]] = {}
+
+        async def node(agent_id: str, deps: list[str]) -> AgentOutcome:
+            for d in deps:
+                await done[d]
+            return await workflow.execute_activity("run_agent", _input(wf, agent_id), **_OPTS)
+
+        for agent in wf.agents:
+            done[agent.id] = asyncio.create_task(node(agent.id, agent.depends))
+        await asyncio.gather(*done.values())
+        return len(done)
+
+
+@activity.defn(name="run_agent")
+async def instant_run_agent(inp: AgentInput) -> AgentOutcome:
+    """A ``run_agent`` that does nothing: the leader's own share, without the activity's."""
+    return AgentOutcome(kind="completed", result="ok", attempt=activity.info().attempt)

@@ -92,10 +92,28 @@ async def status_calls(
     return calls
 
 
-async def task_troubles(handle: WorkflowHandle[Any, Any]) -> Counter[str]:
-    """The workflow tasks of every execution of a run that timed out or failed, by kind."""
+async def task_troubles(
+    handle: WorkflowHandle[Any, Any], waits: list[float], spans: list[float]
+) -> Counter[str]:
+    """The workflow tasks of every execution of a run that timed out or failed, by kind; each
+    task's wait on its queue (scheduled → started) goes to ``waits`` and its time on the
+    worker (started → completed, failed or timed out) to ``spans``, in seconds."""
     found: Counter[str] = Counter()
+    scheduled: dict[int, float] = {}
+    started: dict[int, float] = {}
     async for event in handle.fetch_history_events():
+        at = event.event_time.ToNanoseconds() / 1e9
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            scheduled[event.event_id] = at
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            started[event.event_id] = at
+            since = scheduled.get(event.workflow_task_started_event_attributes.scheduled_event_id)
+            if since is not None:
+                waits.append(at - since)
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            since = started.get(event.workflow_task_completed_event_attributes.started_event_id)
+            if since is not None:
+                spans.append(at - since)
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
             kind = event.workflow_task_timed_out_event_attributes.timeout_type
             found[
@@ -104,6 +122,24 @@ async def task_troubles(handle: WorkflowHandle[Any, Any]) -> Counter[str]:
         elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             found["failed"] += 1
     return found
+
+
+def spread(values: list[float]) -> str:
+    """Median, 95th percentile and most of ``values`` (seconds), as text."""
+    if not values:
+        return "none"
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"median {statistics.median(ordered):.2f}s, p95 {p95:.2f}s, max {ordered[-1]:.1f}s"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # What is compared: the SDK's defaults, and the worker's own tuning (xsky/config.py).
@@ -141,6 +177,8 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
         rng = random.Random(1)
         plans = [parse_workflow(load_plan(i, args.agents, rng)) for i in range(args.runs)]
+        load_before = os.getloadavg()[0]
+        cpu_before = [cpu_seconds(w.pid) for w in workers]
         began = time.monotonic()
         handles = await asyncio.gather(
             *(
@@ -162,10 +200,14 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
         results = await asyncio.gather(*(run_outcome(h) for h in handles))
         unserved = sum(not served for served in await checks)
         elapsed = time.monotonic() - began
+        load_after = os.getloadavg()[0]
+        busy = [cpu_seconds(w.pid) - c for w, c in zip(workers, cpu_before, strict=True)]
         done.set()
         calls = await asking
         troubles: Counter[str] = Counter()
-        for counted in await asyncio.gather(*(task_troubles(h) for h in handles)):
+        waits: list[float] = []
+        spans: list[float] = []
+        for counted in await asyncio.gather(*(task_troubles(h, waits, spans) for h in handles)):
             troubles.update(counted)
     finally:
         for w in workers:
@@ -180,7 +222,14 @@ async def one_load(args: argparse.Namespace, name: str, tuning: dict[str, str]) 
     print(
         f"  started in {started:.1f}s; all ended in {elapsed:.1f}s ({agents / elapsed:.0f} agents/s)"
     )
+    print(f"  load average (1 min) {load_before:.1f} at the start, {load_after:.1f} at the end")
+    print(
+        "  workers' CPU while loaded: "
+        + ", ".join(f"{b:.0f} s ({b / elapsed:.0%} of a core)" for b in busy)
+    )
     print(f"  completed: {completed} of {args.runs}")
+    print(f"  workflow tasks: {len(spans)}; waited to start {spread(waits)}")
+    print(f"  on the worker (started → completed): {spread(spans)}")
     print(f"  UnservedRunError (every one false: a worker served each run): {unserved}")
     print(f"  workflow tasks timed out or failed: {sum(troubles.values())} {dict(troubles)}")
     if latencies:
