@@ -29,7 +29,13 @@ from typing import Any
 
 from xsky.security.mcp import is_mcp
 from xsky.security.rules import Rule, matches
-from xsky.security.shell_parse import ShellCommand, ShellParseError, normalized, split_command
+from xsky.security.shell_parse import (
+    ShellCommand,
+    ShellParseError,
+    normalized,
+    split_command,
+    subcommand_readings,
+)
 from xsky.security.tools import PRIMARY_ARG, TOOLS
 
 # The answers an in-doubt request takes: run the call again, go on without it, or take it as
@@ -40,15 +46,49 @@ _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 _CURL_SENDS = {"-d", "-F", "-T", "--data", "--data-raw", "--data-binary", "--data-urlencode"}
 _CURL_SENDS |= {"--data-ascii", "--form", "--form-string", "--upload-file", "--json"}
 _WGET_SENDS = ("--post-data", "--post-file", "--body-data", "--body-file")
+# curl's long options that send, as curl 7.88 takes them: whole or by any prefix (sec15:
+# `curl --data-ra x URL` POSTs), and a config file, which may hold any of them
+_CURL_LONG_SENDS = tuple(o for o in _CURL_SENDS if o.startswith("--")) + ("--config",)
+# curl's short options whose value is the rest of their cluster or the next word (`-sd x`,
+# `-sXPOST`: sec15 — each POSTs; the cluster's letters after one are its value)
+_CURL_VALUED = frozenset("AbcCdDeEFHKmoPQrtTuUwxXyYz")
 # Commands whose whole purpose is an effect outside the workspace, by program and subcommand.
 _EFFECT_COMMANDS: dict[str, tuple[str, ...]] = {
     "git": ("push", "send-email"),
-    "npm": ("publish", "unpublish", "deprecate"),
     "pnpm": ("publish",),
     "yarn": ("publish", "npm"),
     "cargo": ("publish", "yank"),
     "twine": ("upload",),
     "gem": ("push", "yank"),
+    # npm's aliases and the abbreviations npm 11 expands (`npm pu` publishes: sec15)
+    "npm": (
+        "publish",
+        "unpublish",
+        "deprecate",
+        "pu",
+        "pub",
+        "publ",
+        "publi",
+        "publis",
+        "unp",
+        "unpu",
+        "unpub",
+        "unpubl",
+        "unpubli",
+        "unpublis",
+        "dep",
+        "depr",
+        "depre",
+        "deprec",
+        "depreca",
+        "deprecat",
+    ),
+    "uv": ("publish",),
+    "poetry": ("publish",),
+    "pdm": ("publish",),
+    "hatch": ("publish",),
+    "flit": ("publish",),
+    "helm": ("install", "upgrade", "uninstall", "delete", "del", "un", "rollback", "push"),
     "docker": ("push",),
     "podman": ("push",),
     "gh": ("pr", "issue", "release", "repo", "api", "workflow"),
@@ -60,6 +100,8 @@ _EFFECT_COMMANDS: dict[str, tuple[str, ...]] = {
     "ssh": (),
     "scp": (),
 }
+# HTTP clients whose method is a word before the URL (httpie: `http POST URL a=b`)
+_HTTPIE = frozenset({"http", "https", "httpie", "xh", "xhs"})
 
 
 def changes_something(tool: str, mcp_read_only: bool = False) -> bool:
@@ -133,6 +175,8 @@ def _effect_command(command: str) -> str | None:
         if not argv:
             continue
         program = argv[0].rsplit("/", 1)[-1]
+        if program.startswith("python") and argv[1:3] == ["-m", "twine"]:
+            argv, program = argv[2:], "twine"  # (`python3 -m twine upload`)
         rest = argv[1:]
         if program == "curl" and _curl_sends(rest):
             return f"`{part.text[:80]}` sends data (curl)"
@@ -141,27 +185,52 @@ def _effect_command(command: str) -> str | None:
             for a in rest
         ):
             return f"`{part.text[:80]}` sends data (wget)"
+        if program in _HTTPIE and any(
+            a.isalpha() and a.isupper() and a not in _SAFE_METHODS for a in rest[:4]
+        ):
+            return f"`{part.text[:80]}` sends data ({program})"
+        if program == "rsync" and any(":" in a and not a.startswith("-") for a in rest):
+            return f"`{part.text[:80]}` copies to or from another host (rsync)"
         subcommands = _EFFECT_COMMANDS.get(program)
         if subcommands is None:
             continue
         words = [a for a in rest if not a.startswith("-")]
         if not subcommands or (words and words[0] in subcommands):
             return f"`{part.text[:80]}` acts outside the workspace ({program})"
+        # past a global option the table does not know, its value may be taken for the
+        # subcommand (sec15: `git -c x=y push`, `kubectl -v 9 apply`, `gh -R o/r pr create`,
+        # `docker image push`, `terraform -chdir infra apply` were repeated unasked): each
+        # reading the deny rules see is one here too
+        if any(
+            len(reading) > 1 and reading[1] in subcommands
+            for reading in subcommand_readings([program, *rest])
+        ):
+            return f"`{part.text[:80]}` acts outside the workspace ({program})"
     return None
 
 
 def _curl_sends(args: list[str]) -> bool:
-    for i, a in enumerate(args):
-        if a in _CURL_SENDS or any(a.startswith(o + "=") for o in _CURL_SENDS if o[1] == "-"):
-            return True
-        if a in ("-X", "--request") and i + 1 < len(args):
-            if args[i + 1].upper() not in _SAFE_METHODS:
+    words = iter(args)
+    for a in words:
+        if a.startswith("--"):
+            flag, eq, value = a.partition("=")
+            if len(flag) > 3 and any(o.startswith(flag) for o in _CURL_LONG_SENDS):
                 return True
-        elif a.startswith("--request="):
-            if a.split("=", 1)[1].upper() not in _SAFE_METHODS:
+            if len(flag) > 3 and "--request".startswith(flag):
+                method = value if eq else next(words, "GET")
+                if method.upper() not in _SAFE_METHODS:
+                    return True
+            continue
+        if not a.startswith("-") or a == "-":
+            continue
+        for j, letter in enumerate(a[1:], 1):
+            if letter in "dFTK":
                 return True
-        elif a.startswith("-X") and len(a) > 2 and a[2:].upper() not in _SAFE_METHODS:
-            return True
+            if letter in _CURL_VALUED:
+                value = a[j + 1 :] or next(words, "")
+                if letter == "X" and value.upper() not in _SAFE_METHODS:
+                    return True
+                break
     return False
 
 
