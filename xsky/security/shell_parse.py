@@ -364,6 +364,41 @@ _PROJECT_FILES: dict[str, tuple[str, ...]] = {
     "ruby": ("*.rb",),
     "perl": ("*.pm", "*.pl"),
 }  # fmt: skip
+# (0.12.6) what else reads a project's files as code (sec15: each ran a {{…}} value written to
+# one past deny shell(touch:*), allowed): pytest collects test_*.py and imports what they import
+# (`> helpers.py; pytest`, `> test_x.py; pytest`), tox and nox run the project's tests, rake a
+# Rakefile, just a justfile, task a Taskfile, invoke tasks.py, gradlew/mvnw the build, pre-commit
+# its hooks, mkdocs its hooks, sphinx-build conf.py, coverage and ipython Python
+_PROJECT_FILES_15: dict[str, tuple[str, ...]] = {
+    **_PROJECT_FILES,
+    **dict.fromkeys(
+        ("pytest", "py.test", "tox", "nox", "hatch", "coverage", "ipython"),
+        (*_PROJECT_FILES["pytest"], "*.py", "pytest.ini", "tox.ini", ".coveragerc"),
+    ),
+    "rake": ("Rakefile", "rakefile", "Rakefile.rb", "*.rake", "*.rb"),
+    "bundle": ("Gemfile", "Rakefile", "rakefile", "*.rake", "*.rb"),
+    "just": ("justfile", "Justfile", ".justfile", "*.just"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
+             "Taskfile.dist.yml", "Taskfile.dist.yaml"),
+    **dict.fromkeys(("invoke", "inv"), ("tasks.py", "invoke.yaml", "invoke.yml", "*.py")),
+    **dict.fromkeys(("gradlew", "mvnw"), _PROJECT_FILES["gradle"]),
+    "pre-commit": (".pre-commit-config.yaml", "*.py", "*.sh"),
+    "mkdocs": ("mkdocs.yml", "mkdocs.yaml", "*.py"),
+    "sphinx-build": ("conf.py", "*.py"),
+}  # fmt: skip
+# (0.12.6) programs that run the project's own tasks, whatever files those run: a source file
+# the command writes may be what an existing makefile's or package.json's task runs (sec15: `>
+# src/x.py; make test`, its Makefile running python3 src/x.py, ran the value). A file of a
+# data kind (`> report.md && make docs`: round 14's false ask) is not code.
+_TASK_RUNNERS = frozenset(
+    "make gmake npm pnpm yarn bun tox nox rake bundle just task invoke inv gradle gradlew mvn "
+    "mvnw ant sbt pre-commit hatch".split()
+)
+_CODE_FILES = tuple(
+    f"*.{ext}"
+    for ext in "py pyc pth js mjs cjs ts mts cts jsx tsx rb rake pl pm php sh bash zsh lua go rs "
+    "java kt kts scala groovy gradle c cc cpp cxx h hpp mk cmake r R jl ex exs".split()
+)
 # Compilers, and where their program goes when no -o names it
 _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
               "javac": "", "go": ""}  # fmt: skip
@@ -514,9 +549,16 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             run += [a for a in args if not a.startswith("-")]
             run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
             run += [a[2:] for a in args if a[:2] in ("-f", "-C") and len(a) > 2]
-        if name in _PROJECT_FILES:
-            if any(fnmatch.fnmatchcase(n, p) for n in names for p in _PROJECT_FILES[name]):
+        table = _PROJECT_FILES_15 if _reads_as_of((0, 12, 6)) else _PROJECT_FILES
+        if name in table:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in table[name]):
                 return f"{part.argv[0]} reads files the same command writes as code"
+        if _reads_as_of((0, 12, 6)) and name in _TASK_RUNNERS:
+            if unknown or any(fnmatch.fnmatchcase(n, p) for n in names for p in _CODE_FILES):
+                return (
+                    f"{part.argv[0]} runs the project's tasks, which may run a file the same "
+                    "command writes"
+                )
         for word in run:
             if made(word):
                 return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
