@@ -330,27 +330,12 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
                 read.effect == "deny" or (read.effect == "ask" and not approved)
             ):
                 decisions.append(read)
-        if reads_as_of((0, 12, 6)) and named != frozenset():
-            # a value known only when the command runs where the program reads its
-            # subcommand may name the one a rule denies (sec15: `docker {{…}} alpine` given
-            # 'run', `kubectl {{…}} ns x` given 'delete' ran past deny shell(docker run:*),
-            # shell(kubectl delete:*))
-            for words in [*subcommand_readings(part.argv, None), *readings]:
-                second = (
-                    _named_subcommands(part.argv[0], check, words[1])
-                    if len(words) > 2
-                    else frozenset()
-                )
-                if VALUE_NAME in words[1] or (second != frozenset() and VALUE_NAME in words[2]):
-                    decisions.append(
-                        Decision(
-                            "ask",
-                            f"a value known only when the command runs is read as "
-                            f"{part.argv[0].rsplit('/', 1)[-1]}'s subcommand, which a rule names: "
-                            "a person decides",
-                        )
-                    )
-                    break
+        if reads_as_of((0, 12, 6)) and (
+            named != frozenset() or part.argv[0].rsplit("/", 1)[-1] == "xargs"
+        ):
+            why = _subcommand_unknown(part, check, readings)
+            if why is not None:
+                decisions.append(Decision("ask", f"{why}, which a rule names: a person decides"))
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
         part.argv[i]
@@ -422,6 +407,54 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
             "it as an option (after -- too: npm run passes what follows to the script)"
         )
     return None
+
+
+def _subcommand_unknown(part: ShellCommand, check: Check, readings: list[list[str]]) -> str | None:
+    """Why the subcommand a deny or ask rule may name is known only when the command runs
+    (0.12.6; sec15: under deny shell(docker run:*), `docker {{…}} alpine` given 'run', `docker
+    $(echo run) alpine`, `docker ${X:-run} alpine`, `docker {run,} alpine`, `docker ru?
+    alpine` (a file named run there) and `echo run alpine | xargs docker` each created a
+    container, allowed) — or None."""
+    argv = part.argv
+    name = argv[0].rsplit("/", 1)[-1]
+    if name == "xargs":
+        inner = _xargs_command(argv[1:])
+        if inner and _named_subcommands(inner[0], check) != frozenset():
+            if all(w.startswith("-") for w in inner[1:]):
+                return f"xargs gives its input's words to {inner[0]}, where it reads its subcommand"
+        return None
+    for words in [*subcommand_readings(argv, None), *readings]:
+        at = len(argv) - len(words) + 1  # (the word the reading takes as the subcommand)
+        second = _named_subcommands(argv[0], check, words[1]) if len(words) > 2 else frozenset()
+        places = [at] + ([at + 1] if second != frozenset() else [])
+        if any(0 < i < len(argv) and i in part.expansions for i in places) or any(
+            VALUE_NAME in w for w in words[1 : 2 + (second != frozenset())]
+        ):
+            return (
+                f"a word the shell expands when it runs (a value, $(…), a glob) is read as "
+                f"{name}'s subcommand"
+            )
+    return None
+
+
+def _xargs_command(args: list[str]) -> list[str]:
+    """The command xargs runs (its words after xargs's own options)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1 :]
+        if not a.startswith("-") or a == "-":
+            return args[i:]
+        if a.startswith("--"):
+            i += 1
+            continue
+        for j, letter in enumerate(a[1:], 1):
+            if letter in "adELnPsI":
+                i += j == len(a) - 1  # its value is the next word
+                break
+        i += 1
+    return []
 
 
 def _named_subcommands(program: str, check: Check, sub: str | None = None) -> frozenset[str] | None:
