@@ -342,6 +342,21 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.5",
         delete_when="no run that had a shell call decided by the leader before v0.12.5 is still open",
     ),
+    "shell-reading-round-15": Patch(
+        what="the leader's delegated approvals and 'allow for this run' rules read a shell "
+        "command as 0.12.6's checker does: a deny or ask rule naming a subcommand holds past "
+        "docker's `--` before it (docker -- run), past options between its words (gh pr -R o/r "
+        "merge, aws s3 --region r rm), and for its aliases (helm delete/del/un, npm rm/un and "
+        "npm's abbreviations, docker volume/network remove, nerdctl's management commands, "
+        "terraform apply -destroy); a {{…}} value, $(…), a glob or xargs's input in a subcommand's "
+        "place is asked for; a file "
+        "written then read as code by pytest (any .py), tox, rake, just, task, invoke, gradlew, "
+        "pre-commit, mkdocs, sphinx-build, or a code file run by an existing Makefile's or "
+        "package.json's task is asked for. Asked only of a call the two readings decide apart "
+        "(xsky/leader/shell_readings.py)",
+        since="v0.12.6",
+        delete_when="no run that had a shell call decided by the leader before v0.12.6 is still open",
+    ),
     "growth-keeps-failures": Patch(
         what="a forEach expanding or a watch polling or firing (a plan version the run writes "
         "itself) leaves an agent that failed, or that a person cancelled, as it is; before, "

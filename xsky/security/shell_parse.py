@@ -226,6 +226,12 @@ _RUNNERS_RUN: contextvars.ContextVar[dict[tuple[Any, ...], ShellCommand] | None]
 # pnpm -c/--shell-mode exec, yarn exec's first word, pixi run, devbox run) and pnpm's implied
 # exec (`pnpm touch x`) not read; nix shell/develop, nix-shell, devbox/pixi/pipenv/poetry/hatch
 # shell given no command not read as a shell reading its input.
+# 0.12.5 (patch shell-reading-round-15): a subcommand's readings stop at docker's `--` before
+# it, at an option between a rule's subcommand words (gh pr -R o/r merge), and know no alias
+# (helm del, npm un/pu, docker volume remove, nerdctl container run, terraform apply -destroy);
+# a file written then read as code by pytest (any .py), tox, rake, just, task, invoke, gradlew,
+# pre-commit, mkdocs, sphinx-build, or run by an existing makefile's or package.json's task, not
+# read.
 _READ_AS: contextvars.ContextVar[tuple[int, ...] | None] = contextvars.ContextVar(
     "read_as", default=None
 )
@@ -358,6 +364,41 @@ _PROJECT_FILES: dict[str, tuple[str, ...]] = {
     "ruby": ("*.rb",),
     "perl": ("*.pm", "*.pl"),
 }  # fmt: skip
+# (0.12.6) what else reads a project's files as code (sec15: each ran a {{…}} value written to
+# one past deny shell(touch:*), allowed): pytest collects test_*.py and imports what they import
+# (`> helpers.py; pytest`, `> test_x.py; pytest`), tox and nox run the project's tests, rake a
+# Rakefile, just a justfile, task a Taskfile, invoke tasks.py, gradlew/mvnw the build, pre-commit
+# its hooks, mkdocs its hooks, sphinx-build conf.py, coverage and ipython Python
+_PROJECT_FILES_15: dict[str, tuple[str, ...]] = {
+    **_PROJECT_FILES,
+    **dict.fromkeys(
+        ("pytest", "py.test", "tox", "nox", "hatch", "coverage", "ipython"),
+        (*_PROJECT_FILES["pytest"], "*.py", "pytest.ini", "tox.ini", ".coveragerc"),
+    ),
+    "rake": ("Rakefile", "rakefile", "Rakefile.rb", "*.rake", "*.rb"),
+    "bundle": ("Gemfile", "Rakefile", "rakefile", "*.rake", "*.rb"),
+    "just": ("justfile", "Justfile", ".justfile", "*.just"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml",
+             "Taskfile.dist.yml", "Taskfile.dist.yaml"),
+    **dict.fromkeys(("invoke", "inv"), ("tasks.py", "invoke.yaml", "invoke.yml", "*.py")),
+    **dict.fromkeys(("gradlew", "mvnw"), _PROJECT_FILES["gradle"]),
+    "pre-commit": (".pre-commit-config.yaml", "*.py", "*.sh"),
+    "mkdocs": ("mkdocs.yml", "mkdocs.yaml", "*.py"),
+    "sphinx-build": ("conf.py", "*.py"),
+}  # fmt: skip
+# (0.12.6) programs that run the project's own tasks, whatever files those run: a source file
+# the command writes may be what an existing makefile's or package.json's task runs (sec15: `>
+# src/x.py; make test`, its Makefile running python3 src/x.py, ran the value). A file of a
+# data kind (`> report.md && make docs`: round 14's false ask) is not code.
+_TASK_RUNNERS = frozenset(
+    "make gmake npm pnpm yarn bun tox nox rake bundle just task invoke inv gradle gradlew mvn "
+    "mvnw ant sbt pre-commit hatch".split()
+)
+_CODE_FILES = tuple(
+    f"*.{ext}"
+    for ext in "py pyc pth js mjs cjs ts mts cts jsx tsx rb rake pl pm php sh bash zsh lua go rs "
+    "java kt kts scala groovy gradle c cc cpp cxx h hpp mk cmake r R jl ex exs".split()
+)
 # Compilers, and where their program goes when no -o names it
 _COMPILERS = {"gcc": "a.out", "cc": "a.out", "clang": "a.out", "tcc": "a.out", "rustc": "",
               "javac": "", "go": ""}  # fmt: skip
@@ -508,9 +549,16 @@ def _made_here_14(parts: list[ShellCommand]) -> str | None:
             run += [a for a in args if not a.startswith("-")]
             run += [a.split("=", 1)[1] for a in args if a.startswith("-") and "=" in a]
             run += [a[2:] for a in args if a[:2] in ("-f", "-C") and len(a) > 2]
-        if name in _PROJECT_FILES:
-            if any(fnmatch.fnmatchcase(n, p) for n in names for p in _PROJECT_FILES[name]):
+        table = _PROJECT_FILES_15 if _reads_as_of((0, 12, 6)) else _PROJECT_FILES
+        if name in table:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in table[name]):
                 return f"{part.argv[0]} reads files the same command writes as code"
+        if _reads_as_of((0, 12, 6)) and name in _TASK_RUNNERS:
+            if unknown or any(fnmatch.fnmatchcase(n, p) for n in names for p in _CODE_FILES):
+                return (
+                    f"{part.argv[0]} runs the project's tasks, which may run a file the same "
+                    "command writes"
+                )
         for word in run:
             if made(word):
                 return f"{part.argv[0]} runs {word[:40]!r}, which may be a file the same command writes"
@@ -2373,6 +2421,11 @@ _MANAGEMENT: dict[str, frozenset[str]] = {
     "docker": frozenset({"container", "image", "builder"}),
     "podman": frozenset({"container", "image"}),
 }
+# (0.12.6: nerdctl's, as docker's — its docs: `nerdctl container run` is `nerdctl run`)
+_MANAGEMENT_15: dict[str, frozenset[str]] = {
+    **_MANAGEMENT,
+    "nerdctl": frozenset({"container", "image", "builder"}),
+}
 _ALIASES: dict[tuple[str, str], str] = {
     ("container", "ls"): "ps",
     ("container", "list"): "ps",
@@ -2382,6 +2435,72 @@ _ALIASES: dict[tuple[str, str], str] = {
     ("image", "ls"): "images",
     ("image", "list"): "images",
 }
+# Programs that parse their own options before the subcommand and take `--` there as the end of
+# them, the next word the subcommand (sec15: `docker -- run alpine` created a container — its
+# API saw POST /containers/create — past deny shell(docker run:*))
+_DASHDASH_THEN_SUBCOMMAND = frozenset({"docker", "podman", "nerdctl"})
+# npm 11's commands and aliases (lib/utils/cmd-list.js); npm also runs a unique prefix of one
+# (sec15: `npm pu` published to a registry, `npm un x` uninstalled, past deny shell(npm
+# publish:*), shell(npm uninstall:*))
+_NPM_COMMANDS = (
+    "access adduser approve-scripts audit bugs cache ci completion config dedupe deny-scripts "
+    "deprecate diff dist-tag docs doctor edit exec explain explore find-dupes fund get help "
+    "help-search init install install-ci-test install-scripts install-test link ll login logout "
+    "ls org outdated owner pack ping pkg prefix profile prune publish query rebuild repo restart "
+    "root run sbom search set shrinkwrap stage star stars start stop team test token trust "
+    "undeprecate uninstall unpublish unstar update version view whoami"
+).split()
+_NPM_ALIASES = {
+    "author": "owner", "home": "docs", "issues": "bugs", "info": "view", "show": "view",
+    "find": "search", "add": "install", "unlink": "uninstall", "remove": "uninstall",
+    "rm": "uninstall", "r": "uninstall", "un": "uninstall", "rb": "rebuild", "list": "ls",
+    "ln": "link", "create": "init", "i": "install", "it": "install-test",
+    "cit": "install-ci-test", "u": "update", "up": "update", "c": "config", "s": "search",
+    "se": "search", "tst": "test", "t": "test", "ddp": "dedupe", "v": "view",
+    "run-script": "run", "clean-install": "ci", "clean-install-test": "install-ci-test",
+    "x": "exec", "why": "explain", "la": "ll", "verison": "version", "ic": "ci", "innit": "init",
+    "in": "install", "ins": "install", "inst": "install", "insta": "install",
+    "instal": "install", "isnt": "install", "isnta": "install", "isntal": "install",
+    "isntall": "install", "install-clean": "ci", "isntall-clean": "ci", "hlep": "help",
+    "dist-tags": "dist-tag", "upgrade": "update", "udpate": "update", "rum": "run",
+    "sit": "install-ci-test", "urn": "run", "ogr": "org", "add-user": "adduser",
+}  # fmt: skip
+
+
+def _npm_command(word: str) -> str:
+    """The npm command ``word`` runs: an alias's, a unique prefix's (npm's abbrev), or itself."""
+    names = [*_NPM_COMMANDS, *_NPM_ALIASES]
+    if word not in names:
+        found = [n for n in names if n.startswith(word)]
+        word = found[0] if len(found) == 1 else word
+    return _NPM_ALIASES.get(word, word)
+
+
+# Other CLIs' aliases of a subcommand, by (program, the words before it): each CLI's source
+_SUBCOMMAND_ALIASES: dict[tuple[str, ...], dict[str, str]] = {
+    # helm's uninstall: Aliases un, del, delete (cmd/helm/uninstall.go); list: ls
+    ("helm",): {"un": "uninstall", "del": "uninstall", "delete": "uninstall", "ls": "list"},
+    # docker's volume/network/context/plugin/secret/config/node/service rm: alias remove
+    **{
+        (p, group): {"remove": "rm", "list": "ls"}
+        for p in ("docker", "podman", "nerdctl")
+        for group in ("volume", "network", "context", "plugin", "secret", "config", "node",
+                      "service", "stack", "system", "manifest", "pod")
+    },
+    # gh's secret/variable delete: alias remove (pkg/cmd/secret/delete, variable/delete)
+    ("gh", "secret"): {"remove": "delete"},
+    ("gh", "variable"): {"remove": "delete"},
+}  # fmt: skip
+
+
+def subcommand_alias(program: str, before: tuple[str, ...], word: str) -> str:
+    """The subcommand ``word`` (after ``program`` and the subcommand words ``before``) runs, by
+    its CLI's aliases (0.12.6; ``word`` itself in older readings)."""
+    if not _reads_as_of((0, 12, 6)):
+        return word
+    if program == "npm" and not before:
+        return _npm_command(word)
+    return _SUBCOMMAND_ALIASES.get((program, *before), {}).get(word, word)
 
 
 def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) -> list[list[str]]:
@@ -2395,14 +2514,22 @@ def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) ->
     ``named``: the only words the rules name as a subcommand of this program — readings that
     begin with another are left out, and no word of the command is left unread (review18:
     past 16 readings, `kubectl -v 1 …×16 delete ns x` was allowed under deny shell(kubectl
-    delete:*), and kubectl deletes); None: every reading, up to _MAX_SUBCOMMAND_READINGS."""
+    delete:*), and kubectl deletes); None: every reading, up to _MAX_SUBCOMMAND_READINGS.
+    Since 0.12.6 the subcommand is also read as the one its alias names (`helm del` is `helm
+    uninstall`, `npm pu` is `npm publish`), and past docker's `--` (`docker -- run`)."""
     name = argv[0].rsplit("/", 1)[-1]
     known = GLOBAL_OPTIONS.get(name, {})
+    newest = _reads_as_of((0, 12, 6))
+    management = _MANAGEMENT_15 if newest else _MANAGEMENT
     out: list[list[str]] = []
     last = len(argv) if named is not None else min(len(argv), 1 + 4 * _MAX_SUBCOMMAND_READINGS)
     for i in range(1, last):
         word = argv[i]
         if word == "--":
+            if newest and name in _DASHDASH_THEN_SUBCOMMAND and i + 1 < len(argv):
+                sub = argv[i + 1]
+                if named is None or sub in named:
+                    out.append([name, sub, *argv[i + 2 :]])
             break
         if word.startswith("-") and len(word) > 1:
             continue
@@ -2415,7 +2542,15 @@ def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) ->
             continue
         if named is None or word in named:
             out.append([name, *argv[i:]])
-        if word in _MANAGEMENT.get(name, ()) and i + 1 < len(argv):
+        alias = subcommand_alias(name, (), word)
+        if alias != word and (named is None or alias in named):
+            out.append([name, alias, *argv[i + 1 :]])
+        if newest and name == "terraform" and word == "apply" and "-destroy" in argv[i + 1 :]:
+            # `terraform destroy` is an alias of `terraform apply -destroy` (its docs; sec15:
+            # apply -destroy ran the destroy past deny shell(terraform destroy:*))
+            if named is None or "destroy" in named:
+                out.append([name, "destroy", *argv[i + 1 :]])
+        if word in management.get(name, ()) and i + 1 < len(argv):
             # docker's management commands: `docker container run` is `docker run`, `docker
             # image rm` is `docker rmi` — a rule on the short form holds for the long one
             sub = _ALIASES.get((word, argv[i + 1]), argv[i + 1])
@@ -2426,6 +2561,32 @@ def subcommand_readings(argv: list[str], named: frozenset[str] | None = None) ->
             break  # (surely no option's value: the subcommand, or the program's own word)
         if named is None and len(out) >= _MAX_SUBCOMMAND_READINGS:
             break
+    return out
+
+
+def deeper_readings(reading: list[str], named: frozenset[str] | None) -> list[list[str]]:
+    """A subcommand reading (``[program, sub, …]``) read again past the options between ``sub``
+    and its own subcommand, and by that one's aliases (0.12.6; sec15: `gh pr -R o/r merge 1`
+    merged past deny shell(gh pr merge:*), `aws s3 --region r rm s3://b/k` deleted past deny
+    shell(aws s3 rm:*), `kubectl config --kubeconfig k delete-context c` past deny
+    shell(kubectl config delete-context:*), `docker volume remove v` past deny shell(docker
+    volume rm:*) — each CLI reads options between its subcommand's words). ``named``: the
+    words the rules name after ``sub``."""
+    if not _reads_as_of((0, 12, 6)) or len(reading) < 3:
+        return []
+    program, sub, rest = reading[0], reading[1], reading[2:]
+    out: list[list[str]] = []
+    for i, word in enumerate(rest):
+        if word == "--":
+            break
+        if word.startswith("-") and len(word) > 1:
+            continue
+        for w in dict.fromkeys((word, subcommand_alias(program, (sub,), word))):
+            if named is None or w in named:
+                out.append([program, sub, w, *rest[i + 1 :]])
+        before = rest[i - 1] if i else sub
+        if not (before.startswith("-") and len(before) > 1 and "=" not in before):
+            break  # (surely no option's value: the subcommand's own subcommand, or a word)
     return out
 
 

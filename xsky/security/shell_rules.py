@@ -27,8 +27,10 @@ from xsky.security.rules import Check, Decision, decide_one, domain
 from xsky.security.shell_parse import (
     INTERPRETERS,
     SHELLS,
+    VALUE_NAME,
     ShellCommand,
     ShellParseError,
+    deeper_readings,
     inline_code,
     normalized,
     option_given,
@@ -310,12 +312,30 @@ def _command_decisions(part: ShellCommand, check: Check) -> list[Decision]:
         # readings meet (one of which asked them), as it answers the rule the command meets:
         # the same call was asked again each time (review18: `docker --tls run alpine`)
         approved = any(d.effect == "allow" and d.origin == "person" for d in decisions)
-        for words in subcommand_readings(part.argv, _named_subcommands(part.argv[0], check)):
+        named = _named_subcommands(part.argv[0], check)
+        readings = subcommand_readings(part.argv, named)
+        if reads_as_of((0, 12, 6)):
+            # options between a rule's subcommand words, and the second word's aliases
+            # (sec15: `gh pr -R o/r merge`, `aws s3 --region r rm`, `docker volume remove`)
+            readings += [
+                deeper
+                for words in readings
+                for deeper in deeper_readings(
+                    words, _named_subcommands(part.argv[0], check, words[1])
+                )
+            ]
+        for words in readings:
             read = decide_one("shell", " ".join(words), check)
             if read.rule is not None and (
                 read.effect == "deny" or (read.effect == "ask" and not approved)
             ):
                 decisions.append(read)
+        if reads_as_of((0, 12, 6)) and (
+            named != frozenset() or part.argv[0].rsplit("/", 1)[-1] == "xargs"
+        ):
+            why = _subcommand_unknown(part, check, readings)
+            if why is not None:
+                decisions.append(Decision("ask", f"{why}, which a rule names: a person decides"))
     runtime = frozenset(part.argv[i] for i, how in part.expansions.items() if how == "runtime")
     leading = frozenset(
         part.argv[i]
@@ -389,10 +409,61 @@ def _forwarded(argv: list[str], leading: frozenset[str]) -> str | None:
     return None
 
 
-def _named_subcommands(program: str, check: Check) -> frozenset[str] | None:
+def _subcommand_unknown(part: ShellCommand, check: Check, readings: list[list[str]]) -> str | None:
+    """Why the subcommand a deny or ask rule may name is known only when the command runs
+    (0.12.6; sec15: under deny shell(docker run:*), `docker {{…}} alpine` given 'run', `docker
+    $(echo run) alpine`, `docker ${X:-run} alpine`, `docker {run,} alpine`, `docker ru?
+    alpine` (a file named run there) and `echo run alpine | xargs docker` each created a
+    container, allowed) — or None."""
+    argv = part.argv
+    name = argv[0].rsplit("/", 1)[-1]
+    if name == "xargs":
+        inner = _xargs_command(argv[1:])
+        if inner and _named_subcommands(inner[0], check) != frozenset():
+            if all(w.startswith("-") for w in inner[1:]):
+                return f"xargs gives its input's words to {inner[0]}, where it reads its subcommand"
+        return None
+    for words in [*subcommand_readings(argv, None), *readings]:
+        at = len(argv) - len(words) + 1  # (the word the reading takes as the subcommand)
+        second = _named_subcommands(argv[0], check, words[1]) if len(words) > 2 else frozenset()
+        places = [at] + ([at + 1] if second != frozenset() else [])
+        if any(0 < i < len(argv) and i in part.expansions for i in places) or any(
+            VALUE_NAME in w for w in words[1 : 2 + (second != frozenset())]
+        ):
+            return (
+                f"a word the shell expands when it runs (a value, $(…), a glob) is read as "
+                f"{name}'s subcommand"
+            )
+    return None
+
+
+def _xargs_command(args: list[str]) -> list[str]:
+    """The command xargs runs (its words after xargs's own options)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1 :]
+        if not a.startswith("-") or a == "-":
+            return args[i:]
+        if a.startswith("--"):
+            i += 1
+            continue
+        for j, letter in enumerate(a[1:], 1):
+            if letter in "adELnPsI":
+                i += j == len(a) - 1  # its value is the next word
+                break
+        i += 1
+    return []
+
+
+def _named_subcommands(program: str, check: Check, sub: str | None = None) -> frozenset[str] | None:
     """The words deny and ask rules name as ``program``'s subcommand (`shell(kubectl
-    delete:*)` → delete) — None when a rule's first words are a pattern, which may name any."""
+    delete:*)` → delete) — None when a rule's first words are a pattern, which may name any.
+    With ``sub``: the words they name after that subcommand (`shell(gh pr merge:*)`, pr →
+    merge; 0.12.6)."""
     name = program.rsplit("/", 1)[-1]
+    depth = 1 if sub is None else 2
     words: set[str] = set()
     for rule in [*check.rules["deny"], *check.rules["ask"]]:
         spec = rule.specifier
@@ -400,11 +471,12 @@ def _named_subcommands(program: str, check: Check) -> frozenset[str] | None:
             continue
         spec = spec[1:] if spec.startswith("=") else spec
         spec = spec[:-2] if spec.endswith(":*") else spec
-        head = spec.split(None, 2)
-        if not head or any(c in " ".join(head[:2]) for c in "*?["):
+        head = spec.split(None, depth + 1)
+        if not head or any(c in " ".join(head[: depth + 1]) for c in "*?["):
             return None
-        if head[0].rsplit("/", 1)[-1] == name and len(head) > 1:
-            words.add(head[1])
+        if head[0].rsplit("/", 1)[-1] == name and len(head) > depth:
+            if sub is None or head[1] == sub:
+                words.add(head[depth])
     return frozenset(words)
 
 
