@@ -164,7 +164,9 @@ def prepare(
     workspace = (
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
-        else workspace_for(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
+        else workspace_for(
+            settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id, used_by=inp.run_id
+        )
     )
     unconfined = not sandbox.on
     if unconfined and not _WARNED["sandbox-off"]:
@@ -436,11 +438,23 @@ def fork_copy(settings: Settings, inp: AgentInput) -> Callable[[], bool] | None:
 
 
 def workspace_for(
-    settings: Settings, sandbox: SandboxSettings, name: str | None, run_id: str
+    settings: Settings,
+    sandbox: SandboxSettings,
+    name: str | None,
+    run_id: str,
+    *,
+    used_by: str | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
-    checked, made by the worker and handed to the sandbox user."""
+    checked, made by the worker and handed to the sandbox user.
+
+    ``used_by`` (the attempt's own run): a workspace this worker already made or used for that
+    run and that is gone now was deleted under the run — its agents' files with it. It is not
+    made again empty (a later agent "completed" over work that was gone, chaos14/chaos15): the
+    attempt fails, non-retryable, saying so. The mark is kept outside the workspace, in
+    ``$XSKY_HOME/workspace-marks`` (no agent may write there), per run: another run naming the
+    same workspace, or the run's first attempt on a new host, makes it as before."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -455,7 +469,29 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
-    return workspaces.make(folder, *(owner or (None, None)))
+    mark = workspaces.used_mark(settings, used_by or run_id, folder)
+    if not os.path.lexists(folder) and os.path.exists(mark):
+        raise ApplicationError(
+            f"the workspace {folder} is gone: it was deleted after this run's agents worked in it "
+            "on this worker, and their files with it; it is not made again empty (what the run "
+            "did there would be lost silently) — restore it and retry the agent, or fork the run "
+            "from an agent before its files were made",
+            type="WorkspaceVanished",
+            non_retryable=True,
+        )
+    made = workspaces.make(folder, *(owner or (None, None)))
+    if not os.path.exists(mark):
+        try:
+            workspaces.mark_used(mark, used_by or run_id, folder)
+        except OSError as e:  # a full or read-only $XSKY_HOME: the agent still runs
+            log.warning(
+                "could not note that run %s uses the workspace %s (%s): were it deleted under "
+                "the run, it would be made again empty",
+                used_by or run_id,
+                folder,
+                e,
+            )
+    return made
 
 
 # -- the agent: its texts, its role ----------------------------------------------------------

@@ -20,14 +20,17 @@ itself and gives it to the sandbox user (a root worker's sandbox is not root).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import sys
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from activities.fsio import settled, stamp
+from activities.fsio import atomic_write, settled, stamp
 from xsky.artifacts import run_folder
 from xsky.config import Settings
 from xsky.settings_files import settings_paths
@@ -253,6 +256,24 @@ def make(workspace: Path, uid: int | None, gid: int | None) -> Path:
                     pass
         workspace.chmod(0o750)
     return workspace.resolve()
+
+
+def used_mark(settings: Settings, run_id: str, workspace: Path) -> Path:
+    """Where this worker notes that run ``run_id`` has used ``workspace`` (outside every
+    workspace, in xsky's own state, which no tool may touch)."""
+    digest = hashlib.sha256(f"{run_id}\0{workspace.absolute()}".encode()).hexdigest()[:32]
+    return settings.home / "workspace-marks" / f"{digest}.json"
+
+
+def mark_used(mark: Path, run_id: str, workspace: Path) -> None:
+    """Note that run ``run_id`` has used ``workspace`` here: from now on, the folder gone means
+    it was deleted under the run (attempt.workspace_for)."""
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        mark,
+        json.dumps({"run": run_id, "workspace": str(workspace.absolute()), "at": time.time()}),
+        sync=False,
+    )
 
 
 def _tree(root: Path) -> Iterable[str]:

@@ -1,0 +1,58 @@
+"""A run's workspace deleted under it is not made again empty (chaos14, chaos15): the run's
+next attempt fails, saying the workspace is gone — never a "completed" over files that are
+gone. Another run naming the same workspace still makes it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.agents.attempt import workspace_for
+from activities.sandbox.confine import SandboxSettings
+from xsky.config import load_settings
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return load_settings({"XSKY_HOME": str(tmp_path / "home")})
+
+
+def test_a_workspace_deleted_under_a_run_fails_its_next_attempt(settings):
+    sandbox = SandboxSettings(sandbox_user=None)
+    ws = workspace_for(settings, sandbox, None, "run-a", used_by="run-a")
+    (ws / "work.txt").write_text("done")
+    # the same run again: the same workspace, with its files
+    assert workspace_for(settings, sandbox, None, "run-a", used_by="run-a") == ws
+    shutil.rmtree(ws.parent)
+    with pytest.raises(ApplicationError) as e:
+        workspace_for(settings, sandbox, None, "run-a", used_by="run-a")
+    assert e.value.type == "WorkspaceVanished" and e.value.non_retryable
+    assert "is gone" in str(e.value)
+    assert not ws.exists()  # not made again empty
+
+
+def test_a_named_workspace_deleted_between_runs_is_made_for_the_next_run(settings):
+    sandbox = SandboxSettings(sandbox_user=None)
+    ws = workspace_for(settings, sandbox, "site", "run-a", used_by="run-a")
+    shutil.rmtree(ws)
+    # another run naming it: a fresh workspace, as before
+    assert workspace_for(settings, sandbox, "site", "run-b", used_by="run-b") == ws
+    assert ws.is_dir()
+    # the first run, though, lost what it had there
+    shutil.rmtree(ws)
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, "site", "run-a", used_by="run-a")
+
+
+def test_a_mark_that_cannot_be_written_does_not_fail_the_attempt(settings, monkeypatch):
+    """A full or read-only $XSKY_HOME: the agent runs (only the vanish check is lost)."""
+    from activities.sandbox import workspace as workspaces
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(workspaces, "mark_used", full)
+    sandbox = SandboxSettings(sandbox_user=None)
+    assert workspace_for(settings, sandbox, None, "run-a", used_by="run-a").is_dir()
