@@ -160,6 +160,9 @@ class AgentActivities:
                     info.attempt,
                     ttl=(timeout or 10.0) / 2,
                     reroute=ledger.reroute,
+                    # the server's clock as this attempt started (the lease's renewals are
+                    # stamped and aged by it, not by this host's wall clock)
+                    anchor=(started.timestamp(), entered) if info.started_time else None,
                 )
                 after = max(0.0, first_write_after() - (time.monotonic() - entered))
                 async with lease.held(beat, ledger.has_outcome, first=first, after=after):

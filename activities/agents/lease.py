@@ -15,9 +15,10 @@ lease lapses (its worker died or stopped).
 
 A lease lapses ``ttl`` seconds after its last renewal (half the heartbeat timeout: two
 renewals fit in it, and a renewal that fails is tried again after :data:`POLL` seconds, then
-at pauses doubling up to the cadence), by the clock of the attempt that reads it — workers'
-clocks must agree to within a second or so, as they must for the heartbeat timeout itself; one
-renewed on this machine is timed by its monotonic clock, which no step of the wall clock moves — or
+at pauses doubling up to the cadence), by the server's clock as each attempt knows it (its ``started_time``, the time the server gave
+it out, carried on by the worker's monotonic clock: :attr:`Lease.anchor`) — the workers' own
+wall clocks need not agree (before 0.12.6 they were compared, and a holder 30 s behind had its
+live lease read as lapsed); one renewed on this machine is timed by its monotonic clock, which no step of the wall clock moves — or
 at once when its holder ran on this machine and its process is gone. A worker that dies or stops renews nothing: its lease
 has lapsed before the server gives its attempt to another (after the whole heartbeat timeout).
 
@@ -117,6 +118,13 @@ class Lease:
     taken: bool = False  # written at least once (or its first write under way): let_go releases it
     # Held while the lease is written or released: a release waits for a write under way (one
     # landing after the release would leave a lease nobody renews, waited out by the retry).
+    # (the server's time as the attempt started, this machine's monotonic time then): the
+    # attempt's view of the server's clock, which every worker shares — a renewal is stamped,
+    # and another host's renewal aged, by it rather than by this machine's wall clock (an
+    # attempt on a host whose clock was 30 s behind read a live lease as lapsed and ran the
+    # command beside it; one an hour ahead kept a dead one alive for an hour: chaos15). None
+    # outside an activity: the wall clock, as before.
+    anchor: tuple[float, float] | None = None
     _busy: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _released: bool = field(default=False, init=False, repr=False)  # no write after a release
 
@@ -139,11 +147,14 @@ class Lease:
             # of the wall clock (NTP, a person) lapsed a live lease, or kept a dead one alive
             mono = data.get("mono")
             here = bool(_BOOT) and host == socket.gethostname() and data.get("boot") == _BOOT
-            age = (
-                time.monotonic() - float(mono)
-                if here and mono is not None
-                else time.time() - float(data["at"])
-            )
+            if here and mono is not None:
+                age = time.monotonic() - float(mono)
+            elif data.get("server") and self.anchor is not None:
+                # both stamped on the server's clock (each attempt's start, then its monotonic
+                # clock): hosts' wall clocks need not agree
+                age = self._server_now() - float(data["server"])
+            else:
+                age = time.time() - float(data["at"])
             return Holder(
                 int(data["attempt"]),
                 host,
@@ -165,13 +176,23 @@ class Lease:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "at": time.time(),
-            "mono": time.monotonic(),  # (system-wide on Linux: read by attempts of this boot)
+            "mono": time.monotonic(),
+            # the server's time now as this attempt knows it (Lease.anchor), when it does
+            **(
+                {"server": self._server_now()} if self.anchor is not None else {}
+            ),  # (system-wide on Linux: read by attempts of this boot)
             "boot": _BOOT,
         }
         with self._busy:
             if self._released:  # a write that reached its thread after the release: dropped
                 return
             self.store.put(self.key, json.dumps(holder).encode())
+
+    def _server_now(self) -> float:
+        """The server's time now, from the attempt's start (:attr:`anchor`): its ``started_time``
+        plus what this machine's monotonic clock has counted since."""
+        assert self.anchor is not None
+        return self.anchor[0] + (time.monotonic() - self.anchor[1])
 
     def _take(self) -> None:
         self._write()
