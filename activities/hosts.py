@@ -60,6 +60,7 @@ class HostActivities:
     async def claim_workspace(self, claim: WorkspaceClaim) -> WorkspaceHost:
         """The host that holds the run's workspace — for every run that uses it: the one that
         holds it now while it is alive (and not the one the run lost), else this worker's."""
+        server_now()  # (the attempt met: its time counts from here)
         me = claims.Holder(self.settings.host, self.settings.host_queue(), -1)
         key = workspace_key(claim.run_id, claim.workspace, claim.workspace_of)
         held = await claims.settle(
@@ -117,7 +118,7 @@ async def _served(
     server lists its last poll for a minute."""
     client = activity.client()
     namespace = activity.info().namespace
-    now = time.time()
+    now = server_now()
     listed = await _listed_workers(client, namespace)
     stopped: set[str] = set()  # identities of the queue's workers that said they stopped
     # Does the server keep heartbeats? It lists workers (of any queue, the caller's own first).
@@ -156,6 +157,33 @@ async def _served(
         if age < POLLER_SECONDS and not (beating and beats is not None and await beats(p.identity)):
             return True
     return False
+
+
+def server_now() -> float:
+    """The server's time now, as this activity knows it: the time the server gave it out
+    (``started_time``) plus what the monotonic clock counted since this worker first met the
+    attempt. Heartbeat and poll times are the server's (or the beating worker's), so ages taken
+    by this worker's wall clock were off by its skew: a worker whose clock ran a minute ahead
+    judged every host lost (their workspaces moved from a live host), one an hour behind kept
+    a dead host for an hour (chaos15). The wall clock outside an activity, or without a start
+    time."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return time.time()
+    started = getattr(info, "started_time", None)
+    if started is None:
+        return time.time()
+    key = tuple(getattr(info, k, None) for k in ("workflow_id", "activity_id", "attempt"))
+    met = _MET.setdefault(key, time.monotonic())
+    if len(_MET) > 1024:  # (one entry per attempt that asked: a few at a time)
+        _MET.clear()
+        _MET[key] = met
+    return started.timestamp() + (time.monotonic() - met)
+
+
+# When this worker first asked server_now() in each attempt (monotonic): its start, near enough.
+_MET: dict[tuple[object, ...], float] = {}
 
 
 async def _listed_workers(client: Any, namespace: str) -> list[WorkerInfo] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import TypeVar
 from unittest import mock
@@ -144,3 +145,40 @@ async def test_unknown_whether_a_worker_beats_it_is_judged_by_its_long_poll():
         mock.patch.object(hosts.activity, "info", return_value=SimpleNamespace(namespace="ns")),
     ):
         assert await hosts._served(Q, 10.0) is True
+
+
+@pytest.mark.parametrize(
+    ("skew", "silent", "expected"),
+    [
+        (60.0, 1.0, True),  # this worker's clock a minute ahead: a host that beat 1 s ago lives
+        (-3600.0, 120.0, False),  # an hour behind: a host silent 120 s is lost, not alive
+    ],
+)
+async def test_ages_are_taken_on_the_servers_clock_not_this_workers(skew, silent, expected):
+    """chaos15: _served aged the server's heartbeat and poll times by this worker's wall clock."""
+    made = worker("2@h2", Q, silent)(), poller("2@h2", silent)()
+    started = datetime.fromtimestamp(time.time(), UTC)  # the server gave the attempt out now
+
+    async def list_workers(req):
+        return ListWorkersResponse(workers_info=[ME(), made[0]])
+
+    async def describe_task_queue(req):
+        return DescribeTaskQueueResponse(pollers=[made[1]])
+
+    service = SimpleNamespace(list_workers=list_workers, describe_task_queue=describe_task_queue)
+    info = SimpleNamespace(
+        namespace="ns", started_time=started, workflow_id="w", activity_id=str(skew), attempt=1
+    )
+    real = time.time
+    with (
+        mock.patch.object(
+            hosts.activity, "client", return_value=SimpleNamespace(workflow_service=service)
+        ),
+        mock.patch.object(hosts.activity, "info", return_value=info),
+        mock.patch.object(hosts.time, "time", lambda: real() + skew),
+    ):
+
+        async def said(identity: str) -> bool:  # it told the store it beats
+            return True
+
+        assert await hosts._served(Q, 10.0, said) is expected
