@@ -40,7 +40,7 @@ from activities.agents.key import AgentKey
 from activities.agents.lease import Lease, first_write_after
 from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
-from activities.agents.spend import stored_usage
+from activities.agents.spend import server_now, stored_usage
 from activities.agents.storage import storage_problem, stored
 from activities.agents.transcripts import LogTail
 from activities.artifacts import ArtifactStore, open_store, read_blob
@@ -107,6 +107,7 @@ class AgentActivities:
         kept before it is reported, so the next attempt returns it instead of doing it again."""
         info = activity.info()
         entered = time.monotonic()
+        server_now()  # (this attempt met: the server's clock as it knows it counts from here)
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)

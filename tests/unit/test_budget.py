@@ -410,3 +410,31 @@ def test_an_answer_cut_below_the_shares_room_is_the_servers_limit_not_a_budget_s
     assert limit is not None and limit < ANSWER_CAP
     assert tight.cut(response(100, limit - 500, "length")) is None  # the server's own cap
     assert tight.cut(response(100, limit, "length")) is not None  # the share's room
+
+
+@pytest.mark.parametrize("skew", [timedelta(hours=1), timedelta(hours=-1)])
+def test_a_shares_time_is_checked_on_the_servers_clock_not_the_workers(monkeypatch, skew):
+    """chaos15: ``until`` is the leader's (server) time; a worker whose wall clock jumped an
+    hour refused every call one second into a 30-minute budget (or called on an hour past it)."""
+    from activities.agents import spend
+
+    started = datetime.now(UTC)  # the server gave the attempt out now
+    info = SimpleNamespace(started_time=started, workflow_id="w", activity_id=str(skew), attempt=1)
+    monkeypatch.setattr(spend.activity, "info", lambda: info)
+    real = spend.datetime
+
+    class Skewed(real):  # this worker's wall clock
+        @classmethod
+        def now(cls, tz=None):
+            return real.now(tz) + skew
+
+    monkeypatch.setattr(spend, "datetime", Skewed)
+    cp = Checkpoint(messages=list(MESSAGES))
+    inside = Meter(BudgetShare(tokens=1000, until=started + timedelta(minutes=30)), {}, "m", "d")
+    inside.begin(cp)
+    assert inside.before(cp, MESSAGES, None) is not None  # 1 s into 30 minutes: allowed
+    past = Meter(BudgetShare(tokens=1000, until=started - timedelta(seconds=1)), {}, "m", "d")
+    past.begin(cp)
+    with pytest.raises(BudgetStop) as stop:  # past the share's end: refused
+        past.before(cp, MESSAGES, None)
+    assert stop.value.stopped == "time"
