@@ -144,3 +144,15 @@ async def test_unknown_whether_a_worker_beats_it_is_judged_by_its_long_poll():
         mock.patch.object(hosts.activity, "info", return_value=SimpleNamespace(namespace="ns")),
     ):
         assert await hosts._served(Q, 10.0) is True
+
+
+async def test_a_worker_reusing_a_dead_beating_workers_identity_is_judged_by_its_polls():
+    """chaos15/review18: "1@h2" said it beats and died (listed, silent 400 s, its marker kept);
+    a worker without heartbeats reuses the identity and long-polls (30 s ago): it serves."""
+    assert await served(
+        [ME, worker("1@h2", Q, 400.0)], [poller("1@h2", 30.0)], said=frozenset({"1@h2"})
+    )
+    # the beating worker itself, dead (its last poll as old as its last beat): lost
+    assert not await served(
+        [ME, worker("1@h2", Q, 30.0)], [poller("1@h2", 32.0)], said=frozenset({"1@h2"})
+    )
