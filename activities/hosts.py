@@ -121,6 +121,7 @@ async def _served(
     now = server_now()
     listed = await _listed_workers(client, namespace)
     stopped: set[str] = set()  # identities of the queue's workers that said they stopped
+    last_beat: dict[str, float] = {}  # the queue's listed workers' last heartbeat times
     # Does the server keep heartbeats? It lists workers (of any queue, the caller's own first).
     beating = bool(listed)
     if listed is not None:
@@ -130,6 +131,7 @@ async def _served(
             running = beat.status == WorkerStatus.WORKER_STATUS_RUNNING
             if beat.task_queue != queue:
                 continue
+            last_beat[beat.worker_identity] = beat.heartbeat_time.ToSeconds()
             # A host shutting down gracefully still runs its agents in the workspace (for up to
             # --grace seconds) and snapshots it as each ends: it holds the workspace until it
             # says it stopped (review17: it was called lost at once, and the workspace moved to
@@ -154,7 +156,12 @@ async def _served(
         age = now - p.last_access_time.ToSeconds()
         if age < window:
             return True
-        if age < POLLER_SECONDS and not (beating and beats is not None and await beats(p.identity)):
+        if age < POLLER_SECONDS and not (
+            beating
+            and beats is not None
+            and not _outlived(p.last_access_time.ToSeconds(), last_beat.get(p.identity), window)
+            and await beats(p.identity)
+        ):
             return True
     return False
 
@@ -184,6 +191,17 @@ def server_now() -> float:
 
 # When this worker first asked server_now() in each attempt (monotonic): its start, near enough.
 _MET: dict[tuple[object, ...], float] = {}
+
+
+def _outlived(polled: float, beat: float | None, window: float) -> bool:
+    """Did a worker poll well after the last heartbeat the server lists for its identity? Then
+    the poller is not the worker that beat: a beating worker's heartbeats go on while it polls,
+    so its last poll is never a window newer than its last beat. A worker that said it beats
+    and died leaves its identity's marker in the store; a worker that reuses the identity (PID 1
+    of a restarted container) and sends no heartbeats (an older xsky, a runtime without them)
+    was judged by that marker, and its idle long poll, older than the window, called it lost
+    — its workspace moved from a live host (chaos15, review18)."""
+    return beat is not None and polled - beat > window
 
 
 async def _listed_workers(client: Any, namespace: str) -> list[WorkerInfo] | None:

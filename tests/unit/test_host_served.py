@@ -182,3 +182,15 @@ async def test_ages_are_taken_on_the_servers_clock_not_this_workers(skew, silent
             return True
 
         assert await hosts._served(Q, 10.0, said) is expected
+
+
+async def test_a_worker_reusing_a_dead_beating_workers_identity_is_judged_by_its_polls():
+    """chaos15/review18: "1@h2" said it beats and died (listed, silent 400 s, its marker kept);
+    a worker without heartbeats reuses the identity and long-polls (30 s ago): it serves."""
+    assert await served(
+        [ME, worker("1@h2", Q, 400.0)], [poller("1@h2", 30.0)], said=frozenset({"1@h2"})
+    )
+    # the beating worker itself, dead (its last poll as old as its last beat): lost
+    assert not await served(
+        [ME, worker("1@h2", Q, 30.0)], [poller("1@h2", 32.0)], said=frozenset({"1@h2"})
+    )
