@@ -207,7 +207,17 @@ def classify_step(step: str) -> tuple[str, dict[str, Any] | None]:
         if _LIST.search(step):
             return "file", {"tool": "file_list", "path": path.group(1)}
         return "file", {"tool": "file_read", "path": path.group(1)}
+    if _LIST_FILES.search(step):
+        # "list the files in the workspace", no path named (walk12: an llm agent with nothing
+        # to read, which the offline provider fails at once)
+        return "file", {"tool": "file_list", "path": "."}
     return "llm", None
+
+
+_LIST_FILES = re.compile(
+    r"^\W*(?:(?:please|then|and|now|first|next)\s+)*(?:list|ls)\b.*\b(?:files?|folders?|director(?:y|ies)|workspace)\b",
+    re.I,
+)
 
 
 # Before a path, what makes it where a write goes: "to/into/as out.txt", "a file named x.md",
