@@ -24,6 +24,7 @@ from client import Run, XSky
 from xsky.config import load_settings
 from xsky.errors import ConnectError, RunNotFoundError, UsageError
 from xsky.kinds import AgentInfo
+from xsky.plan.agent_config import plan_warnings
 from xsky.plan.planning import PlanRequest
 from xsky.run_ids import near_run_ids
 from xsky.safe_text import xml_safe
@@ -163,6 +164,11 @@ async def cmd_plan(args: argparse.Namespace) -> int:
     if result.notes:  # e.g. the reply was in Eko's form: what was mapped, what repaired
         err.print(cell(result.notes))
     err.print(plan_tree(result.workflow))
+    # what `validate` of the saved XML warns of, said here too (walk12: the offline planner made
+    # "list the files" an llm agent with nothing to read — it fails at once on a worker without
+    # a model — and only a later `validate plan.xml` said so)
+    for warning in plan_warnings(result.workflow):
+        err.print(cell(f"warning: {warning.message}"), style="yellow")
     err.print(cell(planned_where(result.provider, result.attempts)))
     return 0
 
