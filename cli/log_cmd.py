@@ -84,6 +84,18 @@ def waiting_hint(run_id: str, task: str, request: str) -> str:
     return f"{task} waits for a person ({request}): {how}; `starter.py requests {run_id}` shows it"
 
 
+def elsewhere_said(where: str) -> str:
+    """Why a transcript may be missing here: the store this command reads is not the one the
+    workers that ran the agent wrote to (walk12: it said only "… is not the workers' store:
+    XSKY_STORE" — a worker on a second machine without an object store keeps its own)."""
+    return (
+        f"{where} is not the store the workers that ran it wrote to: a worker on another "
+        "machine, or with another XSKY_HOME, keeps its own unless every worker and this command "
+        "share an object store (the same XSKY_STORE=s3://… everywhere; see docs/deployment.md, "
+        "Several machines)"
+    )
+
+
 async def cmd_log(args: argparse.Namespace) -> int:
     settings = load_settings()
     x = await XSky.connect(settings)
@@ -101,7 +113,7 @@ async def cmd_log(args: argparse.Namespace) -> int:
                     )
                 )
                 return 0
-            elsewhere = f"{open_objects(settings).where} is not the workers' store: XSKY_STORE"
+            elsewhere = elsewhere_said(open_objects(settings).where)
             out.print(
                 cell(
                     f"no transcript for {args.task} in {args.id}: {UNLOGGED_SAID} (`status "
