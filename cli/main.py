@@ -131,6 +131,12 @@ def build_parser(command: str | None = None, *, summaries: bool = False) -> argp
     modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     for module in modules:
         importlib.import_module(f"cli.{module}").register(sub)
+    # A command's own --help opens with what it does, as the top level's list says it (walk12:
+    # `starter.py budget --help` showed its arguments only — the line that says what budget
+    # does was in `starter.py --help` alone).
+    for name, command_parser in sub.choices.items():
+        if command_parser.description is None and name in SUMMARIES:
+            command_parser.description = SUMMARIES[name]
     return parser
 
 
