@@ -59,12 +59,34 @@ def _unreadable_kind(p: Path) -> str | None:
     return None
 
 
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def _backslash_hint(path: str) -> str:
+    """What to add when a plan's path is written as Windows writes one (walk12: `validate
+    plans\\a.xml` and a path copied from Explorer said only 'no such file'): here a backslash
+    is a character of the name, not a separator, and a drive letter names nothing."""
+    if _WINDOWS_DRIVE.match(path):
+        return (
+            " — a Windows path (a drive letter) names no file on this machine: give the file's "
+            "path here, its folders separated by '/'"
+        )
+    if "\\" not in path:
+        return ""
+    slashed = path.replace("\\", "/")
+    if Path(slashed).exists():
+        return f" (did you mean {slashed}? folders are separated by '/' here, not '\\')"
+    return " (folders are separated by '/' here, not '\\')"
+
+
 def read_plan_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Path, bytes]:
     """The file's bytes, read no further than the limit (a device, a pipe or a huge file is
     refused without being read whole)."""
     p = Path(path)
     if not p.exists():
-        raise UsageError(f"{p}: no such file; give the path of a workflow XML file")
+        raise UsageError(
+            f"{p}: no such file; give the path of a workflow XML file{_backslash_hint(str(path))}"
+        )
     if p.is_dir():
         raise UsageError(f"{p}: is a directory; give the path of a workflow XML file")
     kind = _unreadable_kind(p)
