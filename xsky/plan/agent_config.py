@@ -236,10 +236,24 @@ def direct_argument_problems(workflow: Workflow) -> list[Problem]:
             value = args.get(key)
             blank = not isinstance(value, str) or (key != "content" and not value.strip())
             if info.is_required() and info.annotation is str and blank:
+                # a key no tool reads may be this argument under another name (walk12: "cmd"
+                # for "command" said only "has no command", "cmd" itself unnamed)
+                # (a near miss of another key is said as that key's typo: config_key_problems)
+                unread = [
+                    k
+                    for k in agent.config or {}
+                    if k not in _CONFIG_KEYS and not _mistyped([k], _CONFIG_KEYS)
+                ]
+                instead = (
+                    f" ({', '.join(repr(k) for k in unread)} in its config "
+                    f"{'is' if len(unread) == 1 else 'are'} read by nothing: write it as {key!r})"
+                    if unread
+                    else ""
+                )
                 problems.append(
                     Problem(
-                        f"agent {agent.id} ({tool}) has no {key}: add it to its config, e.g. "
-                        f'<config>{{"tool": "{tool}", "{key}": "…"}}</config>',
+                        f"agent {agent.id} ({tool}) has no {key}{instead}: add it to its config, "
+                        f'e.g. <config>{{"tool": "{tool}", "{key}": "…"}}</config>',
                         agent_index=i,
                         agent_id=agent.id,
                     )
