@@ -29,6 +29,7 @@ from xsky.artifacts import CHANGED_END, GC_MARK, PAGES, looks_changed, run_folde
 from xsky.config import Settings
 from xsky.errors import UsageError
 from xsky.lineage import descendants_clause
+from xsky.run_ids import near_run_ids
 from xsky.storage import ObjectStore
 
 
@@ -63,9 +64,13 @@ async def collect(
     store = open_objects(settings)
     folders = await asyncio.to_thread(_run_folders, store)
     if run is not None:
-        folders = [f for f in folders if f == run_folder(run)]
+        held, folders = folders, [f for f in folders if f == run_folder(run)]
         if not folders:
-            raise UsageError(f"{store.where} holds nothing of {run}; nothing to remove")
+            # (walk12: `gc --run` of a mistyped id named no run, where every other command that
+            # takes a run id names the nearest: here, among the runs the store holds)
+            near = near_run_ids(run, held)
+            meant = f" (did you mean {' or '.join(near)}?)" if near else ""
+            raise UsageError(f"{store.where} holds nothing of {run}{meant}; nothing to remove")
     cutoff = datetime.now(UTC) - timedelta(days=older_than)
     done = []
     listed: dict[str, list[str]] | None = None  # run ids the server lists, by their folder
