@@ -43,9 +43,13 @@ async def cmd_gc(args: argparse.Namespace) -> int:
         out.print(cell(f"{d.run_id}: {verb} {counted(d.objects, 'object')} ({d.why})"))
     gone = sum(d.objects for d in done if d.removed)
     runs = sum(d.removed for d in done)
+    # the runs kept counted too (walk12: `gc --older-than 1` listed a run 'kept 5 objects',
+    # then said only '0 objects of 0 runs removed')
+    kept = len(done) - runs
     out.print(
         cell(
             f"{gone} object{'' if gone == 1 else 's'} of {runs} run{'' if runs == 1 else 's'} removed"
+            + (f"; {counted(kept, 'run')} kept" if kept else "")
         )
     )
     return 0
