@@ -53,6 +53,10 @@ def test_limits_parse_from_the_flag_and_write_back_the_same():
         ("usd=lots", "usd='lots' is not a number; write e.g. usd=2.50"),
         ("tokens=1.5", "tokens='1.5' is not a whole number"),
         ("usd=nan", "usd must be more than 0, not nan"),
+        # infinity, written out or as a number past a float's range (walk12: "must be more
+        # than 0, not 1e400")
+        ("usd=1e400", "usd=1e400 is endless, more than a budget takes; write e.g. usd=2.50"),
+        ("minutes=inf", "minutes=inf is endless, more than a budget takes"),
         ("tokens", "'tokens' is not KEY=VALUE"),
         ("tokens=1,tokens=2", "tokens is given twice"),
         ("", "--budget is empty; write e.g. tokens=100000"),

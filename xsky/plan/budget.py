@@ -59,6 +59,12 @@ def _number(key: str, raw: str, what: str) -> int | float:
         raise BudgetError(
             f"{what}: {key}={raw.strip()!r} is not {kind}; write e.g. {key}={_EXAMPLE[key]}"
         ) from None
+    if value == math.inf:
+        # (walk12: usd=1e400 and usd=inf, read as infinity, were said "must be more than 0")
+        raise BudgetError(
+            f"{what}: {key}={raw.strip()} is endless, more than a budget takes; "
+            f"write e.g. {key}={_EXAMPLE[key]}"
+        )
     if not math.isfinite(value) or value <= 0:
         raise BudgetError(
             f"{what}: {key} must be more than 0, not {raw.strip()}; write e.g. {key}={_EXAMPLE[key]}"
