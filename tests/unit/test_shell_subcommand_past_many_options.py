@@ -52,6 +52,8 @@ def test_an_ask_rule_too() -> None:
 
 def test_other_subcommands_stay_allowed_and_quick() -> None:
     command = "kubectl " + "-v 1 " * 1500 + "get pods"
-    started = time.perf_counter()
+    # CPU time, not wall time: the suite runs beside other work (~0.1 s of CPU here); the bound
+    # catches a reading that grows with the square of the options
+    started = time.process_time()
     assert decide("shell", {"command": command}, ROLE, SETTINGS, "/ws").effect == "allow"
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
