@@ -61,7 +61,14 @@ class RequestBook:
         return request
 
     def get(self, request_id: str) -> HumanRequest | None:
-        return next((r for r in self.state.requests if r.id == request_id), None)
+        """The request ``request_id`` names, its case as a person types it (``q-1`` is Q-1: our
+        CLI and the live page took it so; the stock CLI's update was refused). Only an id no
+        request has exactly is read again in capitals, so an update accepted before finds the
+        same request; one refused before left no history, so nothing replayed changes."""
+        exact = next((r for r in self.state.requests if r.id == request_id), None)
+        if exact is not None or request_id == request_id.upper():
+            return exact
+        return next((r for r in self.state.requests if r.id == request_id.upper()), None)
 
     def listed(self, plan: PlanState | None = None) -> list[HumanRequest]:
         """Requests waiting for a person; with ``plan``, its review as one of them (R-v)."""
@@ -135,7 +142,7 @@ class RequestBook:
     def require_pending(self, request_id: str, plan: PlanState) -> HumanRequest:
         """The pending request ``request_id`` an intervention answers, or why not."""
         request = self.get(request_id)
-        if request is None and request_id.startswith("R-") and plan.review == "waiting":
+        if request is None and request_id.upper().startswith("R-") and plan.review == "waiting":
             raise Rejected(
                 f"{request_id} is the plan review: approve it with approve_plan (version {plan.version}), or replan"
             )
