@@ -160,6 +160,19 @@ def test_a_budget_too_small_for_the_checks_is_said_with_what_to_set() -> None:
     assert any("too little for the leader" in n for n in core.views.notices(T0))
 
 
+def test_no_checks_warning_while_an_auto_leader_has_no_model() -> None:
+    """walk12: the board warned the budget left the leader too little to check its agents
+    beside "leader: auto: off until a model answers" — it checks nothing then."""
+    core = core_of(4, tokens=4000)
+    core.options.coordinator = "auto"
+    core.judgment.ledger.mode = "auto"
+    core.judgment.worker_model = None
+    assert core.judgment.mode_label().startswith("auto: off until a model answers")
+    assert not any("too little for the leader" in n for n in core.views.notices(T0))
+    core.judgment.worker_model = MODEL  # the leader's worker has a model: said again
+    assert any("too little for the leader" in n for n in core.views.notices(T0))
+
+
 class AgentsAndChecks(RuleBasedStateMachine):
     """Agents and consultations interleave at random; whatever each spends (within its share,
     as the activities hold it), the run's settled spend stays within limit + one reservation."""

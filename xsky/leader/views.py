@@ -321,9 +321,12 @@ class Views:
         notes = []
         if now is not None and self.budget.limits is not None:
             notes.append(self.budget.budget_view(now).summary())
-            checks = self.judgment.on and "off" not in (
-                self.options.coordinator,
-                self.judgment.ledger.mode,
+            checks = (
+                self.judgment.on
+                and "off" not in (self.options.coordinator, self.judgment.ledger.mode)
+                # an auto coordinator on workers with no model checks nothing (the leader line
+                # says "off until a model answers"): no warning about checks' room (walk12)
+                and not (self.judgment.mode() == "auto" and self.judgment.worker_model is None)
             )
             if self.budget.leader_budget and checks:
                 models = sum(1 for agent_id in self.board.agents if self.budget.model(agent_id))
