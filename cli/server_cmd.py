@@ -148,9 +148,15 @@ def ensure_server(settings: Settings, db: str | None = None, ui_port: int | None
         server.start(detach=True)
     except (RuntimeError, TimeoutError) as e:
         server.stop(kill=True)  # (one that did not answer in time must not be left running)
+        cause = _logged_cause(server.log_path, log_size)
         raise UsageError(
-            f"{e}{_logged_cause(server.log_path, log_size)}",
-            "pick another port (TEMPORAL_ADDRESS, XSKY_UI_PORT or --ui-port) if one is taken",
+            f"{e}{cause}",
+            # Two `up` at once on one home: the second server finds the database locked, and no
+            # port is the matter (chaos15)
+            "another `starter.py up` is starting this XSKY_HOME's server: wait for it, then "
+            "`starter.py status` (or give this one its own XSKY_HOME)"
+            if "SQLITE_BUSY" in cause or "database is locked" in cause
+            else "pick another port (TEMPORAL_ADDRESS, XSKY_UI_PORT or --ui-port) if one is taken",
         ) from None
     assert server.process is not None
     _pid_file(settings, "server").write_text(str(server.process.pid))

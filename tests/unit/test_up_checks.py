@@ -215,3 +215,21 @@ def test_down_says_a_server_it_did_not_start_still_answers(
     assert f"server: not running (nothing started by `up` with this home, {home})" in said, said
     assert "a Temporal server answers at 127.0.0.1:" in said and "(4573@vm)" in said, said
     assert "run `starter.py down` there, or with that XSKY_HOME" in said, said
+
+
+def test_a_second_up_on_this_homes_database_says_so_not_ports(home: Path) -> None:
+    """chaos15: two `up` at once on one home — the second dev server finds the database locked
+    (SQLITE_BUSY) and `up` advised picking another port."""
+    import sqlite3
+
+    held = sqlite3.connect(home / "temporal.db", timeout=0)
+    held.execute("BEGIN EXCLUSIVE")  # as the first `up`'s server holds it while it sets up
+    try:
+        with pytest.raises(UsageError) as e:
+            ensure_server(load_settings())
+    finally:
+        held.rollback()
+        held.close()
+    said = str(e.value)
+    assert "another `starter.py up` is starting this XSKY_HOME" in said, said
+    assert "pick another port" not in said, said
