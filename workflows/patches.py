@@ -465,6 +465,16 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.12.5 is still open (their ladders climb for "
         "attempts that wait for a worker, and nudge direct tool agents)",
     ),
+    "stall-sees-operator-pause": Patch(
+        what="a task whose attempt an operator paused (Temporal's activity pause: `temporal "
+        "activity pause`; leader_attempts says so) is not stalled: its idle clock starts over and "
+        "the board says 'paused by an operator' with the unpause command; before, the board said "
+        "'waiting for a worker' (a paused attempt read as one no worker had started), and one "
+        "paused while it ran climbed the ladder. Asked only when the server says an attempt is "
+        "paused",
+        since="v0.12.6",
+        delete_when="no run that saw a paused attempt before 0.12.6 is still open",
+    ),
 }
 """The live patches, by id."""
 
