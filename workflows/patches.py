@@ -475,6 +475,14 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.6",
         delete_when="no run that saw a paused attempt before 0.12.6 is still open",
     ),
+    "stall-rung-named": Patch(
+        what="a direct tool agent's first stall rung (no model to nudge: the rung only counted, "
+        "patch stall-waits-for-worker) is logged and metered as 'counted' (xsky_stall_steps "
+        "step=counted), with the board's words; before, as a 'nudge' with the nudge a model "
+        "would have been sent. Asked only at such a rung",
+        since="v0.12.6",
+        delete_when="no run that took such a rung before v0.12.6 is still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -258,3 +258,38 @@ def test_the_activity_says_a_paused_attempt_paused() -> None:
     requested = _pending(PendingActivityInfo(activity_id="T-1-v1-d1", state=5))
     assert requested.paused and requested.state == "started"
     assert not _pending(PendingActivityInfo(activity_id="T-1-v1-d1", state=1)).paused
+
+
+# -- a direct tool agent's first rung is named for what it did (patch stall-rung-named) -------
+
+
+def test_a_direct_tool_agents_first_rung_is_logged_and_metered_counted_not_nudge() -> None:
+    """review19: the rung nudged nothing, but its log line (and so xsky_stall_steps) said
+    'nudge' with the words a model would have been sent."""
+    from workflows.leader.metrics import _STALL_STEP
+
+    core = core_of(shell())
+    step(core, seconds(181), [started(T0)])
+    (line,) = core.take_log()
+    assert line.startswith(
+        "stall ladder: T-1 counted (no progress for 181s: a direct shell call"
+    ), line
+    assert "You have made no progress" not in line
+    match = _STALL_STEP.match(line)
+    assert match is not None and match.group(1) == "counted"
+    # a model agent's rung is a nudge, as ever; and later rungs keep their names
+    model = core_of(llm())
+    step(model, seconds(181), [started(T0)])
+    (nudged,) = model.take_log()
+    assert nudged.startswith("stall ladder: T-1 nudge (You have made no progress for 181s")
+    step(core, seconds(181 + 420), [started(T0)])
+    assert [line.split(" (")[0] for line in core.take_log()] == ["stall ladder: T-1 restart"]
+
+
+def test_before_the_patch_the_direct_tool_agents_rung_is_logged_as_a_nudge() -> None:
+    core = core_of(shell())
+    core.board.patched = lambda patch_id: patch_id != "stall-rung-named"
+    step(core, seconds(181), [started(T0)])
+    (line,) = core.take_log()
+    assert line.startswith("stall ladder: T-1 nudge (You have made no progress"), line
+    assert core.briefs.nudge_count("T-1") == 0  # (still not nudged: stall-waits-for-worker)

@@ -173,6 +173,22 @@ class StallLadder:
             if windows.enabled:
                 yield task, windows
 
+    def logged(self, task: TaskState, action: StallAction, message: str, now: datetime) -> str:
+        """The log's line for a rung due (workflows/leader/metrics.py counts its step by the
+        word after the task): a direct tool agent's first rung is ``counted``, not ``nudge`` —
+        no model reads a nudge, none is sent (patch stall-rung-named)."""
+        tool = tool_name(self.board.agents[task.agent_id].config) if action == "nudge" else None
+        if (
+            tool is not None
+            and self.board.patched("stall-rung-named")
+            and self.board.patched("stall-waits-for-worker")
+        ):
+            return (
+                f"stall ladder: {task.id} counted (no progress for {self.idle(task, now):.0f}s: "
+                f"a direct {tool} call, nothing to nudge; restarted if none comes)"
+            )
+        return f"stall ladder: {task.id} {action} ({message})"
+
     def climb(self, task: TaskState, action: str, message: str, now: datetime) -> list[Command]:
         """Take one step of the ladder for a stalled running task."""
         commands: list[Command] = []
