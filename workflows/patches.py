@@ -483,6 +483,15 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.6",
         delete_when="no run that took such a rung before v0.12.6 is still open",
     ),
+    "unknown-signals-refused": Patch(
+        what="a signal of a name the leader has no handler for (an update's: `temporal workflow "
+        "signal --name resume_run`, a query's, a typo) is refused where people look: counted "
+        "on the board, written in the permission log with what to send instead; before, the "
+        "SDK kept it unhandled in the worker's memory and nothing said so. Asked only when "
+        "such a signal comes",
+        since="v0.12.6",
+        delete_when="no run that was sent such a signal before v0.12.6 is still open",
+    ),
 }
 """The live patches, by id."""
 
