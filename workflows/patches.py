@@ -492,6 +492,16 @@ PATCHES: dict[str, Patch] = {
         since="v0.12.6",
         delete_when="no run that was sent such a signal before v0.12.6 is still open",
     ),
+    "leader-line-one-deep": Patch(
+        what="the leader's note when an offline answer turned it off says 'no model configured "
+        "on the workers; T-3 was answered offline', so the leader's line — board notes, the Web "
+        "UI's pane, the live page, the ledger query's mode — has no parenthesis inside another "
+        "('leader: off (no model configured on the workers (T-3 was answered offline)): …'; "
+        "walk11b reworded it in the CLI only). Asked only when that note is written",
+        since="v0.12.6",
+        delete_when="no run whose leader was turned off by an offline answer before v0.12.6 is "
+        "still open",
+    ),
 }
 """The live patches, by id."""
 
