@@ -41,9 +41,9 @@ async def test_a_task_no_worker_serves_waits_for_one_and_runs_when_one_comes(env
         ),
     )
 
-    async def waiting() -> bool:
+    async def waiting() -> None:  # (an assertion: ``eventually`` asks again only on one)
         note = (await board(handle))["1"].last_progress or ""
-        return note.startswith("waiting for a worker: attempt 1 scheduled")
+        assert note.startswith("waiting for a worker: attempt 1 scheduled"), note
 
     await eventually(waiting, timeout=30)
     await asyncio.sleep(4)  # 8 nudge windows, 4 restart windows: a replan and more, before
