@@ -181,4 +181,6 @@ def _pending(p: Any) -> PendingAttempt:
         started_at=at("last_started_time"),
         heartbeat_at=at("last_heartbeat_time"),
         worker=p.last_worker_identity or None,
+        # (PAUSED, PAUSE_REQUESTED, or the server's flag: an operator's activity pause)
+        paused=bool(p.paused) or p.state in (4, 5),
     )

@@ -480,6 +480,43 @@ PATCHES: dict[str, Patch] = {
         delete_when="no run started before v0.12.5 is still open (their ladders climb for "
         "attempts that wait for a worker, and nudge direct tool agents)",
     ),
+    "stall-sees-operator-pause": Patch(
+        what="a task whose attempt an operator paused (Temporal's activity pause: `temporal "
+        "activity pause`; leader_attempts says so) is not stalled: its idle clock starts over and "
+        "the board says 'paused by an operator' with the unpause command; before, the board said "
+        "'waiting for a worker' (a paused attempt read as one no worker had started), and one "
+        "paused while it ran climbed the ladder. Asked only when the server says an attempt is "
+        "paused",
+        since="v0.12.6",
+        delete_when="no run that saw a paused attempt before 0.12.6 is still open",
+    ),
+    "stall-rung-named": Patch(
+        what="a direct tool agent's first stall rung (no model to nudge: the rung only counted, "
+        "patch stall-waits-for-worker) is logged and metered as 'counted' (xsky_stall_steps "
+        "step=counted), with the board's words; before, as a 'nudge' with the nudge a model "
+        "would have been sent. Asked only at such a rung",
+        since="v0.12.6",
+        delete_when="no run that took such a rung before v0.12.6 is still open",
+    ),
+    "unknown-signals-refused": Patch(
+        what="a signal of a name the leader has no handler for (an update's: `temporal workflow "
+        "signal --name resume_run`, a query's, a typo) is refused where people look: counted "
+        "on the board, written in the permission log with what to send instead; before, the "
+        "SDK kept it unhandled in the worker's memory and nothing said so. Asked only when "
+        "such a signal comes",
+        since="v0.12.6",
+        delete_when="no run that was sent such a signal before v0.12.6 is still open",
+    ),
+    "leader-line-one-deep": Patch(
+        what="the leader's note when an offline answer turned it off says 'no model configured "
+        "on the workers; T-3 was answered offline', so the leader's line — board notes, the Web "
+        "UI's pane, the live page, the ledger query's mode — has no parenthesis inside another "
+        "('leader: off (no model configured on the workers (T-3 was answered offline)): …'; "
+        "walk11b reworded it in the CLI only). Asked only when that note is written",
+        since="v0.12.6",
+        delete_when="no run whose leader was turned off by an offline answer before v0.12.6 is "
+        "still open",
+    ),
 }
 """The live patches, by id."""
 

@@ -371,6 +371,9 @@ class PendingAttempt(Wire):
     started_at: datetime | None = None  # when a worker last started it
     heartbeat_at: datetime | None = None
     worker: str | None = None  # the identity of the worker that last had it
+    # Paused by an operator (Temporal's activity pause: `temporal activity pause`): not run
+    # again until unpaused; while a worker still runs it (pause requested) ``state`` says started.
+    paused: bool = False
 
 
 class PendingAttempts(Wire):

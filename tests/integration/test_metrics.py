@@ -261,7 +261,10 @@ async def test_the_metrics_endpoint_serves_the_sdks_series_and_xskys_after_a_run
     assert series(m, "xsky_llm_tokens", model="fake-model", type="completion") == 5 * calls
     assert series(m, "xsky_llm_latency_count", model="fake-model", outcome="ok") == calls
     assert 0 < series(m, "xsky_llm_latency_sum", model="fake-model") < 10_000  # milliseconds
-    assert series(m, "xsky_stall_steps", step="nudge") == 1  # the 2.5 s no-op, nudged after 1 s
+    # the 2.5 s no-op's first rung after 1 s: counted, not a nudge (a direct tool: no model
+    # reads one; patch stall-rung-named)
+    assert series(m, "xsky_stall_steps", step="counted") == 1
+    assert series(m, "xsky_stall_steps", step="nudge") == 0
     # one approval put to a person, waiting while the run ran, closed by its end; no run label
     during = observed.metrics_during
     assert series(during, "xsky_requests_opened") - series(during, "xsky_requests_closed") == 1
@@ -328,7 +331,7 @@ async def test_json_logs_are_one_object_a_line_with_the_workflow_they_came_from(
     entries = [json.loads(line) for line in lines]  # every line, the SDK's core included
     assert all({"time", "level", "logger", "message"} <= e.keys() for e in entries)
     assert any("serving" in e["message"] and e["logger"] == "xsky.worker" for e in entries)
-    nudge = next(e for e in entries if e["message"].startswith("stall ladder: T-3 nudge"))
+    nudge = next(e for e in entries if e["message"].startswith("stall ladder: T-3 counted"))
     assert (
         nudge["workflow"]["workflow_id"] == observed.workflow_id
         and nudge["workflow"]["workflow_type"] == "LeaderWorkflow"

@@ -458,3 +458,35 @@ def test_the_leader_answers_a_call_in_doubt_only_with_one_of_its_choices() -> No
     )
     (request,) = decided.state.requests.requests
     assert (request.status, request.by, request.answer) == ("answered", "leader", "again")
+
+
+def test_the_leaders_line_has_no_parenthesis_inside_another_wherever_it_is_shown() -> None:
+    """walk11: 'leader: off (no model configured on the workers (T-1 was answered offline)):
+    mechanical rules only' — reworded by the CLI only (cli/board.py leader_line); the board's
+    notes (the live page, the Web UI's pane) and the ledger query said it nested (patch
+    leader-line-one-deep)."""
+    core = core_of(llm("1"))
+    start(core)
+    finish(core, "1", AgentOutcome(result="x", result_ref=ref("1"), provider="offline"))
+    line = "no model configured on the workers; T-1 was answered offline"
+    assert core.judgment.mode_label().startswith(f"off ({line}): mechanical rules only")
+    assert core.views.coordinator.ledger_view().mode.startswith(f"off ({line}):")
+    notes = core.views.board_page(T0).notes
+    (leader,) = [n for n in notes if n.startswith("leader:")]
+    assert leader.startswith(f"leader: off ({line}): mechanical rules only"), leader
+    for text in [leader, core.judgment.mode_label(), *core.views.notices(T0, markdown=True)]:
+        depth = deepest = 0
+        for ch in text:
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            deepest = max(deepest, depth)
+        assert deepest <= 1, text
+
+
+def test_before_the_patch_the_leaders_note_is_as_it_was() -> None:
+    core = core_of(llm("1"))
+    core.board.patched = lambda patch_id: patch_id != "leader-line-one-deep"
+    start(core)
+    finish(core, "1", AgentOutcome(result="x", result_ref=ref("1"), provider="offline"))
+    assert core.judgment.ledger.note == (
+        "no model configured on the workers (T-1 was answered offline)"
+    )

@@ -88,3 +88,19 @@ def test_an_unregistered_id_is_refused_before_it_reaches_the_history():
 
     with pytest.raises(KeyError, match="not registered"):
         patched("no-such-patch")
+
+
+def test_a_signal_of_another_name_is_said_what_to_send_instead() -> None:
+    """(patch unknown-signals-refused: workflows/leader/signals.py)"""
+    from workflows.leader import LeaderWorkflow
+    from workflows.leader.signals import _handlers, unknown_signal
+
+    updates, queries = _handlers(LeaderWorkflow)
+    assert {"resume_run", "pause_run", "nudge_task", "answer"} <= updates
+    assert {"task_board", "permission_log"} <= queries
+    assert unknown_signal("resume_run", updates, queries).startswith(
+        "resume_run is an update, not a signal: use `temporal workflow update execute "
+        "--name resume_run`"
+    )
+    assert unknown_signal("task_board", updates, queries).startswith("task_board is a query")
+    assert unknown_signal("pasue", updates, queries).startswith("no signal 'pasue'")

@@ -192,3 +192,104 @@ def test_the_activity_keeps_the_attempts_of_the_tasks_asked_about() -> None:
     assert _task_of("T-1-v1-d2") == "T-1"
     assert _task_of("T-build-v-3-v12-d4-r1") == "T-build-v-3"
     assert _task_of("planner") is None
+
+
+# -- an attempt an operator paused (patch stall-sees-operator-pause; review19) ----------------
+
+
+def paused(state: str = "scheduled", attempt: int = 1) -> PendingAttempt:
+    """What the server holds of an attempt `temporal activity pause` paused: PAUSED (read as
+    scheduled), or PAUSE_REQUESTED while a worker still runs it (read as started)."""
+    return PendingAttempt(
+        activity_id="T-1-v1-d1",
+        state=state,  # type: ignore[arg-type]
+        attempt=attempt,
+        scheduled_at=T0,
+        started_at=T0 if state == "started" else None,
+        paused=True,
+    )
+
+
+def test_an_attempt_an_operator_paused_is_said_paused_not_waiting_for_a_worker() -> None:
+    core = core_of(llm())
+    for n in range(1, 5):
+        assert step(core, seconds(180 * n + 1), [paused()]) == []
+        note = core.tasks["1"].last_progress or ""
+        assert note.startswith(
+            "paused by an operator: attempt 1 waits for `temporal activity "
+            "unpause --activity-id T-1-v1-d1`"
+        ), note
+        assert "waiting for a worker" not in note
+        assert core.state.ladder.levels.get("T-1", 0) == 0
+    assert core.briefs.nudge_count("T-1") == 0
+    # unpaused, a worker starts it: the note goes, the clock counts from its start
+    assert step(core, seconds(1000), [started(seconds(950))]) == []
+    assert core.tasks["1"].last_progress is None
+
+
+def test_an_attempt_paused_while_it_runs_does_not_climb() -> None:
+    core = core_of(llm())
+    for n in range(1, 5):  # pause requested, its worker still runs it: no nudge, no restart
+        assert step(core, seconds(180 * n + 1), [paused("started")]) == []
+        assert core.state.ladder.levels.get("T-1", 0) == 0
+    assert "runs until it ends" in (core.tasks["1"].last_progress or "")
+
+
+def test_before_the_patch_a_paused_attempt_reads_as_before() -> None:
+    asked: list[str] = []
+
+    def patched(patch_id: str) -> bool:
+        asked.append(patch_id)
+        return patch_id != "stall-sees-operator-pause"
+
+    core = core_of(llm())
+    core.board.patched = patched
+    step(core, seconds(181), [paused()])
+    assert (core.tasks["1"].last_progress or "").startswith("waiting for a worker")
+    assert "stall-sees-operator-pause" in asked
+
+
+def test_the_activity_says_a_paused_attempt_paused() -> None:
+    from temporalio.api.workflow.v1 import PendingActivityInfo
+
+    from activities.leader_store import _pending
+
+    assert _pending(PendingActivityInfo(activity_id="T-1-v1-d1", state=4, paused=True)).paused
+    requested = _pending(PendingActivityInfo(activity_id="T-1-v1-d1", state=5))
+    assert requested.paused and requested.state == "started"
+    assert not _pending(PendingActivityInfo(activity_id="T-1-v1-d1", state=1)).paused
+
+
+# -- a direct tool agent's first rung is named for what it did (patch stall-rung-named) -------
+
+
+def test_a_direct_tool_agents_first_rung_is_logged_and_metered_counted_not_nudge() -> None:
+    """review19: the rung nudged nothing, but its log line (and so xsky_stall_steps) said
+    'nudge' with the words a model would have been sent."""
+    from workflows.leader.metrics import _STALL_STEP
+
+    core = core_of(shell())
+    step(core, seconds(181), [started(T0)])
+    (line,) = core.take_log()
+    assert line.startswith(
+        "stall ladder: T-1 counted (no progress for 181s: a direct shell call"
+    ), line
+    assert "You have made no progress" not in line
+    match = _STALL_STEP.match(line)
+    assert match is not None and match.group(1) == "counted"
+    # a model agent's rung is a nudge, as ever; and later rungs keep their names
+    model = core_of(llm())
+    step(model, seconds(181), [started(T0)])
+    (nudged,) = model.take_log()
+    assert nudged.startswith("stall ladder: T-1 nudge (You have made no progress for 181s")
+    step(core, seconds(181 + 420), [started(T0)])
+    assert [line.split(" (")[0] for line in core.take_log()] == ["stall ladder: T-1 restart"]
+
+
+def test_before_the_patch_the_direct_tool_agents_rung_is_logged_as_a_nudge() -> None:
+    core = core_of(shell())
+    core.board.patched = lambda patch_id: patch_id != "stall-rung-named"
+    step(core, seconds(181), [started(T0)])
+    (line,) = core.take_log()
+    assert line.startswith("stall ladder: T-1 nudge (You have made no progress"), line
+    assert core.briefs.nudge_count("T-1") == 0  # (still not nudged: stall-waits-for-worker)

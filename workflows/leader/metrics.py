@@ -17,8 +17,9 @@ from temporalio.exceptions import ActivityError, CancelledError
 with workflow.unsafe.imports_passed_through():
     from xsky.plan.budget import Usage
 
-# How LeaderCore logs a step of the stall ladder (see LeaderCore._check_stalls).
-_STALL_STEP = re.compile(r"^stall ladder: \S+ (nudge|restart|replan|escalate) \(")
+# How LeaderCore logs a step of the stall ladder (xsky/leader/ladder.py StallLadder.logged):
+# ``counted`` is a direct tool agent's first rung, which nudges nothing (stall-rung-named).
+_STALL_STEP = re.compile(r"^stall ladder: \S+ (nudge|counted|restart|replan|escalate) \(")
 
 
 class LeaderMetrics:

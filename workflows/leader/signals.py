@@ -18,7 +18,7 @@ dropped, ``pause null`` taken for a pause with the defaults.
 # Annotations stay objects (no `from __future__ import annotations`): the SDK reads each
 # handler's type hints whenever a run imports this module into its sandbox (see workflow.py).
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -55,6 +55,31 @@ NO_INPUT = RawValue(Payload())
 
 def _preview(raw: RawValue) -> str:
     return raw.payload.data[:PAYLOAD_CHARS].decode("utf-8", "replace")
+
+
+def _handlers(cls: type) -> tuple[set[str], set[str]]:
+    """The names of ``cls``'s updates and queries, as the SDK registered them (empty where a
+    release of the SDK keeps them elsewhere: the refusal then names the signals only)."""
+    try:
+        defn = workflow._Definition.must_from_class(cls)
+    except Exception:  # noqa: BLE001 - the SDK's own record: not a contract
+        return set(), set()
+    return {n for n in defn.updates if n}, {n for n in defn.queries if n}
+
+
+def unknown_signal(name: str, updates: set[str], queries: set[str]) -> str:
+    """Why a signal of ``name`` does nothing, and what to send instead."""
+    if name in updates:
+        return (
+            f"{name} is an update, not a signal: use `temporal workflow update execute "
+            f"--name {name}` (it answers); the signals are pause, resume and nudge"
+        )
+    if name in queries:
+        return (
+            f"{name} is a query, not a signal: use `temporal workflow query --type {name}`; "
+            "the signals are pause, resume and nudge"
+        )
+    return f"no signal {name!r}: the signals are pause, resume and nudge; the rest are updates"
 
 
 class LeaderSignals:
@@ -230,6 +255,25 @@ class LeaderSignals:
     @nudge_task.validator
     def _validate_nudge_task(self, req: NudgeRequest) -> None:
         self._validated(lambda: self._core.checks.nudge(req), req)
+
+    # -- a signal of another name ---------------------------------------------------------------------
+
+    @workflow.signal(dynamic=True, description="Any other name: refused, and said where.")
+    def unknown_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """A signal the leader has no handler for — an update's name (`temporal workflow
+        signal --name resume_run`, which the stock CLI says "succeeded"), a typo — is refused
+        where people look, as a malformed payload is: counted on the board, written in the
+        permission log (its entries are capped) and in the worker's log; no command, so a spam
+        of them adds no event to the history beyond the server's own for each signal. Before
+        the patch the SDK kept it unhandled in the worker's memory, with nothing said."""
+        if not patched("unknown-signals-refused"):
+            return  # (a history recorded before: the signal was buffered and never handled)
+        why = unknown_signal(name[:80], *_handlers(type(self)))  # (a name is the sender's text)
+        workflow.logger.warning("signal refused: %s", why)
+        payload = _preview(args[0]) if args else ""
+        self._when_ready(
+            lambda: self._core.people.refuse(f"{name[:80]} signal", payload, why, workflow.now())
+        )
 
     # -- the agents' own reports -----------------------------------------------------------------
 

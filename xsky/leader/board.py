@@ -25,7 +25,7 @@ from xsky.leader.commands import (
     StopReason,
 )
 from xsky.leader.limits import ERROR_CHARS, NOTE_CHARS, cut
-from xsky.leader.stall import WAITING_FOR_WORKER
+from xsky.leader.stall import NOT_RUNNING
 from xsky.leader.state import BoardState
 from xsky.leader.tasks import StoredStatus, TaskState, derive_statuses
 from xsky.plan.models import Workflow, WorkflowAgent
@@ -240,7 +240,7 @@ class TaskBoard:
         if task.stored == "dispatched":
             self.set_stored(task, "in_progress")
             task.started_at = task.started_at or now
-        if (task.last_progress or "").startswith(WAITING_FOR_WORKER) and self.patched(
+        if (task.last_progress or "").startswith(NOT_RUNNING) and self.patched(
             "stall-waits-for-worker"
         ):  # a worker has it now (the note is the ladder's, not an agent's own words: review19)
             task.last_progress = None

@@ -670,7 +670,7 @@ class LeaderCore:
         or the ladder climbs."""
         commands: list[Command] = []
         for task, action, message in self.ladder.due(now, checked):
-            self.flow.log.append(f"stall ladder: {task.id} {action} ({message})")
+            self.flow.log.append(self.ladder.logged(task, action, message, now))
             self.flow.changed = True
             judging = self.oversight.judge_stall(task, action, message, now)
             if judging is not None:  # the coordinator finds the root cause instead

@@ -21,6 +21,8 @@ from xsky.leader.commands import RUNNING, Command, StopReason
 from xsky.leader.requests import RequestBook
 from xsky.leader.stall import (
     ESCALATED,
+    NOT_RUNNING,
+    PAUSED_BY_OPERATOR,
     WAITING_FOR_WORKER,
     StallAction,
     seconds_to_next_step,
@@ -119,16 +121,29 @@ class StallLadder:
         """What the server holds of a task's current attempt, asked as its rung came due: one
         waiting for a worker restarts its idle clock (no rung: it is not stalled, it has not
         run) and says so on the board; one started counts its idle time from no earlier than
-        its start (a retry a worker took after the last one was lost). The board's note when
-        it waits, else None (started, or not found: the ladder climbs as ever)."""
+        its start (a retry a worker took after the last one was lost). One an operator paused
+        (Temporal's activity pause) is not stalled either: its clock starts over, the board
+        says it is paused (patch stall-sees-operator-pause). The board's note when it waits,
+        else None (started, or not found: the ladder climbs as ever)."""
         mine = re.compile(rf"{re.escape(task.id)}-v\d+-d{task.attempt}(?:-r\d+)?")
         found = [p for p in pending if mine.fullmatch(p.activity_id)]
+        paused = [p for p in found if p.paused]
+        if paused and self.board.patched("stall-sees-operator-pause"):
+            self.state.since[task.id] = now
+            attempt = max(paused, key=lambda p: p.attempt)
+            until = "runs until it ends, then waits" if attempt.state == "started" else "waits"
+            task.last_progress = (
+                f"{PAUSED_BY_OPERATOR}: attempt {attempt.attempt} {until} for `temporal activity "
+                f"unpause --activity-id {attempt.activity_id}` (and the run's --workflow-id); "
+                "not a stall"
+            )
+            return task.last_progress
         started = [p.started_at for p in found if p.state == "started" and p.started_at]
         if started:
             since = max(started)
             if since > self.state.since.get(task.id, since - timedelta(seconds=1)):
                 self.state.since[task.id] = since
-            if (task.last_progress or "").startswith(WAITING_FOR_WORKER):
+            if (task.last_progress or "").startswith(NOT_RUNNING):
                 task.last_progress = None
             return None
         waiting = [p for p in found if p.state == "scheduled"]
@@ -157,6 +172,22 @@ class StallLadder:
             windows = stall_windows(self.board.agents[agent_id].config, self.options.stall)
             if windows.enabled:
                 yield task, windows
+
+    def logged(self, task: TaskState, action: StallAction, message: str, now: datetime) -> str:
+        """The log's line for a rung due (workflows/leader/metrics.py counts its step by the
+        word after the task): a direct tool agent's first rung is ``counted``, not ``nudge`` —
+        no model reads a nudge, none is sent (patch stall-rung-named)."""
+        tool = tool_name(self.board.agents[task.agent_id].config) if action == "nudge" else None
+        if (
+            tool is not None
+            and self.board.patched("stall-rung-named")
+            and self.board.patched("stall-waits-for-worker")
+        ):
+            return (
+                f"stall ladder: {task.id} counted (no progress for {self.idle(task, now):.0f}s: "
+                f"a direct {tool} call, nothing to nudge; restarted if none comes)"
+            )
+        return f"stall ladder: {task.id} {action} ({message})"
 
     def climb(self, task: TaskState, action: str, message: str, now: datetime) -> list[Command]:
         """Take one step of the ladder for a stalled running task."""

@@ -19,6 +19,11 @@ ESCALATED = 3
 # The board's note on a task whose attempt waits for a worker: not a stall (xsky/leader/ladder.py
 # ``attempts_seen``); gone when a worker starts it.
 WAITING_FOR_WORKER = "waiting for a worker"
+# ... and on one an operator paused (Temporal's activity pause): not a stall either (patch
+# stall-sees-operator-pause); gone when a worker starts it again.
+PAUSED_BY_OPERATOR = "paused by an operator"
+# The notes the ladder writes about an attempt that does not run (not an agent's own words).
+NOT_RUNNING = (WAITING_FOR_WORKER, PAUSED_BY_OPERATOR)
 
 
 def stall_step(

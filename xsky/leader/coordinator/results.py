@@ -48,7 +48,13 @@ class ResultCheck:
         if outcome.provider == OFFLINE_PROVIDER and ledger.mode == "auto":
             # an offline answer: the workers have no model, so there is no one to ask
             ledger.mode = "off"
-            ledger.note = f"no model configured on the workers ({task.id} was answered offline)"
+            # said inside mode_label's parentheses: one deep, wherever the leader's line is
+            # shown (board notes, the Web UI's pane, the ledger query; patch leader-line-one-deep)
+            ledger.note = (
+                f"no model configured on the workers; {task.id} was answered offline"
+                if self.board.patched("leader-line-one-deep")
+                else f"no model configured on the workers ({task.id} was answered offline)"
+            )
         objection = unfinished(outcome)
         if objection is not None:
             return self._mechanical(task, outcome, objection, now)
