@@ -39,6 +39,7 @@ from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox
 from activities.sandbox.gate import Gate
 from activities.skills.files import library
 from activities.storage.snapshots import Snapshots, workspace_key
+from activities.storage.snapshots import mark_path as snapshots_mark
 from activities.tools import ToolContext
 from activities.tools.skills import SkillLibrary
 from xsky.agent_log import transcript_key
@@ -165,7 +166,18 @@ def prepare(
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
         else workspace_for(
-            settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id, used_by=inp.run_id
+            settings,
+            sandbox,
+            inp.workspace,
+            inp.workspace_of or inp.run_id,
+            used_by=inp.run_id,
+            # on its host, a workspace this machine snapshotted comes back from the store
+            restorable=snapshots_mark(
+                settings.home / "snapshots",
+                workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
+            )
+            if workspace_host
+            else None,
         )
     )
     unconfined = not sandbox.on
@@ -444,6 +456,7 @@ def workspace_for(
     run_id: str,
     *,
     used_by: str | None = None,
+    restorable: Path | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
@@ -454,7 +467,12 @@ def workspace_for(
     made again empty (a later agent "completed" over work that was gone, chaos14/chaos15): the
     attempt fails, non-retryable, saying so. The mark is kept outside the workspace, in
     ``$XSKY_HOME/workspace-marks`` (no agent may write there), per run: another run naming the
-    same workspace, or the run's first attempt on a new host, makes it as before."""
+    same workspace, or the run's first attempt on a new host, makes it as before.
+
+    ``restorable`` (an attempt on its workspace's host): this machine's snapshot mark of the
+    workspace. Where it is, every file the run's agents left is in the store as of the last
+    one's end: the workspace is made and that mark dropped, so the attempt's restore brings it
+    back whole (as on a host taking it over) rather than failing the run (review20)."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -470,7 +488,16 @@ def workspace_for(
             non_retryable=True,
         )
     mark = workspaces.used_mark(settings, used_by or run_id, folder)
-    if not os.path.lexists(folder) and os.path.exists(mark):
+    vanished = not os.path.lexists(folder) and os.path.exists(mark)
+    if vanished and restorable is not None and os.path.exists(restorable):
+        log.warning(
+            "the workspace %s of run %s is gone on this host: it is restored from the store's "
+            "newest snapshot",
+            folder,
+            used_by or run_id,
+        )
+        os.unlink(restorable)  # (the restore then reads no mark: it fetches every file)
+    elif vanished:
         raise ApplicationError(
             f"the workspace {folder} is gone: it was deleted after this run's agents worked in it "
             "on this worker, and their files with it; it is not made again empty (what the run "

@@ -56,3 +56,33 @@ def test_a_mark_that_cannot_be_written_does_not_fail_the_attempt(settings, monke
     monkeypatch.setattr(workspaces, "mark_used", full)
     sandbox = SandboxSettings(sandbox_user=None)
     assert workspace_for(settings, sandbox, None, "run-a", used_by="run-a").is_dir()
+
+
+def test_on_its_host_a_workspace_gone_comes_back_from_the_store(settings, tmp_path):
+    """review20: on a workspace host (object store, snapshots) the store holds every file the
+    run's agents left as of the last one's end; the host's copy gone (a restart with XSKY_RUNS
+    on an ephemeral disk, a cleanup script), the run failed (WorkspaceVanished), and without the
+    check the restore was skipped as well — this host's snapshot mark said it was at HEAD."""
+    from activities.storage.local import LocalStore
+    from activities.storage.snapshots import Snapshots, mark_path, workspace_key
+
+    sandbox = SandboxSettings(sandbox_user=None)
+    key = workspace_key("run-a", None, None)
+    marks = settings.home / "snapshots"
+    ws = workspace_for(settings, sandbox, None, "run-a", used_by="run-a")
+    snapshots = Snapshots(LocalStore(tmp_path / "store"), key, ws, marks)
+    (ws / "report.md").write_text("the first agent's work")
+    snapshots.take()  # the first agent ended
+    shutil.rmtree(ws)
+    again = workspace_for(
+        settings, sandbox, None, "run-a", used_by="run-a", restorable=mark_path(marks, key)
+    )
+    assert again == ws and snapshots.restore() == 1  # the attempt's restore, as activity.py
+    assert (ws / "report.md").read_text() == "the first agent's work"
+    # a worker with no snapshot of it (no store, or it never took one): refused as before
+    shutil.rmtree(ws)
+    mark_path(marks, key).unlink()
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(
+            settings, sandbox, None, "run-a", used_by="run-a", restorable=mark_path(marks, key)
+        )
