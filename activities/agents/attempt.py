@@ -439,6 +439,10 @@ def fork_copy(settings: Settings, inp: AgentInput) -> Callable[[], bool] | None:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     if os.path.lexists(folder):
         return None  # (seed looks again: two attempts may copy at once)
+    if os.path.exists(workspaces.used_mark(settings, inp.run_id, folder)):
+        # made and used by this run here, and gone: deleted under the fork — copied again from
+        # the run forked, its own files were replaced silently; workspace_for says it is gone
+        return None
 
     def copy() -> bool:
         try:

@@ -5,6 +5,7 @@ gone. Another run naming the same workspace still makes it."""
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -86,3 +87,32 @@ def test_on_its_host_a_workspace_gone_comes_back_from_the_store(settings, tmp_pa
         workspace_for(
             settings, sandbox, None, "run-a", used_by="run-a", restorable=mark_path(marks, key)
         )
+
+
+def test_a_forks_workspace_deleted_under_it_is_not_copied_again_from_the_run_forked(settings):
+    """review20: a fork's later attempt found its workspace gone and fork_copy (before prepare)
+    copied the forked run's again, so workspace_for found a folder: the fork's own files were
+    replaced by the source's, silently. Its first attempt still copies."""
+    from activities.agents.attempt import fork_copy
+    from xsky.runs import AgentInput
+
+    sandbox = SandboxSettings(sandbox_user=None)
+    src = workspace_for(settings, sandbox, None, "base", used_by="base")
+    (src / "base.txt").write_text("the forked run's")
+    inp = AgentInput.model_construct(
+        run_id="base-fork-1",
+        workspace=None,
+        workspace_of="base-fork-1",
+        workspace_from="base",
+        agent=SimpleNamespace(config={}),
+    )
+    copy = fork_copy(settings, inp)
+    assert copy is not None and copy()  # the fork's first attempt: a copy
+    ws = workspace_for(settings, sandbox, None, "base-fork-1", used_by="base-fork-1")
+    assert (ws / "base.txt").exists()
+    (ws / "fork.txt").write_text("the fork's own")
+    shutil.rmtree(ws)
+    copy = fork_copy(settings, inp)
+    assert copy is None or not copy()
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, None, "base-fork-1", used_by="base-fork-1")
