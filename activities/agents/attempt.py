@@ -165,7 +165,12 @@ def prepare(
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
         else workspace_for(
-            settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id, used_by=inp.run_id
+            settings,
+            sandbox,
+            inp.workspace,
+            inp.workspace_of or inp.run_id,
+            used_by=inp.run_id,
+            execution=inp.execution_id,
         )
     )
     unconfined = not sandbox.on
@@ -444,6 +449,7 @@ def workspace_for(
     run_id: str,
     *,
     used_by: str | None = None,
+    execution: str | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
@@ -454,7 +460,8 @@ def workspace_for(
     made again empty (a later agent "completed" over work that was gone, chaos14/chaos15): the
     attempt fails, non-retryable, saying so. The mark is kept outside the workspace, in
     ``$XSKY_HOME/workspace-marks`` (no agent may write there), per run: another run naming the
-    same workspace, or the run's first attempt on a new host, makes it as before."""
+    same workspace, or the run's first attempt on a new host, makes it as before; so does a
+    new run of the same id (``execution``: the run's first execution, in the mark's name)."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -469,7 +476,7 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
-    mark = workspaces.used_mark(settings, used_by or run_id, folder)
+    mark = workspaces.used_mark(settings, used_by or run_id, folder, execution)
     if not os.path.lexists(folder) and os.path.exists(mark):
         raise ApplicationError(
             f"the workspace {folder} is gone: it was deleted after this run's agents worked in it "

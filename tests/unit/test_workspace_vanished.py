@@ -56,3 +56,18 @@ def test_a_mark_that_cannot_be_written_does_not_fail_the_attempt(settings, monke
     monkeypatch.setattr(workspaces, "mark_used", full)
     sandbox = SandboxSettings(sandbox_user=None)
     assert workspace_for(settings, sandbox, None, "run-a", used_by="run-a").is_dir()
+
+
+def test_a_new_run_of_an_id_used_before_makes_its_workspace(settings):
+    """review20: an id is free again once the server dropped the ended run (REJECT_DUPLICATE
+    refuses it only while the server keeps it): `run --id nightly` every night, its folder
+    removed for a clean start, failed its first agent WorkspaceVanished — the old run's mark.
+    The same run after a continue-as-new keeps its first execution, and its check."""
+    sandbox = SandboxSettings(sandbox_user=None)
+    ws = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-1")
+    shutil.rmtree(ws.parent)
+    again = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
+    assert again == ws and ws.is_dir()
+    shutil.rmtree(ws.parent)
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
