@@ -178,6 +178,7 @@ def prepare(
             )
             if workspace_host
             else None,
+            execution=inp.execution_id,
         )
     )
     unconfined = not sandbox.on
@@ -439,7 +440,7 @@ def fork_copy(settings: Settings, inp: AgentInput) -> Callable[[], bool] | None:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     if os.path.lexists(folder):
         return None  # (seed looks again: two attempts may copy at once)
-    if os.path.exists(workspaces.used_mark(settings, inp.run_id, folder)):
+    if os.path.exists(workspaces.used_mark(settings, inp.run_id, folder, inp.execution_id)):
         # made and used by this run here, and gone: deleted under the fork — copied again from
         # the run forked, its own files were replaced silently; workspace_for says it is gone
         return None
@@ -461,6 +462,7 @@ def workspace_for(
     *,
     used_by: str | None = None,
     restorable: Path | None = None,
+    execution: str | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
@@ -476,7 +478,10 @@ def workspace_for(
     ``restorable`` (an attempt on its workspace's host): this machine's snapshot mark of the
     workspace. Where it is, every file the run's agents left is in the store as of the last
     one's end: the workspace is made and that mark dropped, so the attempt's restore brings it
-    back whole (as on a host taking it over) rather than failing the run (review20)."""
+    back whole (as on a host taking it over) rather than failing the run (review20).
+
+    A new run of the same id makes it too (``execution``: the run's first execution, in the
+    mark's name)."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -491,7 +496,7 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
-    mark = workspaces.used_mark(settings, used_by or run_id, folder)
+    mark = workspaces.used_mark(settings, used_by or run_id, folder, execution)
     vanished = not os.path.lexists(folder) and os.path.exists(mark)
     if vanished and restorable is not None and os.path.exists(restorable):
         log.warning(

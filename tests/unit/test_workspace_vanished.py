@@ -116,3 +116,18 @@ def test_a_forks_workspace_deleted_under_it_is_not_copied_again_from_the_run_for
     assert copy is None or not copy()
     with pytest.raises(ApplicationError, match="is gone"):
         workspace_for(settings, sandbox, None, "base-fork-1", used_by="base-fork-1")
+
+
+def test_a_new_run_of_an_id_used_before_makes_its_workspace(settings):
+    """review20: an id is free again once the server dropped the ended run (REJECT_DUPLICATE
+    refuses it only while the server keeps it): `run --id nightly` every night, its folder
+    removed for a clean start, failed its first agent WorkspaceVanished — the old run's mark.
+    The same run after a continue-as-new keeps its first execution, and its check."""
+    sandbox = SandboxSettings(sandbox_user=None)
+    ws = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-1")
+    shutil.rmtree(ws.parent)
+    again = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
+    assert again == ws and ws.is_dir()
+    shutil.rmtree(ws.parent)
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
