@@ -19,6 +19,7 @@ from temporalio.api.worker.v1 import WorkerInfo
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.service import RPCError
 
+from activities.server_clock import server_time
 from activities.storage import claims, open_objects
 from activities.storage.snapshots import workspace_key
 from xsky.artifacts import safe_component
@@ -169,28 +170,13 @@ async def _served(
 def server_now() -> float:
     """The server's time now, as this activity knows it: the time the server gave it out
     (``started_time``) plus what the monotonic clock counted since this worker first met the
-    attempt. Heartbeat and poll times are the server's (or the beating worker's), so ages taken
-    by this worker's wall clock were off by its skew: a worker whose clock ran a minute ahead
-    judged every host lost (their workspaces moved from a live host), one an hour behind kept
-    a dead host for an hour (chaos15). The wall clock outside an activity, or without a start
-    time."""
-    try:
-        info = activity.info()
-    except RuntimeError:
-        return time.time()
-    started = getattr(info, "started_time", None)
-    if started is None:
-        return time.time()
-    key = tuple(getattr(info, k, None) for k in ("workflow_id", "activity_id", "attempt"))
-    met = _MET.setdefault(key, time.monotonic())
-    if len(_MET) > 1024:  # (one entry per attempt that asked: a few at a time)
-        _MET.clear()
-        _MET[key] = met
-    return started.timestamp() + (time.monotonic() - met)
-
-
-# When this worker first asked server_now() in each attempt (monotonic): its start, near enough.
-_MET: dict[tuple[object, ...], float] = {}
+    attempt (activities/server_clock.py). Heartbeat and poll times are the server's (or the
+    beating worker's), so ages taken by this worker's wall clock were off by its skew: a worker
+    whose clock ran a minute ahead judged every host lost (their workspaces moved from a live
+    host), one an hour behind kept a dead host for an hour (chaos15). The wall clock outside an
+    activity, or without a start time."""
+    now = server_time()
+    return time.time() if now is None else now
 
 
 def _outlived(polled: float, beat: float | None, window: float) -> bool:

@@ -39,6 +39,7 @@ from activities.sandbox.confine import SandboxSettings, confinement_for, sandbox
 from activities.sandbox.gate import Gate
 from activities.skills.files import library
 from activities.storage.snapshots import Snapshots, workspace_key
+from activities.storage.snapshots import mark_path as snapshots_mark
 from activities.tools import ToolContext
 from activities.tools.skills import SkillLibrary
 from xsky.agent_log import transcript_key
@@ -165,7 +166,19 @@ def prepare(
         _named_workspace(settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id)
         if free
         else workspace_for(
-            settings, sandbox, inp.workspace, inp.workspace_of or inp.run_id, used_by=inp.run_id
+            settings,
+            sandbox,
+            inp.workspace,
+            inp.workspace_of or inp.run_id,
+            used_by=inp.run_id,
+            # on its host, a workspace this machine snapshotted comes back from the store
+            restorable=snapshots_mark(
+                settings.home / "snapshots",
+                workspace_key(inp.run_id, inp.workspace, inp.workspace_of),
+            )
+            if workspace_host
+            else None,
+            execution=inp.execution_id,
         )
     )
     unconfined = not sandbox.on
@@ -427,6 +440,10 @@ def fork_copy(settings: Settings, inp: AgentInput) -> Callable[[], bool] | None:
         raise ApplicationError(str(e), type="WorkspaceRefused", non_retryable=True) from None
     if os.path.lexists(folder):
         return None  # (seed looks again: two attempts may copy at once)
+    if os.path.exists(workspaces.used_mark(settings, inp.run_id, folder, inp.execution_id)):
+        # made and used by this run here, and gone: deleted under the fork — copied again from
+        # the run forked, its own files were replaced silently; workspace_for says it is gone
+        return None
 
     def copy() -> bool:
         try:
@@ -444,6 +461,8 @@ def workspace_for(
     run_id: str,
     *,
     used_by: str | None = None,
+    restorable: Path | None = None,
+    execution: str | None = None,
 ) -> Path:
     """The workspace of run ``run_id`` (a follow-up run works where the run it resumes worked):
     where the worker's settings put the ``name`` the run gave (never a path from the run),
@@ -454,7 +473,15 @@ def workspace_for(
     made again empty (a later agent "completed" over work that was gone, chaos14/chaos15): the
     attempt fails, non-retryable, saying so. The mark is kept outside the workspace, in
     ``$XSKY_HOME/workspace-marks`` (no agent may write there), per run: another run naming the
-    same workspace, or the run's first attempt on a new host, makes it as before."""
+    same workspace, or the run's first attempt on a new host, makes it as before.
+
+    ``restorable`` (an attempt on its workspace's host): this machine's snapshot mark of the
+    workspace. Where it is, every file the run's agents left is in the store as of the last
+    one's end: the workspace is made and that mark dropped, so the attempt's restore brings it
+    back whole (as on a host taking it over) rather than failing the run (review20).
+
+    A new run of the same id makes it too (``execution``: the run's first execution, in the
+    mark's name)."""
     roots = sandbox.workspace_roots
     try:
         folder = workspaces.resolve(name, settings, run_id, roots)
@@ -469,8 +496,17 @@ def workspace_for(
             type="WorkspaceRefused",
             non_retryable=True,
         )
-    mark = workspaces.used_mark(settings, used_by or run_id, folder)
-    if not os.path.lexists(folder) and os.path.exists(mark):
+    mark = workspaces.used_mark(settings, used_by or run_id, folder, execution)
+    vanished = not os.path.lexists(folder) and os.path.exists(mark)
+    if vanished and restorable is not None and os.path.exists(restorable):
+        log.warning(
+            "the workspace %s of run %s is gone on this host: it is restored from the store's "
+            "newest snapshot",
+            folder,
+            used_by or run_id,
+        )
+        os.unlink(restorable)  # (the restore then reads no mark: it fetches every file)
+    elif vanished:
         raise ApplicationError(
             f"the workspace {folder} is gone: it was deleted after this run's agents worked in it "
             "on this worker, and their files with it; it is not made again empty (what the run "

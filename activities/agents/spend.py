@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import metrics
 from activities.agents.checkpoint import Checkpoint, Checkpoints
 from activities.agents.key import AgentKey
 from activities.artifacts import ArtifactStore
+from activities.server_clock import server_time
 from xsky.plan.budget import (
     ANSWER_CAP,
     MIN_ANSWER,
@@ -38,30 +37,17 @@ from xsky.plan.budget import (
     estimate_tokens,
 )
 
-# When this worker first met each attempt that asked server_now() (monotonic).
-_MET: dict[tuple[object, ...], float] = {}
-
 
 def server_now() -> datetime:
     """The server's time now as this attempt knows it: the time the server gave the attempt out
-    (``started_time``) plus what the monotonic clock counted since the worker first asked. A
-    share's ``until`` is on the server's clock (the leader's ``workflow.now()``): checked by this
-    worker's wall clock, a worker whose clock jumped an hour ahead refused every model call of a
-    30-minute budget as "time spent" one second in, and one an hour behind called on an hour
-    past it (chaos15). The wall clock outside an activity."""
-    try:
-        info = activity.info()
-    except RuntimeError:
-        return datetime.now(UTC)
-    started = getattr(info, "started_time", None)
-    if started is None:
-        return datetime.now(UTC)
-    key = tuple(getattr(info, k, None) for k in ("workflow_id", "activity_id", "attempt"))
-    met = _MET.setdefault(key, time.monotonic())
-    if len(_MET) > 1024:
-        _MET.clear()
-        _MET[key] = met
-    return started + timedelta(seconds=time.monotonic() - met)
+    (``started_time``) plus what the monotonic clock counted since the worker first asked
+    (activities/server_clock.py). A share's ``until`` is on the server's clock (the leader's
+    ``workflow.now()``): checked by this worker's wall clock, a worker whose clock jumped an
+    hour ahead refused every model call of a 30-minute budget as "time spent" one second in,
+    and one an hour behind called on an hour past it (chaos15). The wall clock outside an
+    activity."""
+    now = server_time()
+    return datetime.now(UTC) if now is None else datetime.fromtimestamp(now, UTC)
 
 
 class BudgetStop(ShareSpent):

@@ -258,10 +258,16 @@ def make(workspace: Path, uid: int | None, gid: int | None) -> Path:
     return workspace.resolve()
 
 
-def used_mark(settings: Settings, run_id: str, workspace: Path) -> Path:
+def used_mark(
+    settings: Settings, run_id: str, workspace: Path, execution: str | None = None
+) -> Path:
     """Where this worker notes that run ``run_id`` has used ``workspace`` (outside every
-    workspace, in xsky's own state, which no tool may touch)."""
-    digest = hashlib.sha256(f"{run_id}\0{workspace.absolute()}".encode()).hexdigest()[:32]
+    workspace, in xsky's own state, which no tool may touch). ``execution``: the run's first
+    execution (AgentInput.execution_id), which a continue-as-new keeps and a new run of the same
+    id does not — an id is free again once the server dropped the ended run, and the new run's
+    first attempt was refused by the old one's mark (review20)."""
+    named = f"{run_id}\0{workspace.absolute()}" + (f"\0{execution}" if execution else "")
+    digest = hashlib.sha256(named.encode()).hexdigest()[:32]
     return settings.home / "workspace-marks" / f"{digest}.json"
 
 

@@ -58,6 +58,13 @@ def workspace_key(run_id: str, workspace: str | None, workspace_of: str | None) 
     return f"{run_folder(workspace_of or run_id)}/_workspace"
 
 
+def mark_path(marks: Path, key: str) -> Path:
+    """Where this machine notes what it last took or restored of the workspace ``key``
+    (``marks``: ``$XSKY_HOME/snapshots``); gone, the next restore makes the workspace the
+    store's newest snapshot whatever is there."""
+    return marks / f"{key.replace('/', '__')}.json"
+
+
 class SnapshotError(RuntimeError):
     """A snapshot cannot be restored as stored; the message says which file and why."""
 
@@ -75,7 +82,7 @@ class Snapshots:
 
     @property
     def _mark(self) -> Path:
-        return self.marks / f"{self.key.replace('/', '__')}.json"
+        return mark_path(self.marks, self.key)
 
     def _local(self) -> dict[str, Any]:
         try:

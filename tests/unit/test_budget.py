@@ -420,11 +420,12 @@ def test_an_answer_cut_below_the_shares_room_is_the_servers_limit_not_a_budget_s
 def test_a_shares_time_is_checked_on_the_servers_clock_not_the_workers(monkeypatch, skew):
     """chaos15: ``until`` is the leader's (server) time; a worker whose wall clock jumped an
     hour refused every call one second into a 30-minute budget (or called on an hour past it)."""
+    from activities import server_clock
     from activities.agents import spend
 
     started = datetime.now(UTC)  # the server gave the attempt out now
     info = SimpleNamespace(started_time=started, workflow_id="w", activity_id=str(skew), attempt=1)
-    monkeypatch.setattr(spend.activity, "info", lambda: info)
+    monkeypatch.setattr(server_clock.activity, "info", lambda: info)
     real = spend.datetime
 
     class Skewed(real):  # this worker's wall clock

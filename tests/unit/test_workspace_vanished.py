@@ -5,6 +5,7 @@ gone. Another run naming the same workspace still makes it."""
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -56,3 +57,77 @@ def test_a_mark_that_cannot_be_written_does_not_fail_the_attempt(settings, monke
     monkeypatch.setattr(workspaces, "mark_used", full)
     sandbox = SandboxSettings(sandbox_user=None)
     assert workspace_for(settings, sandbox, None, "run-a", used_by="run-a").is_dir()
+
+
+def test_on_its_host_a_workspace_gone_comes_back_from_the_store(settings, tmp_path):
+    """review20: on a workspace host (object store, snapshots) the store holds every file the
+    run's agents left as of the last one's end; the host's copy gone (a restart with XSKY_RUNS
+    on an ephemeral disk, a cleanup script), the run failed (WorkspaceVanished), and without the
+    check the restore was skipped as well — this host's snapshot mark said it was at HEAD."""
+    from activities.storage.local import LocalStore
+    from activities.storage.snapshots import Snapshots, mark_path, workspace_key
+
+    sandbox = SandboxSettings(sandbox_user=None)
+    key = workspace_key("run-a", None, None)
+    marks = settings.home / "snapshots"
+    ws = workspace_for(settings, sandbox, None, "run-a", used_by="run-a")
+    snapshots = Snapshots(LocalStore(tmp_path / "store"), key, ws, marks)
+    (ws / "report.md").write_text("the first agent's work")
+    snapshots.take()  # the first agent ended
+    shutil.rmtree(ws)
+    again = workspace_for(
+        settings, sandbox, None, "run-a", used_by="run-a", restorable=mark_path(marks, key)
+    )
+    assert again == ws and snapshots.restore() == 1  # the attempt's restore, as activity.py
+    assert (ws / "report.md").read_text() == "the first agent's work"
+    # a worker with no snapshot of it (no store, or it never took one): refused as before
+    shutil.rmtree(ws)
+    mark_path(marks, key).unlink()
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(
+            settings, sandbox, None, "run-a", used_by="run-a", restorable=mark_path(marks, key)
+        )
+
+
+def test_a_forks_workspace_deleted_under_it_is_not_copied_again_from_the_run_forked(settings):
+    """review20: a fork's later attempt found its workspace gone and fork_copy (before prepare)
+    copied the forked run's again, so workspace_for found a folder: the fork's own files were
+    replaced by the source's, silently. Its first attempt still copies."""
+    from activities.agents.attempt import fork_copy
+    from xsky.runs import AgentInput
+
+    sandbox = SandboxSettings(sandbox_user=None)
+    src = workspace_for(settings, sandbox, None, "base", used_by="base")
+    (src / "base.txt").write_text("the forked run's")
+    inp = AgentInput.model_construct(
+        run_id="base-fork-1",
+        workspace=None,
+        workspace_of="base-fork-1",
+        workspace_from="base",
+        agent=SimpleNamespace(config={}),
+    )
+    copy = fork_copy(settings, inp)
+    assert copy is not None and copy()  # the fork's first attempt: a copy
+    ws = workspace_for(settings, sandbox, None, "base-fork-1", used_by="base-fork-1")
+    assert (ws / "base.txt").exists()
+    (ws / "fork.txt").write_text("the fork's own")
+    shutil.rmtree(ws)
+    copy = fork_copy(settings, inp)
+    assert copy is None or not copy()
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, None, "base-fork-1", used_by="base-fork-1")
+
+
+def test_a_new_run_of_an_id_used_before_makes_its_workspace(settings):
+    """review20: an id is free again once the server dropped the ended run (REJECT_DUPLICATE
+    refuses it only while the server keeps it): `run --id nightly` every night, its folder
+    removed for a clean start, failed its first agent WorkspaceVanished — the old run's mark.
+    The same run after a continue-as-new keeps its first execution, and its check."""
+    sandbox = SandboxSettings(sandbox_user=None)
+    ws = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-1")
+    shutil.rmtree(ws.parent)
+    again = workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
+    assert again == ws and ws.is_dir()
+    shutil.rmtree(ws.parent)
+    with pytest.raises(ApplicationError, match="is gone"):
+        workspace_for(settings, sandbox, None, "nightly", used_by="nightly", execution="e-2")
