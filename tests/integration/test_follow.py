@@ -12,7 +12,7 @@ import pytest
 
 from client import XSky
 from tests.conftest import ROOT, Env
-from tests.integration.helpers import noop, plan
+from tests.integration.helpers import ask, noop, plan, wait_requests
 from tests.integration.test_cli_runs import starter
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,13 @@ async def test_ctrl_c_leaves_the_run_running_and_says_how_to_re_attach(env: Env)
     await env.start_worker()
     run_id = f"xsky-ctrlc-{uuid.uuid4().hex[:6]}"
     async with XSky.connect() as x:
-        run = await x.run(plan(noop("1", 12), name="ctrlc"), id=run_id)
+        # The run waits on a person (T-1's question) while it is followed and interrupted, so
+        # that it is surely running then however slow the machine; answered after the Ctrl-C,
+        # it goes on to its end (T-2 runs with no one following). (A 12 s no-op held it before:
+        # the test waited out what was left of the 12 s.)
+        run = await x.run(
+            plan(ask("1", "go on?"), noop("2", 0.5, depends="1"), name="ctrlc"), id=run_id
+        )
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             str(ROOT / "starter.py"),
@@ -63,6 +69,8 @@ async def test_ctrl_c_leaves_the_run_running_and_says_how_to_re_attach(env: Env)
         assert proc.returncode == 130, out.decode() + err.decode()
         assert f"the run goes on: re-attach with `starter.py follow {run_id}`" in err.decode()
         assert await run.temporal_status() == "running"
+        (question,) = await wait_requests(run.handle, 1)
+        await run.answer(question.id, "yes")
         assert (await asyncio.wait_for(run.result(), 60)).status == "completed"
 
 
