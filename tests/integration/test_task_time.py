@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,37 @@ async def test_a_task_over_two_seconds_completes_where_the_sdk_would_fail_it(env
     async with xsky:
         handle = await env.client.start_workflow(Held.run, id=f"{queue}-xsky", task_queue=queue)
         assert await asyncio.wait_for(handle.result(), 30) == "done"
+        events = [e async for e in handle.fetch_history_events()]
+        assert not any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
+
+
+LONG = 9.0  # seconds: over v0.12.5's 8 s allowance, under this run's task timeout
+
+
+@workflow.defn(sandboxed=False)
+class HeldLong:
+    """One workflow task whose code holds the thread LONG seconds (a 30,000-agent run's
+    continued execution on a machine at load 20 took 8–18 s)."""
+
+    @workflow.run
+    async def run(self) -> str:
+        time.sleep(LONG)
+        return "done"
+
+
+async def test_work_that_load_makes_long_is_let_finish_not_interrupted(env: Env) -> None:
+    """The detector raises into the thread wherever it is, and a run's eviction after it timed
+    out too and wedged the worker (v0.12.6's 30,000-agent bench): 8 s interrupted 9 s of work."""
+    assert ALLOWED > 10 + LONG  # past the server's default task timeout, with room
+    queue = f"held-long-{uuid.uuid4().hex[:6]}"
+    async with allow_task_time(Worker(env.client, task_queue=queue, workflows=[HeldLong])):
+        handle = await env.client.start_workflow(
+            HeldLong.run,
+            id=queue,
+            task_queue=queue,
+            task_timeout=timedelta(seconds=30),  # so that only the worker's allowance can fail it
+        )
+        assert await asyncio.wait_for(handle.result(), 60) == "done"
         events = [e async for e in handle.fetch_history_events()]
         assert not any(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in events)
 
