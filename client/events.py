@@ -145,11 +145,14 @@ async def take_picture(run: Run, before: RunPicture | None) -> tuple[RunPicture,
     return picture, list(ledger.entries)
 
 
-async def _history_moves(run: Run) -> AsyncIterator[None]:
-    """Once each time the run's state may have changed (long-polling its history), until it
-    closes; the events already there when it starts are passed over."""
+async def _history_length(run: Run) -> int:
     described = await run.handle.describe()
-    seen = described.raw_description.workflow_execution_info.history_length
+    return described.raw_description.workflow_execution_info.history_length
+
+
+async def _history_moves(run: Run, seen: int) -> AsyncIterator[None]:
+    """Once each time the run's state may have changed (long-polling its history) after its
+    first ``seen`` events, until it closes."""
     async for event in run.handle.fetch_history_events(wait_new_event=True, skip_archival=True):
         if event.event_id > seen and event.event_type in MOVES:
             yield
@@ -176,12 +179,17 @@ async def watch(
 
     while True:
         try:
+            # The history's length before the look, not after it: what moves while the look's
+            # queries are made is looked at again (live12: a question raised between the look
+            # and a length read after it was in neither, and a run waiting on its answer never
+            # moved again — the page never listed it).
+            seen = await _history_length(run)
             if await look():
                 return
             if lost is not None:
                 tell([("watch.back", {"after": lost})])
                 lost = None
-            async for _ in _history_moves(run):
+            async for _ in _history_moves(run, seen):
                 if await look():
                     return
         except (RPCError, ConnectError) as e:
