@@ -119,8 +119,12 @@ class EventLog:
             return list(self.events)
         return [e for e in self.events if e.id > last_id]
 
-    async def wait(self, timeout: float) -> None:
-        """Until an event is added, or ``timeout`` seconds."""
+    async def wait(self, timeout: float, after: int | None = None) -> None:
+        """Until an event is added, or ``timeout`` seconds; at once when there is one after
+        ``after`` already (one added while a reader of the events up to it was busy sending
+        them: it would have waited on for the next, or for its timeout)."""
+        if after is not None and self.last_id > after:
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
