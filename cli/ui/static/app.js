@@ -314,15 +314,17 @@ function drawRequests() {
 // When exactly one request waits for an answer or a decision, the answer box holds its id
 // (walk11: it had to be typed though there was nothing else it could be); when more wait, which
 // one is meant is the person's to say. Only an id the page put there itself is replaced or
-// taken away — what a person typed or clicked stays — and not while an answer to it is being
-// written (a second request arriving then leaves it as it is).
+// taken away — what a person typed or clicked stays — and not while an answer is being written:
+// a second request arriving then leaves it as it is, and the request it was written for gone
+// (answered elsewhere, expired) empties the box — never another request's id beside it (review19:
+// what was written for A-1, then gone, went to the A-2 that came next, with Approve).
 function fillRequest() {
   const box = $("answer-request");
   if (box.value !== "" && box.value !== page.filled) return;
   const open = [...page.requests.values()].filter((r) => r.kind !== "review");  // (approved above)
-  const writing = $("answer-text").value !== "" && page.requests.has(box.value);
-  if (open.length === 1) box.value = open[0].id;
-  else if (!writing) box.value = "";
+  if ($("answer-text").value !== "") {
+    if (!page.requests.has(box.value)) box.value = "";
+  } else box.value = open.length === 1 ? open[0].id : "";
   page.filled = box.value;
 }
 
