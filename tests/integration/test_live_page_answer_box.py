@@ -7,51 +7,21 @@ the new one's id, so Approve (or Answer) sent what was written for the first to 
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Route, async_playwright
 
-from activities.browser import CHROMIUM_ARGS, chromium_executable
-from tests.conftest import ROOT
+from tests.integration.static_page import static_page
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
-
-STATIC = ROOT / "cli" / "ui" / "static"
 
 
 @pytest_asyncio.fixture
 async def live_page() -> AsyncIterator[Any]:
-    async with async_playwright() as pw:
-        default = pw.chromium.executable_path
-        executable = chromium_executable(default) or (default if Path(default).exists() else None)
-        if executable is None:
-            pytest.skip("no Chromium: run scripts/install_browser.py or set XSKY_CHROMIUM")
-        args = CHROMIUM_ARGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
-        browser = await pw.chromium.launch(executable_path=executable, args=args, headless=True)
-        try:
-            page = await browser.new_page()
-            html = (STATIC / "index.html").read_text()
-
-            async def served(route: Route) -> None:
-                url = route.request.url
-                if "/api/" in url:  # (the page lists the runs as it opens: none)
-                    await route.fulfill(body="[]", content_type="application/json")
-                elif "/static/" in url:
-                    await route.fulfill(path=STATIC / url.rsplit("/", 1)[-1])
-                else:
-                    await route.fulfill(body=html, content_type="text/html")
-
-            await page.route("**/*", served)
-            await page.goto("http://page.test/")
-            await page.wait_for_function("typeof fillRequest === 'function'")
-            yield page
-        finally:
-            await browser.close()
+    async with static_page() as page:
+        yield page
 
 
 async def raised(page: Any, request_id: str, task: str) -> None:

@@ -241,8 +241,7 @@ function drawGraph() {
     for (const dep of a.depends) {
       const from = pos.get(dep);
       if (!from) continue;
-      const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2, mid = (x1 + x2) / 2;
-      edges.append(el("svg:path", { class: "edge", "data-from": dep, "data-to": a.task, d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
+      edges.append(el("svg:path", { class: "edge", "data-from": dep, "data-to": a.task, d: edgePath(from, to), "marker-end": "url(#arrow)" }));
     }
     const g = el("svg:g", { class: "node", "data-task": a.task, transform: `translate(${to.x},${to.y})` });
     g.append(el("svg:rect", { width: NODE_W, height: NODE_H }), el("svg:text", { x: 8, y: 18, class: "head" }), el("svg:text", { x: 8, y: 36, class: "sub" }), el("svg:title"));
@@ -250,6 +249,19 @@ function drawGraph() {
     nodes.append(g);
     drawNode(a);
   }
+}
+
+// An edge from one level to the next is a curve across the gap between their columns. One that
+// skips a level runs along the gap between two rows, where no box stands, past the columns
+// between (walk11: drawn straight across, it passed under the box of an agent it had nothing
+// to do with — T-1 → T-3 looked like T-1 → T-2 → T-3).
+function edgePath(from, to) {
+  const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2;
+  const gap = COL - NODE_W, curve = (xa, ya, xb, yb) => { const mid = (xa + xb) / 2; return `C${mid},${ya} ${mid},${yb} ${xb},${yb}`; };
+  if (x2 - x1 <= gap) return `M${x1},${y1} ${curve(x1, y1, x2, y2)}`;
+  const row = (p) => (p.y - PAD) / ROW;
+  const lane = PAD + (Math.floor((row(from) + row(to)) / 2) + 1) * ROW - (ROW - NODE_H) / 2;  // under the rows' middle
+  return `M${x1},${y1} ${curve(x1, y1, x1 + gap, lane)} L${x2 - gap},${lane} ${curve(x2 - gap, lane, x2, y2)}`;
 }
 
 function drawNode(a) {
