@@ -119,8 +119,12 @@ class EventLog:
             return list(self.events)
         return [e for e in self.events if e.id > last_id]
 
-    async def wait(self, timeout: float) -> None:
-        """Until an event is added, or ``timeout`` seconds."""
+    async def wait(self, timeout: float, after: int | None = None) -> None:
+        """Until an event is added, or ``timeout`` seconds; at once when there is one after
+        ``after`` already (one added while a reader of the events up to it was busy sending
+        them: it would have waited on for the next, or for its timeout)."""
+        if after is not None and self.last_id > after:
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
@@ -145,11 +149,14 @@ async def take_picture(run: Run, before: RunPicture | None) -> tuple[RunPicture,
     return picture, list(ledger.entries)
 
 
-async def _history_moves(run: Run) -> AsyncIterator[None]:
-    """Once each time the run's state may have changed (long-polling its history), until it
-    closes; the events already there when it starts are passed over."""
+async def _history_length(run: Run) -> int:
     described = await run.handle.describe()
-    seen = described.raw_description.workflow_execution_info.history_length
+    return described.raw_description.workflow_execution_info.history_length
+
+
+async def _history_moves(run: Run, seen: int) -> AsyncIterator[None]:
+    """Once each time the run's state may have changed (long-polling its history) after its
+    first ``seen`` events, until it closes."""
     async for event in run.handle.fetch_history_events(wait_new_event=True, skip_archival=True):
         if event.event_id > seen and event.event_type in MOVES:
             yield
@@ -176,12 +183,17 @@ async def watch(
 
     while True:
         try:
+            # The history's length before the look, not after it: what moves while the look's
+            # queries are made is looked at again (live12: a question raised between the look
+            # and a length read after it was in neither, and a run waiting on its answer never
+            # moved again — the page never listed it).
+            seen = await _history_length(run)
             if await look():
                 return
             if lost is not None:
                 tell([("watch.back", {"after": lost})])
                 lost = None
-            async for _ in _history_moves(run):
+            async for _ in _history_moves(run, seen):
                 if await look():
                     return
         except (RPCError, ConnectError) as e:

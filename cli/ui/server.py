@@ -251,7 +251,8 @@ def make_app(
                     yield sse(event.line(), event.id)
                 if not new:
                     yield ": ping\n\n"
-                await got.wait(PING_SECONDS)
+                # (what came while they were sent is sent now: sending may wait on the client)
+                await got.wait(PING_SECONDS, last)
 
         return _stream(stream())
 

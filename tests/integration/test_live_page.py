@@ -30,7 +30,7 @@ from client import XSky
 from client.connect import DATA_CONVERTER
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
-from tests.integration.helpers import noop, plan
+from tests.integration.helpers import ask, noop, plan
 from xsky.agent_log import UNLOGGED_SAID
 from xsky.config import load_settings
 from xsky.errors import RefusedError
@@ -291,5 +291,45 @@ async def test_the_list_without_a_run_open_does_not_say_not_connected(
         await page.goto(f"http://127.0.0.1:{ui.port}/?key={ui.key}")
         await expect(page.locator("#conn")).to_have_attribute("data-state", "idle")
         await expect(page.locator("#conn")).to_have_text("pick a run")
+    finally:
+        await ui.stop()
+
+
+@pytest.mark.timeout(120)
+async def test_the_one_request_waiting_is_filled_in_and_an_ended_run_takes_no_limits(
+    live_env: Env, browser_page: Any
+):
+    """walk11: with one request waiting its id still had to be typed into the answer box; and
+    on an ended run the budget's box stayed editable beside a greyed "Set budget"."""
+    page = browser_page
+    handle = await live_env.start(
+        plan(ask("1", "Which region?"), ask("2", "Which size?"), noop("3", 0, depends="1,2"))
+    )
+    x = await XSky.connect(live_env.settings)
+    run = await x.get(handle.id)
+    ui = PageServer(live_env.settings, free_port())
+    await ui.start()
+    try:
+        await page.goto(f"http://127.0.0.1:{ui.port}/?key={ui.key}&run={handle.id}")
+        # two wait: which one is meant is the person's to say
+        await expect(page.locator("#requests li[data-request]")).to_have_count(2)
+        await expect(page.locator("#answer-request")).to_have_value("")
+        first, second = sorted(r.id for r in await run.requests())
+        await run.answer(first, "eu-west-1")  # (from elsewhere: the CLI)
+        # one waits: its id is in the box, and an answer from the page goes to it
+        await expect(page.locator("#requests li[data-request]")).to_have_count(1)
+        await expect(page.locator("#answer-request")).to_have_value(second)
+        await page.fill("#answer-text", "large")
+        await page.click("#answer")
+        await expect(page.locator("#notice.ok")).to_be_visible()
+        await expect(page.locator("#banner")).to_have_attribute("data-state", "completed")
+        await expect(page.locator("#answer-request")).to_have_value("")
+        # an ended run: the boxes that feed the steering are greyed with its buttons, saying why
+        for box in ("#budget-limits", "#replan-text", "#answer-request", "#answer-text"):
+            await expect(page.locator(box)).to_be_disabled()
+        await expect(page.locator("#budget-limits")).to_have_attribute(
+            "title", re.compile("has ended")
+        )
+        assert (await asyncio.wait_for(run.result(), 30)).status == "completed"
     finally:
         await ui.stop()

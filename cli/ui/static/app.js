@@ -9,7 +9,7 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 190, NODE_H = 46, COL = 250, ROW = 64, PAD = 16;
 
-const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null, ended: false, banner: "", done: 0 };
+const page = { run: null, source: null, lastId: 0, agents: new Map(), requests: new Map(), selected: null, logSource: null, review: null, ended: false, banner: "", done: 0, filled: "" };
 
 function el(tag, attrs = {}, text) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
@@ -45,6 +45,7 @@ function openRun(runId) {
   closeLog();
   Object.assign(page, { run: runId, lastId: 0, selected: null, ended: false, done: 0 });
   page.agents.clear(); page.requests.clear();
+  $("answer-request").value = page.filled = "";  // (another run's request id is not this one's)
   $("run").hidden = false;
   $("title").textContent = runId;
   $("events").replaceChildren(); $("dag").replaceChildren(); drawRequests();
@@ -175,8 +176,10 @@ function markRow(state) {
 }
 
 // What can be asked of the run as it stands: an ended run takes no steering (a fork of one of
-// its agents goes on from it); a paused run is resumed, a running one paused.
-const STEERING = ["pause", "resume", "cancel-run", "set-budget", "approve-plan", "replan", "answer", "approve", "deny"];
+// its agents goes on from it); a paused run is resumed, a running one paused. The boxes that
+// feed the steering go grey with their buttons (walk11: the budget's stayed editable on an
+// ended run, beside a greyed "Set budget").
+const STEERING = ["pause", "resume", "cancel-run", "budget-limits", "set-budget", "review-comment", "approve-plan", "replan-text", "replan", "answer-request", "answer-text", "answer", "approve", "deny"];
 function setControls(state) {
   const why = page.ended ? `the run has ended (${state}): retry or fork an agent to go on from it` : "";
   for (const id of STEERING) { const b = $(id); b.disabled = page.ended; b.title = why || b.dataset.title || ""; }
@@ -238,8 +241,7 @@ function drawGraph() {
     for (const dep of a.depends) {
       const from = pos.get(dep);
       if (!from) continue;
-      const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2, mid = (x1 + x2) / 2;
-      edges.append(el("svg:path", { class: "edge", "data-from": dep, "data-to": a.task, d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, "marker-end": "url(#arrow)" }));
+      edges.append(el("svg:path", { class: "edge", "data-from": dep, "data-to": a.task, d: edgePath(from, to), "marker-end": "url(#arrow)" }));
     }
     const g = el("svg:g", { class: "node", "data-task": a.task, transform: `translate(${to.x},${to.y})` });
     g.append(el("svg:rect", { width: NODE_W, height: NODE_H }), el("svg:text", { x: 8, y: 18, class: "head" }), el("svg:text", { x: 8, y: 36, class: "sub" }), el("svg:title"));
@@ -247,6 +249,19 @@ function drawGraph() {
     nodes.append(g);
     drawNode(a);
   }
+}
+
+// An edge from one level to the next is a curve across the gap between their columns. One that
+// skips a level runs along the gap between two rows, where no box stands, past the columns
+// between (walk11: drawn straight across, it passed under the box of an agent it had nothing
+// to do with — T-1 → T-3 looked like T-1 → T-2 → T-3).
+function edgePath(from, to) {
+  const x1 = from.x + NODE_W, y1 = from.y + NODE_H / 2, x2 = to.x, y2 = to.y + NODE_H / 2;
+  const gap = COL - NODE_W, curve = (xa, ya, xb, yb) => { const mid = (xa + xb) / 2; return `C${mid},${ya} ${mid},${yb} ${xb},${yb}`; };
+  if (x2 - x1 <= gap) return `M${x1},${y1} ${curve(x1, y1, x2, y2)}`;
+  const row = (p) => (p.y - PAD) / ROW;
+  const lane = PAD + (Math.floor((row(from) + row(to)) / 2) + 1) * ROW - (ROW - NODE_H) / 2;  // under the rows' middle
+  return `M${x1},${y1} ${curve(x1, y1, x1 + gap, lane)} L${x2 - gap},${lane} ${curve(x2 - gap, lane, x2, y2)}`;
 }
 
 function drawNode(a) {
@@ -305,6 +320,24 @@ function drawRequests() {
     li.onclick = () => { $("answer-request").value = r.id; $("answer-text").focus(); };
     list.append(li);
   }
+  fillRequest();
+}
+
+// When exactly one request waits for an answer or a decision, the answer box holds its id
+// (walk11: it had to be typed though there was nothing else it could be); when more wait, which
+// one is meant is the person's to say. Only an id the page put there itself is replaced or
+// taken away — what a person typed or clicked stays — and not while an answer is being written:
+// a second request arriving then leaves it as it is, and the request it was written for gone
+// (answered elsewhere, expired) empties the box — never another request's id beside it (review19:
+// what was written for A-1, then gone, went to the A-2 that came next, with Approve).
+function fillRequest() {
+  const box = $("answer-request");
+  if (box.value !== "" && box.value !== page.filled) return;
+  const open = [...page.requests.values()].filter((r) => r.kind !== "review");  // (approved above)
+  if ($("answer-text").value !== "") {
+    if (!page.requests.has(box.value)) box.value = "";
+  } else box.value = open.length === 1 ? open[0].id : "";
+  page.filled = box.value;
 }
 
 async function act(body) {
@@ -328,8 +361,14 @@ async function act(body) {
 // An answer or a decision taken: the form is emptied for the next request (it kept "Q-1" and
 // its text while A-2 waited); a refused one keeps what was typed, to be mended.
 async function answerWith(body) {
-  const said = await act({ ...body, request: $("answer-request").value, text: $("answer-text").value });
-  if (said && said.ok) { $("answer-request").value = ""; $("answer-text").value = ""; }
+  const request = $("answer-request").value;
+  const said = await act({ ...body, request, text: $("answer-text").value });
+  if (said && said.ok) {
+    // (the next request may have been filled in already, as its event came before this answer)
+    if ($("answer-request").value === request) $("answer-request").value = "";
+    $("answer-text").value = "";
+    fillRequest();
+  }
 }
 
 $("pause").onclick = () => act({ action: "pause" });
