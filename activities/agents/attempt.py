@@ -40,7 +40,7 @@ from activities.sandbox.gate import Gate
 from activities.skills.files import library
 from activities.storage.snapshots import Snapshots, workspace_key
 from activities.storage.snapshots import mark_path as snapshots_mark
-from activities.tools import ToolContext
+from activities.tools import ToolContext, folder_identity
 from activities.tools.skills import SkillLibrary
 from xsky.agent_log import transcript_key
 from xsky.artifacts import MARKER_RE, URI_PREFIX, run_folder
@@ -244,6 +244,7 @@ def prepare(
         else None,
         # (its own page too when it goes on from its checkpoint: after a question, a lost worker)
         page_from=[*inp.agent.depends, *([key.agent_id] if _resumes(inp, fresh, key) else [])],
+        workspace_identity=folder_identity(workspace),
     )
     config = config or {}
     # Without a tool the configured model runs the agent's loop (None: no model is configured)

@@ -123,6 +123,19 @@ class ToolContext:
     # "read the dashboard". A fork or a follow-up run is given the pages of the agents it
     # carries over as it starts (client/start.py).
     page_from: list[str] = field(default_factory=list)
+    # The workspace folder's (device, inode) as the attempt found or made it: a command that
+    # finds it gone, or another folder in its place, fails the attempt rather than run in (and
+    # make again) an empty one; one whose folder went while it ran too (None: not checked).
+    workspace_identity: tuple[int, int] | None = None
+
+
+def folder_identity(folder: Path) -> tuple[int, int] | None:
+    """``folder``'s (device, inode), None when it is not there."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 Tool = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

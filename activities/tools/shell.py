@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from temporalio.exceptions import ApplicationError
+
 from activities import beat as beats
 from activities.sandbox import bwrap, disk, egress, freeze, git_guard, limits, liveness
 from activities.sandbox import workspace as workspaces
@@ -27,6 +29,7 @@ from activities.tools import (
     ToolContext,
     ToolError,
     ToolResult,
+    folder_identity,
     optional_number,
     require_str,
     values,
@@ -106,6 +109,7 @@ async def run_process(
     limit or normal exit, everything it started is killed: nothing is left behind (and the
     sandbox dies with its parent, so a killed worker leaves nothing either).
     """
+    _still_there(ctx, "before this command")
     ctx.workspace.mkdir(parents=True, exist_ok=True)
     if ctx.command_network is not None and not ctx.unconfined:
         # The settings allow some domains: the sandbox's only way out is a proxy that checks them.
@@ -312,6 +316,7 @@ async def _supervise(
         )
     if verdict is None and not ctx.unconfined:
         verdict = _rlimit_verdict(code, stderr, c.limits)
+    _still_there(ctx, "while this command ran")
     notes = [] if ctx.unconfined else await asyncio.to_thread(git_guard.sweep, c.workspace)
     return ProcessResult(
         code,
@@ -321,6 +326,23 @@ async def _supervise(
         timed_out,
         verdict,
         notes,
+    )
+
+
+def _still_there(ctx: ToolContext, when: str) -> None:
+    """The attempt's workspace is the folder it found or made: one deleted under it (by hand, a
+    cleanup script) is not made again empty for the next command, nor is a command that ran
+    while it went taken for done — the attempt fails, not retried, as ``workspace_for`` fails
+    the next one (chaos15: a run "completed" over work that was gone)."""
+    if ctx.workspace_identity is None or folder_identity(ctx.workspace) == ctx.workspace_identity:
+        return
+    raise ApplicationError(
+        f"the workspace {ctx.workspace} was deleted {when}, and the files this run's agents "
+        "left there with it; the command's work is not taken for done in a folder made again "
+        "empty — restore the workspace and retry the agent, or fork the run from an agent "
+        "before its files were made",
+        type="WorkspaceVanished",
+        non_retryable=True,
     )
 
 
