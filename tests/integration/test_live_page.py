@@ -7,7 +7,6 @@ missed. Screenshots land in test-artifacts/live-page/ (ignored by git)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 import uuid
@@ -18,10 +17,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import uvicorn
-from playwright.async_api import async_playwright, expect
+from playwright.async_api import expect
 from temporalio.client import Client
 
-from activities.browser import CHROMIUM_ARGS, chromium_executable
 from cli.devserver import DevServer, free_port
 from cli.hints import cli_message
 from cli.ui.guard import page_key
@@ -31,6 +29,7 @@ from client.connect import DATA_CONVERTER
 from tests.conftest import ROOT, Env
 from tests.integration.eventually import eventually
 from tests.integration.helpers import ask, noop, plan
+from tests.integration.static_page import chromium
 from xsky.agent_log import UNLOGGED_SAID
 from xsky.config import load_settings
 from xsky.errors import RefusedError
@@ -109,20 +108,11 @@ class PageServer:
 
 @pytest_asyncio.fixture
 async def browser_page() -> AsyncIterator[Any]:
-    async with async_playwright() as pw:
-        default = pw.chromium.executable_path
-        executable = chromium_executable(default) or (default if Path(default).exists() else None)
-        if executable is None:
-            pytest.skip("no Chromium: run scripts/install_browser.py or set XSKY_CHROMIUM")
-        args = CHROMIUM_ARGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
-        browser = await pw.chromium.launch(executable_path=executable, args=args, headless=True)
+    async with chromium() as browser:
         context = await browser.new_context(viewport={"width": 1280, "height": 900})
         context.set_default_timeout(20_000)
         expect.set_options(timeout=20_000)
-        try:
-            yield await context.new_page()
-        finally:
-            await browser.close()
+        yield await context.new_page()
 
 
 def node(page: Any, task: str) -> Any:

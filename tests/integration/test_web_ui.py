@@ -24,15 +24,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from playwright.async_api import TimeoutError as PlaywrightTimeout
-from playwright.async_api import async_playwright, expect
+from playwright.async_api import expect
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.browser import CHROMIUM_ARGS, chromium_executable
 from cli.devserver import DevServer, free_port
 from client.outcome import run_outcome
 from tests.conftest import ROOT, Env
 from tests.integration.helpers import ask, plan, query, wait_requests
+from tests.integration.static_page import chromium
 from workflows.leader import LeaderWorkflow
 from xsky.config import load_settings
 from xsky.leader.state import TaskRequest
@@ -107,21 +107,12 @@ def shots(tmp_path: Path) -> Path:
 
 @pytest_asyncio.fixture
 async def page() -> AsyncIterator[Any]:
-    async with async_playwright() as pw:
-        default = pw.chromium.executable_path
-        executable = chromium_executable(default) or (default if Path(default).exists() else None)
-        if executable is None:
-            pytest.skip("no Chromium: run scripts/install_browser.py or set XSKY_CHROMIUM")
-        args = CHROMIUM_ARGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
-        browser = await pw.chromium.launch(executable_path=executable, args=args, headless=True)
+    async with chromium() as browser:
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         context.set_default_timeout(15_000)
         # The UI's assertions wait as long as its actions: a loaded CI machine is slow.
         expect.set_options(timeout=15_000)
-        try:
-            yield await context.new_page()
-        finally:
-            await browser.close()
+        yield await context.new_page()
 
 
 def shell_agent(agent_id: str, command: str) -> str:
