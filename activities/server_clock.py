@@ -16,9 +16,12 @@ _MET: OrderedDict[tuple[object, ...], float] = OrderedDict()
 KEPT = 4096
 
 
-def server_time() -> float | None:
-    """The server's time now (seconds since the epoch) as this attempt knows it; None outside
-    an activity or without a start time.
+def anchor() -> tuple[float, float] | None:
+    """This attempt's view of the server's clock: (the time the server gave it out, this
+    worker's monotonic time when it first met it), registered on the first ask; None outside an
+    activity or without a start time. The server's time now is the first plus what the monotonic
+    clock counted since the second (:func:`server_time`; a lease, renewed on a thread of its
+    own where no activity is current, is handed it: activities/agents/lease.py).
 
     An attempt is told apart by its workflow's run and its own start as well as its ids: the
     leader's host activities take the SDK's activity ids (a sequence that starts again in each
@@ -46,4 +49,11 @@ def server_time() -> float | None:
             _MET.popitem(last=False)
     else:
         _MET.move_to_end(key)
-    return started.timestamp() + (time.monotonic() - met)
+    return (started.timestamp(), met)
+
+
+def server_time() -> float | None:
+    """The server's time now (seconds since the epoch) as this attempt knows it (:func:`anchor`);
+    None outside an activity or without a start time."""
+    known = anchor()
+    return None if known is None else known[0] + (time.monotonic() - known[1])

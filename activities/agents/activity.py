@@ -31,6 +31,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import server_clock
 from activities.agents.attempt import RECORDED_TOOLS, Attempt, fork_copy, prepare
 from activities.agents.beat import Beat
 from activities.agents.checkpoint import Checkpoints
@@ -40,7 +41,7 @@ from activities.agents.key import AgentKey
 from activities.agents.lease import Lease, first_write_after
 from activities.agents.ledger import AttemptLedger, Start, first_of_dispatch, reroute_of
 from activities.agents.loop import run_model
-from activities.agents.spend import server_now, stored_usage
+from activities.agents.spend import stored_usage
 from activities.agents.storage import storage_problem, stored
 from activities.agents.transcripts import LogTail
 from activities.artifacts import ArtifactStore, open_store, read_blob
@@ -107,7 +108,8 @@ class AgentActivities:
         kept before it is reported, so the next attempt returns it instead of doing it again."""
         info = activity.info()
         entered = time.monotonic()
-        server_now()  # (this attempt met: the server's clock as it knows it counts from here)
+        # this attempt met: the server's clock as it knows it counts from here (its lease's too)
+        clock = server_clock.anchor()
         started = info.started_time or datetime.now(UTC)
         if inp.input_ref is not None:  # too large for a payload: the leader stored it
             inp = await asyncio.to_thread(self._stored_input, inp.input_ref)
@@ -163,7 +165,7 @@ class AgentActivities:
                     reroute=ledger.reroute,
                     # the server's clock as this attempt started (the lease's renewals are
                     # stamped and aged by it, not by this host's wall clock)
-                    anchor=(started.timestamp(), entered) if info.started_time else None,
+                    anchor=clock,
                 )
                 after = max(0.0, first_write_after() - (time.monotonic() - entered))
                 async with lease.held(beat, ledger.has_outcome, first=first, after=after):
