@@ -35,7 +35,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Worker
 
 from activities.agents.activity import AgentActivities
@@ -43,6 +42,7 @@ from activities.leader_store import LeaderStore
 from activities.storage import io_threads
 from bench.baselines import BareAgentDagWorkflow, BareDagWorkflow, bare_step, instant_run_agent
 from bench.harness import dev_server, fan_out
+from bench.workflow_tasks import measured
 from workflows.leader import LeaderWorkflow
 from workflows.sandbox import workflow_runner
 from workflows.task_time import allow_task_time
@@ -76,18 +76,6 @@ def thread_cpu(prefix: str) -> float:
 def proc_cpu(pid: int) -> float:
     f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / CLK
-
-
-def measured(events) -> tuple[float, int, float]:
-    tasks, started = [], None
-    for e in events:
-        at = e.event_time.ToDatetime()
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            started = at
-        elif e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and started:
-            tasks.append((at - started).total_seconds() * 1000)
-    wall = (events[-1].event_time.ToDatetime() - events[0].event_time.ToDatetime()).total_seconds()
-    return wall * 1000, len(tasks), sum(tasks)
 
 
 ACT_WORKER = r"""
@@ -224,7 +212,7 @@ async def main(rounds: int, agents: int, only: set[str] | None) -> None:
                     pcpu = time.process_time() - c0
                     hcpu = proc_cpu(helper.pid) - h0
                     hist = await handle.fetch_history()
-                    wall, n, wft = measured(list(hist.events))
+                    wall, _, n, wft, _ = measured(list(hist.events))
                     if r:
                         rows.setdefault(name, []).append(
                             (wall, n, wft, wcpu * 1000, pcpu * 1000, hcpu * 1000)
